@@ -1,0 +1,320 @@
+#include "core/npy.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/check.h"
+#include "core/strings.h"
+#include "core/status.h"
+#include "core/text_reader.h"
+
+namespace fanout::core {
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr size_t kMagicLen = 6;
+
+int64_t Product(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  return StrCat("(", StrJoin(shape, ", "), shape.size() == 1 ? ",)" : ")");
+}
+
+// Finds the value text following `'key':` in numpy's header dict.
+absl::StatusOr<std::string_view> DictValue(std::string_view dict, std::string_view key) {
+  std::string quoted = StrCat("'", key, "'");
+  size_t k = dict.find(quoted);
+  if (k == std::string_view::npos) {
+    return absl::InvalidArgumentError(StrCat("header has no '", key, "' entry"));
+  }
+  size_t colon = dict.find(':', k + quoted.size());
+  if (colon == std::string_view::npos) {
+    return absl::InvalidArgumentError(StrCat("header entry '", key, "' has no value"));
+  }
+  std::string_view rest = StripSpaces(dict.substr(colon + 1));
+  size_t end;
+  if (!rest.empty() && rest[0] == '(') {
+    end = rest.find(')');
+    if (end == std::string_view::npos) return absl::InvalidArgumentError("unterminated shape");
+    return rest.substr(0, end + 1);
+  }
+  if (!rest.empty() && (rest[0] == '\'' || rest[0] == '"')) {
+    end = rest.find(rest[0], 1);
+    if (end == std::string_view::npos) return absl::InvalidArgumentError("unterminated string");
+    return rest.substr(1, end - 1);
+  }
+  end = rest.find_first_of(",}");
+  return StripSpaces(rest.substr(0, end));
+}
+
+absl::StatusOr<NpyHeader> ParseHeader(const std::string& path, const char* buf, size_t file_size) {
+  auto bad = [&](std::string_view why) {
+    return absl::InvalidArgumentError(StrCat(path, ": not a valid .npy file: ", why));
+  };
+  if (file_size < kMagicLen + 4 || std::memcmp(buf, kMagic, kMagicLen) != 0) {
+    return bad("missing the \\x93NUMPY magic");
+  }
+  uint8_t major = static_cast<uint8_t>(buf[6]);
+  size_t header_len;
+  size_t prefix;
+  if (major == 1) {
+    header_len = static_cast<uint8_t>(buf[8]) | (static_cast<uint8_t>(buf[9]) << 8);
+    prefix = 10;
+  } else if (major == 2 || major == 3) {
+    if (file_size < 12) return bad("header truncated");
+    header_len = 0;
+    for (int i = 0; i < 4; ++i) header_len |= size_t{static_cast<uint8_t>(buf[8 + i])} << (8 * i);
+    prefix = 12;
+  } else {
+    return bad(StrCat("unsupported format version ", major));
+  }
+  if (prefix + header_len > file_size) return bad("header truncated");
+  std::string_view dict(buf + prefix, header_len);
+
+  NpyHeader h;
+  h.data_offset = prefix + header_len;
+  auto descr = DictValue(dict, "descr");
+  if (!descr.ok()) return bad(std::string(descr.status().message()));
+  auto dtype = DTypeFromNpyDescr(*descr);
+  if (!dtype.ok()) return absl::InvalidArgumentError(StrCat(path, ": ", dtype.status().message()));
+  h.dtype = *dtype;
+  auto fortran = DictValue(dict, "fortran_order");
+  if (!fortran.ok()) return bad(std::string(fortran.status().message()));
+  if (*fortran != "False") {
+    return absl::InvalidArgumentError(StrCat(
+        path, ": Fortran-order arrays are not supported; save with np.ascontiguousarray(a)"));
+  }
+  auto shape = DictValue(dict, "shape");
+  if (!shape.ok()) return bad(std::string(shape.status().message()));
+  std::string_view dims = *shape;
+  if (dims.size() < 2 || dims.front() != '(' || dims.back() != ')') {
+    return bad(StrCat("bad shape ", *shape));
+  }
+  dims = dims.substr(1, dims.size() - 2);
+  while (!dims.empty()) {
+    size_t comma = dims.find(',');
+    std::string_view d = StripSpaces(dims.substr(0, comma));
+    dims = comma == std::string_view::npos ? std::string_view() : dims.substr(comma + 1);
+    if (d.empty()) continue;
+    int64_t v;
+    if (!ParseInt64(d, &v) || v < 0) return bad(StrCat("bad shape ", *shape));
+    h.shape.push_back(v);
+  }
+  size_t need = h.data_offset + static_cast<size_t>(Product(h.shape)) * DTypeSize(h.dtype);
+  if (file_size != need) {
+    return absl::InvalidArgumentError(StrCat(
+        path, ": file is ", file_size, " bytes but its header (", DTypeName(h.dtype), ", shape ",
+        ShapeString(h.shape), ") needs ", need, file_size < need ? " (truncated)" : ""));
+  }
+  return h;
+}
+
+absl::Status ErrnoError(std::string_view what, const std::string& path) {
+  int e = errno;
+  std::string msg = StrCat(path, ": ", what, ": ", std::strerror(e));
+  return e == ENOENT ? absl::NotFoundError(msg) : absl::InvalidArgumentError(msg);
+}
+
+}  // namespace
+
+std::string EncodeNpyHeader(DType dtype, const std::vector<int64_t>& shape) {
+  std::string dict = StrCat("{'descr': '", DTypeNpyDescr(dtype),
+                                  "', 'fortran_order': False, 'shape': ", ShapeString(shape), ", }");
+  // Pad with spaces so the data starts on a 64-byte boundary, ending the header with '\n'.
+  size_t prefix = 10;
+  size_t total = prefix + dict.size() + 1;
+  size_t padded = (total + 63) / 64 * 64;
+  bool v2 = padded - prefix > 65535;
+  if (v2) {
+    prefix = 12;
+    total = prefix + dict.size() + 1;
+    padded = (total + 63) / 64 * 64;
+  }
+  dict.append(padded - total, ' ');
+  dict.push_back('\n');
+  std::string out(kMagic, kMagicLen);
+  out.push_back(static_cast<char>(v2 ? 2 : 1));
+  out.push_back(0);
+  size_t len = dict.size();
+  for (size_t i = 0; i < (v2 ? 4u : 2u); ++i) out.push_back(static_cast<char>((len >> (8 * i)) & 0xff));
+  out += dict;
+  return out;
+}
+
+absl::StatusOr<NpyHeader> ReadNpyHeader(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("cannot open", path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return ErrnoError("cannot stat", path);
+  }
+  char buf[4096];
+  ssize_t n = ::pread(fd, buf, sizeof(buf), 0);
+  ::close(fd);
+  if (n < 0) return ErrnoError("cannot read", path);
+  // A header longer than 4 KiB only happens with absurd ranks; ParseHeader reports it truncated.
+  auto h = ParseHeader(path, buf, static_cast<size_t>(n));
+  if (!h.ok()) return h.status();
+  size_t need = h->data_offset + static_cast<size_t>(Product(h->shape)) * DTypeSize(h->dtype);
+  if (static_cast<size_t>(st.st_size) != need) {
+    return absl::InvalidArgumentError(StrCat(path, ": file is ", st.st_size,
+                                                   " bytes but its header needs ", need,
+                                                   static_cast<size_t>(st.st_size) < need ? " (truncated)" : ""));
+  }
+  return h;
+}
+
+NpyArray::~NpyArray() { Reset(); }
+
+NpyArray::NpyArray(NpyArray&& o) noexcept { *this = std::move(o); }
+
+NpyArray& NpyArray::operator=(NpyArray&& o) noexcept {
+  if (this != &o) {
+    Reset();
+    dtype_ = o.dtype_;
+    shape_ = std::move(o.shape_);
+    path_ = std::move(o.path_);
+    data_ = o.data_;
+    map_base_ = o.map_base_;
+    map_len_ = o.map_len_;
+    owned_ = std::move(o.owned_);
+    o.data_ = nullptr;
+    o.map_base_ = nullptr;
+    o.map_len_ = 0;
+  }
+  return *this;
+}
+
+void NpyArray::Reset() {
+  if (map_base_ != nullptr) ::munmap(map_base_, map_len_);
+  map_base_ = nullptr;
+  map_len_ = 0;
+  owned_.reset();
+  data_ = nullptr;
+}
+
+absl::StatusOr<NpyArray> NpyArray::Map(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("cannot open", path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return ErrnoError("cannot stat", path);
+  }
+  size_t len = static_cast<size_t>(st.st_size);
+  if (len == 0) {
+    ::close(fd);
+    return absl::InvalidArgumentError(StrCat(path, ": not a valid .npy file: empty file"));
+  }
+  void* base = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (base == MAP_FAILED) return ErrnoError("cannot mmap", path);
+  auto h = ParseHeader(path, static_cast<const char*>(base), len);
+  if (!h.ok()) {
+    ::munmap(base, len);
+    return h.status();
+  }
+  NpyArray a;
+  a.dtype_ = h->dtype;
+  a.shape_ = std::move(h->shape);
+  a.path_ = path;
+  a.map_base_ = base;
+  a.map_len_ = len;
+  a.data_ = static_cast<char*>(base) + h->data_offset;
+  return a;
+}
+
+NpyArray NpyArray::Owned(DType dtype, std::vector<int64_t> shape) {
+  NpyArray a;
+  a.dtype_ = dtype;
+  a.shape_ = std::move(shape);
+  size_t bytes = a.nbytes();
+  a.owned_.reset(new uint8_t[bytes == 0 ? 1 : bytes]());
+  a.data_ = a.owned_.get();
+  return a;
+}
+
+int64_t NpyArray::row_elems() const {
+  int64_t n = 1;
+  for (size_t i = 1; i < shape_.size(); ++i) n *= shape_[i];
+  return n;
+}
+
+int64_t NpyArray::num_elements() const { return Product(shape_); }
+
+void* NpyArray::mutable_data() {
+  FANOUT_CHECK(owned_ != nullptr) << "mutable_data() on a read-only mapped array " << path_;
+  return data_;
+}
+
+void NpyArray::CheckType(DType t) const {
+  FANOUT_CHECK(t == dtype_) << "array " << path_ << " holds " << DTypeName(dtype_) << ", accessed as "
+                     << DTypeName(t);
+}
+
+void NpyArray::DropPages(size_t begin, size_t end) const {
+  if (map_base_ == nullptr || end <= begin) return;
+  const long page = ::sysconf(_SC_PAGESIZE);
+  uintptr_t lo = reinterpret_cast<uintptr_t>(data_) + begin;
+  uintptr_t hi = reinterpret_cast<uintptr_t>(data_) + end;
+  lo = (lo + page - 1) / page * page;  // only whole pages inside the range
+  hi = hi / page * page;
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED);
+}
+
+absl::Status WriteNpy(const std::string& path, DType dtype, const std::vector<int64_t>& shape,
+                      const void* data) {
+  ASSIGN_OR_RETURN(auto w, NpyWriter::Open(path, dtype, shape));
+  RETURN_IF_ERROR(w->Append(data, static_cast<size_t>(Product(shape)) * DTypeSize(dtype)));
+  return w->Close();
+}
+
+absl::StatusOr<std::unique_ptr<NpyWriter>> NpyWriter::Open(const std::string& path, DType dtype,
+                                                           std::vector<int64_t> shape) {
+  std::unique_ptr<NpyWriter> w(new NpyWriter());
+  w->path_ = path;
+  w->expected_ = static_cast<size_t>(Product(shape)) * DTypeSize(dtype);
+  w->file_ = std::fopen(path.c_str(), "wb");
+  if (w->file_ == nullptr) return ErrnoError("cannot create", path);
+  std::string header = EncodeNpyHeader(dtype, shape);
+  if (std::fwrite(header.data(), 1, header.size(), w->file_) != header.size()) {
+    return ErrnoError("write failed", path);
+  }
+  return w;
+}
+
+NpyWriter::~NpyWriter() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+absl::Status NpyWriter::Append(const void* data, size_t bytes) {
+  if (written_ + bytes > expected_) {
+    return absl::InternalError(StrCat(path_, ": appending past the declared shape"));
+  }
+  if (bytes > 0 && std::fwrite(data, 1, bytes, file_) != bytes) return ErrnoError("write failed", path_);
+  written_ += bytes;
+  return absl::OkStatus();
+}
+
+absl::Status NpyWriter::Close() {
+  if (written_ != expected_) {
+    return absl::InternalError(
+        StrCat(path_, ": wrote ", written_, " of ", expected_, " declared bytes"));
+  }
+  int rc = std::fclose(file_);
+  file_ = nullptr;
+  if (rc != 0) return ErrnoError("close failed", path_);
+  return absl::OkStatus();
+}
+
+}  // namespace fanout::core

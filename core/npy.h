@@ -1,0 +1,120 @@
+// .npy files: numpy's array format (https://numpy.org/doc/stable/reference/generated/numpy.lib.format.html).
+// fanout reads and writes versions 1.0-3.0, C order, little-endian, the dtypes in dtype.h.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/dtype.h"
+
+namespace fanout::core {
+
+struct NpyHeader {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  size_t data_offset = 0;  // bytes from the start of the file to the first element
+};
+
+// Reads and validates the header of `path`: magic, version, dtype, C order, and that the file
+// holds exactly the bytes its shape needs. Errors name the file and what is wrong.
+absl::StatusOr<NpyHeader> ReadNpyHeader(const std::string& path);
+
+// Builds the header bytes (magic through the padded dict) for a C-order little-endian array.
+std::string EncodeNpyHeader(DType dtype, const std::vector<int64_t>& shape);
+
+// An array in .npy layout, either mapped read-only from a file (shared with every other process
+// mapping the same file, never copied) or owning a heap buffer. Move-only. Const methods are
+// thread-safe.
+class NpyArray {
+ public:
+  NpyArray() = default;
+  ~NpyArray();
+  NpyArray(NpyArray&& other) noexcept;
+  NpyArray& operator=(NpyArray&& other) noexcept;
+  NpyArray(const NpyArray&) = delete;
+  NpyArray& operator=(const NpyArray&) = delete;
+
+  // Maps `path` read-only.
+  static absl::StatusOr<NpyArray> Map(const std::string& path);
+  // A zero-filled owned array.
+  static NpyArray Owned(DType dtype, std::vector<int64_t> shape);
+
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  // Length of the first axis (1 for a 0-d array).
+  int64_t rows() const { return shape_.empty() ? 1 : shape_[0]; }
+  // Elements per row: the product of every axis after the first.
+  int64_t row_elems() const;
+  size_t row_bytes() const { return static_cast<size_t>(row_elems()) * DTypeSize(dtype_); }
+  int64_t num_elements() const;
+  size_t nbytes() const { return static_cast<size_t>(num_elements()) * DTypeSize(dtype_); }
+  bool is_mapped() const { return map_base_ != nullptr; }
+  // The file this array was mapped from; empty for owned arrays.
+  const std::string& path() const { return path_; }
+
+  const void* data() const { return data_; }
+  const char* row(int64_t i) const { return static_cast<const char*>(data_) + i * row_bytes(); }
+  // Owned arrays only.
+  void* mutable_data();
+
+  template <typename T>
+  const T* data_as() const {
+    CheckType(DTypeOf<T>());
+    return static_cast<const T*>(data_);
+  }
+  template <typename T>
+  T* mutable_data_as() {
+    CheckType(DTypeOf<T>());
+    return static_cast<T*>(mutable_data());
+  }
+
+  // Tells the kernel that the mapped bytes [begin, end) of the data are no longer needed, so a
+  // streaming pass over a large mapped file keeps its resident set flat. No-op for owned arrays.
+  void DropPages(size_t begin, size_t end) const;
+
+ private:
+  void CheckType(DType t) const;
+  void Reset();
+
+  DType dtype_ = DType::kUInt8;
+  std::vector<int64_t> shape_;
+  std::string path_;
+  void* data_ = nullptr;
+  void* map_base_ = nullptr;  // non-null when mapped
+  size_t map_len_ = 0;
+  std::unique_ptr<uint8_t[]> owned_;
+};
+
+// Writes an array of known shape in one call. The file is complete when this returns OK.
+absl::Status WriteNpy(const std::string& path, DType dtype, const std::vector<int64_t>& shape,
+                      const void* data);
+
+template <typename T>
+absl::Status WriteNpy(const std::string& path, const std::vector<T>& v) {
+  return WriteNpy(path, DTypeOf<T>(), {static_cast<int64_t>(v.size())}, v.data());
+}
+
+// Streams an array of known shape to a file: the header first, then rows appended in order.
+// Close() fails unless exactly shape's bytes were appended. Not thread-safe.
+class NpyWriter {
+ public:
+  static absl::StatusOr<std::unique_ptr<NpyWriter>> Open(const std::string& path, DType dtype,
+                                                         std::vector<int64_t> shape);
+  ~NpyWriter();
+  absl::Status Append(const void* data, size_t bytes);
+  absl::Status Close();
+
+ private:
+  NpyWriter() = default;
+  std::string path_;
+  FILE* file_ = nullptr;
+  size_t expected_ = 0;
+  size_t written_ = 0;
+};
+
+}  // namespace fanout::core

@@ -1,0 +1,72 @@
+// The partition config `<name>.json` that fanout-partition writes and every other process reads.
+// Its keys follow DGL's partition config (graph_name, num_nodes, num_edges, num_parts, halo_hops,
+// part_method, node_map, edge_map, part-K) so existing tooling recognises it, plus fanout's own
+// format version, field schemas and the list of every file of every partition.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/dtype.h"
+#include "core/partition_book.h"
+
+namespace fanout::core {
+
+inline constexpr int kPartitionFormatVersion = 1;
+
+// Name, element type and per-row shape of a node or edge field (a field of N rows with shape
+// [N, 100] has row_shape {100}; a label vector has row_shape {}).
+struct FieldSchema {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> row_shape;
+};
+
+// File names inside `part<k>/`, relative to that folder.
+struct PartFiles {
+  static constexpr const char* kIndptr = "graph/indptr.npy";        // int64 [n_k + 1], in-edge CSC
+  static constexpr const char* kIndices = "graph/indices.npy";      // int64 [m_k], global src IDs
+  static constexpr const char* kOrigNids = "graph/orig_nids.npy";   // int64 [n_k]
+  static constexpr const char* kOrigEids = "graph/orig_eids.npy";   // int64 [m_k]
+  static constexpr const char* kHaloNids = "graph/halo_nids.npy";   // int64 [h_k], sorted
+  static constexpr const char* kOutIndptr = "graph/out_indptr.npy";  // int64 [n_k + 1]
+  static constexpr const char* kOutIndices = "graph/out_indices.npy";  // int64, global dst IDs
+  static constexpr const char* kOutEids = "graph/out_eids.npy";     // int64, global edge IDs
+  static std::string NodeData(const std::string& field) { return "node_data/" + field + ".npy"; }
+  static std::string EdgeData(const std::string& field) { return "edge_data/" + field + ".npy"; }
+};
+
+struct PartitionConfig {
+  int format_version = kPartitionFormatVersion;
+  std::string graph_name;
+  int64_t num_nodes = 0;
+  int64_t num_edges = 0;
+  int num_parts = 0;
+  int halo_hops = 1;
+  std::string part_method;
+  std::vector<int64_t> node_bounds;  // K+1 offsets of the node ranges
+  std::vector<int64_t> edge_bounds;  // K+1 offsets of the edge ranges
+  std::vector<FieldSchema> node_fields;
+  std::vector<FieldSchema> edge_fields;
+  int64_t num_classes = 0;  // 0 when the dataset has no labels
+  // Folder holding the config file; partition paths are relative to it. Set by Load.
+  std::string base_dir;
+
+  // Absolute (or base-relative) path of a file of partition `part`.
+  std::string PartPath(int part, const std::string& relative) const;
+  std::string PartDirName(int part) const { return "part" + std::to_string(part); }
+  absl::StatusOr<RangePartitionBook> NodeBook() const;
+  absl::StatusOr<RangePartitionBook> EdgeBook() const;
+};
+
+// Parses and validates `path`; errors name the file and the key at fault.
+absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path);
+
+// Serialises `config` with `extra_json` (a JSON object text, may be empty) merged in under
+// the "build" key. Writes exactly the text; the caller handles atomic placement.
+absl::StatusOr<std::string> PartitionConfigToJson(const PartitionConfig& config,
+                                                  const std::string& extra_json);
+
+}  // namespace fanout::core

@@ -1,0 +1,44 @@
+#include "core/process_stats.h"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace fanout::core {
+
+int64_t PeakRssBytes() {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<int64_t>(ru.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+int64_t CurrentRssBytes() {
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f == nullptr) return 0;
+  long size = 0, resident = 0;
+  int n = std::fscanf(f, "%ld %ld", &size, &resident);
+  std::fclose(f);
+  return n == 2 ? static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE) : 0;
+}
+
+void PhaseTimer::Start(std::string name) {
+  Finish();
+  current_ = std::move(name);
+  started_ = Clock::now();
+  running_ = true;
+}
+
+void PhaseTimer::Finish() {
+  if (!running_) return;
+  phases_.push_back({current_, std::chrono::duration<double>(Clock::now() - started_).count()});
+  running_ = false;
+}
+
+double PhaseTimer::total_seconds() const {
+  double t = 0;
+  for (const auto& p : phases_) t += p.seconds;
+  return t;
+}
+
+}  // namespace fanout::core

@@ -1,0 +1,36 @@
+// Wall-clock phases and peak memory of the current process, for tool summaries.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace fanout::core {
+
+// Peak resident set size of this process so far, in bytes (getrusage ru_maxrss).
+int64_t PeakRssBytes();
+// Current resident set size, in bytes (/proc/self/statm).
+int64_t CurrentRssBytes();
+
+// Records named phases: Start("read") ... Start("metis") ... Finish(). Not thread-safe.
+class PhaseTimer {
+ public:
+  struct Phase {
+    std::string name;
+    double seconds;
+  };
+  void Start(std::string name);
+  void Finish();
+  const std::vector<Phase>& phases() const { return phases_; }
+  double total_seconds() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::vector<Phase> phases_;
+  std::string current_;
+  Clock::time_point started_;
+  bool running_ = false;
+};
+
+}  // namespace fanout::core

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs everything fanout needs from Debian 12 packages. Idempotent; run as root (or with sudo).
+# Usage: scripts/setup.sh            # build + test dependencies
+#        FANOUT_SETUP_QUIET=1 ...    # less apt noise
+set -euo pipefail
+
+PKGS=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libmetis-dev libabsl-dev libgloo-dev zlib1g-dev nlohmann-json3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libtorch-dev libopenblas0-openmp
+  python3 python3-numpy
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PKGS[@]} packages already installed"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "setup: need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+  SUDO=sudo
+fi
+
+echo "setup: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+echo "setup: done"
