@@ -17,19 +17,24 @@ struct Csr {
 };
 
 // Builds a CSR from `num_edges` pairs by a stable counting sort: `edge(e)` returns the pair
-// {row, col} of input edge e, rows in [0, num_rows). Entries of one row keep their input order.
+// {row, col} of input edge e, rows in [0, num_rows), or a negative row to leave the edge out.
+// Entries of one row keep their input order.
 // If `origin` is non-null it receives, for every CSR position, the input edge index it holds.
 template <typename EdgeFn>
 Csr BuildCsr(int64_t num_rows, int64_t num_edges, EdgeFn edge, std::vector<int64_t>* origin) {
   Csr csr;
   csr.indptr.assign(num_rows + 1, 0);
-  for (int64_t e = 0; e < num_edges; ++e) ++csr.indptr[edge(e).first + 1];
+  for (int64_t e = 0; e < num_edges; ++e) {
+    int64_t r = edge(e).first;
+    if (r >= 0) ++csr.indptr[r + 1];
+  }
   for (int64_t r = 0; r < num_rows; ++r) csr.indptr[r + 1] += csr.indptr[r];
-  csr.indices.resize(num_edges);
-  if (origin != nullptr) origin->resize(num_edges);
+  csr.indices.resize(csr.indptr[num_rows]);
+  if (origin != nullptr) origin->resize(csr.indptr[num_rows]);
   std::vector<int64_t> fill(csr.indptr.begin(), csr.indptr.end() - 1);
   for (int64_t e = 0; e < num_edges; ++e) {
     auto [r, c] = edge(e);
+    if (r < 0) continue;
     int64_t pos = fill[r]++;
     csr.indices[pos] = c;
     if (origin != nullptr) (*origin)[pos] = e;

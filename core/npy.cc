@@ -239,8 +239,9 @@ NpyArray NpyArray::Owned(DType dtype, std::vector<int64_t> shape) {
   a.dtype_ = dtype;
   a.shape_ = std::move(shape);
   size_t bytes = a.nbytes();
-  a.owned_.reset(new uint8_t[bytes == 0 ? 1 : bytes]());
-  a.data_ = a.owned_.get();
+  std::shared_ptr<uint8_t[]> buf(new uint8_t[bytes == 0 ? 1 : bytes]());
+  a.data_ = buf.get();
+  a.owned_ = std::move(buf);
   return a;
 }
 
@@ -255,6 +256,11 @@ int64_t NpyArray::num_elements() const { return Product(shape_); }
 void* NpyArray::mutable_data() {
   FANOUT_CHECK(owned_ != nullptr) << "mutable_data() on a read-only mapped array " << path_;
   return data_;
+}
+
+void NpyArray::CheckSize(size_t elements) const {
+  FANOUT_CHECK(static_cast<int64_t>(elements) == num_elements())
+      << "buffer of " << elements << " elements adopted as shape of " << num_elements();
 }
 
 void NpyArray::CheckType(DType t) const {

@@ -43,6 +43,18 @@ class NpyArray {
   static absl::StatusOr<NpyArray> Map(const std::string& path);
   // A zero-filled owned array.
   static NpyArray Owned(DType dtype, std::vector<int64_t> shape);
+  // Takes over `v` (no copy) as an owned array of `shape`, whose element count must match.
+  template <typename T>
+  static NpyArray Adopt(std::vector<T>&& v, std::vector<int64_t> shape) {
+    auto holder = std::make_shared<std::vector<T>>(std::move(v));
+    NpyArray a;
+    a.dtype_ = DTypeOf<T>();
+    a.shape_ = std::move(shape);
+    a.CheckSize(holder->size());
+    a.data_ = holder->data();
+    a.owned_ = std::move(holder);
+    return a;
+  }
 
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
@@ -79,6 +91,7 @@ class NpyArray {
 
  private:
   void CheckType(DType t) const;
+  void CheckSize(size_t elements) const;
   void Reset();
 
   DType dtype_ = DType::kUInt8;
@@ -87,7 +100,7 @@ class NpyArray {
   void* data_ = nullptr;
   void* map_base_ = nullptr;  // non-null when mapped
   size_t map_len_ = 0;
-  std::unique_ptr<uint8_t[]> owned_;
+  std::shared_ptr<void> owned_;  // keeps an owned buffer alive; unique to this array
 };
 
 // Writes an array of known shape in one call. The file is complete when this returns OK.

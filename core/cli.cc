@@ -1,0 +1,156 @@
+#include "core/cli.h"
+
+#include <algorithm>
+
+#include "core/strings.h"
+#include "core/text_reader.h"
+
+namespace fanout::core {
+namespace {
+absl::Status BadValue(const std::string& name, const std::string& v, const std::string& want) {
+  return absl::InvalidArgumentError(StrCat("--", name, ": '", v, "' is not ", want));
+}
+}  // namespace
+
+void ArgParser::AddString(const std::string& name, std::string* out, const std::string& help) {
+  flags_.push_back({name, help, *out, false, [out](const std::string& v) {
+                      *out = v;
+                      return absl::OkStatus();
+                    }});
+}
+
+void ArgParser::AddInt(const std::string& name, int64_t* out, const std::string& help) {
+  flags_.push_back({name, help, std::to_string(*out), false, [out, name](const std::string& v) {
+                      if (!ParseInt64(v, out)) return BadValue(name, v, "an integer");
+                      return absl::OkStatus();
+                    }});
+}
+
+void ArgParser::AddInt(const std::string& name, int* out, const std::string& help) {
+  flags_.push_back({name, help, std::to_string(*out), false, [out, name](const std::string& v) {
+                      int64_t x;
+                      if (!ParseInt64(v, &x) || x < INT32_MIN || x > INT32_MAX) {
+                        return BadValue(name, v, "a 32-bit integer");
+                      }
+                      *out = static_cast<int>(x);
+                      return absl::OkStatus();
+                    }});
+}
+
+void ArgParser::AddUint(const std::string& name, uint64_t* out, const std::string& help) {
+  flags_.push_back({name, help, std::to_string(*out), false, [out, name](const std::string& v) {
+                      int64_t x;
+                      if (!ParseInt64(v, &x) || x < 0) return BadValue(name, v, "a non-negative integer");
+                      *out = static_cast<uint64_t>(x);
+                      return absl::OkStatus();
+                    }});
+}
+
+void ArgParser::AddDouble(const std::string& name, double* out, const std::string& help) {
+  flags_.push_back({name, help, StrCat(*out), false, [out, name](const std::string& v) {
+                      float f;
+                      if (!ParseFloat(v, &f)) return BadValue(name, v, "a number");
+                      *out = std::stod(v);
+                      return absl::OkStatus();
+                    }});
+}
+
+void ArgParser::AddBool(const std::string& name, bool* out, const std::string& help) {
+  flags_.push_back({name, help, *out ? "true" : "false", true, [out, name](const std::string& v) {
+                      if (v == "true" || v == "1" || v == "yes") {
+                        *out = true;
+                      } else if (v == "false" || v == "0" || v == "no") {
+                        *out = false;
+                      } else {
+                        return BadValue(name, v, "true or false");
+                      }
+                      return absl::OkStatus();
+                    }});
+}
+
+void ArgParser::AddChoice(const std::string& name, std::string* out, std::vector<std::string> choices,
+                          const std::string& help) {
+  std::string h = StrCat(help, " (", StrJoin(choices, "|"), ")");
+  flags_.push_back({name, h, *out, false, [out, name, choices](const std::string& v) {
+                      if (std::find(choices.begin(), choices.end(), v) == choices.end()) {
+                        return BadValue(name, v, StrCat("one of ", StrJoin(choices, ", ")));
+                      }
+                      *out = v;
+                      return absl::OkStatus();
+                    }});
+}
+
+ArgParser::Flag* ArgParser::Find(const std::string& name) {
+  for (auto& f : flags_) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+bool ArgParser::WasSet(const std::string& name) const {
+  return std::find(set_.begin(), set_.end(), name) != set_.end();
+}
+
+absl::Status ArgParser::Parse(int argc, char** argv, std::vector<std::string>* positional) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      help_ = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0 || arg == "--") {
+      if (positional != nullptr) {
+        positional->push_back(arg);
+        continue;
+      }
+      return absl::InvalidArgumentError(StrCat("unexpected argument '", arg, "'"));
+    }
+    std::string name = arg.substr(2), value;
+    bool has_value = false;
+    if (size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    Flag* f = Find(name);
+    if (f == nullptr && !has_value && name.rfind("no-", 0) == 0) {
+      Flag* b = Find(name.substr(3));
+      if (b != nullptr && b->is_bool) {
+        set_.push_back(b->name);
+        absl::Status st = b->set("false");
+        if (!st.ok()) return st;
+        continue;
+      }
+    }
+    if (f == nullptr) {
+      return absl::InvalidArgumentError(StrCat("unknown flag --", name, " (see --help)"));
+    }
+    if (!has_value) {
+      if (f->is_bool) {
+        value = "true";
+      } else if (i + 1 < argc) {
+        value = argv[++i];
+      } else {
+        return absl::InvalidArgumentError(StrCat("--", name, " needs a value"));
+      }
+    }
+    set_.push_back(f->name);
+    absl::Status st = f->set(value);
+    if (!st.ok()) return st;
+  }
+  return absl::OkStatus();
+}
+
+std::string ArgParser::Usage() const {
+  std::string u = StrCat("usage: ", tool_, " ", synopsis_, "\n\nflags:\n");
+  for (const auto& f : flags_) {
+    std::string lhs = StrCat("  --", f.name, f.is_bool ? "" : " VALUE");
+    if (lhs.size() < 30) lhs.append(30 - lhs.size(), ' ');
+    u += StrCat(lhs, " ", f.help);
+    if (!f.default_text.empty()) u += StrCat(" [default: ", f.default_text, "]");
+    u += "\n";
+  }
+  return u;
+}
+
+}  // namespace fanout::core

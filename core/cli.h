@@ -1,0 +1,52 @@
+// A small command-line parser for fanout's tools: `--flag value`, `--flag=value`, boolean
+// `--flag` / `--no-flag` / `--flag=false`, `--help`. Errors name the flag and what is valid.
+// Options are bound to fields of the tool's Options struct, whose defaults stay the defaults.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace fanout::core {
+
+class ArgParser {
+ public:
+  ArgParser(std::string tool, std::string synopsis) : tool_(std::move(tool)), synopsis_(std::move(synopsis)) {}
+
+  void AddString(const std::string& name, std::string* out, const std::string& help);
+  void AddInt(const std::string& name, int64_t* out, const std::string& help);
+  void AddInt(const std::string& name, int* out, const std::string& help);
+  void AddUint(const std::string& name, uint64_t* out, const std::string& help);
+  void AddDouble(const std::string& name, double* out, const std::string& help);
+  void AddBool(const std::string& name, bool* out, const std::string& help);
+  // A string restricted to `choices`.
+  void AddChoice(const std::string& name, std::string* out, std::vector<std::string> choices,
+                 const std::string& help);
+
+  // Parses argv[1..]. Positional arguments are errors unless `positional` is non-null.
+  absl::Status Parse(int argc, char** argv, std::vector<std::string>* positional = nullptr);
+  bool help_requested() const { return help_; }
+  // Names of the flags given on the command line (without "--").
+  bool WasSet(const std::string& name) const;
+  std::string Usage() const;
+
+ private:
+  struct Flag {
+    std::string name;
+    std::string help;
+    std::string default_text;
+    bool is_bool = false;
+    std::function<absl::Status(const std::string&)> set;
+  };
+  Flag* Find(const std::string& name);
+
+  std::string tool_, synopsis_;
+  std::vector<Flag> flags_;
+  std::vector<std::string> set_;
+  bool help_ = false;
+};
+
+}  // namespace fanout::core

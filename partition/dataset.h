@@ -1,0 +1,42 @@
+// A node-classification dataset in memory, as the readers produce it and the partitioner
+// consumes it. Large arrays are memory-mapped when the input is .npy, owned when parsed from text.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/npy.h"
+
+namespace fanout::partition {
+
+// A named per-node or per-edge field; row i belongs to node (edge) i in input order.
+struct Field {
+  std::string name;
+  core::NpyArray data;
+};
+
+struct Dataset {
+  std::string name;        // default graph name (the input folder's name)
+  std::string layout;      // "ogb" or "plain", for the summary
+  int64_t num_nodes = 0;
+  // Input edges as an int64 [E, 2] array, row e = (src, dst).
+  core::NpyArray edges;
+  std::string edges_source;  // file the edges came from, for messages
+  std::vector<Field> node_fields;  // "feat" and "label" when present, then extras
+  std::vector<Field> edge_fields;  // "feat" when present, then extras
+  // Training split as node indices; empty vectors when the dataset has no split.
+  bool has_split = false;
+  std::vector<int64_t> train_idx, valid_idx, test_idx;
+  int64_t num_classes = 0;  // max label + 1, 0 without labels
+
+  int64_t num_edges() const { return edges.rows(); }
+  const Field* FindNodeField(const std::string& name) const;
+};
+
+// Checks the cross-file invariants every reader must guarantee: edges in [0, N), node fields
+// with N rows, edge fields with E rows, split indices in [0, N). Errors name the file and row.
+absl::Status ValidateDataset(const Dataset& d);
+
+}  // namespace fanout::partition

@@ -1,0 +1,44 @@
+// fanout-generate: synthetic node-classification datasets, written in the layouts
+// fanout-partition reads (see README "Dataset layouts").
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace fanout::partition {
+
+enum class DatasetFormat {
+  kNpy,  // plain layout: edges.npy, node_feat.npy, node_label.npy, {train,valid,test}_idx.npy
+  kOgb,  // OGB raw layout: raw/*.csv.gz, split/<split_name>/{train,valid,test}.csv.gz
+};
+
+struct GenerateOptions {
+  std::string out_dir;                  // required; must not exist unless overwrite
+  bool overwrite = false;               // replace an existing out_dir
+  DatasetFormat format = DatasetFormat::kNpy;
+  int64_t num_nodes = 100000;           // products scale: 2449029
+  int64_t num_edges = 1000000;          // directed edges written (before any reverse edges)
+  int64_t feat_dim = 100;
+  int64_t num_classes = 47;
+  double power_law_exponent = 2.1;      // degree distribution tail exponent (Chung-Lu weights)
+  double intra_class_prob = 0.8;        // chance an edge stays inside its source's community
+  double feature_noise = 1.0;           // std-dev of Gaussian noise around the class centroid
+  double label_noise = 0.05;            // fraction of nodes whose label is drawn at random
+  double train_frac = 0.1;
+  double valid_frac = 0.05;             // test gets the rest
+  bool edge_weights = false;            // also write a float32 per-edge field "weight"
+  std::string split_name = "random";    // OGB layout only: split/<split_name>/
+  uint64_t seed = 0;
+};
+
+// Validates options; errors name the flag at fault.
+absl::Status ValidateGenerateOptions(const GenerateOptions& options);
+
+// Writes the dataset into a temporary sibling of out_dir and renames it into place when
+// complete, so a failed or interrupted run never leaves a folder that looks valid.
+// Same options (seed included) produce byte-identical files. Progress goes to stderr.
+absl::Status GenerateDataset(const GenerateOptions& options);
+
+}  // namespace fanout::partition

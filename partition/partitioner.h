@@ -1,0 +1,67 @@
+// The offline partitioner: assigns nodes to K partitions (METIS, random or a user file),
+// relabels IDs into contiguous per-partition ranges, and writes <name>.json plus part<k>/ folders.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "partition/dataset.h"
+
+namespace fanout::partition {
+
+enum class PartMethod { kMetis, kRandom, kFile };
+
+struct PartitionOptions {
+  std::string out_dir;                 // required; gets <graph_name>.json and part<k>/
+  std::string graph_name;              // default: the dataset's folder name
+  int num_parts = 0;                   // required, in [1, num_nodes]
+  PartMethod method = PartMethod::kMetis;
+  std::string assignment_file;         // kFile: one partition ID per node (text or .npy)
+  bool add_reverse_edges = false;      // store (v, u) for every input (u, v); self loops once
+  bool remove_self_loops = false;      // default keeps them (and reports how many)
+  bool remove_duplicate_edges = false; // default keeps them (and reports how many)
+  bool balance_train = true;           // METIS constraint: training nodes per part (needs a split)
+  bool balance_edges = false;          // METIS constraint: in-edges per part
+  bool objective_volume = false;       // METIS objective: communication volume instead of cut
+  int halo_hops = 1;                   // 0 or 1
+  uint64_t seed = 0;                   // METIS and random partitioning seed
+  bool overwrite = false;              // replace an existing out_dir
+  bool quiet = false;                  // no progress lines on stderr
+};
+
+absl::Status ValidatePartitionOptions(const PartitionOptions& options, int64_t num_nodes);
+
+struct PartitionSummary {
+  std::string config_path;             // OUT/<name>.json
+  int64_t num_nodes = 0;
+  int64_t num_edges = 0;               // stored edges, after reverse/self-loop/duplicate handling
+  int64_t input_edges = 0;
+  int64_t self_loops = 0;              // found among the edges (removed or kept per the options)
+  int64_t duplicates = 0;              // found (removed or kept)
+  int64_t edge_cut = 0;                // stored edges whose source lives in another partition
+  std::vector<int64_t> part_nodes, part_edges, part_train, part_halo;
+  struct Phase {
+    std::string name;
+    double seconds;
+  };
+  std::vector<Phase> phases;
+  double total_seconds = 0;
+  int64_t peak_rss_bytes = 0;
+  std::string metis_note;              // e.g. the constraints used
+
+  // Human-readable multi-line report.
+  std::string ToString() const;
+};
+
+// Partitions `dataset` and writes the result atomically (nothing at out_dir unless complete).
+absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& dataset,
+                                                  const PartitionOptions& options);
+
+// The node -> partition assignment alone (exposed for tests and the benchmark).
+absl::StatusOr<std::vector<int32_t>> AssignPartitions(const Dataset& dataset,
+                                                      const PartitionOptions& options,
+                                                      std::string* note);
+
+}  // namespace fanout::partition

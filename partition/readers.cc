@@ -1,0 +1,435 @@
+#include "partition/readers.h"
+
+#include <cmath>
+#include <filesystem>
+#include <string_view>
+#include <vector>
+
+#include "core/progress.h"
+#include "core/status.h"
+#include "core/strings.h"
+#include "core/text_reader.h"
+
+namespace fanout::partition {
+namespace {
+
+namespace fs = std::filesystem;
+using core::DType;
+using core::LineReader;
+using core::NpyArray;
+using core::StrCat;
+
+bool IsBlankOrComment(std::string_view line) {
+  line = core::StripSpaces(line);
+  return line.empty() || line[0] == '#';
+}
+
+absl::Status LineError(const LineReader& r, const std::string& what) {
+  return absl::InvalidArgumentError(StrCat(r.Where(), ": ", what));
+}
+
+// One integer per line (the first field). `limit` > 0 requires values in [0, limit).
+absl::StatusOr<std::vector<int64_t>> ReadIntColumn(const std::string& path, int64_t limit,
+                                                   const std::string& limit_name) {
+  ASSIGN_OR_RETURN(auto r, LineReader::Open(path));
+  std::vector<int64_t> out;
+  std::vector<std::string_view> fields;
+  std::string_view line;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, r->Next(&line));
+    if (!more) break;
+    if (IsBlankOrComment(line)) continue;
+    core::SplitFields(line, &fields);
+    int64_t v;
+    if (fields.size() != 1 || !core::ParseInt64(fields[0], &v)) {
+      return LineError(*r, StrCat("expected one integer, got '", line.substr(0, 80), "'"));
+    }
+    if (limit > 0 && (v < 0 || v >= limit)) {
+      return LineError(*r, StrCat("index ", v, " is outside [0, ", limit, ") (", limit_name, ")"));
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> ReadSingleInt(const std::string& path) {
+  ASSIGN_OR_RETURN(auto v, ReadIntColumn(path, 0, ""));
+  if (v.size() != 1) {
+    return absl::InvalidArgumentError(StrCat(
+        path, ": expected exactly one number, found ", v.size(),
+        v.size() > 1 ? " (graph-property datasets with many graphs are not supported)" : ""));
+  }
+  if (v[0] < 0) return absl::InvalidArgumentError(StrCat(path, ": negative count ", v[0]));
+  return v[0];
+}
+
+// "src,dst" per line. `num_nodes` > 0 checks the IDs against it.
+absl::StatusOr<NpyArray> ReadEdgesText(const std::string& path, int64_t num_nodes,
+                                       int64_t expected) {
+  ASSIGN_OR_RETURN(auto r, LineReader::Open(path));
+  std::vector<int64_t> e;
+  if (expected > 0) e.reserve(2 * expected);
+  std::vector<std::string_view> fields;
+  std::string_view line;
+  core::Progress progress("fanout-partition", StrCat("reading ", path), -1);
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, r->Next(&line));
+    if (!more) break;
+    if (IsBlankOrComment(line)) continue;
+    core::SplitFields(line, &fields);
+    int64_t s, d;
+    if (fields.size() < 2 || !core::ParseInt64(fields[0], &s) || !core::ParseInt64(fields[1], &d)) {
+      return LineError(*r, StrCat("expected 'src,dst' node IDs, got '", line.substr(0, 80), "'"));
+    }
+    for (int64_t id : {s, d}) {
+      if (id < 0 || (num_nodes > 0 && id >= num_nodes)) {
+        return LineError(*r, StrCat("node ID ", id, " is outside [0, ", num_nodes, ") (num_nodes)"));
+      }
+    }
+    e.push_back(s);
+    e.push_back(d);
+    progress.Update(static_cast<int64_t>(e.size() / 2));
+  }
+  int64_t n = static_cast<int64_t>(e.size() / 2);
+  if (expected >= 0 && n != expected) {
+    return absl::InvalidArgumentError(
+        StrCat(path, ": has ", n, " edges but num-edge-list.csv.gz says ", expected,
+               n < expected ? " (file truncated?)" : ""));
+  }
+  return NpyArray::Adopt(std::move(e), {n, 2});
+}
+
+// A float matrix, one row per line, every row with the same number of columns.
+absl::StatusOr<NpyArray> ReadFloatMatrix(const std::string& path, int64_t expected_rows,
+                                         const std::string& rows_name) {
+  ASSIGN_OR_RETURN(auto r, LineReader::Open(path));
+  std::vector<float> v;
+  std::vector<std::string_view> fields;
+  std::string_view line;
+  int64_t cols = -1, rows = 0;
+  core::Progress progress("fanout-partition", StrCat("reading ", path), expected_rows);
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, r->Next(&line));
+    if (!more) break;
+    if (IsBlankOrComment(line)) continue;
+    core::SplitFields(line, &fields);
+    if (cols < 0) {
+      cols = static_cast<int64_t>(fields.size());
+      if (expected_rows > 0) v.reserve(expected_rows * cols);
+    }
+    if (static_cast<int64_t>(fields.size()) != cols) {
+      return LineError(*r, StrCat("has ", fields.size(), " values, earlier rows have ", cols));
+    }
+    for (size_t c = 0; c < fields.size(); ++c) {
+      float x;
+      if (!core::ParseFloat(fields[c], &x)) {
+        return LineError(*r, StrCat("column ", c + 1, ": '", fields[c].substr(0, 40), "' is not a number"));
+      }
+      v.push_back(x);
+    }
+    ++rows;
+    if (expected_rows > 0 && rows > expected_rows) {
+      return LineError(*r, StrCat("more rows than the ", expected_rows, " ", rows_name));
+    }
+    progress.Update(rows);
+  }
+  if (expected_rows >= 0 && rows != expected_rows) {
+    return absl::InvalidArgumentError(StrCat(path, ": has ", rows, " rows but the graph has ",
+                                             expected_rows, " ", rows_name,
+                                             rows < expected_rows ? " (file truncated?)" : ""));
+  }
+  return NpyArray::Adopt(std::move(v), {rows, cols < 0 ? 0 : cols});
+}
+
+// Labels, one per line; "nan" (unlabelled in some OGB datasets) becomes -1.
+absl::StatusOr<NpyArray> ReadLabels(const std::string& path, int64_t num_nodes) {
+  ASSIGN_OR_RETURN(auto r, LineReader::Open(path));
+  std::vector<int64_t> v;
+  v.reserve(num_nodes);
+  std::vector<std::string_view> fields;
+  std::string_view line;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, r->Next(&line));
+    if (!more) break;
+    if (IsBlankOrComment(line)) continue;
+    core::SplitFields(line, &fields);
+    if (fields.size() != 1) {
+      return LineError(*r, StrCat("has ", fields.size(),
+                                  " columns; one label per node expected (multi-label datasets "
+                                  "are not supported)"));
+    }
+    int64_t y;
+    float f;
+    if (core::ParseInt64(fields[0], &y)) {
+    } else if (core::ParseFloat(fields[0], &f) && (std::isnan(f) || f == std::floor(f))) {
+      y = std::isnan(f) ? -1 : static_cast<int64_t>(f);
+    } else {
+      return LineError(*r, StrCat("label '", fields[0].substr(0, 40), "' is not an integer"));
+    }
+    if (y < -1) return LineError(*r, StrCat("label ", y, " is negative"));
+    v.push_back(y);
+  }
+  if (static_cast<int64_t>(v.size()) != num_nodes) {
+    return absl::InvalidArgumentError(StrCat(path, ": has ", v.size(), " labels but the graph has ",
+                                             num_nodes, " nodes"));
+  }
+  return NpyArray::Adopt(std::move(v), {num_nodes});
+}
+
+// Maps an integer .npy and returns it as int64 (converted into an owned copy if narrower).
+absl::StatusOr<NpyArray> MapAsInt64(const std::string& path) {
+  ASSIGN_OR_RETURN(NpyArray a, NpyArray::Map(path));
+  if (a.dtype() == DType::kInt64) return a;
+  std::vector<int64_t> v(a.num_elements());
+  switch (a.dtype()) {
+    case DType::kInt32: {
+      const int32_t* p = a.data_as<int32_t>();
+      for (size_t i = 0; i < v.size(); ++i) v[i] = p[i];
+      break;
+    }
+    case DType::kUInt8: {
+      const uint8_t* p = a.data_as<uint8_t>();
+      for (size_t i = 0; i < v.size(); ++i) v[i] = p[i];
+      break;
+    }
+    case DType::kInt16: {
+      const int16_t* p = static_cast<const int16_t*>(a.data());
+      for (size_t i = 0; i < v.size(); ++i) v[i] = p[i];
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError(StrCat(path, ": expected an integer array, found ",
+                                               core::DTypeName(a.dtype())));
+  }
+  return NpyArray::Adopt(std::move(v), a.shape());
+}
+
+absl::StatusOr<std::vector<int64_t>> ReadIndexNpy(const std::string& path, int64_t num_nodes) {
+  ASSIGN_OR_RETURN(NpyArray a, MapAsInt64(path));
+  if (a.shape().size() != 1) {
+    return absl::InvalidArgumentError(StrCat(path, ": expected a 1-D index array"));
+  }
+  const int64_t* p = a.data_as<int64_t>();
+  for (int64_t i = 0; i < a.rows(); ++i) {
+    if (p[i] < 0 || p[i] >= num_nodes) {
+      return absl::InvalidArgumentError(StrCat(path, " row ", i, ": index ", p[i],
+                                               " is outside [0, ", num_nodes, ") (num_nodes)"));
+    }
+  }
+  return std::vector<int64_t>(p, p + a.rows());
+}
+
+// Extra fields: every <dir>/<name>.npy, in name order so the output is deterministic.
+absl::Status ReadFieldDir(const fs::path& dir, std::vector<Field>* out) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return absl::OkStatus();
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".npy") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    std::string name = f.stem().string();
+    for (const auto& existing : *out) {
+      if (existing.name == name) {
+        return absl::InvalidArgumentError(StrCat(f.string(), ": field '", name, "' is defined twice"));
+      }
+    }
+    ASSIGN_OR_RETURN(NpyArray a, NpyArray::Map(f.string()));
+    out->push_back({name, std::move(a)});
+  }
+  return absl::OkStatus();
+}
+
+int64_t NumClasses(const NpyArray& labels) {
+  const int64_t* y = labels.data_as<int64_t>();
+  int64_t m = -1;
+  for (int64_t i = 0; i < labels.rows(); ++i) m = std::max(m, y[i]);
+  return m + 1;
+}
+
+absl::StatusOr<std::string> PickSplit(const fs::path& split_root, const std::string& wanted) {
+  std::error_code ec;
+  std::vector<std::string> names;
+  if (fs::is_directory(split_root, ec)) {
+    for (const auto& e : fs::directory_iterator(split_root, ec)) {
+      if (e.is_directory()) names.push_back(e.path().filename().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  if (!wanted.empty()) {
+    if (std::find(names.begin(), names.end(), wanted) == names.end()) {
+      return absl::NotFoundError(StrCat("--split ", wanted, ": no folder ", (split_root / wanted).string(),
+                                        " (found: ", names.empty() ? "none" : core::StrJoin(names, ", "), ")"));
+    }
+    return wanted;
+  }
+  if (names.size() > 1) {
+    return absl::InvalidArgumentError(StrCat(split_root.string(), " has several splits (",
+                                             core::StrJoin(names, ", "), "); choose one with --split"));
+  }
+  return names.empty() ? std::string() : names[0];
+}
+
+// The first of `names` that exists in `dir`, or "".
+std::string FirstExisting(const fs::path& dir, std::initializer_list<const char*> names) {
+  std::error_code ec;
+  for (const char* n : names) {
+    if (fs::exists(dir / n, ec)) return (dir / n).string();
+  }
+  return "";
+}
+
+absl::StatusOr<Dataset> ReadOgb(const fs::path& dir, const ReadOptions& opt) {
+  Dataset d;
+  d.layout = "ogb";
+  fs::path raw = dir / "raw";
+  ASSIGN_OR_RETURN(d.num_nodes, ReadSingleInt((raw / "num-node-list.csv.gz").string()));
+  int64_t num_edges = -1;
+  std::error_code ec;
+  if (fs::exists(raw / "num-edge-list.csv.gz", ec)) {
+    ASSIGN_OR_RETURN(num_edges, ReadSingleInt((raw / "num-edge-list.csv.gz").string()));
+  }
+  d.edges_source = (raw / "edge.csv.gz").string();
+  ASSIGN_OR_RETURN(d.edges, ReadEdgesText(d.edges_source, d.num_nodes, num_edges));
+  if (fs::exists(raw / "node-feat.csv.gz", ec)) {
+    ASSIGN_OR_RETURN(NpyArray f, ReadFloatMatrix((raw / "node-feat.csv.gz").string(), d.num_nodes, "nodes"));
+    d.node_fields.push_back({"feat", std::move(f)});
+  }
+  if (fs::exists(raw / "node-label.csv.gz", ec)) {
+    ASSIGN_OR_RETURN(NpyArray y, ReadLabels((raw / "node-label.csv.gz").string(), d.num_nodes));
+    d.num_classes = NumClasses(y);
+    d.node_fields.push_back({"label", std::move(y)});
+  }
+  if (fs::exists(raw / "edge-feat.csv.gz", ec)) {
+    ASSIGN_OR_RETURN(NpyArray f, ReadFloatMatrix((raw / "edge-feat.csv.gz").string(), d.num_edges(), "edges"));
+    d.edge_fields.push_back({"feat", std::move(f)});
+  }
+  ASSIGN_OR_RETURN(std::string split, PickSplit(dir / "split", opt.split));
+  if (!split.empty()) {
+    fs::path s = dir / "split" / split;
+    ASSIGN_OR_RETURN(d.train_idx, ReadIntColumn((s / "train.csv.gz").string(), d.num_nodes, "num_nodes"));
+    ASSIGN_OR_RETURN(d.valid_idx, ReadIntColumn((s / "valid.csv.gz").string(), d.num_nodes, "num_nodes"));
+    ASSIGN_OR_RETURN(d.test_idx, ReadIntColumn((s / "test.csv.gz").string(), d.num_nodes, "num_nodes"));
+    d.has_split = true;
+  }
+  return d;
+}
+
+absl::StatusOr<Dataset> ReadPlain(const fs::path& dir, const ReadOptions& opt) {
+  Dataset d;
+  d.layout = "plain";
+  std::string feat = FirstExisting(dir, {"node_feat.npy"});
+  std::string label = FirstExisting(dir, {"node_label.npy"});
+  if (!feat.empty()) {
+    ASSIGN_OR_RETURN(NpyArray f, NpyArray::Map(feat));
+    d.node_fields.push_back({"feat", std::move(f)});
+  }
+  if (!label.empty()) {
+    ASSIGN_OR_RETURN(NpyArray y, MapAsInt64(label));
+    if (y.shape().size() != 1) {
+      return absl::InvalidArgumentError(StrCat(label, ": labels must be a 1-D integer array"));
+    }
+    d.num_classes = NumClasses(y);
+    d.node_fields.push_back({"label", std::move(y)});
+  }
+  RETURN_IF_ERROR(ReadFieldDir(dir / "node_data", &d.node_fields));
+  // The node count: the flag, else the first node field's rows, else max edge endpoint + 1.
+  d.num_nodes = opt.num_nodes;
+  std::string count_source = "--num-nodes";
+  if (d.num_nodes < 0 && !d.node_fields.empty()) {
+    d.num_nodes = d.node_fields[0].data.rows();
+    count_source = d.node_fields[0].data.path();
+  }
+
+  std::string edges_npy = FirstExisting(dir, {"edges.npy"});
+  std::string edges_txt = FirstExisting(
+      dir, {"edges.csv", "edges.tsv", "edges.txt", "edges.csv.gz", "edges.tsv.gz", "edges.txt.gz"});
+  if (!edges_npy.empty()) {
+    d.edges_source = edges_npy;
+    ASSIGN_OR_RETURN(d.edges, MapAsInt64(edges_npy));
+    if (d.edges.shape().size() != 2 || d.edges.shape()[1] != 2) {
+      return absl::InvalidArgumentError(StrCat(edges_npy, ": expected an [E, 2] array of (src, dst)"));
+    }
+  } else {
+    d.edges_source = edges_txt;
+    ASSIGN_OR_RETURN(d.edges, ReadEdgesText(edges_txt, d.num_nodes, -1));
+  }
+  if (d.num_nodes < 0) {
+    const int64_t* e = d.edges.data_as<int64_t>();
+    int64_t m = -1;
+    for (int64_t i = 0; i < 2 * d.num_edges(); ++i) m = std::max(m, e[i]);
+    d.num_nodes = m + 1;
+    count_source = "the largest node ID in " + d.edges_source;
+  }
+  std::string edge_feat = FirstExisting(dir, {"edge_feat.npy"});
+  if (!edge_feat.empty()) {
+    ASSIGN_OR_RETURN(NpyArray f, NpyArray::Map(edge_feat));
+    d.edge_fields.push_back({"feat", std::move(f)});
+  }
+  RETURN_IF_ERROR(ReadFieldDir(dir / "edge_data", &d.edge_fields));
+  bool any_split = false;
+  for (const char* n : {"train_idx.npy", "valid_idx.npy", "test_idx.npy"}) any_split |= !FirstExisting(dir, {n}).empty();
+  if (any_split) {
+    ASSIGN_OR_RETURN(d.train_idx, ReadIndexNpy((dir / "train_idx.npy").string(), d.num_nodes));
+    ASSIGN_OR_RETURN(d.valid_idx, ReadIndexNpy((dir / "valid_idx.npy").string(), d.num_nodes));
+    ASSIGN_OR_RETURN(d.test_idx, ReadIndexNpy((dir / "test_idx.npy").string(), d.num_nodes));
+    d.has_split = true;
+  }
+  (void)count_source;
+  return d;
+}
+
+}  // namespace
+
+absl::StatusOr<Dataset> ReadDataset(const ReadOptions& opt) {
+  fs::path dir(opt.input_dir);
+  std::error_code ec;
+  if (opt.input_dir.empty()) return absl::InvalidArgumentError("--input is required");
+  if (!fs::is_directory(dir, ec)) {
+    return absl::NotFoundError(StrCat("--input ", opt.input_dir, ": not a readable folder"));
+  }
+  absl::StatusOr<Dataset> d;
+  if (fs::exists(dir / "raw" / "edge.csv.gz", ec)) {
+    d = ReadOgb(dir, opt);
+  } else if (!FirstExisting(dir, {"edges.npy", "edges.csv", "edges.tsv", "edges.txt", "edges.csv.gz",
+                                  "edges.tsv.gz", "edges.txt.gz"}).empty()) {
+    d = ReadPlain(dir, opt);
+  } else {
+    return absl::NotFoundError(StrCat(
+        "--input ", opt.input_dir, ": no dataset found (looked for raw/edge.csv.gz, OGB's layout, ",
+        "and edges.npy / edges.csv / edges.tsv, the plain layout; see README 'Dataset layouts')"));
+  }
+  if (!d.ok()) return d.status();
+  d->name = fs::absolute(dir).lexically_normal().filename().string();
+  if (d->name.empty()) d->name = fs::absolute(dir).lexically_normal().parent_path().filename().string();
+  RETURN_IF_ERROR(ValidateDataset(*d));
+  return d;
+}
+
+absl::StatusOr<std::vector<int32_t>> ReadAssignment(const std::string& path, int64_t num_nodes,
+                                                    int num_parts) {
+  std::vector<int64_t> raw;
+  if (fs::path(path).extension() == ".npy") {
+    ASSIGN_OR_RETURN(NpyArray a, MapAsInt64(path));
+    if (a.shape().size() != 1) {
+      return absl::InvalidArgumentError(StrCat(path, ": expected a 1-D array of partition IDs"));
+    }
+    raw.assign(a.data_as<int64_t>(), a.data_as<int64_t>() + a.rows());
+    for (size_t i = 0; i < raw.size(); ++i) {
+      if (raw[i] < 0 || raw[i] >= num_parts) {
+        return absl::InvalidArgumentError(StrCat(path, " row ", i, ": partition ", raw[i],
+                                                 " is outside [0, ", num_parts, ") (--num-parts)"));
+      }
+    }
+  } else {
+    ASSIGN_OR_RETURN(raw, ReadIntColumn(path, num_parts, "--num-parts"));
+  }
+  if (static_cast<int64_t>(raw.size()) != num_nodes) {
+    return absl::InvalidArgumentError(StrCat(path, ": has ", raw.size(),
+                                             " entries but the graph has ", num_nodes, " nodes"));
+  }
+  return std::vector<int32_t>(raw.begin(), raw.end());
+}
+
+}  // namespace fanout::partition

@@ -1,0 +1,32 @@
+// Dataset readers. Two layouts (documented in README.md, "Dataset layouts"):
+//  - OGB's raw node-property layout: raw/edge.csv.gz, raw/node-feat.csv.gz,
+//    raw/node-label.csv.gz, raw/num-node-list.csv.gz, raw/num-edge-list.csv.gz, optional
+//    raw/edge-feat.csv.gz, split/<name>/{train,valid,test}.csv.gz;
+//  - a plain layout: edges.npy (int64/int32 [E, 2]) or edges.{csv,tsv,txt}[.gz], optional
+//    node_feat.npy, node_label.npy, {train,valid,test}_idx.npy, edge_feat.npy,
+//    node_data/<name>.npy, edge_data/<name>.npy.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "partition/dataset.h"
+
+namespace fanout::partition {
+
+struct ReadOptions {
+  std::string input_dir;  // required
+  std::string split;      // OGB split folder; empty: the only folder under split/ (if any)
+  int64_t num_nodes = -1; // plain layout: node count; -1 infers it (feature rows, else max ID+1)
+};
+
+// Detects the layout and reads it. Errors name the file and line (text) or row (.npy) at fault.
+absl::StatusOr<Dataset> ReadDataset(const ReadOptions& options);
+
+// Reads a node -> partition assignment (one integer per line, or an integer .npy of N
+// entries), checking the length and that every value is in [0, num_parts).
+absl::StatusOr<std::vector<int32_t>> ReadAssignment(const std::string& path, int64_t num_nodes,
+                                                    int num_parts);
+
+}  // namespace fanout::partition
