@@ -1,0 +1,60 @@
+#include "core/cli.h"
+
+#include "gtest/gtest.h"
+
+namespace fanout::core {
+namespace {
+
+absl::Status ParseArgs(ArgParser& p, std::vector<std::string> args) {
+  std::vector<char*> argv{const_cast<char*>("tool")};
+  for (auto& a : args) argv.push_back(a.data());
+  return p.Parse(static_cast<int>(argv.size()), argv.data());
+}
+
+TEST(ArgParserTest, ParsesEveryForm) {
+  std::string s = "x", c = "a";
+  int64_t i = 1;
+  int k = 0;
+  double f = 0.5;
+  bool b = true, b2 = false;
+  ArgParser p("tool", "[flags]");
+  p.AddString("name", &s, "a name");
+  p.AddInt("count", &i, "a count");
+  p.AddInt("parts", &k, "parts");
+  p.AddDouble("frac", &f, "a fraction");
+  p.AddBool("flag", &b, "a flag");
+  p.AddBool("other", &b2, "another");
+  p.AddChoice("mode", &c, {"a", "b"}, "a mode");
+  ASSERT_TRUE(ParseArgs(p, {"--name", "y", "--count=42", "--parts", "3", "--frac", "0.25", "--no-flag",
+                      "--other", "--mode=b"}).ok());
+  EXPECT_EQ(s, "y");
+  EXPECT_EQ(i, 42);
+  EXPECT_EQ(k, 3);
+  EXPECT_EQ(f, 0.25);
+  EXPECT_FALSE(b);
+  EXPECT_TRUE(b2);
+  EXPECT_EQ(c, "b");
+  EXPECT_TRUE(p.WasSet("count"));
+  EXPECT_NE(p.Usage().find("--count VALUE"), std::string::npos);
+}
+
+TEST(ArgParserTest, ErrorsNameTheFlag) {
+  int64_t i = 0;
+  std::string c = "a";
+  ArgParser p("tool", "");
+  p.AddInt("count", &i, "");
+  p.AddChoice("mode", &c, {"a", "b"}, "");
+  auto e1 = ParseArgs(p, {"--count", "many"});
+  EXPECT_NE(std::string(e1.message()).find("--count: 'many' is not an integer"), std::string::npos);
+  auto e2 = ParseArgs(p, {"--bogus"});
+  EXPECT_NE(std::string(e2.message()).find("unknown flag --bogus"), std::string::npos);
+  auto e3 = ParseArgs(p, {"--mode", "z"});
+  EXPECT_NE(std::string(e3.message()).find("one of a, b"), std::string::npos);
+  auto e4 = ParseArgs(p, {"--count"});
+  EXPECT_NE(std::string(e4.message()).find("--count needs a value"), std::string::npos);
+  auto e5 = ParseArgs(p, {"stray"});
+  EXPECT_NE(std::string(e5.message()).find("unexpected argument 'stray'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fanout::core

@@ -1,0 +1,157 @@
+// Runs the real fanout-generate and fanout-partition binaries as a user would.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/partition_config.h"
+#include "gtest/gtest.h"
+#include "partition/readers.h"
+#include "tests/testing/testing.h"
+
+extern char** environ;
+
+namespace fanout {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+RunResult RunTool(const TempDir& dir, std::vector<std::string> args) {
+  std::string out = dir.Sub(".stdout"), err = dir.Sub(".stderr");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  RunResult r;
+  int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) return r;
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = Slurp(out);
+  r.err = Slurp(err);
+  fs::remove(out);
+  fs::remove(err);
+  return r;
+}
+
+bool OnlyEntries(const std::string& dir, std::vector<std::string> names) {
+  std::vector<std::string> got;
+  for (const auto& e : fs::directory_iterator(dir)) got.push_back(e.path().filename().string());
+  std::sort(got.begin(), got.end());
+  std::sort(names.begin(), names.end());
+  return got == names;
+}
+
+TEST(PartitionCliTest, GenerateThenPartitionBothLayouts) {
+  for (std::string format : {"npy", "ogb"}) {
+    TempDir dir;
+    RunResult g = RunTool(dir, {FANOUT_GENERATE_BIN, "--preset", "tiny", "--format", format, "--out",
+                            dir.Sub("data"), "--seed", "3"});
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    RunResult p = RunTool(dir, {FANOUT_PARTITION_BIN, "--input", dir.Sub("data"), "--num-parts", "2",
+                            "--out", dir.Sub("parts"), "--add-reverse-edges"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.out.find("edge cut:"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("peak memory:"), std::string::npos) << p.out;
+    auto d = partition::ReadDataset({.input_dir = dir.Sub("data")});
+    ASSERT_TRUE(d.ok()) << d.status();
+    partition::PartitionOptions o;
+    o.num_parts = 2;
+    o.add_reverse_edges = true;
+    testing::ExpectValidPartition(*d, o, dir.Sub("parts/data.json"));
+  }
+}
+
+struct CliError {
+  const char* name;
+  const char* edges;                   // content of edges.csv ("" keeps a valid file)
+  std::vector<std::string> flags;      // extra flags ("{}" replaced by the temp dir)
+  int exit_code;
+  const char* expected;                // substring of stderr
+};
+
+class PartitionCliErrorTest : public ::testing::TestWithParam<CliError> {};
+
+TEST_P(PartitionCliErrorTest, ExitsNonZeroNamingTheCulpritAndWritesNothing) {
+  const CliError& c = GetParam();
+  TempDir dir;
+  fs::create_directories(dir.Sub("in"));
+  testing::WriteText(dir.Sub("in/edges.csv"), *c.edges ? c.edges : "0,1\n1,2\n2,3\n3,0\n");
+  std::vector<std::string> args = {FANOUT_PARTITION_BIN, "--input", dir.Sub("in"), "--out", dir.Sub("out")};
+  for (std::string f : c.flags) {
+    if (size_t at = f.find("{}"); at != std::string::npos) f.replace(at, 2, dir.path());
+    args.push_back(f);
+  }
+  RunResult r = RunTool(dir, args);
+  EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
+  EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+  EXPECT_TRUE(OnlyEntries(dir.path(), {"in"})) << "output or staging folder left behind";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, PartitionCliErrorTest,
+    ::testing::Values(
+        CliError{"malformed_csv", "0,1\n1;2\n", {"--num-parts", "2"}, 1, "edges.csv:2: expected 'src,dst'"},
+        CliError{"id_out_of_range", "0,1\n1,7\n", {"--num-parts", "2", "--num-nodes", "5"}, 1, "edges.csv:2: node ID 7"},
+        CliError{"too_many_parts", "", {"--num-parts", "5"}, 1, "--num-parts must be in [1, 4]"},
+        CliError{"zero_parts", "", {"--num-parts", "0"}, 1, "--num-parts must be in [1, "},
+        CliError{"missing_parts", "", {}, 1, "--num-parts is required"},
+        CliError{"unknown_flag", "", {"--num-parts", "2", "--frobnicate"}, 2, "unknown flag --frobnicate"},
+        CliError{"bad_method", "", {"--num-parts", "2", "--part-method", "magic"}, 2, "one of metis, random, file"},
+        CliError{"missing_assignment", "", {"--num-parts", "2", "--part-method", "file", "--assignment", "{}/nope.txt"}, 1, "nope.txt"},
+        CliError{"bad_input_dir", "", {"--num-parts", "2", "--input", "{}/absent"}, 1, "absent: not a readable folder"}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+TEST(PartitionCliTest, ExistingOutputIsKeptUnlessOverwrite) {
+  TempDir dir;
+  fs::create_directories(dir.Sub("in"));
+  testing::WriteText(dir.Sub("in/edges.csv"), "0,1\n1,2\n2,3\n3,0\n");
+  fs::create_directories(dir.Sub("out"));
+  testing::WriteText(dir.Sub("out/precious.txt"), "keep me");
+  std::vector<std::string> args = {FANOUT_PARTITION_BIN, "--input", dir.Sub("in"), "--out",
+                                   dir.Sub("out"), "--num-parts", "2"};
+  RunResult r = RunTool(dir, args);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
+  EXPECT_EQ(Slurp(dir.Sub("out/precious.txt")), "keep me");
+  args.push_back("--overwrite");
+  r = RunTool(dir, args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(fs::exists(dir.Sub("out/in.json")));
+  EXPECT_FALSE(fs::exists(dir.Sub("out/precious.txt")));
+}
+
+TEST(PartitionCliTest, HelpListsFlags) {
+  TempDir dir;
+  RunResult r = RunTool(dir, {FANOUT_PARTITION_BIN, "--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* f : {"--input", "--num-parts", "--part-method", "--add-reverse-edges", "--balance-train"}) {
+    EXPECT_NE(r.out.find(f), std::string::npos) << f;
+  }
+}
+
+}  // namespace
+}  // namespace fanout

@@ -1,0 +1,349 @@
+#include "tests/testing/testing.h"
+
+#include <stdlib.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+
+#include "core/npy.h"
+#include "core/partition_config.h"
+#include "core/strings.h"
+
+namespace fanout::testing {
+
+namespace fs = std::filesystem;
+using core::NpyArray;
+using partition::Dataset;
+
+TempDir::TempDir() {
+  std::string tmpl = (fs::temp_directory_path() / "fanout-test-XXXXXX").string();
+  char* p = ::mkdtemp(tmpl.data());
+  if (p == nullptr) std::abort();
+  path_ = p;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  fs::remove_all(path_, ec);
+}
+
+std::string SharedDataDir() {
+  if (const char* env = std::getenv("FANOUT_SHARED_DATA")) {
+    return fs::is_directory(env) ? env : "";
+  }
+  fs::path p = fs::path(FANOUT_SOURCE_DIR) / ".." / "shared" / "data";
+  std::error_code ec;
+  return fs::is_directory(p, ec) ? fs::canonical(p).string() : "";
+}
+
+Dataset MakeRandomDataset(const RandomGraphSpec& s) {
+  std::mt19937_64 rng(s.seed);
+  Dataset d;
+  d.name = "random";
+  d.layout = "memory";
+  d.num_nodes = s.num_nodes;
+  auto node = [&](int64_t n) { return std::uniform_int_distribution<int64_t>(0, n - 1)(rng); };
+  std::vector<int64_t> e;
+  for (int64_t i = 0; i < s.num_edges; ++i) {
+    int64_t u = node(s.num_nodes), v;
+    // 80% of edges inside the community (u mod C), so a good partitioner has structure to find.
+    do {
+      if (std::uniform_real_distribution<>(0, 1)(rng) < 0.8) {
+        v = (node(s.num_nodes / s.num_classes) * s.num_classes + u % s.num_classes) % s.num_nodes;
+      } else {
+        v = node(s.num_nodes);
+      }
+    } while (v == u);
+    e.push_back(u);
+    e.push_back(v);
+  }
+  for (int64_t i = 0; i < s.self_loops; ++i) {
+    int64_t v = node(s.num_nodes);
+    e.push_back(v);
+    e.push_back(v);
+  }
+  for (int64_t i = 0; i < s.duplicates && s.num_edges > 0; ++i) {
+    int64_t j = node(s.num_edges);
+    e.push_back(e[2 * j]);
+    e.push_back(e[2 * j + 1]);
+  }
+  int64_t m = static_cast<int64_t>(e.size() / 2);
+  d.edges = NpyArray::Adopt(std::move(e), {m, 2});
+  d.edges_source = "memory";
+  std::vector<float> feat(s.num_nodes * s.feat_dim);
+  for (int64_t v = 0; v < s.num_nodes; ++v) {
+    for (int64_t j = 0; j < s.feat_dim; ++j) feat[v * s.feat_dim + j] = static_cast<float>(v * 100 + j);
+  }
+  d.node_fields.push_back({"feat", NpyArray::Adopt(std::move(feat), {s.num_nodes, s.feat_dim})});
+  std::vector<int64_t> label(s.num_nodes);
+  for (int64_t v = 0; v < s.num_nodes; ++v) label[v] = v % s.num_classes;
+  d.node_fields.push_back({"label", NpyArray::Adopt(std::move(label), {s.num_nodes})});
+  d.num_classes = s.num_classes;
+  std::vector<int64_t> perm(s.num_nodes);
+  for (int64_t v = 0; v < s.num_nodes; ++v) perm[v] = v;
+  std::shuffle(perm.begin(), perm.end(), rng);
+  int64_t tr = s.num_nodes / 5, va = s.num_nodes / 5;
+  d.train_idx.assign(perm.begin(), perm.begin() + tr);
+  d.valid_idx.assign(perm.begin() + tr, perm.begin() + tr + va);
+  d.test_idx.assign(perm.begin() + tr + va, perm.end());
+  for (auto* v : {&d.train_idx, &d.valid_idx, &d.test_idx}) std::sort(v->begin(), v->end());
+  d.has_split = true;
+  if (s.edge_field) {
+    std::vector<int64_t> w(m);
+    for (int64_t i = 0; i < m; ++i) w[i] = i;
+    d.edge_fields.push_back({"weight", NpyArray::Adopt(std::move(w), {m})});
+  }
+  return d;
+}
+
+void WriteText(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+void WriteGz(const std::string& path, const std::string& text) {
+  fs::create_directories(fs::path(path).parent_path());
+  gzFile f = gzopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr) << path;
+  if (!text.empty()) gzwrite(f, text.data(), static_cast<unsigned>(text.size()));
+  gzclose(f);
+}
+
+namespace {
+void WriteArray(const NpyArray& a, const std::string& path) {
+  fs::create_directories(fs::path(path).parent_path());
+  ASSERT_TRUE(core::WriteNpy(path, a.dtype(), a.shape(), a.data()).ok()) << path;
+}
+
+std::string Lines(const std::vector<int64_t>& v) {
+  std::string s;
+  for (int64_t x : v) s += std::to_string(x) + "\n";
+  return s;
+}
+}  // namespace
+
+void WritePlainLayout(const Dataset& d, const std::string& dir) {
+  WriteArray(d.edges, dir + "/edges.npy");
+  for (const auto& f : d.node_fields) {
+    std::string name = f.name == "feat" ? "node_feat.npy" : f.name == "label" ? "node_label.npy"
+                                                                              : "node_data/" + f.name + ".npy";
+    WriteArray(f.data, dir + "/" + name);
+  }
+  for (const auto& f : d.edge_fields) WriteArray(f.data, dir + "/edge_data/" + f.name + ".npy");
+  if (d.has_split) {
+    ASSERT_TRUE(core::WriteNpy(dir + "/train_idx.npy", d.train_idx).ok());
+    ASSERT_TRUE(core::WriteNpy(dir + "/valid_idx.npy", d.valid_idx).ok());
+    ASSERT_TRUE(core::WriteNpy(dir + "/test_idx.npy", d.test_idx).ok());
+  }
+}
+
+void WriteOgbLayout(const Dataset& d, const std::string& dir, const std::string& split) {
+  const int64_t* e = d.edges.data_as<int64_t>();
+  std::string edges;
+  for (int64_t i = 0; i < d.num_edges(); ++i) edges += core::StrCat(e[2 * i], ",", e[2 * i + 1], "\n");
+  WriteGz(dir + "/raw/edge.csv.gz", edges);
+  WriteGz(dir + "/raw/num-node-list.csv.gz", core::StrCat(d.num_nodes, "\n"));
+  WriteGz(dir + "/raw/num-edge-list.csv.gz", core::StrCat(d.num_edges(), "\n"));
+  for (const auto& f : d.node_fields) {
+    if (f.name == "feat") {
+      std::string s;
+      const float* x = f.data.data_as<float>();
+      for (int64_t r = 0; r < f.data.rows(); ++r) {
+        for (int64_t c = 0; c < f.data.row_elems(); ++c) {
+          s += core::StrCat(c ? "," : "", x[r * f.data.row_elems() + c]);
+        }
+        s += "\n";
+      }
+      WriteGz(dir + "/raw/node-feat.csv.gz", s);
+    } else if (f.name == "label") {
+      const int64_t* y = f.data.data_as<int64_t>();
+      WriteGz(dir + "/raw/node-label.csv.gz", Lines(std::vector<int64_t>(y, y + f.data.rows())));
+    }
+  }
+  if (d.has_split) {
+    WriteGz(dir + "/split/" + split + "/train.csv.gz", Lines(d.train_idx));
+    WriteGz(dir + "/split/" + split + "/valid.csv.gz", Lines(d.valid_idx));
+    WriteGz(dir + "/split/" + split + "/test.csv.gz", Lines(d.test_idx));
+  }
+}
+
+namespace {
+
+struct LoadedPart {
+  NpyArray indptr, indices, orig_nids, orig_eids, halo, out_indptr, out_indices, out_eids;
+};
+
+NpyArray MustMap(const std::string& path) {
+  auto a = NpyArray::Map(path);
+  EXPECT_TRUE(a.ok()) << a.status();
+  return a.ok() ? std::move(*a) : NpyArray::Owned(core::DType::kInt64, {0});
+}
+
+}  // namespace
+
+void ExpectValidPartition(const Dataset& d, const partition::PartitionOptions& o,
+                          const std::string& config_path) {
+  using core::PartFiles;
+  auto cfg_or = core::LoadPartitionConfig(config_path);
+  ASSERT_TRUE(cfg_or.ok()) << cfg_or.status();
+  const core::PartitionConfig& cfg = *cfg_or;
+  const int K = o.num_parts;
+  const int64_t n = d.num_nodes, E = d.num_edges();
+  ASSERT_EQ(cfg.num_parts, K);
+  ASSERT_EQ(cfg.num_nodes, n);
+  auto book = cfg.NodeBook();
+  ASSERT_TRUE(book.ok());
+  auto ebook = cfg.EdgeBook();
+  ASSERT_TRUE(ebook.ok());
+
+  std::vector<LoadedPart> parts(K);
+  for (int k = 0; k < K; ++k) {
+    auto P = [&](const char* f) { return MustMap(cfg.PartPath(k, f)); };
+    parts[k] = {P(PartFiles::kIndptr),    P(PartFiles::kIndices),    P(PartFiles::kOrigNids),
+                P(PartFiles::kOrigEids),  P(PartFiles::kHaloNids),   P(PartFiles::kOutIndptr),
+                P(PartFiles::kOutIndices), P(PartFiles::kOutEids)};
+  }
+
+  // Every node owned exactly once; new IDs of a partition are its contiguous range.
+  std::vector<int64_t> orig_of(n, -1), new_of(n, -1);
+  for (int k = 0; k < K; ++k) {
+    const auto& on = parts[k].orig_nids;
+    ASSERT_EQ(on.rows(), book->size(k)) << "part " << k;
+    for (int64_t i = 0; i < on.rows(); ++i) {
+      int64_t v = on.data_as<int64_t>()[i];
+      ASSERT_TRUE(v >= 0 && v < n);
+      ASSERT_EQ(new_of[v], -1) << "input node " << v << " owned twice";
+      int64_t gid = book->start(k) + i;
+      new_of[v] = gid;
+      orig_of[gid] = v;
+      // Partition book round trip.
+      ASSERT_EQ(book->PartOf(gid), k);
+      ASSERT_EQ(book->ToGlobal(k, book->ToLocal(gid)), gid);
+    }
+  }
+  for (int64_t v = 0; v < n; ++v) ASSERT_NE(new_of[v], -1) << "input node " << v << " not owned";
+
+  // Expected stored edges, keyed by original edge ID (see EdgeView in partitioner.cc).
+  const int64_t* e = d.edges.data_as<int64_t>();
+  std::map<std::pair<int64_t, int64_t>, int64_t> expected_pairs;  // pair -> multiplicity
+  std::set<int64_t> expected_oeids;
+  int64_t virtual_edges = o.add_reverse_edges ? 2 * E : E;
+  for (int64_t vv = 0; vv < virtual_edges; ++vv) {
+    int64_t row = vv < E ? vv : vv - E;
+    int64_t u = vv < E ? e[2 * row] : e[2 * row + 1], w = vv < E ? e[2 * row + 1] : e[2 * row];
+    if (u == w && (o.remove_self_loops || vv >= E)) continue;
+    if (o.remove_duplicate_edges && expected_pairs.count({u, w})) continue;
+    ++expected_pairs[{u, w}];
+    expected_oeids.insert(vv);
+  }
+  ASSERT_EQ(cfg.num_edges, static_cast<int64_t>(expected_oeids.size()));
+
+  std::set<int64_t> seen_oeids;
+  std::map<std::pair<int64_t, int64_t>, int64_t> seen_pairs;
+  // src (new ID) -> list of (eid, dst), to check the out-edge index.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> out_of(n);
+  for (int k = 0; k < K; ++k) {
+    const LoadedPart& p = parts[k];
+    const int64_t nb = book->start(k), nk = book->size(k), eb = ebook->start(k);
+    ASSERT_EQ(p.indptr.rows(), nk + 1);
+    const int64_t* ip = p.indptr.data_as<int64_t>();
+    ASSERT_EQ(ip[0], 0);
+    ASSERT_EQ(ip[nk], ebook->size(k)) << "part " << k;
+    std::set<int64_t> halo;
+    for (int64_t i = 0; i < nk; ++i) {
+      for (int64_t q = ip[i]; q < ip[i + 1]; ++q) {
+        int64_t src = p.indices.data_as<int64_t>()[q], dst = nb + i;
+        int64_t oe = p.orig_eids.data_as<int64_t>()[q];
+        ASSERT_TRUE(src >= 0 && src < n);
+        // The stored edge maps back to exactly the input edge it claims.
+        int64_t row = oe < E ? oe : oe - E;
+        ASSERT_TRUE(oe >= 0 && oe < virtual_edges);
+        int64_t u = oe < E ? e[2 * row] : e[2 * row + 1], w = oe < E ? e[2 * row + 1] : e[2 * row];
+        ASSERT_EQ(orig_of[src], u) << "edge " << eb + q;
+        ASSERT_EQ(orig_of[dst], w) << "edge " << eb + q;
+        ASSERT_TRUE(seen_oeids.insert(oe).second) << "input edge " << oe << " stored twice";
+        ++seen_pairs[{u, w}];
+        if (!book->Contains(src) || book->PartOf(src) != k) halo.insert(src);
+        out_of[src].push_back({eb + q, dst});
+      }
+    }
+    std::vector<int64_t> h(p.halo.data_as<int64_t>(), p.halo.data_as<int64_t>() + p.halo.rows());
+    if (o.halo_hops == 1) {
+      EXPECT_EQ(h, std::vector<int64_t>(halo.begin(), halo.end())) << "halo of part " << k;
+    }
+  }
+  EXPECT_EQ(seen_pairs, expected_pairs);
+  if (!o.remove_duplicate_edges) EXPECT_EQ(seen_oeids, expected_oeids);
+
+  // Out-edge index: exactly the stored edges whose source is an inner node, by edge ID.
+  for (int k = 0; k < K; ++k) {
+    const LoadedPart& p = parts[k];
+    const int64_t nb = book->start(k), nk = book->size(k);
+    const int64_t* op = p.out_indptr.data_as<int64_t>();
+    ASSERT_EQ(p.out_indptr.rows(), nk + 1);
+    for (int64_t i = 0; i < nk; ++i) {
+      std::vector<std::pair<int64_t, int64_t>> got;
+      for (int64_t q = op[i]; q < op[i + 1]; ++q) {
+        got.push_back({p.out_eids.data_as<int64_t>()[q], p.out_indices.data_as<int64_t>()[q]});
+      }
+      auto want = out_of[nb + i];
+      std::sort(want.begin(), want.end());
+      ASSERT_EQ(got, want) << "out-edges of node " << nb + i;
+    }
+  }
+
+  // Node data on the right rows after relabelling; masks equal the split.
+  std::vector<uint8_t> train(n, 0);
+  for (int64_t v : d.train_idx) train[v] = 1;
+  for (const auto& f : d.node_fields) {
+    for (int k = 0; k < K; ++k) {
+      NpyArray got = MustMap(cfg.PartPath(k, PartFiles::NodeData(f.name)));
+      ASSERT_EQ(got.dtype(), f.data.dtype());
+      ASSERT_EQ(got.rows(), book->size(k));
+      for (int64_t i = 0; i < got.rows(); ++i) {
+        ASSERT_EQ(0, std::memcmp(got.row(i), f.data.row(orig_of[book->start(k) + i]), f.data.row_bytes()))
+            << f.name << " row " << i << " of part " << k;
+      }
+    }
+  }
+  if (d.has_split) {
+    for (int k = 0; k < K; ++k) {
+      NpyArray got = MustMap(cfg.PartPath(k, PartFiles::NodeData("train_mask")));
+      for (int64_t i = 0; i < got.rows(); ++i) {
+        ASSERT_EQ(got.data_as<uint8_t>()[i], train[orig_of[book->start(k) + i]]);
+      }
+    }
+  }
+  // Edge data: a stored edge carries its input row's value.
+  for (const auto& f : d.edge_fields) {
+    for (int k = 0; k < K; ++k) {
+      NpyArray got = MustMap(cfg.PartPath(k, PartFiles::EdgeData(f.name)));
+      const LoadedPart& p = parts[k];
+      ASSERT_EQ(got.rows(), p.orig_eids.rows());
+      for (int64_t q = 0; q < got.rows(); ++q) {
+        int64_t oe = p.orig_eids.data_as<int64_t>()[q];
+        ASSERT_EQ(0, std::memcmp(got.row(q), f.data.row(oe < E ? oe : oe - E), f.data.row_bytes()));
+      }
+    }
+  }
+}
+
+int64_t EdgeCut(const std::string& config_path) {
+  auto cfg = core::LoadPartitionConfig(config_path);
+  if (!cfg.ok()) return -1;
+  auto book = cfg->NodeBook();
+  int64_t cut = 0;
+  for (int k = 0; k < cfg->num_parts; ++k) {
+    NpyArray idx = MustMap(cfg->PartPath(k, core::PartFiles::kIndices));
+    for (int64_t q = 0; q < idx.rows(); ++q) cut += book->PartOf(idx.data_as<int64_t>()[q]) != k;
+  }
+  return cut;
+}
+
+}  // namespace fanout::testing

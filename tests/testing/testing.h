@@ -1,0 +1,66 @@
+// Shared test helpers: temporary folders, datasets built in memory or written to disk, and the
+// checker that proves a partition output's invariants against its source dataset.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "partition/dataset.h"
+#include "partition/partitioner.h"
+
+namespace fanout::testing {
+
+// A fresh folder under the system temp dir, removed with everything in it on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string Sub(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// The folder of the shared real datasets (../shared/data relative to the source tree, or
+// $FANOUT_SHARED_DATA), or "" when absent: tests that need it GTEST_SKIP().
+std::string SharedDataDir();
+
+struct RandomGraphSpec {
+  int64_t num_nodes = 500;
+  int64_t num_edges = 3000;
+  int64_t feat_dim = 8;
+  int64_t num_classes = 5;
+  int64_t self_loops = 10;      // extra (v, v) edges
+  int64_t duplicates = 20;      // extra copies of existing edges
+  bool edge_field = true;       // an int64 edge field "weight" whose value is the input row
+  uint64_t seed = 1;
+};
+
+// An in-memory dataset with communities (so METIS has structure to find), features equal to
+// node ID-derived values (each row identifies its node), labels, a split and an edge field.
+partition::Dataset MakeRandomDataset(const RandomGraphSpec& spec);
+
+// Writes `d` in the plain layout (edges.npy, node_feat.npy, ...) into `dir` (which must exist).
+void WritePlainLayout(const partition::Dataset& d, const std::string& dir);
+// Writes `d` in OGB's raw layout (raw/*.csv.gz, split/<split>/...) into `dir`.
+void WriteOgbLayout(const partition::Dataset& d, const std::string& dir, const std::string& split);
+// Writes a gzip-compressed text file.
+void WriteGz(const std::string& path, const std::string& text);
+void WriteText(const std::string& path, const std::string& text);
+
+// Loads the output at `config_path` and checks, with gtest assertions, every invariant the
+// partition format promises for `d` partitioned with `o`: nodes owned exactly once, every edge
+// stored exactly once in its destination's partition, halo complete, partition book round-trip,
+// out-edge index exact, node/edge data on the right rows after relabelling.
+void ExpectValidPartition(const partition::Dataset& d, const partition::PartitionOptions& o,
+                          const std::string& config_path);
+
+// Edges whose endpoints are in different partitions, over the stored edges.
+int64_t EdgeCut(const std::string& config_path);
+
+}  // namespace fanout::testing
