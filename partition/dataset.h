@@ -35,6 +35,25 @@ struct Dataset {
   const Field* FindNodeField(const std::string& name) const;
 };
 
+// The stored edge set before relabelling: the input edges, then (with reverse edges) the
+// reverse of every input edge. Virtual edge v < E is input row v; v >= E is input row v - E
+// reversed. The original edge ID saved for each stored edge is v itself.
+class EdgeView {
+ public:
+  EdgeView(const Dataset& d, bool reverse)
+      : e_(d.edges.data_as<int64_t>()), num_input_(d.num_edges()), reverse_(reverse) {}
+  int64_t size() const { return reverse_ ? 2 * num_input_ : num_input_; }
+  int64_t src(int64_t v) const { return v < num_input_ ? e_[2 * v] : e_[2 * (v - num_input_) + 1]; }
+  int64_t dst(int64_t v) const { return v < num_input_ ? e_[2 * v + 1] : e_[2 * (v - num_input_)]; }
+  int64_t input_row(int64_t v) const { return v < num_input_ ? v : v - num_input_; }
+  bool is_reverse(int64_t v) const { return v >= num_input_; }
+
+ private:
+  const int64_t* e_;
+  int64_t num_input_;
+  bool reverse_;
+};
+
 // Checks the cross-file invariants every reader must guarantee: edges in [0, N), node fields
 // with N rows, edge fields with E rows, split indices in [0, N). Errors name the file and row.
 absl::Status ValidateDataset(const Dataset& d);

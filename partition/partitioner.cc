@@ -1,7 +1,5 @@
 #include "partition/partitioner.h"
 
-#include <metis.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -19,6 +17,7 @@
 #include "core/staging_dir.h"
 #include "core/status.h"
 #include "core/strings.h"
+#include "partition/metis_graph.h"
 #include "partition/readers.h"
 
 namespace fanout::partition {
@@ -30,25 +29,6 @@ using core::StrCat;
 
 constexpr const char* kTool = "fanout-partition";
 
-// The stored edge set before relabelling: the input edges, then (with reverse edges) the
-// reverse of every input edge. Virtual edge v < E is input row v; v >= E is input row v - E
-// reversed. The original edge ID saved for each stored edge is v itself.
-class EdgeView {
- public:
-  EdgeView(const Dataset& d, bool reverse)
-      : e_(d.edges.data_as<int64_t>()), num_input_(d.num_edges()), reverse_(reverse) {}
-  int64_t size() const { return reverse_ ? 2 * num_input_ : num_input_; }
-  int64_t src(int64_t v) const { return v < num_input_ ? e_[2 * v] : e_[2 * (v - num_input_) + 1]; }
-  int64_t dst(int64_t v) const { return v < num_input_ ? e_[2 * v + 1] : e_[2 * (v - num_input_)]; }
-  int64_t input_row(int64_t v) const { return v < num_input_ ? v : v - num_input_; }
-  bool is_reverse(int64_t v) const { return v >= num_input_; }
-
- private:
-  const int64_t* e_;
-  int64_t num_input_;
-  bool reverse_;
-};
-
 void Log(const PartitionOptions& o, const std::string& msg) {
   if (!o.quiet) std::fprintf(stderr, "%s: %s\n", kTool, msg.c_str());
 }
@@ -58,102 +38,11 @@ void Log(const PartitionOptions& o, const std::string& msg) {
 
 absl::StatusOr<std::vector<int32_t>> MetisAssign(const Dataset& d, const PartitionOptions& o,
                                                  std::string* note) {
-  const int64_t n = d.num_nodes;
-  const int64_t m = d.num_edges();
-  const int64_t* e = d.edges.data_as<int64_t>();
-  if (n >= std::numeric_limits<idx_t>::max()) {
-    return absl::InvalidArgumentError(StrCat("METIS here uses 32-bit indices; ", n,
-                                             " nodes are too many (use --part-method file with "
-                                             "an assignment from ParMETIS or another tool)"));
-  }
-  // Symmetric adjacency without self loops or duplicates, as METIS requires.
-  std::vector<int64_t> deg(n + 1, 0);
-  for (int64_t i = 0; i < m; ++i) {
-    if (e[2 * i] == e[2 * i + 1]) continue;
-    ++deg[e[2 * i] + 1];
-    ++deg[e[2 * i + 1] + 1];
-  }
-  for (int64_t v = 0; v < n; ++v) deg[v + 1] += deg[v];
-  if (deg[n] >= std::numeric_limits<idx_t>::max()) {
-    return absl::InvalidArgumentError(StrCat(
-        "METIS here uses 32-bit indices; the symmetric graph has ", deg[n],
-        " adjacency entries (limit 2^31-1). Use --part-method file with an external assignment"));
-  }
-  std::vector<idx_t> adjncy(deg[n]);
-  {
-    std::vector<int64_t> fill(deg.begin(), deg.end() - 1);
-    core::Progress progress(kTool, "METIS input", m);
-    for (int64_t i = 0; i < m; ++i) {
-      int64_t u = e[2 * i], v = e[2 * i + 1];
-      if (u == v) continue;
-      adjncy[fill[u]++] = static_cast<idx_t>(v);
-      adjncy[fill[v]++] = static_cast<idx_t>(u);
-      if (!o.quiet) progress.Update(i);
-    }
-  }
-  // The edge list is not needed during METIS: let its mapped pages go.
-  d.edges.DropPages(0, d.edges.nbytes());
-  std::vector<idx_t> xadj(n + 1);
-  idx_t out = 0;
-  for (int64_t v = 0; v < n; ++v) {
-    idx_t* b = adjncy.data() + deg[v];
-    idx_t* end = adjncy.data() + deg[v + 1];
-    std::sort(b, end);
-    idx_t* u = std::unique(b, end);
-    xadj[v] = out;
-    for (idx_t* p = b; p < u; ++p) adjncy[out++] = *p;
-  }
-  xadj[n] = out;
-  adjncy.resize(out);
-  adjncy.shrink_to_fit();
-  deg = {};
-
-  // Vertex weights, one column per balance constraint.
-  std::vector<std::string> constraints{"nodes"};
-  std::vector<uint8_t> is_train;
-  if (o.balance_train && d.has_split && !d.train_idx.empty()) {
-    constraints.push_back("train nodes");
-    is_train.assign(n, 0);
-    for (int64_t v : d.train_idx) is_train[v] = 1;
-  }
-  std::vector<idx_t> in_deg;
-  if (o.balance_edges) {
-    constraints.push_back("in-edges");
-    in_deg.assign(n, 0);
-    EdgeView view(d, o.add_reverse_edges);
-    for (int64_t v = 0; v < view.size(); ++v) ++in_deg[view.dst(v)];
-  }
-  idx_t ncon = static_cast<idx_t>(constraints.size());
-  std::vector<idx_t> vwgt(static_cast<size_t>(n) * ncon);
-  for (int64_t v = 0; v < n; ++v) {
-    idx_t* w = &vwgt[v * ncon];
-    int c = 0;
-    w[c++] = 1;
-    if (!is_train.empty()) w[c++] = is_train[v];
-    if (!in_deg.empty()) w[c++] = in_deg[v];
-  }
-  *note = StrCat("METIS k-way, objective ", o.objective_volume ? "volume" : "cut",
-                 ", balancing ", core::StrJoin(constraints, " + "));
-
-  std::vector<int32_t> part(n, 0);
-  if (o.num_parts == 1) return part;
-  idx_t options[METIS_NOPTIONS];
-  METIS_SetDefaultOptions(options);
-  options[METIS_OPTION_OBJTYPE] = o.objective_volume ? METIS_OBJTYPE_VOL : METIS_OBJTYPE_CUT;
-  options[METIS_OPTION_SEED] = static_cast<idx_t>(o.seed % 0x7fffffff);
-  options[METIS_OPTION_NUMBERING] = 0;
-  idx_t nvtxs = static_cast<idx_t>(n), nparts = o.num_parts, objval = 0;
-  std::vector<idx_t> where(n);
-  Log(o, StrCat("running METIS: ", n, " nodes, ", out / 2, " undirected edges, ", o.num_parts,
-                " parts, ", ncon, " constraint(s)"));
-  int rc = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy.data(), vwgt.data(), nullptr,
-                               nullptr, &nparts, nullptr, nullptr, options, &objval, where.data());
-  if (rc != METIS_OK) {
-    return absl::InternalError(StrCat("METIS_PartGraphKway failed with code ", rc,
-                                      rc == METIS_ERROR_MEMORY ? " (out of memory)" : ""));
-  }
-  for (int64_t v = 0; v < n; ++v) part[v] = where[v];
-  return part;
+  ASSIGN_OR_RETURN(MetisGraph g, BuildMetisGraph(d, o));
+  *note = g.Describe(o);
+  Log(o, StrCat("running METIS: ", d.num_nodes, " nodes, ", g.adjncy.size() / 2,
+                " undirected edges, ", o.num_parts, " parts, ", g.ncon, " constraint(s)"));
+  return RunMetis(g, o);
 }
 
 std::vector<int32_t> RandomAssign(int64_t n, int k, uint64_t seed) {

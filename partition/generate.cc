@@ -1,0 +1,714 @@
+// The synthetic generator: a planted-partition Chung-Lu graph with class-conditional Gaussian
+// features.
+//
+// Model (everything drawn from `seed`):
+//   - Community: a seeded permutation deals the nodes round-robin into num_classes communities,
+//     so sizes differ by at most one and node IDs say nothing about the class.
+//   - Degrees: each node gets a Chung-Lu weight w_v ~ Pareto(x_min = 1, tail exponent
+//     power_law_exponent - 1), capped so that no expected total degree exceeds sqrt(2 E), the
+//     largest degree a Chung-Lu graph can have (w_u w_v / W <= 1) and the structural cutoff of
+//     scale-free networks. The expected total degree of v is then 2 E w_v / W.
+//   - Edges: src ~ w over all nodes; with probability intra_class_prob dst ~ w within src's
+//     community, otherwise dst ~ w over all nodes. A self loop redraws dst. Parallel edges are
+//     kept, as in real crawls. Sampling uses alias tables, O(1) per draw.
+//   - Features: the true class's centroid (entries N(0, kCentroidNorm^2 / F), so the centroid
+//     norm, and with it how separable the classes are, does not depend on F) plus
+//     N(0, feature_noise^2) per entry.
+//   - Labels: the community, except that each node with probability label_noise gets a uniform
+//     random class instead.
+//   - Split: a seeded permutation; the first round(train_frac N) nodes train, the next
+//     round(valid_frac N) valid, the rest test; each written sorted.
+//
+// Each part draws from its own random stream, and the chunked parts (features, edges, edge
+// weights) from one stream per chunk, so the output does not depend on the thread count, the
+// edges do not change with feat_dim or --edge-weights, and chunks can be generated in parallel.
+// Only libstdc++'s mt19937_64 (fully specified) and our own distributions are used.
+#include "partition/generate.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <future>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/check.h"
+#include "core/dtype.h"
+#include "core/npy.h"
+#include "core/progress.h"
+#include "core/staging_dir.h"
+#include "core/status.h"
+#include "core/strings.h"
+
+namespace fanout::partition {
+namespace {
+
+using core::StrCat;
+namespace fs = std::filesystem;
+
+// Centroid norm in units of the noise's standard deviation. With feature_noise = 1, a
+// nearest-true-centroid classifier scores about 59% on 47 classes and about 88% on 4 (close to an
+// MLP on ogbn-products), so features help but the graph still matters.
+constexpr double kCentroidNorm = 2.5;
+// Edges generated per chunk; also the unit of progress and of parallel work.
+constexpr int64_t kEdgeChunk = 1 << 20;
+// Feature values generated per chunk (rows = this / feat_dim, at least 1).
+constexpr int64_t kFeatureChunkValues = 1 << 20;
+// Tries to draw a dst other than src before falling back to a uniform other node.
+constexpr int kSelfLoopTries = 64;
+
+// ---------------------------------------------------------------------------------------------
+// Random numbers.
+
+enum class Stream : uint64_t {
+  kWeights = 1,
+  kCommunities,
+  kCentroids,
+  kFeatures,
+  kLabels,
+  kSplit,
+  kEdges,
+  kEdgeWeights,
+};
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// An independent generator for (seed, stream, chunk).
+std::mt19937_64 MakeRng(uint64_t seed, Stream stream, uint64_t chunk = 0) {
+  uint64_t s = SplitMix64(seed);
+  s = SplitMix64(s ^ static_cast<uint64_t>(stream));
+  s = SplitMix64(s ^ chunk);
+  return std::mt19937_64(s);
+}
+
+// Uniform in [0, 1).
+inline double Uniform01(std::mt19937_64& rng) {
+  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
+}
+
+// Uniform in [0, n), n >= 1, unbiased (Lemire's multiply-and-reject).
+inline uint64_t UniformInt(std::mt19937_64& rng, uint64_t n) {
+  unsigned __int128 m = static_cast<unsigned __int128>(rng()) * n;
+  uint64_t low = static_cast<uint64_t>(m);
+  if (low < n) {
+    const uint64_t threshold = (0 - n) % n;
+    while (low < threshold) {
+      m = static_cast<unsigned __int128>(rng()) * n;
+      low = static_cast<uint64_t>(m);
+    }
+  }
+  return static_cast<uint64_t>(m >> 64);
+}
+
+// Standard normal by Box-Muller, keeping the second value of each pair.
+class NormalSampler {
+ public:
+  double operator()(std::mt19937_64& rng) {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    const double u1 = 1.0 - Uniform01(rng);  // (0, 1]: log is finite
+    const double u2 = Uniform01(rng);
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    const double theta = 2.0 * M_PI * u2;
+    spare_ = r * std::sin(theta);
+    has_spare_ = true;
+    return r * std::cos(theta);
+  }
+
+ private:
+  bool has_spare_ = false;
+  double spare_ = 0;
+};
+
+template <typename T>
+void Shuffle(std::vector<T>& v, std::mt19937_64& rng) {
+  for (size_t i = v.size(); i > 1; --i) {
+    std::swap(v[i - 1], v[UniformInt(rng, i)]);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Alias tables (Vose). One 64-bit draw per sample: the high half of r * n picks the bucket and
+// the low half, the fractional part, flips the bucket's coin.
+
+struct AliasBucket {
+  uint32_t threshold;  // keep the bucket's own item when coin < threshold
+  uint32_t alias;
+};
+
+// Buckets for items 0..n-1 with probability proportional to w[i] (all > 0).
+std::vector<AliasBucket> BuildAlias(const double* w, size_t n) {
+  std::vector<AliasBucket> t(n);
+  double total = 0;
+  for (size_t i = 0; i < n; ++i) total += w[i];
+  std::vector<double> p(n);
+  std::vector<uint32_t> small, large;
+  for (size_t i = 0; i < n; ++i) {
+    p[i] = w[i] * static_cast<double>(n) / total;
+    (p[i] < 1.0 ? small : large).push_back(static_cast<uint32_t>(i));
+  }
+  while (!small.empty() && !large.empty()) {
+    const uint32_t s = small.back();
+    small.pop_back();
+    const uint32_t l = large.back();
+    const double keep = std::ldexp(p[s], 32);
+    t[s].threshold = keep >= 4294967295.0 ? 0xffffffffu : static_cast<uint32_t>(keep);
+    t[s].alias = l;
+    p[l] -= 1.0 - p[s];
+    if (p[l] < 1.0) {
+      large.pop_back();
+      small.push_back(l);
+    }
+  }
+  // Leftovers are full buckets (up to rounding): they always yield themselves.
+  for (uint32_t i : small) t[i] = {0xffffffffu, i};
+  for (uint32_t i : large) t[i] = {0xffffffffu, i};
+  return t;
+}
+
+inline uint32_t SampleAlias(const AliasBucket* t, uint64_t n, uint64_t r) {
+  const unsigned __int128 m = static_cast<unsigned __int128>(r) * n;
+  const uint32_t i = static_cast<uint32_t>(m >> 64);
+  const uint32_t coin = static_cast<uint32_t>(static_cast<uint64_t>(m) >> 32);
+  return coin < t[i].threshold ? i : t[i].alias;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The model shared by every phase.
+
+struct Model {
+  int64_t num_nodes = 0;
+  int64_t num_classes = 0;
+  int64_t feat_dim = 0;
+  std::vector<uint32_t> community;        // [N] true class
+  std::vector<AliasBucket> global;        // [N] over all nodes, by weight
+  std::vector<int64_t> community_offset;  // [C + 1] into community_members / community_alias
+  std::vector<uint32_t> community_members;
+  std::vector<AliasBucket> community_alias;  // per community, over positions in its members
+  std::vector<float> centroids;              // [C, F]
+};
+
+// Chung-Lu weights: Pareto(1, gamma - 1) draws, capped at the c where the largest expected total
+// degree, avg_degree * c / mean(min(w, c)), reaches sqrt(2 E). That ratio grows with c, so
+// bisection finds it.
+std::vector<double> DrawWeights(const GenerateOptions& o) {
+  const int64_t n = o.num_nodes;
+  std::vector<double> w(n);
+  std::mt19937_64 rng = MakeRng(o.seed, Stream::kWeights);
+  const double inv_alpha = 1.0 / (o.power_law_exponent - 1.0);
+  double w_max = 1.0;
+  for (int64_t v = 0; v < n; ++v) {
+    w[v] = std::pow(1.0 - Uniform01(rng), -inv_alpha);
+    if (!std::isfinite(w[v]) || w[v] > 1e290) w[v] = 1e290;  // sums stay finite
+    w_max = std::max(w_max, w[v]);
+  }
+  const double avg_degree = 2.0 * static_cast<double>(o.num_edges) / static_cast<double>(n);
+  const double degree_cap = std::sqrt(2.0 * static_cast<double>(o.num_edges));
+  auto mean_capped = [&](double c) {
+    double s = 0;
+    for (double x : w) s += std::min(x, c);
+    return s / static_cast<double>(n);
+  };
+  double cap = w_max;
+  if (o.num_edges == 0 || degree_cap <= avg_degree) {
+    cap = 1.0;  // denser than any skew allows: uniform
+  } else if (avg_degree * w_max / mean_capped(w_max) > degree_cap) {
+    double lo = 1.0, hi = w_max;  // ratio(lo) = 1 <= target < ratio(hi)
+    for (int it = 0; it < 64 && hi / lo > 1.0 + 1e-9; ++it) {
+      const double mid = std::sqrt(lo * hi);
+      if (avg_degree * mid / mean_capped(mid) > degree_cap) {
+        hi = mid;
+      } else {
+        lo = mid;
+      }
+    }
+    cap = lo;
+  }
+  for (double& x : w) x = std::min(x, cap);
+  return w;
+}
+
+Model BuildModel(const GenerateOptions& o) {
+  Model m;
+  m.num_nodes = o.num_nodes;
+  m.num_classes = o.num_classes;
+  m.feat_dim = o.feat_dim;
+  const int64_t n = o.num_nodes;
+  const int64_t c = o.num_classes;
+
+  std::vector<double> w = DrawWeights(o);
+  m.global = BuildAlias(w.data(), w.size());
+
+  // Communities: a shuffled deal, so sizes are within one of each other.
+  {
+    std::vector<uint32_t> order(n);
+    for (int64_t v = 0; v < n; ++v) order[v] = static_cast<uint32_t>(v);
+    std::mt19937_64 rng = MakeRng(o.seed, Stream::kCommunities);
+    Shuffle(order, rng);
+    m.community.resize(n);
+    for (int64_t i = 0; i < n; ++i) m.community[order[i]] = static_cast<uint32_t>(i % c);
+  }
+  m.community_offset.assign(c + 1, 0);
+  for (int64_t v = 0; v < n; ++v) ++m.community_offset[m.community[v] + 1];
+  for (int64_t k = 0; k < c; ++k) m.community_offset[k + 1] += m.community_offset[k];
+  m.community_members.resize(n);
+  {
+    std::vector<int64_t> fill(m.community_offset.begin(), m.community_offset.end() - 1);
+    for (int64_t v = 0; v < n; ++v) m.community_members[fill[m.community[v]]++] = v;
+  }
+  m.community_alias.resize(n);
+  {
+    std::vector<double> cw;
+    for (int64_t k = 0; k < c; ++k) {
+      const int64_t b = m.community_offset[k], e = m.community_offset[k + 1];
+      cw.resize(e - b);
+      for (int64_t i = b; i < e; ++i) cw[i - b] = w[m.community_members[i]];
+      std::vector<AliasBucket> t = BuildAlias(cw.data(), cw.size());
+      std::copy(t.begin(), t.end(), m.community_alias.begin() + b);
+    }
+  }
+
+  m.centroids.resize(c * o.feat_dim);
+  {
+    std::mt19937_64 rng = MakeRng(o.seed, Stream::kCentroids);
+    NormalSampler normal;
+    const double scale = kCentroidNorm / std::sqrt(static_cast<double>(o.feat_dim));
+    for (float& x : m.centroids) x = static_cast<float>(scale * normal(rng));
+  }
+  return m;
+}
+
+// Edges [begin, begin + count) of chunk `chunk`, as (src, dst) pairs.
+void GenerateEdges(const Model& m, const GenerateOptions& o, int64_t chunk, int64_t count,
+                   int64_t* out) {
+  std::mt19937_64 rng = MakeRng(o.seed, Stream::kEdges, chunk);
+  const uint64_t n = m.num_nodes;
+  const AliasBucket* global = m.global.data();
+  const double intra = o.intra_class_prob;
+  for (int64_t k = 0; k < count; ++k) {
+    const uint32_t src = SampleAlias(global, n, rng());
+    const bool inside = Uniform01(rng) < intra;
+    const uint32_t cls = m.community[src];
+    const int64_t cb = m.community_offset[cls];
+    const uint64_t cn = m.community_offset[cls + 1] - cb;
+    uint32_t dst = src;
+    for (int t = 0; t < kSelfLoopTries && dst == src; ++t) {
+      if (inside) {
+        dst = m.community_members[cb + SampleAlias(m.community_alias.data() + cb, cn, rng())];
+      } else {
+        dst = SampleAlias(global, n, rng());
+      }
+    }
+    if (dst == src) {  // e.g. a community of one: any other node, uniformly
+      dst = static_cast<uint32_t>((src + 1 + UniformInt(rng, n - 1)) % n);
+    }
+    out[2 * k] = src;
+    out[2 * k + 1] = dst;
+  }
+}
+
+void GenerateEdgeWeights(const GenerateOptions& o, int64_t chunk, int64_t count, float* out) {
+  std::mt19937_64 rng = MakeRng(o.seed, Stream::kEdgeWeights, chunk);
+  constexpr float kBelowOne = 0x1.fffffep-1f;
+  for (int64_t k = 0; k < count; ++k) {
+    out[k] = std::min(static_cast<float>(0.1 + 0.9 * Uniform01(rng)), kBelowOne);
+  }
+}
+
+// Feature rows [begin, begin + rows) of chunk `chunk`.
+void GenerateFeatures(const Model& m, const GenerateOptions& o, int64_t chunk, int64_t begin,
+                      int64_t rows, float* out) {
+  std::mt19937_64 rng = MakeRng(o.seed, Stream::kFeatures, chunk);
+  NormalSampler normal;
+  const int64_t f = m.feat_dim;
+  const double sigma = o.feature_noise;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* mu = m.centroids.data() + static_cast<int64_t>(m.community[begin + r]) * f;
+    float* row = out + r * f;
+    for (int64_t j = 0; j < f; ++j) row[j] = static_cast<float>(mu[j] + sigma * normal(rng));
+  }
+}
+
+std::vector<int64_t> MakeLabels(const Model& m, const GenerateOptions& o) {
+  std::vector<int64_t> labels(m.num_nodes);
+  std::mt19937_64 rng = MakeRng(o.seed, Stream::kLabels);
+  for (int64_t v = 0; v < m.num_nodes; ++v) {
+    labels[v] = Uniform01(rng) < o.label_noise
+                    ? static_cast<int64_t>(UniformInt(rng, m.num_classes))
+                    : static_cast<int64_t>(m.community[v]);
+  }
+  return labels;
+}
+
+struct Split {
+  std::vector<int64_t> train, valid, test;
+};
+
+Split MakeSplit(const GenerateOptions& o) {
+  const int64_t n = o.num_nodes;
+  const int64_t n_train = std::clamp<int64_t>(std::llround(o.train_frac * n), 0, n);
+  const int64_t n_valid = std::clamp<int64_t>(std::llround(o.valid_frac * n), 0, n - n_train);
+  std::vector<int64_t> order(n);
+  for (int64_t v = 0; v < n; ++v) order[v] = v;
+  std::mt19937_64 rng = MakeRng(o.seed, Stream::kSplit);
+  Shuffle(order, rng);
+  Split s;
+  s.train.assign(order.begin(), order.begin() + n_train);
+  s.valid.assign(order.begin() + n_train, order.begin() + n_train + n_valid);
+  s.test.assign(order.begin() + n_train + n_valid, order.end());
+  std::sort(s.train.begin(), s.train.end());
+  std::sort(s.valid.begin(), s.valid.end());
+  std::sort(s.test.begin(), s.test.end());
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Chunk pipeline.
+
+int NumWorkers() {
+  const unsigned hw = std::thread::hardware_concurrency();
+  return static_cast<int>(std::clamp<unsigned>(hw, 1, 8));
+}
+
+// Produces chunks 0..num_chunks-1 on worker threads, a few ahead, and consumes them in order on
+// the calling thread. On a consume error the chunks in flight finish and are dropped.
+template <typename Chunk>
+absl::Status RunChunks(int64_t num_chunks, const std::function<void(int64_t, Chunk*)>& produce,
+                       const std::function<absl::Status(int64_t, Chunk&)>& consume) {
+  const size_t ahead = static_cast<size_t>(NumWorkers());
+  std::deque<std::future<Chunk>> pending;
+  int64_t next = 0;
+  auto launch = [&] {
+    pending.push_back(std::async(std::launch::async, [&produce, chunk = next] {
+      Chunk c;
+      produce(chunk, &c);
+      return c;
+    }));
+    ++next;
+  };
+  while (next < num_chunks && pending.size() < ahead) launch();
+  for (int64_t i = 0; i < num_chunks; ++i) {
+    Chunk c = pending.front().get();
+    pending.pop_front();
+    if (next < num_chunks) launch();
+    RETURN_IF_ERROR(consume(i, c));
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gzip text output for the OGB layout.
+
+class GzWriter {
+ public:
+  static absl::StatusOr<std::unique_ptr<GzWriter>> Open(const std::string& path) {
+    std::unique_ptr<GzWriter> w(new GzWriter());
+    w->path_ = path;
+    w->gz_ = gzopen(path.c_str(), "wb1");
+    if (w->gz_ == nullptr) {
+      return absl::InternalError(StrCat(path, ": cannot create: ", std::strerror(errno)));
+    }
+    if (gzbuffer(w->gz_, 1 << 20) != 0) {
+      return absl::InternalError(StrCat(path, ": gzbuffer failed"));
+    }
+    return w;
+  }
+  ~GzWriter() {
+    if (gz_ != nullptr) gzclose(gz_);
+  }
+  absl::Status Write(std::string_view s) {
+    while (!s.empty()) {
+      const unsigned piece = static_cast<unsigned>(std::min<size_t>(s.size(), 1u << 30));
+      if (gzwrite(gz_, s.data(), piece) != static_cast<int>(piece)) return Error("write failed");
+      s.remove_prefix(piece);
+    }
+    return absl::OkStatus();
+  }
+  absl::Status Close() {
+    const int rc = gzclose(gz_);
+    gz_ = nullptr;
+    if (rc != Z_OK) {
+      return absl::InternalError(
+          StrCat(path_, ": close failed (zlib error ", rc, ", ", std::strerror(errno), ")"));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  GzWriter() = default;
+  absl::Status Error(const char* what) {
+    int err = Z_OK;
+    const char* msg = gzerror(gz_, &err);
+    return absl::InternalError(
+        StrCat(path_, ": ", what, ": ", err == Z_ERRNO ? std::strerror(errno) : msg));
+  }
+  std::string path_;
+  gzFile gz_ = nullptr;
+};
+
+template <typename T>
+void AppendNumber(std::string* s, T v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof(buf), v);  // shortest round-trip for floats
+  s->append(buf, r.ptr);
+}
+
+absl::Status WriteGzLines(const std::string& path, const std::vector<int64_t>& values) {
+  ASSIGN_OR_RETURN(auto w, GzWriter::Open(path));
+  std::string text;
+  text.reserve(values.size() * 8 + 1);
+  for (int64_t v : values) {
+    AppendNumber(&text, v);
+    text.push_back('\n');
+  }
+  RETURN_IF_ERROR(w->Write(text));
+  return w->Close();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writers for the two layouts. Each chunk carries the binary values and, for the OGB layout,
+// their text.
+
+struct EdgeChunk {
+  std::vector<int64_t> pairs;
+  std::vector<float> weights;
+  std::string text, weight_text;
+};
+
+struct FeatureChunk {
+  std::vector<float> values;
+  std::string text;
+};
+
+absl::Status MkDir(const fs::path& p) {
+  std::error_code ec;
+  fs::create_directories(p, ec);
+  if (ec) return absl::InternalError(StrCat("cannot create ", p.string(), ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+absl::Status WriteFeatures(const Model& m, const GenerateOptions& o, const fs::path& dir) {
+  const bool ogb = o.format == DatasetFormat::kOgb;
+  const int64_t n = m.num_nodes, f = m.feat_dim;
+  const int64_t rows_per_chunk = std::max<int64_t>(1, kFeatureChunkValues / f);
+  const int64_t num_chunks = (n + rows_per_chunk - 1) / rows_per_chunk;
+  std::unique_ptr<core::NpyWriter> npy;
+  std::unique_ptr<GzWriter> gz;
+  if (ogb) {
+    ASSIGN_OR_RETURN(gz, GzWriter::Open((dir / "raw" / "node-feat.csv.gz").string()));
+  } else {
+    ASSIGN_OR_RETURN(npy, core::NpyWriter::Open((dir / "node_feat.npy").string(),
+                                                core::DType::kFloat32, {n, f}));
+  }
+  core::Progress progress("generate", "feature rows", n);
+  std::function<void(int64_t, FeatureChunk*)> produce = [&](int64_t chunk, FeatureChunk* c) {
+    const int64_t begin = chunk * rows_per_chunk;
+    const int64_t rows = std::min(rows_per_chunk, n - begin);
+    c->values.resize(rows * f);
+    GenerateFeatures(m, o, chunk, begin, rows, c->values.data());
+    if (ogb) {
+      c->text.reserve(rows * f * 12);
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t j = 0; j < f; ++j) {
+          if (j > 0) c->text.push_back(',');
+          AppendNumber(&c->text, c->values[r * f + j]);
+        }
+        c->text.push_back('\n');
+      }
+    }
+  };
+  std::function<absl::Status(int64_t, FeatureChunk&)> consume = [&](int64_t chunk,
+                                                                    FeatureChunk& c) {
+    if (ogb) {
+      RETURN_IF_ERROR(gz->Write(c.text));
+    } else {
+      RETURN_IF_ERROR(npy->Append(c.values.data(), c.values.size() * sizeof(float)));
+    }
+    progress.Report(std::min(n, (chunk + 1) * rows_per_chunk));
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(RunChunks(num_chunks, produce, consume));
+  return ogb ? gz->Close() : npy->Close();
+}
+
+absl::Status WriteEdges(const Model& m, const GenerateOptions& o, const fs::path& dir) {
+  const bool ogb = o.format == DatasetFormat::kOgb;
+  const int64_t e = o.num_edges;
+  const int64_t num_chunks = (e + kEdgeChunk - 1) / kEdgeChunk;
+  std::unique_ptr<core::NpyWriter> npy, npy_weight;
+  std::unique_ptr<GzWriter> gz, gz_weight;
+  if (ogb) {
+    ASSIGN_OR_RETURN(gz, GzWriter::Open((dir / "raw" / "edge.csv.gz").string()));
+    if (o.edge_weights) {
+      ASSIGN_OR_RETURN(gz_weight, GzWriter::Open((dir / "raw" / "edge-feat.csv.gz").string()));
+    }
+  } else {
+    ASSIGN_OR_RETURN(
+        npy, core::NpyWriter::Open((dir / "edges.npy").string(), core::DType::kInt64, {e, 2}));
+    if (o.edge_weights) {
+      RETURN_IF_ERROR(MkDir(dir / "edge_data"));
+      ASSIGN_OR_RETURN(npy_weight,
+                       core::NpyWriter::Open((dir / "edge_data" / "weight.npy").string(),
+                                             core::DType::kFloat32, {e}));
+    }
+  }
+  core::Progress progress("generate", "edges", e);
+  std::function<void(int64_t, EdgeChunk*)> produce = [&](int64_t chunk, EdgeChunk* c) {
+    const int64_t count = std::min(kEdgeChunk, e - chunk * kEdgeChunk);
+    c->pairs.resize(2 * count);
+    GenerateEdges(m, o, chunk, count, c->pairs.data());
+    if (o.edge_weights) {
+      c->weights.resize(count);
+      GenerateEdgeWeights(o, chunk, count, c->weights.data());
+    }
+    if (ogb) {
+      c->text.reserve(count * 16);
+      for (int64_t k = 0; k < count; ++k) {
+        AppendNumber(&c->text, c->pairs[2 * k]);
+        c->text.push_back(',');
+        AppendNumber(&c->text, c->pairs[2 * k + 1]);
+        c->text.push_back('\n');
+      }
+      if (o.edge_weights) {
+        c->weight_text.reserve(count * 12);
+        for (float x : c->weights) {
+          AppendNumber(&c->weight_text, x);
+          c->weight_text.push_back('\n');
+        }
+      }
+    }
+  };
+  std::function<absl::Status(int64_t, EdgeChunk&)> consume = [&](int64_t chunk, EdgeChunk& c) {
+    if (ogb) {
+      RETURN_IF_ERROR(gz->Write(c.text));
+      if (gz_weight != nullptr) RETURN_IF_ERROR(gz_weight->Write(c.weight_text));
+    } else {
+      RETURN_IF_ERROR(npy->Append(c.pairs.data(), c.pairs.size() * sizeof(int64_t)));
+      if (npy_weight != nullptr) {
+        RETURN_IF_ERROR(npy_weight->Append(c.weights.data(), c.weights.size() * sizeof(float)));
+      }
+    }
+    progress.Report(std::min(e, (chunk + 1) * kEdgeChunk));
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(RunChunks(num_chunks, produce, consume));
+  if (ogb) {
+    RETURN_IF_ERROR(gz->Close());
+    if (gz_weight != nullptr) RETURN_IF_ERROR(gz_weight->Close());
+  } else {
+    RETURN_IF_ERROR(npy->Close());
+    if (npy_weight != nullptr) RETURN_IF_ERROR(npy_weight->Close());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteNodeData(const Model& m, const GenerateOptions& o, const fs::path& dir) {
+  const std::vector<int64_t> labels = MakeLabels(m, o);
+  const Split split = MakeSplit(o);
+  if (o.format == DatasetFormat::kOgb) {
+    const fs::path raw = dir / "raw";
+    const fs::path split_dir = dir / "split" / o.split_name;
+    RETURN_IF_ERROR(MkDir(split_dir));
+    RETURN_IF_ERROR(WriteGzLines((raw / "node-label.csv.gz").string(), labels));
+    RETURN_IF_ERROR(WriteGzLines((raw / "num-node-list.csv.gz").string(), {o.num_nodes}));
+    RETURN_IF_ERROR(WriteGzLines((raw / "num-edge-list.csv.gz").string(), {o.num_edges}));
+    RETURN_IF_ERROR(WriteGzLines((split_dir / "train.csv.gz").string(), split.train));
+    RETURN_IF_ERROR(WriteGzLines((split_dir / "valid.csv.gz").string(), split.valid));
+    RETURN_IF_ERROR(WriteGzLines((split_dir / "test.csv.gz").string(), split.test));
+  } else {
+    RETURN_IF_ERROR(core::WriteNpy((dir / "node_label.npy").string(), labels));
+    RETURN_IF_ERROR(core::WriteNpy((dir / "train_idx.npy").string(), split.train));
+    RETURN_IF_ERROR(core::WriteNpy((dir / "valid_idx.npy").string(), split.valid));
+    RETURN_IF_ERROR(core::WriteNpy((dir / "test_idx.npy").string(), split.test));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InUnitInterval(const char* flag, double x) {
+  if (x >= 0.0 && x <= 1.0) return absl::OkStatus();
+  return absl::InvalidArgumentError(StrCat(flag, " must be in [0, 1], got ", x));
+}
+
+}  // namespace
+
+absl::Status ValidateGenerateOptions(const GenerateOptions& o) {
+  constexpr int64_t kMaxNodes = std::numeric_limits<int32_t>::max();
+  if (o.out_dir.empty()) return absl::InvalidArgumentError("--out is required");
+  if (o.num_nodes < 2 || o.num_nodes > kMaxNodes) {
+    return absl::InvalidArgumentError(
+        StrCat("--num-nodes must be in [2, ", kMaxNodes, "], got ", o.num_nodes));
+  }
+  if (o.num_edges < 0) {
+    return absl::InvalidArgumentError(StrCat("--num-edges must be >= 0, got ", o.num_edges));
+  }
+  if (o.feat_dim < 1) {
+    return absl::InvalidArgumentError(StrCat("--feat-dim must be >= 1, got ", o.feat_dim));
+  }
+  if (o.num_classes < 1 || o.num_classes > o.num_nodes) {
+    return absl::InvalidArgumentError(
+        StrCat("--num-classes must be in [1, num_nodes=", o.num_nodes, "], got ", o.num_classes));
+  }
+  if (o.num_classes > (int64_t{1} << 31) / o.feat_dim) {
+    return absl::InvalidArgumentError(
+        StrCat("--num-classes times --feat-dim must be at most 2^31 (the class centroids), got ",
+               o.num_classes, " x ", o.feat_dim));
+  }
+  if (!(o.power_law_exponent > 1.0) || !std::isfinite(o.power_law_exponent)) {
+    return absl::InvalidArgumentError(
+        StrCat("--power-law-exponent must be > 1, got ", o.power_law_exponent));
+  }
+  RETURN_IF_ERROR(InUnitInterval("--intra-class-prob", o.intra_class_prob));
+  if (!(o.feature_noise >= 0.0) || !std::isfinite(o.feature_noise)) {
+    return absl::InvalidArgumentError(
+        StrCat("--feature-noise must be >= 0, got ", o.feature_noise));
+  }
+  RETURN_IF_ERROR(InUnitInterval("--label-noise", o.label_noise));
+  RETURN_IF_ERROR(InUnitInterval("--train-frac", o.train_frac));
+  RETURN_IF_ERROR(InUnitInterval("--valid-frac", o.valid_frac));
+  if (o.train_frac + o.valid_frac > 1.0 + 1e-12) {
+    return absl::InvalidArgumentError(StrCat("--train-frac + --valid-frac must be <= 1, got ",
+                                             o.train_frac, " + ", o.valid_frac));
+  }
+  if (o.format == DatasetFormat::kOgb &&
+      (o.split_name.empty() || o.split_name == "." || o.split_name == ".." ||
+       o.split_name.find('/') != std::string::npos)) {
+    return absl::InvalidArgumentError(
+        StrCat("--split-name must be a plain folder name, got \"", o.split_name, "\""));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GenerateDataset(const GenerateOptions& options) {
+  RETURN_IF_ERROR(ValidateGenerateOptions(options));
+  ASSIGN_OR_RETURN(core::StagingDir staging,
+                   core::StagingDir::Create(options.out_dir, options.overwrite));
+  const fs::path dir(staging.path());
+  if (options.format == DatasetFormat::kOgb) RETURN_IF_ERROR(MkDir(dir / "raw"));
+
+  const Model model = BuildModel(options);
+  RETURN_IF_ERROR(WriteNodeData(model, options, dir));
+  RETURN_IF_ERROR(WriteFeatures(model, options, dir));
+  RETURN_IF_ERROR(WriteEdges(model, options, dir));
+  return staging.Commit();
+}
+
+}  // namespace fanout::partition
