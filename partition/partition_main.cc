@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   args.AddChoice("objtype", &objtype, {"cut", "vol"}, "METIS objective: edge cut or comm. volume");
   args.AddInt("halo-hops", &opt.halo_hops, "hops of remote neighbours recorded (0 or 1)");
   args.AddUint("seed", &opt.seed, "seed for METIS and random partitioning");
+  args.AddInt("num-threads", &opt.num_threads, "threads for sorting and writing (0 = all cores)");
   args.AddBool("overwrite", &opt.overwrite, "replace --out if it exists");
   args.AddBool("quiet", &opt.quiet, "no progress on stderr");
   absl::Status st = args.Parse(argc, argv);

@@ -11,6 +11,7 @@
 
 #include "core/csr.h"
 #include "core/npy.h"
+#include "core/parallel.h"
 #include "core/partition_config.h"
 #include "core/process_stats.h"
 #include "core/progress.h"
@@ -61,34 +62,26 @@ std::vector<int32_t> RandomAssign(int64_t n, int k, uint64_t seed) {
 // ---------------------------------------------------------------------------------------------
 // Output
 
-// Writes rows `order[0..count)` of `src` (or all rows in `order` when it is a gather) into a new
-// .npy of shape [count, row shape...], streaming in chunks. For a mapped source whose rows are
-// visited in ascending order, pages already passed are released to keep RSS flat.
+// Writes rows[0..count) of `src`, gathered, into a new .npy of shape [count, row shape...],
+// streaming 8 MiB at a time.
 absl::Status WriteGatheredRows(const NpyArray& src, const int64_t* rows, int64_t count,
-                               bool ascending, const std::string& path) {
+                               const std::string& path) {
   std::vector<int64_t> shape = src.shape();
   shape[0] = count;
   ASSIGN_OR_RETURN(auto w, core::NpyWriter::Open(path, src.dtype(), shape));
   const size_t rb = src.row_bytes();
+  const size_t cap = std::max<size_t>(rb, 8u << 20);
   std::vector<char> buf;
-  const size_t chunk = std::max<size_t>(1, (8u << 20) / std::max<size_t>(rb, 1));
-  buf.reserve(chunk * rb);
-  size_t dropped_to = 0;
+  buf.reserve(cap + rb);
   for (int64_t i = 0; i < count; ++i) {
     const char* r = src.row(rows[i]);
     buf.insert(buf.end(), r, r + rb);
-    if (buf.size() >= chunk * rb) {
+    if (buf.size() >= cap) {
       RETURN_IF_ERROR(w->Append(buf.data(), buf.size()));
       buf.clear();
-      if (ascending && src.is_mapped()) {
-        size_t upto = static_cast<size_t>(rows[i]) * rb;
-        src.DropPages(dropped_to, upto);
-        dropped_to = upto;
-      }
     }
   }
   RETURN_IF_ERROR(w->Append(buf.data(), buf.size()));
-  if (src.is_mapped()) src.DropPages(0, src.nbytes());
   return w->Close();
 }
 
@@ -97,6 +90,154 @@ absl::Status CheckName(const std::string& name) {
   for (char c : name) {
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') {
       return absl::InvalidArgumentError(StrCat("--graph-name '", name, "': use letters, digits, '_', '-' or '.'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+
+// What the write tasks share; all of it is read-only while they run.
+struct Relabelled {
+  const Dataset* d;
+  const EdgeView* view;
+  const core::PartitionConfig* cfg;
+  const core::RangePartitionBook* book;  // new node ID ranges
+  const core::Csr* csc;                  // in-edge CSC over new IDs, positions = edge IDs
+  const std::vector<int64_t>* origin;    // stored edge -> virtual input edge
+  const std::vector<int64_t>* orig_nid;  // new node ID -> input node ID
+  const std::vector<int64_t>* new_id;    // input node ID -> new node ID
+  const std::vector<int64_t>* out_degree;  // new node ID -> stored out-edges
+  int halo_hops;
+};
+
+struct PartStats {
+  int64_t cut = 0;   // in-edges whose source is remote
+  int64_t halo = 0;  // distinct remote sources
+  int64_t train = 0;
+};
+
+// Graph files of partition k: CSC slice, original IDs, halo, out-edge index, edge data.
+absl::Status WriteGraphFiles(const Relabelled& r, int k, PartStats* st) {
+  using core::DType;
+  using core::PartFiles;
+  const core::Csr& csc = *r.csc;
+  const int64_t nb = r.book->start(k), ne = r.book->end(k);
+  const int64_t eb = csc.indptr[nb], ee = csc.indptr[ne];
+  const int64_t nk = ne - nb, mk = ee - eb;
+  auto P = [&](const std::string& rel) { return r.cfg->PartPath(k, rel); };
+  std::vector<int64_t> indptr(nk + 1);
+  for (int64_t i = 0; i <= nk; ++i) indptr[i] = csc.indptr[nb + i] - eb;
+  RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kIndptr), indptr));
+  RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kIndices), DType::kInt64, {mk}, csc.indices.data() + eb));
+  RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOrigEids), DType::kInt64, {mk}, r.origin->data() + eb));
+  RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOrigNids), DType::kInt64, {nk}, r.orig_nid->data() + nb));
+
+  // Halo: the remote sources of this partition's in-edges, collected through a marker array
+  // (one pass over N) rather than a sort of every cut edge.
+  std::vector<int64_t> halo;
+  {
+    std::vector<uint8_t> remote(r.book->num_ids(), 0);
+    for (int64_t p = eb; p < ee; ++p) {
+      int64_t u = csc.indices[p];
+      if (u < nb || u >= ne) {
+        ++st->cut;
+        remote[u] = 1;
+      }
+    }
+    for (int64_t u = 0; u < r.book->num_ids(); ++u) {
+      if (remote[u]) halo.push_back(u);
+    }
+  }
+  st->halo = static_cast<int64_t>(halo.size());
+  if (r.halo_hops == 0) halo.clear();
+  RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kHaloNids), halo));
+
+  // Out-edges of the inner nodes, wherever they are stored; by edge ID (= by destination).
+  {
+    std::vector<int64_t> out_ptr(nk + 1, 0);
+    for (int64_t i = 0; i < nk; ++i) out_ptr[i + 1] = out_ptr[i] + (*r.out_degree)[nb + i];
+    std::vector<int64_t> out_dst(out_ptr[nk]), out_eid(out_ptr[nk]);
+    std::vector<int64_t> fill(out_ptr.begin(), out_ptr.end() - 1);
+    for (int64_t row = 0; row < csc.num_rows(); ++row) {
+      for (int64_t p = csc.indptr[row]; p < csc.indptr[row + 1]; ++p) {
+        int64_t u = csc.indices[p];
+        if (u < nb || u >= ne) continue;
+        int64_t at = fill[u - nb]++;
+        out_dst[at] = row;
+        out_eid[at] = p;
+      }
+    }
+    RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOutIndptr), out_ptr));
+    RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOutIndices), out_dst));
+    RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOutEids), out_eid));
+  }
+
+  // Edge data: a stored edge's row is its input row (reverse edges share their input's row).
+  if (!r.d->edge_fields.empty()) {
+    std::vector<int64_t> rows(mk);
+    for (int64_t p = 0; p < mk; ++p) rows[p] = r.view->input_row((*r.origin)[eb + p]);
+    for (const auto& f : r.d->edge_fields) {
+      RETURN_IF_ERROR(WriteGatheredRows(f.data, rows.data(), mk, P(PartFiles::EdgeData(f.name))));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Node data of every partition in one forward pass over each source field: inside a partition,
+// new-ID order is ascending input order, so each partition's file is a plain append. The mapped
+// source pages already passed are released as the pass goes.
+absl::Status WriteNodeData(const Relabelled& r, std::vector<PartStats>* stats) {
+  const Dataset& d = *r.d;
+  const int K = r.book->num_parts();
+  const int64_t n = d.num_nodes;
+  std::vector<int32_t> part_of(n);
+  for (int64_t v = 0; v < n; ++v) part_of[v] = r.book->PartOf((*r.new_id)[v]);
+  for (const auto& f : d.node_fields) {
+    const size_t rb = f.data.row_bytes();
+    const size_t cap = std::max<size_t>(rb, (4u << 20) / K);
+    std::vector<std::unique_ptr<core::NpyWriter>> w(K);
+    std::vector<std::vector<char>> buf(K);
+    for (int k = 0; k < K; ++k) {
+      std::vector<int64_t> shape = f.data.shape();
+      shape[0] = r.book->size(k);
+      ASSIGN_OR_RETURN(w[k], core::NpyWriter::Open(r.cfg->PartPath(k, core::PartFiles::NodeData(f.name)),
+                                                   f.data.dtype(), shape));
+      buf[k].reserve(cap + rb);
+    }
+    size_t dropped = 0;
+    for (int64_t v = 0; v < n; ++v) {
+      std::vector<char>& b = buf[part_of[v]];
+      const char* row = f.data.row(v);
+      b.insert(b.end(), row, row + rb);
+      if (b.size() >= cap) {
+        RETURN_IF_ERROR(w[part_of[v]]->Append(b.data(), b.size()));
+        b.clear();
+      }
+      if (f.data.is_mapped() && v * rb >= dropped + (64u << 20)) {
+        f.data.DropPages(dropped, v * rb);
+        dropped = v * rb;
+      }
+    }
+    for (int k = 0; k < K; ++k) {
+      RETURN_IF_ERROR(w[k]->Append(buf[k].data(), buf[k].size()));
+      RETURN_IF_ERROR(w[k]->Close());
+    }
+    f.data.DropPages(0, f.data.nbytes());
+  }
+  if (!d.has_split) return absl::OkStatus();
+  const std::vector<int64_t>* splits[3] = {&d.train_idx, &d.valid_idx, &d.test_idx};
+  const char* names[3] = {"train_mask", "val_mask", "test_mask"};
+  for (int i = 0; i < 3; ++i) {
+    std::vector<std::vector<uint8_t>> mask(K);
+    for (int k = 0; k < K; ++k) mask[k].assign(r.book->size(k), 0);
+    for (int64_t v : *splits[i]) {
+      int64_t id = (*r.new_id)[v];
+      int k = part_of[v];
+      mask[k][id - r.book->start(k)] = 1;
+    }
+    for (int k = 0; k < K; ++k) {
+      if (i == 0) (*stats)[k].train = std::count(mask[k].begin(), mask[k].end(), 1);
+      RETURN_IF_ERROR(core::WriteNpy(r.cfg->PartPath(k, core::PartFiles::NodeData(names[i])), mask[k]));
     }
   }
   return absl::OkStatus();
@@ -177,6 +318,7 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   PartitionSummary s;
   const int K = o.num_parts;
   const int64_t n = d.num_nodes;
+  const int threads = o.num_threads > 0 ? o.num_threads : core::DefaultThreads();
   s.num_nodes = n;
   s.input_edges = d.num_edges();
 
@@ -213,34 +355,10 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
         if (u == w && (o.remove_self_loops || view.is_reverse(v))) return {-1, 0};
         return {new_id[w], new_id[u]};
       },
-      &origin);
+      &origin, threads);
   d.edges.DropPages(0, d.edges.nbytes());
-  {
-    int64_t before = csc.num_entries();
-    core::SortRows(&csc, &origin, o.remove_duplicate_edges);
-    s.duplicates = before - csc.num_entries();
-    if (!o.remove_duplicate_edges) {
-      for (int64_t r = 0; r < n; ++r) {
-        for (int64_t p = csc.indptr[r] + 1; p < csc.indptr[r + 1]; ++p) {
-          s.duplicates += csc.indices[p] == csc.indices[p - 1];
-        }
-      }
-    }
-  }
+  s.duplicates = core::SortRows(&csc, &origin, o.remove_duplicate_edges, threads);
   s.num_edges = csc.num_entries();
-  std::vector<int64_t> ebounds(K + 1);
-  for (int k = 0; k <= K; ++k) ebounds[k] = csc.indptr[bounds[k]];
-
-  // Split masks, indexed by input node ID.
-  std::vector<uint8_t> masks[3];
-  const std::vector<int64_t>* splits[3] = {&d.train_idx, &d.valid_idx, &d.test_idx};
-  const char* mask_names[3] = {"train_mask", "val_mask", "test_mask"};
-  if (d.has_split) {
-    for (int i = 0; i < 3; ++i) {
-      masks[i].assign(n, 0);
-      for (int64_t v : *splits[i]) masks[i][v] = 1;
-    }
-  }
 
   timer.Start("write");
   core::PartitionConfig cfg;
@@ -251,101 +369,43 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   cfg.halo_hops = o.halo_hops;
   cfg.part_method = o.method == PartMethod::kMetis ? "metis" : o.method == PartMethod::kRandom ? "random" : "file";
   cfg.node_bounds = bounds;
-  cfg.edge_bounds = ebounds;
+  for (int k = 0; k <= K; ++k) cfg.edge_bounds.push_back(csc.indptr[bounds[k]]);
   cfg.num_classes = d.num_classes;
   for (const auto& f : d.node_fields) {
     cfg.node_fields.push_back({f.name, f.data.dtype(), {f.data.shape().begin() + 1, f.data.shape().end()}});
   }
   if (d.has_split) {
-    for (const char* mn : mask_names) cfg.node_fields.push_back({mn, core::DType::kUInt8, {}});
+    for (const char* mn : {"train_mask", "val_mask", "test_mask"}) {
+      cfg.node_fields.push_back({mn, core::DType::kUInt8, {}});
+    }
   }
   for (const auto& f : d.edge_fields) {
     cfg.edge_fields.push_back({f.name, f.data.dtype(), {f.data.shape().begin() + 1, f.data.shape().end()}});
   }
   cfg.base_dir = staging.path();
-
   for (int k = 0; k < K; ++k) {
-    const int64_t nb = bounds[k], ne = bounds[k + 1], eb = ebounds[k], ee = ebounds[k + 1];
-    const int64_t nk = ne - nb, mk = ee - eb;
-    Log(o, StrCat("writing part ", k, ": ", nk, " nodes, ", mk, " edges"));
-    std::error_code ec;
     for (const char* sub : {"graph", "node_data", "edge_data"}) {
+      std::error_code ec;
       fs::create_directories(fs::path(cfg.PartPath(k, sub)), ec);
       if (ec) return absl::InternalError(StrCat("cannot create ", cfg.PartPath(k, sub), ": ", ec.message()));
     }
-    auto P = [&](const std::string& rel) { return cfg.PartPath(k, rel); };
-    using core::PartFiles;
-    using core::DType;
-    std::vector<int64_t> indptr(nk + 1);
-    for (int64_t i = 0; i <= nk; ++i) indptr[i] = csc.indptr[nb + i] - eb;
-    RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kIndptr), indptr));
-    RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kIndices), DType::kInt64, {mk}, csc.indices.data() + eb));
-    RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOrigEids), DType::kInt64, {mk}, origin.data() + eb));
-    RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOrigNids), DType::kInt64, {nk}, orig_nid.data() + nb));
-
-    // Halo: the remote sources of this partition's in-edges.
-    std::vector<int64_t> halo;
-    for (int64_t p = eb; p < ee; ++p) {
-      int64_t u = csc.indices[p];
-      if (u < nb || u >= ne) halo.push_back(u);
-    }
-    s.edge_cut += static_cast<int64_t>(halo.size());
-    std::sort(halo.begin(), halo.end());
-    halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
-    s.part_halo.push_back(static_cast<int64_t>(halo.size()));
-    if (o.halo_hops == 0) halo.clear();
-    RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kHaloNids), halo));
-
-    // Out-edge index of the inner nodes: the edges (owned by any partition) they are the source of.
-    {
-      std::vector<int64_t> out_ptr(nk + 1, 0);
-      for (int64_t p = 0; p < csc.num_entries(); ++p) {
-        int64_t u = csc.indices[p];
-        if (u >= nb && u < ne) ++out_ptr[u - nb + 1];
-      }
-      for (int64_t i = 0; i < nk; ++i) out_ptr[i + 1] += out_ptr[i];
-      std::vector<int64_t> out_dst(out_ptr[nk]), out_eid(out_ptr[nk]);
-      std::vector<int64_t> fill(out_ptr.begin(), out_ptr.end() - 1);
-      for (int64_t r = 0; r < n; ++r) {
-        for (int64_t p = csc.indptr[r]; p < csc.indptr[r + 1]; ++p) {
-          int64_t u = csc.indices[p];
-          if (u < nb || u >= ne) continue;
-          int64_t at = fill[u - nb]++;
-          out_dst[at] = r;
-          out_eid[at] = p;
-        }
-      }
-      RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOutIndptr), out_ptr));
-      RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOutIndices), out_dst));
-      RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOutEids), out_eid));
-    }
-
-    // Node data, rows in new-ID order (ascending input IDs within the partition).
-    for (const auto& f : d.node_fields) {
-      RETURN_IF_ERROR(WriteGatheredRows(f.data, orig_nid.data() + nb, nk, /*ascending=*/true,
-                                        P(PartFiles::NodeData(f.name))));
-    }
-    int64_t train = 0;
-    if (d.has_split) {
-      for (int i = 0; i < 3; ++i) {
-        std::vector<uint8_t> mk_rows(nk);
-        for (int64_t j = 0; j < nk; ++j) mk_rows[j] = masks[i][orig_nid[nb + j]];
-        if (i == 0) train = std::count(mk_rows.begin(), mk_rows.end(), 1);
-        RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::NodeData(mask_names[i])), mk_rows));
-      }
-    }
-    // Edge data: a stored edge's row is its input row (reverse edges share their input's row).
-    if (!d.edge_fields.empty()) {
-      std::vector<int64_t> rows(mk);
-      for (int64_t p = 0; p < mk; ++p) rows[p] = view.input_row(origin[eb + p]);
-      for (const auto& f : d.edge_fields) {
-        RETURN_IF_ERROR(WriteGatheredRows(f.data, rows.data(), mk, /*ascending=*/false,
-                                          P(PartFiles::EdgeData(f.name))));
-      }
-    }
-    s.part_nodes.push_back(nk);
-    s.part_edges.push_back(mk);
-    s.part_train.push_back(train);
+  }
+  ASSIGN_OR_RETURN(core::RangePartitionBook book, cfg.NodeBook());
+  std::vector<int64_t> out_degree(n, 0);
+  for (int64_t u : csc.indices) ++out_degree[u];
+  Relabelled rel{&d, &view, &cfg, &book, &csc, &origin, &orig_nid, &new_id, &out_degree, o.halo_hops};
+  std::vector<PartStats> stats(K);
+  // Task 0 streams every partition's node data; tasks 1..K write one partition's graph each.
+  Log(o, StrCat("writing ", K, " partitions on ", threads, " thread(s)"));
+  RETURN_IF_ERROR(core::ParallelFor(threads, K + 1, [&](int64_t t) {
+    return t == 0 ? WriteNodeData(rel, &stats) : WriteGraphFiles(rel, static_cast<int>(t - 1), &stats[t - 1]);
+  }));
+  for (int k = 0; k < K; ++k) {
+    s.part_nodes.push_back(book.size(k));
+    s.part_edges.push_back(cfg.edge_bounds[k + 1] - cfg.edge_bounds[k]);
+    s.part_train.push_back(stats[k].train);
+    s.part_halo.push_back(stats[k].halo);
+    s.edge_cut += stats[k].cut;
   }
   timer.Finish();
 

@@ -16,7 +16,7 @@ TEST(CsrTest, BuildIsAStableCountingSortAndSkipsNegativeRows) {
 
   Csr keep = c;
   std::vector<int64_t> keep_origin = origin;
-  EXPECT_EQ(SortRows(&keep, &keep_origin, /*dedup=*/false), 0);
+  EXPECT_EQ(SortRows(&keep, &keep_origin, /*dedup=*/false, /*num_threads=*/2), 1);  // found, kept
   EXPECT_EQ(keep.indices, (std::vector<int64_t>{1, 7, 3, 5, 5}));
   EXPECT_EQ(keep_origin, (std::vector<int64_t>{1, 4, 2, 0, 5}));
 

@@ -279,7 +279,7 @@ void ExpectValidPartition(const Dataset& d, const partition::PartitionOptions& o
     }
   }
   EXPECT_EQ(seen_pairs, expected_pairs);
-  if (!o.remove_duplicate_edges) EXPECT_EQ(seen_oeids, expected_oeids);
+  EXPECT_EQ(seen_oeids, expected_oeids);  // with dedup, the first copy of each edge survives
 
   // Out-edge index: exactly the stored edges whose source is an inner node, by edge ID.
   for (int k = 0; k < K; ++k) {
