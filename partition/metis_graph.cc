@@ -3,9 +3,10 @@
 #include <metis.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
-#include "core/progress.h"
+#include "core/parallel.h"
 #include "core/strings.h"
 
 namespace fanout::partition {
@@ -29,49 +30,80 @@ absl::StatusOr<MetisGraph> BuildMetisGraph(const Dataset& d, const PartitionOpti
                                              " nodes are too many (use --part-method file with "
                                              "an assignment from ParMETIS or another tool)"));
   }
-  // Degrees of the symmetrised graph, then a fill; int64 offsets until the total is checked.
-  std::vector<int64_t> deg(n + 1, 0);
-  for (int64_t i = 0; i < m; ++i) {
-    if (e[2 * i] == e[2 * i + 1]) continue;
-    ++deg[e[2 * i] + 1];
-    ++deg[e[2 * i + 1] + 1];
+  // Symmetrise with a parallel counting sort: thread t counts and places a contiguous slice of
+  // the input edges (both directions, self loops skipped), then rows are sorted and repeats
+  // dropped in parallel, and compacted once.
+  const int threads = o.num_threads > 0 ? o.num_threads : core::DefaultThreads();
+  const int64_t slices = std::max<int64_t>(1, std::min<int64_t>(threads, m / std::max<int64_t>(1, 4 * n)));
+  std::vector<std::vector<int64_t>> cursor(slices, std::vector<int64_t>(n, 0));
+  auto slice = [&](int64_t t) { return std::pair{m * t / slices, m * (t + 1) / slices}; };
+  (void)core::ParallelFor(threads, slices, [&](int64_t t) {
+    auto [b, end] = slice(t);
+    std::vector<int64_t>& c = cursor[t];
+    for (int64_t i = b; i < end; ++i) {
+      if (e[2 * i] == e[2 * i + 1]) continue;
+      ++c[e[2 * i]];
+      ++c[e[2 * i + 1]];
+    }
+    return absl::OkStatus();
+  });
+  std::vector<int64_t> offset(n + 1, 0);
+  for (int64_t v = 0; v < n; ++v) {
+    int64_t at = offset[v];
+    for (int64_t t = 0; t < slices; ++t) {
+      int64_t c = cursor[t][v];
+      cursor[t][v] = at;
+      at += c;
+    }
+    offset[v + 1] = at;
   }
-  for (int64_t v = 0; v < n; ++v) deg[v + 1] += deg[v];
-  if (deg[n] >= kMax) {
+  if (offset[n] >= kMax) {
     return absl::InvalidArgumentError(StrCat(
-        "METIS here uses 32-bit indices; the symmetric graph has ", deg[n],
+        "METIS here uses 32-bit indices; the symmetric graph has ", offset[n],
         " adjacency entries (limit 2^31-1). Use --part-method file with an external assignment"));
   }
   MetisGraph g;
-  g.adjncy.resize(deg[n]);
-  {
-    std::vector<int64_t> fill(deg.begin(), deg.end() - 1);
-    core::Progress progress("fanout-partition", "METIS input", m);
-    for (int64_t i = 0; i < m; ++i) {
+  g.adjncy.resize(offset[n]);
+  (void)core::ParallelFor(threads, slices, [&](int64_t t) {
+    auto [b, end] = slice(t);
+    std::vector<int64_t>& c = cursor[t];
+    for (int64_t i = b; i < end; ++i) {
       int64_t u = e[2 * i], v = e[2 * i + 1];
       if (u == v) continue;
-      g.adjncy[fill[u]++] = static_cast<int32_t>(v);
-      g.adjncy[fill[v]++] = static_cast<int32_t>(u);
-      if (!o.quiet) progress.Update(i);
+      g.adjncy[c[u]++] = static_cast<int32_t>(v);
+      g.adjncy[c[v]++] = static_cast<int32_t>(u);
     }
-  }
+    return absl::OkStatus();
+  });
+  cursor = {};
   // The edge list is not needed while METIS runs: let its mapped pages go.
   d.edges.DropPages(0, d.edges.nbytes());
-  // Sort each row, drop repeats (input duplicates and edges given in both directions).
+  // Sort each row and drop repeats (input duplicates, edges given in both directions) in place;
+  // `kept[v]` is the row's new length.
+  std::vector<int32_t> kept(n);
+  const int64_t chunks = std::min<int64_t>(n, 16 * threads);
+  (void)core::ParallelFor(threads, chunks, [&](int64_t c) {
+    for (int64_t v = n * c / chunks; v < n * (c + 1) / chunks; ++v) {
+      int32_t* b = g.adjncy.data() + offset[v];
+      int32_t* end = g.adjncy.data() + offset[v + 1];
+      std::sort(b, end);
+      kept[v] = static_cast<int32_t>(std::unique(b, end) - b);
+    }
+    return absl::OkStatus();
+  });
   g.xadj.resize(n + 1);
   int32_t out = 0;
   for (int64_t v = 0; v < n; ++v) {
-    int32_t* b = g.adjncy.data() + deg[v];
-    int32_t* end = g.adjncy.data() + deg[v + 1];
-    std::sort(b, end);
-    int32_t* u = std::unique(b, end);
     g.xadj[v] = out;
-    for (int32_t* p = b; p < u; ++p) g.adjncy[out++] = *p;
+    // out <= offset[v]: the row moves left or stays; memmove allows the overlap.
+    std::memmove(g.adjncy.data() + out, g.adjncy.data() + offset[v], kept[v] * sizeof(int32_t));
+    out += kept[v];
   }
   g.xadj[n] = out;
   g.adjncy.resize(out);
   g.adjncy.shrink_to_fit();
-  deg = {};
+  offset = {};
+  kept = {};
 
   g.constraints = {"nodes"};
   std::vector<uint8_t> is_train;

@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   opt.remove_self_loops = self_loops == "remove";
   opt.remove_duplicate_edges = duplicates == "remove";
   // Options that do not need the data are checked before reading it.
-  if (absl::Status v = partition::ValidatePartitionOptions(opt, INT64_MAX); !v.ok()) return Fail(v);
+  if (absl::Status v = partition::ValidatePartitionOptions(opt, -1); !v.ok()) return Fail(v);
 
   auto t0 = std::chrono::steady_clock::now();
   if (!opt.quiet) std::fprintf(stderr, "fanout-partition: reading %s\n", read.input_dir.c_str());

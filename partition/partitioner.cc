@@ -269,7 +269,10 @@ std::string Human(double bytes) {
 
 absl::Status ValidatePartitionOptions(const PartitionOptions& o, int64_t num_nodes) {
   if (o.out_dir.empty()) return absl::InvalidArgumentError("--out is required");
-  if (o.num_parts < 1 || o.num_parts > num_nodes) {
+  if (o.num_parts < 1) {
+    return absl::InvalidArgumentError(StrCat("--num-parts must be at least 1, got ", o.num_parts));
+  }
+  if (num_nodes >= 0 && o.num_parts > num_nodes) {
     return absl::InvalidArgumentError(StrCat("--num-parts must be in [1, ", num_nodes,
                                              "] (the number of nodes), got ", o.num_parts));
   }
@@ -345,6 +348,7 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   // In-edge CSC over new IDs; positions in it are the new edge IDs.
   timer.Start("build-csc");
   EdgeView view(d, o.add_reverse_edges);
+  Log(o, StrCat("building the in-edge index of ", view.size(), " edges on ", threads, " thread(s)"));
   for (int64_t i = 0; i < d.num_edges(); ++i) s.self_loops += view.src(i) == view.dst(i);
   std::vector<int64_t> origin;
   core::Csr csc = core::BuildCsr(

@@ -32,6 +32,7 @@ struct PartitionOptions {
   bool quiet = false;                  // no progress lines on stderr
 };
 
+// Checks `options`; num_nodes < 0 (not read yet) skips the checks that need it.
 absl::Status ValidatePartitionOptions(const PartitionOptions& options, int64_t num_nodes);
 
 struct PartitionSummary {

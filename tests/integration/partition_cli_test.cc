@@ -117,7 +117,7 @@ INSTANTIATE_TEST_SUITE_P(
         CliError{"malformed_csv", "0,1\n1;2\n", {"--num-parts", "2"}, 1, "edges.csv:2: expected 'src,dst'"},
         CliError{"id_out_of_range", "0,1\n1,7\n", {"--num-parts", "2", "--num-nodes", "5"}, 1, "edges.csv:2: node ID 7"},
         CliError{"too_many_parts", "", {"--num-parts", "5"}, 1, "--num-parts must be in [1, 4]"},
-        CliError{"zero_parts", "", {"--num-parts", "0"}, 1, "--num-parts must be in [1, "},
+        CliError{"zero_parts", "", {"--num-parts", "0"}, 1, "--num-parts must be at least 1, got 0"},
         CliError{"missing_parts", "", {}, 1, "--num-parts is required"},
         CliError{"unknown_flag", "", {"--num-parts", "2", "--frobnicate"}, 2, "unknown flag --frobnicate"},
         CliError{"bad_method", "", {"--num-parts", "2", "--part-method", "magic"}, 2, "one of metis, random, file"},

@@ -138,10 +138,10 @@ TEST(PartitionerTest, BadOptionsFailBeforeWritingAnything) {
   auto base = [&] { return Opts(dir.Sub("out"), 2, PartMethod::kMetis); };
   cases.push_back({base(), ""});
   cases.back().o.num_parts = 0;
-  cases.back().expected = "--num-parts must be in [1, 20]";
+  cases.back().expected = "--num-parts must be at least 1, got 0";
   cases.push_back({base(), ""});
   cases.back().o.num_parts = 21;
-  cases.back().expected = "got 21";
+  cases.back().expected = "--num-parts must be in [1, 20] (the number of nodes), got 21";
   cases.push_back({base(), ""});
   cases.back().o.method = PartMethod::kFile;
   cases.back().expected = "--assignment";
