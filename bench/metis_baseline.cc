@@ -3,6 +3,7 @@
 // and this process's peak RSS (its input CSR included), as key=value lines.
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "core/cli.h"
 #include "core/process_stats.h"
@@ -20,31 +21,18 @@ int main(int argc, char** argv) {
   args.AddBool("balance-train", &opt.balance_train, "same constraint as fanout-partition's default");
   args.AddBool("balance-edges", &opt.balance_edges, "");
   args.AddUint("seed", &opt.seed, "");
-  absl::Status st = args.Parse(argc, argv);
-  if (!st.ok() || args.help_requested()) {
-    std::fprintf(stderr, "%s\n%s", std::string(st.message()).c_str(), args.Usage().c_str());
-    return 2;
-  }
+  if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
   auto data = partition::ReadDataset(read);
-  if (!data.ok()) {
-    std::fprintf(stderr, "metis_baseline: %s\n", std::string(data.status().message()).c_str());
-    return 1;
-  }
+  if (!data.ok()) return args.Fail(data.status());
   auto graph = partition::BuildMetisGraph(*data, opt);
-  if (!graph.ok()) {
-    std::fprintf(stderr, "metis_baseline: %s\n", std::string(graph.status().message()).c_str());
-    return 1;
-  }
+  if (!graph.ok()) return args.Fail(graph.status());
   // Only the METIS input stays: the dataset's mapped pages are released.
   data->edges.DropPages(0, data->edges.nbytes());
   int64_t rss_before = core::CurrentRssBytes();
   auto t0 = std::chrono::steady_clock::now();
   auto part = partition::RunMetis(*graph, opt);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (!part.ok()) {
-    std::fprintf(stderr, "metis_baseline: %s\n", std::string(part.status().message()).c_str());
-    return 1;
-  }
+  if (!part.ok()) return args.Fail(part.status());
   std::printf("constraints=%d\nadjacency_entries=%zu\nmetis_seconds=%.3f\nrss_before_metis_bytes=%lld\n"
               "peak_rss_bytes=%lld\n",
               graph->ncon, graph->adjncy.size(), secs, static_cast<long long>(rss_before),

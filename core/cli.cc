@@ -1,6 +1,7 @@
 #include "core/cli.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "core/strings.h"
 #include "core/text_reader.h"
@@ -141,8 +142,27 @@ absl::Status ArgParser::Parse(int argc, char** argv, std::vector<std::string>* p
   return absl::OkStatus();
 }
 
+std::optional<int> ArgParser::ParseForMain(int argc, char** argv) {
+  absl::Status st = Parse(argc, argv);
+  if (help_) {
+    std::printf("%s", Usage().c_str());
+    return 0;
+  }
+  if (!st.ok()) {
+    std::fprintf(stderr, "%s: error: %s\n\n%s", tool_.c_str(), std::string(st.message()).c_str(),
+                 Usage().c_str());
+    return 2;
+  }
+  return std::nullopt;
+}
+
+int ArgParser::Fail(const absl::Status& status) const {
+  std::fprintf(stderr, "%s: error: %s\n", tool_.c_str(), std::string(status.message()).c_str());
+  return 1;
+}
+
 std::string ArgParser::Usage() const {
-  std::string u = StrCat("usage: ", tool_, " ", synopsis_, "\n\nflags:\n");
+  std::string u = StrCat(description_, "usage: ", tool_, " ", synopsis_, "\n\nflags:\n");
   for (const auto& f : flags_) {
     std::string lhs = StrCat("  --", f.name, f.is_bool ? "" : " VALUE");
     if (lhs.size() < 30) lhs.append(30 - lhs.size(), ' ');

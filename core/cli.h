@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,9 @@ namespace fanout::core {
 class ArgParser {
  public:
   ArgParser(std::string tool, std::string synopsis) : tool_(std::move(tool)), synopsis_(std::move(synopsis)) {}
+
+  // Text printed above the flags by --help.
+  void SetDescription(std::string text) { description_ = std::move(text); }
 
   void AddString(const std::string& name, std::string* out, const std::string& help);
   void AddInt(const std::string& name, int64_t* out, const std::string& help);
@@ -29,6 +33,11 @@ class ArgParser {
   // Parses argv[1..]. Positional arguments are errors unless `positional` is non-null.
   absl::Status Parse(int argc, char** argv, std::vector<std::string>* positional = nullptr);
   bool help_requested() const { return help_; }
+  // For a tool's main(): parses argv; on --help prints the usage and returns 0, on a bad command
+  // line prints "<tool>: error: ..." and the usage and returns 2; otherwise returns nullopt.
+  std::optional<int> ParseForMain(int argc, char** argv);
+  // Prints "<tool>: error: <message>" to stderr and returns 1, the exit code of a failed run.
+  int Fail(const absl::Status& status) const;
   // Names of the flags given on the command line (without "--").
   bool WasSet(const std::string& name) const;
   std::string Usage() const;
@@ -43,7 +52,7 @@ class ArgParser {
   };
   Flag* Find(const std::string& name);
 
-  std::string tool_, synopsis_;
+  std::string tool_, synopsis_, description_;
   std::vector<Flag> flags_;
   std::vector<std::string> set_;
   bool help_ = false;

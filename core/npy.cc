@@ -124,6 +124,20 @@ absl::Status ErrnoError(std::string_view what, const std::string& path) {
   return e == ENOENT ? absl::NotFoundError(msg) : absl::InvalidArgumentError(msg);
 }
 
+// Opens `path` read-only and returns its descriptor, with its size in *size.
+absl::StatusOr<int> OpenForRead(const std::string& path, size_t* size) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("cannot open", path);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    absl::Status s = ErrnoError("cannot stat", path);
+    ::close(fd);
+    return s;
+  }
+  *size = static_cast<size_t>(st.st_size);
+  return fd;
+}
+
 }  // namespace
 
 std::string EncodeNpyHeader(DType dtype, const std::vector<int64_t>& shape) {
@@ -151,13 +165,8 @@ std::string EncodeNpyHeader(DType dtype, const std::vector<int64_t>& shape) {
 }
 
 absl::StatusOr<NpyHeader> ReadNpyHeader(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("cannot open", path);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    return ErrnoError("cannot stat", path);
-  }
+  size_t file_size = 0;
+  ASSIGN_OR_RETURN(int fd, OpenForRead(path, &file_size));
   char buf[4096];
   ssize_t n = ::pread(fd, buf, sizeof(buf), 0);
   ::close(fd);
@@ -166,10 +175,10 @@ absl::StatusOr<NpyHeader> ReadNpyHeader(const std::string& path) {
   auto h = ParseHeader(path, buf, static_cast<size_t>(n));
   if (!h.ok()) return h.status();
   size_t need = h->data_offset + static_cast<size_t>(Product(h->shape)) * DTypeSize(h->dtype);
-  if (static_cast<size_t>(st.st_size) != need) {
-    return absl::InvalidArgumentError(StrCat(path, ": file is ", st.st_size,
+  if (file_size != need) {
+    return absl::InvalidArgumentError(StrCat(path, ": file is ", file_size,
                                                    " bytes but its header needs ", need,
-                                                   static_cast<size_t>(st.st_size) < need ? " (truncated)" : ""));
+                                                   file_size < need ? " (truncated)" : ""));
   }
   return h;
 }
@@ -204,14 +213,8 @@ void NpyArray::Reset() {
 }
 
 absl::StatusOr<NpyArray> NpyArray::Map(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("cannot open", path);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    return ErrnoError("cannot stat", path);
-  }
-  size_t len = static_cast<size_t>(st.st_size);
+  size_t len = 0;
+  ASSIGN_OR_RETURN(int fd, OpenForRead(path, &len));
   if (len == 0) {
     ::close(fd);
     return absl::InvalidArgumentError(StrCat(path, ": not a valid .npy file: empty file"));

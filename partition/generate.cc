@@ -365,8 +365,8 @@ struct Split {
 
 Split MakeSplit(const GenerateOptions& o) {
   const int64_t n = o.num_nodes;
-  const int64_t n_train = std::clamp<int64_t>(std::llround(o.train_frac * n), 0, n);
-  const int64_t n_valid = std::clamp<int64_t>(std::llround(o.valid_frac * n), 0, n - n_train);
+  const SplitSizes sizes = ComputeSplitSizes(o);
+  const int64_t n_train = sizes.train, n_valid = sizes.valid;
   std::vector<int64_t> order(n);
   for (int64_t v = 0; v < n; ++v) order[v] = v;
   std::mt19937_64 rng = MakeRng(o.seed, Stream::kSplit);
@@ -649,6 +649,15 @@ absl::Status InUnitInterval(const char* flag, double x) {
 }
 
 }  // namespace
+
+SplitSizes ComputeSplitSizes(const GenerateOptions& o) {
+  const int64_t n = o.num_nodes;
+  SplitSizes s;
+  s.train = std::clamp<int64_t>(std::llround(o.train_frac * n), 0, n);
+  s.valid = std::clamp<int64_t>(std::llround(o.valid_frac * n), 0, n - s.train);
+  s.test = n - s.train - s.valid;
+  return s;
+}
 
 absl::Status ValidateGenerateOptions(const GenerateOptions& o) {
   constexpr int64_t kMaxNodes = std::numeric_limits<int32_t>::max();

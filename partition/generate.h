@@ -33,6 +33,12 @@ struct GenerateOptions {
   uint64_t seed = 0;
 };
 
+struct SplitSizes {
+  int64_t train = 0, valid = 0, test = 0;
+};
+// How many nodes each split gets: round(frac * N) for train and valid, the rest test.
+SplitSizes ComputeSplitSizes(const GenerateOptions& options);
+
 // Validates options; errors name the flag at fault.
 absl::Status ValidateGenerateOptions(const GenerateOptions& options);
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "core/cli.h"
@@ -36,19 +37,6 @@ constexpr Preset kPresets[] = {
     {"products", 2449029, 61859140, 100, 47},
 };
 
-// Mirrors MakeSplit in generate.cc, for the summary line.
-void SplitSizes(const GenerateOptions& o, int64_t* train, int64_t* valid, int64_t* test) {
-  const int64_t n = o.num_nodes;
-  *train = std::clamp<int64_t>(std::llround(o.train_frac * n), 0, n);
-  *valid = std::clamp<int64_t>(std::llround(o.valid_frac * n), 0, n - *train);
-  *test = n - *train - *valid;
-}
-
-int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "fanout-generate: error: %s\n", std::string(s.message()).c_str());
-  return 1;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -56,6 +44,7 @@ int main(int argc, char** argv) {
   GenerateOptions o;
   std::string format = "npy", preset = "small";
   core::ArgParser args("fanout-generate", "--out DIR [--preset tiny|small|products] [flags]");
+  args.SetDescription(kAbout);
   args.AddString("out", &o.out_dir, "output folder (written atomically)");
   args.AddBool("overwrite", &o.overwrite, "replace --out if it exists");
   args.AddChoice("format", &format, {"npy", "ogb"},
@@ -77,16 +66,7 @@ int main(int argc, char** argv) {
   args.AddBool("edge-weights", &o.edge_weights, "also write a float32 edge field \"weight\"");
   args.AddString("split-name", &o.split_name, "ogb format: the folder split/<name>/");
   args.AddUint("seed", &o.seed, "random seed");
-  absl::Status st = args.Parse(argc, argv);
-  if (args.help_requested()) {
-    std::printf("%s%s", kAbout, args.Usage().c_str());
-    return 0;
-  }
-  if (!st.ok()) {
-    std::fprintf(stderr, "fanout-generate: error: %s\n\n%s", std::string(st.message()).c_str(),
-                 args.Usage().c_str());
-    return 2;
-  }
+  if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
   for (const Preset& p : kPresets) {
     if (preset != p.name) continue;
     if (!args.WasSet("num-nodes")) o.num_nodes = p.num_nodes;
@@ -97,18 +77,17 @@ int main(int argc, char** argv) {
   o.format = format == "ogb" ? DatasetFormat::kOgb : DatasetFormat::kNpy;
 
   const auto start = std::chrono::steady_clock::now();
-  if (absl::Status s = partition::GenerateDataset(o); !s.ok()) return Fail(s);
+  if (absl::Status s = partition::GenerateDataset(o); !s.ok()) return args.Fail(s);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  int64_t train, valid, test;
-  SplitSizes(o, &train, &valid, &test);
+  const partition::SplitSizes split = partition::ComputeSplitSizes(o);
   const std::string path = std::filesystem::absolute(o.out_dir).lexically_normal().string();
   std::printf(
       "fanout-generate: wrote %s (%s layout): %lld nodes, %lld edges, %lld features, "
       "%lld classes, split %lld/%lld/%lld train/valid/test, %.1f s\n",
       path.c_str(), format.c_str(), static_cast<long long>(o.num_nodes),
       static_cast<long long>(o.num_edges), static_cast<long long>(o.feat_dim),
-      static_cast<long long>(o.num_classes), static_cast<long long>(train),
-      static_cast<long long>(valid), static_cast<long long>(test), seconds);
+      static_cast<long long>(o.num_classes), static_cast<long long>(split.train),
+      static_cast<long long>(split.valid), static_cast<long long>(split.test), seconds);
   return 0;
 }

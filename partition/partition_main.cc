@@ -1,20 +1,12 @@
 // fanout-partition: cuts a dataset into K partitions. See README.md and docs/architecture.md.
 #include <chrono>
 #include <cstdio>
+#include <optional>
 
 #include "core/cli.h"
 #include "core/strings.h"
 #include "partition/partitioner.h"
 #include "partition/readers.h"
-
-namespace {
-
-int Fail(const absl::Status& s) {
-  std::fprintf(stderr, "fanout-partition: error: %s\n", std::string(s.message()).c_str());
-  return 1;
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   using namespace fanout;
@@ -44,19 +36,10 @@ int main(int argc, char** argv) {
   args.AddInt("num-threads", &opt.num_threads, "threads for sorting and writing (0 = all cores)");
   args.AddBool("overwrite", &opt.overwrite, "replace --out if it exists");
   args.AddBool("quiet", &opt.quiet, "no progress on stderr");
-  absl::Status st = args.Parse(argc, argv);
-  if (args.help_requested()) {
-    std::printf("%s", args.Usage().c_str());
-    return 0;
-  }
-  if (!st.ok()) {
-    std::fprintf(stderr, "fanout-partition: error: %s\n\n%s", std::string(st.message()).c_str(),
-                 args.Usage().c_str());
-    return 2;
-  }
-  if (read.input_dir.empty()) return Fail(absl::InvalidArgumentError("--input is required"));
-  if (opt.out_dir.empty()) return Fail(absl::InvalidArgumentError("--out is required"));
-  if (!args.WasSet("num-parts")) return Fail(absl::InvalidArgumentError("--num-parts is required"));
+  if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
+  if (read.input_dir.empty()) return args.Fail(absl::InvalidArgumentError("--input is required"));
+  if (opt.out_dir.empty()) return args.Fail(absl::InvalidArgumentError("--out is required"));
+  if (!args.WasSet("num-parts")) return args.Fail(absl::InvalidArgumentError("--num-parts is required"));
   opt.method = method == "metis"    ? partition::PartMethod::kMetis
                : method == "random" ? partition::PartMethod::kRandom
                                     : partition::PartMethod::kFile;
@@ -64,12 +47,12 @@ int main(int argc, char** argv) {
   opt.remove_self_loops = self_loops == "remove";
   opt.remove_duplicate_edges = duplicates == "remove";
   // Options that do not need the data are checked before reading it.
-  if (absl::Status v = partition::ValidatePartitionOptions(opt, -1); !v.ok()) return Fail(v);
+  if (absl::Status v = partition::ValidatePartitionOptions(opt, -1); !v.ok()) return args.Fail(v);
 
   auto t0 = std::chrono::steady_clock::now();
   if (!opt.quiet) std::fprintf(stderr, "fanout-partition: reading %s\n", read.input_dir.c_str());
   absl::StatusOr<partition::Dataset> data = partition::ReadDataset(read);
-  if (!data.ok()) return Fail(data.status());
+  if (!data.ok()) return args.Fail(data.status());
   double read_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!opt.quiet) {
     std::fprintf(stderr, "fanout-partition: read %s layout: %lld nodes, %lld edges in %.1fs\n",
@@ -77,7 +60,7 @@ int main(int argc, char** argv) {
                  static_cast<long long>(data->num_edges()), read_s);
   }
   absl::StatusOr<partition::PartitionSummary> summary = partition::PartitionDataset(*data, opt);
-  if (!summary.ok()) return Fail(summary.status());
+  if (!summary.ok()) return args.Fail(summary.status());
   summary->phases.insert(summary->phases.begin(), {"read", read_s});
   summary->total_seconds += read_s;
   std::printf("%s", summary->ToString().c_str());

@@ -28,27 +28,38 @@ absl::Status LineError(const LineReader& r, const std::string& what) {
   return absl::InvalidArgumentError(StrCat(r.Where(), ": ", what));
 }
 
-// One integer per line (the first field). `limit` > 0 requires values in [0, limit).
-absl::StatusOr<std::vector<int64_t>> ReadIntColumn(const std::string& path, int64_t limit,
-                                                   const std::string& limit_name) {
+// Calls fn(reader, line, fields) for every line of `path` that is not blank or a comment, with
+// the line split into CSV/TSV fields; stops at the first error fn returns.
+template <typename Fn>
+absl::Status ForEachRecord(const std::string& path, Fn fn) {
   ASSIGN_OR_RETURN(auto r, LineReader::Open(path));
-  std::vector<int64_t> out;
   std::vector<std::string_view> fields;
   std::string_view line;
   while (true) {
     ASSIGN_OR_RETURN(bool more, r->Next(&line));
-    if (!more) break;
+    if (!more) return absl::OkStatus();
     if (IsBlankOrComment(line)) continue;
     core::SplitFields(line, &fields);
+    RETURN_IF_ERROR(fn(*r, line, fields));
+  }
+}
+
+// One integer per line (the first field). `limit` > 0 requires values in [0, limit).
+absl::StatusOr<std::vector<int64_t>> ReadIntColumn(const std::string& path, int64_t limit,
+                                                   const std::string& limit_name) {
+  std::vector<int64_t> out;
+  RETURN_IF_ERROR(ForEachRecord(path, [&](const LineReader& r, std::string_view line,
+                                          const std::vector<std::string_view>& fields) {
     int64_t v;
     if (fields.size() != 1 || !core::ParseInt64(fields[0], &v)) {
-      return LineError(*r, StrCat("expected one integer, got '", line.substr(0, 80), "'"));
+      return LineError(r, StrCat("expected one integer, got '", line.substr(0, 80), "'"));
     }
     if (limit > 0 && (v < 0 || v >= limit)) {
-      return LineError(*r, StrCat("index ", v, " is outside [0, ", limit, ") (", limit_name, ")"));
+      return LineError(r, StrCat("value ", v, " is outside [0, ", limit, ") (", limit_name, ")"));
     }
     out.push_back(v);
-  }
+    return absl::OkStatus();
+  }));
   return out;
 }
 
@@ -66,30 +77,25 @@ absl::StatusOr<int64_t> ReadSingleInt(const std::string& path) {
 // "src,dst" per line. `num_nodes` > 0 checks the IDs against it.
 absl::StatusOr<NpyArray> ReadEdgesText(const std::string& path, int64_t num_nodes,
                                        int64_t expected) {
-  ASSIGN_OR_RETURN(auto r, LineReader::Open(path));
   std::vector<int64_t> e;
   if (expected > 0) e.reserve(2 * expected);
-  std::vector<std::string_view> fields;
-  std::string_view line;
   core::Progress progress("fanout-partition", StrCat("reading ", path), -1);
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, r->Next(&line));
-    if (!more) break;
-    if (IsBlankOrComment(line)) continue;
-    core::SplitFields(line, &fields);
+  RETURN_IF_ERROR(ForEachRecord(path, [&](const LineReader& r, std::string_view line,
+                                          const std::vector<std::string_view>& fields) {
     int64_t s, d;
     if (fields.size() < 2 || !core::ParseInt64(fields[0], &s) || !core::ParseInt64(fields[1], &d)) {
-      return LineError(*r, StrCat("expected 'src,dst' node IDs, got '", line.substr(0, 80), "'"));
+      return LineError(r, StrCat("expected 'src,dst' node IDs, got '", line.substr(0, 80), "'"));
     }
     for (int64_t id : {s, d}) {
       if (id < 0 || (num_nodes > 0 && id >= num_nodes)) {
-        return LineError(*r, StrCat("node ID ", id, " is outside [0, ", num_nodes, ") (num_nodes)"));
+        return LineError(r, StrCat("node ID ", id, " is outside [0, ", num_nodes, ") (num_nodes)"));
       }
     }
     e.push_back(s);
     e.push_back(d);
     progress.Update(static_cast<int64_t>(e.size() / 2));
-  }
+    return absl::OkStatus();
+  }));
   int64_t n = static_cast<int64_t>(e.size() / 2);
   if (expected >= 0 && n != expected) {
     return absl::InvalidArgumentError(
@@ -102,37 +108,32 @@ absl::StatusOr<NpyArray> ReadEdgesText(const std::string& path, int64_t num_node
 // A float matrix, one row per line, every row with the same number of columns.
 absl::StatusOr<NpyArray> ReadFloatMatrix(const std::string& path, int64_t expected_rows,
                                          const std::string& rows_name) {
-  ASSIGN_OR_RETURN(auto r, LineReader::Open(path));
   std::vector<float> v;
-  std::vector<std::string_view> fields;
-  std::string_view line;
   int64_t cols = -1, rows = 0;
   core::Progress progress("fanout-partition", StrCat("reading ", path), expected_rows);
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, r->Next(&line));
-    if (!more) break;
-    if (IsBlankOrComment(line)) continue;
-    core::SplitFields(line, &fields);
+  RETURN_IF_ERROR(ForEachRecord(path, [&](const LineReader& r, std::string_view,
+                                          const std::vector<std::string_view>& fields) {
     if (cols < 0) {
       cols = static_cast<int64_t>(fields.size());
       if (expected_rows > 0) v.reserve(expected_rows * cols);
     }
     if (static_cast<int64_t>(fields.size()) != cols) {
-      return LineError(*r, StrCat("has ", fields.size(), " values, earlier rows have ", cols));
+      return LineError(r, StrCat("has ", fields.size(), " values, earlier rows have ", cols));
     }
     for (size_t c = 0; c < fields.size(); ++c) {
       float x;
       if (!core::ParseFloat(fields[c], &x)) {
-        return LineError(*r, StrCat("column ", c + 1, ": '", fields[c].substr(0, 40), "' is not a number"));
+        return LineError(r, StrCat("column ", c + 1, ": '", fields[c].substr(0, 40), "' is not a number"));
       }
       v.push_back(x);
     }
     ++rows;
     if (expected_rows > 0 && rows > expected_rows) {
-      return LineError(*r, StrCat("more rows than the ", expected_rows, " ", rows_name));
+      return LineError(r, StrCat("more rows than the ", expected_rows, " ", rows_name));
     }
     progress.Update(rows);
-  }
+    return absl::OkStatus();
+  }));
   if (expected_rows >= 0 && rows != expected_rows) {
     return absl::InvalidArgumentError(StrCat(path, ": has ", rows, " rows but the graph has ",
                                              expected_rows, " ", rows_name,
@@ -143,20 +144,14 @@ absl::StatusOr<NpyArray> ReadFloatMatrix(const std::string& path, int64_t expect
 
 // Labels, one per line; "nan" (unlabelled in some OGB datasets) becomes -1.
 absl::StatusOr<NpyArray> ReadLabels(const std::string& path, int64_t num_nodes) {
-  ASSIGN_OR_RETURN(auto r, LineReader::Open(path));
   std::vector<int64_t> v;
   v.reserve(num_nodes);
-  std::vector<std::string_view> fields;
-  std::string_view line;
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, r->Next(&line));
-    if (!more) break;
-    if (IsBlankOrComment(line)) continue;
-    core::SplitFields(line, &fields);
+  RETURN_IF_ERROR(ForEachRecord(path, [&](const LineReader& r, std::string_view,
+                                          const std::vector<std::string_view>& fields) {
     if (fields.size() != 1) {
-      return LineError(*r, StrCat("has ", fields.size(),
-                                  " columns; one label per node expected (multi-label datasets "
-                                  "are not supported)"));
+      return LineError(r, StrCat("has ", fields.size(),
+                                 " columns; one label per node expected (multi-label datasets "
+                                 "are not supported)"));
     }
     int64_t y;
     float f;
@@ -164,11 +159,12 @@ absl::StatusOr<NpyArray> ReadLabels(const std::string& path, int64_t num_nodes) 
     } else if (core::ParseFloat(fields[0], &f) && (std::isnan(f) || f == std::floor(f))) {
       y = std::isnan(f) ? -1 : static_cast<int64_t>(f);
     } else {
-      return LineError(*r, StrCat("label '", fields[0].substr(0, 40), "' is not an integer"));
+      return LineError(r, StrCat("label '", fields[0].substr(0, 40), "' is not an integer"));
     }
-    if (y < -1) return LineError(*r, StrCat("label ", y, " is negative"));
+    if (y < -1) return LineError(r, StrCat("label ", y, " is negative"));
     v.push_back(y);
-  }
+    return absl::OkStatus();
+  }));
   if (static_cast<int64_t>(v.size()) != num_nodes) {
     return absl::InvalidArgumentError(StrCat(path, ": has ", v.size(), " labels but the graph has ",
                                              num_nodes, " nodes"));

@@ -137,7 +137,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"feat_rows_more", "raw/node-feat.csv.gz", "1,1\n1,1\n1,1\n1,1\n1,1\n", "node-feat.csv.gz:5: more rows"},
         BadInput{"labels_fewer", "raw/node-label.csv.gz", "0\n1\n", "has 2 labels but the graph has 4"},
         BadInput{"labels_multi", "raw/node-label.csv.gz", "0,1\n1,0\n0,0\n1,1\n", "node-label.csv.gz:1"},
-        BadInput{"split_out_of_range", "split/s/valid.csv.gz", "2\n9\n", "valid.csv.gz:2: index 9 is outside [0, 4)"},
+        BadInput{"split_out_of_range", "split/s/valid.csv.gz", "2\n9\n", "valid.csv.gz:2: value 9 is outside [0, 4)"},
         BadInput{"split_not_number", "split/s/test.csv.gz", "3x\n", "test.csv.gz:1"},
         BadInput{"num_nodes_junk", "raw/num-node-list.csv.gz", "four\n", "num-node-list.csv.gz:1"},
         BadInput{"feat_binary_junk", "raw/node-feat.csv.gz", "\x01\x02,\x03\n", "node-feat.csv.gz:1"}),
