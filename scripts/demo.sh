@@ -12,5 +12,5 @@ echo "== generating a synthetic dataset in $DEMO/dataset"
 "$BIN/fanout-generate" --preset small --out "$DEMO/dataset" --overwrite
 echo "== partitioning it into 2 with METIS into $DEMO/parts"
 "$BIN/fanout-partition" --input "$DEMO/dataset" --num-parts 2 --out "$DEMO/parts" \
-  --graph-name demo --add-reverse-edges --overwrite
+  --graph-name demo --add-reverse-edges --duplicate-edges remove --overwrite
 echo "== done: partition config at $DEMO/parts/demo.json"
