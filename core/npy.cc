@@ -196,6 +196,7 @@ NpyArray& NpyArray::operator=(NpyArray&& o) noexcept {
     data_ = o.data_;
     map_base_ = o.map_base_;
     map_len_ = o.map_len_;
+    writable_ = o.writable_;
     owned_ = std::move(o.owned_);
     o.data_ = nullptr;
     o.map_base_ = nullptr;
@@ -208,18 +209,26 @@ void NpyArray::Reset() {
   if (map_base_ != nullptr) ::munmap(map_base_, map_len_);
   map_base_ = nullptr;
   map_len_ = 0;
+  writable_ = false;
   owned_.reset();
   data_ = nullptr;
 }
 
-absl::StatusOr<NpyArray> NpyArray::Map(const std::string& path) {
+absl::StatusOr<NpyArray> NpyArray::Map(const std::string& path) { return MapWith(path, false); }
+
+absl::StatusOr<NpyArray> NpyArray::MapCopyOnWrite(const std::string& path) {
+  return MapWith(path, true);
+}
+
+absl::StatusOr<NpyArray> NpyArray::MapWith(const std::string& path, bool copy_on_write) {
   size_t len = 0;
   ASSIGN_OR_RETURN(int fd, OpenForRead(path, &len));
   if (len == 0) {
     ::close(fd);
     return absl::InvalidArgumentError(StrCat(path, ": not a valid .npy file: empty file"));
   }
-  void* base = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+  void* base = copy_on_write ? ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0)
+                             : ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
   ::close(fd);
   if (base == MAP_FAILED) return ErrnoError("cannot mmap", path);
   auto h = ParseHeader(path, static_cast<const char*>(base), len);
@@ -233,6 +242,7 @@ absl::StatusOr<NpyArray> NpyArray::Map(const std::string& path) {
   a.path_ = path;
   a.map_base_ = base;
   a.map_len_ = len;
+  a.writable_ = copy_on_write;
   a.data_ = static_cast<char*>(base) + h->data_offset;
   return a;
 }
@@ -257,7 +267,7 @@ int64_t NpyArray::row_elems() const {
 int64_t NpyArray::num_elements() const { return Product(shape_); }
 
 void* NpyArray::mutable_data() {
-  FANOUT_CHECK(owned_ != nullptr) << "mutable_data() on a read-only mapped array " << path_;
+  FANOUT_CHECK(owned_ != nullptr || writable_) << "mutable_data() on a read-only mapped array " << path_;
   return data_;
 }
 
@@ -272,7 +282,8 @@ void NpyArray::CheckType(DType t) const {
 }
 
 void NpyArray::DropPages(size_t begin, size_t end) const {
-  if (map_base_ == nullptr || end <= begin) return;
+  // Private (copy-on-write) pages would be lost, not just released.
+  if (map_base_ == nullptr || writable_ || end <= begin) return;
   const long page = ::sysconf(_SC_PAGESIZE);
   uintptr_t lo = reinterpret_cast<uintptr_t>(data_) + begin;
   uintptr_t hi = reinterpret_cast<uintptr_t>(data_) + end;

@@ -41,6 +41,9 @@ class NpyArray {
 
   // Maps `path` read-only.
   static absl::StatusOr<NpyArray> Map(const std::string& path);
+  // Maps `path` copy-on-write: reads share the page cache with every other mapping of the file,
+  // writes (through mutable_data) go to private pages of this process; the file never changes.
+  static absl::StatusOr<NpyArray> MapCopyOnWrite(const std::string& path);
   // A zero-filled owned array.
   static NpyArray Owned(DType dtype, std::vector<int64_t> shape);
   // Takes over `v` (no copy) as an owned array of `shape`, whose element count must match.
@@ -71,7 +74,7 @@ class NpyArray {
 
   const void* data() const { return data_; }
   const char* row(int64_t i) const { return static_cast<const char*>(data_) + i * row_bytes(); }
-  // Owned arrays only.
+  // Owned and copy-on-write arrays only.
   void* mutable_data();
 
   template <typename T>
@@ -98,7 +101,10 @@ class NpyArray {
   std::vector<int64_t> shape_;
   std::string path_;
   void* data_ = nullptr;
+  static absl::StatusOr<NpyArray> MapWith(const std::string& path, bool copy_on_write);
+
   void* map_base_ = nullptr;  // non-null when mapped
+  bool writable_ = false;
   size_t map_len_ = 0;
   std::shared_ptr<void> owned_;  // keeps an owned buffer alive; unique to this array
 };

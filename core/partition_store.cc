@@ -1,0 +1,267 @@
+#include "core/partition_store.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+#include "core/status.h"
+#include "core/strings.h"
+
+namespace fanout::core {
+namespace {
+
+absl::Status ExpectShape(const NpyArray& a, DType dtype, std::vector<int64_t> shape) {
+  if (a.dtype() != dtype || a.shape() != shape) {
+    return absl::DataLossError(StrCat(a.path(), ": expected ", DTypeName(dtype), " [",
+                                      StrJoin(shape, ", "), "], found ", DTypeName(a.dtype()), " [",
+                                      StrJoin(a.shape(), ", "), "]; is the partition complete?"));
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+void AddRows(void* dst, const void* src, int64_t n) {
+  T* d = static_cast<T*>(dst);
+  const T* s = static_cast<const T*>(src);
+  for (int64_t i = 0; i < n; ++i) d[i] = static_cast<T>(d[i] + s[i]);
+}
+
+absl::Status AddInPlace(DType t, void* dst, const void* src, int64_t n) {
+  switch (t) {
+    case DType::kInt8: AddRows<int8_t>(dst, src, n); break;
+    case DType::kUInt8: AddRows<uint8_t>(dst, src, n); break;
+    case DType::kInt16: AddRows<int16_t>(dst, src, n); break;
+    case DType::kInt32: AddRows<int32_t>(dst, src, n); break;
+    case DType::kInt64: AddRows<int64_t>(dst, src, n); break;
+    case DType::kFloat32: AddRows<float>(dst, src, n); break;
+    case DType::kFloat64: AddRows<double>(dst, src, n); break;
+    default:
+      return absl::InvalidArgumentError(StrCat("cannot add to a ", DTypeName(t), " field; use assign"));
+  }
+  return absl::OkStatus();
+}
+
+double ValueAt(const NpyArray& a, int64_t i) {
+  const void* p = a.row(i);
+  switch (a.dtype()) {
+    case DType::kBool:
+    case DType::kUInt8: return *static_cast<const uint8_t*>(p);
+    case DType::kInt8: return *static_cast<const int8_t*>(p);
+    case DType::kInt16: return *static_cast<const int16_t*>(p);
+    case DType::kInt32: return *static_cast<const int32_t*>(p);
+    case DType::kInt64: return static_cast<double>(*static_cast<const int64_t*>(p));
+    case DType::kFloat32: return *static_cast<const float*>(p);
+    case DType::kFloat64: return *static_cast<const double*>(p);
+    case DType::kFloat16: return std::nan("");
+  }
+  return std::nan("");
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PartitionStore>> PartitionStore::Open(const PartitionConfig& config, int part_id) {
+  if (part_id < 0 || part_id >= config.num_parts) {
+    return absl::InvalidArgumentError(StrCat("partition ", part_id, " does not exist: the graph has ",
+                                             config.num_parts, " (0..", config.num_parts - 1, ")"));
+  }
+  ASSIGN_OR_RETURN(RangePartitionBook nodes, config.NodeBook());
+  ASSIGN_OR_RETURN(RangePartitionBook edges, config.EdgeBook());
+  std::unique_ptr<PartitionStore> s(new PartitionStore(config, part_id, std::move(nodes), std::move(edges)));
+  const int64_t n = s->num_inner_nodes(), m = s->num_inner_edges();
+  auto map = [&](const char* file) { return NpyArray::Map(config.PartPath(part_id, file)); };
+  ASSIGN_OR_RETURN(s->indptr_, map(PartFiles::kIndptr));
+  ASSIGN_OR_RETURN(s->indices_, map(PartFiles::kIndices));
+  ASSIGN_OR_RETURN(s->out_indptr_, map(PartFiles::kOutIndptr));
+  ASSIGN_OR_RETURN(s->out_indices_, map(PartFiles::kOutIndices));
+  ASSIGN_OR_RETURN(s->out_eids_, map(PartFiles::kOutEids));
+  RETURN_IF_ERROR(ExpectShape(s->indptr_, DType::kInt64, {n + 1}));
+  RETURN_IF_ERROR(ExpectShape(s->indices_, DType::kInt64, {m}));
+  RETURN_IF_ERROR(ExpectShape(s->out_indptr_, DType::kInt64, {n + 1}));
+  const int64_t out_m = s->out_indptr_.data_as<int64_t>()[n];
+  RETURN_IF_ERROR(ExpectShape(s->out_indices_, DType::kInt64, {out_m}));
+  RETURN_IF_ERROR(ExpectShape(s->out_eids_, DType::kInt64, {out_m}));
+  if (s->indptr_.data_as<int64_t>()[n] != m) {
+    return absl::DataLossError(StrCat(s->indptr_.path(), ": ends at ", s->indptr_.data_as<int64_t>()[n],
+                                      ", the edge map says ", m, " edges"));
+  }
+  auto load = [&](const std::vector<FieldSchema>& schemas, bool node,
+                  std::map<std::string, std::unique_ptr<Field>>* out) -> absl::Status {
+    for (const FieldSchema& f : schemas) {
+      auto field = std::make_unique<Field>();
+      field->schema = f;
+      std::string path = config.PartPath(part_id, node ? PartFiles::NodeData(f.name) : PartFiles::EdgeData(f.name));
+      // Node fields take pushes: map them copy-on-write (reads still share the page cache).
+      ASSIGN_OR_RETURN(field->data, node ? NpyArray::MapCopyOnWrite(path) : NpyArray::Map(path));
+      std::vector<int64_t> shape{node ? n : m};
+      shape.insert(shape.end(), f.row_shape.begin(), f.row_shape.end());
+      RETURN_IF_ERROR(ExpectShape(field->data, f.dtype, shape));
+      (*out)[f.name] = std::move(field);
+    }
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(load(config.node_fields, true, &s->node_fields_));
+  RETURN_IF_ERROR(load(config.edge_fields, false, &s->edge_fields_));
+  return s;
+}
+
+absl::Status PartitionStore::CheckOwned(std::span<const int64_t> ids, const RangePartitionBook& book,
+                                        const char* what) const {
+  const int64_t lo = book.start(part_id_), hi = book.end(part_id_);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    int64_t id = ids[i];
+    if (id >= lo && id < hi) continue;
+    if (!book.Contains(id)) {
+      return absl::OutOfRangeError(StrCat(what, " ID ", id, " (index ", i, ") is outside the graph [0, ",
+                                          book.num_ids(), ")"));
+    }
+    return absl::InvalidArgumentError(StrCat(what, " ID ", id, " (index ", i, ") belongs to partition ",
+                                             book.PartOf(id), ", not to partition ", part_id_,
+                                             " which owns [", lo, ", ", hi, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PartitionStore::CheckOwnedNodes(std::span<const int64_t> ids) const {
+  return CheckOwned(ids, node_book_, "node");
+}
+absl::Status PartitionStore::CheckOwnedEdges(std::span<const int64_t> ids) const {
+  return CheckOwned(ids, edge_book_, "edge");
+}
+
+absl::StatusOr<PartitionStore::Field*> PartitionStore::FindField(
+    const std::map<std::string, std::unique_ptr<Field>>& fields, const std::string& kind,
+    const std::string& name) const {
+  auto it = fields.find(name);
+  if (it != fields.end()) return it->second.get();
+  std::vector<std::string> names;
+  for (const auto& [k, v] : fields) names.push_back(k);
+  return absl::NotFoundError(StrCat("no ", kind, " field '", name, "' (this graph has: ",
+                                    names.empty() ? "none" : StrJoin(names, ", "), ")"));
+}
+
+absl::StatusOr<FieldSchema> PartitionStore::NodeFieldSchema(const std::string& name) const {
+  ASSIGN_OR_RETURN(Field * f, FindField(node_fields_, "node", name));
+  return f->schema;
+}
+absl::StatusOr<FieldSchema> PartitionStore::EdgeFieldSchema(const std::string& name) const {
+  ASSIGN_OR_RETURN(Field * f, FindField(edge_fields_, "edge", name));
+  return f->schema;
+}
+
+absl::Status PartitionStore::GatherNodeRows(const std::string& name, std::span<const int64_t> ids,
+                                            std::string* out) const {
+  ASSIGN_OR_RETURN(Field * f, FindField(node_fields_, "node", name));
+  RETURN_IF_ERROR(CheckOwnedNodes(ids));
+  const size_t rb = f->data.row_bytes();
+  out->resize(ids.size() * rb);
+  std::shared_lock lock(f->mu);
+  const int64_t base = node_start();
+  for (size_t i = 0; i < ids.size(); ++i) std::memcpy(out->data() + i * rb, f->data.row(ids[i] - base), rb);
+  return absl::OkStatus();
+}
+
+absl::Status PartitionStore::GatherEdgeRows(const std::string& name, std::span<const int64_t> ids,
+                                            std::string* out) const {
+  ASSIGN_OR_RETURN(Field * f, FindField(edge_fields_, "edge", name));
+  RETURN_IF_ERROR(CheckOwnedEdges(ids));
+  const size_t rb = f->data.row_bytes();
+  out->resize(ids.size() * rb);
+  const int64_t base = edge_start();
+  for (size_t i = 0; i < ids.size(); ++i) std::memcpy(out->data() + i * rb, f->data.row(ids[i] - base), rb);
+  return absl::OkStatus();
+}
+
+absl::Status PartitionStore::PushNodeRows(const std::string& name, std::span<const int64_t> ids,
+                                          const void* data, size_t bytes, PushOp op) {
+  ASSIGN_OR_RETURN(Field * f, FindField(node_fields_, "node", name));
+  RETURN_IF_ERROR(CheckOwnedNodes(ids));
+  const size_t rb = f->data.row_bytes();
+  if (bytes != ids.size() * rb) {
+    return absl::InvalidArgumentError(StrCat("field '", name, "' rows are ", rb, " bytes (",
+                                             DTypeName(f->schema.dtype), " x ", f->data.row_elems(), "); ",
+                                             ids.size(), " IDs need ", ids.size() * rb, " bytes, got ", bytes));
+  }
+  if (op == PushOp::kAdd && (f->schema.dtype == DType::kBool || f->schema.dtype == DType::kFloat16)) {
+    return absl::InvalidArgumentError(StrCat("cannot add to ", DTypeName(f->schema.dtype), " field '", name,
+                                             "'; use assign"));
+  }
+  std::unique_lock lock(f->mu);
+  char* base = static_cast<char*>(f->data.mutable_data());
+  const char* src = static_cast<const char*>(data);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    char* row = base + (ids[i] - node_start()) * rb;
+    if (op == PushOp::kAssign) {
+      std::memcpy(row, src + i * rb, rb);
+    } else {
+      RETURN_IF_ERROR(AddInPlace(f->schema.dtype, row, src + i * rb, f->data.row_elems()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PartitionStore::Degrees(std::span<const int64_t> ids, EdgeDir dir, int64_t* out) const {
+  RETURN_IF_ERROR(CheckOwnedNodes(ids));
+  const int64_t* p = (dir == EdgeDir::kIn ? indptr_ : out_indptr_).data_as<int64_t>();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    int64_t l = ids[i] - node_start();
+    out[i] = p[l + 1] - p[l];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PartitionStore::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) const {
+  RETURN_IF_ERROR(CheckOwnedEdges(eids));
+  const int64_t* p = indptr_.data_as<int64_t>();
+  const int64_t* idx = indices_.data_as<int64_t>();
+  const int64_t n = num_inner_nodes();
+  for (size_t i = 0; i < eids.size(); ++i) {
+    int64_t pos = eids[i] - edge_start();
+    src[i] = idx[pos];
+    // The row whose range holds pos: the last indptr entry <= pos (rows may be empty).
+    int64_t row = std::upper_bound(p, p + n + 1, pos) - p - 1;
+    dst[i] = node_start() + row;
+  }
+  return absl::OkStatus();
+}
+
+PartitionStore::Adjacency PartitionStore::Neighbors(int64_t gid, EdgeDir dir) const {
+  const int64_t l = gid - node_start();
+  Adjacency a;
+  if (dir == EdgeDir::kIn) {
+    const int64_t* p = indptr_.data_as<int64_t>();
+    a.nbrs = indices_.data_as<int64_t>() + p[l];
+    a.first_eid = edge_start() + p[l];
+    a.degree = p[l + 1] - p[l];
+  } else {
+    const int64_t* p = out_indptr_.data_as<int64_t>();
+    a.nbrs = out_indices_.data_as<int64_t>() + p[l];
+    a.eids = out_eids_.data_as<int64_t>() + p[l];
+    a.degree = p[l + 1] - p[l];
+  }
+  return a;
+}
+
+absl::StatusOr<std::shared_ptr<const std::vector<double>>> PartitionStore::EdgeWeights(
+    const std::string& name) const {
+  std::lock_guard<std::mutex> lock(weights_mu_);
+  if (auto it = weights_.find(name); it != weights_.end()) return it->second;
+  ASSIGN_OR_RETURN(Field * f, FindField(edge_fields_, "edge", name));
+  if (f->data.row_elems() != 1 || f->schema.dtype == DType::kFloat16) {
+    return absl::InvalidArgumentError(StrCat("edge field '", name, "' cannot weight sampling: it must hold one ",
+                                             "int or float32/64 value per edge"));
+  }
+  auto w = std::make_shared<std::vector<double>>(num_inner_edges());
+  for (int64_t i = 0; i < num_inner_edges(); ++i) {
+    double x = ValueAt(f->data, i);
+    if (!(x >= 0) || !std::isfinite(x)) {
+      return absl::InvalidArgumentError(StrCat("edge field '", name, "': edge ", edge_start() + i,
+                                               " has weight ", x, "; weights must be finite and >= 0"));
+    }
+    (*w)[i] = x;
+  }
+  weights_[name] = w;
+  return std::shared_ptr<const std::vector<double>>(w);
+}
+
+}  // namespace fanout::core

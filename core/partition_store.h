@@ -1,0 +1,107 @@
+// One partition of a partitioned graph, as fanout-partition wrote it, mapped from its .npy files:
+// what a graph server serves and what a sampler reads directly for its own machine's partition.
+// Read-only files are shared with every other process mapping them; node fields that receive
+// pushes are mapped copy-on-write, so the files never change.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <shared_mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/npy.h"
+#include "core/partition_book.h"
+#include "core/partition_config.h"
+
+namespace fanout::core {
+
+enum class EdgeDir { kIn, kOut };
+enum class PushOp { kAssign, kAdd };
+
+// Thread-safe: every method may be called concurrently. Pushes to a node field take that
+// field's writer lock; gathers of it take the reader lock.
+class PartitionStore {
+ public:
+  // Maps partition `part_id` of `config`. Checks every file's dtype and shape against the config.
+  static absl::StatusOr<std::unique_ptr<PartitionStore>> Open(const PartitionConfig& config, int part_id);
+
+  const PartitionConfig& config() const { return config_; }
+  int part_id() const { return part_id_; }
+  const RangePartitionBook& node_book() const { return node_book_; }
+  const RangePartitionBook& edge_book() const { return edge_book_; }
+  int64_t node_start() const { return node_book_.start(part_id_); }
+  int64_t node_end() const { return node_book_.end(part_id_); }
+  int64_t edge_start() const { return edge_book_.start(part_id_); }
+  int64_t edge_end() const { return edge_book_.end(part_id_); }
+  int64_t num_inner_nodes() const { return node_end() - node_start(); }
+  int64_t num_inner_edges() const { return edge_end() - edge_start(); }
+
+  // OK if every ID is a node (edge) of this partition; otherwise an error naming the first ID
+  // that is not, and where it belongs (OUT_OF_RANGE outside the graph, INVALID_ARGUMENT when
+  // another partition owns it).
+  absl::Status CheckOwnedNodes(std::span<const int64_t> ids) const;
+  absl::Status CheckOwnedEdges(std::span<const int64_t> ids) const;
+
+  // The schema of a node (edge) field; NOT_FOUND names the field and lists the valid ones.
+  absl::StatusOr<FieldSchema> NodeFieldSchema(const std::string& name) const;
+  absl::StatusOr<FieldSchema> EdgeFieldSchema(const std::string& name) const;
+
+  // Copies the rows of owned nodes (edges) `ids` of field `name` into `out`, row after row
+  // (resized to ids.size() * row bytes).
+  absl::Status GatherNodeRows(const std::string& name, std::span<const int64_t> ids, std::string* out) const;
+  absl::Status GatherEdgeRows(const std::string& name, std::span<const int64_t> ids, std::string* out) const;
+  // Writes rows into a node field: `data` holds ids.size() rows in the field's dtype. kAdd adds
+  // element-wise (numeric fields). Repeated IDs are applied in order.
+  absl::Status PushNodeRows(const std::string& name, std::span<const int64_t> ids, const void* data,
+                            size_t bytes, PushOp op);
+
+  // Degrees of owned nodes (in: stored in-edges; out: out-edges anywhere in the graph).
+  absl::Status Degrees(std::span<const int64_t> ids, EdgeDir dir, int64_t* out) const;
+  // Endpoints (global node IDs) of owned edges.
+  absl::Status FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) const;
+
+  // The neighbours of owned node `gid` (precondition: owned) along `dir`: global neighbour IDs
+  // and global edge IDs, `degree` of each. For in-edges the edge IDs are consecutive from
+  // `first_eid` and `eids` is null.
+  struct Adjacency {
+    const int64_t* nbrs = nullptr;
+    const int64_t* eids = nullptr;
+    int64_t first_eid = 0;
+    int64_t degree = 0;
+    int64_t eid(int64_t i) const { return eids != nullptr ? eids[i] : first_eid + i; }
+  };
+  Adjacency Neighbors(int64_t gid, EdgeDir dir) const;
+
+  // Per-edge weights of field `name` for owned edges as doubles (any numeric dtype, one value
+  // per edge): weights[eid - edge_start()]. Errors name the field when it is missing, not a
+  // scalar per edge, or holds a negative or non-finite value.
+  absl::StatusOr<std::shared_ptr<const std::vector<double>>> EdgeWeights(const std::string& name) const;
+
+ private:
+  struct Field {
+    FieldSchema schema;
+    NpyArray data;
+    mutable std::shared_mutex mu;  // writers: PushNodeRows
+  };
+  PartitionStore(PartitionConfig config, int part_id, RangePartitionBook nodes, RangePartitionBook edges)
+      : config_(std::move(config)), part_id_(part_id), node_book_(std::move(nodes)), edge_book_(std::move(edges)) {}
+  absl::StatusOr<Field*> FindField(const std::map<std::string, std::unique_ptr<Field>>& fields,
+                                   const std::string& kind, const std::string& name) const;
+  absl::Status CheckOwned(std::span<const int64_t> ids, const RangePartitionBook& book,
+                          const char* what) const;
+
+  PartitionConfig config_;
+  int part_id_;
+  RangePartitionBook node_book_, edge_book_;
+  NpyArray indptr_, indices_, out_indptr_, out_indices_, out_eids_;
+  std::map<std::string, std::unique_ptr<Field>> node_fields_, edge_fields_;
+  mutable std::mutex weights_mu_;
+  mutable std::map<std::string, std::shared_ptr<const std::vector<double>>> weights_;
+};
+
+}  // namespace fanout::core

@@ -1,0 +1,140 @@
+#include "core/sampling.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/status.h"
+#include "core/strings.h"
+
+namespace fanout::core {
+namespace {
+
+// SplitMix64: a small, fast generator, seeded per node so draws are independent of batching.
+class Rng {
+ public:
+  Rng(uint64_t seed, int64_t node) : state_(Mix(seed ^ Mix(static_cast<uint64_t>(node) + 0x9e3779b97f4a7c15ull))) {}
+  uint64_t Next() { return Mix(state_ += 0x9e3779b97f4a7c15ull); }
+  // Uniform in [0, n) (Lemire's multiply-shift; the bias is below 2^-40 for n < 2^24).
+  int64_t Below(int64_t n) {
+    return static_cast<int64_t>((static_cast<unsigned __int128>(Next()) * static_cast<uint64_t>(n)) >> 64);
+  }
+  // Uniform in (0, 1].
+  double Unit() { return (static_cast<double>(Next() >> 11) + 1.0) * (1.0 / 9007199254740992.0); }
+
+ private:
+  static uint64_t Mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  uint64_t state_;
+};
+
+// k distinct positions of [0, d), ascending (k < d).
+void UniformWithoutReplacement(Rng& rng, int64_t d, int64_t k, std::vector<int64_t>* pick,
+                               std::vector<int64_t>* scratch) {
+  pick->clear();
+  if (k <= 64) {
+    // Floyd's algorithm: k draws, membership by a scan of at most k entries.
+    for (int64_t j = d - k; j < d; ++j) {
+      int64_t t = rng.Below(j + 1);
+      bool seen = std::find(pick->begin(), pick->end(), t) != pick->end();
+      pick->push_back(seen ? j : t);
+    }
+  } else {
+    // Partial Fisher-Yates over an index array.
+    scratch->resize(d);
+    for (int64_t i = 0; i < d; ++i) (*scratch)[i] = i;
+    for (int64_t i = 0; i < k; ++i) std::swap((*scratch)[i], (*scratch)[i + rng.Below(d - i)]);
+    pick->assign(scratch->begin(), scratch->begin() + k);
+  }
+  std::sort(pick->begin(), pick->end());
+}
+
+// Efraimidis-Spirakis: the k largest keys log(u)/w among positive weights, ascending positions.
+void WeightedWithoutReplacement(Rng& rng, const double* w, int64_t d, int64_t k, std::vector<int64_t>* pick,
+                                std::vector<std::pair<double, int64_t>>* keys) {
+  keys->clear();
+  for (int64_t i = 0; i < d; ++i) {
+    if (w[i] > 0) keys->emplace_back(std::log(rng.Unit()) / w[i], i);
+  }
+  pick->clear();
+  if (static_cast<int64_t>(keys->size()) > k) {
+    std::nth_element(keys->begin(), keys->begin() + k, keys->end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    keys->resize(k);
+  }
+  for (const auto& [key, i] : *keys) pick->push_back(i);
+  std::sort(pick->begin(), pick->end());
+}
+
+void WeightedWithReplacement(Rng& rng, const double* w, int64_t d, int64_t k, std::vector<int64_t>* pick,
+                             std::vector<double>* cdf) {
+  cdf->resize(d);
+  double total = 0;
+  for (int64_t i = 0; i < d; ++i) (*cdf)[i] = total += w[i];
+  pick->clear();
+  if (total <= 0) return;
+  for (int64_t j = 0; j < k; ++j) {
+    double x = (1.0 - rng.Unit()) * total;  // [0, total)
+    int64_t i = std::upper_bound(cdf->begin(), cdf->end(), x) - cdf->begin();
+    pick->push_back(std::min(i, d - 1));
+  }
+}
+
+}  // namespace
+
+absl::Status SampleNeighbors(const PartitionStore& store, std::span<const int64_t> seeds,
+                             const SampleOptions& o, SampledEdges* out) {
+  if (o.fanout < -1) {
+    return absl::InvalidArgumentError(StrCat("fanout must be -1 (all) or >= 0, got ", o.fanout));
+  }
+  RETURN_IF_ERROR(store.CheckOwnedNodes(seeds));
+  std::shared_ptr<const std::vector<double>> weights;
+  if (!o.weight_field.empty()) {
+    if (o.dir == EdgeDir::kOut) {
+      return absl::UnimplementedError(StrCat(
+          "weighted sampling ('", o.weight_field, "') of out-edges is not supported: out-edges are "
+          "stored, with their weights, in their destinations' partitions"));
+    }
+    ASSIGN_OR_RETURN(weights, store.EdgeWeights(o.weight_field));
+  }
+  out->src.clear();
+  out->dst.clear();
+  out->eid.clear();
+  std::vector<int64_t> pick, scratch;
+  std::vector<std::pair<double, int64_t>> keys;
+  std::vector<double> cdf;
+  for (int64_t v : seeds) {
+    PartitionStore::Adjacency a = store.Neighbors(v, o.dir);
+    const int64_t d = a.degree;
+    const double* w = weights ? weights->data() + (a.first_eid - store.edge_start()) : nullptr;
+    Rng rng(o.seed, v);
+    pick.clear();
+    if (o.fanout == -1 || (!o.replace && d <= o.fanout)) {
+      // Everything (DGL takes every neighbour here, weighted or not).
+      for (int64_t i = 0; i < d; ++i) pick.push_back(i);
+    } else if (d == 0 || o.fanout == 0) {
+      // nothing
+    } else if (w != nullptr) {
+      if (o.replace) {
+        WeightedWithReplacement(rng, w, d, o.fanout, &pick, &cdf);
+      } else {
+        WeightedWithoutReplacement(rng, w, d, o.fanout, &pick, &keys);
+      }
+    } else if (o.replace) {
+      for (int64_t j = 0; j < o.fanout; ++j) pick.push_back(rng.Below(d));
+    } else {
+      UniformWithoutReplacement(rng, d, o.fanout, &pick, &scratch);
+    }
+    for (int64_t i : pick) {
+      int64_t nbr = a.nbrs[i];
+      out->src.push_back(o.dir == EdgeDir::kIn ? nbr : v);
+      out->dst.push_back(o.dir == EdgeDir::kIn ? v : nbr);
+      out->eid.push_back(a.eid(i));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fanout::core

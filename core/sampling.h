@@ -1,0 +1,38 @@
+// Neighbour sampling on one partition, with DGL's sample_neighbors semantics: for each seed pick
+// up to `fanout` neighbours along in- or out-edges (all of them when the degree is smaller or
+// fanout is -1), uniformly without replacement unless asked otherwise, optionally weighted by a
+// per-edge field.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "core/partition_store.h"
+
+namespace fanout::core {
+
+struct SampleOptions {
+  int64_t fanout = -1;          // neighbours per seed; -1 = all
+  bool replace = false;         // with replacement: exactly `fanout` draws when degree > 0
+  EdgeDir dir = EdgeDir::kIn;   // in-edges (messages flow src -> seed) or out-edges
+  std::string weight_field;     // edge field weighting the draw; empty = uniform
+  uint64_t seed = 0;            // the draw for node v depends only on (seed, v)
+};
+
+// Edges picked, as global IDs; seed i's edges are contiguous and in seed order.
+struct SampledEdges {
+  std::vector<int64_t> src, dst, eid;
+  size_t size() const { return eid.size(); }
+};
+
+// Samples around `seeds`, all of which must be nodes of `store`'s partition. Without
+// replacement the picked edges of a seed are distinct and listed in adjacency order. Weighted
+// sampling never picks a zero-weight edge; it needs the weights of the edges it draws from, so
+// for out-edges (stored in other partitions) it is not available.
+absl::Status SampleNeighbors(const PartitionStore& store, std::span<const int64_t> seeds,
+                             const SampleOptions& options, SampledEdges* out);
+
+}  // namespace fanout::core
