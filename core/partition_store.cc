@@ -112,7 +112,7 @@ absl::Status PartitionStore::CheckOwned(std::span<const int64_t> ids, const Rang
     int64_t id = ids[i];
     if (id >= lo && id < hi) continue;
     if (!book.Contains(id)) {
-      return absl::OutOfRangeError(StrCat(what, " ID ", id, " (index ", i, ") is outside the graph [0, ",
+      return absl::InvalidArgumentError(StrCat(what, " ID ", id, " (index ", i, ") is outside the graph [0, ",
                                           book.num_ids(), ")"));
     }
     return absl::InvalidArgumentError(StrCat(what, " ID ", id, " (index ", i, ") belongs to partition ",

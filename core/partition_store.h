@@ -41,9 +41,8 @@ class PartitionStore {
   int64_t num_inner_nodes() const { return node_end() - node_start(); }
   int64_t num_inner_edges() const { return edge_end() - edge_start(); }
 
-  // OK if every ID is a node (edge) of this partition; otherwise an error naming the first ID
-  // that is not, and where it belongs (OUT_OF_RANGE outside the graph, INVALID_ARGUMENT when
-  // another partition owns it).
+  // OK if every ID is a node (edge) of this partition; otherwise INVALID_ARGUMENT naming the
+  // first ID that is not, and whether it is outside the graph or which partition owns it.
   absl::Status CheckOwnedNodes(std::span<const int64_t> ids) const;
   absl::Status CheckOwnedEdges(std::span<const int64_t> ids) const;
 

@@ -106,7 +106,7 @@ TEST_F(PartitionStoreTest, ForeignAndInvalidIdsAreRefusedByName) {
   EXPECT_NE(std::string(e1.message()).find("belongs to partition 2"), std::string::npos) << e1;
   std::vector<int64_t> outside = {600};
   auto e2 = s.GatherNodeRows("feat", outside, &rows);
-  EXPECT_EQ(e2.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(e2.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(std::string(e2.message()).find("node ID 600 (index 0) is outside the graph [0, 600)"), std::string::npos) << e2;
   std::vector<int64_t> ok = {s.node_start()};
   auto e3 = s.GatherNodeRows("nope", ok, &rows);
@@ -114,7 +114,7 @@ TEST_F(PartitionStoreTest, ForeignAndInvalidIdsAreRefusedByName) {
   EXPECT_NE(std::string(e3.message()).find("feat, label"), std::string::npos) << e3;
   std::vector<int64_t> bad_edge = {-1};
   std::vector<int64_t> a(1), b(1);
-  EXPECT_EQ(s.FindEdges(bad_edge, a.data(), b.data()).code(), absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(s.FindEdges(bad_edge, a.data(), b.data()).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_FALSE(PartitionStore::Open(config_, 3).ok());
 }
 

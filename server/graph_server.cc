@@ -1,0 +1,68 @@
+#include "server/graph_server.h"
+
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/health_check_service_interface.h>
+
+#include "core/parallel.h"
+#include "core/strings.h"
+
+namespace fanout::server {
+
+using core::StrCat;
+
+absl::StatusOr<std::unique_ptr<GraphServer>> GraphServer::Start(std::unique_ptr<core::PartitionStore> store,
+                                                                const ServerOptions& o) {
+  if (o.port < 0 || o.port > 65535) {
+    return absl::InvalidArgumentError(StrCat("--port must be in [0, 65535], got ", o.port));
+  }
+  std::unique_ptr<GraphServer> s(new GraphServer());
+  s->store_ = std::move(store);
+  s->stats_ = std::make_unique<ServerStats>();
+  s->pool_ = std::make_unique<ThreadPool>(o.num_threads > 0 ? o.num_threads : core::DefaultThreads());
+  s->service_ = std::make_unique<GraphServiceImpl>(s->store_.get(), s->stats_.get(), s->pool_.get(), o.limits);
+  s->host_ = o.host;
+  // Both are process-wide registrations that gRPC reads when a server is built.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  std::string addr = o.host.find(':') != std::string::npos ? StrCat("[", o.host, "]:", o.port)
+                                                            : StrCat(o.host, ":", o.port);
+  builder.AddListeningPort(addr, grpc::InsecureServerCredentials(), &s->port_);
+  builder.RegisterService(s->service_.get());
+  builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(o.max_request_bytes, INT32_MAX)));
+  // Answers are bounded by limits.max_response_bytes; leave room for the envelope.
+  builder.SetMaxSendMessageSize(static_cast<int>(std::min<int64_t>(o.limits.max_response_bytes + (1 << 20), INT32_MAX)));
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ == 0) {
+    return absl::UnavailableError(StrCat("cannot listen on ", addr, " (in use, or not an address of this host?)"));
+  }
+  s->server_->GetHealthCheckService()->SetServingStatus("fanout.v1.GraphService", true);
+  s->server_->GetHealthCheckService()->SetServingStatus("", true);
+  return s;
+}
+
+GraphServer::~GraphServer() {
+  if (server_ != nullptr) {
+    Shutdown(std::chrono::milliseconds(0));
+    server_->Wait();
+  }
+  pool_.reset();  // runs what is queued (reactors finish) before the service goes away
+}
+
+std::string GraphServer::address() const {
+  std::string host = host_ == "0.0.0.0" || host_.empty() ? "127.0.0.1" : host_;
+  return StrCat(host, ":", port_);
+}
+
+void GraphServer::Shutdown(std::chrono::milliseconds grace) {
+  if (server_ == nullptr) return;
+  server_->GetHealthCheckService()->Shutdown();
+  server_->Shutdown(std::chrono::system_clock::now() + grace);
+}
+
+void GraphServer::Wait() {
+  if (server_ != nullptr) server_->Wait();
+}
+
+}  // namespace fanout::server

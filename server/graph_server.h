@@ -1,0 +1,54 @@
+// A running graph server: one partition's PartitionStore behind fanout.v1.GraphService, with
+// gRPC health checking and server reflection, on an owned worker pool.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/partition_store.h"
+#include "server/graph_service.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace fanout::server {
+
+struct ServerOptions {
+  std::string host = "0.0.0.0";            // address to bind
+  int port = 0;                            // 0 picks a free port (see GraphServer::port())
+  int num_threads = 0;                     // request workers; 0 = hardware concurrency
+  ServiceLimits limits;
+  int64_t max_request_bytes = 64ll << 20;  // larger requests: RESOURCE_EXHAUSTED from gRPC
+};
+
+// Thread-safe. Destroying it shuts the server down.
+class GraphServer {
+ public:
+  static absl::StatusOr<std::unique_ptr<GraphServer>> Start(std::unique_ptr<core::PartitionStore> store,
+                                                            const ServerOptions& options);
+  ~GraphServer();
+
+  int port() const { return port_; }
+  std::string address() const;
+  const core::PartitionStore& store() const { return *store_; }
+
+  // Stops accepting calls, lets the ones in flight finish for up to `grace`, then cancels them.
+  void Shutdown(std::chrono::milliseconds grace = std::chrono::milliseconds(5000));
+  // Blocks until Shutdown() completes.
+  void Wait();
+
+ private:
+  GraphServer() = default;
+  std::unique_ptr<core::PartitionStore> store_;
+  std::unique_ptr<ServerStats> stats_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<GraphServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string host_;
+  int port_ = 0;
+};
+
+}  // namespace fanout::server

@@ -1,0 +1,76 @@
+#include "server/rpc_codec.h"
+
+#include <cstring>
+
+#include "core/status.h"
+#include "core/strings.h"
+
+namespace fanout::server {
+
+using core::StrCat;
+
+grpc::Status ToGrpcStatus(const absl::Status& s) {
+  if (s.ok()) return grpc::Status::OK;
+  // absl and gRPC share the canonical code numbering.
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+v1::DType ToProtoDType(core::DType t) {
+  return static_cast<v1::DType>(static_cast<int>(t) + 1);  // same order, 0 = unspecified
+}
+
+absl::StatusOr<core::DType> FromProtoDType(v1::DType t) {
+  int i = static_cast<int>(t);
+  if (i < 1 || i > static_cast<int>(core::DType::kFloat64) + 1) {
+    return absl::InvalidArgumentError(StrCat("unknown or unspecified dtype ", i));
+  }
+  return static_cast<core::DType>(i - 1);
+}
+
+void FillTensor(core::DType dtype, const std::vector<int64_t>& shape, std::string data, v1::Tensor* out) {
+  out->set_dtype(ToProtoDType(dtype));
+  out->mutable_shape()->Assign(shape.begin(), shape.end());
+  *out->mutable_data() = std::move(data);
+}
+
+void FillInt64Tensor(const std::vector<int64_t>& v, v1::Tensor* out) {
+  out->set_dtype(v1::INT64);
+  out->clear_shape();
+  out->add_shape(static_cast<int64_t>(v.size()));
+  out->mutable_data()->assign(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int64_t));
+}
+
+absl::Status CheckTensor(const v1::Tensor& t, const char* what) {
+  ASSIGN_OR_RETURN(core::DType dtype, FromProtoDType(t.dtype()));
+  int64_t n = 1;
+  for (int64_t d : t.shape()) {
+    if (d < 0) return absl::InvalidArgumentError(StrCat(what, ": negative dimension ", d));
+    n *= d;
+  }
+  if (static_cast<size_t>(n) * core::DTypeSize(dtype) != t.data().size()) {
+    return absl::InvalidArgumentError(StrCat(what, ": ", core::DTypeName(dtype), " tensor of ", n,
+                                             " elements needs ", n * core::DTypeSize(dtype),
+                                             " bytes, data has ", t.data().size()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int64_t>> Int64Vector(const v1::Tensor& t, const char* what) {
+  if (t.dtype() != v1::INT64) {
+    return absl::InvalidArgumentError(StrCat(what, " must be int64, got ", v1::DType_Name(t.dtype())));
+  }
+  if (t.shape_size() != 1) {
+    return absl::InvalidArgumentError(StrCat(what, " must be 1-D, got ", t.shape_size(), " dimensions"));
+  }
+  RETURN_IF_ERROR(CheckTensor(t, what));
+  std::vector<int64_t> v(t.shape(0));
+  if (!v.empty()) std::memcpy(v.data(), t.data().data(), v.size() * sizeof(int64_t));
+  return v;
+}
+
+}  // namespace fanout::server
