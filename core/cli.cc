@@ -142,8 +142,8 @@ absl::Status ArgParser::Parse(int argc, char** argv, std::vector<std::string>* p
   return absl::OkStatus();
 }
 
-std::optional<int> ArgParser::ParseForMain(int argc, char** argv) {
-  absl::Status st = Parse(argc, argv);
+std::optional<int> ArgParser::ParseForMain(int argc, char** argv, std::vector<std::string>* positional) {
+  absl::Status st = Parse(argc, argv, positional);
   if (help_) {
     std::printf("%s", Usage().c_str());
     return 0;

@@ -35,7 +35,8 @@ class ArgParser {
   bool help_requested() const { return help_; }
   // For a tool's main(): parses argv; on --help prints the usage and returns 0, on a bad command
   // line prints "<tool>: error: ..." and the usage and returns 2; otherwise returns nullopt.
-  std::optional<int> ParseForMain(int argc, char** argv);
+  // Positional arguments are collected into `positional` when it is non-null.
+  std::optional<int> ParseForMain(int argc, char** argv, std::vector<std::string>* positional = nullptr);
   // Prints "<tool>: error: <message>" to stderr and returns 1, the exit code of a failed run.
   int Fail(const absl::Status& status) const;
   // Names of the flags given on the command line (without "--").

@@ -16,6 +16,7 @@
 #include "core/partition_config.h"
 #include "core/partition_store.h"
 #include "core/sampling.h"
+#include <nlohmann/json.hpp>
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "partition/partitioner.h"
@@ -349,6 +350,67 @@ TEST(GraphServerBinaryTest, StartsReportsItsPortAndStopsOnSigterm) {
   // passes --shutdown-grace 1 to stay quick (see docs/graph-server.md, known issues).
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 8);
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// Runs `args` with stdout and stderr captured; returns the exit code.
+int RunCaptured(std::vector<std::string> args, const std::string& out, const std::string& err) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) return -1;
+  posix_spawn_file_actions_destroy(&fa);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+TEST(FanoutQueryTest, PrintsJsonAnswersAndFailsClearly) {
+  TempDir dir;
+  partition::Dataset d = testing::MakeRandomDataset({.num_nodes = 120, .num_edges = 600});
+  partition::PartitionOptions o;
+  o.out_dir = dir.Sub("parts");
+  o.num_parts = 2;
+  o.quiet = true;
+  auto s = partition::PartitionDataset(d, o);
+  ASSERT_TRUE(s.ok());
+  Cluster c;
+  c.Start(s->config_path);
+  const std::string addr = c.servers[1]->address();
+  const int64_t v = c.config.node_bounds[1];
+  const std::string out = dir.Sub("out"), err = dir.Sub("err");
+  ASSERT_EQ(RunCaptured({FANOUT_QUERY_BIN, "--server", addr, "sample", "--seeds", std::to_string(v) + ":" + std::to_string(v + 3),
+                         "--fanout", "2", "--seed", "4"}, out, err), 0) << Slurp(err);
+  auto j = nlohmann::json::parse(Slurp(out));
+  core::SampledEdges want;
+  std::vector<int64_t> seeds = {v, v + 1, v + 2};
+  ASSERT_TRUE(core::SampleNeighbors(*c.local[1], seeds, {.fanout = 2, .seed = 4}, &want).ok());
+  EXPECT_EQ(j["eid"].get<std::vector<int64_t>>(), want.eid);
+  EXPECT_EQ(j["src"].get<std::vector<int64_t>>(), want.src);
+
+  ASSERT_EQ(RunCaptured({FANOUT_QUERY_BIN, "--server", addr, "pull", "--field", "label", "--ids", std::to_string(v)}, out, err), 0);
+  auto p = nlohmann::json::parse(Slurp(out));
+  std::string label;
+  ASSERT_TRUE(c.local[1]->GatherNodeRows("label", std::vector<int64_t>{v}, &label).ok());
+  EXPECT_EQ(p["rows"][0].get<int64_t>(), *reinterpret_cast<const int64_t*>(label.data()));
+
+  ASSERT_EQ(RunCaptured({FANOUT_QUERY_BIN, "--server", addr, "metadata"}, out, err), 0);
+  EXPECT_EQ(nlohmann::json::parse(Slurp(out))["part_id"], 1);
+
+  EXPECT_EQ(RunCaptured({FANOUT_QUERY_BIN, "--server", addr, "pull", "--field", "feat", "--ids", "0"}, out, err), 1);
+  EXPECT_NE(Slurp(err).find("belongs to partition 0"), std::string::npos) << Slurp(err);
+  EXPECT_EQ(RunCaptured({FANOUT_QUERY_BIN, "--server", addr, "sample", "--seeds", "x"}, out, err), 1);
+  EXPECT_NE(Slurp(err).find("--seeds: 'x' is not an ID"), std::string::npos) << Slurp(err);
+  EXPECT_EQ(RunCaptured({FANOUT_QUERY_BIN, "--server", addr, "--bogus"}, out, err), 2);
 }
 
 }  // namespace
