@@ -17,6 +17,12 @@ std::unique_ptr<GraphClient> GraphClient::Connect(const std::string& address, co
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(options.max_message_bytes, INT32_MAX)));
   args.SetMaxSendMessageSize(static_cast<int>(std::min<int64_t>(options.max_message_bytes, INT32_MAX)));
+  // Channels to one target share a connection unless each has its own subchannel pool.
+  if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  // Feature pulls are MB-sized: a large HTTP/2 stream window and frames keep one call from
+  // stalling on flow control (see docs/benchmarks.md).
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 << 20);
   auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
   return std::unique_ptr<GraphClient>(new GraphClient(address, options, std::move(channel)));
 }
@@ -60,12 +66,13 @@ absl::StatusOr<v1::GetMetadataResponse> GraphClient::GetMetadata() {
 }
 
 namespace {
-absl::StatusOr<Rows> ToRows(const v1::PullResponse& resp) {
+// Takes the rows out of `resp` without copying them.
+absl::StatusOr<Rows> ToRows(v1::PullResponse& resp) {
   RETURN_IF_ERROR(CheckTensor(resp.data(), "answer"));
   Rows r;
   ASSIGN_OR_RETURN(r.dtype, FromProtoDType(resp.data().dtype()));
   r.shape.assign(resp.data().shape().begin(), resp.data().shape().end());
-  r.data = resp.data().data();
+  r.data = std::move(*resp.mutable_data()->mutable_data());
   return r;
 }
 }  // namespace

@@ -20,6 +20,7 @@ struct ClientOptions {
   double deadline_seconds = 30;          // per call, retries included
   int max_attempts = 4;                  // for reads, on UNAVAILABLE
   int64_t max_message_bytes = 512ll << 20;
+  bool own_connection = false;           // a TCP connection of its own, not shared with other clients
 };
 
 // Rows returned by a pull: `data` holds shape[0] rows of `dtype`, C order.

@@ -33,6 +33,9 @@ absl::StatusOr<std::unique_ptr<GraphServer>> GraphServer::Start(std::unique_ptr<
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(o.max_request_bytes, INT32_MAX)));
   // Answers are bounded by limits.max_response_bytes; leave room for the envelope.
   builder.SetMaxSendMessageSize(static_cast<int>(std::min<int64_t>(o.limits.max_response_bytes + (1 << 20), INT32_MAX)));
+  // Same flow-control settings as the client (graph_client.cc).
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 << 20);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(StrCat("cannot listen on ", addr, " (in use, or not an address of this host?)"));
