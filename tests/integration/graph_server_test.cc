@@ -17,7 +17,9 @@
 #include "core/partition_store.h"
 #include "core/sampling.h"
 #include <nlohmann/json.hpp>
+#include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
+#include <future>
 #include "gtest/gtest.h"
 #include "partition/partitioner.h"
 #include "partition/readers.h"
@@ -350,6 +352,47 @@ TEST(GraphServerBinaryTest, StartsReportsItsPortAndStopsOnSigterm) {
   // passes --shutdown-grace 1 to stay quick (see docs/graph-server.md, known issues).
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 8);
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// The standard health service answers for the graph service. Debian ships no health.proto, so
+// the call goes through a generic stub with the (two-field) messages encoded by hand.
+TEST(GraphServerTest, HealthCheckSaysServingUntilShutdown) {
+  TempDir dir;
+  partition::Dataset d = testing::MakeRandomDataset({.num_nodes = 60, .num_edges = 200});
+  partition::PartitionOptions o;
+  o.out_dir = dir.Sub("parts");
+  o.num_parts = 1;
+  o.quiet = true;
+  auto s = partition::PartitionDataset(d, o);
+  ASSERT_TRUE(s.ok());
+  Cluster c;
+  c.Start(s->config_path);
+  auto channel = grpc::CreateChannel(c.servers[0]->address(), grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  auto check = [&](const std::string& service, std::string* answer) {
+    std::string req = "\x0a" + std::string(1, static_cast<char>(service.size())) + service;  // field 1: service
+    grpc::Slice slice(req);
+    grpc::ByteBuffer request(&slice, 1), response;
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    std::promise<grpc::Status> done;
+    stub.UnaryCall(&ctx, "/grpc.health.v1.Health/Check", grpc::StubOptions(), &request, &response,
+                   [&](grpc::Status st) { done.set_value(st); });
+    grpc::Status st = done.get_future().get();
+    std::vector<grpc::Slice> slices;
+    if (st.ok()) {
+      (void)response.Dump(&slices);
+      answer->clear();
+      for (auto& sl : slices) answer->append(reinterpret_cast<const char*>(sl.begin()), sl.size());
+    }
+    return st;
+  };
+  std::string answer;
+  ASSERT_TRUE(check("fanout.v1.GraphService", &answer).ok());
+  EXPECT_EQ(answer, std::string("\x08\x01", 2));  // status: SERVING
+  ASSERT_TRUE(check("", &answer).ok());
+  EXPECT_EQ(answer, std::string("\x08\x01", 2));
+  EXPECT_EQ(check("no.such.Service", &answer).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
 // Runs `args` with stdout and stderr captured; returns the exit code.
