@@ -202,17 +202,10 @@ TEST(GraphServerTest, ServesCora) {
 class BadRequestTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    d_ = testing::MakeRandomDataset({.num_nodes = 200, .num_edges = 1000});
-    partition::PartitionOptions o;
-    o.out_dir = dir_.Sub("parts");
-    o.num_parts = 2;
-    o.quiet = true;
-    auto s = partition::PartitionDataset(d_, o);
-    ASSERT_TRUE(s.ok()) << s.status();
     ServerOptions so;
     so.limits.max_ids_per_request = 50;
     so.limits.max_response_bytes = 2000;
-    c_.Start(s->config_path, so);
+    c_.Start(testing::PartitionRandom(dir_, {.num_nodes = 200, .num_edges = 1000}, 2), so);
     stub_ = v1::GraphService::NewStub(grpc::CreateChannel(c_.servers[0]->address(), grpc::InsecureChannelCredentials()));
   }
   // Sends a raw request, so malformed tensors can be built.
@@ -307,18 +300,12 @@ TEST(GraphServerTest, UnreachableServerFailsWithinTheDeadline) {
 // The real binary: ready line with the bound port, answers, exits 0 on SIGTERM.
 TEST(GraphServerBinaryTest, StartsReportsItsPortAndStopsOnSigterm) {
   TempDir dir;
-  partition::Dataset d = testing::MakeRandomDataset({.num_nodes = 100, .num_edges = 400});
-  partition::PartitionOptions o;
-  o.out_dir = dir.Sub("parts");
-  o.num_parts = 2;
-  o.quiet = true;
-  auto s = partition::PartitionDataset(d, o);
-  ASSERT_TRUE(s.ok());
+  const std::string config_path = testing::PartitionRandom(dir, {.num_nodes = 100, .num_edges = 400}, 2);
   std::string log = dir.Sub("server.log");
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> args = {FANOUT_SERVER_BIN, "--part-config", s->config_path, "--part-id", "1",
+  std::vector<std::string> args = {FANOUT_SERVER_BIN, "--part-config", config_path, "--part-id", "1",
                                    "--host", "127.0.0.1", "--port", "0", "--num-threads", "2",
                                    "--shutdown-grace", "1"};
   std::vector<char*> argv;
@@ -358,15 +345,8 @@ TEST(GraphServerBinaryTest, StartsReportsItsPortAndStopsOnSigterm) {
 // the call goes through a generic stub with the (two-field) messages encoded by hand.
 TEST(GraphServerTest, HealthCheckSaysServingUntilShutdown) {
   TempDir dir;
-  partition::Dataset d = testing::MakeRandomDataset({.num_nodes = 60, .num_edges = 200});
-  partition::PartitionOptions o;
-  o.out_dir = dir.Sub("parts");
-  o.num_parts = 1;
-  o.quiet = true;
-  auto s = partition::PartitionDataset(d, o);
-  ASSERT_TRUE(s.ok());
   Cluster c;
-  c.Start(s->config_path);
+  c.Start(testing::PartitionRandom(dir, {.num_nodes = 60, .num_edges = 200}, 1));
   auto channel = grpc::CreateChannel(c.servers[0]->address(), grpc::InsecureChannelCredentials());
   grpc::GenericStub stub(channel);
   auto check = [&](const std::string& service, std::string* answer) {
@@ -395,65 +375,36 @@ TEST(GraphServerTest, HealthCheckSaysServingUntilShutdown) {
   EXPECT_EQ(check("no.such.Service", &answer).error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
-// Runs `args` with stdout and stderr captured; returns the exit code.
-int RunCaptured(std::vector<std::string> args, const std::string& out, const std::string& err) {
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid;
-  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) return -1;
-  posix_spawn_file_actions_destroy(&fa);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-std::string Slurp(const std::string& path) {
-  std::ifstream f(path);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
 TEST(FanoutQueryTest, PrintsJsonAnswersAndFailsClearly) {
   TempDir dir;
-  partition::Dataset d = testing::MakeRandomDataset({.num_nodes = 120, .num_edges = 600});
-  partition::PartitionOptions o;
-  o.out_dir = dir.Sub("parts");
-  o.num_parts = 2;
-  o.quiet = true;
-  auto s = partition::PartitionDataset(d, o);
-  ASSERT_TRUE(s.ok());
   Cluster c;
-  c.Start(s->config_path);
+  c.Start(testing::PartitionRandom(dir, {.num_nodes = 120, .num_edges = 600}, 2));
   const std::string addr = c.servers[1]->address();
   const int64_t v = c.config.node_bounds[1];
-  const std::string out = dir.Sub("out"), err = dir.Sub("err");
-  ASSERT_EQ(RunCaptured({FANOUT_QUERY_BIN, "--server", addr, "sample", "--seeds", std::to_string(v) + ":" + std::to_string(v + 3),
-                         "--fanout", "2", "--seed", "4"}, out, err), 0) << Slurp(err);
-  auto j = nlohmann::json::parse(Slurp(out));
+  std::string out, err;
+  ASSERT_EQ(testing::RunProcess({FANOUT_QUERY_BIN, "--server", addr, "sample", "--seeds", std::to_string(v) + ":" + std::to_string(v + 3),
+                         "--fanout", "2", "--seed", "4"}, &out, &err), 0) << err;
+  auto j = nlohmann::json::parse(out);
   core::SampledEdges want;
   std::vector<int64_t> seeds = {v, v + 1, v + 2};
   ASSERT_TRUE(core::SampleNeighbors(*c.local[1], seeds, {.fanout = 2, .seed = 4}, &want).ok());
   EXPECT_EQ(j["eid"].get<std::vector<int64_t>>(), want.eid);
   EXPECT_EQ(j["src"].get<std::vector<int64_t>>(), want.src);
 
-  ASSERT_EQ(RunCaptured({FANOUT_QUERY_BIN, "--server", addr, "pull", "--field", "label", "--ids", std::to_string(v)}, out, err), 0);
-  auto p = nlohmann::json::parse(Slurp(out));
+  ASSERT_EQ(testing::RunProcess({FANOUT_QUERY_BIN, "--server", addr, "pull", "--field", "label", "--ids", std::to_string(v)}, &out, &err), 0);
+  auto p = nlohmann::json::parse(out);
   std::string label;
   ASSERT_TRUE(c.local[1]->GatherNodeRows("label", std::vector<int64_t>{v}, &label).ok());
   EXPECT_EQ(p["rows"][0].get<int64_t>(), *reinterpret_cast<const int64_t*>(label.data()));
 
-  ASSERT_EQ(RunCaptured({FANOUT_QUERY_BIN, "--server", addr, "metadata"}, out, err), 0);
-  EXPECT_EQ(nlohmann::json::parse(Slurp(out))["part_id"], 1);
+  ASSERT_EQ(testing::RunProcess({FANOUT_QUERY_BIN, "--server", addr, "metadata"}, &out, &err), 0);
+  EXPECT_EQ(nlohmann::json::parse(out)["part_id"], 1);
 
-  EXPECT_EQ(RunCaptured({FANOUT_QUERY_BIN, "--server", addr, "pull", "--field", "feat", "--ids", "0"}, out, err), 1);
-  EXPECT_NE(Slurp(err).find("belongs to partition 0"), std::string::npos) << Slurp(err);
-  EXPECT_EQ(RunCaptured({FANOUT_QUERY_BIN, "--server", addr, "sample", "--seeds", "x"}, out, err), 1);
-  EXPECT_NE(Slurp(err).find("--seeds: 'x' is not an ID"), std::string::npos) << Slurp(err);
-  EXPECT_EQ(RunCaptured({FANOUT_QUERY_BIN, "--server", addr, "--bogus"}, out, err), 2);
+  EXPECT_EQ(testing::RunProcess({FANOUT_QUERY_BIN, "--server", addr, "pull", "--field", "feat", "--ids", "0"}, &out, &err), 1);
+  EXPECT_NE(err.find("belongs to partition 0"), std::string::npos) << err;
+  EXPECT_EQ(testing::RunProcess({FANOUT_QUERY_BIN, "--server", addr, "sample", "--seeds", "x"}, &out, &err), 1);
+  EXPECT_NE(err.find("--seeds: 'x' is not an ID"), std::string::npos) << err;
+  EXPECT_EQ(testing::RunProcess({FANOUT_QUERY_BIN, "--server", addr, "--bogus"}, &out, &err), 2);
 }
 
 }  // namespace

@@ -1,8 +1,4 @@
 // Runs the real fanout-generate and fanout-partition binaries as a user would.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -11,8 +7,6 @@
 #include "gtest/gtest.h"
 #include "partition/readers.h"
 #include "tests/testing/testing.h"
-
-extern char** environ;
 
 namespace fanout {
 namespace {
@@ -32,28 +26,9 @@ std::string Slurp(const std::string& path) {
   return s.str();
 }
 
-RunResult RunTool(const TempDir& dir, std::vector<std::string> args) {
-  std::string out = dir.Sub(".stdout"), err = dir.Sub(".stderr");
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid;
+RunResult RunTool(const TempDir&, std::vector<std::string> args) {
   RunResult r;
-  int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return r;
-  int status = 0;
-  waitpid(pid, &status, 0);
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = Slurp(out);
-  r.err = Slurp(err);
-  fs::remove(out);
-  fs::remove(err);
+  r.exit_code = testing::RunProcess(args, &r.out, &r.err);
   return r;
 }
 

@@ -1,6 +1,10 @@
 #include "tests/testing/testing.h"
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -14,6 +18,8 @@
 #include "core/npy.h"
 #include "core/partition_config.h"
 #include "core/strings.h"
+
+extern char** environ;
 
 namespace fanout::testing {
 
@@ -332,6 +338,52 @@ void ExpectValidPartition(const Dataset& d, const partition::PartitionOptions& o
       }
     }
   }
+}
+
+std::string PartitionRandom(const TempDir& dir, const RandomGraphSpec& spec, int parts, Dataset* d) {
+  Dataset local;
+  if (d == nullptr) d = &local;
+  if (d->num_nodes == 0) *d = MakeRandomDataset(spec);
+  partition::PartitionOptions o;
+  o.out_dir = dir.Sub("parts");
+  o.num_parts = parts;
+  o.quiet = true;
+  auto s = partition::PartitionDataset(*d, o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? s->config_path : "";
+}
+
+namespace {
+std::string ReadAll(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+}  // namespace
+
+int RunProcess(const std::vector<std::string>& args, std::string* out, std::string* err) {
+  TempDir io;
+  const std::string out_path = io.Sub("stdout"), err_path = io.Sub("stderr");
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<std::string> copy = args;
+  std::vector<char*> argv;
+  for (auto& a : copy) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid;
+  int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    ADD_FAILURE() << "cannot start " << args[0];
+    return -1;
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (out != nullptr) *out = ReadAll(out_path);
+  if (err != nullptr) *err = ReadAll(err_path);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 int64_t EdgeCut(const std::string& config_path) {

@@ -60,6 +60,15 @@ void WriteText(const std::string& path, const std::string& text);
 void ExpectValidPartition(const partition::Dataset& d, const partition::PartitionOptions& o,
                           const std::string& config_path);
 
+// Partitions `d` (random graph from `spec` when d is null) into `parts` with METIS under
+// dir/parts and returns the config path; fails the test on error.
+std::string PartitionRandom(const TempDir& dir, const RandomGraphSpec& spec, int parts,
+                            partition::Dataset* d = nullptr);
+
+// Runs `args` (args[0] is the binary's path) with stdin from /dev/null and stdout/stderr
+// captured into *out / *err (when non-null); returns the exit code (128 + signal if killed).
+int RunProcess(const std::vector<std::string>& args, std::string* out, std::string* err);
+
 // Edges whose endpoints are in different partitions, over the stored edges.
 int64_t EdgeCut(const std::string& config_path);
 
