@@ -37,8 +37,7 @@ for round in $(seq 1 "$ROUNDS"); do
   t2=$(now)
   metis_s=$(echo "$base" | sed -n 's/^metis_seconds=//p')
   metis_rss=$(echo "$base" | sed -n 's/^peak_rss_bytes=//p')
-  part_rss_line=$(grep '^peak memory' "$WORK/summary.txt")
-  part_rss=$(awk '/^peak memory/{v=$3; u=$4; m=(u=="GiB")?1073741824:(u=="MiB")?1048576:1024; printf "%.0f", v*m}' "$WORK/summary.txt")
+  part_rss=$(sed -n 's/^peak memory:.*RSS, \([0-9]*\) bytes.*/\1/p' "$WORK/summary.txt")
   part_s=$(echo "$t2 - $t1" | bc -l)
   base_proc_s=$(echo "$t1 - $t0" | bc -l)
   echo "-- round $round"

@@ -52,14 +52,15 @@ Result Measure(int threads, double seconds, Work work) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string config_path, client_counts = "1,2,8", feature = "feat";
+  std::string config_path, feature = "feat";
+  std::vector<int64_t> counts = {1, 2, 8};
   int part_id = 0, server_threads = 0;
   int64_t pull_batch = 4096, sample_batch = 1024, fanout = 10;
   double seconds = 3;
   core::ArgParser args("server_bench", "--part-config FILE [--part-id K] [flags]");
   args.AddString("part-config", &config_path, "partition config");
   args.AddInt("part-id", &part_id, "partition to serve");
-  args.AddString("clients", &client_counts, "client counts to measure");
+  args.AddIntList("clients", &counts, "client counts to measure [default: 1,2,8]");
   args.AddString("field", &feature, "node field to pull");
   args.AddInt("pull-batch", &pull_batch, "rows per pull request");
   args.AddInt("sample-batch", &sample_batch, "seeds per sample request");
@@ -90,18 +91,10 @@ int main(int argc, char** argv) {
     for (auto& v : ids) v = lo + static_cast<int64_t>(rng() % n);
     return ids;
   };
-  std::vector<int> counts;
-  for (const std::string& c : {client_counts}) {
-    size_t start = 0;
-    while (start <= c.size()) {
-      size_t comma = c.find(',', start);
-      counts.push_back(std::stoi(c.substr(start, comma - start)));
-      if (comma == std::string::npos) break;
-      start = comma + 1;
-    }
-  }
   std::printf("%-8s %8s %14s %14s %8s\n", "workload", "clients", "in-process", "server", "ratio");
-  for (int c : counts) {
+  for (int64_t count : counts) {
+    if (count < 1 || count > 256) return args.Fail(absl::InvalidArgumentError("--clients: counts must be in [1, 256]"));
+    const int c = static_cast<int>(count);
     std::vector<std::unique_ptr<server::GraphClient>> clients;
     for (int i = 0; i < c; ++i) {
       clients.push_back(server::GraphClient::Connect((*srv)->address(), {.own_connection = true}));

@@ -1,8 +1,10 @@
 #include "core/cli.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 
+#include "core/status.h"
 #include "core/strings.h"
 #include "core/text_reader.h"
 
@@ -10,6 +12,20 @@ namespace fanout::core {
 namespace {
 absl::Status BadValue(const std::string& name, const std::string& v, const std::string& want) {
   return absl::InvalidArgumentError(StrCat("--", name, ": '", v, "' is not ", want));
+}
+
+// Calls item(token) for each non-empty comma-separated token of `v`.
+template <typename Fn>
+absl::Status ForEachToken(const std::string& v, Fn item) {
+  size_t start = 0;
+  while (start <= v.size()) {
+    size_t comma = v.find(',', start);
+    if (comma == std::string::npos) comma = v.size();
+    std::string tok(StripSpaces(std::string_view(v).substr(start, comma - start)));
+    if (!tok.empty()) RETURN_IF_ERROR(item(tok));
+    start = comma + 1;
+  }
+  return absl::OkStatus();
 }
 }  // namespace
 
@@ -49,9 +65,10 @@ void ArgParser::AddUint(const std::string& name, uint64_t* out, const std::strin
 
 void ArgParser::AddDouble(const std::string& name, double* out, const std::string& help) {
   flags_.push_back({name, help, StrCat(*out), false, [out, name](const std::string& v) {
-                      float f;
-                      if (!ParseFloat(v, &f)) return BadValue(name, v, "a number");
-                      *out = std::stod(v);
+                      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), *out);
+                      if (ec != std::errc() || p != v.data() + v.size() || v.empty()) {
+                        return BadValue(name, v, "a number");
+                      }
                       return absl::OkStatus();
                     }});
 }
@@ -66,6 +83,38 @@ void ArgParser::AddBool(const std::string& name, bool* out, const std::string& h
                         return BadValue(name, v, "true or false");
                       }
                       return absl::OkStatus();
+                    }});
+}
+
+void ArgParser::AddIntList(const std::string& name, std::vector<int64_t>* out, const std::string& help) {
+  flags_.push_back({name, help, "", false, [out, name](const std::string& v) {
+                      out->clear();
+                      return ForEachToken(v, [&](const std::string& tok) {
+                        int64_t a, b;
+                        size_t colon = tok.find(':');
+                        if (colon == std::string::npos) {
+                          if (!ParseInt64(tok, &a)) return BadValue(name, tok, "an integer or an a:b range");
+                          out->push_back(a);
+                        } else {
+                          if (!ParseInt64(tok.substr(0, colon), &a) || !ParseInt64(tok.substr(colon + 1), &b) || a > b) {
+                            return BadValue(name, tok, "an integer or an a:b range");
+                          }
+                          for (int64_t i = a; i < b; ++i) out->push_back(i);
+                        }
+                        return absl::OkStatus();
+                      });
+                    }});
+}
+
+void ArgParser::AddFloatList(const std::string& name, std::vector<float>* out, const std::string& help) {
+  flags_.push_back({name, help, "", false, [out, name](const std::string& v) {
+                      out->clear();
+                      return ForEachToken(v, [&](const std::string& tok) {
+                        float x;
+                        if (!ParseFloat(tok, &x)) return BadValue(name, tok, "a number");
+                        out->push_back(x);
+                        return absl::OkStatus();
+                      });
                     }});
 }
 
@@ -118,8 +167,7 @@ absl::Status ArgParser::Parse(int argc, char** argv, std::vector<std::string>* p
       Flag* b = Find(name.substr(3));
       if (b != nullptr && b->is_bool) {
         set_.push_back(b->name);
-        absl::Status st = b->set("false");
-        if (!st.ok()) return st;
+        RETURN_IF_ERROR(b->set("false"));
         continue;
       }
     }
@@ -136,8 +184,7 @@ absl::Status ArgParser::Parse(int argc, char** argv, std::vector<std::string>* p
       }
     }
     set_.push_back(f->name);
-    absl::Status st = f->set(value);
-    if (!st.ok()) return st;
+    RETURN_IF_ERROR(f->set(value));
   }
   return absl::OkStatus();
 }

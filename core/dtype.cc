@@ -23,9 +23,6 @@ const Info& InfoOf(DType t) { return kInfos[static_cast<int>(t)]; }
 size_t DTypeSize(DType t) { return InfoOf(t).size; }
 std::string_view DTypeName(DType t) { return InfoOf(t).name; }
 std::string_view DTypeNpyDescr(DType t) { return InfoOf(t).descr; }
-bool IsFloat(DType t) {
-  return t == DType::kFloat16 || t == DType::kFloat32 || t == DType::kFloat64;
-}
 
 absl::StatusOr<DType> DTypeFromName(std::string_view name) {
   for (const Info& i : kInfos) {

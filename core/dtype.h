@@ -31,7 +31,6 @@ absl::StatusOr<DType> DTypeFromName(std::string_view name);
 std::string_view DTypeNpyDescr(DType t);
 // Parses a numpy descr; big-endian and non-numeric descrs are errors naming the descr.
 absl::StatusOr<DType> DTypeFromNpyDescr(std::string_view descr);
-bool IsFloat(DType t);
 
 template <typename T>
 constexpr DType DTypeOf();

@@ -16,6 +16,12 @@
 namespace fanout::core {
 namespace {
 
+struct NpyHeader {
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> shape;
+  size_t data_offset = 0;  // bytes from the start of the file to the first element
+};
+
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr size_t kMagicLen = 6;
 
@@ -162,25 +168,6 @@ std::string EncodeNpyHeader(DType dtype, const std::vector<int64_t>& shape) {
   for (size_t i = 0; i < (v2 ? 4u : 2u); ++i) out.push_back(static_cast<char>((len >> (8 * i)) & 0xff));
   out += dict;
   return out;
-}
-
-absl::StatusOr<NpyHeader> ReadNpyHeader(const std::string& path) {
-  size_t file_size = 0;
-  ASSIGN_OR_RETURN(int fd, OpenForRead(path, &file_size));
-  char buf[4096];
-  ssize_t n = ::pread(fd, buf, sizeof(buf), 0);
-  ::close(fd);
-  if (n < 0) return ErrnoError("cannot read", path);
-  // A header longer than 4 KiB only happens with absurd ranks; ParseHeader reports it truncated.
-  auto h = ParseHeader(path, buf, static_cast<size_t>(n));
-  if (!h.ok()) return h.status();
-  size_t need = h->data_offset + static_cast<size_t>(Product(h->shape)) * DTypeSize(h->dtype);
-  if (file_size != need) {
-    return absl::InvalidArgumentError(StrCat(path, ": file is ", file_size,
-                                                   " bytes but its header needs ", need,
-                                                   file_size < need ? " (truncated)" : ""));
-  }
-  return h;
 }
 
 NpyArray::~NpyArray() { Reset(); }

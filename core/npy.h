@@ -14,16 +14,6 @@
 
 namespace fanout::core {
 
-struct NpyHeader {
-  DType dtype = DType::kFloat32;
-  std::vector<int64_t> shape;
-  size_t data_offset = 0;  // bytes from the start of the file to the first element
-};
-
-// Reads and validates the header of `path`: magic, version, dtype, C order, and that the file
-// holds exactly the bytes its shape needs. Errors name the file and what is wrong.
-absl::StatusOr<NpyHeader> ReadNpyHeader(const std::string& path);
-
 // Builds the header bytes (magic through the padded dict) for a C-order little-endian array.
 std::string EncodeNpyHeader(DType dtype, const std::vector<int64_t>& shape);
 

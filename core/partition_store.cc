@@ -149,27 +149,27 @@ absl::StatusOr<FieldSchema> PartitionStore::EdgeFieldSchema(const std::string& n
   return f->schema;
 }
 
+absl::Status PartitionStore::GatherRows(const Field& f, std::span<const int64_t> ids, int64_t base,
+                                        std::string* out) const {
+  const size_t rb = f.data.row_bytes();
+  out->resize(ids.size() * rb);
+  std::shared_lock lock(f.mu);
+  for (size_t i = 0; i < ids.size(); ++i) std::memcpy(out->data() + i * rb, f.data.row(ids[i] - base), rb);
+  return absl::OkStatus();
+}
+
 absl::Status PartitionStore::GatherNodeRows(const std::string& name, std::span<const int64_t> ids,
                                             std::string* out) const {
   ASSIGN_OR_RETURN(Field * f, FindField(node_fields_, "node", name));
   RETURN_IF_ERROR(CheckOwnedNodes(ids));
-  const size_t rb = f->data.row_bytes();
-  out->resize(ids.size() * rb);
-  std::shared_lock lock(f->mu);
-  const int64_t base = node_start();
-  for (size_t i = 0; i < ids.size(); ++i) std::memcpy(out->data() + i * rb, f->data.row(ids[i] - base), rb);
-  return absl::OkStatus();
+  return GatherRows(*f, ids, node_start(), out);
 }
 
 absl::Status PartitionStore::GatherEdgeRows(const std::string& name, std::span<const int64_t> ids,
                                             std::string* out) const {
   ASSIGN_OR_RETURN(Field * f, FindField(edge_fields_, "edge", name));
   RETURN_IF_ERROR(CheckOwnedEdges(ids));
-  const size_t rb = f->data.row_bytes();
-  out->resize(ids.size() * rb);
-  const int64_t base = edge_start();
-  for (size_t i = 0; i < ids.size(); ++i) std::memcpy(out->data() + i * rb, f->data.row(ids[i] - base), rb);
-  return absl::OkStatus();
+  return GatherRows(*f, ids, edge_start(), out);
 }
 
 absl::Status PartitionStore::PushNodeRows(const std::string& name, std::span<const int64_t> ids,

@@ -93,6 +93,8 @@ class PartitionStore {
                                    const std::string& kind, const std::string& name) const;
   absl::Status CheckOwned(std::span<const int64_t> ids, const RangePartitionBook& book,
                           const char* what) const;
+  // Copies rows ids[i] - base of `f` under its reader lock; the IDs are already checked.
+  absl::Status GatherRows(const Field& f, std::span<const int64_t> ids, int64_t base, std::string* out) const;
 
   PartitionConfig config_;
   int part_id_;

@@ -3,17 +3,22 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/random.h"
 #include "core/status.h"
 #include "core/strings.h"
 
 namespace fanout::core {
 namespace {
 
-// SplitMix64: a small, fast generator, seeded per node so draws are independent of batching.
+// A SplitMix64 counter generator, seeded per node so draws are independent of batching.
 class Rng {
  public:
-  Rng(uint64_t seed, int64_t node) : state_(Mix(seed ^ Mix(static_cast<uint64_t>(node) + 0x9e3779b97f4a7c15ull))) {}
-  uint64_t Next() { return Mix(state_ += 0x9e3779b97f4a7c15ull); }
+  Rng(uint64_t seed, int64_t node) : state_(SplitMix64(seed ^ SplitMix64(static_cast<uint64_t>(node)))) {}
+  uint64_t Next() {
+    uint64_t s = state_;
+    state_ += 0x9e3779b97f4a7c15ULL;  // SplitMix64's own step: outputs mix(s + k * golden)
+    return SplitMix64(s);
+  }
   // Uniform in [0, n) (Lemire's multiply-shift; the bias is below 2^-40 for n < 2^24).
   int64_t Below(int64_t n) {
     return static_cast<int64_t>((static_cast<unsigned __int128>(Next()) * static_cast<uint64_t>(n)) >> 64);
@@ -22,11 +27,6 @@ class Rng {
   double Unit() { return (static_cast<double>(Next() >> 11) + 1.0) * (1.0 / 9007199254740992.0); }
 
  private:
-  static uint64_t Mix(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
   uint64_t state_;
 };
 

@@ -24,14 +24,15 @@ absl::Status ValidateDataset(const Dataset& d) {
     if (e[i] < 0 || e[i] >= d.num_nodes) {
       return absl::InvalidArgumentError(StrCat(
           d.edges_source, " row ", i / 2, ": ", (i % 2 == 0 ? "src " : "dst "), e[i],
-          " is outside [0, ", d.num_nodes, ") (num_nodes)"));
+          " is outside [0, ", d.num_nodes, ") (num_nodes, from ", d.num_nodes_source, ")"));
     }
   }
   for (const auto& f : d.node_fields) {
     if (f.data.shape().empty() || f.data.rows() != d.num_nodes) {
       return absl::InvalidArgumentError(StrCat(f.data.path().empty() ? f.name : f.data.path(), ": node field '", f.name, "' has ",
                                                f.data.shape().empty() ? 0 : f.data.rows(),
-                                               " rows but the graph has ", d.num_nodes, " nodes"));
+                                               " rows but the graph has ", d.num_nodes, " nodes (from ",
+                                               d.num_nodes_source, ")"));
     }
   }
   for (const auto& f : d.edge_fields) {

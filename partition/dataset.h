@@ -21,6 +21,7 @@ struct Dataset {
   std::string name;        // default graph name (the input folder's name)
   std::string layout;      // "ogb" or "plain", for the summary
   int64_t num_nodes = 0;
+  std::string num_nodes_source;  // where num_nodes came from (a file, a flag), for messages
   // Input edges as an int64 [E, 2] array, row e = (src, dst).
   core::NpyArray edges;
   std::string edges_source;  // file the edges came from, for messages
@@ -55,7 +56,8 @@ class EdgeView {
 };
 
 // Checks the cross-file invariants every reader must guarantee: edges in [0, N), node fields
-// with N rows, edge fields with E rows, split indices in [0, N). Errors name the file and row.
+// with N rows, edge fields with E rows. (Split indices are checked where they are read.) Errors
+// name the file and row, and where N came from.
 absl::Status ValidateDataset(const Dataset& d);
 
 }  // namespace fanout::partition

@@ -48,6 +48,7 @@
 #include "core/dtype.h"
 #include "core/npy.h"
 #include "core/progress.h"
+#include "core/random.h"
 #include "core/staging_dir.h"
 #include "core/status.h"
 #include "core/strings.h"
@@ -55,6 +56,7 @@
 namespace fanout::partition {
 namespace {
 
+using core::SplitMix64;
 using core::StrCat;
 namespace fs = std::filesystem;
 
@@ -82,13 +84,6 @@ enum class Stream : uint64_t {
   kEdges,
   kEdgeWeights,
 };
-
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
 
 // An independent generator for (seed, stream, chunk).
 std::mt19937_64 MakeRng(uint64_t seed, Stream stream, uint64_t chunk = 0) {

@@ -14,7 +14,6 @@
 #include "core/parallel.h"
 #include "core/partition_config.h"
 #include "core/process_stats.h"
-#include "core/progress.h"
 #include "core/staging_dir.h"
 #include "core/status.h"
 #include "core/strings.h"
@@ -440,7 +439,7 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   RETURN_IF_ERROR(staging.Commit());
 
   s.config_path = (fs::path(staging.dest()) / (name + ".json")).string();
-  for (const auto& ph : timer.phases()) s.phases.push_back({ph.name, ph.seconds});
+  s.phases = timer.phases();
   s.total_seconds = timer.total_seconds();
   s.peak_rss_bytes = core::PeakRssBytes();
   return s;
@@ -475,7 +474,8 @@ std::string PartitionSummary::ToString() const {
   }
   std::snprintf(buf, sizeof(buf), " total %.2fs\n", total_seconds);
   r += buf;
-  r += StrCat("peak memory:      ", Human(static_cast<double>(peak_rss_bytes)), " (RSS)\n");
+  r += StrCat("peak memory:      ", Human(static_cast<double>(peak_rss_bytes)), " (RSS, ", peak_rss_bytes,
+              " bytes)\n");
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/process_stats.h"
 #include "partition/dataset.h"
 
 namespace fanout::partition {
@@ -44,11 +45,7 @@ struct PartitionSummary {
   int64_t duplicates = 0;              // found (removed or kept)
   int64_t edge_cut = 0;                // stored edges whose source lives in another partition
   std::vector<int64_t> part_nodes, part_edges, part_train, part_halo;
-  struct Phase {
-    std::string name;
-    double seconds;
-  };
-  std::vector<Phase> phases;
+  std::vector<core::PhaseTimer::Phase> phases;
   double total_seconds = 0;
   int64_t peak_rss_bytes = 0;
   std::string metis_note;              // e.g. the constraints used

@@ -280,7 +280,8 @@ absl::StatusOr<Dataset> ReadOgb(const fs::path& dir, const ReadOptions& opt) {
   Dataset d;
   d.layout = "ogb";
   fs::path raw = dir / "raw";
-  ASSIGN_OR_RETURN(d.num_nodes, ReadSingleInt((raw / "num-node-list.csv.gz").string()));
+  d.num_nodes_source = (raw / "num-node-list.csv.gz").string();
+  ASSIGN_OR_RETURN(d.num_nodes, ReadSingleInt(d.num_nodes_source));
   int64_t num_edges = -1;
   std::error_code ec;
   if (fs::exists(raw / "num-edge-list.csv.gz", ec)) {
@@ -332,10 +333,10 @@ absl::StatusOr<Dataset> ReadPlain(const fs::path& dir, const ReadOptions& opt) {
   RETURN_IF_ERROR(ReadFieldDir(dir / "node_data", &d.node_fields));
   // The node count: the flag, else the first node field's rows, else max edge endpoint + 1.
   d.num_nodes = opt.num_nodes;
-  std::string count_source = "--num-nodes";
+  d.num_nodes_source = "--num-nodes";
   if (d.num_nodes < 0 && !d.node_fields.empty()) {
     d.num_nodes = d.node_fields[0].data.rows();
-    count_source = d.node_fields[0].data.path();
+    d.num_nodes_source = d.node_fields[0].data.path();
   }
 
   std::string edges_npy = FirstExisting(dir, {"edges.npy"});
@@ -356,7 +357,7 @@ absl::StatusOr<Dataset> ReadPlain(const fs::path& dir, const ReadOptions& opt) {
     int64_t m = -1;
     for (int64_t i = 0; i < 2 * d.num_edges(); ++i) m = std::max(m, e[i]);
     d.num_nodes = m + 1;
-    count_source = "the largest node ID in " + d.edges_source;
+    d.num_nodes_source = "the largest node ID in " + d.edges_source;
   }
   std::string edge_feat = FirstExisting(dir, {"edge_feat.npy"});
   if (!edge_feat.empty()) {
@@ -372,7 +373,6 @@ absl::StatusOr<Dataset> ReadPlain(const fs::path& dir, const ReadOptions& opt) {
     ASSIGN_OR_RETURN(d.test_idx, ReadIndexNpy((dir / "test_idx.npy").string(), d.num_nodes));
     d.has_split = true;
   }
-  (void)count_source;
   return d;
 }
 

@@ -78,22 +78,21 @@ absl::StatusOr<Rows> ToRows(v1::PullResponse& resp) {
 }  // namespace
 
 absl::StatusOr<Rows> GraphClient::PullNodeData(const std::string& field, const std::vector<int64_t>& ids) {
-  v1::PullRequest req;
-  req.set_field(field);
-  FillInt64Tensor(ids, req.mutable_ids());
-  v1::PullResponse resp;
-  RETURN_IF_ERROR(Invoke("PullNodeData", req, &resp, true,
-                         [this](auto* c, const auto& q, auto* r) { return stub_->PullNodeData(c, q, r); }));
-  return ToRows(resp);
+  return Pull("PullNodeData", field, ids, &v1::GraphService::Stub::PullNodeData);
 }
 
 absl::StatusOr<Rows> GraphClient::PullEdgeData(const std::string& field, const std::vector<int64_t>& ids) {
+  return Pull("PullEdgeData", field, ids, &v1::GraphService::Stub::PullEdgeData);
+}
+
+absl::StatusOr<Rows> GraphClient::Pull(const char* method, const std::string& field, const std::vector<int64_t>& ids,
+                                       PullMethod call) {
   v1::PullRequest req;
   req.set_field(field);
   FillInt64Tensor(ids, req.mutable_ids());
   v1::PullResponse resp;
-  RETURN_IF_ERROR(Invoke("PullEdgeData", req, &resp, true,
-                         [this](auto* c, const auto& q, auto* r) { return stub_->PullEdgeData(c, q, r); }));
+  RETURN_IF_ERROR(Invoke(method, req, &resp, true,
+                         [this, call](auto* c, const auto& q, auto* r) { return (stub_.get()->*call)(c, q, r); }));
   return ToRows(resp);
 }
 

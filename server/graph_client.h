@@ -54,6 +54,10 @@ class GraphClient {
   GraphClient(std::string address, ClientOptions options, std::shared_ptr<grpc::Channel> channel);
   template <typename Req, typename Resp, typename Call>
   absl::Status Invoke(const char* method, const Req& req, Resp* resp, bool retry, Call call);
+  using PullMethod = grpc::Status (v1::GraphService::Stub::*)(grpc::ClientContext*, const v1::PullRequest&,
+                                                             v1::PullResponse*);
+  absl::StatusOr<Rows> Pull(const char* method, const std::string& field, const std::vector<int64_t>& ids,
+                            PullMethod call);
 
   std::string address_;
   ClientOptions options_;

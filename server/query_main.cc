@@ -10,7 +10,6 @@
 
 #include "core/cli.h"
 #include "core/strings.h"
-#include "core/text_reader.h"
 #include "server/graph_client.h"
 
 namespace {
@@ -22,29 +21,6 @@ constexpr char kAbout[] =
     "Asks a fanout graph server one question and prints the answer as JSON on stdout.\n"
     "Commands: metadata | stats | pull | pull-edges | push | degrees | find-edges | sample\n"
     "ID lists: comma-separated, with a:b for the range [a, b), e.g. --ids 0:4,17\n\n";
-
-absl::StatusOr<std::vector<int64_t>> ParseIds(const std::string& flag, const std::string& text) {
-  std::vector<int64_t> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    std::string tok = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    start = comma == std::string::npos ? text.size() + 1 : comma + 1;
-    if (tok.empty()) continue;
-    int64_t a, b;
-    size_t colon = tok.find(':');
-    if (colon == std::string::npos && core::ParseInt64(tok, &a)) {
-      out.push_back(a);
-    } else if (colon != std::string::npos && core::ParseInt64(tok.substr(0, colon), &a) &&
-               core::ParseInt64(tok.substr(colon + 1), &b) && a <= b) {
-      for (int64_t i = a; i < b; ++i) out.push_back(i);
-    } else {
-      return absl::InvalidArgumentError(core::StrCat(flag, ": '", tok, "' is not an ID or an a:b range"));
-    }
-  }
-  if (out.empty()) return absl::InvalidArgumentError(core::StrCat(flag, " is required"));
-  return out;
-}
 
 template <typename T>
 json Values(const std::string& data, int64_t n) {
@@ -96,7 +72,9 @@ absl::StatusOr<json> ProtoJson(const google::protobuf::Message& m) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string address, field, ids_text, dir = "in", op = "assign", weight, values_text;
+  std::string address, field, dir = "in", op = "assign", weight;
+  std::vector<int64_t> id_list;
+  std::vector<float> values;
   int64_t fanout = -1;
   uint64_t seed = 0;
   bool replace = false;
@@ -105,16 +83,16 @@ int main(int argc, char** argv) {
   args.SetDescription(kAbout);
   args.AddString("server", &address, "the graph server, host:port");
   args.AddString("field", &field, "pull, pull-edges, push: the field name");
-  args.AddString("ids", &ids_text, "pull, degrees, push: node IDs; pull-edges, find-edges: edge IDs");
-  args.AddString("seeds", &ids_text, "sample: seed node IDs");
-  args.AddString("eids", &ids_text, "find-edges, pull-edges: edge IDs");
+  args.AddIntList("ids", &id_list, "pull, degrees, push: node IDs");
+  args.AddIntList("seeds", &id_list, "sample: seed node IDs");
+  args.AddIntList("eids", &id_list, "find-edges, pull-edges: edge IDs");
   args.AddInt("fanout", &fanout, "sample: neighbours per seed (-1 = all)");
   args.AddBool("replace", &replace, "sample: with replacement");
   args.AddChoice("dir", &dir, {"in", "out"}, "sample, degrees: edge direction");
   args.AddString("weight", &weight, "sample: edge field weighting the draw");
   args.AddUint("seed", &seed, "sample: random seed");
   args.AddChoice("op", &op, {"assign", "add"}, "push: how rows are applied");
-  args.AddString("values", &values_text, "push: comma-separated numbers, rows after rows");
+  args.AddFloatList("values", &values, "push: the rows' numbers, row after row");
   args.AddDouble("deadline", &deadline, "seconds per call");
   std::vector<std::string> positional;
   if (std::optional<int> exit = args.ParseForMain(argc, argv, &positional)) return *exit;
@@ -125,7 +103,10 @@ int main(int argc, char** argv) {
   const std::string cmd = positional[0];
   auto client = server::GraphClient::Connect(address, {.deadline_seconds = deadline});
   const core::EdgeDir edge_dir = dir == "out" ? core::EdgeDir::kOut : core::EdgeDir::kIn;
-  auto ids = [&](const char* flag) { return ParseIds(flag, ids_text); };
+  auto ids = [&](const char* flag) -> absl::StatusOr<std::vector<int64_t>> {
+    if (id_list.empty()) return absl::InvalidArgumentError(core::StrCat(flag, " is required"));
+    return id_list;
+  };
 
   absl::StatusOr<json> out = [&]() -> absl::StatusOr<json> {
     if (cmd == "metadata") {
@@ -182,22 +163,10 @@ int main(int argc, char** argv) {
         if (f.dtype() != v1::FLOAT32) {
           return absl::UnimplementedError("fanout-query pushes float32 fields only; use the C++ or Python client");
         }
-        std::vector<float> vals;
-        size_t start = 0;
-        while (start < values_text.size()) {
-          size_t c = values_text.find(',', start);
-          float x;
-          std::string tok = values_text.substr(start, c == std::string::npos ? std::string::npos : c - start);
-          if (!core::ParseFloat(tok, &x)) {
-            return absl::InvalidArgumentError(core::StrCat("--values: '", tok, "' is not a number"));
-          }
-          vals.push_back(x);
-          start = c == std::string::npos ? values_text.size() : c + 1;
-        }
         std::vector<int64_t> shape{static_cast<int64_t>(v->size())};
         shape.insert(shape.end(), f.shape().begin(), f.shape().end());
         server::Rows rows{core::DType::kFloat32, shape,
-                          std::string(reinterpret_cast<const char*>(vals.data()), vals.size() * 4)};
+                          std::string(reinterpret_cast<const char*>(values.data()), values.size() * 4)};
         absl::Status s = client->PushNodeData(field, *v, rows, op == "add" ? core::PushOp::kAdd : core::PushOp::kAssign);
         if (!s.ok()) return s;
         return json{{"pushed", v->size()}, {"field", field}, {"op", op}};

@@ -38,6 +38,24 @@ TEST(ArgParserTest, ParsesEveryForm) {
   EXPECT_NE(p.Usage().find("--count VALUE"), std::string::npos);
 }
 
+TEST(ArgParserTest, Lists) {
+  std::vector<int64_t> ids;
+  std::vector<float> xs;
+  double d = 0;
+  ArgParser p("tool", "");
+  p.AddIntList("ids", &ids, "");
+  p.AddFloatList("xs", &xs, "");
+  p.AddDouble("d", &d, "");
+  ASSERT_TRUE(ParseArgs(p, {"--ids", "7,0:3, 10", "--xs=0.5,-2", "--d", "1e-3"}).ok());
+  EXPECT_EQ(ids, (std::vector<int64_t>{7, 0, 1, 2, 10}));
+  EXPECT_EQ(xs, (std::vector<float>{0.5f, -2.0f}));
+  EXPECT_EQ(d, 1e-3);
+  auto bad = ParseArgs(p, {"--ids", "1,3:2"});
+  EXPECT_NE(std::string(bad.message()).find("--ids: '3:2' is not an integer or an a:b range"), std::string::npos) << bad;
+  EXPECT_FALSE(ParseArgs(p, {"--xs", "1,x"}).ok());
+  EXPECT_FALSE(ParseArgs(p, {"--d", "1.5x"}).ok());
+}
+
 TEST(ArgParserTest, ErrorsNameTheFlag) {
   int64_t i = 0;
   std::string c = "a";

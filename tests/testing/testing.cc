@@ -82,6 +82,7 @@ Dataset MakeRandomDataset(const RandomGraphSpec& s) {
   int64_t m = static_cast<int64_t>(e.size() / 2);
   d.edges = NpyArray::Adopt(std::move(e), {m, 2});
   d.edges_source = "memory";
+  d.num_nodes_source = "memory";
   std::vector<float> feat(s.num_nodes * s.feat_dim);
   for (int64_t v = 0; v < s.num_nodes; ++v) {
     for (int64_t j = 0; j < s.feat_dim; ++j) feat[v * s.feat_dim + j] = static_cast<float>(v * 100 + j);
