@@ -1,0 +1,54 @@
+// What a sampler hands a trainer: one mini-batch of a multi-layer neighbour sample, as DGL's
+// blocks (message-flow graphs), with the input nodes' features and the seeds' labels.
+//
+// Layer order follows DGL: blocks[0] is the input layer (its source nodes are the input nodes
+// whose features are fetched), blocks.back() is the output layer (its destination nodes are the
+// seeds). blocks[l + 1].src_nodes == blocks[l].dst nodes, i.e. the first blocks[l].num_dst
+// entries of blocks[l].src_nodes. No LibTorch here: the trainer wraps these arrays in tensors.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace fanout::sampler {
+
+// One layer. Node IDs are global (new) IDs; edges are stored by destination (CSC) with
+// compacted (local) source indices.
+struct Block {
+  // Source nodes, global IDs, distinct. The first num_dst of them are the destination nodes, in
+  // order (DGL: "a block's source nodes list its destination nodes first").
+  std::vector<int64_t> src_nodes;
+  int64_t num_dst = 0;
+  // Destination j's sampled in-edges are [indptr[j], indptr[j + 1]); indptr has num_dst + 1
+  // entries. indices[e] is the edge's source as an index into src_nodes; eids[e] its global
+  // edge ID.
+  std::vector<int64_t> indptr;
+  std::vector<int64_t> indices;
+  std::vector<int64_t> eids;
+
+  int64_t num_src() const { return static_cast<int64_t>(src_nodes.size()); }
+  int64_t num_edges() const { return static_cast<int64_t>(indices.size()); }
+};
+
+// A row-major float32 matrix whose memory may live in the heap or in a shared-memory mapping
+// handed over by a sampler process; `owner` keeps it alive (a tensor can borrow `data`).
+struct FloatRows {
+  std::shared_ptr<const void> owner;
+  const float* data = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+struct MiniBatch {
+  int64_t epoch = 0;
+  int64_t step = 0;                  // 0-based, within the epoch
+  std::vector<int64_t> seeds;        // output nodes, global IDs (== blocks.back()'s dst nodes)
+  std::vector<Block> blocks;         // blocks[0] = input layer ... blocks.back() = output layer
+  FloatRows features;                // one row per blocks[0].src_nodes entry (input nodes)
+  std::vector<int64_t> labels;       // one per seed; empty when the loader fetches no labels
+
+  const std::vector<int64_t>& input_nodes() const { return blocks.front().src_nodes; }
+};
+
+}  // namespace fanout::sampler
