@@ -17,22 +17,22 @@ while [ $# -gt 0 ]; do
     *) echo "unknown argument $1" >&2; exit 2 ;;
   esac
 done
-BIN=${FANOUT_BUILD_DIR:-build}
-[ -x "$BIN/bench/metis_baseline" ] || bash scripts/build.sh
+BIN=${FANOUT_BUILD_DIR:-build}/bin
+[ -x "$BIN/metis_baseline" ] || bash scripts/build.sh
 DATA=$WORK/$PRESET
 mkdir -p "$WORK"
 if [ ! -f "$DATA/edges.npy" ]; then
   echo "== generating the $PRESET dataset in $DATA"
-  "$BIN/partition/fanout-generate" --preset "$PRESET" --out "$DATA" --overwrite
+  "$BIN/fanout-generate" --preset "$PRESET" --out "$DATA" --overwrite
 fi
 echo "== $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB; dataset: $DATA"
 
 now() { date +%s.%N; }
 for round in $(seq 1 "$ROUNDS"); do
   t0=$(now)
-  base=$("$BIN/bench/metis_baseline" --input "$DATA" --num-parts "$PARTS" "${EXTRA[@]}")
+  base=$("$BIN/metis_baseline" --input "$DATA" --num-parts "$PARTS" "${EXTRA[@]}")
   t1=$(now)
-  "$BIN/partition/fanout-partition" --input "$DATA" --num-parts "$PARTS" --out "$WORK/parts" \
+  "$BIN/fanout-partition" --input "$DATA" --num-parts "$PARTS" --out "$WORK/parts" \
     --add-reverse-edges --overwrite --quiet "${EXTRA[@]}" > "$WORK/summary.txt"
   t2=$(now)
   metis_s=$(echo "$base" | sed -n 's/^metis_seconds=//p')

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "core/check.h"
 #include "core/status.h"
 #include "core/strings.h"
 
@@ -163,6 +164,20 @@ absl::Status PartitionStore::GatherNodeRows(const std::string& name, std::span<c
   ASSIGN_OR_RETURN(Field * f, FindField(node_fields_, "node", name));
   RETURN_IF_ERROR(CheckOwnedNodes(ids));
   return GatherRows(*f, ids, node_start(), out);
+}
+
+absl::Status PartitionStore::GatherNodeRowsAt(const std::string& name, std::span<const int64_t> ids,
+                                              std::span<const int64_t> dst_rows, char* out) const {
+  FANOUT_CHECK(ids.size() == dst_rows.size());
+  ASSIGN_OR_RETURN(Field * f, FindField(node_fields_, "node", name));
+  RETURN_IF_ERROR(CheckOwnedNodes(ids));
+  const size_t rb = f->data.row_bytes();
+  const int64_t base = node_start();
+  std::shared_lock lock(f->mu);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::memcpy(out + static_cast<size_t>(dst_rows[i]) * rb, f->data.row(ids[i] - base), rb);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status PartitionStore::GatherEdgeRows(const std::string& name, std::span<const int64_t> ids,

@@ -54,6 +54,10 @@ class PartitionStore {
   // (resized to ids.size() * row bytes).
   absl::Status GatherNodeRows(const std::string& name, std::span<const int64_t> ids, std::string* out) const;
   absl::Status GatherEdgeRows(const std::string& name, std::span<const int64_t> ids, std::string* out) const;
+  // Like GatherNodeRows, but scatters: the row of ids[i] goes to out + dst_rows[i] * row bytes,
+  // in a matrix the caller sized (a sampler filling its own rows of a batch's input features).
+  absl::Status GatherNodeRowsAt(const std::string& name, std::span<const int64_t> ids,
+                                std::span<const int64_t> dst_rows, char* out) const;
   // Writes rows into a node field: `data` holds ids.size() rows in the field's dtype. kAdd adds
   // element-wise (numeric fields). Repeated IDs are applied in order.
   absl::Status PushNodeRows(const std::string& name, std::span<const int64_t> ids, const void* data,

@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
 DEMO=${FANOUT_DEMO_DIR:-demo}
-BIN=${FANOUT_BUILD_DIR:-build}/partition
+BIN=${FANOUT_BUILD_DIR:-build}/bin
 mkdir -p "$DEMO"
 echo "== generating a synthetic dataset in $DEMO/dataset"
 "$BIN/fanout-generate" --preset small --out "$DEMO/dataset" --overwrite

@@ -1,0 +1,87 @@
+// A partitioned graph as one process of machine k sees it: the partition book routes every node
+// ID to its owner; machine k's own partition is read straight from its memory-mapped files (no
+// RPC), every other partition is asked over gRPC, all remote partitions of one call in parallel.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/partition_config.h"
+#include "core/partition_store.h"
+#include "core/sampling.h"
+#include "server/graph_client.h"
+
+namespace fanout::sampler {
+
+// Where the servers of each partition listen. addresses[p] lists the servers of partition p
+// (machine p); calls to p rotate among them.
+struct ServerMap {
+  std::vector<std::vector<std::string>> addresses;
+};
+
+// Parses "P=HOST:PORT,P=HOST:PORT,..." (several entries per partition allowed).
+absl::StatusOr<ServerMap> ParseServerList(const std::string& text, int num_parts);
+std::string FormatServerList(const ServerMap& map);
+
+struct DistGraphOptions {
+  int machine_id = 0;                 // this process's machine = its local partition; -1: none
+  bool read_local_files = true;       // false: the local partition too goes through its servers
+  ServerMap servers;                  // required for every partition not read from files
+  server::ClientOptions client;       // deadline per call, retries, message limit
+  double connect_timeout_seconds = 30;  // Open() waits this long for every server to answer
+};
+
+// Thread-safe: every method may be called concurrently.
+class DistGraph {
+ public:
+  // Opens the local partition's files and connects to every remote partition's servers, checking
+  // that each answers its metadata with the graph and partition the config says. Errors name the
+  // partition, the address and what failed.
+  static absl::StatusOr<std::unique_ptr<DistGraph>> Open(const core::PartitionConfig& config,
+                                                         const DistGraphOptions& options);
+
+  const core::PartitionConfig& config() const { return config_; }
+  const core::RangePartitionBook& node_book() const { return book_; }
+  int machine_id() const { return options_.machine_id; }
+  int num_parts() const { return config_.num_parts; }
+  int64_t num_nodes() const { return config_.num_nodes; }
+  // True when partition p is read from local files.
+  bool is_local(int p) const { return local_ != nullptr && p == options_.machine_id; }
+
+  // DGL's sample_neighbors over the whole graph: `seeds` may belong to any partitions; the edges
+  // come back grouped by seed in `seeds` order (a seed's edges contiguous). Out-of-graph IDs are
+  // INVALID_ARGUMENT.
+  absl::Status SampleNeighbors(std::span<const int64_t> seeds, const core::SampleOptions& options,
+                               core::SampledEdges* out) const;
+
+  // Gathers rows of node field `field` for `ids` (any partitions) into `out`, row i at
+  // out + i * row_bytes (the caller sizes it: ids.size() * RowBytes(field)).
+  absl::Status PullNodeRows(const std::string& field, std::span<const int64_t> ids, char* out) const;
+  absl::StatusOr<core::FieldSchema> NodeFieldSchema(const std::string& field) const;
+  absl::StatusOr<size_t> NodeRowBytes(const std::string& field) const;
+
+  // Every row of a node field over the whole graph, partition by partition (for small fields
+  // such as split masks); pulled in chunks.
+  absl::StatusOr<std::string> PullWholeNodeField(const std::string& field) const;
+
+ private:
+  DistGraph(core::PartitionConfig config, DistGraphOptions options, core::RangePartitionBook book);
+  server::GraphClient* ClientFor(int part) const;
+  std::string Describe(int part) const;  // "partition 1 (server 127.0.0.1:5000)"
+  // Splits `ids` by owner: order[p] = positions in `ids` owned by partition p.
+  absl::Status GroupByPart(std::span<const int64_t> ids, std::vector<std::vector<int64_t>>* positions) const;
+
+  core::PartitionConfig config_;
+  DistGraphOptions options_;
+  core::RangePartitionBook book_;
+  std::unique_ptr<core::PartitionStore> local_;
+  std::vector<std::vector<std::unique_ptr<server::GraphClient>>> clients_;  // [part][server]
+  mutable std::unique_ptr<std::atomic<uint64_t>[]> next_client_;           // round robin per part
+};
+
+}  // namespace fanout::sampler

@@ -1,0 +1,294 @@
+#include "sampler/loader.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "core/status.h"
+#include "core/strings.h"
+#include "sampler/shm_batch.h"
+
+namespace fanout::sampler {
+
+using core::StrCat;
+
+namespace {
+
+// Batches made by a pool of threads, each with its own MiniBatchSampler, at most `prefetch`
+// ahead of the consumer.
+class ThreadLoader final : public BatchLoader {
+ public:
+  ThreadLoader(const DistGraph* graph, const SamplerOptions& so, std::vector<int64_t> seeds, const LoaderOptions& lo)
+      : options_(lo) {
+    const int threads = std::max(1, lo.num_threads);
+    for (int i = 0; i < threads; ++i) samplers_.push_back(std::make_unique<MiniBatchSampler>(graph, so, seeds));
+    steps_ = samplers_[0]->steps_per_epoch();
+    total_ = steps_ * lo.num_epochs;
+    for (int i = 0; i < threads; ++i) workers_.emplace_back([this, i] { Work(i); });
+  }
+  ~ThreadLoader() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : workers_) t.join();
+  }
+  int64_t steps_per_epoch() const override { return steps_; }
+  int64_t feature_dim() const override { return samplers_[0]->feature_dim(); }
+
+  absl::StatusOr<MiniBatch> Next() override {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (consumed_ >= total_) return absl::OutOfRangeError("no more batches: the last epoch is done");
+    cv_.wait(lock, [&] { return ready_.count(consumed_) > 0; });
+    auto node = ready_.extract(consumed_);
+    ++consumed_;
+    lock.unlock();
+    cv_.notify_all();
+    return std::move(node.mapped());
+  }
+
+ private:
+  void Work(int i) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return stop_ || failed_ || (next_ < total_ && next_ < consumed_ + options_.prefetch); });
+      if (stop_ || failed_) return;
+      const int64_t g = next_++;
+      lock.unlock();
+      const int64_t epoch = options_.first_epoch + g / steps_, step = g % steps_;
+      absl::StatusOr<MiniBatch> mb = samplers_[i]->Sample(epoch, step);
+      if (!mb.ok()) {
+        mb = absl::Status(mb.status().code(), StrCat("sampling epoch ", epoch, " step ", step, ": ",
+                                                     mb.status().message()));
+      }
+      lock.lock();
+      if (!mb.ok()) failed_ = true;
+      ready_.emplace(g, std::move(mb));
+      cv_.notify_all();
+    }
+  }
+
+  LoaderOptions options_;
+  std::vector<std::unique_ptr<MiniBatchSampler>> samplers_;
+  std::vector<std::thread> workers_;
+  int64_t steps_ = 0, total_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t next_ = 0;      // next batch index to start
+  int64_t consumed_ = 0;  // batches handed out
+  bool stop_ = false, failed_ = false;
+  std::map<int64_t, absl::StatusOr<MiniBatch>> ready_;
+};
+
+std::string DescribeExit(int status) {
+  if (WIFEXITED(status)) return StrCat("exited with status ", WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return StrCat("was killed by signal ", WTERMSIG(status), " (", strsignal(WTERMSIG(status)), ")");
+  return "stopped";
+}
+
+// N fanout-sampler children; child i makes batches i, i + N, ... and sends each as a memfd over
+// a SOCK_SEQPACKET socket, at most `prefetch` ahead of the acknowledgements (one byte per batch
+// taken) it reads back.
+class ProcessLoader final : public BatchLoader {
+ public:
+  static absl::StatusOr<std::unique_ptr<ProcessLoader>> Start(const DistGraph* graph, const DistGraphOptions& go,
+                                                               const SamplerOptions& so, std::vector<int64_t> seeds,
+                                                               const LoaderOptions& lo) {
+    if (lo.sampler_binary.empty() || access(lo.sampler_binary.c_str(), X_OK) != 0) {
+      return absl::FailedPreconditionError(StrCat("sampler program '", lo.sampler_binary,
+                                                  "' is not an executable file (needed for --num-samplers ",
+                                                  lo.num_samplers, ")"));
+    }
+    std::unique_ptr<ProcessLoader> l(new ProcessLoader(lo));
+    MiniBatchSampler probe(graph, so, seeds);
+    l->steps_ = probe.steps_per_epoch();
+    l->feature_dim_ = probe.feature_dim();
+    l->total_ = l->steps_ * lo.num_epochs;
+
+    // The seed list travels once, in a memfd every child inherits.
+    int seeds_fd = memfd_create("fanout-seeds", MFD_CLOEXEC);
+    if (seeds_fd < 0) return absl::InternalError(StrCat("memfd_create: ", std::strerror(errno)));
+    const size_t bytes = seeds.size() * sizeof(int64_t);
+    bool ok = ftruncate(seeds_fd, static_cast<off_t>(bytes)) == 0;
+    for (size_t done = 0; ok && done < bytes;) {
+      ssize_t n = pwrite(seeds_fd, reinterpret_cast<const char*>(seeds.data()) + done, bytes - done, done);
+      ok = n > 0;
+      if (ok) done += static_cast<size_t>(n);
+    }
+    if (!ok) {
+      close(seeds_fd);
+      return absl::InternalError(StrCat("writing the seed list for the samplers: ", std::strerror(errno)));
+    }
+
+    auto fmt_list = [](const std::vector<int64_t>& v) { return core::StrJoin(v, ","); };
+    std::vector<std::string> common = {
+        lo.sampler_binary,
+        "--part-config", lo.part_config_path,
+        "--machine-id", std::to_string(go.machine_id),
+        StrCat("--read-local-files=", go.read_local_files ? "true" : "false"),
+        "--servers", FormatServerList(go.servers),
+        "--deadline", StrCat(go.client.deadline_seconds),
+        "--fanouts", fmt_list(so.fanouts),
+        "--batch-size", std::to_string(so.batch_size),
+        StrCat("--replace=", so.replace ? "true" : "false"),
+        StrCat("--shuffle=", so.shuffle ? "true" : "false"),
+        "--seed", std::to_string(so.seed),
+        "--rank", std::to_string(so.rank),
+        "--seeds-per-epoch", std::to_string(so.seeds_per_epoch),
+        "--feature-field", so.feature_field,
+        "--label-field", so.label_field,
+        "--first-epoch", std::to_string(lo.first_epoch),
+        "--num-epochs", std::to_string(lo.num_epochs),
+        "--num-samplers", std::to_string(lo.num_samplers),
+        "--prefetch", std::to_string(std::max(1, lo.prefetch)),
+        "--socket-fd", "3",
+        "--seeds-fd", "4",
+        "--num-seeds", std::to_string(seeds.size()),
+    };
+    absl::Status status;
+    for (int i = 0; i < lo.num_samplers && status.ok(); ++i) {
+      std::vector<std::string> args = common;
+      args.push_back("--index");
+      args.push_back(std::to_string(i));
+      status = l->Spawn(args, seeds_fd);
+    }
+    close(seeds_fd);
+    RETURN_IF_ERROR(status);
+    return l;
+  }
+
+  ~ProcessLoader() override {
+    for (Child& c : children_) {
+      if (c.sock >= 0) close(c.sock);  // the child sees EOF and exits
+    }
+    for (Child& c : children_) {
+      if (c.pid > 0 && !c.reaped) {
+        kill(c.pid, SIGTERM);
+        waitpid(c.pid, nullptr, 0);
+      }
+    }
+  }
+
+  int64_t steps_per_epoch() const override { return steps_; }
+  int64_t feature_dim() const override { return feature_dim_; }
+
+  absl::StatusOr<MiniBatch> Next() override {
+    if (consumed_ >= total_) return absl::OutOfRangeError("no more batches: the last epoch is done");
+    const int64_t g = consumed_;
+    Child& c = children_[g % children_.size()];
+    const std::string who = StrCat("sampler process ", g % children_.size(), " (pid ", c.pid, ")");
+    pollfd pfd{c.sock, POLLIN, 0};
+    int r;
+    do {
+      r = poll(&pfd, 1, static_cast<int>(options_.batch_timeout_seconds * 1000));
+    } while (r < 0 && errno == EINTR);
+    if (r == 0) {
+      return absl::DeadlineExceededError(StrCat(who, " made no batch in ", options_.batch_timeout_seconds, " s"));
+    }
+    int64_t index = -1;
+    int fd = -1;
+    bool closed = false;
+    absl::Status s = ReceiveMessage(c.sock, &index, &fd, &closed);
+    if (!s.ok()) {
+      if (fd >= 0) close(fd);
+      if (closed) {
+        int status = 0;
+        if (waitpid(c.pid, &status, 0) == c.pid) c.reaped = true;
+        return absl::UnavailableError(StrCat(who, " ", c.reaped ? DescribeExit(status) : "closed its socket",
+                                             " before sending batch ", g));
+      }
+      return absl::Status(s.code(), StrCat(who, ": ", s.message()));
+    }
+    if (index != g) {
+      close(fd);
+      return absl::InternalError(StrCat(who, " sent batch ", index, " when batch ", g, " was due"));
+    }
+    auto mb = ReadShmBatch(fd);
+    close(fd);
+    if (!mb.ok()) return absl::Status(mb.status().code(), StrCat(who, ": ", mb.status().message()));
+    const char ack = 1;
+    if (write(c.sock, &ack, 1) != 1 && g + static_cast<int64_t>(children_.size()) < total_) {
+      return absl::UnavailableError(StrCat(who, " stopped reading: ", std::strerror(errno)));
+    }
+    ++consumed_;
+    return mb;
+  }
+
+ private:
+  struct Child {
+    pid_t pid = -1;
+    int sock = -1;
+    bool reaped = false;
+  };
+  explicit ProcessLoader(LoaderOptions lo) : options_(std::move(lo)) {}
+
+  absl::Status Spawn(const std::vector<std::string>& args, int seeds_fd) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+      return absl::InternalError(StrCat("socketpair: ", std::strerror(errno)));
+    }
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+      close(sv[0]);
+      close(sv[1]);
+      return absl::InternalError(StrCat("fork: ", std::strerror(errno)));
+    }
+    if (pid == 0) {
+      // Child: async-signal-safe calls only until exec. Dies with the trainer.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);
+      // dup2 clears FD_CLOEXEC on the new descriptors; fd 4 first, in case sv[1] is 4.
+      int seeds = fcntl(seeds_fd, F_DUPFD_CLOEXEC, 5);
+      int sock = fcntl(sv[1], F_DUPFD_CLOEXEC, 5);
+      if (seeds < 0 || sock < 0 || dup2(sock, 3) < 0 || dup2(seeds, 4) < 0) _exit(126);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(sv[1]);
+    children_.push_back(Child{pid, sv[0]});
+    return absl::OkStatus();
+  }
+
+  LoaderOptions options_;
+  std::vector<Child> children_;
+  int64_t steps_ = 0, total_ = 0, feature_dim_ = 0;
+  int64_t consumed_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<BatchLoader>> MakeBatchLoader(const DistGraph* graph,
+                                                             const DistGraphOptions& graph_options,
+                                                             const SamplerOptions& sampler_options,
+                                                             std::vector<int64_t> seeds,
+                                                             const LoaderOptions& options) {
+  RETURN_IF_ERROR(ValidateSamplerOptions(sampler_options, *graph));
+  if (options.num_samplers < 0) {
+    return absl::InvalidArgumentError(StrCat("--num-samplers must be >= 0, got ", options.num_samplers));
+  }
+  if (options.num_epochs < 0) return absl::InvalidArgumentError("the number of epochs must be >= 0");
+  if (options.num_samplers == 0) {
+    return std::unique_ptr<BatchLoader>(new ThreadLoader(graph, sampler_options, std::move(seeds), options));
+  }
+  ASSIGN_OR_RETURN(auto l, ProcessLoader::Start(graph, graph_options, sampler_options, std::move(seeds), options));
+  return std::unique_ptr<BatchLoader>(std::move(l));
+}
+
+}  // namespace fanout::sampler

@@ -1,0 +1,51 @@
+// Streams of ready mini-batches for a trainer, in (epoch, step) order, produced ahead of it:
+//  - num_samplers = 0: sampled in the trainer's process on a small thread pool;
+//  - num_samplers = N > 0: by N fanout-sampler child processes (sampler i makes every N-th batch)
+//    that hand batches over in shared memory (sampler/shm_batch.h).
+// Either way batch (epoch, step) is the same: it depends only on the options and the seeds.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sampler/dist_graph.h"
+#include "sampler/minibatch.h"
+#include "sampler/minibatch_sampler.h"
+
+namespace fanout::sampler {
+
+struct LoaderOptions {
+  int num_samplers = 0;          // sampler processes; 0 = threads in this process
+  int num_threads = 1;           // sampling threads when num_samplers = 0
+  int prefetch = 2;              // batches made ahead: in total (threads), per process (samplers)
+  int64_t first_epoch = 0;       // epochs [first_epoch, first_epoch + num_epochs)
+  int64_t num_epochs = 1;
+  // For sampler processes: how to start them and how they reach the graph.
+  std::string sampler_binary;    // path of fanout-sampler
+  std::string part_config_path;  // the partition config the processes open
+  double batch_timeout_seconds = 600;  // waiting longer than this for one batch is an error
+};
+
+class BatchLoader {
+ public:
+  virtual ~BatchLoader() = default;
+  virtual int64_t steps_per_epoch() const = 0;
+  // Feature columns of every batch (float32).
+  virtual int64_t feature_dim() const = 0;
+  // The next batch in order; OUT_OF_RANGE after the last epoch. An error from any sampler (an
+  // unreachable server, a dead sampler process) is returned here, naming its source.
+  virtual absl::StatusOr<MiniBatch> Next() = 0;
+};
+
+// `graph` must outlive the loader; sampler processes open their own view of the same graph
+// (same machine, servers and client options as `graph_options`).
+absl::StatusOr<std::unique_ptr<BatchLoader>> MakeBatchLoader(const DistGraph* graph,
+                                                             const DistGraphOptions& graph_options,
+                                                             const SamplerOptions& sampler_options,
+                                                             std::vector<int64_t> seeds,
+                                                             const LoaderOptions& options);
+
+}  // namespace fanout::sampler

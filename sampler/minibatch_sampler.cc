@@ -1,0 +1,198 @@
+#include "sampler/minibatch_sampler.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/check.h"
+#include "core/dtype.h"
+#include "core/random.h"
+#include "core/status.h"
+#include "core/strings.h"
+#include "sampler/seed_split.h"
+
+namespace fanout::sampler {
+
+using core::DType;
+using core::StrCat;
+
+namespace {
+
+bool IsNumeric(DType t) { return t != DType::kFloat16; }
+
+int64_t RowElems(const core::FieldSchema& f) {
+  int64_t n = 1;
+  for (int64_t d : f.row_shape) n *= d;
+  return n;
+}
+
+template <typename T>
+void Widen(const char* in, size_t n, float* out) {
+  const T* v = reinterpret_cast<const T*>(in);
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(v[i]);
+}
+template <typename T>
+void WidenInt(const char* in, size_t n, int64_t* out) {
+  const T* v = reinterpret_cast<const T*>(in);
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<int64_t>(v[i]);
+}
+
+// Converts n elements of a numeric dtype (not float16) to float / int64.
+void ToFloat(DType t, const char* in, size_t n, float* out) {
+  switch (t) {
+    case DType::kBool: case DType::kUInt8: return Widen<uint8_t>(in, n, out);
+    case DType::kInt8: return Widen<int8_t>(in, n, out);
+    case DType::kInt16: return Widen<int16_t>(in, n, out);
+    case DType::kInt32: return Widen<int32_t>(in, n, out);
+    case DType::kInt64: return Widen<int64_t>(in, n, out);
+    case DType::kFloat32: std::memcpy(out, in, n * 4); return;
+    case DType::kFloat64: return Widen<double>(in, n, out);
+    case DType::kFloat16: break;
+  }
+  FANOUT_CHECK(false);
+}
+void ToInt64(DType t, const char* in, size_t n, int64_t* out) {
+  switch (t) {
+    case DType::kBool: case DType::kUInt8: return WidenInt<uint8_t>(in, n, out);
+    case DType::kInt8: return WidenInt<int8_t>(in, n, out);
+    case DType::kInt16: return WidenInt<int16_t>(in, n, out);
+    case DType::kInt32: return WidenInt<int32_t>(in, n, out);
+    case DType::kInt64: std::memcpy(out, in, n * 8); return;
+    default: break;
+  }
+  FANOUT_CHECK(false);
+}
+
+uint64_t Mix(uint64_t h, uint64_t v) { return core::SplitMix64(h ^ core::SplitMix64(v)); }
+
+}  // namespace
+
+absl::Status ValidateSamplerOptions(const SamplerOptions& o, const DistGraph& graph) {
+  if (o.fanouts.empty()) return absl::InvalidArgumentError("--fanouts: at least one layer is needed");
+  for (size_t i = 0; i < o.fanouts.size(); ++i) {
+    if (o.fanouts[i] == 0 || o.fanouts[i] < -1) {
+      return absl::InvalidArgumentError(StrCat("--fanouts: layer ", i, " has fanout ", o.fanouts[i],
+                                               "; a fanout is a positive count or -1 (all neighbours)"));
+    }
+  }
+  if (o.batch_size < 1) return absl::InvalidArgumentError(StrCat("--batch-size must be >= 1, got ", o.batch_size));
+  if (!o.feature_field.empty()) {
+    ASSIGN_OR_RETURN(core::FieldSchema f, graph.NodeFieldSchema(o.feature_field));
+    if (!IsNumeric(f.dtype)) {
+      return absl::InvalidArgumentError(StrCat("feature field '", o.feature_field, "' has dtype ",
+                                               core::DTypeName(f.dtype), "; features must be a numeric, non-float16 dtype"));
+    }
+  }
+  if (!o.label_field.empty()) {
+    ASSIGN_OR_RETURN(core::FieldSchema f, graph.NodeFieldSchema(o.label_field));
+    if (RowElems(f) != 1 || f.dtype == DType::kFloat16 || f.dtype == DType::kFloat32 || f.dtype == DType::kFloat64) {
+      return absl::InvalidArgumentError(StrCat("label field '", o.label_field, "' must hold one integer per node; it is ",
+                                               core::DTypeName(f.dtype), " with ", RowElems(f), " values per node"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+MiniBatchSampler::MiniBatchSampler(const DistGraph* graph, SamplerOptions options, std::vector<int64_t> seeds)
+    : graph_(graph), options_(std::move(options)), seeds_(std::move(seeds)) {
+  const int64_t n = static_cast<int64_t>(seeds_.size());
+  seeds_per_epoch_ = options_.seeds_per_epoch < 0 ? n : std::min(n, options_.seeds_per_epoch);
+  steps_per_epoch_ = (seeds_per_epoch_ + options_.batch_size - 1) / options_.batch_size;
+  if (!options_.feature_field.empty()) {
+    auto f = graph_->NodeFieldSchema(options_.feature_field);
+    if (f.ok()) feature_dim_ = RowElems(*f);
+  }
+}
+
+std::vector<int64_t> MiniBatchSampler::StepSeeds(int64_t epoch, int64_t step) {
+  FANOUT_CHECK(step >= 0 && step < steps_per_epoch_);
+  if (epoch != cached_epoch_) {
+    epoch_seeds_ = EpochSeeds(seeds_, seeds_per_epoch_, options_.shuffle, options_.seed, epoch, options_.rank);
+    cached_epoch_ = epoch;
+  }
+  const int64_t begin = step * options_.batch_size;
+  const int64_t end = std::min(seeds_per_epoch_, begin + options_.batch_size);
+  return std::vector<int64_t>(epoch_seeds_.begin() + begin, epoch_seeds_.begin() + end);
+}
+
+absl::Status MiniBatchSampler::SampleBlocksFor(std::span<const int64_t> seeds, uint64_t stream,
+                                               std::vector<Block>* blocks) {
+  const int layers = static_cast<int>(options_.fanouts.size());
+  blocks->assign(layers, Block());
+  std::vector<int64_t> frontier(seeds.begin(), seeds.end());
+  for (int l = layers - 1; l >= 0; --l) {
+    core::SampleOptions so;
+    so.fanout = options_.fanouts[l];
+    so.replace = options_.replace;
+    so.seed = Mix(stream, static_cast<uint64_t>(l) + 1);
+    RETURN_IF_ERROR(graph_->SampleNeighbors(frontier, so, &edges_));
+    Block& b = (*blocks)[l];
+    const size_t nd = frontier.size(), ne = edges_.size();
+    b.num_dst = static_cast<int64_t>(nd);
+    map_.Reset(nd + ne);
+    for (int64_t v : frontier) map_.Insert(v);
+    if (map_.size() != nd) {
+      return absl::InvalidArgumentError(StrCat("layer ", l, ": the ", nd, " seeds of a batch must be distinct"));
+    }
+    b.indptr.assign(nd + 1, 0);
+    b.indices.resize(ne);
+    // Edges come grouped by destination in frontier order.
+    size_t j = 0;
+    for (size_t e = 0; e < ne; ++e) {
+      while (j < nd && frontier[j] != edges_.dst[e]) b.indptr[++j] = static_cast<int64_t>(e);
+      if (j == nd) return absl::InternalError(StrCat("layer ", l, ": sampled edges not grouped by destination"));
+      b.indices[e] = map_.Insert(edges_.src[e]);
+    }
+    while (j < nd) b.indptr[++j] = static_cast<int64_t>(ne);
+    b.eids = std::move(edges_.eid);
+    edges_.eid.clear();
+    b.src_nodes = map_.TakeIds();
+    frontier = b.src_nodes;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<MiniBatch> MiniBatchSampler::SampleBlocks(int64_t epoch, int64_t step) {
+  MiniBatch mb;
+  mb.epoch = epoch;
+  mb.step = step;
+  mb.seeds = StepSeeds(epoch, step);
+  const uint64_t stream = Mix(Mix(Mix(options_.seed, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(step)),
+                              static_cast<uint64_t>(options_.rank));
+  RETURN_IF_ERROR(SampleBlocksFor(mb.seeds, stream, &mb.blocks));
+  if (!options_.label_field.empty()) RETURN_IF_ERROR(FetchLabels(mb.seeds, &mb.labels));
+  return mb;
+}
+
+absl::Status MiniBatchSampler::FetchFeatures(std::span<const int64_t> input_nodes, float* out) {
+  if (options_.feature_field.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(core::FieldSchema f, graph_->NodeFieldSchema(options_.feature_field));
+  if (f.dtype == DType::kFloat32) return graph_->PullNodeRows(options_.feature_field, input_nodes, reinterpret_cast<char*>(out));
+  const size_t n = input_nodes.size() * static_cast<size_t>(feature_dim_);
+  raw_.resize(n * core::DTypeSize(f.dtype));
+  RETURN_IF_ERROR(graph_->PullNodeRows(options_.feature_field, input_nodes, raw_.data()));
+  ToFloat(f.dtype, raw_.data(), n, out);
+  return absl::OkStatus();
+}
+
+absl::Status MiniBatchSampler::FetchLabels(std::span<const int64_t> seeds, std::vector<int64_t>* labels) {
+  ASSIGN_OR_RETURN(core::FieldSchema f, graph_->NodeFieldSchema(options_.label_field));
+  std::string raw(seeds.size() * core::DTypeSize(f.dtype), '\0');
+  RETURN_IF_ERROR(graph_->PullNodeRows(options_.label_field, seeds, raw.data()));
+  labels->resize(seeds.size());
+  ToInt64(f.dtype, raw.data(), seeds.size(), labels->data());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<MiniBatch> MiniBatchSampler::Sample(int64_t epoch, int64_t step) {
+  ASSIGN_OR_RETURN(MiniBatch mb, SampleBlocks(epoch, step));
+  const int64_t rows = static_cast<int64_t>(mb.input_nodes().size());
+  auto buf = std::shared_ptr<float[]>(new float[std::max<int64_t>(1, rows * feature_dim_)]);
+  RETURN_IF_ERROR(FetchFeatures(mb.input_nodes(), buf.get()));
+  mb.features.data = buf.get();
+  mb.features.owner = std::move(buf);
+  mb.features.rows = rows;
+  mb.features.cols = feature_dim_;
+  return mb;
+}
+
+}  // namespace fanout::sampler

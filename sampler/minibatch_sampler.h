@@ -1,0 +1,71 @@
+// Builds mini-batches: multi-layer neighbour sampling into DGL blocks over a DistGraph, then the
+// input nodes' features and the seeds' labels, each fetched local-direct / remote-in-parallel.
+// A batch is a pure function of (options, the trainer's seed list, epoch, step): the same batch
+// comes out whichever thread or sampler process makes it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sampler/dist_graph.h"
+#include "sampler/id_map.h"
+#include "sampler/minibatch.h"
+
+namespace fanout::sampler {
+
+struct SamplerOptions {
+  std::vector<int64_t> fanouts = {15, 10, 5};  // per layer, input layer first (DGL); -1 = all
+  int64_t batch_size = 1024;                   // seeds per step (the epoch's last may be smaller)
+  bool replace = false;                        // sample with replacement
+  bool shuffle = true;                         // reshuffle the seeds every epoch
+  uint64_t seed = 0;                           // global seed of the job
+  int rank = 0;                                // this trainer's rank (feeds the random streams)
+  int64_t seeds_per_epoch = -1;                // seeds each epoch uses; -1: all of the trainer's
+  std::string feature_field = "feat";          // input features; "" = none fetched
+  std::string label_field = "label";           // seed labels; "" = none fetched
+};
+
+// Checks options against a graph: fanouts, batch size, fields present with usable dtypes.
+absl::Status ValidateSamplerOptions(const SamplerOptions& options, const DistGraph& graph);
+
+// Thread-compatible: one instance per thread (it keeps scratch space); the graph is shared.
+class MiniBatchSampler {
+ public:
+  // `seeds`: this trainer's seeds (SplitSeeds). The graph must outlive the sampler.
+  MiniBatchSampler(const DistGraph* graph, SamplerOptions options, std::vector<int64_t> seeds);
+
+  int64_t seeds_per_epoch() const { return seeds_per_epoch_; }
+  int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  // Number of feature columns (float32 after conversion); 0 when no feature field.
+  int64_t feature_dim() const { return feature_dim_; }
+
+  // The seeds of step `step` of `epoch`.
+  std::vector<int64_t> StepSeeds(int64_t epoch, int64_t step);
+
+  // Blocks and labels of (epoch, step); features left empty.
+  absl::StatusOr<MiniBatch> SampleBlocks(int64_t epoch, int64_t step);
+  // Blocks of arbitrary seeds (distinct), drawn with random stream `stream`.
+  absl::Status SampleBlocksFor(std::span<const int64_t> seeds, uint64_t stream, std::vector<Block>* blocks);
+  // Fills `out` (input_nodes.size() x feature_dim floats) with the input nodes' features.
+  absl::Status FetchFeatures(std::span<const int64_t> input_nodes, float* out);
+  absl::Status FetchLabels(std::span<const int64_t> seeds, std::vector<int64_t>* labels);
+  // Everything, features in heap memory.
+  absl::StatusOr<MiniBatch> Sample(int64_t epoch, int64_t step);
+
+ private:
+  const DistGraph* graph_;
+  SamplerOptions options_;
+  std::vector<int64_t> seeds_;
+  int64_t seeds_per_epoch_ = 0;
+  int64_t steps_per_epoch_ = 0;
+  int64_t feature_dim_ = 0;
+  int64_t cached_epoch_ = -1;
+  std::vector<int64_t> epoch_seeds_;
+  core::SampledEdges edges_;  // scratch
+  IdMap map_;                 // scratch
+  std::string raw_;           // scratch for non-float32 features
+};
+
+}  // namespace fanout::sampler

@@ -1,0 +1,131 @@
+// fanout-sampler: one sampler process of a trainer. The trainer starts it (sampler/loader.cc)
+// with a SOCK_SEQPACKET socket on --socket-fd and its seed list in a memfd on --seeds-fd; it
+// makes batches --index, --index + N, ... of epochs [--first-epoch, + --num-epochs), each in a
+// shared-memory file whose descriptor it sends over the socket, never more than --prefetch
+// ahead of the trainer's acknowledgements. It exits when done, or as soon as the trainer closes
+// the socket (or dies: parent-death signal). It is not meant to be started by hand.
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include "core/cli.h"
+#include "core/partition_config.h"
+#include "core/strings.h"
+#include "sampler/dist_graph.h"
+#include "sampler/minibatch_sampler.h"
+#include "sampler/shm_batch.h"
+
+namespace {
+
+using fanout::core::StrCat;
+
+// Reads one acknowledgement byte; false when the trainer has gone.
+bool WaitForCredit(int sock) {
+  char b;
+  ssize_t n;
+  do {
+    n = read(sock, &b, 1);
+  } while (n < 0 && errno == EINTR);
+  return n == 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace fanout;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::string part_config, servers;
+  sampler::DistGraphOptions go;
+  sampler::SamplerOptions so;
+  int64_t first_epoch = 0, num_epochs = 1, num_seeds = 0;
+  int index = 0, num_samplers = 1, prefetch = 2, socket_fd = -1, seeds_fd = -1;
+  core::ArgParser args("fanout-sampler", "(started by fanout-train with --num-samplers N)");
+  args.SetDescription("A sampler process of a fanout trainer: makes every N-th mini-batch and hands it to\n"
+                      "the trainer in shared memory. The trainer starts it; see docs/sampling.md.\n\n");
+  args.AddString("part-config", &part_config, "the <name>.json written by fanout-partition");
+  args.AddInt("machine-id", &go.machine_id, "this machine's partition (read from its files)");
+  args.AddBool("read-local-files", &go.read_local_files, "read the local partition from its files");
+  args.AddString("servers", &servers, "PART=HOST:PORT,... for every partition not read from files");
+  args.AddDouble("deadline", &go.client.deadline_seconds, "seconds per server call");
+  args.AddIntList("fanouts", &so.fanouts, "neighbours per layer, input layer first; -1 = all");
+  args.AddInt("batch-size", &so.batch_size, "seeds per batch");
+  args.AddBool("replace", &so.replace, "sample with replacement");
+  args.AddBool("shuffle", &so.shuffle, "reshuffle the seeds each epoch");
+  args.AddUint("seed", &so.seed, "the job's random seed");
+  args.AddInt("rank", &so.rank, "the trainer's rank");
+  args.AddInt("seeds-per-epoch", &so.seeds_per_epoch, "seeds used per epoch (-1 = all)");
+  args.AddString("feature-field", &so.feature_field, "node field of input features");
+  args.AddString("label-field", &so.label_field, "node field of labels");
+  args.AddInt("first-epoch", &first_epoch, "first epoch");
+  args.AddInt("num-epochs", &num_epochs, "epochs to make");
+  args.AddInt("index", &index, "this sampler's index among the trainer's samplers");
+  args.AddInt("num-samplers", &num_samplers, "the trainer's number of samplers");
+  args.AddInt("prefetch", &prefetch, "batches sent ahead of the trainer");
+  args.AddInt("socket-fd", &socket_fd, "the socket to the trainer");
+  args.AddInt("seeds-fd", &seeds_fd, "memfd holding the trainer's seeds (int64)");
+  args.AddInt("num-seeds", &num_seeds, "number of seeds in --seeds-fd");
+  if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
+  if (socket_fd < 0 || seeds_fd < 0) {
+    return args.Fail(absl::InvalidArgumentError("--socket-fd and --seeds-fd are required (the trainer starts this)"));
+  }
+  if (num_samplers < 1 || index < 0 || index >= num_samplers || prefetch < 1 || num_seeds < 0) {
+    return args.Fail(absl::InvalidArgumentError("--index, --num-samplers, --prefetch or --num-seeds out of range"));
+  }
+
+  // Any failure from here on goes to the trainer too, which reports it with this process's name.
+  auto fail = [&](const absl::Status& s) {
+    sampler::SendError(socket_fd, -1, s).IgnoreError();
+    return args.Fail(s);
+  };
+  std::vector<int64_t> seeds(num_seeds);
+  if (num_seeds > 0) {
+    const size_t bytes = seeds.size() * sizeof(int64_t);
+    if (pread(seeds_fd, seeds.data(), bytes, 0) != static_cast<ssize_t>(bytes)) {
+      return fail(absl::InternalError(StrCat("reading ", num_seeds, " seeds: ", std::strerror(errno))));
+    }
+  }
+  close(seeds_fd);
+  auto config = core::LoadPartitionConfig(part_config);
+  if (!config.ok()) return fail(config.status());
+  auto map = sampler::ParseServerList(servers, config->num_parts);
+  if (!map.ok()) return fail(map.status());
+  go.servers = std::move(*map);
+  auto graph = sampler::DistGraph::Open(*config, go);
+  if (!graph.ok()) return fail(graph.status());
+  if (absl::Status s = sampler::ValidateSamplerOptions(so, **graph); !s.ok()) return fail(s);
+  sampler::MiniBatchSampler mbs(graph->get(), so, std::move(seeds));
+  const int64_t steps = mbs.steps_per_epoch(), total = steps * num_epochs;
+
+  int64_t outstanding = 0;
+  for (int64_t g = index; g < total; g += num_samplers) {
+    while (outstanding >= prefetch) {
+      if (!WaitForCredit(socket_fd)) return 0;  // the trainer stopped: not an error here
+      --outstanding;
+    }
+    const int64_t epoch = first_epoch + g / steps, step = g % steps;
+    auto mb = mbs.SampleBlocks(epoch, step);
+    if (!mb.ok()) return fail(absl::Status(mb.status().code(), StrCat("epoch ", epoch, " step ", step, ": ",
+                                                                       mb.status().message())));
+    const int64_t rows = static_cast<int64_t>(mb->input_nodes().size());
+    auto w = sampler::ShmBatchWriter::Create(*mb, rows, mbs.feature_dim());
+    if (!w.ok()) return fail(w.status());
+    if (absl::Status s = mbs.FetchFeatures(mb->input_nodes(), w->features()); !s.ok()) {
+      return fail(absl::Status(s.code(), StrCat("epoch ", epoch, " step ", step, ": ", s.message())));
+    }
+    if (!sampler::SendBatch(socket_fd, g, w->fd()).ok()) return 0;  // the trainer has gone
+    ++outstanding;
+  }
+  // Stay until the trainer has taken everything (or closes), so our exit is never mistaken for a
+  // failure while batches are still queued.
+  while (WaitForCredit(socket_fd)) {
+  }
+  return 0;
+}

@@ -1,0 +1,239 @@
+#include "sampler/shm_batch.h"
+
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "core/status.h"
+#include "core/strings.h"
+
+namespace fanout::sampler {
+
+using core::StrCat;
+
+namespace {
+
+constexpr int64_t kMagic = 0x3148435441424e46;  // "FNBATCH1"
+constexpr size_t kAlign = 64;
+
+size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
+
+// The file: a header of int64s, then 64-byte-aligned arrays.
+//   header: magic, epoch, step, layers, seeds, labels, feature rows, feature cols,
+//           then per layer: num_src, num_dst, num_edges
+//   arrays: seeds, labels, per layer {src_nodes, indptr, indices, eids}, features
+struct Layout {
+  std::vector<int64_t> header;
+  size_t size = 0;
+  size_t features_at = 0;
+};
+
+Layout Plan(const std::vector<int64_t>& header) {
+  Layout l;
+  l.header = header;
+  const int64_t layers = header[3];
+  size_t at = AlignUp(header.size() * 8);
+  at += AlignUp(header[4] * 8) + AlignUp(header[5] * 8);
+  for (int64_t i = 0; i < layers; ++i) {
+    const int64_t src = header[8 + 3 * i], dst = header[9 + 3 * i], edges = header[10 + 3 * i];
+    at += AlignUp(src * 8) + AlignUp((dst + 1) * 8) + 2 * AlignUp(edges * 8);
+  }
+  l.features_at = at;
+  l.size = at + AlignUp(static_cast<size_t>(header[6] * header[7]) * 4);
+  return l;
+}
+
+std::vector<int64_t> HeaderOf(const MiniBatch& mb, int64_t rows, int64_t cols) {
+  std::vector<int64_t> h = {kMagic, mb.epoch, mb.step, static_cast<int64_t>(mb.blocks.size()),
+                            static_cast<int64_t>(mb.seeds.size()), static_cast<int64_t>(mb.labels.size()), rows, cols};
+  for (const Block& b : mb.blocks) {
+    h.push_back(b.num_src());
+    h.push_back(b.num_dst);
+    h.push_back(b.num_edges());
+  }
+  return h;
+}
+
+absl::Status Errno(const std::string& what) { return absl::InternalError(StrCat(what, ": ", std::strerror(errno))); }
+
+}  // namespace
+
+absl::StatusOr<ShmBatchWriter> ShmBatchWriter::Create(const MiniBatch& mb, int64_t rows, int64_t cols) {
+  Layout l = Plan(HeaderOf(mb, rows, cols));
+  ShmBatchWriter w;
+  w.fd_ = memfd_create("fanout-batch", MFD_CLOEXEC);
+  if (w.fd_ < 0) return Errno("memfd_create");
+  if (ftruncate(w.fd_, static_cast<off_t>(l.size)) != 0) return Errno(StrCat("sizing a ", l.size, "-byte batch file"));
+  w.size_ = l.size;
+  w.map_ = mmap(nullptr, l.size, PROT_READ | PROT_WRITE, MAP_SHARED, w.fd_, 0);
+  if (w.map_ == MAP_FAILED) {
+    w.map_ = nullptr;
+    return Errno("mapping a batch file");
+  }
+  char* base = static_cast<char*>(w.map_);
+  size_t at = 0;
+  auto put = [&](const int64_t* data, size_t n) {
+    if (n > 0) std::memcpy(base + at, data, n * 8);
+    at += AlignUp(n * 8);
+  };
+  put(l.header.data(), l.header.size());
+  put(mb.seeds.data(), mb.seeds.size());
+  put(mb.labels.data(), mb.labels.size());
+  for (const Block& b : mb.blocks) {
+    put(b.src_nodes.data(), b.src_nodes.size());
+    put(b.indptr.data(), b.indptr.size());
+    put(b.indices.data(), b.indices.size());
+    put(b.eids.data(), b.eids.size());
+  }
+  w.features_ = reinterpret_cast<float*>(base + at);
+  return w;
+}
+
+ShmBatchWriter::ShmBatchWriter(ShmBatchWriter&& o) noexcept
+    : fd_(o.fd_), map_(o.map_), size_(o.size_), features_(o.features_) {
+  o.fd_ = -1;
+  o.map_ = nullptr;
+}
+
+ShmBatchWriter::~ShmBatchWriter() {
+  if (map_ != nullptr) munmap(map_, size_);
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::StatusOr<MiniBatch> ReadShmBatch(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return Errno("fstat on a batch file");
+  const size_t file_size = static_cast<size_t>(st.st_size);
+  if (file_size < 8 * 8) return absl::DataLossError(StrCat("batch file of ", file_size, " bytes has no header"));
+  void* map = mmap(nullptr, file_size, PROT_READ, MAP_SHARED, fd, 0);
+  if (map == MAP_FAILED) return Errno("mapping a batch file");
+  std::shared_ptr<const void> owner(map, [file_size](const void* p) { munmap(const_cast<void*>(p), file_size); });
+  const auto* h = static_cast<const int64_t*>(map);
+  const int64_t layers = h[3];
+  if (h[0] != kMagic || layers < 0 || layers > 64 || file_size < static_cast<size_t>(8 + 3 * layers) * 8) {
+    return absl::DataLossError("batch file has a bad header");
+  }
+  std::vector<int64_t> header(h, h + 8 + 3 * layers);
+  for (int64_t v : header) {
+    if (v < 0) return absl::DataLossError("batch file has a negative count");
+  }
+  Layout l = Plan(header);
+  if (l.size != file_size) {
+    return absl::DataLossError(StrCat("batch file is ", file_size, " bytes; its header describes ", l.size));
+  }
+  const char* base = static_cast<const char*>(map);
+  size_t at = AlignUp(header.size() * 8);
+  auto get = [&](std::vector<int64_t>* out, int64_t n) {
+    const auto* p = reinterpret_cast<const int64_t*>(base + at);
+    out->assign(p, p + n);
+    at += AlignUp(static_cast<size_t>(n) * 8);
+  };
+  MiniBatch mb;
+  mb.epoch = header[1];
+  mb.step = header[2];
+  get(&mb.seeds, header[4]);
+  get(&mb.labels, header[5]);
+  mb.blocks.resize(layers);
+  for (int64_t i = 0; i < layers; ++i) {
+    Block& b = mb.blocks[i];
+    get(&b.src_nodes, header[8 + 3 * i]);
+    b.num_dst = header[9 + 3 * i];
+    get(&b.indptr, header[9 + 3 * i] + 1);
+    get(&b.indices, header[10 + 3 * i]);
+    get(&b.eids, header[10 + 3 * i]);
+  }
+  mb.features.rows = header[6];
+  mb.features.cols = header[7];
+  mb.features.data = reinterpret_cast<const float*>(base + l.features_at);
+  mb.features.owner = std::move(owner);
+  return mb;
+}
+
+namespace {
+
+absl::Status SendAll(int sock, const void* data, size_t n, int fd) {
+  msghdr msg{};
+  iovec iov{const_cast<void*>(data), n};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  if (fd >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
+  }
+  // SOCK_SEQPACKET: one message, all or nothing.
+  ssize_t sent;
+  do {
+    sent = sendmsg(sock, &msg, MSG_NOSIGNAL);
+  } while (sent < 0 && errno == EINTR);
+  if (sent < 0) return absl::UnavailableError(StrCat("sending to the trainer: ", std::strerror(errno)));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status SendBatch(int sock, int64_t index, int fd) {
+  SamplerMessage m;
+  m.kind = SamplerMessage::kBatch;
+  m.index = index;
+  return SendAll(sock, &m, sizeof(m), fd);
+}
+
+absl::Status SendError(int sock, int64_t index, const absl::Status& error) {
+  SamplerMessage m;
+  m.kind = SamplerMessage::kError;
+  m.index = index;
+  m.code = static_cast<int64_t>(error.code());
+  std::string text(error.message().substr(0, 4000));
+  m.text_len = static_cast<int64_t>(text.size());
+  std::string buf(reinterpret_cast<const char*>(&m), sizeof(m));
+  buf += text;
+  return SendAll(sock, buf.data(), buf.size(), -1);
+}
+
+absl::Status ReceiveMessage(int sock, int64_t* index, int* fd, bool* closed) {
+  *fd = -1;
+  *closed = false;
+  char buf[sizeof(SamplerMessage) + 4096];
+  msghdr msg{};
+  iovec iov{buf, sizeof(buf)};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ssize_t n;
+  do {
+    n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return absl::UnavailableError(StrCat("reading from the sampler: ", std::strerror(errno)));
+  if (n == 0) {
+    *closed = true;
+    return absl::UnavailableError("closed");
+  }
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) std::memcpy(fd, CMSG_DATA(c), sizeof(int));
+  }
+  if (static_cast<size_t>(n) < sizeof(SamplerMessage)) return absl::DataLossError("short message from a sampler");
+  SamplerMessage m;
+  std::memcpy(&m, buf, sizeof(m));
+  *index = m.index;
+  if (m.kind == SamplerMessage::kError) {
+    std::string text(buf + sizeof(m), std::min<size_t>(m.text_len, n - sizeof(m)));
+    return absl::Status(static_cast<absl::StatusCode>(m.code), text);
+  }
+  if (m.kind != SamplerMessage::kBatch || *fd < 0) return absl::DataLossError("malformed message from a sampler");
+  return absl::OkStatus();
+}
+
+}  // namespace fanout::sampler

@@ -1,0 +1,254 @@
+// Distributed sampling against real graph servers on loopback: 1, 2 and 4 partitions, local
+// partition read from files and the others over gRPC; the training split; identical batches
+// whether made by threads or by fanout-sampler processes; clear errors when a server is gone.
+#include <chrono>
+#include <numeric>
+#include <set>
+
+#include "gtest/gtest.h"
+#include "sampler/dist_graph.h"
+#include "sampler/loader.h"
+#include "sampler/minibatch_sampler.h"
+#include "sampler/seed_split.h"
+#include "tests/sampler/sampler_truth.h"
+#include "tests/testing/server_cluster.h"
+#include "tests/testing/testing.h"
+
+namespace fanout::sampler {
+namespace {
+
+// A dataset partitioned into K with reverse edges, and a server per partition.
+struct Job {
+  testing::TempDir dir;
+  partition::Dataset d;
+  std::string config_path;
+  core::PartitionConfig config;
+  testing::ServerCluster cluster;
+
+  void Start(int parts, int64_t nodes = 1500, int64_t edges = 9000) {
+    d = testing::MakeRandomDataset({.num_nodes = nodes, .num_edges = edges, .feat_dim = 5});
+    partition::PartitionOptions o;
+    o.out_dir = dir.Sub("parts");
+    o.num_parts = parts;
+    o.add_reverse_edges = true;
+    o.quiet = true;
+    auto s = partition::PartitionDataset(d, o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    config_path = s->config_path;
+    config = *core::LoadPartitionConfig(config_path);
+    cluster.Start(config_path);
+  }
+  DistGraphOptions GraphOptions(int machine, bool local_files = true) const {
+    DistGraphOptions go;
+    go.machine_id = machine;
+    go.read_local_files = local_files;
+    go.servers = *ParseServerList(cluster.ServerList(), config.num_parts);
+    go.client.deadline_seconds = 10;
+    go.connect_timeout_seconds = 10;
+    return go;
+  }
+};
+
+class DistSamplingTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(DistSamplingTest, EveryTrainersBatchesMatchTheDataset) {
+  const int parts = GetParam();
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(parts));
+  testing::BatchTruth truth(job.d, true, job.config_path);
+  const std::vector<int64_t> fanouts = {4, 3, 2};
+  std::vector<int64_t> train;
+  std::vector<std::vector<int64_t>> split;
+  std::set<int64_t> union_epoch0;
+  int64_t per_epoch = 0;
+  for (int rank = 0; rank < parts; ++rank) {  // one trainer per machine
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    auto g = DistGraph::Open(job.config, job.GraphOptions(rank));
+    ASSERT_TRUE(g.ok()) << g.status();
+    if (rank == 0) {
+      auto mask = (*g)->PullWholeNodeField("train_mask");
+      ASSERT_TRUE(mask.ok()) << mask.status();
+      train = MaskToIds(*mask);
+      ASSERT_EQ(train.size(), job.d.train_idx.size());
+      split = SplitSeeds(train, (*g)->node_book(), 1);
+      per_epoch = SeedsPerEpoch(static_cast<int64_t>(train.size()), parts);
+    }
+    SamplerOptions so;
+    so.fanouts = fanouts;
+    so.batch_size = 50;
+    so.seed = 5;
+    so.rank = rank;
+    so.seeds_per_epoch = per_epoch;
+    MiniBatchSampler s(g->get(), so, split[rank]);
+    EXPECT_EQ(s.seeds_per_epoch(), per_epoch) << "every trainer uses the same number of seeds";
+    for (int64_t epoch = 0; epoch < 2; ++epoch) {
+      int64_t count = 0;
+      for (int64_t step = 0; step < s.steps_per_epoch(); ++step) {
+        auto mb = s.Sample(epoch, step);
+        ASSERT_TRUE(mb.ok()) << mb.status();
+        ASSERT_NO_FATAL_FAILURE(truth.Check(*mb, fanouts, false));
+        count += static_cast<int64_t>(mb->seeds.size());
+        if (epoch == 0) union_epoch0.insert(mb->seeds.begin(), mb->seeds.end());
+      }
+      EXPECT_EQ(count, per_epoch);
+    }
+  }
+  EXPECT_EQ(static_cast<int64_t>(union_epoch0.size()), per_epoch * parts) << "no seed used by two trainers";
+}
+
+INSTANTIATE_TEST_SUITE_P(Partitions, DistSamplingTest, ::testing::Values(1, 2, 4));
+
+TEST(DistSamplingTest, LocalFilesAndRpcGiveTheSameBatches) {
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(2));
+  auto direct = DistGraph::Open(job.config, job.GraphOptions(1, true));
+  auto rpc = DistGraph::Open(job.config, job.GraphOptions(1, false));
+  ASSERT_TRUE(direct.ok() && rpc.ok());
+  EXPECT_TRUE((*direct)->is_local(1));
+  EXPECT_FALSE((*rpc)->is_local(1));
+  std::vector<int64_t> seeds(300);
+  std::iota(seeds.begin(), seeds.end(), 600);
+  SamplerOptions so;
+  so.fanouts = {-1, 6};
+  so.batch_size = 64;
+  MiniBatchSampler a(direct->get(), so, seeds), b(rpc->get(), so, seeds);
+  for (int64_t step = 0; step < a.steps_per_epoch(); ++step) {
+    auto x = a.Sample(0, step), y = b.Sample(0, step);
+    ASSERT_TRUE(x.ok() && y.ok());
+    testing::ExpectSameBatch(*x, *y);
+  }
+}
+
+// Every batch of a loader, in order.
+std::vector<MiniBatch> Drain(BatchLoader& l) {
+  std::vector<MiniBatch> out;
+  while (true) {
+    auto mb = l.Next();
+    if (mb.status().code() == absl::StatusCode::kOutOfRange) break;
+    EXPECT_TRUE(mb.ok()) << mb.status();
+    if (!mb.ok()) break;
+    out.push_back(std::move(*mb));
+  }
+  return out;
+}
+
+TEST(BatchLoaderTest, ThreadsAndSamplerProcessesMakeIdenticalBatches) {
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(2));
+  testing::BatchTruth truth(job.d, true, job.config_path);
+  const DistGraphOptions go = job.GraphOptions(0);
+  auto g = DistGraph::Open(job.config, go);
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto mask = (*g)->PullWholeNodeField("train_mask");
+  ASSERT_TRUE(mask.ok());
+  auto split = SplitSeeds(MaskToIds(*mask), (*g)->node_book(), 1);
+  SamplerOptions so;
+  so.fanouts = {5, 3};
+  so.batch_size = 40;
+  so.seed = 99;
+  LoaderOptions lo;
+  lo.num_epochs = 2;
+  lo.first_epoch = 1;
+  lo.sampler_binary = FANOUT_SAMPLER_BIN;
+  lo.part_config_path = job.config_path;
+  std::vector<std::vector<MiniBatch>> runs;
+  for (auto [samplers, threads] : std::vector<std::pair<int, int>>{{0, 1}, {0, 3}, {2, 1}, {1, 1}}) {
+    lo.num_samplers = samplers;
+    lo.num_threads = threads;
+    auto l = MakeBatchLoader(g->get(), go, so, split[0], lo);
+    ASSERT_TRUE(l.ok()) << l.status();
+    EXPECT_EQ((*l)->feature_dim(), 5);
+    runs.push_back(Drain(**l));
+    ASSERT_EQ(static_cast<int64_t>(runs.back().size()), 2 * (*l)->steps_per_epoch());
+  }
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    SCOPED_TRACE("batch " + std::to_string(i));
+    EXPECT_EQ(runs[0][i].epoch, 1 + static_cast<int64_t>(i) / (runs[0].size() / 2));
+    truth.Check(runs[0][i], so.fanouts, false);
+    for (size_t r = 1; r < runs.size(); ++r) testing::ExpectSameBatch(runs[0][i], runs[r][i]);
+  }
+}
+
+TEST(DistGraphErrorsTest, UnreachableServerNamesPartitionAndAddressWithinTheTimeout) {
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(2, 200, 800));
+  DistGraphOptions go = job.GraphOptions(0);
+  go.servers.addresses[1] = {"127.0.0.1:1"};  // nothing listens on port 1
+  go.connect_timeout_seconds = 2;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto g = DistGraph::Open(job.config, go);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(g.status().message().find("partition 1 server 127.0.0.1:1"), std::string::npos) << g.status();
+  EXPECT_LT(s, 10);
+
+  go = job.GraphOptions(0);
+  go.servers.addresses[1].clear();
+  g = DistGraph::Open(job.config, go);
+  EXPECT_NE(g.status().message().find("no server address for partition 1"), std::string::npos) << g.status();
+
+  // A server of another partition in the slot of partition 1.
+  go = job.GraphOptions(0, false);
+  std::swap(go.servers.addresses[0], go.servers.addresses[1]);
+  g = DistGraph::Open(job.config, go);
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(g.status().message().find("expected graph"), std::string::npos) << g.status();
+}
+
+TEST(DistGraphErrorsTest, ServerGoneMidRunFailsTheLoaderNamingIt) {
+  for (int samplers : {0, 2}) {
+    SCOPED_TRACE("samplers " + std::to_string(samplers));
+    Job job;
+    ASSERT_NO_FATAL_FAILURE(job.Start(2, 400, 2000));
+    DistGraphOptions go = job.GraphOptions(0);
+    go.client.deadline_seconds = 3;
+    auto g = DistGraph::Open(job.config, go);
+    ASSERT_TRUE(g.ok()) << g.status();
+    std::vector<int64_t> seeds(400);
+    std::iota(seeds.begin(), seeds.end(), 0);  // both partitions' nodes
+    SamplerOptions so;
+    so.fanouts = {3, 3};
+    so.batch_size = 20;
+    LoaderOptions lo;
+    lo.num_samplers = samplers;
+    lo.num_epochs = 3;
+    lo.prefetch = 1;
+    lo.sampler_binary = FANOUT_SAMPLER_BIN;
+    lo.part_config_path = job.config_path;
+    auto l = MakeBatchLoader(g->get(), go, so, seeds, lo);
+    ASSERT_TRUE(l.ok()) << l.status();
+    ASSERT_TRUE((*l)->Next().ok());
+    job.cluster.Stop(1);
+    const auto t0 = std::chrono::steady_clock::now();
+    absl::Status err;
+    for (int i = 0; i < 100 && err.ok(); ++i) err = (*l)->Next().status();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_FALSE(err.ok());
+    EXPECT_NE(err.message().find("partition 1"), std::string::npos) << err;
+    EXPECT_NE(err.message().find("127.0.0.1:"), std::string::npos) << err;
+    if (samplers > 0) {
+      EXPECT_NE(err.message().find("sampler process"), std::string::npos) << err;
+    }
+    EXPECT_LT(s, 20) << "bounded by the call deadline, never a hang";
+  }
+}
+
+TEST(BatchLoaderTest, MissingSamplerBinaryIsAClearError) {
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(1, 100, 300));
+  DistGraphOptions go = job.GraphOptions(0);
+  auto g = DistGraph::Open(job.config, go);
+  ASSERT_TRUE(g.ok());
+  LoaderOptions lo;
+  lo.num_samplers = 1;
+  lo.sampler_binary = "/nonexistent/fanout-sampler";
+  SamplerOptions so;
+  so.fanouts = {2};
+  auto l = MakeBatchLoader(g->get(), go, so, {1, 2, 3}, lo);
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("/nonexistent/fanout-sampler"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fanout::sampler

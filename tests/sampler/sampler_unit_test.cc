@@ -1,0 +1,248 @@
+// Unit tests of the sampler's pieces with no servers: the training-set split, the per-epoch
+// shuffle, the ID map, the shared-memory batch format, and multi-layer sampling of a
+// single-partition graph read from its files.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <numeric>
+#include <set>
+
+#include "core/partition_book.h"
+#include "gtest/gtest.h"
+#include "sampler/dist_graph.h"
+#include "sampler/id_map.h"
+#include "sampler/minibatch_sampler.h"
+#include "sampler/seed_split.h"
+#include "sampler/shm_batch.h"
+#include "tests/sampler/sampler_truth.h"
+#include "tests/testing/testing.h"
+
+namespace fanout::sampler {
+namespace {
+
+TEST(SplitSeedsTest, EqualSharesPreferringTheOwnPartition) {
+  // 3 machines x 2 trainers; partition 0 owns far more training nodes than the others.
+  auto book = core::RangePartitionBook::FromBounds({0, 1000, 1500, 3000});
+  ASSERT_TRUE(book.ok());
+  std::vector<int64_t> ids;
+  for (int64_t v = 0; v < 1000; v += 2) ids.push_back(v);     // 500 in partition 0
+  for (int64_t v = 1000; v < 1500; v += 25) ids.push_back(v);  // 20 in partition 1
+  for (int64_t v = 1500; v < 3000; v += 10) ids.push_back(v);  // 150 in partition 2
+  const int64_t total = static_cast<int64_t>(ids.size());      // 670 = 6 * 111 + 4
+  auto split = SplitSeeds(ids, *book, 2);
+  ASSERT_EQ(split.size(), 6u);
+  std::vector<int64_t> all;
+  for (int r = 0; r < 6; ++r) {
+    EXPECT_EQ(static_cast<int64_t>(split[r].size()), total / 6 + (r < total % 6 ? 1 : 0)) << "rank " << r;
+    all.insert(all.end(), split[r].begin(), split[r].end());
+  }
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, ids) << "every training node goes to exactly one trainer";
+  auto owned_by = [&](int r, int p) {
+    return std::count_if(split[r].begin(), split[r].end(), [&](int64_t v) { return book->PartOf(v) == p; });
+  };
+  // Machine 1 owns only 20 nodes: both its trainers hold all 20, the rest borrowed. Machine 0
+  // (surplus) keeps only its own nodes; machine 2 keeps all 150 of its own.
+  EXPECT_EQ(owned_by(2, 1) + owned_by(3, 1), 20);
+  EXPECT_EQ(owned_by(0, 0), static_cast<int64_t>(split[0].size()));
+  EXPECT_EQ(owned_by(1, 0), static_cast<int64_t>(split[1].size()));
+  EXPECT_EQ(owned_by(4, 2) + owned_by(5, 2), 150);
+  for (int r = 0; r < 6; ++r) EXPECT_TRUE(std::is_sorted(split[r].begin(), split[r].end()));
+}
+
+TEST(SplitSeedsTest, EpochSeedsAreEqualInNumberAndReshuffled) {
+  std::vector<int64_t> mine(101);
+  std::iota(mine.begin(), mine.end(), 1000);
+  auto e0 = EpochSeeds(mine, 100, true, 7, 0, 1);
+  auto e0b = EpochSeeds(mine, 100, true, 7, 0, 1);
+  auto e1 = EpochSeeds(mine, 100, true, 7, 1, 1);
+  auto other_rank = EpochSeeds(mine, 100, true, 7, 0, 2);
+  EXPECT_EQ(e0.size(), 100u);
+  EXPECT_EQ(e0, e0b) << "same (seed, epoch, rank), same order";
+  EXPECT_NE(e0, e1);
+  EXPECT_NE(e0, other_rank);
+  EXPECT_EQ(std::set<int64_t>(e0.begin(), e0.end()).size(), 100u);
+  for (int64_t v : e0) EXPECT_TRUE(v >= 1000 && v < 1101);
+  auto plain = EpochSeeds(mine, 100, false, 7, 3, 0);
+  EXPECT_TRUE(std::equal(plain.begin(), plain.end(), mine.begin()));
+}
+
+TEST(IdMapTest, FirstInsertionOrderAndGrowth) {
+  IdMap m;
+  m.Reset(2);
+  std::vector<int64_t> expect;
+  for (int64_t i = 0; i < 5000; ++i) {
+    const int64_t id = (i * 7919) % 3001;  // repeats after 3001
+    int64_t idx = m.Insert(id);
+    if (i < 3001) {
+      EXPECT_EQ(idx, i);
+      expect.push_back(id);
+    } else {
+      EXPECT_EQ(idx, i - 3001);
+    }
+  }
+  EXPECT_EQ(m.ids(), expect);
+  m.Reset(10);
+  EXPECT_EQ(m.size(), 0u);
+  EXPECT_EQ(m.Insert(42), 0);
+}
+
+MiniBatch HandMadeBatch() {
+  MiniBatch mb;
+  mb.epoch = 3;
+  mb.step = 9;
+  mb.seeds = {10, 11};
+  mb.labels = {1, 0};
+  Block b0{{5, 6, 10, 11, 12}, 3, {0, 2, 2, 4}, {3, 4, 0, 1}, {100, 101, 102, 103}};
+  Block b1{{10, 11, 12}, 2, {0, 1, 3}, {2, 0, 1}, {7, 8, 9}};
+  mb.blocks = {b0, b1};
+  return mb;
+}
+
+TEST(ShmBatchTest, RoundTripsThroughAMemfdAndASocket) {
+  MiniBatch mb = HandMadeBatch();
+  auto w = ShmBatchWriter::Create(mb, 5, 3);
+  ASSERT_TRUE(w.ok()) << w.status();
+  for (int i = 0; i < 15; ++i) w->features()[i] = 0.5f * i;
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+  ASSERT_TRUE(SendBatch(sv[0], 77, w->fd()).ok());
+  int64_t index = -1;
+  int fd = -1;
+  bool closed = false;
+  ASSERT_TRUE(ReceiveMessage(sv[1], &index, &fd, &closed).ok());
+  EXPECT_EQ(index, 77);
+  auto back = ReadShmBatch(fd);
+  close(fd);
+  ASSERT_TRUE(back.ok()) << back.status();
+  mb.features = back->features;  // compare everything else field by field
+  testing::ExpectSameBatch(mb, *back);
+  ASSERT_EQ(back->features.rows, 5);
+  ASSERT_EQ(back->features.cols, 3);
+  for (int i = 0; i < 15; ++i) EXPECT_EQ(back->features.data[i], 0.5f * i);
+
+  // An error travels as a status with its code and text.
+  ASSERT_TRUE(SendError(sv[0], 3, absl::UnavailableError("partition 1 server x:1: down")).ok());
+  absl::Status s = ReceiveMessage(sv[1], &index, &fd, &closed);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(s.message(), "partition 1 server x:1: down");
+  close(sv[0]);
+  EXPECT_EQ(ReceiveMessage(sv[1], &index, &fd, &closed).code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(closed);
+  close(sv[1]);
+}
+
+TEST(ShmBatchTest, RejectsAFileThatDisagreesWithItsHeader) {
+  auto w = ShmBatchWriter::Create(HandMadeBatch(), 5, 3);
+  ASSERT_TRUE(w.ok());
+  ASSERT_EQ(ftruncate(w->fd(), 64), 0);
+  EXPECT_EQ(ReadShmBatch(w->fd()).status().code(), absl::StatusCode::kDataLoss);
+}
+
+class LocalSamplingTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    d_ = testing::MakeRandomDataset({.num_nodes = 600, .num_edges = 4000, .feat_dim = 6});
+    partition::PartitionOptions o;
+    o.out_dir = dir_.Sub("parts");
+    o.num_parts = 1;
+    o.add_reverse_edges = true;
+    o.quiet = true;
+    auto s = partition::PartitionDataset(d_, o);
+    ASSERT_TRUE(s.ok()) << s.status();
+    config_path_ = s->config_path;
+    auto cfg = core::LoadPartitionConfig(config_path_);
+    ASSERT_TRUE(cfg.ok());
+    auto g = DistGraph::Open(*cfg, {.machine_id = 0});
+    ASSERT_TRUE(g.ok()) << g.status();
+    graph_ = std::move(*g);
+  }
+  testing::TempDir dir_;
+  partition::Dataset d_;
+  std::string config_path_;
+  std::unique_ptr<DistGraph> graph_;
+};
+
+TEST_F(LocalSamplingTest, BlocksFeaturesAndLabelsMatchTheDataset) {
+  testing::BatchTruth truth(d_, true, config_path_);
+  auto mask = graph_->PullWholeNodeField("train_mask");
+  ASSERT_TRUE(mask.ok()) << mask.status();
+  std::vector<int64_t> train = MaskToIds(*mask);
+  ASSERT_EQ(train.size(), d_.train_idx.size());
+  for (auto [fanouts, replace] : std::vector<std::pair<std::vector<int64_t>, bool>>{
+           {{4, 3}, false}, {{-1, 2}, false}, {{5, 3, 2}, true}, {{-1}, false}}) {
+    SamplerOptions so;
+    so.fanouts = fanouts;
+    so.replace = replace;
+    so.batch_size = 37;
+    so.seed = 11;
+    ASSERT_TRUE(ValidateSamplerOptions(so, *graph_).ok());
+    MiniBatchSampler s(graph_.get(), so, train);
+    ASSERT_EQ(s.steps_per_epoch(), (static_cast<int64_t>(train.size()) + 36) / 37);
+    std::set<int64_t> seen;
+    for (int64_t step = 0; step < s.steps_per_epoch(); ++step) {
+      auto mb = s.Sample(0, step);
+      ASSERT_TRUE(mb.ok()) << mb.status();
+      truth.Check(*mb, fanouts, replace);
+      seen.insert(mb->seeds.begin(), mb->seeds.end());
+    }
+    EXPECT_EQ(seen.size(), train.size()) << "an epoch visits every seed once";
+  }
+}
+
+TEST_F(LocalSamplingTest, SameSeedSameBatchAndOtherwiseDifferent) {
+  SamplerOptions so;
+  so.fanouts = {5, 5};
+  so.batch_size = 16;
+  so.seed = 3;
+  std::vector<int64_t> seeds(200);
+  std::iota(seeds.begin(), seeds.end(), 100);
+  MiniBatchSampler a(graph_.get(), so, seeds), b(graph_.get(), so, seeds);
+  auto x = a.Sample(1, 2), y = b.Sample(1, 2);
+  ASSERT_TRUE(x.ok() && y.ok());
+  testing::ExpectSameBatch(*x, *y);
+  so.seed = 4;
+  MiniBatchSampler c(graph_.get(), so, seeds);
+  auto z = c.Sample(1, 2);
+  ASSERT_TRUE(z.ok());
+  EXPECT_NE(x->seeds, z->seeds);
+}
+
+TEST_F(LocalSamplingTest, BadOptionsAreRefusedWithTheFlagNamed) {
+  SamplerOptions so;
+  so.fanouts = {5, 0};
+  EXPECT_NE(ValidateSamplerOptions(so, *graph_).message().find("--fanouts: layer 1 has fanout 0"), std::string::npos);
+  so.fanouts = {5};
+  so.batch_size = 0;
+  EXPECT_NE(ValidateSamplerOptions(so, *graph_).message().find("--batch-size"), std::string::npos);
+  so.batch_size = 8;
+  so.feature_field = "nope";
+  absl::Status s = ValidateSamplerOptions(so, *graph_);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("'nope'"), std::string::npos);
+  EXPECT_NE(s.message().find("feat"), std::string::npos) << "lists the fields that exist: " << s.message();
+  so.feature_field = "feat";
+  so.label_field = "feat";
+  EXPECT_NE(ValidateSamplerOptions(so, *graph_).message().find("one integer per node"), std::string::npos);
+}
+
+TEST_F(LocalSamplingTest, OutOfGraphSeedIsAnErrorNamingIt) {
+  core::SampledEdges e;
+  std::vector<int64_t> seeds = {1, 600};
+  absl::Status s = graph_->SampleNeighbors(seeds, {.fanout = 2}, &e);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("node ID 600"), std::string::npos) << s;
+}
+
+TEST(ServerListTest, ParsesAndFormats) {
+  auto m = ParseServerList("0=a:1, 1=b:2,0=c:3", 2);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->addresses[0], (std::vector<std::string>{"a:1", "c:3"}));
+  EXPECT_EQ(FormatServerList(*m), "0=a:1,0=c:3,1=b:2");
+  EXPECT_FALSE(ParseServerList("2=a:1", 2).ok());
+  EXPECT_FALSE(ParseServerList("a:1", 2).ok());
+  EXPECT_FALSE(ParseServerList("0=", 2).ok());
+}
+
+}  // namespace
+}  // namespace fanout::sampler
