@@ -112,6 +112,14 @@ server::GraphClient* DistGraph::ClientFor(int part) const {
   return list[i % list.size()].get();
 }
 
+bool DistGraph::AllOwnedBy(std::span<const int64_t> ids, int part) const {
+  const int64_t lo = book_.start(part), hi = book_.end(part);
+  for (int64_t v : ids) {
+    if (v < lo || v >= hi) return false;
+  }
+  return true;
+}
+
 absl::Status DistGraph::GroupByPart(std::span<const int64_t> ids, std::vector<std::vector<int64_t>>* positions) const {
   positions->assign(config_.num_parts, {});
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -147,11 +155,15 @@ absl::Status ForEachPart(int num_parts, const std::vector<std::vector<int64_t>>&
 
 absl::Status DistGraph::SampleNeighbors(std::span<const int64_t> seeds, const core::SampleOptions& options,
                                         core::SampledEdges* out) const {
+  const int local = local_ ? options_.machine_id : -1;
+  if (local >= 0 && AllOwnedBy(seeds, local)) {
+    // The whole call is local (always so with one partition): no grouping, no copies.
+    return core::SampleNeighbors(*local_, seeds, options, out);
+  }
   std::vector<std::vector<int64_t>> positions;
   RETURN_IF_ERROR(GroupByPart(seeds, &positions));
   const int np = config_.num_parts;
   std::vector<core::SampledEdges> parts(np);
-  const int local = local_ ? options_.machine_id : -1;
   RETURN_IF_ERROR(ForEachPart(np, positions, local, [&](int p) -> absl::Status {
     std::vector<int64_t> ids(positions[p].size());
     for (size_t i = 0; i < ids.size(); ++i) ids[i] = seeds[positions[p][i]];

@@ -73,6 +73,7 @@ class DistGraph {
   DistGraph(core::PartitionConfig config, DistGraphOptions options, core::RangePartitionBook book);
   server::GraphClient* ClientFor(int part) const;
   std::string Describe(int part) const;  // "partition 1 (server 127.0.0.1:5000)"
+  bool AllOwnedBy(std::span<const int64_t> ids, int part) const;
   // Splits `ids` by owner: order[p] = positions in `ids` owned by partition p.
   absl::Status GroupByPart(std::span<const int64_t> ids, std::vector<std::vector<int64_t>>* positions) const;
 

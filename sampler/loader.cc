@@ -69,7 +69,7 @@ class ThreadLoader final : public BatchLoader {
       const int64_t g = next_++;
       lock.unlock();
       const int64_t epoch = options_.first_epoch + g / steps_, step = g % steps_;
-      absl::StatusOr<MiniBatch> mb = samplers_[i]->Sample(epoch, step);
+      absl::StatusOr<MiniBatch> mb = samplers_[i]->Sample(epoch, step, &pool_);
       if (!mb.ok()) {
         mb = absl::Status(mb.status().code(), StrCat("sampling epoch ", epoch, " step ", step, ": ",
                                                      mb.status().message()));
@@ -83,6 +83,7 @@ class ThreadLoader final : public BatchLoader {
 
   LoaderOptions options_;
   std::vector<std::unique_ptr<MiniBatchSampler>> samplers_;
+  BufferPool pool_;
   std::vector<std::thread> workers_;
   int64_t steps_ = 0, total_ = 0;
   std::mutex mu_;

@@ -118,7 +118,7 @@ absl::Status MiniBatchSampler::SampleBlocksFor(std::span<const int64_t> seeds, u
                                                std::vector<Block>* blocks) {
   const int layers = static_cast<int>(options_.fanouts.size());
   blocks->assign(layers, Block());
-  std::vector<int64_t> frontier(seeds.begin(), seeds.end());
+  std::span<const int64_t> frontier = seeds;
   for (int l = layers - 1; l >= 0; --l) {
     core::SampleOptions so;
     so.fanout = options_.fanouts[l];
@@ -137,7 +137,9 @@ absl::Status MiniBatchSampler::SampleBlocksFor(std::span<const int64_t> seeds, u
     b.indices.resize(ne);
     // Edges come grouped by destination in frontier order.
     size_t j = 0;
+    constexpr size_t kAhead = 16;
     for (size_t e = 0; e < ne; ++e) {
+      if (e + kAhead < ne) map_.Prefetch(edges_.src[e + kAhead]);
       while (j < nd && frontier[j] != edges_.dst[e]) b.indptr[++j] = static_cast<int64_t>(e);
       if (j == nd) return absl::InternalError(StrCat("layer ", l, ": sampled edges not grouped by destination"));
       b.indices[e] = map_.Insert(edges_.src[e]);
@@ -146,7 +148,7 @@ absl::Status MiniBatchSampler::SampleBlocksFor(std::span<const int64_t> seeds, u
     b.eids = std::move(edges_.eid);
     edges_.eid.clear();
     b.src_nodes = map_.TakeIds();
-    frontier = b.src_nodes;
+    frontier = b.src_nodes;  // blocks are not resized from here on, so the span stays valid
   }
   return absl::OkStatus();
 }
@@ -183,10 +185,43 @@ absl::Status MiniBatchSampler::FetchLabels(std::span<const int64_t> seeds, std::
   return absl::OkStatus();
 }
 
-absl::StatusOr<MiniBatch> MiniBatchSampler::Sample(int64_t epoch, int64_t step) {
+std::shared_ptr<float[]> BufferPool::Get(size_t floats) {
+  std::vector<float> v;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    auto& free = state_->free;
+    // The smallest kept buffer that is large enough, else the largest (grown below).
+    auto better = [floats](const std::vector<float>& a, const std::vector<float>& b) {
+      const bool a_fits = a.size() >= floats, b_fits = b.size() >= floats;
+      if (a_fits != b_fits) return a_fits;
+      return a_fits ? a.size() < b.size() : a.size() > b.size();
+    };
+    auto best = free.end();
+    for (auto it = free.begin(); it != free.end(); ++it) {
+      if (best == free.end() || better(*it, *best)) best = it;
+    }
+    if (best != free.end()) {
+      v = std::move(*best);
+      free.erase(best);
+    }
+  }
+  if (v.size() < floats) v.resize(floats);
+  auto* holder = new std::vector<float>(std::move(v));
+  std::weak_ptr<State> weak = state_;
+  return std::shared_ptr<float[]>(holder->data(), [holder, weak](float*) {
+    std::unique_ptr<std::vector<float>> own(holder);
+    if (auto state = weak.lock()) {
+      std::lock_guard<std::mutex> lock(state->mu);
+      if (state->free.size() < state->max_kept) state->free.push_back(std::move(*own));
+    }
+  });
+}
+
+absl::StatusOr<MiniBatch> MiniBatchSampler::Sample(int64_t epoch, int64_t step, BufferPool* pool) {
   ASSIGN_OR_RETURN(MiniBatch mb, SampleBlocks(epoch, step));
   const int64_t rows = static_cast<int64_t>(mb.input_nodes().size());
-  auto buf = std::shared_ptr<float[]>(new float[std::max<int64_t>(1, rows * feature_dim_)]);
+  const size_t n = static_cast<size_t>(std::max<int64_t>(1, rows * feature_dim_));
+  std::shared_ptr<float[]> buf = pool != nullptr ? pool->Get(n) : std::shared_ptr<float[]>(new float[n]);
   RETURN_IF_ERROR(FetchFeatures(mb.input_nodes(), buf.get()));
   mb.features.data = buf.get();
   mb.features.owner = std::move(buf);

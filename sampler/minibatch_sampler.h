@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,24 @@
 #include "sampler/minibatch.h"
 
 namespace fanout::sampler {
+
+// Reuses feature buffers batch after batch: a fresh 20-50 MB allocation per batch costs a page
+// fault per 4 KiB (measured: a third of the gather time). A buffer returns to the pool when the
+// last holder of its batch lets go. Thread-safe.
+class BufferPool {
+ public:
+  explicit BufferPool(size_t max_kept = 8) : state_(std::make_shared<State>()) { state_->max_kept = max_kept; }
+  // A buffer of at least `floats` floats (contents undefined).
+  std::shared_ptr<float[]> Get(size_t floats);
+
+ private:
+  struct State {
+    std::mutex mu;
+    std::vector<std::vector<float>> free;
+    size_t max_kept = 8;
+  };
+  std::shared_ptr<State> state_;
+};
 
 struct SamplerOptions {
   std::vector<int64_t> fanouts = {15, 10, 5};  // per layer, input layer first (DGL); -1 = all
@@ -51,8 +71,8 @@ class MiniBatchSampler {
   // Fills `out` (input_nodes.size() x feature_dim floats) with the input nodes' features.
   absl::Status FetchFeatures(std::span<const int64_t> input_nodes, float* out);
   absl::Status FetchLabels(std::span<const int64_t> seeds, std::vector<int64_t>* labels);
-  // Everything, features in heap memory.
-  absl::StatusOr<MiniBatch> Sample(int64_t epoch, int64_t step);
+  // Everything, features in heap memory (from `pool` when given).
+  absl::StatusOr<MiniBatch> Sample(int64_t epoch, int64_t step, BufferPool* pool = nullptr);
 
  private:
   const DistGraph* graph_;

@@ -1,0 +1,166 @@
+// Mini-batch sampling throughput (docs/benchmarks.md), side by side in one run:
+//   in-process  one thread sampling a single-partition graph straight from its files (blocks,
+//               then the input features gathered), timed phase by phase;
+//   2 parts     machine 0 of a two-partition graph: partition 0 from files, partition 1 from a
+//               graph server on loopback, through the batch loader with N = 0 (one sampling
+//               thread in the trainer), 1 and 2 fanout-sampler processes.
+// Prints batches/s, sampled edges/s and input-feature MB/s, total and per sampler.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <optional>
+
+#include "core/cli.h"
+#include "core/partition_config.h"
+#include "core/partition_store.h"
+#include "core/status.h"
+#include "core/strings.h"
+#include "sampler/dist_graph.h"
+#include "sampler/loader.h"
+#include "sampler/minibatch_sampler.h"
+#include "sampler/seed_split.h"
+#include "server/graph_server.h"
+
+namespace {
+
+using namespace fanout;
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+struct Totals {
+  int64_t batches = 0, edges = 0, feature_bytes = 0;
+  double seconds = 0;
+  void Add(const sampler::MiniBatch& mb) {
+    ++batches;
+    for (const auto& b : mb.blocks) edges += b.num_edges();
+    feature_bytes += mb.features.rows * mb.features.cols * static_cast<int64_t>(sizeof(float));
+  }
+  void Print(const char* name, int samplers) const {
+    const int per = std::max(1, samplers);
+    std::printf("%-22s %8.2f %10.2f %12.2f %10.1f %12.1f   (%lld batches, %.1f s)\n", name, batches / seconds,
+                batches / seconds / per, edges / seconds / per / 1e6, feature_bytes / seconds / 1e6,
+                feature_bytes / seconds / per / 1e6, static_cast<long long>(batches), seconds);
+  }
+};
+
+absl::StatusOr<std::vector<int64_t>> TrainSeeds(const sampler::DistGraph& g, int rank) {
+  ASSIGN_OR_RETURN(std::string mask, g.PullWholeNodeField("train_mask"));
+  auto split = sampler::SplitSeeds(sampler::MaskToIds(mask), g.node_book(), 1);
+  return split[rank];
+}
+
+int Run(int argc, char** argv) {
+  std::string one_part, two_parts, sampler_bin;
+  sampler::SamplerOptions so;
+  int64_t batches = 40, warmup = 3;
+  int server_threads = 2;
+  std::string modes = "inproc,n0,n1,n2";
+  core::ArgParser args("sampler_bench", "--one-part FILE --two-parts FILE [flags]");
+  args.AddString("one-part", &one_part, "partition config of the graph cut into 1 partition");
+  args.AddString("two-parts", &two_parts, "partition config of the same graph cut into 2");
+  args.AddIntList("fanouts", &so.fanouts, "per layer, input layer first");
+  args.AddInt("batch-size", &so.batch_size, "seeds per batch");
+  args.AddInt("batches", &batches, "batches measured per mode");
+  args.AddInt("warmup", &warmup, "batches run first, not measured");
+  args.AddInt("server-threads", &server_threads, "worker threads of the partition-1 server");
+  args.AddString("sampler-bin", &sampler_bin, "fanout-sampler (default: beside this program)");
+  args.AddString("modes", &modes, "comma list of inproc,n0,n1,n2");
+  if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
+  if (sampler_bin.empty()) {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    std::string dir = n > 0 ? std::string(self, n) : "";
+    sampler_bin = dir.substr(0, dir.rfind('/') + 1) + "fanout-sampler";
+  }
+  auto has = [&](const char* m) { return ("," + modes + ",").find(core::StrCat(",", m, ",")) != std::string::npos; };
+  std::printf("fanouts %s, batch %lld, %lld batches per mode (after %lld warm-up)\n",
+              core::StrJoin(so.fanouts, ",").c_str(), static_cast<long long>(so.batch_size),
+              static_cast<long long>(batches), static_cast<long long>(warmup));
+  std::printf("%-22s %8s %10s %12s %10s %12s\n", "mode", "batch/s", "/sampler", "Medges/s/s", "feat MB/s",
+              "MB/s/sampler");
+
+  if (has("inproc")) {
+    auto cfg = core::LoadPartitionConfig(one_part);
+    if (!cfg.ok()) return args.Fail(cfg.status());
+    auto g = sampler::DistGraph::Open(*cfg, {.machine_id = 0});
+    if (!g.ok()) return args.Fail(g.status());
+    auto seeds = TrainSeeds(**g, 0);
+    if (!seeds.ok()) return args.Fail(seeds.status());
+    sampler::MiniBatchSampler s(g->get(), so, *seeds);
+    Totals t;
+    sampler::BufferPool pool;  // as the loaders do: buffers reused, not page-faulted in per batch
+    double sample_s = 0, feat_s = 0;
+    for (int64_t i = 0; i < warmup + batches; ++i) {
+      const int64_t step = i % s.steps_per_epoch(), epoch = i / s.steps_per_epoch();
+      auto t0 = Clock::now();
+      auto mb = s.SampleBlocks(epoch, step);
+      if (!mb.ok()) return args.Fail(mb.status());
+      auto t1 = Clock::now();
+      auto feat = pool.Get(mb->input_nodes().size() * s.feature_dim());
+      auto t2 = Clock::now();
+      if (absl::Status st = s.FetchFeatures(mb->input_nodes(), feat.get()); !st.ok()) return args.Fail(st);
+      if (i < warmup) continue;
+      sample_s += std::chrono::duration<double>(t1 - t0).count();
+      feat_s += Since(t2);
+      mb->features.rows = static_cast<int64_t>(mb->input_nodes().size());
+      mb->features.cols = s.feature_dim();
+      t.Add(*mb);
+    }
+    t.seconds = sample_s + feat_s;
+    t.Print("in-process, 1 part", 1);
+    std::printf("  phases: sampling %.1f ms/batch = %.2f M sampled edges/s; feature gather %.1f ms/batch = %.2f GB/s\n",
+                1e3 * sample_s / t.batches, t.edges / sample_s / 1e6, 1e3 * feat_s / t.batches,
+                t.feature_bytes / feat_s / 1e9);
+  }
+
+  if (has("n0") || has("n1") || has("n2")) {
+    auto cfg = core::LoadPartitionConfig(two_parts);
+    if (!cfg.ok()) return args.Fail(cfg.status());
+    if (cfg->num_parts != 2) return args.Fail(absl::InvalidArgumentError("--two-parts must have 2 partitions"));
+    auto store = core::PartitionStore::Open(*cfg, 1);
+    if (!store.ok()) return args.Fail(store.status());
+    server::ServerOptions o;
+    o.host = "127.0.0.1";
+    o.port = 0;
+    o.num_threads = server_threads;
+    auto srv = server::GraphServer::Start(std::move(*store), o);
+    if (!srv.ok()) return args.Fail(srv.status());
+    sampler::DistGraphOptions go;
+    go.machine_id = 0;
+    go.servers.addresses = {{}, {(*srv)->address()}};
+    auto g = sampler::DistGraph::Open(*cfg, go);
+    if (!g.ok()) return args.Fail(g.status());
+    auto seeds = TrainSeeds(**g, 0);
+    if (!seeds.ok()) return args.Fail(seeds.status());
+    for (int n : {0, 1, 2}) {
+      if (!has(core::StrCat("n", n).c_str())) continue;
+      sampler::LoaderOptions lo;
+      lo.num_samplers = n;
+      lo.num_threads = 1;
+      lo.prefetch = 2;
+      lo.num_epochs = 1 + (warmup + batches) / std::max<int64_t>(1, (*seeds).size() / so.batch_size);
+      lo.sampler_binary = sampler_bin;
+      lo.part_config_path = two_parts;
+      auto l = sampler::MakeBatchLoader(g->get(), go, so, *seeds, lo);
+      if (!l.ok()) return args.Fail(l.status());
+      Totals t;
+      Clock::time_point start;
+      for (int64_t i = 0; i < warmup + batches; ++i) {
+        if (i == warmup) start = Clock::now();
+        auto mb = (*l)->Next();
+        if (!mb.ok()) return args.Fail(mb.status());
+        if (i >= warmup) t.Add(*mb);
+      }
+      t.seconds = Since(start);
+      t.Print(core::StrCat("2 parts, N = ", n).c_str(), n);
+    }
+    (*srv)->Shutdown(std::chrono::milliseconds(0));
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return Run(argc, argv); }
