@@ -1,0 +1,96 @@
+#include "launcher/group_guard.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "core/strings.h"
+#include "launcher/output.h"
+
+namespace fanout::launcher {
+namespace {
+
+constexpr int32_t kDisarm = 0;
+
+[[noreturn]] void GuardMain(int fd) {
+  // Own group, so that a Ctrl-C meant for the launcher does not reach it; deaf to the usual
+  // stop signals, so that it is still there when it is needed.
+  setpgid(0, 0);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) signal(sig, SIG_IGN);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  // Hold none of the launcher's descriptors: a reader of the launcher's output must see end of
+  // file when the launcher exits, not when the guard does.
+  int devnull = open("/dev/null", O_RDWR);
+  for (int i = 0; i < 3; ++i) dup2(devnull, i);
+  if (fd > 3) close_range(3, fd - 1, 0);
+  close_range(fd + 1, ~0U, 0);
+  std::vector<pid_t> groups;
+  int32_t msg;
+  for (;;) {
+    ssize_t n = read(fd, &msg, sizeof(msg));
+    if (n < 0 && errno == EINTR) continue;
+    if (n != static_cast<ssize_t>(sizeof(msg))) break;  // end of file: the launcher is gone
+    if (msg == kDisarm) _exit(0);
+    groups.push_back(static_cast<pid_t>(msg));
+  }
+  for (pid_t g : groups) kill(-g, SIGKILL);
+  _exit(0);
+}
+
+}  // namespace
+
+absl::StatusOr<GroupGuard> GroupGuard::Start() {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0) {
+    return absl::ResourceExhaustedError(core::StrCat("pipe: ", std::strerror(errno)));
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    int e = errno;
+    close(p[0]);
+    close(p[1]);
+    return absl::ResourceExhaustedError(core::StrCat("fork: ", std::strerror(e)));
+  }
+  if (pid == 0) {
+    close(p[1]);
+    GuardMain(p[0]);
+  }
+  close(p[0]);
+  GroupGuard g;
+  g.pid_ = pid;
+  g.fd_ = p[1];
+  return g;
+}
+
+GroupGuard::GroupGuard(GroupGuard&& other) noexcept : pid_(other.pid_), fd_(other.fd_) {
+  other.pid_ = -1;
+  other.fd_ = -1;
+}
+
+GroupGuard::~GroupGuard() {
+  if (fd_ >= 0) close(fd_);
+  if (pid_ > 0) {
+    while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+}
+
+void GroupGuard::Add(pid_t pgid) {
+  int32_t msg = static_cast<int32_t>(pgid);
+  if (fd_ >= 0 && pgid > 0) WriteAll(fd_, std::string_view(reinterpret_cast<char*>(&msg), sizeof(msg)));
+}
+
+void GroupGuard::Disarm() {
+  int32_t msg = kDisarm;
+  if (fd_ >= 0) WriteAll(fd_, std::string_view(reinterpret_cast<char*>(&msg), sizeof(msg)));
+}
+
+}  // namespace fanout::launcher

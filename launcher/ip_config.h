@@ -1,0 +1,34 @@
+// ip_config.txt, DGL's machine list: one machine per line, `IP [PORT]`, `#` starts a comment,
+// blank lines are skipped. Machine k (the k-th listed) hosts partition k; server s of a machine
+// listens on PORT + s. Trainers read the same file (FANOUT_IP_CONFIG) to find the servers.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace fanout::launcher {
+
+// DGL's default base port, used when a line gives none.
+inline constexpr int kDefaultIpConfigPort = 30050;
+
+struct MachineEntry {
+  std::string ip;                   // an IPv4 or IPv6 literal, as written
+  int port = kDefaultIpConfigPort;  // base port: server s listens on port + s
+  int line = 0;                     // 1-based line of the file it came from
+};
+
+// Parses the text of an ip_config file. `filename` only names the file in messages, which read
+// "<filename>:<line>: <what is wrong>". At least one machine is required.
+absl::StatusOr<std::vector<MachineEntry>> ParseIpConfig(std::string_view text,
+                                                        std::string_view filename);
+
+// Reads and parses the file at `path`.
+absl::StatusOr<std::vector<MachineEntry>> LoadIpConfig(const std::string& path);
+
+// "ip:port", with the IPv6 literal in brackets ("[::1]:30050").
+std::string HostPort(const std::string& ip, int port);
+
+}  // namespace fanout::launcher

@@ -1,0 +1,373 @@
+#include "launcher/job_plan.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <filesystem>
+#include <thread>
+
+#include "core/check.h"
+#include "core/partition_config.h"
+#include "core/status.h"
+#include "core/strings.h"
+#include "launcher/local_address.h"
+
+namespace fanout::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+using core::StrCat;
+
+std::string Var(const char* name, const std::string& value) { return StrCat(name, "=", value); }
+std::string Var(const char* name, int64_t value) { return StrCat(name, "=", value); }
+
+// Fills argv / local_env / local_cwd: the command itself here, or ssh for a remote machine.
+void SetLaunchCommand(const LaunchOptions& o, ProcessSpec* p) {
+  if (p->remote) {
+    p->argv = SshArgv(o, p->ip, RemoteScript(p->workspace, p->env, p->command, o.stop_grace_s));
+    p->local_env.clear();
+    p->local_cwd.clear();
+  } else {
+    p->argv = p->command;
+    p->local_env = p->env;
+    p->local_cwd = p->workspace;
+  }
+}
+
+std::string Where(const std::string& ip_config_path, const MachineEntry& m) {
+  return StrCat(ip_config_path, ":", m.line);
+}
+
+bool IsExecutableFile(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec) && access(p.c_str(), X_OK) == 0;
+}
+
+// Where `program` is found as execvp would find it, running in `cwd`; "" when nowhere.
+std::string FindProgram(const std::string& program, const std::string& cwd) {
+  if (program.find('/') != std::string::npos) {
+    fs::path p = fs::path(program).is_absolute() ? fs::path(program) : fs::path(cwd) / program;
+    return IsExecutableFile(p) ? p.string() : "";
+  }
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t colon = dirs.find(':', start);
+    if (colon == std::string::npos) colon = dirs.size();
+    std::string dir = dirs.substr(start, colon - start);
+    fs::path p = (dir.empty() ? fs::path(cwd) : fs::path(dir)) / program;
+    if (IsExecutableFile(p)) return p.string();
+    start = colon + 1;
+  }
+  return "";
+}
+
+// fanout-server next to this executable (an installation), or in the build tree next door
+// (build/launcher/fanout-launch, build/server/fanout-server); else the bare name, which each
+// machine looks up in its PATH.
+std::string DefaultServerBin() {
+  std::error_code ec;
+  fs::path self = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    for (fs::path p : {self.parent_path() / "fanout-server",
+                       self.parent_path().parent_path() / "server" / "fanout-server"}) {
+      if (IsExecutableFile(p)) return fs::canonical(p, ec).string();
+    }
+  }
+  return "fanout-server";
+}
+
+std::string DefaultJobId() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
+  return StrCat(buf, "-", getpid());
+}
+
+std::string Absolute(const std::string& base, const std::string& path) {
+  fs::path p(path);
+  return (p.is_absolute() ? p : fs::path(base) / p).lexically_normal().string();
+}
+
+}  // namespace
+
+std::string_view RoleName(Role role) { return role == Role::kServer ? "server" : "trainer"; }
+
+std::string ProcessSpec::Label() const { return StrCat("m", machine, " ", RoleName(role), " ", rank); }
+
+std::string ProcessSpec::Describe() const {
+  if (role == Role::kServer) {
+    return StrCat("machine ", machine, " at ", ip, ", server ", rank, " on ", address);
+  }
+  return StrCat("machine ", machine, " at ", ip, ", trainer local rank ", rank, ", rank ", global_rank);
+}
+
+std::string ShellQuote(std::string_view s) {
+  bool safe = !s.empty();
+  for (char c : s) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              std::string_view("_-./:=@%+,").find(c) != std::string_view::npos;
+    if (!ok) safe = false;
+  }
+  if (safe) return std::string(s);
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += "'";
+  return out;
+}
+
+std::string ShellJoin(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) {
+    if (!out.empty()) out += ' ';
+    out += ShellQuote(w);
+  }
+  return out;
+}
+
+std::string RemoteScript(const std::string& workspace, const std::vector<std::string>& env,
+                         const std::vector<std::string>& command, double kill_grace_s) {
+  std::vector<std::string> run = {"setsid", "env"};
+  run.insert(run.end(), env.begin(), env.end());
+  run.insert(run.end(), command.begin(), command.end());
+  const int grace = std::max(1, static_cast<int>(std::ceil(kill_grace_s)));
+  // The command runs under setsid so that its process group (= its pid) can be signalled as a
+  // whole. A background job of a non-interactive sh is not a group leader, so setsid does not
+  // fork and $! is the command's own pid. The watcher reads the launcher's end of the pipe
+  // (ssh's stdin) until end of file: the launcher closed it, died, or the connection dropped.
+  // dash's kill takes `-TERM -PGID` but not `--`.
+  return StrCat(
+      "cd ", ShellQuote(workspace), " || exit 126\n",
+      "exec 3<&0 </dev/null\n",
+      ShellJoin(run), " &\n",
+      "child=$!\n",
+      "setsid sh -c 'while read -r _; do :; done; kill -TERM -$1 2>/dev/null; sleep ", grace,
+      "; kill -KILL -$1 2>/dev/null' watch \"$child\" <&3 >/dev/null 2>&1 &\n",
+      "watcher=$!\n",
+      "exec 3<&-\n",
+      "wait \"$child\"\n",
+      "rc=$?\n",
+      "kill -KILL -\"$watcher\" 2>/dev/null\n",
+      "kill -KILL -\"$child\" 2>/dev/null\n",
+      "exit \"$rc\"\n");
+}
+
+std::vector<std::string> SshArgv(const LaunchOptions& o, const std::string& ip,
+                                 const std::string& script) {
+  return {o.ssh_command,
+          "-T",
+          "-o", "BatchMode=yes",
+          "-o", "StrictHostKeyChecking=accept-new",
+          "-o", "ServerAliveInterval=10",
+          "-o", "ServerAliveCountMax=3",
+          "-p", std::to_string(o.ssh_port),
+          o.ssh_user.empty() ? ip : StrCat(o.ssh_user, "@", ip),
+          StrCat("sh -c ", ShellQuote(script))};
+}
+
+absl::Status CheckMachinesMatchPartitions(size_t num_machines, const std::string& ip_config_path,
+                                          int num_parts, const std::string& part_config_path) {
+  if (num_machines == static_cast<size_t>(num_parts)) return absl::OkStatus();
+  return absl::InvalidArgumentError(StrCat(
+      ip_config_path, " lists ", num_machines, " machine", num_machines == 1 ? "" : "s", " but ",
+      part_config_path, " has ", num_parts, " partition", num_parts == 1 ? "" : "s",
+      " (num_parts); machine k serves partition k, so list exactly ", num_parts,
+      " machines or partition the graph into ", num_machines));
+}
+
+absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& in) {
+  RETURN_IF_ERROR(CheckMachinesMatchPartitions(in.machines.size(), in.ip_config_path, in.num_parts,
+                                               in.part_config_path));
+  FANOUT_CHECK(in.remote.size() == in.machines.size());
+  const int S = o.num_servers, T = o.num_trainers;
+  const int M = static_cast<int>(in.machines.size());
+  const std::vector<MachineEntry>& ms = in.machines;
+
+  for (int k = 0; k < M; ++k) {
+    if (ms[k].port + S - 1 > 65535) {
+      return absl::InvalidArgumentError(StrCat(
+          Where(in.ip_config_path, ms[k]), ": machine ", k, "'s ", S, " servers would listen on ports ",
+          ms[k].port, "..", ms[k].port + S - 1, ", past 65535"));
+    }
+    for (int j = 0; j < k; ++j) {
+      if (ms[j].ip == ms[k].ip && ms[j].port < ms[k].port + S && ms[k].port < ms[j].port + S) {
+        return absl::InvalidArgumentError(StrCat(
+            Where(in.ip_config_path, ms[k]), ": machines ", j, " and ", k, " are both ", ms[k].ip,
+            " and their server ports overlap (", ms[j].port, "..", ms[j].port + S - 1, " and ",
+            ms[k].port, "..", ms[k].port + S - 1, " with --num-servers ", S,
+            "); give them ports at least ", S, " apart"));
+      }
+    }
+  }
+
+  // The rendezvous for the trainers' collectives lives on machine 0, past every server port on
+  // machine 0's address (several ip_config lines may share one address).
+  int coordinator_port = o.coordinator_port;
+  if (coordinator_port == 0) {
+    for (const MachineEntry& m : ms) {
+      if (m.ip == ms[0].ip) coordinator_port = std::max(coordinator_port, m.port + S);
+    }
+    if (coordinator_port > 65535) {
+      return absl::InvalidArgumentError(StrCat(
+          "the default coordinator port (after machine 0's server ports) would be ",
+          coordinator_port, ", past 65535; give --coordinator-port"));
+    }
+  }
+  for (int k = 0; k < M; ++k) {
+    if (ms[k].ip == ms[0].ip && coordinator_port >= ms[k].port && coordinator_port < ms[k].port + S) {
+      return absl::InvalidArgumentError(StrCat(
+          "--coordinator-port ", coordinator_port, " is a server port of machine ", k, " (",
+          ms[k].ip, " ports ", ms[k].port, "..", ms[k].port + S - 1, ")"));
+    }
+  }
+
+  JobPlan plan;
+  plan.job_id = in.job_id;
+  plan.machines = ms;
+  plan.coordinator = HostPort(ms[0].ip, coordinator_port);
+  const int omp = o.num_omp_threads > 0 ? o.num_omp_threads : std::max(1, in.host_cores / 2 / T);
+  // A server only needs a second or so to let in-flight calls finish: it is stopped at the end
+  // of the job, or when the job has already failed.
+  const double server_grace = std::min(1.0, o.stop_grace_s / 2);
+
+  for (int k = 0; k < M; ++k) {
+    for (int s = 0; s < S; ++s) {
+      ProcessSpec p;
+      p.role = Role::kServer;
+      p.machine = k;
+      p.rank = s;
+      p.ip = ms[k].ip;
+      p.address = HostPort(ms[k].ip, ms[k].port + s);
+      p.remote = in.remote[k];
+      p.workspace = in.workspace;
+      // fanout-server adds --server-id to --port itself.
+      p.command = {in.server_bin,  "--part-config", in.part_config_path,
+                   "--part-id",    std::to_string(k),
+                   "--host",       ms[k].ip,
+                   "--port",       std::to_string(ms[k].port),
+                   "--server-id",  std::to_string(s),
+                   "--shutdown-grace", StrCat(server_grace)};
+      if (o.num_server_threads > 0) {
+        p.command.push_back("--num-threads");
+        p.command.push_back(std::to_string(o.num_server_threads));
+      }
+      p.env = {Var("FANOUT_JOB_ID", in.job_id), Var("FANOUT_MACHINE_ID", k)};
+      p.env.insert(p.env.end(), o.extra_env.begin(), o.extra_env.end());
+      SetLaunchCommand(o, &p);
+      plan.servers.push_back(std::move(p));
+    }
+  }
+  for (int k = 0; k < M; ++k) {
+    for (int r = 0; r < T; ++r) {
+      ProcessSpec p;
+      p.role = Role::kTrainer;
+      p.machine = k;
+      p.rank = r;
+      p.global_rank = k * T + r;
+      p.ip = ms[k].ip;
+      p.remote = in.remote[k];
+      p.workspace = in.workspace;
+      p.command = o.command;
+      p.env = {Var("FANOUT_JOB_ID", in.job_id),
+               Var("FANOUT_PART_CONFIG", in.part_config_path),
+               Var("FANOUT_IP_CONFIG", in.ip_config_path),
+               Var("FANOUT_NUM_MACHINES", M),
+               Var("FANOUT_MACHINE_ID", k),
+               Var("FANOUT_NUM_SERVERS", S),
+               Var("FANOUT_NUM_TRAINERS", T),
+               Var("FANOUT_NUM_SAMPLERS", o.num_samplers),
+               Var("FANOUT_LOCAL_RANK", r),
+               Var("FANOUT_RANK", p.global_rank),
+               Var("FANOUT_WORLD_SIZE", M * T),
+               Var("FANOUT_COORDINATOR", plan.coordinator),
+               Var("OMP_NUM_THREADS", omp)};
+      p.env.insert(p.env.end(), o.extra_env.begin(), o.extra_env.end());
+      SetLaunchCommand(o, &p);
+      plan.trainers.push_back(std::move(p));
+    }
+  }
+  return plan;
+}
+
+std::string DescribePlan(const JobPlan& plan) {
+  std::string out = StrCat("job ", plan.job_id, ", coordinator ", plan.coordinator, "\n");
+  for (const auto* group : {&plan.servers, &plan.trainers}) {
+    for (const ProcessSpec& p : *group) {
+      out += StrCat("[", p.Label(), "] ", p.Describe(), p.remote ? ", over ssh" : ", local", "\n");
+      if (p.remote) {
+        out += StrCat("  ", ShellJoin(p.argv), "\n");
+      } else {
+        std::vector<std::string> run = {"env"};
+        run.insert(run.end(), p.local_env.begin(), p.local_env.end());
+        run.insert(run.end(), p.argv.begin(), p.argv.end());
+        out += StrCat("  cd ", ShellQuote(p.local_cwd), " && ", ShellJoin(run), "\n");
+      }
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<JobPlan> PlanJob(const LaunchOptions& o) {
+  std::error_code ec;
+  const std::string cwd = fs::current_path(ec).string();
+  if (ec) return absl::InternalError(StrCat("cannot read the working folder: ", ec.message()));
+  PlanInputs in;
+  in.workspace = o.workspace.empty() ? cwd : Absolute(cwd, o.workspace);
+  in.ip_config_path = Absolute(in.workspace, o.ip_config);
+  in.part_config_path = Absolute(in.workspace, o.part_config);
+
+  ASSIGN_OR_RETURN(in.machines, LoadIpConfig(in.ip_config_path));
+  absl::StatusOr<core::PartitionConfig> config = core::LoadPartitionConfig(in.part_config_path);
+  if (!config.ok()) {
+    return absl::Status(config.status().code(),
+                        StrCat("--part-config: ", config.status().message()));
+  }
+  in.num_parts = config->num_parts;
+  RETURN_IF_ERROR(CheckMachinesMatchPartitions(in.machines.size(), in.ip_config_path, in.num_parts,
+                                               in.part_config_path));
+
+  ASSIGN_OR_RETURN(std::vector<std::string> interfaces, InterfaceAddresses());
+  bool any_local = false;
+  for (const MachineEntry& m : in.machines) {
+    bool remote = o.always_ssh || !IsLocalAddress(m.ip, interfaces);
+    in.remote.push_back(remote);
+    any_local |= !remote;
+  }
+
+  in.server_bin = o.server_bin.empty() ? DefaultServerBin() : o.server_bin;
+  if (in.server_bin.find('/') != std::string::npos) in.server_bin = Absolute(cwd, in.server_bin);
+  if (any_local) {
+    // Programs of remote machines can only be checked there; local ones are checked now, so
+    // that a typo fails before any server starts.
+    if (!fs::is_directory(in.workspace, ec)) {
+      return absl::NotFoundError(StrCat("--workspace: ", in.workspace, " is not a folder"));
+    }
+    if (FindProgram(in.server_bin, in.workspace).empty()) {
+      return absl::NotFoundError(StrCat("--server-bin: ", in.server_bin,
+                                        " is not an executable file (nor found in PATH)"));
+    }
+    if (FindProgram(o.command[0], in.workspace).empty()) {
+      return absl::NotFoundError(
+          StrCat("the trainer command '", o.command[0], "' is not an executable file",
+                 o.command[0].find('/') == std::string::npos ? " in PATH" : "",
+                 " (relative paths are relative to the workspace ", in.workspace, ")"));
+    }
+  }
+  in.job_id = o.job_id.empty() ? DefaultJobId() : o.job_id;
+  in.host_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return BuildJobPlan(o, in);
+}
+
+}  // namespace fanout::launcher

@@ -1,0 +1,109 @@
+// fanout-launch: starts a training job on every machine of an ip_config.txt.
+//
+//   fanout-launch --ip-config ip_config.txt --part-config OUT/graph.json --num-servers 1
+//       --num-trainers 2 --num-samplers 2 -- fanout-train --model sage ...
+#include <signal.h>
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cli.h"
+#include "core/strings.h"
+#include "launcher/job_plan.h"
+#include "launcher/launch_options.h"
+#include "launcher/supervisor.h"
+
+namespace {
+
+constexpr const char* kAbout =
+    "Starts --num-servers graph servers and --num-trainers trainers on every machine listed in\n"
+    "--ip-config (machine k serves partition k; local addresses are started directly, others\n"
+    "over ssh), streams their output prefixed with [mK role rank], keeps a log per process, and\n"
+    "stops the whole job on the first failure, on Ctrl-C, or when every trainer has exited 0.\n"
+    "The trainer command follows '--'; it reads its place in the job from FANOUT_* variables\n"
+    "(docs/launcher.md) and starts its own --num-samplers sampler processes.\n\n";
+
+int UsageError(const fanout::core::ArgParser& args, const std::string& message) {
+  std::fprintf(stderr, "fanout-launch: error: %s\n\n%s", message.c_str(), args.Usage().c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace fanout;
+  launcher::LaunchOptions o;
+  // Everything after the first `--` is the trainer command, whatever flags it has.
+  std::vector<std::string> own;
+  int i = 1;
+  for (; i < argc && std::string(argv[i]) != "--"; ++i) own.push_back(argv[i]);
+  const bool has_separator = i < argc;
+  for (++i; i < argc; ++i) o.command.push_back(argv[i]);
+
+  core::ArgParser args("fanout-launch",
+                       "--ip-config FILE --part-config FILE [flags] -- TRAINER COMMAND...");
+  args.SetDescription(kAbout);
+  args.AddString("ip-config", &o.ip_config, "machines, one 'IP [PORT]' per line (DGL's format)");
+  args.AddString("part-config", &o.part_config, "the <name>.json written by fanout-partition");
+  args.AddString("workspace", &o.workspace,
+                 "folder every process runs in, on every machine; relative paths are relative "
+                 "to it (default: the current folder)");
+  args.AddInt("num-servers", &o.num_servers, "graph servers per machine");
+  args.AddInt("num-trainers", &o.num_trainers, "trainers per machine");
+  args.AddInt("num-samplers", &o.num_samplers, "sampler processes per trainer (the trainer starts them)");
+  args.AddString("ssh-user", &o.ssh_user, "user name on remote machines (default: ssh's)");
+  args.AddInt("ssh-port", &o.ssh_port, "ssh port of remote machines");
+  args.AddString("ssh-command", &o.ssh_command, "the ssh client to run");
+  args.AddBool("always-ssh", &o.always_ssh, "start local machines over ssh too (as DGL does)");
+  args.AddString("server-bin", &o.server_bin,
+                 "fanout-server's path on every machine (default: next to fanout-launch, else PATH)");
+  args.AddInt("num-server-threads", &o.num_server_threads,
+              "worker threads per server (0 = fanout-server's default)");
+  args.AddInt("num-omp-threads", &o.num_omp_threads,
+              "trainers' OMP_NUM_THREADS (0 = max(1, cores / 2 / trainers))");
+  args.AddInt("coordinator-port", &o.coordinator_port,
+              "port of the trainers' rendezvous on machine 0 (0 = first port after its servers)");
+  std::string extra_env_help;  // --extra-env is taken out below so that it can repeat
+  args.AddString("extra-env", &extra_env_help,
+                 "NAME=VALUE for every process; repeat it, or separate with commas");
+  args.AddString("job-id", &o.job_id, "names the job in logs and FANOUT_JOB_ID (default: time-pid)");
+  args.AddDouble("server-timeout", &o.server_timeout_s, "seconds servers get to report ready");
+  args.AddDouble("stop-grace", &o.stop_grace_s, "seconds between SIGTERM and SIGKILL when stopping");
+  args.AddString("log-dir", &o.log_dir, "per-process logs (default: fanout-logs/<job-id>)");
+  args.AddBool("dry-run", &o.dry_run, "print every command and environment, start nothing");
+
+  std::vector<std::string> extra_env_values;
+  absl::Status extracted = launcher::ExtractRepeatedFlag("extra-env", &own, &extra_env_values);
+  for (const std::string& v : extra_env_values) {
+    for (std::string& item : launcher::SplitExtraEnv(v)) o.extra_env.push_back(std::move(item));
+  }
+  std::vector<char*> own_argv = {argv[0]};
+  for (std::string& a : own) own_argv.push_back(a.data());
+  if (std::optional<int> exit = args.ParseForMain(static_cast<int>(own_argv.size()), own_argv.data())) {
+    return *exit;
+  }
+  if (!extracted.ok()) return UsageError(args, std::string(extracted.message()));
+  if (!has_separator) {
+    return UsageError(args, "no trainer command: give it after '--', e.g. -- fanout-train --model sage");
+  }
+  if (absl::Status s = launcher::ValidateLaunchOptions(o); !s.ok()) {
+    return UsageError(args, std::string(s.message()));
+  }
+
+  absl::StatusOr<launcher::JobPlan> plan = launcher::PlanJob(o);
+  if (!plan.ok()) return args.Fail(plan.status());
+  if (o.dry_run) {
+    std::printf("%s", launcher::DescribePlan(*plan).c_str());
+    return 0;
+  }
+  // A console that went away must not kill the launcher before it has stopped the job.
+  signal(SIGPIPE, SIG_IGN);
+  launcher::SupervisorOptions so;
+  so.server_timeout_s = o.server_timeout_s;
+  so.stop_grace_s = o.stop_grace_s;
+  so.log_dir = o.log_dir.empty() ? core::StrCat("fanout-logs/", plan->job_id) : o.log_dir;
+  launcher::JobSupervisor supervisor(std::move(*plan), so);
+  return supervisor.Run();
+}

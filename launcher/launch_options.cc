@@ -1,0 +1,103 @@
+#include "launcher/launch_options.h"
+
+#include "core/strings.h"
+
+namespace fanout::launcher {
+namespace {
+using core::StrCat;
+
+absl::Status Bad(const std::string& msg) { return absl::InvalidArgumentError(msg); }
+
+// Length of the NAME= prefix at the start of `s`, or 0 when there is none.
+size_t EnvNamePrefix(std::string_view s) {
+  size_t eq = s.find('=');
+  if (eq == std::string_view::npos || eq == 0) return 0;
+  return IsEnvName(std::string(s.substr(0, eq))) ? eq + 1 : 0;
+}
+}  // namespace
+
+bool IsEnvName(const std::string& name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (char c : name) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::vector<std::string> SplitExtraEnv(const std::string& value) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  for (size_t i = 0; i <= value.size(); ++i) {
+    if (i == value.size() || (value[i] == ',' && EnvNamePrefix(std::string_view(value).substr(i + 1)))) {
+      std::string item(core::StripSpaces(std::string_view(value).substr(start, i - start)));
+      if (!item.empty()) items.push_back(std::move(item));
+      start = i + 1;
+    }
+  }
+  return items;
+}
+
+absl::Status ExtractRepeatedFlag(const std::string& name, std::vector<std::string>* args,
+                                 std::vector<std::string>* values) {
+  const std::string flag = "--" + name, with_eq = flag + "=";
+  std::vector<std::string> kept;
+  for (size_t i = 0; i < args->size(); ++i) {
+    const std::string& a = (*args)[i];
+    if (a == flag) {
+      if (i + 1 >= args->size()) return Bad(StrCat(flag, " needs a value"));
+      values->push_back((*args)[++i]);
+    } else if (a.rfind(with_eq, 0) == 0) {
+      values->push_back(a.substr(with_eq.size()));
+    } else {
+      kept.push_back(a);
+    }
+  }
+  *args = std::move(kept);
+  return absl::OkStatus();
+}
+
+absl::Status ValidateLaunchOptions(const LaunchOptions& o) {
+  if (o.ip_config.empty()) return Bad("--ip-config is required");
+  if (o.part_config.empty()) return Bad("--part-config is required");
+  if (o.num_servers < 1) return Bad(StrCat("--num-servers must be at least 1, not ", o.num_servers));
+  if (o.num_trainers < 1) return Bad(StrCat("--num-trainers must be at least 1, not ", o.num_trainers));
+  if (o.num_samplers < 0) return Bad(StrCat("--num-samplers must be 0 or more, not ", o.num_samplers));
+  if (o.ssh_port < 1 || o.ssh_port > 65535) {
+    return Bad(StrCat("--ssh-port must be in 1..65535, not ", o.ssh_port));
+  }
+  if (o.ssh_command.empty()) return Bad("--ssh-command must not be empty");
+  if (o.coordinator_port < 0 || o.coordinator_port > 65535) {
+    return Bad(StrCat("--coordinator-port must be in 1..65535 (or 0 for the default), not ",
+                      o.coordinator_port));
+  }
+  if (o.num_server_threads < 0) return Bad("--num-server-threads must be 0 or more");
+  if (o.num_omp_threads < 0) return Bad("--num-omp-threads must be 0 or more");
+  if (!(o.server_timeout_s > 0)) return Bad("--server-timeout must be a positive number of seconds");
+  if (!(o.stop_grace_s >= 0) || o.stop_grace_s > 3600) {
+    return Bad("--stop-grace must be a number of seconds in 0..3600");
+  }
+  for (char c : o.job_id) {
+    bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+              c == '-' || c == '_' || c == '.';
+    if (!ok || o.job_id == "." || o.job_id == "..") {
+      return Bad(StrCat("--job-id '", o.job_id, "' may only use letters, digits, '-', '_' and '.'"));
+    }
+  }
+  for (const std::string& kv : o.extra_env) {
+    size_t eq = kv.find('=');
+    std::string name = kv.substr(0, eq);
+    if (eq == std::string::npos || !IsEnvName(name)) {
+      return Bad(StrCat("--extra-env '", kv, "' is not NAME=VALUE"));
+    }
+    if (name.rfind("FANOUT_", 0) == 0) {
+      return Bad(StrCat("--extra-env ", name, ": FANOUT_* variables are set by the launcher"));
+    }
+  }
+  if (o.command.empty() || o.command[0].empty()) {
+    return Bad("no trainer command: give it after '--', e.g. -- fanout-train --model sage");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fanout::launcher

@@ -1,0 +1,62 @@
+// fanout-launch's options, filled once from the command line, and their validation.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace fanout::launcher {
+
+struct LaunchOptions {
+  // Files. Relative paths are relative to the workspace (as in DGL's launch.py).
+  std::string ip_config;    // required: one machine per line, `IP [PORT]`
+  std::string part_config;  // required: <name>.json from fanout-partition; num_parts == machines
+  std::string workspace;    // "" = the launcher's working folder; must exist on every machine
+
+  // Processes per machine.
+  int num_servers = 1;   // graph servers per machine; server s listens on PORT + s
+  int num_trainers = 1;  // trainers per machine
+  int num_samplers = 0;  // sampler processes per trainer (started by the trainer itself)
+
+  // Remote machines.
+  std::string ssh_command = "ssh";  // the ssh client (a path, or a name found in PATH)
+  std::string ssh_user;             // "" = ssh's default
+  int ssh_port = 22;
+  bool always_ssh = false;  // start local machines over ssh too, as DGL's launch.py does
+
+  // What the processes get.
+  std::string server_bin;        // "" = fanout-server next to fanout-launch (or in PATH)
+  int num_server_threads = 0;    // fanout-server --num-threads; 0 = the server's default
+  int num_omp_threads = 0;       // trainers' OMP_NUM_THREADS; 0 = max(1, cores / 2 / trainers)
+  int coordinator_port = 0;      // 0 = the first port after machine 0's server ports
+  std::vector<std::string> extra_env;  // "NAME=VALUE" for every process, after the launcher's own
+  std::string job_id;            // "" = <date>-<time>-<launcher pid>
+
+  // Supervision.
+  double server_timeout_s = 60;  // how long servers get to report ready
+  double stop_grace_s = 5;       // SIGTERM (remote: hang-up) to SIGKILL when stopping the job
+  std::string log_dir;           // "" = fanout-logs/<job-id> in the launcher's working folder
+  bool dry_run = false;          // print the plan (every command and environment) and exit
+
+  std::vector<std::string> command;  // the trainer command, everything after `--`
+};
+
+// Checks the flag values alone (no files are read): counts, ports, names, the command. An error
+// here is a usage error.
+absl::Status ValidateLaunchOptions(const LaunchOptions& o);
+
+// Removes every `--NAME VALUE` and `--NAME=VALUE` from `args` (which holds no program name and
+// stops before `--`) and returns the values in order, so that a flag can be repeated. An error
+// when `--NAME` is last with no value.
+absl::Status ExtractRepeatedFlag(const std::string& name, std::vector<std::string>* args,
+                                 std::vector<std::string>* values);
+
+// Splits one --extra-env value into NAME=VALUE items: "A=1,B=2" is two items, while a comma not
+// followed by NAME= stays in the value ("CUDA_VISIBLE_DEVICES=0,1" is one item).
+std::vector<std::string> SplitExtraEnv(const std::string& value);
+
+// True for a valid environment variable name: [A-Za-z_][A-Za-z0-9_]*.
+bool IsEnvName(const std::string& name);
+
+}  // namespace fanout::launcher

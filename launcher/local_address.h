@@ -1,0 +1,19 @@
+// Which ip_config machines are this host: those are started directly, the others over ssh.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace fanout::launcher {
+
+// The IPv4 and IPv6 addresses of this host's interfaces (getifaddrs), as text.
+absl::StatusOr<std::vector<std::string>> InterfaceAddresses();
+
+// True when `ip` is a loopback address (127.0.0.0/8, ::1, or 127.x written as ::ffff:127.x) or
+// equals one of `interface_addresses` (compared as addresses, so "::0:1" equals "::1").
+// False for text that is not an IP literal.
+bool IsLocalAddress(const std::string& ip, const std::vector<std::string>& interface_addresses);
+
+}  // namespace fanout::launcher

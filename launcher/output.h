@@ -1,0 +1,50 @@
+// Output of the job's processes: each line goes to the console with a "[m1 server 0] " prefix
+// and, unprefixed, to the process's own log file.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace fanout::launcher {
+
+// Splits a byte stream into lines. A line longer than `max_line` bytes is cut into pieces of
+// that size, so a process that never prints a newline cannot grow the buffer without bound.
+class LineSplitter {
+ public:
+  using LineFn = std::function<void(std::string_view line)>;  // without the '\n'
+
+  explicit LineSplitter(size_t max_line = 64 * 1024) : max_line_(max_line) {}
+  void Feed(std::string_view data, const LineFn& on_line);
+  // Hands over a last line that had no '\n' (at end of file).
+  void Finish(const LineFn& on_line);
+
+ private:
+  size_t max_line_;
+  std::string pending_;
+};
+
+// Writes all of `data` to `fd`, retrying short writes; false on error (e.g. a closed console,
+// which must not stop the job).
+bool WriteAll(int fd, std::string_view data);
+
+// One output stream (stdout or stderr) of one process. Not thread-safe.
+class StreamRouter {
+ public:
+  // `prefix` is written before every console line; `console_fd` and `log_fd` are borrowed
+  // (-1 to skip); `on_line` (may be empty) sees every line, e.g. to spot a ready message.
+  StreamRouter(std::string prefix, int console_fd, int log_fd, LineSplitter::LineFn on_line = {});
+  void Feed(std::string_view data);
+  void Finish();
+
+ private:
+  void Line(std::string_view line);
+
+  std::string prefix_;
+  int console_fd_, log_fd_;
+  LineSplitter::LineFn on_line_;
+  LineSplitter splitter_;
+};
+
+}  // namespace fanout::launcher

@@ -1,0 +1,95 @@
+// A child process the launcher owns (after Ray's util/process.h): started in its own process
+// group with PR_SET_PDEATHSIG(SIGKILL), so that it dies with the launcher; move-only; the
+// destructor kills the whole group and reaps the child, so no handle can leak a process.
+// Not thread-safe; one thread owns a Process. PR_SET_PDEATHSIG fires when the *thread* that
+// spawned the child exits, so spawn from a thread that lives as long as the job (the launcher
+// is single-threaded).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace fanout::launcher {
+
+// How a process ended.
+struct ExitStatus {
+  bool signaled = false;  // true: killed by signal `value`; false: exited with status `value`
+  int value = 0;
+
+  bool ok() const { return !signaled && value == 0; }
+  // "exited with status 3", "killed by signal 9 (SIGKILL)".
+  std::string Describe() const;
+  static ExitStatus FromWaitStatus(int wait_status);
+};
+
+struct SpawnOptions {
+  std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'
+  std::vector<std::string> env;   // the complete environment, "NAME=VALUE"
+  std::string cwd;                // "" = the launcher's
+  bool stdin_pipe = false;        // stdin: a pipe the launcher writes (else /dev/null)
+  bool capture_output = true;     // stdout, stderr: pipes the launcher reads (else inherited)
+};
+
+class Process {
+ public:
+  // Forks and execs. In the child: own process group, SIGKILL when the parent dies (and exit at
+  // once if the parent already died), default signal dispositions and an empty signal mask,
+  // every descriptor but 0-2 closed. An exec failure (no such program, bad cwd) comes back as
+  // an error here rather than as an exit status.
+  static absl::StatusOr<Process> Spawn(const SpawnOptions& options);
+
+  Process() = default;
+  Process(Process&& other) noexcept;
+  Process& operator=(Process&& other) noexcept;
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+  // KillGroupAndReap().
+  ~Process();
+
+  pid_t pid() const { return pid_; }
+  bool valid() const { return pid_ > 0; }
+
+  // Descriptors of the pipes (-1 when absent or closed). Reads are non-blocking.
+  int stdin_fd() const { return stdin_fd_; }
+  int stdout_fd() const { return stdout_fd_; }
+  int stderr_fd() const { return stderr_fd_; }
+  void CloseStdin();
+  void CloseStdout();
+  void CloseStderr();
+
+  // Without blocking: the exit status once the child has exited. The child is left a zombie
+  // until KillGroupAndReap, so that its pid, which is its process group's ID, cannot be given to
+  // another process while the group is still being signalled.
+  std::optional<ExitStatus> Poll();
+  const std::optional<ExitStatus>& exit_status() const { return exit_status_; }
+  // Poll(), after waiting up to `timeout` for the child to exit (on a pidfd, so no polling
+  // loop). Leaves the child a zombie like Poll().
+  std::optional<ExitStatus> WaitFor(std::chrono::milliseconds timeout);
+
+  // Sends `sig` to the child's process group (the child and whatever it started that stayed in
+  // the group). No-op after reaping.
+  void SignalGroup(int sig);
+
+  // SIGKILL to the group, then waits for the child (bounded: SIGKILL cannot be caught) and
+  // closes the pipes. Returns the exit status. Idempotent.
+  ExitStatus KillGroupAndReap();
+
+ private:
+  void CloseAll();
+
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int stdin_fd_ = -1, stdout_fd_ = -1, stderr_fd_ = -1;
+  std::optional<ExitStatus> exit_status_;
+};
+
+// The launcher's environment (environ) with `additions` ("NAME=VALUE") replacing or adding.
+std::vector<std::string> MergeEnvironment(const std::vector<std::string>& additions);
+
+}  // namespace fanout::launcher

@@ -1,0 +1,359 @@
+#include "launcher/supervisor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+
+#include "core/strings.h"
+#include "launcher/signals.h"
+
+namespace fanout::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+using core::StrCat;
+using std::chrono::milliseconds;
+
+std::string LogName(const ProcessSpec& spec) {
+  std::string name = spec.Label();
+  std::replace(name.begin(), name.end(), ' ', '-');
+  return name + ".log";
+}
+
+std::chrono::milliseconds Seconds(double s) { return milliseconds(static_cast<int64_t>(s * 1000)); }
+
+std::string SignalName(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? StrCat("SIG", abbrev) : StrCat("signal ", sig);
+}
+
+}  // namespace
+
+JobSupervisor::JobSupervisor(JobPlan plan, SupervisorOptions options)
+    : plan_(std::move(plan)), options_(std::move(options)) {}
+
+JobSupervisor::~JobSupervisor() {
+  // Run() leaves nothing behind; this only matters if it never ran to its end.
+  children_.clear();
+  if (launcher_log_fd_ >= 0) close(launcher_log_fd_);
+}
+
+void JobSupervisor::Say(const std::string& message) {
+  std::string line = StrCat("fanout-launch: ", message, "\n");
+  WriteAll(options_.console_err, line);
+  if (launcher_log_fd_ >= 0) WriteAll(launcher_log_fd_, line);
+}
+
+std::string JobSupervisor::Who(const Child& c) const {
+  return StrCat(c.spec->Label(), " (", c.spec->Describe(), "; ",
+                c.spec->remote ? "ssh pid " : "pid ", c.process.pid(), ")");
+}
+
+int JobSupervisor::ReadyServers() const {
+  int n = 0;
+  for (const auto& c : children_) n += c->spec->role == Role::kServer && c->ready;
+  return n;
+}
+
+int JobSupervisor::Run() {
+  start_time_ = Clock::now();
+  // Watch signals before the first fork, so that no SIGCHLD or Ctrl-C can be missed.
+  absl::StatusOr<SignalWatch> signals = SignalWatch::Start({SIGINT, SIGTERM, SIGHUP, SIGCHLD});
+  if (!signals.ok()) {
+    Say(StrCat("error: ", signals.status().message()));
+    return 1;
+  }
+  signals_ = &*signals;
+
+  std::error_code ec;
+  fs::create_directories(options_.log_dir, ec);
+  if (ec || !fs::is_directory(options_.log_dir)) {
+    Say(StrCat("error: cannot create the log folder ", options_.log_dir, ": ", ec.message()));
+    signals_ = nullptr;
+    return 1;
+  }
+  absl::StatusOr<GroupGuard> guard = GroupGuard::Start();
+  if (!guard.ok()) {
+    Say(StrCat("error: cannot start the guard process: ", guard.status().message()));
+    signals_ = nullptr;
+    return 1;
+  }
+  guard_.emplace(std::move(*guard));
+  launcher_log_fd_ = open((fs::path(options_.log_dir) / "fanout-launch.log").c_str(),
+                          O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  const size_t M = plan_.machines.size();
+  Say(StrCat("job ", plan_.job_id, ": ", M, " machine", M == 1 ? "" : "s", ", ",
+             plan_.servers.size() / M, " server(s) and ", plan_.trainers.size() / M,
+             " trainer(s) each; logs in ", options_.log_dir));
+
+  for (const ProcessSpec& spec : plan_.servers) {
+    if (!StartProcess(spec)) break;
+  }
+  if (!stopping_) {
+    phase_ = Phase::kWaitingForServers;
+    ready_deadline_ = Clock::now() + Seconds(options_.server_timeout_s);
+  }
+
+  while (!stopping_) {
+    milliseconds timeout(1000);
+    if (phase_ == Phase::kWaitingForServers) {
+      auto left = std::chrono::duration_cast<milliseconds>(ready_deadline_ - Clock::now());
+      timeout = std::clamp(left + milliseconds(1), milliseconds(0), timeout);
+    }
+    PollOnce(timeout);
+    if (stopping_) break;
+    if (phase_ == Phase::kWaitingForServers) {
+      if (ReadyServers() == static_cast<int>(plan_.servers.size())) {
+        StartTrainers();
+      } else if (Clock::now() >= ready_deadline_) {
+        std::vector<std::string> late;
+        for (const auto& c : children_) {
+          if (!c->ready) late.push_back(Who(*c));
+        }
+        Fail(StrCat(core::StrJoin(late, ", "), " did not report ready within ",
+                    options_.server_timeout_s, " s (--server-timeout); see the server logs in ",
+                    options_.log_dir),
+             1);
+      }
+    } else if (phase_ == Phase::kRunning && trainers_done_ == plan_.trainers.size()) {
+      Say(StrCat("all ", trainers_done_, " trainers finished; stopping the servers"));
+      BeginStop();
+    }
+  }
+  Teardown();
+  const double secs = std::chrono::duration<double>(Clock::now() - start_time_).count();
+  if (exit_code_ == 0) {
+    Say(StrCat("job ", plan_.job_id, " done in ", static_cast<int64_t>(secs * 10) / 10.0,
+               " s; logs in ", options_.log_dir));
+  } else {
+    Say(StrCat("job ", plan_.job_id, " failed (exit ", exit_code_, "): ", failure_));
+  }
+  signals_ = nullptr;
+  return exit_code_;
+}
+
+bool JobSupervisor::StartProcess(const ProcessSpec& spec) {
+  auto c = std::make_unique<Child>();
+  c->spec = &spec;
+  const std::string log_path = (fs::path(options_.log_dir) / LogName(spec)).string();
+  c->log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  if (c->log_fd < 0) {
+    Fail(StrCat("cannot create ", log_path, ": ", strerror(errno)), 1);
+    return false;
+  }
+  SpawnOptions so;
+  so.argv = spec.argv;
+  so.env = MergeEnvironment(spec.local_env);
+  so.cwd = spec.local_cwd;
+  so.stdin_pipe = spec.remote;
+  absl::StatusOr<Process> p = Process::Spawn(so);
+  if (!p.ok()) {
+    close(c->log_fd);
+    Fail(StrCat("cannot start ", spec.Label(), " (", spec.Describe(), "): ", p.status().message()), 1);
+    return false;
+  }
+  c->process = std::move(*p);
+  guard_->Add(c->process.pid());
+  const std::string prefix = StrCat("[", spec.Label(), "] ");
+  Child* raw = c.get();
+  LineSplitter::LineFn on_line;
+  if (spec.role == Role::kServer) {
+    on_line = [this, raw](std::string_view line) {
+      if (!raw->ready && line.find(kServerReadyMarker) != std::string_view::npos) {
+        raw->ready = true;
+        Say(StrCat(raw->spec->Label(), " ready on ", raw->spec->address));
+      }
+    };
+  }
+  c->out = std::make_unique<StreamRouter>(prefix, options_.console_out, c->log_fd, on_line);
+  c->err = std::make_unique<StreamRouter>(prefix, options_.console_err, c->log_fd, on_line);
+  Say(StrCat("started ", spec.Label(), " pid ", c->process.pid(),
+             spec.remote ? StrCat(" (ssh to ", spec.ip, ")") : std::string(),
+             spec.role == Role::kServer ? StrCat(" on ", spec.address)
+                                        : StrCat(" rank ", spec.global_rank)));
+  children_.push_back(std::move(c));
+  return true;
+}
+
+void JobSupervisor::StartTrainers() {
+  const double secs = std::chrono::duration<double>(Clock::now() - start_time_).count();
+  Say(StrCat("all ", plan_.servers.size(), " servers ready after ",
+             static_cast<int64_t>(secs * 10) / 10.0, " s; starting ", plan_.trainers.size(),
+             " trainers"));
+  phase_ = Phase::kRunning;
+  for (const ProcessSpec& spec : plan_.trainers) {
+    if (!StartProcess(spec)) return;
+  }
+}
+
+void JobSupervisor::PollOnce(milliseconds timeout) {
+  std::vector<pollfd> fds;
+  std::vector<std::pair<Child*, int>> owners;  // per fds entry after the first
+  fds.push_back({signals_->fd(), POLLIN, 0});
+  for (auto& c : children_) {
+    for (int fd : {c->process.stdout_fd(), c->process.stderr_fd()}) {
+      if (fd < 0) continue;
+      fds.push_back({fd, POLLIN, 0});
+      owners.emplace_back(c.get(), fd);
+    }
+  }
+  int n = poll(fds.data(), fds.size(), static_cast<int>(timeout.count()));
+  if (n < 0 && errno != EINTR) {
+    Fail(StrCat("poll: ", strerror(errno)), 1);
+    return;
+  }
+  if (n > 0) {
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) ReadOutput(*owners[i - 1].first, owners[i - 1].second);
+    }
+    if (fds[0].revents != 0) {
+      while (std::optional<int> sig = signals_->Next()) {
+        if (*sig != SIGCHLD) OnSignal(*sig);
+      }
+    }
+  }
+  // SIGCHLDs coalesce, so every child is checked on every wake-up (cheap: one waitid each).
+  CheckExits();
+}
+
+void JobSupervisor::ReadOutput(Child& c, int fd) {
+  char buf[64 * 1024];
+  ssize_t n;
+  do {
+    n = read(fd, buf, sizeof(buf));
+  } while (n < 0 && errno == EINTR);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+  StreamRouter& router = fd == c.process.stdout_fd() ? *c.out : *c.err;
+  if (n > 0) {
+    router.Feed(std::string_view(buf, static_cast<size_t>(n)));
+    return;
+  }
+  // End of file (or an error, treated alike).
+  router.Finish();
+  if (fd == c.process.stdout_fd()) {
+    c.process.CloseStdout();
+  } else {
+    c.process.CloseStderr();
+  }
+}
+
+void JobSupervisor::CheckExits() {
+  for (auto& c : children_) {
+    if (!c->exited && c->process.Poll()) {
+      c->exited = true;
+      OnExit(*c);
+    }
+  }
+}
+
+void JobSupervisor::OnExit(Child& c) {
+  const ExitStatus& st = *c.process.exit_status();
+  const std::string what = StrCat(Who(c), " ", st.Describe());
+  if (stopping_) {
+    if (launcher_log_fd_ >= 0) WriteAll(launcher_log_fd_, StrCat("fanout-launch: ", what, "\n"));
+    return;
+  }
+  const int code = st.signaled || st.value == 0 ? 1 : st.value;
+  if (c.spec->role == Role::kServer) {
+    Fail(StrCat(what, phase_ == Phase::kRunning ? " while trainers were running"
+                                                : " before all servers were ready"),
+         code);
+    return;
+  }
+  if (!st.ok()) {
+    Fail(what, code);
+    return;
+  }
+  Say(what);
+  ++trainers_done_;
+}
+
+void JobSupervisor::OnSignal(int sig) {
+  if (stopping_) {
+    if (!force_kill_) Say(StrCat("got ", SignalName(sig), " again: killing every process now"));
+    force_kill_ = true;
+    return;
+  }
+  Say(StrCat("got ", SignalName(sig), ": stopping the job on every machine"));
+  exit_code_ = 128 + sig;
+  failure_ = StrCat("stopped by ", SignalName(sig));
+  BeginStop();
+}
+
+void JobSupervisor::Fail(const std::string& reason, int exit_code) {
+  if (stopping_) return;
+  failure_ = reason;
+  exit_code_ = exit_code;
+  Say(StrCat(reason, "; stopping the job"));
+  BeginStop();
+}
+
+void JobSupervisor::BeginStop() {
+  stopping_ = true;
+  stop_deadline_ = Clock::now() + Seconds(options_.stop_grace_s);
+  for (auto& c : children_) {
+    if (c->spec->remote) {
+      // The remote script sees end of file on stdin and stops the command there; ssh exits once
+      // it has.
+      c->process.CloseStdin();
+    } else {
+      // Also when the child itself has exited: what it started may still be in its group.
+      c->process.SignalGroup(SIGTERM);
+    }
+  }
+}
+
+void JobSupervisor::Teardown() {
+  if (!stopping_) BeginStop();
+  auto all_exited = [&] {
+    return std::all_of(children_.begin(), children_.end(), [](const auto& c) { return c->exited; });
+  };
+  while (!force_kill_ && !all_exited() && Clock::now() < stop_deadline_) {
+    auto left = std::chrono::duration_cast<milliseconds>(stop_deadline_ - Clock::now());
+    PollOnce(std::clamp(left + milliseconds(1), milliseconds(0), milliseconds(1000)));
+  }
+  int killed = 0;
+  for (auto& c : children_) {
+    killed += !c->exited;
+    // SIGKILL to the group even when the child has exited, for what it left behind.
+    c->process.SignalGroup(SIGKILL);
+  }
+  if (killed > 0) {
+    Say(StrCat(killed, " process", killed == 1 ? "" : "es", " still running after ",
+               options_.stop_grace_s, " s (--stop-grace): sent SIGKILL"));
+  }
+  // Every group is dead, so the pipes reach end of file unless a process left its group
+  // (setsid); read what is left, for a bounded time.
+  const Clock::time_point drain_deadline = Clock::now() + milliseconds(2000);
+  auto open_pipes = [&] {
+    return std::any_of(children_.begin(), children_.end(), [](const auto& c) {
+      return c->process.stdout_fd() >= 0 || c->process.stderr_fd() >= 0;
+    });
+  };
+  while (open_pipes() && Clock::now() < drain_deadline) {
+    PollOnce(milliseconds(100));
+  }
+  for (auto& c : children_) {
+    c->out->Finish();
+    c->err->Finish();
+    c->process.KillGroupAndReap();
+    if (!c->exited) {
+      c->exited = true;
+      if (launcher_log_fd_ >= 0) {
+        WriteAll(launcher_log_fd_,
+                 StrCat("fanout-launch: ", Who(*c), " ", c->process.exit_status()->Describe(), "\n"));
+      }
+    }
+    if (c->log_fd >= 0) close(c->log_fd);
+    c->log_fd = -1;
+  }
+  guard_->Disarm();
+  guard_.reset();
+}
+
+}  // namespace fanout::launcher

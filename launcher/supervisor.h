@@ -1,0 +1,100 @@
+// Runs a planned job: starts every server, waits until each reports ready, starts the trainers,
+// streams all output (prefixed on the console, unprefixed in per-process log files) and stops
+// the whole job on the first failure, on SIGINT/SIGTERM/SIGHUP, or when every trainer is done.
+//
+// Stopping: local process groups get SIGTERM and remote processes a hang-up (their ssh stdin
+// closes, see RemoteScript); whatever has not exited after the grace period gets SIGKILL (the
+// whole process group), then everything is reaped. Should the launcher itself be killed, its
+// children die with it (PR_SET_PDEATHSIG) and a GroupGuard kills what they started. Not thread-safe; Run() blocks the watched
+// signals in the calling thread while it runs and is meant for the launcher's main thread.
+#pragma once
+
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "launcher/group_guard.h"
+#include "launcher/job_plan.h"
+#include "launcher/output.h"
+#include "launcher/process.h"
+
+namespace fanout::launcher {
+
+class SignalWatch;
+
+struct SupervisorOptions {
+  double server_timeout_s = 60;  // servers that have not printed kServerReadyMarker by then fail
+  double stop_grace_s = 5;       // SIGTERM / hang-up to SIGKILL
+  std::string log_dir;           // required; created (with parents) when missing
+  int console_out = STDOUT_FILENO;  // processes' stdout lines go here, prefixed
+  int console_err = STDERR_FILENO;  // their stderr lines and the launcher's own messages
+};
+
+class JobSupervisor {
+ public:
+  JobSupervisor(JobPlan plan, SupervisorOptions options);
+  ~JobSupervisor();
+  JobSupervisor(const JobSupervisor&) = delete;
+  JobSupervisor& operator=(const JobSupervisor&) = delete;
+
+  // Runs the job to its end and returns the launcher's exit code: 0 when every trainer exited
+  // with 0; else the exit status of the first process that failed (1 when it was killed by a
+  // signal, or was a server that exited 0 while the job ran); 1 when a process could not be
+  // started or a server was not ready in time; 128 + N when the launcher got signal N.
+  // Every process is gone when it returns.
+  int Run();
+
+  // Why the job failed ("" on success), e.g. "m0 trainer 1 (machine 0 at 127.0.0.1, trainer
+  // local rank 1, rank 1; pid 4242) exited with status 3".
+  const std::string& failure() const { return failure_; }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  enum class Phase { kStartingServers, kWaitingForServers, kRunning };
+
+  struct Child {
+    const ProcessSpec* spec = nullptr;
+    Process process;
+    int log_fd = -1;
+    std::unique_ptr<StreamRouter> out, err;
+    bool ready = false;  // servers: printed the ready marker
+    bool exited = false;
+  };
+
+  bool StartProcess(const ProcessSpec& spec);
+  void StartTrainers();
+  // Waits up to `timeout` for output, signals or exits, and handles what came.
+  void PollOnce(std::chrono::milliseconds timeout);
+  void ReadOutput(Child& c, int fd);
+  void CheckExits();
+  void OnExit(Child& c);
+  void OnSignal(int sig);
+  void Fail(const std::string& reason, int exit_code);
+  void BeginStop();
+  void Teardown();
+  void Say(const std::string& message);
+  std::string Who(const Child& c) const;
+  int ReadyServers() const;
+
+  JobPlan plan_;
+  SupervisorOptions options_;
+  SignalWatch* signals_ = nullptr;  // owned by Run()
+  std::optional<GroupGuard> guard_;  // kills the job's groups if the launcher dies
+  int launcher_log_fd_ = -1;
+  std::vector<std::unique_ptr<Child>> children_;
+  Phase phase_ = Phase::kStartingServers;
+  Clock::time_point start_time_;
+  Clock::time_point ready_deadline_;
+  Clock::time_point stop_deadline_;
+  bool stopping_ = false;
+  bool force_kill_ = false;  // a second signal while stopping: skip the grace period
+  size_t trainers_done_ = 0;
+  int exit_code_ = 0;
+  std::string failure_;
+};
+
+}  // namespace fanout::launcher
