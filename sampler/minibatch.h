@@ -47,6 +47,10 @@ struct MiniBatch {
   std::vector<Block> blocks;         // blocks[0] = input layer ... blocks.back() = output layer
   FloatRows features;                // one row per blocks[0].src_nodes entry (input nodes)
   std::vector<int64_t> labels;       // one per seed; empty when the loader fetches no labels
+  // Where the producer spent its time on this batch (for the trainer's epoch breakdown):
+  // sampling the blocks (labels included) and gathering the input features.
+  double sample_seconds = 0;
+  double fetch_seconds = 0;
 
   const std::vector<int64_t>& input_nodes() const { return blocks.front().src_nodes; }
 };

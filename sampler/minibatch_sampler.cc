@@ -1,6 +1,7 @@
 #include "sampler/minibatch_sampler.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "core/check.h"
@@ -154,6 +155,7 @@ absl::Status MiniBatchSampler::SampleBlocksFor(std::span<const int64_t> seeds, u
 }
 
 absl::StatusOr<MiniBatch> MiniBatchSampler::SampleBlocks(int64_t epoch, int64_t step) {
+  const auto start = std::chrono::steady_clock::now();
   MiniBatch mb;
   mb.epoch = epoch;
   mb.step = step;
@@ -162,6 +164,7 @@ absl::StatusOr<MiniBatch> MiniBatchSampler::SampleBlocks(int64_t epoch, int64_t 
                               static_cast<uint64_t>(options_.rank));
   RETURN_IF_ERROR(SampleBlocksFor(mb.seeds, stream, &mb.blocks));
   if (!options_.label_field.empty()) RETURN_IF_ERROR(FetchLabels(mb.seeds, &mb.labels));
+  mb.sample_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return mb;
 }
 
@@ -222,7 +225,9 @@ absl::StatusOr<MiniBatch> MiniBatchSampler::Sample(int64_t epoch, int64_t step, 
   const int64_t rows = static_cast<int64_t>(mb.input_nodes().size());
   const size_t n = static_cast<size_t>(std::max<int64_t>(1, rows * feature_dim_));
   std::shared_ptr<float[]> buf = pool != nullptr ? pool->Get(n) : std::shared_ptr<float[]>(new float[n]);
+  const auto start = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(FetchFeatures(mb.input_nodes(), buf.get()));
+  mb.fetch_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   mb.features.data = buf.get();
   mb.features.owner = std::move(buf);
   mb.features.rows = rows;

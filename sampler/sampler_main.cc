@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
@@ -117,9 +118,11 @@ int main(int argc, char** argv) {
     const int64_t rows = static_cast<int64_t>(mb->input_nodes().size());
     auto w = sampler::ShmBatchWriter::Create(*mb, rows, mbs.feature_dim());
     if (!w.ok()) return fail(w.status());
+    const auto fetch_start = std::chrono::steady_clock::now();
     if (absl::Status s = mbs.FetchFeatures(mb->input_nodes(), w->features()); !s.ok()) {
       return fail(absl::Status(s.code(), StrCat("epoch ", epoch, " step ", step, ": ", s.message())));
     }
+    w->SetFetchSeconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - fetch_start).count());
     if (!sampler::SendBatch(socket_fd, g, w->fd()).ok()) return 0;  // the trainer has gone
     ++outstanding;
   }

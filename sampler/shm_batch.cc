@@ -20,12 +20,13 @@ namespace {
 
 constexpr int64_t kMagic = 0x3148435441424e46;  // "FNBATCH1"
 constexpr size_t kAlign = 64;
+constexpr int64_t kFixed = 10;  // header entries before the per-layer ones
 
 size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // The file: a header of int64s, then 64-byte-aligned arrays.
 //   header: magic, epoch, step, layers, seeds, labels, feature rows, feature cols,
-//           then per layer: num_src, num_dst, num_edges
+//           sample ns, fetch ns, then per layer: num_src, num_dst, num_edges
 //   arrays: seeds, labels, per layer {src_nodes, indptr, indices, eids}, features
 struct Layout {
   std::vector<int64_t> header;
@@ -40,7 +41,7 @@ Layout Plan(const std::vector<int64_t>& header) {
   size_t at = AlignUp(header.size() * 8);
   at += AlignUp(header[4] * 8) + AlignUp(header[5] * 8);
   for (int64_t i = 0; i < layers; ++i) {
-    const int64_t src = header[8 + 3 * i], dst = header[9 + 3 * i], edges = header[10 + 3 * i];
+    const int64_t src = header[kFixed + 3 * i], dst = header[kFixed + 1 + 3 * i], edges = header[kFixed + 2 + 3 * i];
     at += AlignUp(src * 8) + AlignUp((dst + 1) * 8) + 2 * AlignUp(edges * 8);
   }
   l.features_at = at;
@@ -50,7 +51,8 @@ Layout Plan(const std::vector<int64_t>& header) {
 
 std::vector<int64_t> HeaderOf(const MiniBatch& mb, int64_t rows, int64_t cols) {
   std::vector<int64_t> h = {kMagic, mb.epoch, mb.step, static_cast<int64_t>(mb.blocks.size()),
-                            static_cast<int64_t>(mb.seeds.size()), static_cast<int64_t>(mb.labels.size()), rows, cols};
+                            static_cast<int64_t>(mb.seeds.size()), static_cast<int64_t>(mb.labels.size()), rows, cols,
+                            static_cast<int64_t>(mb.sample_seconds * 1e9), static_cast<int64_t>(mb.fetch_seconds * 1e9)};
   for (const Block& b : mb.blocks) {
     h.push_back(b.num_src());
     h.push_back(b.num_dst);
@@ -94,6 +96,10 @@ absl::StatusOr<ShmBatchWriter> ShmBatchWriter::Create(const MiniBatch& mb, int64
   return w;
 }
 
+void ShmBatchWriter::SetFetchSeconds(double seconds) {
+  static_cast<int64_t*>(map_)[9] = static_cast<int64_t>(seconds * 1e9);
+}
+
 ShmBatchWriter::ShmBatchWriter(ShmBatchWriter&& o) noexcept
     : fd_(o.fd_), map_(o.map_), size_(o.size_), features_(o.features_) {
   o.fd_ = -1;
@@ -109,16 +115,16 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd) {
   struct stat st;
   if (fstat(fd, &st) != 0) return Errno("fstat on a batch file");
   const size_t file_size = static_cast<size_t>(st.st_size);
-  if (file_size < 8 * 8) return absl::DataLossError(StrCat("batch file of ", file_size, " bytes has no header"));
+  if (file_size < kFixed * 8) return absl::DataLossError(StrCat("batch file of ", file_size, " bytes has no header"));
   void* map = mmap(nullptr, file_size, PROT_READ, MAP_SHARED, fd, 0);
   if (map == MAP_FAILED) return Errno("mapping a batch file");
   std::shared_ptr<const void> owner(map, [file_size](const void* p) { munmap(const_cast<void*>(p), file_size); });
   const auto* h = static_cast<const int64_t*>(map);
   const int64_t layers = h[3];
-  if (h[0] != kMagic || layers < 0 || layers > 64 || file_size < static_cast<size_t>(8 + 3 * layers) * 8) {
+  if (h[0] != kMagic || layers < 0 || layers > 64 || file_size < static_cast<size_t>(kFixed + 3 * layers) * 8) {
     return absl::DataLossError("batch file has a bad header");
   }
-  std::vector<int64_t> header(h, h + 8 + 3 * layers);
+  std::vector<int64_t> header(h, h + kFixed + 3 * layers);
   for (int64_t v : header) {
     if (v < 0) return absl::DataLossError("batch file has a negative count");
   }
@@ -141,12 +147,14 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd) {
   mb.blocks.resize(layers);
   for (int64_t i = 0; i < layers; ++i) {
     Block& b = mb.blocks[i];
-    get(&b.src_nodes, header[8 + 3 * i]);
-    b.num_dst = header[9 + 3 * i];
-    get(&b.indptr, header[9 + 3 * i] + 1);
-    get(&b.indices, header[10 + 3 * i]);
-    get(&b.eids, header[10 + 3 * i]);
+    get(&b.src_nodes, header[kFixed + 3 * i]);
+    b.num_dst = header[kFixed + 1 + 3 * i];
+    get(&b.indptr, b.num_dst + 1);
+    get(&b.indices, header[kFixed + 2 + 3 * i]);
+    get(&b.eids, header[kFixed + 2 + 3 * i]);
   }
+  mb.sample_seconds = header[8] * 1e-9;
+  mb.fetch_seconds = header[9] * 1e-9;
   mb.features.rows = header[6];
   mb.features.cols = header[7];
   mb.features.data = reinterpret_cast<const float*>(base + l.features_at);

@@ -23,6 +23,8 @@ class ShmBatchWriter {
   ~ShmBatchWriter();
 
   float* features() const { return features_; }
+  // Records the feature gather time in the header (known only after the gather).
+  void SetFetchSeconds(double seconds);
   int fd() const { return fd_; }
 
  private:
