@@ -1,5 +1,7 @@
 #include "launcher/launch_options.h"
 
+#include <algorithm>
+
 #include "core/strings.h"
 
 namespace fanout::launcher {
@@ -10,6 +12,7 @@ absl::Status Bad(const std::string& msg) { return absl::InvalidArgumentError(msg
 
 // Length of the NAME= prefix at the start of `s`, or 0 when there is none.
 size_t EnvNamePrefix(std::string_view s) {
+  s = core::StripSpaces(s);
   size_t eq = s.find('=');
   if (eq == std::string_view::npos || eq == 0) return 0;
   return IsEnvName(std::string(s.substr(0, eq))) ? eq + 1 : 0;
@@ -29,7 +32,9 @@ std::vector<std::string> SplitExtraEnv(const std::string& value) {
   std::vector<std::string> items;
   size_t start = 0;
   for (size_t i = 0; i <= value.size(); ++i) {
-    if (i == value.size() || (value[i] == ',' && EnvNamePrefix(std::string_view(value).substr(i + 1)))) {
+    std::string_view rest = std::string_view(value).substr(std::min(i + 1, value.size()));
+    if (i == value.size() ||
+        (value[i] == ',' && (EnvNamePrefix(rest) > 0 || core::StripSpaces(rest).empty()))) {
       std::string item(core::StripSpaces(std::string_view(value).substr(start, i - start)));
       if (!item.empty()) items.push_back(std::move(item));
       start = i + 1;

@@ -53,7 +53,8 @@ absl::Status ExtractRepeatedFlag(const std::string& name, std::vector<std::strin
                                  std::vector<std::string>* values);
 
 // Splits one --extra-env value into NAME=VALUE items: "A=1,B=2" is two items, while a comma not
-// followed by NAME= stays in the value ("CUDA_VISIBLE_DEVICES=0,1" is one item).
+// followed by NAME= stays in the value ("CUDA_VISIBLE_DEVICES=0,1" is one item); a trailing
+// comma is dropped.
 std::vector<std::string> SplitExtraEnv(const std::string& value);
 
 // True for a valid environment variable name: [A-Za-z_][A-Za-z0-9_]*.

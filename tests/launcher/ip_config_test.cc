@@ -1,0 +1,101 @@
+#include "launcher/ip_config.h"
+
+#include <fstream>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/testing.h"
+
+namespace fanout::launcher {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(IpConfig, CommentsBlankLinesDefaultPortAndIpv6) {
+  auto m = ParseIpConfig(
+      "# cluster\n"
+      "\n"
+      "10.0.0.1\n"
+      "  10.0.0.2   31000   # second machine\n"
+      "\t::1\t40000\r\n"
+      "   \n"
+      "fe80::1",
+      "ip_config.txt");
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->size(), 4u);
+  EXPECT_EQ((*m)[0].ip, "10.0.0.1");
+  EXPECT_EQ((*m)[0].port, 30050);  // DGL's default
+  EXPECT_EQ((*m)[0].line, 3);
+  EXPECT_EQ((*m)[1].ip, "10.0.0.2");
+  EXPECT_EQ((*m)[1].port, 31000);
+  EXPECT_EQ((*m)[1].line, 4);
+  EXPECT_EQ((*m)[2].ip, "::1");
+  EXPECT_EQ((*m)[2].port, 40000);
+  EXPECT_EQ((*m)[3].ip, "fe80::1");
+  EXPECT_EQ((*m)[3].port, kDefaultIpConfigPort);
+}
+
+TEST(IpConfig, BadPortNamesFileLineAndValue) {
+  for (const char* port : {"abc", "0", "65536", "-1", "30050x"}) {
+    auto m = ParseIpConfig(std::string("10.0.0.1\n10.0.0.2 ") + port + "\n", "ip.txt");
+    ASSERT_FALSE(m.ok()) << port;
+    EXPECT_THAT(std::string(m.status().message()), HasSubstr("ip.txt:2: port '")) << port;
+    EXPECT_THAT(std::string(m.status().message()), HasSubstr("1..65535")) << port;
+  }
+  EXPECT_TRUE(ParseIpConfig("10.0.0.1 65535", "ip.txt").ok());
+}
+
+TEST(IpConfig, BadAddressNamesFileLineAndValue) {
+  for (const char* ip : {"node1", "10.0.0.256", "10.0.0", "[::1]", "10.0.0.1:30050"}) {
+    auto m = ParseIpConfig(std::string("# c\n") + ip + " 30050\n", "ip.txt");
+    ASSERT_FALSE(m.ok()) << ip;
+    EXPECT_EQ(m.status().message(),
+              std::string("ip.txt:2: '") + ip + "' is not an IPv4 or IPv6 address (machines are listed by IP)");
+  }
+}
+
+TEST(IpConfig, ExtraFieldsAreAnError) {
+  // DGL once took a third column (servers per machine); fanout takes --num-servers.
+  auto m = ParseIpConfig("10.0.0.1 30050 2\n", "ip.txt");
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(std::string(m.status().message()), HasSubstr("ip.txt:1: expected 'IP [PORT]', found 3 fields"));
+  EXPECT_THAT(std::string(m.status().message()), HasSubstr("--num-servers"));
+}
+
+TEST(IpConfig, EmptyFileIsAnError) {
+  for (const char* text : {"", "\n\n", "# only a comment\n  # another\n"}) {
+    auto m = ParseIpConfig(text, "ip.txt");
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().message(), "ip.txt: lists no machines (expected one 'IP [PORT]' per line)");
+  }
+}
+
+TEST(IpConfig, LoadReadsTheFileAndNamesIt) {
+  testing::TempDir dir;
+  const std::string path = dir.Sub("ip_config.txt");
+  testing::WriteText(path, "127.0.0.1 30100\n127.0.0.2\n");
+  auto m = LoadIpConfig(path);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->size(), 2u);
+  EXPECT_EQ((*m)[1].ip, "127.0.0.2");
+
+  testing::WriteText(path, "127.0.0.1 x\n");
+  m = LoadIpConfig(path);
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(std::string(m.status().message()), HasSubstr(path + ":1: port 'x'"));
+
+  m = LoadIpConfig(dir.Sub("missing.txt"));
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(), dir.Sub("missing.txt") + ": cannot open ip_config");
+  m = LoadIpConfig(dir.path());
+  ASSERT_FALSE(m.ok());
+  EXPECT_THAT(std::string(m.status().message()), HasSubstr("is a folder"));
+}
+
+TEST(IpConfig, HostPortBracketsIpv6) {
+  EXPECT_EQ(HostPort("10.0.0.1", 30050), "10.0.0.1:30050");
+  EXPECT_EQ(HostPort("::1", 30050), "[::1]:30050");
+}
+
+}  // namespace
+}  // namespace fanout::launcher

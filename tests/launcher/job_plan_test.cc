@@ -1,0 +1,271 @@
+#include "launcher/job_plan.h"
+
+#include <sys/stat.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "launcher/process.h"
+#include "tests/launcher/launcher_test_util.h"
+#include "tests/testing/testing.h"
+
+namespace fanout::launcher {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using std::chrono::seconds;
+
+LaunchOptions Options() {
+  LaunchOptions o;
+  o.ip_config = "ip_config.txt";
+  o.part_config = "parts/graph.json";
+  o.num_servers = 2;
+  o.num_trainers = 2;
+  o.num_samplers = 3;
+  o.command = {"fanout-train", "--model", "sage"};
+  return o;
+}
+
+PlanInputs Inputs() {
+  PlanInputs in;
+  in.machines = {{"10.0.0.1", 30050, 1}, {"10.0.0.2", 31000, 2}};
+  in.remote = {false, true};
+  in.num_parts = 2;
+  in.ip_config_path = "/ws/ip_config.txt";
+  in.part_config_path = "/ws/parts/graph.json";
+  in.workspace = "/ws";
+  in.job_id = "job7";
+  in.server_bin = "/opt/fanout/bin/fanout-server";
+  in.host_cores = 16;
+  return in;
+}
+
+TEST(JobPlan, ServersListenOnBasePortPlusServerId) {
+  auto plan = BuildJobPlan(Options(), Inputs());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->servers.size(), 4u);
+  const ProcessSpec& s = plan->servers[3];
+  EXPECT_EQ(s.Label(), "m1 server 1");
+  EXPECT_EQ(s.address, "10.0.0.2:31001");
+  EXPECT_EQ(s.Describe(), "machine 1 at 10.0.0.2, server 1 on 10.0.0.2:31001");
+  // fanout-server adds --server-id to --port itself, so the base port is passed.
+  EXPECT_THAT(s.command, ElementsAre("/opt/fanout/bin/fanout-server", "--part-config", "/ws/parts/graph.json",
+                                     "--part-id", "1", "--host", "10.0.0.2", "--port", "31000",
+                                     "--server-id", "1", "--shutdown-grace", "1"));
+  EXPECT_THAT(s.env, ElementsAre("FANOUT_JOB_ID=job7", "FANOUT_MACHINE_ID=1"));
+  EXPECT_EQ(plan->servers[0].address, "10.0.0.1:30050");
+  EXPECT_EQ(plan->servers[1].address, "10.0.0.1:30051");
+}
+
+TEST(JobPlan, TrainerEnvironmentIsTheContract) {
+  LaunchOptions o = Options();
+  o.extra_env = {"GLOO_SOCKET_IFNAME=eth0"};
+  auto plan = BuildJobPlan(o, Inputs());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->trainers.size(), 4u);
+  EXPECT_EQ(plan->coordinator, "10.0.0.1:30052");  // after machine 0's two server ports
+  const ProcessSpec& t = plan->trainers[3];
+  EXPECT_EQ(t.Label(), "m1 trainer 1");
+  EXPECT_EQ(t.global_rank, 3);
+  EXPECT_EQ(t.Describe(), "machine 1 at 10.0.0.2, trainer local rank 1, rank 3");
+  EXPECT_EQ(t.command, o.command);
+  EXPECT_THAT(t.env, ElementsAre("FANOUT_JOB_ID=job7", "FANOUT_PART_CONFIG=/ws/parts/graph.json",
+                                 "FANOUT_IP_CONFIG=/ws/ip_config.txt", "FANOUT_NUM_MACHINES=2",
+                                 "FANOUT_MACHINE_ID=1", "FANOUT_NUM_SERVERS=2", "FANOUT_NUM_TRAINERS=2",
+                                 "FANOUT_NUM_SAMPLERS=3", "FANOUT_LOCAL_RANK=1", "FANOUT_RANK=3",
+                                 "FANOUT_WORLD_SIZE=4", "FANOUT_COORDINATOR=10.0.0.1:30052",
+                                 "OMP_NUM_THREADS=4",  // 16 cores / 2 / 2 trainers
+                                 "GLOO_SOCKET_IFNAME=eth0"));
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(plan->trainers[r].global_rank, r);
+    EXPECT_EQ(plan->trainers[r].machine, r / 2);
+    EXPECT_EQ(plan->trainers[r].rank, r % 2);
+  }
+}
+
+TEST(JobPlan, OmpThreadsAndServerThreadsFlags) {
+  LaunchOptions o = Options();
+  o.num_omp_threads = 7;
+  o.num_server_threads = 3;
+  PlanInputs in = Inputs();
+  auto plan = BuildJobPlan(o, in);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_THAT(plan->trainers[0].env, ::testing::Contains("OMP_NUM_THREADS=7"));
+  EXPECT_THAT(plan->servers[0].command, ::testing::IsSupersetOf({"--num-threads", "3"}));
+  o.num_omp_threads = 0;
+  in.host_cores = 2;  // never below 1
+  plan = BuildJobPlan(o, in);
+  EXPECT_THAT(plan->trainers[0].env, ::testing::Contains("OMP_NUM_THREADS=1"));
+}
+
+TEST(JobPlan, LocalMachinesRunTheCommandInTheWorkspace) {
+  auto plan = BuildJobPlan(Options(), Inputs());
+  ASSERT_TRUE(plan.ok());
+  const ProcessSpec& t = plan->trainers[0];
+  EXPECT_FALSE(t.remote);
+  EXPECT_EQ(t.argv, t.command);
+  EXPECT_EQ(t.local_env, t.env);
+  EXPECT_EQ(t.local_cwd, "/ws");
+}
+
+TEST(JobPlan, RemoteMachinesRunOverSsh) {
+  LaunchOptions o = Options();
+  o.ssh_user = "alice";
+  o.ssh_port = 2222;
+  auto plan = BuildJobPlan(o, Inputs());
+  ASSERT_TRUE(plan.ok());
+  const ProcessSpec& t = plan->trainers[2];
+  EXPECT_TRUE(t.remote);
+  EXPECT_TRUE(t.local_env.empty());
+  ASSERT_EQ(t.argv.size(), 14u);
+  EXPECT_THAT(std::vector<std::string>(t.argv.begin(), t.argv.end() - 1),
+              ElementsAre("ssh", "-T", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=accept-new",
+                          "-o", "ServerAliveInterval=10", "-o", "ServerAliveCountMax=3", "-p", "2222",
+                          "alice@10.0.0.2"));
+  const std::string script = RemoteScript("/ws", t.env, t.command, o.stop_grace_s);
+  EXPECT_EQ(t.argv.back(), "sh -c " + ShellQuote(script));
+  EXPECT_THAT(script, HasSubstr("cd /ws || exit 126\n"));
+  EXPECT_THAT(script, HasSubstr("setsid env FANOUT_JOB_ID=job7 FANOUT_PART_CONFIG=/ws/parts/graph.json"));
+  EXPECT_THAT(script, HasSubstr("FANOUT_RANK=2 "));
+  EXPECT_THAT(script, HasSubstr(" fanout-train --model sage &\n"));
+  EXPECT_THAT(script, HasSubstr("sleep 5;"));  // the remote SIGTERM-to-SIGKILL grace
+
+  o.ssh_user.clear();
+  plan = BuildJobPlan(o, Inputs());
+  EXPECT_EQ(plan->servers[2].argv[12], "10.0.0.2");
+}
+
+TEST(JobPlan, MachinePartitionMismatchNamesBothFilesAndNumbers) {
+  absl::Status s = CheckMachinesMatchPartitions(3, "/ws/ip_config.txt", 2, "/ws/parts/graph.json");
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(),
+            "/ws/ip_config.txt lists 3 machines but /ws/parts/graph.json has 2 partitions (num_parts); "
+            "machine k serves partition k, so list exactly 2 machines or partition the graph into 3");
+  EXPECT_TRUE(CheckMachinesMatchPartitions(2, "a", 2, "b").ok());
+  PlanInputs in = Inputs();
+  in.num_parts = 1;
+  auto plan = BuildJobPlan(Options(), in);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(std::string(plan.status().message()), HasSubstr("lists 2 machines but"));
+}
+
+TEST(JobPlan, PortErrors) {
+  PlanInputs in = Inputs();
+  in.machines[1].port = 65535;
+  auto plan = BuildJobPlan(Options(), in);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().message(),
+            "/ws/ip_config.txt:2: machine 1's 2 servers would listen on ports 65535..65536, past 65535");
+
+  // Several machines on one address (one host simulating a cluster) need disjoint port ranges.
+  in = Inputs();
+  in.machines = {{"10.0.0.1", 30050, 1}, {"10.0.0.1", 30051, 2}};
+  plan = BuildJobPlan(Options(), in);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(std::string(plan.status().message()),
+              HasSubstr("/ws/ip_config.txt:2: machines 0 and 1 are both 10.0.0.1 and their server ports overlap"));
+  in.machines[1].port = 30052;
+  plan = BuildJobPlan(Options(), in);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->coordinator, "10.0.0.1:30054");  // past both machines' servers
+
+  LaunchOptions o = Options();
+  o.coordinator_port = 30053;
+  plan = BuildJobPlan(o, in);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().message(),
+            "--coordinator-port 30053 is a server port of machine 1 (10.0.0.1 ports 30052..30053)");
+  o.coordinator_port = 29000;
+  plan = BuildJobPlan(o, in);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->coordinator, "10.0.0.1:29000");
+}
+
+TEST(ShellQuote, QuotesOnlyWhatNeedsIt) {
+  EXPECT_EQ(ShellQuote("fanout-train"), "fanout-train");
+  EXPECT_EQ(ShellQuote("/a/b.json"), "/a/b.json");
+  EXPECT_EQ(ShellQuote("A=1,2"), "A=1,2");
+  EXPECT_EQ(ShellQuote(""), "''");
+  EXPECT_EQ(ShellQuote("a b"), "'a b'");
+  EXPECT_EQ(ShellQuote("it's"), "'it'\\''s'");
+  EXPECT_EQ(ShellQuote("$HOME"), "'$HOME'");
+}
+
+// Runs argv with a pipe as stdin; returns its stdout and exit status.
+struct Ran {
+  std::string out;
+  ExitStatus status;
+};
+Ran RunWithStdinPipe(const std::vector<std::string>& argv, const std::string& cwd = "") {
+  auto p = Process::Spawn({.argv = argv, .env = MergeEnvironment({}), .cwd = cwd, .stdin_pipe = true});
+  EXPECT_TRUE(p.ok()) << p.status();
+  if (!p.ok()) return {};
+  Ran r;
+  EXPECT_TRUE(testing::ReadToEnd(p->stdout_fd(), seconds(20), &r.out));
+  auto st = p->WaitFor(seconds(20));
+  EXPECT_TRUE(st.has_value());
+  if (st) r.status = *st;
+  return r;
+}
+
+TEST(ShellQuote, RoundTripsThroughSh) {
+  const std::vector<std::string> words = {"plain", "a b", "it's", "$HOME", "\"q\"", "back\\slash", "",
+                                          "new\nline", "*"};
+  std::vector<std::string> argv = {"sh", "-c", "for w in " + ShellJoin(words) + "; do printf '[%s]' \"$w\"; done"};
+  Ran r = RunWithStdinPipe(argv);
+  EXPECT_EQ(r.out, "[plain][a b][it's][$HOME][\"q\"][back\\slash][][new\nline][*]");
+}
+
+// ssh runs the remote command with the user's shell, `$SHELL -c "<command>"`; this stand-in does
+// the same here, so the whole remote path (quoting, workspace, environment, exit status, stop on
+// hang-up) is exercised without an ssh server.
+std::string WriteFakeSsh(const fanout::testing::TempDir& dir) {
+  const std::string path = dir.Sub("fake-ssh");
+  fanout::testing::WriteText(path, "#!/bin/sh\nfor last; do :; done\nexec sh -c \"$last\"\n");
+  chmod(path.c_str(), 0755);
+  return path;
+}
+
+TEST(RemoteScript, RunsInWorkspaceWithEnvironmentAndExitStatus) {
+  fanout::testing::TempDir dir;
+  LaunchOptions o = Options();
+  o.ssh_command = WriteFakeSsh(dir);
+  const std::string script = RemoteScript(
+      dir.path(), {"FANOUT_RANK=5", "ODD=it's $x"},
+      {"sh", "-c", "echo \"$PWD|$FANOUT_RANK|$ODD|$1\"; exit 7", "arg0", "two words"}, 1);
+  Ran r = RunWithStdinPipe(SshArgv(o, "10.9.9.9", script));
+  EXPECT_EQ(r.out, dir.path() + "|5|it's $x|two words\n");
+  EXPECT_EQ(r.status.Describe(), "exited with status 7");
+
+  // A workspace that does not exist fails the remote side before anything runs.
+  r = RunWithStdinPipe(SshArgv(o, "10.9.9.9", RemoteScript(dir.Sub("nope"), {}, {"echo", "ran"}, 1)));
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.status.Describe(), "exited with status 126");
+}
+
+TEST(RemoteScript, HangUpStopsTheCommandAndWhatItStarted) {
+  fanout::testing::TempDir dir;
+  LaunchOptions o = Options();
+  o.ssh_command = WriteFakeSsh(dir);
+  const std::string script = RemoteScript(
+      dir.path(), {}, {"sh", "-c", "sleep 1000 & echo sampler $!; echo trainer $$ end; wait"}, 1);
+  auto p = Process::Spawn({.argv = SshArgv(o, "10.9.9.9", script), .env = MergeEnvironment({}),
+                           .stdin_pipe = true});
+  ASSERT_TRUE(p.ok()) << p.status();
+  std::string out;
+  ASSERT_TRUE(testing::ReadUntil(p->stdout_fd(), " end", seconds(20), &out));
+  std::vector<pid_t> pids = testing::NumbersAfter(out, "sampler");
+  std::vector<pid_t> trainer = testing::NumbersAfter(out, "trainer");
+  pids.insert(pids.end(), trainer.begin(), trainer.end());
+  ASSERT_EQ(pids.size(), 2u) << out;
+  EXPECT_FALSE(p->WaitFor(std::chrono::milliseconds(100)).has_value());  // runs until hang-up
+
+  p->CloseStdin();  // what the launcher does to stop a remote process (or what its death does)
+  auto st = p->WaitFor(seconds(20));
+  ASSERT_TRUE(st.has_value());
+  EXPECT_EQ(st->Describe(), "exited with status 143");  // the trainer got SIGTERM
+  for (pid_t pid : pids) EXPECT_TRUE(testing::WaitGone(pid, seconds(10))) << pid;
+}
+
+}  // namespace
+}  // namespace fanout::launcher

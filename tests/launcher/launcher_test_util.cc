@@ -1,0 +1,92 @@
+#include "tests/launcher/launcher_test_util.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+#include <regex>
+
+namespace fanout::launcher::testing {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+bool IsRunning(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(f)), {});
+  if (stat.empty()) return false;
+  // "pid (comm) S ...": the state follows the last ')'.
+  size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return false;
+  char state = stat[paren + 2];
+  return state != 'Z' && state != 'X';
+}
+
+bool WaitGone(pid_t pid, milliseconds timeout) {
+  int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return errno == ESRCH || !IsRunning(pid);
+  pollfd p = {fd, POLLIN, 0};
+  int rc;
+  do {
+    rc = poll(&p, 1, static_cast<int>(timeout.count()));
+  } while (rc < 0 && errno == EINTR);
+  close(fd);
+  return rc > 0 || !IsRunning(pid);
+}
+
+namespace {
+// One read with a deadline; returns bytes read, 0 at end of file, -1 on timeout.
+ssize_t ReadSome(int fd, Clock::time_point deadline, std::string* text) {
+  for (;;) {
+    auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    if (left.count() < 0) return -1;
+    pollfd p = {fd, POLLIN, 0};
+    int rc = poll(&p, 1, static_cast<int>(left.count()) + 1);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc <= 0) return -1;
+    char buf[8192];
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return 0;
+    text->append(buf, static_cast<size_t>(n));
+    return n;
+  }
+}
+}  // namespace
+
+bool ReadUntil(int fd, const std::string& needle, milliseconds timeout, std::string* text) {
+  const Clock::time_point deadline = Clock::now() + timeout;
+  while (text->find(needle) == std::string::npos) {
+    if (ReadSome(fd, deadline, text) <= 0) return text->find(needle) != std::string::npos;
+  }
+  return true;
+}
+
+bool ReadToEnd(int fd, milliseconds timeout, std::string* text) {
+  const Clock::time_point deadline = Clock::now() + timeout;
+  for (;;) {
+    ssize_t n = ReadSome(fd, deadline, text);
+    if (n == 0) return true;
+    if (n < 0) return false;
+  }
+}
+
+std::vector<pid_t> NumbersAfter(const std::string& text, const std::string& word) {
+  std::vector<pid_t> out;
+  std::regex re("\\b" + word + " ([0-9]+)");
+  for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) {
+    out.push_back(static_cast<pid_t>(std::stol((*it)[1].str())));
+  }
+  return out;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  return std::string((std::istreambuf_iterator<char>(f)), {});
+}
+
+}  // namespace fanout::launcher::testing

@@ -1,0 +1,63 @@
+#include "launcher/output.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/launcher/launcher_test_util.h"
+#include "tests/testing/testing.h"
+
+namespace fanout::launcher {
+namespace {
+
+std::vector<std::string> Split(const std::vector<std::string>& chunks, size_t max_line = 64 * 1024,
+                               bool finish = true) {
+  LineSplitter s(max_line);
+  std::vector<std::string> lines;
+  auto add = [&](std::string_view l) { lines.emplace_back(l); };
+  for (const std::string& c : chunks) s.Feed(c, add);
+  if (finish) s.Finish(add);
+  return lines;
+}
+
+TEST(LineSplitter, LinesAcrossChunks) {
+  EXPECT_EQ(Split({"a\nb", "c\n\nd"}), (std::vector<std::string>{"a", "bc", "", "d"}));
+  EXPECT_EQ(Split({"x", "y", "z\n"}), (std::vector<std::string>{"xyz"}));
+  EXPECT_EQ(Split({"no newline"}, 64, false), (std::vector<std::string>{}));
+  EXPECT_EQ(Split({"no newline"}), (std::vector<std::string>{"no newline"}));
+  EXPECT_EQ(Split({""}), (std::vector<std::string>{}));
+}
+
+TEST(LineSplitter, LongLinesAreCut) {
+  EXPECT_EQ(Split({"abcdefgh\n"}, 3), (std::vector<std::string>{"abc", "def", "gh"}));
+  EXPECT_EQ(Split({"ab", "cdef\nxy\n"}, 3), (std::vector<std::string>{"abc", "def", "xy"}));
+  EXPECT_EQ(Split({"abc\n"}, 3), (std::vector<std::string>{"abc"}));
+  EXPECT_EQ(Split({"abc", "\n"}, 3), (std::vector<std::string>{"abc"}));
+}
+
+TEST(StreamRouter, PrefixesConsoleLinesAndLogsThemPlain) {
+  fanout::testing::TempDir dir;
+  int console = open(dir.Sub("console").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  int log = open(dir.Sub("log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(console, 0);
+  ASSERT_GE(log, 0);
+  std::vector<std::string> seen;
+  {
+    StreamRouter r("[m1 server 0] ", console, log, [&](std::string_view l) { seen.emplace_back(l); });
+    r.Feed("fanout-server: ready: on 1");
+    r.Feed("27.0.0.1:1\nsecond\nthird, unfinished");
+    r.Finish();
+  }
+  close(console);
+  close(log);
+  EXPECT_EQ(testing::ReadFile(dir.Sub("console")),
+            "[m1 server 0] fanout-server: ready: on 127.0.0.1:1\n[m1 server 0] second\n"
+            "[m1 server 0] third, unfinished\n");
+  EXPECT_EQ(testing::ReadFile(dir.Sub("log")),
+            "fanout-server: ready: on 127.0.0.1:1\nsecond\nthird, unfinished\n");
+  EXPECT_EQ(seen.size(), 3u);
+}
+
+}  // namespace
+}  // namespace fanout::launcher
