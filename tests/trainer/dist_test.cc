@@ -1,0 +1,335 @@
+// Multi-rank tests: ranks are threads of this process talking c10d Gloo over loopback, with the
+// coordinator on a port rank 0 picks (port 0).
+#include "trainer/dist.h"
+
+#include <ATen/ATen.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <torch/optim/adam.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/trainer/test_batches.h"
+#include "trainer/batch_tensors.h"
+#include "trainer/c10d_backend.h"
+#include "trainer/models.h"
+
+namespace fanout::trainer {
+
+void PrintTo(ModelKind kind, std::ostream* os) { *os << ModelKindName(kind); }
+
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using Clock = std::chrono::steady_clock;
+
+// Runs fn(options) for ranks [0, world) on threads of their own. Rank 0 listens on port 0 and
+// hands the port it got to the others.
+template <typename Fn>
+void RunRanks(int world, milliseconds timeout, Fn fn) {
+  std::promise<int> port_promise;
+  std::shared_future<int> port = port_promise.get_future().share();
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      DistOptions o;
+      o.rank = r;
+      o.world_size = world;
+      o.timeout = timeout;
+      if (r == 0) {
+        o.coordinator = "127.0.0.1:0";
+        o.on_coordinator_listening = [&](int p) { port_promise.set_value(p); };
+      } else {
+        if (port.wait_for(timeout) != std::future_status::ready) {
+          ADD_FAILURE() << "rank 0 never listened";
+          return;
+        }
+        o.coordinator = "127.0.0.1:" + std::to_string(port.get());
+      }
+      fn(o);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// A port nothing listens on (bound, read back and released).
+int UnusedPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+at::Tensor FlatParameters(GnnModel& model) {
+  std::vector<at::Tensor> flat;
+  for (const at::Tensor& p : model.parameters()) flat.push_back(p.detach().reshape({-1}));
+  return at::cat(flat);
+}
+
+at::Tensor FlatGradients(GnnModel& model) {
+  std::vector<at::Tensor> flat;
+  for (const at::Tensor& p : model.parameters()) flat.push_back(p.grad().reshape({-1}).clone());
+  return at::cat(flat);
+}
+
+// Mean cross-entropy of the model on `batch`, back-propagated.
+void Backward(GnnModel& model, const sampler::MiniBatch& batch) {
+  absl::StatusOr<BatchTensors> t = ToTensors(batch);
+  ASSERT_TRUE(t.ok()) << t.status();
+  const at::Tensor logits = model.Forward(t->blocks, t->features);
+  at::cross_entropy_loss(logits, t->labels).backward();
+}
+
+ModelOptions SmallModel(ModelKind kind) {
+  ModelOptions o;
+  o.model = kind;
+  o.in_dim = 5;
+  o.hidden = 8;
+  o.num_classes = 3;
+  o.heads = 2;
+  o.dropout = 0.0;
+  return o;
+}
+
+TEST(CollectivesTest, AllReduceBroadcastBarrierAndMetricSums) {
+  RunRanks(3, seconds(20), [](const DistOptions& o) {
+    absl::StatusOr<std::unique_ptr<Communicator>> comm = Connect(o);
+    ASSERT_TRUE(comm.ok()) << comm.status();
+    Communicator& c = **comm;
+    EXPECT_EQ(c.rank(), o.rank);
+    EXPECT_EQ(c.world_size(), 3);
+    EXPECT_EQ(c.device(), c10::Device(c10::kCPU));
+
+    at::Tensor t = at::tensor({1.0f, 10.0f}) * (o.rank + 1);
+    ASSERT_TRUE(c.AllReduceSum(t).ok());
+    EXPECT_TRUE(at::equal(t, at::tensor({6.0f, 60.0f})));
+
+    at::Tensor b = at::full({4}, static_cast<int64_t>(o.rank), at::kLong);
+    ASSERT_TRUE(c.Broadcast(b, 2).ok());
+    EXPECT_TRUE(at::equal(b, at::full({4}, 2, at::kLong)));
+    EXPECT_EQ(c.Broadcast(b, 3).code(), absl::StatusCode::kInvalidArgument);
+
+    ASSERT_TRUE(c.Barrier().ok());
+
+    // Weighted accuracy: {correct, count} per rank.
+    absl::StatusOr<std::vector<double>> sums = AllReduceSum(c, {1.0 + o.rank, 4.0});
+    ASSERT_TRUE(sums.ok()) << sums.status();
+    EXPECT_EQ(*sums, (std::vector<double>{6.0, 12.0}));
+
+    at::Tensor wrong = at::zeros({2, 2}).t();  // not contiguous
+    EXPECT_EQ(c.AllReduceSum(wrong).code(), absl::StatusCode::kInvalidArgument);
+  });
+}
+
+TEST(CollectivesTest, BroadcastParametersMakesReplicasEqual) {
+  std::vector<at::Tensor> result(2);
+  RunRanks(2, seconds(20), [&](const DistOptions& o) {
+    auto comm = Connect(o);
+    ASSERT_TRUE(comm.ok()) << comm.status();
+    auto model = MakeModel(SmallModel(ModelKind::kSage), /*init_seed=*/10 + o.rank);
+    ASSERT_TRUE(model.ok());
+    // A tiny bucket size: several broadcasts, each of a few tensors.
+    ASSERT_TRUE(BroadcastParameters(**comm, (*model)->parameters(), 0, 256).ok());
+    result[o.rank] = FlatParameters(**model);
+  });
+  auto rank0_model = MakeModel(SmallModel(ModelKind::kSage), 10);
+  ASSERT_TRUE(rank0_model.ok());
+  EXPECT_TRUE(at::equal(result[0], FlatParameters(**rank0_model)));
+  EXPECT_TRUE(at::equal(result[1], result[0]));
+}
+
+class GradSyncTest : public ::testing::TestWithParam<ModelKind> {};
+
+// Two ranks with half a batch each, averaged, equal one process with the whole batch (mean loss
+// over equal halves).
+TEST_P(GradSyncTest, AveragedGradientEqualsGradientOfTheWholeBatch) {
+  const ModelOptions options = SmallModel(GetParam());
+  std::vector<sampler::MiniBatch> halves;
+  for (int r = 0; r < 2; ++r) {
+    testing::RandomBatchSpec spec;
+    spec.num_seeds = 8;
+    spec.seed = 50 + r;
+    spec.id_offset = 1000 * r;  // disjoint IDs, so the halves can be joined
+    halves.push_back(testing::MakeRandomBatch(spec));
+  }
+  std::vector<at::Tensor> local(2), synced(2);
+  RunRanks(2, seconds(20), [&](const DistOptions& o) {
+    auto comm = Connect(o);
+    ASSERT_TRUE(comm.ok()) << comm.status();
+    auto model = MakeModel(options, 4);
+    ASSERT_TRUE(model.ok());
+    GradientSynchronizer sync((*model)->parameters(), {.bucket_bytes = 128});
+    EXPECT_GT(sync.buckets().size(), 1u);
+    Backward(**model, halves[o.rank]);
+    local[o.rank] = FlatGradients(**model);
+    ASSERT_TRUE(sync.AllReduceMean(**comm).ok());
+    synced[o.rank] = FlatGradients(**model);
+  });
+  auto whole_model = MakeModel(options, 4);
+  ASSERT_TRUE(whole_model.ok());
+  Backward(**whole_model, testing::UnionOfBatches(halves[0], halves[1]));
+  const at::Tensor whole = FlatGradients(**whole_model);
+
+  EXPECT_FALSE(at::allclose(local[0], local[1]));  // the halves really differ
+  EXPECT_TRUE(at::equal(synced[0], synced[1]));
+  EXPECT_TRUE(at::allclose(synced[0], (local[0] + local[1]) / 2, 1e-6, 1e-7));
+  const double diff = (synced[0] - whole).abs().max().item<double>();
+  EXPECT_LE(diff, 1e-6) << "synced " << synced[0] << "\nwhole batch " << whole;
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, GradSyncTest,
+                         ::testing::Values(ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat),
+                         [](const ::testing::TestParamInfo<ModelKind>& info) {
+                           return std::string(ModelKindName(info.param));
+                         });
+
+class ReplicaTest : public ::testing::TestWithParam<bool> {};
+
+// Different batches (and dropout) on each rank; after Adam steps with synchronised gradients,
+// the replicas hold bit-identical parameters. With different init seeds, the initial broadcast
+// is what makes them equal.
+TEST_P(ReplicaTest, ReplicasStayBitIdenticalThroughAdamSteps) {
+  const bool same_init_seed = GetParam();
+  constexpr int kSteps = 5;
+  ModelOptions options = SmallModel(ModelKind::kGat);
+  options.dropout = 0.3;
+  std::vector<at::Tensor> final_params(2), initial_params(2);
+  RunRanks(2, seconds(30), [&](const DistOptions& o) {
+    auto comm = Connect(o);
+    ASSERT_TRUE(comm.ok()) << comm.status();
+    auto model = MakeModel(options, same_init_seed ? 7 : 7 + o.rank);
+    ASSERT_TRUE(model.ok());
+    GnnModel& m = **model;
+    ASSERT_TRUE(BroadcastParameters(**comm, m.parameters()).ok());
+    initial_params[o.rank] = FlatParameters(m).clone();
+    GradientSynchronizer sync(m.parameters(), {.bucket_bytes = 1024});
+    torch::optim::Adam adam(m.parameters(), torch::optim::AdamOptions(0.01));
+    m.train();
+    for (int step = 0; step < kSteps; ++step) {
+      testing::RandomBatchSpec spec;
+      spec.seed = 1000 * o.rank + step;
+      spec.num_seeds = 5 + o.rank;  // even the batch sizes differ
+      adam.zero_grad();
+      Backward(m, testing::MakeRandomBatch(spec));
+      ASSERT_TRUE(sync.AllReduceMean(**comm).ok());
+      adam.step();
+    }
+    final_params[o.rank] = FlatParameters(m);
+  });
+  ASSERT_TRUE(final_params[0].defined() && final_params[1].defined());
+  EXPECT_TRUE(at::equal(initial_params[0], initial_params[1]));
+  EXPECT_TRUE(at::equal(final_params[0], final_params[1]));
+  EXPECT_FALSE(at::equal(final_params[0], initial_params[0]));  // training moved them
+}
+
+INSTANTIATE_TEST_SUITE_P(InitSeeds, ReplicaTest, ::testing::Values(true, false),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "SameInitSeed" : "DifferentInitSeeds");
+                         });
+
+// A dead or stuck peer is an UNAVAILABLE error within the timeout, never a hang.
+TEST(DeadPeerTest, RankThatNeverJoinsIsAnErrorWithinTheTimeout) {
+  DistOptions o;
+  o.rank = 0;
+  o.world_size = 2;
+  o.coordinator = "127.0.0.1:0";
+  o.timeout = seconds(5);
+  const Clock::time_point start = Clock::now();
+  absl::StatusOr<std::unique_ptr<Communicator>> comm = Connect(o);
+  const double elapsed = SecondsSince(start);
+  ASSERT_FALSE(comm.ok());
+  EXPECT_EQ(comm.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(comm.status().message().find("rank 0 of 2"), std::string::npos) << comm.status();
+  EXPECT_GE(elapsed, 4.5);
+  EXPECT_LT(elapsed, 5 + 3.0);
+}
+
+TEST(DeadPeerTest, UnreachableCoordinatorIsAnErrorWithinTheTimeout) {
+  DistOptions o;
+  o.rank = 1;
+  o.world_size = 2;
+  o.coordinator = "127.0.0.1:" + std::to_string(UnusedPort());
+  o.timeout = seconds(3);
+  const Clock::time_point start = Clock::now();
+  absl::StatusOr<std::unique_ptr<Communicator>> comm = Connect(o);
+  ASSERT_FALSE(comm.ok());
+  EXPECT_EQ(comm.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(comm.status().message().find(o.coordinator), std::string::npos) << comm.status();
+  EXPECT_LT(SecondsSince(start), 3 + 3.0);
+}
+
+TEST(DeadPeerTest, PeerThatExitsIsAnErrorAndTheGroupStaysFailed) {
+  std::promise<void> peer_gone;
+  std::shared_future<void> gone = peer_gone.get_future().share();
+  RunRanks(2, seconds(5), [&](const DistOptions& o) {
+    auto comm = Connect(o);
+    ASSERT_TRUE(comm.ok()) << comm.status();
+    at::Tensor t = at::ones({16});
+    ASSERT_TRUE((*comm)->AllReduceSum(t).ok());
+    if (o.rank == 1) {
+      comm->reset();  // closes its connections, as a crashed process's would be
+      peer_gone.set_value();
+      return;
+    }
+    ASSERT_EQ(gone.wait_for(seconds(10)), std::future_status::ready);
+    const Clock::time_point start = Clock::now();
+    absl::Status s = (*comm)->AllReduceSum(t);
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+    EXPECT_NE(s.message().find("gloo all-reduce failed on rank 0 of 2"), std::string::npos) << s;
+    EXPECT_LT(SecondsSince(start), 5 + 3.0);
+    // Later calls fail at once with the first error.
+    const Clock::time_point again = Clock::now();
+    absl::Status s2 = (*comm)->Barrier();
+    EXPECT_EQ(s2.code(), absl::StatusCode::kFailedPrecondition) << s2;
+    EXPECT_NE(s2.message().find("already failed"), std::string::npos) << s2;
+    EXPECT_LT(SecondsSince(again), 0.5);
+  });
+}
+
+TEST(DeadPeerTest, PeerThatStopsTakingPartIsAnErrorWithinTheTimeout) {
+  std::promise<void> rank0_done;
+  std::shared_future<void> done = rank0_done.get_future().share();
+  RunRanks(2, seconds(3), [&](const DistOptions& o) {
+    auto comm = Connect(o);
+    ASSERT_TRUE(comm.ok()) << comm.status();
+    if (o.rank == 1) {  // alive, connected, but never calls the collective
+      EXPECT_EQ(done.wait_for(seconds(30)), std::future_status::ready);
+      return;
+    }
+    at::Tensor t = at::ones({16});
+    const Clock::time_point start = Clock::now();
+    absl::Status s = (*comm)->AllReduceSum(t);
+    const double elapsed = SecondsSince(start);
+    rank0_done.set_value();
+    EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+    EXPECT_GE(elapsed, 2.5);
+    EXPECT_LT(elapsed, 3 + 3.0);
+  });
+}
+
+TEST(LocalAddressTest, LoopbackCoordinatorIsReachedFromLoopback) {
+  absl::StatusOr<std::string> address = internal::LocalAddressTowards("127.0.0.1", 29500);
+  ASSERT_TRUE(address.ok()) << address.status();
+  EXPECT_EQ(*address, "127.0.0.1");
+  EXPECT_EQ(internal::LocalAddressTowards("no-such-host.invalid", 1).status().code(),
+            absl::StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace fanout::trainer

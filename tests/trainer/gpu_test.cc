@@ -1,0 +1,98 @@
+// GPU paths: models on a CUDA device and the NCCL backend. Every test skips without a CUDA
+// device (and the NCCL ones without an NCCL build), so this binary passes on CPU-only machines.
+#include <ATen/ATen.h>
+
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/trainer/test_batches.h"
+#include "trainer/batch_tensors.h"
+#include "trainer/dist.h"
+#include "trainer/models.h"
+#include "trainer/torch_util.h"
+
+namespace fanout::trainer {
+namespace {
+
+#define SKIP_WITHOUT_CUDA() \
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device in this LibTorch"
+
+TEST(GpuTest, ModelsOnCudaMatchCpu) {
+  SKIP_WITHOUT_CUDA();
+  const c10::Device cuda(c10::kCUDA, 0);
+  testing::RandomBatchSpec spec;
+  const sampler::MiniBatch batch = testing::MakeRandomBatch(spec);
+  auto cpu = ToTensors(batch);
+  auto gpu = ToTensors(batch, {.device = cuda});
+  ASSERT_TRUE(cpu.ok() && gpu.ok());
+  EXPECT_TRUE(gpu->features.is_cuda());
+  EXPECT_TRUE(gpu->blocks[0].src.is_cuda());
+  for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat}) {
+    ModelOptions o;
+    o.model = kind;
+    o.in_dim = spec.in_dim;
+    o.hidden = 8;
+    o.num_classes = spec.num_classes;
+    o.heads = 2;
+    auto model = MakeModel(o, 1);
+    ASSERT_TRUE(model.ok());
+    (*model)->eval();
+    const at::Tensor on_cpu = (*model)->Forward(cpu->blocks, cpu->features);
+    (*model)->to(cuda);
+    const at::Tensor on_gpu = (*model)->Forward(gpu->blocks, gpu->features).cpu();
+    EXPECT_TRUE(at::allclose(on_cpu, on_gpu, 1e-4, 1e-5)) << ModelKindName(kind);
+  }
+}
+
+// Ranks as threads, one GPU each; with one GPU the group has one rank (NCCL refuses two ranks
+// on one device), which still runs the NCCL code path end to end.
+TEST(GpuTest, NcclAllReduceBroadcastAndGradientAverage) {
+  SKIP_WITHOUT_CUDA();
+  if (!NcclCompiledIn()) GTEST_SKIP() << "built without NCCL";
+  const int world = std::min(2, CudaDeviceCount());
+  std::promise<int> port_promise;
+  std::shared_future<int> port = port_promise.get_future().share();
+  std::vector<std::thread> threads;
+  for (int r = 0; r < world; ++r) {
+    threads.emplace_back([&, r] {
+      DistOptions o;
+      o.rank = r;
+      o.world_size = world;
+      o.backend = CommBackend::kNccl;
+      o.cuda_device = r;
+      o.timeout = std::chrono::seconds(60);
+      if (r == 0) {
+        o.coordinator = "127.0.0.1:0";
+        o.on_coordinator_listening = [&](int p) { port_promise.set_value(p); };
+      } else {
+        o.coordinator = "127.0.0.1:" + std::to_string(port.get());
+      }
+      auto comm = Connect(o);
+      ASSERT_TRUE(comm.ok()) << comm.status();
+      const c10::Device device = (*comm)->device();
+      EXPECT_TRUE(device.is_cuda());
+      at::Tensor t = at::full({8}, static_cast<float>(r + 1), at::TensorOptions().device(device));
+      ASSERT_TRUE((*comm)->AllReduceSum(t).ok());
+      EXPECT_EQ(t.sum().item<float>(), 8.0f * (world * (world + 1) / 2));
+      at::Tensor b = at::full({3}, static_cast<float>(r), at::TensorOptions().device(device));
+      ASSERT_TRUE((*comm)->Broadcast(b, 0).ok());
+      EXPECT_EQ(b.abs().sum().item<float>(), 0.0f);
+      at::Tensor p = at::ones({4}, at::TensorOptions().device(device)).requires_grad_(true);
+      (p * static_cast<float>(r + 1)).sum().backward();
+      GradientSynchronizer sync({p});
+      ASSERT_TRUE(sync.AllReduceMean(**comm).ok());
+      EXPECT_FLOAT_EQ(p.grad()[0].item<float>(), (world + 1) / 2.0f);
+      auto sums = AllReduceSum(**comm, {1.0, 2.0});
+      ASSERT_TRUE(sums.ok()) << sums.status();
+      EXPECT_EQ((*sums)[1], 2.0 * world);
+      EXPECT_TRUE((*comm)->Barrier().ok());
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+}  // namespace
+}  // namespace fanout::trainer

@@ -1,0 +1,166 @@
+#include "trainer/batch_tensors.h"
+
+#include <ATen/ATen.h>
+
+#include <cstring>
+#include <memory>
+#include <utility>
+
+#include "core/strings.h"
+#include "trainer/torch_util.h"
+
+namespace fanout::trainer {
+namespace {
+
+using core::StrCat;
+
+absl::Status ValidateBlock(const sampler::Block& b, size_t l) {
+  const int64_t num_src = b.num_src();
+  if (b.num_dst < 0 || b.num_dst > num_src) {
+    return absl::InvalidArgumentError(
+        StrCat("block ", l, ": num_dst ", b.num_dst, " is not in [0, num_src = ", num_src, "]"));
+  }
+  if (static_cast<int64_t>(b.indptr.size()) != b.num_dst + 1) {
+    return absl::InvalidArgumentError(StrCat("block ", l, ": indptr has ", b.indptr.size(),
+                                             " entries, expected num_dst + 1 = ", b.num_dst + 1));
+  }
+  if (b.indptr.front() != 0 || b.indptr.back() != b.num_edges()) {
+    return absl::InvalidArgumentError(StrCat("block ", l, ": indptr runs from ", b.indptr.front(),
+                                             " to ", b.indptr.back(), ", expected 0 to ",
+                                             b.num_edges(), " (the number of indices)"));
+  }
+  for (int64_t j = 0; j < b.num_dst; ++j) {
+    if (b.indptr[j] > b.indptr[j + 1]) {
+      return absl::InvalidArgumentError(StrCat("block ", l, ": indptr decreases at destination ", j,
+                                               " (", b.indptr[j], " > ", b.indptr[j + 1], ")"));
+    }
+  }
+  for (int64_t e = 0; e < b.num_edges(); ++e) {
+    if (b.indices[e] < 0 || b.indices[e] >= num_src) {
+      return absl::InvalidArgumentError(StrCat("block ", l, ": indices[", e, "] = ", b.indices[e],
+                                               " is not a source index in [0, ", num_src, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A new int64 CPU tensor filled from `v`.
+at::Tensor Int64Tensor(const std::vector<int64_t>& v) {
+  at::Tensor t = at::empty({static_cast<int64_t>(v.size())}, at::kLong);
+  if (!v.empty()) std::memcpy(t.data_ptr<int64_t>(), v.data(), v.size() * sizeof(int64_t));
+  return t;
+}
+
+BlockTensors ConvertBlock(const sampler::Block& b, const c10::Device& device) {
+  BlockTensors out;
+  out.num_src = b.num_src();
+  out.num_dst = b.num_dst;
+  out.src = Int64Tensor(b.indices);
+  out.dst = at::empty({b.num_edges()}, at::kLong);
+  out.in_degree = at::empty({b.num_dst}, at::kLong);
+  int64_t* dst = out.dst.data_ptr<int64_t>();
+  int64_t* deg = out.in_degree.data_ptr<int64_t>();
+  for (int64_t j = 0; j < b.num_dst; ++j) {
+    deg[j] = b.indptr[j + 1] - b.indptr[j];
+    for (int64_t e = b.indptr[j]; e < b.indptr[j + 1]; ++e) dst[e] = j;
+  }
+  if (!device.is_cpu()) {
+    out.src = out.src.to(device);
+    out.dst = out.dst.to(device);
+    out.in_degree = out.in_degree.to(device);
+  }
+  return out;
+}
+
+at::Tensor ConvertFeatures(const sampler::FloatRows& f, const c10::Device& device) {
+  const auto options = at::TensorOptions().dtype(at::kFloat);
+  at::Tensor t;
+  if (f.rows * f.cols == 0) {
+    t = at::empty({f.rows, f.cols}, options);
+  } else if (f.owner != nullptr) {
+    // The deleter holds a reference to the owner, so the memory outlives every view of it.
+    t = at::from_blob(
+        const_cast<float*>(f.data), {f.rows, f.cols}, [owner = f.owner](void*) {}, options);
+  } else {
+    t = at::empty({f.rows, f.cols}, options);
+    std::memcpy(t.data_ptr<float>(), f.data, f.rows * f.cols * sizeof(float));
+  }
+  return device.is_cpu() ? t : t.to(device);
+}
+
+}  // namespace
+
+absl::Status ValidateMiniBatch(const sampler::MiniBatch& batch, int64_t num_classes) {
+  if (batch.blocks.empty()) return absl::InvalidArgumentError("mini-batch has no blocks");
+  for (size_t l = 0; l < batch.blocks.size(); ++l) {
+    const sampler::Block& b = batch.blocks[l];
+    if (absl::Status s = ValidateBlock(b, l); !s.ok()) return s;
+    if (l == 0) continue;
+    const sampler::Block& below = batch.blocks[l - 1];
+    if (b.num_src() != below.num_dst) {
+      return absl::InvalidArgumentError(StrCat("block ", l, " has ", b.num_src(),
+                                               " source nodes, but block ", l - 1, " has ",
+                                               below.num_dst, " destination nodes"));
+    }
+    for (int64_t i = 0; i < b.num_src(); ++i) {
+      if (b.src_nodes[i] != below.src_nodes[i]) {
+        return absl::InvalidArgumentError(StrCat("block ", l, ": source node ", i, " is ",
+                                                 b.src_nodes[i], " but destination node ", i,
+                                                 " of block ", l - 1, " is ", below.src_nodes[i]));
+      }
+    }
+  }
+  const sampler::FloatRows& f = batch.features;
+  const int64_t num_inputs = batch.blocks.front().num_src();
+  if (f.rows != num_inputs || f.cols <= 0 || (f.data == nullptr && f.rows > 0)) {
+    return absl::InvalidArgumentError(
+        StrCat("features are ", f.rows, " x ", f.cols, (f.data == nullptr ? " without data" : ""),
+               ", expected one row per input node (", num_inputs, ") and at least one column"));
+  }
+  const sampler::Block& top = batch.blocks.back();
+  const int64_t num_seeds = top.num_dst;
+  if (!batch.seeds.empty()) {
+    if (static_cast<int64_t>(batch.seeds.size()) != num_seeds) {
+      return absl::InvalidArgumentError(StrCat("mini-batch has ", batch.seeds.size(),
+                                               " seeds but the output block has ", num_seeds,
+                                               " destination nodes"));
+    }
+    for (int64_t i = 0; i < num_seeds; ++i) {
+      if (batch.seeds[i] != top.src_nodes[i]) {
+        return absl::InvalidArgumentError(StrCat("seed ", i, " is ", batch.seeds[i],
+                                                 " but output node ", i, " is ", top.src_nodes[i]));
+      }
+    }
+  }
+  if (!batch.labels.empty() && static_cast<int64_t>(batch.labels.size()) != num_seeds) {
+    return absl::InvalidArgumentError(
+        StrCat("mini-batch has ", batch.labels.size(), " labels for ", num_seeds, " output nodes"));
+  }
+  if (num_classes > 0) {
+    for (size_t i = 0; i < batch.labels.size(); ++i) {
+      if (batch.labels[i] < 0 || batch.labels[i] >= num_classes) {
+        return absl::InvalidArgumentError(StrCat("label ", i, " (node ", top.src_nodes[i], ") is ",
+                                                 batch.labels[i], ", not in [0, ", num_classes,
+                                                 ")"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
+                                       const ToTensorsOptions& options) {
+  if (absl::Status s = ValidateMiniBatch(batch, options.num_classes); !s.ok()) return s;
+  return CatchTorch("converting a mini-batch to tensors", [&] {
+    BatchTensors out;
+    out.blocks.reserve(batch.blocks.size());
+    for (const sampler::Block& b : batch.blocks) {
+      out.blocks.push_back(ConvertBlock(b, options.device));
+    }
+    out.features = ConvertFeatures(batch.features, options.device);
+    if (!batch.labels.empty()) out.labels = Int64Tensor(batch.labels).to(options.device);
+    return out;
+  });
+}
+
+}  // namespace fanout::trainer

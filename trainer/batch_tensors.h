@@ -1,0 +1,58 @@
+// A sampler::MiniBatch as LibTorch tensors on one device: the form the models consume.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "sampler/minibatch.h"
+
+namespace fanout::trainer {
+
+// One block (message-flow graph) as edge lists. Edge e runs from source node src[e] (an index
+// into the block's source nodes) to destination node dst[e] (an index into its destination
+// nodes, which are the first num_dst source nodes). Edges are grouped by destination in
+// increasing order (the sampler's CSC order): dst is non-decreasing, and destination j owns
+// in_degree[j] consecutive edges. Multi-edges are kept and count once each.
+struct BlockTensors {
+  at::Tensor src;        // int64 [num_edges]
+  at::Tensor dst;        // int64 [num_edges], non-decreasing
+  at::Tensor in_degree;  // int64 [num_dst]; may be 0
+  int64_t num_src = 0;
+  int64_t num_dst = 0;
+
+  int64_t num_edges() const { return src.defined() ? src.size(0) : 0; }
+};
+
+struct BatchTensors {
+  std::vector<BlockTensors> blocks;  // blocks[0] = input layer ... blocks.back() = output layer
+  // float32 [blocks[0].num_src, feature dim]. On CPU it borrows the mini-batch's FloatRows
+  // memory (kept alive through FloatRows::owner) instead of copying it: treat it as read-only.
+  at::Tensor features;
+  at::Tensor labels;  // int64 [blocks.back().num_dst]; undefined when the batch has no labels
+};
+
+struct ToTensorsOptions {
+  c10::Device device = c10::Device(c10::kCPU);  // where every tensor goes
+  // When > 0, every label must lie in [0, num_classes) (a bad label is INVALID_ARGUMENT here
+  // rather than an opaque failure inside the loss, or a device-side assert on CUDA).
+  int64_t num_classes = 0;
+};
+
+// Checks the mini-batch contract (sampler/minibatch.h): indptr shape and monotonicity, source
+// indices in range, destinations listed first, blocks chained (blocks[l + 1]'s source nodes are
+// blocks[l]'s destination nodes, in order), one feature row per input node, one label per seed.
+// INVALID_ARGUMENT names the block, the entry and what was expected.
+absl::Status ValidateMiniBatch(const sampler::MiniBatch& batch, int64_t num_classes = 0);
+
+// Validates `batch` and converts it. Index arrays are copied (they are small next to the
+// features); features are borrowed on CPU and copied once to a CUDA device. A FloatRows without
+// an owner is copied, since nothing would keep its memory alive. Thread-safe.
+absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
+                                       const ToTensorsOptions& options = {});
+
+}  // namespace fanout::trainer

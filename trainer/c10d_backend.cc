@@ -1,0 +1,283 @@
+#include "trainer/c10d_backend.h"
+
+#include <ATen/ATen.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#include <utility>
+#include <vector>
+#ifdef FANOUT_WITH_NCCL
+#include <c10/cuda/CUDAFunctions.h>
+
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include "core/status.h"
+#include "core/strings.h"
+
+namespace fanout::trainer::internal {
+namespace {
+
+using core::StrCat;
+
+std::string ErrorText(const std::exception& e) {
+  if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
+    return c10_error->what_without_backtrace();
+  }
+  return e.what();
+}
+
+// One c10d process group (Gloo or NCCL) plus the store it rendezvoused through.
+template <typename Group>
+class C10dCommunicator final : public Communicator {
+ public:
+  C10dCommunicator(const DistOptions& options, c10::Device device,
+                   c10::intrusive_ptr<c10d::Store> store, c10::intrusive_ptr<Group> group)
+      : rank_(options.rank),
+        world_size_(options.world_size),
+        backend_(options.backend),
+        device_(device),
+        timeout_(options.timeout),
+        store_(std::move(store)),
+        group_(std::move(group)) {}
+
+  int rank() const override { return rank_; }
+  int world_size() const override { return world_size_; }
+  CommBackend backend() const override { return backend_; }
+  c10::Device device() const override { return device_; }
+
+  absl::Status AllReduceSum(at::Tensor& tensor) override {
+    return Run("all-reduce", tensor, [&](std::vector<at::Tensor>& tensors) {
+      c10d::AllreduceOptions opts;
+      opts.reduceOp = c10d::ReduceOp::SUM;
+      opts.timeout = timeout_;
+      return group_->allreduce(tensors, opts);
+    });
+  }
+
+  absl::Status Broadcast(at::Tensor& tensor, int root) override {
+    if (root < 0 || root >= world_size_) {
+      return absl::InvalidArgumentError(
+          StrCat("broadcast root ", root, " is not a rank in [0, ", world_size_, ")"));
+    }
+    return Run("broadcast", tensor, [&](std::vector<at::Tensor>& tensors) {
+      c10d::BroadcastOptions opts;
+      opts.rootRank = root;
+      opts.rootTensor = 0;
+      opts.timeout = timeout_;
+      return group_->broadcast(tensors, opts);
+    });
+  }
+
+  // A one-element all-reduce, read back on the host: the same code and the same timeout for
+  // both backends (c10d's NCCL barrier guesses devices from ranks).
+  absl::Status Barrier() override {
+    at::Tensor one = at::ones({1}, at::TensorOptions().dtype(at::kFloat).device(device_));
+    if (absl::Status s = AllReduceSum(one); !s.ok()) return s;
+    try {
+      one.item<float>();
+    } catch (const std::exception& e) {
+      return Fail("barrier", e);
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  template <typename Issue>
+  absl::Status Run(std::string_view op, at::Tensor& tensor, Issue&& issue) {
+    if (!failed_.ok()) {
+      return absl::FailedPreconditionError(
+          StrCat(op, " on a process group that already failed: ", failed_.message()));
+    }
+    if (!tensor.defined() || !tensor.is_contiguous() || tensor.device() != device_) {
+      return absl::InvalidArgumentError(
+          StrCat(op, ": the tensor must be defined, contiguous and on ", device_.str(), ", it is ",
+                 tensor.defined() ? tensor.device().str() : "undefined",
+                 tensor.defined() && !tensor.is_contiguous() ? " (not contiguous)" : ""));
+    }
+    try {
+      std::vector<at::Tensor> tensors{tensor};
+      auto work = issue(tensors);
+      // The backend bounds the operation itself; bounding the wait as well keeps a call from
+      // blocking past the timeout whatever the backend does.
+      work->wait(timeout_);
+    } catch (const std::exception& e) {
+      return Fail(op, e);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Fail(std::string_view op, const std::exception& e) {
+    failed_ = absl::UnavailableError(StrCat(CommBackendName(backend_), " ", op, " failed on rank ",
+                                            rank_, " of ", world_size_,
+                                            " (a peer exited, or did not take part within the ",
+                                            timeout_.count(), " ms timeout): ", ErrorText(e)));
+    return failed_;
+  }
+
+  const int rank_;
+  const int world_size_;
+  const CommBackend backend_;
+  const c10::Device device_;
+  const std::chrono::milliseconds timeout_;
+  absl::Status failed_;  // the first failure; the group is unusable after it
+  // Destroyed in reverse order: the group before the store it rendezvoused through.
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<Group> group_;
+};
+
+absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(
+    const DistOptions& o, const c10::intrusive_ptr<c10d::Store>& store,
+    const std::string& local_address) {
+  auto opts = c10d::ProcessGroupGloo::Options::create(o.timeout);
+  opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname(local_address));
+  // The constructor connects the full mesh through the store, bounded by the store's timeout.
+  auto group = c10::make_intrusive<c10d::ProcessGroupGloo>(store, o.rank, o.world_size, opts);
+  return std::unique_ptr<Communicator>(new C10dCommunicator<c10d::ProcessGroupGloo>(
+      o, c10::Device(c10::kCPU), store, std::move(group)));
+}
+
+#ifdef FANOUT_WITH_NCCL
+absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(
+    const DistOptions& o, const c10::intrusive_ptr<c10d::Store>& store) {
+  const int count = static_cast<int>(c10::cuda::device_count());
+  if (o.cuda_device < 0 || o.cuda_device >= count) {
+    return absl::FailedPreconditionError(StrCat("rank ", o.rank, ": CUDA device ", o.cuda_device,
+                                                " does not exist (", count, " visible)"));
+  }
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(o.cuda_device));
+  // Without blocking wait, c10d's NCCL wait() only orders streams and a dead peer hangs the GPU
+  // stream; with it, wait() blocks up to the timeout and aborts the communicator past it.
+  // (NCCL_* is the LibTorch 1.x name, TORCH_NCCL_* the 2.x one.) A user's setting is kept.
+  setenv("NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
+  setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
+  auto opts = c10d::ProcessGroupNCCL::Options::create();
+  opts->timeout = o.timeout;
+  auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, o.rank, o.world_size, opts);
+  auto comm = std::unique_ptr<Communicator>(new C10dCommunicator<c10d::ProcessGroupNCCL>(
+      o, c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(o.cuda_device)), store,
+      std::move(group)));
+  // NCCL creates its communicator at the first collective; make that happen here, so that
+  // Connect returns only once every rank has joined, as with Gloo.
+  if (absl::Status s = comm->Barrier(); !s.ok()) return s;
+  return comm;
+}
+#endif
+
+}  // namespace
+
+absl::StatusOr<Endpoint> ParseEndpoint(std::string_view host_port) {
+  Endpoint ep;
+  std::string_view port_text;
+  if (host_port.starts_with("[")) {  // [v6]:port
+    const size_t close = host_port.find("]:");
+    if (close != std::string_view::npos) {
+      ep.host = std::string(host_port.substr(1, close - 1));
+      port_text = host_port.substr(close + 2);
+    }
+  } else if (const size_t colon = host_port.rfind(':'); colon != std::string_view::npos) {
+    ep.host = std::string(host_port.substr(0, colon));
+    port_text = host_port.substr(colon + 1);
+  }
+  const char* end = port_text.data() + port_text.size();
+  auto [ptr, ec] = std::from_chars(port_text.data(), end, ep.port);
+  if (ep.host.empty() || port_text.empty() || ec != std::errc() || ptr != end || ep.port < 0 ||
+      ep.port > 65535) {
+    return absl::InvalidArgumentError(
+        StrCat("coordinator '", host_port, "': expected host:port with a port in [0, 65535]"));
+  }
+  return ep;
+}
+
+absl::StatusOr<std::string> LocalAddressTowards(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  const std::string service = std::to_string(port == 0 ? 9 : port);
+  if (int rc = getaddrinfo(host.c_str(), service.c_str(), &hints, &found); rc != 0) {
+    return absl::UnavailableError(
+        StrCat("cannot resolve coordinator host '", host, "': ", gai_strerror(rc)));
+  }
+  std::string error = "no usable address";
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    sockaddr_storage local{};
+    socklen_t len = sizeof(local);
+    char text[INET6_ADDRSTRLEN] = {};
+    const bool ok =
+        connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+        getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) == 0 &&
+        inet_ntop(
+            local.ss_family,
+            local.ss_family == AF_INET
+                ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
+                : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr),
+            text, sizeof(text)) != nullptr;
+    if (!ok) error = std::strerror(errno);
+    close(fd);
+    if (ok) {
+      freeaddrinfo(found);
+      return std::string(text);
+    }
+  }
+  freeaddrinfo(found);
+  return absl::UnavailableError(
+      StrCat("no local address routes to coordinator host '", host, "': ", error));
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>> ConnectC10d(const DistOptions& o,
+                                                          const Endpoint& coordinator) {
+  std::string local_address = o.local_address;
+  if (local_address.empty() && o.backend == CommBackend::kGloo) {
+    ASSIGN_OR_RETURN(local_address, LocalAddressTowards(coordinator.host, coordinator.port));
+  }
+  const std::string where = StrCat("rank ", o.rank, " of ", o.world_size, " joining through ",
+                                   coordinator.host, ":", coordinator.port);
+  try {
+    c10d::TCPStoreOptions store_options;
+    store_options.port = static_cast<uint16_t>(coordinator.port);
+    store_options.isServer = o.rank == 0;
+    store_options.numWorkers = static_cast<size_t>(o.world_size);
+    // Joining is awaited (with the timeout) by the process group's own rendezvous below; not
+    // waiting here lets rank 0 report a port it picked before the others can connect.
+    store_options.waitWorkers = false;
+    store_options.timeout = o.timeout;
+    auto tcp_store = c10::make_intrusive<c10d::TCPStore>(coordinator.host, store_options);
+    if (o.rank == 0 && o.on_coordinator_listening) {
+      o.on_coordinator_listening(tcp_store->getPort());
+    }
+    auto store =
+        c10::make_intrusive<c10d::PrefixStore>(std::string(CommBackendName(o.backend)), tcp_store);
+    switch (o.backend) {
+      case CommBackend::kGloo:
+        return ConnectGloo(o, store, local_address);
+      case CommBackend::kNccl:
+#ifdef FANOUT_WITH_NCCL
+        return ConnectNccl(o, store);
+#else
+        break;
+#endif
+    }
+    return absl::FailedPreconditionError("this build has no NCCL backend");
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(StrCat(where, ": not every rank joined within ",
+                                         o.timeout.count(),
+                                         " ms, or the coordinator is "
+                                         "unreachable: ",
+                                         ErrorText(e)));
+  }
+}
+
+}  // namespace fanout::trainer::internal

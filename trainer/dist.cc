@@ -1,0 +1,254 @@
+#include "trainer/dist.h"
+
+#include <ATen/ATen.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "core/status.h"
+#include "core/strings.h"
+#include "trainer/c10d_backend.h"
+#include "trainer/torch_util.h"
+
+namespace fanout::trainer {
+namespace {
+
+using core::StrCat;
+
+// The world of one: nothing to exchange.
+class SoloCommunicator final : public Communicator {
+ public:
+  SoloCommunicator(CommBackend backend, c10::Device device) : backend_(backend), device_(device) {}
+  int rank() const override { return 0; }
+  int world_size() const override { return 1; }
+  CommBackend backend() const override { return backend_; }
+  c10::Device device() const override { return device_; }
+  absl::Status AllReduceSum(at::Tensor&) override { return absl::OkStatus(); }
+  absl::Status Broadcast(at::Tensor&, int root) override {
+    return root == 0 ? absl::OkStatus()
+                     : absl::InvalidArgumentError(
+                           StrCat("broadcast root ", root, " is not a rank in [0, 1)"));
+  }
+  absl::Status Barrier() override { return absl::OkStatus(); }
+
+ private:
+  const CommBackend backend_;
+  const c10::Device device_;
+};
+
+absl::StatusOr<int> EnvInt(const char* name, const char* value) {
+  const char* end = value + std::strlen(value);
+  int out = 0;
+  auto [ptr, ec] = std::from_chars(value, end, out);
+  if (ec != std::errc() || ptr != end || ptr == value) {
+    return absl::InvalidArgumentError(StrCat(name, "='", value, "' is not an integer"));
+  }
+  return out;
+}
+
+int64_t BucketNumel(const std::vector<at::Tensor>& tensors, const std::vector<size_t>& bucket) {
+  int64_t n = 0;
+  for (size_t i : bucket) n += tensors[i].numel();
+  return n;
+}
+
+}  // namespace
+
+absl::StatusOr<CommBackend> ParseCommBackend(std::string_view name) {
+  if (name == "gloo") return CommBackend::kGloo;
+  if (name == "nccl") return CommBackend::kNccl;
+  return absl::InvalidArgumentError(StrCat("unknown backend '", name, "': expected gloo or nccl"));
+}
+
+std::string_view CommBackendName(CommBackend backend) {
+  return backend == CommBackend::kNccl ? "nccl" : "gloo";
+}
+
+bool NcclCompiledIn() {
+#ifdef FANOUT_WITH_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
+absl::Status ValidateDistOptions(const DistOptions& o) {
+  if (o.world_size < 1) {
+    return absl::InvalidArgumentError(StrCat("world size ", o.world_size, " is not >= 1"));
+  }
+  if (o.rank < 0 || o.rank >= o.world_size) {
+    return absl::InvalidArgumentError(
+        StrCat("rank ", o.rank, " is not in [0, world size ", o.world_size, ")"));
+  }
+  if (o.timeout.count() <= 0) {
+    return absl::InvalidArgumentError(
+        StrCat("communication timeout ", o.timeout.count(), " ms is not positive"));
+  }
+  if (o.world_size > 1) {
+    ASSIGN_OR_RETURN(internal::Endpoint ep, internal::ParseEndpoint(o.coordinator));
+    if (ep.port == 0 && o.rank != 0) {
+      return absl::InvalidArgumentError(StrCat("coordinator '", o.coordinator, "': rank ", o.rank,
+                                               " needs the port rank 0 listens on"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DistOptions> DistOptionsFromEnv(DistOptions base) {
+  const char* rank = std::getenv("FANOUT_RANK");
+  const char* world = std::getenv("FANOUT_WORLD_SIZE");
+  const char* coordinator = std::getenv("FANOUT_COORDINATOR");
+  if (rank == nullptr && world == nullptr && coordinator == nullptr) return base;
+  if (rank == nullptr || world == nullptr || coordinator == nullptr) {
+    return absl::InvalidArgumentError(StrCat(
+        "FANOUT_RANK, FANOUT_WORLD_SIZE and FANOUT_COORDINATOR must be set together; missing:",
+        rank == nullptr ? " FANOUT_RANK" : "", world == nullptr ? " FANOUT_WORLD_SIZE" : "",
+        coordinator == nullptr ? " FANOUT_COORDINATOR" : ""));
+  }
+  ASSIGN_OR_RETURN(base.rank, EnvInt("FANOUT_RANK", rank));
+  ASSIGN_OR_RETURN(base.world_size, EnvInt("FANOUT_WORLD_SIZE", world));
+  base.coordinator = coordinator;
+  RETURN_IF_ERROR(ValidateDistOptions(base));
+  return base;
+}
+
+std::unique_ptr<Communicator> MakeSoloCommunicator(CommBackend backend, c10::Device device) {
+  return std::make_unique<SoloCommunicator>(backend, device);
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>> Connect(const DistOptions& options) {
+  RETURN_IF_ERROR(ValidateDistOptions(options));
+  if (options.backend == CommBackend::kNccl && !NcclCompiledIn()) {
+    return absl::FailedPreconditionError(
+        "the nccl backend is not compiled in: this build uses a CPU-only LibTorch (build "
+        "against a CUDA LibTorch, docs/training.md, or use --backend gloo)");
+  }
+  if (options.world_size == 1) {
+    c10::Device device(c10::kCPU);
+    if (options.backend == CommBackend::kNccl) {
+      if (options.cuda_device < 0 || options.cuda_device >= CudaDeviceCount()) {
+        return absl::FailedPreconditionError(StrCat("CUDA device ", options.cuda_device,
+                                                    " does not exist (", CudaDeviceCount(),
+                                                    " visible)"));
+      }
+      device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(options.cuda_device));
+    }
+    return MakeSoloCommunicator(options.backend, device);
+  }
+  ASSIGN_OR_RETURN(internal::Endpoint coordinator, internal::ParseEndpoint(options.coordinator));
+  return internal::ConnectC10d(options, coordinator);
+}
+
+std::vector<std::vector<size_t>> PlanBuckets(const std::vector<at::Tensor>& tensors,
+                                             int64_t bucket_bytes) {
+  std::vector<std::vector<size_t>> buckets;
+  int64_t bytes = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const at::Tensor& t = tensors[i];
+    const int64_t size = t.numel() * static_cast<int64_t>(t.element_size());
+    const bool joins = !buckets.empty() && bytes + size <= bucket_bytes &&
+                       tensors[buckets.back().front()].scalar_type() == t.scalar_type() &&
+                       tensors[buckets.back().front()].device() == t.device();
+    if (!joins) {
+      buckets.emplace_back();
+      bytes = 0;
+    }
+    buckets.back().push_back(i);
+    bytes += size;
+  }
+  return buckets;
+}
+
+absl::Status BroadcastParameters(Communicator& comm, const std::vector<at::Tensor>& params,
+                                 int root, int64_t bucket_bytes) {
+  if (root < 0 || root >= comm.world_size()) {
+    return absl::InvalidArgumentError(
+        StrCat("broadcast root ", root, " is not a rank in [0, ", comm.world_size(), ")"));
+  }
+  if (comm.world_size() == 1) return absl::OkStatus();
+  try {
+    at::NoGradGuard no_grad;
+    for (const std::vector<size_t>& bucket : PlanBuckets(params, bucket_bytes)) {
+      std::vector<at::Tensor> flat;
+      flat.reserve(bucket.size());
+      for (size_t i : bucket) flat.push_back(params[i].reshape({-1}));
+      at::Tensor buffer = at::cat(flat);
+      RETURN_IF_ERROR(comm.Broadcast(buffer, root));
+      int64_t offset = 0;
+      for (size_t i : bucket) {
+        const at::Tensor& p = params[i];
+        p.copy_(buffer.narrow(0, offset, p.numel()).view_as(p));
+        offset += p.numel();
+      }
+    }
+  } catch (const c10::Error& e) {
+    return TorchErrorToStatus("broadcasting parameters", e);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<double>> AllReduceSum(Communicator& comm,
+                                                 const std::vector<double>& values) {
+  if (values.empty() || comm.world_size() == 1) return values;
+  try {
+    at::Tensor t = at::tensor(at::ArrayRef<double>(values), at::kDouble).to(comm.device());
+    RETURN_IF_ERROR(comm.AllReduceSum(t));
+    t = t.cpu();
+    const double* sums = t.data_ptr<double>();
+    return std::vector<double>(sums, sums + values.size());
+  } catch (const c10::Error& e) {
+    return TorchErrorToStatus("summing metrics over ranks", e);
+  }
+}
+
+GradientSynchronizer::GradientSynchronizer(std::vector<at::Tensor> params, GradSyncOptions options)
+    : params_(std::move(params)), buckets_(PlanBuckets(params_, options.bucket_bytes)) {
+  buffers_.resize(buckets_.size());
+}
+
+absl::Status GradientSynchronizer::AllReduceMean(Communicator& comm) {
+  if (comm.world_size() == 1) return absl::OkStatus();
+  try {
+    at::NoGradGuard no_grad;
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      const std::vector<size_t>& bucket = buckets_[b];
+      at::Tensor& buffer = buffers_[b];
+      if (!buffer.defined()) {
+        const at::Tensor& first = params_[bucket.front()];
+        buffer = at::empty({BucketNumel(params_, bucket)},
+                           at::TensorOptions().dtype(first.scalar_type()).device(first.device()));
+      }
+      int64_t offset = 0;
+      for (size_t i : bucket) {
+        const at::Tensor& grad = params_[i].grad();
+        at::Tensor slice = buffer.narrow(0, offset, params_[i].numel());
+        if (grad.defined()) {
+          slice.copy_(grad.reshape({-1}));
+        } else {
+          slice.zero_();
+        }
+        offset += params_[i].numel();
+      }
+      RETURN_IF_ERROR(comm.AllReduceSum(buffer));
+      buffer.div_(comm.world_size());
+      offset = 0;
+      for (size_t i : bucket) {
+        at::Tensor& p = params_[i];
+        const at::Tensor mean = buffer.narrow(0, offset, p.numel()).view_as(p);
+        if (p.grad().defined()) {
+          p.mutable_grad().copy_(mean);
+        } else {
+          p.mutable_grad() = mean.clone();
+        }
+        offset += p.numel();
+      }
+    }
+  } catch (const c10::Error& e) {
+    return TorchErrorToStatus("averaging gradients", e);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace fanout::trainer

@@ -1,0 +1,141 @@
+// Collective communication between trainer ranks: identical initial parameters (broadcast from
+// rank 0), bucketed gradient averaging, sums of metric vectors and barriers, over c10d's Gloo
+// (CPU tensors) or NCCL (CUDA tensors; compiled in only with a CUDA LibTorch). Every operation
+// is bounded by DistOptions::timeout: a dead or stuck peer is an error, never a hang.
+// Design and backend notes: docs/training.md.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace fanout::trainer {
+
+enum class CommBackend {
+  kGloo,  // CPU tensors
+  kNccl,  // CUDA tensors; needs a CUDA LibTorch at build time (NcclCompiledIn())
+};
+
+// "gloo" or "nccl"; INVALID_ARGUMENT lists the valid names.
+absl::StatusOr<CommBackend> ParseCommBackend(std::string_view name);
+std::string_view CommBackendName(CommBackend backend);
+// Whether this build has the NCCL backend (a CUDA LibTorch and nccl.h were found by CMake).
+bool NcclCompiledIn();
+
+// Bucket size for gradient all-reduce and parameter broadcast (PyTorch DDP's default).
+inline constexpr int64_t kDefaultBucketBytes = int64_t{25} << 20;
+
+struct DistOptions {
+  int rank = 0;        // this trainer, in [0, world_size)   (launcher: FANOUT_RANK)
+  int world_size = 1;  // trainers in the job                (launcher: FANOUT_WORLD_SIZE)
+  // host:port of the rendezvous store. Rank 0 listens on `port` (all interfaces; 0 picks a free
+  // port, reported through on_coordinator_listening); the others connect to host:port.
+  // (launcher: FANOUT_COORDINATOR)
+  std::string coordinator = "127.0.0.1:29500";
+  CommBackend backend = CommBackend::kGloo;
+  // Bounds the rendezvous (every rank joined) and each collective: past it the call fails with
+  // UNAVAILABLE. Size it above the longest gap between two collectives a slow rank can cause
+  // (a step plus a sampler hiccup), not the expected step time.
+  std::chrono::milliseconds timeout{std::chrono::minutes(5)};
+  // Address this rank's Gloo transport binds to; "" = the local address that routes to the
+  // coordinator (right for one NIC; set it on multi-homed hosts).
+  std::string local_address;
+  int cuda_device = 0;  // NCCL only: the CUDA device index this rank uses
+  // Rank 0 only, called once with the port its coordinator listens on, before waiting for the
+  // other ranks (lets tests and single-machine launches use port 0).
+  std::function<void(int port)> on_coordinator_listening;
+};
+
+// OK, or INVALID_ARGUMENT naming the bad field: ranks, the host:port form, a positive timeout.
+absl::Status ValidateDistOptions(const DistOptions& options);
+
+// `base` with rank, world_size and coordinator taken from FANOUT_RANK, FANOUT_WORLD_SIZE and
+// FANOUT_COORDINATOR. With none of them set, `base` is returned unchanged (a single-process
+// run); with some but not all, or unparsable ones, INVALID_ARGUMENT names the variable.
+absl::StatusOr<DistOptions> DistOptionsFromEnv(DistOptions base = {});
+
+// A fixed group of ranks. Every rank must issue the same collectives in the same order with
+// tensors of the same shapes and dtypes. Not thread-safe: one thread issues the collectives.
+// After a failed collective the group is unusable: later calls return FAILED_PRECONDITION with
+// the first error, at once.
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int world_size() const = 0;
+  virtual CommBackend backend() const = 0;
+  // Where tensors passed in must live: CPU for Gloo, the rank's CUDA device for NCCL.
+  virtual c10::Device device() const = 0;
+
+  // In place: `tensor` (contiguous, on device()) becomes the element-wise sum over all ranks.
+  // Every rank receives bit-identical results. UNAVAILABLE when a peer died or did not take
+  // part within the timeout.
+  virtual absl::Status AllReduceSum(at::Tensor& tensor) = 0;
+  // In place: `tensor` (contiguous, on device()) becomes rank `root`'s tensor on every rank.
+  virtual absl::Status Broadcast(at::Tensor& tensor, int root) = 0;
+  // Returns once every rank has called Barrier (or fails as above).
+  virtual absl::Status Barrier() = 0;
+};
+
+// Joins the group `options` describes and returns once every rank has joined (full mesh
+// connected). world_size == 1 needs no sockets: the result is a one-rank communicator whose
+// collectives return at once. Errors: INVALID_ARGUMENT (options), FAILED_PRECONDITION (NCCL not
+// compiled in, or no such CUDA device), UNAVAILABLE (coordinator unreachable, or not every
+// rank joined within the timeout).
+absl::StatusOr<std::unique_ptr<Communicator>> Connect(const DistOptions& options);
+
+// The one-rank group: rank 0 of 1 on `device`; every collective is a no-op.
+std::unique_ptr<Communicator> MakeSoloCommunicator(CommBackend backend, c10::Device device);
+
+// Consecutive runs of `tensors` (same dtype and device) of at most `bucket_bytes` each (a tensor
+// larger than that gets a bucket of its own), as lists of indices into `tensors`. The same
+// inputs give the same buckets on every rank.
+std::vector<std::vector<size_t>> PlanBuckets(const std::vector<at::Tensor>& tensors,
+                                             int64_t bucket_bytes);
+
+// Overwrites `params` (e.g. model->parameters()) on every rank with rank `root`'s values,
+// bucketed. Call once after building the model, before the first step.
+absl::Status BroadcastParameters(Communicator& comm, const std::vector<at::Tensor>& params,
+                                 int root = 0, int64_t bucket_bytes = kDefaultBucketBytes);
+
+// Element-wise sum of `values` over all ranks (float64), e.g. {correct, count} for a weighted
+// accuracy.
+absl::StatusOr<std::vector<double>> AllReduceSum(Communicator& comm,
+                                                 const std::vector<double>& values);
+
+struct GradSyncOptions {
+  int64_t bucket_bytes = kDefaultBucketBytes;  // per all-reduce call
+};
+
+// Averages gradients over the ranks like PyTorch DDP, after backward() and before the optimizer
+// step: the gradients are flattened into buckets in parameter order (fixed at construction, the
+// same on every rank), each bucket is all-reduced once, divided by world_size and copied back.
+// A parameter without a gradient on a rank contributes zeros and gets the averaged gradient.
+// Keeps one flat buffer per bucket between steps. Not thread-safe.
+class GradientSynchronizer {
+ public:
+  explicit GradientSynchronizer(std::vector<at::Tensor> params, GradSyncOptions options = {});
+
+  // Errors as Communicator's. With world_size 1 the gradients are left as they are.
+  absl::Status AllReduceMean(Communicator& comm);
+
+  // Indices into the parameter list, one list per bucket (all-reduce call).
+  const std::vector<std::vector<size_t>>& buckets() const { return buckets_; }
+
+ private:
+  std::vector<at::Tensor> params_;
+  std::vector<std::vector<size_t>> buckets_;
+  std::vector<at::Tensor> buffers_;  // one flat tensor per bucket, allocated on first use
+};
+
+}  // namespace fanout::trainer

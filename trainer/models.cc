@@ -1,0 +1,300 @@
+#include "trainer/models.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "core/strings.h"
+
+namespace fanout::trainer {
+namespace {
+
+using core::StrCat;
+
+// DGL initialises its conv layers with gain = nn.init.calculate_gain('relu').
+const double kReluGain = std::sqrt(2.0);
+
+// torch.nn.init.xavier_uniform_ / xavier_normal_ with explicit fans and our own generator.
+at::Tensor XavierUniform(at::IntArrayRef shape, int64_t fan_in, int64_t fan_out, double gain,
+                         at::Generator& gen) {
+  const double bound = gain * std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
+  return at::empty(shape, at::kFloat).uniform_(-bound, bound, gen);
+}
+at::Tensor XavierNormal(at::IntArrayRef shape, int64_t fan_in, int64_t fan_out, double gain,
+                        at::Generator& gen) {
+  const double std = gain * std::sqrt(2.0 / static_cast<double>(fan_in + fan_out));
+  return at::empty(shape, at::kFloat).normal_(0.0, std, gen);
+}
+
+at::Tensor Dropout(const at::Tensor& x, double p, bool training) {
+  return (training && p > 0.0) ? at::dropout(x, p, /*train=*/true) : x;
+}
+
+// Sums edge messages [num_edges, ...] into their destinations: [num_dst, ...].
+at::Tensor SumByDst(const BlockTensors& b, const at::Tensor& messages) {
+  std::vector<int64_t> sizes = messages.sizes().vec();
+  sizes[0] = b.num_dst;
+  return at::zeros(sizes, messages.options()).index_add(0, b.dst, messages);
+}
+
+// degree.clamp(min=1) ^ power as a column [n, 1] of x's dtype (DGL clamps degrees at 1).
+at::Tensor DegreePower(const at::Tensor& degree, const at::Tensor& x, double power) {
+  return degree.clamp_min(1).to(x.scalar_type()).pow(power).unsqueeze(1);
+}
+
+void CheckLayerInput(const BlockTensors& b, const at::Tensor& h, int64_t in_dim,
+                     const char* layer) {
+  TORCH_CHECK_VALUE(h.dim() == 2 && h.size(0) == b.num_src && h.size(1) == in_dim, layer,
+                    ": input is ", h.sizes(), ", expected [", b.num_src, " source nodes, ", in_dim,
+                    "]");
+  TORCH_CHECK_VALUE(b.num_dst <= b.num_src && b.src.defined() && b.dst.defined() &&
+                        b.in_degree.defined() && b.in_degree.size(0) == b.num_dst,
+                    layer, ": malformed block (build blocks with ToTensors)");
+}
+
+// DGL SAGEConv(aggregator_type='mean'):
+//   out = fc_self(h_dst) + fc_neigh(mean_{(u,v) in block} h_u) + bias, the mean 0 without edges.
+// Parameters, in order: fc_self [out, in], fc_neigh [out, in], bias [out].
+class SageConv : public torch::nn::Module {
+ public:
+  SageConv(int64_t in, int64_t out, at::Generator& gen) : in_(in), out_(out) {
+    fc_self_ = register_parameter("fc_self", XavierUniform({out, in}, in, out, kReluGain, gen));
+    fc_neigh_ = register_parameter("fc_neigh", XavierUniform({out, in}, in, out, kReluGain, gen));
+    bias_ = register_parameter("bias", at::zeros({out}));
+  }
+
+  at::Tensor Forward(const BlockTensors& b, const at::Tensor& h) {
+    CheckLayerInput(b, h, in_, "sage layer");
+    // As DGL: project before message passing when that narrows the messages.
+    const bool project_first = in_ > out_;
+    const at::Tensor feat = project_first ? at::linear(h, fc_neigh_) : h;
+    at::Tensor neigh =
+        SumByDst(b, feat.index_select(0, b.src)) * DegreePower(b.in_degree, feat, -1);
+    if (!project_first) neigh = at::linear(neigh, fc_neigh_);
+    return at::linear(h.narrow(0, 0, b.num_dst), fc_self_) + neigh + bias_;
+  }
+
+ private:
+  int64_t in_, out_;
+  at::Tensor fc_self_, fc_neigh_, bias_;
+};
+
+// DGL GraphConv(norm='both', weight=True, bias=True, allow_zero_in_degree=True) on a block:
+//   out_v = bias + W (d_in(v)^-1/2 * sum_{(u,v)} d_out(u)^-1/2 h_u)
+// where d_out(u) counts u's edges in this block (as a source) and d_in(v) v's edges in this
+// block (as a destination), both clamped to >= 1. Parameters: weight [out, in], bias [out].
+class GcnConv : public torch::nn::Module {
+ public:
+  GcnConv(int64_t in, int64_t out, at::Generator& gen) : in_(in), out_(out) {
+    weight_ = register_parameter("weight", XavierUniform({out, in}, in, out, 1.0, gen));
+    bias_ = register_parameter("bias", at::zeros({out}));
+  }
+
+  at::Tensor Forward(const BlockTensors& b, const at::Tensor& h) {
+    CheckLayerInput(b, h, in_, "gcn layer");
+    const at::Tensor out_degree = at::bincount(b.src, /*weights=*/{}, b.num_src);
+    at::Tensor feat = h * DegreePower(out_degree, h, -0.5);
+    const bool project_first = in_ > out_;
+    if (project_first) feat = at::linear(feat, weight_);
+    at::Tensor agg = SumByDst(b, feat.index_select(0, b.src));
+    if (!project_first) agg = at::linear(agg, weight_);
+    return agg * DegreePower(b.in_degree, agg, -0.5) + bias_;
+  }
+
+ private:
+  int64_t in_, out_;
+  at::Tensor weight_, bias_;
+};
+
+// DGL GATConv(in, out, heads, feat_drop=p, attn_drop=p, negative_slope=0.2, residual=False,
+// allow_zero_in_degree=True, bias=True). Returns [num_dst, heads, out]:
+//   z = fc(dropout(h)) viewed [n, heads, out]
+//   e_uv = LeakyReLU_0.2(<z_u, attn_l> + <z_v, attn_r>)         (per head)
+//   a_uv = dropout(softmax of e over v's in-edges)
+//   out_v = sum_{(u,v)} a_uv z_u + bias                          (0 + bias without in-edges)
+// Parameters: fc [heads*out, in], attn_l [heads, out], attn_r [heads, out], bias [heads*out].
+class GatConv : public torch::nn::Module {
+ public:
+  GatConv(int64_t in, int64_t out, int64_t heads, double dropout, at::Generator& gen)
+      : in_(in), out_(out), heads_(heads), dropout_(dropout) {
+    fc_ =
+        register_parameter("fc", XavierNormal({heads * out, in}, in, heads * out, kReluGain, gen));
+    // DGL's attn_l/attn_r are [1, heads, out]; xavier fans of that shape.
+    attn_l_ =
+        register_parameter("attn_l", XavierNormal({heads, out}, heads * out, out, kReluGain, gen));
+    attn_r_ =
+        register_parameter("attn_r", XavierNormal({heads, out}, heads * out, out, kReluGain, gen));
+    bias_ = register_parameter("bias", at::zeros({heads * out}));
+  }
+
+  at::Tensor Forward(const BlockTensors& b, const at::Tensor& h) {
+    CheckLayerInput(b, h, in_, "gat layer");
+    const at::Tensor z =
+        at::linear(Dropout(h, dropout_, is_training()), fc_).view({b.num_src, heads_, out_});
+    const at::Tensor el = (z * attn_l_.unsqueeze(0)).sum(-1);                          // [S, H]
+    const at::Tensor er = (z.narrow(0, 0, b.num_dst) * attn_r_.unsqueeze(0)).sum(-1);  // [D, H]
+    const at::Tensor bias = bias_.view({1, heads_, out_});
+    if (b.num_edges() == 0) return at::zeros({b.num_dst, heads_, out_}, z.options()) + bias;
+    const at::Tensor e =
+        at::leaky_relu(el.index_select(0, b.src) + er.index_select(0, b.dst), 0.2);  // [E, H]
+    // Softmax over each destination's in-edges, shifted by the destination's max logit for
+    // stability. The edges of one destination are consecutive, so the max is a segment max;
+    // the shift cancels in the softmax, so no gradient flows through it.
+    const at::Tensor max = at::segment_reduce(e.detach(), "max", b.in_degree);  // [D, H]
+    const at::Tensor exp = (e - max.index_select(0, b.dst)).exp();
+    const at::Tensor attention =
+        Dropout(exp / SumByDst(b, exp).index_select(0, b.dst), dropout_, is_training());
+    return SumByDst(b, z.index_select(0, b.src) * attention.unsqueeze(-1)) + bias;
+  }
+
+ private:
+  int64_t in_, out_, heads_;
+  double dropout_;
+  at::Tensor fc_, attn_l_, attn_r_, bias_;
+};
+
+void CheckModelInput(const ModelOptions& o, const std::vector<BlockTensors>& blocks,
+                     const at::Tensor& x) {
+  TORCH_CHECK_VALUE(static_cast<int64_t>(blocks.size()) == o.num_layers, "model has ", o.num_layers,
+                    " layers but the mini-batch has ", blocks.size(), " blocks");
+  TORCH_CHECK_VALUE(x.dim() == 2 && x.size(0) == blocks.front().num_src && x.size(1) == o.in_dim,
+                    "features are ", x.sizes(), ", expected [", blocks.front().num_src,
+                    " input nodes, ", o.in_dim, "]");
+}
+
+// Input width of layer l: in_dim, then hidden (x heads for gat).
+int64_t LayerIn(const ModelOptions& o, int64_t l, int64_t heads) {
+  return l == 0 ? o.in_dim : o.hidden * heads;
+}
+int64_t LayerOut(const ModelOptions& o, int64_t l) {
+  return l + 1 == o.num_layers ? o.num_classes : o.hidden;
+}
+
+// GraphSAGE as DGL's examples: conv, then ReLU and dropout between layers (not after the last).
+class SageModel final : public GnnModel {
+ public:
+  SageModel(const ModelOptions& o, at::Generator& gen) : GnnModel(o) {
+    for (int64_t l = 0; l < o.num_layers; ++l) {
+      layers_.push_back(register_module(
+          StrCat("layer", l), std::make_shared<SageConv>(LayerIn(o, l, 1), LayerOut(o, l), gen)));
+    }
+  }
+
+  at::Tensor Forward(const std::vector<BlockTensors>& blocks, const at::Tensor& x) override {
+    CheckModelInput(options(), blocks, x);
+    at::Tensor h = x;
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      h = layers_[l]->Forward(blocks[l], h);
+      if (l + 1 < layers_.size()) h = Dropout(at::relu(h), options().dropout, is_training());
+    }
+    return h;
+  }
+
+ private:
+  std::vector<std::shared_ptr<SageConv>> layers_;
+};
+
+// GCN as DGL's example: ReLU and dropout between layers.
+class GcnModel final : public GnnModel {
+ public:
+  GcnModel(const ModelOptions& o, at::Generator& gen) : GnnModel(o) {
+    for (int64_t l = 0; l < o.num_layers; ++l) {
+      layers_.push_back(register_module(
+          StrCat("layer", l), std::make_shared<GcnConv>(LayerIn(o, l, 1), LayerOut(o, l), gen)));
+    }
+  }
+
+  at::Tensor Forward(const std::vector<BlockTensors>& blocks, const at::Tensor& x) override {
+    CheckModelInput(options(), blocks, x);
+    at::Tensor h = x;
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      h = layers_[l]->Forward(blocks[l], h);
+      if (l + 1 < layers_.size()) h = Dropout(at::relu(h), options().dropout, is_training());
+    }
+    return h;
+  }
+
+ private:
+  std::vector<std::shared_ptr<GcnConv>> layers_;
+};
+
+// GAT as DGL's example: every layer drops its input features and attention with `dropout`;
+// hidden layers apply ELU and concatenate the heads, the output layer averages them.
+class GatModel final : public GnnModel {
+ public:
+  GatModel(const ModelOptions& o, at::Generator& gen) : GnnModel(o) {
+    for (int64_t l = 0; l < o.num_layers; ++l) {
+      layers_.push_back(register_module(
+          StrCat("layer", l), std::make_shared<GatConv>(LayerIn(o, l, o.heads), LayerOut(o, l),
+                                                        o.heads, o.dropout, gen)));
+    }
+  }
+
+  at::Tensor Forward(const std::vector<BlockTensors>& blocks, const at::Tensor& x) override {
+    CheckModelInput(options(), blocks, x);
+    at::Tensor h = x;
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      h = layers_[l]->Forward(blocks[l], h);  // [num_dst, heads, out]
+      h = l + 1 < layers_.size() ? at::elu(h).flatten(1) : h.mean(1);
+    }
+    return h;
+  }
+
+ private:
+  std::vector<std::shared_ptr<GatConv>> layers_;
+};
+
+}  // namespace
+
+absl::StatusOr<ModelKind> ParseModelKind(std::string_view name) {
+  if (name == "sage") return ModelKind::kSage;
+  if (name == "gcn") return ModelKind::kGcn;
+  if (name == "gat") return ModelKind::kGat;
+  return absl::InvalidArgumentError(
+      StrCat("unknown model '", name, "': expected sage, gcn or gat"));
+}
+
+std::string_view ModelKindName(ModelKind kind) {
+  switch (kind) {
+    case ModelKind::kSage:
+      return "sage";
+    case ModelKind::kGcn:
+      return "gcn";
+    case ModelKind::kGat:
+      return "gat";
+  }
+  return "?";
+}
+
+absl::Status ValidateModelOptions(const ModelOptions& o) {
+  auto bad = [](std::string_view field, auto value, std::string_view valid) {
+    return absl::InvalidArgumentError(StrCat("model option ", field, " = ", value, ": ", valid));
+  };
+  if (o.in_dim < 1) return bad("in_dim", o.in_dim, "must be >= 1 (the feature width)");
+  if (o.hidden < 1) return bad("hidden", o.hidden, "must be >= 1");
+  if (o.num_classes < 1) return bad("num_classes", o.num_classes, "must be >= 1");
+  if (o.num_layers < 1) return bad("num_layers", o.num_layers, "must be >= 1");
+  if (!(o.dropout >= 0.0 && o.dropout < 1.0)) return bad("dropout", o.dropout, "must be in [0, 1)");
+  if (o.heads < 1) return bad("heads", o.heads, "must be >= 1");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<GnnModel>> MakeModel(const ModelOptions& options,
+                                                    uint64_t init_seed) {
+  if (absl::Status s = ValidateModelOptions(options); !s.ok()) return s;
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(init_seed);
+  switch (options.model) {
+    case ModelKind::kSage:
+      return std::make_shared<SageModel>(options, gen);
+    case ModelKind::kGcn:
+      return std::make_shared<GcnModel>(options, gen);
+    case ModelKind::kGat:
+      return std::make_shared<GatModel>(options, gen);
+  }
+  return absl::InvalidArgumentError("unknown model kind");
+}
+
+}  // namespace fanout::trainer

@@ -1,0 +1,66 @@
+// GNN models on sampled blocks: GraphSAGE (mean), GCN and GAT, with DGL's layer semantics
+// (SAGEConv, GraphConv(norm='both'), GATConv). Exact definitions: docs/training.md.
+//
+// Message passing uses index_select / index_add over the block's edge list only (never a dense
+// adjacency matrix), so memory grows with the number of sampled edges.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "trainer/batch_tensors.h"
+
+namespace fanout::trainer {
+
+enum class ModelKind { kSage, kGcn, kGat };
+
+// "sage", "gcn", "gat" (the --model flag); INVALID_ARGUMENT lists the valid names.
+absl::StatusOr<ModelKind> ParseModelKind(std::string_view name);
+std::string_view ModelKindName(ModelKind kind);
+
+struct ModelOptions {
+  ModelKind model = ModelKind::kSage;
+  int64_t in_dim = 0;       // input feature width; required
+  int64_t hidden = 256;     // hidden width (per head for gat)
+  int64_t num_classes = 0;  // output width; required
+  int64_t num_layers = 2;   // layers = blocks per mini-batch (one block per layer)
+  double dropout = 0.5;     // in [0, 1); gat also uses it for attention and input dropout
+  int64_t heads = 4;        // gat only: attention heads in every layer
+};
+
+// OK, or INVALID_ARGUMENT naming the first bad field and its valid range.
+absl::Status ValidateModelOptions(const ModelOptions& options);
+
+// A GNN over a mini-batch's blocks. It is a torch::nn::Module: parameters() lists parameters in
+// registration order, which is the same in every process (layer 0 first; within a layer in the
+// order docs/training.md lists), so gradient buckets and checkpoints line up across ranks.
+// train() / eval() switch dropout on / off. Not thread-safe (as any Module).
+class GnnModel : public torch::nn::Module {
+ public:
+  explicit GnnModel(const ModelOptions& options) : options_(options) {}
+  const ModelOptions& options() const { return options_; }
+
+  // blocks.size() must equal num_layers; x is [blocks[0].num_src, in_dim] float32 on the
+  // parameters' device. Returns logits [blocks.back().num_dst, num_classes]. Throws c10::Error
+  // on a shape mismatch (wrap calls in CatchTorch, torch_util.h, to get a Status).
+  virtual at::Tensor Forward(const std::vector<BlockTensors>& blocks, const at::Tensor& x) = 0;
+
+ private:
+  ModelOptions options_;
+};
+
+// Builds the model `options` describe, its parameters initialised on the CPU the way DGL
+// initialises the layer (xavier-uniform / xavier-normal with ReLU gain, zero biases) from a
+// generator seeded with `init_seed` alone: equal seeds give bit-identical parameters, and
+// LibTorch's global generator is neither used nor advanced. Move it with model->to(device).
+absl::StatusOr<std::shared_ptr<GnnModel>> MakeModel(const ModelOptions& options,
+                                                    uint64_t init_seed);
+
+}  // namespace fanout::trainer

@@ -1,0 +1,442 @@
+#include "trainer/training.h"
+
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/adam.h>
+#include <torch/serialize.h>
+#include <torch/serialize/archive.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "core/random.h"
+#include "core/status.h"
+#include "core/strings.h"
+#include "nlohmann/json.hpp"
+#include "sampler/loader.h"
+#include "sampler/minibatch_sampler.h"
+#include "sampler/seed_split.h"
+#include "trainer/batch_tensors.h"
+#include "trainer/torch_util.h"
+
+namespace fanout::trainer {
+
+using core::StrCat;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Where an epoch's time went, summed over its steps (seconds).
+struct Breakdown {
+  double sample = 0;     // producer time sampling blocks and labels (overlaps training when prefetched)
+  double fetch = 0;      // producer time gathering input features
+  double wait = 0;       // trainer idle, waiting for the next batch
+  double copy = 0;       // mini-batch -> tensors (and to the device)
+  double forward = 0;
+  double backward = 0;
+  double allreduce = 0;  // gradient synchronisation
+  double update = 0;     // optimizer step
+};
+
+// All IDs whose mask row is set, split among the ranks with SplitSeeds (every rank then holds a
+// disjoint share; together they cover the mask exactly once).
+absl::StatusOr<std::vector<int64_t>> RankShare(const sampler::DistGraph& g, const std::string& mask, int tpm,
+                                               int rank, int64_t* total) {
+  ASSIGN_OR_RETURN(std::string bytes, g.PullWholeNodeField(mask));
+  std::vector<int64_t> ids = sampler::MaskToIds(bytes);
+  *total = static_cast<int64_t>(ids.size());
+  auto split = sampler::SplitSeeds(ids, g.node_book(), tpm);
+  return std::move(split[rank]);
+}
+
+std::string LastCheckpoint(const TrainOptions& o) {
+  return StrCat(o.checkpoint_dir, "/last.rank", o.dist.rank, ".pt");
+}
+
+// Writes `archive` to `path` through a temporary file, so a crash never leaves a torn checkpoint.
+absl::Status SaveArchive(torch::serialize::OutputArchive& archive, const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  RETURN_IF_ERROR(CatchTorch(StrCat("writing checkpoint ", path), [&] { archive.save_to(tmp); }));
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) return absl::InternalError(StrCat("renaming ", tmp, " to ", path, ": ", ec.message()));
+  return absl::OkStatus();
+}
+
+class Job {
+ public:
+  explicit Job(const TrainOptions& o) : o_(o) {}
+
+  absl::StatusOr<TrainResult> Run();
+
+ private:
+  absl::Status Setup();
+  absl::Status TrainEpoch(sampler::BatchLoader& loader, int64_t epoch);
+  // Accuracy over a whole split, all ranks combined (weighted by each rank's count).
+  absl::StatusOr<double> Evaluate(const std::vector<int64_t>& ids, int64_t epoch, const char* what);
+  absl::Status SaveLast(int64_t epoch);
+  absl::Status SaveBest(int64_t epoch, double val_acc);
+  absl::StatusOr<int64_t> Resume();
+  void Log(const std::string& line) const;
+  void Metrics(const nlohmann::json& j);
+  bool lead() const { return comm_->rank() == 0; }
+
+  TrainOptions o_;
+  std::unique_ptr<sampler::DistGraph> graph_;
+  std::unique_ptr<Communicator> comm_;
+  c10::Device device_{c10::kCPU};
+  std::shared_ptr<GnnModel> model_;
+  std::unique_ptr<torch::optim::Adam> opt_;
+  std::unique_ptr<GradientSynchronizer> sync_;
+  std::vector<int64_t> train_, val_, test_;
+  std::vector<at::Tensor> best_params_;  // copy of the best-validation parameters
+  int64_t train_total_ = 0, val_total_ = 0, test_total_ = 0;
+  std::ofstream metrics_;
+  TrainResult result_;
+};
+
+void Job::Log(const std::string& line) const {
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+void Job::Metrics(const nlohmann::json& j) {
+  if (metrics_.is_open()) {
+    metrics_ << j.dump() << "\n";
+    metrics_.flush();
+  }
+}
+
+absl::Status Job::Setup() {
+  ASSIGN_OR_RETURN(core::PartitionConfig config, core::LoadPartitionConfig(o_.part_config));
+  if (o_.dist.world_size != config.num_parts * o_.trainers_per_machine) {
+    return absl::InvalidArgumentError(StrCat("world size ", o_.dist.world_size, " != ", config.num_parts,
+                                             " partitions (machines) x ", o_.trainers_per_machine,
+                                             " trainers per machine; partition config ", o_.part_config));
+  }
+  ASSIGN_OR_RETURN(device_, ParseDevice(o_.device));
+  RETURN_IF_ERROR(SetIntraOpThreads(o_.intra_op_threads));
+  ASSIGN_OR_RETURN(graph_, sampler::DistGraph::Open(config, o_.graph));
+
+  // Model dimensions come from the graph.
+  ASSIGN_OR_RETURN(core::FieldSchema feat, graph_->NodeFieldSchema(o_.feature_field));
+  int64_t in_dim = 1;
+  for (int64_t d : feat.row_shape) in_dim *= d;
+  if (config.num_classes <= 0) {
+    return absl::FailedPreconditionError(StrCat("partition config ", o_.part_config,
+                                                " records no num_classes: the dataset has no labels"));
+  }
+  ModelOptions mo = o_.model;
+  mo.in_dim = in_dim;
+  mo.num_classes = config.num_classes;
+  mo.num_layers = static_cast<int64_t>(o_.fanouts.size());
+  RETURN_IF_ERROR(ValidateModelOptions(mo));
+  if (!o_.eval_fanouts.empty() && o_.eval_fanouts.size() != o_.fanouts.size()) {
+    return absl::InvalidArgumentError(StrCat("--eval-fanouts has ", o_.eval_fanouts.size(), " layers, --fanouts ",
+                                             o_.fanouts.size(), "; they must match"));
+  }
+
+  const int rank = o_.dist.rank, tpm = o_.trainers_per_machine;
+  ASSIGN_OR_RETURN(train_, RankShare(*graph_, o_.train_mask, tpm, rank, &train_total_));
+  ASSIGN_OR_RETURN(val_, RankShare(*graph_, o_.val_mask, tpm, rank, &val_total_));
+  ASSIGN_OR_RETURN(test_, RankShare(*graph_, o_.test_mask, tpm, rank, &test_total_));
+  if (train_total_ < o_.dist.world_size) {
+    return absl::FailedPreconditionError(StrCat("field '", o_.train_mask, "' marks ", train_total_,
+                                                " training nodes, fewer than the ", o_.dist.world_size, " trainers"));
+  }
+
+  // Join the other trainers, then start from rank 0's parameters.
+  DistOptions d = o_.dist;
+  d.backend = device_.is_cuda() ? CommBackend::kNccl : CommBackend::kGloo;
+  d.cuda_device = device_.is_cuda() ? device_.index() : 0;
+  ASSIGN_OR_RETURN(comm_, Connect(d));
+  ASSIGN_OR_RETURN(model_, MakeModel(mo, o_.seed));
+  RETURN_IF_ERROR(CatchTorch("moving the model", [&] { model_->to(device_); }));
+  RETURN_IF_ERROR(BroadcastParameters(*comm_, model_->parameters()));
+  opt_ = std::make_unique<torch::optim::Adam>(model_->parameters(),
+                                              torch::optim::AdamOptions(o_.lr).weight_decay(o_.weight_decay));
+  sync_ = std::make_unique<GradientSynchronizer>(model_->parameters());
+  if (lead() && !o_.metrics_file.empty()) {
+    metrics_.open(o_.metrics_file, o_.resume ? std::ios::app : std::ios::trunc);
+    if (!metrics_) return absl::PermissionDeniedError(StrCat("cannot write metrics file ", o_.metrics_file));
+  }
+  if (!o_.checkpoint_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o_.checkpoint_dir, ec);
+    if (ec) return absl::PermissionDeniedError(StrCat("cannot create checkpoint folder ", o_.checkpoint_dir, ": ", ec.message()));
+  }
+  if (lead()) {
+    Log(StrCat("fanout-train: graph '", config.graph_name, "' (", config.num_nodes, " nodes, ", config.num_parts,
+               " partitions), ", o_.dist.world_size, " trainer(s); ", ModelKindName(mo.model), " ", mo.num_layers,
+               " layers, hidden ", mo.hidden, ", ", in_dim, " -> ", mo.num_classes, " classes; fanouts ",
+               core::StrJoin(o_.fanouts, ","), ", batch ", o_.batch_size, "; train/val/test ", train_total_, "/",
+               val_total_, "/", test_total_, "; ", o_.num_samplers, " sampler process(es) per trainer; ",
+               o_.intra_op_threads, " intra-op thread(s); device ", o_.device));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Job::TrainEpoch(sampler::BatchLoader& loader, int64_t epoch) {
+  model_->train();
+  Breakdown t;
+  const auto start = Clock::now();
+  double loss_sum = 0, correct = 0, count = 0;
+  const int64_t steps = loader.steps_per_epoch();
+  ToTensorsOptions to;
+  to.device = device_;
+  to.num_classes = model_->options().num_classes;
+  for (int64_t step = 0; step < steps; ++step) {
+    auto t0 = Clock::now();
+    ASSIGN_OR_RETURN(sampler::MiniBatch mb, loader.Next());
+    if (mb.epoch != epoch || mb.step != step) {
+      return absl::InternalError(StrCat("loader gave epoch ", mb.epoch, " step ", mb.step, ", expected ", epoch,
+                                        " step ", step));
+    }
+    t.wait += Since(t0);
+    t.sample += mb.sample_seconds;
+    t.fetch += mb.fetch_seconds;
+    t0 = Clock::now();
+    ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb, to));
+    t.copy += Since(t0);
+    // Dropout draws from a stream seeded by (seed, epoch, step, rank): a resumed run repeats it.
+    SeedTorch(core::SplitMix64(o_.seed ^ core::SplitMix64((static_cast<uint64_t>(epoch) << 32) ^
+                                                          (static_cast<uint64_t>(step) << 8) ^
+                                                          static_cast<uint64_t>(comm_->rank()))));
+    at::Tensor loss, logits;
+    t0 = Clock::now();
+    RETURN_IF_ERROR(CatchTorch("forward", [&] {
+      opt_->zero_grad();
+      logits = model_->Forward(bt.blocks, bt.features);
+      loss = torch::nn::functional::cross_entropy(logits, bt.labels);
+    }));
+    t.forward += Since(t0);
+    t0 = Clock::now();
+    RETURN_IF_ERROR(CatchTorch("backward", [&] { loss.backward(); }));
+    t.backward += Since(t0);
+    t0 = Clock::now();
+    absl::Status synced = sync_->AllReduceMean(*comm_);
+    if (!synced.ok()) {
+      return absl::Status(synced.code(), StrCat("gradient all-reduce at epoch ", epoch, " step ", step,
+                                                " (a trainer is gone or stuck?): ", synced.message()));
+    }
+    t.allreduce += Since(t0);
+    t0 = Clock::now();
+    RETURN_IF_ERROR(CatchTorch("optimizer step", [&] { opt_->step(); }));
+    t.update += Since(t0);
+    const double n = static_cast<double>(mb.seeds.size());
+    const double l = loss.item<double>();
+    const double c = logits.argmax(1).eq(bt.labels).sum().item<double>();
+    loss_sum += l * n;
+    correct += c;
+    count += n;
+    if (lead() && o_.log_every > 0 && (step + 1) % o_.log_every == 0) {
+      Log(StrCat("epoch ", epoch, " step ", step + 1, "/", steps, " | loss ", l, " | acc ", c / std::max(1.0, n)));
+    }
+  }
+  const double epoch_s = Since(start);
+  ASSIGN_OR_RETURN(std::vector<double> sums, AllReduceSum(*comm_, {loss_sum, correct, count}));
+  const double loss = sums[0] / std::max(1.0, sums[2]), acc = sums[1] / std::max(1.0, sums[2]);
+  const double seeds_per_s = sums[2] / std::max(1e-9, epoch_s);
+  double val_acc = -1;
+  const bool eval_now = o_.eval_every > 0 && ((epoch + 1) % o_.eval_every == 0 || epoch + 1 == o_.epochs);
+  if (eval_now && val_total_ > 0) {
+    ASSIGN_OR_RETURN(val_acc, Evaluate(val_, epoch, "validation"));
+  }
+  if (lead()) {
+    char line[512];
+    std::snprintf(line, sizeof(line),
+                  "epoch %lld | loss %.4f | train acc %.4f | val acc %s | %.2f s (sample %.2f, fetch %.2f, wait %.2f, "
+                  "copy %.2f, forward %.2f, backward %.2f, all-reduce %.2f, update %.2f) | %.0f seeds/s",
+                  static_cast<long long>(epoch), loss, acc, val_acc < 0 ? "-" : StrCat(val_acc).substr(0, 6).c_str(),
+                  epoch_s, t.sample, t.fetch, t.wait, t.copy, t.forward, t.backward, t.allreduce, t.update,
+                  seeds_per_s);
+    Log(line);
+    nlohmann::json j = {{"event", "epoch"}, {"epoch", epoch}, {"loss", loss}, {"train_acc", acc},
+                        {"epoch_seconds", epoch_s}, {"sample_seconds", t.sample}, {"fetch_seconds", t.fetch},
+                        {"wait_seconds", t.wait}, {"copy_seconds", t.copy}, {"forward_seconds", t.forward},
+                        {"backward_seconds", t.backward}, {"allreduce_seconds", t.allreduce},
+                        {"update_seconds", t.update}, {"steps", steps}, {"seeds_per_second", seeds_per_s},
+                        {"world_size", comm_->world_size()}};
+    if (val_acc >= 0) j["val_acc"] = val_acc;
+    Metrics(j);
+  }
+  if (val_acc >= 0 && val_acc > result_.best_val_acc) RETURN_IF_ERROR(SaveBest(epoch, val_acc));
+  if (!o_.checkpoint_dir.empty()) RETURN_IF_ERROR(SaveLast(epoch));
+  result_.epochs_run = epoch + 1;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> Job::Evaluate(const std::vector<int64_t>& ids, int64_t epoch, const char* what) {
+  double correct = 0, count = 0;
+  if (!ids.empty()) {
+    sampler::SamplerOptions so;
+    so.fanouts = o_.eval_fanouts.empty() ? o_.fanouts : o_.eval_fanouts;
+    so.batch_size = o_.eval_batch_size;
+    so.shuffle = false;
+    so.seed = core::SplitMix64(o_.seed + 0x5eed);
+    so.rank = comm_->rank();
+    so.feature_field = o_.feature_field;
+    so.label_field = o_.label_field;
+    sampler::LoaderOptions lo;
+    lo.num_threads = std::max(1, o_.sampler_threads);
+    lo.prefetch = o_.prefetch;
+    lo.first_epoch = epoch;
+    ASSIGN_OR_RETURN(auto loader, sampler::MakeBatchLoader(graph_.get(), o_.graph, so, ids, lo));
+    model_->eval();
+    torch::NoGradGuard no_grad;
+    ToTensorsOptions to;
+    to.device = device_;
+    to.num_classes = model_->options().num_classes;
+    for (int64_t step = 0; step < loader->steps_per_epoch(); ++step) {
+      ASSIGN_OR_RETURN(sampler::MiniBatch mb, loader->Next());
+      ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb, to));
+      ASSIGN_OR_RETURN(double c, CatchTorch(StrCat(what, " forward"), [&] {
+                         return model_->Forward(bt.blocks, bt.features).argmax(1).eq(bt.labels).sum().item<double>();
+                       }));
+      correct += c;
+      count += static_cast<double>(mb.seeds.size());
+    }
+    model_->train();
+  }
+  ASSIGN_OR_RETURN(std::vector<double> sums, AllReduceSum(*comm_, {correct, count}));
+  return sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+}
+
+absl::Status Job::SaveBest(int64_t epoch, double val_acc) {
+  result_.best_val_acc = val_acc;
+  result_.best_epoch = epoch;
+  // Every rank keeps the best parameters in memory (for the final test); rank 0 also writes them.
+  best_params_.clear();
+  for (const auto& p : model_->parameters()) best_params_.push_back(p.detach().clone());
+  if (o_.checkpoint_dir.empty() || !lead()) return absl::OkStatus();
+  torch::serialize::OutputArchive model;
+  RETURN_IF_ERROR(CatchTorch("saving the model", [&] { model_->save(model); }));
+  torch::serialize::OutputArchive ar;
+  ar.write("model", model);
+  ar.write("epoch", torch::tensor(epoch));
+  ar.write("val_acc", torch::tensor(val_acc));
+  return SaveArchive(ar, o_.checkpoint_dir + "/best.pt");
+}
+
+absl::Status Job::SaveLast(int64_t epoch) {
+  torch::serialize::OutputArchive model, optimizer, ar;
+  RETURN_IF_ERROR(CatchTorch("saving the training state", [&] {
+    model_->save(model);
+    opt_->save(optimizer);
+    ar.write("model", model);
+    ar.write("optimizer", optimizer);
+    ar.write("epoch", torch::tensor(epoch));
+    ar.write("seed", torch::tensor(static_cast<int64_t>(o_.seed)));
+    ar.write("best_val_acc", torch::tensor(result_.best_val_acc));
+    ar.write("best_epoch", torch::tensor(result_.best_epoch));
+  }));
+  return SaveArchive(ar, LastCheckpoint(o_));
+}
+
+absl::StatusOr<int64_t> Job::Resume() {
+  const std::string path = LastCheckpoint(o_);
+  if (!std::filesystem::exists(path)) {
+    return absl::NotFoundError(StrCat("--resume: no checkpoint ", path, " (written after each epoch with --checkpoint-dir)"));
+  }
+  int64_t epoch = -1;
+  RETURN_IF_ERROR(CatchTorch(StrCat("loading checkpoint ", path), [&] {
+    torch::serialize::InputArchive ar, model, optimizer;
+    ar.load_from(path);
+    ar.read("model", model);
+    ar.read("optimizer", optimizer);
+    model_->load(model);
+    opt_->load(optimizer);
+    at::Tensor e, seed, best, best_epoch;
+    ar.read("epoch", e);
+    ar.read("seed", seed);
+    ar.read("best_val_acc", best);
+    ar.read("best_epoch", best_epoch);
+    epoch = e.item<int64_t>();
+    if (seed.item<int64_t>() != static_cast<int64_t>(o_.seed)) {
+      throw std::runtime_error(StrCat("it was written with --seed ", seed.item<int64_t>(), ", this run has --seed ",
+                                      o_.seed, "; resume with the same seed"));
+    }
+    result_.best_val_acc = best.item<double>();
+    result_.best_epoch = best_epoch.item<int64_t>();
+  }));
+  // Every rank must resume from the same epoch.
+  ASSIGN_OR_RETURN(std::vector<double> sums, AllReduceSum(*comm_, {static_cast<double>(epoch), 1.0}));
+  if (sums[0] != static_cast<double>(epoch) * sums[1]) {
+    return absl::FailedPreconditionError(StrCat("--resume: rank ", comm_->rank(), "'s checkpoint ", path,
+                                                " is at epoch ", epoch, " but other ranks' are not"));
+  }
+  if (lead()) Log(StrCat("fanout-train: resumed from ", path, " after epoch ", epoch));
+  return epoch + 1;
+}
+
+absl::StatusOr<TrainResult> Job::Run() {
+  RETURN_IF_ERROR(Setup());
+  int64_t first = 0;
+  if (o_.resume) {
+    ASSIGN_OR_RETURN(first, Resume());
+  }
+  if (first < o_.epochs) {
+    sampler::SamplerOptions so;
+    so.fanouts = o_.fanouts;
+    so.batch_size = o_.batch_size;
+    so.seed = o_.seed;
+    so.rank = comm_->rank();
+    so.seeds_per_epoch = sampler::SeedsPerEpoch(train_total_, comm_->world_size());
+    so.feature_field = o_.feature_field;
+    so.label_field = o_.label_field;
+    sampler::LoaderOptions lo;
+    lo.num_samplers = o_.num_samplers;
+    lo.num_threads = std::max(1, o_.sampler_threads);
+    lo.prefetch = o_.prefetch;
+    lo.first_epoch = first;
+    lo.num_epochs = o_.epochs - first;
+    lo.sampler_binary = o_.sampler_binary;
+    lo.part_config_path = o_.part_config;
+    ASSIGN_OR_RETURN(auto loader, sampler::MakeBatchLoader(graph_.get(), o_.graph, so, train_, lo));
+    for (int64_t epoch = first; epoch < o_.epochs; ++epoch) RETURN_IF_ERROR(TrainEpoch(*loader, epoch));
+  }
+  // Test: the final model, and the best-validation one (the usual model selection).
+  ASSIGN_OR_RETURN(result_.final_test_acc, Evaluate(test_, o_.epochs, "test"));
+  result_.test_acc = result_.final_test_acc;
+  if (!best_params_.empty()) {
+    torch::NoGradGuard no_grad;
+    auto params = model_->parameters();
+    for (size_t i = 0; i < params.size(); ++i) params[i].copy_(best_params_[i]);
+    ASSIGN_OR_RETURN(result_.test_acc, Evaluate(test_, o_.epochs, "test"));
+  } else if (result_.best_epoch >= 0 && !o_.checkpoint_dir.empty()) {
+    // Resumed, and no better model since: rank 0 reads best.pt and hands it to every rank.
+    if (lead()) {
+      RETURN_IF_ERROR(CatchTorch(StrCat("loading ", o_.checkpoint_dir, "/best.pt"), [&] {
+        torch::serialize::InputArchive ar, model;
+        ar.load_from(o_.checkpoint_dir + "/best.pt");
+        ar.read("model", model);
+        model_->load(model);
+      }));
+    }
+    RETURN_IF_ERROR(BroadcastParameters(*comm_, model_->parameters()));
+    ASSIGN_OR_RETURN(result_.test_acc, Evaluate(test_, o_.epochs, "test"));
+  }
+  if (lead()) {
+    Log(StrCat("fanout-train: test accuracy ", result_.test_acc, " (model of epoch ", result_.best_epoch,
+               ", best validation accuracy ", result_.best_val_acc, "); final model's test accuracy ",
+               result_.final_test_acc));
+    Metrics({{"event", "test"}, {"test_acc", result_.test_acc}, {"final_test_acc", result_.final_test_acc},
+             {"best_val_acc", result_.best_val_acc}, {"best_epoch", result_.best_epoch}});
+  }
+  RETURN_IF_ERROR(comm_->Barrier());
+  return result_;
+}
+
+}  // namespace
+
+absl::StatusOr<TrainResult> RunTraining(const TrainOptions& options) {
+  Job job(options);
+  return job.Run();
+}
+
+}  // namespace fanout::trainer
