@@ -38,9 +38,7 @@ bool WaitGone(pid_t pid, milliseconds timeout) {
   return rc > 0 || !IsRunning(pid);
 }
 
-namespace {
-// One read with a deadline; returns bytes read, 0 at end of file, -1 on timeout.
-ssize_t ReadSome(int fd, Clock::time_point deadline, std::string* text) {
+ssize_t ReadMore(int fd, Clock::time_point deadline, std::string* text) {
   for (;;) {
     auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
     if (left.count() < 0) return -1;
@@ -56,12 +54,11 @@ ssize_t ReadSome(int fd, Clock::time_point deadline, std::string* text) {
     return n;
   }
 }
-}  // namespace
 
 bool ReadUntil(int fd, const std::string& needle, milliseconds timeout, std::string* text) {
   const Clock::time_point deadline = Clock::now() + timeout;
   while (text->find(needle) == std::string::npos) {
-    if (ReadSome(fd, deadline, text) <= 0) return text->find(needle) != std::string::npos;
+    if (ReadMore(fd, deadline, text) <= 0) return text->find(needle) != std::string::npos;
   }
   return true;
 }
@@ -69,7 +66,7 @@ bool ReadUntil(int fd, const std::string& needle, milliseconds timeout, std::str
 bool ReadToEnd(int fd, milliseconds timeout, std::string* text) {
   const Clock::time_point deadline = Clock::now() + timeout;
   for (;;) {
-    ssize_t n = ReadSome(fd, deadline, text);
+    ssize_t n = ReadMore(fd, deadline, text);
     if (n == 0) return true;
     if (n < 0) return false;
   }

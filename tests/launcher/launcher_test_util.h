@@ -22,6 +22,10 @@ bool WaitGone(pid_t pid, std::chrono::milliseconds timeout);
 bool ReadUntil(int fd, const std::string& needle, std::chrono::milliseconds timeout,
                std::string* text);
 
+// One read of what `fd` has, waiting until `deadline`: the bytes appended to *text, 0 at end of
+// file, -1 on timeout.
+ssize_t ReadMore(int fd, std::chrono::steady_clock::time_point deadline, std::string* text);
+
 // Reads `fd` to end of file or `timeout`; true at end of file.
 bool ReadToEnd(int fd, std::chrono::milliseconds timeout, std::string* text);
 

@@ -1,0 +1,431 @@
+// The real fanout-launch with real fanout-server processes on a real partitioned graph, on two
+// loopback "machines" (127.0.0.1 and 127.0.0.2) with free ports, and a stand-in trainer script
+// that prints its environment and queries its machine's servers with fanout-query.
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <optional>
+#include <regex>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/launcher/launcher_test_util.h"
+#include "tests/testing/testing.h"
+
+extern char** environ;
+
+namespace fanout::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+using fanout::testing::TempDir;
+using fanout::testing::WriteText;
+
+// fanout-launch running with stdout and stderr in one pipe; SIGKILLed if a test gives up on it.
+class LaunchRun {
+ public:
+  LaunchRun(const std::vector<std::string>& args, const std::string& cwd) {
+    int p[2];
+    EXPECT_EQ(pipe2(p, O_CLOEXEC), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+    posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
+    std::vector<std::string> copy = args;
+    copy.insert(copy.begin(), FANOUT_LAUNCH_BIN);
+    std::vector<char*> argv;
+    for (auto& a : copy) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    EXPECT_EQ(posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    close(p[1]);
+    fd_ = p[0];
+  }
+  ~LaunchRun() {
+    if (pid_ > 0 && !exit_code_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    close(fd_);
+  }
+
+  pid_t pid() const { return pid_; }
+  const std::string& output() const { return out_; }
+
+  // Reads output until `needle` appears `count` times; false on timeout or end of output.
+  bool WaitFor(const std::string& needle, int count = 1, seconds timeout = seconds(60)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (Count(needle) < count) {
+      if (testing::ReadMore(fd_, deadline, &out_) <= 0) return false;  // timeout or end of output
+    }
+    return true;
+  }
+
+  // Reads to end of output and waits for the exit; the exit code (128 + N after signal N), or
+  // nullopt on timeout.
+  std::optional<int> Finish(seconds timeout = seconds(60)) {
+    if (exit_code_) return exit_code_;
+    if (!testing::ReadToEnd(fd_, timeout, &out_)) return std::nullopt;
+    if (!testing::WaitGone(pid_, timeout)) return std::nullopt;
+    int st = 0;
+    waitpid(pid_, &st, 0);
+    exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return exit_code_;
+  }
+
+  // The pid the launcher printed for `label` ("m1 server 0"), or -1.
+  pid_t PidOf(const std::string& label) const {
+    std::smatch m;
+    std::regex re("started " + label + " pid ([0-9]+)");
+    return std::regex_search(out_, m, re) ? std::stoi(m[1].str()) : -1;
+  }
+
+  int Count(const std::string& needle) const {
+    int n = 0;
+    for (size_t at = out_.find(needle); at != std::string::npos; at = out_.find(needle, at + 1)) ++n;
+    return n;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::string out_;
+  std::optional<int> exit_code_;
+};
+
+// A base port P on `ip` with P .. P+count-1 all free (checked by binding them).
+int FreeBasePort(const std::string& ip, int count) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::vector<int> socks;
+    auto bind_port = [&](int port) {
+      int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(static_cast<uint16_t>(port));
+      inet_pton(AF_INET, ip.c_str(), &a.sin_addr);
+      if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
+        close(s);
+        return -1;
+      }
+      socklen_t len = sizeof(a);
+      getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+      socks.push_back(s);
+      return static_cast<int>(ntohs(a.sin_port));
+    };
+    int base = bind_port(0);
+    bool ok = base > 0 && base + count - 1 <= 65535;
+    for (int i = 1; ok && i < count; ++i) ok = bind_port(base + i) > 0;
+    for (int s : socks) close(s);
+    if (ok) return base;
+  }
+  ADD_FAILURE() << "no free ports on " << ip;
+  return 0;
+}
+
+// Processes whose environment holds FANOUT_JOB_ID=<job_id>: every process of that job,
+// including what trainers started.
+std::vector<pid_t> JobProcesses(const std::string& job_id) {
+  const std::string needle = "FANOUT_JOB_ID=" + job_id;
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string env = testing::ReadFile(e.path().string() + "/environ");
+    bool match = false;
+    for (size_t at = 0; at < env.size();) {
+      size_t end = env.find('\0', at);
+      if (end == std::string::npos) end = env.size();
+      if (env.compare(at, end - at, needle) == 0) match = true;
+      at = end + 1;
+    }
+    pid_t pid = std::stoi(name);
+    if (match && testing::IsRunning(pid)) out.push_back(pid);
+  }
+  return out;
+}
+
+// Every pid in `pids` and every process of the job is gone (waiting up to a few seconds each
+// for processes already killed to finish dying).
+void ExpectNothingLeft(const std::string& job_id, const std::vector<pid_t>& pids) {
+  for (pid_t pid : pids) {
+    ASSERT_GT(pid, 1);
+    EXPECT_TRUE(testing::WaitGone(pid, seconds(10))) << "pid " << pid << " still runs";
+  }
+  for (pid_t pid : JobProcesses(job_id)) EXPECT_TRUE(testing::WaitGone(pid, seconds(10))) << "pid " << pid;
+  EXPECT_THAT(JobProcesses(job_id), ::testing::IsEmpty());
+}
+
+// Stand-in trainer: prints its environment, asks each server of its machine which partition it
+// serves, then (MODE) exits 0, fails on rank 1, or sleeps with a "sampler" child of its own.
+constexpr const char* kTrainer = R"SH(#!/bin/sh
+echo "env $(env | grep -E '^(FANOUT_|OMP_NUM_THREADS=)' | sort | tr '\n' ' ')"
+set -- $(grep -v '^[[:space:]]*#' "$FANOUT_IP_CONFIG" | grep -v '^[[:space:]]*$' | sed -n "$((FANOUT_MACHINE_ID + 1))p")
+s=0
+while [ $s -lt "$FANOUT_NUM_SERVERS" ]; do
+  answer=$("$QUERY" --server "$1:$(($2 + s))" metadata --deadline 20)
+  echo "server $1:$(($2 + s)) serves partition $(echo "$answer" | tr -d ' \n' | grep -o '"part_id":[0-9]*' | grep -o '[0-9]*$')"
+  s=$((s + 1))
+done
+case "$MODE" in
+  ok) exit 0 ;;
+  fail) if [ "$FANOUT_RANK" = 1 ]; then echo "rank 1 gives up"; exit 3; fi ;;
+esac
+sleep 1000 &
+echo "sampler $! of trainer $$"
+wait
+)SH";
+
+class LaunchCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_ = fanout::testing::PartitionRandom(dir_, {.num_nodes = 300, .num_edges = 1500}, 2);
+    ASSERT_FALSE(config_.empty());
+    port0_ = FreeBasePort("127.0.0.1", kServers);
+    port1_ = FreeBasePort("127.0.0.2", kServers);
+    coordinator_ = FreeBasePort("127.0.0.1", 1);
+    WriteText(dir_.Sub("ip_config.txt"), "# two loopback machines\n127.0.0.1 " + std::to_string(port0_) +
+                                             "\n\n127.0.0.2 " + std::to_string(port1_) + "  # m1\n");
+    WriteText(dir_.Sub("trainer.sh"), kTrainer);
+    chmod(dir_.Sub("trainer.sh").c_str(), 0755);
+    WriteText(dir_.Sub("fake-ssh"), "#!/bin/sh\nfor last; do :; done\nexec sh -c \"$last\"\n");
+    chmod(dir_.Sub("fake-ssh").c_str(), 0755);
+    job_id_ = std::string("cli-") + ::testing::UnitTest::GetInstance()->current_test_info()->name() +
+              "-" + std::to_string(getpid());
+  }
+
+  // The launcher's command line for the two-machine job, trainers in `mode`.
+  std::vector<std::string> Args(const std::string& mode, std::vector<std::string> extra = {}) {
+    std::vector<std::string> a = {"--ip-config", "ip_config.txt", "--part-config", config_,
+                                  "--workspace", dir_.path(), "--num-servers", std::to_string(kServers),
+                                  "--num-trainers", "2", "--num-samplers", "3",
+                                  "--coordinator-port", std::to_string(coordinator_),
+                                  "--job-id", job_id_, "--server-timeout", "30", "--stop-grace", "3",
+                                  "--server-bin", FANOUT_SERVER_BIN, "--num-server-threads", "2",
+                                  "--extra-env", std::string("QUERY=") + FANOUT_QUERY_BIN,
+                                  "--extra-env=MODE=" + mode};
+    a.insert(a.end(), extra.begin(), extra.end());
+    a.insert(a.end(), {"--", "./trainer.sh"});
+    return a;
+  }
+
+  std::vector<pid_t> LearnedPids(const LaunchRun& run) {
+    std::vector<pid_t> pids = testing::NumbersAfter(run.output(), "pid");
+    for (pid_t p : testing::NumbersAfter(run.output(), "sampler")) pids.push_back(p);
+    for (pid_t p : testing::NumbersAfter(run.output(), "of trainer")) pids.push_back(p);
+    return pids;
+  }
+
+  static constexpr int kServers = 2;
+  TempDir dir_;
+  std::string config_, job_id_;
+  int port0_ = 0, port1_ = 0, coordinator_ = 0;
+};
+
+TEST_F(LaunchCli, JobWithStandInTrainersRunsToTheEnd) {
+  LaunchRun run(Args("ok"), dir_.path());
+  ASSERT_EQ(run.Finish(), 0) << run.output();
+  const std::string& out = run.output();
+  const std::string p0 = std::to_string(port0_), p1 = std::to_string(port1_);
+  // Servers on PORT + s of each machine, ready before any trainer starts.
+  EXPECT_THAT(out, HasSubstr("started m0 server 1 pid "));
+  EXPECT_THAT(out, HasSubstr("[m1 server 1] fanout-server: ready: graph"));
+  EXPECT_THAT(out, HasSubstr("on 127.0.0.2:" + std::to_string(port1_ + 1)));
+  EXPECT_LT(out.rfind(" ready on "), out.find("started m0 trainer 0"));
+  // Each trainer got its place in the job and found its machine's servers serving its partition.
+  for (int m = 0; m < 2; ++m) {
+    const std::string ip = m == 0 ? "127.0.0.1" : "127.0.0.2";
+    const int base = m == 0 ? port0_ : port1_;
+    for (int t = 0; t < 2; ++t) {
+      const std::string label = "[m" + std::to_string(m) + " trainer " + std::to_string(t) + "] ";
+      std::smatch env;
+      ASSERT_TRUE(std::regex_search(out, env, std::regex("\\[m" + std::to_string(m) + " trainer " +
+                                                         std::to_string(t) + "\\] env ([^\n]*)")))
+          << out;
+      const std::string e = env[1].str();
+      EXPECT_THAT(e, HasSubstr("FANOUT_MACHINE_ID=" + std::to_string(m) + " "));
+      EXPECT_THAT(e, HasSubstr("FANOUT_LOCAL_RANK=" + std::to_string(t) + " "));
+      EXPECT_THAT(e, HasSubstr("FANOUT_RANK=" + std::to_string(m * 2 + t) + " "));
+      EXPECT_THAT(e, HasSubstr("FANOUT_WORLD_SIZE=4 "));
+      EXPECT_THAT(e, HasSubstr("FANOUT_NUM_MACHINES=2 "));
+      EXPECT_THAT(e, HasSubstr("FANOUT_NUM_SERVERS=2 "));
+      EXPECT_THAT(e, HasSubstr("FANOUT_NUM_TRAINERS=2 "));
+      EXPECT_THAT(e, HasSubstr("FANOUT_NUM_SAMPLERS=3 "));
+      EXPECT_THAT(e, HasSubstr("FANOUT_COORDINATOR=127.0.0.1:" + std::to_string(coordinator_) + " "));
+      EXPECT_THAT(e, HasSubstr("FANOUT_PART_CONFIG=" + config_ + " "));
+      EXPECT_THAT(e, HasSubstr("FANOUT_IP_CONFIG=" + dir_.Sub("ip_config.txt") + " "));
+      EXPECT_THAT(e, HasSubstr("FANOUT_JOB_ID=" + job_id_ + " "));
+      EXPECT_THAT(e, HasSubstr("OMP_NUM_THREADS="));
+      for (int s = 0; s < 2; ++s) {
+        EXPECT_THAT(out, HasSubstr(label + "server " + ip + ":" + std::to_string(base + s) +
+                                   " serves partition " + std::to_string(m) + "\n"));
+      }
+    }
+  }
+  EXPECT_THAT(out, HasSubstr("all 4 trainers finished; stopping the servers"));
+  EXPECT_THAT(out, HasSubstr("[m0 server 0] fanout-server: stopped"));
+  // Logs: --log-dir was not given, so fanout-logs/<job-id> in the launcher's working folder.
+  const std::string logs = dir_.Sub("fanout-logs/" + job_id_);
+  EXPECT_THAT(testing::ReadFile(logs + "/m1-trainer-1.log"),
+              HasSubstr("\nserver 127.0.0.2:" + p1 + " serves partition 1\n"));
+  EXPECT_THAT(testing::ReadFile(logs + "/m0-server-1.log"), HasSubstr("fanout-server: ready: graph"));
+  EXPECT_THAT(testing::ReadFile(logs + "/m0-server-1.log"), Not(HasSubstr("[m0")));
+  EXPECT_THAT(testing::ReadFile(logs + "/fanout-launch.log"), HasSubstr("done in"));
+  ExpectNothingLeft(job_id_, LearnedPids(run));
+}
+
+TEST_F(LaunchCli, FailingTrainerStopsTheJobWithItsExitCode) {
+  LaunchRun run(Args("fail"), dir_.path());
+  ASSERT_EQ(run.Finish(), 3) << run.output();
+  EXPECT_THAT(run.output(), HasSubstr("[m0 trainer 1] rank 1 gives up"));
+  EXPECT_THAT(run.output(), HasSubstr("job " + job_id_ + " failed (exit 3): m0 trainer 1 (machine 0 at "
+                                      "127.0.0.1, trainer local rank 1, rank 1; pid " +
+                                      std::to_string(run.PidOf("m0 trainer 1")) + ") exited with status 3"));
+  ExpectNothingLeft(job_id_, LearnedPids(run));
+}
+
+TEST_F(LaunchCli, KilledServerStopsTheJob) {
+  LaunchRun run(Args("sleep"), dir_.path());
+  ASSERT_TRUE(run.WaitFor("sampler ", 4)) << run.output();
+  const pid_t server = run.PidOf("m1 server 0");
+  ASSERT_GT(server, 0) << run.output();
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(server, SIGKILL);
+  std::optional<int> code = run.Finish(seconds(15));
+  ASSERT_TRUE(code.has_value()) << "the launcher did not exit within 15 s\n" << run.output();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(15));
+  EXPECT_EQ(*code, 1);
+  EXPECT_THAT(run.output(), HasSubstr("m1 server 0 (machine 1 at 127.0.0.2, server 0 on 127.0.0.2:" +
+                                      std::to_string(port1_) + "; pid " + std::to_string(server) +
+                                      ") killed by signal 9 (SIGKILL) while trainers were running"));
+  ExpectNothingLeft(job_id_, LearnedPids(run));
+}
+
+TEST_F(LaunchCli, CtrlCStopsEveryProcess) {
+  LaunchRun run(Args("sleep"), dir_.path());
+  ASSERT_TRUE(run.WaitFor("sampler ", 4)) << run.output();
+  kill(run.pid(), SIGINT);
+  std::optional<int> code = run.Finish(seconds(15));
+  ASSERT_TRUE(code.has_value()) << run.output();
+  EXPECT_EQ(*code, 130);
+  EXPECT_THAT(run.output(), HasSubstr("got SIGINT: stopping the job on every machine"));
+  ExpectNothingLeft(job_id_, LearnedPids(run));
+}
+
+TEST_F(LaunchCli, KilledLauncherTakesTheJobWithIt) {
+  LaunchRun run(Args("sleep"), dir_.path());
+  ASSERT_TRUE(run.WaitFor("sampler ", 4)) << run.output();
+  ASSERT_EQ(JobProcesses(job_id_).size(), 12u);  // 4 servers, 4 trainers, 4 samplers
+  kill(run.pid(), SIGKILL);
+  EXPECT_EQ(run.Finish(seconds(15)), 128 + SIGKILL);
+  // Direct children die of PR_SET_PDEATHSIG; the samplers through the guard.
+  ExpectNothingLeft(job_id_, LearnedPids(run));
+}
+
+// The ssh path end to end, with a stand-in for ssh that runs the remote command here the way
+// sshd does (the user's shell -c "<command>").
+TEST_F(LaunchCli, OverSshJobRunsAndHangUpStopsRemoteProcesses) {
+  {
+    LaunchRun run(Args("ok", {"--always-ssh", "--ssh-command", dir_.Sub("fake-ssh")}), "/");
+    ASSERT_EQ(run.Finish(), 0) << run.output();
+    EXPECT_THAT(run.output(), HasSubstr("started m1 server 0 pid "));
+    EXPECT_THAT(run.output(), HasSubstr("(ssh to 127.0.0.2)"));
+    EXPECT_THAT(run.output(), HasSubstr("[m1 trainer 1] server 127.0.0.2:" + std::to_string(port1_ + 1) +
+                                        " serves partition 1"));
+    EXPECT_THAT(run.output(), HasSubstr("FANOUT_RANK=3 "));
+    ExpectNothingLeft(job_id_, {});
+  }
+  {
+    LaunchRun run(Args("sleep", {"--always-ssh", "--ssh-command", dir_.Sub("fake-ssh"),
+                                 "--log-dir", dir_.Sub("logs2")}),
+                  "/");
+    ASSERT_TRUE(run.WaitFor("sampler ", 4)) << run.output();
+    kill(run.pid(), SIGKILL);  // the remote side sees its ssh stdin close
+    EXPECT_EQ(run.Finish(seconds(15)), 128 + SIGKILL);
+    ExpectNothingLeft(job_id_, LearnedPids(run));
+  }
+}
+
+// Refused before anything starts: exit 1 (2 for usage), a message naming the culprit, no
+// process started, no log folder.
+class LaunchCliRefuses : public LaunchCli {
+ protected:
+  void ExpectRefused(const std::vector<std::string>& args, int code, const std::string& message) {
+    LaunchRun run(args, dir_.path());
+    EXPECT_EQ(run.Finish(), code) << run.output();
+    EXPECT_THAT(run.output(), HasSubstr(message));
+    EXPECT_THAT(run.output(), Not(HasSubstr("fanout-launch: started")));
+    EXPECT_FALSE(fs::exists(dir_.Sub("fanout-logs")));
+    EXPECT_THAT(JobProcesses(job_id_), ::testing::IsEmpty());
+  }
+};
+
+TEST_F(LaunchCliRefuses, MalformedIpConfig) {
+  WriteText(dir_.Sub("ip_config.txt"), "127.0.0.1 30050\n# next\n127.0.0.2 port\n");
+  ExpectRefused(Args("ok"), 1,
+                "fanout-launch: error: " + dir_.Sub("ip_config.txt") +
+                    ":3: port 'port' is not a number in 1..65535");
+  WriteText(dir_.Sub("ip_config.txt"), "127.0.0.1\nnode-b\n");
+  ExpectRefused(Args("ok"), 1, dir_.Sub("ip_config.txt") + ":2: 'node-b' is not an IPv4 or IPv6 address");
+  WriteText(dir_.Sub("ip_config.txt"), "# nothing\n");
+  ExpectRefused(Args("ok"), 1, "lists no machines");
+}
+
+TEST_F(LaunchCliRefuses, MissingPartConfig) {
+  std::vector<std::string> args = Args("ok");
+  args[3] = dir_.Sub("parts/nope.json");
+  ExpectRefused(args, 1, "fanout-launch: error: --part-config: " + dir_.Sub("parts/nope.json") +
+                             ": cannot open partition config");
+}
+
+TEST_F(LaunchCliRefuses, MachinePartitionMismatch) {
+  WriteText(dir_.Sub("ip_config.txt"), "127.0.0.1 " + std::to_string(port0_) + "\n127.0.0.2 " +
+                                           std::to_string(port1_) + "\n127.0.0.3\n");
+  ExpectRefused(Args("ok"), 1,
+                dir_.Sub("ip_config.txt") + " lists 3 machines but " + config_ +
+                    " has 2 partitions (num_parts)");
+}
+
+TEST_F(LaunchCliRefuses, MissingTrainerProgram) {
+  std::vector<std::string> args = Args("ok");
+  args.back() = "./no-such-trainer";
+  ExpectRefused(args, 1, "the trainer command './no-such-trainer' is not an executable file");
+}
+
+TEST_F(LaunchCliRefuses, UsageErrors) {
+  std::vector<std::string> args = Args("ok");
+  args.pop_back();
+  args.pop_back();  // no "-- command"
+  ExpectRefused(args, 2, "fanout-launch: error: no trainer command");
+  args = Args("ok", {"--num-trainers", "0"});
+  ExpectRefused(args, 2, "fanout-launch: error: --num-trainers must be at least 1, not 0");
+  args = Args("ok", {"--extra-env", "FANOUT_RANK=9"});
+  ExpectRefused(args, 2, "FANOUT_* variables are set by the launcher");
+}
+
+TEST_F(LaunchCli, DryRunPrintsThePlanAndStartsNothing) {
+  LaunchRun run(Args("ok", {"--dry-run", "--ssh-user", "alice"}), dir_.path());
+  ASSERT_EQ(run.Finish(), 0) << run.output();
+  EXPECT_THAT(run.output(), HasSubstr("[m1 server 1] machine 1 at 127.0.0.2, server 1 on 127.0.0.2:" +
+                                      std::to_string(port1_ + 1) + ", local\n"));
+  EXPECT_THAT(run.output(), HasSubstr("FANOUT_RANK=3 "));
+  EXPECT_THAT(run.output(), Not(HasSubstr("fanout-launch: started")));
+  EXPECT_THAT(JobProcesses(job_id_), ::testing::IsEmpty());
+}
+
+}  // namespace
+}  // namespace fanout::launcher
