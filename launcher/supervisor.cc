@@ -253,7 +253,13 @@ void JobSupervisor::CheckExits() {
 
 void JobSupervisor::OnExit(Child& c) {
   const ExitStatus& st = *c.process.exit_status();
-  const std::string what = StrCat(Who(c), " ", st.Describe());
+  std::string what = StrCat(Who(c), " ", st.Describe());
+  if (c.spec->remote && !st.signaled && st.value == 255) {
+    // argv ends with [user@]host and the remote command.
+    const std::string& dest = c.spec->argv[c.spec->argv.size() - 2];
+    what += StrCat(" (ssh's own error status: check that `ssh ", dest,
+                   " true` works without a password prompt)");
+  }
   if (stopping_) {
     if (launcher_log_fd_ >= 0) WriteAll(launcher_log_fd_, StrCat("fanout-launch: ", what, "\n"));
     return;
