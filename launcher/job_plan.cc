@@ -212,24 +212,26 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
     }
   }
 
-  // The rendezvous for the trainers' collectives lives on machine 0, past every server port on
-  // machine 0's address (several ip_config lines may share one address).
+  // The trainers' rendezvous lives on machine 0, where trainer rank 0 listens on all of its
+  // interfaces. The default is the first port past every server port of the file, so that it
+  // cannot meet a server even when several ip_config lines are one host (127.0.0.1, 127.0.0.2).
   int coordinator_port = o.coordinator_port;
   if (coordinator_port == 0) {
-    for (const MachineEntry& m : ms) {
-      if (m.ip == ms[0].ip) coordinator_port = std::max(coordinator_port, m.port + S);
-    }
+    for (const MachineEntry& m : ms) coordinator_port = std::max(coordinator_port, m.port + S);
     if (coordinator_port > 65535) {
       return absl::InvalidArgumentError(StrCat(
-          "the default coordinator port (after machine 0's server ports) would be ",
+          "the default coordinator port (after the highest server port) would be ",
           coordinator_port, ", past 65535; give --coordinator-port"));
     }
   }
   for (int k = 0; k < M; ++k) {
-    if (ms[k].ip == ms[0].ip && coordinator_port >= ms[k].port && coordinator_port < ms[k].port + S) {
+    // Machines on machine 0's host: its own address, or every local machine when it is local.
+    const bool same_host = ms[k].ip == ms[0].ip || (!in.remote[0] && !in.remote[k]);
+    if (same_host && coordinator_port >= ms[k].port && coordinator_port < ms[k].port + S) {
       return absl::InvalidArgumentError(StrCat(
           "--coordinator-port ", coordinator_port, " is a server port of machine ", k, " (",
-          ms[k].ip, " ports ", ms[k].port, "..", ms[k].port + S - 1, ")"));
+          ms[k].ip, " ports ", ms[k].port, "..", ms[k].port + S - 1,
+          "), on the same host as machine 0 where the trainers' rendezvous listens"));
     }
   }
 

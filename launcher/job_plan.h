@@ -77,7 +77,8 @@ absl::Status CheckMachinesMatchPartitions(size_t num_machines, const std::string
                                           int num_parts, const std::string& part_config_path);
 
 // Builds the plan. Errors: machine/partition count mismatch, server ports past 65535, two
-// machines on one address with overlapping server ports, a coordinator port in use by a server.
+// machines on one address with overlapping server ports, a coordinator port that is a server
+// port on machine 0's host.
 absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& in);
 
 // Reads ip_config and the partition config (relative paths under the workspace), decides which

@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   args.AddInt("num-omp-threads", &o.num_omp_threads,
               "trainers' OMP_NUM_THREADS (0 = max(1, cores / 2 / trainers))");
   args.AddInt("coordinator-port", &o.coordinator_port,
-              "port of the trainers' rendezvous on machine 0 (0 = first port after its servers)");
+              "port of the trainers' rendezvous on machine 0 (0 = first port after every server port)");
   std::string extra_env_help;  // --extra-env is taken out below so that it can repeat
   args.AddString("extra-env", &extra_env_help,
                  "NAME=VALUE for every process; repeat it, or separate with commas");

@@ -29,7 +29,7 @@ struct LaunchOptions {
   std::string server_bin;        // "" = fanout-server next to fanout-launch (or in PATH)
   int num_server_threads = 0;    // fanout-server --num-threads; 0 = the server's default
   int num_omp_threads = 0;       // trainers' OMP_NUM_THREADS; 0 = max(1, cores / 2 / trainers)
-  int coordinator_port = 0;      // 0 = the first port after machine 0's server ports
+  int coordinator_port = 0;      // 0 = the first port after the highest server port
   std::vector<std::string> extra_env;  // "NAME=VALUE" for every process, after the launcher's own
   std::string job_id;            // "" = <date>-<time>-<launcher pid>
 

@@ -63,7 +63,7 @@ TEST(JobPlan, TrainerEnvironmentIsTheContract) {
   auto plan = BuildJobPlan(o, Inputs());
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_EQ(plan->trainers.size(), 4u);
-  EXPECT_EQ(plan->coordinator, "10.0.0.1:30052");  // after machine 0's two server ports
+  EXPECT_EQ(plan->coordinator, "10.0.0.1:31002");  // past every server port of the file
   const ProcessSpec& t = plan->trainers[3];
   EXPECT_EQ(t.Label(), "m1 trainer 1");
   EXPECT_EQ(t.global_rank, 3);
@@ -73,7 +73,7 @@ TEST(JobPlan, TrainerEnvironmentIsTheContract) {
                                  "FANOUT_IP_CONFIG=/ws/ip_config.txt", "FANOUT_NUM_MACHINES=2",
                                  "FANOUT_MACHINE_ID=1", "FANOUT_NUM_SERVERS=2", "FANOUT_NUM_TRAINERS=2",
                                  "FANOUT_NUM_SAMPLERS=3", "FANOUT_LOCAL_RANK=1", "FANOUT_RANK=3",
-                                 "FANOUT_WORLD_SIZE=4", "FANOUT_COORDINATOR=10.0.0.1:30052",
+                                 "FANOUT_WORLD_SIZE=4", "FANOUT_COORDINATOR=10.0.0.1:31002",
                                  "OMP_NUM_THREADS=4",  // 16 cores / 2 / 2 trainers
                                  "GLOO_SOCKET_IFNAME=eth0"));
   for (int r = 0; r < 4; ++r) {
@@ -174,7 +174,24 @@ TEST(JobPlan, PortErrors) {
   plan = BuildJobPlan(o, in);
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().message(),
-            "--coordinator-port 30053 is a server port of machine 1 (10.0.0.1 ports 30052..30053)");
+            "--coordinator-port 30053 is a server port of machine 1 (10.0.0.1 ports 30052..30053), on "
+            "the same host as machine 0 where the trainers' rendezvous listens");
+  // Two local machines are one host even on different addresses (trainer rank 0 listens on all
+  // interfaces).
+  in.machines = {{"127.0.0.1", 30050, 1}, {"127.0.0.2", 30060, 2}};
+  in.remote = {false, false};
+  o.coordinator_port = 30061;
+  EXPECT_FALSE(BuildJobPlan(o, in).ok());
+  o.coordinator_port = 0;
+  plan = BuildJobPlan(o, in);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_EQ(plan->coordinator, "127.0.0.1:30062");
+  // Another host may use the port.
+  in.machines = {{"10.0.0.1", 30050, 1}, {"10.0.0.2", 30060, 2}};
+  in.remote = {false, true};
+  EXPECT_TRUE(BuildJobPlan(o, in).ok());
+  in = Inputs();
+  in.machines = {{"10.0.0.1", 30050, 1}, {"10.0.0.1", 30052, 2}};
   o.coordinator_port = 29000;
   plan = BuildJobPlan(o, in);
   ASSERT_TRUE(plan.ok());
