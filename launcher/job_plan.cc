@@ -151,7 +151,7 @@ std::string RemoteScript(const std::string& workspace, const std::vector<std::st
   return StrCat(
       "cd ", ShellQuote(workspace), " || exit 126\n",
       "exec 3<&0 </dev/null\n",
-      ShellJoin(run), " &\n",
+      ShellJoin(run), " 3<&- &\n",
       "child=$!\n",
       "setsid sh -c 'while read -r _; do :; done; kill -TERM -$1 2>/dev/null; sleep ", grace,
       "; kill -KILL -$1 2>/dev/null' watch \"$child\" <&3 >/dev/null 2>&1 &\n",

@@ -127,7 +127,7 @@ TEST(JobPlan, RemoteMachinesRunOverSsh) {
   EXPECT_THAT(script, HasSubstr("cd /ws || exit 126\n"));
   EXPECT_THAT(script, HasSubstr("setsid env FANOUT_JOB_ID=job7 FANOUT_PART_CONFIG=/ws/parts/graph.json"));
   EXPECT_THAT(script, HasSubstr("FANOUT_RANK=2 "));
-  EXPECT_THAT(script, HasSubstr(" fanout-train --model sage &\n"));
+  EXPECT_THAT(script, HasSubstr(" fanout-train --model sage 3<&- &\n"));
   EXPECT_THAT(script, HasSubstr("sleep 5;"));  // the remote SIGTERM-to-SIGKILL grace
 
   o.ssh_user.clear();
