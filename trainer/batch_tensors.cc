@@ -1,6 +1,7 @@
 #include "trainer/batch_tensors.h"
 
-#include <ATen/ATen.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
 
 #include <cstring>
 #include <memory>

@@ -1,6 +1,6 @@
 #include "trainer/c10d_backend.h"
 
-#include <ATen/ATen.h>
+#include <ATen/ops/ones.h>
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/socket.h>

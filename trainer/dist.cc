@@ -1,6 +1,9 @@
 #include "trainer/dist.h"
 
-#include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/tensor.h>
 
 #include <charconv>
 #include <cstdlib>

@@ -1,7 +1,15 @@
 #include "trainer/models.h"
 
-#include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/ops/bincount.h>
+#include <ATen/ops/dropout.h>
+#include <ATen/ops/elu.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/leaky_relu.h>
+#include <ATen/ops/linear.h>
+#include <ATen/ops/relu.h>
+#include <ATen/ops/segment_reduce.h>
+#include <ATen/ops/zeros.h>
 
 #include <cmath>
 #include <string>

@@ -1,8 +1,7 @@
 #include "trainer/torch_util.h"
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
-#include <torch/cuda.h>
-#include <torch/utils.h>
 
 #include <charconv>
 #include <new>
@@ -33,7 +32,7 @@ absl::StatusOr<c10::Device> ParseDevice(std::string_view spec) {
 }
 
 int CudaDeviceCount() {
-  return torch::cuda::is_available() ? static_cast<int>(torch::cuda::device_count()) : 0;
+  return at::hasCUDA() ? static_cast<int>(at::getNumGPUs()) : 0;
 }
 
 absl::Status SetIntraOpThreads(int n) {
@@ -46,7 +45,7 @@ absl::Status SetIntraOpThreads(int n) {
 
 int IntraOpThreads() { return at::get_num_threads(); }
 
-void SeedTorch(uint64_t seed) { torch::manual_seed(seed); }
+void SeedTorch(uint64_t seed) { at::manual_seed(seed); }
 
 absl::Status TorchErrorToStatus(std::string_view what, const c10::Error& e) {
   std::string message = core::StrCat(what, ": ", e.what_without_backtrace());
