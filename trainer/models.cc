@@ -140,10 +140,14 @@ class GatConv : public torch::nn::Module {
 
   at::Tensor Forward(const BlockTensors& b, const at::Tensor& h) {
     CheckLayerInput(b, h, in_, "gat layer");
-    const at::Tensor z =
-        at::linear(Dropout(h, dropout_, is_training()), fc_).view({b.num_src, heads_, out_});
-    const at::Tensor el = (z * attn_l_.unsqueeze(0)).sum(-1);                          // [S, H]
-    const at::Tensor er = (z.narrow(0, 0, b.num_dst) * attn_r_.unsqueeze(0)).sum(-1);  // [D, H]
+    const at::Tensor x = Dropout(h, dropout_, is_training());
+    const at::Tensor z = at::linear(x, fc_).view({b.num_src, heads_, out_});
+    // <z_u, attn_l> = x_u . (fc^T attn_l) per head: projecting the attention vectors through fc
+    // once costs [heads, in] instead of a pass over every z.
+    const at::Tensor fc = fc_.view({heads_, out_, in_});
+    const at::Tensor el = at::linear(x, (fc * attn_l_.unsqueeze(-1)).sum(1));  // [S, H]
+    const at::Tensor er =
+        at::linear(x.narrow(0, 0, b.num_dst), (fc * attn_r_.unsqueeze(-1)).sum(1));  // [D, H]
     const at::Tensor bias = bias_.view({1, heads_, out_});
     if (b.num_edges() == 0) return at::zeros({b.num_dst, heads_, out_}, z.options()) + bias;
     const at::Tensor e =

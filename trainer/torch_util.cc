@@ -31,9 +31,7 @@ absl::StatusOr<c10::Device> ParseDevice(std::string_view spec) {
   return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
-int CudaDeviceCount() {
-  return at::hasCUDA() ? static_cast<int>(at::getNumGPUs()) : 0;
-}
+int CudaDeviceCount() { return at::hasCUDA() ? static_cast<int>(at::getNumGPUs()) : 0; }
 
 absl::Status SetIntraOpThreads(int n) {
   if (n < 1) {

@@ -36,7 +36,8 @@ absl::Status EnvInt(const char* name, int* out) {
   if (v.empty()) return absl::OkStatus();
   int64_t x = 0;
   if (!core::ParseInt64(v, &x) || x < 0 || x > (1 << 30)) {
-    return absl::InvalidArgumentError(StrCat("environment variable ", name, "='", v, "' is not a count"));
+    return absl::InvalidArgumentError(
+        StrCat("environment variable ", name, "='", v, "' is not a count"));
   }
   *out = static_cast<int>(x);
   return absl::OkStatus();
@@ -50,22 +51,26 @@ std::string SelfDir() {
 }
 
 // Servers from --servers, else from the ip_config (machine k = partition k, server s on PORT+s).
-absl::StatusOr<sampler::ServerMap> ResolveServers(const std::string& servers, const std::string& ip_config,
-                                                  int num_servers, int num_parts) {
+absl::StatusOr<sampler::ServerMap> ResolveServers(const std::string& servers,
+                                                  const std::string& ip_config, int num_servers,
+                                                  int num_parts) {
   if (!servers.empty()) return sampler::ParseServerList(servers, num_parts);
   sampler::ServerMap map;
   map.addresses.resize(num_parts);
   if (ip_config.empty()) {
     if (num_parts == 1) return map;  // the single partition is read from its files
-    return absl::InvalidArgumentError("--servers or --ip-config (FANOUT_IP_CONFIG) is needed to reach the other partitions");
+    return absl::InvalidArgumentError(
+        "--servers or --ip-config (FANOUT_IP_CONFIG) is needed to reach the other partitions");
   }
   ASSIGN_OR_RETURN(auto machines, launcher::LoadIpConfig(ip_config));
   if (static_cast<int>(machines.size()) != num_parts) {
-    return absl::InvalidArgumentError(StrCat(ip_config, " lists ", machines.size(), " machines but the graph has ",
-                                             num_parts, " partitions; machine k serves partition k"));
+    return absl::InvalidArgumentError(StrCat(ip_config, " lists ", machines.size(),
+                                             " machines but the graph has ", num_parts,
+                                             " partitions; machine k serves partition k"));
   }
   for (int k = 0; k < num_parts; ++k) {
-    for (int s = 0; s < num_servers; ++s) map.addresses[k].push_back(launcher::HostPort(machines[k].ip, machines[k].port + s));
+    for (int s = 0; s < num_servers; ++s)
+      map.addresses[k].push_back(launcher::HostPort(machines[k].ip, machines[k].port + s));
   }
   return map;
 }
@@ -77,8 +82,10 @@ int Main(int argc, char** argv) {
   double deadline = 60, comm_timeout = 300;
   int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   o.part_config = Env("FANOUT_PART_CONFIG");
-  for (auto [name, out] : {std::pair{"FANOUT_NUM_SERVERS", &num_servers}, {"FANOUT_NUM_TRAINERS", &o.trainers_per_machine},
-                           {"FANOUT_NUM_SAMPLERS", &o.num_samplers}, {"FANOUT_MACHINE_ID", &machine_id}}) {
+  for (auto [name, out] : {std::pair{"FANOUT_NUM_SERVERS", &num_servers},
+                           {"FANOUT_NUM_TRAINERS", &o.trainers_per_machine},
+                           {"FANOUT_NUM_SAMPLERS", &o.num_samplers},
+                           {"FANOUT_MACHINE_ID", &machine_id}}) {
     if (absl::Status s = EnvInt(name, out); !s.ok()) {
       std::fprintf(stderr, "fanout-train: error: %s\n", std::string(s.message()).c_str());
       return 2;
@@ -87,17 +94,23 @@ int Main(int argc, char** argv) {
   o.sampler_binary = SelfDir() + "fanout-sampler";
   o.intra_op_threads = std::max(1, hw / std::max(1, o.trainers_per_machine));
 
-  core::ArgParser args("fanout-train", "[--part-config FILE] [flags]   (usually started by fanout-launch)");
+  core::ArgParser args("fanout-train",
+                       "[--part-config FILE] [flags]   (usually started by fanout-launch)");
   args.SetDescription(
-      "Trains a GNN (GraphSAGE, GCN or GAT) on a partitioned graph with neighbour-sampled mini-batches;\n"
+      "Trains a GNN (GraphSAGE, GCN or GAT) on a partitioned graph with neighbour-sampled "
+      "mini-batches;\n"
       "gradients are averaged across every trainer of the job (Gloo on CPU, NCCL on GPU).\n\n");
-  args.AddString("part-config", &o.part_config, "the <name>.json written by fanout-partition [FANOUT_PART_CONFIG]");
-  args.AddString("ip-config", &ip_config, "machines of the job; finds the servers [FANOUT_IP_CONFIG]");
+  args.AddString("part-config", &o.part_config,
+                 "the <name>.json written by fanout-partition [FANOUT_PART_CONFIG]");
+  args.AddString("ip-config", &ip_config,
+                 "machines of the job; finds the servers [FANOUT_IP_CONFIG]");
   args.AddInt("num-servers", &num_servers, "servers per machine [FANOUT_NUM_SERVERS]");
   args.AddString("servers", &servers, "PART=HOST:PORT,... instead of --ip-config");
-  args.AddInt("machine-id", &machine_id, "this machine's partition, read from its files "
-                                         "[FANOUT_MACHINE_ID; default rank / trainers per machine]");
-  args.AddInt("num-trainers", &o.trainers_per_machine, "trainers per machine [FANOUT_NUM_TRAINERS]");
+  args.AddInt("machine-id", &machine_id,
+              "this machine's partition, read from its files "
+              "[FANOUT_MACHINE_ID; default rank / trainers per machine]");
+  args.AddInt("num-trainers", &o.trainers_per_machine,
+              "trainers per machine [FANOUT_NUM_TRAINERS]");
   args.AddChoice("model", &model, {"sage", "gcn", "gat"}, "the GNN");
   args.AddInt("hidden", &o.model.hidden, "hidden width (per head for gat)");
   args.AddInt("heads", &o.model.heads, "gat attention heads");
@@ -106,7 +119,8 @@ int Main(int argc, char** argv) {
   args.AddDouble("weight-decay", &o.weight_decay, "Adam weight decay");
   args.AddInt("epochs", &o.epochs, "epochs to train");
   args.AddInt("batch-size", &o.batch_size, "seeds per mini-batch per trainer");
-  args.AddIntList("fanouts", &o.fanouts, "neighbours per layer, input layer first (-1 = all); sets the layer count");
+  args.AddIntList("fanouts", &o.fanouts,
+                  "neighbours per layer, input layer first (-1 = all); sets the layer count");
   args.AddIntList("eval-fanouts", &o.eval_fanouts, "fanouts for evaluation (default: --fanouts)");
   args.AddInt("eval-batch-size", &o.eval_batch_size, "seeds per evaluation batch");
   args.AddInt("eval-every", &o.eval_every, "validate every N epochs (0: only after the last)");
@@ -114,26 +128,35 @@ int Main(int argc, char** argv) {
   args.AddString("device", &o.device, "cpu or cuda:K");
   args.AddString("feature-field", &o.feature_field, "node field of input features");
   args.AddString("label-field", &o.label_field, "node field of labels");
-  args.AddInt("num-samplers", &o.num_samplers, "sampler processes per trainer; 0 = sample in-process [FANOUT_NUM_SAMPLERS]");
+  args.AddInt("num-samplers", &o.num_samplers,
+              "sampler processes per trainer; 0 = sample in-process [FANOUT_NUM_SAMPLERS]");
   args.AddInt("sampler-threads", &o.sampler_threads, "sampling threads when --num-samplers is 0");
   args.AddInt("prefetch", &o.prefetch, "mini-batches made ahead");
   args.AddString("sampler-bin", &o.sampler_binary, "the fanout-sampler program");
-  args.AddInt("threads", &o.intra_op_threads, "LibTorch intra-op threads (default: cores / trainers per machine)");
+  args.AddInt("threads", &o.intra_op_threads,
+              "LibTorch intra-op threads (default: cores / trainers per machine)");
   args.AddDouble("deadline", &deadline, "seconds allowed per server call");
-  args.AddDouble("comm-timeout", &comm_timeout, "seconds a collective may wait for the other trainers");
+  args.AddDouble("comm-timeout", &comm_timeout,
+                 "seconds a collective may wait for the other trainers");
   args.AddInt("log-every", &o.log_every, "print a line every N steps (0: per epoch only)");
   args.AddString("metrics-file", &o.metrics_file, "JSON-lines metrics (rank 0)");
-  args.AddString("checkpoint-dir", &o.checkpoint_dir, "best.pt (rank 0) and last.rank<r>.pt after every epoch");
+  args.AddString("checkpoint-dir", &o.checkpoint_dir,
+                 "best.pt (rank 0) and last.rank<r>.pt after every epoch");
   args.AddBool("resume", &o.resume, "continue from --checkpoint-dir's last state");
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
 
-  if (o.part_config.empty()) return args.Fail(absl::InvalidArgumentError("--part-config (or FANOUT_PART_CONFIG) is required"));
-  if (o.resume && o.checkpoint_dir.empty()) return args.Fail(absl::InvalidArgumentError("--resume needs --checkpoint-dir"));
-  if (o.epochs < 1) return args.Fail(absl::InvalidArgumentError(StrCat("--epochs must be >= 1, got ", o.epochs)));
+  if (o.part_config.empty())
+    return args.Fail(
+        absl::InvalidArgumentError("--part-config (or FANOUT_PART_CONFIG) is required"));
+  if (o.resume && o.checkpoint_dir.empty())
+    return args.Fail(absl::InvalidArgumentError("--resume needs --checkpoint-dir"));
+  if (o.epochs < 1)
+    return args.Fail(absl::InvalidArgumentError(StrCat("--epochs must be >= 1, got ", o.epochs)));
   if (o.trainers_per_machine < 1 || num_servers < 1) {
     return args.Fail(absl::InvalidArgumentError("--num-trainers and --num-servers must be >= 1"));
   }
-  if (o.intra_op_threads < 1) return args.Fail(absl::InvalidArgumentError("--threads must be >= 1"));
+  if (o.intra_op_threads < 1)
+    return args.Fail(absl::InvalidArgumentError("--threads must be >= 1"));
   auto model_kind = trainer::ParseModelKind(model);
   if (!model_kind.ok()) return args.Fail(model_kind.status());
   o.model.model = *model_kind;
@@ -152,7 +175,8 @@ int Main(int argc, char** argv) {
 
   auto result = trainer::RunTraining(o);
   if (!result.ok()) {
-    return args.Fail(absl::Status(result.status().code(), StrCat("rank ", o.dist.rank, ": ", result.status().message())));
+    return args.Fail(absl::Status(result.status().code(),
+                                  StrCat("rank ", o.dist.rank, ": ", result.status().message())));
   }
   return 0;
 }

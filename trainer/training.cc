@@ -29,14 +29,17 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 // Where an epoch's time went, summed over its steps (seconds).
 struct Breakdown {
-  double sample = 0;     // producer time sampling blocks and labels (overlaps training when prefetched)
-  double fetch = 0;      // producer time gathering input features
-  double wait = 0;       // trainer idle, waiting for the next batch
-  double copy = 0;       // mini-batch -> tensors (and to the device)
+  double sample =
+      0;             // producer time sampling blocks and labels (overlaps training when prefetched)
+  double fetch = 0;  // producer time gathering input features
+  double wait = 0;   // trainer idle, waiting for the next batch
+  double copy = 0;   // mini-batch -> tensors (and to the device)
   double forward = 0;
   double backward = 0;
   double allreduce = 0;  // gradient synchronisation
@@ -45,8 +48,8 @@ struct Breakdown {
 
 // All IDs whose mask row is set, split among the ranks with SplitSeeds (every rank then holds a
 // disjoint share; together they cover the mask exactly once).
-absl::StatusOr<std::vector<int64_t>> RankShare(const sampler::DistGraph& g, const std::string& mask, int tpm,
-                                               int rank, int64_t* total) {
+absl::StatusOr<std::vector<int64_t>> RankShare(const sampler::DistGraph& g, const std::string& mask,
+                                               int tpm, int rank, int64_t* total) {
   ASSIGN_OR_RETURN(std::string bytes, g.PullWholeNodeField(mask));
   std::vector<int64_t> ids = sampler::MaskToIds(bytes);
   *total = static_cast<int64_t>(ids.size());
@@ -115,9 +118,9 @@ void Job::Metrics(const nlohmann::json& j) {
 absl::Status Job::Setup() {
   ASSIGN_OR_RETURN(core::PartitionConfig config, core::LoadPartitionConfig(o_.part_config));
   if (o_.dist.world_size != config.num_parts * o_.trainers_per_machine) {
-    return absl::InvalidArgumentError(StrCat("world size ", o_.dist.world_size, " != ", config.num_parts,
-                                             " partitions (machines) x ", o_.trainers_per_machine,
-                                             " trainers per machine; partition config ", o_.part_config));
+    return absl::InvalidArgumentError(StrCat(
+        "world size ", o_.dist.world_size, " != ", config.num_parts, " partitions (machines) x ",
+        o_.trainers_per_machine, " trainers per machine; partition config ", o_.part_config));
   }
   ASSIGN_OR_RETURN(device_, ParseDevice(o_.device));
   RETURN_IF_ERROR(SetIntraOpThreads(o_.intra_op_threads));
@@ -128,8 +131,8 @@ absl::Status Job::Setup() {
   int64_t in_dim = 1;
   for (int64_t d : feat.row_shape) in_dim *= d;
   if (config.num_classes <= 0) {
-    return absl::FailedPreconditionError(StrCat("partition config ", o_.part_config,
-                                                " records no num_classes: the dataset has no labels"));
+    return absl::FailedPreconditionError(StrCat(
+        "partition config ", o_.part_config, " records no num_classes: the dataset has no labels"));
   }
   ModelOptions mo = o_.model;
   mo.in_dim = in_dim;
@@ -137,8 +140,9 @@ absl::Status Job::Setup() {
   mo.num_layers = static_cast<int64_t>(o_.fanouts.size());
   RETURN_IF_ERROR(ValidateModelOptions(mo));
   if (!o_.eval_fanouts.empty() && o_.eval_fanouts.size() != o_.fanouts.size()) {
-    return absl::InvalidArgumentError(StrCat("--eval-fanouts has ", o_.eval_fanouts.size(), " layers, --fanouts ",
-                                             o_.fanouts.size(), "; they must match"));
+    return absl::InvalidArgumentError(StrCat("--eval-fanouts has ", o_.eval_fanouts.size(),
+                                             " layers, --fanouts ", o_.fanouts.size(),
+                                             "; they must match"));
   }
 
   const int rank = o_.dist.rank, tpm = o_.trainers_per_machine;
@@ -147,7 +151,8 @@ absl::Status Job::Setup() {
   ASSIGN_OR_RETURN(test_, RankShare(*graph_, o_.test_mask, tpm, rank, &test_total_));
   if (train_total_ < o_.dist.world_size) {
     return absl::FailedPreconditionError(StrCat("field '", o_.train_mask, "' marks ", train_total_,
-                                                " training nodes, fewer than the ", o_.dist.world_size, " trainers"));
+                                                " training nodes, fewer than the ",
+                                                o_.dist.world_size, " trainers"));
   }
 
   // Join the other trainers, then start from rank 0's parameters.
@@ -158,24 +163,28 @@ absl::Status Job::Setup() {
   ASSIGN_OR_RETURN(model_, MakeModel(mo, o_.seed));
   RETURN_IF_ERROR(CatchTorch("moving the model", [&] { model_->to(device_); }));
   RETURN_IF_ERROR(BroadcastParameters(*comm_, model_->parameters()));
-  opt_ = std::make_unique<torch::optim::Adam>(model_->parameters(),
-                                              torch::optim::AdamOptions(o_.lr).weight_decay(o_.weight_decay));
+  opt_ = std::make_unique<torch::optim::Adam>(
+      model_->parameters(), torch::optim::AdamOptions(o_.lr).weight_decay(o_.weight_decay));
   sync_ = std::make_unique<GradientSynchronizer>(model_->parameters());
   if (lead() && !o_.metrics_file.empty()) {
     metrics_.open(o_.metrics_file, o_.resume ? std::ios::app : std::ios::trunc);
-    if (!metrics_) return absl::PermissionDeniedError(StrCat("cannot write metrics file ", o_.metrics_file));
+    if (!metrics_)
+      return absl::PermissionDeniedError(StrCat("cannot write metrics file ", o_.metrics_file));
   }
   if (!o_.checkpoint_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(o_.checkpoint_dir, ec);
-    if (ec) return absl::PermissionDeniedError(StrCat("cannot create checkpoint folder ", o_.checkpoint_dir, ": ", ec.message()));
+    if (ec)
+      return absl::PermissionDeniedError(
+          StrCat("cannot create checkpoint folder ", o_.checkpoint_dir, ": ", ec.message()));
   }
   if (lead()) {
-    Log(StrCat("fanout-train: graph '", config.graph_name, "' (", config.num_nodes, " nodes, ", config.num_parts,
-               " partitions), ", o_.dist.world_size, " trainer(s); ", ModelKindName(mo.model), " ", mo.num_layers,
-               " layers, hidden ", mo.hidden, ", ", in_dim, " -> ", mo.num_classes, " classes; fanouts ",
-               core::StrJoin(o_.fanouts, ","), ", batch ", o_.batch_size, "; train/val/test ", train_total_, "/",
-               val_total_, "/", test_total_, "; ", o_.num_samplers, " sampler process(es) per trainer; ",
+    Log(StrCat("fanout-train: graph '", config.graph_name, "' (", config.num_nodes, " nodes, ",
+               config.num_parts, " partitions), ", o_.dist.world_size, " trainer(s); ",
+               ModelKindName(mo.model), " ", mo.num_layers, " layers, hidden ", mo.hidden, ", ",
+               in_dim, " -> ", mo.num_classes, " classes; fanouts ", core::StrJoin(o_.fanouts, ","),
+               ", batch ", o_.batch_size, "; train/val/test ", train_total_, "/", val_total_, "/",
+               test_total_, "; ", o_.num_samplers, " sampler process(es) per trainer; ",
                o_.intra_op_threads, " intra-op thread(s); device ", o_.device));
   }
   return absl::OkStatus();
@@ -194,8 +203,8 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader& loader, int64_t epoch) {
     auto t0 = Clock::now();
     ASSIGN_OR_RETURN(sampler::MiniBatch mb, loader.Next());
     if (mb.epoch != epoch || mb.step != step) {
-      return absl::InternalError(StrCat("loader gave epoch ", mb.epoch, " step ", mb.step, ", expected ", epoch,
-                                        " step ", step));
+      return absl::InternalError(StrCat("loader gave epoch ", mb.epoch, " step ", mb.step,
+                                        ", expected ", epoch, " step ", step));
     }
     t.wait += Since(t0);
     t.sample += mb.sample_seconds;
@@ -221,8 +230,9 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader& loader, int64_t epoch) {
     t0 = Clock::now();
     absl::Status synced = sync_->AllReduceMean(*comm_);
     if (!synced.ok()) {
-      return absl::Status(synced.code(), StrCat("gradient all-reduce at epoch ", epoch, " step ", step,
-                                                " (a trainer is gone or stuck?): ", synced.message()));
+      return absl::Status(synced.code(),
+                          StrCat("gradient all-reduce at epoch ", epoch, " step ", step,
+                                 " (a trainer is gone or stuck?): ", synced.message()));
     }
     t.allreduce += Since(t0);
     t0 = Clock::now();
@@ -235,7 +245,8 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader& loader, int64_t epoch) {
     correct += c;
     count += n;
     if (lead() && o_.log_every > 0 && (step + 1) % o_.log_every == 0) {
-      Log(StrCat("epoch ", epoch, " step ", step + 1, "/", steps, " | loss ", l, " | acc ", c / std::max(1.0, n)));
+      Log(StrCat("epoch ", epoch, " step ", step + 1, "/", steps, " | loss ", l, " | acc ",
+                 c / std::max(1.0, n)));
     }
   }
   const double epoch_s = Since(start);
@@ -243,24 +254,38 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader& loader, int64_t epoch) {
   const double loss = sums[0] / std::max(1.0, sums[2]), acc = sums[1] / std::max(1.0, sums[2]);
   const double seeds_per_s = sums[2] / std::max(1e-9, epoch_s);
   double val_acc = -1;
-  const bool eval_now = o_.eval_every > 0 && ((epoch + 1) % o_.eval_every == 0 || epoch + 1 == o_.epochs);
+  const bool eval_now =
+      o_.eval_every > 0 && ((epoch + 1) % o_.eval_every == 0 || epoch + 1 == o_.epochs);
   if (eval_now && val_total_ > 0) {
     ASSIGN_OR_RETURN(val_acc, Evaluate(val_, epoch, "validation"));
   }
   if (lead()) {
+    char val_text[32] = "-";
+    if (val_acc >= 0) std::snprintf(val_text, sizeof(val_text), "%.4f", val_acc);
     char line[512];
-    std::snprintf(line, sizeof(line),
-                  "epoch %lld | loss %.4f | train acc %.4f | val acc %s | %.2f s (sample %.2f, fetch %.2f, wait %.2f, "
-                  "copy %.2f, forward %.2f, backward %.2f, all-reduce %.2f, update %.2f) | %.0f seeds/s",
-                  static_cast<long long>(epoch), loss, acc, val_acc < 0 ? "-" : StrCat(val_acc).substr(0, 6).c_str(),
-                  epoch_s, t.sample, t.fetch, t.wait, t.copy, t.forward, t.backward, t.allreduce, t.update,
-                  seeds_per_s);
+    std::snprintf(
+        line, sizeof(line),
+        "epoch %lld | loss %.4f | train acc %.4f | val acc %s | %.2f s (sample %.2f, fetch %.2f, "
+        "wait %.2f, "
+        "copy %.2f, forward %.2f, backward %.2f, all-reduce %.2f, update %.2f) | %.0f seeds/s",
+        static_cast<long long>(epoch), loss, acc, val_text, epoch_s, t.sample, t.fetch, t.wait,
+        t.copy, t.forward, t.backward, t.allreduce, t.update, seeds_per_s);
     Log(line);
-    nlohmann::json j = {{"event", "epoch"}, {"epoch", epoch}, {"loss", loss}, {"train_acc", acc},
-                        {"epoch_seconds", epoch_s}, {"sample_seconds", t.sample}, {"fetch_seconds", t.fetch},
-                        {"wait_seconds", t.wait}, {"copy_seconds", t.copy}, {"forward_seconds", t.forward},
-                        {"backward_seconds", t.backward}, {"allreduce_seconds", t.allreduce},
-                        {"update_seconds", t.update}, {"steps", steps}, {"seeds_per_second", seeds_per_s},
+    nlohmann::json j = {{"event", "epoch"},
+                        {"epoch", epoch},
+                        {"loss", loss},
+                        {"train_acc", acc},
+                        {"epoch_seconds", epoch_s},
+                        {"sample_seconds", t.sample},
+                        {"fetch_seconds", t.fetch},
+                        {"wait_seconds", t.wait},
+                        {"copy_seconds", t.copy},
+                        {"forward_seconds", t.forward},
+                        {"backward_seconds", t.backward},
+                        {"allreduce_seconds", t.allreduce},
+                        {"update_seconds", t.update},
+                        {"steps", steps},
+                        {"seeds_per_second", seeds_per_s},
                         {"world_size", comm_->world_size()}};
     if (val_acc >= 0) j["val_acc"] = val_acc;
     Metrics(j);
@@ -271,7 +296,8 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader& loader, int64_t epoch) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<double> Job::Evaluate(const std::vector<int64_t>& ids, int64_t epoch, const char* what) {
+absl::StatusOr<double> Job::Evaluate(const std::vector<int64_t>& ids, int64_t epoch,
+                                     const char* what) {
   double correct = 0, count = 0;
   if (!ids.empty()) {
     sampler::SamplerOptions so;
@@ -296,7 +322,11 @@ absl::StatusOr<double> Job::Evaluate(const std::vector<int64_t>& ids, int64_t ep
       ASSIGN_OR_RETURN(sampler::MiniBatch mb, loader->Next());
       ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb, to));
       ASSIGN_OR_RETURN(double c, CatchTorch(StrCat(what, " forward"), [&] {
-                         return model_->Forward(bt.blocks, bt.features).argmax(1).eq(bt.labels).sum().item<double>();
+                         return model_->Forward(bt.blocks, bt.features)
+                             .argmax(1)
+                             .eq(bt.labels)
+                             .sum()
+                             .item<double>();
                        }));
       correct += c;
       count += static_cast<double>(mb.seeds.size());
@@ -341,7 +371,8 @@ absl::Status Job::SaveLast(int64_t epoch) {
 absl::StatusOr<int64_t> Job::Resume() {
   const std::string path = LastCheckpoint(o_);
   if (!std::filesystem::exists(path)) {
-    return absl::NotFoundError(StrCat("--resume: no checkpoint ", path, " (written after each epoch with --checkpoint-dir)"));
+    return absl::NotFoundError(StrCat("--resume: no checkpoint ", path,
+                                      " (written after each epoch with --checkpoint-dir)"));
   }
   int64_t epoch = -1;
   RETURN_IF_ERROR(CatchTorch(StrCat("loading checkpoint ", path), [&] {
@@ -358,17 +389,20 @@ absl::StatusOr<int64_t> Job::Resume() {
     ar.read("best_epoch", best_epoch);
     epoch = e.item<int64_t>();
     if (seed.item<int64_t>() != static_cast<int64_t>(o_.seed)) {
-      throw std::runtime_error(StrCat("it was written with --seed ", seed.item<int64_t>(), ", this run has --seed ",
-                                      o_.seed, "; resume with the same seed"));
+      throw std::runtime_error(StrCat("it was written with --seed ", seed.item<int64_t>(),
+                                      ", this run has --seed ", o_.seed,
+                                      "; resume with the same seed"));
     }
     result_.best_val_acc = best.item<double>();
     result_.best_epoch = best_epoch.item<int64_t>();
   }));
   // Every rank must resume from the same epoch.
-  ASSIGN_OR_RETURN(std::vector<double> sums, AllReduceSum(*comm_, {static_cast<double>(epoch), 1.0}));
+  ASSIGN_OR_RETURN(std::vector<double> sums,
+                   AllReduceSum(*comm_, {static_cast<double>(epoch), 1.0}));
   if (sums[0] != static_cast<double>(epoch) * sums[1]) {
-    return absl::FailedPreconditionError(StrCat("--resume: rank ", comm_->rank(), "'s checkpoint ", path,
-                                                " is at epoch ", epoch, " but other ranks' are not"));
+    return absl::FailedPreconditionError(StrCat("--resume: rank ", comm_->rank(), "'s checkpoint ",
+                                                path, " is at epoch ", epoch,
+                                                " but other ranks' are not"));
   }
   if (lead()) Log(StrCat("fanout-train: resumed from ", path, " after epoch ", epoch));
   return epoch + 1;
@@ -398,7 +432,8 @@ absl::StatusOr<TrainResult> Job::Run() {
     lo.sampler_binary = o_.sampler_binary;
     lo.part_config_path = o_.part_config;
     ASSIGN_OR_RETURN(auto loader, sampler::MakeBatchLoader(graph_.get(), o_.graph, so, train_, lo));
-    for (int64_t epoch = first; epoch < o_.epochs; ++epoch) RETURN_IF_ERROR(TrainEpoch(*loader, epoch));
+    for (int64_t epoch = first; epoch < o_.epochs; ++epoch)
+      RETURN_IF_ERROR(TrainEpoch(*loader, epoch));
   }
   // Test: the final model, and the best-validation one (the usual model selection).
   ASSIGN_OR_RETURN(result_.final_test_acc, Evaluate(test_, o_.epochs, "test"));
@@ -422,11 +457,19 @@ absl::StatusOr<TrainResult> Job::Run() {
     ASSIGN_OR_RETURN(result_.test_acc, Evaluate(test_, o_.epochs, "test"));
   }
   if (lead()) {
-    Log(StrCat("fanout-train: test accuracy ", result_.test_acc, " (model of epoch ", result_.best_epoch,
-               ", best validation accuracy ", result_.best_val_acc, "); final model's test accuracy ",
-               result_.final_test_acc));
-    Metrics({{"event", "test"}, {"test_acc", result_.test_acc}, {"final_test_acc", result_.final_test_acc},
-             {"best_val_acc", result_.best_val_acc}, {"best_epoch", result_.best_epoch}});
+    char line[256];
+    std::snprintf(
+        line, sizeof(line),
+        "fanout-train: test accuracy %.4f (model of epoch %lld, best validation accuracy %.4f); "
+        "final model's test accuracy %.4f",
+        result_.test_acc, static_cast<long long>(result_.best_epoch), result_.best_val_acc,
+        result_.final_test_acc);
+    Log(line);
+    Metrics({{"event", "test"},
+             {"test_acc", result_.test_acc},
+             {"final_test_acc", result_.final_test_acc},
+             {"best_val_acc", result_.best_val_acc},
+             {"best_epoch", result_.best_epoch}});
   }
   RETURN_IF_ERROR(comm_->Barrier());
   return result_;

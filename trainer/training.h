@@ -17,22 +17,22 @@ namespace fanout::trainer {
 
 struct TrainOptions {
   // The graph and where this rank sits.
-  std::string part_config;            // <name>.json
-  sampler::DistGraphOptions graph;    // machine (local partition), servers, client deadline
-  int trainers_per_machine = 1;       // T: world_size must be num_parts * T
-  DistOptions dist;                   // rank, world size, coordinator, backend, timeout
+  std::string part_config;          // <name>.json
+  sampler::DistGraphOptions graph;  // machine (local partition), servers, client deadline
+  int trainers_per_machine = 1;     // T: world_size must be num_parts * T
+  DistOptions dist;                 // rank, world size, coordinator, backend, timeout
 
   // Model and optimisation.
-  ModelOptions model;                 // in_dim / num_classes are taken from the graph
-  std::string device = "cpu";         // "cpu" or "cuda:K"
-  double lr = 0.003;                  // Adam
+  ModelOptions model;          // in_dim / num_classes are taken from the graph
+  std::string device = "cpu";  // "cpu" or "cuda:K"
+  double lr = 0.003;           // Adam
   double weight_decay = 0;
   int64_t epochs = 10;
   int64_t batch_size = 1024;
-  std::vector<int64_t> fanouts = {10, 25};   // input layer first (DGL); one per layer
-  std::vector<int64_t> eval_fanouts;         // empty: same as fanouts
+  std::vector<int64_t> fanouts = {10, 25};  // input layer first (DGL); one per layer
+  std::vector<int64_t> eval_fanouts;        // empty: same as fanouts
   int64_t eval_batch_size = 4096;
-  int64_t eval_every = 1;             // validation every N epochs (0: only at the end)
+  int64_t eval_every = 1;  // validation every N epochs (0: only at the end)
   uint64_t seed = 0;
 
   // Data.
@@ -40,25 +40,25 @@ struct TrainOptions {
   std::string train_mask = "train_mask", val_mask = "val_mask", test_mask = "test_mask";
 
   // Sampling pipeline.
-  int num_samplers = 0;               // sampler processes; 0 = threads in this process
-  int sampler_threads = 1;            // sampling threads when num_samplers = 0
-  int prefetch = 2;                   // batches made ahead
-  std::string sampler_binary;         // fanout-sampler (num_samplers > 0)
+  int num_samplers = 0;        // sampler processes; 0 = threads in this process
+  int sampler_threads = 1;     // sampling threads when num_samplers = 0
+  int prefetch = 2;            // batches made ahead
+  std::string sampler_binary;  // fanout-sampler (num_samplers > 0)
 
   // Threads, output, checkpoints.
-  int intra_op_threads = 1;           // LibTorch's intra-op pool (its default here is 1)
-  int64_t log_every = 0;              // per-step line every N steps (0: none)
-  std::string metrics_file;           // JSON lines ("" = none)
-  std::string checkpoint_dir;         // best.pt + last.rank<r>.pt ("" = no checkpoints)
-  bool resume = false;                // continue from checkpoint_dir/last.rank<r>.pt
+  int intra_op_threads = 1;    // LibTorch's intra-op pool (its default here is 1)
+  int64_t log_every = 0;       // per-step line every N steps (0: none)
+  std::string metrics_file;    // JSON lines ("" = none)
+  std::string checkpoint_dir;  // best.pt + last.rank<r>.pt ("" = no checkpoints)
+  bool resume = false;         // continue from checkpoint_dir/last.rank<r>.pt
 };
 
 struct TrainResult {
   int64_t epochs_run = 0;
-  double best_val_acc = -1;           // -1 when never evaluated
+  double best_val_acc = -1;  // -1 when never evaluated
   int64_t best_epoch = -1;
-  double test_acc = -1;               // of the best-validation model (the final one without val)
-  double final_test_acc = -1;         // of the model after the last epoch
+  double test_acc = -1;        // of the best-validation model (the final one without val)
+  double final_test_acc = -1;  // of the model after the last epoch
 };
 
 // Runs the whole job for this rank. Every rank of the job must call it with the same options
