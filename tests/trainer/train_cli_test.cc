@@ -1,0 +1,270 @@
+// fanout-train as users run it: real trainer processes (two ranks over Gloo on loopback) against
+// graph servers, checkpoints and --resume, the metrics file, a dead peer, and GraphSAGE accuracy
+// on Cora (../shared/data, skipped when absent) with 1 and 2 partitions.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <thread>
+
+#include "core/strings.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tests/testing/server_cluster.h"
+#include "tests/testing/testing.h"
+
+extern char** environ;
+
+namespace fanout {
+namespace {
+
+namespace fs = std::filesystem;
+using core::StrCat;
+using Clock = std::chrono::steady_clock;
+
+// A child process with extra environment, stdout+stderr on a pipe we read line by line.
+class Proc {
+ public:
+  Proc(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+    int p[2];
+    EXPECT_EQ(pipe2(p, O_CLOEXEC), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+    std::vector<std::string> envs;
+    for (char** e = environ; *e != nullptr; ++e) envs.push_back(*e);
+    envs.insert(envs.end(), env.begin(), env.end());
+    std::vector<char*> argv, envp;
+    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    for (auto& e : envs) envp.push_back(const_cast<char*>(e.c_str()));
+    argv.push_back(nullptr);
+    envp.push_back(nullptr);
+    EXPECT_EQ(posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), envp.data()), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    close(p[1]);
+    fd_ = p[0];
+  }
+  ~Proc() {
+    if (pid_ > 0 && !done_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    close(fd_);
+  }
+  pid_t pid() const { return pid_; }
+  // Reads output until `pattern` appears or `seconds` pass; true when it appeared.
+  bool WaitFor(const std::string& pattern, double seconds) {
+    const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+    while (out_.find(pattern) == std::string::npos) {
+      const int ms = static_cast<int>(std::chrono::duration<double, std::milli>(end - Clock::now()).count());
+      if (ms <= 0 || !ReadSome(ms)) return out_.find(pattern) != std::string::npos;
+    }
+    return true;
+  }
+  // Reads everything and waits for the exit; returns the exit code (128 + signal when killed).
+  int Finish(double seconds = 300) {
+    const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+    while (true) {
+      const int ms = static_cast<int>(std::chrono::duration<double, std::milli>(end - Clock::now()).count());
+      if (ms <= 0 || !ReadSome(ms)) break;
+    }
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    done_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  const std::string& output() const { return out_; }
+
+ private:
+  bool ReadSome(int timeout_ms) {
+    pollfd pfd{fd_, POLLIN, 0};
+    if (poll(&pfd, 1, timeout_ms) <= 0) return false;
+    char buf[4096];
+    ssize_t n = read(fd_, buf, sizeof(buf));
+    if (n <= 0) return false;
+    out_.append(buf, n);
+    return true;
+  }
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  bool done_ = false;
+  std::string out_;
+};
+
+// A port nothing listens on now (the kernel's pick for a throwaway socket).
+int FreePort() {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  close(s);
+  return ntohs(a.sin_port);
+}
+
+// Every rank of a job as a process, with the environment fanout-launch would give it.
+std::vector<std::unique_ptr<Proc>> StartRanks(int world, const std::vector<std::string>& args) {
+  const std::string coord = StrCat("127.0.0.1:", FreePort());
+  std::vector<std::unique_ptr<Proc>> ranks;
+  for (int r = 0; r < world; ++r) {
+    std::vector<std::string> a = {FANOUT_TRAIN_BIN};
+    a.insert(a.end(), args.begin(), args.end());
+    ranks.push_back(std::make_unique<Proc>(
+        a, std::vector<std::string>{StrCat("FANOUT_RANK=", r), StrCat("FANOUT_WORLD_SIZE=", world),
+                                    StrCat("FANOUT_COORDINATOR=", coord)}));
+  }
+  return ranks;
+}
+
+std::vector<nlohmann::json> ReadJsonLines(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream f(path);
+  for (std::string line; std::getline(f, line);) {
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  }
+  return out;
+}
+
+class TrainCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_path_ = testing::PartitionRandom(dir_, {.num_nodes = 600, .num_edges = 4000, .feat_dim = 8}, 2);
+    ASSERT_FALSE(config_path_.empty());
+    cluster_.Start(config_path_);
+  }
+  std::vector<std::string> Args(int epochs) const {
+    return {"--part-config", config_path_, "--servers", cluster_.ServerList(), "--fanouts", "5,5", "--hidden", "16",
+            "--batch-size", "32", "--epochs", std::to_string(epochs), "--threads", "1", "--seed", "3",
+            "--comm-timeout", "10", "--deadline", "10"};
+  }
+  testing::TempDir dir_;
+  std::string config_path_;
+  testing::ServerCluster cluster_;
+};
+
+TEST_F(TrainCliTest, TwoRanksTrainWriteMetricsAndCheckpointsAndResume) {
+  const std::string ckpt = dir_.Sub("ckpt"), metrics = dir_.Sub("metrics.jsonl");
+  auto args = Args(2);
+  args.insert(args.end(), {"--checkpoint-dir", ckpt, "--metrics-file", metrics, "--num-samplers", "1"});
+  auto ranks = StartRanks(2, args);
+  ASSERT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();
+  ASSERT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
+  const std::string out = ranks[0]->output();
+  EXPECT_NE(out.find("2 trainer(s)"), std::string::npos) << out;
+  EXPECT_NE(out.find("epoch 0 | loss"), std::string::npos) << out;
+  EXPECT_NE(out.find("epoch 1 | loss"), std::string::npos) << out;
+  EXPECT_NE(out.find("all-reduce"), std::string::npos) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("test accuracy [01]\\.[0-9]{4}"))) << out;
+  EXPECT_EQ(ranks[1]->output().find("epoch 0 | loss"), std::string::npos) << "only rank 0 reports epochs";
+  for (const char* f : {"best.pt", "last.rank0.pt", "last.rank1.pt"}) {
+    EXPECT_TRUE(fs::exists(ckpt + "/" + f)) << f;
+  }
+  auto lines = ReadJsonLines(metrics);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0]["event"], "epoch");
+  EXPECT_EQ(lines[1]["epoch"], 1);
+  for (const char* k : {"loss", "train_acc", "val_acc", "epoch_seconds", "sample_seconds", "fetch_seconds",
+                        "forward_seconds", "backward_seconds", "allreduce_seconds", "wait_seconds",
+                        "seeds_per_second"}) {
+    EXPECT_TRUE(lines[1].contains(k)) << k;
+  }
+  EXPECT_EQ(lines[2]["event"], "test");
+
+  // --resume runs only the epochs left, from the saved state.
+  args = Args(3);
+  args.insert(args.end(), {"--checkpoint-dir", ckpt, "--metrics-file", metrics, "--resume"});
+  ranks = StartRanks(2, args);
+  ASSERT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();
+  ASSERT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
+  EXPECT_NE(ranks[0]->output().find("resumed from"), std::string::npos) << ranks[0]->output();
+  EXPECT_EQ(ranks[0]->output().find("epoch 1 | loss"), std::string::npos) << ranks[0]->output();
+  EXPECT_NE(ranks[0]->output().find("epoch 2 | loss"), std::string::npos) << ranks[0]->output();
+  EXPECT_EQ(ReadJsonLines(metrics).size(), 5u) << "appended, not truncated";
+}
+
+TEST_F(TrainCliTest, DeadPeerEndsTheRunWithinTheTimeout) {
+  auto ranks = StartRanks(2, Args(500));
+  ASSERT_TRUE(ranks[0]->WaitFor("epoch 0 | loss", 120)) << ranks[0]->output();
+  kill(ranks[1]->pid(), SIGKILL);
+  const auto t0 = Clock::now();
+  const int code = ranks[0]->Finish(60);
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_EQ(code, 1) << ranks[0]->output();
+  EXPECT_LT(s, 30) << "bounded by --comm-timeout 10";
+  EXPECT_NE(ranks[0]->output().find("fanout-train: error: rank 0:"), std::string::npos) << ranks[0]->output();
+}
+
+TEST_F(TrainCliTest, BadSetupIsRefusedClearly) {
+  auto run = [&](std::vector<std::string> args, std::vector<std::string> env = {}) {
+    args.insert(args.begin(), FANOUT_TRAIN_BIN);
+    Proc p(args, env);
+    int code = p.Finish(60);
+    return std::make_pair(code, p.output());
+  };
+  auto [code, out] = run({"--epochs", "1"});
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("--part-config"), std::string::npos) << out;
+  std::tie(code, out) = run({"--part-config", config_path_, "--servers", cluster_.ServerList()},
+                            {"FANOUT_RANK=0", "FANOUT_WORLD_SIZE=3", "FANOUT_COORDINATOR=127.0.0.1:1"});
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("world size 3 != 2 partitions"), std::string::npos) << out;
+  std::tie(code, out) = run({"--part-config", config_path_, "--servers", "0=127.0.0.1:1,1=127.0.0.1:1",
+                             "--machine-id", "0", "--deadline", "2"},
+                            {"FANOUT_RANK=0", "FANOUT_WORLD_SIZE=2", "FANOUT_COORDINATOR=127.0.0.1:1"});
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("partition 1 server 127.0.0.1:1"), std::string::npos) << out;
+  std::tie(code, out) = run({"--part-config", config_path_, "--servers", cluster_.ServerList(), "--model", "rnn"});
+  EXPECT_EQ(code, 2);
+  EXPECT_NE(out.find("--model"), std::string::npos) << out;
+}
+
+// GraphSAGE on Cora (planetoid split, reverse edges): 2 partitions x 1 trainer against 1 x 1,
+// three fixed seeds each. The measured numbers are in docs/benchmarks.md.
+TEST(CoraAccuracyTest, TwoPartitionsMatchOnePartition) {
+  const std::string root = testing::SharedDataDir();
+  if (root.empty() || !fs::exists(root + "/cora/raw/edge.csv.gz")) GTEST_SKIP() << "../shared/data/cora not present";
+  testing::TempDir dir;
+  std::vector<double> mean(3, 0);
+  for (int parts : {1, 2}) {
+    const std::string out = dir.Sub(StrCat("p", parts));
+    std::string err;
+    ASSERT_EQ(testing::RunProcess({FANOUT_PARTITION_BIN, "--input", root + "/cora", "--num-parts",
+                                   std::to_string(parts), "--out", out, "--add-reverse-edges", "--graph-name", "cora"},
+                                  nullptr, &err),
+              0)
+        << err;
+    testing::ServerCluster cluster;
+    cluster.Start(out + "/cora.json");
+    for (int seed : {0, 1, 2}) {
+      auto ranks = StartRanks(parts, {"--part-config", out + "/cora.json", "--servers", cluster.ServerList(),
+                                      "--fanouts", "10,10", "--hidden", "64", "--lr", "0.01", "--weight-decay", "5e-4",
+                                      "--batch-size", "32", "--epochs", "60", "--eval-fanouts", "-1,-1", "--threads",
+                                      "1", "--seed", std::to_string(seed)});
+      for (int r = parts - 1; r >= 0; --r) ASSERT_EQ(ranks[r]->Finish(), 0) << ranks[r]->output();
+      std::smatch m;
+      const std::string text = ranks[0]->output();
+      ASSERT_TRUE(std::regex_search(text, m, std::regex("test accuracy ([0-9.]+)"))) << text;
+      mean[parts] += std::stod(m[1]) / 3;
+    }
+  }
+  std::printf("Cora GraphSAGE test accuracy, mean of 3 seeds: 1 partition %.4f, 2 partitions %.4f\n", mean[1], mean[2]);
+  EXPECT_GE(mean[2], 0.78);
+  EXPECT_NEAR(mean[2], mean[1], 0.02);
+}
+
+}  // namespace
+}  // namespace fanout
