@@ -92,7 +92,12 @@ int Main(int argc, char** argv) {
     }
   }
   o.sampler_binary = SelfDir() + "fanout-sampler";
+  // LibTorch's pool size: OMP_NUM_THREADS when the launcher (or the user) set it, else this
+  // trainer's share of the cores. Debian's LibTorch would otherwise start with 1.
   o.intra_op_threads = std::max(1, hw / std::max(1, o.trainers_per_machine));
+  if (absl::Status s = EnvInt("OMP_NUM_THREADS", &o.intra_op_threads); !s.ok() || o.intra_op_threads < 1) {
+    o.intra_op_threads = std::max(1, hw / std::max(1, o.trainers_per_machine));
+  }
 
   core::ArgParser args("fanout-train",
                        "[--part-config FILE] [flags]   (usually started by fanout-launch)");
