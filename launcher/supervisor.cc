@@ -86,7 +86,7 @@ int JobSupervisor::Run() {
   guard_.emplace(std::move(*guard));
   launcher_log_fd_ = open((fs::path(options_.log_dir) / "fanout-launch.log").c_str(),
                           O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  const size_t M = plan_.machines.size();
+  const size_t M = std::max<size_t>(plan_.machines.size(), 1);
   Say(StrCat("job ", plan_.job_id, ": ", M, " machine", M == 1 ? "" : "s", ", ",
              plan_.servers.size() / M, " server(s) and ", plan_.trainers.size() / M,
              " trainer(s) each; logs in ", options_.log_dir));
