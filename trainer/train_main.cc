@@ -128,7 +128,8 @@ int Main(int argc, char** argv) {
                   "neighbours per layer, input layer first (-1 = all); sets the layer count");
   args.AddIntList("eval-fanouts", &o.eval_fanouts, "fanouts for evaluation (default: --fanouts)");
   args.AddInt("eval-batch-size", &o.eval_batch_size, "seeds per evaluation batch");
-  args.AddInt("eval-every", &o.eval_every, "validate every N epochs (0: only after the last)");
+  args.AddInt("eval-every", &o.eval_every, "validate every N epochs, and after the last (0: never)");
+  args.AddBool("test", &o.test, "report test accuracy after the last epoch (--no-test: skip)");
   args.AddUint("seed", &o.seed, "seed of every random choice (init, shuffles, sampling, dropout)");
   args.AddString("device", &o.device, "cpu or cuda:K");
   args.AddString("feature-field", &o.feature_field, "node field of input features");

@@ -435,6 +435,10 @@ absl::StatusOr<TrainResult> Job::Run() {
     for (int64_t epoch = first; epoch < o_.epochs; ++epoch)
       RETURN_IF_ERROR(TrainEpoch(*loader, epoch));
   }
+  if (!o_.test) {
+    RETURN_IF_ERROR(comm_->Barrier());
+    return result_;
+  }
   // Test: the final model, and the best-validation one (the usual model selection).
   ASSIGN_OR_RETURN(result_.final_test_acc, Evaluate(test_, o_.epochs, "test"));
   result_.test_acc = result_.final_test_acc;

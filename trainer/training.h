@@ -32,7 +32,8 @@ struct TrainOptions {
   std::vector<int64_t> fanouts = {10, 25};  // input layer first (DGL); one per layer
   std::vector<int64_t> eval_fanouts;        // empty: same as fanouts
   int64_t eval_batch_size = 4096;
-  int64_t eval_every = 1;  // validation every N epochs (0: only at the end)
+  int64_t eval_every = 1;  // validation every N epochs, and after the last (0: never)
+  bool test = true;        // test accuracy after the last epoch
   uint64_t seed = 0;
 
   // Data.
