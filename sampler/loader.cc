@@ -100,9 +100,10 @@ std::string DescribeExit(int status) {
   return "stopped";
 }
 
-// N fanout-sampler children; child i makes batches i, i + N, ... and sends each as a memfd over
-// a SOCK_SEQPACKET socket, at most `prefetch` ahead of the acknowledgements (one byte per batch
-// taken) it reads back.
+// N fanout-sampler children; child i makes batches i, i + N, ... and sends each in one of its
+// reusable memfds over a SOCK_SEQPACKET socket, at most `prefetch` ahead of the batches taken.
+// When the trainer lets go of a batch (the last reference to its features), its slot goes back
+// to the child, which then rewrites it instead of allocating a new file.
 class ProcessLoader final : public BatchLoader {
  public:
   static absl::StatusOr<std::unique_ptr<ProcessLoader>> Start(const DistGraph* graph, const DistGraphOptions& go,
@@ -172,9 +173,7 @@ class ProcessLoader final : public BatchLoader {
   }
 
   ~ProcessLoader() override {
-    for (Child& c : children_) {
-      if (c.sock >= 0) close(c.sock);  // the child sees EOF and exits
-    }
+    for (Child& c : children_) c.sock.reset();  // the child sees EOF (once no batch holds it) and exits
     for (Child& c : children_) {
       if (c.pid > 0 && !c.reaped) {
         kill(c.pid, SIGTERM);
@@ -191,7 +190,8 @@ class ProcessLoader final : public BatchLoader {
     const int64_t g = consumed_;
     Child& c = children_[g % children_.size()];
     const std::string who = StrCat("sampler process ", g % children_.size(), " (pid ", c.pid, ")");
-    pollfd pfd{c.sock, POLLIN, 0};
+    const int sock = c.sock->fd;
+    pollfd pfd{sock, POLLIN, 0};
     int r;
     do {
       r = poll(&pfd, 1, static_cast<int>(options_.batch_timeout_seconds * 1000));
@@ -199,10 +199,10 @@ class ProcessLoader final : public BatchLoader {
     if (r == 0) {
       return absl::DeadlineExceededError(StrCat(who, " made no batch in ", options_.batch_timeout_seconds, " s"));
     }
-    int64_t index = -1;
+    int64_t index = -1, slot = -1;
     int fd = -1;
     bool closed = false;
-    absl::Status s = ReceiveMessage(c.sock, &index, &fd, &closed);
+    absl::Status s = ReceiveMessage(sock, &index, &slot, &fd, &closed);
     if (!s.ok()) {
       if (fd >= 0) close(fd);
       if (closed) {
@@ -217,11 +217,13 @@ class ProcessLoader final : public BatchLoader {
       close(fd);
       return absl::InternalError(StrCat(who, " sent batch ", index, " when batch ", g, " was due"));
     }
-    auto mb = ReadShmBatch(fd);
+    // The slot goes back when the batch's memory is let go, from whichever thread does it; the
+    // channel outlives the loader while batches are held.
+    std::shared_ptr<Channel> channel = c.sock;
+    auto mb = ReadShmBatch(fd, [channel, slot] { SendRelease(channel->fd, slot); });
     close(fd);
     if (!mb.ok()) return absl::Status(mb.status().code(), StrCat(who, ": ", mb.status().message()));
-    const char ack = 1;
-    if (write(c.sock, &ack, 1) != 1 && g + static_cast<int64_t>(children_.size()) < total_) {
+    if (!SendTaken(sock) && g + static_cast<int64_t>(children_.size()) < total_) {
       return absl::UnavailableError(StrCat(who, " stopped reading: ", std::strerror(errno)));
     }
     ++consumed_;
@@ -229,9 +231,16 @@ class ProcessLoader final : public BatchLoader {
   }
 
  private:
+  // The trainer's end of a sampler's socket; closed when the loader and every batch still held
+  // have let go of it.
+  struct Channel {
+    int fd = -1;
+    explicit Channel(int f) : fd(f) {}
+    ~Channel() { close(fd); }
+  };
   struct Child {
     pid_t pid = -1;
-    int sock = -1;
+    std::shared_ptr<Channel> sock;
     bool reaped = false;
   };
   explicit ProcessLoader(LoaderOptions lo) : options_(std::move(lo)) {}
@@ -263,7 +272,7 @@ class ProcessLoader final : public BatchLoader {
       _exit(127);
     }
     close(sv[1]);
-    children_.push_back(Child{pid, sv[0]});
+    children_.push_back(Child{pid, std::make_shared<Channel>(sv[0])});
     return absl::OkStatus();
   }
 

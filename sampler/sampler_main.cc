@@ -1,9 +1,10 @@
 // fanout-sampler: one sampler process of a trainer. The trainer starts it (sampler/loader.cc)
 // with a SOCK_SEQPACKET socket on --socket-fd and its seed list in a memfd on --seeds-fd; it
 // makes batches --index, --index + N, ... of epochs [--first-epoch, + --num-epochs), each in a
-// shared-memory file whose descriptor it sends over the socket, never more than --prefetch
-// ahead of the trainer's acknowledgements. It exits when done, or as soon as the trainer closes
-// the socket (or dies: parent-death signal). It is not meant to be started by hand.
+// reusable shared-memory file whose descriptor it sends over the socket, at most --prefetch
+// ahead of the batches the trainer has taken; a file is rewritten once the trainer has let go of
+// the batch in it. It exits when done, or as soon as the trainer closes the socket (or dies:
+// parent-death signal). It is not meant to be started by hand.
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -26,16 +27,6 @@
 namespace {
 
 using fanout::core::StrCat;
-
-// Reads one acknowledgement byte; false when the trainer has gone.
-bool WaitForCredit(int sock) {
-  char b;
-  ssize_t n;
-  do {
-    n = read(sock, &b, 1);
-  } while (n < 0 && errno == EINTR);
-  return n == 1;
-}
 
 }  // namespace
 
@@ -105,30 +96,48 @@ int main(int argc, char** argv) {
   sampler::MiniBatchSampler mbs(graph->get(), so, std::move(seeds));
   const int64_t steps = mbs.steps_per_epoch(), total = steps * num_epochs;
 
+  // Reusable batch files: a free one is rewritten; when the trainer holds them all, another is
+  // opened. At most `prefetch` batches are sent ahead of the ones taken.
+  std::vector<sampler::ShmSlot> slots;
+  std::vector<int64_t> free_slots;
   int64_t outstanding = 0;
+  auto handle = [&](int64_t message) {
+    if (message == sampler::kBatchTaken) {
+      --outstanding;
+    } else if (message >= 0 && message < static_cast<int64_t>(slots.size())) {
+      free_slots.push_back(message);
+    }
+  };
   for (int64_t g = index; g < total; g += num_samplers) {
     while (outstanding >= prefetch) {
-      if (!WaitForCredit(socket_fd)) return 0;  // the trainer stopped: not an error here
-      --outstanding;
+      const int64_t message = sampler::ReadTrainerMessage(socket_fd);
+      if (message == -1) return 0;  // the trainer stopped: not an error here
+      handle(message);
     }
+    if (free_slots.empty()) {
+      free_slots.push_back(static_cast<int64_t>(slots.size()));
+      slots.emplace_back();
+    }
+    const int64_t slot = free_slots.back();
+    free_slots.pop_back();
     const int64_t epoch = first_epoch + g / steps, step = g % steps;
     auto mb = mbs.SampleBlocks(epoch, step);
     if (!mb.ok()) return fail(absl::Status(mb.status().code(), StrCat("epoch ", epoch, " step ", step, ": ",
                                                                        mb.status().message())));
     const int64_t rows = static_cast<int64_t>(mb->input_nodes().size());
-    auto w = sampler::ShmBatchWriter::Create(*mb, rows, mbs.feature_dim());
-    if (!w.ok()) return fail(w.status());
+    auto features = slots[slot].Write(*mb, rows, mbs.feature_dim());
+    if (!features.ok()) return fail(features.status());
     const auto fetch_start = std::chrono::steady_clock::now();
-    if (absl::Status s = mbs.FetchFeatures(mb->input_nodes(), w->features()); !s.ok()) {
+    if (absl::Status s = mbs.FetchFeatures(mb->input_nodes(), *features); !s.ok()) {
       return fail(absl::Status(s.code(), StrCat("epoch ", epoch, " step ", step, ": ", s.message())));
     }
-    w->SetFetchSeconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - fetch_start).count());
-    if (!sampler::SendBatch(socket_fd, g, w->fd()).ok()) return 0;  // the trainer has gone
+    slots[slot].SetFetchSeconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - fetch_start).count());
+    if (!sampler::SendBatch(socket_fd, g, slot, slots[slot].fd()).ok()) return 0;  // the trainer has gone
     ++outstanding;
   }
   // Stay until the trainer has taken everything (or closes), so our exit is never mistaken for a
   // failure while batches are still queued.
-  while (WaitForCredit(socket_fd)) {
+  while (sampler::ReadTrainerMessage(socket_fd) != -1) {
   }
   return 0;
 }

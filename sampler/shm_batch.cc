@@ -65,19 +65,25 @@ absl::Status Errno(const std::string& what) { return absl::InternalError(StrCat(
 
 }  // namespace
 
-absl::StatusOr<ShmBatchWriter> ShmBatchWriter::Create(const MiniBatch& mb, int64_t rows, int64_t cols) {
+absl::StatusOr<float*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t cols) {
   Layout l = Plan(HeaderOf(mb, rows, cols));
-  ShmBatchWriter w;
-  w.fd_ = memfd_create("fanout-batch", MFD_CLOEXEC);
-  if (w.fd_ < 0) return Errno("memfd_create");
-  if (ftruncate(w.fd_, static_cast<off_t>(l.size)) != 0) return Errno(StrCat("sizing a ", l.size, "-byte batch file"));
-  w.size_ = l.size;
-  w.map_ = mmap(nullptr, l.size, PROT_READ | PROT_WRITE, MAP_SHARED, w.fd_, 0);
-  if (w.map_ == MAP_FAILED) {
-    w.map_ = nullptr;
-    return Errno("mapping a batch file");
+  if (fd_ < 0) {
+    fd_ = memfd_create("fanout-batch", MFD_CLOEXEC);
+    if (fd_ < 0) return Errno("memfd_create");
   }
-  char* base = static_cast<char*>(w.map_);
+  if (l.size > capacity_) {
+    // Grow with headroom, so batches a little larger than the last do not remap every time.
+    const size_t want = l.size + l.size / 4;
+    if (map_ != nullptr) munmap(map_, capacity_);
+    map_ = nullptr;
+    capacity_ = 0;
+    if (ftruncate(fd_, static_cast<off_t>(want)) != 0) return Errno(StrCat("sizing a ", want, "-byte batch file"));
+    void* m = mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+    if (m == MAP_FAILED) return Errno("mapping a batch file");
+    map_ = m;
+    capacity_ = want;
+  }
+  char* base = static_cast<char*>(map_);
   size_t at = 0;
   auto put = [&](const int64_t* data, size_t n) {
     if (n > 0) std::memcpy(base + at, data, n * 8);
@@ -92,33 +98,36 @@ absl::StatusOr<ShmBatchWriter> ShmBatchWriter::Create(const MiniBatch& mb, int64
     put(b.indices.data(), b.indices.size());
     put(b.eids.data(), b.eids.size());
   }
-  w.features_ = reinterpret_cast<float*>(base + at);
-  return w;
+  return reinterpret_cast<float*>(base + at);
 }
 
-void ShmBatchWriter::SetFetchSeconds(double seconds) {
+void ShmSlot::SetFetchSeconds(double seconds) {
   static_cast<int64_t*>(map_)[9] = static_cast<int64_t>(seconds * 1e9);
 }
 
-ShmBatchWriter::ShmBatchWriter(ShmBatchWriter&& o) noexcept
-    : fd_(o.fd_), map_(o.map_), size_(o.size_), features_(o.features_) {
+ShmSlot::ShmSlot(ShmSlot&& o) noexcept : fd_(o.fd_), map_(o.map_), capacity_(o.capacity_) {
   o.fd_ = -1;
   o.map_ = nullptr;
+  o.capacity_ = 0;
 }
 
-ShmBatchWriter::~ShmBatchWriter() {
-  if (map_ != nullptr) munmap(map_, size_);
+ShmSlot::~ShmSlot() {
+  if (map_ != nullptr) munmap(map_, capacity_);
   if (fd_ >= 0) close(fd_);
 }
 
-absl::StatusOr<MiniBatch> ReadShmBatch(int fd) {
+absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release) {
   struct stat st;
   if (fstat(fd, &st) != 0) return Errno("fstat on a batch file");
   const size_t file_size = static_cast<size_t>(st.st_size);
   if (file_size < kFixed * 8) return absl::DataLossError(StrCat("batch file of ", file_size, " bytes has no header"));
-  void* map = mmap(nullptr, file_size, PROT_READ, MAP_SHARED, fd, 0);
+  // MAP_POPULATE: map every page in one call rather than one fault per 4 KiB on first touch.
+  void* map = mmap(nullptr, file_size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (map == MAP_FAILED) return Errno("mapping a batch file");
-  std::shared_ptr<const void> owner(map, [file_size](const void* p) { munmap(const_cast<void*>(p), file_size); });
+  std::shared_ptr<const void> owner(map, [file_size, release = std::move(on_release)](const void* p) {
+    munmap(const_cast<void*>(p), file_size);
+    if (release) release();
+  });
   const auto* h = static_cast<const int64_t*>(map);
   const int64_t layers = h[3];
   if (h[0] != kMagic || layers < 0 || layers > 64 || file_size < static_cast<size_t>(kFixed + 3 * layers) * 8) {
@@ -129,7 +138,7 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd) {
     if (v < 0) return absl::DataLossError("batch file has a negative count");
   }
   Layout l = Plan(header);
-  if (l.size != file_size) {
+  if (l.size > file_size) {
     return absl::DataLossError(StrCat("batch file is ", file_size, " bytes; its header describes ", l.size));
   }
   const char* base = static_cast<const char*>(map);
@@ -190,10 +199,11 @@ absl::Status SendAll(int sock, const void* data, size_t n, int fd) {
 
 }  // namespace
 
-absl::Status SendBatch(int sock, int64_t index, int fd) {
+absl::Status SendBatch(int sock, int64_t index, int64_t slot, int fd) {
   SamplerMessage m;
   m.kind = SamplerMessage::kBatch;
   m.index = index;
+  m.code = slot;
   return SendAll(sock, &m, sizeof(m), fd);
 }
 
@@ -209,7 +219,7 @@ absl::Status SendError(int sock, int64_t index, const absl::Status& error) {
   return SendAll(sock, buf.data(), buf.size(), -1);
 }
 
-absl::Status ReceiveMessage(int sock, int64_t* index, int* fd, bool* closed) {
+absl::Status ReceiveMessage(int sock, int64_t* index, int64_t* slot, int* fd, bool* closed) {
   *fd = -1;
   *closed = false;
   char buf[sizeof(SamplerMessage) + 4096];
@@ -241,7 +251,21 @@ absl::Status ReceiveMessage(int sock, int64_t* index, int* fd, bool* closed) {
     return absl::Status(static_cast<absl::StatusCode>(m.code), text);
   }
   if (m.kind != SamplerMessage::kBatch || *fd < 0) return absl::DataLossError("malformed message from a sampler");
+  *slot = m.code;
   return absl::OkStatus();
+}
+
+bool SendRelease(int sock, int64_t slot) { return send(sock, &slot, sizeof(slot), MSG_NOSIGNAL) == sizeof(slot); }
+
+bool SendTaken(int sock) { return SendRelease(sock, kBatchTaken); }
+
+int64_t ReadTrainerMessage(int sock) {
+  int64_t slot = -1;
+  ssize_t n;
+  do {
+    n = read(sock, &slot, sizeof(slot));
+  } while (n < 0 && errno == EINTR);
+  return n == sizeof(slot) ? slot : -1;
 }
 
 }  // namespace fanout::sampler

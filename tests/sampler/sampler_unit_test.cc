@@ -99,20 +99,23 @@ MiniBatch HandMadeBatch() {
   return mb;
 }
 
-TEST(ShmBatchTest, RoundTripsThroughAMemfdAndASocket) {
+TEST(ShmBatchTest, RoundTripsThroughAMemfdAndASocketAndIsReused) {
   MiniBatch mb = HandMadeBatch();
-  auto w = ShmBatchWriter::Create(mb, 5, 3);
-  ASSERT_TRUE(w.ok()) << w.status();
-  for (int i = 0; i < 15; ++i) w->features()[i] = 0.5f * i;
+  ShmSlot slot;
+  auto features = slot.Write(mb, 5, 3);
+  ASSERT_TRUE(features.ok()) << features.status();
+  for (int i = 0; i < 15; ++i) (*features)[i] = 0.5f * i;
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
-  ASSERT_TRUE(SendBatch(sv[0], 77, w->fd()).ok());
-  int64_t index = -1;
+  ASSERT_TRUE(SendBatch(sv[0], 77, 4, slot.fd()).ok());
+  int64_t index = -1, slot_id = -1;
   int fd = -1;
   bool closed = false;
-  ASSERT_TRUE(ReceiveMessage(sv[1], &index, &fd, &closed).ok());
+  ASSERT_TRUE(ReceiveMessage(sv[1], &index, &slot_id, &fd, &closed).ok());
   EXPECT_EQ(index, 77);
-  auto back = ReadShmBatch(fd);
+  EXPECT_EQ(slot_id, 4);
+  bool released = false;
+  auto back = ReadShmBatch(fd, [&] { released = SendRelease(sv[1], 4); });
   close(fd);
   ASSERT_TRUE(back.ok()) << back.status();
   mb.features = back->features;  // compare everything else field by field
@@ -120,23 +123,43 @@ TEST(ShmBatchTest, RoundTripsThroughAMemfdAndASocket) {
   ASSERT_EQ(back->features.rows, 5);
   ASSERT_EQ(back->features.cols, 3);
   for (int i = 0; i < 15; ++i) EXPECT_EQ(back->features.data[i], 0.5f * i);
+  mb.features = {};
+  EXPECT_FALSE(released);
+  *back = MiniBatch();  // the last reference to the mapping goes: the slot is released
+  EXPECT_TRUE(released);
+  EXPECT_EQ(ReadTrainerMessage(sv[0]), 4);
+  ASSERT_TRUE(SendTaken(sv[1]));
+  EXPECT_EQ(ReadTrainerMessage(sv[0]), kBatchTaken);
+
+  // The slot is rewritten in place with a larger batch (the file grows).
+  MiniBatch big = HandMadeBatch();
+  big.step = 10;
+  auto f2 = slot.Write(big, 5, 300);
+  ASSERT_TRUE(f2.ok());
+  for (int i = 0; i < 1500; ++i) (*f2)[i] = 1.0f * i;
+  auto again = ReadShmBatch(slot.fd());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->step, 10);
+  EXPECT_EQ(again->features.cols, 300);
+  EXPECT_EQ(again->features.data[1499], 1499.0f);
 
   // An error travels as a status with its code and text.
   ASSERT_TRUE(SendError(sv[0], 3, absl::UnavailableError("partition 1 server x:1: down")).ok());
-  absl::Status s = ReceiveMessage(sv[1], &index, &fd, &closed);
+  absl::Status s = ReceiveMessage(sv[1], &index, &slot_id, &fd, &closed);
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(s.message(), "partition 1 server x:1: down");
   close(sv[0]);
-  EXPECT_EQ(ReceiveMessage(sv[1], &index, &fd, &closed).code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(ReceiveMessage(sv[1], &index, &slot_id, &fd, &closed).code(), absl::StatusCode::kUnavailable);
   EXPECT_TRUE(closed);
+  EXPECT_EQ(ReadTrainerMessage(sv[1]), -1);
   close(sv[1]);
 }
 
 TEST(ShmBatchTest, RejectsAFileThatDisagreesWithItsHeader) {
-  auto w = ShmBatchWriter::Create(HandMadeBatch(), 5, 3);
-  ASSERT_TRUE(w.ok());
-  ASSERT_EQ(ftruncate(w->fd(), 64), 0);
-  EXPECT_EQ(ReadShmBatch(w->fd()).status().code(), absl::StatusCode::kDataLoss);
+  ShmSlot slot;
+  ASSERT_TRUE(slot.Write(HandMadeBatch(), 5, 3).ok());
+  ASSERT_EQ(ftruncate(slot.fd(), 64), 0);
+  EXPECT_EQ(ReadShmBatch(slot.fd()).status().code(), absl::StatusCode::kDataLoss);
 }
 
 class LocalSamplingTest : public ::testing::Test {
