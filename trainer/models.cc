@@ -185,13 +185,15 @@ int64_t LayerOut(const ModelOptions& o, int64_t l) {
   return l + 1 == o.num_layers ? o.num_classes : o.hidden;
 }
 
-// GraphSAGE as DGL's examples: conv, then ReLU and dropout between layers (not after the last).
-class SageModel final : public GnnModel {
+// GraphSAGE and GCN as DGL's examples: conv, then ReLU and dropout between layers (not after
+// the last).
+template <typename Conv>
+class ReluStackModel final : public GnnModel {
  public:
-  SageModel(const ModelOptions& o, at::Generator& gen) : GnnModel(o) {
+  ReluStackModel(const ModelOptions& o, at::Generator& gen) : GnnModel(o) {
     for (int64_t l = 0; l < o.num_layers; ++l) {
       layers_.push_back(register_module(
-          StrCat("layer", l), std::make_shared<SageConv>(LayerIn(o, l, 1), LayerOut(o, l), gen)));
+          StrCat("layer", l), std::make_shared<Conv>(LayerIn(o, l, 1), LayerOut(o, l), gen)));
     }
   }
 
@@ -206,32 +208,10 @@ class SageModel final : public GnnModel {
   }
 
  private:
-  std::vector<std::shared_ptr<SageConv>> layers_;
+  std::vector<std::shared_ptr<Conv>> layers_;
 };
-
-// GCN as DGL's example: ReLU and dropout between layers.
-class GcnModel final : public GnnModel {
- public:
-  GcnModel(const ModelOptions& o, at::Generator& gen) : GnnModel(o) {
-    for (int64_t l = 0; l < o.num_layers; ++l) {
-      layers_.push_back(register_module(
-          StrCat("layer", l), std::make_shared<GcnConv>(LayerIn(o, l, 1), LayerOut(o, l), gen)));
-    }
-  }
-
-  at::Tensor Forward(const std::vector<BlockTensors>& blocks, const at::Tensor& x) override {
-    CheckModelInput(options(), blocks, x);
-    at::Tensor h = x;
-    for (size_t l = 0; l < layers_.size(); ++l) {
-      h = layers_[l]->Forward(blocks[l], h);
-      if (l + 1 < layers_.size()) h = Dropout(at::relu(h), options().dropout, is_training());
-    }
-    return h;
-  }
-
- private:
-  std::vector<std::shared_ptr<GcnConv>> layers_;
-};
+using SageModel = ReluStackModel<SageConv>;
+using GcnModel = ReluStackModel<GcnConv>;
 
 // GAT as DGL's example: every layer drops its input features and attention with `dropout`;
 // hidden layers apply ELU and concatenate the heads, the output layer averages them.
