@@ -53,9 +53,9 @@ class DistGraph {
   // True when partition p is read from local files.
   bool is_local(int p) const { return local_ != nullptr && p == options_.machine_id; }
 
-  // DGL's sample_neighbors over the whole graph: `seeds` may belong to any partitions; the edges
-  // come back grouped by seed in `seeds` order (a seed's edges contiguous). Out-of-graph IDs are
-  // INVALID_ARGUMENT.
+  // DGL's sample_neighbors over the whole graph: `seeds` (distinct, as a block's destination
+  // nodes are) may belong to any partitions; the edges come back grouped by seed in `seeds` order
+  // (a seed's edges contiguous). Out-of-graph IDs are INVALID_ARGUMENT.
   absl::Status SampleNeighbors(std::span<const int64_t> seeds, const core::SampleOptions& options,
                                core::SampledEdges* out) const;
 

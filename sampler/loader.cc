@@ -51,10 +51,12 @@ class ThreadLoader final : public BatchLoader {
 
   absl::StatusOr<MiniBatch> Next() override {
     std::unique_lock<std::mutex> lock(mu_);
+    if (!error_.ok()) return error_;  // after a failure nothing more is made: keep reporting it
     if (consumed_ >= total_) return absl::OutOfRangeError("no more batches: the last epoch is done");
     cv_.wait(lock, [&] { return ready_.count(consumed_) > 0; });
     auto node = ready_.extract(consumed_);
     ++consumed_;
+    if (!node.mapped().ok()) error_ = node.mapped().status();
     lock.unlock();
     cv_.notify_all();
     return std::move(node.mapped());
@@ -91,6 +93,7 @@ class ThreadLoader final : public BatchLoader {
   int64_t next_ = 0;      // next batch index to start
   int64_t consumed_ = 0;  // batches handed out
   bool stop_ = false, failed_ = false;
+  absl::Status error_;  // the first failed batch, once handed out
   std::map<int64_t, absl::StatusOr<MiniBatch>> ready_;
 };
 

@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <optional>
 #include <regex>
@@ -312,6 +314,46 @@ TEST_F(LaunchCli, KilledServerStopsTheJob) {
   EXPECT_THAT(run.output(), HasSubstr("m1 server 0 (machine 1 at 127.0.0.2, server 0 on 127.0.0.2:" +
                                       std::to_string(port1_) + "; pid " + std::to_string(server) +
                                       ") killed by signal 9 (SIGKILL) while trainers were running"));
+  ExpectNothingLeft(job_id_, LearnedPids(run));
+}
+
+// The real trainer (fanout-train, with a sampler process each) instead of the stand-in.
+std::vector<std::string> RealTrainingArgs(const std::vector<std::string>& launch, int epochs) {
+  std::vector<std::string> a = launch;
+  a.erase(std::find(a.begin(), a.end(), "--"), a.end());
+  for (size_t i = 0; i + 1 < a.size(); ++i) {
+    if (a[i] == "--num-trainers") a[i + 1] = "1";
+    if (a[i] == "--num-samplers") a[i + 1] = "1";
+  }
+  a.insert(a.end(), {"--", FANOUT_TRAIN_BIN, "--fanouts", "5,5", "--hidden", "16", "--batch-size", "16",
+                     "--epochs", std::to_string(epochs), "--threads", "1", "--comm-timeout", "10", "--deadline", "5"});
+  return a;
+}
+
+TEST_F(LaunchCli, RealTrainingJobFinishesAndReportsAccuracy) {
+  LaunchRun run(RealTrainingArgs(Args("ok"), 3), dir_.path());
+  ASSERT_EQ(run.Finish(seconds(120)), 0) << run.output();
+  EXPECT_THAT(run.output(), HasSubstr("[m0 trainer 0] fanout-train: graph"));
+  EXPECT_THAT(run.output(), HasSubstr("2 trainer(s)"));
+  EXPECT_THAT(run.output(), HasSubstr("[m0 trainer 0] epoch 2 | loss"));
+  EXPECT_THAT(run.output(), HasSubstr("[m0 trainer 0] fanout-train: test accuracy "));
+  EXPECT_THAT(run.output(), HasSubstr("all 2 trainers finished; stopping the servers"));
+  ExpectNothingLeft(job_id_, LearnedPids(run));
+}
+
+TEST_F(LaunchCli, KilledServerStopsARealTrainingJob) {
+  LaunchRun run(RealTrainingArgs(Args("ok"), 100000), dir_.path());
+  ASSERT_TRUE(run.WaitFor("epoch 0 | loss", 1, seconds(120))) << run.output();
+  const pid_t server = run.PidOf("m1 server 0");
+  ASSERT_GT(server, 0) << run.output();
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(server, SIGKILL);
+  std::optional<int> code = run.Finish(seconds(15));
+  ASSERT_TRUE(code.has_value()) << "the launcher did not exit within 15 s\n" << run.output();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(15));
+  EXPECT_NE(*code, 0);
+  EXPECT_THAT(run.output(), HasSubstr("m1 server 0 (machine 1 at 127.0.0.2"));
+  EXPECT_THAT(run.output(), HasSubstr("killed by signal 9 (SIGKILL)"));
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 
