@@ -146,6 +146,7 @@ class ProcessLoader final : public BatchLoader {
         StrCat("--read-local-files=", go.read_local_files ? "true" : "false"),
         "--servers", FormatServerList(go.servers),
         "--deadline", StrCat(go.client.deadline_seconds),
+        "--connect-timeout", StrCat(go.connect_timeout_seconds),
         "--fanouts", fmt_list(so.fanouts),
         "--batch-size", std::to_string(so.batch_size),
         StrCat("--replace=", so.replace ? "true" : "false"),

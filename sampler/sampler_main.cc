@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   args.AddBool("read-local-files", &go.read_local_files, "read the local partition from its files");
   args.AddString("servers", &servers, "PART=HOST:PORT,... for every partition not read from files");
   args.AddDouble("deadline", &go.client.deadline_seconds, "seconds per server call");
+  args.AddDouble("connect-timeout", &go.connect_timeout_seconds, "seconds to wait for each server at start");
   args.AddIntList("fanouts", &so.fanouts, "neighbours per layer, input layer first; -1 = all");
   args.AddInt("batch-size", &so.batch_size, "seeds per batch");
   args.AddBool("replace", &so.replace, "sample with replacement");

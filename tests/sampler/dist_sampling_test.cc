@@ -203,6 +203,7 @@ TEST(DistGraphErrorsTest, ServerGoneMidRunFailsTheLoaderNamingIt) {
     ASSERT_NO_FATAL_FAILURE(job.Start(2, 400, 2000));
     DistGraphOptions go = job.GraphOptions(0);
     go.client.deadline_seconds = 3;
+    go.connect_timeout_seconds = 3;  // a sampler process may start after the server is gone
     auto g = DistGraph::Open(job.config, go);
     ASSERT_TRUE(g.ok()) << g.status();
     std::vector<int64_t> seeds(400);
