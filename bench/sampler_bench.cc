@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "core/cli.h"
+#include "core/malloc_tuning.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
 #include "core/status.h"
@@ -52,6 +53,7 @@ absl::StatusOr<std::vector<int64_t>> TrainSeeds(const sampler::DistGraph& g, int
 }
 
 int Run(int argc, char** argv) {
+  fanout::core::KeepLargeAllocations();
   std::string one_part, two_parts, sampler_bin;
   sampler::SamplerOptions so;
   int64_t batches = 40, warmup = 3;

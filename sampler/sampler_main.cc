@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "core/cli.h"
+#include "core/malloc_tuning.h"
 #include "core/partition_config.h"
 #include "core/strings.h"
 #include "sampler/dist_graph.h"
@@ -31,6 +32,7 @@ using fanout::core::StrCat;
 }  // namespace
 
 int main(int argc, char** argv) {
+  fanout::core::KeepLargeAllocations();
   using namespace fanout;
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   std::signal(SIGPIPE, SIG_IGN);

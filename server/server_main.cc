@@ -7,12 +7,14 @@
 #include <optional>
 
 #include "core/cli.h"
+#include "core/malloc_tuning.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
 #include "core/strings.h"
 #include "server/graph_server.h"
 
 int main(int argc, char** argv) {
+  fanout::core::KeepLargeAllocations();
   using namespace fanout;
   std::string part_config;
   int part_id = -1, server_id = 0;

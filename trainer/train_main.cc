@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/cli.h"
+#include "core/malloc_tuning.h"
 #include "core/partition_config.h"
 #include "core/status.h"
 #include "core/strings.h"
@@ -76,6 +77,7 @@ absl::StatusOr<sampler::ServerMap> ResolveServers(const std::string& servers,
 }
 
 int Main(int argc, char** argv) {
+  fanout::core::KeepLargeAllocations();
   trainer::TrainOptions o;
   std::string model = "sage", ip_config = Env("FANOUT_IP_CONFIG"), servers;
   int num_servers = 1, machine_id = -1;
