@@ -37,77 +37,22 @@ using fanout::testing::TempDir;
 using fanout::testing::WriteText;
 
 // fanout-launch running with stdout and stderr in one pipe; SIGKILLed if a test gives up on it.
-class LaunchRun {
+class LaunchRun : public testing::ChildRun {
  public:
-  LaunchRun(const std::vector<std::string>& args, const std::string& cwd) {
-    int p[2];
-    EXPECT_EQ(pipe2(p, O_CLOEXEC), 0);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-    posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
-    std::vector<std::string> copy = args;
-    copy.insert(copy.begin(), FANOUT_LAUNCH_BIN);
-    std::vector<char*> argv;
-    for (auto& a : copy) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    EXPECT_EQ(posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    close(p[1]);
-    fd_ = p[0];
-  }
-  ~LaunchRun() {
-    if (pid_ > 0 && !exit_code_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    close(fd_);
-  }
-
-  pid_t pid() const { return pid_; }
-  const std::string& output() const { return out_; }
-
-  // Reads output until `needle` appears `count` times; false on timeout or end of output.
-  bool WaitFor(const std::string& needle, int count = 1, seconds timeout = seconds(60)) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (Count(needle) < count) {
-      if (testing::ReadMore(fd_, deadline, &out_) <= 0) return false;  // timeout or end of output
-    }
-    return true;
-  }
-
-  // Reads to end of output and waits for the exit; the exit code (128 + N after signal N), or
-  // nullopt on timeout.
-  std::optional<int> Finish(seconds timeout = seconds(60)) {
-    if (exit_code_) return exit_code_;
-    if (!testing::ReadToEnd(fd_, timeout, &out_)) return std::nullopt;
-    if (!testing::WaitGone(pid_, timeout)) return std::nullopt;
-    int st = 0;
-    waitpid(pid_, &st, 0);
-    exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    return exit_code_;
-  }
+  LaunchRun(std::vector<std::string> args, const std::string& cwd) : ChildRun(WithBinary(std::move(args)), cwd) {}
 
   // The pid the launcher printed for `label` ("m1 server 0"), or -1.
   pid_t PidOf(const std::string& label) const {
     std::smatch m;
     std::regex re("started " + label + " pid ([0-9]+)");
-    return std::regex_search(out_, m, re) ? std::stoi(m[1].str()) : -1;
-  }
-
-  int Count(const std::string& needle) const {
-    int n = 0;
-    for (size_t at = out_.find(needle); at != std::string::npos; at = out_.find(needle, at + 1)) ++n;
-    return n;
+    return std::regex_search(output(), m, re) ? std::stoi(m[1].str()) : -1;
   }
 
  private:
-  pid_t pid_ = -1;
-  int fd_ = -1;
-  std::string out_;
-  std::optional<int> exit_code_;
+  static std::vector<std::string> WithBinary(std::vector<std::string> args) {
+    args.insert(args.begin(), FANOUT_LAUNCH_BIN);
+    return args;
+  }
 };
 
 // A base port P on `ip` with P .. P+count-1 all free (checked by binding them).

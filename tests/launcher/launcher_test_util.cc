@@ -3,12 +3,18 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <fstream>
 #include <regex>
+
+#include "gtest/gtest.h"
+
+extern char** environ;
 
 namespace fanout::launcher::testing {
 
@@ -84,6 +90,62 @@ std::vector<pid_t> NumbersAfter(const std::string& text, const std::string& word
 std::string ReadFile(const std::string& path) {
   std::ifstream f(path);
   return std::string((std::istreambuf_iterator<char>(f)), {});
+}
+
+ChildRun::ChildRun(const std::vector<std::string>& args, const std::string& cwd,
+                   const std::vector<std::string>& extra_env) {
+  int p[2];
+  EXPECT_EQ(pipe2(p, O_CLOEXEC), 0);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, p[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, p[1], 2);
+  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
+  std::vector<std::string> copy = args, env;
+  for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  std::vector<char*> argv, envp;
+  for (auto& a : copy) argv.push_back(a.data());
+  for (auto& e : env) envp.push_back(e.data());
+  argv.push_back(nullptr);
+  envp.push_back(nullptr);
+  EXPECT_EQ(posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), envp.data()), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  close(p[1]);
+  fd_ = p[0];
+}
+
+ChildRun::~ChildRun() {
+  if (pid_ > 0 && !exit_code_) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  close(fd_);
+}
+
+bool ChildRun::WaitFor(const std::string& needle, int count, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (Count(needle) < count) {
+    if (ReadMore(fd_, deadline, &out_) <= 0) return false;  // timeout or end of output
+  }
+  return true;
+}
+
+std::optional<int> ChildRun::Finish(std::chrono::milliseconds timeout) {
+  if (exit_code_) return exit_code_;
+  if (!ReadToEnd(fd_, timeout, &out_)) return std::nullopt;
+  if (!WaitGone(pid_, timeout)) return std::nullopt;
+  int st = 0;
+  waitpid(pid_, &st, 0);
+  exit_code_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return exit_code_;
+}
+
+int ChildRun::Count(const std::string& needle) const {
+  int n = 0;
+  for (size_t at = out_.find(needle); at != std::string::npos; at = out_.find(needle, at + 1)) ++n;
+  return n;
 }
 
 }  // namespace fanout::launcher::testing

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,5 +34,35 @@ bool ReadToEnd(int fd, std::chrono::milliseconds timeout, std::string* text);
 std::vector<pid_t> NumbersAfter(const std::string& text, const std::string& word);
 
 std::string ReadFile(const std::string& path);
+
+// A program under test (args[0] is its path) with stdin from /dev/null, stdout and stderr in one
+// pipe we read with deadlines, `extra_env` added to this process's environment, started in `cwd`
+// ("" = here). SIGKILLed and reaped if a test gives up on it. Used by the launcher's and the
+// trainer's integration tests.
+class ChildRun {
+ public:
+  ChildRun(const std::vector<std::string>& args, const std::string& cwd = "",
+           const std::vector<std::string>& extra_env = {});
+  ~ChildRun();
+  ChildRun(const ChildRun&) = delete;
+  ChildRun& operator=(const ChildRun&) = delete;
+
+  pid_t pid() const { return pid_; }
+  const std::string& output() const { return out_; }
+  // Reads output until `needle` appears `count` times; false on timeout or end of output.
+  bool WaitFor(const std::string& needle, int count = 1,
+               std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // Reads to end of output and waits for the exit: the exit code (128 + N after signal N), or
+  // nullopt on timeout.
+  std::optional<int> Finish(std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // How many times `needle` occurs in the output read so far.
+  int Count(const std::string& needle) const;
+
+ private:
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  std::string out_;
+  std::optional<int> exit_code_;
+};
 
 }  // namespace fanout::launcher::testing

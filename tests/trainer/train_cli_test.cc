@@ -2,13 +2,9 @@
 // graph servers, checkpoints and --resume, the metrics file, a dead peer, and GraphSAGE accuracy
 // on Cora (../shared/data, skipped when absent) with 1 and 2 partitions.
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -21,10 +17,9 @@
 #include "core/strings.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/launcher/launcher_test_util.h"
 #include "tests/testing/server_cluster.h"
 #include "tests/testing/testing.h"
-
-extern char** environ;
 
 namespace fanout {
 namespace {
@@ -33,75 +28,7 @@ namespace fs = std::filesystem;
 using core::StrCat;
 using Clock = std::chrono::steady_clock;
 
-// A child process with extra environment, stdout+stderr on a pipe we read line by line.
-class Proc {
- public:
-  Proc(const std::vector<std::string>& args, const std::vector<std::string>& env) {
-    int p[2];
-    EXPECT_EQ(pipe2(p, O_CLOEXEC), 0);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-    posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-    std::vector<std::string> envs;
-    for (char** e = environ; *e != nullptr; ++e) envs.push_back(*e);
-    envs.insert(envs.end(), env.begin(), env.end());
-    std::vector<char*> argv, envp;
-    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    for (auto& e : envs) envp.push_back(const_cast<char*>(e.c_str()));
-    argv.push_back(nullptr);
-    envp.push_back(nullptr);
-    EXPECT_EQ(posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), envp.data()), 0);
-    posix_spawn_file_actions_destroy(&fa);
-    close(p[1]);
-    fd_ = p[0];
-  }
-  ~Proc() {
-    if (pid_ > 0 && !done_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    close(fd_);
-  }
-  pid_t pid() const { return pid_; }
-  // Reads output until `pattern` appears or `seconds` pass; true when it appeared.
-  bool WaitFor(const std::string& pattern, double seconds) {
-    const auto end = Clock::now() + std::chrono::duration<double>(seconds);
-    while (out_.find(pattern) == std::string::npos) {
-      const int ms = static_cast<int>(std::chrono::duration<double, std::milli>(end - Clock::now()).count());
-      if (ms <= 0 || !ReadSome(ms)) return out_.find(pattern) != std::string::npos;
-    }
-    return true;
-  }
-  // Reads everything and waits for the exit; returns the exit code (128 + signal when killed).
-  int Finish(double seconds = 300) {
-    const auto end = Clock::now() + std::chrono::duration<double>(seconds);
-    while (true) {
-      const int ms = static_cast<int>(std::chrono::duration<double, std::milli>(end - Clock::now()).count());
-      if (ms <= 0 || !ReadSome(ms)) break;
-    }
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    done_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  const std::string& output() const { return out_; }
-
- private:
-  bool ReadSome(int timeout_ms) {
-    pollfd pfd{fd_, POLLIN, 0};
-    if (poll(&pfd, 1, timeout_ms) <= 0) return false;
-    char buf[4096];
-    ssize_t n = read(fd_, buf, sizeof(buf));
-    if (n <= 0) return false;
-    out_.append(buf, n);
-    return true;
-  }
-  pid_t pid_ = -1;
-  int fd_ = -1;
-  bool done_ = false;
-  std::string out_;
-};
+using Proc = launcher::testing::ChildRun;
 
 // A port nothing listens on now (the kernel's pick for a throwaway socket).
 int FreePort() {
@@ -124,8 +51,8 @@ std::vector<std::unique_ptr<Proc>> StartRanks(int world, const std::vector<std::
     std::vector<std::string> a = {FANOUT_TRAIN_BIN};
     a.insert(a.end(), args.begin(), args.end());
     ranks.push_back(std::make_unique<Proc>(
-        a, std::vector<std::string>{StrCat("FANOUT_RANK=", r), StrCat("FANOUT_WORLD_SIZE=", world),
-                                    StrCat("FANOUT_COORDINATOR=", coord)}));
+        a, "", std::vector<std::string>{StrCat("FANOUT_RANK=", r), StrCat("FANOUT_WORLD_SIZE=", world),
+                                        StrCat("FANOUT_COORDINATOR=", coord)}));
   }
   return ranks;
 }
@@ -198,10 +125,10 @@ TEST_F(TrainCliTest, TwoRanksTrainWriteMetricsAndCheckpointsAndResume) {
 
 TEST_F(TrainCliTest, DeadPeerEndsTheRunWithinTheTimeout) {
   auto ranks = StartRanks(2, Args(500));
-  ASSERT_TRUE(ranks[0]->WaitFor("epoch 0 | loss", 120)) << ranks[0]->output();
+  ASSERT_TRUE(ranks[0]->WaitFor("epoch 0 | loss", 1, std::chrono::seconds(120))) << ranks[0]->output();
   kill(ranks[1]->pid(), SIGKILL);
   const auto t0 = Clock::now();
-  const int code = ranks[0]->Finish(60);
+  const int code = ranks[0]->Finish(std::chrono::seconds(60)).value_or(-1);
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
   EXPECT_EQ(code, 1) << ranks[0]->output();
   EXPECT_LT(s, 30) << "bounded by --comm-timeout 10";
@@ -211,8 +138,8 @@ TEST_F(TrainCliTest, DeadPeerEndsTheRunWithinTheTimeout) {
 TEST_F(TrainCliTest, BadSetupIsRefusedClearly) {
   auto run = [&](std::vector<std::string> args, std::vector<std::string> env = {}) {
     args.insert(args.begin(), FANOUT_TRAIN_BIN);
-    Proc p(args, env);
-    int code = p.Finish(60);
+    Proc p(args, "", env);
+    int code = p.Finish(std::chrono::seconds(60)).value_or(-1);
     return std::make_pair(code, p.output());
   };
   auto [code, out] = run({"--epochs", "1"});
@@ -254,7 +181,9 @@ TEST(CoraAccuracyTest, TwoPartitionsMatchOnePartition) {
                                       "--fanouts", "10,10", "--hidden", "64", "--lr", "0.01", "--weight-decay", "5e-4",
                                       "--batch-size", "32", "--epochs", "60", "--eval-fanouts", "-1,-1", "--threads",
                                       "1", "--seed", std::to_string(seed)});
-      for (int r = parts - 1; r >= 0; --r) ASSERT_EQ(ranks[r]->Finish(), 0) << ranks[r]->output();
+      for (int r = parts - 1; r >= 0; --r) {
+        ASSERT_EQ(ranks[r]->Finish(std::chrono::seconds(300)), 0) << ranks[r]->output();
+      }
       std::smatch m;
       const std::string text = ranks[0]->output();
       ASSERT_TRUE(std::regex_search(text, m, std::regex("test accuracy ([0-9.]+)"))) << text;
