@@ -22,6 +22,14 @@ struct FieldSchema {
   std::string name;
   DType dtype = DType::kFloat32;
   std::vector<int64_t> row_shape;
+
+  // Elements in one row (the product of row_shape; 1 for a scalar per row) and its size in bytes.
+  int64_t row_elems() const {
+    int64_t n = 1;
+    for (int64_t d : row_shape) n *= d;
+    return n;
+  }
+  size_t row_bytes() const { return static_cast<size_t>(row_elems()) * DTypeSize(dtype); }
 };
 
 // File names inside `part<k>/`, relative to that folder.

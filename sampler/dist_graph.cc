@@ -65,15 +65,21 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
   }
   g->clients_.resize(config.num_parts);
   g->next_client_ = std::make_unique<std::atomic<uint64_t>[]>(config.num_parts);
-  std::vector<std::future<absl::Status>> checks;
+  // Every remote partition needs a server; checked before any connection starts, since an early
+  // return would wait for the checks already running.
   for (int p = 0; p < config.num_parts; ++p) {
-    if (g->is_local(p)) continue;
-    const auto* addrs = p < static_cast<int>(options.servers.addresses.size()) ? &options.servers.addresses[p] : nullptr;
-    if (addrs == nullptr || addrs->empty()) {
+    if (!g->is_local(p) && (p >= static_cast<int>(options.servers.addresses.size()) ||
+                            options.servers.addresses[p].empty())) {
       return absl::InvalidArgumentError(StrCat("no server address for partition ", p, " of graph '",
                                                config.graph_name, "' (each remote partition needs one)"));
     }
-    for (const std::string& a : *addrs) g->clients_[p].push_back(server::GraphClient::Connect(a, options.client));
+  }
+  std::vector<std::future<absl::Status>> checks;
+  for (int p = 0; p < config.num_parts; ++p) {
+    if (g->is_local(p)) continue;
+    for (const std::string& a : options.servers.addresses[p]) {
+      g->clients_[p].push_back(server::GraphClient::Connect(a, options.client));
+    }
     for (auto& c : g->clients_[p]) {
       server::GraphClient* client = c.get();
       checks.push_back(std::async(std::launch::async, [client, p, &config, &options]() -> absl::Status {
@@ -124,7 +130,7 @@ absl::Status DistGraph::GroupByPart(std::span<const int64_t> ids, std::vector<st
   positions->assign(config_.num_parts, {});
   for (size_t i = 0; i < ids.size(); ++i) {
     int64_t v = ids[i];
-    if (v < 0 || v >= config_.num_nodes) {
+    if (!book_.Contains(v)) {
       return absl::InvalidArgumentError(StrCat("node ID ", v, " is outside graph '", config_.graph_name, "' [0, ",
                                                config_.num_nodes, ")"));
     }
@@ -189,13 +195,13 @@ absl::Status DistGraph::SampleNeighbors(std::span<const int64_t> seeds, const co
   for (int p = 0; p < np; ++p) {
     const auto& pos = positions[p];
     const auto& e = parts[p];
+    const std::vector<int64_t>& seed_of = options.dir == core::EdgeDir::kIn ? e.dst : e.src;
     run_start[p].assign(pos.size() + 1, 0);
     size_t k = 0;
     for (size_t j = 0; j < pos.size(); ++j) {
       run_start[p][j] = static_cast<int64_t>(k);
       const int64_t s = seeds[pos[j]];
-      while (k < e.size() && e.dst[k] == s && (options.dir == core::EdgeDir::kIn)) ++k;
-      while (k < e.size() && e.src[k] == s && (options.dir == core::EdgeDir::kOut)) ++k;
+      while (k < e.size() && seed_of[k] == s) ++k;
       offset[pos[j] + 1] = static_cast<int64_t>(k) - run_start[p][j];
     }
     run_start[p][pos.size()] = static_cast<int64_t>(k);
@@ -234,9 +240,7 @@ absl::StatusOr<core::FieldSchema> DistGraph::NodeFieldSchema(const std::string& 
 
 absl::StatusOr<size_t> DistGraph::NodeRowBytes(const std::string& field) const {
   ASSIGN_OR_RETURN(core::FieldSchema f, NodeFieldSchema(field));
-  size_t n = core::DTypeSize(f.dtype);
-  for (int64_t d : f.row_shape) n *= static_cast<size_t>(d);
-  return n;
+  return f.row_bytes();
 }
 
 absl::Status DistGraph::PullNodeRows(const std::string& field, std::span<const int64_t> ids, char* out) const {

@@ -20,45 +20,24 @@ namespace {
 
 bool IsNumeric(DType t) { return t != DType::kFloat16; }
 
-int64_t RowElems(const core::FieldSchema& f) {
-  int64_t n = 1;
-  for (int64_t d : f.row_shape) n *= d;
-  return n;
+template <typename In, typename Out>
+void Widen(const char* in, size_t n, Out* out) {
+  const In* v = reinterpret_cast<const In*>(in);
+  for (size_t i = 0; i < n; ++i) out[i] = static_cast<Out>(v[i]);
 }
 
-template <typename T>
-void Widen(const char* in, size_t n, float* out) {
-  const T* v = reinterpret_cast<const T*>(in);
-  for (size_t i = 0; i < n; ++i) out[i] = static_cast<float>(v[i]);
-}
-template <typename T>
-void WidenInt(const char* in, size_t n, int64_t* out) {
-  const T* v = reinterpret_cast<const T*>(in);
-  for (size_t i = 0; i < n; ++i) out[i] = static_cast<int64_t>(v[i]);
-}
-
-// Converts n elements of a numeric dtype (not float16) to float / int64.
-void ToFloat(DType t, const char* in, size_t n, float* out) {
+// Converts n elements of dtype t (numeric, not float16) to Out (float features, int64 labels).
+template <typename Out>
+void Convert(DType t, const char* in, size_t n, Out* out) {
   switch (t) {
     case DType::kBool: case DType::kUInt8: return Widen<uint8_t>(in, n, out);
     case DType::kInt8: return Widen<int8_t>(in, n, out);
     case DType::kInt16: return Widen<int16_t>(in, n, out);
     case DType::kInt32: return Widen<int32_t>(in, n, out);
     case DType::kInt64: return Widen<int64_t>(in, n, out);
-    case DType::kFloat32: std::memcpy(out, in, n * 4); return;
+    case DType::kFloat32: return Widen<float>(in, n, out);
     case DType::kFloat64: return Widen<double>(in, n, out);
     case DType::kFloat16: break;
-  }
-  FANOUT_CHECK(false);
-}
-void ToInt64(DType t, const char* in, size_t n, int64_t* out) {
-  switch (t) {
-    case DType::kBool: case DType::kUInt8: return WidenInt<uint8_t>(in, n, out);
-    case DType::kInt8: return WidenInt<int8_t>(in, n, out);
-    case DType::kInt16: return WidenInt<int16_t>(in, n, out);
-    case DType::kInt32: return WidenInt<int32_t>(in, n, out);
-    case DType::kInt64: std::memcpy(out, in, n * 8); return;
-    default: break;
   }
   FANOUT_CHECK(false);
 }
@@ -85,9 +64,9 @@ absl::Status ValidateSamplerOptions(const SamplerOptions& o, const DistGraph& gr
   }
   if (!o.label_field.empty()) {
     ASSIGN_OR_RETURN(core::FieldSchema f, graph.NodeFieldSchema(o.label_field));
-    if (RowElems(f) != 1 || f.dtype == DType::kFloat16 || f.dtype == DType::kFloat32 || f.dtype == DType::kFloat64) {
+    if (f.row_elems() != 1 || f.dtype == DType::kFloat16 || f.dtype == DType::kFloat32 || f.dtype == DType::kFloat64) {
       return absl::InvalidArgumentError(StrCat("label field '", o.label_field, "' must hold one integer per node; it is ",
-                                               core::DTypeName(f.dtype), " with ", RowElems(f), " values per node"));
+                                               core::DTypeName(f.dtype), " with ", f.row_elems(), " values per node"));
     }
   }
   return absl::OkStatus();
@@ -100,7 +79,7 @@ MiniBatchSampler::MiniBatchSampler(const DistGraph* graph, SamplerOptions option
   steps_per_epoch_ = (seeds_per_epoch_ + options_.batch_size - 1) / options_.batch_size;
   if (!options_.feature_field.empty()) {
     auto f = graph_->NodeFieldSchema(options_.feature_field);
-    if (f.ok()) feature_dim_ = RowElems(*f);
+    if (f.ok()) feature_dim_ = f->row_elems();
   }
 }
 
@@ -175,7 +154,7 @@ absl::Status MiniBatchSampler::FetchFeatures(std::span<const int64_t> input_node
   const size_t n = input_nodes.size() * static_cast<size_t>(feature_dim_);
   raw_.resize(n * core::DTypeSize(f.dtype));
   RETURN_IF_ERROR(graph_->PullNodeRows(options_.feature_field, input_nodes, raw_.data()));
-  ToFloat(f.dtype, raw_.data(), n, out);
+  Convert(f.dtype, raw_.data(), n, out);
   return absl::OkStatus();
 }
 
@@ -184,7 +163,7 @@ absl::Status MiniBatchSampler::FetchLabels(std::span<const int64_t> seeds, std::
   std::string raw(seeds.size() * core::DTypeSize(f.dtype), '\0');
   RETURN_IF_ERROR(graph_->PullNodeRows(options_.label_field, seeds, raw.data()));
   labels->resize(seeds.size());
-  ToInt64(f.dtype, raw.data(), seeds.size(), labels->data());
+  Convert(f.dtype, raw.data(), seeds.size(), labels->data());
   return absl::OkStatus();
 }
 

@@ -79,8 +79,7 @@ grpc::ServerUnaryReactor* GraphServiceImpl::GetMetadata(grpc::CallbackServerCont
 absl::Status GraphServiceImpl::Pull(const v1::PullRequest& req, bool node, v1::PullResponse* resp) {
   ASSIGN_OR_RETURN(std::vector<int64_t> ids, Ids(req.ids(), "ids"));
   ASSIGN_OR_RETURN(core::FieldSchema f, node ? store_->NodeFieldSchema(req.field()) : store_->EdgeFieldSchema(req.field()));
-  int64_t row_bytes = static_cast<int64_t>(core::DTypeSize(f.dtype));
-  for (int64_t d : f.row_shape) row_bytes *= d;
+  const int64_t row_bytes = static_cast<int64_t>(f.row_bytes());
   if (static_cast<int64_t>(ids.size()) * row_bytes > limits_.max_response_bytes) {
     return absl::ResourceExhaustedError(StrCat(
         ids.size(), " rows of '", f.name, "' are ", ids.size() * row_bytes, " bytes, over this server's ",

@@ -128,8 +128,7 @@ absl::Status Job::Setup() {
 
   // Model dimensions come from the graph.
   ASSIGN_OR_RETURN(core::FieldSchema feat, graph_->NodeFieldSchema(o_.feature_field));
-  int64_t in_dim = 1;
-  for (int64_t d : feat.row_shape) in_dim *= d;
+  const int64_t in_dim = feat.row_elems();
   if (config.num_classes <= 0) {
     return absl::FailedPreconditionError(StrCat(
         "partition config ", o_.part_config, " records no num_classes: the dataset has no labels"));
