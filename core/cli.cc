@@ -86,6 +86,14 @@ void ArgParser::AddBool(const std::string& name, bool* out, const std::string& h
                     }});
 }
 
+void ArgParser::AddRepeatedString(const std::string& name, std::vector<std::string>* out,
+                                  const std::string& help) {
+  flags_.push_back({name, help + " (repeatable)", "", false, [out](const std::string& v) {
+                      out->push_back(v);
+                      return absl::OkStatus();
+                    }});
+}
+
 void ArgParser::AddIntList(const std::string& name, std::vector<int64_t>* out, const std::string& help) {
   flags_.push_back({name, help, "", false, [out, name](const std::string& v) {
                       out->clear();

@@ -26,6 +26,8 @@ class ArgParser {
   void AddUint(const std::string& name, uint64_t* out, const std::string& help);
   void AddDouble(const std::string& name, double* out, const std::string& help);
   void AddBool(const std::string& name, bool* out, const std::string& help);
+  // A flag that may be repeated: every occurrence's value is appended to *out.
+  void AddRepeatedString(const std::string& name, std::vector<std::string>* out, const std::string& help);
   // Comma-separated integers, where "a:b" stands for every integer in [a, b): "0:4,17".
   void AddIntList(const std::string& name, std::vector<int64_t>* out, const std::string& help);
   // Comma-separated numbers.

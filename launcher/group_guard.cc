@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <vector>
+#include <iterator>
 
 #include "core/strings.h"
 #include "launcher/output.h"
@@ -32,16 +32,19 @@ constexpr int32_t kDisarm = 0;
   for (int i = 0; i < 3; ++i) dup2(devnull, i);
   if (fd > 3) close_range(3, fd - 1, 0);
   close_range(fd + 1, ~0U, 0);
-  std::vector<pid_t> groups;
+  // Forked from a possibly multi-threaded launcher without exec: no allocation from here on
+  // (another thread may have held malloc's lock at the fork), so the groups go in static storage.
+  static pid_t groups[1 << 16];
+  size_t count = 0;
   int32_t msg;
   for (;;) {
     ssize_t n = read(fd, &msg, sizeof(msg));
     if (n < 0 && errno == EINTR) continue;
     if (n != static_cast<ssize_t>(sizeof(msg))) break;  // end of file: the launcher is gone
     if (msg == kDisarm) _exit(0);
-    groups.push_back(static_cast<pid_t>(msg));
+    if (count < std::size(groups)) groups[count++] = static_cast<pid_t>(msg);
   }
-  for (pid_t g : groups) kill(-g, SIGKILL);
+  for (size_t i = 0; i < count; ++i) kill(-groups[i], SIGKILL);
   _exit(0);
 }
 

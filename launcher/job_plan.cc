@@ -336,9 +336,7 @@ absl::StatusOr<JobPlan> PlanJob(const LaunchOptions& o) {
     return absl::Status(config.status().code(),
                         StrCat("--part-config: ", config.status().message()));
   }
-  in.num_parts = config->num_parts;
-  RETURN_IF_ERROR(CheckMachinesMatchPartitions(in.machines.size(), in.ip_config_path, in.num_parts,
-                                               in.part_config_path));
+  in.num_parts = config->num_parts;  // BuildJobPlan checks it against the machines
 
   ASSIGN_OR_RETURN(std::vector<std::string> interfaces, InterfaceAddresses());
   bool any_local = false;

@@ -39,7 +39,6 @@ int main(int argc, char** argv) {
   std::vector<std::string> own;
   int i = 1;
   for (; i < argc && std::string(argv[i]) != "--"; ++i) own.push_back(argv[i]);
-  const bool has_separator = i < argc;
   for (++i; i < argc; ++i) o.command.push_back(argv[i]);
 
   core::ArgParser args("fanout-launch",
@@ -65,28 +64,22 @@ int main(int argc, char** argv) {
               "trainers' OMP_NUM_THREADS (0 = max(1, cores / 2 / trainers))");
   args.AddInt("coordinator-port", &o.coordinator_port,
               "port of the trainers' rendezvous on machine 0 (0 = first port after every server port)");
-  std::string extra_env_help;  // --extra-env is taken out below so that it can repeat
-  args.AddString("extra-env", &extra_env_help,
-                 "NAME=VALUE for every process; repeat it, or separate with commas");
+  std::vector<std::string> extra_env_values;
+  args.AddRepeatedString("extra-env", &extra_env_values,
+                         "NAME=VALUE for every process; repeat it, or separate with commas");
   args.AddString("job-id", &o.job_id, "names the job in logs and FANOUT_JOB_ID (default: time-pid)");
   args.AddDouble("server-timeout", &o.server_timeout_s, "seconds servers get to report ready");
   args.AddDouble("stop-grace", &o.stop_grace_s, "seconds between SIGTERM and SIGKILL when stopping");
   args.AddString("log-dir", &o.log_dir, "per-process logs (default: fanout-logs/<job-id>)");
   args.AddBool("dry-run", &o.dry_run, "print every command and environment, start nothing");
 
-  std::vector<std::string> extra_env_values;
-  absl::Status extracted = launcher::ExtractRepeatedFlag("extra-env", &own, &extra_env_values);
-  for (const std::string& v : extra_env_values) {
-    for (std::string& item : launcher::SplitExtraEnv(v)) o.extra_env.push_back(std::move(item));
-  }
   std::vector<char*> own_argv = {argv[0]};
   for (std::string& a : own) own_argv.push_back(a.data());
   if (std::optional<int> exit = args.ParseForMain(static_cast<int>(own_argv.size()), own_argv.data())) {
     return *exit;
   }
-  if (!extracted.ok()) return UsageError(args, std::string(extracted.message()));
-  if (!has_separator) {
-    return UsageError(args, "no trainer command: give it after '--', e.g. -- fanout-train --model sage");
+  for (const std::string& v : extra_env_values) {
+    for (std::string& item : launcher::SplitExtraEnv(v)) o.extra_env.push_back(std::move(item));
   }
   if (absl::Status s = launcher::ValidateLaunchOptions(o); !s.ok()) {
     return UsageError(args, std::string(s.message()));

@@ -43,25 +43,6 @@ std::vector<std::string> SplitExtraEnv(const std::string& value) {
   return items;
 }
 
-absl::Status ExtractRepeatedFlag(const std::string& name, std::vector<std::string>* args,
-                                 std::vector<std::string>* values) {
-  const std::string flag = "--" + name, with_eq = flag + "=";
-  std::vector<std::string> kept;
-  for (size_t i = 0; i < args->size(); ++i) {
-    const std::string& a = (*args)[i];
-    if (a == flag) {
-      if (i + 1 >= args->size()) return Bad(StrCat(flag, " needs a value"));
-      values->push_back((*args)[++i]);
-    } else if (a.rfind(with_eq, 0) == 0) {
-      values->push_back(a.substr(with_eq.size()));
-    } else {
-      kept.push_back(a);
-    }
-  }
-  *args = std::move(kept);
-  return absl::OkStatus();
-}
-
 absl::Status ValidateLaunchOptions(const LaunchOptions& o) {
   if (o.ip_config.empty()) return Bad("--ip-config is required");
   if (o.part_config.empty()) return Bad("--part-config is required");

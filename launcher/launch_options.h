@@ -46,11 +46,6 @@ struct LaunchOptions {
 // here is a usage error.
 absl::Status ValidateLaunchOptions(const LaunchOptions& o);
 
-// Removes every `--NAME VALUE` and `--NAME=VALUE` from `args` (which holds no program name and
-// stops before `--`) and returns the values in order, so that a flag can be repeated. An error
-// when `--NAME` is last with no value.
-absl::Status ExtractRepeatedFlag(const std::string& name, std::vector<std::string>* args,
-                                 std::vector<std::string>* values);
 
 // Splits one --extra-env value into NAME=VALUE items: "A=1,B=2" is two items, while a comma not
 // followed by NAME= stays in the value ("CUDA_VISIBLE_DEVICES=0,1" is one item); a trailing

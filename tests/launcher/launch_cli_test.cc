@@ -2,14 +2,10 @@
 // loopback "machines" (127.0.0.1 and 127.0.0.2) with free ports, and a stand-in trainer script
 // that prints its environment and queries its machine's servers with fanout-query.
 #include <arpa/inet.h>
-#include <dirent.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,8 +18,6 @@
 #include "gtest/gtest.h"
 #include "tests/launcher/launcher_test_util.h"
 #include "tests/testing/testing.h"
-
-extern char** environ;
 
 namespace fanout::launcher {
 namespace {
@@ -327,8 +321,12 @@ TEST_F(LaunchCli, KilledLauncherTakesTheJobWithIt) {
 // sshd does (the user's shell -c "<command>").
 TEST_F(LaunchCli, OverSshJobRunsAndHangUpStopsRemoteProcesses) {
   {
-    LaunchRun run(Args("ok", {"--always-ssh", "--ssh-command", dir_.Sub("fake-ssh")}), "/");
+    LaunchRun run(Args("ok", {"--always-ssh", "--ssh-command", dir_.Sub("fake-ssh"), "--log-dir", dir_.Sub("logs1")}),
+                  "/");
     ASSERT_EQ(run.Finish(), 0) << run.output();
+    // The normal stop reaches the remote side through ssh's stdin, not the SIGKILL fallback.
+    EXPECT_THAT(run.output(), HasSubstr("[m1 server 0] fanout-server: stopped"));
+    EXPECT_THAT(run.output(), Not(HasSubstr("sent SIGKILL")));
     EXPECT_THAT(run.output(), HasSubstr("started m1 server 0 pid "));
     EXPECT_THAT(run.output(), HasSubstr("(ssh to 127.0.0.2)"));
     EXPECT_THAT(run.output(), HasSubstr("[m1 trainer 1] server 127.0.0.2:" + std::to_string(port1_ + 1) +
@@ -409,6 +407,11 @@ TEST_F(LaunchCli, DryRunPrintsThePlanAndStartsNothing) {
   ASSERT_EQ(run.Finish(), 0) << run.output();
   EXPECT_THAT(run.output(), HasSubstr("[m1 server 1] machine 1 at 127.0.0.2, server 1 on 127.0.0.2:" +
                                       std::to_string(port1_ + 1) + ", local\n"));
+  // Over ssh, the plan shows the ssh command with the user.
+  LaunchRun ssh(Args("ok", {"--dry-run", "--ssh-user", "alice", "--always-ssh"}), dir_.path());
+  ASSERT_EQ(ssh.Finish(), 0) << ssh.output();
+  EXPECT_THAT(ssh.output(), HasSubstr(", over ssh\n"));
+  EXPECT_THAT(ssh.output(), HasSubstr("alice@127.0.0.2"));
   EXPECT_THAT(run.output(), HasSubstr("FANOUT_RANK=3 "));
   EXPECT_THAT(run.output(), Not(HasSubstr("fanout-launch: started")));
   EXPECT_THAT(JobProcesses(job_id_), ::testing::IsEmpty());

@@ -69,18 +69,5 @@ TEST(LaunchOptions, SplitExtraEnvKeepsCommasInsideValues) {
   EXPECT_EQ(SplitExtraEnv("A=1"), (std::vector<std::string>{"A=1"}));
 }
 
-TEST(LaunchOptions, ExtractRepeatedFlagTakesEveryOccurrence) {
-  std::vector<std::string> args = {"--num-servers", "2", "--extra-env", "A=1", "--extra-env=B=2,C=3",
-                                   "--dry-run"};
-  std::vector<std::string> values;
-  ASSERT_TRUE(ExtractRepeatedFlag("extra-env", &args, &values).ok());
-  EXPECT_EQ(values, (std::vector<std::string>{"A=1", "B=2,C=3"}));
-  EXPECT_EQ(args, (std::vector<std::string>{"--num-servers", "2", "--dry-run"}));
-
-  args = {"--extra-env"};
-  values.clear();
-  EXPECT_EQ(ExtractRepeatedFlag("extra-env", &args, &values).message(), "--extra-env needs a value");
-}
-
 }  // namespace
 }  // namespace fanout::launcher
