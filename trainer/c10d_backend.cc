@@ -159,6 +159,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(
   // Without blocking wait, c10d's NCCL wait() only orders streams and a dead peer hangs the GPU
   // stream; with it, wait() blocks up to the timeout and aborts the communicator past it.
   // (NCCL_* is the LibTorch 1.x name, TORCH_NCCL_* the 2.x one.) A user's setting is kept.
+  // fanout-train sets both before any thread starts; this covers other callers of Connect.
   setenv("NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
   setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
   auto opts = c10d::ProcessGroupNCCL::Options::create();

@@ -126,7 +126,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> Connect(const DistOptions& options
   if (options.backend == CommBackend::kNccl && !NcclCompiledIn()) {
     return absl::FailedPreconditionError(
         "the nccl backend is not compiled in: this build uses a CPU-only LibTorch (build "
-        "against a CUDA LibTorch, docs/training.md, or use --backend gloo)");
+        "against a CUDA LibTorch, docs/training.md, or train with --device cpu)");
   }
   if (options.world_size == 1) {
     c10::Device device(c10::kCPU);

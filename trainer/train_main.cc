@@ -19,6 +19,7 @@
 #include "core/strings.h"
 #include "core/text_reader.h"
 #include "launcher/ip_config.h"
+#include "launcher/job_plan.h"
 #include "trainer/training.h"
 
 namespace {
@@ -53,7 +54,8 @@ std::string SelfDir() {
 
 // Servers from --servers, else from the ip_config (machine k = partition k, server s on PORT+s).
 absl::StatusOr<sampler::ServerMap> ResolveServers(const std::string& servers,
-                                                  const std::string& ip_config, int num_servers,
+                                                  const std::string& ip_config,
+                                                  const std::string& part_config, int num_servers,
                                                   int num_parts) {
   if (!servers.empty()) return sampler::ParseServerList(servers, num_parts);
   sampler::ServerMap map;
@@ -64,11 +66,7 @@ absl::StatusOr<sampler::ServerMap> ResolveServers(const std::string& servers,
         "--servers or --ip-config (FANOUT_IP_CONFIG) is needed to reach the other partitions");
   }
   ASSIGN_OR_RETURN(auto machines, launcher::LoadIpConfig(ip_config));
-  if (static_cast<int>(machines.size()) != num_parts) {
-    return absl::InvalidArgumentError(StrCat(ip_config, " lists ", machines.size(),
-                                             " machines but the graph has ", num_parts,
-                                             " partitions; machine k serves partition k"));
-  }
+  RETURN_IF_ERROR(launcher::CheckMachinesMatchPartitions(machines.size(), ip_config, num_parts, part_config));
   for (int k = 0; k < num_parts; ++k) {
     for (int s = 0; s < num_servers; ++s)
       map.addresses[k].push_back(launcher::HostPort(machines[k].ip, machines[k].port + s));
@@ -78,6 +76,10 @@ absl::StatusOr<sampler::ServerMap> ResolveServers(const std::string& servers,
 
 int Main(int argc, char** argv) {
   fanout::core::KeepLargeAllocations();
+  // c10d's NCCL backend must block on a dead peer rather than hang the GPU stream; set here,
+  // before gRPC or Gloo start threads (setenv is not thread-safe). A user's setting is kept.
+  setenv("NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
+  setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
   trainer::TrainOptions o;
   std::string model = "sage", ip_config = Env("FANOUT_IP_CONFIG"), servers;
   int num_servers = 1, machine_id = -1;
@@ -94,11 +96,10 @@ int Main(int argc, char** argv) {
     }
   }
   o.sampler_binary = SelfDir() + "fanout-sampler";
-  // LibTorch's pool size: OMP_NUM_THREADS when the launcher (or the user) set it, else this
-  // trainer's share of the cores. Debian's LibTorch would otherwise start with 1.
-  o.intra_op_threads = std::max(1, hw / std::max(1, o.trainers_per_machine));
-  if (absl::Status s = EnvInt("OMP_NUM_THREADS", &o.intra_op_threads); !s.ok() || o.intra_op_threads < 1) {
-    o.intra_op_threads = std::max(1, hw / std::max(1, o.trainers_per_machine));
+  int omp_threads = 0;  // OMP_NUM_THREADS, as the launcher sets it (0 = unset)
+  if (absl::Status s = EnvInt("OMP_NUM_THREADS", &omp_threads); !s.ok()) {
+    std::fprintf(stderr, "fanout-train: error: %s\n", std::string(s.message()).c_str());
+    return 2;
   }
 
   core::ArgParser args("fanout-train",
@@ -152,6 +153,11 @@ int Main(int argc, char** argv) {
                  "best.pt (rank 0) and last.rank<r>.pt after every epoch");
   args.AddBool("resume", &o.resume, "continue from --checkpoint-dir's last state");
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
+  // LibTorch's pool size: --threads, else OMP_NUM_THREADS (the launcher sets it), else this
+  // trainer's share of the cores. Debian's LibTorch would otherwise start with 1.
+  if (!args.WasSet("threads")) {
+    o.intra_op_threads = omp_threads > 0 ? omp_threads : std::max(1, hw / std::max(1, o.trainers_per_machine));
+  }
 
   if (o.part_config.empty())
     return args.Fail(
@@ -174,7 +180,7 @@ int Main(int argc, char** argv) {
   o.dist.timeout = std::chrono::milliseconds(static_cast<int64_t>(comm_timeout * 1000));
   auto config = core::LoadPartitionConfig(o.part_config);
   if (!config.ok()) return args.Fail(config.status());
-  auto map = ResolveServers(servers, ip_config, num_servers, config->num_parts);
+  auto map = ResolveServers(servers, ip_config, o.part_config, num_servers, config->num_parts);
   if (!map.ok()) return args.Fail(map.status());
   o.graph.servers = std::move(*map);
   o.graph.machine_id = machine_id >= 0 ? machine_id : o.dist.rank / o.trainers_per_machine;

@@ -146,8 +146,12 @@ absl::Status Job::Setup() {
 
   const int rank = o_.dist.rank, tpm = o_.trainers_per_machine;
   ASSIGN_OR_RETURN(train_, RankShare(*graph_, o_.train_mask, tpm, rank, &train_total_));
-  ASSIGN_OR_RETURN(val_, RankShare(*graph_, o_.val_mask, tpm, rank, &val_total_));
-  ASSIGN_OR_RETURN(test_, RankShare(*graph_, o_.test_mask, tpm, rank, &test_total_));
+  if (o_.eval_every > 0) {
+    ASSIGN_OR_RETURN(val_, RankShare(*graph_, o_.val_mask, tpm, rank, &val_total_));
+  }
+  if (o_.test) {
+    ASSIGN_OR_RETURN(test_, RankShare(*graph_, o_.test_mask, tpm, rank, &test_total_));
+  }
   if (train_total_ < o_.dist.world_size) {
     return absl::FailedPreconditionError(StrCat("field '", o_.train_mask, "' marks ", train_total_,
                                                 " training nodes, fewer than the ",
@@ -369,39 +373,42 @@ absl::Status Job::SaveLast(int64_t epoch) {
 
 absl::StatusOr<int64_t> Job::Resume() {
   const std::string path = LastCheckpoint(o_);
-  if (!std::filesystem::exists(path)) {
-    return absl::NotFoundError(StrCat("--resume: no checkpoint ", path,
-                                      " (written after each epoch with --checkpoint-dir)"));
-  }
   int64_t epoch = -1;
-  RETURN_IF_ERROR(CatchTorch(StrCat("loading checkpoint ", path), [&] {
-    torch::serialize::InputArchive ar, model, optimizer;
-    ar.load_from(path);
-    ar.read("model", model);
-    ar.read("optimizer", optimizer);
-    model_->load(model);
-    opt_->load(optimizer);
-    at::Tensor e, seed, best, best_epoch;
-    ar.read("epoch", e);
-    ar.read("seed", seed);
-    ar.read("best_val_acc", best);
-    ar.read("best_epoch", best_epoch);
-    epoch = e.item<int64_t>();
-    if (seed.item<int64_t>() != static_cast<int64_t>(o_.seed)) {
-      throw std::runtime_error(StrCat("it was written with --seed ", seed.item<int64_t>(),
-                                      ", this run has --seed ", o_.seed,
-                                      "; resume with the same seed"));
-    }
-    result_.best_val_acc = best.item<double>();
-    result_.best_epoch = best_epoch.item<int64_t>();
-  }));
-  // Every rank must resume from the same epoch.
-  ASSIGN_OR_RETURN(std::vector<double> sums,
-                   AllReduceSum(*comm_, {static_cast<double>(epoch), 1.0}));
-  if (sums[0] != static_cast<double>(epoch) * sums[1]) {
-    return absl::FailedPreconditionError(StrCat("--resume: rank ", comm_->rank(), "'s checkpoint ",
-                                                path, " is at epoch ", epoch,
-                                                " but other ranks' are not"));
+  absl::Status loaded =
+      !std::filesystem::exists(path)
+          ? absl::NotFoundError(StrCat("--resume: no checkpoint ", path, " (written after each epoch with --checkpoint-dir)"))
+          : CatchTorch(StrCat("loading checkpoint ", path), [&] {
+              torch::serialize::InputArchive ar, model, optimizer;
+              ar.load_from(path);
+              ar.read("model", model);
+              ar.read("optimizer", optimizer);
+              model_->load(model);
+              opt_->load(optimizer);
+              at::Tensor e, seed, best, best_epoch;
+              ar.read("epoch", e);
+              ar.read("seed", seed);
+              ar.read("best_val_acc", best);
+              ar.read("best_epoch", best_epoch);
+              epoch = e.item<int64_t>();
+              if (seed.item<int64_t>() != static_cast<int64_t>(o_.seed)) {
+                throw std::runtime_error(StrCat("it was written with --seed ", seed.item<int64_t>(),
+                                                ", this run has --seed ", o_.seed, "; resume with the same seed"));
+              }
+              result_.best_val_acc = best.item<double>();
+              result_.best_epoch = best_epoch.item<int64_t>();
+            });
+  // Every rank joins this check, loaded or not, so that one rank's failure ends the others now
+  // instead of after --comm-timeout; and all epochs must be equal (W * sum(e^2) == sum(e)^2).
+  const double e = loaded.ok() ? static_cast<double>(epoch) : 0;
+  ASSIGN_OR_RETURN(std::vector<double> sums, AllReduceSum(*comm_, {loaded.ok() ? 1.0 : 0.0, e, e * e}));
+  RETURN_IF_ERROR(loaded);
+  const double w = comm_->world_size();
+  if (sums[0] != w) {
+    return absl::FailedPreconditionError("--resume: another rank could not load its checkpoint (see its error)");
+  }
+  if (w * sums[2] != sums[1] * sums[1]) {
+    return absl::FailedPreconditionError(StrCat("--resume: rank ", comm_->rank(), "'s checkpoint ", path,
+                                                " is at epoch ", epoch, " but other ranks' are not"));
   }
   if (lead()) Log(StrCat("fanout-train: resumed from ", path, " after epoch ", epoch));
   return epoch + 1;
@@ -441,7 +448,9 @@ absl::StatusOr<TrainResult> Job::Run() {
   // Test: the final model, and the best-validation one (the usual model selection).
   ASSIGN_OR_RETURN(result_.final_test_acc, Evaluate(test_, o_.epochs, "test"));
   result_.test_acc = result_.final_test_acc;
-  if (!best_params_.empty()) {
+  if (result_.best_epoch < 0 || result_.best_epoch == o_.epochs - 1) {
+    // No validation, or the best model is the final one: one test pass says it all.
+  } else if (!best_params_.empty()) {
     torch::NoGradGuard no_grad;
     auto params = model_->parameters();
     for (size_t i = 0; i < params.size(); ++i) params[i].copy_(best_params_[i]);
@@ -461,12 +470,16 @@ absl::StatusOr<TrainResult> Job::Run() {
   }
   if (lead()) {
     char line[256];
-    std::snprintf(
-        line, sizeof(line),
-        "fanout-train: test accuracy %.4f (model of epoch %lld, best validation accuracy %.4f); "
-        "final model's test accuracy %.4f",
-        result_.test_acc, static_cast<long long>(result_.best_epoch), result_.best_val_acc,
-        result_.final_test_acc);
+    if (result_.best_epoch < 0) {
+      std::snprintf(line, sizeof(line), "fanout-train: test accuracy %.4f (final model; no validation)",
+                    result_.test_acc);
+    } else {
+      std::snprintf(line, sizeof(line),
+                    "fanout-train: test accuracy %.4f (model of epoch %lld, best validation accuracy %.4f); "
+                    "final model's test accuracy %.4f",
+                    result_.test_acc, static_cast<long long>(result_.best_epoch), result_.best_val_acc,
+                    result_.final_test_acc);
+    }
     Log(line);
     Metrics({{"event", "test"},
              {"test_acc", result_.test_acc},

@@ -121,18 +121,45 @@ TEST_F(TrainCliTest, TwoRanksTrainWriteMetricsAndCheckpointsAndResume) {
   EXPECT_EQ(ranks[0]->output().find("epoch 1 | loss"), std::string::npos) << ranks[0]->output();
   EXPECT_NE(ranks[0]->output().find("epoch 2 | loss"), std::string::npos) << ranks[0]->output();
   EXPECT_EQ(ReadJsonLines(metrics).size(), 5u) << "appended, not truncated";
+
+  // The resumed run is the uninterrupted one: model, Adam state and random streams restored.
+  const std::string resumed = ranks[0]->output();
+  args = Args(3);
+  ranks = StartRanks(2, args);
+  ASSERT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();
+  ASSERT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
+  const std::regex epoch2("epoch 2 \\| loss [0-9.]+ \\| train acc [0-9.]+ \\| val acc [0-9.]+"),
+      test("test accuracy [0-9.]+");
+  std::smatch a, b;
+  ASSERT_TRUE(std::regex_search(resumed, a, epoch2)) << resumed;
+  ASSERT_TRUE(std::regex_search(ranks[0]->output(), b, epoch2)) << ranks[0]->output();
+  EXPECT_EQ(a.str(), b.str());
+  ASSERT_TRUE(std::regex_search(resumed, a, test));
+  ASSERT_TRUE(std::regex_search(ranks[0]->output(), b, test));
+  EXPECT_EQ(a.str(), b.str());
 }
 
-TEST_F(TrainCliTest, DeadPeerEndsTheRunWithinTheTimeout) {
-  auto ranks = StartRanks(2, Args(500));
-  ASSERT_TRUE(ranks[0]->WaitFor("epoch 0 | loss", 1, std::chrono::seconds(120))) << ranks[0]->output();
-  kill(ranks[1]->pid(), SIGKILL);
-  const auto t0 = Clock::now();
-  const int code = ranks[0]->Finish(std::chrono::seconds(60)).value_or(-1);
-  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-  EXPECT_EQ(code, 1) << ranks[0]->output();
-  EXPECT_LT(s, 30) << "bounded by --comm-timeout 10";
-  EXPECT_NE(ranks[0]->output().find("fanout-train: error: rank 0:"), std::string::npos) << ranks[0]->output();
+TEST_F(TrainCliTest, DeadOrStuckPeerEndsTheRunWithinTheTimeout) {
+  // SIGKILL closes rank 1's connections: rank 0 fails at once. SIGSTOP leaves them open and
+  // silent: only --comm-timeout (10 s here) can end rank 0's wait.
+  for (int sig : {SIGKILL, SIGSTOP}) {
+    SCOPED_TRACE(sig == SIGKILL ? "SIGKILL" : "SIGSTOP");
+    auto ranks = StartRanks(2, Args(500));
+    ASSERT_TRUE(ranks[0]->WaitFor("epoch 0 | loss", 1, std::chrono::seconds(120))) << ranks[0]->output();
+    kill(ranks[1]->pid(), sig);
+    const auto t0 = Clock::now();
+    const int code = ranks[0]->Finish(std::chrono::seconds(60)).value_or(-1);
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::printf("rank 0 exited %.1f s after %s to rank 1\n", s, sig == SIGKILL ? "SIGKILL" : "SIGSTOP");
+    EXPECT_EQ(code, 1) << ranks[0]->output();
+    EXPECT_NE(ranks[0]->output().find("fanout-train: error: rank 0:"), std::string::npos) << ranks[0]->output();
+    if (sig == SIGSTOP) {
+      EXPECT_GE(s, 9) << "a silent peer is waited for up to --comm-timeout";
+      EXPECT_LT(s, 30) << "and not much longer";
+    } else {
+      EXPECT_LT(s, 10) << "a closed connection fails the collective before the timeout";
+    }
+  }
 }
 
 TEST_F(TrainCliTest, BadSetupIsRefusedClearly) {
