@@ -56,6 +56,7 @@ BlockTensors ConvertBlock(const sampler::Block& b, const c10::Device& device) {
   BlockTensors out;
   out.num_src = b.num_src();
   out.num_dst = b.num_dst;
+  out.indptr = Int64Tensor(b.indptr);
   out.src = Int64Tensor(b.indices);
   out.dst = at::empty({b.num_edges()}, at::kLong);
   out.in_degree = at::empty({b.num_dst}, at::kLong);
@@ -66,6 +67,7 @@ BlockTensors ConvertBlock(const sampler::Block& b, const c10::Device& device) {
     for (int64_t e = b.indptr[j]; e < b.indptr[j + 1]; ++e) dst[e] = j;
   }
   if (!device.is_cpu()) {
+    out.indptr = out.indptr.to(device);
     out.src = out.src.to(device);
     out.dst = out.dst.to(device);
     out.in_degree = out.in_degree.to(device);

@@ -13,13 +13,15 @@
 
 namespace fanout::trainer {
 
-// One block (message-flow graph) as edge lists. Edge e runs from source node src[e] (an index
-// into the block's source nodes) to destination node dst[e] (an index into its destination
-// nodes, which are the first num_dst source nodes). Edges are grouped by destination in
-// increasing order (the sampler's CSC order): dst is non-decreasing, and destination j owns
-// in_degree[j] consecutive edges. Multi-edges are kept and count once each.
+// One block (message-flow graph), in CSC form and as edge lists. Edge e runs from source node
+// src[e] (an index into the block's source nodes) to destination node dst[e] (an index into its
+// destination nodes, which are the first num_dst source nodes). Edges are grouped by destination
+// in increasing order (the sampler's CSC order): destination j owns edges indptr[j] ..
+// indptr[j + 1] - 1, so dst is non-decreasing and in_degree[j] = indptr[j + 1] - indptr[j].
+// Multi-edges are kept and count once each.
 struct BlockTensors {
-  at::Tensor src;        // int64 [num_edges]
+  at::Tensor indptr;     // int64 [num_dst + 1]
+  at::Tensor src;        // int64 [num_edges]: the CSC's indices
   at::Tensor dst;        // int64 [num_edges], non-decreasing
   at::Tensor in_degree;  // int64 [num_dst]; may be 0
   int64_t num_src = 0;

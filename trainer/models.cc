@@ -5,10 +5,8 @@
 #include <ATen/ops/dropout.h>
 #include <ATen/ops/elu.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/leaky_relu.h>
 #include <ATen/ops/linear.h>
 #include <ATen/ops/relu.h>
-#include <ATen/ops/segment_reduce.h>
 #include <ATen/ops/zeros.h>
 
 #include <cmath>
@@ -16,6 +14,7 @@
 #include <utility>
 
 #include "core/strings.h"
+#include "trainer/message_passing.h"
 
 namespace fanout::trainer {
 namespace {
@@ -41,13 +40,6 @@ at::Tensor Dropout(const at::Tensor& x, double p, bool training) {
   return (training && p > 0.0) ? at::dropout(x, p, /*train=*/true) : x;
 }
 
-// Sums edge messages [num_edges, ...] into their destinations: [num_dst, ...].
-at::Tensor SumByDst(const BlockTensors& b, const at::Tensor& messages) {
-  std::vector<int64_t> sizes = messages.sizes().vec();
-  sizes[0] = b.num_dst;
-  return at::zeros(sizes, messages.options()).index_add(0, b.dst, messages);
-}
-
 // degree.clamp(min=1) ^ power as a column [n, 1] of x's dtype (DGL clamps degrees at 1).
 at::Tensor DegreePower(const at::Tensor& degree, const at::Tensor& x, double power) {
   return degree.clamp_min(1).to(x.scalar_type()).pow(power).unsqueeze(1);
@@ -58,8 +50,9 @@ void CheckLayerInput(const BlockTensors& b, const at::Tensor& h, int64_t in_dim,
   TORCH_CHECK_VALUE(h.dim() == 2 && h.size(0) == b.num_src && h.size(1) == in_dim, layer,
                     ": input is ", h.sizes(), ", expected [", b.num_src, " source nodes, ", in_dim,
                     "]");
-  TORCH_CHECK_VALUE(b.num_dst <= b.num_src && b.src.defined() && b.dst.defined() &&
-                        b.in_degree.defined() && b.in_degree.size(0) == b.num_dst,
+  TORCH_CHECK_VALUE(b.num_dst <= b.num_src && b.indptr.defined() && b.src.defined() &&
+                        b.dst.defined() && b.in_degree.defined() &&
+                        b.in_degree.size(0) == b.num_dst,
                     layer, ": malformed block (build blocks with ToTensors)");
 }
 
@@ -79,8 +72,7 @@ class SageConv : public torch::nn::Module {
     // As DGL: project before message passing when that narrows the messages.
     const bool project_first = in_ > out_;
     const at::Tensor feat = project_first ? at::linear(h, fc_neigh_) : h;
-    at::Tensor neigh =
-        SumByDst(b, feat.index_select(0, b.src)) * DegreePower(b.in_degree, feat, -1);
+    at::Tensor neigh = Aggregate(b, feat, Reduce::kMean);
     if (!project_first) neigh = at::linear(neigh, fc_neigh_);
     return at::linear(h.narrow(0, 0, b.num_dst), fc_self_) + neigh + bias_;
   }
@@ -107,7 +99,7 @@ class GcnConv : public torch::nn::Module {
     at::Tensor feat = h * DegreePower(out_degree, h, -0.5);
     const bool project_first = in_ > out_;
     if (project_first) feat = at::linear(feat, weight_);
-    at::Tensor agg = SumByDst(b, feat.index_select(0, b.src));
+    at::Tensor agg = Aggregate(b, feat, Reduce::kSum);
     if (!project_first) agg = at::linear(agg, weight_);
     return agg * DegreePower(b.in_degree, agg, -0.5) + bias_;
   }
@@ -148,18 +140,9 @@ class GatConv : public torch::nn::Module {
     const at::Tensor el = at::linear(x, (fc * attn_l_.unsqueeze(-1)).sum(1));  // [S, H]
     const at::Tensor er =
         at::linear(x.narrow(0, 0, b.num_dst), (fc * attn_r_.unsqueeze(-1)).sum(1));  // [D, H]
-    const at::Tensor bias = bias_.view({1, heads_, out_});
-    if (b.num_edges() == 0) return at::zeros({b.num_dst, heads_, out_}, z.options()) + bias;
-    const at::Tensor e =
-        at::leaky_relu(el.index_select(0, b.src) + er.index_select(0, b.dst), 0.2);  // [E, H]
-    // Softmax over each destination's in-edges, shifted by the destination's max logit for
-    // stability. The edges of one destination are consecutive, so the max is a segment max;
-    // the shift cancels in the softmax, so no gradient flows through it.
-    const at::Tensor max = at::segment_reduce(e.detach(), "max", b.in_degree);  // [D, H]
-    const at::Tensor exp = (e - max.index_select(0, b.dst)).exp();
     const at::Tensor attention =
-        Dropout(exp / SumByDst(b, exp).index_select(0, b.dst), dropout_, is_training());
-    return SumByDst(b, z.index_select(0, b.src) * attention.unsqueeze(-1)) + bias;
+        Dropout(EdgeSoftmax(b, el, er, /*negative_slope=*/0.2), dropout_, is_training());
+    return Aggregate(b, z, Reduce::kSum, attention) + bias_.view({1, heads_, out_});
   }
 
  private:

@@ -1,0 +1,81 @@
+// Fused message-passing kernels over a block's in-edge CSC, on plain float32 arrays (no
+// LibTorch in this file, so they build fast and read as the algorithms they are).
+//
+// DGL's gSpMM / gSDDMM in the shapes fanout's models use: aggregation reads source rows and
+// accumulates straight into destination rows, so no [num_edges, width] message tensor is ever
+// built. trainer/message_passing.h wraps them as autograd functions and runs them on LibTorch's
+// intra-op threads; every function here works on a caller-given range, so callers split the work
+// into disjoint ranges and may run the ranges concurrently. Each function writes only to the rows
+// (or columns) of its range: ranges never race.
+#pragma once
+
+#include <cstdint>
+
+namespace fanout::trainer::kernels {
+
+// A block's edges grouped by destination: destination v's in-edges are positions
+// indptr[v] .. indptr[v + 1] - 1, and indices[e] is the source row of edge e. Multi-edges count
+// once each. Borrowed pointers; the caller keeps them alive.
+struct Csc {
+  const int64_t* indptr = nullptr;   // [num_dst + 1], indptr[0] == 0, non-decreasing
+  const int64_t* indices = nullptr;  // [num_edges], each in [0, num_src)
+  int64_t num_dst = 0;
+  int64_t num_src = 0;
+  int64_t num_edges() const { return indptr[num_dst]; }
+};
+
+// out[v, h, :] = scale(v) * sum over in-edges e = (u, v) of w(e, h) * x[u, h, :]
+// where w(e, h) = edge_weight[e * heads + h] (1 when edge_weight is null) and scale(v) is
+// 1 / max(in-degree(v), 1) with `mean`, else 1. x is row-major [num_src, heads, width], out
+// [num_dst, heads, width]; a destination without in-edges gets zeros.
+struct Spmm {
+  Csc graph;
+  int64_t heads = 1;
+  int64_t width = 0;
+  const float* edge_weight = nullptr;  // [num_edges, heads] or null
+  bool mean = false;
+  int64_t row_elems() const { return heads * width; }
+};
+
+// Writes out rows [dst_begin, dst_end).
+void SpmmForward(const Spmm& op, const float* x, float* out, int64_t dst_begin, int64_t dst_end);
+
+// grad_x[u, c] += sum over edges e = (u, v) of scale(v) * w(e, c / width) * grad_out[v, c], for
+// the flat columns c in [col_begin, col_end) of the [heads * width] rows. Visits every edge, so
+// split by columns (not rows) to run in parallel: each range then owns its columns of grad_x.
+void SpmmBackwardX(const Spmm& op, const float* grad_out, float* grad_x, int64_t col_begin,
+                   int64_t col_end);
+
+// grad_w[e, h] = scale(v) * <x[u, h, :], grad_out[v, h, :]> for the edges of destinations
+// [dst_begin, dst_end) (the sampled dense-dense product, DGL's gSDDMM dot).
+void SpmmBackwardWeight(const Spmm& op, const float* x, const float* grad_out, float* grad_w,
+                        int64_t dst_begin, int64_t dst_end);
+
+// GAT attention, fused: for every edge e = (u, v) and head h,
+//   logit(e, h) = LeakyReLU_slope(el[u, h] + er[v, h])
+//   attention[e, h] = softmax of logit over v's in-edges (per head)
+// shifted by each destination's maximum logit, so large logits cannot overflow. el is
+// [num_src, heads], er [num_dst, heads], attention [num_edges, heads].
+struct EdgeSoftmax {
+  Csc graph;
+  int64_t heads = 1;
+  float negative_slope = 0.2f;
+};
+
+// Writes the attention of destinations [dst_begin, dst_end)'s edges.
+void EdgeSoftmaxForward(const EdgeSoftmax& op, const float* el, const float* er, float* attention,
+                        int64_t dst_begin, int64_t dst_end);
+
+// From grad_attention, the gradient of the logits' inputs for destinations [dst_begin, dst_end):
+// grad_edge[e, h] (the gradient of el[u, h] + er[v, h] at edge e) and grad_er[v, h] (its sum
+// over v's in-edges). grad_el is then grad_edge summed by source: ScatterAddRows.
+void EdgeSoftmaxBackward(const EdgeSoftmax& op, const float* el, const float* er,
+                         const float* attention, const float* grad_attention, float* grad_edge,
+                         float* grad_er, int64_t dst_begin, int64_t dst_end);
+
+// out[indices[i], :] += rows[i, :] for i in [0, n); rows are `width` floats. Serial (rows of
+// `out` may repeat).
+void ScatterAddRows(const int64_t* indices, int64_t n, int64_t width, const float* rows,
+                    float* out);
+
+}  // namespace fanout::trainer::kernels

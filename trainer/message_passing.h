@@ -1,0 +1,38 @@
+// Message passing on a block as differentiable LibTorch operations: the models' aggregation and
+// GAT's attention. On CPU they run the fused kernels of trainer/kernels.h on LibTorch's intra-op
+// threads (no per-edge message tensor); elsewhere (CUDA) they run the reference composition of
+// index_select / index_add, which the tests also hold the kernels to.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include "trainer/batch_tensors.h"
+
+namespace fanout::trainer {
+
+enum class Reduce { kSum, kMean };
+
+// out[v] = reduce over in-edges e = (u, v) of the block of w[e] * x[u]; mean divides by the
+// in-degree, and a destination without in-edges gets 0 (DGL's copy_u / u_mul_e with sum / mean).
+//   x: float32 [num_src, width] or [num_src, heads, width]
+//   edge_weight: undefined (all 1), float32 [num_edges] (with 2-d x) or [num_edges, heads]
+// Returns [num_dst, ...] shaped like x. Differentiable in x and edge_weight; gradients are only
+// computed for those that require them. Throws c10::Error on a shape mismatch.
+at::Tensor Aggregate(const BlockTensors& b, const at::Tensor& x, Reduce reduce,
+                     const at::Tensor& edge_weight = at::Tensor());
+
+// GAT's attention: for edge e = (u, v) and head h, softmax over v's in-edges of
+// LeakyReLU_slope(el[u, h] + er[v, h]). el: float32 [num_src, heads], er: [num_dst, heads].
+// Returns [num_edges, heads]. Differentiable in el and er.
+at::Tensor EdgeSoftmax(const BlockTensors& b, const at::Tensor& el, const at::Tensor& er,
+                       double negative_slope);
+
+// The same two operations composed from ATen ops (index_select, index_add, segment_reduce):
+// correct on any device, but they build [num_edges, ...] message tensors. The CUDA path and the
+// tests' reference.
+at::Tensor AggregateReference(const BlockTensors& b, const at::Tensor& x, Reduce reduce,
+                              const at::Tensor& edge_weight = at::Tensor());
+at::Tensor EdgeSoftmaxReference(const BlockTensors& b, const at::Tensor& el, const at::Tensor& er,
+                                double negative_slope);
+
+}  // namespace fanout::trainer
