@@ -1,6 +1,7 @@
 #include "trainer/kernels.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -55,6 +56,42 @@ inline float DstScale(const Spmm& op, int64_t v) {
 
 inline float LeakyRelu(float s, float slope) { return s > 0 ? s : s * slope; }
 
+// Murmur3's 32-bit finaliser over (seed, i): every output bit depends on every input bit, which
+// is all a dropout mask needs; 32-bit arithmetic keeps the loops vectorised (vpmulld). `salt`
+// carries the seed's high word and i's high word, constant over runs of 2^32 elements.
+inline uint32_t MaskHash(uint32_t seed, uint32_t salt, uint32_t i) {
+  uint32_t h = (i * 0x9E3779B1u ^ seed) + salt;
+  h ^= h >> 16;
+  h *= 0x85EBCA6Bu;
+  h ^= h >> 13;
+  h *= 0xC2B2AE35u;
+  h ^= h >> 16;
+  return h;
+}
+
+// Calls body(first, count, seed, salt) over [begin, end) cut where i's high word changes, with
+// count < 2^32 and i = first + k for k in [0, count).
+template <typename Body>
+inline void ForMaskRuns(uint64_t seed, int64_t begin, int64_t end, Body body) {
+  for (int64_t first = begin; first < end;) {
+    const int64_t run_end = std::min<int64_t>(end, (first | int64_t{0xFFFFFFFF}) + 1);
+    const uint32_t salt = static_cast<uint32_t>(seed >> 32) +
+                          static_cast<uint32_t>(static_cast<uint64_t>(first) >> 32);
+    body(first, static_cast<uint32_t>(run_end - first), static_cast<uint32_t>(seed), salt);
+    first = run_end;
+  }
+}
+
+// v where keep, else +0.0f, without a branch (so that the loops vectorise).
+inline float KeepOrZero(bool keep, float v) {
+  return std::bit_cast<float>(std::bit_cast<uint32_t>(v) & (0u - static_cast<uint32_t>(keep)));
+}
+
+// Elements whose hash is below this are dropped: p * 2^32, rounded.
+inline uint32_t DropThreshold(float p) {
+  return static_cast<uint32_t>(std::min(4294967295.0, std::round(static_cast<double>(p) * 4294967296.0)));
+}
+
 template <bool kWeighted>
 inline void SpmmForwardImpl(const Spmm& op, const float* __restrict x, float* __restrict out,
                             int64_t dst_begin, int64_t dst_end) {
@@ -63,7 +100,7 @@ inline void SpmmForwardImpl(const Spmm& op, const float* __restrict x, float* __
   const int64_t* indices = op.graph.indices;
   const int64_t last_edge = indptr[dst_end];
   for (int64_t v = dst_begin; v < dst_end; ++v) {
-    float* o = out + v * row;
+    float* o = out + v * op.out_row_stride();
     std::fill(o, o + row, 0.0f);
     for (int64_t e = indptr[v]; e < indptr[v + 1]; ++e) {
       if (e + kPrefetchEdges < last_edge) PrefetchRow(x + indices[e + kPrefetchEdges] * row, row);
@@ -102,7 +139,7 @@ void SpmmBackwardX(const Spmm& op, const float* grad_out, float* grad_x, int64_t
   const int64_t cols = col_end - col_begin;
   for (int64_t v = 0; v < op.graph.num_dst; ++v) {
     const float scale = DstScale(op, v);
-    const float* g = grad_out + v * row;
+    const float* g = grad_out + v * op.out_row_stride();
     for (int64_t e = indptr[v]; e < indptr[v + 1]; ++e) {
       if (e + kPrefetchEdges < num_edges) {
         PrefetchRowForWrite(grad_x + indices[e + kPrefetchEdges] * row + col_begin, cols);
@@ -131,7 +168,7 @@ void SpmmBackwardWeight(const Spmm& op, const float* x, const float* grad_out, f
   const int64_t last_edge = indptr[dst_end];
   for (int64_t v = dst_begin; v < dst_end; ++v) {
     const float scale = DstScale(op, v);
-    const float* g = grad_out + v * row;
+    const float* g = grad_out + v * op.out_row_stride();
     for (int64_t e = indptr[v]; e < indptr[v + 1]; ++e) {
       if (e + kPrefetchEdges < last_edge) PrefetchRow(x + indices[e + kPrefetchEdges] * row, row);
       const float* xu = x + indices[e] * row;
@@ -195,6 +232,41 @@ void EdgeSoftmaxBackward(const EdgeSoftmax& op, const float* el, const float* er
       grad_er[v * heads + h] = sum;
     }
   }
+}
+
+FANOUT_KERNEL
+void DropoutForward(const Dropout& op, const float* x, float* out, int64_t begin, int64_t end) {
+  const uint32_t threshold = DropThreshold(op.p);
+  const float scale = 1.0f / (1.0f - op.p);
+  const float floor = op.relu ? 0.0f : -std::numeric_limits<float>::infinity();
+  ForMaskRuns(op.seed, begin, end, [&](int64_t first, uint32_t count, uint32_t seed, uint32_t salt) {
+    const float* xs = x + first;
+    float* os = out + first;
+    const uint32_t base = static_cast<uint32_t>(first);
+    for (uint32_t k = 0; k < count; ++k) {
+      const float v = std::max(xs[k], floor) * scale;
+      os[k] = KeepOrZero(MaskHash(seed, salt, base + k) >= threshold, v);
+    }
+  });
+}
+
+FANOUT_KERNEL
+void DropoutBackward(const Dropout& op, const float* out, const float* grad_out, float* grad_x,
+                     int64_t begin, int64_t end) {
+  const float scale = 1.0f / (1.0f - op.p);
+  if (op.relu) {
+    for (int64_t i = begin; i < end; ++i) grad_x[i] = KeepOrZero(out[i] > 0, grad_out[i] * scale);
+    return;
+  }
+  const uint32_t threshold = DropThreshold(op.p);
+  ForMaskRuns(op.seed, begin, end, [&](int64_t first, uint32_t count, uint32_t seed, uint32_t salt) {
+    const float* g = grad_out + first;
+    float* gx = grad_x + first;
+    const uint32_t base = static_cast<uint32_t>(first);
+    for (uint32_t k = 0; k < count; ++k) {
+      gx[k] = KeepOrZero(MaskHash(seed, salt, base + k) >= threshold, g[k] * scale);
+    }
+  });
 }
 
 void ScatterAddRows(const int64_t* indices, int64_t n, int64_t width, const float* rows,

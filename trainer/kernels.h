@@ -34,7 +34,11 @@ struct Spmm {
   int64_t width = 0;
   const float* edge_weight = nullptr;  // [num_edges, heads] or null
   bool mean = false;
+  // Floats from one row of out (and of grad_out) to the next; 0 means row_elems(). A larger
+  // stride writes into the columns of a wider matrix, e.g. beside the destinations' own rows.
+  int64_t out_stride = 0;
   int64_t row_elems() const { return heads * width; }
+  int64_t out_row_stride() const { return out_stride > 0 ? out_stride : row_elems(); }
 };
 
 // Writes out rows [dst_begin, dst_end).
@@ -77,5 +81,23 @@ void EdgeSoftmaxBackward(const EdgeSoftmax& op, const float* el, const float* er
 // `out` may repeat).
 void ScatterAddRows(const int64_t* indices, int64_t n, int64_t width, const float* rows,
                     float* out);
+
+// Inverted dropout, optionally after a ReLU, with a counter-based mask: element i is kept iff a
+// 32-bit hash of (seed, i) is >= p * 2^32, so the mask depends on nothing but (seed, i) — not on
+// how the work is split into ranges or threads, and the backward pass can recompute it instead
+// of storing it. Kept elements are scaled by 1 / (1 - p).
+struct Dropout {
+  uint64_t seed = 0;
+  float p = 0.5f;     // in [0, 1)
+  bool relu = false;  // out = dropout(max(x, 0))
+};
+
+// out[i] for i in [begin, end); out may be x (in place).
+void DropoutForward(const Dropout& op, const float* x, float* out, int64_t begin, int64_t end);
+
+// grad_x[i] for i in [begin, end), given the forward's output (with relu, an element has a
+// gradient iff its output is > 0, which implies it was kept) and the output's gradient.
+void DropoutBackward(const Dropout& op, const float* out, const float* grad_out, float* grad_x,
+                     int64_t begin, int64_t end);
 
 }  // namespace fanout::trainer::kernels

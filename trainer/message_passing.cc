@@ -3,6 +3,7 @@
 #include <ATen/Parallel.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/index_add.h>
 #include <ATen/ops/leaky_relu.h>
@@ -12,6 +13,7 @@
 #include <torch/csrc/autograd/custom_function.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -56,17 +58,31 @@ kernels::Spmm SpmmOf(const at::Tensor& indptr, const at::Tensor& indices, const 
 
 // The shared body of the two aggregation functions below (LibTorch's custom functions cannot
 // take an undefined tensor as an input, so "no edge weights" is a function of its own).
+// With `with_self` (2-d x, no weights) the output is [num_dst, 2 * width]: each destination's
+// own row of x, then its aggregate.
 at::Tensor AggregateForward(AutogradContext* ctx, const at::Tensor& x,
                             const at::Tensor& edge_weight, const at::Tensor& indptr,
-                            const at::Tensor& indices, bool mean) {
-  const kernels::Spmm op = SpmmOf(indptr, indices, x, edge_weight, mean);
+                            const at::Tensor& indices, bool mean, bool with_self) {
+  kernels::Spmm op = SpmmOf(indptr, indices, x, edge_weight, mean);
   std::vector<int64_t> sizes = x.sizes().vec();
   sizes[0] = op.graph.num_dst;
+  if (with_self) {
+    sizes[1] *= 2;
+    op.out_stride = sizes[1];
+  }
   at::Tensor out = at::empty(sizes, x.options());
   const float* xp = x.data_ptr<float>();
   float* outp = out.data_ptr<float>();
+  const int64_t width = op.width;
   at::parallel_for(0, op.graph.num_dst, kRowGrain, [&](int64_t begin, int64_t end) {
-    kernels::SpmmForward(op, xp, outp, begin, end);
+    if (with_self) {
+      for (int64_t v = begin; v < end; ++v) {
+        std::memcpy(outp + v * 2 * width, xp + v * width, width * sizeof(float));
+      }
+      kernels::SpmmForward(op, xp, outp + width, begin, end);
+    } else {
+      kernels::SpmmForward(op, xp, outp, begin, end);
+    }
   });
   if (edge_weight.defined()) {
     ctx->save_for_backward({x, indptr, indices, edge_weight});
@@ -74,6 +90,7 @@ at::Tensor AggregateForward(AutogradContext* ctx, const at::Tensor& x,
     ctx->save_for_backward({x, indptr, indices});
   }
   ctx->saved_data["mean"] = mean;
+  ctx->saved_data["with_self"] = with_self;
   return out;
 }
 
@@ -84,14 +101,25 @@ std::pair<at::Tensor, at::Tensor> AggregateBackward(AutogradContext* ctx,
   const variable_list saved = ctx->get_saved_variables();
   const at::Tensor &x = saved[0], &indptr = saved[1], &indices = saved[2];
   const at::Tensor edge_weight = saved.size() > 3 ? saved[3] : at::Tensor();
-  const kernels::Spmm op =
-      SpmmOf(indptr, indices, x, edge_weight, ctx->saved_data["mean"].toBool());
+  kernels::Spmm op = SpmmOf(indptr, indices, x, edge_weight, ctx->saved_data["mean"].toBool());
+  const bool with_self = ctx->saved_data["with_self"].toBool();
   const at::Tensor grad_out = grads[0].contiguous();
   const float* g = grad_out.data_ptr<float>();
   at::Tensor grad_x, grad_w;
   if (need_x) {
     grad_x = at::zeros_like(x);
     float* gx = grad_x.data_ptr<float>();
+    if (with_self) {
+      // The self half goes straight to the destinations' rows; the rest is the aggregate's.
+      const int64_t width = op.width;
+      op.out_stride = 2 * width;
+      at::parallel_for(0, op.graph.num_dst, kRowGrain, [&](int64_t begin, int64_t end) {
+        for (int64_t v = begin; v < end; ++v) {
+          std::memcpy(gx + v * width, g + v * 2 * width, width * sizeof(float));
+        }
+      });
+      g += width;
+    }
     const int64_t row = op.row_elems();
     const int64_t chunks = (row + kColumnChunk - 1) / kColumnChunk;
     at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
@@ -113,7 +141,19 @@ class AggregateFunction : public torch::autograd::Function<AggregateFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& indptr,
                             const at::Tensor& indices, bool mean) {
-    return AggregateForward(ctx, x, at::Tensor(), indptr, indices, mean);
+    return AggregateForward(ctx, x, at::Tensor(), indptr, indices, mean, /*with_self=*/false);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    at::Tensor grad_x = AggregateBackward(ctx, grads, ctx->needs_input_grad(0), false).first;
+    return {grad_x, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+class SelfAggregateFunction : public torch::autograd::Function<SelfAggregateFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& indptr,
+                            const at::Tensor& indices, bool mean) {
+    return AggregateForward(ctx, x, at::Tensor(), indptr, indices, mean, /*with_self=*/true);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     at::Tensor grad_x = AggregateBackward(ctx, grads, ctx->needs_input_grad(0), false).first;
@@ -126,7 +166,7 @@ class WeightedAggregateFunction : public torch::autograd::Function<WeightedAggre
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x,
                             const at::Tensor& edge_weight, const at::Tensor& indptr,
                             const at::Tensor& indices, bool mean) {
-    return AggregateForward(ctx, x, edge_weight, indptr, indices, mean);
+    return AggregateForward(ctx, x, edge_weight, indptr, indices, mean, /*with_self=*/false);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto [grad_x, grad_w] =
@@ -237,6 +277,15 @@ at::Tensor Aggregate(const BlockTensors& b, const at::Tensor& x, Reduce reduce,
   if (!edge_weight.defined()) return AggregateFunction::apply(x.contiguous(), b.indptr, b.src, mean);
   return WeightedAggregateFunction::apply(x.contiguous(), edge_weight.contiguous(), b.indptr,
                                           b.src, mean);
+}
+
+at::Tensor AggregateWithSelf(const BlockTensors& b, const at::Tensor& x, Reduce reduce) {
+  CheckAggregateArgs(b, x, at::Tensor());
+  TORCH_CHECK_VALUE(x.dim() == 2, "aggregate with self: x is ", x.sizes(), ", expected 2 dims");
+  if (!Fusable(b, {&x})) {
+    return at::cat({x.narrow(0, 0, b.num_dst), AggregateReference(b, x, reduce)}, 1);
+  }
+  return SelfAggregateFunction::apply(x.contiguous(), b.indptr, b.src, reduce == Reduce::kMean);
 }
 
 at::Tensor EdgeSoftmax(const BlockTensors& b, const at::Tensor& el, const at::Tensor& er,

@@ -21,6 +21,11 @@ enum class Reduce { kSum, kMean };
 at::Tensor Aggregate(const BlockTensors& b, const at::Tensor& x, Reduce reduce,
                      const at::Tensor& edge_weight = at::Tensor());
 
+// [x[:num_dst] | Aggregate(b, x, reduce)] as one [num_dst, 2 * width] tensor, for 2-d x: the
+// input of a layer that multiplies both halves by one weight matrix (GraphSAGE's fc_self and
+// fc_neigh as a single product), written without a separate concatenation.
+at::Tensor AggregateWithSelf(const BlockTensors& b, const at::Tensor& x, Reduce reduce);
+
 // GAT's attention: for edge e = (u, v) and head h, softmax over v's in-edges of
 // LeakyReLU_slope(el[u, h] + er[v, h]). el: float32 [num_src, heads], er: [num_dst, heads].
 // Returns [num_edges, heads]. Differentiable in el and er.

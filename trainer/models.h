@@ -33,6 +33,9 @@ struct ModelOptions {
   int64_t num_layers = 2;   // layers = blocks per mini-batch (one block per layer)
   double dropout = 0.5;     // in [0, 1); gat also uses it for attention and input dropout
   int64_t heads = 4;        // gat only: attention heads in every layer
+  // Aggregate with the fused kernels (message_passing.h); false runs the ATen composition that
+  // builds per-edge message tensors (the reference, and what CUDA runs either way).
+  bool fused = true;
 };
 
 // OK, or INVALID_ARGUMENT naming the first bad field and its valid range.

@@ -20,6 +20,7 @@
 #include "core/text_reader.h"
 #include "launcher/ip_config.h"
 #include "launcher/job_plan.h"
+#include "trainer/cpu_allocator.h"
 #include "trainer/training.h"
 
 namespace {
@@ -76,6 +77,8 @@ absl::StatusOr<sampler::ServerMap> ResolveServers(const std::string& servers,
 
 int Main(int argc, char** argv) {
   fanout::core::KeepLargeAllocations();
+  // Every step allocates the same large tensors again: keep them (trainer/cpu_allocator.h).
+  fanout::trainer::InstallCachingCpuAllocator();
   // c10d's NCCL backend must block on a dead peer rather than hang the GPU stream; set here,
   // before gRPC or Gloo start threads (setenv is not thread-safe). A user's setting is kept.
   setenv("NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);

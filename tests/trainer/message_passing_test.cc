@@ -228,6 +228,32 @@ TEST(AggregateTest, BadShapesAreRefusedWithTheShapes) {
   }
 }
 
+class AggregateWithSelfTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(AggregateWithSelfTest, MatchesTheConcatenatedComposition) {
+  const ThreadScope threads(GetParam());
+  const BlockTensors b = RandomBlock({.seed = 9});
+  at::manual_seed(13);
+  const at::Tensor x = at::randn({b.num_src, 37});
+  const at::Tensor g = at::randn({b.num_dst, 74});
+  for (Reduce reduce : {Reduce::kMean, Reduce::kSum}) {
+    auto fused = [&](const BlockTensors& blk, const at::Tensor& xx, const at::Tensor&) {
+      return AggregateWithSelf(blk, xx, reduce);
+    };
+    auto reference = [&](const BlockTensors& blk, const at::Tensor& xx, const at::Tensor&) {
+      return at::cat({xx.narrow(0, 0, blk.num_dst), AggregateReference(blk, xx, reduce)}, 1);
+    };
+    const Result f = RunAggregate(fused, b, x, at::Tensor(), g);
+    const Result r = RunAggregate(reference, b, x, at::Tensor(), g);
+    ExpectClose(f.out, r.out, "output");
+    ExpectClose(f.grad_x, r.grad_x, "gradient of x");
+    // The self half is the destinations' rows, exactly.
+    EXPECT_TRUE(at::equal(f.out.narrow(1, 0, 37), x.narrow(0, 0, b.num_dst)));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, AggregateWithSelfTest, ::testing::Values(1, 3));
+
 class EdgeSoftmaxTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(EdgeSoftmaxTest, ValuesAndGradientsMatchTheComposition) {

@@ -1,0 +1,125 @@
+"""Shared pieces of the DGL side of bench/vs_dgl: the model, the dataset loader, metrics output.
+
+The model is the one of DGL's examples/distributed/graphsage/node_classification.py (DistSAGE):
+SAGEConv('mean') layers, ReLU and dropout between layers, none after the last.
+"""
+import json
+import os
+import time
+import warnings
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# DGL 2.1's DataLoader warns on every CPU run that its optional CPU-affinity mode is off.
+warnings.filterwarnings("ignore", message=".*CPU affinity opt is not enabled.*")
+
+
+def build_model(in_feats, hidden, n_classes, n_layers, dropout):
+    import dgl.nn.pytorch as dglnn
+
+    class SAGE(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = nn.ModuleList()
+            if n_layers == 1:
+                self.layers.append(dglnn.SAGEConv(in_feats, n_classes, "mean"))
+            else:
+                self.layers.append(dglnn.SAGEConv(in_feats, hidden, "mean"))
+                for _ in range(1, n_layers - 1):
+                    self.layers.append(dglnn.SAGEConv(hidden, hidden, "mean"))
+                self.layers.append(dglnn.SAGEConv(hidden, n_classes, "mean"))
+            self.dropout = nn.Dropout(dropout)
+
+        def forward(self, blocks, x):
+            h = x
+            for i, (layer, block) in enumerate(zip(self.layers, blocks)):
+                h = layer(block, h)
+                if i != len(self.layers) - 1:
+                    h = F.relu(h)
+                    h = self.dropout(h)
+            return h
+
+    return SAGE()
+
+
+def load_npy_graph(data_dir, with_data=True):
+    """The fanout-generate plain layout as a DGL graph with reverse edges, as
+    `fanout-partition --add-reverse-edges` stores it: (u,v) and (v,u) for every input row, a self
+    loop once, repeated pairs kept. ndata: feat (float32), label (int64), train/val/test_mask."""
+    import dgl
+
+    edges = np.load(os.path.join(data_dir, "edges.npy"), mmap_mode="r")
+    src = torch.from_numpy(np.ascontiguousarray(edges[:, 0]).astype(np.int64))
+    dst = torch.from_numpy(np.ascontiguousarray(edges[:, 1]).astype(np.int64))
+    del edges
+    feat = np.load(os.path.join(data_dir, "node_feat.npy"), mmap_mode="r")
+    n = feat.shape[0]
+    not_loop = src != dst
+    g = dgl.graph(
+        (torch.cat([src, dst[not_loop]]), torch.cat([dst, src[not_loop]])), num_nodes=n
+    )
+    del src, dst, not_loop
+    if with_data:
+        g.ndata["feat"] = torch.from_numpy(np.array(feat, dtype=np.float32))
+        g.ndata["label"] = torch.from_numpy(
+            np.load(os.path.join(data_dir, "node_label.npy")).astype(np.int64)
+        )
+        for name, file in (("train_mask", "train_idx"), ("val_mask", "valid_idx"), ("test_mask", "test_idx")):
+            mask = torch.zeros(n, dtype=torch.bool)
+            mask[torch.from_numpy(np.load(os.path.join(data_dir, file + ".npy")).astype(np.int64))] = True
+            g.ndata[name] = mask
+    return g
+
+
+class Breakdown:
+    """Seconds per phase of an epoch, summed over steps."""
+
+    KEYS = ("wait", "feature", "forward", "backward", "update")
+
+    def __init__(self):
+        for k in self.KEYS:
+            setattr(self, k, 0.0)
+
+
+def now():
+    return time.perf_counter()
+
+
+def write_metrics(path, record):
+    if not path:
+        return
+    with open(path, "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def epoch_record(epoch, epoch_s, t, steps, loss_sum, correct, count, world_size, extra=None):
+    rec = {
+        "event": "epoch",
+        "epoch": epoch,
+        "epoch_seconds": epoch_s,
+        "wait_seconds": t.wait,
+        "feature_seconds": t.feature,
+        "forward_seconds": t.forward,
+        "backward_seconds": t.backward,
+        "update_seconds": t.update,
+        "steps": steps,
+        "loss": loss_sum / max(1.0, count),
+        "train_acc": correct / max(1.0, count),
+        "seeds_per_second": count / max(1e-9, epoch_s),
+        "world_size": world_size,
+    }
+    if extra:
+        rec.update(extra)
+    return rec
+
+
+def format_epoch(rec):
+    return (
+        "epoch {epoch} | loss {loss:.4f} | train acc {train_acc:.4f} | {epoch_seconds:.2f} s "
+        "(wait {wait_seconds:.2f}, feature {feature_seconds:.2f}, forward {forward_seconds:.2f}, "
+        "backward+all-reduce {backward_seconds:.2f}, update {update_seconds:.2f}) | "
+        "{seeds_per_second:.0f} seeds/s".format(**rec)
+    )

@@ -1,0 +1,191 @@
+"""DistDGL side of setups A and C: GraphSAGE on a DGL-partitioned graph.
+
+One script for both roles, as with DGL's tools/launch.py: started with DGL_ROLE=server it serves
+its partition (dgl.distributed.initialize never returns); with DGL_ROLE=client it trains.
+run.sh sets the environment tools/launch.py would set (DGL_*, OMP_NUM_THREADS, and
+torch.distributed's RANK / WORLD_SIZE / MASTER_ADDR / MASTER_PORT), and runs each loopback
+"machine" in its own mount namespace with a private /dev/shm.
+
+The training loop follows DGL's examples/distributed/graphsage/node_classification.py, with
+the time split into: wait (next mini-batch from the sampler process), feature (pull of input
+features and labels from the KVStore, local shared memory + remote servers), forward (model +
+loss), backward (zero_grad + backward, which includes DDP's gradient all-reduce), update
+(optimizer step). Validation (after the last epoch) is outside the epoch time: the same fanouts
+as training on the validation nodes (as fanout-train's default --eval-fanouts), batch 4096.
+"""
+import argparse
+import os
+import sys
+
+os.environ.setdefault("DGLBACKEND", "pytorch")
+
+import dgl  # noqa: E402
+import dgl.distributed.rpc_client as _rpc_client  # noqa: E402
+
+
+# --- Loopback machine ID -------------------------------------------------------------------
+# DGL finds a client's machine ID by matching the IPv4 addresses of the local network interfaces
+# against ip_config (rpc_client.get_local_machine_id). On one host, 127.0.0.1 and 127.0.0.2 are
+# both "local" but only 127.0.0.1 is an interface address (lo), so every client, on either
+# loopback machine, would say it is machine 0, and machine 1's trainer would sample partition 0
+# as if it were local. BENCH_DGL_MACHINE_ID overrides the detection. This runs at import time so
+# that the sampler processes DGL spawns (multiprocessing 'spawn' re-imports this file as
+# __mp_main__) are patched too. Servers take their machine ID from DGL_SERVER_ID and need nothing.
+def _loopback_machine_id():
+    mid = os.environ.get("BENCH_DGL_MACHINE_ID")
+    if mid is None:
+        return
+    orig = _rpc_client.get_local_machine_id
+
+    def get_local_machine_id(server_namebook):
+        detected = orig(server_namebook)
+        if os.environ.get("BENCH_DGL_VERBOSE"):
+            print(f"[pid {os.getpid()}] DGL detected machine {detected}; using {mid}", flush=True)
+        return int(mid)
+
+    _rpc_client.get_local_machine_id = get_local_machine_id
+
+
+_loopback_machine_id()
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from dgl_common import Breakdown, build_model, epoch_record, format_epoch, now, write_metrics  # noqa: E402
+
+
+def parse():
+    p = argparse.ArgumentParser()
+    p.add_argument("--graph-name", required=True)
+    p.add_argument("--ip-config", required=True)
+    p.add_argument("--part-config", required=True)
+    p.add_argument("--num-layers", type=int, default=3)
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--fanouts", default="15,10,5", help="input layer first, as fanout-train")
+    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--eval-batch-size", type=int, default=4096)
+    p.add_argument("--num-classes", type=int, default=47)
+    p.add_argument("--lr", type=float, default=0.003)
+    p.add_argument("--dropout", type=float, default=0.5)
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--log-every", type=int, default=0)
+    p.add_argument("--metrics-file", default="")
+    return p.parse_args()
+
+
+def main():
+    a = parse()
+    torch.set_num_threads(a.threads)
+    dgl.distributed.initialize(a.ip_config)  # a server never returns from here
+    dist.init_process_group(backend="gloo")
+    g = dgl.distributed.DistGraph(a.graph_name, part_config=a.part_config)
+    rank, world = dist.get_rank(), dist.get_world_size()
+    lead = rank == 0
+    pb = g.get_partition_book()
+    train_nid = dgl.distributed.node_split(g.ndata["train_mask"], pb, force_even=True)
+    val_nid = dgl.distributed.node_split(g.ndata["val_mask"], pb, force_even=True)
+    fanouts = [int(f) for f in a.fanouts.split(",")]
+    assert len(fanouts) == a.num_layers, "--fanouts must have --num-layers entries"
+    in_feats = g.ndata["feat"].shape[1]
+    n_classes = a.num_classes
+    torch.manual_seed(a.seed)
+    model = build_model(in_feats, a.hidden, n_classes, a.num_layers, a.dropout)
+    model = torch.nn.parallel.DistributedDataParallel(model)
+    opt = torch.optim.Adam(model.parameters(), lr=a.lr)
+    if lead:
+        print(
+            f"dgl_dist_train: graph '{a.graph_name}' ({g.num_nodes()} nodes, {pb.num_partitions()} "
+            f"partitions), {world} trainer(s); sage {a.num_layers} layers, hidden {a.hidden}, "
+            f"{in_feats} -> {n_classes} classes; fanouts {a.fanouts}, batch {a.batch_size}; "
+            f"train/val per trainer {len(train_nid)}/{len(val_nid)}; "
+            f"{os.environ.get('DGL_NUM_SAMPLER', '0')} sampler process(es) per trainer; "
+            f"{torch.get_num_threads()} intra-op thread(s); dgl {dgl.__version__}, torch {torch.__version__}",
+            flush=True,
+        )
+    print(f"dgl_dist_train: rank {rank} on machine {pb.partid} (DGL rank {g.rank()})", flush=True)
+    if a.metrics_file and lead:
+        open(a.metrics_file, "w").close()
+
+    sampler = dgl.dataloading.NeighborSampler(fanouts)
+    loader = dgl.dataloading.DistNodeDataLoader(
+        g, train_nid, sampler, batch_size=a.batch_size, shuffle=True, drop_last=False
+    )
+    feat, label = g.ndata["feat"], g.ndata["label"]
+    for epoch in range(a.epochs):
+        model.train()
+        t = Breakdown()
+        loss_sum = correct = count = 0.0
+        steps = 0
+        start = now()
+        it = iter(loader)
+        with model.join():
+            while True:
+                t0 = now()
+                try:
+                    input_nodes, seeds, blocks = next(it)
+                except StopIteration:
+                    break
+                t1 = now()
+                x = feat[input_nodes]
+                y = label[seeds].long()
+                t2 = now()
+                pred = model(blocks, x)
+                loss = F.cross_entropy(pred, y)
+                t3 = now()
+                opt.zero_grad()
+                loss.backward()
+                t4 = now()
+                opt.step()
+                t5 = now()
+                t.wait += t1 - t0
+                t.feature += t2 - t1
+                t.forward += t3 - t2
+                t.backward += t4 - t3
+                t.update += t5 - t4
+                n = len(seeds)
+                loss_sum += loss.item() * n
+                correct += float((pred.argmax(1) == y).sum())
+                count += n
+                steps += 1
+                if lead and a.log_every and steps % a.log_every == 0:
+                    print(f"epoch {epoch} step {steps} | loss {loss.item():.4f}", flush=True)
+        epoch_s = now() - start
+        sums = torch.tensor([loss_sum, correct, count], dtype=torch.float64)
+        dist.all_reduce(sums)
+        extra = {}
+        if epoch == a.epochs - 1:
+            ev0 = now()
+            extra["val_acc"] = evaluate(model.module, g, val_nid, fanouts, a.eval_batch_size)
+            extra["eval_seconds"] = now() - ev0
+        rec = epoch_record(epoch, epoch_s, t, steps, sums[0].item(), sums[1].item(), sums[2].item(), world, extra)
+        if lead:
+            line = format_epoch(rec)
+            if "val_acc" in rec:
+                line += f" | val acc {rec['val_acc']:.4f} (eval {rec['eval_seconds']:.1f} s)"
+            print(line, flush=True)
+            write_metrics(a.metrics_file, rec)
+    dist.barrier()
+
+
+def evaluate(model, g, nids, fanouts, batch_size):
+    model.eval()
+    sampler = dgl.dataloading.NeighborSampler(fanouts)
+    loader = dgl.dataloading.DistNodeDataLoader(g, nids, sampler, batch_size=batch_size, shuffle=False, drop_last=False)
+    correct = count = 0.0
+    with torch.no_grad():
+        for input_nodes, seeds, blocks in loader:
+            pred = model(blocks, g.ndata["feat"][input_nodes])
+            correct += float((pred.argmax(1) == g.ndata["label"][seeds].long()).sum())
+            count += len(seeds)
+    model.train()
+    sums = torch.tensor([correct, count], dtype=torch.float64)
+    dist.all_reduce(sums)
+    return (sums[0] / sums[1]).item() if sums[1] > 0 else 0.0
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,309 @@
+#!/usr/bin/env bash
+# fanout against DGL 2.1 / DistDGL, side by side on one host (bench/vs_dgl/README.md).
+#
+#   bench/vs_dgl/run.sh [--rounds R] [--setups A,B,C] [--epochs E] [--quick] [--fresh]
+#                       [--timeout S] [--work DIR] [--venv DIR]
+#
+# Setups (GraphSAGE-mean, Adam lr 0.003, dropout 0.5, batch 1024 per trainer, 1 intra-op
+# thread and 1 sampler process per trainer, on both sides):
+#   A  2 loopback machines (127.0.0.1, 127.0.0.2) x (1 server + 1 trainer), 2 METIS parts;
+#      3 layers, hidden 256, fanouts 15,10,5.            fanout-launch  vs  DistDGL
+#   B  1 machine, 2 trainers; same model as A.          fanout-launch, 1 part, 1 server
+#                                                        vs  DGL DataLoader + torch DDP (Gloo)
+#   C  as A with 2 layers, hidden 16, fanouts 15,10 (data-bound).
+# Jobs alternate fanout, DGL, fanout, DGL, ... The epoch time reported is the mean of the epochs
+# after the first (evaluation excluded); validation accuracy is measured after the last epoch.
+#
+# Environment: FANOUT_BUILD_DIR (default: <repo>/build), FANOUT_VS_DGL_PORT (first port used,
+# default 37050; each job uses the next 10), PYTHON (interpreter for the virtualenv, python3).
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+BIN=$(cd "${FANOUT_BUILD_DIR:-$REPO/build}/bin" 2>/dev/null && pwd) || {
+  echo "run.sh: no fanout build at ${FANOUT_BUILD_DIR:-$REPO/build}/bin (scripts/build.sh)" >&2
+  exit 1
+}
+ROUNDS=1 SETUPS=A,B,C EPOCHS=2 QUICK=0 FRESH=0 TIMEOUT=
+WORK=${TMPDIR:-/tmp}/fanout-vs-dgl
+VENV=
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --setups) SETUPS=$2; shift 2 ;;
+    --epochs) EPOCHS=$2; shift 2 ;;
+    --quick) QUICK=1; shift ;;
+    --fresh) FRESH=1; shift ;;
+    --timeout) TIMEOUT=$2; shift 2 ;;
+    --work) WORK=$2; shift 2 ;;
+    --venv) VENV=$2; shift 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+  esac
+done
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --rounds must be a positive integer" >&2; exit 2; }
+[[ $EPOCHS =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --epochs must be a positive integer" >&2; exit 2; }
+IFS=, read -r -a SETUP_LIST <<<"$SETUPS"
+for s in "${SETUP_LIST[@]}"; do
+  [[ $s =~ ^[ABC]$ ]] || { echo "run.sh: unknown setup '$s' (A, B or C)" >&2; exit 2; }
+done
+mkdir -p "$WORK"
+WORK=$(cd "$WORK" && pwd)
+VENV=${VENV:-$WORK/venv}
+
+# Dataset size: ogbn-products' shape (100 float32 features, 47 classes, 10/5/85 % split) at
+# 500K nodes and 25M input edges (50M stored with reverse edges); --quick: 50K and 2.5M.
+if [ "$QUICK" = 1 ]; then
+  NODES=50000 EDGES=2500000 TIMEOUT=${TIMEOUT:-300}
+else
+  NODES=500000 EDGES=25000000 TIMEOUT=${TIMEOUT:-1200}
+fi
+NAME=vsdgl
+DATA=$WORK/data-n$NODES-e$EDGES
+PARTS=$WORK/parts-n$NODES-e$EDGES
+PY=$VENV/bin/python
+PORT0=${FANOUT_VS_DGL_PORT:-37050}
+STAMP=$(date +%Y%m%d-%H%M%S)
+RUN=$WORK/runs/$STAMP
+mkdir -p "$RUN"
+RESULTS=$RUN/results.tsv
+: >"$RESULTS"
+
+log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*"; }
+
+# ---- process control: every job is a process group of its own, killed whole on exit ----------
+GROUPS_RUNNING=()
+kill_group() {  # PGID: TERM the group, then KILL what is left after 5 s
+  local g=$1
+  kill -0 -- "-$g" 2>/dev/null || return 0
+  kill -TERM -- "-$g" 2>/dev/null || true
+  for _ in 1 2 3 4 5 6 7 8 9 10; do
+    kill -0 -- "-$g" 2>/dev/null || return 0
+    sleep 0.5
+  done
+  kill -KILL -- "-$g" 2>/dev/null || true
+}
+cleanup() {
+  local g
+  for g in "${GROUPS_RUNNING[@]}"; do kill_group "$g"; done
+  GROUPS_RUNNING=()
+}
+trap 'cleanup' EXIT
+trap 'echo; log "interrupted: stopping every job process"; cleanup; exit 130' INT TERM HUP
+# start_group LOGFILE CMD...: runs CMD in a new session (so its process group is its own) under a
+# timeout; sets STARTED to its PID (= PGID).
+start_group() {
+  local out=$1
+  shift
+  setsid timeout -k 10 "$TIMEOUT" "$@" >"$out" 2>&1 </dev/null &
+  STARTED=$!
+  GROUPS_RUNNING+=("$STARTED")
+}
+forget_group() {
+  local g keep=()
+  for g in "${GROUPS_RUNNING[@]}"; do [ "$g" = "$1" ] || keep+=("$g"); done
+  GROUPS_RUNNING=("${keep[@]}")
+}
+# Warn about (and stop) any process of this run left behind: its command line names $RUN.
+check_leftovers() {
+  local pids
+  pids=$(pgrep -f -- "$RUN/" || true)
+  if [ -n "$pids" ]; then
+    log "WARNING: processes left behind after $1: $(echo $pids); stopping them"
+    # shellcheck disable=SC2086
+    kill -TERM $pids 2>/dev/null || true
+    sleep 2
+    # shellcheck disable=SC2086
+    kill -KILL $pids 2>/dev/null || true
+  fi
+}
+
+# ---- 1. virtualenv ------------------------------------------------------------------------------
+# DGL 2.1.0 on PyPI with torch 2.2.1 (PyPI's wheel; the CPU-only index is not reachable here).
+# dgl 2.1 imports torchdata.datapipes (gone after torchdata 0.7), pandas, pydantic and yaml
+# without declaring them all.
+PKGS=(torch==2.2.1 dgl==2.1.0 "numpy<2" torchdata==0.7.1 "pandas<3" "pydantic>=2,<3" pyyaml psutil)
+ensure_venv() {
+  if [ -f "$VENV/.vs_dgl_ok" ] && [ "$(cat "$VENV/.vs_dgl_ok")" = "${PKGS[*]}" ] && [ -x "$PY" ]; then
+    return
+  fi
+  local python=${PYTHON:-python3}
+  log "creating virtualenv $VENV (${PKGS[*]}; about 3 GB, a few minutes)"
+  if ! "$python" -m venv --help >/dev/null 2>&1 || ! "$python" -c 'import ensurepip' 2>/dev/null; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+      apt-get install -y python3-venv >/dev/null || { apt-get update >/dev/null && apt-get install -y python3-venv >/dev/null; }
+    else
+      echo "run.sh: '$python -m venv' does not work; install python3-venv" >&2
+      exit 1
+    fi
+  fi
+  rm -rf "$VENV"
+  "$python" -m venv "$VENV"
+  "$PY" -m pip install --quiet --upgrade pip
+  "$PY" -m pip install --quiet "${PKGS[@]}"
+  DGLBACKEND=pytorch "$PY" -c 'import dgl, dgl.distributed, dgl.nn, torch; print("dgl", dgl.__version__, "torch", torch.__version__)'
+  echo "${PKGS[*]}" >"$VENV/.vs_dgl_ok"
+}
+
+# ---- 2. dataset and partitions -------------------------------------------------------------
+ensure_data() {
+  if [ "$FRESH" = 1 ]; then rm -rf "$DATA" "$PARTS"; fi
+  if [ ! -f "$DATA/edges.npy" ]; then
+    log "generating $DATA"
+    "$BIN/fanout-generate" --out "$DATA" --overwrite --num-nodes "$NODES" --num-edges "$EDGES" \
+      --feat-dim 100 --num-classes 47 --train-frac 0.1 --valid-frac 0.05 --seed 0
+  fi
+  mkdir -p "$PARTS"
+  local need2=0 need1=0 s
+  for s in "${SETUP_LIST[@]}"; do
+    case $s in A | C) need2=1 ;; B) need1=1 ;; esac
+  done
+  # fanout: the same METIS settings as DGL's partition_graph(balance_ntypes=train_mask,
+  # balance_edges=True): nodes, training nodes and in-edges balanced.
+  if [ $need2 = 1 ] && [ ! -f "$PARTS/fanout-2/$NAME.json" ]; then
+    log "fanout-partition: 2 METIS parts"
+    /usr/bin/time -f "fanout-partition: %e s wall, %M KiB peak RSS" \
+      "$BIN/fanout-partition" --input "$DATA" --out "$PARTS/fanout-2" --num-parts 2 --part-method metis \
+      --add-reverse-edges --balance-train --balance-edges --graph-name "$NAME" --overwrite --quiet
+  fi
+  if [ $need1 = 1 ] && [ ! -f "$PARTS/fanout-1/$NAME.json" ]; then
+    log "fanout-partition: 1 part"
+    "$BIN/fanout-partition" --input "$DATA" --out "$PARTS/fanout-1" --num-parts 1 --part-method random \
+      --add-reverse-edges --graph-name "$NAME" --overwrite --quiet
+  fi
+  if [ $need2 = 1 ] && [ ! -f "$PARTS/dgl-2/$NAME.json" ]; then
+    log "dgl.distributed.partition_graph: 2 METIS parts"
+    /usr/bin/time -f "dgl_partition: %e s wall, %M KiB peak RSS" \
+      "$PY" "$HERE/dgl_partition.py" --data "$DATA" --out "$PARTS/dgl-2" --num-parts 2 --graph-name "$NAME" \
+      >"$PARTS/dgl-2.log" 2>&1 || { tail -n 30 "$PARTS/dgl-2.log"; exit 1; }
+    grep -E "^dgl_partition|edge cuts|peak mem" "$PARTS/dgl-2.log" || true
+  fi
+}
+
+# ---- 3. jobs ----------------------------------------------------------------------------------
+# model flags per setup: LAYERS HIDDEN FANOUTS
+model_of() {
+  case $1 in
+    A | B) echo "3 256 15,10,5" ;;
+    C) echo "2 16 15,10" ;;
+  esac
+}
+JOBNO=0
+record() {  # setup round system rc metrics wall
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS"
+}
+
+run_fanout() {  # SETUP ROUND
+  local s=$1 r=$2 dir=$RUN/$1-r$2-fanout port=$((PORT0 + 10 * (JOBNO % 50)))
+  read -r layers hidden fanouts <<<"$(model_of "$s")"
+  mkdir -p "$dir"
+  local config trainers
+  if [ "$s" = B ]; then
+    config=$PARTS/fanout-1/$NAME.json trainers=2
+    printf '127.0.0.1 %d\n' "$port" >"$dir/ip_config.txt"
+  else
+    config=$PARTS/fanout-2/$NAME.json trainers=1
+    printf '127.0.0.1 %d\n127.0.0.2 %d\n' "$port" "$port" >"$dir/ip_config.txt"
+  fi
+  log "[$s round $r] fanout: $layers layers, hidden $hidden, fanouts $fanouts, $trainers trainer(s) per machine (logs: $dir)"
+  local t0=$SECONDS
+  start_group "$dir/console.log" "$BIN/fanout-launch" --workspace "$dir" --ip-config "$dir/ip_config.txt" \
+    --part-config "$config" --num-servers 1 --num-trainers "$trainers" --num-samplers 1 \
+    --num-omp-threads 1 --log-dir "$dir/logs" -- \
+    "$BIN/fanout-train" --model sage --fanouts "$fanouts" --hidden "$hidden" --batch-size 1024 \
+    --lr 0.003 --dropout 0.5 --epochs "$EPOCHS" --eval-every "$EPOCHS" --no-test --threads 1 \
+    --num-samplers 1 --metrics-file "$dir/metrics.jsonl"
+  local g=$STARTED rc=0
+  wait "$g" || rc=$?
+  forget_group "$g"
+  kill_group "$g"
+  grep -E "trainer 0\] (epoch|fanout-train)|rror" "$dir/console.log" | sed 's/^/    /' || true
+  if [ $rc != 0 ]; then
+    log "[$s round $r] fanout FAILED (exit $rc$([ $rc = 124 ] && echo ", timed out after $TIMEOUT s")); last lines:"
+    tail -n 15 "$dir/console.log" | sed 's/^/    /'
+  fi
+  record "$s" "$r" fanout "$rc" "$dir/metrics.jsonl" "$((SECONDS - t0))"
+  check_leftovers "fanout job $s/$r"
+}
+
+run_dgl() {  # SETUP ROUND
+  local s=$1 r=$2 dir=$RUN/$1-r$2-dgl port=$((PORT0 + 10 * (JOBNO % 50)))
+  read -r layers hidden fanouts <<<"$(model_of "$s")"
+  mkdir -p "$dir"
+  local common=(--num-layers "$layers" --hidden "$hidden" --fanouts "$fanouts" --batch-size 1024
+    --lr 0.003 --dropout 0.5 --epochs "$EPOCHS" --threads 1 --metrics-file "$dir/metrics.jsonl")
+  local t0=$SECONDS rc=0
+  if [ "$s" = B ]; then
+    log "[$s round $r] DGL: DataLoader + DDP, 2 trainers, $layers layers, hidden $hidden, fanouts $fanouts (logs: $dir)"
+    start_group "$dir/console.log" env OMP_NUM_THREADS=1 DGLBACKEND=pytorch \
+      "$PY" "$HERE/dgl_ddp_train.py" --data "$DATA" --num-trainers 2 --num-workers 1 \
+      --master-port $((port + 5)) "${common[@]}"
+    local g=$STARTED
+    wait "$g" || rc=$?
+    forget_group "$g"
+    kill_group "$g"
+    grep -E "^(epoch|dgl_ddp_train)|Error|error" "$dir/console.log" | sed 's/^/    /' || true
+    [ $rc = 0 ] || { log "[$s round $r] DGL FAILED (exit $rc); last lines:"; tail -n 15 "$dir/console.log" | sed 's/^/    /'; }
+  else
+    log "[$s round $r] DistDGL: 2 machines x (1 server + 1 trainer), $layers layers, hidden $hidden, fanouts $fanouts (logs: $dir)"
+    printf '127.0.0.1 %d\n127.0.0.2 %d\n' "$port" "$port" >"$dir/ip_config.txt"
+    # What DGL's tools/launch.py exports (construct_dgl_{server,client}_env_vars), for
+    # 2 machines x 1 trainer x 1 sampler: DGL_NUM_CLIENT = trainers * (1 + samplers) * machines.
+    local pids=() m
+    for m in 0 1; do
+      start_group "$dir/machine$m.log" env DGLBACKEND=pytorch DGL_IP_CONFIG="$dir/ip_config.txt" \
+        DGL_CONF_PATH="$PARTS/dgl-2/$NAME.json" DGL_NUM_SERVER=1 DGL_NUM_CLIENT=4 DGL_NUM_SAMPLER=1 \
+        DGL_GRAPH_FORMAT=csc DGL_DIST_MAX_TRY_TIMES=100 TRAINER_OMP_THREADS=1 SERVER_OMP_THREADS=1 \
+        MASTER_ADDR=127.0.0.1 MASTER_PORT=$((port + 5)) WORLD_SIZE=2 \
+        unshare -m --propagation private \
+        bash "$HERE/dgl_machine.sh" "$m" "$dir" "$PY" "$HERE/dgl_dist_train.py" \
+        --graph-name "$NAME" --ip-config "$dir/ip_config.txt" --part-config "$PARTS/dgl-2/$NAME.json" \
+        "${common[@]}"
+      pids+=("$STARTED")
+    done
+    # The first machine to fail stops the other (a DistDGL trainer whose peer died waits forever).
+    local remaining=("${pids[@]}") done_pid st g keep
+    while [ ${#remaining[@]} -gt 0 ]; do
+      st=0 done_pid=
+      wait -n -p done_pid "${remaining[@]}" || st=$?
+      [ -n "$done_pid" ] || break
+      keep=()
+      for g in "${remaining[@]}"; do [ "$g" = "$done_pid" ] || keep+=("$g"); done
+      remaining=("${keep[@]}")
+      forget_group "$done_pid"
+      if [ $st != 0 ]; then
+        [ $rc != 0 ] || rc=$st
+        break
+      fi
+    done
+    for g in "${pids[@]}"; do kill_group "$g"; forget_group "$g"; done
+    grep -hE "^(epoch|dgl_dist_train: graph)|Error" "$dir/m0-trainer.log" | sed 's/^/    /' || true
+    if [ $rc != 0 ]; then
+      log "[$s round $r] DistDGL FAILED (exit $rc$([ $rc = 124 ] && echo ", timed out after $TIMEOUT s")); last lines:"
+      for f in "$dir"/machine*.log "$dir"/m*-trainer.log "$dir"/m*-server.log; do
+        [ -s "$f" ] && { echo "    == $f"; tail -n 8 "$f" | sed 's/^/    /'; }
+      done
+    fi
+  fi
+  record "$s" "$r" dgl "$rc" "$dir/metrics.jsonl" "$((SECONDS - t0))"
+  check_leftovers "DGL job $s/$r"
+}
+
+# ---- main ---------------------------------------------------------------------------------------
+log "fanout vs DGL: setups $SETUPS, $ROUNDS round(s), $EPOCHS epoch(s) per job, $NODES nodes / $EDGES edges$([ "$QUICK" = 1 ] && echo ' (--quick)')"
+log "host: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; load average $(cut -d' ' -f1-3 /proc/loadavg); results in $RUN"
+log "fanout build: $BIN ($(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$REPO" diff --quiet HEAD 2>/dev/null || echo ', with uncommitted changes'))"
+ensure_venv
+ensure_data
+log "DGL side: $("$PY" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null), $(DGLBACKEND=pytorch "$PY" -c 'import dgl; print("dgl", dgl.__version__)' 2>/dev/null | tail -n 1)"
+for r in $(seq 1 "$ROUNDS"); do
+  for s in "${SETUP_LIST[@]}"; do
+    JOBNO=$((JOBNO + 1)); run_fanout "$s" "$r"
+    log "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    JOBNO=$((JOBNO + 1)); run_dgl "$s" "$r"
+    log "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+  done
+done
+echo
+python3 "$HERE/summarize.py" "$RESULTS" | tee "$RUN/summary.txt"

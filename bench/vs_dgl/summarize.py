@@ -1,0 +1,127 @@
+"""Summary of a bench/vs_dgl/run.sh run: one block per job, then fanout/DGL ratios per setup.
+
+    python3 summarize.py RUN_DIR/results.tsv
+
+results.tsv rows: setup, round, system (fanout|dgl), exit status, metrics file, wall seconds.
+Both sides' metrics files are JSON lines with one {"event": "epoch", ...} record per epoch from
+rank 0 (fanout-train --metrics-file; dgl_*_train.py --metrics-file). Epoch time = the mean of
+the epochs after the first (start-up excluded), or the only epoch. Standard library only.
+"""
+import json
+import statistics
+import sys
+
+SETUPS = {
+    "A": "2 loopback machines x (1 server + 1 trainer), 2 METIS parts; SAGE 3x256, fanouts 15,10,5",
+    "B": "1 machine, 2 trainers; SAGE 3x256, fanouts 15,10,5 (DGL: DataLoader + DDP, no DistDGL)",
+    "C": "as A, data-bound: SAGE 2x16, fanouts 15,10",
+}
+# Breakdown columns: (label, metrics key) per side, in step order.
+FANOUT_PARTS = [
+    ("sample*", "sample_seconds"),
+    ("fetch*", "fetch_seconds"),
+    ("wait", "wait_seconds"),
+    ("copy", "copy_seconds"),
+    ("forward", "forward_seconds"),
+    ("backward", "backward_seconds"),
+    ("all-reduce", "allreduce_seconds"),
+    ("update", "update_seconds"),
+]
+DGL_PARTS = [
+    ("wait", "wait_seconds"),
+    ("feature", "feature_seconds"),
+    ("forward", "forward_seconds"),
+    ("backward+all-reduce", "backward_seconds"),
+    ("update", "update_seconds"),
+]
+
+
+def load(path):
+    epochs = []
+    try:
+        with open(path) as f:
+            for line in f:
+                line = line.strip()
+                if line:
+                    rec = json.loads(line)
+                    if rec.get("event") == "epoch":
+                        epochs.append(rec)
+    except OSError:
+        pass
+    return epochs
+
+
+def steady(epochs):
+    """Records of the epochs that count: all but the first when there are several."""
+    return epochs[1:] if len(epochs) > 1 else epochs
+
+
+def mean_of(recs, key):
+    vals = [r[key] for r in recs if key in r]
+    return sum(vals) / len(vals) if vals else None
+
+
+def main():
+    rows = []
+    with open(sys.argv[1]) as f:
+        for line in f:
+            parts = line.rstrip("\n").split("\t")
+            if len(parts) == 6:
+                rows.append(parts)
+    results = {}  # (setup, round, system) -> epoch seconds or None
+    print("=== per job (rank 0; epoch time = mean of epochs after the first; evaluation excluded) ===")
+    for setup, rnd, system, rc, metrics, wall in rows:
+        epochs = load(metrics)
+        name = "fanout" if system == "fanout" else ("DGL" if setup == "B" else "DistDGL")
+        head = f"[{setup} round {rnd}] {name:7s}"
+        if rc != "0" or not epochs:
+            print(f"{head} FAILED (exit {rc}, {len(epochs)} epoch record(s); job wall {wall} s)")
+            results[(setup, rnd, system)] = None
+            continue
+        rec = steady(epochs)
+        t = mean_of(rec, "epoch_seconds")
+        results[(setup, rnd, system)] = t
+        all_t = ", ".join(f"{e['epoch_seconds']:.2f}" for e in epochs)
+        parts = FANOUT_PARTS if system == "fanout" else DGL_PARTS
+        bd = ", ".join(
+            f"{label} {mean_of(rec, key):.2f}" for label, key in parts if mean_of(rec, key) is not None
+        )
+        val = epochs[-1].get("val_acc")
+        val_s = f"{val:.4f}" if val is not None else "-"
+        print(
+            f"{head} epoch {t:7.2f} s  (every epoch: {all_t}; {epochs[-1].get('steps', '?')} steps/epoch/trainer)"
+        )
+        print(f"{'':26s}breakdown: {bd}")
+        print(
+            f"{'':26s}loss {epochs[-1]['loss']:.4f}, train acc {epochs[-1]['train_acc']:.4f}, "
+            f"val acc after epoch {len(epochs)}: {val_s}; {mean_of(rec, 'seeds_per_second'):.0f} seeds/s; "
+            f"job wall {wall} s"
+        )
+    print("  * fanout's sample and fetch run in its sampler process, overlapped with training;")
+    print("    DGL's wait = trainer idle for the next mini-batch, feature = feature/label pull in the trainer")
+    print("    (DistDGL: KVStore pull, local shared memory + remote server; B: read from the batch).")
+    print()
+    print("=== fanout / DGL epoch time (< 1: fanout faster) ===")
+    setups = sorted({s for s, _, _ in results})
+    print(f"{'setup':6s}{'round':>6s}{'fanout s':>11s}{'DGL s':>9s}{'ratio':>8s}")
+    for s in setups:
+        ratios = []
+        rounds = sorted({r for ss, r, _ in results if ss == s}, key=int)
+        for r in rounds:
+            f, d = results.get((s, r, "fanout")), results.get((s, r, "dgl"))
+            ratio = f / d if f is not None and d else None
+            if ratio is not None:
+                ratios.append(ratio)
+            fs = f"{f:.2f}" if f is not None else "failed"
+            ds = f"{d:.2f}" if d is not None else "failed"
+            rs = f"{ratio:.2f}x" if ratio is not None else "-"
+            print(f"{s:6s}{r:>6s}{fs:>11s}{ds:>9s}{rs:>8s}")
+        if len(ratios) > 1:
+            print(f"{s:6s}{'median':>6s}{'':>11s}{'':>9s}{statistics.median(ratios):>7.2f}x")
+    print()
+    for s in setups:
+        print(f"  {s}: {SETUPS[s]}")
+
+
+if __name__ == "__main__":
+    main()

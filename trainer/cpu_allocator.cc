@@ -1,0 +1,113 @@
+#include "trainer/cpu_allocator.h"
+
+#include <c10/core/Allocator.h>
+#include <c10/core/CPUAllocator.h>
+#include <c10/core/impl/alloc_cpu.h>
+
+#include <bit>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+
+namespace fanout::trainer {
+namespace {
+
+// n rounded up to one of 8 classes per power of two.
+size_t SizeClass(size_t n) {
+  const int top = std::bit_width(n) - 1;  // 2^top <= n
+  if (top < 3) return n;
+  const size_t step = size_t{1} << (top - 3);
+  return (n + step - 1) / step * step;
+}
+
+class CachingCpuAllocator final : public c10::Allocator {
+ public:
+  explicit CachingCpuAllocator(const CpuAllocatorOptions& options) : options_(options) {}
+
+  c10::DataPtr allocate(size_t n) const override {
+    if (n < options_.min_cached_bytes) {
+      void* p = c10::alloc_cpu(n);
+      return {p, p, &c10::free_cpu, c10::Device(c10::kCPU)};
+    }
+    const size_t size = SizeClass(n);
+    void* p = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      std::vector<void*>& free = free_[size];
+      if (!free.empty()) {
+        p = free.back();
+        free.pop_back();
+        stats_.cached_bytes -= size;
+        ++stats_.hits;
+      } else {
+        ++stats_.misses;
+      }
+    }
+    if (p == nullptr) {
+      p = c10::alloc_cpu(size);
+      std::lock_guard<std::mutex> lock(mu_);
+      sizes_[p] = size;
+    }
+    return {p, p, &Release, c10::Device(c10::kCPU)};
+  }
+
+  c10::DeleterFnPtr raw_deleter() const override { return &Release; }
+
+  CpuAllocatorStats stats() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+
+  static CachingCpuAllocator* installed;
+
+ private:
+  // The deleter of every block this allocator made (and of raw allocations of any size).
+  static void Release(void* p) {
+    if (p != nullptr) installed->Free(p);
+  }
+
+  void Free(void* p) const {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = sizes_.find(p);
+      if (it != sizes_.end()) {
+        if (stats_.cached_bytes + it->second <= options_.max_cached_bytes) {
+          free_[it->second].push_back(p);
+          stats_.cached_bytes += it->second;
+          return;
+        }
+        sizes_.erase(it);
+      }
+    }
+    c10::free_cpu(p);
+  }
+
+  const CpuAllocatorOptions options_;
+  mutable std::mutex mu_;
+  // Size of every live or cached block this allocator made, by address.
+  mutable std::unordered_map<void*, size_t> sizes_ ABSL_GUARDED_BY(mu_);
+  mutable std::unordered_map<size_t, std::vector<void*>> free_ ABSL_GUARDED_BY(mu_);
+  mutable CpuAllocatorStats stats_ ABSL_GUARDED_BY(mu_);
+};
+
+CachingCpuAllocator* CachingCpuAllocator::installed = nullptr;
+
+}  // namespace
+
+void InstallCachingCpuAllocator(const CpuAllocatorOptions& options) {
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    // Never deleted: tensors anywhere in the process may still return blocks to it at exit.
+    CachingCpuAllocator::installed = new CachingCpuAllocator(options);
+    c10::SetCPUAllocator(CachingCpuAllocator::installed, /*priority=*/10);
+  });
+}
+
+CpuAllocatorStats CachingCpuAllocatorStats() {
+  return CachingCpuAllocator::installed == nullptr ? CpuAllocatorStats()
+                                                   : CachingCpuAllocator::installed->stats();
+}
+
+}  // namespace fanout::trainer
