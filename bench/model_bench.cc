@@ -57,7 +57,8 @@ double GemmRate(int64_t m, int64_t k, int64_t n, int reps, bool fresh_output = f
 }
 
 // Matrix-product FLOPs of one training step of trainer/models.cc's GraphSAGE on `blocks`:
-// forward (fc_self on destinations; fc_neigh on sources when it narrows, else on the mean), then
+// forward (fc_self on destinations; fc_neigh on the sources or on the destinations' mean, as
+// ProjectBeforeAggregating picks), then
 // backward's weight gradients (same FLOPs) and input gradients (same again, except for the input
 // layer, whose features need none).
 double SageStepFlops(const std::vector<trainer::BlockTensors>& blocks, int64_t in_dim, int64_t hidden,
@@ -66,7 +67,8 @@ double SageStepFlops(const std::vector<trainer::BlockTensors>& blocks, int64_t i
   for (size_t l = 0; l < blocks.size(); ++l) {
     const double in = l == 0 ? in_dim : hidden, out = l + 1 == blocks.size() ? classes : hidden;
     const double d = blocks[l].num_dst, s = blocks[l].num_src;
-    const double forward = 2 * d * in * out + 2 * (in > out ? s : d) * in * out;
+    const bool project_first = trainer::ProjectBeforeAggregating(blocks[l], in, out);
+    const double forward = 2 * d * in * out + 2 * (project_first ? s : d) * in * out;
     total += forward * (l == 0 ? 2 : 3);
   }
   return total;

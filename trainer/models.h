@@ -59,6 +59,14 @@ class GnnModel : public torch::nn::Module {
   ModelOptions options_;
 };
 
+// Whether a layer with weight [out, in] on block `b` projects the sources before aggregating
+// (messages of width `out`) rather than aggregating first and projecting the destinations
+// (width `in`); both give the same result. DGL decides by in > out alone, but a sampled block
+// has several times more sources than destinations, so projecting first multiplies every
+// source: the choice here compares the two costs (matrix-product FLOPs plus aggregated
+// elements, each weighted by its measured cost).
+bool ProjectBeforeAggregating(const BlockTensors& b, int64_t in, int64_t out);
+
 // Builds the model `options` describe, its parameters initialised on the CPU the way DGL
 // initialises the layer (xavier-uniform / xavier-normal with ReLU gain, zero biases) from a
 // generator seeded with `init_seed` alone: equal seeds give bit-identical parameters, and

@@ -50,6 +50,9 @@ for s in "${SETUP_LIST[@]}"; do
 done
 mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
+# One run at a time per work folder (jobs use fixed loopback ports, and the caches are shared).
+exec 9>"$WORK/.lock"
+flock -n 9 || { echo "run.sh: another run.sh is using $WORK" >&2; exit 1; }
 VENV=${VENV:-$WORK/venv}
 
 # Dataset size: ogbn-products' shape (100 float32 features, 47 classes, 10/5/85 % split) at
@@ -96,7 +99,7 @@ trap 'echo; log "interrupted: stopping every job process"; cleanup; exit 130' IN
 start_group() {
   local out=$1
   shift
-  setsid timeout -k 10 "$TIMEOUT" "$@" >"$out" 2>&1 </dev/null &
+  setsid timeout -k 10 "$TIMEOUT" "$@" >"$out" 2>&1 </dev/null 9>&- &
   STARTED=$!
   GROUPS_RUNNING+=("$STARTED")
 }
@@ -190,8 +193,14 @@ model_of() {
   esac
 }
 JOBNO=0
-record() {  # setup round system rc metrics wall
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS"
+record() {  # setup round system rc metrics wall build
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS"
+}
+# The fanout build a job used (the binaries may be rebuilt between jobs): fanout-train's hash and
+# modification time.
+build_id() {
+  local f=$BIN/fanout-train
+  printf '%s@%s' "$(sha256sum "$f" | cut -c1-10)" "$(date -r "$f" +%H:%M:%S)"
 }
 
 run_fanout() {  # SETUP ROUND
@@ -206,7 +215,9 @@ run_fanout() {  # SETUP ROUND
     config=$PARTS/fanout-2/$NAME.json trainers=1
     printf '127.0.0.1 %d\n127.0.0.2 %d\n' "$port" "$port" >"$dir/ip_config.txt"
   fi
-  log "[$s round $r] fanout: $layers layers, hidden $hidden, fanouts $fanouts, $trainers trainer(s) per machine (logs: $dir)"
+  local build
+  build=$(build_id)
+  log "[$s round $r] fanout: $layers layers, hidden $hidden, fanouts $fanouts, $trainers trainer(s) per machine; fanout-train $build (logs: $dir)"
   local t0=$SECONDS
   start_group "$dir/console.log" "$BIN/fanout-launch" --workspace "$dir" --ip-config "$dir/ip_config.txt" \
     --part-config "$config" --num-servers 1 --num-trainers "$trainers" --num-samplers 1 \
@@ -223,7 +234,7 @@ run_fanout() {  # SETUP ROUND
     log "[$s round $r] fanout FAILED (exit $rc$([ $rc = 124 ] && echo ", timed out after $TIMEOUT s")); last lines:"
     tail -n 15 "$dir/console.log" | sed 's/^/    /'
   fi
-  record "$s" "$r" fanout "$rc" "$dir/metrics.jsonl" "$((SECONDS - t0))"
+  record "$s" "$r" fanout "$rc" "$dir/metrics.jsonl" "$((SECONDS - t0))" "$build"
   check_leftovers "fanout job $s/$r"
 }
 
@@ -286,7 +297,7 @@ run_dgl() {  # SETUP ROUND
       done
     fi
   fi
-  record "$s" "$r" dgl "$rc" "$dir/metrics.jsonl" "$((SECONDS - t0))"
+  record "$s" "$r" dgl "$rc" "$dir/metrics.jsonl" "$((SECONDS - t0))" "dgl-2.1.0"
   check_leftovers "DGL job $s/$r"
 }
 

@@ -2,7 +2,8 @@
 
     python3 summarize.py RUN_DIR/results.tsv
 
-results.tsv rows: setup, round, system (fanout|dgl), exit status, metrics file, wall seconds.
+results.tsv rows: setup, round, system (fanout|dgl), exit status, metrics file, wall seconds,
+build (fanout: fanout-train's hash@mtime; rows of older runs may lack it).
 Both sides' metrics files are JSON lines with one {"event": "epoch", ...} record per epoch from
 rank 0 (fanout-train --metrics-file; dgl_*_train.py --metrics-file). Epoch time = the mean of
 the epochs after the first (start-up excluded), or the only epoch. Standard library only.
@@ -67,10 +68,12 @@ def main():
         for line in f:
             parts = line.rstrip("\n").split("\t")
             if len(parts) == 6:
+                parts.append("?")
+            if len(parts) == 7:
                 rows.append(parts)
     results = {}  # (setup, round, system) -> epoch seconds or None
     print("=== per job (rank 0; epoch time = mean of epochs after the first; evaluation excluded) ===")
-    for setup, rnd, system, rc, metrics, wall in rows:
+    for setup, rnd, system, rc, metrics, wall, build in rows:
         epochs = load(metrics)
         name = "fanout" if system == "fanout" else ("DGL" if setup == "B" else "DistDGL")
         head = f"[{setup} round {rnd}] {name:7s}"
@@ -95,11 +98,15 @@ def main():
         print(
             f"{'':26s}loss {epochs[-1]['loss']:.4f}, train acc {epochs[-1]['train_acc']:.4f}, "
             f"val acc after epoch {len(epochs)}: {val_s}; {mean_of(rec, 'seeds_per_second'):.0f} seeds/s; "
-            f"job wall {wall} s"
+            f"job wall {wall} s" + (f"; fanout-train {build}" if system == "fanout" else "")
         )
     print("  * fanout's sample and fetch run in its sampler process, overlapped with training;")
     print("    DGL's wait = trainer idle for the next mini-batch, feature = feature/label pull in the trainer")
     print("    (DistDGL: KVStore pull, local shared memory + remote server; B: read from the batch).")
+    builds = sorted({b for _, _, system, _, _, _, b in rows if system == "fanout"})
+    if len(builds) > 1:
+        print(f"  WARNING: fanout-train changed during the run ({', '.join(builds)}): "
+              "rounds are not comparable")
     print()
     print("=== fanout / DGL epoch time (< 1: fanout faster) ===")
     setups = sorted({s for s, _, _ in results})
