@@ -59,6 +59,7 @@ int Run(int argc, char** argv) {
   int64_t batches = 40, warmup = 3;
   int server_threads = 2;
   std::string modes = "inproc,n0,n1,n2";
+  int64_t feature_cache_mb = 0;
   core::ArgParser args("sampler_bench", "--one-part FILE --two-parts FILE [flags]");
   args.AddString("one-part", &one_part, "partition config of the graph cut into 1 partition");
   args.AddString("two-parts", &two_parts, "partition config of the same graph cut into 2");
@@ -69,6 +70,7 @@ int Run(int argc, char** argv) {
   args.AddInt("server-threads", &server_threads, "worker threads of the partition-1 server");
   args.AddString("sampler-bin", &sampler_bin, "fanout-sampler (default: beside this program)");
   args.AddString("modes", &modes, "comma list of inproc,n0,n1,n2");
+  args.AddInt("feature-cache-mb", &feature_cache_mb, "halo feature cache per process in the 2-part modes (0: off)");
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
   if (sampler_bin.empty()) {
     char self[4096];
@@ -132,6 +134,8 @@ int Run(int argc, char** argv) {
     sampler::DistGraphOptions go;
     go.machine_id = 0;
     go.servers.addresses = {{}, {(*srv)->address()}};
+    go.cache_field = so.feature_field;
+    go.cache_max_bytes = feature_cache_mb << 20;
     auto g = sampler::DistGraph::Open(*cfg, go);
     if (!g.ok()) return args.Fail(g.status());
     auto seeds = TrainSeeds(**g, 0);
@@ -157,6 +161,11 @@ int Run(int argc, char** argv) {
       }
       t.seconds = Since(start);
       t.Print(core::StrCat("2 parts, N = ", n).c_str(), n);
+      if (n == 0 && (*g)->row_cache() != nullptr) {
+        const double hits = (*g)->cache_hits(), misses = (*g)->cache_misses();
+        std::printf("  feature cache: %zu halo rows (%zu MiB); %.1f%% of remote rows found in it\n",
+                    (*g)->row_cache()->size(), (*g)->row_cache()->bytes() >> 20, 100 * hits / std::max(1.0, hits + misses));
+      }
     }
     (*srv)->Shutdown(std::chrono::milliseconds(0));
   }

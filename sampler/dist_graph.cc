@@ -47,6 +47,26 @@ std::string FormatServerList(const ServerMap& map) {
 DistGraph::DistGraph(core::PartitionConfig config, DistGraphOptions options, core::RangePartitionBook book)
     : config_(std::move(config)), options_(std::move(options)), book_(std::move(book)) {}
 
+namespace {
+// Runs fn(p) for every partition with work: remote ones on their own threads, the local one on
+// the caller's thread, concurrently. Returns the first error in partition order.
+template <typename Fn>
+absl::Status ForEachPart(int num_parts, const std::vector<std::vector<int64_t>>& positions, int local, Fn fn) {
+  std::vector<std::future<absl::Status>> remote(num_parts);
+  for (int p = 0; p < num_parts; ++p) {
+    if (p != local && !positions[p].empty()) remote[p] = std::async(std::launch::async, fn, p);
+  }
+  absl::Status local_status;
+  if (local >= 0 && !positions[local].empty()) local_status = fn(local);
+  absl::Status first;
+  for (int p = 0; p < num_parts; ++p) {
+    absl::Status s = p == local ? local_status : remote[p].valid() ? remote[p].get() : absl::OkStatus();
+    if (first.ok() && !s.ok()) first = s;
+  }
+  return first;
+}
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::PartitionConfig& config,
                                                           const DistGraphOptions& options) {
   if (options.machine_id < -1 || options.machine_id >= config.num_parts) {
@@ -108,7 +128,71 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
     if (first.ok() && !s.ok()) first = s;
   }
   RETURN_IF_ERROR(first);
+  if (!options.cache_field.empty() && options.cache_max_bytes > 0 && g->local_ != nullptr &&
+      config.num_parts > 1) {
+    RETURN_IF_ERROR(g->BuildCache());
+  }
   return g;
+}
+
+absl::Status DistGraph::BuildCache() {
+  const std::string& field = options_.cache_field;
+  ASSIGN_OR_RETURN(size_t rb, NodeRowBytes(field));
+  const std::string path = config_.PartPath(options_.machine_id, core::PartFiles::kHaloNids);
+  ASSIGN_OR_RETURN(core::NpyArray halo_file, core::NpyArray::Map(path));
+  if (halo_file.dtype() != core::DType::kInt64 || halo_file.shape().size() != 1) {
+    return absl::InvalidArgumentError(StrCat(path, ": expected a 1-d int64 array of halo node IDs"));
+  }
+  const int64_t* h = halo_file.data_as<int64_t>();
+  std::vector<int64_t> halo(h, h + halo_file.shape()[0]);
+  const size_t max_rows = static_cast<size_t>(options_.cache_max_bytes) / std::max<size_t>(1, rb);
+  std::vector<int64_t> sources;
+  if (halo.size() > max_rows) {
+    // Over budget: rank the halo by its edges into this partition.
+    for (int64_t v = local_->node_start(); v < local_->node_end(); ++v) {
+      const core::PartitionStore::Adjacency a = local_->Neighbors(v, core::EdgeDir::kIn);
+      sources.insert(sources.end(), a.nbrs, a.nbrs + a.degree);
+    }
+  }
+  std::vector<int64_t> ids = ChooseCachedHalo(halo, sources, max_rows);
+  sources = {};
+  for (int64_t id : ids) {
+    if (!book_.Contains(id) || book_.PartOf(id) == options_.machine_id) {
+      return absl::InvalidArgumentError(StrCat(path, ": node ", id, " is not a remote node of partition ",
+                                               options_.machine_id));
+    }
+  }
+  auto cache = std::make_unique<RowCache>(field, rb, ids);
+  // Pulled in chunks, each partition's on its own thread (ForEachPart).
+  std::vector<std::vector<int64_t>> positions;
+  RETURN_IF_ERROR(GroupByPart(cache->ids(), &positions));
+  constexpr size_t kChunk = 1 << 16;
+  char* rows = cache->mutable_row(0);
+  RETURN_IF_ERROR(ForEachPart(config_.num_parts, positions, -1, [&](int p) -> absl::Status {
+    const std::vector<int64_t>& pos = positions[p];
+    for (size_t start = 0; start < pos.size(); start += kChunk) {
+      const size_t n = std::min(kChunk, pos.size() - start);
+      std::span<const int64_t> chunk_pos(pos.data() + start, n);
+      std::vector<int64_t> chunk_ids(n);
+      for (size_t i = 0; i < n; ++i) chunk_ids[i] = cache->ids()[chunk_pos[i]];
+      RETURN_IF_ERROR(PullRemote(p, field, rb, chunk_ids, chunk_pos, rows));
+    }
+    return absl::OkStatus();
+  }));
+  cache_ = std::move(cache);
+  return absl::OkStatus();
+}
+
+absl::Status DistGraph::PullRemote(int p, const std::string& field, size_t rb, const std::vector<int64_t>& ids,
+                                   std::span<const int64_t> pos, char* out) const {
+  auto rows = ClientFor(p)->PullNodeData(field, ids);
+  if (!rows.ok()) return absl::Status(rows.status().code(), StrCat("partition ", p, ": ", rows.status().message()));
+  if (rows->data.size() != pos.size() * rb) {
+    return absl::InternalError(StrCat("partition ", p, " answered ", rows->data.size(), " bytes of field '", field,
+                                      "' for ", pos.size(), " rows of ", rb, " bytes"));
+  }
+  for (size_t i = 0; i < pos.size(); ++i) std::memcpy(out + pos[i] * rb, rows->data.data() + i * rb, rb);
+  return absl::OkStatus();
 }
 
 server::GraphClient* DistGraph::ClientFor(int part) const {
@@ -139,25 +223,6 @@ absl::Status DistGraph::GroupByPart(std::span<const int64_t> ids, std::vector<st
   return absl::OkStatus();
 }
 
-namespace {
-// Runs fn(p) for every partition with work: remote ones on their own threads, the local one on
-// the caller's thread, concurrently. Returns the first error in partition order.
-template <typename Fn>
-absl::Status ForEachPart(int num_parts, const std::vector<std::vector<int64_t>>& positions, int local, Fn fn) {
-  std::vector<std::future<absl::Status>> remote(num_parts);
-  for (int p = 0; p < num_parts; ++p) {
-    if (p != local && !positions[p].empty()) remote[p] = std::async(std::launch::async, fn, p);
-  }
-  absl::Status local_status;
-  if (local >= 0 && !positions[local].empty()) local_status = fn(local);
-  absl::Status first;
-  for (int p = 0; p < num_parts; ++p) {
-    absl::Status s = p == local ? local_status : remote[p].valid() ? remote[p].get() : absl::OkStatus();
-    if (first.ok() && !s.ok()) first = s;
-  }
-  return first;
-}
-}  // namespace
 
 absl::Status DistGraph::SampleNeighbors(std::span<const int64_t> seeds, const core::SampleOptions& options,
                                         core::SampledEdges* out) const {
@@ -253,14 +318,22 @@ absl::Status DistGraph::PullNodeRows(const std::string& field, std::span<const i
     std::vector<int64_t> part_ids(pos.size());
     for (size_t i = 0; i < pos.size(); ++i) part_ids[i] = ids[pos[i]];
     if (p == local) return local_->GatherNodeRowsAt(field, part_ids, pos, out);
-    auto rows = ClientFor(p)->PullNodeData(field, part_ids);
-    if (!rows.ok()) return absl::Status(rows.status().code(), StrCat("partition ", p, ": ", rows.status().message()));
-    if (rows->data.size() != pos.size() * rb) {
-      return absl::InternalError(StrCat("partition ", p, " answered ", rows->data.size(), " bytes of field '", field,
-                                        "' for ", pos.size(), " rows of ", rb, " bytes"));
+    if (cache_ == nullptr || field != cache_->field()) return PullRemote(p, field, rb, part_ids, pos, out);
+    // Cached rows are copied here; only the others are asked from the server.
+    std::vector<int64_t> miss_ids, miss_pos;
+    for (size_t i = 0; i < pos.size(); ++i) {
+      const int64_t slot = cache_->Find(part_ids[i]);
+      if (slot >= 0) {
+        std::memcpy(out + pos[i] * rb, cache_->row(slot), rb);
+      } else {
+        miss_ids.push_back(part_ids[i]);
+        miss_pos.push_back(pos[i]);
+      }
     }
-    for (size_t i = 0; i < pos.size(); ++i) std::memcpy(out + pos[i] * rb, rows->data.data() + i * rb, rb);
-    return absl::OkStatus();
+    cache_hits_.fetch_add(static_cast<int64_t>(pos.size() - miss_ids.size()), std::memory_order_relaxed);
+    cache_misses_.fetch_add(static_cast<int64_t>(miss_ids.size()), std::memory_order_relaxed);
+    if (miss_ids.empty()) return absl::OkStatus();
+    return PullRemote(p, field, rb, miss_ids, miss_pos, out);
   });
 }
 

@@ -14,6 +14,7 @@
 #include "core/partition_config.h"
 #include "core/partition_store.h"
 #include "core/sampling.h"
+#include "sampler/row_cache.h"
 #include "server/graph_client.h"
 
 namespace fanout::sampler {
@@ -34,6 +35,13 @@ struct DistGraphOptions {
   ServerMap servers;                  // required for every partition not read from files
   server::ClientOptions client;       // deadline per call, retries, message limit
   double connect_timeout_seconds = 30;  // Open() waits this long for every server to answer
+  // Node field whose remote rows this process keeps in memory: the rows of the local
+  // partition's halo (graph/halo_nids.npy), pulled once by Open, at most cache_max_bytes of them
+  // (the halo nodes with the most edges into the partition first). Later pulls of that field
+  // fetch only the uncached remote rows. The cache is not updated by pushes to remote servers:
+  // use it for fields that do not change during the job (features). "" or 0 bytes: no cache.
+  std::string cache_field;
+  int64_t cache_max_bytes = 0;
 };
 
 // Thread-safe: every method may be called concurrently.
@@ -65,6 +73,12 @@ class DistGraph {
   absl::StatusOr<core::FieldSchema> NodeFieldSchema(const std::string& field) const;
   absl::StatusOr<size_t> NodeRowBytes(const std::string& field) const;
 
+  // The remote rows cached by Open (null without a cache), and how many remote rows of the
+  // cached field later pulls found in it and asked from servers.
+  const RowCache* row_cache() const { return cache_.get(); }
+  int64_t cache_hits() const { return cache_hits_.load(std::memory_order_relaxed); }
+  int64_t cache_misses() const { return cache_misses_.load(std::memory_order_relaxed); }
+
   // Every row of a node field over the whole graph, partition by partition (for small fields
   // such as split masks); pulled in chunks.
   absl::StatusOr<std::string> PullWholeNodeField(const std::string& field) const;
@@ -76,6 +90,10 @@ class DistGraph {
   bool AllOwnedBy(std::span<const int64_t> ids, int part) const;
   // Splits `ids` by owner: order[p] = positions in `ids` owned by partition p.
   absl::Status GroupByPart(std::span<const int64_t> ids, std::vector<std::vector<int64_t>>* positions) const;
+  absl::Status BuildCache();
+  // Pulls rows of `field` for `ids` from partition p's servers into out + pos[i] * row_bytes.
+  absl::Status PullRemote(int p, const std::string& field, size_t row_bytes, const std::vector<int64_t>& ids,
+                          std::span<const int64_t> pos, char* out) const;
 
   core::PartitionConfig config_;
   DistGraphOptions options_;
@@ -83,6 +101,8 @@ class DistGraph {
   std::unique_ptr<core::PartitionStore> local_;
   std::vector<std::vector<std::unique_ptr<server::GraphClient>>> clients_;  // [part][server]
   mutable std::unique_ptr<std::atomic<uint64_t>[]> next_client_;           // round robin per part
+  std::unique_ptr<RowCache> cache_;
+  mutable std::atomic<int64_t> cache_hits_{0}, cache_misses_{0};
 };
 
 }  // namespace fanout::sampler

@@ -40,6 +40,16 @@ class IdMap {
     return v;
   }
 
+  // The local index of `id`, or -1 when it was never inserted.
+  int64_t Find(int64_t id) const {
+    if (slots_.empty()) return -1;
+    for (size_t h = Hash(id) & mask_;; h = (h + 1) & mask_) {
+      const Slot& s = slots_[h];
+      if (s.key == id) return s.value;
+      if (s.key == kEmpty) return -1;
+    }
+  }
+
   // Starts loading the slot `id` hashes to (call a few inserts ahead).
   void Prefetch(int64_t id) const { __builtin_prefetch(&slots_[Hash(id) & mask_]); }
 

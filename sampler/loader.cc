@@ -147,6 +147,8 @@ class ProcessLoader final : public BatchLoader {
         "--servers", FormatServerList(go.servers),
         "--deadline", StrCat(go.client.deadline_seconds),
         "--connect-timeout", StrCat(go.connect_timeout_seconds),
+        "--cache-field", go.cache_field,
+        "--cache-max-bytes", std::to_string(go.cache_max_bytes),
         "--fanouts", fmt_list(so.fanouts),
         "--batch-size", std::to_string(so.batch_size),
         StrCat("--replace=", so.replace ? "true" : "false"),

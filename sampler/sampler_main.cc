@@ -50,6 +50,8 @@ int main(int argc, char** argv) {
   args.AddString("servers", &servers, "PART=HOST:PORT,... for every partition not read from files");
   args.AddDouble("deadline", &go.client.deadline_seconds, "seconds per server call");
   args.AddDouble("connect-timeout", &go.connect_timeout_seconds, "seconds to wait for each server at start");
+  args.AddString("cache-field", &go.cache_field, "node field whose halo rows are kept in memory (\"\": none)");
+  args.AddInt("cache-max-bytes", &go.cache_max_bytes, "memory for the cached rows");
   args.AddIntList("fanouts", &so.fanouts, "neighbours per layer, input layer first; -1 = all");
   args.AddInt("batch-size", &so.batch_size, "seeds per batch");
   args.AddBool("replace", &so.replace, "sample with replacement");

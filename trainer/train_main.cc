@@ -87,6 +87,7 @@ int Main(int argc, char** argv) {
   std::string model = "sage", ip_config = Env("FANOUT_IP_CONFIG"), servers;
   int num_servers = 1, machine_id = -1;
   double deadline = 60, comm_timeout = 300;
+  int64_t feature_cache_mb = 512;
   int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   o.part_config = Env("FANOUT_PART_CONFIG");
   for (auto [name, out] : {std::pair{"FANOUT_NUM_SERVERS", &num_servers},
@@ -148,6 +149,9 @@ int Main(int argc, char** argv) {
   args.AddInt("threads", &o.intra_op_threads,
               "LibTorch intra-op threads (default: cores / trainers per machine)");
   args.AddDouble("deadline", &deadline, "seconds allowed per server call");
+  args.AddInt("feature-cache-mb", &feature_cache_mb,
+              "memory per process (trainer and each sampler) for the features of this machine's halo "
+              "nodes, pulled once at start so that batches fetch fewer remote rows; 0 = off");
   args.AddDouble("comm-timeout", &comm_timeout,
                  "seconds a collective may wait for the other trainers");
   args.AddInt("log-every", &o.log_every, "print a line every N steps (0: per epoch only)");
@@ -189,6 +193,12 @@ int Main(int argc, char** argv) {
   o.graph.machine_id = machine_id >= 0 ? machine_id : o.dist.rank / o.trainers_per_machine;
   o.graph.client.deadline_seconds = deadline;
   o.graph.connect_timeout_seconds = deadline;
+  if (feature_cache_mb < 0) {
+    return args.Fail(absl::InvalidArgumentError(
+        StrCat("--feature-cache-mb must be >= 0 (0 turns the cache off), got ", feature_cache_mb)));
+  }
+  o.graph.cache_field = o.feature_field;
+  o.graph.cache_max_bytes = feature_cache_mb << 20;
 
   auto result = trainer::RunTraining(o);
   if (!result.ok()) {

@@ -189,6 +189,10 @@ absl::Status Job::Setup() {
                ", batch ", o_.batch_size, "; train/val/test ", train_total_, "/", val_total_, "/",
                test_total_, "; ", o_.num_samplers, " sampler process(es) per trainer; ",
                o_.intra_op_threads, " intra-op thread(s); device ", o_.device));
+    if (const sampler::RowCache* cache = graph_->row_cache()) {
+      Log(StrCat("fanout-train: feature cache: ", cache->size(), " halo rows of '", cache->field(), "' (",
+                 cache->bytes() >> 20, " MiB) in the trainer and in each sampler process"));
+    }
   }
   return absl::OkStatus();
 }

@@ -169,6 +169,80 @@ TEST(BatchLoaderTest, ThreadsAndSamplerProcessesMakeIdenticalBatches) {
   }
 }
 
+TEST(HaloCacheTest, SameBatchesWithFewerRemoteRowsFromThreadsAndSamplerProcesses) {
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(2));
+  testing::BatchTruth truth(job.d, true, job.config_path);
+  const DistGraphOptions plain = job.GraphOptions(0);
+  DistGraphOptions cached = plain;
+  cached.cache_field = "feat";
+  cached.cache_max_bytes = 1 << 30;
+  auto g = DistGraph::Open(job.config, plain);
+  auto c = DistGraph::Open(job.config, cached);
+  ASSERT_TRUE(g.ok() && c.ok()) << g.status() << c.status();
+  EXPECT_EQ((*g)->row_cache(), nullptr);
+  const RowCache* cache = (*c)->row_cache();
+  ASSERT_NE(cache, nullptr);
+  // The whole halo of partition 0, as the partitioner wrote it.
+  auto halo = core::NpyArray::Map(job.config.PartPath(0, core::PartFiles::kHaloNids));
+  ASSERT_TRUE(halo.ok());
+  ASSERT_GT(halo->shape()[0], 0);
+  EXPECT_EQ(static_cast<int64_t>(cache->size()), halo->shape()[0]);
+  // Pulling the halo itself: every row from the cache, byte-identical to the servers' rows.
+  const std::vector<int64_t> ids(cache->ids().begin(), cache->ids().end());
+  std::string want(ids.size() * 20, '\0'), got(ids.size() * 20, '\0');
+  ASSERT_TRUE((*g)->PullNodeRows("feat", ids, want.data()).ok());
+  ASSERT_TRUE((*c)->PullNodeRows("feat", ids, got.data()).ok());
+  EXPECT_EQ(want, got);
+  EXPECT_EQ((*c)->cache_hits(), static_cast<int64_t>(ids.size()));
+  EXPECT_EQ((*c)->cache_misses(), 0);
+
+  auto mask = (*g)->PullWholeNodeField("train_mask");
+  ASSERT_TRUE(mask.ok());
+  auto split = SplitSeeds(MaskToIds(*mask), (*g)->node_book(), 1);
+  SamplerOptions so;
+  so.fanouts = {5, 3};
+  so.batch_size = 40;
+  so.seed = 7;
+  LoaderOptions lo;
+  lo.num_epochs = 1;
+  lo.sampler_binary = FANOUT_SAMPLER_BIN;
+  lo.part_config_path = job.config_path;
+  auto reference = MakeBatchLoader(g->get(), plain, so, split[0], lo);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  const std::vector<MiniBatch> want_batches = Drain(**reference);
+  for (int samplers : {0, 1}) {  // the cache settings reach sampler processes too
+    SCOPED_TRACE(std::to_string(samplers) + " sampler processes");
+    lo.num_samplers = samplers;
+    auto l = MakeBatchLoader(c->get(), cached, so, split[0], lo);
+    ASSERT_TRUE(l.ok()) << l.status();
+    const std::vector<MiniBatch> batches = Drain(**l);
+    ASSERT_EQ(batches.size(), want_batches.size());
+    for (size_t i = 0; i < batches.size(); ++i) {
+      truth.Check(batches[i], so.fanouts, false);
+      testing::ExpectSameBatch(batches[i], want_batches[i]);
+    }
+  }
+  EXPECT_GT((*c)->cache_hits(), static_cast<int64_t>(ids.size()));  // the thread loader's hits
+}
+
+TEST(HaloCacheTest, BudgetKeepsTheHaloNodesWithTheMostEdgesIntoThePartition) {
+  // Halo 10, 20, 30; in-edge sources name 30 three times, 20 twice, 10 once (5 is local).
+  EXPECT_EQ(ChooseCachedHalo({10, 20, 30}, {30, 30, 20, 5, 30, 20, 10}, 2),
+            (std::vector<int64_t>{20, 30}));
+  EXPECT_EQ(ChooseCachedHalo({10, 20, 30}, {}, 3), (std::vector<int64_t>{10, 20, 30}));
+  EXPECT_TRUE(ChooseCachedHalo({10, 20, 30}, {10}, 0).empty());
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(2));
+  DistGraphOptions go = job.GraphOptions(1);
+  go.cache_field = "feat";
+  go.cache_max_bytes = 7 * 20;  // 7 rows of 5 float32
+  auto c = DistGraph::Open(job.config, go);
+  ASSERT_TRUE(c.ok()) << c.status();
+  ASSERT_NE((*c)->row_cache(), nullptr);
+  EXPECT_EQ((*c)->row_cache()->size(), 7u);
+}
+
 TEST(DistGraphErrorsTest, UnreachableServerNamesPartitionAndAddressWithinTheTimeout) {
   Job job;
   ASSERT_NO_FATAL_FAILURE(job.Start(2, 200, 800));
