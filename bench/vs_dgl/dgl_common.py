@@ -88,6 +88,26 @@ def now():
     return time.perf_counter()
 
 
+def timed_step(model, opt, blocks, x, y, t, t0, t1, t2):
+    """Forward, loss, backward and update of one batch. t0..t2 are when the step asked for its
+    batch, got it, and had its features; each phase's time is added to the Times `t`.
+    Returns (loss, number of correct predictions)."""
+    pred = model(blocks, x)
+    loss = F.cross_entropy(pred, y)
+    t3 = now()
+    opt.zero_grad()
+    loss.backward()
+    t4 = now()
+    opt.step()
+    t5 = now()
+    t.wait += t1 - t0
+    t.feature += t2 - t1
+    t.forward += t3 - t2
+    t.backward += t4 - t3
+    t.update += t5 - t4
+    return loss.item(), float((pred.argmax(1) == y).sum())
+
+
 def write_metrics(path, record):
     if not path:
         return

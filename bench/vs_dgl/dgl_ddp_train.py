@@ -22,7 +22,6 @@ os.environ.setdefault("DGLBACKEND", "pytorch")
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dgl_common import (  # noqa: E402
@@ -32,6 +31,7 @@ from dgl_common import (  # noqa: E402
     format_epoch,
     load_npy_graph,
     now,
+    timed_step,
     write_metrics,
 )
 
@@ -122,22 +122,10 @@ def trainer(rank, a):
             x = blocks[0].srcdata["feat"]
             y = blocks[-1].dstdata["label"].long()
             t2 = now()
-            pred = model(blocks, x)
-            loss = F.cross_entropy(pred, y)
-            t3 = now()
-            opt.zero_grad()
-            loss.backward()
-            t4 = now()
-            opt.step()
-            t5 = now()
-            t.wait += t1 - t0
-            t.feature += t2 - t1
-            t.forward += t3 - t2
-            t.backward += t4 - t3
-            t.update += t5 - t4
+            loss_value, n_correct = timed_step(model, opt, blocks, x, y, t, t0, t1, t2)
             n = len(seeds)
-            loss_sum += loss.item() * n
-            correct += float((pred.argmax(1) == y).sum())
+            loss_sum += loss_value * n
+            correct += n_correct
             count += n
             steps += 1
         epoch_s = now() - start

@@ -50,10 +50,17 @@ _loopback_machine_id()
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dgl_common import Breakdown, build_model, epoch_record, format_epoch, now, write_metrics  # noqa: E402
+from dgl_common import (  # noqa: E402
+    Breakdown,
+    build_model,
+    epoch_record,
+    format_epoch,
+    now,
+    timed_step,
+    write_metrics,
+)
 
 
 def parse():
@@ -133,26 +140,14 @@ def main():
                 x = feat[input_nodes]
                 y = label[seeds].long()
                 t2 = now()
-                pred = model(blocks, x)
-                loss = F.cross_entropy(pred, y)
-                t3 = now()
-                opt.zero_grad()
-                loss.backward()
-                t4 = now()
-                opt.step()
-                t5 = now()
-                t.wait += t1 - t0
-                t.feature += t2 - t1
-                t.forward += t3 - t2
-                t.backward += t4 - t3
-                t.update += t5 - t4
+                loss_value, n_correct = timed_step(model, opt, blocks, x, y, t, t0, t1, t2)
                 n = len(seeds)
-                loss_sum += loss.item() * n
-                correct += float((pred.argmax(1) == y).sum())
+                loss_sum += loss_value * n
+                correct += n_correct
                 count += n
                 steps += 1
                 if lead and a.log_every and steps % a.log_every == 0:
-                    print(f"epoch {epoch} step {steps} | loss {loss.item():.4f}", flush=True)
+                    print(f"epoch {epoch} step {steps} | loss {loss_value:.4f}", flush=True)
         epoch_s = now() - start
         sums = torch.tensor([loss_sum, correct, count], dtype=torch.float64)
         dist.all_reduce(sums)

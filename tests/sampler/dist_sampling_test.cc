@@ -132,6 +132,23 @@ std::vector<MiniBatch> Drain(BatchLoader& l) {
   return out;
 }
 
+// Machine 0's share of the training nodes, with one trainer per machine.
+std::vector<int64_t> TrainShareOfMachine0(const DistGraph& g) {
+  auto mask = g.PullWholeNodeField("train_mask");
+  EXPECT_TRUE(mask.ok()) << mask.status();
+  if (!mask.ok()) return {};
+  return SplitSeeds(MaskToIds(*mask), g.node_book(), 1)[0];
+}
+
+// Two layers of small fanouts, 40 seeds a batch.
+SamplerOptions SmallBatches(uint64_t seed) {
+  SamplerOptions so;
+  so.fanouts = {5, 3};
+  so.batch_size = 40;
+  so.seed = seed;
+  return so;
+}
+
 TEST(BatchLoaderTest, ThreadsAndSamplerProcessesMakeIdenticalBatches) {
   Job job;
   ASSERT_NO_FATAL_FAILURE(job.Start(2));
@@ -139,13 +156,9 @@ TEST(BatchLoaderTest, ThreadsAndSamplerProcessesMakeIdenticalBatches) {
   const DistGraphOptions go = job.GraphOptions(0);
   auto g = DistGraph::Open(job.config, go);
   ASSERT_TRUE(g.ok()) << g.status();
-  auto mask = (*g)->PullWholeNodeField("train_mask");
-  ASSERT_TRUE(mask.ok());
-  auto split = SplitSeeds(MaskToIds(*mask), (*g)->node_book(), 1);
-  SamplerOptions so;
-  so.fanouts = {5, 3};
-  so.batch_size = 40;
-  so.seed = 99;
+  const std::vector<int64_t> seeds = TrainShareOfMachine0(**g);
+  ASSERT_FALSE(seeds.empty());
+  const SamplerOptions so = SmallBatches(99);
   LoaderOptions lo;
   lo.num_epochs = 2;
   lo.first_epoch = 1;
@@ -155,7 +168,7 @@ TEST(BatchLoaderTest, ThreadsAndSamplerProcessesMakeIdenticalBatches) {
   for (auto [samplers, threads] : std::vector<std::pair<int, int>>{{0, 1}, {0, 3}, {2, 1}, {1, 1}}) {
     lo.num_samplers = samplers;
     lo.num_threads = threads;
-    auto l = MakeBatchLoader(g->get(), go, so, split[0], lo);
+    auto l = MakeBatchLoader(g->get(), go, so, seeds, lo);
     ASSERT_TRUE(l.ok()) << l.status();
     EXPECT_EQ((*l)->feature_dim(), 5);
     runs.push_back(Drain(**l));
@@ -197,24 +210,20 @@ TEST(HaloCacheTest, SameBatchesWithFewerRemoteRowsFromThreadsAndSamplerProcesses
   EXPECT_EQ((*c)->cache_hits(), static_cast<int64_t>(ids.size()));
   EXPECT_EQ((*c)->cache_misses(), 0);
 
-  auto mask = (*g)->PullWholeNodeField("train_mask");
-  ASSERT_TRUE(mask.ok());
-  auto split = SplitSeeds(MaskToIds(*mask), (*g)->node_book(), 1);
-  SamplerOptions so;
-  so.fanouts = {5, 3};
-  so.batch_size = 40;
-  so.seed = 7;
+  const std::vector<int64_t> seeds = TrainShareOfMachine0(**g);
+  ASSERT_FALSE(seeds.empty());
+  const SamplerOptions so = SmallBatches(7);
   LoaderOptions lo;
   lo.num_epochs = 1;
   lo.sampler_binary = FANOUT_SAMPLER_BIN;
   lo.part_config_path = job.config_path;
-  auto reference = MakeBatchLoader(g->get(), plain, so, split[0], lo);
+  auto reference = MakeBatchLoader(g->get(), plain, so, seeds, lo);
   ASSERT_TRUE(reference.ok()) << reference.status();
   const std::vector<MiniBatch> want_batches = Drain(**reference);
   for (int samplers : {0, 1}) {  // the cache settings reach sampler processes too
     SCOPED_TRACE(std::to_string(samplers) + " sampler processes");
     lo.num_samplers = samplers;
-    auto l = MakeBatchLoader(c->get(), cached, so, split[0], lo);
+    auto l = MakeBatchLoader(c->get(), cached, so, seeds, lo);
     ASSERT_TRUE(l.ok()) << l.status();
     const std::vector<MiniBatch> batches = Drain(**l);
     ASSERT_EQ(batches.size(), want_batches.size());
