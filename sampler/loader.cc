@@ -226,7 +226,7 @@ class ProcessLoader final : public BatchLoader {
     // The slot goes back when the batch's memory is let go, from whichever thread does it; the
     // channel outlives the loader while batches are held.
     std::shared_ptr<Channel> channel = c.sock;
-    auto mb = ReadShmBatch(fd, [channel, slot] { SendRelease(channel->fd, slot); });
+    auto mb = ReadShmBatch(fd, [channel, slot] { SendRelease(channel->fd, slot); }, &mappings_);
     close(fd);
     if (!mb.ok()) return absl::Status(mb.status().code(), StrCat(who, ": ", mb.status().message()));
     if (!SendTaken(sock) && g + static_cast<int64_t>(children_.size()) < total_) {
@@ -249,7 +249,10 @@ class ProcessLoader final : public BatchLoader {
     std::shared_ptr<Channel> sock;
     bool reaped = false;
   };
-  explicit ProcessLoader(LoaderOptions lo) : options_(std::move(lo)) {}
+  // Each child keeps about prefetch + 2 batch files in use (those in flight and those held).
+  explicit ProcessLoader(LoaderOptions lo)
+      : options_(std::move(lo)),
+        mappings_(static_cast<size_t>(std::max(1, options_.num_samplers) * (std::max(1, options_.prefetch) + 2))) {}
 
   absl::Status Spawn(const std::vector<std::string>& args, int seeds_fd) {
     int sv[2];
@@ -283,6 +286,7 @@ class ProcessLoader final : public BatchLoader {
   }
 
   LoaderOptions options_;
+  BatchMappings mappings_;
   std::vector<Child> children_;
   int64_t steps_ = 0, total_ = 0, feature_dim_ = 0;
   int64_t consumed_ = 0;

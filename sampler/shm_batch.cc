@@ -116,16 +116,76 @@ ShmSlot::~ShmSlot() {
   if (fd_ >= 0) close(fd_);
 }
 
-absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release) {
+BatchMappings::BatchMappings(size_t max_idle) : state_(std::make_shared<State>()) {
+  state_->max_idle = max_idle;
+}
+
+BatchMappings::~BatchMappings() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  for (const Entry& e : state_->idle) munmap(e.addr, e.size);
+  state_->idle.clear();
+  state_->closed = true;
+}
+
+int64_t BatchMappings::maps_made() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->made;
+}
+
+absl::StatusOr<std::shared_ptr<const void>> BatchMappings::Map(int fd, size_t size) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return Errno("fstat on a batch file");
+  Entry entry{st.st_dev, st.st_ino, size, nullptr};
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    for (auto it = state_->idle.begin(); it != state_->idle.end(); ++it) {
+      if (it->dev == entry.dev && it->ino == entry.ino && it->size == size) {
+        entry = *it;
+        state_->idle.erase(it);
+        break;
+      }
+    }
+  }
+  if (entry.addr == nullptr) {
+    // MAP_POPULATE: map every page in one call rather than one fault per 4 KiB on first touch.
+    void* addr = mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (addr == MAP_FAILED) return Errno("mapping a batch file");
+    entry.addr = addr;
+    std::lock_guard<std::mutex> lock(state_->mu);
+    ++state_->made;
+  }
+  return std::shared_ptr<const void>(entry.addr, [state = state_, entry](const void*) {
+    std::lock_guard<std::mutex> lock(state->mu);
+    if (state->closed) {
+      munmap(entry.addr, entry.size);
+      return;
+    }
+    state->idle.push_front(entry);
+    while (state->idle.size() > state->max_idle) {
+      munmap(state->idle.back().addr, state->idle.back().size);
+      state->idle.pop_back();
+    }
+  });
+}
+
+absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release, BatchMappings* mappings) {
   struct stat st;
   if (fstat(fd, &st) != 0) return Errno("fstat on a batch file");
   const size_t file_size = static_cast<size_t>(st.st_size);
   if (file_size < kFixed * 8) return absl::DataLossError(StrCat("batch file of ", file_size, " bytes has no header"));
-  // MAP_POPULATE: map every page in one call rather than one fault per 4 KiB on first touch.
-  void* map = mmap(nullptr, file_size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
-  if (map == MAP_FAILED) return Errno("mapping a batch file");
-  std::shared_ptr<const void> owner(map, [file_size, release = std::move(on_release)](const void* p) {
-    munmap(const_cast<void*>(p), file_size);
+  std::shared_ptr<const void> mapping;
+  if (mappings != nullptr) {
+    ASSIGN_OR_RETURN(mapping, mappings->Map(fd, file_size));
+  } else {
+    // MAP_POPULATE: map every page in one call rather than one fault per 4 KiB on first touch.
+    void* addr = mmap(nullptr, file_size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    if (addr == MAP_FAILED) return Errno("mapping a batch file");
+    mapping = std::shared_ptr<const void>(addr, [file_size](const void* p) { munmap(const_cast<void*>(p), file_size); });
+  }
+  const void* map = mapping.get();
+  // The mapping goes (or back to `mappings`) before the sampler hears the file is free.
+  std::shared_ptr<const void> owner(map, [mapping = std::move(mapping), release = std::move(on_release)](const void*) mutable {
+    mapping.reset();
     if (release) release();
   });
   const auto* h = static_cast<const int64_t*>(map);

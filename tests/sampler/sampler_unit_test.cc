@@ -155,6 +155,66 @@ TEST(ShmBatchTest, RoundTripsThroughAMemfdAndASocketAndIsReused) {
   close(sv[1]);
 }
 
+TEST(ShmBatchTest, MappingsAreReusedWhileTheFileKeepsItsSizeAndSeeItsNewContents) {
+  ShmSlot slot;
+  MiniBatch mb = HandMadeBatch();
+  auto features = slot.Write(mb, 5, 3);
+  ASSERT_TRUE(features.ok());
+  (*features)[0] = 1.0f;
+  BatchMappings mappings(/*max_idle=*/2);
+  bool released = false;
+  auto first = ReadShmBatch(slot.fd(), [&] { released = true; }, &mappings);
+  ASSERT_TRUE(first.ok()) << first.status();
+  const float* where = first->features.data;
+  EXPECT_EQ(where[0], 1.0f);
+  *first = MiniBatch();  // let go: the mapping is kept, the release still runs
+  EXPECT_TRUE(released);
+  EXPECT_EQ(mappings.maps_made(), 1);
+
+  // The sampler rewrites the same file (same size): the same mapping, the new contents.
+  mb.step = 2;
+  features = slot.Write(mb, 5, 3);
+  ASSERT_TRUE(features.ok());
+  (*features)[0] = 2.0f;
+  auto second = ReadShmBatch(slot.fd(), {}, &mappings);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->features.data, where);
+  EXPECT_EQ(second->features.data[0], 2.0f);
+  EXPECT_EQ(second->step, 2);
+  EXPECT_EQ(mappings.maps_made(), 1);
+  // While it is held, another batch of the same file needs a mapping of its own.
+  auto third = ReadShmBatch(slot.fd(), {}, &mappings);
+  ASSERT_TRUE(third.ok());
+  EXPECT_NE(third->features.data, where);
+  EXPECT_EQ(mappings.maps_made(), 2);
+  *second = MiniBatch();
+  *third = MiniBatch();
+
+  // A grown file is mapped anew at its new size.
+  features = slot.Write(mb, 5, 300);
+  ASSERT_TRUE(features.ok());
+  (*features)[1499] = 3.0f;
+  auto grown = ReadShmBatch(slot.fd(), {}, &mappings);
+  ASSERT_TRUE(grown.ok()) << grown.status();
+  EXPECT_EQ(grown->features.data[1499], 3.0f);
+  EXPECT_EQ(mappings.maps_made(), 3);
+}
+
+TEST(ShmBatchTest, HeldBatchesOutliveTheirMappingsObject) {
+  ShmSlot slot;
+  auto features = slot.Write(HandMadeBatch(), 5, 3);
+  ASSERT_TRUE(features.ok());
+  (*features)[14] = 7.0f;
+  absl::StatusOr<MiniBatch> held;
+  {
+    BatchMappings mappings;
+    held = ReadShmBatch(slot.fd(), {}, &mappings);
+    ASSERT_TRUE(held.ok());
+  }
+  EXPECT_EQ(held->features.data[14], 7.0f);
+  *held = MiniBatch();  // unmapped now, without the mappings object
+}
+
 TEST(ShmBatchTest, RejectsAFileThatDisagreesWithItsHeader) {
   ShmSlot slot;
   ASSERT_TRUE(slot.Write(HandMadeBatch(), 5, 3).ok());
