@@ -84,6 +84,22 @@ class Breakdown:
             setattr(self, k, 0.0)
 
 
+def add_job_args(p):
+    """The flags of the training job itself, the same for every DGL trainer script."""
+    p.add_argument("--num-layers", type=int, default=3)
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--fanouts", default="15,10,5", help="input layer first, as fanout-train")
+    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--eval-batch-size", type=int, default=4096)
+    p.add_argument("--num-classes", type=int, default=47)
+    p.add_argument("--lr", type=float, default=0.003)
+    p.add_argument("--dropout", type=float, default=0.5)
+    p.add_argument("--epochs", type=int, default=2)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--metrics-file", default="")
+
+
 def now():
     return time.perf_counter()
 

@@ -25,6 +25,7 @@ import torch.multiprocessing as mp  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dgl_common import (  # noqa: E402
+    add_job_args,
     Breakdown,
     build_model,
     epoch_record,
@@ -41,19 +42,8 @@ def parse():
     p.add_argument("--data", required=True)
     p.add_argument("--num-trainers", type=int, default=2)
     p.add_argument("--num-workers", type=int, default=1, help="sampler processes per trainer")
-    p.add_argument("--num-layers", type=int, default=3)
-    p.add_argument("--hidden", type=int, default=256)
-    p.add_argument("--fanouts", default="15,10,5", help="input layer first, as fanout-train")
-    p.add_argument("--batch-size", type=int, default=1024)
-    p.add_argument("--eval-batch-size", type=int, default=4096)
-    p.add_argument("--num-classes", type=int, default=47)
-    p.add_argument("--lr", type=float, default=0.003)
-    p.add_argument("--dropout", type=float, default=0.5)
-    p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--seed", type=int, default=0)
+    add_job_args(p)
     p.add_argument("--master-port", type=int, default=38200)
-    p.add_argument("--metrics-file", default="")
     return p.parse_args()
 
 

@@ -53,6 +53,7 @@ import torch.distributed as dist  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dgl_common import (  # noqa: E402
+    add_job_args,
     Breakdown,
     build_model,
     epoch_record,
@@ -68,19 +69,8 @@ def parse():
     p.add_argument("--graph-name", required=True)
     p.add_argument("--ip-config", required=True)
     p.add_argument("--part-config", required=True)
-    p.add_argument("--num-layers", type=int, default=3)
-    p.add_argument("--hidden", type=int, default=256)
-    p.add_argument("--fanouts", default="15,10,5", help="input layer first, as fanout-train")
-    p.add_argument("--batch-size", type=int, default=1024)
-    p.add_argument("--eval-batch-size", type=int, default=4096)
-    p.add_argument("--num-classes", type=int, default=47)
-    p.add_argument("--lr", type=float, default=0.003)
-    p.add_argument("--dropout", type=float, default=0.5)
-    p.add_argument("--epochs", type=int, default=2)
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--seed", type=int, default=0)
+    add_job_args(p)
     p.add_argument("--log-every", type=int, default=0)
-    p.add_argument("--metrics-file", default="")
     return p.parse_args()
 
 
