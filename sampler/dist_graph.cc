@@ -146,16 +146,22 @@ absl::Status DistGraph::BuildCache() {
   const int64_t* h = halo_file.data_as<int64_t>();
   std::vector<int64_t> halo(h, h + halo_file.shape()[0]);
   const size_t max_rows = static_cast<size_t>(options_.cache_max_bytes) / std::max<size_t>(1, rb);
-  std::vector<int64_t> sources;
+  std::vector<int64_t> counts;
   if (halo.size() > max_rows) {
     // Over budget: rank the halo by its edges into this partition.
+    IdMap slot;
+    slot.Reset(halo.size());
+    for (int64_t id : halo) slot.Insert(id);
+    counts.assign(halo.size(), 0);
     for (int64_t v = local_->node_start(); v < local_->node_end(); ++v) {
       const core::PartitionStore::Adjacency a = local_->Neighbors(v, core::EdgeDir::kIn);
-      sources.insert(sources.end(), a.nbrs, a.nbrs + a.degree);
+      for (int64_t i = 0; i < a.degree; ++i) {
+        const int64_t k = slot.Find(a.nbrs[i]);
+        if (k >= 0) ++counts[k];
+      }
     }
   }
-  std::vector<int64_t> ids = ChooseCachedHalo(halo, sources, max_rows);
-  sources = {};
+  const std::vector<int64_t> ids = ChooseCachedHalo(halo, counts, max_rows);
   for (int64_t id : ids) {
     if (!book_.Contains(id) || book_.PartOf(id) == options_.machine_id) {
       return absl::InvalidArgumentError(StrCat(path, ": node ", id, " is not a remote node of partition ",

@@ -39,10 +39,9 @@ class RowCache {
 };
 
 // Which of a partition's halo nodes to cache under a budget of `max_rows`: all of them when they
-// fit, else the ones with the most edges into the partition (in_edge_sources: the source of every
-// in-edge of the partition's nodes), ties broken by ID. Returns sorted IDs.
+// fit, else the ones with the most edges into the partition (edge_counts[i] for halo[i]), ties
+// broken by ID. Returns sorted IDs.
 std::vector<int64_t> ChooseCachedHalo(const std::vector<int64_t>& halo,
-                                      const std::vector<int64_t>& in_edge_sources,
-                                      size_t max_rows);
+                                      const std::vector<int64_t>& edge_counts, size_t max_rows);
 
 }  // namespace fanout::sampler

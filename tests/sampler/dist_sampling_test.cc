@@ -236,11 +236,11 @@ TEST(HaloCacheTest, SameBatchesWithFewerRemoteRowsFromThreadsAndSamplerProcesses
 }
 
 TEST(HaloCacheTest, BudgetKeepsTheHaloNodesWithTheMostEdgesIntoThePartition) {
-  // Halo 10, 20, 30; in-edge sources name 30 three times, 20 twice, 10 once (5 is local).
-  EXPECT_EQ(ChooseCachedHalo({10, 20, 30}, {30, 30, 20, 5, 30, 20, 10}, 2),
-            (std::vector<int64_t>{20, 30}));
+  // Halo 10, 20, 30 with 1, 2 and 3 edges into the partition; ties go to the smaller ID.
+  EXPECT_EQ(ChooseCachedHalo({10, 20, 30}, {1, 2, 3}, 2), (std::vector<int64_t>{20, 30}));
+  EXPECT_EQ(ChooseCachedHalo({10, 20, 30}, {2, 2, 1}, 1), (std::vector<int64_t>{10}));
   EXPECT_EQ(ChooseCachedHalo({10, 20, 30}, {}, 3), (std::vector<int64_t>{10, 20, 30}));
-  EXPECT_TRUE(ChooseCachedHalo({10, 20, 30}, {10}, 0).empty());
+  EXPECT_TRUE(ChooseCachedHalo({10, 20, 30}, {1, 1, 1}, 0).empty());
   Job job;
   ASSERT_NO_FATAL_FAILURE(job.Start(2));
   DistGraphOptions go = job.GraphOptions(1);
