@@ -150,8 +150,9 @@ int Main(int argc, char** argv) {
               "LibTorch intra-op threads (default: cores / trainers per machine)");
   args.AddDouble("deadline", &deadline, "seconds allowed per server call");
   args.AddInt("feature-cache-mb", &feature_cache_mb,
-              "memory per process (trainer and each sampler) for the features of this machine's halo "
-              "nodes, pulled once at start so that batches fetch fewer remote rows; 0 = off");
+              "memory per process (each sampler, and the trainer when it fetches features itself: "
+              "no samplers, or evaluation) for the features of this machine's halo nodes, pulled "
+              "once at start so that batches fetch fewer remote rows; 0 = off");
   args.AddDouble("comm-timeout", &comm_timeout,
                  "seconds a collective may wait for the other trainers");
   args.AddInt("log-every", &o.log_every, "print a line every N steps (0: per epoch only)");

@@ -124,7 +124,11 @@ absl::Status Job::Setup() {
   }
   ASSIGN_OR_RETURN(device_, ParseDevice(o_.device));
   RETURN_IF_ERROR(SetIntraOpThreads(o_.intra_op_threads));
-  ASSIGN_OR_RETURN(graph_, sampler::DistGraph::Open(config, o_.graph));
+  // The trainer's own graph fetches features only for evaluation or when it samples itself;
+  // otherwise only its sampler processes (which get o_.graph) keep the halo cache.
+  sampler::DistGraphOptions own = o_.graph;
+  if (o_.num_samplers > 0 && o_.eval_every <= 0 && !o_.test) own.cache_max_bytes = 0;
+  ASSIGN_OR_RETURN(graph_, sampler::DistGraph::Open(config, own));
 
   // Model dimensions come from the graph.
   ASSIGN_OR_RETURN(core::FieldSchema feat, graph_->NodeFieldSchema(o_.feature_field));
@@ -191,7 +195,10 @@ absl::Status Job::Setup() {
                o_.intra_op_threads, " intra-op thread(s); device ", o_.device));
     if (const sampler::RowCache* cache = graph_->row_cache()) {
       Log(StrCat("fanout-train: feature cache: ", cache->size(), " halo rows of '", cache->field(), "' (",
-                 cache->bytes() >> 20, " MiB) in the trainer and in each sampler process"));
+                 cache->bytes() >> 20, " MiB) in the trainer", o_.num_samplers > 0 ? " and in each sampler process" : ""));
+    } else if (o_.num_samplers > 0 && o_.graph.cache_max_bytes > 0 && config.num_parts > 1) {
+      Log(StrCat("fanout-train: feature cache: halo rows of '", o_.graph.cache_field, "' in each sampler process (up to ",
+                 o_.graph.cache_max_bytes >> 20, " MiB each)"));
     }
   }
   return absl::OkStatus();
