@@ -7,6 +7,17 @@
 
 namespace fanout::core {
 
+int64_t RaiseOpenFileLimit() {
+  struct rlimit r;
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0) return -1;
+  if (r.rlim_cur < r.rlim_max) {
+    struct rlimit want = r;
+    want.rlim_cur = r.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &want) == 0) r = want;
+  }
+  return r.rlim_cur == RLIM_INFINITY ? INT64_MAX : static_cast<int64_t>(r.rlim_cur);
+}
+
 int64_t PeakRssBytes() {
   struct rusage ru;
   getrusage(RUSAGE_SELF, &ru);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/random.h"
+#include "core/shape.h"
 #include "core/status.h"
 #include "core/strings.h"
 
@@ -82,14 +83,37 @@ void WeightedWithReplacement(Rng& rng, const double* w, int64_t d, int64_t k, st
   }
 }
 
-}  // namespace
-
-absl::Status SampleNeighbors(const PartitionStore& store, std::span<const int64_t> seeds,
-                             const SampleOptions& o, SampledEdges* out) {
+absl::Status CheckSampleOptions(const PartitionStore& store, std::span<const int64_t> seeds,
+                                const SampleOptions& o) {
   if (o.fanout < -1) {
     return absl::InvalidArgumentError(StrCat("fanout must be -1 (all) or >= 0, got ", o.fanout));
   }
-  RETURN_IF_ERROR(store.CheckOwnedNodes(seeds));
+  return store.CheckOwnedNodes(seeds);
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> SampleSizeBound(const PartitionStore& store, std::span<const int64_t> seeds,
+                                        const SampleOptions& o) {
+  RETURN_IF_ERROR(CheckSampleOptions(store, seeds, o));
+  int64_t total = 0;
+  for (size_t i = 0; i < seeds.size(); ++i) {
+    const int64_t d = store.Neighbors(seeds[i], o.dir).degree;
+    const int64_t k = o.fanout == -1 ? d : d == 0 ? 0 : o.replace ? o.fanout : std::min(d, o.fanout);
+    if (!CheckedAdd(total, k, &total) || total > o.max_edges) {
+      return absl::ResourceExhaustedError(StrCat(
+          "the sample could hold more than ", o.max_edges, " edges (", seeds.size(), " seeds, fanout ", o.fanout,
+          o.replace ? " with replacement" : "", "; over the limit from seed ", i, ", node ", seeds[i],
+          "): use fewer seeds or a smaller fanout"));
+    }
+  }
+  return total;
+}
+
+absl::Status SampleNeighbors(const PartitionStore& store, std::span<const int64_t> seeds,
+                             const SampleOptions& o, SampledEdges* out) {
+  // Bound first: no allocation is sized by the request before it is known to fit.
+  ASSIGN_OR_RETURN(const int64_t most, SampleSizeBound(store, seeds, o));
   std::shared_ptr<const std::vector<double>> weights;
   if (!o.weight_field.empty()) {
     if (o.dir == EdgeDir::kOut) {
@@ -102,23 +126,23 @@ absl::Status SampleNeighbors(const PartitionStore& store, std::span<const int64_
   out->src.clear();
   out->dst.clear();
   out->eid.clear();
-  if (o.fanout > 0) {
-    const size_t most = seeds.size() * static_cast<size_t>(o.fanout);
-    out->src.reserve(most);
-    out->dst.reserve(most);
-    out->eid.reserve(most);
-  }
+  out->src.reserve(most);
+  out->dst.reserve(most);
+  out->eid.reserve(most);
   std::vector<int64_t> pick, scratch;
   std::vector<std::pair<double, int64_t>> keys;
   std::vector<double> cdf;
   // Software prefetch a few seeds ahead: the loop is bound by cache misses on the index pointer
   // and the adjacency lists, which are independent from seed to seed.
-  constexpr size_t kFar = 16, kNear = 6;
+  constexpr size_t kFar = 16, kNear = 6, kStopCheckSeeds = 4096;
   const size_t n = seeds.size();
   for (size_t i = 0; i < std::min(n, kFar); ++i) store.PrefetchNeighbors(seeds[i], o.dir, 0);
   for (size_t i = 0; i < n; ++i) {
     if (i + kFar < n) store.PrefetchNeighbors(seeds[i + kFar], o.dir, 0);
     if (i + kNear < n) store.PrefetchNeighbors(seeds[i + kNear], o.dir, 1);
+    if (o.should_stop && i % kStopCheckSeeds == 0 && i > 0 && o.should_stop()) {
+      return absl::CancelledError(StrCat("sampling abandoned after ", i, " of ", n, " seeds"));
+    }
     const int64_t v = seeds[i];
     PartitionStore::Adjacency a = store.Neighbors(v, o.dir);
     const int64_t d = a.degree;

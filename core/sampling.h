@@ -5,11 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/partition_store.h"
 
 namespace fanout::core {
@@ -20,6 +23,10 @@ struct SampleOptions {
   EdgeDir dir = EdgeDir::kIn;   // in-edges (messages flow src -> seed) or out-edges
   std::string weight_field;     // edge field weighting the draw; empty = uniform
   uint64_t seed = 0;            // the draw for node v depends only on (seed, v)
+  // Refuse (RESOURCE_EXHAUSTED, before allocating) a sample that could hold more edges.
+  int64_t max_edges = std::numeric_limits<int64_t>::max();
+  // Polled between chunks of seeds; when it returns true the sample is abandoned (CANCELLED).
+  std::function<bool()> should_stop;
 };
 
 // Edges picked, as global IDs; seed i's edges are contiguous and in seed order.
@@ -32,6 +39,11 @@ struct SampledEdges {
 // replacement the picked edges of a seed are distinct and listed in adjacency order. Weighted
 // sampling never picks a zero-weight edge; it needs the weights of the edges it draws from, so
 // for out-edges (stored in other partitions) it is not available.
+// The most edges SampleNeighbors can return for `seeds` (exact unless weights are zero), from
+// the degrees alone: overflow-checked, RESOURCE_EXHAUSTED when over `options.max_edges`.
+absl::StatusOr<int64_t> SampleSizeBound(const PartitionStore& store, std::span<const int64_t> seeds,
+                                        const SampleOptions& options);
+
 absl::Status SampleNeighbors(const PartitionStore& store, std::span<const int64_t> seeds,
                              const SampleOptions& options, SampledEdges* out);
 

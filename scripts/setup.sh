@@ -11,6 +11,7 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libopenblas0-openmp
   python3 python3-numpy
+  openssl util-linux
 )
 
 missing=()

@@ -23,7 +23,8 @@ std::unique_ptr<GraphClient> GraphClient::Connect(const std::string& address, co
   // stalling on flow control (see docs/benchmarks.md).
   args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
   args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 << 20);
-  auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  options.security.ApplyTo(&args);
+  auto channel = grpc::CreateCustomChannel(address, options.security.ChannelCredentials(), args);
   return std::unique_ptr<GraphClient>(new GraphClient(address, options, std::move(channel)));
 }
 
@@ -46,6 +47,7 @@ absl::Status GraphClient::Invoke(const char* method, const Req& req, Resp* resp,
   for (int attempt = 1;; ++attempt) {
     grpc::ClientContext ctx;
     ctx.set_deadline(deadline);
+    if (!options_.security.token().empty()) ctx.AddMetadata("authorization", StrCat("Bearer ", options_.security.token()));
     s = call(&ctx, req, resp);
     if (s.ok()) return absl::OkStatus();
     bool again = retry && s.error_code() == grpc::StatusCode::UNAVAILABLE && attempt < options_.max_attempts &&
@@ -93,7 +95,12 @@ absl::StatusOr<Rows> GraphClient::Pull(const char* method, const std::string& fi
   v1::PullResponse resp;
   RETURN_IF_ERROR(Invoke(method, req, &resp, true,
                          [this, call](auto* c, const auto& q, auto* r) { return (stub_.get()->*call)(c, q, r); }));
-  return ToRows(resp);
+  ASSIGN_OR_RETURN(Rows rows, ToRows(resp));
+  if (rows.shape.empty() || rows.shape[0] != static_cast<int64_t>(ids.size())) {
+    return absl::InternalError(StrCat("server ", address_, ": ", method, " answered ",
+                                      rows.shape.empty() ? 0 : rows.shape[0], " rows for ", ids.size(), " IDs"));
+  }
+  return rows;
 }
 
 absl::Status GraphClient::PushNodeData(const std::string& field, const std::vector<int64_t>& ids, const Rows& rows,
@@ -124,6 +131,10 @@ absl::StatusOr<core::SampledEdges> GraphClient::SampleNeighbors(const std::vecto
   ASSIGN_OR_RETURN(e.src, Int64Vector(resp.src(), "src"));
   ASSIGN_OR_RETURN(e.dst, Int64Vector(resp.dst(), "dst"));
   ASSIGN_OR_RETURN(e.eid, Int64Vector(resp.eid(), "eid"));
+  if (e.src.size() != e.eid.size() || e.dst.size() != e.eid.size()) {
+    return absl::InternalError(StrCat("server ", address_, ": SampleNeighbors answered ", e.src.size(), " sources, ",
+                                      e.dst.size(), " destinations and ", e.eid.size(), " edge IDs"));
+  }
   return e;
 }
 
@@ -134,7 +145,12 @@ absl::StatusOr<std::vector<int64_t>> GraphClient::GetDegrees(const std::vector<i
   v1::DegreesResponse resp;
   RETURN_IF_ERROR(Invoke("GetDegrees", req, &resp, true,
                          [this](auto* c, const auto& q, auto* r) { return stub_->GetDegrees(c, q, r); }));
-  return Int64Vector(resp.degrees(), "degrees");
+  ASSIGN_OR_RETURN(std::vector<int64_t> deg, Int64Vector(resp.degrees(), "degrees"));
+  if (deg.size() != ids.size()) {
+    return absl::InternalError(StrCat("server ", address_, ": GetDegrees answered ", deg.size(), " degrees for ",
+                                      ids.size(), " IDs"));
+  }
+  return deg;
 }
 
 absl::StatusOr<std::pair<std::vector<int64_t>, std::vector<int64_t>>> GraphClient::FindEdges(
@@ -146,6 +162,10 @@ absl::StatusOr<std::pair<std::vector<int64_t>, std::vector<int64_t>>> GraphClien
                          [this](auto* c, const auto& q, auto* r) { return stub_->FindEdges(c, q, r); }));
   ASSIGN_OR_RETURN(auto src, Int64Vector(resp.src(), "src"));
   ASSIGN_OR_RETURN(auto dst, Int64Vector(resp.dst(), "dst"));
+  if (src.size() != eids.size() || dst.size() != eids.size()) {
+    return absl::InternalError(StrCat("server ", address_, ": FindEdges answered ", src.size(), " sources and ",
+                                      dst.size(), " destinations for ", eids.size(), " edge IDs"));
+  }
   return std::pair{std::move(src), std::move(dst)};
 }
 

@@ -13,6 +13,7 @@
 #include "core/partition_store.h"
 #include "core/sampling.h"
 #include "fanout/v1/graph.grpc.pb.h"
+#include "server/security.h"
 
 namespace fanout::server {
 
@@ -21,6 +22,7 @@ struct ClientOptions {
   int max_attempts = 4;                  // for reads, on UNAVAILABLE
   int64_t max_message_bytes = 512ll << 20;
   bool own_connection = false;           // a TCP connection of its own, not shared with other clients
+  Security security;                     // TLS and token (default: plaintext, no token)
 };
 
 // Rows returned by a pull: `data` holds shape[0] rows of `dtype`, C order.

@@ -20,7 +20,8 @@ absl::StatusOr<std::unique_ptr<GraphServer>> GraphServer::Start(std::unique_ptr<
   s->store_ = std::move(store);
   s->stats_ = std::make_unique<ServerStats>();
   s->pool_ = std::make_unique<ThreadPool>(o.num_threads > 0 ? o.num_threads : core::DefaultThreads());
-  s->service_ = std::make_unique<GraphServiceImpl>(s->store_.get(), s->stats_.get(), s->pool_.get(), o.limits);
+  ServicePolicy policy{.limits = o.limits, .allow_push = o.allow_push, .auth_token = o.security.token()};
+  s->service_ = std::make_unique<GraphServiceImpl>(s->store_.get(), s->stats_.get(), s->pool_.get(), policy);
   s->host_ = o.host;
   // Both are process-wide registrations that gRPC reads when a server is built.
   grpc::EnableDefaultHealthCheckService(true);
@@ -28,7 +29,7 @@ absl::StatusOr<std::unique_ptr<GraphServer>> GraphServer::Start(std::unique_ptr<
   grpc::ServerBuilder builder;
   std::string addr = o.host.find(':') != std::string::npos ? StrCat("[", o.host, "]:", o.port)
                                                             : StrCat(o.host, ":", o.port);
-  builder.AddListeningPort(addr, grpc::InsecureServerCredentials(), &s->port_);
+  builder.AddListeningPort(addr, o.security.ServerCredentials(), &s->port_);
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(o.max_request_bytes, INT32_MAX)));
   // Answers are bounded by limits.max_response_bytes; leave room for the envelope.
@@ -36,6 +37,10 @@ absl::StatusOr<std::unique_ptr<GraphServer>> GraphServer::Start(std::unique_ptr<
   // Same flow-control settings as the client (graph_client.cc).
   builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 << 20);
+  // A connection storm must not hold descriptors for long: unfinished handshakes are closed,
+  // and one connection cannot queue unbounded calls.
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, o.handshake_timeout_ms);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, o.max_streams_per_connection);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(StrCat("cannot listen on ", addr, " (in use, or not an address of this host?)"));

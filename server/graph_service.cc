@@ -1,9 +1,14 @@
 #include "server/graph_service.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstring>
+#include <span>
 #include <exception>
 
 #include "core/sampling.h"
+#include "core/shape.h"
 #include "core/status.h"
 #include "core/strings.h"
 #include "server/rpc_codec.h"
@@ -12,33 +17,104 @@ namespace fanout::server {
 
 using core::StrCat;
 
+namespace {
+
+// Why a call should not (or no longer) run, or OK.
+absl::Status Abandoned(const grpc::CallbackServerContext& ctx, const char* when) {
+  if (const_cast<grpc::CallbackServerContext&>(ctx).IsCancelled()) {
+    return absl::CancelledError(StrCat("the call was cancelled (by the client, or the server is stopping) ", when));
+  }
+  if (std::chrono::system_clock::now() > ctx.deadline()) {
+    return absl::DeadlineExceededError(StrCat("the call's deadline passed ", when));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Guarded(const char* method, const std::function<absl::Status(const StopCheck&)>& work,
+                     const StopCheck& stop) {
+  try {
+    return work(stop);
+  } catch (const std::exception& e) {  // a bug, not a request error: never take the server down
+    return absl::InternalError(StrCat(method, " failed: ", e.what()));
+  }
+}
+
+// Equal-time comparison: how much of a guessed token matches must not show in the timing.
+bool SameSecret(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % std::max<size_t>(1, b.size())]);
+  return diff == 0;
+}
+
+}  // namespace
+
+absl::Status GraphServiceImpl::Authenticate(const grpc::CallbackServerContext& ctx) const {
+  if (policy_.auth_token.empty()) return absl::OkStatus();
+  const auto& md = ctx.client_metadata();
+  auto it = md.find("authorization");
+  const std::string want = StrCat("Bearer ", policy_.auth_token);
+  if (it != md.end() && SameSecret(std::string_view(it->second.data(), it->second.size()), want)) {
+    return absl::OkStatus();
+  }
+  return absl::UnauthenticatedError(StrCat(
+      it == md.end() ? "the call carries no auth token" : "the call's auth token is wrong",
+      ": this server requires one (give clients the server's --auth-token-file)"));
+}
+
 grpc::ServerUnaryReactor* GraphServiceImpl::Run(grpc::CallbackServerContext* ctx, const char* method,
                                                 const google::protobuf::Message* req,
                                                 google::protobuf::Message* resp,
-                                                std::function<absl::Status()> work) {
+                                                std::function<absl::Status(const StopCheck&)> work,
+                                                bool inline_work) {
   grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  auto start = std::chrono::steady_clock::now();
-  pool_->Submit([this, reactor, method, req, resp, start, work = std::move(work)] {
-    absl::Status s;
-    try {
-      s = work();
-    } catch (const std::exception& e) {  // a bug, not a request error: never take the server down
-      s = absl::InternalError(StrCat(method, " failed: ", e.what()));
-    }
+  const auto start = std::chrono::steady_clock::now();
+  auto finish = [this, reactor, method, req, resp, start](const absl::Status& s) {
     double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
     stats_->Record(method, s.ok(), static_cast<int64_t>(req->ByteSizeLong()),
                    s.ok() ? static_cast<int64_t>(resp->ByteSizeLong()) : 0, us);
     reactor->Finish(ToGrpcStatus(s));
-  });
+  };
+  absl::Status admitted = Authenticate(*ctx);
+  if (admitted.ok()) admitted = Abandoned(*ctx, "before it was queued");
+  if (!admitted.ok()) {
+    finish(admitted);
+    return reactor;
+  }
+  if (inline_work) {
+    finish(Guarded(method, work, StopCheck()));
+    return reactor;
+  }
+  StopCheck stop = [ctx] {
+    return ctx->IsCancelled() || std::chrono::system_clock::now() > ctx->deadline();
+  };
+  const int64_t bytes = static_cast<int64_t>(req->ByteSizeLong());
+  const int64_t before = queued_bytes_.fetch_add(bytes);
+  bool queued = before + bytes <= policy_.limits.max_queued_bytes &&
+                pool_->TrySubmit(
+                    [this, ctx, method, finish, stop, bytes, work = std::move(work)] {
+                      queued_bytes_.fetch_sub(bytes);
+                      absl::Status s = Abandoned(*ctx, "while it waited for a worker");
+                      if (s.ok()) s = Guarded(method, work, stop);
+                      finish(s);
+                    },
+                    static_cast<size_t>(std::max<int64_t>(0, policy_.limits.max_queued_calls)));
+  if (!queued) {
+    queued_bytes_.fetch_sub(bytes);
+    finish(absl::UnavailableError(StrCat(
+        "server busy: ", before + bytes > policy_.limits.max_queued_bytes
+                             ? StrCat(before, " request bytes already wait for a worker (--max-queued-bytes)")
+                             : StrCat(policy_.limits.max_queued_calls, " calls already wait for a worker (--max-queued-calls)"),
+        "; retry later")));
+  }
   return reactor;
 }
 
 absl::StatusOr<std::vector<int64_t>> GraphServiceImpl::Ids(const v1::Tensor& t, const char* what) const {
   ASSIGN_OR_RETURN(std::vector<int64_t> ids, Int64Vector(t, what));
   if (ids.empty()) return absl::InvalidArgumentError(StrCat(what, " is empty"));
-  if (static_cast<int64_t>(ids.size()) > limits_.max_ids_per_request) {
+  if (static_cast<int64_t>(ids.size()) > policy_.limits.max_ids_per_request) {
     return absl::ResourceExhaustedError(StrCat(what, " has ", ids.size(), " entries; this server takes at most ",
-                                               limits_.max_ids_per_request,
+                                               policy_.limits.max_ids_per_request,
                                                " per request (--max-ids-per-request): split the request"));
   }
   return ids;
@@ -47,7 +123,12 @@ absl::StatusOr<std::vector<int64_t>> GraphServiceImpl::Ids(const v1::Tensor& t, 
 grpc::ServerUnaryReactor* GraphServiceImpl::GetMetadata(grpc::CallbackServerContext* ctx,
                                                         const v1::GetMetadataRequest* req,
                                                         v1::GetMetadataResponse* resp) {
-  return Run(ctx, "GetMetadata", req, resp, [this, resp] {
+  return Run(ctx, "GetMetadata", req, resp, [this, resp](const StopCheck&) { return DoGetMetadata(resp); },
+             /*inline_work=*/true);
+}
+
+absl::Status GraphServiceImpl::DoGetMetadata(v1::GetMetadataResponse* resp) const {
+  {
     const core::PartitionConfig& c = store_->config();
     resp->set_graph_name(c.graph_name);
     resp->set_part_id(store_->part_id());
@@ -73,20 +154,38 @@ grpc::ServerUnaryReactor* GraphServiceImpl::GetMetadata(grpc::CallbackServerCont
       }
     }
     return absl::OkStatus();
-  });
+  }
 }
 
-absl::Status GraphServiceImpl::Pull(const v1::PullRequest& req, bool node, v1::PullResponse* resp) {
+absl::Status GraphServiceImpl::DoPull(const v1::PullRequest& req, bool node, v1::PullResponse* resp,
+                                      const StopCheck& stop) const {
   ASSIGN_OR_RETURN(std::vector<int64_t> ids, Ids(req.ids(), "ids"));
   ASSIGN_OR_RETURN(core::FieldSchema f, node ? store_->NodeFieldSchema(req.field()) : store_->EdgeFieldSchema(req.field()));
   const int64_t row_bytes = static_cast<int64_t>(f.row_bytes());
-  if (static_cast<int64_t>(ids.size()) * row_bytes > limits_.max_response_bytes) {
+  int64_t bytes = 0;
+  if (!core::CheckedMul(static_cast<int64_t>(ids.size()), row_bytes, &bytes) ||
+      bytes > policy_.limits.max_response_bytes) {
     return absl::ResourceExhaustedError(StrCat(
-        ids.size(), " rows of '", f.name, "' are ", ids.size() * row_bytes, " bytes, over this server's ",
-        limits_.max_response_bytes, "-byte answer limit (--max-response-bytes): split the request"));
+        ids.size(), " rows of '", f.name, "' (", row_bytes, " bytes each) are over this server's ",
+        policy_.limits.max_response_bytes, "-byte answer limit (--max-response-bytes): split the request"));
   }
   std::string rows;
-  RETURN_IF_ERROR(node ? store_->GatherNodeRows(req.field(), ids, &rows) : store_->GatherEdgeRows(req.field(), ids, &rows));
+  if (node) {
+    // In chunks, so an abandoned call stops early; the first chunk checks every ID.
+    RETURN_IF_ERROR(store_->CheckOwnedNodes(ids));
+    rows.resize(static_cast<size_t>(bytes));
+    constexpr size_t kChunk = 16384;
+    std::vector<int64_t> at(std::min(ids.size(), kChunk));
+    for (size_t i = 0; i < at.size(); ++i) at[i] = static_cast<int64_t>(i);
+    for (size_t b = 0; b < ids.size(); b += kChunk) {
+      if (b > 0 && stop && stop()) return absl::CancelledError(StrCat("pull abandoned after ", b, " rows"));
+      const size_t n = std::min(kChunk, ids.size() - b);
+      RETURN_IF_ERROR(store_->GatherNodeRowsAt(req.field(), std::span(ids).subspan(b, n), std::span(at).first(n),
+                                               rows.data() + b * row_bytes));
+    }
+  } else {
+    RETURN_IF_ERROR(store_->GatherEdgeRows(req.field(), ids, &rows));
+  }
   std::vector<int64_t> shape{static_cast<int64_t>(ids.size())};
   shape.insert(shape.end(), f.row_shape.begin(), f.row_shape.end());
   FillTensor(f.dtype, shape, std::move(rows), resp->mutable_data());
@@ -95,101 +194,206 @@ absl::Status GraphServiceImpl::Pull(const v1::PullRequest& req, bool node, v1::P
 
 grpc::ServerUnaryReactor* GraphServiceImpl::PullNodeData(grpc::CallbackServerContext* ctx, const v1::PullRequest* req,
                                                          v1::PullResponse* resp) {
-  return Run(ctx, "PullNodeData", req, resp, [this, req, resp] { return Pull(*req, true, resp); });
+  return Run(ctx, "PullNodeData", req, resp,
+             [this, req, resp](const StopCheck& stop) { return DoPull(*req, true, resp, stop); });
 }
 
 grpc::ServerUnaryReactor* GraphServiceImpl::PullEdgeData(grpc::CallbackServerContext* ctx, const v1::PullRequest* req,
                                                          v1::PullResponse* resp) {
-  return Run(ctx, "PullEdgeData", req, resp, [this, req, resp] { return Pull(*req, false, resp); });
+  return Run(ctx, "PullEdgeData", req, resp,
+             [this, req, resp](const StopCheck& stop) { return DoPull(*req, false, resp, stop); });
+}
+
+namespace {
+
+template <typename T>
+absl::Status CheckRange(const std::string& data, const std::string& field, int64_t lo, int64_t hi) {
+  const size_t n = data.size() / sizeof(T);
+  for (size_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, data.data() + i * sizeof(T), sizeof(T));
+    if (static_cast<int64_t>(v) < lo || static_cast<int64_t>(v) > hi) {
+      return absl::InvalidArgumentError(StrCat("value ", static_cast<int64_t>(v), " (element ", i, ") pushed to '",
+                                               field, "' is outside [", lo, ", ", hi, "]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status CheckFinite(const std::string& data, const std::string& field) {
+  const size_t n = data.size() / sizeof(T);
+  for (size_t i = 0; i < n; ++i) {
+    T v;
+    std::memcpy(&v, data.data() + i * sizeof(T), sizeof(T));
+    if (!std::isfinite(v)) {
+      return absl::InvalidArgumentError(StrCat("value ", v, " (element ", i, ") pushed to '", field,
+                                               "' is not finite"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// An integer field's values as int64 range checks; false when the dtype is not an integer.
+absl::Status CheckIntRange(core::DType t, const std::string& data, const std::string& field, int64_t lo,
+                           int64_t hi) {
+  switch (t) {
+    case core::DType::kBool:
+    case core::DType::kUInt8: return CheckRange<uint8_t>(data, field, lo, hi);
+    case core::DType::kInt8: return CheckRange<int8_t>(data, field, lo, hi);
+    case core::DType::kInt16: return CheckRange<int16_t>(data, field, lo, hi);
+    case core::DType::kInt32: return CheckRange<int32_t>(data, field, lo, hi);
+    case core::DType::kInt64: return CheckRange<int64_t>(data, field, lo, hi);
+    default: return absl::OkStatus();
+  }
+}
+
+bool IsMaskField(const std::string& name) { return name.size() > 5 && name.ends_with("_mask"); }
+
+}  // namespace
+
+absl::Status GraphServiceImpl::CheckPushValues(const core::FieldSchema& f, const v1::Tensor& data) const {
+  const core::PartitionConfig& c = store_->config();
+  const std::string& name = f.name;
+  if (name == "label" && c.num_classes > 0) {
+    // What the partitioner accepts: a class, or -1 for unlabelled.
+    return CheckIntRange(f.dtype, data.data(), name, -1, c.num_classes - 1);
+  }
+  if (IsMaskField(name) || f.dtype == core::DType::kBool) return CheckIntRange(f.dtype, data.data(), name, 0, 1);
+  if (f.dtype == core::DType::kFloat32) return CheckFinite<float>(data.data(), name);
+  if (f.dtype == core::DType::kFloat64) return CheckFinite<double>(data.data(), name);
+  return absl::OkStatus();
+}
+
+absl::Status GraphServiceImpl::DoPush(const v1::PushRequest& req) const {
+  if (!policy_.allow_push) {
+    return absl::PermissionDeniedError(
+        "this server is read-only: PushNodeData needs a server started with --allow-push");
+  }
+  if (!v1::PushOp_IsValid(req.op())) {
+    return absl::InvalidArgumentError(StrCat("unknown push op ", static_cast<int>(req.op())));
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> ids, Ids(req.ids(), "ids"));
+  ASSIGN_OR_RETURN(core::FieldSchema f, store_->NodeFieldSchema(req.field()));
+  RETURN_IF_ERROR(CheckTensor(req.data(), "data"));
+  if (req.data().dtype() != ToProtoDType(f.dtype)) {
+    return absl::InvalidArgumentError(StrCat("data is ", v1::DType_Name(req.data().dtype()), " but field '",
+                                             f.name, "' holds ", core::DTypeName(f.dtype)));
+  }
+  std::vector<int64_t> want{static_cast<int64_t>(ids.size())};
+  want.insert(want.end(), f.row_shape.begin(), f.row_shape.end());
+  std::vector<int64_t> got(req.data().shape().begin(), req.data().shape().end());
+  if (got != want) {
+    return absl::InvalidArgumentError(StrCat("data has shape [", core::StrJoin(got, ", "), "], expected [",
+                                             core::StrJoin(want, ", "), "]"));
+  }
+  const bool add = req.op() == v1::PUSH_OP_ADD;
+  // An add's result is range-checked only through its inputs: adds to labels and masks are refused.
+  if (add && (f.name == "label" || IsMaskField(f.name))) {
+    return absl::InvalidArgumentError(StrCat("cannot add to '", f.name, "'; assign its values instead"));
+  }
+  RETURN_IF_ERROR(CheckPushValues(f, req.data()));
+  return store_->PushNodeRows(req.field(), ids, req.data().data().data(), req.data().data().size(),
+                              add ? core::PushOp::kAdd : core::PushOp::kAssign);
 }
 
 grpc::ServerUnaryReactor* GraphServiceImpl::PushNodeData(grpc::CallbackServerContext* ctx, const v1::PushRequest* req,
                                                          v1::PushResponse* resp) {
-  return Run(ctx, "PushNodeData", req, resp, [this, req]() -> absl::Status {
-    ASSIGN_OR_RETURN(std::vector<int64_t> ids, Ids(req->ids(), "ids"));
-    ASSIGN_OR_RETURN(core::FieldSchema f, store_->NodeFieldSchema(req->field()));
-    RETURN_IF_ERROR(CheckTensor(req->data(), "data"));
-    if (req->data().dtype() != ToProtoDType(f.dtype)) {
-      return absl::InvalidArgumentError(StrCat("data is ", v1::DType_Name(req->data().dtype()), " but field '",
-                                               f.name, "' holds ", core::DTypeName(f.dtype)));
-    }
-    std::vector<int64_t> want{static_cast<int64_t>(ids.size())};
-    want.insert(want.end(), f.row_shape.begin(), f.row_shape.end());
-    std::vector<int64_t> got(req->data().shape().begin(), req->data().shape().end());
-    if (got != want) {
-      return absl::InvalidArgumentError(StrCat("data has shape [", core::StrJoin(got, ", "), "], expected [",
-                                               core::StrJoin(want, ", "), "]"));
-    }
-    return store_->PushNodeRows(req->field(), ids, req->data().data().data(), req->data().data().size(),
-                                req->op() == v1::PUSH_OP_ADD ? core::PushOp::kAdd : core::PushOp::kAssign);
-  });
+  return Run(ctx, "PushNodeData", req, resp, [this, req](const StopCheck&) { return DoPush(*req); });
+}
+
+namespace {
+absl::StatusOr<core::EdgeDir> Dir(v1::EdgeDir d) {
+  switch (d) {
+    case v1::EDGE_DIR_IN: return core::EdgeDir::kIn;
+    case v1::EDGE_DIR_OUT: return core::EdgeDir::kOut;
+    default: return absl::InvalidArgumentError(StrCat("unknown edge direction ", static_cast<int>(d)));
+  }
+}
+}  // namespace
+
+absl::Status GraphServiceImpl::DoSample(const v1::SampleRequest& req, v1::SampleResponse* resp,
+                                        const StopCheck& stop) const {
+  ASSIGN_OR_RETURN(std::vector<int64_t> seeds, Ids(req.seeds(), "seeds"));
+  ASSIGN_OR_RETURN(core::EdgeDir dir, Dir(req.dir()));
+  // Three int64 tensors per edge.
+  const int64_t max_edges = policy_.limits.max_response_bytes / (3 * static_cast<int64_t>(sizeof(int64_t)));
+  core::SampleOptions o{.fanout = req.fanout(),
+                        .replace = req.replace(),
+                        .dir = dir,
+                        .weight_field = req.weight_field(),
+                        .seed = req.seed(),
+                        .max_edges = max_edges,
+                        .should_stop = stop};
+  core::SampledEdges e;
+  absl::Status s = core::SampleNeighbors(*store_, seeds, o, &e);
+  if (s.code() == absl::StatusCode::kResourceExhausted) {
+    return absl::ResourceExhaustedError(StrCat(s.message(), " (this server's answers hold at most ",
+                                               policy_.limits.max_response_bytes,
+                                               " bytes, --max-response-bytes)"));
+  }
+  RETURN_IF_ERROR(s);
+  FillInt64Tensor(e.src, resp->mutable_src());
+  FillInt64Tensor(e.dst, resp->mutable_dst());
+  FillInt64Tensor(e.eid, resp->mutable_eid());
+  return absl::OkStatus();
 }
 
 grpc::ServerUnaryReactor* GraphServiceImpl::SampleNeighbors(grpc::CallbackServerContext* ctx,
                                                             const v1::SampleRequest* req, v1::SampleResponse* resp) {
-  return Run(ctx, "SampleNeighbors", req, resp, [this, req, resp]() -> absl::Status {
-    ASSIGN_OR_RETURN(std::vector<int64_t> seeds, Ids(req->seeds(), "seeds"));
-    core::SampleOptions o{.fanout = req->fanout(),
-                          .replace = req->replace(),
-                          .dir = req->dir() == v1::EDGE_DIR_OUT ? core::EdgeDir::kOut : core::EdgeDir::kIn,
-                          .weight_field = req->weight_field(),
-                          .seed = req->seed()};
-    core::SampledEdges e;
-    RETURN_IF_ERROR(core::SampleNeighbors(*store_, seeds, o, &e));
-    if (static_cast<int64_t>(e.size() * 3 * sizeof(int64_t)) > limits_.max_response_bytes) {
-      return absl::ResourceExhaustedError(StrCat("the sample has ", e.size(), " edges, over this server's ",
-                                                 limits_.max_response_bytes,
-                                                 "-byte answer limit: use fewer seeds or a smaller fanout"));
-    }
-    FillInt64Tensor(e.src, resp->mutable_src());
-    FillInt64Tensor(e.dst, resp->mutable_dst());
-    FillInt64Tensor(e.eid, resp->mutable_eid());
-    return absl::OkStatus();
-  });
+  return Run(ctx, "SampleNeighbors", req, resp,
+             [this, req, resp](const StopCheck& stop) { return DoSample(*req, resp, stop); });
+}
+
+absl::Status GraphServiceImpl::DoDegrees(const v1::DegreesRequest& req, v1::DegreesResponse* resp) const {
+  ASSIGN_OR_RETURN(std::vector<int64_t> ids, Ids(req.ids(), "ids"));
+  ASSIGN_OR_RETURN(core::EdgeDir dir, Dir(req.dir()));
+  std::vector<int64_t> deg(ids.size());
+  RETURN_IF_ERROR(store_->Degrees(ids, dir, deg.data()));
+  FillInt64Tensor(deg, resp->mutable_degrees());
+  return absl::OkStatus();
 }
 
 grpc::ServerUnaryReactor* GraphServiceImpl::GetDegrees(grpc::CallbackServerContext* ctx, const v1::DegreesRequest* req,
                                                        v1::DegreesResponse* resp) {
-  return Run(ctx, "GetDegrees", req, resp, [this, req, resp]() -> absl::Status {
-    ASSIGN_OR_RETURN(std::vector<int64_t> ids, Ids(req->ids(), "ids"));
-    std::vector<int64_t> deg(ids.size());
-    RETURN_IF_ERROR(store_->Degrees(ids, req->dir() == v1::EDGE_DIR_OUT ? core::EdgeDir::kOut : core::EdgeDir::kIn,
-                                    deg.data()));
-    FillInt64Tensor(deg, resp->mutable_degrees());
-    return absl::OkStatus();
-  });
+  return Run(ctx, "GetDegrees", req, resp, [this, req, resp](const StopCheck&) { return DoDegrees(*req, resp); });
+}
+
+absl::Status GraphServiceImpl::DoFindEdges(const v1::FindEdgesRequest& req, v1::FindEdgesResponse* resp) const {
+  ASSIGN_OR_RETURN(std::vector<int64_t> eids, Ids(req.eids(), "eids"));
+  std::vector<int64_t> src(eids.size()), dst(eids.size());
+  RETURN_IF_ERROR(store_->FindEdges(eids, src.data(), dst.data()));
+  FillInt64Tensor(src, resp->mutable_src());
+  FillInt64Tensor(dst, resp->mutable_dst());
+  return absl::OkStatus();
 }
 
 grpc::ServerUnaryReactor* GraphServiceImpl::FindEdges(grpc::CallbackServerContext* ctx, const v1::FindEdgesRequest* req,
                                                       v1::FindEdgesResponse* resp) {
-  return Run(ctx, "FindEdges", req, resp, [this, req, resp]() -> absl::Status {
-    ASSIGN_OR_RETURN(std::vector<int64_t> eids, Ids(req->eids(), "eids"));
-    std::vector<int64_t> src(eids.size()), dst(eids.size());
-    RETURN_IF_ERROR(store_->FindEdges(eids, src.data(), dst.data()));
-    FillInt64Tensor(src, resp->mutable_src());
-    FillInt64Tensor(dst, resp->mutable_dst());
-    return absl::OkStatus();
-  });
+  return Run(ctx, "FindEdges", req, resp, [this, req, resp](const StopCheck&) { return DoFindEdges(*req, resp); });
+}
+
+absl::Status GraphServiceImpl::DoGetStats(v1::GetStatsResponse* resp) const {
+  for (const ServerStats::Snapshot& m : stats_->Read()) {
+    v1::MethodStats* s = resp->add_methods();
+    s->set_method(m.method);
+    s->set_requests(m.requests);
+    s->set_errors(m.errors);
+    s->set_bytes_in(m.bytes_in);
+    s->set_bytes_out(m.bytes_out);
+    s->set_p50_us(m.p50_us);
+    s->set_p90_us(m.p90_us);
+    s->set_p99_us(m.p99_us);
+    s->set_max_us(m.max_us);
+  }
+  resp->set_uptime_s(stats_->uptime_seconds());
+  return absl::OkStatus();
 }
 
 grpc::ServerUnaryReactor* GraphServiceImpl::GetStats(grpc::CallbackServerContext* ctx, const v1::GetStatsRequest* req,
                                                      v1::GetStatsResponse* resp) {
-  return Run(ctx, "GetStats", req, resp, [this, resp] {
-    for (const ServerStats::Snapshot& m : stats_->Read()) {
-      v1::MethodStats* s = resp->add_methods();
-      s->set_method(m.method);
-      s->set_requests(m.requests);
-      s->set_errors(m.errors);
-      s->set_bytes_in(m.bytes_in);
-      s->set_bytes_out(m.bytes_out);
-      s->set_p50_us(m.p50_us);
-      s->set_p90_us(m.p90_us);
-      s->set_p99_us(m.p99_us);
-      s->set_max_us(m.max_us);
-    }
-    resp->set_uptime_s(stats_->uptime_seconds());
-    return absl::OkStatus();
-  });
+  return Run(ctx, "GetStats", req, resp, [this, resp](const StopCheck&) { return DoGetStats(resp); },
+             /*inline_work=*/true);
 }
 
 }  // namespace fanout::server

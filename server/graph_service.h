@@ -3,8 +3,10 @@
 // graph state of its own; the logic lives in core::PartitionStore and core::SampleNeighbors.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "core/partition_store.h"
 #include "fanout/v1/graph.grpc.pb.h"
@@ -13,17 +15,31 @@
 
 namespace fanout::server {
 
-// Request limits; exceeding one is RESOURCE_EXHAUSTED with a message naming the limit.
+// Request limits; exceeding one is RESOURCE_EXHAUSTED with a message naming the limit. Every
+// handler checks the worst case of its answer against them before it allocates anything.
 struct ServiceLimits {
   int64_t max_ids_per_request = 4 << 20;       // IDs (seeds, eids) in one request
   int64_t max_response_bytes = 256ll << 20;    // pulled rows or sampled edges in one answer
+  int64_t max_queued_calls = 256;              // calls waiting for a worker; more: UNAVAILABLE
+  int64_t max_queued_bytes = 1ll << 30;        // their request bytes; more: UNAVAILABLE
 };
+
+// What the service lets callers do beyond reading.
+struct ServicePolicy {
+  ServiceLimits limits;
+  bool allow_push = false;  // PushNodeData refused (PERMISSION_DENIED) unless set
+  std::string auth_token;   // non-empty: every call must carry "authorization: Bearer <token>"
+};
+
+// Where a handler learns that its call has been abandoned (client cancelled, deadline passed,
+// server shutting down). Handlers poll it between chunks of work.
+using StopCheck = std::function<bool()>;
 
 class GraphServiceImpl final : public v1::GraphService::CallbackService {
  public:
   // All pointers must outlive the service. Thread-safe.
-  GraphServiceImpl(core::PartitionStore* store, ServerStats* stats, ThreadPool* pool, ServiceLimits limits)
-      : store_(store), stats_(stats), pool_(pool), limits_(limits) {}
+  GraphServiceImpl(core::PartitionStore* store, ServerStats* stats, ThreadPool* pool, ServicePolicy policy)
+      : store_(store), stats_(stats), pool_(pool), policy_(std::move(policy)) {}
 
   grpc::ServerUnaryReactor* GetMetadata(grpc::CallbackServerContext* ctx, const v1::GetMetadataRequest* req,
                                         v1::GetMetadataResponse* resp) override;
@@ -42,19 +58,34 @@ class GraphServiceImpl final : public v1::GraphService::CallbackService {
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* ctx, const v1::GetStatsRequest* req,
                                      v1::GetStatsResponse* resp) override;
 
+  // The handlers proper, without gRPC: what each RPC does once its call is admitted. The RPC
+  // methods above call them on the pool; tests and fuzzers call them directly. `stop` may be
+  // empty. Thread-safe.
+  absl::Status DoGetMetadata(v1::GetMetadataResponse* resp) const;
+  absl::Status DoPull(const v1::PullRequest& req, bool node, v1::PullResponse* resp, const StopCheck& stop) const;
+  absl::Status DoPush(const v1::PushRequest& req) const;
+  absl::Status DoSample(const v1::SampleRequest& req, v1::SampleResponse* resp, const StopCheck& stop) const;
+  absl::Status DoDegrees(const v1::DegreesRequest& req, v1::DegreesResponse* resp) const;
+  absl::Status DoFindEdges(const v1::FindEdgesRequest& req, v1::FindEdgesResponse* resp) const;
+  absl::Status DoGetStats(v1::GetStatsResponse* resp) const;
+
  private:
-  // Runs `work` on the pool (catching anything it throws), records the call in the stats and
-  // finishes the reactor with its status.
+  // Admits the call (token, cancellation, deadline, queue room), runs `work` on the pool
+  // (dropping it unstarted if the call was abandoned while queued, catching anything it throws),
+  // records it in the stats and finishes the reactor with its status. `inline_work` runs cheap
+  // calls on gRPC's thread instead, so a queue of heavy calls never delays them.
   grpc::ServerUnaryReactor* Run(grpc::CallbackServerContext* ctx, const char* method,
                                 const google::protobuf::Message* req, google::protobuf::Message* resp,
-                                std::function<absl::Status()> work);
+                                std::function<absl::Status(const StopCheck&)> work, bool inline_work = false);
+  absl::Status Authenticate(const grpc::CallbackServerContext& ctx) const;
   absl::StatusOr<std::vector<int64_t>> Ids(const v1::Tensor& t, const char* what) const;
-  absl::Status Pull(const v1::PullRequest& req, bool node, v1::PullResponse* resp);
+  absl::Status CheckPushValues(const core::FieldSchema& f, const v1::Tensor& data) const;
 
   core::PartitionStore* store_;
   ServerStats* stats_;
   ThreadPool* pool_;
-  ServiceLimits limits_;
+  ServicePolicy policy_;
+  std::atomic<int64_t> queued_bytes_{0};
 };
 
 }  // namespace fanout::server

@@ -94,6 +94,8 @@ int main(int argc, char** argv) {
   args.AddChoice("op", &op, {"assign", "add"}, "push: how rows are applied");
   args.AddFloatList("values", &values, "push: the rows' numbers, row after row");
   args.AddDouble("deadline", &deadline, "seconds per call");
+  server::SecurityOptions security;
+  server::AddSecurityFlags(args, &security);
   std::vector<std::string> positional;
   if (std::optional<int> exit = args.ParseForMain(argc, argv, &positional)) return *exit;
   if (address.empty()) return args.Fail(absl::InvalidArgumentError("--server is required"));
@@ -101,7 +103,10 @@ int main(int argc, char** argv) {
     return args.Fail(absl::InvalidArgumentError("give exactly one command (see --help)"));
   }
   const std::string cmd = positional[0];
-  auto client = server::GraphClient::Connect(address, {.deadline_seconds = deadline});
+  if (!(deadline > 0)) return args.Fail(absl::InvalidArgumentError("--deadline must be > 0 seconds"));
+  auto loaded = server::Security::Load(security, server::Security::Role::kClient);
+  if (!loaded.ok()) return args.Fail(loaded.status());
+  auto client = server::GraphClient::Connect(address, {.deadline_seconds = deadline, .security = *loaded});
   const core::EdgeDir edge_dir = dir == "out" ? core::EdgeDir::kOut : core::EdgeDir::kIn;
   auto ids = [&](const char* flag) -> absl::StatusOr<std::vector<int64_t>> {
     if (id_list.empty()) return absl::InvalidArgumentError(core::StrCat(flag, " is required"));

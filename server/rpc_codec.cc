@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/shape.h"
 #include "core/status.h"
 #include "core/strings.h"
 
@@ -47,15 +48,12 @@ void FillInt64Tensor(const std::vector<int64_t>& v, v1::Tensor* out) {
 
 absl::Status CheckTensor(const v1::Tensor& t, const char* what) {
   ASSIGN_OR_RETURN(core::DType dtype, FromProtoDType(t.dtype()));
-  int64_t n = 1;
-  for (int64_t d : t.shape()) {
-    if (d < 0) return absl::InvalidArgumentError(StrCat(what, ": negative dimension ", d));
-    n *= d;
-  }
-  if (static_cast<size_t>(n) * core::DTypeSize(dtype) != t.data().size()) {
-    return absl::InvalidArgumentError(StrCat(what, ": ", core::DTypeName(dtype), " tensor of ", n,
-                                             " elements needs ", n * core::DTypeSize(dtype),
-                                             " bytes, data has ", t.data().size()));
+  // Overflow-checked: a shape's product is never trusted to fit.
+  ASSIGN_OR_RETURN(int64_t bytes, core::ShapeBytes(t.shape(), core::DTypeSize(dtype), what));
+  if (static_cast<uint64_t>(bytes) != t.data().size()) {
+    return absl::InvalidArgumentError(StrCat(what, ": ", core::DTypeName(dtype), " tensor of shape [",
+                                             core::StrJoin(std::vector<int64_t>(t.shape().begin(), t.shape().end()), ", "),
+                                             "] needs ", bytes, " bytes, data has ", t.data().size()));
   }
   return absl::OkStatus();
 }

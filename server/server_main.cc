@@ -10,8 +10,10 @@
 #include "core/malloc_tuning.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
+#include "core/process_stats.h"
 #include "core/strings.h"
 #include "server/graph_server.h"
+#include "server/security.h"
 
 int main(int argc, char** argv) {
   fanout::core::KeepLargeAllocations();
@@ -25,19 +27,35 @@ int main(int argc, char** argv) {
                       "health checking and reflection) until SIGTERM or SIGINT.\n\n");
   args.AddString("part-config", &part_config, "the <name>.json written by fanout-partition");
   args.AddInt("part-id", &part_id, "the partition to serve");
-  args.AddString("host", &o.host, "address to bind");
+  o.host = "127.0.0.1";  // this machine only, unless asked: see docs/security.md
+  args.AddString("host", &o.host, "address to bind (0.0.0.0: every interface)");
   args.AddInt("port", &o.port, "base port; 0 picks a free one (printed when ready)");
   args.AddInt("server-id", &server_id, "this server's index on its machine: listens on port + server-id");
   args.AddInt("num-threads", &o.num_threads, "request worker threads (0 = all cores)");
   args.AddInt("max-ids-per-request", &o.limits.max_ids_per_request, "larger requests: RESOURCE_EXHAUSTED");
   args.AddInt("max-response-bytes", &o.limits.max_response_bytes, "larger answers: RESOURCE_EXHAUSTED");
   args.AddInt("max-request-bytes", &o.max_request_bytes, "larger request messages: RESOURCE_EXHAUSTED");
+  args.AddInt("max-queued-calls", &o.limits.max_queued_calls, "calls waiting for a worker; more: UNAVAILABLE");
+  args.AddInt("max-queued-bytes", &o.limits.max_queued_bytes, "request bytes waiting for a worker; more: UNAVAILABLE");
+  args.AddBool("allow-push", &o.allow_push, "accept PushNodeData (writes to node data); refused otherwise");
+  server::SecurityOptions security;
+  server::AddSecurityFlags(args, &security);
   args.AddDouble("shutdown-grace", &grace_s, "seconds in-flight calls get to finish on shutdown");
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
   if (part_config.empty()) return args.Fail(absl::InvalidArgumentError("--part-config is required"));
   if (part_id < 0) return args.Fail(absl::InvalidArgumentError("--part-id is required"));
   if (server_id < 0) return args.Fail(absl::InvalidArgumentError("--server-id must be >= 0"));
   if (o.port > 0) o.port += server_id;
+  if (o.limits.max_ids_per_request < 1) return args.Fail(absl::InvalidArgumentError("--max-ids-per-request must be >= 1"));
+  if (o.limits.max_response_bytes < 1) return args.Fail(absl::InvalidArgumentError("--max-response-bytes must be >= 1"));
+  if (o.max_request_bytes < 1) return args.Fail(absl::InvalidArgumentError("--max-request-bytes must be >= 1"));
+  if (o.limits.max_queued_calls < 0) return args.Fail(absl::InvalidArgumentError("--max-queued-calls must be >= 0"));
+  if (o.limits.max_queued_bytes < 0) return args.Fail(absl::InvalidArgumentError("--max-queued-bytes must be >= 0"));
+  if (!(grace_s >= 0)) return args.Fail(absl::InvalidArgumentError("--shutdown-grace must be >= 0 seconds"));
+  auto loaded = server::Security::Load(security, server::Security::Role::kServer);
+  if (!loaded.ok()) return args.Fail(loaded.status());
+  o.security = *loaded;
+  core::RaiseOpenFileLimit();
 
   // Block the shutdown signals before gRPC starts its threads, so only sigwait below sees them.
   sigset_t signals;
@@ -53,10 +71,19 @@ int main(int argc, char** argv) {
   const int64_t nodes = (*store)->num_inner_nodes(), edges = (*store)->num_inner_edges();
   auto srv = server::GraphServer::Start(std::move(*store), o);
   if (!srv.ok()) return args.Fail(srv.status());
+  if (!server::IsLoopbackHost(o.host) && (!o.security.tls() || o.security.token().empty())) {
+    std::fprintf(stderr,
+                 "fanout-server: WARNING: listening on %s without %s: anyone who can reach port %d can read "
+                 "every feature and label%s. See docs/security.md (--tls-cert/--tls-key, --auth-token-file).\n",
+                 o.host.c_str(), !o.security.tls() && o.security.token().empty() ? "TLS or an auth token"
+                                 : !o.security.tls() ? "TLS (the token travels in the clear)" : "an auth token",
+                 (*srv)->port(), o.allow_push ? " and overwrite them (--allow-push)" : "");
+  }
   std::fprintf(stderr,
-               "fanout-server: ready: graph %s partition %d of %d (%lld nodes, %lld edges) on %s:%d\n",
+               "fanout-server: ready: graph %s partition %d of %d (%lld nodes, %lld edges) on %s:%d (%s%s)\n",
                config->graph_name.c_str(), part_id, config->num_parts, static_cast<long long>(nodes),
-               static_cast<long long>(edges), o.host.c_str(), (*srv)->port());
+               static_cast<long long>(edges), o.host.c_str(), (*srv)->port(), o.security.Describe().c_str(),
+               o.allow_push ? ", pushes allowed" : ", read-only");
   std::fflush(stderr);
 
   int sig = 0;

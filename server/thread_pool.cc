@@ -25,6 +25,16 @@ void ThreadPool::Submit(std::function<void()> fn) {
   cv_.notify_one();
 }
 
+bool ThreadPool::TrySubmit(std::function<void()> fn, size_t max_queued) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.size() >= max_queued) return false;
+    queue_.push_back(std::move(fn));
+  }
+  cv_.notify_one();
+  return true;
+}
+
 void ThreadPool::Loop() {
   while (true) {
     std::function<void()> fn;

@@ -19,6 +19,8 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
   void Submit(std::function<void()> fn);
+  // Queues `fn` unless `max_queued` closures already wait (load shedding); false when refused.
+  bool TrySubmit(std::function<void()> fn, size_t max_queued);
   int size() const { return static_cast<int>(threads_.size()); }
 
  private:

@@ -206,6 +206,7 @@ class BadRequestTest : public ::testing::Test {
     ServerOptions so;
     so.limits.max_ids_per_request = 50;
     so.limits.max_response_bytes = 2000;
+    so.allow_push = true;
     c_.Start(testing::PartitionRandom(dir_, {.num_nodes = 200, .num_edges = 1000}, 2), so);
     stub_ = v1::GraphService::NewStub(grpc::CreateChannel(c_.servers[0]->address(), grpc::InsecureChannelCredentials()));
   }
