@@ -187,6 +187,21 @@ absl::Status CheckMachinesMatchPartitions(size_t num_machines, const std::string
       " machines or partition the graph into ", num_machines));
 }
 
+std::string UnprotectedJobWarning(const LaunchOptions& o, const std::vector<MachineEntry>& machines) {
+  std::vector<std::string> exposed;
+  for (const MachineEntry& m : machines) {
+    const bool loopback = m.ip.rfind("127.", 0) == 0 || m.ip == "::1" || m.ip == "localhost";
+    if (!loopback && std::find(exposed.begin(), exposed.end(), m.ip) == exposed.end()) exposed.push_back(m.ip);
+  }
+  if (exposed.empty() || (o.security.tls() && o.security.token())) return "";
+  const char* missing = !o.security.tls() && !o.security.token() ? "TLS or an auth token"
+                        : !o.security.tls()                       ? "TLS (the token travels in the clear)"
+                                                                  : "an auth token";
+  return StrCat("fanout-launch: WARNING: the graph servers listen on ", core::StrJoin(exposed, ", "), " without ",
+                missing, ": anyone who can reach their ports can read every feature and label. Give --tls-cert, "
+                "--tls-key, --tls-ca and --auth-token-file (docs/security.md), or firewall the ports.\n");
+}
+
 absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& in) {
   RETURN_IF_ERROR(CheckMachinesMatchPartitions(in.machines.size(), in.ip_config_path, in.num_parts,
                                                in.part_config_path));
@@ -265,6 +280,7 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
         p.command.push_back("--num-threads");
         p.command.push_back(std::to_string(o.num_server_threads));
       }
+      for (std::string& f : core::SecurityFlags(o.security)) p.command.push_back(std::move(f));
       p.env = {Var("FANOUT_JOB_ID", in.job_id), Var("FANOUT_MACHINE_ID", k)};
       p.env.insert(p.env.end(), o.extra_env.begin(), o.extra_env.end());
       SetLaunchCommand(o, &p);
@@ -295,6 +311,7 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
                Var("FANOUT_WORLD_SIZE", M * T),
                Var("FANOUT_COORDINATOR", plan.coordinator),
                Var("OMP_NUM_THREADS", omp)};
+      for (std::string& v : core::SecurityEnv(o.security)) p.env.push_back(std::move(v));
       p.env.insert(p.env.end(), o.extra_env.begin(), o.extra_env.end());
       SetLaunchCommand(o, &p);
       plan.trainers.push_back(std::move(p));
@@ -329,6 +346,11 @@ absl::StatusOr<JobPlan> PlanJob(const LaunchOptions& o) {
   in.workspace = o.workspace.empty() ? cwd : Absolute(cwd, o.workspace);
   in.ip_config_path = Absolute(in.workspace, o.ip_config);
   in.part_config_path = Absolute(in.workspace, o.part_config);
+  LaunchOptions with_paths = o;  // security files as every process will see them
+  for (std::string* f : {&with_paths.security.tls_cert, &with_paths.security.tls_key, &with_paths.security.tls_ca,
+                         &with_paths.security.auth_token_file}) {
+    if (!f->empty()) *f = Absolute(in.workspace, *f);
+  }
 
   ASSIGN_OR_RETURN(in.machines, LoadIpConfig(in.ip_config_path));
   absl::StatusOr<core::PartitionConfig> config = core::LoadPartitionConfig(in.part_config_path);
@@ -367,7 +389,15 @@ absl::StatusOr<JobPlan> PlanJob(const LaunchOptions& o) {
   }
   in.job_id = o.job_id.empty() ? DefaultJobId() : o.job_id;
   in.host_cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return BuildJobPlan(o, in);
+  if (any_local) {
+    for (const std::string* f : {&with_paths.security.tls_cert, &with_paths.security.tls_key,
+                                 &with_paths.security.tls_ca, &with_paths.security.auth_token_file}) {
+      if (!f->empty() && !fs::is_regular_file(*f, ec)) {
+        return absl::NotFoundError(StrCat(*f, ": no such file (a --tls-* or --auth-token-file flag)"));
+      }
+    }
+  }
+  return BuildJobPlan(with_paths, in);
 }
 
 }  // namespace fanout::launcher

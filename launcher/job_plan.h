@@ -58,6 +58,11 @@ struct JobPlan {
   std::vector<ProcessSpec> trainers;  // in FANOUT_RANK order
 };
 
+// A warning to print when the job's servers listen beyond loopback without TLS and a token
+// (anyone who can reach their ports could read or, with --allow-push, change the graph); "" when
+// every machine is a loopback address or both are configured.
+std::string UnprotectedJobWarning(const LaunchOptions& o, const std::vector<MachineEntry>& machines);
+
 // What BuildJobPlan needs besides the options: everything read from files or the host.
 struct PlanInputs {
   std::vector<MachineEntry> machines;  // from ip_config

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/cli.h"
+#include "core/security_options.h"
 #include "core/strings.h"
 #include "launcher/job_plan.h"
 #include "launcher/launch_options.h"
@@ -72,6 +73,7 @@ int main(int argc, char** argv) {
   args.AddDouble("stop-grace", &o.stop_grace_s, "seconds between SIGTERM and SIGKILL when stopping");
   args.AddString("log-dir", &o.log_dir, "per-process logs (default: fanout-logs/<job-id>)");
   args.AddBool("dry-run", &o.dry_run, "print every command and environment, start nothing");
+  core::AddSecurityFlags(args, &o.security);
 
   std::vector<char*> own_argv = {argv[0]};
   for (std::string& a : own) own_argv.push_back(a.data());
@@ -87,6 +89,9 @@ int main(int argc, char** argv) {
 
   absl::StatusOr<launcher::JobPlan> plan = launcher::PlanJob(o);
   if (!plan.ok()) return args.Fail(plan.status());
+  if (std::string w = launcher::UnprotectedJobWarning(o, plan->machines); !w.empty()) {
+    std::fprintf(stderr, "%s", w.c_str());
+  }
   if (o.dry_run) {
     std::printf("%s", launcher::DescribePlan(*plan).c_str());
     return 0;

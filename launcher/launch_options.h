@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "core/security_options.h"
 
 namespace fanout::launcher {
 
@@ -38,6 +39,11 @@ struct LaunchOptions {
   double stop_grace_s = 5;       // SIGTERM (remote: hang-up) to SIGKILL when stopping the job
   std::string log_dir;           // "" = fanout-logs/<job-id> in the launcher's working folder
   bool dry_run = false;          // print the plan (every command and environment) and exit
+
+  // Who may talk to the servers (core/security_options.h): servers get the flags, trainers
+  // (and their samplers) the FANOUT_TLS_* / FANOUT_AUTH_TOKEN_FILE variables. Relative paths
+  // are relative to the workspace. A job across machines without TLS and a token is warned of.
+  core::SecurityOptions security;
 
   std::vector<std::string> command;  // the trainer command, everything after `--`
 };

@@ -94,11 +94,16 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
                                                config.graph_name, "' (each remote partition needs one)"));
     }
   }
+  server::ClientOptions client_options = options.client;
+  if (options.security.any()) {
+    ASSIGN_OR_RETURN(client_options.security,
+                     server::Security::Load(options.security, server::Security::Role::kClient));
+  }
   std::vector<std::future<absl::Status>> checks;
   for (int p = 0; p < config.num_parts; ++p) {
     if (g->is_local(p)) continue;
     for (const std::string& a : options.servers.addresses[p]) {
-      g->clients_[p].push_back(server::GraphClient::Connect(a, options.client));
+      g->clients_[p].push_back(server::GraphClient::Connect(a, client_options));
     }
     for (auto& c : g->clients_[p]) {
       server::GraphClient* client = c.get();

@@ -34,6 +34,9 @@ struct DistGraphOptions {
   bool read_local_files = true;       // false: the local partition too goes through its servers
   ServerMap servers;                  // required for every partition not read from files
   server::ClientOptions client;       // deadline per call, retries, message limit
+  // TLS and token files (--tls-*, --auth-token-file): loaded by Open into the clients, and
+  // handed on to sampler processes.
+  server::SecurityOptions security;
   double connect_timeout_seconds = 30;  // Open() waits this long for every server to answer
   // Node field whose remote rows this process keeps in memory: the rows of the local
   // partition's halo (graph/halo_nids.npy), pulled once by Open, at most cache_max_bytes of them

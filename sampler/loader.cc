@@ -18,6 +18,7 @@
 
 #include "core/status.h"
 #include "core/strings.h"
+#include "server/security.h"
 #include "sampler/shm_batch.h"
 
 namespace fanout::sampler {
@@ -166,6 +167,7 @@ class ProcessLoader final : public BatchLoader {
         "--seeds-fd", "4",
         "--num-seeds", std::to_string(seeds.size()),
     };
+    for (std::string& f : core::SecurityFlags(go.security)) common.push_back(std::move(f));
     absl::Status status;
     for (int i = 0; i < lo.num_samplers && status.ok(); ++i) {
       std::vector<std::string> args = common;

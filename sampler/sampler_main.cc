@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "core/cli.h"
+#include "server/security.h"
 #include "core/malloc_tuning.h"
 #include "core/partition_config.h"
 #include "core/strings.h"
@@ -49,6 +50,7 @@ int main(int argc, char** argv) {
   args.AddBool("read-local-files", &go.read_local_files, "read the local partition from its files");
   args.AddString("servers", &servers, "PART=HOST:PORT,... for every partition not read from files");
   args.AddDouble("deadline", &go.client.deadline_seconds, "seconds per server call");
+  core::AddSecurityFlags(args, &go.security);
   args.AddDouble("connect-timeout", &go.connect_timeout_seconds, "seconds to wait for each server at start");
   args.AddString("cache-field", &go.cache_field, "node field whose halo rows are kept in memory (\"\": none)");
   args.AddInt("cache-max-bytes", &go.cache_max_bytes, "memory for the cached rows");

@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
   args.AddFloatList("values", &values, "push: the rows' numbers, row after row");
   args.AddDouble("deadline", &deadline, "seconds per call");
   server::SecurityOptions security;
-  server::AddSecurityFlags(args, &security);
+  core::AddSecurityFlags(args, &security);
   std::vector<std::string> positional;
   if (std::optional<int> exit = args.ParseForMain(argc, argv, &positional)) return *exit;
   if (address.empty()) return args.Fail(absl::InvalidArgumentError("--server is required"));

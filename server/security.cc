@@ -10,36 +10,12 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
 
-#include "core/cli.h"
 #include "core/status.h"
 #include "core/strings.h"
 
 namespace fanout::server {
 
 using core::StrCat;
-
-void AddSecurityFlags(core::ArgParser& args, SecurityOptions* o) {
-  args.AddString("tls-cert", &o->tls_cert, "PEM certificate chain (servers: serve TLS; clients: mutual TLS)");
-  args.AddString("tls-key", &o->tls_key, "PEM private key of --tls-cert");
-  args.AddString("tls-ca", &o->tls_ca,
-                 "PEM CA bundle (clients: verify servers, TLS on; servers: require client certificates)");
-  args.AddString("tls-server-name", &o->tls_server_name,
-                 "clients: name in the servers' certificates, when not the host dialled");
-  args.AddString("auth-token-file", &o->auth_token_file,
-                 "file holding the shared token (servers: required of every call; clients: sent)");
-}
-
-std::vector<std::string> SecurityFlags(const SecurityOptions& o) {
-  std::vector<std::string> out;
-  for (auto [flag, value] : {std::pair{"--tls-cert", &o.tls_cert}, std::pair{"--tls-key", &o.tls_key},
-                             std::pair{"--tls-ca", &o.tls_ca}, std::pair{"--tls-server-name", &o.tls_server_name},
-                             std::pair{"--auth-token-file", &o.auth_token_file}}) {
-    if (value->empty()) continue;
-    out.push_back(flag);
-    out.push_back(*value);
-  }
-  return out;
-}
 
 namespace {
 

@@ -1,17 +1,6 @@
 // Who may talk to a graph server: TLS (server certificate, optionally mutual with client
-// certificates) and a shared-secret token sent as call metadata. The same flags are on every
-// fanout process that serves or calls the GraphService; the launcher hands them on.
-//
-//   --tls-cert FILE        PEM certificate chain of this process (servers: turns TLS on;
-//                          clients: presented for mutual TLS)
-//   --tls-key FILE         its PEM private key
-//   --tls-ca FILE          PEM CA bundle: clients verify servers with it (TLS on); servers
-//                          require and verify client certificates signed by it (mutual TLS)
-//   --tls-server-name NAME clients: the name servers' certificates carry, when it is not the
-//                          host of the address dialled (e.g. certificates for a DNS name, ip_config
-//                          by IP)
-//   --auth-token-file FILE a file holding one line, the token; servers refuse calls without it
-//                          (UNAUTHENTICATED), clients send it ("authorization: Bearer <token>")
+// certificates) and a shared-secret token sent as call metadata. The flags are in
+// core/security_options.h; this loads their files and makes gRPC credentials.
 #pragma once
 
 #include <memory>
@@ -19,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/security_options.h"
 
 namespace grpc {
 class ChannelArguments;
@@ -26,23 +16,9 @@ class ChannelCredentials;
 class ServerCredentials;
 }  // namespace grpc
 
-namespace fanout::core {
-class ArgParser;
-}
-
 namespace fanout::server {
 
-struct SecurityOptions {
-  std::string tls_cert, tls_key, tls_ca, tls_server_name;
-  std::string auth_token_file;
-
-  bool any() const { return !tls_cert.empty() || !tls_key.empty() || !tls_ca.empty() || !auth_token_file.empty(); }
-};
-
-// Adds the flags above, bound to `o`.
-void AddSecurityFlags(core::ArgParser& args, SecurityOptions* o);
-// The flags that reproduce `o` on a child process's command line (empty ones left out).
-std::vector<std::string> SecurityFlags(const SecurityOptions& o);
+using core::SecurityOptions;
 
 // Loaded key material. Cheap to copy.
 class Security {

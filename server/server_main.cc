@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   args.AddInt("max-queued-bytes", &o.limits.max_queued_bytes, "request bytes waiting for a worker; more: UNAVAILABLE");
   args.AddBool("allow-push", &o.allow_push, "accept PushNodeData (writes to node data); refused otherwise");
   server::SecurityOptions security;
-  server::AddSecurityFlags(args, &security);
+  core::AddSecurityFlags(args, &security);
   args.AddDouble("shutdown-grace", &grace_s, "seconds in-flight calls get to finish on shutdown");
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
   if (part_config.empty()) return args.Fail(absl::InvalidArgumentError("--part-config is required"));

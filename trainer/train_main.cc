@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/cli.h"
+#include "server/security.h"
 #include "core/malloc_tuning.h"
 #include "core/partition_config.h"
 #include "core/status.h"
@@ -149,6 +150,7 @@ int Main(int argc, char** argv) {
   args.AddInt("threads", &o.intra_op_threads,
               "LibTorch intra-op threads (default: cores / trainers per machine)");
   args.AddDouble("deadline", &deadline, "seconds allowed per server call");
+  core::AddSecurityFlags(args, &o.graph.security);
   args.AddInt("feature-cache-mb", &feature_cache_mb,
               "memory per process (each sampler, and the trainer when it fetches features itself: "
               "no samplers, or evaluation) for the features of this machine's halo nodes, pulled "

@@ -377,10 +377,7 @@ TEST_F(SafetyTest, PushesToLabelsMasksAndFeaturesAreRangeChecked) {
 // --- who may talk ------------------------------------------------------------------------------
 
 std::string WriteToken(const TempDir& dir, const std::string& name, const std::string& token) {
-  const std::string path = dir.Sub(name);
-  std::ofstream(path) << token << "\n";
-  chmod(path.c_str(), 0600);
-  return path;
+  return testing::WriteTokenFile(dir, name, token);
 }
 
 TEST_F(SafetyTest, ATokenIsRequiredWhenConfigured) {
@@ -423,35 +420,11 @@ TEST(SecurityTest, BadKeyFilesAreNamed) {
   EXPECT_FALSE(IsLoopbackHost("0.0.0.0"));
 }
 
-// A CA, a server certificate for 127.0.0.1 and a client certificate, made with openssl.
-struct Pki {
-  std::string ca, server_cert, server_key, client_cert, client_key, other_ca;
-};
-
-void MakePki(const TempDir& dir, Pki* p) {
-  auto sh = [&](const std::string& cmd) {
-    std::string out, err;
-    int rc = testing::RunProcess({"/bin/sh", "-c", "cd " + dir.path() + " && " + cmd}, &out, &err);
-    ASSERT_EQ(rc, 0) << cmd << "\n" << err;
-  };
-  const std::string req = "openssl req -new -newkey rsa:2048 -nodes -subj";
-  sh(req + " /CN=fanout-test-ca -x509 -days 2 -keyout ca.key -out ca.pem 2>/dev/null");
-  sh(req + " /CN=other-ca -x509 -days 2 -keyout other.key -out other.pem 2>/dev/null");
-  sh("printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\\n' > san.ext");
-  sh(req + " /CN=127.0.0.1 -keyout server.key -out server.csr 2>/dev/null");
-  sh("openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -extfile san.ext "
-     "-out server.pem 2>/dev/null");
-  sh(req + " /CN=fanout-client -keyout client.key -out client.csr 2>/dev/null");
-  sh("openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 -out client.pem 2>/dev/null");
-  *p = {dir.Sub("ca.pem"),     dir.Sub("server.pem"), dir.Sub("server.key"),
-        dir.Sub("client.pem"), dir.Sub("client.key"), dir.Sub("other.pem")};
-}
-
 TEST_F(SafetyTest, MutualTlsRefusesClientsWithoutACertificate) {
-  Pki pki;
-  ASSERT_NO_FATAL_FAILURE(MakePki(dir_, &pki));
+  testing::TestPki pki;
+  ASSERT_NO_FATAL_FAILURE(testing::MakeTestPki(dir_, &pki));
   ServerOptions o;
-  auto sec = Security::Load({.tls_cert = pki.server_cert, .tls_key = pki.server_key, .tls_ca = pki.ca},
+  auto sec = Security::Load({.tls_cert = pki.cert, .tls_key = pki.key, .tls_ca = pki.ca},
                             Security::Role::kServer);
   ASSERT_TRUE(sec.ok()) << sec.status();
   EXPECT_EQ(sec->Describe(), "mutual TLS");
@@ -462,24 +435,24 @@ TEST_F(SafetyTest, MutualTlsRefusesClientsWithoutACertificate) {
     EXPECT_TRUE(s.ok()) << s.status();
     return GraphClient::Connect(server_->address(), {.deadline_seconds = 3, .max_attempts = 1, .security = *s});
   };
-  // Plaintext, TLS without a client certificate, and a certificate from another CA: refused.
+  // Plaintext, TLS without a client certificate, and trusting another CA: refused.
   EXPECT_FALSE(connect({})->GetMetadata().ok());
   EXPECT_FALSE(connect({.tls_ca = pki.ca})->GetMetadata().ok());
   EXPECT_FALSE(connect({.tls_ca = pki.other_ca})->GetMetadata().ok());
-  auto good = connect({.tls_cert = pki.client_cert, .tls_key = pki.client_key, .tls_ca = pki.ca})->GetMetadata();
+  auto good = connect({.tls_cert = pki.cert, .tls_key = pki.key, .tls_ca = pki.ca})->GetMetadata();
   EXPECT_TRUE(good.ok()) << good.status();
   // A client that trusts another CA does not talk to this server.
   auto distrust =
-      connect({.tls_cert = pki.client_cert, .tls_key = pki.client_key, .tls_ca = pki.other_ca})->GetMetadata();
+      connect({.tls_cert = pki.cert, .tls_key = pki.key, .tls_ca = pki.other_ca})->GetMetadata();
   EXPECT_FALSE(distrust.ok());
 }
 
 TEST_F(SafetyTest, TlsWithATokenThroughFanoutQuery) {
-  Pki pki;
-  ASSERT_NO_FATAL_FAILURE(MakePki(dir_, &pki));
+  testing::TestPki pki;
+  ASSERT_NO_FATAL_FAILURE(testing::MakeTestPki(dir_, &pki));
   const std::string token = WriteToken(dir_, "token", "a-token-of-enough-length-0123");
   ServerOptions o;
-  auto sec = Security::Load({.tls_cert = pki.server_cert, .tls_key = pki.server_key, .auth_token_file = token},
+  auto sec = Security::Load({.tls_cert = pki.cert, .tls_key = pki.key, .auth_token_file = token},
                             Security::Role::kServer);
   ASSERT_TRUE(sec.ok()) << sec.status();
   o.security = *sec;

@@ -98,6 +98,35 @@ TEST(JobPlan, OmpThreadsAndServerThreadsFlags) {
   EXPECT_THAT(plan->trainers[0].env, ::testing::Contains("OMP_NUM_THREADS=1"));
 }
 
+TEST(JobPlan, SecurityGoesToServersAsFlagsAndToTrainersAsEnvironment) {
+  LaunchOptions o = Options();
+  o.security = {.tls_cert = "/k/node.pem", .tls_key = "/k/node.key", .tls_ca = "/k/ca.pem",
+                .auth_token_file = "/k/token"};
+  auto plan = BuildJobPlan(o, Inputs());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const ProcessSpec& s : plan->servers) {
+    EXPECT_THAT(s.command, ::testing::IsSupersetOf({"--tls-cert", "/k/node.pem", "--tls-key", "/k/node.key",
+                                                   "--tls-ca", "/k/ca.pem", "--auth-token-file", "/k/token"}));
+  }
+  for (const ProcessSpec& t : plan->trainers) {
+    EXPECT_EQ(t.command, o.command);  // the user's command line is left alone
+    EXPECT_THAT(t.env, ::testing::IsSupersetOf({"FANOUT_TLS_CERT=/k/node.pem", "FANOUT_TLS_KEY=/k/node.key",
+                                               "FANOUT_TLS_CA=/k/ca.pem", "FANOUT_AUTH_TOKEN_FILE=/k/token"}));
+  }
+}
+
+TEST(JobPlan, AJobBeyondLoopbackWithoutTlsAndTokenIsWarnedOf) {
+  LaunchOptions o = Options();
+  const std::vector<MachineEntry> remote = {{"10.0.0.1", 30050, 1}, {"10.0.0.2", 30050, 2}};
+  const std::vector<MachineEntry> loopback = {{"127.0.0.1", 30050, 1}, {"127.0.0.2", 30050, 2}};
+  EXPECT_THAT(UnprotectedJobWarning(o, remote), HasSubstr("10.0.0.1, 10.0.0.2 without TLS or an auth token"));
+  EXPECT_EQ(UnprotectedJobWarning(o, loopback), "");
+  o.security.auth_token_file = "/k/token";
+  EXPECT_THAT(UnprotectedJobWarning(o, remote), HasSubstr("without TLS (the token travels in the clear)"));
+  o.security.tls_ca = "/k/ca.pem";
+  EXPECT_EQ(UnprotectedJobWarning(o, remote), "");
+}
+
 TEST(JobPlan, LocalMachinesRunTheCommandInTheWorkspace) {
   auto plan = BuildJobPlan(Options(), Inputs());
   ASSERT_TRUE(plan.ok());

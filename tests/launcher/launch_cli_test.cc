@@ -280,6 +280,24 @@ TEST_F(LaunchCli, RealTrainingJobFinishesAndReportsAccuracy) {
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 
+// Servers with mutual TLS and a token: the launcher hands both to servers, trainers and their
+// sampler processes, and the job trains as without them.
+TEST_F(LaunchCli, RealTrainingJobWithMutualTlsAndAToken) {
+  fanout::testing::TestPki pki;
+  ASSERT_NO_FATAL_FAILURE(fanout::testing::MakeTestPki(dir_, &pki));
+  const std::string token = fanout::testing::WriteTokenFile(dir_, "token", "job-token-0123456789abcdef");
+  LaunchRun run(RealTrainingArgs(Args("ok", {"--tls-cert", pki.cert, "--tls-key", pki.key, "--tls-ca", pki.ca,
+                                             "--auth-token-file", "token"}),
+                                 1),
+                dir_.path());
+  ASSERT_EQ(run.Finish(seconds(120)), 0) << run.output();
+  EXPECT_THAT(run.output(), HasSubstr("(mutual TLS, token, read-only)"));
+  EXPECT_THAT(run.output(), HasSubstr("[m0 trainer 0] fanout-train: test accuracy "));
+  EXPECT_THAT(run.output(), HasSubstr("1 sampler process(es) per trainer"));
+  EXPECT_THAT(run.output(), ::testing::Not(HasSubstr("WARNING")));
+  ExpectNothingLeft(job_id_, LearnedPids(run));
+}
+
 TEST_F(LaunchCli, KilledServerStopsARealTrainingJob) {
   LaunchRun run(RealTrainingArgs(Args("ok"), 100000), dir_.path());
   ASSERT_TRUE(run.WaitFor("epoch 0 | loss", 1, seconds(120))) << run.output();

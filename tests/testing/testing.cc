@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -360,6 +361,30 @@ std::string ReadAll(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 }  // namespace
+
+void MakeTestPki(const TempDir& dir, TestPki* pki) {
+  auto sh = [&](const std::string& cmd) {
+    std::string out, err;
+    int rc = RunProcess({"/bin/sh", "-c", "cd '" + dir.path() + "' && " + cmd}, &out, &err);
+    ASSERT_EQ(rc, 0) << cmd << "\n" << err << "(openssl comes with scripts/setup.sh)";
+  };
+  const std::string req = "openssl req -new -newkey rsa:2048 -nodes -subj";
+  ASSERT_NO_FATAL_FAILURE(sh(req + " /CN=fanout-test-ca -x509 -days 2 -keyout ca.key -out ca.pem 2>&1"));
+  ASSERT_NO_FATAL_FAILURE(sh(req + " /CN=other-ca -x509 -days 2 -keyout other.key -out other.pem 2>&1"));
+  ASSERT_NO_FATAL_FAILURE(sh("printf 'subjectAltName=IP:127.0.0.1,IP:127.0.0.2,DNS:localhost\\n' > san.ext"));
+  ASSERT_NO_FATAL_FAILURE(sh(req + " /CN=fanout-test -keyout node.key -out node.csr 2>&1"));
+  ASSERT_NO_FATAL_FAILURE(sh("openssl x509 -req -in node.csr -CA ca.pem -CAkey ca.key -CAcreateserial -days 2 "
+                             "-extfile san.ext -out node.pem 2>&1"));
+  chmod(dir.Sub("node.key").c_str(), 0600);
+  *pki = {dir.Sub("ca.pem"), dir.Sub("node.pem"), dir.Sub("node.key"), dir.Sub("other.pem")};
+}
+
+std::string WriteTokenFile(const TempDir& dir, const std::string& name, const std::string& token) {
+  const std::string path = dir.Sub(name);
+  std::ofstream(path) << token << "\n";
+  chmod(path.c_str(), 0600);
+  return path;
+}
 
 int RunProcess(const std::vector<std::string>& args, std::string* out, std::string* err) {
   TempDir io;

@@ -69,6 +69,17 @@ std::string PartitionRandom(const TempDir& dir, const RandomGraphSpec& spec, int
 // captured into *out / *err (when non-null); returns the exit code (128 + signal if killed).
 int RunProcess(const std::vector<std::string>& args, std::string* out, std::string* err);
 
+// Test certificates made with openssl under `dir`: a CA, a certificate for the servers (and
+// clients) valid for 127.0.0.1, 127.0.0.2 and localhost, signed by it, and an unrelated CA.
+struct TestPki {
+  std::string ca, cert, key, other_ca;
+};
+// Fails the test (gtest assertion) when openssl is missing or fails.
+void MakeTestPki(const TempDir& dir, TestPki* pki);
+
+// Writes `token` and a newline to dir/name, mode 0600; returns the path.
+std::string WriteTokenFile(const TempDir& dir, const std::string& name, const std::string& token);
+
 // Edges whose endpoints are in different partitions, over the stored edges.
 int64_t EdgeCut(const std::string& config_path);
 

@@ -1,0 +1,58 @@
+#include "core/security_options.h"
+
+#include <cstdlib>
+
+#include "core/cli.h"
+#include "core/strings.h"
+
+namespace fanout::core {
+namespace {
+
+struct Item {
+  const char* flag;
+  const char* env;
+  std::string SecurityOptions::*field;
+  const char* help;
+};
+
+constexpr Item kItems[] = {
+    {"tls-cert", "FANOUT_TLS_CERT", &SecurityOptions::tls_cert,
+     "PEM certificate chain (servers: serve TLS; clients: mutual TLS)"},
+    {"tls-key", "FANOUT_TLS_KEY", &SecurityOptions::tls_key, "PEM private key of --tls-cert"},
+    {"tls-ca", "FANOUT_TLS_CA", &SecurityOptions::tls_ca,
+     "PEM CA bundle (clients: verify servers, TLS on; servers: require client certificates)"},
+    {"tls-server-name", "FANOUT_TLS_SERVER_NAME", &SecurityOptions::tls_server_name,
+     "clients: the name in servers' certificates, when not the host dialled"},
+    {"auth-token-file", "FANOUT_AUTH_TOKEN_FILE", &SecurityOptions::auth_token_file,
+     "file holding the shared token (servers: required of every call; clients: sent)"},
+};
+
+}  // namespace
+
+void AddSecurityFlags(ArgParser& args, SecurityOptions* o) {
+  for (const Item& it : kItems) {
+    const char* v = std::getenv(it.env);
+    if (v != nullptr && *v != '\0') o->*it.field = v;
+    args.AddString(it.flag, &(o->*it.field), StrCat(it.help, " [", it.env, "]"));
+  }
+}
+
+std::vector<std::string> SecurityFlags(const SecurityOptions& o) {
+  std::vector<std::string> out;
+  for (const Item& it : kItems) {
+    if ((o.*it.field).empty()) continue;
+    out.push_back(StrCat("--", it.flag));
+    out.push_back(o.*it.field);
+  }
+  return out;
+}
+
+std::vector<std::string> SecurityEnv(const SecurityOptions& o) {
+  std::vector<std::string> out;
+  for (const Item& it : kItems) {
+    if (!(o.*it.field).empty()) out.push_back(StrCat(it.env, "=", o.*it.field));
+  }
+  return out;
+}
+
+}  // namespace fanout::core
