@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "core/check.h"
+#include "core/heartbeat.h"
 #include "core/partition_config.h"
 #include "core/status.h"
 #include "core/strings.h"
@@ -23,6 +24,8 @@ using core::StrCat;
 
 std::string Var(const char* name, const std::string& value) { return StrCat(name, "=", value); }
 std::string Var(const char* name, int64_t value) { return StrCat(name, "=", value); }
+std::string Var(const char* name, int value) { return StrCat(name, "=", value); }
+std::string Var(const char* name, double value) { return StrCat(name, "=", value); }
 
 // Fills argv / local_env / local_cwd: the command itself here, or ssh for a remote machine.
 void SetLaunchCommand(const LaunchOptions& o, ProcessSpec* p) {
@@ -282,6 +285,7 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
       }
       for (std::string& f : core::SecurityFlags(o.security)) p.command.push_back(std::move(f));
       p.env = {Var("FANOUT_JOB_ID", in.job_id), Var("FANOUT_MACHINE_ID", k)};
+      if (o.heartbeat_timeout_s > 0) p.env.push_back(Var(core::kHeartbeatEnv, o.heartbeat_s));
       p.env.insert(p.env.end(), o.extra_env.begin(), o.extra_env.end());
       SetLaunchCommand(o, &p);
       plan.servers.push_back(std::move(p));
@@ -311,6 +315,7 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
                Var("FANOUT_WORLD_SIZE", M * T),
                Var("FANOUT_COORDINATOR", plan.coordinator),
                Var("OMP_NUM_THREADS", omp)};
+      if (o.heartbeat_timeout_s > 0) p.env.push_back(Var(core::kHeartbeatEnv, o.heartbeat_s));
       for (std::string& v : core::SecurityEnv(o.security)) p.env.push_back(std::move(v));
       p.env.insert(p.env.end(), o.extra_env.begin(), o.extra_env.end());
       SetLaunchCommand(o, &p);

@@ -71,6 +71,9 @@ int main(int argc, char** argv) {
   args.AddString("job-id", &o.job_id, "names the job in logs and FANOUT_JOB_ID (default: time-pid)");
   args.AddDouble("server-timeout", &o.server_timeout_s, "seconds servers get to report ready");
   args.AddDouble("stop-grace", &o.stop_grace_s, "seconds between SIGTERM and SIGKILL when stopping");
+  args.AddDouble("heartbeat-interval", &o.heartbeat_s, "seconds between heartbeats of servers and trainers");
+  args.AddDouble("heartbeat-timeout", &o.heartbeat_timeout_s,
+                 "a server or trainer silent this long is hung: the job stops (0 = not watched)");
   args.AddString("log-dir", &o.log_dir, "per-process logs (default: fanout-logs/<job-id>)");
   args.AddBool("dry-run", &o.dry_run, "print every command and environment, start nothing");
   core::AddSecurityFlags(args, &o.security);
@@ -101,6 +104,7 @@ int main(int argc, char** argv) {
   launcher::SupervisorOptions so;
   so.server_timeout_s = o.server_timeout_s;
   so.stop_grace_s = o.stop_grace_s;
+  so.heartbeat_timeout_s = o.heartbeat_timeout_s;
   so.log_dir = o.log_dir.empty() ? core::StrCat("fanout-logs/", plan->job_id) : o.log_dir;
   launcher::JobSupervisor supervisor(std::move(*plan), so);
   return supervisor.Run();

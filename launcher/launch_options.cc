@@ -60,6 +60,12 @@ absl::Status ValidateLaunchOptions(const LaunchOptions& o) {
   if (o.num_server_threads < 0) return Bad("--num-server-threads must be 0 or more");
   if (o.num_omp_threads < 0) return Bad("--num-omp-threads must be 0 or more");
   if (!(o.server_timeout_s > 0)) return Bad("--server-timeout must be a positive number of seconds");
+  if (!(o.heartbeat_timeout_s >= 0) || o.heartbeat_timeout_s > 86400) {
+    return Bad("--heartbeat-timeout must be in [0, 86400] seconds (0: do not watch heartbeats)");
+  }
+  if (!(o.heartbeat_s > 0) || (o.heartbeat_timeout_s > 0 && o.heartbeat_s * 2 > o.heartbeat_timeout_s)) {
+    return Bad("--heartbeat-interval must be positive and at most half of --heartbeat-timeout");
+  }
   if (!(o.stop_grace_s >= 0) || o.stop_grace_s > 3600) {
     return Bad("--stop-grace must be a number of seconds in 0..3600");
   }

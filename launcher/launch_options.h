@@ -37,6 +37,8 @@ struct LaunchOptions {
   // Supervision.
   double server_timeout_s = 60;  // how long servers get to report ready
   double stop_grace_s = 5;       // SIGTERM (remote: hang-up) to SIGKILL when stopping the job
+  double heartbeat_s = 1;          // servers and trainers send a heartbeat this often
+  double heartbeat_timeout_s = 8;  // silent this long after their first: hung (0: not watched)
   std::string log_dir;           // "" = fanout-logs/<job-id> in the launcher's working folder
   bool dry_run = false;          // print the plan (every command and environment) and exit
 

@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+
+#include "core/heartbeat.h"
 
 namespace fanout::launcher {
 
@@ -52,15 +55,44 @@ bool WriteAll(int fd, std::string_view data) {
 }
 
 StreamRouter::StreamRouter(std::string prefix, int console_fd, int log_fd,
-                           LineSplitter::LineFn on_line)
+                           LineSplitter::LineFn on_line, std::function<void()> on_heartbeat)
     : prefix_(std::move(prefix)), console_fd_(console_fd), log_fd_(log_fd),
-      on_line_(std::move(on_line)) {}
+      on_line_(std::move(on_line)), on_heartbeat_(std::move(on_heartbeat)) {}
 
 void StreamRouter::Feed(std::string_view data) {
-  splitter_.Feed(data, [this](std::string_view line) { Line(line); });
+  constexpr std::string_view kMarker = core::kHeartbeatMarker;
+  std::string text = std::move(carry_);
+  carry_.clear();
+  text.append(data);
+  std::string out;
+  out.reserve(text.size());
+  size_t pos = 0;
+  while (true) {
+    size_t hit = text.find(kMarker, pos);
+    if (hit == std::string::npos) break;
+    out.append(text, pos, hit - pos);
+    if (on_heartbeat_) on_heartbeat_();
+    pos = hit + kMarker.size();
+  }
+  // Keep back a tail that may be the start of a marker split across reads.
+  size_t keep = 0;
+  for (size_t k = std::min(kMarker.size() - 1, text.size() - pos); k > 0; --k) {
+    if (std::string_view(text).substr(text.size() - k) == kMarker.substr(0, k)) {
+      keep = k;
+      break;
+    }
+  }
+  out.append(text, pos, text.size() - pos - keep);
+  carry_ = text.substr(text.size() - keep);
+  splitter_.Feed(out, [this](std::string_view line) { Line(line); });
 }
 
 void StreamRouter::Finish() {
+  if (!carry_.empty()) {
+    std::string rest = std::move(carry_);
+    carry_.clear();
+    splitter_.Feed(rest, [this](std::string_view line) { Line(line); });
+  }
   splitter_.Finish([this](std::string_view line) { Line(line); });
 }
 

@@ -34,7 +34,10 @@ class StreamRouter {
  public:
   // `prefix` is written before every console line; `console_fd` and `log_fd` are borrowed
   // (-1 to skip); `on_line` (may be empty) sees every line, e.g. to spot a ready message.
-  StreamRouter(std::string prefix, int console_fd, int log_fd, LineSplitter::LineFn on_line = {});
+  // Heartbeat markers (core/heartbeat.h) are cut out of the stream wherever they fall, also
+  // across reads, and reported to `on_heartbeat` (may be empty) instead of written anywhere.
+  StreamRouter(std::string prefix, int console_fd, int log_fd, LineSplitter::LineFn on_line = {},
+               std::function<void()> on_heartbeat = {});
   void Feed(std::string_view data);
   void Finish();
 
@@ -44,7 +47,9 @@ class StreamRouter {
   std::string prefix_;
   int console_fd_, log_fd_;
   LineSplitter::LineFn on_line_;
+  std::function<void()> on_heartbeat_;
   LineSplitter splitter_;
+  std::string carry_;  // the end of the last read, when it may begin a heartbeat marker
 };
 
 }  // namespace fanout::launcher

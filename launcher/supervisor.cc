@@ -107,6 +107,8 @@ int JobSupervisor::Run() {
     }
     PollOnce(timeout);
     if (stopping_) break;
+    CheckHeartbeats();
+    if (stopping_) break;
     if (phase_ == Phase::kWaitingForServers) {
       if (ReadyServers() == static_cast<int>(plan_.servers.size())) {
         StartTrainers();
@@ -170,8 +172,12 @@ bool JobSupervisor::StartProcess(const ProcessSpec& spec) {
       }
     };
   }
-  c->out = std::make_unique<StreamRouter>(prefix, options_.console_out, c->log_fd, on_line);
-  c->err = std::make_unique<StreamRouter>(prefix, options_.console_err, c->log_fd, on_line);
+  auto on_heartbeat = [raw] {
+    raw->heartbeating = true;
+    raw->last_heartbeat = Clock::now();
+  };
+  c->out = std::make_unique<StreamRouter>(prefix, options_.console_out, c->log_fd, on_line, on_heartbeat);
+  c->err = std::make_unique<StreamRouter>(prefix, options_.console_err, c->log_fd, on_line, on_heartbeat);
   Say(StrCat("started ", spec.Label(), " pid ", c->process.pid(),
              spec.remote ? StrCat(" (ssh to ", spec.ip, ")") : std::string(),
              spec.role == Role::kServer ? StrCat(" on ", spec.address)
@@ -248,6 +254,23 @@ void JobSupervisor::CheckExits() {
       c->exited = true;
       OnExit(*c);
     }
+  }
+}
+
+void JobSupervisor::CheckHeartbeats() {
+  if (options_.heartbeat_timeout_s <= 0) return;
+  const Clock::time_point now = Clock::now();
+  for (auto& c : children_) {
+    if (c->exited || !c->heartbeating) continue;
+    const double silent = std::chrono::duration<double>(now - c->last_heartbeat).count();
+    if (silent < options_.heartbeat_timeout_s) continue;
+    // A stopped process would sit out SIGTERM and the whole grace period: kill it now.
+    if (!c->spec->remote) c->process.SignalGroup(SIGKILL);
+    Fail(StrCat(Who(*c), " stopped responding: no heartbeat for ", static_cast<int64_t>(silent * 10) / 10.0,
+                " s (--heartbeat-timeout ", options_.heartbeat_timeout_s,
+                "; stopped by a signal, frozen, or its machine unreachable?)"),
+         1);
+    return;
   }
 }
 

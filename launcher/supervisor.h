@@ -29,6 +29,9 @@ class SignalWatch;
 struct SupervisorOptions {
   double server_timeout_s = 60;  // servers that have not printed kServerReadyMarker by then fail
   double stop_grace_s = 5;       // SIGTERM / hang-up to SIGKILL
+  // A process that has sent heartbeats (core/heartbeat.h) and then sends none for this long is
+  // taken as hung: it is killed at once and the job stopped. 0: not watched.
+  double heartbeat_timeout_s = 8;
   std::string log_dir;           // required; created (with parents) when missing
   int console_out = STDOUT_FILENO;  // processes' stdout lines go here, prefixed
   int console_err = STDERR_FILENO;  // their stderr lines and the launcher's own messages
@@ -63,6 +66,8 @@ class JobSupervisor {
     std::unique_ptr<StreamRouter> out, err;
     bool ready = false;  // servers: printed the ready marker
     bool exited = false;
+    bool heartbeating = false;           // has sent a heartbeat: watched from then on
+    Clock::time_point last_heartbeat;
   };
 
   bool StartProcess(const ProcessSpec& spec);
@@ -71,6 +76,7 @@ class JobSupervisor {
   void PollOnce(std::chrono::milliseconds timeout);
   void ReadOutput(Child& c, int fd);
   void CheckExits();
+  void CheckHeartbeats();
   void OnExit(Child& c);
   void OnSignal(int sig);
   void Fail(const std::string& reason, int exit_code);

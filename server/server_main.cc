@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "core/cli.h"
+#include "core/heartbeat.h"
 #include "core/malloc_tuning.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
@@ -17,6 +18,7 @@
 
 int main(int argc, char** argv) {
   fanout::core::KeepLargeAllocations();
+  fanout::core::StartHeartbeatFromEnvironment();  // only under fanout-launch
   using namespace fanout;
   std::string part_config;
   int part_id = -1, server_id = 0;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/cli.h"
+#include "core/heartbeat.h"
 #include "server/security.h"
 #include "core/malloc_tuning.h"
 #include "core/partition_config.h"
@@ -78,6 +79,7 @@ absl::StatusOr<sampler::ServerMap> ResolveServers(const std::string& servers,
 
 int Main(int argc, char** argv) {
   fanout::core::KeepLargeAllocations();
+  fanout::core::StartHeartbeatFromEnvironment();  // only under fanout-launch
   // Every step allocates the same large tensors again: keep them (trainer/cpu_allocator.h).
   fanout::trainer::InstallCachingCpuAllocator();
   // c10d's NCCL backend must block on a dead peer rather than hang the GPU stream; set here,

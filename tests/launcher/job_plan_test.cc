@@ -52,7 +52,7 @@ TEST(JobPlan, ServersListenOnBasePortPlusServerId) {
   EXPECT_THAT(s.command, ElementsAre("/opt/fanout/bin/fanout-server", "--part-config", "/ws/parts/graph.json",
                                      "--part-id", "1", "--host", "10.0.0.2", "--port", "31000",
                                      "--server-id", "1", "--shutdown-grace", "1"));
-  EXPECT_THAT(s.env, ElementsAre("FANOUT_JOB_ID=job7", "FANOUT_MACHINE_ID=1"));
+  EXPECT_THAT(s.env, ElementsAre("FANOUT_JOB_ID=job7", "FANOUT_MACHINE_ID=1", "FANOUT_HEARTBEAT_S=1"));
   EXPECT_EQ(plan->servers[0].address, "10.0.0.1:30050");
   EXPECT_EQ(plan->servers[1].address, "10.0.0.1:30051");
 }
@@ -75,7 +75,7 @@ TEST(JobPlan, TrainerEnvironmentIsTheContract) {
                                  "FANOUT_NUM_SAMPLERS=3", "FANOUT_LOCAL_RANK=1", "FANOUT_RANK=3",
                                  "FANOUT_WORLD_SIZE=4", "FANOUT_COORDINATOR=10.0.0.1:31002",
                                  "OMP_NUM_THREADS=4",  // 16 cores / 2 / 2 trainers
-                                 "GLOO_SOCKET_IFNAME=eth0"));
+                                 "FANOUT_HEARTBEAT_S=1", "GLOO_SOCKET_IFNAME=eth0"));
   for (int r = 0; r < 4; ++r) {
     EXPECT_EQ(plan->trainers[r].global_rank, r);
     EXPECT_EQ(plan->trainers[r].machine, r / 2);

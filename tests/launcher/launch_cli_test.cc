@@ -314,6 +314,50 @@ TEST_F(LaunchCli, KilledServerStopsARealTrainingJob) {
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 
+// A process that stops responding (SIGSTOP: alive, but silent) ends the job within 15 s with
+// default settings, named, and nothing is left running. The trainers' own timeouts are left at
+// their defaults too (--comm-timeout 300 s, --deadline 30 s), so only the launcher's heartbeat
+// check can be what ends it.
+std::vector<std::string> DefaultTimeouts(std::vector<std::string> a) {
+  for (const char* flag : {"--stop-grace", "--comm-timeout", "--deadline"}) {
+    auto it = std::find(a.begin(), a.end(), flag);
+    if (it != a.end()) a.erase(it, it + 2);
+  }
+  return a;
+}
+
+TEST_F(LaunchCli, StoppedServerEndsTheJobWithinFifteenSeconds) {
+  LaunchRun run(DefaultTimeouts(RealTrainingArgs(Args("ok"), 100000)), dir_.path());
+  ASSERT_TRUE(run.WaitFor("epoch 0 | loss", 1, seconds(120))) << run.output();
+  const pid_t server = run.PidOf("m1 server 0");
+  ASSERT_GT(server, 0) << run.output();
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(server, SIGSTOP);
+  std::optional<int> code = run.Finish(seconds(20));
+  ASSERT_TRUE(code.has_value()) << "the launcher did not exit within 20 s\n" << run.output();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(15)) << run.output();
+  EXPECT_NE(*code, 0);
+  EXPECT_THAT(run.output(), HasSubstr("m1 server 0 (machine 1 at 127.0.0.2"));
+  EXPECT_THAT(run.output(), HasSubstr("stopped responding: no heartbeat for"));
+  ExpectNothingLeft(job_id_, LearnedPids(run));
+}
+
+TEST_F(LaunchCli, StoppedTrainerEndsTheJobWithinFifteenSeconds) {
+  LaunchRun run(DefaultTimeouts(RealTrainingArgs(Args("ok"), 100000)), dir_.path());
+  ASSERT_TRUE(run.WaitFor("epoch 0 | loss", 1, seconds(120))) << run.output();
+  const pid_t trainer = run.PidOf("m1 trainer 0");
+  ASSERT_GT(trainer, 0) << run.output();
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(trainer, SIGSTOP);
+  std::optional<int> code = run.Finish(seconds(20));
+  ASSERT_TRUE(code.has_value()) << "the launcher did not exit within 20 s\n" << run.output();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(15)) << run.output();
+  EXPECT_NE(*code, 0);
+  EXPECT_THAT(run.output(), HasSubstr("m1 trainer 0 (machine 1 at 127.0.0.2, trainer local rank 0, rank 1"));
+  EXPECT_THAT(run.output(), HasSubstr("stopped responding: no heartbeat for"));
+  ExpectNothingLeft(job_id_, LearnedPids(run));
+}
+
 TEST_F(LaunchCli, CtrlCStopsEveryProcess) {
   LaunchRun run(Args("sleep"), dir_.path());
   ASSERT_TRUE(run.WaitFor("sampler ", 4)) << run.output();

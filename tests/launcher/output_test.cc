@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "core/heartbeat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/launcher/launcher_test_util.h"
@@ -57,6 +58,33 @@ TEST(StreamRouter, PrefixesConsoleLinesAndLogsThemPlain) {
   EXPECT_EQ(testing::ReadFile(dir.Sub("log")),
             "fanout-server: ready: on 127.0.0.1:1\nsecond\nthird, unfinished\n");
   EXPECT_EQ(seen.size(), 3u);
+}
+
+TEST(StreamRouter, HeartbeatsAreCutOutWhereverTheyFall) {
+  const std::string hb(core::kHeartbeatMarker);
+  fanout::testing::TempDir dir;
+  int log = open(dir.Sub("log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(log, 0);
+  int beats = 0;
+  std::vector<std::string> seen;
+  {
+    StreamRouter r("", -1, log, [&](std::string_view l) { seen.emplace_back(l); }, [&] { ++beats; });
+    r.Feed(hb);                                     // alone
+    r.Feed("epoch 1 " + hb + "| loss 0.5\n");       // in the middle of a line
+    r.Feed("two" + hb + hb + "\n");                 // back to back
+    r.Feed("split " + hb.substr(0, 4));             // across reads
+    r.Feed(hb.substr(4) + "done\n");
+    r.Feed("almost " + hb.substr(0, 3));            // a prefix that is not followed by the rest
+    r.Feed("X\n");
+    r.Feed(hb.substr(0, 5));                        // a prefix at the very end is kept as text
+    r.Finish();
+  }
+  close(log);
+  EXPECT_EQ(beats, 5);
+  EXPECT_EQ(seen, (std::vector<std::string>{"epoch 1 | loss 0.5", "two", "split done", "almost " + hb.substr(0, 3) + "X",
+                                            hb.substr(0, 5)}));
+  EXPECT_EQ(testing::ReadFile(dir.Sub("log")),
+            "epoch 1 | loss 0.5\ntwo\nsplit done\nalmost " + hb.substr(0, 3) + "X\n" + hb.substr(0, 5) + "\n");
 }
 
 }  // namespace
