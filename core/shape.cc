@@ -12,17 +12,24 @@ std::string Dims(absl::Span<const int64_t> shape) {
 }  // namespace
 
 absl::StatusOr<int64_t> ShapeElements(absl::Span<const int64_t> shape, std::string_view what) {
-  int64_t n = 1;
+  // The product of the non-zero dimensions must fit too: a zero in one place must not hide an
+  // overflow that a per-row size (the product of the others) would then hit.
+  int64_t nonzero = 1;
+  bool empty = false;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0) {
       return absl::InvalidArgumentError(StrCat(what, ": dimension ", i, " is negative (", shape[i], ")"));
     }
-    if (!CheckedMul(n, shape[i], &n)) {
+    if (shape[i] == 0) {
+      empty = true;
+      continue;
+    }
+    if (!CheckedMul(nonzero, shape[i], &nonzero)) {
       return absl::InvalidArgumentError(
           StrCat(what, ": shape [", Dims(shape), "] has more elements than fit in 64 bits"));
     }
   }
-  return n;
+  return empty ? 0 : nonzero;
 }
 
 absl::StatusOr<int64_t> ShapeBytes(absl::Span<const int64_t> shape, size_t elem_size, std::string_view what,

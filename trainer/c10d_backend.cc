@@ -13,7 +13,6 @@
 #include <cstring>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
-#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <utility>
 #include <vector>
 #ifdef FANOUT_WITH_NCCL
@@ -24,6 +23,7 @@
 
 #include "core/status.h"
 #include "core/strings.h"
+#include "trainer/rendezvous_store.h"
 
 namespace fanout::trainer::internal {
 namespace {
@@ -36,6 +36,45 @@ std::string ErrorText(const std::exception& e) {
   }
   return e.what();
 }
+
+// c10d's view of fanout's rendezvous store (trainer/rendezvous_store.h): rank 0 owns the
+// server, every rank a client. Errors are thrown as c10::Error, as c10d expects of a store.
+class RendezvousStore final : public c10d::Store {
+ public:
+  RendezvousStore(std::unique_ptr<StoreServer> server, std::unique_ptr<StoreClient> client,
+                  std::chrono::milliseconds timeout)
+      : Store(timeout), server_(std::move(server)), client_(std::move(client)) {}
+
+  void set(const std::string& key, const std::vector<uint8_t>& value) override {
+    Check(client_->Set(key, Text(value)));
+  }
+  std::vector<uint8_t> compareSet(const std::string& key, const std::vector<uint8_t>& current,
+                                  const std::vector<uint8_t>& desired) override {
+    return Bytes(Value(client_->CompareSet(key, Text(current), Text(desired))));
+  }
+  std::vector<uint8_t> get(const std::string& key) override { return Bytes(Value(client_->Get(key, timeout_))); }
+  int64_t add(const std::string& key, int64_t value) override { return Value(client_->Add(key, value)); }
+  bool deleteKey(const std::string& key) override { return Value(client_->Delete(key)); }
+  bool check(const std::vector<std::string>& keys) override { return Value(client_->Check(keys)); }
+  int64_t getNumKeys() override { return Value(client_->NumKeys()); }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys, const std::chrono::milliseconds& timeout) override {
+    Check(client_->Wait(keys, timeout));
+  }
+
+ private:
+  static std::string Text(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
+  static std::vector<uint8_t> Bytes(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
+  static void Check(const absl::Status& s) { TORCH_CHECK(s.ok(), std::string(s.message())); }
+  template <typename T>
+  static T Value(absl::StatusOr<T> r) {
+    Check(r.status());
+    return *std::move(r);
+  }
+
+  std::unique_ptr<StoreServer> server_;  // rank 0 only; lives as long as the group's store
+  std::unique_ptr<StoreClient> client_;
+};
 
 // One c10d process group (Gloo or NCCL) plus the store it rendezvoused through.
 template <typename Group>
@@ -246,19 +285,21 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectC10d(const DistOptions& o,
   }
   const std::string where = StrCat("rank ", o.rank, " of ", o.world_size, " joining through ",
                                    coordinator.host, ":", coordinator.port);
+  std::unique_ptr<StoreServer> server;
+  int port = coordinator.port;
+  if (o.rank == 0) {
+    // Machine 0's address only (FANOUT_COORDINATOR's host), and the job's token when it has one.
+    ASSIGN_OR_RETURN(server, StoreServer::Start(coordinator.host, coordinator.port, o.auth_token));
+    port = server->port();
+    if (o.on_coordinator_listening) o.on_coordinator_listening(port);
+  }
+  absl::StatusOr<std::unique_ptr<StoreClient>> client =
+      StoreClient::Connect(coordinator.host, port, o.auth_token, o.timeout);
+  if (!client.ok()) {
+    return absl::Status(client.status().code(), StrCat(where, ": ", client.status().message()));
+  }
   try {
-    c10d::TCPStoreOptions store_options;
-    store_options.port = static_cast<uint16_t>(coordinator.port);
-    store_options.isServer = o.rank == 0;
-    store_options.numWorkers = static_cast<size_t>(o.world_size);
-    // Joining is awaited (with the timeout) by the process group's own rendezvous below; not
-    // waiting here lets rank 0 report a port it picked before the others can connect.
-    store_options.waitWorkers = false;
-    store_options.timeout = o.timeout;
-    auto tcp_store = c10::make_intrusive<c10d::TCPStore>(coordinator.host, store_options);
-    if (o.rank == 0 && o.on_coordinator_listening) {
-      o.on_coordinator_listening(tcp_store->getPort());
-    }
+    auto tcp_store = c10::make_intrusive<RendezvousStore>(std::move(server), std::move(*client), o.timeout);
     auto store =
         c10::make_intrusive<c10d::PrefixStore>(std::string(CommBackendName(o.backend)), tcp_store);
     switch (o.backend) {

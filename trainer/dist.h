@@ -38,8 +38,9 @@ inline constexpr int64_t kDefaultBucketBytes = int64_t{25} << 20;
 struct DistOptions {
   int rank = 0;        // this trainer, in [0, world_size)   (launcher: FANOUT_RANK)
   int world_size = 1;  // trainers in the job                (launcher: FANOUT_WORLD_SIZE)
-  // host:port of the rendezvous store. Rank 0 listens on `port` (all interfaces; 0 picks a free
-  // port, reported through on_coordinator_listening); the others connect to host:port.
+  // host:port of the rendezvous store (trainer/rendezvous_store.h). Rank 0 listens on that
+  // address only (0 picks a free port, reported through on_coordinator_listening); the others
+  // connect to it.
   // (launcher: FANOUT_COORDINATOR)
   std::string coordinator = "127.0.0.1:29500";
   CommBackend backend = CommBackend::kGloo;
@@ -51,6 +52,8 @@ struct DistOptions {
   // coordinator (right for one NIC; set it on multi-homed hosts).
   std::string local_address;
   int cuda_device = 0;  // NCCL only: the CUDA device index this rank uses
+  // Non-empty: the rendezvous refuses ranks that do not present it (the job's auth token).
+  std::string auth_token;
   // Rank 0 only, called once with the port its coordinator listens on, before waiting for the
   // other ranks (lets tests and single-machine launches use port 0).
   std::function<void(int port)> on_coordinator_listening;

@@ -198,6 +198,10 @@ int Main(int argc, char** argv) {
   o.graph.machine_id = machine_id >= 0 ? machine_id : o.dist.rank / o.trainers_per_machine;
   o.graph.client.deadline_seconds = deadline;
   o.graph.connect_timeout_seconds = deadline;
+  // The job's token also guards the trainers' rendezvous.
+  auto security = server::Security::Load(o.graph.security, server::Security::Role::kClient);
+  if (!security.ok()) return args.Fail(security.status());
+  o.dist.auth_token = security->token();
   if (feature_cache_mb < 0) {
     return args.Fail(absl::InvalidArgumentError(
         StrCat("--feature-cache-mb must be >= 0 (0 turns the cache off), got ", feature_cache_mb)));

@@ -24,7 +24,8 @@ TEST(ShapeTest, RefusesOverflowNamingWhat) {
   // (1000, 2^62): the element count itself overflows.
   auto e = ShapeElements(std::vector<int64_t>{1000, int64_t{1} << 62}, "node_feat.npy");
   EXPECT_EQ(e.status().code(), absl::StatusCode::kInvalidArgument);
-  // A zero dimension does not hide an overflow in the others from a later multiply.
+  // A zero dimension does not hide an overflow in the others (a row size would hit it).
+  EXPECT_FALSE(ShapeElements(std::vector<int64_t>{0, int64_t{1} << 40, int64_t{1} << 40}, "x").ok());
   EXPECT_FALSE(ShapeElements(std::vector<int64_t>{-1, 4}, "x").ok());
 }
 
