@@ -3,6 +3,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/npy.h"
 #include "core/partition_config.h"
 #include "gtest/gtest.h"
 #include "partition/readers.h"
@@ -99,6 +100,32 @@ INSTANTIATE_TEST_SUITE_P(
         CliError{"missing_assignment", "", {"--num-parts", "2", "--part-method", "file", "--assignment", "{}/nope.txt"}, 1, "nope.txt"},
         CliError{"bad_input_dir", "", {"--num-parts", "2", "--input", "{}/absent"}, 1, "absent: not a readable folder"}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// Issue 11: a .npy whose header claims a shape whose byte size wraps around 64 bits (so the
+// header alone "matched" the file size) must be refused by name, with no output written.
+TEST(PartitionCliTest, CraftedNpyShapesAreRefusedNamingTheFile) {
+  struct Case {
+    const char* file;
+    core::DType dtype;
+    std::vector<int64_t> shape;
+  } cases[] = {{"edges.npy", core::DType::kInt64, {int64_t{1} << 61, 2}},
+               {"node_feat.npy", core::DType::kFloat32, {1000, int64_t{1} << 62}}};
+  for (const auto& c : cases) {
+    TempDir dir;
+    fs::create_directories(dir.Sub("in"));
+    if (std::string(c.file) != "edges.npy") {
+      testing::WriteText(dir.Sub("in/edges.csv"), "0,1\n1,2\n2,3\n3,0\n");
+    }
+    // Only the header: with the old unchecked product this was a "complete" file.
+    testing::WriteText(dir.Sub(std::string("in/") + c.file), core::EncodeNpyHeader(c.dtype, c.shape));
+    RunResult r = RunTool(dir, {FANOUT_PARTITION_BIN, "--input", dir.Sub("in"), "--out", dir.Sub("out"),
+                                "--num-parts", "2", "--part-method", "random"});
+    EXPECT_EQ(r.exit_code, 1) << c.file << ": " << r.err;
+    EXPECT_NE(r.err.find(c.file), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("not a valid .npy file"), std::string::npos) << r.err;
+    EXPECT_TRUE(OnlyEntries(dir.path(), {"in"})) << "output or staging folder left behind";
+  }
+}
 
 TEST(PartitionCliTest, ExistingOutputIsKeptUnlessOverwrite) {
   TempDir dir;
