@@ -313,8 +313,14 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
                                                "' clashes with the mask fanout derives from the split"));
     }
   }
-  // Claim the output folder before the long work, so a bad --out fails fast.
-  ASSIGN_OR_RETURN(core::StagingDir staging, core::StagingDir::Create(o.out_dir, o.overwrite));
+  // Claim the output folder before the long work, so a bad --out fails fast. Everything read
+  // is protected: --out may not be, contain, or (to replace it) lie inside any input.
+  core::StagingOptions so{.tool = kTool, .overwrite = o.overwrite, .inputs = {d.input_dir, o.assignment_file}};
+  for (const std::string* p : {&d.edges_source, &d.edges.path()}) so.inputs.push_back(*p);
+  for (const auto* fields : {&d.node_fields, &d.edge_fields}) {
+    for (const Field& f : *fields) so.inputs.push_back(f.data.path());
+  }
+  ASSIGN_OR_RETURN(core::StagingDir staging, core::StagingDir::Create(o.out_dir, so));
 
   core::PhaseTimer timer;
   PartitionSummary s;

@@ -397,6 +397,7 @@ absl::StatusOr<Dataset> ReadDataset(const ReadOptions& opt) {
         "and edges.npy / edges.csv / edges.tsv, the plain layout; see README 'Dataset layouts')"));
   }
   if (!d.ok()) return d.status();
+  d->input_dir = opt.input_dir;
   d->name = fs::absolute(dir).lexically_normal().filename().string();
   if (d->name.empty()) d->name = fs::absolute(dir).lexically_normal().parent_path().filename().string();
   RETURN_IF_ERROR(ValidateDataset(*d));

@@ -1,10 +1,14 @@
 // Runs the real fanout-generate and fanout-partition binaries as a user would.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "core/npy.h"
 #include "core/partition_config.h"
+#include "core/strings.h"
 #include "gtest/gtest.h"
 #include "partition/readers.h"
 #include "tests/testing/testing.h"
@@ -13,6 +17,7 @@ namespace fanout {
 namespace {
 
 namespace fs = std::filesystem;
+using core::StrCat;
 using testing::TempDir;
 
 struct RunResult {
@@ -131,19 +136,83 @@ TEST(PartitionCliTest, ExistingOutputIsKeptUnlessOverwrite) {
   TempDir dir;
   fs::create_directories(dir.Sub("in"));
   testing::WriteText(dir.Sub("in/edges.csv"), "0,1\n1,2\n2,3\n3,0\n");
-  fs::create_directories(dir.Sub("out"));
-  testing::WriteText(dir.Sub("out/precious.txt"), "keep me");
   std::vector<std::string> args = {FANOUT_PARTITION_BIN, "--input", dir.Sub("in"), "--out",
                                    dir.Sub("out"), "--num-parts", "2"};
   RunResult r = RunTool(dir, args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = RunTool(dir, args);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
-  EXPECT_EQ(Slurp(dir.Sub("out/precious.txt")), "keep me");
-  args.push_back("--overwrite");
+  // Its own earlier output is replaced with --overwrite.
+  args.insert(args.end(), {"--overwrite", "--num-parts", "3"});
   r = RunTool(dir, args);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(fs::exists(dir.Sub("out/in.json")));
-  EXPECT_FALSE(fs::exists(dir.Sub("out/precious.txt")));
+  auto cfg = core::LoadPartitionConfig(dir.Sub("out/in.json"));
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_EQ(cfg->num_parts, 3);
+  EXPECT_TRUE(OnlyEntries(dir.path(), {"in", "out"})) << "staging folder left behind";
+}
+
+// Issue 11: --overwrite deleted any folder at --out, the input dataset included.
+TEST(PartitionCliTest, OverwriteNeverDeletesTheUsersData) {
+  TempDir dir;
+  fs::create_directories(dir.Sub("in/sub"));
+  testing::WriteText(dir.Sub("in/edges.csv"), "0,1\n1,2\n2,3\n3,0\n");
+  fs::create_directories(dir.Sub("user"));
+  testing::WriteText(dir.Sub("user/precious.txt"), "keep me");
+  struct Case {
+    std::string out, expected;
+  } cases[] = {{dir.Sub("user"), "was not written by fanout-partition"},
+               {dir.Sub("in"), "is the input"},
+               {dir.Sub("in/"), "is the input"},
+               {dir.path(), "contains the input"},
+               {dir.Sub("in/sub"), "is inside the input"}};
+  for (const auto& c : cases) {
+    RunResult r = RunTool(dir, {FANOUT_PARTITION_BIN, "--input", dir.Sub("in"), "--out", c.out,
+                                "--num-parts", "2", "--overwrite"});
+    EXPECT_EQ(r.exit_code, 1) << c.out << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--out"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(Slurp(dir.Sub("user/precious.txt")), "keep me");
+  EXPECT_EQ(Slurp(dir.Sub("in/edges.csv")), "0,1\n1,2\n2,3\n3,0\n");
+  EXPECT_TRUE(fs::is_directory(dir.Sub("in/sub")));
+  EXPECT_TRUE(OnlyEntries(dir.path(), {"in", "user"})) << "output or staging folder left behind";
+  // The assignment file is an input too.
+  testing::WriteText(dir.Sub("user/assign.txt"), "0\n1\n0\n1\n");
+  RunResult r = RunTool(dir, {FANOUT_PARTITION_BIN, "--input", dir.Sub("in"), "--out", dir.Sub("user"),
+                              "--num-parts", "2", "--overwrite", "--part-method", "file", "--assignment",
+                              dir.Sub("user/assign.txt")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("contains the input"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(dir.Sub("user/assign.txt")));
+}
+
+// Issue 11: a killed run's hidden staging folder stayed forever. The next run removes those of
+// dead processes on this host, and leaves a live run's alone.
+TEST(PartitionCliTest, NextRunRemovesStaleStagingOfDeadRuns) {
+  TempDir dir;
+  fs::create_directories(dir.Sub("in"));
+  testing::WriteText(dir.Sub("in/edges.csv"), "0,1\n1,2\n2,3\n3,0\n");
+  // A pid that is certainly dead: a child that has exited and been reaped.
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
+  // This test process is alive; its start time from /proc/self/stat (field 22).
+  std::string stat = Slurp("/proc/self/stat");
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string start;
+  for (int f = 3; f <= 22; ++f) fields >> start;
+  const std::string dead = StrCat(".out.tmp-", child, "-", 12345, "-1@", host);
+  const std::string alive = StrCat(".out.tmp-", getpid(), "-", start, "-2@", host);
+  for (const auto& name : {dead, alive}) testing::WriteText(dir.Sub(name + "/part0/graph/indptr.npy"), "x");
+  RunResult r = RunTool(dir, {FANOUT_PARTITION_BIN, "--input", dir.Sub("in"), "--out", dir.Sub("out"),
+                              "--num-parts", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(OnlyEntries(dir.path(), {"in", "out", alive}));
 }
 
 TEST(PartitionCliTest, HelpListsFlags) {
