@@ -281,6 +281,9 @@ absl::Status ValidatePartitionOptions(const PartitionOptions& o, int64_t num_nod
   if (o.method != PartMethod::kFile && !o.assignment_file.empty()) {
     return absl::InvalidArgumentError("--assignment is only used with --part-method file");
   }
+  if (o.num_threads < 0) {
+    return absl::InvalidArgumentError(StrCat("--num-threads must be >= 0 (0 = all cores), got ", o.num_threads));
+  }
   if (o.halo_hops != 0 && o.halo_hops != 1) {
     return absl::InvalidArgumentError(StrCat("--halo-hops must be 0 or 1, got ", o.halo_hops));
   }

@@ -103,6 +103,12 @@ INSTANTIATE_TEST_SUITE_P(
         CliError{"unknown_flag", "", {"--num-parts", "2", "--frobnicate"}, 2, "unknown flag --frobnicate"},
         CliError{"bad_method", "", {"--num-parts", "2", "--part-method", "magic"}, 2, "one of metis, random, file"},
         CliError{"missing_assignment", "", {"--num-parts", "2", "--part-method", "file", "--assignment", "{}/nope.txt"}, 1, "nope.txt"},
+        // Issue 11: extra columns were silently dropped; nonsense counts silently defaulted.
+        CliError{"extra_columns", "0,1\n1,2,0.5\n", {"--num-parts", "2"}, 1, "edges.csv:2: expected 'src,dst' node IDs, got 3 columns"},
+        CliError{"trailing_comma", "0,1,\n", {"--num-parts", "1"}, 1, "edges.csv:1: expected 'src,dst' node IDs, got 3 columns"},
+        CliError{"negative_threads", "", {"--num-parts", "2", "--num-threads", "-4"}, 1, "--num-threads must be >= 0"},
+        CliError{"negative_num_nodes", "", {"--num-parts", "2", "--num-nodes", "-5"}, 1, "--num-nodes must be -1"},
+        CliError{"halo_hops", "", {"--num-parts", "2", "--halo-hops", "2"}, 1, "--halo-hops must be 0 or 1"},
         CliError{"bad_input_dir", "", {"--num-parts", "2", "--input", "{}/absent"}, 1, "absent: not a readable folder"}),
     [](const auto& info) { return std::string(info.param.name); });
 
