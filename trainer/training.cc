@@ -12,6 +12,7 @@
 #include <fstream>
 #include <memory>
 
+#include "core/fsync.h"
 #include "core/random.h"
 #include "core/status.h"
 #include "core/strings.h"
@@ -61,14 +62,17 @@ std::string LastCheckpoint(const TrainOptions& o) {
   return StrCat(o.checkpoint_dir, "/last.rank", o.dist.rank, ".pt");
 }
 
-// Writes `archive` to `path` through a temporary file, so a crash never leaves a torn checkpoint.
+// Writes `archive` to `path` through a temporary file, so a crash never leaves a torn checkpoint:
+// the file is fsync'd before the rename publishes it, and its folder after (issue 11; without
+// it a power cut after the rename can leave `path` empty, the previous checkpoint gone).
 absl::Status SaveArchive(torch::serialize::OutputArchive& archive, const std::string& path) {
   const std::string tmp = path + ".tmp";
   RETURN_IF_ERROR(CatchTorch(StrCat("writing checkpoint ", path), [&] { archive.save_to(tmp); }));
+  RETURN_IF_ERROR(core::FsyncPath(tmp));
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) return absl::InternalError(StrCat("renaming ", tmp, " to ", path, ": ", ec.message()));
-  return absl::OkStatus();
+  return core::FsyncParent(path);
 }
 
 class Job {
