@@ -9,12 +9,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <set>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "core/check.h"
 #include "core/fsync.h"
@@ -89,7 +88,8 @@ struct StagingOwner {
 
 // "<kind>-<pid>-<start>-<rand>@<host>" after ".<name>." where kind is tmp (the folder being
 // written) or old (a replaced output on its way out).
-std::string StagingName(const std::string& dest_name, const char* kind, const StagingOwner& me, uint32_t rnd) {
+std::string StagingName(const std::string& dest_name, const char* kind, const StagingOwner& me,
+                        uint32_t rnd) {
   return StrCat(".", dest_name, ".", kind, "-", me.pid, "-", me.start, "-", rnd, "@", me.host);
 }
 
@@ -107,7 +107,8 @@ std::optional<StagingOwner> ParseStagingName(const std::string& name) {
   for (int k = 2; k >= 0; --k) {
     size_t dash = name.rfind('-', end - 1);
     if (dash == std::string::npos || dash + 1 >= end) return std::nullopt;
-    if (!ParseInt64(std::string_view(name).substr(dash + 1, end - dash - 1), &nums[k]) || nums[k] < 0) {
+    if (!ParseInt64(std::string_view(name).substr(dash + 1, end - dash - 1), &nums[k]) ||
+        nums[k] < 0) {
       return std::nullopt;
     }
     end = dash;
@@ -138,16 +139,19 @@ absl::Status CheckInputs(const fs::path& dest, const StagingOptions& o, bool rep
     if (input.empty()) continue;
     const fs::path in = Canonical(Normal(input));
     if (d == in) {
-      return absl::InvalidArgumentError(StrCat("--out ", dest.string(), " is the input ", input, "; ", o.tool,
-                                               " never writes over its input (choose another --out)"));
+      return absl::InvalidArgumentError(
+          StrCat("--out ", dest.string(), " is the input ", input, "; ", o.tool,
+                 " never writes over its input (choose another --out)"));
     }
     if (IsWithin(in, d)) {
-      return absl::InvalidArgumentError(StrCat("--out ", dest.string(), " contains the input ", input, "; ",
-                                               o.tool, " never replaces a folder holding its input"));
+      return absl::InvalidArgumentError(StrCat("--out ", dest.string(), " contains the input ",
+                                               input, "; ", o.tool,
+                                               " never replaces a folder holding its input"));
     }
     if (replacing && IsWithin(d, in)) {
       return absl::InvalidArgumentError(
-          StrCat("--out ", dest.string(), " is inside the input ", input, "; --overwrite never replaces "
+          StrCat("--out ", dest.string(), " is inside the input ", input,
+                 "; --overwrite never replaces "
                  "a folder of the input (remove it yourself or choose another --out)"));
     }
   }
@@ -160,11 +164,13 @@ absl::Status WriteMarker(const fs::path& dir, const std::string& tool) {
   j["format_version"] = 1;
   std::vector<std::string> entries;
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(dir, ec)) entries.push_back(e.path().filename().string());
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    entries.push_back(e.path().filename().string());
   if (ec) return absl::InternalError(StrCat("cannot list ", dir.string(), ": ", ec.message()));
   std::sort(entries.begin(), entries.end());
   j["entries"] = entries;
-  j["about"] = StrCat("written by ", tool, "; its --overwrite replaces this folder only while it holds "
+  j["about"] = StrCat("written by ", tool,
+                      "; its --overwrite replaces this folder only while it holds "
                       "just these entries");
   const std::string p = (dir / kOutputMarker).string();
   std::ofstream out(p);
@@ -189,24 +195,27 @@ absl::Status CheckReplaceable(const std::string& dest, const StagingOptions& o) 
     return absl::FailedPreconditionError(StrCat("--out ", d.string(), " is a symbolic link", keep));
   }
   if (!fs::is_directory(st)) {
-    return absl::FailedPreconditionError(StrCat("--out ", d.string(), " exists and is not a folder", keep));
+    return absl::FailedPreconditionError(
+        StrCat("--out ", d.string(), " exists and is not a folder", keep));
   }
   const fs::path marker = d / kOutputMarker;
   std::ifstream f(marker);
   if (!f) {
-    return absl::FailedPreconditionError(
-        StrCat("--out ", d.string(), " was not written by ", o.tool, " (it has no ", kOutputMarker, ")", keep));
+    return absl::FailedPreconditionError(StrCat("--out ", d.string(), " was not written by ",
+                                                o.tool, " (it has no ", kOutputMarker, ")", keep));
   }
   std::stringstream ss;
   ss << f.rdbuf();
   nlohmann::json j = nlohmann::json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object() || !j.contains("tool") || !j["tool"].is_string() ||
       !j.contains("entries") || !j["entries"].is_array()) {
-    return absl::FailedPreconditionError(StrCat("--out ", d.string(), ": ", marker.string(), " is not a valid marker", keep));
+    return absl::FailedPreconditionError(
+        StrCat("--out ", d.string(), ": ", marker.string(), " is not a valid marker", keep));
   }
   if (j["tool"].get<std::string>() != o.tool) {
     return absl::FailedPreconditionError(StrCat("--out ", d.string(), " was written by ",
-                                                j["tool"].get<std::string>(), ", not by ", o.tool, keep));
+                                                j["tool"].get<std::string>(), ", not by ", o.tool,
+                                                keep));
   }
   std::set<std::string> ours;
   for (const auto& e : j["entries"]) {
@@ -215,9 +224,10 @@ absl::Status CheckReplaceable(const std::string& dest, const StagingOptions& o) 
   for (const auto& e : fs::directory_iterator(d, ec)) {
     std::string name = e.path().filename().string();
     if (name != kOutputMarker && ours.count(name) == 0) {
-      return absl::FailedPreconditionError(StrCat("--out ", d.string(), " holds ", name, ", which ", o.tool,
-                                                  " did not write, so --overwrite will not delete it "
-                                                  "(move it out, or choose another --out)"));
+      return absl::FailedPreconditionError(
+          StrCat("--out ", d.string(), " holds ", name, ", which ", o.tool,
+                 " did not write, so --overwrite will not delete it "
+                 "(move it out, or choose another --out)"));
     }
   }
   if (ec) return absl::InternalError(StrCat("cannot list ", d.string(), ": ", ec.message()));
@@ -245,7 +255,8 @@ int RemoveStaleStagingDirs(const std::string& parent) {
   return removed;
 }
 
-absl::StatusOr<StagingDir> StagingDir::Create(const std::string& dest, const StagingOptions& options) {
+absl::StatusOr<StagingDir> StagingDir::Create(const std::string& dest,
+                                              const StagingOptions& options) {
   FANOUT_CHECK(!options.tool.empty()) << "StagingOptions::tool is required";
   if (dest.empty()) return absl::InvalidArgumentError("output folder is empty");
   const fs::path d = Normal(dest);
@@ -274,7 +285,10 @@ absl::StatusOr<StagingDir> StagingDir::Create(const std::string& dest, const Sta
 }
 
 StagingDir::StagingDir(StagingDir&& o) noexcept
-    : dest_(std::move(o.dest_)), tmp_(std::move(o.tmp_)), options_(std::move(o.options_)), done_(o.done_) {
+    : dest_(std::move(o.dest_)),
+      tmp_(std::move(o.tmp_)),
+      options_(std::move(o.options_)),
+      done_(o.done_) {
   o.done_ = true;
 }
 
@@ -293,7 +307,8 @@ absl::Status StagingDir::Commit() {
   std::error_code ec;
   const bool replacing = fs::exists(fs::symlink_status(dest_, ec));
   if (replacing) {
-    if (!options_.overwrite) return absl::AlreadyExistsError(StrCat(dest_, " appeared while writing"));
+    if (!options_.overwrite)
+      return absl::AlreadyExistsError(StrCat(dest_, " appeared while writing"));
     // Checked again: the folder may have changed while this run was writing.
     RETURN_IF_ERROR(CheckReplaceable(dest_, options_));
     std::string old;
@@ -305,13 +320,18 @@ absl::Status StagingDir::Commit() {
       if (!me) me = StagingOwner{::getpid(), 0, HostName()};
       std::random_device rd;
       old = (fs::path(dest_).parent_path() /
-             StagingName(fs::path(dest_).filename().string(), "old", *me, rd() % 1000000)).string();
+             StagingName(fs::path(dest_).filename().string(), "old", *me, rd() % 1000000))
+                .string();
       fs::rename(dest_, old, ec);
-      if (ec) return absl::InternalError(StrCat("cannot move old ", dest_, " aside: ", ec.message()));
+      if (ec)
+        return absl::InternalError(StrCat("cannot move old ", dest_, " aside: ", ec.message()));
       fs::rename(tmp_, dest_, ec);
-      if (ec) return absl::InternalError(StrCat("cannot rename ", tmp_, " to ", dest_, ": ", ec.message()));
+      if (ec)
+        return absl::InternalError(
+            StrCat("cannot rename ", tmp_, " to ", dest_, ": ", ec.message()));
     } else {
-      return absl::InternalError(StrCat("cannot exchange ", tmp_, " with ", dest_, ": ", std::strerror(errno)));
+      return absl::InternalError(
+          StrCat("cannot exchange ", tmp_, " with ", dest_, ": ", std::strerror(errno)));
     }
     done_ = true;
     absl::Status synced = FsyncParent(dest_);
@@ -323,10 +343,12 @@ absl::Status StagingDir::Commit() {
       return absl::AlreadyExistsError(StrCat(dest_, " appeared while writing"));
     }
     if (!RenameUnsupported(errno)) {
-      return absl::InternalError(StrCat("cannot rename ", tmp_, " to ", dest_, ": ", std::strerror(errno)));
+      return absl::InternalError(
+          StrCat("cannot rename ", tmp_, " to ", dest_, ": ", std::strerror(errno)));
     }
     fs::rename(tmp_, dest_, ec);
-    if (ec) return absl::InternalError(StrCat("cannot rename ", tmp_, " to ", dest_, ": ", ec.message()));
+    if (ec)
+      return absl::InternalError(StrCat("cannot rename ", tmp_, " to ", dest_, ": ", ec.message()));
   }
   done_ = true;
   return FsyncParent(dest_);

@@ -29,9 +29,10 @@ namespace fanout::core {
 inline constexpr char kOutputMarker[] = ".fanout-output.json";
 
 struct StagingOptions {
-  std::string tool;                 // required: the program writing; recorded in the marker
-  bool overwrite = false;           // replace an existing destination that `tool` wrote
-  std::vector<std::string> inputs;  // files/folders the destination must not be, contain or replace inside
+  std::string tool;        // required: the program writing; recorded in the marker
+  bool overwrite = false;  // replace an existing destination that `tool` wrote
+  std::vector<std::string>
+      inputs;  // files/folders the destination must not be, contain or replace inside
 };
 
 // Not thread-safe. Move-only.

@@ -88,8 +88,9 @@ absl::StatusOr<NpyArray> ReadEdgesText(const std::string& path, int64_t num_node
     }
     // Extra columns (a weight, a timestamp, a shifted file) were silently dropped (issue 11).
     if (fields.size() > 2) {
-      return LineError(r, StrCat("expected 'src,dst' node IDs, got ", fields.size(), " columns in '",
-                                 line.substr(0, 80), "' (edge features go in edge_feat.npy or edge_data/)"));
+      return LineError(
+          r, StrCat("expected 'src,dst' node IDs, got ", fields.size(), " columns in '",
+                    line.substr(0, 80), "' (edge features go in edge_feat.npy or edge_data/)"));
     }
     for (int64_t id : {s, d}) {
       if (id < 0 || (num_nodes > 0 && id >= num_nodes)) {

@@ -85,11 +85,13 @@ int main(int argc, char** argv) {
   need(num_seeds >= 0, StrCat("--num-seeds must be >= 0, got ", num_seeds));
   need(first_epoch >= 0, StrCat("--first-epoch must be >= 0, got ", first_epoch));
   need(num_epochs >= 0, StrCat("--num-epochs must be >= 0, got ", num_epochs));
-  need(go.client.deadline_seconds > 0, StrCat("--deadline must be > 0 seconds, got ", go.client.deadline_seconds));
+  need(go.client.deadline_seconds > 0,
+       StrCat("--deadline must be > 0 seconds, got ", go.client.deadline_seconds));
   need(go.connect_timeout_seconds > 0,
        StrCat("--connect-timeout must be > 0 seconds, got ", go.connect_timeout_seconds));
   need(go.cache_max_bytes >= 0, StrCat("--cache-max-bytes must be >= 0, got ", go.cache_max_bytes));
-  need(so.seeds_per_epoch >= -1, StrCat("--seeds-per-epoch must be -1 (all) or >= 0, got ", so.seeds_per_epoch));
+  need(so.seeds_per_epoch >= -1,
+       StrCat("--seeds-per-epoch must be -1 (all) or >= 0, got ", so.seeds_per_epoch));
   need(so.rank >= 0, StrCat("--rank must be >= 0, got ", so.rank));
   if (!bad.ok()) return args.Fail(bad);
 

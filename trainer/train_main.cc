@@ -175,14 +175,16 @@ int Main(int argc, char** argv) {
   // aborted with a backtrace, --prefetch 0 hung the loader forever).
   if (absl::Status v = trainer::ValidateTrainOptions(o); !v.ok()) return args.Fail(v);
   if (num_servers < 1)
-    return args.Fail(absl::InvalidArgumentError(StrCat("--num-servers must be >= 1, got ", num_servers)));
+    return args.Fail(
+        absl::InvalidArgumentError(StrCat("--num-servers must be >= 1, got ", num_servers)));
   if (machine_id < -1) {
-    return args.Fail(absl::InvalidArgumentError(
-        StrCat("--machine-id must be a partition number >= 0 (default: rank / trainers per machine), got ",
-               machine_id)));
+    return args.Fail(absl::InvalidArgumentError(StrCat(
+        "--machine-id must be a partition number >= 0 (default: rank / trainers per machine), got ",
+        machine_id)));
   }
   if (!(deadline > 0))
-    return args.Fail(absl::InvalidArgumentError(StrCat("--deadline must be > 0 seconds, got ", deadline)));
+    return args.Fail(
+        absl::InvalidArgumentError(StrCat("--deadline must be > 0 seconds, got ", deadline)));
   if (!(comm_timeout > 0) || comm_timeout > 1e9) {
     return args.Fail(absl::InvalidArgumentError(
         StrCat("--comm-timeout must be in (0, 1e9] seconds, got ", comm_timeout)));

@@ -515,13 +515,15 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
   if (!(std::isfinite(o.weight_decay) && o.weight_decay >= 0)) {
     return bad("--weight-decay must be a number >= 0, got ", o.weight_decay);
   }
-  if (!(o.model.dropout >= 0 && o.model.dropout < 1)) return bad("--dropout must be in [0, 1), got ", o.model.dropout);
+  if (!(o.model.dropout >= 0 && o.model.dropout < 1))
+    return bad("--dropout must be in [0, 1), got ", o.model.dropout);
   if (o.model.hidden < 1) return bad("--hidden must be >= 1, got ", o.model.hidden);
   if (o.model.heads < 1) return bad("--heads must be >= 1, got ", o.model.heads);
   if (o.epochs < 1) return bad("--epochs must be >= 1, got ", o.epochs);
   if (o.batch_size < 1) return bad("--batch-size must be >= 1, got ", o.batch_size);
   if (o.eval_batch_size < 1) return bad("--eval-batch-size must be >= 1, got ", o.eval_batch_size);
-  for (const auto& [flag, fanouts] : {std::pair{"--fanouts", &o.fanouts}, {"--eval-fanouts", &o.eval_fanouts}}) {
+  for (const auto& [flag, fanouts] :
+       {std::pair{"--fanouts", &o.fanouts}, {"--eval-fanouts", &o.eval_fanouts}}) {
     for (size_t i = 0; i < fanouts->size(); ++i) {
       if ((*fanouts)[i] == 0 || (*fanouts)[i] < -1) {
         return bad(flag, ": layer ", i, " has fanout ", (*fanouts)[i],
@@ -531,18 +533,22 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
   }
   if (o.fanouts.empty()) return bad("--fanouts: at least one layer is needed");
   if (!o.eval_fanouts.empty() && o.eval_fanouts.size() != o.fanouts.size()) {
-    return bad("--eval-fanouts has ", o.eval_fanouts.size(), " layers, --fanouts ", o.fanouts.size(),
-               "; they must match");
+    return bad("--eval-fanouts has ", o.eval_fanouts.size(), " layers, --fanouts ",
+               o.fanouts.size(), "; they must match");
   }
   if (o.eval_every < 0) return bad("--eval-every must be >= 0 (0: never), got ", o.eval_every);
-  if (o.log_every < 0) return bad("--log-every must be >= 0 (0: per epoch only), got ", o.log_every);
-  if (o.num_samplers < 0) return bad("--num-samplers must be >= 0 (0: sample in-process), got ", o.num_samplers);
+  if (o.log_every < 0)
+    return bad("--log-every must be >= 0 (0: per epoch only), got ", o.log_every);
+  if (o.num_samplers < 0)
+    return bad("--num-samplers must be >= 0 (0: sample in-process), got ", o.num_samplers);
   if (o.sampler_threads < 1) return bad("--sampler-threads must be >= 1, got ", o.sampler_threads);
   if (o.prefetch < 1) {
-    return bad("--prefetch must be >= 1 (batches made ahead; with 0 none could ever be made), got ", o.prefetch);
+    return bad("--prefetch must be >= 1 (batches made ahead; with 0 none could ever be made), got ",
+               o.prefetch);
   }
   if (o.intra_op_threads < 1) return bad("--threads must be >= 1, got ", o.intra_op_threads);
-  if (o.trainers_per_machine < 1) return bad("--num-trainers must be >= 1, got ", o.trainers_per_machine);
+  if (o.trainers_per_machine < 1)
+    return bad("--num-trainers must be >= 1, got ", o.trainers_per_machine);
   if (o.resume && o.checkpoint_dir.empty()) return bad("--resume needs --checkpoint-dir");
   return absl::OkStatus();
 }

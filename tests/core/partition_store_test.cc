@@ -59,7 +59,8 @@ class PartitionStoreTest : public ::testing::Test {
 // Issue 11: a field's row shape in <name>.json is as untrusted as a .npy header; a shape whose
 // row size overflows int64 is refused when the config is read, naming the file and the field.
 TEST_F(PartitionStoreTest, ConfigWithOverflowingFieldShapeIsRefused) {
-  for (std::vector<int64_t> shape : {std::vector<int64_t>{int64_t{1} << 62, 4}, std::vector<int64_t>{-3}}) {
+  for (std::vector<int64_t> shape :
+       {std::vector<int64_t>{int64_t{1} << 62, 4}, std::vector<int64_t>{-3}}) {
     PartitionConfig bad = config_;
     ASSERT_FALSE(bad.node_fields.empty());
     bad.node_fields[0].row_shape = shape;
@@ -69,8 +70,10 @@ TEST_F(PartitionStoreTest, ConfigWithOverflowingFieldShapeIsRefused) {
     testing::WriteText(path, *json);
     auto loaded = LoadPartitionConfig(path);
     ASSERT_FALSE(loaded.ok());
-    EXPECT_NE(std::string(loaded.status().message()).find("bad.json"), std::string::npos) << loaded.status();
-    EXPECT_NE(std::string(loaded.status().message()).find("node_fields '" + bad.node_fields[0].name + "'"),
+    EXPECT_NE(std::string(loaded.status().message()).find("bad.json"), std::string::npos)
+        << loaded.status();
+    EXPECT_NE(std::string(loaded.status().message())
+                  .find("node_fields '" + bad.node_fields[0].name + "'"),
               std::string::npos)
         << loaded.status();
   }

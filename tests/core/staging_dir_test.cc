@@ -65,7 +65,8 @@ TEST(StagingDirTest, OverwriteReplacesOnlyTheToolsOwnOutput) {
   EXPECT_EQ(Slurp(dir.Sub("user/precious.txt")), "keep me");
   // A plain file at --out: refused too.
   std::ofstream(dir.Sub("file")) << "keep";
-  EXPECT_EQ(Publish(dir.Sub("file"), o, "a.txt", "1").code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Publish(dir.Sub("file"), o, "a.txt", "1").code(),
+            absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(Slurp(dir.Sub("file")), "keep");
 
   // Its own output: replaced.
@@ -138,19 +139,23 @@ TEST(StagingDirTest, RemovesStaleStagingOfDeadRunsOnly) {
   const std::string dead = dir.Sub(".out.tmp-" + me.pid + "-" + dead_start + "-1@" + me.host);
   const std::string dead_old = dir.Sub(".other.old-" + me.pid + "-" + dead_start + "-2@" + me.host);
   const std::string alive = dir.Sub(".out.tmp-" + me.pid + "-" + me.start + "-3@" + me.host);
-  const std::string other_host = dir.Sub(".out.tmp-" + me.pid + "-" + dead_start + "-4@not-" + me.host);
-  const std::string legacy = dir.Sub(".out.tmp-" + me.pid + "-5");  // no owner recorded: not provably ours
+  const std::string other_host =
+      dir.Sub(".out.tmp-" + me.pid + "-" + dead_start + "-4@not-" + me.host);
+  const std::string legacy =
+      dir.Sub(".out.tmp-" + me.pid + "-5");  // no owner recorded: not provably ours
   const std::string user = dir.Sub(".out.tmp-1-2-3");
   for (const auto& p : {dead, dead_old, alive, other_host, legacy, user}) {
     fs::create_directories(p + "/part0");
     std::ofstream(p + "/part0/x.npy") << "x";
   }
-  std::ofstream(dir.Sub(".file.tmp-" + me.pid + "-" + dead_start + "-6@" + me.host)) << "a file, not a folder";
+  std::ofstream(dir.Sub(".file.tmp-" + me.pid + "-" + dead_start + "-6@" + me.host))
+      << "a file, not a folder";
 
   EXPECT_EQ(RemoveStaleStagingDirs(dir.path()), 2);
   EXPECT_FALSE(fs::exists(dead));
   EXPECT_FALSE(fs::exists(dead_old));
-  for (const auto& p : {alive, other_host, legacy, user, live->path()}) EXPECT_TRUE(fs::exists(p)) << p;
+  for (const auto& p : {alive, other_host, legacy, user, live->path()})
+    EXPECT_TRUE(fs::exists(p)) << p;
   EXPECT_TRUE(fs::exists(dir.Sub(".file.tmp-" + me.pid + "-" + dead_start + "-6@" + me.host)));
 
   // Create() does the same on its own.

@@ -314,7 +314,8 @@ TEST(GenerateTest, ExistingOutputNeedsOverwrite) {
   o.overwrite = true;
   s = GenerateDataset(o);
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
-  EXPECT_NE(std::string(s.message()).find("was not written by fanout-generate"), std::string::npos) << s;
+  EXPECT_NE(std::string(s.message()).find("was not written by fanout-generate"), std::string::npos)
+      << s;
   EXPECT_TRUE(fs::exists(fs::path(o.out_dir) / "keep.txt"));
   fs::remove_all(o.out_dir);
   ASSERT_TRUE(GenerateDataset(o).ok());

@@ -351,7 +351,8 @@ TEST(BatchLoaderTest, ZeroPrefetchOrThreadsIsRefusedNotAHang) {
     lo.prefetch = 0;
     auto l = MakeBatchLoader(g->get(), go, so, {1, 2, 3}, lo);
     ASSERT_FALSE(l.ok());
-    EXPECT_NE(l.status().message().find("--prefetch must be >= 1"), std::string::npos) << l.status();
+    EXPECT_NE(l.status().message().find("--prefetch must be >= 1"), std::string::npos)
+        << l.status();
   }
   LoaderOptions lo;
   lo.num_threads = 0;

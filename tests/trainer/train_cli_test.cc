@@ -235,9 +235,11 @@ TEST_F(TrainCliTest, BadFlagsAreClearErrorsNotBacktracesOrHangs) {
     const std::string& out = p.output();
     ASSERT_TRUE(code.has_value()) << c.flags[0] << " " << c.flags[1] << ": no exit (a hang)";
     EXPECT_EQ(*code, c.exit_code) << c.flags[0] << " " << c.flags[1] << ": " << out;
-    EXPECT_NE(out.find(c.expected), std::string::npos) << c.flags[0] << " " << c.flags[1] << ": " << out;
+    EXPECT_NE(out.find(c.expected), std::string::npos)
+        << c.flags[0] << " " << c.flags[1] << ": " << out;
     for (const char* trace : {"Exception raised from", "terminate called", "frame #"}) {
-      EXPECT_EQ(out.find(trace), std::string::npos) << "a backtrace for " << c.flags[0] << ": " << out;
+      EXPECT_EQ(out.find(trace), std::string::npos)
+          << "a backtrace for " << c.flags[0] << ": " << out;
     }
   }
 }
