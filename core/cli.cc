@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 
 #include "core/status.h"
@@ -65,10 +66,15 @@ void ArgParser::AddUint(const std::string& name, uint64_t* out, const std::strin
 
 void ArgParser::AddDouble(const std::string& name, double* out, const std::string& help) {
   flags_.push_back({name, help, StrCat(*out), false, [out, name](const std::string& v) {
-                      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), *out);
+                      double x;
+                      auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
                       if (ec != std::errc() || p != v.data() + v.size() || v.empty()) {
                         return BadValue(name, v, "a number");
                       }
+                      // No flag means anything by nan or inf, and every range check written as
+                      // `x < lo` lets nan through (issue 11: --lr nan reached LibTorch).
+                      if (!std::isfinite(x)) return BadValue(name, v, "a finite number");
+                      *out = x;
                       return absl::OkStatus();
                     }});
 }

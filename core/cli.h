@@ -24,6 +24,7 @@ class ArgParser {
   void AddInt(const std::string& name, int64_t* out, const std::string& help);
   void AddInt(const std::string& name, int* out, const std::string& help);
   void AddUint(const std::string& name, uint64_t* out, const std::string& help);
+  // A finite number: nan and inf are refused.
   void AddDouble(const std::string& name, double* out, const std::string& help);
   void AddBool(const std::string& name, bool* out, const std::string& help);
   // A flag that may be repeated: every occurrence's value is appended to *out.

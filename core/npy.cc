@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "core/shape.h"
 #include "core/strings.h"
 #include "core/status.h"
 #include "core/text_reader.h"
@@ -115,7 +116,21 @@ absl::StatusOr<NpyHeader> ParseHeader(const std::string& path, const char* buf, 
     if (!ParseInt64(d, &v) || v < 0) return bad(StrCat("bad shape ", *shape));
     h.shape.push_back(v);
   }
-  size_t need = h.data_offset + static_cast<size_t>(Product(h.shape)) * DTypeSize(h.dtype);
+  // The header is untrusted: a crafted shape such as (2^61, 2) must not wrap the byte count
+  // around to the file's size, or readers index far outside the mapping.
+  auto data_bytes = ShapeBytes(h.shape, DTypeSize(h.dtype), "header");
+  if (!data_bytes.ok()) return bad(std::string(data_bytes.status().message()));
+  // Row arithmetic (row_elems, row_bytes) must not overflow either, even when the first axis is 0.
+  if (!h.shape.empty()) {
+    std::vector<int64_t> row(h.shape.begin() + 1, h.shape.end());
+    auto row_bytes = ShapeBytes(row, DTypeSize(h.dtype), "header (one row)");
+    if (!row_bytes.ok()) return bad(std::string(row_bytes.status().message()));
+  }
+  int64_t need_signed;
+  if (!CheckedAdd(static_cast<int64_t>(h.data_offset), *data_bytes, &need_signed)) {
+    return bad(StrCat("shape ", ShapeString(h.shape), " is larger than any file"));
+  }
+  const size_t need = static_cast<size_t>(need_signed);
   if (file_size != need) {
     return absl::InvalidArgumentError(StrCat(
         path, ": file is ", file_size, " bytes but its header (", DTypeName(h.dtype), ", shape ",

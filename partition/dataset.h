@@ -20,6 +20,7 @@ struct Field {
 struct Dataset {
   std::string name;        // default graph name (the input folder's name)
   std::string layout;      // "ogb" or "plain", for the summary
+  std::string input_dir;   // folder read from ("" if built in memory); never written over
   int64_t num_nodes = 0;
   std::string num_nodes_source;  // where num_nodes came from (a file, a flag), for messages
   // Input edges as an int64 [E, 2] array, row e = (src, dst).

@@ -703,8 +703,8 @@ absl::Status ValidateGenerateOptions(const GenerateOptions& o) {
 
 absl::Status GenerateDataset(const GenerateOptions& options) {
   RETURN_IF_ERROR(ValidateGenerateOptions(options));
-  ASSIGN_OR_RETURN(core::StagingDir staging,
-                   core::StagingDir::Create(options.out_dir, options.overwrite));
+  const core::StagingOptions so{.tool = "fanout-generate", .overwrite = options.overwrite};
+  ASSIGN_OR_RETURN(core::StagingDir staging, core::StagingDir::Create(options.out_dir, so));
   const fs::path dir(staging.path());
   if (options.format == DatasetFormat::kOgb) RETURN_IF_ERROR(MkDir(dir / "raw"));
 

@@ -46,7 +46,9 @@ int main(int argc, char** argv) {
   core::ArgParser args("fanout-generate", "--out DIR [--preset tiny|small|products] [flags]");
   args.SetDescription(kAbout);
   args.AddString("out", &o.out_dir, "output folder (written atomically)");
-  args.AddBool("overwrite", &o.overwrite, "replace --out if it exists");
+  args.AddBool(
+      "overwrite", &o.overwrite,
+      "replace --out if it is an earlier output of fanout-generate (never another folder)");
   args.AddChoice("format", &format, {"npy", "ogb"},
                  "layout: plain .npy files, or OGB's raw/*.csv.gz + split/<name>/");
   args.AddChoice("preset", &preset, {"tiny", "small", "products"},

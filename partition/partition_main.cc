@@ -34,7 +34,9 @@ int main(int argc, char** argv) {
   args.AddInt("halo-hops", &opt.halo_hops, "hops of remote neighbours recorded (0 or 1)");
   args.AddUint("seed", &opt.seed, "seed for METIS and random partitioning");
   args.AddInt("num-threads", &opt.num_threads, "threads for sorting and writing (0 = all cores)");
-  args.AddBool("overwrite", &opt.overwrite, "replace --out if it exists");
+  args.AddBool("overwrite", &opt.overwrite,
+               "replace --out if it is an earlier output of fanout-partition (never the input or "
+               "another folder)");
   args.AddBool("quiet", &opt.quiet, "no progress on stderr");
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
   if (read.input_dir.empty()) return args.Fail(absl::InvalidArgumentError("--input is required"));

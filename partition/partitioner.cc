@@ -281,6 +281,10 @@ absl::Status ValidatePartitionOptions(const PartitionOptions& o, int64_t num_nod
   if (o.method != PartMethod::kFile && !o.assignment_file.empty()) {
     return absl::InvalidArgumentError("--assignment is only used with --part-method file");
   }
+  if (o.num_threads < 0) {
+    return absl::InvalidArgumentError(
+        StrCat("--num-threads must be >= 0 (0 = all cores), got ", o.num_threads));
+  }
   if (o.halo_hops != 0 && o.halo_hops != 1) {
     return absl::InvalidArgumentError(StrCat("--halo-hops must be 0 or 1, got ", o.halo_hops));
   }
@@ -313,8 +317,15 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
                                                "' clashes with the mask fanout derives from the split"));
     }
   }
-  // Claim the output folder before the long work, so a bad --out fails fast.
-  ASSIGN_OR_RETURN(core::StagingDir staging, core::StagingDir::Create(o.out_dir, o.overwrite));
+  // Claim the output folder before the long work, so a bad --out fails fast. Everything read
+  // is protected: --out may not be, contain, or (to replace it) lie inside any input.
+  core::StagingOptions so{
+      .tool = kTool, .overwrite = o.overwrite, .inputs = {d.input_dir, o.assignment_file}};
+  for (const std::string* p : {&d.edges_source, &d.edges.path()}) so.inputs.push_back(*p);
+  for (const auto* fields : {&d.node_fields, &d.edge_fields}) {
+    for (const Field& f : *fields) so.inputs.push_back(f.data.path());
+  }
+  ASSIGN_OR_RETURN(core::StagingDir staging, core::StagingDir::Create(o.out_dir, so));
 
   core::PhaseTimer timer;
   PartitionSummary s;

@@ -29,7 +29,7 @@ struct PartitionOptions {
   int halo_hops = 1;                   // 0 or 1
   uint64_t seed = 0;                   // METIS and random partitioning seed
   int num_threads = 0;                 // threads for sorting and writing; 0 = all cores
-  bool overwrite = false;              // replace an existing out_dir
+  bool overwrite = false;              // replace an out_dir this tool wrote (core/staging_dir.h)
   bool quiet = false;                  // no progress lines on stderr
 };
 

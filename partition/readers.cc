@@ -86,6 +86,12 @@ absl::StatusOr<NpyArray> ReadEdgesText(const std::string& path, int64_t num_node
     if (fields.size() < 2 || !core::ParseInt64(fields[0], &s) || !core::ParseInt64(fields[1], &d)) {
       return LineError(r, StrCat("expected 'src,dst' node IDs, got '", line.substr(0, 80), "'"));
     }
+    // Extra columns (a weight, a timestamp, a shifted file) were silently dropped (issue 11).
+    if (fields.size() > 2) {
+      return LineError(
+          r, StrCat("expected 'src,dst' node IDs, got ", fields.size(), " columns in '",
+                    line.substr(0, 80), "' (edge features go in edge_feat.npy or edge_data/)"));
+    }
     for (int64_t id : {s, d}) {
       if (id < 0 || (num_nodes > 0 && id >= num_nodes)) {
         return LineError(r, StrCat("node ID ", id, " is outside [0, ", num_nodes, ") (num_nodes)"));
@@ -382,6 +388,10 @@ absl::StatusOr<Dataset> ReadDataset(const ReadOptions& opt) {
   fs::path dir(opt.input_dir);
   std::error_code ec;
   if (opt.input_dir.empty()) return absl::InvalidArgumentError("--input is required");
+  if (opt.num_nodes < -1) {
+    return absl::InvalidArgumentError(
+        StrCat("--num-nodes must be -1 (infer it) or a node count >= 0, got ", opt.num_nodes));
+  }
   if (!fs::is_directory(dir, ec)) {
     return absl::NotFoundError(StrCat("--input ", opt.input_dir, ": not a readable folder"));
   }
@@ -397,6 +407,7 @@ absl::StatusOr<Dataset> ReadDataset(const ReadOptions& opt) {
         "and edges.npy / edges.csv / edges.tsv, the plain layout; see README 'Dataset layouts')"));
   }
   if (!d.ok()) return d.status();
+  d->input_dir = opt.input_dir;
   d->name = fs::absolute(dir).lexically_normal().filename().string();
   if (d->name.empty()) d->name = fs::absolute(dir).lexically_normal().parent_path().filename().string();
   RETURN_IF_ERROR(ValidateDataset(*d));

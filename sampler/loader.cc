@@ -306,6 +306,13 @@ absl::StatusOr<std::unique_ptr<BatchLoader>> MakeBatchLoader(const DistGraph* gr
     return absl::InvalidArgumentError(StrCat("--num-samplers must be >= 0, got ", options.num_samplers));
   }
   if (options.num_epochs < 0) return absl::InvalidArgumentError("the number of epochs must be >= 0");
+  // With prefetch 0 no batch may ever be made ahead of the consumer: it would wait forever.
+  if (options.prefetch < 1)
+    return absl::InvalidArgumentError(StrCat("--prefetch must be >= 1, got ", options.prefetch));
+  if (options.num_samplers == 0 && options.num_threads < 1) {
+    return absl::InvalidArgumentError(
+        StrCat("--sampler-threads must be >= 1, got ", options.num_threads));
+  }
   if (options.num_samplers == 0) {
     return std::unique_ptr<BatchLoader>(new ThreadLoader(graph, sampler_options, std::move(seeds), options));
   }

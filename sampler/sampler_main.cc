@@ -75,9 +75,27 @@ int main(int argc, char** argv) {
   if (socket_fd < 0 || seeds_fd < 0) {
     return args.Fail(absl::InvalidArgumentError("--socket-fd and --seeds-fd are required (the trainer starts this)"));
   }
-  if (num_samplers < 1 || index < 0 || index >= num_samplers || prefetch < 1 || num_seeds < 0) {
-    return args.Fail(absl::InvalidArgumentError("--index, --num-samplers, --prefetch or --num-seeds out of range"));
-  }
+  // Each flag on its own, so the message names the one at fault (issue 11).
+  absl::Status bad = absl::OkStatus();
+  auto need = [&](bool ok, const std::string& msg) {
+    if (!ok && bad.ok()) bad = absl::InvalidArgumentError(msg);
+  };
+  need(num_samplers >= 1, StrCat("--num-samplers must be >= 1, got ", num_samplers));
+  need(index >= 0 && index < num_samplers,
+       StrCat("--index must be in [0, ", num_samplers, ") (--num-samplers), got ", index));
+  need(prefetch >= 1, StrCat("--prefetch must be >= 1, got ", prefetch));
+  need(num_seeds >= 0, StrCat("--num-seeds must be >= 0, got ", num_seeds));
+  need(first_epoch >= 0, StrCat("--first-epoch must be >= 0, got ", first_epoch));
+  need(num_epochs >= 0, StrCat("--num-epochs must be >= 0, got ", num_epochs));
+  need(go.client.deadline_seconds > 0,
+       StrCat("--deadline must be > 0 seconds, got ", go.client.deadline_seconds));
+  need(go.connect_timeout_seconds > 0,
+       StrCat("--connect-timeout must be > 0 seconds, got ", go.connect_timeout_seconds));
+  need(go.cache_max_bytes >= 0, StrCat("--cache-max-bytes must be >= 0, got ", go.cache_max_bytes));
+  need(so.seeds_per_epoch >= -1,
+       StrCat("--seeds-per-epoch must be -1 (all) or >= 0, got ", so.seeds_per_epoch));
+  need(so.rank >= 0, StrCat("--rank must be >= 0, got ", so.rank));
+  if (!bad.ok()) return args.Fail(bad);
 
   // Any failure from here on goes to the trainer too, which reports it with this process's name.
   auto fail = [&](const absl::Status& s) {

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <thread>
 
@@ -174,15 +175,28 @@ int Main(int argc, char** argv) {
   if (o.part_config.empty())
     return args.Fail(
         absl::InvalidArgumentError("--part-config (or FANOUT_PART_CONFIG) is required"));
-  if (o.resume && o.checkpoint_dir.empty())
-    return args.Fail(absl::InvalidArgumentError("--resume needs --checkpoint-dir"));
-  if (o.epochs < 1)
-    return args.Fail(absl::InvalidArgumentError(StrCat("--epochs must be >= 1, got ", o.epochs)));
-  if (o.trainers_per_machine < 1 || num_servers < 1) {
-    return args.Fail(absl::InvalidArgumentError("--num-trainers and --num-servers must be >= 1"));
+  // Every flag is checked before anything connects (issue 11: --lr nan reached LibTorch and
+  // aborted with a backtrace, --prefetch 0 hung the loader forever).
+  if (absl::Status v = trainer::ValidateTrainOptions(o); !v.ok()) return args.Fail(v);
+  if (num_servers < 1)
+    return args.Fail(
+        absl::InvalidArgumentError(StrCat("--num-servers must be >= 1, got ", num_servers)));
+  if (machine_id < -1) {
+    return args.Fail(absl::InvalidArgumentError(StrCat(
+        "--machine-id must be a partition number >= 0 (default: rank / trainers per machine), got ",
+        machine_id)));
   }
-  if (o.intra_op_threads < 1)
-    return args.Fail(absl::InvalidArgumentError("--threads must be >= 1"));
+  if (!(deadline > 0))
+    return args.Fail(
+        absl::InvalidArgumentError(StrCat("--deadline must be > 0 seconds, got ", deadline)));
+  if (!(comm_timeout > 0) || comm_timeout > 1e9) {
+    return args.Fail(absl::InvalidArgumentError(
+        StrCat("--comm-timeout must be in (0, 1e9] seconds, got ", comm_timeout)));
+  }
+  if (feature_cache_mb < 0 || feature_cache_mb > (std::numeric_limits<int64_t>::max() >> 20)) {
+    return args.Fail(absl::InvalidArgumentError(
+        StrCat("--feature-cache-mb must be >= 0 (0 turns the cache off), got ", feature_cache_mb)));
+  }
   auto model_kind = trainer::ParseModelKind(model);
   if (!model_kind.ok()) return args.Fail(model_kind.status());
   o.model.model = *model_kind;
@@ -202,10 +216,6 @@ int Main(int argc, char** argv) {
   auto security = server::Security::Load(o.graph.security, server::Security::Role::kClient);
   if (!security.ok()) return args.Fail(security.status());
   o.dist.auth_token = security->token();
-  if (feature_cache_mb < 0) {
-    return args.Fail(absl::InvalidArgumentError(
-        StrCat("--feature-cache-mb must be >= 0 (0 turns the cache off), got ", feature_cache_mb)));
-  }
   o.graph.cache_field = o.feature_field;
   o.graph.cache_max_bytes = feature_cache_mb << 20;
 

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <memory>
 
+#include "core/fsync.h"
 #include "core/random.h"
 #include "core/status.h"
 #include "core/strings.h"
@@ -61,14 +62,17 @@ std::string LastCheckpoint(const TrainOptions& o) {
   return StrCat(o.checkpoint_dir, "/last.rank", o.dist.rank, ".pt");
 }
 
-// Writes `archive` to `path` through a temporary file, so a crash never leaves a torn checkpoint.
+// Writes `archive` to `path` through a temporary file, so a crash never leaves a torn checkpoint:
+// the file is fsync'd before the rename publishes it, and its folder after (issue 11; without
+// it a power cut after the rename can leave `path` empty, the previous checkpoint gone).
 absl::Status SaveArchive(torch::serialize::OutputArchive& archive, const std::string& path) {
   const std::string tmp = path + ".tmp";
   RETURN_IF_ERROR(CatchTorch(StrCat("writing checkpoint ", path), [&] { archive.save_to(tmp); }));
+  RETURN_IF_ERROR(core::FsyncPath(tmp));
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) return absl::InternalError(StrCat("renaming ", tmp, " to ", path, ": ", ec.message()));
-  return absl::OkStatus();
+  return core::FsyncParent(path);
 }
 
 class Job {
@@ -504,7 +508,53 @@ absl::StatusOr<TrainResult> Job::Run() {
 
 }  // namespace
 
+absl::Status ValidateTrainOptions(const TrainOptions& o) {
+  auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(StrCat(parts...)); };
+  // Written as !(ok) so that NaN, which fails every comparison, is refused too.
+  if (!(std::isfinite(o.lr) && o.lr > 0)) return bad("--lr must be a number > 0, got ", o.lr);
+  if (!(std::isfinite(o.weight_decay) && o.weight_decay >= 0)) {
+    return bad("--weight-decay must be a number >= 0, got ", o.weight_decay);
+  }
+  if (!(o.model.dropout >= 0 && o.model.dropout < 1))
+    return bad("--dropout must be in [0, 1), got ", o.model.dropout);
+  if (o.model.hidden < 1) return bad("--hidden must be >= 1, got ", o.model.hidden);
+  if (o.model.heads < 1) return bad("--heads must be >= 1, got ", o.model.heads);
+  if (o.epochs < 1) return bad("--epochs must be >= 1, got ", o.epochs);
+  if (o.batch_size < 1) return bad("--batch-size must be >= 1, got ", o.batch_size);
+  if (o.eval_batch_size < 1) return bad("--eval-batch-size must be >= 1, got ", o.eval_batch_size);
+  for (const auto& [flag, fanouts] :
+       {std::pair{"--fanouts", &o.fanouts}, {"--eval-fanouts", &o.eval_fanouts}}) {
+    for (size_t i = 0; i < fanouts->size(); ++i) {
+      if ((*fanouts)[i] == 0 || (*fanouts)[i] < -1) {
+        return bad(flag, ": layer ", i, " has fanout ", (*fanouts)[i],
+                   "; a fanout is a positive count or -1 (all neighbours)");
+      }
+    }
+  }
+  if (o.fanouts.empty()) return bad("--fanouts: at least one layer is needed");
+  if (!o.eval_fanouts.empty() && o.eval_fanouts.size() != o.fanouts.size()) {
+    return bad("--eval-fanouts has ", o.eval_fanouts.size(), " layers, --fanouts ",
+               o.fanouts.size(), "; they must match");
+  }
+  if (o.eval_every < 0) return bad("--eval-every must be >= 0 (0: never), got ", o.eval_every);
+  if (o.log_every < 0)
+    return bad("--log-every must be >= 0 (0: per epoch only), got ", o.log_every);
+  if (o.num_samplers < 0)
+    return bad("--num-samplers must be >= 0 (0: sample in-process), got ", o.num_samplers);
+  if (o.sampler_threads < 1) return bad("--sampler-threads must be >= 1, got ", o.sampler_threads);
+  if (o.prefetch < 1) {
+    return bad("--prefetch must be >= 1 (batches made ahead; with 0 none could ever be made), got ",
+               o.prefetch);
+  }
+  if (o.intra_op_threads < 1) return bad("--threads must be >= 1, got ", o.intra_op_threads);
+  if (o.trainers_per_machine < 1)
+    return bad("--num-trainers must be >= 1, got ", o.trainers_per_machine);
+  if (o.resume && o.checkpoint_dir.empty()) return bad("--resume needs --checkpoint-dir");
+  return absl::OkStatus();
+}
+
 absl::StatusOr<TrainResult> RunTraining(const TrainOptions& options) {
+  RETURN_IF_ERROR(ValidateTrainOptions(options));
   Job job(options);
   return job.Run();
 }

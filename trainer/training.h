@@ -62,6 +62,11 @@ struct TrainResult {
   double final_test_acc = -1;  // of the model after the last epoch
 };
 
+// Checks every option a user sets by flag, naming the flag and what is valid: no NaN, no
+// negative rate, no zero batch or prefetch (which would hang the loader). RunTraining calls it
+// too; fanout-train calls it first so that a bad flag fails before any connection is made.
+absl::Status ValidateTrainOptions(const TrainOptions& options);
+
 // Runs the whole job for this rank. Every rank of the job must call it with the same options
 // (except rank and machine). Errors name the partition, server, peer or file at fault.
 absl::StatusOr<TrainResult> RunTraining(const TrainOptions& options);

@@ -74,5 +74,20 @@ TEST(ArgParserTest, ErrorsNameTheFlag) {
   EXPECT_NE(std::string(e5.message()).find("unexpected argument 'stray'"), std::string::npos);
 }
 
+// Issue 11: --lr nan parsed as a number and reached LibTorch; no flag means anything by nan/inf.
+TEST(ArgParserTest, DoublesMustBeFinite) {
+  double d = 0.5;
+  ArgParser p("tool", "");
+  p.AddDouble("lr", &d, "");
+  for (const char* v : {"nan", "NaN", "-nan", "inf", "-inf", "infinity", "1e999"}) {
+    absl::Status s = ParseArgs(p, {"--lr", v});
+    EXPECT_FALSE(s.ok()) << v;
+    EXPECT_NE(std::string(s.message()).find("--lr"), std::string::npos) << s;
+  }
+  EXPECT_EQ(d, 0.5) << "a refused value is not stored";
+  EXPECT_TRUE(ParseArgs(p, {"--lr", "-1e-3"}).ok()) << "ranges are the tool's to check";
+  EXPECT_EQ(d, -1e-3);
+}
+
 }  // namespace
 }  // namespace fanout::core

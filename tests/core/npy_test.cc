@@ -94,6 +94,46 @@ TEST(NpyTest, RejectsBadFilesNamingTheProblem) {
   }
 }
 
+// Issue 11: a crafted header whose byte count wraps around 64 bits must be refused, not mapped
+// (before, (2^61, 2) int64 needed "0" data bytes, so the header alone passed the size check and
+// readers indexed far past the mapping).
+TEST(NpyTest, RejectsShapesWhoseSizeOverflows) {
+  TempDir dir;
+  struct Case {
+    const char* file;
+    const char* dict;
+    size_t data_bytes;
+  } cases[] = {
+      // 2^62 elements * 8 bytes = 2^65: wraps to 0.
+      {"edges.npy", "{'descr': '<i8', 'fortran_order': False, 'shape': (2305843009213693952, 2), }",
+       0},
+      // 1000 * 2^62 elements: the element count itself overflows.
+      {"node_feat.npy",
+       "{'descr': '<f4', 'fortran_order': False, 'shape': (1000, 4611686018427387904), }", 0},
+      // A zero first axis must not hide a row size that overflows row_bytes().
+      {"rows.npy",
+       "{'descr': '<f8', 'fortran_order': False, 'shape': (0, 4611686018427387904, 4), }", 0},
+      // A single dimension past int64.
+      {"huge.npy", "{'descr': '<u1', 'fortran_order': False, 'shape': (99999999999999999999,), }",
+       0},
+      // Fits in int64 elements, but header + data overflows.
+      {"edge.npy", "{'descr': '<u1', 'fortran_order': False, 'shape': (9223372036854775807,), }",
+       0},
+  };
+  for (const auto& c : cases) {
+    WriteRaw(dir.Sub(c.file), c.dict, c.data_bytes);
+    for (bool cow : {false, true}) {
+      auto a = cow ? NpyArray::MapCopyOnWrite(dir.Sub(c.file)) : NpyArray::Map(dir.Sub(c.file));
+      ASSERT_FALSE(a.ok()) << c.file << " was accepted with shape of " << a->shape().size()
+                           << " dims";
+      EXPECT_EQ(a.status().code(), absl::StatusCode::kInvalidArgument) << a.status();
+      EXPECT_NE(std::string(a.status().message()).find(c.file), std::string::npos) << a.status();
+      EXPECT_NE(std::string(a.status().message()).find("not a valid .npy file"), std::string::npos)
+          << a.status();
+    }
+  }
+}
+
 TEST(NpyTest, StreamingWriterChecksTheDeclaredSize) {
   TempDir dir;
   auto w = NpyWriter::Open(dir.Sub("s.npy"), DType::kInt32, {2, 2});

@@ -56,6 +56,29 @@ class PartitionStoreTest : public ::testing::Test {
   std::map<int64_t, std::pair<int64_t, int64_t>> edges_;  // eid -> (src, dst)
 };
 
+// Issue 11: a field's row shape in <name>.json is as untrusted as a .npy header; a shape whose
+// row size overflows int64 is refused when the config is read, naming the file and the field.
+TEST_F(PartitionStoreTest, ConfigWithOverflowingFieldShapeIsRefused) {
+  for (std::vector<int64_t> shape :
+       {std::vector<int64_t>{int64_t{1} << 62, 4}, std::vector<int64_t>{-3}}) {
+    PartitionConfig bad = config_;
+    ASSERT_FALSE(bad.node_fields.empty());
+    bad.node_fields[0].row_shape = shape;
+    auto json = PartitionConfigToJson(bad, "");
+    ASSERT_TRUE(json.ok()) << json.status();
+    const std::string path = dir_.Sub("bad.json");
+    testing::WriteText(path, *json);
+    auto loaded = LoadPartitionConfig(path);
+    ASSERT_FALSE(loaded.ok());
+    EXPECT_NE(std::string(loaded.status().message()).find("bad.json"), std::string::npos)
+        << loaded.status();
+    EXPECT_NE(std::string(loaded.status().message())
+                  .find("node_fields '" + bad.node_fields[0].name + "'"),
+              std::string::npos)
+        << loaded.status();
+  }
+}
+
 TEST_F(PartitionStoreTest, GathersTheSourceRows) {
   const PartitionStore& s = *stores_[1];
   std::vector<int64_t> ids = {s.node_end() - 1, s.node_start(), s.node_start() + 3, s.node_start()};

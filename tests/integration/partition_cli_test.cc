@@ -1,9 +1,14 @@
 // Runs the real fanout-generate and fanout-partition binaries as a user would.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "core/npy.h"
 #include "core/partition_config.h"
+#include "core/strings.h"
 #include "gtest/gtest.h"
 #include "partition/readers.h"
 #include "tests/testing/testing.h"
@@ -12,6 +17,7 @@ namespace fanout {
 namespace {
 
 namespace fs = std::filesystem;
+using core::StrCat;
 using testing::TempDir;
 
 struct RunResult {
@@ -97,26 +103,122 @@ INSTANTIATE_TEST_SUITE_P(
         CliError{"unknown_flag", "", {"--num-parts", "2", "--frobnicate"}, 2, "unknown flag --frobnicate"},
         CliError{"bad_method", "", {"--num-parts", "2", "--part-method", "magic"}, 2, "one of metis, random, file"},
         CliError{"missing_assignment", "", {"--num-parts", "2", "--part-method", "file", "--assignment", "{}/nope.txt"}, 1, "nope.txt"},
+        // Issue 11: extra columns were silently dropped; nonsense counts silently defaulted.
+        CliError{"extra_columns", "0,1\n1,2,0.5\n", {"--num-parts", "2"}, 1, "edges.csv:2: expected 'src,dst' node IDs, got 3 columns"},
+        CliError{"trailing_comma", "0,1,\n", {"--num-parts", "1"}, 1, "edges.csv:1: expected 'src,dst' node IDs, got 3 columns"},
+        CliError{"negative_threads", "", {"--num-parts", "2", "--num-threads", "-4"}, 1, "--num-threads must be >= 0"},
+        CliError{"negative_num_nodes", "", {"--num-parts", "2", "--num-nodes", "-5"}, 1, "--num-nodes must be -1"},
+        CliError{"halo_hops", "", {"--num-parts", "2", "--halo-hops", "2"}, 1, "--halo-hops must be 0 or 1"},
         CliError{"bad_input_dir", "", {"--num-parts", "2", "--input", "{}/absent"}, 1, "absent: not a readable folder"}),
     [](const auto& info) { return std::string(info.param.name); });
+
+// Issue 11: a .npy whose header claims a shape whose byte size wraps around 64 bits (so the
+// header alone "matched" the file size) must be refused by name, with no output written.
+TEST(PartitionCliTest, CraftedNpyShapesAreRefusedNamingTheFile) {
+  struct Case {
+    const char* file;
+    core::DType dtype;
+    std::vector<int64_t> shape;
+  } cases[] = {{"edges.npy", core::DType::kInt64, {int64_t{1} << 61, 2}},
+               {"node_feat.npy", core::DType::kFloat32, {1000, int64_t{1} << 62}}};
+  for (const auto& c : cases) {
+    TempDir dir;
+    fs::create_directories(dir.Sub("in"));
+    if (std::string(c.file) != "edges.npy") {
+      testing::WriteText(dir.Sub("in/edges.csv"), "0,1\n1,2\n2,3\n3,0\n");
+    }
+    // Only the header: with the old unchecked product this was a "complete" file.
+    testing::WriteText(dir.Sub(std::string("in/") + c.file), core::EncodeNpyHeader(c.dtype, c.shape));
+    RunResult r = RunTool(dir, {FANOUT_PARTITION_BIN, "--input", dir.Sub("in"), "--out", dir.Sub("out"),
+                                "--num-parts", "2", "--part-method", "random"});
+    EXPECT_EQ(r.exit_code, 1) << c.file << ": " << r.err;
+    EXPECT_NE(r.err.find(c.file), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("not a valid .npy file"), std::string::npos) << r.err;
+    EXPECT_TRUE(OnlyEntries(dir.path(), {"in"})) << "output or staging folder left behind";
+  }
+}
 
 TEST(PartitionCliTest, ExistingOutputIsKeptUnlessOverwrite) {
   TempDir dir;
   fs::create_directories(dir.Sub("in"));
   testing::WriteText(dir.Sub("in/edges.csv"), "0,1\n1,2\n2,3\n3,0\n");
-  fs::create_directories(dir.Sub("out"));
-  testing::WriteText(dir.Sub("out/precious.txt"), "keep me");
   std::vector<std::string> args = {FANOUT_PARTITION_BIN, "--input", dir.Sub("in"), "--out",
                                    dir.Sub("out"), "--num-parts", "2"};
   RunResult r = RunTool(dir, args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = RunTool(dir, args);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("already exists"), std::string::npos) << r.err;
-  EXPECT_EQ(Slurp(dir.Sub("out/precious.txt")), "keep me");
-  args.push_back("--overwrite");
+  // Its own earlier output is replaced with --overwrite.
+  args.insert(args.end(), {"--overwrite", "--num-parts", "3"});
   r = RunTool(dir, args);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_TRUE(fs::exists(dir.Sub("out/in.json")));
-  EXPECT_FALSE(fs::exists(dir.Sub("out/precious.txt")));
+  auto cfg = core::LoadPartitionConfig(dir.Sub("out/in.json"));
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  EXPECT_EQ(cfg->num_parts, 3);
+  EXPECT_TRUE(OnlyEntries(dir.path(), {"in", "out"})) << "staging folder left behind";
+}
+
+// Issue 11: --overwrite deleted any folder at --out, the input dataset included.
+TEST(PartitionCliTest, OverwriteNeverDeletesTheUsersData) {
+  TempDir dir;
+  fs::create_directories(dir.Sub("in/sub"));
+  testing::WriteText(dir.Sub("in/edges.csv"), "0,1\n1,2\n2,3\n3,0\n");
+  fs::create_directories(dir.Sub("user"));
+  testing::WriteText(dir.Sub("user/precious.txt"), "keep me");
+  struct Case {
+    std::string out, expected;
+  } cases[] = {{dir.Sub("user"), "was not written by fanout-partition"},
+               {dir.Sub("in"), "is the input"},
+               {dir.Sub("in/"), "is the input"},
+               {dir.path(), "contains the input"},
+               {dir.Sub("in/sub"), "is inside the input"}};
+  for (const auto& c : cases) {
+    RunResult r = RunTool(dir, {FANOUT_PARTITION_BIN, "--input", dir.Sub("in"), "--out", c.out,
+                                "--num-parts", "2", "--overwrite"});
+    EXPECT_EQ(r.exit_code, 1) << c.out << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--out"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(Slurp(dir.Sub("user/precious.txt")), "keep me");
+  EXPECT_EQ(Slurp(dir.Sub("in/edges.csv")), "0,1\n1,2\n2,3\n3,0\n");
+  EXPECT_TRUE(fs::is_directory(dir.Sub("in/sub")));
+  EXPECT_TRUE(OnlyEntries(dir.path(), {"in", "user"})) << "output or staging folder left behind";
+  // The assignment file is an input too.
+  testing::WriteText(dir.Sub("user/assign.txt"), "0\n1\n0\n1\n");
+  RunResult r = RunTool(dir, {FANOUT_PARTITION_BIN, "--input", dir.Sub("in"), "--out", dir.Sub("user"),
+                              "--num-parts", "2", "--overwrite", "--part-method", "file", "--assignment",
+                              dir.Sub("user/assign.txt")});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("contains the input"), std::string::npos) << r.err;
+  EXPECT_TRUE(fs::exists(dir.Sub("user/assign.txt")));
+}
+
+// Issue 11: a killed run's hidden staging folder stayed forever. The next run removes those of
+// dead processes on this host, and leaves a live run's alone.
+TEST(PartitionCliTest, NextRunRemovesStaleStagingOfDeadRuns) {
+  TempDir dir;
+  fs::create_directories(dir.Sub("in"));
+  testing::WriteText(dir.Sub("in/edges.csv"), "0,1\n1,2\n2,3\n3,0\n");
+  // A pid that is certainly dead: a child that has exited and been reaped.
+  pid_t child = fork();
+  if (child == 0) _exit(0);
+  ASSERT_GT(child, 0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  char host[256] = {};
+  ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
+  // This test process is alive; its start time from /proc/self/stat (field 22).
+  std::string stat = Slurp("/proc/self/stat");
+  std::istringstream fields(stat.substr(stat.rfind(')') + 2));
+  std::string start;
+  for (int f = 3; f <= 22; ++f) fields >> start;
+  const std::string dead = StrCat(".out.tmp-", child, "-", 12345, "-1@", host);
+  const std::string alive = StrCat(".out.tmp-", getpid(), "-", start, "-2@", host);
+  for (const auto& name : {dead, alive}) testing::WriteText(dir.Sub(name + "/part0/graph/indptr.npy"), "x");
+  RunResult r = RunTool(dir, {FANOUT_PARTITION_BIN, "--input", dir.Sub("in"), "--out", dir.Sub("out"),
+                              "--num-parts", "2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(OnlyEntries(dir.path(), {"in", "out", alive}));
 }
 
 TEST(PartitionCliTest, HelpListsFlags) {

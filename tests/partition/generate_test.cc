@@ -310,9 +310,17 @@ TEST(GenerateTest, ExistingOutputNeedsOverwrite) {
   absl::Status s = GenerateDataset(o);
   EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists) << s;
   EXPECT_TRUE(fs::exists(fs::path(o.out_dir) / "keep.txt"));
+  // Issue 11: --overwrite replaces only a folder fanout-generate wrote, never a user's folder.
   o.overwrite = true;
+  s = GenerateDataset(o);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(std::string(s.message()).find("was not written by fanout-generate"), std::string::npos)
+      << s;
+  EXPECT_TRUE(fs::exists(fs::path(o.out_dir) / "keep.txt"));
+  fs::remove_all(o.out_dir);
   ASSERT_TRUE(GenerateDataset(o).ok());
-  EXPECT_FALSE(fs::exists(fs::path(o.out_dir) / "keep.txt"));
+  o.seed += 1;
+  ASSERT_TRUE(GenerateDataset(o).ok()) << "its own output is replaced";
   EXPECT_TRUE(fs::exists(fs::path(o.out_dir) / "edges.npy"));
 }
 

@@ -334,5 +334,32 @@ TEST(BatchLoaderTest, MissingSamplerBinaryIsAClearError) {
   EXPECT_NE(l.status().message().find("/nonexistent/fanout-sampler"), std::string::npos);
 }
 
+// Issue 11: prefetch 0 let no batch be made ahead of the consumer, so the first Next() waited
+// forever. It is refused when the loader is made, for threads and sampler processes alike.
+TEST(BatchLoaderTest, ZeroPrefetchOrThreadsIsRefusedNotAHang) {
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(1, 100, 300));
+  DistGraphOptions go = job.GraphOptions(0);
+  auto g = DistGraph::Open(job.config, go);
+  ASSERT_TRUE(g.ok());
+  SamplerOptions so;
+  so.fanouts = {2};
+  for (int samplers : {0, 1}) {
+    LoaderOptions lo;
+    lo.num_samplers = samplers;
+    lo.sampler_binary = FANOUT_SAMPLER_BIN;
+    lo.prefetch = 0;
+    auto l = MakeBatchLoader(g->get(), go, so, {1, 2, 3}, lo);
+    ASSERT_FALSE(l.ok());
+    EXPECT_NE(l.status().message().find("--prefetch must be >= 1"), std::string::npos)
+        << l.status();
+  }
+  LoaderOptions lo;
+  lo.num_threads = 0;
+  auto l = MakeBatchLoader(g->get(), go, so, {1, 2, 3}, lo);
+  ASSERT_FALSE(l.ok());
+  EXPECT_NE(l.status().message().find("--sampler-threads"), std::string::npos) << l.status();
+}
+
 }  // namespace
 }  // namespace fanout::sampler

@@ -186,6 +186,64 @@ TEST_F(TrainCliTest, BadSetupIsRefusedClearly) {
   EXPECT_NE(out.find("--model"), std::string::npos) << out;
 }
 
+// Issue 11: --lr -1 / nan and --weight-decay -1 aborted inside LibTorch with a backtrace,
+// --prefetch 0 hung forever, --eval-batch-size 0 blamed --batch-size. Every bad value is now
+// refused before anything starts, with a message naming its flag.
+TEST_F(TrainCliTest, BadFlagsAreClearErrorsNotBacktracesOrHangs) {
+  struct Case {
+    std::vector<std::string> flags;
+    int exit_code;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {{"--lr", "-1"}, 1, "--lr must be a number > 0, got -1"},
+      {{"--lr", "0"}, 1, "--lr must be a number > 0"},
+      {{"--lr", "nan"}, 2, "--lr: 'nan' is not a finite number"},
+      {{"--weight-decay", "-1"}, 1, "--weight-decay must be a number >= 0, got -1"},
+      {{"--weight-decay", "inf"}, 2, "--weight-decay: 'inf' is not a finite number"},
+      {{"--prefetch", "0"}, 1, "--prefetch must be >= 1"},
+      {{"--eval-batch-size", "0"}, 1, "--eval-batch-size must be >= 1, got 0"},
+      {{"--batch-size", "0"}, 1, "--batch-size must be >= 1, got 0"},
+      {{"--dropout", "1"}, 1, "--dropout must be in [0, 1)"},
+      {{"--dropout", "-0.1"}, 1, "--dropout must be in [0, 1)"},
+      {{"--hidden", "0"}, 1, "--hidden must be >= 1"},
+      {{"--heads", "0"}, 1, "--heads must be >= 1"},
+      {{"--epochs", "0"}, 1, "--epochs must be >= 1"},
+      {{"--fanouts", "5,0"}, 1, "--fanouts: layer 1 has fanout 0"},
+      {{"--eval-fanouts", "5,-2"}, 1, "--eval-fanouts: layer 1 has fanout -2"},
+      {{"--eval-fanouts", "5"}, 1, "--eval-fanouts has 1 layers, --fanouts 2"},
+      {{"--eval-every", "-1"}, 1, "--eval-every must be >= 0"},
+      {{"--log-every", "-1"}, 1, "--log-every must be >= 0"},
+      {{"--num-samplers", "-1"}, 1, "--num-samplers must be >= 0"},
+      {{"--sampler-threads", "0"}, 1, "--sampler-threads must be >= 1"},
+      {{"--threads", "0"}, 1, "--threads must be >= 1"},
+      {{"--num-trainers", "0"}, 1, "--num-trainers must be >= 1"},
+      {{"--num-servers", "0"}, 1, "--num-servers must be >= 1"},
+      {{"--machine-id", "-2"}, 1, "--machine-id must be a partition number >= 0"},
+      {{"--deadline", "0"}, 1, "--deadline must be > 0 seconds"},
+      {{"--comm-timeout", "-5"}, 1, "--comm-timeout must be in (0, 1e9] seconds"},
+      {{"--feature-cache-mb", "-1"}, 1, "--feature-cache-mb must be >= 0"},
+      {{"--feature-cache-mb", "9223372036854775807"}, 1, "--feature-cache-mb must be >= 0"},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {FANOUT_TRAIN_BIN};
+    for (const std::string& a : Args(1)) args.push_back(a);
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    Proc p(args, "", {"FANOUT_RANK=0", "FANOUT_WORLD_SIZE=2", "FANOUT_COORDINATOR=127.0.0.1:1"});
+    // A hang shows as no exit code within the limit.
+    std::optional<int> code = p.Finish(std::chrono::seconds(60));
+    const std::string& out = p.output();
+    ASSERT_TRUE(code.has_value()) << c.flags[0] << " " << c.flags[1] << ": no exit (a hang)";
+    EXPECT_EQ(*code, c.exit_code) << c.flags[0] << " " << c.flags[1] << ": " << out;
+    EXPECT_NE(out.find(c.expected), std::string::npos)
+        << c.flags[0] << " " << c.flags[1] << ": " << out;
+    for (const char* trace : {"Exception raised from", "terminate called", "frame #"}) {
+      EXPECT_EQ(out.find(trace), std::string::npos)
+          << "a backtrace for " << c.flags[0] << ": " << out;
+    }
+  }
+}
+
 // GraphSAGE on Cora (planetoid split, reverse edges): 2 partitions x 1 trainer against 1 x 1,
 // three fixed seeds each. The measured numbers are in docs/benchmarks.md.
 TEST(CoraAccuracyTest, TwoPartitionsMatchOnePartition) {
