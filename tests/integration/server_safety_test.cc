@@ -230,6 +230,50 @@ TEST_F(SafetyTest, ExpiredCallsDoNotDelayOthers) {
   cq.Shutdown();
 }
 
+TEST_F(SafetyTest, ShutdownKeepsItsGracePeriodUnderLoad) {
+  ServerOptions o;
+  o.num_threads = 1;
+  o.limits.max_queued_calls = 1000;
+  Start(o, {.num_nodes = 4000, .num_edges = 40000, .feat_dim = 4});
+  std::vector<int64_t> all(config_.num_nodes);
+  for (int64_t i = 0; i < config_.num_nodes; ++i) all[i] = i;
+  v1::SampleRequest heavy;
+  FillInt64Tensor(all, heavy.mutable_seeds());
+  heavy.set_fanout(500);
+  heavy.set_replace(true);
+  // 300 heavy calls with a long deadline: several seconds of queued work for one worker.
+  grpc::CompletionQueue cq;
+  constexpr int kCalls = 300;
+  std::vector<std::unique_ptr<grpc::ClientContext>> ctxs;
+  std::vector<v1::SampleResponse> resps(kCalls);
+  std::vector<grpc::Status> st(kCalls);
+  std::vector<std::unique_ptr<grpc::ClientAsyncResponseReader<v1::SampleResponse>>> calls;
+  for (int i = 0; i < kCalls; ++i) {
+    ctxs.push_back(std::make_unique<grpc::ClientContext>());
+    ctxs.back()->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+    calls.push_back(stub_->AsyncSampleNeighbors(ctxs.back().get(), heavy, &cq));
+    calls.back()->Finish(&resps[i], &st[i], reinterpret_cast<void*>(static_cast<intptr_t>(i)));
+  }
+  // Let them queue up, then stop with a 0.5 s grace: the queued calls are cancelled and dropped
+  // unstarted instead of being worked through.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  auto t0 = std::chrono::steady_clock::now();
+  server_->Shutdown(std::chrono::milliseconds(500));
+  server_->Wait();
+  server_.reset();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took, 2.0) << "shutdown worked through the queue instead of keeping its grace period";
+  int cancelled = 0;
+  for (int i = 0; i < kCalls; ++i) {
+    void* tag;
+    bool ok;
+    ASSERT_TRUE(cq.Next(&tag, &ok));
+  }
+  for (const auto& s : st) cancelled += !s.ok();
+  EXPECT_GT(cancelled, 0);
+  cq.Shutdown();
+}
+
 TEST_F(SafetyTest, AFullQueueShedsLoadWithUnavailable) {
   ServerOptions o;
   o.limits.max_queued_calls = 0;  // nothing may wait: every pooled call is shed
