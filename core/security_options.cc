@@ -55,4 +55,13 @@ std::vector<std::string> SecurityEnv(const SecurityOptions& o) {
   return out;
 }
 
+bool SecretsEqual(std::string_view presented, std::string_view expected) {
+  unsigned char diff = presented.size() == expected.size() ? 0 : 1;
+  const size_t n = expected.empty() ? 1 : expected.size();
+  for (size_t i = 0; i < presented.size(); ++i) {
+    diff |= static_cast<unsigned char>(presented[i] ^ (expected.empty() ? 0 : expected[i % n]));
+  }
+  return diff == 0;
+}
+
 }  // namespace fanout::core

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -41,5 +42,9 @@ void AddSecurityFlags(ArgParser& args, SecurityOptions* o);
 std::vector<std::string> SecurityFlags(const SecurityOptions& o);
 // The environment variables that reproduce `o` ("NAME=VALUE", empty ones left out).
 std::vector<std::string> SecurityEnv(const SecurityOptions& o);
+
+// Compares a presented secret with the expected one in time that depends only on their
+// lengths, so that timing does not tell how much of a guess was right.
+bool SecretsEqual(std::string_view presented, std::string_view expected);
 
 }  // namespace fanout::core

@@ -8,6 +8,7 @@
 #include <exception>
 
 #include "core/sampling.h"
+#include "core/security_options.h"
 #include "core/shape.h"
 #include "core/status.h"
 #include "core/strings.h"
@@ -39,13 +40,6 @@ absl::Status Guarded(const char* method, const std::function<absl::Status(const 
   }
 }
 
-// Equal-time comparison: how much of a guessed token matches must not show in the timing.
-bool SameSecret(std::string_view a, std::string_view b) {
-  unsigned char diff = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i % std::max<size_t>(1, b.size())]);
-  return diff == 0;
-}
-
 }  // namespace
 
 absl::Status GraphServiceImpl::Authenticate(const grpc::CallbackServerContext& ctx) const {
@@ -53,7 +47,7 @@ absl::Status GraphServiceImpl::Authenticate(const grpc::CallbackServerContext& c
   const auto& md = ctx.client_metadata();
   auto it = md.find("authorization");
   const std::string want = StrCat("Bearer ", policy_.auth_token);
-  if (it != md.end() && SameSecret(std::string_view(it->second.data(), it->second.size()), want)) {
+  if (it != md.end() && core::SecretsEqual(std::string_view(it->second.data(), it->second.size()), want)) {
     return absl::OkStatus();
   }
   return absl::UnauthenticatedError(StrCat(

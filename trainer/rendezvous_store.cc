@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "core/security_options.h"
 #include "core/status.h"
 #include "core/strings.h"
 
@@ -114,12 +115,6 @@ bool ReadFrame(int fd, std::string* payload) {
 void SetReceiveTimeout(int fd, std::chrono::milliseconds t) {
   timeval tv{.tv_sec = static_cast<time_t>(t.count() / 1000), .tv_usec = static_cast<suseconds_t>(t.count() % 1000 * 1000)};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-}
-
-bool SameSecret(const std::string& a, const std::string& b) {
-  unsigned char d = a.size() == b.size() ? 0 : 1;
-  for (size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i % std::max<size_t>(1, b.size())]);
-  return d == 0;
 }
 
 absl::StatusOr<addrinfo*> Resolve(const std::string& host, int port) {
@@ -304,7 +299,7 @@ void StoreServer::State::Serve(int fd) {
   if (ReadFrame(fd, &frame)) {
     Reader r(frame);
     std::string token_sent = r.U8() == kHello ? r.Str() : std::string();
-    hello = r.ok() && r.done() && (token.empty() || SameSecret(token_sent, token));
+    hello = r.ok() && r.done() && (token.empty() || core::SecretsEqual(token_sent, token));
     std::string reply(1, static_cast<char>(hello ? kOk : kError));
     if (!hello) reply.append("wrong or missing auth token for the trainers' rendezvous");
     hello = WriteFrame(fd, reply) && hello;

@@ -180,32 +180,53 @@ TEST_F(SafetyTest, UnknownEnumValuesAndHugeShapesAreRefused) {
 
 // --- deadlines, cancellation, load shedding ----------------------------------------------------
 
+// 300 heavy calls in flight at once (every node, 500 neighbours each with replacement: 2M
+// edges, tens of ms of work each, so several seconds for one worker to run them all), each with
+// `deadline`. Finish() waits for every answer and returns their statuses.
+class HeavyBurst {
+ public:
+  static constexpr int kCalls = 300;
+  HeavyBurst(v1::GraphService::Stub* stub, int64_t num_nodes, std::chrono::milliseconds deadline)
+      : resps_(kCalls), st_(kCalls) {
+    std::vector<int64_t> all(num_nodes);
+    for (int64_t i = 0; i < num_nodes; ++i) all[i] = i;
+    v1::SampleRequest heavy;
+    FillInt64Tensor(all, heavy.mutable_seeds());
+    heavy.set_fanout(500);
+    heavy.set_replace(true);
+    for (int i = 0; i < kCalls; ++i) {
+      ctxs_.push_back(std::make_unique<grpc::ClientContext>());
+      ctxs_.back()->set_deadline(std::chrono::system_clock::now() + deadline);
+      calls_.push_back(stub->AsyncSampleNeighbors(ctxs_.back().get(), heavy, &cq_));
+      calls_.back()->Finish(&resps_[i], &st_[i], reinterpret_cast<void*>(static_cast<intptr_t>(i)));
+    }
+  }
+  ~HeavyBurst() { cq_.Shutdown(); }
+  const std::vector<grpc::Status>& Finish() {
+    for (int i = 0; i < kCalls; ++i) {
+      void* tag;
+      bool ok;
+      EXPECT_TRUE(cq_.Next(&tag, &ok));
+    }
+    return st_;
+  }
+
+ private:
+  grpc::CompletionQueue cq_;
+  std::vector<std::unique_ptr<grpc::ClientContext>> ctxs_;
+  std::vector<v1::SampleResponse> resps_;
+  std::vector<grpc::Status> st_;
+  std::vector<std::unique_ptr<grpc::ClientAsyncResponseReader<v1::SampleResponse>>> calls_;
+};
+
 TEST_F(SafetyTest, ExpiredCallsDoNotDelayOthers) {
   ServerOptions o;
   o.num_threads = 1;
   o.limits.max_queued_calls = 1000;
   Start(o, {.num_nodes = 4000, .num_edges = 40000, .feat_dim = 4});
-  // 300 heavy calls (every node, 500 neighbours each with replacement: 2M edges, tens of ms of
-  // work each) with a 50 ms deadline, all in flight at once. Run one after another, as they
-  // were before the server checked deadlines, they kept the worker busy for 10 s and more.
-  std::vector<int64_t> all(config_.num_nodes);
-  for (int64_t i = 0; i < config_.num_nodes; ++i) all[i] = i;
-  v1::SampleRequest heavy;
-  FillInt64Tensor(all, heavy.mutable_seeds());
-  heavy.set_fanout(500);
-  heavy.set_replace(true);
-  grpc::CompletionQueue cq;
-  constexpr int kCalls = 300;
-  std::vector<std::unique_ptr<grpc::ClientContext>> ctxs;
-  std::vector<v1::SampleResponse> resps(kCalls);
-  std::vector<grpc::Status> st(kCalls);
-  std::vector<std::unique_ptr<grpc::ClientAsyncResponseReader<v1::SampleResponse>>> calls;
-  for (int i = 0; i < kCalls; ++i) {
-    ctxs.push_back(std::make_unique<grpc::ClientContext>());
-    ctxs.back()->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(50));
-    calls.push_back(stub_->AsyncSampleNeighbors(ctxs.back().get(), heavy, &cq));
-    calls.back()->Finish(&resps[i], &st[i], reinterpret_cast<void*>(static_cast<intptr_t>(i)));
-  }
+  // With a 50 ms deadline. Run one after another, as they were before the server checked
+  // deadlines, they kept the worker busy for 10 s and more.
+  HeavyBurst burst(stub_.get(), config_.num_nodes, std::chrono::milliseconds(50));
   // A plain metadata call right behind them.
   auto cl = Client();
   auto t0 = std::chrono::steady_clock::now();
@@ -219,15 +240,9 @@ TEST_F(SafetyTest, ExpiredCallsDoNotDelayOthers) {
   const double queued = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ASSERT_TRUE(deg.ok()) << deg.status();
   EXPECT_LT(queued, 1.0) << "a queued call waited behind expired calls";
-  for (int i = 0; i < kCalls; ++i) {
-    void* tag;
-    bool ok;
-    ASSERT_TRUE(cq.Next(&tag, &ok));
-  }
-  for (const auto& s : st) EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
+  for (const auto& s : burst.Finish()) EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << s.error_message();
   // (Which of them the server saw, and whether it dropped them unstarted or after a chunk,
   // depends on timing, so it is not asserted; the metadata call's wait is the contract.)
-  cq.Shutdown();
 }
 
 TEST_F(SafetyTest, ShutdownKeepsItsGracePeriodUnderLoad) {
@@ -235,25 +250,8 @@ TEST_F(SafetyTest, ShutdownKeepsItsGracePeriodUnderLoad) {
   o.num_threads = 1;
   o.limits.max_queued_calls = 1000;
   Start(o, {.num_nodes = 4000, .num_edges = 40000, .feat_dim = 4});
-  std::vector<int64_t> all(config_.num_nodes);
-  for (int64_t i = 0; i < config_.num_nodes; ++i) all[i] = i;
-  v1::SampleRequest heavy;
-  FillInt64Tensor(all, heavy.mutable_seeds());
-  heavy.set_fanout(500);
-  heavy.set_replace(true);
-  // 300 heavy calls with a long deadline: several seconds of queued work for one worker.
-  grpc::CompletionQueue cq;
-  constexpr int kCalls = 300;
-  std::vector<std::unique_ptr<grpc::ClientContext>> ctxs;
-  std::vector<v1::SampleResponse> resps(kCalls);
-  std::vector<grpc::Status> st(kCalls);
-  std::vector<std::unique_ptr<grpc::ClientAsyncResponseReader<v1::SampleResponse>>> calls;
-  for (int i = 0; i < kCalls; ++i) {
-    ctxs.push_back(std::make_unique<grpc::ClientContext>());
-    ctxs.back()->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
-    calls.push_back(stub_->AsyncSampleNeighbors(ctxs.back().get(), heavy, &cq));
-    calls.back()->Finish(&resps[i], &st[i], reinterpret_cast<void*>(static_cast<intptr_t>(i)));
-  }
+  // With a long deadline: several seconds of queued work for one worker.
+  HeavyBurst burst(stub_.get(), config_.num_nodes, std::chrono::seconds(120));
   // Let them queue up, then stop with a 0.5 s grace: the queued calls are cancelled and dropped
   // unstarted instead of being worked through.
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
@@ -264,14 +262,8 @@ TEST_F(SafetyTest, ShutdownKeepsItsGracePeriodUnderLoad) {
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(took, 2.0) << "shutdown worked through the queue instead of keeping its grace period";
   int cancelled = 0;
-  for (int i = 0; i < kCalls; ++i) {
-    void* tag;
-    bool ok;
-    ASSERT_TRUE(cq.Next(&tag, &ok));
-  }
-  for (const auto& s : st) cancelled += !s.ok();
+  for (const auto& s : burst.Finish()) cancelled += !s.ok();
   EXPECT_GT(cancelled, 0);
-  cq.Shutdown();
 }
 
 TEST_F(SafetyTest, AFullQueueShedsLoadWithUnavailable) {

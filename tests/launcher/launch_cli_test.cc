@@ -132,7 +132,7 @@ wait
 )SH";
 
 class LaunchCli : public ::testing::Test {
- protected:
+ public:  // the helpers below take the fixture
   void SetUp() override {
     config_ = fanout::testing::PartitionRandom(dir_, {.num_nodes = 300, .num_edges = 1500}, 2);
     ASSERT_FALSE(config_.empty());
@@ -326,36 +326,30 @@ std::vector<std::string> DefaultTimeouts(std::vector<std::string> a) {
   return a;
 }
 
-TEST_F(LaunchCli, StoppedServerEndsTheJobWithinFifteenSeconds) {
-  LaunchRun run(DefaultTimeouts(RealTrainingArgs(Args("ok"), 100000)), dir_.path());
+// SIGSTOPs the process labelled `label` once training runs; returns the launcher's output after
+// checking that the job ended within 15 s, failed, named `who`, and left nothing running.
+void ExpectStoppedProcessEndsTheJob(LaunchCli* t, const std::string& label, const std::string& who) {
+  LaunchRun run(DefaultTimeouts(RealTrainingArgs(t->Args("ok"), 100000)), t->dir_.path());
   ASSERT_TRUE(run.WaitFor("epoch 0 | loss", 1, seconds(120))) << run.output();
-  const pid_t server = run.PidOf("m1 server 0");
-  ASSERT_GT(server, 0) << run.output();
+  const pid_t pid = run.PidOf(label);
+  ASSERT_GT(pid, 0) << run.output();
   const auto t0 = std::chrono::steady_clock::now();
-  kill(server, SIGSTOP);
+  kill(pid, SIGSTOP);
   std::optional<int> code = run.Finish(seconds(20));
   ASSERT_TRUE(code.has_value()) << "the launcher did not exit within 20 s\n" << run.output();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(15)) << run.output();
   EXPECT_NE(*code, 0);
-  EXPECT_THAT(run.output(), HasSubstr("m1 server 0 (machine 1 at 127.0.0.2"));
+  EXPECT_THAT(run.output(), HasSubstr(who));
   EXPECT_THAT(run.output(), HasSubstr("stopped responding: no heartbeat for"));
-  ExpectNothingLeft(job_id_, LearnedPids(run));
+  ExpectNothingLeft(t->job_id_, t->LearnedPids(run));
+}
+
+TEST_F(LaunchCli, StoppedServerEndsTheJobWithinFifteenSeconds) {
+  ExpectStoppedProcessEndsTheJob(this, "m1 server 0", "m1 server 0 (machine 1 at 127.0.0.2");
 }
 
 TEST_F(LaunchCli, StoppedTrainerEndsTheJobWithinFifteenSeconds) {
-  LaunchRun run(DefaultTimeouts(RealTrainingArgs(Args("ok"), 100000)), dir_.path());
-  ASSERT_TRUE(run.WaitFor("epoch 0 | loss", 1, seconds(120))) << run.output();
-  const pid_t trainer = run.PidOf("m1 trainer 0");
-  ASSERT_GT(trainer, 0) << run.output();
-  const auto t0 = std::chrono::steady_clock::now();
-  kill(trainer, SIGSTOP);
-  std::optional<int> code = run.Finish(seconds(20));
-  ASSERT_TRUE(code.has_value()) << "the launcher did not exit within 20 s\n" << run.output();
-  EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(15)) << run.output();
-  EXPECT_NE(*code, 0);
-  EXPECT_THAT(run.output(), HasSubstr("m1 trainer 0 (machine 1 at 127.0.0.2, trainer local rank 0, rank 1"));
-  EXPECT_THAT(run.output(), HasSubstr("stopped responding: no heartbeat for"));
-  ExpectNothingLeft(job_id_, LearnedPids(run));
+  ExpectStoppedProcessEndsTheJob(this, "m1 trainer 0", "m1 trainer 0 (machine 1 at 127.0.0.2, trainer local rank 0, rank 1");
 }
 
 TEST_F(LaunchCli, CtrlCStopsEveryProcess) {
