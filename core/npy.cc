@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "core/check.h"
+#include "core/shape.h"
 #include "core/strings.h"
 #include "core/status.h"
 #include "core/text_reader.h"
@@ -115,7 +116,11 @@ absl::StatusOr<NpyHeader> ParseHeader(const std::string& path, const char* buf, 
     if (!ParseInt64(d, &v) || v < 0) return bad(StrCat("bad shape ", *shape));
     h.shape.push_back(v);
   }
-  size_t need = h.data_offset + static_cast<size_t>(Product(h.shape)) * DTypeSize(h.dtype);
+  // The shape is untrusted: a product that wraps around could match a small file and map an
+  // array that claims far more bytes than it has.
+  auto data_bytes = ShapeBytes(h.shape, DTypeSize(h.dtype), "shape");
+  if (!data_bytes.ok()) return bad(std::string(data_bytes.status().message()));
+  size_t need = h.data_offset + static_cast<size_t>(*data_bytes);
   if (file_size != need) {
     return absl::InvalidArgumentError(StrCat(
         path, ": file is ", file_size, " bytes but its header (", DTypeName(h.dtype), ", shape ",
