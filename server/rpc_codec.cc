@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/shape.h"
 #include "core/status.h"
 #include "core/strings.h"
 
@@ -47,15 +48,14 @@ void FillInt64Tensor(const std::vector<int64_t>& v, v1::Tensor* out) {
 
 absl::Status CheckTensor(const v1::Tensor& t, const char* what) {
   ASSIGN_OR_RETURN(core::DType dtype, FromProtoDType(t.dtype()));
-  int64_t n = 1;
-  for (int64_t d : t.shape()) {
-    if (d < 0) return absl::InvalidArgumentError(StrCat(what, ": negative dimension ", d));
-    n *= d;
-  }
-  if (static_cast<size_t>(n) * core::DTypeSize(dtype) != t.data().size()) {
-    return absl::InvalidArgumentError(StrCat(what, ": ", core::DTypeName(dtype), " tensor of ", n,
-                                             " elements needs ", n * core::DTypeSize(dtype),
-                                             " bytes, data has ", t.data().size()));
+  // The shape comes off the wire: its product is computed with overflow checks, since a size that
+  // wraps around could match a short `data` and let callers read far past it.
+  ASSIGN_OR_RETURN(int64_t bytes, core::ShapeBytes(t.shape(), core::DTypeSize(dtype), what));
+  if (static_cast<size_t>(bytes) != t.data().size()) {
+    return absl::InvalidArgumentError(StrCat(what, ": ", core::DTypeName(dtype), " tensor of ",
+                                             bytes / static_cast<int64_t>(core::DTypeSize(dtype)),
+                                             " elements needs ", bytes, " bytes, data has ",
+                                             t.data().size()));
   }
   return absl::OkStatus();
 }
