@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/progress.h"
+#include "core/shape.h"
 #include "core/status.h"
 #include "core/strings.h"
 #include "core/text_reader.h"
@@ -26,6 +27,20 @@ bool IsBlankOrComment(std::string_view line) {
 
 absl::Status LineError(const LineReader& r, const std::string& what) {
   return absl::InvalidArgumentError(StrCat(r.Where(), ": ", what));
+}
+
+// How many values to reserve for `path` when a count file (untrusted) says it holds `rows` rows
+// of `per_row` values: no more than the file could hold (a value takes at least two bytes of
+// text, "0\n", and deflate expands at most ~1032x), so a corrupt or hostile count cannot make
+// the reader allocate terabytes, or overflow computing how much.
+size_t ReserveFor(const std::string& path, int64_t rows, int64_t per_row) {
+  int64_t want;
+  if (rows <= 0 || !core::CheckedMul(rows, per_row, &want)) return 0;
+  std::error_code ec;
+  uintmax_t file_bytes = fs::file_size(path, ec);
+  if (ec) return 0;
+  uintmax_t could_hold = file_bytes / 2 * 1032 + 1032;
+  return static_cast<size_t>(std::min<uintmax_t>(static_cast<uintmax_t>(want), could_hold));
 }
 
 // Calls fn(reader, line, fields) for every line of `path` that is not blank or a comment, with
@@ -78,7 +93,7 @@ absl::StatusOr<int64_t> ReadSingleInt(const std::string& path) {
 absl::StatusOr<NpyArray> ReadEdgesText(const std::string& path, int64_t num_nodes,
                                        int64_t expected) {
   std::vector<int64_t> e;
-  if (expected > 0) e.reserve(2 * expected);
+  e.reserve(ReserveFor(path, expected, 2));
   core::Progress progress("fanout-partition", StrCat("reading ", path), -1);
   RETURN_IF_ERROR(ForEachRecord(path, [&](const LineReader& r, std::string_view line,
                                           const std::vector<std::string_view>& fields) {
@@ -115,7 +130,7 @@ absl::StatusOr<NpyArray> ReadFloatMatrix(const std::string& path, int64_t expect
                                           const std::vector<std::string_view>& fields) {
     if (cols < 0) {
       cols = static_cast<int64_t>(fields.size());
-      if (expected_rows > 0) v.reserve(expected_rows * cols);
+      v.reserve(ReserveFor(path, expected_rows, cols));
     }
     if (static_cast<int64_t>(fields.size()) != cols) {
       return LineError(r, StrCat("has ", fields.size(), " values, earlier rows have ", cols));
@@ -145,7 +160,7 @@ absl::StatusOr<NpyArray> ReadFloatMatrix(const std::string& path, int64_t expect
 // Labels, one per line; "nan" (unlabelled in some OGB datasets) becomes -1.
 absl::StatusOr<NpyArray> ReadLabels(const std::string& path, int64_t num_nodes) {
   std::vector<int64_t> v;
-  v.reserve(num_nodes);
+  v.reserve(ReserveFor(path, num_nodes, 1));
   RETURN_IF_ERROR(ForEachRecord(path, [&](const LineReader& r, std::string_view,
                                           const std::vector<std::string_view>& fields) {
     if (fields.size() != 1) {

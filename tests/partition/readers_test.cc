@@ -140,7 +140,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"split_out_of_range", "split/s/valid.csv.gz", "2\n9\n", "valid.csv.gz:2: value 9 is outside [0, 4)"},
         BadInput{"split_not_number", "split/s/test.csv.gz", "3x\n", "test.csv.gz:1"},
         BadInput{"num_nodes_junk", "raw/num-node-list.csv.gz", "four\n", "num-node-list.csv.gz:1"},
-        BadInput{"feat_binary_junk", "raw/node-feat.csv.gz", "\x01\x02,\x03\n", "node-feat.csv.gz:1"}),
+        BadInput{"feat_binary_junk", "raw/node-feat.csv.gz", "\x01\x02,\x03\n", "node-feat.csv.gz:1"},
+        // Found by fuzzing (issue 11): counts the files cannot hold made the readers reserve
+        // terabytes (or overflow computing how much) before reading a line.
+        BadInput{"num_nodes_huge", "raw/num-node-list.csv.gz", "1000000000000\n", "has 4 rows but the graph has 1000000000000 nodes"},
+        BadInput{"num_nodes_overflow", "raw/num-node-list.csv.gz", "4611686018427387904\n", "has 4 rows but the graph has 4611686018427387904 nodes"},
+        BadInput{"num_edges_overflow", "raw/num-edge-list.csv.gz", "4611686018427387904\n", "has 4 edges but num-edge-list.csv.gz says 4611686018427387904"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(ReadersTest, PlainLayoutErrors) {
