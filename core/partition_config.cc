@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/shape.h"
 #include "core/strings.h"
 #include "core/status.h"
 
@@ -62,6 +63,9 @@ absl::StatusOr<std::vector<FieldSchema>> ParseFields(const json& j, const std::s
     s.name = f["name"].get<std::string>();
     ASSIGN_OR_RETURN(s.dtype, DTypeFromName(f.value("dtype", std::string())));
     s.row_shape = f.value("shape", std::vector<int64_t>{});
+    // Readers size rows from this shape: refuse one whose size is negative or overflows.
+    auto bytes = ShapeBytes(s.row_shape, DTypeSize(s.dtype), StrCat(key, " '", s.name, "' shape"));
+    if (!bytes.ok()) return bytes.status();
     out.push_back(std::move(s));
   }
   return out;
