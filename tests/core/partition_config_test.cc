@@ -43,5 +43,25 @@ TEST(PartitionConfigTest, RejectsRowShapesWhoseSizeIsNegativeOrOverflows) {
   }
 }
 
+TEST(PartitionConfigTest, RejectsFloatsWhereIntegersBelong) {
+  // Found by fuzzing (issue 11): get<int>() on 1.8e37 is an out-of-range float-to-int
+  // conversion (undefined behaviour); now an error naming the key.
+  TempDir dir;
+  std::string text = Config("[4]");
+  for (const char* key : {"\"num_parts\": 1,", "\"num_nodes\": 5,"}) {
+    std::string bad = text;
+    std::string replacement = std::string(key).substr(0, std::string(key).find(':') + 2) + "1.8e37,";
+    bad.replace(bad.find(key), std::string(key).size(), replacement);
+    std::ofstream(dir.Sub("g.json")) << bad;
+    auto c = LoadPartitionConfig(dir.Sub("g.json"));
+    ASSERT_FALSE(c.ok()) << bad;
+    EXPECT_NE(std::string(c.status().message()).find("must be an integer"), std::string::npos) << c.status();
+  }
+  std::ofstream(dir.Sub("g.json")) << Config("[2.5e30]");
+  auto c = LoadPartitionConfig(dir.Sub("g.json"));
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(std::string(c.status().message()).find("shape must list integers"), std::string::npos) << c.status();
+}
+
 }  // namespace
 }  // namespace fanout::core
