@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <string_view>
 #include <vector>
 
@@ -371,6 +372,10 @@ absl::StatusOr<Dataset> ReadPlain(const fs::path& dir, const ReadOptions& opt) {
     const int64_t* e = d.edges.data_as<int64_t>();
     int64_t m = -1;
     for (int64_t i = 0; i < 2 * d.num_edges(); ++i) m = std::max(m, e[i]);
+    if (m == std::numeric_limits<int64_t>::max()) {
+      return absl::InvalidArgumentError(StrCat(d.edges_source, ": node ID ", m,
+                                               " is too large (IDs must be below 2^63 - 1)"));
+    }
     d.num_nodes = m + 1;
     d.num_nodes_source = "the largest node ID in " + d.edges_source;
   }

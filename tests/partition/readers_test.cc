@@ -182,6 +182,16 @@ TEST(ReadersTest, PlainLayoutErrors) {
   EXPECT_NE(std::string(d3.status().message()).find("test_idx.npy row 2: index 77"), std::string::npos) << d3.status();
 }
 
+TEST(ReadersTest, LargestPossibleNodeIdIsRefused) {
+  // Found by fuzzing (issue 11): the node count inferred as max ID + 1 overflowed int64.
+  TempDir dir;
+  WriteText(dir.Sub("edges.csv"), "0 9223372036854775807\n");
+  auto d = ReadDataset({.input_dir = dir.path()});
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(std::string(d.status().message()).find("edges.csv: node ID 9223372036854775807 is too large"),
+            std::string::npos) << d.status();
+}
+
 TEST(ReadersTest, MissingOrEmptyInputs) {
   auto none = ReadDataset({.input_dir = "/nonexistent/fanout"});
   ASSERT_FALSE(none.ok());
