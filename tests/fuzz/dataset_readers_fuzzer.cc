@@ -82,6 +82,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                          "node-feat.csv.gz",     "node-label.csv.gz", "edge-feat.csv.gz"};
     for (int i = 0; i < 6; ++i) Put(dir / "raw" / raw[i], parts[i]);
     // The reader recognises the layout by raw/edge.csv.gz.
+    fs::create_directories(dir / "raw");
     if (parts[1].empty()) WriteFile((dir / "raw" / "edge.csv.gz").string(), "");
     const char* split[] = {"train.csv.gz", "valid.csv.gz", "test.csv.gz"};
     for (int i = 0; i < 3; ++i) Put(dir / "split" / "s" / split[i], parts[6 + i]);
