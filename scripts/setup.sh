@@ -11,6 +11,9 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libopenblas0-openmp
   python3 python3-numpy
+  # The sanitizer and fuzzing stage (scripts/sanitize.sh): clang, its ASan/UBSan/libFuzzer
+  # runtimes, and llvm-symbolizer for readable stack traces.
+  clang-14 libclang-rt-14-dev llvm-14
 )
 
 missing=()

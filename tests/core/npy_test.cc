@@ -20,7 +20,8 @@ void RoundTrip(const std::string& path, std::vector<T> values, std::vector<int64
   EXPECT_EQ(a->shape(), shape);
   EXPECT_TRUE(a->is_mapped());
   ASSERT_EQ(a->nbytes(), values.size() * sizeof(T));
-  EXPECT_EQ(0, std::memcmp(a->data(), values.data(), a->nbytes()));
+  // (memcmp with an empty vector's null data() is undefined even for 0 bytes; UBSan says so.)
+  if (a->nbytes() > 0) EXPECT_EQ(0, std::memcmp(a->data(), values.data(), a->nbytes()));
 }
 
 TEST(NpyTest, RoundTripsEveryDtypeAndShape) {
