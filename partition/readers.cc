@@ -425,6 +425,10 @@ absl::StatusOr<Dataset> ReadDataset(const ReadOptions& opt) {
 
 absl::StatusOr<std::vector<int32_t>> ReadAssignment(const std::string& path, int64_t num_nodes,
                                                     int num_parts) {
+  // ReadIntColumn checks nothing for a limit <= 0, so no partition count would accept anything.
+  if (num_parts < 1) {
+    return absl::InvalidArgumentError(StrCat(path, ": --num-parts must be at least 1, got ", num_parts));
+  }
   std::vector<int64_t> raw;
   if (fs::path(path).extension() == ".npy") {
     ASSIGN_OR_RETURN(NpyArray a, MapAsInt64(path));

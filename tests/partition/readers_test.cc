@@ -235,6 +235,11 @@ TEST(ReadersTest, AssignmentFiles) {
   auto npy = ReadAssignment(dir.Sub("a.npy"), 3, 3);
   ASSERT_FALSE(npy.ok());
   EXPECT_NE(std::string(npy.status().message()).find("a.npy row 2: partition 3"), std::string::npos) << npy.status();
+  // Found by fuzzing (issue 11): with 0 partitions every value passed the range check.
+  auto none = ReadAssignment(dir.Sub("a.txt"), 4, 0);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(std::string(none.status().message()).find("--num-parts must be at least 1"), std::string::npos)
+      << none.status();
 }
 
 }  // namespace
