@@ -4,7 +4,7 @@
 # build-asan/fuzz/corpus/<name>/ (kept between runs), crashes to build-asan/fuzz/artifacts/.
 #
 # Usage: scripts/fuzz.sh [--time SECONDS] [--merge] [--no-build] [NAME...] [-- LIBFUZZER_ARGS...]
-#   --time S    seconds of fuzzing per harness (default 20)
+#   --time S    seconds of fuzzing per harness (default 20; 0 only replays the corpora)
 #   --merge     afterwards, add the inputs that reach new coverage to tests/fuzz/corpus/<name>/
 #               (libFuzzer -merge=1), to be committed
 #   --no-build  use the harnesses already built
@@ -50,8 +50,8 @@ for name in "${NAMES[@]}"; do
   artifacts="$BUILD_DIR/fuzz/artifacts/$name"
   log="$BUILD_DIR/fuzz/$name.log"
   mkdir -p "$work" "$artifacts"
-  args=(-max_total_time="$SECONDS_EACH" -print_final_stats=1 -timeout=30 -rss_limit_mb=2048
-        -artifact_prefix="$artifacts/")
+  args=(-print_final_stats=1 -timeout=30 -rss_limit_mb=2048 -artifact_prefix="$artifacts/")
+  if [ "$SECONDS_EACH" = 0 ]; then args+=(-runs=0); else args+=(-max_total_time="$SECONDS_EACH"); fi
   if [ "$JOBS" -gt 1 ]; then args+=(-jobs="$JOBS" -workers="$JOBS"); fi
   # libFuzzer -jobs writes fuzz-<n>.log into the working directory.
   if (cd "$BUILD_DIR/fuzz" && "$bin" "${args[@]}" "${EXTRA[@]}" "$work" "$seeds") >"$log" 2>&1; then
