@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -30,6 +31,18 @@ json Fields(const std::vector<FieldSchema>& fields) {
     a.push_back({{"name", f.name}, {"dtype", std::string(DTypeName(f.dtype))}, {"shape", f.row_shape}});
   }
   return a;
+}
+
+// The integer at `key` (or `fallback` when absent): nlohmann's get<int>() on a JSON float such as
+// 1e30 is an out-of-range float-to-integer conversion, undefined behaviour.
+template <typename T>
+T IntAt(const json& j, const char* key, std::optional<T> fallback = std::nullopt) {
+  if (fallback.has_value() && !j.contains(key)) return *fallback;
+  const json& v = j.at(key);
+  if (!v.is_number_integer()) {
+    throw json::type_error::create(302, StrCat("'", key, "' must be an integer"), &v);
+  }
+  return v.get<T>();
 }
 
 absl::StatusOr<std::vector<int64_t>> ParseRanges(const json& j, const std::string& key, int k) {
@@ -62,8 +75,16 @@ absl::StatusOr<std::vector<FieldSchema>> ParseFields(const json& j, const std::s
     }
     s.name = f["name"].get<std::string>();
     ASSIGN_OR_RETURN(s.dtype, DTypeFromName(f.value("dtype", std::string())));
-    s.row_shape = f.value("shape", std::vector<int64_t>{});
-    // Untrusted, like a .npy header: row_elems()/row_bytes() must not overflow (issue 11).
+    if (f.contains("shape")) {
+      if (!f["shape"].is_array()) return absl::InvalidArgumentError(StrCat(key, " '", s.name, "' shape must be a list"));
+      for (const json& d : f["shape"]) {
+        if (!d.is_number_integer()) {
+          return absl::InvalidArgumentError(StrCat(key, " '", s.name, "' shape must list integers"));
+        }
+        s.row_shape.push_back(d.get<int64_t>());
+      }
+    }
+    // Readers size rows from this shape: refuse one whose size is negative or overflows.
     auto bytes = ShapeBytes(s.row_shape, DTypeSize(s.dtype), StrCat(key, " '", s.name, "' shape"));
     if (!bytes.ok()) return bytes.status();
     out.push_back(std::move(s));
@@ -148,18 +169,18 @@ absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path) {
   };
   PartitionConfig c;
   try {
-    c.format_version = j.value("format_version", 0);
+    c.format_version = IntAt<int>(j, "format_version", 0);
     if (c.format_version != kPartitionFormatVersion) {
       return err(StrCat("format_version ", c.format_version, " is not supported (this build reads ",
                               kPartitionFormatVersion, "); re-run fanout-partition"));
     }
     c.graph_name = j.at("graph_name").get<std::string>();
-    c.num_nodes = j.at("num_nodes").get<int64_t>();
-    c.num_edges = j.at("num_edges").get<int64_t>();
-    c.num_parts = j.at("num_parts").get<int>();
-    c.halo_hops = j.value("halo_hops", 1);
+    c.num_nodes = IntAt<int64_t>(j, "num_nodes");
+    c.num_edges = IntAt<int64_t>(j, "num_edges");
+    c.num_parts = IntAt<int>(j, "num_parts");
+    c.halo_hops = IntAt<int>(j, "halo_hops", 1);
     c.part_method = j.value("part_method", std::string());
-    c.num_classes = j.value("num_classes", int64_t{0});
+    c.num_classes = IntAt<int64_t>(j, "num_classes", 0);
     if (c.num_parts < 1) return err("num_parts must be >= 1");
     auto nb = ParseRanges(j.at("node_map").at(kNodeType), "node_map", c.num_parts);
     if (!nb.ok()) return err(nb.status().message());

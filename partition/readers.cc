@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <string_view>
 #include <vector>
 
 #include "core/progress.h"
+#include "core/shape.h"
 #include "core/status.h"
 #include "core/strings.h"
 #include "core/text_reader.h"
@@ -26,6 +28,20 @@ bool IsBlankOrComment(std::string_view line) {
 
 absl::Status LineError(const LineReader& r, const std::string& what) {
   return absl::InvalidArgumentError(StrCat(r.Where(), ": ", what));
+}
+
+// How many values to reserve for `path` when a count file (untrusted) says it holds `rows` rows
+// of `per_row` values: no more than the file could hold (a value takes at least two bytes of
+// text, "0\n", and deflate expands at most ~1032x), so a corrupt or hostile count cannot make
+// the reader allocate terabytes, or overflow computing how much.
+size_t ReserveFor(const std::string& path, int64_t rows, int64_t per_row) {
+  int64_t want;
+  if (rows <= 0 || !core::CheckedMul(rows, per_row, &want)) return 0;
+  std::error_code ec;
+  uintmax_t file_bytes = fs::file_size(path, ec);
+  if (ec) return 0;
+  uintmax_t could_hold = file_bytes / 2 * 1032 + 1032;
+  return static_cast<size_t>(std::min<uintmax_t>(static_cast<uintmax_t>(want), could_hold));
 }
 
 // Calls fn(reader, line, fields) for every line of `path` that is not blank or a comment, with
@@ -78,7 +94,7 @@ absl::StatusOr<int64_t> ReadSingleInt(const std::string& path) {
 absl::StatusOr<NpyArray> ReadEdgesText(const std::string& path, int64_t num_nodes,
                                        int64_t expected) {
   std::vector<int64_t> e;
-  if (expected > 0) e.reserve(2 * expected);
+  e.reserve(ReserveFor(path, expected, 2));
   core::Progress progress("fanout-partition", StrCat("reading ", path), -1);
   RETURN_IF_ERROR(ForEachRecord(path, [&](const LineReader& r, std::string_view line,
                                           const std::vector<std::string_view>& fields) {
@@ -121,7 +137,7 @@ absl::StatusOr<NpyArray> ReadFloatMatrix(const std::string& path, int64_t expect
                                           const std::vector<std::string_view>& fields) {
     if (cols < 0) {
       cols = static_cast<int64_t>(fields.size());
-      if (expected_rows > 0) v.reserve(expected_rows * cols);
+      v.reserve(ReserveFor(path, expected_rows, cols));
     }
     if (static_cast<int64_t>(fields.size()) != cols) {
       return LineError(r, StrCat("has ", fields.size(), " values, earlier rows have ", cols));
@@ -151,7 +167,7 @@ absl::StatusOr<NpyArray> ReadFloatMatrix(const std::string& path, int64_t expect
 // Labels, one per line; "nan" (unlabelled in some OGB datasets) becomes -1.
 absl::StatusOr<NpyArray> ReadLabels(const std::string& path, int64_t num_nodes) {
   std::vector<int64_t> v;
-  v.reserve(num_nodes);
+  v.reserve(ReserveFor(path, num_nodes, 1));
   RETURN_IF_ERROR(ForEachRecord(path, [&](const LineReader& r, std::string_view,
                                           const std::vector<std::string_view>& fields) {
     if (fields.size() != 1) {
@@ -362,6 +378,10 @@ absl::StatusOr<Dataset> ReadPlain(const fs::path& dir, const ReadOptions& opt) {
     const int64_t* e = d.edges.data_as<int64_t>();
     int64_t m = -1;
     for (int64_t i = 0; i < 2 * d.num_edges(); ++i) m = std::max(m, e[i]);
+    if (m == std::numeric_limits<int64_t>::max()) {
+      return absl::InvalidArgumentError(StrCat(d.edges_source, ": node ID ", m,
+                                               " is too large (IDs must be below 2^63 - 1)"));
+    }
     d.num_nodes = m + 1;
     d.num_nodes_source = "the largest node ID in " + d.edges_source;
   }
@@ -416,6 +436,10 @@ absl::StatusOr<Dataset> ReadDataset(const ReadOptions& opt) {
 
 absl::StatusOr<std::vector<int32_t>> ReadAssignment(const std::string& path, int64_t num_nodes,
                                                     int num_parts) {
+  // ReadIntColumn checks nothing for a limit <= 0, so no partition count would accept anything.
+  if (num_parts < 1) {
+    return absl::InvalidArgumentError(StrCat(path, ": --num-parts must be at least 1, got ", num_parts));
+  }
   std::vector<int64_t> raw;
   if (fs::path(path).extension() == ".npy") {
     ASSIGN_OR_RETURN(NpyArray a, MapAsInt64(path));

@@ -12,6 +12,9 @@ PKGS=(
   libtorch-dev libopenblas0-openmp
   python3 python3-numpy
   openssl util-linux
+  # The sanitizer and fuzzing stage (scripts/sanitize.sh): clang, its ASan/UBSan/libFuzzer
+  # runtimes, and llvm-symbolizer for readable stack traces.
+  clang-14 libclang-rt-14-dev llvm-14
 )
 
 missing=()

@@ -140,7 +140,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"split_out_of_range", "split/s/valid.csv.gz", "2\n9\n", "valid.csv.gz:2: value 9 is outside [0, 4)"},
         BadInput{"split_not_number", "split/s/test.csv.gz", "3x\n", "test.csv.gz:1"},
         BadInput{"num_nodes_junk", "raw/num-node-list.csv.gz", "four\n", "num-node-list.csv.gz:1"},
-        BadInput{"feat_binary_junk", "raw/node-feat.csv.gz", "\x01\x02,\x03\n", "node-feat.csv.gz:1"}),
+        BadInput{"feat_binary_junk", "raw/node-feat.csv.gz", "\x01\x02,\x03\n", "node-feat.csv.gz:1"},
+        // Found by fuzzing (issue 11): counts the files cannot hold made the readers reserve
+        // terabytes (or overflow computing how much) before reading a line.
+        BadInput{"num_nodes_huge", "raw/num-node-list.csv.gz", "1000000000000\n", "has 4 rows but the graph has 1000000000000 nodes"},
+        BadInput{"num_nodes_overflow", "raw/num-node-list.csv.gz", "4611686018427387904\n", "has 4 rows but the graph has 4611686018427387904 nodes"},
+        BadInput{"num_edges_overflow", "raw/num-edge-list.csv.gz", "4611686018427387904\n", "has 4 edges but num-edge-list.csv.gz says 4611686018427387904"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 TEST(ReadersTest, PlainLayoutErrors) {
@@ -175,6 +180,16 @@ TEST(ReadersTest, PlainLayoutErrors) {
   auto d3 = ReadDataset({.input_dir = dir3.path()});
   ASSERT_FALSE(d3.ok());
   EXPECT_NE(std::string(d3.status().message()).find("test_idx.npy row 2: index 77"), std::string::npos) << d3.status();
+}
+
+TEST(ReadersTest, LargestPossibleNodeIdIsRefused) {
+  // Found by fuzzing (issue 11): the node count inferred as max ID + 1 overflowed int64.
+  TempDir dir;
+  WriteText(dir.Sub("edges.csv"), "0 9223372036854775807\n");
+  auto d = ReadDataset({.input_dir = dir.path()});
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(std::string(d.status().message()).find("edges.csv: node ID 9223372036854775807 is too large"),
+            std::string::npos) << d.status();
 }
 
 TEST(ReadersTest, MissingOrEmptyInputs) {
@@ -220,6 +235,11 @@ TEST(ReadersTest, AssignmentFiles) {
   auto npy = ReadAssignment(dir.Sub("a.npy"), 3, 3);
   ASSERT_FALSE(npy.ok());
   EXPECT_NE(std::string(npy.status().message()).find("a.npy row 2: partition 3"), std::string::npos) << npy.status();
+  // Found by fuzzing (issue 11): with 0 partitions every value passed the range check.
+  auto none = ReadAssignment(dir.Sub("a.txt"), 4, 0);
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(std::string(none.status().message()).find("--num-parts must be at least 1"), std::string::npos)
+      << none.status();
 }
 
 }  // namespace

@@ -1,0 +1,188 @@
+// Fuzzes every handler of the graph service (server/graph_service.cc) in-process, without a
+// socket: the input's first byte picks the handler, the rest is parsed as its request message,
+// and GraphServiceImpl's Do* method answers it from a small partition built at start-up (a hub,
+// self loops, an edge weight field, labels and masks; the server owns partition 0 of 2, so half
+// the IDs are another partition's). Pushes are allowed, so they are fuzzed too.
+//
+// Whatever the request, a handler must return (no crash, no sanitizer report, nothing sized by
+// the request beyond the limits), and what it answers OK must be well formed: tensors whose
+// bytes match their shapes, one row per ID, three equal-length edge lists within the limit.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "core/partition_config.h"
+#include "core/partition_store.h"
+#include "fanout/v1/graph.pb.h"
+#include "google/protobuf/stubs/logging.h"
+#include "partition/dataset.h"
+#include "partition/partitioner.h"
+#include "server/graph_service.h"
+#include "server/rpc_codec.h"
+#include "server/server_stats.h"
+#include "server/thread_pool.h"
+#include "tests/fuzz/fuzz_util.h"
+
+namespace {
+
+namespace v1 = fanout::v1;
+using fanout::core::DType;
+using fanout::core::NpyArray;
+
+constexpr int64_t kNodes = 240;
+constexpr int64_t kMaxIds = 4096;
+constexpr int64_t kMaxResponseBytes = 1 << 20;
+
+struct World {
+  std::unique_ptr<fanout::core::PartitionStore> store;
+  fanout::server::ServerStats stats;
+  fanout::server::ThreadPool pool{1};
+  std::unique_ptr<fanout::server::GraphServiceImpl> service;
+};
+
+fanout::partition::Dataset MakeDataset() {
+  fanout::partition::Dataset d;
+  d.name = "fuzz";
+  d.num_nodes = kNodes;
+  std::vector<int64_t> edges;
+  uint64_t x = 12345;
+  auto next = [&] { return x = x * 6364136223846793005ULL + 1442695040888963407ULL, (x >> 33) % kNodes; };
+  for (int64_t v = 1; v < kNodes; ++v) edges.insert(edges.end(), {v, 0});  // node 0 is a hub
+  for (int64_t v = 0; v < 20; ++v) edges.insert(edges.end(), {v, v});      // self loops
+  for (int i = 0; i < 1200; ++i) edges.insert(edges.end(), {static_cast<int64_t>(next()), static_cast<int64_t>(next())});
+  const int64_t e = static_cast<int64_t>(edges.size()) / 2;
+  d.edges = NpyArray::Adopt(std::move(edges), {e, 2});
+  std::vector<float> feat(kNodes * 4);
+  for (size_t i = 0; i < feat.size(); ++i) feat[i] = static_cast<float>(i % 97) * 0.25f;
+  d.node_fields.push_back({"feat", NpyArray::Adopt(std::move(feat), {kNodes, 4})});
+  std::vector<int64_t> label(kNodes);
+  for (int64_t v = 0; v < kNodes; ++v) label[v] = v % 5;
+  d.node_fields.push_back({"label", NpyArray::Adopt(std::move(label), {kNodes})});
+  d.num_classes = 5;
+  std::vector<float> w(e);
+  for (int64_t i = 0; i < e; ++i) w[i] = static_cast<float>(i % 7);  // zeros included
+  d.edge_fields.push_back({"w", NpyArray::Adopt(std::move(w), {e})});
+  d.has_split = true;
+  for (int64_t v = 0; v < kNodes; ++v) (v % 10 < 6 ? d.train_idx : v % 10 < 8 ? d.valid_idx : d.test_idx).push_back(v);
+  return d;
+}
+
+World* TheWorld() {
+  static World* w = [] {
+    auto* world = new World();
+    fanout::partition::PartitionOptions o;
+    o.out_dir = fanout::fuzz::TempDir() + "/parts";
+    o.num_parts = 2;
+    o.method = fanout::partition::PartMethod::kRandom;
+    o.quiet = true;
+    o.num_threads = 1;
+    auto summary = fanout::partition::PartitionDataset(MakeDataset(), o);
+    FANOUT_CHECK(summary.ok()) << summary.status();
+    auto config = fanout::core::LoadPartitionConfig(summary->config_path);
+    FANOUT_CHECK(config.ok()) << config.status();
+    auto store = fanout::core::PartitionStore::Open(*config, 0);
+    FANOUT_CHECK(store.ok()) << store.status();
+    world->store = std::move(*store);
+    fanout::server::ServicePolicy policy;
+    policy.limits.max_ids_per_request = kMaxIds;
+    policy.limits.max_response_bytes = kMaxResponseBytes;
+    policy.allow_push = true;
+    world->service = std::make_unique<fanout::server::GraphServiceImpl>(world->store.get(), &world->stats,
+                                                                        &world->pool, policy);
+    return world;
+  }();
+  return w;
+}
+
+void CheckTensorOk(const v1::Tensor& t) { FANOUT_CHECK(fanout::server::CheckTensor(t, "answer").ok()); }
+
+int64_t Rows(const v1::Tensor& t) { return t.shape_size() == 0 ? -1 : t.shape(0); }
+
+template <typename T>
+bool Parse(T* m, const uint8_t* data, size_t size) {
+  return m->ParseFromArray(data, static_cast<int>(size));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  google::protobuf::SetLogHandler(nullptr);
+  TheWorld();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 1) return 0;
+  World& w = *TheWorld();
+  const fanout::server::GraphServiceImpl& s = *w.service;
+  const uint8_t* body = data + 1;
+  const size_t len = size - 1;
+  // Half the time the handler is told to stop between chunks (as for a cancelled call).
+  const fanout::server::StopCheck stop = [pick = data[0]] { return (pick & 0x80) != 0; };
+  switch (data[0] % 8) {
+    case 0: {
+      v1::GetMetadataResponse r;
+      FANOUT_CHECK(s.DoGetMetadata(&r).ok());
+      break;
+    }
+    case 1:
+    case 2: {
+      v1::PullRequest q;
+      if (!Parse(&q, body, len)) return 0;
+      v1::PullResponse r;
+      if (s.DoPull(q, data[0] % 8 == 1, &r, stop).ok()) {
+        CheckTensorOk(r.data());
+        FANOUT_CHECK(Rows(r.data()) == Rows(q.ids()));
+        FANOUT_CHECK(static_cast<int64_t>(r.data().data().size()) <= kMaxResponseBytes);
+      }
+      break;
+    }
+    case 3: {
+      v1::PushRequest q;
+      if (!Parse(&q, body, len)) return 0;
+      (void)s.DoPush(q);
+      break;
+    }
+    case 4: {
+      v1::SampleRequest q;
+      if (!Parse(&q, body, len)) return 0;
+      v1::SampleResponse r;
+      if (s.DoSample(q, &r, stop).ok()) {
+        for (const v1::Tensor* t : {&r.src(), &r.dst(), &r.eid()}) CheckTensorOk(*t);
+        FANOUT_CHECK(Rows(r.src()) == Rows(r.eid()) && Rows(r.dst()) == Rows(r.eid()));
+        FANOUT_CHECK(Rows(r.eid()) * 24 <= kMaxResponseBytes);
+      }
+      break;
+    }
+    case 5: {
+      v1::DegreesRequest q;
+      if (!Parse(&q, body, len)) return 0;
+      v1::DegreesResponse r;
+      if (s.DoDegrees(q, &r).ok()) {
+        CheckTensorOk(r.degrees());
+        FANOUT_CHECK(Rows(r.degrees()) == Rows(q.ids()));
+      }
+      break;
+    }
+    case 6: {
+      v1::FindEdgesRequest q;
+      if (!Parse(&q, body, len)) return 0;
+      v1::FindEdgesResponse r;
+      if (s.DoFindEdges(q, &r).ok()) {
+        CheckTensorOk(r.src());
+        CheckTensorOk(r.dst());
+        FANOUT_CHECK(Rows(r.src()) == Rows(q.eids()) && Rows(r.dst()) == Rows(q.eids()));
+      }
+      break;
+    }
+    default: {
+      v1::GetStatsResponse r;
+      FANOUT_CHECK(s.DoGetStats(&r).ok());
+      break;
+    }
+  }
+  return 0;
+}
