@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -100,6 +101,18 @@ int main(int argc, char** argv) {
   // Any failure from here on goes to the trainer too, which reports it with this process's name.
   auto fail = [&](const absl::Status& s) {
     sampler::SendError(socket_fd, -1, s).IgnoreError();
+    // Exiting with the trainer's messages unread would reset the socket, and the trainer could
+    // see "connection reset" instead of the error just sent: read until it closes (bounded).
+    shutdown(socket_fd, SHUT_WR);
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+         std::chrono::steady_clock::now() < until;) {
+      pollfd p{socket_fd, POLLIN, 0};
+      if (poll(&p, 1, 100) < 0 && errno != EINTR) break;
+      if ((p.revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+      char drain[4096];
+      const ssize_t n = recv(socket_fd, drain, sizeof(drain), MSG_DONTWAIT);
+      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) break;  // closed, or gone
+    }
     return args.Fail(s);
   };
   std::vector<int64_t> seeds(num_seeds);
