@@ -178,7 +178,9 @@ absl::StatusOr<NpyArray> ReadLabels(const std::string& path, int64_t num_nodes) 
     int64_t y;
     float f;
     if (core::ParseInt64(fields[0], &y)) {
-    } else if (core::ParseFloat(fields[0], &f) && (std::isnan(f) || f == std::floor(f))) {
+    } else if (core::ParseFloat(fields[0], &f) &&
+               (std::isnan(f) || (f == std::floor(f) && std::fabs(f) < 0x1p63f))) {
+      // (Outside int64, converting the float would be undefined behaviour.)
       y = std::isnan(f) ? -1 : static_cast<int64_t>(f);
     } else {
       return LineError(r, StrCat("label '", fields[0].substr(0, 40), "' is not an integer"));

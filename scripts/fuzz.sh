@@ -66,7 +66,8 @@ for name in "${NAMES[@]}"; do
   rm -f "$BUILD_DIR"/fuzz/fuzz-*.log
   if [ "$MERGE" = 1 ]; then
     before=$(ls "$seeds" | wc -l)
-    "$bin" -merge=1 -rss_limit_mb=2048 "$seeds" "$work" >"$log.merge" 2>&1
+    # Edges only, not hit counts (-use_counters=0), so that the committed corpus stays small.
+    "$bin" -merge=1 -use_counters=0 -rss_limit_mb=2048 "$seeds" "$work" >"$log.merge" 2>&1
     echo "fuzz $name: corpus $before -> $(ls "$seeds" | wc -l) files in tests/fuzz/corpus/$name"
   fi
 done

@@ -145,6 +145,7 @@ INSTANTIATE_TEST_SUITE_P(
         // terabytes (or overflow computing how much) before reading a line.
         BadInput{"num_nodes_huge", "raw/num-node-list.csv.gz", "1000000000000\n", "has 4 rows but the graph has 1000000000000 nodes"},
         BadInput{"num_nodes_overflow", "raw/num-node-list.csv.gz", "4611686018427387904\n", "has 4 rows but the graph has 4611686018427387904 nodes"},
+        BadInput{"label_float_outside_int64", "raw/node-label.csv.gz", "0\n1\n8.9e21\n1\n", "node-label.csv.gz:3: label '8.9e21' is not an integer"},
         BadInput{"num_edges_overflow", "raw/num-edge-list.csv.gz", "4611686018427387904\n", "has 4 edges but num-edge-list.csv.gz says 4611686018427387904"}),
     [](const auto& info) { return std::string(info.param.name); });
 
