@@ -312,6 +312,31 @@ TEST_F(SafetyTest, SilentConnectionsAreClosedAfterTheHandshakeTimeout) {
   close(fd);
 }
 
+// The fanout-server binary over a one-partition random graph in `dir`, started through
+// `sh -c "exec <wrapper> fanout-server ..."` (the pid stays the server's). Waits for its ready
+// line; sets *pid, *port and *ready (the line's text).
+void StartServerBinary(const TempDir& dir, const std::string& wrapper, pid_t* pid, int* port, std::string* ready) {
+  const std::string config = testing::PartitionRandom(dir, {.num_nodes = 100, .num_edges = 400}, 1);
+  const std::string log = dir.Sub("server.log");
+  const std::string cmd = "exec " + wrapper + std::string(FANOUT_SERVER_BIN) + " --part-config " + config +
+                          " --part-id 0 --port 0 --num-threads 2 --shutdown-grace 0 2>" + log;
+  *pid = fork();
+  if (*pid == 0) {
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
+    _exit(127);
+  }
+  std::smatch m;
+  std::string text;
+  std::regex line("ready: .* on 127\\.0\\.0\\.1:([0-9]+).*");
+  for (int i = 0; i < 200 && !std::regex_search(text, m, line); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    text = ReadFile(log);
+  }
+  ASSERT_TRUE(std::regex_search(text, m, line)) << text;
+  *port = std::stoi(m[1].str());
+  *ready = m[0].str();
+}
+
 // The binary at the usual soft limit of 1024 descriptors: 1,100 idle connections used to wedge
 // its listener for good. It raises the limit to the hard one, so it serves through the storm
 // and after it.
@@ -323,37 +348,22 @@ TEST(ServerBinarySafetyTest, ServesThroughAnIdleConnectionStorm) {
   raised.rlim_cur = mine.rlim_max;
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &raised), 0);  // this test holds 1,100 sockets itself
   TempDir dir;
-  const std::string config = testing::PartitionRandom(dir, {.num_nodes = 100, .num_edges = 400}, 1);
-  const std::string log = dir.Sub("server.log");
+  pid_t pid;
+  int port;
+  std::string ready;
   // The server starts at soft 1024 (hard 4096), as a default login shell would give it.
-  const std::string cmd = "exec prlimit --nofile=1024:4096 -- " + std::string(FANOUT_SERVER_BIN) +
-                          " --part-config " + config + " --part-id 0 --port 0 --num-threads 2 --shutdown-grace 0 2>" +
-                          log;
-  pid_t pid = fork();
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    _exit(127);
-  }
-  std::smatch m;
-  std::string text;
-  std::regex ready("ready: .* on 127\\.0\\.0\\.1:([0-9]+)");
-  for (int i = 0; i < 200 && !std::regex_search(text, m, ready); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    text = ReadFile(log);
-  }
-  ASSERT_TRUE(std::regex_search(text, m, ready)) << text;
-  const int port = std::stoi(m[1].str());
+  ASSERT_NO_FATAL_FAILURE(StartServerBinary(dir, "prlimit --nofile=1024:4096 -- ", &pid, &port, &ready));
   std::vector<int> fds;
   for (int i = 0; i < 1100; ++i) {
     int fd = RawConnect(port);
     if (fd >= 0) fds.push_back(fd);
   }
   EXPECT_EQ(fds.size(), 1100u);
-  auto cl = GraphClient::Connect("127.0.0.1:" + m[1].str(), {.deadline_seconds = 10, .own_connection = true});
+  auto cl = GraphClient::Connect("127.0.0.1:" + std::to_string(port), {.deadline_seconds = 10, .own_connection = true});
   auto during = cl->GetMetadata();
   EXPECT_TRUE(during.ok()) << during.status();
   for (int fd : fds) close(fd);
-  auto cl2 = GraphClient::Connect("127.0.0.1:" + m[1].str(), {.deadline_seconds = 10, .own_connection = true});
+  auto cl2 = GraphClient::Connect("127.0.0.1:" + std::to_string(port), {.deadline_seconds = 10, .own_connection = true});
   auto after = cl2->GetMetadata();
   EXPECT_TRUE(after.ok()) << after.status();
   kill(pid, SIGTERM);
@@ -516,24 +526,12 @@ TEST_F(SafetyTest, TlsWithATokenThroughFanoutQuery) {
 // The reproduction through the command-line client, against the real binary.
 TEST(ServerBinarySafetyTest, FanoutQueryHugeFanoutIsRefusedAndTheServerLives) {
   TempDir dir;
-  const std::string config = testing::PartitionRandom(dir, {.num_nodes = 100, .num_edges = 400}, 1);
-  const std::string log = dir.Sub("server.log");
-  const std::string cmd = "exec " + std::string(FANOUT_SERVER_BIN) + " --part-config " + config +
-                          " --part-id 0 --port 0 --num-threads 2 --shutdown-grace 0 2>" + log;
-  pid_t pid = fork();
-  if (pid == 0) {
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    _exit(127);
-  }
-  std::smatch m;
-  std::string text;
-  std::regex ready("ready: .* on 127\\.0\\.0\\.1:([0-9]+) \\(plaintext, read-only\\)");
-  for (int i = 0; i < 200 && !std::regex_search(text, m, ready); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    text = ReadFile(log);
-  }
-  ASSERT_TRUE(std::regex_search(text, m, ready)) << text;
-  const std::string addr = "127.0.0.1:" + m[1].str();
+  pid_t pid;
+  int port;
+  std::string ready;
+  ASSERT_NO_FATAL_FAILURE(StartServerBinary(dir, "", &pid, &port, &ready));
+  EXPECT_THAT(ready, HasSubstr("(plaintext, read-only)"));
+  const std::string addr = "127.0.0.1:" + std::to_string(port);
   std::string out, err;
   for (const char* fanout : {"2147483648", "4611686018427387904"}) {
     EXPECT_EQ(testing::RunProcess({FANOUT_QUERY_BIN, "--server", addr, "sample", "--seeds", "1", "--fanout", fanout,
