@@ -55,6 +55,16 @@ std::vector<std::string> SecurityEnv(const SecurityOptions& o) {
   return out;
 }
 
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
+
+std::string MissingProtection(bool tls, bool token) {
+  if (tls && token) return "";
+  if (!tls && !token) return "TLS or an auth token";
+  return !tls ? "TLS (the token travels in the clear)" : "an auth token";
+}
+
 bool SecretsEqual(std::string_view presented, std::string_view expected) {
   unsigned char diff = presented.size() == expected.size() ? 0 : 1;
   const size_t n = expected.empty() ? 1 : expected.size();

@@ -43,6 +43,14 @@ std::vector<std::string> SecurityFlags(const SecurityOptions& o);
 // The environment variables that reproduce `o` ("NAME=VALUE", empty ones left out).
 std::vector<std::string> SecurityEnv(const SecurityOptions& o);
 
+// True for addresses that never leave the machine (127.0.0.0/8, ::1, localhost).
+bool IsLoopbackHost(const std::string& host);
+
+// What a listener beyond loopback lacks, for the warning servers and the launcher print:
+// "TLS or an auth token", "TLS (the token travels in the clear)", "an auth token", or "" when it
+// has both.
+std::string MissingProtection(bool tls, bool token);
+
 // Compares a presented secret with the expected one in time that depends only on their
 // lengths, so that timing does not tell how much of a guess was right.
 bool SecretsEqual(std::string_view presented, std::string_view expected);

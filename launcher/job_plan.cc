@@ -193,13 +193,12 @@ absl::Status CheckMachinesMatchPartitions(size_t num_machines, const std::string
 std::string UnprotectedJobWarning(const LaunchOptions& o, const std::vector<MachineEntry>& machines) {
   std::vector<std::string> exposed;
   for (const MachineEntry& m : machines) {
-    const bool loopback = m.ip.rfind("127.", 0) == 0 || m.ip == "::1" || m.ip == "localhost";
-    if (!loopback && std::find(exposed.begin(), exposed.end(), m.ip) == exposed.end()) exposed.push_back(m.ip);
+    if (!core::IsLoopbackHost(m.ip) && std::find(exposed.begin(), exposed.end(), m.ip) == exposed.end()) {
+      exposed.push_back(m.ip);
+    }
   }
-  if (exposed.empty() || (o.security.tls() && o.security.token())) return "";
-  const char* missing = !o.security.tls() && !o.security.token() ? "TLS or an auth token"
-                        : !o.security.tls()                       ? "TLS (the token travels in the clear)"
-                                                                  : "an auth token";
+  const std::string missing = core::MissingProtection(o.security.tls(), o.security.token());
+  if (exposed.empty() || missing.empty()) return "";
   return StrCat("fanout-launch: WARNING: the graph servers listen on ", core::StrJoin(exposed, ", "), " without ",
                 missing, ": anyone who can reach their ports can read every feature and label. Give --tls-cert, "
                 "--tls-key, --tls-ca and --auth-token-file (docs/security.md), or firewall the ports.\n");

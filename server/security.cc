@@ -117,8 +117,4 @@ void Security::ApplyTo(grpc::ChannelArguments* args) const {
   if (tls_ && !server_name_.empty()) args->SetSslTargetNameOverride(server_name_);
 }
 
-bool IsLoopbackHost(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
-}
-
 }  // namespace fanout::server

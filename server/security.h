@@ -44,7 +44,6 @@ class Security {
   std::string cert_pem_, key_pem_, ca_pem_, server_name_, token_;
 };
 
-// True for addresses that never leave the machine (127.0.0.0/8, ::1, localhost).
-bool IsLoopbackHost(const std::string& host);
+using core::IsLoopbackHost;
 
 }  // namespace fanout::server

@@ -73,13 +73,13 @@ int main(int argc, char** argv) {
   const int64_t nodes = (*store)->num_inner_nodes(), edges = (*store)->num_inner_edges();
   auto srv = server::GraphServer::Start(std::move(*store), o);
   if (!srv.ok()) return args.Fail(srv.status());
-  if (!server::IsLoopbackHost(o.host) && (!o.security.tls() || o.security.token().empty())) {
+  const std::string missing = core::MissingProtection(o.security.tls(), !o.security.token().empty());
+  if (!core::IsLoopbackHost(o.host) && !missing.empty()) {
     std::fprintf(stderr,
                  "fanout-server: WARNING: listening on %s without %s: anyone who can reach port %d can read "
                  "every feature and label%s. See docs/security.md (--tls-cert/--tls-key, --auth-token-file).\n",
-                 o.host.c_str(), !o.security.tls() && o.security.token().empty() ? "TLS or an auth token"
-                                 : !o.security.tls() ? "TLS (the token travels in the clear)" : "an auth token",
-                 (*srv)->port(), o.allow_push ? " and overwrite them (--allow-push)" : "");
+                 o.host.c_str(), missing.c_str(), (*srv)->port(),
+                 o.allow_push ? " and overwrite them (--allow-push)" : "");
   }
   std::fprintf(stderr,
                "fanout-server: ready: graph %s partition %d of %d (%lld nodes, %lld edges) on %s:%d (%s%s)\n",
