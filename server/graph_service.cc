@@ -165,7 +165,9 @@ absl::Status GraphServiceImpl::DoPull(const v1::PullRequest& req, bool node, v1:
   }
   std::string rows;
   if (node) {
-    // In chunks, so an abandoned call stops early (each chunk checks its own IDs).
+    // In chunks, so an abandoned call stops early. The IDs are checked as a whole first (the
+    // chunks' own checks then pass), so an error names a bad ID's index in the request.
+    RETURN_IF_ERROR(store_->CheckOwnedNodes(ids));
     rows.resize(static_cast<size_t>(bytes));
     constexpr size_t kChunk = 16384;
     std::vector<int64_t> at(std::min(ids.size(), kChunk));
