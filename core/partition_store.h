@@ -80,19 +80,11 @@ class PartitionStore {
     int64_t eid(int64_t i) const { return eids != nullptr ? eids[i] : first_eid + i; }
   };
   Adjacency Neighbors(int64_t gid, EdgeDir dir) const;
-  // Starts loading what Neighbors(gid, dir) will read, so that a loop over many nodes overlaps
-  // their cache misses: stage 0 the index-pointer entries, stage 1 (a few nodes later, once
-  // stage 0 has landed) the first cache lines of the adjacency list. Precondition: owned.
-  void PrefetchNeighbors(int64_t gid, EdgeDir dir, int stage) const {
+  // Starts loading the index-pointer entries Neighbors(gid, dir) will read, so that a loop over
+  // many nodes overlaps their cache misses. Precondition: owned.
+  void PrefetchNeighbors(int64_t gid, EdgeDir dir) const {
     const int64_t l = gid - node_start();
-    const int64_t* p = (dir == EdgeDir::kIn ? indptr_ : out_indptr_).data_as<int64_t>() + l;
-    if (stage == 0) {
-      __builtin_prefetch(p);
-      return;
-    }
-    const int64_t* nbrs = (dir == EdgeDir::kIn ? indices_ : out_indices_).data_as<int64_t>() + p[0];
-    const int64_t lines = std::min<int64_t>(4, (p[1] - p[0] + 7) / 8);
-    for (int64_t i = 0; i < lines; ++i) __builtin_prefetch(nbrs + 8 * i);
+    __builtin_prefetch((dir == EdgeDir::kIn ? indptr_ : out_indptr_).data_as<int64_t>() + l);
   }
 
   // Per-edge weights of field `name` for owned edges as doubles (any numeric dtype, one value
