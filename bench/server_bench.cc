@@ -13,7 +13,7 @@
 #include "core/partition_store.h"
 #include "core/sampling.h"
 #include "core/strings.h"
-#include "server/graph_client.h"
+#include "rpc/graph_client.h"
 #include "server/graph_server.h"
 
 namespace {
@@ -95,9 +95,9 @@ int main(int argc, char** argv) {
   for (int64_t count : counts) {
     if (count < 1 || count > 256) return args.Fail(absl::InvalidArgumentError("--clients: counts must be in [1, 256]"));
     const int c = static_cast<int>(count);
-    std::vector<std::unique_ptr<server::GraphClient>> clients;
+    std::vector<std::unique_ptr<rpc::GraphClient>> clients;
     for (int i = 0; i < c; ++i) {
-      clients.push_back(server::GraphClient::Connect((*srv)->address(), {.own_connection = true}));
+      clients.push_back(rpc::GraphClient::Connect((*srv)->address(), {.own_connection = true}));
     }
     // Pull: random rows of the feature field.
     Result in = Measure(c, seconds, [&](int, std::mt19937_64& rng) {

@@ -152,11 +152,26 @@ absl::StatusOr<FieldSchema> PartitionStore::EdgeFieldSchema(const std::string& n
 
 absl::Status PartitionStore::GatherRows(const Field& f, std::span<const int64_t> ids, int64_t base,
                                         std::string* out) const {
-  const size_t rb = f.data.row_bytes();
-  out->resize(ids.size() * rb);
-  std::shared_lock lock(f.mu);
-  for (size_t i = 0; i < ids.size(); ++i) std::memcpy(out->data() + i * rb, f.data.row(ids[i] - base), rb);
+  out->resize(ids.size() * f.data.row_bytes());
+  GatherRowsAt(f, ids, base, {}, out->data());
   return absl::OkStatus();
+}
+
+void PartitionStore::GatherRowsAt(const Field& f, std::span<const int64_t> ids, int64_t base,
+                                  std::span<const int64_t> dst_rows, char* out) const {
+  const size_t rb = f.data.row_bytes();
+  std::shared_lock lock(f.mu);
+  const char* rows = static_cast<const char*>(f.data.data());
+  constexpr size_t kAhead = 8;  // rows are random: overlap their cache misses
+  const size_t lines = (rb + 63) / 64;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i + kAhead < ids.size()) {
+      const char* next = rows + static_cast<size_t>(ids[i + kAhead] - base) * rb;
+      for (size_t c = 0; c < lines; ++c) __builtin_prefetch(next + 64 * c);
+    }
+    const size_t to = dst_rows.empty() ? i : static_cast<size_t>(dst_rows[i]);
+    std::memcpy(out + to * rb, rows + static_cast<size_t>(ids[i] - base) * rb, rb);
+  }
 }
 
 absl::Status PartitionStore::GatherNodeRows(const std::string& name, std::span<const int64_t> ids,
@@ -171,18 +186,16 @@ absl::Status PartitionStore::GatherNodeRowsAt(const std::string& name, std::span
   FANOUT_CHECK(ids.size() == dst_rows.size());
   ASSIGN_OR_RETURN(Field * f, FindField(node_fields_, "node", name));
   RETURN_IF_ERROR(CheckOwnedNodes(ids));
-  const size_t rb = f->data.row_bytes();
-  const int64_t base = node_start();
-  std::shared_lock lock(f->mu);
-  constexpr size_t kAhead = 8;  // rows are random: overlap their cache misses
-  const size_t lines = (rb + 63) / 64;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (i + kAhead < ids.size()) {
-      const char* next = static_cast<const char*>(f->data.row(ids[i + kAhead] - base));
-      for (size_t c = 0; c < lines; ++c) __builtin_prefetch(next + 64 * c);
-    }
-    std::memcpy(out + static_cast<size_t>(dst_rows[i]) * rb, f->data.row(ids[i] - base), rb);
-  }
+  GatherRowsAt(*f, ids, node_start(), dst_rows, out);
+  return absl::OkStatus();
+}
+
+absl::Status PartitionStore::GatherEdgeRowsAt(const std::string& name, std::span<const int64_t> ids,
+                                              std::span<const int64_t> dst_rows, char* out) const {
+  FANOUT_CHECK(ids.size() == dst_rows.size());
+  ASSIGN_OR_RETURN(Field * f, FindField(edge_fields_, "edge", name));
+  RETURN_IF_ERROR(CheckOwnedEdges(ids));
+  GatherRowsAt(*f, ids, edge_start(), dst_rows, out);
   return absl::OkStatus();
 }
 

@@ -59,6 +59,8 @@ class PartitionStore {
   // in a matrix the caller sized (a sampler filling its own rows of a batch's input features).
   absl::Status GatherNodeRowsAt(const std::string& name, std::span<const int64_t> ids,
                                 std::span<const int64_t> dst_rows, char* out) const;
+  absl::Status GatherEdgeRowsAt(const std::string& name, std::span<const int64_t> ids,
+                                std::span<const int64_t> dst_rows, char* out) const;
   // Writes rows into a node field: `data` holds ids.size() rows in the field's dtype. kAdd adds
   // element-wise (numeric fields). Repeated IDs are applied in order.
   absl::Status PushNodeRows(const std::string& name, std::span<const int64_t> ids, const void* data,
@@ -106,6 +108,10 @@ class PartitionStore {
                           const char* what) const;
   // Copies rows ids[i] - base of `f` under its reader lock; the IDs are already checked.
   absl::Status GatherRows(const Field& f, std::span<const int64_t> ids, int64_t base, std::string* out) const;
+  // Row ids[i] - base of `f` to out + dst_rows[i] * row bytes (row i when dst_rows is empty),
+  // under its reader lock; the IDs are already checked.
+  void GatherRowsAt(const Field& f, std::span<const int64_t> ids, int64_t base, std::span<const int64_t> dst_rows,
+                    char* out) const;
 
   PartitionConfig config_;
   int part_id_;

@@ -1,6 +1,6 @@
 // The transport-security flags shared by every fanout process that serves or calls the graph
 // service, and by the launcher that hands them on. Plain options only: loading the files and
-// making gRPC credentials is server/security.h's job, so that the launcher needs no gRPC.
+// making gRPC credentials is rpc/security.h's job, so that the launcher needs no gRPC.
 //
 //   --tls-cert FILE        PEM certificate chain of this process (servers: turns TLS on;
 //                          clients: presented for mutual TLS)

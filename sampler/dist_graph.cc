@@ -1,14 +1,17 @@
 #include "sampler/dist_graph.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
 #include <future>
+#include <mutex>
 
 #include "core/check.h"
 #include "core/dtype.h"
 #include "core/status.h"
 #include "core/strings.h"
 #include "core/text_reader.h"
+#include "rpc/remote_graph_source.h"
 
 namespace fanout::sampler {
 
@@ -47,25 +50,58 @@ std::string FormatServerList(const ServerMap& map) {
 DistGraph::DistGraph(core::PartitionConfig config, DistGraphOptions options, core::RangePartitionBook book)
     : config_(std::move(config)), options_(std::move(options)), book_(std::move(book)) {}
 
-namespace {
-// Runs fn(p) for every partition with work: remote ones on their own threads, the local one on
-// the caller's thread, concurrently. Returns the first error in partition order.
-template <typename Fn>
-absl::Status ForEachPart(int num_parts, const std::vector<std::vector<int64_t>>& positions, int local, Fn fn) {
-  std::vector<std::future<absl::Status>> remote(num_parts);
-  for (int p = 0; p < num_parts; ++p) {
-    if (p != local && !positions[p].empty()) remote[p] = std::async(std::launch::async, fn, p);
+absl::Status DistGraph::ForEachPart(const std::vector<std::vector<int64_t>>& positions,
+                                    const std::function<void(int, core::Done)>& start) const {
+  const int np = static_cast<int>(positions.size());
+  struct Pending {
+    std::mutex mu;
+    std::condition_variable cv;
+    int left = 0;
+    std::vector<absl::Status> status;
+  } pending;
+  pending.status.resize(np);
+  std::vector<int> order;
+  for (int p = 0; p < np; ++p) {
+    if (!positions[p].empty() && p != options_.machine_id) order.push_back(p);
   }
-  absl::Status local_status;
-  if (local >= 0 && !positions[local].empty()) local_status = fn(local);
-  absl::Status first;
-  for (int p = 0; p < num_parts; ++p) {
-    absl::Status s = p == local ? local_status : remote[p].valid() ? remote[p].get() : absl::OkStatus();
-    if (first.ok() && !s.ok()) first = s;
+  if (options_.machine_id >= 0 && options_.machine_id < np && !positions[options_.machine_id].empty()) {
+    order.push_back(options_.machine_id);
   }
-  return first;
+  pending.left = static_cast<int>(order.size());
+  for (int p : order) {
+    start(p, [&pending, p](absl::Status s) {
+      std::lock_guard<std::mutex> lock(pending.mu);
+      pending.status[p] = std::move(s);
+      if (--pending.left == 0) pending.cv.notify_all();  // under the lock: `pending` outlives this
+    });
+  }
+  std::unique_lock<std::mutex> lock(pending.mu);
+  pending.cv.wait(lock, [&] { return pending.left == 0; });
+  for (absl::Status& s : pending.status) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
-}  // namespace
+
+absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::FromSources(const core::PartitionConfig& config, int machine_id,
+                                                                 std::vector<std::shared_ptr<core::GraphSource>> sources,
+                                                                 std::shared_ptr<const core::PartitionStore> local) {
+  if (static_cast<int>(sources.size()) != config.num_parts) {
+    return absl::InvalidArgumentError(StrCat(sources.size(), " sources for the ", config.num_parts, " partitions of graph '",
+                                             config.graph_name, "'"));
+  }
+  for (int p = 0; p < config.num_parts; ++p) {
+    if (sources[p] == nullptr) return absl::InvalidArgumentError(StrCat("no source for partition ", p));
+  }
+  ASSIGN_OR_RETURN(core::RangePartitionBook book, config.NodeBook());
+  DistGraphOptions options;
+  options.machine_id = machine_id;
+  options.read_local_files = local != nullptr;
+  std::unique_ptr<DistGraph> g(new DistGraph(config, options, std::move(book)));
+  g->sources_ = std::move(sources);
+  g->local_ = std::move(local);
+  return g;
+}
 
 absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::PartitionConfig& config,
                                                           const DistGraphOptions& options) {
@@ -75,6 +111,7 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
   }
   ASSIGN_OR_RETURN(core::RangePartitionBook book, config.NodeBook());
   std::unique_ptr<DistGraph> g(new DistGraph(config, options, std::move(book)));
+  g->sources_.resize(config.num_parts);
   if (options.machine_id >= 0 && options.read_local_files) {
     auto store = core::PartitionStore::Open(config, options.machine_id);
     if (!store.ok()) {
@@ -82,9 +119,8 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
                                                         store.status().message()));
     }
     g->local_ = std::move(*store);
+    g->sources_[options.machine_id] = std::make_shared<core::LocalGraphSource>(g->local_);
   }
-  g->clients_.resize(config.num_parts);
-  g->next_client_ = std::make_unique<std::atomic<uint64_t>[]>(config.num_parts);
   // Every remote partition needs a server; checked before any connection starts, since an early
   // return would wait for the checks already running.
   for (int p = 0; p < config.num_parts; ++p) {
@@ -94,19 +130,20 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
                                                config.graph_name, "' (each remote partition needs one)"));
     }
   }
-  server::ClientOptions client_options = options.client;
+  rpc::ClientOptions client_options = options.client;
   if (options.security.any()) {
-    ASSIGN_OR_RETURN(client_options.security,
-                     server::Security::Load(options.security, server::Security::Role::kClient));
+    ASSIGN_OR_RETURN(client_options.security, rpc::Security::Load(options.security, rpc::Security::Role::kClient));
   }
+  // Connections are checked concurrently, once, when the graph opens.
+  std::vector<std::vector<std::unique_ptr<rpc::GraphClient>>> clients(config.num_parts);
   std::vector<std::future<absl::Status>> checks;
   for (int p = 0; p < config.num_parts; ++p) {
     if (g->is_local(p)) continue;
     for (const std::string& a : options.servers.addresses[p]) {
-      g->clients_[p].push_back(server::GraphClient::Connect(a, client_options));
+      clients[p].push_back(rpc::GraphClient::Connect(a, client_options));
     }
-    for (auto& c : g->clients_[p]) {
-      server::GraphClient* client = c.get();
+    for (auto& c : clients[p]) {
+      rpc::GraphClient* client = c.get();
       checks.push_back(std::async(std::launch::async, [client, p, &config, &options]() -> absl::Status {
         auto fail = [&](const std::string& what) {
           return absl::UnavailableError(StrCat("partition ", p, " server ", client->address(), ": ", what));
@@ -133,6 +170,9 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
     if (first.ok() && !s.ok()) first = s;
   }
   RETURN_IF_ERROR(first);
+  for (int p = 0; p < config.num_parts; ++p) {
+    if (!g->is_local(p)) g->sources_[p] = std::make_shared<rpc::RemoteGraphSource>(p, std::move(clients[p]));
+  }
   if (!options.cache_field.empty() && options.cache_max_bytes > 0 && g->local_ != nullptr &&
       config.num_parts > 1) {
     RETURN_IF_ERROR(g->BuildCache());
@@ -173,44 +213,33 @@ absl::Status DistGraph::BuildCache() {
                                                options_.machine_id));
     }
   }
-  auto cache = std::make_unique<RowCache>(field, rb, ids);
-  // Pulled in chunks, each partition's on its own thread (ForEachPart).
+  auto cache = std::make_shared<RowCache>(field, rb, ids);
+  // Pulled in chunks, all partitions at once.
   std::vector<std::vector<int64_t>> positions;
-  RETURN_IF_ERROR(GroupByPart(cache->ids(), &positions));
+  RETURN_IF_ERROR(GroupByPart(cache->ids(), book_, "node", &positions));
   constexpr size_t kChunk = 1 << 16;
   char* rows = cache->mutable_row(0);
-  RETURN_IF_ERROR(ForEachPart(config_.num_parts, positions, -1, [&](int p) -> absl::Status {
-    const std::vector<int64_t>& pos = positions[p];
-    for (size_t start = 0; start < pos.size(); start += kChunk) {
-      const size_t n = std::min(kChunk, pos.size() - start);
-      std::span<const int64_t> chunk_pos(pos.data() + start, n);
-      std::vector<int64_t> chunk_ids(n);
-      for (size_t i = 0; i < n; ++i) chunk_ids[i] = cache->ids()[chunk_pos[i]];
-      RETURN_IF_ERROR(PullRemote(p, field, rb, chunk_ids, chunk_pos, rows));
+  const core::FieldRef ref = core::FieldRef::Node(field);
+  for (size_t start = 0;; start += kChunk) {
+    std::vector<std::vector<int64_t>> chunk_pos(positions.size()), chunk_ids(positions.size());
+    bool any = false;
+    for (size_t p = 0; p < positions.size(); ++p) {
+      if (start >= positions[p].size()) continue;
+      const size_t n = std::min(kChunk, positions[p].size() - start);
+      chunk_pos[p].assign(positions[p].begin() + start, positions[p].begin() + start + n);
+      for (int64_t i : chunk_pos[p]) chunk_ids[p].push_back(cache->ids()[i]);
+      any = true;
     }
-    return absl::OkStatus();
-  }));
-  cache_ = std::move(cache);
-  return absl::OkStatus();
-}
-
-absl::Status DistGraph::PullRemote(int p, const std::string& field, size_t rb, const std::vector<int64_t>& ids,
-                                   std::span<const int64_t> pos, char* out) const {
-  auto rows = ClientFor(p)->PullNodeData(field, ids);
-  if (!rows.ok()) return absl::Status(rows.status().code(), StrCat("partition ", p, ": ", rows.status().message()));
-  if (rows->data.size() != pos.size() * rb) {
-    return absl::InternalError(StrCat("partition ", p, " answered ", rows->data.size(), " bytes of field '", field,
-                                      "' for ", pos.size(), " rows of ", rb, " bytes"));
+    if (!any) break;
+    RETURN_IF_ERROR(ForEachPart(chunk_pos, [&](int p, core::Done done) {
+      sources_[p]->GatherRows(ref, rb, chunk_ids[p], chunk_pos[p], rows, std::move(done));
+    }));
   }
-  for (size_t i = 0; i < pos.size(); ++i) std::memcpy(out + pos[i] * rb, rows->data.data() + i * rb, rb);
+  cache_ = cache;
+  for (int p = 0; p < config_.num_parts; ++p) {
+    if (!is_local(p)) sources_[p] = std::make_shared<CachingGraphSource>(sources_[p], cache_, cache_counters_);
+  }
   return absl::OkStatus();
-}
-
-server::GraphClient* DistGraph::ClientFor(int part) const {
-  auto& list = clients_[part];
-  FANOUT_CHECK(!list.empty());
-  uint64_t i = next_client_[part].fetch_add(1, std::memory_order_relaxed);
-  return list[i % list.size()].get();
 }
 
 bool DistGraph::AllOwnedBy(std::span<const int64_t> ids, int part) const {
@@ -221,49 +250,52 @@ bool DistGraph::AllOwnedBy(std::span<const int64_t> ids, int part) const {
   return true;
 }
 
-absl::Status DistGraph::GroupByPart(std::span<const int64_t> ids, std::vector<std::vector<int64_t>>* positions) const {
+absl::Status DistGraph::GroupByPart(std::span<const int64_t> ids, const core::RangePartitionBook& book,
+                                    const char* what, std::vector<std::vector<int64_t>>* positions) const {
   positions->assign(config_.num_parts, {});
   for (size_t i = 0; i < ids.size(); ++i) {
     int64_t v = ids[i];
-    if (!book_.Contains(v)) {
-      return absl::InvalidArgumentError(StrCat("node ID ", v, " is outside graph '", config_.graph_name, "' [0, ",
-                                               config_.num_nodes, ")"));
+    if (!book.Contains(v)) {
+      return absl::InvalidArgumentError(StrCat(what, " ID ", v, " is outside graph '", config_.graph_name, "' [0, ",
+                                               book.end(config_.num_parts - 1), ")"));
     }
-    (*positions)[book_.PartOf(v)].push_back(static_cast<int64_t>(i));
+    (*positions)[book.PartOf(v)].push_back(static_cast<int64_t>(i));
   }
   return absl::OkStatus();
 }
 
+namespace {
+// ids[positions[p][i]] for every partition: what each source is asked for.
+std::vector<std::vector<int64_t>> IdsByPart(std::span<const int64_t> ids,
+                                            const std::vector<std::vector<int64_t>>& positions) {
+  std::vector<std::vector<int64_t>> out(positions.size());
+  for (size_t p = 0; p < positions.size(); ++p) {
+    out[p].reserve(positions[p].size());
+    for (int64_t i : positions[p]) out[p].push_back(ids[i]);
+  }
+  return out;
+}
+}  // namespace
 
 absl::Status DistGraph::SampleNeighbors(std::span<const int64_t> seeds, const core::SampleOptions& options,
                                         core::SampledEdges* out) const {
-  const int local = local_ ? options_.machine_id : -1;
-  if (local >= 0 && AllOwnedBy(seeds, local)) {
-    // The whole call is local (always so with one partition): no grouping, no copies.
-    return core::SampleNeighbors(*local_, seeds, options, out);
+  for (int p = 0; p < config_.num_parts; ++p) {
+    if (!seeds.empty() && AllOwnedBy(seeds, p)) {
+      // One owner (always so with one partition): no grouping, no copies.
+      return core::WaitFor([&](core::Done done) { sources_[p]->SampleNeighbors(seeds, options, out, std::move(done)); });
+    }
   }
   std::vector<std::vector<int64_t>> positions;
-  RETURN_IF_ERROR(GroupByPart(seeds, &positions));
+  RETURN_IF_ERROR(GroupByPart(seeds, book_, "node", &positions));
   const int np = config_.num_parts;
+  const std::vector<std::vector<int64_t>> ids = IdsByPart(seeds, positions);
   std::vector<core::SampledEdges> parts(np);
-  RETURN_IF_ERROR(ForEachPart(np, positions, local, [&](int p) -> absl::Status {
-    std::vector<int64_t> ids(positions[p].size());
-    for (size_t i = 0; i < ids.size(); ++i) ids[i] = seeds[positions[p][i]];
-    if (p == local) return core::SampleNeighbors(*local_, ids, options, &parts[p]);
-    auto r = ClientFor(p)->SampleNeighbors(ids, options);
-    if (!r.ok()) return absl::Status(r.status().code(), StrCat("partition ", p, ": ", r.status().message()));
-    parts[p] = std::move(*r);
-    return absl::OkStatus();
+  RETURN_IF_ERROR(ForEachPart(positions, [&](int p, core::Done done) {
+    sources_[p]->SampleNeighbors(ids[p], options, &parts[p], std::move(done));
   }));
   out->src.clear();
   out->dst.clear();
   out->eid.clear();
-  if (np == 1 || std::count_if(positions.begin(), positions.end(), [](auto& v) { return !v.empty(); }) <= 1) {
-    for (auto& part : parts) {
-      if (part.size() > 0) *out = std::move(part);
-    }
-    return absl::OkStatus();
-  }
   // Merge into seed order: count each seed's edges (a part's answer lists its seeds' edges in
   // request order, so a pointer walks both), then place every part's runs.
   std::vector<int64_t> offset(seeds.size() + 1, 0);
@@ -322,37 +354,49 @@ absl::StatusOr<size_t> DistGraph::NodeRowBytes(const std::string& field) const {
 absl::Status DistGraph::PullNodeRows(const std::string& field, std::span<const int64_t> ids, char* out) const {
   ASSIGN_OR_RETURN(size_t rb, NodeRowBytes(field));
   std::vector<std::vector<int64_t>> positions;
-  RETURN_IF_ERROR(GroupByPart(ids, &positions));
-  const int local = local_ ? options_.machine_id : -1;
-  return ForEachPart(config_.num_parts, positions, local, [&](int p) -> absl::Status {
-    const auto& pos = positions[p];
-    std::vector<int64_t> part_ids(pos.size());
-    for (size_t i = 0; i < pos.size(); ++i) part_ids[i] = ids[pos[i]];
-    if (p == local) return local_->GatherNodeRowsAt(field, part_ids, pos, out);
-    if (cache_ == nullptr || field != cache_->field()) return PullRemote(p, field, rb, part_ids, pos, out);
-    // Cached rows are copied here; only the others are asked from the server.
-    std::vector<int64_t> slots(pos.size()), miss_ids, miss_pos;
-    for (size_t i = 0; i < pos.size(); ++i) slots[i] = cache_->Find(part_ids[i]);
-    // Cached rows are random in a large array: prefetch a few ahead, as the local gather does.
-    constexpr size_t kAhead = 8;
-    const size_t lines = (rb + 63) / 64;
-    for (size_t i = 0; i < pos.size(); ++i) {
-      if (i + kAhead < pos.size() && slots[i + kAhead] >= 0) {
-        const char* next = cache_->row(slots[i + kAhead]);
-        for (size_t c = 0; c < lines; ++c) __builtin_prefetch(next + 64 * c);
-      }
-      if (slots[i] >= 0) {
-        std::memcpy(out + pos[i] * rb, cache_->row(slots[i]), rb);
-      } else {
-        miss_ids.push_back(part_ids[i]);
-        miss_pos.push_back(pos[i]);
-      }
-    }
-    cache_hits_.fetch_add(static_cast<int64_t>(pos.size() - miss_ids.size()), std::memory_order_relaxed);
-    cache_misses_.fetch_add(static_cast<int64_t>(miss_ids.size()), std::memory_order_relaxed);
-    if (miss_ids.empty()) return absl::OkStatus();
-    return PullRemote(p, field, rb, miss_ids, miss_pos, out);
+  RETURN_IF_ERROR(GroupByPart(ids, book_, "node", &positions));
+  const std::vector<std::vector<int64_t>> part_ids = IdsByPart(ids, positions);
+  const core::FieldRef ref = core::FieldRef::Node(field);
+  return ForEachPart(positions, [&](int p, core::Done done) {
+    sources_[p]->GatherRows(ref, rb, part_ids[p], positions[p], out, std::move(done));
   });
+}
+
+absl::Status DistGraph::Degrees(std::span<const int64_t> ids, core::EdgeDir dir, int64_t* out) const {
+  std::vector<std::vector<int64_t>> positions;
+  RETURN_IF_ERROR(GroupByPart(ids, book_, "node", &positions));
+  const std::vector<std::vector<int64_t>> part_ids = IdsByPart(ids, positions);
+  std::vector<std::vector<int64_t>> answers(positions.size());
+  for (size_t p = 0; p < positions.size(); ++p) answers[p].resize(positions[p].size());
+  RETURN_IF_ERROR(ForEachPart(positions, [&](int p, core::Done done) {
+    sources_[p]->Degrees(part_ids[p], dir, answers[p].data(), std::move(done));
+  }));
+  for (size_t p = 0; p < positions.size(); ++p) {
+    for (size_t i = 0; i < positions[p].size(); ++i) out[positions[p][i]] = answers[p][i];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DistGraph::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) const {
+  ASSIGN_OR_RETURN(core::RangePartitionBook edges, config_.EdgeBook());
+  std::vector<std::vector<int64_t>> positions;
+  RETURN_IF_ERROR(GroupByPart(eids, edges, "edge", &positions));
+  const std::vector<std::vector<int64_t>> part_ids = IdsByPart(eids, positions);
+  std::vector<std::vector<int64_t>> srcs(positions.size()), dsts(positions.size());
+  for (size_t p = 0; p < positions.size(); ++p) {
+    srcs[p].resize(positions[p].size());
+    dsts[p].resize(positions[p].size());
+  }
+  RETURN_IF_ERROR(ForEachPart(positions, [&](int p, core::Done done) {
+    sources_[p]->FindEdges(part_ids[p], srcs[p].data(), dsts[p].data(), std::move(done));
+  }));
+  for (size_t p = 0; p < positions.size(); ++p) {
+    for (size_t i = 0; i < positions[p].size(); ++i) {
+      src[positions[p][i]] = srcs[p][i];
+      dst[positions[p][i]] = dsts[p][i];
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::string> DistGraph::PullWholeNodeField(const std::string& field) const {

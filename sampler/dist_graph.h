@@ -1,9 +1,14 @@
-// A partitioned graph as one process of machine k sees it: the partition book routes every node
-// ID to its owner; machine k's own partition is read straight from its memory-mapped files (no
-// RPC), every other partition is asked over gRPC, all remote partitions of one call in parallel.
+// A partitioned graph as one process of machine k sees it: a router over one GraphSource per
+// partition. The partition book routes every node ID to its owner; machine k's own partition is
+// a LocalGraphSource over its memory-mapped files (no RPC), every other partition a
+// RemoteGraphSource over gRPC's asynchronous API, optionally behind the halo row cache. One call
+// starts every remote partition's part first, then does the local part on the calling thread,
+// then merges: no thread is started per call, and the same code path serves any sources (tests
+// use fakes, see FromSources).
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -11,11 +16,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/graph_source.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
 #include "core/sampling.h"
 #include "sampler/row_cache.h"
-#include "server/graph_client.h"
+#include "rpc/graph_client.h"
 
 namespace fanout::sampler {
 
@@ -33,10 +39,10 @@ struct DistGraphOptions {
   int machine_id = 0;                 // this process's machine = its local partition; -1: none
   bool read_local_files = true;       // false: the local partition too goes through its servers
   ServerMap servers;                  // required for every partition not read from files
-  server::ClientOptions client;       // deadline per call, retries, message limit
+  rpc::ClientOptions client;       // deadline per call, retries, message limit
   // TLS and token files (--tls-*, --auth-token-file): loaded by Open into the clients, and
   // handed on to sampler processes.
-  server::SecurityOptions security;
+  core::SecurityOptions security;
   double connect_timeout_seconds = 30;  // Open() waits this long for every server to answer
   // Node field whose remote rows this process keeps in memory: the rows of the local
   // partition's halo (graph/halo_nids.npy), pulled once by Open, at most cache_max_bytes of them
@@ -55,6 +61,12 @@ class DistGraph {
   // partition, the address and what failed.
   static absl::StatusOr<std::unique_ptr<DistGraph>> Open(const core::PartitionConfig& config,
                                                          const DistGraphOptions& options);
+  // A router over the given sources (sources[p] answers for partition p), as machine
+  // `machine_id` of `config` sees the graph: for tests, and for callers that build their own
+  // sources. No cache; `local` (optional) is machine_id's partition store.
+  static absl::StatusOr<std::unique_ptr<DistGraph>> FromSources(
+      const core::PartitionConfig& config, int machine_id, std::vector<std::shared_ptr<core::GraphSource>> sources,
+      std::shared_ptr<const core::PartitionStore> local = nullptr);
 
   const core::PartitionConfig& config() const { return config_; }
   const core::RangePartitionBook& node_book() const { return book_; }
@@ -63,6 +75,8 @@ class DistGraph {
   int64_t num_nodes() const { return config_.num_nodes; }
   // True when partition p is read from local files.
   bool is_local(int p) const { return local_ != nullptr && p == options_.machine_id; }
+  // Who answers for partition p (for logs and tests).
+  const core::GraphSource& source(int p) const { return *sources_[p]; }
 
   // DGL's sample_neighbors over the whole graph: `seeds` (distinct, as a block's destination
   // nodes are) may belong to any partitions; the edges come back grouped by seed in `seeds` order
@@ -75,12 +89,15 @@ class DistGraph {
   absl::Status PullNodeRows(const std::string& field, std::span<const int64_t> ids, char* out) const;
   absl::StatusOr<core::FieldSchema> NodeFieldSchema(const std::string& field) const;
   absl::StatusOr<size_t> NodeRowBytes(const std::string& field) const;
+  // In- or out-degrees of any nodes, and the endpoints of any edges, routed to their owners.
+  absl::Status Degrees(std::span<const int64_t> ids, core::EdgeDir dir, int64_t* out) const;
+  absl::Status FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) const;
 
   // The remote rows cached by Open (null without a cache), and how many remote rows of the
   // cached field later pulls found in it and asked from servers.
   const RowCache* row_cache() const { return cache_.get(); }
-  int64_t cache_hits() const { return cache_hits_.load(std::memory_order_relaxed); }
-  int64_t cache_misses() const { return cache_misses_.load(std::memory_order_relaxed); }
+  int64_t cache_hits() const { return cache_counters_->hits.load(std::memory_order_relaxed); }
+  int64_t cache_misses() const { return cache_counters_->misses.load(std::memory_order_relaxed); }
 
   // Every row of a node field over the whole graph, partition by partition (for small fields
   // such as split masks); pulled in chunks.
@@ -88,24 +105,24 @@ class DistGraph {
 
  private:
   DistGraph(core::PartitionConfig config, DistGraphOptions options, core::RangePartitionBook book);
-  server::GraphClient* ClientFor(int part) const;
-  std::string Describe(int part) const;  // "partition 1 (server 127.0.0.1:5000)"
   bool AllOwnedBy(std::span<const int64_t> ids, int part) const;
-  // Splits `ids` by owner: order[p] = positions in `ids` owned by partition p.
-  absl::Status GroupByPart(std::span<const int64_t> ids, std::vector<std::vector<int64_t>>* positions) const;
+  // Splits `ids` by owner: positions[p] = positions in `ids` owned by partition p.
+  absl::Status GroupByPart(std::span<const int64_t> ids, const core::RangePartitionBook& book, const char* what,
+                           std::vector<std::vector<int64_t>>* positions) const;
+  // Starts start(p, done) for every partition with positions, remote ones first and this
+  // machine's last (a local source works on the calling thread while the RPCs are in flight),
+  // and waits for all. Returns the first error in partition order.
+  absl::Status ForEachPart(const std::vector<std::vector<int64_t>>& positions,
+                           const std::function<void(int, core::Done)>& start) const;
   absl::Status BuildCache();
-  // Pulls rows of `field` for `ids` from partition p's servers into out + pos[i] * row_bytes.
-  absl::Status PullRemote(int p, const std::string& field, size_t row_bytes, const std::vector<int64_t>& ids,
-                          std::span<const int64_t> pos, char* out) const;
 
   core::PartitionConfig config_;
   DistGraphOptions options_;
   core::RangePartitionBook book_;
-  std::unique_ptr<core::PartitionStore> local_;
-  std::vector<std::vector<std::unique_ptr<server::GraphClient>>> clients_;  // [part][server]
-  mutable std::unique_ptr<std::atomic<uint64_t>[]> next_client_;           // round robin per part
-  std::unique_ptr<RowCache> cache_;
-  mutable std::atomic<int64_t> cache_hits_{0}, cache_misses_{0};
+  std::shared_ptr<const core::PartitionStore> local_;
+  std::vector<std::shared_ptr<core::GraphSource>> sources_;  // [part]
+  std::shared_ptr<const RowCache> cache_;
+  std::shared_ptr<CacheCounters> cache_counters_ = std::make_shared<CacheCounters>();
 };
 
 }  // namespace fanout::sampler

@@ -18,7 +18,7 @@
 
 #include "core/status.h"
 #include "core/strings.h"
-#include "server/security.h"
+#include "rpc/security.h"
 #include "sampler/shm_batch.h"
 
 namespace fanout::sampler {

@@ -4,11 +4,14 @@
 // over the network. DistDGL fetches every remote row on every batch.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/graph_source.h"
 #include "sampler/id_map.h"
 
 namespace fanout::sampler {
@@ -36,6 +39,33 @@ class RowCache {
   size_t row_bytes_;
   IdMap index_;
   std::vector<char> rows_;
+};
+
+// How many remote rows of the cached field were found in a cache, and how many were asked of
+// the source behind it.
+struct CacheCounters {
+  std::atomic<int64_t> hits{0}, misses{0};
+};
+
+// A GraphSource decorator: gathers of the cache's field copy the cached rows from memory and ask
+// the source behind it only for the others; every other call passes through.
+class CachingGraphSource final : public core::GraphSource {
+ public:
+  CachingGraphSource(std::shared_ptr<core::GraphSource> inner, std::shared_ptr<const RowCache> cache,
+                     std::shared_ptr<CacheCounters> counters);
+
+  std::string Describe() const override;
+  void SampleNeighbors(std::span<const int64_t> seeds, const core::SampleOptions& options,
+                       core::SampledEdges* out, core::Done done) override;
+  void GatherRows(const core::FieldRef& field, size_t row_bytes, std::span<const int64_t> ids,
+                  std::span<const int64_t> positions, char* out, core::Done done) override;
+  void Degrees(std::span<const int64_t> ids, core::EdgeDir dir, int64_t* out, core::Done done) override;
+  void FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst, core::Done done) override;
+
+ private:
+  std::shared_ptr<core::GraphSource> inner_;
+  std::shared_ptr<const RowCache> cache_;
+  std::shared_ptr<CacheCounters> counters_;
 };
 
 // Which of a partition's halo nodes to cache under a budget of `max_rows`: all of them when they

@@ -19,7 +19,7 @@
 #include <optional>
 
 #include "core/cli.h"
-#include "server/security.h"
+#include "rpc/security.h"
 #include "core/malloc_tuning.h"
 #include "core/partition_config.h"
 #include "core/strings.h"

@@ -9,7 +9,7 @@
 #include "absl/status/statusor.h"
 #include "core/partition_store.h"
 #include "server/graph_service.h"
-#include "server/security.h"
+#include "rpc/security.h"
 
 namespace grpc {
 class Server;
@@ -24,7 +24,7 @@ struct ServerOptions {
   ServiceLimits limits;
   int64_t max_request_bytes = 64ll << 20;  // larger requests: RESOURCE_EXHAUSTED from gRPC
   bool allow_push = false;                 // accept PushNodeData (writes); refused otherwise
-  Security security;                       // TLS and token (default: plaintext, no token)
+  rpc::Security security;                       // TLS and token (default: plaintext, no token)
   int handshake_timeout_ms = 10000;        // connections that have not finished HTTP/2 (and TLS)
                                            // setup by then are closed
   int max_streams_per_connection = 128;    // concurrent calls on one connection

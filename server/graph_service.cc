@@ -12,11 +12,18 @@
 #include "core/shape.h"
 #include "core/status.h"
 #include "core/strings.h"
-#include "server/rpc_codec.h"
+#include "rpc/rpc_codec.h"
 
 namespace fanout::server {
 
 using core::StrCat;
+using rpc::CheckTensor;
+using rpc::FillInt64Tensor;
+using rpc::FillTensor;
+using rpc::FromProtoDType;
+using rpc::Int64Vector;
+using rpc::ToGrpcStatus;
+using rpc::ToProtoDType;
 
 namespace {
 

@@ -10,7 +10,7 @@
 
 #include "core/cli.h"
 #include "core/strings.h"
-#include "server/graph_client.h"
+#include "rpc/graph_client.h"
 
 namespace {
 
@@ -31,7 +31,7 @@ json Values(const std::string& data, int64_t n) {
 }
 
 // Rows as nested JSON arrays (one per row).
-absl::StatusOr<json> RowsJson(const server::Rows& r) {
+absl::StatusOr<json> RowsJson(const rpc::Rows& r) {
   int64_t n = 1;
   for (int64_t d : r.shape) n *= d;
   json flat;
@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
   args.AddChoice("op", &op, {"assign", "add"}, "push: how rows are applied");
   args.AddFloatList("values", &values, "push: the rows' numbers, row after row");
   args.AddDouble("deadline", &deadline, "seconds per call");
-  server::SecurityOptions security;
+  core::SecurityOptions security;
   core::AddSecurityFlags(args, &security);
   std::vector<std::string> positional;
   if (std::optional<int> exit = args.ParseForMain(argc, argv, &positional)) return *exit;
@@ -104,9 +104,9 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = positional[0];
   if (!(deadline > 0)) return args.Fail(absl::InvalidArgumentError("--deadline must be > 0 seconds"));
-  auto loaded = server::Security::Load(security, server::Security::Role::kClient);
+  auto loaded = rpc::Security::Load(security, rpc::Security::Role::kClient);
   if (!loaded.ok()) return args.Fail(loaded.status());
-  auto client = server::GraphClient::Connect(address, {.deadline_seconds = deadline, .security = *loaded});
+  auto client = rpc::GraphClient::Connect(address, {.deadline_seconds = deadline, .security = *loaded});
   const core::EdgeDir edge_dir = dir == "out" ? core::EdgeDir::kOut : core::EdgeDir::kIn;
   auto ids = [&](const char* flag) -> absl::StatusOr<std::vector<int64_t>> {
     if (id_list.empty()) return absl::InvalidArgumentError(core::StrCat(flag, " is required"));
@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
         }
         std::vector<int64_t> shape{static_cast<int64_t>(v->size())};
         shape.insert(shape.end(), f.shape().begin(), f.shape().end());
-        server::Rows rows{core::DType::kFloat32, shape,
+        rpc::Rows rows{core::DType::kFloat32, shape,
                           std::string(reinterpret_cast<const char*>(values.data()), values.size() * 4)};
         absl::Status s = client->PushNodeData(field, *v, rows, op == "add" ? core::PushOp::kAdd : core::PushOp::kAssign);
         if (!s.ok()) return s;

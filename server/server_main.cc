@@ -14,7 +14,7 @@
 #include "core/process_stats.h"
 #include "core/strings.h"
 #include "server/graph_server.h"
-#include "server/security.h"
+#include "rpc/security.h"
 
 int main(int argc, char** argv) {
   fanout::core::KeepLargeAllocations();
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
   args.AddInt("max-queued-calls", &o.limits.max_queued_calls, "calls waiting for a worker; more: UNAVAILABLE");
   args.AddInt("max-queued-bytes", &o.limits.max_queued_bytes, "request bytes waiting for a worker; more: UNAVAILABLE");
   args.AddBool("allow-push", &o.allow_push, "accept PushNodeData (writes to node data); refused otherwise");
-  server::SecurityOptions security;
+  core::SecurityOptions security;
   core::AddSecurityFlags(args, &security);
   args.AddDouble("shutdown-grace", &grace_s, "seconds in-flight calls get to finish on shutdown");
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
@@ -54,7 +54,7 @@ int main(int argc, char** argv) {
   if (o.limits.max_queued_calls < 0) return args.Fail(absl::InvalidArgumentError("--max-queued-calls must be >= 0"));
   if (o.limits.max_queued_bytes < 0) return args.Fail(absl::InvalidArgumentError("--max-queued-bytes must be >= 0"));
   if (!(grace_s >= 0)) return args.Fail(absl::InvalidArgumentError("--shutdown-grace must be >= 0 seconds"));
-  auto loaded = server::Security::Load(security, server::Security::Role::kServer);
+  auto loaded = rpc::Security::Load(security, rpc::Security::Role::kServer);
   if (!loaded.ok()) return args.Fail(loaded.status());
   o.security = *loaded;
   core::RaiseOpenFileLimit();

@@ -15,7 +15,7 @@
 
 #include "core/cli.h"
 #include "core/heartbeat.h"
-#include "server/security.h"
+#include "rpc/security.h"
 #include "core/malloc_tuning.h"
 #include "core/partition_config.h"
 #include "core/status.h"
@@ -213,7 +213,7 @@ int Main(int argc, char** argv) {
   o.graph.client.deadline_seconds = deadline;
   o.graph.connect_timeout_seconds = deadline;
   // The job's token also guards the trainers' rendezvous.
-  auto security = server::Security::Load(o.graph.security, server::Security::Role::kClient);
+  auto security = rpc::Security::Load(o.graph.security, rpc::Security::Role::kClient);
   if (!security.ok()) return args.Fail(security.status());
   o.dist.auth_token = security->token();
   o.graph.cache_field = o.feature_field;

@@ -21,7 +21,7 @@
 #include "partition/dataset.h"
 #include "partition/partitioner.h"
 #include "server/graph_service.h"
-#include "server/rpc_codec.h"
+#include "rpc/rpc_codec.h"
 #include "server/server_stats.h"
 #include "server/thread_pool.h"
 #include "tests/fuzz/fuzz_util.h"
@@ -97,7 +97,7 @@ World* TheWorld() {
   return w;
 }
 
-void CheckTensorOk(const v1::Tensor& t) { FANOUT_CHECK(fanout::server::CheckTensor(t, "answer").ok()); }
+void CheckTensorOk(const v1::Tensor& t) { FANOUT_CHECK(fanout::rpc::CheckTensor(t, "answer").ok()); }
 
 int64_t Rows(const v1::Tensor& t) { return t.shape_size() == 0 ? -1 : t.shape(0); }
 

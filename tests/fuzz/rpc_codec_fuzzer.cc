@@ -12,26 +12,26 @@
 #include "core/dtype.h"
 #include "fanout/v1/graph.pb.h"
 #include "google/protobuf/stubs/logging.h"
-#include "server/rpc_codec.h"
+#include "rpc/rpc_codec.h"
 
 namespace {
 
 namespace v1 = fanout::v1;
-using fanout::server::CheckTensor;
-using fanout::server::Int64Vector;
+using fanout::rpc::CheckTensor;
+using fanout::rpc::Int64Vector;
 
 void CheckOne(const v1::Tensor& t) {
   absl::Status checked = CheckTensor(t, "tensor");
   if (checked.ok()) {
-    auto dtype = fanout::server::FromProtoDType(t.dtype());
+    auto dtype = fanout::rpc::FromProtoDType(t.dtype());
     FANOUT_CHECK(dtype.ok());
-    FANOUT_CHECK(fanout::server::ToProtoDType(*dtype) == t.dtype());
+    FANOUT_CHECK(fanout::rpc::ToProtoDType(*dtype) == t.dtype());
     size_t elements = 1;
     for (int64_t d : t.shape()) elements *= static_cast<size_t>(d);
     FANOUT_CHECK(elements * fanout::core::DTypeSize(*dtype) == t.data().size());
     // Re-encoding what was accepted gives a tensor that is accepted again.
     v1::Tensor copy;
-    fanout::server::FillTensor(*dtype, std::vector<int64_t>(t.shape().begin(), t.shape().end()),
+    fanout::rpc::FillTensor(*dtype, std::vector<int64_t>(t.shape().begin(), t.shape().end()),
                                t.data(), &copy);
     FANOUT_CHECK(CheckTensor(copy, "copy").ok());
   }
@@ -40,7 +40,7 @@ void CheckOne(const v1::Tensor& t) {
     FANOUT_CHECK(checked.ok());
     FANOUT_CHECK(ids->size() * sizeof(int64_t) == t.data().size());
     v1::Tensor copy;
-    fanout::server::FillInt64Tensor(*ids, &copy);
+    fanout::rpc::FillInt64Tensor(*ids, &copy);
     auto again = Int64Vector(copy, "ids");
     FANOUT_CHECK(again.ok() && *again == *ids);
   }
@@ -102,7 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Check<v1::Tensor>(bytes, len, [](const auto& m) { return Tensors{&m}; });
       absl::Status s(static_cast<absl::StatusCode>(len > 0 ? static_cast<uint8_t>(bytes[0]) % 17 : 0),
                      std::string(bytes, static_cast<size_t>(len)));
-      absl::Status back = fanout::server::FromGrpcStatus(fanout::server::ToGrpcStatus(s));
+      absl::Status back = fanout::rpc::FromGrpcStatus(fanout::rpc::ToGrpcStatus(s));
       FANOUT_CHECK(back.code() == s.code());
       break;
     }

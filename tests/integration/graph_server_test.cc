@@ -23,7 +23,7 @@
 #include "gtest/gtest.h"
 #include "partition/partitioner.h"
 #include "partition/readers.h"
-#include "server/graph_client.h"
+#include "rpc/graph_client.h"
 #include "server/graph_server.h"
 #include "tests/testing/testing.h"
 
@@ -31,6 +31,9 @@ extern char** environ;
 
 namespace fanout::server {
 namespace {
+
+using rpc::GraphClient;
+using rpc::Rows;
 
 namespace fs = std::filesystem;
 using core::EdgeDir;

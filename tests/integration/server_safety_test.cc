@@ -22,10 +22,10 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "server/graph_client.h"
+#include "rpc/graph_client.h"
 #include "server/graph_server.h"
-#include "server/rpc_codec.h"
-#include "server/security.h"
+#include "rpc/rpc_codec.h"
+#include "rpc/security.h"
 #include "tests/testing/server_cluster.h"
 #include "tests/testing/testing.h"
 
@@ -33,6 +33,15 @@ extern char** environ;
 
 namespace fanout::server {
 namespace {
+
+using rpc::GraphClient;
+using rpc::Rows;
+using rpc::Security;
+using core::IsLoopbackHost;
+using core::SecurityOptions;
+using rpc::CheckTensor;
+using rpc::FillInt64Tensor;
+using rpc::FillTensor;
 
 using ::testing::HasSubstr;
 using testing::TempDir;

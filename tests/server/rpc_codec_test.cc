@@ -1,4 +1,4 @@
-#include "server/rpc_codec.h"
+#include "rpc/rpc_codec.h"
 
 #include <cstring>
 #include <string>
@@ -6,7 +6,7 @@
 
 #include "gtest/gtest.h"
 
-namespace fanout::server {
+namespace fanout::rpc {
 namespace {
 
 v1::Tensor Make(v1::DType dtype, std::vector<int64_t> shape, size_t data_bytes) {
@@ -61,4 +61,4 @@ TEST(RpcCodecTest, RejectsShapesWhoseSizeOverflows) {
 }
 
 }  // namespace
-}  // namespace fanout::server
+}  // namespace fanout::rpc

@@ -1,4 +1,4 @@
-#include "server/rpc_codec.h"
+#include "rpc/rpc_codec.h"
 
 #include <cstring>
 
@@ -6,7 +6,7 @@
 #include "core/status.h"
 #include "core/strings.h"
 
-namespace fanout::server {
+namespace fanout::rpc {
 
 using core::StrCat;
 
@@ -71,4 +71,4 @@ absl::StatusOr<std::vector<int64_t>> Int64Vector(const v1::Tensor& t, const char
   return v;
 }
 
-}  // namespace fanout::server
+}  // namespace fanout::rpc

@@ -1,4 +1,4 @@
-#include "server/security.h"
+#include "rpc/security.h"
 
 #include <sys/stat.h>
 
@@ -13,7 +13,7 @@
 #include "core/status.h"
 #include "core/strings.h"
 
-namespace fanout::server {
+namespace fanout::rpc {
 
 using core::StrCat;
 
@@ -117,4 +117,4 @@ void Security::ApplyTo(grpc::ChannelArguments* args) const {
   if (tls_ && !server_name_.empty()) args->SetSslTargetNameOverride(server_name_);
 }
 
-}  // namespace fanout::server
+}  // namespace fanout::rpc

@@ -16,7 +16,7 @@ class ChannelCredentials;
 class ServerCredentials;
 }  // namespace grpc
 
-namespace fanout::server {
+namespace fanout::rpc {
 
 using core::SecurityOptions;
 
@@ -46,4 +46,4 @@ class Security {
 
 using core::IsLoopbackHost;
 
-}  // namespace fanout::server
+}  // namespace fanout::rpc

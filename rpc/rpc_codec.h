@@ -12,7 +12,7 @@
 #include "fanout/v1/graph.pb.h"
 #include "grpcpp/support/status.h"
 
-namespace fanout::server {
+namespace fanout::rpc {
 
 grpc::Status ToGrpcStatus(const absl::Status& s);
 absl::Status FromGrpcStatus(const grpc::Status& s);
@@ -29,4 +29,4 @@ absl::StatusOr<std::vector<int64_t>> Int64Vector(const v1::Tensor& t, const char
 // Checks that `t` holds a well-formed tensor (known dtype, data size = prod(shape) * size).
 absl::Status CheckTensor(const v1::Tensor& t, const char* what);
 
-}  // namespace fanout::server
+}  // namespace fanout::rpc

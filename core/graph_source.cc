@@ -1,0 +1,59 @@
+#include "core/graph_source.h"
+
+#include <future>
+
+#include "core/strings.h"
+
+namespace fanout::core {
+
+std::string FieldRef::ToString() const {
+  return StrCat(kind == Kind::kNode ? "node" : "edge", " field '", name, "'",
+                type.empty() ? "" : StrCat(" of type '", type, "'"));
+}
+
+absl::Status WaitFor(const std::function<void(Done)>& call) {
+  std::promise<absl::Status> result;
+  std::future<absl::Status> ready = result.get_future();
+  call([&result](absl::Status s) { result.set_value(std::move(s)); });
+  return ready.get();
+}
+
+LocalGraphSource::LocalGraphSource(std::shared_ptr<const PartitionStore> store) : store_(std::move(store)) {}
+
+std::string LocalGraphSource::Describe() const { return StrCat("partition ", store_->part_id(), " (local files)"); }
+
+absl::Status LocalGraphSource::Prefix(absl::Status s) const {
+  if (s.ok()) return s;
+  return absl::Status(s.code(), StrCat("partition ", store_->part_id(), ": ", s.message()));
+}
+
+void LocalGraphSource::SampleNeighbors(std::span<const int64_t> seeds, const SampleOptions& options,
+                                       SampledEdges* out, Done done) {
+  done(Prefix(core::SampleNeighbors(*store_, seeds, options, out)));
+}
+
+void LocalGraphSource::GatherRows(const FieldRef& field, size_t row_bytes, std::span<const int64_t> ids,
+                                  std::span<const int64_t> positions, char* out, Done done) {
+  if (!field.type.empty()) {
+    return done(Prefix(absl::UnimplementedError(StrCat(field.ToString(), ": typed (heterogeneous) fields are not supported yet"))));
+  }
+  const bool node = field.kind == FieldRef::Kind::kNode;
+  absl::StatusOr<FieldSchema> schema = node ? store_->NodeFieldSchema(field.name) : store_->EdgeFieldSchema(field.name);
+  if (!schema.ok()) return done(Prefix(schema.status()));
+  if (schema->row_bytes() != row_bytes) {
+    return done(Prefix(absl::FailedPreconditionError(StrCat(field.ToString(), " has rows of ", schema->row_bytes(),
+                                                            " bytes here; the caller expects ", row_bytes))));
+  }
+  done(Prefix(node ? store_->GatherNodeRowsAt(field.name, ids, positions, out)
+                   : store_->GatherEdgeRowsAt(field.name, ids, positions, out)));
+}
+
+void LocalGraphSource::Degrees(std::span<const int64_t> ids, EdgeDir dir, int64_t* out, Done done) {
+  done(Prefix(store_->Degrees(ids, dir, out)));
+}
+
+void LocalGraphSource::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst, Done done) {
+  done(Prefix(store_->FindEdges(eids, src, dst)));
+}
+
+}  // namespace fanout::core

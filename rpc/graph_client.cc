@@ -1,0 +1,316 @@
+#include "rpc/graph_client.h"
+
+#include <grpcpp/alarm.h>
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstring>
+#include <future>
+
+
+#include "core/status.h"
+#include "core/strings.h"
+#include "rpc/rpc_codec.h"
+
+namespace fanout::rpc {
+
+using core::StrCat;
+
+std::unique_ptr<GraphClient> GraphClient::Connect(const std::string& address, const ClientOptions& options) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(options.max_message_bytes, INT32_MAX)));
+  args.SetMaxSendMessageSize(static_cast<int>(std::min<int64_t>(options.max_message_bytes, INT32_MAX)));
+  // Channels to one target share a connection unless each has its own subchannel pool.
+  if (options.own_connection) args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  // Feature pulls are MB-sized: a large HTTP/2 stream window and frames keep one call from
+  // stalling on flow control (see docs/benchmarks.md).
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, 16 << 20);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 16 << 20);
+  options.security.ApplyTo(&args);
+  auto channel = grpc::CreateCustomChannel(address, options.security.ChannelCredentials(), args);
+  return std::unique_ptr<GraphClient>(new GraphClient(address, options, std::move(channel)));
+}
+
+GraphClient::GraphClient(std::string address, ClientOptions options, std::shared_ptr<grpc::Channel> channel)
+    : address_(std::move(address)), options_(options), channel_(std::move(channel)),
+      stub_(v1::GraphService::NewStub(channel_)) {}
+
+absl::Status GraphClient::WaitForReady(double seconds) {
+  auto deadline = std::chrono::system_clock::now() + std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  if (channel_->WaitForConnected(deadline)) return absl::OkStatus();
+  return absl::UnavailableError(StrCat("server ", address_, " not reachable within ", seconds, " s"));
+}
+
+template <typename Req, typename Resp>
+struct GraphClient::Call {
+  const char* method;
+  bool retry;
+  Req req;
+  Resp resp;
+  StartFn<Req, Resp> start;
+  std::function<void(absl::Status, Resp*)> done;
+  std::chrono::system_clock::time_point deadline;
+  std::chrono::milliseconds backoff{50};
+  int attempt = 0;
+  std::unique_ptr<grpc::ClientContext> ctx;
+  // Back-off timers; kept until the call is deleted (never from inside a timer's own callback).
+  std::vector<std::unique_ptr<grpc::Alarm>> alarms;
+};
+
+template <typename Req, typename Resp>
+void GraphClient::Start(const char* method, Req req, bool retry, StartFn<Req, Resp> start,
+                        std::function<void(absl::Status, Resp*)> done) {
+  auto* call = new Call<Req, Resp>{method, retry, std::move(req), Resp(), start, std::move(done)};
+  call->deadline = std::chrono::system_clock::now() +
+                   std::chrono::milliseconds(static_cast<int64_t>(options_.deadline_seconds * 1000));
+  Attempt(call);
+}
+
+template <typename Req, typename Resp>
+void GraphClient::Attempt(Call<Req, Resp>* call) {
+  ++call->attempt;
+  call->ctx = std::make_unique<grpc::ClientContext>();
+  call->ctx->set_deadline(call->deadline);
+  if (!options_.security.token().empty()) {
+    call->ctx->AddMetadata("authorization", StrCat("Bearer ", options_.security.token()));
+  }
+  call->resp.Clear();
+  call->start(stub_->async(), call->ctx.get(), &call->req, &call->resp,
+              [this, call](grpc::Status s) { Finish(call, s); });
+}
+
+template <typename Req, typename Resp>
+void GraphClient::Finish(Call<Req, Resp>* call, const grpc::Status& s) {
+  using Clock = std::chrono::system_clock;
+  if (s.ok()) {
+    call->done(absl::OkStatus(), &call->resp);
+    delete call;
+    return;
+  }
+  const bool again = call->retry && s.error_code() == grpc::StatusCode::UNAVAILABLE &&
+                     call->attempt < options_.max_attempts && Clock::now() + call->backoff < call->deadline;
+  if (!again) {
+    call->done(Error(call->method, FromGrpcStatus(s)), nullptr);
+    delete call;
+    return;
+  }
+  auto alarm = std::make_unique<grpc::Alarm>();
+  grpc::Alarm* timer = alarm.get();
+  call->alarms.push_back(std::move(alarm));
+  const grpc::Status last = s;
+  timer->Set(Clock::now() + call->backoff, [this, call, last](bool fired) {
+    if (fired) return Attempt(call);
+    // Cancelled: only when gRPC shuts down under a pending retry. The call is left to leak
+    // rather than deleted from inside its own timer's callback.
+    call->done(Error(call->method, FromGrpcStatus(last)), nullptr);
+  });
+  call->backoff *= 2;
+}
+
+template <typename Req, typename Resp>
+absl::Status GraphClient::Invoke(const char* method, Req req, Resp* resp, bool retry, StartFn<Req, Resp> start) {
+  std::promise<absl::Status> result;
+  std::future<absl::Status> ready = result.get_future();
+  Start<Req, Resp>(method, std::move(req), retry, start, [&result, resp](absl::Status s, Resp* r) {
+    if (s.ok()) *resp = std::move(*r);
+    result.set_value(std::move(s));
+  });
+  return ready.get();
+}
+
+absl::Status GraphClient::Error(const char* method, const absl::Status& s) const {
+  return absl::Status(s.code(), StrCat("server ", address_, ": ", method, ": ", s.message()));
+}
+
+// The callback forms of the stub's methods, as StartFns.
+#define FANOUT_ASYNC_METHOD(Method, Req, Resp)                                                      \
+  +[](v1::GraphService::Stub::async_interface* a, grpc::ClientContext* c, const v1::Req* q, v1::Resp* r, \
+     std::function<void(grpc::Status)> f) { a->Method(c, q, r, std::move(f)); }
+
+absl::StatusOr<v1::GetMetadataResponse> GraphClient::GetMetadata() {
+  v1::GetMetadataResponse resp;
+  RETURN_IF_ERROR(Invoke("GetMetadata", v1::GetMetadataRequest(), &resp, true,
+                         FANOUT_ASYNC_METHOD(GetMetadata, GetMetadataRequest, GetMetadataResponse)));
+  return resp;
+}
+
+absl::StatusOr<v1::GetStatsResponse> GraphClient::GetStats() {
+  v1::GetStatsResponse resp;
+  RETURN_IF_ERROR(
+      Invoke("GetStats", v1::GetStatsRequest(), &resp, true, FANOUT_ASYNC_METHOD(GetStats, GetStatsRequest, GetStatsResponse)));
+  return resp;
+}
+
+namespace {
+
+std::vector<int64_t> ToVector(std::span<const int64_t> ids) { return std::vector<int64_t>(ids.begin(), ids.end()); }
+
+// The rows of a pull's answer, checked: `n` rows in a tensor; their size is the caller's to check.
+absl::Status CheckRows(const v1::PullResponse& resp, size_t n) {
+  RETURN_IF_ERROR(CheckTensor(resp.data(), "answer"));
+  const auto& shape = resp.data().shape();
+  if (shape.empty() || shape[0] != static_cast<int64_t>(n)) {
+    return absl::InternalError(StrCat("answered ", shape.empty() ? 0 : shape[0], " rows for ", n, " IDs"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Rows> GraphClient::PullNodeData(const std::string& field, const std::vector<int64_t>& ids) {
+  return Pull(true, field, ids);
+}
+
+absl::StatusOr<Rows> GraphClient::PullEdgeData(const std::string& field, const std::vector<int64_t>& ids) {
+  return Pull(false, field, ids);
+}
+
+absl::StatusOr<Rows> GraphClient::Pull(bool node, const std::string& field, const std::vector<int64_t>& ids) {
+  v1::PullRequest req;
+  req.set_field(field);
+  FillInt64Tensor(ids, req.mutable_ids());
+  v1::PullResponse resp;
+  const char* method = node ? "PullNodeData" : "PullEdgeData";
+  RETURN_IF_ERROR(Invoke(method, std::move(req), &resp, true,
+                         node ? FANOUT_ASYNC_METHOD(PullNodeData, PullRequest, PullResponse)
+                              : FANOUT_ASYNC_METHOD(PullEdgeData, PullRequest, PullResponse)));
+  if (absl::Status s = CheckRows(resp, ids.size()); !s.ok()) return Error(method, s);
+  Rows r;
+  ASSIGN_OR_RETURN(r.dtype, FromProtoDType(resp.data().dtype()));
+  r.shape.assign(resp.data().shape().begin(), resp.data().shape().end());
+  r.data = std::move(*resp.mutable_data()->mutable_data());  // taken, not copied
+  return r;
+}
+
+void GraphClient::PullRowsAsync(bool node, const std::string& field, size_t row_bytes, std::span<const int64_t> ids,
+                                std::span<const int64_t> positions, char* out, core::Done done) {
+  v1::PullRequest req;
+  req.set_field(field);
+  FillInt64Tensor(ToVector(ids), req.mutable_ids());
+  const char* method = node ? "PullNodeData" : "PullEdgeData";
+  Start<v1::PullRequest, v1::PullResponse>(
+      method, std::move(req), true,
+      node ? FANOUT_ASYNC_METHOD(PullNodeData, PullRequest, PullResponse)
+           : FANOUT_ASYNC_METHOD(PullEdgeData, PullRequest, PullResponse),
+      [this, method, row_bytes, positions, out, done = std::move(done)](absl::Status s, v1::PullResponse* resp) {
+        if (!s.ok()) return done(std::move(s));
+        if (absl::Status c = CheckRows(*resp, positions.size()); !c.ok()) return done(Error(method, c));
+        const std::string& data = resp->data().data();
+        if (data.size() != positions.size() * row_bytes) {
+          return done(Error(method, absl::InternalError(StrCat("answered ", data.size(), " bytes for ", positions.size(),
+                                                               " rows of ", row_bytes, " bytes"))));
+        }
+        for (size_t i = 0; i < positions.size(); ++i) {
+          std::memcpy(out + positions[i] * row_bytes, data.data() + i * row_bytes, row_bytes);
+        }
+        done(absl::OkStatus());
+      });
+}
+
+absl::Status GraphClient::PushNodeData(const std::string& field, const std::vector<int64_t>& ids, const Rows& rows,
+                                       core::PushOp op) {
+  v1::PushRequest req;
+  req.set_field(field);
+  FillInt64Tensor(ids, req.mutable_ids());
+  FillTensor(rows.dtype, rows.shape, rows.data, req.mutable_data());
+  req.set_op(op == core::PushOp::kAdd ? v1::PUSH_OP_ADD : v1::PUSH_OP_ASSIGN);
+  v1::PushResponse resp;
+  return Invoke("PushNodeData", std::move(req), &resp, false, FANOUT_ASYNC_METHOD(PushNodeData, PushRequest, PushResponse));
+}
+
+namespace {
+
+v1::SampleRequest SampleRequestOf(std::span<const int64_t> seeds, const core::SampleOptions& o) {
+  v1::SampleRequest req;
+  FillInt64Tensor(ToVector(seeds), req.mutable_seeds());
+  req.set_fanout(o.fanout);
+  req.set_replace(o.replace);
+  req.set_dir(o.dir == core::EdgeDir::kOut ? v1::EDGE_DIR_OUT : v1::EDGE_DIR_IN);
+  req.set_weight_field(o.weight_field);
+  req.set_seed(o.seed);
+  return req;
+}
+
+absl::Status ReadSample(const v1::SampleResponse& resp, core::SampledEdges* e) {
+  ASSIGN_OR_RETURN(e->src, Int64Vector(resp.src(), "src"));
+  ASSIGN_OR_RETURN(e->dst, Int64Vector(resp.dst(), "dst"));
+  ASSIGN_OR_RETURN(e->eid, Int64Vector(resp.eid(), "eid"));
+  if (e->src.size() != e->eid.size() || e->dst.size() != e->eid.size()) {
+    return absl::InternalError(StrCat("answered ", e->src.size(), " sources, ", e->dst.size(), " destinations and ",
+                                      e->eid.size(), " edge IDs"));
+  }
+  return absl::OkStatus();
+}
+
+// A degree or endpoint answer: exactly `n` int64 values, copied to out.
+absl::Status ReadInt64s(const v1::Tensor& t, const char* what, size_t n, int64_t* out) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> v, Int64Vector(t, what));
+  if (v.size() != n) return absl::InternalError(StrCat("answered ", v.size(), " ", what, " for ", n, " IDs"));
+  std::copy(v.begin(), v.end(), out);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<core::SampledEdges> GraphClient::SampleNeighbors(const std::vector<int64_t>& seeds,
+                                                                const core::SampleOptions& o) {
+  core::SampledEdges e;
+  RETURN_IF_ERROR(core::WaitFor([&](core::Done d) { SampleNeighborsAsync(seeds, o, &e, std::move(d)); }));
+  return e;
+}
+
+void GraphClient::SampleNeighborsAsync(std::span<const int64_t> seeds, const core::SampleOptions& o,
+                                       core::SampledEdges* out, core::Done done) {
+  Start<v1::SampleRequest, v1::SampleResponse>(
+      "SampleNeighbors", SampleRequestOf(seeds, o), true, FANOUT_ASYNC_METHOD(SampleNeighbors, SampleRequest, SampleResponse),
+      [this, out, done = std::move(done)](absl::Status s, v1::SampleResponse* resp) {
+        if (!s.ok()) return done(std::move(s));
+        s = ReadSample(*resp, out);
+        done(s.ok() ? s : Error("SampleNeighbors", s));
+      });
+}
+
+absl::StatusOr<std::vector<int64_t>> GraphClient::GetDegrees(const std::vector<int64_t>& ids, core::EdgeDir dir) {
+  std::vector<int64_t> deg(ids.size());
+  RETURN_IF_ERROR(core::WaitFor([&](core::Done d) { GetDegreesAsync(ids, dir, deg.data(), std::move(d)); }));
+  return deg;
+}
+
+void GraphClient::GetDegreesAsync(std::span<const int64_t> ids, core::EdgeDir dir, int64_t* out, core::Done done) {
+  v1::DegreesRequest req;
+  FillInt64Tensor(ToVector(ids), req.mutable_ids());
+  req.set_dir(dir == core::EdgeDir::kOut ? v1::EDGE_DIR_OUT : v1::EDGE_DIR_IN);
+  const size_t n = ids.size();
+  Start<v1::DegreesRequest, v1::DegreesResponse>(
+      "GetDegrees", std::move(req), true, FANOUT_ASYNC_METHOD(GetDegrees, DegreesRequest, DegreesResponse),
+      [this, n, out, done = std::move(done)](absl::Status s, v1::DegreesResponse* resp) {
+        if (!s.ok()) return done(std::move(s));
+        s = ReadInt64s(resp->degrees(), "degrees", n, out);
+        done(s.ok() ? s : Error("GetDegrees", s));
+      });
+}
+
+absl::StatusOr<std::pair<std::vector<int64_t>, std::vector<int64_t>>> GraphClient::FindEdges(
+    const std::vector<int64_t>& eids) {
+  std::vector<int64_t> src(eids.size()), dst(eids.size());
+  RETURN_IF_ERROR(core::WaitFor([&](core::Done d) { FindEdgesAsync(eids, src.data(), dst.data(), std::move(d)); }));
+  return std::pair{std::move(src), std::move(dst)};
+}
+
+void GraphClient::FindEdgesAsync(std::span<const int64_t> eids, int64_t* src, int64_t* dst, core::Done done) {
+  v1::FindEdgesRequest req;
+  FillInt64Tensor(ToVector(eids), req.mutable_eids());
+  const size_t n = eids.size();
+  Start<v1::FindEdgesRequest, v1::FindEdgesResponse>(
+      "FindEdges", std::move(req), true, FANOUT_ASYNC_METHOD(FindEdges, FindEdgesRequest, FindEdgesResponse),
+      [this, n, src, dst, done = std::move(done)](absl::Status s, v1::FindEdgesResponse* resp) {
+        if (!s.ok()) return done(std::move(s));
+        s = ReadInt64s(resp->src(), "sources", n, src);
+        if (s.ok()) s = ReadInt64s(resp->dst(), "destinations", n, dst);
+        done(s.ok() ? s : Error("FindEdges", s));
+      });
+}
+
+#undef FANOUT_ASYNC_METHOD
+
+}  // namespace fanout::rpc
