@@ -56,27 +56,44 @@ absl::Status DistGraph::ForEachPart(const std::vector<std::vector<int64_t>>& pos
   struct Pending {
     std::mutex mu;
     std::condition_variable cv;
-    int left = 0;
+    int answers = 0;  // calls whose done has not run
+    int starts = 0;   // pool tasks still inside start(): they use `start` and `pending`
     std::vector<absl::Status> status;
   } pending;
   pending.status.resize(np);
-  std::vector<int> order;
-  for (int p = 0; p < np; ++p) {
-    if (!positions[p].empty() && p != options_.machine_id) order.push_back(p);
-  }
-  if (options_.machine_id >= 0 && options_.machine_id < np && !positions[options_.machine_id].empty()) {
-    order.push_back(options_.machine_id);
-  }
-  pending.left = static_cast<int>(order.size());
-  for (int p : order) {
-    start(p, [&pending, p](absl::Status s) {
+  const int local = options_.machine_id;
+  for (int p = 0; p < np; ++p) pending.answers += positions[p].empty() ? 0 : 1;
+  auto done_of = [&pending](int p) {
+    return [&pending, p](absl::Status s) {
       std::lock_guard<std::mutex> lock(pending.mu);
       pending.status[p] = std::move(s);
-      if (--pending.left == 0) pending.cv.notify_all();  // under the lock: `pending` outlives this
+      if (--pending.answers == 0) pending.cv.notify_all();  // under the lock: `pending` outlives this
+    };
+  };
+  // Other partitions' parts start on the pool (a remote source only sends its RPC there; a
+  // cached one also copies its hits, in parallel with the local part); this machine's part runs
+  // here. With one partition having work, everything runs here.
+  const bool spread = pool_ != nullptr && std::count_if(positions.begin(), positions.end(),
+                                                        [](const auto& v) { return !v.empty(); }) > 1;
+  for (int p = 0; p < np; ++p) {
+    if (positions[p].empty() || p == local) continue;
+    if (!spread) {
+      start(p, done_of(p));
+      continue;
+    }
+    {
+      std::lock_guard<std::mutex> lock(pending.mu);
+      ++pending.starts;
+    }
+    pool_->Submit([&pending, &start, done = done_of(p), p]() {
+      start(p, done);
+      std::lock_guard<std::mutex> lock(pending.mu);
+      if (--pending.starts == 0) pending.cv.notify_all();
     });
   }
+  if (local >= 0 && local < np && !positions[local].empty()) start(local, done_of(local));
   std::unique_lock<std::mutex> lock(pending.mu);
-  pending.cv.wait(lock, [&] { return pending.left == 0; });
+  pending.cv.wait(lock, [&] { return pending.answers == 0 && pending.starts == 0; });
   for (absl::Status& s : pending.status) {
     if (!s.ok()) return s;
   }
@@ -100,6 +117,7 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::FromSources(const core::Pa
   std::unique_ptr<DistGraph> g(new DistGraph(config, options, std::move(book)));
   g->sources_ = std::move(sources);
   g->local_ = std::move(local);
+  g->StartPool();
   return g;
 }
 
@@ -173,11 +191,16 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
   for (int p = 0; p < config.num_parts; ++p) {
     if (!g->is_local(p)) g->sources_[p] = std::make_shared<rpc::RemoteGraphSource>(p, std::move(clients[p]));
   }
+  g->StartPool();
   if (!options.cache_field.empty() && options.cache_max_bytes > 0 && g->local_ != nullptr &&
       config.num_parts > 1) {
     RETURN_IF_ERROR(g->BuildCache());
   }
   return g;
+}
+
+void DistGraph::StartPool() {
+  if (config_.num_parts > 1) pool_ = std::make_unique<core::ThreadPool>(config_.num_parts - 1);
 }
 
 absl::Status DistGraph::BuildCache() {

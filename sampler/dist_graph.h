@@ -2,9 +2,9 @@
 // partition. The partition book routes every node ID to its owner; machine k's own partition is
 // a LocalGraphSource over its memory-mapped files (no RPC), every other partition a
 // RemoteGraphSource over gRPC's asynchronous API, optionally behind the halo row cache. One call
-// starts every remote partition's part first, then does the local part on the calling thread,
-// then merges: no thread is started per call, and the same code path serves any sources (tests
-// use fakes, see FromSources).
+// starts every other partition's part on a pool of P - 1 threads started with the graph, does
+// the local part on the calling thread meanwhile, waits, and merges: no thread is started per
+// call, and the same code path serves any sources (tests use fakes, see FromSources).
 #pragma once
 
 #include <atomic>
@@ -19,6 +19,7 @@
 #include "core/graph_source.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
+#include "core/thread_pool.h"
 #include "core/sampling.h"
 #include "sampler/row_cache.h"
 #include "rpc/graph_client.h"
@@ -115,6 +116,7 @@ class DistGraph {
   absl::Status ForEachPart(const std::vector<std::vector<int64_t>>& positions,
                            const std::function<void(int, core::Done)>& start) const;
   absl::Status BuildCache();
+  void StartPool();
 
   core::PartitionConfig config_;
   DistGraphOptions options_;
@@ -123,6 +125,8 @@ class DistGraph {
   std::vector<std::shared_ptr<core::GraphSource>> sources_;  // [part]
   std::shared_ptr<const RowCache> cache_;
   std::shared_ptr<CacheCounters> cache_counters_ = std::make_shared<CacheCounters>();
+  // P - 1 threads, started once: the remote parts of a call start here (see ForEachPart).
+  std::unique_ptr<core::ThreadPool> pool_;
 };
 
 }  // namespace fanout::sampler

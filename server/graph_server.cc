@@ -19,7 +19,7 @@ absl::StatusOr<std::unique_ptr<GraphServer>> GraphServer::Start(std::unique_ptr<
   std::unique_ptr<GraphServer> s(new GraphServer());
   s->store_ = std::move(store);
   s->stats_ = std::make_unique<ServerStats>();
-  s->pool_ = std::make_unique<ThreadPool>(o.num_threads > 0 ? o.num_threads : core::DefaultThreads());
+  s->pool_ = std::make_unique<core::ThreadPool>(o.num_threads > 0 ? o.num_threads : core::DefaultThreads());
   ServicePolicy policy{.limits = o.limits, .allow_push = o.allow_push, .auth_token = o.security.token()};
   s->service_ = std::make_unique<GraphServiceImpl>(s->store_.get(), s->stats_.get(), s->pool_.get(), policy);
   s->host_ = o.host;

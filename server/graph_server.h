@@ -50,7 +50,7 @@ class GraphServer {
   GraphServer() = default;
   std::unique_ptr<core::PartitionStore> store_;
   std::unique_ptr<ServerStats> stats_;
-  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<core::ThreadPool> pool_;
   std::unique_ptr<GraphServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   std::string host_;

@@ -11,7 +11,7 @@
 #include "core/partition_store.h"
 #include "fanout/v1/graph.grpc.pb.h"
 #include "server/server_stats.h"
-#include "server/thread_pool.h"
+#include "core/thread_pool.h"
 
 namespace fanout::server {
 
@@ -38,7 +38,7 @@ using StopCheck = std::function<bool()>;
 class GraphServiceImpl final : public v1::GraphService::CallbackService {
  public:
   // All pointers must outlive the service. Thread-safe.
-  GraphServiceImpl(core::PartitionStore* store, ServerStats* stats, ThreadPool* pool, ServicePolicy policy)
+  GraphServiceImpl(core::PartitionStore* store, ServerStats* stats, core::ThreadPool* pool, ServicePolicy policy)
       : store_(store), stats_(stats), pool_(pool), policy_(std::move(policy)) {}
 
   grpc::ServerUnaryReactor* GetMetadata(grpc::CallbackServerContext* ctx, const v1::GetMetadataRequest* req,
@@ -83,7 +83,7 @@ class GraphServiceImpl final : public v1::GraphService::CallbackService {
 
   core::PartitionStore* store_;
   ServerStats* stats_;
-  ThreadPool* pool_;
+  core::ThreadPool* pool_;
   ServicePolicy policy_;
   std::atomic<int64_t> queued_bytes_{0};
 };

@@ -23,7 +23,7 @@
 #include "server/graph_service.h"
 #include "rpc/rpc_codec.h"
 #include "server/server_stats.h"
-#include "server/thread_pool.h"
+#include "core/thread_pool.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {
@@ -39,7 +39,7 @@ constexpr int64_t kMaxResponseBytes = 1 << 20;
 struct World {
   std::unique_ptr<fanout::core::PartitionStore> store;
   fanout::server::ServerStats stats;
-  fanout::server::ThreadPool pool{1};
+  fanout::core::ThreadPool pool{1};
   std::unique_ptr<fanout::server::GraphServiceImpl> service;
 };
 

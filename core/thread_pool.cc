@@ -1,8 +1,8 @@
-#include "server/thread_pool.h"
+#include "core/thread_pool.h"
 
 #include <algorithm>
 
-namespace fanout::server {
+namespace fanout::core {
 
 ThreadPool::ThreadPool(int num_threads) {
   for (int i = 0; i < std::max(1, num_threads); ++i) threads_.emplace_back([this] { Loop(); });
@@ -49,4 +49,4 @@ void ThreadPool::Loop() {
   }
 }
 
-}  // namespace fanout::server
+}  // namespace fanout::core

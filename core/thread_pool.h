@@ -1,5 +1,6 @@
 // A fixed pool of worker threads that runs submitted closures in FIFO order. The graph server
-// runs request handlers here so that no gRPC thread blocks on gathering or sampling.
+// runs request handlers here so that no gRPC thread blocks on gathering or sampling; DistGraph
+// starts the remote partitions' parts of a call here, so that their work overlaps the local part.
 #pragma once
 
 #include <condition_variable>
@@ -9,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-namespace fanout::server {
+namespace fanout::core {
 
 // Thread-safe. The destructor finishes the queued work, then joins.
 class ThreadPool {
@@ -32,4 +33,4 @@ class ThreadPool {
   std::vector<std::thread> threads_;
 };
 
-}  // namespace fanout::server
+}  // namespace fanout::core
