@@ -169,7 +169,9 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
         absl::Status ready = client->WaitForReady(options.connect_timeout_seconds);
         if (!ready.ok()) return fail(StrCat("not reachable within ", options.connect_timeout_seconds, " s"));
         auto meta = client->GetMetadata();
-        if (!meta.ok()) return fail(std::string(meta.status().message()));
+        if (!meta.ok()) {  // the client's message names the server already
+          return absl::UnavailableError(StrCat("partition ", p, ": ", meta.status().message()));
+        }
         if (meta->graph_name() != config.graph_name || meta->part_id() != p ||
             meta->num_parts() != config.num_parts || meta->num_nodes() != config.num_nodes) {
           return absl::FailedPreconditionError(

@@ -1,5 +1,7 @@
 #include "sampler/loader.h"
 
+#include "sampler/sampler_spec.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -139,35 +141,18 @@ class ProcessLoader final : public BatchLoader {
       return absl::InternalError(StrCat("writing the seed list for the samplers: ", std::strerror(errno)));
     }
 
-    auto fmt_list = [](const std::vector<int64_t>& v) { return core::StrJoin(v, ","); };
-    std::vector<std::string> common = {
-        lo.sampler_binary,
-        "--part-config", lo.part_config_path,
-        "--machine-id", std::to_string(go.machine_id),
-        StrCat("--read-local-files=", go.read_local_files ? "true" : "false"),
-        "--servers", FormatServerList(go.servers),
-        "--deadline", StrCat(go.client.deadline_seconds),
-        "--connect-timeout", StrCat(go.connect_timeout_seconds),
-        "--cache-field", go.cache_field,
-        "--cache-max-bytes", std::to_string(go.cache_max_bytes),
-        "--fanouts", fmt_list(so.fanouts),
-        "--batch-size", std::to_string(so.batch_size),
-        StrCat("--replace=", so.replace ? "true" : "false"),
-        StrCat("--shuffle=", so.shuffle ? "true" : "false"),
-        "--seed", std::to_string(so.seed),
-        "--rank", std::to_string(so.rank),
-        "--seeds-per-epoch", std::to_string(so.seeds_per_epoch),
-        "--feature-field", so.feature_field,
-        "--label-field", so.label_field,
-        "--first-epoch", std::to_string(lo.first_epoch),
-        "--num-epochs", std::to_string(lo.num_epochs),
-        "--num-samplers", std::to_string(lo.num_samplers),
-        "--prefetch", std::to_string(std::max(1, lo.prefetch)),
-        "--socket-fd", "3",
-        "--seeds-fd", "4",
-        "--num-seeds", std::to_string(seeds.size()),
+    SamplerSpec spec;
+    spec.part_config_path = lo.part_config_path;
+    spec.graph = go;
+    spec.sampler = so;
+    spec.first_epoch = lo.first_epoch;
+    spec.num_epochs = lo.num_epochs;
+    spec.num_samplers = lo.num_samplers;
+    spec.prefetch = std::max(1, lo.prefetch);
+    spec.num_seeds = static_cast<int64_t>(seeds.size());
+    const std::vector<std::string> common = {
+        lo.sampler_binary, "--spec", WriteSamplerSpec(spec), "--socket-fd", "3", "--seeds-fd", "4",
     };
-    for (std::string& f : core::SecurityFlags(go.security)) common.push_back(std::move(f));
     absl::Status status;
     for (int i = 0; i < lo.num_samplers && status.ok(); ++i) {
       std::vector<std::string> args = common;

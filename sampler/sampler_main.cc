@@ -1,10 +1,10 @@
 // fanout-sampler: one sampler process of a trainer. The trainer starts it (sampler/loader.cc)
-// with a SOCK_SEQPACKET socket on --socket-fd and its seed list in a memfd on --seeds-fd; it
-// makes batches --index, --index + N, ... of epochs [--first-epoch, + --num-epochs), each in a
-// reusable shared-memory file whose descriptor it sends over the socket, at most --prefetch
-// ahead of the batches the trainer has taken; a file is rewritten once the trainer has let go of
-// the batch in it. It exits when done, or as soon as the trainer closes the socket (or dies:
-// parent-death signal). It is not meant to be started by hand.
+// with a SOCK_SEQPACKET socket on --socket-fd, its seed list in a memfd on --seeds-fd and every
+// setting in --spec (sampler/sampler_spec.h). It makes batches --index, --index + N, ... of the
+// spec's epochs, each in a reusable shared-memory file whose descriptor it sends over the
+// socket, at most `prefetch` ahead of the batches the trainer has taken; a file is rewritten
+// once the trainer has let go of the batch in it. It exits when done, or as soon as the trainer
+// closes the socket (or dies: parent-death signal). It is not meant to be started by hand.
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -19,12 +19,12 @@
 #include <optional>
 
 #include "core/cli.h"
-#include "rpc/security.h"
 #include "core/malloc_tuning.h"
 #include "core/partition_config.h"
 #include "core/strings.h"
 #include "sampler/dist_graph.h"
 #include "sampler/minibatch_sampler.h"
+#include "sampler/sampler_spec.h"
 #include "sampler/shm_batch.h"
 
 namespace {
@@ -38,65 +38,27 @@ int main(int argc, char** argv) {
   using namespace fanout;
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   std::signal(SIGPIPE, SIG_IGN);
-  std::string part_config, servers;
-  sampler::DistGraphOptions go;
-  sampler::SamplerOptions so;
-  int64_t first_epoch = 0, num_epochs = 1, num_seeds = 0;
-  int index = 0, num_samplers = 1, prefetch = 2, socket_fd = -1, seeds_fd = -1;
+  std::string spec_json;
+  int index = 0, socket_fd = -1, seeds_fd = -1;
   core::ArgParser args("fanout-sampler", "(started by fanout-train with --num-samplers N)");
   args.SetDescription("A sampler process of a fanout trainer: makes every N-th mini-batch and hands it to\n"
                       "the trainer in shared memory. The trainer starts it; see docs/sampling.md.\n\n");
-  args.AddString("part-config", &part_config, "the <name>.json written by fanout-partition");
-  args.AddInt("machine-id", &go.machine_id, "this machine's partition (read from its files)");
-  args.AddBool("read-local-files", &go.read_local_files, "read the local partition from its files");
-  args.AddString("servers", &servers, "PART=HOST:PORT,... for every partition not read from files");
-  args.AddDouble("deadline", &go.client.deadline_seconds, "seconds per server call");
-  core::AddSecurityFlags(args, &go.security);
-  args.AddDouble("connect-timeout", &go.connect_timeout_seconds, "seconds to wait for each server at start");
-  args.AddString("cache-field", &go.cache_field, "node field whose halo rows are kept in memory (\"\": none)");
-  args.AddInt("cache-max-bytes", &go.cache_max_bytes, "memory for the cached rows");
-  args.AddIntList("fanouts", &so.fanouts, "neighbours per layer, input layer first; -1 = all");
-  args.AddInt("batch-size", &so.batch_size, "seeds per batch");
-  args.AddBool("replace", &so.replace, "sample with replacement");
-  args.AddBool("shuffle", &so.shuffle, "reshuffle the seeds each epoch");
-  args.AddUint("seed", &so.seed, "the job's random seed");
-  args.AddInt("rank", &so.rank, "the trainer's rank");
-  args.AddInt("seeds-per-epoch", &so.seeds_per_epoch, "seeds used per epoch (-1 = all)");
-  args.AddString("feature-field", &so.feature_field, "node field of input features");
-  args.AddString("label-field", &so.label_field, "node field of labels");
-  args.AddInt("first-epoch", &first_epoch, "first epoch");
-  args.AddInt("num-epochs", &num_epochs, "epochs to make");
+  args.AddString("spec", &spec_json, "everything else, as the trainer wrote it (sampler/sampler_spec.h)");
   args.AddInt("index", &index, "this sampler's index among the trainer's samplers");
-  args.AddInt("num-samplers", &num_samplers, "the trainer's number of samplers");
-  args.AddInt("prefetch", &prefetch, "batches sent ahead of the trainer");
   args.AddInt("socket-fd", &socket_fd, "the socket to the trainer");
   args.AddInt("seeds-fd", &seeds_fd, "memfd holding the trainer's seeds (int64)");
-  args.AddInt("num-seeds", &num_seeds, "number of seeds in --seeds-fd");
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
   if (socket_fd < 0 || seeds_fd < 0) {
     return args.Fail(absl::InvalidArgumentError("--socket-fd and --seeds-fd are required (the trainer starts this)"));
   }
-  // Each flag on its own, so the message names the one at fault (issue 11).
-  absl::Status bad = absl::OkStatus();
-  auto need = [&](bool ok, const std::string& msg) {
-    if (!ok && bad.ok()) bad = absl::InvalidArgumentError(msg);
-  };
-  need(num_samplers >= 1, StrCat("--num-samplers must be >= 1, got ", num_samplers));
-  need(index >= 0 && index < num_samplers,
-       StrCat("--index must be in [0, ", num_samplers, ") (--num-samplers), got ", index));
-  need(prefetch >= 1, StrCat("--prefetch must be >= 1, got ", prefetch));
-  need(num_seeds >= 0, StrCat("--num-seeds must be >= 0, got ", num_seeds));
-  need(first_epoch >= 0, StrCat("--first-epoch must be >= 0, got ", first_epoch));
-  need(num_epochs >= 0, StrCat("--num-epochs must be >= 0, got ", num_epochs));
-  need(go.client.deadline_seconds > 0,
-       StrCat("--deadline must be > 0 seconds, got ", go.client.deadline_seconds));
-  need(go.connect_timeout_seconds > 0,
-       StrCat("--connect-timeout must be > 0 seconds, got ", go.connect_timeout_seconds));
-  need(go.cache_max_bytes >= 0, StrCat("--cache-max-bytes must be >= 0, got ", go.cache_max_bytes));
-  need(so.seeds_per_epoch >= -1,
-       StrCat("--seeds-per-epoch must be -1 (all) or >= 0, got ", so.seeds_per_epoch));
-  need(so.rank >= 0, StrCat("--rank must be >= 0, got ", so.rank));
-  if (!bad.ok()) return args.Fail(bad);
+  auto spec = sampler::ReadSamplerSpec(spec_json);
+  if (!spec.ok()) return args.Fail(spec.status());
+  if (index < 0 || index >= spec->num_samplers) {
+    return args.Fail(absl::InvalidArgumentError(
+        StrCat("--index must be in [0, ", spec->num_samplers, ") (the spec's num_samplers), got ", index)));
+  }
+  const int64_t first_epoch = spec->first_epoch, num_epochs = spec->num_epochs, num_seeds = spec->num_seeds;
+  const int num_samplers = spec->num_samplers, prefetch = spec->prefetch;
 
   // Any failure from here on goes to the trainer too, which reports it with this process's name.
   auto fail = [&](const absl::Status& s) {
@@ -123,15 +85,12 @@ int main(int argc, char** argv) {
     }
   }
   close(seeds_fd);
-  auto config = core::LoadPartitionConfig(part_config);
+  auto config = core::LoadPartitionConfig(spec->part_config_path);
   if (!config.ok()) return fail(config.status());
-  auto map = sampler::ParseServerList(servers, config->num_parts);
-  if (!map.ok()) return fail(map.status());
-  go.servers = std::move(*map);
-  auto graph = sampler::DistGraph::Open(*config, go);
+  auto graph = sampler::DistGraph::Open(*config, spec->graph);
   if (!graph.ok()) return fail(graph.status());
-  if (absl::Status s = sampler::ValidateSamplerOptions(so, **graph); !s.ok()) return fail(s);
-  sampler::MiniBatchSampler mbs(graph->get(), so, std::move(seeds));
+  if (absl::Status s = sampler::ValidateSamplerOptions(spec->sampler, **graph); !s.ok()) return fail(s);
+  sampler::MiniBatchSampler mbs(graph->get(), spec->sampler, std::move(seeds));
   const int64_t steps = mbs.steps_per_epoch(), total = steps * num_epochs;
 
   // Reusable batch files: a free one is rewritten; when the trainer holds them all, another is

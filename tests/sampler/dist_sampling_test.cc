@@ -318,6 +318,32 @@ TEST(DistGraphErrorsTest, ServerGoneMidRunFailsTheLoaderNamingIt) {
   }
 }
 
+TEST(BatchLoaderTest, ClientSettingsReachSamplerProcesses) {
+  // A message limit too small for a feature pull must fail a sampler process's pulls exactly
+  // as it fails the trainer's own: the process gets the trainer's client settings (the retry
+  // count, message size and connection setting once never reached it).
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(2, 400, 2000));
+  DistGraphOptions go = job.GraphOptions(0);
+  go.read_local_files = false;  // every pull goes through a server
+  go.client.max_message_bytes = 512;
+  auto g = DistGraph::Open(job.config, go);
+  ASSERT_TRUE(g.ok()) << g.status();
+  std::vector<int64_t> seeds(400);
+  std::iota(seeds.begin(), seeds.end(), 0);
+  for (int samplers : {0, 1}) {
+    SCOPED_TRACE(std::to_string(samplers) + " sampler processes");
+    LoaderOptions lo;
+    lo.num_samplers = samplers;
+    lo.sampler_binary = FANOUT_SAMPLER_BIN;
+    lo.part_config_path = job.config_path;
+    auto l = MakeBatchLoader(g->get(), go, SmallBatches(3), seeds, lo);
+    ASSERT_TRUE(l.ok()) << l.status();
+    absl::Status err = (*l)->Next().status();
+    EXPECT_EQ(err.code(), absl::StatusCode::kResourceExhausted) << err;
+  }
+}
+
 TEST(BatchLoaderTest, MissingSamplerBinaryIsAClearError) {
   Job job;
   ASSERT_NO_FATAL_FAILURE(job.Start(1, 100, 300));

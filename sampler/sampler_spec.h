@@ -1,0 +1,34 @@
+// What a trainer tells each of its fanout-sampler processes, as one serialised object: the graph
+// to open (partition config, machine, servers, client and security settings, halo cache), the
+// sampling options and the batch range. WriteSamplerSpec (sampler/loader.cc) is its only writer
+// and ReadSamplerSpec (sampler_main.cc) its only reader, so no setting can reach the trainer's
+// own sampling and be lost on the way to a sampler process (as the retry count, the message
+// size limit and the connection setting once were, when every field was re-encoded as a flag).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "sampler/dist_graph.h"
+#include "sampler/minibatch_sampler.h"
+
+namespace fanout::sampler {
+
+struct SamplerSpec {
+  std::string part_config_path;
+  DistGraphOptions graph;  // everything but client.security, which is loaded from graph.security
+  SamplerOptions sampler;
+  int64_t first_epoch = 0;
+  int64_t num_epochs = 1;
+  int num_samplers = 1;  // the trainer's sampler processes; this one makes every N-th batch
+  int prefetch = 2;      // batches sent ahead of the trainer
+  int64_t num_seeds = 0;
+};
+
+// A JSON object with every field.
+std::string WriteSamplerSpec(const SamplerSpec& spec);
+// Reads what WriteSamplerSpec wrote, and checks every value; errors name the key at fault.
+absl::StatusOr<SamplerSpec> ReadSamplerSpec(const std::string& json);
+
+}  // namespace fanout::sampler

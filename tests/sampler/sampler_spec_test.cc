@@ -1,0 +1,102 @@
+// The sampler spec: everything a trainer sets reaches its sampler processes unchanged.
+#include "sampler/sampler_spec.h"
+
+#include <gtest/gtest.h>
+
+namespace fanout::sampler {
+namespace {
+
+SamplerSpec EveryFieldSet() {
+  SamplerSpec s;
+  s.part_config_path = "/data/g/g.json";
+  DistGraphOptions& g = s.graph;
+  g.machine_id = 3;
+  g.read_local_files = false;
+  g.servers.addresses = {{"10.0.0.1:1", "10.0.0.1:2"}, {}, {"h2:7"}, {"h3:8"}};
+  g.client.deadline_seconds = 12.5;
+  g.client.max_attempts = 9;
+  g.client.max_message_bytes = 123456789;
+  g.client.own_connection = true;
+  g.security.tls_cert = "c.pem";
+  g.security.tls_key = "k.pem";
+  g.security.tls_ca = "ca.pem";
+  g.security.tls_server_name = "fanout.internal";
+  g.security.auth_token_file = "/run/secrets/token";
+  g.connect_timeout_seconds = 4.25;
+  g.cache_field = "emb";
+  g.cache_max_bytes = 1 << 20;
+  SamplerOptions& o = s.sampler;
+  o.fanouts = {25, -1, 3};
+  o.batch_size = 77;
+  o.replace = true;
+  o.shuffle = false;
+  o.seed = 0xfedcba9876543210ull;
+  o.rank = 5;
+  o.seeds_per_epoch = 1000;
+  o.feature_field = "x";
+  o.label_field = "";
+  s.first_epoch = 2;
+  s.num_epochs = 7;
+  s.num_samplers = 4;
+  s.prefetch = 6;
+  s.num_seeds = 31337;
+  return s;
+}
+
+TEST(SamplerSpecTest, EveryFieldRoundTrips) {
+  const SamplerSpec want = EveryFieldSet();
+  auto got = ReadSamplerSpec(WriteSamplerSpec(want));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->part_config_path, want.part_config_path);
+  const DistGraphOptions &g = got->graph, &wg = want.graph;
+  EXPECT_EQ(g.machine_id, wg.machine_id);
+  EXPECT_EQ(g.read_local_files, wg.read_local_files);
+  EXPECT_EQ(g.servers.addresses, wg.servers.addresses);
+  EXPECT_EQ(g.client.deadline_seconds, wg.client.deadline_seconds);
+  EXPECT_EQ(g.client.max_attempts, wg.client.max_attempts);
+  EXPECT_EQ(g.client.max_message_bytes, wg.client.max_message_bytes);
+  EXPECT_EQ(g.client.own_connection, wg.client.own_connection);
+  EXPECT_EQ(g.security.tls_cert, wg.security.tls_cert);
+  EXPECT_EQ(g.security.tls_key, wg.security.tls_key);
+  EXPECT_EQ(g.security.tls_ca, wg.security.tls_ca);
+  EXPECT_EQ(g.security.tls_server_name, wg.security.tls_server_name);
+  EXPECT_EQ(g.security.auth_token_file, wg.security.auth_token_file);
+  EXPECT_EQ(g.connect_timeout_seconds, wg.connect_timeout_seconds);
+  EXPECT_EQ(g.cache_field, wg.cache_field);
+  EXPECT_EQ(g.cache_max_bytes, wg.cache_max_bytes);
+  const SamplerOptions &o = got->sampler, &wo = want.sampler;
+  EXPECT_EQ(o.fanouts, wo.fanouts);
+  EXPECT_EQ(o.batch_size, wo.batch_size);
+  EXPECT_EQ(o.replace, wo.replace);
+  EXPECT_EQ(o.shuffle, wo.shuffle);
+  EXPECT_EQ(o.seed, wo.seed);
+  EXPECT_EQ(o.rank, wo.rank);
+  EXPECT_EQ(o.seeds_per_epoch, wo.seeds_per_epoch);
+  EXPECT_EQ(o.feature_field, wo.feature_field);
+  EXPECT_EQ(o.label_field, wo.label_field);
+  EXPECT_EQ(got->first_epoch, want.first_epoch);
+  EXPECT_EQ(got->num_epochs, want.num_epochs);
+  EXPECT_EQ(got->num_samplers, want.num_samplers);
+  EXPECT_EQ(got->prefetch, want.prefetch);
+  EXPECT_EQ(got->num_seeds, want.num_seeds);
+}
+
+TEST(SamplerSpecTest, BadSpecsNameTheKeyAtFault) {
+  EXPECT_EQ(ReadSamplerSpec("[1, 2]").status().message(), "sampler spec: not a JSON object");
+  EXPECT_FALSE(ReadSamplerSpec("{\"part_config\": ").ok());
+  std::string text = WriteSamplerSpec(EveryFieldSet());
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    return ReadSamplerSpec(t).status();
+  };
+  absl::Status s = replaced("\"max_attempts\":9", "\"max_attempts\":0");
+  EXPECT_NE(s.message().find("graph.client.max_attempts must be >= 1, got 0"), std::string::npos) << s;
+  s = replaced("\"batch_size\":77", "\"batch_size\":\"77\"");
+  EXPECT_NE(s.message().find("'sampler.batch_size'"), std::string::npos) << s;
+  s = replaced("\"prefetch\":6", "\"prefetch_ahead\":6");
+  EXPECT_EQ(s.message(), "sampler spec: 'prefetch' is missing");
+}
+
+}  // namespace
+}  // namespace fanout::sampler
