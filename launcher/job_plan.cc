@@ -180,16 +180,6 @@ std::vector<std::string> SshArgv(const LaunchOptions& o, const std::string& ip,
           StrCat("sh -c ", ShellQuote(script))};
 }
 
-absl::Status CheckMachinesMatchPartitions(size_t num_machines, const std::string& ip_config_path,
-                                          int num_parts, const std::string& part_config_path) {
-  if (num_machines == static_cast<size_t>(num_parts)) return absl::OkStatus();
-  return absl::InvalidArgumentError(StrCat(
-      ip_config_path, " lists ", num_machines, " machine", num_machines == 1 ? "" : "s", " but ",
-      part_config_path, " has ", num_parts, " partition", num_parts == 1 ? "" : "s",
-      " (num_parts); machine k serves partition k, so list exactly ", num_parts,
-      " machines or partition the graph into ", num_machines));
-}
-
 std::string UnprotectedJobWarning(const LaunchOptions& o, const std::vector<MachineEntry>& machines) {
   std::vector<std::string> exposed;
   for (const MachineEntry& m : machines) {

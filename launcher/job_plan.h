@@ -9,10 +9,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "launcher/ip_config.h"
+#include "core/ip_config.h"
 #include "launcher/launch_options.h"
 
 namespace fanout::launcher {
+
+using core::CheckMachinesMatchPartitions;
+using core::HostPort;
+using core::LoadIpConfig;
+using core::MachineEntry;
 
 enum class Role { kServer, kTrainer };
 std::string_view RoleName(Role role);  // "server", "trainer"
@@ -75,11 +80,6 @@ struct PlanInputs {
   std::string server_bin;
   int host_cores = 1;                  // for the default OMP_NUM_THREADS
 };
-
-// Checks that ip_config lists one machine per partition; the message names both files and both
-// numbers.
-absl::Status CheckMachinesMatchPartitions(size_t num_machines, const std::string& ip_config_path,
-                                          int num_parts, const std::string& part_config_path);
 
 // Builds the plan. Errors: machine/partition count mismatch, server ports past 65535, two
 // machines on one address with overlapping server ports, a coordinator port that is a server

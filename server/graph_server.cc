@@ -4,6 +4,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
+#include "core/ip_config.h"
 #include "core/parallel.h"
 #include "core/strings.h"
 
@@ -27,8 +28,7 @@ absl::StatusOr<std::unique_ptr<GraphServer>> GraphServer::Start(std::unique_ptr<
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  std::string addr = o.host.find(':') != std::string::npos ? StrCat("[", o.host, "]:", o.port)
-                                                            : StrCat(o.host, ":", o.port);
+  const std::string addr = core::HostPort(o.host, o.port);
   builder.AddListeningPort(addr, o.security.ServerCredentials(), &s->port_);
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(o.max_request_bytes, INT32_MAX)));

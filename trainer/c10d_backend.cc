@@ -21,6 +21,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
+#include "core/ip_config.h"
 #include "core/status.h"
 #include "core/strings.h"
 #include "trainer/rendezvous_store.h"
@@ -217,26 +218,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(
 }  // namespace
 
 absl::StatusOr<Endpoint> ParseEndpoint(std::string_view host_port) {
-  Endpoint ep;
-  std::string_view port_text;
-  if (host_port.starts_with("[")) {  // [v6]:port
-    const size_t close = host_port.find("]:");
-    if (close != std::string_view::npos) {
-      ep.host = std::string(host_port.substr(1, close - 1));
-      port_text = host_port.substr(close + 2);
-    }
-  } else if (const size_t colon = host_port.rfind(':'); colon != std::string_view::npos) {
-    ep.host = std::string(host_port.substr(0, colon));
-    port_text = host_port.substr(colon + 1);
-  }
-  const char* end = port_text.data() + port_text.size();
-  auto [ptr, ec] = std::from_chars(port_text.data(), end, ep.port);
-  if (ep.host.empty() || port_text.empty() || ec != std::errc() || ptr != end || ep.port < 0 ||
-      ep.port > 65535) {
-    return absl::InvalidArgumentError(
-        StrCat("coordinator '", host_port, "': expected host:port with a port in [0, 65535]"));
-  }
-  return ep;
+  auto hp = core::SplitHostPort(host_port);
+  if (!hp.ok()) return absl::InvalidArgumentError(StrCat("coordinator '", host_port, "': ", hp.status().message()));
+  return Endpoint{hp->host, hp->port};
 }
 
 absl::StatusOr<std::string> LocalAddressTowards(const std::string& host, int port) {

@@ -21,8 +21,7 @@
 #include "core/status.h"
 #include "core/strings.h"
 #include "core/text_reader.h"
-#include "launcher/ip_config.h"
-#include "launcher/job_plan.h"
+#include "core/ip_config.h"
 #include "trainer/cpu_allocator.h"
 #include "trainer/training.h"
 
@@ -69,11 +68,11 @@ absl::StatusOr<sampler::ServerMap> ResolveServers(const std::string& servers,
     return absl::InvalidArgumentError(
         "--servers or --ip-config (FANOUT_IP_CONFIG) is needed to reach the other partitions");
   }
-  ASSIGN_OR_RETURN(auto machines, launcher::LoadIpConfig(ip_config));
-  RETURN_IF_ERROR(launcher::CheckMachinesMatchPartitions(machines.size(), ip_config, num_parts, part_config));
+  ASSIGN_OR_RETURN(auto machines, core::LoadIpConfig(ip_config));
+  RETURN_IF_ERROR(core::CheckMachinesMatchPartitions(machines.size(), ip_config, num_parts, part_config));
   for (int k = 0; k < num_parts; ++k) {
     for (int s = 0; s < num_servers; ++s)
-      map.addresses[k].push_back(launcher::HostPort(machines[k].ip, machines[k].port + s));
+      map.addresses[k].push_back(core::HostPort(machines[k].ip, machines[k].port + s));
   }
   return map;
 }

@@ -7,11 +7,11 @@
 #include <string_view>
 
 #include "core/check.h"
-#include "launcher/ip_config.h"
+#include "core/ip_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  auto machines = fanout::launcher::ParseIpConfig(text, "ip_config.txt");
+  auto machines = fanout::core::ParseIpConfig(text, "ip_config.txt");
   if (!machines.ok()) return 0;
   FANOUT_CHECK(!machines->empty());
   int last_line = 0;
@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FANOUT_CHECK(inet_pton(AF_INET, m.ip.c_str(), buf) == 1 ||
                  inet_pton(AF_INET6, m.ip.c_str(), buf) == 1)
         << m.ip;
-    std::string hp = fanout::launcher::HostPort(m.ip, m.port);
+    std::string hp = fanout::core::HostPort(m.ip, m.port);
     FANOUT_CHECK(hp.size() > m.ip.size());
   }
   return 0;

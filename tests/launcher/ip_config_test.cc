@@ -1,4 +1,4 @@
-#include "launcher/ip_config.h"
+#include "core/ip_config.h"
 
 #include <fstream>
 
@@ -6,7 +6,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/testing.h"
 
-namespace fanout::launcher {
+namespace fanout::core {
 namespace {
 
 using ::testing::HasSubstr;
@@ -97,5 +97,18 @@ TEST(IpConfig, HostPortBracketsIpv6) {
   EXPECT_EQ(HostPort("::1", 30050), "[::1]:30050");
 }
 
+TEST(IpConfig, SplitHostPortInvertsHostPort) {
+  for (const auto& [host, port] : std::vector<std::pair<std::string, int>>{
+           {"10.0.0.1", 30050}, {"::1", 0}, {"fe80::1", 65535}, {"node-3.cluster.local", 29500}}) {
+    auto hp = SplitHostPort(HostPort(host, port));
+    ASSERT_TRUE(hp.ok()) << hp.status();
+    EXPECT_EQ(hp->host, host);
+    EXPECT_EQ(hp->port, port);
+  }
+  for (const char* bad : {"", "10.0.0.1", ":80", "h:", "h:65536", "h:-1", "h:8x", "[::1]", "[::1]80", "::1"}) {
+    EXPECT_FALSE(SplitHostPort(bad).ok()) << bad;
+  }
+}
+
 }  // namespace
-}  // namespace fanout::launcher
+}  // namespace fanout::core

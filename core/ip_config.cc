@@ -1,4 +1,4 @@
-#include "launcher/ip_config.h"
+#include "core/ip_config.h"
 
 #include <arpa/inet.h>
 
@@ -9,7 +9,7 @@
 #include "core/strings.h"
 #include "core/text_reader.h"
 
-namespace fanout::launcher {
+namespace fanout::core {
 namespace {
 
 using core::StrCat;
@@ -92,8 +92,40 @@ absl::StatusOr<std::vector<MachineEntry>> LoadIpConfig(const std::string& path) 
   return ParseIpConfig(text.str(), path);
 }
 
+absl::Status CheckMachinesMatchPartitions(size_t num_machines, const std::string& ip_config_path,
+                                          int num_parts, const std::string& part_config_path) {
+  if (num_machines == static_cast<size_t>(num_parts)) return absl::OkStatus();
+  return absl::InvalidArgumentError(StrCat(
+      ip_config_path, " lists ", num_machines, " machine", num_machines == 1 ? "" : "s", " but ",
+      part_config_path, " has ", num_parts, " partition", num_parts == 1 ? "" : "s",
+      " (num_parts); machine k serves partition k, so list exactly ", num_parts,
+      " machines or partition the graph into ", num_machines));
+}
+
+absl::StatusOr<HostAndPort> SplitHostPort(std::string_view host_port) {
+  HostAndPort hp;
+  std::string_view port_text;
+  if (host_port.starts_with("[")) {  // [v6]:port
+    const size_t close = host_port.find("]:");
+    if (close != std::string_view::npos) {
+      hp.host = std::string(host_port.substr(1, close - 1));
+      port_text = host_port.substr(close + 2);
+    }
+  } else if (const size_t colon = host_port.rfind(':'); colon != std::string_view::npos) {
+    hp.host = std::string(host_port.substr(0, colon));
+    port_text = host_port.substr(colon + 1);
+    if (hp.host.find(':') != std::string::npos) hp.host.clear();  // an IPv6 literal needs brackets
+  }
+  int64_t port = -1;
+  if (hp.host.empty() || !ParseInt64(port_text, &port) || port < 0 || port > 65535) {
+    return absl::InvalidArgumentError("expected host:port with a port in [0, 65535]");
+  }
+  hp.port = static_cast<int>(port);
+  return hp;
+}
+
 std::string HostPort(const std::string& ip, int port) {
   return ip.find(':') != std::string::npos ? StrCat("[", ip, "]:", port) : StrCat(ip, ":", port);
 }
 
-}  // namespace fanout::launcher
+}  // namespace fanout::core

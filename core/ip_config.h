@@ -1,6 +1,8 @@
 // ip_config.txt, DGL's machine list: one machine per line, `IP [PORT]`, `#` starts a comment,
 // blank lines are skipped. Machine k (the k-th listed) hosts partition k; server s of a machine
-// listens on PORT + s. Trainers read the same file (FANOUT_IP_CONFIG) to find the servers.
+// listens on PORT + s. The launcher reads it to start the job, trainers (FANOUT_IP_CONFIG) to
+// find the servers: it lives in core so that neither depends on the other. Also the one
+// host:port formatter and parser of the project.
 #pragma once
 
 #include <string>
@@ -9,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace fanout::launcher {
+namespace fanout::core {
 
 // DGL's default base port, used when a line gives none.
 inline constexpr int kDefaultIpConfigPort = 30050;
@@ -28,7 +30,20 @@ absl::StatusOr<std::vector<MachineEntry>> ParseIpConfig(std::string_view text,
 // Reads and parses the file at `path`.
 absl::StatusOr<std::vector<MachineEntry>> LoadIpConfig(const std::string& path);
 
+// Checks that ip_config lists one machine per partition; the message names both files and both
+// numbers.
+absl::Status CheckMachinesMatchPartitions(size_t num_machines, const std::string& ip_config_path,
+                                          int num_parts, const std::string& part_config_path);
+
 // "ip:port", with the IPv6 literal in brackets ("[::1]:30050").
 std::string HostPort(const std::string& ip, int port);
 
-}  // namespace fanout::launcher
+// The inverse: "host:port" or "[v6]:port" with a port in [0, 65535]; INVALID_ARGUMENT otherwise
+// ("expected host:port ...", for the caller to prefix with what the address is for).
+struct HostAndPort {
+  std::string host;
+  int port = 0;
+};
+absl::StatusOr<HostAndPort> SplitHostPort(std::string_view host_port);
+
+}  // namespace fanout::core
