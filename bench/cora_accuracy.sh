@@ -3,6 +3,7 @@
 # 2 partitions x 1 trainer on the loopback machines 127.0.0.1/127.0.0.2, against 1 partition x 1
 # trainer, several seeds each; prints every run's test accuracy and the means.
 #   bench/cora_accuracy.sh [CORA_DIR] [SEEDS]     (default ../shared/data/cora, "0 1 2 3 4")
+#   FANOUT_MODEL=/abs/path/sage.pt bench/cora_accuracy.sh    # a scripted model instead of --model sage
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CORA=${1:-../shared/data/cora}
@@ -10,7 +11,7 @@ SEEDS=${2:-0 1 2 3 4}
 BIN=$(cd "${FANOUT_BUILD_DIR:-build}/bin" && pwd)
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-TRAIN=(--fanouts 10,10 --hidden 64 --lr 0.01 --weight-decay 5e-4 --batch-size 32 --epochs 60
+TRAIN=(--model "${FANOUT_MODEL:-sage}" --fanouts 10,10 --hidden 64 --lr 0.01 --weight-decay 5e-4 --batch-size 32 --epochs 60
        --eval-fanouts -1,-1 --threads 1)
 declare -A SUM
 for parts in 1 2; do

@@ -92,7 +92,7 @@ StepTimes Step(trainer::GnnModel& model, const trainer::BatchTensors& bt) {
 
 int Run(int argc, char** argv) {
   core::KeepLargeAllocations();
-  std::string part_config, models = "sage,gcn,gat";
+  std::string part_config, models = "sage,gcn,gat", scripted, scripted_baseline = "sage";
   sampler::SamplerOptions so;
   int64_t batches = 6, hidden = 256, heads = 4;
   int threads = 1;
@@ -105,6 +105,8 @@ int Run(int argc, char** argv) {
   args.AddInt("heads", &heads, "gat heads");
   args.AddInt("threads", &threads, "LibTorch intra-op threads");
   args.AddString("models", &models, "comma list of sage,gcn,gat");
+  args.AddString("scripted", &scripted, "also time this TorchScript model against the built-in --scripted-baseline");
+  args.AddString("scripted-baseline", &scripted_baseline, "the built-in model the scripted one implements");
   bool composition = true;
   args.AddBool("composition", &composition, "also time the ATen composition (--no-composition: fused only, for profiling)");
   bool caching_allocator = true;
@@ -205,6 +207,46 @@ int Run(int argc, char** argv) {
       std::printf("sage   GEMM FLOPs per step %.2f G; at %.1f GFLOP/s that is %.1f ms: the fused step runs at %.0f%% of it\n",
                   flops / 1e9, layer0, floor_ms, 100 * floor_ms / fused_ms);
     }
+  }
+  if (!scripted.empty()) {
+    // The scripted model against the built-in one it implements, alternated step by step.
+    auto kind = trainer::ParseModelKind(scripted_baseline);
+    if (!kind.ok()) return args.Fail(kind.status());
+    trainer::ModelOptions mo;
+    mo.model = *kind;
+    mo.in_dim = in_dim;
+    mo.hidden = hidden;
+    mo.heads = heads;
+    mo.num_classes = cfg->num_classes;
+    mo.num_layers = static_cast<int64_t>(so.fanouts.size());
+    std::shared_ptr<trainer::GnnModel> model[2];
+    for (int s = 0; s < 2; ++s) {
+      trainer::ModelOptions o = mo;
+      if (s == 1) {
+        o.model = trainer::ModelKind::kScripted;
+        o.script_path = scripted;
+      }
+      auto m = trainer::MakeModel(o, 1);
+      if (!m.ok()) return args.Fail(m.status());
+      model[s] = *m;
+      model[s]->train();
+      Step(*model[s], batch[0]);  // warm-up
+    }
+    StepTimes sum[2];
+    for (int64_t i = 1; i <= batches; ++i) {
+      for (int s = 0; s < 2; ++s) {
+        trainer::SeedTorch(static_cast<uint64_t>(i));
+        const StepTimes t = Step(*model[s], batch[i]);
+        sum[s].forward += t.forward;
+        sum[s].backward += t.backward;
+      }
+    }
+    for (int s = 0; s < 2; ++s) {
+      const double f = 1e3 * sum[s].forward / batches, b = 1e3 * sum[s].backward / batches;
+      std::printf("%-6s %-12s %12.1f %12.1f %12.1f\n", scripted_baseline.c_str(), s ? "scripted" : "built-in", f, b, f + b);
+    }
+    std::printf("%s scripted / built-in = %.2fx (%s)\n", scripted_baseline.c_str(),
+                (sum[1].forward + sum[1].backward) / (sum[0].forward + sum[0].backward), scripted.c_str());
   }
   std::printf("sampled edges per batch: %.0f\n", edges / batches);
   return 0;

@@ -37,6 +37,17 @@ void ArgParser::AddString(const std::string& name, std::string* out, const std::
                     }});
 }
 
+void ArgParser::AddString(const std::string& name, std::string* out, const std::string& help,
+                          std::function<absl::Status(const std::string&)> check) {
+  flags_.push_back({name, help, *out, false, [out, name, check](const std::string& v) {
+                      if (absl::Status s = check(v); !s.ok()) {
+                        return absl::Status(s.code(), StrCat("--", name, ": ", s.message()));
+                      }
+                      *out = v;
+                      return absl::OkStatus();
+                    }});
+}
+
 void ArgParser::AddInt(const std::string& name, int64_t* out, const std::string& help) {
   flags_.push_back({name, help, std::to_string(*out), false, [out, name](const std::string& v) {
                       if (!ParseInt64(v, out)) return BadValue(name, v, "an integer");

@@ -22,6 +22,9 @@ class ArgParser {
 
   void AddString(const std::string& name, std::string* out, const std::string& help);
   void AddInt(const std::string& name, int64_t* out, const std::string& help);
+  // A string that `check` accepts; its error, prefixed with the flag, is a usage error.
+  void AddString(const std::string& name, std::string* out, const std::string& help,
+                 std::function<absl::Status(const std::string&)> check);
   void AddInt(const std::string& name, int* out, const std::string& help);
   void AddUint(const std::string& name, uint64_t* out, const std::string& help);
   // A finite number: nan and inf are refused.

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <future>
 
-
 #include "core/status.h"
 #include "core/strings.h"
 #include "rpc/rpc_codec.h"

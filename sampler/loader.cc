@@ -1,7 +1,5 @@
 #include "sampler/loader.h"
 
-#include "sampler/sampler_spec.h"
-
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -20,7 +18,7 @@
 
 #include "core/status.h"
 #include "core/strings.h"
-#include "rpc/security.h"
+#include "sampler/sampler_spec.h"
 #include "sampler/shm_batch.h"
 
 namespace fanout::sampler {

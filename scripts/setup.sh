@@ -11,6 +11,9 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libopenblas0-openmp
   python3 python3-numpy
+  # Authoring and exporting TorchScript models (python/fanout): the same PyTorch 1.13 as the
+  # LibTorch fanout links, so that what it exports always loads.
+  python3-torch
   openssl util-linux
   # The sanitizer and fuzzing stage (scripts/sanitize.sh): clang, its ASan/UBSan/libFuzzer
   # runtimes, and llvm-symbolizer for readable stack traces.

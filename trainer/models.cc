@@ -10,12 +10,14 @@
 #include <ATen/ops/zeros.h>
 
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <utility>
 
 #include "core/strings.h"
 #include "trainer/dropout.h"
 #include "trainer/message_passing.h"
+#include "trainer/scripted_model.h"
 
 namespace fanout::trainer {
 namespace {
@@ -251,24 +253,58 @@ bool ProjectBeforeAggregating(const BlockTensors& b, int64_t in, int64_t out) {
   return project_first < aggregate_first;
 }
 
+namespace {
+
+// The model registry: adding a built-in model is a class above, a ModelKind and one row here.
+struct ModelEntry {
+  ModelKind kind;
+  std::string_view name;
+  absl::StatusOr<std::shared_ptr<GnnModel>> (*make)(const ModelOptions&, at::Generator&);
+};
+
+template <typename M>
+absl::StatusOr<std::shared_ptr<GnnModel>> Make(const ModelOptions& o, at::Generator& gen) {
+  return std::shared_ptr<GnnModel>(std::make_shared<M>(o, gen));
+}
+
+absl::StatusOr<std::shared_ptr<GnnModel>> MakeScripted(const ModelOptions& o, at::Generator&) {
+  return LoadScriptedModel(o);
+}
+
+constexpr ModelEntry kModels[] = {
+    {ModelKind::kSage, "sage", &Make<SageModel>},
+    {ModelKind::kGcn, "gcn", &Make<GcnModel>},
+    {ModelKind::kGat, "gat", &Make<GatModel>},
+    {ModelKind::kScripted, "scripted", &MakeScripted},  // chosen by a file name, not by "scripted"
+};
+
+const ModelEntry* Find(ModelKind kind) {
+  for (const ModelEntry& e : kModels) {
+    if (e.kind == kind) return &e;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 absl::StatusOr<ModelKind> ParseModelKind(std::string_view name) {
-  if (name == "sage") return ModelKind::kSage;
-  if (name == "gcn") return ModelKind::kGcn;
-  if (name == "gat") return ModelKind::kGat;
-  return absl::InvalidArgumentError(
-      StrCat("unknown model '", name, "': expected sage, gcn or gat"));
+  std::vector<std::string_view> names;
+  for (const ModelEntry& e : kModels) {
+    if (e.kind == ModelKind::kScripted) continue;
+    if (e.name == name) return e.kind;
+    names.push_back(e.name);
+  }
+  std::error_code ec;
+  if (name.ends_with(".pt") || name.ends_with(".pth") || std::filesystem::is_regular_file(std::string(name), ec)) {
+    return ModelKind::kScripted;
+  }
+  return absl::InvalidArgumentError(StrCat("unknown model '", name, "': expected ", core::StrJoin(names, ", "),
+                                           " or a TorchScript file (.pt; see docs/models.md)"));
 }
 
 std::string_view ModelKindName(ModelKind kind) {
-  switch (kind) {
-    case ModelKind::kSage:
-      return "sage";
-    case ModelKind::kGcn:
-      return "gcn";
-    case ModelKind::kGat:
-      return "gat";
-  }
-  return "?";
+  const ModelEntry* e = Find(kind);
+  return e != nullptr ? e->name : "?";
 }
 
 absl::Status ValidateModelOptions(const ModelOptions& o) {
@@ -281,6 +317,9 @@ absl::Status ValidateModelOptions(const ModelOptions& o) {
   if (o.num_layers < 1) return bad("num_layers", o.num_layers, "must be >= 1");
   if (!(o.dropout >= 0.0 && o.dropout < 1.0)) return bad("dropout", o.dropout, "must be in [0, 1)");
   if (o.heads < 1) return bad("heads", o.heads, "must be >= 1");
+  if (o.model == ModelKind::kScripted && o.script_path.empty()) {
+    return bad("script_path", "\"\"", "a scripted model needs its TorchScript file");
+  }
   return absl::OkStatus();
 }
 
@@ -288,14 +327,8 @@ absl::StatusOr<std::shared_ptr<GnnModel>> MakeModel(const ModelOptions& options,
                                                     uint64_t init_seed) {
   if (absl::Status s = ValidateModelOptions(options); !s.ok()) return s;
   at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(init_seed);
-  switch (options.model) {
-    case ModelKind::kSage:
-      return std::make_shared<SageModel>(options, gen);
-    case ModelKind::kGcn:
-      return std::make_shared<GcnModel>(options, gen);
-    case ModelKind::kGat:
-      return std::make_shared<GatModel>(options, gen);
-  }
+  const ModelEntry* e = Find(options.model);
+  if (e != nullptr) return e->make(options, gen);
   return absl::InvalidArgumentError("unknown model kind");
 }
 

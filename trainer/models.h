@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -19,9 +20,11 @@
 
 namespace fanout::trainer {
 
-enum class ModelKind { kSage, kGcn, kGat };
+enum class ModelKind { kSage, kGcn, kGat, kScripted };
 
-// "sage", "gcn", "gat" (the --model flag); INVALID_ARGUMENT lists the valid names.
+// "sage", "gcn", "gat", or a TorchScript file (a name ending in .pt or .pth, or any existing
+// file: kScripted; the path goes to ModelOptions::script_path). INVALID_ARGUMENT lists the
+// valid names.
 absl::StatusOr<ModelKind> ParseModelKind(std::string_view name);
 std::string_view ModelKindName(ModelKind kind);
 
@@ -36,6 +39,9 @@ struct ModelOptions {
   // Aggregate with the fused kernels (message_passing.h); false runs the ATen composition that
   // builds per-edge message tensors (the reference, and what CUDA runs either way).
   bool fused = true;
+  // kScripted: the TorchScript file (scripted_model.h); hidden, dropout and heads are the
+  // script's own then.
+  std::string script_path;
 };
 
 // OK, or INVALID_ARGUMENT naming the first bad field and its valid range.

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <thread>
@@ -126,7 +127,8 @@ int Main(int argc, char** argv) {
               "[FANOUT_MACHINE_ID; default rank / trainers per machine]");
   args.AddInt("num-trainers", &o.trainers_per_machine,
               "trainers per machine [FANOUT_NUM_TRAINERS]");
-  args.AddChoice("model", &model, {"sage", "gcn", "gat"}, "the GNN");
+  args.AddString("model", &model, "the GNN: sage, gcn, gat, or a TorchScript file (.pt; docs/models.md)",
+                 [](const std::string& v) { return trainer::ParseModelKind(v).status(); });
   args.AddInt("hidden", &o.model.hidden, "hidden width (per head for gat)");
   args.AddInt("heads", &o.model.heads, "gat attention heads");
   args.AddDouble("dropout", &o.model.dropout, "dropout probability");
@@ -199,6 +201,13 @@ int Main(int argc, char** argv) {
   auto model_kind = trainer::ParseModelKind(model);
   if (!model_kind.ok()) return args.Fail(model_kind.status());
   o.model.model = *model_kind;
+  if (*model_kind == trainer::ModelKind::kScripted) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(model, ec)) {
+      return args.Fail(absl::NotFoundError(StrCat("--model ", model, ": no such file (a TorchScript model; see docs/models.md)")));
+    }
+    o.model.script_path = model;
+  }
   auto dist = trainer::DistOptionsFromEnv();
   if (!dist.ok()) return args.Fail(dist.status());
   o.dist = *dist;

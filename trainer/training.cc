@@ -166,12 +166,13 @@ absl::Status Job::Setup() {
                                                 o_.dist.world_size, " trainers"));
   }
 
-  // Join the other trainers, then start from rank 0's parameters.
+  // The model first (a scripted one that does not fit the graph fails here, before any peer
+  // waits), then join the other trainers and start from rank 0's parameters.
+  ASSIGN_OR_RETURN(model_, MakeModel(mo, o_.seed));
   DistOptions d = o_.dist;
   d.backend = device_.is_cuda() ? CommBackend::kNccl : CommBackend::kGloo;
   d.cuda_device = device_.is_cuda() ? device_.index() : 0;
   ASSIGN_OR_RETURN(comm_, Connect(d));
-  ASSIGN_OR_RETURN(model_, MakeModel(mo, o_.seed));
   RETURN_IF_ERROR(CatchTorch("moving the model", [&] { model_->to(device_); }));
   RETURN_IF_ERROR(BroadcastParameters(*comm_, model_->parameters()));
   opt_ = std::make_unique<torch::optim::Adam>(
@@ -192,7 +193,9 @@ absl::Status Job::Setup() {
   if (lead()) {
     Log(StrCat("fanout-train: graph '", config.graph_name, "' (", config.num_nodes, " nodes, ",
                config.num_parts, " partitions), ", o_.dist.world_size, " trainer(s); ",
-               ModelKindName(mo.model), " ", mo.num_layers, " layers, hidden ", mo.hidden, ", ",
+               mo.model == ModelKind::kScripted ? StrCat("scripted model ", mo.script_path, ",")
+                                                : StrCat(ModelKindName(mo.model), " ", mo.num_layers, " layers, hidden ", mo.hidden, ","),
+               " ",
                in_dim, " -> ", mo.num_classes, " classes; fanouts ", core::StrJoin(o_.fanouts, ","),
                ", batch ", o_.batch_size, "; train/val/test ", train_total_, "/", val_total_, "/",
                test_total_, "; ", o_.num_samplers, " sampler process(es) per trainer; ",

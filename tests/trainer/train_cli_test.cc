@@ -83,6 +83,45 @@ class TrainCliTest : public ::testing::Test {
   testing::ServerCluster cluster_;
 };
 
+// A model written in Python (tests/trainer/my_gin.py), scripted, trained by two ranks with
+// sampler processes: same loop, checkpoints and evaluation as a built-in model.
+TEST_F(TrainCliTest, TwoRanksTrainAScriptedModelFromPython) {
+  if (std::system(StrCat(FANOUT_PYTHON, " -c 'import torch' >/dev/null 2>&1").c_str()) != 0) {
+    GTEST_SKIP() << "python3 with torch is not installed (apt install python3-torch)";
+  }
+  const std::string model = dir_.Sub("gin.pt"), ckpt = dir_.Sub("ckpt");
+  ASSERT_EQ(std::system(StrCat(FANOUT_PYTHON, " ", FANOUT_SOURCE_DIR, "/tests/trainer/my_gin.py ", model, " 8 5 2 32").c_str()), 0);
+  auto args = Args(4);
+  args.insert(args.end(), {"--model", model, "--checkpoint-dir", ckpt, "--num-samplers", "1", "--lr", "0.01"});
+  auto ranks = StartRanks(2, args);
+  ASSERT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();
+  ASSERT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
+  const std::string out = ranks[0]->output();
+  EXPECT_NE(out.find("scripted model " + model), std::string::npos) << out;
+  std::smatch first, last;
+  ASSERT_TRUE(std::regex_search(out, first, std::regex("epoch 0 \\| loss ([0-9.]+)"))) << out;
+  ASSERT_TRUE(std::regex_search(out, last, std::regex("epoch 3 \\| loss ([0-9.]+)"))) << out;
+  EXPECT_LT(std::stod(last[1]), std::stod(first[1])) << out;
+  EXPECT_TRUE(std::regex_search(out, std::regex("test accuracy [01]\\.[0-9]{4}"))) << out;
+  EXPECT_TRUE(fs::exists(ckpt + "/best.pt"));
+
+  // A model that does not fit the graph is refused before any training, naming both values.
+  ASSERT_EQ(std::system(StrCat(FANOUT_PYTHON, " ", FANOUT_SOURCE_DIR, "/tests/trainer/my_gin.py ", model, " 9 5 2").c_str()), 0);
+  args = Args(1);
+  args.insert(args.end(), {"--model", model});
+  ranks = StartRanks(2, args);
+  for (auto& r : ranks) {
+    EXPECT_NE(r->Finish(), 0);
+    EXPECT_NE(r->output().find("has in_dim = 9 but the feature width of the graph is 8"), std::string::npos)
+        << r->output();
+  }
+  args = Args(1);
+  args.insert(args.end(), {"--model", dir_.Sub("missing.pt")});
+  ranks = StartRanks(1, args);
+  EXPECT_NE(ranks[0]->Finish(), 0);
+  EXPECT_NE(ranks[0]->output().find("missing.pt: no such file"), std::string::npos) << ranks[0]->output();
+}
+
 TEST_F(TrainCliTest, TwoRanksTrainWriteMetricsAndCheckpointsAndResume) {
   const std::string ckpt = dir_.Sub("ckpt"), metrics = dir_.Sub("metrics.jsonl");
   auto args = Args(2);

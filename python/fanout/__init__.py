@@ -1,0 +1,16 @@
+"""Author GNN models for fanout in plain PyTorch and export them to TorchScript.
+
+A fanout model is a ``torch.nn.Module`` whose ``forward(blocks, x)`` takes the mini-batch's
+blocks (see :mod:`fanout.blocks`) and the input features, and returns one row of logits per seed
+node. ``fanout-train --model FILE.pt`` trains the exported (scripted) module as it trains its
+built-in models: same sampling, gradient averaging, checkpoints and evaluation.
+
+Needs only PyTorch. Export with the same PyTorch version as the LibTorch fanout links (Debian 12:
+``python3-torch`` 1.13); see docs/models.md.
+"""
+
+from fanout.blocks import Block, block_keys
+from fanout.layers import GATConv, GCNConv, GINConv, SAGEConv
+from fanout.models import GNN, build
+
+__all__ = ["Block", "block_keys", "SAGEConv", "GCNConv", "GATConv", "GINConv", "GNN", "build"]

@@ -1,0 +1,44 @@
+"""The block type fanout hands a scripted model.
+
+A mini-batch of an L-layer model has L blocks; ``blocks[0]`` is the input layer and
+``blocks[-1]`` the output layer (DGL's order). Each block is a ``Dict[str, Tensor]`` with:
+
+``indptr``    int64 [num_dst + 1]   CSC index pointer: destination j's in-edges are
+                                    ``indptr[j] .. indptr[j+1]-1``
+``src``       int64 [num_edges]     source of each edge, an index into the block's source nodes
+``dst``       int64 [num_edges]     destination of each edge (non-decreasing)
+``in_degree`` int64 [num_dst]       ``indptr[1:] - indptr[:-1]``
+``num_src``   int64 []              number of source nodes
+``num_dst``   int64 []              number of destination nodes; they are the first ``num_dst``
+                                    source nodes, in order
+
+``x`` given to ``forward`` has one row per source node of ``blocks[0]``; the output must have
+``blocks[-1]["num_dst"]`` rows. Tensors are read-only: do not modify them in place.
+"""
+
+from typing import Dict, List
+
+import torch
+
+Block = Dict[str, torch.Tensor]
+
+
+def block_keys() -> List[str]:
+    return ["indptr", "src", "dst", "in_degree", "num_src", "num_dst"]
+
+
+def make_block(src: torch.Tensor, dst: torch.Tensor, num_src: int, num_dst: int) -> Block:
+    """A block from an edge list (edges sorted by destination), as fanout builds it. For tests."""
+    order = torch.argsort(dst, stable=True)
+    src, dst = src[order], dst[order]
+    in_degree = torch.bincount(dst, minlength=num_dst)
+    indptr = torch.zeros(num_dst + 1, dtype=torch.int64)
+    indptr[1:] = torch.cumsum(in_degree, 0)
+    return {
+        "indptr": indptr,
+        "src": src.to(torch.int64),
+        "dst": dst.to(torch.int64),
+        "in_degree": in_degree.to(torch.int64),
+        "num_src": torch.tensor(num_src, dtype=torch.int64),
+        "num_dst": torch.tensor(num_dst, dtype=torch.int64),
+    }

@@ -1,0 +1,37 @@
+"""python3 -m fanout.export: write a reference model as TorchScript for fanout-train --model.
+
+    python3 -m fanout.export sage --in-dim 100 --hidden 256 --classes 47 --layers 3 -o sage.pt
+
+For a model of your own, script it yourself: ``torch.jit.script(MyModel(...)).save("my.pt")``;
+it must take ``(blocks: List[Dict[str, Tensor]], x: Tensor)`` and return logits (docs/models.md).
+"""
+
+import argparse
+import sys
+
+import torch
+
+from fanout.models import build
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python3 -m fanout.export", description=__doc__.splitlines()[0])
+    p.add_argument("kind", choices=["sage", "gcn", "gat", "gin"])
+    p.add_argument("--in-dim", type=int, required=True, help="input feature width")
+    p.add_argument("--hidden", type=int, default=256)
+    p.add_argument("--classes", type=int, required=True, help="output width (number of classes)")
+    p.add_argument("--layers", type=int, default=2, help="one per --fanouts entry of fanout-train")
+    p.add_argument("--dropout", type=float, default=0.5)
+    p.add_argument("--heads", default="4", help="gat: heads per layer, e.g. 8,1")
+    p.add_argument("--seed", type=int, default=0, help="parameter initialisation")
+    p.add_argument("-o", "--output", required=True)
+    a = p.parse_args(argv)
+    heads = [int(h) for h in a.heads.split(",")]
+    m = build(a.kind, a.in_dim, a.hidden, a.classes, a.layers, a.dropout, heads, a.seed)
+    m.save(a.output)
+    print(f"wrote {a.output}: {a.kind}, {a.layers} layers, {a.in_dim} -> {a.classes} (torch {torch.__version__})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,71 @@
+"""Multi-layer models over fanout's blocks, ready to script."""
+
+from typing import Dict, List
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from fanout.layers import GATConv, GCNConv, GINConv, SAGEConv
+
+
+class GNN(nn.Module):
+    """A stack of one layer kind: ReLU (ELU for GAT) and dropout between layers, as fanout's
+    built-in models. GAT concatenates hidden heads and averages the output layer's heads.
+
+    The attributes ``in_dim``, ``num_classes`` and ``num_layers`` are read by fanout-train to
+    check the model against the graph and ``--fanouts`` before training starts.
+    """
+
+    in_dim: torch.jit.Final[int]
+    num_classes: torch.jit.Final[int]
+    num_layers: torch.jit.Final[int]
+
+    def __init__(self, kind: str, in_dim: int, hidden: int, num_classes: int, num_layers: int,
+                 dropout: float = 0.5, heads: List[int] = [4]):
+        super().__init__()
+        if num_layers < 1:
+            raise ValueError("num_layers must be >= 1")
+        self.in_dim = in_dim
+        self.num_classes = num_classes
+        self.num_layers = num_layers
+        self.is_gat = kind == "gat"
+        heads = list(heads) + [heads[-1]] * max(0, num_layers - len(heads))
+        layers = []
+        width = in_dim
+        for i in range(num_layers):
+            out = num_classes if i == num_layers - 1 else hidden
+            if kind == "sage":
+                layers.append(SAGEConv(width, out))
+            elif kind == "gcn":
+                layers.append(GCNConv(width, out))
+            elif kind == "gin":
+                layers.append(GINConv(width, out))
+            elif kind == "gat":
+                layers.append(GATConv(width, out, heads[i], dropout))
+                out = out * heads[i]
+            else:
+                raise ValueError(f"unknown layer kind '{kind}' (sage, gcn, gat, gin)")
+            width = out
+        self.layers = nn.ModuleList(layers)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, blocks: List[Dict[str, Tensor]], x: Tensor) -> Tensor:
+        h = x
+        last = len(self.layers) - 1
+        for i, layer in enumerate(self.layers):
+            h = layer(blocks[i], h)
+            if self.is_gat:
+                h = h.mean(1) if i == last else F.elu(h.flatten(1))
+            if i != last:
+                if not self.is_gat:
+                    h = F.relu(h)
+                h = self.dropout(h)
+        return h
+
+
+def build(kind: str, in_dim: int, hidden: int, num_classes: int, num_layers: int,
+          dropout: float = 0.5, heads: List[int] = [4], seed: int = 0) -> torch.jit.ScriptModule:
+    """Builds GNN(...) with parameters drawn from ``seed`` and scripts it."""
+    torch.manual_seed(seed)
+    return torch.jit.script(GNN(kind, in_dim, hidden, num_classes, num_layers, dropout, heads))

@@ -1,0 +1,180 @@
+// TorchScript models: the reference SAGE of python/fanout equals the built-in one, and a model
+// written from scratch here (GIN) trains and checkpoints. Needs python3 with torch (Debian's
+// python3-torch, which scripts/setup.sh installs); skipped without it.
+#include "trainer/scripted_model.h"
+
+#include <ATen/ops/allclose.h>
+#include <ATen/ops/cross_entropy_loss.h>
+#include <gtest/gtest.h>
+#include <torch/nn/module.h>
+#include <torch/optim/adam.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "core/strings.h"
+#include "tests/testing/testing.h"
+#include "tests/trainer/test_batches.h"
+#include "trainer/batch_tensors.h"
+#include "trainer/models.h"
+
+namespace fanout::trainer {
+namespace {
+
+using core::StrCat;
+
+// Runs FANOUT_PYTHON with python/fanout importable; returns its exit status.
+int Python(const std::string& args) {
+  const std::string cmd = StrCat("PYTHONPATH=", FANOUT_SOURCE_DIR, "/python ", FANOUT_PYTHON, " ", args, " >/dev/null 2>&1");
+  return std::system(cmd.c_str());
+}
+
+bool HavePythonTorch() {
+  static const bool have = Python("-c 'import torch'") == 0;
+  return have;
+}
+
+#define SKIP_WITHOUT_PYTHON_TORCH() \
+  if (!HavePythonTorch()) GTEST_SKIP() << "python3 with torch is not installed (apt install python3-torch)"
+
+// tests/trainer/my_gin.py: a GIN written from scratch, not from python/fanout.
+std::string WriteGin(const fanout::testing::TempDir& dir, int64_t in_dim, int64_t classes, int64_t layers) {
+  const std::string out = dir.Sub("gin.pt");
+  EXPECT_EQ(Python(StrCat(FANOUT_SOURCE_DIR, "/tests/trainer/my_gin.py ", out, " ", in_dim, " ", classes, " ", layers)),
+            0);
+  return out;
+}
+
+ModelOptions Scripted(const std::string& path, int64_t in_dim, int64_t classes, int64_t layers) {
+  ModelOptions o;
+  o.model = ModelKind::kScripted;
+  o.script_path = path;
+  o.in_dim = in_dim;
+  o.num_classes = classes;
+  o.num_layers = layers;
+  return o;
+}
+
+BatchTensors RandomTensors(int64_t in_dim, int64_t classes, int64_t layers, uint64_t seed) {
+  testing::RandomBatchSpec spec;
+  spec.num_layers = layers;
+  spec.in_dim = in_dim;
+  spec.num_classes = classes;
+  spec.num_seeds = 12;
+  spec.seed = seed;
+  auto t = ToTensors(testing::MakeRandomBatch(spec));
+  EXPECT_TRUE(t.ok()) << t.status();
+  return *t;
+}
+
+TEST(ScriptedModelTest, ReferenceSageFromPythonEqualsTheBuiltInSage) {
+  SKIP_WITHOUT_PYTHON_TORCH();
+  fanout::testing::TempDir dir;
+  const int64_t in = 5, hidden = 8, classes = 3, layers = 2;
+  const std::string path = dir.Sub("sage.pt");
+  ASSERT_EQ(Python(StrCat("-m fanout.export sage --in-dim ", in, " --hidden ", hidden, " --classes ", classes,
+                          " --layers ", layers, " --dropout 0 -o ", path)),
+            0);
+  auto scripted = MakeModel(Scripted(path, in, classes, layers), 0);
+  ASSERT_TRUE(scripted.ok()) << scripted.status();
+  ModelOptions bo;
+  bo.model = ModelKind::kSage;
+  bo.in_dim = in;
+  bo.hidden = hidden;
+  bo.num_classes = classes;
+  bo.num_layers = layers;
+  bo.dropout = 0;
+  auto builtin = MakeModel(bo, 7);
+  ASSERT_TRUE(builtin.ok()) << builtin.status();
+  // The built-in model's parameters, per layer fc_self, fc_neigh, bias, into the script's.
+  const auto theirs = (*builtin)->parameters();
+  const auto mine = (*scripted)->named_parameters();
+  ASSERT_EQ(mine.size(), theirs.size());
+  {
+    at::NoGradGuard no_grad;
+    for (int64_t l = 0; l < layers; ++l) {
+      const char* names[] = {"fc_self_weight", "fc_neigh_weight", "bias"};
+      for (int k = 0; k < 3; ++k) {
+        const at::Tensor* p = mine.find(StrCat("layers_", l, "_", names[k]));
+        ASSERT_NE(p, nullptr) << names[k];
+        p->copy_(theirs[3 * l + k]);
+      }
+    }
+  }
+  const BatchTensors t = RandomTensors(in, classes, layers, 3);
+  std::vector<at::Tensor> out, grads;
+  for (auto& m : {*builtin, *scripted}) {
+    m->eval();
+    const at::Tensor logits = m->Forward(t.blocks, t.features);
+    logits.pow(2).sum().backward();
+    out.push_back(logits.detach());
+  }
+  EXPECT_TRUE(at::allclose(out[0], out[1], 1e-5, 1e-5)) << out[0] << out[1];
+  for (int64_t l = 0; l < layers; ++l) {
+    const at::Tensor& g = mine.find(StrCat("layers_", l, "_fc_neigh_weight"))->grad();
+    EXPECT_TRUE(at::allclose(g, theirs[3 * l + 1].grad(), 1e-4, 1e-5)) << "layer " << l;
+  }
+}
+
+TEST(ScriptedModelTest, GinWrittenInTheTestTrainsAndCheckpoints) {
+  SKIP_WITHOUT_PYTHON_TORCH();
+  fanout::testing::TempDir dir;
+  const int64_t in = 5, classes = 3, layers = 2;
+  const std::string path = WriteGin(dir, in, classes, layers);
+  auto model = MakeModel(Scripted(path, in, classes, layers), 0);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const BatchTensors t = RandomTensors(in, classes, layers, 11);
+  torch::optim::Adam opt((*model)->parameters(), torch::optim::AdamOptions(0.01));
+  (*model)->train();
+  double first = 0, last = 0;
+  for (int step = 0; step < 60; ++step) {
+    opt.zero_grad();
+    at::Tensor loss = at::cross_entropy_loss((*model)->Forward(t.blocks, t.features), t.labels);
+    loss.backward();
+    opt.step();
+    (step == 0 ? first : last) = loss.item<double>();
+  }
+  EXPECT_LT(last, 0.5 * first) << "the optimizer updates the tensors the script computes with";
+  // A checkpoint of the trained model, loaded into a fresh copy of the file, gives its outputs.
+  (*model)->eval();
+  const at::Tensor want = (*model)->Forward(t.blocks, t.features).detach();
+  torch::serialize::OutputArchive out;
+  (*model)->save(out);
+  out.save_to(dir.Sub("ckpt.pt"));
+  auto fresh = MakeModel(Scripted(path, in, classes, layers), 0);
+  ASSERT_TRUE(fresh.ok());
+  (*fresh)->eval();
+  EXPECT_FALSE(at::allclose((*fresh)->Forward(t.blocks, t.features), want));
+  torch::serialize::InputArchive ar;
+  ar.load_from(dir.Sub("ckpt.pt"));
+  (*fresh)->load(ar);
+  EXPECT_TRUE(at::allclose((*fresh)->Forward(t.blocks, t.features), want));
+}
+
+TEST(ScriptedModelTest, MismatchesAndBadFilesAreRefusedNamingBothValues) {
+  SKIP_WITHOUT_PYTHON_TORCH();
+  fanout::testing::TempDir dir;
+  const std::string path = WriteGin(dir, 5, 3, 2);
+  auto m = MakeModel(Scripted(path, 6, 3, 2), 0);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(), StrCat("model ", path, " has in_dim = 5 but the feature width of the graph is 6"));
+  m = MakeModel(Scripted(path, 5, 3, 3), 0);
+  EXPECT_NE(m.status().message().find("num_layers = 2 but the number of --fanouts is 3"), std::string::npos)
+      << m.status();
+  m = MakeModel(Scripted(path, 5, 4, 2), 0);
+  EXPECT_NE(m.status().message().find("num_classes = 3"), std::string::npos) << m.status();
+  const std::string junk = dir.Sub("junk.pt");
+  std::ofstream(junk) << "not a model";
+  m = MakeModel(Scripted(junk, 5, 3, 2), 0);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find(StrCat("model ", junk, ": cannot load it as TorchScript")), std::string::npos)
+      << m.status();
+  EXPECT_EQ(ParseModelKind("gin").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(*ParseModelKind("x.pt"), ModelKind::kScripted);
+}
+
+}  // namespace
+}  // namespace fanout::trainer

@@ -1,0 +1,118 @@
+#include "trainer/scripted_model.h"
+
+#include <ATen/ops/scalar_tensor.h>
+#include <torch/script.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/status.h"
+#include "core/strings.h"
+
+namespace fanout::trainer {
+namespace {
+
+using core::StrCat;
+
+// The first line of a TorchScript error (the rest is a C++ or TorchScript stack trace).
+std::string FirstLine(const std::string& what) { return what.substr(0, what.find('\n')); }
+
+class ScriptedModel final : public GnnModel {
+ public:
+  ScriptedModel(const ModelOptions& options, torch::jit::script::Module module)
+      : GnnModel(options), module_(std::move(module)) {}
+
+  absl::Status RegisterTensors() {
+    std::set<std::string> names;
+    auto add = [&](const std::string& path, const at::Tensor& t, bool buffer) -> absl::Status {
+      std::string name = path;
+      std::replace(name.begin(), name.end(), '.', '_');
+      if (!names.insert(name).second) {
+        return absl::InvalidArgumentError(StrCat("model ", options().script_path, ": two tensors are both named '", name,
+                                                 "' once dots become underscores; rename one"));
+      }
+      if (buffer) {
+        register_buffer(name, t);
+      } else {
+        register_parameter(name, t, t.requires_grad());
+      }
+      return absl::OkStatus();
+    };
+    for (const auto& p : module_.named_parameters(/*recurse=*/true)) RETURN_IF_ERROR(add(p.name, p.value, false));
+    for (const auto& b : module_.named_buffers(/*recurse=*/true)) RETURN_IF_ERROR(add(b.name, b.value, true));
+    return absl::OkStatus();
+  }
+
+  at::Tensor Forward(const std::vector<BlockTensors>& blocks, const at::Tensor& x) override {
+    c10::List<c10::Dict<std::string, at::Tensor>> list;
+    for (const BlockTensors& b : blocks) {
+      c10::Dict<std::string, at::Tensor> d;
+      d.insert("indptr", b.indptr);
+      d.insert("src", b.src);
+      d.insert("dst", b.dst);
+      d.insert("in_degree", b.in_degree);
+      d.insert("num_src", at::scalar_tensor(b.num_src, at::TensorOptions().dtype(at::kLong)));
+      d.insert("num_dst", at::scalar_tensor(b.num_dst, at::TensorOptions().dtype(at::kLong)));
+      list.push_back(std::move(d));
+    }
+    at::Tensor out = module_.forward({list, x}).toTensor();
+    const int64_t rows = blocks.empty() ? 0 : blocks.back().num_dst;
+    TORCH_CHECK(out.dim() == 2 && out.size(0) == rows && out.size(1) == options().num_classes, "model ",
+                options().script_path, " returned a tensor of shape ", out.sizes(), "; expected [", rows, ", ",
+                options().num_classes, "] (one row of logits per seed)");
+    return out;
+  }
+
+  void train(bool on) override {
+    GnnModel::train(on);
+    module_.train(on);
+  }
+
+  void to(torch::Device device, bool non_blocking) override {
+    TORCH_CHECK(device.is_cpu(), "scripted models run on the CPU in this build (asked for ", device, ")");
+    GnnModel::to(device, non_blocking);
+  }
+
+ private:
+  torch::jit::script::Module module_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<GnnModel>> LoadScriptedModel(const ModelOptions& o) {
+  torch::jit::script::Module m;
+  try {
+    m = torch::jit::load(o.script_path, torch::kCPU);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(StrCat("model ", o.script_path, ": cannot load it as TorchScript: ",
+                                             FirstLine(e.what()),
+                                             " (export it with torch.jit.script(model).save(path); see docs/models.md)"));
+  }
+  if (!m.find_method("forward")) {
+    return absl::InvalidArgumentError(StrCat("model ", o.script_path, " has no forward method"));
+  }
+  struct Expect {
+    const char* attr;
+    int64_t want;
+    const char* what;
+  };
+  for (const Expect& e : {Expect{"in_dim", o.in_dim, "the feature width of the graph"},
+                          Expect{"num_classes", o.num_classes, "the number of classes of the graph"},
+                          Expect{"num_layers", o.num_layers, "the number of --fanouts"}}) {
+    if (!m.hasattr(e.attr)) continue;
+    const c10::IValue v = m.attr(e.attr);
+    if (!v.isInt()) continue;
+    if (v.toInt() != e.want) {
+      return absl::InvalidArgumentError(StrCat("model ", o.script_path, " has ", e.attr, " = ", v.toInt(), " but ",
+                                               e.what, " is ", e.want));
+    }
+  }
+  auto model = std::make_shared<ScriptedModel>(o, std::move(m));
+  RETURN_IF_ERROR(model->RegisterTensors());
+  if (model->parameters().empty()) {
+    return absl::InvalidArgumentError(StrCat("model ", o.script_path, " has no parameters to train"));
+  }
+  return std::shared_ptr<GnnModel>(std::move(model));
+}
+
+}  // namespace fanout::trainer
