@@ -8,6 +8,7 @@
 
 #include "core/status.h"
 #include "core/strings.h"
+#include "trainer/torch_ops.h"
 
 namespace fanout::trainer {
 namespace {
@@ -80,6 +81,7 @@ class ScriptedModel final : public GnnModel {
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<GnnModel>> LoadScriptedModel(const ModelOptions& o) {
+  EnsureTorchOpsRegistered();  // torch.ops.fanout.* for models that call fanout's kernels
   torch::jit::script::Module m;
   try {
     m = torch::jit::load(o.script_path, torch::kCPU);

@@ -11,6 +11,7 @@ import sys
 
 import torch
 
+from fanout import ops
 from fanout.models import build
 
 
@@ -24,12 +25,18 @@ def main(argv=None) -> int:
     p.add_argument("--dropout", type=float, default=0.5)
     p.add_argument("--heads", default="4", help="gat: heads per layer, e.g. 8,1")
     p.add_argument("--seed", type=int, default=0, help="parameter initialisation")
+    p.add_argument("--fused", action=argparse.BooleanOptionalAction, default=None,
+                   help="aggregate with fanout's kernels (torch.ops.fanout; default: when their library "
+                        "is found) or with plain tensor ops (--no-fused: slower, runs anywhere)")
     p.add_argument("-o", "--output", required=True)
     a = p.parse_args(argv)
     heads = [int(h) for h in a.heads.split(",")]
-    m = build(a.kind, a.in_dim, a.hidden, a.classes, a.layers, a.dropout, heads, a.seed)
+    fused = ops.load() if a.fused is None else a.fused
+    m = build(a.kind, a.in_dim, a.hidden, a.classes, a.layers, a.dropout, heads, a.seed, fused)
     m.save(a.output)
-    print(f"wrote {a.output}: {a.kind}, {a.layers} layers, {a.in_dim} -> {a.classes} (torch {torch.__version__})")
+    kernels = "fanout's fused kernels" if fused else "plain tensor ops"
+    print(f"wrote {a.output}: {a.kind}, {a.layers} layers, {a.in_dim} -> {a.classes}, {kernels} "
+          f"(torch {torch.__version__})")
     return 0
 
 

@@ -1,70 +1,160 @@
-"""Reference GNN layers on fanout blocks, written with plain tensor ops so that they script.
+"""Reference GNN layers on fanout blocks, ready to script.
 
 Semantics follow DGL's layers of the same name (and fanout's built-in models, docs/training.md):
 ``SAGEConv`` (mean aggregator), ``GCNConv`` (``norm='both'`` with in-block degrees), ``GATConv``
 (``GATConv`` with feature and attention dropout), ``GINConv`` (sum aggregator, learnable eps).
-They build per-edge message tensors (``index_select`` / ``index_add_``), so they are slower
-than the built-in fused kernels; write your own the same way.
+
+Each aggregates either with fanout's fused kernels (``fused=True``: ``torch.ops.fanout.*``, see
+:mod:`fanout.ops`; as fast as the built-in models, runs only where the operators are) or with
+plain tensor ops (``fused=False``: ``index_select`` / ``index_add_``, a per-edge message tensor,
+slower, runs anywhere). ``fused=None`` picks the kernels when their library can be loaded.
 """
 
 import math
-from typing import Dict
+from typing import Dict, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-
-def _mean_neighbours(block: Dict[str, Tensor], h: Tensor) -> Tensor:
-    num_dst = int(block["num_dst"])
-    out = torch.zeros(num_dst, h.size(1), dtype=h.dtype, device=h.device)
-    out.index_add_(0, block["dst"], h.index_select(0, block["src"]))
-    deg = block["in_degree"].clamp(min=1).to(h.dtype).unsqueeze(1)
-    return out / deg
+from fanout import ops
 
 
-def _sum_neighbours(block: Dict[str, Tensor], h: Tensor) -> Tensor:
-    num_dst = int(block["num_dst"])
-    out = torch.zeros(num_dst, h.size(1), dtype=h.dtype, device=h.device)
-    out.index_add_(0, block["dst"], h.index_select(0, block["src"]))
-    return out
+def _use_fused(fused: Optional[bool]) -> bool:
+    if fused is None:
+        return ops.load()
+    if fused and not ops.load():
+        raise RuntimeError(f"fused=True needs fanout's operator library ({ops.library_path()}); build fanout "
+                           "or set FANOUT_TORCH_OPS")
+    return fused
+
+
+class Aggregate(nn.Module):
+    """out[v] = reduce of w[e] * h[u] over v's in-edges (u, v); plain tensor ops."""
+
+    def __init__(self, reduce: str):
+        super().__init__()
+        self.mean = reduce == "mean"
+
+    def forward(self, block: Dict[str, Tensor], h: Tensor, edge_weight: Optional[Tensor] = None) -> Tensor:
+        msg = h.index_select(0, block["src"])
+        if edge_weight is not None:
+            w = edge_weight
+            while w.dim() < msg.dim():
+                w = w.unsqueeze(-1)
+            msg = msg * w
+        out = torch.zeros([int(block["num_dst"])] + h.shape[1:], dtype=h.dtype, device=h.device)
+        out.index_add_(0, block["dst"], msg)
+        if self.mean:
+            deg = block["in_degree"].clamp(min=1).to(h.dtype)
+            while deg.dim() < out.dim():
+                deg = deg.unsqueeze(-1)
+            out = out / deg
+        return out
+
+
+class FusedAggregate(nn.Module):
+    """Aggregate on fanout's fused kernel (torch.ops.fanout.aggregate)."""
+
+    def __init__(self, reduce: str):
+        super().__init__()
+        self.reduce = reduce
+
+    def forward(self, block: Dict[str, Tensor], h: Tensor, edge_weight: Optional[Tensor] = None) -> Tensor:
+        return torch.ops.fanout.aggregate(block, h, self.reduce, edge_weight)
+
+
+def _aggregate(reduce: str, fused: bool) -> nn.Module:
+    return FusedAggregate(reduce) if fused else Aggregate(reduce)
+
+
+class SelfAndMean(nn.Module):
+    """[h[:num_dst] | mean of in-neighbours] as one [num_dst, 2 * width] tensor; plain ops."""
+
+    def __init__(self):
+        super().__init__()
+        self.mean = Aggregate("mean")
+
+    def forward(self, block: Dict[str, Tensor], h: Tensor) -> Tensor:
+        return torch.cat([h[: int(block["num_dst"])], self.mean(block, h)], 1)
+
+
+class FusedSelfAndMean(nn.Module):
+    """SelfAndMean written directly by fanout's kernel (torch.ops.fanout.aggregate_with_self)."""
+
+    def forward(self, block: Dict[str, Tensor], h: Tensor) -> Tensor:
+        return torch.ops.fanout.aggregate_with_self(block, h, "mean")
+
+
+class ReluDropout(nn.Module):
+    """dropout(relu(x)) (or dropout(x) with relu=False); plain ops."""
+
+    def __init__(self, p: float, relu: bool = True):
+        super().__init__()
+        self.drop = nn.Dropout(p)
+        self.relu = relu
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.drop(F.relu(x) if self.relu else x)
+
+
+class FusedReluDropout(nn.Module):
+    """ReluDropout as one pass of fanout's kernel (torch.ops.fanout.dropout)."""
+
+    def __init__(self, p: float, relu: bool = True):
+        super().__init__()
+        self.p = p
+        self.relu = relu
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.ops.fanout.dropout(x, self.p, self.training, self.relu)
+
+
+def relu_dropout(p: float, relu: bool = True, fused: Optional[bool] = None) -> nn.Module:
+    return FusedReluDropout(p, relu) if _use_fused(fused) else ReluDropout(p, relu)
 
 
 class SAGEConv(nn.Module):
-    def __init__(self, in_dim: int, out_dim: int):
+    def __init__(self, in_dim: int, out_dim: int, fused: Optional[bool] = None):
         super().__init__()
         self.fc_self = nn.Linear(in_dim, out_dim, bias=False)
         self.fc_neigh = nn.Linear(in_dim, out_dim, bias=False)
         self.bias = nn.Parameter(torch.zeros(out_dim))
+        self.self_and_mean = FusedSelfAndMean() if _use_fused(fused) else SelfAndMean()
         gain = nn.init.calculate_gain("relu")
         nn.init.xavier_uniform_(self.fc_self.weight, gain=gain)
         nn.init.xavier_uniform_(self.fc_neigh.weight, gain=gain)
 
     def forward(self, block: Dict[str, Tensor], h: Tensor) -> Tensor:
-        h_dst = h[: int(block["num_dst"])]
-        return self.fc_self(h_dst) + self.fc_neigh(_mean_neighbours(block, h)) + self.bias
+        # Aggregate first, then one product over [h_dst | mean] with the bias folded in.
+        hs = self.self_and_mean(block, h)
+        return F.linear(hs, torch.cat([self.fc_self.weight, self.fc_neigh.weight], 1), self.bias)
 
 
 class GCNConv(nn.Module):
-    def __init__(self, in_dim: int, out_dim: int):
+    def __init__(self, in_dim: int, out_dim: int, fused: Optional[bool] = None):
         super().__init__()
         self.weight = nn.Parameter(torch.empty(out_dim, in_dim))
         self.bias = nn.Parameter(torch.zeros(out_dim))
+        self.sum = _aggregate("sum", _use_fused(fused))
         nn.init.xavier_uniform_(self.weight)
 
     def forward(self, block: Dict[str, Tensor], h: Tensor) -> Tensor:
         num_src = int(block["num_src"])
         out_deg = torch.bincount(block["src"], minlength=num_src).clamp(min=1).to(h.dtype)
         h = h * out_deg.pow(-0.5).unsqueeze(1)
-        agg = _sum_neighbours(block, h)
+        agg = self.sum(block, h)
         agg = agg * block["in_degree"].clamp(min=1).to(h.dtype).pow(-0.5).unsqueeze(1)
         return F.linear(agg, self.weight) + self.bias
 
 
 class GATConv(nn.Module):
     def __init__(self, in_dim: int, out_dim: int, heads: int, dropout: float = 0.0,
-                 negative_slope: float = 0.2):
+                 negative_slope: float = 0.2, fused: Optional[bool] = None):
         super().__init__()
+        self.fused = _use_fused(fused)
+        self.softmax = FusedEdgeSoftmax(negative_slope) if self.fused else EdgeSoftmax(negative_slope)
+        self.sum = _aggregate("sum", self.fused)
         self.heads = heads
         self.out_dim = out_dim
         self.fc = nn.Linear(in_dim, heads * out_dim, bias=False)
@@ -81,31 +171,50 @@ class GATConv(nn.Module):
 
     def forward(self, block: Dict[str, Tensor], h: Tensor) -> Tensor:
         num_dst = int(block["num_dst"])
-        src, dst = block["src"], block["dst"]
         z = self.fc(self.feat_drop(h)).view(-1, self.heads, self.out_dim)
         el = (z * self.attn_l.unsqueeze(0)).sum(-1)  # [num_src, heads]
         er = (z[:num_dst] * self.attn_r.unsqueeze(0)).sum(-1)  # [num_dst, heads]
+        a = self.attn_drop(self.softmax(block, el, er))  # [num_edges, heads]
+        return self.sum(block, z, a) + self.bias.view(1, self.heads, self.out_dim)
+
+
+class EdgeSoftmax(nn.Module):
+    """Softmax over each destination's in-edges of LeakyReLU(el[u] + er[v]); plain tensor ops."""
+
+    def __init__(self, negative_slope: float):
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, block: Dict[str, Tensor], el: Tensor, er: Tensor) -> Tensor:
+        src, dst = block["src"], block["dst"]
+        num_dst = int(block["num_dst"])
         e = F.leaky_relu(el.index_select(0, src) + er.index_select(0, dst), self.negative_slope)
-        # Softmax over each destination's in-edges, shifted by its maximum for stability.
-        emax = torch.full((num_dst, self.heads), -math.inf, dtype=e.dtype, device=e.device)
+        # Shifted by each destination's maximum for stability.
+        emax = torch.full((num_dst, e.size(1)), -math.inf, dtype=e.dtype, device=e.device)
         emax = emax.scatter_reduce(0, dst.unsqueeze(1).expand_as(e), e, reduce="amax", include_self=True)
         a = torch.exp(e - emax.index_select(0, dst))
-        denom = torch.zeros(num_dst, self.heads, dtype=e.dtype, device=e.device).index_add_(0, dst, a)
-        a = self.attn_drop(a / denom.index_select(0, dst))
-        msg = z.index_select(0, src) * a.unsqueeze(-1)
-        out = torch.zeros(num_dst, self.heads, self.out_dim, dtype=z.dtype, device=z.device)
-        out.index_add_(0, dst, msg)
-        return out + self.bias.view(1, self.heads, self.out_dim)
+        denom = torch.zeros(num_dst, e.size(1), dtype=e.dtype, device=e.device).index_add_(0, dst, a)
+        return a / denom.index_select(0, dst)
+
+
+class FusedEdgeSoftmax(nn.Module):
+    def __init__(self, negative_slope: float):
+        super().__init__()
+        self.negative_slope = negative_slope
+
+    def forward(self, block: Dict[str, Tensor], el: Tensor, er: Tensor) -> Tensor:
+        return torch.ops.fanout.edge_softmax(block, el, er, self.negative_slope)
 
 
 class GINConv(nn.Module):
     """GIN (Xu et al.): MLP((1 + eps) * h_v + sum of neighbours), eps learnable."""
 
-    def __init__(self, in_dim: int, out_dim: int):
+    def __init__(self, in_dim: int, out_dim: int, fused: Optional[bool] = None):
         super().__init__()
         self.eps = nn.Parameter(torch.zeros(1))
+        self.sum = _aggregate("sum", _use_fused(fused))
         self.mlp = nn.Sequential(nn.Linear(in_dim, out_dim), nn.ReLU(), nn.Linear(out_dim, out_dim))
 
     def forward(self, block: Dict[str, Tensor], h: Tensor) -> Tensor:
         h_dst = h[: int(block["num_dst"])]
-        return self.mlp((1 + self.eps) * h_dst + _sum_neighbours(block, h))
+        return self.mlp((1 + self.eps) * h_dst + self.sum(block, h))

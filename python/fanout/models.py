@@ -1,17 +1,18 @@
 """Multi-layer models over fanout's blocks, ready to script."""
 
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from fanout.layers import GATConv, GCNConv, GINConv, SAGEConv
+from fanout.layers import GATConv, GCNConv, GINConv, SAGEConv, relu_dropout
 
 
 class GNN(nn.Module):
-    """A stack of one layer kind: ReLU (ELU for GAT) and dropout between layers, as fanout's
-    built-in models. GAT concatenates hidden heads and averages the output layer's heads.
+    """A stack of one layer kind, as fanout's built-in models: ReLU and dropout between layers;
+    for GAT, ELU between layers (its layers drop their input features), hidden heads
+    concatenated and the output layer's heads averaged.
 
     The attributes ``in_dim``, ``num_classes`` and ``num_layers`` are read by fanout-train to
     check the model against the graph and ``--fanouts`` before training starts.
@@ -22,7 +23,7 @@ class GNN(nn.Module):
     num_layers: torch.jit.Final[int]
 
     def __init__(self, kind: str, in_dim: int, hidden: int, num_classes: int, num_layers: int,
-                 dropout: float = 0.5, heads: List[int] = [4]):
+                 dropout: float = 0.5, heads: List[int] = [4], fused: Optional[bool] = None):
         super().__init__()
         if num_layers < 1:
             raise ValueError("num_layers must be >= 1")
@@ -36,19 +37,20 @@ class GNN(nn.Module):
         for i in range(num_layers):
             out = num_classes if i == num_layers - 1 else hidden
             if kind == "sage":
-                layers.append(SAGEConv(width, out))
+                layers.append(SAGEConv(width, out, fused))
             elif kind == "gcn":
-                layers.append(GCNConv(width, out))
+                layers.append(GCNConv(width, out, fused))
             elif kind == "gin":
-                layers.append(GINConv(width, out))
+                layers.append(GINConv(width, out, fused))
             elif kind == "gat":
-                layers.append(GATConv(width, out, heads[i], dropout))
+                layers.append(GATConv(width, out, heads[i], dropout, fused=fused))
                 out = out * heads[i]
             else:
                 raise ValueError(f"unknown layer kind '{kind}' (sage, gcn, gat, gin)")
             width = out
         self.layers = nn.ModuleList(layers)
-        self.dropout = nn.Dropout(dropout)
+        # Between layers: ReLU and dropout (GAT: ELU; its layers drop their own input features).
+        self.between = relu_dropout(dropout, relu=True, fused=fused)
 
     def forward(self, blocks: List[Dict[str, Tensor]], x: Tensor) -> Tensor:
         h = x
@@ -57,15 +59,14 @@ class GNN(nn.Module):
             h = layer(blocks[i], h)
             if self.is_gat:
                 h = h.mean(1) if i == last else F.elu(h.flatten(1))
-            if i != last:
-                if not self.is_gat:
-                    h = F.relu(h)
-                h = self.dropout(h)
+            if i != last and not self.is_gat:
+                h = self.between(h)
         return h
 
 
 def build(kind: str, in_dim: int, hidden: int, num_classes: int, num_layers: int,
-          dropout: float = 0.5, heads: List[int] = [4], seed: int = 0) -> torch.jit.ScriptModule:
+          dropout: float = 0.5, heads: List[int] = [4], seed: int = 0,
+          fused: Optional[bool] = None) -> torch.jit.ScriptModule:
     """Builds GNN(...) with parameters drawn from ``seed`` and scripts it."""
     torch.manual_seed(seed)
-    return torch.jit.script(GNN(kind, in_dim, hidden, num_classes, num_layers, dropout, heads))
+    return torch.jit.script(GNN(kind, in_dim, hidden, num_classes, num_layers, dropout, heads, fused))

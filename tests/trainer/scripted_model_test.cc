@@ -4,6 +4,7 @@
 #include "trainer/scripted_model.h"
 
 #include <ATen/ops/allclose.h>
+#include <ATen/ops/cat.h>
 #include <ATen/ops/cross_entropy_loss.h>
 #include <gtest/gtest.h>
 #include <torch/nn/module.h>
@@ -28,7 +29,8 @@ using core::StrCat;
 
 // Runs FANOUT_PYTHON with python/fanout importable; returns its exit status.
 int Python(const std::string& args) {
-  const std::string cmd = StrCat("PYTHONPATH=", FANOUT_SOURCE_DIR, "/python ", FANOUT_PYTHON, " ", args, " >/dev/null 2>&1");
+  const std::string cmd = StrCat("PYTHONPATH=", FANOUT_SOURCE_DIR, "/python FANOUT_TORCH_OPS=", FANOUT_TORCH_OPS_LIB, " ",
+                                 FANOUT_PYTHON, " ", args, " >/dev/null 2>&1");
   return std::system(cmd.c_str());
 }
 
@@ -70,52 +72,87 @@ BatchTensors RandomTensors(int64_t in_dim, int64_t classes, int64_t layers, uint
   return *t;
 }
 
+// The package's SAGE, on fanout's fused operators and on plain tensor ops, equals the built-in
+// sage given the same parameters: outputs and gradients.
 TEST(ScriptedModelTest, ReferenceSageFromPythonEqualsTheBuiltInSage) {
   SKIP_WITHOUT_PYTHON_TORCH();
-  fanout::testing::TempDir dir;
-  const int64_t in = 5, hidden = 8, classes = 3, layers = 2;
-  const std::string path = dir.Sub("sage.pt");
-  ASSERT_EQ(Python(StrCat("-m fanout.export sage --in-dim ", in, " --hidden ", hidden, " --classes ", classes,
-                          " --layers ", layers, " --dropout 0 -o ", path)),
-            0);
-  auto scripted = MakeModel(Scripted(path, in, classes, layers), 0);
-  ASSERT_TRUE(scripted.ok()) << scripted.status();
-  ModelOptions bo;
-  bo.model = ModelKind::kSage;
-  bo.in_dim = in;
-  bo.hidden = hidden;
-  bo.num_classes = classes;
-  bo.num_layers = layers;
-  bo.dropout = 0;
-  auto builtin = MakeModel(bo, 7);
-  ASSERT_TRUE(builtin.ok()) << builtin.status();
-  // The built-in model's parameters, per layer fc_self, fc_neigh, bias, into the script's.
-  const auto theirs = (*builtin)->parameters();
-  const auto mine = (*scripted)->named_parameters();
-  ASSERT_EQ(mine.size(), theirs.size());
-  {
-    at::NoGradGuard no_grad;
-    for (int64_t l = 0; l < layers; ++l) {
-      const char* names[] = {"fc_self_weight", "fc_neigh_weight", "bias"};
-      for (int k = 0; k < 3; ++k) {
-        const at::Tensor* p = mine.find(StrCat("layers_", l, "_", names[k]));
-        ASSERT_NE(p, nullptr) << names[k];
-        p->copy_(theirs[3 * l + k]);
+  for (const char* kernels : {"--fused", "--no-fused"}) {
+    SCOPED_TRACE(kernels);
+    fanout::testing::TempDir dir;
+    const int64_t in = 5, hidden = 8, classes = 3, layers = 2;
+    const std::string path = dir.Sub("sage.pt");
+    ASSERT_EQ(Python(StrCat("-m fanout.export sage --in-dim ", in, " --hidden ", hidden, " --classes ", classes,
+                            " --layers ", layers, " --dropout 0 ", kernels, " -o ", path)),
+              0);
+    auto scripted = MakeModel(Scripted(path, in, classes, layers), 0);
+    ASSERT_TRUE(scripted.ok()) << scripted.status();
+    ModelOptions bo;
+    bo.model = ModelKind::kSage;
+    bo.in_dim = in;
+    bo.hidden = hidden;
+    bo.num_classes = classes;
+    bo.num_layers = layers;
+    bo.dropout = 0;
+    auto builtin = MakeModel(bo, 7);
+    ASSERT_TRUE(builtin.ok()) << builtin.status();
+    // The built-in model's parameters, per layer fc_self, fc_neigh, bias, into the script's.
+    const auto theirs = (*builtin)->parameters();
+    const auto mine = (*scripted)->named_parameters();
+    ASSERT_EQ(mine.size(), theirs.size());
+    {
+      at::NoGradGuard no_grad;
+      for (int64_t l = 0; l < layers; ++l) {
+        const char* names[] = {"fc_self_weight", "fc_neigh_weight", "bias"};
+        for (int k = 0; k < 3; ++k) {
+          const at::Tensor* p = mine.find(StrCat("layers_", l, "_", names[k]));
+          ASSERT_NE(p, nullptr) << names[k];
+          p->copy_(theirs[3 * l + k]);
+        }
       }
     }
+    const BatchTensors t = RandomTensors(in, classes, layers, 3);
+    std::vector<at::Tensor> out;
+    for (auto& m : {*builtin, *scripted}) {
+      m->eval();
+      const at::Tensor logits = m->Forward(t.blocks, t.features);
+      logits.pow(2).sum().backward();
+      out.push_back(logits.detach());
+    }
+    EXPECT_TRUE(at::allclose(out[0], out[1], 1e-5, 1e-5)) << out[0] << out[1];
+    for (int64_t l = 0; l < layers; ++l) {
+      const at::Tensor& g = mine.find(StrCat("layers_", l, "_fc_neigh_weight"))->grad();
+      EXPECT_TRUE(at::allclose(g, theirs[3 * l + 1].grad(), 1e-4, 1e-5)) << "layer " << l;
+    }
   }
-  const BatchTensors t = RandomTensors(in, classes, layers, 3);
-  std::vector<at::Tensor> out, grads;
-  for (auto& m : {*builtin, *scripted}) {
-    m->eval();
-    const at::Tensor logits = m->Forward(t.blocks, t.features);
-    logits.pow(2).sum().backward();
-    out.push_back(logits.detach());
-  }
-  EXPECT_TRUE(at::allclose(out[0], out[1], 1e-5, 1e-5)) << out[0] << out[1];
-  for (int64_t l = 0; l < layers; ++l) {
-    const at::Tensor& g = mine.find(StrCat("layers_", l, "_fc_neigh_weight"))->grad();
-    EXPECT_TRUE(at::allclose(g, theirs[3 * l + 1].grad(), 1e-4, 1e-5)) << "layer " << l;
+}
+
+// Every reference layer gives the same outputs and gradients on fanout's operators as on plain
+// tensor ops (same export seed, so the same parameters; eval mode, so no dropout).
+TEST(ScriptedModelTest, FusedOperatorsEqualPlainTensorOpsForEveryLayer) {
+  SKIP_WITHOUT_PYTHON_TORCH();
+  const int64_t in = 6, classes = 4, layers = 3;
+  const BatchTensors t = RandomTensors(in, classes, layers, 17);
+  for (const char* kind : {"sage", "gcn", "gat", "gin"}) {
+    SCOPED_TRACE(kind);
+    fanout::testing::TempDir dir;
+    std::vector<at::Tensor> out, grad;
+    for (const char* kernels : {"--fused", "--no-fused"}) {
+      const std::string path = dir.Sub(StrCat(kind, kernels, ".pt"));
+      ASSERT_EQ(Python(StrCat("-m fanout.export ", kind, " --in-dim ", in, " --hidden 8 --classes ", classes,
+                              " --layers ", layers, " --heads 2,3 --seed 5 ", kernels, " -o ", path)),
+                0);
+      auto m = MakeModel(Scripted(path, in, classes, layers), 0);
+      ASSERT_TRUE(m.ok()) << m.status();
+      (*m)->eval();
+      const at::Tensor logits = (*m)->Forward(t.blocks, t.features);
+      logits.pow(2).sum().backward();
+      out.push_back(logits.detach());
+      std::vector<at::Tensor> g;
+      for (const auto& p : (*m)->parameters()) g.push_back(p.grad().flatten());
+      grad.push_back(at::cat(g));
+    }
+    EXPECT_TRUE(at::allclose(out[0], out[1], 1e-5, 1e-5)) << out[0] << out[1];
+    EXPECT_TRUE(at::allclose(grad[0], grad[1], 1e-4, 1e-5));
   }
 }
 

@@ -1,0 +1,36 @@
+"""fanout's fused message-passing kernels as TorchScript operators.
+
+``torch.ops.fanout.aggregate(block, x, reduce="mean", edge_weight=None)``,
+``torch.ops.fanout.aggregate_with_self(block, x, reduce="mean")`` (``[x[:num_dst] | aggregate]``)
+and ``torch.ops.fanout.edge_softmax(block, el, er, negative_slope=0.2)`` run the kernels of
+fanout's built-in models (no ``[num_edges, width]`` message tensor), with their backward passes.
+fanout-train always has them; to script a model that calls them, Python loads them from
+``libfanout_torch_ops.so`` (built with fanout, in ``build/lib``; ``FANOUT_TORCH_OPS`` names
+another path). A model scripted with them runs only in fanout-train (or a Python that loaded
+the library).
+"""
+
+import os
+from pathlib import Path
+
+import torch
+
+_loaded = None
+
+
+def library_path() -> str:
+    env = os.environ.get("FANOUT_TORCH_OPS", "")
+    if env:
+        return env
+    return str(Path(__file__).resolve().parents[2] / "build" / "lib" / "libfanout_torch_ops.so")
+
+
+def load() -> bool:
+    """Loads the operators once; False when the library is not there (plain-PyTorch layers then)."""
+    global _loaded
+    if _loaded is None:
+        path = library_path()
+        _loaded = os.path.exists(path)
+        if _loaded:
+            torch.ops.load_library(path)
+    return _loaded
