@@ -349,7 +349,8 @@ TEST(CoraAccuracyTest, ScriptedSageMatchesTheBuiltInSage) {
   const std::string config = CoraParts(dir, 1);
   if (config.empty()) GTEST_SKIP() << "../shared/data/cora not present";
   for (int seed : {0, 1, 2}) {
-    ASSERT_EQ(std::system(StrCat("PYTHONPATH=", FANOUT_SOURCE_DIR, "/python ", FANOUT_PYTHON,
+    ASSERT_EQ(std::system(StrCat("PYTHONPATH=", FANOUT_SOURCE_DIR, "/python FANOUT_TORCH_OPS=", FANOUT_TORCH_OPS_LIB, " ",
+                                 FANOUT_PYTHON,
                                  " -m fanout.export sage --in-dim 1433 --hidden 64 --classes 7 --layers 2 --seed ",
                                  seed, " -o ", dir.Sub(StrCat("sage", seed, ".pt")), " >/dev/null")
                               .c_str()),
