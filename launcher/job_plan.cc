@@ -23,7 +23,6 @@ namespace fs = std::filesystem;
 using core::StrCat;
 
 std::string Var(const char* name, const std::string& value) { return StrCat(name, "=", value); }
-std::string Var(const char* name, int64_t value) { return StrCat(name, "=", value); }
 std::string Var(const char* name, int value) { return StrCat(name, "=", value); }
 std::string Var(const char* name, double value) { return StrCat(name, "=", value); }
 
@@ -303,6 +302,16 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
                Var("FANOUT_RANK", p.global_rank),
                Var("FANOUT_WORLD_SIZE", M * T),
                Var("FANOUT_COORDINATOR", plan.coordinator),
+               // torchrun's names for the same facts, for tools and scripts that read them.
+               // MASTER_PORT is fanout's rendezvous store, which does not speak TCPStore's
+               // protocol: init_process_group("env://") cannot join it.
+               Var("RANK", p.global_rank),
+               Var("WORLD_SIZE", M * T),
+               Var("LOCAL_RANK", r),
+               Var("LOCAL_WORLD_SIZE", T),
+               Var("GROUP_RANK", k),
+               Var("MASTER_ADDR", ms[0].ip),
+               Var("MASTER_PORT", coordinator_port),
                Var("OMP_NUM_THREADS", omp)};
       if (o.heartbeat_timeout_s > 0) p.env.push_back(Var(core::kHeartbeatEnv, o.heartbeat_s));
       for (std::string& v : core::SecurityEnv(o.security)) p.env.push_back(std::move(v));

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/ip_config.h"
 #include "core/status.h"
 #include "core/strings.h"
 #include "trainer/c10d_backend.h"
@@ -103,7 +104,32 @@ absl::StatusOr<DistOptions> DistOptionsFromEnv(DistOptions base) {
   const char* rank = std::getenv("FANOUT_RANK");
   const char* world = std::getenv("FANOUT_WORLD_SIZE");
   const char* coordinator = std::getenv("FANOUT_COORDINATOR");
-  if (rank == nullptr && world == nullptr && coordinator == nullptr) return base;
+  if (rank == nullptr && world == nullptr && coordinator == nullptr) {
+    // Started by another launcher (torchrun, a Slurm or Kubernetes wrapper): torchrun's names.
+    // torchrun's own store already listens on MASTER_PORT, so fanout's rendezvous takes the
+    // next port.
+    const char* t_rank = std::getenv("RANK");
+    const char* t_world = std::getenv("WORLD_SIZE");
+    const char* addr = std::getenv("MASTER_ADDR");
+    const char* port = std::getenv("MASTER_PORT");
+    if (t_rank == nullptr && t_world == nullptr) return base;
+    if (t_rank == nullptr || t_world == nullptr || addr == nullptr || port == nullptr) {
+      return absl::InvalidArgumentError(StrCat(
+          "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT must be set together (or fanout's FANOUT_RANK, "
+          "FANOUT_WORLD_SIZE, FANOUT_COORDINATOR); missing:",
+          t_rank == nullptr ? " RANK" : "", t_world == nullptr ? " WORLD_SIZE" : "", addr == nullptr ? " MASTER_ADDR" : "",
+          port == nullptr ? " MASTER_PORT" : ""));
+    }
+    ASSIGN_OR_RETURN(base.rank, EnvInt("RANK", t_rank));
+    ASSIGN_OR_RETURN(base.world_size, EnvInt("WORLD_SIZE", t_world));
+    ASSIGN_OR_RETURN(const int master_port, EnvInt("MASTER_PORT", port));
+    if (master_port < 1 || master_port >= 65535) {
+      return absl::InvalidArgumentError(StrCat("MASTER_PORT=", port, ": expected a port in [1, 65534]"));
+    }
+    base.coordinator = core::HostPort(addr, master_port + 1);
+    RETURN_IF_ERROR(ValidateDistOptions(base));
+    return base;
+  }
   if (rank == nullptr || world == nullptr || coordinator == nullptr) {
     return absl::InvalidArgumentError(StrCat(
         "FANOUT_RANK, FANOUT_WORLD_SIZE and FANOUT_COORDINATOR must be set together; missing:",

@@ -3,8 +3,10 @@
 // Under fanout-launch every setting of the job's layout comes from the environment
 // (FANOUT_PART_CONFIG, FANOUT_IP_CONFIG, FANOUT_NUM_SERVERS, FANOUT_MACHINE_ID,
 // FANOUT_NUM_TRAINERS, FANOUT_NUM_SAMPLERS, FANOUT_RANK, FANOUT_WORLD_SIZE, FANOUT_COORDINATOR);
-// flags override it. Alone, it trains on one machine's servers with --part-config and
-// --servers (or --ip-config).
+// flags override it. Started by another launcher (torchrun, a Slurm or Kubernetes wrapper), it
+// takes torchrun's RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK and MASTER_ADDR/MASTER_PORT
+// (fanout's rendezvous on MASTER_PORT + 1) instead. Alone, it trains on one machine's servers
+// with --part-config and --servers (or --ip-config).
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,6 +15,7 @@
 #include <limits>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include "core/cli.h"
 #include "core/heartbeat.h"
@@ -94,10 +97,12 @@ int Main(int argc, char** argv) {
   int64_t feature_cache_mb = 512;
   int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   o.part_config = Env("FANOUT_PART_CONFIG");
-  for (auto [name, out] : {std::pair{"FANOUT_NUM_SERVERS", &num_servers},
-                           {"FANOUT_NUM_TRAINERS", &o.trainers_per_machine},
-                           {"FANOUT_NUM_SAMPLERS", &o.num_samplers},
-                           {"FANOUT_MACHINE_ID", &machine_id}}) {
+  // fanout-launch's variables, else torchrun's names for the same facts (another launcher).
+  for (auto [name, torchrun, out] : {std::tuple{"FANOUT_NUM_SERVERS", "", &num_servers},
+                                     {"FANOUT_NUM_TRAINERS", "LOCAL_WORLD_SIZE", &o.trainers_per_machine},
+                                     {"FANOUT_NUM_SAMPLERS", "", &o.num_samplers},
+                                     {"FANOUT_MACHINE_ID", "GROUP_RANK", &machine_id}}) {
+    if (std::getenv(name) == nullptr && *torchrun != '\0') name = torchrun;
     if (absl::Status s = EnvInt(name, out); !s.ok()) {
       std::fprintf(stderr, "fanout-train: error: %s\n", std::string(s.message()).c_str());
       return 2;

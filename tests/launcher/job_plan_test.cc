@@ -74,6 +74,8 @@ TEST(JobPlan, TrainerEnvironmentIsTheContract) {
                                  "FANOUT_MACHINE_ID=1", "FANOUT_NUM_SERVERS=2", "FANOUT_NUM_TRAINERS=2",
                                  "FANOUT_NUM_SAMPLERS=3", "FANOUT_LOCAL_RANK=1", "FANOUT_RANK=3",
                                  "FANOUT_WORLD_SIZE=4", "FANOUT_COORDINATOR=10.0.0.1:31002",
+                                 "RANK=3", "WORLD_SIZE=4", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2", "GROUP_RANK=1",
+                                 "MASTER_ADDR=10.0.0.1", "MASTER_PORT=31002",
                                  "OMP_NUM_THREADS=4",  // 16 cores / 2 / 2 trainers
                                  "FANOUT_HEARTBEAT_S=1", "GLOO_SOCKET_IFNAME=eth0"));
   for (int r = 0; r < 4; ++r) {

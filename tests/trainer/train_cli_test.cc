@@ -123,6 +123,32 @@ TEST_F(TrainCliTest, TwoRanksTrainAScriptedModelFromPython) {
   EXPECT_NE(ranks[0]->output().find("missing.pt: no such file"), std::string::npos) << ranks[0]->output();
 }
 
+// Started by another launcher with torchrun's variables only (no FANOUT_*), two ranks find each
+// other (fanout's rendezvous on MASTER_PORT + 1, torchrun's own store being on MASTER_PORT) and
+// train.
+TEST_F(TrainCliTest, TorchrunVariablesAloneStartAJob) {
+  const int port = FreePort() - 1;  // fanout's store takes MASTER_PORT + 1, the free one
+  std::vector<std::unique_ptr<Proc>> ranks;
+  for (int r = 0; r < 2; ++r) {
+    std::vector<std::string> a = {FANOUT_TRAIN_BIN};
+    for (const std::string& x : Args(1)) a.push_back(x);
+    ranks.push_back(std::make_unique<Proc>(
+        a, "", std::vector<std::string>{StrCat("RANK=", r), "WORLD_SIZE=2", StrCat("LOCAL_RANK=", r),
+                                        "LOCAL_WORLD_SIZE=1", StrCat("GROUP_RANK=", r), "MASTER_ADDR=127.0.0.1",
+                                        StrCat("MASTER_PORT=", port)}));
+  }
+  ASSERT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();
+  ASSERT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
+  EXPECT_NE(ranks[0]->output().find("2 trainer(s)"), std::string::npos) << ranks[0]->output();
+  EXPECT_NE(ranks[0]->output().find("epoch 0 | loss"), std::string::npos) << ranks[0]->output();
+  // Half a set is an error naming what is missing.
+  std::vector<std::string> a = {FANOUT_TRAIN_BIN};
+  for (const std::string& x : Args(1)) a.push_back(x);
+  Proc half(a, "", {"RANK=0", "WORLD_SIZE=2"});
+  EXPECT_NE(half.Finish(), 0);
+  EXPECT_NE(half.output().find("missing: MASTER_ADDR MASTER_PORT"), std::string::npos) << half.output();
+}
+
 TEST_F(TrainCliTest, TwoRanksTrainWriteMetricsAndCheckpointsAndResume) {
   const std::string ckpt = dir_.Sub("ckpt"), metrics = dir_.Sub("metrics.jsonl");
   auto args = Args(2);
