@@ -173,6 +173,10 @@ absl::Status ArgParser::Parse(int argc, char** argv, std::vector<std::string>* p
       help_ = true;
       continue;
     }
+    if (arg == "--version") {
+      version_ = true;
+      continue;
+    }
     if (arg.rfind("--", 0) != 0 || arg == "--") {
       if (positional != nullptr) {
         positional->push_back(arg);
@@ -220,6 +224,10 @@ std::optional<int> ArgParser::ParseForMain(int argc, char** argv, std::vector<st
     std::printf("%s", Usage().c_str());
     return 0;
   }
+  if (version_) {
+    std::printf("%s %s\n", tool_.c_str(), Version());
+    return 0;
+  }
   if (!st.ok()) {
     std::fprintf(stderr, "%s: error: %s\n\n%s", tool_.c_str(), std::string(st.message()).c_str(),
                  Usage().c_str());
@@ -242,7 +250,13 @@ std::string ArgParser::Usage() const {
     if (!f.default_text.empty()) u += StrCat(" [default: ", f.default_text, "]");
     u += "\n";
   }
+  for (const auto& [lhs, help] : {std::pair<std::string, const char*>{"  --help, -h", "this text"},
+                                  {"  --version", "print the version and exit"}}) {
+    u += StrCat(lhs, std::string(30 - lhs.size(), ' '), " ", help, "\n");
+  }
   return u;
 }
+
+const char* Version() { return FANOUT_VERSION; }
 
 }  // namespace fanout::core

@@ -42,7 +42,7 @@ class ArgParser {
 
   // Parses argv[1..]. Positional arguments are errors unless `positional` is non-null.
   absl::Status Parse(int argc, char** argv, std::vector<std::string>* positional = nullptr);
-  bool help_requested() const { return help_; }
+  bool help_requested() const { return help_; }  // --help or -h (--version too prints and exits)
   // For a tool's main(): parses argv; on --help prints the usage and returns 0, on a bad command
   // line prints "<tool>: error: ..." and the usage and returns 2; otherwise returns nullopt.
   // Positional arguments are collected into `positional` when it is non-null.
@@ -67,6 +67,10 @@ class ArgParser {
   std::vector<Flag> flags_;
   std::vector<std::string> set_;
   bool help_ = false;
+  bool version_ = false;
 };
+
+// fanout's version (the CMake project version), as every tool's --version prints it.
+const char* Version();
 
 }  // namespace fanout::core

@@ -11,6 +11,23 @@ absl::Status ParseArgs(ArgParser& p, std::vector<std::string> args) {
   return p.Parse(static_cast<int>(argv.size()), argv.data());
 }
 
+TEST(ArgParserTest, VersionPrintsToolAndVersionAndExitsZero) {
+  ArgParser p("fanout-tool", "[flags]");
+  std::string s;
+  p.AddString("name", &s, "a name");
+  std::vector<std::string> args = {"tool", "--version"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStdout();
+  std::optional<int> exit = p.ParseForMain(static_cast<int>(argv.size()), argv.data());
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  ASSERT_TRUE(exit.has_value());
+  EXPECT_EQ(*exit, 0);
+  EXPECT_EQ(out, std::string("fanout-tool ") + Version() + "\n");
+  EXPECT_NE(p.Usage().find("--version"), std::string::npos);
+  EXPECT_NE(std::string(Version()), "");
+}
+
 TEST(ArgParserTest, ParsesEveryForm) {
   std::string s = "x", c = "a";
   int64_t i = 1;
