@@ -19,6 +19,29 @@ bool IsIpLiteral(const std::string& s) {
   return inet_pton(AF_INET, s.c_str(), buf) == 1 || inet_pton(AF_INET6, s.c_str(), buf) == 1;
 }
 
+// A host name as RFC 1123 allows: dot-separated labels of letters, digits and inner hyphens,
+// 1-63 characters each, 253 in all, and a last label that is not all digits (that would be a
+// malformed IPv4 address, such as 10.0.0.256).
+bool IsHostName(const std::string& s) {
+  if (s.empty() || s.size() > 253) return false;
+  size_t start = 0;
+  bool last_all_digits = false;
+  while (start <= s.size()) {
+    size_t dot = s.find('.', start);
+    if (dot == std::string::npos) dot = s.size();
+    const std::string_view label(s.data() + start, dot - start);
+    if (label.empty() || label.size() > 63 || label.front() == '-' || label.back() == '-') return false;
+    last_all_digits = true;
+    for (char c : label) {
+      const bool digit = c >= '0' && c <= '9';
+      if (!digit && !(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') && c != '-') return false;
+      last_all_digits &= digit;
+    }
+    start = dot + 1;
+  }
+  return !last_all_digits;
+}
+
 // Splits on spaces, tabs and carriage returns (files written on Windows end lines with \r\n).
 std::vector<std::string> Fields(std::string_view line) {
   std::vector<std::string> out;
@@ -52,15 +75,15 @@ absl::StatusOr<std::vector<MachineEntry>> ParseIpConfig(std::string_view text,
     const std::string where = StrCat(filename, ":", line_no, ": ");
     if (f.size() > 2) {
       return absl::InvalidArgumentError(StrCat(
-          where, "expected 'IP [PORT]', found ", f.size(),
+          where, "expected 'HOST [PORT]', found ", f.size(),
           " fields (the number of servers per machine is --num-servers, not part of the file)"));
     }
     MachineEntry m;
     m.line = line_no;
     m.ip = f[0];
-    if (!IsIpLiteral(m.ip)) {
+    if (!IsIpLiteral(m.ip) && !IsHostName(m.ip)) {
       return absl::InvalidArgumentError(
-          StrCat(where, "'", m.ip, "' is not an IPv4 or IPv6 address (machines are listed by IP)"));
+          StrCat(where, "'", m.ip, "' is not an IPv4 or IPv6 address or a host name"));
     }
     if (f.size() == 2) {
       int64_t port = 0;
@@ -74,7 +97,7 @@ absl::StatusOr<std::vector<MachineEntry>> ParseIpConfig(std::string_view text,
   }
   if (machines.empty()) {
     return absl::InvalidArgumentError(
-        StrCat(filename, ": lists no machines (expected one 'IP [PORT]' per line)"));
+        StrCat(filename, ": lists no machines (expected one 'HOST [PORT]' per line)"));
   }
   return machines;
 }

@@ -1,4 +1,5 @@
-// ip_config.txt, DGL's machine list: one machine per line, `IP [PORT]`, `#` starts a comment,
+// ip_config.txt, DGL's machine list: one machine per line, `HOST [PORT]` (an IPv4 or IPv6
+// address or a host name), `#` starts a comment,
 // blank lines are skipped. Machine k (the k-th listed) hosts partition k; server s of a machine
 // listens on PORT + s. The launcher reads it to start the job, trainers (FANOUT_IP_CONFIG) to
 // find the servers: it lives in core so that neither depends on the other. Also the one
@@ -17,7 +18,7 @@ namespace fanout::core {
 inline constexpr int kDefaultIpConfigPort = 30050;
 
 struct MachineEntry {
-  std::string ip;                   // an IPv4 or IPv6 literal, as written
+  std::string ip;                   // an IPv4 or IPv6 literal or a host name, as written
   int port = kDefaultIpConfigPort;  // base port: server s listens on port + s
   int line = 0;                     // 1-based line of the file it came from
 };

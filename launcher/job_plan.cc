@@ -366,7 +366,16 @@ absl::StatusOr<JobPlan> PlanJob(const LaunchOptions& o) {
   ASSIGN_OR_RETURN(std::vector<std::string> interfaces, InterfaceAddresses());
   bool any_local = false;
   for (const MachineEntry& m : in.machines) {
-    bool remote = o.always_ssh || !IsLocalAddress(m.ip, interfaces);
+    // A host name is this host when any address it resolves to is (the trainers and servers
+    // resolve it again where they run).
+    absl::StatusOr<std::vector<std::string>> addresses = ResolveHost(m.ip);
+    if (!addresses.ok()) {
+      return absl::Status(addresses.status().code(),
+                          StrCat(in.ip_config_path, ":", m.line, ": ", addresses.status().message()));
+    }
+    bool local = false;
+    for (const std::string& a : *addresses) local |= IsLocalAddress(a, interfaces);
+    const bool remote = o.always_ssh || !local;
     in.remote.push_back(remote);
     any_local |= !remote;
   }

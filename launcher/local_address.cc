@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <netdb.h>
 #include <net/if.h>
 #include <netinet/in.h>
 
@@ -81,6 +82,32 @@ bool IsLocalAddress(const std::string& ip, const std::vector<std::string>& inter
     if (ParseIp(a) == want) return true;
   }
   return false;
+}
+
+absl::StatusOr<std::vector<std::string>> ResolveHost(const std::string& host) {
+  if (ParseIp(host)) return std::vector<std::string>{host};
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0) {
+    return absl::NotFoundError(core::StrCat("host '", host, "' does not resolve: ", gai_strerror(rc)));
+  }
+  std::vector<std::string> out;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    char text[INET6_ADDRSTRLEN] = {};
+    if (a->ai_family == AF_INET) {
+      inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr, text, sizeof(text));
+    } else if (a->ai_family == AF_INET6) {
+      inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(a->ai_addr)->sin6_addr, text, sizeof(text));
+    } else {
+      continue;
+    }
+    out.emplace_back(text);
+  }
+  freeaddrinfo(found);
+  if (out.empty()) return absl::NotFoundError(core::StrCat("host '", host, "' has no IPv4 or IPv6 address"));
+  return out;
 }
 
 }  // namespace fanout::launcher

@@ -16,4 +16,9 @@ absl::StatusOr<std::vector<std::string>> InterfaceAddresses();
 // False for text that is not an IP literal.
 bool IsLocalAddress(const std::string& ip, const std::vector<std::string>& interface_addresses);
 
+// The addresses `host` stands for: itself when it is an IP literal, else what the resolver
+// (getaddrinfo: /etc/hosts, DNS) gives. NOT_FOUND with the resolver's message when it gives
+// nothing.
+absl::StatusOr<std::vector<std::string>> ResolveHost(const std::string& host);
+
 }  // namespace fanout::launcher

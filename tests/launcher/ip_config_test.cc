@@ -46,19 +46,31 @@ TEST(IpConfig, BadPortNamesFileLineAndValue) {
 }
 
 TEST(IpConfig, BadAddressNamesFileLineAndValue) {
-  for (const char* ip : {"node1", "10.0.0.256", "10.0.0", "[::1]", "10.0.0.1:30050"}) {
+  for (const char* ip : {"10.0.0.256", "10.0.0", "[::1]", "10.0.0.1:30050", "node_1", "-node", "node-", "a..b",
+                         "n\xc3\xb6" "de"}) {
     auto m = ParseIpConfig(std::string("# c\n") + ip + " 30050\n", "ip.txt");
     ASSERT_FALSE(m.ok()) << ip;
     EXPECT_EQ(m.status().message(),
-              std::string("ip.txt:2: '") + ip + "' is not an IPv4 or IPv6 address (machines are listed by IP)");
+              std::string("ip.txt:2: '") + ip + "' is not an IPv4 or IPv6 address or a host name");
   }
+  EXPECT_FALSE(ParseIpConfig(std::string(64, 'a') + ".example\n", "ip.txt").ok()) << "a label over 63";
+}
+
+TEST(IpConfig, HostNamesAreAccepted) {
+  // DESIGN.md: machines by IP or host name (Kubernetes pod DNS names, Slurm node names).
+  auto m = ParseIpConfig("node1\nfanout-0.fanout.default.svc.cluster.local 31000\nlocalhost\nGPU-7\n", "ip.txt");
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_EQ(m->size(), 4u);
+  EXPECT_EQ((*m)[1].ip, "fanout-0.fanout.default.svc.cluster.local");
+  EXPECT_EQ((*m)[1].port, 31000);
+  EXPECT_EQ(HostPort((*m)[1].ip, (*m)[1].port), "fanout-0.fanout.default.svc.cluster.local:31000");
 }
 
 TEST(IpConfig, ExtraFieldsAreAnError) {
   // DGL once took a third column (servers per machine); fanout takes --num-servers.
   auto m = ParseIpConfig("10.0.0.1 30050 2\n", "ip.txt");
   ASSERT_FALSE(m.ok());
-  EXPECT_THAT(std::string(m.status().message()), HasSubstr("ip.txt:1: expected 'IP [PORT]', found 3 fields"));
+  EXPECT_THAT(std::string(m.status().message()), HasSubstr("ip.txt:1: expected 'HOST [PORT]', found 3 fields"));
   EXPECT_THAT(std::string(m.status().message()), HasSubstr("--num-servers"));
 }
 
@@ -66,7 +78,7 @@ TEST(IpConfig, EmptyFileIsAnError) {
   for (const char* text : {"", "\n\n", "# only a comment\n  # another\n"}) {
     auto m = ParseIpConfig(text, "ip.txt");
     ASSERT_FALSE(m.ok());
-    EXPECT_EQ(m.status().message(), "ip.txt: lists no machines (expected one 'IP [PORT]' per line)");
+    EXPECT_EQ(m.status().message(), "ip.txt: lists no machines (expected one 'HOST [PORT]' per line)");
   }
 }
 

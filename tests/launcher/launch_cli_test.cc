@@ -280,6 +280,18 @@ TEST_F(LaunchCli, RealTrainingJobFinishesAndReportsAccuracy) {
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 
+// Machines listed by host name: "localhost" is this host (it resolves to loopback), so its
+// processes start directly; servers bind it, trainers reach it by name.
+TEST_F(LaunchCli, RealTrainingJobWithAMachineListedByHostName) {
+  WriteText(dir_.Sub("ip_config.txt"), "localhost " + std::to_string(port0_) + "\n127.0.0.2 " + std::to_string(port1_) +
+                                           "\n");
+  LaunchRun run(RealTrainingArgs(Args("ok"), 2), dir_.path());
+  ASSERT_EQ(run.Finish(seconds(120)), 0) << run.output();
+  EXPECT_THAT(run.output(), HasSubstr("m0 server 0 ready on localhost:" + std::to_string(port0_)));
+  EXPECT_THAT(run.output(), HasSubstr("[m0 trainer 0] fanout-train: test accuracy "));
+  ExpectNothingLeft(job_id_, LearnedPids(run));
+}
+
 // Servers with mutual TLS and a token: the launcher hands both to servers, trainers and their
 // sampler processes, and the job trains as without them.
 TEST_F(LaunchCli, RealTrainingJobWithMutualTlsAndAToken) {
@@ -420,8 +432,11 @@ TEST_F(LaunchCliRefuses, MalformedIpConfig) {
   ExpectRefused(Args("ok"), 1,
                 "fanout-launch: error: " + dir_.Sub("ip_config.txt") +
                     ":3: port 'port' is not a number in 1..65535");
-  WriteText(dir_.Sub("ip_config.txt"), "127.0.0.1\nnode-b\n");
-  ExpectRefused(Args("ok"), 1, dir_.Sub("ip_config.txt") + ":2: 'node-b' is not an IPv4 or IPv6 address");
+  WriteText(dir_.Sub("ip_config.txt"), "127.0.0.1\nnode_b\n");
+  ExpectRefused(Args("ok"), 1, dir_.Sub("ip_config.txt") + ":2: 'node_b' is not an IPv4 or IPv6 address or a host name");
+  // A well-formed host name that does not resolve fails before anything starts, naming the line.
+  WriteText(dir_.Sub("ip_config.txt"), "127.0.0.1\nnode-b.invalid\n");
+  ExpectRefused(Args("ok"), 1, dir_.Sub("ip_config.txt") + ":2: host 'node-b.invalid' does not resolve");
   WriteText(dir_.Sub("ip_config.txt"), "# nothing\n");
   ExpectRefused(Args("ok"), 1, "lists no machines");
 }

@@ -7,6 +7,21 @@
 namespace fanout::launcher {
 namespace {
 
+TEST(LocalAddress, HostNamesResolveAndLiteralsStayAsWritten) {
+  auto lit = ResolveHost("10.1.2.3");
+  ASSERT_TRUE(lit.ok());
+  EXPECT_EQ(*lit, std::vector<std::string>{"10.1.2.3"});
+  auto local = ResolveHost("localhost");  // /etc/hosts on every Debian machine
+  ASSERT_TRUE(local.ok()) << local.status();
+  bool loopback = false;
+  for (const std::string& a : *local) loopback |= IsLocalAddress(a, {});
+  EXPECT_TRUE(loopback);
+  auto bad = ResolveHost("no-such-host.invalid");  // .invalid never resolves (RFC 2606)
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("host 'no-such-host.invalid' does not resolve"), std::string::npos)
+      << bad.status();
+}
+
 TEST(LocalAddress, LoopbackIsAlwaysLocal) {
   for (const char* ip : {"127.0.0.1", "127.0.0.2", "127.255.255.254", "::1", "0:0::1",
                          "::ffff:127.0.0.2"}) {
