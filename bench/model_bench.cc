@@ -162,17 +162,21 @@ int Run(int argc, char** argv) {
   std::printf("           %.1f at K = %lld (self and neighbour products as one); %.1f into a fresh output each call\n",
               layer0_cat, static_cast<long long>(2 * in_dim), layer0_fresh);
   std::printf("%-6s %-12s %12s %12s %12s\n", "model", "path", "forward ms", "backward ms", "step ms");
-  std::istringstream model_list(models);
-  for (std::string name; std::getline(model_list, name, ',');) {
-    auto kind = trainer::ParseModelKind(name);
-    if (!kind.ok()) return args.Fail(kind.status());
+  auto options_of = [&](trainer::ModelKind kind) {
     trainer::ModelOptions mo;
-    mo.model = *kind;
+    mo.model = kind;
     mo.in_dim = in_dim;
     mo.hidden = hidden;
     mo.heads = heads;
     mo.num_classes = cfg->num_classes;
     mo.num_layers = static_cast<int64_t>(so.fanouts.size());
+    return mo;
+  };
+  std::istringstream model_list(models);
+  for (std::string name; std::getline(model_list, name, ',');) {
+    auto kind = trainer::ParseModelKind(name);
+    if (!kind.ok()) return args.Fail(kind.status());
+    trainer::ModelOptions mo = options_of(*kind);
     StepTimes sum[2];
     std::shared_ptr<trainer::GnnModel> model[2];
     for (int fused = composition ? 0 : 1; fused < 2; ++fused) {
@@ -212,13 +216,7 @@ int Run(int argc, char** argv) {
     // The scripted model against the built-in one it implements, alternated step by step.
     auto kind = trainer::ParseModelKind(scripted_baseline);
     if (!kind.ok()) return args.Fail(kind.status());
-    trainer::ModelOptions mo;
-    mo.model = *kind;
-    mo.in_dim = in_dim;
-    mo.hidden = hidden;
-    mo.heads = heads;
-    mo.num_classes = cfg->num_classes;
-    mo.num_layers = static_cast<int64_t>(so.fanouts.size());
+    trainer::ModelOptions mo = options_of(*kind);
     std::shared_ptr<trainer::GnnModel> model[2];
     for (int s = 0; s < 2; ++s) {
       trainer::ModelOptions o = mo;

@@ -15,6 +15,7 @@ namespace {
 using core::StrCat;
 
 bool IsIpLiteral(const std::string& s) {
+  if (s.find('\0') != std::string::npos) return false;  // inet_pton would stop at it
   unsigned char buf[16];
   return inet_pton(AF_INET, s.c_str(), buf) == 1 || inet_pton(AF_INET6, s.c_str(), buf) == 1;
 }

@@ -1,5 +1,6 @@
-// Fuzzes the ip_config.txt parser (launcher/ip_config.cc) on the file's text. What it accepts is a
-// non-empty machine list of IP literals and ports in 1..65535, each naming a real line.
+// Fuzzes the ip_config.txt parser (core/ip_config.cc) on the file's text. What it accepts is a
+// non-empty machine list of IP literals or host names (RFC 1123 characters, at most 253) and
+// ports in 1..65535, each naming a real line; and every entry survives HostPort/SplitHostPort.
 #include <arpa/inet.h>
 
 #include <cstddef>
@@ -20,11 +21,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FANOUT_CHECK(m.line > last_line);
     last_line = m.line;
     unsigned char buf[16];
-    FANOUT_CHECK(inet_pton(AF_INET, m.ip.c_str(), buf) == 1 ||
-                 inet_pton(AF_INET6, m.ip.c_str(), buf) == 1)
-        << m.ip;
-    std::string hp = fanout::core::HostPort(m.ip, m.port);
-    FANOUT_CHECK(hp.size() > m.ip.size());
+    const bool literal = inet_pton(AF_INET, m.ip.c_str(), buf) == 1 || inet_pton(AF_INET6, m.ip.c_str(), buf) == 1;
+    if (!literal) {
+      FANOUT_CHECK(!m.ip.empty() && m.ip.size() <= 253) << m.ip;
+      FANOUT_CHECK(m.ip.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.") ==
+                   std::string::npos)
+          << m.ip;
+      FANOUT_CHECK(m.ip.front() != '-' && m.ip.front() != '.' && m.ip.back() != '-' && m.ip.back() != '.') << m.ip;
+    }
+    const std::string hp = fanout::core::HostPort(m.ip, m.port);
+    auto back = fanout::core::SplitHostPort(hp);
+    FANOUT_CHECK(back.ok()) << hp;
+    FANOUT_CHECK(back->host == m.ip && back->port == m.port) << hp;
   }
   return 0;
 }

@@ -54,6 +54,8 @@ TEST(IpConfig, BadAddressNamesFileLineAndValue) {
               std::string("ip.txt:2: '") + ip + "' is not an IPv4 or IPv6 address or a host name");
   }
   EXPECT_FALSE(ParseIpConfig(std::string(64, 'a') + ".example\n", "ip.txt").ok()) << "a label over 63";
+  // Found by the fuzzer: a NUL after a valid literal ("::") passed inet_pton, which stops at it.
+  EXPECT_FALSE(ParseIpConfig(std::string("::\0\1]:\n", 7), "ip.txt").ok());
 }
 
 TEST(IpConfig, HostNamesAreAccepted) {

@@ -50,13 +50,18 @@ std::string WriteGin(const fanout::testing::TempDir& dir, int64_t in_dim, int64_
   return out;
 }
 
-ModelOptions Scripted(const std::string& path, int64_t in_dim, int64_t classes, int64_t layers) {
+ModelOptions Options(ModelKind kind, int64_t in_dim, int64_t classes, int64_t layers) {
   ModelOptions o;
-  o.model = ModelKind::kScripted;
-  o.script_path = path;
+  o.model = kind;
   o.in_dim = in_dim;
   o.num_classes = classes;
   o.num_layers = layers;
+  return o;
+}
+
+ModelOptions Scripted(const std::string& path, int64_t in_dim, int64_t classes, int64_t layers) {
+  ModelOptions o = Options(ModelKind::kScripted, in_dim, classes, layers);
+  o.script_path = path;
   return o;
 }
 
@@ -86,12 +91,8 @@ TEST(ScriptedModelTest, ReferenceSageFromPythonEqualsTheBuiltInSage) {
               0);
     auto scripted = MakeModel(Scripted(path, in, classes, layers), 0);
     ASSERT_TRUE(scripted.ok()) << scripted.status();
-    ModelOptions bo;
-    bo.model = ModelKind::kSage;
-    bo.in_dim = in;
+    ModelOptions bo = Options(ModelKind::kSage, in, classes, layers);
     bo.hidden = hidden;
-    bo.num_classes = classes;
-    bo.num_layers = layers;
     bo.dropout = 0;
     auto builtin = MakeModel(bo, 7);
     ASSERT_TRUE(builtin.ok()) << builtin.status();
