@@ -177,7 +177,7 @@ void CheckModelInput(const ModelOptions& o, const std::vector<BlockTensors>& blo
                     " input nodes, ", o.in_dim, "]");
 }
 
-// Input width of layer l: in_dim, then hidden (x heads for gat).
+// Input width of layer l: in_dim, then hidden (x the previous layer's heads for gat).
 int64_t LayerIn(const ModelOptions& o, int64_t l, int64_t heads) {
   return l == 0 ? o.in_dim : o.hidden * heads;
 }
@@ -221,8 +221,8 @@ class GatModel final : public GnnModel {
   GatModel(const ModelOptions& o, at::Generator& gen) : GnnModel(o) {
     for (int64_t l = 0; l < o.num_layers; ++l) {
       layers_.push_back(register_module(
-          StrCat("layer", l), std::make_shared<GatConv>(LayerIn(o, l, o.heads), LayerOut(o, l),
-                                                        o.heads, o.dropout, o.fused, gen)));
+          StrCat("layer", l), std::make_shared<GatConv>(LayerIn(o, l, l > 0 ? HeadsOf(o, l - 1) : 1), LayerOut(o, l),
+                                                        HeadsOf(o, l), o.dropout, o.fused, gen)));
     }
   }
 
@@ -317,10 +317,20 @@ absl::Status ValidateModelOptions(const ModelOptions& o) {
   if (o.num_layers < 1) return bad("num_layers", o.num_layers, "must be >= 1");
   if (!(o.dropout >= 0.0 && o.dropout < 1.0)) return bad("dropout", o.dropout, "must be in [0, 1)");
   if (o.heads < 1) return bad("heads", o.heads, "must be >= 1");
+  if (!o.layer_heads.empty() && static_cast<int64_t>(o.layer_heads.size()) != o.num_layers) {
+    return bad("layer_heads", StrCat(o.layer_heads.size(), " values"), StrCat("need one per layer (", o.num_layers, ")"));
+  }
+  for (int64_t h : o.layer_heads) {
+    if (h < 1) return bad("layer_heads", h, "every layer needs >= 1 head");
+  }
   if (o.model == ModelKind::kScripted && o.script_path.empty()) {
     return bad("script_path", "\"\"", "a scripted model needs its TorchScript file");
   }
   return absl::OkStatus();
+}
+
+int64_t HeadsOf(const ModelOptions& o, int64_t layer) {
+  return o.layer_heads.empty() ? o.heads : o.layer_heads[layer];
 }
 
 absl::StatusOr<std::shared_ptr<GnnModel>> MakeModel(const ModelOptions& options,

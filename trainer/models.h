@@ -35,7 +35,8 @@ struct ModelOptions {
   int64_t num_classes = 0;  // output width; required
   int64_t num_layers = 2;   // layers = blocks per mini-batch (one block per layer)
   double dropout = 0.5;     // in [0, 1); gat also uses it for attention and input dropout
-  int64_t heads = 4;        // gat only: attention heads in every layer
+  int64_t heads = 4;        // gat only: attention heads of every layer, unless layer_heads is set
+  std::vector<int64_t> layer_heads;  // gat only: heads per layer (--heads 8,1); empty: `heads`
   // Aggregate with the fused kernels (message_passing.h); false runs the ATen composition that
   // builds per-edge message tensors (the reference, and what CUDA runs either way).
   bool fused = true;
@@ -46,6 +47,9 @@ struct ModelOptions {
 
 // OK, or INVALID_ARGUMENT naming the first bad field and its valid range.
 absl::Status ValidateModelOptions(const ModelOptions& options);
+
+// GAT's heads in layer l: layer_heads[l], else heads.
+int64_t HeadsOf(const ModelOptions& options, int64_t layer);
 
 // A GNN over a mini-batch's blocks. It is a torch::nn::Module: parameters() lists parameters in
 // registration order, which is the same in every process (layer 0 first; within a layer in the

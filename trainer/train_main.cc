@@ -135,7 +135,8 @@ int Main(int argc, char** argv) {
   args.AddString("model", &model, "the GNN: sage, gcn, gat, or a TorchScript file (.pt; docs/models.md)",
                  [](const std::string& v) { return trainer::ParseModelKind(v).status(); });
   args.AddInt("hidden", &o.model.hidden, "hidden width (per head for gat)");
-  args.AddInt("heads", &o.model.heads, "gat attention heads");
+  std::vector<int64_t> heads = {o.model.heads};
+  args.AddIntList("heads", &heads, "gat attention heads: one for every layer, or one per layer (8,1)");
   args.AddDouble("dropout", &o.model.dropout, "dropout probability");
   args.AddDouble("lr", &o.lr, "Adam learning rate");
   args.AddDouble("weight-decay", &o.weight_decay, "Adam weight decay");
@@ -202,6 +203,11 @@ int Main(int argc, char** argv) {
   if (feature_cache_mb < 0 || feature_cache_mb > (std::numeric_limits<int64_t>::max() >> 20)) {
     return args.Fail(absl::InvalidArgumentError(
         StrCat("--feature-cache-mb must be >= 0 (0 turns the cache off), got ", feature_cache_mb)));
+  }
+  if (heads.size() == 1) {
+    o.model.heads = heads[0];
+  } else {
+    o.model.layer_heads = heads;
   }
   auto model_kind = trainer::ParseModelKind(model);
   if (!model_kind.ok()) return args.Fail(model_kind.status());

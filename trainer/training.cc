@@ -522,6 +522,13 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
     return bad("--dropout must be in [0, 1), got ", o.model.dropout);
   if (o.model.hidden < 1) return bad("--hidden must be >= 1, got ", o.model.hidden);
   if (o.model.heads < 1) return bad("--heads must be >= 1, got ", o.model.heads);
+  for (int64_t h : o.model.layer_heads) {
+    if (h < 1) return bad("--heads must be >= 1 in every layer, got ", core::StrJoin(o.model.layer_heads, ","));
+  }
+  if (!o.model.layer_heads.empty() && o.model.layer_heads.size() != o.fanouts.size()) {
+    return bad("--heads has ", o.model.layer_heads.size(), " values for ", o.fanouts.size(),
+               " layers (--fanouts): give one for every layer, or one per layer");
+  }
   if (o.epochs < 1) return bad("--epochs must be >= 1, got ", o.epochs);
   if (o.batch_size < 1) return bad("--batch-size must be >= 1, got ", o.batch_size);
   if (o.eval_batch_size < 1) return bad("--eval-batch-size must be >= 1, got ", o.eval_batch_size);

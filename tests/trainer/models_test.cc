@@ -97,7 +97,7 @@ at::Tensor RefModel(const ModelOptions& o, const sampler::MiniBatch& batch, cons
         if (!last) h = at::relu(h);
         break;
       case ModelKind::kGat:
-        h = RefGat(batch.blocks[l], h, p, layer, o.heads);
+        h = RefGat(batch.blocks[l], h, p, layer, HeadsOf(o, l));
         h = last ? h.mean(1) : at::elu(h).flatten(1);
         break;
       case ModelKind::kScripted:  // scripted_model_test.cc compares it with the built-in sage
@@ -117,6 +117,7 @@ struct Case {
   int64_t num_layers;
   int64_t in_dim, hidden, num_classes;
   bool hand_built;  // the one-block hand-built batch, or a random multi-layer one
+  std::vector<int64_t> layer_heads = {};  // gat: per layer (--heads 8,1); empty: 3 in every layer
 };
 
 void PrintTo(const Case& c, std::ostream* os) {
@@ -135,6 +136,7 @@ TEST_P(ModelVsReferenceTest, ForwardAndGradientsMatchDenseReference) {
   o.num_classes = c.num_classes;
   o.num_layers = c.num_layers;
   o.heads = 3;
+  o.layer_heads = c.layer_heads;
   o.dropout = 0.5;  // eval() must switch it off
   testing::RandomBatchSpec spec;
   spec.num_layers = c.num_layers;
@@ -182,11 +184,15 @@ INSTANTIATE_TEST_SUITE_P(
         // Random multi-layer batches.
         Case{ModelKind::kSage, 2, 5, 8, 3, false}, Case{ModelKind::kGcn, 2, 5, 8, 3, false},
         Case{ModelKind::kGat, 2, 5, 4, 3, false}, Case{ModelKind::kSage, 3, 5, 8, 4, false},
-        Case{ModelKind::kGat, 3, 5, 4, 4, false}),
+        Case{ModelKind::kGat, 3, 5, 4, 4, false}, Case{ModelKind::kGat, 2, 5, 4, 3, false, {8, 1}},
+        Case{ModelKind::kGat, 3, 5, 4, 4, false, {2, 4, 1}}),
     [](const ::testing::TestParamInfo<Case>& info) {
       const Case& c = info.param;
+      std::string heads;
+      for (int64_t h : c.layer_heads) heads += "_" + std::to_string(h);
       return std::string(ModelKindName(c.model)) + "_" + std::to_string(c.num_layers) +
-             "layers_in" + std::to_string(c.in_dim) + (c.hand_built ? "_hand" : "_random");
+             "layers_in" + std::to_string(c.in_dim) + (c.hand_built ? "_hand" : "_random") +
+             (heads.empty() ? "" : "_heads" + heads);
     });
 
 // A block from explicit sizes: every destination gets edges from sources 0, 1, 2, ... in turn.

@@ -274,6 +274,8 @@ TEST_F(TrainCliTest, BadFlagsAreClearErrorsNotBacktracesOrHangs) {
       {{"--dropout", "-0.1"}, 1, "--dropout must be in [0, 1)"},
       {{"--hidden", "0"}, 1, "--hidden must be >= 1"},
       {{"--heads", "0"}, 1, "--heads must be >= 1"},
+      {{"--heads", "8,1,1"}, 1, "--heads has 3 values for 2 layers (--fanouts)"},
+      {{"--heads", "4,0"}, 1, "--heads must be >= 1 in every layer, got 4,0"},
       {{"--epochs", "0"}, 1, "--epochs must be >= 1"},
       {{"--fanouts", "5,0"}, 1, "--fanouts: layer 1 has fanout 0"},
       {{"--eval-fanouts", "5,-2"}, 1, "--eval-fanouts: layer 1 has fanout -2"},
