@@ -393,12 +393,12 @@ absl::StatusOr<Dataset> ReadPlain(const fs::path& dir, const ReadOptions& opt) {
     d.edge_fields.push_back({"feat", std::move(f)});
   }
   RETURN_IF_ERROR(ReadFieldDir(dir / "edge_data", &d.edge_fields));
-  bool any_split = false;
-  for (const char* n : {"train_idx.npy", "valid_idx.npy", "test_idx.npy"}) any_split |= !FirstExisting(dir, {n}).empty();
-  if (any_split) {
-    ASSIGN_OR_RETURN(d.train_idx, ReadIndexNpy((dir / "train_idx.npy").string(), d.num_nodes));
-    ASSIGN_OR_RETURN(d.valid_idx, ReadIndexNpy((dir / "valid_idx.npy").string(), d.num_nodes));
-    ASSIGN_OR_RETURN(d.test_idx, ReadIndexNpy((dir / "test_idx.npy").string(), d.num_nodes));
+  // Each split file is optional on its own (a missing one is an empty set), as the README says.
+  for (auto [name, out] : {std::pair{"train_idx.npy", &d.train_idx},
+                           {"valid_idx.npy", &d.valid_idx},
+                           {"test_idx.npy", &d.test_idx}}) {
+    if (FirstExisting(dir, {name}).empty()) continue;
+    ASSIGN_OR_RETURN(*out, ReadIndexNpy((dir / name).string(), d.num_nodes));
     d.has_split = true;
   }
   return d;

@@ -463,6 +463,12 @@ absl::StatusOr<TrainResult> Job::Run() {
     RETURN_IF_ERROR(comm_->Barrier());
     return result_;
   }
+  if (test_total_ == 0) {
+    // A split without test nodes (test_idx.npy is optional): say so rather than print 0.
+    if (lead()) Log(StrCat("fanout-train: no test accuracy: field '", o_.test_mask, "' marks no nodes"));
+    RETURN_IF_ERROR(comm_->Barrier());
+    return result_;
+  }
   // Test: the final model, and the best-validation one (the usual model selection).
   ASSIGN_OR_RETURN(result_.final_test_acc, Evaluate(test_, o_.epochs, "test"));
   result_.test_acc = result_.final_test_acc;

@@ -1,6 +1,7 @@
 #include "partition/readers.h"
 
 #include <cstring>
+#include <filesystem>
 
 #include "gtest/gtest.h"
 #include "tests/testing/testing.h"
@@ -52,6 +53,22 @@ TEST(ReadersTest, PlainNpyLayoutRoundTripWithExtraFields) {
   ASSERT_EQ(d->edge_fields.size(), 1u);
   EXPECT_EQ(d->edge_fields[0].name, "weight");
   EXPECT_TRUE(d->edges.is_mapped());  // large inputs are mapped, not copied
+}
+
+// Each split file is optional on its own: train_idx.npy without valid/test is a split with
+// empty validation and test sets (the README documents every split file as optional).
+TEST(ReadersTest, EachSplitFileIsOptionalOnItsOwn) {
+  TempDir dir;
+  Dataset src = testing::MakeRandomDataset({.num_nodes = 150, .num_edges = 600});
+  testing::WritePlainLayout(src, dir.path());
+  std::filesystem::remove(dir.Sub("valid_idx.npy"));
+  std::filesystem::remove(dir.Sub("test_idx.npy"));
+  auto d = ReadDataset({.input_dir = dir.path()});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(d->has_split);
+  EXPECT_EQ(d->train_idx, src.train_idx);
+  EXPECT_TRUE(d->valid_idx.empty());
+  EXPECT_TRUE(d->test_idx.empty());
 }
 
 TEST(ReadersTest, PlainCsvEdgesInferNodeCount) {
