@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
                  "with --part-method file: node->partition IDs, one per line or an integer .npy");
   args.AddString("split", &read.split, "OGB layout: which split/<name>/ folder to read");
   args.AddInt("num-nodes", &read.num_nodes, "plain layout: node count (-1 infers it)");
+  args.AddChoice("edge-layout", &read.edge_layout, {"auto", "rows", "columns"},
+                 "edges.npy: rows = [E, 2] (DGL), columns = [2, E] (PyG edge_index), auto = by shape");
   args.AddBool("add-reverse-edges", &opt.add_reverse_edges,
                "also store (v,u) for every input edge (u,v): an undirected graph");
   args.AddChoice("self-loops", &self_loops, {"keep", "remove"}, "self loops in the input");

@@ -337,6 +337,46 @@ absl::StatusOr<Dataset> ReadOgb(const fs::path& dir, const ReadOptions& opt) {
   return d;
 }
 
+// Makes `edges` the [E, 2] array every reader produces, from the layout `layout` names ("rows",
+// "columns" or "auto"; see ReadOptions). A [2, E] array (PyG's edge_index) is copied transposed.
+absl::Status OrientEdges(const std::string& path, const std::string& layout, NpyArray* edges) {
+  const std::vector<int64_t> shape = edges->shape();
+  const bool is_2d = shape.size() == 2;
+  bool columns = false;
+  if (layout == "columns") {
+    if (!is_2d || shape[0] != 2) {
+      return absl::InvalidArgumentError(StrCat(path, ": --edge-layout columns expects a [2, E] array (PyG's edge_index)"));
+    }
+    columns = true;
+  } else if (layout == "rows") {
+    if (!is_2d || shape[1] != 2) {
+      return absl::InvalidArgumentError(StrCat(path, ": --edge-layout rows expects an [E, 2] array of (src, dst)"));
+    }
+  } else if (layout == "auto") {
+    if (is_2d && shape[1] == 2) {
+      columns = false;  // [E, 2], and [2, 2] too (give --edge-layout columns for PyG's 2 edges)
+    } else if (is_2d && shape[0] == 2) {
+      columns = true;
+    } else {
+      return absl::InvalidArgumentError(
+          StrCat(path, ": expected an [E, 2] array of (src, dst) or PyG's [2, E] edge_index; the shape is [",
+                 core::StrJoin(shape, ", "), "]"));
+    }
+  } else {
+    return absl::InvalidArgumentError(StrCat("--edge-layout: '", layout, "' is not one of auto, rows, columns"));
+  }
+  if (!columns) return absl::OkStatus();
+  const int64_t e = shape[1];
+  const int64_t* in = edges->data_as<int64_t>();
+  std::vector<int64_t> out(static_cast<size_t>(2 * e));
+  for (int64_t i = 0; i < e; ++i) {
+    out[2 * i] = in[i];
+    out[2 * i + 1] = in[e + i];
+  }
+  *edges = NpyArray::Adopt(std::move(out), {e, 2});
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Dataset> ReadPlain(const fs::path& dir, const ReadOptions& opt) {
   Dataset d;
   d.layout = "plain";
@@ -369,9 +409,7 @@ absl::StatusOr<Dataset> ReadPlain(const fs::path& dir, const ReadOptions& opt) {
   if (!edges_npy.empty()) {
     d.edges_source = edges_npy;
     ASSIGN_OR_RETURN(d.edges, MapAsInt64(edges_npy));
-    if (d.edges.shape().size() != 2 || d.edges.shape()[1] != 2) {
-      return absl::InvalidArgumentError(StrCat(edges_npy, ": expected an [E, 2] array of (src, dst)"));
-    }
+    RETURN_IF_ERROR(OrientEdges(edges_npy, opt.edge_layout, &d.edges));
   } else {
     d.edges_source = edges_txt;
     ASSIGN_OR_RETURN(d.edges, ReadEdgesText(edges_txt, d.num_nodes, -1));

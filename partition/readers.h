@@ -19,6 +19,10 @@ struct ReadOptions {
   std::string input_dir;  // required
   std::string split;      // OGB split folder; empty: the only folder under split/ (if any)
   int64_t num_nodes = -1; // plain layout: node count; -1 infers it (feature rows, else max ID+1)
+  // edges.npy: "rows" = [E, 2] (DGL, a row per edge), "columns" = [2, E] (PyG's edge_index, a
+  // row of sources then a row of destinations), "auto" = columns when the shape is [2, E] with
+  // E != 2, else rows.
+  std::string edge_layout = "auto";
 };
 
 // Detects the layout and reads it. Errors name the file and line (text) or row (.npy) at fault.

@@ -71,6 +71,51 @@ TEST(ReadersTest, EachSplitFileIsOptionalOnItsOwn) {
   EXPECT_TRUE(d->test_idx.empty());
 }
 
+// PyG's edge_index layout, [2, E] (a row of sources, a row of destinations), reads as the same
+// dataset as DGL's [E, 2]: detected by shape, or stated with --edge-layout.
+TEST(ReadersTest, PygEdgeIndexLayoutIsDetectedOrStated) {
+  TempDir dir;
+  Dataset src = testing::MakeRandomDataset({.num_nodes = 150, .num_edges = 600});
+  testing::WritePlainLayout(src, dir.path());
+  const int64_t e = src.num_edges();
+  const int64_t* rows = src.edges.data_as<int64_t>();
+  std::vector<int64_t> columns(static_cast<size_t>(2 * e));
+  for (int64_t i = 0; i < e; ++i) {
+    columns[i] = rows[2 * i];
+    columns[e + i] = rows[2 * i + 1];
+  }
+  ASSERT_TRUE(core::WriteNpy(dir.Sub("edges.npy"), core::DType::kInt64, {2, e}, columns.data()).ok());
+  for (const char* layout : {"auto", "columns"}) {
+    auto d = ReadDataset({.input_dir = dir.path(), .edge_layout = layout});
+    ASSERT_TRUE(d.ok()) << layout << ": " << d.status();
+    ExpectSameData(src, *d);
+  }
+  auto wrong = ReadDataset({.input_dir = dir.path(), .edge_layout = "rows"});
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(std::string(wrong.status().message()).find("--edge-layout rows expects an [E, 2] array"), std::string::npos)
+      << wrong.status();
+  auto bad = ReadDataset({.input_dir = dir.path(), .edge_layout = "sideways"});
+  EXPECT_NE(std::string(bad.status().message()).find("--edge-layout: 'sideways'"), std::string::npos) << bad.status();
+  // Two edges are ambiguous: [2, 2] reads as rows unless stated.
+  std::filesystem::remove_all(dir.Sub("edge_data"));  // its rows are per edge of the big graph
+  const int64_t two[] = {0, 1, 2, 3};  // rows: (0,1), (2,3); columns: (0,2), (1,3)
+  ASSERT_TRUE(core::WriteNpy(dir.Sub("edges.npy"), core::DType::kInt64, {2, 2}, two).ok());
+  auto as_rows = ReadDataset({.input_dir = dir.path()});
+  auto as_columns = ReadDataset({.input_dir = dir.path(), .edge_layout = "columns"});
+  ASSERT_TRUE(as_rows.ok() && as_columns.ok()) << as_rows.status() << as_columns.status();
+  EXPECT_EQ(as_rows->edges.data_as<int64_t>()[1], 1);
+  EXPECT_EQ(as_columns->edges.data_as<int64_t>()[1], 2);
+  // Any other shape names the file and the shape.
+  const int64_t three[] = {0, 1, 2, 3, 4, 5};
+  ASSERT_TRUE(core::WriteNpy(dir.Sub("edges.npy"), core::DType::kInt64, {3, 2, 1}, three).ok());
+  auto odd = ReadDataset({.input_dir = dir.path()});
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(std::string(odd.status().message()).find("edges.npy: expected an [E, 2] array of (src, dst) or PyG's [2, E] "
+                                                     "edge_index; the shape is [3, 2, 1]"),
+            std::string::npos)
+      << odd.status();
+}
+
 TEST(ReadersTest, PlainCsvEdgesInferNodeCount) {
   TempDir dir;
   WriteText(dir.Sub("edges.tsv"), "# src\tdst\n0\t1\n1\t2\n\n5\t3\n");
