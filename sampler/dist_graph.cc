@@ -304,8 +304,9 @@ std::vector<std::vector<int64_t>> IdsByPart(std::span<const int64_t> ids,
 
 absl::Status DistGraph::SampleNeighbors(std::span<const int64_t> seeds, const core::SampleOptions& options,
                                         core::SampledEdges* out) const {
-  for (int p = 0; p < config_.num_parts; ++p) {
-    if (!seeds.empty() && AllOwnedBy(seeds, p)) {
+  if (!seeds.empty() && book_.Contains(seeds[0])) {
+    const int p = book_.PartOf(seeds[0]);
+    if (AllOwnedBy(seeds, p)) {
       // One owner (always so with one partition): no grouping, no copies.
       return core::WaitFor([&](core::Done done) { sources_[p]->SampleNeighbors(seeds, options, out, std::move(done)); });
     }
