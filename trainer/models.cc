@@ -185,6 +185,18 @@ int64_t LayerOut(const ModelOptions& o, int64_t l) {
   return l + 1 == o.num_layers ? o.num_classes : o.hidden;
 }
 
+// "layer3.fc_self" -> "layers.3.fc_self.weight": the names of python/fanout's models.GNN (an
+// nn.ModuleList `layers` whose projections are nn.Linear), which can load the state dict.
+std::string BuiltInPublicName(const std::string& name) {
+  constexpr std::string_view kPrefix = "layer";
+  if (name.rfind(kPrefix, 0) != 0) return name;
+  const size_t dot = name.find('.');
+  if (dot == std::string::npos) return name;
+  std::string param = name.substr(dot + 1);
+  if (param == "fc_self" || param == "fc_neigh" || param == "fc") param += ".weight";
+  return StrCat("layers.", name.substr(kPrefix.size(), dot - kPrefix.size()), ".", param);
+}
+
 // GraphSAGE and GCN as DGL's examples: conv, then ReLU and dropout between layers (not after
 // the last).
 template <typename Conv>
@@ -200,13 +212,20 @@ class ReluStackModel final : public GnnModel {
   at::Tensor Forward(const std::vector<BlockTensors>& blocks, const at::Tensor& x) override {
     CheckModelInput(options(), blocks, x);
     at::Tensor h = x;
-    for (size_t l = 0; l < layers_.size(); ++l) {
-      h = layers_[l]->Forward(blocks[l], h);
-      // h is the layer's fresh output: ReLU and dropout can overwrite it.
-      if (l + 1 < layers_.size()) h = ReluDropoutInPlace(h, options().dropout, is_training());
-    }
+    for (size_t l = 0; l < layers_.size(); ++l) h = ForwardLayer(static_cast<int64_t>(l), blocks[l], h);
     return h;
   }
+
+  at::Tensor ForwardLayer(int64_t l, const BlockTensors& block, const at::Tensor& h) override {
+    TORCH_CHECK(l >= 0 && l < static_cast<int64_t>(layers_.size()), "layer ", l, " of a ", layers_.size(), "-layer model");
+    at::Tensor out = layers_[l]->Forward(block, h);
+    // out is the layer's fresh output: ReLU and dropout can overwrite it.
+    if (l + 1 < static_cast<int64_t>(layers_.size())) out = ReluDropoutInPlace(out, options().dropout, is_training());
+    return out;
+  }
+
+ protected:
+  std::string PublicName(const std::string& name) const override { return BuiltInPublicName(name); }
 
  private:
   std::vector<std::shared_ptr<Conv>> layers_;
@@ -229,18 +248,31 @@ class GatModel final : public GnnModel {
   at::Tensor Forward(const std::vector<BlockTensors>& blocks, const at::Tensor& x) override {
     CheckModelInput(options(), blocks, x);
     at::Tensor h = x;
-    for (size_t l = 0; l < layers_.size(); ++l) {
-      h = layers_[l]->Forward(blocks[l], h);  // [num_dst, heads, out]
-      h = l + 1 < layers_.size() ? at::elu(h).flatten(1) : h.mean(1);
-    }
+    for (size_t l = 0; l < layers_.size(); ++l) h = ForwardLayer(static_cast<int64_t>(l), blocks[l], h);
     return h;
   }
+
+  at::Tensor ForwardLayer(int64_t l, const BlockTensors& block, const at::Tensor& h) override {
+    TORCH_CHECK(l >= 0 && l < static_cast<int64_t>(layers_.size()), "layer ", l, " of a ", layers_.size(), "-layer model");
+    at::Tensor out = layers_[l]->Forward(block, h);  // [num_dst, heads, out]
+    return l + 1 < static_cast<int64_t>(layers_.size()) ? at::elu(out).flatten(1) : out.mean(1);
+  }
+
+ protected:
+  std::string PublicName(const std::string& name) const override { return BuiltInPublicName(name); }
 
  private:
   std::vector<std::shared_ptr<GatConv>> layers_;
 };
 
 }  // namespace
+
+std::vector<std::pair<std::string, at::Tensor>> GnnModel::StateDict() const {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (const auto& p : named_parameters(/*recurse=*/true)) out.emplace_back(PublicName(p.key()), p.value());
+  for (const auto& b : named_buffers(/*recurse=*/true)) out.emplace_back(PublicName(b.key()), b.value());
+  return out;
+}
 
 bool ProjectBeforeAggregating(const BlockTensors& b, int64_t in, int64_t out) {
   // An aggregated element (a gathered, added float) costs about as much as kAggregateFlops

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -64,6 +65,23 @@ class GnnModel : public torch::nn::Module {
   // parameters' device. Returns logits [blocks.back().num_dst, num_classes]. Throws c10::Error
   // on a shape mismatch (wrap calls in CatchTorch, torch_util.h, to get a Status).
   virtual at::Tensor Forward(const std::vector<BlockTensors>& blocks, const at::Tensor& x) = 0;
+
+  // Layer `layer` alone, for layer-wise inference over the whole graph (inference.h): h holds the
+  // input of that layer for block.num_src nodes; returns its output for the block's destinations,
+  // with what Forward applies between layers (activation; dropout in training only), so that
+  // chaining ForwardLayer over the layers gives Forward. Throws c10::Error when the model cannot
+  // run layer by layer (SupportsLayerwise() false).
+  virtual at::Tensor ForwardLayer(int64_t layer, const BlockTensors& block, const at::Tensor& h) = 0;
+  virtual bool SupportsLayerwise() const { return true; }
+
+  // Parameters, then buffers, under the names PyTorch code gives them: `layers.0.fc_self.weight`
+  // for the built-in models (the names of python/fanout's models.GNN, which loads them), a
+  // scripted model's own names. In parameters() order; the model's own tensors, not copies.
+  std::vector<std::pair<std::string, at::Tensor>> StateDict() const;
+
+ protected:
+  // The public name of a tensor registered under `name` (default: the same).
+  virtual std::string PublicName(const std::string& name) const { return name; }
 
  private:
   ModelOptions options_;

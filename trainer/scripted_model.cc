@@ -4,6 +4,7 @@
 #include <torch/script.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "core/status.h"
@@ -28,6 +29,7 @@ class ScriptedModel final : public GnnModel {
     auto add = [&](const std::string& path, const at::Tensor& t, bool buffer) -> absl::Status {
       std::string name = path;
       std::replace(name.begin(), name.end(), '.', '_');
+      public_names_[name] = path;
       if (!names.insert(name).second) {
         return absl::InvalidArgumentError(StrCat("model ", options().script_path, ": two tensors are both named '", name,
                                                  "' once dots become underscores; rename one"));
@@ -46,16 +48,7 @@ class ScriptedModel final : public GnnModel {
 
   at::Tensor Forward(const std::vector<BlockTensors>& blocks, const at::Tensor& x) override {
     c10::List<c10::Dict<std::string, at::Tensor>> list;
-    for (const BlockTensors& b : blocks) {
-      c10::Dict<std::string, at::Tensor> d;
-      d.insert("indptr", b.indptr);
-      d.insert("src", b.src);
-      d.insert("dst", b.dst);
-      d.insert("in_degree", b.in_degree);
-      d.insert("num_src", at::scalar_tensor(b.num_src, at::TensorOptions().dtype(at::kLong)));
-      d.insert("num_dst", at::scalar_tensor(b.num_dst, at::TensorOptions().dtype(at::kLong)));
-      list.push_back(std::move(d));
-    }
+    for (const BlockTensors& b : blocks) list.push_back(BlockDict(b));
     at::Tensor out = module_.forward({list, x}).toTensor();
     const int64_t rows = blocks.empty() ? 0 : blocks.back().num_dst;
     TORCH_CHECK(out.dim() == 2 && out.size(0) == rows && out.size(1) == options().num_classes, "model ",
@@ -63,6 +56,15 @@ class ScriptedModel final : public GnnModel {
                 options().num_classes, "] (one row of logits per seed)");
     return out;
   }
+
+  // The script's optional `forward_layer(i: int, block: Dict[str, Tensor], x: Tensor) -> Tensor`
+  // (python/fanout's models.GNN has one; it must match forward layer by layer).
+  at::Tensor ForwardLayer(int64_t layer, const BlockTensors& block, const at::Tensor& h) override {
+    TORCH_CHECK(SupportsLayerwise(), "model ", options().script_path,
+                " has no forward_layer method, so it cannot run layer by layer");
+    return module_.get_method("forward_layer")({layer, BlockDict(block), h}).toTensor();
+  }
+  bool SupportsLayerwise() const override { return module_.find_method("forward_layer").has_value(); }
 
   void train(bool on) override {
     GnnModel::train(on);
@@ -74,8 +76,26 @@ class ScriptedModel final : public GnnModel {
     GnnModel::to(device, non_blocking);
   }
 
+ protected:
+  std::string PublicName(const std::string& name) const override {
+    auto it = public_names_.find(name);
+    return it != public_names_.end() ? it->second : name;
+  }
+
  private:
+  static c10::Dict<std::string, at::Tensor> BlockDict(const BlockTensors& b) {
+    c10::Dict<std::string, at::Tensor> d;
+    d.insert("indptr", b.indptr);
+    d.insert("src", b.src);
+    d.insert("dst", b.dst);
+    d.insert("in_degree", b.in_degree);
+    d.insert("num_src", at::scalar_tensor(b.num_src, at::TensorOptions().dtype(at::kLong)));
+    d.insert("num_dst", at::scalar_tensor(b.num_dst, at::TensorOptions().dtype(at::kLong)));
+    return d;
+  }
+
   torch::jit::script::Module module_;
+  std::map<std::string, std::string> public_names_;  // registered name ('.' -> '_') -> the script's
 };
 
 }  // namespace

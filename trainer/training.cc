@@ -21,6 +21,7 @@
 #include "sampler/minibatch_sampler.h"
 #include "sampler/seed_split.h"
 #include "trainer/batch_tensors.h"
+#include "trainer/checkpoint.h"
 #include "trainer/torch_util.h"
 
 namespace fanout::trainer {
@@ -62,19 +63,6 @@ std::string LastCheckpoint(const TrainOptions& o) {
   return StrCat(o.checkpoint_dir, "/last.rank", o.dist.rank, ".pt");
 }
 
-// Writes `archive` to `path` through a temporary file, so a crash never leaves a torn checkpoint:
-// the file is fsync'd before the rename publishes it, and its folder after (issue 11; without
-// it a power cut after the rename can leave `path` empty, the previous checkpoint gone).
-absl::Status SaveArchive(torch::serialize::OutputArchive& archive, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  RETURN_IF_ERROR(CatchTorch(StrCat("writing checkpoint ", path), [&] { archive.save_to(tmp); }));
-  RETURN_IF_ERROR(core::FsyncPath(tmp));
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return absl::InternalError(StrCat("renaming ", tmp, " to ", path, ": ", ec.message()));
-  return core::FsyncParent(path);
-}
-
 class Job {
  public:
   explicit Job(const TrainOptions& o) : o_(o) {}
@@ -86,6 +74,7 @@ class Job {
   absl::Status TrainEpoch(sampler::BatchLoader& loader, int64_t epoch);
   // Accuracy over a whole split, all ranks combined (weighted by each rank's count).
   absl::StatusOr<double> Evaluate(const std::vector<int64_t>& ids, int64_t epoch, const char* what);
+  Checkpoint MakeCheckpoint(int64_t epoch) const;
   absl::Status SaveLast(int64_t epoch);
   absl::Status SaveBest(int64_t epoch, double val_acc);
   absl::StatusOr<int64_t> Resume();
@@ -358,6 +347,24 @@ absl::StatusOr<double> Job::Evaluate(const std::vector<int64_t>& ids, int64_t ep
   return sums[1] > 0 ? sums[0] / sums[1] : 0.0;
 }
 
+// What both checkpoints record besides the model: its hyper-parameters and how it was trained.
+Checkpoint Job::MakeCheckpoint(int64_t epoch) const {
+  Checkpoint c;
+  c.info["hyper_parameters"] = HyperParameters(model_->options());
+  c.info["training"] = {{"graph", graph_->config().graph_name},
+                        {"fanouts", o_.fanouts},
+                        {"batch_size", o_.batch_size},
+                        {"lr", o_.lr},
+                        {"weight_decay", o_.weight_decay},
+                        {"seed", o_.seed},
+                        {"world_size", comm_->world_size()},
+                        {"feature_field", o_.feature_field},
+                        {"label_field", o_.label_field}};
+  c.info["epoch"] = epoch;
+  c.state_dict = model_->StateDict();
+  return c;
+}
+
 absl::Status Job::SaveBest(int64_t epoch, double val_acc) {
   result_.best_val_acc = val_acc;
   result_.best_epoch = epoch;
@@ -365,56 +372,56 @@ absl::Status Job::SaveBest(int64_t epoch, double val_acc) {
   best_params_.clear();
   for (const auto& p : model_->parameters()) best_params_.push_back(p.detach().clone());
   if (o_.checkpoint_dir.empty() || !lead()) return absl::OkStatus();
-  torch::serialize::OutputArchive model;
-  RETURN_IF_ERROR(CatchTorch("saving the model", [&] { model_->save(model); }));
-  torch::serialize::OutputArchive ar;
-  ar.write("model", model);
-  ar.write("epoch", torch::tensor(epoch));
-  ar.write("val_acc", torch::tensor(val_acc));
-  return SaveArchive(ar, o_.checkpoint_dir + "/best.pt");
+  Checkpoint c = MakeCheckpoint(epoch);
+  c.info["val_acc"] = val_acc;
+  return WriteCheckpoint(o_.checkpoint_dir + "/best.pt", c);
 }
 
 absl::Status Job::SaveLast(int64_t epoch) {
-  torch::serialize::OutputArchive model, optimizer, ar;
-  RETURN_IF_ERROR(CatchTorch("saving the training state", [&] {
-    model_->save(model);
-    opt_->save(optimizer);
-    ar.write("model", model);
-    ar.write("optimizer", optimizer);
-    ar.write("epoch", torch::tensor(epoch));
-    ar.write("seed", torch::tensor(static_cast<int64_t>(o_.seed)));
-    ar.write("best_val_acc", torch::tensor(result_.best_val_acc));
-    ar.write("best_epoch", torch::tensor(result_.best_epoch));
+  Checkpoint c = MakeCheckpoint(epoch);
+  c.info["rank"] = comm_->rank();
+  c.info["best_val_acc"] = result_.best_val_acc;
+  c.info["best_epoch"] = result_.best_epoch;
+  RETURN_IF_ERROR(CatchTorch("saving the optimizer state", [&] {
+    torch::serialize::OutputArchive ar;
+    opt_->save(ar);
+    ar.save_to([&](const void* data, size_t n) {
+      c.optimizer.append(static_cast<const char*>(data), n);
+      return n;
+    });
   }));
-  return SaveArchive(ar, LastCheckpoint(o_));
+  return WriteCheckpoint(LastCheckpoint(o_), c);
 }
 
 absl::StatusOr<int64_t> Job::Resume() {
   const std::string path = LastCheckpoint(o_);
   int64_t epoch = -1;
-  absl::Status loaded =
-      !std::filesystem::exists(path)
-          ? absl::NotFoundError(StrCat("--resume: no checkpoint ", path, " (written after each epoch with --checkpoint-dir)"))
-          : CatchTorch(StrCat("loading checkpoint ", path), [&] {
-              torch::serialize::InputArchive ar, model, optimizer;
-              ar.load_from(path);
-              ar.read("model", model);
-              ar.read("optimizer", optimizer);
-              model_->load(model);
-              opt_->load(optimizer);
-              at::Tensor e, seed, best, best_epoch;
-              ar.read("epoch", e);
-              ar.read("seed", seed);
-              ar.read("best_val_acc", best);
-              ar.read("best_epoch", best_epoch);
-              epoch = e.item<int64_t>();
-              if (seed.item<int64_t>() != static_cast<int64_t>(o_.seed)) {
-                throw std::runtime_error(StrCat("it was written with --seed ", seed.item<int64_t>(),
-                                                ", this run has --seed ", o_.seed, "; resume with the same seed"));
-              }
-              result_.best_val_acc = best.item<double>();
-              result_.best_epoch = best_epoch.item<int64_t>();
-            });
+  auto load = [&]() -> absl::Status {
+    absl::StatusOr<Checkpoint> c = ReadCheckpoint(path);
+    if (absl::IsNotFound(c.status())) {
+      return absl::NotFoundError(StrCat("--resume: no checkpoint ", path, " (written after each epoch with --checkpoint-dir)"));
+    }
+    RETURN_IF_ERROR(c.status());
+    const int64_t seed = c->info["training"].value("seed", int64_t{-1});
+    if (seed != static_cast<int64_t>(o_.seed)) {
+      return absl::FailedPreconditionError(StrCat("--resume: checkpoint ", path, " was written with --seed ", seed,
+                                                  ", this run has --seed ", o_.seed, "; resume with the same seed"));
+    }
+    RETURN_IF_ERROR(LoadStateDict(*model_, *c, path));
+    if (c->optimizer.empty()) {
+      return absl::InvalidArgumentError(StrCat("--resume: checkpoint ", path, " holds no optimizer state"));
+    }
+    RETURN_IF_ERROR(CatchTorch(StrCat("loading the optimizer state of ", path), [&] {
+      torch::serialize::InputArchive ar;
+      ar.load_from(c->optimizer.data(), c->optimizer.size());
+      opt_->load(ar);
+    }));
+    epoch = c->info.value("epoch", int64_t{-1});
+    result_.best_val_acc = c->info.value("best_val_acc", -1.0);
+    result_.best_epoch = c->info.value("best_epoch", int64_t{-1});
+    return absl::OkStatus();
+  };
+  const absl::Status loaded = load();
   // Every rank joins this check, loaded or not, so that one rank's failure ends the others now
   // instead of after --comm-timeout; and all epochs must be equal (W * sum(e^2) == sum(e)^2).
   const double e = loaded.ok() ? static_cast<double>(epoch) : 0;
@@ -482,12 +489,9 @@ absl::StatusOr<TrainResult> Job::Run() {
   } else if (result_.best_epoch >= 0 && !o_.checkpoint_dir.empty()) {
     // Resumed, and no better model since: rank 0 reads best.pt and hands it to every rank.
     if (lead()) {
-      RETURN_IF_ERROR(CatchTorch(StrCat("loading ", o_.checkpoint_dir, "/best.pt"), [&] {
-        torch::serialize::InputArchive ar, model;
-        ar.load_from(o_.checkpoint_dir + "/best.pt");
-        ar.read("model", model);
-        model_->load(model);
-      }));
+      const std::string best = o_.checkpoint_dir + "/best.pt";
+      ASSIGN_OR_RETURN(Checkpoint c, ReadCheckpoint(best));
+      RETURN_IF_ERROR(LoadStateDict(*model_, c, best));
     }
     RETURN_IF_ERROR(BroadcastParameters(*comm_, model_->parameters()));
     ASSIGN_OR_RETURN(result_.test_acc, Evaluate(test_, o_.epochs, "test"));

@@ -54,13 +54,26 @@ class GNN(nn.Module):
 
     def forward(self, blocks: List[Dict[str, Tensor]], x: Tensor) -> Tensor:
         h = x
+        for i in range(len(self.layers)):
+            h = self.forward_layer(i, blocks[i], h)
+        return h
+
+    @torch.jit.export
+    def forward_layer(self, i: int, block: Dict[str, Tensor], x: Tensor) -> Tensor:
+        """Layer ``i`` alone, with what ``forward`` applies after it: fanout-train calls it for
+        layer-wise inference over the whole graph (``--save-embeddings``), one layer for every node
+        before the next. A model without this method is evaluated with full neighbourhoods in
+        every layer instead (the same result, more work)."""
         last = len(self.layers) - 1
-        for i, layer in enumerate(self.layers):
-            h = layer(blocks[i], h)
-            if self.is_gat:
-                h = h.mean(1) if i == last else F.elu(h.flatten(1))
-            if i != last and not self.is_gat:
-                h = self.between(h)
+        h = x
+        # TorchScript indexes a ModuleList only with constants: find layer i by iterating.
+        for j, layer in enumerate(self.layers):
+            if j == i:
+                h = layer(block, x)
+                if self.is_gat:
+                    h = h.mean(1) if j == last else F.elu(h.flatten(1))
+                elif j != last:
+                    h = self.between(h)
         return h
 
 

@@ -9,8 +9,6 @@
 #include <gtest/gtest.h>
 #include <torch/nn/module.h>
 #include <torch/optim/adam.h>
-#include <torch/serialize/input-archive.h>
-#include <torch/serialize/output-archive.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -18,8 +16,10 @@
 
 #include "core/strings.h"
 #include "tests/testing/testing.h"
+#include "tests/trainer/python_testing.h"
 #include "tests/trainer/test_batches.h"
 #include "trainer/batch_tensors.h"
+#include "trainer/checkpoint.h"
 #include "trainer/models.h"
 
 namespace fanout::trainer {
@@ -27,20 +27,7 @@ namespace {
 
 using core::StrCat;
 
-// Runs FANOUT_PYTHON with python/fanout importable; returns its exit status.
-int Python(const std::string& args) {
-  const std::string cmd = StrCat("PYTHONPATH=", FANOUT_SOURCE_DIR, "/python FANOUT_TORCH_OPS=", FANOUT_TORCH_OPS_LIB, " ",
-                                 FANOUT_PYTHON, " ", args, " >/dev/null 2>&1");
-  return std::system(cmd.c_str());
-}
-
-bool HavePythonTorch() {
-  static const bool have = Python("-c 'import torch'") == 0;
-  return have;
-}
-
-#define SKIP_WITHOUT_PYTHON_TORCH() \
-  if (!HavePythonTorch()) GTEST_SKIP() << "python3 with torch is not installed (apt install python3-torch)"
+using testing::Python;
 
 // tests/trainer/my_gin.py: a GIN written from scratch, not from python/fanout.
 std::string WriteGin(const fanout::testing::TempDir& dir, int64_t in_dim, int64_t classes, int64_t layers) {
@@ -179,17 +166,23 @@ TEST(ScriptedModelTest, GinWrittenInTheTestTrainsAndCheckpoints) {
   // A checkpoint of the trained model, loaded into a fresh copy of the file, gives its outputs.
   (*model)->eval();
   const at::Tensor want = (*model)->Forward(t.blocks, t.features).detach();
-  torch::serialize::OutputArchive out;
-  (*model)->save(out);
-  out.save_to(dir.Sub("ckpt.pt"));
+  Checkpoint c;
+  c.info["hyper_parameters"] = HyperParameters((*model)->options());
+  c.state_dict = (*model)->StateDict();
+  // The script's own names, dots and all (they were registered with underscores).
+  ASSERT_EQ(c.state_dict.front().first, "eps");
+  EXPECT_EQ(c.state_dict[1].first, "mlps.0.0.weight");
+  ASSERT_TRUE(WriteCheckpoint(dir.Sub("ckpt.pt"), c).ok());
   auto fresh = MakeModel(Scripted(path, in, classes, layers), 0);
   ASSERT_TRUE(fresh.ok());
   (*fresh)->eval();
   EXPECT_FALSE(at::allclose((*fresh)->Forward(t.blocks, t.features), want));
-  torch::serialize::InputArchive ar;
-  ar.load_from(dir.Sub("ckpt.pt"));
-  (*fresh)->load(ar);
+  auto read = ReadCheckpoint(dir.Sub("ckpt.pt"));
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_TRUE(LoadStateDict(**fresh, *read, dir.Sub("ckpt.pt")).ok());
   EXPECT_TRUE(at::allclose((*fresh)->Forward(t.blocks, t.features), want));
+  // my_gin.py has no forward_layer: layer-wise inference is not offered for it.
+  EXPECT_FALSE((*fresh)->SupportsLayerwise());
 }
 
 TEST(ScriptedModelTest, MismatchesAndBadFilesAreRefusedNamingBothValues) {

@@ -1,0 +1,56 @@
+// Checkpoints other tools can read: one file in PyTorch's own format (torch::pickle_save, the zip
+// + pickle layout torch.save writes), so `torch.load(path)` in Python returns a plain dict:
+//
+//   {"format": "fanout.checkpoint", "version": 2,
+//    "hyper_parameters": {"model": "sage", "in_dim": 1433, "hidden": 256, ...},
+//    "state_dict": {"layers.0.fc_self.weight": Tensor, ...},   # GnnModel::StateDict names
+//    "epoch": 7, ...                                            # what the writer adds
+//    "optimizer": uint8 Tensor}                                 # resume state, last.rank<r>.pt only
+//
+// The state dict of a built-in model loads into python/fanout's models.GNN of the same kind with
+// load_state_dict. Format: docs/models.md, "Checkpoints".
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "trainer/models.h"
+
+namespace fanout::trainer {
+
+inline constexpr char kCheckpointFormat[] = "fanout.checkpoint";
+inline constexpr int kCheckpointVersion = 2;
+
+struct Checkpoint {
+  // Everything but the tensors: hyper_parameters, epoch and what else the writer records.
+  // Values are JSON scalars, lists and objects (they become Python ints, floats, str, lists and
+  // dicts). "format" and "version" are set by WriteCheckpoint.
+  nlohmann::json info = nlohmann::json::object();
+  std::vector<std::pair<std::string, at::Tensor>> state_dict;
+  std::string optimizer;  // a LibTorch optimizer archive's bytes; empty: none
+};
+
+// The model's hyper-parameters as a checkpoint records them (model kind, widths, layers,
+// dropout, heads per layer, fused, the script's path for a scripted model).
+nlohmann::json HyperParameters(const ModelOptions& options);
+
+// Writes `c` to `path` through a temporary file made durable before it is renamed into place,
+// so a crash never leaves a torn checkpoint (and the previous one survives).
+absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& c);
+
+// Reads a checkpoint WriteCheckpoint wrote. NOT_FOUND without the file; INVALID_ARGUMENT, naming
+// the file, for anything else (not a checkpoint, an older fanout's format, a missing field).
+absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path);
+
+// Copies c.state_dict into `model` after checking that both hold the same tensor names with the
+// same shapes; otherwise INVALID_ARGUMENT names the checkpoint, the first tensor that differs with
+// both shapes, and both models' hyper-parameters. Nothing is copied unless everything matches.
+absl::Status LoadStateDict(GnnModel& model, const Checkpoint& c, const std::string& path);
+
+}  // namespace fanout::trainer
