@@ -24,6 +24,11 @@ struct BlockTensors {
   at::Tensor src;        // int64 [num_edges]: the CSC's indices
   at::Tensor dst;        // int64 [num_edges], non-decreasing
   at::Tensor in_degree;  // int64 [num_dst]; may be 0
+  // Optional int64 [num_src]: each source's out-degree in the whole graph, for layers that
+  // normalise by it (GCN). Undefined (mini-batches): the layer counts the source's edges in the
+  // block, as DGL does. Full-graph inference sets it, so that its blocks, which hold only a
+  // batch of destinations, normalise as the whole graph does.
+  at::Tensor out_degree;
   int64_t num_src = 0;
   int64_t num_dst = 0;
 

@@ -1,5 +1,6 @@
 #include "trainer/c10d_backend.h"
 
+#include <ATen/ops/empty.h>
 #include <ATen/ops/ones.h>
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -117,6 +118,29 @@ class C10dCommunicator final : public Communicator {
       opts.timeout = timeout_;
       return group_->broadcast(tensors, opts);
     });
+  }
+
+  absl::StatusOr<at::Tensor> AllToAll(const at::Tensor& input, const std::vector<int64_t>& send_rows,
+                                      const std::vector<int64_t>& recv_rows) override {
+    RETURN_IF_ERROR(CheckAllToAll(input, send_rows, recv_rows, world_size_, device_));
+    int64_t rows = 0;
+    for (int64_t n : recv_rows) rows += n;
+    std::vector<int64_t> shape = input.sizes().vec();
+    shape[0] = rows;
+    at::Tensor output;
+    try {
+      output = at::empty(shape, input.options());
+    } catch (const std::exception& e) {
+      return absl::ResourceExhaustedError(StrCat("all-to-all: cannot allocate ", rows, " rows: ", ErrorText(e)));
+    }
+    at::Tensor in = input;
+    std::vector<int64_t> send = send_rows, recv = recv_rows;
+    RETURN_IF_ERROR(Run("all-to-all", output, [&](std::vector<at::Tensor>& tensors) {
+      c10d::AllToAllOptions opts;
+      opts.timeout = timeout_;
+      return group_->alltoall_base(tensors[0], in, recv, send, opts);
+    }));
+    return output;
   }
 
   // A one-element all-reduce, read back on the host: the same code and the same timeout for

@@ -36,6 +36,15 @@ class SoloCommunicator final : public Communicator {
                            StrCat("broadcast root ", root, " is not a rank in [0, 1)"));
   }
   absl::Status Barrier() override { return absl::OkStatus(); }
+  absl::StatusOr<at::Tensor> AllToAll(const at::Tensor& input, const std::vector<int64_t>& send_rows,
+                                      const std::vector<int64_t>& recv_rows) override {
+    RETURN_IF_ERROR(internal::CheckAllToAll(input, send_rows, recv_rows, 1, device_));
+    if (send_rows[0] != recv_rows[0]) {
+      return absl::InvalidArgumentError(StrCat("all-to-all: rank 0 sends itself ", send_rows[0], " rows but expects ",
+                                               recv_rows[0]));
+    }
+    return input.clone();
+  }
 
  private:
   const CommBackend backend_;
@@ -216,6 +225,45 @@ absl::Status BroadcastParameters(Communicator& comm, const std::vector<at::Tenso
     return TorchErrorToStatus("broadcasting parameters", e);
   }
   return absl::OkStatus();
+}
+
+namespace internal {
+
+absl::Status CheckAllToAll(const at::Tensor& input, const std::vector<int64_t>& send_rows,
+                           const std::vector<int64_t>& recv_rows, int world_size, c10::Device device) {
+  if (static_cast<int>(send_rows.size()) != world_size || static_cast<int>(recv_rows.size()) != world_size) {
+    return absl::InvalidArgumentError(StrCat("all-to-all: ", send_rows.size(), " send and ", recv_rows.size(),
+                                             " receive counts for ", world_size, " ranks"));
+  }
+  int64_t total = 0;
+  for (const std::vector<int64_t>* v : {&send_rows, &recv_rows}) {
+    for (int64_t n : *v) {
+      if (n < 0) return absl::InvalidArgumentError(StrCat("all-to-all: negative row count ", n));
+    }
+  }
+  for (int64_t n : send_rows) total += n;
+  if (!input.defined() || input.dim() < 1 || !input.is_contiguous() || input.device() != device ||
+      input.size(0) != total) {
+    return absl::InvalidArgumentError(StrCat("all-to-all: the input must be a contiguous tensor on ", device.str(),
+                                             " with ", total, " rows (the sum of the send counts)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace internal
+
+absl::StatusOr<std::vector<int64_t>> ExchangeCounts(Communicator& comm, const std::vector<int64_t>& send) {
+  const int w = comm.world_size();
+  if (static_cast<int>(send.size()) != w) {
+    return absl::InvalidArgumentError(StrCat("exchanging counts: ", send.size(), " counts for ", w, " ranks"));
+  }
+  if (w == 1) return send;
+  const std::vector<int64_t> one(w, 1);
+  at::Tensor t;
+  RETURN_IF_ERROR(CatchTorch("exchanging counts", [&] { t = at::tensor(send, at::kLong).to(comm.device()); }));
+  ASSIGN_OR_RETURN(at::Tensor got, comm.AllToAll(t, one, one));
+  got = got.cpu();
+  return std::vector<int64_t>(got.data_ptr<int64_t>(), got.data_ptr<int64_t>() + w);
 }
 
 absl::StatusOr<std::vector<double>> AllReduceSum(Communicator& comm,

@@ -88,7 +88,18 @@ class Communicator {
   virtual absl::Status Broadcast(at::Tensor& tensor, int root) = 0;
   // Returns once every rank has called Barrier (or fails as above).
   virtual absl::Status Barrier() = 0;
+  // Personalised exchange along dim 0: rows [o_q, o_q + send_rows[q]) of `input` go to rank q
+  // (o_q = the sum of send_rows before q); returns what every rank sent this one, rank 0's rows
+  // first, recv_rows[q] of them from rank q, with input's trailing shape and dtype. `input` is
+  // contiguous and on device(), with sum(send_rows) rows. Both vectors have world_size entries,
+  // and rank q's send_rows[r] must equal rank r's recv_rows[q] (ExchangeCounts finds them).
+  virtual absl::StatusOr<at::Tensor> AllToAll(const at::Tensor& input, const std::vector<int64_t>& send_rows,
+                                              const std::vector<int64_t>& recv_rows) = 0;
 };
+
+// recv[q] = what rank q passes as send[rank()] (one small AllToAll): the counts another
+// AllToAll needs.
+absl::StatusOr<std::vector<int64_t>> ExchangeCounts(Communicator& comm, const std::vector<int64_t>& send);
 
 // Joins the group `options` describes and returns once every rank has joined (full mesh
 // connected). world_size == 1 needs no sockets: the result is a one-rank communicator whose

@@ -97,8 +97,8 @@ class SageConv : public torch::nn::Module {
 
 // DGL GraphConv(norm='both', weight=True, bias=True, allow_zero_in_degree=True) on a block:
 //   out_v = bias + W (d_in(v)^-1/2 * sum_{(u,v)} d_out(u)^-1/2 h_u)
-// where d_out(u) counts u's edges in this block (as a source) and d_in(v) v's edges in this
-// block (as a destination), both clamped to >= 1. Parameters: weight [out, in], bias [out].
+// where d_out(u) counts u's edges in this block (as a source; BlockTensors::out_degree instead
+// when set) and d_in(v) v's edges in this block (as a destination), both clamped to >= 1. Parameters: weight [out, in], bias [out].
 class GcnConv : public torch::nn::Module {
  public:
   GcnConv(int64_t in, int64_t out, bool fused, at::Generator& gen)
@@ -109,7 +109,7 @@ class GcnConv : public torch::nn::Module {
 
   at::Tensor Forward(const BlockTensors& b, const at::Tensor& h) {
     CheckLayerInput(b, h, in_, "gcn layer");
-    const at::Tensor out_degree = at::bincount(b.src, /*weights=*/{}, b.num_src);
+    const at::Tensor out_degree = b.out_degree.defined() ? b.out_degree : at::bincount(b.src, /*weights=*/{}, b.num_src);
     at::Tensor feat = h * DegreePower(out_degree, h, -0.5);
     const bool project_first = ProjectBeforeAggregating(b, in_, out_);
     if (project_first) feat = at::linear(feat, weight_);

@@ -172,6 +172,12 @@ int Main(int argc, char** argv) {
   args.AddString("checkpoint-dir", &o.checkpoint_dir,
                  "best.pt (rank 0) and last.rank<r>.pt after every epoch");
   args.AddBool("resume", &o.resume, "continue from --checkpoint-dir's last state");
+  args.AddString("load-model", &o.load_model,
+                 "start from this checkpoint's model (e.g. best.pt); with --epochs 0, evaluate and infer only");
+  args.AddString("save-embeddings", &o.save_embeddings,
+                 "after training, full-graph inference: embeddings.npy, predictions.npy and embeddings.json "
+                 "in this folder, rows in original node-ID order");
+  args.AddBool("overwrite", &o.overwrite, "replace --save-embeddings if an earlier fanout-train wrote it");
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
   // LibTorch's pool size: --threads, else OMP_NUM_THREADS (the launcher sets it), else this
   // trainer's share of the cores. Debian's LibTorch would otherwise start with 1.

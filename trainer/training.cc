@@ -22,6 +22,7 @@
 #include "sampler/seed_split.h"
 #include "trainer/batch_tensors.h"
 #include "trainer/checkpoint.h"
+#include "trainer/inference.h"
 #include "trainer/torch_util.h"
 
 namespace fanout::trainer {
@@ -78,6 +79,8 @@ class Job {
   absl::Status SaveLast(int64_t epoch);
   absl::Status SaveBest(int64_t epoch, double val_acc);
   absl::StatusOr<int64_t> Resume();
+  absl::Status LoadModel();
+  absl::Status SaveEmbeddings();
   void Log(const std::string& line) const;
   void Metrics(const nlohmann::json& j);
   bool lead() const { return comm_->rank() == 0; }
@@ -445,6 +448,7 @@ absl::StatusOr<TrainResult> Job::Run() {
   if (o_.resume) {
     ASSIGN_OR_RETURN(first, Resume());
   }
+  if (!o_.load_model.empty()) RETURN_IF_ERROR(LoadModel());
   if (first < o_.epochs) {
     sampler::SamplerOptions so;
     so.fanouts = o_.fanouts;
@@ -467,12 +471,14 @@ absl::StatusOr<TrainResult> Job::Run() {
       RETURN_IF_ERROR(TrainEpoch(*loader, epoch));
   }
   if (!o_.test) {
+    RETURN_IF_ERROR(SaveEmbeddings());
     RETURN_IF_ERROR(comm_->Barrier());
     return result_;
   }
   if (test_total_ == 0) {
     // A split without test nodes (test_idx.npy is optional): say so rather than print 0.
     if (lead()) Log(StrCat("fanout-train: no test accuracy: field '", o_.test_mask, "' marks no nodes"));
+    RETURN_IF_ERROR(SaveEmbeddings());
     RETURN_IF_ERROR(comm_->Barrier());
     return result_;
   }
@@ -499,8 +505,9 @@ absl::StatusOr<TrainResult> Job::Run() {
   if (lead()) {
     char line[256];
     if (result_.best_epoch < 0) {
-      std::snprintf(line, sizeof(line), "fanout-train: test accuracy %.4f (final model; no validation)",
-                    result_.test_acc);
+      std::snprintf(line, sizeof(line), "fanout-train: test accuracy %.4f (%s)", result_.test_acc,
+                    result_.epochs_run == 0 && !o_.load_model.empty() ? StrCat("model of ", o_.load_model).c_str()
+                                                                      : "final model; no validation");
     } else {
       std::snprintf(line, sizeof(line),
                     "fanout-train: test accuracy %.4f (model of epoch %lld, best validation accuracy %.4f); "
@@ -515,8 +522,61 @@ absl::StatusOr<TrainResult> Job::Run() {
              {"best_val_acc", result_.best_val_acc},
              {"best_epoch", result_.best_epoch}});
   }
+  RETURN_IF_ERROR(SaveEmbeddings());
   RETURN_IF_ERROR(comm_->Barrier());
   return result_;
+}
+
+// Rank 0 reads the checkpoint and every rank gets its parameters: the file need only be on rank
+// 0's machine. Every rank learns of a failure at once (not after --comm-timeout).
+absl::Status Job::LoadModel() {
+  absl::Status loaded;
+  if (lead()) {
+    absl::StatusOr<Checkpoint> c = ReadCheckpoint(o_.load_model);
+    loaded = c.ok() ? LoadStateDict(*model_, *c, o_.load_model) : c.status();
+    if (loaded.ok()) {
+      Log(StrCat("fanout-train: loaded the model of ", o_.load_model, " (epoch ", c->info.value("epoch", int64_t{-1}), ")"));
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<double> bad, AllReduceSum(*comm_, {loaded.ok() ? 0.0 : 1.0}));
+  RETURN_IF_ERROR(loaded);
+  if (bad[0] > 0) return absl::FailedPreconditionError(StrCat("--load-model: rank 0 could not load ", o_.load_model));
+  return BroadcastParameters(*comm_, model_->parameters());
+}
+
+absl::Status Job::SaveEmbeddings() {
+  if (o_.save_embeddings.empty()) return absl::OkStatus();
+  InferenceOptions io;
+  io.batch_size = o_.eval_batch_size;
+  io.feature_field = o_.feature_field;
+  io.trainers_per_machine = o_.trainers_per_machine;
+  io.on_layer = [&](int64_t layer, int64_t layers, double seconds) {
+    Log(StrCat("fanout-train: inference: layer ", layer + 1, "/", layers, " done for all nodes (", seconds, " s)"));
+  };
+  const auto start = Clock::now();
+  ASSIGN_OR_RETURN(InferenceResult r, InferAllNodes(*model_, *graph_, *comm_, io));
+  if (lead() && !r.layerwise) {
+    Log(StrCat("fanout-train: inference: ", o_.model.script_path,
+               " has no forward_layer, so every layer used full neighbourhoods"));
+  }
+  NodeOutputFiles files;
+  files.dir = o_.save_embeddings;
+  files.overwrite = o_.overwrite;
+  files.info = {{"graph", graph_->config().graph_name},
+                {"hyper_parameters", HyperParameters(model_->options())},
+                {"layerwise", r.layerwise}};
+  if (result_.epochs_run == 0 && !o_.load_model.empty()) {
+    files.info["checkpoint"] = o_.load_model;
+  } else {
+    files.info["epoch"] = result_.best_epoch >= 0 ? result_.best_epoch : result_.epochs_run - 1;
+    if (result_.best_epoch >= 0 && !o_.checkpoint_dir.empty()) files.info["checkpoint"] = o_.checkpoint_dir + "/best.pt";
+  }
+  RETURN_IF_ERROR(WriteNodeOutputs(r, *graph_, *comm_, files));
+  if (lead()) {
+    Log(StrCat("fanout-train: wrote embeddings and predictions of ", graph_->num_nodes(), " nodes to ",
+               o_.save_embeddings, " (", Since(start), " s)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -539,7 +599,9 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
     return bad("--heads has ", o.model.layer_heads.size(), " values for ", o.fanouts.size(),
                " layers (--fanouts): give one for every layer, or one per layer");
   }
-  if (o.epochs < 1) return bad("--epochs must be >= 1, got ", o.epochs);
+  if (o.epochs < (o.load_model.empty() ? 1 : 0)) {
+    return bad("--epochs must be >= 1 (>= 0 with --load-model: evaluate or infer only), got ", o.epochs);
+  }
   if (o.batch_size < 1) return bad("--batch-size must be >= 1, got ", o.batch_size);
   if (o.eval_batch_size < 1) return bad("--eval-batch-size must be >= 1, got ", o.eval_batch_size);
   for (const auto& [flag, fanouts] :
@@ -570,6 +632,9 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.trainers_per_machine < 1)
     return bad("--num-trainers must be >= 1, got ", o.trainers_per_machine);
   if (o.resume && o.checkpoint_dir.empty()) return bad("--resume needs --checkpoint-dir");
+  if (o.resume && !o.load_model.empty()) {
+    return bad("--resume and --load-model both say where to start: give one");
+  }
   return absl::OkStatus();
 }
 

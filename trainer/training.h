@@ -52,6 +52,15 @@ struct TrainOptions {
   std::string metrics_file;    // JSON lines ("" = none)
   std::string checkpoint_dir;  // best.pt + last.rank<r>.pt ("" = no checkpoints)
   bool resume = false;         // continue from checkpoint_dir/last.rank<r>.pt
+  // Start from this checkpoint's parameters (checkpoint.h; rank 0 reads it); with epochs = 0
+  // nothing is trained: evaluation and inference of a trained model.
+  std::string load_model;
+
+  // Full-graph inference after training (inference.h): embeddings.npy, predictions.npy and
+  // embeddings.json in this folder, in original node-ID order ("" = none). The model is the one
+  // whose test accuracy is printed first (the best-validation one).
+  std::string save_embeddings;
+  bool overwrite = false;  // replace an earlier fanout-train output in save_embeddings
 };
 
 struct TrainResult {

@@ -141,7 +141,12 @@ class GCNConv(nn.Module):
 
     def forward(self, block: Dict[str, Tensor], h: Tensor) -> Tensor:
         num_src = int(block["num_src"])
-        out_deg = torch.bincount(block["src"], minlength=num_src).clamp(min=1).to(h.dtype)
+        # Full-graph inference passes each source's out-degree in the whole graph; a mini-batch
+        # counts the source's edges in the block, as DGL does.
+        if "out_degree" in block:
+            out_deg = block["out_degree"].clamp(min=1).to(h.dtype)
+        else:
+            out_deg = torch.bincount(block["src"], minlength=num_src).clamp(min=1).to(h.dtype)
         h = h * out_deg.pow(-0.5).unsqueeze(1)
         agg = self.sum(block, h)
         agg = agg * block["in_degree"].clamp(min=1).to(h.dtype).pow(-0.5).unsqueeze(1)

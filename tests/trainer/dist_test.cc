@@ -137,6 +137,35 @@ TEST(CollectivesTest, AllReduceBroadcastBarrierAndMetricSums) {
   });
 }
 
+// Rank r sends q + r rows to rank q (rank 0 sends rank 0 nothing), each row [r, q, k].
+TEST(CollectivesTest, AllToAllDeliversUnevenRowsInRankOrder) {
+  constexpr int kWorld = 3;
+  RunRanks(kWorld, seconds(20), [](const DistOptions& o) {
+    absl::StatusOr<std::unique_ptr<Communicator>> comm = Connect(o);
+    ASSERT_TRUE(comm.ok()) << comm.status();
+    const int r = o.rank;
+    std::vector<int64_t> send(kWorld);
+    std::vector<float> rows;
+    for (int q = 0; q < kWorld; ++q) {
+      send[q] = q + r;
+      for (int k = 0; k < q + r; ++k) rows.insert(rows.end(), {float(r), float(q), float(k)});
+    }
+    absl::StatusOr<std::vector<int64_t>> recv = ExchangeCounts(**comm, send);
+    ASSERT_TRUE(recv.ok()) << recv.status();
+    EXPECT_EQ(*recv, (std::vector<int64_t>{r, 1 + r, 2 + r}));
+    const at::Tensor input = at::tensor(rows).view({-1, 3});
+    absl::StatusOr<at::Tensor> got = (*comm)->AllToAll(input, send, *recv);
+    ASSERT_TRUE(got.ok()) << got.status();
+    std::vector<float> want;
+    for (int q = 0; q < kWorld; ++q) {
+      for (int k = 0; k < q + r; ++k) want.insert(want.end(), {float(q), float(r), float(k)});
+    }
+    EXPECT_TRUE(at::equal(*got, at::tensor(want).view({-1, 3}))) << *got;
+    // Counts that do not add up to the input are refused before anything is sent.
+    EXPECT_EQ((*comm)->AllToAll(input, {1, 1, 5}, *recv).status().code(), absl::StatusCode::kInvalidArgument);
+  });
+}
+
 TEST(CollectivesTest, BroadcastParametersMakesReplicasEqual) {
   std::vector<at::Tensor> result(2);
   RunRanks(2, seconds(20), [&](const DistOptions& o) {

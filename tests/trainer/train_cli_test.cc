@@ -70,7 +70,7 @@ std::vector<nlohmann::json> ReadJsonLines(const std::string& path) {
 class TrainCliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    config_path_ = testing::PartitionRandom(dir_, {.num_nodes = 600, .num_edges = 4000, .feat_dim = 8}, 2);
+    config_path_ = testing::PartitionRandom(dir_, kSpec, 2, &dataset_);
     ASSERT_FALSE(config_path_.empty());
     cluster_.Start(config_path_);
   }
@@ -79,10 +79,87 @@ class TrainCliTest : public ::testing::Test {
             "--batch-size", "32", "--epochs", std::to_string(epochs), "--threads", "1", "--seed", "3",
             "--comm-timeout", "10", "--deadline", "10"};
   }
+  static constexpr testing::RandomGraphSpec kSpec = {.num_nodes = 600, .num_edges = 4000, .feat_dim = 8};
   testing::TempDir dir_;
+  partition::Dataset dataset_;
   std::string config_path_;
   testing::ServerCluster cluster_;
 };
+
+// The first float after `prefix` in `out`, or -1.
+double Figure(const std::string& out, const std::string& prefix) {
+  std::smatch m;
+  return std::regex_search(out, m, std::regex(prefix + " ([0-9.]+)")) ? std::stod(m[1]) : -1;
+}
+
+// Full-graph inference written by two ranks (two partitions, so rows cross between ranks every
+// layer): the predictions give exactly the printed test accuracy (evaluation with all
+// neighbours), and the same checkpoint run on one partition with --epochs 0 writes the same
+// embeddings, row for row in original node-ID order.
+TEST_F(TrainCliTest, SavedEmbeddingsGiveThePrintedAccuracyAndDoNotDependOnPartitioning) {
+  const std::string ckpt = dir_.Sub("ckpt"), emb = dir_.Sub("emb"), emb1 = dir_.Sub("emb1");
+  auto args = Args(3);
+  args.insert(args.end(), {"--eval-fanouts", "-1,-1", "--checkpoint-dir", ckpt, "--save-embeddings", emb});
+  auto ranks = StartRanks(2, args);
+  ASSERT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();
+  ASSERT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
+  const std::string out = ranks[0]->output();
+  const double printed = Figure(out, "test accuracy");
+  ASSERT_GE(printed, 0) << out;
+  EXPECT_NE(out.find(StrCat("wrote embeddings and predictions of 600 nodes to ", emb)), std::string::npos) << out;
+
+  auto e = core::NpyArray::Map(emb + "/embeddings.npy");
+  auto p = core::NpyArray::Map(emb + "/predictions.npy");
+  ASSERT_TRUE(e.ok() && p.ok());
+  ASSERT_EQ(e->shape(), (std::vector<int64_t>{600, dataset_.num_classes}));
+  ASSERT_EQ(p->shape(), (std::vector<int64_t>{600}));
+  const partition::Field* label = dataset_.FindNodeField("label");
+  ASSERT_NE(label, nullptr);
+  const int64_t* y = label->data.data_as<int64_t>();
+  const int64_t* pred = p->data_as<int64_t>();
+  const float* rows = e->data_as<float>();
+  double correct = 0;
+  for (int64_t v : dataset_.test_idx) correct += pred[v] == y[v];
+  EXPECT_NEAR(correct / dataset_.test_idx.size(), printed, 5e-5) << "predictions.npy disagrees with the printed accuracy";
+  for (int64_t v = 0; v < 600; ++v) {
+    const float* r = rows + v * dataset_.num_classes;
+    ASSERT_EQ(pred[v], std::max_element(r, r + dataset_.num_classes) - r) << "node " << v;
+  }
+  std::ifstream json_file(emb + "/embeddings.json");
+  const nlohmann::json info = nlohmann::json::parse(json_file);
+  EXPECT_EQ(info["num_nodes"], 600);
+  EXPECT_EQ(info["checkpoint"], ckpt + "/best.pt");
+  EXPECT_EQ(info["hyper_parameters"]["model"], "sage");
+  EXPECT_EQ(info["layerwise"], true);
+
+  // One partition, no servers: the same model gives the same rows (up to float32 rounding: the
+  // neighbours of a node are summed in another order once IDs are relabelled differently).
+  testing::TempDir one;
+  partition::Dataset d1;
+  const std::string config1 = testing::PartitionRandom(one, kSpec, 1, &d1);
+  Proc solo({FANOUT_TRAIN_BIN, "--part-config", config1, "--fanouts", "5,5", "--hidden", "16", "--epochs", "0",
+             "--load-model", ckpt + "/best.pt", "--save-embeddings", emb1, "--threads", "1"});
+  ASSERT_EQ(solo.Finish(), 0) << solo.output();
+  EXPECT_NE(solo.output().find(StrCat("loaded the model of ", ckpt, "/best.pt")), std::string::npos) << solo.output();
+  auto e1 = core::NpyArray::Map(emb1 + "/embeddings.npy");
+  ASSERT_TRUE(e1.ok());
+  ASSERT_EQ(e1->shape(), e->shape());
+  const float* rows1 = e1->data_as<float>();
+  for (int64_t i = 0; i < e->num_elements(); ++i) {
+    ASSERT_NEAR(rows1[i], rows[i], 1e-3 * (1 + std::abs(rows[i]))) << "element " << i;
+  }
+
+  // The folder is never half-written or replaced unasked.
+  Proc again({FANOUT_TRAIN_BIN, "--part-config", config1, "--fanouts", "5,5", "--hidden", "16", "--epochs", "0",
+              "--load-model", ckpt + "/best.pt", "--save-embeddings", emb1, "--threads", "1"});
+  EXPECT_NE(again.Finish(), 0);
+  EXPECT_NE(again.output().find(emb1), std::string::npos) << again.output();
+  // A checkpoint of another shape is refused naming both.
+  Proc wrong({FANOUT_TRAIN_BIN, "--part-config", config1, "--fanouts", "5,5", "--hidden", "32", "--epochs", "0",
+              "--load-model", ckpt + "/best.pt", "--threads", "1"});
+  EXPECT_NE(wrong.Finish(), 0);
+  EXPECT_NE(wrong.output().find("is [16, 8] there and [32, 8] here"), std::string::npos) << wrong.output();
+}
 
 // A model written in Python (tests/trainer/my_gin.py), scripted, trained by two ranks with
 // sampler processes: same loop, checkpoints and evaluation as a built-in model.

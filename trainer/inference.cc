@@ -1,0 +1,374 @@
+#include "trainer/inference.h"
+
+#include <ATen/ops/argmax.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/tensor.h>
+#include <ATen/ops/zeros.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/npy.h"
+#include "core/partition_config.h"
+#include "core/staging_dir.h"
+#include "core/status.h"
+#include "core/strings.h"
+#include "sampler/minibatch_sampler.h"
+#include "trainer/batch_tensors.h"
+#include "trainer/torch_util.h"
+
+namespace fanout::trainer {
+namespace {
+
+using core::StrCat;
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// One batch of destinations and its full in-neighbourhood, kept for every layer.
+struct LayerBlock {
+  BlockTensors block;
+  std::vector<int64_t> src_nodes;  // global IDs; the first block.num_dst are the destinations
+  at::Tensor rows;                 // int64 [num_src]: each source's row in [own rows; halo rows]
+};
+
+// Features of `nodes` as a float32 tensor (the sampler converts other dtypes).
+absl::StatusOr<at::Tensor> Features(sampler::MiniBatchSampler& s, const std::vector<int64_t>& nodes) {
+  at::Tensor x = at::empty({static_cast<int64_t>(nodes.size()), s.feature_dim()}, at::kFloat);
+  RETURN_IF_ERROR(s.FetchFeatures(nodes, x.data_ptr<float>()));
+  return x;
+}
+
+// Blocks (all `layers` of them when > 1) around `seeds` with every in-neighbour, as tensors.
+absl::StatusOr<BatchTensors> FullNeighbourhood(const sampler::DistGraph& graph, sampler::MiniBatchSampler& s,
+                                              const std::vector<int64_t>& seeds,
+                                              std::vector<sampler::Block>* blocks, bool features) {
+  RETURN_IF_ERROR(s.SampleBlocksFor(seeds, /*stream=*/0, blocks));
+  sampler::MiniBatch mb;
+  mb.seeds = seeds;
+  mb.blocks = *blocks;
+  // Sources' out-degrees in the whole graph (GCN normalises by them): a block here holds one
+  // batch of destinations, so counting in the block would give other results per batch.
+  std::vector<std::vector<int64_t>> out_degrees(blocks->size());
+  for (size_t l = 0; l < blocks->size(); ++l) {
+    out_degrees[l].resize((*blocks)[l].src_nodes.size());
+    RETURN_IF_ERROR(graph.Degrees((*blocks)[l].src_nodes, core::EdgeDir::kOut, out_degrees[l].data()));
+  }
+  at::Tensor x;
+  if (features) {
+    ASSIGN_OR_RETURN(x, Features(s, mb.input_nodes()));
+  } else {
+    x = at::zeros({mb.blocks.front().num_src(), 1}, at::kFloat);
+  }
+  mb.features = {std::make_shared<at::Tensor>(x), x.data_ptr<float>(), x.size(0), x.size(1)};
+  ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb));
+  for (size_t l = 0; l < bt.blocks.size(); ++l) bt.blocks[l].out_degree = at::tensor(out_degrees[l], at::kLong);
+  return bt;
+}
+
+// The output width of a layer, agreed by every rank (a rank without nodes cannot know it):
+// `parts` concatenated, or [0, width] when empty.
+absl::StatusOr<at::Tensor> Concat(Communicator& comm, std::vector<at::Tensor>& parts) {
+  const double width = parts.empty() ? 0 : static_cast<double>(parts.front().size(1));
+  ASSIGN_OR_RETURN(std::vector<double> sums, AllReduceSum(comm, {width, parts.empty() ? 0.0 : 1.0}));
+  const int64_t agreed = sums[1] > 0 ? static_cast<int64_t>(sums[0] / sums[1]) : 0;
+  if (!parts.empty() && agreed != parts.front().size(1)) {
+    return absl::InternalError(StrCat("inference: ranks disagree on the width of a layer's output (", width, " here)"));
+  }
+  return CatchTorch("inference", [&] {
+    at::Tensor h = parts.empty() ? at::empty({0, agreed}, at::kFloat) : at::cat(parts);
+    parts.clear();
+    return h;
+  });
+}
+
+std::string BatchName(int64_t layer, int64_t first) { return StrCat("inference, layer ", layer, ", batch from node ", first); }
+
+}  // namespace
+
+NodeShare RankNodes(const core::RangePartitionBook& book, int tpm, int rank) {
+  const int part = rank / tpm, local = rank % tpm;
+  const int64_t n = book.size(part);
+  return {book.start(part) + n * local / tpm, book.start(part) + n * (local + 1) / tpm};
+}
+
+absl::StatusOr<InferenceResult> InferAllNodes(GnnModel& model, const sampler::DistGraph& graph, Communicator& comm,
+                                              const InferenceOptions& o) {
+  const int64_t layers = model.options().num_layers;
+  InferenceResult result;
+  result.nodes = RankNodes(graph.node_book(), o.trainers_per_machine, comm.rank());
+  result.layerwise = model.SupportsLayerwise();
+  const NodeShare own = result.nodes;
+  const auto start = Clock::now();
+  model.eval();
+  at::NoGradGuard no_grad;
+
+  sampler::SamplerOptions so;
+  so.fanouts.assign(result.layerwise ? 1 : layers, -1);
+  so.batch_size = o.batch_size;
+  so.shuffle = false;
+  so.feature_field = o.feature_field;
+  so.label_field = "";
+  RETURN_IF_ERROR(sampler::ValidateSamplerOptions(so, graph));
+  sampler::MiniBatchSampler sampler(&graph, so, {});
+  std::vector<sampler::Block> blocks;
+  auto seeds_of = [&](int64_t first) {
+    std::vector<int64_t> seeds(std::min(o.batch_size, own.end - first));
+    for (size_t i = 0; i < seeds.size(); ++i) seeds[i] = first + static_cast<int64_t>(i);
+    return seeds;
+  };
+
+  if (!result.layerwise) {
+    std::vector<at::Tensor> parts;
+    for (int64_t first = own.begin; first < own.end; first += o.batch_size) {
+      ASSIGN_OR_RETURN(BatchTensors bt, FullNeighbourhood(graph, sampler, seeds_of(first), &blocks, true));
+      ASSIGN_OR_RETURN(at::Tensor y, CatchTorch(BatchName(layers - 1, first), [&] {
+                         return model.Forward(bt.blocks, bt.features).contiguous();
+                       }));
+      parts.push_back(y);
+    }
+    ASSIGN_OR_RETURN(result.output, Concat(comm, parts));
+    if (o.on_layer && comm.rank() == 0) o.on_layer(layers - 1, layers, Since(start));
+    return result;
+  }
+
+  // Layer 0 from the features; keep each batch's block for the layers above.
+  std::vector<LayerBlock> batches;
+  std::vector<at::Tensor> parts;
+  for (int64_t first = own.begin; first < own.end; first += o.batch_size) {
+    ASSIGN_OR_RETURN(BatchTensors bt, FullNeighbourhood(graph, sampler, seeds_of(first), &blocks, true));
+    ASSIGN_OR_RETURN(at::Tensor y, CatchTorch(BatchName(0, first), [&] {
+                       return model.ForwardLayer(0, bt.blocks[0], bt.features).contiguous();
+                     }));
+    parts.push_back(y);
+    batches.push_back({std::move(bt.blocks[0]), std::move(blocks[0].src_nodes), at::Tensor()});
+  }
+  ASSIGN_OR_RETURN(at::Tensor h, Concat(comm, parts));
+  if (o.on_layer && comm.rank() == 0) o.on_layer(0, layers, Since(start));
+  if (layers == 1) {
+    result.output = h;
+    return result;
+  }
+
+  // The sources outside this rank's share (the halo), sorted: ranks own increasing ID ranges,
+  // so sorting also groups them by owner. Each source's row in [own rows; halo rows].
+  std::vector<int64_t> halo;
+  for (const LayerBlock& b : batches) {
+    for (int64_t v : b.src_nodes) {
+      if (v < own.begin || v >= own.end) halo.push_back(v);
+    }
+  }
+  std::sort(halo.begin(), halo.end());
+  halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
+  for (LayerBlock& b : batches) {
+    std::vector<int64_t> rows(b.src_nodes.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const int64_t v = b.src_nodes[i];
+      rows[i] = v >= own.begin && v < own.end
+                    ? v - own.begin
+                    : own.size() + (std::lower_bound(halo.begin(), halo.end(), v) - halo.begin());
+    }
+    b.rows = at::tensor(rows, at::kLong);
+  }
+  const int world = comm.world_size();
+  std::vector<int64_t> want(world, 0);  // halo rows asked of each rank
+  {
+    int r = 0;
+    NodeShare share = RankNodes(graph.node_book(), o.trainers_per_machine, 0);
+    for (int64_t v : halo) {
+      while (v >= share.end) share = RankNodes(graph.node_book(), o.trainers_per_machine, ++r);
+      ++want[r];
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> serve, ExchangeCounts(comm, want));
+  at::Tensor serve_rows;  // rows of this rank's share that the others asked for, rank by rank
+  {
+    at::Tensor ids = at::tensor(halo, at::kLong).to(comm.device());
+    ASSIGN_OR_RETURN(at::Tensor asked, comm.AllToAll(ids, want, serve));
+    asked = asked.cpu();
+    const int64_t* a = asked.data_ptr<int64_t>();
+    for (int64_t i = 0; i < asked.numel(); ++i) {
+      if (a[i] < own.begin || a[i] >= own.end) {
+        return absl::InternalError(StrCat("inference: rank ", comm.rank(), " was asked for node ", a[i],
+                                          ", outside its nodes [", own.begin, ", ", own.end, ")"));
+      }
+    }
+    serve_rows = asked - own.begin;
+  }
+
+  for (int64_t l = 1; l < layers; ++l) {
+    at::Tensor table;
+    RETURN_IF_ERROR(CatchTorch(StrCat("inference, layer ", l, ": exchanging rows"), [&] {
+      at::Tensor send = h.index_select(0, serve_rows).contiguous().to(comm.device());
+      absl::StatusOr<at::Tensor> got = comm.AllToAll(send, serve, want);
+      if (!got.ok()) throw std::runtime_error(std::string(got.status().message()));
+      table = at::cat({h, got->cpu()});
+    }));
+    for (LayerBlock& b : batches) {
+      const int64_t first = b.src_nodes.front();
+      ASSIGN_OR_RETURN(at::Tensor y, CatchTorch(BatchName(l, first), [&] {
+                         return model.ForwardLayer(l, b.block, table.index_select(0, b.rows)).contiguous();
+                       }));
+      parts.push_back(y);
+    }
+    ASSIGN_OR_RETURN(h, Concat(comm, parts));
+    if (o.on_layer && comm.rank() == 0) o.on_layer(l, layers, Since(start));
+  }
+  result.output = h;
+  return result;
+}
+
+namespace {
+
+// Rank 0's side of WriteNodeOutputs: the staged folder, rows placed by original ID.
+class OutputFile {
+ public:
+  absl::Status Open(const std::string& dir, bool overwrite, const std::string& part_dir, int64_t n, int64_t width) {
+    ASSIGN_OR_RETURN(core::StagingDir staging,
+                     core::StagingDir::Create(dir, {.tool = "fanout-train", .overwrite = overwrite, .inputs = {part_dir}}));
+    staging_ = std::make_unique<core::StagingDir>(std::move(staging));
+    path_ = staging_->path() + "/embeddings.npy";
+    header_ = core::EncodeNpyHeader(core::DType::kFloat32, {n, width});
+    row_bytes_ = static_cast<size_t>(width) * sizeof(float);
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) return absl::PermissionDeniedError(StrCat("cannot create ", path_, ": ", std::strerror(errno)));
+    if (::pwrite(fd_, header_.data(), header_.size(), 0) != static_cast<ssize_t>(header_.size()) ||
+        ::ftruncate(fd_, static_cast<off_t>(header_.size() + row_bytes_ * n)) != 0) {
+      return absl::InternalError(StrCat("writing ", path_, ": ", std::strerror(errno)));
+    }
+    seen_.assign(n, false);
+    predictions_.assign(n, -1);
+    return absl::OkStatus();
+  }
+
+  absl::Status Place(const at::Tensor& rows, const at::Tensor& orig) {
+    const int64_t* id = orig.data_ptr<int64_t>();
+    const char* data = static_cast<const char*>(rows.data_ptr());
+    const at::Tensor best = rows.size(0) > 0 && rows.size(1) > 0 ? rows.argmax(1) : at::Tensor();
+    for (int64_t i = 0; i < rows.size(0); ++i) {
+      const int64_t v = id[i];
+      if (v < 0 || v >= static_cast<int64_t>(seen_.size()) || seen_[v]) {
+        return absl::InternalError(StrCat("inference output: original node ID ", v, " is out of range or came twice"));
+      }
+      seen_[v] = true;
+      if (best.defined()) predictions_[v] = best.data_ptr<int64_t>()[i];
+      const off_t at = static_cast<off_t>(header_.size() + row_bytes_ * v);
+      if (::pwrite(fd_, data + row_bytes_ * i, row_bytes_, at) != static_cast<ssize_t>(row_bytes_)) {
+        return absl::InternalError(StrCat("writing ", path_, ": ", std::strerror(errno)));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Finish(bool predictions, const nlohmann::json& info, int64_t width) {
+    if (::close(fd_) != 0) return absl::InternalError(StrCat("closing ", path_, ": ", std::strerror(errno)));
+    fd_ = -1;
+    const int64_t n = static_cast<int64_t>(seen_.size());
+    for (int64_t v = 0; v < n; ++v) {
+      if (!seen_[v]) return absl::InternalError(StrCat("inference output: no row for original node ", v));
+    }
+    nlohmann::json j = info;
+    j["num_nodes"] = n;
+    j["id_order"] = "original node IDs of the input dataset (row i = node i)";
+    j["embeddings"] = {{"file", "embeddings.npy"}, {"dtype", "float32"}, {"shape", {n, width}},
+                       {"what", "the model's output for every node (logits for node classification)"}};
+    if (predictions) {
+      RETURN_IF_ERROR(core::WriteNpy(staging_->path() + "/predictions.npy", predictions_));
+      j["predictions"] = {{"file", "predictions.npy"}, {"dtype", "int64"}, {"shape", {n}},
+                          {"what", "argmax of each embeddings row: the predicted class"}};
+    }
+    std::ofstream out(staging_->path() + "/embeddings.json");
+    out << j.dump(2) << "\n";
+    out.close();
+    if (!out) return absl::InternalError(StrCat("cannot write ", staging_->path(), "/embeddings.json"));
+    return staging_->Commit();
+  }
+
+  ~OutputFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  std::unique_ptr<core::StagingDir> staging_;
+  std::string path_, header_;
+  size_t row_bytes_ = 0;
+  int fd_ = -1;
+  std::vector<bool> seen_;
+  std::vector<int64_t> predictions_;
+};
+
+// Every rank learns whether all ranks are fine so far; the first error of this rank is kept.
+absl::Status Agree(Communicator& comm, const absl::Status& mine, const char* what) {
+  ASSIGN_OR_RETURN(std::vector<double> bad, AllReduceSum(comm, {mine.ok() ? 0.0 : 1.0}));
+  RETURN_IF_ERROR(mine);
+  if (bad[0] > 0) return absl::AbortedError(StrCat(what, ": another rank failed (see its error)"));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteNodeOutputs(const InferenceResult& r, const sampler::DistGraph& graph, Communicator& comm,
+                              const NodeOutputFiles& files) {
+  const core::PartitionConfig& config = graph.config();
+  const core::RangePartitionBook& book = graph.node_book();
+  const int world = comm.world_size();
+  const int tpm = world / std::max(1, book.num_parts());
+  const int64_t width = r.output.size(1);
+  const int64_t n = book.num_ids();
+
+  // This rank's original IDs, from its own partition's orig_nids.npy (on its machine).
+  at::Tensor orig;
+  absl::Status mine = [&]() -> absl::Status {
+    const int part = comm.rank() / std::max(1, tpm);
+    const std::string path = config.PartPath(part, core::PartFiles::kOrigNids);
+    ASSIGN_OR_RETURN(core::NpyArray a, core::NpyArray::Map(path));
+    if (a.dtype() != core::DType::kInt64 || a.rows() != book.size(part)) {
+      return absl::InvalidArgumentError(StrCat(path, ": expected ", book.size(part), " int64 IDs"));
+    }
+    const int64_t* ids = static_cast<const int64_t*>(a.data()) + (r.nodes.begin - book.start(part));
+    orig = at::tensor(std::vector<int64_t>(ids, ids + r.nodes.size()), at::kLong);
+    return absl::OkStatus();
+  }();
+  OutputFile out;
+  if (mine.ok() && comm.rank() == 0) {
+    mine = out.Open(files.dir, files.overwrite, config.base_dir, n, width);
+  }
+  RETURN_IF_ERROR(Agree(comm, mine, "writing node outputs"));
+
+  // Rounds of at most ~64 MiB per rank, rank 0 receiving every rank's next chunk.
+  const int64_t chunk = std::max<int64_t>(1, (int64_t{64} << 20) / std::max<int64_t>(1, width * 4 + 8));
+  std::vector<NodeShare> shares(world);
+  int64_t rounds = 0;
+  for (int q = 0; q < world; ++q) {
+    shares[q] = RankNodes(book, tpm, q);
+    rounds = std::max(rounds, (shares[q].size() + chunk - 1) / chunk);
+  }
+  absl::Status write_status;
+  for (int64_t k = 0; k < rounds; ++k) {
+    std::vector<int64_t> send(world, 0), recv(world, 0);
+    auto rows_of = [&](int q) { return std::clamp<int64_t>(shares[q].size() - k * chunk, 0, chunk); };
+    send[0] = rows_of(comm.rank());
+    if (comm.rank() == 0) {
+      for (int q = 0; q < world; ++q) recv[q] = rows_of(q);
+    }
+    const int64_t from = std::min(k * chunk, r.nodes.size());
+    at::Tensor rows = r.output.narrow(0, from, send[0]).contiguous().to(comm.device());
+    at::Tensor ids = orig.narrow(0, from, send[0]).contiguous().to(comm.device());
+    ASSIGN_OR_RETURN(at::Tensor got_rows, comm.AllToAll(rows, send, recv));
+    ASSIGN_OR_RETURN(at::Tensor got_ids, comm.AllToAll(ids, send, recv));
+    if (comm.rank() == 0 && write_status.ok()) write_status = out.Place(got_rows.cpu(), got_ids.cpu());
+  }
+  if (comm.rank() == 0 && write_status.ok()) write_status = out.Finish(files.predictions, files.info, width);
+  return Agree(comm, write_status, "writing node outputs");
+}
+
+}  // namespace fanout::trainer
