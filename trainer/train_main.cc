@@ -147,7 +147,12 @@ int Main(int argc, char** argv) {
   args.AddIntList("eval-fanouts", &o.eval_fanouts, "fanouts for evaluation (default: --fanouts)");
   args.AddInt("eval-batch-size", &o.eval_batch_size, "seeds per evaluation batch");
   args.AddInt("eval-every", &o.eval_every, "validate every N epochs, and after the last (0: never)");
-  args.AddBool("test", &o.test, "report test accuracy after the last epoch (--no-test: skip)");
+  args.AddBool("test", &o.test, "report the test metric after the last epoch (--no-test: skip)");
+  std::string metric = "acc";
+  args.AddString("metric", &metric,
+                 "evaluation metric, which also picks the best model: acc, roc-auc (one-vs-rest, macro over classes) "
+                 "or f1-macro",
+                 [](const std::string& v) { return trainer::ParseMetric(v).status(); });
   args.AddUint("seed", &o.seed, "seed of every random choice (init, shuffles, sampling, dropout)");
   args.AddString("device", &o.device, "cpu or cuda:K");
   args.AddString("feature-field", &o.feature_field, "node field of input features");
@@ -215,6 +220,7 @@ int Main(int argc, char** argv) {
   } else {
     o.model.layer_heads = heads;
   }
+  o.metric = *trainer::ParseMetric(metric);
   auto model_kind = trainer::ParseModelKind(model);
   if (!model_kind.ok()) return args.Fail(model_kind.status());
   o.model.model = *model_kind;

@@ -5,6 +5,7 @@
 #include <torch/serialize.h>
 #include <torch/serialize/archive.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include "trainer/batch_tensors.h"
 #include "trainer/checkpoint.h"
 #include "trainer/inference.h"
+#include "trainer/metrics.h"
 #include "trainer/torch_util.h"
 
 namespace fanout::trainer {
@@ -31,6 +33,12 @@ using core::StrCat;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+std::string Fixed4(double x) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.4f", x);
+  return text;
+}
 
 double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -73,11 +81,21 @@ class Job {
  private:
   absl::Status Setup();
   absl::Status TrainEpoch(sampler::BatchLoader& loader, int64_t epoch);
-  // Accuracy over a whole split, all ranks combined (weighted by each rank's count).
+  // The --metric over a whole split, all ranks combined exactly (metrics.h).
   absl::StatusOr<double> Evaluate(const std::vector<int64_t>& ids, int64_t epoch, const char* what);
   Checkpoint MakeCheckpoint(int64_t epoch) const;
   absl::Status SaveLast(int64_t epoch);
-  absl::Status SaveBest(int64_t epoch, double val_acc);
+  absl::Status SaveBest(int64_t epoch, double val);
+  // "val_acc", "test_roc_auc", ...: the metrics file's and checkpoints' key for the --metric.
+  std::string MetricKey(const std::string& prefix) const {
+    std::string name(MetricName(o_.metric));
+    std::replace(name.begin(), name.end(), '-', '_');
+    return prefix + "_" + name;
+  }
+  // "accuracy", "roc-auc", "f1-macro": how lines name the --metric.
+  std::string MetricText() const {
+    return o_.metric == Metric::kAccuracy ? "accuracy" : std::string(MetricName(o_.metric));
+  }
   absl::StatusOr<int64_t> Resume();
   absl::Status LoadModel();
   absl::Status SaveEmbeddings();
@@ -266,23 +284,24 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader& loader, int64_t epoch) {
   ASSIGN_OR_RETURN(std::vector<double> sums, AllReduceSum(*comm_, {loss_sum, correct, count}));
   const double loss = sums[0] / std::max(1.0, sums[2]), acc = sums[1] / std::max(1.0, sums[2]);
   const double seeds_per_s = sums[2] / std::max(1e-9, epoch_s);
-  double val_acc = -1;
+  double val = -1;
   const bool eval_now =
       o_.eval_every > 0 && ((epoch + 1) % o_.eval_every == 0 || epoch + 1 == o_.epochs);
   if (eval_now && val_total_ > 0) {
-    ASSIGN_OR_RETURN(val_acc, Evaluate(val_, epoch, "validation"));
+    ASSIGN_OR_RETURN(val, Evaluate(val_, epoch, "validation"));
   }
   if (lead()) {
     char val_text[32] = "-";
-    if (val_acc >= 0) std::snprintf(val_text, sizeof(val_text), "%.4f", val_acc);
+    if (val >= 0) std::snprintf(val_text, sizeof(val_text), "%.4f", val);
     char line[512];
     std::snprintf(
         line, sizeof(line),
-        "epoch %lld | loss %.4f | train acc %.4f | val acc %s | %.2f s (sample %.2f, fetch %.2f, "
+        "epoch %lld | loss %.4f | train acc %.4f | val %s %s | %.2f s (sample %.2f, fetch %.2f, "
         "wait %.2f, "
         "copy %.2f, forward %.2f, backward %.2f, all-reduce %.2f, update %.2f) | %.0f seeds/s",
-        static_cast<long long>(epoch), loss, acc, val_text, epoch_s, t.sample, t.fetch, t.wait,
-        t.copy, t.forward, t.backward, t.allreduce, t.update, seeds_per_s);
+        static_cast<long long>(epoch), loss, acc, o_.metric == Metric::kAccuracy ? "acc" : MetricText().c_str(),
+        val_text, epoch_s, t.sample, t.fetch, t.wait, t.copy, t.forward, t.backward, t.allreduce, t.update,
+        seeds_per_s);
     Log(line);
     nlohmann::json j = {{"event", "epoch"},
                         {"epoch", epoch},
@@ -300,10 +319,10 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader& loader, int64_t epoch) {
                         {"steps", steps},
                         {"seeds_per_second", seeds_per_s},
                         {"world_size", comm_->world_size()}};
-    if (val_acc >= 0) j["val_acc"] = val_acc;
+    if (val >= 0) j[MetricKey("val")] = val;
     Metrics(j);
   }
-  if (val_acc >= 0 && val_acc > result_.best_val_acc) RETURN_IF_ERROR(SaveBest(epoch, val_acc));
+  if (val >= 0 && val > result_.best_val_metric) RETURN_IF_ERROR(SaveBest(epoch, val));
   if (!o_.checkpoint_dir.empty()) RETURN_IF_ERROR(SaveLast(epoch));
   result_.epochs_run = epoch + 1;
   return absl::OkStatus();
@@ -311,7 +330,7 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader& loader, int64_t epoch) {
 
 absl::StatusOr<double> Job::Evaluate(const std::vector<int64_t>& ids, int64_t epoch,
                                      const char* what) {
-  double correct = 0, count = 0;
+  MetricAccumulator metric(o_.metric, model_->options().num_classes);
   if (!ids.empty()) {
     sampler::SamplerOptions so;
     so.fanouts = o_.eval_fanouts.empty() ? o_.fanouts : o_.eval_fanouts;
@@ -334,20 +353,12 @@ absl::StatusOr<double> Job::Evaluate(const std::vector<int64_t>& ids, int64_t ep
     for (int64_t step = 0; step < loader->steps_per_epoch(); ++step) {
       ASSIGN_OR_RETURN(sampler::MiniBatch mb, loader->Next());
       ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb, to));
-      ASSIGN_OR_RETURN(double c, CatchTorch(StrCat(what, " forward"), [&] {
-                         return model_->Forward(bt.blocks, bt.features)
-                             .argmax(1)
-                             .eq(bt.labels)
-                             .sum()
-                             .item<double>();
-                       }));
-      correct += c;
-      count += static_cast<double>(mb.seeds.size());
+      RETURN_IF_ERROR(CatchTorch(StrCat(what, " forward"),
+                                 [&] { metric.Add(model_->Forward(bt.blocks, bt.features), bt.labels); }));
     }
     model_->train();
   }
-  ASSIGN_OR_RETURN(std::vector<double> sums, AllReduceSum(*comm_, {correct, count}));
-  return sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+  return metric.Reduce(*comm_);
 }
 
 // What both checkpoints record besides the model: its hyper-parameters and how it was trained.
@@ -368,22 +379,23 @@ Checkpoint Job::MakeCheckpoint(int64_t epoch) const {
   return c;
 }
 
-absl::Status Job::SaveBest(int64_t epoch, double val_acc) {
-  result_.best_val_acc = val_acc;
+absl::Status Job::SaveBest(int64_t epoch, double val) {
+  result_.best_val_metric = val;
   result_.best_epoch = epoch;
   // Every rank keeps the best parameters in memory (for the final test); rank 0 also writes them.
   best_params_.clear();
   for (const auto& p : model_->parameters()) best_params_.push_back(p.detach().clone());
   if (o_.checkpoint_dir.empty() || !lead()) return absl::OkStatus();
   Checkpoint c = MakeCheckpoint(epoch);
-  c.info["val_acc"] = val_acc;
+  c.info["metric"] = MetricName(o_.metric);
+  c.info[MetricKey("val")] = val;
   return WriteCheckpoint(o_.checkpoint_dir + "/best.pt", c);
 }
 
 absl::Status Job::SaveLast(int64_t epoch) {
   Checkpoint c = MakeCheckpoint(epoch);
   c.info["rank"] = comm_->rank();
-  c.info["best_val_acc"] = result_.best_val_acc;
+  c.info["best_val_metric"] = result_.best_val_metric;
   c.info["best_epoch"] = result_.best_epoch;
   RETURN_IF_ERROR(CatchTorch("saving the optimizer state", [&] {
     torch::serialize::OutputArchive ar;
@@ -420,7 +432,7 @@ absl::StatusOr<int64_t> Job::Resume() {
       opt_->load(ar);
     }));
     epoch = c->info.value("epoch", int64_t{-1});
-    result_.best_val_acc = c->info.value("best_val_acc", -1.0);
+    result_.best_val_metric = c->info.value("best_val_metric", -1.0);
     result_.best_epoch = c->info.value("best_epoch", int64_t{-1});
     return absl::OkStatus();
   };
@@ -483,15 +495,15 @@ absl::StatusOr<TrainResult> Job::Run() {
     return result_;
   }
   // Test: the final model, and the best-validation one (the usual model selection).
-  ASSIGN_OR_RETURN(result_.final_test_acc, Evaluate(test_, o_.epochs, "test"));
-  result_.test_acc = result_.final_test_acc;
+  ASSIGN_OR_RETURN(result_.final_test_metric, Evaluate(test_, o_.epochs, "test"));
+  result_.test_metric = result_.final_test_metric;
   if (result_.best_epoch < 0 || result_.best_epoch == o_.epochs - 1) {
     // No validation, or the best model is the final one: one test pass says it all.
   } else if (!best_params_.empty()) {
     torch::NoGradGuard no_grad;
     auto params = model_->parameters();
     for (size_t i = 0; i < params.size(); ++i) params[i].copy_(best_params_[i]);
-    ASSIGN_OR_RETURN(result_.test_acc, Evaluate(test_, o_.epochs, "test"));
+    ASSIGN_OR_RETURN(result_.test_metric, Evaluate(test_, o_.epochs, "test"));
   } else if (result_.best_epoch >= 0 && !o_.checkpoint_dir.empty()) {
     // Resumed, and no better model since: rank 0 reads best.pt and hands it to every rank.
     if (lead()) {
@@ -500,26 +512,25 @@ absl::StatusOr<TrainResult> Job::Run() {
       RETURN_IF_ERROR(LoadStateDict(*model_, c, best));
     }
     RETURN_IF_ERROR(BroadcastParameters(*comm_, model_->parameters()));
-    ASSIGN_OR_RETURN(result_.test_acc, Evaluate(test_, o_.epochs, "test"));
+    ASSIGN_OR_RETURN(result_.test_metric, Evaluate(test_, o_.epochs, "test"));
   }
   if (lead()) {
-    char line[256];
+    const std::string m = MetricText();
     if (result_.best_epoch < 0) {
-      std::snprintf(line, sizeof(line), "fanout-train: test accuracy %.4f (%s)", result_.test_acc,
-                    result_.epochs_run == 0 && !o_.load_model.empty() ? StrCat("model of ", o_.load_model).c_str()
-                                                                      : "final model; no validation");
+      Log(StrCat("fanout-train: test ", m, " ", Fixed4(result_.test_metric), " (",
+                 result_.epochs_run == 0 && !o_.load_model.empty() ? StrCat("model of ", o_.load_model)
+                                                                   : std::string("final model; no validation"),
+                 ")"));
     } else {
-      std::snprintf(line, sizeof(line),
-                    "fanout-train: test accuracy %.4f (model of epoch %lld, best validation accuracy %.4f); "
-                    "final model's test accuracy %.4f",
-                    result_.test_acc, static_cast<long long>(result_.best_epoch), result_.best_val_acc,
-                    result_.final_test_acc);
+      Log(StrCat("fanout-train: test ", m, " ", Fixed4(result_.test_metric), " (model of epoch ", result_.best_epoch,
+                 ", best validation ", m, " ", Fixed4(result_.best_val_metric), "); final model's test ", m, " ",
+                 Fixed4(result_.final_test_metric)));
     }
-    Log(line);
     Metrics({{"event", "test"},
-             {"test_acc", result_.test_acc},
-             {"final_test_acc", result_.final_test_acc},
-             {"best_val_acc", result_.best_val_acc},
+             {"metric", MetricName(o_.metric)},
+             {MetricKey("test"), result_.test_metric},
+             {MetricKey("final_test"), result_.final_test_metric},
+             {MetricKey("best_val"), result_.best_val_metric},
              {"best_epoch", result_.best_epoch}});
   }
   RETURN_IF_ERROR(SaveEmbeddings());

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "sampler/dist_graph.h"
 #include "trainer/dist.h"
+#include "trainer/metrics.h"
 #include "trainer/models.h"
 
 namespace fanout::trainer {
@@ -33,7 +34,8 @@ struct TrainOptions {
   std::vector<int64_t> eval_fanouts;        // empty: same as fanouts
   int64_t eval_batch_size = 4096;
   int64_t eval_every = 1;  // validation every N epochs, and after the last (0: never)
-  bool test = true;        // test accuracy after the last epoch
+  bool test = true;        // test metric after the last epoch
+  Metric metric = Metric::kAccuracy;  // what validation and test report; the best model maximises it
   uint64_t seed = 0;
 
   // Data.
@@ -65,10 +67,11 @@ struct TrainOptions {
 
 struct TrainResult {
   int64_t epochs_run = 0;
-  double best_val_acc = -1;  // -1 when never evaluated
+  // Values of TrainOptions::metric.
+  double best_val_metric = -1;  // -1 when never evaluated
   int64_t best_epoch = -1;
-  double test_acc = -1;        // of the best-validation model (the final one without val)
-  double final_test_acc = -1;  // of the model after the last epoch
+  double test_metric = -1;        // of the best-validation model (the final one without val)
+  double final_test_metric = -1;  // of the model after the last epoch
 };
 
 // Checks every option a user sets by flag, naming the flag and what is valid: no NaN, no

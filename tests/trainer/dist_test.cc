@@ -1,6 +1,7 @@
 // Multi-rank tests: ranks are threads of this process talking c10d Gloo over loopback, with the
 // coordinator on a port rank 0 picks (port 0).
 #include "trainer/dist.h"
+#include "trainer/metrics.h"
 
 #include <ATen/ATen.h>
 #include <netinet/in.h>
@@ -164,6 +165,31 @@ TEST(CollectivesTest, AllToAllDeliversUnevenRowsInRankOrder) {
     // Counts that do not add up to the input are refused before anything is sent.
     EXPECT_EQ((*comm)->AllToAll(input, {1, 1, 5}, *recv).status().code(), absl::StatusCode::kInvalidArgument);
   });
+}
+
+// Each metric over three ranks' uneven shares equals the metric of all rows in one process.
+TEST(CollectivesTest, MetricsOverRanksEqualOneProcessOverAllRows) {
+  constexpr int kWorld = 3, kClasses = 4;
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(7);
+  const at::Tensor logits = at::randn({60, kClasses}, gen);
+  const at::Tensor labels = at::randint(kClasses, {60}, gen, at::kLong);
+  const int64_t cut[] = {0, 5, 5, 60};  // rank 1 has no rows
+  for (Metric metric : {Metric::kAccuracy, Metric::kRocAuc, Metric::kF1Macro}) {
+    auto solo = MakeSoloCommunicator(CommBackend::kGloo, c10::Device(c10::kCPU));
+    MetricAccumulator whole(metric, kClasses);
+    whole.Add(logits, labels);
+    const double want = *whole.Reduce(*solo);
+    RunRanks(kWorld, seconds(20), [&](const DistOptions& o) {
+      auto comm = Connect(o);
+      ASSERT_TRUE(comm.ok()) << comm.status();
+      MetricAccumulator share(metric, kClasses);
+      const int64_t b = cut[o.rank], e = cut[o.rank + 1];
+      if (e > b) share.Add(logits.slice(0, b, e), labels.slice(0, b, e));
+      auto got = share.Reduce(**comm);
+      ASSERT_TRUE(got.ok()) << got.status();
+      EXPECT_NEAR(*got, want, 1e-12) << MetricName(metric) << " on rank " << o.rank;
+    });
+  }
 }
 
 TEST(CollectivesTest, BroadcastParametersMakesReplicasEqual) {

@@ -92,6 +92,50 @@ double Figure(const std::string& out, const std::string& prefix) {
   return std::regex_search(out, m, std::regex(prefix + " ([0-9.]+)")) ? std::stod(m[1]) : -1;
 }
 
+// --metric f1-macro over two ranks: reported per epoch and at test, in the metrics file under
+// its own keys, and equal to the macro F1 of the written predictions on the test nodes.
+TEST_F(TrainCliTest, MacroF1IsReportedAndCombinedExactlyAcrossRanks) {
+  const std::string metrics = dir_.Sub("m.jsonl"), emb = dir_.Sub("emb");
+  auto args = Args(2);
+  args.insert(args.end(), {"--metric", "f1-macro", "--eval-fanouts", "-1,-1", "--metrics-file", metrics,
+                           "--save-embeddings", emb});
+  auto ranks = StartRanks(2, args);
+  ASSERT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();
+  ASSERT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
+  const std::string out = ranks[0]->output();
+  EXPECT_GE(Figure(out, "val f1-macro"), 0) << out;
+  const double printed = Figure(out, "test f1-macro");
+  ASSERT_GE(printed, 0) << out;
+  const auto lines = ReadJsonLines(metrics);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_TRUE(lines[0].contains("val_f1_macro")) << lines[0];
+  EXPECT_EQ(lines[2]["metric"], "f1-macro");
+  EXPECT_NEAR(lines[2]["test_f1_macro"].get<double>(), printed, 5e-5);
+
+  auto p = core::NpyArray::Map(emb + "/predictions.npy");
+  ASSERT_TRUE(p.ok());
+  const int64_t* pred = p->data_as<int64_t>();
+  const int64_t* y = dataset_.FindNodeField("label")->data.data_as<int64_t>();
+  std::vector<double> tp(dataset_.num_classes), fp(dataset_.num_classes), fn(dataset_.num_classes);
+  for (int64_t v : dataset_.test_idx) {
+    if (pred[v] == y[v]) {
+      ++tp[y[v]];
+    } else {
+      ++fp[pred[v]];
+      ++fn[y[v]];
+    }
+  }
+  double sum = 0;
+  int used = 0;
+  for (int64_t c = 0; c < dataset_.num_classes; ++c) {
+    if (2 * tp[c] + fp[c] + fn[c] > 0) {
+      sum += 2 * tp[c] / (2 * tp[c] + fp[c] + fn[c]);
+      ++used;
+    }
+  }
+  EXPECT_NEAR(sum / used, printed, 5e-5);
+}
+
 // Full-graph inference written by two ranks (two partitions, so rows cross between ranks every
 // layer): the predictions give exactly the printed test accuracy (evaluation with all
 // neighbours), and the same checkpoint run on one partition with --epochs 0 writes the same
