@@ -61,4 +61,10 @@ class EdgeView {
 // name the file and row, and where N came from.
 absl::Status ValidateDataset(const Dataset& d);
 
+// PyG's NormalizeFeatures, applied to node field `field` in place: the field's minimum is
+// subtracted from every element, then each row is divided by its sum (a sum below 1 counts as 1,
+// so all-zero rows stay zero). The result is float32 [N, ...] (owned). INVALID_ARGUMENT, naming
+// the file, for a missing field or one that is not numeric (bool, float16).
+absl::Status NormalizeNodeFeatures(Dataset* d, const std::string& field = "feat");
+
 }  // namespace fanout::partition

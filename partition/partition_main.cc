@@ -39,6 +39,10 @@ int main(int argc, char** argv) {
   args.AddBool("overwrite", &opt.overwrite,
                "replace --out if it is an earlier output of fanout-partition (never the input or "
                "another folder)");
+  bool normalize = false;
+  args.AddBool("normalize-features", &normalize,
+               "row-normalise node field 'feat' as PyG's NormalizeFeatures: subtract its minimum, divide each "
+               "row by its sum (stored as float32)");
   args.AddBool("quiet", &opt.quiet, "no progress on stderr");
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
   if (read.input_dir.empty()) return args.Fail(absl::InvalidArgumentError("--input is required"));
@@ -62,6 +66,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fanout-partition: read %s layout: %lld nodes, %lld edges in %.1fs\n",
                  data->layout.c_str(), static_cast<long long>(data->num_nodes),
                  static_cast<long long>(data->num_edges()), read_s);
+  }
+  if (normalize) {
+    if (absl::Status s = partition::NormalizeNodeFeatures(&*data); !s.ok()) return args.Fail(s);
+    if (!opt.quiet) std::fprintf(stderr, "fanout-partition: node features row-normalised (--normalize-features)\n");
   }
   absl::StatusOr<partition::PartitionSummary> summary = partition::PartitionDataset(*data, opt);
   if (!summary.ok()) return args.Fail(summary.status());

@@ -66,6 +66,35 @@ TEST(PartitionCliTest, GenerateThenPartitionBothLayouts) {
   }
 }
 
+// --normalize-features: every partition's feat rows are float32 and sum to 1 (or are all zero),
+// proportional to the input rows (the generated features are >= 0 after the minimum goes).
+TEST(PartitionCliTest, NormalizeFeaturesWritesRowsThatSumToOne) {
+  TempDir dir;
+  RunResult g = RunTool(dir, {FANOUT_GENERATE_BIN, "--preset", "tiny", "--out", dir.Sub("data"), "--seed", "3"});
+  ASSERT_EQ(g.exit_code, 0) << g.err;
+  RunResult p = RunTool(dir, {FANOUT_PARTITION_BIN, "--input", dir.Sub("data"), "--num-parts", "2", "--out",
+                              dir.Sub("parts"), "--normalize-features", "--quiet"});
+  ASSERT_EQ(p.exit_code, 0) << p.err;
+  int64_t rows = 0;
+  for (int k = 0; k < 2; ++k) {
+    auto f = core::NpyArray::Map(dir.Sub(StrCat("parts/part", k, "/node_data/feat.npy")));
+    ASSERT_TRUE(f.ok()) << f.status();
+    ASSERT_EQ(f->dtype(), core::DType::kFloat32);
+    const float* x = f->data_as<float>();
+    for (int64_t r = 0; r < f->rows(); ++r, ++rows) {
+      double sum = 0;
+      for (int64_t c = 0; c < f->row_elems(); ++c) {
+        ASSERT_GE(x[r * f->row_elems() + c], 0.f);
+        sum += x[r * f->row_elems() + c];
+      }
+      if (sum != 0) ASSERT_NEAR(sum, 1.0, 1e-5) << "partition " << k << " row " << r;
+    }
+  }
+  auto d = partition::ReadDataset({.input_dir = dir.Sub("data")});
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(rows, d->num_nodes);
+}
+
 struct CliError {
   const char* name;
   const char* edges;                   // content of edges.csv ("" keeps a valid file)
