@@ -1,6 +1,7 @@
 #include "trainer/scripted_model.h"
 
 #include <ATen/ops/scalar_tensor.h>
+#include <torch/csrc/jit/runtime/graph_executor.h>
 #include <torch/script.h>
 
 #include <algorithm>
@@ -15,6 +16,12 @@ namespace fanout::trainer {
 namespace {
 
 using core::StrCat;
+
+// kWhyNoJitOptimizer: scripted models run on TorchScript's plain interpreter, its graph optimizer
+// off. The default profiling executor re-profiles and guards every call and made a SAGE 2x16
+// step 1.25x the built-in one; off, 1.00-1.02x (bench/model_bench, docs/benchmarks.md). The
+// optimizer's fusions (NNC) are disabled on CPU in LibTorch 1.13 anyway, so nothing is lost.
+// The guard is scoped and per thread: other TorchScript in the process is unaffected.
 
 // The first line of a TorchScript error (the rest is a C++ or TorchScript stack trace).
 std::string FirstLine(const std::string& what) { return what.substr(0, what.find('\n')); }
@@ -49,6 +56,7 @@ class ScriptedModel final : public GnnModel {
   at::Tensor Forward(const std::vector<BlockTensors>& blocks, const at::Tensor& x) override {
     c10::List<c10::Dict<std::string, at::Tensor>> list;
     for (const BlockTensors& b : blocks) list.push_back(BlockDict(b));
+    const torch::jit::GraphOptimizerEnabledGuard plain_interpreter(false);  // see kWhyNoJitOptimizer
     at::Tensor out = module_.forward({list, x}).toTensor();
     const int64_t rows = blocks.empty() ? 0 : blocks.back().num_dst;
     TORCH_CHECK(out.dim() == 2 && out.size(0) == rows && out.size(1) == options().num_classes, "model ",
@@ -62,6 +70,7 @@ class ScriptedModel final : public GnnModel {
   at::Tensor ForwardLayer(int64_t layer, const BlockTensors& block, const at::Tensor& h) override {
     TORCH_CHECK(SupportsLayerwise(), "model ", options().script_path,
                 " has no forward_layer method, so it cannot run layer by layer");
+    const torch::jit::GraphOptimizerEnabledGuard plain_interpreter(false);  // see kWhyNoJitOptimizer
     return module_.get_method("forward_layer")({layer, BlockDict(block), h}).toTensor();
   }
   bool SupportsLayerwise() const override { return module_.find_method("forward_layer").has_value(); }

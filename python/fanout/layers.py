@@ -114,18 +114,36 @@ def relu_dropout(p: float, relu: bool = True, fused: Optional[bool] = None) -> n
     return FusedReluDropout(p, relu) if _use_fused(fused) else ReluDropout(p, relu)
 
 
+def project_first(num_src: int, num_dst: int, num_edges: int, in_dim: int, out_dim: int) -> bool:
+    """Whether projecting the sources before aggregating costs less than aggregating first and
+    projecting the destinations (the same result): matrix-product FLOPs plus aggregated elements,
+    an aggregated element costing about 16 FLOPs. fanout's built-in layers decide the same way
+    (trainer/models.h, ProjectBeforeAggregating)."""
+    s, d, e = float(num_src), float(num_dst), float(num_edges)
+    return 2.0 * s * in_dim * out_dim + 16.0 * e * out_dim < 16.0 * e * in_dim + 2.0 * d * in_dim * out_dim
+
+
 class SAGEConv(nn.Module):
     def __init__(self, in_dim: int, out_dim: int, fused: Optional[bool] = None):
         super().__init__()
         self.fc_self = nn.Linear(in_dim, out_dim, bias=False)
         self.fc_neigh = nn.Linear(in_dim, out_dim, bias=False)
         self.bias = nn.Parameter(torch.zeros(out_dim))
-        self.self_and_mean = FusedSelfAndMean() if _use_fused(fused) else SelfAndMean()
+        self.in_dim = in_dim
+        self.out_dim = out_dim
+        use_fused = _use_fused(fused)
+        self.self_and_mean = FusedSelfAndMean() if use_fused else SelfAndMean()
+        self.mean = _aggregate("mean", use_fused)
         gain = nn.init.calculate_gain("relu")
         nn.init.xavier_uniform_(self.fc_self.weight, gain=gain)
         nn.init.xavier_uniform_(self.fc_neigh.weight, gain=gain)
 
     def forward(self, block: Dict[str, Tensor], h: Tensor) -> Tensor:
+        num_dst = int(block["num_dst"])
+        if project_first(h.size(0), num_dst, block["src"].size(0), self.in_dim, self.out_dim):
+            # Narrow layers (the output layer): aggregate out_dim-wide rows instead of in_dim.
+            neigh = self.mean(block, F.linear(h, self.fc_neigh.weight))
+            return torch.addmm(self.bias, h[:num_dst], self.fc_self.weight.t()) + neigh
         # Aggregate first, then one product over [h_dst | mean] with the bias folded in.
         hs = self.self_and_mean(block, h)
         return F.linear(hs, torch.cat([self.fc_self.weight, self.fc_neigh.weight], 1), self.bias)
