@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace fanout::core {
 
@@ -15,15 +17,15 @@ absl::Status ParallelFor(int num_threads, int64_t n, const std::function<absl::S
   const int workers = static_cast<int>(std::min<int64_t>(num_threads, n));
   std::atomic<int64_t> next{0};
   std::atomic<bool> failed{false};
-  std::mutex mu;
-  absl::Status first;
+  absl::Mutex mu;
+  absl::Status first ABSL_GUARDED_BY(mu);
   auto work = [&] {
     while (!failed.load(std::memory_order_relaxed)) {
       int64_t i = next.fetch_add(1);
       if (i >= n) return;
       absl::Status s = fn(i);
       if (!s.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
+        absl::MutexLock lock(&mu);
         if (first.ok()) first = s;
         failed = true;
       }
@@ -33,6 +35,7 @@ absl::Status ParallelFor(int num_threads, int64_t n, const std::function<absl::S
   for (int t = 1; t < workers; ++t) threads.emplace_back(work);
   work();
   for (auto& t : threads) t.join();
+  absl::MutexLock lock(&mu);
   return first;
 }
 

@@ -160,7 +160,7 @@ absl::Status PartitionStore::GatherRows(const Field& f, std::span<const int64_t>
 void PartitionStore::GatherRowsAt(const Field& f, std::span<const int64_t> ids, int64_t base,
                                   std::span<const int64_t> dst_rows, char* out) const {
   const size_t rb = f.data.row_bytes();
-  std::shared_lock lock(f.mu);
+  absl::ReaderMutexLock lock(&f.mu);
   const char* rows = static_cast<const char*>(f.data.data());
   constexpr size_t kAhead = 8;  // rows are random: overlap their cache misses
   const size_t lines = (rb + 63) / 64;
@@ -220,7 +220,7 @@ absl::Status PartitionStore::PushNodeRows(const std::string& name, std::span<con
     return absl::InvalidArgumentError(StrCat("cannot add to ", DTypeName(f->schema.dtype), " field '", name,
                                              "'; use assign"));
   }
-  std::unique_lock lock(f->mu);
+  absl::MutexLock lock(&f->mu);
   char* base = static_cast<char*>(f->data.mutable_data());
   const char* src = static_cast<const char*>(data);
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -278,7 +278,7 @@ PartitionStore::Adjacency PartitionStore::Neighbors(int64_t gid, EdgeDir dir) co
 
 absl::StatusOr<std::shared_ptr<const std::vector<double>>> PartitionStore::EdgeWeights(
     const std::string& name) const {
-  std::lock_guard<std::mutex> lock(weights_mu_);
+  absl::MutexLock lock(&weights_mu_);
   if (auto it = weights_.find(name); it != weights_.end()) return it->second;
   ASSIGN_OR_RETURN(Field * f, FindField(edge_fields_, "edge", name));
   if (f->data.row_elems() != 1 || f->schema.dtype == DType::kFloat16) {

@@ -8,13 +8,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <shared_mutex>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "core/npy.h"
 #include "core/partition_book.h"
 #include "core/partition_config.h"
@@ -98,7 +99,10 @@ class PartitionStore {
   struct Field {
     FieldSchema schema;
     NpyArray data;
-    mutable std::shared_mutex mu;  // writers: PushNodeRows
+    // Readers (gathers) share it; PushNodeRows writes rows under it exclusively. It guards the
+    // rows' bytes, not `data` the object (its shape and mapping never change), so `data` carries
+    // no annotation.
+    mutable absl::Mutex mu;
   };
   PartitionStore(PartitionConfig config, int part_id, RangePartitionBook nodes, RangePartitionBook edges)
       : config_(std::move(config)), part_id_(part_id), node_book_(std::move(nodes)), edge_book_(std::move(edges)) {}
@@ -118,8 +122,8 @@ class PartitionStore {
   RangePartitionBook node_book_, edge_book_;
   NpyArray indptr_, indices_, out_indptr_, out_indices_, out_eids_;
   std::map<std::string, std::unique_ptr<Field>> node_fields_, edge_fields_;
-  mutable std::mutex weights_mu_;
-  mutable std::map<std::string, std::shared_ptr<const std::vector<double>>> weights_;
+  mutable absl::Mutex weights_mu_;
+  mutable std::map<std::string, std::shared_ptr<const std::vector<double>>> weights_ ABSL_GUARDED_BY(weights_mu_);
 };
 
 }  // namespace fanout::core

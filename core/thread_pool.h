@@ -3,12 +3,13 @@
 // starts the remote partitions' parts of a call here, so that their work overlaps the local part.
 #pragma once
 
-#include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace fanout::core {
 
@@ -26,10 +27,10 @@ class ThreadPool {
 
  private:
   void Loop();
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_;  // guarded by mu_
-  bool stopping_ = false;                    // guarded by mu_
+  absl::Mutex mu_;
+  absl::CondVar cv_;  // signalled when queue_ grows or stopping_ is set
+  std::deque<std::function<void()>> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 

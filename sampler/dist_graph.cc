@@ -1,11 +1,11 @@
 #include "sampler/dist_graph.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstring>
 #include <future>
-#include <mutex>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "core/check.h"
 #include "core/dtype.h"
 #include "core/status.h"
@@ -54,20 +54,23 @@ absl::Status DistGraph::ForEachPart(const std::vector<std::vector<int64_t>>& pos
                                     const std::function<void(int, core::Done)>& start) const {
   const int np = static_cast<int>(positions.size());
   struct Pending {
-    std::mutex mu;
-    std::condition_variable cv;
-    int answers = 0;  // calls whose done has not run
-    int starts = 0;   // pool tasks still inside start(): they use `start` and `pending`
-    std::vector<absl::Status> status;
+    absl::Mutex mu;
+    absl::CondVar cv;
+    int answers ABSL_GUARDED_BY(mu) = 0;  // calls whose done has not run
+    int starts ABSL_GUARDED_BY(mu) = 0;   // pool tasks still inside start(): they use `start` and `pending`
+    std::vector<absl::Status> status ABSL_GUARDED_BY(mu);
   } pending;
-  pending.status.resize(np);
   const int local = options_.machine_id;
-  for (int p = 0; p < np; ++p) pending.answers += positions[p].empty() ? 0 : 1;
+  {
+    absl::MutexLock lock(&pending.mu);
+    pending.status.resize(np);
+    for (int p = 0; p < np; ++p) pending.answers += positions[p].empty() ? 0 : 1;
+  }
   auto done_of = [&pending](int p) {
     return [&pending, p](absl::Status s) {
-      std::lock_guard<std::mutex> lock(pending.mu);
+      absl::MutexLock lock(&pending.mu);
       pending.status[p] = std::move(s);
-      if (--pending.answers == 0) pending.cv.notify_all();  // under the lock: `pending` outlives this
+      if (--pending.answers == 0) pending.cv.SignalAll();  // under the lock: `pending` outlives this
     };
   };
   // Other partitions' parts start on the pool (a remote source only sends its RPC there; a
@@ -82,18 +85,18 @@ absl::Status DistGraph::ForEachPart(const std::vector<std::vector<int64_t>>& pos
       continue;
     }
     {
-      std::lock_guard<std::mutex> lock(pending.mu);
+      absl::MutexLock lock(&pending.mu);
       ++pending.starts;
     }
     pool_->Submit([&pending, &start, done = done_of(p), p]() {
       start(p, done);
-      std::lock_guard<std::mutex> lock(pending.mu);
-      if (--pending.starts == 0) pending.cv.notify_all();
+      absl::MutexLock lock(&pending.mu);
+      if (--pending.starts == 0) pending.cv.SignalAll();
     });
   }
   if (local >= 0 && local < np && !positions[local].empty()) start(local, done_of(local));
-  std::unique_lock<std::mutex> lock(pending.mu);
-  pending.cv.wait(lock, [&] { return pending.answers == 0 && pending.starts == 0; });
+  absl::MutexLock lock(&pending.mu);
+  while (pending.answers != 0 || pending.starts != 0) pending.cv.Wait(&pending.mu);
   for (absl::Status& s : pending.status) {
     if (!s.ok()) return s;
   }

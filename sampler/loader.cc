@@ -10,12 +10,12 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "core/status.h"
 #include "core/strings.h"
 #include "sampler/sampler_spec.h"
@@ -41,46 +41,53 @@ class ThreadLoader final : public BatchLoader {
   }
   ~ThreadLoader() override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       stop_ = true;
     }
-    cv_.notify_all();
+    cv_.SignalAll();
     for (auto& t : workers_) t.join();
   }
   int64_t steps_per_epoch() const override { return steps_; }
   int64_t feature_dim() const override { return samplers_[0]->feature_dim(); }
 
   absl::StatusOr<MiniBatch> Next() override {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!error_.ok()) return error_;  // after a failure nothing more is made: keep reporting it
-    if (consumed_ >= total_) return absl::OutOfRangeError("no more batches: the last epoch is done");
-    cv_.wait(lock, [&] { return ready_.count(consumed_) > 0; });
-    auto node = ready_.extract(consumed_);
-    ++consumed_;
-    if (!node.mapped().ok()) error_ = node.mapped().status();
-    lock.unlock();
-    cv_.notify_all();
-    return std::move(node.mapped());
+    absl::StatusOr<MiniBatch> out;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!error_.ok()) return error_;  // after a failure nothing more is made: keep reporting it
+      if (consumed_ >= total_) return absl::OutOfRangeError("no more batches: the last epoch is done");
+      while (ready_.count(consumed_) == 0) cv_.Wait(&mu_);
+      auto node = ready_.extract(consumed_);
+      ++consumed_;
+      if (!node.mapped().ok()) error_ = node.mapped().status();
+      out = std::move(node.mapped());
+    }
+    cv_.SignalAll();
+    return out;
   }
 
  private:
   void Work(int i) {
-    std::unique_lock<std::mutex> lock(mu_);
     while (true) {
-      cv_.wait(lock, [&] { return stop_ || failed_ || (next_ < total_ && next_ < consumed_ + options_.prefetch); });
-      if (stop_ || failed_) return;
-      const int64_t g = next_++;
-      lock.unlock();
+      int64_t g = 0;
+      {
+        absl::MutexLock lock(&mu_);
+        while (!stop_ && !failed_ && !(next_ < total_ && next_ < consumed_ + options_.prefetch)) cv_.Wait(&mu_);
+        if (stop_ || failed_) return;
+        g = next_++;
+      }
       const int64_t epoch = options_.first_epoch + g / steps_, step = g % steps_;
       absl::StatusOr<MiniBatch> mb = samplers_[i]->Sample(epoch, step, &pool_);
       if (!mb.ok()) {
         mb = absl::Status(mb.status().code(), StrCat("sampling epoch ", epoch, " step ", step, ": ",
                                                      mb.status().message()));
       }
-      lock.lock();
-      if (!mb.ok()) failed_ = true;
-      ready_.emplace(g, std::move(mb));
-      cv_.notify_all();
+      {
+        absl::MutexLock lock(&mu_);
+        if (!mb.ok()) failed_ = true;
+        ready_.emplace(g, std::move(mb));
+      }
+      cv_.SignalAll();
     }
   }
 
@@ -89,13 +96,14 @@ class ThreadLoader final : public BatchLoader {
   BufferPool pool_;
   std::vector<std::thread> workers_;
   int64_t steps_ = 0, total_ = 0;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  int64_t next_ = 0;      // next batch index to start
-  int64_t consumed_ = 0;  // batches handed out
-  bool stop_ = false, failed_ = false;
-  absl::Status error_;  // the first failed batch, once handed out
-  std::map<int64_t, absl::StatusOr<MiniBatch>> ready_;
+  absl::Mutex mu_;
+  absl::CondVar cv_;                           // signalled on every change below
+  int64_t next_ ABSL_GUARDED_BY(mu_) = 0;      // next batch index to start
+  int64_t consumed_ ABSL_GUARDED_BY(mu_) = 0;  // batches handed out
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  bool failed_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status error_ ABSL_GUARDED_BY(mu_);  // the first failed batch, once handed out
+  std::map<int64_t, absl::StatusOr<MiniBatch>> ready_ ABSL_GUARDED_BY(mu_);
 };
 
 std::string DescribeExit(int status) {

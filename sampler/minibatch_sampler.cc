@@ -170,7 +170,7 @@ absl::Status MiniBatchSampler::FetchLabels(std::span<const int64_t> seeds, std::
 std::shared_ptr<float[]> BufferPool::Get(size_t floats) {
   std::vector<float> v;
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    absl::MutexLock lock(&state_->mu);
     auto& free = state_->free;
     // The smallest kept buffer that is large enough, else the largest (grown below).
     auto better = [floats](const std::vector<float>& a, const std::vector<float>& b) {
@@ -193,7 +193,7 @@ std::shared_ptr<float[]> BufferPool::Get(size_t floats) {
   return std::shared_ptr<float[]>(holder->data(), [holder, weak](float*) {
     std::unique_ptr<std::vector<float>> own(holder);
     if (auto state = weak.lock()) {
-      std::lock_guard<std::mutex> lock(state->mu);
+      absl::MutexLock lock(&state->mu);
       if (state->free.size() < state->max_kept) state->free.push_back(std::move(*own));
     }
   });

@@ -6,11 +6,12 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "sampler/dist_graph.h"
 #include "sampler/id_map.h"
 #include "sampler/minibatch.h"
@@ -29,9 +30,9 @@ class BufferPool {
 
  private:
   struct State {
-    std::mutex mu;
-    std::vector<std::vector<float>> free;
-    size_t max_kept = 8;
+    absl::Mutex mu;
+    std::vector<std::vector<float>> free ABSL_GUARDED_BY(mu);
+    size_t max_kept = 8;  // set before the state is shared
   };
   std::shared_ptr<State> state_;
 };

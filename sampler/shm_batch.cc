@@ -121,14 +121,14 @@ BatchMappings::BatchMappings(size_t max_idle) : state_(std::make_shared<State>()
 }
 
 BatchMappings::~BatchMappings() {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  absl::MutexLock lock(&state_->mu);
   for (const Entry& e : state_->idle) munmap(e.addr, e.size);
   state_->idle.clear();
   state_->closed = true;
 }
 
 int64_t BatchMappings::maps_made() const {
-  std::lock_guard<std::mutex> lock(state_->mu);
+  absl::MutexLock lock(&state_->mu);
   return state_->made;
 }
 
@@ -137,7 +137,7 @@ absl::StatusOr<std::shared_ptr<const void>> BatchMappings::Map(int fd, size_t si
   if (fstat(fd, &st) != 0) return Errno("fstat on a batch file");
   Entry entry{st.st_dev, st.st_ino, size, nullptr};
   {
-    std::lock_guard<std::mutex> lock(state_->mu);
+    absl::MutexLock lock(&state_->mu);
     for (auto it = state_->idle.begin(); it != state_->idle.end(); ++it) {
       if (it->dev == entry.dev && it->ino == entry.ino && it->size == size) {
         entry = *it;
@@ -151,11 +151,11 @@ absl::StatusOr<std::shared_ptr<const void>> BatchMappings::Map(int fd, size_t si
     void* addr = mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
     if (addr == MAP_FAILED) return Errno("mapping a batch file");
     entry.addr = addr;
-    std::lock_guard<std::mutex> lock(state_->mu);
+    absl::MutexLock lock(&state_->mu);
     ++state_->made;
   }
   return std::shared_ptr<const void>(entry.addr, [state = state_, entry](const void*) {
-    std::lock_guard<std::mutex> lock(state->mu);
+    absl::MutexLock lock(&state->mu);
     if (state->closed) {
       munmap(entry.addr, entry.size);
       return;

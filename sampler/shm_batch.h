@@ -10,10 +10,11 @@
 #include <functional>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "sampler/minibatch.h"
 
 namespace fanout::sampler {
@@ -70,11 +71,11 @@ class BatchMappings {
     void* addr;
   };
   struct State {
-    std::mutex mu;
-    std::list<Entry> idle;  // most recently used first
-    size_t max_idle;
-    int64_t made = 0;
-    bool closed = false;  // the owner is gone: unmap on release
+    absl::Mutex mu;
+    std::list<Entry> idle ABSL_GUARDED_BY(mu);  // most recently used first
+    size_t max_idle = 0;                         // set before the state is shared
+    int64_t made ABSL_GUARDED_BY(mu) = 0;
+    bool closed ABSL_GUARDED_BY(mu) = false;  // the owner is gone: unmap on release
   };
   std::shared_ptr<State> state_;
 };

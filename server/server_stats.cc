@@ -8,7 +8,7 @@ namespace fanout::server {
 void ServerStats::Record(const std::string& method, bool ok, int64_t bytes_in, int64_t bytes_out,
                          double micros) {
   int b = micros <= 1 ? 0 : std::min(kBuckets - 1, static_cast<int>(std::log2(micros) * 4));
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   Method& m = methods_[method];
   ++m.requests;
   m.errors += ok ? 0 : 1;
@@ -29,7 +29,7 @@ double ServerStats::Percentile(const Method& m, double q) {
 }
 
 std::vector<ServerStats::Snapshot> ServerStats::Read() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   std::vector<Snapshot> out;
   for (const auto& [name, m] : methods_) {
     out.push_back({name, m.requests, m.errors, m.bytes_in, m.bytes_out, Percentile(m, 0.5),

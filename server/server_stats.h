@@ -4,9 +4,11 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace fanout::server {
 
@@ -32,8 +34,8 @@ class ServerStats {
     int64_t buckets[kBuckets] = {};
   };
   static double Percentile(const Method& m, double q);
-  mutable std::mutex mu_;
-  std::map<std::string, Method> methods_;  // guarded by mu_
+  mutable absl::Mutex mu_;
+  std::map<std::string, Method> methods_ ABSL_GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point start_;
 };
 
