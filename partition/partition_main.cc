@@ -39,6 +39,12 @@ int main(int argc, char** argv) {
   args.AddBool("overwrite", &opt.overwrite,
                "replace --out if it is an earlier output of fanout-partition (never the input or "
                "another folder)");
+  std::string edge_split;
+  args.AddString("edge-split", &edge_split,
+                 "link prediction: TRAIN,VALID,TEST fractions of the node pairs (e.g. 0.85,0.05,0.10); valid and "
+                 "test pairs are left out of the graph in both directions and written to link/ with negatives",
+                 [](const std::string& v) { return partition::ParseEdgeSplit(v).status(); });
+  args.AddInt("eval-negatives", &opt.edge_split.negatives, "with --edge-split: negative pairs per valid/test positive");
   bool normalize = false;
   args.AddBool("normalize-features", &normalize,
                "row-normalise node field 'feat' as PyG's NormalizeFeatures: subtract its minimum, divide each "
@@ -54,6 +60,11 @@ int main(int argc, char** argv) {
   opt.objective_volume = objtype == "vol";
   opt.remove_self_loops = self_loops == "remove";
   opt.remove_duplicate_edges = duplicates == "remove";
+  if (!edge_split.empty()) {
+    const int64_t negatives = opt.edge_split.negatives;
+    opt.edge_split = *partition::ParseEdgeSplit(edge_split);
+    opt.edge_split.negatives = negatives;
+  }
   // Options that do not need the data are checked before reading it.
   if (absl::Status v = partition::ValidatePartitionOptions(opt, -1); !v.ok()) return args.Fail(v);
 

@@ -278,6 +278,13 @@ absl::Status ValidatePartitionOptions(const PartitionOptions& o, int64_t num_nod
   if (o.method == PartMethod::kFile && o.assignment_file.empty()) {
     return absl::InvalidArgumentError("--part-method file needs --assignment FILE");
   }
+  if (o.edge_split.negatives < 1 || o.edge_split.negatives > 100000) {
+    return absl::InvalidArgumentError(
+        StrCat("--eval-negatives must be in [1, 100000], got ", o.edge_split.negatives));
+  }
+  if (!(o.edge_split.valid >= 0 && o.edge_split.test >= 0 && o.edge_split.valid + o.edge_split.test < 1)) {
+    return absl::InvalidArgumentError("--edge-split: the valid and test fractions must be >= 0 and leave some to train");
+  }
   if (o.method != PartMethod::kFile && !o.assignment_file.empty()) {
     return absl::InvalidArgumentError("--assignment is only used with --part-method file");
   }
@@ -335,6 +342,20 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   s.num_nodes = n;
   s.input_edges = d.num_edges();
 
+  EdgeSplit split;
+  if (o.edge_split.enabled()) {
+    timer.Start("edge-split");
+    EdgeSplitOptions eo = o.edge_split;
+    eo.seed = o.seed;
+    ASSIGN_OR_RETURN(split, SplitEdges(d, eo));
+    s.link_pairs = split.pairs;
+    s.link_train = split.train_pairs;
+    s.link_valid = static_cast<int64_t>(split.valid_pos.size() / 2);
+    s.link_test = static_cast<int64_t>(split.test_pos.size() / 2);
+    Log(o, StrCat("edge split: ", s.link_pairs, " node pairs: ", s.link_train, " train, ", s.link_valid, " valid, ",
+                  s.link_test, " test (held out in both directions)"));
+  }
+
   timer.Start("assign");
   Log(o, StrCat("assigning ", n, " nodes to ", K, " partitions"));
   ASSIGN_OR_RETURN(std::vector<int32_t> part, AssignPartitions(d, o, &s.metis_note));
@@ -365,6 +386,8 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
       n, view.size(),
       [&](int64_t v) -> std::pair<int64_t, int64_t> {
         int64_t u = view.src(v), w = view.dst(v);
+        // Held-out pairs (link prediction) are not stored, in either direction.
+        if (!split.role.empty() && split.role[view.input_row(v)] != 0) return {-1, 0};
         // A self loop's reverse is itself: store it once; drop all of them on request.
         if (u == w && (o.remove_self_loops || view.is_reverse(v))) return {-1, 0};
         return {new_id[w], new_id[u]};
@@ -405,6 +428,32 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
     }
   }
   ASSIGN_OR_RETURN(core::RangePartitionBook book, cfg.NodeBook());
+  nlohmann::json link;
+  if (o.edge_split.enabled()) {
+    // Held-out positives and their negatives, in new node IDs (what the trainer samples with).
+    const fs::path dir = fs::path(staging.path()) / "link";
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) return absl::InternalError(StrCat("cannot create ", dir.string(), ": ", ec.message()));
+    for (const auto& [file, pairs] : {std::pair<const char*, const std::vector<int64_t>*>{"valid_pos", &split.valid_pos},
+                                      {"valid_neg", &split.valid_neg},
+                                      {"test_pos", &split.test_pos},
+                                      {"test_neg", &split.test_neg}}) {
+      std::vector<int64_t> relabelled(pairs->size());
+      for (size_t i = 0; i < pairs->size(); ++i) relabelled[i] = new_id[(*pairs)[i]];
+      const int64_t rows = static_cast<int64_t>(relabelled.size() / 2);
+      RETURN_IF_ERROR(core::WriteNpy((dir / (std::string(file) + ".npy")).string(), core::DType::kInt64, {rows, 2},
+                                     relabelled.data()));
+      link[file] = {{"file", StrCat("link/", file, ".npy")}, {"rows", rows}};
+    }
+    link["node_ids"] = "new node IDs (graph/orig_nids.npy of the owning partition maps them back)";
+    link["fractions"] = {1 - o.edge_split.valid - o.edge_split.test, o.edge_split.valid, o.edge_split.test};
+    link["negatives_per_positive"] = o.edge_split.negatives;
+    link["node_pairs"] = s.link_pairs;
+    link["train_pairs"] = s.link_train;
+    link["held_out"] = "valid and test pairs are not stored in either direction; negatives share the positive's "
+                       "source and are linked to it in neither direction in the input";
+  }
   std::vector<int64_t> out_degree(n, 0);
   for (int64_t u : csc.indices) ++out_degree[u];
   Relabelled rel{&d, &view, &cfg, &book, &csc, &origin, &orig_nid, &new_id, &out_degree, o.halo_hops};
@@ -439,6 +488,7 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   build["part_edges"] = s.part_edges;
   build["part_train_nodes"] = s.part_train;
   build["part_halo_nodes"] = s.part_halo;
+  if (!link.empty()) build["link"] = link;
   ASSIGN_OR_RETURN(std::string json, core::PartitionConfigToJson(cfg, build.dump()));
   {
     std::string p = (fs::path(staging.path()) / (name + ".json")).string();
@@ -468,6 +518,10 @@ std::string PartitionSummary::ToString() const {
   std::snprintf(buf, sizeof(buf), "edge cut:         %lld (%.2f%% of stored edges)\n",
                 static_cast<long long>(edge_cut), 100.0 * cut_frac);
   r += buf;
+  if (link_pairs > 0) {
+    r += StrCat("link split:       ", link_pairs, " node pairs: ", link_train, " train (stored), ", link_valid,
+                " valid, ", link_test, " test (in link/, not stored)\n");
+  }
   std::snprintf(buf, sizeof(buf), "balance (max/avg): nodes %.3f, edges %.3f, train nodes %.3f\n",
                 Imbalance(part_nodes), Imbalance(part_edges), Imbalance(part_train));
   r += buf;

@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "core/process_stats.h"
 #include "partition/dataset.h"
+#include "partition/edge_split.h"
 
 namespace fanout::partition {
 
@@ -31,6 +32,9 @@ struct PartitionOptions {
   int num_threads = 0;                 // threads for sorting and writing; 0 = all cores
   bool overwrite = false;              // replace an out_dir this tool wrote (core/staging_dir.h)
   bool quiet = false;                  // no progress lines on stderr
+  // Link prediction: node pairs held out of the stored graph, with negatives (edge_split.h);
+  // its seed is `seed`.
+  EdgeSplitOptions edge_split;
 };
 
 // Checks `options`; num_nodes < 0 (not read yet) skips the checks that need it.
@@ -49,6 +53,8 @@ struct PartitionSummary {
   double total_seconds = 0;
   int64_t peak_rss_bytes = 0;
   std::string metis_note;              // e.g. the constraints used
+  // With an edge split: distinct node pairs, and how many train / valid / test.
+  int64_t link_pairs = 0, link_train = 0, link_valid = 0, link_test = 0;
 
   // Human-readable multi-line report.
   std::string ToString() const;

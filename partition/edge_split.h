@@ -1,0 +1,46 @@
+// Held-out edges for link prediction: a random split of the input's node pairs into train,
+// valid and test, and negative pairs drawn once per held-out positive so that evaluation is
+// repeatable. The partitioner leaves the held-out pairs out of the stored graph in both
+// directions (an undirected edge listed twice, or added back by --add-reverse-edges, cannot
+// leak), and writes positives and negatives under link/ in new node IDs.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "partition/dataset.h"
+
+namespace fanout::partition {
+
+struct EdgeSplitOptions {
+  double valid = 0;       // fraction of the node pairs held out for validation
+  double test = 0;        // ... and for test; the rest trains
+  int64_t negatives = 1;  // negative pairs drawn per held-out positive
+  uint64_t seed = 0;
+
+  bool enabled() const { return valid > 0 || test > 0; }
+};
+
+// "TRAIN,VALID,TEST" fractions that sum to 1 (e.g. 0.85,0.05,0.10). INVALID_ARGUMENT names
+// the flag and what is wrong.
+absl::StatusOr<EdgeSplitOptions> ParseEdgeSplit(const std::string& text);
+
+struct EdgeSplit {
+  // Per input edge row: 0 trains (stored), 1 valid, 2 test (both left out of the stored graph).
+  std::vector<uint8_t> role;
+  // Pairs in input node IDs, flattened [n, 2]: each held-out pair once, oriented as its first
+  // input row; negatives [n * negatives, 2], row i * negatives + j for positive i, with the
+  // positive's source and a node it has no edge with in either direction.
+  std::vector<int64_t> valid_pos, test_pos, valid_neg, test_neg;
+  int64_t pairs = 0;        // distinct unordered node pairs (self loops excluded)
+  int64_t train_pairs = 0;  // of them, kept in the graph
+};
+
+// Splits the distinct unordered pairs {u, v}, u != v, of d's edges: a seeded shuffle, then the
+// first round(pairs * valid) are valid, the next round(pairs * test) test. Self loops always
+// train. Deterministic in (edges, options). FAILED_PRECONDITION when a negative cannot be found
+// (a node linked to nearly every other) or the split would leave a set empty that was asked for.
+absl::StatusOr<EdgeSplit> SplitEdges(const Dataset& d, const EdgeSplitOptions& options);
+
+}  // namespace fanout::partition
