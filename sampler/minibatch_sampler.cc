@@ -95,7 +95,8 @@ std::vector<int64_t> MiniBatchSampler::StepSeeds(int64_t epoch, int64_t step) {
 }
 
 absl::Status MiniBatchSampler::SampleBlocksFor(std::span<const int64_t> seeds, uint64_t stream,
-                                               std::vector<Block>* blocks) {
+                                               std::vector<Block>* blocks,
+                                               const std::vector<std::pair<int64_t, int64_t>>* exclude) {
   const int layers = static_cast<int>(options_.fanouts.size());
   blocks->assign(layers, Block());
   std::span<const int64_t> frontier = seeds;
@@ -105,6 +106,7 @@ absl::Status MiniBatchSampler::SampleBlocksFor(std::span<const int64_t> seeds, u
     so.replace = options_.replace;
     so.seed = Mix(stream, static_cast<uint64_t>(l) + 1);
     RETURN_IF_ERROR(graph_->SampleNeighbors(frontier, so, &edges_));
+    if (exclude != nullptr && !exclude->empty()) DropExcluded(*exclude, &edges_);
     Block& b = (*blocks)[l];
     const size_t nd = frontier.size(), ne = edges_.size();
     b.num_dst = static_cast<int64_t>(nd);
@@ -165,6 +167,21 @@ absl::Status MiniBatchSampler::FetchLabels(std::span<const int64_t> seeds, std::
   labels->resize(seeds.size());
   Convert(f.dtype, raw.data(), seeds.size(), labels->data());
   return absl::OkStatus();
+}
+
+void DropExcluded(const std::vector<std::pair<int64_t, int64_t>>& exclude, core::SampledEdges* edges) {
+  size_t kept = 0;
+  for (size_t e = 0; e < edges->size(); ++e) {
+    const int64_t u = edges->src[e], v = edges->dst[e];
+    if (std::binary_search(exclude.begin(), exclude.end(), std::pair{std::min(u, v), std::max(u, v)})) continue;
+    edges->src[kept] = u;
+    edges->dst[kept] = v;
+    edges->eid[kept] = edges->eid[e];
+    ++kept;
+  }
+  edges->src.resize(kept);
+  edges->dst.resize(kept);
+  edges->eid.resize(kept);
 }
 
 std::shared_ptr<float[]> BufferPool::Get(size_t floats) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -52,6 +53,10 @@ struct SamplerOptions {
 // Checks options against a graph: fanouts, batch size, fields present with usable dtypes.
 absl::Status ValidateSamplerOptions(const SamplerOptions& options, const DistGraph& graph);
 
+// Removes the edges of `edges` between a pair of `exclude` (sorted (min, max) pairs), in either
+// direction, keeping the order of the others.
+void DropExcluded(const std::vector<std::pair<int64_t, int64_t>>& exclude, core::SampledEdges* edges);
+
 // Thread-compatible: one instance per thread (it keeps scratch space); the graph is shared.
 class MiniBatchSampler {
  public:
@@ -68,8 +73,11 @@ class MiniBatchSampler {
 
   // Blocks and labels of (epoch, step); features left empty.
   absl::StatusOr<MiniBatch> SampleBlocks(int64_t epoch, int64_t step);
-  // Blocks of arbitrary seeds (distinct), drawn with random stream `stream`.
-  absl::Status SampleBlocksFor(std::span<const int64_t> seeds, uint64_t stream, std::vector<Block>* blocks);
+  // Blocks of arbitrary seeds (distinct), drawn with random stream `stream`. `exclude` (sorted
+  // (min, max) node pairs; may be null) drops every sampled edge between such a pair, in either
+  // direction, before the block is built: link prediction's seed edges and their reverses.
+  absl::Status SampleBlocksFor(std::span<const int64_t> seeds, uint64_t stream, std::vector<Block>* blocks,
+                               const std::vector<std::pair<int64_t, int64_t>>* exclude = nullptr);
   // Fills `out` (input_nodes.size() x feature_dim floats) with the input nodes' features.
   absl::Status FetchFeatures(std::span<const int64_t> input_nodes, float* out);
   absl::Status FetchLabels(std::span<const int64_t> seeds, std::vector<int64_t>* labels);

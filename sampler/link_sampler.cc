@@ -1,0 +1,156 @@
+#include "sampler/link_sampler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <utility>
+
+#include "core/random.h"
+#include "core/status.h"
+#include "core/strings.h"
+#include "sampler/id_map.h"
+#include "sampler/seed_split.h"
+
+namespace fanout::sampler {
+
+using core::StrCat;
+
+namespace {
+
+uint64_t Mix(uint64_t h, uint64_t v) { return core::SplitMix64(h ^ core::SplitMix64(v)); }
+
+}  // namespace
+
+std::vector<int64_t> RankEdgeSeeds(const core::PartitionConfig& config, int tpm, int rank) {
+  const int part = rank / tpm, local = rank % tpm;
+  const int64_t begin = config.edge_bounds[part], n = config.edge_bounds[part + 1] - begin;
+  std::vector<int64_t> out;
+  for (int64_t e = begin + n * local / tpm; e < begin + n * (local + 1) / tpm; ++e) out.push_back(e);
+  return out;
+}
+
+LinkBatchSampler::LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions options, std::vector<int64_t> edges,
+                                   SamplerOptions node_options)
+    : graph_(graph),
+      options_(std::move(options)),
+      edges_(std::move(edges)),
+      nodes_(graph, std::move(node_options), {}) {
+  const int64_t n = static_cast<int64_t>(edges_.size());
+  edges_per_epoch_ = options_.edges_per_epoch < 0 ? n : std::min(n, options_.edges_per_epoch);
+  steps_per_epoch_ = (edges_per_epoch_ + options_.batch_size - 1) / options_.batch_size;
+}
+
+absl::StatusOr<std::unique_ptr<LinkBatchSampler>> LinkBatchSampler::Create(const DistGraph* graph,
+                                                                           LinkSamplerOptions o,
+                                                                           std::vector<int64_t> edges) {
+  if (o.batch_size < 1) return absl::InvalidArgumentError(StrCat("--batch-size must be >= 1, got ", o.batch_size));
+  if (o.negatives < 1) return absl::InvalidArgumentError(StrCat("--negatives must be >= 1, got ", o.negatives));
+  if (graph->num_nodes() < 3) {
+    return absl::FailedPreconditionError("link prediction needs at least 3 nodes to draw negatives from");
+  }
+  const int64_t num_edges = graph->config().edge_bounds.empty() ? 0 : graph->config().edge_bounds.back();
+  for (int64_t e : edges) {
+    if (e < 0 || e >= num_edges) {
+      return absl::InvalidArgumentError(StrCat("edge seed ", e, " is not an edge ID in [0, ", num_edges, ")"));
+    }
+  }
+  SamplerOptions so;
+  so.fanouts = o.fanouts;
+  so.batch_size = o.batch_size;
+  so.replace = o.replace;
+  so.seed = o.seed;
+  so.rank = o.rank;
+  so.feature_field = o.feature_field;
+  so.label_field = "";
+  RETURN_IF_ERROR(ValidateSamplerOptions(so, *graph));
+  std::unique_ptr<LinkBatchSampler> s(new LinkBatchSampler(graph, std::move(o), std::move(edges), std::move(so)));
+  if (s->options_.negative_sampling == NegativeSampling::kDegreePow75) {
+    const int64_t n = graph->num_nodes();
+    std::vector<int64_t> ids(n), degree(n);
+    for (int64_t v = 0; v < n; ++v) ids[v] = v;
+    RETURN_IF_ERROR(graph->Degrees(ids, core::EdgeDir::kIn, degree.data()));
+    s->cumulative_.resize(n);
+    double sum = 0;
+    for (int64_t v = 0; v < n; ++v) s->cumulative_[v] = sum += std::pow(static_cast<double>(degree[v]), 0.75);
+    if (!(sum > 0)) return absl::FailedPreconditionError("degree^0.75 negatives: the graph has no edges");
+  }
+  return s;
+}
+
+int64_t LinkBatchSampler::DrawNegative(uint64_t& state) const {
+  const uint64_t r = core::SplitMix64(state++);
+  if (cumulative_.empty()) return static_cast<int64_t>(r % static_cast<uint64_t>(graph_->num_nodes()));
+  // Uniform in [0, total), 53 bits, then the first node whose prefix sum exceeds it.
+  const double x = static_cast<double>(r >> 11) * 0x1.0p-53 * cumulative_.back();
+  return std::upper_bound(cumulative_.begin(), cumulative_.end(), x) - cumulative_.begin();
+}
+
+absl::StatusOr<LinkMiniBatch> LinkBatchSampler::Sample(int64_t epoch, int64_t step) {
+  if (step < 0 || step >= steps_per_epoch_) {
+    return absl::OutOfRangeError(StrCat("step ", step, " of an epoch of ", steps_per_epoch_, " steps"));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  LinkMiniBatch b;
+  b.epoch = epoch;
+  b.step = step;
+  // This epoch's positives: the trainer's edges shuffled per (seed, epoch, rank), cut to the
+  // count every rank uses; then this step's slice.
+  const std::vector<int64_t> epoch_edges =
+      EpochSeeds(edges_, edges_per_epoch_, /*shuffle=*/true, options_.seed, epoch, options_.rank);
+  const int64_t first = step * options_.batch_size;
+  const int64_t count = std::min(options_.batch_size, edges_per_epoch_ - first);
+  b.eids.assign(epoch_edges.begin() + first, epoch_edges.begin() + first + count);
+  std::vector<int64_t> src(count), dst(count);
+  RETURN_IF_ERROR(graph_->FindEdges(b.eids, src.data(), dst.data()));
+
+  // Negatives: the positive's source with a drawn node that is neither endpoint.
+  uint64_t state = Mix(Mix(Mix(options_.seed ^ 0x6e6567ULL, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(step)),
+                       static_cast<uint64_t>(options_.rank));
+  std::vector<int64_t> neg(count * options_.negatives);
+  for (int64_t i = 0; i < count; ++i) {
+    for (int64_t k = 0; k < options_.negatives; ++k) {
+      int64_t w = DrawNegative(state);
+      while (w == src[i] || w == dst[i]) w = DrawNegative(state);
+      neg[i * options_.negatives + k] = w;
+    }
+  }
+
+  // The distinct endpoints, in order of first appearance, and each pair's positions.
+  IdMap map;
+  map.Reset(static_cast<size_t>(2 * count + neg.size()));
+  b.pos_src.resize(count);
+  b.pos_dst.resize(count);
+  b.neg_src.resize(neg.size());
+  b.neg_dst.resize(neg.size());
+  for (int64_t i = 0; i < count; ++i) {
+    b.pos_src[i] = map.Insert(src[i]);
+    b.pos_dst[i] = map.Insert(dst[i]);
+  }
+  for (size_t j = 0; j < neg.size(); ++j) {
+    b.neg_src[j] = b.pos_src[j / options_.negatives];
+    b.neg_dst[j] = map.Insert(neg[j]);
+  }
+  b.nodes.epoch = epoch;
+  b.nodes.step = step;
+  b.nodes.seeds = map.TakeIds();
+
+  std::vector<std::pair<int64_t, int64_t>> exclude;
+  if (options_.exclude_seed_edges) {
+    for (int64_t i = 0; i < count; ++i) exclude.emplace_back(std::min(src[i], dst[i]), std::max(src[i], dst[i]));
+    std::sort(exclude.begin(), exclude.end());
+    exclude.erase(std::unique(exclude.begin(), exclude.end()), exclude.end());
+  }
+  RETURN_IF_ERROR(nodes_.SampleBlocksFor(b.nodes.seeds, Mix(state, 0x626c6f636bULL), &b.nodes.blocks,
+                                         options_.exclude_seed_edges ? &exclude : nullptr));
+  const auto sampled = std::chrono::steady_clock::now();
+  b.nodes.sample_seconds = std::chrono::duration<double>(sampled - start).count();
+  const std::vector<int64_t>& inputs = b.nodes.input_nodes();
+  const int64_t dim = nodes_.feature_dim();
+  auto buffer = std::shared_ptr<float[]>(new float[std::max<size_t>(1, inputs.size() * dim)]);
+  RETURN_IF_ERROR(nodes_.FetchFeatures(inputs, buffer.get()));
+  b.nodes.features = {buffer, buffer.get(), static_cast<int64_t>(inputs.size()), dim};
+  b.nodes.fetch_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - sampled).count();
+  return b;
+}
+
+}  // namespace fanout::sampler

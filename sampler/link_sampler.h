@@ -1,0 +1,79 @@
+// Edge mini-batches for link prediction: each step takes positive edges (stored training edges of
+// the graph), draws negatives for them, and samples blocks around every endpoint with the
+// positive pairs excluded from the neighbourhoods (in both directions, as DGL's
+// exclude="reverse_id"), so a model never sees the edge it is asked to predict. A batch is a pure
+// function of (options, the trainer's edge list, epoch, step).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/partition_config.h"
+#include "sampler/dist_graph.h"
+#include "sampler/minibatch.h"
+#include "sampler/minibatch_sampler.h"
+
+namespace fanout::sampler {
+
+enum class NegativeSampling {
+  kUniform,      // corrupt the destination with a node drawn uniformly
+  kDegreePow75,  // ... drawn with probability proportional to in-degree^0.75 (word2vec, DGL)
+};
+
+struct LinkSamplerOptions {
+  std::vector<int64_t> fanouts = {15, 10, 5};  // per layer, input layer first; -1 = all
+  int64_t batch_size = 1024;                   // positive edges per step
+  int64_t negatives = 1;                       // negatives per positive (same source)
+  NegativeSampling negative_sampling = NegativeSampling::kUniform;
+  bool exclude_seed_edges = true;  // drop the positive pairs (both directions) from the blocks
+  bool replace = false;
+  uint64_t seed = 0;
+  int rank = 0;
+  int64_t edges_per_epoch = -1;  // -1: all of the trainer's edges
+  std::string feature_field = "feat";
+};
+
+struct LinkMiniBatch {
+  int64_t epoch = 0, step = 0;
+  // Blocks around `nodes.seeds`: the distinct endpoints of the positives and negatives, in order
+  // of first appearance; features of the input nodes; no labels.
+  MiniBatch nodes;
+  // Pairs as positions in nodes.seeds: positive i is (pos_src[i], pos_dst[i]); its negatives are
+  // rows i * negatives .. (i + 1) * negatives - 1 of neg_src / neg_dst (neg_src[j] = pos_src[i]).
+  std::vector<int64_t> pos_src, pos_dst, neg_src, neg_dst;
+  std::vector<int64_t> eids;  // the positive edges' global IDs
+};
+
+// The training edges of rank `rank`: the edges its partition stores (in-edges of its nodes,
+// global edge IDs [edge_bounds[p], edge_bounds[p + 1])), cut into trainers_per_machine contiguous
+// slices. Disjoint across ranks; together every stored edge once.
+std::vector<int64_t> RankEdgeSeeds(const core::PartitionConfig& config, int trainers_per_machine, int rank);
+
+// Thread-compatible (one instance per thread); the graph is shared.
+class LinkBatchSampler {
+ public:
+  // `edges`: this trainer's positive edges (RankEdgeSeeds). For kDegreePow75 the in-degree of
+  // every node is read once here.
+  static absl::StatusOr<std::unique_ptr<LinkBatchSampler>> Create(const DistGraph* graph, LinkSamplerOptions options,
+                                                                  std::vector<int64_t> edges);
+
+  int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  int64_t feature_dim() const { return nodes_.feature_dim(); }
+  absl::StatusOr<LinkMiniBatch> Sample(int64_t epoch, int64_t step);
+
+ private:
+  LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions options, std::vector<int64_t> edges,
+                   SamplerOptions node_options);
+  int64_t DrawNegative(uint64_t& state) const;
+
+  const DistGraph* graph_;
+  LinkSamplerOptions options_;
+  std::vector<int64_t> edges_;
+  MiniBatchSampler nodes_;
+  int64_t edges_per_epoch_ = 0, steps_per_epoch_ = 0;
+  std::vector<double> cumulative_;  // kDegreePow75: prefix sums of in-degree^0.75
+};
+
+}  // namespace fanout::sampler

@@ -1,0 +1,164 @@
+// Edge mini-batches for link prediction on a real two-partition graph read from its files (one
+// LocalGraphSource per partition, no servers).
+#include "sampler/link_sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "core/graph_source.h"
+#include "core/partition_store.h"
+#include "tests/testing/testing.h"
+
+namespace fanout::sampler {
+namespace {
+
+class LinkSamplerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string path = fanout::testing::PartitionRandom(dir_, {.num_nodes = 400, .num_edges = 3000}, 2);
+    ASSERT_FALSE(path.empty());
+    auto config = core::LoadPartitionConfig(path);
+    ASSERT_TRUE(config.ok());
+    config_ = *config;
+    std::vector<std::shared_ptr<core::GraphSource>> sources;
+    for (int k = 0; k < 2; ++k) {
+      auto store = core::PartitionStore::Open(config_, k);
+      ASSERT_TRUE(store.ok()) << store.status();
+      sources.push_back(std::make_shared<core::LocalGraphSource>(std::move(*store)));
+    }
+    auto g = DistGraph::FromSources(config_, 0, std::move(sources));
+    ASSERT_TRUE(g.ok()) << g.status();
+    graph_ = std::move(*g);
+  }
+
+  LinkSamplerOptions Options() const {
+    LinkSamplerOptions o;
+    o.fanouts = {5, 5};
+    o.batch_size = 64;
+    o.negatives = 3;
+    o.seed = 9;
+    return o;
+  }
+
+  fanout::testing::TempDir dir_;
+  core::PartitionConfig config_;
+  std::unique_ptr<DistGraph> graph_;
+};
+
+TEST_F(LinkSamplerTest, RanksGetDisjointEdgeSetsCoveringEveryEdge) {
+  constexpr int kTpm = 2;
+  std::set<int64_t> seen;
+  std::vector<size_t> sizes;
+  for (int rank = 0; rank < 2 * kTpm; ++rank) {
+    const std::vector<int64_t> mine = RankEdgeSeeds(config_, kTpm, rank);
+    sizes.push_back(mine.size());
+    for (int64_t e : mine) {
+      EXPECT_TRUE(seen.insert(e).second) << "edge " << e << " given to two ranks";
+    }
+  }
+  EXPECT_EQ(static_cast<int64_t>(seen.size()), config_.edge_bounds.back());
+  // Every rank runs the same number of steps: each uses the smallest share per epoch.
+  const int64_t per_epoch = *std::min_element(sizes.begin(), sizes.end());
+  for (int rank = 0; rank < 2 * kTpm; ++rank) {
+    LinkSamplerOptions o = Options();
+    o.rank = rank;
+    o.edges_per_epoch = per_epoch;
+    auto s = LinkBatchSampler::Create(graph_.get(), o, RankEdgeSeeds(config_, kTpm, rank));
+    ASSERT_TRUE(s.ok()) << s.status();
+    EXPECT_EQ((*s)->steps_per_epoch(), (per_epoch + 63) / 64);
+  }
+}
+
+TEST_F(LinkSamplerTest, BatchesHoldRealPositivesTrueNegativesAndNoSeedEdge) {
+  for (NegativeSampling mode : {NegativeSampling::kUniform, NegativeSampling::kDegreePow75}) {
+    LinkSamplerOptions o = Options();
+    o.negative_sampling = mode;
+    auto s = LinkBatchSampler::Create(graph_.get(), o, RankEdgeSeeds(config_, 1, 0));
+    ASSERT_TRUE(s.ok()) << s.status();
+    for (int64_t step = 0; step < 3; ++step) {
+      auto b = (*s)->Sample(1, step);
+      ASSERT_TRUE(b.ok()) << b.status();
+      const std::vector<int64_t>& nodes = b->nodes.seeds;
+      ASSERT_EQ(b->pos_src.size(), 64u);
+      ASSERT_EQ(b->neg_src.size(), 3 * 64u);
+      // Positives are the edges their IDs name.
+      std::vector<int64_t> src(b->eids.size()), dst(b->eids.size());
+      ASSERT_TRUE(graph_->FindEdges(b->eids, src.data(), dst.data()).ok());
+      std::set<std::pair<int64_t, int64_t>> positive_pairs;
+      for (size_t i = 0; i < b->eids.size(); ++i) {
+        EXPECT_EQ(nodes[b->pos_src[i]], src[i]);
+        EXPECT_EQ(nodes[b->pos_dst[i]], dst[i]);
+        positive_pairs.insert({std::min(src[i], dst[i]), std::max(src[i], dst[i])});
+      }
+      // Negatives share the positive's source and are neither of its endpoints.
+      for (size_t j = 0; j < b->neg_src.size(); ++j) {
+        const size_t i = j / 3;
+        EXPECT_EQ(b->neg_src[j], b->pos_src[i]);
+        EXPECT_NE(nodes[b->neg_dst[j]], src[i]);
+        EXPECT_NE(nodes[b->neg_dst[j]], dst[i]);
+      }
+      // Seeds are distinct, the output block's destinations, and no block holds an edge between
+      // a positive pair in either direction.
+      EXPECT_EQ(std::set<int64_t>(nodes.begin(), nodes.end()).size(), nodes.size());
+      ASSERT_EQ(b->nodes.blocks.size(), 2u);
+      EXPECT_EQ(b->nodes.blocks.back().num_dst, static_cast<int64_t>(nodes.size()));
+      for (const Block& block : b->nodes.blocks) {
+        for (int64_t v = 0; v < block.num_dst; ++v) {
+          for (int64_t e = block.indptr[v]; e < block.indptr[v + 1]; ++e) {
+            const int64_t a = block.src_nodes[block.indices[e]], c = block.src_nodes[v];
+            EXPECT_FALSE(positive_pairs.count({std::min(a, c), std::max(a, c)}))
+                << "block edge " << a << " -> " << c << " is a seed edge or its reverse";
+          }
+        }
+      }
+      EXPECT_EQ(b->nodes.features.rows, static_cast<int64_t>(b->nodes.input_nodes().size()));
+      EXPECT_EQ(b->nodes.features.cols, 8);
+    }
+  }
+}
+
+// Without the exclusion the same batches do contain seed edges: the check above is not vacuous.
+TEST_F(LinkSamplerTest, WithoutExclusionSeedEdgesAppearInTheBlocks) {
+  LinkSamplerOptions o = Options();
+  o.exclude_seed_edges = false;
+  auto s = LinkBatchSampler::Create(graph_.get(), o, RankEdgeSeeds(config_, 1, 0));
+  ASSERT_TRUE(s.ok());
+  auto b = (*s)->Sample(1, 0);
+  ASSERT_TRUE(b.ok());
+  std::set<std::pair<int64_t, int64_t>> positive_pairs;
+  for (size_t i = 0; i < b->pos_src.size(); ++i) {
+    const int64_t u = b->nodes.seeds[b->pos_src[i]], v = b->nodes.seeds[b->pos_dst[i]];
+    positive_pairs.insert({std::min(u, v), std::max(u, v)});
+  }
+  int64_t hits = 0;
+  const Block& top = b->nodes.blocks.back();
+  for (int64_t v = 0; v < top.num_dst; ++v) {
+    for (int64_t e = top.indptr[v]; e < top.indptr[v + 1]; ++e) {
+      const int64_t a = top.src_nodes[top.indices[e]], c = top.src_nodes[v];
+      hits += positive_pairs.count({std::min(a, c), std::max(a, c)});
+    }
+  }
+  EXPECT_GT(hits, 0);
+}
+
+TEST_F(LinkSamplerTest, BatchesAreAFunctionOfEpochStepAndRank) {
+  auto a = LinkBatchSampler::Create(graph_.get(), Options(), RankEdgeSeeds(config_, 1, 0));
+  auto b = LinkBatchSampler::Create(graph_.get(), Options(), RankEdgeSeeds(config_, 1, 0));
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto x = (*a)->Sample(2, 1), y = (*b)->Sample(2, 1), z = (*a)->Sample(3, 1);
+  ASSERT_TRUE(x.ok() && y.ok() && z.ok());
+  EXPECT_EQ(x->eids, y->eids);
+  EXPECT_EQ(x->nodes.seeds, y->nodes.seeds);
+  EXPECT_EQ(x->nodes.blocks[0].indices, y->nodes.blocks[0].indices);
+  EXPECT_NE(x->eids, z->eids) << "another epoch reshuffles";
+  LinkSamplerOptions other = Options();
+  other.rank = 1;
+  auto c = LinkBatchSampler::Create(graph_.get(), other, RankEdgeSeeds(config_, 1, 0));
+  EXPECT_NE((*c)->Sample(2, 1)->neg_dst, x->neg_dst) << "another rank draws other negatives";
+  EXPECT_EQ((*a)->Sample(2, 99).status().code(), absl::StatusCode::kOutOfRange);
+}
+
+}  // namespace
+}  // namespace fanout::sampler
