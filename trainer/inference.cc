@@ -227,6 +227,54 @@ absl::StatusOr<InferenceResult> InferAllNodes(GnnModel& model, const sampler::Di
   return result;
 }
 
+absl::StatusOr<at::Tensor> FetchNodeRows(Communicator& comm, const core::RangePartitionBook& book, int tpm,
+                                         const InferenceResult& own, std::span<const int64_t> ids) {
+  const int world = comm.world_size();
+  const NodeShare mine = own.nodes;
+  const int64_t width = own.output.size(1);
+  std::vector<int64_t> remote;
+  for (int64_t v : ids) {
+    if (v < 0 || v >= book.num_ids()) {
+      return absl::InvalidArgumentError(StrCat("node ", v, " is not in [0, ", book.num_ids(), ")"));
+    }
+    if (v < mine.begin || v >= mine.end) remote.push_back(v);
+  }
+  std::sort(remote.begin(), remote.end());
+  remote.erase(std::unique(remote.begin(), remote.end()), remote.end());
+  std::vector<int64_t> want(world, 0);
+  {
+    int r = 0;
+    NodeShare share = RankNodes(book, tpm, 0);
+    for (int64_t v : remote) {
+      while (v >= share.end) share = RankNodes(book, tpm, ++r);
+      ++want[r];
+    }
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> serve, ExchangeCounts(comm, want));
+  ASSIGN_OR_RETURN(at::Tensor asked, comm.AllToAll(at::tensor(remote, at::kLong).to(comm.device()), want, serve));
+  asked = asked.cpu() - mine.begin;
+  if (asked.numel() > 0 && (asked.min().item<int64_t>() < 0 || asked.max().item<int64_t>() >= mine.size())) {
+    return absl::InternalError(StrCat("rank ", comm.rank(), " was asked for nodes outside its share"));
+  }
+  at::Tensor got;
+  RETURN_IF_ERROR(CatchTorch("fetching node rows", [&] {
+    absl::StatusOr<at::Tensor> r =
+        comm.AllToAll(own.output.index_select(0, asked).contiguous().to(comm.device()), serve, want);
+    if (!r.ok()) throw std::runtime_error(std::string(r.status().message()));
+    got = r->cpu();
+  }));
+  std::vector<int64_t> rows(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t v = ids[i];
+    rows[i] = v >= mine.begin && v < mine.end
+                  ? v - mine.begin
+                  : mine.size() + (std::lower_bound(remote.begin(), remote.end(), v) - remote.begin());
+  }
+  return CatchTorch("fetching node rows", [&] {
+    return at::cat({own.output, got.view({-1, width})}).index_select(0, at::tensor(rows, at::kLong));
+  });
+}
+
 namespace {
 
 // Rank 0's side of WriteNodeOutputs: the staged folder, rows placed by original ID.

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -49,6 +50,13 @@ struct InferenceResult {
 // layer and the batch's first node.
 absl::StatusOr<InferenceResult> InferAllNodes(GnnModel& model, const sampler::DistGraph& graph,
                                               Communicator& comm, const InferenceOptions& options);
+
+// Rows of `ids` (any node IDs, repeats allowed) from the ranks that hold them: each rank holds
+// `own`, the rows of its RankNodes share (as InferAllNodes returns them). Returns [ids.size(),
+// own's width] in the order of `ids`. Collective: every rank calls it, with its own ids.
+absl::StatusOr<at::Tensor> FetchNodeRows(Communicator& comm, const core::RangePartitionBook& book,
+                                         int trainers_per_machine, const InferenceResult& own,
+                                         std::span<const int64_t> ids);
 
 struct NodeOutputFiles {
   std::string dir;            // written atomically (core::StagingDir) by rank 0

@@ -108,6 +108,17 @@ absl::StatusOr<double> MetricAccumulator::Reduce(Communicator& comm) {
   return absl::InternalError("unknown metric");
 }
 
+void AddRankings(const at::Tensor& pos, const at::Tensor& neg, const std::vector<int64_t>& ks, RankingSums* sums) {
+  const at::Tensor p = pos.to(at::kFloat).contiguous().view({-1, 1});
+  const at::Tensor q = neg.to(at::kFloat).contiguous();
+  const at::Tensor higher = q.gt(p).sum(1).to(at::kDouble), equal = q.eq(p).sum(1).to(at::kDouble);
+  const at::Tensor rank = higher.add(equal.mul(0.5)).add(1).contiguous();
+  sums->hits.resize(ks.size(), 0);
+  sums->reciprocal_rank += rank.reciprocal().sum().item<double>();
+  for (size_t i = 0; i < ks.size(); ++i) sums->hits[i] += rank.le(static_cast<double>(ks[i])).sum().item<double>();
+  sums->count += static_cast<double>(rank.numel());
+}
+
 double RocAuc(const float* scores, const bool* positive, int64_t n) {
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);

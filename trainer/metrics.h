@@ -45,6 +45,17 @@ class MetricAccumulator {
   std::vector<at::Tensor> labels_;    // roc-auc
 };
 
+// Link prediction ranking: each positive against its own k negatives, rank = 1 + negatives
+// scored higher + half of those scored equal (OGB's mean of optimistic and pessimistic ranks).
+// Sums over positives, so that ranks add them exactly with AllReduceSum.
+struct RankingSums {
+  double reciprocal_rank = 0;  // sum of 1 / rank (MRR = reciprocal_rank / count)
+  std::vector<double> hits;    // per k of AddRankings' ks: positives with rank <= k
+  double count = 0;
+};
+// pos float [n], neg float [n, k] (row i: positive i's negatives).
+void AddRankings(const at::Tensor& pos, const at::Tensor& neg, const std::vector<int64_t>& ks, RankingSums* sums);
+
 // Exact one-process definitions (also what Reduce computes on rank 0).
 // ROC-AUC of `scores` for the positives marked in `positive` (Mann-Whitney U, ties counted half);
 // NaN unless both classes occur.

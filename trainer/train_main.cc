@@ -148,6 +148,21 @@ int Main(int argc, char** argv) {
   args.AddInt("eval-batch-size", &o.eval_batch_size, "seeds per evaluation batch");
   args.AddInt("eval-every", &o.eval_every, "validate every N epochs, and after the last (0: never)");
   args.AddBool("test", &o.test, "report the test metric after the last epoch (--no-test: skip)");
+  std::string task = "node", negative_sampling = "uniform";
+  args.AddString("task", &task,
+                 "node (classification) or link (prediction, on a graph partitioned with --edge-split)",
+                 [](const std::string& v) {
+                   return v == "node" || v == "link" ? absl::OkStatus()
+                                                     : absl::InvalidArgumentError("expected node or link");
+                 });
+  args.AddInt("negatives", &o.negatives, "link: negative pairs per positive edge in training");
+  args.AddString("negative-sampling", &negative_sampling,
+                 "link: how negatives are drawn: uniform, or degree (probability ~ in-degree^0.75)",
+                 [](const std::string& v) {
+                   return v == "uniform" || v == "degree" ? absl::OkStatus()
+                                                          : absl::InvalidArgumentError("expected uniform or degree");
+                 });
+  args.AddInt("embed-dim", &o.embed_dim, "link: embedding width, the model's output (0: --hidden)");
   std::string metric = "acc";
   args.AddString("metric", &metric,
                  "evaluation metric, which also picks the best model: acc, roc-auc (one-vs-rest, macro over classes) "
@@ -221,6 +236,16 @@ int Main(int argc, char** argv) {
     o.model.layer_heads = heads;
   }
   o.metric = *trainer::ParseMetric(metric);
+  o.link = task == "link";
+  o.negative_sampling =
+      negative_sampling == "degree" ? sampler::NegativeSampling::kDegreePow75 : sampler::NegativeSampling::kUniform;
+  if (o.link) {
+    if (args.WasSet("metric") && o.metric != trainer::Metric::kRocAuc) {
+      return args.Fail(absl::InvalidArgumentError(
+          "--task link reports roc-auc (and mrr, hits@k) and selects the model by roc-auc: leave --metric out"));
+    }
+    o.metric = trainer::Metric::kRocAuc;
+  }
   auto model_kind = trainer::ParseModelKind(model);
   if (!model_kind.ok()) return args.Fail(model_kind.status());
   o.model.model = *model_kind;

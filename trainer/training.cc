@@ -18,6 +18,7 @@
 #include "core/status.h"
 #include "core/strings.h"
 #include "nlohmann/json.hpp"
+#include "sampler/link_sampler.h"
 #include "sampler/loader.h"
 #include "sampler/minibatch_sampler.h"
 #include "sampler/seed_split.h"
@@ -57,6 +58,18 @@ struct Breakdown {
   double update = 0;     // optimizer step
 };
 
+// One step's batch through the model: the loss to minimise, and what the epoch line reports.
+struct StepLoss {
+  at::Tensor loss;
+  double n = 0;        // examples (seeds; for links, positive and negative pairs)
+  double correct = 0;  // of them, classified right
+};
+
+// Link prediction's score of pairs (a[i], b[i]) of rows of h: their dot product.
+at::Tensor PairScores(const at::Tensor& h, const at::Tensor& a, const at::Tensor& b) {
+  return (h.index_select(0, a) * h.index_select(0, b)).sum(1);
+}
+
 // All IDs whose mask row is set, split among the ranks with SplitSeeds (every rank then holds a
 // disjoint share; together they cover the mask exactly once).
 absl::StatusOr<std::vector<int64_t>> RankShare(const sampler::DistGraph& g, const std::string& mask,
@@ -80,7 +93,14 @@ class Job {
 
  private:
   absl::Status Setup();
-  absl::Status TrainEpoch(sampler::BatchLoader& loader, int64_t epoch);
+  // loader: node classification's batches (null for link prediction, which samples inline).
+  absl::Status TrainEpoch(sampler::BatchLoader* loader, int64_t epoch);
+  absl::StatusOr<StepLoss> NodeForward(sampler::BatchLoader& loader, int64_t epoch, int64_t step, Breakdown& t);
+  absl::StatusOr<StepLoss> LinkForward(int64_t epoch, int64_t step, Breakdown& t);
+  void SeedStep(int64_t epoch, int64_t step);
+  // Link prediction over held-out pairs (val or test files): ROC-AUC, returned, and MRR and
+  // Hits@K against each positive's own negatives, kept in link_detail_ for the logs.
+  absl::StatusOr<double> EvaluateLink(const core::NpyArray& pos, const core::NpyArray& neg);
   // The --metric over a whole split, all ranks combined exactly (metrics.h).
   absl::StatusOr<double> Evaluate(const std::vector<int64_t>& ids, int64_t epoch, const char* what);
   Checkpoint MakeCheckpoint(int64_t epoch) const;
@@ -111,6 +131,12 @@ class Job {
   std::unique_ptr<torch::optim::Adam> opt_;
   std::unique_ptr<GradientSynchronizer> sync_;
   std::vector<int64_t> train_, val_, test_;
+  // Link prediction: the batch sampler, held-out pairs, and the last evaluation's ranking metrics.
+  absl::Status StartLinkSampler();
+  std::unique_ptr<sampler::LinkBatchSampler> link_sampler_;
+  core::NpyArray val_pos_, val_neg_, test_pos_, test_neg_;
+  std::string link_detail_;
+  nlohmann::json link_metrics_;
   std::vector<at::Tensor> best_params_;  // copy of the best-validation parameters
   int64_t train_total_ = 0, val_total_ = 0, test_total_ = 0;
   std::ofstream metrics_;
@@ -147,13 +173,16 @@ absl::Status Job::Setup() {
   // Model dimensions come from the graph.
   ASSIGN_OR_RETURN(core::FieldSchema feat, graph_->NodeFieldSchema(o_.feature_field));
   const int64_t in_dim = feat.row_elems();
-  if (config.num_classes <= 0) {
-    return absl::FailedPreconditionError(StrCat(
-        "partition config ", o_.part_config, " records no num_classes: the dataset has no labels"));
-  }
   ModelOptions mo = o_.model;
   mo.in_dim = in_dim;
-  mo.num_classes = config.num_classes;
+  if (o_.link) {
+    mo.num_classes = o_.embed_dim > 0 ? o_.embed_dim : o_.model.hidden;  // the embedding width
+  } else if (config.num_classes <= 0) {
+    return absl::FailedPreconditionError(StrCat(
+        "partition config ", o_.part_config, " records no num_classes: the dataset has no labels"));
+  } else {
+    mo.num_classes = config.num_classes;
+  }
   mo.num_layers = static_cast<int64_t>(o_.fanouts.size());
   RETURN_IF_ERROR(ValidateModelOptions(mo));
   if (!o_.eval_fanouts.empty() && o_.eval_fanouts.size() != o_.fanouts.size()) {
@@ -163,16 +192,41 @@ absl::Status Job::Setup() {
   }
 
   const int rank = o_.dist.rank, tpm = o_.trainers_per_machine;
-  ASSIGN_OR_RETURN(train_, RankShare(*graph_, o_.train_mask, tpm, rank, &train_total_));
-  if (o_.eval_every > 0) {
-    ASSIGN_OR_RETURN(val_, RankShare(*graph_, o_.val_mask, tpm, rank, &val_total_));
-  }
-  if (o_.test) {
-    ASSIGN_OR_RETURN(test_, RankShare(*graph_, o_.test_mask, tpm, rank, &test_total_));
+  if (o_.link) {
+    // Positives: every stored edge. Held-out pairs and their negatives: link/ (--edge-split).
+    train_total_ = config.edge_bounds.empty() ? 0 : config.edge_bounds.back();
+    for (auto [file, array] : {std::pair{"valid_pos", &val_pos_}, {"valid_neg", &val_neg_}, {"test_pos", &test_pos_},
+                               {"test_neg", &test_neg_}}) {
+      const std::string path = StrCat(config.base_dir, "/link/", file, ".npy");
+      absl::StatusOr<core::NpyArray> a = core::NpyArray::Map(path);
+      if (!a.ok()) {
+        return absl::FailedPreconditionError(StrCat("--task link: cannot read ", path, " (", a.status().message(),
+                                                    "); partition the graph with fanout-partition --edge-split"));
+      }
+      if (a->dtype() != core::DType::kInt64 || a->shape().size() != 2 || a->shape()[1] != 2) {
+        return absl::InvalidArgumentError(StrCat(path, ": expected int64 [n, 2] node pairs"));
+      }
+      *array = std::move(*a);
+    }
+    if (val_neg_.rows() % std::max<int64_t>(1, val_pos_.rows()) != 0 ||
+        test_neg_.rows() % std::max<int64_t>(1, test_pos_.rows()) != 0) {
+      return absl::InvalidArgumentError(StrCat(config.base_dir, "/link: the negatives are not a whole number per positive"));
+    }
+    if (o_.eval_every > 0) val_total_ = val_pos_.rows();
+    if (o_.test) test_total_ = test_pos_.rows();
+  } else {
+    ASSIGN_OR_RETURN(train_, RankShare(*graph_, o_.train_mask, tpm, rank, &train_total_));
+    if (o_.eval_every > 0) {
+      ASSIGN_OR_RETURN(val_, RankShare(*graph_, o_.val_mask, tpm, rank, &val_total_));
+    }
+    if (o_.test) {
+      ASSIGN_OR_RETURN(test_, RankShare(*graph_, o_.test_mask, tpm, rank, &test_total_));
+    }
   }
   if (train_total_ < o_.dist.world_size) {
-    return absl::FailedPreconditionError(StrCat("field '", o_.train_mask, "' marks ", train_total_,
-                                                " training nodes, fewer than the ",
+    return absl::FailedPreconditionError(StrCat(o_.link ? "the graph has " : "field '", o_.link ? "" : o_.train_mask,
+                                                o_.link ? "" : "' marks ", train_total_,
+                                                o_.link ? " edges" : " training nodes", ", fewer than the ",
                                                 o_.dist.world_size, " trainers"));
   }
 
@@ -221,42 +275,84 @@ absl::Status Job::Setup() {
   return absl::OkStatus();
 }
 
-absl::Status Job::TrainEpoch(sampler::BatchLoader& loader, int64_t epoch) {
+absl::StatusOr<StepLoss> Job::NodeForward(sampler::BatchLoader& loader, int64_t epoch, int64_t step, Breakdown& t) {
+  auto t0 = Clock::now();
+  ASSIGN_OR_RETURN(sampler::MiniBatch mb, loader.Next());
+  if (mb.epoch != epoch || mb.step != step) {
+    return absl::InternalError(StrCat("loader gave epoch ", mb.epoch, " step ", mb.step,
+                                      ", expected ", epoch, " step ", step));
+  }
+  t.wait += Since(t0);
+  t.sample += mb.sample_seconds;
+  t.fetch += mb.fetch_seconds;
+  t0 = Clock::now();
+  ToTensorsOptions to;
+  to.device = device_;
+  to.num_classes = model_->options().num_classes;
+  ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb, to));
+  t.copy += Since(t0);
+  SeedStep(epoch, step);
+  t0 = Clock::now();
+  StepLoss s;
+  RETURN_IF_ERROR(CatchTorch("forward", [&] {
+    opt_->zero_grad();
+    const at::Tensor logits = model_->Forward(bt.blocks, bt.features);
+    s.loss = torch::nn::functional::cross_entropy(logits, bt.labels);
+    s.correct = logits.argmax(1).eq(bt.labels).sum().item<double>();
+  }));
+  s.n = static_cast<double>(mb.seeds.size());
+  t.forward += Since(t0);
+  return s;
+}
+
+// Link prediction: the model embeds every endpoint of the batch's pairs; a pair's score is the
+// dot product of its two embeddings; binary cross-entropy against positive (1) and negative (0).
+absl::StatusOr<StepLoss> Job::LinkForward(int64_t epoch, int64_t step, Breakdown& t) {
+  auto t0 = Clock::now();
+  ASSIGN_OR_RETURN(sampler::LinkMiniBatch lb, link_sampler_->Sample(epoch, step));
+  t.sample += lb.nodes.sample_seconds;
+  t.fetch += lb.nodes.fetch_seconds;
+  t0 = Clock::now();
+  ToTensorsOptions to;
+  to.device = device_;
+  ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(lb.nodes, to));
+  t.copy += Since(t0);
+  SeedStep(epoch, step);
+  t0 = Clock::now();
+  StepLoss s;
+  RETURN_IF_ERROR(CatchTorch("forward", [&] {
+    opt_->zero_grad();
+    const at::Tensor h = model_->Forward(bt.blocks, bt.features);
+    auto index = [&](const std::vector<int64_t>& v) { return at::tensor(v, at::kLong).to(device_); };
+    const at::Tensor pos = PairScores(h, index(lb.pos_src), index(lb.pos_dst));
+    const at::Tensor neg = PairScores(h, index(lb.neg_src), index(lb.neg_dst));
+    const at::Tensor scores = at::cat({pos, neg});
+    const at::Tensor labels = at::cat({at::ones_like(pos), at::zeros_like(neg)});
+    s.loss = torch::nn::functional::binary_cross_entropy_with_logits(scores, labels);
+    s.correct = pos.gt(0).sum().item<double>() + neg.le(0).sum().item<double>();
+    s.n = static_cast<double>(scores.size(0));
+  }));
+  t.forward += Since(t0);
+  return s;
+}
+
+// Dropout draws from a stream seeded by (seed, epoch, step, rank): a resumed run repeats it.
+void Job::SeedStep(int64_t epoch, int64_t step) {
+  SeedTorch(core::SplitMix64(o_.seed ^ core::SplitMix64((static_cast<uint64_t>(epoch) << 32) ^
+                                                        (static_cast<uint64_t>(step) << 8) ^
+                                                        static_cast<uint64_t>(comm_->rank()))));
+}
+
+absl::Status Job::TrainEpoch(sampler::BatchLoader* loader, int64_t epoch) {
   model_->train();
   Breakdown t;
   const auto start = Clock::now();
   double loss_sum = 0, correct = 0, count = 0;
-  const int64_t steps = loader.steps_per_epoch();
-  ToTensorsOptions to;
-  to.device = device_;
-  to.num_classes = model_->options().num_classes;
+  const int64_t steps = o_.link ? link_sampler_->steps_per_epoch() : loader->steps_per_epoch();
   for (int64_t step = 0; step < steps; ++step) {
+    ASSIGN_OR_RETURN(StepLoss s, o_.link ? LinkForward(epoch, step, t) : NodeForward(*loader, epoch, step, t));
     auto t0 = Clock::now();
-    ASSIGN_OR_RETURN(sampler::MiniBatch mb, loader.Next());
-    if (mb.epoch != epoch || mb.step != step) {
-      return absl::InternalError(StrCat("loader gave epoch ", mb.epoch, " step ", mb.step,
-                                        ", expected ", epoch, " step ", step));
-    }
-    t.wait += Since(t0);
-    t.sample += mb.sample_seconds;
-    t.fetch += mb.fetch_seconds;
-    t0 = Clock::now();
-    ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb, to));
-    t.copy += Since(t0);
-    // Dropout draws from a stream seeded by (seed, epoch, step, rank): a resumed run repeats it.
-    SeedTorch(core::SplitMix64(o_.seed ^ core::SplitMix64((static_cast<uint64_t>(epoch) << 32) ^
-                                                          (static_cast<uint64_t>(step) << 8) ^
-                                                          static_cast<uint64_t>(comm_->rank()))));
-    at::Tensor loss, logits;
-    t0 = Clock::now();
-    RETURN_IF_ERROR(CatchTorch("forward", [&] {
-      opt_->zero_grad();
-      logits = model_->Forward(bt.blocks, bt.features);
-      loss = torch::nn::functional::cross_entropy(logits, bt.labels);
-    }));
-    t.forward += Since(t0);
-    t0 = Clock::now();
-    RETURN_IF_ERROR(CatchTorch("backward", [&] { loss.backward(); }));
+    RETURN_IF_ERROR(CatchTorch("backward", [&] { s.loss.backward(); }));
     t.backward += Since(t0);
     t0 = Clock::now();
     absl::Status synced = sync_->AllReduceMean(*comm_);
@@ -269,15 +365,13 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader& loader, int64_t epoch) {
     t0 = Clock::now();
     RETURN_IF_ERROR(CatchTorch("optimizer step", [&] { opt_->step(); }));
     t.update += Since(t0);
-    const double n = static_cast<double>(mb.seeds.size());
-    const double l = loss.item<double>();
-    const double c = logits.argmax(1).eq(bt.labels).sum().item<double>();
-    loss_sum += l * n;
-    correct += c;
-    count += n;
+    const double l = s.loss.item<double>();
+    loss_sum += l * s.n;
+    correct += s.correct;
+    count += s.n;
     if (lead() && o_.log_every > 0 && (step + 1) % o_.log_every == 0) {
       Log(StrCat("epoch ", epoch, " step ", step + 1, "/", steps, " | loss ", l, " | acc ",
-                 c / std::max(1.0, n)));
+                 s.correct / std::max(1.0, s.n)));
     }
   }
   const double epoch_s = Since(start);
@@ -302,7 +396,7 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader& loader, int64_t epoch) {
         static_cast<long long>(epoch), loss, acc, o_.metric == Metric::kAccuracy ? "acc" : MetricText().c_str(),
         val_text, epoch_s, t.sample, t.fetch, t.wait, t.copy, t.forward, t.backward, t.allreduce, t.update,
         seeds_per_s);
-    Log(line);
+    Log(o_.link && val >= 0 ? StrCat(line, " | val ", link_detail_) : std::string(line));
     nlohmann::json j = {{"event", "epoch"},
                         {"epoch", epoch},
                         {"loss", loss},
@@ -320,6 +414,9 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader& loader, int64_t epoch) {
                         {"seeds_per_second", seeds_per_s},
                         {"world_size", comm_->world_size()}};
     if (val >= 0) j[MetricKey("val")] = val;
+    if (o_.link && val >= 0) {
+      for (const auto& [name, value] : link_metrics_.items()) j["val_" + name] = value;
+    }
     Metrics(j);
   }
   if (val >= 0 && val > result_.best_val_metric) RETURN_IF_ERROR(SaveBest(epoch, val));
@@ -330,6 +427,10 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader& loader, int64_t epoch) {
 
 absl::StatusOr<double> Job::Evaluate(const std::vector<int64_t>& ids, int64_t epoch,
                                      const char* what) {
+  if (o_.link) {
+    const bool test = std::string_view(what) == "test";
+    return EvaluateLink(test ? test_pos_ : val_pos_, test ? test_neg_ : val_neg_);
+  }
   MetricAccumulator metric(o_.metric, model_->options().num_classes);
   if (!ids.empty()) {
     sampler::SamplerOptions so;
@@ -359,6 +460,86 @@ absl::StatusOr<double> Job::Evaluate(const std::vector<int64_t>& ids, int64_t ep
     model_->train();
   }
   return metric.Reduce(*comm_);
+}
+
+absl::Status Job::StartLinkSampler() {
+  const int world = comm_->world_size(), rank = comm_->rank();
+  std::vector<int64_t> mine = sampler::RankEdgeSeeds(graph_->config(), o_.trainers_per_machine, rank);
+  // Every rank takes as many edges per epoch as the smallest share (no collective may wait on a
+  // rank that has run out).
+  std::vector<double> counts(world, 0);
+  counts[rank] = static_cast<double>(mine.size());
+  ASSIGN_OR_RETURN(counts, AllReduceSum(*comm_, counts));
+  sampler::LinkSamplerOptions lo;
+  lo.fanouts = o_.fanouts;
+  lo.batch_size = o_.batch_size;
+  lo.negatives = o_.negatives;
+  lo.negative_sampling = o_.negative_sampling;
+  lo.seed = o_.seed;
+  lo.rank = rank;
+  lo.edges_per_epoch = static_cast<int64_t>(*std::min_element(counts.begin(), counts.end()));
+  lo.feature_field = o_.feature_field;
+  if (lo.edges_per_epoch < 1) {
+    return absl::FailedPreconditionError("--task link: a trainer's partition stores no edges to train on");
+  }
+  ASSIGN_OR_RETURN(link_sampler_, sampler::LinkBatchSampler::Create(graph_.get(), lo, std::move(mine)));
+  if (lead()) {
+    Log(StrCat("fanout-train: link prediction: ", lo.edges_per_epoch, " positive edges per trainer per epoch, ",
+               o_.negatives, " negative(s) each (", o_.negative_sampling == sampler::NegativeSampling::kUniform
+                                                        ? "uniform"
+                                                        : "degree^0.75",
+               "); seed edges excluded from their blocks in both directions"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> Job::EvaluateLink(const core::NpyArray& pos, const core::NpyArray& neg) {
+  InferenceOptions io;
+  io.batch_size = o_.eval_batch_size;
+  io.feature_field = o_.feature_field;
+  io.trainers_per_machine = o_.trainers_per_machine;
+  ASSIGN_OR_RETURN(InferenceResult r, InferAllNodes(*model_, *graph_, *comm_, io));
+  model_->train();
+  // This rank's slice of the positives, with their negatives.
+  const int world = comm_->world_size(), rank = comm_->rank();
+  const int64_t n = pos.rows(), k = n > 0 ? neg.rows() / n : 1;
+  const int64_t lo = n * rank / world, hi = n * (rank + 1) / world;
+  const int64_t* p = pos.data_as<int64_t>();
+  const int64_t* q = neg.data_as<int64_t>();
+  std::vector<int64_t> ids(p + 2 * lo, p + 2 * hi);
+  ids.insert(ids.end(), q + 2 * lo * k, q + 2 * hi * k);
+  ASSIGN_OR_RETURN(at::Tensor rows, FetchNodeRows(*comm_, graph_->node_book(), o_.trainers_per_machine, r, ids));
+  at::Tensor pos_score, neg_score;
+  RETURN_IF_ERROR(CatchTorch("link evaluation", [&] {
+    const at::Tensor pairs = rows.view({-1, 2, rows.size(1)});  // [pairs, 2, width]
+    const at::Tensor scores = (pairs.select(1, 0) * pairs.select(1, 1)).sum(1);
+    pos_score = scores.narrow(0, 0, hi - lo);
+    neg_score = scores.narrow(0, hi - lo, (hi - lo) * k).reshape({hi - lo, k});
+  }));
+  // ROC-AUC over all pairs: logits [0, s] make class 1's probability sigmoid(s), which orders
+  // the pairs as s does.
+  MetricAccumulator auc(Metric::kRocAuc, 2);
+  RETURN_IF_ERROR(CatchTorch("link evaluation", [&] {
+    const at::Tensor s = at::cat({pos_score, neg_score.flatten()});
+    auc.Add(at::stack({at::zeros_like(s), s}, 1),
+            at::cat({at::ones({hi - lo}, at::kLong), at::zeros({(hi - lo) * k}, at::kLong)}));
+  }));
+  ASSIGN_OR_RETURN(double roc_auc, auc.Reduce(*comm_));
+  const std::vector<int64_t> ks = {1, 10, 50};
+  RankingSums sums;
+  RETURN_IF_ERROR(CatchTorch("link evaluation", [&] { AddRankings(pos_score, neg_score, ks, &sums); }));
+  std::vector<double> v = {sums.reciprocal_rank, sums.count};
+  v.insert(v.end(), sums.hits.begin(), sums.hits.end());
+  ASSIGN_OR_RETURN(v, AllReduceSum(*comm_, v));
+  const double count = std::max(1.0, v[1]);
+  link_metrics_ = {{"mrr", v[0] / count}};
+  link_detail_ = StrCat("mrr ", Fixed4(v[0] / count));
+  for (size_t i = 0; i < ks.size(); ++i) {
+    link_metrics_[StrCat("hits@", ks[i])] = v[2 + i] / count;
+    if (k >= ks[i]) link_detail_ += StrCat(", hits@", ks[i], " ", Fixed4(v[2 + i] / count));
+  }
+  link_detail_ += StrCat(" over ", k, " negative(s) each");
+  return roc_auc;
 }
 
 // What both checkpoints record besides the model: its hyper-parameters and how it was trained.
@@ -461,7 +642,10 @@ absl::StatusOr<TrainResult> Job::Run() {
     ASSIGN_OR_RETURN(first, Resume());
   }
   if (!o_.load_model.empty()) RETURN_IF_ERROR(LoadModel());
-  if (first < o_.epochs) {
+  if (first < o_.epochs && o_.link) {
+    RETURN_IF_ERROR(StartLinkSampler());
+    for (int64_t epoch = first; epoch < o_.epochs; ++epoch) RETURN_IF_ERROR(TrainEpoch(nullptr, epoch));
+  } else if (first < o_.epochs) {
     sampler::SamplerOptions so;
     so.fanouts = o_.fanouts;
     so.batch_size = o_.batch_size;
@@ -480,7 +664,7 @@ absl::StatusOr<TrainResult> Job::Run() {
     lo.part_config_path = o_.part_config;
     ASSIGN_OR_RETURN(auto loader, sampler::MakeBatchLoader(graph_.get(), o_.graph, so, train_, lo));
     for (int64_t epoch = first; epoch < o_.epochs; ++epoch)
-      RETURN_IF_ERROR(TrainEpoch(*loader, epoch));
+      RETURN_IF_ERROR(TrainEpoch(loader.get(), epoch));
   }
   if (!o_.test) {
     RETURN_IF_ERROR(SaveEmbeddings());
@@ -526,12 +710,18 @@ absl::StatusOr<TrainResult> Job::Run() {
                  ", best validation ", m, " ", Fixed4(result_.best_val_metric), "); final model's test ", m, " ",
                  Fixed4(result_.final_test_metric)));
     }
-    Metrics({{"event", "test"},
-             {"metric", MetricName(o_.metric)},
-             {MetricKey("test"), result_.test_metric},
-             {MetricKey("final_test"), result_.final_test_metric},
-             {MetricKey("best_val"), result_.best_val_metric},
-             {"best_epoch", result_.best_epoch}});
+    nlohmann::json j = {{"event", "test"},
+                        {"metric", MetricName(o_.metric)},
+                        {MetricKey("test"), result_.test_metric},
+                        {MetricKey("final_test"), result_.final_test_metric},
+                        {MetricKey("best_val"), result_.best_val_metric},
+                        {"best_epoch", result_.best_epoch}};
+    if (o_.link) {
+      // The ranking metrics of the model whose test roc-auc comes first above.
+      Log(StrCat("fanout-train: test ", link_detail_));
+      for (const auto& [name, value] : link_metrics_.items()) j["test_" + name] = value;
+    }
+    Metrics(j);
   }
   RETURN_IF_ERROR(SaveEmbeddings());
   RETURN_IF_ERROR(comm_->Barrier());
@@ -573,6 +763,7 @@ absl::Status Job::SaveEmbeddings() {
   NodeOutputFiles files;
   files.dir = o_.save_embeddings;
   files.overwrite = o_.overwrite;
+  files.predictions = !o_.link;
   files.info = {{"graph", graph_->config().graph_name},
                 {"hyper_parameters", HyperParameters(model_->options())},
                 {"layerwise", r.layerwise}};
@@ -610,6 +801,8 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
     return bad("--heads has ", o.model.layer_heads.size(), " values for ", o.fanouts.size(),
                " layers (--fanouts): give one for every layer, or one per layer");
   }
+  if (o.negatives < 1 || o.negatives > 1000) return bad("--negatives must be in [1, 1000], got ", o.negatives);
+  if (o.embed_dim < 0) return bad("--embed-dim must be >= 0 (0: --hidden), got ", o.embed_dim);
   if (o.epochs < (o.load_model.empty() ? 1 : 0)) {
     return bad("--epochs must be >= 1 (>= 0 with --load-model: evaluate or infer only), got ", o.epochs);
   }

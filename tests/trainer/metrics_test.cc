@@ -55,6 +55,16 @@ TEST(MetricsTest, RocAucOfLogitsIsOneVsRestAveraged) {
   EXPECT_DOUBLE_EQ(*acc.Reduce(*solo), 0.75);
 }
 
+TEST(MetricsTest, RankingsOfHandCheckedCases) {
+  // Positive 0 (score 0.9) beats both negatives: rank 1. Positive 1 (0.5) has one higher (0.7)
+  // and one equal (0.5) negative: rank 1 + 1 + 0.5 = 2.5. MRR = (1 + 0.4) / 2 = 0.7.
+  RankingSums sums;
+  AddRankings(at::tensor({0.9f, 0.5f}), at::tensor({0.1f, 0.2f, 0.7f, 0.5f}).view({2, 2}), {1, 3}, &sums);
+  EXPECT_DOUBLE_EQ(sums.count, 2);
+  EXPECT_DOUBLE_EQ(sums.reciprocal_rank / sums.count, 0.7);
+  EXPECT_EQ(sums.hits, (std::vector<double>{1, 2}));  // Hits@1 = 1/2, Hits@3 = 2/2
+}
+
 TEST(MetricsTest, NamesParseAndUnknownOnesAreListed) {
   EXPECT_EQ(*ParseMetric("roc-auc"), Metric::kRocAuc);
   EXPECT_EQ(*ParseMetric("f1-macro"), Metric::kF1Macro);
