@@ -3,7 +3,11 @@
 //               then the input features gathered), timed phase by phase;
 //   2 parts     machine 0 of a two-partition graph: partition 0 from files, partition 1 from a
 //               graph server on loopback, through the batch loader with N = 0 (one sampling
-//               thread in the trainer), 1 and 2 fanout-sampler processes.
+//               thread in the trainer), 1 and 2 fanout-sampler processes;
+//   link        link prediction's edge mini-batches (sampler/link_sampler.h: --batch-size positive
+//               edges, --negatives each, seed edges excluded) from the 1-part graph in-process,
+//               and ("link2") machine 0 of the 2-part graph, one thread: the same batch sizes as
+//               the node modes, side by side.
 // Prints batches/s, sampled edges/s and input-feature MB/s, total and per sampler.
 #include <unistd.h>
 
@@ -18,6 +22,7 @@
 #include "core/status.h"
 #include "core/strings.h"
 #include "sampler/dist_graph.h"
+#include "sampler/link_sampler.h"
 #include "sampler/loader.h"
 #include "sampler/minibatch_sampler.h"
 #include "sampler/seed_split.h"
@@ -33,6 +38,7 @@ double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 struct Totals {
   int64_t batches = 0, edges = 0, feature_bytes = 0;
   double seconds = 0;
+  void Add(const sampler::LinkMiniBatch& lb) { Add(lb.nodes); }
   void Add(const sampler::MiniBatch& mb) {
     ++batches;
     for (const auto& b : mb.blocks) edges += b.num_edges();
@@ -59,6 +65,7 @@ int Run(int argc, char** argv) {
   int64_t batches = 40, warmup = 3;
   int server_threads = 2;
   std::string modes = "inproc,n0,n1,n2";
+  int64_t negatives = 1;
   int64_t feature_cache_mb = 0;
   core::ArgParser args("sampler_bench", "--one-part FILE --two-parts FILE [flags]");
   args.AddString("one-part", &one_part, "partition config of the graph cut into 1 partition");
@@ -69,7 +76,8 @@ int Run(int argc, char** argv) {
   args.AddInt("warmup", &warmup, "batches run first, not measured");
   args.AddInt("server-threads", &server_threads, "worker threads of the partition-1 server");
   args.AddString("sampler-bin", &sampler_bin, "fanout-sampler (default: beside this program)");
-  args.AddString("modes", &modes, "comma list of inproc,n0,n1,n2");
+  args.AddString("modes", &modes, "comma list of inproc,n0,n1,n2,link,link2");
+  args.AddInt("negatives", &negatives, "link modes: negatives per positive edge");
   args.AddInt("feature-cache-mb", &feature_cache_mb, "halo feature cache per process in the 2-part modes (0: off)");
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
   if (sampler_bin.empty()) {
@@ -119,7 +127,41 @@ int Run(int argc, char** argv) {
                 t.feature_bytes / feat_s / 1e9);
   }
 
-  if (has("n0") || has("n1") || has("n2")) {
+  // Link prediction's batches: the same loop as a trainer's, one thread, features gathered.
+  auto run_link = [&](const sampler::DistGraph& g, const char* name) -> absl::Status {
+    sampler::LinkSamplerOptions lo;
+    lo.fanouts = so.fanouts;
+    lo.batch_size = so.batch_size;
+    lo.negatives = negatives;
+    lo.feature_field = so.feature_field;
+    ASSIGN_OR_RETURN(auto s, sampler::LinkBatchSampler::Create(&g, lo, sampler::RankEdgeSeeds(g.config(), 1, 0)));
+    Totals t;
+    Clock::time_point start;
+    int64_t positives = 0, nodes = 0;
+    for (int64_t i = 0; i < warmup + batches; ++i) {
+      if (i == warmup) start = Clock::now();
+      ASSIGN_OR_RETURN(sampler::LinkMiniBatch lb, s->Sample(i / s->steps_per_epoch(), i % s->steps_per_epoch()));
+      if (i < warmup) continue;
+      t.Add(lb);
+      positives += static_cast<int64_t>(lb.pos_src.size());
+      nodes += static_cast<int64_t>(lb.nodes.seeds.size());
+    }
+    t.seconds = Since(start);
+    t.Print(name, 1);
+    std::printf("  %.0f positive edges/s; %.0f distinct endpoints per batch (the node modes: %lld seeds)\n",
+                positives / t.seconds, static_cast<double>(nodes) / std::max<int64_t>(1, t.batches),
+                static_cast<long long>(so.batch_size));
+    return absl::OkStatus();
+  };
+  if (has("link")) {
+    auto cfg = core::LoadPartitionConfig(one_part);
+    if (!cfg.ok()) return args.Fail(cfg.status());
+    auto g = sampler::DistGraph::Open(*cfg, {.machine_id = 0});
+    if (!g.ok()) return args.Fail(g.status());
+    if (absl::Status st = run_link(**g, "link, in-process, 1 part"); !st.ok()) return args.Fail(st);
+  }
+
+  if (has("n0") || has("n1") || has("n2") || has("link2")) {
     auto cfg = core::LoadPartitionConfig(two_parts);
     if (!cfg.ok()) return args.Fail(cfg.status());
     if (cfg->num_parts != 2) return args.Fail(absl::InvalidArgumentError("--two-parts must have 2 partitions"));
@@ -166,6 +208,9 @@ int Run(int argc, char** argv) {
         std::printf("  feature cache: %zu halo rows (%zu MiB); %.1f%% of remote rows found in it\n",
                     (*g)->row_cache()->size(), (*g)->row_cache()->bytes() >> 20, 100 * hits / std::max(1.0, hits + misses));
       }
+    }
+    if (has("link2")) {
+      if (absl::Status st = run_link(**g, "link, 2 parts, N = 0"); !st.ok()) return args.Fail(st);
     }
     (*srv)->Shutdown(std::chrono::milliseconds(0));
   }

@@ -95,11 +95,13 @@ absl::StatusOr<LinkMiniBatch> LinkBatchSampler::Sample(int64_t epoch, int64_t st
   b.step = step;
   // This epoch's positives: the trainer's edges shuffled per (seed, epoch, rank), cut to the
   // count every rank uses; then this step's slice.
-  const std::vector<int64_t> epoch_edges =
-      EpochSeeds(edges_, edges_per_epoch_, /*shuffle=*/true, options_.seed, epoch, options_.rank);
+  if (epoch != cached_epoch_) {  // one shuffle per epoch, not per step
+    epoch_edges_ = EpochSeeds(edges_, edges_per_epoch_, /*shuffle=*/true, options_.seed, epoch, options_.rank);
+    cached_epoch_ = epoch;
+  }
   const int64_t first = step * options_.batch_size;
   const int64_t count = std::min(options_.batch_size, edges_per_epoch_ - first);
-  b.eids.assign(epoch_edges.begin() + first, epoch_edges.begin() + first + count);
+  b.eids.assign(epoch_edges_.begin() + first, epoch_edges_.begin() + first + count);
   std::vector<int64_t> src(count), dst(count);
   RETURN_IF_ERROR(graph_->FindEdges(b.eids, src.data(), dst.data()));
 
@@ -146,7 +148,8 @@ absl::StatusOr<LinkMiniBatch> LinkBatchSampler::Sample(int64_t epoch, int64_t st
   b.nodes.sample_seconds = std::chrono::duration<double>(sampled - start).count();
   const std::vector<int64_t>& inputs = b.nodes.input_nodes();
   const int64_t dim = nodes_.feature_dim();
-  auto buffer = std::shared_ptr<float[]>(new float[std::max<size_t>(1, inputs.size() * dim)]);
+  // Pooled: a fresh buffer per batch would page-fault every 4 KiB of it (minibatch_sampler.h).
+  std::shared_ptr<float[]> buffer = pool_.Get(std::max<size_t>(1, inputs.size() * dim));
   RETURN_IF_ERROR(nodes_.FetchFeatures(inputs, buffer.get()));
   b.nodes.features = {buffer, buffer.get(), static_cast<int64_t>(inputs.size()), dim};
   b.nodes.fetch_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - sampled).count();

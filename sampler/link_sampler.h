@@ -72,8 +72,11 @@ class LinkBatchSampler {
   LinkSamplerOptions options_;
   std::vector<int64_t> edges_;
   MiniBatchSampler nodes_;
+  BufferPool pool_;
   int64_t edges_per_epoch_ = 0, steps_per_epoch_ = 0;
   std::vector<double> cumulative_;  // kDegreePow75: prefix sums of in-degree^0.75
+  int64_t cached_epoch_ = -1;
+  std::vector<int64_t> epoch_edges_;  // cached_epoch_'s shuffled edges
 };
 
 }  // namespace fanout::sampler
