@@ -40,9 +40,9 @@ LinkBatchSampler::LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions op
   steps_per_epoch_ = (edges_per_epoch_ + options_.batch_size - 1) / options_.batch_size;
 }
 
-absl::StatusOr<std::unique_ptr<LinkBatchSampler>> LinkBatchSampler::Create(const DistGraph* graph,
-                                                                           LinkSamplerOptions o,
-                                                                           std::vector<int64_t> edges) {
+absl::StatusOr<std::unique_ptr<LinkBatchSampler>> LinkBatchSampler::Create(
+    const DistGraph* graph, LinkSamplerOptions o, std::vector<int64_t> edges,
+    std::shared_ptr<const std::vector<double>> degree_table) {
   if (o.batch_size < 1) return absl::InvalidArgumentError(StrCat("--batch-size must be >= 1, got ", o.batch_size));
   if (o.negatives < 1) return absl::InvalidArgumentError(StrCat("--negatives must be >= 1, got ", o.negatives));
   if (graph->num_nodes() < 3) {
@@ -64,25 +64,29 @@ absl::StatusOr<std::unique_ptr<LinkBatchSampler>> LinkBatchSampler::Create(const
   so.label_field = "";
   RETURN_IF_ERROR(ValidateSamplerOptions(so, *graph));
   std::unique_ptr<LinkBatchSampler> s(new LinkBatchSampler(graph, std::move(o), std::move(edges), std::move(so)));
-  if (s->options_.negative_sampling == NegativeSampling::kDegreePow75) {
+  if (s->options_.negative_sampling == NegativeSampling::kDegreePow75 && degree_table != nullptr) {
+    s->cumulative_ = std::move(degree_table);
+  } else if (s->options_.negative_sampling == NegativeSampling::kDegreePow75) {
     const int64_t n = graph->num_nodes();
     std::vector<int64_t> ids(n), degree(n);
     for (int64_t v = 0; v < n; ++v) ids[v] = v;
     RETURN_IF_ERROR(graph->Degrees(ids, core::EdgeDir::kIn, degree.data()));
-    s->cumulative_.resize(n);
+    auto table = std::make_shared<std::vector<double>>(n);
     double sum = 0;
-    for (int64_t v = 0; v < n; ++v) s->cumulative_[v] = sum += std::pow(static_cast<double>(degree[v]), 0.75);
+    for (int64_t v = 0; v < n; ++v) (*table)[v] = sum += std::pow(static_cast<double>(degree[v]), 0.75);
     if (!(sum > 0)) return absl::FailedPreconditionError("degree^0.75 negatives: the graph has no edges");
+    s->cumulative_ = std::move(table);
   }
   return s;
 }
 
 int64_t LinkBatchSampler::DrawNegative(uint64_t& state) const {
   const uint64_t r = core::SplitMix64(state++);
-  if (cumulative_.empty()) return static_cast<int64_t>(r % static_cast<uint64_t>(graph_->num_nodes()));
+  if (cumulative_ == nullptr) return static_cast<int64_t>(r % static_cast<uint64_t>(graph_->num_nodes()));
   // Uniform in [0, total), 53 bits, then the first node whose prefix sum exceeds it.
-  const double x = static_cast<double>(r >> 11) * 0x1.0p-53 * cumulative_.back();
-  return std::upper_bound(cumulative_.begin(), cumulative_.end(), x) - cumulative_.begin();
+  const std::vector<double>& c = *cumulative_;
+  const double x = static_cast<double>(r >> 11) * 0x1.0p-53 * c.back();
+  return std::upper_bound(c.begin(), c.end(), x) - c.begin();
 }
 
 absl::StatusOr<LinkMiniBatch> LinkBatchSampler::Sample(int64_t epoch, int64_t step) {
@@ -154,6 +158,25 @@ absl::StatusOr<LinkMiniBatch> LinkBatchSampler::Sample(int64_t epoch, int64_t st
   b.nodes.features = {buffer, buffer.get(), static_cast<int64_t>(inputs.size()), dim};
   b.nodes.fetch_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - sampled).count();
   return b;
+}
+
+absl::StatusOr<std::unique_ptr<LinkBatchLoader>> LinkBatchLoader::Create(const DistGraph* graph,
+                                                                         const LinkSamplerOptions& options,
+                                                                         const std::vector<int64_t>& edges, int threads,
+                                                                         int prefetch, int64_t first_epoch,
+                                                                         int64_t num_epochs) {
+  if (prefetch < 1) return absl::InvalidArgumentError(StrCat("--prefetch must be >= 1, got ", prefetch));
+  std::unique_ptr<LinkBatchLoader> l(new LinkBatchLoader());
+  for (int i = 0; i < std::max(1, threads); ++i) {
+    ASSIGN_OR_RETURN(auto s, LinkBatchSampler::Create(graph, options, edges,
+                                                      l->samplers_.empty() ? nullptr : l->samplers_[0]->degree_table()));
+    l->samplers_.push_back(std::move(s));
+  }
+  LinkBatchLoader* self = l.get();
+  l->prefetcher_ = std::make_unique<Prefetcher<LinkMiniBatch>>(
+      static_cast<int>(l->samplers_.size()), l->steps_per_epoch(), first_epoch, num_epochs, prefetch,
+      [self](int w, int64_t epoch, int64_t step) { return self->samplers_[w]->Sample(epoch, step); });
+  return l;
 }
 
 }  // namespace fanout::sampler

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "sampler/dist_graph.h"
 #include "sampler/minibatch.h"
 #include "sampler/minibatch_sampler.h"
+#include "sampler/prefetcher.h"
 
 namespace fanout::sampler {
 
@@ -56,12 +58,16 @@ class LinkBatchSampler {
  public:
   // `edges`: this trainer's positive edges (RankEdgeSeeds). For kDegreePow75 the in-degree of
   // every node is read once here.
-  static absl::StatusOr<std::unique_ptr<LinkBatchSampler>> Create(const DistGraph* graph, LinkSamplerOptions options,
-                                                                  std::vector<int64_t> edges);
+  // `degree_table` (optional): another sampler's degree_table(), shared instead of read again.
+  static absl::StatusOr<std::unique_ptr<LinkBatchSampler>> Create(
+      const DistGraph* graph, LinkSamplerOptions options, std::vector<int64_t> edges,
+      std::shared_ptr<const std::vector<double>> degree_table = nullptr);
 
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
   int64_t feature_dim() const { return nodes_.feature_dim(); }
   absl::StatusOr<LinkMiniBatch> Sample(int64_t epoch, int64_t step);
+  // kDegreePow75: prefix sums of in-degree^0.75 over all nodes (null for uniform negatives).
+  std::shared_ptr<const std::vector<double>> degree_table() const { return cumulative_; }
 
  private:
   LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions options, std::vector<int64_t> edges,
@@ -74,9 +80,27 @@ class LinkBatchSampler {
   MiniBatchSampler nodes_;
   BufferPool pool_;
   int64_t edges_per_epoch_ = 0, steps_per_epoch_ = 0;
-  std::vector<double> cumulative_;  // kDegreePow75: prefix sums of in-degree^0.75
+  std::shared_ptr<const std::vector<double>> cumulative_;  // degree_table()
   int64_t cached_epoch_ = -1;
   std::vector<int64_t> epoch_edges_;  // cached_epoch_'s shuffled edges
+};
+
+// Link batches made ahead of the trainer on `threads` threads (a LinkBatchSampler each, the degree
+// table shared), at most `prefetch` ahead, handed out in (epoch, step) order (prefetcher.h).
+class LinkBatchLoader {
+ public:
+  static absl::StatusOr<std::unique_ptr<LinkBatchLoader>> Create(const DistGraph* graph,
+                                                                 const LinkSamplerOptions& options,
+                                                                 const std::vector<int64_t>& edges, int threads,
+                                                                 int prefetch, int64_t first_epoch, int64_t num_epochs);
+  int64_t steps_per_epoch() const { return samplers_[0]->steps_per_epoch(); }
+  // The next batch; OUT_OF_RANGE after the last epoch; a sampling error names its epoch and step.
+  absl::StatusOr<LinkMiniBatch> Next() { return prefetcher_->Next(); }
+
+ private:
+  LinkBatchLoader() = default;
+  std::vector<std::unique_ptr<LinkBatchSampler>> samplers_;
+  std::unique_ptr<Prefetcher<LinkMiniBatch>> prefetcher_;  // last: its threads stop first
 };
 
 }  // namespace fanout::sampler

@@ -11,13 +11,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <map>
 #include <thread>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "core/status.h"
 #include "core/strings.h"
+#include "sampler/prefetcher.h"
 #include "sampler/sampler_spec.h"
 #include "sampler/shm_batch.h"
 
@@ -28,82 +26,24 @@ using core::StrCat;
 namespace {
 
 // Batches made by a pool of threads, each with its own MiniBatchSampler, at most `prefetch`
-// ahead of the consumer.
+// ahead of the consumer (prefetcher.h).
 class ThreadLoader final : public BatchLoader {
  public:
-  ThreadLoader(const DistGraph* graph, const SamplerOptions& so, std::vector<int64_t> seeds, const LoaderOptions& lo)
-      : options_(lo) {
+  ThreadLoader(const DistGraph* graph, const SamplerOptions& so, std::vector<int64_t> seeds, const LoaderOptions& lo) {
     const int threads = std::max(1, lo.num_threads);
     for (int i = 0; i < threads; ++i) samplers_.push_back(std::make_unique<MiniBatchSampler>(graph, so, seeds));
-    steps_ = samplers_[0]->steps_per_epoch();
-    total_ = steps_ * lo.num_epochs;
-    for (int i = 0; i < threads; ++i) workers_.emplace_back([this, i] { Work(i); });
+    prefetcher_ = std::make_unique<Prefetcher<MiniBatch>>(
+        threads, samplers_[0]->steps_per_epoch(), lo.first_epoch, lo.num_epochs, lo.prefetch,
+        [this](int w, int64_t epoch, int64_t step) { return samplers_[w]->Sample(epoch, step, &pool_); });
   }
-  ~ThreadLoader() override {
-    {
-      absl::MutexLock lock(&mu_);
-      stop_ = true;
-    }
-    cv_.SignalAll();
-    for (auto& t : workers_) t.join();
-  }
-  int64_t steps_per_epoch() const override { return steps_; }
+  int64_t steps_per_epoch() const override { return samplers_[0]->steps_per_epoch(); }
   int64_t feature_dim() const override { return samplers_[0]->feature_dim(); }
-
-  absl::StatusOr<MiniBatch> Next() override {
-    absl::StatusOr<MiniBatch> out;
-    {
-      absl::MutexLock lock(&mu_);
-      if (!error_.ok()) return error_;  // after a failure nothing more is made: keep reporting it
-      if (consumed_ >= total_) return absl::OutOfRangeError("no more batches: the last epoch is done");
-      while (ready_.count(consumed_) == 0) cv_.Wait(&mu_);
-      auto node = ready_.extract(consumed_);
-      ++consumed_;
-      if (!node.mapped().ok()) error_ = node.mapped().status();
-      out = std::move(node.mapped());
-    }
-    cv_.SignalAll();
-    return out;
-  }
+  absl::StatusOr<MiniBatch> Next() override { return prefetcher_->Next(); }
 
  private:
-  void Work(int i) {
-    while (true) {
-      int64_t g = 0;
-      {
-        absl::MutexLock lock(&mu_);
-        while (!stop_ && !failed_ && !(next_ < total_ && next_ < consumed_ + options_.prefetch)) cv_.Wait(&mu_);
-        if (stop_ || failed_) return;
-        g = next_++;
-      }
-      const int64_t epoch = options_.first_epoch + g / steps_, step = g % steps_;
-      absl::StatusOr<MiniBatch> mb = samplers_[i]->Sample(epoch, step, &pool_);
-      if (!mb.ok()) {
-        mb = absl::Status(mb.status().code(), StrCat("sampling epoch ", epoch, " step ", step, ": ",
-                                                     mb.status().message()));
-      }
-      {
-        absl::MutexLock lock(&mu_);
-        if (!mb.ok()) failed_ = true;
-        ready_.emplace(g, std::move(mb));
-      }
-      cv_.SignalAll();
-    }
-  }
-
-  LoaderOptions options_;
   std::vector<std::unique_ptr<MiniBatchSampler>> samplers_;
   BufferPool pool_;
-  std::vector<std::thread> workers_;
-  int64_t steps_ = 0, total_ = 0;
-  absl::Mutex mu_;
-  absl::CondVar cv_;                           // signalled on every change below
-  int64_t next_ ABSL_GUARDED_BY(mu_) = 0;      // next batch index to start
-  int64_t consumed_ ABSL_GUARDED_BY(mu_) = 0;  // batches handed out
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
-  bool failed_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status error_ ABSL_GUARDED_BY(mu_);  // the first failed batch, once handed out
-  std::map<int64_t, absl::StatusOr<MiniBatch>> ready_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<Prefetcher<MiniBatch>> prefetcher_;  // last: its threads stop before the samplers go
 };
 
 std::string DescribeExit(int status) {

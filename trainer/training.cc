@@ -132,8 +132,8 @@ class Job {
   std::unique_ptr<GradientSynchronizer> sync_;
   std::vector<int64_t> train_, val_, test_;
   // Link prediction: the batch sampler, held-out pairs, and the last evaluation's ranking metrics.
-  absl::Status StartLinkSampler();
-  std::unique_ptr<sampler::LinkBatchSampler> link_sampler_;
+  absl::Status StartLinkSampler(int64_t first_epoch);
+  std::unique_ptr<sampler::LinkBatchLoader> link_loader_;
   core::NpyArray val_pos_, val_neg_, test_pos_, test_neg_;
   std::string link_detail_;
   nlohmann::json link_metrics_;
@@ -309,7 +309,12 @@ absl::StatusOr<StepLoss> Job::NodeForward(sampler::BatchLoader& loader, int64_t 
 // dot product of its two embeddings; binary cross-entropy against positive (1) and negative (0).
 absl::StatusOr<StepLoss> Job::LinkForward(int64_t epoch, int64_t step, Breakdown& t) {
   auto t0 = Clock::now();
-  ASSIGN_OR_RETURN(sampler::LinkMiniBatch lb, link_sampler_->Sample(epoch, step));
+  ASSIGN_OR_RETURN(sampler::LinkMiniBatch lb, link_loader_->Next());
+  if (lb.epoch != epoch || lb.step != step) {
+    return absl::InternalError(StrCat("link loader gave epoch ", lb.epoch, " step ", lb.step, ", expected ", epoch,
+                                      " step ", step));
+  }
+  t.wait += Since(t0);
   t.sample += lb.nodes.sample_seconds;
   t.fetch += lb.nodes.fetch_seconds;
   t0 = Clock::now();
@@ -348,7 +353,7 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader* loader, int64_t epoch) {
   Breakdown t;
   const auto start = Clock::now();
   double loss_sum = 0, correct = 0, count = 0;
-  const int64_t steps = o_.link ? link_sampler_->steps_per_epoch() : loader->steps_per_epoch();
+  const int64_t steps = o_.link ? link_loader_->steps_per_epoch() : loader->steps_per_epoch();
   for (int64_t step = 0; step < steps; ++step) {
     ASSIGN_OR_RETURN(StepLoss s, o_.link ? LinkForward(epoch, step, t) : NodeForward(*loader, epoch, step, t));
     auto t0 = Clock::now();
@@ -462,7 +467,7 @@ absl::StatusOr<double> Job::Evaluate(const std::vector<int64_t>& ids, int64_t ep
   return metric.Reduce(*comm_);
 }
 
-absl::Status Job::StartLinkSampler() {
+absl::Status Job::StartLinkSampler(int64_t first_epoch) {
   const int world = comm_->world_size(), rank = comm_->rank();
   std::vector<int64_t> mine = sampler::RankEdgeSeeds(graph_->config(), o_.trainers_per_machine, rank);
   // Every rank takes as many edges per epoch as the smallest share (no collective may wait on a
@@ -482,13 +487,18 @@ absl::Status Job::StartLinkSampler() {
   if (lo.edges_per_epoch < 1) {
     return absl::FailedPreconditionError("--task link: a trainer's partition stores no edges to train on");
   }
-  ASSIGN_OR_RETURN(link_sampler_, sampler::LinkBatchSampler::Create(graph_.get(), lo, std::move(mine)));
+  // Link batches are made on threads of this process; sampler processes carry node batches only
+  // so far, so --num-samplers N becomes N threads here.
+  const int threads = std::max({1, o_.sampler_threads, o_.num_samplers});
+  ASSIGN_OR_RETURN(link_loader_, sampler::LinkBatchLoader::Create(graph_.get(), lo, mine, threads, o_.prefetch,
+                                                                  first_epoch, o_.epochs - first_epoch));
   if (lead()) {
     Log(StrCat("fanout-train: link prediction: ", lo.edges_per_epoch, " positive edges per trainer per epoch, ",
                o_.negatives, " negative(s) each (", o_.negative_sampling == sampler::NegativeSampling::kUniform
                                                         ? "uniform"
                                                         : "degree^0.75",
-               "); seed edges excluded from their blocks in both directions"));
+               "); seed edges excluded from their blocks in both directions; batches made on ", threads,
+               " thread(s), ", o_.prefetch, " ahead"));
   }
   return absl::OkStatus();
 }
@@ -643,7 +653,7 @@ absl::StatusOr<TrainResult> Job::Run() {
   }
   if (!o_.load_model.empty()) RETURN_IF_ERROR(LoadModel());
   if (first < o_.epochs && o_.link) {
-    RETURN_IF_ERROR(StartLinkSampler());
+    RETURN_IF_ERROR(StartLinkSampler(first));
     for (int64_t epoch = first; epoch < o_.epochs; ++epoch) RETURN_IF_ERROR(TrainEpoch(nullptr, epoch));
   } else if (first < o_.epochs) {
     sampler::SamplerOptions so;

@@ -160,5 +160,30 @@ TEST_F(LinkSamplerTest, BatchesAreAFunctionOfEpochStepAndRank) {
   EXPECT_EQ((*a)->Sample(2, 99).status().code(), absl::StatusCode::kOutOfRange);
 }
 
+// The loader's threads hand out exactly the batches one sampler makes, in order, then stop.
+TEST_F(LinkSamplerTest, LoaderHandsOutTheSamplersBatchesInOrder) {
+  LinkSamplerOptions o = Options();
+  o.negative_sampling = NegativeSampling::kDegreePow75;
+  auto loader = LinkBatchLoader::Create(graph_.get(), o, RankEdgeSeeds(config_, 1, 0), 3, 2, 1, 2);
+  ASSERT_TRUE(loader.ok()) << loader.status();
+  auto one = LinkBatchSampler::Create(graph_.get(), o, RankEdgeSeeds(config_, 1, 0));
+  ASSERT_TRUE(one.ok());
+  const int64_t steps = (*loader)->steps_per_epoch();
+  for (int64_t epoch = 1; epoch <= 2; ++epoch) {
+    for (int64_t step = 0; step < steps; ++step) {
+      auto got = (*loader)->Next();
+      ASSERT_TRUE(got.ok()) << got.status();
+      auto want = (*one)->Sample(epoch, step);
+      ASSERT_TRUE(want.ok());
+      EXPECT_EQ(got->epoch, epoch);
+      EXPECT_EQ(got->step, step);
+      EXPECT_EQ(got->eids, want->eids);
+      EXPECT_EQ(got->neg_dst, want->neg_dst);
+      EXPECT_EQ(got->nodes.blocks[0].indices, want->nodes.blocks[0].indices);
+    }
+  }
+  EXPECT_EQ((*loader)->Next().status().code(), absl::StatusCode::kOutOfRange);
+}
+
 }  // namespace
 }  // namespace fanout::sampler
