@@ -91,6 +91,73 @@ absl::StatusOr<at::Tensor> Concat(Communicator& comm, std::vector<at::Tensor>& p
   });
 }
 
+// Rows of nodes other ranks own, asked for once and then exchanged as often as the rows change
+// (every layer of inference): ranks own increasing ID ranges (RankNodes), so the sorted remote IDs
+// are grouped by owner, and [own rows; remote rows] is the table every lookup indexes.
+class RowExchange {
+ public:
+  static absl::StatusOr<RowExchange> Plan(Communicator& comm, const core::RangePartitionBook& book, int tpm,
+                                          NodeShare own, std::span<const int64_t> ids) {
+    RowExchange x;
+    x.own_ = own;
+    for (int64_t v : ids) {
+      if (v < own.begin || v >= own.end) x.remote_.push_back(v);
+    }
+    std::sort(x.remote_.begin(), x.remote_.end());
+    x.remote_.erase(std::unique(x.remote_.begin(), x.remote_.end()), x.remote_.end());
+    x.want_.assign(comm.world_size(), 0);
+    int r = 0;
+    NodeShare share = RankNodes(book, tpm, 0);
+    for (int64_t v : x.remote_) {
+      while (v >= share.end) share = RankNodes(book, tpm, ++r);
+      ++x.want_[r];
+    }
+    ASSIGN_OR_RETURN(x.serve_, ExchangeCounts(comm, x.want_));
+    ASSIGN_OR_RETURN(at::Tensor asked, comm.AllToAll(at::tensor(x.remote_, at::kLong).to(comm.device()), x.want_,
+                                                     x.serve_));
+    asked = asked.cpu();
+    const int64_t* a = asked.data_ptr<int64_t>();
+    for (int64_t i = 0; i < asked.numel(); ++i) {
+      if (a[i] < own.begin || a[i] >= own.end) {
+        return absl::InternalError(StrCat("rank ", comm.rank(), " was asked for node ", a[i], ", outside its nodes [",
+                                          own.begin, ", ", own.end, ")"));
+      }
+    }
+    x.serve_rows_ = asked - own.begin;
+    return x;
+  }
+
+  // [own; the remote rows in sorted ID order], own being this rank's rows. Collective.
+  absl::StatusOr<at::Tensor> Table(Communicator& comm, const at::Tensor& own) const {
+    at::Tensor table;
+    RETURN_IF_ERROR(CatchTorch("exchanging node rows", [&] {
+      absl::StatusOr<at::Tensor> got =
+          comm.AllToAll(own.index_select(0, serve_rows_).contiguous().to(comm.device()), serve_, want_);
+      if (!got.ok()) throw std::runtime_error(std::string(got.status().message()));
+      table = at::cat({own, got->cpu().view({-1, own.size(1)})});
+    }));
+    return table;
+  }
+
+  // Each of `ids` (own or planned) as a row of Table().
+  std::vector<int64_t> RowsOf(std::span<const int64_t> ids) const {
+    std::vector<int64_t> rows(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const int64_t v = ids[i];
+      rows[i] = v >= own_.begin && v < own_.end
+                    ? v - own_.begin
+                    : own_.size() + (std::lower_bound(remote_.begin(), remote_.end(), v) - remote_.begin());
+    }
+    return rows;
+  }
+
+ private:
+  NodeShare own_;
+  std::vector<int64_t> remote_;       // sorted, distinct
+  std::vector<int64_t> want_, serve_;  // rows asked of / for each rank
+  at::Tensor serve_rows_;             // rows of `own` the others asked for, rank by rank
+};
+
 std::string BatchName(int64_t layer, int64_t first) { return StrCat("inference, layer ", layer, ", batch from node ", first); }
 
 }  // namespace
@@ -159,60 +226,15 @@ absl::StatusOr<InferenceResult> InferAllNodes(GnnModel& model, const sampler::Di
     return result;
   }
 
-  // The sources outside this rank's share (the halo), sorted: ranks own increasing ID ranges,
-  // so sorting also groups them by owner. Each source's row in [own rows; halo rows].
-  std::vector<int64_t> halo;
-  for (const LayerBlock& b : batches) {
-    for (int64_t v : b.src_nodes) {
-      if (v < own.begin || v >= own.end) halo.push_back(v);
-    }
-  }
-  std::sort(halo.begin(), halo.end());
-  halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
-  for (LayerBlock& b : batches) {
-    std::vector<int64_t> rows(b.src_nodes.size());
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const int64_t v = b.src_nodes[i];
-      rows[i] = v >= own.begin && v < own.end
-                    ? v - own.begin
-                    : own.size() + (std::lower_bound(halo.begin(), halo.end(), v) - halo.begin());
-    }
-    b.rows = at::tensor(rows, at::kLong);
-  }
-  const int world = comm.world_size();
-  std::vector<int64_t> want(world, 0);  // halo rows asked of each rank
-  {
-    int r = 0;
-    NodeShare share = RankNodes(graph.node_book(), o.trainers_per_machine, 0);
-    for (int64_t v : halo) {
-      while (v >= share.end) share = RankNodes(graph.node_book(), o.trainers_per_machine, ++r);
-      ++want[r];
-    }
-  }
-  ASSIGN_OR_RETURN(std::vector<int64_t> serve, ExchangeCounts(comm, want));
-  at::Tensor serve_rows;  // rows of this rank's share that the others asked for, rank by rank
-  {
-    at::Tensor ids = at::tensor(halo, at::kLong).to(comm.device());
-    ASSIGN_OR_RETURN(at::Tensor asked, comm.AllToAll(ids, want, serve));
-    asked = asked.cpu();
-    const int64_t* a = asked.data_ptr<int64_t>();
-    for (int64_t i = 0; i < asked.numel(); ++i) {
-      if (a[i] < own.begin || a[i] >= own.end) {
-        return absl::InternalError(StrCat("inference: rank ", comm.rank(), " was asked for node ", a[i],
-                                          ", outside its nodes [", own.begin, ", ", own.end, ")"));
-      }
-    }
-    serve_rows = asked - own.begin;
-  }
+  // The sources outside this rank's share (the halo) are requested once; each layer's rows then
+  // cross in one all-to-all. Each source's row in [own rows; halo rows] is fixed per batch.
+  std::vector<int64_t> sources;
+  for (const LayerBlock& b : batches) sources.insert(sources.end(), b.src_nodes.begin(), b.src_nodes.end());
+  ASSIGN_OR_RETURN(RowExchange halo, RowExchange::Plan(comm, graph.node_book(), o.trainers_per_machine, own, sources));
+  for (LayerBlock& b : batches) b.rows = at::tensor(halo.RowsOf(b.src_nodes), at::kLong);
 
   for (int64_t l = 1; l < layers; ++l) {
-    at::Tensor table;
-    RETURN_IF_ERROR(CatchTorch(StrCat("inference, layer ", l, ": exchanging rows"), [&] {
-      at::Tensor send = h.index_select(0, serve_rows).contiguous().to(comm.device());
-      absl::StatusOr<at::Tensor> got = comm.AllToAll(send, serve, want);
-      if (!got.ok()) throw std::runtime_error(std::string(got.status().message()));
-      table = at::cat({h, got->cpu()});
-    }));
+    ASSIGN_OR_RETURN(at::Tensor table, halo.Table(comm, h));
     for (LayerBlock& b : batches) {
       const int64_t first = b.src_nodes.front();
       ASSIGN_OR_RETURN(at::Tensor y, CatchTorch(BatchName(l, first), [&] {
@@ -229,50 +251,15 @@ absl::StatusOr<InferenceResult> InferAllNodes(GnnModel& model, const sampler::Di
 
 absl::StatusOr<at::Tensor> FetchNodeRows(Communicator& comm, const core::RangePartitionBook& book, int tpm,
                                          const InferenceResult& own, std::span<const int64_t> ids) {
-  const int world = comm.world_size();
-  const NodeShare mine = own.nodes;
-  const int64_t width = own.output.size(1);
-  std::vector<int64_t> remote;
   for (int64_t v : ids) {
     if (v < 0 || v >= book.num_ids()) {
       return absl::InvalidArgumentError(StrCat("node ", v, " is not in [0, ", book.num_ids(), ")"));
     }
-    if (v < mine.begin || v >= mine.end) remote.push_back(v);
   }
-  std::sort(remote.begin(), remote.end());
-  remote.erase(std::unique(remote.begin(), remote.end()), remote.end());
-  std::vector<int64_t> want(world, 0);
-  {
-    int r = 0;
-    NodeShare share = RankNodes(book, tpm, 0);
-    for (int64_t v : remote) {
-      while (v >= share.end) share = RankNodes(book, tpm, ++r);
-      ++want[r];
-    }
-  }
-  ASSIGN_OR_RETURN(std::vector<int64_t> serve, ExchangeCounts(comm, want));
-  ASSIGN_OR_RETURN(at::Tensor asked, comm.AllToAll(at::tensor(remote, at::kLong).to(comm.device()), want, serve));
-  asked = asked.cpu() - mine.begin;
-  if (asked.numel() > 0 && (asked.min().item<int64_t>() < 0 || asked.max().item<int64_t>() >= mine.size())) {
-    return absl::InternalError(StrCat("rank ", comm.rank(), " was asked for nodes outside its share"));
-  }
-  at::Tensor got;
-  RETURN_IF_ERROR(CatchTorch("fetching node rows", [&] {
-    absl::StatusOr<at::Tensor> r =
-        comm.AllToAll(own.output.index_select(0, asked).contiguous().to(comm.device()), serve, want);
-    if (!r.ok()) throw std::runtime_error(std::string(r.status().message()));
-    got = r->cpu();
-  }));
-  std::vector<int64_t> rows(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const int64_t v = ids[i];
-    rows[i] = v >= mine.begin && v < mine.end
-                  ? v - mine.begin
-                  : mine.size() + (std::lower_bound(remote.begin(), remote.end(), v) - remote.begin());
-  }
-  return CatchTorch("fetching node rows", [&] {
-    return at::cat({own.output, got.view({-1, width})}).index_select(0, at::tensor(rows, at::kLong));
-  });
+  ASSIGN_OR_RETURN(RowExchange plan, RowExchange::Plan(comm, book, tpm, own.nodes, ids));
+  ASSIGN_OR_RETURN(at::Tensor table, plan.Table(comm, own.output));
+  const std::vector<int64_t> rows = plan.RowsOf(ids);
+  return CatchTorch("fetching node rows", [&] { return table.index_select(0, at::tensor(rows, at::kLong)); });
 }
 
 namespace {

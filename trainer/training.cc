@@ -98,6 +98,8 @@ class Job {
   absl::StatusOr<StepLoss> NodeForward(sampler::BatchLoader& loader, int64_t epoch, int64_t step, Breakdown& t);
   absl::StatusOr<StepLoss> LinkForward(int64_t epoch, int64_t step, Breakdown& t);
   void SeedStep(int64_t epoch, int64_t step);
+  absl::StatusOr<BatchTensors> StepTensors(const sampler::MiniBatch& mb, int64_t epoch, int64_t step, bool labels,
+                                           Breakdown& t);
   // Link prediction over held-out pairs (val or test files): ROC-AUC, returned, and MRR and
   // Hits@K against each positive's own negatives, kept in link_detail_ for the logs.
   absl::StatusOr<double> EvaluateLink(const core::NpyArray& pos, const core::NpyArray& neg);
@@ -283,15 +285,7 @@ absl::StatusOr<StepLoss> Job::NodeForward(sampler::BatchLoader& loader, int64_t 
                                       ", expected ", epoch, " step ", step));
   }
   t.wait += Since(t0);
-  t.sample += mb.sample_seconds;
-  t.fetch += mb.fetch_seconds;
-  t0 = Clock::now();
-  ToTensorsOptions to;
-  to.device = device_;
-  to.num_classes = model_->options().num_classes;
-  ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb, to));
-  t.copy += Since(t0);
-  SeedStep(epoch, step);
+  ASSIGN_OR_RETURN(BatchTensors bt, StepTensors(mb, epoch, step, /*labels=*/true, t));
   t0 = Clock::now();
   StepLoss s;
   RETURN_IF_ERROR(CatchTorch("forward", [&] {
@@ -315,14 +309,7 @@ absl::StatusOr<StepLoss> Job::LinkForward(int64_t epoch, int64_t step, Breakdown
                                       " step ", step));
   }
   t.wait += Since(t0);
-  t.sample += lb.nodes.sample_seconds;
-  t.fetch += lb.nodes.fetch_seconds;
-  t0 = Clock::now();
-  ToTensorsOptions to;
-  to.device = device_;
-  ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(lb.nodes, to));
-  t.copy += Since(t0);
-  SeedStep(epoch, step);
+  ASSIGN_OR_RETURN(BatchTensors bt, StepTensors(lb.nodes, epoch, step, /*labels=*/false, t));
   t0 = Clock::now();
   StepLoss s;
   RETURN_IF_ERROR(CatchTorch("forward", [&] {
@@ -339,6 +326,22 @@ absl::StatusOr<StepLoss> Job::LinkForward(int64_t epoch, int64_t step, Breakdown
   }));
   t.forward += Since(t0);
   return s;
+}
+
+// A step's batch as tensors on the device (labels checked against the classes when `labels`),
+// its producer's times added to `t`, and dropout seeded for the step.
+absl::StatusOr<BatchTensors> Job::StepTensors(const sampler::MiniBatch& mb, int64_t epoch, int64_t step, bool labels,
+                                              Breakdown& t) {
+  t.sample += mb.sample_seconds;
+  t.fetch += mb.fetch_seconds;
+  const auto t0 = Clock::now();
+  ToTensorsOptions to;
+  to.device = device_;
+  to.num_classes = labels ? model_->options().num_classes : 0;
+  ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb, to));
+  t.copy += Since(t0);
+  SeedStep(epoch, step);
+  return bt;
 }
 
 // Dropout draws from a stream seeded by (seed, epoch, step, rank): a resumed run repeats it.

@@ -43,6 +43,17 @@ class InferenceTest : public ::testing::Test {
     return m;
   }
 
+  // A TorchScript model over this graph (8 features, 5 classes).
+  static ModelOptions Scripted(const std::string& path, int64_t layers) {
+    ModelOptions m;
+    m.model = ModelKind::kScripted;
+    m.script_path = path;
+    m.in_dim = 8;
+    m.num_classes = 5;
+    m.num_layers = layers;
+    return m;
+  }
+
   // The model's output for nodes [0, N) from one mini-batch with all neighbours in every layer.
   at::Tensor MiniBatchForward(GnnModel& model) {
     sampler::SamplerOptions so;
@@ -96,13 +107,7 @@ TEST_F(InferenceTest, AScriptWithoutForwardLayerUsesFullNeighbourhoodsInEveryLay
   SKIP_WITHOUT_PYTHON_TORCH();
   const std::string path = dir_.Sub("gin.pt");
   ASSERT_EQ(testing::Python(StrCat(FANOUT_SOURCE_DIR, "/tests/trainer/my_gin.py ", path, " 8 5 2")), 0);
-  ModelOptions m;
-  m.model = ModelKind::kScripted;
-  m.script_path = path;
-  m.in_dim = 8;
-  m.num_classes = 5;
-  m.num_layers = 2;
-  auto model = MakeModel(m, 0);
+  auto model = MakeModel(Scripted(path, 2), 0);
   ASSERT_TRUE(model.ok()) << model.status();
   InferenceOptions io;
   io.batch_size = 100;
@@ -122,13 +127,7 @@ TEST_F(InferenceTest, ScriptedModelsWithForwardLayerRunLayerByLayer) {
     ASSERT_EQ(testing::Python(StrCat("-m fanout.export ", kind, " --in-dim 8 --hidden 16 --classes 5 --layers 3 -o ",
                                      path)),
               0);
-    ModelOptions m;
-    m.model = ModelKind::kScripted;
-    m.script_path = path;
-    m.in_dim = 8;
-    m.num_classes = 5;
-    m.num_layers = 3;
-    auto model = MakeModel(m, 0);
+    auto model = MakeModel(Scripted(path, 3), 0);
     ASSERT_TRUE(model.ok()) << model.status();
     InferenceOptions io;
     io.batch_size = 64;
