@@ -29,6 +29,9 @@ class MetricAccumulator {
 
   // logits [n, num_classes] (any float dtype, any device), labels int64 [n] in [0, num_classes).
   void Add(const at::Tensor& logits, const at::Tensor& labels);
+  // kRocAuc with 2 classes: raw scores [n] of class 1 (any real; larger = more likely), labels 0/1.
+  // Ranked as they are: no softmax.
+  void AddBinaryScores(const at::Tensor& scores, const at::Tensor& labels);
   int64_t count() const { return count_; }
 
   // The metric over every rank's share (collective: every rank calls it once). 0 when no rank
@@ -41,7 +44,7 @@ class MetricAccumulator {
   int64_t count_ = 0;
   double correct_ = 0;
   std::vector<double> tp_, fp_, fn_;  // f1-macro, per class
-  std::vector<at::Tensor> probs_;     // roc-auc: softmax rows, float32 on the CPU
+  std::vector<at::Tensor> probs_;     // roc-auc: log-softmax rows (or +-scores), float32 on the CPU
   std::vector<at::Tensor> labels_;    // roc-auc
 };
 

@@ -529,13 +529,11 @@ absl::StatusOr<double> Job::EvaluateLink(const core::NpyArray& pos, const core::
     pos_score = scores.narrow(0, 0, hi - lo);
     neg_score = scores.narrow(0, hi - lo, (hi - lo) * k).reshape({hi - lo, k});
   }));
-  // ROC-AUC over all pairs: logits [0, s] make class 1's probability sigmoid(s), which orders
-  // the pairs as s does.
+  // ROC-AUC over all pairs, on the raw scores.
   MetricAccumulator auc(Metric::kRocAuc, 2);
   RETURN_IF_ERROR(CatchTorch("link evaluation", [&] {
-    const at::Tensor s = at::cat({pos_score, neg_score.flatten()});
-    auc.Add(at::stack({at::zeros_like(s), s}, 1),
-            at::cat({at::ones({hi - lo}, at::kLong), at::zeros({(hi - lo) * k}, at::kLong)}));
+    auc.AddBinaryScores(at::cat({pos_score, neg_score.flatten()}),
+                        at::cat({at::ones({hi - lo}, at::kLong), at::zeros({(hi - lo) * k}, at::kLong)}));
   }));
   ASSIGN_OR_RETURN(double roc_auc, auc.Reduce(*comm_));
   const std::vector<int64_t> ks = {1, 10, 50};

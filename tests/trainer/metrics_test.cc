@@ -55,6 +55,19 @@ TEST(MetricsTest, RocAucOfLogitsIsOneVsRestAveraged) {
   EXPECT_DOUBLE_EQ(*acc.Reduce(*solo), 0.75);
 }
 
+// Scores far apart in logit space stay apart: as float32 softmax probabilities, -30, -40 and -50
+// would all give class 0 a probability that rounds to 1, and tie.
+TEST(MetricsTest, BinaryScoresAreRankedRawNotThroughASoftmax) {
+  auto solo = MakeSoloCommunicator(CommBackend::kGloo, c10::Device(c10::kCPU));
+  MetricAccumulator m(Metric::kRocAuc, 2);
+  m.AddBinaryScores(at::tensor({-30.f, -40.f, -50.f}), at::tensor({1, 0, 0}, at::kLong));
+  EXPECT_DOUBLE_EQ(*m.Reduce(*solo), 1.0);
+  // Logits of a 2-class model are ranked by log-probabilities, so they do not tie either.
+  MetricAccumulator logits(Metric::kRocAuc, 2);
+  logits.Add(at::tensor({0.f, -30.f, 0.f, -40.f, 0.f, -50.f}).view({3, 2}), at::tensor({1, 0, 0}, at::kLong));
+  EXPECT_DOUBLE_EQ(*logits.Reduce(*solo), 1.0);
+}
+
 TEST(MetricsTest, RankingsOfHandCheckedCases) {
   // Positive 0 (score 0.9) beats both negatives: rank 1. Positive 1 (0.5) has one higher (0.7)
   // and one equal (0.5) negative: rank 1 + 1 + 0.5 = 2.5. MRR = (1 + 0.4) / 2 = 0.7.
