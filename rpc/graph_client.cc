@@ -83,6 +83,7 @@ void GraphClient::Finish(Call<Req, Resp>* call, const grpc::Status& s) {
   using Clock = std::chrono::system_clock;
   if (s.ok()) {
     call->done(absl::OkStatus(), &call->resp);
+    Retire(std::move(call->alarms));
     delete call;
     return;
   }
@@ -90,6 +91,7 @@ void GraphClient::Finish(Call<Req, Resp>* call, const grpc::Status& s) {
                      call->attempt < options_.max_attempts && Clock::now() + call->backoff < call->deadline;
   if (!again) {
     call->done(Error(call->method, FromGrpcStatus(s)), nullptr);
+    Retire(std::move(call->alarms));
     delete call;
     return;
   }
@@ -115,6 +117,18 @@ absl::Status GraphClient::Invoke(const char* method, Req req, Resp* resp, bool r
     result.set_value(std::move(s));
   });
   return ready.get();
+}
+
+void GraphClient::Retire(std::vector<std::unique_ptr<grpc::Alarm>> alarms) {
+  if (alarms.empty()) return;
+  const auto now = std::chrono::steady_clock::now();
+  std::vector<std::unique_ptr<grpc::Alarm>> expired;  // destroyed outside the lock
+  absl::MutexLock lock(&retired_mu_);
+  while (!retired_.empty() && now - retired_.front().first > std::chrono::seconds(10)) {
+    expired.push_back(std::move(retired_.front().second));
+    retired_.pop_front();
+  }
+  for (auto& a : alarms) retired_.emplace_back(now, std::move(a));
 }
 
 absl::Status GraphClient::Error(const char* method, const absl::Status& s) const {

@@ -5,15 +5,21 @@
 // the asynchronous ones waited for; no call starts a thread.
 #pragma once
 
+#include <grpcpp/alarm.h>
+
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "core/dtype.h"
 #include "core/graph_source.h"
 #include "core/partition_store.h"
@@ -89,11 +95,20 @@ class GraphClient {
   absl::Status Invoke(const char* method, Req req, Resp* resp, bool retry, StartFn<Req, Resp> start);
   absl::StatusOr<Rows> Pull(bool node, const std::string& field, const std::vector<int64_t>& ids);
   absl::Status Error(const char* method, const absl::Status& s) const;
+  // Keeps a finished call's back-off timers alive a while: the timer that started the last attempt
+  // may still be returning from its callback on another thread when that attempt completes and
+  // the call is deleted, and a grpc::Alarm destroyed under its running callback breaks gRPC's
+  // reference counts (seen as "assertion failed: prior > 0" in SafetyTest).
+  void Retire(std::vector<std::unique_ptr<grpc::Alarm>> alarms);
 
   std::string address_;
   ClientOptions options_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::GraphService::Stub> stub_;
+  absl::Mutex retired_mu_;
+  // Timers of finished calls, oldest first, dropped once 10 s old (long after any callback).
+  std::deque<std::pair<std::chrono::steady_clock::time_point, std::unique_ptr<grpc::Alarm>>> retired_
+      ABSL_GUARDED_BY(retired_mu_);
 };
 
 }  // namespace fanout::rpc
