@@ -3,7 +3,6 @@
 #include <ATen/ops/argmax.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
-#include <ATen/ops/from_blob.h>
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
 #include <fcntl.h>
@@ -48,10 +47,11 @@ absl::StatusOr<at::Tensor> Features(sampler::MiniBatchSampler& s, const std::vec
   return x;
 }
 
-// Blocks (all `layers` of them when > 1) around `seeds` with every in-neighbour, as tensors.
+// Blocks (all of the sampler's layers) around `seeds` with every in-neighbour, and the input
+// features, as tensors.
 absl::StatusOr<BatchTensors> FullNeighbourhood(const sampler::DistGraph& graph, sampler::MiniBatchSampler& s,
                                               const std::vector<int64_t>& seeds,
-                                              std::vector<sampler::Block>* blocks, bool features) {
+                                              std::vector<sampler::Block>* blocks) {
   RETURN_IF_ERROR(s.SampleBlocksFor(seeds, /*stream=*/0, blocks));
   sampler::MiniBatch mb;
   mb.seeds = seeds;
@@ -63,12 +63,7 @@ absl::StatusOr<BatchTensors> FullNeighbourhood(const sampler::DistGraph& graph, 
     out_degrees[l].resize((*blocks)[l].src_nodes.size());
     RETURN_IF_ERROR(graph.Degrees((*blocks)[l].src_nodes, core::EdgeDir::kOut, out_degrees[l].data()));
   }
-  at::Tensor x;
-  if (features) {
-    ASSIGN_OR_RETURN(x, Features(s, mb.input_nodes()));
-  } else {
-    x = at::zeros({mb.blocks.front().num_src(), 1}, at::kFloat);
-  }
+  ASSIGN_OR_RETURN(at::Tensor x, Features(s, mb.input_nodes()));
   mb.features = {std::make_shared<at::Tensor>(x), x.data_ptr<float>(), x.size(0), x.size(1)};
   ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb));
   for (size_t l = 0; l < bt.blocks.size(); ++l) bt.blocks[l].out_degree = at::tensor(out_degrees[l], at::kLong);
@@ -129,14 +124,12 @@ class RowExchange {
 
   // [own; the remote rows in sorted ID order], own being this rank's rows. Collective.
   absl::StatusOr<at::Tensor> Table(Communicator& comm, const at::Tensor& own) const {
-    at::Tensor table;
-    RETURN_IF_ERROR(CatchTorch("exchanging node rows", [&] {
-      absl::StatusOr<at::Tensor> got =
-          comm.AllToAll(own.index_select(0, serve_rows_).contiguous().to(comm.device()), serve_, want_);
-      if (!got.ok()) throw std::runtime_error(std::string(got.status().message()));
-      table = at::cat({own, got->cpu().view({-1, own.size(1)})});
-    }));
-    return table;
+    ASSIGN_OR_RETURN(at::Tensor send, CatchTorch("exchanging node rows", [&] {
+                       return own.index_select(0, serve_rows_).contiguous().to(comm.device());
+                     }));
+    // The collective's own status (UNAVAILABLE for a dead peer) passes through unchanged.
+    ASSIGN_OR_RETURN(at::Tensor got, comm.AllToAll(send, serve_, want_));
+    return CatchTorch("exchanging node rows", [&] { return at::cat({own, got.cpu().view({-1, own.size(1)})}); });
   }
 
   // Each of `ids` (own or planned) as a row of Table().
@@ -197,7 +190,7 @@ absl::StatusOr<InferenceResult> InferAllNodes(GnnModel& model, const sampler::Di
   if (!result.layerwise) {
     std::vector<at::Tensor> parts;
     for (int64_t first = own.begin; first < own.end; first += o.batch_size) {
-      ASSIGN_OR_RETURN(BatchTensors bt, FullNeighbourhood(graph, sampler, seeds_of(first), &blocks, true));
+      ASSIGN_OR_RETURN(BatchTensors bt, FullNeighbourhood(graph, sampler, seeds_of(first), &blocks));
       ASSIGN_OR_RETURN(at::Tensor y, CatchTorch(BatchName(layers - 1, first), [&] {
                          return model.Forward(bt.blocks, bt.features).contiguous();
                        }));
@@ -212,7 +205,7 @@ absl::StatusOr<InferenceResult> InferAllNodes(GnnModel& model, const sampler::Di
   std::vector<LayerBlock> batches;
   std::vector<at::Tensor> parts;
   for (int64_t first = own.begin; first < own.end; first += o.batch_size) {
-    ASSIGN_OR_RETURN(BatchTensors bt, FullNeighbourhood(graph, sampler, seeds_of(first), &blocks, true));
+    ASSIGN_OR_RETURN(BatchTensors bt, FullNeighbourhood(graph, sampler, seeds_of(first), &blocks));
     ASSIGN_OR_RETURN(at::Tensor y, CatchTorch(BatchName(0, first), [&] {
                        return model.ForwardLayer(0, bt.blocks[0], bt.features).contiguous();
                      }));

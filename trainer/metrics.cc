@@ -64,30 +64,30 @@ void MetricAccumulator::Add(const at::Tensor& logits, const at::Tensor& labels) 
       }
       break;
     }
-    case Metric::kRocAuc:
-      count_ -= n;  // counted again below
-      if (num_classes_ == 2) {
-        // Two classes: rank by the logit difference, which orders pairs as class 1's probability
-        // does without float32 rounding confident probabilities to equal values (ties).
-        const at::Tensor z = logits.detach().to(at::kFloat);
-        AddBinaryScores(z.select(1, 1).sub(z.select(1, 0)), y);
-      } else {
-        // Log-probabilities order each class's column as its probabilities do, and round to ties
-        // only where a probability is within float32's epsilon of 1.
-        count_ += n;
-        probs_.push_back(at::log_softmax(logits.detach().to(at::kFloat), 1).cpu().contiguous());
-        labels_.push_back(y.contiguous());
-      }
+    case Metric::kRocAuc: {
+      const at::Tensor z = logits.detach().to(at::kFloat);
+      // Two classes: rank by the logit difference, which orders rows as class 1's probability
+      // does without float32 rounding confident probabilities to equal values (ties). More:
+      // log-probabilities order each class's column as its probabilities do, and tie only where a
+      // probability is within float32's epsilon of 1.
+      KeepScores(num_classes_ == 2 ? BinaryColumns(z.select(1, 1).sub(z.select(1, 0))) : at::log_softmax(z, 1), y);
       break;
+    }
   }
 }
 
 void MetricAccumulator::AddBinaryScores(const at::Tensor& scores, const at::Tensor& labels) {
   TORCH_CHECK(metric_ == Metric::kRocAuc && num_classes_ == 2, "binary scores need roc-auc over 2 classes");
-  const at::Tensor s = scores.detach().to(at::kFloat).cpu().reshape({-1});
+  const at::Tensor s = scores.detach().to(at::kFloat).reshape({-1});
   count_ += s.numel();
-  // Column c ranks class c: class 0 by -s, class 1 by s (MacroRocAuc uses the first).
-  probs_.push_back(at::stack({s.neg(), s}, 1).contiguous());
+  KeepScores(BinaryColumns(s), labels);
+}
+
+// Column c ranks class c: class 0 by -s, class 1 by s (MacroRocAuc uses the first).
+at::Tensor MetricAccumulator::BinaryColumns(const at::Tensor& s) { return at::stack({s.neg(), s}, 1); }
+
+void MetricAccumulator::KeepScores(const at::Tensor& scores, const at::Tensor& labels) {
+  probs_.push_back(scores.cpu().contiguous());
   labels_.push_back(labels.cpu().contiguous());
 }
 

@@ -39,6 +39,11 @@ class MetricAccumulator {
   absl::StatusOr<double> Reduce(Communicator& comm);
 
  private:
+  // [n, 2] scores ranking class 0 by -s and class 1 by s.
+  static at::Tensor BinaryColumns(const at::Tensor& s);
+  // Rows of per-class ranking scores (and their labels) for Reduce, on the CPU.
+  void KeepScores(const at::Tensor& scores, const at::Tensor& labels);
+
   Metric metric_;
   int64_t num_classes_;
   int64_t count_ = 0;
