@@ -163,6 +163,11 @@ int Main(int argc, char** argv) {
                                                           : absl::InvalidArgumentError("expected uniform or degree");
                  });
   args.AddInt("embed-dim", &o.embed_dim, "link: embedding width, the model's output (0: --hidden)");
+  std::string scorer = "dot";
+  args.AddString("scorer", &scorer,
+                 "link: a pair's score from its two embeddings: dot (product) or mlp (3 layers over their "
+                 "element-wise product, trained with the model)",
+                 [](const std::string& v) { return trainer::ParseScorerKind(v).status(); });
   std::string metric = "acc";
   args.AddString("metric", &metric,
                  "evaluation metric, which also picks the best model: acc, roc-auc (one-vs-rest, macro over classes) "
@@ -245,7 +250,14 @@ int Main(int argc, char** argv) {
           "--task link reports roc-auc (and mrr, hits@k) and selects the model by roc-auc: leave --metric out"));
     }
     o.metric = trainer::Metric::kRocAuc;
+  } else {
+    for (const char* flag : {"negatives", "negative-sampling", "embed-dim", "scorer"}) {
+      if (args.WasSet(flag)) {
+        return args.Fail(absl::InvalidArgumentError(core::StrCat("--", flag, " applies to --task link only")));
+      }
+    }
   }
+  o.scorer = *trainer::ParseScorerKind(scorer);
   auto model_kind = trainer::ParseModelKind(model);
   if (!model_kind.ok()) return args.Fail(model_kind.status());
   o.model.model = *model_kind;

@@ -65,11 +65,6 @@ struct StepLoss {
   double correct = 0;  // of them, classified right
 };
 
-// Link prediction's score of pairs (a[i], b[i]) of rows of h: their dot product.
-at::Tensor PairScores(const at::Tensor& h, const at::Tensor& a, const at::Tensor& b) {
-  return (h.index_select(0, a) * h.index_select(0, b)).sum(1);
-}
-
 // All IDs whose mask row is set, split among the ranks with SplitSeeds (every rank then holds a
 // disjoint share; together they cover the mask exactly once).
 absl::StatusOr<std::vector<int64_t>> RankShare(const sampler::DistGraph& g, const std::string& mask,
@@ -130,6 +125,9 @@ class Job {
   std::unique_ptr<Communicator> comm_;
   c10::Device device_{c10::kCPU};
   std::shared_ptr<GnnModel> model_;
+  // Link prediction: scores pairs of embeddings; the submodule "scorer" of model_, so that its
+  // parameters train, synchronise and checkpoint with the model's.
+  std::shared_ptr<LinkScorer> scorer_;
   std::unique_ptr<torch::optim::Adam> opt_;
   std::unique_ptr<GradientSynchronizer> sync_;
   std::vector<int64_t> train_, val_, test_;
@@ -235,6 +233,12 @@ absl::Status Job::Setup() {
   // The model first (a scripted one that does not fit the graph fails here, before any peer
   // waits), then join the other trainers and start from rank 0's parameters.
   ASSIGN_OR_RETURN(model_, MakeModel(mo, o_.seed));
+  if (o_.link) {
+    RETURN_IF_ERROR(CatchTorch("building the link scorer", [&] {
+      scorer_ = model_->register_module(
+          "scorer", std::make_shared<LinkScorer>(o_.scorer, mo.num_classes, core::SplitMix64(o_.seed ^ 0x5c0e)));
+    }));
+  }
   DistOptions d = o_.dist;
   d.backend = device_.is_cuda() ? CommBackend::kNccl : CommBackend::kGloo;
   d.cuda_device = device_.is_cuda() ? device_.index() : 0;
@@ -316,8 +320,11 @@ absl::StatusOr<StepLoss> Job::LinkForward(int64_t epoch, int64_t step, Breakdown
     opt_->zero_grad();
     const at::Tensor h = model_->Forward(bt.blocks, bt.features);
     auto index = [&](const std::vector<int64_t>& v) { return at::tensor(v, at::kLong).to(device_); };
-    const at::Tensor pos = PairScores(h, index(lb.pos_src), index(lb.pos_dst));
-    const at::Tensor neg = PairScores(h, index(lb.neg_src), index(lb.neg_dst));
+    auto pair_scores = [&](const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+      return scorer_->Score(h.index_select(0, index(a)), h.index_select(0, index(b)));
+    };
+    const at::Tensor pos = pair_scores(lb.pos_src, lb.pos_dst);
+    const at::Tensor neg = pair_scores(lb.neg_src, lb.neg_dst);
     const at::Tensor scores = at::cat({pos, neg});
     const at::Tensor labels = at::cat({at::ones_like(pos), at::zeros_like(neg)});
     s.loss = torch::nn::functional::binary_cross_entropy_with_logits(scores, labels);
@@ -500,7 +507,7 @@ absl::Status Job::StartLinkSampler(int64_t first_epoch) {
                o_.negatives, " negative(s) each (", o_.negative_sampling == sampler::NegativeSampling::kUniform
                                                         ? "uniform"
                                                         : "degree^0.75",
-               "); seed edges excluded from their blocks in both directions; batches made on ", threads,
+               "); ", ScorerKindName(o_.scorer), " scorer; seed edges excluded from their blocks in both directions; batches made on ", threads,
                " thread(s), ", o_.prefetch, " ahead"));
   }
   return absl::OkStatus();
@@ -524,8 +531,11 @@ absl::StatusOr<double> Job::EvaluateLink(const core::NpyArray& pos, const core::
   ASSIGN_OR_RETURN(at::Tensor rows, FetchNodeRows(*comm_, graph_->node_book(), o_.trainers_per_machine, r, ids));
   at::Tensor pos_score, neg_score;
   RETURN_IF_ERROR(CatchTorch("link evaluation", [&] {
-    const at::Tensor pairs = rows.view({-1, 2, rows.size(1)});  // [pairs, 2, width]
-    const at::Tensor scores = (pairs.select(1, 0) * pairs.select(1, 1)).sum(1);
+    at::NoGradGuard no_grad;
+    scorer_->eval();
+    const at::Tensor pairs = rows.to(device_).view({-1, 2, rows.size(1)});  // [pairs, 2, width]
+    const at::Tensor scores = scorer_->Score(pairs.select(1, 0), pairs.select(1, 1));
+    scorer_->train();
     pos_score = scores.narrow(0, 0, hi - lo);
     neg_score = scores.narrow(0, hi - lo, (hi - lo) * k).reshape({hi - lo, k});
   }));
@@ -566,6 +576,10 @@ Checkpoint Job::MakeCheckpoint(int64_t epoch) const {
                         {"world_size", comm_->world_size()},
                         {"feature_field", o_.feature_field},
                         {"label_field", o_.label_field}};
+  if (o_.link) {
+    c.info["training"]["task"] = "link";
+    c.info["training"]["scorer"] = std::string(ScorerKindName(o_.scorer));
+  }
   c.info["epoch"] = epoch;
   c.state_dict = model_->StateDict();
   return c;

@@ -12,6 +12,7 @@
 #include "sampler/dist_graph.h"
 #include "sampler/link_sampler.h"
 #include "trainer/dist.h"
+#include "trainer/link_scorer.h"
 #include "trainer/metrics.h"
 #include "trainer/models.h"
 
@@ -27,11 +28,12 @@ struct TrainOptions {
   // Task: node classification (labels, node splits), or link prediction (`link`) on a graph
   // partitioned with --edge-split: positives are the stored edges, evaluation uses
   // link/{valid,test}_{pos,neg}.npy, the model's output is each node's embedding and a pair's
-  // score the dot product of its two embeddings.
+  // score the scorer's (link_scorer.h) of its two embeddings.
   bool link = false;
   int64_t negatives = 1;  // link: negatives per positive edge in training
   sampler::NegativeSampling negative_sampling = sampler::NegativeSampling::kUniform;
   int64_t embed_dim = 0;  // link: the embedding width (the model's output); 0 = hidden
+  ScorerKind scorer = ScorerKind::kDot;  // link: dot product, or an MLP trained with the model
 
   // Model and optimisation.
   ModelOptions model;          // in_dim / num_classes are taken from the graph

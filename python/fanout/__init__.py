@@ -11,6 +11,6 @@ Needs only PyTorch. Export with the same PyTorch version as the LibTorch fanout 
 
 from fanout.blocks import Block, block_keys
 from fanout.layers import GATConv, GCNConv, GINConv, SAGEConv
-from fanout.models import GNN, build
+from fanout.models import GNN, MLPScorer, build
 
-__all__ = ["Block", "block_keys", "SAGEConv", "GCNConv", "GATConv", "GINConv", "GNN", "build"]
+__all__ = ["Block", "block_keys", "SAGEConv", "GCNConv", "GATConv", "GINConv", "GNN", "MLPScorer", "build"]

@@ -83,3 +83,27 @@ def build(kind: str, in_dim: int, hidden: int, num_classes: int, num_layers: int
     """Builds GNN(...) with parameters drawn from ``seed`` and scripts it."""
     torch.manual_seed(seed)
     return torch.jit.script(GNN(kind, in_dim, hidden, num_classes, num_layers, dropout, heads, fused))
+
+
+class MLPScorer(nn.Module):
+    """``fanout-train --task link --scorer mlp``'s pair scorer, to read its trained parameters
+    back: the checkpoint's ``scorer.*`` tensors load into ``MLPScorer(dim)`` as they are, the rest of its
+    state dict into :class:`GNN`::
+
+        sd = torch.load("ckpt/best.pt")["state_dict"]
+        scorer = MLPScorer(dim)
+        scorer.load_state_dict({k: v for k, v in sd.items() if k.startswith("scorer.")})
+        gnn.load_state_dict({k: v for k, v in sd.items() if not k.startswith("scorer.")})
+
+    ``forward(a, b)`` is the score (a logit) of pairs whose two ends have embeddings ``a`` and
+    ``b`` ([n, dim] each): an MLP over their element-wise product. ``--scorer dot`` has no
+    parameters: its score is ``(a * b).sum(1)``.
+    """
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.scorer = nn.Sequential(nn.Linear(dim, dim), nn.ReLU(), nn.Linear(dim, dim), nn.ReLU(),
+                                    nn.Linear(dim, 1))
+
+    def forward(self, a: Tensor, b: Tensor) -> Tensor:
+        return self.scorer(a * b).squeeze(1)

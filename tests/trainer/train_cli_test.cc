@@ -80,6 +80,20 @@ class TrainCliTest : public ::testing::Test {
             "--batch-size", "32", "--epochs", std::to_string(epochs), "--threads", "1", "--seed", "3",
             "--comm-timeout", "10", "--deadline", "10"};
   }
+  // The fixture's kind of graph in 2 partitions with an 80/10/10 edge split, 3 negatives per
+  // held-out positive; returns the partition config.
+  static std::string PartitionForLinks(const testing::TempDir& dir) {
+    partition::Dataset d = testing::MakeRandomDataset(kSpec);
+    partition::PartitionOptions o;
+    o.out_dir = dir.Sub("parts");
+    o.num_parts = 2;
+    o.add_reverse_edges = true;
+    o.quiet = true;
+    o.edge_split = {.valid = 0.1, .test = 0.1, .negatives = 3};
+    auto summary = partition::PartitionDataset(d, o);
+    EXPECT_TRUE(summary.ok()) << summary.status();
+    return summary.ok() ? summary->config_path : "";
+  }
   static constexpr testing::RandomGraphSpec kSpec = {.num_nodes = 600, .num_edges = 4000, .feat_dim = 8};
   testing::TempDir dir_;
   partition::Dataset dataset_;
@@ -142,19 +156,12 @@ TEST_F(TrainCliTest, MacroF1IsReportedAndCombinedExactlyAcrossRanks) {
 // predictions, and a graph without link/ refused with the remedy.
 TEST_F(TrainCliTest, LinkPredictionTrainsEvaluatesAndExports) {
   testing::TempDir dir;
-  partition::Dataset d = testing::MakeRandomDataset(kSpec);
-  partition::PartitionOptions o;
-  o.out_dir = dir.Sub("parts");
-  o.num_parts = 2;
-  o.add_reverse_edges = true;
-  o.quiet = true;
-  o.edge_split = {.valid = 0.1, .test = 0.1, .negatives = 3};
-  auto summary = partition::PartitionDataset(d, o);
-  ASSERT_TRUE(summary.ok()) << summary.status();
+  const std::string config = PartitionForLinks(dir);
+  ASSERT_FALSE(config.empty());
   testing::ServerCluster cluster;
-  cluster.Start(summary->config_path);
+  cluster.Start(config);
   const std::string metrics = dir.Sub("m.jsonl"), emb = dir.Sub("emb");
-  auto ranks = StartRanks(2, {"--part-config", summary->config_path, "--servers", cluster.ServerList(), "--task", "link",
+  auto ranks = StartRanks(2, {"--part-config", config, "--servers", cluster.ServerList(), "--task", "link",
                               "--fanouts", "5,5", "--hidden", "16", "--batch-size", "64", "--epochs", "2", "--threads",
                               "1", "--negatives", "2", "--negative-sampling", "degree", "--metrics-file", metrics,
                               "--save-embeddings", emb, "--comm-timeout", "20"});
@@ -183,6 +190,47 @@ TEST_F(TrainCliTest, LinkPredictionTrainsEvaluatesAndExports) {
   EXPECT_NE(plain[1]->Finish(), 0);
   EXPECT_NE(plain[0]->Finish(), 0);
   EXPECT_NE(plain[0]->output().find("fanout-partition --edge-split"), std::string::npos) << plain[0]->output();
+}
+
+// The MLP scorer trains with the model and is checkpointed with it: the best checkpoint, loaded
+// with --epochs 0, gives the printed test ROC-AUC again; loading it for a dot-product run is
+// refused naming the scorer's tensor; link flags on a node task are refused.
+TEST_F(TrainCliTest, LinkPredictionWithAnMlpScorerCheckpointsAndReloadsIt) {
+  testing::TempDir dir;
+  const std::string config = PartitionForLinks(dir);
+  ASSERT_FALSE(config.empty());
+  testing::ServerCluster cluster;
+  cluster.Start(config);
+  const std::string ckpt = dir.Sub("ckpt");
+  const std::vector<std::string> common = {"--part-config", config, "--servers", cluster.ServerList(), "--task", "link",
+                                           "--fanouts", "5,5", "--hidden", "16", "--batch-size", "64", "--threads",
+                                           "1", "--comm-timeout", "20"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = common;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  auto train = StartRanks(2, with({"--scorer", "mlp", "--epochs", "2", "--checkpoint-dir", ckpt}));
+  ASSERT_EQ(train[1]->Finish(), 0) << train[1]->output();
+  ASSERT_EQ(train[0]->Finish(), 0) << train[0]->output();
+  const std::string out = train[0]->output();
+  EXPECT_NE(out.find("mlp scorer"), std::string::npos) << out;
+  const double auc = Figure(out, "test roc-auc");
+  ASSERT_GE(auc, 0) << out;
+
+  auto again = StartRanks(2, with({"--scorer", "mlp", "--epochs", "0", "--load-model", ckpt + "/best.pt"}));
+  ASSERT_EQ(again[1]->Finish(), 0) << again[1]->output();
+  ASSERT_EQ(again[0]->Finish(), 0) << again[0]->output();
+  EXPECT_NEAR(Figure(again[0]->output(), "test roc-auc"), auc, 1e-4) << again[0]->output();
+
+  auto dot = StartRanks(2, with({"--epochs", "0", "--load-model", ckpt + "/best.pt"}));
+  EXPECT_NE(dot[1]->Finish(), 0);
+  EXPECT_NE(dot[0]->Finish(), 0);
+  EXPECT_NE(dot[0]->output().find("scorer.0.weight"), std::string::npos) << dot[0]->output();
+
+  auto node = StartRanks(1, {"--part-config", config_path_, "--servers", cluster_.ServerList(), "--scorer", "mlp"});
+  EXPECT_NE(node[0]->Finish(), 0);
+  EXPECT_NE(node[0]->output().find("--scorer applies to --task link only"), std::string::npos) << node[0]->output();
 }
 
 // Full-graph inference written by two ranks (two partitions, so rows cross between ranks every

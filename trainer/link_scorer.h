@@ -1,0 +1,48 @@
+// Link prediction's score of a node pair from the two nodes' embeddings (the GNN's outputs):
+//   dot: <a, b>, no parameters (DGL's DotPredictor, PyG's link examples);
+//   mlp: an MLP over the element-wise product a * b, Linear(D, D) -> ReLU -> Linear(D, D) ->
+//        ReLU -> Linear(D, 1), as the predictor of DGL's GraphSAGE link-prediction example.
+// The score is a logit: binary cross-entropy with logits trains it; ROC-AUC, MRR and Hits@K rank
+// it as it is.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace fanout::trainer {
+
+enum class ScorerKind { kDot, kMlp };
+
+// "dot" or "mlp"; INVALID_ARGUMENT lists both.
+absl::StatusOr<ScorerKind> ParseScorerKind(std::string_view name);
+std::string_view ScorerKindName(ScorerKind kind);
+
+// Registered by the trainer as the submodule `scorer` of its GnnModel, so that its parameters
+// (mlp only) are trained, synchronised and checkpointed with the model's, under PyTorch's names
+// `scorer.0.weight`, `scorer.0.bias`, `scorer.2.weight`, ... (an nn.Sequential of Linear and
+// ReLU: python/fanout's models.MLPScorer loads them). Not thread-safe (as any Module).
+class LinkScorer : public torch::nn::Module {
+ public:
+  // Parameters (mlp) drawn as torch.nn.Linear's default initialisation from a generator seeded
+  // with `init_seed` alone; dim >= 1.
+  LinkScorer(ScorerKind kind, int64_t dim, uint64_t init_seed);
+  ScorerKind kind() const { return kind_; }
+
+  // a, b: [n, dim] embeddings of the pairs' two ends (float32, on the parameters' device).
+  // Returns their scores [n]. Throws c10::Error on a shape mismatch.
+  at::Tensor Score(const at::Tensor& a, const at::Tensor& b);
+
+ private:
+  ScorerKind kind_;
+  int64_t dim_;
+  std::vector<torch::nn::Linear> linears_;  // mlp: scorer.0, scorer.2, scorer.4
+};
+
+}  // namespace fanout::trainer
