@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <tuple>
 #include <string>
 #include <utility>
 
@@ -9,6 +11,7 @@
 #include "core/random.h"
 #include "core/status.h"
 #include "core/strings.h"
+#include "partition/readers.h"
 
 namespace fanout::partition {
 
@@ -56,28 +59,64 @@ class Stream {
 
 using Pair = std::pair<int64_t, int64_t>;  // (min, max)
 
+Pair Unordered(int64_t u, int64_t v) { return {std::min(u, v), std::max(u, v)}; }
+
+// The input's edge rows by unordered pair, self loops left out: `keyed` sorted (pair, row),
+// `pairs` the distinct pairs in order (the membership test for negatives), `first_row` each
+// pair's first input row.
+struct InputPairs {
+  std::vector<std::pair<Pair, int64_t>> keyed;
+  std::vector<Pair> pairs;
+  std::vector<int64_t> first_row;
+
+  explicit InputPairs(const Dataset& d) {
+    const int64_t* rows = d.edges.data_as<int64_t>();
+    keyed.reserve(d.num_edges());
+    for (int64_t r = 0; r < d.num_edges(); ++r) {
+      const int64_t u = rows[2 * r], v = rows[2 * r + 1];
+      if (u != v) keyed.push_back({Unordered(u, v), r});
+    }
+    std::sort(keyed.begin(), keyed.end());
+    for (const auto& [key, r] : keyed) {
+      if (pairs.empty() || pairs.back() != key) {
+        pairs.push_back(key);
+        first_row.push_back(r);
+      }
+    }
+  }
+  bool Linked(int64_t a, int64_t b) const { return std::binary_search(pairs.begin(), pairs.end(), Unordered(a, b)); }
+};
+
+// `k` negatives for source u: (u, w) with w != u drawn uniformly among the nodes u has no edge
+// with in either direction, appended to `neg`.
+absl::Status DrawNegatives(const InputPairs& in, int64_t num_nodes, int64_t u, int64_t k, Stream& draw,
+                           std::vector<int64_t>* neg) {
+  for (int64_t j = 0; j < k; ++j) {
+    int64_t w = -1;
+    for (int tries = 0; tries < 1000 && w < 0; ++tries) {
+      const int64_t c = draw.Below(num_nodes);
+      if (c != u && !in.Linked(u, c)) w = c;
+    }
+    if (w < 0) {
+      return absl::FailedPreconditionError(
+          StrCat("--edge-split: no negative found for node ", u, " in 1000 draws: it is linked to nearly every node"));
+    }
+    neg->insert(neg->end(), {u, w});
+  }
+  return absl::OkStatus();
+}
+
+constexpr uint64_t kNegativeStream = 0x6e65676174697665ULL;
+
 }  // namespace
 
 absl::StatusOr<EdgeSplit> SplitEdges(const Dataset& d, const EdgeSplitOptions& o) {
+  if (!o.files_dir.empty()) return ReadEdgeSplit(d, o);
   const int64_t e = d.num_edges(), n = d.num_nodes;
   const int64_t* rows = d.edges.data_as<int64_t>();
   if (o.negatives < 1) return absl::InvalidArgumentError(StrCat("--eval-negatives must be >= 1, got ", o.negatives));
-  // Rows by unordered pair; self loops stay out of the pool.
-  std::vector<std::pair<Pair, int64_t>> keyed;
-  keyed.reserve(e);
-  for (int64_t r = 0; r < e; ++r) {
-    const int64_t u = rows[2 * r], v = rows[2 * r + 1];
-    if (u != v) keyed.push_back({{std::min(u, v), std::max(u, v)}, r});
-  }
-  std::sort(keyed.begin(), keyed.end());
-  std::vector<Pair> pairs;          // distinct, sorted: the membership test for negatives
-  std::vector<int64_t> first_row;   // per pair, its first input row
-  for (const auto& [key, r] : keyed) {
-    if (pairs.empty() || pairs.back() != key) {
-      pairs.push_back(key);
-      first_row.push_back(r);
-    }
-  }
+  const InputPairs in(d);
+  const auto& [keyed, pairs, first_row] = in;
   EdgeSplit s;
   s.pairs = static_cast<int64_t>(pairs.size());
   const int64_t num_valid = std::llround(static_cast<double>(s.pairs) * o.valid);
@@ -104,27 +143,131 @@ absl::StatusOr<EdgeSplit> SplitEdges(const Dataset& d, const EdgeSplitOptions& o
     }
   }
   // Positives in shuffled order (valid first), negatives beside them.
-  Stream draw(o.seed ^ 0x6e65676174697665ULL);
-  auto linked = [&](int64_t a, int64_t b) {
-    return std::binary_search(pairs.begin(), pairs.end(), Pair{std::min(a, b), std::max(a, b)});
-  };
+  Stream draw(o.seed ^ kNegativeStream);
   for (int64_t i = 0; i < num_valid + num_test; ++i) {
     const int64_t r = first_row[order[i]];
     const int64_t u = rows[2 * r], v = rows[2 * r + 1];
     std::vector<int64_t>& pos = i < num_valid ? s.valid_pos : s.test_pos;
-    std::vector<int64_t>& neg = i < num_valid ? s.valid_neg : s.test_neg;
     pos.insert(pos.end(), {u, v});
-    for (int64_t k = 0; k < o.negatives; ++k) {
-      int64_t w = -1;
-      for (int tries = 0; tries < 1000 && w < 0; ++tries) {
-        const int64_t c = draw.Below(n);
-        if (c != u && !linked(u, c)) w = c;
+    RETURN_IF_ERROR(DrawNegatives(in, n, u, o.negatives, draw, i < num_valid ? &s.valid_neg : &s.test_neg));
+  }
+  return s;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// DIR/<base> with the first extension that exists, or "".
+std::string FindSplitFile(const std::string& dir, const std::string& base) {
+  for (const char* ext : {".npy", ".csv", ".tsv", ".txt", ".csv.gz", ".tsv.gz", ".txt.gz"}) {
+    const fs::path p = fs::path(dir) / (base + ext);
+    std::error_code ec;
+    if (fs::is_regular_file(p, ec)) return p.string();
+  }
+  return "";
+}
+
+// The negatives of `pos` (flattened [n, 2]) from DIR/<which>_neg (pairs) or DIR/<which>_neg_dst
+// (.npy [n, k] destinations); empty when neither exists. *k gets the count per positive.
+absl::StatusOr<std::vector<int64_t>> ReadNegatives(const std::string& dir, const std::string& which,
+                                                   const std::vector<int64_t>& pos, int64_t num_nodes, int64_t* k) {
+  const int64_t n = static_cast<int64_t>(pos.size() / 2);
+  const std::string pairs = FindSplitFile(dir, which + "_neg");
+  const fs::path dst = fs::path(dir) / (which + "_neg_dst.npy");
+  std::error_code ec;
+  const bool have_dst = fs::is_regular_file(dst, ec);
+  if (!pairs.empty() && have_dst) {
+    return absl::InvalidArgumentError(StrCat(dir, ": both ", pairs, " and ", dst.string(), " give ", which,
+                                             " negatives; keep one"));
+  }
+  if (have_dst) {
+    ASSIGN_OR_RETURN(core::NpyArray a, ReadNodeMatrix(dst.string(), num_nodes));
+    if (a.rows() != n || a.shape()[1] < 1) {
+      return absl::InvalidArgumentError(StrCat(dst.string(), ": expected [", n, ", k] negative destinations, one row per ",
+                                               which, "_pos pair; the shape is [", core::StrJoin(a.shape(), ", "), "]"));
+    }
+    *k = a.shape()[1];
+    const int64_t* w = a.data_as<int64_t>();
+    std::vector<int64_t> out;
+    out.reserve(2 * n * *k);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j < *k; ++j) out.insert(out.end(), {pos[2 * i], w[i * *k + j]});
+    }
+    return out;
+  }
+  if (pairs.empty()) return std::vector<int64_t>{};
+  ASSIGN_OR_RETURN(core::NpyArray a, ReadNodePairs(pairs, num_nodes));
+  if (n == 0 || a.rows() == 0 || a.rows() % n != 0) {
+    return absl::InvalidArgumentError(StrCat(pairs, ": ", a.rows(), " negative pairs for ", n, " ", which,
+                                             " positives; expected k per positive (rows i*k .. i*k+k-1 for positive i)"));
+  }
+  *k = a.rows() / n;
+  const int64_t* p = a.data_as<int64_t>();
+  return std::vector<int64_t>(p, p + 2 * a.rows());
+}
+
+}  // namespace
+
+absl::StatusOr<EdgeSplit> ReadEdgeSplit(const Dataset& d, const EdgeSplitOptions& o) {
+  const std::string& dir = o.files_dir;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return absl::NotFoundError(StrCat("--edge-split-files ", dir, ": not a readable folder"));
+  }
+  if (o.negatives < 1) return absl::InvalidArgumentError(StrCat("--eval-negatives must be >= 1, got ", o.negatives));
+  EdgeSplit s;
+  // Held-out pairs, unordered, with their role; a pair in both sets is an error.
+  std::vector<std::pair<Pair, uint8_t>> held;
+  for (const auto& [which, role, out] : {std::tuple{"valid", uint8_t{1}, &s.valid_pos}, {"test", uint8_t{2}, &s.test_pos}}) {
+    const std::string path = FindSplitFile(dir, StrCat(which, "_pos"));
+    if (path.empty()) {
+      return absl::NotFoundError(StrCat("--edge-split-files ", dir, ": no ", which, "_pos.npy (or .csv, .tsv, .txt, "
+                                        "optionally .gz): the held-out ", which, " pairs"));
+    }
+    ASSIGN_OR_RETURN(core::NpyArray a, ReadNodePairs(path, d.num_nodes));
+    if (a.rows() == 0) return absl::InvalidArgumentError(StrCat(path, ": no pairs"));
+    const int64_t* p = a.data_as<int64_t>();
+    for (int64_t i = 0; i < a.rows(); ++i) {
+      if (p[2 * i] == p[2 * i + 1]) {
+        return absl::InvalidArgumentError(StrCat(path, " row ", i, ": (", p[2 * i], ", ", p[2 * i + 1],
+                                                 ") is a self loop; a held-out pair joins two nodes"));
       }
-      if (w < 0) {
-        return absl::FailedPreconditionError(StrCat("--edge-split: no negative found for node ", u,
-                                                    " in 1000 draws: it is linked to nearly every node"));
+      held.push_back({Unordered(p[2 * i], p[2 * i + 1]), role});
+    }
+    out->assign(p, p + 2 * a.rows());
+  }
+  std::sort(held.begin(), held.end());
+  for (size_t i = 1; i < held.size(); ++i) {
+    if (held[i].first == held[i - 1].first && held[i].second != held[i - 1].second) {
+      return absl::InvalidArgumentError(StrCat("--edge-split-files ", dir, ": the pair (", held[i].first.first, ", ",
+                                               held[i].first.second, ") is in both valid_pos and test_pos"));
+    }
+  }
+  const InputPairs in(d);
+  s.pairs = static_cast<int64_t>(in.pairs.size());
+  s.role.assign(d.num_edges(), 0);
+  int64_t held_stored = 0;  // distinct input pairs held out
+  {
+    size_t h = 0;
+    Pair last{-1, -1};
+    for (const auto& [key, r] : in.keyed) {
+      while (h < held.size() && held[h].first < key) ++h;
+      if (h < held.size() && held[h].first == key) {
+        s.role[r] = held[h].second;
+        if (key != last) ++held_stored;
+        last = key;
       }
-      neg.insert(neg.end(), {u, w});
+    }
+  }
+  s.train_pairs = s.pairs - held_stored;
+  Stream draw(o.seed ^ kNegativeStream);
+  for (const auto& [which, pos, neg] : {std::tuple{"valid", &s.valid_pos, &s.valid_neg}, {"test", &s.test_pos, &s.test_neg}}) {
+    int64_t k = 0;
+    ASSIGN_OR_RETURN(*neg, ReadNegatives(dir, which, *pos, d.num_nodes, &k));
+    if (!neg->empty()) continue;
+    for (size_t i = 0; i < pos->size(); i += 2) {
+      RETURN_IF_ERROR(DrawNegatives(in, d.num_nodes, (*pos)[i], o.negatives, draw, neg));
     }
   }
   return s;

@@ -1,6 +1,6 @@
 // Held-out edges for link prediction: a random split of the input's node pairs into train,
-// valid and test, and negative pairs drawn once per held-out positive so that evaluation is
-// repeatable. The partitioner leaves the held-out pairs out of the stored graph in both
+// valid and test, or the user's own valid and test pairs read from files; and negative pairs,
+// the user's or drawn once per held-out positive, so that evaluation is repeatable. The partitioner leaves the held-out pairs out of the stored graph in both
 // directions (an undirected edge listed twice, or added back by --add-reverse-edges, cannot
 // leak), and writes positives and negatives under link/ in new node IDs.
 #pragma once
@@ -18,8 +18,14 @@ struct EdgeSplitOptions {
   double test = 0;        // ... and for test; the rest trains
   int64_t negatives = 1;  // negative pairs drawn per held-out positive
   uint64_t seed = 0;
+  // The user's split instead of a random one (--edge-split-files): a folder with valid_pos and
+  // test_pos, and optionally valid_neg / test_neg (pairs, k per positive, in order) or
+  // valid_neg_dst / test_neg_dst (.npy [n, k]: k negative destinations for positive i's source,
+  // OGB's citation2 layout). Pairs are .npy ([n, 2] or [2, n]) or text "src,dst" lines
+  // (.csv/.tsv/.txt, optionally .gz), in input node IDs. Negatives not given are drawn.
+  std::string files_dir;
 
-  bool enabled() const { return valid > 0 || test > 0; }
+  bool enabled() const { return valid > 0 || test > 0 || !files_dir.empty(); }
 };
 
 // "TRAIN,VALID,TEST" fractions that sum to 1 (e.g. 0.85,0.05,0.10). INVALID_ARGUMENT names
@@ -41,6 +47,13 @@ struct EdgeSplit {
 // first round(pairs * valid) are valid, the next round(pairs * test) test. Self loops always
 // train. Deterministic in (edges, options). FAILED_PRECONDITION when a negative cannot be found
 // (a node linked to nearly every other) or the split would leave a set empty that was asked for.
+// With options.files_dir set, ReadEdgeSplit instead.
 absl::StatusOr<EdgeSplit> SplitEdges(const Dataset& d, const EdgeSplitOptions& options);
+
+// The split of options.files_dir: its valid and test pairs are held out wherever they occur in
+// d's edges, in either direction (they need not occur: OGB's link datasets list only training
+// edges). Errors name the file and row: an ID outside the graph, a self loop, a pair in both
+// valid and test, negatives that are not a whole number per positive.
+absl::StatusOr<EdgeSplit> ReadEdgeSplit(const Dataset& d, const EdgeSplitOptions& options);
 
 }  // namespace fanout::partition

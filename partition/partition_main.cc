@@ -44,7 +44,13 @@ int main(int argc, char** argv) {
                  "link prediction: TRAIN,VALID,TEST fractions of the node pairs (e.g. 0.85,0.05,0.10); valid and "
                  "test pairs are left out of the graph in both directions and written to link/ with negatives",
                  [](const std::string& v) { return partition::ParseEdgeSplit(v).status(); });
-  args.AddInt("eval-negatives", &opt.edge_split.negatives, "with --edge-split: negative pairs per valid/test positive");
+  std::string edge_split_files;
+  args.AddString("edge-split-files", &edge_split_files,
+                 "link prediction with your own split: a folder with valid_pos and test_pos (.npy [n, 2] or "
+                 "src,dst text), optionally valid_neg/test_neg (k pairs per positive) or valid_neg_dst/test_neg_dst "
+                 "(.npy [n, k]); those pairs are left out of the graph in both directions");
+  args.AddInt("eval-negatives", &opt.edge_split.negatives,
+              "with --edge-split(-files): negative pairs drawn per valid/test positive (when none are given)");
   bool normalize = false;
   args.AddBool("normalize-features", &normalize,
                "row-normalise node field 'feat' as PyG's NormalizeFeatures: subtract its minimum, divide each "
@@ -64,6 +70,12 @@ int main(int argc, char** argv) {
     const int64_t negatives = opt.edge_split.negatives;
     opt.edge_split = *partition::ParseEdgeSplit(edge_split);
     opt.edge_split.negatives = negatives;
+  }
+  if (!edge_split_files.empty()) {
+    if (!edge_split.empty()) {
+      return args.Fail(absl::InvalidArgumentError("--edge-split and --edge-split-files: give one of them"));
+    }
+    opt.edge_split.files_dir = edge_split_files;
   }
   // Options that do not need the data are checked before reading it.
   if (absl::Status v = partition::ValidatePartitionOptions(opt, -1); !v.ok()) return args.Fail(v);

@@ -352,8 +352,9 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
     s.link_train = split.train_pairs;
     s.link_valid = static_cast<int64_t>(split.valid_pos.size() / 2);
     s.link_test = static_cast<int64_t>(split.test_pos.size() / 2);
-    Log(o, StrCat("edge split: ", s.link_pairs, " node pairs: ", s.link_train, " train, ", s.link_valid, " valid, ",
-                  s.link_test, " test (held out in both directions)"));
+    Log(o, StrCat("edge split", o.edge_split.files_dir.empty() ? "" : StrCat(" from ", o.edge_split.files_dir), ": ",
+                  s.link_pairs, " node pairs: ", s.link_train, " train, ", s.link_valid, " valid, ", s.link_test,
+                  " test (held out in both directions)"));
   }
 
   timer.Start("assign");
@@ -447,8 +448,13 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
       link[file] = {{"file", StrCat("link/", file, ".npy")}, {"rows", rows}};
     }
     link["node_ids"] = "new node IDs (graph/orig_nids.npy of the owning partition maps them back)";
-    link["fractions"] = {1 - o.edge_split.valid - o.edge_split.test, o.edge_split.valid, o.edge_split.test};
-    link["negatives_per_positive"] = o.edge_split.negatives;
+    if (o.edge_split.files_dir.empty()) {
+      link["fractions"] = {1 - o.edge_split.valid - o.edge_split.test, o.edge_split.valid, o.edge_split.test};
+    } else {
+      link["files"] = fs::absolute(o.edge_split.files_dir).lexically_normal().string();
+    }
+    link["negatives_per_positive"] = {{"valid", split.valid_neg.size() / std::max<size_t>(1, split.valid_pos.size())},
+                                      {"test", split.test_neg.size() / std::max<size_t>(1, split.test_pos.size())}};
     link["node_pairs"] = s.link_pairs;
     link["train_pairs"] = s.link_train;
     link["held_out"] = "valid and test pairs are not stored in either direction; negatives share the positive's "

@@ -327,6 +327,13 @@ absl::StatusOr<Dataset> ReadOgb(const fs::path& dir, const ReadOptions& opt) {
     d.edge_fields.push_back({"feat", std::move(f)});
   }
   ASSIGN_OR_RETURN(std::string split, PickSplit(dir / "split", opt.split));
+  // OGB's link-property datasets keep {train,valid,test}.pt (torch pickles of held-out edges) in
+  // their split folder: no node split; scripts/ogb_link_split.py converts them for
+  // --edge-split-files.
+  if (!split.empty() && !fs::exists(dir / "split" / split / "train.csv.gz", ec) &&
+      fs::exists(dir / "split" / split / "valid.pt", ec)) {
+    split.clear();
+  }
   if (!split.empty()) {
     fs::path s = dir / "split" / split;
     ASSIGN_OR_RETURN(d.train_idx, ReadIntColumn((s / "train.csv.gz").string(), d.num_nodes, "num_nodes"));
@@ -472,6 +479,38 @@ absl::StatusOr<Dataset> ReadDataset(const ReadOptions& opt) {
   if (d->name.empty()) d->name = fs::absolute(dir).lexically_normal().parent_path().filename().string();
   RETURN_IF_ERROR(ValidateDataset(*d));
   return d;
+}
+
+absl::StatusOr<NpyArray> ReadNodePairs(const std::string& path, int64_t num_nodes) {
+  const std::string ext = fs::path(path).extension().string();
+  if (ext != ".npy") return ReadEdgesText(path, num_nodes, -1);
+  ASSIGN_OR_RETURN(NpyArray a, MapAsInt64(path));
+  RETURN_IF_ERROR(OrientEdges(path, "auto", &a));
+  const int64_t* p = a.data_as<int64_t>();
+  for (int64_t i = 0; i < 2 * a.rows(); ++i) {
+    if (p[i] < 0 || p[i] >= num_nodes) {
+      return absl::InvalidArgumentError(StrCat(path, " row ", i / 2, ": node ID ", p[i], " is outside [0, ", num_nodes,
+                                               ") (the graph's nodes)"));
+    }
+  }
+  return a;
+}
+
+absl::StatusOr<NpyArray> ReadNodeMatrix(const std::string& path, int64_t num_nodes) {
+  ASSIGN_OR_RETURN(NpyArray a, MapAsInt64(path));
+  if (a.shape().size() != 2) {
+    return absl::InvalidArgumentError(StrCat(path, ": expected a 2-D integer array of node IDs, the shape is [",
+                                             core::StrJoin(a.shape(), ", "), "]"));
+  }
+  const int64_t* p = a.data_as<int64_t>();
+  const int64_t cols = a.shape()[1];
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    if (p[i] < 0 || p[i] >= num_nodes) {
+      return absl::InvalidArgumentError(StrCat(path, " row ", i / std::max<int64_t>(cols, 1), ": node ID ", p[i],
+                                               " is outside [0, ", num_nodes, ") (the graph's nodes)"));
+    }
+  }
+  return a;
 }
 
 absl::StatusOr<std::vector<int32_t>> ReadAssignment(const std::string& path, int64_t num_nodes,

@@ -28,6 +28,13 @@ struct ReadOptions {
 // Detects the layout and reads it. Errors name the file and line (text) or row (.npy) at fault.
 absl::StatusOr<Dataset> ReadDataset(const ReadOptions& options);
 
+// Node pairs from a file: an integer .npy of [n, 2] rows (or PyG's [2, n]), or text with one
+// "src,dst" per line (.csv/.tsv/.txt, optionally .gz). Every ID must be in [0, num_nodes); errors
+// name the file and the row or line. Returns int64 [n, 2].
+absl::StatusOr<core::NpyArray> ReadNodePairs(const std::string& path, int64_t num_nodes);
+// A 2-D integer .npy of node IDs in [0, num_nodes), as int64.
+absl::StatusOr<core::NpyArray> ReadNodeMatrix(const std::string& path, int64_t num_nodes);
+
 // Reads a node -> partition assignment (one integer per line, or an integer .npy of N
 // entries), checking the length and that every value is in [0, num_parts).
 absl::StatusOr<std::vector<int32_t>> ReadAssignment(const std::string& path, int64_t num_nodes,

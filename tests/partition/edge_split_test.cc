@@ -3,10 +3,14 @@
 #include "partition/edge_split.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <set>
 #include <utility>
 
 #include "core/partition_config.h"
+#include "core/npy.h"
 #include "core/partition_store.h"
 #include "gtest/gtest.h"
 #include "partition/partitioner.h"
@@ -94,15 +98,14 @@ TEST(EdgeSplitTest, HeldOutPairsAndNegativesFollowTheRules) {
 // Through the partitioner, with reverse edges added: no held-out pair is reachable in any
 // partition's stored in- or out-edges, in either direction, and every other input row is stored
 // (twice unless a self loop).
-TEST(EdgeSplitTest, PartitionerStoresNoHeldOutPairInEitherDirection) {
+void ExpectPartitionerStoresNoHeldOutPair(const Dataset& d, const EdgeSplitOptions& split) {
   testing::TempDir dir;
-  Dataset d = testing::MakeRandomDataset({.num_nodes = 400, .num_edges = 3000});
   PartitionOptions o;
   o.out_dir = dir.Sub("parts");
   o.num_parts = 2;
   o.add_reverse_edges = true;
   o.quiet = true;
-  o.edge_split = {.valid = 0.05, .test = 0.1, .negatives = 1};
+  o.edge_split = split;
   auto summary = PartitionDataset(d, o);
   ASSERT_TRUE(summary.ok()) << summary.status();
   auto config = core::LoadPartitionConfig(summary->config_path);
@@ -134,14 +137,128 @@ TEST(EdgeSplitTest, PartitionerStoresNoHeldOutPairInEitherDirection) {
   }
   EXPECT_EQ(held_out, summary->link_valid + summary->link_test);
   // Stored edges: the rows of train pairs in both directions, self loops once.
-  const std::set<Pair> pairs = UndirectedPairs(d);
-  auto s = SplitEdges(d, {.valid = 0.05, .test = 0.1, .negatives = 1, .seed = o.seed});
+  EdgeSplitOptions again = split;
+  again.seed = o.seed;
+  auto s = SplitEdges(d, again);
+  ASSERT_TRUE(s.ok()) << s.status();
   int64_t want = 0;
   const int64_t* e = d.edges.data_as<int64_t>();
   for (int64_t r = 0; r < d.num_edges(); ++r) {
     if (s->role[r] == 0) want += e[2 * r] == e[2 * r + 1] ? 1 : 2;
   }
   EXPECT_EQ(summary->num_edges, want);
+}
+
+TEST(EdgeSplitTest, PartitionerStoresNoHeldOutPairInEitherDirection) {
+  ExpectPartitionerStoresNoHeldOutPair(testing::MakeRandomDataset({.num_nodes = 400, .num_edges = 3000}),
+                                       {.valid = 0.05, .test = 0.1, .negatives = 1});
+}
+
+// The first `count` input rows that are not self loops and join pairs not seen before, from row
+// `from` on, as [u, v] flattened (reversed when `reverse`, to hold out a pair by its other
+// direction).
+std::vector<int64_t> SomeEdges(const Dataset& d, int64_t from, int64_t count, bool reverse, std::set<Pair>* seen) {
+  std::vector<int64_t> out;
+  const int64_t* e = d.edges.data_as<int64_t>();
+  for (int64_t r = from; r < d.num_edges() && static_cast<int64_t>(out.size()) < 2 * count; ++r) {
+    const int64_t u = e[2 * r], v = e[2 * r + 1];
+    if (u == v || !seen->insert({std::min(u, v), std::max(u, v)}).second) continue;
+    out.insert(out.end(), {reverse ? v : u, reverse ? u : v});
+  }
+  return out;
+}
+
+void WriteCsv(const std::string& path, const std::vector<int64_t>& pairs) {
+  std::ofstream f(path);
+  for (size_t i = 0; i < pairs.size(); i += 2) f << pairs[i] << "," << pairs[i + 1] << "\n";
+}
+
+void WritePairsNpy(const std::string& path, const std::vector<int64_t>& pairs) {
+  ASSERT_TRUE(core::WriteNpy(path, core::DType::kInt64, {static_cast<int64_t>(pairs.size() / 2), 2}, pairs.data()).ok());
+}
+
+// A user's split (--edge-split-files): valid pairs in .npy given in the reverse direction of
+// their input rows, test pairs in CSV with one pair that is no input edge (OGB lists held-out
+// edges outside the graph); valid negatives as OGB-style destinations [n, k], test negatives
+// drawn.
+TEST(EdgeSplitTest, UsersFilesHoldOutTheirPairsAndDrawOnlyMissingNegatives) {
+  testing::TempDir dir;
+  const Dataset d = testing::MakeRandomDataset({.num_nodes = 300, .num_edges = 2000});
+  const std::set<Pair> input = UndirectedPairs(d);
+  std::set<Pair> seen;
+  const std::vector<int64_t> valid = SomeEdges(d, 0, 5, /*reverse=*/true, &seen);
+  std::vector<int64_t> test = SomeEdges(d, 100, 3, /*reverse=*/false, &seen);
+  int64_t a = 0, b = 1;  // a pair that is not an input edge
+  while (input.count({std::min(a, b), std::max(a, b)})) ++b;
+  test.insert(test.end(), {a, b});
+  WritePairsNpy(dir.Sub("valid_pos.npy"), valid);
+  WriteCsv(dir.Sub("test_pos.csv"), test);
+  const std::vector<int64_t> dst = {10, 11, 12, 13, 14, 15, 16, 17, 18, 19};
+  ASSERT_TRUE(core::WriteNpy(dir.Sub("valid_neg_dst.npy"), core::DType::kInt64, {5, 2}, dst.data()).ok());
+
+  EdgeSplitOptions o{.negatives = 4, .seed = 1, .files_dir = dir.path()};
+  ASSERT_TRUE(o.enabled());
+  auto s = SplitEdges(d, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->valid_pos, valid);
+  EXPECT_EQ(s->test_pos, test);
+  EXPECT_EQ(s->pairs, static_cast<int64_t>(std::count_if(input.begin(), input.end(),
+                                                         [](const Pair& p) { return p.first != p.second; })));
+  EXPECT_EQ(s->train_pairs, s->pairs - 8) << "5 valid and 3 test pairs are input edges";
+  const int64_t* e = d.edges.data_as<int64_t>();
+  std::set<Pair> valid_set, test_set;
+  for (size_t i = 0; i < valid.size(); i += 2) valid_set.insert({std::min(valid[i], valid[i + 1]), std::max(valid[i], valid[i + 1])});
+  for (size_t i = 0; i < test.size(); i += 2) test_set.insert({std::min(test[i], test[i + 1]), std::max(test[i], test[i + 1])});
+  for (int64_t r = 0; r < d.num_edges(); ++r) {
+    const Pair p{std::min(e[2 * r], e[2 * r + 1]), std::max(e[2 * r], e[2 * r + 1])};
+    EXPECT_EQ(s->role[r], valid_set.count(p) ? 1 : test_set.count(p) ? 2 : 0) << "row " << r;
+  }
+  // Given negatives: (the positive's source, each of its destinations), in order.
+  ASSERT_EQ(s->valid_neg.size(), 20u);
+  for (size_t i = 0; i < 10; ++i) {
+    EXPECT_EQ(s->valid_neg[2 * i], valid[2 * (i / 2)]);
+    EXPECT_EQ(s->valid_neg[2 * i + 1], dst[i]);
+  }
+  // Drawn negatives: --eval-negatives per positive, from its source, linked to it in neither direction.
+  ASSERT_EQ(s->test_neg.size(), 4u * 4 * 2);
+  for (size_t i = 0; i < s->test_neg.size(); i += 2) {
+    EXPECT_EQ(s->test_neg[i], test[2 * (i / 2 / 4)]);
+    EXPECT_FALSE(input.count({std::min(s->test_neg[i], s->test_neg[i + 1]), std::max(s->test_neg[i], s->test_neg[i + 1])}));
+  }
+  ExpectPartitionerStoresNoHeldOutPair(d, o);
+}
+
+TEST(EdgeSplitTest, UsersFilesWithErrorsAreRefusedNamingTheFileAndRow) {
+  const Dataset d = testing::MakeRandomDataset({.num_nodes = 50, .num_edges = 200});
+  auto error_with = [&](const std::function<void(const testing::TempDir&)>& write) {
+    testing::TempDir dir;
+    WritePairsNpy(dir.Sub("valid_pos.npy"), {1, 2, 3, 4});
+    WriteCsv(dir.Sub("test_pos.csv"), {5, 6});
+    write(dir);
+    auto s = SplitEdges(d, {.files_dir = dir.path()});
+    return s.ok() ? std::string() : std::string(s.status().message());
+  };
+  EXPECT_EQ(error_with([](const testing::TempDir&) {}), "") << "the base case is valid";
+  EXPECT_NE(error_with([](const testing::TempDir& dir) { WritePairsNpy(dir.Sub("valid_pos.npy"), {1, 2, 3, 50}); })
+                .find("valid_pos.npy row 1: node ID 50 is outside [0, 50)"),
+            std::string::npos);
+  EXPECT_NE(error_with([](const testing::TempDir& dir) { WriteCsv(dir.Sub("test_pos.csv"), {5, 6, 7, 7}); })
+                .find("test_pos.csv row 1: (7, 7) is a self loop"),
+            std::string::npos);
+  EXPECT_NE(error_with([](const testing::TempDir& dir) { WriteCsv(dir.Sub("test_pos.csv"), {2, 1}); })
+                .find("the pair (1, 2) is in both valid_pos and test_pos"),
+            std::string::npos);
+  EXPECT_NE(error_with([](const testing::TempDir& dir) { WritePairsNpy(dir.Sub("valid_neg.npy"), {1, 9, 1, 8, 3, 7}); })
+                .find("3 negative pairs for 2 valid positives"),
+            std::string::npos);
+  EXPECT_NE(error_with([](const testing::TempDir& dir) {
+              WritePairsNpy(dir.Sub("test_neg.npy"), {5, 9});
+              WritePairsNpy(dir.Sub("test_neg_dst.npy"), {9});
+            }).find("keep one"),
+            std::string::npos);
+  EXPECT_NE(error_with([](const testing::TempDir& dir) { std::filesystem::remove(dir.Sub("test_pos.csv")); })
+                .find("no test_pos.npy"),
+            std::string::npos);
 }
 
 }  // namespace

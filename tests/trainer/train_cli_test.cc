@@ -22,6 +22,7 @@
 #include "tests/launcher/launcher_test_util.h"
 #include "tests/testing/server_cluster.h"
 #include "tests/testing/testing.h"
+#include "tests/trainer/python_testing.h"
 
 namespace fanout {
 namespace {
@@ -231,6 +232,41 @@ TEST_F(TrainCliTest, LinkPredictionWithAnMlpScorerCheckpointsAndReloadsIt) {
   auto node = StartRanks(1, {"--part-config", config_path_, "--servers", cluster_.ServerList(), "--scorer", "mlp"});
   EXPECT_NE(node[0]->Finish(), 0);
   EXPECT_NE(node[0]->output().find("--scorer applies to --task link only"), std::string::npos) << node[0]->output();
+}
+
+// OGB's link-property layout end to end: the .pt split converted by scripts/ogb_link_split.py,
+// partitioned with --edge-split-files (held-out edges absent from the graph, as OGB ships them;
+// given negatives kept), and trained with --task link on one partition.
+TEST_F(TrainCliTest, OgbLinkSplitConvertsPartitionsAndTrains) {
+  SKIP_WITHOUT_PYTHON_TORCH();
+  testing::TempDir dir;
+  const std::string ds = dir.Sub("ogbl_tiny"), split = dir.Sub("split"), parts = dir.Sub("parts");
+  ASSERT_EQ(trainer::testing::Python(StrCat(FANOUT_SOURCE_DIR, "/tests/trainer/make_ogb_link.py ", ds)), 0);
+  const std::string log = dir.Sub("convert.txt");
+  ASSERT_EQ(trainer::testing::Python(StrCat(FANOUT_SOURCE_DIR, "/scripts/ogb_link_split.py ", ds, " ", split), log), 0);
+  std::string err;
+  ASSERT_EQ(testing::RunProcess({FANOUT_PARTITION_BIN, "--input", ds, "--num-parts", "1", "--out", parts,
+                                 "--add-reverse-edges", "--edge-split-files", split, "--quiet"},
+                                nullptr, &err),
+            0)
+      << err;
+  auto valid_pos = core::NpyArray::Map(parts + "/link/valid_pos.npy");
+  auto valid_neg = core::NpyArray::Map(parts + "/link/valid_neg.npy");
+  auto test_neg = core::NpyArray::Map(parts + "/link/test_neg.npy");
+  ASSERT_TRUE(valid_pos.ok() && valid_neg.ok() && test_neg.ok());
+  EXPECT_EQ(valid_pos->rows(), 10);
+  EXPECT_EQ(valid_neg->rows(), 20) << "OGB's negatives, 2 per positive";
+  EXPECT_EQ(test_neg->rows(), 40);
+  std::ifstream config_file(parts + "/ogbl_tiny.json");
+  const nlohmann::json config = nlohmann::json::parse(config_file);
+  EXPECT_EQ(config["num_edges"], 2 * 180) << "every input edge stored, in both directions";
+  EXPECT_EQ(config["build"]["link"]["negatives_per_positive"]["valid"], 2);
+
+  auto rank = StartRanks(1, {"--part-config", parts + "/ogbl_tiny.json", "--task", "link", "--fanouts", "5,5",
+                             "--hidden", "16", "--batch-size", "32", "--epochs", "2", "--threads", "1"});
+  ASSERT_EQ(rank[0]->Finish(), 0) << rank[0]->output();
+  EXPECT_GE(Figure(rank[0]->output(), "test roc-auc"), 0) << rank[0]->output();
+  EXPECT_NE(rank[0]->output().find("over 2 negative(s) each"), std::string::npos) << rank[0]->output();
 }
 
 // Full-graph inference written by two ranks (two partitions, so rows cross between ranks every
