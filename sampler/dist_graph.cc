@@ -391,6 +391,29 @@ absl::Status DistGraph::PullNodeRows(const std::string& field, std::span<const i
   });
 }
 
+absl::StatusOr<core::FieldSchema> DistGraph::EdgeFieldSchema(const std::string& field) const {
+  for (const core::FieldSchema& f : config_.edge_fields) {
+    if (f.name == field) return f;
+  }
+  std::vector<std::string> names;
+  for (const core::FieldSchema& f : config_.edge_fields) names.push_back(f.name);
+  return absl::NotFoundError(StrCat("graph '", config_.graph_name, "' has no edge field '", field,
+                                    "'; edge fields: ", names.empty() ? "(none)" : core::StrJoin(names, ", ")));
+}
+
+absl::Status DistGraph::PullEdgeRows(const std::string& field, std::span<const int64_t> eids, char* out) const {
+  ASSIGN_OR_RETURN(core::FieldSchema f, EdgeFieldSchema(field));
+  const size_t rb = f.row_bytes();
+  ASSIGN_OR_RETURN(core::RangePartitionBook edges, config_.EdgeBook());
+  std::vector<std::vector<int64_t>> positions;
+  RETURN_IF_ERROR(GroupByPart(eids, edges, "edge", &positions));
+  const std::vector<std::vector<int64_t>> part_ids = IdsByPart(eids, positions);
+  const core::FieldRef ref = core::FieldRef::Edge(field);
+  return ForEachPart(positions, [&](int p, core::Done done) {
+    sources_[p]->GatherRows(ref, rb, part_ids[p], positions[p], out, std::move(done));
+  });
+}
+
 absl::Status DistGraph::Degrees(std::span<const int64_t> ids, core::EdgeDir dir, int64_t* out) const {
   std::vector<std::vector<int64_t>> positions;
   RETURN_IF_ERROR(GroupByPart(ids, book_, "node", &positions));

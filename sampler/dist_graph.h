@@ -90,6 +90,10 @@ class DistGraph {
   absl::Status PullNodeRows(const std::string& field, std::span<const int64_t> ids, char* out) const;
   absl::StatusOr<core::FieldSchema> NodeFieldSchema(const std::string& field) const;
   absl::StatusOr<size_t> NodeRowBytes(const std::string& field) const;
+  // The same for edge fields: rows of `field` for global edge IDs `eids` (any partitions), row i
+  // at out + i * row bytes.
+  absl::Status PullEdgeRows(const std::string& field, std::span<const int64_t> eids, char* out) const;
+  absl::StatusOr<core::FieldSchema> EdgeFieldSchema(const std::string& field) const;
   // In- or out-degrees of any nodes, and the endpoints of any edges, routed to their owners.
   absl::Status Degrees(std::span<const int64_t> ids, core::EdgeDir dir, int64_t* out) const;
   absl::Status FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) const;

@@ -35,6 +35,7 @@ struct LinkSamplerOptions {
   int rank = 0;
   int64_t edges_per_epoch = -1;  // -1: all of the trainer's edges
   std::string feature_field = "feat";
+  std::string edge_weight_field;  // SamplerOptions::edge_weight_field
 };
 
 struct LinkMiniBatch {

@@ -26,6 +26,9 @@ struct Block {
   std::vector<int64_t> indptr;
   std::vector<int64_t> indices;
   std::vector<int64_t> eids;
+  // Per edge, the sampler's edge weight field as float32 (SamplerOptions::edge_weight_field);
+  // empty when it fetches none.
+  std::vector<float> edge_weight;
 
   int64_t num_src() const { return static_cast<int64_t>(src_nodes.size()); }
   int64_t num_edges() const { return static_cast<int64_t>(indices.size()); }

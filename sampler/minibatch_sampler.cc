@@ -62,6 +62,14 @@ absl::Status ValidateSamplerOptions(const SamplerOptions& o, const DistGraph& gr
                                                core::DTypeName(f.dtype), "; features must be a numeric, non-float16 dtype"));
     }
   }
+  if (!o.edge_weight_field.empty()) {
+    ASSIGN_OR_RETURN(core::FieldSchema f, graph.EdgeFieldSchema(o.edge_weight_field));
+    if (f.row_elems() != 1 || !IsNumeric(f.dtype)) {
+      return absl::InvalidArgumentError(StrCat("edge weight field '", o.edge_weight_field,
+                                               "' must hold one number per edge; it is ", core::DTypeName(f.dtype),
+                                               " with ", f.row_elems(), " values per edge"));
+    }
+  }
   if (!o.label_field.empty()) {
     ASSIGN_OR_RETURN(core::FieldSchema f, graph.NodeFieldSchema(o.label_field));
     if (f.row_elems() != 1 || f.dtype == DType::kFloat16 || f.dtype == DType::kFloat32 || f.dtype == DType::kFloat64) {
@@ -131,6 +139,27 @@ absl::Status MiniBatchSampler::SampleBlocksFor(std::span<const int64_t> seeds, u
     edges_.eid.clear();
     b.src_nodes = map_.TakeIds();
     frontier = b.src_nodes;  // blocks are not resized from here on, so the span stays valid
+  }
+  return FetchEdgeWeights(blocks);
+}
+
+absl::Status MiniBatchSampler::FetchEdgeWeights(std::vector<Block>* blocks) {
+  if (options_.edge_weight_field.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(core::FieldSchema f, graph_->EdgeFieldSchema(options_.edge_weight_field));
+  std::vector<int64_t> eids;
+  for (const Block& b : *blocks) eids.insert(eids.end(), b.eids.begin(), b.eids.end());
+  std::vector<float> w(eids.size());
+  if (f.dtype == DType::kFloat32) {
+    RETURN_IF_ERROR(graph_->PullEdgeRows(options_.edge_weight_field, eids, reinterpret_cast<char*>(w.data())));
+  } else {
+    raw_.resize(eids.size() * core::DTypeSize(f.dtype));
+    RETURN_IF_ERROR(graph_->PullEdgeRows(options_.edge_weight_field, eids, raw_.data()));
+    Convert(f.dtype, raw_.data(), eids.size(), w.data());
+  }
+  size_t at = 0;
+  for (Block& b : *blocks) {
+    b.edge_weight.assign(w.begin() + at, w.begin() + at + b.eids.size());
+    at += b.eids.size();
   }
   return absl::OkStatus();
 }

@@ -48,6 +48,9 @@ struct SamplerOptions {
   int64_t seeds_per_epoch = -1;                // seeds each epoch uses; -1: all of the trainer's
   std::string feature_field = "feat";          // input features; "" = none fetched
   std::string label_field = "label";           // seed labels; "" = none fetched
+  // Edge field with one number per edge fetched for every sampled edge as Block::edge_weight
+  // (float32), for models that weight their aggregation; "" = none.
+  std::string edge_weight_field;
 };
 
 // Checks options against a graph: fanouts, batch size, fields present with usable dtypes.
@@ -78,6 +81,9 @@ class MiniBatchSampler {
   // direction, before the block is built: link prediction's seed edges and their reverses.
   absl::Status SampleBlocksFor(std::span<const int64_t> seeds, uint64_t stream, std::vector<Block>* blocks,
                                const std::vector<std::pair<int64_t, int64_t>>* exclude = nullptr);
+  // Fills every block's edge_weight from options.edge_weight_field (one pull for all layers);
+  // nothing without that field.
+  absl::Status FetchEdgeWeights(std::vector<Block>* blocks);
   // Fills `out` (input_nodes.size() x feature_dim floats) with the input nodes' features.
   absl::Status FetchFeatures(std::span<const int64_t> input_nodes, float* out);
   absl::Status FetchLabels(std::span<const int64_t> seeds, std::vector<int64_t>* labels);

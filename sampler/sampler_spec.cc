@@ -44,7 +44,8 @@ std::string WriteSamplerSpec(const SamplerSpec& s) {
         {"rank", o.rank},
         {"seeds_per_epoch", o.seeds_per_epoch},
         {"feature_field", o.feature_field},
-        {"label_field", o.label_field}}},
+        {"label_field", o.label_field},
+        {"edge_weight_field", o.edge_weight_field}}},
       {"first_epoch", s.first_epoch},
       {"num_epochs", s.num_epochs},
       {"num_samplers", s.num_samplers},
@@ -111,6 +112,7 @@ absl::StatusOr<SamplerSpec> ReadSamplerSpec(const std::string& text) {
   RETURN_IF_ERROR(Get(o, "sampler.", "seeds_per_epoch", &so.seeds_per_epoch));
   RETURN_IF_ERROR(Get(o, "sampler.", "feature_field", &so.feature_field));
   RETURN_IF_ERROR(Get(o, "sampler.", "label_field", &so.label_field));
+  RETURN_IF_ERROR(Get(o, "sampler.", "edge_weight_field", &so.edge_weight_field));
   RETURN_IF_ERROR(Get(j, "", "first_epoch", &s.first_epoch));
   RETURN_IF_ERROR(Get(j, "", "num_epochs", &s.num_epochs));
   RETURN_IF_ERROR(Get(j, "", "num_samplers", &s.num_samplers));

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -18,16 +19,17 @@ using core::StrCat;
 
 namespace {
 
-constexpr int64_t kMagic = 0x3148435441424e46;  // "FNBATCH1"
+constexpr int64_t kMagic = 0x3248435441424e46;  // "FNBATCH2"
 constexpr size_t kAlign = 64;
-constexpr int64_t kFixed = 10;  // header entries before the per-layer ones
+constexpr int64_t kFixed = 11;  // header entries before the per-layer ones
 
 size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // The file: a header of int64s, then 64-byte-aligned arrays.
 //   header: magic, epoch, step, layers, seeds, labels, feature rows, feature cols,
-//           sample ns, fetch ns, then per layer: num_src, num_dst, num_edges
-//   arrays: seeds, labels, per layer {src_nodes, indptr, indices, eids}, features
+//           sample ns, fetch ns, weighted (0/1), then per layer: num_src, num_dst, num_edges
+//   arrays: seeds, labels, per layer {src_nodes, indptr, indices, eids, edge weights (float32,
+//           when weighted)}, features
 struct Layout {
   std::vector<int64_t> header;
   size_t size = 0;
@@ -43,6 +45,7 @@ Layout Plan(const std::vector<int64_t>& header) {
   for (int64_t i = 0; i < layers; ++i) {
     const int64_t src = header[kFixed + 3 * i], dst = header[kFixed + 1 + 3 * i], edges = header[kFixed + 2 + 3 * i];
     at += AlignUp(src * 8) + AlignUp((dst + 1) * 8) + 2 * AlignUp(edges * 8);
+    if (header[10] != 0) at += AlignUp(edges * 4);
   }
   l.features_at = at;
   l.size = at + AlignUp(static_cast<size_t>(header[6] * header[7]) * 4);
@@ -52,7 +55,11 @@ Layout Plan(const std::vector<int64_t>& header) {
 std::vector<int64_t> HeaderOf(const MiniBatch& mb, int64_t rows, int64_t cols) {
   std::vector<int64_t> h = {kMagic, mb.epoch, mb.step, static_cast<int64_t>(mb.blocks.size()),
                             static_cast<int64_t>(mb.seeds.size()), static_cast<int64_t>(mb.labels.size()), rows, cols,
-                            static_cast<int64_t>(mb.sample_seconds * 1e9), static_cast<int64_t>(mb.fetch_seconds * 1e9)};
+                            static_cast<int64_t>(mb.sample_seconds * 1e9), static_cast<int64_t>(mb.fetch_seconds * 1e9),
+                            std::any_of(mb.blocks.begin(), mb.blocks.end(),
+                                        [](const Block& b) { return !b.edge_weight.empty(); })
+                                ? 1
+                                : 0};
   for (const Block& b : mb.blocks) {
     h.push_back(b.num_src());
     h.push_back(b.num_dst);
@@ -67,6 +74,12 @@ absl::Status Errno(const std::string& what) { return absl::InternalError(StrCat(
 
 absl::StatusOr<float*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t cols) {
   Layout l = Plan(HeaderOf(mb, rows, cols));
+  for (size_t i = 0; i < mb.blocks.size() && l.header[10] != 0; ++i) {
+    if (mb.blocks[i].edge_weight.size() != mb.blocks[i].eids.size()) {
+      return absl::InternalError(StrCat("block ", i, " has ", mb.blocks[i].edge_weight.size(), " edge weights for ",
+                                        mb.blocks[i].eids.size(), " edges"));
+    }
+  }
   if (fd_ < 0) {
     fd_ = memfd_create("fanout-batch", MFD_CLOEXEC);
     if (fd_ < 0) return Errno("memfd_create");
@@ -97,6 +110,10 @@ absl::StatusOr<float*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t
     put(b.indptr.data(), b.indptr.size());
     put(b.indices.data(), b.indices.size());
     put(b.eids.data(), b.eids.size());
+    if (l.header[10] != 0) {
+      if (!b.edge_weight.empty()) std::memcpy(base + at, b.edge_weight.data(), b.edge_weight.size() * 4);
+      at += AlignUp(b.edge_weight.size() * 4);
+    }
   }
   return reinterpret_cast<float*>(base + at);
 }
@@ -221,6 +238,11 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release,
     get(&b.indptr, b.num_dst + 1);
     get(&b.indices, header[kFixed + 2 + 3 * i]);
     get(&b.eids, header[kFixed + 2 + 3 * i]);
+    if (header[10] != 0) {
+      const auto* w = reinterpret_cast<const float*>(base + at);
+      b.edge_weight.assign(w, w + header[kFixed + 2 + 3 * i]);
+      at += AlignUp(static_cast<size_t>(header[kFixed + 2 + 3 * i]) * 4);
+    }
   }
   mb.sample_seconds = header[8] * 1e-9;
   mb.fetch_seconds = header[9] * 1e-9;

@@ -3,6 +3,8 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <utility>
@@ -42,6 +44,19 @@ absl::Status ValidateBlock(const sampler::Block& b, size_t l) {
                                                " is not a source index in [0, ", num_src, ")"));
     }
   }
+  if (!b.edge_weight.empty()) {
+    if (static_cast<int64_t>(b.edge_weight.size()) != b.num_edges()) {
+      return absl::InvalidArgumentError(StrCat("block ", l, ": ", b.edge_weight.size(), " edge weights for ",
+                                               b.num_edges(), " edges"));
+    }
+    for (int64_t e = 0; e < b.num_edges(); ++e) {
+      if (!std::isfinite(b.edge_weight[e])) {
+        return absl::InvalidArgumentError(StrCat("block ", l, ": edge ", e, " (edge ID ",
+                                                 e < static_cast<int64_t>(b.eids.size()) ? b.eids[e] : -1,
+                                                 ") has weight ", b.edge_weight[e], "; weights must be finite"));
+      }
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -52,7 +67,8 @@ at::Tensor Int64Tensor(const std::vector<int64_t>& v) {
   return t;
 }
 
-BlockTensors ConvertBlock(const sampler::Block& b, const c10::Device& device) {
+// `weighted`: the batch carries edge weights, so every block gets a (possibly empty) tensor.
+BlockTensors ConvertBlock(const sampler::Block& b, bool weighted, const c10::Device& device) {
   BlockTensors out;
   out.num_src = b.num_src();
   out.num_dst = b.num_dst;
@@ -66,7 +82,12 @@ BlockTensors ConvertBlock(const sampler::Block& b, const c10::Device& device) {
     deg[j] = b.indptr[j + 1] - b.indptr[j];
     for (int64_t e = b.indptr[j]; e < b.indptr[j + 1]; ++e) dst[e] = j;
   }
+  if (weighted) {
+    out.edge_weight = at::empty({b.num_edges()}, at::kFloat);
+    if (b.num_edges() > 0) std::memcpy(out.edge_weight.data_ptr<float>(), b.edge_weight.data(), b.num_edges() * 4);
+  }
   if (!device.is_cpu()) {
+    if (weighted) out.edge_weight = out.edge_weight.to(device);
     out.indptr = out.indptr.to(device);
     out.src = out.src.to(device);
     out.dst = out.dst.to(device);
@@ -157,8 +178,10 @@ absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
   return CatchTorch("converting a mini-batch to tensors", [&] {
     BatchTensors out;
     out.blocks.reserve(batch.blocks.size());
+    const bool weighted = std::any_of(batch.blocks.begin(), batch.blocks.end(),
+                                      [](const sampler::Block& b) { return !b.edge_weight.empty(); });
     for (const sampler::Block& b : batch.blocks) {
-      out.blocks.push_back(ConvertBlock(b, options.device));
+      out.blocks.push_back(ConvertBlock(b, weighted, options.device));
     }
     out.features = ConvertFeatures(batch.features, options.device);
     if (!batch.labels.empty()) out.labels = Int64Tensor(batch.labels).to(options.device);

@@ -29,6 +29,9 @@ struct BlockTensors {
   // block, as DGL does. Full-graph inference sets it, so that its blocks, which hold only a
   // batch of destinations, normalise as the whole graph does.
   at::Tensor out_degree;
+  // Optional float32 [num_edges]: a weight per edge (fanout-train --edge-weight FIELD), which the
+  // models multiply into their messages as DGL's layers do with `edge_weight`. Undefined: all 1.
+  at::Tensor edge_weight;
   int64_t num_src = 0;
   int64_t num_dst = 0;
 

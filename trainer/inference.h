@@ -35,6 +35,7 @@ NodeShare RankNodes(const core::RangePartitionBook& book, int trainers_per_machi
 struct InferenceOptions {
   int64_t batch_size = 4096;            // destination nodes per block
   std::string feature_field = "feat";  // the model's input
+  std::string edge_weight_field;       // SamplerOptions::edge_weight_field ("" = none)
   int trainers_per_machine = 1;
   // Called on rank 0 after each layer (layer, layers, seconds since the start) for progress.
   std::function<void(int64_t, int64_t, double)> on_layer;

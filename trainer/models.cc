@@ -63,7 +63,8 @@ void CheckLayerInput(const BlockTensors& b, const at::Tensor& h, int64_t in_dim,
 }
 
 // DGL SAGEConv(aggregator_type='mean'):
-//   out = fc_self(h_dst) + fc_neigh(mean_{(u,v) in block} h_u) + bias, the mean 0 without edges.
+//   out = fc_self(h_dst) + fc_neigh(mean_{(u,v) in block} w_uv h_u) + bias, the mean 0 without
+//   edges, w_uv the block's edge weight (1 without).
 // Parameters, in order: fc_self [out, in], fc_neigh [out, in], bias [out].
 class SageConv : public torch::nn::Module {
  public:
@@ -77,8 +78,12 @@ class SageConv : public torch::nn::Module {
   at::Tensor Forward(const BlockTensors& b, const at::Tensor& h) {
     CheckLayerInput(b, h, in_, "sage layer");
     if (ProjectBeforeAggregating(b, in_, out_)) {
-      const at::Tensor neigh = AggregateWith(fused_, b, at::linear(h, fc_neigh_), Reduce::kMean);
+      const at::Tensor neigh = AggregateWith(fused_, b, at::linear(h, fc_neigh_), Reduce::kMean, b.edge_weight);
       return at::addmm(bias_, h.narrow(0, 0, b.num_dst), fc_self_.t()) + neigh;
+    }
+    if (b.edge_weight.defined()) {
+      const at::Tensor both = at::cat({h.narrow(0, 0, b.num_dst), AggregateWith(fused_, b, h, Reduce::kMean, b.edge_weight)}, 1);
+      return at::addmm(bias_, both, at::cat({fc_self_, fc_neigh_}, 1).t());
     }
     // Otherwise fc_self and fc_neigh as one product over [h_dst | mean of neighbours]: one pass
     // over the output instead of two products and two sums, and a deeper inner dimension,
@@ -96,7 +101,8 @@ class SageConv : public torch::nn::Module {
 };
 
 // DGL GraphConv(norm='both', weight=True, bias=True, allow_zero_in_degree=True) on a block:
-//   out_v = bias + W (d_in(v)^-1/2 * sum_{(u,v)} d_out(u)^-1/2 h_u)
+//   out_v = bias + W (d_in(v)^-1/2 * sum_{(u,v)} w_uv d_out(u)^-1/2 h_u)
+// (w_uv the block's edge weight, 1 without; the degrees count edges, not weights, as DGL's)
 // where d_out(u) counts u's edges in this block (as a source; BlockTensors::out_degree instead
 // when set) and d_in(v) v's edges in this block (as a destination), both clamped to >= 1. Parameters: weight [out, in], bias [out].
 class GcnConv : public torch::nn::Module {
@@ -113,7 +119,7 @@ class GcnConv : public torch::nn::Module {
     at::Tensor feat = h * DegreePower(out_degree, h, -0.5);
     const bool project_first = ProjectBeforeAggregating(b, in_, out_);
     if (project_first) feat = at::linear(feat, weight_);
-    at::Tensor agg = AggregateWith(fused_, b, feat, Reduce::kSum);
+    at::Tensor agg = AggregateWith(fused_, b, feat, Reduce::kSum, b.edge_weight);
     if (!project_first) agg = at::linear(agg, weight_);
     return agg * DegreePower(b.in_degree, agg, -0.5) + bias_;
   }
@@ -128,7 +134,7 @@ class GcnConv : public torch::nn::Module {
 // allow_zero_in_degree=True, bias=True). Returns [num_dst, heads, out]:
 //   z = fc(dropout(h)) viewed [n, heads, out]
 //   e_uv = LeakyReLU_0.2(<z_u, attn_l> + <z_v, attn_r>)         (per head)
-//   a_uv = dropout(softmax of e over v's in-edges)
+//   a_uv = dropout(softmax of e over v's in-edges) * w_uv     (w the block's edge weight, 1 without)
 //   out_v = sum_{(u,v)} a_uv z_u + bias                          (0 + bias without in-edges)
 // Parameters: fc [heads*out, in], attn_l [heads, out], attn_r [heads, out], bias [heads*out].
 class GatConv : public torch::nn::Module {
@@ -157,7 +163,8 @@ class GatConv : public torch::nn::Module {
         at::linear(x.narrow(0, 0, b.num_dst), (fc * attn_r_.unsqueeze(-1)).sum(1));  // [D, H]
     const at::Tensor softmax = fused_ ? EdgeSoftmax(b, el, er, /*negative_slope=*/0.2)
                                       : EdgeSoftmaxReference(b, el, er, /*negative_slope=*/0.2);
-    const at::Tensor attention = Dropout(softmax, dropout_, is_training());
+    at::Tensor attention = Dropout(softmax, dropout_, is_training());
+    if (b.edge_weight.defined()) attention = attention * b.edge_weight.unsqueeze(1);
     return AggregateWith(fused_, b, z, Reduce::kSum, attention) + bias_.view({1, heads_, out_});
   }
 

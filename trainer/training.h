@@ -52,6 +52,9 @@ struct TrainOptions {
 
   // Data.
   std::string feature_field = "feat", label_field = "label";
+  // Edge field (one number per edge) the models multiply into their messages, as DGL's layers'
+  // edge_weight; visible to scripted models as block["edge_weight"]. "" = unweighted.
+  std::string edge_weight_field;
   std::string train_mask = "train_mask", val_mask = "val_mask", test_mask = "test_mask";
 
   // Sampling pipeline.

@@ -12,6 +12,13 @@ A mini-batch of an L-layer model has L blocks; ``blocks[0]`` is the input layer 
 ``num_dst``   int64 []              number of destination nodes; they are the first ``num_dst``
                                     source nodes, in order
 
+and, only when they apply:
+
+``edge_weight``  float32 [num_edges]  the weight of each edge (``fanout-train --edge-weight
+                                      FIELD``); fanout's layers multiply it into the messages
+``out_degree``   int64 [num_src]      each source's out-degree in the whole graph (full-graph
+                                      inference; GCN normalises by it)
+
 ``x`` given to ``forward`` has one row per source node of ``blocks[0]``; the output must have
 ``blocks[-1]["num_dst"]`` rows. Tensors are read-only: do not modify them in place.
 """

@@ -64,6 +64,13 @@ class FusedAggregate(nn.Module):
         return torch.ops.fanout.aggregate(block, h, self.reduce, edge_weight)
 
 
+def edge_weight(block: Dict[str, Tensor]) -> Optional[Tensor]:
+    """The block's per-edge weights (``fanout-train --edge-weight FIELD``), or None."""
+    if "edge_weight" in block:
+        return block["edge_weight"]
+    return None
+
+
 def _aggregate(reduce: str, fused: bool) -> nn.Module:
     return FusedAggregate(reduce) if fused else Aggregate(reduce)
 
@@ -140,12 +147,16 @@ class SAGEConv(nn.Module):
 
     def forward(self, block: Dict[str, Tensor], h: Tensor) -> Tensor:
         num_dst = int(block["num_dst"])
+        w = edge_weight(block)
         if project_first(h.size(0), num_dst, block["src"].size(0), self.in_dim, self.out_dim):
             # Narrow layers (the output layer): aggregate out_dim-wide rows instead of in_dim.
-            neigh = self.mean(block, F.linear(h, self.fc_neigh.weight))
+            neigh = self.mean(block, F.linear(h, self.fc_neigh.weight), w)
             return torch.addmm(self.bias, h[:num_dst], self.fc_self.weight.t()) + neigh
         # Aggregate first, then one product over [h_dst | mean] with the bias folded in.
-        hs = self.self_and_mean(block, h)
+        if w is not None:
+            hs = torch.cat([h[:num_dst], self.mean(block, h, w)], 1)
+        else:
+            hs = self.self_and_mean(block, h)
         return F.linear(hs, torch.cat([self.fc_self.weight, self.fc_neigh.weight], 1), self.bias)
 
 
@@ -166,7 +177,7 @@ class GCNConv(nn.Module):
         else:
             out_deg = torch.bincount(block["src"], minlength=num_src).clamp(min=1).to(h.dtype)
         h = h * out_deg.pow(-0.5).unsqueeze(1)
-        agg = self.sum(block, h)
+        agg = self.sum(block, h, edge_weight(block))
         agg = agg * block["in_degree"].clamp(min=1).to(h.dtype).pow(-0.5).unsqueeze(1)
         return F.linear(agg, self.weight) + self.bias
 
@@ -198,6 +209,9 @@ class GATConv(nn.Module):
         el = (z * self.attn_l.unsqueeze(0)).sum(-1)  # [num_src, heads]
         er = (z[:num_dst] * self.attn_r.unsqueeze(0)).sum(-1)  # [num_dst, heads]
         a = self.attn_drop(self.softmax(block, el, er))  # [num_edges, heads]
+        w = edge_weight(block)
+        if w is not None:
+            a = a * w.unsqueeze(1)
         return self.sum(block, z, a) + self.bias.view(1, self.heads, self.out_dim)
 
 
@@ -240,4 +254,4 @@ class GINConv(nn.Module):
 
     def forward(self, block: Dict[str, Tensor], h: Tensor) -> Tensor:
         h_dst = h[: int(block["num_dst"])]
-        return self.mlp((1 + self.eps) * h_dst + self.sum(block, h))
+        return self.mlp((1 + self.eps) * h_dst + self.sum(block, h, edge_weight(block)))

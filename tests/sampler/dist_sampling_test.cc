@@ -3,6 +3,7 @@
 // whether made by threads or by fanout-sampler processes; clear errors when a server is gone.
 #include <chrono>
 #include <numeric>
+#include <cstring>
 #include <set>
 
 #include "gtest/gtest.h"
@@ -180,6 +181,54 @@ TEST(BatchLoaderTest, ThreadsAndSamplerProcessesMakeIdenticalBatches) {
     truth.Check(runs[0][i], so.fanouts, false);
     for (size_t r = 1; r < runs.size(); ++r) testing::ExpectSameBatch(runs[0][i], runs[r][i]);
   }
+}
+
+// --edge-weight: every sampled edge carries its own value of the edge field (read here from the
+// owning partition's files), the same from threads and from sampler processes (through the
+// shared-memory batch); a missing field is refused naming the fields there are.
+TEST(BatchLoaderTest, EdgeWeightsArriveWithTheirEdgesFromThreadsAndSamplerProcesses) {
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(2));
+  std::vector<std::unique_ptr<core::PartitionStore>> stores;
+  for (int k = 0; k < 2; ++k) stores.push_back(std::move(*core::PartitionStore::Open(job.config, k)));
+  const core::RangePartitionBook edges = *job.config.EdgeBook();
+  const DistGraphOptions go = job.GraphOptions(0);
+  auto g = DistGraph::Open(job.config, go);
+  ASSERT_TRUE(g.ok()) << g.status();
+  const std::vector<int64_t> seeds = TrainShareOfMachine0(**g);
+  SamplerOptions so = SmallBatches(7);
+  so.edge_weight_field = "weight";
+  LoaderOptions lo;
+  lo.num_epochs = 1;
+  lo.sampler_binary = FANOUT_SAMPLER_BIN;
+  lo.part_config_path = job.config_path;
+  std::vector<std::vector<MiniBatch>> runs;
+  for (int samplers : {0, 1}) {
+    lo.num_samplers = samplers;
+    auto l = MakeBatchLoader(g->get(), go, so, seeds, lo);
+    ASSERT_TRUE(l.ok()) << l.status();
+    runs.push_back(Drain(**l));
+  }
+  int64_t checked = 0;
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    for (const Block& b : runs[0][i].blocks) {
+      ASSERT_EQ(b.edge_weight.size(), b.eids.size());
+      for (size_t e = 0; e < b.eids.size(); ++e, ++checked) {
+        std::string raw;
+        const int64_t eid = b.eids[e];
+        ASSERT_TRUE(stores[edges.PartOf(eid)]->GatherEdgeRows("weight", {&eid, 1}, &raw).ok());
+        int64_t want = 0;
+        std::memcpy(&want, raw.data(), sizeof(want));
+        ASSERT_EQ(b.edge_weight[e], static_cast<float>(want)) << "edge " << eid;
+      }
+    }
+    testing::ExpectSameBatch(runs[0][i], runs[1][i]);
+  }
+  EXPECT_GT(checked, 0);
+  so.edge_weight_field = "nope";
+  auto bad = MakeBatchLoader(g->get(), go, so, seeds, lo);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("no edge field 'nope'; edge fields: weight"), std::string::npos) << bad.status();
 }
 
 TEST(HaloCacheTest, SameBatchesWithFewerRemoteRowsFromThreadsAndSamplerProcesses) {

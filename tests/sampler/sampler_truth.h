@@ -134,6 +134,7 @@ inline void ExpectSameBatch(const sampler::MiniBatch& a, const sampler::MiniBatc
     EXPECT_EQ(a.blocks[l].indptr, b.blocks[l].indptr);
     EXPECT_EQ(a.blocks[l].indices, b.blocks[l].indices);
     EXPECT_EQ(a.blocks[l].eids, b.blocks[l].eids);
+    EXPECT_EQ(a.blocks[l].edge_weight, b.blocks[l].edge_weight);
   }
   ASSERT_EQ(a.features.rows, b.features.rows);
   ASSERT_EQ(a.features.cols, b.features.cols);

@@ -98,18 +98,32 @@ TEST(ScriptedModelTest, ReferenceSageFromPythonEqualsTheBuiltInSage) {
         }
       }
     }
-    const BatchTensors t = RandomTensors(in, classes, layers, 3);
-    std::vector<at::Tensor> out;
-    for (auto& m : {*builtin, *scripted}) {
-      m->eval();
-      const at::Tensor logits = m->Forward(t.blocks, t.features);
-      logits.pow(2).sum().backward();
-      out.push_back(logits.detach());
-    }
-    EXPECT_TRUE(at::allclose(out[0], out[1], 1e-5, 1e-5)) << out[0] << out[1];
-    for (int64_t l = 0; l < layers; ++l) {
-      const at::Tensor& g = mine.find(StrCat("layers_", l, "_fc_neigh_weight"))->grad();
-      EXPECT_TRUE(at::allclose(g, theirs[3 * l + 1].grad(), 1e-4, 1e-5)) << "layer " << l;
+    // Unweighted, then with edge weights (block["edge_weight"] in the script).
+    BatchTensors t = RandomTensors(in, classes, layers, 3);
+    at::Tensor unweighted;
+    for (bool weighted : {false, true}) {
+      SCOPED_TRACE(weighted ? "weighted" : "unweighted");
+      if (weighted) {
+        for (BlockTensors& b : t.blocks) b.edge_weight = at::rand({b.num_edges()}) * 2;
+      }
+      std::vector<at::Tensor> out;
+      for (auto& m : {*builtin, *scripted}) {
+        m->eval();
+        m->zero_grad();
+        const at::Tensor logits = m->Forward(t.blocks, t.features);
+        logits.pow(2).sum().backward();
+        out.push_back(logits.detach());
+      }
+      EXPECT_TRUE(at::allclose(out[0], out[1], 1e-5, 1e-5)) << out[0] << out[1];
+      for (int64_t l = 0; l < layers; ++l) {
+        const at::Tensor& g = mine.find(StrCat("layers_", l, "_fc_neigh_weight"))->grad();
+        EXPECT_TRUE(at::allclose(g, theirs[3 * l + 1].grad(), 1e-4, 1e-5)) << "layer " << l;
+      }
+      if (weighted) {
+        EXPECT_FALSE(at::allclose(out[0], unweighted)) << "the weights changed nothing";
+      } else {
+        unweighted = out[0];
+      }
     }
   }
 }

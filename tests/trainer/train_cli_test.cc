@@ -82,9 +82,12 @@ class TrainCliTest : public ::testing::Test {
             "--comm-timeout", "10", "--deadline", "10"};
   }
   // The fixture's kind of graph in 2 partitions with an 80/10/10 edge split, 3 negatives per
-  // held-out positive; returns the partition config.
+  // held-out positive, and a float32 edge field "w" in [0, 1); returns the partition config.
   static std::string PartitionForLinks(const testing::TempDir& dir) {
     partition::Dataset d = testing::MakeRandomDataset(kSpec);
+    std::vector<float> w(d.num_edges());
+    for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 7919) % 1000) / 1000.f;
+    d.edge_fields.push_back({"w", core::NpyArray::Adopt(std::move(w), {d.num_edges()})});
     partition::PartitionOptions o;
     o.out_dir = dir.Sub("parts");
     o.num_parts = 2;
@@ -152,9 +155,9 @@ TEST_F(TrainCliTest, MacroF1IsReportedAndCombinedExactlyAcrossRanks) {
   EXPECT_NEAR(sum / used, printed, 5e-5);
 }
 
-// Link prediction by two ranks on a graph partitioned with an edge split: ROC-AUC, MRR and
-// Hits@K reported for validation and test and in the metrics file, embeddings without
-// predictions, and a graph without link/ refused with the remedy.
+// Link prediction by two ranks on a graph partitioned with an edge split, messages weighted by an
+// edge field: ROC-AUC, MRR and Hits@K reported for validation and test and in the metrics file,
+// embeddings without predictions, and a graph without link/ refused with the remedy.
 TEST_F(TrainCliTest, LinkPredictionTrainsEvaluatesAndExports) {
   testing::TempDir dir;
   const std::string config = PartitionForLinks(dir);
@@ -165,10 +168,11 @@ TEST_F(TrainCliTest, LinkPredictionTrainsEvaluatesAndExports) {
   auto ranks = StartRanks(2, {"--part-config", config, "--servers", cluster.ServerList(), "--task", "link",
                               "--fanouts", "5,5", "--hidden", "16", "--batch-size", "64", "--epochs", "2", "--threads",
                               "1", "--negatives", "2", "--negative-sampling", "degree", "--metrics-file", metrics,
-                              "--save-embeddings", emb, "--comm-timeout", "20"});
+                              "--save-embeddings", emb, "--comm-timeout", "20", "--edge-weight", "w"});
   ASSERT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();
   ASSERT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
   const std::string out = ranks[0]->output();
+  EXPECT_NE(out.find("messages weighted by edge field 'w'"), std::string::npos) << out;
   EXPECT_GE(Figure(out, "val roc-auc"), 0) << out;
   // (Random features in the hundreds: a plumbing test, not one of quality; Cora's below is.)
   EXPECT_GE(Figure(out, "test roc-auc"), 0) << out;
@@ -504,6 +508,11 @@ TEST_F(TrainCliTest, BadSetupIsRefusedClearly) {
   std::tie(code, out) = run({"--part-config", config_path_, "--servers", cluster_.ServerList(), "--model", "rnn"});
   EXPECT_EQ(code, 2);
   EXPECT_NE(out.find("--model"), std::string::npos) << out;
+  std::tie(code, out) = run({"--part-config", config_path_, "--servers", cluster_.ServerList(), "--edge-weight", "nope"},
+                            {"FANOUT_RANK=0", "FANOUT_WORLD_SIZE=2", "FANOUT_COORDINATOR=127.0.0.1:1"});
+  EXPECT_EQ(code, 1);
+  EXPECT_NE(out.find("--edge-weight: graph 'random' has no edge field 'nope'; edge fields: weight"), std::string::npos)
+      << out;
 }
 
 // Issue 11: --lr -1 / nan and --weight-decay -1 aborted inside LibTorch with a backtrace,
