@@ -37,7 +37,12 @@ LinkBatchSampler::LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions op
       nodes_(graph, std::move(node_options), {}) {
   const int64_t n = static_cast<int64_t>(edges_.size());
   edges_per_epoch_ = options_.edges_per_epoch < 0 ? n : std::min(n, options_.edges_per_epoch);
-  steps_per_epoch_ = (edges_per_epoch_ + options_.batch_size - 1) / options_.batch_size;
+  steps_per_epoch_ = LinkStepsPerEpoch(options_, n);
+}
+
+int64_t LinkStepsPerEpoch(const LinkSamplerOptions& o, int64_t num_edges) {
+  const int64_t per_epoch = o.edges_per_epoch < 0 ? num_edges : std::min(num_edges, o.edges_per_epoch);
+  return (per_epoch + o.batch_size - 1) / std::max<int64_t>(1, o.batch_size);
 }
 
 absl::StatusOr<std::unique_ptr<LinkBatchSampler>> LinkBatchSampler::Create(
@@ -91,6 +96,19 @@ int64_t LinkBatchSampler::DrawNegative(uint64_t& state) const {
 }
 
 absl::StatusOr<LinkMiniBatch> LinkBatchSampler::Sample(int64_t epoch, int64_t step) {
+  ASSIGN_OR_RETURN(LinkMiniBatch b, SampleBlocks(epoch, step));
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<int64_t>& inputs = b.nodes.input_nodes();
+  const int64_t dim = nodes_.feature_dim();
+  // Pooled: a fresh buffer per batch would page-fault every 4 KiB of it (minibatch_sampler.h).
+  std::shared_ptr<float[]> buffer = pool_.Get(std::max<size_t>(1, inputs.size() * dim));
+  RETURN_IF_ERROR(nodes_.FetchFeatures(inputs, buffer.get()));
+  b.nodes.features = {buffer, buffer.get(), static_cast<int64_t>(inputs.size()), dim};
+  b.nodes.fetch_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return b;
+}
+
+absl::StatusOr<LinkMiniBatch> LinkBatchSampler::SampleBlocks(int64_t epoch, int64_t step) {
   if (step < 0 || step >= steps_per_epoch_) {
     return absl::OutOfRangeError(StrCat("step ", step, " of an epoch of ", steps_per_epoch_, " steps"));
   }
@@ -149,15 +167,7 @@ absl::StatusOr<LinkMiniBatch> LinkBatchSampler::Sample(int64_t epoch, int64_t st
   }
   RETURN_IF_ERROR(nodes_.SampleBlocksFor(b.nodes.seeds, Mix(state, 0x626c6f636bULL), &b.nodes.blocks,
                                          options_.exclude_seed_edges ? &exclude : nullptr));
-  const auto sampled = std::chrono::steady_clock::now();
-  b.nodes.sample_seconds = std::chrono::duration<double>(sampled - start).count();
-  const std::vector<int64_t>& inputs = b.nodes.input_nodes();
-  const int64_t dim = nodes_.feature_dim();
-  // Pooled: a fresh buffer per batch would page-fault every 4 KiB of it (minibatch_sampler.h).
-  std::shared_ptr<float[]> buffer = pool_.Get(std::max<size_t>(1, inputs.size() * dim));
-  RETURN_IF_ERROR(nodes_.FetchFeatures(inputs, buffer.get()));
-  b.nodes.features = {buffer, buffer.get(), static_cast<int64_t>(inputs.size()), dim};
-  b.nodes.fetch_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - sampled).count();
+  b.nodes.sample_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return b;
 }
 

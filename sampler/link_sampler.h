@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -38,15 +39,12 @@ struct LinkSamplerOptions {
   std::string edge_weight_field;  // SamplerOptions::edge_weight_field
 };
 
-struct LinkMiniBatch {
+// Pairs (LinkPairs, as positions in nodes.seeds) and the node batch that embeds them.
+struct LinkMiniBatch : LinkPairs {
   int64_t epoch = 0, step = 0;
   // Blocks around `nodes.seeds`: the distinct endpoints of the positives and negatives, in order
   // of first appearance; features of the input nodes; no labels.
   MiniBatch nodes;
-  // Pairs as positions in nodes.seeds: positive i is (pos_src[i], pos_dst[i]); its negatives are
-  // rows i * negatives .. (i + 1) * negatives - 1 of neg_src / neg_dst (neg_src[j] = pos_src[i]).
-  std::vector<int64_t> pos_src, pos_dst, neg_src, neg_dst;
-  std::vector<int64_t> eids;  // the positive edges' global IDs
 };
 
 // The training edges of rank `rank`: the edges its partition stores (in-edges of its nodes,
@@ -67,6 +65,12 @@ class LinkBatchSampler {
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
   int64_t feature_dim() const { return nodes_.feature_dim(); }
   absl::StatusOr<LinkMiniBatch> Sample(int64_t epoch, int64_t step);
+  // Sample without the features (nodes.features empty), and the gather on its own: a sampler
+  // process writes the batch first and gathers the features straight into shared memory.
+  absl::StatusOr<LinkMiniBatch> SampleBlocks(int64_t epoch, int64_t step);
+  absl::Status FetchFeatures(std::span<const int64_t> input_nodes, float* out) {
+    return nodes_.FetchFeatures(input_nodes, out);
+  }
   // kDegreePow75: prefix sums of in-degree^0.75 over all nodes (null for uniform negatives).
   std::shared_ptr<const std::vector<double>> degree_table() const { return cumulative_; }
 
@@ -86,17 +90,30 @@ class LinkBatchSampler {
   std::vector<int64_t> epoch_edges_;  // cached_epoch_'s shuffled edges
 };
 
+// Steps per epoch of link batches over `num_edges` positive edges.
+int64_t LinkStepsPerEpoch(const LinkSamplerOptions& options, int64_t num_edges);
+
+// A stream of ready link batches in (epoch, step) order: LinkBatchLoader (threads) or
+// MakeLinkProcessLoader (sampler processes, loader.h) make the same batches.
+class LinkBatchSource {
+ public:
+  virtual ~LinkBatchSource() = default;
+  virtual int64_t steps_per_epoch() const = 0;
+  // The next batch; OUT_OF_RANGE after the last epoch; a sampling error names its source.
+  virtual absl::StatusOr<LinkMiniBatch> Next() = 0;
+};
+
 // Link batches made ahead of the trainer on `threads` threads (a LinkBatchSampler each, the degree
 // table shared), at most `prefetch` ahead, handed out in (epoch, step) order (prefetcher.h).
-class LinkBatchLoader {
+class LinkBatchLoader final : public LinkBatchSource {
  public:
   static absl::StatusOr<std::unique_ptr<LinkBatchLoader>> Create(const DistGraph* graph,
                                                                  const LinkSamplerOptions& options,
                                                                  const std::vector<int64_t>& edges, int threads,
                                                                  int prefetch, int64_t first_epoch, int64_t num_epochs);
-  int64_t steps_per_epoch() const { return samplers_[0]->steps_per_epoch(); }
+  int64_t steps_per_epoch() const override { return samplers_[0]->steps_per_epoch(); }
   // The next batch; OUT_OF_RANGE after the last epoch; a sampling error names its epoch and step.
-  absl::StatusOr<LinkMiniBatch> Next() { return prefetcher_->Next(); }
+  absl::StatusOr<LinkMiniBatch> Next() override { return prefetcher_->Next(); }
 
  private:
   LinkBatchLoader() = default;

@@ -58,9 +58,11 @@ std::string DescribeExit(int status) {
 // to the child, which then rewrites it instead of allocating a new file.
 class ProcessLoader final : public BatchLoader {
  public:
+  // `link` (optional): make link batches (LinkBatchSampler) over the positive edges `seeds`.
   static absl::StatusOr<std::unique_ptr<ProcessLoader>> Start(const DistGraph* graph, const DistGraphOptions& go,
                                                                const SamplerOptions& so, std::vector<int64_t> seeds,
-                                                               const LoaderOptions& lo) {
+                                                               const LoaderOptions& lo,
+                                                               const LinkSamplerOptions* link = nullptr) {
     if (lo.sampler_binary.empty() || access(lo.sampler_binary.c_str(), X_OK) != 0) {
       return absl::FailedPreconditionError(StrCat("sampler program '", lo.sampler_binary,
                                                   "' is not an executable file (needed for --num-samplers ",
@@ -68,7 +70,7 @@ class ProcessLoader final : public BatchLoader {
     }
     std::unique_ptr<ProcessLoader> l(new ProcessLoader(lo));
     MiniBatchSampler probe(graph, so, seeds);
-    l->steps_ = probe.steps_per_epoch();
+    l->steps_ = link != nullptr ? LinkStepsPerEpoch(*link, static_cast<int64_t>(seeds.size())) : probe.steps_per_epoch();
     l->feature_dim_ = probe.feature_dim();
     l->total_ = l->steps_ * lo.num_epochs;
 
@@ -96,6 +98,10 @@ class ProcessLoader final : public BatchLoader {
     spec.num_samplers = lo.num_samplers;
     spec.prefetch = std::max(1, lo.prefetch);
     spec.num_seeds = static_cast<int64_t>(seeds.size());
+    if (link != nullptr) {
+      spec.is_link = true;
+      spec.link = *link;
+    }
     const std::vector<std::string> common = {
         lo.sampler_binary, "--spec", WriteSamplerSpec(spec), "--socket-fd", "3", "--seeds-fd", "4",
     };
@@ -124,7 +130,10 @@ class ProcessLoader final : public BatchLoader {
   int64_t steps_per_epoch() const override { return steps_; }
   int64_t feature_dim() const override { return feature_dim_; }
 
-  absl::StatusOr<MiniBatch> Next() override {
+  absl::StatusOr<MiniBatch> Next() override { return Next(nullptr); }
+
+  // The next batch, with a link batch's pairs in `pairs` (when given).
+  absl::StatusOr<MiniBatch> Next(LinkPairs* pairs) {
     if (consumed_ >= total_) return absl::OutOfRangeError("no more batches: the last epoch is done");
     const int64_t g = consumed_;
     Child& c = children_[g % children_.size()];
@@ -159,7 +168,7 @@ class ProcessLoader final : public BatchLoader {
     // The slot goes back when the batch's memory is let go, from whichever thread does it; the
     // channel outlives the loader while batches are held.
     std::shared_ptr<Channel> channel = c.sock;
-    auto mb = ReadShmBatch(fd, [channel, slot] { SendRelease(channel->fd, slot); }, &mappings_);
+    auto mb = ReadShmBatch(fd, [channel, slot] { SendRelease(channel->fd, slot); }, &mappings_, pairs);
     close(fd);
     if (!mb.ok()) return absl::Status(mb.status().code(), StrCat(who, ": ", mb.status().message()));
     if (!SendTaken(sock) && g + static_cast<int64_t>(children_.size()) < total_) {
@@ -225,14 +234,25 @@ class ProcessLoader final : public BatchLoader {
   int64_t consumed_ = 0;
 };
 
-}  // namespace
+// Link batches from sampler processes: each one's pairs travel with it in the batch file.
+class LinkProcessLoader final : public LinkBatchSource {
+ public:
+  explicit LinkProcessLoader(std::unique_ptr<ProcessLoader> processes) : processes_(std::move(processes)) {}
+  int64_t steps_per_epoch() const override { return processes_->steps_per_epoch(); }
+  absl::StatusOr<LinkMiniBatch> Next() override {
+    LinkMiniBatch b;
+    ASSIGN_OR_RETURN(b.nodes, processes_->Next(&b));
+    b.epoch = b.nodes.epoch;
+    b.step = b.nodes.step;
+    return b;
+  }
 
-absl::StatusOr<std::unique_ptr<BatchLoader>> MakeBatchLoader(const DistGraph* graph,
-                                                             const DistGraphOptions& graph_options,
-                                                             const SamplerOptions& sampler_options,
-                                                             std::vector<int64_t> seeds,
-                                                             const LoaderOptions& options) {
-  RETURN_IF_ERROR(ValidateSamplerOptions(sampler_options, *graph));
+ private:
+  std::unique_ptr<ProcessLoader> processes_;
+};
+
+// The checks every loader's options get.
+absl::Status ValidateLoaderOptions(const LoaderOptions& options) {
   if (options.num_samplers < 0) {
     return absl::InvalidArgumentError(StrCat("--num-samplers must be >= 0, got ", options.num_samplers));
   }
@@ -244,6 +264,47 @@ absl::StatusOr<std::unique_ptr<BatchLoader>> MakeBatchLoader(const DistGraph* gr
     return absl::InvalidArgumentError(
         StrCat("--sampler-threads must be >= 1, got ", options.num_threads));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LinkBatchSource>> MakeLinkProcessLoader(const DistGraph* graph,
+                                                                        const DistGraphOptions& graph_options,
+                                                                        const LinkSamplerOptions& link,
+                                                                        std::vector<int64_t> edges,
+                                                                        const LoaderOptions& options) {
+  RETURN_IF_ERROR(ValidateLoaderOptions(options));
+  if (options.num_samplers < 1) {
+    return absl::InvalidArgumentError("link batches from sampler processes need --num-samplers >= 1");
+  }
+  // Fails here, in the trainer, on what the processes would fail on (bad options, edge IDs, a
+  // graph too small for negatives), before any is started.
+  SamplerOptions so;
+  so.fanouts = link.fanouts;
+  so.batch_size = link.batch_size;
+  so.replace = link.replace;
+  so.seed = link.seed;
+  so.rank = link.rank;
+  so.feature_field = link.feature_field;
+  so.edge_weight_field = link.edge_weight_field;
+  so.label_field = "";
+  so.shuffle = true;
+  RETURN_IF_ERROR(ValidateSamplerOptions(so, *graph));
+  LinkSamplerOptions check = link;
+  check.negative_sampling = NegativeSampling::kUniform;  // the degree table is each process's to read
+  RETURN_IF_ERROR(LinkBatchSampler::Create(graph, check, edges).status());
+  ASSIGN_OR_RETURN(auto processes, ProcessLoader::Start(graph, graph_options, so, std::move(edges), options, &link));
+  return std::unique_ptr<LinkBatchSource>(new LinkProcessLoader(std::move(processes)));
+}
+
+absl::StatusOr<std::unique_ptr<BatchLoader>> MakeBatchLoader(const DistGraph* graph,
+                                                             const DistGraphOptions& graph_options,
+                                                             const SamplerOptions& sampler_options,
+                                                             std::vector<int64_t> seeds,
+                                                             const LoaderOptions& options) {
+  RETURN_IF_ERROR(ValidateSamplerOptions(sampler_options, *graph));
+  RETURN_IF_ERROR(ValidateLoaderOptions(options));
   if (options.num_samplers == 0) {
     return std::unique_ptr<BatchLoader>(new ThreadLoader(graph, sampler_options, std::move(seeds), options));
   }

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "sampler/dist_graph.h"
+#include "sampler/link_sampler.h"
 #include "sampler/minibatch.h"
 #include "sampler/minibatch_sampler.h"
 
@@ -47,5 +48,15 @@ absl::StatusOr<std::unique_ptr<BatchLoader>> MakeBatchLoader(const DistGraph* gr
                                                              const SamplerOptions& sampler_options,
                                                              std::vector<int64_t> seeds,
                                                              const LoaderOptions& options);
+
+// Link batches made by options.num_samplers (>= 1) fanout-sampler processes over the positive
+// edges `edges` (RankEdgeSeeds), each process making every N-th batch; batch (epoch, step) is
+// the one LinkBatchSampler::Sample makes in this process, pairs included. Options are checked
+// here before any process starts.
+absl::StatusOr<std::unique_ptr<LinkBatchSource>> MakeLinkProcessLoader(const DistGraph* graph,
+                                                                        const DistGraphOptions& graph_options,
+                                                                        const LinkSamplerOptions& link,
+                                                                        std::vector<int64_t> edges,
+                                                                        const LoaderOptions& options);
 
 }  // namespace fanout::sampler

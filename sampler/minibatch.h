@@ -43,6 +43,14 @@ struct FloatRows {
   int64_t cols = 0;
 };
 
+// Link prediction's pairs over a batch's seeds (sampler/link_sampler.h): positive i is
+// (seeds[pos_src[i]], seeds[pos_dst[i]]), the stored edge eids[i]; its negatives are rows
+// i * k .. (i + 1) * k - 1 of neg_src / neg_dst (k negatives per positive, neg_src[j] = pos_src[i]).
+struct LinkPairs {
+  std::vector<int64_t> pos_src, pos_dst, neg_src, neg_dst;
+  std::vector<int64_t> eids;  // the positive edges' global IDs
+};
+
 struct MiniBatch {
   int64_t epoch = 0;
   int64_t step = 0;                  // 0-based, within the epoch

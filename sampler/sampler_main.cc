@@ -23,6 +23,7 @@
 #include "core/partition_config.h"
 #include "core/strings.h"
 #include "sampler/dist_graph.h"
+#include "sampler/link_sampler.h"
 #include "sampler/minibatch_sampler.h"
 #include "sampler/sampler_spec.h"
 #include "sampler/shm_batch.h"
@@ -90,8 +91,18 @@ int main(int argc, char** argv) {
   auto graph = sampler::DistGraph::Open(*config, spec->graph);
   if (!graph.ok()) return fail(graph.status());
   if (absl::Status s = sampler::ValidateSamplerOptions(spec->sampler, **graph); !s.ok()) return fail(s);
-  sampler::MiniBatchSampler mbs(graph->get(), spec->sampler, std::move(seeds));
-  const int64_t steps = mbs.steps_per_epoch(), total = steps * num_epochs;
+  // Node batches over seed nodes, or (spec->is_link) link batches over positive edges.
+  std::unique_ptr<sampler::MiniBatchSampler> nodes;
+  std::unique_ptr<sampler::LinkBatchSampler> links;
+  if (spec->is_link) {
+    auto l = sampler::LinkBatchSampler::Create(graph->get(), sampler::LinkOptionsOf(*spec), std::move(seeds));
+    if (!l.ok()) return fail(l.status());
+    links = std::move(*l);
+  } else {
+    nodes = std::make_unique<sampler::MiniBatchSampler>(graph->get(), spec->sampler, std::move(seeds));
+  }
+  const int64_t steps = links ? links->steps_per_epoch() : nodes->steps_per_epoch(), total = steps * num_epochs;
+  const int64_t feature_dim = links ? links->feature_dim() : nodes->feature_dim();
 
   // Reusable batch files: a free one is rewritten; when the trainer holds them all, another is
   // opened. At most `prefetch` batches are sent ahead of the ones taken.
@@ -118,14 +129,26 @@ int main(int argc, char** argv) {
     const int64_t slot = free_slots.back();
     free_slots.pop_back();
     const int64_t epoch = first_epoch + g / steps, step = g % steps;
-    auto mb = mbs.SampleBlocks(epoch, step);
-    if (!mb.ok()) return fail(absl::Status(mb.status().code(), StrCat("epoch ", epoch, " step ", step, ": ",
-                                                                       mb.status().message())));
-    const int64_t rows = static_cast<int64_t>(mb->input_nodes().size());
-    auto features = slots[slot].Write(*mb, rows, mbs.feature_dim());
+    auto at_step = [&](const absl::Status& s) {
+      return absl::Status(s.code(), StrCat("epoch ", epoch, " step ", step, ": ", s.message()));
+    };
+    absl::StatusOr<sampler::LinkMiniBatch> link_batch;
+    absl::StatusOr<sampler::MiniBatch> node_batch;
+    if (links) {
+      link_batch = links->SampleBlocks(epoch, step);
+      if (!link_batch.ok()) return fail(at_step(link_batch.status()));
+    } else {
+      node_batch = nodes->SampleBlocks(epoch, step);
+      if (!node_batch.ok()) return fail(at_step(node_batch.status()));
+    }
+    const sampler::MiniBatch& mb = links ? link_batch->nodes : *node_batch;
+    const int64_t rows = static_cast<int64_t>(mb.input_nodes().size());
+    auto features = slots[slot].Write(mb, rows, feature_dim, links ? &*link_batch : nullptr);
     if (!features.ok()) return fail(features.status());
     const auto fetch_start = std::chrono::steady_clock::now();
-    if (absl::Status s = mbs.FetchFeatures(mb->input_nodes(), *features); !s.ok()) {
+    if (absl::Status s = links ? links->FetchFeatures(mb.input_nodes(), *features)
+                               : nodes->FetchFeatures(mb.input_nodes(), *features);
+        !s.ok()) {
       return fail(absl::Status(s.code(), StrCat("epoch ", epoch, " step ", step, ": ", s.message())));
     }
     slots[slot].SetFetchSeconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - fetch_start).count());

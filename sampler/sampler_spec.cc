@@ -52,7 +52,26 @@ std::string WriteSamplerSpec(const SamplerSpec& s) {
       {"prefetch", s.prefetch},
       {"num_seeds", s.num_seeds},
   };
+  j["link"] = nullptr;
+  if (s.is_link) {
+    j["link"] = {{"negatives", s.link.negatives},
+                 {"negative_sampling", s.link.negative_sampling == NegativeSampling::kUniform ? "uniform" : "degree"},
+                 {"exclude_seed_edges", s.link.exclude_seed_edges},
+                 {"edges_per_epoch", s.link.edges_per_epoch}};
+  }
   return j.dump();
+}
+
+LinkSamplerOptions LinkOptionsOf(const SamplerSpec& s) {
+  LinkSamplerOptions o = s.link;
+  o.fanouts = s.sampler.fanouts;
+  o.batch_size = s.sampler.batch_size;
+  o.replace = s.sampler.replace;
+  o.seed = s.sampler.seed;
+  o.rank = s.sampler.rank;
+  o.feature_field = s.sampler.feature_field;
+  o.edge_weight_field = s.sampler.edge_weight_field;
+  return o;
 }
 
 namespace {
@@ -118,6 +137,22 @@ absl::StatusOr<SamplerSpec> ReadSamplerSpec(const std::string& text) {
   RETURN_IF_ERROR(Get(j, "", "num_samplers", &s.num_samplers));
   RETURN_IF_ERROR(Get(j, "", "prefetch", &s.prefetch));
   RETURN_IF_ERROR(Get(j, "", "num_seeds", &s.num_seeds));
+  if (auto link = j.find("link"); link != j.end() && !link->is_null()) {
+    if (!link->is_object()) return absl::InvalidArgumentError("sampler spec: 'link' must be an object or null");
+    s.is_link = true;
+    std::string negative_sampling;
+    RETURN_IF_ERROR(Get(*link, "link.", "negatives", &s.link.negatives));
+    RETURN_IF_ERROR(Get(*link, "link.", "negative_sampling", &negative_sampling));
+    RETURN_IF_ERROR(Get(*link, "link.", "exclude_seed_edges", &s.link.exclude_seed_edges));
+    RETURN_IF_ERROR(Get(*link, "link.", "edges_per_epoch", &s.link.edges_per_epoch));
+    RETURN_IF_ERROR(Need(negative_sampling == "uniform" || negative_sampling == "degree",
+                         StrCat("link.negative_sampling must be uniform or degree, got '", negative_sampling, "'")));
+    s.link.negative_sampling =
+        negative_sampling == "uniform" ? NegativeSampling::kUniform : NegativeSampling::kDegreePow75;
+    RETURN_IF_ERROR(Need(s.link.negatives >= 1, StrCat("link.negatives must be >= 1, got ", s.link.negatives)));
+    RETURN_IF_ERROR(Need(s.link.edges_per_epoch >= -1,
+                         StrCat("link.edges_per_epoch must be -1 (all) or >= 0, got ", s.link.edges_per_epoch)));
+  }
   // Each value on its own, so the message names the one at fault.
   RETURN_IF_ERROR(Need(s.num_samplers >= 1, StrCat("num_samplers must be >= 1, got ", s.num_samplers)));
   RETURN_IF_ERROR(Need(s.prefetch >= 1, StrCat("prefetch must be >= 1, got ", s.prefetch)));

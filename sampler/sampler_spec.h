@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "sampler/dist_graph.h"
+#include "sampler/link_sampler.h"
 #include "sampler/minibatch_sampler.h"
 
 namespace fanout::sampler {
@@ -24,7 +25,14 @@ struct SamplerSpec {
   int num_samplers = 1;  // the trainer's sampler processes; this one makes every N-th batch
   int prefetch = 2;      // batches sent ahead of the trainer
   int64_t num_seeds = 0;
+  // Link prediction: the seeds are positive edge IDs and the batches LinkBatchSampler's, made
+  // with `link` (its fanouts, batch size, replace, seed, rank and fields are `sampler`'s).
+  bool is_link = false;
+  LinkSamplerOptions link;
 };
+
+// `spec.link` with the settings it shares with `spec.sampler` taken from there.
+LinkSamplerOptions LinkOptionsOf(const SamplerSpec& spec);
 
 // A JSON object with every field.
 std::string WriteSamplerSpec(const SamplerSpec& spec);

@@ -21,15 +21,16 @@ namespace {
 
 constexpr int64_t kMagic = 0x3248435441424e46;  // "FNBATCH2"
 constexpr size_t kAlign = 64;
-constexpr int64_t kFixed = 11;  // header entries before the per-layer ones
+constexpr int64_t kFixed = 13;  // header entries before the per-layer ones
 
 size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // The file: a header of int64s, then 64-byte-aligned arrays.
 //   header: magic, epoch, step, layers, seeds, labels, feature rows, feature cols,
-//           sample ns, fetch ns, weighted (0/1), then per layer: num_src, num_dst, num_edges
-//   arrays: seeds, labels, per layer {src_nodes, indptr, indices, eids, edge weights (float32,
-//           when weighted)}, features
+//           sample ns, fetch ns, weighted (0/1), link positives, link negatives, then per
+//           layer: num_src, num_dst, num_edges
+//   arrays: seeds, labels, link {pos_src, pos_dst, eids, neg_src, neg_dst}, per layer
+//           {src_nodes, indptr, indices, eids, edge weights (float32, when weighted)}, features
 struct Layout {
   std::vector<int64_t> header;
   size_t size = 0;
@@ -42,6 +43,7 @@ Layout Plan(const std::vector<int64_t>& header) {
   const int64_t layers = header[3];
   size_t at = AlignUp(header.size() * 8);
   at += AlignUp(header[4] * 8) + AlignUp(header[5] * 8);
+  at += 3 * AlignUp(header[11] * 8) + 2 * AlignUp(header[12] * 8);
   for (int64_t i = 0; i < layers; ++i) {
     const int64_t src = header[kFixed + 3 * i], dst = header[kFixed + 1 + 3 * i], edges = header[kFixed + 2 + 3 * i];
     at += AlignUp(src * 8) + AlignUp((dst + 1) * 8) + 2 * AlignUp(edges * 8);
@@ -52,14 +54,16 @@ Layout Plan(const std::vector<int64_t>& header) {
   return l;
 }
 
-std::vector<int64_t> HeaderOf(const MiniBatch& mb, int64_t rows, int64_t cols) {
+std::vector<int64_t> HeaderOf(const MiniBatch& mb, int64_t rows, int64_t cols, const LinkPairs* pairs) {
   std::vector<int64_t> h = {kMagic, mb.epoch, mb.step, static_cast<int64_t>(mb.blocks.size()),
                             static_cast<int64_t>(mb.seeds.size()), static_cast<int64_t>(mb.labels.size()), rows, cols,
                             static_cast<int64_t>(mb.sample_seconds * 1e9), static_cast<int64_t>(mb.fetch_seconds * 1e9),
                             std::any_of(mb.blocks.begin(), mb.blocks.end(),
                                         [](const Block& b) { return !b.edge_weight.empty(); })
                                 ? 1
-                                : 0};
+                                : 0,
+                            pairs != nullptr ? static_cast<int64_t>(pairs->pos_src.size()) : 0,
+                            pairs != nullptr ? static_cast<int64_t>(pairs->neg_src.size()) : 0};
   for (const Block& b : mb.blocks) {
     h.push_back(b.num_src());
     h.push_back(b.num_dst);
@@ -72,8 +76,12 @@ absl::Status Errno(const std::string& what) { return absl::InternalError(StrCat(
 
 }  // namespace
 
-absl::StatusOr<float*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t cols) {
-  Layout l = Plan(HeaderOf(mb, rows, cols));
+absl::StatusOr<float*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t cols, const LinkPairs* pairs) {
+  Layout l = Plan(HeaderOf(mb, rows, cols, pairs));
+  if (pairs != nullptr && (pairs->pos_dst.size() != pairs->pos_src.size() || pairs->eids.size() != pairs->pos_src.size() ||
+                           pairs->neg_dst.size() != pairs->neg_src.size())) {
+    return absl::InternalError("a link batch's pair arrays differ in length");
+  }
   for (size_t i = 0; i < mb.blocks.size() && l.header[10] != 0; ++i) {
     if (mb.blocks[i].edge_weight.size() != mb.blocks[i].eids.size()) {
       return absl::InternalError(StrCat("block ", i, " has ", mb.blocks[i].edge_weight.size(), " edge weights for ",
@@ -105,6 +113,11 @@ absl::StatusOr<float*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t
   put(l.header.data(), l.header.size());
   put(mb.seeds.data(), mb.seeds.size());
   put(mb.labels.data(), mb.labels.size());
+  if (pairs != nullptr) {
+    for (const std::vector<int64_t>* v : {&pairs->pos_src, &pairs->pos_dst, &pairs->eids, &pairs->neg_src, &pairs->neg_dst}) {
+      put(v->data(), v->size());
+    }
+  }
   for (const Block& b : mb.blocks) {
     put(b.src_nodes.data(), b.src_nodes.size());
     put(b.indptr.data(), b.indptr.size());
@@ -185,7 +198,8 @@ absl::StatusOr<std::shared_ptr<const void>> BatchMappings::Map(int fd, size_t si
   });
 }
 
-absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release, BatchMappings* mappings) {
+absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release, BatchMappings* mappings,
+                                       LinkPairs* pairs) {
   struct stat st;
   if (fstat(fd, &st) != 0) return Errno("fstat on a batch file");
   const size_t file_size = static_cast<size_t>(st.st_size);
@@ -230,6 +244,18 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release,
   mb.step = header[2];
   get(&mb.seeds, header[4]);
   get(&mb.labels, header[5]);
+  LinkPairs read;
+  for (auto [v, n] : {std::pair{&read.pos_src, header[11]}, {&read.pos_dst, header[11]}, {&read.eids, header[11]},
+                      {&read.neg_src, header[12]}, {&read.neg_dst, header[12]}}) {
+    get(v, n);
+  }
+  const int64_t num_seeds = header[4];
+  for (const std::vector<int64_t>* v : {&read.pos_src, &read.pos_dst, &read.neg_src, &read.neg_dst}) {
+    for (int64_t p : *v) {
+      if (p < 0 || p >= num_seeds) return absl::DataLossError("batch file has a link pair outside its seeds");
+    }
+  }
+  if (pairs != nullptr) *pairs = std::move(read);
   mb.blocks.resize(layers);
   for (int64_t i = 0; i < layers; ++i) {
     Block& b = mb.blocks[i];

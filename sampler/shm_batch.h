@@ -29,9 +29,10 @@ class ShmSlot {
   ShmSlot& operator=(ShmSlot&&) = delete;
   ~ShmSlot();
 
-  // Lays `mb`'s blocks, seeds and labels out in the file (created, or grown, to fit them and
-  // rows x cols float features) and returns where the features go.
-  absl::StatusOr<float*> Write(const MiniBatch& mb, int64_t rows, int64_t cols);
+  // Lays `mb`'s blocks, seeds and labels (and a link batch's `pairs`, when given) out in the file
+  // (created, or grown, to fit them and rows x cols float features) and returns where the
+  // features go.
+  absl::StatusOr<float*> Write(const MiniBatch& mb, int64_t rows, int64_t cols, const LinkPairs* pairs = nullptr);
   // Records the feature gather time in the header (known only after the gather).
   void SetFetchSeconds(double seconds);
   int fd() const { return fd_; }
@@ -83,9 +84,10 @@ class BatchMappings {
 // Maps a batch file and reads it back: index arrays are copied out, the features stay in the
 // mapping, owned by the result; when the last holder lets go, the mapping is removed (or handed
 // back to `mappings`, when given) and then `on_release` runs (a process loader tells the sampler
-// the file is free again). Checks the layout against the file size. Does not close `fd`.
+// the file is free again). Checks the layout against the file size. Does not close `fd`. A link
+// batch's pairs go to `pairs` when given.
 absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release = {},
-                                       BatchMappings* mappings = nullptr);
+                                       BatchMappings* mappings = nullptr, LinkPairs* pairs = nullptr);
 
 // Messages on a sampler's socket. Sampler -> trainer: a batch (with its slot and fd) or an error.
 // Trainer -> sampler: batches taken (back-pressure) and slots released (reuse).

@@ -133,7 +133,7 @@ class Job {
   std::vector<int64_t> train_, val_, test_;
   // Link prediction: the batch sampler, held-out pairs, and the last evaluation's ranking metrics.
   absl::Status StartLinkSampler(int64_t first_epoch);
-  std::unique_ptr<sampler::LinkBatchLoader> link_loader_;
+  std::unique_ptr<sampler::LinkBatchSource> link_loader_;
   core::NpyArray val_pos_, val_neg_, test_pos_, test_neg_;
   std::string link_detail_;
   nlohmann::json link_metrics_;
@@ -512,18 +512,31 @@ absl::Status Job::StartLinkSampler(int64_t first_epoch) {
   if (lo.edges_per_epoch < 1) {
     return absl::FailedPreconditionError("--task link: a trainer's partition stores no edges to train on");
   }
-  // Link batches are made on threads of this process; sampler processes carry node batches only
-  // so far, so --num-samplers N becomes N threads here.
-  const int threads = std::max({1, o_.sampler_threads, o_.num_samplers});
-  ASSIGN_OR_RETURN(link_loader_, sampler::LinkBatchLoader::Create(graph_.get(), lo, mine, threads, o_.prefetch,
-                                                                  first_epoch, o_.epochs - first_epoch));
+  // Link batches are made by sampler processes (--num-samplers N) or threads of this process;
+  // either makes the same batches.
+  const int threads = std::max(1, o_.sampler_threads);
+  if (o_.num_samplers > 0) {
+    sampler::LoaderOptions po;
+    po.num_samplers = o_.num_samplers;
+    po.prefetch = o_.prefetch;
+    po.first_epoch = first_epoch;
+    po.num_epochs = o_.epochs - first_epoch;
+    po.sampler_binary = o_.sampler_binary;
+    po.part_config_path = o_.part_config;
+    ASSIGN_OR_RETURN(link_loader_, sampler::MakeLinkProcessLoader(graph_.get(), o_.graph, lo, std::move(mine), po));
+  } else {
+    ASSIGN_OR_RETURN(link_loader_, sampler::LinkBatchLoader::Create(graph_.get(), lo, mine, threads, o_.prefetch,
+                                                                    first_epoch, o_.epochs - first_epoch));
+  }
   if (lead()) {
     Log(StrCat("fanout-train: link prediction: ", lo.edges_per_epoch, " positive edges per trainer per epoch, ",
                o_.negatives, " negative(s) each (", o_.negative_sampling == sampler::NegativeSampling::kUniform
                                                         ? "uniform"
                                                         : "degree^0.75",
-               "); ", ScorerKindName(o_.scorer), " scorer; seed edges excluded from their blocks in both directions; batches made on ", threads,
-               " thread(s), ", o_.prefetch, " ahead"));
+               "); ", ScorerKindName(o_.scorer),
+               " scorer; seed edges excluded from their blocks in both directions; batches made by ",
+               o_.num_samplers > 0 ? StrCat(o_.num_samplers, " sampler process(es)") : StrCat(threads, " thread(s)"),
+               ", ", o_.prefetch, " ahead"));
   }
   return absl::OkStatus();
 }

@@ -8,6 +8,7 @@
 
 #include "gtest/gtest.h"
 #include "sampler/dist_graph.h"
+#include "sampler/link_sampler.h"
 #include "sampler/loader.h"
 #include "sampler/minibatch_sampler.h"
 #include "sampler/seed_split.h"
@@ -229,6 +230,64 @@ TEST(BatchLoaderTest, EdgeWeightsArriveWithTheirEdgesFromThreadsAndSamplerProces
   auto bad = MakeBatchLoader(g->get(), go, so, seeds, lo);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("no edge field 'nope'; edge fields: weight"), std::string::npos) << bad.status();
+}
+
+// Link batches from sampler processes (--task link --num-samplers N) equal the ones a
+// LinkBatchSampler makes in this process: pairs, positive edge IDs, blocks with edge weights,
+// features; degree^0.75 negatives, whose table each process reads for itself.
+TEST(LinkProcessLoaderTest, SamplerProcessesMakeTheLinkBatchesThisProcessMakes) {
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(2));
+  const DistGraphOptions go = job.GraphOptions(0);
+  auto g = DistGraph::Open(job.config, go);
+  ASSERT_TRUE(g.ok()) << g.status();
+  LinkSamplerOptions o;
+  o.fanouts = {4, 3};
+  o.batch_size = 500;
+  o.negatives = 2;
+  o.negative_sampling = NegativeSampling::kDegreePow75;
+  o.seed = 3;
+  o.feature_field = "feat";
+  o.edge_weight_field = "weight";
+  const std::vector<int64_t> edges = RankEdgeSeeds(job.config, 1, 0);
+  LoaderOptions lo;
+  lo.num_samplers = 2;
+  lo.prefetch = 2;
+  lo.first_epoch = 1;
+  lo.num_epochs = 2;
+  lo.sampler_binary = FANOUT_SAMPLER_BIN;
+  lo.part_config_path = job.config_path;
+  auto loader = MakeLinkProcessLoader(g->get(), go, o, edges, lo);
+  ASSERT_TRUE(loader.ok()) << loader.status();
+  auto one = LinkBatchSampler::Create(g->get(), o, edges);
+  ASSERT_TRUE(one.ok()) << one.status();
+  const int64_t steps = (*loader)->steps_per_epoch();
+  ASSERT_EQ(steps, (*one)->steps_per_epoch());
+  ASSERT_GE(steps, 2);
+  for (int64_t epoch = 1; epoch <= 2; ++epoch) {
+    for (int64_t step = 0; step < steps; ++step) {
+      SCOPED_TRACE(::testing::Message() << "epoch " << epoch << " step " << step);
+      auto got = (*loader)->Next();
+      ASSERT_TRUE(got.ok()) << got.status();
+      auto want = (*one)->Sample(epoch, step);
+      ASSERT_TRUE(want.ok()) << want.status();
+      EXPECT_EQ(got->epoch, epoch);
+      EXPECT_EQ(got->step, step);
+      EXPECT_EQ(got->pos_src, want->pos_src);
+      EXPECT_EQ(got->pos_dst, want->pos_dst);
+      EXPECT_EQ(got->neg_src, want->neg_src);
+      EXPECT_EQ(got->neg_dst, want->neg_dst);
+      EXPECT_EQ(got->eids, want->eids);
+      EXPECT_FALSE(got->nodes.blocks[0].edge_weight.empty());
+      testing::ExpectSameBatch(got->nodes, want->nodes);
+    }
+  }
+  EXPECT_EQ((*loader)->Next().status().code(), absl::StatusCode::kOutOfRange);
+  // Refused in this process, before any sampler starts.
+  o.negatives = 0;
+  auto bad = MakeLinkProcessLoader(g->get(), go, o, edges, lo);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--negatives must be >= 1"), std::string::npos) << bad.status();
 }
 
 TEST(HaloCacheTest, SameBatchesWithFewerRemoteRowsFromThreadsAndSamplerProcesses) {

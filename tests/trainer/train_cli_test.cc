@@ -197,9 +197,10 @@ TEST_F(TrainCliTest, LinkPredictionTrainsEvaluatesAndExports) {
   EXPECT_NE(plain[0]->output().find("fanout-partition --edge-split"), std::string::npos) << plain[0]->output();
 }
 
-// The MLP scorer trains with the model and is checkpointed with it: the best checkpoint, loaded
-// with --epochs 0, gives the printed test ROC-AUC again; loading it for a dot-product run is
-// refused naming the scorer's tensor; link flags on a node task are refused.
+// The MLP scorer trains with the model (batches from a sampler process per rank) and is
+// checkpointed with it: the best checkpoint, loaded with --epochs 0, gives the printed test
+// ROC-AUC again; loading it for a dot-product run is refused naming the scorer's tensor; link
+// flags on a node task are refused.
 TEST_F(TrainCliTest, LinkPredictionWithAnMlpScorerCheckpointsAndReloadsIt) {
   testing::TempDir dir;
   const std::string config = PartitionForLinks(dir);
@@ -215,11 +216,12 @@ TEST_F(TrainCliTest, LinkPredictionWithAnMlpScorerCheckpointsAndReloadsIt) {
     a.insert(a.end(), extra.begin(), extra.end());
     return a;
   };
-  auto train = StartRanks(2, with({"--scorer", "mlp", "--epochs", "2", "--checkpoint-dir", ckpt}));
+  auto train = StartRanks(2, with({"--scorer", "mlp", "--epochs", "2", "--checkpoint-dir", ckpt, "--num-samplers", "1"}));
   ASSERT_EQ(train[1]->Finish(), 0) << train[1]->output();
   ASSERT_EQ(train[0]->Finish(), 0) << train[0]->output();
   const std::string out = train[0]->output();
   EXPECT_NE(out.find("mlp scorer"), std::string::npos) << out;
+  EXPECT_NE(out.find("batches made by 1 sampler process(es)"), std::string::npos) << out;
   const double auc = Figure(out, "test roc-auc");
   ASSERT_GE(auc, 0) << out;
 
