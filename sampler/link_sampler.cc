@@ -66,7 +66,7 @@ absl::StatusOr<std::unique_ptr<LinkBatchSampler>> LinkBatchSampler::Create(
   so.seed = o.seed;
   so.rank = o.rank;
   so.feature_field = o.feature_field;
-  so.edge_weight_field = o.edge_weight_field;
+  so.edge = o.edge;
   so.label_field = "";
   RETURN_IF_ERROR(ValidateSamplerOptions(so, *graph));
   std::unique_ptr<LinkBatchSampler> s(new LinkBatchSampler(graph, std::move(o), std::move(edges), std::move(so)));

@@ -36,7 +36,7 @@ struct LinkSamplerOptions {
   int rank = 0;
   int64_t edges_per_epoch = -1;  // -1: all of the trainer's edges
   std::string feature_field = "feat";
-  std::string edge_weight_field;  // SamplerOptions::edge_weight_field
+  EdgeDataOptions edge;  // SamplerOptions::edge
 };
 
 // Pairs (LinkPairs, as positions in nodes.seeds) and the node batch that embeds them.

@@ -287,7 +287,7 @@ absl::StatusOr<std::unique_ptr<LinkBatchSource>> MakeLinkProcessLoader(const Dis
   so.seed = link.seed;
   so.rank = link.rank;
   so.feature_field = link.feature_field;
-  so.edge_weight_field = link.edge_weight_field;
+  so.edge = link.edge;
   so.label_field = "";
   so.shuffle = true;
   RETURN_IF_ERROR(ValidateSamplerOptions(so, *graph));

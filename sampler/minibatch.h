@@ -26,9 +26,13 @@ struct Block {
   std::vector<int64_t> indptr;
   std::vector<int64_t> indices;
   std::vector<int64_t> eids;
-  // Per edge, the sampler's edge weight field as float32 (SamplerOptions::edge_weight_field);
+  // Per edge, the sampler's edge weight field as float32 (SamplerOptions::edge.weight_field);
   // empty when it fetches none.
   std::vector<float> edge_weight;
+  // Per edge, edge_feat_dim float32 values of the sampler's edge feature field
+  // (SamplerOptions::edge.feature_field), edge-major; empty (dim 0) when it fetches none.
+  std::vector<float> edge_feat;
+  int64_t edge_feat_dim = 0;
 
   int64_t num_src() const { return static_cast<int64_t>(src_nodes.size()); }
   int64_t num_edges() const { return static_cast<int64_t>(indices.size()); }

@@ -62,12 +62,20 @@ absl::Status ValidateSamplerOptions(const SamplerOptions& o, const DistGraph& gr
                                                core::DTypeName(f.dtype), "; features must be a numeric, non-float16 dtype"));
     }
   }
-  if (!o.edge_weight_field.empty()) {
-    ASSIGN_OR_RETURN(core::FieldSchema f, graph.EdgeFieldSchema(o.edge_weight_field));
+  if (!o.edge.weight_field.empty()) {
+    ASSIGN_OR_RETURN(core::FieldSchema f, graph.EdgeFieldSchema(o.edge.weight_field));
     if (f.row_elems() != 1 || !IsNumeric(f.dtype)) {
-      return absl::InvalidArgumentError(StrCat("edge weight field '", o.edge_weight_field,
+      return absl::InvalidArgumentError(StrCat("edge weight field '", o.edge.weight_field,
                                                "' must hold one number per edge; it is ", core::DTypeName(f.dtype),
                                                " with ", f.row_elems(), " values per edge"));
+    }
+  }
+  if (!o.edge.feature_field.empty()) {
+    ASSIGN_OR_RETURN(core::FieldSchema f, graph.EdgeFieldSchema(o.edge.feature_field));
+    if (f.row_elems() < 1 || !IsNumeric(f.dtype)) {
+      return absl::InvalidArgumentError(StrCat("edge feature field '", o.edge.feature_field,
+                                               "' must hold numbers (not float16) for every edge; it is ",
+                                               core::DTypeName(f.dtype), " with ", f.row_elems(), " values per edge"));
     }
   }
   if (!o.label_field.empty()) {
@@ -140,27 +148,38 @@ absl::Status MiniBatchSampler::SampleBlocksFor(std::span<const int64_t> seeds, u
     b.src_nodes = map_.TakeIds();
     frontier = b.src_nodes;  // blocks are not resized from here on, so the span stays valid
   }
-  return FetchEdgeWeights(blocks);
+  return FetchEdgeData(blocks);
 }
 
-absl::Status MiniBatchSampler::FetchEdgeWeights(std::vector<Block>* blocks) {
-  if (options_.edge_weight_field.empty()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(core::FieldSchema f, graph_->EdgeFieldSchema(options_.edge_weight_field));
+absl::Status MiniBatchSampler::FetchEdgeData(std::vector<Block>* blocks) {
+  const EdgeDataOptions& o = options_.edge;
+  if (o.weight_field.empty() && o.feature_field.empty()) return absl::OkStatus();
   std::vector<int64_t> eids;
   for (const Block& b : *blocks) eids.insert(eids.end(), b.eids.begin(), b.eids.end());
-  std::vector<float> w(eids.size());
-  if (f.dtype == DType::kFloat32) {
-    RETURN_IF_ERROR(graph_->PullEdgeRows(options_.edge_weight_field, eids, reinterpret_cast<char*>(w.data())));
-  } else {
-    raw_.resize(eids.size() * core::DTypeSize(f.dtype));
-    RETURN_IF_ERROR(graph_->PullEdgeRows(options_.edge_weight_field, eids, raw_.data()));
-    Convert(f.dtype, raw_.data(), eids.size(), w.data());
-  }
-  size_t at = 0;
-  for (Block& b : *blocks) {
-    b.edge_weight.assign(w.begin() + at, w.begin() + at + b.eids.size());
-    at += b.eids.size();
-  }
+  // Rows of `field` for every block's edges, as float32, split back into the blocks.
+  auto pull = [&](const std::string& field, std::vector<float> Block::*out, int64_t* dim) -> absl::Status {
+    ASSIGN_OR_RETURN(core::FieldSchema f, graph_->EdgeFieldSchema(field));
+    const size_t width = static_cast<size_t>(f.row_elems());
+    std::vector<float> all(eids.size() * width);
+    if (f.dtype == DType::kFloat32) {
+      RETURN_IF_ERROR(graph_->PullEdgeRows(field, eids, reinterpret_cast<char*>(all.data())));
+    } else {
+      raw_.resize(eids.size() * f.row_bytes());
+      RETURN_IF_ERROR(graph_->PullEdgeRows(field, eids, raw_.data()));
+      Convert(f.dtype, raw_.data(), all.size(), all.data());
+    }
+    size_t at = 0;
+    for (Block& b : *blocks) {
+      const size_t n = b.eids.size() * width;
+      (b.*out).assign(all.begin() + at, all.begin() + at + n);
+      at += n;
+      if (dim != nullptr) b.edge_feat_dim = static_cast<int64_t>(width);
+    }
+    return absl::OkStatus();
+  };
+  if (!o.weight_field.empty()) RETURN_IF_ERROR(pull(o.weight_field, &Block::edge_weight, nullptr));
+  int64_t dim = 0;
+  if (!o.feature_field.empty()) RETURN_IF_ERROR(pull(o.feature_field, &Block::edge_feat, &dim));
   return absl::OkStatus();
 }
 

@@ -38,6 +38,16 @@ class BufferPool {
   std::shared_ptr<State> state_;
 };
 
+// Edge fields fetched for every sampled edge of a block (any numeric dtype, as float32), one
+// pull per batch for all layers.
+struct EdgeDataOptions {
+  // One number per edge, as Block::edge_weight: models weight their messages by it. "" = none.
+  std::string weight_field;
+  // Any number per edge, as Block::edge_feat (edge_feat_dim per edge): for scripted models,
+  // block["edge_feat"]. "" = none.
+  std::string feature_field;
+};
+
 struct SamplerOptions {
   std::vector<int64_t> fanouts = {15, 10, 5};  // per layer, input layer first (DGL); -1 = all
   int64_t batch_size = 1024;                   // seeds per step (the epoch's last may be smaller)
@@ -48,9 +58,7 @@ struct SamplerOptions {
   int64_t seeds_per_epoch = -1;                // seeds each epoch uses; -1: all of the trainer's
   std::string feature_field = "feat";          // input features; "" = none fetched
   std::string label_field = "label";           // seed labels; "" = none fetched
-  // Edge field with one number per edge fetched for every sampled edge as Block::edge_weight
-  // (float32), for models that weight their aggregation; "" = none.
-  std::string edge_weight_field;
+  EdgeDataOptions edge;  // edge fields fetched for every sampled edge
 };
 
 // Checks options against a graph: fanouts, batch size, fields present with usable dtypes.
@@ -81,9 +89,9 @@ class MiniBatchSampler {
   // direction, before the block is built: link prediction's seed edges and their reverses.
   absl::Status SampleBlocksFor(std::span<const int64_t> seeds, uint64_t stream, std::vector<Block>* blocks,
                                const std::vector<std::pair<int64_t, int64_t>>* exclude = nullptr);
-  // Fills every block's edge_weight from options.edge_weight_field (one pull for all layers);
-  // nothing without that field.
-  absl::Status FetchEdgeWeights(std::vector<Block>* blocks);
+  // Fills every block's edge_weight and edge_feat from options.edge (one pull per field for all
+  // layers); nothing without those fields.
+  absl::Status FetchEdgeData(std::vector<Block>* blocks);
   // Fills `out` (input_nodes.size() x feature_dim floats) with the input nodes' features.
   absl::Status FetchFeatures(std::span<const int64_t> input_nodes, float* out);
   absl::Status FetchLabels(std::span<const int64_t> seeds, std::vector<int64_t>* labels);

@@ -45,7 +45,8 @@ std::string WriteSamplerSpec(const SamplerSpec& s) {
         {"seeds_per_epoch", o.seeds_per_epoch},
         {"feature_field", o.feature_field},
         {"label_field", o.label_field},
-        {"edge_weight_field", o.edge_weight_field}}},
+        {"edge_weight_field", o.edge.weight_field},
+        {"edge_feature_field", o.edge.feature_field}}},
       {"first_epoch", s.first_epoch},
       {"num_epochs", s.num_epochs},
       {"num_samplers", s.num_samplers},
@@ -70,7 +71,7 @@ LinkSamplerOptions LinkOptionsOf(const SamplerSpec& s) {
   o.seed = s.sampler.seed;
   o.rank = s.sampler.rank;
   o.feature_field = s.sampler.feature_field;
-  o.edge_weight_field = s.sampler.edge_weight_field;
+  o.edge = s.sampler.edge;
   return o;
 }
 
@@ -131,7 +132,8 @@ absl::StatusOr<SamplerSpec> ReadSamplerSpec(const std::string& text) {
   RETURN_IF_ERROR(Get(o, "sampler.", "seeds_per_epoch", &so.seeds_per_epoch));
   RETURN_IF_ERROR(Get(o, "sampler.", "feature_field", &so.feature_field));
   RETURN_IF_ERROR(Get(o, "sampler.", "label_field", &so.label_field));
-  RETURN_IF_ERROR(Get(o, "sampler.", "edge_weight_field", &so.edge_weight_field));
+  RETURN_IF_ERROR(Get(o, "sampler.", "edge_weight_field", &so.edge.weight_field));
+  RETURN_IF_ERROR(Get(o, "sampler.", "edge_feature_field", &so.edge.feature_field));
   RETURN_IF_ERROR(Get(j, "", "first_epoch", &s.first_epoch));
   RETURN_IF_ERROR(Get(j, "", "num_epochs", &s.num_epochs));
   RETURN_IF_ERROR(Get(j, "", "num_samplers", &s.num_samplers));

@@ -21,16 +21,17 @@ namespace {
 
 constexpr int64_t kMagic = 0x3248435441424e46;  // "FNBATCH2"
 constexpr size_t kAlign = 64;
-constexpr int64_t kFixed = 13;  // header entries before the per-layer ones
+constexpr int64_t kFixed = 14;  // header entries before the per-layer ones
 
 size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // The file: a header of int64s, then 64-byte-aligned arrays.
 //   header: magic, epoch, step, layers, seeds, labels, feature rows, feature cols,
-//           sample ns, fetch ns, weighted (0/1), link positives, link negatives, then per
-//           layer: num_src, num_dst, num_edges
+//           sample ns, fetch ns, weighted (0/1), link positives, link negatives, edge feature
+//           width (0: none), then per layer: num_src, num_dst, num_edges
 //   arrays: seeds, labels, link {pos_src, pos_dst, eids, neg_src, neg_dst}, per layer
-//           {src_nodes, indptr, indices, eids, edge weights (float32, when weighted)}, features
+//           {src_nodes, indptr, indices, eids, edge weights (float32, when weighted), edge
+//           features (float32 [num_edges, width], when width > 0)}, features
 struct Layout {
   std::vector<int64_t> header;
   size_t size = 0;
@@ -48,6 +49,7 @@ Layout Plan(const std::vector<int64_t>& header) {
     const int64_t src = header[kFixed + 3 * i], dst = header[kFixed + 1 + 3 * i], edges = header[kFixed + 2 + 3 * i];
     at += AlignUp(src * 8) + AlignUp((dst + 1) * 8) + 2 * AlignUp(edges * 8);
     if (header[10] != 0) at += AlignUp(edges * 4);
+    at += AlignUp(edges * header[13] * 4);
   }
   l.features_at = at;
   l.size = at + AlignUp(static_cast<size_t>(header[6] * header[7]) * 4);
@@ -63,7 +65,8 @@ std::vector<int64_t> HeaderOf(const MiniBatch& mb, int64_t rows, int64_t cols, c
                                 ? 1
                                 : 0,
                             pairs != nullptr ? static_cast<int64_t>(pairs->pos_src.size()) : 0,
-                            pairs != nullptr ? static_cast<int64_t>(pairs->neg_src.size()) : 0};
+                            pairs != nullptr ? static_cast<int64_t>(pairs->neg_src.size()) : 0,
+                            mb.blocks.empty() ? 0 : mb.blocks[0].edge_feat_dim};
   for (const Block& b : mb.blocks) {
     h.push_back(b.num_src());
     h.push_back(b.num_dst);
@@ -82,10 +85,15 @@ absl::StatusOr<float*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t
                            pairs->neg_dst.size() != pairs->neg_src.size())) {
     return absl::InternalError("a link batch's pair arrays differ in length");
   }
-  for (size_t i = 0; i < mb.blocks.size() && l.header[10] != 0; ++i) {
-    if (mb.blocks[i].edge_weight.size() != mb.blocks[i].eids.size()) {
-      return absl::InternalError(StrCat("block ", i, " has ", mb.blocks[i].edge_weight.size(), " edge weights for ",
-                                        mb.blocks[i].eids.size(), " edges"));
+  for (size_t i = 0; i < mb.blocks.size(); ++i) {
+    const Block& b = mb.blocks[i];
+    if (l.header[10] != 0 && b.edge_weight.size() != b.eids.size()) {
+      return absl::InternalError(StrCat("block ", i, " has ", b.edge_weight.size(), " edge weights for ",
+                                        b.eids.size(), " edges"));
+    }
+    if (b.edge_feat_dim != l.header[13] || b.edge_feat.size() != b.eids.size() * static_cast<size_t>(l.header[13])) {
+      return absl::InternalError(StrCat("block ", i, " has ", b.edge_feat.size(), " edge feature values of width ",
+                                        b.edge_feat_dim, " for ", b.eids.size(), " edges"));
     }
   }
   if (fd_ < 0) {
@@ -127,6 +135,8 @@ absl::StatusOr<float*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t
       if (!b.edge_weight.empty()) std::memcpy(base + at, b.edge_weight.data(), b.edge_weight.size() * 4);
       at += AlignUp(b.edge_weight.size() * 4);
     }
+    if (!b.edge_feat.empty()) std::memcpy(base + at, b.edge_feat.data(), b.edge_feat.size() * 4);
+    at += AlignUp(b.edge_feat.size() * 4);
   }
   return reinterpret_cast<float*>(base + at);
 }
@@ -228,6 +238,7 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release,
   for (int64_t v : header) {
     if (v < 0) return absl::DataLossError("batch file has a negative count");
   }
+  if (header[13] > (int64_t{1} << 20)) return absl::DataLossError("batch file has an implausible edge feature width");
   Layout l = Plan(header);
   if (l.size > file_size) {
     return absl::DataLossError(StrCat("batch file is ", file_size, " bytes; its header describes ", l.size));
@@ -269,6 +280,11 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release,
       b.edge_weight.assign(w, w + header[kFixed + 2 + 3 * i]);
       at += AlignUp(static_cast<size_t>(header[kFixed + 2 + 3 * i]) * 4);
     }
+    b.edge_feat_dim = header[13];
+    const size_t feat = static_cast<size_t>(header[kFixed + 2 + 3 * i]) * static_cast<size_t>(header[13]);
+    const auto* ef = reinterpret_cast<const float*>(base + at);
+    b.edge_feat.assign(ef, ef + feat);
+    at += AlignUp(feat * 4);
   }
   mb.sample_seconds = header[8] * 1e-9;
   mb.fetch_seconds = header[9] * 1e-9;

@@ -57,6 +57,17 @@ absl::Status ValidateBlock(const sampler::Block& b, size_t l) {
       }
     }
   }
+  if (b.edge_feat_dim < 0 || b.edge_feat.size() != static_cast<size_t>(b.num_edges() * b.edge_feat_dim)) {
+    return absl::InvalidArgumentError(StrCat("block ", l, ": ", b.edge_feat.size(), " edge feature values for ",
+                                             b.num_edges(), " edges of width ", b.edge_feat_dim));
+  }
+  for (size_t i = 0; i < b.edge_feat.size(); ++i) {
+    if (!std::isfinite(b.edge_feat[i])) {
+      const size_t e = i / static_cast<size_t>(b.edge_feat_dim);
+      return absl::InvalidArgumentError(StrCat("block ", l, ": edge ", e, " (edge ID ", e < b.eids.size() ? b.eids[e] : -1,
+                                               ") has edge feature ", b.edge_feat[i], "; features must be finite"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -86,8 +97,13 @@ BlockTensors ConvertBlock(const sampler::Block& b, bool weighted, const c10::Dev
     out.edge_weight = at::empty({b.num_edges()}, at::kFloat);
     if (b.num_edges() > 0) std::memcpy(out.edge_weight.data_ptr<float>(), b.edge_weight.data(), b.num_edges() * 4);
   }
+  if (b.edge_feat_dim > 0) {
+    out.edge_feat = at::empty({b.num_edges(), b.edge_feat_dim}, at::kFloat);
+    if (!b.edge_feat.empty()) std::memcpy(out.edge_feat.data_ptr<float>(), b.edge_feat.data(), b.edge_feat.size() * 4);
+  }
   if (!device.is_cpu()) {
     if (weighted) out.edge_weight = out.edge_weight.to(device);
+    if (out.edge_feat.defined()) out.edge_feat = out.edge_feat.to(device);
     out.indptr = out.indptr.to(device);
     out.src = out.src.to(device);
     out.dst = out.dst.to(device);

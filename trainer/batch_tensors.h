@@ -32,6 +32,9 @@ struct BlockTensors {
   // Optional float32 [num_edges]: a weight per edge (fanout-train --edge-weight FIELD), which the
   // models multiply into their messages as DGL's layers do with `edge_weight`. Undefined: all 1.
   at::Tensor edge_weight;
+  // Optional float32 [num_edges, width]: an edge field of any width (fanout-train
+  // --edge-feature FIELD), for scripted models (block["edge_feat"]). Undefined: none.
+  at::Tensor edge_feat;
   int64_t num_src = 0;
   int64_t num_dst = 0;
 

@@ -177,7 +177,7 @@ absl::StatusOr<InferenceResult> InferAllNodes(GnnModel& model, const sampler::Di
   so.batch_size = o.batch_size;
   so.shuffle = false;
   so.feature_field = o.feature_field;
-  so.edge_weight_field = o.edge_weight_field;
+  so.edge = o.edge;
   so.label_field = "";
   RETURN_IF_ERROR(sampler::ValidateSamplerOptions(so, graph));
   sampler::MiniBatchSampler sampler(&graph, so, {});

@@ -17,6 +17,7 @@
 #include "core/partition_book.h"
 #include "nlohmann/json.hpp"
 #include "sampler/dist_graph.h"
+#include "sampler/minibatch_sampler.h"
 #include "trainer/dist.h"
 #include "trainer/models.h"
 
@@ -35,7 +36,7 @@ NodeShare RankNodes(const core::RangePartitionBook& book, int trainers_per_machi
 struct InferenceOptions {
   int64_t batch_size = 4096;            // destination nodes per block
   std::string feature_field = "feat";  // the model's input
-  std::string edge_weight_field;       // SamplerOptions::edge_weight_field ("" = none)
+  sampler::EdgeDataOptions edge;       // SamplerOptions::edge
   int trainers_per_machine = 1;
   // Called on rank 0 after each layer (layer, layers, seconds since the start) for progress.
   std::function<void(int64_t, int64_t, double)> on_layer;

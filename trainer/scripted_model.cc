@@ -102,6 +102,7 @@ class ScriptedModel final : public GnnModel {
     d.insert("num_dst", at::scalar_tensor(b.num_dst, at::TensorOptions().dtype(at::kLong)));
     if (b.out_degree.defined()) d.insert("out_degree", b.out_degree);
     if (b.edge_weight.defined()) d.insert("edge_weight", b.edge_weight);
+    if (b.edge_feat.defined()) d.insert("edge_feat", b.edge_feat);
     return d;
   }
 

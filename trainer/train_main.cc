@@ -176,9 +176,12 @@ int Main(int argc, char** argv) {
   args.AddUint("seed", &o.seed, "seed of every random choice (init, shuffles, sampling, dropout)");
   args.AddString("device", &o.device, "cpu or cuda:K");
   args.AddString("feature-field", &o.feature_field, "node field of input features");
-  args.AddString("edge-weight", &o.edge_weight_field,
+  args.AddString("edge-weight", &o.edge.weight_field,
                  "edge field with one number per edge that weights each message (DGL's edge_weight: SAGE's mean, "
                  "GCN's sum and GAT's attention; block['edge_weight'] in scripted models); default: unweighted");
+  args.AddString("edge-feature", &o.edge.feature_field,
+                 "edge field (any width) given to scripted models for every sampled edge as block['edge_feat'], "
+                 "float32 [num_edges, width]; the built-in models do not read edge features");
   args.AddString("label-field", &o.label_field, "node field of labels");
   args.AddInt("num-samplers", &o.num_samplers,
               "sampler processes per trainer; 0 = sample in-process [FANOUT_NUM_SAMPLERS]");

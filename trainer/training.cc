@@ -172,14 +172,16 @@ absl::Status Job::Setup() {
 
   // Model dimensions come from the graph.
   ASSIGN_OR_RETURN(core::FieldSchema feat, graph_->NodeFieldSchema(o_.feature_field));
-  if (!o_.edge_weight_field.empty()) {
+  for (const auto& [flag, field] : {std::pair{"--edge-weight", &sampler::EdgeDataOptions::weight_field},
+                                     {"--edge-feature", &sampler::EdgeDataOptions::feature_field}}) {
+    if (o_.edge.*field == "") continue;
     sampler::SamplerOptions check;
     check.fanouts = o_.fanouts;
     check.feature_field = "";
     check.label_field = "";
-    check.edge_weight_field = o_.edge_weight_field;
+    check.edge.*field = o_.edge.*field;
     if (absl::Status s = sampler::ValidateSamplerOptions(check, *graph_); !s.ok()) {
-      return absl::InvalidArgumentError(StrCat("--edge-weight: ", s.message()));
+      return absl::InvalidArgumentError(StrCat(flag, ": ", s.message()));
     }
   }
   const int64_t in_dim = feat.row_elems();
@@ -280,8 +282,11 @@ absl::Status Job::Setup() {
                ", batch ", o_.batch_size, "; train/val/test ", train_total_, "/", val_total_, "/",
                test_total_, "; ", o_.num_samplers, " sampler process(es) per trainer; ",
                o_.intra_op_threads, " intra-op thread(s); device ", o_.device));
-    if (!o_.edge_weight_field.empty()) {
-      Log(StrCat("fanout-train: messages weighted by edge field '", o_.edge_weight_field, "'"));
+    if (!o_.edge.weight_field.empty()) {
+      Log(StrCat("fanout-train: messages weighted by edge field '", o_.edge.weight_field, "'"));
+    }
+    if (!o_.edge.feature_field.empty()) {
+      Log(StrCat("fanout-train: edge field '", o_.edge.feature_field, "' in every block as block[\"edge_feat\"]"));
     }
     if (const sampler::RowCache* cache = graph_->row_cache()) {
       Log(StrCat("fanout-train: feature cache: ", cache->size(), " halo rows of '", cache->field(), "' (",
@@ -468,7 +473,7 @@ absl::StatusOr<double> Job::Evaluate(const std::vector<int64_t>& ids, int64_t ep
     so.seed = core::SplitMix64(o_.seed + 0x5eed);
     so.rank = comm_->rank();
     so.feature_field = o_.feature_field;
-    so.edge_weight_field = o_.edge_weight_field;
+    so.edge = o_.edge;
     so.label_field = o_.label_field;
     sampler::LoaderOptions lo;
     lo.num_threads = std::max(1, o_.sampler_threads);
@@ -508,7 +513,7 @@ absl::Status Job::StartLinkSampler(int64_t first_epoch) {
   lo.rank = rank;
   lo.edges_per_epoch = static_cast<int64_t>(*std::min_element(counts.begin(), counts.end()));
   lo.feature_field = o_.feature_field;
-  lo.edge_weight_field = o_.edge_weight_field;
+  lo.edge = o_.edge;
   if (lo.edges_per_epoch < 1) {
     return absl::FailedPreconditionError("--task link: a trainer's partition stores no edges to train on");
   }
@@ -545,7 +550,7 @@ absl::StatusOr<double> Job::EvaluateLink(const core::NpyArray& pos, const core::
   InferenceOptions io;
   io.batch_size = o_.eval_batch_size;
   io.feature_field = o_.feature_field;
-  io.edge_weight_field = o_.edge_weight_field;
+  io.edge = o_.edge;
   io.trainers_per_machine = o_.trainers_per_machine;
   ASSIGN_OR_RETURN(InferenceResult r, InferAllNodes(*model_, *graph_, *comm_, io));
   model_->train();
@@ -604,7 +609,8 @@ Checkpoint Job::MakeCheckpoint(int64_t epoch) const {
                         {"seed", o_.seed},
                         {"world_size", comm_->world_size()},
                         {"feature_field", o_.feature_field},
-                        {"edge_weight_field", o_.edge_weight_field},
+                        {"edge_weight_field", o_.edge.weight_field},
+                        {"edge_feature_field", o_.edge.feature_field},
                         {"label_field", o_.label_field}};
   if (o_.link) {
     c.info["training"]["task"] = "link";
@@ -708,7 +714,7 @@ absl::StatusOr<TrainResult> Job::Run() {
     so.rank = comm_->rank();
     so.seeds_per_epoch = sampler::SeedsPerEpoch(train_total_, comm_->world_size());
     so.feature_field = o_.feature_field;
-    so.edge_weight_field = o_.edge_weight_field;
+    so.edge = o_.edge;
     so.label_field = o_.label_field;
     sampler::LoaderOptions lo;
     lo.num_samplers = o_.num_samplers;
@@ -806,7 +812,7 @@ absl::Status Job::SaveEmbeddings() {
   InferenceOptions io;
   io.batch_size = o_.eval_batch_size;
   io.feature_field = o_.feature_field;
-  io.edge_weight_field = o_.edge_weight_field;
+  io.edge = o_.edge;
   io.trainers_per_machine = o_.trainers_per_machine;
   io.on_layer = [&](int64_t layer, int64_t layers, double seconds) {
     Log(StrCat("fanout-train: inference: layer ", layer + 1, "/", layers, " done for all nodes (", seconds, " s)"));
@@ -860,6 +866,11 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
   }
   if (o.negatives < 1 || o.negatives > 1000) return bad("--negatives must be in [1, 1000], got ", o.negatives);
   if (o.embed_dim < 0) return bad("--embed-dim must be >= 0 (0: --hidden), got ", o.embed_dim);
+  if (!o.edge.feature_field.empty() && o.model.model != ModelKind::kScripted) {
+    return bad("--edge-feature: the built-in ", ModelKindName(o.model.model),
+               " model does not read edge features; use --edge-weight for one number per edge, or a scripted model "
+               "(docs/models.md) that reads block[\"edge_feat\"]");
+  }
   if (o.epochs < (o.load_model.empty() ? 1 : 0)) {
     return bad("--epochs must be >= 1 (>= 0 with --load-model: evaluate or infer only), got ", o.epochs);
   }

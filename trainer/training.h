@@ -52,9 +52,11 @@ struct TrainOptions {
 
   // Data.
   std::string feature_field = "feat", label_field = "label";
-  // Edge field (one number per edge) the models multiply into their messages, as DGL's layers'
-  // edge_weight; visible to scripted models as block["edge_weight"]. "" = unweighted.
-  std::string edge_weight_field;
+  // Edge fields for every sampled edge: edge.weight_field (one number per edge) the models
+  // multiply into their messages, as DGL's layers' edge_weight (scripted models see
+  // block["edge_weight"]); edge.feature_field, any width, for scripted models as
+  // block["edge_feat"]. "" = none.
+  sampler::EdgeDataOptions edge;
   std::string train_mask = "train_mask", val_mask = "val_mask", test_mask = "test_mask";
 
   // Sampling pipeline.

@@ -29,6 +29,10 @@ struct Job {
 
   void Start(int parts, int64_t nodes = 1500, int64_t edges = 9000) {
     d = testing::MakeRandomDataset({.num_nodes = nodes, .num_edges = edges, .feat_dim = 5});
+    // An edge field 3 wide, "ef": row r holds r, r + 0.25, r + 0.5 (edge features).
+    std::vector<float> ef(3 * d.num_edges());
+    for (size_t i = 0; i < ef.size(); ++i) ef[i] = static_cast<float>(i / 3) + 0.25f * static_cast<float>(i % 3);
+    d.edge_fields.push_back({"ef", core::NpyArray::Adopt(std::move(ef), {d.num_edges(), 3})});
     partition::PartitionOptions o;
     o.out_dir = dir.Sub("parts");
     o.num_parts = parts;
@@ -184,9 +188,9 @@ TEST(BatchLoaderTest, ThreadsAndSamplerProcessesMakeIdenticalBatches) {
   }
 }
 
-// --edge-weight: every sampled edge carries its own value of the edge field (read here from the
-// owning partition's files), the same from threads and from sampler processes (through the
-// shared-memory batch); a missing field is refused naming the fields there are.
+// --edge-weight and --edge-feature: every sampled edge carries its own values of the edge fields
+// (read here from the owning partition's files), the same from threads and from sampler processes
+// (through the shared-memory batch); a missing field is refused naming the fields there are.
 TEST(BatchLoaderTest, EdgeWeightsArriveWithTheirEdgesFromThreadsAndSamplerProcesses) {
   Job job;
   ASSERT_NO_FATAL_FAILURE(job.Start(2));
@@ -198,7 +202,8 @@ TEST(BatchLoaderTest, EdgeWeightsArriveWithTheirEdgesFromThreadsAndSamplerProces
   ASSERT_TRUE(g.ok()) << g.status();
   const std::vector<int64_t> seeds = TrainShareOfMachine0(**g);
   SamplerOptions so = SmallBatches(7);
-  so.edge_weight_field = "weight";
+  so.edge.weight_field = "weight";
+  so.edge.feature_field = "ef";
   LoaderOptions lo;
   lo.num_epochs = 1;
   lo.sampler_binary = FANOUT_SAMPLER_BIN;
@@ -221,15 +226,20 @@ TEST(BatchLoaderTest, EdgeWeightsArriveWithTheirEdgesFromThreadsAndSamplerProces
         int64_t want = 0;
         std::memcpy(&want, raw.data(), sizeof(want));
         ASSERT_EQ(b.edge_weight[e], static_cast<float>(want)) << "edge " << eid;
+        raw.clear();
+        ASSERT_TRUE(stores[edges.PartOf(eid)]->GatherEdgeRows("ef", {&eid, 1}, &raw).ok());
+        ASSERT_EQ(b.edge_feat_dim, 3);
+        ASSERT_EQ(std::memcmp(raw.data(), b.edge_feat.data() + 3 * e, 3 * sizeof(float)), 0) << "edge " << eid;
       }
     }
     testing::ExpectSameBatch(runs[0][i], runs[1][i]);
   }
   EXPECT_GT(checked, 0);
-  so.edge_weight_field = "nope";
+  so.edge.weight_field = "nope";
   auto bad = MakeBatchLoader(g->get(), go, so, seeds, lo);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find("no edge field 'nope'; edge fields: weight"), std::string::npos) << bad.status();
+  EXPECT_NE(bad.status().message().find("no edge field 'nope'; edge fields: weight, ef"), std::string::npos)
+      << bad.status();
 }
 
 // Link batches from sampler processes (--task link --num-samplers N) equal the ones a
@@ -248,7 +258,8 @@ TEST(LinkProcessLoaderTest, SamplerProcessesMakeTheLinkBatchesThisProcessMakes) 
   o.negative_sampling = NegativeSampling::kDegreePow75;
   o.seed = 3;
   o.feature_field = "feat";
-  o.edge_weight_field = "weight";
+  o.edge.weight_field = "weight";
+  o.edge.feature_field = "ef";
   const std::vector<int64_t> edges = RankEdgeSeeds(job.config, 1, 0);
   LoaderOptions lo;
   lo.num_samplers = 2;

@@ -135,6 +135,8 @@ inline void ExpectSameBatch(const sampler::MiniBatch& a, const sampler::MiniBatc
     EXPECT_EQ(a.blocks[l].indices, b.blocks[l].indices);
     EXPECT_EQ(a.blocks[l].eids, b.blocks[l].eids);
     EXPECT_EQ(a.blocks[l].edge_weight, b.blocks[l].edge_weight);
+    EXPECT_EQ(a.blocks[l].edge_feat_dim, b.blocks[l].edge_feat_dim);
+    EXPECT_EQ(a.blocks[l].edge_feat, b.blocks[l].edge_feat);
   }
   ASSERT_EQ(a.features.rows, b.features.rows);
   ASSERT_EQ(a.features.cols, b.features.cols);

@@ -128,6 +128,39 @@ TEST(ScriptedModelTest, ReferenceSageFromPythonEqualsTheBuiltInSage) {
   }
 }
 
+// A script sees the batch's edge data as block["edge_feat"] (float32 [num_edges, width]) and
+// block["edge_weight"]: here it sums w_e * edge_feat[e] into each destination, which this test
+// recomputes.
+TEST(ScriptedModelTest, ScriptsSeeEdgeFeaturesAndWeights) {
+  SKIP_WITHOUT_PYTHON_TORCH();
+  fanout::testing::TempDir dir;
+  const std::string path = dir.Sub("edges.pt"), script = dir.Sub("edges.py");
+  std::ofstream(script) << "import sys, torch\n"
+                        << "from typing import Dict, List\n"
+                        << "from torch import Tensor\n"
+                        << "class M(torch.nn.Module):\n"
+                        << "    def __init__(self):\n"
+                        << "        super().__init__()\n"
+                        << "        self.scale = torch.nn.Parameter(torch.ones(1))\n"
+                        << "    def forward(self, blocks: List[Dict[str, Tensor]], x: Tensor) -> Tensor:\n"
+                        << "        b = blocks[0]\n"
+                        << "        out = torch.zeros(int(b['num_dst']), b['edge_feat'].size(1))\n"
+                        << "        out.index_add_(0, b['dst'], b['edge_feat'] * b['edge_weight'].unsqueeze(1))\n"
+                        << "        return out * self.scale\n"
+                        << "torch.jit.script(M()).save(sys.argv[1])\n";
+  ASSERT_EQ(Python(StrCat(script, " ", path)), 0);
+  auto model = MakeModel(Scripted(path, 5, 3, 1), 0);
+  ASSERT_TRUE(model.ok()) << model.status();
+  BatchTensors t = RandomTensors(5, 3, 1, 29);
+  BlockTensors& b = t.blocks[0];
+  b.edge_feat = at::rand({b.num_edges(), 3});
+  b.edge_weight = at::rand({b.num_edges()});
+  const at::Tensor want =
+      at::zeros({b.num_dst, 3}).index_add_(0, b.dst, b.edge_feat * b.edge_weight.unsqueeze(1));
+  const at::Tensor got = (*model)->Forward(t.blocks, t.features);
+  EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-6)) << got << want;
+}
+
 // Every reference layer gives the same outputs and gradients on fanout's operators as on plain
 // tensor ops (same export seed, so the same parameters; eval mode, so no dropout).
 TEST(ScriptedModelTest, FusedOperatorsEqualPlainTensorOpsForEveryLayer) {

@@ -556,6 +556,7 @@ TEST_F(TrainCliTest, BadFlagsAreClearErrorsNotBacktracesOrHangs) {
       {{"--deadline", "0"}, 1, "--deadline must be > 0 seconds"},
       {{"--comm-timeout", "-5"}, 1, "--comm-timeout must be in (0, 1e9] seconds"},
       {{"--feature-cache-mb", "-1"}, 1, "--feature-cache-mb must be >= 0"},
+      {{"--edge-feature", "weight"}, 1, "--edge-feature: the built-in sage model does not read edge features"},
       {{"--feature-cache-mb", "9223372036854775807"}, 1, "--feature-cache-mb must be >= 0"},
   };
   for (const Case& c : cases) {
