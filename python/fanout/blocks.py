@@ -16,6 +16,8 @@ and, only when they apply:
 
 ``edge_weight``  float32 [num_edges]  the weight of each edge (``fanout-train --edge-weight
                                       FIELD``); fanout's layers multiply it into the messages
+``edge_feat``    float32 [num_edges, width]  the edge field of ``fanout-train --edge-feature
+                                      FIELD`` for each edge
 ``out_degree``   int64 [num_src]      each source's out-degree in the whole graph (full-graph
                                       inference; GCN normalises by it)
 
