@@ -40,6 +40,19 @@ LinkBatchSampler::LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions op
   steps_per_epoch_ = LinkStepsPerEpoch(options_, n);
 }
 
+SamplerOptions NodeOptionsOf(const LinkSamplerOptions& o) {
+  SamplerOptions so;
+  so.fanouts = o.fanouts;
+  so.batch_size = o.batch_size;
+  so.replace = o.replace;
+  so.seed = o.seed;
+  so.rank = o.rank;
+  so.feature_field = o.feature_field;
+  so.edge = o.edge;
+  so.label_field = "";
+  return so;
+}
+
 int64_t LinkStepsPerEpoch(const LinkSamplerOptions& o, int64_t num_edges) {
   const int64_t per_epoch = o.edges_per_epoch < 0 ? num_edges : std::min(num_edges, o.edges_per_epoch);
   return (per_epoch + o.batch_size - 1) / std::max<int64_t>(1, o.batch_size);
@@ -59,15 +72,7 @@ absl::StatusOr<std::unique_ptr<LinkBatchSampler>> LinkBatchSampler::Create(
       return absl::InvalidArgumentError(StrCat("edge seed ", e, " is not an edge ID in [0, ", num_edges, ")"));
     }
   }
-  SamplerOptions so;
-  so.fanouts = o.fanouts;
-  so.batch_size = o.batch_size;
-  so.replace = o.replace;
-  so.seed = o.seed;
-  so.rank = o.rank;
-  so.feature_field = o.feature_field;
-  so.edge = o.edge;
-  so.label_field = "";
+  SamplerOptions so = NodeOptionsOf(o);
   RETURN_IF_ERROR(ValidateSamplerOptions(so, *graph));
   std::unique_ptr<LinkBatchSampler> s(new LinkBatchSampler(graph, std::move(o), std::move(edges), std::move(so)));
   if (s->options_.negative_sampling == NegativeSampling::kDegreePow75 && degree_table != nullptr) {

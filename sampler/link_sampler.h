@@ -90,6 +90,9 @@ class LinkBatchSampler {
   std::vector<int64_t> epoch_edges_;  // cached_epoch_'s shuffled edges
 };
 
+// The node-sampling options a link batch's blocks are sampled with (no labels).
+SamplerOptions NodeOptionsOf(const LinkSamplerOptions& options);
+
 // Steps per epoch of link batches over `num_edges` positive edges.
 int64_t LinkStepsPerEpoch(const LinkSamplerOptions& options, int64_t num_edges);
 

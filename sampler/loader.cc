@@ -280,16 +280,7 @@ absl::StatusOr<std::unique_ptr<LinkBatchSource>> MakeLinkProcessLoader(const Dis
   }
   // Fails here, in the trainer, on what the processes would fail on (bad options, edge IDs, a
   // graph too small for negatives), before any is started.
-  SamplerOptions so;
-  so.fanouts = link.fanouts;
-  so.batch_size = link.batch_size;
-  so.replace = link.replace;
-  so.seed = link.seed;
-  so.rank = link.rank;
-  so.feature_field = link.feature_field;
-  so.edge = link.edge;
-  so.label_field = "";
-  so.shuffle = true;
+  const SamplerOptions so = NodeOptionsOf(link);
   RETURN_IF_ERROR(ValidateSamplerOptions(so, *graph));
   LinkSamplerOptions check = link;
   check.negative_sampling = NegativeSampling::kUniform;  // the degree table is each process's to read

@@ -157,7 +157,8 @@ absl::Status MiniBatchSampler::FetchEdgeData(std::vector<Block>* blocks) {
   std::vector<int64_t> eids;
   for (const Block& b : *blocks) eids.insert(eids.end(), b.eids.begin(), b.eids.end());
   // Rows of `field` for every block's edges, as float32, split back into the blocks.
-  auto pull = [&](const std::string& field, std::vector<float> Block::*out, int64_t* dim) -> absl::Status {
+  // `features`: also record the width in each block's edge_feat_dim.
+  auto pull = [&](const std::string& field, std::vector<float> Block::*out, bool features) -> absl::Status {
     ASSIGN_OR_RETURN(core::FieldSchema f, graph_->EdgeFieldSchema(field));
     const size_t width = static_cast<size_t>(f.row_elems());
     std::vector<float> all(eids.size() * width);
@@ -173,13 +174,12 @@ absl::Status MiniBatchSampler::FetchEdgeData(std::vector<Block>* blocks) {
       const size_t n = b.eids.size() * width;
       (b.*out).assign(all.begin() + at, all.begin() + at + n);
       at += n;
-      if (dim != nullptr) b.edge_feat_dim = static_cast<int64_t>(width);
+      if (features) b.edge_feat_dim = static_cast<int64_t>(width);
     }
     return absl::OkStatus();
   };
-  if (!o.weight_field.empty()) RETURN_IF_ERROR(pull(o.weight_field, &Block::edge_weight, nullptr));
-  int64_t dim = 0;
-  if (!o.feature_field.empty()) RETURN_IF_ERROR(pull(o.feature_field, &Block::edge_feat, &dim));
+  if (!o.weight_field.empty()) RETURN_IF_ERROR(pull(o.weight_field, &Block::edge_weight, false));
+  if (!o.feature_field.empty()) RETURN_IF_ERROR(pull(o.feature_field, &Block::edge_feat, true));
   return absl::OkStatus();
 }
 

@@ -215,24 +215,34 @@ TEST(ModelTest, ProjectBeforeAggregatingComparesTheTwoCosts) {
   // DGL's rule (in > out) would say "project first" for both.
 }
 
+// A `layers`-layer model of `kind` (7 -> 12 -> ... -> 4, 2 heads for gat), and a random batch
+// for it drawn from `seed`.
+ModelOptions SmallModel(ModelKind kind, int64_t layers) {
+  ModelOptions o;
+  o.model = kind;
+  o.in_dim = 7;
+  o.hidden = 12;
+  o.num_classes = 4;
+  o.num_layers = layers;
+  o.heads = 2;
+  return o;
+}
+absl::StatusOr<BatchTensors> SmallBatch(int64_t layers, uint64_t seed) {
+  testing::RandomBatchSpec spec;
+  spec.num_layers = layers;
+  spec.in_dim = 7;
+  spec.num_classes = 4;
+  spec.seed = seed;
+  return ToTensors(testing::MakeRandomBatch(spec));
+}
+
 // The fused kernels and the ATen composition give the same model, in training mode too
 // (same dropout draws), forward and backward.
 TEST(ModelTest, FusedAndCompositionModelsAgree) {
   for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat}) {
     SCOPED_TRACE(std::string(ModelKindName(kind)));
-    ModelOptions o;
-    o.model = kind;
-    o.in_dim = 7;
-    o.hidden = 12;
-    o.num_classes = 4;
-    o.num_layers = 3;
-    o.heads = 2;
-    testing::RandomBatchSpec spec;
-    spec.num_layers = 3;
-    spec.in_dim = 7;
-    spec.num_classes = 4;
-    spec.seed = 21;
-    auto t = ToTensors(testing::MakeRandomBatch(spec));
+    ModelOptions o = SmallModel(kind, 3);
+    auto t = SmallBatch(3, 21);
     ASSERT_TRUE(t.ok()) << t.status();
     std::vector<at::Tensor> logits, grads;
     for (bool fused : {true, false}) {
@@ -259,20 +269,9 @@ TEST(ModelTest, FusedAndCompositionModelsAgree) {
 TEST(ModelTest, EdgeWeightsScaleMessagesInEveryModel) {
   for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat}) {
     SCOPED_TRACE(std::string(ModelKindName(kind)));
-    ModelOptions o;
-    o.model = kind;
-    o.in_dim = 7;
-    o.hidden = 12;
-    o.num_classes = 4;
-    o.num_layers = 2;
-    o.heads = 2;
+    ModelOptions o = SmallModel(kind, 2);
     o.dropout = 0;
-    testing::RandomBatchSpec spec;
-    spec.num_layers = 2;
-    spec.in_dim = 7;
-    spec.num_classes = 4;
-    spec.seed = 23;
-    auto t = ToTensors(testing::MakeRandomBatch(spec));
+    auto t = SmallBatch(2, 23);
     ASSERT_TRUE(t.ok()) << t.status();
     auto forward = [&](bool fused, const std::vector<BlockTensors>& blocks) {
       o.fused = fused;
