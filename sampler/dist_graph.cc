@@ -380,15 +380,19 @@ absl::StatusOr<size_t> DistGraph::NodeRowBytes(const std::string& field) const {
   return f.row_bytes();
 }
 
+absl::Status DistGraph::GatherRows(const core::FieldRef& field, size_t row_bytes, const core::RangePartitionBook& book,
+                                   std::span<const int64_t> ids, char* out) const {
+  std::vector<std::vector<int64_t>> positions;
+  RETURN_IF_ERROR(GroupByPart(ids, book, field.kind == core::FieldRef::Kind::kNode ? "node" : "edge", &positions));
+  const std::vector<std::vector<int64_t>> part_ids = IdsByPart(ids, positions);
+  return ForEachPart(positions, [&](int p, core::Done done) {
+    sources_[p]->GatherRows(field, row_bytes, part_ids[p], positions[p], out, std::move(done));
+  });
+}
+
 absl::Status DistGraph::PullNodeRows(const std::string& field, std::span<const int64_t> ids, char* out) const {
   ASSIGN_OR_RETURN(size_t rb, NodeRowBytes(field));
-  std::vector<std::vector<int64_t>> positions;
-  RETURN_IF_ERROR(GroupByPart(ids, book_, "node", &positions));
-  const std::vector<std::vector<int64_t>> part_ids = IdsByPart(ids, positions);
-  const core::FieldRef ref = core::FieldRef::Node(field);
-  return ForEachPart(positions, [&](int p, core::Done done) {
-    sources_[p]->GatherRows(ref, rb, part_ids[p], positions[p], out, std::move(done));
-  });
+  return GatherRows(core::FieldRef::Node(field), rb, book_, ids, out);
 }
 
 absl::StatusOr<core::FieldSchema> DistGraph::EdgeFieldSchema(const std::string& field) const {
@@ -403,15 +407,8 @@ absl::StatusOr<core::FieldSchema> DistGraph::EdgeFieldSchema(const std::string& 
 
 absl::Status DistGraph::PullEdgeRows(const std::string& field, std::span<const int64_t> eids, char* out) const {
   ASSIGN_OR_RETURN(core::FieldSchema f, EdgeFieldSchema(field));
-  const size_t rb = f.row_bytes();
   ASSIGN_OR_RETURN(core::RangePartitionBook edges, config_.EdgeBook());
-  std::vector<std::vector<int64_t>> positions;
-  RETURN_IF_ERROR(GroupByPart(eids, edges, "edge", &positions));
-  const std::vector<std::vector<int64_t>> part_ids = IdsByPart(eids, positions);
-  const core::FieldRef ref = core::FieldRef::Edge(field);
-  return ForEachPart(positions, [&](int p, core::Done done) {
-    sources_[p]->GatherRows(ref, rb, part_ids[p], positions[p], out, std::move(done));
-  });
+  return GatherRows(core::FieldRef::Edge(field), f.row_bytes(), edges, eids, out);
 }
 
 absl::Status DistGraph::Degrees(std::span<const int64_t> ids, core::EdgeDir dir, int64_t* out) const {

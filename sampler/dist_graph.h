@@ -119,6 +119,9 @@ class DistGraph {
   // and waits for all. Returns the first error in partition order.
   absl::Status ForEachPart(const std::vector<std::vector<int64_t>>& positions,
                            const std::function<void(int, core::Done)>& start) const;
+  // Rows of `field` for `ids`, routed by `book` (nodes' or edges'), row i at out + i * row_bytes.
+  absl::Status GatherRows(const core::FieldRef& field, size_t row_bytes, const core::RangePartitionBook& book,
+                          std::span<const int64_t> ids, char* out) const;
   absl::Status BuildCache();
   void StartPool();
 
