@@ -282,6 +282,9 @@ absl::Status ValidatePartitionOptions(const PartitionOptions& o, int64_t num_nod
     return absl::InvalidArgumentError(
         StrCat("--eval-negatives must be in [1, 100000], got ", o.edge_split.negatives));
   }
+  if (std::error_code ec; !o.edge_split.files_dir.empty() && !fs::is_directory(o.edge_split.files_dir, ec)) {
+    return absl::NotFoundError(StrCat("--edge-split-files ", o.edge_split.files_dir, ": not a readable folder"));
+  }
   if (!(o.edge_split.valid >= 0 && o.edge_split.test >= 0 && o.edge_split.valid + o.edge_split.test < 1)) {
     return absl::InvalidArgumentError("--edge-split: the valid and test fractions must be >= 0 and leave some to train");
   }

@@ -132,7 +132,7 @@ TEST(PartitionerTest, BadOptionsFailBeforeWritingAnything) {
   Dataset d = testing::MakeRandomDataset({.num_nodes = 20, .num_edges = 40});
   struct Bad {
     PartitionOptions o;
-    const char* expected;
+    std::string expected;
   };
   std::vector<Bad> cases;
   auto base = [&] { return Opts(dir.Sub("out"), 2, PartMethod::kMetis); };
@@ -155,6 +155,9 @@ TEST(PartitionerTest, BadOptionsFailBeforeWritingAnything) {
   cases.push_back({base(), ""});
   cases.back().o.halo_hops = 2;
   cases.back().expected = "--halo-hops";
+  cases.push_back({base(), ""});
+  cases.back().o.edge_split.files_dir = dir.Sub("no-such-split");
+  cases.back().expected = "--edge-split-files " + dir.Sub("no-such-split") + ": not a readable folder";
   for (const auto& c : cases) {
     auto s = PartitionDataset(d, c.o);
     ASSERT_FALSE(s.ok()) << c.expected;
