@@ -7,7 +7,8 @@
 //   link        link prediction's edge mini-batches (sampler/link_sampler.h: --batch-size positive
 //               edges, --negatives each, seed edges excluded) from the 1-part graph in-process,
 //               and ("link2") machine 0 of the 2-part graph, one thread: the same batch sizes as
-//               the node modes, side by side.
+//               the node modes, side by side; "link2n1" / "link2n2" make them in 1 / 2
+//               fanout-sampler processes, as the node modes' N = 1 / 2.
 // Prints batches/s, sampled edges/s and input-feature MB/s, total and per sampler.
 #include <unistd.h>
 
@@ -76,7 +77,7 @@ int Run(int argc, char** argv) {
   args.AddInt("warmup", &warmup, "batches run first, not measured");
   args.AddInt("server-threads", &server_threads, "worker threads of the partition-1 server");
   args.AddString("sampler-bin", &sampler_bin, "fanout-sampler (default: beside this program)");
-  args.AddString("modes", &modes, "comma list of inproc,n0,n1,n2,link,link2");
+  args.AddString("modes", &modes, "comma list of inproc,n0,n1,n2,link,link2,link2n1,link2n2");
   args.AddInt("negatives", &negatives, "link modes: negatives per positive edge");
   args.AddInt("feature-cache-mb", &feature_cache_mb, "halo feature cache per process in the 2-part modes (0: off)");
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
@@ -127,27 +128,41 @@ int Run(int argc, char** argv) {
                 t.feature_bytes / feat_s / 1e9);
   }
 
-  // Link prediction's batches: the same loop as a trainer's, one thread, features gathered.
-  auto run_link = [&](const sampler::DistGraph& g, const char* name) -> absl::Status {
+  // Link prediction's batches: the same loop as a trainer's, features gathered; on the calling
+  // thread, or (n > 0) from n sampler processes as fanout-train --task link --num-samplers n.
+  auto run_link = [&](const sampler::DistGraph& g, const char* name, int n = 0,
+                      const sampler::DistGraphOptions& go = {}, const std::string& config = "") -> absl::Status {
     sampler::LinkSamplerOptions lo;
     lo.fanouts = so.fanouts;
     lo.batch_size = so.batch_size;
     lo.negatives = negatives;
     lo.feature_field = so.feature_field;
-    ASSIGN_OR_RETURN(auto s, sampler::LinkBatchSampler::Create(&g, lo, sampler::RankEdgeSeeds(g.config(), 1, 0)));
+    std::unique_ptr<sampler::LinkBatchSource> s;
+    if (n == 0) {
+      ASSIGN_OR_RETURN(s, sampler::LinkBatchLoader::Create(&g, lo, sampler::RankEdgeSeeds(g.config(), 1, 0),
+                                                           /*threads=*/1, /*prefetch=*/1, 0, 1 + (warmup + batches)));
+    } else {
+      sampler::LoaderOptions po;
+      po.num_samplers = n;
+      po.prefetch = 2;
+      po.num_epochs = 1 + (warmup + batches);
+      po.sampler_binary = sampler_bin;
+      po.part_config_path = config;
+      ASSIGN_OR_RETURN(s, sampler::MakeLinkProcessLoader(&g, go, lo, sampler::RankEdgeSeeds(g.config(), 1, 0), po));
+    }
     Totals t;
     Clock::time_point start;
     int64_t positives = 0, nodes = 0;
     for (int64_t i = 0; i < warmup + batches; ++i) {
       if (i == warmup) start = Clock::now();
-      ASSIGN_OR_RETURN(sampler::LinkMiniBatch lb, s->Sample(i / s->steps_per_epoch(), i % s->steps_per_epoch()));
+      ASSIGN_OR_RETURN(sampler::LinkMiniBatch lb, s->Next());
       if (i < warmup) continue;
       t.Add(lb);
       positives += static_cast<int64_t>(lb.pos_src.size());
       nodes += static_cast<int64_t>(lb.nodes.seeds.size());
     }
     t.seconds = Since(start);
-    t.Print(name, 1);
+    t.Print(name, std::max(1, n));
     std::printf("  %.0f positive edges/s; %.0f distinct endpoints per batch (the node modes: %lld seeds)\n",
                 positives / t.seconds, static_cast<double>(nodes) / std::max<int64_t>(1, t.batches),
                 static_cast<long long>(so.batch_size));
@@ -161,7 +176,7 @@ int Run(int argc, char** argv) {
     if (absl::Status st = run_link(**g, "link, in-process, 1 part"); !st.ok()) return args.Fail(st);
   }
 
-  if (has("n0") || has("n1") || has("n2") || has("link2")) {
+  if (has("n0") || has("n1") || has("n2") || has("link2") || has("link2n1") || has("link2n2")) {
     auto cfg = core::LoadPartitionConfig(two_parts);
     if (!cfg.ok()) return args.Fail(cfg.status());
     if (cfg->num_parts != 2) return args.Fail(absl::InvalidArgumentError("--two-parts must have 2 partitions"));
@@ -211,6 +226,12 @@ int Run(int argc, char** argv) {
     }
     if (has("link2")) {
       if (absl::Status st = run_link(**g, "link, 2 parts, N = 0"); !st.ok()) return args.Fail(st);
+    }
+    for (int n : {1, 2}) {
+      if (!has(core::StrCat("link2n", n).c_str())) continue;
+      if (absl::Status st = run_link(**g, core::StrCat("link, 2 parts, N = ", n).c_str(), n, go, two_parts); !st.ok()) {
+        return args.Fail(st);
+      }
     }
     (*srv)->Shutdown(std::chrono::milliseconds(0));
   }
