@@ -108,13 +108,16 @@ absl::Status DrawNegatives(const InputPairs& in, int64_t num_nodes, int64_t u, i
 
 constexpr uint64_t kNegativeStream = 0x6e65676174697665ULL;
 
+// The user's split of options.files_dir (see SplitEdges).
+absl::StatusOr<EdgeSplit> ReadEdgeSplit(const Dataset& d, const EdgeSplitOptions& o);
+
 }  // namespace
 
 absl::StatusOr<EdgeSplit> SplitEdges(const Dataset& d, const EdgeSplitOptions& o) {
+  if (o.negatives < 1) return absl::InvalidArgumentError(StrCat("--eval-negatives must be >= 1, got ", o.negatives));
   if (!o.files_dir.empty()) return ReadEdgeSplit(d, o);
   const int64_t e = d.num_edges(), n = d.num_nodes;
   const int64_t* rows = d.edges.data_as<int64_t>();
-  if (o.negatives < 1) return absl::InvalidArgumentError(StrCat("--eval-negatives must be >= 1, got ", o.negatives));
   const InputPairs in(d);
   const auto& [keyed, pairs, first_row] = in;
   EdgeSplit s;
@@ -168,10 +171,10 @@ std::string FindSplitFile(const std::string& dir, const std::string& base) {
   return "";
 }
 
-// The negatives of `pos` (flattened [n, 2]) from DIR/<which>_neg (pairs) or DIR/<which>_neg_dst
-// (.npy [n, k] destinations); empty when neither exists. *k gets the count per positive.
+// The negatives of `pos` (flattened [n, 2]) from DIR/<which>_neg (k pairs per positive) or
+// DIR/<which>_neg_dst (.npy [n, k] destinations); empty when neither exists.
 absl::StatusOr<std::vector<int64_t>> ReadNegatives(const std::string& dir, const std::string& which,
-                                                   const std::vector<int64_t>& pos, int64_t num_nodes, int64_t* k) {
+                                                   const std::vector<int64_t>& pos, int64_t num_nodes) {
   const int64_t n = static_cast<int64_t>(pos.size() / 2);
   const std::string pairs = FindSplitFile(dir, which + "_neg");
   const fs::path dst = fs::path(dir) / (which + "_neg_dst.npy");
@@ -187,12 +190,12 @@ absl::StatusOr<std::vector<int64_t>> ReadNegatives(const std::string& dir, const
       return absl::InvalidArgumentError(StrCat(dst.string(), ": expected [", n, ", k] negative destinations, one row per ",
                                                which, "_pos pair; the shape is [", core::StrJoin(a.shape(), ", "), "]"));
     }
-    *k = a.shape()[1];
+    const int64_t k = a.shape()[1];
     const int64_t* w = a.data_as<int64_t>();
     std::vector<int64_t> out;
-    out.reserve(2 * n * *k);
+    out.reserve(2 * n * k);
     for (int64_t i = 0; i < n; ++i) {
-      for (int64_t j = 0; j < *k; ++j) out.insert(out.end(), {pos[2 * i], w[i * *k + j]});
+      for (int64_t j = 0; j < k; ++j) out.insert(out.end(), {pos[2 * i], w[i * k + j]});
     }
     return out;
   }
@@ -202,12 +205,9 @@ absl::StatusOr<std::vector<int64_t>> ReadNegatives(const std::string& dir, const
     return absl::InvalidArgumentError(StrCat(pairs, ": ", a.rows(), " negative pairs for ", n, " ", which,
                                              " positives; expected k per positive (rows i*k .. i*k+k-1 for positive i)"));
   }
-  *k = a.rows() / n;
   const int64_t* p = a.data_as<int64_t>();
   return std::vector<int64_t>(p, p + 2 * a.rows());
 }
-
-}  // namespace
 
 absl::StatusOr<EdgeSplit> ReadEdgeSplit(const Dataset& d, const EdgeSplitOptions& o) {
   const std::string& dir = o.files_dir;
@@ -215,7 +215,6 @@ absl::StatusOr<EdgeSplit> ReadEdgeSplit(const Dataset& d, const EdgeSplitOptions
   if (!fs::is_directory(dir, ec)) {
     return absl::NotFoundError(StrCat("--edge-split-files ", dir, ": not a readable folder"));
   }
-  if (o.negatives < 1) return absl::InvalidArgumentError(StrCat("--eval-negatives must be >= 1, got ", o.negatives));
   EdgeSplit s;
   // Held-out pairs, unordered, with their role; a pair in both sets is an error.
   std::vector<std::pair<Pair, uint8_t>> held;
@@ -263,8 +262,7 @@ absl::StatusOr<EdgeSplit> ReadEdgeSplit(const Dataset& d, const EdgeSplitOptions
   s.train_pairs = s.pairs - held_stored;
   Stream draw(o.seed ^ kNegativeStream);
   for (const auto& [which, pos, neg] : {std::tuple{"valid", &s.valid_pos, &s.valid_neg}, {"test", &s.test_pos, &s.test_neg}}) {
-    int64_t k = 0;
-    ASSIGN_OR_RETURN(*neg, ReadNegatives(dir, which, *pos, d.num_nodes, &k));
+    ASSIGN_OR_RETURN(*neg, ReadNegatives(dir, which, *pos, d.num_nodes));
     if (!neg->empty()) continue;
     for (size_t i = 0; i < pos->size(); i += 2) {
       RETURN_IF_ERROR(DrawNegatives(in, d.num_nodes, (*pos)[i], o.negatives, draw, neg));
@@ -273,4 +271,5 @@ absl::StatusOr<EdgeSplit> ReadEdgeSplit(const Dataset& d, const EdgeSplitOptions
   return s;
 }
 
+}  // namespace
 }  // namespace fanout::partition

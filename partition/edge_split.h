@@ -1,8 +1,9 @@
 // Held-out edges for link prediction: a random split of the input's node pairs into train,
 // valid and test, or the user's own valid and test pairs read from files; and negative pairs,
-// the user's or drawn once per held-out positive, so that evaluation is repeatable. The partitioner leaves the held-out pairs out of the stored graph in both
-// directions (an undirected edge listed twice, or added back by --add-reverse-edges, cannot
-// leak), and writes positives and negatives under link/ in new node IDs.
+// the user's or drawn once per held-out positive, so that evaluation is repeatable. The
+// partitioner leaves the held-out pairs out of the stored graph in both directions (an
+// undirected edge listed twice, or added back by --add-reverse-edges, cannot leak), and writes
+// positives and negatives under link/ in new node IDs.
 #pragma once
 
 #include <cstdint>
@@ -47,13 +48,12 @@ struct EdgeSplit {
 // first round(pairs * valid) are valid, the next round(pairs * test) test. Self loops always
 // train. Deterministic in (edges, options). FAILED_PRECONDITION when a negative cannot be found
 // (a node linked to nearly every other) or the split would leave a set empty that was asked for.
-// With options.files_dir set, ReadEdgeSplit instead.
+//
+// With options.files_dir set, the split is the user's: its valid and test pairs are held out
+// wherever they occur in d's edges, in either direction (they need not occur: OGB's link
+// datasets list only training edges); negatives not given are drawn as above. Errors name the
+// file and row: an ID outside the graph, a self loop, a pair in both valid and test, negatives
+// that are not a whole number per positive.
 absl::StatusOr<EdgeSplit> SplitEdges(const Dataset& d, const EdgeSplitOptions& options);
-
-// The split of options.files_dir: its valid and test pairs are held out wherever they occur in
-// d's edges, in either direction (they need not occur: OGB's link datasets list only training
-// edges). Errors name the file and row: an ID outside the graph, a self loop, a pair in both
-// valid and test, negatives that are not a whole number per positive.
-absl::StatusOr<EdgeSplit> ReadEdgeSplit(const Dataset& d, const EdgeSplitOptions& options);
 
 }  // namespace fanout::partition

@@ -58,22 +58,27 @@ int64_t LinkStepsPerEpoch(const LinkSamplerOptions& o, int64_t num_edges) {
   return (per_epoch + o.batch_size - 1) / std::max<int64_t>(1, o.batch_size);
 }
 
-absl::StatusOr<std::unique_ptr<LinkBatchSampler>> LinkBatchSampler::Create(
-    const DistGraph* graph, LinkSamplerOptions o, std::vector<int64_t> edges,
-    std::shared_ptr<const std::vector<double>> degree_table) {
+absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& o, const DistGraph& graph,
+                                        std::span<const int64_t> edges) {
   if (o.batch_size < 1) return absl::InvalidArgumentError(StrCat("--batch-size must be >= 1, got ", o.batch_size));
   if (o.negatives < 1) return absl::InvalidArgumentError(StrCat("--negatives must be >= 1, got ", o.negatives));
-  if (graph->num_nodes() < 3) {
+  if (graph.num_nodes() < 3) {
     return absl::FailedPreconditionError("link prediction needs at least 3 nodes to draw negatives from");
   }
-  const int64_t num_edges = graph->config().edge_bounds.empty() ? 0 : graph->config().edge_bounds.back();
+  const int64_t num_edges = graph.config().edge_bounds.empty() ? 0 : graph.config().edge_bounds.back();
   for (int64_t e : edges) {
     if (e < 0 || e >= num_edges) {
       return absl::InvalidArgumentError(StrCat("edge seed ", e, " is not an edge ID in [0, ", num_edges, ")"));
     }
   }
+  return ValidateSamplerOptions(NodeOptionsOf(o), graph);
+}
+
+absl::StatusOr<std::unique_ptr<LinkBatchSampler>> LinkBatchSampler::Create(
+    const DistGraph* graph, LinkSamplerOptions o, std::vector<int64_t> edges,
+    std::shared_ptr<const std::vector<double>> degree_table) {
+  RETURN_IF_ERROR(ValidateLinkSamplerOptions(o, *graph, edges));
   SamplerOptions so = NodeOptionsOf(o);
-  RETURN_IF_ERROR(ValidateSamplerOptions(so, *graph));
   std::unique_ptr<LinkBatchSampler> s(new LinkBatchSampler(graph, std::move(o), std::move(edges), std::move(so)));
   if (s->options_.negative_sampling == NegativeSampling::kDegreePow75 && degree_table != nullptr) {
     s->cumulative_ = std::move(degree_table);

@@ -90,6 +90,11 @@ class LinkBatchSampler {
   std::vector<int64_t> epoch_edges_;  // cached_epoch_'s shuffled edges
 };
 
+// Checks options, the positive edge IDs and the graph (at least 3 nodes to draw negatives from)
+// as LinkBatchSampler::Create does, without building a sampler; errors name the flag or edge.
+absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& options, const DistGraph& graph,
+                                        std::span<const int64_t> edges);
+
 // The node-sampling options a link batch's blocks are sampled with (no labels).
 SamplerOptions NodeOptionsOf(const LinkSamplerOptions& options);
 

@@ -69,7 +69,8 @@ class ProcessLoader final : public BatchLoader {
                                                   lo.num_samplers, ")"));
     }
     std::unique_ptr<ProcessLoader> l(new ProcessLoader(lo));
-    MiniBatchSampler probe(graph, so, seeds);
+    // For the feature width, and the node batches' steps (the seeds are not copied for links).
+    MiniBatchSampler probe(graph, so, link != nullptr ? std::vector<int64_t>{} : seeds);
     l->steps_ = link != nullptr ? LinkStepsPerEpoch(*link, static_cast<int64_t>(seeds.size())) : probe.steps_per_epoch();
     l->feature_dim_ = probe.feature_dim();
     l->total_ = l->steps_ * lo.num_epochs;
@@ -280,12 +281,9 @@ absl::StatusOr<std::unique_ptr<LinkBatchSource>> MakeLinkProcessLoader(const Dis
   }
   // Fails here, in the trainer, on what the processes would fail on (bad options, edge IDs, a
   // graph too small for negatives), before any is started.
-  const SamplerOptions so = NodeOptionsOf(link);
-  RETURN_IF_ERROR(ValidateSamplerOptions(so, *graph));
-  LinkSamplerOptions check = link;
-  check.negative_sampling = NegativeSampling::kUniform;  // the degree table is each process's to read
-  RETURN_IF_ERROR(LinkBatchSampler::Create(graph, check, edges).status());
-  ASSIGN_OR_RETURN(auto processes, ProcessLoader::Start(graph, graph_options, so, std::move(edges), options, &link));
+  RETURN_IF_ERROR(ValidateLinkSamplerOptions(link, *graph, edges));
+  ASSIGN_OR_RETURN(auto processes,
+                   ProcessLoader::Start(graph, graph_options, NodeOptionsOf(link), std::move(edges), options, &link));
   return std::unique_ptr<LinkBatchSource>(new LinkProcessLoader(std::move(processes)));
 }
 

@@ -149,7 +149,7 @@ int main(int argc, char** argv) {
     if (absl::Status s = links ? links->FetchFeatures(mb.input_nodes(), *features)
                                : nodes->FetchFeatures(mb.input_nodes(), *features);
         !s.ok()) {
-      return fail(absl::Status(s.code(), StrCat("epoch ", epoch, " step ", step, ": ", s.message())));
+      return fail(at_step(s));
     }
     slots[slot].SetFetchSeconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - fetch_start).count());
     if (!sampler::SendBatch(socket_fd, g, slot, slots[slot].fd()).ok()) return 0;  // the trainer has gone

@@ -565,11 +565,9 @@ absl::StatusOr<double> Job::EvaluateLink(const core::NpyArray& pos, const core::
   ASSIGN_OR_RETURN(at::Tensor rows, FetchNodeRows(*comm_, graph_->node_book(), o_.trainers_per_machine, r, ids));
   at::Tensor pos_score, neg_score;
   RETURN_IF_ERROR(CatchTorch("link evaluation", [&] {
-    at::NoGradGuard no_grad;
-    scorer_->eval();
+    at::NoGradGuard no_grad;  // (the scorer has no dropout: no eval mode needed)
     const at::Tensor pairs = rows.to(device_).view({-1, 2, rows.size(1)});  // [pairs, 2, width]
     const at::Tensor scores = scorer_->Score(pairs.select(1, 0), pairs.select(1, 1));
-    scorer_->train();
     pos_score = scores.narrow(0, 0, hi - lo);
     neg_score = scores.narrow(0, hi - lo, (hi - lo) * k).reshape({hi - lo, k});
   }));
