@@ -81,17 +81,18 @@ void GraphClient::Attempt(Call<Req, Resp>* call) {
 template <typename Req, typename Resp>
 void GraphClient::Finish(Call<Req, Resp>* call, const grpc::Status& s) {
   using Clock = std::chrono::system_clock;
-  if (s.ok()) {
-    call->done(absl::OkStatus(), &call->resp);
-    Retire(std::move(call->alarms));
-    delete call;
-    return;
-  }
-  const bool again = call->retry && s.error_code() == grpc::StatusCode::UNAVAILABLE &&
+  const bool again = !s.ok() && call->retry && s.error_code() == grpc::StatusCode::UNAVAILABLE &&
                      call->attempt < options_.max_attempts && Clock::now() + call->backoff < call->deadline;
   if (!again) {
-    call->done(Error(call->method, FromGrpcStatus(s)), nullptr);
+    // `done` may let its owner destroy this client (a caller blocked in Invoke returns at once),
+    // so everything that touches the client happens first: the answer's message, the retired
+    // timers, and the call's context, whose reference to the channel must not be the last one
+    // dropped on gRPC's own callback thread (that would tear gRPC's callback queue down from
+    // inside it). After `done`, only the call itself is freed.
+    const absl::Status result = s.ok() ? absl::OkStatus() : Error(call->method, FromGrpcStatus(s));
     Retire(std::move(call->alarms));
+    call->ctx.reset();
+    call->done(result, s.ok() ? &call->resp : nullptr);
     delete call;
     return;
   }
@@ -110,11 +111,12 @@ void GraphClient::Finish(Call<Req, Resp>* call, const grpc::Status& s) {
 
 template <typename Req, typename Resp>
 absl::Status GraphClient::Invoke(const char* method, Req req, Resp* resp, bool retry, StartFn<Req, Resp> start) {
-  std::promise<absl::Status> result;
-  std::future<absl::Status> ready = result.get_future();
-  Start<Req, Resp>(method, std::move(req), retry, start, [&result, resp](absl::Status s, Resp* r) {
+  // Shared: the callback may still be inside set_value when this frame has returned.
+  auto result = std::make_shared<std::promise<absl::Status>>();
+  std::future<absl::Status> ready = result->get_future();
+  Start<Req, Resp>(method, std::move(req), retry, start, [result, resp](absl::Status s, Resp* r) {
     if (s.ok()) *resp = std::move(*r);
-    result.set_value(std::move(s));
+    result->set_value(std::move(s));
   });
   return ready.get();
 }

@@ -288,6 +288,32 @@ TEST_F(SafetyTest, AFullQueueShedsLoadWithUnavailable) {
   EXPECT_TRUE(cl->GetStats().ok());
 }
 
+// A caller may drop its client the moment a call returns, also after retries (the client then
+// holds back-off timers), and a process may then drop its server. This used to touch the freed
+// client and, rarely, tear gRPC's callback queue down from inside its own thread (an abort in
+// CI): run the sequence often enough that the sanitizer build sees a stray access.
+TEST_F(SafetyTest, ClientsAndServersMayGoAsSoonAsARetriedCallReturns) {
+  ServerOptions o;
+  o.host = "127.0.0.1";
+  o.num_threads = 1;
+  o.limits.max_queued_calls = 0;
+  Start(o, {.num_nodes = 50, .num_edges = 200});
+  for (int round = 0; round < 12; ++round) {
+    if (round > 0) {
+      auto store = core::PartitionStore::Open(config_, 0);
+      ASSERT_TRUE(store.ok()) << store.status();
+      auto srv = GraphServer::Start(std::move(*store), o);
+      ASSERT_TRUE(srv.ok()) << srv.status();
+      server_ = std::move(*srv);
+    }
+    auto cl = GraphClient::Connect(server_->address(), {.deadline_seconds = 20, .max_attempts = 2});
+    auto s = cl->GetDegrees({0, 1}, core::EdgeDir::kIn);
+    ASSERT_EQ(s.status().code(), absl::StatusCode::kUnavailable) << s.status();
+    cl.reset();
+    server_.reset();
+  }
+}
+
 // --- connections -------------------------------------------------------------------------------
 
 int RawConnect(int port) {
