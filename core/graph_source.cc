@@ -1,6 +1,7 @@
 #include "core/graph_source.h"
 
 #include <future>
+#include <memory>
 
 #include "core/strings.h"
 
@@ -12,9 +13,10 @@ std::string FieldRef::ToString() const {
 }
 
 absl::Status WaitFor(const std::function<void(Done)>& call) {
-  std::promise<absl::Status> result;
-  std::future<absl::Status> ready = result.get_future();
-  call([&result](absl::Status s) { result.set_value(std::move(s)); });
+  // Shared: `done` may run on another thread and still be inside set_value when this returns.
+  auto result = std::make_shared<std::promise<absl::Status>>();
+  std::future<absl::Status> ready = result->get_future();
+  call([result](absl::Status s) { result->set_value(std::move(s)); });
   return ready.get();
 }
 
