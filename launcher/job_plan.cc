@@ -7,14 +7,18 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <thread>
 
 #include "core/check.h"
+#include "core/fsync.h"
 #include "core/heartbeat.h"
 #include "core/partition_config.h"
 #include "core/status.h"
 #include "core/strings.h"
 #include "launcher/local_address.h"
+#include "launcher/process.h"
 
 namespace fanout::launcher {
 namespace {
@@ -26,10 +30,14 @@ std::string Var(const char* name, const std::string& value) { return StrCat(name
 std::string Var(const char* name, int value) { return StrCat(name, "=", value); }
 std::string Var(const char* name, double value) { return StrCat(name, "=", value); }
 
-// Fills argv / local_env / local_cwd: the command itself here, or ssh for a remote machine.
+// Fills argv / local_env / local_cwd: the command itself here, or ssh (srun) for a remote machine.
 void SetLaunchCommand(const LaunchOptions& o, ProcessSpec* p) {
   if (p->remote) {
-    p->argv = SshArgv(o, p->ip, RemoteScript(p->workspace, p->env, p->command, o.stop_grace_s));
+    const std::string script = RemoteScript(p->workspace, p->env, p->command, o.stop_grace_s);
+    std::string name = StrCat("fanout-", p->Label());
+    std::replace(name.begin(), name.end(), ' ', '-');
+    p->via = o.slurm ? "srun" : "ssh";
+    p->argv = o.slurm ? SrunArgv(o, p->ip, name, script) : SshArgv(o, p->ip, script);
     p->local_env.clear();
     p->local_cwd.clear();
   } else {
@@ -177,6 +185,75 @@ std::vector<std::string> SshArgv(const LaunchOptions& o, const std::string& ip,
           "-p", std::to_string(o.ssh_port),
           o.ssh_user.empty() ? ip : StrCat(o.ssh_user, "@", ip),
           StrCat("sh -c ", ShellQuote(script))};
+}
+
+std::vector<std::string> SrunArgv(const LaunchOptions& o, const std::string& host, const std::string& name,
+                                  const std::string& script) {
+  return {o.srun_command,
+          "--nodes=1",
+          "--ntasks=1",
+          StrCat("--nodelist=", host),
+          "--overlap",
+          "--kill-on-bad-exit=1",
+          StrCat("--job-name=", name),
+          "sh",
+          "-c",
+          script};
+}
+
+std::string SlurmIpConfigText(const std::vector<std::string>& hosts, int port, const std::string& slurm_job_id,
+                              const std::string& nodelist) {
+  std::string out = StrCat("# written by fanout-launch --slurm for Slurm job ", slurm_job_id, " (nodes ", nodelist,
+                           "): node k serves partition k\n");
+  for (const std::string& h : hosts) out += StrCat(h, " ", port, "\n");
+  return out;
+}
+
+absl::Status WriteSlurmIpConfig(const LaunchOptions& o, const std::string& path) {
+  const char* nodelist = std::getenv("SLURM_JOB_NODELIST");
+  if (nodelist == nullptr || *nodelist == '\0') {
+    return absl::FailedPreconditionError(
+        "--slurm: SLURM_JOB_NODELIST is not set; run fanout-launch inside a Slurm allocation "
+        "(an sbatch script, or a shell from salloc)");
+  }
+  const char* job = std::getenv("SLURM_JOB_ID");
+  ASSIGN_OR_RETURN(std::string listed,
+                   RunForOutput({o.scontrol_command, "show", "hostnames", nodelist}, std::chrono::seconds(30)));
+  std::vector<std::string> hosts;
+  std::istringstream lines(listed);
+  for (std::string line; std::getline(lines, line);) {
+    if (std::string_view host = core::StripSpaces(line); !host.empty()) hosts.emplace_back(host);
+  }
+  if (hosts.empty()) {
+    return absl::FailedPreconditionError(
+        StrCat("--slurm: '", o.scontrol_command, " show hostnames ", nodelist, "' listed no nodes"));
+  }
+  const std::string text = SlurmIpConfigText(hosts, o.slurm_port, job != nullptr ? job : "?", nodelist);
+  std::error_code ec;
+  if (fs::exists(path, ec)) {
+    std::ifstream f(path);
+    if (std::string(std::istreambuf_iterator<char>(f), {}) == text) return absl::OkStatus();
+    return absl::AlreadyExistsError(StrCat(
+        path, " already exists with other contents; fanout-launch --slurm writes the allocation's "
+              "machines there and does not overwrite it: remove it, or name another file with --ip-config"));
+  }
+  const std::string tmp = StrCat(path, ".tmp-", getpid());
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << text;
+    f.close();
+    if (!f) {
+      fs::remove(tmp, ec);
+      return absl::PermissionDeniedError(StrCat("cannot write ", tmp, " (for --slurm's ip_config)"));
+    }
+  }
+  RETURN_IF_ERROR(core::FsyncPath(tmp));
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    return absl::PermissionDeniedError(StrCat("cannot create ", path, ": ", ec.message()));
+  }
+  return core::FsyncParent(path);
 }
 
 std::string UnprotectedJobWarning(const LaunchOptions& o, const std::vector<MachineEntry>& machines) {
@@ -327,7 +404,7 @@ std::string DescribePlan(const JobPlan& plan) {
   std::string out = StrCat("job ", plan.job_id, ", coordinator ", plan.coordinator, "\n");
   for (const auto* group : {&plan.servers, &plan.trainers}) {
     for (const ProcessSpec& p : *group) {
-      out += StrCat("[", p.Label(), "] ", p.Describe(), p.remote ? ", over ssh" : ", local", "\n");
+      out += StrCat("[", p.Label(), "] ", p.Describe(), p.remote ? StrCat(p.via == "ssh" ? ", over " : ", through ", p.via) : ", local", "\n");
       if (p.remote) {
         out += StrCat("  ", ShellJoin(p.argv), "\n");
       } else {
@@ -347,7 +424,15 @@ absl::StatusOr<JobPlan> PlanJob(const LaunchOptions& o) {
   if (ec) return absl::InternalError(StrCat("cannot read the working folder: ", ec.message()));
   PlanInputs in;
   in.workspace = o.workspace.empty() ? cwd : Absolute(cwd, o.workspace);
-  in.ip_config_path = Absolute(in.workspace, o.ip_config);
+  if (o.slurm) {
+    const char* job = std::getenv("SLURM_JOB_ID");
+    in.ip_config_path = Absolute(in.workspace, o.ip_config.empty()
+                                                   ? StrCat("ip_config.slurm-", job != nullptr ? job : "job", ".txt")
+                                                   : o.ip_config);
+    RETURN_IF_ERROR(WriteSlurmIpConfig(o, in.ip_config_path));
+  } else {
+    in.ip_config_path = Absolute(in.workspace, o.ip_config);
+  }
   in.part_config_path = Absolute(in.workspace, o.part_config);
   LaunchOptions with_paths = o;  // security files as every process will see them
   for (std::string* f : {&with_paths.security.tls_cert, &with_paths.security.tls_key, &with_paths.security.tls_ca,

@@ -32,7 +32,8 @@ struct ProcessSpec {
   int global_rank = -1;  // trainer: FANOUT_RANK; -1 for servers
   std::string ip;        // the machine's address
   std::string address;   // server: the host:port it listens on; "" for trainers
-  bool remote = false;   // started over ssh
+  bool remote = false;   // started over ssh, or with --slurm through srun
+  std::string via;       // remote: "ssh" or "srun"; "" for a local process
 
   // What runs on the machine: program and arguments, the variables added to its environment
   // ("NAME=VALUE"), and its working folder.
@@ -71,7 +72,7 @@ std::string UnprotectedJobWarning(const LaunchOptions& o, const std::vector<Mach
 // What BuildJobPlan needs besides the options: everything read from files or the host.
 struct PlanInputs {
   std::vector<MachineEntry> machines;  // from ip_config
-  std::vector<bool> remote;            // per machine: started over ssh
+  std::vector<bool> remote;            // per machine: started over ssh (or srun)
   int num_parts = 0;                   // from the partition config
   std::string ip_config_path;          // absolute, as processes will see them
   std::string part_config_path;
@@ -111,5 +112,22 @@ std::string RemoteScript(const std::string& workspace, const std::vector<std::st
 // ssh [options] -p PORT [user@]ip 'sh -c <script>'.
 std::vector<std::string> SshArgv(const LaunchOptions& o, const std::string& ip,
                                  const std::string& script);
+
+// srun, one task on node `host` as a step of the current allocation, sharing the node with the
+// job's other steps (--overlap), running sh -c <script>; srun hands its stdin to the task, so
+// the script's watcher works as over ssh. `name` names the step (squeue, sacct).
+std::vector<std::string> SrunArgv(const LaunchOptions& o, const std::string& host, const std::string& name,
+                                  const std::string& script);
+
+// --- Slurm ---
+
+// The ip_config text for the allocation's nodes (`hosts`, in Slurm's order), all on `port`.
+std::string SlurmIpConfigText(const std::vector<std::string>& hosts, int port, const std::string& slurm_job_id,
+                              const std::string& nodelist);
+
+// With --slurm: expands SLURM_JOB_NODELIST with `scontrol show hostnames` and writes the
+// ip_config to `path` (atomically). An existing file is kept when it holds the same text and is
+// otherwise an error: the launcher never overwrites a file it did not write for this job.
+absl::Status WriteSlurmIpConfig(const LaunchOptions& o, const std::string& path);
 
 }  // namespace fanout::launcher

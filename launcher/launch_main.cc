@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   core::ArgParser args("fanout-launch",
                        "--ip-config FILE --part-config FILE [flags] -- TRAINER COMMAND...");
   args.SetDescription(kAbout);
-  args.AddString("ip-config", &o.ip_config, "machines, one 'IP [PORT]' per line (DGL's format)");
+  args.AddString("ip-config", &o.ip_config, "machines, one 'HOST [PORT]' per line (DGL's format); with --slurm, the file written");
   args.AddString("part-config", &o.part_config, "the <name>.json written by fanout-partition");
   args.AddString("workspace", &o.workspace,
                  "folder every process runs in, on every machine; relative paths are relative "
@@ -56,7 +56,13 @@ int main(int argc, char** argv) {
   args.AddString("ssh-user", &o.ssh_user, "user name on remote machines (default: ssh's)");
   args.AddInt("ssh-port", &o.ssh_port, "ssh port of remote machines");
   args.AddString("ssh-command", &o.ssh_command, "the ssh client to run");
-  args.AddBool("always-ssh", &o.always_ssh, "start local machines over ssh too (as DGL does)");
+  args.AddBool("always-ssh", &o.always_ssh, "start local machines over ssh (with --slurm: srun) too, as DGL does");
+  args.AddBool("slurm", &o.slurm,
+               "inside a Slurm allocation: one machine per node (SLURM_JOB_NODELIST), ip_config written "
+               "to --ip-config (default ip_config.slurm-<job>.txt), other nodes started with srun");
+  args.AddInt("slurm-port", &o.slurm_port, "with --slurm: every node's base server port");
+  args.AddString("srun-command", &o.srun_command, "with --slurm: the srun to run");
+  args.AddString("scontrol-command", &o.scontrol_command, "with --slurm: the scontrol that expands the node list");
   args.AddString("server-bin", &o.server_bin,
                  "fanout-server's path on every machine (default: next to fanout-launch, else PATH)");
   args.AddInt("num-server-threads", &o.num_server_threads,

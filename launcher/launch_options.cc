@@ -44,7 +44,13 @@ std::vector<std::string> SplitExtraEnv(const std::string& value) {
 }
 
 absl::Status ValidateLaunchOptions(const LaunchOptions& o) {
-  if (o.ip_config.empty()) return Bad("--ip-config is required");
+  if (o.ip_config.empty() && !o.slurm) return Bad("--ip-config is required (or --slurm inside a Slurm allocation)");
+  if (o.slurm_port < 1 || o.slurm_port > 65535) {
+    return Bad(StrCat("--slurm-port must be in 1..65535, not ", o.slurm_port));
+  }
+  if (o.slurm && (o.srun_command.empty() || o.scontrol_command.empty())) {
+    return Bad("--srun-command and --scontrol-command must not be empty");
+  }
   if (o.part_config.empty()) return Bad("--part-config is required");
   if (o.num_servers < 1) return Bad(StrCat("--num-servers must be at least 1, not ", o.num_servers));
   if (o.num_trainers < 1) return Bad(StrCat("--num-trainers must be at least 1, not ", o.num_trainers));

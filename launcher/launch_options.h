@@ -24,7 +24,16 @@ struct LaunchOptions {
   std::string ssh_command = "ssh";  // the ssh client (a path, or a name found in PATH)
   std::string ssh_user;             // "" = ssh's default
   int ssh_port = 22;
-  bool always_ssh = false;  // start local machines over ssh too, as DGL's launch.py does
+  bool always_ssh = false;  // start local machines over ssh (with --slurm: srun) too, as DGL does
+
+  // Slurm (--slurm), inside an allocation (sbatch or salloc): the machines are the allocation's
+  // nodes (SLURM_JOB_NODELIST, expanded by `scontrol show hostnames`), one partition per node;
+  // the launcher writes their ip_config (to --ip-config, default ip_config.slurm-<job>.txt in
+  // the workspace) and starts the processes of other nodes with srun instead of ssh.
+  bool slurm = false;
+  int slurm_port = 30050;                 // every node's base port
+  std::string srun_command = "srun";
+  std::string scontrol_command = "scontrol";
 
   // What the processes get.
   std::string server_bin;        // "" = fanout-server next to fanout-launch (or in PATH)

@@ -13,6 +13,7 @@
 #include <map>
 #include <thread>
 
+#include "core/status.h"
 #include "core/strings.h"
 
 extern char** environ;
@@ -242,6 +243,43 @@ ExitStatus Process::KillGroupAndReap() {
   }
   CloseAll();
   return exit_status_.value_or(ExitStatus{true, SIGKILL});
+}
+
+}  // namespace fanout::launcher
+
+namespace fanout::launcher {
+
+absl::StatusOr<std::string> RunForOutput(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+  ASSIGN_OR_RETURN(Process p, Process::Spawn({.argv = argv, .env = MergeEnvironment({})}));
+  std::string out, err;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (p.stdout_fd() >= 0 || p.stderr_fd() >= 0) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      return absl::DeadlineExceededError(StrCat("'", core::StrJoin(argv, " "), "' did not finish within ",
+                                                timeout.count() / 1000.0, " s"));
+    }
+    pollfd fds[2] = {{p.stdout_fd(), POLLIN, 0}, {p.stderr_fd(), POLLIN, 0}};
+    if (poll(fds, 2, static_cast<int>(left.count())) < 0 && errno != EINTR) break;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      char buf[4096];
+      const ssize_t n = read(fds[i].fd, buf, sizeof(buf));
+      if (n > 0) {
+        (i == 0 ? out : err).append(buf, static_cast<size_t>(n));
+      } else if (n == 0 || errno != EAGAIN) {
+        i == 0 ? p.CloseStdout() : p.CloseStderr();
+      }
+    }
+  }
+  std::optional<ExitStatus> status = p.WaitFor(timeout);
+  if (!status || !status->ok()) {
+    while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
+    return absl::FailedPreconditionError(StrCat("'", core::StrJoin(argv, " "), "' ",
+                                                status ? status->Describe() : "did not exit",
+                                                err.empty() ? "" : ": ", err));
+  }
+  return out;
 }
 
 }  // namespace fanout::launcher

@@ -89,6 +89,11 @@ class Process {
   std::optional<ExitStatus> exit_status_;
 };
 
+// Runs `argv` to the end (the launcher's environment, stdin /dev/null) and returns its stdout;
+// an error, carrying its stderr, when it cannot start, exits non-zero or outlives `timeout`
+// (then its process group is killed).
+absl::StatusOr<std::string> RunForOutput(const std::vector<std::string>& argv, std::chrono::milliseconds timeout);
+
 // The launcher's environment (environ) with `additions` ("NAME=VALUE") replacing or adding.
 std::vector<std::string> MergeEnvironment(const std::vector<std::string>& additions);
 

@@ -51,7 +51,7 @@ void JobSupervisor::Say(const std::string& message) {
 
 std::string JobSupervisor::Who(const Child& c) const {
   return StrCat(c.spec->Label(), " (", c.spec->Describe(), "; ",
-                c.spec->remote ? "ssh pid " : "pid ", c.process.pid(), ")");
+                c.spec->remote ? StrCat(c.spec->via, " pid ") : "pid ", c.process.pid(), ")");
 }
 
 int JobSupervisor::ReadyServers() const {
@@ -179,7 +179,7 @@ bool JobSupervisor::StartProcess(const ProcessSpec& spec) {
   c->out = std::make_unique<StreamRouter>(prefix, options_.console_out, c->log_fd, on_line, on_heartbeat);
   c->err = std::make_unique<StreamRouter>(prefix, options_.console_err, c->log_fd, on_line, on_heartbeat);
   Say(StrCat("started ", spec.Label(), " pid ", c->process.pid(),
-             spec.remote ? StrCat(" (ssh to ", spec.ip, ")") : std::string(),
+             spec.remote ? StrCat(" (", spec.via, " to ", spec.ip, ")") : std::string(),
              spec.role == Role::kServer ? StrCat(" on ", spec.address)
                                         : StrCat(" rank ", spec.global_rank)));
   children_.push_back(std::move(c));

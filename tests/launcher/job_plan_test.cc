@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <filesystem>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "launcher/process.h"
@@ -313,6 +315,102 @@ TEST(RemoteScript, HangUpStopsTheCommandAndWhatItStarted) {
   ASSERT_TRUE(st.has_value());
   EXPECT_EQ(st->Describe(), "exited with status 143");  // the trainer got SIGTERM
   for (pid_t pid : pids) EXPECT_TRUE(testing::WaitGone(pid, seconds(10))) << pid;
+}
+
+
+// A stand-in for srun: takes its options (logged to $FAKE_SRUN_LOG), then runs the task's
+// command here, as srun runs it on the chosen node.
+std::string WriteFakeSrun(const fanout::testing::TempDir& dir) {
+  const std::string path = dir.Sub("fake-srun");
+  fanout::testing::WriteText(path, R"SH(#!/bin/sh
+opts=""
+while [ $# -gt 0 ]; do case "$1" in --*) opts="$opts $1"; shift ;; *) break ;; esac; done
+[ -n "$FAKE_SRUN_LOG" ] && echo "$opts" >> "$FAKE_SRUN_LOG"
+exec "$@"
+)SH");
+  chmod(path.c_str(), 0755);
+  return path;
+}
+
+TEST(Srun, OneTaskOnTheNamedNodeRunsTheRemoteScript) {
+  fanout::testing::TempDir dir;
+  LaunchOptions o = Options();
+  o.slurm = true;
+  o.srun_command = WriteFakeSrun(dir);
+  const std::vector<std::string> argv =
+      SrunArgv(o, "node7", "fanout-m1-trainer-0",
+               RemoteScript(dir.path(), {"FANOUT_RANK=5"}, {"sh", "-c", "echo \"$PWD|$FANOUT_RANK\"; exit 3"}, 1));
+  EXPECT_THAT(argv, ::testing::IsSupersetOf({std::string("--nodelist=node7"), std::string("--nodes=1"),
+                                             std::string("--ntasks=1"), std::string("--overlap"),
+                                             std::string("--job-name=fanout-m1-trainer-0")}));
+  setenv("FAKE_SRUN_LOG", dir.Sub("srun.log").c_str(), 1);
+  Ran r = RunWithStdinPipe(argv);
+  unsetenv("FAKE_SRUN_LOG");
+  EXPECT_EQ(r.out, dir.path() + "|5\n");
+  EXPECT_EQ(r.status.Describe(), "exited with status 3");
+  EXPECT_THAT(testing::ReadFile(dir.Sub("srun.log")), HasSubstr("--nodelist=node7"));
+
+  // In a plan, --slurm sends remote machines through srun, with the same script as over ssh.
+  PlanInputs in = Inputs();
+  in.remote = {false, true};
+  auto plan = BuildJobPlan(o, in);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->trainers[2].via, "srun");
+  EXPECT_EQ(plan->trainers[2].argv[0], o.srun_command);
+  EXPECT_EQ(plan->trainers[0].via, "");
+  EXPECT_THAT(DescribePlan(*plan), HasSubstr("through srun"));
+}
+
+class SlurmIpConfig : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fanout::testing::WriteText(dir_.Sub("fake-scontrol"),
+                               "#!/bin/sh\n[ \"$1 $2\" = 'show hostnames' ] || exit 2\n"
+                               "[ \"$3\" = 'gpu[1-2],cpu9' ] || { echo \"bad node list $3\" >&2; exit 1; }\n"
+                               "printf 'gpu1\\ngpu2\\n  cpu9 \\n'\n");
+    chmod(dir_.Sub("fake-scontrol").c_str(), 0755);
+    o_.slurm = true;
+    o_.slurm_port = 31000;
+    o_.scontrol_command = dir_.Sub("fake-scontrol");
+    setenv("SLURM_JOB_NODELIST", "gpu[1-2],cpu9", 1);
+    setenv("SLURM_JOB_ID", "777", 1);
+  }
+  void TearDown() override {
+    unsetenv("SLURM_JOB_NODELIST");
+    unsetenv("SLURM_JOB_ID");
+  }
+  fanout::testing::TempDir dir_;
+  LaunchOptions o_ = Options();
+};
+
+TEST_F(SlurmIpConfig, NodesInSlurmsOrderOnOnePortAndNeverAnotherFileOverwritten) {
+  const std::string path = dir_.Sub("ip.txt");
+  ASSERT_TRUE(WriteSlurmIpConfig(o_, path).ok());
+  const std::string text = testing::ReadFile(path);
+  EXPECT_THAT(text, HasSubstr("\ngpu1 31000\ngpu2 31000\ncpu9 31000\n"));
+  auto machines = LoadIpConfig(path);
+  ASSERT_TRUE(machines.ok()) << machines.status();
+  ASSERT_EQ(machines->size(), 3u);
+  EXPECT_EQ((*machines)[2].ip, "cpu9");
+  // Again, for the same allocation: the same text, kept.
+  EXPECT_TRUE(WriteSlurmIpConfig(o_, path).ok());
+  // A file of the user's is not overwritten.
+  fanout::testing::WriteText(path, "10.0.0.1\n");
+  absl::Status s = WriteSlurmIpConfig(o_, path);
+  EXPECT_EQ(s.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(std::string(s.message()), HasSubstr(path));
+  EXPECT_EQ(testing::ReadFile(path), "10.0.0.1\n");
+}
+
+TEST_F(SlurmIpConfig, OutsideAnAllocationOrWithAFailingScontrolItSaysWhy) {
+  unsetenv("SLURM_JOB_NODELIST");
+  absl::Status s = WriteSlurmIpConfig(o_, dir_.Sub("ip.txt"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("SLURM_JOB_NODELIST is not set"));
+  setenv("SLURM_JOB_NODELIST", "other[1-3]", 1);
+  s = WriteSlurmIpConfig(o_, dir_.Sub("ip.txt"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("bad node list other[1-3]"));
+  EXPECT_THAT(std::string(s.message()), HasSubstr("exited with status 1"));
+  EXPECT_FALSE(std::filesystem::exists(dir_.Sub("ip.txt")));
 }
 
 }  // namespace

@@ -78,6 +78,23 @@ int FreeBasePort(const std::string& ip, int count) {
   return 0;
 }
 
+// Whether ports base .. base+count-1 are all free on `ip`.
+bool FreeBasePortFrom(const std::string& ip, int base, int count) {
+  std::vector<int> socks;
+  bool ok = true;
+  for (int i = 0; ok && i < count; ++i) {
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(base + i));
+    inet_pton(AF_INET, ip.c_str(), &a.sin_addr);
+    ok = bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+    socks.push_back(s);
+  }
+  for (int s : socks) close(s);
+  return ok;
+}
+
 // Processes whose environment holds FANOUT_JOB_ID=<job_id>: every process of that job,
 // including what trainers started.
 std::vector<pid_t> JobProcesses(const std::string& job_id) {
@@ -411,6 +428,50 @@ TEST_F(LaunchCli, OverSshJobRunsAndHangUpStopsRemoteProcesses) {
     EXPECT_EQ(run.Finish(seconds(15)), 128 + SIGKILL);
     ExpectNothingLeft(job_id_, LearnedPids(run));
   }
+}
+
+// --slurm end to end inside a stand-in allocation: the nodes come from SLURM_JOB_NODELIST through
+// a stand-in scontrol, the launcher writes their ip_config into the workspace, and every process
+// starts through a stand-in srun (--always-ssh: the loopback "nodes" would otherwise be local).
+TEST_F(LaunchCli, SlurmAllocationRunsThroughSrun) {
+  WriteText(dir_.Sub("fake-scontrol"), "#!/bin/sh\n[ \"$3\" = 'loop[1-2]' ] || exit 1\nprintf '127.0.0.1\\n127.0.0.2\\n'\n");
+  WriteText(dir_.Sub("fake-srun"), "#!/bin/sh\nopts=\"\"\nwhile [ $# -gt 0 ]; do case \"$1\" in --*) opts=\"$opts $1\"; shift ;; "
+                                   "*) break ;; esac; done\necho \"$opts\" >> \"$FAKE_SRUN_LOG\"\nexec \"$@\"\n");
+  chmod(dir_.Sub("fake-scontrol").c_str(), 0755);
+  chmod(dir_.Sub("fake-srun").c_str(), 0755);
+  // One base port free on both loopback nodes, as on a real allocation's identical nodes.
+  int port = 0;
+  for (int attempt = 0; attempt < 50 && port == 0; ++attempt) {
+    const int p = FreeBasePort("127.0.0.1", kServers);
+    if (FreeBasePortFrom("127.0.0.2", p, kServers)) port = p;
+  }
+  ASSERT_GT(port, 0);
+  std::vector<std::string> args = Args("ok", {"--slurm", "--slurm-port", std::to_string(port), "--always-ssh",
+                                             "--srun-command", dir_.Sub("fake-srun"), "--scontrol-command",
+                                             dir_.Sub("fake-scontrol")});
+  args.erase(args.begin(), args.begin() + 2);  // no --ip-config: the launcher writes it
+  setenv("SLURM_JOB_NODELIST", "loop[1-2]", 1);
+  setenv("SLURM_JOB_ID", "4242", 1);
+  setenv("FAKE_SRUN_LOG", dir_.Sub("srun.log").c_str(), 1);
+  LaunchRun run(args, dir_.path());
+  std::optional<int> code = run.Finish();
+  unsetenv("SLURM_JOB_NODELIST");
+  unsetenv("SLURM_JOB_ID");
+  unsetenv("FAKE_SRUN_LOG");
+  ASSERT_EQ(code, 0) << run.output();
+  const std::string ip_config = dir_.Sub("ip_config.slurm-4242.txt");
+  EXPECT_THAT(testing::ReadFile(ip_config), HasSubstr("\n127.0.0.1 " + std::to_string(port) + "\n127.0.0.2 " +
+                                                          std::to_string(port) + "\n"));
+  EXPECT_THAT(run.output(), HasSubstr("started m1 server 0 pid "));
+  EXPECT_THAT(run.output(), HasSubstr("(srun to 127.0.0.2)"));
+  EXPECT_THAT(run.output(), HasSubstr("FANOUT_IP_CONFIG=" + ip_config + " "));
+  EXPECT_THAT(run.output(), HasSubstr("[m1 trainer 1] server 127.0.0.2:" + std::to_string(port + 1) +
+                                      " serves partition 1"));
+  EXPECT_THAT(run.output(), HasSubstr("[m1 server 0] fanout-server: stopped"));
+  const std::string srun_log = testing::ReadFile(dir_.Sub("srun.log"));
+  EXPECT_THAT(srun_log, HasSubstr("--nodelist=127.0.0.2 --overlap --kill-on-bad-exit=1 --job-name=fanout-m1-trainer-1"));
+  EXPECT_THAT(srun_log, HasSubstr("--nodelist=127.0.0.1 --overlap --kill-on-bad-exit=1 --job-name=fanout-m0-server-0"));
+  ExpectNothingLeft(job_id_, {});
 }
 
 // Refused before anything starts: exit 1 (2 for usage), a message naming the culprit, no

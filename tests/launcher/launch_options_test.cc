@@ -22,7 +22,9 @@ TEST(LaunchOptions, ValidationNamesTheFlag) {
   EXPECT_TRUE(ValidateLaunchOptions(Valid()).ok());
   LaunchOptions o = Valid();
   o.ip_config.clear();
-  EXPECT_EQ(Error(o), "--ip-config is required");
+  EXPECT_EQ(Error(o), "--ip-config is required (or --slurm inside a Slurm allocation)");
+  o.slurm = true;  // the launcher writes it
+  EXPECT_TRUE(ValidateLaunchOptions(o).ok());
   o = Valid();
   o.part_config.clear();
   EXPECT_EQ(Error(o), "--part-config is required");
