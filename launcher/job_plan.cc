@@ -397,6 +397,20 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
       plan.trainers.push_back(std::move(p));
     }
   }
+  if (o.machine_id >= 0) {
+    // One launcher per machine: keep this machine's processes; the others' servers are waited for.
+    plan.only_machine = o.machine_id;
+    std::vector<ProcessSpec> mine;
+    for (ProcessSpec& p : plan.servers) {
+      if (p.machine == o.machine_id) {
+        mine.push_back(std::move(p));
+      } else {
+        plan.peer_servers.push_back({p.Label(), p.ip, ms[p.machine].port + p.rank});
+      }
+    }
+    plan.servers = std::move(mine);
+    std::erase_if(plan.trainers, [&](const ProcessSpec& p) { return p.machine != o.machine_id; });
+  }
   return plan;
 }
 
@@ -450,7 +464,19 @@ absl::StatusOr<JobPlan> PlanJob(const LaunchOptions& o) {
 
   ASSIGN_OR_RETURN(std::vector<std::string> interfaces, InterfaceAddresses());
   bool any_local = false;
+  if (o.machine_id >= static_cast<int>(in.machines.size())) {
+    return absl::InvalidArgumentError(StrCat("--machine-id ", o.machine_id, " is not a machine of ", in.ip_config_path,
+                                             ", which lists ", in.machines.size(), " (0..",
+                                             in.machines.size() - 1, ")"));
+  }
+  for (size_t k = 0; o.machine_id >= 0 && k < in.machines.size(); ++k) {
+    // This launcher starts its own machine's processes, here, and nobody else's; the other
+    // machines' names need not resolve yet (Kubernetes pods that have not started).
+    in.remote.push_back(static_cast<int>(k) != o.machine_id);
+    any_local |= static_cast<int>(k) == o.machine_id;
+  }
   for (const MachineEntry& m : in.machines) {
+    if (o.machine_id >= 0) break;
     // A host name is this host when any address it resolves to is (the trainers and servers
     // resolve it again where they run).
     absl::StatusOr<std::vector<std::string>> addresses = ResolveHost(m.ip);

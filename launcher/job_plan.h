@@ -56,12 +56,24 @@ struct ProcessSpec {
   std::string Describe() const;
 };
 
+// A server of another machine that a per-machine launcher (--machine-id) waits for.
+struct PeerServer {
+  std::string label;  // "m1 server 0"
+  std::string host;
+  int port = 0;
+};
+
 struct JobPlan {
   std::string job_id;
   std::vector<MachineEntry> machines;
   std::string coordinator;          // FANOUT_COORDINATOR, host:port on machine 0
   std::vector<ProcessSpec> servers;   // machine-major: m0 s0, m0 s1, m1 s0, ...
   std::vector<ProcessSpec> trainers;  // in FANOUT_RANK order
+  // With --machine-id K: servers and trainers hold machine K's processes only (all local), and
+  // peer_servers every other machine's servers, which must accept connections before K's
+  // trainers start. -1: the whole job.
+  int only_machine = -1;
+  std::vector<PeerServer> peer_servers;
 };
 
 // A warning to print when the job's servers listen beyond loopback without TLS and a token
@@ -88,7 +100,7 @@ struct PlanInputs {
 absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& in);
 
 // Reads ip_config and the partition config (relative paths under the workspace), decides which
-// machines are local (getifaddrs), finds fanout-server and, for local machines, checks that the
+// machines are local (getifaddrs; with --machine-id only that machine, without resolving others), finds fanout-server and, for local machines, checks that the
 // server and trainer programs exist; then BuildJobPlan. Starts nothing.
 absl::StatusOr<JobPlan> PlanJob(const LaunchOptions& o);
 

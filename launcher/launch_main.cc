@@ -57,6 +57,9 @@ int main(int argc, char** argv) {
   args.AddInt("ssh-port", &o.ssh_port, "ssh port of remote machines");
   args.AddString("ssh-command", &o.ssh_command, "the ssh client to run");
   args.AddBool("always-ssh", &o.always_ssh, "start local machines over ssh (with --slurm: srun) too, as DGL does");
+  args.AddInt("machine-id", &o.machine_id,
+              "start only machine K's servers and trainers (one launcher per machine, e.g. per pod); "
+              "its trainers start once every machine's servers answer (-1 = the whole job)");
   args.AddBool("slurm", &o.slurm,
                "inside a Slurm allocation: one machine per node (SLURM_JOB_NODELIST), ip_config written "
                "to --ip-config (default ip_config.slurm-<job>.txt), other nodes started with srun");

@@ -45,6 +45,10 @@ std::vector<std::string> SplitExtraEnv(const std::string& value) {
 
 absl::Status ValidateLaunchOptions(const LaunchOptions& o) {
   if (o.ip_config.empty() && !o.slurm) return Bad("--ip-config is required (or --slurm inside a Slurm allocation)");
+  if (o.machine_id < -1) return Bad(StrCat("--machine-id must be 0 or more, not ", o.machine_id));
+  if (o.machine_id >= 0 && o.slurm) {
+    return Bad("--machine-id and --slurm do not go together: --slurm starts every node from one launcher");
+  }
   if (o.slurm_port < 1 || o.slurm_port > 65535) {
     return Bad(StrCat("--slurm-port must be in 1..65535, not ", o.slurm_port));
   }

@@ -26,6 +26,13 @@ struct LaunchOptions {
   int ssh_port = 22;
   bool always_ssh = false;  // start local machines over ssh (with --slurm: srun) too, as DGL does
 
+  // One launcher per machine (--machine-id K, e.g. one per Kubernetes pod, or
+  // `srun --ntasks-per-node=1 fanout-launch --machine-id $SLURM_NODEID`): start machine K's
+  // servers and trainers here, wait until every other machine's servers accept connections
+  // (within --server-timeout), then start the trainers; stop when they are done. -1: start the
+  // whole job from here.
+  int machine_id = -1;
+
   // Slurm (--slurm), inside an allocation (sbatch or salloc): the machines are the allocation's
   // nodes (SLURM_JOB_NODELIST, expanded by `scontrol show hostnames`), one partition per node;
   // the launcher writes their ip_config (to --ip-config, default ip_config.slurm-<job>.txt in

@@ -5,6 +5,9 @@
 #include <netdb.h>
 #include <net/if.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <array>
 #include <cerrno>
@@ -108,6 +111,31 @@ absl::StatusOr<std::vector<std::string>> ResolveHost(const std::string& host) {
   freeaddrinfo(found);
   if (out.empty()) return absl::NotFoundError(core::StrCat("host '", host, "' has no IPv4 or IPv6 address"));
   return out;
+}
+
+bool AcceptsConnections(const std::string& host, int port, int timeout_ms) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return false;
+  bool ok = false;
+  for (addrinfo* a = found; a != nullptr && !ok; a = a->ai_next) {
+    const int fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) continue;
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+      ok = true;
+    } else if (errno == EINPROGRESS) {
+      pollfd p = {fd, POLLOUT, 0};
+      int err = 0;
+      socklen_t len = sizeof(err);
+      ok = poll(&p, 1, timeout_ms) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return ok;
 }
 
 }  // namespace fanout::launcher

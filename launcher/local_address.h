@@ -21,4 +21,9 @@ bool IsLocalAddress(const std::string& ip, const std::vector<std::string>& inter
 // nothing.
 absl::StatusOr<std::vector<std::string>> ResolveHost(const std::string& host);
 
+// Whether something accepts TCP connections on `host`:`port` (any address `host` resolves to)
+// within `timeout_ms`; the connection is closed at once. False when `host` does not resolve
+// (yet: a Kubernetes pod's name resolves once the pod runs).
+bool AcceptsConnections(const std::string& host, int port, int timeout_ms);
+
 }  // namespace fanout::launcher

@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "core/strings.h"
+#include "launcher/local_address.h"
 #include "launcher/signals.h"
 
 namespace fanout::launcher {
@@ -87,9 +88,16 @@ int JobSupervisor::Run() {
   launcher_log_fd_ = open((fs::path(options_.log_dir) / "fanout-launch.log").c_str(),
                           O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
   const size_t M = std::max<size_t>(plan_.machines.size(), 1);
-  Say(StrCat("job ", plan_.job_id, ": ", M, " machine", M == 1 ? "" : "s", ", ",
-             plan_.servers.size() / M, " server(s) and ", plan_.trainers.size() / M,
-             " trainer(s) each; logs in ", options_.log_dir));
+  if (plan_.only_machine >= 0) {
+    Say(StrCat("job ", plan_.job_id, ": machine ", plan_.only_machine, " of ", M, " (--machine-id), ",
+               plan_.servers.size(), " server(s) and ", plan_.trainers.size(), " trainer(s) here; logs in ",
+               options_.log_dir));
+  } else {
+    Say(StrCat("job ", plan_.job_id, ": ", M, " machine", M == 1 ? "" : "s", ", ",
+               plan_.servers.size() / M, " server(s) and ", plan_.trainers.size() / M,
+               " trainer(s) each; logs in ", options_.log_dir));
+  }
+  peer_seen_.assign(plan_.peer_servers.size(), false);
 
   for (const ProcessSpec& spec : plan_.servers) {
     if (!StartProcess(spec)) break;
@@ -101,15 +109,35 @@ int JobSupervisor::Run() {
 
   while (!stopping_) {
     milliseconds timeout(1000);
-    if (phase_ == Phase::kWaitingForServers) {
+    if (phase_ == Phase::kWaitingForServers || phase_ == Phase::kWaitingForPeers) {
       auto left = std::chrono::duration_cast<milliseconds>(ready_deadline_ - Clock::now());
-      timeout = std::clamp(left + milliseconds(1), milliseconds(0), timeout);
+      timeout = std::clamp(left + milliseconds(1), milliseconds(0),
+                           phase_ == Phase::kWaitingForPeers ? milliseconds(250) : timeout);
     }
     PollOnce(timeout);
     if (stopping_) break;
     CheckHeartbeats();
     if (stopping_) break;
-    if (phase_ == Phase::kWaitingForServers) {
+    if (phase_ == Phase::kWaitingForServers && ReadyServers() == static_cast<int>(plan_.servers.size()) &&
+        !plan_.peer_servers.empty()) {
+      Say(StrCat("this machine's ", plan_.servers.size(), " server(s) ready; waiting for the other machines' ",
+                 plan_.peer_servers.size(), " (until ", options_.server_timeout_s, " s after the start)"));
+      phase_ = Phase::kWaitingForPeers;
+    }
+    if (phase_ == Phase::kWaitingForPeers) {
+      if (PeersReady()) {
+        StartTrainers();
+      } else if (Clock::now() >= ready_deadline_) {
+        std::vector<std::string> late;
+        for (size_t i = 0; i < plan_.peer_servers.size(); ++i) {
+          const PeerServer& p = plan_.peer_servers[i];
+          if (!peer_seen_[i]) late.push_back(StrCat(p.label, " at ", HostPort(p.host, p.port)));
+        }
+        Fail(StrCat(core::StrJoin(late, ", "), " did not accept connections within ", options_.server_timeout_s,
+                    " s (--server-timeout): is that machine's launcher running, and its port reachable?"),
+             1);
+      }
+    } else if (phase_ == Phase::kWaitingForServers) {
       if (ReadyServers() == static_cast<int>(plan_.servers.size())) {
         StartTrainers();
       } else if (Clock::now() >= ready_deadline_) {
@@ -186,9 +214,21 @@ bool JobSupervisor::StartProcess(const ProcessSpec& spec) {
   return true;
 }
 
+bool JobSupervisor::PeersReady() {
+  bool all = true;
+  for (size_t i = 0; i < plan_.peer_servers.size(); ++i) {
+    if (peer_seen_[i]) continue;
+    const PeerServer& p = plan_.peer_servers[i];
+    peer_seen_[i] = AcceptsConnections(p.host, p.port, 200);
+    if (peer_seen_[i]) Say(StrCat(p.label, " answers on ", HostPort(p.host, p.port)));
+    all &= peer_seen_[i];
+  }
+  return all;
+}
+
 void JobSupervisor::StartTrainers() {
   const double secs = std::chrono::duration<double>(Clock::now() - start_time_).count();
-  Say(StrCat("all ", plan_.servers.size(), " servers ready after ",
+  Say(StrCat("all ", plan_.servers.size() + plan_.peer_servers.size(), " servers ready after ",
              static_cast<int64_t>(secs * 10) / 10.0, " s; starting ", plan_.trainers.size(),
              " trainers"));
   phase_ = Phase::kRunning;

@@ -57,7 +57,7 @@ class JobSupervisor {
 
  private:
   using Clock = std::chrono::steady_clock;
-  enum class Phase { kStartingServers, kWaitingForServers, kRunning };
+  enum class Phase { kStartingServers, kWaitingForServers, kWaitingForPeers, kRunning };
 
   struct Child {
     const ProcessSpec* spec = nullptr;
@@ -72,6 +72,8 @@ class JobSupervisor {
 
   bool StartProcess(const ProcessSpec& spec);
   void StartTrainers();
+  // --machine-id: probes the other machines' servers not yet seen; true once all accept.
+  bool PeersReady();
   // Waits up to `timeout` for output, signals or exits, and handles what came.
   void PollOnce(std::chrono::milliseconds timeout);
   void ReadOutput(Child& c, int fd);
@@ -85,6 +87,7 @@ class JobSupervisor {
   void Say(const std::string& message);
   std::string Who(const Child& c) const;
   int ReadyServers() const;
+  std::vector<bool> peer_seen_;  // per plan_.peer_servers
 
   JobPlan plan_;
   SupervisorOptions options_;

@@ -266,6 +266,31 @@ TEST(ShellQuote, RoundTripsThroughSh) {
   EXPECT_EQ(r.out, "[plain][a b][it's][$HOME][\"q\"][back\\slash][][new\nline][*]");
 }
 
+TEST(JobPlan, MachineIdKeepsThatMachinesProcessesAndWaitsForTheOthersServers) {
+  LaunchOptions o = Options();
+  o.machine_id = 1;
+  PlanInputs in = Inputs();
+  in.remote = {true, false};
+  auto plan = BuildJobPlan(o, in);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->only_machine, 1);
+  ASSERT_EQ(plan->servers.size(), 2u);
+  ASSERT_EQ(plan->trainers.size(), 2u);
+  for (const auto* group : {&plan->servers, &plan->trainers}) {
+    for (const ProcessSpec& p : *group) {
+      EXPECT_EQ(p.machine, 1);
+      EXPECT_FALSE(p.remote);
+    }
+  }
+  // Global ranks and the job's shape are the whole job's.
+  EXPECT_EQ(plan->trainers[1].global_rank, 3);
+  EXPECT_THAT(plan->trainers[1].env, ::testing::Contains("FANOUT_WORLD_SIZE=4"));
+  ASSERT_EQ(plan->peer_servers.size(), 2u);
+  EXPECT_EQ(plan->peer_servers[1].label, "m0 server 1");
+  EXPECT_EQ(plan->peer_servers[1].host, "10.0.0.1");
+  EXPECT_EQ(plan->peer_servers[1].port, 30051);
+}
+
 // ssh runs the remote command with the user's shell, `$SHELL -c "<command>"`; this stand-in does
 // the same here, so the whole remote path (quoting, workspace, environment, exit status, stop on
 // hang-up) is exercised without an ssh server.

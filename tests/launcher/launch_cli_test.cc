@@ -297,6 +297,42 @@ TEST_F(LaunchCli, RealTrainingJobFinishesAndReportsAccuracy) {
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 
+// One launcher per machine (--machine-id), as in a Kubernetes pod each: machine 1's launcher
+// starts later; machine 0's trainers wait for its servers, the trainers of both machines train
+// one model together, and each launcher ends when its own trainers are done.
+TEST_F(LaunchCli, OneLauncherPerMachineTrainsTogether) {
+  LaunchRun run0(RealTrainingArgs(Args("ok", {"--machine-id", "0", "--log-dir", dir_.Sub("logs0")}), 2), dir_.path());
+  std::this_thread::sleep_for(milliseconds(1500));
+  LaunchRun run1(RealTrainingArgs(Args("ok", {"--machine-id", "1", "--log-dir", dir_.Sub("logs1")}), 2), dir_.path());
+  ASSERT_EQ(run0.Finish(seconds(120)), 0) << run0.output() << run1.output();
+  ASSERT_EQ(run1.Finish(seconds(60)), 0) << run1.output();
+  EXPECT_THAT(run0.output(), HasSubstr("machine 0 of 2 (--machine-id), 2 server(s) and 1 trainer(s) here"));
+  EXPECT_THAT(run0.output(), HasSubstr("waiting for the other machines' 2"));
+  EXPECT_THAT(run0.output(), HasSubstr("m1 server 1 answers on 127.0.0.2:" + std::to_string(port1_ + 1)));
+  EXPECT_THAT(run0.output(), HasSubstr("[m0 trainer 0] fanout-train: test accuracy "));
+  EXPECT_THAT(run0.output(), Not(HasSubstr("[m1 ")));
+  // Rank 0 trained with rank 1 of the other launcher (only rank 0 reports epochs).
+  EXPECT_TRUE(std::regex_search(run0.output(), std::regex("\\[m0 trainer 0\\] fanout-train: graph[^\n]* 2 trainer\\(s\\)")))
+      << run0.output();
+  EXPECT_THAT(run1.output(), HasSubstr("started m1 trainer 0 pid "));
+  EXPECT_THAT(run1.output(), HasSubstr("rank 1; pid"));
+  EXPECT_THAT(run1.output(), Not(HasSubstr("[m0 ")));
+  ExpectNothingLeft(job_id_, LearnedPids(run0));
+  ExpectNothingLeft(job_id_, LearnedPids(run1));
+}
+
+TEST_F(LaunchCli, MachineLauncherNamesPeersThatNeverAnswer) {
+  std::vector<std::string> args = Args("ok", {"--machine-id", "0"});
+  *(std::find(args.begin(), args.end(), "--server-timeout") + 1) = "2";
+  LaunchRun run(args, dir_.path());
+  EXPECT_EQ(run.Finish(seconds(30)), 1) << run.output();
+  EXPECT_THAT(run.output(), HasSubstr("m1 server 0 at 127.0.0.2:" + std::to_string(port1_) +
+                                      ", m1 server 1 at 127.0.0.2:" + std::to_string(port1_ + 1) +
+                                      " did not accept connections within 2 s (--server-timeout)"));
+  EXPECT_THAT(run.output(), Not(HasSubstr("started m0 trainer")));
+  ExpectNothingLeft(job_id_, LearnedPids(run));
+}
+
 // Machines listed by host name: "localhost" is this host (it resolves to loopback), so its
 // processes start directly; servers bind it, trainers reach it by name.
 TEST_F(LaunchCli, RealTrainingJobWithAMachineListedByHostName) {
