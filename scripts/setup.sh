@@ -15,6 +15,8 @@ PKGS=(
   # LibTorch fanout links, so that what it exports always loads.
   python3-torch
   openssl util-linux
+  # Checking the Kubernetes manifests of deploy/kubernetes against the API's schema (tests only).
+  python3-yaml python3-kubernetes
   # The sanitizer and fuzzing stage (scripts/sanitize.sh): clang, its ASan/UBSan/libFuzzer
   # runtimes, and llvm-symbolizer for readable stack traces.
   clang-14 libclang-rt-14-dev llvm-14
