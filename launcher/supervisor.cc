@@ -207,7 +207,7 @@ bool JobSupervisor::StartProcess(const ProcessSpec& spec) {
   c->out = std::make_unique<StreamRouter>(prefix, options_.console_out, c->log_fd, on_line, on_heartbeat);
   c->err = std::make_unique<StreamRouter>(prefix, options_.console_err, c->log_fd, on_line, on_heartbeat);
   Say(StrCat("started ", spec.Label(), " pid ", c->process.pid(),
-             spec.remote ? StrCat(" (", spec.via, " to ", spec.ip, ")") : std::string(),
+             spec.remote ? StrCat(" (", spec.via, spec.via == "ssh" ? " to " : " on ", spec.ip, ")") : std::string(),
              spec.role == Role::kServer ? StrCat(" on ", spec.address)
                                         : StrCat(" rank ", spec.global_rank)));
   children_.push_back(std::move(c));

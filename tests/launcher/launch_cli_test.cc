@@ -499,7 +499,7 @@ TEST_F(LaunchCli, SlurmAllocationRunsThroughSrun) {
   EXPECT_THAT(testing::ReadFile(ip_config), HasSubstr("\n127.0.0.1 " + std::to_string(port) + "\n127.0.0.2 " +
                                                           std::to_string(port) + "\n"));
   EXPECT_THAT(run.output(), HasSubstr("started m1 server 0 pid "));
-  EXPECT_THAT(run.output(), HasSubstr("(srun to 127.0.0.2)"));
+  EXPECT_THAT(run.output(), HasSubstr("(srun on 127.0.0.2)"));
   EXPECT_THAT(run.output(), HasSubstr("FANOUT_IP_CONFIG=" + ip_config + " "));
   EXPECT_THAT(run.output(), HasSubstr("[m1 trainer 1] server 127.0.0.2:" + std::to_string(port + 1) +
                                       " serves partition 1"));
