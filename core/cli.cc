@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/check.h"
 #include "core/status.h"
 #include "core/strings.h"
 #include "core/text_reader.h"
@@ -157,9 +158,63 @@ void ArgParser::AddChoice(const std::string& name, std::string* out, std::vector
 
 ArgParser::Flag* ArgParser::Find(const std::string& name) {
   for (auto& f : flags_) {
-    if (f.name == name) return &f;
+    if (f.name == name || std::find(f.aliases.begin(), f.aliases.end(), name) != f.aliases.end()) return &f;
   }
   return nullptr;
+}
+
+void ArgParser::AddAlias(const std::string& alias, const std::string& name) {
+  Flag* f = Find(name);
+  FANOUT_CHECK(f != nullptr && Find(alias) == nullptr) << "alias --" << alias << " of --" << name;
+  f->aliases.push_back(alias);
+}
+
+void ArgParser::SetDefaultText(const std::string& name, std::string text) {
+  Flag* f = Find(name);
+  FANOUT_CHECK(f != nullptr) << "--" << name;
+  f->default_text = std::move(text);
+}
+
+void ArgParser::MarkRequired(const std::string& name) {
+  Flag* f = Find(name);
+  FANOUT_CHECK(f != nullptr) << "--" << name;
+  f->required = true;
+}
+
+namespace {
+// Edit distance (insertions, deletions, substitutions), for "did you mean".
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+}  // namespace
+
+std::string ArgParser::Nearest(const std::string& name) const {
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, name.size() / 4) + 1;  // a typo or two, not another word
+  for (const Flag& f : flags_) {
+    std::vector<std::string> names = f.aliases;
+    names.insert(names.begin(), f.name);
+    for (const std::string& n : names) {
+      // A prefix of one flag only (--epoch for --epochs) is as good as a typo.
+      const size_t d = n.rfind(name, 0) == 0 && name.size() >= 3 ? 1 : EditDistance(name, n);
+      if (d < best_distance) {
+        best_distance = d;
+        best = f.name;
+      }
+    }
+  }
+  return best;
 }
 
 bool ArgParser::WasSet(const std::string& name) const {
@@ -201,7 +256,9 @@ absl::Status ArgParser::Parse(int argc, char** argv, std::vector<std::string>* p
       }
     }
     if (f == nullptr) {
-      return absl::InvalidArgumentError(StrCat("unknown flag --", name, " (see --help)"));
+      const std::string near = Nearest(name);
+      return absl::InvalidArgumentError(
+          StrCat("unknown flag --", name, near.empty() ? std::string() : StrCat(" (did you mean --", near, "?)")));
     }
     if (!has_value) {
       if (f->is_bool) {
@@ -213,7 +270,11 @@ absl::Status ArgParser::Parse(int argc, char** argv, std::vector<std::string>* p
       }
     }
     set_.push_back(f->name);
-    RETURN_IF_ERROR(f->set(value));
+    if (absl::Status st = f->set(value); !st.ok()) {
+      // The error names the flag as it was typed (an alias too).
+      if (name != f->name) return absl::Status(st.code(), StrCat("--", name, " (= --", f->name, "): ", st.message()));
+      return st;
+    }
   }
   return absl::OkStatus();
 }
@@ -229,8 +290,9 @@ std::optional<int> ArgParser::ParseForMain(int argc, char** argv, std::vector<st
     return 0;
   }
   if (!st.ok()) {
-    std::fprintf(stderr, "%s: error: %s\n\n%s", tool_.c_str(), std::string(st.message()).c_str(),
-                 Usage().c_str());
+    // One line: a job of many trainers with a typo prints it once per trainer.
+    std::fprintf(stderr, "%s: error: %s; '%s --help' lists the flags\n", tool_.c_str(),
+                 std::string(st.message()).c_str(), tool_.c_str());
     return 2;
   }
   return std::nullopt;
@@ -247,7 +309,12 @@ std::string ArgParser::Usage() const {
     std::string lhs = StrCat("  --", f.name, f.is_bool ? "" : " VALUE");
     if (lhs.size() < 30) lhs.append(30 - lhs.size(), ' ');
     u += StrCat(lhs, " ", f.help);
-    if (!f.default_text.empty()) u += StrCat(" [default: ", f.default_text, "]");
+    if (f.required) {
+      u += " [required]";
+    } else if (!f.default_text.empty()) {
+      u += StrCat(" [default: ", f.default_text, "]");
+    }
+    if (!f.aliases.empty()) u += StrCat(" (also --", StrJoin(f.aliases, ", --"), ")");
     u += "\n";
   }
   for (const auto& [lhs, help] : {std::pair<std::string, const char*>{"  --help, -h", "this text"},

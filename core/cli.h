@@ -40,11 +40,21 @@ class ArgParser {
   void AddChoice(const std::string& name, std::string* out, std::vector<std::string> choices,
                  const std::string& help);
 
+  // `alias` is another name of the flag `name` (an older or another tool's spelling); --help
+  // lists it beside the flag. Call after adding `name`.
+  void AddAlias(const std::string& alias, const std::string& name);
+  // What --help shows as the flag's default, instead of the bound field's value: a rule
+  // ("cores / trainers per machine") where the field holds a placeholder. "" shows none.
+  void SetDefaultText(const std::string& name, std::string text);
+  // --help shows the flag as required instead of a default (the tool checks it).
+  void MarkRequired(const std::string& name);
+
   // Parses argv[1..]. Positional arguments are errors unless `positional` is non-null.
   absl::Status Parse(int argc, char** argv, std::vector<std::string>* positional = nullptr);
   bool help_requested() const { return help_; }  // --help or -h (--version too prints and exits)
   // For a tool's main(): parses argv; on --help prints the usage and returns 0, on a bad command
-  // line prints "<tool>: error: ..." and the usage and returns 2; otherwise returns nullopt.
+  // line prints one line, "<tool>: error: ...; '<tool> --help' lists the flags", and returns 2;
+  // otherwise returns nullopt.
   // Positional arguments are collected into `positional` when it is non-null.
   std::optional<int> ParseForMain(int argc, char** argv, std::vector<std::string>* positional = nullptr);
   // Prints "<tool>: error: <message>" to stderr and returns 1, the exit code of a failed run.
@@ -60,8 +70,12 @@ class ArgParser {
     std::string default_text;
     bool is_bool = false;
     std::function<absl::Status(const std::string&)> set;
+    std::vector<std::string> aliases;
+    bool required = false;
   };
   Flag* Find(const std::string& name);
+  // The flag a mistyped `name` most likely meant ("" when none is close).
+  std::string Nearest(const std::string& name) const;
 
   std::string tool_, synopsis_, description_;
   std::vector<Flag> flags_;

@@ -205,7 +205,14 @@ bool JobSupervisor::StartProcess(const ProcessSpec& spec) {
     raw->last_heartbeat = Clock::now();
   };
   c->out = std::make_unique<StreamRouter>(prefix, options_.console_out, c->log_fd, on_line, on_heartbeat);
-  c->err = std::make_unique<StreamRouter>(prefix, options_.console_err, c->log_fd, on_line, on_heartbeat);
+  // The last error line a process wrote to stderr names the job's failure if it is the first.
+  auto on_err_line = [on_line, raw](std::string_view line) {
+    if (on_line) on_line(line);
+    if (line.find("error") != std::string_view::npos || line.find("Error") != std::string_view::npos) {
+      raw->last_error.assign(core::StripSpaces(line).substr(0, 300));
+    }
+  };
+  c->err = std::make_unique<StreamRouter>(prefix, options_.console_err, c->log_fd, on_err_line, on_heartbeat);
   Say(StrCat("started ", spec.Label(), " pid ", c->process.pid(),
              spec.remote ? StrCat(" (", spec.via, spec.via == "ssh" ? " to " : " on ", spec.ip, ")") : std::string(),
              spec.role == Role::kServer ? StrCat(" on ", spec.address)
@@ -292,6 +299,18 @@ void JobSupervisor::CheckExits() {
   for (auto& c : children_) {
     if (!c->exited && c->process.Poll()) {
       c->exited = true;
+      // What it wrote before exiting is read first, so that its last error line is known.
+      for (int round = 0; round < 64; ++round) {
+        bool more = false;
+        for (int fd : {c->process.stdout_fd(), c->process.stderr_fd()}) {
+          pollfd p = {fd, POLLIN, 0};
+          if (fd >= 0 && poll(&p, 1, 0) == 1) {
+            ReadOutput(*c, fd);
+            more = true;
+          }
+        }
+        if (!more) break;
+      }
       OnExit(*c);
     }
   }
@@ -328,6 +347,7 @@ void JobSupervisor::OnExit(Child& c) {
     return;
   }
   const int code = st.signaled || st.value == 0 ? 1 : st.value;
+  if (!st.ok() && !c.last_error.empty()) what += StrCat(": ", c.last_error);
   if (c.spec->role == Role::kServer) {
     Fail(StrCat(what, phase_ == Phase::kRunning ? " while trainers were running"
                                                 : " before all servers were ready"),

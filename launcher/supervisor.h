@@ -67,6 +67,7 @@ class JobSupervisor {
     bool ready = false;  // servers: printed the ready marker
     bool exited = false;
     bool heartbeating = false;           // has sent a heartbeat: watched from then on
+    std::string last_error;              // its last stderr line mentioning an error
     Clock::time_point last_heartbeat;
   };
 

@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   core::ArgParser args("fanout-generate", "--out DIR [--preset tiny|small|products] [flags]");
   args.SetDescription(kAbout);
   args.AddString("out", &o.out_dir, "output folder (written atomically)");
+  args.MarkRequired("out");
   args.AddBool(
       "overwrite", &o.overwrite,
       "replace --out if it is an earlier output of fanout-generate (never another folder)");
@@ -66,7 +67,8 @@ int main(int argc, char** argv) {
   args.AddDouble("train-frac", &o.train_frac, "fraction of nodes in train");
   args.AddDouble("valid-frac", &o.valid_frac, "fraction of nodes in valid; test gets the rest");
   args.AddBool("edge-weights", &o.edge_weights, "also write a float32 edge field \"weight\"");
-  args.AddString("split-name", &o.split_name, "ogb format: the folder split/<name>/");
+  args.AddString("split", &o.split_name, "ogb format: the folder split/<name>/");
+  args.AddAlias("split-name", "split");
   args.AddUint("seed", &o.seed, "random seed");
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
   for (const Preset& p : kPresets) {

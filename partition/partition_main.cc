@@ -16,12 +16,16 @@ int main(int argc, char** argv) {
   core::ArgParser args("fanout-partition", "--input DIR --num-parts K --out OUT [flags]");
   args.AddString("input", &read.input_dir, "dataset folder (OGB raw layout or plain layout)");
   args.AddString("out", &opt.out_dir, "output folder for <name>.json and part<k>/");
+  args.MarkRequired("input");
+  args.MarkRequired("out");
   args.AddInt("num-parts", &opt.num_parts, "number of partitions K (one per machine)");
+  args.MarkRequired("num-parts");
   args.AddString("graph-name", &opt.graph_name, "graph name [default: the input folder's name]");
   args.AddChoice("part-method", &method, {"metis", "random", "file"}, "how nodes are assigned");
   args.AddString("assignment", &opt.assignment_file,
                  "with --part-method file: node->partition IDs, one per line or an integer .npy");
   args.AddString("split", &read.split, "OGB layout: which split/<name>/ folder to read");
+  args.AddAlias("split-name", "split");
   args.AddInt("num-nodes", &read.num_nodes, "plain layout: node count (-1 infers it)");
   args.AddChoice("edge-layout", &read.edge_layout, {"auto", "rows", "columns"},
                  "edges.npy: rows = [E, 2] (DGL), columns = [2, E] (PyG edge_index), auto = by shape");
@@ -55,7 +59,7 @@ int main(int argc, char** argv) {
   args.AddBool("normalize-features", &normalize,
                "row-normalise node field 'feat' as PyG's NormalizeFeatures: subtract its minimum, divide each "
                "row by its sum (stored as float32)");
-  args.AddBool("quiet", &opt.quiet, "no progress on stderr");
+  args.AddBool("quiet", &opt.quiet, "print nothing but errors: no progress on stderr, no summary on stdout");
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
   if (read.input_dir.empty()) return args.Fail(absl::InvalidArgumentError("--input is required"));
   if (opt.out_dir.empty()) return args.Fail(absl::InvalidArgumentError("--out is required"));
@@ -98,6 +102,6 @@ int main(int argc, char** argv) {
   if (!summary.ok()) return args.Fail(summary.status());
   summary->phases.insert(summary->phases.begin(), {"read", read_s});
   summary->total_seconds += read_s;
-  std::printf("%s", summary->ToString().c_str());
+  if (!opt.quiet) std::printf("%s", summary->ToString().c_str());
   return 0;
 }

@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
   int64_t fanout = -1;
   uint64_t seed = 0;
   bool replace = false;
-  double deadline = 30;
+  double deadline = 60;  // as fanout-train's --deadline
   core::ArgParser args("fanout-query", "--server HOST:PORT COMMAND [flags]");
   args.SetDescription(kAbout);
   args.AddString("server", &address, "the graph server, host:port");

@@ -127,9 +127,8 @@ int Main(int argc, char** argv) {
                  "machines of the job; finds the servers [FANOUT_IP_CONFIG]");
   args.AddInt("num-servers", &num_servers, "servers per machine [FANOUT_NUM_SERVERS]");
   args.AddString("servers", &servers, "PART=HOST:PORT,... instead of --ip-config");
-  args.AddInt("machine-id", &machine_id,
-              "this machine's partition, read from its files "
-              "[FANOUT_MACHINE_ID; default rank / trainers per machine]");
+  args.AddInt("machine-id", &machine_id, "this machine's partition, read from its files [FANOUT_MACHINE_ID]");
+  args.SetDefaultText("machine-id", "rank / trainers per machine");
   args.AddInt("num-trainers", &o.trainers_per_machine,
               "trainers per machine [FANOUT_NUM_TRAINERS]");
   args.AddString("model", &model, "the GNN: sage, gcn, gat, or a TorchScript file (.pt; docs/models.md)",
@@ -188,8 +187,9 @@ int Main(int argc, char** argv) {
   args.AddInt("sampler-threads", &o.sampler_threads, "sampling threads when --num-samplers is 0");
   args.AddInt("prefetch", &o.prefetch, "mini-batches made ahead");
   args.AddString("sampler-bin", &o.sampler_binary, "the fanout-sampler program");
-  args.AddInt("threads", &o.intra_op_threads,
-              "LibTorch intra-op threads (default: cores / trainers per machine)");
+  args.AddInt("num-threads", &o.intra_op_threads, "LibTorch intra-op threads");
+  args.AddAlias("threads", "num-threads");
+  args.SetDefaultText("num-threads", "OMP_NUM_THREADS, else cores / trainers per machine");
   args.AddDouble("deadline", &deadline, "seconds allowed per server call");
   core::AddSecurityFlags(args, &o.graph.security);
   args.AddInt("feature-cache-mb", &feature_cache_mb,
@@ -210,9 +210,9 @@ int Main(int argc, char** argv) {
                  "in this folder, rows in original node-ID order");
   args.AddBool("overwrite", &o.overwrite, "replace --save-embeddings if an earlier fanout-train wrote it");
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
-  // LibTorch's pool size: --threads, else OMP_NUM_THREADS (the launcher sets it), else this
+  // LibTorch's pool size: --num-threads, else OMP_NUM_THREADS (the launcher sets it), else this
   // trainer's share of the cores. Debian's LibTorch would otherwise start with 1.
-  if (!args.WasSet("threads")) {
+  if (!args.WasSet("num-threads")) {
     o.intra_op_threads = omp_threads > 0 ? omp_threads : std::max(1, hw / std::max(1, o.trainers_per_machine));
   }
 

@@ -898,7 +898,7 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
     return bad("--prefetch must be >= 1 (batches made ahead; with 0 none could ever be made), got ",
                o.prefetch);
   }
-  if (o.intra_op_threads < 1) return bad("--threads must be >= 1, got ", o.intra_op_threads);
+  if (o.intra_op_threads < 1) return bad("--num-threads must be >= 1, got ", o.intra_op_threads);
   if (o.trainers_per_machine < 1)
     return bad("--num-trainers must be >= 1, got ", o.trainers_per_machine);
   if (o.resume && o.checkpoint_dir.empty()) return bad("--resume needs --checkpoint-dir");

@@ -106,5 +106,45 @@ TEST(ArgParserTest, DoublesMustBeFinite) {
   EXPECT_EQ(d, -1e-3);
 }
 
+
+TEST(ArgParserTest, AliasesDefaultTextsAndRequiredFlagsInHelp) {
+  int threads = 1, parts = 0;
+  ArgParser p("tool", "[flags]");
+  p.AddInt("num-threads", &threads, "threads");
+  p.AddAlias("threads", "num-threads");
+  p.SetDefaultText("num-threads", "cores / trainers");
+  p.AddInt("num-parts", &parts, "parts");
+  p.MarkRequired("num-parts");
+  ASSERT_TRUE(ParseArgs(p, {"--threads", "3"}).ok());
+  EXPECT_EQ(threads, 3);
+  EXPECT_TRUE(p.WasSet("num-threads"));
+  const std::string help = p.Usage();
+  EXPECT_NE(help.find("threads [default: cores / trainers] (also --threads)"), std::string::npos) << help;
+  EXPECT_NE(help.find("parts [required]"), std::string::npos) << help;
+  // An error about an alias names the flag as typed and what it stands for.
+  absl::Status st = ParseArgs(p, {"--threads", "x"});
+  EXPECT_NE(std::string(st.message()).find("--threads (= --num-threads): "), std::string::npos) << st;
+}
+
+TEST(ArgParserTest, UnknownFlagsSuggestTheNearestAndUsageErrorsAreOneLine) {
+  int epochs = 1;
+  double lr = 0.1;
+  ArgParser p("fanout-tool", "[flags]");
+  p.AddInt("epochs", &epochs, "epochs");
+  p.AddDouble("lr", &lr, "learning rate");
+  EXPECT_NE(std::string(ParseArgs(p, {"--epoch", "3"}).message()).find("unknown flag --epoch (did you mean --epochs?)"),
+            std::string::npos);
+  EXPECT_NE(std::string(ParseArgs(p, {"--lrr", "3"}).message()).find("(did you mean --lr?)"), std::string::npos);
+  EXPECT_EQ(std::string(ParseArgs(p, {"--frobnicate"}).message()), "unknown flag --frobnicate");
+  std::vector<std::string> args = {"tool", "--epoch", "3"};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStderr();
+  std::optional<int> exit = p.ParseForMain(static_cast<int>(argv.size()), argv.data());
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(exit, 2);
+  EXPECT_EQ(err, "fanout-tool: error: unknown flag --epoch (did you mean --epochs?); 'fanout-tool --help' lists the flags\n");
+}
+
 }  // namespace
 }  // namespace fanout::core

@@ -75,6 +75,7 @@ TEST(PartitionCliTest, NormalizeFeaturesWritesRowsThatSumToOne) {
   RunResult p = RunTool(dir, {FANOUT_PARTITION_BIN, "--input", dir.Sub("data"), "--num-parts", "2", "--out",
                               dir.Sub("parts"), "--normalize-features", "--quiet"});
   ASSERT_EQ(p.exit_code, 0) << p.err;
+  EXPECT_EQ(p.out + p.err, "") << "--quiet printed";
   int64_t rows = 0;
   for (int k = 0; k < 2; ++k) {
     auto f = core::NpyArray::Map(dir.Sub(StrCat("parts/part", k, "/node_data/feat.npy")));
@@ -257,6 +258,10 @@ TEST(PartitionCliTest, HelpListsFlags) {
   for (const char* f : {"--input", "--num-parts", "--part-method", "--add-reverse-edges", "--balance-train"}) {
     EXPECT_NE(r.out.find(f), std::string::npos) << f;
   }
+  // Required flags say so instead of showing a placeholder default.
+  EXPECT_NE(r.out.find("number of partitions K (one per machine) [required]"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("[default: 0]\n  --out"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(also --split-name)"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -141,7 +141,7 @@ while [ $s -lt "$FANOUT_NUM_SERVERS" ]; do
 done
 case "$MODE" in
   ok) exit 0 ;;
-  fail) if [ "$FANOUT_RANK" = 1 ]; then echo "rank 1 gives up"; exit 3; fi ;;
+  fail) if [ "$FANOUT_RANK" = 1 ]; then echo "rank 1 gives up"; echo "trainer.sh: error: rank 1 cannot go on" >&2; exit 3; fi ;;
 esac
 sleep 1000 &
 echo "sampler $! of trainer $$"
@@ -253,6 +253,11 @@ TEST_F(LaunchCli, FailingTrainerStopsTheJobWithItsExitCode) {
   EXPECT_THAT(run.output(), HasSubstr("job " + job_id_ + " failed (exit 3): m0 trainer 1 (machine 0 at "
                                       "127.0.0.1, trainer local rank 1, rank 1; pid " +
                                       std::to_string(run.PidOf("m0 trainer 1")) + ") exited with status 3"));
+  // The launcher's last line names the failure's own error message.
+  std::string out = run.output();
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  EXPECT_THAT(out.substr(out.rfind('\n') + 1),
+              ::testing::EndsWith("exited with status 3: trainer.sh: error: rank 1 cannot go on"));
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 

@@ -549,7 +549,9 @@ TEST_F(TrainCliTest, BadFlagsAreClearErrorsNotBacktracesOrHangs) {
       {{"--log-every", "-1"}, 1, "--log-every must be >= 0"},
       {{"--num-samplers", "-1"}, 1, "--num-samplers must be >= 0"},
       {{"--sampler-threads", "0"}, 1, "--sampler-threads must be >= 1"},
-      {{"--threads", "0"}, 1, "--threads must be >= 1"},
+      {{"--threads", "0"}, 1, "--num-threads must be >= 1"},  // --threads: the older name
+      {{"--num-threads", "0"}, 1, "--num-threads must be >= 1"},
+      {{"--epoch", "3"}, 2, "unknown flag --epoch (did you mean --epochs?); 'fanout-train --help' lists the flags"},
       {{"--num-trainers", "0"}, 1, "--num-trainers must be >= 1"},
       {{"--num-servers", "0"}, 1, "--num-servers must be >= 1"},
       {{"--machine-id", "-2"}, 1, "--machine-id must be a partition number >= 0"},
@@ -571,6 +573,9 @@ TEST_F(TrainCliTest, BadFlagsAreClearErrorsNotBacktracesOrHangs) {
     EXPECT_EQ(*code, c.exit_code) << c.flags[0] << " " << c.flags[1] << ": " << out;
     EXPECT_NE(out.find(c.expected), std::string::npos)
         << c.flags[0] << " " << c.flags[1] << ": " << out;
+    if (c.exit_code == 2) {  // a command-line error: one line, not the whole usage
+      EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+    }
     for (const char* trace : {"Exception raised from", "terminate called", "frame #"}) {
       EXPECT_EQ(out.find(trace), std::string::npos)
           << "a backtrace for " << c.flags[0] << ": " << out;
