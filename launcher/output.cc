@@ -2,6 +2,10 @@
 
 #include <unistd.h>
 
+#include <cctype>
+#include <cstdio>
+#include <ctime>
+
 #include <algorithm>
 #include <cerrno>
 
@@ -96,6 +100,38 @@ void StreamRouter::Finish() {
   splitter_.Finish([this](std::string_view line) { Line(line); });
 }
 
+std::string TimestampNow() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  tm utc{};
+  gmtime_r(&ts.tv_sec, &utc);
+  char text[40];
+  const size_t n = strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &utc);
+  snprintf(text + n, sizeof(text) - n, ".%03ldZ", ts.tv_nsec / 1000000);
+  return text;
+}
+
+char LineLevel(std::string_view line) {
+  auto mentions = [line](std::string_view word) {
+    auto it = std::search(line.begin(), line.end(), word.begin(), word.end(),
+                          [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
+    return it != line.end();
+  };
+  if (mentions("error") || mentions("fatal") || mentions("terminate called")) return 'E';
+  if (mentions("warning")) return 'W';
+  return 'I';
+}
+
+std::string StampedLine(std::string_view line) {
+  std::string text = TimestampNow();
+  text.reserve(text.size() + line.size() + 4);
+  text.push_back(' ');
+  text.push_back(LineLevel(line));
+  text.push_back(' ');
+  text.append(line).push_back('\n');
+  return text;
+}
+
 void StreamRouter::Line(std::string_view line) {
   // One write per line, so lines of different processes never interleave mid-line.
   if (console_fd_ >= 0) {
@@ -104,11 +140,7 @@ void StreamRouter::Line(std::string_view line) {
     text.append(prefix_).append(line).push_back('\n');
     WriteAll(console_fd_, text);
   }
-  if (log_fd_ >= 0) {
-    std::string text(line);
-    text.push_back('\n');
-    WriteAll(log_fd_, text);
-  }
+  if (log_fd_ >= 0) WriteAll(log_fd_, StampedLine(line));
   if (on_line_) on_line_(line);
 }
 

@@ -1,5 +1,7 @@
 // Output of the job's processes: each line goes to the console with a "[m1 server 0] " prefix
-// and, unprefixed, to the process's own log file.
+// and to the process's own log file stamped with the time it reached the launcher and a level:
+// "2026-11-23T23:55:01.123Z I fanout-train: epoch 3 ...". One clock (the launch host's) stamps
+// every process of every machine, so the logs of a job sort into one timeline.
 #pragma once
 
 #include <cstddef>
@@ -24,6 +26,13 @@ class LineSplitter {
   size_t max_line_;
   std::string pending_;
 };
+
+// "2026-11-23T23:55:01.123Z" for now (UTC, milliseconds).
+std::string TimestampNow();
+// The level of a log line from its words: 'E' when it mentions an error, 'W' a warning, else 'I'.
+char LineLevel(std::string_view line);
+// `line` as a log file holds it: "<timestamp> <level> <line>\n".
+std::string StampedLine(std::string_view line);
 
 // Writes all of `data` to `fd`, retrying short writes; false on error (e.g. a closed console,
 // which must not stop the job).

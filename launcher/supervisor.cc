@@ -45,9 +45,9 @@ JobSupervisor::~JobSupervisor() {
 }
 
 void JobSupervisor::Say(const std::string& message) {
-  std::string line = StrCat("fanout-launch: ", message, "\n");
-  WriteAll(options_.console_err, line);
-  if (launcher_log_fd_ >= 0) WriteAll(launcher_log_fd_, line);
+  std::string line = StrCat("fanout-launch: ", message);
+  WriteAll(options_.console_err, line + "\n");
+  if (launcher_log_fd_ >= 0) WriteAll(launcher_log_fd_, StampedLine(line));
 }
 
 std::string JobSupervisor::Who(const Child& c) const {
@@ -343,19 +343,20 @@ void JobSupervisor::OnExit(Child& c) {
                    " true` works without a password prompt)");
   }
   if (stopping_) {
-    if (launcher_log_fd_ >= 0) WriteAll(launcher_log_fd_, StrCat("fanout-launch: ", what, "\n"));
+    if (launcher_log_fd_ >= 0) WriteAll(launcher_log_fd_, StampedLine(StrCat("fanout-launch: ", what)));
     return;
   }
   const int code = st.signaled || st.value == 0 ? 1 : st.value;
-  if (!st.ok() && !c.last_error.empty()) what += StrCat(": ", c.last_error);
+  // The process's own last error line ends the message (and so the job's last line).
+  const std::string own = st.ok() || c.last_error.empty() ? std::string() : StrCat(": ", c.last_error);
   if (c.spec->role == Role::kServer) {
-    Fail(StrCat(what, phase_ == Phase::kRunning ? " while trainers were running"
-                                                : " before all servers were ready"),
+    Fail(StrCat(what, phase_ == Phase::kRunning ? " while trainers were running" : " before all servers were ready",
+                own),
          code);
     return;
   }
   if (!st.ok()) {
-    Fail(what, code);
+    Fail(what + own, code);
     return;
   }
   Say(what);
@@ -435,7 +436,7 @@ void JobSupervisor::Teardown() {
       c->exited = true;
       if (launcher_log_fd_ >= 0) {
         WriteAll(launcher_log_fd_,
-                 StrCat("fanout-launch: ", Who(*c), " ", c->process.exit_status()->Describe(), "\n"));
+                 StampedLine(StrCat("fanout-launch: ", Who(*c), " ", c->process.exit_status()->Describe())));
       }
     }
     if (c->log_fd >= 0) close(c->log_fd);

@@ -238,11 +238,11 @@ TEST_F(LaunchCli, JobWithStandInTrainersRunsToTheEnd) {
   EXPECT_THAT(out, HasSubstr("[m0 server 0] fanout-server: stopped"));
   // Logs: --log-dir was not given, so fanout-logs/<job-id> in the launcher's working folder.
   const std::string logs = dir_.Sub("fanout-logs/" + job_id_);
-  EXPECT_THAT(testing::ReadFile(logs + "/m1-trainer-1.log"),
+  EXPECT_THAT(testing::ReadLog(logs + "/m1-trainer-1.log"),
               HasSubstr("\nserver 127.0.0.2:" + p1 + " serves partition 1\n"));
-  EXPECT_THAT(testing::ReadFile(logs + "/m0-server-1.log"), HasSubstr("fanout-server: ready: graph"));
-  EXPECT_THAT(testing::ReadFile(logs + "/m0-server-1.log"), Not(HasSubstr("[m0")));
-  EXPECT_THAT(testing::ReadFile(logs + "/fanout-launch.log"), HasSubstr("done in"));
+  EXPECT_THAT(testing::ReadLog(logs + "/m0-server-1.log"), HasSubstr("fanout-server: ready: graph"));
+  EXPECT_THAT(testing::ReadLog(logs + "/m0-server-1.log"), Not(HasSubstr("[m0")));
+  EXPECT_THAT(testing::ReadLog(logs + "/fanout-launch.log"), HasSubstr("done in"));
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 

@@ -92,6 +92,27 @@ std::string ReadFile(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(f)), {});
 }
 
+std::string ReadLog(const std::string& path) {
+  const std::string text = ReadFile(path);
+  static const std::regex stamp("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z [IWE] ");
+  std::string out;
+  size_t at = 0;
+  while (at < text.size()) {
+    size_t end = text.find('\n', at);
+    end = end == std::string::npos ? text.size() : end + 1;
+    const std::string line = text.substr(at, end - at);
+    std::smatch m;
+    if (std::regex_search(line, m, stamp)) {
+      out += line.substr(m.length(0));
+    } else {
+      ADD_FAILURE() << path << ": a line without a timestamp and level: " << line;
+      out += line;
+    }
+    at = end;
+  }
+  return out;
+}
+
 ChildRun::ChildRun(const std::vector<std::string>& args, const std::string& cwd,
                    const std::vector<std::string>& extra_env) {
   int p[2];

@@ -34,6 +34,9 @@ bool ReadToEnd(int fd, std::chrono::milliseconds timeout, std::string* text);
 std::vector<pid_t> NumbersAfter(const std::string& text, const std::string& word);
 
 std::string ReadFile(const std::string& path);
+// A per-process log file of the launcher without its "<timestamp> <level> " stamps; a line that
+// lacks one fails the test.
+std::string ReadLog(const std::string& path);
 
 // A program under test (args[0] is its path) with stdin from /dev/null, stdout and stderr in one
 // pipe we read with deadlines, `extra_env` added to this process's environment, started in `cwd`

@@ -1,5 +1,7 @@
 #include "launcher/output.h"
 
+#include <regex>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -55,7 +57,7 @@ TEST(StreamRouter, PrefixesConsoleLinesAndLogsThemPlain) {
   EXPECT_EQ(testing::ReadFile(dir.Sub("console")),
             "[m1 server 0] fanout-server: ready: on 127.0.0.1:1\n[m1 server 0] second\n"
             "[m1 server 0] third, unfinished\n");
-  EXPECT_EQ(testing::ReadFile(dir.Sub("log")),
+  EXPECT_EQ(testing::ReadLog(dir.Sub("log")),
             "fanout-server: ready: on 127.0.0.1:1\nsecond\nthird, unfinished\n");
   EXPECT_EQ(seen.size(), 3u);
 }
@@ -83,8 +85,19 @@ TEST(StreamRouter, HeartbeatsAreCutOutWhereverTheyFall) {
   EXPECT_EQ(beats, 5);
   EXPECT_EQ(seen, (std::vector<std::string>{"epoch 1 | loss 0.5", "two", "split done", "almost " + hb.substr(0, 3) + "X",
                                             hb.substr(0, 5)}));
-  EXPECT_EQ(testing::ReadFile(dir.Sub("log")),
+  EXPECT_EQ(testing::ReadLog(dir.Sub("log")),
             "epoch 1 | loss 0.5\ntwo\nsplit done\nalmost " + hb.substr(0, 3) + "X\n" + hb.substr(0, 5) + "\n");
+}
+
+
+TEST(LogStamps, TimeAndLevelOnEveryLine) {
+  EXPECT_EQ(LineLevel("fanout-train: error: --lr must be > 0"), 'E');
+  EXPECT_EQ(LineLevel("Fatal Python error"), 'E');
+  EXPECT_EQ(LineLevel("fanout-launch: warning: servers listen beyond loopback"), 'W');
+  EXPECT_EQ(LineLevel("epoch 3 | loss 0.41"), 'I');
+  const std::string line = StampedLine("epoch 3");
+  EXPECT_TRUE(std::regex_match(line, std::regex("20[0-9]{2}-[01][0-9]-[0-3][0-9]T[0-2][0-9]:[0-5][0-9]:[0-6][0-9]\\.[0-9]{3}Z I epoch 3\n")))
+      << line;
 }
 
 }  // namespace

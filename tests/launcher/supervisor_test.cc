@@ -108,9 +108,9 @@ TEST(Supervisor, JobSucceedsWhenEveryTrainerExitsZero) {
   EXPECT_LT(last_ready, first_trainer);
   EXPECT_THAT(r.err, HasSubstr("all 4 trainers finished; stopping the servers"));
   // Plain lines in per-process logs.
-  EXPECT_EQ(testing::ReadFile(dir.Sub("logs/m1-trainer-1.log")), "hello from 3\nwarn\n");
-  EXPECT_EQ(testing::ReadFile(dir.Sub("logs/m0-server-0.log")), "fanout-server: ready: stand-in\n");
-  EXPECT_THAT(testing::ReadFile(dir.Sub("logs/fanout-launch.log")), HasSubstr("started m1 server 0 pid"));
+  EXPECT_EQ(testing::ReadLog(dir.Sub("logs/m1-trainer-1.log")), "hello from 3\nwarn\n");
+  EXPECT_EQ(testing::ReadLog(dir.Sub("logs/m0-server-0.log")), "fanout-server: ready: stand-in\n");
+  EXPECT_THAT(testing::ReadLog(dir.Sub("logs/fanout-launch.log")), HasSubstr("started m1 server 0 pid"));
   ExpectAllGone(r.err);
 }
 
