@@ -6,6 +6,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
 
 namespace fanout::core {
 
@@ -26,8 +29,9 @@ class Progress {
     if (since_start < quiet_ || std::chrono::duration<double>(now - last_).count() < 2.0) return;
     last_ = now;
     if (total_ > 0) {
-      std::fprintf(stderr, "%s: %s %.1fM/%.1fM (%.0f%%, %.0fs)\n", tool_.c_str(), what_.c_str(),
-                   done / 1e6, total_ / 1e6, 100.0 * done / total_, since_start);
+      const double eta = done > 0 ? since_start * (total_ - done) / done : 0;
+      std::fprintf(stderr, "%s: %s %.1fM/%.1fM (%.0f%%, %.0fs, %.1fM/s, ETA %.0fs)\n", tool_.c_str(), what_.c_str(),
+                   done / 1e6, total_ / 1e6, 100.0 * done / total_, since_start, done / 1e6 / since_start, eta);
     } else {
       std::fprintf(stderr, "%s: %s %.1fM (%.0fs)\n", tool_.c_str(), what_.c_str(), done / 1e6,
                    since_start);
@@ -41,6 +45,55 @@ class Progress {
   double quiet_;
   Clock::time_point start_, last_;
   uint64_t calls_ = 0;
+};
+
+// Whether progress meters print: kAuto when stderr is a terminal (a job's log is not one),
+// kOn always (periodic whole lines in a log), kOff never. --progress auto|on|off.
+enum class ProgressMode { kAuto, kOn, kOff };
+bool ParseProgressMode(const std::string& text, ProgressMode* mode);  // false for other text
+
+// Progress of one counted phase, with rate and ETA: "fanout-train: epoch 3 1200/4000 steps
+// (30%), 45.2 steps/s, ETA 1m02s". Silent for the first `quiet_seconds` (quick phases print
+// nothing). On a terminal the line is redrawn in place at most every 0.5 s and erased by
+// Finish(); otherwise (kOn into a log) a whole line every 10 s. Not thread-safe.
+class ProgressMeter {
+ public:
+  ProgressMeter(std::string tool, std::string what, int64_t total, std::string unit, ProgressMode mode,
+                double quiet_seconds = 2.0);
+  ~ProgressMeter() { Finish(); }
+  ProgressMeter(const ProgressMeter&) = delete;
+  ProgressMeter& operator=(const ProgressMeter&) = delete;
+
+  void Set(int64_t done);
+  void Finish();  // erases a terminal line; idempotent
+  // The text for `done` after `seconds` (exposed for tests).
+  std::string Text(int64_t done, double seconds) const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  std::string tool_, what_, unit_;
+  int64_t total_;
+  bool on_ = false, tty_ = false, drawn_ = false;
+  double quiet_;
+  Clock::time_point start_, last_;
+};
+
+// "1m02s", "45s", "2h05m".
+std::string FormatDuration(double seconds);
+
+// For a phase that reports nothing while it runs (METIS): a thread that prints "<tool>: <what>:
+// 20 s so far" every `every_seconds` until destroyed, from the first period on.
+class ElapsedTicker {
+ public:
+  ElapsedTicker(std::string tool, std::string what, double every_seconds = 15.0);
+  ~ElapsedTicker();
+  ElapsedTicker(const ElapsedTicker&) = delete;
+  ElapsedTicker& operator=(const ElapsedTicker&) = delete;
+
+ private:
+  absl::Mutex mu_;
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
 };
 
 }  // namespace fanout::core

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <numeric>
 #include <random>
@@ -16,6 +17,7 @@
 #include "core/process_stats.h"
 #include "core/staging_dir.h"
 #include "core/status.h"
+#include "core/progress.h"
 #include "core/strings.h"
 #include "partition/metis_graph.h"
 #include "partition/readers.h"
@@ -42,6 +44,9 @@ absl::StatusOr<std::vector<int32_t>> MetisAssign(const Dataset& d, const Partiti
   *note = g.Describe(o);
   Log(o, StrCat("running METIS: ", d.num_nodes, " nodes, ", g.adjncy.size() / 2,
                 " undirected edges, ", o.num_parts, " parts, ", g.ncon, " constraint(s)"));
+  // METIS reports nothing while it runs (a minute at products scale): say that it still does.
+  std::optional<core::ElapsedTicker> ticker;
+  if (!o.quiet) ticker.emplace(kTool, "METIS still running", 15.0);
   return RunMetis(g, o);
 }
 

@@ -17,6 +17,8 @@ PKGS=(
   openssl util-linux
   # Checking the Kubernetes manifests of deploy/kubernetes against the API's schema (tests only).
   python3-yaml python3-kubernetes
+  # scripts/plot_metrics.py, and the throwaway venv in which a test reads TensorBoard files back.
+  python3-matplotlib python3-venv
   # The sanitizer and fuzzing stage (scripts/sanitize.sh): clang, its ASan/UBSan/libFuzzer
   # runtimes, and llvm-symbolizer for readable stack traces.
   clang-14 libclang-rt-14-dev llvm-14

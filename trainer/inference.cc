@@ -182,6 +182,12 @@ absl::StatusOr<InferenceResult> InferAllNodes(GnnModel& model, const sampler::Di
   RETURN_IF_ERROR(sampler::ValidateSamplerOptions(so, graph));
   sampler::MiniBatchSampler sampler(&graph, so, {});
   std::vector<sampler::Block> blocks;
+  const int64_t num_batches = (own.end - own.begin + o.batch_size - 1) / o.batch_size;
+  auto meter_of = [&](int64_t layer) {
+    return std::make_unique<core::ProgressMeter>(
+        "fanout-train", StrCat("inference, layer ", layer + 1, "/", result.layerwise ? layers : 1), num_batches,
+        "batches", comm.rank() == 0 ? o.progress : core::ProgressMode::kOff);
+  };
   auto seeds_of = [&](int64_t first) {
     std::vector<int64_t> seeds(std::min(o.batch_size, own.end - first));
     for (size_t i = 0; i < seeds.size(); ++i) seeds[i] = first + static_cast<int64_t>(i);
@@ -190,13 +196,16 @@ absl::StatusOr<InferenceResult> InferAllNodes(GnnModel& model, const sampler::Di
 
   if (!result.layerwise) {
     std::vector<at::Tensor> parts;
+    auto meter = meter_of(0);
     for (int64_t first = own.begin; first < own.end; first += o.batch_size) {
       ASSIGN_OR_RETURN(BatchTensors bt, FullNeighbourhood(graph, sampler, seeds_of(first), &blocks));
       ASSIGN_OR_RETURN(at::Tensor y, CatchTorch(BatchName(layers - 1, first), [&] {
                          return model.Forward(bt.blocks, bt.features).contiguous();
                        }));
       parts.push_back(y);
+      meter->Set(static_cast<int64_t>(parts.size()));
     }
+    meter.reset();
     ASSIGN_OR_RETURN(result.output, Concat(comm, parts));
     if (o.on_layer && comm.rank() == 0) o.on_layer(layers - 1, layers, Since(start));
     return result;
@@ -205,6 +214,7 @@ absl::StatusOr<InferenceResult> InferAllNodes(GnnModel& model, const sampler::Di
   // Layer 0 from the features; keep each batch's block for the layers above.
   std::vector<LayerBlock> batches;
   std::vector<at::Tensor> parts;
+  auto meter = meter_of(0);
   for (int64_t first = own.begin; first < own.end; first += o.batch_size) {
     ASSIGN_OR_RETURN(BatchTensors bt, FullNeighbourhood(graph, sampler, seeds_of(first), &blocks));
     ASSIGN_OR_RETURN(at::Tensor y, CatchTorch(BatchName(0, first), [&] {
@@ -212,7 +222,9 @@ absl::StatusOr<InferenceResult> InferAllNodes(GnnModel& model, const sampler::Di
                      }));
     parts.push_back(y);
     batches.push_back({std::move(bt.blocks[0]), std::move(blocks[0].src_nodes), at::Tensor()});
+    meter->Set(static_cast<int64_t>(batches.size()));
   }
+  meter.reset();
   ASSIGN_OR_RETURN(at::Tensor h, Concat(comm, parts));
   if (o.on_layer && comm.rank() == 0) o.on_layer(0, layers, Since(start));
   if (layers == 1) {
@@ -229,13 +241,16 @@ absl::StatusOr<InferenceResult> InferAllNodes(GnnModel& model, const sampler::Di
 
   for (int64_t l = 1; l < layers; ++l) {
     ASSIGN_OR_RETURN(at::Tensor table, halo.Table(comm, h));
+    meter = meter_of(l);
     for (LayerBlock& b : batches) {
       const int64_t first = b.src_nodes.front();
       ASSIGN_OR_RETURN(at::Tensor y, CatchTorch(BatchName(l, first), [&] {
                          return model.ForwardLayer(l, b.block, table.index_select(0, b.rows)).contiguous();
                        }));
       parts.push_back(y);
+      meter->Set(static_cast<int64_t>(parts.size()));
     }
+    meter.reset();
     ASSIGN_OR_RETURN(h, Concat(comm, parts));
     if (o.on_layer && comm.rank() == 0) o.on_layer(l, layers, Since(start));
   }

@@ -15,6 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/partition_book.h"
+#include "core/progress.h"
 #include "nlohmann/json.hpp"
 #include "sampler/dist_graph.h"
 #include "sampler/minibatch_sampler.h"
@@ -38,6 +39,7 @@ struct InferenceOptions {
   std::string feature_field = "feat";  // the model's input
   sampler::EdgeDataOptions edge;       // SamplerOptions::edge
   int trainers_per_machine = 1;
+  core::ProgressMode progress = core::ProgressMode::kOff;  // rank 0's per-layer progress meter
   // Called on rank 0 after each layer (layer, layers, seconds since the start) for progress.
   std::function<void(int64_t, int64_t, double)> on_layer;
 };

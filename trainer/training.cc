@@ -13,6 +13,7 @@
 #include <fstream>
 #include <memory>
 
+#include "core/tensorboard.h"
 #include "core/fsync.h"
 #include "core/random.h"
 #include "core/status.h"
@@ -140,6 +141,7 @@ class Job {
   std::vector<at::Tensor> best_params_;  // copy of the best-validation parameters
   int64_t train_total_ = 0, val_total_ = 0, test_total_ = 0;
   std::ofstream metrics_;
+  std::unique_ptr<core::EventFileWriter> tensorboard_;  // rank 0, --tensorboard-dir
   TrainResult result_;
 };
 
@@ -153,7 +155,16 @@ void Job::Metrics(const nlohmann::json& j) {
     metrics_ << j.dump() << "\n";
     metrics_.flush();
   }
+  if (tensorboard_ != nullptr) {
+    int64_t step = result_.epochs_run;
+    std::vector<std::pair<std::string, float>> scalars = TensorBoardScalars(j, &step);
+    if (absl::Status s = tensorboard_->AddScalars(step, scalars); !s.ok()) {
+      Log(StrCat("fanout-train: warning: TensorBoard events no longer written: ", s.message()));
+      tensorboard_.reset();
+    }
+  }
 }
+
 
 absl::Status Job::Setup() {
   ASSIGN_OR_RETURN(core::PartitionConfig config, core::LoadPartitionConfig(o_.part_config));
@@ -264,6 +275,11 @@ absl::Status Job::Setup() {
     metrics_.open(o_.metrics_file, o_.resume ? std::ios::app : std::ios::trunc);
     if (!metrics_)
       return absl::PermissionDeniedError(StrCat("cannot write metrics file ", o_.metrics_file));
+  }
+  if (lead() && !o_.tensorboard_dir.empty()) {
+    absl::StatusOr<std::unique_ptr<core::EventFileWriter>> tb = core::EventFileWriter::Open(o_.tensorboard_dir);
+    if (!tb.ok()) return absl::Status(tb.status().code(), StrCat("--tensorboard-dir: ", tb.status().message()));
+    tensorboard_ = std::move(*tb);
   }
   if (!o_.checkpoint_dir.empty()) {
     std::error_code ec;
@@ -382,6 +398,8 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader* loader, int64_t epoch) {
   const auto start = Clock::now();
   double loss_sum = 0, correct = 0, count = 0;
   const int64_t steps = o_.link ? link_loader_->steps_per_epoch() : loader->steps_per_epoch();
+  core::ProgressMeter meter("fanout-train", StrCat("epoch ", epoch), steps, "steps",
+                            lead() ? o_.progress : core::ProgressMode::kOff);
   for (int64_t step = 0; step < steps; ++step) {
     ASSIGN_OR_RETURN(StepLoss s, o_.link ? LinkForward(epoch, step, t) : NodeForward(*loader, epoch, step, t));
     auto t0 = Clock::now();
@@ -403,10 +421,13 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader* loader, int64_t epoch) {
     correct += s.correct;
     count += s.n;
     if (lead() && o_.log_every > 0 && (step + 1) % o_.log_every == 0) {
+      meter.Finish();  // the line below must not land inside a progress line
       Log(StrCat("epoch ", epoch, " step ", step + 1, "/", steps, " | loss ", l, " | acc ",
                  s.correct / std::max(1.0, s.n)));
     }
+    meter.Set(step + 1);
   }
+  meter.Finish();
   const double epoch_s = Since(start);
   ASSIGN_OR_RETURN(std::vector<double> sums, AllReduceSum(*comm_, {loss_sum, correct, count}));
   const double loss = sums[0] / std::max(1.0, sums[2]), acc = sums[1] / std::max(1.0, sums[2]);
@@ -485,11 +506,14 @@ absl::StatusOr<double> Job::Evaluate(const std::vector<int64_t>& ids, int64_t ep
     ToTensorsOptions to;
     to.device = device_;
     to.num_classes = model_->options().num_classes;
+    core::ProgressMeter meter("fanout-train", what, loader->steps_per_epoch(), "batches",
+                              lead() ? o_.progress : core::ProgressMode::kOff);
     for (int64_t step = 0; step < loader->steps_per_epoch(); ++step) {
       ASSIGN_OR_RETURN(sampler::MiniBatch mb, loader->Next());
       ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb, to));
       RETURN_IF_ERROR(CatchTorch(StrCat(what, " forward"),
                                  [&] { metric.Add(model_->Forward(bt.blocks, bt.features), bt.labels); }));
+      meter.Set(step + 1);
     }
     model_->train();
   }
@@ -548,6 +572,7 @@ absl::Status Job::StartLinkSampler(int64_t first_epoch) {
 
 absl::StatusOr<double> Job::EvaluateLink(const core::NpyArray& pos, const core::NpyArray& neg) {
   InferenceOptions io;
+  io.progress = o_.progress;
   io.batch_size = o_.eval_batch_size;
   io.feature_field = o_.feature_field;
   io.edge = o_.edge;
@@ -812,6 +837,7 @@ absl::Status Job::SaveEmbeddings() {
   io.feature_field = o_.feature_field;
   io.edge = o_.edge;
   io.trainers_per_machine = o_.trainers_per_machine;
+  io.progress = o_.progress;
   io.on_layer = [&](int64_t layer, int64_t layers, double seconds) {
     Log(StrCat("fanout-train: inference: layer ", layer + 1, "/", layers, " done for all nodes (", seconds, " s)"));
   };
@@ -912,6 +938,38 @@ absl::StatusOr<TrainResult> RunTraining(const TrainOptions& options) {
   RETURN_IF_ERROR(ValidateTrainOptions(options));
   Job job(options);
   return job.Run();
+}
+
+std::vector<std::pair<std::string, float>> TensorBoardScalars(const nlohmann::json& j, int64_t* step) {
+  if (j.contains("epoch") && j["epoch"].is_number_integer()) *step = j["epoch"].get<int64_t>();
+  const std::string event = j.value("event", std::string("metrics"));
+  std::vector<std::pair<std::string, float>> out;
+  auto strip = [](const std::string& s, std::string_view prefix) {
+    return s.rfind(prefix, 0) == 0 ? s.substr(prefix.size()) : std::string();
+  };
+  for (const auto& [key, value] : j.items()) {
+    if (!value.is_number() || key == "epoch" || key == "steps" || key == "world_size") continue;
+    std::string tag;
+    if (key.size() > 8 && key.compare(key.size() - 8, 8, "_seconds") == 0) {
+      tag = "time/" + key.substr(0, key.size() - 8);
+    } else if (key == "loss") {
+      tag = "train/loss";
+    } else if (!strip(key, "final_test_").empty()) {
+      tag = "test/final_" + strip(key, "final_test_");
+    } else if (!strip(key, "best_val_").empty()) {
+      tag = "val/best_" + strip(key, "best_val_");
+    } else if (!strip(key, "train_").empty()) {
+      tag = "train/" + strip(key, "train_");
+    } else if (!strip(key, "val_").empty()) {
+      tag = "val/" + strip(key, "val_");
+    } else if (!strip(key, "test_").empty()) {
+      tag = "test/" + strip(key, "test_");
+    } else {
+      tag = event + "/" + key;
+    }
+    out.emplace_back(tag, value.get<float>());
+  }
+  return out;
 }
 
 }  // namespace fanout::trainer

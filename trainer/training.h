@@ -6,9 +6,12 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
+#include "core/progress.h"
 #include "sampler/dist_graph.h"
 #include "sampler/link_sampler.h"
 #include "trainer/dist.h"
@@ -68,7 +71,10 @@ struct TrainOptions {
   // Threads, output, checkpoints.
   int intra_op_threads = 1;    // LibTorch's intra-op pool (its default here is 1)
   int64_t log_every = 0;       // per-step line every N steps (0: none)
+  // Rank 0's progress lines (rate, ETA) during epochs, evaluation and inference (--progress).
+  core::ProgressMode progress = core::ProgressMode::kAuto;
   std::string metrics_file;    // JSON lines ("" = none)
+  std::string tensorboard_dir;  // rank 0's TensorBoard event file goes here ("" = none)
   std::string checkpoint_dir;  // best.pt + last.rank<r>.pt ("" = no checkpoints)
   bool resume = false;         // continue from checkpoint_dir/last.rank<r>.pt
   // Start from this checkpoint's parameters (checkpoint.h; rank 0 reads it); with epochs = 0
@@ -99,5 +105,9 @@ absl::Status ValidateTrainOptions(const TrainOptions& options);
 // Runs the whole job for this rank. Every rank of the job must call it with the same options
 // (except rank and machine). Errors name the partition, server, peer or file at fault.
 absl::StatusOr<TrainResult> RunTraining(const TrainOptions& options);
+
+// The scalars TensorBoard shows for one metrics-file record: "train/loss", "val/acc",
+// "time/sample", "test/final_acc", ...; *step becomes the record's epoch when it has one.
+std::vector<std::pair<std::string, float>> TensorBoardScalars(const nlohmann::json& j, int64_t* step);
 
 }  // namespace fanout::trainer

@@ -1,5 +1,9 @@
 #include "core/cli.h"
 
+#include <algorithm>
+
+#include "core/progress.h"
+
 #include "gtest/gtest.h"
 
 namespace fanout::core {
@@ -144,6 +148,30 @@ TEST(ArgParserTest, UnknownFlagsSuggestTheNearestAndUsageErrorsAreOneLine) {
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(exit, 2);
   EXPECT_EQ(err, "fanout-tool: error: unknown flag --epoch (did you mean --epochs?); 'fanout-tool --help' lists the flags\n");
+}
+
+
+TEST(ProgressMeterTest, RateEtaAndQuietness) {
+  EXPECT_EQ(FormatDuration(5.4), "5s");
+  EXPECT_EQ(FormatDuration(62), "1m02s");
+  EXPECT_EQ(FormatDuration(7500), "2h05m");
+  ProgressMeter off("fanout-train", "epoch 3", 4000, "steps", ProgressMode::kOff, 0);
+  EXPECT_EQ(off.Text(1000, 20), "fanout-train: epoch 3 1000/4000 steps (25%), 50.0 steps/s, ETA 1m00s");
+  EXPECT_EQ(off.Text(4000, 80), "fanout-train: epoch 3 4000/4000 steps (100%), 50.0 steps/s");
+  ::testing::internal::CaptureStderr();
+  off.Set(10);
+  {
+    ProgressMeter on("fanout-partition", "relabel", -1, "edges", ProgressMode::kOn, 0);
+    on.Set(300);
+    on.Set(400);  // within the 10 s of a log line: not printed
+  }
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.rfind("fanout-partition: relabel 300 edges, ", 0), 0u) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  ProgressMode mode = ProgressMode::kOff;
+  EXPECT_TRUE(ParseProgressMode("on", &mode));
+  EXPECT_EQ(mode, ProgressMode::kOn);
+  EXPECT_FALSE(ParseProgressMode("yes", &mode));
 }
 
 }  // namespace
