@@ -1,6 +1,8 @@
 #include "core/cli.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "core/progress.h"
 
@@ -172,6 +174,20 @@ TEST(ProgressMeterTest, RateEtaAndQuietness) {
   EXPECT_TRUE(ParseProgressMode("on", &mode));
   EXPECT_EQ(mode, ProgressMode::kOn);
   EXPECT_FALSE(ParseProgressMode("yes", &mode));
+}
+
+
+TEST(ProgressMeterTest, ElapsedTickerSpeaksEveryPeriodUntilDestroyed) {
+  ::testing::internal::CaptureStderr();
+  {
+    ElapsedTicker ticker("fanout-partition", "METIS still running", 0.05);
+    std::this_thread::sleep_for(std::chrono::milliseconds(180));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // nothing after destruction
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_GE(std::count(err.begin(), err.end(), '\n'), 2) << err;
+  EXPECT_LE(std::count(err.begin(), err.end(), '\n'), 4) << err;
+  EXPECT_EQ(err.rfind("fanout-partition: METIS still running: 0s so far\n", 0), 0u) << err;
 }
 
 }  // namespace
