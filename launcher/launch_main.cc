@@ -71,8 +71,9 @@ int main(int argc, char** argv) {
                  "fanout-server's path on every machine (default: next to fanout-launch, else PATH)");
   args.AddInt("num-server-threads", &o.num_server_threads,
               "worker threads per server (0 = fanout-server's default)");
-  args.AddInt("num-omp-threads", &o.num_omp_threads,
-              "trainers' OMP_NUM_THREADS (0 = max(1, cores / 2 / trainers))");
+  args.AddInt("num-trainer-threads", &o.num_omp_threads,
+              "each trainer's --num-threads, passed as OMP_NUM_THREADS (0 = max(1, cores / 2 / trainers))");
+  args.AddAlias("num-omp-threads", "num-trainer-threads");  // DGL launch.py's --num_omp_threads
   args.AddInt("coordinator-port", &o.coordinator_port,
               "port of the trainers' rendezvous on machine 0 (0 = first port after every server port)");
   std::vector<std::string> extra_env_values;

@@ -68,7 +68,7 @@ absl::Status ValidateLaunchOptions(const LaunchOptions& o) {
                       o.coordinator_port));
   }
   if (o.num_server_threads < 0) return Bad("--num-server-threads must be 0 or more");
-  if (o.num_omp_threads < 0) return Bad("--num-omp-threads must be 0 or more");
+  if (o.num_omp_threads < 0) return Bad("--num-trainer-threads must be 0 or more");
   if (!(o.server_timeout_s > 0)) return Bad("--server-timeout must be a positive number of seconds");
   if (!(o.heartbeat_timeout_s >= 0) || o.heartbeat_timeout_s > 86400) {
     return Bad("--heartbeat-timeout must be in [0, 86400] seconds (0: do not watch heartbeats)");
