@@ -2,11 +2,43 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 
+#include "core/cli.h"
 #include "core/strings.h"
 
 namespace fanout::core {
+
+namespace {
+std::atomic<ProgressMode> g_mode{ProgressMode::kAuto};
+}  // namespace
+
+void SetProgressMode(ProgressMode mode) { g_mode.store(mode); }
+ProgressMode GetProgressMode() { return g_mode.load(); }
+
+bool ProgressEnabled(ProgressMode mode) {
+  return mode == ProgressMode::kOn || (mode == ProgressMode::kAuto && isatty(STDERR_FILENO) == 1);
+}
+
+Progress::Progress(std::string tool, std::string what, int64_t total, double quiet_seconds)
+    : tool_(std::move(tool)), what_(std::move(what)), total_(total), quiet_(quiet_seconds), start_(Clock::now()),
+      last_(start_), on_(ProgressEnabled(GetProgressMode())) {}
+
+void AddProgressFlag(ArgParser& args, std::string* text) {
+  if (text->empty()) *text = "auto";
+  args.AddChoice("progress", text, {"auto", "on", "off"},
+                 "progress lines with rate and ETA: auto = when stderr is a terminal (a job's log is not), "
+                 "on = also into a log (a line every 10 s)");
+}
+
+ProgressMode ApplyProgressFlag(const std::string& text, bool quiet) {
+  ProgressMode mode = ProgressMode::kAuto;
+  ParseProgressMode(text, &mode);
+  if (quiet) mode = ProgressMode::kOff;
+  SetProgressMode(mode);
+  return mode;
+}
 
 bool ParseProgressMode(const std::string& text, ProgressMode* mode) {
   if (text == "auto") *mode = ProgressMode::kAuto;
@@ -35,7 +67,7 @@ ProgressMeter::ProgressMeter(std::string tool, std::string what, int64_t total, 
     : tool_(std::move(tool)), what_(std::move(what)), unit_(std::move(unit)), total_(total), quiet_(quiet_seconds),
       start_(Clock::now()), last_(start_) {
   tty_ = isatty(STDERR_FILENO) == 1;
-  on_ = mode == ProgressMode::kOn || (mode == ProgressMode::kAuto && tty_);
+  on_ = ProgressEnabled(mode);
 }
 
 std::string ProgressMeter::Text(int64_t done, double seconds) const {

@@ -14,9 +14,8 @@ namespace fanout::core {
 
 class Progress {
  public:
-  Progress(std::string tool, std::string what, int64_t total, double quiet_seconds = 3.0)
-      : tool_(std::move(tool)), what_(std::move(what)), total_(total), quiet_(quiet_seconds),
-        start_(Clock::now()), last_(start_) {}
+  // Prints only when the process's progress mode (SetProgressMode, a tool's --progress) allows.
+  Progress(std::string tool, std::string what, int64_t total, double quiet_seconds = 3.0);
 
   // Cheap enough to call per item: checks the clock every 64K calls.
   void Update(int64_t done) {
@@ -24,6 +23,7 @@ class Progress {
     Report(done);
   }
   void Report(int64_t done) {
+    if (!on_) return;
     auto now = Clock::now();
     double since_start = std::chrono::duration<double>(now - start_).count();
     if (since_start < quiet_ || std::chrono::duration<double>(now - last_).count() < 2.0) return;
@@ -45,12 +45,26 @@ class Progress {
   double quiet_;
   Clock::time_point start_, last_;
   uint64_t calls_ = 0;
+  bool on_ = true;
 };
 
 // Whether progress meters print: kAuto when stderr is a terminal (a job's log is not one),
 // kOn always (periodic whole lines in a log), kOff never. --progress auto|on|off.
 enum class ProgressMode { kAuto, kOn, kOff };
 bool ParseProgressMode(const std::string& text, ProgressMode* mode);  // false for other text
+// The process-wide mode of the meters that do not name one (core::Progress, ElapsedTicker users);
+// a tool sets it from --progress (and --quiet). Default kAuto.
+void SetProgressMode(ProgressMode mode);
+ProgressMode GetProgressMode();
+// Whether `mode` prints here: kAuto resolves to "stderr is a terminal".
+bool ProgressEnabled(ProgressMode mode);
+
+class ArgParser;
+// Every tool's --progress auto|on|off, bound to *text (default "auto").
+void AddProgressFlag(ArgParser& args, std::string* text);
+// After parsing: sets and returns the process-wide mode from *text; `quiet` (a tool's --quiet)
+// turns it off.
+ProgressMode ApplyProgressFlag(const std::string& text, bool quiet = false);
 
 // Progress of one counted phase, with rate and ETA: "fanout-train: epoch 3 1200/4000 steps
 // (30%), 45.2 steps/s, ETA 1m02s". Silent for the first `quiet_seconds` (quick phases print

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "core/cli.h"
+#include "core/progress.h"
 #include "core/strings.h"
 #include "partition/generate.h"
 
@@ -70,7 +71,10 @@ int main(int argc, char** argv) {
   args.AddString("split", &o.split_name, "ogb format: the folder split/<name>/");
   args.AddAlias("split-name", "split");
   args.AddUint("seed", &o.seed, "random seed");
+  std::string progress;
+  core::AddProgressFlag(args, &progress);
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
+  core::ApplyProgressFlag(progress);
   for (const Preset& p : kPresets) {
     if (preset != p.name) continue;
     if (!args.WasSet("num-nodes")) o.num_nodes = p.num_nodes;

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "core/cli.h"
+#include "core/progress.h"
 #include "core/strings.h"
 #include "partition/partitioner.h"
 #include "partition/readers.h"
@@ -60,7 +61,10 @@ int main(int argc, char** argv) {
                "row-normalise node field 'feat' as PyG's NormalizeFeatures: subtract its minimum, divide each "
                "row by its sum (stored as float32)");
   args.AddBool("quiet", &opt.quiet, "print nothing but errors: no progress on stderr, no summary on stdout");
+  std::string progress;
+  core::AddProgressFlag(args, &progress);
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
+  core::ApplyProgressFlag(progress, opt.quiet);
   if (read.input_dir.empty()) return args.Fail(absl::InvalidArgumentError("--input is required"));
   if (opt.out_dir.empty()) return args.Fail(absl::InvalidArgumentError("--out is required"));
   if (!args.WasSet("num-parts")) return args.Fail(absl::InvalidArgumentError("--num-parts is required"));

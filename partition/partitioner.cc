@@ -46,7 +46,7 @@ absl::StatusOr<std::vector<int32_t>> MetisAssign(const Dataset& d, const Partiti
                 " undirected edges, ", o.num_parts, " parts, ", g.ncon, " constraint(s)"));
   // METIS reports nothing while it runs (a minute at products scale): say that it still does.
   std::optional<core::ElapsedTicker> ticker;
-  if (!o.quiet) ticker.emplace(kTool, "METIS still running", 15.0);
+  if (!o.quiet && core::ProgressEnabled(core::GetProgressMode())) ticker.emplace(kTool, "METIS still running", 15.0);
   return RunMetis(g, o);
 }
 

@@ -199,10 +199,8 @@ int Main(int argc, char** argv) {
   args.AddDouble("comm-timeout", &comm_timeout,
                  "seconds a collective may wait for the other trainers");
   args.AddInt("log-every", &o.log_every, "print a line every N steps (0: per epoch only)");
-  std::string progress = "auto";
-  args.AddChoice("progress", &progress, {"auto", "on", "off"},
-                 "rank 0's progress with rate and ETA in epochs, evaluation and inference: auto = when "
-                 "stderr is a terminal (a job's log is not), on = a line every 10 s there too");
+  std::string progress;
+  core::AddProgressFlag(args, &progress);  // rank 0's epochs, evaluation and inference
   args.AddString("metrics-file", &o.metrics_file, "JSON-lines metrics (rank 0)");
   args.AddString("tensorboard-dir", &o.tensorboard_dir,
                  "rank 0 writes a TensorBoard event file here: losses, metrics and the time breakdown per epoch");
@@ -216,7 +214,7 @@ int Main(int argc, char** argv) {
                  "in this folder, rows in original node-ID order");
   args.AddBool("overwrite", &o.overwrite, "replace --save-embeddings if an earlier fanout-train wrote it");
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
-  core::ParseProgressMode(progress, &o.progress);  // AddChoice admitted only its three words
+  o.progress = core::ApplyProgressFlag(progress);
   // LibTorch's pool size: --num-threads, else OMP_NUM_THREADS (the launcher sets it), else this
   // trainer's share of the cores. Debian's LibTorch would otherwise start with 1.
   if (!args.WasSet("num-threads")) {
