@@ -222,15 +222,18 @@ bool JobSupervisor::StartProcess(const ProcessSpec& spec) {
 }
 
 bool JobSupervisor::PeersReady() {
-  bool all = true;
-  for (size_t i = 0; i < plan_.peer_servers.size(); ++i) {
+  // Probes take up to 200 ms each (more while a name does not resolve): at most about a second
+  // per call, resuming where the last call stopped, so that output keeps flowing meanwhile.
+  const Clock::time_point until = Clock::now() + milliseconds(1000);
+  const size_t n = plan_.peer_servers.size();
+  for (size_t tried = 0; tried < n && Clock::now() < until; ++tried) {
+    const size_t i = next_peer_++ % n;
     if (peer_seen_[i]) continue;
     const PeerServer& p = plan_.peer_servers[i];
     peer_seen_[i] = AcceptsConnections(p.host, p.port, 200);
     if (peer_seen_[i]) Say(StrCat(p.label, " answers on ", HostPort(p.host, p.port)));
-    all &= peer_seen_[i];
   }
-  return all;
+  return std::all_of(peer_seen_.begin(), peer_seen_.end(), [](bool seen) { return seen; });
 }
 
 void JobSupervisor::StartTrainers() {

@@ -89,6 +89,7 @@ class JobSupervisor {
   std::string Who(const Child& c) const;
   int ReadyServers() const;
   std::vector<bool> peer_seen_;  // per plan_.peer_servers
+  size_t next_peer_ = 0;         // where PeersReady() resumes
 
   JobPlan plan_;
   SupervisorOptions options_;
