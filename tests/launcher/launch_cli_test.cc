@@ -326,6 +326,25 @@ TEST_F(LaunchCli, OneLauncherPerMachineTrainsTogether) {
   ExpectNothingLeft(job_id_, LearnedPids(run1));
 }
 
+// A machine lost mid-training (its launcher SIGKILLed: a pod evicted) takes the other machines'
+// launchers down with an error, not a hang.
+TEST_F(LaunchCli, LosingOneMachineEndsTheOthersWithAnError) {
+  LaunchRun run0(RealTrainingArgs(Args("ok", {"--machine-id", "0", "--log-dir", dir_.Sub("logs0")}), 100000),
+                 dir_.path());
+  LaunchRun run1(RealTrainingArgs(Args("ok", {"--machine-id", "1", "--log-dir", dir_.Sub("logs1")}), 100000),
+                 dir_.path());
+  ASSERT_TRUE(run0.WaitFor("[m0 trainer 0] epoch 3 ")) << run0.output() << run1.output();
+  kill(run1.pid(), SIGKILL);
+  EXPECT_EQ(run1.Finish(seconds(15)), 128 + SIGKILL);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(run0.Finish(seconds(60)), 1) << run0.output();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(30));  // --comm-timeout is 10 s
+  EXPECT_THAT(run0.output(), HasSubstr("failed (exit 1): m0 trainer 0"));
+  EXPECT_THAT(run0.output(), HasSubstr(": fanout-train: error: rank 0: "));
+  ExpectNothingLeft(job_id_, LearnedPids(run0));
+  ExpectNothingLeft(job_id_, LearnedPids(run1));
+}
+
 TEST_F(LaunchCli, MachineLauncherNamesPeersThatNeverAnswer) {
   std::vector<std::string> args = Args("ok", {"--machine-id", "0"});
   *(std::find(args.begin(), args.end(), "--server-timeout") + 1) = "2";
