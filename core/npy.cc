@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "core/shape.h"
 #include "core/strings.h"
+#include "core/unique_fd.h"
 #include "core/status.h"
 #include "core/text_reader.h"
 
@@ -146,15 +147,11 @@ absl::Status ErrnoError(std::string_view what, const std::string& path) {
 }
 
 // Opens `path` read-only and returns its descriptor, with its size in *size.
-absl::StatusOr<int> OpenForRead(const std::string& path, size_t* size) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoError("cannot open", path);
+absl::StatusOr<UniqueFd> OpenForRead(const std::string& path, size_t* size) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return ErrnoError("cannot open", path);
   struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    absl::Status s = ErrnoError("cannot stat", path);
-    ::close(fd);
-    return s;
-  }
+  if (::fstat(fd.get(), &st) != 0) return ErrnoError("cannot stat", path);
   *size = static_cast<size_t>(st.st_size);
   return fd;
 }
@@ -224,14 +221,11 @@ absl::StatusOr<NpyArray> NpyArray::MapCopyOnWrite(const std::string& path) {
 
 absl::StatusOr<NpyArray> NpyArray::MapWith(const std::string& path, bool copy_on_write) {
   size_t len = 0;
-  ASSIGN_OR_RETURN(int fd, OpenForRead(path, &len));
-  if (len == 0) {
-    ::close(fd);
-    return absl::InvalidArgumentError(StrCat(path, ": not a valid .npy file: empty file"));
-  }
-  void* base = copy_on_write ? ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0)
-                             : ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
-  ::close(fd);
+  ASSIGN_OR_RETURN(UniqueFd fd, OpenForRead(path, &len));
+  if (len == 0) return absl::InvalidArgumentError(StrCat(path, ": not a valid .npy file: empty file"));
+  void* base = copy_on_write ? ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd.get(), 0)
+                             : ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd.get(), 0);
+  fd.reset();  // the mapping keeps the file
   if (base == MAP_FAILED) return ErrnoError("cannot mmap", path);
   auto h = ParseHeader(path, static_cast<const char*>(base), len);
   if (!h.ok()) {

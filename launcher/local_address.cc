@@ -15,6 +15,7 @@
 #include <optional>
 
 #include "core/strings.h"
+#include "core/unique_fd.h"
 
 namespace fanout::launcher {
 namespace {
@@ -122,17 +123,16 @@ bool AcceptsConnections(const std::string& host, int port, int timeout_ms) {
   if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return false;
   bool ok = false;
   for (addrinfo* a = found; a != nullptr && !ok; a = a->ai_next) {
-    const int fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) continue;
-    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+    const core::UniqueFd fd(socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    if (!fd.valid()) continue;
+    if (connect(fd.get(), a->ai_addr, a->ai_addrlen) == 0) {
       ok = true;
     } else if (errno == EINPROGRESS) {
-      pollfd p = {fd, POLLOUT, 0};
+      pollfd p = {fd.get(), POLLOUT, 0};
       int err = 0;
       socklen_t len = sizeof(err);
-      ok = poll(&p, 1, timeout_ms) == 1 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
+      ok = poll(&p, 1, timeout_ms) == 1 && getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0;
     }
-    close(fd);
   }
   freeaddrinfo(found);
   return ok;

@@ -15,6 +15,7 @@
 
 #include "core/status.h"
 #include "core/strings.h"
+#include "core/unique_fd.h"
 #include "sampler/prefetcher.h"
 #include "sampler/sampler_spec.h"
 #include "sampler/shm_batch.h"
@@ -76,19 +77,16 @@ class ProcessLoader final : public BatchLoader {
     l->total_ = l->steps_ * lo.num_epochs;
 
     // The seed list travels once, in a memfd every child inherits.
-    int seeds_fd = memfd_create("fanout-seeds", MFD_CLOEXEC);
-    if (seeds_fd < 0) return absl::InternalError(StrCat("memfd_create: ", std::strerror(errno)));
+    core::UniqueFd seeds_fd(memfd_create("fanout-seeds", MFD_CLOEXEC));
+    if (!seeds_fd.valid()) return absl::InternalError(StrCat("memfd_create: ", std::strerror(errno)));
     const size_t bytes = seeds.size() * sizeof(int64_t);
-    bool ok = ftruncate(seeds_fd, static_cast<off_t>(bytes)) == 0;
+    bool ok = ftruncate(seeds_fd.get(), static_cast<off_t>(bytes)) == 0;
     for (size_t done = 0; ok && done < bytes;) {
-      ssize_t n = pwrite(seeds_fd, reinterpret_cast<const char*>(seeds.data()) + done, bytes - done, done);
+      ssize_t n = pwrite(seeds_fd.get(), reinterpret_cast<const char*>(seeds.data()) + done, bytes - done, done);
       ok = n > 0;
       if (ok) done += static_cast<size_t>(n);
     }
-    if (!ok) {
-      close(seeds_fd);
-      return absl::InternalError(StrCat("writing the seed list for the samplers: ", std::strerror(errno)));
-    }
+    if (!ok) return absl::InternalError(StrCat("writing the seed list for the samplers: ", std::strerror(errno)));
 
     SamplerSpec spec;
     spec.part_config_path = lo.part_config_path;
@@ -111,9 +109,8 @@ class ProcessLoader final : public BatchLoader {
       std::vector<std::string> args = common;
       args.push_back("--index");
       args.push_back(std::to_string(i));
-      status = l->Spawn(args, seeds_fd);
+      status = l->Spawn(args, seeds_fd.get());
     }
-    close(seeds_fd);
     RETURN_IF_ERROR(status);
     return l;
   }
@@ -139,7 +136,7 @@ class ProcessLoader final : public BatchLoader {
     const int64_t g = consumed_;
     Child& c = children_[g % children_.size()];
     const std::string who = StrCat("sampler process ", g % children_.size(), " (pid ", c.pid, ")");
-    const int sock = c.sock->fd;
+    const int sock = c.sock->fd.get();
     pollfd pfd{sock, POLLIN, 0};
     int r;
     do {
@@ -149,11 +146,11 @@ class ProcessLoader final : public BatchLoader {
       return absl::DeadlineExceededError(StrCat(who, " made no batch in ", options_.batch_timeout_seconds, " s"));
     }
     int64_t index = -1, slot = -1;
-    int fd = -1;
+    int received = -1;
     bool closed = false;
-    absl::Status s = ReceiveMessage(sock, &index, &slot, &fd, &closed);
+    absl::Status s = ReceiveMessage(sock, &index, &slot, &received, &closed);
+    const core::UniqueFd fd(received);  // the batch file: closed on every path out of here
     if (!s.ok()) {
-      if (fd >= 0) close(fd);
       if (closed) {
         int status = 0;
         if (waitpid(c.pid, &status, 0) == c.pid) c.reaped = true;
@@ -163,14 +160,12 @@ class ProcessLoader final : public BatchLoader {
       return absl::Status(s.code(), StrCat(who, ": ", s.message()));
     }
     if (index != g) {
-      close(fd);
       return absl::InternalError(StrCat(who, " sent batch ", index, " when batch ", g, " was due"));
     }
     // The slot goes back when the batch's memory is let go, from whichever thread does it; the
     // channel outlives the loader while batches are held.
     std::shared_ptr<Channel> channel = c.sock;
-    auto mb = ReadShmBatch(fd, [channel, slot] { SendRelease(channel->fd, slot); }, &mappings_, pairs);
-    close(fd);
+    auto mb = ReadShmBatch(fd.get(), [channel, slot] { SendRelease(channel->fd.get(), slot); }, &mappings_, pairs);
     if (!mb.ok()) return absl::Status(mb.status().code(), StrCat(who, ": ", mb.status().message()));
     if (!SendTaken(sock) && g + static_cast<int64_t>(children_.size()) < total_) {
       return absl::UnavailableError(StrCat(who, " stopped reading: ", std::strerror(errno)));
@@ -183,9 +178,8 @@ class ProcessLoader final : public BatchLoader {
   // The trainer's end of a sampler's socket; closed when the loader and every batch still held
   // have let go of it.
   struct Channel {
-    int fd = -1;
+    core::UniqueFd fd;
     explicit Channel(int f) : fd(f) {}
-    ~Channel() { close(fd); }
   };
   struct Child {
     pid_t pid = -1;
@@ -198,33 +192,30 @@ class ProcessLoader final : public BatchLoader {
         mappings_(static_cast<size_t>(std::max(1, options_.num_samplers) * (std::max(1, options_.prefetch) + 2))) {}
 
   absl::Status Spawn(const std::vector<std::string>& args, int seeds_fd) {
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
       return absl::InternalError(StrCat("socketpair: ", std::strerror(errno)));
     }
+    core::UniqueFd ours(pair[0]), theirs(pair[1]);
     std::vector<char*> argv;
     for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     const pid_t parent = getpid();
     pid_t pid = fork();
-    if (pid < 0) {
-      close(sv[0]);
-      close(sv[1]);
-      return absl::InternalError(StrCat("fork: ", std::strerror(errno)));
-    }
+    if (pid < 0) return absl::InternalError(StrCat("fork: ", std::strerror(errno)));
     if (pid == 0) {
       // Child: async-signal-safe calls only until exec. Dies with the trainer.
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(1);
       // dup2 clears FD_CLOEXEC on the new descriptors; fd 4 first, in case sv[1] is 4.
       int seeds = fcntl(seeds_fd, F_DUPFD_CLOEXEC, 5);
-      int sock = fcntl(sv[1], F_DUPFD_CLOEXEC, 5);
+      int sock = fcntl(theirs.get(), F_DUPFD_CLOEXEC, 5);
       if (seeds < 0 || sock < 0 || dup2(sock, 3) < 0 || dup2(seeds, 4) < 0) _exit(126);
       execv(argv[0], argv.data());
       _exit(127);
     }
-    close(sv[1]);
-    children_.push_back(Child{pid, std::make_shared<Channel>(sv[0])});
+    theirs.reset();  // the child's end lives on in the child only
+    children_.push_back(Child{pid, std::make_shared<Channel>(ours.release())});
     return absl::OkStatus();
   }
 

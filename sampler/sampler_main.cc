@@ -22,6 +22,7 @@
 #include "core/malloc_tuning.h"
 #include "core/partition_config.h"
 #include "core/strings.h"
+#include "core/unique_fd.h"
 #include "sampler/dist_graph.h"
 #include "sampler/link_sampler.h"
 #include "sampler/minibatch_sampler.h"
@@ -79,13 +80,13 @@ int main(int argc, char** argv) {
     return args.Fail(s);
   };
   std::vector<int64_t> seeds(num_seeds);
-  if (num_seeds > 0) {
+  {
+    const core::UniqueFd seeds_file(seeds_fd);  // read once, then closed on every path
     const size_t bytes = seeds.size() * sizeof(int64_t);
-    if (pread(seeds_fd, seeds.data(), bytes, 0) != static_cast<ssize_t>(bytes)) {
+    if (num_seeds > 0 && pread(seeds_file.get(), seeds.data(), bytes, 0) != static_cast<ssize_t>(bytes)) {
       return fail(absl::InternalError(StrCat("reading ", num_seeds, " seeds: ", std::strerror(errno))));
     }
   }
-  close(seeds_fd);
   auto config = core::LoadPartitionConfig(spec->part_config_path);
   if (!config.ok()) return fail(config.status());
   auto graph = sampler::DistGraph::Open(*config, spec->graph);
