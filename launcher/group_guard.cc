@@ -55,31 +55,25 @@ absl::StatusOr<GroupGuard> GroupGuard::Start() {
   if (pipe2(p, O_CLOEXEC) != 0) {
     return absl::ResourceExhaustedError(core::StrCat("pipe: ", std::strerror(errno)));
   }
+  core::UniqueFd read_end(p[0]), write_end(p[1]);
   pid_t pid = fork();
-  if (pid < 0) {
-    int e = errno;
-    close(p[0]);
-    close(p[1]);
-    return absl::ResourceExhaustedError(core::StrCat("fork: ", std::strerror(e)));
-  }
+  if (pid < 0) return absl::ResourceExhaustedError(core::StrCat("fork: ", std::strerror(errno)));
   if (pid == 0) {
-    close(p[1]);
-    GuardMain(p[0]);
+    write_end.reset();
+    GuardMain(read_end.get());
   }
-  close(p[0]);
+  read_end.reset();
   GroupGuard g;
   g.pid_ = pid;
-  g.fd_ = p[1];
+  g.fd_ = std::move(write_end);
   return g;
 }
 
-GroupGuard::GroupGuard(GroupGuard&& other) noexcept : pid_(other.pid_), fd_(other.fd_) {
-  other.pid_ = -1;
-  other.fd_ = -1;
-}
+GroupGuard::GroupGuard(GroupGuard&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)), fd_(std::move(other.fd_)) {}
 
 GroupGuard::~GroupGuard() {
-  if (fd_ >= 0) close(fd_);
+  fd_.reset();  // first: the guard exits when it sees the pipe close, and only then can it be reaped
   if (pid_ > 0) {
     while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
     }
@@ -88,12 +82,12 @@ GroupGuard::~GroupGuard() {
 
 void GroupGuard::Add(pid_t pgid) {
   int32_t msg = static_cast<int32_t>(pgid);
-  if (fd_ >= 0 && pgid > 0) WriteAll(fd_, std::string_view(reinterpret_cast<char*>(&msg), sizeof(msg)));
+  if (fd_.valid() && pgid > 0) WriteAll(fd_.get(), std::string_view(reinterpret_cast<char*>(&msg), sizeof(msg)));
 }
 
 void GroupGuard::Disarm() {
   int32_t msg = kDisarm;
-  if (fd_ >= 0) WriteAll(fd_, std::string_view(reinterpret_cast<char*>(&msg), sizeof(msg)));
+  if (fd_.valid()) WriteAll(fd_.get(), std::string_view(reinterpret_cast<char*>(&msg), sizeof(msg)));
 }
 
 }  // namespace fanout::launcher

@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "absl/status/statusor.h"
+#include "core/unique_fd.h"
 
 namespace fanout::launcher {
 
@@ -31,7 +32,7 @@ class GroupGuard {
  private:
   GroupGuard() = default;
   pid_t pid_ = -1;
-  int fd_ = -1;  // write end of the pipe
+  core::UniqueFd fd_;  // write end of the pipe
 };
 
 }  // namespace fanout::launcher

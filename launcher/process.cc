@@ -132,10 +132,10 @@ absl::StatusOr<Process> Process::Spawn(const SpawnOptions& o) {
   CloseFd(&in_pipe[0]);
   CloseFd(&out_pipe[1]);
   CloseFd(&err_pipe[1]);
-  p.stdin_fd_ = in_pipe[1];
-  p.stdout_fd_ = out_pipe[0];
-  p.stderr_fd_ = err_pipe[0];
-  for (int fd : {p.stdout_fd_, p.stderr_fd_}) {
+  p.stdin_fd_.reset(in_pipe[1]);
+  p.stdout_fd_.reset(out_pipe[0]);
+  p.stderr_fd_.reset(err_pipe[0]);
+  for (int fd : {p.stdout_fd(), p.stderr_fd()}) {
     if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
   }
   // The report pipe closes on exec (success, 0 bytes) or carries {stage, errno}.
@@ -162,13 +162,12 @@ Process& Process::operator=(Process&& other) noexcept {
     if (valid()) KillGroupAndReap();
     pid_ = other.pid_;
     reaped_ = other.reaped_;
-    stdin_fd_ = other.stdin_fd_;
-    stdout_fd_ = other.stdout_fd_;
-    stderr_fd_ = other.stderr_fd_;
+    stdin_fd_ = std::move(other.stdin_fd_);
+    stdout_fd_ = std::move(other.stdout_fd_);
+    stderr_fd_ = std::move(other.stderr_fd_);
     exit_status_ = other.exit_status_;
     other.pid_ = -1;
     other.reaped_ = false;
-    other.stdin_fd_ = other.stdout_fd_ = other.stderr_fd_ = -1;
     other.exit_status_.reset();
   }
   return *this;
@@ -178,9 +177,9 @@ Process::~Process() {
   if (valid()) KillGroupAndReap();
 }
 
-void Process::CloseStdin() { CloseFd(&stdin_fd_); }
-void Process::CloseStdout() { CloseFd(&stdout_fd_); }
-void Process::CloseStderr() { CloseFd(&stderr_fd_); }
+void Process::CloseStdin() { stdin_fd_.reset(); }
+void Process::CloseStdout() { stdout_fd_.reset(); }
+void Process::CloseStderr() { stderr_fd_.reset(); }
 
 void Process::CloseAll() {
   CloseStdin();

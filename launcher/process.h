@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/unique_fd.h"
 
 namespace fanout::launcher {
 
@@ -56,9 +57,9 @@ class Process {
   bool valid() const { return pid_ > 0; }
 
   // Descriptors of the pipes (-1 when absent or closed). Reads are non-blocking.
-  int stdin_fd() const { return stdin_fd_; }
-  int stdout_fd() const { return stdout_fd_; }
-  int stderr_fd() const { return stderr_fd_; }
+  int stdin_fd() const { return stdin_fd_.get(); }
+  int stdout_fd() const { return stdout_fd_.get(); }
+  int stderr_fd() const { return stderr_fd_.get(); }
   void CloseStdin();
   void CloseStdout();
   void CloseStderr();
@@ -85,7 +86,7 @@ class Process {
 
   pid_t pid_ = -1;
   bool reaped_ = false;
-  int stdin_fd_ = -1, stdout_fd_ = -1, stderr_fd_ = -1;
+  core::UniqueFd stdin_fd_, stdout_fd_, stderr_fd_;
   std::optional<ExitStatus> exit_status_;
 };
 

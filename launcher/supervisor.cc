@@ -41,13 +41,12 @@ JobSupervisor::JobSupervisor(JobPlan plan, SupervisorOptions options)
 JobSupervisor::~JobSupervisor() {
   // Run() leaves nothing behind; this only matters if it never ran to its end.
   children_.clear();
-  if (launcher_log_fd_ >= 0) close(launcher_log_fd_);
 }
 
 void JobSupervisor::Say(const std::string& message) {
   std::string line = StrCat("fanout-launch: ", message);
   WriteAll(options_.console_err, line + "\n");
-  if (launcher_log_fd_ >= 0) WriteAll(launcher_log_fd_, StampedLine(line));
+  if (launcher_log_fd_.valid()) WriteAll(launcher_log_fd_.get(), StampedLine(line));
 }
 
 std::string JobSupervisor::Who(const Child& c) const {
@@ -85,8 +84,8 @@ int JobSupervisor::Run() {
     return 1;
   }
   guard_.emplace(std::move(*guard));
-  launcher_log_fd_ = open((fs::path(options_.log_dir) / "fanout-launch.log").c_str(),
-                          O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
+  launcher_log_fd_.reset(open((fs::path(options_.log_dir) / "fanout-launch.log").c_str(),
+                             O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644));
   const size_t M = std::max<size_t>(plan_.machines.size(), 1);
   if (plan_.only_machine >= 0) {
     Say(StrCat("job ", plan_.job_id, ": machine ", plan_.only_machine, " of ", M, " (--machine-id), ",
@@ -171,8 +170,8 @@ bool JobSupervisor::StartProcess(const ProcessSpec& spec) {
   auto c = std::make_unique<Child>();
   c->spec = &spec;
   const std::string log_path = (fs::path(options_.log_dir) / LogName(spec)).string();
-  c->log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-  if (c->log_fd < 0) {
+  c->log_fd.reset(open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644));
+  if (!c->log_fd.valid()) {
     Fail(StrCat("cannot create ", log_path, ": ", strerror(errno)), 1);
     return false;
   }
@@ -183,7 +182,7 @@ bool JobSupervisor::StartProcess(const ProcessSpec& spec) {
   so.stdin_pipe = spec.remote;
   absl::StatusOr<Process> p = Process::Spawn(so);
   if (!p.ok()) {
-    close(c->log_fd);
+    c->log_fd.reset();
     Fail(StrCat("cannot start ", spec.Label(), " (", spec.Describe(), "): ", p.status().message()), 1);
     return false;
   }
@@ -204,7 +203,7 @@ bool JobSupervisor::StartProcess(const ProcessSpec& spec) {
     raw->heartbeating = true;
     raw->last_heartbeat = Clock::now();
   };
-  c->out = std::make_unique<StreamRouter>(prefix, options_.console_out, c->log_fd, on_line, on_heartbeat);
+  c->out = std::make_unique<StreamRouter>(prefix, options_.console_out, c->log_fd.get(), on_line, on_heartbeat);
   // The last error line a process wrote to stderr names the job's failure if it is the first.
   auto on_err_line = [on_line, raw](std::string_view line) {
     if (on_line) on_line(line);
@@ -212,7 +211,7 @@ bool JobSupervisor::StartProcess(const ProcessSpec& spec) {
       raw->last_error.assign(core::StripSpaces(line).substr(0, 300));
     }
   };
-  c->err = std::make_unique<StreamRouter>(prefix, options_.console_err, c->log_fd, on_err_line, on_heartbeat);
+  c->err = std::make_unique<StreamRouter>(prefix, options_.console_err, c->log_fd.get(), on_err_line, on_heartbeat);
   Say(StrCat("started ", spec.Label(), " pid ", c->process.pid(),
              spec.remote ? StrCat(" (", spec.via, spec.via == "ssh" ? " to " : " on ", spec.ip, ")") : std::string(),
              spec.role == Role::kServer ? StrCat(" on ", spec.address)
@@ -346,7 +345,7 @@ void JobSupervisor::OnExit(Child& c) {
                    " true` works without a password prompt)");
   }
   if (stopping_) {
-    if (launcher_log_fd_ >= 0) WriteAll(launcher_log_fd_, StampedLine(StrCat("fanout-launch: ", what)));
+    if (launcher_log_fd_.valid()) WriteAll(launcher_log_fd_.get(), StampedLine(StrCat("fanout-launch: ", what)));
     return;
   }
   const int code = st.signaled || st.value == 0 ? 1 : st.value;
@@ -437,13 +436,12 @@ void JobSupervisor::Teardown() {
     c->process.KillGroupAndReap();
     if (!c->exited) {
       c->exited = true;
-      if (launcher_log_fd_ >= 0) {
-        WriteAll(launcher_log_fd_,
+      if (launcher_log_fd_.valid()) {
+        WriteAll(launcher_log_fd_.get(),
                  StampedLine(StrCat("fanout-launch: ", Who(*c), " ", c->process.exit_status()->Describe())));
       }
     }
-    if (c->log_fd >= 0) close(c->log_fd);
-    c->log_fd = -1;
+    c->log_fd.reset();
   }
   guard_->Disarm();
   guard_.reset();

@@ -62,7 +62,7 @@ class JobSupervisor {
   struct Child {
     const ProcessSpec* spec = nullptr;
     Process process;
-    int log_fd = -1;
+    core::UniqueFd log_fd;
     std::unique_ptr<StreamRouter> out, err;
     bool ready = false;  // servers: printed the ready marker
     bool exited = false;
@@ -95,7 +95,7 @@ class JobSupervisor {
   SupervisorOptions options_;
   SignalWatch* signals_ = nullptr;  // owned by Run()
   std::optional<GroupGuard> guard_;  // kills the job's groups if the launcher dies
-  int launcher_log_fd_ = -1;
+  core::UniqueFd launcher_log_fd_;
   std::vector<std::unique_ptr<Child>> children_;
   Phase phase_ = Phase::kStartingServers;
   Clock::time_point start_time_;
