@@ -132,10 +132,10 @@ absl::StatusOr<addrinfo*> Resolve(const std::string& host, int port) {
 }  // namespace
 
 struct StoreServer::State {
-  int listen_fd = -1;
+  core::UniqueFd listen_fd;
   int port = 0;
   std::string token;
-  int wake[2] = {-1, -1};
+  core::UniqueFd wake_read, wake_write;  // a byte written wakes the acceptor to stop
   std::thread acceptor;
 
   std::mutex mu;
@@ -155,22 +155,20 @@ struct StoreServer::State {
 
 void StoreServer::State::Accept() {
   while (true) {
-    pollfd fds[2] = {{listen_fd, POLLIN, 0}, {wake[0], POLLIN, 0}};
+    pollfd fds[2] = {{listen_fd.get(), POLLIN, 0}, {wake_read.get(), POLLIN, 0}};
     if (poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
       return;
     }
     if (fds[1].revents != 0) return;
-    int fd = accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-    if (fd < 0) {
+    core::UniqueFd conn(accept4(listen_fd.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!conn.valid()) {
       if (errno == EMFILE || errno == ENFILE) std::this_thread::sleep_for(std::chrono::milliseconds(100));
       continue;
     }
     std::lock_guard<std::mutex> lock(mu);
-    if (stopping || conns.size() >= kMaxConnections) {
-      close(fd);
-      continue;
-    }
+    if (stopping || conns.size() >= kMaxConnections) continue;  // closed by `conn`
+    const int fd = conn.release();  // Serve owns it from here
     conns.insert(fd);
     workers.emplace_back([this, fd] { Serve(fd); });
   }
@@ -292,7 +290,9 @@ std::string StoreServer::State::Handle(const std::string& request) {
   }
 }
 
-void StoreServer::State::Serve(int fd) {
+void StoreServer::State::Serve(int raw_fd) {
+  core::UniqueFd own(raw_fd);
+  const int fd = own.get();
   std::string frame;
   SetReceiveTimeout(fd, std::chrono::seconds(kHelloTimeoutS));
   bool hello = false;
@@ -312,7 +312,7 @@ void StoreServer::State::Serve(int fd) {
   }
   std::lock_guard<std::mutex> lock(mu);
   conns.erase(fd);
-  close(fd);
+  own.reset();  // under the lock: the destructor's shutdown() must never meet a reused number
 }
 
 absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const std::string& host, int port,
@@ -328,31 +328,30 @@ absl::StatusOr<std::unique_ptr<StoreServer>> StoreServer::Start(const std::strin
   st->token = token;
   std::string error = "no address";
   for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
-    int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-    if (fd < 0) continue;
+    core::UniqueFd fd(socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
+    if (!fd.valid()) continue;
     int one = 1;
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-    if (bind(fd, a->ai_addr, a->ai_addrlen) == 0 && listen(fd, 1024) == 0) {
-      st->listen_fd = fd;
+    setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd.get(), a->ai_addr, a->ai_addrlen) == 0 && listen(fd.get(), 1024) == 0) {
+      st->listen_fd = std::move(fd);
       break;
     }
     error = std::strerror(errno);
-    close(fd);
   }
   freeaddrinfo(found);
-  if (st->listen_fd < 0) {
+  if (!st->listen_fd.valid()) {
     return absl::UnavailableError(StrCat("the trainers' rendezvous cannot listen on ", host, ":", port, ": ", error,
                                          " (in use, or not an address of this machine?)"));
   }
   sockaddr_storage bound{};
   socklen_t len = sizeof(bound);
-  getsockname(st->listen_fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  getsockname(st->listen_fd.get(), reinterpret_cast<sockaddr*>(&bound), &len);
   st->port = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
                                                : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
-  if (pipe2(st->wake, O_CLOEXEC) != 0) {
-    close(st->listen_fd);
-    return absl::InternalError(StrCat("pipe: ", std::strerror(errno)));
-  }
+  int wake[2];
+  if (pipe2(wake, O_CLOEXEC) != 0) return absl::InternalError(StrCat("pipe: ", std::strerror(errno)));
+  st->wake_read.reset(wake[0]);
+  st->wake_write.reset(wake[1]);
   st->acceptor = std::thread([raw = st.get()] { raw->Accept(); });
   return std::unique_ptr<StoreServer>(new StoreServer(std::move(st)));
 }
@@ -368,7 +367,7 @@ StoreServer::~StoreServer() {
   }
   s.changed.notify_all();
   char x = 0;
-  (void)!write(s.wake[1], &x, 1);
+  (void)!write(s.wake_write.get(), &x, 1);
   s.acceptor.join();
   std::vector<std::thread> workers;
   {
@@ -376,9 +375,9 @@ StoreServer::~StoreServer() {
     workers.swap(s.workers);
   }
   for (auto& t : workers) t.join();
-  close(s.listen_fd);
-  close(s.wake[0]);
-  close(s.wake[1]);
+  s.listen_fd.reset();
+  s.wake_read.reset();
+  s.wake_write.reset();
 }
 
 absl::StatusOr<std::unique_ptr<StoreClient>> StoreClient::Connect(const std::string& host, int port,
@@ -389,21 +388,19 @@ absl::StatusOr<std::unique_ptr<StoreClient>> StoreClient::Connect(const std::str
   std::string error = "timed out";
   while (true) {
     ASSIGN_OR_RETURN(addrinfo * found, Resolve(host, port));
-    int fd = -1;
-    for (addrinfo* a = found; a != nullptr && fd < 0; a = a->ai_next) {
-      fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-      if (fd < 0) continue;
-      if (connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+    core::UniqueFd fd;
+    for (addrinfo* a = found; a != nullptr && !fd.valid(); a = a->ai_next) {
+      fd.reset(socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
+      if (fd.valid() && connect(fd.get(), a->ai_addr, a->ai_addrlen) != 0) {
         error = std::strerror(errno);
-        close(fd);
-        fd = -1;
+        fd.reset();
       }
     }
     freeaddrinfo(found);
-    if (fd >= 0) {
+    if (fd.valid()) {
       int one = 1;
-      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      std::unique_ptr<StoreClient> c(new StoreClient(fd, where));
+      setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+      std::unique_ptr<StoreClient> c(new StoreClient(std::move(fd), where));
       std::string hello(1, static_cast<char>(kHello));
       PutStr(&hello, token);
       absl::StatusOr<std::string> r = c->Call(hello, std::chrono::seconds(kHelloTimeoutS + 5));
@@ -418,14 +415,14 @@ absl::StatusOr<std::unique_ptr<StoreClient>> StoreClient::Connect(const std::str
                                        timeout.count(), " ms: ", error));
 }
 
-StoreClient::~StoreClient() { close(fd_); }
+StoreClient::~StoreClient() = default;
 
 absl::StatusOr<std::string> StoreClient::Call(const std::string& request, std::chrono::milliseconds timeout) {
   std::lock_guard<std::mutex> lock(mu_);
   // The server answers blocking calls at their timeout; allow for the trip on top.
-  SetReceiveTimeout(fd_, timeout + std::chrono::seconds(30));
+  SetReceiveTimeout(fd_.get(), timeout + std::chrono::seconds(30));
   std::string reply;
-  if (!WriteFrame(fd_, request) || !ReadFrame(fd_, &reply) || reply.empty()) {
+  if (!WriteFrame(fd_.get(), request) || !ReadFrame(fd_.get(), &reply) || reply.empty()) {
     return absl::UnavailableError(StrCat("the trainers' rendezvous at ", where_, " closed the connection or did not answer"));
   }
   switch (static_cast<uint8_t>(reply[0])) {

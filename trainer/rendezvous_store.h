@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/unique_fd.h"
 
 namespace fanout::trainer {
 
@@ -67,11 +68,11 @@ class StoreClient {
   absl::StatusOr<int64_t> NumKeys();
 
  private:
-  StoreClient(int fd, std::string where) : fd_(fd), where_(std::move(where)) {}
+  StoreClient(core::UniqueFd fd, std::string where) : fd_(std::move(fd)), where_(std::move(where)) {}
   absl::StatusOr<std::string> Call(const std::string& request, std::chrono::milliseconds timeout);
 
   std::mutex mu_;
-  int fd_;
+  core::UniqueFd fd_;
   std::string where_;
 };
 
