@@ -25,11 +25,13 @@
 #include "core/ip_config.h"
 #include "core/status.h"
 #include "core/strings.h"
-#include "trainer/rendezvous_store.h"
+#include "core/rendezvous_store.h"
 
 namespace fanout::trainer::internal {
 namespace {
 
+using core::StoreClient;
+using core::StoreServer;
 using core::StrCat;
 
 std::string ErrorText(const std::exception& e) {
@@ -39,7 +41,7 @@ std::string ErrorText(const std::exception& e) {
   return e.what();
 }
 
-// c10d's view of fanout's rendezvous store (trainer/rendezvous_store.h): rank 0 owns the
+// c10d's view of fanout's rendezvous store (core/rendezvous_store.h): rank 0 owns the
 // server, every rank a client. Errors are thrown as c10::Error, as c10d expects of a store.
 class RendezvousStore final : public c10d::Store {
  public:

@@ -13,14 +13,15 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "core/unique_fd.h"
 
-namespace fanout::trainer {
+namespace fanout::core {
 
 class StoreServer {
  public:
@@ -71,9 +72,9 @@ class StoreClient {
   StoreClient(core::UniqueFd fd, std::string where) : fd_(std::move(fd)), where_(std::move(where)) {}
   absl::StatusOr<std::string> Call(const std::string& request, std::chrono::milliseconds timeout);
 
-  std::mutex mu_;
-  core::UniqueFd fd_;
+  absl::Mutex mu_;
+  core::UniqueFd fd_ ABSL_GUARDED_BY(mu_);
   std::string where_;
 };
 
-}  // namespace fanout::trainer
+}  // namespace fanout::core

@@ -1,4 +1,4 @@
-#include "trainer/rendezvous_store.h"
+#include "core/rendezvous_store.h"
 
 #include <fcntl.h>
 #include <netdb.h>
@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <condition_variable>
 #include <cstring>
 #include <map>
 #include <set>
@@ -19,7 +18,7 @@
 #include "core/status.h"
 #include "core/strings.h"
 
-namespace fanout::trainer {
+namespace fanout::core {
 namespace {
 
 using core::StrCat;
@@ -138,19 +137,22 @@ struct StoreServer::State {
   core::UniqueFd wake_read, wake_write;  // a byte written wakes the acceptor to stop
   std::thread acceptor;
 
-  std::mutex mu;
-  std::condition_variable changed;
-  std::map<std::string, std::string> kv;  // guarded by mu
-  size_t stored_bytes = 0;                // guarded by mu
-  bool stopping = false;                  // guarded by mu
-  std::set<int> conns;                    // guarded by mu
-  std::vector<std::thread> workers;       // guarded by mu
+  absl::Mutex mu;
+  absl::CondVar changed;  // signalled when a key is stored or the server stops
+  std::map<std::string, std::string> kv ABSL_GUARDED_BY(mu);
+  size_t stored_bytes ABSL_GUARDED_BY(mu) = 0;
+  bool stopping ABSL_GUARDED_BY(mu) = false;
+  std::set<int> conns ABSL_GUARDED_BY(mu);  // open connections (each owned by its Serve thread)
+  std::vector<std::thread> workers ABSL_GUARDED_BY(mu);
 
   void Accept();
   void Serve(int fd);
   std::string Handle(const std::string& request);
-  bool WaitFor(std::unique_lock<std::mutex>& lock, const std::vector<std::string>& keys,
-               std::chrono::milliseconds timeout);
+  bool HasAll(const std::vector<std::string>& keys) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  bool WaitFor(const std::vector<std::string>& keys, std::chrono::milliseconds timeout)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Stores key=value within the store's byte limit; false when it would not fit.
+  bool Store(const std::string& key, const std::string& value) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
 };
 
 void StoreServer::State::Accept() {
@@ -166,7 +168,7 @@ void StoreServer::State::Accept() {
       if (errno == EMFILE || errno == ENFILE) std::this_thread::sleep_for(std::chrono::milliseconds(100));
       continue;
     }
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     if (stopping || conns.size() >= kMaxConnections) continue;  // closed by `conn`
     const int fd = conn.release();  // Serve owns it from here
     conns.insert(fd);
@@ -174,18 +176,29 @@ void StoreServer::State::Accept() {
   }
 }
 
-bool StoreServer::State::WaitFor(std::unique_lock<std::mutex>& lock, const std::vector<std::string>& keys,
-                                 std::chrono::milliseconds timeout) {
-  const auto deadline = Clock::now() + timeout;
-  auto all = [&] {
-    for (const auto& k : keys) {
-      if (kv.count(k) == 0) return false;
-    }
-    return true;
-  };
-  while (!all()) {
-    if (stopping || changed.wait_until(lock, deadline) == std::cv_status::timeout) return all();
+bool StoreServer::State::HasAll(const std::vector<std::string>& keys) const {
+  for (const auto& k : keys) {
+    if (kv.count(k) == 0) return false;
   }
+  return true;
+}
+
+bool StoreServer::State::WaitFor(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) {
+  const absl::Time deadline = absl::Now() + absl::FromChrono(timeout);
+  while (!HasAll(keys)) {
+    if (stopping || changed.WaitWithDeadline(&mu, deadline)) return HasAll(keys);  // true: timed out
+  }
+  return true;
+}
+
+bool StoreServer::State::Store(const std::string& key, const std::string& value) {
+  auto it = kv.find(key);
+  const size_t before = it == kv.end() ? 0 : key.size() + it->second.size();
+  const size_t after = key.size() + value.size();
+  if (stored_bytes - before + after > kMaxStoredBytes) return false;
+  stored_bytes = stored_bytes - before + after;
+  kv[key] = value;
+  changed.SignalAll();
   return true;
 }
 
@@ -198,29 +211,19 @@ std::string StoreServer::State::Handle(const std::string& request) {
     e.append(why);
     return e;
   };
-  std::unique_lock<std::mutex> lock(mu);
-  auto store = [&](const std::string& key, const std::string& value) -> bool {
-    auto it = kv.find(key);
-    size_t before = it == kv.end() ? 0 : key.size() + it->second.size();
-    size_t after = key.size() + value.size();
-    if (stored_bytes - before + after > kMaxStoredBytes) return false;
-    stored_bytes = stored_bytes - before + after;
-    kv[key] = value;
-    changed.notify_all();
-    return true;
-  };
+  absl::MutexLock lock(&mu);
   switch (op) {
     case kSet: {
       std::string key = r.Str(), value = r.Str();
       if (!r.ok() || !r.done() || key.size() > kMaxKey) return error("malformed set");
-      if (!store(key, value)) return error("the rendezvous store is full (64 MiB)");
+      if (!Store(key, value)) return error("the rendezvous store is full (64 MiB)");
       return reply;
     }
     case kGet: {
       std::string key = r.Str();
       int64_t ms = r.I64();
       if (!r.ok() || !r.done() || key.size() > kMaxKey || ms < 0) return error("malformed get");
-      if (!WaitFor(lock, {key}, std::chrono::milliseconds(ms))) return std::string(1, static_cast<char>(kTimeout));
+      if (!WaitFor({key}, std::chrono::milliseconds(ms))) return std::string(1, static_cast<char>(kTimeout));
       reply.append(kv[key]);
       return reply;
     }
@@ -237,7 +240,7 @@ std::string StoreServer::State::Handle(const std::string& request) {
         if (it->second.empty() || *end != '\0' || errno != 0) return error(StrCat("key '", key, "' is not an integer"));
       }
       if (__builtin_add_overflow(v, delta, &v)) return error(StrCat("add to '", key, "' overflows"));
-      if (!store(key, std::to_string(v))) return error("the rendezvous store is full (64 MiB)");
+      if (!Store(key, std::to_string(v))) return error("the rendezvous store is full (64 MiB)");
       PutI64(&reply, v);
       return reply;
     }
@@ -246,7 +249,7 @@ std::string StoreServer::State::Handle(const std::string& request) {
       if (!r.ok() || !r.done() || key.size() > kMaxKey) return error("malformed compare-set");
       auto it = kv.find(key);
       if ((it == kv.end() && expected.empty()) || (it != kv.end() && it->second == expected)) {
-        if (!store(key, desired)) return error("the rendezvous store is full (64 MiB)");
+        if (!Store(key, desired)) return error("the rendezvous store is full (64 MiB)");
       }
       it = kv.find(key);
       reply.append(it == kv.end() ? expected : it->second);
@@ -261,12 +264,10 @@ std::string StoreServer::State::Handle(const std::string& request) {
       int64_t ms = op == kWait ? r.I64() : 0;
       if (!r.ok() || !r.done() || ms < 0) return error("malformed key list");
       if (op == kWait) {
-        if (!WaitFor(lock, keys, std::chrono::milliseconds(ms))) return std::string(1, static_cast<char>(kTimeout));
+        if (!WaitFor(keys, std::chrono::milliseconds(ms))) return std::string(1, static_cast<char>(kTimeout));
         return reply;
       }
-      bool all = true;
-      for (const auto& k : keys) all = all && kv.count(k) > 0;
-      reply.push_back(all ? 1 : 0);
+      reply.push_back(HasAll(keys) ? 1 : 0);
       return reply;
     }
     case kDelete: {
@@ -310,7 +311,7 @@ void StoreServer::State::Serve(int raw_fd) {
       if (!WriteFrame(fd, Handle(frame))) break;
     }
   }
-  std::lock_guard<std::mutex> lock(mu);
+  absl::MutexLock lock(&mu);
   conns.erase(fd);
   own.reset();  // under the lock: the destructor's shutdown() must never meet a reused number
 }
@@ -361,17 +362,17 @@ int StoreServer::port() const { return state_->port; }
 StoreServer::~StoreServer() {
   State& s = *state_;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    absl::MutexLock lock(&s.mu);
     s.stopping = true;
     for (int fd : s.conns) shutdown(fd, SHUT_RDWR);  // unblocks their reads
+    s.changed.SignalAll();
   }
-  s.changed.notify_all();
   char x = 0;
   (void)!write(s.wake_write.get(), &x, 1);
   s.acceptor.join();
   std::vector<std::thread> workers;
   {
-    std::lock_guard<std::mutex> lock(s.mu);
+    absl::MutexLock lock(&s.mu);
     workers.swap(s.workers);
   }
   for (auto& t : workers) t.join();
@@ -418,7 +419,7 @@ absl::StatusOr<std::unique_ptr<StoreClient>> StoreClient::Connect(const std::str
 StoreClient::~StoreClient() = default;
 
 absl::StatusOr<std::string> StoreClient::Call(const std::string& request, std::chrono::milliseconds timeout) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // The server answers blocking calls at their timeout; allow for the trip on top.
   SetReceiveTimeout(fd_.get(), timeout + std::chrono::seconds(30));
   std::string reply;
@@ -512,4 +513,4 @@ absl::StatusOr<int64_t> StoreClient::NumKeys() {
   return v;
 }
 
-}  // namespace fanout::trainer
+}  // namespace fanout::core
