@@ -5,11 +5,11 @@
 #include <c10/core/impl/alloc_cpu.h>
 
 #include <bit>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace fanout::trainer {
 namespace {
@@ -34,7 +34,7 @@ class CachingCpuAllocator final : public c10::Allocator {
     const size_t size = SizeClass(n);
     void* p = nullptr;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       std::vector<void*>& free = free_[size];
       if (!free.empty()) {
         p = free.back();
@@ -47,7 +47,7 @@ class CachingCpuAllocator final : public c10::Allocator {
     }
     if (p == nullptr) {
       p = c10::alloc_cpu(size);
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       sizes_[p] = size;
     }
     return {p, p, &Release, c10::Device(c10::kCPU)};
@@ -56,7 +56,7 @@ class CachingCpuAllocator final : public c10::Allocator {
   c10::DeleterFnPtr raw_deleter() const override { return &Release; }
 
   CpuAllocatorStats stats() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return stats_;
   }
 
@@ -70,7 +70,7 @@ class CachingCpuAllocator final : public c10::Allocator {
 
   void Free(void* p) const {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       auto it = sizes_.find(p);
       if (it != sizes_.end()) {
         if (stats_.cached_bytes + it->second <= options_.max_cached_bytes) {
@@ -85,7 +85,7 @@ class CachingCpuAllocator final : public c10::Allocator {
   }
 
   const CpuAllocatorOptions options_;
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   // Size of every live or cached block this allocator made, by address.
   mutable std::unordered_map<void*, size_t> sizes_ ABSL_GUARDED_BY(mu_);
   mutable std::unordered_map<size_t, std::vector<void*>> free_ ABSL_GUARDED_BY(mu_);
