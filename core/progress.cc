@@ -102,12 +102,16 @@ void ProgressMeter::Set(int64_t done) {
   drawn_ = true;
 }
 
-void ProgressMeter::Finish() {
+void ProgressMeter::Clear() {
   if (tty_ && drawn_) {
     std::fprintf(stderr, "\r\033[K");
     std::fflush(stderr);
   }
   drawn_ = false;
+}
+
+void ProgressMeter::Finish() {
+  Clear();
   on_ = false;
 }
 

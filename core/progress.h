@@ -79,7 +79,9 @@ class ProgressMeter {
   ProgressMeter& operator=(const ProgressMeter&) = delete;
 
   void Set(int64_t done);
-  void Finish();  // erases a terminal line; idempotent
+  // Erases the terminal line so that another line can be printed; the next Set redraws it.
+  void Clear();
+  void Finish();  // Clear(), and prints no more; idempotent
   // The text for `done` after `seconds` (exposed for tests).
   std::string Text(int64_t done, double seconds) const;
 

@@ -421,7 +421,7 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader* loader, int64_t epoch) {
     correct += s.correct;
     count += s.n;
     if (lead() && o_.log_every > 0 && (step + 1) % o_.log_every == 0) {
-      meter.Finish();  // the line below must not land inside a progress line
+      meter.Clear();  // the line below must not land inside a progress line
       Log(StrCat("epoch ", epoch, " step ", step + 1, "/", steps, " | loss ", l, " | acc ",
                  s.correct / std::max(1.0, s.n)));
     }

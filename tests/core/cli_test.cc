@@ -166,10 +166,15 @@ TEST(ProgressMeterTest, RateEtaAndQuietness) {
     ProgressMeter on("fanout-partition", "relabel", -1, "edges", ProgressMode::kOn, 0);
     on.Set(300);
     on.Set(400);  // within the 10 s of a log line: not printed
+    on.Clear();   // another line goes out; the meter stays on
+    on.Set(500);
+    on.Finish();
+    on.Set(600);  // finished: silent
   }
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(err.rfind("fanout-partition: relabel 300 edges, ", 0), 0u) << err;
-  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  EXPECT_NE(err.find("\nfanout-partition: relabel 500 edges, "), std::string::npos) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 2) << err;
   ProgressMode mode = ProgressMode::kOff;
   EXPECT_TRUE(ParseProgressMode("on", &mode));
   EXPECT_EQ(mode, ProgressMode::kOn);
