@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <vector>
 
 #include "core/status.h"
@@ -57,6 +58,31 @@ absl::Status FsyncParent(const std::string& path) {
   if (p.filename().empty()) p = p.parent_path();  // "dir/" names dir
   fs::path parent = p.parent_path();
   return FsyncPath(parent.empty() ? std::string("/") : parent.string());
+}
+
+absl::Status WriteFileDurably(const std::string& path, std::string_view bytes) {
+  const std::string tmp = StrCat(path, ".tmp");
+  std::error_code ec;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) {
+      std::filesystem::remove(tmp, ec);
+      return absl::PermissionDeniedError(StrCat("cannot write ", tmp));
+    }
+  }
+  if (absl::Status s = FsyncPath(tmp); !s.ok()) {
+    std::filesystem::remove(tmp, ec);
+    return s;
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    return absl::PermissionDeniedError(StrCat("renaming ", tmp, " to ", path, ": ", ec.message()));
+  }
+  // Without this a power cut after the rename can leave `path` empty, the previous one gone.
+  return FsyncParent(path);
 }
 
 }  // namespace fanout::core

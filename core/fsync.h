@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 
@@ -19,5 +20,10 @@ absl::Status FsyncTree(const std::string& root);
 
 // fsync()s the folder holding `path` (after a rename or create of `path`).
 absl::Status FsyncParent(const std::string& path);
+
+// The whole pattern for one file: writes `bytes` to `path`.tmp, fsyncs it, renames it over
+// `path` and fsyncs the folder. A reader sees the old file or the new one, never a torn one.
+// Errors name the path; the temporary file is removed on failure.
+absl::Status WriteFileDurably(const std::string& path, std::string_view bytes);
 
 }  // namespace fanout::core

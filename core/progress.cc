@@ -21,10 +21,6 @@ bool ProgressEnabled(ProgressMode mode) {
   return mode == ProgressMode::kOn || (mode == ProgressMode::kAuto && isatty(STDERR_FILENO) == 1);
 }
 
-Progress::Progress(std::string tool, std::string what, int64_t total, double quiet_seconds)
-    : tool_(std::move(tool)), what_(std::move(what)), total_(total), quiet_(quiet_seconds), start_(Clock::now()),
-      last_(start_), on_(ProgressEnabled(GetProgressMode())) {}
-
 void AddProgressFlag(ArgParser& args, std::string* text) {
   if (text->empty()) *text = "auto";
   args.AddChoice("progress", text, {"auto", "on", "off"},
@@ -70,17 +66,26 @@ ProgressMeter::ProgressMeter(std::string tool, std::string what, int64_t total, 
   on_ = ProgressEnabled(mode);
 }
 
+namespace {
+// A count as progress shows it: "4000", or "12.3M" from ten million on.
+std::string Count(double n) {
+  char text[32];
+  std::snprintf(text, sizeof(text), n >= 1e7 ? "%.1fM" : n >= 100 ? "%.0f" : "%.1f", n >= 1e7 ? n / 1e6 : n);
+  return text;
+}
+}  // namespace
+
 std::string ProgressMeter::Text(int64_t done, double seconds) const {
   const double rate = seconds > 0 ? done / seconds : 0;
-  std::string text = StrCat(tool_, ": ", what_, " ", done);
+  const std::string unit = unit_.empty() ? "" : " " + unit_;
+  std::string text = StrCat(tool_, ": ", what_, " ", done >= 10000000 ? Count(static_cast<double>(done)) : StrCat(done));
   if (total_ > 0) {
-    text += StrCat("/", total_, " ", unit_, " (", static_cast<int>(100.0 * done / total_), "%)");
+    text += StrCat("/", total_ >= 10000000 ? Count(static_cast<double>(total_)) : StrCat(total_), unit, " (",
+                   static_cast<int>(100.0 * done / total_), "%)");
   } else {
-    text += StrCat(" ", unit_);
+    text += unit;
   }
-  char r[32];
-  std::snprintf(r, sizeof(r), "%.1f", rate);
-  text += StrCat(", ", r, " ", unit_, "/s");
+  text += StrCat(", ", Count(rate), unit.empty() ? "" : unit, "/s");
   if (total_ > 0 && done > 0 && done < total_) text += StrCat(", ETA ", FormatDuration((total_ - done) / rate));
   return text;
 }

@@ -1,5 +1,7 @@
-// Rate-limited progress lines on stderr ("partition: relabel 12.0M/61.9M edges"), printed only
-// once a phase has run for `quiet_seconds`, so quick runs stay silent. Not thread-safe.
+// Progress on stderr for every tool: one meter with rate and ETA (ProgressMeter), its per-item
+// form for loops over millions of rows (Progress), and a ticker for a phase that cannot report
+// (ElapsedTicker). Each prints only once a phase has run a little while, so quick runs stay
+// silent, and only where the progress mode (--progress) allows.
 #pragma once
 
 #include <chrono>
@@ -11,42 +13,6 @@
 #include "absl/synchronization/mutex.h"
 
 namespace fanout::core {
-
-class Progress {
- public:
-  // Prints only when the process's progress mode (SetProgressMode, a tool's --progress) allows.
-  Progress(std::string tool, std::string what, int64_t total, double quiet_seconds = 3.0);
-
-  // Cheap enough to call per item: checks the clock every 64K calls.
-  void Update(int64_t done) {
-    if ((++calls_ & 0xffff) != 0) return;
-    Report(done);
-  }
-  void Report(int64_t done) {
-    if (!on_) return;
-    auto now = Clock::now();
-    double since_start = std::chrono::duration<double>(now - start_).count();
-    if (since_start < quiet_ || std::chrono::duration<double>(now - last_).count() < 2.0) return;
-    last_ = now;
-    if (total_ > 0) {
-      const double eta = done > 0 ? since_start * (total_ - done) / done : 0;
-      std::fprintf(stderr, "%s: %s %.1fM/%.1fM (%.0f%%, %.0fs, %.1fM/s, ETA %.0fs)\n", tool_.c_str(), what_.c_str(),
-                   done / 1e6, total_ / 1e6, 100.0 * done / total_, since_start, done / 1e6 / since_start, eta);
-    } else {
-      std::fprintf(stderr, "%s: %s %.1fM (%.0fs)\n", tool_.c_str(), what_.c_str(), done / 1e6,
-                   since_start);
-    }
-  }
-
- private:
-  using Clock = std::chrono::steady_clock;
-  std::string tool_, what_;
-  int64_t total_;
-  double quiet_;
-  Clock::time_point start_, last_;
-  uint64_t calls_ = 0;
-  bool on_ = true;
-};
 
 // Whether progress meters print: kAuto when stderr is a terminal (a job's log is not one),
 // kOn always (periodic whole lines in a log), kOff never. --progress auto|on|off.
@@ -96,6 +62,24 @@ class ProgressMeter {
 
 // "1m02s", "45s", "2h05m".
 std::string FormatDuration(double seconds);
+
+// A ProgressMeter for loops over millions of items ("fanout-partition: reading edges.csv.gz
+// 12.0M/61.9M (19%), 1.2M/s, ETA 42s"), in the process's progress mode (SetProgressMode).
+class Progress {
+ public:
+  Progress(std::string tool, std::string what, int64_t total, double quiet_seconds = 3.0)
+      : meter_(std::move(tool), std::move(what), total, "", GetProgressMode(), quiet_seconds) {}
+
+  // Cheap enough to call per item: looks at the clock every 64K calls.
+  void Update(int64_t done) {
+    if ((++calls_ & 0xffff) == 0) meter_.Set(done);
+  }
+  void Report(int64_t done) { meter_.Set(done); }
+
+ private:
+  ProgressMeter meter_;
+  uint64_t calls_ = 0;
+};
 
 // For a phase that reports nothing while it runs (METIS): a thread that prints "<tool>: <what>:
 // 20 s so far" every `every_seconds` until destroyed, from the first period on.

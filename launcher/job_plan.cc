@@ -34,10 +34,14 @@ std::string Var(const char* name, double value) { return StrCat(name, "=", value
 void SetLaunchCommand(const LaunchOptions& o, ProcessSpec* p) {
   if (p->remote) {
     const std::string script = RemoteScript(p->workspace, p->env, p->command, o.stop_grace_s);
-    std::string name = StrCat("fanout-", p->Label());
-    std::replace(name.begin(), name.end(), ' ', '-');
     p->via = o.slurm ? "srun" : "ssh";
-    p->argv = o.slurm ? SrunArgv(o, p->ip, name, script) : SshArgv(o, p->ip, script);
+    if (o.slurm) {
+      std::string name = StrCat("fanout-", p->Label());  // the step's name in squeue and sacct
+      std::replace(name.begin(), name.end(), ' ', '-');
+      p->argv = SrunArgv(o, p->ip, name, script);
+    } else {
+      p->argv = SshArgv(o, p->ip, script);
+    }
     p->local_env.clear();
     p->local_cwd.clear();
   } else {
@@ -237,23 +241,10 @@ absl::Status WriteSlurmIpConfig(const LaunchOptions& o, const std::string& path)
         path, " already exists with other contents; fanout-launch --slurm writes the allocation's "
               "machines there and does not overwrite it: remove it, or name another file with --ip-config"));
   }
-  const std::string tmp = StrCat(path, ".tmp-", getpid());
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << text;
-    f.close();
-    if (!f) {
-      fs::remove(tmp, ec);
-      return absl::PermissionDeniedError(StrCat("cannot write ", tmp, " (for --slurm's ip_config)"));
-    }
+  if (absl::Status s = core::WriteFileDurably(path, text); !s.ok()) {
+    return absl::Status(s.code(), StrCat("--slurm's ip_config: ", s.message()));
   }
-  RETURN_IF_ERROR(core::FsyncPath(tmp));
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    return absl::PermissionDeniedError(StrCat("cannot create ", path, ": ", ec.message()));
-  }
-  return core::FsyncParent(path);
+  return absl::OkStatus();
 }
 
 std::string UnprotectedJobWarning(const LaunchOptions& o, const std::vector<MachineEntry>& machines) {

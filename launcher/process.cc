@@ -244,10 +244,6 @@ ExitStatus Process::KillGroupAndReap() {
   return exit_status_.value_or(ExitStatus{true, SIGKILL});
 }
 
-}  // namespace fanout::launcher
-
-namespace fanout::launcher {
-
 absl::StatusOr<std::string> RunForOutput(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
   ASSIGN_OR_RETURN(Process p, Process::Spawn({.argv = argv, .env = MergeEnvironment({})}));
   std::string out, err;

@@ -207,9 +207,7 @@ bool JobSupervisor::StartProcess(const ProcessSpec& spec) {
   // The last error line a process wrote to stderr names the job's failure if it is the first.
   auto on_err_line = [on_line, raw](std::string_view line) {
     if (on_line) on_line(line);
-    if (line.find("error") != std::string_view::npos || line.find("Error") != std::string_view::npos) {
-      raw->last_error.assign(core::StripSpaces(line).substr(0, 300));
-    }
+    if (LineLevel(line) == 'E') raw->last_error.assign(core::StripSpaces(line).substr(0, 300));
   };
   c->err = std::make_unique<StreamRouter>(prefix, options_.console_err, c->log_fd.get(), on_err_line, on_heartbeat);
   Say(StrCat("started ", spec.Label(), " pid ", c->process.pid(),

@@ -118,19 +118,10 @@ absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& c) {
     }
     bytes = torch::pickle_save(top);
   }));
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) return absl::PermissionDeniedError(StrCat("cannot write checkpoint ", tmp));
+  if (absl::Status s = core::WriteFileDurably(path, std::string_view(bytes.data(), bytes.size())); !s.ok()) {
+    return absl::Status(s.code(), StrCat("checkpoint: ", s.message()));
   }
-  RETURN_IF_ERROR(core::FsyncPath(tmp));
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return absl::InternalError(StrCat("renaming ", tmp, " to ", path, ": ", ec.message()));
-  // Without this a power cut after the rename can leave `path` empty, the previous one gone.
-  return core::FsyncParent(path);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {

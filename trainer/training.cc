@@ -99,6 +99,8 @@ class Job {
   // Link prediction over held-out pairs (val or test files): ROC-AUC, returned, and MRR and
   // Hits@K against each positive's own negatives, kept in link_detail_ for the logs.
   absl::StatusOr<double> EvaluateLink(const core::NpyArray& pos, const core::NpyArray& neg);
+  // Full-graph inference as this job runs it (link evaluation, --save-embeddings).
+  InferenceOptions Inference() const;
   // The --metric over a whole split, all ranks combined exactly (metrics.h).
   absl::StatusOr<double> Evaluate(const std::vector<int64_t>& ids, int64_t epoch, const char* what);
   Checkpoint MakeCheckpoint(int64_t epoch) const;
@@ -570,14 +572,18 @@ absl::Status Job::StartLinkSampler(int64_t first_epoch) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<double> Job::EvaluateLink(const core::NpyArray& pos, const core::NpyArray& neg) {
+InferenceOptions Job::Inference() const {
   InferenceOptions io;
-  io.progress = o_.progress;
   io.batch_size = o_.eval_batch_size;
   io.feature_field = o_.feature_field;
   io.edge = o_.edge;
   io.trainers_per_machine = o_.trainers_per_machine;
-  ASSIGN_OR_RETURN(InferenceResult r, InferAllNodes(*model_, *graph_, *comm_, io));
+  io.progress = o_.progress;
+  return io;
+}
+
+absl::StatusOr<double> Job::EvaluateLink(const core::NpyArray& pos, const core::NpyArray& neg) {
+  ASSIGN_OR_RETURN(InferenceResult r, InferAllNodes(*model_, *graph_, *comm_, Inference()));
   model_->train();
   // This rank's slice of the positives, with their negatives.
   const int world = comm_->world_size(), rank = comm_->rank();
@@ -832,12 +838,7 @@ absl::Status Job::LoadModel() {
 
 absl::Status Job::SaveEmbeddings() {
   if (o_.save_embeddings.empty()) return absl::OkStatus();
-  InferenceOptions io;
-  io.batch_size = o_.eval_batch_size;
-  io.feature_field = o_.feature_field;
-  io.edge = o_.edge;
-  io.trainers_per_machine = o_.trainers_per_machine;
-  io.progress = o_.progress;
+  InferenceOptions io = Inference();
   io.on_layer = [&](int64_t layer, int64_t layers, double seconds) {
     Log(StrCat("fanout-train: inference: layer ", layer + 1, "/", layers, " done for all nodes (", seconds, " s)"));
   };
@@ -943,31 +944,28 @@ absl::StatusOr<TrainResult> RunTraining(const TrainOptions& options) {
 std::vector<std::pair<std::string, float>> TensorBoardScalars(const nlohmann::json& j, int64_t* step) {
   if (j.contains("epoch") && j["epoch"].is_number_integer()) *step = j["epoch"].get<int64_t>();
   const std::string event = j.value("event", std::string("metrics"));
+  // Key prefix -> tag prefix; the first that matches wins ("final_test_" before "test_").
+  static const std::pair<std::string_view, std::string_view> kGroups[] = {
+      {"final_test_", "test/final_"}, {"best_val_", "val/best_"}, {"train_", "train/"},
+      {"val_", "val/"},               {"test_", "test/"}};
   std::vector<std::pair<std::string, float>> out;
-  auto strip = [](const std::string& s, std::string_view prefix) {
-    return s.rfind(prefix, 0) == 0 ? s.substr(prefix.size()) : std::string();
-  };
   for (const auto& [key, value] : j.items()) {
     if (!value.is_number() || key == "epoch" || key == "steps" || key == "world_size") continue;
     std::string tag;
-    if (key.size() > 8 && key.compare(key.size() - 8, 8, "_seconds") == 0) {
+    if (key.size() > 8 && key.ends_with("_seconds")) {
       tag = "time/" + key.substr(0, key.size() - 8);
     } else if (key == "loss") {
       tag = "train/loss";
-    } else if (!strip(key, "final_test_").empty()) {
-      tag = "test/final_" + strip(key, "final_test_");
-    } else if (!strip(key, "best_val_").empty()) {
-      tag = "val/best_" + strip(key, "best_val_");
-    } else if (!strip(key, "train_").empty()) {
-      tag = "train/" + strip(key, "train_");
-    } else if (!strip(key, "val_").empty()) {
-      tag = "val/" + strip(key, "val_");
-    } else if (!strip(key, "test_").empty()) {
-      tag = "test/" + strip(key, "test_");
     } else {
-      tag = event + "/" + key;
+      for (const auto& [prefix, group] : kGroups) {
+        if (key.size() > prefix.size() && key.starts_with(prefix)) {
+          tag = StrCat(group, key.substr(prefix.size()));
+          break;
+        }
+      }
+      if (tag.empty()) tag = StrCat(event, "/", key);
     }
-    out.emplace_back(tag, value.get<float>());
+    out.emplace_back(std::move(tag), value.get<float>());
   }
   return out;
 }

@@ -48,8 +48,12 @@ def to_yaml(v, indent=0):
             elif isinstance(x, str) and "\n" in x:
                 lines.append(f"{pad}{k}: |")
                 lines.extend(f"{pad}  {line}" for line in x.rstrip("\n").split("\n"))
+            elif isinstance(x, dict):
+                lines.append(f"{pad}{k}: {{}}")  # empty: nested non-empty ones are above
+            elif isinstance(x, list):
+                lines.append(f"{pad}{k}: []")
             else:
-                lines.append(f"{pad}{k}: {yaml_scalar(x) if not isinstance(x, (dict, list)) else ('{}' if isinstance(x, dict) else '[]')}")
+                lines.append(f"{pad}{k}: {yaml_scalar(x)}")
     elif isinstance(v, list):
         for x in v:
             if isinstance(x, (dict, list)) and x:

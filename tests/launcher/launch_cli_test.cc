@@ -49,39 +49,10 @@ class LaunchRun : public testing::ChildRun {
   }
 };
 
-// A base port P on `ip` with P .. P+count-1 all free (checked by binding them).
-int FreeBasePort(const std::string& ip, int count) {
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    std::vector<int> socks;
-    auto bind_port = [&](int port) {
-      int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      sockaddr_in a{};
-      a.sin_family = AF_INET;
-      a.sin_port = htons(static_cast<uint16_t>(port));
-      inet_pton(AF_INET, ip.c_str(), &a.sin_addr);
-      if (bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0) {
-        close(s);
-        return -1;
-      }
-      socklen_t len = sizeof(a);
-      getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
-      socks.push_back(s);
-      return static_cast<int>(ntohs(a.sin_port));
-    };
-    int base = bind_port(0);
-    bool ok = base > 0 && base + count - 1 <= 65535;
-    for (int i = 1; ok && i < count; ++i) ok = bind_port(base + i) > 0;
-    for (int s : socks) close(s);
-    if (ok) return base;
-  }
-  ADD_FAILURE() << "no free ports on " << ip;
-  return 0;
-}
-
-// Whether ports base .. base+count-1 are all free on `ip`.
+// Whether ports base .. base+count-1 are all free on `ip` (checked by binding them).
 bool FreeBasePortFrom(const std::string& ip, int base, int count) {
   std::vector<int> socks;
-  bool ok = true;
+  bool ok = base > 0 && base + count - 1 <= 65535;
   for (int i = 0; ok && i < count; ++i) {
     int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
@@ -93,6 +64,25 @@ bool FreeBasePortFrom(const std::string& ip, int base, int count) {
   }
   for (int s : socks) close(s);
   return ok;
+}
+
+// A base port P on `ip` with P .. P+count-1 all free: a port the kernel picks, if the ones after
+// it are free too.
+int FreeBasePort(const std::string& ip, int count) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    inet_pton(AF_INET, ip.c_str(), &a.sin_addr);
+    socklen_t len = sizeof(a);
+    const bool bound = bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+                       getsockname(s, reinterpret_cast<sockaddr*>(&a), &len) == 0;
+    close(s);
+    const int base = bound ? static_cast<int>(ntohs(a.sin_port)) : 0;
+    if (FreeBasePortFrom(ip, base, count)) return base;
+  }
+  ADD_FAILURE() << "no free ports on " << ip;
+  return 0;
 }
 
 // Processes whose environment holds FANOUT_JOB_ID=<job_id>: every process of that job,
