@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/syscall.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,32 +12,14 @@
 #include <map>
 #include <thread>
 
+#include "core/spawn.h"
 #include "core/status.h"
 #include "core/strings.h"
 
 extern char** environ;
 
 namespace fanout::launcher {
-namespace {
-
 using core::StrCat;
-
-void CloseFd(int* fd) {
-  if (*fd >= 0) close(*fd);
-  *fd = -1;
-}
-
-// Async-signal-safe: the child between fork and exec may only call such functions.
-[[noreturn]] void ChildFail(int report_fd, int stage) {
-  int msg[2] = {stage, errno};
-  ssize_t ignored = write(report_fd, msg, sizeof(msg));
-  (void)ignored;
-  _exit(127);
-}
-
-enum ChildStage { kStageSetup = 1, kStageCwd = 2, kStageExec = 3 };
-
-}  // namespace
 
 std::string ExitStatus::Describe() const {
   if (!signaled) return StrCat("exited with status ", value);
@@ -67,90 +48,28 @@ std::vector<std::string> MergeEnvironment(const std::vector<std::string>& additi
 }
 
 absl::StatusOr<Process> Process::Spawn(const SpawnOptions& o) {
-  if (o.argv.empty()) return absl::InvalidArgumentError("empty command");
-  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
-  std::vector<std::string> argv_copy = o.argv, env_copy = o.env;
-  std::vector<char*> argv, envp;
-  for (auto& a : argv_copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (auto& e : env_copy) envp.push_back(e.data());
-  envp.push_back(nullptr);
-
-  int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1}, report[2] = {-1, -1};
-  auto close_pipes = [&] {
-    for (int* p : {in_pipe, out_pipe, err_pipe, report}) {
-      CloseFd(&p[0]);
-      CloseFd(&p[1]);
-    }
-  };
-  bool ok = pipe2(report, O_CLOEXEC) == 0 && (!o.stdin_pipe || pipe2(in_pipe, O_CLOEXEC) == 0) &&
-            (!o.capture_output ||
-             (pipe2(out_pipe, O_CLOEXEC) == 0 && pipe2(err_pipe, O_CLOEXEC) == 0));
-  if (!ok) {
-    int e = errno;
-    close_pipes();
-    return absl::ResourceExhaustedError(StrCat("cannot create pipes: ", std::strerror(e)));
+  int in_pipe[2] = {-1, -1}, out_pipe[2] = {-1, -1}, err_pipe[2] = {-1, -1};
+  bool ok = (!o.stdin_pipe || pipe2(in_pipe, O_CLOEXEC) == 0) &&
+            (!o.capture_output || (pipe2(out_pipe, O_CLOEXEC) == 0 && pipe2(err_pipe, O_CLOEXEC) == 0));
+  const int pipe_errno = errno;
+  // Ours, whatever happens below: the child's ends close when the spawn has returned.
+  core::UniqueFd in_r(in_pipe[0]), in_w(in_pipe[1]), out_r(out_pipe[0]), out_w(out_pipe[1]),
+      err_r(err_pipe[0]), err_w(err_pipe[1]);
+  if (!ok) return absl::ResourceExhaustedError(StrCat("cannot create pipes: ", std::strerror(pipe_errno)));
+  core::ChildSpec spec{.argv = o.argv, .env = o.env, .cwd = o.cwd, .new_process_group = true};
+  spec.fds.push_back(o.stdin_pipe ? core::ChildFd::Dup(0, in_r.get()) : core::ChildFd::Open(0, "/dev/null", O_RDONLY));
+  if (o.capture_output) {
+    spec.fds.push_back(core::ChildFd::Dup(1, out_w.get()));
+    spec.fds.push_back(core::ChildFd::Dup(2, err_w.get()));
   }
-  const int devnull = o.stdin_pipe ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
-  const pid_t parent = getpid();
-  const pid_t pid = fork();
-  if (pid < 0) {
-    int e = errno;
-    close_pipes();
-    if (devnull >= 0) close(devnull);
-    return absl::ResourceExhaustedError(StrCat("fork: ", std::strerror(e)));
-  }
-  if (pid == 0) {
-    const int rfd = report[1];
-    if (setpgid(0, 0) != 0) ChildFail(rfd, kStageSetup);
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) ChildFail(rfd, kStageSetup);
-    // The parent may have died before prctl: then no signal will ever come.
-    if (getppid() != parent) _exit(127);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int sig : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD}) signal(sig, SIG_DFL);
-    int in = o.stdin_pipe ? in_pipe[0] : devnull;
-    if (in < 0 || dup2(in, 0) < 0) ChildFail(rfd, kStageSetup);
-    if (o.capture_output && (dup2(out_pipe[1], 1) < 0 || dup2(err_pipe[1], 2) < 0)) {
-      ChildFail(rfd, kStageSetup);
-    }
-    // Nothing else leaks into the job (a caller's pipes would otherwise stay open in it).
-    if (rfd > 3) close_range(3, rfd - 1, 0);
-    close_range(rfd + 1, ~0U, 0);
-    if (!o.cwd.empty() && chdir(o.cwd.c_str()) != 0) ChildFail(rfd, kStageCwd);
-    execvpe(argv[0], argv.data(), envp.data());
-    ChildFail(rfd, kStageExec);
-  }
-
+  ASSIGN_OR_RETURN(const pid_t pid, core::SpawnChild(spec));
   Process p;
   p.pid_ = pid;
-  // Set the group from this side too, so that it exists before anyone signals it.
-  setpgid(pid, pid);
-  if (devnull >= 0) close(devnull);
-  CloseFd(&report[1]);
-  CloseFd(&in_pipe[0]);
-  CloseFd(&out_pipe[1]);
-  CloseFd(&err_pipe[1]);
-  p.stdin_fd_.reset(in_pipe[1]);
-  p.stdout_fd_.reset(out_pipe[0]);
-  p.stderr_fd_.reset(err_pipe[0]);
+  p.stdin_fd_ = std::move(in_w);
+  p.stdout_fd_ = std::move(out_r);
+  p.stderr_fd_ = std::move(err_r);
   for (int fd : {p.stdout_fd(), p.stderr_fd()}) {
     if (fd >= 0) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-  }
-  // The report pipe closes on exec (success, 0 bytes) or carries {stage, errno}.
-  int msg[2] = {0, 0};
-  ssize_t n;
-  do {
-    n = read(report[0], msg, sizeof(msg));
-  } while (n < 0 && errno == EINTR);
-  CloseFd(&report[0]);
-  if (n == static_cast<ssize_t>(sizeof(msg))) {
-    p.KillGroupAndReap();
-    const char* what = msg[0] == kStageCwd ? "cannot enter working folder " : "cannot run ";
-    std::string target = msg[0] == kStageCwd ? o.cwd : o.argv[0];
-    if (msg[0] == kStageSetup) what = "cannot set up the child process for ";
-    return absl::FailedPreconditionError(StrCat(what, target, ": ", std::strerror(msg[1])));
   }
   return p;
 }

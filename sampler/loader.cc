@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +12,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/spawn.h"
 #include "core/status.h"
 #include "core/strings.h"
 #include "core/unique_fd.h"
@@ -197,23 +197,10 @@ class ProcessLoader final : public BatchLoader {
       return absl::InternalError(StrCat("socketpair: ", std::strerror(errno)));
     }
     core::UniqueFd ours(pair[0]), theirs(pair[1]);
-    std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    const pid_t parent = getpid();
-    pid_t pid = fork();
-    if (pid < 0) return absl::InternalError(StrCat("fork: ", std::strerror(errno)));
-    if (pid == 0) {
-      // Child: async-signal-safe calls only until exec. Dies with the trainer.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(1);
-      // dup2 clears FD_CLOEXEC on the new descriptors; fd 4 first, in case sv[1] is 4.
-      int seeds = fcntl(seeds_fd, F_DUPFD_CLOEXEC, 5);
-      int sock = fcntl(theirs.get(), F_DUPFD_CLOEXEC, 5);
-      if (seeds < 0 || sock < 0 || dup2(sock, 3) < 0 || dup2(seeds, 4) < 0) _exit(126);
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
+    // Dies with the trainer; fd 3 is its end of the socket, fd 4 the seeds (sampler_main.cc).
+    ASSIGN_OR_RETURN(const pid_t pid,
+                     core::SpawnChild({.argv = args,
+                                       .fds = {core::ChildFd::Dup(3, theirs.get()), core::ChildFd::Dup(4, seeds_fd)}}));
     theirs.reset();  // the child's end lives on in the child only
     children_.push_back(Child{pid, std::make_shared<Channel>(ours.release())});
     return absl::OkStatus();

@@ -1,7 +1,6 @@
 // Real graph servers on 127.0.0.1:0, queried over gRPC with the C++ client.
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include <set>
 #include <thread>
 
+#include "core/spawn.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
 #include "core/sampling.h"
@@ -308,18 +308,13 @@ TEST(GraphServerBinaryTest, StartsReportsItsPortAndStopsOnSigterm) {
   TempDir dir;
   const std::string config_path = testing::PartitionRandom(dir, {.num_nodes = 100, .num_edges = 400}, 2);
   std::string log = dir.Sub("server.log");
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   std::vector<std::string> args = {FANOUT_SERVER_BIN, "--part-config", config_path, "--part-id", "1",
                                    "--host", "127.0.0.1", "--port", "0", "--num-threads", "2",
                                    "--shutdown-grace", "1"};
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid;
-  ASSERT_EQ(posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  absl::StatusOr<pid_t> spawned = core::SpawnChild(
+      {.argv = args, .fds = {core::ChildFd::Open(2, log, O_WRONLY | O_CREAT | O_TRUNC)}});
+  ASSERT_TRUE(spawned.ok()) << spawned.status();
+  const pid_t pid = *spawned;
   // Wait for the ready line (bounded), then parse the port.
   std::smatch m;
   std::string text;

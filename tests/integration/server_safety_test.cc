@@ -17,6 +17,7 @@
 #include <regex>
 #include <thread>
 
+#include "core/spawn.h"
 #include "core/partition_store.h"
 #include "core/sampling.h"
 #include "gmock/gmock.h"
@@ -354,11 +355,9 @@ void StartServerBinary(const TempDir& dir, const std::string& wrapper, pid_t* pi
   const std::string log = dir.Sub("server.log");
   const std::string cmd = "exec " + wrapper + std::string(FANOUT_SERVER_BIN) + " --part-config " + config +
                           " --part-id 0 --port 0 --num-threads 2 --shutdown-grace 0 2>" + log;
-  *pid = fork();
-  if (*pid == 0) {
-    execl("/bin/sh", "sh", "-c", cmd.c_str(), nullptr);
-    _exit(127);
-  }
+  absl::StatusOr<pid_t> spawned = core::SpawnChild({.argv = {"/bin/sh", "-c", cmd}});
+  ASSERT_TRUE(spawned.ok()) << spawned.status();
+  *pid = *spawned;
   std::smatch m;
   std::string text;
   std::regex line("ready: .* on 127\\.0\\.0\\.1:([0-9]+).*");

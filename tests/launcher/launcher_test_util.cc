@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -12,6 +11,7 @@
 #include <fstream>
 #include <regex>
 
+#include "core/spawn.h"
 #include "gtest/gtest.h"
 
 extern char** environ;
@@ -117,22 +117,16 @@ ChildRun::ChildRun(const std::vector<std::string>& args, const std::string& cwd,
                    const std::vector<std::string>& extra_env) {
   int p[2];
   EXPECT_EQ(pipe2(p, O_CLOEXEC), 0);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&fa, p[1], 1);
-  posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-  if (!cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
-  std::vector<std::string> copy = args, env;
+  std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
   env.insert(env.end(), extra_env.begin(), extra_env.end());
-  std::vector<char*> argv, envp;
-  for (auto& a : copy) argv.push_back(a.data());
-  for (auto& e : env) envp.push_back(e.data());
-  argv.push_back(nullptr);
-  envp.push_back(nullptr);
-  EXPECT_EQ(posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), envp.data()), 0);
-  posix_spawn_file_actions_destroy(&fa);
+  absl::StatusOr<pid_t> pid = core::SpawnChild({.argv = args,
+                                                .env = env,
+                                                .cwd = cwd,
+                                                .fds = {core::ChildFd::Open(0, "/dev/null", O_RDONLY),
+                                                        core::ChildFd::Dup(1, p[1]), core::ChildFd::Dup(2, p[1])}});
+  EXPECT_TRUE(pid.ok()) << pid.status();
+  pid_ = pid.value_or(-1);
   close(p[1]);
   fd_ = p[0];
 }

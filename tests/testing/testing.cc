@@ -1,7 +1,6 @@
 #include "tests/testing/testing.h"
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -18,6 +17,7 @@
 
 #include "core/npy.h"
 #include "core/partition_config.h"
+#include "core/spawn.h"
 #include "core/strings.h"
 
 extern char** environ;
@@ -389,24 +389,17 @@ std::string WriteTokenFile(const TempDir& dir, const std::string& name, const st
 int RunProcess(const std::vector<std::string>& args, std::string* out, std::string* err) {
   TempDir io;
   const std::string out_path = io.Sub("stdout"), err_path = io.Sub("stderr");
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> copy = args;
-  std::vector<char*> argv;
-  for (auto& a : copy) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  pid_t pid;
-  int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    ADD_FAILURE() << "cannot start " << args[0];
+  absl::StatusOr<pid_t> pid = core::SpawnChild(
+      {.argv = args,
+       .fds = {core::ChildFd::Open(0, "/dev/null", O_RDONLY),
+               core::ChildFd::Open(1, out_path, O_WRONLY | O_CREAT | O_TRUNC),
+               core::ChildFd::Open(2, err_path, O_WRONLY | O_CREAT | O_TRUNC)}});
+  if (!pid.ok()) {
+    ADD_FAILURE() << pid.status();
     return -1;
   }
   int status = 0;
-  waitpid(pid, &status, 0);
+  waitpid(*pid, &status, 0);
   if (out != nullptr) *out = ReadAll(out_path);
   if (err != nullptr) *err = ReadAll(err_path);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
