@@ -24,38 +24,33 @@ LocalGraphSource::LocalGraphSource(std::shared_ptr<const PartitionStore> store) 
 
 std::string LocalGraphSource::Describe() const { return StrCat("partition ", store_->part_id(), " (local files)"); }
 
-absl::Status LocalGraphSource::Prefix(absl::Status s) const {
-  if (s.ok()) return s;
-  return absl::Status(s.code(), StrCat("partition ", store_->part_id(), ": ", s.message()));
-}
-
 void LocalGraphSource::SampleNeighbors(std::span<const int64_t> seeds, const SampleOptions& options,
                                        SampledEdges* out, Done done) {
-  done(Prefix(core::SampleNeighbors(*store_, seeds, options, out)));
+  done(core::SampleNeighbors(*store_, seeds, options, out));
 }
 
 void LocalGraphSource::GatherRows(const FieldRef& field, size_t row_bytes, std::span<const int64_t> ids,
                                   std::span<const int64_t> positions, char* out, Done done) {
   if (!field.type.empty()) {
-    return done(Prefix(absl::UnimplementedError(StrCat(field.ToString(), ": typed (heterogeneous) fields are not supported yet"))));
+    return done(absl::UnimplementedError(StrCat(field.ToString(), ": typed (heterogeneous) fields are not supported yet")));
   }
   const bool node = field.kind == FieldRef::Kind::kNode;
   absl::StatusOr<FieldSchema> schema = node ? store_->NodeFieldSchema(field.name) : store_->EdgeFieldSchema(field.name);
-  if (!schema.ok()) return done(Prefix(schema.status()));
+  if (!schema.ok()) return done(schema.status());
   if (schema->row_bytes() != row_bytes) {
-    return done(Prefix(absl::FailedPreconditionError(StrCat(field.ToString(), " has rows of ", schema->row_bytes(),
-                                                            " bytes here; the caller expects ", row_bytes))));
+    return done(absl::FailedPreconditionError(
+        StrCat(field.ToString(), " has rows of ", schema->row_bytes(), " bytes here; the caller expects ", row_bytes)));
   }
-  done(Prefix(node ? store_->GatherNodeRowsAt(field.name, ids, positions, out)
-                   : store_->GatherEdgeRowsAt(field.name, ids, positions, out)));
+  done(node ? store_->GatherNodeRowsAt(field.name, ids, positions, out)
+            : store_->GatherEdgeRowsAt(field.name, ids, positions, out));
 }
 
 void LocalGraphSource::Degrees(std::span<const int64_t> ids, EdgeDir dir, int64_t* out, Done done) {
-  done(Prefix(store_->Degrees(ids, dir, out)));
+  done(store_->Degrees(ids, dir, out));
 }
 
 void LocalGraphSource::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst, Done done) {
-  done(Prefix(store_->FindEdges(eids, src, dst)));
+  done(store_->FindEdges(eids, src, dst));
 }
 
 }  // namespace fanout::core

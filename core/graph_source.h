@@ -6,7 +6,8 @@
 //   - sampler::CachingGraphSource a decorator that answers cached rows from memory;
 //   - testing::FakeGraphSource  an in-memory graph for tests (tests/testing/fake_graph_source.h).
 // sampler::DistGraph routes every call over one source per partition, so the cross-partition
-// logic is the same whatever the sources are, and is tested against fakes without sockets.
+// logic is the same whatever the sources are, and is tested against fakes without sockets; a graph
+// server (server::GraphServiceImpl) serves any one source over gRPC.
 //
 // Calls are asynchronous: each takes a `Done` that is called exactly once, on any thread, when
 // the call has finished (a local source calls it before returning). The caller keeps every span
@@ -47,7 +48,9 @@ class GraphSource {
   virtual ~GraphSource() = default;
 
   // Who answers, for logs: "partition 0 (local files)", "partition 1 (servers 10.0.0.2:30050)".
-  // Errors a source reports start with "partition P: ".
+  // Errors are the source's own ("node ID 7 (index 2) belongs to partition 1, ..."): whoever
+  // routes calls to several sources names the partition (DistGraph prefixes "partition P: "), and
+  // a graph server passes them to its clients unchanged.
   virtual std::string Describe() const = 0;
 
   // DGL's sample_neighbors for owned `seeds`: edges grouped by seed, in `seeds` order.
@@ -84,7 +87,6 @@ class LocalGraphSource final : public GraphSource {
   void FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst, Done done) override;
 
  private:
-  absl::Status Prefix(absl::Status s) const;
   std::shared_ptr<const PartitionStore> store_;
 };
 

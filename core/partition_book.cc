@@ -50,4 +50,19 @@ absl::StatusOr<int> RangePartitionBook::CheckedPartOf(int64_t gid) const {
   return PartOf(gid);
 }
 
+absl::Status RangePartitionBook::CheckOwned(std::span<const int64_t> ids, int part, const char* what) const {
+  const int64_t lo = start(part), hi = end(part);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t id = ids[i];
+    if (id >= lo && id < hi) continue;
+    if (!Contains(id)) {
+      return absl::InvalidArgumentError(StrCat(what, " ID ", id, " (index ", i, ") is outside the graph [0, ",
+                                               num_ids(), ")"));
+    }
+    return absl::InvalidArgumentError(StrCat(what, " ID ", id, " (index ", i, ") belongs to partition ", PartOf(id),
+                                             ", not to partition ", part, " which owns [", lo, ", ", hi, ")"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace fanout::core

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -31,6 +32,10 @@ class RangePartitionBook {
   int PartOf(int64_t gid) const;
   // Checked variant; the error names the ID and the valid range.
   absl::StatusOr<int> CheckedPartOf(int64_t gid) const;
+  // OK if every ID is owned by `part`; otherwise INVALID_ARGUMENT naming the first ID at fault,
+  // its index in `ids` and its owner ("node ID 7 (index 2) belongs to partition 1, ...").
+  // `what` is "node" or "edge".
+  absl::Status CheckOwned(std::span<const int64_t> ids, int part, const char* what) const;
   int64_t ToLocal(int64_t gid) const { return gid - bounds_[PartOf(gid)]; }
   int64_t ToGlobal(int part, int64_t local) const { return bounds_[part] + local; }
 

@@ -1,5 +1,6 @@
 #include "core/partition_config.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -104,6 +105,31 @@ absl::StatusOr<RangePartitionBook> PartitionConfig::NodeBook() const {
 }
 absl::StatusOr<RangePartitionBook> PartitionConfig::EdgeBook() const {
   return RangePartitionBook::FromBounds(edge_bounds);
+}
+
+absl::Status UnknownFieldError(const std::string& kind, const std::string& name, std::vector<std::string> names) {
+  std::sort(names.begin(), names.end());
+  return absl::NotFoundError(StrCat("no ", kind, " field '", name, "' (this graph has: ",
+                                    names.empty() ? "none" : StrJoin(names, ", "), ")"));
+}
+
+namespace {
+absl::StatusOr<FieldSchema> FindSchema(const std::vector<FieldSchema>& fields, const char* kind,
+                                       const std::string& name) {
+  std::vector<std::string> names;
+  for (const FieldSchema& f : fields) {
+    if (f.name == name) return f;
+    names.push_back(f.name);
+  }
+  return UnknownFieldError(kind, name, std::move(names));
+}
+}  // namespace
+
+absl::StatusOr<FieldSchema> PartitionConfig::NodeField(const std::string& name) const {
+  return FindSchema(node_fields, "node", name);
+}
+absl::StatusOr<FieldSchema> PartitionConfig::EdgeField(const std::string& name) const {
+  return FindSchema(edge_fields, "edge", name);
 }
 
 absl::StatusOr<std::string> PartitionConfigToJson(const PartitionConfig& c,

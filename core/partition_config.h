@@ -67,7 +67,13 @@ struct PartitionConfig {
   std::string PartDirName(int part) const { return "part" + std::to_string(part); }
   absl::StatusOr<RangePartitionBook> NodeBook() const;
   absl::StatusOr<RangePartitionBook> EdgeBook() const;
+  // The schema of a node (edge) field; NOT_FOUND names the field and lists the valid ones.
+  absl::StatusOr<FieldSchema> NodeField(const std::string& name) const;
+  absl::StatusOr<FieldSchema> EdgeField(const std::string& name) const;
 };
+
+// NOT_FOUND: "no node field 'x' (this graph has: feat, label)"; `kind` is "node" or "edge".
+absl::Status UnknownFieldError(const std::string& kind, const std::string& name, std::vector<std::string> names);
 
 // Parses and validates `path`; errors name the file and the key at fault.
 absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path);

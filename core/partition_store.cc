@@ -108,19 +108,7 @@ absl::StatusOr<std::unique_ptr<PartitionStore>> PartitionStore::Open(const Parti
 
 absl::Status PartitionStore::CheckOwned(std::span<const int64_t> ids, const RangePartitionBook& book,
                                         const char* what) const {
-  const int64_t lo = book.start(part_id_), hi = book.end(part_id_);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    int64_t id = ids[i];
-    if (id >= lo && id < hi) continue;
-    if (!book.Contains(id)) {
-      return absl::InvalidArgumentError(StrCat(what, " ID ", id, " (index ", i, ") is outside the graph [0, ",
-                                          book.num_ids(), ")"));
-    }
-    return absl::InvalidArgumentError(StrCat(what, " ID ", id, " (index ", i, ") belongs to partition ",
-                                             book.PartOf(id), ", not to partition ", part_id_,
-                                             " which owns [", lo, ", ", hi, ")"));
-  }
-  return absl::OkStatus();
+  return book.CheckOwned(ids, part_id_, what);
 }
 
 absl::Status PartitionStore::CheckOwnedNodes(std::span<const int64_t> ids) const {
@@ -137,8 +125,7 @@ absl::StatusOr<PartitionStore::Field*> PartitionStore::FindField(
   if (it != fields.end()) return it->second.get();
   std::vector<std::string> names;
   for (const auto& [k, v] : fields) names.push_back(k);
-  return absl::NotFoundError(StrCat("no ", kind, " field '", name, "' (this graph has: ",
-                                    names.empty() ? "none" : StrJoin(names, ", "), ")"));
+  return UnknownFieldError(kind, name, std::move(names));
 }
 
 absl::StatusOr<FieldSchema> PartitionStore::NodeFieldSchema(const std::string& name) const {

@@ -86,13 +86,16 @@ void WeightedWithReplacement(Rng& rng, const double* w, int64_t d, int64_t k, st
 
 absl::Status CheckSampleOptions(const PartitionStore& store, std::span<const int64_t> seeds,
                                 const SampleOptions& o) {
-  if (o.fanout < -1) {
-    return absl::InvalidArgumentError(StrCat("fanout must be -1 (all) or >= 0, got ", o.fanout));
-  }
+  RETURN_IF_ERROR(CheckFanout(o.fanout));
   return store.CheckOwnedNodes(seeds);
 }
 
 }  // namespace
+
+absl::Status CheckFanout(int64_t fanout) {
+  if (fanout < -1) return absl::InvalidArgumentError(StrCat("fanout must be -1 (all) or >= 0, got ", fanout));
+  return absl::OkStatus();
+}
 
 absl::StatusOr<int64_t> SampleSizeBound(const PartitionStore& store, std::span<const int64_t> seeds,
                                         const SampleOptions& o) {

@@ -35,6 +35,9 @@ struct SampledEdges {
   size_t size() const { return eid.size(); }
 };
 
+// OK for -1 (every neighbour) or a count >= 0.
+absl::Status CheckFanout(int64_t fanout);
+
 // Samples around `seeds`, all of which must be nodes of `store`'s partition. Without
 // replacement the picked edges of a seed are distinct and listed in adjacency order. Weighted
 // sampling never picks a zero-weight edge; it needs the weights of the edges it draws from, so

@@ -22,33 +22,26 @@ GraphClient* RemoteGraphSource::Next() {
   return clients_[next_.fetch_add(1, std::memory_order_relaxed) % clients_.size()].get();
 }
 
-core::Done RemoteGraphSource::Prefixed(core::Done done) const {
-  return [part = part_, done = std::move(done)](absl::Status s) {
-    done(s.ok() ? s : absl::Status(s.code(), StrCat("partition ", part, ": ", s.message())));
-  };
-}
-
 void RemoteGraphSource::SampleNeighbors(std::span<const int64_t> seeds, const core::SampleOptions& options,
                                         core::SampledEdges* out, core::Done done) {
-  Next()->SampleNeighborsAsync(seeds, options, out, Prefixed(std::move(done)));
+  Next()->SampleNeighborsAsync(seeds, options, out, std::move(done));
 }
 
 void RemoteGraphSource::GatherRows(const core::FieldRef& field, size_t row_bytes, std::span<const int64_t> ids,
                                    std::span<const int64_t> positions, char* out, core::Done done) {
   if (!field.type.empty()) {
-    return Prefixed(std::move(done))(absl::UnimplementedError(
-        StrCat(field.ToString(), ": typed (heterogeneous) fields are not supported yet")));
+    return done(absl::UnimplementedError(StrCat(field.ToString(), ": typed (heterogeneous) fields are not supported yet")));
   }
   Next()->PullRowsAsync(field.kind == core::FieldRef::Kind::kNode, field.name, row_bytes, ids, positions, out,
-                        Prefixed(std::move(done)));
+                        std::move(done));
 }
 
 void RemoteGraphSource::Degrees(std::span<const int64_t> ids, core::EdgeDir dir, int64_t* out, core::Done done) {
-  Next()->GetDegreesAsync(ids, dir, out, Prefixed(std::move(done)));
+  Next()->GetDegreesAsync(ids, dir, out, std::move(done));
 }
 
 void RemoteGraphSource::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst, core::Done done) {
-  Next()->FindEdgesAsync(eids, src, dst, Prefixed(std::move(done)));
+  Next()->FindEdgesAsync(eids, src, dst, std::move(done));
 }
 
 }  // namespace fanout::rpc

@@ -30,8 +30,6 @@ class RemoteGraphSource final : public core::GraphSource {
 
  private:
   GraphClient* Next();
-  // `done`, with "partition P: " before any error.
-  core::Done Prefixed(core::Done done) const;
 
   int part_;
   std::vector<std::unique_ptr<GraphClient>> clients_;

@@ -17,6 +17,13 @@ namespace fanout::sampler {
 
 using core::StrCat;
 
+namespace {
+// A source's error as the router reports it: which partition failed comes first.
+absl::Status NamePartition(int part, absl::Status s) {
+  return s.ok() ? s : absl::Status(s.code(), StrCat("partition ", part, ": ", s.message()));
+}
+}  // namespace
+
 absl::StatusOr<ServerMap> ParseServerList(const std::string& text, int num_parts) {
   ServerMap map;
   map.addresses.resize(num_parts);
@@ -69,7 +76,7 @@ absl::Status DistGraph::ForEachPart(const std::vector<std::vector<int64_t>>& pos
   auto done_of = [&pending](int p) {
     return [&pending, p](absl::Status s) {
       absl::MutexLock lock(&pending.mu);
-      pending.status[p] = std::move(s);
+      pending.status[p] = NamePartition(p, std::move(s));
       if (--pending.answers == 0) pending.cv.SignalAll();  // under the lock: `pending` outlives this
     };
   };
@@ -311,7 +318,8 @@ absl::Status DistGraph::SampleNeighbors(std::span<const int64_t> seeds, const co
     const int p = book_.PartOf(seeds[0]);
     if (AllOwnedBy(seeds, p)) {
       // One owner (always so with one partition): no grouping, no copies.
-      return core::WaitFor([&](core::Done done) { sources_[p]->SampleNeighbors(seeds, options, out, std::move(done)); });
+      return NamePartition(
+          p, core::WaitFor([&](core::Done done) { sources_[p]->SampleNeighbors(seeds, options, out, std::move(done)); }));
     }
   }
   std::vector<std::vector<int64_t>> positions;

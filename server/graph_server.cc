@@ -14,15 +14,41 @@ using core::StrCat;
 
 absl::StatusOr<std::unique_ptr<GraphServer>> GraphServer::Start(std::unique_ptr<core::PartitionStore> store,
                                                                 const ServerOptions& o) {
+  std::unique_ptr<GraphServer> s(new GraphServer());
+  s->store_ = std::move(store);
+  s->config_ = s->store_->config();
+  s->source_ = std::make_shared<core::LocalGraphSource>(s->store_);
+  const int part_id = s->store_->part_id();
+  return Listen(std::move(s), part_id, o);
+}
+
+absl::StatusOr<std::unique_ptr<GraphServer>> GraphServer::Serve(std::shared_ptr<core::GraphSource> source,
+                                                                core::PartitionConfig config, int part_id,
+                                                                const ServerOptions& o) {
+  if (source == nullptr) return absl::InvalidArgumentError("no graph source to serve");
+  if (part_id < 0 || part_id >= config.num_parts) {
+    return absl::InvalidArgumentError(StrCat("partition ", part_id, " is not in graph '", config.graph_name, "' (",
+                                             config.num_parts, " partitions)"));
+  }
+  if (!config.NodeBook().ok() || !config.EdgeBook().ok()) {
+    return absl::InvalidArgumentError(StrCat("graph '", config.graph_name, "': invalid node or edge ranges"));
+  }
+  std::unique_ptr<GraphServer> s(new GraphServer());
+  s->config_ = std::move(config);
+  s->source_ = std::move(source);
+  return Listen(std::move(s), part_id, o);
+}
+
+absl::StatusOr<std::unique_ptr<GraphServer>> GraphServer::Listen(std::unique_ptr<GraphServer> s, int part_id,
+                                                                 const ServerOptions& o) {
   if (o.port < 0 || o.port > 65535) {
     return absl::InvalidArgumentError(StrCat("--port must be in [0, 65535], got ", o.port));
   }
-  std::unique_ptr<GraphServer> s(new GraphServer());
-  s->store_ = std::move(store);
   s->stats_ = std::make_unique<ServerStats>();
   s->pool_ = std::make_unique<core::ThreadPool>(o.num_threads > 0 ? o.num_threads : core::DefaultThreads());
   ServicePolicy policy{.limits = o.limits, .allow_push = o.allow_push, .auth_token = o.security.token()};
-  s->service_ = std::make_unique<GraphServiceImpl>(s->store_.get(), s->stats_.get(), s->pool_.get(), policy);
+  ServedPartition served{.config = &s->config_, .part_id = part_id, .source = s->source_.get(), .writable = s->store_.get()};
+  s->service_ = std::make_unique<GraphServiceImpl>(served, s->stats_.get(), s->pool_.get(), policy);
   s->host_ = o.host;
   // Both are process-wide registrations that gRPC reads when a server is built.
   grpc::EnableDefaultHealthCheckService(true);

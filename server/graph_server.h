@@ -1,5 +1,6 @@
-// A running graph server: one partition's PartitionStore behind fanout.v1.GraphService, with
-// gRPC health checking and server reflection, on an owned worker pool.
+// A running graph server: one partition behind fanout.v1.GraphService, with gRPC health checking
+// and server reflection, on an owned worker pool. What it serves is a core::GraphSource: the
+// partition's files (Start, what fanout-server runs), or any other source (Serve).
 #pragma once
 
 #include <chrono>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "core/graph_source.h"
 #include "core/partition_store.h"
 #include "server/graph_service.h"
 #include "rpc/security.h"
@@ -33,12 +35,19 @@ struct ServerOptions {
 // Thread-safe. Destroying it shuts the server down.
 class GraphServer {
  public:
+  // Serves a partition's files; pushes are allowed when options.allow_push.
   static absl::StatusOr<std::unique_ptr<GraphServer>> Start(std::unique_ptr<core::PartitionStore> store,
+                                                            const ServerOptions& options);
+  // Serves `source` as partition `part_id` of `config` (a fake in tests, a cache, a proxy of other
+  // servers). Requests are checked against `config` before the source sees them; pushes are refused.
+  static absl::StatusOr<std::unique_ptr<GraphServer>> Serve(std::shared_ptr<core::GraphSource> source,
+                                                            core::PartitionConfig config, int part_id,
                                                             const ServerOptions& options);
   ~GraphServer();
 
   int port() const { return port_; }
   std::string address() const;
+  // The partition's files; only for a server made by Start.
   const core::PartitionStore& store() const { return *store_; }
 
   // Stops accepting calls, lets the ones in flight finish for up to `grace`, then cancels them.
@@ -48,7 +57,11 @@ class GraphServer {
 
  private:
   GraphServer() = default;
-  std::unique_ptr<core::PartitionStore> store_;
+  static absl::StatusOr<std::unique_ptr<GraphServer>> Listen(std::unique_ptr<GraphServer> s, int part_id,
+                                                             const ServerOptions& options);
+  std::shared_ptr<core::PartitionStore> store_;  // null when serving another source
+  core::PartitionConfig config_;
+  std::shared_ptr<core::GraphSource> source_;
   std::unique_ptr<ServerStats> stats_;
   std::unique_ptr<core::ThreadPool> pool_;
   std::unique_ptr<GraphServiceImpl> service_;

@@ -7,6 +7,7 @@
 #include <span>
 #include <exception>
 
+#include "core/check.h"
 #include "core/sampling.h"
 #include "core/security_options.h"
 #include "core/shape.h"
@@ -48,6 +49,26 @@ absl::Status Guarded(const char* method, const std::function<absl::Status(const 
 }
 
 }  // namespace
+
+namespace {
+core::RangePartitionBook Book(absl::StatusOr<core::RangePartitionBook> book) {
+  FANOUT_CHECK(book.ok()) << book.status();  // LoadPartitionConfig has checked the bounds
+  return *std::move(book);
+}
+}  // namespace
+
+GraphServiceImpl::GraphServiceImpl(ServedPartition served, ServerStats* stats, core::ThreadPool* pool,
+                                   ServicePolicy policy)
+    : served_(served),
+      config_(*served.config),
+      node_book_(Book(config_.NodeBook())),
+      edge_book_(Book(config_.EdgeBook())),
+      stats_(stats),
+      pool_(pool),
+      policy_(std::move(policy)) {
+  FANOUT_CHECK(served_.source != nullptr);
+  FANOUT_CHECK(served_.part_id >= 0 && served_.part_id < config_.num_parts);
+}
 
 absl::Status GraphServiceImpl::Authenticate(const grpc::CallbackServerContext& ctx) const {
   if (policy_.auth_token.empty()) return absl::OkStatus();
@@ -130,9 +151,9 @@ grpc::ServerUnaryReactor* GraphServiceImpl::GetMetadata(grpc::CallbackServerCont
 
 absl::Status GraphServiceImpl::DoGetMetadata(v1::GetMetadataResponse* resp) const {
   {
-    const core::PartitionConfig& c = store_->config();
+    const core::PartitionConfig& c = config_;
     resp->set_graph_name(c.graph_name);
-    resp->set_part_id(store_->part_id());
+    resp->set_part_id(served_.part_id);
     resp->set_num_parts(c.num_parts);
     resp->set_num_nodes(c.num_nodes);
     resp->set_num_edges(c.num_edges);
@@ -161,7 +182,7 @@ absl::Status GraphServiceImpl::DoGetMetadata(v1::GetMetadataResponse* resp) cons
 absl::Status GraphServiceImpl::DoPull(const v1::PullRequest& req, bool node, v1::PullResponse* resp,
                                       const StopCheck& stop) const {
   ASSIGN_OR_RETURN(std::vector<int64_t> ids, Ids(req.ids(), "ids"));
-  ASSIGN_OR_RETURN(core::FieldSchema f, node ? store_->NodeFieldSchema(req.field()) : store_->EdgeFieldSchema(req.field()));
+  ASSIGN_OR_RETURN(core::FieldSchema f, node ? config_.NodeField(req.field()) : config_.EdgeField(req.field()));
   const int64_t row_bytes = static_cast<int64_t>(f.row_bytes());
   int64_t bytes = 0;
   if (!core::CheckedMul(static_cast<int64_t>(ids.size()), row_bytes, &bytes) ||
@@ -170,23 +191,21 @@ absl::Status GraphServiceImpl::DoPull(const v1::PullRequest& req, bool node, v1:
         ids.size(), " rows of '", f.name, "' (", row_bytes, " bytes each) are over this server's ",
         policy_.limits.max_response_bytes, "-byte answer limit (--max-response-bytes): split the request"));
   }
-  std::string rows;
-  if (node) {
-    // In chunks, so an abandoned call stops early. The IDs are checked as a whole first (the
-    // chunks' own checks then pass), so an error names a bad ID's index in the request.
-    RETURN_IF_ERROR(store_->CheckOwnedNodes(ids));
-    rows.resize(static_cast<size_t>(bytes));
-    constexpr size_t kChunk = 16384;
-    std::vector<int64_t> at(std::min(ids.size(), kChunk));
-    for (size_t i = 0; i < at.size(); ++i) at[i] = static_cast<int64_t>(i);
-    for (size_t b = 0; b < ids.size(); b += kChunk) {
-      if (b > 0 && stop && stop()) return absl::CancelledError(StrCat("pull abandoned after ", b, " rows"));
-      const size_t n = std::min(kChunk, ids.size() - b);
-      RETURN_IF_ERROR(store_->GatherNodeRowsAt(req.field(), std::span(ids).subspan(b, n), std::span(at).first(n),
-                                               rows.data() + b * row_bytes));
-    }
-  } else {
-    RETURN_IF_ERROR(store_->GatherEdgeRows(req.field(), ids, &rows));
+  // The IDs are checked as a whole first, so that an error names a bad ID's index in the request;
+  // then the rows are gathered in chunks, so that an abandoned call stops early.
+  RETURN_IF_ERROR((node ? node_book_ : edge_book_).CheckOwned(ids, served_.part_id, node ? "node" : "edge"));
+  const core::FieldRef field = node ? core::FieldRef::Node(req.field()) : core::FieldRef::Edge(req.field());
+  std::string rows(static_cast<size_t>(bytes), '\0');
+  constexpr size_t kChunk = 16384;
+  std::vector<int64_t> at(std::min(ids.size(), kChunk));
+  for (size_t i = 0; i < at.size(); ++i) at[i] = static_cast<int64_t>(i);
+  for (size_t b = 0; b < ids.size(); b += kChunk) {
+    if (b > 0 && stop && stop()) return absl::CancelledError(StrCat("pull abandoned after ", b, " rows"));
+    const size_t n = std::min(kChunk, ids.size() - b);
+    RETURN_IF_ERROR(core::WaitFor([&](core::Done done) {
+      served_.source->GatherRows(field, static_cast<size_t>(row_bytes), std::span(ids).subspan(b, n),
+                                 std::span(at).first(n), rows.data() + b * row_bytes, std::move(done));
+    }));
   }
   std::vector<int64_t> shape{static_cast<int64_t>(ids.size())};
   shape.insert(shape.end(), f.row_shape.begin(), f.row_shape.end());
@@ -255,7 +274,7 @@ bool IsMaskField(const std::string& name) { return name.size() > 5 && name.ends_
 }  // namespace
 
 absl::Status GraphServiceImpl::CheckPushValues(const core::FieldSchema& f, const v1::Tensor& data) const {
-  const core::PartitionConfig& c = store_->config();
+  const core::PartitionConfig& c = config_;
   const std::string& name = f.name;
   if (name == "label" && c.num_classes > 0) {
     // What the partitioner accepts: a class, or -1 for unlabelled.
@@ -275,8 +294,11 @@ absl::Status GraphServiceImpl::DoPush(const v1::PushRequest& req) const {
   if (!v1::PushOp_IsValid(req.op())) {
     return absl::InvalidArgumentError(StrCat("unknown push op ", static_cast<int>(req.op())));
   }
+  if (served_.writable == nullptr) {
+    return absl::FailedPreconditionError("this server's graph source takes no writes: PushNodeData is not available");
+  }
   ASSIGN_OR_RETURN(std::vector<int64_t> ids, Ids(req.ids(), "ids"));
-  ASSIGN_OR_RETURN(core::FieldSchema f, store_->NodeFieldSchema(req.field()));
+  ASSIGN_OR_RETURN(core::FieldSchema f, config_.NodeField(req.field()));
   RETURN_IF_ERROR(CheckTensor(req.data(), "data"));
   if (req.data().dtype() != ToProtoDType(f.dtype)) {
     return absl::InvalidArgumentError(StrCat("data is ", v1::DType_Name(req.data().dtype()), " but field '",
@@ -295,7 +317,7 @@ absl::Status GraphServiceImpl::DoPush(const v1::PushRequest& req) const {
     return absl::InvalidArgumentError(StrCat("cannot add to '", f.name, "'; assign its values instead"));
   }
   RETURN_IF_ERROR(CheckPushValues(f, req.data()));
-  return store_->PushNodeRows(req.field(), ids, req.data().data().data(), req.data().data().size(),
+  return served_.writable->PushNodeRows(req.field(), ids, req.data().data().data(), req.data().data().size(),
                               add ? core::PushOp::kAdd : core::PushOp::kAssign);
 }
 
@@ -318,6 +340,8 @@ absl::Status GraphServiceImpl::DoSample(const v1::SampleRequest& req, v1::Sample
                                         const StopCheck& stop) const {
   ASSIGN_OR_RETURN(std::vector<int64_t> seeds, Ids(req.seeds(), "seeds"));
   ASSIGN_OR_RETURN(core::EdgeDir dir, Dir(req.dir()));
+  RETURN_IF_ERROR(core::CheckFanout(req.fanout()));
+  RETURN_IF_ERROR(node_book_.CheckOwned(seeds, served_.part_id, "node"));
   // Three int64 tensors per edge.
   const int64_t max_edges = policy_.limits.max_response_bytes / (3 * static_cast<int64_t>(sizeof(int64_t)));
   core::SampleOptions o{.fanout = req.fanout(),
@@ -328,7 +352,8 @@ absl::Status GraphServiceImpl::DoSample(const v1::SampleRequest& req, v1::Sample
                         .max_edges = max_edges,
                         .should_stop = stop};
   core::SampledEdges e;
-  absl::Status s = core::SampleNeighbors(*store_, seeds, o, &e);
+  absl::Status s =
+      core::WaitFor([&](core::Done done) { served_.source->SampleNeighbors(seeds, o, &e, std::move(done)); });
   if (s.code() == absl::StatusCode::kResourceExhausted) {
     return absl::ResourceExhaustedError(StrCat(s.message(), " (this server's answers hold at most ",
                                                policy_.limits.max_response_bytes,
@@ -350,8 +375,9 @@ grpc::ServerUnaryReactor* GraphServiceImpl::SampleNeighbors(grpc::CallbackServer
 absl::Status GraphServiceImpl::DoDegrees(const v1::DegreesRequest& req, v1::DegreesResponse* resp) const {
   ASSIGN_OR_RETURN(std::vector<int64_t> ids, Ids(req.ids(), "ids"));
   ASSIGN_OR_RETURN(core::EdgeDir dir, Dir(req.dir()));
+  RETURN_IF_ERROR(node_book_.CheckOwned(ids, served_.part_id, "node"));
   std::vector<int64_t> deg(ids.size());
-  RETURN_IF_ERROR(store_->Degrees(ids, dir, deg.data()));
+  RETURN_IF_ERROR(core::WaitFor([&](core::Done done) { served_.source->Degrees(ids, dir, deg.data(), std::move(done)); }));
   FillInt64Tensor(deg, resp->mutable_degrees());
   return absl::OkStatus();
 }
@@ -363,8 +389,10 @@ grpc::ServerUnaryReactor* GraphServiceImpl::GetDegrees(grpc::CallbackServerConte
 
 absl::Status GraphServiceImpl::DoFindEdges(const v1::FindEdgesRequest& req, v1::FindEdgesResponse* resp) const {
   ASSIGN_OR_RETURN(std::vector<int64_t> eids, Ids(req.eids(), "eids"));
+  RETURN_IF_ERROR(edge_book_.CheckOwned(eids, served_.part_id, "edge"));
   std::vector<int64_t> src(eids.size()), dst(eids.size());
-  RETURN_IF_ERROR(store_->FindEdges(eids, src.data(), dst.data()));
+  RETURN_IF_ERROR(core::WaitFor(
+      [&](core::Done done) { served_.source->FindEdges(eids, src.data(), dst.data(), std::move(done)); }));
   FillInt64Tensor(src, resp->mutable_src());
   FillInt64Tensor(dst, resp->mutable_dst());
   return absl::OkStatus();

@@ -1,6 +1,7 @@
-// The gRPC adapter of fanout.v1.GraphService: converts requests into PartitionStore and sampling
-// calls on an owned worker pool and their results (or errors) back into responses. It holds no
-// graph state of its own; the logic lives in core::PartitionStore and core::SampleNeighbors.
+// The gRPC adapter of fanout.v1.GraphService: converts requests into calls on a core::GraphSource
+// (on an owned worker pool) and their results (or errors) back into responses. It holds no graph
+// state of its own: any source can be served (a partition's files, as fanout-server does; a fake
+// in tests; a cache or a proxy), and a new RPC is one GraphSource method plus one handler here.
 #pragma once
 
 #include <atomic>
@@ -8,6 +9,9 @@
 #include <functional>
 #include <string>
 
+#include "core/graph_source.h"
+#include "core/partition_book.h"
+#include "core/partition_config.h"
 #include "core/partition_store.h"
 #include "fanout/v1/graph.grpc.pb.h"
 #include "server/server_stats.h"
@@ -31,15 +35,24 @@ struct ServicePolicy {
   std::string auth_token;   // non-empty: every call must carry "authorization: Bearer <token>"
 };
 
+// What a service answers for: one partition of a graph. The config gives the metadata, the field
+// schemas and the ID ranges each request is checked against before the source sees it.
+struct ServedPartition {
+  const core::PartitionConfig* config = nullptr;
+  int part_id = 0;
+  core::GraphSource* source = nullptr;         // answers every read
+  core::PartitionStore* writable = nullptr;    // PushNodeData writes here; null: pushes are refused
+};
+
 // Where a handler learns that its call has been abandoned (client cancelled, deadline passed,
 // server shutting down). Handlers poll it between chunks of work.
 using StopCheck = std::function<bool()>;
 
 class GraphServiceImpl final : public v1::GraphService::CallbackService {
  public:
-  // All pointers must outlive the service. Thread-safe.
-  GraphServiceImpl(core::PartitionStore* store, ServerStats* stats, core::ThreadPool* pool, ServicePolicy policy)
-      : store_(store), stats_(stats), pool_(pool), policy_(std::move(policy)) {}
+  // All pointers must outlive the service; `served.config` must be valid (LoadPartitionConfig
+  // checks it). Thread-safe as the source is.
+  GraphServiceImpl(ServedPartition served, ServerStats* stats, core::ThreadPool* pool, ServicePolicy policy);
 
   grpc::ServerUnaryReactor* GetMetadata(grpc::CallbackServerContext* ctx, const v1::GetMetadataRequest* req,
                                         v1::GetMetadataResponse* resp) override;
@@ -81,7 +94,9 @@ class GraphServiceImpl final : public v1::GraphService::CallbackService {
   absl::StatusOr<std::vector<int64_t>> Ids(const v1::Tensor& t, const char* what) const;
   absl::Status CheckPushValues(const core::FieldSchema& f, const v1::Tensor& data) const;
 
-  core::PartitionStore* store_;
+  ServedPartition served_;
+  const core::PartitionConfig& config_;
+  core::RangePartitionBook node_book_, edge_book_;
   ServerStats* stats_;
   core::ThreadPool* pool_;
   ServicePolicy policy_;

@@ -15,6 +15,7 @@
 
 #include "core/check.h"
 #include "core/partition_config.h"
+#include "core/graph_source.h"
 #include "core/partition_store.h"
 #include "fanout/v1/graph.pb.h"
 #include "google/protobuf/stubs/logging.h"
@@ -37,7 +38,8 @@ constexpr int64_t kMaxIds = 4096;
 constexpr int64_t kMaxResponseBytes = 1 << 20;
 
 struct World {
-  std::unique_ptr<fanout::core::PartitionStore> store;
+  std::shared_ptr<fanout::core::PartitionStore> store;
+  std::unique_ptr<fanout::core::LocalGraphSource> source;
   fanout::server::ServerStats stats;
   fanout::core::ThreadPool pool{1};
   std::unique_ptr<fanout::server::GraphServiceImpl> service;
@@ -90,8 +92,12 @@ World* TheWorld() {
     policy.limits.max_ids_per_request = kMaxIds;
     policy.limits.max_response_bytes = kMaxResponseBytes;
     policy.allow_push = true;
-    world->service = std::make_unique<fanout::server::GraphServiceImpl>(world->store.get(), &world->stats,
-                                                                        &world->pool, policy);
+    world->source = std::make_unique<fanout::core::LocalGraphSource>(world->store);
+    fanout::server::ServedPartition served{.config = &world->store->config(),
+                                           .part_id = 0,
+                                           .source = world->source.get(),
+                                           .writable = world->store.get()};
+    world->service = std::make_unique<fanout::server::GraphServiceImpl>(served, &world->stats, &world->pool, policy);
     return world;
   }();
   return w;

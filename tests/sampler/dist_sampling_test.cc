@@ -13,6 +13,8 @@
 #include "sampler/minibatch_sampler.h"
 #include "sampler/seed_split.h"
 #include "tests/sampler/sampler_truth.h"
+#include "server/graph_server.h"
+#include "tests/testing/fake_graph_source.h"
 #include "tests/testing/server_cluster.h"
 #include "tests/testing/testing.h"
 
@@ -504,6 +506,64 @@ TEST(BatchLoaderTest, ZeroPrefetchOrThreadsIsRefusedNotAHang) {
   auto l = MakeBatchLoader(g->get(), go, so, {1, 2, 3}, lo);
   ASSERT_FALSE(l.ok());
   EXPECT_NE(l.status().message().find("--sampler-threads"), std::string::npos) << l.status();
+}
+
+
+// Any GraphSource can be served (server::GraphServer::Serve): here two fakes that answer late from
+// threads of their own, behind real gRPC servers, read by a router that has no local files. The
+// metadata check, the wire codec and the merge see nothing different from fanout-server.
+TEST(ServedSourceTest, FakeSourcesBehindGrpcServersAnswerTheRouter) {
+  core::PartitionConfig config = testing::FakeConfig({0, 3, 6}, {0, 6, 12}, {"feat"});
+  std::vector<std::unique_ptr<server::GraphServer>> servers;
+  ServerMap map;
+  map.addresses.resize(2);
+  for (int p = 0; p < 2; ++p) {
+    auto fake = std::make_shared<testing::FakeGraphSource>(p, 3 * p, 3 * p + 3, 6 * p);
+    for (int64_t v = 3 * p; v < 3 * p + 3; ++v) {
+      fake->AddEdge((v + 1) % 6, v);
+      fake->AddEdge((v + 3) % 6, v);
+    }
+    fake->SetNodeField("feat", [](int64_t v) { return 10.0f + static_cast<float>(v); });
+    fake->AnswerLate(std::chrono::milliseconds(3));
+    server::ServerOptions so;
+    so.host = "127.0.0.1";
+    so.num_threads = 2;
+    auto server = server::GraphServer::Serve(fake, config, p, so);
+    ASSERT_TRUE(server.ok()) << server.status();
+    map.addresses[p].push_back((*server)->address());
+    servers.push_back(std::move(*server));
+  }
+  DistGraphOptions go;
+  go.machine_id = 0;
+  go.read_local_files = false;
+  go.servers = map;
+  go.connect_timeout_seconds = 10;
+  auto g = DistGraph::Open(config, go);
+  ASSERT_TRUE(g.ok()) << g.status();
+
+  const std::vector<int64_t> seeds = {4, 0, 5};
+  core::SampleOptions o;
+  o.fanout = -1;
+  core::SampledEdges e;
+  ASSERT_TRUE((*g)->SampleNeighbors(seeds, o, &e).ok());
+  EXPECT_EQ(e.src, (std::vector<int64_t>{5, 1, 1, 3, 0, 2}));
+  EXPECT_EQ(e.dst, (std::vector<int64_t>{4, 4, 0, 0, 5, 5}));
+  EXPECT_EQ(e.eid, (std::vector<int64_t>{8, 9, 0, 1, 10, 11}));
+
+  float got[3];
+  absl::Status pulled = (*g)->PullNodeRows("feat", std::vector<int64_t>{5, 1, 3}, reinterpret_cast<char*>(got));
+  ASSERT_TRUE(pulled.ok()) << pulled;
+  EXPECT_EQ(got[0], 15.0f);
+  EXPECT_EQ(got[1], 11.0f);
+  EXPECT_EQ(got[2], 13.0f);
+
+  // A request the servers refuse comes back through the router naming partition and server once.
+  absl::Status bad = (*g)->SampleNeighbors(std::vector<int64_t>{1, 4}, {.fanout = -5}, &e);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument) << bad;
+  const std::string message(bad.message());
+  EXPECT_TRUE(message.starts_with("partition 0: server 127.0.0.1:")) << bad;
+  EXPECT_TRUE(message.ends_with("fanout must be -1 (all) or >= 0, got -5")) << bad;
+  EXPECT_EQ(message.find("partition", 1), std::string::npos) << bad;
 }
 
 }  // namespace

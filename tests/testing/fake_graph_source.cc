@@ -42,7 +42,7 @@ void FakeGraphSource::Answer(std::function<absl::Status()> answer, core::Done do
       std::lock_guard<std::mutex> lock(mu_);
       last_thread_ = std::this_thread::get_id();
     }
-    done(s.ok() ? s : absl::Status(s.code(), StrCat("partition ", part_, ": ", s.message())));
+    done(s);
   };
   if (delay_.count() == 0) return run();
   std::lock_guard<std::mutex> lock(mu_);

@@ -50,7 +50,7 @@ class FakeGraphSource final : public core::GraphSource {
 
  private:
   // Runs `answer` now or late, records the thread, and hands its status (or the injected
-  // failure) to `done` with the "partition P: " prefix every source uses.
+  // failure) to `done` (unprefixed: the router names the partition).
   void Answer(std::function<absl::Status()> answer, core::Done done);
   absl::Status CheckOwned(std::span<const int64_t> ids, int64_t lo, int64_t hi, const char* what) const;
 

@@ -1,0 +1,154 @@
+// The graph service over a graph source that is not a partition's files: a fake, answering late
+// from its own thread. No sockets: the handlers are called as the worker pool calls them.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "core/thread_pool.h"
+#include "rpc/rpc_codec.h"
+#include "server/graph_service.h"
+#include "tests/testing/fake_graph_source.h"
+
+namespace fanout::server {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::FakeConfig;
+using testing::FakeGraphSource;
+
+float Value(int64_t v) { return 0.25f + static_cast<float>(v); }
+
+v1::Tensor Ids(const std::vector<int64_t>& ids) {
+  v1::Tensor t;
+  rpc::FillInt64Tensor(ids, &t);
+  return t;
+}
+
+std::vector<int64_t> Values(const v1::Tensor& t) {
+  auto v = rpc::Int64Vector(t, "answer");
+  EXPECT_TRUE(v.ok()) << v.status();
+  return v.value_or(std::vector<int64_t>{});
+}
+
+// Partition 1 of 8 nodes in two partitions [0,4) [4,8): node v has in-edges from v-4 and (v+1)
+// mod 8, edge IDs 6.. in that order.
+struct Served {
+  core::PartitionConfig config = FakeConfig({0, 4, 8}, {0, 6, 14}, {"feat"});
+  FakeGraphSource fake{1, 4, 8, 6};
+  ServerStats stats;
+  core::ThreadPool pool{1};
+  std::unique_ptr<GraphServiceImpl> service;
+
+  Served() {
+    for (int64_t v = 4; v < 8; ++v) {
+      fake.AddEdge(v - 4, v);
+      fake.AddEdge((v + 1) % 8, v);
+    }
+    fake.SetNodeField("feat", &Value);
+    fake.AnswerLate(2ms);  // from another thread, as a remote or GPU source would
+    ServicePolicy policy;
+    policy.allow_push = true;
+    service = std::make_unique<GraphServiceImpl>(ServedPartition{.config = &config, .part_id = 1, .source = &fake},
+                                                 &stats, &pool, policy);
+  }
+};
+
+TEST(GraphServiceSourceTest, AnswersEveryReadFromTheSource) {
+  Served s;
+  v1::GetMetadataResponse meta;
+  ASSERT_TRUE(s.service->DoGetMetadata(&meta).ok());
+  EXPECT_EQ(meta.graph_name(), "fake");
+  EXPECT_EQ(meta.part_id(), 1);
+  EXPECT_EQ(meta.node_ranges(1).start(), 4);
+  ASSERT_EQ(meta.node_fields_size(), 1);
+  EXPECT_EQ(meta.node_fields(0).name(), "feat");
+
+  v1::SampleRequest sample;
+  *sample.mutable_seeds() = Ids({6, 4});
+  sample.set_fanout(-1);
+  sample.set_dir(v1::EDGE_DIR_IN);
+  v1::SampleResponse edges;
+  ASSERT_TRUE(s.service->DoSample(sample, &edges, {}).ok());
+  EXPECT_EQ(Values(edges.src()), (std::vector<int64_t>{2, 7, 0, 5}));
+  EXPECT_EQ(Values(edges.dst()), (std::vector<int64_t>{6, 6, 4, 4}));
+  EXPECT_EQ(Values(edges.eid()), (std::vector<int64_t>{10, 11, 6, 7}));
+
+  v1::PullRequest pull;
+  *pull.mutable_ids() = Ids({7, 5, 5});
+  pull.set_field("feat");
+  v1::PullResponse rows;
+  ASSERT_TRUE(s.service->DoPull(pull, /*node=*/true, &rows, {}).ok());
+  ASSERT_EQ(rows.data().data().size(), 3 * sizeof(float));
+  float got[3];
+  std::memcpy(got, rows.data().data().data(), sizeof(got));
+  EXPECT_EQ(got[0], Value(7));
+  EXPECT_EQ(got[1], Value(5));
+  EXPECT_EQ(got[2], Value(5));
+
+  v1::DegreesRequest deg;
+  *deg.mutable_ids() = Ids({5});
+  deg.set_dir(v1::EDGE_DIR_IN);
+  v1::DegreesResponse degrees;
+  ASSERT_TRUE(s.service->DoDegrees(deg, &degrees).ok());
+  EXPECT_EQ(Values(degrees.degrees()), std::vector<int64_t>{2});
+
+  v1::FindEdgesRequest find;
+  *find.mutable_eids() = Ids({13});
+  v1::FindEdgesResponse ends;
+  ASSERT_TRUE(s.service->DoFindEdges(find, &ends).ok());
+  EXPECT_EQ(Values(ends.src()), std::vector<int64_t>{0});
+  EXPECT_EQ(Values(ends.dst()), std::vector<int64_t>{7});
+}
+
+// The service checks a request against the config before the source sees it, so a source need not
+// defend itself; the source's own errors reach the client unchanged (no partition prefix: a client
+// of one server knows which partition it asked).
+TEST(GraphServiceSourceTest, ChecksRequestsBeforeTheSourceAndPassesItsErrorsOn) {
+  Served s;
+  v1::PullRequest pull;
+  *pull.mutable_ids() = Ids({5, 2});
+  pull.set_field("feat");
+  v1::PullResponse rows;
+  absl::Status st = s.service->DoPull(pull, true, &rows, {});
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(), "node ID 2 (index 1) belongs to partition 0, not to partition 1 which owns [4, 8)");
+  pull.set_field("label");
+  *pull.mutable_ids() = Ids({5});
+  st = s.service->DoPull(pull, true, &rows, {});
+  EXPECT_EQ(st.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(st.message(), "no node field 'label' (this graph has: feat)");
+  EXPECT_EQ(s.fake.gather_calls(), 0);
+
+  v1::SampleRequest sample;
+  *sample.mutable_seeds() = Ids({4, 99});
+  sample.set_dir(v1::EDGE_DIR_IN);
+  v1::SampleResponse edges;
+  st = s.service->DoSample(sample, &edges, {});
+  EXPECT_EQ(st.message(), "node ID 99 (index 1) is outside the graph [0, 8)");
+  sample.set_fanout(-2);
+  EXPECT_EQ(s.service->DoSample(sample, &edges, {}).message(), "fanout must be -1 (all) or >= 0, got -2");
+  v1::FindEdgesRequest find;
+  *find.mutable_eids() = Ids({3});
+  v1::FindEdgesResponse ends;
+  EXPECT_EQ(s.service->DoFindEdges(find, &ends).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.fake.sample_calls(), 0);
+
+  s.fake.FailWith(absl::UnavailableError("the device is busy"));
+  sample.set_fanout(1);
+  *sample.mutable_seeds() = Ids({4});
+  st = s.service->DoSample(sample, &edges, {});
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(st.message(), "the device is busy");
+
+  // Writes need a store; this source has none, whatever the policy allows.
+  v1::PushRequest push;
+  *push.mutable_ids() = Ids({4});
+  push.set_field("feat");
+  st = s.service->DoPush(push);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(st.message().find("takes no writes"), std::string::npos) << st;
+}
+
+}  // namespace
+}  // namespace fanout::server
