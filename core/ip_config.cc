@@ -152,4 +152,43 @@ std::string HostPort(const std::string& ip, int port) {
   return ip.find(':') != std::string::npos ? StrCat("[", ip, "]:", port) : StrCat(ip, ":", port);
 }
 
+absl::StatusOr<ServerMap> ParseServerList(const std::string& text, int num_parts) {
+  ServerMap map;
+  map.addresses.resize(num_parts);
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string::npos) comma = text.size();
+    std::string entry(StripSpaces(std::string_view(text).substr(pos, comma - pos)));
+    pos = comma + 1;
+    if (entry.empty()) continue;
+    size_t eq = entry.find('=');
+    int64_t part = -1;
+    if (eq == std::string::npos || !ParseInt64(entry.substr(0, eq), &part) || part < 0 ||
+        part >= num_parts || eq + 1 == entry.size()) {
+      return absl::InvalidArgumentError(StrCat("server entry '", entry, "' is not PART=HOST:PORT with PART in [0, ",
+                                               num_parts, ")"));
+    }
+    map.addresses[part].push_back(entry.substr(eq + 1));
+  }
+  return map;
+}
+
+std::string FormatServerList(const ServerMap& map) {
+  std::vector<std::string> entries;
+  for (size_t p = 0; p < map.addresses.size(); ++p) {
+    for (const std::string& a : map.addresses[p]) entries.push_back(StrCat(p, "=", a));
+  }
+  return StrJoin(entries, ",");
+}
+
+ServerMap ServersOf(const std::vector<MachineEntry>& machines, int num_servers) {
+  ServerMap map;
+  map.addresses.resize(machines.size());
+  for (size_t k = 0; k < machines.size(); ++k) {
+    for (int s = 0; s < num_servers; ++s) map.addresses[k].push_back(HostPort(machines[k].ip, machines[k].port + s));
+  }
+  return map;
+}
+
 }  // namespace fanout::core

@@ -47,4 +47,19 @@ struct HostAndPort {
 };
 absl::StatusOr<HostAndPort> SplitHostPort(std::string_view host_port);
 
+// Where the servers of each partition listen: addresses[p] lists the servers of partition p
+// (machine p); a client rotates its calls among them.
+struct ServerMap {
+  std::vector<std::vector<std::string>> addresses;
+};
+
+// The servers of a job laid out as ip_config says: server s of machine k on PORT_k + s. The one
+// place of that rule.
+ServerMap ServersOf(const std::vector<MachineEntry>& machines, int num_servers);
+
+// "P=HOST:PORT,P=HOST:PORT,..." (several entries per partition allowed): --servers, and
+// FANOUT_SERVERS as the launcher writes it with FormatServerList.
+absl::StatusOr<ServerMap> ParseServerList(const std::string& text, int num_parts);
+std::string FormatServerList(const ServerMap& map);
+
 }  // namespace fanout::core

@@ -14,6 +14,8 @@
 #include "core/check.h"
 #include "core/fsync.h"
 #include "core/heartbeat.h"
+#include "core/ip_config.h"
+#include "core/job_env.h"
 #include "core/partition_config.h"
 #include "core/status.h"
 #include "core/strings.h"
@@ -318,6 +320,8 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
   // of the job, or when the job has already failed.
   const double server_grace = std::min(1.0, o.stop_grace_s / 2);
 
+  const core::ServerMap server_map = core::ServersOf(ms, S);
+  const std::string servers = core::FormatServerList(server_map);
   for (int k = 0; k < M; ++k) {
     for (int s = 0; s < S; ++s) {
       ProcessSpec p;
@@ -325,7 +329,7 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
       p.machine = k;
       p.rank = s;
       p.ip = ms[k].ip;
-      p.address = HostPort(ms[k].ip, ms[k].port + s);
+      p.address = server_map.addresses[k][s];
       p.remote = in.remote[k];
       p.workspace = in.workspace;
       // fanout-server adds --server-id to --port itself.
@@ -340,7 +344,7 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
         p.command.push_back(std::to_string(o.num_server_threads));
       }
       for (std::string& f : core::SecurityFlags(o.security)) p.command.push_back(std::move(f));
-      p.env = {Var("FANOUT_JOB_ID", in.job_id), Var("FANOUT_MACHINE_ID", k)};
+      p.env = core::JobEnv{.job_id = in.job_id, .machine_id = k}.ToEnv();
       if (o.heartbeat_timeout_s > 0) p.env.push_back(Var(core::kHeartbeatEnv, o.heartbeat_s));
       p.env.insert(p.env.end(), o.extra_env.begin(), o.extra_env.end());
       SetLaunchCommand(o, &p);
@@ -358,18 +362,21 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
       p.remote = in.remote[k];
       p.workspace = in.workspace;
       p.command = o.command;
-      p.env = {Var("FANOUT_JOB_ID", in.job_id),
-               Var("FANOUT_PART_CONFIG", in.part_config_path),
-               Var("FANOUT_IP_CONFIG", in.ip_config_path),
-               Var("FANOUT_NUM_MACHINES", M),
-               Var("FANOUT_MACHINE_ID", k),
-               Var("FANOUT_NUM_SERVERS", S),
-               Var("FANOUT_NUM_TRAINERS", T),
-               Var("FANOUT_NUM_SAMPLERS", o.num_samplers),
-               Var("FANOUT_LOCAL_RANK", r),
-               Var("FANOUT_RANK", p.global_rank),
-               Var("FANOUT_WORLD_SIZE", M * T),
-               Var("FANOUT_COORDINATOR", plan.coordinator),
+      core::JobEnv job{.job_id = in.job_id,
+                       .part_config = in.part_config_path,
+                       .ip_config = in.ip_config_path,
+                       .servers = servers,
+                       .coordinator = plan.coordinator,
+                       .num_machines = M,
+                       .machine_id = k,
+                       .num_servers = S,
+                       .num_trainers = T,
+                       .num_samplers = o.num_samplers,
+                       .local_rank = r,
+                       .rank = p.global_rank,
+                       .world_size = M * T};
+      p.env = job.ToEnv();
+      p.env.insert(p.env.end(), {
                // torchrun's names for the same facts, for tools and scripts that read them.
                // MASTER_PORT is fanout's rendezvous store, which does not speak TCPStore's
                // protocol: init_process_group("env://") cannot join it.
@@ -380,7 +387,7 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
                Var("GROUP_RANK", k),
                Var("MASTER_ADDR", ms[0].ip),
                Var("MASTER_PORT", coordinator_port),
-               Var("OMP_NUM_THREADS", omp)};
+               Var("OMP_NUM_THREADS", omp)});
       if (o.heartbeat_timeout_s > 0) p.env.push_back(Var(core::kHeartbeatEnv, o.heartbeat_s));
       for (std::string& v : core::SecurityEnv(o.security)) p.env.push_back(std::move(v));
       p.env.insert(p.env.end(), o.extra_env.begin(), o.extra_env.end());
@@ -396,7 +403,9 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
       if (p.machine == o.machine_id) {
         mine.push_back(std::move(p));
       } else {
-        plan.peer_servers.push_back({p.Label(), p.ip, ms[p.machine].port + p.rank});
+        absl::StatusOr<core::HostAndPort> at = core::SplitHostPort(p.address);
+        FANOUT_CHECK(at.ok()) << p.address;  // made by ServersOf above
+        plan.peer_servers.push_back({p.Label(), at->host, at->port});
       }
     }
     plan.servers = std::move(mine);

@@ -24,36 +24,6 @@ absl::Status NamePartition(int part, absl::Status s) {
 }
 }  // namespace
 
-absl::StatusOr<ServerMap> ParseServerList(const std::string& text, int num_parts) {
-  ServerMap map;
-  map.addresses.resize(num_parts);
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    if (comma == std::string::npos) comma = text.size();
-    std::string entry(core::StripSpaces(std::string_view(text).substr(pos, comma - pos)));
-    pos = comma + 1;
-    if (entry.empty()) continue;
-    size_t eq = entry.find('=');
-    int64_t part = -1;
-    if (eq == std::string::npos || !core::ParseInt64(entry.substr(0, eq), &part) || part < 0 ||
-        part >= num_parts || eq + 1 == entry.size()) {
-      return absl::InvalidArgumentError(StrCat("server entry '", entry, "' is not PART=HOST:PORT with PART in [0, ",
-                                               num_parts, ")"));
-    }
-    map.addresses[part].push_back(entry.substr(eq + 1));
-  }
-  return map;
-}
-
-std::string FormatServerList(const ServerMap& map) {
-  std::vector<std::string> entries;
-  for (size_t p = 0; p < map.addresses.size(); ++p) {
-    for (const std::string& a : map.addresses[p]) entries.push_back(StrCat(p, "=", a));
-  }
-  return core::StrJoin(entries, ",");
-}
-
 DistGraph::DistGraph(core::PartitionConfig config, DistGraphOptions options, core::RangePartitionBook book)
     : config_(std::move(config)), options_(std::move(options)), book_(std::move(book)) {}
 

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/graph_source.h"
+#include "core/ip_config.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
 #include "core/thread_pool.h"
@@ -26,15 +27,10 @@
 
 namespace fanout::sampler {
 
-// Where the servers of each partition listen. addresses[p] lists the servers of partition p
-// (machine p); calls to p rotate among them.
-struct ServerMap {
-  std::vector<std::vector<std::string>> addresses;
-};
-
-// Parses "P=HOST:PORT,P=HOST:PORT,..." (several entries per partition allowed).
-absl::StatusOr<ServerMap> ParseServerList(const std::string& text, int num_parts);
-std::string FormatServerList(const ServerMap& map);
+// Where the servers of each partition listen (core/ip_config.h).
+using core::FormatServerList;
+using core::ParseServerList;
+using core::ServerMap;
 
 struct DistGraphOptions {
   int machine_id = 0;                 // this process's machine = its local partition; -1: none

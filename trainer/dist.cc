@@ -10,6 +10,7 @@
 #include <cstring>
 #include <utility>
 
+#include "core/job_env.h"
 #include "core/ip_config.h"
 #include "core/status.h"
 #include "core/strings.h"
@@ -110,10 +111,9 @@ absl::Status ValidateDistOptions(const DistOptions& o) {
 }
 
 absl::StatusOr<DistOptions> DistOptionsFromEnv(DistOptions base) {
-  const char* rank = std::getenv("FANOUT_RANK");
-  const char* world = std::getenv("FANOUT_WORLD_SIZE");
-  const char* coordinator = std::getenv("FANOUT_COORDINATOR");
-  if (rank == nullptr && world == nullptr && coordinator == nullptr) {
+  ASSIGN_OR_RETURN(const core::JobEnv job, core::JobEnv::FromEnvironment());
+  const bool rank = job.rank >= 0, world = job.world_size >= 0, coordinator = !job.coordinator.empty();
+  if (!rank && !world && !coordinator) {
     // Started by another launcher (torchrun, a Slurm or Kubernetes wrapper): torchrun's names.
     // torchrun's own store already listens on MASTER_PORT, so fanout's rendezvous takes the
     // next port.
@@ -139,15 +139,14 @@ absl::StatusOr<DistOptions> DistOptionsFromEnv(DistOptions base) {
     RETURN_IF_ERROR(ValidateDistOptions(base));
     return base;
   }
-  if (rank == nullptr || world == nullptr || coordinator == nullptr) {
+  if (!rank || !world || !coordinator) {
     return absl::InvalidArgumentError(StrCat(
         "FANOUT_RANK, FANOUT_WORLD_SIZE and FANOUT_COORDINATOR must be set together; missing:",
-        rank == nullptr ? " FANOUT_RANK" : "", world == nullptr ? " FANOUT_WORLD_SIZE" : "",
-        coordinator == nullptr ? " FANOUT_COORDINATOR" : ""));
+        !rank ? " FANOUT_RANK" : "", !world ? " FANOUT_WORLD_SIZE" : "", !coordinator ? " FANOUT_COORDINATOR" : ""));
   }
-  ASSIGN_OR_RETURN(base.rank, EnvInt("FANOUT_RANK", rank));
-  ASSIGN_OR_RETURN(base.world_size, EnvInt("FANOUT_WORLD_SIZE", world));
-  base.coordinator = coordinator;
+  base.rank = job.rank;
+  base.world_size = job.world_size;
+  base.coordinator = job.coordinator;
   RETURN_IF_ERROR(ValidateDistOptions(base));
   return base;
 }

@@ -1,9 +1,8 @@
 // fanout-train: one trainer rank of a distributed GNN training job.
 //
-// Under fanout-launch every setting of the job's layout comes from the environment
-// (FANOUT_PART_CONFIG, FANOUT_IP_CONFIG, FANOUT_NUM_SERVERS, FANOUT_MACHINE_ID,
-// FANOUT_NUM_TRAINERS, FANOUT_NUM_SAMPLERS, FANOUT_RANK, FANOUT_WORLD_SIZE, FANOUT_COORDINATOR);
-// flags override it. Started by another launcher (torchrun, a Slurm or Kubernetes wrapper), it
+// Under fanout-launch every setting of the job's layout comes from the environment the launcher
+// wrote (core/job_env.h: FANOUT_PART_CONFIG, FANOUT_SERVERS, FANOUT_MACHINE_ID, FANOUT_NUM_TRAINERS,
+// FANOUT_NUM_SAMPLERS, FANOUT_RANK, FANOUT_WORLD_SIZE, FANOUT_COORDINATOR, ...); flags override it. Started by another launcher (torchrun, a Slurm or Kubernetes wrapper), it
 // takes torchrun's RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK and MASTER_ADDR/MASTER_PORT
 // (fanout's rendezvous on MASTER_PORT + 1) instead. Alone, it trains on one machine's servers
 // with --part-config and --servers (or --ip-config).
@@ -26,6 +25,7 @@
 #include "core/strings.h"
 #include "core/text_reader.h"
 #include "core/ip_config.h"
+#include "core/job_env.h"
 #include "trainer/cpu_allocator.h"
 #include "trainer/training.h"
 
@@ -59,26 +59,27 @@ std::string SelfDir() {
   return path.substr(0, path.rfind('/') + 1);
 }
 
-// Servers from --servers, else from the ip_config (machine k = partition k, server s on PORT+s).
-absl::StatusOr<sampler::ServerMap> ResolveServers(const std::string& servers,
-                                                  const std::string& ip_config,
-                                                  const std::string& part_config, int num_servers,
-                                                  int num_parts) {
+// Servers from --servers, else the launcher's resolved list (FANOUT_SERVERS), else from the
+// ip_config (machine k = partition k, server s on PORT+s).
+absl::StatusOr<sampler::ServerMap> ResolveServers(const std::string& servers, const std::string& job_servers,
+                                                  const std::string& ip_config, const std::string& part_config,
+                                                  int num_servers, int num_parts) {
   if (!servers.empty()) return sampler::ParseServerList(servers, num_parts);
-  sampler::ServerMap map;
-  map.addresses.resize(num_parts);
+  if (!job_servers.empty()) {
+    absl::StatusOr<sampler::ServerMap> map = sampler::ParseServerList(job_servers, num_parts);
+    if (!map.ok()) return absl::InvalidArgumentError(StrCat("FANOUT_SERVERS: ", map.status().message()));
+    return map;
+  }
   if (ip_config.empty()) {
+    sampler::ServerMap map;
+    map.addresses.resize(num_parts);
     if (num_parts == 1) return map;  // the single partition is read from its files
     return absl::InvalidArgumentError(
         "--servers or --ip-config (FANOUT_IP_CONFIG) is needed to reach the other partitions");
   }
   ASSIGN_OR_RETURN(auto machines, core::LoadIpConfig(ip_config));
   RETURN_IF_ERROR(core::CheckMachinesMatchPartitions(machines.size(), ip_config, num_parts, part_config));
-  for (int k = 0; k < num_parts; ++k) {
-    for (int s = 0; s < num_servers; ++s)
-      map.addresses[k].push_back(core::HostPort(machines[k].ip, machines[k].port + s));
-  }
-  return map;
+  return core::ServersOf(machines, num_servers);
 }
 
 int Main(int argc, char** argv) {
@@ -90,24 +91,30 @@ int Main(int argc, char** argv) {
   // before gRPC or Gloo start threads (setenv is not thread-safe). A user's setting is kept.
   setenv("NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
   setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
-  trainer::TrainOptions o;
-  std::string model = "sage", ip_config = Env("FANOUT_IP_CONFIG"), servers;
-  int num_servers = 1, machine_id = -1;
-  double deadline = 60, comm_timeout = 300;
-  int64_t feature_cache_mb = 512;
-  int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  o.part_config = Env("FANOUT_PART_CONFIG");
-  // fanout-launch's variables, else torchrun's names for the same facts (another launcher).
-  for (auto [name, torchrun, out] : {std::tuple{"FANOUT_NUM_SERVERS", "", &num_servers},
-                                     {"FANOUT_NUM_TRAINERS", "LOCAL_WORLD_SIZE", &o.trainers_per_machine},
-                                     {"FANOUT_NUM_SAMPLERS", "", &o.num_samplers},
-                                     {"FANOUT_MACHINE_ID", "GROUP_RANK", &machine_id}}) {
-    if (std::getenv(name) == nullptr && *torchrun != '\0') name = torchrun;
-    if (absl::Status s = EnvInt(name, out); !s.ok()) {
+  // fanout-launch's variables (core/job_env.h), else torchrun's names for the same facts.
+  absl::StatusOr<core::JobEnv> job = core::JobEnv::FromEnvironment();
+  if (!job.ok()) {
+    std::fprintf(stderr, "fanout-train: error: %s\n", std::string(job.status().message()).c_str());
+    return 2;
+  }
+  for (auto [torchrun, field] : {std::pair{"LOCAL_WORLD_SIZE", &core::JobEnv::num_trainers},
+                                 std::pair{"GROUP_RANK", &core::JobEnv::machine_id}}) {
+    if ((*job).*field >= 0) continue;
+    if (absl::Status s = EnvInt(torchrun, &((*job).*field)); !s.ok()) {
       std::fprintf(stderr, "fanout-train: error: %s\n", std::string(s.message()).c_str());
       return 2;
     }
   }
+  trainer::TrainOptions o;
+  std::string model = "sage", ip_config = job->ip_config, servers;
+  int num_servers = job->num_servers >= 0 ? job->num_servers : 1;
+  int machine_id = job->machine_id;
+  double deadline = 60, comm_timeout = 300;
+  int64_t feature_cache_mb = 512;
+  int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  o.part_config = job->part_config;
+  if (job->num_trainers >= 0) o.trainers_per_machine = job->num_trainers;
+  if (job->num_samplers >= 0) o.num_samplers = job->num_samplers;
   o.sampler_binary = SelfDir() + "fanout-sampler";
   int omp_threads = 0;  // OMP_NUM_THREADS, as the launcher sets it (0 = unset)
   if (absl::Status s = EnvInt("OMP_NUM_THREADS", &omp_threads); !s.ok()) {
@@ -285,7 +292,9 @@ int Main(int argc, char** argv) {
   o.dist.timeout = std::chrono::milliseconds(static_cast<int64_t>(comm_timeout * 1000));
   auto config = core::LoadPartitionConfig(o.part_config);
   if (!config.ok()) return args.Fail(config.status());
-  auto map = ResolveServers(servers, ip_config, o.part_config, num_servers, config->num_parts);
+  // An explicit --ip-config or --num-servers asks for the ip_config rule over the launcher's list.
+  const std::string job_servers = args.WasSet("ip-config") || args.WasSet("num-servers") ? "" : job->servers;
+  auto map = ResolveServers(servers, job_servers, ip_config, o.part_config, num_servers, config->num_parts);
   if (!map.ok()) return args.Fail(map.status());
   o.graph.servers = std::move(*map);
   o.graph.machine_id = machine_id >= 0 ? machine_id : o.dist.rank / o.trainers_per_machine;

@@ -124,5 +124,18 @@ TEST(IpConfig, SplitHostPortInvertsHostPort) {
   }
 }
 
+// Server s of machine k on PORT_k + s, written as the launcher hands it to trainers
+// (FANOUT_SERVERS) and read back as --servers is.
+TEST(ServerMapTest, ServersOfFollowsIpConfigAndRoundTripsThroughItsText) {
+  const std::vector<MachineEntry> machines = {{"10.0.0.1", 30050, 1}, {"::1", 31000, 2}};
+  const ServerMap map = ServersOf(machines, 2);
+  const std::string text = FormatServerList(map);
+  EXPECT_EQ(text, "0=10.0.0.1:30050,0=10.0.0.1:30051,1=[::1]:31000,1=[::1]:31001");
+  absl::StatusOr<ServerMap> back = ParseServerList(text, 2);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->addresses, map.addresses);
+  EXPECT_FALSE(ParseServerList(text, 1).ok());  // names partition 1 of a one-partition graph
+}
+
 }  // namespace
 }  // namespace fanout::core

@@ -76,6 +76,8 @@ TEST(JobPlan, TrainerEnvironmentIsTheContract) {
                                  "FANOUT_MACHINE_ID=1", "FANOUT_NUM_SERVERS=2", "FANOUT_NUM_TRAINERS=2",
                                  "FANOUT_NUM_SAMPLERS=3", "FANOUT_LOCAL_RANK=1", "FANOUT_RANK=3",
                                  "FANOUT_WORLD_SIZE=4", "FANOUT_COORDINATOR=10.0.0.1:31002",
+                                 // every server of the job, resolved: trainers need no port rule
+                                 "FANOUT_SERVERS=0=10.0.0.1:30050,0=10.0.0.1:30051,1=10.0.0.2:31000,1=10.0.0.2:31001",
                                  "RANK=3", "WORLD_SIZE=4", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2", "GROUP_RANK=1",
                                  "MASTER_ADDR=10.0.0.1", "MASTER_PORT=31002",
                                  "OMP_NUM_THREADS=4",  // 16 cores / 2 / 2 trainers
