@@ -11,27 +11,34 @@
 #include <memory>
 #include <vector>
 
+#include "sampler/array.h"
+
 namespace fanout::sampler {
 
 // One layer. Node IDs are global (new) IDs; edges are stored by destination (CSC) with
-// compacted (local) source indices.
+// compacted (local) source indices. The arrays are sampler::Arrays (sampler/array.h): written by
+// the sampler, borrowed by the trainer from a sampler process's batch file, wrapped in tensors
+// without a copy.
 struct Block {
   // Source nodes, global IDs, distinct. The first num_dst of them are the destination nodes, in
   // order (DGL: "a block's source nodes list its destination nodes first").
-  std::vector<int64_t> src_nodes;
+  Int64Array src_nodes;
   int64_t num_dst = 0;
   // Destination j's sampled in-edges are [indptr[j], indptr[j + 1]); indptr has num_dst + 1
   // entries. indices[e] is the edge's source as an index into src_nodes; eids[e] its global
   // edge ID.
-  std::vector<int64_t> indptr;
-  std::vector<int64_t> indices;
-  std::vector<int64_t> eids;
+  Int64Array indptr;
+  Int64Array indices;
+  Int64Array eids;
+  // Per edge, its destination j (what the models index by besides the CSC), computed once by the
+  // sampler; empty in blocks built by hand, for which the trainer derives it from indptr.
+  Int64Array dst;
   // Per edge, the sampler's edge weight field as float32 (SamplerOptions::edge.weight_field);
   // empty when it fetches none.
-  std::vector<float> edge_weight;
+  FloatArray edge_weight;
   // Per edge, edge_feat_dim float32 values of the sampler's edge feature field
   // (SamplerOptions::edge.feature_field), edge-major; empty (dim 0) when it fetches none.
-  std::vector<float> edge_feat;
+  FloatArray edge_feat;
   int64_t edge_feat_dim = 0;
 
   int64_t num_src() const { return static_cast<int64_t>(src_nodes.size()); }
@@ -67,7 +74,7 @@ struct MiniBatch {
   double sample_seconds = 0;
   double fetch_seconds = 0;
 
-  const std::vector<int64_t>& input_nodes() const { return blocks.front().src_nodes; }
+  const Int64Array& input_nodes() const { return blocks.front().src_nodes; }
 };
 
 }  // namespace fanout::sampler

@@ -133,16 +133,21 @@ absl::Status MiniBatchSampler::SampleBlocksFor(std::span<const int64_t> seeds, u
     }
     b.indptr.assign(nd + 1, 0);
     b.indices.resize(ne);
+    b.dst.resize(ne);
+    int64_t* indptr = b.indptr.data();
+    int64_t* indices = b.indices.data();
+    int64_t* dst = b.dst.data();
     // Edges come grouped by destination in frontier order.
     size_t j = 0;
     constexpr size_t kAhead = 16;
     for (size_t e = 0; e < ne; ++e) {
       if (e + kAhead < ne) map_.Prefetch(edges_.src[e + kAhead]);
-      while (j < nd && frontier[j] != edges_.dst[e]) b.indptr[++j] = static_cast<int64_t>(e);
+      while (j < nd && frontier[j] != edges_.dst[e]) indptr[++j] = static_cast<int64_t>(e);
       if (j == nd) return absl::InternalError(StrCat("layer ", l, ": sampled edges not grouped by destination"));
-      b.indices[e] = map_.Insert(edges_.src[e]);
+      indices[e] = map_.Insert(edges_.src[e]);
+      dst[e] = static_cast<int64_t>(j);
     }
-    while (j < nd) b.indptr[++j] = static_cast<int64_t>(ne);
+    while (j < nd) indptr[++j] = static_cast<int64_t>(ne);
     b.eids = std::move(edges_.eid);
     edges_.eid.clear();
     b.src_nodes = map_.TakeIds();
@@ -158,7 +163,7 @@ absl::Status MiniBatchSampler::FetchEdgeData(std::vector<Block>* blocks) {
   for (const Block& b : *blocks) eids.insert(eids.end(), b.eids.begin(), b.eids.end());
   // Rows of `field` for every block's edges, as float32, split back into the blocks.
   // `features`: also record the width in each block's edge_feat_dim.
-  auto pull = [&](const std::string& field, std::vector<float> Block::*out, bool features) -> absl::Status {
+  auto pull = [&](const std::string& field, FloatArray Block::*out, bool features) -> absl::Status {
     ASSIGN_OR_RETURN(core::FieldSchema f, graph_->EdgeFieldSchema(field));
     const size_t width = static_cast<size_t>(f.row_elems());
     std::vector<float> all(eids.size() * width);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "core/status.h"
@@ -19,7 +20,7 @@ using core::StrCat;
 
 namespace {
 
-constexpr int64_t kMagic = 0x3248435441424e46;  // "FNBATCH2"
+constexpr int64_t kMagic = 0x3348435441424e46;  // "FNBATCH3"
 constexpr size_t kAlign = 64;
 constexpr int64_t kFixed = 14;  // header entries before the per-layer ones
 
@@ -30,8 +31,9 @@ size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 //           sample ns, fetch ns, weighted (0/1), link positives, link negatives, edge feature
 //           width (0: none), then per layer: num_src, num_dst, num_edges
 //   arrays: seeds, labels, link {pos_src, pos_dst, eids, neg_src, neg_dst}, per layer
-//           {src_nodes, indptr, indices, eids, edge weights (float32, when weighted), edge
+//           {src_nodes, indptr, indices, eids, dst, edge weights (float32, when weighted), edge
 //           features (float32 [num_edges, width], when width > 0)}, features
+// The trainer borrows every array in place (sampler/array.h): nothing is copied out.
 struct Layout {
   std::vector<int64_t> header;
   size_t size = 0;
@@ -47,7 +49,7 @@ Layout Plan(const std::vector<int64_t>& header) {
   at += 3 * AlignUp(header[11] * 8) + 2 * AlignUp(header[12] * 8);
   for (int64_t i = 0; i < layers; ++i) {
     const int64_t src = header[kFixed + 3 * i], dst = header[kFixed + 1 + 3 * i], edges = header[kFixed + 2 + 3 * i];
-    at += AlignUp(src * 8) + AlignUp((dst + 1) * 8) + 2 * AlignUp(edges * 8);
+    at += AlignUp(src * 8) + AlignUp((dst + 1) * 8) + 3 * AlignUp(edges * 8);
     if (header[10] != 0) at += AlignUp(edges * 4);
     at += AlignUp(edges * header[13] * 4);
   }
@@ -131,6 +133,15 @@ absl::StatusOr<float*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t
     put(b.indptr.data(), b.indptr.size());
     put(b.indices.data(), b.indices.size());
     put(b.eids.data(), b.eids.size());
+    if (b.dst.size() == b.indices.size()) {
+      put(b.dst.data(), b.dst.size());
+    } else {  // a block built without it: derived here, so that every batch file carries it
+      auto* dst = reinterpret_cast<int64_t*>(base + at);
+      for (int64_t j = 0; j < b.num_dst; ++j) {
+        for (int64_t e = b.indptr[j]; e < b.indptr[j + 1]; ++e) dst[e] = j;
+      }
+      at += AlignUp(b.indices.size() * 8);
+    }
     if (l.header[10] != 0) {
       if (!b.edge_weight.empty()) std::memcpy(base + at, b.edge_weight.data(), b.edge_weight.size() * 4);
       at += AlignUp(b.edge_weight.size() * 4);
@@ -245,10 +256,16 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release,
   }
   const char* base = static_cast<const char*>(map);
   size_t at = AlignUp(header.size() * 8);
-  auto get = [&](std::vector<int64_t>* out, int64_t n) {
+  auto get = [&](std::vector<int64_t>* out, int64_t n) {  // small arrays: copied
     const auto* p = reinterpret_cast<const int64_t*>(base + at);
     out->assign(p, p + n);
     at += AlignUp(static_cast<size_t>(n) * 8);
+  };
+  // A block's arrays stay in the mapping, kept alive by `owner`.
+  auto borrow = [&](auto* out, int64_t n) {
+    using T = typename std::remove_pointer_t<decltype(out)>::value_type;
+    *out = std::remove_pointer_t<decltype(out)>::Borrow(owner, reinterpret_cast<const T*>(base + at), static_cast<size_t>(n));
+    at += AlignUp(static_cast<size_t>(n) * sizeof(T));
   };
   MiniBatch mb;
   mb.epoch = header[1];
@@ -270,21 +287,16 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release,
   mb.blocks.resize(layers);
   for (int64_t i = 0; i < layers; ++i) {
     Block& b = mb.blocks[i];
-    get(&b.src_nodes, header[kFixed + 3 * i]);
+    const int64_t edges = header[kFixed + 2 + 3 * i];
+    borrow(&b.src_nodes, header[kFixed + 3 * i]);
     b.num_dst = header[kFixed + 1 + 3 * i];
-    get(&b.indptr, b.num_dst + 1);
-    get(&b.indices, header[kFixed + 2 + 3 * i]);
-    get(&b.eids, header[kFixed + 2 + 3 * i]);
-    if (header[10] != 0) {
-      const auto* w = reinterpret_cast<const float*>(base + at);
-      b.edge_weight.assign(w, w + header[kFixed + 2 + 3 * i]);
-      at += AlignUp(static_cast<size_t>(header[kFixed + 2 + 3 * i]) * 4);
-    }
+    borrow(&b.indptr, b.num_dst + 1);
+    borrow(&b.indices, edges);
+    borrow(&b.eids, edges);
+    borrow(&b.dst, edges);
+    if (header[10] != 0) borrow(&b.edge_weight, edges);
     b.edge_feat_dim = header[13];
-    const size_t feat = static_cast<size_t>(header[kFixed + 2 + 3 * i]) * static_cast<size_t>(header[13]);
-    const auto* ef = reinterpret_cast<const float*>(base + at);
-    b.edge_feat.assign(ef, ef + feat);
-    at += AlignUp(feat * 4);
+    borrow(&b.edge_feat, edges * header[13]);
   }
   mb.sample_seconds = header[8] * 1e-9;
   mb.fetch_seconds = header[9] * 1e-9;

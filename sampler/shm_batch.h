@@ -81,8 +81,9 @@ class BatchMappings {
   std::shared_ptr<State> state_;
 };
 
-// Maps a batch file and reads it back: index arrays are copied out, the features stay in the
-// mapping, owned by the result; when the last holder lets go, the mapping is removed (or handed
+// Maps a batch file and reads it back: the blocks' arrays and the features stay in the mapping,
+// borrowed by the result (sampler/array.h; seeds, labels and link pairs, a few thousand entries,
+// are copied out); when the last holder lets go, the mapping is removed (or handed
 // back to `mappings`, when given) and then `on_release` runs (a process loader tells the sampler
 // the file is free again). Checks the layout against the file size. Does not close `fd`. A link
 // batch's pairs go to `pairs` when given.

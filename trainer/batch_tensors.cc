@@ -78,29 +78,37 @@ at::Tensor Int64Tensor(const std::vector<int64_t>& v) {
   return t;
 }
 
+// A CPU tensor over `a`'s memory, without a copy: the deleter holds what keeps it alive
+// (sampler/array.h). Read-only, like the features: a sampler process's batch file is mapped so.
+template <typename T>
+at::Tensor View(const sampler::Array<T>& a, at::IntArrayRef shape, at::ScalarType type) {
+  if (a.empty()) return at::empty(shape, type);
+  return at::from_blob(const_cast<T*>(a.data()), shape, [owner = a.Share()](void*) {}, at::TensorOptions().dtype(type));
+}
+
 // `weighted`: the batch carries edge weights, so every block gets a (possibly empty) tensor.
 BlockTensors ConvertBlock(const sampler::Block& b, bool weighted, const c10::Device& device) {
   BlockTensors out;
   out.num_src = b.num_src();
   out.num_dst = b.num_dst;
-  out.indptr = Int64Tensor(b.indptr);
-  out.src = Int64Tensor(b.indices);
-  out.dst = at::empty({b.num_edges()}, at::kLong);
+  const int64_t ne = b.num_edges();
+  out.indptr = View(b.indptr, {b.num_dst + 1}, at::kLong);
+  out.src = View(b.indices, {ne}, at::kLong);
+  const int64_t* indptr = b.indptr.data();
+  if (static_cast<int64_t>(b.dst.size()) == ne) {
+    out.dst = View(b.dst, {ne}, at::kLong);  // computed by the sampler
+  } else {  // a block built by hand
+    out.dst = at::empty({ne}, at::kLong);
+    int64_t* dst = out.dst.data_ptr<int64_t>();
+    for (int64_t j = 0; j < b.num_dst; ++j) {
+      for (int64_t e = indptr[j]; e < indptr[j + 1]; ++e) dst[e] = j;
+    }
+  }
   out.in_degree = at::empty({b.num_dst}, at::kLong);
-  int64_t* dst = out.dst.data_ptr<int64_t>();
   int64_t* deg = out.in_degree.data_ptr<int64_t>();
-  for (int64_t j = 0; j < b.num_dst; ++j) {
-    deg[j] = b.indptr[j + 1] - b.indptr[j];
-    for (int64_t e = b.indptr[j]; e < b.indptr[j + 1]; ++e) dst[e] = j;
-  }
-  if (weighted) {
-    out.edge_weight = at::empty({b.num_edges()}, at::kFloat);
-    if (b.num_edges() > 0) std::memcpy(out.edge_weight.data_ptr<float>(), b.edge_weight.data(), b.num_edges() * 4);
-  }
-  if (b.edge_feat_dim > 0) {
-    out.edge_feat = at::empty({b.num_edges(), b.edge_feat_dim}, at::kFloat);
-    if (!b.edge_feat.empty()) std::memcpy(out.edge_feat.data_ptr<float>(), b.edge_feat.data(), b.edge_feat.size() * 4);
-  }
+  for (int64_t j = 0; j < b.num_dst; ++j) deg[j] = indptr[j + 1] - indptr[j];
+  if (weighted) out.edge_weight = View(b.edge_weight, {ne}, at::kFloat);
+  if (b.edge_feat_dim > 0) out.edge_feat = View(b.edge_feat, {ne, b.edge_feat_dim}, at::kFloat);
   if (!device.is_cpu()) {
     if (weighted) out.edge_weight = out.edge_weight.to(device);
     if (out.edge_feat.defined()) out.edge_feat = out.edge_feat.to(device);

@@ -62,9 +62,12 @@ struct ToTensorsOptions {
 // INVALID_ARGUMENT names the block, the entry and what was expected.
 absl::Status ValidateMiniBatch(const sampler::MiniBatch& batch, int64_t num_classes = 0);
 
-// Validates `batch` and converts it. Index arrays are copied (they are small next to the
-// features); features are borrowed on CPU and copied once to a CUDA device. A FloatRows without
-// an owner is copied, since nothing would keep its memory alive. Thread-safe.
+// Validates `batch` and converts it. On CPU nothing is copied: the index arrays, edge weights
+// and features are borrowed (each tensor holds what keeps its memory alive: the batch file of a
+// sampler process, or the sampler's own vectors), so treat every tensor as read-only; a CUDA
+// device gets one copy of each. Per-edge destinations come from the sampler (Block::dst) and
+// are derived here only for blocks built without them; in-degrees are derived from indptr. A
+// FloatRows without an owner is copied, since nothing would keep its memory alive. Thread-safe.
 absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
                                        const ToTensorsOptions& options = {});
 

@@ -36,12 +36,12 @@ double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::
 // One batch of destinations and its full in-neighbourhood, kept for every layer.
 struct LayerBlock {
   BlockTensors block;
-  std::vector<int64_t> src_nodes;  // global IDs; the first block.num_dst are the destinations
+  sampler::Int64Array src_nodes;  // global IDs; the first block.num_dst are the destinations
   at::Tensor rows;                 // int64 [num_src]: each source's row in [own rows; halo rows]
 };
 
 // Features of `nodes` as a float32 tensor (the sampler converts other dtypes).
-absl::StatusOr<at::Tensor> Features(sampler::MiniBatchSampler& s, const std::vector<int64_t>& nodes) {
+absl::StatusOr<at::Tensor> Features(sampler::MiniBatchSampler& s, std::span<const int64_t> nodes) {
   at::Tensor x = at::empty({static_cast<int64_t>(nodes.size()), s.feature_dim()}, at::kFloat);
   RETURN_IF_ERROR(s.FetchFeatures(nodes, x.data_ptr<float>()));
   return x;

@@ -99,6 +99,49 @@ MiniBatch HandMadeBatch() {
   return mb;
 }
 
+// A batch's arrays (sampler/array.h): owned while a sampler builds them, borrowed from a batch
+// file, handed to a tensor without a copy, and never changed under whoever holds them.
+TEST(ArrayTest, SharedContentsAreFrozenAndBorrowedOnesCopiedOnWrite) {
+  Int64Array a = {1, 2, 3};
+  Int64Array copy = a;  // a copy owns its own elements
+  copy[1] = 7;
+  EXPECT_EQ(a, (std::vector<int64_t>{1, 2, 3}));
+  const int64_t* before = a.data();
+  std::shared_ptr<const void> held = a.Share();
+  a[0] = 9;  // copies first: the holder keeps seeing 1, 2, 3
+  EXPECT_NE(a.data(), before);
+  EXPECT_EQ(before[0], 1);
+  EXPECT_EQ(a, (std::vector<int64_t>{9, 2, 3}));
+
+  auto file = std::make_shared<std::vector<int64_t>>(std::vector<int64_t>{4, 5, 6, 7});
+  std::weak_ptr<const void> alive = file;
+  Int64Array b = Int64Array::Borrow(file, file->data() + 1, 2);
+  file.reset();
+  EXPECT_FALSE(alive.expired());  // the array keeps what it borrows alive
+  EXPECT_TRUE(b.borrowed());
+  EXPECT_EQ(b, (std::vector<int64_t>{5, 6}));
+  EXPECT_EQ(b.Share().get(), alive.lock().get());  // sharing a borrowed array hands on its owner
+  b.push_back(8);  // owns a copy from now on, and lets go of the file
+  EXPECT_FALSE(b.borrowed());
+  EXPECT_TRUE(alive.expired());
+  EXPECT_EQ(b, (std::vector<int64_t>{5, 6, 8}));
+}
+
+// The trainer reads a sampler process's blocks in place, and every block carries its edges'
+// destinations (derived by the writer for a block built without them).
+TEST(ShmBatchTest, BlocksAreBorrowedFromTheFileWithTheirDestinations) {
+  MiniBatch mb = HandMadeBatch();
+  ShmSlot slot;
+  ASSERT_TRUE(slot.Write(mb, 5, 3).ok());
+  auto back = ReadShmBatch(slot.fd());
+  ASSERT_TRUE(back.ok()) << back.status();
+  for (const Block& b : back->blocks) {
+    for (const Int64Array* a : {&b.src_nodes, &b.indptr, &b.indices, &b.eids, &b.dst}) EXPECT_TRUE(a->borrowed());
+  }
+  EXPECT_EQ(back->blocks[0].dst, (std::vector<int64_t>{0, 0, 2, 2}));
+  EXPECT_EQ(back->blocks[1].dst, (std::vector<int64_t>{0, 1, 1}));
+}
+
 TEST(ShmBatchTest, RoundTripsThroughAMemfdAndASocketAndIsReused) {
   MiniBatch mb = HandMadeBatch();
   ShmSlot slot;

@@ -48,6 +48,26 @@ TEST(ToTensorsTest, FeaturesBorrowTheSamplersMemoryAndKeepItAlive) {
   EXPECT_TRUE(owner.expired());
 }
 
+// Index arrays become tensors without a copy, and a later change to the batch (copy-on-write,
+// sampler/array.h) does not reach the tensors.
+TEST(ToTensorsTest, IndexArraysAreBorrowedNotCopied) {
+  sampler::MiniBatch batch = HandBuiltBatch(3, 2);
+  sampler::Block& b = batch.blocks[0];
+  b.dst = {0, 0, 0, 0, 2, 2, 2, 3, 3};  // as the sampler computes it
+  absl::StatusOr<BatchTensors> t = ToTensors(batch);
+  ASSERT_TRUE(t.ok()) << t.status();
+  const BlockTensors& bt = t->blocks[0];
+  const sampler::Block& read = b;  // reading through a const Block never copies
+  EXPECT_EQ(bt.indptr.data_ptr<int64_t>(), read.indptr.data());
+  EXPECT_EQ(bt.src.data_ptr<int64_t>(), read.indices.data());
+  EXPECT_EQ(bt.dst.data_ptr<int64_t>(), read.dst.data());
+  b.indices[0] = 6;
+  EXPECT_EQ(ToVector(bt.src), (std::vector<int64_t>{1, 4, 4, 0, 5, 6, 1, 3, 2}));
+  batch = sampler::MiniBatch();  // the tensors keep their memory alive
+  EXPECT_EQ(ToVector(bt.dst), (std::vector<int64_t>{0, 0, 0, 0, 2, 2, 2, 3, 3}));
+  EXPECT_EQ(ToVector(bt.in_degree), (std::vector<int64_t>{4, 0, 3, 2}));
+}
+
 TEST(ToTensorsTest, FeaturesWithoutOwnerAreCopied) {
   sampler::MiniBatch batch = HandBuiltBatch(3, 2);
   std::vector<float> values(batch.features.data, batch.features.data + 21);

@@ -80,7 +80,7 @@ sampler::MiniBatch MakeRandomBatch(const RandomBatchSpec& spec) {
       }
       b.indptr.push_back(b.num_edges());
     }
-    frontier = b.src_nodes;
+    frontier = b.src_nodes.ToVector();
     top_down.push_back(std::move(b));
   }
   batch.blocks.assign(top_down.rbegin(), top_down.rend());
