@@ -39,7 +39,7 @@ struct SpawnOptions {
 
 class Process {
  public:
-  // Forks and execs. In the child: own process group, SIGKILL when the parent dies (and exit at
+  // Forks and execs (core::SpawnChild). In the child: own process group, SIGKILL when the parent dies (and exit at
   // once if the parent already died), default signal dispositions and an empty signal mask,
   // every descriptor but 0-2 closed. An exec failure (no such program, bad cwd) comes back as
   // an error here rather than as an exit status.

@@ -30,7 +30,9 @@ absl::StatusOr<std::unique_ptr<GraphServer>> GraphServer::Serve(std::shared_ptr<
     return absl::InvalidArgumentError(StrCat("partition ", part_id, " is not in graph '", config.graph_name, "' (",
                                              config.num_parts, " partitions)"));
   }
-  if (!config.NodeBook().ok() || !config.EdgeBook().ok()) {
+  const size_t bounds = static_cast<size_t>(config.num_parts) + 1;
+  if (config.node_bounds.size() != bounds || config.edge_bounds.size() != bounds || !config.NodeBook().ok() ||
+      !config.EdgeBook().ok()) {
     return absl::InvalidArgumentError(StrCat("graph '", config.graph_name, "': invalid node or edge ranges"));
   }
   std::unique_ptr<GraphServer> s(new GraphServer());

@@ -48,9 +48,6 @@ absl::Status Guarded(const char* method, const std::function<absl::Status(const 
   }
 }
 
-}  // namespace
-
-namespace {
 core::RangePartitionBook Book(absl::StatusOr<core::RangePartitionBook> book) {
   FANOUT_CHECK(book.ok()) << book.status();  // LoadPartitionConfig has checked the bounds
   return *std::move(book);
@@ -318,7 +315,7 @@ absl::Status GraphServiceImpl::DoPush(const v1::PushRequest& req) const {
   }
   RETURN_IF_ERROR(CheckPushValues(f, req.data()));
   return served_.writable->PushNodeRows(req.field(), ids, req.data().data().data(), req.data().data().size(),
-                              add ? core::PushOp::kAdd : core::PushOp::kAssign);
+                                        add ? core::PushOp::kAdd : core::PushOp::kAssign);
 }
 
 grpc::ServerUnaryReactor* GraphServiceImpl::PushNodeData(grpc::CallbackServerContext* ctx, const v1::PushRequest* req,

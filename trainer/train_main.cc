@@ -2,7 +2,8 @@
 //
 // Under fanout-launch every setting of the job's layout comes from the environment the launcher
 // wrote (core/job_env.h: FANOUT_PART_CONFIG, FANOUT_SERVERS, FANOUT_MACHINE_ID, FANOUT_NUM_TRAINERS,
-// FANOUT_NUM_SAMPLERS, FANOUT_RANK, FANOUT_WORLD_SIZE, FANOUT_COORDINATOR, ...); flags override it. Started by another launcher (torchrun, a Slurm or Kubernetes wrapper), it
+// FANOUT_NUM_SAMPLERS, FANOUT_RANK, FANOUT_WORLD_SIZE, FANOUT_COORDINATOR, ...); flags override it.
+// Started by another launcher (torchrun, a Slurm or Kubernetes wrapper), it
 // takes torchrun's RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK and MASTER_ADDR/MASTER_PORT
 // (fanout's rendezvous on MASTER_PORT + 1) instead. Alone, it trains on one machine's servers
 // with --part-config and --servers (or --ip-config).
