@@ -133,10 +133,10 @@ int Run(int argc, char** argv) {
   auto run_link = [&](const sampler::DistGraph& g, const char* name, int n = 0,
                       const sampler::DistGraphOptions& go = {}, const std::string& config = "") -> absl::Status {
     sampler::LinkSamplerOptions lo;
-    lo.fanouts = so.fanouts;
-    lo.batch_size = so.batch_size;
+    lo.sampling.fanouts = so.fanouts;
+    lo.sampling.batch_size = so.batch_size;
     lo.negatives = negatives;
-    lo.feature_field = so.feature_field;
+    lo.sampling.feature_field = so.feature_field;
     std::unique_ptr<sampler::LinkBatchSource> s;
     if (n == 0) {
       ASSIGN_OR_RETURN(s, sampler::LinkBatchLoader::Create(&g, lo, sampler::RankEdgeSeeds(g.config(), 1, 0),

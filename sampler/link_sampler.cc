@@ -41,26 +41,21 @@ LinkBatchSampler::LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions op
 }
 
 SamplerOptions NodeOptionsOf(const LinkSamplerOptions& o) {
-  SamplerOptions so;
-  so.fanouts = o.fanouts;
-  so.batch_size = o.batch_size;
-  so.replace = o.replace;
-  so.seed = o.seed;
-  so.rank = o.rank;
-  so.feature_field = o.feature_field;
-  so.edge = o.edge;
-  so.label_field = "";
+  SamplerOptions so = o.sampling;
+  so.label_field = "";  // pairs have no labels
   return so;
 }
 
 int64_t LinkStepsPerEpoch(const LinkSamplerOptions& o, int64_t num_edges) {
   const int64_t per_epoch = o.edges_per_epoch < 0 ? num_edges : std::min(num_edges, o.edges_per_epoch);
-  return (per_epoch + o.batch_size - 1) / std::max<int64_t>(1, o.batch_size);
+  return (per_epoch + o.sampling.batch_size - 1) / std::max<int64_t>(1, o.sampling.batch_size);
 }
 
 absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& o, const DistGraph& graph,
                                         std::span<const int64_t> edges) {
-  if (o.batch_size < 1) return absl::InvalidArgumentError(StrCat("--batch-size must be >= 1, got ", o.batch_size));
+  if (o.sampling.batch_size < 1) {
+    return absl::InvalidArgumentError(StrCat("--batch-size must be >= 1, got ", o.sampling.batch_size));
+  }
   if (o.negatives < 1) return absl::InvalidArgumentError(StrCat("--negatives must be >= 1, got ", o.negatives));
   if (graph.num_nodes() < 3) {
     return absl::FailedPreconditionError("link prediction needs at least 3 nodes to draw negatives from");
@@ -129,18 +124,19 @@ absl::StatusOr<LinkMiniBatch> LinkBatchSampler::SampleBlocks(int64_t epoch, int6
   // This epoch's positives: the trainer's edges shuffled per (seed, epoch, rank), cut to the
   // count every rank uses; then this step's slice.
   if (epoch != cached_epoch_) {  // one shuffle per epoch, not per step
-    epoch_edges_ = EpochSeeds(edges_, edges_per_epoch_, /*shuffle=*/true, options_.seed, epoch, options_.rank);
+    epoch_edges_ = EpochSeeds(edges_, edges_per_epoch_, /*shuffle=*/true, options_.sampling.seed, epoch,
+                               options_.sampling.rank);
     cached_epoch_ = epoch;
   }
-  const int64_t first = step * options_.batch_size;
-  const int64_t count = std::min(options_.batch_size, edges_per_epoch_ - first);
+  const int64_t first = step * options_.sampling.batch_size;
+  const int64_t count = std::min(options_.sampling.batch_size, edges_per_epoch_ - first);
   b.eids.assign(epoch_edges_.begin() + first, epoch_edges_.begin() + first + count);
   std::vector<int64_t> src(count), dst(count);
   RETURN_IF_ERROR(graph_->FindEdges(b.eids, src.data(), dst.data()));
 
   // Negatives: the positive's source with a drawn node that is neither endpoint.
-  uint64_t state = Mix(Mix(Mix(options_.seed ^ 0x6e6567ULL, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(step)),
-                       static_cast<uint64_t>(options_.rank));
+  uint64_t state = Mix(Mix(Mix(options_.sampling.seed ^ 0x6e6567ULL, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(step)),
+                       static_cast<uint64_t>(options_.sampling.rank));
   std::vector<int64_t> neg(count * options_.negatives);
   for (int64_t i = 0; i < count; ++i) {
     for (int64_t k = 0; k < options_.negatives; ++k) {

@@ -26,17 +26,14 @@ enum class NegativeSampling {
 };
 
 struct LinkSamplerOptions {
-  std::vector<int64_t> fanouts = {15, 10, 5};  // per layer, input layer first; -1 = all
-  int64_t batch_size = 1024;                   // positive edges per step
-  int64_t negatives = 1;                       // negatives per positive (same source)
+  // The node batch around the pairs' endpoints, sampled as any node batch: fanouts, replace,
+  // seed, rank, feature_field and edge apply; batch_size counts positive edges per step; labels,
+  // shuffle and seeds_per_epoch do not apply (edges_per_epoch below, always shuffled).
+  SamplerOptions sampling;
+  int64_t negatives = 1;  // negatives per positive (same source)
   NegativeSampling negative_sampling = NegativeSampling::kUniform;
   bool exclude_seed_edges = true;  // drop the positive pairs (both directions) from the blocks
-  bool replace = false;
-  uint64_t seed = 0;
-  int rank = 0;
-  int64_t edges_per_epoch = -1;  // -1: all of the trainer's edges
-  std::string feature_field = "feat";
-  EdgeDataOptions edge;  // SamplerOptions::edge
+  int64_t edges_per_epoch = -1;    // -1: all of the trainer's edges
 };
 
 // Pairs (LinkPairs, as positions in nodes.seeds) and the node batch that embeds them.

@@ -65,13 +65,7 @@ std::string WriteSamplerSpec(const SamplerSpec& s) {
 
 LinkSamplerOptions LinkOptionsOf(const SamplerSpec& s) {
   LinkSamplerOptions o = s.link;
-  o.fanouts = s.sampler.fanouts;
-  o.batch_size = s.sampler.batch_size;
-  o.replace = s.sampler.replace;
-  o.seed = s.sampler.seed;
-  o.rank = s.sampler.rank;
-  o.feature_field = s.sampler.feature_field;
-  o.edge = s.sampler.edge;
+  o.sampling = s.sampler;  // the spec carries the node sampling once, in `sampler`
   return o;
 }
 

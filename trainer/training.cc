@@ -531,15 +531,15 @@ absl::Status Job::StartLinkSampler(int64_t first_epoch) {
   counts[rank] = static_cast<double>(mine.size());
   ASSIGN_OR_RETURN(counts, AllReduceSum(*comm_, counts));
   sampler::LinkSamplerOptions lo;
-  lo.fanouts = o_.fanouts;
-  lo.batch_size = o_.batch_size;
+  lo.sampling.fanouts = o_.fanouts;
+  lo.sampling.batch_size = o_.batch_size;
+  lo.sampling.seed = o_.seed;
+  lo.sampling.rank = rank;
+  lo.sampling.feature_field = o_.feature_field;
+  lo.sampling.edge = o_.edge;
   lo.negatives = o_.negatives;
   lo.negative_sampling = o_.negative_sampling;
-  lo.seed = o_.seed;
-  lo.rank = rank;
   lo.edges_per_epoch = static_cast<int64_t>(*std::min_element(counts.begin(), counts.end()));
-  lo.feature_field = o_.feature_field;
-  lo.edge = o_.edge;
   if (lo.edges_per_epoch < 1) {
     return absl::FailedPreconditionError("--task link: a trainer's partition stores no edges to train on");
   }

@@ -35,10 +35,10 @@ class LinkSamplerTest : public ::testing::Test {
 
   LinkSamplerOptions Options() const {
     LinkSamplerOptions o;
-    o.fanouts = {5, 5};
-    o.batch_size = 64;
+    o.sampling.fanouts = {5, 5};
+    o.sampling.batch_size = 64;
     o.negatives = 3;
-    o.seed = 9;
+    o.sampling.seed = 9;
     return o;
   }
 
@@ -63,7 +63,7 @@ TEST_F(LinkSamplerTest, RanksGetDisjointEdgeSetsCoveringEveryEdge) {
   const int64_t per_epoch = *std::min_element(sizes.begin(), sizes.end());
   for (int rank = 0; rank < 2 * kTpm; ++rank) {
     LinkSamplerOptions o = Options();
-    o.rank = rank;
+    o.sampling.rank = rank;
     o.edges_per_epoch = per_epoch;
     auto s = LinkBatchSampler::Create(graph_.get(), o, RankEdgeSeeds(config_, kTpm, rank));
     ASSERT_TRUE(s.ok()) << s.status();
@@ -154,7 +154,7 @@ TEST_F(LinkSamplerTest, BatchesAreAFunctionOfEpochStepAndRank) {
   EXPECT_EQ(x->nodes.blocks[0].indices, y->nodes.blocks[0].indices);
   EXPECT_NE(x->eids, z->eids) << "another epoch reshuffles";
   LinkSamplerOptions other = Options();
-  other.rank = 1;
+  other.sampling.rank = 1;
   auto c = LinkBatchSampler::Create(graph_.get(), other, RankEdgeSeeds(config_, 1, 0));
   EXPECT_NE((*c)->Sample(2, 1)->neg_dst, x->neg_dst) << "another rank draws other negatives";
   EXPECT_EQ((*a)->Sample(2, 99).status().code(), absl::StatusCode::kOutOfRange);
