@@ -43,7 +43,7 @@ struct Totals {
   void Add(const sampler::MiniBatch& mb) {
     ++batches;
     for (const auto& b : mb.blocks) edges += b.num_edges();
-    feature_bytes += mb.features.rows * mb.features.cols * static_cast<int64_t>(sizeof(float));
+    feature_bytes += static_cast<int64_t>(mb.features.bytes());
   }
   void Print(const char* name, int samplers) const {
     const int per = std::max(1, samplers);
@@ -111,12 +111,13 @@ int Run(int argc, char** argv) {
       auto mb = s.SampleBlocks(epoch, step);
       if (!mb.ok()) return args.Fail(mb.status());
       auto t1 = Clock::now();
-      auto feat = pool.Get(mb->input_nodes().size() * s.feature_dim());
+      auto feat = pool.Get(mb->input_nodes().size() * s.feature_row_bytes());
       auto t2 = Clock::now();
       if (absl::Status st = s.FetchFeatures(mb->input_nodes(), feat.get()); !st.ok()) return args.Fail(st);
       if (i < warmup) continue;
       sample_s += std::chrono::duration<double>(t1 - t0).count();
       feat_s += Since(t2);
+      mb->features.dtype = s.feature_dtype();
       mb->features.rows = static_cast<int64_t>(mb->input_nodes().size());
       mb->features.cols = s.feature_dim();
       t.Add(*mb);

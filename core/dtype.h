@@ -32,6 +32,16 @@ std::string_view DTypeNpyDescr(DType t);
 // Parses a numpy descr; big-endian and non-numeric descrs are errors naming the descr.
 absl::StatusOr<DType> DTypeFromNpyDescr(std::string_view descr);
 
+// IEEE 754 half precision (numpy's float16) to and from float: exact one way; FloatToHalf rounds
+// to nearest, ties to even, overflowing to infinity (NaN stays NaN).
+float HalfToFloat(uint16_t h);
+uint16_t FloatToHalf(float f);
+
+// Converts n elements of dtype t at `in` to Out: float, double or int64_t (floats truncate toward
+// zero as static_cast does; bool reads as 0/1; float16 through HalfToFloat).
+template <typename Out>
+void ConvertElements(DType t, const void* in, size_t n, Out* out);
+
 template <typename T>
 constexpr DType DTypeOf();
 template <> constexpr DType DTypeOf<bool>() { return DType::kBool; }

@@ -44,19 +44,9 @@ absl::Status AddInPlace(DType t, void* dst, const void* src, int64_t n) {
 }
 
 double ValueAt(const NpyArray& a, int64_t i) {
-  const void* p = a.row(i);
-  switch (a.dtype()) {
-    case DType::kBool:
-    case DType::kUInt8: return *static_cast<const uint8_t*>(p);
-    case DType::kInt8: return *static_cast<const int8_t*>(p);
-    case DType::kInt16: return *static_cast<const int16_t*>(p);
-    case DType::kInt32: return *static_cast<const int32_t*>(p);
-    case DType::kInt64: return static_cast<double>(*static_cast<const int64_t*>(p));
-    case DType::kFloat32: return *static_cast<const float*>(p);
-    case DType::kFloat64: return *static_cast<const double*>(p);
-    case DType::kFloat16: return std::nan("");
-  }
-  return std::nan("");
+  double x;
+  ConvertElements(a.dtype(), a.row(i), 1, &x);
+  return x;
 }
 
 }  // namespace
@@ -268,9 +258,9 @@ absl::StatusOr<std::shared_ptr<const std::vector<double>>> PartitionStore::EdgeW
   absl::MutexLock lock(&weights_mu_);
   if (auto it = weights_.find(name); it != weights_.end()) return it->second;
   ASSIGN_OR_RETURN(Field * f, FindField(edge_fields_, "edge", name));
-  if (f->data.row_elems() != 1 || f->schema.dtype == DType::kFloat16) {
+  if (f->data.row_elems() != 1) {
     return absl::InvalidArgumentError(StrCat("edge field '", name, "' cannot weight sampling: it must hold one ",
-                                             "int or float32/64 value per edge"));
+                                             "number per edge"));
   }
   auto w = std::make_shared<std::vector<double>>(num_inner_edges());
   for (int64_t i = 0; i < num_inner_edges(); ++i) {

@@ -103,12 +103,8 @@ int64_t LinkBatchSampler::DrawNegative(uint64_t& state) const {
 absl::StatusOr<LinkMiniBatch> LinkBatchSampler::Sample(int64_t epoch, int64_t step) {
   ASSIGN_OR_RETURN(LinkMiniBatch b, SampleBlocks(epoch, step));
   const auto start = std::chrono::steady_clock::now();
-  const Int64Array& inputs = b.nodes.input_nodes();
-  const int64_t dim = nodes_.feature_dim();
   // Pooled: a fresh buffer per batch would page-fault every 4 KiB of it (minibatch_sampler.h).
-  std::shared_ptr<float[]> buffer = pool_.Get(std::max<size_t>(1, inputs.size() * dim));
-  RETURN_IF_ERROR(nodes_.FetchFeatures(inputs, buffer.get()));
-  b.nodes.features = {buffer, buffer.get(), static_cast<int64_t>(inputs.size()), dim};
+  ASSIGN_OR_RETURN(b.nodes.features, nodes_.GatherFeatures(b.nodes.input_nodes(), &pool_));
   b.nodes.fetch_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return b;
 }

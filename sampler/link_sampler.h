@@ -61,11 +61,12 @@ class LinkBatchSampler {
 
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
   int64_t feature_dim() const { return nodes_.feature_dim(); }
+  core::DType feature_dtype() const { return nodes_.feature_dtype(); }
   absl::StatusOr<LinkMiniBatch> Sample(int64_t epoch, int64_t step);
   // Sample without the features (nodes.features empty), and the gather on its own: a sampler
   // process writes the batch first and gathers the features straight into shared memory.
   absl::StatusOr<LinkMiniBatch> SampleBlocks(int64_t epoch, int64_t step);
-  absl::Status FetchFeatures(std::span<const int64_t> input_nodes, float* out) {
+  absl::Status FetchFeatures(std::span<const int64_t> input_nodes, char* out) {
     return nodes_.FetchFeatures(input_nodes, out);
   }
   // kDegreePow75: prefix sums of in-degree^0.75 over all nodes (null for uniform negatives).

@@ -1,5 +1,6 @@
 // What a sampler hands a trainer: one mini-batch of a multi-layer neighbour sample, as DGL's
-// blocks (message-flow graphs), with the input nodes' features and the seeds' labels.
+// blocks (message-flow graphs), with the input nodes' features (in their stored dtype) and the
+// seeds' labels.
 //
 // Layer order follows DGL: blocks[0] is the input layer (its source nodes are the input nodes
 // whose features are fetched), blocks.back() is the output layer (its destination nodes are the
@@ -11,6 +12,8 @@
 #include <memory>
 #include <vector>
 
+#include "core/check.h"
+#include "core/dtype.h"
 #include "sampler/array.h"
 
 namespace fanout::sampler {
@@ -45,13 +48,25 @@ struct Block {
   int64_t num_edges() const { return static_cast<int64_t>(indices.size()); }
 };
 
-// A row-major float32 matrix whose memory may live in the heap or in a shared-memory mapping
-// handed over by a sampler process; `owner` keeps it alive (a tensor can borrow `data`).
-struct FloatRows {
+// A row-major matrix of `dtype` (the stored dtype of the field it was gathered from: float16
+// features cross from sampler to trainer at two bytes each, and the trainer converts). Its
+// memory may live in the heap or in a shared-memory mapping handed over by a sampler process;
+// `owner` keeps it alive (a tensor can borrow `data`).
+struct Rows {
   std::shared_ptr<const void> owner;
-  const float* data = nullptr;
+  const void* data = nullptr;
+  core::DType dtype = core::DType::kFloat32;
   int64_t rows = 0;
   int64_t cols = 0;
+
+  size_t row_bytes() const { return static_cast<size_t>(cols) * core::DTypeSize(dtype); }
+  size_t bytes() const { return static_cast<size_t>(rows) * row_bytes(); }
+  // The rows as T; CHECK-fails unless T is the dtype.
+  template <typename T>
+  const T* as() const {
+    FANOUT_CHECK(core::DTypeOf<T>() == dtype);
+    return static_cast<const T*>(data);
+  }
 };
 
 // Link prediction's pairs over a batch's seeds (sampler/link_sampler.h): positive i is
@@ -67,7 +82,7 @@ struct MiniBatch {
   int64_t step = 0;                  // 0-based, within the epoch
   std::vector<int64_t> seeds;        // output nodes, global IDs (== blocks.back()'s dst nodes)
   std::vector<Block> blocks;         // blocks[0] = input layer ... blocks.back() = output layer
-  FloatRows features;                // one row per blocks[0].src_nodes entry (input nodes)
+  Rows features;                     // one row per blocks[0].src_nodes entry (input nodes)
   std::vector<int64_t> labels;       // one per seed; empty when the loader fetches no labels
   // Where the producer spent its time on this batch (for the trainer's epoch breakdown):
   // sampling the blocks (labels included) and gathering the input features.

@@ -18,30 +18,6 @@ using core::StrCat;
 
 namespace {
 
-bool IsNumeric(DType t) { return t != DType::kFloat16; }
-
-template <typename In, typename Out>
-void Widen(const char* in, size_t n, Out* out) {
-  const In* v = reinterpret_cast<const In*>(in);
-  for (size_t i = 0; i < n; ++i) out[i] = static_cast<Out>(v[i]);
-}
-
-// Converts n elements of dtype t (numeric, not float16) to Out (float features, int64 labels).
-template <typename Out>
-void Convert(DType t, const char* in, size_t n, Out* out) {
-  switch (t) {
-    case DType::kBool: case DType::kUInt8: return Widen<uint8_t>(in, n, out);
-    case DType::kInt8: return Widen<int8_t>(in, n, out);
-    case DType::kInt16: return Widen<int16_t>(in, n, out);
-    case DType::kInt32: return Widen<int32_t>(in, n, out);
-    case DType::kInt64: return Widen<int64_t>(in, n, out);
-    case DType::kFloat32: return Widen<float>(in, n, out);
-    case DType::kFloat64: return Widen<double>(in, n, out);
-    case DType::kFloat16: break;
-  }
-  FANOUT_CHECK(false);
-}
-
 uint64_t Mix(uint64_t h, uint64_t v) { return core::SplitMix64(h ^ core::SplitMix64(v)); }
 
 }  // namespace
@@ -57,14 +33,13 @@ absl::Status ValidateSamplerOptions(const SamplerOptions& o, const DistGraph& gr
   if (o.batch_size < 1) return absl::InvalidArgumentError(StrCat("--batch-size must be >= 1, got ", o.batch_size));
   if (!o.feature_field.empty()) {
     ASSIGN_OR_RETURN(core::FieldSchema f, graph.NodeFieldSchema(o.feature_field));
-    if (!IsNumeric(f.dtype)) {
-      return absl::InvalidArgumentError(StrCat("feature field '", o.feature_field, "' has dtype ",
-                                               core::DTypeName(f.dtype), "; features must be a numeric, non-float16 dtype"));
+    if (f.row_elems() < 1) {
+      return absl::InvalidArgumentError(StrCat("feature field '", o.feature_field, "' has no values per node"));
     }
   }
   if (!o.edge.weight_field.empty()) {
     ASSIGN_OR_RETURN(core::FieldSchema f, graph.EdgeFieldSchema(o.edge.weight_field));
-    if (f.row_elems() != 1 || !IsNumeric(f.dtype)) {
+    if (f.row_elems() != 1) {
       return absl::InvalidArgumentError(StrCat("edge weight field '", o.edge.weight_field,
                                                "' must hold one number per edge; it is ", core::DTypeName(f.dtype),
                                                " with ", f.row_elems(), " values per edge"));
@@ -72,9 +47,9 @@ absl::Status ValidateSamplerOptions(const SamplerOptions& o, const DistGraph& gr
   }
   if (!o.edge.feature_field.empty()) {
     ASSIGN_OR_RETURN(core::FieldSchema f, graph.EdgeFieldSchema(o.edge.feature_field));
-    if (f.row_elems() < 1 || !IsNumeric(f.dtype)) {
+    if (f.row_elems() < 1) {
       return absl::InvalidArgumentError(StrCat("edge feature field '", o.edge.feature_field,
-                                               "' must hold numbers (not float16) for every edge; it is ",
+                                               "' must hold at least one number for every edge; it is ",
                                                core::DTypeName(f.dtype), " with ", f.row_elems(), " values per edge"));
     }
   }
@@ -95,7 +70,10 @@ MiniBatchSampler::MiniBatchSampler(const DistGraph* graph, SamplerOptions option
   steps_per_epoch_ = (seeds_per_epoch_ + options_.batch_size - 1) / options_.batch_size;
   if (!options_.feature_field.empty()) {
     auto f = graph_->NodeFieldSchema(options_.feature_field);
-    if (f.ok()) feature_dim_ = f->row_elems();
+    if (f.ok()) {
+      feature_dim_ = f->row_elems();
+      feature_dtype_ = f->dtype;
+    }
   }
 }
 
@@ -172,7 +150,7 @@ absl::Status MiniBatchSampler::FetchEdgeData(std::vector<Block>* blocks) {
     } else {
       raw_.resize(eids.size() * f.row_bytes());
       RETURN_IF_ERROR(graph_->PullEdgeRows(field, eids, raw_.data()));
-      Convert(f.dtype, raw_.data(), all.size(), all.data());
+      core::ConvertElements(f.dtype, raw_.data(), all.size(), all.data());
     }
     size_t at = 0;
     for (Block& b : *blocks) {
@@ -202,15 +180,9 @@ absl::StatusOr<MiniBatch> MiniBatchSampler::SampleBlocks(int64_t epoch, int64_t 
   return mb;
 }
 
-absl::Status MiniBatchSampler::FetchFeatures(std::span<const int64_t> input_nodes, float* out) {
+absl::Status MiniBatchSampler::FetchFeatures(std::span<const int64_t> input_nodes, char* out) {
   if (options_.feature_field.empty()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(core::FieldSchema f, graph_->NodeFieldSchema(options_.feature_field));
-  if (f.dtype == DType::kFloat32) return graph_->PullNodeRows(options_.feature_field, input_nodes, reinterpret_cast<char*>(out));
-  const size_t n = input_nodes.size() * static_cast<size_t>(feature_dim_);
-  raw_.resize(n * core::DTypeSize(f.dtype));
-  RETURN_IF_ERROR(graph_->PullNodeRows(options_.feature_field, input_nodes, raw_.data()));
-  Convert(f.dtype, raw_.data(), n, out);
-  return absl::OkStatus();
+  return graph_->PullNodeRows(options_.feature_field, input_nodes, out);
 }
 
 absl::Status MiniBatchSampler::FetchLabels(std::span<const int64_t> seeds, std::vector<int64_t>* labels) {
@@ -218,7 +190,7 @@ absl::Status MiniBatchSampler::FetchLabels(std::span<const int64_t> seeds, std::
   std::string raw(seeds.size() * core::DTypeSize(f.dtype), '\0');
   RETURN_IF_ERROR(graph_->PullNodeRows(options_.label_field, seeds, raw.data()));
   labels->resize(seeds.size());
-  Convert(f.dtype, raw.data(), seeds.size(), labels->data());
+  core::ConvertElements(f.dtype, raw.data(), seeds.size(), labels->data());
   return absl::OkStatus();
 }
 
@@ -237,14 +209,15 @@ void DropExcluded(const std::vector<std::pair<int64_t, int64_t>>& exclude, core:
   edges->eid.resize(kept);
 }
 
-std::shared_ptr<float[]> BufferPool::Get(size_t floats) {
-  std::vector<float> v;
+std::shared_ptr<char[]> BufferPool::Get(size_t bytes) {
+  const size_t elems = (bytes + sizeof(Buffer::value_type) - 1) / sizeof(Buffer::value_type);
+  Buffer v;
   {
     absl::MutexLock lock(&state_->mu);
     auto& free = state_->free;
     // The smallest kept buffer that is large enough, else the largest (grown below).
-    auto better = [floats](const std::vector<float>& a, const std::vector<float>& b) {
-      const bool a_fits = a.size() >= floats, b_fits = b.size() >= floats;
+    auto better = [elems](const Buffer& a, const Buffer& b) {
+      const bool a_fits = a.size() >= elems, b_fits = b.size() >= elems;
       if (a_fits != b_fits) return a_fits;
       return a_fits ? a.size() < b.size() : a.size() > b.size();
     };
@@ -257,11 +230,11 @@ std::shared_ptr<float[]> BufferPool::Get(size_t floats) {
       free.erase(best);
     }
   }
-  if (v.size() < floats) v.resize(floats);
-  auto* holder = new std::vector<float>(std::move(v));
+  if (v.size() < elems) v.resize(elems);
+  auto* holder = new Buffer(std::move(v));
   std::weak_ptr<State> weak = state_;
-  return std::shared_ptr<float[]>(holder->data(), [holder, weak](float*) {
-    std::unique_ptr<std::vector<float>> own(holder);
+  return std::shared_ptr<char[]>(reinterpret_cast<char*>(holder->data()), [holder, weak](char*) {
+    std::unique_ptr<Buffer> own(holder);
     if (auto state = weak.lock()) {
       absl::MutexLock lock(&state->mu);
       if (state->free.size() < state->max_kept) state->free.push_back(std::move(*own));
@@ -269,18 +242,24 @@ std::shared_ptr<float[]> BufferPool::Get(size_t floats) {
   });
 }
 
+absl::StatusOr<Rows> MiniBatchSampler::GatherFeatures(std::span<const int64_t> input_nodes, BufferPool* pool) {
+  Rows r;
+  r.dtype = feature_dtype_;
+  r.rows = static_cast<int64_t>(input_nodes.size());
+  r.cols = feature_dim_;
+  const size_t n = std::max<size_t>(8, r.bytes());
+  std::shared_ptr<char[]> buf = pool != nullptr ? pool->Get(n) : BufferPool(0).Get(n);
+  RETURN_IF_ERROR(FetchFeatures(input_nodes, buf.get()));
+  r.data = buf.get();
+  r.owner = std::move(buf);
+  return r;
+}
+
 absl::StatusOr<MiniBatch> MiniBatchSampler::Sample(int64_t epoch, int64_t step, BufferPool* pool) {
   ASSIGN_OR_RETURN(MiniBatch mb, SampleBlocks(epoch, step));
-  const int64_t rows = static_cast<int64_t>(mb.input_nodes().size());
-  const size_t n = static_cast<size_t>(std::max<int64_t>(1, rows * feature_dim_));
-  std::shared_ptr<float[]> buf = pool != nullptr ? pool->Get(n) : std::shared_ptr<float[]>(new float[n]);
   const auto start = std::chrono::steady_clock::now();
-  RETURN_IF_ERROR(FetchFeatures(mb.input_nodes(), buf.get()));
+  ASSIGN_OR_RETURN(mb.features, GatherFeatures(mb.input_nodes(), pool));
   mb.fetch_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  mb.features.data = buf.get();
-  mb.features.owner = std::move(buf);
-  mb.features.rows = rows;
-  mb.features.cols = feature_dim_;
   return mb;
 }
 

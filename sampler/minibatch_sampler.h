@@ -26,19 +26,20 @@ namespace fanout::sampler {
 class BufferPool {
  public:
   explicit BufferPool(size_t max_kept = 8) : state_(std::make_shared<State>()) { state_->max_kept = max_kept; }
-  // A buffer of at least `floats` floats (contents undefined).
-  std::shared_ptr<float[]> Get(size_t floats);
+  // A buffer of at least `bytes` bytes (contents undefined), aligned for any element type.
+  std::shared_ptr<char[]> Get(size_t bytes);
 
  private:
+  using Buffer = std::vector<double>;  // double: 8-byte alignment for rows of any dtype
   struct State {
     absl::Mutex mu;
-    std::vector<std::vector<float>> free ABSL_GUARDED_BY(mu);
+    std::vector<Buffer> free ABSL_GUARDED_BY(mu);
     size_t max_kept = 8;  // set before the state is shared
   };
   std::shared_ptr<State> state_;
 };
 
-// Edge fields fetched for every sampled edge of a block (any numeric dtype, as float32), one
+// Edge fields fetched for every sampled edge of a block (any dtype, converted to float32), one
 // pull per batch for all layers.
 struct EdgeDataOptions {
   // One number per edge, as Block::edge_weight: models weight their messages by it. "" = none.
@@ -76,8 +77,11 @@ class MiniBatchSampler {
 
   int64_t seeds_per_epoch() const { return seeds_per_epoch_; }
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
-  // Number of feature columns (float32 after conversion); 0 when no feature field.
+  // Number of feature columns; 0 when no feature field.
   int64_t feature_dim() const { return feature_dim_; }
+  // The feature field's stored dtype, in which features are fetched (the trainer converts).
+  core::DType feature_dtype() const { return feature_dtype_; }
+  size_t feature_row_bytes() const { return static_cast<size_t>(feature_dim_) * core::DTypeSize(feature_dtype_); }
 
   // The seeds of step `step` of `epoch`.
   std::vector<int64_t> StepSeeds(int64_t epoch, int64_t step);
@@ -92,8 +96,11 @@ class MiniBatchSampler {
   // Fills every block's edge_weight and edge_feat from options.edge (one pull per field for all
   // layers); nothing without those fields.
   absl::Status FetchEdgeData(std::vector<Block>* blocks);
-  // Fills `out` (input_nodes.size() x feature_dim floats) with the input nodes' features.
-  absl::Status FetchFeatures(std::span<const int64_t> input_nodes, float* out);
+  // Fills `out` (input_nodes.size() x feature_row_bytes() bytes) with the input nodes' features,
+  // as stored (feature_dtype()): nothing is converted on the sampler's side.
+  absl::Status FetchFeatures(std::span<const int64_t> input_nodes, char* out);
+  // The same into a buffer of `pool` (null: a fresh one), as the batch's Rows.
+  absl::StatusOr<Rows> GatherFeatures(std::span<const int64_t> input_nodes, BufferPool* pool);
   absl::Status FetchLabels(std::span<const int64_t> seeds, std::vector<int64_t>* labels);
   // Everything, features in heap memory (from `pool` when given).
   absl::StatusOr<MiniBatch> Sample(int64_t epoch, int64_t step, BufferPool* pool = nullptr);
@@ -105,11 +112,12 @@ class MiniBatchSampler {
   int64_t seeds_per_epoch_ = 0;
   int64_t steps_per_epoch_ = 0;
   int64_t feature_dim_ = 0;
+  core::DType feature_dtype_ = core::DType::kFloat32;
   int64_t cached_epoch_ = -1;
   std::vector<int64_t> epoch_seeds_;
   core::SampledEdges edges_;  // scratch
   IdMap map_;                 // scratch
-  std::string raw_;           // scratch for non-float32 features
+  std::string raw_;           // scratch for non-float32 edge fields
 };
 
 }  // namespace fanout::sampler

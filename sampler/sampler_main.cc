@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
   }
   const int64_t steps = links ? links->steps_per_epoch() : nodes->steps_per_epoch(), total = steps * num_epochs;
   const int64_t feature_dim = links ? links->feature_dim() : nodes->feature_dim();
+  const core::DType feature_dtype = links ? links->feature_dtype() : nodes->feature_dtype();
 
   // Reusable batch files: a free one is rewritten; when the trainer holds them all, another is
   // opened. At most `prefetch` batches are sent ahead of the ones taken.
@@ -144,7 +145,7 @@ int main(int argc, char** argv) {
     }
     const sampler::MiniBatch& mb = links ? link_batch->nodes : *node_batch;
     const int64_t rows = static_cast<int64_t>(mb.input_nodes().size());
-    auto features = slots[slot].Write(mb, rows, feature_dim, links ? &*link_batch : nullptr);
+    auto features = slots[slot].Write(mb, rows, feature_dim, feature_dtype, links ? &*link_batch : nullptr);
     if (!features.ok()) return fail(features.status());
     const auto fetch_start = std::chrono::steady_clock::now();
     if (absl::Status s = links ? links->FetchFeatures(mb.input_nodes(), *features)

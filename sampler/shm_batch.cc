@@ -20,19 +20,21 @@ using core::StrCat;
 
 namespace {
 
-constexpr int64_t kMagic = 0x3348435441424e46;  // "FNBATCH3"
+constexpr int64_t kMagic = 0x3448435441424e46;  // "FNBATCH4"
 constexpr size_t kAlign = 64;
-constexpr int64_t kFixed = 14;  // header entries before the per-layer ones
+constexpr int64_t kFixed = 15;  // header entries before the per-layer ones
 
 size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // The file: a header of int64s, then 64-byte-aligned arrays.
 //   header: magic, epoch, step, layers, seeds, labels, feature rows, feature cols,
 //           sample ns, fetch ns, weighted (0/1), link positives, link negatives, edge feature
-//           width (0: none), then per layer: num_src, num_dst, num_edges
+//           width (0: none), feature dtype (core::DType), then per layer: num_src, num_dst,
+//           num_edges
 //   arrays: seeds, labels, link {pos_src, pos_dst, eids, neg_src, neg_dst}, per layer
 //           {src_nodes, indptr, indices, eids, dst, edge weights (float32, when weighted), edge
-//           features (float32 [num_edges, width], when width > 0)}, features
+//           features (float32 [num_edges, width], when width > 0)}, features (feature rows x
+//           cols of the feature dtype)
 // The trainer borrows every array in place (sampler/array.h): nothing is copied out.
 struct Layout {
   std::vector<int64_t> header;
@@ -54,11 +56,12 @@ Layout Plan(const std::vector<int64_t>& header) {
     at += AlignUp(edges * header[13] * 4);
   }
   l.features_at = at;
-  l.size = at + AlignUp(static_cast<size_t>(header[6] * header[7]) * 4);
+  l.size = at + AlignUp(static_cast<size_t>(header[6] * header[7]) * core::DTypeSize(static_cast<core::DType>(header[14])));
   return l;
 }
 
-std::vector<int64_t> HeaderOf(const MiniBatch& mb, int64_t rows, int64_t cols, const LinkPairs* pairs) {
+std::vector<int64_t> HeaderOf(const MiniBatch& mb, int64_t rows, int64_t cols, core::DType dtype,
+                              const LinkPairs* pairs) {
   std::vector<int64_t> h = {kMagic, mb.epoch, mb.step, static_cast<int64_t>(mb.blocks.size()),
                             static_cast<int64_t>(mb.seeds.size()), static_cast<int64_t>(mb.labels.size()), rows, cols,
                             static_cast<int64_t>(mb.sample_seconds * 1e9), static_cast<int64_t>(mb.fetch_seconds * 1e9),
@@ -68,7 +71,7 @@ std::vector<int64_t> HeaderOf(const MiniBatch& mb, int64_t rows, int64_t cols, c
                                 : 0,
                             pairs != nullptr ? static_cast<int64_t>(pairs->pos_src.size()) : 0,
                             pairs != nullptr ? static_cast<int64_t>(pairs->neg_src.size()) : 0,
-                            mb.blocks.empty() ? 0 : mb.blocks[0].edge_feat_dim};
+                            mb.blocks.empty() ? 0 : mb.blocks[0].edge_feat_dim, static_cast<int64_t>(dtype)};
   for (const Block& b : mb.blocks) {
     h.push_back(b.num_src());
     h.push_back(b.num_dst);
@@ -81,8 +84,9 @@ absl::Status Errno(const std::string& what) { return absl::InternalError(StrCat(
 
 }  // namespace
 
-absl::StatusOr<float*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t cols, const LinkPairs* pairs) {
-  Layout l = Plan(HeaderOf(mb, rows, cols, pairs));
+absl::StatusOr<char*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t cols, core::DType dtype,
+                                     const LinkPairs* pairs) {
+  Layout l = Plan(HeaderOf(mb, rows, cols, dtype, pairs));
   if (pairs != nullptr && (pairs->pos_dst.size() != pairs->pos_src.size() || pairs->eids.size() != pairs->pos_src.size() ||
                            pairs->neg_dst.size() != pairs->neg_src.size())) {
     return absl::InternalError("a link batch's pair arrays differ in length");
@@ -149,7 +153,7 @@ absl::StatusOr<float*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t
     if (!b.edge_feat.empty()) std::memcpy(base + at, b.edge_feat.data(), b.edge_feat.size() * 4);
     at += AlignUp(b.edge_feat.size() * 4);
   }
-  return reinterpret_cast<float*>(base + at);
+  return base + at;
 }
 
 void ShmSlot::SetFetchSeconds(double seconds) {
@@ -250,6 +254,9 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release,
     if (v < 0) return absl::DataLossError("batch file has a negative count");
   }
   if (header[13] > (int64_t{1} << 20)) return absl::DataLossError("batch file has an implausible edge feature width");
+  if (header[14] > static_cast<int64_t>(core::DType::kFloat64)) {
+    return absl::DataLossError(StrCat("batch file has an unknown feature dtype ", header[14]));
+  }
   Layout l = Plan(header);
   if (l.size > file_size) {
     return absl::DataLossError(StrCat("batch file is ", file_size, " bytes; its header describes ", l.size));
@@ -300,9 +307,10 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release,
   }
   mb.sample_seconds = header[8] * 1e-9;
   mb.fetch_seconds = header[9] * 1e-9;
+  mb.features.dtype = static_cast<core::DType>(header[14]);
   mb.features.rows = header[6];
   mb.features.cols = header[7];
-  mb.features.data = reinterpret_cast<const float*>(base + l.features_at);
+  mb.features.data = base + l.features_at;
   mb.features.owner = std::move(owner);
   return mb;
 }

@@ -30,9 +30,10 @@ class ShmSlot {
   ~ShmSlot();
 
   // Lays `mb`'s blocks, seeds and labels (and a link batch's `pairs`, when given) out in the file
-  // (created, or grown, to fit them and rows x cols float features) and returns where the
-  // features go.
-  absl::StatusOr<float*> Write(const MiniBatch& mb, int64_t rows, int64_t cols, const LinkPairs* pairs = nullptr);
+  // (created, or grown, to fit them and rows x cols features of `dtype`) and returns where the
+  // features go (64-byte aligned).
+  absl::StatusOr<char*> Write(const MiniBatch& mb, int64_t rows, int64_t cols, core::DType dtype,
+                              const LinkPairs* pairs = nullptr);
   // Records the feature gather time in the header (known only after the gather).
   void SetFetchSeconds(double seconds);
   int fd() const { return fd_; }

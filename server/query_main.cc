@@ -44,7 +44,12 @@ absl::StatusOr<json> RowsJson(const rpc::Rows& r) {
     case core::DType::kInt64: flat = Values<int64_t>(r.data, n); break;
     case core::DType::kFloat32: flat = Values<float>(r.data, n); break;
     case core::DType::kFloat64: flat = Values<double>(r.data, n); break;
-    case core::DType::kFloat16: return absl::UnimplementedError("printing float16 rows is not supported");
+    case core::DType::kFloat16: {  // printed as the float each value is
+      std::vector<float> v(static_cast<size_t>(n));
+      core::ConvertElements(r.dtype, r.data.data(), v.size(), v.data());
+      flat = json(v);
+      break;
+    }
   }
   int64_t rows = r.shape.empty() ? 1 : r.shape[0];
   int64_t per = rows == 0 ? 0 : n / rows;

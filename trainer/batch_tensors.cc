@@ -120,23 +120,38 @@ BlockTensors ConvertBlock(const sampler::Block& b, bool weighted, const c10::Dev
   return out;
 }
 
-at::Tensor ConvertFeatures(const sampler::FloatRows& f, const c10::Device& device) {
-  const auto options = at::TensorOptions().dtype(at::kFloat);
-  at::Tensor t;
-  if (f.rows * f.cols == 0) {
-    t = at::empty({f.rows, f.cols}, options);
-  } else if (f.owner != nullptr) {
-    // The deleter holds a reference to the owner, so the memory outlives every view of it.
-    t = at::from_blob(
-        const_cast<float*>(f.data), {f.rows, f.cols}, [owner = f.owner](void*) {}, options);
-  } else {
-    t = at::empty({f.rows, f.cols}, options);
-    std::memcpy(t.data_ptr<float>(), f.data, f.rows * f.cols * sizeof(float));
-  }
-  return device.is_cpu() ? t : t.to(device);
+// Features as float32 on `device`. Stored float32 on the CPU is a view of `f` (no copy); another
+// dtype crosses to the device as stored (float16: half the bytes) and is converted there.
+at::Tensor ConvertFeatures(const sampler::Rows& f, const c10::Device& device) {
+  if (f.rows * f.cols == 0) return at::empty({f.rows, f.cols}, at::TensorOptions().dtype(at::kFloat).device(device));
+  const auto options = at::TensorOptions().dtype(ScalarTypeOf(f.dtype));
+  void* data = const_cast<void*>(f.data);
+  // The deleter holds a reference to the owner, so the memory outlives every view of it.
+  at::Tensor t = f.owner != nullptr ? at::from_blob(data, {f.rows, f.cols}, [owner = f.owner](void*) {}, options)
+                                    : at::from_blob(data, {f.rows, f.cols}, options);
+  if (!device.is_cpu()) t = t.to(device);
+  if (t.scalar_type() != at::kFloat) t = t.to(at::kFloat);
+  if (f.owner == nullptr && t.data_ptr() == f.data) t = t.clone();  // nothing would keep f's memory alive
+  return t;
 }
 
 }  // namespace
+
+at::ScalarType ScalarTypeOf(core::DType t) {
+  switch (t) {
+    case core::DType::kBool: return at::kBool;
+    case core::DType::kInt8: return at::kChar;
+    case core::DType::kUInt8: return at::kByte;
+    case core::DType::kInt16: return at::kShort;
+    case core::DType::kInt32: return at::kInt;
+    case core::DType::kInt64: return at::kLong;
+    case core::DType::kFloat16: return at::kHalf;
+    case core::DType::kFloat32: return at::kFloat;
+    case core::DType::kFloat64: return at::kDouble;
+  }
+  FANOUT_CHECK(false);
+  return at::kFloat;
+}
 
 absl::Status ValidateMiniBatch(const sampler::MiniBatch& batch, int64_t num_classes) {
   if (batch.blocks.empty()) return absl::InvalidArgumentError("mini-batch has no blocks");
@@ -158,7 +173,7 @@ absl::Status ValidateMiniBatch(const sampler::MiniBatch& batch, int64_t num_clas
       }
     }
   }
-  const sampler::FloatRows& f = batch.features;
+  const sampler::Rows& f = batch.features;
   const int64_t num_inputs = batch.blocks.front().num_src();
   if (f.rows != num_inputs || f.cols <= 0 || (f.data == nullptr && f.rows > 0)) {
     return absl::InvalidArgumentError(

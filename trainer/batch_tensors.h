@@ -43,8 +43,10 @@ struct BlockTensors {
 
 struct BatchTensors {
   std::vector<BlockTensors> blocks;  // blocks[0] = input layer ... blocks.back() = output layer
-  // float32 [blocks[0].num_src, feature dim]. On CPU it borrows the mini-batch's FloatRows
-  // memory (kept alive through FloatRows::owner) instead of copying it: treat it as read-only.
+  // float32 [blocks[0].num_src, feature dim]. On CPU, features stored as float32 borrow the
+  // mini-batch's Rows memory (kept alive through Rows::owner) instead of copying it: treat it as
+  // read-only. Other stored dtypes (float16, integers, float64) are converted here, after the
+  // copy to the device.
   at::Tensor features;
   at::Tensor labels;  // int64 [blocks.back().num_dst]; undefined when the batch has no labels
 };
@@ -66,9 +68,12 @@ absl::Status ValidateMiniBatch(const sampler::MiniBatch& batch, int64_t num_clas
 // and features are borrowed (each tensor holds what keeps its memory alive: the batch file of a
 // sampler process, or the sampler's own vectors), so treat every tensor as read-only; a CUDA
 // device gets one copy of each. Per-edge destinations come from the sampler (Block::dst) and
-// are derived here only for blocks built without them; in-degrees are derived from indptr. A
-// FloatRows without an owner is copied, since nothing would keep its memory alive. Thread-safe.
+// are derived here only for blocks built without them; in-degrees are derived from indptr. Rows
+// without an owner are copied, since nothing would keep their memory alive. Thread-safe.
 absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
                                        const ToTensorsOptions& options = {});
+
+// LibTorch's scalar type for a stored dtype.
+at::ScalarType ScalarTypeOf(core::DType t);
 
 }  // namespace fanout::trainer

@@ -40,13 +40,6 @@ struct LayerBlock {
   at::Tensor rows;                 // int64 [num_src]: each source's row in [own rows; halo rows]
 };
 
-// Features of `nodes` as a float32 tensor (the sampler converts other dtypes).
-absl::StatusOr<at::Tensor> Features(sampler::MiniBatchSampler& s, std::span<const int64_t> nodes) {
-  at::Tensor x = at::empty({static_cast<int64_t>(nodes.size()), s.feature_dim()}, at::kFloat);
-  RETURN_IF_ERROR(s.FetchFeatures(nodes, x.data_ptr<float>()));
-  return x;
-}
-
 // Blocks (all of the sampler's layers) around `seeds` with every in-neighbour, and the input
 // features, as tensors.
 absl::StatusOr<BatchTensors> FullNeighbourhood(const sampler::DistGraph& graph, sampler::MiniBatchSampler& s,
@@ -63,8 +56,7 @@ absl::StatusOr<BatchTensors> FullNeighbourhood(const sampler::DistGraph& graph, 
     out_degrees[l].resize((*blocks)[l].src_nodes.size());
     RETURN_IF_ERROR(graph.Degrees((*blocks)[l].src_nodes, core::EdgeDir::kOut, out_degrees[l].data()));
   }
-  ASSIGN_OR_RETURN(at::Tensor x, Features(s, mb.input_nodes()));
-  mb.features = {std::make_shared<at::Tensor>(x), x.data_ptr<float>(), x.size(0), x.size(1)};
+  ASSIGN_OR_RETURN(mb.features, s.GatherFeatures(mb.input_nodes(), /*pool=*/nullptr));  // ToTensors converts
   ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb));
   for (size_t l = 0; l < bt.blocks.size(); ++l) bt.blocks[l].out_degree = at::tensor(out_degrees[l], at::kLong);
   return bt;

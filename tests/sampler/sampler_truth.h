@@ -98,9 +98,11 @@ class BatchTruth {
       const auto& in = mb.input_nodes();
       ASSERT_EQ(mb.features.rows, static_cast<int64_t>(in.size()));
       ASSERT_EQ(mb.features.cols, feat->data.row_elems());
+      ASSERT_EQ(mb.features.dtype, feat->data.dtype());  // as stored: the trainer converts
+      const auto* rows = static_cast<const char*>(mb.features.data);
+      const size_t rb = mb.features.row_bytes();
       for (size_t i = 0; i < in.size(); ++i) {
-        ASSERT_EQ(std::memcmp(mb.features.data + i * mb.features.cols, feat->data.row(orig_nid_[in[i]]),
-                              mb.features.cols * sizeof(float)), 0)
+        ASSERT_EQ(std::memcmp(rows + i * rb, feat->data.row(orig_nid_[in[i]]), rb), 0)
             << "features of input node " << in[i];
       }
     }
@@ -140,7 +142,8 @@ inline void ExpectSameBatch(const sampler::MiniBatch& a, const sampler::MiniBatc
   }
   ASSERT_EQ(a.features.rows, b.features.rows);
   ASSERT_EQ(a.features.cols, b.features.cols);
-  EXPECT_EQ(std::memcmp(a.features.data, b.features.data, a.features.rows * a.features.cols * sizeof(float)), 0);
+  ASSERT_EQ(a.features.dtype, b.features.dtype);
+  EXPECT_EQ(std::memcmp(a.features.data, b.features.data, a.features.bytes()), 0);
 }
 
 }  // namespace fanout::testing

@@ -4,9 +4,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <numeric>
 #include <set>
 
+#include "core/dtype.h"
 #include "core/partition_book.h"
 #include "gtest/gtest.h"
 #include "sampler/dist_graph.h"
@@ -19,6 +21,10 @@
 
 namespace fanout::sampler {
 namespace {
+
+using core::DType;
+
+float* Floats(char* p) { return reinterpret_cast<float*>(p); }
 
 TEST(SplitSeedsTest, EqualSharesPreferringTheOwnPartition) {
   // 3 machines x 2 trainers; partition 0 owns far more training nodes than the others.
@@ -132,7 +138,7 @@ TEST(ArrayTest, SharedContentsAreFrozenAndBorrowedOnesCopiedOnWrite) {
 TEST(ShmBatchTest, BlocksAreBorrowedFromTheFileWithTheirDestinations) {
   MiniBatch mb = HandMadeBatch();
   ShmSlot slot;
-  ASSERT_TRUE(slot.Write(mb, 5, 3).ok());
+  ASSERT_TRUE(slot.Write(mb, 5, 3, DType::kFloat32).ok());
   auto back = ReadShmBatch(slot.fd());
   ASSERT_TRUE(back.ok()) << back.status();
   for (const Block& b : back->blocks) {
@@ -145,9 +151,9 @@ TEST(ShmBatchTest, BlocksAreBorrowedFromTheFileWithTheirDestinations) {
 TEST(ShmBatchTest, RoundTripsThroughAMemfdAndASocketAndIsReused) {
   MiniBatch mb = HandMadeBatch();
   ShmSlot slot;
-  auto features = slot.Write(mb, 5, 3);
+  auto features = slot.Write(mb, 5, 3, DType::kFloat32);
   ASSERT_TRUE(features.ok()) << features.status();
-  for (int i = 0; i < 15; ++i) (*features)[i] = 0.5f * i;
+  for (int i = 0; i < 15; ++i) Floats(*features)[i] = 0.5f * i;
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
   ASSERT_TRUE(SendBatch(sv[0], 77, 4, slot.fd()).ok());
@@ -165,7 +171,7 @@ TEST(ShmBatchTest, RoundTripsThroughAMemfdAndASocketAndIsReused) {
   testing::ExpectSameBatch(mb, *back);
   ASSERT_EQ(back->features.rows, 5);
   ASSERT_EQ(back->features.cols, 3);
-  for (int i = 0; i < 15; ++i) EXPECT_EQ(back->features.data[i], 0.5f * i);
+  for (int i = 0; i < 15; ++i) EXPECT_EQ(back->features.as<float>()[i], 0.5f * i);
   mb.features = {};
   EXPECT_FALSE(released);
   *back = MiniBatch();  // the last reference to the mapping goes: the slot is released
@@ -177,14 +183,14 @@ TEST(ShmBatchTest, RoundTripsThroughAMemfdAndASocketAndIsReused) {
   // The slot is rewritten in place with a larger batch (the file grows).
   MiniBatch big = HandMadeBatch();
   big.step = 10;
-  auto f2 = slot.Write(big, 5, 300);
+  auto f2 = slot.Write(big, 5, 300, DType::kFloat32);
   ASSERT_TRUE(f2.ok());
-  for (int i = 0; i < 1500; ++i) (*f2)[i] = 1.0f * i;
+  for (int i = 0; i < 1500; ++i) Floats(*f2)[i] = 1.0f * i;
   auto again = ReadShmBatch(slot.fd());
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(again->step, 10);
   EXPECT_EQ(again->features.cols, 300);
-  EXPECT_EQ(again->features.data[1499], 1499.0f);
+  EXPECT_EQ(again->features.as<float>()[1499], 1499.0f);
 
   // An error travels as a status with its code and text.
   ASSERT_TRUE(SendError(sv[0], 3, absl::UnavailableError("partition 1 server x:1: down")).ok());
@@ -201,28 +207,28 @@ TEST(ShmBatchTest, RoundTripsThroughAMemfdAndASocketAndIsReused) {
 TEST(ShmBatchTest, MappingsAreReusedWhileTheFileKeepsItsSizeAndSeeItsNewContents) {
   ShmSlot slot;
   MiniBatch mb = HandMadeBatch();
-  auto features = slot.Write(mb, 5, 3);
+  auto features = slot.Write(mb, 5, 3, DType::kFloat32);
   ASSERT_TRUE(features.ok());
-  (*features)[0] = 1.0f;
+  Floats(*features)[0] = 1.0f;
   BatchMappings mappings(/*max_idle=*/2);
   bool released = false;
   auto first = ReadShmBatch(slot.fd(), [&] { released = true; }, &mappings);
   ASSERT_TRUE(first.ok()) << first.status();
-  const float* where = first->features.data;
-  EXPECT_EQ(where[0], 1.0f);
+  const void* where = first->features.data;
+  EXPECT_EQ(static_cast<const float*>(where)[0], 1.0f);
   *first = MiniBatch();  // let go: the mapping is kept, the release still runs
   EXPECT_TRUE(released);
   EXPECT_EQ(mappings.maps_made(), 1);
 
   // The sampler rewrites the same file (same size): the same mapping, the new contents.
   mb.step = 2;
-  features = slot.Write(mb, 5, 3);
+  features = slot.Write(mb, 5, 3, DType::kFloat32);
   ASSERT_TRUE(features.ok());
-  (*features)[0] = 2.0f;
+  Floats(*features)[0] = 2.0f;
   auto second = ReadShmBatch(slot.fd(), {}, &mappings);
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(second->features.data, where);
-  EXPECT_EQ(second->features.data[0], 2.0f);
+  EXPECT_EQ(second->features.as<float>()[0], 2.0f);
   EXPECT_EQ(second->step, 2);
   EXPECT_EQ(mappings.maps_made(), 1);
   // While it is held, another batch of the same file needs a mapping of its own.
@@ -234,35 +240,70 @@ TEST(ShmBatchTest, MappingsAreReusedWhileTheFileKeepsItsSizeAndSeeItsNewContents
   *third = MiniBatch();
 
   // A grown file is mapped anew at its new size.
-  features = slot.Write(mb, 5, 300);
+  features = slot.Write(mb, 5, 300, DType::kFloat32);
   ASSERT_TRUE(features.ok());
-  (*features)[1499] = 3.0f;
+  Floats(*features)[1499] = 3.0f;
   auto grown = ReadShmBatch(slot.fd(), {}, &mappings);
   ASSERT_TRUE(grown.ok()) << grown.status();
-  EXPECT_EQ(grown->features.data[1499], 3.0f);
+  EXPECT_EQ(grown->features.as<float>()[1499], 3.0f);
   EXPECT_EQ(mappings.maps_made(), 3);
 }
 
 TEST(ShmBatchTest, HeldBatchesOutliveTheirMappingsObject) {
   ShmSlot slot;
-  auto features = slot.Write(HandMadeBatch(), 5, 3);
+  auto features = slot.Write(HandMadeBatch(), 5, 3, DType::kFloat32);
   ASSERT_TRUE(features.ok());
-  (*features)[14] = 7.0f;
+  Floats(*features)[14] = 7.0f;
   absl::StatusOr<MiniBatch> held;
   {
     BatchMappings mappings;
     held = ReadShmBatch(slot.fd(), {}, &mappings);
     ASSERT_TRUE(held.ok());
   }
-  EXPECT_EQ(held->features.data[14], 7.0f);
+  EXPECT_EQ(held->features.as<float>()[14], 7.0f);
   *held = MiniBatch();  // unmapped now, without the mappings object
+}
+
+// Features cross in their stored dtype: float16 rows arrive as the same two-byte values, tagged.
+TEST(ShmBatchTest, FeaturesKeepTheirDtype) {
+  ShmSlot slot;
+  auto features = slot.Write(HandMadeBatch(), 5, 3, DType::kFloat16);
+  ASSERT_TRUE(features.ok());
+  std::vector<uint16_t> halves(15);
+  for (int i = 0; i < 15; ++i) halves[i] = core::FloatToHalf(0.25f * i - 1.0f);
+  std::memcpy(*features, halves.data(), 30);
+  auto back = ReadShmBatch(slot.fd());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->features.dtype, DType::kFloat16);
+  EXPECT_EQ(back->features.bytes(), 30u);
+  EXPECT_EQ(std::memcmp(back->features.data, halves.data(), 30), 0);
+  *back = MiniBatch();
+
+  // The same slot, rewritten with float64 rows, lays them out at eight bytes each.
+  features = slot.Write(HandMadeBatch(), 5, 3, DType::kFloat64);
+  ASSERT_TRUE(features.ok());
+  for (int i = 0; i < 15; ++i) reinterpret_cast<double*>(*features)[i] = 1.0 / (i + 1);
+  back = ReadShmBatch(slot.fd());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->features.dtype, DType::kFloat64);
+  EXPECT_EQ(back->features.as<double>()[14], 1.0 / 15);
 }
 
 TEST(ShmBatchTest, RejectsAFileThatDisagreesWithItsHeader) {
   ShmSlot slot;
-  ASSERT_TRUE(slot.Write(HandMadeBatch(), 5, 3).ok());
+  ASSERT_TRUE(slot.Write(HandMadeBatch(), 5, 3, DType::kFloat32).ok());
   ASSERT_EQ(ftruncate(slot.fd(), 64), 0);
   EXPECT_EQ(ReadShmBatch(slot.fd()).status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(ShmBatchTest, RejectsAnUnknownFeatureDtype) {
+  ShmSlot slot;
+  ASSERT_TRUE(slot.Write(HandMadeBatch(), 5, 3, DType::kFloat32).ok());
+  const int64_t bad = 99;
+  ASSERT_EQ(pwrite(slot.fd(), &bad, 8, 14 * 8), 8);  // header entry 14: the feature dtype
+  auto back = ReadShmBatch(slot.fd());
+  EXPECT_EQ(back.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(back.status().message().find("feature dtype 99"), std::string::npos) << back.status();
 }
 
 class LocalSamplingTest : public ::testing::Test {
@@ -313,6 +354,60 @@ TEST_F(LocalSamplingTest, BlocksFeaturesAndLabelsMatchTheDataset) {
       seen.insert(mb->seeds.begin(), mb->seeds.end());
     }
     EXPECT_EQ(seen.size(), train.size()) << "an epoch visits every seed once";
+  }
+}
+
+// float16 fields are first-class: node features reach the batch as stored (two bytes a value,
+// tagged float16, for the trainer to convert), and a float16 edge weight converts exactly.
+TEST(Float16SamplingTest, FeaturesComeAsStoredAndEdgeWeightsConvert) {
+  partition::Dataset d = testing::MakeRandomDataset({.num_nodes = 300, .num_edges = 2000, .feat_dim = 4});
+  partition::Field* feat = const_cast<partition::Field*>(d.FindNodeField("feat"));
+  ASSERT_NE(feat, nullptr);
+  core::NpyArray half = core::NpyArray::Owned(DType::kFloat16, feat->data.shape());
+  for (int64_t i = 0; i < feat->data.num_elements(); ++i) {
+    static_cast<uint16_t*>(half.mutable_data())[i] = core::FloatToHalf(feat->data.data_as<float>()[i] / 64);
+  }
+  feat->data = std::move(half);
+  core::NpyArray w16 = core::NpyArray::Owned(DType::kFloat16, {d.num_edges()});
+  for (int64_t row = 0; row < d.num_edges(); ++row) static_cast<uint16_t*>(w16.mutable_data())[row] = core::FloatToHalf((row % 16) / 8.0f);
+  d.edge_fields.push_back({"w16", std::move(w16)});
+  testing::TempDir dir;
+  partition::PartitionOptions o;
+  o.out_dir = dir.Sub("parts");
+  o.num_parts = 1;
+  o.add_reverse_edges = true;
+  o.quiet = true;
+  auto summary = partition::PartitionDataset(d, o);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  auto cfg = core::LoadPartitionConfig(summary->config_path);
+  ASSERT_TRUE(cfg.ok());
+  auto graph = DistGraph::Open(*cfg, {.machine_id = 0});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+
+  SamplerOptions so;
+  so.fanouts = {4, 3};
+  so.batch_size = 25;
+  so.edge = {.weight_field = "w16", .feature_field = "weight"};  // "weight": each edge's input row
+  ASSERT_TRUE(ValidateSamplerOptions(so, **graph).ok()) << ValidateSamplerOptions(so, **graph);
+  std::vector<int64_t> seeds(100);
+  std::iota(seeds.begin(), seeds.end(), 0);
+  MiniBatchSampler s(graph->get(), so, seeds);
+  EXPECT_EQ(s.feature_dtype(), DType::kFloat16);
+  EXPECT_EQ(s.feature_row_bytes(), 8u);
+  testing::BatchTruth truth(d, true, summary->config_path);
+  for (int64_t step = 0; step < s.steps_per_epoch(); ++step) {
+    auto mb = s.Sample(0, step);
+    ASSERT_TRUE(mb.ok()) << mb.status();
+    EXPECT_EQ(mb->features.dtype, DType::kFloat16);
+    EXPECT_EQ(mb->features.bytes(), mb->input_nodes().size() * 8);
+    truth.Check(*mb, so.fanouts, false);  // the rows, byte for byte
+    for (const Block& b : mb->blocks) {
+      ASSERT_EQ(b.edge_weight.size(), b.eids.size());
+      for (size_t e = 0; e < b.eids.size(); ++e) {
+        const auto row = static_cast<int64_t>(b.edge_feat[e]);
+        ASSERT_EQ(b.edge_weight[e], (row % 16) / 8.0f) << "edge " << b.eids[e];
+      }
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include "core/dtype.h"
 #include "gtest/gtest.h"
 #include "tests/trainer/test_batches.h"
 
@@ -33,7 +34,7 @@ TEST(ToTensorsTest, ExpandsCscIntoEdgeListsAndDegrees) {
 
 TEST(ToTensorsTest, FeaturesBorrowTheSamplersMemoryAndKeepItAlive) {
   sampler::MiniBatch batch = HandBuiltBatch(3, 2);
-  const float* data = batch.features.data;
+  const float* data = batch.features.as<float>();
   std::weak_ptr<const void> owner = batch.features.owner;
   std::vector<float> expected(data, data + 7 * 3);
   absl::StatusOr<BatchTensors> t = ToTensors(batch);
@@ -70,13 +71,41 @@ TEST(ToTensorsTest, IndexArraysAreBorrowedNotCopied) {
 
 TEST(ToTensorsTest, FeaturesWithoutOwnerAreCopied) {
   sampler::MiniBatch batch = HandBuiltBatch(3, 2);
-  std::vector<float> values(batch.features.data, batch.features.data + 21);
+  std::vector<float> values(batch.features.as<float>(), batch.features.as<float>() + 21);
   batch.features.owner = nullptr;
   batch.features.data = values.data();
   absl::StatusOr<BatchTensors> t = ToTensors(batch);
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_NE(t->features.data_ptr<float>(), values.data());
   EXPECT_EQ(t->features[6][2].item<float>(), values[20]);
+}
+
+// Features stored in another dtype (a sampler hands them over as stored) reach the model as
+// float32, converted exactly; with or without an owner.
+TEST(ToTensorsTest, FeaturesOfOtherDtypesAreConvertedToFloat32) {
+  sampler::MiniBatch batch = HandBuiltBatch(3, 2);
+  std::vector<float> expected(batch.features.as<float>(), batch.features.as<float>() + 21);
+  auto halves = std::make_shared<std::vector<uint16_t>>(21);
+  for (int i = 0; i < 21; ++i) {
+    (*halves)[i] = core::FloatToHalf(expected[i] * 0.37f);
+    expected[i] = core::HalfToFloat((*halves)[i]);
+  }
+  batch.features.owner = halves;
+  batch.features.data = halves->data();
+  batch.features.dtype = core::DType::kFloat16;
+  absl::StatusOr<BatchTensors> t = ToTensors(batch);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->features.scalar_type(), at::kFloat);
+  ASSERT_EQ(t->features.sizes(), (at::IntArrayRef{7, 3}));
+  EXPECT_EQ(std::vector<float>(t->features.data_ptr<float>(), t->features.data_ptr<float>() + 21), expected);
+
+  std::vector<double> doubles(21);
+  for (int i = 0; i < 21; ++i) doubles[i] = 1.0 / (i + 3);
+  batch.features = {nullptr, doubles.data(), core::DType::kFloat64, 7, 3};
+  t = ToTensors(batch);
+  ASSERT_TRUE(t.ok()) << t.status();
+  ASSERT_EQ(t->features.scalar_type(), at::kFloat);
+  for (int i = 0; i < 21; ++i) EXPECT_EQ(t->features.data_ptr<float>()[i], static_cast<float>(doubles[i]));
 }
 
 TEST(ToTensorsTest, MultiLayerBatchKeepsLayerOrderAndLeavesLabelsOutWhenAbsent) {

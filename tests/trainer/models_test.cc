@@ -81,7 +81,7 @@ at::Tensor RefGat(const sampler::Block& b, const at::Tensor& h, const Params& p,
 
 // The whole model, layer by layer, as docs/training.md defines it.
 at::Tensor RefModel(const ModelOptions& o, const sampler::MiniBatch& batch, const Params& p) {
-  at::Tensor h = at::from_blob(const_cast<float*>(batch.features.data),
+  at::Tensor h = at::from_blob(const_cast<float*>(batch.features.as<float>()),
                                {batch.features.rows, batch.features.cols}, at::kFloat)
                      .to(at::kDouble);
   for (int64_t l = 0; l < o.num_layers; ++l) {
@@ -324,7 +324,7 @@ TEST(ModelTest, GatAttentionIsStableForLargeLogits) {
   o.num_layers = 1;
   o.heads = 2;
   sampler::MiniBatch batch = testing::HandBuiltBatch(o.in_dim, o.num_classes);
-  std::vector<float> scaled(batch.features.data, batch.features.data + 7 * o.in_dim);
+  std::vector<float> scaled(batch.features.as<float>(), batch.features.as<float>() + 7 * o.in_dim);
   for (float& f : scaled) f *= 1e4f;
   batch.features = testing::OwnedRows(std::move(scaled), o.in_dim);
   auto t = ToTensors(batch);

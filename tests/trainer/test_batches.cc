@@ -10,9 +10,9 @@
 
 namespace fanout::trainer::testing {
 
-sampler::FloatRows OwnedRows(std::vector<float> values, int64_t cols) {
+sampler::Rows OwnedRows(std::vector<float> values, int64_t cols) {
   auto owned = std::make_shared<std::vector<float>>(std::move(values));
-  sampler::FloatRows rows;
+  sampler::Rows rows;
   rows.data = owned->data();
   rows.rows = cols == 0 ? 0 : static_cast<int64_t>(owned->size()) / cols;
   rows.cols = cols;
@@ -135,7 +135,7 @@ sampler::MiniBatch UnionOfBatches(const sampler::MiniBatch& a, const sampler::Mi
   const int64_t cols = a.features.cols;
   std::vector<float> features;
   for (const auto& [w, i] : dst_order) {
-    const float* row = in[w]->features.data + i * cols;
+    const float* row = in[w]->features.as<float>() + i * cols;
     features.insert(features.end(), row, row + cols);
   }
   out.features = OwnedRows(std::move(features), cols);

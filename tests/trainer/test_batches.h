@@ -8,8 +8,8 @@
 
 namespace fanout::trainer::testing {
 
-// A FloatRows that owns a copy of `values` (rows = values.size() / cols).
-sampler::FloatRows OwnedRows(std::vector<float> values, int64_t cols);
+// float32 Rows that own a copy of `values` (rows = values.size() / cols).
+sampler::Rows OwnedRows(std::vector<float> values, int64_t cols);
 
 // One block, 4 destinations and 7 sources, with the cases the models must handle: a duplicated
 // edge (4 -> 0 twice), a self loop (0 -> 0), a destination without in-edges (1), a source used

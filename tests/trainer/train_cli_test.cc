@@ -15,6 +15,7 @@
 #include <regex>
 #include <thread>
 
+#include "core/dtype.h"
 #include "core/strings.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -625,6 +626,44 @@ double CoraMeanAccuracy(const std::string& config, int parts, const std::functio
 
 // GraphSAGE on Cora: 2 partitions x 1 trainer against 1 x 1, three fixed seeds each. The
 // measured numbers are in docs/benchmarks.md.
+// Features stored as float16 train exactly as the same values stored as float32: they cross from
+// the sampler (a process here, so through the batch file) to the trainer as two-byte values and
+// are converted once, in the trainer; evaluation and test read them the same way.
+TEST(FeatureDtypeTest, Float16FeaturesTrainAsTheirFloat32Values) {
+  const testing::RandomGraphSpec spec = {.num_nodes = 400, .num_edges = 3000, .feat_dim = 6};
+  std::string out[2];
+  for (int half = 0; half < 2; ++half) {
+    partition::Dataset d = testing::MakeRandomDataset(spec);
+    // Values every float16 holds exactly: quarters below 64.
+    std::vector<float> values(spec.num_nodes * spec.feat_dim);
+    for (int64_t v = 0; v < spec.num_nodes; ++v) {
+      for (int64_t j = 0; j < spec.feat_dim; ++j) values[v * spec.feat_dim + j] = (v % 37) / 4.0f + j;
+    }
+    core::NpyArray feat = core::NpyArray::Adopt(std::vector<float>(values), {spec.num_nodes, spec.feat_dim});
+    if (half == 1) {
+      feat = core::NpyArray::Owned(core::DType::kFloat16, {spec.num_nodes, spec.feat_dim});
+      for (size_t i = 0; i < values.size(); ++i) static_cast<uint16_t*>(feat.mutable_data())[i] = core::FloatToHalf(values[i]);
+    }
+    for (partition::Field& f : d.node_fields) {
+      if (f.name == "feat") f.data = std::move(feat);
+    }
+    testing::TempDir dir;
+    const std::string config = testing::PartitionRandom(dir, spec, 1, &d);
+    ASSERT_FALSE(config.empty());
+    Proc run({FANOUT_TRAIN_BIN, "--part-config", config, "--fanouts", "4,4", "--hidden", "8", "--batch-size", "32",
+              "--epochs", "2", "--threads", "1", "--seed", "5", "--num-samplers", half == 1 ? "1" : "0"});
+    ASSERT_EQ(run.Finish(), 0) << run.output();
+    const std::string& text = run.output();
+    const std::regex figures("(epoch [0-9]+ \\| loss [0-9.]+|test accuracy [0-9.]+)");
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), figures); it != std::sregex_iterator(); ++it) {
+      out[half] += (*it)[0].str() + "\n";
+    }
+  }
+  EXPECT_NE(out[0].find("epoch 1 | loss"), std::string::npos) << out[0];
+  EXPECT_NE(out[0].find("test accuracy"), std::string::npos) << out[0];
+  EXPECT_EQ(out[1], out[0]);
+}
+
 TEST(CoraAccuracyTest, TwoPartitionsMatchOnePartition) {
   testing::TempDir dir;
   std::vector<double> mean(3, 0);
