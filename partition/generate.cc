@@ -491,6 +491,7 @@ struct EdgeChunk {
 
 struct FeatureChunk {
   std::vector<float> values;
+  std::vector<uint16_t> halves;  // --feat-dtype float16
   std::string text;
 };
 
@@ -511,8 +512,7 @@ absl::Status WriteFeatures(const Model& m, const GenerateOptions& o, const fs::p
   if (ogb) {
     ASSIGN_OR_RETURN(gz, GzWriter::Open((dir / "raw" / "node-feat.csv.gz").string()));
   } else {
-    ASSIGN_OR_RETURN(npy, core::NpyWriter::Open((dir / "node_feat.npy").string(),
-                                                core::DType::kFloat32, {n, f}));
+    ASSIGN_OR_RETURN(npy, core::NpyWriter::Open((dir / "node_feat.npy").string(), o.feat_dtype, {n, f}));
   }
   core::Progress progress("generate", "feature rows", n);
   std::function<void(int64_t, FeatureChunk*)> produce = [&](int64_t chunk, FeatureChunk* c) {
@@ -520,6 +520,10 @@ absl::Status WriteFeatures(const Model& m, const GenerateOptions& o, const fs::p
     const int64_t rows = std::min(rows_per_chunk, n - begin);
     c->values.resize(rows * f);
     GenerateFeatures(m, o, chunk, begin, rows, c->values.data());
+    if (o.feat_dtype == core::DType::kFloat16) {
+      c->halves.resize(c->values.size());
+      for (size_t i = 0; i < c->values.size(); ++i) c->halves[i] = core::FloatToHalf(c->values[i]);
+    }
     if (ogb) {
       c->text.reserve(rows * f * 12);
       for (int64_t r = 0; r < rows; ++r) {
@@ -535,6 +539,8 @@ absl::Status WriteFeatures(const Model& m, const GenerateOptions& o, const fs::p
                                                                     FeatureChunk& c) {
     if (ogb) {
       RETURN_IF_ERROR(gz->Write(c.text));
+    } else if (o.feat_dtype == core::DType::kFloat16) {
+      RETURN_IF_ERROR(npy->Append(c.halves.data(), c.halves.size() * sizeof(uint16_t)));
     } else {
       RETURN_IF_ERROR(npy->Append(c.values.data(), c.values.size() * sizeof(float)));
     }
@@ -666,6 +672,14 @@ absl::Status ValidateGenerateOptions(const GenerateOptions& o) {
   }
   if (o.feat_dim < 1) {
     return absl::InvalidArgumentError(StrCat("--feat-dim must be >= 1, got ", o.feat_dim));
+  }
+  if (o.feat_dtype != core::DType::kFloat32 && o.feat_dtype != core::DType::kFloat16) {
+    return absl::InvalidArgumentError(StrCat("--feat-dtype must be float32 or float16, got ",
+                                             core::DTypeName(o.feat_dtype)));
+  }
+  if (o.feat_dtype != core::DType::kFloat32 && o.format == DatasetFormat::kOgb) {
+    return absl::InvalidArgumentError(
+        "--feat-dtype float16 needs --format npy: OGB's raw layout stores features as text");
   }
   if (o.num_classes < 1 || o.num_classes > o.num_nodes) {
     return absl::InvalidArgumentError(

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "core/dtype.h"
 
 namespace fanout::partition {
 
@@ -21,6 +22,9 @@ struct GenerateOptions {
   int64_t num_nodes = 100000;           // products scale: 2449029
   int64_t num_edges = 1000000;          // directed edges written (before any reverse edges)
   int64_t feat_dim = 100;
+  // node_feat.npy's dtype: float32, or float16 (the float32 values rounded to nearest, as numpy's
+  // astype does; papers100M ships its features so). npy layout only.
+  core::DType feat_dtype = core::DType::kFloat32;
   int64_t num_classes = 47;
   double power_law_exponent = 2.1;      // degree distribution tail exponent (Chung-Lu weights)
   double intra_class_prob = 0.8;        // chance an edge stays inside its source's community

@@ -58,6 +58,9 @@ int main(int argc, char** argv) {
   args.AddInt("num-nodes", &o.num_nodes, "nodes");
   args.AddInt("num-edges", &o.num_edges, "directed edges");
   args.AddInt("feat-dim", &o.feat_dim, "features per node");
+  std::string feat_dtype = "float32";
+  args.AddChoice("feat-dtype", &feat_dtype, {"float32", "float16"},
+                 "node_feat.npy's dtype (float16: the float32 values rounded; half the bytes to store and move)");
   args.AddInt("num-classes", &o.num_classes, "classes, one planted community each");
   args.AddDouble("power-law-exponent", &o.power_law_exponent,
                  "degree distribution tail exponent, > 1");
@@ -83,6 +86,7 @@ int main(int argc, char** argv) {
     if (!args.WasSet("num-classes")) o.num_classes = p.num_classes;
   }
   o.format = format == "ogb" ? DatasetFormat::kOgb : DatasetFormat::kNpy;
+  o.feat_dtype = feat_dtype == "float16" ? core::DType::kFloat16 : core::DType::kFloat32;
 
   const auto start = std::chrono::steady_clock::now();
   if (absl::Status s = partition::GenerateDataset(o); !s.ok()) return args.Fail(s);

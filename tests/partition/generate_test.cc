@@ -196,6 +196,29 @@ TEST(GenerateTest, GraphDoesNotDependOnFeatureOptions) {
   }
 }
 
+// --feat-dtype float16 writes the float32 features rounded to the nearest half, and nothing else
+// changes.
+TEST(GenerateTest, Float16FeaturesAreTheFloat32OnesRounded) {
+  TempDir tmp;
+  GenerateOptions a = Tiny(tmp.path() / "a");
+  GenerateOptions b = a;
+  b.out_dir = (tmp.path() / "b").string();
+  b.feat_dtype = DType::kFloat16;
+  ASSERT_TRUE(GenerateDataset(a).ok());
+  ASSERT_TRUE(GenerateDataset(b).ok());
+  NpyArray f32 = MapOrDie(fs::path(a.out_dir) / "node_feat.npy");
+  NpyArray f16 = MapOrDie(fs::path(b.out_dir) / "node_feat.npy");
+  ASSERT_EQ(f16.dtype(), DType::kFloat16);
+  ASSERT_EQ(f16.shape(), f32.shape());
+  const auto* halves = static_cast<const uint16_t*>(f16.data());
+  for (int64_t i = 0; i < f32.num_elements(); ++i) {
+    ASSERT_EQ(halves[i], core::FloatToHalf(f32.data_as<float>()[i])) << "value " << i;
+  }
+  for (const char* f : {"edges.npy", "node_label.npy", "train_idx.npy", "valid_idx.npy", "test_idx.npy"}) {
+    EXPECT_EQ(ReadBytes(fs::path(a.out_dir) / f), ReadBytes(fs::path(b.out_dir) / f)) << f;
+  }
+}
+
 // The fraction of edges inside a community is p + (1 - p) * P(a weighted random node shares
 // the source's community), about p + (1 - p) / C with equal-sized communities.
 TEST(GenerateTest, IntraClassEdgeFractionFollowsOption) {
@@ -350,6 +373,12 @@ TEST(GenerateTest, ValidationNamesTheFlag) {
          o->split_name = "a/b";
        },
        "--split-name"},
+      {[](GenerateOptions* o) { o->feat_dtype = DType::kInt8; }, "--feat-dtype"},
+      {[](GenerateOptions* o) {
+         o->format = DatasetFormat::kOgb;
+         o->feat_dtype = DType::kFloat16;
+       },
+       "--feat-dtype"},
   };
   for (const Case& c : cases) {
     GenerateOptions o = Tiny(tmp.path() / "data");
