@@ -306,23 +306,32 @@ TEST(ShmBatchTest, RejectsAnUnknownFeatureDtype) {
   EXPECT_NE(back.status().message().find("feature dtype 99"), std::string::npos) << back.status();
 }
 
+// `d` in one partition (reverse edges added) under dir/parts, opened as a graph; fails the test
+// on error. Returns the partition config's path.
+std::string OpenOnePartition(const partition::Dataset& d, const testing::TempDir& dir, std::unique_ptr<DistGraph>* graph) {
+  partition::PartitionOptions o;
+  o.out_dir = dir.Sub("parts");
+  o.num_parts = 1;
+  o.add_reverse_edges = true;
+  o.quiet = true;
+  auto s = partition::PartitionDataset(d, o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  if (!s.ok()) return "";
+  auto cfg = core::LoadPartitionConfig(s->config_path);
+  EXPECT_TRUE(cfg.ok()) << cfg.status();
+  if (!cfg.ok()) return "";
+  auto g = DistGraph::Open(*cfg, {.machine_id = 0});
+  EXPECT_TRUE(g.ok()) << g.status();
+  if (g.ok()) *graph = std::move(*g);
+  return s->config_path;
+}
+
 class LocalSamplingTest : public ::testing::Test {
  protected:
   void SetUp() override {
     d_ = testing::MakeRandomDataset({.num_nodes = 600, .num_edges = 4000, .feat_dim = 6});
-    partition::PartitionOptions o;
-    o.out_dir = dir_.Sub("parts");
-    o.num_parts = 1;
-    o.add_reverse_edges = true;
-    o.quiet = true;
-    auto s = partition::PartitionDataset(d_, o);
-    ASSERT_TRUE(s.ok()) << s.status();
-    config_path_ = s->config_path;
-    auto cfg = core::LoadPartitionConfig(config_path_);
-    ASSERT_TRUE(cfg.ok());
-    auto g = DistGraph::Open(*cfg, {.machine_id = 0});
-    ASSERT_TRUE(g.ok()) << g.status();
-    graph_ = std::move(*g);
+    config_path_ = OpenOnePartition(d_, dir_, &graph_);
+    ASSERT_NE(graph_, nullptr);
   }
   testing::TempDir dir_;
   partition::Dataset d_;
@@ -372,29 +381,21 @@ TEST(Float16SamplingTest, FeaturesComeAsStoredAndEdgeWeightsConvert) {
   for (int64_t row = 0; row < d.num_edges(); ++row) static_cast<uint16_t*>(w16.mutable_data())[row] = core::FloatToHalf((row % 16) / 8.0f);
   d.edge_fields.push_back({"w16", std::move(w16)});
   testing::TempDir dir;
-  partition::PartitionOptions o;
-  o.out_dir = dir.Sub("parts");
-  o.num_parts = 1;
-  o.add_reverse_edges = true;
-  o.quiet = true;
-  auto summary = partition::PartitionDataset(d, o);
-  ASSERT_TRUE(summary.ok()) << summary.status();
-  auto cfg = core::LoadPartitionConfig(summary->config_path);
-  ASSERT_TRUE(cfg.ok());
-  auto graph = DistGraph::Open(*cfg, {.machine_id = 0});
-  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::unique_ptr<DistGraph> graph;
+  const std::string config_path = OpenOnePartition(d, dir, &graph);
+  ASSERT_NE(graph, nullptr);
 
   SamplerOptions so;
   so.fanouts = {4, 3};
   so.batch_size = 25;
   so.edge = {.weight_field = "w16", .feature_field = "weight"};  // "weight": each edge's input row
-  ASSERT_TRUE(ValidateSamplerOptions(so, **graph).ok()) << ValidateSamplerOptions(so, **graph);
+  ASSERT_TRUE(ValidateSamplerOptions(so, *graph).ok()) << ValidateSamplerOptions(so, *graph);
   std::vector<int64_t> seeds(100);
   std::iota(seeds.begin(), seeds.end(), 0);
-  MiniBatchSampler s(graph->get(), so, seeds);
+  MiniBatchSampler s(graph.get(), so, seeds);
   EXPECT_EQ(s.feature_dtype(), DType::kFloat16);
   EXPECT_EQ(s.feature_row_bytes(), 8u);
-  testing::BatchTruth truth(d, true, summary->config_path);
+  testing::BatchTruth truth(d, true, config_path);
   for (int64_t step = 0; step < s.steps_per_epoch(); ++step) {
     auto mb = s.Sample(0, step);
     ASSERT_TRUE(mb.ok()) << mb.status();
