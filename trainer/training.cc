@@ -63,7 +63,29 @@ struct Breakdown {
 struct StepLoss {
   at::Tensor loss;
   double n = 0;        // examples (seeds; for links, positive and negative pairs)
-  double correct = 0;  // of them, classified right
+  at::Tensor correct;  // of them, classified right: a 0-dim tensor on the device (read lazily)
+};
+
+// An epoch's running sums, kept on the device: reading a value (.item()) waits for the device,
+// so a step adds tensors and the host reads them only when it prints (--log-every) and once at
+// the epoch's end. float64, so the sums are the ones the host would have made.
+class EpochSums {
+ public:
+  void Add(const StepLoss& s) {
+    const at::Tensor loss = s.loss.detach().to(at::kDouble) * s.n;
+    const at::Tensor correct = s.correct.to(at::kDouble);
+    loss_ = loss_.defined() ? loss_ + loss : loss;
+    correct_ = correct_.defined() ? correct_ + correct : correct;
+    count_ += s.n;
+  }
+  // Loss sum, correct count, examples: waits for the device.
+  std::vector<double> Read() const {
+    return {loss_.defined() ? loss_.item<double>() : 0.0, correct_.defined() ? correct_.item<double>() : 0.0, count_};
+  }
+
+ private:
+  at::Tensor loss_, correct_;
+  double count_ = 0;
 };
 
 // All IDs whose mask row is set, split among the ranks with SplitSeeds (every rank then holds a
@@ -332,7 +354,7 @@ absl::StatusOr<StepLoss> Job::NodeForward(sampler::BatchLoader& loader, int64_t 
     opt_->zero_grad();
     const at::Tensor logits = model_->Forward(bt.blocks, bt.features);
     s.loss = torch::nn::functional::cross_entropy(logits, bt.labels);
-    s.correct = logits.argmax(1).eq(bt.labels).sum().item<double>();
+    s.correct = logits.argmax(1).eq(bt.labels).sum();
   }));
   s.n = static_cast<double>(mb.seeds.size());
   t.forward += Since(t0);
@@ -364,7 +386,7 @@ absl::StatusOr<StepLoss> Job::LinkForward(int64_t epoch, int64_t step, Breakdown
     const at::Tensor scores = at::cat({pos, neg});
     const at::Tensor labels = at::cat({at::ones_like(pos), at::zeros_like(neg)});
     s.loss = torch::nn::functional::binary_cross_entropy_with_logits(scores, labels);
-    s.correct = pos.gt(0).sum().item<double>() + neg.le(0).sum().item<double>();
+    s.correct = pos.gt(0).sum() + neg.le(0).sum();
     s.n = static_cast<double>(scores.size(0));
   }));
   t.forward += Since(t0);
@@ -398,7 +420,7 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader* loader, int64_t epoch) {
   model_->train();
   Breakdown t;
   const auto start = Clock::now();
-  double loss_sum = 0, correct = 0, count = 0;
+  EpochSums running;
   const int64_t steps = o_.link ? link_loader_->steps_per_epoch() : loader->steps_per_epoch();
   core::ProgressMeter meter("fanout-train", StrCat("epoch ", epoch), steps, "steps",
                             lead() ? o_.progress : core::ProgressMode::kOff);
@@ -418,20 +440,18 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader* loader, int64_t epoch) {
     t0 = Clock::now();
     RETURN_IF_ERROR(CatchTorch("optimizer step", [&] { opt_->step(); }));
     t.update += Since(t0);
-    const double l = s.loss.item<double>();
-    loss_sum += l * s.n;
-    correct += s.correct;
-    count += s.n;
-    if (lead() && o_.log_every > 0 && (step + 1) % o_.log_every == 0) {
+    running.Add(s);
+    if (lead() && o_.log_every > 0 && (step + 1) % o_.log_every == 0) {  // reads the device: only here
       meter.Clear();  // the line below must not land inside a progress line
-      Log(StrCat("epoch ", epoch, " step ", step + 1, "/", steps, " | loss ", l, " | acc ",
-                 s.correct / std::max(1.0, s.n)));
+      Log(StrCat("epoch ", epoch, " step ", step + 1, "/", steps, " | loss ", s.loss.item<double>(), " | acc ",
+                 s.correct.item<double>() / std::max(1.0, s.n)));
     }
     meter.Set(step + 1);
   }
   meter.Finish();
+  const std::vector<double> local = running.Read();  // the epoch's one wait for the device
   const double epoch_s = Since(start);
-  ASSIGN_OR_RETURN(std::vector<double> sums, AllReduceSum(*comm_, {loss_sum, correct, count}));
+  ASSIGN_OR_RETURN(std::vector<double> sums, AllReduceSum(*comm_, local));
   const double loss = sums[0] / std::max(1.0, sums[2]), acc = sums[1] / std::max(1.0, sums[2]);
   const double seeds_per_s = sums[2] / std::max(1e-9, epoch_s);
   double val = -1;

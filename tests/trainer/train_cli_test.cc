@@ -651,15 +651,17 @@ TEST(FeatureDtypeTest, Float16FeaturesTrainAsTheirFloat32Values) {
     const std::string config = testing::PartitionRandom(dir, spec, 1, &d);
     ASSERT_FALSE(config.empty());
     Proc run({FANOUT_TRAIN_BIN, "--part-config", config, "--fanouts", "4,4", "--hidden", "8", "--batch-size", "32",
-              "--epochs", "2", "--threads", "1", "--seed", "5", "--num-samplers", half == 1 ? "1" : "0"});
+              "--epochs", "2", "--threads", "1", "--seed", "5", "--log-every", "2", "--num-samplers", half == 1 ? "1" : "0"});
     ASSERT_EQ(run.Finish(), 0) << run.output();
     const std::string& text = run.output();
-    const std::regex figures("(epoch [0-9]+ \\| loss [0-9.]+|test accuracy [0-9.]+)");
+    const std::regex figures(
+        "(epoch [0-9]+ step [0-9]+/[0-9]+ \\| loss [0-9.e-]+ \\| acc [0-9.e-]+|epoch [0-9]+ \\| loss [0-9.]+|test accuracy [0-9.]+)");
     for (auto it = std::sregex_iterator(text.begin(), text.end(), figures); it != std::sregex_iterator(); ++it) {
       out[half] += (*it)[0].str() + "\n";
     }
   }
   EXPECT_NE(out[0].find("epoch 1 | loss"), std::string::npos) << out[0];
+  EXPECT_NE(out[0].find("epoch 1 step 2/3 | loss"), std::string::npos) << out[0];  // --log-every 2
   EXPECT_NE(out[0].find("test accuracy"), std::string::npos) << out[0];
   EXPECT_EQ(out[1], out[0]);
 }
