@@ -4,6 +4,9 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <string>
+#include <utility>
 
 #include "core/check.h"
 #include "core/status.h"
@@ -63,6 +66,25 @@ void ArgParser::AddInt(const std::string& name, int* out, const std::string& hel
                         return BadValue(name, v, "a 32-bit integer");
                       }
                       *out = static_cast<int>(x);
+                      return absl::OkStatus();
+                    }});
+}
+
+void ArgParser::AddBytes(const std::string& name, int64_t* out, const std::string& help) {
+  flags_.push_back({name, help, std::to_string(*out), false, [out, name](const std::string& v) {
+                      size_t digits = 0;
+                      while (digits < v.size() && v[digits] >= '0' && v[digits] <= '9') ++digits;
+                      const std::string unit = v.substr(digits);
+                      int shift = -1;
+                      for (auto [s, u] : {std::pair{0, ""}, {10, "K"}, {20, "M"}, {30, "G"}, {40, "T"}}) {
+                        if (unit == u || (shift < 0 && s > 0 && unit == std::string(u) + "iB")) shift = s;
+                      }
+                      int64_t x;
+                      if (digits == 0 || shift < 0 || !ParseInt64(v.substr(0, digits), &x) ||
+                          x > (std::numeric_limits<int64_t>::max() >> shift)) {
+                        return BadValue(name, v, "a size in bytes, e.g. 1048576, 512M or 4G");
+                      }
+                      *out = x << shift;
                       return absl::OkStatus();
                     }});
 }

@@ -27,6 +27,9 @@ class ArgParser {
                  std::function<absl::Status(const std::string&)> check);
   void AddInt(const std::string& name, int* out, const std::string& help);
   void AddUint(const std::string& name, uint64_t* out, const std::string& help);
+  // A size in bytes: a non-negative integer, optionally with a binary suffix K, M, G or T (also
+  // KiB, MiB, GiB, TiB): "4G" is 4 << 30.
+  void AddBytes(const std::string& name, int64_t* out, const std::string& help);
   // A finite number: nan and inf are refused.
   void AddDouble(const std::string& name, double* out, const std::string& help);
   void AddBool(const std::string& name, bool* out, const std::string& help);

@@ -104,7 +104,7 @@ absl::StatusOr<LinkMiniBatch> LinkBatchSampler::Sample(int64_t epoch, int64_t st
   ASSIGN_OR_RETURN(LinkMiniBatch b, SampleBlocks(epoch, step));
   const auto start = std::chrono::steady_clock::now();
   // Pooled: a fresh buffer per batch would page-fault every 4 KiB of it (minibatch_sampler.h).
-  ASSIGN_OR_RETURN(b.nodes.features, nodes_.GatherFeatures(b.nodes.input_nodes(), &pool_));
+  ASSIGN_OR_RETURN(b.nodes.features, nodes_.GatherFeatures(nodes_.FeatureRequest(&b.nodes), &pool_));
   b.nodes.fetch_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return b;
 }

@@ -66,6 +66,7 @@ class LinkBatchSampler {
   // Sample without the features (nodes.features empty), and the gather on its own: a sampler
   // process writes the batch first and gathers the features straight into shared memory.
   absl::StatusOr<LinkMiniBatch> SampleBlocks(int64_t epoch, int64_t step);
+  std::span<const int64_t> FeatureRequest(MiniBatch* mb) { return nodes_.FeatureRequest(mb); }
   absl::Status FetchFeatures(std::span<const int64_t> input_nodes, char* out) {
     return nodes_.FetchFeatures(input_nodes, out);
   }

@@ -76,15 +76,22 @@ class ProcessLoader final : public BatchLoader {
     l->feature_dim_ = probe.feature_dim();
     l->total_ = l->steps_ * lo.num_epochs;
 
-    // The seed list travels once, in a memfd every child inherits.
+    // The seed list (and the IDs of the trainer's feature cache after it) travels once, in a
+    // memfd every child inherits.
     core::UniqueFd seeds_fd(memfd_create("fanout-seeds", MFD_CLOEXEC));
     if (!seeds_fd.valid()) return absl::InternalError(StrCat("memfd_create: ", std::strerror(errno)));
-    const size_t bytes = seeds.size() * sizeof(int64_t);
-    bool ok = ftruncate(seeds_fd.get(), static_cast<off_t>(bytes)) == 0;
-    for (size_t done = 0; ok && done < bytes;) {
-      ssize_t n = pwrite(seeds_fd.get(), reinterpret_cast<const char*>(seeds.data()) + done, bytes - done, done);
-      ok = n > 0;
-      if (ok) done += static_cast<size_t>(n);
+    const std::vector<int64_t> no_ids;
+    const std::vector<int64_t>& cached = so.cached_nodes != nullptr ? so.cached_nodes->ids() : no_ids;
+    bool ok = ftruncate(seeds_fd.get(), static_cast<off_t>((seeds.size() + cached.size()) * sizeof(int64_t))) == 0;
+    size_t at = 0;
+    for (const std::vector<int64_t>* ids : std::initializer_list<const std::vector<int64_t>*>{&seeds, &cached}) {
+      const size_t bytes = ids->size() * sizeof(int64_t);
+      for (size_t done = 0; ok && done < bytes;) {
+        ssize_t n = pwrite(seeds_fd.get(), reinterpret_cast<const char*>(ids->data()) + done, bytes - done, at + done);
+        ok = n > 0;
+        if (ok) done += static_cast<size_t>(n);
+      }
+      at += bytes;
     }
     if (!ok) return absl::InternalError(StrCat("writing the seed list for the samplers: ", std::strerror(errno)));
 
@@ -97,6 +104,7 @@ class ProcessLoader final : public BatchLoader {
     spec.num_samplers = lo.num_samplers;
     spec.prefetch = std::max(1, lo.prefetch);
     spec.num_seeds = static_cast<int64_t>(seeds.size());
+    spec.num_cached = static_cast<int64_t>(cached.size());
     if (link != nullptr) {
       spec.is_link = true;
       spec.link = *link;

@@ -82,7 +82,11 @@ struct MiniBatch {
   int64_t step = 0;                  // 0-based, within the epoch
   std::vector<int64_t> seeds;        // output nodes, global IDs (== blocks.back()'s dst nodes)
   std::vector<Block> blocks;         // blocks[0] = input layer ... blocks.back() = output layer
-  Rows features;                     // one row per blocks[0].src_nodes entry (input nodes)
+  Rows features;                     // one row per input node (blocks[0].src_nodes), or see below
+  // With a trainer's feature cache (SamplerOptions::cached_nodes): per input node, the cache slot
+  // that holds its features, or -1 when its row is in `features`, which then holds only those
+  // rows, in input order (the misses: only they were fetched). Empty without a cache.
+  Int64Array feature_slots;
   std::vector<int64_t> labels;       // one per seed; empty when the loader fetches no labels
   // Where the producer spent its time on this batch (for the trainer's epoch breakdown):
   // sampling the blocks (labels included) and gathering the input features.

@@ -31,6 +31,15 @@ absl::Status ValidateSamplerOptions(const SamplerOptions& o, const DistGraph& gr
     }
   }
   if (o.batch_size < 1) return absl::InvalidArgumentError(StrCat("--batch-size must be >= 1, got ", o.batch_size));
+  if (o.cached_nodes != nullptr) {
+    const std::vector<int64_t>& ids = o.cached_nodes->ids();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0 || ids[i] >= graph.num_nodes()) {
+        return absl::InvalidArgumentError(StrCat("feature cache slot ", i, " names node ", ids[i],
+                                                 ", outside the graph's ", graph.num_nodes(), " nodes"));
+      }
+    }
+  }
   if (!o.feature_field.empty()) {
     ASSIGN_OR_RETURN(core::FieldSchema f, graph.NodeFieldSchema(o.feature_field));
     if (f.row_elems() < 1) {
@@ -255,10 +264,32 @@ absl::StatusOr<Rows> MiniBatchSampler::GatherFeatures(std::span<const int64_t> i
   return r;
 }
 
+std::shared_ptr<const IdMap> IndexNodes(const std::vector<int64_t>& ids) {
+  auto index = std::make_shared<IdMap>();
+  index->Reset(ids.size());
+  for (int64_t id : ids) index->Insert(id);
+  return index;
+}
+
+std::span<const int64_t> MiniBatchSampler::FeatureRequest(MiniBatch* mb) {
+  const Int64Array& inputs = mb->input_nodes();
+  const IdMap* cached = options_.cached_nodes.get();
+  if (cached == nullptr || options_.feature_field.empty()) return {inputs.data(), inputs.size()};
+  std::vector<int64_t> slots(inputs.size());
+  missing_.clear();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (i + 8 < inputs.size()) cached->Prefetch(inputs[i + 8]);
+    slots[i] = cached->Find(inputs[i]);
+    if (slots[i] < 0) missing_.push_back(inputs[i]);
+  }
+  mb->feature_slots = std::move(slots);
+  return missing_;
+}
+
 absl::StatusOr<MiniBatch> MiniBatchSampler::Sample(int64_t epoch, int64_t step, BufferPool* pool) {
   ASSIGN_OR_RETURN(MiniBatch mb, SampleBlocks(epoch, step));
   const auto start = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(mb.features, GatherFeatures(mb.input_nodes(), pool));
+  ASSIGN_OR_RETURN(mb.features, GatherFeatures(FeatureRequest(&mb), pool));
   mb.fetch_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return mb;
 }

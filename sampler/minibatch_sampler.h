@@ -60,7 +60,15 @@ struct SamplerOptions {
   std::string feature_field = "feat";          // input features; "" = none fetched
   std::string label_field = "label";           // seed labels; "" = none fetched
   EdgeDataOptions edge;  // edge fields fetched for every sampled edge
+  // The nodes whose features the trainer keeps itself, in a device feature cache
+  // (trainer/feature_cache.h): slot i holds cached_nodes->ids()[i]. Their rows are not fetched;
+  // each batch says which slot holds each input node (MiniBatch::feature_slots). Null: every
+  // input row is fetched. Read-only once shared.
+  std::shared_ptr<const IdMap> cached_nodes;
 };
+
+// An index of `ids` (distinct) for SamplerOptions::cached_nodes: slot i is ids[i].
+std::shared_ptr<const IdMap> IndexNodes(const std::vector<int64_t>& ids);
 
 // Checks options against a graph: fanouts, batch size, fields present with usable dtypes.
 absl::Status ValidateSamplerOptions(const SamplerOptions& options, const DistGraph& graph);
@@ -96,6 +104,10 @@ class MiniBatchSampler {
   // Fills every block's edge_weight and edge_feat from options.edge (one pull per field for all
   // layers); nothing without those fields.
   absl::Status FetchEdgeData(std::vector<Block>* blocks);
+  // The input nodes of `mb` whose feature rows must be fetched: all of them, or with
+  // options.cached_nodes the others (in input order), after filling mb->feature_slots. The span
+  // is valid until the next call.
+  std::span<const int64_t> FeatureRequest(MiniBatch* mb);
   // Fills `out` (input_nodes.size() x feature_row_bytes() bytes) with the input nodes' features,
   // as stored (feature_dtype()): nothing is converted on the sampler's side.
   absl::Status FetchFeatures(std::span<const int64_t> input_nodes, char* out);
@@ -118,6 +130,7 @@ class MiniBatchSampler {
   core::SampledEdges edges_;  // scratch
   IdMap map_;                 // scratch
   std::string raw_;           // scratch for non-float32 edge fields
+  std::vector<int64_t> missing_;  // scratch: the input nodes a cache does not hold
 };
 
 }  // namespace fanout::sampler

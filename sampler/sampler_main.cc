@@ -79,14 +79,21 @@ int main(int argc, char** argv) {
     }
     return args.Fail(s);
   };
-  std::vector<int64_t> seeds(num_seeds);
+  // The seeds, then the IDs of the trainer's feature cache (sampler/sampler_spec.h).
+  std::vector<int64_t> seeds(num_seeds), cached(spec->num_cached);
   {
     const core::UniqueFd seeds_file(seeds_fd);  // read once, then closed on every path
-    const size_t bytes = seeds.size() * sizeof(int64_t);
-    if (num_seeds > 0 && pread(seeds_file.get(), seeds.data(), bytes, 0) != static_cast<ssize_t>(bytes)) {
-      return fail(absl::InternalError(StrCat("reading ", num_seeds, " seeds: ", std::strerror(errno))));
+    size_t at = 0;
+    for (std::vector<int64_t>* ids : {&seeds, &cached}) {
+      const size_t bytes = ids->size() * sizeof(int64_t);
+      if (bytes > 0 && pread(seeds_file.get(), ids->data(), bytes, static_cast<off_t>(at)) != static_cast<ssize_t>(bytes)) {
+        return fail(absl::InternalError(StrCat("reading ", ids->size(), ids == &seeds ? " seeds: " : " cached node IDs: ",
+                                               std::strerror(errno))));
+      }
+      at += bytes;
     }
   }
+  if (!cached.empty()) spec->sampler.cached_nodes = sampler::IndexNodes(cached);
   auto config = core::LoadPartitionConfig(spec->part_config_path);
   if (!config.ok()) return fail(config.status());
   auto graph = sampler::DistGraph::Open(*config, spec->graph);
@@ -143,13 +150,14 @@ int main(int argc, char** argv) {
       node_batch = nodes->SampleBlocks(epoch, step);
       if (!node_batch.ok()) return fail(at_step(node_batch.status()));
     }
-    const sampler::MiniBatch& mb = links ? link_batch->nodes : *node_batch;
-    const int64_t rows = static_cast<int64_t>(mb.input_nodes().size());
+    sampler::MiniBatch& mb = links ? link_batch->nodes : *node_batch;
+    // Without the rows the trainer's feature cache holds (the batch then says where each is).
+    const std::span<const int64_t> wanted = links ? links->FeatureRequest(&mb) : nodes->FeatureRequest(&mb);
+    const int64_t rows = static_cast<int64_t>(wanted.size());
     auto features = slots[slot].Write(mb, rows, feature_dim, feature_dtype, links ? &*link_batch : nullptr);
     if (!features.ok()) return fail(features.status());
     const auto fetch_start = std::chrono::steady_clock::now();
-    if (absl::Status s = links ? links->FetchFeatures(mb.input_nodes(), *features)
-                               : nodes->FetchFeatures(mb.input_nodes(), *features);
+    if (absl::Status s = links ? links->FetchFeatures(wanted, *features) : nodes->FetchFeatures(wanted, *features);
         !s.ok()) {
       return fail(at_step(s));
     }

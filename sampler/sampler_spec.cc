@@ -52,6 +52,7 @@ std::string WriteSamplerSpec(const SamplerSpec& s) {
       {"num_samplers", s.num_samplers},
       {"prefetch", s.prefetch},
       {"num_seeds", s.num_seeds},
+      {"num_cached", s.num_cached},
   };
   j["link"] = nullptr;
   if (s.is_link) {
@@ -133,6 +134,7 @@ absl::StatusOr<SamplerSpec> ReadSamplerSpec(const std::string& text) {
   RETURN_IF_ERROR(Get(j, "", "num_samplers", &s.num_samplers));
   RETURN_IF_ERROR(Get(j, "", "prefetch", &s.prefetch));
   RETURN_IF_ERROR(Get(j, "", "num_seeds", &s.num_seeds));
+  RETURN_IF_ERROR(Get(j, "", "num_cached", &s.num_cached));
   if (auto link = j.find("link"); link != j.end() && !link->is_null()) {
     if (!link->is_object()) return absl::InvalidArgumentError("sampler spec: 'link' must be an object or null");
     s.is_link = true;
@@ -153,6 +155,7 @@ absl::StatusOr<SamplerSpec> ReadSamplerSpec(const std::string& text) {
   RETURN_IF_ERROR(Need(s.num_samplers >= 1, StrCat("num_samplers must be >= 1, got ", s.num_samplers)));
   RETURN_IF_ERROR(Need(s.prefetch >= 1, StrCat("prefetch must be >= 1, got ", s.prefetch)));
   RETURN_IF_ERROR(Need(s.num_seeds >= 0, StrCat("num_seeds must be >= 0, got ", s.num_seeds)));
+  RETURN_IF_ERROR(Need(s.num_cached >= 0, StrCat("num_cached must be >= 0, got ", s.num_cached)));
   RETURN_IF_ERROR(Need(s.first_epoch >= 0, StrCat("first_epoch must be >= 0, got ", s.first_epoch)));
   RETURN_IF_ERROR(Need(s.num_epochs >= 0, StrCat("num_epochs must be >= 0, got ", s.num_epochs)));
   RETURN_IF_ERROR(Need(go.client.deadline_seconds > 0,

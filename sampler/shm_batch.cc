@@ -20,21 +20,21 @@ using core::StrCat;
 
 namespace {
 
-constexpr int64_t kMagic = 0x3448435441424e46;  // "FNBATCH4"
+constexpr int64_t kMagic = 0x3548435441424e46;  // "FNBATCH5"
 constexpr size_t kAlign = 64;
-constexpr int64_t kFixed = 15;  // header entries before the per-layer ones
+constexpr int64_t kFixed = 16;  // header entries before the per-layer ones
 
 size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
 // The file: a header of int64s, then 64-byte-aligned arrays.
 //   header: magic, epoch, step, layers, seeds, labels, feature rows, feature cols,
 //           sample ns, fetch ns, weighted (0/1), link positives, link negatives, edge feature
-//           width (0: none), feature dtype (core::DType), then per layer: num_src, num_dst,
-//           num_edges
+//           width (0: none), feature dtype (core::DType), feature slots (0, or one per input
+//           node with a trainer's feature cache), then per layer: num_src, num_dst, num_edges
 //   arrays: seeds, labels, link {pos_src, pos_dst, eids, neg_src, neg_dst}, per layer
 //           {src_nodes, indptr, indices, eids, dst, edge weights (float32, when weighted), edge
-//           features (float32 [num_edges, width], when width > 0)}, features (feature rows x
-//           cols of the feature dtype)
+//           features (float32 [num_edges, width], when width > 0)}, feature slots, features
+//           (feature rows x cols of the feature dtype)
 // The trainer borrows every array in place (sampler/array.h): nothing is copied out.
 struct Layout {
   std::vector<int64_t> header;
@@ -55,6 +55,7 @@ Layout Plan(const std::vector<int64_t>& header) {
     if (header[10] != 0) at += AlignUp(edges * 4);
     at += AlignUp(edges * header[13] * 4);
   }
+  at += AlignUp(header[15] * 8);
   l.features_at = at;
   l.size = at + AlignUp(static_cast<size_t>(header[6] * header[7]) * core::DTypeSize(static_cast<core::DType>(header[14])));
   return l;
@@ -71,7 +72,8 @@ std::vector<int64_t> HeaderOf(const MiniBatch& mb, int64_t rows, int64_t cols, c
                                 : 0,
                             pairs != nullptr ? static_cast<int64_t>(pairs->pos_src.size()) : 0,
                             pairs != nullptr ? static_cast<int64_t>(pairs->neg_src.size()) : 0,
-                            mb.blocks.empty() ? 0 : mb.blocks[0].edge_feat_dim, static_cast<int64_t>(dtype)};
+                            mb.blocks.empty() ? 0 : mb.blocks[0].edge_feat_dim, static_cast<int64_t>(dtype),
+                            static_cast<int64_t>(mb.feature_slots.size())};
   for (const Block& b : mb.blocks) {
     h.push_back(b.num_src());
     h.push_back(b.num_dst);
@@ -153,6 +155,7 @@ absl::StatusOr<char*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t 
     if (!b.edge_feat.empty()) std::memcpy(base + at, b.edge_feat.data(), b.edge_feat.size() * 4);
     at += AlignUp(b.edge_feat.size() * 4);
   }
+  put(mb.feature_slots.data(), mb.feature_slots.size());
   return base + at;
 }
 
@@ -305,6 +308,7 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release,
     b.edge_feat_dim = header[13];
     borrow(&b.edge_feat, edges * header[13]);
   }
+  borrow(&mb.feature_slots, header[15]);
   mb.sample_seconds = header[8] * 1e-9;
   mb.fetch_seconds = header[9] * 1e-9;
   mb.features.dtype = static_cast<core::DType>(header[14]);

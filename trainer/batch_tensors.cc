@@ -9,7 +9,9 @@
 #include <memory>
 #include <utility>
 
+#include "core/status.h"
 #include "core/strings.h"
+#include "trainer/feature_cache.h"
 #include "trainer/torch_util.h"
 
 namespace fanout::trainer {
@@ -175,10 +177,17 @@ absl::Status ValidateMiniBatch(const sampler::MiniBatch& batch, int64_t num_clas
   }
   const sampler::Rows& f = batch.features;
   const int64_t num_inputs = batch.blocks.front().num_src();
-  if (f.rows != num_inputs || f.cols <= 0 || (f.data == nullptr && f.rows > 0)) {
+  const sampler::Int64Array& slots = batch.feature_slots;
+  if (!slots.empty() && static_cast<int64_t>(slots.size()) != num_inputs) {
     return absl::InvalidArgumentError(
-        StrCat("features are ", f.rows, " x ", f.cols, (f.data == nullptr ? " without data" : ""),
-               ", expected one row per input node (", num_inputs, ") and at least one column"));
+        StrCat("the batch has ", slots.size(), " feature cache slots for ", num_inputs, " input nodes"));
+  }
+  const int64_t fetched = slots.empty() ? num_inputs : std::count(slots.begin(), slots.end(), int64_t{-1});
+  if (f.rows != fetched || f.cols <= 0 || (f.data == nullptr && f.rows > 0)) {
+    return absl::InvalidArgumentError(StrCat(
+        "features are ", f.rows, " x ", f.cols, (f.data == nullptr ? " without data" : ""), ", expected one row per ",
+        slots.empty() ? "input node (" : "input node the feature cache does not hold (", fetched,
+        ") and at least one column"));
   }
   const sampler::Block& top = batch.blocks.back();
   const int64_t num_seeds = top.num_dst;
@@ -214,7 +223,11 @@ absl::Status ValidateMiniBatch(const sampler::MiniBatch& batch, int64_t num_clas
 absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
                                        const ToTensorsOptions& options) {
   if (absl::Status s = ValidateMiniBatch(batch, options.num_classes); !s.ok()) return s;
-  return CatchTorch("converting a mini-batch to tensors", [&] {
+  const sampler::Int64Array& slots = batch.feature_slots;
+  if (!slots.empty() && options.feature_cache == nullptr) {
+    return absl::InvalidArgumentError("the batch leaves input rows to a feature cache, but the trainer has none");
+  }
+  ASSIGN_OR_RETURN(BatchTensors out, CatchTorch("converting a mini-batch to tensors", [&] {
     BatchTensors out;
     out.blocks.reserve(batch.blocks.size());
     const bool weighted = std::any_of(batch.blocks.begin(), batch.blocks.end(),
@@ -225,7 +238,14 @@ absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
     out.features = ConvertFeatures(batch.features, options.device);
     if (!batch.labels.empty()) out.labels = Int64Tensor(batch.labels).to(options.device);
     return out;
-  });
+  }));
+  if (!slots.empty()) {  // the fetched rows (the misses) and the cached ones, on the cache's device
+    out.cached_inputs = static_cast<int64_t>(slots.size()) - batch.features.rows;
+    ASSIGN_OR_RETURN(out.features,
+                     options.feature_cache->Assemble(View(slots, {static_cast<int64_t>(slots.size())}, at::kLong),
+                                                     out.features));
+  }
+  return out;
 }
 
 }  // namespace fanout::trainer

@@ -49,18 +49,25 @@ struct BatchTensors {
   // copy to the device.
   at::Tensor features;
   at::Tensor labels;  // int64 [blocks.back().num_dst]; undefined when the batch has no labels
+  int64_t cached_inputs = 0;  // input nodes whose features came from the feature cache
 };
+
+class FeatureCache;
 
 struct ToTensorsOptions {
   c10::Device device = c10::Device(c10::kCPU);  // where every tensor goes
   // When > 0, every label must lie in [0, num_classes) (a bad label is INVALID_ARGUMENT here
   // rather than an opaque failure inside the loss, or a device-side assert on CUDA).
   int64_t num_classes = 0;
+  // The trainer's feature cache, which batches made with its nodes (SamplerOptions::cached_nodes)
+  // leave rows to (MiniBatch::feature_slots); the features are then assembled on its device.
+  const FeatureCache* feature_cache = nullptr;
 };
 
 // Checks the mini-batch contract (sampler/minibatch.h): indptr shape and monotonicity, source
 // indices in range, destinations listed first, blocks chained (blocks[l + 1]'s source nodes are
-// blocks[l]'s destination nodes, in order), one feature row per input node, one label per seed.
+// blocks[l]'s destination nodes, in order), one feature row per input node (or, with feature
+// slots, one per slot of -1), one label per seed.
 // INVALID_ARGUMENT names the block, the entry and what was expected.
 absl::Status ValidateMiniBatch(const sampler::MiniBatch& batch, int64_t num_classes = 0);
 

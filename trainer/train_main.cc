@@ -183,6 +183,10 @@ int Main(int argc, char** argv) {
   args.AddUint("seed", &o.seed, "seed of every random choice (init, shuffles, sampling, dropout)");
   args.AddString("device", &o.device, "cpu or cuda:K");
   args.AddString("feature-field", &o.feature_field, "node field of input features");
+  args.AddBytes("gpu-cache-bytes", &o.gpu_cache_bytes,
+                "keep the input features of the nodes with the most in-edges on the training device, up to this "
+                "size (e.g. 4G); batches then fetch and copy only the other rows, and each epoch line reports the "
+                "cache's hit rate. 0: no cache");
   args.AddString("edge-weight", &o.edge.weight_field,
                  "edge field with one number per edge that weights each message (DGL's edge_weight: SAGE's mean, "
                  "GCN's sum and GAT's attention; block['edge_weight'] in scripted models); default: unweighted");

@@ -25,6 +25,7 @@
 #include "sampler/seed_split.h"
 #include "trainer/batch_tensors.h"
 #include "trainer/checkpoint.h"
+#include "trainer/feature_cache.h"
 #include "trainer/inference.h"
 #include "trainer/metrics.h"
 #include "trainer/torch_util.h"
@@ -57,6 +58,8 @@ struct Breakdown {
   double backward = 0;
   double allreduce = 0;  // gradient synchronisation
   double update = 0;     // optimizer step
+  int64_t inputs = 0;    // input nodes of the epoch's batches
+  int64_t cached = 0;    // of which the device feature cache held the features
 };
 
 // One step's batch through the model: the loss to minimise, and what the epoch line reports.
@@ -147,6 +150,7 @@ class Job {
 
   TrainOptions o_;
   std::unique_ptr<sampler::DistGraph> graph_;
+  std::shared_ptr<const FeatureCache> feature_cache_;  // --gpu-cache-bytes; null: none
   std::unique_ptr<Communicator> comm_;
   c10::Device device_{c10::kCPU};
   std::shared_ptr<GnnModel> model_;
@@ -207,6 +211,12 @@ absl::Status Job::Setup() {
 
   // Model dimensions come from the graph.
   ASSIGN_OR_RETURN(core::FieldSchema feat, graph_->NodeFieldSchema(o_.feature_field));
+  if (o_.gpu_cache_bytes > 0) {
+    FeatureCacheOptions fo;
+    fo.field = o_.feature_field;
+    fo.max_bytes = o_.gpu_cache_bytes;
+    ASSIGN_OR_RETURN(feature_cache_, FeatureCache::Build(*graph_, fo, device_));
+  }
   for (const auto& [flag, field] : {std::pair{"--edge-weight", &sampler::EdgeDataOptions::weight_field},
                                      {"--edge-feature", &sampler::EdgeDataOptions::feature_field}}) {
     if (o_.edge.*field == "") continue;
@@ -328,6 +338,11 @@ absl::Status Job::Setup() {
     if (!o_.edge.feature_field.empty()) {
       Log(StrCat("fanout-train: edge field '", o_.edge.feature_field, "' in every block as block[\"edge_feat\"]"));
     }
+    if (feature_cache_ != nullptr) {
+      Log(StrCat("fanout-train: device feature cache: ", feature_cache_->size(), " of ", config.num_nodes,
+                 " nodes' rows of '", o_.feature_field, "' (", feature_cache_->bytes() >> 20, " MiB, the nodes with the most in-edges) on ",
+                 o_.device));
+    }
     if (const sampler::RowCache* cache = graph_->row_cache()) {
       Log(StrCat("fanout-train: feature cache: ", cache->size(), " halo rows of '", cache->field(), "' (",
                  cache->bytes() >> 20, " MiB) in the trainer", o_.num_samplers > 0 ? " and in each sampler process" : ""));
@@ -403,8 +418,11 @@ absl::StatusOr<BatchTensors> Job::StepTensors(const sampler::MiniBatch& mb, int6
   ToTensorsOptions to;
   to.device = device_;
   to.num_classes = labels ? model_->options().num_classes : 0;
+  to.feature_cache = feature_cache_.get();
   ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb, to));
   t.copy += Since(t0);
+  t.inputs += static_cast<int64_t>(mb.input_nodes().size());
+  t.cached += bt.cached_inputs;
   SeedStep(epoch, step);
   return bt;
 }
@@ -472,7 +490,15 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader* loader, int64_t epoch) {
         static_cast<long long>(epoch), loss, acc, o_.metric == Metric::kAccuracy ? "acc" : MetricText().c_str(),
         val_text, epoch_s, t.sample, t.fetch, t.wait, t.copy, t.forward, t.backward, t.allreduce, t.update,
         seeds_per_s);
-    Log(o_.link && val >= 0 ? StrCat(line, " | val ", link_detail_) : std::string(line));
+    std::string text = line;
+    // The share of this rank's input rows the device cache held (each rank's batches differ).
+    const double hit_rate = static_cast<double>(t.cached) / static_cast<double>(std::max<int64_t>(1, t.inputs));
+    if (feature_cache_ != nullptr) {
+      char hits[48];
+      std::snprintf(hits, sizeof(hits), " | cache hits %.1f%%", 100 * hit_rate);
+      text += hits;
+    }
+    Log(o_.link && val >= 0 ? StrCat(text, " | val ", link_detail_) : text);
     nlohmann::json j = {{"event", "epoch"},
                         {"epoch", epoch},
                         {"loss", loss},
@@ -490,6 +516,7 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader* loader, int64_t epoch) {
                         {"seeds_per_second", seeds_per_s},
                         {"world_size", comm_->world_size()}};
     if (val >= 0) j[MetricKey("val")] = val;
+    if (feature_cache_ != nullptr) j["cache_hit_rate"] = hit_rate;
     if (o_.link && val >= 0) {
       for (const auto& [name, value] : link_metrics_.items()) j["val_" + name] = value;
     }
@@ -518,6 +545,7 @@ absl::StatusOr<double> Job::Evaluate(const std::vector<int64_t>& ids, int64_t ep
     so.feature_field = o_.feature_field;
     so.edge = o_.edge;
     so.label_field = o_.label_field;
+    if (feature_cache_ != nullptr) so.cached_nodes = feature_cache_->nodes();
     sampler::LoaderOptions lo;
     lo.num_threads = std::max(1, o_.sampler_threads);
     lo.prefetch = o_.prefetch;
@@ -528,6 +556,7 @@ absl::StatusOr<double> Job::Evaluate(const std::vector<int64_t>& ids, int64_t ep
     ToTensorsOptions to;
     to.device = device_;
     to.num_classes = model_->options().num_classes;
+    to.feature_cache = feature_cache_.get();
     core::ProgressMeter meter("fanout-train", what, loader->steps_per_epoch(), "batches",
                               lead() ? o_.progress : core::ProgressMode::kOff);
     for (int64_t step = 0; step < loader->steps_per_epoch(); ++step) {
@@ -557,6 +586,7 @@ absl::Status Job::StartLinkSampler(int64_t first_epoch) {
   lo.sampling.rank = rank;
   lo.sampling.feature_field = o_.feature_field;
   lo.sampling.edge = o_.edge;
+  if (feature_cache_ != nullptr) lo.sampling.cached_nodes = feature_cache_->nodes();
   lo.negatives = o_.negatives;
   lo.negative_sampling = o_.negative_sampling;
   lo.edges_per_epoch = static_cast<int64_t>(*std::min_element(counts.begin(), counts.end()));
@@ -765,6 +795,7 @@ absl::StatusOr<TrainResult> Job::Run() {
     so.feature_field = o_.feature_field;
     so.edge = o_.edge;
     so.label_field = o_.label_field;
+    if (feature_cache_ != nullptr) so.cached_nodes = feature_cache_->nodes();
     sampler::LoaderOptions lo;
     lo.num_samplers = o_.num_samplers;
     lo.num_threads = std::max(1, o_.sampler_threads);
@@ -946,6 +977,7 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
                o.prefetch);
   }
   if (o.intra_op_threads < 1) return bad("--num-threads must be >= 1, got ", o.intra_op_threads);
+  if (o.gpu_cache_bytes < 0) return bad("--gpu-cache-bytes must be >= 0 (0: no cache), got ", o.gpu_cache_bytes);
   if (o.trainers_per_machine < 1)
     return bad("--num-trainers must be >= 1, got ", o.trainers_per_machine);
   if (o.resume && o.checkpoint_dir.empty()) return bad("--resume needs --checkpoint-dir");

@@ -98,6 +98,27 @@ TEST(ArgParserTest, ErrorsNameTheFlag) {
 }
 
 // Issue 11: --lr nan parsed as a number and reached LibTorch; no flag means anything by nan/inf.
+TEST(ArgParserTest, ByteSizesTakeBinarySuffixes) {
+  for (auto [text, want] : std::vector<std::pair<std::string, int64_t>>{
+           {"0", 0}, {"1048576", 1 << 20}, {"6K", 6 << 10}, {"512M", int64_t{512} << 20},
+           {"4G", int64_t{4} << 30}, {"4GiB", int64_t{4} << 30}, {"2T", int64_t{2} << 40}}) {
+    ArgParser p("tool", "");
+    int64_t bytes = -1;
+    p.AddBytes("cache-bytes", &bytes, "");
+    ASSERT_TRUE(ParseArgs(p, {"--cache-bytes", text}).ok()) << text;
+    EXPECT_EQ(bytes, want) << text;
+  }
+  for (const char* bad : {"", "G", "-1", "4g", "4 G", "1.5G", "4GB", "9000000000T"}) {
+    ArgParser p("tool", "");
+    int64_t bytes = 7;
+    p.AddBytes("cache-bytes", &bytes, "");
+    absl::Status s = ParseArgs(p, {"--cache-bytes", bad});
+    EXPECT_FALSE(s.ok()) << bad;
+    EXPECT_NE(s.message().find("--cache-bytes"), std::string::npos) << s;
+    EXPECT_EQ(bytes, 7) << bad;
+  }
+}
+
 TEST(ArgParserTest, DoublesMustBeFinite) {
   double d = 0.5;
   ArgParser p("tool", "");

@@ -40,6 +40,7 @@ SamplerSpec EveryFieldSet() {
   s.num_samplers = 4;
   s.prefetch = 6;
   s.num_seeds = 31337;
+  s.num_cached = 4242;
   return s;
 }
 
@@ -79,6 +80,7 @@ TEST(SamplerSpecTest, EveryFieldRoundTrips) {
   EXPECT_EQ(got->num_samplers, want.num_samplers);
   EXPECT_EQ(got->prefetch, want.prefetch);
   EXPECT_EQ(got->num_seeds, want.num_seeds);
+  EXPECT_EQ(got->num_cached, want.num_cached);
 }
 
 TEST(SamplerSpecTest, BadSpecsNameTheKeyAtFault) {

@@ -289,6 +289,31 @@ TEST(ShmBatchTest, FeaturesKeepTheirDtype) {
   EXPECT_EQ(back->features.as<double>()[14], 1.0 / 15);
 }
 
+// With a trainer's feature cache the batch file carries each input's slot, and only the rows
+// of the uncached inputs.
+TEST(ShmBatchTest, FeatureSlotsCrossWithTheBatch) {
+  ShmSlot slot;
+  MiniBatch mb = HandMadeBatch();
+  mb.feature_slots = {2, -1, 0, -1, -1};  // inputs 5, 6, 10, 11, 12: two held by the trainer
+  auto features = slot.Write(mb, 3, 2, DType::kFloat32);
+  ASSERT_TRUE(features.ok()) << features.status();
+  for (int i = 0; i < 6; ++i) Floats(*features)[i] = static_cast<float>(i);
+  auto back = ReadShmBatch(slot.fd());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->feature_slots, (std::vector<int64_t>{2, -1, 0, -1, -1}));
+  EXPECT_EQ(back->features.rows, 3);
+  EXPECT_EQ(back->features.as<float>()[5], 5.0f);
+  EXPECT_EQ(back->blocks[0].src_nodes, mb.blocks[0].src_nodes);
+  *back = MiniBatch();
+
+  // The same slot without a cache: no slots, a row per input.
+  ASSERT_TRUE(slot.Write(HandMadeBatch(), 5, 2, DType::kFloat32).ok());
+  back = ReadShmBatch(slot.fd());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->feature_slots.empty());
+  EXPECT_EQ(back->features.rows, 5);
+}
+
 TEST(ShmBatchTest, RejectsAFileThatDisagreesWithItsHeader) {
   ShmSlot slot;
   ASSERT_TRUE(slot.Write(HandMadeBatch(), 5, 3, DType::kFloat32).ok());
@@ -338,6 +363,51 @@ class LocalSamplingTest : public ::testing::Test {
   std::string config_path_;
   std::unique_ptr<DistGraph> graph_;
 };
+
+// With SamplerOptions::cached_nodes a batch leaves the cached inputs' rows out and says which
+// slot holds each; sampling itself is unchanged, and the rows it does fetch are the same.
+TEST_F(LocalSamplingTest, CachedNodesAreLeftOutAndNamedBySlot) {
+  SamplerOptions plain;
+  plain.fanouts = {4, 3};
+  plain.batch_size = 50;
+  std::vector<int64_t> seeds(200);
+  std::iota(seeds.begin(), seeds.end(), 0);
+  SamplerOptions cached = plain;
+  std::vector<int64_t> held;  // every third node, in an order that is not ID order
+  for (int64_t v = graph_->num_nodes() - 1; v >= 0; v -= 3) held.push_back(v);
+  cached.cached_nodes = IndexNodes(held);
+  ASSERT_TRUE(ValidateSamplerOptions(cached, *graph_).ok());
+  MiniBatchSampler a(graph_.get(), plain, seeds), b(graph_.get(), cached, seeds);
+  const size_t row_bytes = a.feature_row_bytes();
+  for (int64_t step = 0; step < a.steps_per_epoch(); ++step) {
+    auto want = a.Sample(1, step);
+    auto got = b.Sample(1, step);
+    ASSERT_TRUE(want.ok() && got.ok());
+    ASSERT_EQ(got->input_nodes(), want->input_nodes());
+    EXPECT_TRUE(want->feature_slots.empty());
+    const Int64Array& inputs = got->input_nodes();
+    ASSERT_EQ(got->feature_slots.size(), inputs.size());
+    int64_t misses = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const int64_t slot = got->feature_slots[i];
+      if (slot >= 0) {
+        EXPECT_EQ(held[slot], inputs[i]) << "input " << i;
+        continue;
+      }
+      EXPECT_NE(inputs[i] % 3, (graph_->num_nodes() - 1) % 3) << "node " << inputs[i] << " is cached";
+      EXPECT_EQ(std::memcmp(static_cast<const char*>(got->features.data) + misses * row_bytes,
+                            static_cast<const char*>(want->features.data) + i * row_bytes, row_bytes),
+                0)
+          << "the row of input " << i;
+      ++misses;
+    }
+    EXPECT_EQ(got->features.rows, misses);
+    EXPECT_GT(misses, 0);
+    EXPECT_LT(misses, static_cast<int64_t>(inputs.size()));
+  }
+  cached.cached_nodes = IndexNodes({0, graph_->num_nodes()});
+  EXPECT_EQ(ValidateSamplerOptions(cached, *graph_).code(), absl::StatusCode::kInvalidArgument);
+}
 
 TEST_F(LocalSamplingTest, BlocksFeaturesAndLabelsMatchTheDataset) {
   testing::BatchTruth truth(d_, true, config_path_);

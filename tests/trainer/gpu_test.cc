@@ -7,7 +7,10 @@
 #include <thread>
 #include <vector>
 
+#include "core/partition_config.h"
 #include "gtest/gtest.h"
+#include "tests/testing/testing.h"
+#include "tests/trainer/feature_cache_testing.h"
 #include "tests/trainer/test_batches.h"
 #include "trainer/batch_tensors.h"
 #include "trainer/c10d_backend.h"
@@ -46,6 +49,20 @@ TEST(GpuTest, ModelsOnCudaMatchCpu) {
     const at::Tensor on_gpu = (*model)->Forward(gpu->blocks, gpu->features).cpu();
     EXPECT_TRUE(at::allclose(on_cpu, on_gpu, 1e-4, 1e-5)) << ModelKindName(kind);
   }
+}
+
+// The device feature cache on the GPU: batches assembled from its rows and the sampler's misses
+// equal the plain gather, bit for bit (tests/trainer/feature_cache_test.cc runs it on the CPU).
+TEST(GpuTest, FeatureCacheOnCudaEqualsThePlainGather) {
+  SKIP_WITHOUT_CUDA();
+  fanout::testing::TempDir dir;
+  const std::string path = fanout::testing::PartitionRandom(dir, {.num_nodes = 500, .num_edges = 4000}, 1);
+  ASSERT_FALSE(path.empty());
+  auto config = core::LoadPartitionConfig(path);
+  ASSERT_TRUE(config.ok());
+  auto graph = sampler::DistGraph::Open(*config, sampler::DistGraphOptions{});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  testing::ExpectCachedBatchesMatch(**graph, c10::Device(c10::kCUDA, 0));
 }
 
 // Ranks as threads, one GPU each; with one GPU the group has one rank (NCCL refuses two ranks

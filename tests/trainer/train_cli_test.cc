@@ -112,6 +112,48 @@ double Figure(const std::string& out, const std::string& prefix) {
   return std::regex_search(out, m, std::regex(prefix + " ([0-9.]+)")) ? std::stod(m[1]) : -1;
 }
 
+// --gpu-cache-bytes on the CPU device: the trainer keeps the hottest nodes' rows, its sampler
+// processes (and its evaluation) leave them out of every batch, and the job trains exactly as
+// without the cache, saying how many input rows the cache held.
+TEST_F(TrainCliTest, AFeatureCacheChangesNoResultAndReportsItsHits) {
+  std::string figures[2];
+  for (int cached = 0; cached < 2; ++cached) {
+    std::vector<std::string> args = Args(2);
+    const std::string metrics = dir_.Sub(StrCat("metrics", cached, ".jsonl"));
+    for (const char* a : {"--num-samplers", "1", "--log-every", "3", "--metrics-file"}) args.push_back(a);
+    args.push_back(metrics);
+    if (cached == 1) {
+      args.push_back("--gpu-cache-bytes");
+      args.push_back("6K");  // 192 rows of 8 float32 values: about a third of the 600 nodes
+    }
+    auto ranks = StartRanks(2, args);
+    for (int r = 1; r >= 0; --r) ASSERT_EQ(ranks[r]->Finish(std::chrono::seconds(120)), 0) << ranks[r]->output();
+    const std::string text = ranks[0]->output();
+    const std::regex figure("(step [0-9]+/[0-9]+ \\| loss [0-9.e-]+|epoch [0-9]+ \\| loss [0-9.]+|test accuracy [0-9.]+)");
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), figure); it != std::sregex_iterator(); ++it) {
+      figures[cached] += (*it)[0].str() + "\n";
+    }
+    std::vector<nlohmann::json> records = ReadJsonLines(metrics);
+    int epochs = 0;
+    for (const nlohmann::json& j : records) {
+      if (j.value("event", "") != "epoch") continue;
+      ++epochs;
+      EXPECT_EQ(j.contains("cache_hit_rate"), cached == 1) << j.dump();
+      if (cached == 1) {
+        EXPECT_GT(j["cache_hit_rate"].get<double>(), 0.05) << j.dump();
+        EXPECT_LT(j["cache_hit_rate"].get<double>(), 1.0) << j.dump();
+      }
+    }
+    EXPECT_EQ(epochs, 2);
+    if (cached == 1) {
+      EXPECT_NE(text.find("device feature cache: 192 of 600 nodes' rows of 'feat'"), std::string::npos) << text;
+      EXPECT_TRUE(std::regex_search(text, std::regex("epoch 1 \\|.* \\| cache hits [0-9]+\\.[0-9]%"))) << text;
+    }
+  }
+  EXPECT_NE(figures[0].find("test accuracy"), std::string::npos) << figures[0];
+  EXPECT_EQ(figures[1], figures[0]);
+}
+
 // --metric f1-macro over two ranks: reported per epoch and at test, in the metrics file under
 // its own keys, and equal to the macro F1 of the written predictions on the test nodes.
 TEST_F(TrainCliTest, MacroF1IsReportedAndCombinedExactlyAcrossRanks) {

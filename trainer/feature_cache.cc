@@ -1,0 +1,124 @@
+#include "trainer/feature_cache.h"
+
+#include <ATen/ops/empty.h>
+#include <ATen/ops/from_blob.h>
+
+#include <algorithm>
+#include <numeric>
+#include <utility>
+
+#include "core/status.h"
+#include "core/strings.h"
+#include "sampler/minibatch_sampler.h"
+#include "trainer/batch_tensors.h"
+#include "trainer/torch_util.h"
+
+namespace fanout::trainer {
+
+using core::StrCat;
+
+namespace {
+
+at::Tensor Int64Tensor(const std::vector<int64_t>& v) {
+  at::Tensor t = at::empty({static_cast<int64_t>(v.size())}, at::kLong);
+  std::copy(v.begin(), v.end(), t.data_ptr<int64_t>());
+  return t;
+}
+
+}  // namespace
+
+std::vector<int64_t> ChooseByDegree(const std::vector<int64_t>& degree, int64_t max_rows) {
+  const int64_t n = static_cast<int64_t>(degree.size());
+  const int64_t k = std::clamp<int64_t>(max_rows, 0, n);
+  std::vector<int64_t> ids(n);
+  std::iota(ids.begin(), ids.end(), 0);
+  auto hotter = [&](int64_t a, int64_t b) { return degree[a] != degree[b] ? degree[a] > degree[b] : a < b; };
+  std::nth_element(ids.begin(), ids.begin() + k, ids.end(), hotter);
+  ids.resize(k);
+  std::sort(ids.begin(), ids.end(), hotter);
+  return ids;
+}
+
+absl::StatusOr<std::shared_ptr<const FeatureCache>> FeatureCache::Build(const sampler::DistGraph& graph,
+                                                                        const FeatureCacheOptions& options,
+                                                                        const c10::Device& device) {
+  ASSIGN_OR_RETURN(core::FieldSchema schema, graph.NodeFieldSchema(options.field));
+  const auto row_bytes = static_cast<int64_t>(schema.row_bytes());
+  if (row_bytes <= 0 || options.max_bytes < row_bytes) {
+    return absl::InvalidArgumentError(StrCat("--gpu-cache-bytes ", options.max_bytes, " holds no row of node field '",
+                                             options.field, "' (", row_bytes, " bytes each)"));
+  }
+  const int64_t n = graph.num_nodes();
+  const int64_t max_rows = std::min(n, options.max_bytes / row_bytes);
+  std::vector<int64_t> ids(n);
+  std::iota(ids.begin(), ids.end(), 0);
+  if (max_rows < n) {
+    std::vector<int64_t> degree(n);
+    RETURN_IF_ERROR(graph.Degrees(ids, core::EdgeDir::kIn, degree.data()));
+    ids = ChooseByDegree(degree, max_rows);
+  }
+  const int64_t cols = schema.row_elems();
+  const at::ScalarType type = ScalarTypeOf(schema.dtype);
+  ASSIGN_OR_RETURN(at::Tensor rows, CatchTorch("allocating the feature cache", [&] {
+                     return at::empty({max_rows, cols}, at::TensorOptions().dtype(type).device(device));
+                   }));
+  // Pulled in chunks through a host buffer, so the host holds at most one chunk beside the cache.
+  constexpr int64_t kChunkRows = int64_t{1} << 16;
+  at::Tensor host = at::empty({std::min(max_rows, kChunkRows), cols}, at::TensorOptions().dtype(type));
+  for (int64_t start = 0; start < max_rows; start += kChunkRows) {
+    const int64_t count = std::min(kChunkRows, max_rows - start);
+    RETURN_IF_ERROR(graph.PullNodeRows(options.field, std::span<const int64_t>(ids).subspan(start, count),
+                                       static_cast<char*>(host.data_ptr())));
+    RETURN_IF_ERROR(CatchTorch("filling the feature cache",
+                               [&] { rows.narrow(0, start, count).copy_(host.narrow(0, 0, count)); }));
+  }
+  return std::make_shared<const FeatureCache>(std::move(ids), std::move(rows));
+}
+
+FeatureCache::FeatureCache(std::vector<int64_t> ids, at::Tensor rows)
+    : nodes_(sampler::IndexNodes(ids)), rows_(std::move(rows)) {}
+
+int64_t FeatureCache::bytes() const { return static_cast<int64_t>(rows_.numel() * rows_.element_size()); }
+
+absl::StatusOr<at::Tensor> FeatureCache::Assemble(const at::Tensor& slots, const at::Tensor& misses) const {
+  if (slots.dim() != 1 || slots.scalar_type() != at::kLong || !slots.device().is_cpu()) {
+    return absl::InvalidArgumentError("feature slots must be a 1-D int64 CPU tensor");
+  }
+  const int64_t n = slots.size(0), cached = size(), cols = rows_.size(1);
+  const int64_t* s = slots.data_ptr<int64_t>();
+  std::vector<int64_t> hit_pos, hit_slot, miss_pos;
+  for (int64_t i = 0; i < n; ++i) {
+    if (s[i] >= cached || s[i] < -1) {
+      return absl::InvalidArgumentError(
+          StrCat("input node ", i, " names feature cache slot ", s[i], "; the cache has ", cached, " (or -1: not cached)"));
+    }
+    if (s[i] >= 0) {
+      hit_pos.push_back(i);
+      hit_slot.push_back(s[i]);
+    } else {
+      miss_pos.push_back(i);
+    }
+  }
+  const int64_t num_misses = static_cast<int64_t>(miss_pos.size());
+  if (misses.dim() != 2 || misses.size(0) != num_misses || (num_misses > 0 && misses.size(1) != cols)) {
+    return absl::InvalidArgumentError(StrCat("the batch has ", misses.dim() == 2 ? misses.size(0) : -1,
+                                             " fetched feature rows of width ", misses.dim() == 2 ? misses.size(1) : -1,
+                                             "; its slots leave ", num_misses, " inputs uncached and the cache is ",
+                                             cols, " wide"));
+  }
+  return CatchTorch("assembling features from the cache", [&] {
+    const c10::Device device = rows_.device();
+    at::Tensor out = at::empty({n, cols}, at::TensorOptions().dtype(at::kFloat).device(device));
+    if (!hit_pos.empty()) {
+      const at::Tensor from = rows_.index_select(0, Int64Tensor(hit_slot).to(device));
+      out.index_copy_(0, Int64Tensor(hit_pos).to(device), from.to(at::kFloat));
+    }
+    if (num_misses > 0) {
+      // Across to the device in the stored dtype (float16: half the bytes), converted there.
+      out.index_copy_(0, Int64Tensor(miss_pos).to(device), misses.to(device).to(at::kFloat));
+    }
+    return out;
+  });
+}
+
+}  // namespace fanout::trainer

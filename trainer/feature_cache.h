@@ -1,0 +1,71 @@
+// A device feature cache: the input features of the nodes that mini-batches reach most, kept on
+// the training device (a GPU's memory, up to a byte budget), so that a batch fetches, and copies
+// to the device, only the rows of the other input nodes. The sampler learns the cached nodes
+// through SamplerOptions::cached_nodes and leaves their rows out of each batch
+// (MiniBatch::feature_slots says which slot holds each); ToTensors puts the two together.
+//
+// The nodes are chosen by in-degree, most first (ties: lower ID), as PaGraph and DGL's GPU
+// cache do: a node enters a batch as a sampled neighbour of its edges' endpoints, so the nodes
+// with the most edges are the ones batches reach most. Rows keep their stored dtype (float16
+// features take half the memory) and are converted to float32 when a batch is assembled.
+//
+// On a CPU device the same cache saves the sampler's gather of those rows (remote rows: a
+// network fetch), at the cost of the budget in host memory.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sampler/dist_graph.h"
+#include "sampler/id_map.h"
+
+namespace fanout::trainer {
+
+struct FeatureCacheOptions {
+  std::string field = "feat";  // the node field cached (the sampler's feature field)
+  int64_t max_bytes = 0;       // rows of the stored dtype that fit in this many bytes; 0: no cache
+};
+
+// Which nodes to cache: at most `max_rows`, most in-edges first (ties: lower ID), from the
+// in-degree of every node (degree[v] for node v). Returns the IDs in slot order (the chosen
+// nodes, most in-edges first).
+std::vector<int64_t> ChooseByDegree(const std::vector<int64_t>& degree, int64_t max_rows);
+
+// Immutable once built; thread-safe.
+class FeatureCache {
+ public:
+  // Chooses the nodes (ChooseByDegree) whose rows of options.field fit in options.max_bytes,
+  // pulls their rows from `graph` and keeps them on `device`. INVALID_ARGUMENT for an unknown
+  // field or a budget below one row.
+  static absl::StatusOr<std::shared_ptr<const FeatureCache>> Build(const sampler::DistGraph& graph,
+                                                                   const FeatureCacheOptions& options,
+                                                                   const c10::Device& device);
+  // `rows` [ids.size(), dim] (any dtype and device) holds the features of `ids` (distinct), row i
+  // for ids[i].
+  FeatureCache(std::vector<int64_t> ids, at::Tensor rows);
+
+  // The cached nodes, slot i holding ids()[i]: SamplerOptions::cached_nodes.
+  const std::shared_ptr<const sampler::IdMap>& nodes() const { return nodes_; }
+  int64_t size() const { return static_cast<int64_t>(nodes_->size()); }
+  int64_t bytes() const;
+  const at::Tensor& rows() const { return rows_; }
+
+  // A batch's input features, float32 on the cache's device: row i is rows()[slots[i]] when
+  // slots[i] >= 0, else the next row of `misses` (the rows the sampler fetched, in input order).
+  // `slots`: int64 CPU [num_inputs] (MiniBatch::feature_slots); `misses`: [number of -1 slots,
+  // dim], any dtype and device. INVALID_ARGUMENT when they do not fit together or a slot is out
+  // of range.
+  absl::StatusOr<at::Tensor> Assemble(const at::Tensor& slots, const at::Tensor& misses) const;
+
+ private:
+  std::shared_ptr<const sampler::IdMap> nodes_;
+  at::Tensor rows_;
+};
+
+}  // namespace fanout::trainer
