@@ -1,7 +1,9 @@
 #include "core/spawn.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -152,6 +154,18 @@ absl::StatusOr<pid_t> SpawnChild(const ChildSpec& spec) {
     default:
       return absl::FailedPreconditionError(StrCat("cannot set up the child process for ", spec.argv[0], ": ", err));
   }
+}
+
+int WaitForExit(pid_t pid, std::chrono::milliseconds timeout) {
+  // glibc 2.36's <sys/pidfd.h> lacks extern "C", so the system call is made directly.
+  const UniqueFd fd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  if (!fd.valid()) return errno == ESRCH ? 1 : -1;
+  pollfd p = {fd.get(), POLLIN, 0};
+  int rc;
+  do {
+    rc = poll(&p, 1, static_cast<int>(timeout.count()));
+  } while (rc < 0 && errno == EINTR);
+  return rc > 0 ? 1 : 0;
 }
 
 }  // namespace fanout::core

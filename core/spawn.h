@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,5 +54,10 @@ struct ChildSpec {
 // is left behind: the child, if one was forked, has been reaped, and the error names the stage and
 // the program or folder ("cannot run X: No such file or directory").
 absl::StatusOr<pid_t> SpawnChild(const ChildSpec& spec);
+
+// Waits up to `timeout` for process `pid` (a child or not) to exit, on a pidfd: notified, not
+// polled; it neither reaps nor signals. Returns 1 once it has exited (or is gone), 0 on time-out,
+// and -1 when this kernel has no pidfd (before 5.3), errno set: the caller falls back.
+int WaitForExit(pid_t pid, std::chrono::milliseconds timeout);
 
 }  // namespace fanout::core

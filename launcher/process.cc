@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -125,17 +124,7 @@ std::optional<ExitStatus> Process::Poll() {
 
 std::optional<ExitStatus> Process::WaitFor(std::chrono::milliseconds timeout) {
   if (Poll() || !valid() || reaped_) return exit_status_;
-  // glibc 2.36's <sys/pidfd.h> lacks extern "C", so the system call is made directly.
-  int fd = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
-  if (fd >= 0) {
-    pollfd p = {fd, POLLIN, 0};
-    int rc;
-    do {
-      rc = poll(&p, 1, static_cast<int>(timeout.count()));
-    } while (rc < 0 && errno == EINTR);
-    close(fd);
-    return Poll();
-  }
+  if (core::WaitForExit(pid_, timeout) >= 0) return Poll();
   // Kernels before 5.3 have no pidfd.
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!Poll() && std::chrono::steady_clock::now() < deadline) {

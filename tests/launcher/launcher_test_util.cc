@@ -4,7 +4,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -33,15 +32,7 @@ bool IsRunning(pid_t pid) {
 }
 
 bool WaitGone(pid_t pid, milliseconds timeout) {
-  int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  if (fd < 0) return errno == ESRCH || !IsRunning(pid);
-  pollfd p = {fd, POLLIN, 0};
-  int rc;
-  do {
-    rc = poll(&p, 1, static_cast<int>(timeout.count()));
-  } while (rc < 0 && errno == EINTR);
-  close(fd);
-  return rc > 0 || !IsRunning(pid);
+  return core::WaitForExit(pid, timeout) == 1 || !IsRunning(pid);
 }
 
 ssize_t ReadMore(int fd, Clock::time_point deadline, std::string* text) {
