@@ -11,6 +11,7 @@
 
 #include "core/status.h"
 #include "core/strings.h"
+#include "trainer/device_upload.h"
 #include "trainer/feature_cache.h"
 #include "trainer/torch_util.h"
 
@@ -88,8 +89,9 @@ at::Tensor View(const sampler::Array<T>& a, at::IntArrayRef shape, at::ScalarTyp
   return at::from_blob(const_cast<T*>(a.data()), shape, [owner = a.Share()](void*) {}, at::TensorOptions().dtype(type));
 }
 
-// `weighted`: the batch carries edge weights, so every block gets a (possibly empty) tensor.
-BlockTensors ConvertBlock(const sampler::Block& b, bool weighted, const c10::Device& device) {
+// `weighted`: the batch carries edge weights, so every block gets a (possibly empty) tensor. On
+// the host; ToTensors moves it.
+BlockTensors ConvertBlock(const sampler::Block& b, bool weighted) {
   BlockTensors out;
   out.num_src = b.num_src();
   out.num_dst = b.num_dst;
@@ -111,30 +113,19 @@ BlockTensors ConvertBlock(const sampler::Block& b, bool weighted, const c10::Dev
   for (int64_t j = 0; j < b.num_dst; ++j) deg[j] = indptr[j + 1] - indptr[j];
   if (weighted) out.edge_weight = View(b.edge_weight, {ne}, at::kFloat);
   if (b.edge_feat_dim > 0) out.edge_feat = View(b.edge_feat, {ne, b.edge_feat_dim}, at::kFloat);
-  if (!device.is_cpu()) {
-    if (weighted) out.edge_weight = out.edge_weight.to(device);
-    if (out.edge_feat.defined()) out.edge_feat = out.edge_feat.to(device);
-    out.indptr = out.indptr.to(device);
-    out.src = out.src.to(device);
-    out.dst = out.dst.to(device);
-    out.in_degree = out.in_degree.to(device);
-  }
   return out;
 }
 
-// Features as float32 on `device`. Stored float32 on the CPU is a view of `f` (no copy); another
-// dtype crosses to the device as stored (float16: half the bytes) and is converted there.
-at::Tensor ConvertFeatures(const sampler::Rows& f, const c10::Device& device) {
-  if (f.rows * f.cols == 0) return at::empty({f.rows, f.cols}, at::TensorOptions().dtype(at::kFloat).device(device));
+// The fetched feature rows as a host tensor of their stored dtype: a view of `f` (no copy) when
+// something keeps its memory alive, else a copy. ToTensors moves it (float16: half the bytes
+// cross to a device) and converts it to float32.
+at::Tensor HostFeatures(const sampler::Rows& f) {
   const auto options = at::TensorOptions().dtype(ScalarTypeOf(f.dtype));
+  if (f.rows * f.cols == 0) return at::empty({f.rows, f.cols}, options);
   void* data = const_cast<void*>(f.data);
   // The deleter holds a reference to the owner, so the memory outlives every view of it.
-  at::Tensor t = f.owner != nullptr ? at::from_blob(data, {f.rows, f.cols}, [owner = f.owner](void*) {}, options)
-                                    : at::from_blob(data, {f.rows, f.cols}, options);
-  if (!device.is_cpu()) t = t.to(device);
-  if (t.scalar_type() != at::kFloat) t = t.to(at::kFloat);
-  if (f.owner == nullptr && t.data_ptr() == f.data) t = t.clone();  // nothing would keep f's memory alive
-  return t;
+  if (f.owner != nullptr) return at::from_blob(data, {f.rows, f.cols}, [owner = f.owner](void*) {}, options);
+  return at::from_blob(data, {f.rows, f.cols}, options).clone();  // nothing would keep f's memory alive
 }
 
 }  // namespace
@@ -224,27 +215,55 @@ absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
                                        const ToTensorsOptions& options) {
   if (absl::Status s = ValidateMiniBatch(batch, options.num_classes); !s.ok()) return s;
   const sampler::Int64Array& slots = batch.feature_slots;
-  if (!slots.empty() && options.feature_cache == nullptr) {
+  const FeatureCache* cache = options.feature_cache;
+  if (!slots.empty() && cache == nullptr) {
     return absl::InvalidArgumentError("the batch leaves input rows to a feature cache, but the trainer has none");
   }
+  if (!slots.empty() && cache->rows().device() != options.device) {
+    return absl::InvalidArgumentError(StrCat("the feature cache is on ", cache->rows().device().str(),
+                                             ", the batch goes to ", options.device.str()));
+  }
+  if (options.uploader != nullptr && options.uploader->device() != options.device) {
+    return absl::InvalidArgumentError(StrCat("the uploader copies to ", options.uploader->device().str(),
+                                             ", the batch goes to ", options.device.str()));
+  }
+  // Everything as host tensors first (views of the batch's memory), then to the device at once.
   ASSIGN_OR_RETURN(BatchTensors out, CatchTorch("converting a mini-batch to tensors", [&] {
     BatchTensors out;
     out.blocks.reserve(batch.blocks.size());
     const bool weighted = std::any_of(batch.blocks.begin(), batch.blocks.end(),
                                       [](const sampler::Block& b) { return !b.edge_weight.empty(); });
-    for (const sampler::Block& b : batch.blocks) {
-      out.blocks.push_back(ConvertBlock(b, weighted, options.device));
-    }
-    out.features = ConvertFeatures(batch.features, options.device);
-    if (!batch.labels.empty()) out.labels = Int64Tensor(batch.labels).to(options.device);
+    for (const sampler::Block& b : batch.blocks) out.blocks.push_back(ConvertBlock(b, weighted));
+    out.features = HostFeatures(batch.features);
+    if (!batch.labels.empty()) out.labels = Int64Tensor(batch.labels);
     return out;
   }));
-  if (!slots.empty()) {  // the fetched rows (the misses) and the cached ones, on the cache's device
-    out.cached_inputs = static_cast<int64_t>(slots.size()) - batch.features.rows;
-    ASSIGN_OR_RETURN(out.features,
-                     options.feature_cache->Assemble(View(slots, {static_cast<int64_t>(slots.size())}, at::kLong),
-                                                     out.features));
+  FeatureCache::Placement placement;
+  if (!slots.empty()) {
+    ASSIGN_OR_RETURN(placement, cache->Place(View(slots, {static_cast<int64_t>(slots.size())}, at::kLong),
+                                             batch.features.rows, batch.features.cols));
+    out.cached_inputs = placement.hits;
   }
+  RETURN_IF_ERROR(CatchTorch("copying a mini-batch to the device", [&] {
+    if (!options.device.is_cpu()) {
+      std::vector<at::Tensor*> moved = {&out.features, &out.labels, &placement.hit_pos, &placement.hit_slot,
+                                        &placement.miss_pos};
+      for (BlockTensors& b : out.blocks) {
+        for (at::Tensor* t : {&b.indptr, &b.src, &b.dst, &b.in_degree, &b.edge_weight, &b.edge_feat}) moved.push_back(t);
+      }
+      std::vector<at::Tensor> host;
+      for (at::Tensor* t : moved) host.push_back(*t);
+      std::vector<at::Tensor> there = options.uploader != nullptr ? options.uploader->Upload(host)
+                                                                  : DeviceUploader(options.device).Upload(host);
+      for (size_t i = 0; i < moved.size(); ++i) *moved[i] = std::move(there[i]);
+    }
+    // Fetched rows travel in their stored dtype and become float32 where they arrived.
+    if (!slots.empty()) {
+      out.features = cache->Gather(placement, out.features);
+    } else if (out.features.scalar_type() != at::kFloat) {
+      out.features = out.features.to(at::kFloat);
+    }
+  }));
   return out;
 }
 

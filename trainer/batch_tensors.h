@@ -52,6 +52,7 @@ struct BatchTensors {
   int64_t cached_inputs = 0;  // input nodes whose features came from the feature cache
 };
 
+class DeviceUploader;
 class FeatureCache;
 
 struct ToTensorsOptions {
@@ -62,6 +63,9 @@ struct ToTensorsOptions {
   // The trainer's feature cache, which batches made with its nodes (SamplerOptions::cached_nodes)
   // leave rows to (MiniBatch::feature_slots); the features are then assembled on its device.
   const FeatureCache* feature_cache = nullptr;
+  // For a CUDA device: copies through pinned memory on a side stream without blocking the host
+  // (device_upload.h). Null: a plain copy.
+  DeviceUploader* uploader = nullptr;
 };
 
 // Checks the mini-batch contract (sampler/minibatch.h): indptr shape and monotonicity, source
@@ -76,7 +80,9 @@ absl::Status ValidateMiniBatch(const sampler::MiniBatch& batch, int64_t num_clas
 // sampler process, or the sampler's own vectors), so treat every tensor as read-only; a CUDA
 // device gets one copy of each. Per-edge destinations come from the sampler (Block::dst) and
 // are derived here only for blocks built without them; in-degrees are derived from indptr. Rows
-// without an owner are copied, since nothing would keep their memory alive. Thread-safe.
+// without an owner are copied, since nothing would keep their memory alive. Every tensor of a
+// batch goes to a device in one Upload (options.uploader), features in their stored dtype,
+// converted to float32 there. Thread-safe (an uploader is not: one thread per uploader).
 absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
                                        const ToTensorsOptions& options = {});
 

@@ -80,11 +80,12 @@ FeatureCache::FeatureCache(std::vector<int64_t> ids, at::Tensor rows)
 
 int64_t FeatureCache::bytes() const { return static_cast<int64_t>(rows_.numel() * rows_.element_size()); }
 
-absl::StatusOr<at::Tensor> FeatureCache::Assemble(const at::Tensor& slots, const at::Tensor& misses) const {
+absl::StatusOr<FeatureCache::Placement> FeatureCache::Place(const at::Tensor& slots, int64_t fetched,
+                                                           int64_t cols) const {
   if (slots.dim() != 1 || slots.scalar_type() != at::kLong || !slots.device().is_cpu()) {
     return absl::InvalidArgumentError("feature slots must be a 1-D int64 CPU tensor");
   }
-  const int64_t n = slots.size(0), cached = size(), cols = rows_.size(1);
+  const int64_t n = slots.size(0), cached = size();
   const int64_t* s = slots.data_ptr<int64_t>();
   std::vector<int64_t> hit_pos, hit_slot, miss_pos;
   for (int64_t i = 0; i < n; ++i) {
@@ -99,25 +100,36 @@ absl::StatusOr<at::Tensor> FeatureCache::Assemble(const at::Tensor& slots, const
       miss_pos.push_back(i);
     }
   }
-  const int64_t num_misses = static_cast<int64_t>(miss_pos.size());
-  if (misses.dim() != 2 || misses.size(0) != num_misses || (num_misses > 0 && misses.size(1) != cols)) {
-    return absl::InvalidArgumentError(StrCat("the batch has ", misses.dim() == 2 ? misses.size(0) : -1,
-                                             " fetched feature rows of width ", misses.dim() == 2 ? misses.size(1) : -1,
-                                             "; its slots leave ", num_misses, " inputs uncached and the cache is ",
-                                             cols, " wide"));
+  const auto misses = static_cast<int64_t>(miss_pos.size());
+  if (fetched != misses || (misses > 0 && cols != rows_.size(1))) {
+    return absl::InvalidArgumentError(StrCat("the batch has ", fetched, " fetched feature rows of width ", cols,
+                                             "; its slots leave ", misses, " inputs uncached and the cache is ",
+                                             rows_.size(1), " wide"));
   }
+  Placement p;
+  p.hits = static_cast<int64_t>(hit_pos.size());
+  p.hit_pos = Int64Tensor(hit_pos);
+  p.hit_slot = Int64Tensor(hit_slot);
+  p.miss_pos = Int64Tensor(miss_pos);
+  return p;
+}
+
+at::Tensor FeatureCache::Gather(const Placement& p, const at::Tensor& misses) const {
+  const int64_t n = p.hit_pos.size(0) + p.miss_pos.size(0);
+  at::Tensor out = at::empty({n, rows_.size(1)}, at::TensorOptions().dtype(at::kFloat).device(rows_.device()));
+  if (p.hit_pos.size(0) > 0) out.index_copy_(0, p.hit_pos, rows_.index_select(0, p.hit_slot).to(at::kFloat));
+  if (p.miss_pos.size(0) > 0) out.index_copy_(0, p.miss_pos, misses.to(at::kFloat));
+  return out;
+}
+
+absl::StatusOr<at::Tensor> FeatureCache::Assemble(const at::Tensor& slots, const at::Tensor& misses) const {
+  if (misses.dim() != 2) return absl::InvalidArgumentError("fetched feature rows must be a matrix");
+  ASSIGN_OR_RETURN(Placement p, Place(slots, misses.size(0), misses.size(1)));
   return CatchTorch("assembling features from the cache", [&] {
     const c10::Device device = rows_.device();
-    at::Tensor out = at::empty({n, cols}, at::TensorOptions().dtype(at::kFloat).device(device));
-    if (!hit_pos.empty()) {
-      const at::Tensor from = rows_.index_select(0, Int64Tensor(hit_slot).to(device));
-      out.index_copy_(0, Int64Tensor(hit_pos).to(device), from.to(at::kFloat));
-    }
-    if (num_misses > 0) {
-      // Across to the device in the stored dtype (float16: half the bytes), converted there.
-      out.index_copy_(0, Int64Tensor(miss_pos).to(device), misses.to(device).to(at::kFloat));
-    }
-    return out;
+    for (at::Tensor* t : {&p.hit_pos, &p.hit_slot, &p.miss_pos}) *t = t->to(device);
+    // Across to the device in the stored dtype (float16: half the bytes), converted there.
+    return Gather(p, misses.to(device));
   });
 }
 

@@ -56,11 +56,21 @@ class FeatureCache {
   int64_t bytes() const;
   const at::Tensor& rows() const { return rows_; }
 
-  // A batch's input features, float32 on the cache's device: row i is rows()[slots[i]] when
-  // slots[i] >= 0, else the next row of `misses` (the rows the sampler fetched, in input order).
-  // `slots`: int64 CPU [num_inputs] (MiniBatch::feature_slots); `misses`: [number of -1 slots,
-  // dim], any dtype and device. INVALID_ARGUMENT when they do not fit together or a slot is out
-  // of range.
+  // Where a batch's input rows come from: input hit_pos[k] is cache slot hit_slot[k]; input
+  // miss_pos[k] is fetched row k. int64, on the host from Place, on the device for Gather.
+  struct Placement {
+    at::Tensor hit_pos, hit_slot, miss_pos;
+    int64_t hits = 0;
+  };
+  // The placement of a batch's inputs from its slots (int64 CPU [num_inputs],
+  // MiniBatch::feature_slots: a slot, or -1 for a fetched row), given that the sampler fetched
+  // `fetched` rows of `cols` values. INVALID_ARGUMENT when they do not fit together or a slot is
+  // out of range.
+  absl::StatusOr<Placement> Place(const at::Tensor& slots, int64_t fetched, int64_t cols) const;
+  // The batch's input features, float32 on the cache's device: rows()[hit_slot[k]] at
+  // hit_pos[k] and `misses` (any dtype, on the cache's device) at miss_pos. `p` on that device.
+  at::Tensor Gather(const Placement& p, const at::Tensor& misses) const;
+  // Place, the copies to the device, and Gather in one: `misses` on any device.
   absl::StatusOr<at::Tensor> Assemble(const at::Tensor& slots, const at::Tensor& misses) const;
 
  private:
