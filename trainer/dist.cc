@@ -211,7 +211,8 @@ absl::Status BroadcastParameters(Communicator& comm, const std::vector<at::Tenso
       std::vector<at::Tensor> flat;
       flat.reserve(bucket.size());
       for (size_t i : bucket) flat.push_back(params[i].reshape({-1}));
-      at::Tensor buffer = at::cat(flat);
+      // On the communicator's device: Gloo's is the CPU, also for a model on a GPU.
+      at::Tensor buffer = at::cat(flat).to(comm.device());
       RETURN_IF_ERROR(comm.Broadcast(buffer, root));
       int64_t offset = 0;
       for (size_t i : bucket) {
@@ -294,7 +295,7 @@ absl::Status GradientSynchronizer::AllReduceMean(Communicator& comm) {
       if (!buffer.defined()) {
         const at::Tensor& first = params_[bucket.front()];
         buffer = at::empty({BucketNumel(params_, bucket)},
-                           at::TensorOptions().dtype(first.scalar_type()).device(first.device()));
+                           at::TensorOptions().dtype(first.scalar_type()).device(comm.device()));
       }
       int64_t offset = 0;
       for (size_t i : bucket) {

@@ -118,7 +118,8 @@ std::vector<std::vector<size_t>> PlanBuckets(const std::vector<at::Tensor>& tens
                                              int64_t bucket_bytes);
 
 // Overwrites `params` (e.g. model->parameters()) on every rank with rank `root`'s values,
-// bucketed. Call once after building the model, before the first step.
+// bucketed. Call once after building the model, before the first step. The buckets travel on
+// comm.device(), so a model on a GPU can use Gloo (the CPU) as well as NCCL.
 absl::Status BroadcastParameters(Communicator& comm, const std::vector<at::Tensor>& params,
                                  int root = 0, int64_t bucket_bytes = kDefaultBucketBytes);
 
@@ -135,7 +136,8 @@ struct GradSyncOptions {
 // step: the gradients are flattened into buckets in parameter order (fixed at construction, the
 // same on every rank), each bucket is all-reduced once, divided by world_size and copied back.
 // A parameter without a gradient on a rank contributes zeros and gets the averaged gradient.
-// Keeps one flat buffer per bucket between steps. Not thread-safe.
+// Keeps one flat buffer per bucket between steps, on the communicator's device (Gloo's is the
+// CPU, also for a model on a GPU: gradients are staged there and back). Not thread-safe.
 class GradientSynchronizer {
  public:
   explicit GradientSynchronizer(std::vector<at::Tensor> params, GradSyncOptions options = {});

@@ -33,6 +33,10 @@ absl::StatusOr<c10::Device> ParseDevice(std::string_view spec) {
 
 int CudaDeviceCount() { return at::hasCUDA() ? static_cast<int>(at::getNumGPUs()) : 0; }
 
+std::string LocalRankDevice(int local_rank, int gpus) {
+  return core::StrCat("cuda:", gpus > 0 && local_rank >= 0 ? local_rank % gpus : 0);
+}
+
 absl::Status SetIntraOpThreads(int n) {
   if (n < 1) {
     return absl::InvalidArgumentError(core::StrCat("intra-op threads: ", n, " is not >= 1"));

@@ -4,14 +4,21 @@
 
 #include <c10/core/Device.h>
 #include <c10/util/Exception.h>
+#include <torch/version.h>
 
 #include <cstdint>
 #include <exception>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+
+// LibTorch 2.5 and later (PyTorch's own CUDA builds, scripts/build-cuda.sh) changed a few
+// interfaces fanout implements (c10::Allocator, c10d::Store); Debian's LibTorch is 1.13. The
+// builds in between use the pre-C++11 ABI, which trainer/CMakeLists.txt refuses.
+#define FANOUT_LIBTORCH_2 (TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 5))
 
 namespace fanout::trainer {
 
@@ -21,6 +28,10 @@ absl::StatusOr<c10::Device> ParseDevice(std::string_view spec);
 
 // Number of CUDA devices LibTorch can use; 0 without a CUDA build of LibTorch or without a GPU.
 int CudaDeviceCount();
+// What `--device cuda` means for the trainer of local rank `local_rank` on a machine that sees
+// `gpus` GPUs: "cuda:<local_rank mod gpus>", one GPU per trainer while there are enough; "cuda:0"
+// (refused later, clearly) when there are none.
+std::string LocalRankDevice(int local_rank, int gpus);
 
 // LibTorch's intra-op thread pool size (at::set_num_threads), process-wide. Debian's LibTorch
 // starts with 1 here; a trainer sets it deliberately from its options. n must be >= 1.

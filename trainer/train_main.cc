@@ -28,6 +28,7 @@
 #include "core/ip_config.h"
 #include "core/job_env.h"
 #include "trainer/cpu_allocator.h"
+#include "trainer/torch_util.h"
 #include "trainer/training.h"
 
 namespace {
@@ -99,7 +100,8 @@ int Main(int argc, char** argv) {
     return 2;
   }
   for (auto [torchrun, field] : {std::pair{"LOCAL_WORLD_SIZE", &core::JobEnv::num_trainers},
-                                 std::pair{"GROUP_RANK", &core::JobEnv::machine_id}}) {
+                                 std::pair{"GROUP_RANK", &core::JobEnv::machine_id},
+                                 std::pair{"LOCAL_RANK", &core::JobEnv::local_rank}}) {
     if ((*job).*field >= 0) continue;
     if (absl::Status s = EnvInt(torchrun, &((*job).*field)); !s.ok()) {
       std::fprintf(stderr, "fanout-train: error: %s\n", std::string(s.message()).c_str());
@@ -181,8 +183,14 @@ int Main(int argc, char** argv) {
                  "or f1-macro",
                  [](const std::string& v) { return trainer::ParseMetric(v).status(); });
   args.AddUint("seed", &o.seed, "seed of every random choice (init, shuffles, sampling, dropout)");
-  args.AddString("device", &o.device, "cpu or cuda:K");
+  args.AddString("device", &o.device,
+                 "cpu, cuda:K, or cuda: this trainer's local rank's GPU (local rank modulo the GPUs it sees), "
+                 "so that the trainers of a machine take one GPU each");
   args.AddString("feature-field", &o.feature_field, "node field of input features");
+  std::string dist_backend = "auto";
+  args.AddChoice("dist-backend", &dist_backend, {"auto", "gloo", "nccl"},
+                 "gradient averaging: auto (nccl on a GPU, gloo on the CPU), or gloo with a GPU too (through host "
+                 "memory: trainers that share a GPU, which NCCL refuses)");
   args.AddBytes("gpu-cache-bytes", &o.gpu_cache_bytes,
                 "keep the input features of the nodes with the most in-edges on the training device, up to this "
                 "size (e.g. 4G); batches then fetch and copy only the other rows, and each epoch line reports the "
@@ -303,6 +311,11 @@ int Main(int argc, char** argv) {
   if (!map.ok()) return args.Fail(map.status());
   o.graph.servers = std::move(*map);
   o.graph.machine_id = machine_id >= 0 ? machine_id : o.dist.rank / o.trainers_per_machine;
+  if (dist_backend != "auto") o.dist_backend = *trainer::ParseCommBackend(dist_backend);
+  if (o.device == "cuda") {
+    o.device = trainer::LocalRankDevice(job->local_rank >= 0 ? job->local_rank : o.dist.rank % o.trainers_per_machine,
+                                        trainer::CudaDeviceCount());
+  }
   o.graph.client.deadline_seconds = deadline;
   o.graph.connect_timeout_seconds = deadline;
   // The job's token also guards the trainers' rendezvous.

@@ -25,6 +25,7 @@
 #include "sampler/seed_split.h"
 #include "trainer/batch_tensors.h"
 #include "trainer/checkpoint.h"
+#include "trainer/device_upload.h"
 #include "trainer/feature_cache.h"
 #include "trainer/inference.h"
 #include "trainer/metrics.h"
@@ -151,6 +152,7 @@ class Job {
   TrainOptions o_;
   std::unique_ptr<sampler::DistGraph> graph_;
   std::shared_ptr<const FeatureCache> feature_cache_;  // --gpu-cache-bytes; null: none
+  std::unique_ptr<DeviceUploader> uploader_;           // batches to device_, without blocking the host
   std::unique_ptr<Communicator> comm_;
   c10::Device device_{c10::kCPU};
   std::shared_ptr<GnnModel> model_;
@@ -202,6 +204,7 @@ absl::Status Job::Setup() {
         o_.trainers_per_machine, " trainers per machine; partition config ", o_.part_config));
   }
   ASSIGN_OR_RETURN(device_, ParseDevice(o_.device));
+  uploader_ = std::make_unique<DeviceUploader>(device_);
   RETURN_IF_ERROR(SetIntraOpThreads(o_.intra_op_threads));
   // The trainer's own graph fetches features only for evaluation or when it samples itself;
   // otherwise only its sampler processes (which get o_.graph) keep the halo cache.
@@ -297,7 +300,10 @@ absl::Status Job::Setup() {
     }));
   }
   DistOptions d = o_.dist;
-  d.backend = device_.is_cuda() ? CommBackend::kNccl : CommBackend::kGloo;
+  d.backend = o_.dist_backend.value_or(device_.is_cuda() ? CommBackend::kNccl : CommBackend::kGloo);
+  if (d.backend == CommBackend::kNccl && !device_.is_cuda()) {
+    return absl::InvalidArgumentError(StrCat("--dist-backend nccl needs a GPU (--device cuda), not ", o_.device));
+  }
   d.cuda_device = device_.is_cuda() ? device_.index() : 0;
   ASSIGN_OR_RETURN(comm_, Connect(d));
   RETURN_IF_ERROR(CatchTorch("moving the model", [&] { model_->to(device_); }));
@@ -392,12 +398,14 @@ absl::StatusOr<StepLoss> Job::LinkForward(int64_t epoch, int64_t step, Breakdown
   RETURN_IF_ERROR(CatchTorch("forward", [&] {
     opt_->zero_grad();
     const at::Tensor h = model_->Forward(bt.blocks, bt.features);
-    auto index = [&](const std::vector<int64_t>& v) { return at::tensor(v, at::kLong).to(device_); };
-    auto pair_scores = [&](const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
-      return scorer_->Score(h.index_select(0, index(a)), h.index_select(0, index(b)));
+    // The pairs' endpoints, copied like the batch (without blocking the host).
+    const std::vector<at::Tensor> ends = uploader_->Upload({at::tensor(lb.pos_src, at::kLong), at::tensor(lb.pos_dst, at::kLong),
+                                                            at::tensor(lb.neg_src, at::kLong), at::tensor(lb.neg_dst, at::kLong)});
+    auto pair_scores = [&](const at::Tensor& a, const at::Tensor& b) {
+      return scorer_->Score(h.index_select(0, a), h.index_select(0, b));
     };
-    const at::Tensor pos = pair_scores(lb.pos_src, lb.pos_dst);
-    const at::Tensor neg = pair_scores(lb.neg_src, lb.neg_dst);
+    const at::Tensor pos = pair_scores(ends[0], ends[1]);
+    const at::Tensor neg = pair_scores(ends[2], ends[3]);
     const at::Tensor scores = at::cat({pos, neg});
     const at::Tensor labels = at::cat({at::ones_like(pos), at::zeros_like(neg)});
     s.loss = torch::nn::functional::binary_cross_entropy_with_logits(scores, labels);
@@ -419,6 +427,7 @@ absl::StatusOr<BatchTensors> Job::StepTensors(const sampler::MiniBatch& mb, int6
   to.device = device_;
   to.num_classes = labels ? model_->options().num_classes : 0;
   to.feature_cache = feature_cache_.get();
+  to.uploader = uploader_.get();
   ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb, to));
   t.copy += Since(t0);
   t.inputs += static_cast<int64_t>(mb.input_nodes().size());
@@ -557,6 +566,7 @@ absl::StatusOr<double> Job::Evaluate(const std::vector<int64_t>& ids, int64_t ep
     to.device = device_;
     to.num_classes = model_->options().num_classes;
     to.feature_cache = feature_cache_.get();
+    to.uploader = uploader_.get();
     core::ProgressMeter meter("fanout-train", what, loader->steps_per_epoch(), "batches",
                               lead() ? o_.progress : core::ProgressMode::kOff);
     for (int64_t step = 0; step < loader->steps_per_epoch(); ++step) {

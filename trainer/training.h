@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,6 +42,9 @@ struct TrainOptions {
   // Model and optimisation.
   ModelOptions model;          // in_dim / num_classes are taken from the graph
   std::string device = "cpu";  // "cpu" or "cuda:K"
+  // How gradients are averaged: NCCL on a GPU and Gloo on the CPU when unset; Gloo with a GPU
+  // stages them through host memory (several trainers sharing one GPU, which NCCL refuses).
+  std::optional<CommBackend> dist_backend;
   double lr = 0.003;           // Adam
   double weight_decay = 0;
   int64_t epochs = 10;

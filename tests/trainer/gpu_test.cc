@@ -10,6 +10,7 @@
 #include "core/partition_config.h"
 #include "gtest/gtest.h"
 #include "tests/testing/testing.h"
+#include "tests/trainer/rank_threads.h"
 #include "tests/trainer/feature_cache_testing.h"
 #include "tests/trainer/test_batches.h"
 #include "trainer/batch_tensors.h"
@@ -65,6 +66,32 @@ TEST(GpuTest, FeatureCacheOnCudaEqualsThePlainGather) {
   testing::ExpectCachedBatchesMatch(**graph, c10::Device(c10::kCUDA, 0));
 }
 
+// Collectives of rank comm.rank() of comm.world_size() on a model whose parameters live on
+// `device`: all-reduce and broadcast on the communicator's device, parameter broadcast and
+// gradient averaging staged through it, and the metric sums.
+void ExpectCollectivesWork(Communicator& comm, const c10::Device& device) {
+  const int r = comm.rank(), world = comm.world_size();
+  at::Tensor t = at::full({8}, static_cast<float>(r + 1), at::TensorOptions().device(comm.device()));
+  ASSERT_TRUE(comm.AllReduceSum(t).ok());
+  EXPECT_EQ(t.sum().item<float>(), 8.0f * (world * (world + 1) / 2));
+  at::Tensor b = at::full({3}, static_cast<float>(r), at::TensorOptions().device(comm.device()));
+  ASSERT_TRUE(comm.Broadcast(b, 0).ok());
+  EXPECT_EQ(b.abs().sum().item<float>(), 0.0f);
+  at::Tensor p = at::full({4}, static_cast<float>(r + 5), at::TensorOptions().device(device)).requires_grad_(true);
+  ASSERT_TRUE(BroadcastParameters(comm, {p}).ok());
+  EXPECT_TRUE(p.is_cuda());
+  EXPECT_FLOAT_EQ(p[3].item<float>(), 5.0f);  // rank 0's
+  (p * static_cast<float>(r + 1)).sum().backward();
+  GradientSynchronizer sync({p});
+  ASSERT_TRUE(sync.AllReduceMean(comm).ok());
+  EXPECT_TRUE(p.grad().is_cuda());
+  EXPECT_FLOAT_EQ(p.grad()[0].item<float>(), (world + 1) / 2.0f);
+  auto sums = AllReduceSum(comm, {1.0, 2.0});
+  ASSERT_TRUE(sums.ok()) << sums.status();
+  EXPECT_EQ((*sums)[1], 2.0 * world);
+  EXPECT_TRUE(comm.Barrier().ok());
+}
+
 // Ranks as threads, one GPU each; with one GPU the group has one rank (NCCL refuses two ranks
 // on one device). The test calls the c10d backend directly because Connect() answers a world of
 // one without any backend; this way even one GPU runs the NCCL code path end to end.
@@ -72,51 +99,28 @@ TEST(GpuTest, NcclAllReduceBroadcastAndGradientAverage) {
   SKIP_WITHOUT_CUDA();
   if (!NcclCompiledIn()) GTEST_SKIP() << "built without NCCL";
   const int world = std::min(2, CudaDeviceCount());
-  std::promise<int> port_promise;
-  std::shared_future<int> port = port_promise.get_future().share();
-  std::vector<std::thread> threads;
-  for (int r = 0; r < world; ++r) {
-    threads.emplace_back([&, r] {
-      DistOptions o;
-      o.rank = r;
-      o.world_size = world;
-      o.backend = CommBackend::kNccl;
-      o.cuda_device = r;
-      o.timeout = std::chrono::seconds(60);
-      if (r == 0) {
-        o.coordinator = "127.0.0.1:0";
-        o.on_coordinator_listening = [&](int p) { port_promise.set_value(p); };
-      } else {
-        if (port.wait_for(o.timeout) != std::future_status::ready) {
-          ADD_FAILURE() << "rank 0 never listened";
-          return;
-        }
-        o.coordinator = "127.0.0.1:" + std::to_string(port.get());
-      }
-      auto endpoint = internal::ParseEndpoint(o.coordinator);
-      ASSERT_TRUE(endpoint.ok()) << endpoint.status();
-      auto comm = internal::ConnectC10d(o, *endpoint);
-      ASSERT_TRUE(comm.ok()) << comm.status();
-      const c10::Device device = (*comm)->device();
-      EXPECT_TRUE(device.is_cuda());
-      at::Tensor t = at::full({8}, static_cast<float>(r + 1), at::TensorOptions().device(device));
-      ASSERT_TRUE((*comm)->AllReduceSum(t).ok());
-      EXPECT_EQ(t.sum().item<float>(), 8.0f * (world * (world + 1) / 2));
-      at::Tensor b = at::full({3}, static_cast<float>(r), at::TensorOptions().device(device));
-      ASSERT_TRUE((*comm)->Broadcast(b, 0).ok());
-      EXPECT_EQ(b.abs().sum().item<float>(), 0.0f);
-      at::Tensor p = at::ones({4}, at::TensorOptions().device(device)).requires_grad_(true);
-      (p * static_cast<float>(r + 1)).sum().backward();
-      GradientSynchronizer sync({p});
-      ASSERT_TRUE(sync.AllReduceMean(**comm).ok());
-      EXPECT_FLOAT_EQ(p.grad()[0].item<float>(), (world + 1) / 2.0f);
-      auto sums = AllReduceSum(**comm, {1.0, 2.0});
-      ASSERT_TRUE(sums.ok()) << sums.status();
-      EXPECT_EQ((*sums)[1], 2.0 * world);
-      EXPECT_TRUE((*comm)->Barrier().ok());
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  testing::RunRanks(world, std::chrono::seconds(60), [&](DistOptions o) {
+    o.backend = CommBackend::kNccl;
+    o.cuda_device = o.rank;
+    auto endpoint = internal::ParseEndpoint(o.coordinator);
+    ASSERT_TRUE(endpoint.ok()) << endpoint.status();
+    auto comm = internal::ConnectC10d(o, *endpoint);
+    ASSERT_TRUE(comm.ok()) << comm.status();
+    ExpectCollectivesWork(**comm, c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(o.rank)));
+  });
+}
+
+// Two ranks sharing one GPU (NCCL refuses that): Gloo averages the GPU model's gradients through
+// host memory, and broadcasts its parameters the same way (--dist-backend gloo).
+TEST(GpuTest, GlooAveragesGradientsOfModelsOnOneSharedGpu) {
+  SKIP_WITHOUT_CUDA();
+  testing::RunRanks(2, std::chrono::seconds(60), [&](DistOptions o) {
+    o.backend = CommBackend::kGloo;
+    auto comm = Connect(o);
+    ASSERT_TRUE(comm.ok()) << comm.status();
+    EXPECT_TRUE((*comm)->device().is_cpu());
+    ExpectCollectivesWork(**comm, c10::Device(c10::kCUDA, 0));
+  });
 }
 
 }  // namespace
