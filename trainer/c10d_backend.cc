@@ -26,6 +26,7 @@
 #include "core/status.h"
 #include "core/strings.h"
 #include "core/rendezvous_store.h"
+#include "trainer/torch_util.h"
 
 namespace fanout::trainer::internal {
 namespace {
@@ -45,9 +46,24 @@ std::string ErrorText(const std::exception& e) {
 // server, every rank a client. Errors are thrown as c10::Error, as c10d expects of a store.
 class RendezvousStore final : public c10d::Store {
  public:
+  // `host`, `port` and `token` are where `client` is connected, for clone().
   RendezvousStore(std::unique_ptr<StoreServer> server, std::unique_ptr<StoreClient> client,
-                  std::chrono::milliseconds timeout)
-      : Store(timeout), server_(std::move(server)), client_(std::move(client)) {}
+                  std::chrono::milliseconds timeout, std::string host, int port, std::string token)
+      : Store(timeout),
+        server_(std::move(server)),
+        client_(std::move(client)),
+        host_(std::move(host)),
+        port_(port),
+        token_(std::move(token)) {}
+
+#if FANOUT_LIBTORCH_2
+  // Newer c10d gives a clone to a thread of its own (NCCL's watchdog): another connection to the
+  // same server, owning nothing.
+  c10::intrusive_ptr<c10d::Store> clone() override {
+    return c10::make_intrusive<RendezvousStore>(nullptr, Value(StoreClient::Connect(host_, port_, token_, timeout_)),
+                                                timeout_, host_, port_, token_);
+  }
+#endif
 
   void set(const std::string& key, const std::vector<uint8_t>& value) override {
     Check(client_->Set(key, Text(value)));
@@ -78,6 +94,9 @@ class RendezvousStore final : public c10d::Store {
 
   std::unique_ptr<StoreServer> server_;  // rank 0 only; lives as long as the group's store
   std::unique_ptr<StoreClient> client_;
+  std::string host_;
+  int port_;
+  std::string token_;
 };
 
 // One c10d process group (Gloo or NCCL) plus the store it rendezvoused through.
@@ -309,7 +328,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectC10d(const DistOptions& o,
     return absl::Status(client.status().code(), StrCat(where, ": ", client.status().message()));
   }
   try {
-    auto tcp_store = c10::make_intrusive<RendezvousStore>(std::move(server), std::move(*client), o.timeout);
+    auto tcp_store = c10::make_intrusive<RendezvousStore>(std::move(server), std::move(*client), o.timeout,
+                                                          coordinator.host, port, o.auth_token);
     auto store =
         c10::make_intrusive<c10d::PrefixStore>(std::string(CommBackendName(o.backend)), tcp_store);
     switch (o.backend) {

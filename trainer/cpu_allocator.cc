@@ -10,6 +10,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "trainer/torch_util.h"
 
 namespace fanout::trainer {
 namespace {
@@ -26,7 +27,26 @@ class CachingCpuAllocator final : public c10::Allocator {
  public:
   explicit CachingCpuAllocator(const CpuAllocatorOptions& options) : options_(options) {}
 
-  c10::DataPtr allocate(size_t n) const override {
+#if FANOUT_LIBTORCH_2
+  c10::DataPtr allocate(size_t n) override { return Allocate(n); }
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    default_copy_data(dest, src, count);
+  }
+#else
+  c10::DataPtr allocate(size_t n) const override { return Allocate(n); }
+#endif
+
+  c10::DeleterFnPtr raw_deleter() const override { return &Release; }
+
+  CpuAllocatorStats stats() const {
+    absl::MutexLock lock(&mu_);
+    return stats_;
+  }
+
+  static CachingCpuAllocator* installed;
+
+ private:
+  c10::DataPtr Allocate(size_t n) const {
     if (n < options_.min_cached_bytes) {
       void* p = c10::alloc_cpu(n);
       return {p, p, &c10::free_cpu, c10::Device(c10::kCPU)};
@@ -53,16 +73,6 @@ class CachingCpuAllocator final : public c10::Allocator {
     return {p, p, &Release, c10::Device(c10::kCPU)};
   }
 
-  c10::DeleterFnPtr raw_deleter() const override { return &Release; }
-
-  CpuAllocatorStats stats() const {
-    absl::MutexLock lock(&mu_);
-    return stats_;
-  }
-
-  static CachingCpuAllocator* installed;
-
- private:
   // The deleter of every block this allocator made (and of raw allocations of any size).
   static void Release(void* p) {
     if (p != nullptr) installed->Free(p);

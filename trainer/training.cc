@@ -301,9 +301,6 @@ absl::Status Job::Setup() {
   }
   DistOptions d = o_.dist;
   d.backend = o_.dist_backend.value_or(device_.is_cuda() ? CommBackend::kNccl : CommBackend::kGloo);
-  if (d.backend == CommBackend::kNccl && !device_.is_cuda()) {
-    return absl::InvalidArgumentError(StrCat("--dist-backend nccl needs a GPU (--device cuda), not ", o_.device));
-  }
   d.cuda_device = device_.is_cuda() ? device_.index() : 0;
   ASSIGN_OR_RETURN(comm_, Connect(d));
   RETURN_IF_ERROR(CatchTorch("moving the model", [&] { model_->to(device_); }));
@@ -988,6 +985,9 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
   }
   if (o.intra_op_threads < 1) return bad("--num-threads must be >= 1, got ", o.intra_op_threads);
   if (o.gpu_cache_bytes < 0) return bad("--gpu-cache-bytes must be >= 0 (0: no cache), got ", o.gpu_cache_bytes);
+  if (o.dist_backend == CommBackend::kNccl && !o.device.starts_with("cuda")) {
+    return bad("--dist-backend nccl needs a GPU (--device cuda), not --device ", o.device);
+  }
   if (o.trainers_per_machine < 1)
     return bad("--num-trainers must be >= 1, got ", o.trainers_per_machine);
   if (o.resume && o.checkpoint_dir.empty()) return bad("--resume needs --checkpoint-dir");

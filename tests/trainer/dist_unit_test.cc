@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "trainer/c10d_backend.h"
 #include "trainer/dist.h"
+#include "trainer/torch_util.h"
 
 namespace fanout::trainer {
 namespace {
@@ -89,6 +90,15 @@ TEST_F(EnvTest, PartialOrBadVariablesAreErrors) {
   EXPECT_NE(o.status().message().find("FANOUT_WORLD_SIZE='two'"), std::string::npos);
   setenv("FANOUT_WORLD_SIZE", "1", 1);
   EXPECT_NE(DistOptionsFromEnv().status().message().find("rank 1 is not in"), std::string::npos);
+}
+
+// --device cuda: the trainers of a machine take one GPU each, wrapping round when there are more
+// trainers than GPUs (NCCL then refuses; --dist-backend gloo shares).
+TEST(LocalRankDeviceTest, OneGpuPerLocalRank) {
+  EXPECT_EQ(LocalRankDevice(0, 4), "cuda:0");
+  EXPECT_EQ(LocalRankDevice(3, 4), "cuda:3");
+  EXPECT_EQ(LocalRankDevice(5, 4), "cuda:1");
+  EXPECT_EQ(LocalRankDevice(2, 0), "cuda:0");  // no GPU: refused later, by ParseDevice
 }
 
 TEST(PlanBucketsTest, ConsecutiveRunsUpToTheLimitSplitByDtype) {

@@ -1,5 +1,6 @@
-// Running Debian's python3 (with python3-torch, the 1.13 fanout links) from the trainer tests.
-// FANOUT_PYTHON, FANOUT_SOURCE_DIR and FANOUT_TORCH_OPS_LIB come from tests/trainer/CMakeLists.txt.
+// Running a python3 with the torch fanout links (Debian's python3-torch for the 1.13 build) from
+// the trainer tests. FANOUT_PYTHON, FANOUT_TORCH_VERSION, FANOUT_SOURCE_DIR and
+// FANOUT_TORCH_OPS_LIB come from tests/trainer/CMakeLists.txt.
 #pragma once
 
 #include <cstdlib>
@@ -18,13 +19,20 @@ inline int Python(const std::string& args, const std::string& stdout_file = "/de
   return std::system(cmd.c_str());
 }
 
+// True when FANOUT_PYTHON has a torch of the LibTorch's major.minor (FANOUT_TORCH_VERSION): what
+// one exports the other must load, and a build against PyTorch 2.x next to Debian's python3-torch
+// 1.13 does not qualify.
 inline bool HavePythonTorch() {
-  static const bool have = Python("-c 'import torch'") == 0;
+  static const bool have =
+      Python(core::StrCat("-c 'import sys, torch; sys.exit(0 if torch.__version__.startswith(\"", FANOUT_TORCH_VERSION,
+                          ".\") else 1)'")) == 0;
   return have;
 }
 
 }  // namespace fanout::trainer::testing
 
-#define SKIP_WITHOUT_PYTHON_TORCH()                 \
-  if (!::fanout::trainer::testing::HavePythonTorch()) \
-  GTEST_SKIP() << "python3 with torch is not installed (apt install python3-torch)"
+#define SKIP_WITHOUT_PYTHON_TORCH()                                                                       \
+  if (!::fanout::trainer::testing::HavePythonTorch())                                                     \
+  GTEST_SKIP() << FANOUT_PYTHON << " has no torch " << FANOUT_TORCH_VERSION                                 \
+               << " (the LibTorch fanout links; Debian: apt install python3-torch; a CUDA build: the python " \
+               << "whose torch it was built with)"

@@ -390,9 +390,7 @@ TEST_F(TrainCliTest, SavedEmbeddingsGiveThePrintedAccuracyAndDoNotDependOnPartit
 // A model written in Python (tests/trainer/my_gin.py), scripted, trained by two ranks with
 // sampler processes: same loop, checkpoints and evaluation as a built-in model.
 TEST_F(TrainCliTest, TwoRanksTrainAScriptedModelFromPython) {
-  if (std::system(StrCat(FANOUT_PYTHON, " -c 'import torch' >/dev/null 2>&1").c_str()) != 0) {
-    GTEST_SKIP() << "python3 with torch is not installed (apt install python3-torch)";
-  }
+  SKIP_WITHOUT_PYTHON_TORCH();
   const std::string model = dir_.Sub("gin.pt"), ckpt = dir_.Sub("ckpt");
   ASSERT_EQ(std::system(StrCat(FANOUT_PYTHON, " ", FANOUT_SOURCE_DIR, "/tests/trainer/my_gin.py ", model, " 8 5 2 32").c_str()), 0);
   auto args = Args(4);
@@ -594,6 +592,9 @@ TEST_F(TrainCliTest, BadFlagsAreClearErrorsNotBacktracesOrHangs) {
       {{"--sampler-threads", "0"}, 1, "--sampler-threads must be >= 1"},
       {{"--threads", "0"}, 1, "--num-threads must be >= 1"},  // --threads: the older name
       {{"--num-threads", "0"}, 1, "--num-threads must be >= 1"},
+      {{"--dist-backend", "nccl"}, 1, "--dist-backend nccl needs a GPU (--device cuda), not --device cpu"},
+      {{"--dist-backend", "mpi"}, 2, "--dist-backend"},
+      {{"--gpu-cache-bytes", "1X"}, 2, "--gpu-cache-bytes: '1X'"},
       {{"--epoch", "3"}, 2, "unknown flag --epoch (did you mean --epochs?); 'fanout-train --help' lists the flags"},
       {{"--num-trainers", "0"}, 1, "--num-trainers must be >= 1"},
       {{"--num-servers", "0"}, 1, "--num-servers must be >= 1"},
@@ -724,9 +725,7 @@ TEST(CoraAccuracyTest, TwoPartitionsMatchOnePartition) {
 // The reference SAGE of python/fanout, scripted, reaches the built-in sage's accuracy on Cora
 // (same seeds; the parameters start from different draws, so within seed noise).
 TEST(CoraAccuracyTest, ScriptedSageMatchesTheBuiltInSage) {
-  if (std::system(StrCat(FANOUT_PYTHON, " -c 'import torch' >/dev/null 2>&1").c_str()) != 0) {
-    GTEST_SKIP() << "python3 with torch is not installed (apt install python3-torch)";
-  }
+  SKIP_WITHOUT_PYTHON_TORCH();
   testing::TempDir dir;
   const std::string config = CoraParts(dir, 1);
   if (config.empty()) GTEST_SKIP() << "../shared/data/cora not present";
