@@ -4,6 +4,7 @@
 #include <ATen/ops/from_blob.h>
 
 #include <algorithm>
+#include <cstring>
 #include <numeric>
 #include <utility>
 
@@ -115,8 +116,26 @@ absl::StatusOr<FeatureCache::Placement> FeatureCache::Place(const at::Tensor& sl
 }
 
 at::Tensor FeatureCache::Gather(const Placement& p, const at::Tensor& misses) const {
-  const int64_t n = p.hit_pos.size(0) + p.miss_pos.size(0);
-  at::Tensor out = at::empty({n, rows_.size(1)}, at::TensorOptions().dtype(at::kFloat).device(rows_.device()));
+  const int64_t n = p.hit_pos.size(0) + p.miss_pos.size(0), cols = rows_.size(1);
+  at::Tensor out = at::empty({n, cols}, at::TensorOptions().dtype(at::kFloat).device(rows_.device()));
+  if (rows_.device().is_cpu() && rows_.scalar_type() == at::kFloat && rows_.is_contiguous() &&
+      (p.miss_pos.size(0) == 0 || (misses.scalar_type() == at::kFloat && misses.is_contiguous()))) {
+    // On the CPU, one pass that copies each row where it goes (ATen's index_select then
+    // index_copy_ would write the cached rows twice): this is on the trainer's critical path.
+    float* to = out.data_ptr<float>();
+    const float* cache = rows_.data_ptr<float>();
+    const size_t row_bytes = static_cast<size_t>(cols) * sizeof(float);
+    const int64_t *hit_pos = p.hit_pos.data_ptr<int64_t>(), *hit_slot = p.hit_slot.data_ptr<int64_t>();
+    for (int64_t k = 0; k < p.hit_pos.size(0); ++k) {
+      std::memcpy(to + hit_pos[k] * cols, cache + hit_slot[k] * cols, row_bytes);
+    }
+    if (p.miss_pos.size(0) > 0) {
+      const float* fetched = misses.data_ptr<float>();
+      const int64_t* miss_pos = p.miss_pos.data_ptr<int64_t>();
+      for (int64_t k = 0; k < p.miss_pos.size(0); ++k) std::memcpy(to + miss_pos[k] * cols, fetched + k * cols, row_bytes);
+    }
+    return out;
+  }
   if (p.hit_pos.size(0) > 0) out.index_copy_(0, p.hit_pos, rows_.index_select(0, p.hit_slot).to(at::kFloat));
   if (p.miss_pos.size(0) > 0) out.index_copy_(0, p.miss_pos, misses.to(at::kFloat));
   return out;
