@@ -257,6 +257,10 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release,
     if (v < 0) return absl::DataLossError("batch file has a negative count");
   }
   if (header[13] > (int64_t{1} << 20)) return absl::DataLossError("batch file has an implausible edge feature width");
+  if (header[15] != 0 && (layers == 0 || header[15] != header[kFixed])) {
+    return absl::DataLossError(StrCat("batch file has ", header[15], " feature cache slots for ",
+                                      layers == 0 ? 0 : header[kFixed], " input nodes"));
+  }
   if (header[14] > static_cast<int64_t>(core::DType::kFloat64)) {
     return absl::DataLossError(StrCat("batch file has an unknown feature dtype ", header[14]));
   }

@@ -204,23 +204,33 @@ std::string BuiltInPublicName(const std::string& name) {
   return StrCat("layers.", name.substr(kPrefix.size(), dot - kPrefix.size()), ".", param);
 }
 
+// A built-in model: Forward is ForwardLayer chained over the blocks, and the tensors have
+// python/fanout's names.
+class BuiltInModel : public GnnModel {
+ public:
+  using GnnModel::GnnModel;
+
+  at::Tensor Forward(const std::vector<BlockTensors>& blocks, const at::Tensor& x) final {
+    CheckModelInput(options(), blocks, x);
+    at::Tensor h = x;
+    for (size_t l = 0; l < blocks.size(); ++l) h = ForwardLayer(static_cast<int64_t>(l), blocks[l], h);
+    return h;
+  }
+
+ protected:
+  std::string PublicName(const std::string& name) const final { return BuiltInPublicName(name); }
+};
+
 // GraphSAGE and GCN as DGL's examples: conv, then ReLU and dropout between layers (not after
 // the last).
 template <typename Conv>
-class ReluStackModel final : public GnnModel {
+class ReluStackModel final : public BuiltInModel {
  public:
-  ReluStackModel(const ModelOptions& o, at::Generator& gen) : GnnModel(o) {
+  ReluStackModel(const ModelOptions& o, at::Generator& gen) : BuiltInModel(o) {
     for (int64_t l = 0; l < o.num_layers; ++l) {
       layers_.push_back(register_module(
           StrCat("layer", l), std::make_shared<Conv>(LayerIn(o, l, 1), LayerOut(o, l), o.fused, gen)));
     }
-  }
-
-  at::Tensor Forward(const std::vector<BlockTensors>& blocks, const at::Tensor& x) override {
-    CheckModelInput(options(), blocks, x);
-    at::Tensor h = x;
-    for (size_t l = 0; l < layers_.size(); ++l) h = ForwardLayer(static_cast<int64_t>(l), blocks[l], h);
-    return h;
   }
 
   at::Tensor ForwardLayer(int64_t l, const BlockTensors& block, const at::Tensor& h) override {
@@ -231,9 +241,6 @@ class ReluStackModel final : public GnnModel {
     return out;
   }
 
- protected:
-  std::string PublicName(const std::string& name) const override { return BuiltInPublicName(name); }
-
  private:
   std::vector<std::shared_ptr<Conv>> layers_;
 };
@@ -242,9 +249,9 @@ using GcnModel = ReluStackModel<GcnConv>;
 
 // GAT as DGL's example: every layer drops its input features and attention with `dropout`;
 // hidden layers apply ELU and concatenate the heads, the output layer averages them.
-class GatModel final : public GnnModel {
+class GatModel final : public BuiltInModel {
  public:
-  GatModel(const ModelOptions& o, at::Generator& gen) : GnnModel(o) {
+  GatModel(const ModelOptions& o, at::Generator& gen) : BuiltInModel(o) {
     for (int64_t l = 0; l < o.num_layers; ++l) {
       layers_.push_back(register_module(
           StrCat("layer", l), std::make_shared<GatConv>(LayerIn(o, l, l > 0 ? HeadsOf(o, l - 1) : 1), LayerOut(o, l),
@@ -252,21 +259,11 @@ class GatModel final : public GnnModel {
     }
   }
 
-  at::Tensor Forward(const std::vector<BlockTensors>& blocks, const at::Tensor& x) override {
-    CheckModelInput(options(), blocks, x);
-    at::Tensor h = x;
-    for (size_t l = 0; l < layers_.size(); ++l) h = ForwardLayer(static_cast<int64_t>(l), blocks[l], h);
-    return h;
-  }
-
   at::Tensor ForwardLayer(int64_t l, const BlockTensors& block, const at::Tensor& h) override {
     TORCH_CHECK(l >= 0 && l < static_cast<int64_t>(layers_.size()), "layer ", l, " of a ", layers_.size(), "-layer model");
     at::Tensor out = layers_[l]->Forward(block, h);  // [num_dst, heads, out]
     return l + 1 < static_cast<int64_t>(layers_.size()) ? at::elu(out).flatten(1) : out.mean(1);
   }
-
- protected:
-  std::string PublicName(const std::string& name) const override { return BuiltInPublicName(name); }
 
  private:
   std::vector<std::shared_ptr<GatConv>> layers_;

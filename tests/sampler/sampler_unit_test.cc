@@ -312,6 +312,12 @@ TEST(ShmBatchTest, FeatureSlotsCrossWithTheBatch) {
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_TRUE(back->feature_slots.empty());
   EXPECT_EQ(back->features.rows, 5);
+  *back = MiniBatch();
+
+  // A file whose slots do not cover its input nodes is refused.
+  mb.feature_slots = {0, -1};  // two slots for five inputs
+  ASSERT_TRUE(slot.Write(mb, 1, 2, DType::kFloat32).ok());
+  EXPECT_EQ(ReadShmBatch(slot.fd()).status().code(), absl::StatusCode::kDataLoss);
 }
 
 TEST(ShmBatchTest, RejectsAFileThatDisagreesWithItsHeader) {
