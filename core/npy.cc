@@ -232,6 +232,16 @@ absl::StatusOr<NpyArray> NpyArray::MapWith(const std::string& path, bool copy_on
     ::munmap(base, len);
     return h.status();
   }
+  if (h->data_offset % DTypeSize(h->dtype) != 0) {
+    // numpy pads its headers so that the data is aligned (to 64 bytes); the data of a file whose
+    // header is not is copied, not mapped, so that no element is read through a misaligned
+    // pointer (undefined behaviour, and a fault on some CPUs).
+    NpyArray copy = Owned(h->dtype, std::move(h->shape));
+    std::memcpy(copy.mutable_data(), static_cast<const char*>(base) + h->data_offset, copy.nbytes());
+    ::munmap(base, len);
+    copy.path_ = path;
+    return copy;
+  }
   NpyArray a;
   a.dtype_ = h->dtype;
   a.shape_ = std::move(h->shape);

@@ -25,8 +25,6 @@ DeviceUploader::DeviceUploader(const c10::Device& device) : device_(device) {
 
 DeviceUploader::~DeviceUploader() = default;
 
-bool DeviceUploader::asynchronous() const { return cuda_ != nullptr; }
-
 std::vector<at::Tensor> DeviceUploader::Upload(const std::vector<at::Tensor>& host) {
   std::vector<at::Tensor> out(host.size());
   if (cuda_ == nullptr) {

@@ -25,8 +25,6 @@ class DeviceUploader {
   DeviceUploader& operator=(const DeviceUploader&) = delete;
 
   const c10::Device& device() const { return device_; }
-  // True when copies go through pinned memory on a side stream (a CUDA device in a CUDA build).
-  bool asynchronous() const;
 
   // `host` (CPU tensors, undefined ones passed through) on the device, in order. The results are
   // ready for use on the device's current stream; the host returns before the copy has run.
