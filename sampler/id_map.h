@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace fanout::sampler {
@@ -77,6 +78,48 @@ class IdMap {
   std::vector<Slot> slots_;
   std::vector<int64_t> ids_;
   size_t mask_ = 0;
+};
+
+// The slot of each node a trainer's feature cache holds (SamplerOptions::cached_nodes): slot i
+// holds ids()[i]. Every sampler process keeps one, so its size matters: a dense table of 4 bytes
+// per node of the graph when that is smaller than an IdMap's 40 or so bytes per cached node (a
+// cache of more than about a tenth of the nodes), else an IdMap. Immutable; thread-safe.
+class NodeSlots {
+ public:
+  // `ids` distinct and in [0, num_nodes); fewer than 2^31 of them.
+  NodeSlots(std::vector<int64_t> ids, int64_t num_nodes) {
+    if (num_nodes > 0 && static_cast<uint64_t>(num_nodes) * sizeof(int32_t) < ids.size() * 40) {
+      dense_.assign(static_cast<size_t>(num_nodes), -1);
+      for (size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] >= 0 && ids[i] < num_nodes) dense_[static_cast<size_t>(ids[i])] = static_cast<int32_t>(i);
+      }
+      ids_ = std::move(ids);
+    } else {
+      map_.Reset(ids.size());
+      for (int64_t id : ids) map_.Insert(id);
+    }
+  }
+
+  // The slot of `id`, or -1 when it is not cached.
+  int64_t Find(int64_t id) const {
+    if (dense_.empty()) return id >= 0 ? map_.Find(id) : -1;  // the IdMap takes IDs >= 0 only
+    return id >= 0 && static_cast<uint64_t>(id) < dense_.size() ? dense_[static_cast<size_t>(id)] : -1;
+  }
+  void Prefetch(int64_t id) const {
+    if (dense_.empty()) {
+      map_.Prefetch(id);
+    } else if (id >= 0 && static_cast<uint64_t>(id) < dense_.size()) {
+      __builtin_prefetch(&dense_[static_cast<size_t>(id)]);
+    }
+  }
+  const std::vector<int64_t>& ids() const { return dense_.empty() ? map_.ids() : ids_; }
+  size_t size() const { return ids().size(); }
+  bool dense() const { return !dense_.empty(); }
+
+ private:
+  std::vector<int64_t> ids_;    // dense form only (the IdMap keeps its own)
+  std::vector<int32_t> dense_;  // node -> slot, -1 for none; empty in the IdMap form
+  IdMap map_;
 };
 
 }  // namespace fanout::sampler

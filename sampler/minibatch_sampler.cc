@@ -264,16 +264,13 @@ absl::StatusOr<Rows> MiniBatchSampler::GatherFeatures(std::span<const int64_t> i
   return r;
 }
 
-std::shared_ptr<const IdMap> IndexNodes(const std::vector<int64_t>& ids) {
-  auto index = std::make_shared<IdMap>();
-  index->Reset(ids.size());
-  for (int64_t id : ids) index->Insert(id);
-  return index;
+std::shared_ptr<const NodeSlots> IndexNodes(std::vector<int64_t> ids, int64_t num_nodes) {
+  return std::make_shared<const NodeSlots>(std::move(ids), num_nodes);
 }
 
 std::span<const int64_t> MiniBatchSampler::FeatureRequest(MiniBatch* mb) {
   const Int64Array& inputs = mb->input_nodes();
-  const IdMap* cached = options_.cached_nodes.get();
+  const NodeSlots* cached = options_.cached_nodes.get();
   if (cached == nullptr || options_.feature_field.empty()) return {inputs.data(), inputs.size()};
   std::vector<int64_t> slots(inputs.size());
   missing_.clear();

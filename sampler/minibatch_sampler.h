@@ -64,11 +64,12 @@ struct SamplerOptions {
   // (trainer/feature_cache.h): slot i holds cached_nodes->ids()[i]. Their rows are not fetched;
   // each batch says which slot holds each input node (MiniBatch::feature_slots). Null: every
   // input row is fetched. Read-only once shared.
-  std::shared_ptr<const IdMap> cached_nodes;
+  std::shared_ptr<const NodeSlots> cached_nodes;
 };
 
-// An index of `ids` (distinct) for SamplerOptions::cached_nodes: slot i is ids[i].
-std::shared_ptr<const IdMap> IndexNodes(const std::vector<int64_t>& ids);
+// An index of `ids` (distinct, in [0, num_nodes)) for SamplerOptions::cached_nodes: slot i is
+// ids[i].
+std::shared_ptr<const NodeSlots> IndexNodes(std::vector<int64_t> ids, int64_t num_nodes);
 
 // Checks options against a graph: fanouts, batch size, fields present with usable dtypes.
 absl::Status ValidateSamplerOptions(const SamplerOptions& options, const DistGraph& graph);

@@ -93,11 +93,11 @@ int main(int argc, char** argv) {
       at += bytes;
     }
   }
-  if (!cached.empty()) spec->sampler.cached_nodes = sampler::IndexNodes(cached);
   auto config = core::LoadPartitionConfig(spec->part_config_path);
   if (!config.ok()) return fail(config.status());
   auto graph = sampler::DistGraph::Open(*config, spec->graph);
   if (!graph.ok()) return fail(graph.status());
+  if (!cached.empty()) spec->sampler.cached_nodes = sampler::IndexNodes(std::move(cached), (*graph)->num_nodes());
   if (absl::Status s = sampler::ValidateSamplerOptions(spec->sampler, **graph); !s.ok()) return fail(s);
   // Node batches over seed nodes, or (spec->is_link) link batches over positive edges.
   std::unique_ptr<sampler::MiniBatchSampler> nodes;

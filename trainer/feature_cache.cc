@@ -73,11 +73,13 @@ absl::StatusOr<std::shared_ptr<const FeatureCache>> FeatureCache::Build(const sa
     RETURN_IF_ERROR(CatchTorch("filling the feature cache",
                                [&] { rows.narrow(0, start, count).copy_(host.narrow(0, 0, count)); }));
   }
-  return std::make_shared<const FeatureCache>(std::move(ids), std::move(rows));
+  return std::make_shared<const FeatureCache>(std::move(ids), std::move(rows), n);
 }
 
-FeatureCache::FeatureCache(std::vector<int64_t> ids, at::Tensor rows)
-    : nodes_(sampler::IndexNodes(ids)), rows_(std::move(rows)) {}
+FeatureCache::FeatureCache(std::vector<int64_t> ids, at::Tensor rows, int64_t num_nodes) : rows_(std::move(rows)) {
+  if (num_nodes < 0) num_nodes = ids.empty() ? 0 : *std::max_element(ids.begin(), ids.end()) + 1;
+  nodes_ = sampler::IndexNodes(std::move(ids), num_nodes);
+}
 
 int64_t FeatureCache::bytes() const { return static_cast<int64_t>(rows_.numel() * rows_.element_size()); }
 

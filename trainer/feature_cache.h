@@ -46,12 +46,12 @@ class FeatureCache {
   static absl::StatusOr<std::shared_ptr<const FeatureCache>> Build(const sampler::DistGraph& graph,
                                                                    const FeatureCacheOptions& options,
                                                                    const c10::Device& device);
-  // `rows` [ids.size(), dim] (any dtype and device) holds the features of `ids` (distinct), row i
-  // for ids[i].
-  FeatureCache(std::vector<int64_t> ids, at::Tensor rows);
+  // `rows` [ids.size(), dim] (any dtype and device) holds the features of `ids` (distinct, in
+  // [0, num_nodes); -1: up to the largest ID), row i for ids[i].
+  FeatureCache(std::vector<int64_t> ids, at::Tensor rows, int64_t num_nodes = -1);
 
   // The cached nodes, slot i holding ids()[i]: SamplerOptions::cached_nodes.
-  const std::shared_ptr<const sampler::IdMap>& nodes() const { return nodes_; }
+  const std::shared_ptr<const sampler::NodeSlots>& nodes() const { return nodes_; }
   int64_t size() const { return static_cast<int64_t>(nodes_->size()); }
   int64_t bytes() const;
   const at::Tensor& rows() const { return rows_; }
@@ -74,7 +74,7 @@ class FeatureCache {
   absl::StatusOr<at::Tensor> Assemble(const at::Tensor& slots, const at::Tensor& misses) const;
 
  private:
-  std::shared_ptr<const sampler::IdMap> nodes_;
+  std::shared_ptr<const sampler::NodeSlots> nodes_;
   at::Tensor rows_;
 };
 

@@ -370,6 +370,22 @@ class LocalSamplingTest : public ::testing::Test {
   std::unique_ptr<DistGraph> graph_;
 };
 
+// The cache's slot index: dense (4 bytes a node) for a large share of the nodes, hashed for a
+// small one; the same answers either way.
+TEST(NodeSlotsTest, DenseAndHashedFormsAgree) {
+  std::vector<int64_t> ids;  // 20 of the first 100 nodes, out of ID order
+  for (int64_t v = 95; v >= 0; v -= 5) ids.push_back(v);
+  const NodeSlots sparse(ids, 100000), dense(ids, 100);
+  EXPECT_FALSE(sparse.dense());  // 400 KB as a table against about 800 bytes hashed
+  EXPECT_TRUE(dense.dense());    // 400 bytes as a table
+  for (const NodeSlots* s : {&sparse, &dense}) {
+    EXPECT_EQ(s->ids(), ids);
+    EXPECT_EQ(s->size(), 20u);
+    for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(s->Find(ids[i]), static_cast<int64_t>(i));
+    for (int64_t absent : {1, 4, 89, 99, 100, 5000, -1}) EXPECT_EQ(s->Find(absent), -1) << absent;
+  }
+}
+
 // With SamplerOptions::cached_nodes a batch leaves the cached inputs' rows out and says which
 // slot holds each; sampling itself is unchanged, and the rows it does fetch are the same.
 TEST_F(LocalSamplingTest, CachedNodesAreLeftOutAndNamedBySlot) {
@@ -381,7 +397,7 @@ TEST_F(LocalSamplingTest, CachedNodesAreLeftOutAndNamedBySlot) {
   SamplerOptions cached = plain;
   std::vector<int64_t> held;  // every third node, in an order that is not ID order
   for (int64_t v = graph_->num_nodes() - 1; v >= 0; v -= 3) held.push_back(v);
-  cached.cached_nodes = IndexNodes(held);
+  cached.cached_nodes = IndexNodes(held, graph_->num_nodes());
   ASSERT_TRUE(ValidateSamplerOptions(cached, *graph_).ok());
   MiniBatchSampler a(graph_.get(), plain, seeds), b(graph_.get(), cached, seeds);
   const size_t row_bytes = a.feature_row_bytes();
@@ -411,7 +427,7 @@ TEST_F(LocalSamplingTest, CachedNodesAreLeftOutAndNamedBySlot) {
     EXPECT_GT(misses, 0);
     EXPECT_LT(misses, static_cast<int64_t>(inputs.size()));
   }
-  cached.cached_nodes = IndexNodes({0, graph_->num_nodes()});
+  cached.cached_nodes = IndexNodes({0, graph_->num_nodes()}, graph_->num_nodes() + 1);
   EXPECT_EQ(ValidateSamplerOptions(cached, *graph_).code(), absl::StatusCode::kInvalidArgument);
 }
 
