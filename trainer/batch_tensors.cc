@@ -74,12 +74,6 @@ absl::Status ValidateBlock(const sampler::Block& b, size_t l) {
   return absl::OkStatus();
 }
 
-// A new int64 CPU tensor filled from `v`.
-at::Tensor Int64Tensor(const std::vector<int64_t>& v) {
-  at::Tensor t = at::empty({static_cast<int64_t>(v.size())}, at::kLong);
-  if (!v.empty()) std::memcpy(t.data_ptr<int64_t>(), v.data(), v.size() * sizeof(int64_t));
-  return t;
-}
 
 // A CPU tensor over `a`'s memory, without a copy: the deleter holds what keeps it alive
 // (sampler/array.h). Read-only, like the features: a sampler process's batch file is mapped so.
@@ -144,6 +138,12 @@ at::ScalarType ScalarTypeOf(core::DType t) {
   }
   FANOUT_CHECK(false);
   return at::kFloat;
+}
+
+at::Tensor Int64Tensor(const std::vector<int64_t>& v) {
+  at::Tensor t = at::empty({static_cast<int64_t>(v.size())}, at::kLong);
+  if (!v.empty()) std::memcpy(t.data_ptr<int64_t>(), v.data(), v.size() * sizeof(int64_t));
+  return t;
 }
 
 absl::Status ValidateMiniBatch(const sampler::MiniBatch& batch, int64_t num_classes) {
@@ -242,7 +242,7 @@ absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
   if (!slots.empty()) {
     ASSIGN_OR_RETURN(placement, cache->Place(View(slots, {static_cast<int64_t>(slots.size())}, at::kLong),
                                              batch.features.rows, batch.features.cols));
-    out.cached_inputs = placement.hits;
+    out.cached_inputs = placement.hit_pos.size(0);
   }
   RETURN_IF_ERROR(CatchTorch("copying a mini-batch to the device", [&] {
     if (!options.device.is_cpu()) {

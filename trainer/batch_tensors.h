@@ -64,7 +64,7 @@ struct ToTensorsOptions {
   // leave rows to (MiniBatch::feature_slots); the features are then assembled on its device.
   const FeatureCache* feature_cache = nullptr;
   // For a CUDA device: copies through pinned memory on a side stream without blocking the host
-  // (device_upload.h). Null: a plain copy.
+  // (device_upload.h). Null: the same through an uploader made for this call.
   DeviceUploader* uploader = nullptr;
 };
 
@@ -88,5 +88,8 @@ absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
 
 // LibTorch's scalar type for a stored dtype.
 at::ScalarType ScalarTypeOf(core::DType t);
+
+// A new int64 CPU tensor holding `v`.
+at::Tensor Int64Tensor(const std::vector<int64_t>& v);
 
 }  // namespace fanout::trainer

@@ -1,7 +1,6 @@
 #include "trainer/feature_cache.h"
 
 #include <ATen/ops/empty.h>
-#include <ATen/ops/from_blob.h>
 
 #include <algorithm>
 #include <cstring>
@@ -17,16 +16,6 @@
 namespace fanout::trainer {
 
 using core::StrCat;
-
-namespace {
-
-at::Tensor Int64Tensor(const std::vector<int64_t>& v) {
-  at::Tensor t = at::empty({static_cast<int64_t>(v.size())}, at::kLong);
-  std::copy(v.begin(), v.end(), t.data_ptr<int64_t>());
-  return t;
-}
-
-}  // namespace
 
 std::vector<int64_t> ChooseByDegree(const std::vector<int64_t>& degree, int64_t max_rows) {
   const int64_t n = static_cast<int64_t>(degree.size());
@@ -110,7 +99,6 @@ absl::StatusOr<FeatureCache::Placement> FeatureCache::Place(const at::Tensor& sl
                                              rows_.size(1), " wide"));
   }
   Placement p;
-  p.hits = static_cast<int64_t>(hit_pos.size());
   p.hit_pos = Int64Tensor(hit_pos);
   p.hit_slot = Int64Tensor(hit_slot);
   p.miss_pos = Int64Tensor(miss_pos);
@@ -141,17 +129,6 @@ at::Tensor FeatureCache::Gather(const Placement& p, const at::Tensor& misses) co
   if (p.hit_pos.size(0) > 0) out.index_copy_(0, p.hit_pos, rows_.index_select(0, p.hit_slot).to(at::kFloat));
   if (p.miss_pos.size(0) > 0) out.index_copy_(0, p.miss_pos, misses.to(at::kFloat));
   return out;
-}
-
-absl::StatusOr<at::Tensor> FeatureCache::Assemble(const at::Tensor& slots, const at::Tensor& misses) const {
-  if (misses.dim() != 2) return absl::InvalidArgumentError("fetched feature rows must be a matrix");
-  ASSIGN_OR_RETURN(Placement p, Place(slots, misses.size(0), misses.size(1)));
-  return CatchTorch("assembling features from the cache", [&] {
-    const c10::Device device = rows_.device();
-    for (at::Tensor* t : {&p.hit_pos, &p.hit_slot, &p.miss_pos}) *t = t->to(device);
-    // Across to the device in the stored dtype (float16: half the bytes), converted there.
-    return Gather(p, misses.to(device));
-  });
 }
 
 }  // namespace fanout::trainer

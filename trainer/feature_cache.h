@@ -2,7 +2,8 @@
 // the training device (a GPU's memory, up to a byte budget), so that a batch fetches, and copies
 // to the device, only the rows of the other input nodes. The sampler learns the cached nodes
 // through SamplerOptions::cached_nodes and leaves their rows out of each batch
-// (MiniBatch::feature_slots says which slot holds each); ToTensors puts the two together.
+// (MiniBatch::feature_slots says which slot holds each); ToTensors puts the two together
+// (Place on the host, Gather on the device).
 //
 // The nodes are chosen by in-degree, most first (ties: lower ID), as PaGraph and DGL's GPU
 // cache do: a node enters a batch as a sampled neighbour of its edges' endpoints, so the nodes
@@ -57,10 +58,10 @@ class FeatureCache {
   const at::Tensor& rows() const { return rows_; }
 
   // Where a batch's input rows come from: input hit_pos[k] is cache slot hit_slot[k]; input
-  // miss_pos[k] is fetched row k. int64, on the host from Place, on the device for Gather.
+  // miss_pos[k] is fetched row k. int64, on the host from Place, on the device for Gather
+  // (ToTensors moves them with the batch).
   struct Placement {
     at::Tensor hit_pos, hit_slot, miss_pos;
-    int64_t hits = 0;
   };
   // The placement of a batch's inputs from its slots (int64 CPU [num_inputs],
   // MiniBatch::feature_slots: a slot, or -1 for a fetched row), given that the sampler fetched
@@ -70,8 +71,6 @@ class FeatureCache {
   // The batch's input features, float32 on the cache's device: rows()[hit_slot[k]] at
   // hit_pos[k] and `misses` (any dtype, on the cache's device) at miss_pos. `p` on that device.
   at::Tensor Gather(const Placement& p, const at::Tensor& misses) const;
-  // Place, the copies to the device, and Gather in one: `misses` on any device.
-  absl::StatusOr<at::Tensor> Assemble(const at::Tensor& slots, const at::Tensor& misses) const;
 
  private:
   std::shared_ptr<const sampler::NodeSlots> nodes_;

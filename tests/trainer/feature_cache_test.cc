@@ -10,6 +10,7 @@
 #include <numeric>
 
 #include "core/partition_config.h"
+#include "core/status.h"
 #include "sampler/minibatch_sampler.h"
 #include "tests/testing/testing.h"
 #include "tests/trainer/feature_cache_testing.h"
@@ -79,24 +80,30 @@ TEST_F(FeatureCacheGraphTest, BatchesAssembledFromTheCacheEqualThePlainGather) {
   testing::ExpectCachedBatchesMatch(*graph_, c10::Device(c10::kCPU));
 }
 
+// Place then Gather, on the CPU.
+absl::StatusOr<at::Tensor> Assemble(const FeatureCache& cache, const at::Tensor& slots, const at::Tensor& misses) {
+  ASSIGN_OR_RETURN(FeatureCache::Placement p, cache.Place(slots, misses.size(0), misses.size(1)));
+  return cache.Gather(p, misses);
+}
+
 TEST(FeatureCacheAssembleTest, SlotsAndRowsThatDisagreeAreInvalidArgument) {
   FeatureCache cache({7, 3}, at::arange(6, at::kFloat).reshape({2, 3}));
   const at::Tensor slots = at::tensor(std::vector<int64_t>{1, -1, 0}, at::kLong);
-  auto x = cache.Assemble(slots, at::full({1, 3}, 9.0f));
+  auto x = Assemble(cache, slots, at::full({1, 3}, 9.0f));
   ASSERT_TRUE(x.ok()) << x.status();
   EXPECT_TRUE(at::equal(*x, at::tensor(std::vector<float>{3, 4, 5, 9, 9, 9, 0, 1, 2}).reshape({3, 3})));
   // float16 misses are converted on the way.
-  x = cache.Assemble(slots, at::full({1, 3}, 0.5, at::kHalf));
+  x = Assemble(cache, slots, at::full({1, 3}, 0.5, at::kHalf));
   ASSERT_TRUE(x.ok()) << x.status();
   EXPECT_EQ(x->scalar_type(), at::kFloat);
   EXPECT_EQ((*x)[1][2].item<float>(), 0.5f);
 
-  EXPECT_EQ(cache.Assemble(at::tensor(std::vector<int64_t>{2, -1}, at::kLong), at::zeros({1, 3})).status().code(),
+  EXPECT_EQ(Assemble(cache, at::tensor(std::vector<int64_t>{2, -1}, at::kLong), at::zeros({1, 3})).status().code(),
             absl::StatusCode::kInvalidArgument);  // slot 2 of 2
-  EXPECT_EQ(cache.Assemble(at::tensor(std::vector<int64_t>{-2}, at::kLong), at::zeros({0, 3})).status().code(),
+  EXPECT_EQ(Assemble(cache, at::tensor(std::vector<int64_t>{-2}, at::kLong), at::zeros({0, 3})).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(cache.Assemble(slots, at::zeros({2, 3})).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(cache.Assemble(slots, at::zeros({1, 4})).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Assemble(cache, slots, at::zeros({2, 3})).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Assemble(cache, slots, at::zeros({1, 4})).status().code(), absl::StatusCode::kInvalidArgument);
 
   // A batch that leaves rows to a cache cannot be converted without one.
   sampler::MiniBatch mb;
