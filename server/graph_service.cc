@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <span>
+#include <thread>
 #include <exception>
 
 #include "core/check.h"
@@ -80,12 +81,37 @@ absl::Status GraphServiceImpl::Authenticate(const grpc::CallbackServerContext& c
       ": this server requires one (give clients the server's --auth-token-file)"));
 }
 
+// A unary reactor that counts itself in the service's active calls until gRPC is done with it:
+// OnDone comes after the answer and status have been sent (or the call was cancelled).
+class GraphServiceImpl::CountedReactor final : public grpc::ServerUnaryReactor {
+ public:
+  explicit CountedReactor(std::atomic<int64_t>* active) : active_(active) { active_->fetch_add(1); }
+  void OnDone() override {
+    active_->fetch_sub(1);
+    delete this;
+  }
+
+ private:
+  std::atomic<int64_t>* active_;
+};
+
+int64_t GraphServiceImpl::Drain(std::chrono::steady_clock::time_point deadline) {
+  draining_.store(true);
+  int64_t active = active_calls_.load();
+  while (active > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    active = active_calls_.load();
+  }
+  return active;
+}
+
 grpc::ServerUnaryReactor* GraphServiceImpl::Run(grpc::CallbackServerContext* ctx, const char* method,
                                                 const google::protobuf::Message* req,
                                                 google::protobuf::Message* resp,
                                                 std::function<absl::Status(const StopCheck&)> work,
                                                 bool inline_work) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  // Counted before draining_ is read: Drain either sees this call or the call sees the flag.
+  grpc::ServerUnaryReactor* reactor = new CountedReactor(&active_calls_);
   const auto start = std::chrono::steady_clock::now();
   auto finish = [this, reactor, method, req, resp, start](const absl::Status& s) {
     double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
@@ -94,6 +120,9 @@ grpc::ServerUnaryReactor* GraphServiceImpl::Run(grpc::CallbackServerContext* ctx
     reactor->Finish(ToGrpcStatus(s));
   };
   absl::Status admitted = Authenticate(*ctx);
+  if (admitted.ok() && draining_.load()) {
+    admitted = absl::UnavailableError("the server is shutting down; the call was not started");
+  }
   if (admitted.ok()) admitted = Abandoned(*ctx, "before it was queued");
   if (!admitted.ok()) {
     finish(admitted);

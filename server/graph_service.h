@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -82,7 +83,16 @@ class GraphServiceImpl final : public v1::GraphService::CallbackService {
   absl::Status DoFindEdges(const v1::FindEdgesRequest& req, v1::FindEdgesResponse* resp) const;
   absl::Status DoGetStats(v1::GetStatsResponse* resp) const;
 
+  // The first half of a shutdown: from now on calls are refused UNAVAILABLE (the server is
+  // stopping), and this waits until every call admitted before has sent its answer, or until
+  // `deadline`. Returns how many calls are still running (0: none is lost by cancelling the rest).
+  // gRPC's own Shutdown cannot tell an idle connection from a busy one and waits out its whole
+  // deadline while any client is connected; GraphServer::Shutdown drains here first.
+  int64_t Drain(std::chrono::steady_clock::time_point deadline);
+
  private:
+  class CountedReactor;
+
   // Admits the call (token, cancellation, deadline, queue room), runs `work` on the pool
   // (dropping it unstarted if the call was abandoned while queued, catching anything it throws),
   // records it in the stats and finishes the reactor with its status. `inline_work` runs cheap
@@ -101,6 +111,8 @@ class GraphServiceImpl final : public v1::GraphService::CallbackService {
   core::ThreadPool* pool_;
   ServicePolicy policy_;
   std::atomic<int64_t> queued_bytes_{0};
+  std::atomic<int64_t> active_calls_{0};  // reactors not yet done (answer not yet sent)
+  std::atomic<bool> draining_{false};
 };
 
 }  // namespace fanout::server

@@ -1,5 +1,8 @@
 // Real graph servers on 127.0.0.1:0, queried over gRPC with the C++ client.
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -25,6 +28,7 @@
 #include "partition/readers.h"
 #include "rpc/graph_client.h"
 #include "server/graph_server.h"
+#include "tests/testing/fake_graph_source.h"
 #include "tests/testing/testing.h"
 
 extern char** environ;
@@ -308,9 +312,10 @@ TEST(GraphServerBinaryTest, StartsReportsItsPortAndStopsOnSigterm) {
   TempDir dir;
   const std::string config_path = testing::PartitionRandom(dir, {.num_nodes = 100, .num_edges = 400}, 2);
   std::string log = dir.Sub("server.log");
+  // A long grace: the server must not wait it out for the connected (idle) client below.
   std::vector<std::string> args = {FANOUT_SERVER_BIN, "--part-config", config_path, "--part-id", "1",
                                    "--host", "127.0.0.1", "--port", "0", "--num-threads", "2",
-                                   "--shutdown-grace", "1"};
+                                   "--shutdown-grace", "60"};
   absl::StatusOr<pid_t> spawned = core::SpawnChild(
       {.argv = args, .fds = {core::ChildFd::Open(2, log, O_WRONLY | O_CREAT | O_TRUNC)}});
   ASSERT_TRUE(spawned.ok()) << spawned.status();
@@ -336,10 +341,62 @@ TEST(GraphServerBinaryTest, StartsReportsItsPortAndStopsOnSigterm) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   ASSERT_TRUE(WIFEXITED(status)) << "server did not exit within 10 s of SIGTERM";
-  // gRPC 1.51 waits out the grace period while a client is connected, even idle: the test
-  // passes --shutdown-grace 1 to stay quick (see docs/graph-server.md, known issues).
-  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 8);
+  // The client is still connected, and idle: nothing is in flight, so the server stops at once.
+  // (gRPC's own shutdown waited out the whole grace while any client was connected.)
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 5);
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// Shutdown waits for the calls in flight, not for the clients connected: a call being answered
+// when the server stops gets its answer, a call after that is refused, and the server is gone as
+// soon as the first is answered, though its client stays connected.
+TEST(GraphServerTest, ShutdownWaitsForCallsInFlightNotForConnectedClients) {
+  core::PartitionConfig config = testing::FakeConfig({0, 3, 6}, {0, 3, 6}, {"feat"});
+  auto fake = std::make_shared<testing::FakeGraphSource>(0, 0, 3, 0);
+  for (int64_t v = 0; v < 3; ++v) fake->AddEdge(v + 3, v);
+  fake->AnswerLate(std::chrono::milliseconds(1000));
+  ServerOptions so;
+  so.host = "127.0.0.1";
+  so.num_threads = 2;
+  auto server = GraphServer::Serve(fake, config, 0, so);
+  ASSERT_TRUE(server.ok()) << server.status();
+  auto client = GraphClient::Connect((*server)->address(), {.deadline_seconds = 30});
+  auto other = GraphClient::Connect((*server)->address(), {.deadline_seconds = 5, .max_attempts = 1});
+  ASSERT_TRUE(other->GetMetadata().ok());  // a second connection, idle from now on
+  // And a client that has stopped answering (a frozen process): it opened HTTP/2 and went
+  // silent, so it will never act on the server's GOAWAY. gRPC's own shutdown waits for such a
+  // connection to close until the grace runs out.
+  const int frozen = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(frozen, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>((*server)->port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(frozen, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << std::strerror(errno);
+  const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0";  // + empty SETTINGS
+  ASSERT_EQ(write(frozen, preface, sizeof(preface) - 1), static_cast<ssize_t>(sizeof(preface) - 1));
+  auto call = std::async(std::launch::async, [&] { return client->SampleNeighbors({0, 2}, {.fanout = -1}); });
+  for (int i = 0; i < 500 && fake->sample_calls() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_EQ(fake->sample_calls(), 1);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  auto stopping = std::async(std::launch::async, [&] {
+    (*server)->Shutdown(std::chrono::seconds(60));
+    (*server)->Wait();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto refused = other->GetDegrees({0}, core::EdgeDir::kIn);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+  EXPECT_NE(std::string(refused.status().message()).find("shutting down"), std::string::npos) << refused.status();
+
+  auto sampled = call.get();
+  ASSERT_TRUE(sampled.ok()) << sampled.status();
+  EXPECT_EQ(sampled->src, (std::vector<int64_t>{3, 5}));
+  EXPECT_EQ(sampled->dst, (std::vector<int64_t>{0, 2}));
+  stopping.get();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(took, 10) << "shutdown waited for the connected clients, not only for the call in flight";
+  close(frozen);
 }
 
 // The standard health service answers for the graph service. Debian ships no health.proto, so
