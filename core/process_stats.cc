@@ -7,6 +7,17 @@
 
 namespace fanout::core {
 
+int64_t UsableMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  int64_t bytes = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : -1;
+  if (std::FILE* f = std::fopen("/sys/fs/cgroup/memory.max", "r")) {  // "max" when unlimited
+    long long limit = 0;
+    if (std::fscanf(f, "%lld", &limit) == 1 && limit > 0 && (bytes < 0 || limit < bytes)) bytes = limit;
+    std::fclose(f);
+  }
+  return bytes;
+}
+
 int64_t RaiseOpenFileLimit() {
   struct rlimit r;
   if (getrlimit(RLIMIT_NOFILE, &r) != 0) return -1;

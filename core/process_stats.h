@@ -13,6 +13,10 @@ int64_t PeakRssBytes();
 // Current resident set size, in bytes (/proc/self/statm).
 int64_t CurrentRssBytes();
 
+// Memory this process could use at most: the machine's physical memory, or the cgroup's
+// memory.max when that is lower (a container); -1 when unknown.
+int64_t UsableMemoryBytes();
+
 // Raises this process's open-file soft limit to its hard limit (a listener at the usual 1024
 // runs out under a burst of connections); returns the new soft limit, or -1 when unknown.
 int64_t RaiseOpenFileLimit();

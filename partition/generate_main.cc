@@ -7,11 +7,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <new>
 #include <filesystem>
 #include <optional>
 #include <string>
 
 #include "core/cli.h"
+#include "core/process_stats.h"
 #include "core/progress.h"
 #include "core/strings.h"
 #include "partition/generate.h"
@@ -40,7 +42,9 @@ constexpr Preset kPresets[] = {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   using namespace fanout;
   GenerateOptions o;
   std::string format = "npy", preset = "small";
@@ -102,4 +106,17 @@ int main(int argc, char** argv) {
       static_cast<long long>(o.num_classes), static_cast<long long>(split.train),
       static_cast<long long>(split.valid), static_cast<long long>(split.test), seconds);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Out of memory unwinds (the staging folder is removed) and says so, instead of aborting.
+  try {
+    return Main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "fanout-generate: error: out of memory at %.1f GiB resident; nothing was written\n",
+                 static_cast<double>(fanout::core::PeakRssBytes()) / (1ll << 30));
+    return 1;
+  }
 }

@@ -1,15 +1,19 @@
 // fanout-partition: cuts a dataset into K partitions. See README.md and docs/architecture.md.
 #include <chrono>
 #include <cstdio>
+#include <new>
 #include <optional>
 
 #include "core/cli.h"
+#include "core/process_stats.h"
 #include "core/progress.h"
 #include "core/strings.h"
 #include "partition/partitioner.h"
 #include "partition/readers.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int Main(int argc, char** argv) {
   using namespace fanout;
   partition::ReadOptions read;
   partition::PartitionOptions opt;
@@ -108,4 +112,17 @@ int main(int argc, char** argv) {
   summary->total_seconds += read_s;
   if (!opt.quiet) std::printf("%s", summary->ToString().c_str());
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Out of memory unwinds (the staging folder is removed) and says so, instead of aborting.
+  try {
+    return Main(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "fanout-partition: error: out of memory at %.1f GiB resident; nothing was written\n",
+                 static_cast<double>(fanout::core::PeakRssBytes()) / (1ll << 30));
+    return 1;
+  }
 }

@@ -322,8 +322,30 @@ absl::StatusOr<std::vector<int32_t>> AssignPartitions(const Dataset& d, const Pa
   return absl::InternalError("unknown partition method");
 }
 
+absl::Status CheckNodeCountFits(const Dataset& d, int64_t usable_bytes) {
+  // Per-node arrays held at once, at the least: the assignment, the new IDs and the CSR offsets,
+  // 8 bytes each (METIS, the halo and the split masks add more). A count that does not fit even
+  // so is almost always IDs that are not 0..N-1 (raw or hashed IDs), which would otherwise end
+  // in std::bad_alloc or the OOM killer after the output folder was claimed.
+  constexpr int64_t kMinBytesPerNode = 24;
+  if (usable_bytes <= 0 || d.num_nodes <= usable_bytes / kMinBytesPerNode) return absl::OkStatus();
+  auto gib = [](double bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.1f GiB", bytes / (1ll << 30));
+    return std::string(buf);
+  };
+  return absl::ResourceExhaustedError(StrCat(
+      d.num_nodes, " nodes (from ", d.num_nodes_source, ") need at least ",
+      gib(static_cast<double>(d.num_nodes) * kMinBytesPerNode), " for per-node arrays alone; this machine has ",
+      gib(static_cast<double>(usable_bytes)),
+      ". Node IDs must be 0..N-1: relabel raw or hashed IDs to consecutive integers first "
+      "(e.g. numpy.unique(edges, return_inverse=True)); if the count is right, partition on a machine "
+      "with more memory"));
+}
+
 absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const PartitionOptions& o) {
   RETURN_IF_ERROR(ValidatePartitionOptions(o, d.num_nodes));
+  RETURN_IF_ERROR(CheckNodeCountFits(d, core::UsableMemoryBytes()));
   const std::string name = o.graph_name.empty() ? d.name : o.graph_name;
   RETURN_IF_ERROR(CheckName(name));
   for (const auto& f : d.node_fields) {

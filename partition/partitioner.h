@@ -40,6 +40,11 @@ struct PartitionOptions {
 // Checks `options`; num_nodes < 0 (not read yet) skips the checks that need it.
 absl::Status ValidatePartitionOptions(const PartitionOptions& options, int64_t num_nodes);
 
+// RESOURCE_EXHAUSTED, naming where the node count came from, when the partitioner's per-node
+// arrays alone would not fit in `usable_bytes` (core::UsableMemoryBytes(); <= 0: unknown, OK):
+// IDs that are not 0..N-1 fail here, before the output folder is claimed.
+absl::Status CheckNodeCountFits(const Dataset& d, int64_t usable_bytes);
+
 struct PartitionSummary {
   std::string config_path;             // OUT/<name>.json
   int64_t num_nodes = 0;

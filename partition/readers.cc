@@ -90,9 +90,11 @@ absl::StatusOr<int64_t> ReadSingleInt(const std::string& path) {
   return v[0];
 }
 
-// "src,dst" per line. `num_nodes` > 0 checks the IDs against it.
+// "src,dst" per line. `num_nodes` > 0 checks the IDs against it. `max_id_line`, when given,
+// gets the line of the largest ID (for messages about a node count inferred from it).
 absl::StatusOr<NpyArray> ReadEdgesText(const std::string& path, int64_t num_nodes,
-                                       int64_t expected) {
+                                       int64_t expected, int64_t* max_id_line = nullptr) {
+  int64_t max_id = -1;
   std::vector<int64_t> e;
   e.reserve(ReserveFor(path, expected, 2));
   core::Progress progress("fanout-partition", StrCat("reading ", path), -1);
@@ -112,6 +114,10 @@ absl::StatusOr<NpyArray> ReadEdgesText(const std::string& path, int64_t num_node
       if (id < 0 || (num_nodes > 0 && id >= num_nodes)) {
         return LineError(r, StrCat("node ID ", id, " is outside [0, ", num_nodes, ") (num_nodes)"));
       }
+    }
+    if (max_id_line != nullptr && std::max(s, d) > max_id) {
+      max_id = std::max(s, d);
+      *max_id_line = r.line_number();
     }
     e.push_back(s);
     e.push_back(d);
@@ -413,24 +419,30 @@ absl::StatusOr<Dataset> ReadPlain(const fs::path& dir, const ReadOptions& opt) {
   std::string edges_npy = FirstExisting(dir, {"edges.npy"});
   std::string edges_txt = FirstExisting(
       dir, {"edges.csv", "edges.tsv", "edges.txt", "edges.csv.gz", "edges.tsv.gz", "edges.txt.gz"});
+  int64_t max_id_line = -1;
   if (!edges_npy.empty()) {
     d.edges_source = edges_npy;
     ASSIGN_OR_RETURN(d.edges, MapAsInt64(edges_npy));
     RETURN_IF_ERROR(OrientEdges(edges_npy, opt.edge_layout, &d.edges));
   } else {
     d.edges_source = edges_txt;
-    ASSIGN_OR_RETURN(d.edges, ReadEdgesText(edges_txt, d.num_nodes, -1));
+    ASSIGN_OR_RETURN(d.edges, ReadEdgesText(edges_txt, d.num_nodes, -1, &max_id_line));
   }
   if (d.num_nodes < 0) {
     const int64_t* e = d.edges.data_as<int64_t>();
-    int64_t m = -1;
-    for (int64_t i = 0; i < 2 * d.num_edges(); ++i) m = std::max(m, e[i]);
+    int64_t m = -1, at = -1;
+    for (int64_t i = 0; i < 2 * d.num_edges(); ++i) {
+      if (e[i] > m) m = e[i], at = i;
+    }
     if (m == std::numeric_limits<int64_t>::max()) {
       return absl::InvalidArgumentError(StrCat(d.edges_source, ": node ID ", m,
                                                " is too large (IDs must be below 2^63 - 1)"));
     }
     d.num_nodes = m + 1;
-    d.num_nodes_source = "the largest node ID in " + d.edges_source;
+    // Where the ID is, so that a count far too large (raw or hashed IDs) can be traced.
+    d.num_nodes_source = StrCat("the largest node ID in ", d.edges_source, ", ", m,
+                                edges_npy.empty() ? StrCat(" on line ", max_id_line)
+                                                  : StrCat(" in edge ", at / 2));
   }
   std::string edge_feat = FirstExisting(dir, {"edge_feat.npy"});
   if (!edge_feat.empty()) {

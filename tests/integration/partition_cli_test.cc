@@ -139,7 +139,17 @@ INSTANTIATE_TEST_SUITE_P(
         CliError{"negative_threads", "", {"--num-parts", "2", "--num-threads", "-4"}, 1, "--num-threads must be >= 0"},
         CliError{"negative_num_nodes", "", {"--num-parts", "2", "--num-nodes", "-5"}, 1, "--num-nodes must be -1"},
         CliError{"halo_hops", "", {"--num-parts", "2", "--halo-hops", "2"}, 1, "--halo-hops must be 0 or 1"},
-        CliError{"bad_input_dir", "", {"--num-parts", "2", "--input", "{}/absent"}, 1, "absent: not a readable folder"}),
+        CliError{"bad_input_dir", "", {"--num-parts", "2", "--input", "{}/absent"}, 1, "absent: not a readable folder"},
+        // Raw (non-consecutive) IDs: the count inferred from the largest cannot be held; before,
+        // std::bad_alloc aborted the tool. With METIS the 32-bit limit speaks first.
+        CliError{"sparse_ids", "0,1\n1,1000000000000\n2,3\n", {"--num-parts", "2", "--part-method", "random"}, 1,
+                 "1000000000001 nodes (from the largest node ID in "},
+        CliError{"sparse_ids_line", "0,1\n1,1000000000000\n2,3\n", {"--num-parts", "2", "--part-method", "random"}, 1,
+                 "edges.csv, 1000000000000 on line 2) need at least 22351.7 GiB"},
+        CliError{"sparse_ids_advice", "0,1\n1,1000000000000\n2,3\n", {"--num-parts", "2", "--part-method", "random"}, 1,
+                 "relabel raw or hashed IDs to consecutive integers"},
+        CliError{"huge_num_nodes", "", {"--num-parts", "2", "--part-method", "random", "--num-nodes", "1000000000000000"}, 1,
+                 "1000000000000000 nodes (from --num-nodes) need at least"}),
     [](const auto& info) { return std::string(info.param.name); });
 
 // Issue 11: a .npy whose header claims a shape whose byte size wraps around 64 bits (so the

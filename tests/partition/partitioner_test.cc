@@ -1,3 +1,4 @@
+#include "core/process_stats.h"
 #include "partition/partitioner.h"
 
 #include <filesystem>
@@ -125,6 +126,21 @@ TEST(PartitionerTest, SameSeedSameOutput) {
     fs::remove_all(dir.Sub("a"));
     fs::remove_all(dir.Sub("b"));
   }
+}
+
+// A node count whose per-node arrays cannot fit (IDs that are not 0..N-1) is refused up front,
+// naming where the count came from; an unknown amount of memory refuses nothing.
+TEST(PartitionerTest, ANodeCountThatCannotFitIsRefusedNamingItsSource) {
+  Dataset d = testing::MakeRandomDataset({.num_nodes = 1000, .num_edges = 40});
+  d.num_nodes_source = "the largest node ID in edges.csv, 999 on line 7";
+  absl::Status s = CheckNodeCountFits(d, 1000 * 24 - 1);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(std::string(s.message()).find("1000 nodes (from the largest node ID in edges.csv, 999 on line 7)"),
+            std::string::npos) << s;
+  EXPECT_NE(std::string(s.message()).find("Node IDs must be 0..N-1"), std::string::npos) << s;
+  EXPECT_TRUE(CheckNodeCountFits(d, 1000 * 24).ok());
+  EXPECT_TRUE(CheckNodeCountFits(d, -1).ok());
+  EXPECT_GT(core::UsableMemoryBytes(), 0);
 }
 
 TEST(PartitionerTest, BadOptionsFailBeforeWritingAnything) {

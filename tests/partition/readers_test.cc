@@ -124,6 +124,8 @@ TEST(ReadersTest, PlainCsvEdgesInferNodeCount) {
   EXPECT_EQ(d->num_nodes, 6);
   EXPECT_EQ(d->num_edges(), 3);
   EXPECT_FALSE(d->has_split);
+  // Where the inferred count came from, down to the line of the largest ID.
+  EXPECT_EQ(d->num_nodes_source, "the largest node ID in " + dir.Sub("edges.tsv") + ", 5 on line 5");
   auto fixed = ReadDataset({.input_dir = dir.path(), .num_nodes = 10});
   ASSERT_TRUE(fixed.ok());
   EXPECT_EQ(fixed->num_nodes, 10);
