@@ -9,6 +9,7 @@
 
 #include "core/status.h"
 #include "core/strings.h"
+#include "sampler/cache_choice.h"
 #include "sampler/minibatch_sampler.h"
 #include "trainer/batch_tensors.h"
 #include "trainer/torch_util.h"
@@ -16,18 +17,6 @@
 namespace fanout::trainer {
 
 using core::StrCat;
-
-std::vector<int64_t> ChooseByDegree(const std::vector<int64_t>& degree, int64_t max_rows) {
-  const int64_t n = static_cast<int64_t>(degree.size());
-  const int64_t k = std::clamp<int64_t>(max_rows, 0, n);
-  std::vector<int64_t> ids(n);
-  std::iota(ids.begin(), ids.end(), 0);
-  auto hotter = [&](int64_t a, int64_t b) { return degree[a] != degree[b] ? degree[a] > degree[b] : a < b; };
-  std::nth_element(ids.begin(), ids.begin() + k, ids.end(), hotter);
-  ids.resize(k);
-  std::sort(ids.begin(), ids.end(), hotter);
-  return ids;
-}
 
 absl::StatusOr<std::shared_ptr<const FeatureCache>> FeatureCache::Build(const sampler::DistGraph& graph,
                                                                         const FeatureCacheOptions& options,
@@ -42,10 +31,14 @@ absl::StatusOr<std::shared_ptr<const FeatureCache>> FeatureCache::Build(const sa
   const int64_t max_rows = std::min(n, options.max_bytes / row_bytes);
   std::vector<int64_t> ids(n);
   std::iota(ids.begin(), ids.end(), 0);
+  if (!options.counts.empty() && static_cast<int64_t>(options.counts.size()) != n) {
+    return absl::InvalidArgumentError(
+        StrCat("feature cache: ", options.counts.size(), " presampled counts for ", n, " nodes"));
+  }
   if (max_rows < n) {
     std::vector<int64_t> degree(n);
     RETURN_IF_ERROR(graph.Degrees(ids, core::EdgeDir::kIn, degree.data()));
-    ids = ChooseByDegree(degree, max_rows);
+    ids = sampler::ChooseHottest(options.counts, degree, max_rows);
   }
   const int64_t cols = schema.row_elems();
   const at::ScalarType type = ScalarTypeOf(schema.dtype);

@@ -5,10 +5,16 @@
 // (MiniBatch::feature_slots says which slot holds each); ToTensors puts the two together
 // (Place on the host, Gather on the device).
 //
-// The nodes are chosen by in-degree, most first (ties: lower ID), as PaGraph and DGL's GPU
-// cache do: a node enters a batch as a sampled neighbour of its edges' endpoints, so the nodes
-// with the most edges are the ones batches reach most. Rows keep their stored dtype (float16
-// features take half the memory) and are converted to float32 when a batch is assembled.
+// The nodes are chosen by one of two policies (--gpu-cache-policy):
+// - degree: most in-edges first (ties: lower ID), as PaGraph and DGL's GPU cache do: a node
+//   enters a batch as a sampled neighbour of its edges' endpoints, so the nodes with the most
+//   edges are, over the whole graph, the ones batches reach most;
+// - presample: how often the trainer's own batches took each node as an input in a sampled run
+//   of their first steps (GNNLab's pre-sampling), then in-degree for nodes it never saw. A
+//   trainer's seeds lie in its own partition, so its batches reach that neighbourhood far more
+//   than the global in-degree says.
+// Rows keep their stored dtype (float16 features take half the memory) and are converted to
+// float32 when a batch is assembled.
 //
 // On a CPU device the same cache saves the sampler's gather of those rows (remote rows: a
 // network fetch), at the cost of the budget in host memory.
@@ -31,17 +37,15 @@ namespace fanout::trainer {
 struct FeatureCacheOptions {
   std::string field = "feat";  // the node field cached (the sampler's feature field)
   int64_t max_bytes = 0;       // rows of the stored dtype that fit in this many bytes; 0: no cache
+  // Presampled input counts, one per node (sampler::PresampleInputCounts): the most counted
+  // nodes go first, in-degree orders the rest (sampler::ChooseHottest). Empty: in-degree alone.
+  std::vector<int64_t> counts;
 };
-
-// Which nodes to cache: at most `max_rows`, most in-edges first (ties: lower ID), from the
-// in-degree of every node (degree[v] for node v). Returns the IDs in slot order (the chosen
-// nodes, most in-edges first).
-std::vector<int64_t> ChooseByDegree(const std::vector<int64_t>& degree, int64_t max_rows);
 
 // Immutable once built; thread-safe.
 class FeatureCache {
  public:
-  // Chooses the nodes (ChooseByDegree) whose rows of options.field fit in options.max_bytes,
+  // Chooses the nodes (sampler::ChooseHottest) whose rows of options.field fit in options.max_bytes,
   // pulls their rows from `graph` and keeps them on `device`. INVALID_ARGUMENT for an unknown
   // field or a budget below one row.
   static absl::StatusOr<std::shared_ptr<const FeatureCache>> Build(const sampler::DistGraph& graph,

@@ -192,9 +192,16 @@ int Main(int argc, char** argv) {
                  "gradient averaging: auto (nccl on a GPU, gloo on the CPU), or gloo with a GPU too (through host "
                  "memory: trainers that share a GPU, which NCCL refuses)");
   args.AddBytes("gpu-cache-bytes", &o.gpu_cache_bytes,
-                "keep the input features of the nodes with the most in-edges on the training device, up to this "
-                "size (e.g. 4G); batches then fetch and copy only the other rows, and each epoch line reports the "
-                "cache's hit rate. 0: no cache");
+                "keep the input features of the hottest nodes (--gpu-cache-policy) on the training device, up to "
+                "this size (e.g. 4G); batches then fetch and copy only the other rows, and each epoch line reports "
+                "the cache's hit rate over all trainers. 0: no cache");
+  std::string cache_policy = "degree";
+  args.AddChoice("gpu-cache-policy", &cache_policy, {"degree", "presample"},
+                 "which nodes --gpu-cache-bytes holds: degree = the most in-edges in the graph; presample = the "
+                 "nodes this trainer's own batches take most, counted by sampling them before training "
+                 "(--gpu-cache-presample-steps), then in-degree");
+  args.AddInt("gpu-cache-presample-steps", &o.gpu_cache_presample_steps,
+              "--gpu-cache-policy presample: the steps sampled to count (0: a whole epoch)");
   args.AddString("edge-weight", &o.edge.weight_field,
                  "edge field with one number per edge that weights each message (DGL's edge_weight: SAGE's mean, "
                  "GCN's sum and GAT's attention; block['edge_weight'] in scripted models); default: unweighted");
@@ -312,6 +319,7 @@ int Main(int argc, char** argv) {
   o.graph.servers = std::move(*map);
   o.graph.machine_id = machine_id >= 0 ? machine_id : o.dist.rank / o.trainers_per_machine;
   if (dist_backend != "auto") o.dist_backend = *trainer::ParseCommBackend(dist_backend);
+  o.gpu_cache_presample = cache_policy == "presample";
   if (o.device == "cuda") {
     o.device = trainer::LocalRankDevice(job->local_rank >= 0 ? job->local_rank : o.dist.rank % o.trainers_per_machine,
                                         trainer::CudaDeviceCount());

@@ -19,6 +19,7 @@
 #include "core/status.h"
 #include "core/strings.h"
 #include "nlohmann/json.hpp"
+#include "sampler/cache_choice.h"
 #include "sampler/link_sampler.h"
 #include "sampler/loader.h"
 #include "sampler/minibatch_sampler.h"
@@ -115,6 +116,10 @@ class Job {
 
  private:
   absl::Status Setup();
+  // The sampler options of training batches (the loader's, before the cache's nodes are set).
+  sampler::SamplerOptions TrainSamplerOptions() const;
+  // feature_cache_ (--gpu-cache-bytes), its nodes chosen by --gpu-cache-policy.
+  absl::Status BuildFeatureCache();
   // loader: node classification's batches (null for link prediction, which samples inline).
   absl::Status TrainEpoch(sampler::BatchLoader* loader, int64_t epoch);
   absl::StatusOr<StepLoss> NodeForward(sampler::BatchLoader& loader, int64_t epoch, int64_t step, Breakdown& t);
@@ -152,6 +157,7 @@ class Job {
   TrainOptions o_;
   std::unique_ptr<sampler::DistGraph> graph_;
   std::shared_ptr<const FeatureCache> feature_cache_;  // --gpu-cache-bytes; null: none
+  std::string cache_choice_;                           // how its nodes were chosen, for the log
   std::unique_ptr<DeviceUploader> uploader_;           // batches to device_, without blocking the host
   std::unique_ptr<Communicator> comm_;
   c10::Device device_{c10::kCPU};
@@ -214,12 +220,6 @@ absl::Status Job::Setup() {
 
   // Model dimensions come from the graph.
   ASSIGN_OR_RETURN(core::FieldSchema feat, graph_->NodeFieldSchema(o_.feature_field));
-  if (o_.gpu_cache_bytes > 0) {
-    FeatureCacheOptions fo;
-    fo.field = o_.feature_field;
-    fo.max_bytes = o_.gpu_cache_bytes;
-    ASSIGN_OR_RETURN(feature_cache_, FeatureCache::Build(*graph_, fo, device_));
-  }
   for (const auto& [flag, field] : {std::pair{"--edge-weight", &sampler::EdgeDataOptions::weight_field},
                                      {"--edge-feature", &sampler::EdgeDataOptions::feature_field}}) {
     if (o_.edge.*field == "") continue;
@@ -290,6 +290,8 @@ absl::Status Job::Setup() {
                                                 o_.dist.world_size, " trainers"));
   }
 
+  if (o_.gpu_cache_bytes > 0) RETURN_IF_ERROR(BuildFeatureCache());
+
   // The model first (a scripted one that does not fit the graph fails here, before any peer
   // waits), then join the other trainers and start from rank 0's parameters.
   ASSIGN_OR_RETURN(model_, MakeModel(mo, o_.seed));
@@ -343,7 +345,7 @@ absl::Status Job::Setup() {
     }
     if (feature_cache_ != nullptr) {
       Log(StrCat("fanout-train: device feature cache: ", feature_cache_->size(), " of ", config.num_nodes,
-                 " nodes' rows of '", o_.feature_field, "' (", feature_cache_->bytes() >> 20, " MiB, the nodes with the most in-edges) on ",
+                 " nodes' rows of '", o_.feature_field, "' (", feature_cache_->bytes() >> 20, " MiB: ", cache_choice_, ") on ",
                  o_.device));
     }
     if (const sampler::RowCache* cache = graph_->row_cache()) {
@@ -354,6 +356,44 @@ absl::Status Job::Setup() {
                  o_.graph.cache_max_bytes >> 20, " MiB each)"));
     }
   }
+  return absl::OkStatus();
+}
+
+sampler::SamplerOptions Job::TrainSamplerOptions() const {
+  sampler::SamplerOptions so;
+  so.fanouts = o_.fanouts;
+  so.batch_size = o_.batch_size;
+  so.seed = o_.seed;
+  so.rank = o_.dist.rank;
+  so.seeds_per_epoch = sampler::SeedsPerEpoch(train_total_, o_.dist.world_size);
+  so.feature_field = o_.feature_field;
+  so.edge = o_.edge;
+  so.label_field = o_.label_field;
+  return so;
+}
+
+absl::Status Job::BuildFeatureCache() {
+  FeatureCacheOptions fo;
+  fo.field = o_.feature_field;
+  fo.max_bytes = o_.gpu_cache_bytes;
+  if (o_.gpu_cache_presample) {
+    // The batches training will draw, without their data: only which nodes they take.
+    sampler::SamplerOptions so = TrainSamplerOptions();
+    so.feature_field = "";
+    so.label_field = "";
+    so.edge = {};
+    sampler::MiniBatchSampler presampler(graph_.get(), so, train_);
+    const int64_t steps = o_.gpu_cache_presample_steps > 0
+                              ? std::min(o_.gpu_cache_presample_steps, presampler.steps_per_epoch())
+                              : presampler.steps_per_epoch();
+    const auto t0 = Clock::now();
+    ASSIGN_OR_RETURN(fo.counts, sampler::PresampleInputCounts(&presampler, steps, graph_->num_nodes()));
+    cache_choice_ = StrCat("the nodes most taken by this trainer's first ", steps, " batches, presampled in ",
+                           static_cast<int64_t>(Since(t0) * 1000), " ms; then the most in-edges");
+  } else {
+    cache_choice_ = "the nodes with the most in-edges";
+  }
+  ASSIGN_OR_RETURN(feature_cache_, FeatureCache::Build(*graph_, fo, device_));
   return absl::OkStatus();
 }
 
@@ -473,8 +513,12 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader* loader, int64_t epoch) {
     meter.Set(step + 1);
   }
   meter.Finish();
-  const std::vector<double> local = running.Read();  // the epoch's one wait for the device
+  std::vector<double> local = running.Read();  // the epoch's one wait for the device
   const double epoch_s = Since(start);
+  // The cache's counts ride along: the hit rate is over every rank's inputs, in one collective.
+  const size_t cache_counts = local.size();
+  local.push_back(static_cast<double>(t.cached));
+  local.push_back(static_cast<double>(t.inputs));
   ASSIGN_OR_RETURN(std::vector<double> sums, AllReduceSum(*comm_, local));
   const double loss = sums[0] / std::max(1.0, sums[2]), acc = sums[1] / std::max(1.0, sums[2]);
   const double seeds_per_s = sums[2] / std::max(1e-9, epoch_s);
@@ -497,8 +541,8 @@ absl::Status Job::TrainEpoch(sampler::BatchLoader* loader, int64_t epoch) {
         val_text, epoch_s, t.sample, t.fetch, t.wait, t.copy, t.forward, t.backward, t.allreduce, t.update,
         seeds_per_s);
     std::string text = line;
-    // The share of this rank's input rows the device cache held (each rank's batches differ).
-    const double hit_rate = static_cast<double>(t.cached) / static_cast<double>(std::max<int64_t>(1, t.inputs));
+    // The share of all ranks' input rows that the device caches held.
+    const double hit_rate = sums[cache_counts] / std::max(1.0, sums[cache_counts + 1]);
     if (feature_cache_ != nullptr) {
       char hits[48];
       std::snprintf(hits, sizeof(hits), " | cache hits %.1f%%", 100 * hit_rate);
@@ -793,15 +837,7 @@ absl::StatusOr<TrainResult> Job::Run() {
     RETURN_IF_ERROR(StartLinkSampler(first));
     for (int64_t epoch = first; epoch < o_.epochs; ++epoch) RETURN_IF_ERROR(TrainEpoch(nullptr, epoch));
   } else if (first < o_.epochs) {
-    sampler::SamplerOptions so;
-    so.fanouts = o_.fanouts;
-    so.batch_size = o_.batch_size;
-    so.seed = o_.seed;
-    so.rank = comm_->rank();
-    so.seeds_per_epoch = sampler::SeedsPerEpoch(train_total_, comm_->world_size());
-    so.feature_field = o_.feature_field;
-    so.edge = o_.edge;
-    so.label_field = o_.label_field;
+    sampler::SamplerOptions so = TrainSamplerOptions();
     if (feature_cache_ != nullptr) so.cached_nodes = feature_cache_->nodes();
     sampler::LoaderOptions lo;
     lo.num_samplers = o_.num_samplers;
@@ -985,6 +1021,12 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
   }
   if (o.intra_op_threads < 1) return bad("--num-threads must be >= 1, got ", o.intra_op_threads);
   if (o.gpu_cache_bytes < 0) return bad("--gpu-cache-bytes must be >= 0 (0: no cache), got ", o.gpu_cache_bytes);
+  if (o.gpu_cache_presample_steps < 0) {
+    return bad("--gpu-cache-presample-steps must be >= 0 (0: a whole epoch), got ", o.gpu_cache_presample_steps);
+  }
+  if (o.gpu_cache_presample && o.link) {
+    return bad("--gpu-cache-policy presample samples node batches; --task link takes --gpu-cache-policy degree");
+  }
   if (o.dist_backend == CommBackend::kNccl && !o.device.starts_with("cuda")) {
     return bad("--dist-backend nccl needs a GPU (--device cuda), not --device ", o.device);
   }

@@ -65,10 +65,13 @@ struct TrainOptions {
   // block["edge_feat"]. "" = none.
   sampler::EdgeDataOptions edge;
   std::string train_mask = "train_mask", val_mask = "val_mask", test_mask = "test_mask";
-  // --gpu-cache-bytes: the input features of the nodes with the most in-edges kept on the
-  // training device, up to this many bytes (trainer/feature_cache.h); batches then fetch and
-  // copy only the other rows. 0: no cache.
+  // --gpu-cache-bytes: the input features of the hottest nodes kept on the training device, up
+  // to this many bytes (trainer/feature_cache.h); batches then fetch and copy only the other
+  // rows. 0: no cache. Which nodes are hottest: --gpu-cache-policy (in-degree, or this trainer's
+  // presampled batches: their first gpu_cache_presample_steps steps, 0 = a whole epoch).
   int64_t gpu_cache_bytes = 0;
+  bool gpu_cache_presample = false;
+  int64_t gpu_cache_presample_steps = 0;
 
   // Sampling pipeline.
   int num_samplers = 0;        // sampler processes; 0 = threads in this process

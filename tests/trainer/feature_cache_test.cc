@@ -6,11 +6,13 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
 #include "core/partition_config.h"
 #include "core/status.h"
+#include "sampler/cache_choice.h"
 #include "sampler/minibatch_sampler.h"
 #include "tests/testing/testing.h"
 #include "tests/trainer/feature_cache_testing.h"
@@ -18,14 +20,6 @@
 
 namespace fanout::trainer {
 namespace {
-
-TEST(FeatureCacheTest, ChoosesTheNodesWithTheMostInEdgesTiesByLowerId) {
-  const std::vector<int64_t> degree = {3, 9, 0, 9, 5, 1, 5};
-  EXPECT_EQ(ChooseByDegree(degree, 4), (std::vector<int64_t>{1, 3, 4, 6}));
-  EXPECT_EQ(ChooseByDegree(degree, 1), (std::vector<int64_t>{1}));
-  EXPECT_EQ(ChooseByDegree(degree, 0), (std::vector<int64_t>{}));
-  EXPECT_EQ(ChooseByDegree(degree, 100).size(), degree.size());
-}
 
 class FeatureCacheGraphTest : public ::testing::Test {
  protected:
@@ -54,7 +48,7 @@ TEST_F(FeatureCacheGraphTest, BuildKeepsTheHottestRowsWithinTheBudget) {
   std::vector<int64_t> all(graph_->num_nodes()), degree(graph_->num_nodes());
   std::iota(all.begin(), all.end(), 0);
   ASSERT_TRUE(graph_->Degrees(all, core::EdgeDir::kIn, degree.data()).ok());
-  EXPECT_EQ(ids, ChooseByDegree(degree, 50));
+  EXPECT_EQ(ids, sampler::ChooseHottest({}, degree, 50));
   // Each slot holds its node's row, as the graph serves it.
   std::vector<float> want(ids.size() * 8);
   ASSERT_TRUE(graph_->PullNodeRows("feat", ids, reinterpret_cast<char*>(want.data())).ok());
@@ -73,6 +67,35 @@ TEST_F(FeatureCacheGraphTest, BuildKeepsTheHottestRowsWithinTheBudget) {
   o.max_bytes = 1 << 20;
   o.field = "no_such_field";
   EXPECT_FALSE(FeatureCache::Build(*graph_, o, c10::Device(c10::kCPU)).ok());
+}
+
+// Presampled counts order the choice (sampler::ChooseHottest, tests/sampler/cache_choice_test.cc);
+// the cache holds exactly those nodes' rows. Counts that do not cover the graph are refused.
+TEST_F(FeatureCacheGraphTest, PresampledCountsChooseTheRows) {
+  Open({.num_nodes = 300, .num_edges = 2000, .feat_dim = 4});
+  const int64_t n = graph_->num_nodes();
+  FeatureCacheOptions o;
+  o.max_bytes = 30 * 4 * 4;  // 30 float32 rows of 4
+  o.counts.resize(n);
+  for (int64_t v = 0; v < n; ++v) o.counts[v] = (v * 7) % 11;
+  auto cache = FeatureCache::Build(*graph_, o, c10::Device(c10::kCPU));
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  std::vector<int64_t> all(n), degree(n);
+  std::iota(all.begin(), all.end(), 0);
+  ASSERT_TRUE(graph_->Degrees(all, core::EdgeDir::kIn, degree.data()).ok());
+  const std::vector<int64_t>& ids = (*cache)->nodes()->ids();
+  EXPECT_EQ(ids, sampler::ChooseHottest(o.counts, degree, 30));
+  // The 27 nodes counted 10 (v = 3 mod 11), then three counted 9, those with the most in-edges.
+  ASSERT_EQ(ids.size(), 30u);
+  for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(o.counts[ids[i]], i < 27 ? 10 : 9) << i;
+  EXPECT_GE(degree[ids[27]], degree[ids[28]]);
+  EXPECT_GE(degree[ids[28]], degree[ids[29]]);
+  std::vector<float> want(ids.size() * 4);
+  ASSERT_TRUE(graph_->PullNodeRows("feat", ids, reinterpret_cast<char*>(want.data())).ok());
+  EXPECT_EQ(std::memcmp((*cache)->rows().contiguous().data_ptr<float>(), want.data(), want.size() * 4), 0);
+  o.counts.pop_back();
+  EXPECT_EQ(FeatureCache::Build(*graph_, o, c10::Device(c10::kCPU)).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(FeatureCacheGraphTest, BatchesAssembledFromTheCacheEqualThePlainGather) {

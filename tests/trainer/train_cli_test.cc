@@ -112,46 +112,62 @@ double Figure(const std::string& out, const std::string& prefix) {
   return std::regex_search(out, m, std::regex(prefix + " ([0-9.]+)")) ? std::stod(m[1]) : -1;
 }
 
-// --gpu-cache-bytes on the CPU device: the trainer keeps the hottest nodes' rows, its sampler
-// processes (and its evaluation) leave them out of every batch, and the job trains exactly as
-// without the cache, saying how many input rows the cache held.
+// --gpu-cache-bytes on the CPU device: the trainer keeps the hottest nodes' rows (by in-degree,
+// or by presampling its own batches), its sampler processes (and its evaluation) leave them out
+// of every batch, and the job trains exactly as without the cache, saying how many input rows
+// the cache held.
 TEST_F(TrainCliTest, AFeatureCacheChangesNoResultAndReportsItsHits) {
-  std::string figures[2];
-  for (int cached = 0; cached < 2; ++cached) {
+  // No cache, a cache of the nodes with the most in-edges, one of the nodes each trainer's
+  // presampled batches take most.
+  const char* policies[] = {"", "degree", "presample"};
+  std::string figures[3];
+  double first_epoch_hits[3] = {0, 0, 0};
+  for (int c = 0; c < 3; ++c) {
+    const bool cached = c > 0;
     std::vector<std::string> args = Args(2);
-    const std::string metrics = dir_.Sub(StrCat("metrics", cached, ".jsonl"));
+    const std::string metrics = dir_.Sub(StrCat("metrics", c, ".jsonl"));
     for (const char* a : {"--num-samplers", "1", "--log-every", "3", "--metrics-file"}) args.push_back(a);
     args.push_back(metrics);
-    if (cached == 1) {
-      args.push_back("--gpu-cache-bytes");
-      args.push_back("6K");  // 192 rows of 8 float32 values: about a third of the 600 nodes
+    if (cached) {
+      // 192 rows of 8 float32 values: about a third of the 600 nodes.
+      for (const char* a : {"--gpu-cache-bytes", "6K", "--gpu-cache-policy", policies[c]}) args.push_back(a);
     }
     auto ranks = StartRanks(2, args);
     for (int r = 1; r >= 0; --r) ASSERT_EQ(ranks[r]->Finish(std::chrono::seconds(120)), 0) << ranks[r]->output();
     const std::string text = ranks[0]->output();
     const std::regex figure("(step [0-9]+/[0-9]+ \\| loss [0-9.e-]+|epoch [0-9]+ \\| loss [0-9.]+|test accuracy [0-9.]+)");
     for (auto it = std::sregex_iterator(text.begin(), text.end(), figure); it != std::sregex_iterator(); ++it) {
-      figures[cached] += (*it)[0].str() + "\n";
+      figures[c] += (*it)[0].str() + "\n";
     }
     std::vector<nlohmann::json> records = ReadJsonLines(metrics);
     int epochs = 0;
     for (const nlohmann::json& j : records) {
       if (j.value("event", "") != "epoch") continue;
       ++epochs;
-      EXPECT_EQ(j.contains("cache_hit_rate"), cached == 1) << j.dump();
-      if (cached == 1) {
+      EXPECT_EQ(j.contains("cache_hit_rate"), cached) << j.dump();
+      if (cached) {
         EXPECT_GT(j["cache_hit_rate"].get<double>(), 0.05) << j.dump();
         EXPECT_LT(j["cache_hit_rate"].get<double>(), 1.0) << j.dump();
+        if (j["epoch"] == 0) first_epoch_hits[c] = j["cache_hit_rate"].get<double>();
       }
     }
     EXPECT_EQ(epochs, 2);
-    if (cached == 1) {
+    if (cached) {
       EXPECT_NE(text.find("device feature cache: 192 of 600 nodes' rows of 'feat'"), std::string::npos) << text;
       EXPECT_TRUE(std::regex_search(text, std::regex("epoch 1 \\|.* \\| cache hits [0-9]+\\.[0-9]%"))) << text;
+    }
+    if (c == 2) {
+      EXPECT_TRUE(std::regex_search(text, std::regex("the nodes most taken by this trainer's first [0-9]+ batches, "
+                                                     "presampled in [0-9]+ ms; then the most in-edges")))
+          << text;
     }
   }
   EXPECT_NE(figures[0].find("test accuracy"), std::string::npos) << figures[0];
   EXPECT_EQ(figures[1], figures[0]);
+  EXPECT_EQ(figures[2], figures[0]);
+  // Presampling a whole epoch counted exactly epoch 0's batches: on them no choice of 192 nodes
+  // holds more inputs, on either rank.
+  EXPECT_GE(first_epoch_hits[2], first_epoch_hits[1]);
 }
 
 // --metric f1-macro over two ranks: reported per epoch and at test, in the metrics file under
@@ -595,6 +611,9 @@ TEST_F(TrainCliTest, BadFlagsAreClearErrorsNotBacktracesOrHangs) {
       {{"--dist-backend", "nccl"}, 1, "--dist-backend nccl needs a GPU (--device cuda), not --device cpu"},
       {{"--dist-backend", "mpi"}, 2, "--dist-backend"},
       {{"--gpu-cache-bytes", "1X"}, 2, "--gpu-cache-bytes: '1X'"},
+      {{"--gpu-cache-policy", "lru"}, 2, "--gpu-cache-policy"},
+      {{"--gpu-cache-presample-steps", "-1"}, 1, "--gpu-cache-presample-steps must be >= 0"},
+      {{"--gpu-cache-policy", "presample", "--task", "link"}, 1, "--task link takes --gpu-cache-policy degree"},
       {{"--epoch", "3"}, 2, "unknown flag --epoch (did you mean --epochs?); 'fanout-train --help' lists the flags"},
       {{"--num-trainers", "0"}, 1, "--num-trainers must be >= 1"},
       {{"--num-servers", "0"}, 1, "--num-servers must be >= 1"},

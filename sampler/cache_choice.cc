@@ -1,0 +1,46 @@
+#include "sampler/cache_choice.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/status.h"
+#include "core/strings.h"
+
+namespace fanout::sampler {
+
+using core::StrCat;
+
+std::vector<int64_t> ChooseHottest(const std::vector<int64_t>& counts, const std::vector<int64_t>& degree,
+                                   int64_t max_rows) {
+  const int64_t n = static_cast<int64_t>(degree.size());
+  const int64_t k = std::clamp<int64_t>(max_rows, 0, n);
+  const bool counted = !counts.empty();
+  std::vector<int64_t> ids(n);
+  std::iota(ids.begin(), ids.end(), 0);
+  auto hotter = [&](int64_t a, int64_t b) {
+    if (counted && counts[a] != counts[b]) return counts[a] > counts[b];
+    return degree[a] != degree[b] ? degree[a] > degree[b] : a < b;
+  };
+  std::nth_element(ids.begin(), ids.begin() + k, ids.end(), hotter);
+  ids.resize(k);
+  std::sort(ids.begin(), ids.end(), hotter);
+  return ids;
+}
+
+absl::StatusOr<std::vector<int64_t>> PresampleInputCounts(MiniBatchSampler* sampler, int64_t steps,
+                                                          int64_t num_nodes, int64_t epoch) {
+  std::vector<int64_t> counts(num_nodes, 0);
+  steps = std::min(steps, sampler->steps_per_epoch());
+  for (int64_t step = 0; step < steps; ++step) {
+    ASSIGN_OR_RETURN(MiniBatch mb, sampler->SampleBlocks(epoch, step));
+    for (int64_t v : mb.input_nodes()) {
+      if (v < 0 || v >= num_nodes) {
+        return absl::InternalError(StrCat("presampling: input node ", v, " is outside [0, ", num_nodes, ")"));
+      }
+      ++counts[v];
+    }
+  }
+  return counts;
+}
+
+}  // namespace fanout::sampler
