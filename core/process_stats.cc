@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <new>
 
 namespace fanout::core {
 
@@ -16,6 +17,16 @@ int64_t UsableMemoryBytes() {
     std::fclose(f);
   }
   return bytes;
+}
+
+int MainUnwindingOutOfMemory(const char* tool, int (*body)(int, char**), int argc, char** argv) {
+  try {
+    return body(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "%s: error: out of memory at %.1f GiB resident; nothing was written\n", tool,
+                 static_cast<double>(PeakRssBytes()) / (1ll << 30));
+    return 1;
+  }
 }
 
 int64_t RaiseOpenFileLimit() {

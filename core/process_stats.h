@@ -17,6 +17,10 @@ int64_t CurrentRssBytes();
 // memory.max when that is lower (a container); -1 when unknown.
 int64_t UsableMemoryBytes();
 
+// A tool's main: runs `body(argc, argv)`; std::bad_alloc unwinds (a staging folder is removed)
+// and becomes "<tool>: error: out of memory ..." on stderr and exit status 1, instead of an abort.
+int MainUnwindingOutOfMemory(const char* tool, int (*body)(int, char**), int argc, char** argv);
+
 // Raises this process's open-file soft limit to its hard limit (a listener at the usual 1024
 // runs out under a burst of connections); returns the new soft limit, or -1 when unknown.
 int64_t RaiseOpenFileLimit();

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <new>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -111,12 +110,5 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Out of memory unwinds (the staging folder is removed) and says so, instead of aborting.
-  try {
-    return Main(argc, argv);
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "fanout-generate: error: out of memory at %.1f GiB resident; nothing was written\n",
-                 static_cast<double>(fanout::core::PeakRssBytes()) / (1ll << 30));
-    return 1;
-  }
+  return fanout::core::MainUnwindingOutOfMemory("fanout-generate", Main, argc, argv);
 }

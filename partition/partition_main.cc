@@ -1,7 +1,6 @@
 // fanout-partition: cuts a dataset into K partitions. See README.md and docs/architecture.md.
 #include <chrono>
 #include <cstdio>
-#include <new>
 #include <optional>
 
 #include "core/cli.h"
@@ -117,12 +116,5 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Out of memory unwinds (the staging folder is removed) and says so, instead of aborting.
-  try {
-    return Main(argc, argv);
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "fanout-partition: error: out of memory at %.1f GiB resident; nothing was written\n",
-                 static_cast<double>(fanout::core::PeakRssBytes()) / (1ll << 30));
-    return 1;
-  }
+  return fanout::core::MainUnwindingOutOfMemory("fanout-partition", Main, argc, argv);
 }
