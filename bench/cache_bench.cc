@@ -44,6 +44,11 @@ double HitRate(const std::vector<int64_t>& chosen, int64_t num_nodes, const std:
   return static_cast<double>(hits) / static_cast<double>(std::max<int64_t>(1, inputs));
 }
 
+// A budget given as a fraction of the graph's nodes, in rows.
+int64_t Rows(float fraction, int64_t num_nodes) {
+  return static_cast<int64_t>(static_cast<double>(fraction) * static_cast<double>(num_nodes));
+}
+
 int Main(int argc, char** argv) {
   std::string part_config;
   std::vector<int64_t> fanouts = {15, 10, 5}, presample_steps = {0, 16};
@@ -116,6 +121,15 @@ int Main(int argc, char** argv) {
       batches.push_back(mb->input_nodes().ToVector());
     }
     std::vector<double> mine;
+    auto record = [&](float budget, const std::string& policy, double rate) {
+      mine.push_back(rate);
+      if (rank == 0) labels.push_back(core::StrCat("budget ", budget, " ", policy));
+    };
+    for (float b : budgets) {
+      const double r = HitRate(sampler::ChooseHottest({}, degree, Rows(b, n)), n, batches);
+      std::printf("%-6d %-8.3f %-10s %10s %14.1f%% %12s\n", rank, b, "degree", "-", 100 * r, "-");
+      record(b, "degree", r);
+    }
     for (int64_t steps : presample_steps) {
       const int64_t taken = steps > 0 ? std::min(steps, s.steps_per_epoch()) : s.steps_per_epoch();
       const auto t0 = Clock::now();
@@ -123,18 +137,10 @@ int Main(int argc, char** argv) {
       if (!counts.ok()) return args.Fail(counts.status());
       const double took = Since(t0);
       for (float b : budgets) {
-        const auto rows = static_cast<int64_t>(static_cast<double>(b) * static_cast<double>(n));
-        if (steps == presample_steps.front()) {
-          const double r = HitRate(sampler::ChooseHottest({}, degree, rows), n, batches);
-          std::printf("%-6d %-8.3f %-10s %10s %14.1f%% %12s\n", rank, b, "degree", "-", 100 * r, "-");
-          mine.push_back(r);
-          if (rank == 0) labels.push_back(core::StrCat("budget ", b, " degree"));
-        }
-        const double r = HitRate(sampler::ChooseHottest(*counts, degree, rows), n, batches);
+        const double r = HitRate(sampler::ChooseHottest(*counts, degree, Rows(b, n)), n, batches);
         std::printf("%-6d %-8.3f %-10s %10lld %14.1f%% %12.2f\n", rank, b, "presample", static_cast<long long>(taken),
                     100 * r, took);
-        mine.push_back(r);
-        if (rank == 0) labels.push_back(core::StrCat("budget ", b, " presample ", steps > 0 ? core::StrCat(steps, " steps") : "an epoch"));
+        record(b, steps > 0 ? core::StrCat("presample ", steps, " steps") : "presample an epoch", r);
       }
     }
     rates.push_back(std::move(mine));

@@ -94,11 +94,11 @@ std::string GraphServer::address() const {
 void GraphServer::Shutdown(std::chrono::milliseconds grace) {
   if (server_ == nullptr) return;
   server_->GetHealthCheckService()->Shutdown();
-  // gRPC's Shutdown(deadline) completes early only once every client has closed its connection,
-  // so an idle trainer or a health prober held a stopping server for the whole grace. The
-  // service drains its own calls instead (new ones refused UNAVAILABLE); what is left then, if
-  // anything, is what the grace allowed to be cancelled: idle connections and streams of the
-  // health and reflection services.
+  // gRPC's Shutdown(deadline) completes early only once every connection has closed after its
+  // GOAWAY, so a client that stopped answering (a frozen trainer, a half-open connection) held a
+  // stopping server for the whole grace. The service drains its own calls instead (new ones
+  // refused UNAVAILABLE); what is left then is cancelled at once: calls past the grace, idle
+  // connections, and streams of the health and reflection services.
   service_->Drain(std::chrono::steady_clock::now() + grace);
   server_->Shutdown(std::chrono::system_clock::now());
 }

@@ -95,14 +95,11 @@ class GraphServiceImpl::CountedReactor final : public grpc::ServerUnaryReactor {
   std::atomic<int64_t>* active_;
 };
 
-int64_t GraphServiceImpl::Drain(std::chrono::steady_clock::time_point deadline) {
+void GraphServiceImpl::Drain(std::chrono::steady_clock::time_point deadline) {
   draining_.store(true);
-  int64_t active = active_calls_.load();
-  while (active > 0 && std::chrono::steady_clock::now() < deadline) {
+  while (active_calls_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    active = active_calls_.load();
   }
-  return active;
 }
 
 grpc::ServerUnaryReactor* GraphServiceImpl::Run(grpc::CallbackServerContext* ctx, const char* method,

@@ -85,10 +85,9 @@ class GraphServiceImpl final : public v1::GraphService::CallbackService {
 
   // The first half of a shutdown: from now on calls are refused UNAVAILABLE (the server is
   // stopping), and this waits until every call admitted before has sent its answer, or until
-  // `deadline`. Returns how many calls are still running (0: none is lost by cancelling the rest).
-  // gRPC's own Shutdown cannot tell an idle connection from a busy one and waits out its whole
-  // deadline while any client is connected; GraphServer::Shutdown drains here first.
-  int64_t Drain(std::chrono::steady_clock::time_point deadline);
+  // `deadline`. gRPC's own Shutdown(deadline) also waits for every connection to close, which a
+  // client that stopped answering never does; GraphServer::Shutdown drains here first.
+  void Drain(std::chrono::steady_clock::time_point deadline);
 
  private:
   class CountedReactor;

@@ -29,12 +29,12 @@ absl::StatusOr<std::shared_ptr<const FeatureCache>> FeatureCache::Build(const sa
   }
   const int64_t n = graph.num_nodes();
   const int64_t max_rows = std::min(n, options.max_bytes / row_bytes);
-  std::vector<int64_t> ids(n);
-  std::iota(ids.begin(), ids.end(), 0);
   if (!options.counts.empty() && static_cast<int64_t>(options.counts.size()) != n) {
     return absl::InvalidArgumentError(
         StrCat("feature cache: ", options.counts.size(), " presampled counts for ", n, " nodes"));
   }
+  std::vector<int64_t> ids(n);
+  std::iota(ids.begin(), ids.end(), 0);
   if (max_rows < n) {
     std::vector<int64_t> degree(n);
     RETURN_IF_ERROR(graph.Degrees(ids, core::EdgeDir::kIn, degree.data()));
