@@ -191,4 +191,28 @@ ServerMap ServersOf(const std::vector<MachineEntry>& machines, int num_servers) 
   return map;
 }
 
+absl::StatusOr<ServerMap> ResolveServers(const std::string& servers, const std::string& job_servers,
+                                         const std::string& ip_config, const std::string& part_config,
+                                         int num_servers, int num_parts) {
+  if (!servers.empty()) return ParseServerList(servers, num_parts);
+  if (!job_servers.empty()) {
+    absl::StatusOr<ServerMap> map = ParseServerList(job_servers, num_parts);
+    if (!map.ok()) return absl::InvalidArgumentError(StrCat("FANOUT_SERVERS: ", map.status().message()));
+    return map;
+  }
+  if (ip_config.empty()) {
+    ServerMap map;
+    map.addresses.resize(num_parts);
+    if (num_parts == 1) return map;  // the single partition is read from its files
+    return absl::InvalidArgumentError(
+        "--servers or --ip-config (FANOUT_IP_CONFIG) is needed to reach the other partitions");
+  }
+  absl::StatusOr<std::vector<MachineEntry>> machines = LoadIpConfig(ip_config);
+  if (!machines.ok()) return machines.status();
+  if (absl::Status s = CheckMachinesMatchPartitions(machines->size(), ip_config, num_parts, part_config); !s.ok()) {
+    return s;
+  }
+  return ServersOf(*machines, num_servers);
+}
+
 }  // namespace fanout::core

@@ -62,4 +62,14 @@ ServerMap ServersOf(const std::vector<MachineEntry>& machines, int num_servers);
 absl::StatusOr<ServerMap> ParseServerList(const std::string& text, int num_parts);
 std::string FormatServerList(const ServerMap& map);
 
+// Where a client process finds every partition's servers, in order of precedence: an explicit
+// list (`servers`, --servers), the launcher's resolved list (`job_servers`, FANOUT_SERVERS),
+// else `ip_config` with `num_servers` per machine (machine k = partition k, server s on
+// PORT + s). With none of them, a one-partition graph needs no server (it is read from its
+// files); more partitions are an error naming what is missing. fanout-train and the Python
+// data plane (python/fanout) share it.
+absl::StatusOr<ServerMap> ResolveServers(const std::string& servers, const std::string& job_servers,
+                                         const std::string& ip_config, const std::string& part_config,
+                                         int num_servers, int num_parts);
+
 }  // namespace fanout::core

@@ -29,12 +29,16 @@ constexpr Item kItems[] = {
 
 }  // namespace
 
-void AddSecurityFlags(ArgParser& args, SecurityOptions* o) {
+void FillSecurityFromEnvironment(SecurityOptions* o) {
   for (const Item& it : kItems) {
     const char* v = std::getenv(it.env);
     if (v != nullptr && *v != '\0') o->*it.field = v;
-    args.AddString(it.flag, &(o->*it.field), StrCat(it.help, " [", it.env, "]"));
   }
+}
+
+void AddSecurityFlags(ArgParser& args, SecurityOptions* o) {
+  FillSecurityFromEnvironment(o);
+  for (const Item& it : kItems) args.AddString(it.flag, &(o->*it.field), StrCat(it.help, " [", it.env, "]"));
 }
 
 std::vector<std::string> SecurityFlags(const SecurityOptions& o) {

@@ -36,6 +36,9 @@ struct SecurityOptions {
   bool token() const { return !auth_token_file.empty(); }
 };
 
+// Fills `o` from the environment variables above (empty ones left alone): for processes that
+// take no flags of their own (a Python script under fanout-launch).
+void FillSecurityFromEnvironment(SecurityOptions* o);
 // Fills `o` from the environment variables above (empty ones left alone), then adds the flags.
 void AddSecurityFlags(ArgParser& args, SecurityOptions* o);
 // The flags that reproduce `o` on a child's command line (empty ones left out).

@@ -300,14 +300,24 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
           coordinator_port, ", past 65535; give --coordinator-port"));
     }
   }
+  // The port after it is MASTER_PORT, where a Python script's torch.distributed (env://) puts
+  // its TCPStore, which cannot share fanout's store.
+  const int torch_port = coordinator_port + 1;
+  if (torch_port > 65535) {
+    return absl::InvalidArgumentError(StrCat("--coordinator-port ", coordinator_port,
+                                             ": the port after it (MASTER_PORT, for torch.distributed) "
+                                             "would be past 65535"));
+  }
   for (int k = 0; k < M; ++k) {
     // Machines on machine 0's host: its own address, or every local machine when it is local.
     const bool same_host = ms[k].ip == ms[0].ip || (!in.remote[0] && !in.remote[k]);
-    if (same_host && coordinator_port >= ms[k].port && coordinator_port < ms[k].port + S) {
-      return absl::InvalidArgumentError(StrCat(
-          "--coordinator-port ", coordinator_port, " is a server port of machine ", k, " (",
-          ms[k].ip, " ports ", ms[k].port, "..", ms[k].port + S - 1,
-          "), on the same host as machine 0 where the trainers' rendezvous listens"));
+    for (const auto& [port, what] : {std::pair{coordinator_port, "is"}, std::pair{torch_port, "+ 1 (MASTER_PORT) is"}}) {
+      if (same_host && port >= ms[k].port && port < ms[k].port + S) {
+        return absl::InvalidArgumentError(StrCat(
+            "--coordinator-port ", coordinator_port, " ", what, " a server port of machine ", k, " (",
+            ms[k].ip, " ports ", ms[k].port, "..", ms[k].port + S - 1,
+            "), on the same host as machine 0 where the trainers' rendezvous listens"));
+      }
     }
   }
 
@@ -339,6 +349,7 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
                    "--port",       std::to_string(ms[k].port),
                    "--server-id",  std::to_string(s),
                    "--shutdown-grace", StrCat(server_grace)};
+      if (o.allow_push) p.command.push_back("--allow-push");
       if (o.num_server_threads > 0) {
         p.command.push_back("--num-threads");
         p.command.push_back(std::to_string(o.num_server_threads));
@@ -378,15 +389,16 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
       p.env = job.ToEnv();
       p.env.insert(p.env.end(), {
                // torchrun's names for the same facts, for tools and scripts that read them.
-               // MASTER_PORT is fanout's rendezvous store, which does not speak TCPStore's
-               // protocol: init_process_group("env://") cannot join it.
+               // MASTER_PORT is free for torch.distributed's own store (a Python script's
+               // init_process_group("env://")): fanout's rendezvous, which does not speak
+               // TCPStore's protocol, is FANOUT_COORDINATOR, the port before it.
                Var("RANK", p.global_rank),
                Var("WORLD_SIZE", M * T),
                Var("LOCAL_RANK", r),
                Var("LOCAL_WORLD_SIZE", T),
                Var("GROUP_RANK", k),
                Var("MASTER_ADDR", ms[0].ip),
-               Var("MASTER_PORT", coordinator_port),
+               Var("MASTER_PORT", torch_port),
                Var("OMP_NUM_THREADS", omp)});
       if (o.heartbeat_timeout_s > 0) p.env.push_back(Var(core::kHeartbeatEnv, o.heartbeat_s));
       for (std::string& v : core::SecurityEnv(o.security)) p.env.push_back(std::move(v));

@@ -69,6 +69,8 @@ int main(int argc, char** argv) {
   args.AddString("scontrol-command", &o.scontrol_command, "with --slurm: the scontrol that expands the node list");
   args.AddString("server-bin", &o.server_bin,
                  "fanout-server's path on every machine (default: next to fanout-launch, else PATH)");
+  args.AddBool("allow-push", &o.allow_push,
+               "servers accept writes of node data (fanout-server --allow-push; a Python script's DistTensor writes)");
   args.AddInt("num-server-threads", &o.num_server_threads,
               "worker threads per server (0 = fanout-server's default)");
   args.AddInt("num-trainer-threads", &o.num_omp_threads,

@@ -61,29 +61,6 @@ std::string SelfDir() {
   return path.substr(0, path.rfind('/') + 1);
 }
 
-// Servers from --servers, else the launcher's resolved list (FANOUT_SERVERS), else from the
-// ip_config (machine k = partition k, server s on PORT+s).
-absl::StatusOr<sampler::ServerMap> ResolveServers(const std::string& servers, const std::string& job_servers,
-                                                  const std::string& ip_config, const std::string& part_config,
-                                                  int num_servers, int num_parts) {
-  if (!servers.empty()) return sampler::ParseServerList(servers, num_parts);
-  if (!job_servers.empty()) {
-    absl::StatusOr<sampler::ServerMap> map = sampler::ParseServerList(job_servers, num_parts);
-    if (!map.ok()) return absl::InvalidArgumentError(StrCat("FANOUT_SERVERS: ", map.status().message()));
-    return map;
-  }
-  if (ip_config.empty()) {
-    sampler::ServerMap map;
-    map.addresses.resize(num_parts);
-    if (num_parts == 1) return map;  // the single partition is read from its files
-    return absl::InvalidArgumentError(
-        "--servers or --ip-config (FANOUT_IP_CONFIG) is needed to reach the other partitions");
-  }
-  ASSIGN_OR_RETURN(auto machines, core::LoadIpConfig(ip_config));
-  RETURN_IF_ERROR(core::CheckMachinesMatchPartitions(machines.size(), ip_config, num_parts, part_config));
-  return core::ServersOf(machines, num_servers);
-}
-
 int Main(int argc, char** argv) {
   fanout::core::KeepLargeAllocations();
   fanout::core::StartHeartbeatFromEnvironment();  // only under fanout-launch
@@ -226,6 +203,8 @@ int Main(int argc, char** argv) {
   args.AddDouble("comm-timeout", &comm_timeout,
                  "seconds a collective may wait for the other trainers");
   args.AddInt("log-every", &o.log_every, "print a line every N steps (0: per epoch only)");
+  args.AddBool("print-batch-checksums", &o.print_batch_checksums,
+               "print a CRC-32 of every training batch, per rank (to compare loaders; docs/python.md)");
   std::string progress;
   core::AddProgressFlag(args, &progress);  // rank 0's epochs, evaluation and inference
   args.AddString("metrics-file", &o.metrics_file, "JSON-lines metrics (rank 0)");
@@ -314,7 +293,7 @@ int Main(int argc, char** argv) {
   if (!config.ok()) return args.Fail(config.status());
   // An explicit --ip-config or --num-servers asks for the ip_config rule over the launcher's list.
   const std::string job_servers = args.WasSet("ip-config") || args.WasSet("num-servers") ? "" : job->servers;
-  auto map = ResolveServers(servers, job_servers, ip_config, o.part_config, num_servers, config->num_parts);
+  auto map = core::ResolveServers(servers, job_servers, ip_config, o.part_config, num_servers, config->num_parts);
   if (!map.ok()) return args.Fail(map.status());
   o.graph.servers = std::move(*map);
   o.graph.machine_id = machine_id >= 0 ? machine_id : o.dist.rank / o.trainers_per_machine;

@@ -79,7 +79,7 @@ TEST(JobPlan, TrainerEnvironmentIsTheContract) {
                                  // every server of the job, resolved: trainers need no port rule
                                  "FANOUT_SERVERS=0=10.0.0.1:30050,0=10.0.0.1:30051,1=10.0.0.2:31000,1=10.0.0.2:31001",
                                  "RANK=3", "WORLD_SIZE=4", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2", "GROUP_RANK=1",
-                                 "MASTER_ADDR=10.0.0.1", "MASTER_PORT=31002",
+                                 "MASTER_ADDR=10.0.0.1", "MASTER_PORT=31003",  // torch.distributed's store
                                  "OMP_NUM_THREADS=4",  // 16 cores / 2 / 2 trainers
                                  "FANOUT_HEARTBEAT_S=1", "GLOO_SOCKET_IFNAME=eth0"));
   for (int r = 0; r < 4; ++r) {
@@ -98,6 +98,10 @@ TEST(JobPlan, OmpThreadsAndServerThreadsFlags) {
   ASSERT_TRUE(plan.ok());
   EXPECT_THAT(plan->trainers[0].env, ::testing::Contains("OMP_NUM_THREADS=7"));
   EXPECT_THAT(plan->servers[0].command, ::testing::IsSupersetOf({"--num-threads", "3"}));
+  EXPECT_THAT(plan->servers[0].command, ::testing::Not(::testing::Contains("--allow-push")));  // off by default
+  o.allow_push = true;
+  plan = BuildJobPlan(o, in);
+  for (const ProcessSpec& s : plan->servers) EXPECT_THAT(s.command, ::testing::Contains("--allow-push"));
   o.num_omp_threads = 0;
   in.host_cores = 2;  // never below 1
   plan = BuildJobPlan(o, in);
@@ -211,6 +215,18 @@ TEST(JobPlan, PortErrors) {
   EXPECT_EQ(plan.status().message(),
             "--coordinator-port 30053 is a server port of machine 1 (10.0.0.1 ports 30052..30053), on "
             "the same host as machine 0 where the trainers' rendezvous listens");
+  // The port after the coordinator is torch.distributed's MASTER_PORT, and may not be a server's
+  // either.
+  o.coordinator_port = 30051;
+  plan = BuildJobPlan(o, in);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().message(),
+            "--coordinator-port 30051 + 1 (MASTER_PORT) is a server port of machine 1 (10.0.0.1 ports 30052..30053), "
+            "on the same host as machine 0 where the trainers' rendezvous listens");
+  o.coordinator_port = 65535;
+  plan = BuildJobPlan(o, in);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(std::string(plan.status().message()), HasSubstr("MASTER_PORT, for torch.distributed"));
   // Two local machines are one host even on different addresses (trainer rank 0 listens on all
   // interfaces).
   in.machines = {{"127.0.0.1", 30050, 1}, {"127.0.0.2", 30060, 2}};
