@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <thread>
 
@@ -159,12 +160,16 @@ class ProcessLoader final : public BatchLoader {
     absl::Status s = ReceiveMessage(sock, &index, &slot, &received, &closed);
     const core::UniqueFd fd(received);  // the batch file: closed on every path out of here
     if (!s.ok()) {
-      if (closed) {
-        int status = 0;
+      // A process that died with our messages unread resets the socket rather than closing it:
+      // either way, say how it ended when it has (it is gone or going once its socket is).
+      int status = 0;
+      if (closed || core::WaitForExit(c.pid, std::chrono::seconds(2)) == 1) {
         if (waitpid(c.pid, &status, 0) == c.pid) c.reaped = true;
-        return absl::UnavailableError(StrCat(who, " ", c.reaped ? DescribeExit(status) : "closed its socket",
-                                             " before sending batch ", g));
       }
+      if (c.reaped) {
+        return absl::UnavailableError(StrCat(who, " ", DescribeExit(status), " before sending batch ", g));
+      }
+      if (closed) return absl::UnavailableError(StrCat(who, " closed its socket before sending batch ", g));
       return absl::Status(s.code(), StrCat(who, ": ", s.message()));
     }
     if (index != g) {
@@ -173,7 +178,8 @@ class ProcessLoader final : public BatchLoader {
     // The slot goes back when the batch's memory is let go, from whichever thread does it; the
     // channel outlives the loader while batches are held.
     std::shared_ptr<Channel> channel = c.sock;
-    auto mb = ReadShmBatch(fd.get(), [channel, slot] { SendRelease(channel->fd.get(), slot); }, &mappings_, pairs);
+    auto mb = ReadShmBatch(fd.get(), [channel, slot] { SendRelease(channel->fd.get(), slot); },
+                           options_.writable_batches ? nullptr : &mappings_, pairs, options_.writable_batches);
     if (!mb.ok()) return absl::Status(mb.status().code(), StrCat(who, ": ", mb.status().message()));
     if (!SendTaken(sock) && g + static_cast<int64_t>(children_.size()) < total_) {
       return absl::UnavailableError(StrCat(who, " stopped reading: ", std::strerror(errno)));

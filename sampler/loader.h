@@ -28,6 +28,11 @@ struct LoaderOptions {
   std::string sampler_binary;    // path of fanout-sampler
   std::string part_config_path;  // the partition config the processes open
   double batch_timeout_seconds = 600;  // waiting longer than this for one batch is an error
+  // Sampler processes' batches may be written in place by their consumer (the Python data
+  // plane hands a batch's arrays to user code as tensors): each batch file is mapped privately
+  // (ReadShmBatch's copy_on_write) instead of through the shared, reused mappings. Costs one
+  // mapping per batch.
+  bool writable_batches = false;
 };
 
 class BatchLoader {

@@ -88,8 +88,13 @@ class BatchMappings {
 // back to `mappings`, when given) and then `on_release` runs (a process loader tells the sampler
 // the file is free again). Checks the layout against the file size. Does not close `fd`. A link
 // batch's pairs go to `pairs` when given.
+// `copy_on_write` (without `mappings`): the file is mapped privately and writable, so a consumer
+// may change the batch's arrays in place (a Python script's tensors) and the writes land in
+// pages of its own, never in the file the sampler rewrites; the pages it does not write are
+// still shared, not copied.
 absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release = {},
-                                       BatchMappings* mappings = nullptr, LinkPairs* pairs = nullptr);
+                                       BatchMappings* mappings = nullptr, LinkPairs* pairs = nullptr,
+                                       bool copy_on_write = false);
 
 // Messages on a sampler's socket. Sampler -> trainer: a batch (with its slot and fd) or an error.
 // Trainer -> sampler: batches taken (back-pressure) and slots released (reuse).

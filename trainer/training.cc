@@ -19,6 +19,7 @@
 #include "core/status.h"
 #include "core/strings.h"
 #include "nlohmann/json.hpp"
+#include "sampler/batch_checksum.h"
 #include "sampler/cache_choice.h"
 #include "sampler/link_sampler.h"
 #include "sampler/loader.h"
@@ -405,6 +406,10 @@ absl::StatusOr<StepLoss> Job::NodeForward(sampler::BatchLoader& loader, int64_t 
                                       ", expected ", epoch, " step ", step));
   }
   t.wait += Since(t0);
+  if (o_.print_batch_checksums) {
+    std::printf("rank %d batch %lld %lld crc %u\n", o_.dist.rank, static_cast<long long>(epoch),
+                static_cast<long long>(step), sampler::BatchChecksum(mb));
+  }
   ASSIGN_OR_RETURN(BatchTensors bt, StepTensors(mb, epoch, step, /*labels=*/true, t));
   t0 = Clock::now();
   StepLoss s;

@@ -82,6 +82,9 @@ struct TrainOptions {
   // Threads, output, checkpoints.
   int intra_op_threads = 1;    // LibTorch's intra-op pool (its default here is 1)
   int64_t log_every = 0;       // per-step line every N steps (0: none)
+  // Each rank prints "rank R batch EPOCH STEP crc C" for every training batch
+  // (sampler/batch_checksum.h): to check that another loader yields the same batches.
+  bool print_batch_checksums = false;
   // Rank 0's progress lines (rate, ETA) during epochs, evaluation and inference (--progress).
   core::ProgressMode progress = core::ProgressMode::kAuto;
   std::string metrics_file;    // JSON lines ("" = none)
