@@ -11,6 +11,8 @@ PKGS=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libopenblas0-openmp
   python3 python3-numpy
+  # The Python data plane's extension (python/, fanout.distributed): Python's headers and pybind11.
+  python3-dev pybind11-dev
   # Authoring and exporting TorchScript models (python/fanout): the same PyTorch 1.13 as the
   # LibTorch fanout links, so that what it exports always loads.
   python3-torch

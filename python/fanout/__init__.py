@@ -9,6 +9,13 @@ Needs only PyTorch. Export with the same PyTorch version as the LibTorch fanout 
 ``python3-torch`` 1.13); see docs/models.md.
 """
 
+# The native extension (fanout._native, for fanout.distributed) may be built apart from these
+# sources (build/python/fanout when run from a clone): any `fanout` folder on sys.path joins the
+# package.
+import pkgutil
+
+__path__ = pkgutil.extend_path(__path__, __name__)
+
 from fanout.blocks import Block, block_keys
 from fanout.layers import GATConv, GCNConv, GINConv, SAGEConv
 from fanout.models import GNN, MLPScorer, build

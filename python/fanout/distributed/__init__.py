@@ -1,0 +1,34 @@
+"""Your own PyTorch training script on fanout's data path, with DistDGL's names.
+
+A DGL distributed training script ports by changing its imports::
+
+    import fanout.distributed as dist          # was: import dgl.distributed as dist  (or dgl.distributed)
+
+    dist.initialize("ip_config.txt")
+    torch.distributed.init_process_group("gloo")        # env:// works under fanout-launch
+    g = dist.DistGraph("ogbn-products")
+    train_nid = dist.node_split(g.ndata["train_mask"], g.get_partition_book(), force_even=True)
+    sampler = dist.NeighborSampler([10, 25])            # input layer first, as DGL
+    loader = dist.DistNodeDataLoader(g, train_nid, sampler, batch_size=1000, shuffle=True)
+    for input_nodes, seeds, blocks in loader:
+        x = blocks[0].srcdata["feat"]; y = blocks[-1].dstdata["label"]
+        ...                                             # the model, loss and loop stay yours
+
+and is started with ``fanout-launch ... -- python3 train.py``. Batches come from fanout's own
+sampler (threads, or ``fanout-sampler`` processes handing batches over in shared memory), with
+their input features and seed labels already fetched; a block converts to a DGL block
+(``block.to_dgl()``) or a PyG ``edge_index``. See docs/python.md.
+"""
+
+from fanout.distributed.context import exit_client, initialize, is_initialized
+from fanout.distributed.dataloader import Block, DistNodeDataLoader, NeighborSampler
+from fanout.distributed.graph import DistGraph, DistTensor, GraphPartitionBook, node_split
+from fanout._native import FanoutError
+
+NID = "_ID"  # dgl.NID: the global node IDs in a block's srcdata / dstdata
+EID = "_ID"  # dgl.EID: the global edge IDs in a block's edata
+
+__all__ = [
+    "initialize", "exit_client", "is_initialized", "DistGraph", "DistTensor", "GraphPartitionBook", "node_split",
+    "NeighborSampler", "DistNodeDataLoader", "Block", "FanoutError", "NID", "EID",
+]

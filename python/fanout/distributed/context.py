@@ -1,0 +1,103 @@
+"""The job a script runs in: fanout-launch's variables, read once by ``initialize``."""
+
+import atexit
+import os
+import shutil
+import weakref
+from dataclasses import dataclass
+from typing import Optional
+
+from fanout import _native
+
+
+@dataclass
+class Context:
+    part_config: str = ""     # FANOUT_PART_CONFIG
+    ip_config: str = ""       # FANOUT_IP_CONFIG, or initialize's argument
+    servers: str = ""         # FANOUT_SERVERS: every server of the job, resolved by the launcher
+    num_servers: int = 1      # per machine
+    machine_id: int = 0       # this machine = the partition read from its files
+    num_trainers: int = 1     # trainers per machine
+    num_samplers: int = 0     # sampler processes per trainer (0: sampler threads in this process)
+    rank: int = 0
+    world_size: int = 1
+    deadline_seconds: float = 60.0
+    from_launcher: bool = False  # FANOUT_WORLD_SIZE was set (fanout-launch, or torchrun's names)
+
+
+_context: Optional[Context] = None
+# Loaders still open, closed at exit so that no sampler process outlives a script that ends
+# with loaders referenced from a traceback or a global.
+_open_loaders: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def initialize(ip_config: Optional[str] = None, num_servers: int = 1, num_workers: int = 0, *,
+               part_config: Optional[str] = None, machine_id: Optional[int] = None,
+               deadline_seconds: float = 60.0, **unused) -> Context:
+    """DGL's ``dgl.distributed.initialize``: reads the job's layout and starts the liveness signal.
+
+    Under ``fanout-launch`` everything comes from the launcher's variables (``FANOUT_*``, see
+    docs/launcher.md) and the arguments may be left out. Alone (one machine, no launcher),
+    ``part_config`` names the partition config, and ``ip_config``/``num_servers`` find the other
+    partitions' servers (machine k serves partition k on PORT..PORT+num_servers-1).
+
+    ``num_workers`` is DGL's sampler-process count; the launcher's ``--num-samplers`` wins when
+    set. DGL's other arguments (``net_type``, ``max_queue_size``, ...) are accepted and ignored.
+    """
+    global _context
+    env = _native.job_env()
+    _native.start_heartbeat()  # only under fanout-launch: it watches for silence
+    c = Context()
+    c.part_config = env["part_config"] or (os.path.abspath(part_config) if part_config else "")
+    c.ip_config = env["ip_config"] or (os.path.abspath(ip_config) if ip_config else "")
+    c.servers = env["servers"]
+    c.num_servers = env["num_servers"] if env["num_servers"] >= 0 else num_servers
+    c.num_trainers = env["num_trainers"] if env["num_trainers"] >= 0 else 1
+    c.num_samplers = env["num_samplers"] if env["num_samplers"] >= 0 else num_workers
+    c.from_launcher = env["world_size"] >= 0
+    c.rank = env["rank"] if env["rank"] >= 0 else (machine_id or 0) * c.num_trainers
+    c.world_size = env["world_size"] if env["world_size"] >= 0 else 1
+    if machine_id is not None:
+        c.machine_id = machine_id
+    elif env["machine_id"] >= 0:
+        c.machine_id = env["machine_id"]
+    else:
+        c.machine_id = c.rank // c.num_trainers
+    c.deadline_seconds = deadline_seconds
+    _context = c
+    return c
+
+
+def is_initialized() -> bool:
+    return _context is not None
+
+
+def current() -> Context:
+    if _context is None:
+        raise RuntimeError("fanout.distributed.initialize() must be called first (as dgl.distributed.initialize)")
+    return _context
+
+
+def exit_client() -> None:
+    """Stops every loader's sampler processes now (DGL's ``exit_client``); also done at exit."""
+    for loader in list(_open_loaders):
+        loader.close()
+
+
+atexit.register(exit_client)
+
+
+def sampler_binary() -> str:
+    """The fanout-sampler program: $FANOUT_SAMPLER_BIN; the one installed with this package
+    (pip); a clone's build/bin beside the built extension; else the one on PATH. "" if none."""
+    explicit = os.environ.get("FANOUT_SAMPLER_BIN")
+    if explicit:
+        return explicit
+    import fanout
+    candidates = [os.path.join(d, "bin", "fanout-sampler") for d in fanout.__path__]
+    native_dir = os.path.dirname(os.path.abspath(_native.__file__))
+    candidates.append(os.path.join(native_dir, "..", "..", "bin", "fanout-sampler"))  # build/python/fanout
+    for candidate in candidates:
+        if os.access(candidate, os.X_OK):
+            return os.path.normpath(candidate)
+    return shutil.which("fanout-sampler") or ""

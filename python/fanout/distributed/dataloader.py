@@ -1,0 +1,262 @@
+"""DGL's NeighborSampler and DistNodeDataLoader, fed by fanout's sampler.
+
+A batch is made by the same code as fanout-train's (threads in this process, or fanout-sampler
+processes handing it over in shared memory), so batch (seed, epoch, step) is exactly the one
+fanout-train would train on with the same seeds and options. Its arrays reach Python without a
+copy (NumPy arrays over the batch's memory, wrapped by torch.from_numpy); they are private to the
+script, which may change them in place.
+"""
+
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+import torch
+
+from fanout import _native
+from fanout.distributed import context
+from fanout.distributed.graph import DistGraph, DistNodeSplits, _ids
+
+NID = "_ID"
+EID = "_ID"
+_NUM_EPOCHS = 1 << 30  # a loader runs until closed: each pass over it is the next epoch
+
+
+class NeighborSampler:
+    """DGL's ``dgl.dataloading.NeighborSampler``: ``fanouts[i]`` in-neighbours per node for layer
+    i, input layer first (-1: all). The node fields to fetch with every batch are DGL's
+    ``prefetch_node_feats`` (the input nodes' rows, ``blocks[0].srcdata[NAME]``) and
+    ``prefetch_labels`` (the seeds' rows, ``blocks[-1].dstdata[NAME]``); fanout fetches one of
+    each, by default ``feat`` and ``label`` where the graph has them. ``edge_weight`` names an edge
+    field fetched per sampled edge (``block.edata["w"]``)."""
+
+    def __init__(self, fanouts: Sequence[int], edge_dir: str = "in", prob: Optional[str] = None, replace: bool = False,
+                 prefetch_node_feats: Optional[Sequence[str]] = None, prefetch_labels: Optional[Sequence[str]] = None,
+                 edge_weight: Optional[str] = None, **unused):
+        if edge_dir != "in":
+            raise NotImplementedError("NeighborSampler: only edge_dir='in' (DGL's default) is supported")
+        if prob is not None:
+            raise NotImplementedError("NeighborSampler: prob= (weighted sampling) is not supported yet")
+        self.fanouts = [int(f) for f in fanouts]
+        for i, f in enumerate(self.fanouts):
+            if f == 0 or f < -1:
+                raise ValueError(f"NeighborSampler: fanout {f} of layer {i} must be positive or -1 (all)")
+        self.replace = bool(replace)
+        self.prefetch_node_feats = _one_field(prefetch_node_feats, "prefetch_node_feats")
+        self.prefetch_labels = _one_field(prefetch_labels, "prefetch_labels")
+        self.edge_weight = edge_weight or ""
+
+
+def _one_field(names, what) -> Optional[str]:
+    if names is None:
+        return None
+    names = list(names)
+    if len(names) > 1:
+        raise NotImplementedError(f"NeighborSampler: {what} takes one field, got {names}")
+    return names[0] if names else ""
+
+
+class Block:
+    """One layer of a mini-batch, as DGL's block (message-flow graph): ``num_src_nodes()`` source
+    nodes, the first ``num_dst_nodes()`` of which are the destinations, in order; edges by
+    destination (CSC). ``srcdata[NID]``/``dstdata[NID]`` are global node IDs, ``edata[EID]``
+    global edge IDs."""
+
+    def __init__(self, src_nodes, num_dst, indptr, indices, eids, dst, srcdata=None, dstdata=None, edata=None):
+        self.indptr = indptr        # [num_dst + 1]
+        self.indices = indices      # [num_edges]: source of each edge, an index into the sources
+        self.dst = dst              # [num_edges]: destination of each edge (non-decreasing)
+        self._num_dst = int(num_dst)
+        self.srcdata: Dict[str, torch.Tensor] = {NID: src_nodes}
+        self.dstdata: Dict[str, torch.Tensor] = {NID: src_nodes[:num_dst]}
+        self.edata: Dict[str, torch.Tensor] = {EID: eids}
+        self.srcdata.update(srcdata or {})
+        self.dstdata.update(dstdata or {})
+        self.edata.update(edata or {})
+
+    def num_src_nodes(self, ntype=None) -> int:
+        return int(self.srcdata[NID].shape[0])
+
+    def num_dst_nodes(self, ntype=None) -> int:
+        return self._num_dst
+
+    def num_edges(self, etype=None) -> int:
+        return int(self.indices.shape[0])
+
+    number_of_src_nodes = num_src_nodes
+    number_of_dst_nodes = num_dst_nodes
+    number_of_edges = num_edges
+
+    @property
+    def is_block(self) -> bool:
+        return True
+
+    @property
+    def edge_index(self) -> torch.Tensor:
+        """PyG's ``[2, num_edges]``: row 0 indexes the block's sources, row 1 its destinations
+        (for bipartite layers: ``conv((x, x[:block.num_dst_nodes()]), block.edge_index)``)."""
+        return torch.stack([self.indices, self.dst])
+
+    def in_degrees(self) -> torch.Tensor:
+        return self.indptr[1:] - self.indptr[:-1]
+
+    def to(self, device, non_blocking: bool = False) -> "Block":
+        """The block with every tensor on `device` (DGL's ``block.to``)."""
+        mv = lambda t: t.to(device, non_blocking=non_blocking)  # noqa: E731
+        b = Block.__new__(Block)
+        b.indptr, b.indices, b.dst, b._num_dst = mv(self.indptr), mv(self.indices), mv(self.dst), self._num_dst
+        b.srcdata = {k: mv(v) for k, v in self.srcdata.items()}
+        b.dstdata = {k: mv(v) for k, v in self.dstdata.items()}
+        b.edata = {k: mv(v) for k, v in self.edata.items()}
+        return b
+
+    def to_dgl(self):
+        """The same block as a DGL block (``dgl.create_block``; DGL 1.x and 2.x), with the same
+        srcdata, dstdata and edata. Needs DGL importable."""
+        import dgl
+        b = dgl.create_block((self.indices, self.dst), num_src_nodes=self.num_src_nodes(),
+                             num_dst_nodes=self.num_dst_nodes(), device=self.indices.device)
+        for k, v in self.srcdata.items():
+            b.srcdata[dgl.NID if k == NID else k] = v
+        for k, v in self.dstdata.items():
+            b.dstdata[dgl.NID if k == NID else k] = v
+        for k, v in self.edata.items():
+            b.edata[dgl.EID if k == EID else k] = v
+        return b
+
+    def __repr__(self) -> str:
+        return f"Block(num_src_nodes={self.num_src_nodes()}, num_dst_nodes={self.num_dst_nodes()}, " \
+               f"num_edges={self.num_edges()})"
+
+
+class DistNodeDataLoader:
+    """DGL's ``DistNodeDataLoader``: iterating it runs one epoch and yields
+    ``(input_nodes, seeds, blocks)``; the next pass is the next epoch, reshuffled (``seed``,
+    epoch and rank decide the order, so a run repeats exactly).
+
+    ``len(loader)`` is the number of steps of an epoch. With IDs from ``node_split`` and
+    ``even_steps`` (the default when shuffling, i.e. for training) every rank runs the same number
+    of steps (as fanout-train: ``total // world_size`` seeds per epoch, the one seed a larger
+    share has left out turning with the epoch), so collectives stay in step; without it (the
+    default for an unshuffled loader: evaluation) every given node is visited once per epoch.
+
+    Batches are made ahead by the job's sampler processes (``fanout-launch --num-samplers N``, or
+    ``num_samplers=``), or by ``num_threads`` threads in this process when there are none.
+    ``to_dgl=True`` yields DGL blocks instead of fanout's. Errors of a server or a sampler
+    process are raised as ``FanoutError`` naming it.
+    """
+
+    def __init__(self, g: DistGraph, nids, graph_sampler: NeighborSampler, batch_size: int = 1, shuffle: bool = False,
+                 drop_last: bool = False, *, seed: int = 0, num_samplers: Optional[int] = None, num_threads: int = 1,
+                 prefetch: int = 2, to_dgl: bool = False, batch_timeout_seconds: float = 600.0,
+                 feature_cache_bytes: int = 512 << 20, even_steps: Optional[bool] = None, **unused):
+        ctx = context.current()
+        if int(batch_size) < 1:
+            raise ValueError(f"DistNodeDataLoader: batch_size must be >= 1, got {batch_size}")
+        self._g = g
+        self._nids = _ids(nids)
+        self._sampler = graph_sampler
+        self._batch_size = int(batch_size)
+        self._shuffle = bool(shuffle)
+        self._seed = int(seed)
+        self._to_dgl = to_dgl
+        fields = {f["name"] for f in g._native.node_fields}
+        feat = graph_sampler.prefetch_node_feats
+        label = graph_sampler.prefetch_labels
+        self._feat = feat if feat is not None else ("feat" if "feat" in fields else "")
+        self._label = label if label is not None else ("label" if "label" in fields else "")
+        # Training (shuffled) keeps every rank at the same step count; evaluation visits every node.
+        even = self._shuffle if even_steps is None else bool(even_steps)
+        per_epoch = DistNodeSplits.per_epoch(self._nids) if even else None
+        per_epoch = len(self._nids) if per_epoch is None else per_epoch
+        if drop_last:
+            per_epoch -= per_epoch % self._batch_size
+        self._per_epoch = per_epoch
+        self._args = dict(fanouts=graph_sampler.fanouts, batch_size=self._batch_size, replace=graph_sampler.replace,
+                          shuffle=self._shuffle, seed=self._seed, rank=ctx.rank, seeds_per_epoch=per_epoch,
+                          feature_field=self._feat, label_field=self._label,
+                          edge_weight_field=graph_sampler.edge_weight,
+                          num_samplers=ctx.num_samplers if num_samplers is None else int(num_samplers),
+                          num_threads=int(num_threads), prefetch=int(prefetch),
+                          sampler_binary=context.sampler_binary(), batch_timeout_seconds=float(batch_timeout_seconds),
+                          cache_max_bytes=int(feature_cache_bytes))
+        if self._args["num_samplers"] > 0 and not self._args["sampler_binary"]:
+            raise FileNotFoundError("DistNodeDataLoader: no fanout-sampler program for num_samplers="
+                                    f"{self._args['num_samplers']}: put fanout's build/bin on PATH, set "
+                                    "FANOUT_SAMPLER_BIN, or pass num_samplers=0 (sampler threads)")
+        self._epoch = 0
+        self._native = None
+        self._native_epoch = -1  # the epoch the running native loader is at the start of
+        self._steps = (per_epoch + self._batch_size - 1) // self._batch_size if per_epoch > 0 else 0
+        context._open_loaders.add(self)
+
+    def __len__(self) -> int:
+        return self._steps
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next pass will run."""
+        return self._epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        """Runs `epoch` next (resuming a run at its epoch)."""
+        self._epoch = int(epoch)
+
+    def close(self) -> None:
+        """Stops the sampler processes now (also at exit, and when the loader is collected)."""
+        if self._native is not None:
+            self._native.close()
+            self._native = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
+
+    def __iter__(self):
+        epoch = self._epoch
+        self._epoch += 1
+        if self._native is None or self._native_epoch != epoch:
+            self.close()
+            self._native = _native.NodeLoader(self._g._native, self._nids, first_epoch=epoch,
+                                              num_epochs=_NUM_EPOCHS - epoch, **self._args)
+            self._native_epoch = epoch
+        return self._run(epoch)
+
+    def _run(self, epoch):
+        native = self._native
+        finished = False
+        try:
+            for _ in range(self._steps):
+                yield self._convert(native.next())
+            finished = True
+        finally:
+            # An epoch left early leaves its batches in the pipe: the next pass starts afresh at its
+            # own epoch instead of reading them.
+            if finished:
+                self._native_epoch = epoch + 1
+            else:
+                self._native_epoch = -1
+
+    def _convert(self, b):
+        blocks = []
+        nb = len(b["blocks"])
+        for i, raw in enumerate(b["blocks"]):
+            t = {k: torch.from_numpy(v) for k, v in raw.items() if isinstance(v, np.ndarray)}
+            srcdata, dstdata, edata = {}, {}, {}
+            if i == 0 and b["features"] is not None and self._feat:
+                srcdata[self._feat] = torch.from_numpy(b["features"])
+            if i == nb - 1 and self._label and len(b["labels"]) > 0:
+                dstdata[self._label] = torch.from_numpy(b["labels"])
+            if "edge_weight" in t:
+                edata[self._sampler.edge_weight] = t["edge_weight"]
+            block = Block(t["src_nodes"], raw["num_dst"], t["indptr"], t["indices"], t["eids"], t["dst"],
+                          srcdata, dstdata, edata)
+            blocks.append(block)
+        input_nodes = blocks[0].srcdata[NID]
+        seeds = torch.from_numpy(b["seeds"])
+        self._g._remember_batch(self._feat, input_nodes, blocks[0].srcdata.get(self._feat),
+                                self._label, seeds, blocks[-1].dstdata.get(self._label))
+        if self._to_dgl:
+            blocks = [blk.to_dgl() for blk in blocks]
+        return input_nodes, seeds, blocks

@@ -1,0 +1,318 @@
+"""DistDGL's DistGraph, DistTensor, partition book and node_split over fanout's servers."""
+
+from typing import Dict, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+from fanout import _native
+from fanout.distributed import context
+
+_TORCH_DTYPES = {
+    "bool": torch.bool, "int8": torch.int8, "uint8": torch.uint8, "int16": torch.int16, "int32": torch.int32,
+    "int64": torch.int64, "float16": torch.float16, "float32": torch.float32, "float64": torch.float64,
+}
+
+
+def _ids(ids) -> np.ndarray:
+    """Node IDs as an int64 NumPy array (a tensor on any device, a list, a range or a scalar)."""
+    if isinstance(ids, torch.Tensor):
+        if ids.dtype == torch.bool:
+            raise TypeError("expected node IDs, got a boolean mask (use mask.nonzero())")
+        ids = ids.detach().to("cpu", torch.int64).reshape(-1).numpy()
+    return np.ascontiguousarray(np.asarray(ids, dtype=np.int64).reshape(-1))
+
+
+def _tensor(a: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(a)
+
+
+class DistTensor:
+    """A node field of the partitioned graph, read (and, where the servers allow it, written) by
+    row: ``t[ids]`` gathers the rows from their owners, ``t[ids] = rows`` writes them to every
+    server of the owning partitions (servers started with ``--allow-push``; others refuse with
+    ``FanoutError: PERMISSION_DENIED``).
+
+    ``DistTensor(shape, dtype, name)`` attaches to an existing field of that name and shape.
+    Creating new tensors on the servers (DGL's ``persistent=True`` with a new name) is not
+    supported yet: it raises ``NotImplementedError`` naming the field.
+    """
+
+    def __init__(self, shape, dtype=None, name=None, init_func=None, part_policy=None, persistent=False,
+                 is_gdata=True, attach=True, *, _graph=None):
+        graph = _graph if _graph is not None else DistGraph._current
+        if graph is None:
+            raise RuntimeError("DistTensor needs a DistGraph: create the DistGraph first")
+        schemas = {f["name"]: f for f in graph._native.node_fields}
+        if name is None or name not in schemas:
+            raise NotImplementedError(
+                f"DistTensor {name!r}: creating tensors on the servers is not supported yet; "
+                f"existing node fields: {', '.join(sorted(schemas))}")
+        f = schemas[name]
+        want = (graph.num_nodes(),) + tuple(f["row_shape"])
+        if shape is not None and tuple(shape) != want:
+            raise ValueError(f"DistTensor {name!r}: shape {tuple(shape)} does not match the field's {want}")
+        if dtype is not None and _TORCH_DTYPES[f["dtype"]] != dtype:
+            raise TypeError(f"DistTensor {name!r}: dtype {dtype} does not match the field's {f['dtype']}")
+        self._graph = graph
+        self._name = name
+        self._shape = want
+        self._dtype = _TORCH_DTYPES[f["dtype"]]
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        return self._shape
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self._dtype
+
+    def __len__(self) -> int:
+        return self._shape[0]
+
+    def __repr__(self) -> str:
+        return f"DistTensor(name={self._name!r}, shape={self._shape}, dtype={self._dtype})"
+
+    def __getitem__(self, ids) -> torch.Tensor:
+        rows = self._graph._prefetched(self._name, ids)
+        if rows is not None:  # the loader's latest batch fetched exactly these rows
+            return rows.clone()
+        if isinstance(ids, slice):
+            ids = range(*ids.indices(len(self)))
+        return _tensor(self._graph._reader().pull_node_rows(self._name, _ids(ids)))
+
+    def __setitem__(self, ids, values) -> None:
+        ids = _ids(ids)
+        if not isinstance(values, torch.Tensor):
+            values = torch.as_tensor(values)
+        values = values.detach().to("cpu", self._dtype)
+        if values.dim() == 0 or (values.shape[0] == 1 and len(ids) != 1):
+            values = values.expand((len(ids),) + self._shape[1:])
+        if tuple(values.shape) != (len(ids),) + self._shape[1:]:
+            raise ValueError(f"DistTensor {self._name!r}: {tuple(values.shape)} rows for {len(ids)} IDs of shape "
+                             f"{self._shape[1:]}")
+        self._graph._native.push_node_rows(self._name, ids, np.ascontiguousarray(values.contiguous().numpy()))
+
+
+class GraphPartitionBook:
+    """DGL's range partition book: partition k owns node IDs [start_k, end_k)."""
+
+    def __init__(self, graph: "DistGraph"):
+        self._graph = graph
+        n = graph._native
+        self._node_ranges = n.node_ranges
+        self._edge_ranges = n.edge_ranges
+        self._node_bounds = torch.tensor([r[1] for r in self._node_ranges], dtype=torch.int64)
+        self._edge_bounds = torch.tensor([r[1] for r in self._edge_ranges], dtype=torch.int64)
+        self.partid = n.machine_id
+        self._num_trainers = context.current().num_trainers
+
+    def num_partitions(self) -> int:
+        return len(self._node_ranges)
+
+    def metadata(self):
+        return [{"machine_id": k, "num_nodes": e - s, "num_edges": self._edge_ranges[k][1] - self._edge_ranges[k][0]}
+                for k, (s, e) in enumerate(self._node_ranges)]
+
+    def nid2partid(self, nids, ntype="_N") -> torch.Tensor:
+        return torch.bucketize(torch.as_tensor(nids, dtype=torch.int64), self._node_bounds, right=True)
+
+    def eid2partid(self, eids, etype="_E") -> torch.Tensor:
+        return torch.bucketize(torch.as_tensor(eids, dtype=torch.int64), self._edge_bounds, right=True)
+
+    def partid2nids(self, partid: int, ntype="_N") -> torch.Tensor:
+        s, e = self._node_ranges[partid]
+        return torch.arange(s, e, dtype=torch.int64)
+
+    def partid2eids(self, partid: int, etype="_E") -> torch.Tensor:
+        s, e = self._edge_ranges[partid]
+        return torch.arange(s, e, dtype=torch.int64)
+
+    def nid2localnid(self, nids, partid: int, ntype="_N") -> torch.Tensor:
+        return torch.as_tensor(nids, dtype=torch.int64) - self._node_ranges[partid][0]
+
+    @property
+    def ntypes(self):
+        return ["_N"]
+
+    @property
+    def etypes(self):
+        return ["_E"]
+
+
+class _NodeData(dict):
+    """``g.ndata``: the graph's node fields as DistTensors, by name."""
+
+    def __missing__(self, name):
+        raise KeyError(f"no node field {name!r} (this graph has: {', '.join(sorted(self))})")
+
+
+class DistGraph:
+    """DGL's ``DistGraph`` over fanout's partition and servers.
+
+    ``graph_name`` must match the partition config's ``graph_name``; ``part_config`` defaults to
+    the launcher's (``FANOUT_PART_CONFIG``). This machine's partition is read from its files,
+    the others from their servers.
+    """
+
+    _current: Optional["DistGraph"] = None
+
+    def __init__(self, graph_name: str, gpb=None, part_config: Optional[str] = None):
+        ctx = context.current()
+        path = part_config or ctx.part_config
+        if not path:
+            raise ValueError("DistGraph: no partition config (part_config=..., or run under fanout-launch)")
+        self._ctx = ctx
+        self._native = _native.Graph(path, ctx.machine_id, servers=ctx.servers, ip_config=ctx.ip_config,
+                                     num_servers=ctx.num_servers, deadline_seconds=ctx.deadline_seconds)
+        if graph_name and graph_name != self._native.graph_name:
+            raise ValueError(f"DistGraph: graph_name {graph_name!r} does not match {path}'s "
+                             f"{self._native.graph_name!r}")
+        if not ctx.from_launcher:
+            # Alone, this process is trainer 0 of machine `machine_id` of a job of one machine per
+            # partition (what node_split and the loader's step count assume).
+            ctx.world_size = self._native.num_parts * ctx.num_trainers
+        if ctx.world_size != self._native.num_parts * ctx.num_trainers:
+            raise ValueError(f"world size {ctx.world_size} != {self._native.num_parts} partitions (machines) x "
+                             f"{ctx.num_trainers} trainers per machine; partition config {path}")
+        self._reads = None  # reads through the servers (see _reader)
+        self._last_batch = {}  # (field, id(ids)) -> (ids, rows) of the loader's latest batch
+        self._gpb = GraphPartitionBook(self)
+        DistGraph._current = self
+        self.ndata = _NodeData({f["name"]: DistTensor(None, name=f["name"], _graph=self)
+                                for f in self._native.node_fields})
+        self.edata: Dict[str, DistTensor] = {}
+
+    def _reader(self):
+        """Row reads go through this machine's servers too when it has any, so that a row written
+        with ``t[ids] = rows`` (to every server of its partition) is read back as written; the
+        loader keeps reading the partition's files."""
+        if self._reads is None:
+            if self._native.servers_of(self._native.machine_id):
+                ctx = self._ctx
+                self._reads = _native.Graph(self._native.part_config, ctx.machine_id, servers=ctx.servers,
+                                            ip_config=ctx.ip_config, num_servers=ctx.num_servers,
+                                            deadline_seconds=ctx.deadline_seconds, read_local_files=False)
+            else:
+                self._reads = self._native
+        return self._reads
+
+    def _remember_batch(self, feat, input_nodes, x, label, seeds, y):
+        """The rows a loader fetched with its latest batch: ``g.ndata[feat][input_nodes]`` (DGL's
+        examples read features this way) then costs nothing."""
+        self._last_batch = {}
+        if x is not None:
+            self._last_batch[(feat, id(input_nodes))] = (input_nodes, x)
+        if y is not None:
+            self._last_batch[(label, id(seeds))] = (seeds, y)
+
+    def _prefetched(self, field, ids):
+        hit = self._last_batch.get((field, id(ids)))
+        return hit[1] if hit is not None and hit[0] is ids else None
+
+    # DGL's questions.
+    def num_nodes(self, ntype=None) -> int:
+        return self._native.num_nodes
+
+    def num_edges(self, etype=None) -> int:
+        return self._native.num_edges
+
+    number_of_nodes = num_nodes
+    number_of_edges = num_edges
+
+    @property
+    def graph_name(self) -> str:
+        return self._native.graph_name
+
+    @property
+    def ntypes(self):
+        return ["_N"]
+
+    @property
+    def etypes(self):
+        return ["_E"]
+
+    @property
+    def num_classes(self) -> int:
+        return self._native.num_classes
+
+    def get_partition_book(self) -> GraphPartitionBook:
+        return self._gpb
+
+    def rank(self) -> int:
+        return self._ctx.rank
+
+    def barrier(self) -> None:
+        """All trainers of the job wait for each other (torch.distributed's barrier: the script
+        initialises the process group, as DGL's examples do)."""
+        if self._ctx.world_size == 1:
+            return
+        if not torch.distributed.is_available() or not torch.distributed.is_initialized():
+            raise RuntimeError("DistGraph.barrier() needs torch.distributed.init_process_group() first")
+        torch.distributed.barrier()
+
+    def in_degrees(self, v) -> torch.Tensor:
+        return _tensor(self._native.degrees(_ids(v), out=False))
+
+    def out_degrees(self, u) -> torch.Tensor:
+        return _tensor(self._native.degrees(_ids(u), out=True))
+
+    def find_edges(self, edges) -> Tuple[torch.Tensor, torch.Tensor]:
+        src, dst = self._native.find_edges(_ids(edges))
+        return _tensor(src), _tensor(dst)
+
+
+def node_split(nodes, partition_book: Optional[GraphPartitionBook] = None, ntype: str = "_N",
+               rank: Optional[int] = None, force_even: bool = True, node_trainer_ids=None) -> torch.Tensor:
+    """This trainer's share of ``nodes`` (a boolean mask over all nodes, as a DistTensor or a
+    tensor, or a tensor of node IDs), DGL's ``node_split``.
+
+    With ``force_even`` (the default) it is fanout-train's own split: every trainer gets the same
+    number of nodes, give or take one, preferring nodes its machine's partition owns; so a
+    script and ``fanout-train`` train on the same seeds. Without it, each machine's trainers
+    share only the nodes its partition owns (sizes may differ: keep the steps in step yourself).
+    """
+    graph = partition_book._graph if partition_book is not None else DistGraph._current
+    if graph is None:
+        raise RuntimeError("node_split needs a DistGraph (or its partition book)")
+    ctx = context.current()
+    rank = ctx.rank if rank is None else rank
+    if isinstance(nodes, DistTensor):
+        mask = graph._native.whole_node_field(nodes.name)
+        ids = np.flatnonzero(mask.reshape(len(mask), -1).any(axis=1)).astype(np.int64)
+    else:
+        t = torch.as_tensor(nodes)
+        if t.dtype == torch.bool or (t.dim() == 1 and len(t) == graph.num_nodes() and t.dtype == torch.uint8):
+            ids = np.flatnonzero(t.cpu().numpy()).astype(np.int64)
+        else:
+            ids = np.unique(_ids(t))
+    if force_even:
+        mine = _native.split_seeds(graph._native, ids, ctx.num_trainers, rank)
+        DistNodeSplits.record(mine, len(ids), ctx.world_size)
+        return _tensor(mine)
+    s, e = graph._native.node_ranges[rank // ctx.num_trainers]
+    local = ids[(ids >= s) & (ids < e)]
+    return _tensor(np.ascontiguousarray(np.array_split(local, ctx.num_trainers)[rank % ctx.num_trainers]))
+
+
+class DistNodeSplits:
+    """What node_split handed out, so that a loader over its result runs fanout-train's number of
+    steps on every rank (total // world_size seeds an epoch), whatever the remainder."""
+
+    _seen: Dict[Tuple[int, int, int], int] = {}
+
+    @classmethod
+    def record(cls, ids: np.ndarray, total: int, world_size: int) -> None:
+        cls._seen[cls._key(ids)] = total // world_size
+
+    @classmethod
+    def per_epoch(cls, ids: np.ndarray) -> Optional[int]:
+        return cls._seen.get(cls._key(ids))
+
+    @staticmethod
+    def _key(ids: np.ndarray) -> Tuple[int, int, int]:
+        return (len(ids), int(ids[0]) if len(ids) else -1, int(ids[-1]) if len(ids) else -1)

@@ -1,0 +1,461 @@
+// fanout._native: the Python data plane's native half (python/fanout/distributed is the other).
+// It wraps what fanout-train itself uses, with no LibTorch: the graph view (sampler::DistGraph),
+// the training-set split (SplitSeeds), and the batch loaders (sampler threads, or fanout-sampler
+// processes handing batches over in shared memory). Arrays cross as NumPy arrays that borrow the
+// batch's memory (the buffer protocol, no copy); the Python side wraps them with
+// torch.from_numpy, again without a copy, so any PyTorch the user has will do.
+//
+// Errors: every absl::Status that is not OK becomes fanout.FanoutError (a RuntimeError) whose
+// message starts with the status code's name; the loader's end is StopIteration. Calls that
+// wait (on servers or sampler processes) release the GIL.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/heartbeat.h"
+#include "core/ip_config.h"
+#include "core/job_env.h"
+#include "core/partition_config.h"
+#include "core/security_options.h"
+#include "core/strings.h"
+#include "rpc/graph_client.h"
+#include "rpc/security.h"
+#include "sampler/dist_graph.h"
+#include "sampler/loader.h"
+#include "sampler/minibatch.h"
+#include "sampler/minibatch_sampler.h"
+#include "sampler/seed_split.h"
+
+namespace py = pybind11;
+
+namespace fanout::python {
+namespace {
+
+using core::StrCat;
+
+// Raised for every error status; the Python class is fanout.FanoutError.
+struct StatusError : std::runtime_error {
+  explicit StatusError(const absl::Status& s)
+      : std::runtime_error(StrCat(absl::StatusCodeToString(s.code()), ": ", s.message())) {}
+};
+
+void Check(const absl::Status& s) {
+  if (!s.ok()) throw StatusError(s);
+}
+template <typename T>
+T Take(absl::StatusOr<T> v) {
+  Check(v.status());
+  return std::move(*v);
+}
+
+// A NumPy array over `n` rows of `row_shape` of dtype `dtype` at `data`, kept alive by `owner`
+// (no copy). A null `data` with n = 0 gets NumPy's own empty buffer.
+py::array Borrow(std::shared_ptr<const void> owner, const void* data, core::DType dtype, std::vector<int64_t> shape) {
+  auto* keep = new std::shared_ptr<const void>(std::move(owner));
+  py::capsule base(keep, [](void* p) { delete static_cast<std::shared_ptr<const void>*>(p); });
+  py::dtype dt(std::string(core::DTypeName(dtype)));
+  return py::array(dt, std::move(shape), {}, const_cast<void*>(data), base);
+}
+
+template <typename T>
+py::array BorrowArray(const sampler::Array<T>& a) {
+  return Borrow(a.Share(), a.data(), core::DTypeOf<T>(), {static_cast<int64_t>(a.size())});
+}
+
+// A vector handed to NumPy without a copy.
+template <typename T>
+py::array Adopt(std::vector<T> v) {
+  auto owned = std::make_shared<std::vector<T>>(std::move(v));
+  const void* data = owned->data();
+  const auto n = static_cast<int64_t>(owned->size());
+  return Borrow(std::move(owned), data, core::DTypeOf<T>(), {n});
+}
+
+// IDs from any integer array-like, as int64 C-contiguous (a copy only when the input is not).
+std::vector<int64_t> Ids(const py::array& ids, const char* what) {
+  if (!py::isinstance<py::array_t<int64_t>>(ids) && ids.size() > 0 && ids.dtype().kind() != 'i' && ids.dtype().kind() != 'u') {
+    throw py::type_error(StrCat(what, ": expected integer IDs, got dtype ", std::string(py::str(ids.dtype()))));
+  }
+  auto a = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(ids);
+  if (!a) throw py::type_error(StrCat(what, ": expected a 1-D array of integer IDs"));
+  if (a.ndim() != 1) throw py::value_error(StrCat(what, ": expected a 1-D array of IDs, got ", a.ndim(), " dimensions"));
+  return std::vector<int64_t>(a.data(), a.data() + a.size());
+}
+
+py::dict Schema(const core::FieldSchema& f) {
+  py::dict d;
+  d["name"] = f.name;
+  d["dtype"] = std::string(core::DTypeName(f.dtype));
+  d["row_shape"] = f.row_shape;
+  return d;
+}
+
+// The graph as one trainer process sees it, plus the servers for writes.
+class Graph {
+ public:
+  Graph(const std::string& part_config, int machine_id, const std::string& servers, const std::string& ip_config,
+        int num_servers, double deadline_seconds, const std::string& cache_field, int64_t cache_max_bytes,
+        bool read_local_files) {
+    config_ = Take(core::LoadPartitionConfig(part_config));
+    part_config_path_ = part_config;
+    if (machine_id < -1 || machine_id >= config_.num_parts) {
+      throw py::value_error(StrCat("machine_id ", machine_id, " is not a partition of ", part_config, " (0..",
+                                   config_.num_parts - 1, ")"));
+    }
+    options_.machine_id = machine_id;
+    options_.servers = Take(core::ResolveServers("", servers, ip_config, part_config, num_servers, config_.num_parts));
+    core::FillSecurityFromEnvironment(&options_.security);
+    options_.client.deadline_seconds = deadline_seconds;
+    options_.connect_timeout_seconds = deadline_seconds;
+    options_.cache_field = cache_field;
+    options_.cache_max_bytes = cache_max_bytes;
+    // The local partition from its files unless asked otherwise and it has servers to ask.
+    options_.read_local_files =
+        read_local_files || machine_id < 0 || options_.servers.addresses[machine_id].empty();
+    py::gil_scoped_release nogil;
+    graph_ = Take(sampler::DistGraph::Open(config_, options_));
+  }
+
+  const sampler::DistGraph& graph() const { return *graph_; }
+  const sampler::DistGraphOptions& options() const { return options_; }
+  const std::string& part_config_path() const { return part_config_path_; }
+  const core::PartitionConfig& config() const { return config_; }
+
+  std::vector<std::pair<int64_t, int64_t>> Ranges(const std::vector<int64_t>& bounds) const {
+    std::vector<std::pair<int64_t, int64_t>> r;
+    for (size_t p = 0; p + 1 < bounds.size(); ++p) r.emplace_back(bounds[p], bounds[p + 1]);
+    return r;
+  }
+
+  py::array PullNodeRows(const std::string& field, const py::array& ids_in) {
+    const core::FieldSchema schema = Take(graph_->NodeFieldSchema(field));
+    std::vector<int64_t> ids = Ids(ids_in, "node IDs");
+    std::vector<int64_t> shape = {static_cast<int64_t>(ids.size())};
+    shape.insert(shape.end(), schema.row_shape.begin(), schema.row_shape.end());
+    auto buffer = std::shared_ptr<char[]>(new char[std::max<size_t>(1, ids.size() * schema.row_bytes())]);
+    {
+      py::gil_scoped_release nogil;
+      Check(graph_->PullNodeRows(field, ids, buffer.get()));
+    }
+    const void* data = buffer.get();
+    return Borrow(std::move(buffer), data, schema.dtype, std::move(shape));
+  }
+
+  // Rows of `values` (C order, the field's dtype, one row per ID) written to every server of
+  // each ID's partition, so that whichever server later answers a read has them. Refused
+  // (PERMISSION_DENIED) by servers started without --allow-push.
+  void PushNodeRows(const std::string& field, const py::array& ids_in, const py::array& values, bool add) {
+    const core::FieldSchema schema = Take(graph_->NodeFieldSchema(field));
+    std::vector<int64_t> ids = Ids(ids_in, "node IDs");
+    py::dtype want(std::string(core::DTypeName(schema.dtype)));
+    py::array v = py::array::ensure(values, py::array::c_style);
+    if (!v || !v.dtype().is(want)) {
+      throw py::type_error(StrCat("rows for field '", field, "' must be ", core::DTypeName(schema.dtype), ", got ",
+                                  v ? std::string(py::str(v.dtype())) : "not an array"));
+    }
+    if (static_cast<size_t>(v.nbytes()) != ids.size() * schema.row_bytes()) {
+      throw py::value_error(StrCat("rows for field '", field, "': ", v.nbytes(), " bytes for ", ids.size(),
+                                   " IDs of ", schema.row_bytes(), " bytes each"));
+    }
+    const char* bytes = static_cast<const char*>(v.data());
+    py::gil_scoped_release nogil;
+    const core::RangePartitionBook& book = graph_->node_book();
+    std::vector<std::vector<int64_t>> pos(config_.num_parts);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0 || ids[i] >= config_.num_nodes) {
+        Check(absl::InvalidArgumentError(StrCat("node ID ", ids[i], " is not in the graph (0..", config_.num_nodes - 1, ")")));
+      }
+      pos[book.PartOf(ids[i])].push_back(static_cast<int64_t>(i));
+    }
+    for (int p = 0; p < config_.num_parts; ++p) {
+      if (pos[p].empty()) continue;
+      if (options_.servers.addresses[p].empty()) {
+        Check(absl::FailedPreconditionError(
+            StrCat("partition ", p, " has no server to write to (writes go to the servers; the job needs one)")));
+      }
+      rpc::Rows rows;
+      rows.dtype = schema.dtype;
+      rows.shape = {static_cast<int64_t>(pos[p].size())};
+      rows.shape.insert(rows.shape.end(), schema.row_shape.begin(), schema.row_shape.end());
+      rows.data.resize(pos[p].size() * schema.row_bytes());
+      std::vector<int64_t> part_ids;
+      for (size_t j = 0; j < pos[p].size(); ++j) {
+        part_ids.push_back(ids[pos[p][j]]);
+        std::memcpy(rows.data.data() + j * schema.row_bytes(), bytes + pos[p][j] * schema.row_bytes(), schema.row_bytes());
+      }
+      for (const std::string& address : options_.servers.addresses[p]) {
+        absl::Status s = Client(address).PushNodeData(field, part_ids, rows, add ? core::PushOp::kAdd : core::PushOp::kAssign);
+        if (!s.ok()) Check(absl::Status(s.code(), StrCat("partition ", p, ": ", s.message())));
+      }
+    }
+  }
+
+  py::array WholeNodeField(const std::string& field) {
+    const core::FieldSchema schema = Take(graph_->NodeFieldSchema(field));
+    std::string bytes;
+    {
+      py::gil_scoped_release nogil;
+      bytes = Take(graph_->PullWholeNodeField(field));
+    }
+    std::vector<int64_t> shape = {config_.num_nodes};
+    shape.insert(shape.end(), schema.row_shape.begin(), schema.row_shape.end());
+    auto owned = std::make_shared<std::string>(std::move(bytes));
+    const void* data = owned->data();
+    return Borrow(std::move(owned), data, schema.dtype, std::move(shape));
+  }
+
+  py::array Degrees(const py::array& ids_in, bool out) {
+    std::vector<int64_t> ids = Ids(ids_in, "node IDs");
+    std::vector<int64_t> deg(ids.size());
+    {
+      py::gil_scoped_release nogil;
+      Check(graph_->Degrees(ids, out ? core::EdgeDir::kOut : core::EdgeDir::kIn, deg.data()));
+    }
+    return Adopt(std::move(deg));
+  }
+
+  py::tuple FindEdges(const py::array& eids_in) {
+    std::vector<int64_t> eids = Ids(eids_in, "edge IDs");
+    std::vector<int64_t> src(eids.size()), dst(eids.size());
+    {
+      py::gil_scoped_release nogil;
+      Check(graph_->FindEdges(eids, src.data(), dst.data()));
+    }
+    return py::make_tuple(Adopt(std::move(src)), Adopt(std::move(dst)));
+  }
+
+ private:
+  rpc::GraphClient& Client(const std::string& address) {
+    std::lock_guard<std::mutex> lock(clients_mu_);  // pushes run without the GIL
+    auto it = clients_.find(address);
+    if (it == clients_.end()) {
+      rpc::ClientOptions co = options_.client;
+      co.security = Take(rpc::Security::Load(options_.security, rpc::Security::Role::kClient));
+      it = clients_.emplace(address, rpc::GraphClient::Connect(address, co)).first;
+    }
+    return *it->second;
+  }
+
+  core::PartitionConfig config_;
+  std::string part_config_path_;
+  sampler::DistGraphOptions options_;
+  std::unique_ptr<sampler::DistGraph> graph_;
+  std::mutex clients_mu_;
+  std::map<std::string, std::unique_ptr<rpc::GraphClient>> clients_;  // for pushes, guarded by clients_mu_
+};
+
+// One mini-batch, its arrays borrowed from the batch (a sampler process's mapped batch file, or
+// the sampler thread's vectors) for as long as any array of it is alive.
+py::dict BatchToPython(sampler::MiniBatch mb) {
+  py::dict d;
+  d["epoch"] = mb.epoch;
+  d["step"] = mb.step;
+  d["seeds"] = Adopt(std::move(mb.seeds));
+  d["labels"] = Adopt(std::move(mb.labels));
+  py::list blocks;
+  for (const sampler::Block& b : mb.blocks) {
+    py::dict blk;
+    blk["src_nodes"] = BorrowArray(b.src_nodes);
+    blk["num_dst"] = b.num_dst;
+    blk["indptr"] = BorrowArray(b.indptr);
+    blk["indices"] = BorrowArray(b.indices);
+    blk["eids"] = BorrowArray(b.eids);
+    blk["dst"] = BorrowArray(b.dst);
+    if (!b.edge_weight.empty()) blk["edge_weight"] = BorrowArray(b.edge_weight);
+    if (b.edge_feat_dim > 0) {
+      blk["edge_feat"] = Borrow(b.edge_feat.Share(), b.edge_feat.data(), core::DType::kFloat32,
+                                {b.num_edges(), b.edge_feat_dim});
+    }
+    blocks.append(std::move(blk));
+  }
+  d["blocks"] = std::move(blocks);
+  if (mb.features.cols > 0) {
+    d["features"] = Borrow(mb.features.owner, mb.features.data, mb.features.dtype, {mb.features.rows, mb.features.cols});
+  } else {
+    d["features"] = py::none();
+  }
+  d["sample_seconds"] = mb.sample_seconds;
+  d["fetch_seconds"] = mb.fetch_seconds;
+  return d;
+}
+
+// fanout-train's node batches for a list of seeds: the same MakeBatchLoader, so batch (epoch,
+// step) is the one the C++ trainer would train on with the same options and seeds.
+class NodeLoader {
+ public:
+  NodeLoader(std::shared_ptr<Graph> graph, py::array seeds, std::vector<int64_t> fanouts, int64_t batch_size,
+             bool replace, bool shuffle, uint64_t seed, int rank, int64_t seeds_per_epoch,
+             const std::string& feature_field, const std::string& label_field, const std::string& edge_weight_field,
+             int num_samplers, int num_threads, int prefetch, int64_t first_epoch, int64_t num_epochs,
+             const std::string& sampler_binary, double batch_timeout_seconds, int64_t cache_max_bytes)
+      : graph_(std::move(graph)) {
+    sampler::SamplerOptions so;
+    so.fanouts = std::move(fanouts);
+    so.batch_size = batch_size;
+    so.replace = replace;
+    so.shuffle = shuffle;
+    so.seed = seed;
+    so.rank = rank;
+    so.seeds_per_epoch = seeds_per_epoch;
+    so.feature_field = feature_field;
+    so.label_field = label_field;
+    so.edge.weight_field = edge_weight_field;
+    sampler::LoaderOptions lo;
+    lo.num_samplers = num_samplers;
+    lo.num_threads = num_threads;
+    lo.prefetch = prefetch;
+    lo.first_epoch = first_epoch;
+    lo.num_epochs = num_epochs;
+    lo.sampler_binary = sampler_binary;
+    lo.part_config_path = graph_->part_config_path();
+    lo.batch_timeout_seconds = batch_timeout_seconds;
+    lo.writable_batches = true;  // user code may change the tensors in place
+    std::vector<int64_t> ids = Ids(seeds, "seeds");
+    // Sampler processes keep the halo's feature rows (fanout-train's --feature-cache-mb); this
+    // process's own graph does not need them.
+    sampler::DistGraphOptions go = graph_->options();
+    go.cache_field = feature_field;
+    go.cache_max_bytes = cache_max_bytes;
+    py::gil_scoped_release nogil;
+    loader_ = Take(sampler::MakeBatchLoader(&graph_->graph(), go, so, std::move(ids), lo));
+    steps_per_epoch_ = loader_->steps_per_epoch();
+    feature_dim_ = loader_->feature_dim();
+  }
+
+  int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  int64_t feature_dim() const { return feature_dim_; }
+
+  py::dict Next() {
+    if (loader_ == nullptr) throw py::value_error("the loader is closed");
+    absl::StatusOr<sampler::MiniBatch> mb;
+    {
+      py::gil_scoped_release nogil;
+      mb = loader_->Next();
+    }
+    if (mb.status().code() == absl::StatusCode::kOutOfRange) throw py::stop_iteration();
+    return BatchToPython(Take(std::move(mb)));
+  }
+
+  // Stops the sampler processes (or threads) now rather than when Python collects the object.
+  void Close() {
+    py::gil_scoped_release nogil;
+    loader_.reset();
+  }
+
+ private:
+  std::shared_ptr<Graph> graph_;  // outlives the loader, whose samplers read it
+  std::unique_ptr<sampler::BatchLoader> loader_;
+  int64_t steps_per_epoch_ = 0, feature_dim_ = 0;
+};
+
+}  // namespace
+}  // namespace fanout::python
+
+PYBIND11_MODULE(_native, m) {
+  using namespace fanout;
+  using namespace fanout::python;
+  m.doc() = "fanout's native data plane (graph reads, seed split, batch loaders); see fanout.distributed";
+  py::register_exception<StatusError>(m, "FanoutError", PyExc_RuntimeError);
+
+  m.def("start_heartbeat", &core::StartHeartbeatFromEnvironment,
+        "Starts fanout-launch's liveness signal when FANOUT_HEARTBEAT_S is set; returns whether it did.");
+  m.def(
+      "job_env",
+      [] {
+        core::JobEnv j = Take(core::JobEnv::FromEnvironment());
+        py::dict d;
+        d["job_id"] = j.job_id;
+        d["part_config"] = j.part_config;
+        d["ip_config"] = j.ip_config;
+        d["servers"] = j.servers;
+        d["coordinator"] = j.coordinator;
+        d["num_machines"] = j.num_machines;
+        d["machine_id"] = j.machine_id;
+        d["num_servers"] = j.num_servers;
+        d["num_trainers"] = j.num_trainers;
+        d["num_samplers"] = j.num_samplers;
+        d["local_rank"] = j.local_rank;
+        d["rank"] = j.rank;
+        d["world_size"] = j.world_size;
+        return d;
+      },
+      "fanout-launch's job variables (FANOUT_*), -1 or '' where unset; errors name a malformed one.");
+  m.def(
+      "split_seeds",
+      [](const Graph& g, const py::array& ids, int trainers_per_machine, int rank) {
+        std::vector<int64_t> sorted = Ids(ids, "IDs");
+        if (!std::is_sorted(sorted.begin(), sorted.end()) ||
+            std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+          throw py::value_error("IDs to split must be ascending and distinct");
+        }
+        const int world = g.config().num_parts * trainers_per_machine;
+        if (trainers_per_machine < 1 || rank < 0 || rank >= world) {
+          throw py::value_error(StrCat("rank ", rank, " is not in 0..", world - 1, " (", g.config().num_parts,
+                                       " machines x ", trainers_per_machine, " trainers)"));
+        }
+        auto split = sampler::SplitSeeds(sorted, g.graph().node_book(), trainers_per_machine);
+        return Adopt(std::move(split[rank]));
+      },
+      py::arg("graph"), py::arg("ids"), py::arg("trainers_per_machine"), py::arg("rank"),
+      "fanout-train's split of ascending IDs among the job's trainers: rank's share (SplitSeeds).");
+
+  py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph")
+      .def(py::init<const std::string&, int, const std::string&, const std::string&, int, double, const std::string&,
+                    int64_t, bool>(),
+           py::arg("part_config"), py::arg("machine_id"), py::arg("servers") = "", py::arg("ip_config") = "",
+           py::arg("num_servers") = 1, py::arg("deadline_seconds") = 60.0, py::arg("cache_field") = "",
+           py::arg("cache_max_bytes") = 0, py::arg("read_local_files") = true)
+      .def_property_readonly("graph_name", [](const Graph& g) { return g.config().graph_name; })
+      .def_property_readonly("num_nodes", [](const Graph& g) { return g.config().num_nodes; })
+      .def_property_readonly("num_edges", [](const Graph& g) { return g.config().num_edges; })
+      .def_property_readonly("num_parts", [](const Graph& g) { return g.config().num_parts; })
+      .def_property_readonly("num_classes", [](const Graph& g) { return g.config().num_classes; })
+      .def_property_readonly("machine_id", [](const Graph& g) { return g.graph().machine_id(); })
+      .def_property_readonly("part_config", &Graph::part_config_path)
+      .def_property_readonly("node_ranges", [](const Graph& g) { return g.Ranges(g.config().node_bounds); })
+      .def_property_readonly("edge_ranges", [](const Graph& g) { return g.Ranges(g.config().edge_bounds); })
+      .def_property_readonly("node_fields",
+                             [](const Graph& g) {
+                               py::list l;
+                               for (const auto& f : g.config().node_fields) l.append(Schema(f));
+                               return l;
+                             })
+      .def_property_readonly("edge_fields",
+                             [](const Graph& g) {
+                               py::list l;
+                               for (const auto& f : g.config().edge_fields) l.append(Schema(f));
+                               return l;
+                             })
+      .def("servers_of", [](const Graph& g, int p) { return g.options().servers.addresses.at(p); })
+      .def("pull_node_rows", &Graph::PullNodeRows, py::arg("field"), py::arg("ids"))
+      .def("push_node_rows", &Graph::PushNodeRows, py::arg("field"), py::arg("ids"), py::arg("values"),
+           py::arg("add") = false)
+      .def("whole_node_field", &Graph::WholeNodeField, py::arg("field"))
+      .def("degrees", &Graph::Degrees, py::arg("ids"), py::arg("out") = false)
+      .def("find_edges", &Graph::FindEdges, py::arg("eids"));
+
+  py::class_<NodeLoader>(m, "NodeLoader")
+      .def(py::init<std::shared_ptr<Graph>, py::array, std::vector<int64_t>, int64_t, bool, bool, uint64_t, int, int64_t,
+                    const std::string&, const std::string&, const std::string&, int, int, int, int64_t, int64_t,
+                    const std::string&, double, int64_t>(),
+           py::arg("graph"), py::arg("seeds"), py::arg("fanouts"), py::arg("batch_size"), py::arg("replace"),
+           py::arg("shuffle"), py::arg("seed"), py::arg("rank"), py::arg("seeds_per_epoch"), py::arg("feature_field"),
+           py::arg("label_field"), py::arg("edge_weight_field"), py::arg("num_samplers"), py::arg("num_threads"),
+           py::arg("prefetch"), py::arg("first_epoch"), py::arg("num_epochs"), py::arg("sampler_binary"),
+           py::arg("batch_timeout_seconds"), py::arg("cache_max_bytes") = 0)
+      .def_property_readonly("steps_per_epoch", &NodeLoader::steps_per_epoch)
+      .def_property_readonly("feature_dim", &NodeLoader::feature_dim)
+      .def("next", &NodeLoader::Next)
+      .def("close", &NodeLoader::Close);
+}

@@ -1,0 +1,359 @@
+"""Tests of the Python data plane (python/fanout/distributed, the extension fanout._native).
+
+Run by CTest with Debian's python3 and python3-torch, PYTHONPATH=python:build/python and
+FANOUT_BIN_DIR=build/bin; exits 77 (skipped) where torch is missing. Each TestCase starts its own
+servers (or a whole job through fanout-launch) on loopback.
+"""
+
+import glob
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+try:
+    import numpy as np
+    import torch
+except ImportError as e:  # pragma: no cover
+    print(f"skipped: {e}")
+    sys.exit(77)
+
+import fanout.distributed as dist
+from fanout import _native
+
+BIN = os.environ.get("FANOUT_BIN_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+SHARED = os.path.join(HERE, "..", "..", "..", "shared", "data")
+
+
+def run(argv, **kw):
+    r = subprocess.run(argv, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        raise AssertionError(f"{argv[0]} exited {r.returncode}:\n{r.stdout}\n{r.stderr}")
+    return r.stdout
+
+
+def free_base_port(hosts=("127.0.0.1", "127.0.0.2"), span=4):
+    """A port P with P..P+span-1 free on every host (servers, coordinator, MASTER_PORT)."""
+    for _ in range(100):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        p = s.getsockname()[1]
+        s.close()
+        if p + span > 65535:
+            continue
+        ok = True
+        for h in hosts:
+            for q in range(p, p + span):
+                t = socket.socket()
+                try:
+                    t.bind((h, q))
+                except OSError:
+                    ok = False
+                t.close()
+        if ok:
+            return p
+    raise RuntimeError("no free ports")
+
+
+def make_graph(work, parts, nodes=3000, edges=24000, feat_dim=16, name="g"):
+    ds = os.path.join(work, "ds")
+    run([f"{BIN}/fanout-generate", "--out", ds, "--num-nodes", str(nodes), "--num-edges", str(edges),
+         "--feat-dim", str(feat_dim), "--num-classes", "5", "--seed", "1"])
+    out = os.path.join(work, f"parts{parts}")
+    run([f"{BIN}/fanout-partition", "--input", ds, "--num-parts", str(parts), "--out", out, "--graph-name", name,
+         "--add-reverse-edges"])
+    return os.path.join(out, f"{name}.json")
+
+
+def launch(work, part_config, command, *, samplers=0, parts=2, extra=(), timeout=600):
+    port = free_base_port()
+    ip = os.path.join(work, "ip_config.txt")
+    with open(ip, "w") as f:
+        for k in range(parts):
+            f.write(f"127.0.0.{k + 1} {port}\n")
+    env = dict(os.environ)
+    env["PATH"] = BIN + os.pathsep + env.get("PATH", "")
+    argv = [f"{BIN}/fanout-launch", "--ip-config", ip, "--part-config", part_config, "--num-servers", "1",
+            "--num-trainers", "1", "--num-samplers", str(samplers), "--log-dir", os.path.join(work, "logs"),
+            *extra, "--", *command]
+    return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=timeout, cwd=work)
+
+
+def checksum_lines(text):
+    return sorted(re.findall(r"rank \d+ batch \d+ \d+ crc \d+", text))
+
+
+class ServersTestCase(unittest.TestCase):
+    """A 2-partition graph with one fanout-server per partition, this process as machine 0."""
+
+    allow_push = False
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.config = make_graph(cls.tmp.name, 2)
+        cls.servers = []
+        addresses = []
+        for k in range(2):
+            port = free_base_port(hosts=("127.0.0.1",), span=1)
+            argv = [f"{BIN}/fanout-server", "--part-config", cls.config, "--part-id", str(k), "--host", "127.0.0.1",
+                    "--port", str(port)] + (["--allow-push"] if cls.allow_push else [])
+            cls.servers.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+            addresses.append(f"{k}=127.0.0.1:{port}")
+        os.environ["FANOUT_SERVERS"] = ",".join(addresses)
+        dist.initialize(part_config=cls.config, machine_id=0, deadline_seconds=10)
+        cls.g = dist.DistGraph("g")
+
+    @classmethod
+    def tearDownClass(cls):
+        dist.exit_client()
+        for s in cls.servers:
+            if s.poll() is None:
+                s.terminate()
+            s.wait()
+        os.environ.pop("FANOUT_SERVERS", None)
+        cls.tmp.cleanup()
+
+    def part_rows(self, field):
+        """Every node's row of `field`, read from the partition files with NumPy."""
+        with open(self.config) as f:
+            cfg = json.load(f)
+        base = os.path.dirname(self.config)
+        return np.concatenate([np.load(os.path.join(base, f"part{k}", "node_data", f"{field}.npy"))
+                               for k in range(cfg["num_parts"])])
+
+
+class DistTensorTest(ServersTestCase):
+    def test_reads_equal_the_partitioned_data(self):
+        feat = self.part_rows("feat")
+        ids = torch.tensor([0, 5, self.g.num_nodes() - 1, 1500, 7, 2999, 5])  # both partitions, repeats
+        got = self.g.ndata["feat"][ids]
+        self.assertEqual(got.dtype, torch.float32)
+        np.testing.assert_array_equal(got.numpy(), feat[ids.numpy()])
+        np.testing.assert_array_equal(self.g.ndata["label"][np.arange(10, 20)].numpy(), self.part_rows("label")[10:20])
+        self.assertEqual(self.g.ndata["feat"].shape, feat.shape)
+        self.assertEqual(len(self.g.ndata["feat"][torch.tensor([], dtype=torch.int64)]), 0)
+
+    def test_bad_reads_name_the_culprit(self):
+        with self.assertRaisesRegex(dist.FanoutError, "INVALID_ARGUMENT.*3000"):
+            self.g.ndata["feat"][torch.tensor([1, 3000])]
+        with self.assertRaisesRegex(KeyError, "no node field 'nope'.*feat"):
+            self.g.ndata["nope"]
+        with self.assertRaisesRegex(TypeError, "boolean mask"):
+            self.g.ndata["feat"][torch.tensor([True, False])]
+
+    def test_writes_are_refused_without_allow_push(self):
+        with self.assertRaisesRegex(dist.FanoutError, "PERMISSION_DENIED.*partition [01]"):
+            self.g.ndata["feat"][torch.tensor([1, 2000])] = torch.zeros(2, 16)
+        np.testing.assert_array_equal(self.g.ndata["feat"][[1]].numpy(), self.part_rows("feat")[[1]])
+
+    def test_partition_book_and_split(self):
+        pb = self.g.get_partition_book()
+        self.assertEqual(pb.num_partitions(), 2)
+        self.assertEqual(pb.partid, 0)
+        n0 = pb.partid2nids(0)
+        n1 = pb.partid2nids(1)
+        self.assertEqual(len(n0) + len(n1), self.g.num_nodes())
+        self.assertTrue(torch.equal(pb.nid2partid(torch.tensor([int(n0[0]), int(n1[0]), int(n1[-1])])),
+                                    torch.tensor([0, 1, 1])))
+        mask = self.part_rows("train_mask").astype(bool)
+        shares = [dist.node_split(self.g.ndata["train_mask"], pb, rank=r) for r in range(2)]
+        union = torch.cat(shares).sort().values
+        self.assertTrue(torch.equal(union, torch.from_numpy(np.flatnonzero(mask))))
+        self.assertLessEqual(abs(len(shares[0]) - len(shares[1])), 1)
+        # A mask as a plain tensor gives the same split.
+        self.assertTrue(torch.equal(dist.node_split(torch.from_numpy(mask), pb, rank=0), shares[0]))
+
+
+class DistTensorWriteTest(ServersTestCase):
+    allow_push = True
+
+    def test_rows_written_are_read_back_from_every_server(self):
+        ids = torch.tensor([3, 2990])  # one row in each partition
+        rows = torch.arange(32, dtype=torch.float32).reshape(2, 16)
+        self.g.ndata["feat"][ids] = rows
+        np.testing.assert_array_equal(self.g.ndata["feat"][ids].numpy(), rows.numpy())
+        with self.assertRaisesRegex(ValueError, r"\(3, 16\) rows for 2 IDs"):
+            self.g.ndata["feat"][ids] = torch.zeros(3, 16)
+        with self.assertRaisesRegex(NotImplementedError, "creating tensors on the servers"):
+            dist.DistTensor((self.g.num_nodes(), 4), torch.float32, "h", persistent=True)
+
+
+class LoaderTest(ServersTestCase):
+    def test_batches_are_dgl_blocks_with_their_data(self):
+        feat = self.part_rows("feat")
+        label = self.part_rows("label")
+        nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
+        loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([4, 3]), batch_size=50, shuffle=True,
+                                         num_samplers=0)
+        per_epoch = int(self.part_rows("train_mask").sum()) // 2  # every rank: total // world size
+        self.assertIn(len(nids), (per_epoch, per_epoch + 1))
+        self.assertEqual(len(loader), -(-per_epoch // 50))
+        n = 0
+        for input_nodes, seeds, blocks in loader:
+            n += 1
+            self.assertEqual(len(blocks), 2)
+            b0, b1 = blocks
+            self.assertEqual(b1.num_dst_nodes(), len(seeds))
+            self.assertTrue(torch.equal(b1.dstdata[dist.NID], seeds))
+            # A block's destinations are its first sources; layer 1's sources are layer 0's destinations.
+            self.assertTrue(torch.equal(b0.srcdata[dist.NID][:b0.num_dst_nodes()], b0.dstdata[dist.NID]))
+            self.assertTrue(torch.equal(b1.srcdata[dist.NID], b0.dstdata[dist.NID]))
+            np.testing.assert_array_equal(b0.srcdata["feat"].numpy(), feat[input_nodes.numpy()])
+            np.testing.assert_array_equal(b1.dstdata["label"].numpy(), label[seeds.numpy()])
+            ei = b1.edge_index
+            self.assertEqual(tuple(ei.shape), (2, b1.num_edges()))
+            self.assertTrue(bool((ei[0] < b1.num_src_nodes()).all()) and bool((ei[1] < b1.num_dst_nodes()).all()))
+            self.assertTrue(bool((b1.in_degrees() <= 3).all()))
+            # The edges are real: each sampled edge's global ID has these endpoints.
+            src, dst = self.g.find_edges(b1.edata[dist.EID])
+            self.assertTrue(torch.equal(src, b1.srcdata[dist.NID][ei[0]]))
+            self.assertTrue(torch.equal(dst, b1.dstdata[dist.NID][ei[1]]))
+            # Tensors are the script's own: writing them is allowed.
+            b0.srcdata["feat"].mul_(2)
+            # g.ndata reads of exactly the batch's inputs come from the batch.
+            np.testing.assert_array_equal(self.g.ndata["feat"][input_nodes].numpy(), b0.srcdata["feat"].numpy())
+        self.assertEqual(n, len(loader))
+
+    def test_epochs_reshuffle_and_repeat_exactly(self):
+        nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
+
+        def epochs(loader, count):
+            return [[seeds.clone() for _, seeds, _ in loader] for _ in range(count)]
+
+        a = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([2]), batch_size=64, shuffle=True, seed=7,
+                                    num_samplers=0)
+        b = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([2]), batch_size=64, shuffle=True, seed=7,
+                                    num_samplers=1)
+        ea, eb = epochs(a, 2), epochs(b, 2)
+        for x, y in zip(ea, eb):
+            self.assertEqual(len(x), len(y))
+            for s, t in zip(x, y):
+                self.assertTrue(torch.equal(s, t))
+        self.assertFalse(torch.equal(torch.cat(ea[0]), torch.cat(ea[1])))  # reshuffled
+        # An epoch left early: the next pass is the next epoch, from its start.
+        c = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([2]), batch_size=64, shuffle=True, seed=7,
+                                    num_samplers=1)
+        for _ in c:
+            break
+        again = epochs(c, 1)[0]
+        self.assertTrue(all(torch.equal(s, t) for s, t in zip(again, ea[1])))
+        # drop_last: full batches only.
+        d = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([2]), batch_size=64, shuffle=True,
+                                    drop_last=True, num_samplers=0)
+        self.assertTrue(all(len(s) == 64 for _, s, _ in d))
+        for x in (a, b, c, d):
+            x.close()
+
+    def test_a_killed_sampler_process_is_an_exception_naming_it(self):
+        nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
+        loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([3, 3]), batch_size=16, shuffle=True,
+                                         num_samplers=1, prefetch=1)
+        it = iter(loader)
+        next(it)
+        children = sampler_children()
+        self.assertEqual(len(children), 1)
+        os.kill(children[0], signal.SIGKILL)
+        start = time.monotonic()
+        with self.assertRaisesRegex(dist.FanoutError, rf"sampler process 0 \(pid {children[0]}\) was killed by signal 9"):
+            for _ in it:
+                pass
+        self.assertLess(time.monotonic() - start, 10)
+        loader.close()
+        self.assertEqual(sampler_children(), [])
+
+
+class ServerLossTest(ServersTestCase):
+    def test_a_killed_server_is_an_exception_naming_its_partition(self):
+        nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
+        loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([5, 5]), batch_size=32, shuffle=True,
+                                         num_samplers=1, prefetch=1)
+        it = iter(loader)
+        next(it)
+        self.servers[1].kill()
+        self.servers[1].wait()
+        start = time.monotonic()
+        with self.assertRaisesRegex(dist.FanoutError, "partition 1"):
+            for _ in it:
+                pass
+        self.assertLess(time.monotonic() - start, 30)
+        loader.close()
+        self.assertEqual(sampler_children(), [])
+
+
+def sampler_children():
+    """PIDs of this process's fanout-sampler children."""
+    pids = []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat) as f:
+                text = f.read()
+        except OSError:
+            continue
+        comm = text[text.index("(") + 1:text.rindex(")")]
+        ppid = int(text[text.rindex(")") + 2:].split()[1])
+        if ppid == os.getpid() and comm.startswith("fanout-sampler") and text[text.rindex(")") + 2] != "Z":
+            pids.append(int(text.split()[0]))
+    return pids
+
+
+class LaunchedScriptTest(unittest.TestCase):
+    """The script of sage_script.py as a user runs it: fanout-launch ... -- python3 script.py."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.work = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_the_script_sees_exactly_fanout_trains_batches(self):
+        config = make_graph(self.work, 2)
+        common = ["--fanouts", "5,4", "--batch-size", "100", "--epochs", "2"]
+        cpp = launch(self.work, config, [f"{BIN}/fanout-train", *common, "--seed", "3", "--print-batch-checksums",
+                                         "--hidden", "8", "--eval-every", "0"], samplers=1)
+        self.assertEqual(cpp.returncode, 0, cpp.stdout + cpp.stderr)
+        expected = checksum_lines(cpp.stdout)
+        self.assertGreater(len(expected), 4)
+        for samplers in ("1", "0"):  # sampler processes, then threads in the script
+            py = launch(self.work, config, [sys.executable, os.path.join(HERE, "sage_script.py"), "--mode",
+                                            "checksums", *common, "--seeds", "3", "--num-samplers", samplers],
+                        samplers=1)
+            self.assertEqual(py.returncode, 0, py.stdout + py.stderr)
+            self.assertEqual(checksum_lines(py.stdout), expected, f"num_samplers={samplers}")
+
+    def test_ddp_training_on_cora_matches_fanout_train(self):
+        if not os.path.exists(os.path.join(SHARED, "cora", "raw", "edge.csv.gz")):
+            self.skipTest("../shared/data/cora not present")
+        out = os.path.join(self.work, "cora")
+        run([f"{BIN}/fanout-partition", "--input", os.path.join(SHARED, "cora"), "--num-parts", "2", "--out", out,
+             "--add-reverse-edges", "--graph-name", "cora"])
+        config = os.path.join(out, "cora.json")
+        flags = ["--fanouts", "10,10", "--hidden", "64", "--lr", "0.01", "--weight-decay", "5e-4", "--batch-size",
+                 "32", "--epochs", "60"]
+        seeds = [0, 1, 2]
+        py = launch(self.work, config, [sys.executable, os.path.join(HERE, "sage_script.py"), *flags, "--seeds",
+                                        ",".join(map(str, seeds))], samplers=1)
+        self.assertEqual(py.returncode, 0, py.stdout + py.stderr)
+        python_acc = float(re.search(r"mean test accuracy ([0-9.]+)", py.stdout).group(1))
+        cpp_acc = []
+        for seed in seeds:
+            r = launch(self.work, config, [f"{BIN}/fanout-train", *flags, "--eval-fanouts", "-1,-1", "--seed",
+                                           str(seed), "--eval-every", "0"], samplers=1)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            cpp_acc.append(float(re.search(r"test accuracy ([0-9.]+)", r.stdout).group(1)))
+        cpp_mean = sum(cpp_acc) / len(cpp_acc)
+        print(f"Cora, 2 machines, mean of seeds {seeds}: Python script {python_acc:.4f}, fanout-train {cpp_mean:.4f}")
+        self.assertGreater(python_acc, 0.75)
+        self.assertLess(abs(python_acc - cpp_mean), 0.01 + 1e-9)
+
+
+if __name__ == "__main__":
+    unittest.main()
