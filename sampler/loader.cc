@@ -181,9 +181,9 @@ class ProcessLoader final : public BatchLoader {
     auto mb = ReadShmBatch(fd.get(), [channel, slot] { SendRelease(channel->fd.get(), slot); },
                            options_.writable_batches ? nullptr : &mappings_, pairs, options_.writable_batches);
     if (!mb.ok()) return absl::Status(mb.status().code(), StrCat(who, ": ", mb.status().message()));
-    if (!SendTaken(sock) && g + static_cast<int64_t>(children_.size()) < total_) {
-      return absl::UnavailableError(StrCat(who, " stopped reading: ", std::strerror(errno)));
-    }
+    // A credit that cannot be sent means the process is gone (it was killed after sending this
+    // batch): the batch is whole, so hand it over; this process's next batch reports how it ended.
+    SendTaken(sock);
     ++consumed_;
     return mb;
   }

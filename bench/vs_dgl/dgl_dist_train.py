@@ -12,6 +12,10 @@ features and labels from the KVStore, local shared memory + remote servers), for
 loss), backward (zero_grad + backward, which includes DDP's gradient all-reduce), update
 (optimizer step). Validation (after the last epoch) is outside the epoch time: the same fanouts
 as training on the validation nodes (as fanout-train's default --eval-fanouts), batch 4096.
+
+With --data-plane fanout the same script is setup P's fanout side: started by fanout-launch, the
+same loop and model (dgl.nn.SAGEConv on DGL blocks) take their graph, split and batches from
+fanout.distributed instead of dgl.distributed; only the module the names come from changes.
 """
 import argparse
 import os
@@ -71,20 +75,40 @@ def parse():
     p.add_argument("--part-config", required=True)
     add_job_args(p)
     p.add_argument("--log-every", type=int, default=0)
+    p.add_argument("--data-plane", choices=["dgl", "fanout"], default="dgl",
+                   help="where DistGraph, node_split, NeighborSampler and DistNodeDataLoader come from")
     return p.parse_args()
+
+
+# The data plane's names: DGL's, or fanout's (the same names; fanout's loader yields DGL blocks
+# when DGL is imported).
+ddist = dgl.distributed
+NeighborSampler = dgl.dataloading.NeighborSampler
+DistNodeDataLoader = dgl.dataloading.DistNodeDataLoader
+
+
+def use_fanout():
+    global ddist, NeighborSampler, DistNodeDataLoader
+    import fanout.distributed
+
+    ddist = fanout.distributed
+    NeighborSampler = fanout.distributed.NeighborSampler
+    DistNodeDataLoader = fanout.distributed.DistNodeDataLoader
 
 
 def main():
     a = parse()
+    if a.data_plane == "fanout":
+        use_fanout()
     torch.set_num_threads(a.threads)
-    dgl.distributed.initialize(a.ip_config)  # a server never returns from here
+    ddist.initialize(a.ip_config)  # a DGL server never returns from here
     dist.init_process_group(backend="gloo")
-    g = dgl.distributed.DistGraph(a.graph_name, part_config=a.part_config)
+    g = ddist.DistGraph(a.graph_name, part_config=a.part_config)
     rank, world = dist.get_rank(), dist.get_world_size()
     lead = rank == 0
     pb = g.get_partition_book()
-    train_nid = dgl.distributed.node_split(g.ndata["train_mask"], pb, force_even=True)
-    val_nid = dgl.distributed.node_split(g.ndata["val_mask"], pb, force_even=True)
+    train_nid = ddist.node_split(g.ndata["train_mask"], pb, force_even=True)
+    val_nid = ddist.node_split(g.ndata["val_mask"], pb, force_even=True)
     fanouts = [int(f) for f in a.fanouts.split(",")]
     assert len(fanouts) == a.num_layers, "--fanouts must have --num-layers entries"
     in_feats = g.ndata["feat"].shape[1]
@@ -99,7 +123,8 @@ def main():
             f"partitions), {world} trainer(s); sage {a.num_layers} layers, hidden {a.hidden}, "
             f"{in_feats} -> {n_classes} classes; fanouts {a.fanouts}, batch {a.batch_size}; "
             f"train/val per trainer {len(train_nid)}/{len(val_nid)}; "
-            f"{os.environ.get('DGL_NUM_SAMPLER', '0')} sampler process(es) per trainer; "
+            f"{os.environ.get('DGL_NUM_SAMPLER', os.environ.get('FANOUT_NUM_SAMPLERS', '0'))} sampler process(es) "
+            f"per trainer; data plane {a.data_plane}; "
             f"{torch.get_num_threads()} intra-op thread(s); dgl {dgl.__version__}, torch {torch.__version__}",
             flush=True,
         )
@@ -107,10 +132,8 @@ def main():
     if a.metrics_file and lead:
         open(a.metrics_file, "w").close()
 
-    sampler = dgl.dataloading.NeighborSampler(fanouts)
-    loader = dgl.dataloading.DistNodeDataLoader(
-        g, train_nid, sampler, batch_size=a.batch_size, shuffle=True, drop_last=False
-    )
+    sampler = NeighborSampler(fanouts)
+    loader = DistNodeDataLoader(g, train_nid, sampler, batch_size=a.batch_size, shuffle=True, drop_last=False)
     feat, label = g.ndata["feat"], g.ndata["label"]
     for epoch in range(a.epochs):
         model.train()
@@ -158,8 +181,8 @@ def main():
 
 def evaluate(model, g, nids, fanouts, batch_size):
     model.eval()
-    sampler = dgl.dataloading.NeighborSampler(fanouts)
-    loader = dgl.dataloading.DistNodeDataLoader(g, nids, sampler, batch_size=batch_size, shuffle=False, drop_last=False)
+    sampler = NeighborSampler(fanouts)
+    loader = DistNodeDataLoader(g, nids, sampler, batch_size=batch_size, shuffle=False, drop_last=False)
     correct = count = 0.0
     with torch.no_grad():
         for input_nodes, seeds, blocks in loader:

@@ -11,6 +11,9 @@
 #   B  1 machine, 2 trainers; same model as A.          fanout-launch, 1 part, 1 server
 #                                                        vs  DGL DataLoader + torch DDP (Gloo)
 #   C  as A with 2 layers, hidden 16, fanouts 15,10 (data-bound).
+#   P  as A, with DistDGL's own Python training script (dgl_dist_train.py: dgl.nn.SAGEConv, the
+#      same loop) on both sides: on fanout started by fanout-launch with --data-plane fanout
+#      (fanout.distributed's loader), against the same script on DistDGL. P's DistDGL job is A's.
 # Jobs alternate fanout, DGL, fanout, DGL, ... The epoch time reported is the mean of the epochs
 # after the first (evaluation excluded); validation accuracy is measured after the last epoch.
 #
@@ -46,7 +49,7 @@ done
 [[ $EPOCHS =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --epochs must be a positive integer" >&2; exit 2; }
 IFS=, read -r -a SETUP_LIST <<<"$SETUPS"
 for s in "${SETUP_LIST[@]}"; do
-  [[ $s =~ ^[ABC]$ ]] || { echo "run.sh: unknown setup '$s' (A, B or C)" >&2; exit 2; }
+  [[ $s =~ ^[ABCP]$ ]] || { echo "run.sh: unknown setup '$s' (A, B, C or P)" >&2; exit 2; }
 done
 mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
@@ -160,7 +163,7 @@ ensure_data() {
   mkdir -p "$PARTS"
   local need2=0 need1=0 s
   for s in "${SETUP_LIST[@]}"; do
-    case $s in A | C) need2=1 ;; B) need1=1 ;; esac
+    case $s in A | C | P) need2=1 ;; B) need1=1 ;; esac
   done
   # fanout: the same METIS settings as DGL's partition_graph(balance_ntypes=train_mask,
   # balance_edges=True): nodes, training nodes and in-edges balanced.
@@ -188,7 +191,7 @@ ensure_data() {
 # model flags per setup: LAYERS HIDDEN FANOUTS
 model_of() {
   case $1 in
-    A | B) echo "3 256 15,10,5" ;;
+    A | B | P) echo "3 256 15,10,5" ;;
     C) echo "2 16 15,10" ;;
   esac
 }
@@ -218,18 +221,26 @@ run_fanout() {  # SETUP ROUND
   local build
   build=$(build_id)
   log "[$s round $r] fanout: $layers layers, hidden $hidden, fanouts $fanouts, $trainers trainer(s) per machine; fanout-train $build (logs: $dir)"
-  local t0=$SECONDS
-  start_group "$dir/console.log" "$BIN/fanout-launch" --workspace "$dir" --ip-config "$dir/ip_config.txt" \
-    --part-config "$config" --num-servers 1 --num-trainers "$trainers" --num-samplers 1 \
-    --num-omp-threads 1 --log-dir "$dir/logs" -- \
-    "$BIN/fanout-train" --model sage --fanouts "$fanouts" --hidden "$hidden" --batch-size 1024 \
-    --lr 0.003 --dropout 0.5 --epochs "$EPOCHS" --eval-every "$EPOCHS" --no-test --threads 1 \
-    --num-samplers 1 --metrics-file "$dir/metrics.jsonl"
+  local t0=$SECONDS trainer
+  if [ "$s" = P ]; then
+    # DistDGL's training script itself, its names taken from fanout.distributed.
+    trainer=(env PYTHONPATH="$(fanout_pythonpath)" DGLBACKEND=pytorch "$PY" "$HERE/dgl_dist_train.py"
+      --data-plane fanout --graph-name "$NAME" --ip-config "$dir/ip_config.txt" --part-config "$config"
+      --num-layers "$layers" --hidden "$hidden" --fanouts "$fanouts" --batch-size 1024 --lr 0.003
+      --dropout 0.5 --epochs "$EPOCHS" --threads 1 --metrics-file "$dir/metrics.jsonl")
+  else
+    trainer=("$BIN/fanout-train" --model sage --fanouts "$fanouts" --hidden "$hidden" --batch-size 1024
+      --lr 0.003 --dropout 0.5 --epochs "$EPOCHS" --eval-every "$EPOCHS" --no-test --threads 1
+      --num-samplers 1 --metrics-file "$dir/metrics.jsonl")
+  fi
+  start_group "$dir/console.log" env PATH="$BIN:$PATH" "$BIN/fanout-launch" --workspace "$dir" \
+    --ip-config "$dir/ip_config.txt" --part-config "$config" --num-servers 1 --num-trainers "$trainers" \
+    --num-samplers 1 --num-omp-threads 1 --log-dir "$dir/logs" -- "${trainer[@]}"
   local g=$STARTED rc=0
   wait "$g" || rc=$?
   forget_group "$g"
   kill_group "$g"
-  grep -E "trainer 0\] (epoch|fanout-train)|rror" "$dir/console.log" | sed 's/^/    /' || true
+  grep -E "trainer 0\] (epoch|fanout-train|dgl_dist_train: graph)|rror" "$dir/console.log" | sed 's/^/    /' || true
   if [ $rc != 0 ]; then
     log "[$s round $r] fanout FAILED (exit $rc$([ $rc = 124 ] && echo ", timed out after $TIMEOUT s")); last lines:"
     tail -n 15 "$dir/console.log" | sed 's/^/    /'
@@ -299,6 +310,22 @@ run_dgl() {  # SETUP ROUND
   fi
   record "$s" "$r" dgl "$rc" "$dir/metrics.jsonl" "$((SECONDS - t0))" "dgl-2.1.0"
   check_leftovers "DGL job $s/$r"
+}
+
+# fanout's Python package for the virtualenv's interpreter (setup P): the sources and this build's
+# extension when it was built for the same Python, else `pip install ./python` into the venv.
+fanout_pythonpath() {
+  local suffix
+  suffix=$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')
+  if [ -f "$BIN/../python/fanout/_native$suffix" ]; then
+    printf '%s:%s' "$REPO/python" "$(cd "$BIN/../python" && pwd)"
+  else
+    if ! "$PY" -c 'import fanout._native' 2>/dev/null; then
+      log "installing fanout's Python package into $VENV (pip install ./python)" >&2
+      "$PY" -m pip install --quiet "$REPO/python" >&2
+    fi
+    printf '%s' ""
+  fi
 }
 
 # ---- main ---------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ SETUPS = {
     "A": "2 loopback machines x (1 server + 1 trainer), 2 METIS parts; SAGE 3x256, fanouts 15,10,5",
     "B": "1 machine, 2 trainers; SAGE 3x256, fanouts 15,10,5 (DGL: DataLoader + DDP, no DistDGL)",
     "C": "as A, data-bound: SAGE 2x16, fanouts 15,10",
+    "P": "as A, DistDGL's Python training script (dgl.nn.SAGEConv) on both sides: fanout.distributed vs dgl.distributed",
 }
 # Breakdown columns: (label, metrics key) per side, in step order.
 FANOUT_PARTS = [
@@ -75,8 +76,8 @@ def main():
     print("=== per job (rank 0; epoch time = mean of epochs after the first; evaluation excluded) ===")
     for setup, rnd, system, rc, metrics, wall, build in rows:
         epochs = load(metrics)
-        name = "fanout" if system == "fanout" else ("DGL" if setup == "B" else "DistDGL")
-        head = f"[{setup} round {rnd}] {name:7s}"
+        name = ("fanout.py" if setup == "P" else "fanout") if system == "fanout" else ("DGL" if setup == "B" else "DistDGL")
+        head = f"[{setup} round {rnd}] {name:9s}"
         if rc != "0" or not epochs:
             print(f"{head} FAILED (exit {rc}, {len(epochs)} epoch record(s); job wall {wall} s)")
             results[(setup, rnd, system)] = None
@@ -85,7 +86,7 @@ def main():
         t = mean_of(rec, "epoch_seconds")
         results[(setup, rnd, system)] = t
         all_t = ", ".join(f"{e['epoch_seconds']:.2f}" for e in epochs)
-        parts = FANOUT_PARTS if system == "fanout" else DGL_PARTS
+        parts = FANOUT_PARTS if system == "fanout" and setup != "P" else DGL_PARTS
         bd = ", ".join(
             f"{label} {mean_of(rec, key):.2f}" for label, key in parts if mean_of(rec, key) is not None
         )
@@ -94,11 +95,11 @@ def main():
         print(
             f"{head} epoch {t:7.2f} s  (every epoch: {all_t}; {epochs[-1].get('steps', '?')} steps/epoch/trainer)"
         )
-        print(f"{'':26s}breakdown: {bd}")
+        print(f"{'':28s}breakdown: {bd}")
         print(
-            f"{'':26s}loss {epochs[-1]['loss']:.4f}, train acc {epochs[-1]['train_acc']:.4f}, "
+            f"{'':28s}loss {epochs[-1]['loss']:.4f}, train acc {epochs[-1]['train_acc']:.4f}, "
             f"val acc after epoch {len(epochs)}: {val_s}; {mean_of(rec, 'seeds_per_second'):.0f} seeds/s; "
-            f"job wall {wall} s" + (f"; fanout-train {build}" if system == "fanout" else "")
+            f"job wall {wall} s" + (f"; fanout {build}" if system == "fanout" else "")
         )
     print("  * fanout's sample and fetch run in its sampler process, overlapped with training;")
     print("    DGL's wait = trainer idle for the next mini-batch, feature = feature/label pull in the trainer")

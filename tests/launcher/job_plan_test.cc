@@ -217,11 +217,11 @@ TEST(JobPlan, PortErrors) {
             "the same host as machine 0 where the trainers' rendezvous listens");
   // The port after the coordinator is torch.distributed's MASTER_PORT, and may not be a server's
   // either.
-  o.coordinator_port = 30051;
+  o.coordinator_port = 30049;
   plan = BuildJobPlan(o, in);
   ASSERT_FALSE(plan.ok());
   EXPECT_EQ(plan.status().message(),
-            "--coordinator-port 30051 + 1 (MASTER_PORT) is a server port of machine 1 (10.0.0.1 ports 30052..30053), "
+            "--coordinator-port 30049 + 1 (MASTER_PORT) is a server port of machine 0 (10.0.0.1 ports 30050..30051), "
             "on the same host as machine 0 where the trainers' rendezvous listens");
   o.coordinator_port = 65535;
   plan = BuildJobPlan(o, in);

@@ -7,6 +7,7 @@ copy (NumPy arrays over the batch's memory, wrapped by torch.from_numpy); they a
 script, which may change them in place.
 """
 
+import sys
 from typing import Dict, List, Optional, Sequence
 
 import numpy as np
@@ -141,13 +142,14 @@ class DistNodeDataLoader:
 
     Batches are made ahead by the job's sampler processes (``fanout-launch --num-samplers N``, or
     ``num_samplers=``), or by ``num_threads`` threads in this process when there are none.
-    ``to_dgl=True`` yields DGL blocks instead of fanout's. Errors of a server or a sampler
+    ``to_dgl=True`` yields DGL blocks instead of fanout's; by default it does exactly when the
+    script has imported DGL. Errors of a server or a sampler
     process are raised as ``FanoutError`` naming it.
     """
 
     def __init__(self, g: DistGraph, nids, graph_sampler: NeighborSampler, batch_size: int = 1, shuffle: bool = False,
                  drop_last: bool = False, *, seed: int = 0, num_samplers: Optional[int] = None, num_threads: int = 1,
-                 prefetch: int = 2, to_dgl: bool = False, batch_timeout_seconds: float = 600.0,
+                 prefetch: int = 2, to_dgl: Optional[bool] = None, batch_timeout_seconds: float = 600.0,
                  feature_cache_bytes: int = 512 << 20, even_steps: Optional[bool] = None, **unused):
         ctx = context.current()
         if int(batch_size) < 1:
@@ -158,7 +160,8 @@ class DistNodeDataLoader:
         self._batch_size = int(batch_size)
         self._shuffle = bool(shuffle)
         self._seed = int(seed)
-        self._to_dgl = to_dgl
+        # DGL blocks for a script that has imported DGL (its layers take nothing else).
+        self._to_dgl = ("dgl" in sys.modules) if to_dgl is None else bool(to_dgl)
         fields = {f["name"] for f in g._native.node_fields}
         feat = graph_sampler.prefetch_node_feats
         label = graph_sampler.prefetch_labels
