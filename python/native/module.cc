@@ -32,6 +32,7 @@
 #include "rpc/graph_client.h"
 #include "rpc/security.h"
 #include "sampler/dist_graph.h"
+#include "sampler/link_sampler.h"
 #include "sampler/loader.h"
 #include "sampler/minibatch.h"
 #include "sampler/minibatch_sampler.h"
@@ -359,6 +360,86 @@ class NodeLoader {
   int64_t steps_per_epoch_ = 0, feature_dim_ = 0;
 };
 
+// fanout-train's link batches (--task link) over a list of positive edges: the same
+// LinkBatchSampler, made by threads or by sampler processes.
+class EdgeLoader {
+ public:
+  EdgeLoader(std::shared_ptr<Graph> graph, py::array edges, std::vector<int64_t> fanouts, int64_t batch_size,
+             bool replace, uint64_t seed, int rank, int64_t edges_per_epoch, const std::string& feature_field,
+             int64_t negatives, bool degree_negatives, bool exclude_seed_edges, int num_samplers, int num_threads,
+             int prefetch, int64_t first_epoch, int64_t num_epochs, const std::string& sampler_binary,
+             double batch_timeout_seconds, int64_t cache_max_bytes)
+      : graph_(std::move(graph)) {
+    sampler::LinkSamplerOptions lo;
+    lo.sampling.fanouts = std::move(fanouts);
+    lo.sampling.batch_size = batch_size;
+    lo.sampling.replace = replace;
+    lo.sampling.seed = seed;
+    lo.sampling.rank = rank;
+    lo.sampling.feature_field = feature_field;
+    lo.sampling.label_field = "";
+    lo.negatives = negatives;
+    lo.negative_sampling =
+        degree_negatives ? sampler::NegativeSampling::kDegreePow75 : sampler::NegativeSampling::kUniform;
+    lo.exclude_seed_edges = exclude_seed_edges;
+    lo.edges_per_epoch = edges_per_epoch;
+    std::vector<int64_t> ids = Ids(edges, "edge IDs");
+    sampler::DistGraphOptions go = graph_->options();
+    go.cache_field = feature_field;
+    go.cache_max_bytes = cache_max_bytes;
+    py::gil_scoped_release nogil;
+    if (num_samplers > 0) {
+      sampler::LoaderOptions opts;
+      opts.num_samplers = num_samplers;
+      opts.prefetch = prefetch;
+      opts.first_epoch = first_epoch;
+      opts.num_epochs = num_epochs;
+      opts.sampler_binary = sampler_binary;
+      opts.part_config_path = graph_->part_config_path();
+      opts.batch_timeout_seconds = batch_timeout_seconds;
+      opts.writable_batches = true;
+      loader_ = Take(sampler::MakeLinkProcessLoader(&graph_->graph(), go, lo, std::move(ids), opts));
+    } else {
+      Check(sampler::ValidateLinkSamplerOptions(lo, graph_->graph(), ids));
+      loader_ = Take(sampler::LinkBatchLoader::Create(&graph_->graph(), lo, ids, std::max(1, num_threads),
+                                                      std::max(1, prefetch), first_epoch, num_epochs));
+    }
+    steps_per_epoch_ = loader_->steps_per_epoch();
+  }
+
+  int64_t steps_per_epoch() const { return steps_per_epoch_; }
+
+  py::dict Next() {
+    if (loader_ == nullptr) throw py::value_error("the loader is closed");
+    absl::StatusOr<sampler::LinkMiniBatch> b;
+    {
+      py::gil_scoped_release nogil;
+      b = loader_->Next();
+    }
+    if (b.status().code() == absl::StatusCode::kOutOfRange) throw py::stop_iteration();
+    sampler::LinkMiniBatch lb = Take(std::move(b));
+    py::dict d = BatchToPython(std::move(lb.nodes));
+    d["epoch"] = lb.epoch;
+    d["step"] = lb.step;
+    d["pos_src"] = Adopt(std::move(lb.pos_src));
+    d["pos_dst"] = Adopt(std::move(lb.pos_dst));
+    d["neg_src"] = Adopt(std::move(lb.neg_src));
+    d["neg_dst"] = Adopt(std::move(lb.neg_dst));
+    d["pos_eids"] = Adopt(std::move(lb.eids));
+    return d;
+  }
+
+  void Close() {
+    py::gil_scoped_release nogil;
+    loader_.reset();
+  }
+
+ private:
+  std::shared_ptr<Graph> graph_;
+  std::unique_ptr<sampler::LinkBatchSource> loader_;
+  int64_t steps_per_epoch_ = 0;
+};
+
 }  // namespace
 }  // namespace fanout::python
 
@@ -410,6 +491,18 @@ PYBIND11_MODULE(_native, m) {
       py::arg("graph"), py::arg("ids"), py::arg("trainers_per_machine"), py::arg("rank"),
       "fanout-train's split of ascending IDs among the job's trainers: rank's share (SplitSeeds).");
 
+  m.def(
+      "rank_edges",
+      [](const Graph& g, int trainers_per_machine, int rank) {
+        const int world = g.config().num_parts * trainers_per_machine;
+        if (trainers_per_machine < 1 || rank < 0 || rank >= world) {
+          throw py::value_error(StrCat("rank ", rank, " is not in 0..", world - 1));
+        }
+        return Adopt(sampler::RankEdgeSeeds(g.config(), trainers_per_machine, rank));
+      },
+      py::arg("graph"), py::arg("trainers_per_machine"), py::arg("rank"),
+      "fanout-train's positive edges of a rank (--task link): the edges its partition stores, in slices.");
+
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph")
       .def(py::init<const std::string&, int, const std::string&, const std::string&, int, double, const std::string&,
                     int64_t, bool>(),
@@ -458,4 +551,17 @@ PYBIND11_MODULE(_native, m) {
       .def_property_readonly("feature_dim", &NodeLoader::feature_dim)
       .def("next", &NodeLoader::Next)
       .def("close", &NodeLoader::Close);
+
+  py::class_<EdgeLoader>(m, "EdgeLoader")
+      .def(py::init<std::shared_ptr<Graph>, py::array, std::vector<int64_t>, int64_t, bool, uint64_t, int, int64_t,
+                    const std::string&, int64_t, bool, bool, int, int, int, int64_t, int64_t, const std::string&, double,
+                    int64_t>(),
+           py::arg("graph"), py::arg("edges"), py::arg("fanouts"), py::arg("batch_size"), py::arg("replace"),
+           py::arg("seed"), py::arg("rank"), py::arg("edges_per_epoch"), py::arg("feature_field"),
+           py::arg("negatives"), py::arg("degree_negatives"), py::arg("exclude_seed_edges"), py::arg("num_samplers"),
+           py::arg("num_threads"), py::arg("prefetch"), py::arg("first_epoch"), py::arg("num_epochs"),
+           py::arg("sampler_binary"), py::arg("batch_timeout_seconds"), py::arg("cache_max_bytes") = 0)
+      .def_property_readonly("steps_per_epoch", &EdgeLoader::steps_per_epoch)
+      .def("next", &EdgeLoader::Next)
+      .def("close", &EdgeLoader::Close);
 }

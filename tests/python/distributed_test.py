@@ -270,6 +270,49 @@ class LoaderTest(ServersTestCase):
         self.assertEqual(sampler_children(), [])
 
 
+class EdgeLoaderTest(ServersTestCase):
+    def test_edge_split_covers_every_stored_edge_once(self):
+        pb = self.g.get_partition_book()
+        shares = [dist.edge_split(None, pb, rank=r) for r in range(2)]
+        self.assertTrue(torch.equal(torch.cat(shares), torch.arange(self.g.num_edges())))
+        self.assertTrue(torch.equal(shares[0], pb.partid2eids(0)))
+
+    def test_link_batches_pair_their_seeds_and_exclude_the_positives(self):
+        eids = dist.edge_split(None, self.g.get_partition_book())
+        sampler = dist.as_edge_prediction_sampler(dist.NeighborSampler([3, 3]),
+                                                  negative_sampler=dist.negative_sampler.Uniform(2))
+        runs = []
+        for samplers in (0, 1):
+            loader = dist.DistEdgeDataLoader(self.g, eids, sampler, batch_size=64, seed=5, num_samplers=samplers,
+                                             to_dgl=False)
+            batches = []
+            for input_nodes, pos, neg, blocks in loader:
+                seeds = pos.ndata[dist.NID]
+                self.assertTrue(torch.equal(seeds, blocks[-1].dstdata[dist.NID]))
+                self.assertTrue(torch.equal(neg.ndata[dist.NID], seeds))
+                self.assertEqual(neg.num_edges(), 2 * pos.num_edges())
+                u, v = pos.edges()
+                # The positives are real edges of the graph: their endpoints, among the seeds.
+                src, dst = self.g.find_edges(pos.edata[dist.EID])
+                self.assertTrue(torch.equal(src, seeds[u]) and torch.equal(dst, seeds[v]))
+                nu, _ = neg.edges()
+                self.assertTrue(torch.equal(nu, u.repeat_interleave(2)))  # negatives keep the source
+                pairs = {(int(a), int(b)) for a, b in zip(src, dst)} | {(int(b), int(a)) for a, b in zip(src, dst)}
+                for b in blocks:  # no block carries a positive pair, in either direction
+                    es = b.srcdata[dist.NID][b.indices]
+                    ed = b.dstdata[dist.NID][b.dst]
+                    self.assertFalse(any((int(a), int(c)) in pairs for a, c in zip(es, ed)))
+                self.assertEqual(blocks[0].srcdata["feat"].shape, (len(input_nodes), 16))
+                batches.append(pos.edata[dist.EID].clone())
+            self.assertEqual(len(batches), len(loader))
+            runs.append(batches)
+            loader.close()
+        self.assertTrue(all(torch.equal(a, b) for a, b in zip(*runs)))  # threads and processes agree
+        # Every rank runs the same number of steps: the smaller partition's share.
+        least = min(e - s for s, e in self.g.get_partition_book()._edge_ranges)
+        self.assertEqual(len(runs[0]), -(-least // 64))
+
+
 class ServerLossTest(ServersTestCase):
     def test_a_killed_server_is_an_exception_naming_its_partition(self):
         nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())

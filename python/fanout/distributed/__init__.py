@@ -21,7 +21,8 @@ their input features and seed labels already fetched; a block converts to a DGL 
 """
 
 from fanout.distributed.context import exit_client, initialize, is_initialized
-from fanout.distributed.dataloader import Block, DistNodeDataLoader, NeighborSampler
+from fanout.distributed.dataloader import (Block, DistEdgeDataLoader, DistNodeDataLoader, NeighborSampler, PairGraph,
+                                           as_edge_prediction_sampler, edge_split, negative_sampler)
 from fanout.distributed.graph import DistGraph, DistTensor, GraphPartitionBook, node_split
 from fanout._native import FanoutError
 
@@ -30,5 +31,6 @@ EID = "_ID"  # dgl.EID: the global edge IDs in a block's edata
 
 __all__ = [
     "initialize", "exit_client", "is_initialized", "DistGraph", "DistTensor", "GraphPartitionBook", "node_split",
-    "NeighborSampler", "DistNodeDataLoader", "Block", "FanoutError", "NID", "EID",
+    "NeighborSampler", "DistNodeDataLoader", "Block", "FanoutError", "NID", "EID", "DistEdgeDataLoader",
+    "as_edge_prediction_sampler", "negative_sampler", "edge_split", "PairGraph",
 ]

@@ -263,3 +263,223 @@ class DistNodeDataLoader:
         if self._to_dgl:
             blocks = [blk.to_dgl() for blk in blocks]
         return input_nodes, seeds, blocks
+
+
+class _NegativeSampler:
+    def __init__(self, k: int, degree_weighted: bool):
+        if int(k) < 1:
+            raise ValueError(f"negative sampler: k must be >= 1, got {k}")
+        self.k = int(k)
+        self.degree_weighted = degree_weighted
+
+
+class negative_sampler:  # noqa: N801  (DGL's module name: dgl.dataloading.negative_sampler)
+    """Negatives per positive edge, as DGL's ``dgl.dataloading.negative_sampler``: the source is
+    kept and the destination corrupted, drawn uniformly (``Uniform(k)``) or with probability
+    proportional to in-degree^0.75 (``DegreePow75(k)``, word2vec's and fanout-train's
+    ``--negative-sampling degree``)."""
+
+    @staticmethod
+    def Uniform(k: int) -> _NegativeSampler:  # noqa: N802
+        return _NegativeSampler(k, False)
+
+    @staticmethod
+    def DegreePow75(k: int) -> _NegativeSampler:  # noqa: N802
+        return _NegativeSampler(k, True)
+
+
+class EdgePredictionSampler:
+    """DGL's ``as_edge_prediction_sampler``: node sampling around a batch's edge endpoints, with
+    negatives, and the batch's positive edges left out of the blocks (both directions, DGL's
+    ``exclude="reverse_id"`` on a graph stored with reverse edges) unless ``exclude`` is None."""
+
+    def __init__(self, sampler: NeighborSampler, exclude="reverse_id", negative_sampler=None, **unused):
+        self.sampler = sampler
+        self.exclude_seed_edges = exclude is not None
+        self.negative_sampler = negative_sampler
+
+
+def as_edge_prediction_sampler(sampler: NeighborSampler, exclude="reverse_id", negative_sampler=None,
+                               **unused) -> EdgePredictionSampler:
+    return EdgePredictionSampler(sampler, exclude=exclude, negative_sampler=negative_sampler)
+
+
+class PairGraph:
+    """DGL's ``pos_graph`` / ``neg_graph`` of an edge batch: ``num_nodes()`` nodes, the batch's
+    seeds (the blocks' output nodes, ``ndata[NID]``), and the pairs between them as edges whose
+    endpoints index the seeds (``edges()``; PyG: ``edge_index``)."""
+
+    def __init__(self, seeds: torch.Tensor, src: torch.Tensor, dst: torch.Tensor, eids: Optional[torch.Tensor]):
+        self._src, self._dst = src, dst
+        self.ndata: Dict[str, torch.Tensor] = {NID: seeds}
+        self.edata: Dict[str, torch.Tensor] = {EID: eids} if eids is not None else {}
+
+    def num_nodes(self, ntype=None) -> int:
+        return int(self.ndata[NID].shape[0])
+
+    def num_edges(self, etype=None) -> int:
+        return int(self._src.shape[0])
+
+    number_of_nodes = num_nodes
+    number_of_edges = num_edges
+
+    def edges(self, form="uv", order="eid"):
+        return self._src, self._dst
+
+    @property
+    def edge_index(self) -> torch.Tensor:
+        return torch.stack([self._src, self._dst])
+
+    def to(self, device, non_blocking: bool = False) -> "PairGraph":
+        mv = lambda t: t.to(device, non_blocking=non_blocking)  # noqa: E731
+        eids = self.edata.get(EID)
+        return PairGraph(mv(self.ndata[NID]), mv(self._src), mv(self._dst), mv(eids) if eids is not None else None)
+
+    def to_dgl(self):
+        import dgl
+        g = dgl.graph((self._src, self._dst), num_nodes=self.num_nodes(), device=self._src.device)
+        g.ndata[dgl.NID] = self.ndata[NID]
+        if EID in self.edata:
+            g.edata[dgl.EID] = self.edata[EID]
+        return g
+
+
+def edge_split(edges=None, partition_book=None, etype: str = "_E", rank: Optional[int] = None,
+               force_even: bool = True) -> torch.Tensor:
+    """This trainer's positive edges (DGL's ``edge_split``). Without ``edges``: fanout-train's own
+    (``--task link``): the edges its partition stores, cut into one contiguous slice per trainer
+    of the machine. With a tensor of edge IDs (or a boolean mask over all edges): an even,
+    contiguous share of them in ID order."""
+    graph = partition_book._graph if partition_book is not None else DistGraph._current
+    if graph is None:
+        raise RuntimeError("edge_split needs a DistGraph (or its partition book)")
+    ctx = context.current()
+    rank = ctx.rank if rank is None else rank
+    if edges is None:
+        return torch.from_numpy(_native.rank_edges(graph._native, ctx.num_trainers, rank))
+    t = torch.as_tensor(edges)
+    ids = np.flatnonzero(t.cpu().numpy()) if t.dtype == torch.bool else np.unique(_ids(t))
+    return torch.from_numpy(np.ascontiguousarray(np.array_split(ids, ctx.world_size)[rank]).astype(np.int64))
+
+
+def _min_rank_edges(graph: DistGraph, trainers_per_machine: int) -> int:
+    """The fewest edges any rank gets from ``edge_split()`` (every rank runs that many per epoch,
+    as fanout-train does), from the partition ranges alone."""
+    least = None
+    for s, e in graph._native.edge_ranges:
+        n = e - s
+        for local in range(trainers_per_machine):
+            size = n * (local + 1) // trainers_per_machine - n * local // trainers_per_machine
+            least = size if least is None else min(least, size)
+    return least or 0
+
+
+class DistEdgeDataLoader:
+    """DGL's ``DistEdgeDataLoader`` for link prediction: each pass over it is an epoch of
+    ``batch_size`` positive edges a step (always shuffled, from ``seed``, epoch and rank), and
+    yields ``(input_nodes, pos_graph, neg_graph, blocks)``: the blocks embed the batch's seeds
+    (every endpoint of its positive and negative pairs), ``pos_graph`` and ``neg_graph`` are the
+    pairs as graphs over those seeds (``PairGraph``, or DGL graphs when the script imported DGL).
+    Over ``edge_split()``'s edges every rank runs the same number of steps."""
+
+    def __init__(self, g: DistGraph, eids, graph_sampler: EdgePredictionSampler, batch_size: int = 1,
+                 shuffle: bool = True, drop_last: bool = False, *, seed: int = 0, num_samplers: Optional[int] = None,
+                 num_threads: int = 1, prefetch: int = 2, to_dgl: Optional[bool] = None,
+                 batch_timeout_seconds: float = 600.0, feature_cache_bytes: int = 512 << 20, **unused):
+        ctx = context.current()
+        if not isinstance(graph_sampler, EdgePredictionSampler):
+            raise TypeError("DistEdgeDataLoader takes as_edge_prediction_sampler(NeighborSampler(...), "
+                            "negative_sampler=negative_sampler.Uniform(k))")
+        if graph_sampler.negative_sampler is None:
+            raise NotImplementedError("DistEdgeDataLoader: a negative_sampler is required (e.g. "
+                                      "negative_sampler.Uniform(1))")
+        if int(batch_size) < 1:
+            raise ValueError(f"DistEdgeDataLoader: batch_size must be >= 1, got {batch_size}")
+        self._g = g
+        self._eids = _ids(eids)
+        self._to_dgl = ("dgl" in sys.modules) if to_dgl is None else bool(to_dgl)
+        ns = graph_sampler.sampler
+        fields = {f["name"] for f in g._native.node_fields}
+        feat = ns.prefetch_node_feats
+        self._feat = feat if feat is not None else ("feat" if "feat" in fields else "")
+        mine = _native.rank_edges(g._native, ctx.num_trainers, ctx.rank)
+        per_epoch = len(self._eids)
+        if len(mine) == len(self._eids) and np.array_equal(mine, self._eids):
+            per_epoch = _min_rank_edges(g, ctx.num_trainers)  # edge_split()'s: keep the ranks in step
+        if drop_last:
+            per_epoch -= per_epoch % int(batch_size)
+        self._steps = -(-per_epoch // int(batch_size))
+        self._args = dict(fanouts=ns.fanouts, batch_size=int(batch_size), replace=ns.replace, seed=int(seed),
+                          rank=ctx.rank, edges_per_epoch=per_epoch, feature_field=self._feat,
+                          negatives=graph_sampler.negative_sampler.k,
+                          degree_negatives=graph_sampler.negative_sampler.degree_weighted,
+                          exclude_seed_edges=graph_sampler.exclude_seed_edges,
+                          num_samplers=ctx.num_samplers if num_samplers is None else int(num_samplers),
+                          num_threads=int(num_threads), prefetch=int(prefetch),
+                          sampler_binary=context.sampler_binary(), batch_timeout_seconds=float(batch_timeout_seconds),
+                          cache_max_bytes=int(feature_cache_bytes))
+        if self._args["num_samplers"] > 0 and not self._args["sampler_binary"]:
+            raise FileNotFoundError("DistEdgeDataLoader: no fanout-sampler program: put fanout's build/bin on PATH, "
+                                    "set FANOUT_SAMPLER_BIN, or pass num_samplers=0")
+        self._epoch = 0
+        self._native = None
+        self._native_epoch = -1
+        context._open_loaders.add(self)
+
+    def __len__(self) -> int:
+        return self._steps
+
+    def set_epoch(self, epoch: int) -> None:
+        self._epoch = int(epoch)
+
+    def close(self) -> None:
+        if self._native is not None:
+            self._native.close()
+            self._native = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __iter__(self):
+        epoch = self._epoch
+        self._epoch += 1
+        if self._native is None or self._native_epoch != epoch:
+            self.close()
+            self._native = _native.EdgeLoader(self._g._native, self._eids, first_epoch=epoch,
+                                              num_epochs=_NUM_EPOCHS - epoch, **self._args)
+            self._native_epoch = epoch
+        return self._run(epoch)
+
+    def _run(self, epoch):
+        native = self._native
+        finished = False
+        try:
+            for _ in range(self._steps):
+                yield self._convert(native.next())
+            finished = True
+        finally:
+            self._native_epoch = epoch + 1 if finished else -1
+
+    def _convert(self, b):
+        blocks = []
+        nb = len(b["blocks"])
+        for i, raw in enumerate(b["blocks"]):
+            t = {k: torch.from_numpy(v) for k, v in raw.items() if isinstance(v, np.ndarray)}
+            srcdata = {}
+            if i == 0 and b["features"] is not None and self._feat:
+                srcdata[self._feat] = torch.from_numpy(b["features"])
+            blocks.append(Block(t["src_nodes"], raw["num_dst"], t["indptr"], t["indices"], t["eids"], t["dst"],
+                                srcdata))
+        seeds = torch.from_numpy(b["seeds"])
+        pos = PairGraph(seeds, torch.from_numpy(b["pos_src"]), torch.from_numpy(b["pos_dst"]),
+                        torch.from_numpy(b["pos_eids"]))
+        neg = PairGraph(seeds, torch.from_numpy(b["neg_src"]), torch.from_numpy(b["neg_dst"]), None)
+        input_nodes = blocks[0].srcdata[NID]
+        self._g._remember_batch(self._feat, input_nodes, blocks[0].srcdata.get(self._feat), "", None, None)
+        if self._to_dgl:
+            blocks = [blk.to_dgl() for blk in blocks]
+            pos, neg = pos.to_dgl(), neg.to_dgl()
+        return input_nodes, pos, neg, blocks
