@@ -270,6 +270,56 @@ class LoaderTest(ServersTestCase):
         self.assertEqual(sampler_children(), [])
 
 
+class InterruptTest(ServersTestCase):
+    SCRIPT = """
+import sys, time, torch
+import fanout.distributed as dist
+dist.initialize(part_config=sys.argv[1], machine_id=0)
+g = dist.DistGraph("g")
+nids = dist.node_split(g.ndata["train_mask"], g.get_partition_book())
+loader = dist.DistNodeDataLoader(g, nids, dist.NeighborSampler([3, 3]), batch_size=8, shuffle=True, num_samplers=2)
+for epoch in range(1000):
+    for step, batch in enumerate(loader):
+        if epoch == 0 and step == 0:
+            print("ready", flush=True)
+        time.sleep(0.01)
+"""
+
+    def test_ctrl_c_ends_the_script_and_leaves_no_sampler_running(self):
+        proc = subprocess.Popen([sys.executable, "-c", self.SCRIPT, self.config], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+        self.assertEqual(proc.stdout.readline().strip(), "ready", proc.stderr.read() if proc.poll() else "")
+        samplers = [p for p in all_samplers() if self.config in cmdline(p)]
+        self.assertEqual(len(samplers), 2)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("KeyboardInterrupt", err)
+        for p in samplers:  # gone, not orphaned
+            self.assertFalse(os.path.exists(f"/proc/{p}") and "fanout-sampler" in cmdline(p), f"sampler {p} left")
+
+
+def cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def all_samplers():
+    return [int(os.path.basename(os.path.dirname(p))) for p in glob.glob("/proc/[0-9]*/comm")
+            if open_text(p).startswith("fanout-sampler")]
+
+
+def open_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
 class EdgeLoaderTest(ServersTestCase):
     def test_edge_split_covers_every_stored_edge_once(self):
         pb = self.g.get_partition_book()
