@@ -291,6 +291,35 @@ py::dict BatchToPython(sampler::MiniBatch mb) {
   return d;
 }
 
+// How a loader's batches are made: threads, or sampler processes whose batches the script may
+// write (copy-on-write mappings).
+sampler::LoaderOptions MakeLoaderOptions(const Graph& graph, int num_samplers, int num_threads, int prefetch,
+                                         int64_t first_epoch, int64_t num_epochs, const std::string& sampler_binary,
+                                         double batch_timeout_seconds) {
+  sampler::LoaderOptions lo;
+  lo.num_samplers = num_samplers;
+  lo.num_threads = num_threads;
+  lo.prefetch = prefetch;
+  lo.first_epoch = first_epoch;
+  lo.num_epochs = num_epochs;
+  lo.sampler_binary = sampler_binary;
+  lo.part_config_path = graph.part_config_path();
+  lo.batch_timeout_seconds = batch_timeout_seconds;
+  lo.writable_batches = true;  // user code may change the tensors in place
+  return lo;
+}
+
+// The graph as sampler processes open it: the trainer's, plus the halo rows of the feature field
+// kept in each process (fanout-train's --feature-cache-mb); this process's own graph does not
+// need them.
+sampler::DistGraphOptions ProcessGraphOptions(const Graph& graph, const std::string& feature_field,
+                                              int64_t cache_max_bytes) {
+  sampler::DistGraphOptions go = graph.options();
+  go.cache_field = feature_field;
+  go.cache_max_bytes = cache_max_bytes;
+  return go;
+}
+
 // fanout-train's node batches for a list of seeds: the same MakeBatchLoader, so batch (epoch,
 // step) is the one the C++ trainer would train on with the same options and seeds.
 class NodeLoader {
@@ -312,22 +341,10 @@ class NodeLoader {
     so.feature_field = feature_field;
     so.label_field = label_field;
     so.edge.weight_field = edge_weight_field;
-    sampler::LoaderOptions lo;
-    lo.num_samplers = num_samplers;
-    lo.num_threads = num_threads;
-    lo.prefetch = prefetch;
-    lo.first_epoch = first_epoch;
-    lo.num_epochs = num_epochs;
-    lo.sampler_binary = sampler_binary;
-    lo.part_config_path = graph_->part_config_path();
-    lo.batch_timeout_seconds = batch_timeout_seconds;
-    lo.writable_batches = true;  // user code may change the tensors in place
+    const sampler::LoaderOptions lo = MakeLoaderOptions(*graph_, num_samplers, num_threads, prefetch, first_epoch,
+                                                         num_epochs, sampler_binary, batch_timeout_seconds);
+    const sampler::DistGraphOptions go = ProcessGraphOptions(*graph_, feature_field, cache_max_bytes);
     std::vector<int64_t> ids = Ids(seeds, "seeds");
-    // Sampler processes keep the halo's feature rows (fanout-train's --feature-cache-mb); this
-    // process's own graph does not need them.
-    sampler::DistGraphOptions go = graph_->options();
-    go.cache_field = feature_field;
-    go.cache_max_bytes = cache_max_bytes;
     py::gil_scoped_release nogil;
     loader_ = Take(sampler::MakeBatchLoader(&graph_->graph(), go, so, std::move(ids), lo));
     steps_per_epoch_ = loader_->steps_per_epoch();
@@ -384,20 +401,11 @@ class EdgeLoader {
     lo.exclude_seed_edges = exclude_seed_edges;
     lo.edges_per_epoch = edges_per_epoch;
     std::vector<int64_t> ids = Ids(edges, "edge IDs");
-    sampler::DistGraphOptions go = graph_->options();
-    go.cache_field = feature_field;
-    go.cache_max_bytes = cache_max_bytes;
+    const sampler::DistGraphOptions go = ProcessGraphOptions(*graph_, feature_field, cache_max_bytes);
+    const sampler::LoaderOptions opts = MakeLoaderOptions(*graph_, num_samplers, num_threads, prefetch, first_epoch,
+                                                           num_epochs, sampler_binary, batch_timeout_seconds);
     py::gil_scoped_release nogil;
     if (num_samplers > 0) {
-      sampler::LoaderOptions opts;
-      opts.num_samplers = num_samplers;
-      opts.prefetch = prefetch;
-      opts.first_epoch = first_epoch;
-      opts.num_epochs = num_epochs;
-      opts.sampler_binary = sampler_binary;
-      opts.part_config_path = graph_->part_config_path();
-      opts.batch_timeout_seconds = batch_timeout_seconds;
-      opts.writable_batches = true;
       loader_ = Take(sampler::MakeLinkProcessLoader(&graph_->graph(), go, lo, std::move(ids), opts));
     } else {
       Check(sampler::ValidateLinkSamplerOptions(lo, graph_->graph(), ids));

@@ -129,68 +129,34 @@ class Block:
                f"num_edges={self.num_edges()})"
 
 
-class DistNodeDataLoader:
-    """DGL's ``DistNodeDataLoader``: iterating it runs one epoch and yields
-    ``(input_nodes, seeds, blocks)``; the next pass is the next epoch, reshuffled (``seed``,
-    epoch and rank decide the order, so a run repeats exactly).
+class _EpochLoader:
+    """What both loaders share: one pass = one epoch; the native loader (fanout's, started for
+    2^30 epochs from the current one) keeps running from pass to pass, and is restarted at the
+    next epoch when a pass is left early (its batches are never drained); close() stops its
+    sampler processes, as do exit_client() and interpreter exit."""
 
-    ``len(loader)`` is the number of steps of an epoch. With IDs from ``node_split`` and
-    ``even_steps`` (the default when shuffling, i.e. for training) every rank runs the same number
-    of steps (as fanout-train: ``total // world_size`` seeds per epoch, the one seed a larger
-    share has left out turning with the epoch), so collectives stay in step; without it (the
-    default for an unshuffled loader: evaluation) every given node is visited once per epoch.
-
-    Batches are made ahead by the job's sampler processes (``fanout-launch --num-samplers N``, or
-    ``num_samplers=``), or by ``num_threads`` threads in this process when there are none.
-    ``to_dgl=True`` yields DGL blocks instead of fanout's; by default it does exactly when the
-    script has imported DGL. Errors of a server or a sampler
-    process are raised as ``FanoutError`` naming it.
-    """
-
-    def __init__(self, g: DistGraph, nids, graph_sampler: NeighborSampler, batch_size: int = 1, shuffle: bool = False,
-                 drop_last: bool = False, *, seed: int = 0, num_samplers: Optional[int] = None, num_threads: int = 1,
-                 prefetch: int = 2, to_dgl: Optional[bool] = None, batch_timeout_seconds: float = 600.0,
-                 feature_cache_bytes: int = 512 << 20, even_steps: Optional[bool] = None, **unused):
-        ctx = context.current()
-        if int(batch_size) < 1:
-            raise ValueError(f"DistNodeDataLoader: batch_size must be >= 1, got {batch_size}")
+    def __init__(self, g: DistGraph, to_dgl: Optional[bool], feat: str):
         self._g = g
-        self._nids = _ids(nids)
-        self._sampler = graph_sampler
-        self._batch_size = int(batch_size)
-        self._shuffle = bool(shuffle)
-        self._seed = int(seed)
         # DGL blocks for a script that has imported DGL (its layers take nothing else).
         self._to_dgl = ("dgl" in sys.modules) if to_dgl is None else bool(to_dgl)
-        fields = {f["name"] for f in g._native.node_fields}
-        feat = graph_sampler.prefetch_node_feats
-        label = graph_sampler.prefetch_labels
-        self._feat = feat if feat is not None else ("feat" if "feat" in fields else "")
-        self._label = label if label is not None else ("label" if "label" in fields else "")
-        # Training (shuffled) keeps every rank at the same step count; evaluation visits every node.
-        even = self._shuffle if even_steps is None else bool(even_steps)
-        per_epoch = DistNodeSplits.per_epoch(self._nids) if even else None
-        per_epoch = len(self._nids) if per_epoch is None else per_epoch
-        if drop_last:
-            per_epoch -= per_epoch % self._batch_size
-        self._per_epoch = per_epoch
-        self._args = dict(fanouts=graph_sampler.fanouts, batch_size=self._batch_size, replace=graph_sampler.replace,
-                          shuffle=self._shuffle, seed=self._seed, rank=ctx.rank, seeds_per_epoch=per_epoch,
-                          feature_field=self._feat, label_field=self._label,
-                          edge_weight_field=graph_sampler.edge_weight,
-                          num_samplers=ctx.num_samplers if num_samplers is None else int(num_samplers),
-                          num_threads=int(num_threads), prefetch=int(prefetch),
-                          sampler_binary=context.sampler_binary(), batch_timeout_seconds=float(batch_timeout_seconds),
-                          cache_max_bytes=int(feature_cache_bytes))
-        if self._args["num_samplers"] > 0 and not self._args["sampler_binary"]:
-            raise FileNotFoundError("DistNodeDataLoader: no fanout-sampler program for num_samplers="
-                                    f"{self._args['num_samplers']}: put fanout's build/bin on PATH, set "
-                                    "FANOUT_SAMPLER_BIN, or pass num_samplers=0 (sampler threads)")
+        self._feat = feat
+        self._steps = 0
         self._epoch = 0
         self._native = None
         self._native_epoch = -1  # the epoch the running native loader is at the start of
-        self._steps = (per_epoch + self._batch_size - 1) // self._batch_size if per_epoch > 0 else 0
         context._open_loaders.add(self)
+
+    def _check_sampler_program(self, args) -> None:
+        if args["num_samplers"] > 0 and not args["sampler_binary"]:
+            raise FileNotFoundError(f"{type(self).__name__}: no fanout-sampler program for num_samplers="
+                                    f"{args['num_samplers']}: put fanout's build/bin on PATH, set "
+                                    "FANOUT_SAMPLER_BIN, or pass num_samplers=0 (sampler threads)")
+
+    def _start(self, first_epoch: int, num_epochs: int):  # the native loader
+        raise NotImplementedError
+
+    def _convert(self, batch):  # a native batch -> what the loop receives
+        raise NotImplementedError
 
     def __len__(self) -> int:
         return self._steps
@@ -221,8 +187,7 @@ class DistNodeDataLoader:
         self._epoch += 1
         if self._native is None or self._native_epoch != epoch:
             self.close()
-            self._native = _native.NodeLoader(self._g._native, self._nids, first_epoch=epoch,
-                                              num_epochs=_NUM_EPOCHS - epoch, **self._args)
+            self._native = self._start(epoch, _NUM_EPOCHS - epoch)
             self._native_epoch = epoch
         return self._run(epoch)
 
@@ -236,12 +201,11 @@ class DistNodeDataLoader:
         finally:
             # An epoch left early leaves its batches in the pipe: the next pass starts afresh at its
             # own epoch instead of reading them.
-            if finished:
-                self._native_epoch = epoch + 1
-            else:
-                self._native_epoch = -1
+            self._native_epoch = epoch + 1 if finished else -1
 
-    def _convert(self, b):
+    def _blocks(self, b, label: str = "", edge_weight: str = ""):
+        """fanout Blocks over a native batch's arrays (no copies), the features in blocks[0]'s
+        srcdata and the labels in the last block's dstdata."""
         blocks = []
         nb = len(b["blocks"])
         for i, raw in enumerate(b["blocks"]):
@@ -249,13 +213,74 @@ class DistNodeDataLoader:
             srcdata, dstdata, edata = {}, {}, {}
             if i == 0 and b["features"] is not None and self._feat:
                 srcdata[self._feat] = torch.from_numpy(b["features"])
-            if i == nb - 1 and self._label and len(b["labels"]) > 0:
-                dstdata[self._label] = torch.from_numpy(b["labels"])
-            if "edge_weight" in t:
-                edata[self._sampler.edge_weight] = t["edge_weight"]
-            block = Block(t["src_nodes"], raw["num_dst"], t["indptr"], t["indices"], t["eids"], t["dst"],
-                          srcdata, dstdata, edata)
-            blocks.append(block)
+            if i == nb - 1 and label and len(b["labels"]) > 0:
+                dstdata[label] = torch.from_numpy(b["labels"])
+            if edge_weight and "edge_weight" in t:
+                edata[edge_weight] = t["edge_weight"]
+            blocks.append(Block(t["src_nodes"], raw["num_dst"], t["indptr"], t["indices"], t["eids"], t["dst"],
+                                srcdata, dstdata, edata))
+        return blocks
+
+
+class DistNodeDataLoader(_EpochLoader):
+    """DGL's ``DistNodeDataLoader``: iterating it runs one epoch and yields
+    ``(input_nodes, seeds, blocks)``; the next pass is the next epoch, reshuffled (``seed``,
+    epoch and rank decide the order, so a run repeats exactly).
+
+    ``len(loader)`` is the number of steps of an epoch. With IDs from ``node_split`` and
+    ``even_steps`` (the default when shuffling, i.e. for training) every rank runs the same number
+    of steps (as fanout-train: ``total // world_size`` seeds per epoch, the one seed a larger
+    share has left out turning with the epoch), so collectives stay in step; without it (the
+    default for an unshuffled loader: evaluation) every given node is visited once per epoch.
+
+    Batches are made ahead by the job's sampler processes (``fanout-launch --num-samplers N``, or
+    ``num_samplers=``), or by ``num_threads`` threads in this process when there are none.
+    ``to_dgl=True`` yields DGL blocks instead of fanout's; by default it does exactly when the
+    script has imported DGL. Errors of a server or a sampler
+    process are raised as ``FanoutError`` naming it.
+    """
+
+    def __init__(self, g: DistGraph, nids, graph_sampler: NeighborSampler, batch_size: int = 1, shuffle: bool = False,
+                 drop_last: bool = False, *, seed: int = 0, num_samplers: Optional[int] = None, num_threads: int = 1,
+                 prefetch: int = 2, to_dgl: Optional[bool] = None, batch_timeout_seconds: float = 600.0,
+                 feature_cache_bytes: int = 512 << 20, even_steps: Optional[bool] = None, **unused):
+        ctx = context.current()
+        if int(batch_size) < 1:
+            raise ValueError(f"DistNodeDataLoader: batch_size must be >= 1, got {batch_size}")
+        self._nids = _ids(nids)
+        self._sampler = graph_sampler
+        self._batch_size = int(batch_size)
+        self._shuffle = bool(shuffle)
+        self._seed = int(seed)
+        fields = {f["name"] for f in g._native.node_fields}
+        feat = graph_sampler.prefetch_node_feats
+        label = graph_sampler.prefetch_labels
+        super().__init__(g, to_dgl, feat if feat is not None else ("feat" if "feat" in fields else ""))
+        self._label = label if label is not None else ("label" if "label" in fields else "")
+        # Training (shuffled) keeps every rank at the same step count; evaluation visits every node.
+        even = self._shuffle if even_steps is None else bool(even_steps)
+        per_epoch = DistNodeSplits.per_epoch(self._nids) if even else None
+        per_epoch = len(self._nids) if per_epoch is None else per_epoch
+        if drop_last:
+            per_epoch -= per_epoch % self._batch_size
+        self._per_epoch = per_epoch
+        self._args = dict(fanouts=graph_sampler.fanouts, batch_size=self._batch_size, replace=graph_sampler.replace,
+                          shuffle=self._shuffle, seed=self._seed, rank=ctx.rank, seeds_per_epoch=per_epoch,
+                          feature_field=self._feat, label_field=self._label,
+                          edge_weight_field=graph_sampler.edge_weight,
+                          num_samplers=ctx.num_samplers if num_samplers is None else int(num_samplers),
+                          num_threads=int(num_threads), prefetch=int(prefetch),
+                          sampler_binary=context.sampler_binary(), batch_timeout_seconds=float(batch_timeout_seconds),
+                          cache_max_bytes=int(feature_cache_bytes))
+        self._check_sampler_program(self._args)
+        self._steps = (per_epoch + self._batch_size - 1) // self._batch_size if per_epoch > 0 else 0
+
+    def _start(self, first_epoch, num_epochs):
+        return _native.NodeLoader(self._g._native, self._nids, first_epoch=first_epoch, num_epochs=num_epochs,
+                                  **self._args)
+
+    def _convert(self, b):
+        blocks = self._blocks(b, self._label, self._sampler.edge_weight)
         input_nodes = blocks[0].srcdata[NID]
         seeds = torch.from_numpy(b["seeds"])
         self._g._remember_batch(self._feat, input_nodes, blocks[0].srcdata.get(self._feat),
@@ -374,7 +399,7 @@ def _min_rank_edges(graph: DistGraph, trainers_per_machine: int) -> int:
     return least or 0
 
 
-class DistEdgeDataLoader:
+class DistEdgeDataLoader(_EpochLoader):
     """DGL's ``DistEdgeDataLoader`` for link prediction: each pass over it is an epoch of
     ``batch_size`` positive edges a step (always shuffled, from ``seed``, epoch and rank), and
     yields ``(input_nodes, pos_graph, neg_graph, blocks)``: the blocks embed the batch's seeds
@@ -395,13 +420,13 @@ class DistEdgeDataLoader:
                                       "negative_sampler.Uniform(1))")
         if int(batch_size) < 1:
             raise ValueError(f"DistEdgeDataLoader: batch_size must be >= 1, got {batch_size}")
-        self._g = g
+        if not shuffle:
+            raise ValueError("DistEdgeDataLoader: link batches are always shuffled (shuffle=False is not supported)")
         self._eids = _ids(eids)
-        self._to_dgl = ("dgl" in sys.modules) if to_dgl is None else bool(to_dgl)
         ns = graph_sampler.sampler
         fields = {f["name"] for f in g._native.node_fields}
         feat = ns.prefetch_node_feats
-        self._feat = feat if feat is not None else ("feat" if "feat" in fields else "")
+        super().__init__(g, to_dgl, feat if feat is not None else ("feat" if "feat" in fields else ""))
         mine = _native.rank_edges(g._native, ctx.num_trainers, ctx.rank)
         per_epoch = len(self._eids)
         if len(mine) == len(self._eids) and np.array_equal(mine, self._eids):
@@ -418,61 +443,14 @@ class DistEdgeDataLoader:
                           num_threads=int(num_threads), prefetch=int(prefetch),
                           sampler_binary=context.sampler_binary(), batch_timeout_seconds=float(batch_timeout_seconds),
                           cache_max_bytes=int(feature_cache_bytes))
-        if self._args["num_samplers"] > 0 and not self._args["sampler_binary"]:
-            raise FileNotFoundError("DistEdgeDataLoader: no fanout-sampler program: put fanout's build/bin on PATH, "
-                                    "set FANOUT_SAMPLER_BIN, or pass num_samplers=0")
-        self._epoch = 0
-        self._native = None
-        self._native_epoch = -1
-        context._open_loaders.add(self)
+        self._check_sampler_program(self._args)
 
-    def __len__(self) -> int:
-        return self._steps
-
-    def set_epoch(self, epoch: int) -> None:
-        self._epoch = int(epoch)
-
-    def close(self) -> None:
-        if self._native is not None:
-            self._native.close()
-            self._native = None
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
-
-    def __iter__(self):
-        epoch = self._epoch
-        self._epoch += 1
-        if self._native is None or self._native_epoch != epoch:
-            self.close()
-            self._native = _native.EdgeLoader(self._g._native, self._eids, first_epoch=epoch,
-                                              num_epochs=_NUM_EPOCHS - epoch, **self._args)
-            self._native_epoch = epoch
-        return self._run(epoch)
-
-    def _run(self, epoch):
-        native = self._native
-        finished = False
-        try:
-            for _ in range(self._steps):
-                yield self._convert(native.next())
-            finished = True
-        finally:
-            self._native_epoch = epoch + 1 if finished else -1
+    def _start(self, first_epoch, num_epochs):
+        return _native.EdgeLoader(self._g._native, self._eids, first_epoch=first_epoch, num_epochs=num_epochs,
+                                  **self._args)
 
     def _convert(self, b):
-        blocks = []
-        nb = len(b["blocks"])
-        for i, raw in enumerate(b["blocks"]):
-            t = {k: torch.from_numpy(v) for k, v in raw.items() if isinstance(v, np.ndarray)}
-            srcdata = {}
-            if i == 0 and b["features"] is not None and self._feat:
-                srcdata[self._feat] = torch.from_numpy(b["features"])
-            blocks.append(Block(t["src_nodes"], raw["num_dst"], t["indptr"], t["indices"], t["eids"], t["dst"],
-                                srcdata))
+        blocks = self._blocks(b)
         seeds = torch.from_numpy(b["seeds"])
         pos = PairGraph(seeds, torch.from_numpy(b["pos_src"]), torch.from_numpy(b["pos_dst"]),
                         torch.from_numpy(b["pos_eids"]))

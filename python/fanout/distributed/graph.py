@@ -98,7 +98,19 @@ class DistTensor:
         self._graph._native.push_node_rows(self._name, ids, np.ascontiguousarray(values.contiguous().numpy()))
 
 
-class GraphPartitionBook:
+class _OneType:
+    """A graph of one node type and one edge type, named as DGL names them."""
+
+    @property
+    def ntypes(self):
+        return ["_N"]
+
+    @property
+    def etypes(self):
+        return ["_E"]
+
+
+class GraphPartitionBook(_OneType):
     """DGL's range partition book: partition k owns node IDs [start_k, end_k)."""
 
     def __init__(self, graph: "DistGraph"):
@@ -135,13 +147,6 @@ class GraphPartitionBook:
     def nid2localnid(self, nids, partid: int, ntype="_N") -> torch.Tensor:
         return torch.as_tensor(nids, dtype=torch.int64) - self._node_ranges[partid][0]
 
-    @property
-    def ntypes(self):
-        return ["_N"]
-
-    @property
-    def etypes(self):
-        return ["_E"]
 
 
 class _NodeData(dict):
@@ -151,7 +156,7 @@ class _NodeData(dict):
         raise KeyError(f"no node field {name!r} (this graph has: {', '.join(sorted(self))})")
 
 
-class DistGraph:
+class DistGraph(_OneType):
     """DGL's ``DistGraph`` over fanout's partition and servers.
 
     ``graph_name`` must match the partition config's ``graph_name``; ``part_config`` defaults to
@@ -228,13 +233,6 @@ class DistGraph:
     def graph_name(self) -> str:
         return self._native.graph_name
 
-    @property
-    def ntypes(self):
-        return ["_N"]
-
-    @property
-    def etypes(self):
-        return ["_E"]
 
     @property
     def num_classes(self) -> int:
