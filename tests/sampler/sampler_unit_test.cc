@@ -148,6 +148,36 @@ TEST(ShmBatchTest, BlocksAreBorrowedFromTheFileWithTheirDestinations) {
   EXPECT_EQ(back->blocks[1].dst, (std::vector<int64_t>{0, 1, 1}));
 }
 
+// A batch read copy-on-write (the Python data plane's) may be written in place: the writes stay
+// in the reader's pages, and the file, which the sampler rewrites for later batches, keeps its
+// contents; the pages not written are not copied (the mapping stays the file's, read faults
+// only).
+TEST(ShmBatchTest, ACopyOnWriteBatchCanBeWrittenWithoutChangingTheFile) {
+  MiniBatch mb = HandMadeBatch();
+  ShmSlot slot;
+  auto features = slot.Write(mb, 5, 3, DType::kFloat32);
+  ASSERT_TRUE(features.ok()) << features.status();
+  for (int i = 0; i < 15; ++i) Floats(*features)[i] = 1.0f + i;
+  bool released = false;
+  auto mine = ReadShmBatch(slot.fd(), [&] { released = true; }, nullptr, nullptr, /*copy_on_write=*/true);
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  float* rows = const_cast<float*>(static_cast<const float*>(mine->features.data));
+  for (int i = 0; i < 15; ++i) rows[i] *= -1;  // would be SIGSEGV on the shared read-only mapping
+  const Int64Array& borrowed = mine->blocks[0].src_nodes;  // const: reading a borrowed array never copies it
+  ASSERT_TRUE(borrowed.borrowed());
+  const_cast<int64_t*>(borrowed.data())[0] = 12345;
+  auto file = ReadShmBatch(slot.fd());
+  ASSERT_TRUE(file.ok()) << file.status();
+  for (int i = 0; i < 15; ++i) {
+    EXPECT_EQ(static_cast<const float*>(file->features.data)[i], 1.0f + i);
+    EXPECT_EQ(rows[i], -(1.0f + i));
+  }
+  EXPECT_EQ(file->blocks[0].src_nodes[0], mb.blocks[0].src_nodes[0]);
+  EXPECT_EQ(borrowed.data()[0], 12345);
+  mine = absl::InternalError("let go");
+  EXPECT_TRUE(released);
+}
+
 TEST(ShmBatchTest, RoundTripsThroughAMemfdAndASocketAndIsReused) {
   MiniBatch mb = HandMadeBatch();
   ShmSlot slot;

@@ -79,8 +79,8 @@ class DistTensor:
 
     def __getitem__(self, ids) -> torch.Tensor:
         rows = self._graph._prefetched(self._name, ids)
-        if rows is not None:  # the loader's latest batch fetched exactly these rows
-            return rows.clone()
+        if rows is not None:  # the loader's latest batch fetched exactly these rows: no copy, no RPC
+            return rows
         if isinstance(ids, slice):
             ids = range(*ids.indices(len(self)))
         return _tensor(self._graph._reader().pull_node_rows(self._name, _ids(ids)))
@@ -208,7 +208,8 @@ class DistGraph(_OneType):
 
     def _remember_batch(self, feat, input_nodes, x, label, seeds, y):
         """The rows a loader fetched with its latest batch: ``g.ndata[feat][input_nodes]`` (DGL's
-        examples read features this way) then costs nothing."""
+        examples read features this way) then costs nothing: it is the batch's own tensor
+        (``blocks[0].srcdata[feat]``), not a copy."""
         self._last_batch = {}
         if x is not None:
             self._last_batch[(feat, id(input_nodes))] = (input_nodes, x)
