@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "core/check.h"
+#include "core/shape.h"
 #include "core/status.h"
 #include "core/strings.h"
 
@@ -118,8 +119,62 @@ absl::StatusOr<PartitionStore::Field*> PartitionStore::FindField(
   return UnknownFieldError(kind, name, std::move(names));
 }
 
+absl::StatusOr<PartitionStore::Field*> PartitionStore::FindNodeField(const std::string& name) const {
+  if (auto it = node_fields_.find(name); it != node_fields_.end()) return it->second.get();
+  absl::ReaderMutexLock lock(&created_mu_);
+  if (auto it = created_.find(name); it != created_.end()) return it->second.get();
+  std::vector<std::string> names;
+  for (const auto& [k, v] : node_fields_) names.push_back(k);
+  for (const auto& [k, v] : created_) names.push_back(k);
+  return UnknownFieldError("node", name, std::move(names));
+}
+
+absl::Status PartitionStore::CreateNodeField(const FieldSchema& schema, int64_t max_total_bytes, bool* created) {
+  *created = false;
+  if (node_fields_.count(schema.name) > 0) {
+    return absl::AlreadyExistsError(StrCat("'", schema.name, "' is a node field of the partition's files"));
+  }
+  std::vector<int64_t> shape = {num_inner_nodes()};
+  shape.insert(shape.end(), schema.row_shape.begin(), schema.row_shape.end());
+  int64_t bytes = static_cast<int64_t>(DTypeSize(schema.dtype));
+  for (int64_t d : shape) {
+    if (d < 0 || !CheckedMul(bytes, d, &bytes)) {
+      return absl::InvalidArgumentError(StrCat("field '", schema.name, "': shape [", StrJoin(shape, ", "),
+                                               "] is not a size"));
+    }
+  }
+  absl::MutexLock lock(&created_mu_);
+  if (auto it = created_.find(schema.name); it != created_.end()) {
+    const FieldSchema& have = it->second->schema;
+    if (have.dtype == schema.dtype && have.row_shape == schema.row_shape) return absl::OkStatus();
+    return absl::AlreadyExistsError(StrCat("node field '", schema.name, "' was created as ", DTypeName(have.dtype),
+                                           " [", StrJoin(have.row_shape, ", "), "] per row, not ",
+                                           DTypeName(schema.dtype), " [", StrJoin(schema.row_shape, ", "), "]"));
+  }
+  if (bytes > max_total_bytes - created_bytes_) {
+    return absl::ResourceExhaustedError(StrCat(
+        "node field '", schema.name, "' needs ", bytes, " bytes for this partition's ", num_inner_nodes(),
+        " nodes; created fields may take ", max_total_bytes, " bytes together and ", created_bytes_,
+        " are taken (--max-created-bytes)"));
+  }
+  auto f = std::make_unique<Field>();
+  f->schema = schema;
+  f->data = NpyArray::Owned(schema.dtype, std::move(shape));  // zero-filled
+  created_bytes_ += bytes;
+  created_.emplace(schema.name, std::move(f));
+  *created = true;
+  return absl::OkStatus();
+}
+
+std::vector<FieldSchema> PartitionStore::CreatedNodeFields() const {
+  absl::ReaderMutexLock lock(&created_mu_);
+  std::vector<FieldSchema> out;
+  for (const auto& [name, f] : created_) out.push_back(f->schema);
+  return out;
+}
+
 absl::StatusOr<FieldSchema> PartitionStore::NodeFieldSchema(const std::string& name) const {
-  ASSIGN_OR_RETURN(Field * f, FindField(node_fields_, "node", name));
+  ASSIGN_OR_RETURN(Field * f, FindNodeField(name));
   return f->schema;
 }
 absl::StatusOr<FieldSchema> PartitionStore::EdgeFieldSchema(const std::string& name) const {
@@ -153,7 +208,7 @@ void PartitionStore::GatherRowsAt(const Field& f, std::span<const int64_t> ids, 
 
 absl::Status PartitionStore::GatherNodeRows(const std::string& name, std::span<const int64_t> ids,
                                             std::string* out) const {
-  ASSIGN_OR_RETURN(Field * f, FindField(node_fields_, "node", name));
+  ASSIGN_OR_RETURN(Field * f, FindNodeField(name));
   RETURN_IF_ERROR(CheckOwnedNodes(ids));
   return GatherRows(*f, ids, node_start(), out);
 }
@@ -161,7 +216,7 @@ absl::Status PartitionStore::GatherNodeRows(const std::string& name, std::span<c
 absl::Status PartitionStore::GatherNodeRowsAt(const std::string& name, std::span<const int64_t> ids,
                                               std::span<const int64_t> dst_rows, char* out) const {
   FANOUT_CHECK(ids.size() == dst_rows.size());
-  ASSIGN_OR_RETURN(Field * f, FindField(node_fields_, "node", name));
+  ASSIGN_OR_RETURN(Field * f, FindNodeField(name));
   RETURN_IF_ERROR(CheckOwnedNodes(ids));
   GatherRowsAt(*f, ids, node_start(), dst_rows, out);
   return absl::OkStatus();
@@ -185,7 +240,7 @@ absl::Status PartitionStore::GatherEdgeRows(const std::string& name, std::span<c
 
 absl::Status PartitionStore::PushNodeRows(const std::string& name, std::span<const int64_t> ids,
                                           const void* data, size_t bytes, PushOp op) {
-  ASSIGN_OR_RETURN(Field * f, FindField(node_fields_, "node", name));
+  ASSIGN_OR_RETURN(Field * f, FindNodeField(name));
   RETURN_IF_ERROR(CheckOwnedNodes(ids));
   const size_t rb = f->data.row_bytes();
   if (bytes != ids.size() * rb) {

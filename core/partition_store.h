@@ -67,6 +67,15 @@ class PartitionStore {
   absl::Status PushNodeRows(const std::string& name, std::span<const int64_t> ids, const void* data,
                             size_t bytes, PushOp op);
 
+  // Adds a node field that lives in memory only (a Python script's DistTensor): zero-filled rows
+  // for every node of the partition, read and written like a field of the files until the store
+  // goes. OK and *created false when a created field of that name has the same schema;
+  // ALREADY_EXISTS when the name is a field of the files or a created field of another schema;
+  // RESOURCE_EXHAUSTED when created fields would pass `max_total_bytes` together.
+  absl::Status CreateNodeField(const FieldSchema& schema, int64_t max_total_bytes, bool* created);
+  // The schemas of the created node fields, by name.
+  std::vector<FieldSchema> CreatedNodeFields() const;
+
   // Degrees of owned nodes (in: stored in-edges; out: out-edges anywhere in the graph).
   absl::Status Degrees(std::span<const int64_t> ids, EdgeDir dir, int64_t* out) const;
   // Endpoints (global node IDs) of owned edges.
@@ -108,6 +117,8 @@ class PartitionStore {
       : config_(std::move(config)), part_id_(part_id), node_book_(std::move(nodes)), edge_book_(std::move(edges)) {}
   absl::StatusOr<Field*> FindField(const std::map<std::string, std::unique_ptr<Field>>& fields,
                                    const std::string& kind, const std::string& name) const;
+  // A node field of the files, else a created one.
+  absl::StatusOr<Field*> FindNodeField(const std::string& name) const;
   absl::Status CheckOwned(std::span<const int64_t> ids, const RangePartitionBook& book,
                           const char* what) const;
   // Copies rows ids[i] - base of `f` under its reader lock; the IDs are already checked.
@@ -122,6 +133,11 @@ class PartitionStore {
   RangePartitionBook node_book_, edge_book_;
   NpyArray indptr_, indices_, out_indptr_, out_indices_, out_eids_;
   std::map<std::string, std::unique_ptr<Field>> node_fields_, edge_fields_;
+  // Node fields created at run time (CreateNodeField). Entries are only ever added, so a Field*
+  // found under the lock stays valid after it (map nodes do not move).
+  mutable absl::Mutex created_mu_;
+  std::map<std::string, std::unique_ptr<Field>> created_ ABSL_GUARDED_BY(created_mu_);
+  int64_t created_bytes_ ABSL_GUARDED_BY(created_mu_) = 0;
   mutable absl::Mutex weights_mu_;
   mutable std::map<std::string, std::shared_ptr<const std::vector<double>>> weights_ ABSL_GUARDED_BY(weights_mu_);
 };

@@ -233,6 +233,19 @@ absl::Status GraphClient::PushNodeData(const std::string& field, const std::vect
   return Invoke("PushNodeData", std::move(req), &resp, false, FANOUT_ASYNC_METHOD(PushNodeData, PushRequest, PushResponse));
 }
 
+absl::StatusOr<bool> GraphClient::CreateNodeField(const std::string& name, core::DType dtype,
+                                                  const std::vector<int64_t>& row_shape) {
+  v1::CreateNodeFieldRequest req;
+  req.set_name(name);
+  req.set_dtype(ToProtoDType(dtype));
+  for (int64_t d : row_shape) req.add_row_shape(d);
+  v1::CreateNodeFieldResponse resp;
+  // Retried like a read: creating a field that exists with this schema is not an error.
+  RETURN_IF_ERROR(Invoke("CreateNodeField", std::move(req), &resp, true,
+                         FANOUT_ASYNC_METHOD(CreateNodeField, CreateNodeFieldRequest, CreateNodeFieldResponse)));
+  return resp.created();
+}
+
 namespace {
 
 v1::SampleRequest SampleRequestOf(std::span<const int64_t> seeds, const core::SampleOptions& o) {

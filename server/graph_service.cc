@@ -1,6 +1,7 @@
 #include "server/graph_service.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -205,7 +206,7 @@ absl::Status GraphServiceImpl::DoGetMetadata(v1::GetMetadataResponse* resp) cons
 absl::Status GraphServiceImpl::DoPull(const v1::PullRequest& req, bool node, v1::PullResponse* resp,
                                       const StopCheck& stop) const {
   ASSIGN_OR_RETURN(std::vector<int64_t> ids, Ids(req.ids(), "ids"));
-  ASSIGN_OR_RETURN(core::FieldSchema f, node ? config_.NodeField(req.field()) : config_.EdgeField(req.field()));
+  ASSIGN_OR_RETURN(core::FieldSchema f, node ? NodeField(req.field()) : config_.EdgeField(req.field()));
   const int64_t row_bytes = static_cast<int64_t>(f.row_bytes());
   int64_t bytes = 0;
   if (!core::CheckedMul(static_cast<int64_t>(ids.size()), row_bytes, &bytes) ||
@@ -321,7 +322,7 @@ absl::Status GraphServiceImpl::DoPush(const v1::PushRequest& req) const {
     return absl::FailedPreconditionError("this server's graph source takes no writes: PushNodeData is not available");
   }
   ASSIGN_OR_RETURN(std::vector<int64_t> ids, Ids(req.ids(), "ids"));
-  ASSIGN_OR_RETURN(core::FieldSchema f, config_.NodeField(req.field()));
+  ASSIGN_OR_RETURN(core::FieldSchema f, NodeField(req.field()));
   RETURN_IF_ERROR(CheckTensor(req.data(), "data"));
   if (req.data().dtype() != ToProtoDType(f.dtype)) {
     return absl::InvalidArgumentError(StrCat("data is ", v1::DType_Name(req.data().dtype()), " but field '",
@@ -347,6 +348,55 @@ absl::Status GraphServiceImpl::DoPush(const v1::PushRequest& req) const {
 grpc::ServerUnaryReactor* GraphServiceImpl::PushNodeData(grpc::CallbackServerContext* ctx, const v1::PushRequest* req,
                                                          v1::PushResponse* resp) {
   return Run(ctx, "PushNodeData", req, resp, [this, req](const StopCheck&) { return DoPush(*req); });
+}
+
+absl::StatusOr<core::FieldSchema> GraphServiceImpl::NodeField(const std::string& name) const {
+  absl::StatusOr<core::FieldSchema> f = config_.NodeField(name);
+  if (f.ok() || served_.writable == nullptr) return f;
+  // A field created at run time (CreateNodeField) lives in the store; the store's error lists
+  // the config's fields and the created ones.
+  return served_.writable->NodeFieldSchema(name);
+}
+
+absl::Status GraphServiceImpl::DoCreateNodeField(const v1::CreateNodeFieldRequest& req,
+                                                 v1::CreateNodeFieldResponse* resp) const {
+  if (!policy_.allow_push) {
+    return absl::PermissionDeniedError(
+        "this server is read-only: CreateNodeField needs a server started with --allow-push");
+  }
+  if (served_.writable == nullptr) {
+    return absl::FailedPreconditionError("this server's graph source takes no writes: CreateNodeField is not available");
+  }
+  const std::string& name = req.name();
+  const bool name_ok = !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char ch) {
+    return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-' || ch == '.';
+  });
+  if (!name_ok) {
+    return absl::InvalidArgumentError(StrCat("field name '", name.substr(0, 64), name.size() > 64 ? "..." : "",
+                                             "': 1 to 64 letters, digits, '_', '-' or '.'"));
+  }
+  ASSIGN_OR_RETURN(core::DType dtype, FromProtoDType(req.dtype()));
+  core::FieldSchema schema{.name = name, .dtype = dtype, .row_shape = {}};
+  if (req.row_shape_size() > 4) return absl::InvalidArgumentError("row_shape: at most 4 dimensions");
+  int64_t elems = 1;
+  for (int64_t d : req.row_shape()) {
+    if (d < 1 || !core::CheckedMul(elems, d, &elems) || elems > (int64_t{1} << 24)) {
+      return absl::InvalidArgumentError(StrCat("row_shape [", core::StrJoin(std::vector<int64_t>(req.row_shape().begin(),
+                                                                                                req.row_shape().end()), ", "),
+                                               "]: each dimension >= 1, at most 2^24 values per row"));
+    }
+    schema.row_shape.push_back(d);
+  }
+  bool created = false;
+  RETURN_IF_ERROR(served_.writable->CreateNodeField(schema, policy_.limits.max_created_bytes, &created));
+  resp->set_created(created);
+  return absl::OkStatus();
+}
+
+grpc::ServerUnaryReactor* GraphServiceImpl::CreateNodeField(grpc::CallbackServerContext* ctx,
+                                                            const v1::CreateNodeFieldRequest* req,
+                                                            v1::CreateNodeFieldResponse* resp) {
+  return Run(ctx, "CreateNodeField", req, resp, [this, req, resp](const StopCheck&) { return DoCreateNodeField(*req, resp); });
 }
 
 namespace {

@@ -27,12 +27,13 @@ struct ServiceLimits {
   int64_t max_response_bytes = 256ll << 20;    // pulled rows or sampled edges in one answer
   int64_t max_queued_calls = 256;              // calls waiting for a worker; more: UNAVAILABLE
   int64_t max_queued_bytes = 1ll << 30;        // their request bytes; more: UNAVAILABLE
+  int64_t max_created_bytes = 4ll << 30;       // node fields created by clients (CreateNodeField), together
 };
 
 // What the service lets callers do beyond reading.
 struct ServicePolicy {
   ServiceLimits limits;
-  bool allow_push = false;  // PushNodeData refused (PERMISSION_DENIED) unless set
+  bool allow_push = false;  // PushNodeData and CreateNodeField refused (PERMISSION_DENIED) unless set
   std::string auth_token;   // non-empty: every call must carry "authorization: Bearer <token>"
 };
 
@@ -63,6 +64,8 @@ class GraphServiceImpl final : public v1::GraphService::CallbackService {
                                          v1::PullResponse* resp) override;
   grpc::ServerUnaryReactor* PushNodeData(grpc::CallbackServerContext* ctx, const v1::PushRequest* req,
                                          v1::PushResponse* resp) override;
+  grpc::ServerUnaryReactor* CreateNodeField(grpc::CallbackServerContext* ctx, const v1::CreateNodeFieldRequest* req,
+                                            v1::CreateNodeFieldResponse* resp) override;
   grpc::ServerUnaryReactor* SampleNeighbors(grpc::CallbackServerContext* ctx, const v1::SampleRequest* req,
                                             v1::SampleResponse* resp) override;
   grpc::ServerUnaryReactor* GetDegrees(grpc::CallbackServerContext* ctx, const v1::DegreesRequest* req,
@@ -78,6 +81,9 @@ class GraphServiceImpl final : public v1::GraphService::CallbackService {
   absl::Status DoGetMetadata(v1::GetMetadataResponse* resp) const;
   absl::Status DoPull(const v1::PullRequest& req, bool node, v1::PullResponse* resp, const StopCheck& stop) const;
   absl::Status DoPush(const v1::PushRequest& req) const;
+  // A node field of the config, else one created at run time.
+  absl::StatusOr<core::FieldSchema> NodeField(const std::string& name) const;
+  absl::Status DoCreateNodeField(const v1::CreateNodeFieldRequest& req, v1::CreateNodeFieldResponse* resp) const;
   absl::Status DoSample(const v1::SampleRequest& req, v1::SampleResponse* resp, const StopCheck& stop) const;
   absl::Status DoDegrees(const v1::DegreesRequest& req, v1::DegreesResponse* resp) const;
   absl::Status DoFindEdges(const v1::FindEdgesRequest& req, v1::FindEdgesResponse* resp) const;

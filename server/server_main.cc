@@ -39,7 +39,10 @@ int main(int argc, char** argv) {
   args.AddInt("max-request-bytes", &o.max_request_bytes, "larger request messages: RESOURCE_EXHAUSTED");
   args.AddInt("max-queued-calls", &o.limits.max_queued_calls, "calls waiting for a worker; more: UNAVAILABLE");
   args.AddInt("max-queued-bytes", &o.limits.max_queued_bytes, "request bytes waiting for a worker; more: UNAVAILABLE");
-  args.AddBool("allow-push", &o.allow_push, "accept PushNodeData (writes to node data); refused otherwise");
+  args.AddBool("allow-push", &o.allow_push,
+               "accept PushNodeData and CreateNodeField (writes to node data); refused otherwise");
+  args.AddBytes("max-created-bytes", &o.limits.max_created_bytes,
+                "memory node fields created by clients (a Python script's DistTensor) may take together");
   core::SecurityOptions security;
   core::AddSecurityFlags(args, &security);
   args.AddDouble("shutdown-grace", &grace_s, "seconds in-flight calls get to finish on shutdown");
@@ -53,6 +56,7 @@ int main(int argc, char** argv) {
   if (o.max_request_bytes < 1) return args.Fail(absl::InvalidArgumentError("--max-request-bytes must be >= 1"));
   if (o.limits.max_queued_calls < 0) return args.Fail(absl::InvalidArgumentError("--max-queued-calls must be >= 0"));
   if (o.limits.max_queued_bytes < 0) return args.Fail(absl::InvalidArgumentError("--max-queued-bytes must be >= 0"));
+  if (o.limits.max_created_bytes < 0) return args.Fail(absl::InvalidArgumentError("--max-created-bytes must be >= 0"));
   if (!(grace_s >= 0)) return args.Fail(absl::InvalidArgumentError("--shutdown-grace must be >= 0 seconds"));
   auto loaded = rpc::Security::Load(security, rpc::Security::Role::kServer);
   if (!loaded.ok()) return args.Fail(loaded.status());

@@ -13,6 +13,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -139,15 +140,62 @@ class Graph {
     return r;
   }
 
+  // A node field in the servers' memory (a DistTensor the script creates): made on every server
+  // of every partition (each server's rows are its own), zero-filled. Returns whether this call
+  // created it anywhere (false: it existed with this schema, made by another trainer).
+  bool CreateNodeField(const std::string& name, const std::string& dtype_name, const std::vector<int64_t>& row_shape) {
+    if (config_.NodeField(name).ok()) {
+      throw py::value_error(StrCat("'", name, "' is already a node field of ", part_config_path_));
+    }
+    const core::DType dtype = Take(core::DTypeFromName(dtype_name));
+    bool created = false;
+    {
+      py::gil_scoped_release nogil;
+      for (int p = 0; p < config_.num_parts; ++p) {
+        if (options_.servers.addresses[p].empty()) {
+          Check(absl::FailedPreconditionError(StrCat(
+              "partition ", p, " has no server to hold node field '", name, "' (created fields live on the servers)")));
+        }
+        for (const std::string& address : options_.servers.addresses[p]) {
+          absl::StatusOr<bool> made = Client(address).CreateNodeField(name, dtype, row_shape);
+          if (!made.ok()) Check(absl::Status(made.status().code(), StrCat("partition ", p, ": ", made.status().message())));
+          created = created || *made;
+        }
+      }
+    }
+    std::lock_guard<std::mutex> lock(clients_mu_);
+    created_[name] = core::FieldSchema{.name = name, .dtype = dtype, .row_shape = row_shape};
+    return created;
+  }
+
+  // The schema of a node field: the partition's, or one this object created.
+  core::FieldSchema NodeSchema(const std::string& field) {
+    {
+      std::lock_guard<std::mutex> lock(clients_mu_);
+      if (auto it = created_.find(field); it != created_.end()) return it->second;
+    }
+    return Take(graph_->NodeFieldSchema(field));
+  }
+
+  bool IsCreated(const std::string& field) {
+    std::lock_guard<std::mutex> lock(clients_mu_);
+    return created_.count(field) > 0;
+  }
+
   py::array PullNodeRows(const std::string& field, const py::array& ids_in) {
-    const core::FieldSchema schema = Take(graph_->NodeFieldSchema(field));
+    const core::FieldSchema schema = NodeSchema(field);
+    const bool created = IsCreated(field);
     std::vector<int64_t> ids = Ids(ids_in, "node IDs");
     std::vector<int64_t> shape = {static_cast<int64_t>(ids.size())};
     shape.insert(shape.end(), schema.row_shape.begin(), schema.row_shape.end());
     auto buffer = std::shared_ptr<char[]>(new char[std::max<size_t>(1, ids.size() * schema.row_bytes())]);
     {
       py::gil_scoped_release nogil;
-      Check(graph_->PullNodeRows(field, ids, buffer.get()));
+      if (created) {
+        PullFromServers(schema, ids, buffer.get());
+      } else {
+        Check(graph_->PullNodeRows(field, ids, buffer.get()));
+      }
     }
     const void* data = buffer.get();
     return Borrow(std::move(buffer), data, schema.dtype, std::move(shape));
@@ -157,7 +205,7 @@ class Graph {
   // each ID's partition, so that whichever server later answers a read has them. Refused
   // (PERMISSION_DENIED) by servers started without --allow-push.
   void PushNodeRows(const std::string& field, const py::array& ids_in, const py::array& values, bool add) {
-    const core::FieldSchema schema = Take(graph_->NodeFieldSchema(field));
+    const core::FieldSchema schema = NodeSchema(field);
     std::vector<int64_t> ids = Ids(ids_in, "node IDs");
     py::dtype want(std::string(core::DTypeName(schema.dtype)));
     py::array v = py::array::ensure(values, py::array::c_style);
@@ -171,33 +219,31 @@ class Graph {
     }
     const char* bytes = static_cast<const char*>(v.data());
     py::gil_scoped_release nogil;
-    const core::RangePartitionBook& book = graph_->node_book();
-    std::vector<std::vector<int64_t>> pos(config_.num_parts);
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if (ids[i] < 0 || ids[i] >= config_.num_nodes) {
-        Check(absl::InvalidArgumentError(StrCat("node ID ", ids[i], " is not in the graph (0..", config_.num_nodes - 1, ")")));
-      }
-      pos[book.PartOf(ids[i])].push_back(static_cast<int64_t>(i));
-    }
+    const std::vector<std::vector<int64_t>> pos = Positions(ids);
     for (int p = 0; p < config_.num_parts; ++p) {
       if (pos[p].empty()) continue;
       if (options_.servers.addresses[p].empty()) {
         Check(absl::FailedPreconditionError(
             StrCat("partition ", p, " has no server to write to (writes go to the servers; the job needs one)")));
       }
-      rpc::Rows rows;
-      rows.dtype = schema.dtype;
-      rows.shape = {static_cast<int64_t>(pos[p].size())};
-      rows.shape.insert(rows.shape.end(), schema.row_shape.begin(), schema.row_shape.end());
-      rows.data.resize(pos[p].size() * schema.row_bytes());
-      std::vector<int64_t> part_ids;
-      for (size_t j = 0; j < pos[p].size(); ++j) {
-        part_ids.push_back(ids[pos[p][j]]);
-        std::memcpy(rows.data.data() + j * schema.row_bytes(), bytes + pos[p][j] * schema.row_bytes(), schema.row_bytes());
-      }
-      for (const std::string& address : options_.servers.addresses[p]) {
-        absl::Status s = Client(address).PushNodeData(field, part_ids, rows, add ? core::PushOp::kAdd : core::PushOp::kAssign);
-        if (!s.ok()) Check(absl::Status(s.code(), StrCat("partition ", p, ": ", s.message())));
+      const size_t rb = schema.row_bytes();
+      for (size_t b = 0; b < pos[p].size(); b += ChunkRows(rb)) {
+        const size_t n = std::min(ChunkRows(rb), pos[p].size() - b);
+        rpc::Rows rows;
+        rows.dtype = schema.dtype;
+        rows.shape = {static_cast<int64_t>(n)};
+        rows.shape.insert(rows.shape.end(), schema.row_shape.begin(), schema.row_shape.end());
+        rows.data.resize(n * rb);
+        std::vector<int64_t> part_ids;
+        for (size_t j = 0; j < n; ++j) {
+          part_ids.push_back(ids[pos[p][b + j]]);
+          std::memcpy(rows.data.data() + j * rb, bytes + pos[p][b + j] * rb, rb);
+        }
+        for (const std::string& address : options_.servers.addresses[p]) {
+          absl::Status s =
+              Client(address).PushNodeData(field, part_ids, rows, add ? core::PushOp::kAdd : core::PushOp::kAssign);
+          if (!s.ok()) Check(absl::Status(s.code(), StrCat("partition ", p, ": ", s.message())));
+        }
       }
     }
   }
@@ -237,6 +283,46 @@ class Graph {
   }
 
  private:
+  // Positions in `ids` by owning partition; an ID outside the graph is an error naming it.
+  std::vector<std::vector<int64_t>> Positions(const std::vector<int64_t>& ids) const {
+    const core::RangePartitionBook& book = graph_->node_book();
+    std::vector<std::vector<int64_t>> pos(config_.num_parts);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0 || ids[i] >= config_.num_nodes) {
+        Check(absl::InvalidArgumentError(StrCat("node ID ", ids[i], " is not in the graph (0..", config_.num_nodes - 1, ")")));
+      }
+      pos[book.PartOf(ids[i])].push_back(static_cast<int64_t>(i));
+    }
+    return pos;
+  }
+
+  // Rows of a created field from a server of each owning partition, row i to out + i * row bytes.
+  void PullFromServers(const core::FieldSchema& schema, const std::vector<int64_t>& ids, char* out) {
+    const std::vector<std::vector<int64_t>> pos = Positions(ids);
+    const size_t rb = schema.row_bytes();
+    for (int p = 0; p < config_.num_parts; ++p) {
+      if (pos[p].empty()) continue;
+      const std::vector<std::string>& servers = options_.servers.addresses[p];
+      for (size_t b = 0; b < pos[p].size(); b += ChunkRows(rb)) {
+        const size_t n = std::min(ChunkRows(rb), pos[p].size() - b);
+        std::vector<int64_t> part_ids;
+        for (size_t j = b; j < b + n; ++j) part_ids.push_back(ids[pos[p][j]]);
+        // Every server of the partition holds the same rows (writes go to all): spread the reads.
+        const std::string& address = servers[static_cast<size_t>(read_turn_++) % servers.size()];
+        absl::StatusOr<rpc::Rows> rows = Client(address).PullNodeData(schema.name, part_ids);
+        if (!rows.ok()) Check(absl::Status(rows.status().code(), StrCat("partition ", p, ": ", rows.status().message())));
+        if (rows->data.size() != n * rb || rows->dtype != schema.dtype) {
+          Check(absl::DataLossError(StrCat("partition ", p, ": field '", schema.name, "' answered ",
+                                           rows->data.size(), " bytes for ", n, " rows of ", rb)));
+        }
+        for (size_t j = 0; j < n; ++j) std::memcpy(out + pos[p][b + j] * rb, rows->data.data() + j * rb, rb);
+      }
+    }
+  }
+
+  // Rows per call to a server: well inside its default answer and request limits.
+  static size_t ChunkRows(size_t row_bytes) { return std::max<size_t>(1, (size_t{32} << 20) / std::max<size_t>(1, row_bytes)); }
+
   rpc::GraphClient& Client(const std::string& address) {
     std::lock_guard<std::mutex> lock(clients_mu_);  // pushes run without the GIL
     auto it = clients_.find(address);
@@ -253,7 +339,9 @@ class Graph {
   sampler::DistGraphOptions options_;
   std::unique_ptr<sampler::DistGraph> graph_;
   std::mutex clients_mu_;
-  std::map<std::string, std::unique_ptr<rpc::GraphClient>> clients_;  // for pushes, guarded by clients_mu_
+  std::map<std::string, std::unique_ptr<rpc::GraphClient>> clients_;  // for writes, guarded by clients_mu_
+  std::map<std::string, core::FieldSchema> created_;                  // guarded by clients_mu_
+  std::atomic<uint64_t> read_turn_{0};
 };
 
 // One mini-batch, its arrays borrowed from the batch (a sampler process's mapped batch file, or
@@ -542,6 +630,7 @@ PYBIND11_MODULE(_native, m) {
       .def("pull_node_rows", &Graph::PullNodeRows, py::arg("field"), py::arg("ids"))
       .def("push_node_rows", &Graph::PushNodeRows, py::arg("field"), py::arg("ids"), py::arg("values"),
            py::arg("add") = false)
+      .def("create_node_field", &Graph::CreateNodeField, py::arg("name"), py::arg("dtype"), py::arg("row_shape"))
       .def("whole_node_field", &Graph::WholeNodeField, py::arg("field"))
       .def("degrees", &Graph::Degrees, py::arg("ids"), py::arg("out") = false)
       .def("find_edges", &Graph::FindEdges, py::arg("eids"));

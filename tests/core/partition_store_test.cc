@@ -166,6 +166,38 @@ TEST_F(PartitionStoreTest, PushAssignsAndAddsWithoutTouchingTheFiles) {
   EXPECT_NE(std::string(wrong.message()).find("got 3"), std::string::npos) << wrong;
 }
 
+// Fields created at run time (a Python script's DistTensor, through CreateNodeField): zero rows
+// for the partition's nodes, gathered and pushed like a file's field, bounded in total bytes.
+TEST_F(PartitionStoreTest, CreatedFieldsAreZeroRowsThatPushesAndGathersReach) {
+  PartitionStore& s = *stores_[1];
+  bool created = false;
+  const FieldSchema h{.name = "h", .dtype = DType::kFloat32, .row_shape = {3}};
+  ASSERT_TRUE(s.CreateNodeField(h, 1 << 20, &created).ok());
+  EXPECT_TRUE(created);
+  ASSERT_TRUE(s.CreateNodeField(h, 1 << 20, &created).ok());  // again: attaches
+  EXPECT_FALSE(created);
+  std::vector<int64_t> ids = {s.node_start(), s.node_end() - 1};
+  std::string rows;
+  ASSERT_TRUE(s.GatherNodeRows("h", ids, &rows).ok());
+  EXPECT_EQ(rows, std::string(24, '\0'));
+  std::vector<float> v = {1, 2, 3, 4, 5, 6};
+  ASSERT_TRUE(s.PushNodeRows("h", ids, v.data(), 24, PushOp::kAssign).ok());
+  ASSERT_TRUE(s.GatherNodeRows("h", ids, &rows).ok());
+  EXPECT_EQ(std::memcmp(rows.data(), v.data(), 24), 0);
+  EXPECT_EQ(s.CreatedNodeFields().size(), 1u);
+  EXPECT_EQ(s.NodeFieldSchema("h")->row_shape, (std::vector<int64_t>{3}));
+  // Refused: another schema, a field of the files, past the byte budget.
+  EXPECT_EQ(s.CreateNodeField({.name = "h", .dtype = DType::kInt64, .row_shape = {3}}, 1 << 20, &created).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(s.CreateNodeField({.name = "feat", .dtype = DType::kFloat32, .row_shape = {}}, 1 << 20, &created).code(),
+            absl::StatusCode::kAlreadyExists);
+  auto big = s.CreateNodeField({.name = "big", .dtype = DType::kFloat64, .row_shape = {1000}}, 1 << 20, &created);
+  EXPECT_EQ(big.code(), absl::StatusCode::kResourceExhausted) << big;
+  EXPECT_FALSE(s.NodeFieldSchema("big").ok());
+  // Unknown names list the created fields too.
+  EXPECT_NE(std::string(s.NodeFieldSchema("nope").status().message()).find("h"), std::string::npos);
+}
+
 // ---- sampling ----
 
 std::vector<int64_t> AllNodes(const PartitionStore& s) {

@@ -4,12 +4,18 @@
 # /data/job and /tmp/job become a temporary folder, port 30050 a free port, 10.0.0.x the loopback
 # addresses, build/bin this build's) and a smaller job so that the test is quick. The output
 # must match EXPECT (a grep -E pattern).
+# $PWD/python and $PWD/build/{bin,python} (run from the repository root) become this checkout's
+# and this build's; a line starting with python3 runs $DOC_PYTHON.
 # Usage: doc_commands_test.sh DOC HEADING BIN_DIR EXPECT
 set -euo pipefail
 doc=$1
 heading=$2
 bin=$(cd "$3" && pwd)
 expect=$4
+# The repository (for $PWD/python in a document) and the Python that runs a document's python3
+# (DOC_PYTHON: the one fanout's extension was built for).
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+python=${DOC_PYTHON:-python3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -40,6 +46,8 @@ script=$(printf '%s\n' "$block" | sed -E \
   -e "s#/data/job|/tmp/job#$work/job#g" \
   -e "s#DATASET_DIR#$work/ds#g" \
   -e "s#^B=\\\$PWD/build/bin#B=$bin#" \
+  -e "s#\\\$PWD/build/bin#$bin#g; s#\\\$PWD/build/python#$(cd "$bin/../python" 2>/dev/null && pwd || echo "$bin/../python")#g" \
+  -e "s#\\\$PWD/python#$repo/python#g; s#^( *)python3 #\1$python #" \
   -e "s#10\.0\.0\.11 30050#127.0.0.1 $port#; s#10\.0\.0\.12 30050#127.0.0.2 $port#" \
   -e "s#(127\.0\.0\.[12]) 30050#\1 $port#g" \
   -e "s#parts/NAME\.json#parts/ds.json#" \

@@ -92,6 +92,7 @@ World* TheWorld() {
     policy.limits.max_ids_per_request = kMaxIds;
     policy.limits.max_response_bytes = kMaxResponseBytes;
     policy.allow_push = true;
+    policy.limits.max_created_bytes = 1 << 20;  // created fields accumulate over the run: bounded
     world->source = std::make_unique<fanout::core::LocalGraphSource>(world->store);
     fanout::server::ServedPartition served{.config = &world->store->config(),
                                            .part_id = 0,
@@ -147,6 +148,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     case 3: {
+      if (data[0] & 0x40) {  // a created field, then pushes and pulls may name it
+        v1::CreateNodeFieldRequest q;
+        if (!Parse(&q, body, len)) return 0;
+        v1::CreateNodeFieldResponse r;
+        (void)s.DoCreateNodeField(q, &r);
+        break;
+      }
       v1::PushRequest q;
       if (!Parse(&q, body, len)) return 0;
       (void)s.DoPush(q);

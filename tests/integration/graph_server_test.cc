@@ -294,6 +294,53 @@ TEST_F(BadRequestTest, PushAssignAndAddThenPull) {
   for (int j = 0; j < 8; ++j) EXPECT_EQ(x[j], 2.0f);
 }
 
+// A node field created by a client (a Python script's DistTensor) lives in the server's memory:
+// zero rows for the partition's nodes, written and read like a field of the files, created again
+// with the same schema as a no-op, refused for another schema, a file's field, a bad name, past
+// --max-created-bytes, and by a read-only server.
+TEST_F(BadRequestTest, CreatedFieldsAreReadAndWrittenLikeFileFields) {
+  GraphClient& cl = *c_.clients[1];
+  const int64_t v = c_.config.node_bounds[1] + 3;
+  auto made = cl.CreateNodeField("h", core::DType::kFloat32, {4});
+  ASSERT_TRUE(made.ok()) << made.status();
+  EXPECT_TRUE(*made);
+  auto again = cl.CreateNodeField("h", core::DType::kFloat32, {4});
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(*again);
+  auto zero = cl.PullNodeData("h", {v});
+  ASSERT_TRUE(zero.ok()) << zero.status();
+  EXPECT_EQ(zero->data, std::string(16, '\0'));
+  EXPECT_EQ(zero->shape, (std::vector<int64_t>{1, 4}));
+  std::vector<float> row = {1, 2, 3, 4};
+  Rows r{core::DType::kFloat32, {1, 4}, std::string(reinterpret_cast<const char*>(row.data()), 16)};
+  ASSERT_TRUE(cl.PushNodeData("h", {v}, r, core::PushOp::kAssign).ok());
+  auto back = cl.PullNodeData("h", {v});
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->data, r.data);
+  EXPECT_EQ(cl.PullNodeData("h", {c_.config.node_bounds[0]}).status().code(), absl::StatusCode::kInvalidArgument);
+  auto other = cl.CreateNodeField("h", core::DType::kInt64, {4});
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_NE(std::string(other.status().message()).find("was created as float32 [4] per row, not int64 [4]"),
+            std::string::npos) << other.status();
+  EXPECT_EQ(cl.CreateNodeField("feat", core::DType::kFloat32, {8}).status().code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(cl.CreateNodeField("a b", core::DType::kFloat32, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(cl.CreateNodeField("z", core::DType::kFloat32, {0}).status().code(), absl::StatusCode::kInvalidArgument);
+  auto huge = cl.CreateNodeField("huge", core::DType::kFloat64, {1 << 24});
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted) << huge.status();
+  EXPECT_NE(std::string(huge.status().message()).find("--max-created-bytes"), std::string::npos) << huge.status();
+  // Another server of the job does not have it until asked.
+  EXPECT_EQ(c_.clients[0]->PullNodeData("h", {c_.config.node_bounds[0]}).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(GraphServerTest, ReadOnlyServersCreateNoFields) {
+  TempDir dir;
+  Cluster c;
+  c.Start(testing::PartitionRandom(dir, {.num_nodes = 50, .num_edges = 200}, 1), ServerOptions{});
+  auto made = c.clients[0]->CreateNodeField("h", core::DType::kFloat32, {2});
+  EXPECT_EQ(made.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(std::string(made.status().message()).find("--allow-push"), std::string::npos) << made.status();
+}
+
 TEST(GraphServerTest, UnreachableServerFailsWithinTheDeadline) {
   // A port nobody listens on: bind one, close it, use it.
   auto client = GraphClient::Connect("127.0.0.1:1", {.deadline_seconds = 1, .max_attempts = 2});

@@ -30,6 +30,8 @@ from fanout import _native
 BIN = os.environ.get("FANOUT_BIN_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin"))
 HERE = os.path.dirname(os.path.abspath(__file__))
 SHARED = os.path.join(HERE, "..", "..", "..", "shared", "data")
+# A user's own training script (plain PyTorch GraphSAGE, DDP), as docs/python.md runs it.
+SAGE_SCRIPT = os.path.join(HERE, "..", "..", "python", "examples", "sage_train.py")
 
 
 def run(argv, **kw):
@@ -152,6 +154,8 @@ class DistTensorTest(ServersTestCase):
     def test_writes_are_refused_without_allow_push(self):
         with self.assertRaisesRegex(dist.FanoutError, "PERMISSION_DENIED.*partition [01]"):
             self.g.ndata["feat"][torch.tensor([1, 2000])] = torch.zeros(2, 16)
+        with self.assertRaisesRegex(dist.FanoutError, "PERMISSION_DENIED.*--allow-push"):
+            dist.DistTensor((self.g.num_nodes(), 2), torch.float32, "h")
         np.testing.assert_array_equal(self.g.ndata["feat"][[1]].numpy(), self.part_rows("feat")[[1]])
 
     def test_partition_book_and_split(self):
@@ -182,8 +186,25 @@ class DistTensorWriteTest(ServersTestCase):
         np.testing.assert_array_equal(self.g.ndata["feat"][ids].numpy(), rows.numpy())
         with self.assertRaisesRegex(ValueError, r"\(3, 16\) rows for 2 IDs"):
             self.g.ndata["feat"][ids] = torch.zeros(3, 16)
-        with self.assertRaisesRegex(NotImplementedError, "creating tensors on the servers"):
-            dist.DistTensor((self.g.num_nodes(), 4), torch.float32, "h", persistent=True)
+
+    def test_created_tensors_live_on_the_servers(self):
+        n = self.g.num_nodes()
+        h = dist.DistTensor((n, 4), torch.float32, "h", persistent=True)  # DGL's example, for inference
+        self.assertEqual((h.shape, h.dtype), ((n, 4), torch.float32))
+        ids = torch.tensor([1, n - 1, 1500])
+        np.testing.assert_array_equal(h[ids].numpy(), np.zeros((3, 4), np.float32))
+        rows = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+        h[ids] = rows
+        again = dist.DistTensor((n, 4), torch.float32, "h")  # another trainer's view: the same rows
+        np.testing.assert_array_equal(again[ids].numpy(), rows.numpy())
+        np.testing.assert_array_equal(again[torch.arange(n)].numpy()[ids.numpy()], rows.numpy())
+        with self.assertRaisesRegex(dist.FanoutError, "ALREADY_EXISTS.*created as float32 \\[4\\]"):
+            dist.DistTensor((n, 4), torch.int64, "h")
+        with self.assertRaisesRegex(NotImplementedError, "only node tensors"):
+            dist.DistTensor((7, 4), torch.float32, "small")
+        # DGL's examples' names for the features and labels.
+        self.assertIs(self.g.ndata["features"], self.g.ndata["feat"])
+        self.assertIs(self.g.ndata["labels"], self.g.ndata["label"])
 
 
 class LoaderTest(ServersTestCase):
@@ -399,7 +420,7 @@ def sampler_children():
 
 
 class LaunchedScriptTest(unittest.TestCase):
-    """The script of sage_script.py as a user runs it: fanout-launch ... -- python3 script.py."""
+    """python/examples/sage_train.py as a user runs it: fanout-launch ... -- python3 sage_train.py."""
 
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -417,7 +438,7 @@ class LaunchedScriptTest(unittest.TestCase):
         expected = checksum_lines(cpp.stdout)
         self.assertGreater(len(expected), 4)
         for samplers in ("1", "0"):  # sampler processes, then threads in the script
-            py = launch(self.work, config, [sys.executable, os.path.join(HERE, "sage_script.py"), "--mode",
+            py = launch(self.work, config, [sys.executable, SAGE_SCRIPT, "--mode",
                                             "checksums", *common, "--seeds", "3", "--num-samplers", samplers],
                         samplers=1)
             self.assertEqual(py.returncode, 0, py.stdout + py.stderr)
@@ -433,7 +454,7 @@ class LaunchedScriptTest(unittest.TestCase):
         flags = ["--fanouts", "10,10", "--hidden", "64", "--lr", "0.01", "--weight-decay", "5e-4", "--batch-size",
                  "32", "--epochs", "60"]
         seeds = [0, 1, 2, 3, 4]
-        py = launch(self.work, config, [sys.executable, os.path.join(HERE, "sage_script.py"), *flags, "--seeds",
+        py = launch(self.work, config, [sys.executable, SAGE_SCRIPT, *flags, "--seeds",
                                         ",".join(map(str, seeds))], samplers=1)
         self.assertEqual(py.returncode, 0, py.stdout + py.stderr)
         python_acc = float(re.search(r"mean test accuracy ([0-9.]+)", py.stdout).group(1))

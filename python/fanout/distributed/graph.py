@@ -33,10 +33,15 @@ class DistTensor:
     server of the owning partitions (servers started with ``--allow-push``; others refuse with
     ``FanoutError: PERMISSION_DENIED``).
 
-    ``DistTensor(shape, dtype, name)`` attaches to an existing field of that name and shape.
-    Creating new tensors on the servers (DGL's ``persistent=True`` with a new name) is not
-    supported yet: it raises ``NotImplementedError`` naming the field.
+    ``DistTensor(shape, dtype, name)`` attaches to the node field of that name (checking its shape
+    and dtype), or creates it: ``(g.num_nodes(), ...)`` rows of zeros held by the servers (each
+    partition's rows by its servers) until the job ends, as DGL's example does for layer-wise
+    inference. Creating needs a job started with ``fanout-launch --allow-push`` and fits within
+    each server's ``--max-created-bytes``; every trainer may create the same tensor (the second
+    attaches). Without a name, tensors are named in creation order, the same on every trainer.
     """
+
+    _unnamed = 0
 
     def __init__(self, shape, dtype=None, name=None, init_func=None, part_policy=None, persistent=False,
                  is_gdata=True, attach=True, *, _graph=None):
@@ -44,20 +49,33 @@ class DistTensor:
         if graph is None:
             raise RuntimeError("DistTensor needs a DistGraph: create the DistGraph first")
         schemas = {f["name"]: f for f in graph._native.node_fields}
-        if name is None or name not in schemas:
-            raise NotImplementedError(
-                f"DistTensor {name!r}: creating tensors on the servers is not supported yet; "
-                f"existing node fields: {', '.join(sorted(schemas))}")
-        f = schemas[name]
-        want = (graph.num_nodes(),) + tuple(f["row_shape"])
-        if shape is not None and tuple(shape) != want:
-            raise ValueError(f"DistTensor {name!r}: shape {tuple(shape)} does not match the field's {want}")
-        if dtype is not None and _TORCH_DTYPES[f["dtype"]] != dtype:
-            raise TypeError(f"DistTensor {name!r}: dtype {dtype} does not match the field's {f['dtype']}")
         self._graph = graph
-        self._name = name
-        self._shape = want
-        self._dtype = _TORCH_DTYPES[f["dtype"]]
+        self._created = name not in schemas
+        if not self._created:
+            f = schemas[name]
+            want = (graph.num_nodes(),) + tuple(f["row_shape"])
+            if shape is not None and tuple(shape) != want:
+                raise ValueError(f"DistTensor {name!r}: shape {tuple(shape)} does not match the field's {want}")
+            if dtype is not None and _TORCH_DTYPES[f["dtype"]] != dtype:
+                raise TypeError(f"DistTensor {name!r}: dtype {dtype} does not match the field's {f['dtype']}")
+            self._name, self._shape, self._dtype = name, want, _TORCH_DTYPES[f["dtype"]]
+            return
+        if name is None:
+            DistTensor._unnamed += 1
+            name = f"_tensor{DistTensor._unnamed}"
+        if shape is None or dtype is None:
+            raise ValueError(f"DistTensor {name!r}: no node field of that name; creating one needs a shape and a dtype")
+        shape = tuple(int(d) for d in shape)
+        if len(shape) == 0 or shape[0] != graph.num_nodes():
+            raise NotImplementedError(f"DistTensor {name!r}: only node tensors (shape[0] = {graph.num_nodes()} nodes) "
+                                      f"can be created, got shape {shape}")
+        if init_func is not None:
+            raise NotImplementedError(f"DistTensor {name!r}: init_func is not supported (created tensors start at 0)")
+        names = {v: k for k, v in _TORCH_DTYPES.items()}
+        if dtype not in names:
+            raise TypeError(f"DistTensor {name!r}: dtype {dtype} is not one of {sorted(names.values())}")
+        graph._native.create_node_field(name, names[dtype], list(shape[1:]))
+        self._name, self._shape, self._dtype = name, shape, dtype
 
     @property
     def name(self) -> str:
@@ -83,7 +101,10 @@ class DistTensor:
             return rows
         if isinstance(ids, slice):
             ids = range(*ids.indices(len(self)))
-        return _tensor(self._graph._reader().pull_node_rows(self._name, _ids(ids)))
+        # A created tensor is read through the graph that created it (it knows the schema; the
+        # rows are on the servers either way).
+        reader = self._graph._native if self._created else self._graph._reader()
+        return _tensor(reader.pull_node_rows(self._name, _ids(ids)))
 
     def __setitem__(self, ids, values) -> None:
         ids = _ids(ids)
@@ -152,7 +173,14 @@ class GraphPartitionBook(_OneType):
 class _NodeData(dict):
     """``g.ndata``: the graph's node fields as DistTensors, by name."""
 
+    # DGL's examples call the features and labels "features" and "labels"; fanout-partition names
+    # them "feat" and "label" (OGB's names). Those examples run unchanged.
+    _ALIASES = {"features": "feat", "labels": "label"}
+
     def __missing__(self, name):
+        alias = self._ALIASES.get(name)
+        if alias is not None and alias in self:
+            return self[alias]
         raise KeyError(f"no node field {name!r} (this graph has: {', '.join(sorted(self))})")
 
 

@@ -1,6 +1,6 @@
-"""A user's own training script on fanout.distributed, for the tests (distributed_test.py): plain
-PyTorch (no DGL, no PyG), DistDGL's names, DistributedDataParallel over Gloo, started by
-fanout-launch as ``python3 sage_script.py ...``.
+"""A user's own training script on fanout.distributed: plain PyTorch (no DGL, no PyG), DistDGL's
+names, DistributedDataParallel over Gloo, started by fanout-launch as ``python3 sage_train.py ...``
+(docs/python.md; the tests run it too, tests/python/distributed_test.py).
 
   --mode train      GraphSAGE (DGL's SAGEConv 'mean', written here with index_add_) for each of
                     --seeds; rank 0 prints "test accuracy A" per seed and "mean test accuracy M".
