@@ -14,6 +14,8 @@
 set -euo pipefail
 shopt -s nullglob
 cd "$(dirname "$0")/.."
+# Clones share this machine's ccache (as scripts/build.sh).
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 BUILD_DIR=${FANOUT_ASAN_BUILD_DIR:-build-asan}
 SECONDS_EACH=20
 MERGE=0

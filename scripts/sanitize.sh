@@ -5,6 +5,8 @@
 # Env: FANOUT_FUZZ_SECONDS per harness (default 20), FANOUT_JOBS (ninja and ctest).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Clones share this machine's ccache (as scripts/build.sh).
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 BUILD_DIR=${FANOUT_ASAN_BUILD_DIR:-build-asan}
 JOBS=${FANOUT_JOBS:-$(nproc)}
 UNIT_TESTS=(core_test partition_test server_unit_test sampler_unit_test launcher_test)
