@@ -20,6 +20,14 @@ their input features and seed labels already fetched; a block converts to a DGL 
 (``block.to_dgl()``) or a PyG ``edge_index``. See docs/python.md.
 """
 
+try:
+    from fanout import _native  # noqa: F401
+except ImportError as e:  # pragma: no cover
+    raise ImportError(
+        "fanout.distributed needs fanout's native extension (fanout._native): in a clone, run "
+        "scripts/build.sh and put python/ and build/python on PYTHONPATH; or `pip install ./python` "
+        f"(docs/python.md). The import failed with: {e}") from e
+
 from fanout.distributed.context import exit_client, initialize, is_initialized
 from fanout.distributed.dataloader import (Block, DistEdgeDataLoader, DistNodeDataLoader, NeighborSampler, PairGraph,
                                            as_edge_prediction_sampler, edge_split, negative_sampler)

@@ -306,6 +306,9 @@ def node_split(nodes, partition_book: Optional[GraphPartitionBook] = None, ntype
     graph = partition_book._graph if partition_book is not None else DistGraph._current
     if graph is None:
         raise RuntimeError("node_split needs a DistGraph (or its partition book)")
+    if node_trainer_ids is not None:
+        raise NotImplementedError("node_split: node_trainer_ids (DGL's trainer assignment) is not supported; "
+                                  "fanout's split prefers each machine's own nodes already")
     ctx = context.current()
     rank = ctx.rank if rank is None else rank
     if isinstance(nodes, DistTensor):
