@@ -379,6 +379,19 @@ py::dict BatchToPython(sampler::MiniBatch mb) {
   return d;
 }
 
+// A loader's next batch, waited for without the GIL; the end of the batches is StopIteration.
+template <typename Loader>
+auto NextOrStop(Loader* loader) {
+  if (loader == nullptr) throw py::value_error("the loader is closed");
+  decltype(loader->Next()) batch;
+  {
+    py::gil_scoped_release nogil;
+    batch = loader->Next();
+  }
+  if (batch.status().code() == absl::StatusCode::kOutOfRange) throw py::stop_iteration();
+  return Take(std::move(batch));
+}
+
 // How a loader's batches are made: threads, or sampler processes whose batches the script may
 // write (copy-on-write mappings).
 sampler::LoaderOptions MakeLoaderOptions(const Graph& graph, int num_samplers, int num_threads, int prefetch,
@@ -442,16 +455,7 @@ class NodeLoader {
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
   int64_t feature_dim() const { return feature_dim_; }
 
-  py::dict Next() {
-    if (loader_ == nullptr) throw py::value_error("the loader is closed");
-    absl::StatusOr<sampler::MiniBatch> mb;
-    {
-      py::gil_scoped_release nogil;
-      mb = loader_->Next();
-    }
-    if (mb.status().code() == absl::StatusCode::kOutOfRange) throw py::stop_iteration();
-    return BatchToPython(Take(std::move(mb)));
-  }
+  py::dict Next() { return BatchToPython(NextOrStop(loader_.get())); }
 
   // Stops the sampler processes (or threads) now rather than when Python collects the object.
   void Close() {
@@ -506,14 +510,7 @@ class EdgeLoader {
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
 
   py::dict Next() {
-    if (loader_ == nullptr) throw py::value_error("the loader is closed");
-    absl::StatusOr<sampler::LinkMiniBatch> b;
-    {
-      py::gil_scoped_release nogil;
-      b = loader_->Next();
-    }
-    if (b.status().code() == absl::StatusCode::kOutOfRange) throw py::stop_iteration();
-    sampler::LinkMiniBatch lb = Take(std::move(b));
+    sampler::LinkMiniBatch lb = NextOrStop(loader_.get());
     py::dict d = BatchToPython(std::move(lb.nodes));
     d["epoch"] = lb.epoch;
     d["step"] = lb.step;
