@@ -14,6 +14,8 @@
 #include <string>
 #include <utility>
 
+#include "core/process_stats.h"
+#include "core/shape.h"
 #include "core/strings.h"
 #include "trainer/dropout.h"
 #include "trainer/message_passing.h"
@@ -362,7 +364,30 @@ absl::Status ValidateModelOptions(const ModelOptions& o) {
   if (o.model == ModelKind::kScripted && o.script_path.empty()) {
     return bad("script_path", "\"\"", "a scripted model needs its TorchScript file");
   }
+  if (o.model != ModelKind::kScripted) return CheckModelFits(o, core::UsableMemoryBytes());
   return absl::OkStatus();
+}
+
+absl::Status CheckModelFits(const ModelOptions& o, int64_t memory_bytes) {
+  // Every built-in layer holds at most two [out x heads, in] matrices (sage: fc_self and
+  // fc_neigh); training keeps each parameter 4 times (value, gradient, Adam's two moments).
+  int64_t elems = 0;
+  bool fits = true;
+  for (int64_t l = 0; l < o.num_layers && fits; ++l) {
+    const int64_t heads_in = l == 0 ? 1 : (o.model == ModelKind::kGat ? HeadsOf(o, l - 1) : 1);
+    const int64_t heads = o.model == ModelKind::kGat ? HeadsOf(o, l) : 1;
+    int64_t layer = 2;
+    fits = core::CheckedMul(layer, LayerIn(o, l, heads_in), &layer) && core::CheckedMul(layer, LayerOut(o, l), &layer) &&
+           core::CheckedMul(layer, heads, &layer) && !__builtin_add_overflow(elems, layer, &elems);
+  }
+  int64_t bytes = 0;
+  fits = fits && core::CheckedMul(elems, 4 * static_cast<int64_t>(sizeof(float)), &bytes);
+  if (fits && (memory_bytes <= 0 || bytes <= memory_bytes)) return absl::OkStatus();
+  const std::string need = fits ? StrCat(bytes >> 20, " MiB") : "more bytes than an int64 counts";
+  return absl::InvalidArgumentError(StrCat(
+      "--hidden ", o.hidden, " (model option hidden; ", o.num_layers, " layers, ", o.in_dim, " inputs, ", o.num_classes,
+      " outputs): the parameters with their gradients and optimizer state need ", need,
+      ", more than this machine's ", memory_bytes >> 20, " MiB"));
 }
 
 int64_t HeadsOf(const ModelOptions& o, int64_t layer) {

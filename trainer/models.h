@@ -48,6 +48,11 @@ struct ModelOptions {
 
 // OK, or INVALID_ARGUMENT naming the first bad field and its valid range.
 absl::Status ValidateModelOptions(const ModelOptions& options);
+// OK when a built-in model of `options` fits in `memory_bytes` with its training state (values,
+// gradients, Adam's moments); otherwise INVALID_ARGUMENT naming --hidden and both sizes, so that
+// a size no machine can hold is refused up front instead of failing inside LibTorch.
+// ValidateModelOptions applies it with this machine's usable memory.
+absl::Status CheckModelFits(const ModelOptions& options, int64_t memory_bytes);
 
 // GAT's heads in layer l: layer_heads[l], else heads.
 int64_t HeadsOf(const ModelOptions& options, int64_t layer);

@@ -7,6 +7,7 @@
 // takes torchrun's RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK and MASTER_ADDR/MASTER_PORT
 // (fanout's rendezvous on MASTER_PORT + 1) instead. Alone, it trains on one machine's servers
 // with --part-config and --servers (or --ip-config).
+#include <c10/util/Exception.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -312,7 +313,16 @@ int Main(int argc, char** argv) {
   o.graph.cache_field = o.feature_field;
   o.graph.cache_max_bytes = feature_cache_mb << 20;
 
-  auto result = trainer::RunTraining(o);
+  // Errors are statuses; what LibTorch (or the allocator) still throws past them becomes the
+  // tool's one error line, not std::terminate's backtrace.
+  absl::StatusOr<trainer::TrainResult> result = absl::UnknownError("not run");
+  try {
+    result = trainer::RunTraining(o);
+  } catch (const c10::Error& e) {
+    result = absl::InternalError(StrCat("LibTorch: ", e.what_without_backtrace()));
+  } catch (const std::bad_alloc&) {
+    result = absl::ResourceExhaustedError("out of memory");
+  }
   if (!result.ok()) {
     return args.Fail(absl::Status(result.status().code(),
                                   StrCat("rank ", o.dist.rank, ": ", result.status().message())));

@@ -207,6 +207,42 @@ BlockTensors UniformBlock(int64_t num_src, int64_t num_dst, int64_t num_edges) {
   return b;
 }
 
+// Sizes no machine holds are refused before LibTorch is asked for them (it would throw c10::Error
+// out of the constructor: "can't allocate 43980465111040 bytes"), naming --hidden and both sizes.
+TEST(ModelTest, AModelThatCannotFitIsRefusedUpFront) {
+  ModelOptions o;
+  o.in_dim = 100;
+  o.num_classes = 47;
+  o.num_layers = 3;
+  o.hidden = 256;
+  EXPECT_TRUE(CheckModelFits(o, int64_t{1} << 30).ok());
+  // sage, 3 layers: 2 x (100 x 256 + 256 x 256 + 256 x 47) weights x 4 copies x 4 bytes = 1.47 MiB.
+  EXPECT_FALSE(CheckModelFits(o, 1 << 20).ok());
+  o.hidden = 99999999999;
+  o.num_layers = 2;  // (3 layers would overflow the count: 10^22 weights in hidden x hidden)
+  absl::Status s = CheckModelFits(o, int64_t{1} << 40);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(s.message()).find("--hidden 99999999999"), std::string::npos) << s;
+  EXPECT_NE(std::string(s.message()).find("MiB, more than this machine's 1048576 MiB"), std::string::npos) << s;
+  o.hidden = int64_t{1} << 40;  // the count itself overflows (hidden x hidden)
+  o.num_layers = 3;
+  s = CheckModelFits(o, int64_t{1} << 40);
+  EXPECT_NE(std::string(s.message()).find("more bytes than an int64 counts"), std::string::npos) << s;
+  o.model = ModelKind::kGat;
+  o.hidden = 64;
+  o.heads = 8;
+  EXPECT_TRUE(CheckModelFits(o, int64_t{1} << 30).ok());
+  EXPECT_FALSE(MakeModel([] {
+                 ModelOptions big;
+                 big.in_dim = 16;
+                 big.num_classes = 3;
+                 big.hidden = 99999999999;
+                 return big;
+               }(),
+               0)
+                   .ok());
+}
+
 TEST(ModelTest, ProjectBeforeAggregatingComparesTheTwoCosts) {
   // Many sources, few edges (a sampled block): projecting every source costs more.
   EXPECT_FALSE(ProjectBeforeAggregating(UniformBlock(1000, 10, 20), 100, 16));

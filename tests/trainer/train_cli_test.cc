@@ -595,6 +595,7 @@ TEST_F(TrainCliTest, BadFlagsAreClearErrorsNotBacktracesOrHangs) {
       {{"--dropout", "1"}, 1, "--dropout must be in [0, 1)"},
       {{"--dropout", "-0.1"}, 1, "--dropout must be in [0, 1)"},
       {{"--hidden", "0"}, 1, "--hidden must be >= 1"},
+      {{"--hidden", "99999999999"}, 1, "--hidden 99999999999 (model option hidden; 2 layers"},
       {{"--heads", "0"}, 1, "--heads must be >= 1"},
       {{"--heads", "8,1,1"}, 1, "--heads has 3 values for 2 layers (--fanouts)"},
       {{"--heads", "4,0"}, 1, "--heads must be >= 1 in every layer, got 4,0"},
