@@ -166,13 +166,6 @@ absl::Status PartitionStore::CreateNodeField(const FieldSchema& schema, int64_t 
   return absl::OkStatus();
 }
 
-std::vector<FieldSchema> PartitionStore::CreatedNodeFields() const {
-  absl::ReaderMutexLock lock(&created_mu_);
-  std::vector<FieldSchema> out;
-  for (const auto& [name, f] : created_) out.push_back(f->schema);
-  return out;
-}
-
 absl::StatusOr<FieldSchema> PartitionStore::NodeFieldSchema(const std::string& name) const {
   ASSIGN_OR_RETURN(Field * f, FindNodeField(name));
   return f->schema;

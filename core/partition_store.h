@@ -73,8 +73,6 @@ class PartitionStore {
   // ALREADY_EXISTS when the name is a field of the files or a created field of another schema;
   // RESOURCE_EXHAUSTED when created fields would pass `max_total_bytes` together.
   absl::Status CreateNodeField(const FieldSchema& schema, int64_t max_total_bytes, bool* created);
-  // The schemas of the created node fields, by name.
-  std::vector<FieldSchema> CreatedNodeFields() const;
 
   // Degrees of owned nodes (in: stored in-edges; out: out-edges anywhere in the graph).
   absl::Status Degrees(std::span<const int64_t> ids, EdgeDir dir, int64_t* out) const;

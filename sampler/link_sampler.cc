@@ -21,11 +21,16 @@ uint64_t Mix(uint64_t h, uint64_t v) { return core::SplitMix64(h ^ core::SplitMi
 
 }  // namespace
 
-std::vector<int64_t> RankEdgeSeeds(const core::PartitionConfig& config, int tpm, int rank) {
+std::pair<int64_t, int64_t> RankEdgeRange(const core::PartitionConfig& config, int tpm, int rank) {
   const int part = rank / tpm, local = rank % tpm;
   const int64_t begin = config.edge_bounds[part], n = config.edge_bounds[part + 1] - begin;
+  return {begin + n * local / tpm, begin + n * (local + 1) / tpm};
+}
+
+std::vector<int64_t> RankEdgeSeeds(const core::PartitionConfig& config, int tpm, int rank) {
+  const auto [begin, end] = RankEdgeRange(config, tpm, rank);
   std::vector<int64_t> out;
-  for (int64_t e = begin + n * local / tpm; e < begin + n * (local + 1) / tpm; ++e) out.push_back(e);
+  for (int64_t e = begin; e < end; ++e) out.push_back(e);
   return out;
 }
 

@@ -48,6 +48,8 @@ struct LinkMiniBatch : LinkPairs {
 // global edge IDs [edge_bounds[p], edge_bounds[p + 1])), cut into trainers_per_machine contiguous
 // slices. Disjoint across ranks; together every stored edge once.
 std::vector<int64_t> RankEdgeSeeds(const core::PartitionConfig& config, int trainers_per_machine, int rank);
+// The same edges as [begin, end) of global edge IDs (RankEdgeSeeds lists them).
+std::pair<int64_t, int64_t> RankEdgeRange(const core::PartitionConfig& config, int trainers_per_machine, int rank);
 
 // Thread-compatible (one instance per thread); the graph is shared.
 class LinkBatchSampler {

@@ -86,7 +86,7 @@ py::array Adopt(std::vector<T> v) {
 
 // IDs from any integer array-like, as int64 C-contiguous (a copy only when the input is not).
 std::vector<int64_t> Ids(const py::array& ids, const char* what) {
-  if (!py::isinstance<py::array_t<int64_t>>(ids) && ids.size() > 0 && ids.dtype().kind() != 'i' && ids.dtype().kind() != 'u') {
+  if (ids.size() > 0 && ids.dtype().kind() != 'i' && ids.dtype().kind() != 'u') {
     throw py::type_error(StrCat(what, ": expected integer IDs, got dtype ", std::string(py::str(ids.dtype()))));
   }
   auto a = py::array_t<int64_t, py::array::c_style | py::array::forcecast>::ensure(ids);
@@ -106,9 +106,9 @@ py::dict Schema(const core::FieldSchema& f) {
 // The graph as one trainer process sees it, plus the servers for writes.
 class Graph {
  public:
+  // No halo cache here: sampler processes keep their own (ProcessGraphOptions).
   Graph(const std::string& part_config, int machine_id, const std::string& servers, const std::string& ip_config,
-        int num_servers, double deadline_seconds, const std::string& cache_field, int64_t cache_max_bytes,
-        bool read_local_files) {
+        int num_servers, double deadline_seconds, bool read_local_files) {
     config_ = Take(core::LoadPartitionConfig(part_config));
     part_config_path_ = part_config;
     if (machine_id < -1 || machine_id >= config_.num_parts) {
@@ -120,8 +120,6 @@ class Graph {
     core::FillSecurityFromEnvironment(&options_.security);
     options_.client.deadline_seconds = deadline_seconds;
     options_.connect_timeout_seconds = deadline_seconds;
-    options_.cache_field = cache_field;
-    options_.cache_max_bytes = cache_max_bytes;
     // The local partition from its files unless asked otherwise and it has servers to ask.
     options_.read_local_files =
         read_local_files || machine_id < 0 || options_.servers.addresses[machine_id].empty();
@@ -288,10 +286,9 @@ class Graph {
     const core::RangePartitionBook& book = graph_->node_book();
     std::vector<std::vector<int64_t>> pos(config_.num_parts);
     for (size_t i = 0; i < ids.size(); ++i) {
-      if (ids[i] < 0 || ids[i] >= config_.num_nodes) {
-        Check(absl::InvalidArgumentError(StrCat("node ID ", ids[i], " is not in the graph (0..", config_.num_nodes - 1, ")")));
-      }
-      pos[book.PartOf(ids[i])].push_back(static_cast<int64_t>(i));
+      absl::StatusOr<int> part = book.CheckedPartOf(ids[i]);
+      if (!part.ok()) Check(absl::InvalidArgumentError(StrCat("node ", part.status().message())));
+      pos[*part].push_back(static_cast<int64_t>(i));
     }
     return pos;
   }
@@ -348,8 +345,6 @@ class Graph {
 // the sampler thread's vectors) for as long as any array of it is alive.
 py::dict BatchToPython(sampler::MiniBatch mb) {
   py::dict d;
-  d["epoch"] = mb.epoch;
-  d["step"] = mb.step;
   d["seeds"] = Adopt(std::move(mb.seeds));
   d["labels"] = Adopt(std::move(mb.labels));
   py::list blocks;
@@ -374,9 +369,16 @@ py::dict BatchToPython(sampler::MiniBatch mb) {
   } else {
     d["features"] = py::none();
   }
-  d["sample_seconds"] = mb.sample_seconds;
-  d["fetch_seconds"] = mb.fetch_seconds;
   return d;
+}
+
+// A rank of a job of `g`'s partitions (machines) x trainers_per_machine, else ValueError.
+void CheckRank(const Graph& g, int trainers_per_machine, int rank) {
+  const int world = g.config().num_parts * trainers_per_machine;
+  if (trainers_per_machine < 1 || rank < 0 || rank >= world) {
+    throw py::value_error(StrCat("rank ", rank, " is not in 0..", world - 1, " (", g.config().num_parts,
+                                 " machines x ", trainers_per_machine, " trainers)"));
+  }
 }
 
 // A loader's next batch, waited for without the GIL; the end of the batches is StopIteration.
@@ -449,11 +451,9 @@ class NodeLoader {
     py::gil_scoped_release nogil;
     loader_ = Take(sampler::MakeBatchLoader(&graph_->graph(), go, so, std::move(ids), lo));
     steps_per_epoch_ = loader_->steps_per_epoch();
-    feature_dim_ = loader_->feature_dim();
   }
 
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
-  int64_t feature_dim() const { return feature_dim_; }
 
   py::dict Next() { return BatchToPython(NextOrStop(loader_.get())); }
 
@@ -466,7 +466,7 @@ class NodeLoader {
  private:
   std::shared_ptr<Graph> graph_;  // outlives the loader, whose samplers read it
   std::unique_ptr<sampler::BatchLoader> loader_;
-  int64_t steps_per_epoch_ = 0, feature_dim_ = 0;
+  int64_t steps_per_epoch_ = 0;
 };
 
 // fanout-train's link batches (--task link) over a list of positive edges: the same
@@ -500,9 +500,8 @@ class EdgeLoader {
     if (num_samplers > 0) {
       loader_ = Take(sampler::MakeLinkProcessLoader(&graph_->graph(), go, lo, std::move(ids), opts));
     } else {
-      Check(sampler::ValidateLinkSamplerOptions(lo, graph_->graph(), ids));
-      loader_ = Take(sampler::LinkBatchLoader::Create(&graph_->graph(), lo, ids, std::max(1, num_threads),
-                                                      std::max(1, prefetch), first_epoch, num_epochs));
+      loader_ = Take(sampler::LinkBatchLoader::Create(&graph_->graph(), lo, ids, num_threads, prefetch, first_epoch,
+                                                      num_epochs));
     }
     steps_per_epoch_ = loader_->steps_per_epoch();
   }
@@ -512,8 +511,6 @@ class EdgeLoader {
   py::dict Next() {
     sampler::LinkMiniBatch lb = NextOrStop(loader_.get());
     py::dict d = BatchToPython(std::move(lb.nodes));
-    d["epoch"] = lb.epoch;
-    d["step"] = lb.step;
     d["pos_src"] = Adopt(std::move(lb.pos_src));
     d["pos_dst"] = Adopt(std::move(lb.pos_dst));
     d["neg_src"] = Adopt(std::move(lb.neg_src));
@@ -573,11 +570,7 @@ PYBIND11_MODULE(_native, m) {
             std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
           throw py::value_error("IDs to split must be ascending and distinct");
         }
-        const int world = g.config().num_parts * trainers_per_machine;
-        if (trainers_per_machine < 1 || rank < 0 || rank >= world) {
-          throw py::value_error(StrCat("rank ", rank, " is not in 0..", world - 1, " (", g.config().num_parts,
-                                       " machines x ", trainers_per_machine, " trainers)"));
-        }
+        CheckRank(g, trainers_per_machine, rank);
         auto split = sampler::SplitSeeds(sorted, g.graph().node_book(), trainers_per_machine);
         return Adopt(std::move(split[rank]));
       },
@@ -585,23 +578,19 @@ PYBIND11_MODULE(_native, m) {
       "fanout-train's split of ascending IDs among the job's trainers: rank's share (SplitSeeds).");
 
   m.def(
-      "rank_edges",
+      "rank_edge_range",
       [](const Graph& g, int trainers_per_machine, int rank) {
-        const int world = g.config().num_parts * trainers_per_machine;
-        if (trainers_per_machine < 1 || rank < 0 || rank >= world) {
-          throw py::value_error(StrCat("rank ", rank, " is not in 0..", world - 1));
-        }
-        return Adopt(sampler::RankEdgeSeeds(g.config(), trainers_per_machine, rank));
+        CheckRank(g, trainers_per_machine, rank);
+        return sampler::RankEdgeRange(g.config(), trainers_per_machine, rank);
       },
       py::arg("graph"), py::arg("trainers_per_machine"), py::arg("rank"),
-      "fanout-train's positive edges of a rank (--task link): the edges its partition stores, in slices.");
+      "fanout-train's positive edges of a rank (--task link), [begin, end): the edges its partition stores, "
+      "in slices.");
 
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph")
-      .def(py::init<const std::string&, int, const std::string&, const std::string&, int, double, const std::string&,
-                    int64_t, bool>(),
+      .def(py::init<const std::string&, int, const std::string&, const std::string&, int, double, bool>(),
            py::arg("part_config"), py::arg("machine_id"), py::arg("servers") = "", py::arg("ip_config") = "",
-           py::arg("num_servers") = 1, py::arg("deadline_seconds") = 60.0, py::arg("cache_field") = "",
-           py::arg("cache_max_bytes") = 0, py::arg("read_local_files") = true)
+           py::arg("num_servers") = 1, py::arg("deadline_seconds") = 60.0, py::arg("read_local_files") = true)
       .def_property_readonly("graph_name", [](const Graph& g) { return g.config().graph_name; })
       .def_property_readonly("num_nodes", [](const Graph& g) { return g.config().num_nodes; })
       .def_property_readonly("num_edges", [](const Graph& g) { return g.config().num_edges; })
@@ -642,7 +631,6 @@ PYBIND11_MODULE(_native, m) {
            py::arg("prefetch"), py::arg("first_epoch"), py::arg("num_epochs"), py::arg("sampler_binary"),
            py::arg("batch_timeout_seconds"), py::arg("cache_max_bytes") = 0)
       .def_property_readonly("steps_per_epoch", &NodeLoader::steps_per_epoch)
-      .def_property_readonly("feature_dim", &NodeLoader::feature_dim)
       .def("next", &NodeLoader::Next)
       .def("close", &NodeLoader::Close);
 

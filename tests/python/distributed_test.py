@@ -93,9 +93,11 @@ def checksum_lines(text):
 
 
 class ServersTestCase(unittest.TestCase):
-    """A 2-partition graph with one fanout-server per partition, this process as machine 0."""
+    """A 2-partition graph with `servers_per_part` fanout-servers per partition, this process as
+    machine 0."""
 
     allow_push = False
+    servers_per_part = 1
 
     @classmethod
     def setUpClass(cls):
@@ -104,11 +106,12 @@ class ServersTestCase(unittest.TestCase):
         cls.servers = []
         addresses = []
         for k in range(2):
-            port = free_base_port(hosts=("127.0.0.1",), span=1)
-            argv = [f"{BIN}/fanout-server", "--part-config", cls.config, "--part-id", str(k), "--host", "127.0.0.1",
-                    "--port", str(port)] + (["--allow-push"] if cls.allow_push else [])
-            cls.servers.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
-            addresses.append(f"{k}=127.0.0.1:{port}")
+            for _ in range(cls.servers_per_part):
+                port = free_base_port(hosts=("127.0.0.1",), span=1)
+                argv = [f"{BIN}/fanout-server", "--part-config", cls.config, "--part-id", str(k), "--host",
+                        "127.0.0.1", "--port", str(port)] + (["--allow-push"] if cls.allow_push else [])
+                cls.servers.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
+                addresses.append(f"{k}=127.0.0.1:{port}")
         os.environ["FANOUT_SERVERS"] = ",".join(addresses)
         dist.initialize(part_config=cls.config, machine_id=0, deadline_seconds=10)
         cls.g = dist.DistGraph("g")
@@ -122,6 +125,24 @@ class ServersTestCase(unittest.TestCase):
             s.wait()
         os.environ.pop("FANOUT_SERVERS", None)
         cls.tmp.cleanup()
+
+    def expect_the_epoch_fails(self, kill, within):
+        """Takes a batch from a loader with one sampler process, runs `kill` (which returns the
+        error the rest of the epoch must raise), and checks that it is raised within `within`
+        seconds and that no sampler process is left after close()."""
+        nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
+        loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([5, 5]), batch_size=16, shuffle=True,
+                                         num_samplers=1, prefetch=1)
+        it = iter(loader)
+        next(it)
+        pattern = kill()
+        start = time.monotonic()
+        with self.assertRaisesRegex(dist.FanoutError, pattern):
+            for _ in it:
+                pass
+        self.assertLess(time.monotonic() - start, within)
+        loader.close()
+        self.assertEqual(sampler_children(), [])
 
     def part_rows(self, field):
         """Every node's row of `field`, read from the partition files with NumPy."""
@@ -178,12 +199,14 @@ class DistTensorTest(ServersTestCase):
 
 class DistTensorWriteTest(ServersTestCase):
     allow_push = True
+    servers_per_part = 2  # a write must reach both; reads take the servers in turn
 
     def test_rows_written_are_read_back_from_every_server(self):
         ids = torch.tensor([3, 2990])  # one row in each partition
         rows = torch.arange(32, dtype=torch.float32).reshape(2, 16)
         self.g.ndata["feat"][ids] = rows
-        np.testing.assert_array_equal(self.g.ndata["feat"][ids].numpy(), rows.numpy())
+        for _ in range(4):  # each server of each partition answers at least once
+            np.testing.assert_array_equal(self.g.ndata["feat"][ids].numpy(), rows.numpy())
         with self.assertRaisesRegex(ValueError, r"\(3, 16\) rows for 2 IDs"):
             self.g.ndata["feat"][ids] = torch.zeros(3, 16)
 
@@ -196,7 +219,8 @@ class DistTensorWriteTest(ServersTestCase):
         rows = torch.arange(12, dtype=torch.float32).reshape(3, 4)
         h[ids] = rows
         again = dist.DistTensor((n, 4), torch.float32, "h")  # another trainer's view: the same rows
-        np.testing.assert_array_equal(again[ids].numpy(), rows.numpy())
+        for _ in range(4):  # from each server of each partition in turn
+            np.testing.assert_array_equal(again[ids].numpy(), rows.numpy())
         np.testing.assert_array_equal(again[torch.arange(n)].numpy()[ids.numpy()], rows.numpy())
         with self.assertRaisesRegex(dist.FanoutError, "ALREADY_EXISTS.*created as float32 \\[4\\]"):
             dist.DistTensor((n, 4), torch.int64, "h")
@@ -275,21 +299,13 @@ class LoaderTest(ServersTestCase):
             x.close()
 
     def test_a_killed_sampler_process_is_an_exception_naming_it(self):
-        nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
-        loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([3, 3]), batch_size=16, shuffle=True,
-                                         num_samplers=1, prefetch=1)
-        it = iter(loader)
-        next(it)
-        children = sampler_children()
-        self.assertEqual(len(children), 1)
-        os.kill(children[0], signal.SIGKILL)
-        start = time.monotonic()
-        with self.assertRaisesRegex(dist.FanoutError, rf"sampler process 0 \(pid {children[0]}\) was killed by signal 9"):
-            for _ in it:
-                pass
-        self.assertLess(time.monotonic() - start, 10)
-        loader.close()
-        self.assertEqual(sampler_children(), [])
+        def kill():
+            children = sampler_children()
+            self.assertEqual(len(children), 1)
+            os.kill(children[0], signal.SIGKILL)
+            return rf"sampler process 0 \(pid {children[0]}\) was killed by signal 9"
+
+        self.expect_the_epoch_fails(kill, within=10)
 
 
 class InterruptTest(ServersTestCase):
@@ -387,20 +403,12 @@ class EdgeLoaderTest(ServersTestCase):
 
 class ServerLossTest(ServersTestCase):
     def test_a_killed_server_is_an_exception_naming_its_partition(self):
-        nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
-        loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([5, 5]), batch_size=32, shuffle=True,
-                                         num_samplers=1, prefetch=1)
-        it = iter(loader)
-        next(it)
-        self.servers[1].kill()
-        self.servers[1].wait()
-        start = time.monotonic()
-        with self.assertRaisesRegex(dist.FanoutError, "partition 1"):
-            for _ in it:
-                pass
-        self.assertLess(time.monotonic() - start, 30)
-        loader.close()
-        self.assertEqual(sampler_children(), [])
+        def kill():
+            self.servers[1].kill()
+            self.servers[1].wait()
+            return "partition 1"
+
+        self.expect_the_epoch_fails(kill, within=30)
 
 
 def sampler_children():

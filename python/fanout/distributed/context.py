@@ -22,7 +22,7 @@ class Context:
     rank: int = 0
     world_size: int = 1
     deadline_seconds: float = 60.0
-    from_launcher: bool = False  # FANOUT_WORLD_SIZE was set (fanout-launch, or torchrun's names)
+    from_launcher: bool = False  # FANOUT_WORLD_SIZE was set (fanout-launch)
 
 
 _context: Optional[Context] = None

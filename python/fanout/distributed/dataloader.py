@@ -8,7 +8,7 @@ script, which may change them in place.
 """
 
 import sys
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, Optional, Sequence
 
 import numpy as np
 import torch
@@ -135,22 +135,35 @@ class _EpochLoader:
     next epoch when a pass is left early (its batches are never drained); close() stops its
     sampler processes, as do exit_client() and interpreter exit."""
 
-    def __init__(self, g: DistGraph, to_dgl: Optional[bool], feat: str):
+    def __init__(self, g: DistGraph, to_dgl: Optional[bool], feat: Optional[str]):
         self._g = g
         # DGL blocks for a script that has imported DGL (its layers take nothing else).
         self._to_dgl = ("dgl" in sys.modules) if to_dgl is None else bool(to_dgl)
-        self._feat = feat
+        self._feat = self._field(feat, "feat")
         self._steps = 0
         self._epoch = 0
         self._native = None
         self._native_epoch = -1  # the epoch the running native loader is at the start of
         context._open_loaders.add(self)
 
-    def _check_sampler_program(self, args) -> None:
+    def _field(self, asked: Optional[str], default: str) -> str:
+        """The field a sampler asked for, else `default` where the graph has it, else none."""
+        if asked is not None:
+            return asked
+        return default if any(f["name"] == default for f in self._g._native.node_fields) else ""
+
+    def _making(self, num_samplers: Optional[int], num_threads: int, prefetch: int, batch_timeout_seconds: float,
+                feature_cache_bytes: int) -> dict:
+        """How batches are made, as both native loaders take it: the job's sampler processes
+        unless `num_samplers` says otherwise (0: threads here)."""
+        args = dict(num_samplers=context.current().num_samplers if num_samplers is None else int(num_samplers),
+                    num_threads=int(num_threads), prefetch=int(prefetch), sampler_binary=context.sampler_binary(),
+                    batch_timeout_seconds=float(batch_timeout_seconds), cache_max_bytes=int(feature_cache_bytes))
         if args["num_samplers"] > 0 and not args["sampler_binary"]:
             raise FileNotFoundError(f"{type(self).__name__}: no fanout-sampler program for num_samplers="
                                     f"{args['num_samplers']}: put fanout's build/bin on PATH, set "
                                     "FANOUT_SAMPLER_BIN, or pass num_samplers=0 (sampler threads)")
+        return args
 
     def _start(self, first_epoch: int, num_epochs: int):  # the native loader
         raise NotImplementedError
@@ -189,6 +202,8 @@ class _EpochLoader:
             self.close()
             self._native = self._start(epoch, _NUM_EPOCHS - epoch)
             self._native_epoch = epoch
+            # len() is known before any sampler starts; the sampler's own count must agree.
+            assert self._native.steps_per_epoch == self._steps, (self._native.steps_per_epoch, self._steps)
         return self._run(epoch)
 
     def _run(self, epoch):
@@ -244,36 +259,26 @@ class DistNodeDataLoader(_EpochLoader):
                  drop_last: bool = False, *, seed: int = 0, num_samplers: Optional[int] = None, num_threads: int = 1,
                  prefetch: int = 2, to_dgl: Optional[bool] = None, batch_timeout_seconds: float = 600.0,
                  feature_cache_bytes: int = 512 << 20, even_steps: Optional[bool] = None, **unused):
-        ctx = context.current()
-        if int(batch_size) < 1:
+        batch_size = int(batch_size)
+        if batch_size < 1:
             raise ValueError(f"DistNodeDataLoader: batch_size must be >= 1, got {batch_size}")
+        super().__init__(g, to_dgl, graph_sampler.prefetch_node_feats)
         self._nids = _ids(nids)
         self._sampler = graph_sampler
-        self._batch_size = int(batch_size)
-        self._shuffle = bool(shuffle)
-        self._seed = int(seed)
-        fields = {f["name"] for f in g._native.node_fields}
-        feat = graph_sampler.prefetch_node_feats
-        label = graph_sampler.prefetch_labels
-        super().__init__(g, to_dgl, feat if feat is not None else ("feat" if "feat" in fields else ""))
-        self._label = label if label is not None else ("label" if "label" in fields else "")
+        self._label = self._field(graph_sampler.prefetch_labels, "label")
         # Training (shuffled) keeps every rank at the same step count; evaluation visits every node.
-        even = self._shuffle if even_steps is None else bool(even_steps)
+        even = bool(shuffle) if even_steps is None else bool(even_steps)
         per_epoch = DistNodeSplits.per_epoch(self._nids) if even else None
         per_epoch = len(self._nids) if per_epoch is None else per_epoch
         if drop_last:
-            per_epoch -= per_epoch % self._batch_size
-        self._per_epoch = per_epoch
-        self._args = dict(fanouts=graph_sampler.fanouts, batch_size=self._batch_size, replace=graph_sampler.replace,
-                          shuffle=self._shuffle, seed=self._seed, rank=ctx.rank, seeds_per_epoch=per_epoch,
-                          feature_field=self._feat, label_field=self._label,
+            per_epoch -= per_epoch % batch_size
+        self._steps = -(-per_epoch // batch_size)
+        self._args = dict(fanouts=graph_sampler.fanouts, batch_size=batch_size, replace=graph_sampler.replace,
+                          shuffle=bool(shuffle), seed=int(seed), rank=context.current().rank,
+                          seeds_per_epoch=per_epoch, feature_field=self._feat, label_field=self._label,
                           edge_weight_field=graph_sampler.edge_weight,
-                          num_samplers=ctx.num_samplers if num_samplers is None else int(num_samplers),
-                          num_threads=int(num_threads), prefetch=int(prefetch),
-                          sampler_binary=context.sampler_binary(), batch_timeout_seconds=float(batch_timeout_seconds),
-                          cache_max_bytes=int(feature_cache_bytes))
-        self._check_sampler_program(self._args)
-        self._steps = (per_epoch + self._batch_size - 1) // self._batch_size if per_epoch > 0 else 0
+                          **self._making(num_samplers, num_threads, prefetch, batch_timeout_seconds,
+                                         feature_cache_bytes))
 
     def _start(self, first_epoch, num_epochs):
         return _native.NodeLoader(self._g._native, self._nids, first_epoch=first_epoch, num_epochs=num_epochs,
@@ -381,22 +386,18 @@ def edge_split(edges=None, partition_book=None, etype: str = "_E", rank: Optiona
     ctx = context.current()
     rank = ctx.rank if rank is None else rank
     if edges is None:
-        return torch.from_numpy(_native.rank_edges(graph._native, ctx.num_trainers, rank))
+        begin, end = _native.rank_edge_range(graph._native, ctx.num_trainers, rank)
+        return torch.arange(begin, end, dtype=torch.int64)
     t = torch.as_tensor(edges)
     ids = np.flatnonzero(t.cpu().numpy()) if t.dtype == torch.bool else np.unique(_ids(t))
     return torch.from_numpy(np.ascontiguousarray(np.array_split(ids, ctx.world_size)[rank]).astype(np.int64))
 
 
-def _min_rank_edges(graph: DistGraph, trainers_per_machine: int) -> int:
+def _min_rank_edges(graph: DistGraph, ctx) -> int:
     """The fewest edges any rank gets from ``edge_split()`` (every rank runs that many per epoch,
-    as fanout-train does), from the partition ranges alone."""
-    least = None
-    for s, e in graph._native.edge_ranges:
-        n = e - s
-        for local in range(trainers_per_machine):
-            size = n * (local + 1) // trainers_per_machine - n * local // trainers_per_machine
-            least = size if least is None else min(least, size)
-    return least or 0
+    as fanout-train does)."""
+    ranges = (_native.rank_edge_range(graph._native, ctx.num_trainers, r) for r in range(ctx.world_size))
+    return min(end - begin for begin, end in ranges)
 
 
 class DistEdgeDataLoader(_EpochLoader):
@@ -412,38 +413,34 @@ class DistEdgeDataLoader(_EpochLoader):
                  num_threads: int = 1, prefetch: int = 2, to_dgl: Optional[bool] = None,
                  batch_timeout_seconds: float = 600.0, feature_cache_bytes: int = 512 << 20, **unused):
         ctx = context.current()
+        batch_size = int(batch_size)
         if not isinstance(graph_sampler, EdgePredictionSampler):
             raise TypeError("DistEdgeDataLoader takes as_edge_prediction_sampler(NeighborSampler(...), "
                             "negative_sampler=negative_sampler.Uniform(k))")
         if graph_sampler.negative_sampler is None:
             raise NotImplementedError("DistEdgeDataLoader: a negative_sampler is required (e.g. "
                                       "negative_sampler.Uniform(1))")
-        if int(batch_size) < 1:
+        if batch_size < 1:
             raise ValueError(f"DistEdgeDataLoader: batch_size must be >= 1, got {batch_size}")
         if not shuffle:
             raise ValueError("DistEdgeDataLoader: link batches are always shuffled (shuffle=False is not supported)")
-        self._eids = _ids(eids)
         ns = graph_sampler.sampler
-        fields = {f["name"] for f in g._native.node_fields}
-        feat = ns.prefetch_node_feats
-        super().__init__(g, to_dgl, feat if feat is not None else ("feat" if "feat" in fields else ""))
-        mine = _native.rank_edges(g._native, ctx.num_trainers, ctx.rank)
+        super().__init__(g, to_dgl, ns.prefetch_node_feats)
+        self._eids = _ids(eids)
+        begin, end = _native.rank_edge_range(g._native, ctx.num_trainers, ctx.rank)
         per_epoch = len(self._eids)
-        if len(mine) == len(self._eids) and np.array_equal(mine, self._eids):
-            per_epoch = _min_rank_edges(g, ctx.num_trainers)  # edge_split()'s: keep the ranks in step
+        if per_epoch == end - begin and np.array_equal(self._eids, np.arange(begin, end)):
+            per_epoch = _min_rank_edges(g, ctx)  # edge_split()'s: keep the ranks in step
         if drop_last:
-            per_epoch -= per_epoch % int(batch_size)
-        self._steps = -(-per_epoch // int(batch_size))
-        self._args = dict(fanouts=ns.fanouts, batch_size=int(batch_size), replace=ns.replace, seed=int(seed),
+            per_epoch -= per_epoch % batch_size
+        self._steps = -(-per_epoch // batch_size)
+        self._args = dict(fanouts=ns.fanouts, batch_size=batch_size, replace=ns.replace, seed=int(seed),
                           rank=ctx.rank, edges_per_epoch=per_epoch, feature_field=self._feat,
                           negatives=graph_sampler.negative_sampler.k,
                           degree_negatives=graph_sampler.negative_sampler.degree_weighted,
                           exclude_seed_edges=graph_sampler.exclude_seed_edges,
-                          num_samplers=ctx.num_samplers if num_samplers is None else int(num_samplers),
-                          num_threads=int(num_threads), prefetch=int(prefetch),
-                          sampler_binary=context.sampler_binary(), batch_timeout_seconds=float(batch_timeout_seconds),
-                          cache_max_bytes=int(feature_cache_bytes))
-        self._check_sampler_program(self._args)
+                          **self._making(num_samplers, num_threads, prefetch, batch_timeout_seconds,
+                                         feature_cache_bytes))
 
     def _start(self, first_epoch, num_epochs):
         return _native.EdgeLoader(self._g._native, self._eids, first_epoch=first_epoch, num_epochs=num_epochs,

@@ -1,6 +1,6 @@
 """DistDGL's DistGraph, DistTensor, partition book and node_split over fanout's servers."""
 
-from typing import Dict, Optional, Sequence, Tuple
+from typing import Dict, Optional, Tuple
 
 import numpy as np
 import torch
@@ -21,10 +21,6 @@ def _ids(ids) -> np.ndarray:
             raise TypeError("expected node IDs, got a boolean mask (use mask.nonzero())")
         ids = ids.detach().to("cpu", torch.int64).reshape(-1).numpy()
     return np.ascontiguousarray(np.asarray(ids, dtype=np.int64).reshape(-1))
-
-
-def _tensor(a: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(a)
 
 
 class DistTensor:
@@ -104,7 +100,7 @@ class DistTensor:
         # A created tensor is read through the graph that created it (it knows the schema; the
         # rows are on the servers either way).
         reader = self._graph._native if self._created else self._graph._reader()
-        return _tensor(reader.pull_node_rows(self._name, _ids(ids)))
+        return torch.from_numpy(reader.pull_node_rows(self._name, _ids(ids)))
 
     def __setitem__(self, ids, values) -> None:
         ids = _ids(ids)
@@ -142,7 +138,6 @@ class GraphPartitionBook(_OneType):
         self._node_bounds = torch.tensor([r[1] for r in self._node_ranges], dtype=torch.int64)
         self._edge_bounds = torch.tensor([r[1] for r in self._edge_ranges], dtype=torch.int64)
         self.partid = n.machine_id
-        self._num_trainers = context.current().num_trainers
 
     def num_partitions(self) -> int:
         return len(self._node_ranges)
@@ -167,7 +162,6 @@ class GraphPartitionBook(_OneType):
 
     def nid2localnid(self, nids, partid: int, ntype="_N") -> torch.Tensor:
         return torch.as_tensor(nids, dtype=torch.int64) - self._node_ranges[partid][0]
-
 
 
 class _NodeData(dict):
@@ -262,7 +256,6 @@ class DistGraph(_OneType):
     def graph_name(self) -> str:
         return self._native.graph_name
 
-
     @property
     def num_classes(self) -> int:
         return self._native.num_classes
@@ -283,14 +276,14 @@ class DistGraph(_OneType):
         torch.distributed.barrier()
 
     def in_degrees(self, v) -> torch.Tensor:
-        return _tensor(self._native.degrees(_ids(v), out=False))
+        return torch.from_numpy(self._native.degrees(_ids(v), out=False))
 
     def out_degrees(self, u) -> torch.Tensor:
-        return _tensor(self._native.degrees(_ids(u), out=True))
+        return torch.from_numpy(self._native.degrees(_ids(u), out=True))
 
     def find_edges(self, edges) -> Tuple[torch.Tensor, torch.Tensor]:
         src, dst = self._native.find_edges(_ids(edges))
-        return _tensor(src), _tensor(dst)
+        return torch.from_numpy(src), torch.from_numpy(dst)
 
 
 def node_split(nodes, partition_book: Optional[GraphPartitionBook] = None, ntype: str = "_N",
@@ -323,10 +316,10 @@ def node_split(nodes, partition_book: Optional[GraphPartitionBook] = None, ntype
     if force_even:
         mine = _native.split_seeds(graph._native, ids, ctx.num_trainers, rank)
         DistNodeSplits.record(mine, len(ids), ctx.world_size)
-        return _tensor(mine)
+        return torch.from_numpy(mine)
     s, e = graph._native.node_ranges[rank // ctx.num_trainers]
     local = ids[(ids >= s) & (ids < e)]
-    return _tensor(np.ascontiguousarray(np.array_split(local, ctx.num_trainers)[rank % ctx.num_trainers]))
+    return torch.from_numpy(np.ascontiguousarray(np.array_split(local, ctx.num_trainers)[rank % ctx.num_trainers]))
 
 
 class DistNodeSplits:
