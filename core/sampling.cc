@@ -97,6 +97,17 @@ absl::Status CheckFanout(int64_t fanout) {
   return absl::OkStatus();
 }
 
+absl::Status CheckLayerFanouts(std::string_view flag, const std::vector<int64_t>& fanouts) {
+  if (fanouts.empty()) return absl::InvalidArgumentError(StrCat(flag, ": at least one layer is needed"));
+  for (size_t i = 0; i < fanouts.size(); ++i) {
+    if (fanouts[i] == 0 || fanouts[i] < -1) {
+      return absl::InvalidArgumentError(StrCat(flag, ": layer ", i, " has fanout ", fanouts[i],
+                                               "; a fanout is a positive count or -1 (all neighbours)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int64_t> SampleSizeBound(const PartitionStore& store, std::span<const int64_t> seeds,
                                         const SampleOptions& o) {
   RETURN_IF_ERROR(CheckSampleOptions(store, seeds, o));

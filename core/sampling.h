@@ -9,6 +9,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -37,6 +38,9 @@ struct SampledEdges {
 
 // OK for -1 (every neighbour) or a count >= 0.
 absl::Status CheckFanout(int64_t fanout);
+// A mini-batch's fanouts, one per layer: at least one layer, each a positive count or -1 (all
+// neighbours). Errors name `flag` ("--fanouts") and the layer.
+absl::Status CheckLayerFanouts(std::string_view flag, const std::vector<int64_t>& fanouts);
 
 // Samples around `seeds`, all of which must be nodes of `store`'s partition. Without
 // replacement the picked edges of a seed are distinct and listed in adjacency order. Weighted

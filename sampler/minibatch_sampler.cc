@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "core/dtype.h"
 #include "core/random.h"
+#include "core/sampling.h"
 #include "core/status.h"
 #include "core/strings.h"
 #include "sampler/seed_split.h"
@@ -23,13 +24,7 @@ uint64_t Mix(uint64_t h, uint64_t v) { return core::SplitMix64(h ^ core::SplitMi
 }  // namespace
 
 absl::Status ValidateSamplerOptions(const SamplerOptions& o, const DistGraph& graph) {
-  if (o.fanouts.empty()) return absl::InvalidArgumentError("--fanouts: at least one layer is needed");
-  for (size_t i = 0; i < o.fanouts.size(); ++i) {
-    if (o.fanouts[i] == 0 || o.fanouts[i] < -1) {
-      return absl::InvalidArgumentError(StrCat("--fanouts: layer ", i, " has fanout ", o.fanouts[i],
-                                               "; a fanout is a positive count or -1 (all neighbours)"));
-    }
-  }
+  RETURN_IF_ERROR(core::CheckLayerFanouts("--fanouts", o.fanouts));
   if (o.batch_size < 1) return absl::InvalidArgumentError(StrCat("--batch-size must be >= 1, got ", o.batch_size));
   if (o.cached_nodes != nullptr) {
     const std::vector<int64_t>& ids = o.cached_nodes->ids();

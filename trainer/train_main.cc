@@ -30,6 +30,7 @@
 #include "core/job_env.h"
 #include "trainer/cpu_allocator.h"
 #include "trainer/torch_util.h"
+#include "trainer/task.h"
 #include "trainer/training.h"
 
 namespace {
@@ -95,8 +96,8 @@ int Main(int argc, char** argv) {
   int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   o.part_config = job->part_config;
   if (job->num_trainers >= 0) o.trainers_per_machine = job->num_trainers;
-  if (job->num_samplers >= 0) o.num_samplers = job->num_samplers;
-  o.sampler_binary = SelfDir() + "fanout-sampler";
+  if (job->num_samplers >= 0) o.loader.num_samplers = job->num_samplers;
+  o.loader.sampler_binary = SelfDir() + "fanout-sampler";
   int omp_threads = 0;  // OMP_NUM_THREADS, as the launcher sets it (0 = unset)
   if (absl::Status s = EnvInt("OMP_NUM_THREADS", &omp_threads); !s.ok()) {
     std::fprintf(stderr, "fanout-train: error: %s\n", std::string(s.message()).c_str());
@@ -128,28 +129,23 @@ int Main(int argc, char** argv) {
   args.AddDouble("lr", &o.lr, "Adam learning rate");
   args.AddDouble("weight-decay", &o.weight_decay, "Adam weight decay");
   args.AddInt("epochs", &o.epochs, "epochs to train");
-  args.AddInt("batch-size", &o.batch_size, "seeds per mini-batch per trainer");
-  args.AddIntList("fanouts", &o.fanouts,
+  args.AddInt("batch-size", &o.sampling.batch_size, "seeds per mini-batch per trainer");
+  args.AddIntList("fanouts", &o.sampling.fanouts,
                   "neighbours per layer, input layer first (-1 = all); sets the layer count");
   args.AddIntList("eval-fanouts", &o.eval_fanouts, "fanouts for evaluation (default: --fanouts)");
   args.AddInt("eval-batch-size", &o.eval_batch_size, "seeds per evaluation batch");
   args.AddInt("eval-every", &o.eval_every, "validate every N epochs, and after the last (0: never)");
   args.AddBool("test", &o.test, "report the test metric after the last epoch (--no-test: skip)");
-  std::string task = "node", negative_sampling = "uniform";
-  args.AddString("task", &task,
-                 "node (classification) or link (prediction, on a graph partitioned with --edge-split)",
-                 [](const std::string& v) {
-                   return v == "node" || v == "link" ? absl::OkStatus()
-                                                     : absl::InvalidArgumentError("expected node or link");
-                 });
-  args.AddInt("negatives", &o.negatives, "link: negative pairs per positive edge in training");
+  std::string negative_sampling = "uniform";
+  args.AddChoice("task", &o.task, trainer::TaskNames(), StrCat("what to train for: ", trainer::TaskHelp()));
+  args.AddInt("negatives", &o.link.negatives, "link: negative pairs per positive edge in training");
   args.AddString("negative-sampling", &negative_sampling,
                  "link: how negatives are drawn: uniform, or degree (probability ~ in-degree^0.75)",
                  [](const std::string& v) {
                    return v == "uniform" || v == "degree" ? absl::OkStatus()
                                                           : absl::InvalidArgumentError("expected uniform or degree");
                  });
-  args.AddInt("embed-dim", &o.embed_dim, "link: embedding width, the model's output (0: --hidden)");
+  args.AddInt("embed-dim", &o.link.embed_dim, "link: embedding width, the model's output (0: --hidden)");
   std::string scorer = "dot";
   args.AddString("scorer", &scorer,
                  "link: a pair's score from its two embeddings: dot (product) or mlp (3 layers over their "
@@ -160,11 +156,11 @@ int Main(int argc, char** argv) {
                  "evaluation metric, which also picks the best model: acc, roc-auc (one-vs-rest, macro over classes) "
                  "or f1-macro",
                  [](const std::string& v) { return trainer::ParseMetric(v).status(); });
-  args.AddUint("seed", &o.seed, "seed of every random choice (init, shuffles, sampling, dropout)");
+  args.AddUint("seed", &o.sampling.seed, "seed of every random choice (init, shuffles, sampling, dropout)");
   args.AddString("device", &o.device,
                  "cpu, cuda:K, or cuda: this trainer's local rank's GPU (local rank modulo the GPUs it sees), "
                  "so that the trainers of a machine take one GPU each");
-  args.AddString("feature-field", &o.feature_field, "node field of input features");
+  args.AddString("feature-field", &o.sampling.feature_field, "node field of input features");
   std::string dist_backend = "auto";
   args.AddChoice("dist-backend", &dist_backend, {"auto", "gloo", "nccl"},
                  "gradient averaging: auto (nccl on a GPU, gloo on the CPU), or gloo with a GPU too (through host "
@@ -180,18 +176,18 @@ int Main(int argc, char** argv) {
                  "(--gpu-cache-presample-steps), then in-degree");
   args.AddInt("gpu-cache-presample-steps", &o.gpu_cache_presample_steps,
               "--gpu-cache-policy presample: the steps sampled to count (0: a whole epoch)");
-  args.AddString("edge-weight", &o.edge.weight_field,
+  args.AddString("edge-weight", &o.sampling.edge.weight_field,
                  "edge field with one number per edge that weights each message (DGL's edge_weight: SAGE's mean, "
                  "GCN's sum and GAT's attention; block['edge_weight'] in scripted models); default: unweighted");
-  args.AddString("edge-feature", &o.edge.feature_field,
+  args.AddString("edge-feature", &o.sampling.edge.feature_field,
                  "edge field (any width) given to scripted models for every sampled edge as block['edge_feat'], "
                  "float32 [num_edges, width]; the built-in models do not read edge features");
-  args.AddString("label-field", &o.label_field, "node field of labels");
-  args.AddInt("num-samplers", &o.num_samplers,
+  args.AddString("label-field", &o.sampling.label_field, "node field of labels");
+  args.AddInt("num-samplers", &o.loader.num_samplers,
               "sampler processes per trainer; 0 = sample in-process [FANOUT_NUM_SAMPLERS]");
-  args.AddInt("sampler-threads", &o.sampler_threads, "sampling threads when --num-samplers is 0");
-  args.AddInt("prefetch", &o.prefetch, "mini-batches made ahead");
-  args.AddString("sampler-bin", &o.sampler_binary, "the fanout-sampler program");
+  args.AddInt("sampler-threads", &o.loader.num_threads, "sampling threads when --num-samplers is 0");
+  args.AddInt("prefetch", &o.loader.prefetch, "mini-batches made ahead");
+  args.AddString("sampler-bin", &o.loader.sampler_binary, "the fanout-sampler program");
   args.AddInt("num-threads", &o.intra_op_threads, "LibTorch intra-op threads");
   args.AddAlias("threads", "num-threads");
   args.SetDefaultText("num-threads", "OMP_NUM_THREADS, else cores / trainers per machine");
@@ -231,6 +227,31 @@ int Main(int argc, char** argv) {
   if (o.part_config.empty())
     return args.Fail(
         absl::InvalidArgumentError("--part-config (or FANOUT_PART_CONFIG) is required"));
+  o.metric = *trainer::ParseMetric(metric);
+  o.link.negative_sampling =
+      negative_sampling == "degree" ? sampler::NegativeSampling::kDegreePow75 : sampler::NegativeSampling::kUniform;
+  auto task = trainer::MakeTask(o.task);
+  if (!task.ok()) return args.Fail(task.status());
+  if (std::optional<trainer::Metric> fixed = (*task)->fixed_metric()) {
+    if (args.WasSet("metric") && o.metric != *fixed) {
+      return args.Fail(absl::InvalidArgumentError(StrCat("--task ", o.task, " reports ", trainer::MetricName(*fixed),
+                                                         " and selects the model by it: leave --metric out")));
+    }
+    o.metric = *fixed;
+  }
+  if (o.task != "link") {
+    for (const char* flag : {"negatives", "negative-sampling", "embed-dim", "scorer"}) {
+      if (args.WasSet(flag)) {
+        return args.Fail(absl::InvalidArgumentError(core::StrCat("--", flag, " applies to --task link only")));
+      }
+    }
+  }
+  o.link.scorer = *trainer::ParseScorerKind(scorer);
+  if (heads.size() == 1) {
+    o.model.heads = heads[0];
+  } else {
+    o.model.layer_heads = heads;
+  }
   // Every flag is checked before anything connects (issue 11: --lr nan reached LibTorch and
   // aborted with a backtrace, --prefetch 0 hung the loader forever).
   if (absl::Status v = trainer::ValidateTrainOptions(o); !v.ok()) return args.Fail(v);
@@ -253,29 +274,6 @@ int Main(int argc, char** argv) {
     return args.Fail(absl::InvalidArgumentError(
         StrCat("--feature-cache-mb must be >= 0 (0 turns the cache off), got ", feature_cache_mb)));
   }
-  if (heads.size() == 1) {
-    o.model.heads = heads[0];
-  } else {
-    o.model.layer_heads = heads;
-  }
-  o.metric = *trainer::ParseMetric(metric);
-  o.link = task == "link";
-  o.negative_sampling =
-      negative_sampling == "degree" ? sampler::NegativeSampling::kDegreePow75 : sampler::NegativeSampling::kUniform;
-  if (o.link) {
-    if (args.WasSet("metric") && o.metric != trainer::Metric::kRocAuc) {
-      return args.Fail(absl::InvalidArgumentError(
-          "--task link reports roc-auc (and mrr, hits@k) and selects the model by roc-auc: leave --metric out"));
-    }
-    o.metric = trainer::Metric::kRocAuc;
-  } else {
-    for (const char* flag : {"negatives", "negative-sampling", "embed-dim", "scorer"}) {
-      if (args.WasSet(flag)) {
-        return args.Fail(absl::InvalidArgumentError(core::StrCat("--", flag, " applies to --task link only")));
-      }
-    }
-  }
-  o.scorer = *trainer::ParseScorerKind(scorer);
   auto model_kind = trainer::ParseModelKind(model);
   if (!model_kind.ok()) return args.Fail(model_kind.status());
   o.model.model = *model_kind;
@@ -310,7 +308,8 @@ int Main(int argc, char** argv) {
   auto security = rpc::Security::Load(o.graph.security, rpc::Security::Role::kClient);
   if (!security.ok()) return args.Fail(security.status());
   o.dist.auth_token = security->token();
-  o.graph.cache_field = o.feature_field;
+  o.graph.client.security = *security;  // DistGraph::Open uses these, without reading the files again
+  o.graph.cache_field = o.sampling.feature_field;
   o.graph.cache_max_bytes = feature_cache_mb << 20;
 
   // Errors are statuses; what LibTorch (or the allocator) still throws past them becomes the

@@ -15,12 +15,22 @@
 #include "core/progress.h"
 #include "sampler/dist_graph.h"
 #include "sampler/link_sampler.h"
+#include "sampler/loader.h"
+#include "sampler/minibatch_sampler.h"
 #include "trainer/dist.h"
 #include "trainer/link_scorer.h"
 #include "trainer/metrics.h"
 #include "trainer/models.h"
 
 namespace fanout::trainer {
+
+// The link task's settings (--task link).
+struct LinkTaskOptions {
+  int64_t negatives = 1;  // negatives per positive edge in training
+  sampler::NegativeSampling negative_sampling = sampler::NegativeSampling::kUniform;
+  int64_t embed_dim = 0;  // the embedding width (the model's output); 0 = hidden
+  ScorerKind scorer = ScorerKind::kDot;  // dot product, or an MLP trained with the model
+};
 
 struct TrainOptions {
   // The graph and where this rank sits.
@@ -29,15 +39,10 @@ struct TrainOptions {
   int trainers_per_machine = 1;     // T: world_size must be num_parts * T
   DistOptions dist;                 // rank, world size, coordinator, backend, timeout
 
-  // Task: node classification (labels, node splits), or link prediction (`link`) on a graph
-  // partitioned with --edge-split: positives are the stored edges, evaluation uses
-  // link/{valid,test}_{pos,neg}.npy, the model's output is each node's embedding and a pair's
-  // score the scorer's (link_scorer.h) of its two embeddings.
-  bool link = false;
-  int64_t negatives = 1;  // link: negatives per positive edge in training
-  sampler::NegativeSampling negative_sampling = sampler::NegativeSampling::kUniform;
-  int64_t embed_dim = 0;  // link: the embedding width (the model's output); 0 = hidden
-  ScorerKind scorer = ScorerKind::kDot;  // link: dot product, or an MLP trained with the model
+  // The training task (trainer/task.h): a registered name, "node" (classification: labels,
+  // node splits) or "link" (prediction on a graph partitioned with --edge-split).
+  std::string task = "node";
+  LinkTaskOptions link;  // read by the link task only
 
   // Model and optimisation.
   ModelOptions model;          // in_dim / num_classes are taken from the graph
@@ -48,22 +53,20 @@ struct TrainOptions {
   double lr = 0.003;           // Adam
   double weight_decay = 0;
   int64_t epochs = 10;
-  int64_t batch_size = 1024;
-  std::vector<int64_t> fanouts = {10, 25};  // input layer first (DGL); one per layer
-  std::vector<int64_t> eval_fanouts;        // empty: same as fanouts
+  // Training batches: fanouts (input layer first, as DGL; one per layer), batch size, the job's
+  // seed (which also seeds the model's initialisation and dropout), the node fields fetched with
+  // every batch (features, labels) and the edge fields for every sampled edge (edge.weight_field,
+  // one number per edge, multiplied into the built-in models' messages as DGL's edge_weight;
+  // edge.feature_field, any width, for scripted models as block["edge_feat"]). The job sets
+  // rank, seeds_per_epoch and cached_nodes.
+  sampler::SamplerOptions sampling{.fanouts = {10, 25}, .batch_size = 1024};
+  std::vector<int64_t> eval_fanouts;  // empty: same as sampling.fanouts
   int64_t eval_batch_size = 4096;
   int64_t eval_every = 1;  // validation every N epochs, and after the last (0: never)
   bool test = true;        // test metric after the last epoch
   Metric metric = Metric::kAccuracy;  // what validation and test report; the best model maximises it
-  uint64_t seed = 0;
 
   // Data.
-  std::string feature_field = "feat", label_field = "label";
-  // Edge fields for every sampled edge: edge.weight_field (one number per edge) the models
-  // multiply into their messages, as DGL's layers' edge_weight (scripted models see
-  // block["edge_weight"]); edge.feature_field, any width, for scripted models as
-  // block["edge_feat"]. "" = none.
-  sampler::EdgeDataOptions edge;
   std::string train_mask = "train_mask", val_mask = "val_mask", test_mask = "test_mask";
   // --gpu-cache-bytes: the input features of the hottest nodes kept on the training device, up
   // to this many bytes (trainer/feature_cache.h); batches then fetch and copy only the other
@@ -73,11 +76,10 @@ struct TrainOptions {
   bool gpu_cache_presample = false;
   int64_t gpu_cache_presample_steps = 0;
 
-  // Sampling pipeline.
-  int num_samplers = 0;        // sampler processes; 0 = threads in this process
-  int sampler_threads = 1;     // sampling threads when num_samplers = 0
-  int prefetch = 2;            // batches made ahead
-  std::string sampler_binary;  // fanout-sampler (num_samplers > 0)
+  // Sampling pipeline: sampler processes (num_samplers, started from sampler_binary) or
+  // num_threads threads in this process, prefetch batches ahead. The job sets the epochs and
+  // part_config_path.
+  sampler::LoaderOptions loader;
 
   // Threads, output, checkpoints.
   int intra_op_threads = 1;    // LibTorch's intra-op pool (its default here is 1)

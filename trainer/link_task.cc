@@ -1,0 +1,250 @@
+// Link prediction (--task link) on a graph partitioned with --edge-split: the positives are the
+// stored edges (each rank a contiguous slice of its partition's, RankEdgeSeeds), each with
+// --negatives drawn pairs; the model embeds every endpoint and the scorer (link_scorer.h, a
+// submodule "scorer" of the model, so that it trains, synchronises and checkpoints with it)
+// scores a pair from its two embeddings; the loss is binary cross-entropy. Evaluation embeds
+// every node (full-graph inference) and scores link/{valid,test}_{pos,neg}.npy: ROC-AUC, the
+// metric, and MRR and Hits@K of each positive against its own negatives.
+#include <torch/nn/functional/loss.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/npy.h"
+#include "core/random.h"
+#include "core/status.h"
+#include "core/strings.h"
+#include "sampler/link_sampler.h"
+#include "sampler/loader.h"
+#include "trainer/link_scorer.h"
+#include "trainer/task.h"
+#include "trainer/torch_util.h"
+
+namespace fanout::trainer {
+namespace {
+
+using core::StrCat;
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string Fixed4(double x) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.4f", x);
+  return text;
+}
+
+class LinkPrediction final : public Task {
+ public:
+  absl::Status Validate(const TrainOptions& o) const override {
+    auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(StrCat(parts...)); };
+    if (o.link.negatives < 1 || o.link.negatives > 1000) {
+      return bad("--negatives must be in [1, 1000], got ", o.link.negatives);
+    }
+    if (o.link.embed_dim < 0) return bad("--embed-dim must be >= 0 (0: --hidden), got ", o.link.embed_dim);
+    if (o.gpu_cache_presample) {
+      return bad("--gpu-cache-policy presample samples node batches; --task link takes --gpu-cache-policy degree");
+    }
+    return absl::OkStatus();
+  }
+  std::optional<Metric> fixed_metric() const override { return Metric::kRocAuc; }
+
+  absl::StatusOr<int64_t> Prepare(JobContext& job) override {
+    const TrainOptions& o = job.options();
+    const core::PartitionConfig& config = job.config();
+    // Positives: every stored edge. Held-out pairs and their negatives: link/ (--edge-split).
+    sizes_.train = config.edge_bounds.empty() ? 0 : config.edge_bounds.back();
+    for (auto [file, array] : {std::pair{"valid_pos", &val_pos_}, {"valid_neg", &val_neg_}, {"test_pos", &test_pos_},
+                               {"test_neg", &test_neg_}}) {
+      const std::string path = StrCat(config.base_dir, "/link/", file, ".npy");
+      absl::StatusOr<core::NpyArray> a = core::NpyArray::Map(path);
+      if (!a.ok()) {
+        return absl::FailedPreconditionError(StrCat("--task link: cannot read ", path, " (", a.status().message(),
+                                                    "); partition the graph with fanout-partition --edge-split"));
+      }
+      if (a->dtype() != core::DType::kInt64 || a->shape().size() != 2 || a->shape()[1] != 2) {
+        return absl::InvalidArgumentError(StrCat(path, ": expected int64 [n, 2] node pairs"));
+      }
+      *array = std::move(*a);
+    }
+    if (val_neg_.rows() % std::max<int64_t>(1, val_pos_.rows()) != 0 ||
+        test_neg_.rows() % std::max<int64_t>(1, test_pos_.rows()) != 0) {
+      return absl::InvalidArgumentError(
+          StrCat(config.base_dir, "/link: the negatives are not a whole number per positive"));
+    }
+    if (o.eval_every > 0) sizes_.val = val_pos_.rows();
+    if (o.test) sizes_.test = test_pos_.rows();
+    if (sizes_.train < o.dist.world_size) {
+      return absl::FailedPreconditionError(
+          StrCat("the graph has ", sizes_.train, " edges, fewer than the ", o.dist.world_size, " trainers"));
+    }
+    return o.link.embed_dim > 0 ? o.link.embed_dim : o.model.hidden;  // the embedding width
+  }
+
+  SplitSizes sizes() const override { return sizes_; }
+
+  absl::Status AddModules(JobContext& job, GnnModel& model, const ModelOptions& mo) override {
+    const TrainOptions& o = job.options();
+    return CatchTorch("building the link scorer", [&] {
+      scorer_ = model.register_module(
+          "scorer", std::make_shared<LinkScorer>(o.link.scorer, mo.num_classes,
+                                                 core::SplitMix64(o.sampling.seed ^ 0x5c0e)));
+    });
+  }
+
+  absl::Status StartTraining(JobContext& job, int64_t first_epoch) override {
+    const TrainOptions& o = job.options();
+    Communicator& comm = job.comm();
+    const int world = comm.world_size(), rank = comm.rank();
+    std::vector<int64_t> mine = sampler::RankEdgeSeeds(job.config(), o.trainers_per_machine, rank);
+    // Every rank takes as many edges per epoch as the smallest share (no collective may wait on a
+    // rank that has run out).
+    std::vector<double> counts(world, 0);
+    counts[rank] = static_cast<double>(mine.size());
+    ASSIGN_OR_RETURN(counts, AllReduceSum(comm, counts));
+    sampler::LinkSamplerOptions lo;
+    lo.sampling = o.sampling;
+    lo.sampling.rank = rank;
+    if (job.feature_cache() != nullptr) lo.sampling.cached_nodes = job.feature_cache()->nodes();
+    lo.negatives = o.link.negatives;
+    lo.negative_sampling = o.link.negative_sampling;
+    lo.edges_per_epoch = static_cast<int64_t>(*std::min_element(counts.begin(), counts.end()));
+    if (lo.edges_per_epoch < 1) {
+      return absl::FailedPreconditionError("--task link: a trainer's partition stores no edges to train on");
+    }
+    // Link batches are made by sampler processes (--num-samplers N) or threads of this process;
+    // either makes the same batches.
+    const int threads = std::max(1, o.loader.num_threads);
+    if (o.loader.num_samplers > 0) {
+      sampler::LoaderOptions po = o.loader;
+      po.first_epoch = first_epoch;
+      po.num_epochs = o.epochs - first_epoch;
+      po.part_config_path = o.part_config;
+      ASSIGN_OR_RETURN(loader_, sampler::MakeLinkProcessLoader(&job.graph(), o.graph, lo, std::move(mine), po));
+    } else {
+      ASSIGN_OR_RETURN(loader_, sampler::LinkBatchLoader::Create(&job.graph(), lo, mine, threads, o.loader.prefetch,
+                                                                 first_epoch, o.epochs - first_epoch));
+    }
+    if (job.lead()) {
+      job.Log(StrCat("fanout-train: link prediction: ", lo.edges_per_epoch, " positive edges per trainer per epoch, ",
+                     o.link.negatives, " negative(s) each (",
+                     o.link.negative_sampling == sampler::NegativeSampling::kUniform ? "uniform" : "degree^0.75",
+                     "); ", ScorerKindName(o.link.scorer),
+                     " scorer; seed edges excluded from their blocks in both directions; batches made by ",
+                     o.loader.num_samplers > 0 ? StrCat(o.loader.num_samplers, " sampler process(es)")
+                                               : StrCat(threads, " thread(s)"),
+                     ", ", o.loader.prefetch, " ahead"));
+    }
+    return absl::OkStatus();
+  }
+
+  int64_t steps_per_epoch() const override { return loader_->steps_per_epoch(); }
+
+  // The model embeds every endpoint of the batch's pairs; binary cross-entropy of the pairs'
+  // scores against positive (1) and negative (0).
+  absl::StatusOr<StepLoss> Step(JobContext& job, int64_t epoch, int64_t step, Breakdown& t) override {
+    auto t0 = Clock::now();
+    ASSIGN_OR_RETURN(sampler::LinkMiniBatch lb, loader_->Next());
+    if (lb.epoch != epoch || lb.step != step) {
+      return absl::InternalError(StrCat("link loader gave epoch ", lb.epoch, " step ", lb.step, ", expected ", epoch,
+                                        " step ", step));
+    }
+    t.wait += Since(t0);
+    ASSIGN_OR_RETURN(BatchTensors bt, job.StepTensors(lb.nodes, epoch, step, /*labels=*/false, t));
+    t0 = Clock::now();
+    StepLoss s;
+    RETURN_IF_ERROR(CatchTorch("forward", [&] {
+      const at::Tensor h = job.model().Forward(bt.blocks, bt.features);
+      // The pairs' endpoints, copied like the batch (without blocking the host).
+      const std::vector<at::Tensor> ends =
+          job.uploader().Upload({at::tensor(lb.pos_src, at::kLong), at::tensor(lb.pos_dst, at::kLong),
+                                 at::tensor(lb.neg_src, at::kLong), at::tensor(lb.neg_dst, at::kLong)});
+      auto pair_scores = [&](const at::Tensor& a, const at::Tensor& b) {
+        return scorer_->Score(h.index_select(0, a), h.index_select(0, b));
+      };
+      const at::Tensor pos = pair_scores(ends[0], ends[1]);
+      const at::Tensor neg = pair_scores(ends[2], ends[3]);
+      const at::Tensor scores = at::cat({pos, neg});
+      const at::Tensor labels = at::cat({at::ones_like(pos), at::zeros_like(neg)});
+      s.loss = torch::nn::functional::binary_cross_entropy_with_logits(scores, labels);
+      s.correct = pos.gt(0).sum() + neg.le(0).sum();
+      s.n = static_cast<double>(scores.size(0));
+    }));
+    t.forward += Since(t0);
+    return s;
+  }
+
+  // ROC-AUC over the split's pairs, returned; MRR and Hits@K against each positive's own
+  // negatives, kept for EvaluationDetail/EvaluationMetrics.
+  absl::StatusOr<double> Evaluate(JobContext& job, Split split, int64_t) override {
+    const core::NpyArray& pos = split == Split::kTest ? test_pos_ : val_pos_;
+    const core::NpyArray& neg = split == Split::kTest ? test_neg_ : val_neg_;
+    Communicator& comm = job.comm();
+    ASSIGN_OR_RETURN(InferenceResult r, InferAllNodes(job.model(), job.graph(), comm, job.Inference()));
+    job.model().train();
+    // This rank's slice of the positives, with their negatives.
+    const int world = comm.world_size(), rank = comm.rank();
+    const int64_t n = pos.rows(), k = n > 0 ? neg.rows() / n : 1;
+    const int64_t lo = n * rank / world, hi = n * (rank + 1) / world;
+    const int64_t* p = pos.data_as<int64_t>();
+    const int64_t* q = neg.data_as<int64_t>();
+    std::vector<int64_t> ids(p + 2 * lo, p + 2 * hi);
+    ids.insert(ids.end(), q + 2 * lo * k, q + 2 * hi * k);
+    ASSIGN_OR_RETURN(at::Tensor rows, FetchNodeRows(comm, job.graph().node_book(),
+                                                    job.options().trainers_per_machine, r, ids));
+    at::Tensor pos_score, neg_score;
+    RETURN_IF_ERROR(CatchTorch("link evaluation", [&] {
+      at::NoGradGuard no_grad;  // (the scorer has no dropout: no eval mode needed)
+      const at::Tensor pairs = rows.to(job.device()).view({-1, 2, rows.size(1)});  // [pairs, 2, width]
+      const at::Tensor scores = scorer_->Score(pairs.select(1, 0), pairs.select(1, 1));
+      pos_score = scores.narrow(0, 0, hi - lo);
+      neg_score = scores.narrow(0, hi - lo, (hi - lo) * k).reshape({hi - lo, k});
+    }));
+    // ROC-AUC over all pairs, on the raw scores.
+    MetricAccumulator auc(Metric::kRocAuc, 2);
+    RETURN_IF_ERROR(CatchTorch("link evaluation", [&] {
+      auc.AddBinaryScores(at::cat({pos_score, neg_score.flatten()}),
+                          at::cat({at::ones({hi - lo}, at::kLong), at::zeros({(hi - lo) * k}, at::kLong)}));
+    }));
+    ASSIGN_OR_RETURN(double roc_auc, auc.Reduce(comm));
+    const std::vector<int64_t> ks = {1, 10, 50};
+    RankingSums sums;
+    RETURN_IF_ERROR(CatchTorch("link evaluation", [&] { AddRankings(pos_score, neg_score, ks, &sums); }));
+    std::vector<double> v = {sums.reciprocal_rank, sums.count};
+    v.insert(v.end(), sums.hits.begin(), sums.hits.end());
+    ASSIGN_OR_RETURN(v, AllReduceSum(comm, v));
+    const double count = std::max(1.0, v[1]);
+    metrics_ = {{"mrr", v[0] / count}};
+    detail_ = StrCat("mrr ", Fixed4(v[0] / count));
+    for (size_t i = 0; i < ks.size(); ++i) {
+      metrics_[StrCat("hits@", ks[i])] = v[2 + i] / count;
+      if (k >= ks[i]) detail_ += StrCat(", hits@", ks[i], " ", Fixed4(v[2 + i] / count));
+    }
+    detail_ += StrCat(" over ", k, " negative(s) each");
+    return roc_auc;
+  }
+
+  std::string EvaluationDetail() const override { return detail_; }
+  nlohmann::json EvaluationMetrics() const override { return metrics_; }
+  std::string NoTestReason() const override { return "link/test_pos.npy holds no pairs"; }
+
+  void DescribeTraining(nlohmann::json& training) const override {
+    training["task"] = "link";
+    training["scorer"] = std::string(ScorerKindName(scorer_->kind()));
+  }
+  bool WritesPredictions() const override { return false; }
+
+ private:
+  SplitSizes sizes_;
+  core::NpyArray val_pos_, val_neg_, test_pos_, test_neg_;
+  std::shared_ptr<LinkScorer> scorer_;
+  std::unique_ptr<sampler::LinkBatchSource> loader_;
+  std::string detail_;
+  nlohmann::json metrics_ = nlohmann::json::object();
+};
+
+}  // namespace
+
+std::unique_ptr<Task> MakeLinkPredictionTask() { return std::make_unique<LinkPrediction>(); }
+
+}  // namespace fanout::trainer

@@ -1,0 +1,162 @@
+// Node classification (--task node): the seeds are the nodes a mask field marks, split among
+// the ranks; a step's loss is the cross-entropy of the seeds' logits against their labels; the
+// metric is --metric over the val or test mask's nodes.
+#include <torch/nn/functional/loss.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/random.h"
+#include "core/status.h"
+#include "core/strings.h"
+#include "sampler/batch_checksum.h"
+#include "sampler/loader.h"
+#include "sampler/minibatch_sampler.h"
+#include "sampler/seed_split.h"
+#include "trainer/task.h"
+#include "trainer/torch_util.h"
+
+namespace fanout::trainer {
+namespace {
+
+using core::StrCat;
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// All IDs whose mask row is set, split among the ranks with SplitSeeds (every rank then holds a
+// disjoint share; together they cover the mask exactly once).
+absl::StatusOr<std::vector<int64_t>> RankShare(const sampler::DistGraph& g, const std::string& mask, int tpm,
+                                               int rank, int64_t* total) {
+  ASSIGN_OR_RETURN(std::string bytes, g.PullWholeNodeField(mask));
+  std::vector<int64_t> ids = sampler::MaskToIds(bytes);
+  *total = static_cast<int64_t>(ids.size());
+  auto split = sampler::SplitSeeds(ids, g.node_book(), tpm);
+  return std::move(split[rank]);
+}
+
+class NodeClassification final : public Task {
+ public:
+  absl::StatusOr<int64_t> Prepare(JobContext& job) override {
+    const TrainOptions& o = job.options();
+    const core::PartitionConfig& config = job.config();
+    if (config.num_classes <= 0) {
+      return absl::FailedPreconditionError(
+          StrCat("partition config ", o.part_config, " records no num_classes: the dataset has no labels"));
+    }
+    const int rank = o.dist.rank, tpm = o.trainers_per_machine;
+    test_mask_ = o.test_mask;
+    ASSIGN_OR_RETURN(train_, RankShare(job.graph(), o.train_mask, tpm, rank, &sizes_.train));
+    if (o.eval_every > 0) {
+      ASSIGN_OR_RETURN(val_, RankShare(job.graph(), o.val_mask, tpm, rank, &sizes_.val));
+    }
+    if (o.test) {
+      ASSIGN_OR_RETURN(test_, RankShare(job.graph(), o.test_mask, tpm, rank, &sizes_.test));
+    }
+    if (sizes_.train < o.dist.world_size) {
+      return absl::FailedPreconditionError(StrCat("field '", o.train_mask, "' marks ", sizes_.train,
+                                                  " training nodes, fewer than the ", o.dist.world_size,
+                                                  " trainers"));
+    }
+    return config.num_classes;
+  }
+
+  SplitSizes sizes() const override { return sizes_; }
+  const std::vector<int64_t>* train_nodes() const override { return &train_; }
+
+  absl::Status StartTraining(JobContext& job, int64_t first_epoch) override {
+    const TrainOptions& o = job.options();
+    sampler::SamplerOptions so = o.sampling;
+    so.rank = o.dist.rank;
+    so.seeds_per_epoch = sampler::SeedsPerEpoch(sizes_.train, o.dist.world_size);
+    if (job.feature_cache() != nullptr) so.cached_nodes = job.feature_cache()->nodes();
+    sampler::LoaderOptions lo = o.loader;
+    lo.first_epoch = first_epoch;
+    lo.num_epochs = o.epochs - first_epoch;
+    lo.part_config_path = o.part_config;
+    ASSIGN_OR_RETURN(loader_, sampler::MakeBatchLoader(&job.graph(), o.graph, so, train_, lo));
+    return absl::OkStatus();
+  }
+
+  int64_t steps_per_epoch() const override { return loader_->steps_per_epoch(); }
+
+  absl::StatusOr<StepLoss> Step(JobContext& job, int64_t epoch, int64_t step, Breakdown& t) override {
+    auto t0 = Clock::now();
+    ASSIGN_OR_RETURN(sampler::MiniBatch mb, loader_->Next());
+    if (mb.epoch != epoch || mb.step != step) {
+      return absl::InternalError(
+          StrCat("loader gave epoch ", mb.epoch, " step ", mb.step, ", expected ", epoch, " step ", step));
+    }
+    t.wait += Since(t0);
+    if (job.options().print_batch_checksums) {
+      std::printf("rank %d batch %lld %lld crc %u\n", job.options().dist.rank, static_cast<long long>(epoch),
+                  static_cast<long long>(step), sampler::BatchChecksum(mb));
+    }
+    ASSIGN_OR_RETURN(BatchTensors bt, job.StepTensors(mb, epoch, step, /*labels=*/true, t));
+    t0 = Clock::now();
+    StepLoss s;
+    RETURN_IF_ERROR(CatchTorch("forward", [&] {
+      const at::Tensor logits = job.model().Forward(bt.blocks, bt.features);
+      s.loss = torch::nn::functional::cross_entropy(logits, bt.labels);
+      s.correct = logits.argmax(1).eq(bt.labels).sum();
+    }));
+    s.n = static_cast<double>(mb.seeds.size());
+    t.forward += Since(t0);
+    return s;
+  }
+
+  absl::StatusOr<double> Evaluate(JobContext& job, Split split, int64_t epoch) override {
+    const TrainOptions& o = job.options();
+    const std::vector<int64_t>& ids = split == Split::kVal ? val_ : test_;
+    const char* what = split == Split::kVal ? "validation" : "test";
+    GnnModel& model = job.model();
+    MetricAccumulator metric(o.metric, model.options().num_classes);
+    if (!ids.empty()) {
+      sampler::SamplerOptions so = o.sampling;
+      if (!o.eval_fanouts.empty()) so.fanouts = o.eval_fanouts;
+      so.batch_size = o.eval_batch_size;
+      so.shuffle = false;
+      so.seed = core::SplitMix64(o.sampling.seed + 0x5eed);
+      so.rank = job.comm().rank();
+      if (job.feature_cache() != nullptr) so.cached_nodes = job.feature_cache()->nodes();
+      sampler::LoaderOptions lo;
+      lo.num_threads = std::max(1, o.loader.num_threads);
+      lo.prefetch = o.loader.prefetch;
+      lo.first_epoch = epoch;
+      ASSIGN_OR_RETURN(auto loader, sampler::MakeBatchLoader(&job.graph(), o.graph, so, ids, lo));
+      model.eval();
+      torch::NoGradGuard no_grad;
+      ToTensorsOptions to;
+      to.device = job.device();
+      to.num_classes = model.options().num_classes;
+      to.feature_cache = job.feature_cache();
+      to.uploader = &job.uploader();
+      core::ProgressMeter meter("fanout-train", what, loader->steps_per_epoch(), "batches",
+                                job.lead() ? o.progress : core::ProgressMode::kOff);
+      for (int64_t step = 0; step < loader->steps_per_epoch(); ++step) {
+        ASSIGN_OR_RETURN(sampler::MiniBatch mb, loader->Next());
+        ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb, to));
+        RETURN_IF_ERROR(CatchTorch(StrCat(what, " forward"),
+                                   [&] { metric.Add(model.Forward(bt.blocks, bt.features), bt.labels); }));
+        meter.Set(step + 1);
+      }
+      model.train();
+    }
+    return metric.Reduce(job.comm());
+  }
+
+  std::string NoTestReason() const override { return StrCat("field '", test_mask_, "' marks no nodes"); }
+  bool WritesPredictions() const override { return true; }
+
+ private:
+  std::vector<int64_t> train_, val_, test_;
+  SplitSizes sizes_;
+  std::string test_mask_;
+  std::unique_ptr<sampler::BatchLoader> loader_;
+};
+
+}  // namespace
+
+std::unique_ptr<Task> MakeNodeClassificationTask() { return std::make_unique<NodeClassification>(); }
+
+}  // namespace fanout::trainer

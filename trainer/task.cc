@@ -1,0 +1,45 @@
+#include "trainer/task.h"
+
+#include <utility>
+
+#include "core/strings.h"
+
+namespace fanout::trainer {
+namespace {
+
+struct Registered {
+  const char* name;
+  const char* help;
+  std::unique_ptr<Task> (*make)();
+};
+
+// The tasks fanout-train offers (--task NAME), the first the default.
+const Registered kTasks[] = {
+    {"node", "node classification: labels of the nodes the train/val/test masks mark", MakeNodeClassificationTask},
+    {"link", "link prediction: the stored edges against drawn negatives, on a graph partitioned with --edge-split",
+     MakeLinkPredictionTask},
+};
+
+}  // namespace
+
+std::vector<std::string> TaskNames() {
+  std::vector<std::string> names;
+  for (const Registered& t : kTasks) names.emplace_back(t.name);
+  return names;
+}
+
+std::string TaskHelp() {
+  std::string text;
+  for (const Registered& t : kTasks) text += core::StrCat(text.empty() ? "" : "; ", t.name, " = ", t.help);
+  return text;
+}
+
+absl::StatusOr<std::unique_ptr<Task>> MakeTask(std::string_view name) {
+  for (const Registered& t : kTasks) {
+    if (name == t.name) return t.make();
+  }
+  return absl::NotFoundError(
+      core::StrCat("no training task '", name, "' (the tasks are: ", core::StrJoin(TaskNames(), ", "), ")"));
+}
+
+}  // namespace fanout::trainer
