@@ -35,12 +35,19 @@ SamplerSpec EveryFieldSet() {
   o.seeds_per_epoch = 1000;
   o.feature_field = "x";
   o.label_field = "";
+  o.edge.weight_field = "w";
+  o.edge.feature_field = "ef";
   s.first_epoch = 2;
   s.num_epochs = 7;
   s.num_samplers = 4;
   s.prefetch = 6;
   s.num_seeds = 31337;
   s.num_cached = 4242;
+  s.is_link = true;
+  s.link.negatives = 11;
+  s.link.negative_sampling = NegativeSampling::kDegreePow75;
+  s.link.exclude_seed_edges = false;
+  s.link.edges_per_epoch = 999;
   return s;
 }
 
@@ -75,12 +82,27 @@ TEST(SamplerSpecTest, EveryFieldRoundTrips) {
   EXPECT_EQ(o.seeds_per_epoch, wo.seeds_per_epoch);
   EXPECT_EQ(o.feature_field, wo.feature_field);
   EXPECT_EQ(o.label_field, wo.label_field);
+  EXPECT_EQ(o.edge.weight_field, wo.edge.weight_field);
+  EXPECT_EQ(o.edge.feature_field, wo.edge.feature_field);
   EXPECT_EQ(got->first_epoch, want.first_epoch);
   EXPECT_EQ(got->num_epochs, want.num_epochs);
   EXPECT_EQ(got->num_samplers, want.num_samplers);
   EXPECT_EQ(got->prefetch, want.prefetch);
   EXPECT_EQ(got->num_seeds, want.num_seeds);
   EXPECT_EQ(got->num_cached, want.num_cached);
+  EXPECT_TRUE(got->is_link);
+  EXPECT_EQ(got->link.negatives, want.link.negatives);
+  EXPECT_EQ(got->link.negative_sampling, want.link.negative_sampling);
+  EXPECT_EQ(got->link.exclude_seed_edges, want.link.exclude_seed_edges);
+  EXPECT_EQ(got->link.edges_per_epoch, want.link.edges_per_epoch);
+
+  // A node-batch spec carries no link settings.
+  SamplerSpec node = want;
+  node.is_link = false;
+  got = ReadSamplerSpec(WriteSamplerSpec(node));
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_FALSE(got->is_link);
+  EXPECT_EQ(got->link.negatives, LinkSamplerOptions{}.negatives);
 }
 
 TEST(SamplerSpecTest, BadSpecsNameTheKeyAtFault) {
@@ -98,6 +120,11 @@ TEST(SamplerSpecTest, BadSpecsNameTheKeyAtFault) {
   EXPECT_NE(s.message().find("'sampler.batch_size'"), std::string::npos) << s;
   s = replaced("\"prefetch\":6", "\"prefetch_ahead\":6");
   EXPECT_EQ(s.message(), "sampler spec: 'prefetch' is missing");
+  s = replaced("\"negative_sampling\":\"degree\"", "\"negative_sampling\":\"zipf\"");
+  EXPECT_NE(s.message().find("'link.negative_sampling': must be uniform or degree, got 'zipf'"), std::string::npos)
+      << s;
+  s = replaced("\"negatives\":11", "\"negatives\":0");
+  EXPECT_NE(s.message().find("link.negatives must be >= 1, got 0"), std::string::npos) << s;
 }
 
 }  // namespace
