@@ -16,8 +16,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "core/partition_store.h"
@@ -65,6 +67,35 @@ class GraphSource {
   virtual void Degrees(std::span<const int64_t> ids, EdgeDir dir, int64_t* out, Done done) = 0;
   // Endpoints of owned edges, one per ID into src/dst[0, eids.size()).
   virtual void FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst, Done done) = 0;
+};
+
+// The base of a GraphSource decorator (a cache, a counter, a fault injector): every call goes to
+// `inner` unchanged; a decorator overrides only the calls it changes.
+class ForwardingGraphSource : public GraphSource {
+ public:
+  explicit ForwardingGraphSource(std::shared_ptr<GraphSource> inner) : inner_(std::move(inner)) {}
+
+  std::string Describe() const override { return inner_->Describe(); }
+  void SampleNeighbors(std::span<const int64_t> seeds, const SampleOptions& options, SampledEdges* out,
+                       Done done) override {
+    inner_->SampleNeighbors(seeds, options, out, std::move(done));
+  }
+  void GatherRows(const FieldRef& field, size_t row_bytes, std::span<const int64_t> ids,
+                  std::span<const int64_t> positions, char* out, Done done) override {
+    inner_->GatherRows(field, row_bytes, ids, positions, out, std::move(done));
+  }
+  void Degrees(std::span<const int64_t> ids, EdgeDir dir, int64_t* out, Done done) override {
+    inner_->Degrees(ids, dir, out, std::move(done));
+  }
+  void FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst, Done done) override {
+    inner_->FindEdges(eids, src, dst, std::move(done));
+  }
+
+ protected:
+  GraphSource& inner() const { return *inner_; }
+
+ private:
+  std::shared_ptr<GraphSource> inner_;
 };
 
 // Starts `call` with a Done of its own and waits for it: the synchronous form of any call,

@@ -25,17 +25,11 @@
 #include "core/partition_store.h"
 #include "core/sampling.h"
 #include "fanout/v1/graph.grpc.pb.h"
+#include "rpc/client_options.h"
 #include "rpc/security.h"
 
 namespace fanout::rpc {
 
-struct ClientOptions {
-  double deadline_seconds = 30;          // per call, retries included
-  int max_attempts = 4;                  // for reads, on UNAVAILABLE
-  int64_t max_message_bytes = 512ll << 20;
-  bool own_connection = false;           // a TCP connection of its own, not shared with other clients
-  Security security;                     // TLS and token (default: plaintext, no token)
-};
 
 // Rows returned by a pull: `data` holds shape[0] rows of `dtype`, C order.
 struct Rows {

@@ -64,6 +64,7 @@ absl::StatusOr<std::string> ReadToken(const std::string& path) {
 
 absl::StatusOr<Security> Security::Load(const SecurityOptions& o, Role role) {
   Security s;
+  s.loaded_ = true;
   if (o.tls_cert.empty() != o.tls_key.empty()) {
     return absl::InvalidArgumentError("--tls-cert and --tls-key go together: give both or neither");
   }

@@ -28,6 +28,8 @@ class Security {
   // no token.
   static absl::StatusOr<Security> Load(const SecurityOptions& o, Role role);
 
+  // Whether Load made it (a default-constructed Security is plaintext, no token, not loaded).
+  bool loaded() const { return loaded_; }
   bool tls() const { return tls_; }
   bool mutual_tls() const { return tls_ && !ca_pem_.empty() && !cert_pem_.empty(); }
   const std::string& token() const { return token_; }
@@ -40,6 +42,7 @@ class Security {
   void ApplyTo(grpc::ChannelArguments* args) const;
 
  private:
+  bool loaded_ = false;
   bool tls_ = false;
   std::string cert_pem_, key_pem_, ca_pem_, server_name_, token_;
 };

@@ -129,7 +129,7 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
     }
   }
   rpc::ClientOptions client_options = options.client;
-  if (options.security.any()) {
+  if (options.security.any() && !client_options.security.loaded()) {  // (loaded once per process)
     ASSIGN_OR_RETURN(client_options.security, rpc::Security::Load(options.security, rpc::Security::Role::kClient));
   }
   // Connections are checked concurrently, once, when the graph opens.

@@ -23,7 +23,7 @@
 #include "core/thread_pool.h"
 #include "core/sampling.h"
 #include "sampler/row_cache.h"
-#include "rpc/graph_client.h"
+#include "rpc/client_options.h"
 
 namespace fanout::sampler {
 
@@ -37,8 +37,9 @@ struct DistGraphOptions {
   bool read_local_files = true;       // false: the local partition too goes through its servers
   ServerMap servers;                  // required for every partition not read from files
   rpc::ClientOptions client;       // deadline per call, retries, message limit
-  // TLS and token files (--tls-*, --auth-token-file): loaded by Open into the clients, and
-  // handed on to sampler processes.
+  // TLS and token files (--tls-*, --auth-token-file): loaded by Open into the clients (unless
+  // the caller has loaded them into client.security already, so that a process reads them
+  // once), and handed on to sampler processes.
   core::SecurityOptions security;
   double connect_timeout_seconds = 30;  // Open() waits this long for every server to answer
   // Node field whose remote rows this process keeps in memory: the rows of the local

@@ -16,29 +16,16 @@ RowCache::RowCache(std::string field, size_t row_bytes, std::vector<int64_t> ids
 
 CachingGraphSource::CachingGraphSource(std::shared_ptr<core::GraphSource> inner, std::shared_ptr<const RowCache> cache,
                                        std::shared_ptr<CacheCounters> counters)
-    : inner_(std::move(inner)), cache_(std::move(cache)), counters_(std::move(counters)) {}
+    : ForwardingGraphSource(std::move(inner)), cache_(std::move(cache)), counters_(std::move(counters)) {}
 
 std::string CachingGraphSource::Describe() const {
-  return inner_->Describe() + " with " + std::to_string(cache_->size()) + " cached rows of '" + cache_->field() + "'";
-}
-
-void CachingGraphSource::SampleNeighbors(std::span<const int64_t> seeds, const core::SampleOptions& options,
-                                         core::SampledEdges* out, core::Done done) {
-  inner_->SampleNeighbors(seeds, options, out, std::move(done));
-}
-
-void CachingGraphSource::Degrees(std::span<const int64_t> ids, core::EdgeDir dir, int64_t* out, core::Done done) {
-  inner_->Degrees(ids, dir, out, std::move(done));
-}
-
-void CachingGraphSource::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst, core::Done done) {
-  inner_->FindEdges(eids, src, dst, std::move(done));
+  return inner().Describe() + " with " + std::to_string(cache_->size()) + " cached rows of '" + cache_->field() + "'";
 }
 
 void CachingGraphSource::GatherRows(const core::FieldRef& field, size_t row_bytes, std::span<const int64_t> ids,
                                     std::span<const int64_t> positions, char* out, core::Done done) {
   if (field != core::FieldRef::Node(cache_->field()) || row_bytes != cache_->row_bytes()) {
-    return inner_->GatherRows(field, row_bytes, ids, positions, out, std::move(done));
+    return ForwardingGraphSource::GatherRows(field, row_bytes, ids, positions, out, std::move(done));
   }
   // Cached rows are copied here; only the others are asked of the source behind. Cached rows
   // are random in a large array: prefetch a few ahead, as the local gather does.
@@ -66,7 +53,7 @@ void CachingGraphSource::GatherRows(const core::FieldRef& field, size_t row_byte
   counters_->misses.fetch_add(static_cast<int64_t>(miss->ids.size()), std::memory_order_relaxed);
   if (miss->ids.empty()) return done(absl::OkStatus());
   const std::span<const int64_t> miss_ids = miss->ids, miss_positions = miss->positions;
-  inner_->GatherRows(field, row_bytes, miss_ids, miss_positions, out,
+  inner().GatherRows(field, row_bytes, miss_ids, miss_positions, out,
                      [miss = std::move(miss), done = std::move(done)](absl::Status s) { done(std::move(s)); });
 }
 

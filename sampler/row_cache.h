@@ -49,21 +49,16 @@ struct CacheCounters {
 
 // A GraphSource decorator: gathers of the cache's field copy the cached rows from memory and ask
 // the source behind it only for the others; every other call passes through.
-class CachingGraphSource final : public core::GraphSource {
+class CachingGraphSource final : public core::ForwardingGraphSource {
  public:
   CachingGraphSource(std::shared_ptr<core::GraphSource> inner, std::shared_ptr<const RowCache> cache,
                      std::shared_ptr<CacheCounters> counters);
 
   std::string Describe() const override;
-  void SampleNeighbors(std::span<const int64_t> seeds, const core::SampleOptions& options,
-                       core::SampledEdges* out, core::Done done) override;
   void GatherRows(const core::FieldRef& field, size_t row_bytes, std::span<const int64_t> ids,
                   std::span<const int64_t> positions, char* out, core::Done done) override;
-  void Degrees(std::span<const int64_t> ids, core::EdgeDir dir, int64_t* out, core::Done done) override;
-  void FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst, core::Done done) override;
 
  private:
-  std::shared_ptr<core::GraphSource> inner_;
   std::shared_ptr<const RowCache> cache_;
   std::shared_ptr<CacheCounters> counters_;
 };

@@ -28,6 +28,7 @@
 #include "core/ip_config.h"
 #include "core/job_env.h"
 #include "core/partition_config.h"
+#include "core/sampling.h"
 #include "core/security_options.h"
 #include "core/strings.h"
 #include "rpc/graph_client.h"
@@ -118,6 +119,10 @@ class Graph {
     options_.machine_id = machine_id;
     options_.servers = Take(core::ResolveServers("", servers, ip_config, part_config, num_servers, config_.num_parts));
     core::FillSecurityFromEnvironment(&options_.security);
+    // Read once: DistGraph::Open and the write clients use these.
+    if (options_.security.any()) {
+      options_.client.security = Take(rpc::Security::Load(options_.security, rpc::Security::Role::kClient));
+    }
     options_.client.deadline_seconds = deadline_seconds;
     options_.connect_timeout_seconds = deadline_seconds;
     // The local partition from its files unless asked otherwise and it has servers to ask.
@@ -324,9 +329,7 @@ class Graph {
     std::lock_guard<std::mutex> lock(clients_mu_);  // pushes run without the GIL
     auto it = clients_.find(address);
     if (it == clients_.end()) {
-      rpc::ClientOptions co = options_.client;
-      co.security = Take(rpc::Security::Load(options_.security, rpc::Security::Role::kClient));
-      it = clients_.emplace(address, rpc::GraphClient::Connect(address, co)).first;
+      it = clients_.emplace(address, rpc::GraphClient::Connect(address, options_.client)).first;
     }
     return *it->second;
   }
@@ -576,6 +579,15 @@ PYBIND11_MODULE(_native, m) {
       },
       py::arg("graph"), py::arg("ids"), py::arg("trainers_per_machine"), py::arg("rank"),
       "fanout-train's split of ascending IDs among the job's trainers: rank's share (SplitSeeds).");
+
+  m.def(
+      "check_layer_fanouts",
+      [](const std::string& what, const std::vector<int64_t>& fanouts) {
+        if (absl::Status s = core::CheckLayerFanouts(what, fanouts); !s.ok()) throw py::value_error(std::string(s.message()));
+      },
+      py::arg("what"), py::arg("fanouts"),
+      "fanout-train's rule for a batch's fanouts (at least one layer, each > 0 or -1): ValueError naming `what` "
+      "and the layer.");
 
   m.def(
       "rank_edge_range",

@@ -241,6 +241,10 @@ class LoaderTest(ServersTestCase):
         per_epoch = int(self.part_rows("train_mask").sum()) // 2  # every rank: total // world size
         self.assertIn(len(nids), (per_epoch, per_epoch + 1))
         self.assertEqual(len(loader), -(-per_epoch // 50))
+        # fanout-train's fanout rule, and its words.
+        with self.assertRaisesRegex(ValueError, "NeighborSampler fanouts: layer 1 has fanout 0; a fanout is a "
+                                    "positive count or -1"):
+            dist.NeighborSampler([4, 0])
         n = 0
         for input_nodes, seeds, blocks in loader:
             n += 1

@@ -38,9 +38,7 @@ class NeighborSampler:
         if prob is not None:
             raise NotImplementedError("NeighborSampler: prob= (weighted sampling) is not supported yet")
         self.fanouts = [int(f) for f in fanouts]
-        for i, f in enumerate(self.fanouts):
-            if f == 0 or f < -1:
-                raise ValueError(f"NeighborSampler: fanout {f} of layer {i} must be positive or -1 (all)")
+        _native.check_layer_fanouts("NeighborSampler fanouts", self.fanouts)
         self.replace = bool(replace)
         self.prefetch_node_feats = _one_field(prefetch_node_feats, "prefetch_node_feats")
         self.prefetch_labels = _one_field(prefetch_labels, "prefetch_labels")

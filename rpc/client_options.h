@@ -1,0 +1,20 @@
+// How a graph client calls its server: deadline, retries, message limit, connection and
+// credentials. Apart from graph_client.h so that options structs that hold it (DistGraphOptions)
+// do not pull gRPC's generated stubs into every file that includes them.
+#pragma once
+
+#include <cstdint>
+
+#include "rpc/security.h"
+
+namespace fanout::rpc {
+
+struct ClientOptions {
+  double deadline_seconds = 30;          // per call, retries included
+  int max_attempts = 4;                  // for reads, on UNAVAILABLE
+  int64_t max_message_bytes = 512ll << 20;
+  bool own_connection = false;           // a TCP connection of its own, not shared with other clients
+  Security security;                     // TLS and token (default: plaintext, no token)
+};
+
+}  // namespace fanout::rpc
