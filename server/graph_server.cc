@@ -103,6 +103,9 @@ void GraphServer::Shutdown(std::chrono::milliseconds grace) {
   server_->Shutdown(std::chrono::system_clock::now());
 }
 
+int64_t GraphServer::calls_in_flight() const { return service_ != nullptr ? service_->active_calls() : 0; }
+bool GraphServer::stopping() const { return service_ != nullptr && service_->draining(); }
+
 void GraphServer::Wait() {
   if (server_ != nullptr) server_->Wait();
 }

@@ -54,6 +54,10 @@ class GraphServer {
   void Shutdown(std::chrono::milliseconds grace = std::chrono::milliseconds(5000));
   // Blocks until Shutdown() completes.
   void Wait();
+  // Calls being worked on or queued (not yet answered), and whether Shutdown has begun: what a
+  // server is doing right now, for monitoring and for tests that must act at a given moment.
+  int64_t calls_in_flight() const;
+  bool stopping() const;
 
  private:
   GraphServer() = default;

@@ -94,6 +94,9 @@ class GraphServiceImpl final : public v1::GraphService::CallbackService {
   // `deadline`. gRPC's own Shutdown(deadline) also waits for every connection to close, which a
   // client that stopped answering never does; GraphServer::Shutdown drains here first.
   void Drain(std::chrono::steady_clock::time_point deadline);
+  // Calls admitted and not yet answered (running or queued), and whether Drain has begun.
+  int64_t active_calls() const { return active_calls_.load(); }
+  bool draining() const { return draining_.load(); }
 
  private:
   class CountedReactor;

@@ -401,7 +401,7 @@ TEST(GraphServerTest, ShutdownWaitsForCallsInFlightNotForConnectedClients) {
   core::PartitionConfig config = testing::FakeConfig({0, 3, 6}, {0, 3, 6}, {"feat"});
   auto fake = std::make_shared<testing::FakeGraphSource>(0, 0, 3, 0);
   for (int64_t v = 0; v < 3; ++v) fake->AddEdge(v + 3, v);
-  fake->AnswerLate(std::chrono::milliseconds(1000));
+  fake->HoldAnswers();  // the sample below is in flight until the test releases it
   ServerOptions so;
   so.host = "127.0.0.1";
   so.num_threads = 2;
@@ -423,7 +423,7 @@ TEST(GraphServerTest, ShutdownWaitsForCallsInFlightNotForConnectedClients) {
   const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0";  // + empty SETTINGS
   ASSERT_EQ(write(frozen, preface, sizeof(preface) - 1), static_cast<ssize_t>(sizeof(preface) - 1));
   auto call = std::async(std::launch::async, [&] { return client->SampleNeighbors({0, 2}, {.fanout = -1}); });
-  for (int i = 0; i < 500 && fake->sample_calls() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_TRUE(fake->WaitForHeld(1));
   ASSERT_EQ(fake->sample_calls(), 1);
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -431,11 +431,12 @@ TEST(GraphServerTest, ShutdownWaitsForCallsInFlightNotForConnectedClients) {
     (*server)->Shutdown(std::chrono::seconds(60));
     (*server)->Wait();
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_TRUE(testing::WaitUntil([&] { return (*server)->stopping(); }));
   auto refused = other->GetDegrees({0}, core::EdgeDir::kIn);
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
   EXPECT_NE(std::string(refused.status().message()).find("shutting down"), std::string::npos) << refused.status();
 
+  fake->Release();
   auto sampled = call.get();
   ASSERT_TRUE(sampled.ok()) << sampled.status();
   EXPECT_EQ(sampled->src, (std::vector<int64_t>{3, 5}));

@@ -261,9 +261,10 @@ TEST_F(SafetyTest, ShutdownKeepsItsGracePeriodUnderLoad) {
   Start(o, {.num_nodes = 4000, .num_edges = 40000, .feat_dim = 4});
   // With a long deadline: several seconds of queued work for one worker.
   HeavyBurst burst(stub_.get(), config_.num_nodes, std::chrono::seconds(120));
-  // Let them queue up, then stop with a 0.5 s grace: the queued calls are cancelled and dropped
-  // unstarted instead of being worked through.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // Once they have queued up, stop with a 0.5 s grace: the queued calls are cancelled and
+  // dropped unstarted instead of being worked through.
+  ASSERT_TRUE(testing::WaitUntil([&] { return server_->calls_in_flight() >= HeavyBurst::kCalls / 4; }))
+      << server_->calls_in_flight() << " calls in flight";
   auto t0 = std::chrono::steady_clock::now();
   server_->Shutdown(std::chrono::milliseconds(500));
   server_->Wait();

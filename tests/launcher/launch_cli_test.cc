@@ -297,7 +297,8 @@ TEST_F(LaunchCli, RealTrainingJobFinishesAndReportsAccuracy) {
 // one model together, and each launcher ends when its own trainers are done.
 TEST_F(LaunchCli, OneLauncherPerMachineTrainsTogether) {
   LaunchRun run0(RealTrainingArgs(Args("ok", {"--machine-id", "0", "--log-dir", dir_.Sub("logs0")}), 2), dir_.path());
-  std::this_thread::sleep_for(milliseconds(1500));
+  // Machine 1 starts once machine 0 is up and waiting for it.
+  ASSERT_TRUE(run0.WaitFor("waiting for the other machines' 2")) << run0.output();
   LaunchRun run1(RealTrainingArgs(Args("ok", {"--machine-id", "1", "--log-dir", dir_.Sub("logs1")}), 2), dir_.path());
   ASSERT_EQ(run0.Finish(seconds(120)), 0) << run0.output() << run1.output();
   ASSERT_EQ(run1.Finish(seconds(60)), 0) << run1.output();

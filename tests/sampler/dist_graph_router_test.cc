@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <future>
 #include <thread>
 
 #include "sampler/dist_graph.h"
@@ -11,7 +12,6 @@
 namespace fanout::sampler {
 namespace {
 
-using namespace std::chrono_literals;
 using testing::FakeConfig;
 using testing::FakeGraphSource;
 
@@ -76,18 +76,29 @@ TEST(DistGraphRouterTest, MergesEveryPartitionsEdgesIntoSeedOrder) {
 
 TEST(DistGraphRouterTest, SameAnswerWhenRemotePartsAnswerLateAndOutOfOrder) {
   Graph g;
-  g.parts[0]->AnswerLate(60ms);
-  g.parts[2]->AnswerLate(5ms);
+  g.parts[0]->HoldAnswers();
+  g.parts[2]->HoldAnswers();
   auto router = g.Router(1);
   const std::vector<int64_t> seeds = {3, 10, 6, 2, 7, 9};
   core::SampleOptions o;
   o.fanout = -1;
   core::SampledEdges e;
-  ASSERT_TRUE(router->SampleNeighbors(seeds, o, &e).ok());
+  std::thread::id caller;
+  auto call = std::async(std::launch::async, [&] {
+    caller = std::this_thread::get_id();
+    return router->SampleNeighbors(seeds, o, &e);
+  });
+  // Partition 2 answers first, then partition 0: the reverse of the request's order.
+  ASSERT_TRUE(g.parts[0]->WaitForHeld(1));
+  ASSERT_TRUE(g.parts[2]->WaitForHeld(1));
+  g.parts[2]->Release();
+  ASSERT_TRUE(g.parts[2]->WaitForAnswers(1));
+  g.parts[0]->Release();
+  ASSERT_TRUE(call.get().ok());
   ExpectSameEdges(e, Expected(seeds, 3));
   // The machine's own partition works on the calling thread; the late ones on their own.
-  EXPECT_EQ(g.parts[1]->last_answer_thread(), std::this_thread::get_id());
-  EXPECT_NE(g.parts[0]->last_answer_thread(), std::this_thread::get_id());
+  EXPECT_EQ(g.parts[1]->last_answer_thread(), caller);
+  EXPECT_NE(g.parts[0]->last_answer_thread(), caller);
 }
 
 TEST(DistGraphRouterTest, SeedsOfOnePartitionGoToThatPartitionOnly) {
@@ -109,16 +120,21 @@ TEST(DistGraphRouterTest, SeedsOfOnePartitionGoToThatPartitionOnly) {
 TEST(DistGraphRouterTest, FirstErrorInPartitionOrderAfterEveryPartHasAnswered) {
   Graph g;
   g.parts[2]->FailWith(absl::UnavailableError("server 10.0.0.3:1: SampleNeighbors: gone"));
-  g.parts[0]->AnswerLate(50ms);
+  g.parts[0]->HoldAnswers();
   g.parts[0]->FailWith(absl::DeadlineExceededError("too slow"));
   auto router = g.Router(1);
   core::SampleOptions o;
   o.fanout = 2;
   core::SampledEdges e;
-  const auto start = std::chrono::steady_clock::now();
-  absl::Status s = router->SampleNeighbors(std::vector<int64_t>{1, 5, 9}, o, &e);
-  // Returned only after the late partition answered (its buffers belong to this call).
-  EXPECT_GE(std::chrono::steady_clock::now() - start, 50ms);
+  auto call = std::async(std::launch::async,
+                         [&] { return router->SampleNeighbors(std::vector<int64_t>{1, 5, 9}, o, &e); });
+  // Partition 2 has failed, partition 0 is still working: the call must not return yet (its
+  // buffers belong to this call until every partition has answered).
+  ASSERT_TRUE(g.parts[2]->WaitForAnswers(1));
+  ASSERT_TRUE(g.parts[0]->WaitForHeld(1));
+  EXPECT_EQ(call.wait_for(std::chrono::milliseconds(20)), std::future_status::timeout);
+  g.parts[0]->Release();
+  absl::Status s = call.get();
   EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded) << s;
   EXPECT_EQ(s.message(), "partition 0: too slow");
 }
@@ -151,7 +167,7 @@ TEST(DistGraphRouterTest, IdsOutsideTheGraphAreNamedBeforeAnyPartitionIsAsked) {
 
 TEST(DistGraphRouterTest, RowsDegreesAndEdgesComeBackInRequestOrder) {
   Graph g;
-  g.parts[2]->AnswerLate(10ms);
+  g.parts[2]->AnswerFromOtherThread();
   auto router = g.Router(0);
   const std::vector<int64_t> ids = {11, 0, 6, 3, 8, 5};
   std::vector<float> rows(ids.size());

@@ -524,7 +524,7 @@ TEST(ServedSourceTest, FakeSourcesBehindGrpcServersAnswerTheRouter) {
       fake->AddEdge((v + 3) % 6, v);
     }
     fake->SetNodeField("feat", [](int64_t v) { return 10.0f + static_cast<float>(v); });
-    fake->AnswerLate(std::chrono::milliseconds(3));
+    fake->AnswerFromOtherThread();
     server::ServerOptions so;
     so.host = "127.0.0.1";
     so.num_threads = 2;

@@ -13,7 +13,6 @@
 namespace fanout::server {
 namespace {
 
-using namespace std::chrono_literals;
 using testing::FakeConfig;
 using testing::FakeGraphSource;
 
@@ -46,7 +45,7 @@ struct Served {
       fake.AddEdge((v + 1) % 8, v);
     }
     fake.SetNodeField("feat", &Value);
-    fake.AnswerLate(2ms);  // from another thread, as a remote or GPU source would
+    fake.AnswerFromOtherThread();  // as a remote or GPU source would
     ServicePolicy policy;
     policy.allow_push = true;
     service = std::make_unique<GraphServiceImpl>(ServedPartition{.config = &config, .part_id = 1, .source = &fake},

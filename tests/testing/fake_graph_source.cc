@@ -12,7 +12,24 @@ FakeGraphSource::FakeGraphSource(int part, int64_t node_lo, int64_t node_hi, int
     : part_(part), node_lo_(node_lo), node_hi_(node_hi), edge_lo_(edge_lo) {}
 
 FakeGraphSource::~FakeGraphSource() {
+  Release();
   for (auto& t : late_) t.join();
+}
+
+void FakeGraphSource::Release() {
+  std::lock_guard<std::mutex> lock(mu_);
+  released_ = true;
+  changed_.notify_all();
+}
+
+bool FakeGraphSource::WaitForHeld(int n) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return changed_.wait_for(lock, std::chrono::seconds(30), [&] { return held_ >= n; });
+}
+
+bool FakeGraphSource::WaitForAnswers(int n) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return changed_.wait_for(lock, std::chrono::seconds(30), [&] { return answers_ >= n; });
 }
 
 void FakeGraphSource::AddEdge(int64_t src, int64_t dst) {
@@ -43,11 +60,20 @@ void FakeGraphSource::Answer(std::function<absl::Status()> answer, core::Done do
       last_thread_ = std::this_thread::get_id();
     }
     done(s);
+    std::lock_guard<std::mutex> lock(mu_);
+    ++answers_;
+    changed_.notify_all();
   };
-  if (delay_.count() == 0) return run();
+  if (mode_ == Mode::kNow) return run();
+  const bool hold = mode_ == Mode::kHeld;
   std::lock_guard<std::mutex> lock(mu_);
-  late_.emplace_back([delay = delay_, run = std::move(run)]() {
-    std::this_thread::sleep_for(delay);
+  late_.emplace_back([this, hold, run = std::move(run)]() {
+    if (hold) {
+      std::unique_lock<std::mutex> lock(mu_);
+      ++held_;
+      changed_.notify_all();
+      changed_.wait(lock, [&] { return released_; });
+    }
     run();
   });
 }

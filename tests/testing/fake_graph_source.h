@@ -1,12 +1,14 @@
 // An in-memory GraphSource for tests: no files, no sockets. It owns a node range and an edge
 // range of a small graph given edge by edge, answers like a partition would (sampling takes
-// each seed's first `fanout` in-neighbours, in insertion order), and can be told to answer late
-// from another thread, to fail, or to misbehave, so that routers and decorators are tested on
-// every path they must handle.
+// each seed's first `fanout` in-neighbours, in insertion order), and can be told to answer from
+// another thread, to hold its answers until the test releases them, to fail, or to misbehave, so
+// that routers and decorators are tested on every path they must handle, in the order the test
+// decides (never by waiting for time to pass).
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <string>
@@ -28,8 +30,15 @@ class FakeGraphSource final : public core::GraphSource {
   // One float per owned node of field `name`: value(node).
   void SetNodeField(const std::string& name, float (*value)(int64_t node));
 
-  // Behaviour of the following calls.
-  void AnswerLate(std::chrono::milliseconds delay) { delay_ = delay; }  // from a thread of its own
+  // Behaviour of the following calls. AnswerFromOtherThread: each answer from a thread of its own
+  // (as a remote or GPU source would), at once. HoldAnswers: each answer waits on a thread of its
+  // own until Release() (which also answers later calls at once, from their threads).
+  void AnswerFromOtherThread() { mode_ = Mode::kOtherThread; }
+  void HoldAnswers() { mode_ = Mode::kHeld; }
+  void Release();
+  // Block until this many calls are being held / have answered in all (30 s at most; false then).
+  bool WaitForHeld(int n);
+  bool WaitForAnswers(int n);
   void FailWith(absl::Status s) { fail_ = std::move(s); }
   void UngroupEdges() { ungroup_ = true; }  // answer a sample's edges in reverse order
 
@@ -59,7 +68,11 @@ class FakeGraphSource final : public core::GraphSource {
   std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> in_;  // dst -> (src, eid)
   std::vector<std::pair<int64_t, int64_t>> edges_;                  // eid - edge_lo -> (src, dst)
   std::map<std::string, float (*)(int64_t)> node_fields_;
-  std::chrono::milliseconds delay_{0};
+  enum class Mode { kNow, kOtherThread, kHeld };
+  Mode mode_ = Mode::kNow;
+  bool released_ = false;  // (mu_)
+  int held_ = 0, answers_ = 0;  // (mu_)
+  std::condition_variable changed_;
   absl::Status fail_;
   bool ungroup_ = false;
   std::atomic<int> sample_calls_{0}, gather_calls_{0};

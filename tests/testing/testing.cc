@@ -1,5 +1,7 @@
 #include "tests/testing/testing.h"
 
+#include <thread>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -415,6 +417,15 @@ int64_t EdgeCut(const std::string& config_path) {
     for (int64_t q = 0; q < idx.rows(); ++q) cut += book->PartOf(idx.data_as<int64_t>()[q]) != k;
   }
   return cut;
+}
+
+bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
 }
 
 }  // namespace fanout::testing

@@ -2,7 +2,9 @@
 // checker that proves a partition output's invariants against its source dataset.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -82,5 +84,10 @@ std::string WriteTokenFile(const TempDir& dir, const std::string& name, const st
 
 // Edges whose endpoints are in different partitions, over the stored edges.
 int64_t EdgeCut(const std::string& config_path);
+
+// Waits until `condition` holds, checking it every millisecond, for at most `limit`; returns
+// whether it held. For moments a test must act at (a server stopping, calls queued) that have no
+// event of their own to wait on: never a fixed sleep that hopes the moment has come.
+bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds limit = std::chrono::seconds(30));
 
 }  // namespace fanout::testing

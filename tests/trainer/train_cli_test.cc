@@ -583,46 +583,26 @@ TEST_F(TrainCliTest, BadFlagsAreClearErrorsNotBacktracesOrHangs) {
     int exit_code;
     std::string expected;
   };
+  // The option checks themselves are TrainOptionsTest's (ValidateTrainOptions, one per rule);
+  // here: the parser's refusals (exit 2, one line), train_main's own checks, one validator case
+  // to show its message reaches the user, and a model too big to build.
   const std::vector<Case> cases = {
-      {{"--lr", "-1"}, 1, "--lr must be a number > 0, got -1"},
-      {{"--lr", "0"}, 1, "--lr must be a number > 0"},
       {{"--lr", "nan"}, 2, "--lr: 'nan' is not a finite number"},
-      {{"--weight-decay", "-1"}, 1, "--weight-decay must be a number >= 0, got -1"},
       {{"--weight-decay", "inf"}, 2, "--weight-decay: 'inf' is not a finite number"},
       {{"--prefetch", "0"}, 1, "--prefetch must be >= 1"},
-      {{"--eval-batch-size", "0"}, 1, "--eval-batch-size must be >= 1, got 0"},
-      {{"--batch-size", "0"}, 1, "--batch-size must be >= 1, got 0"},
-      {{"--dropout", "1"}, 1, "--dropout must be in [0, 1)"},
-      {{"--dropout", "-0.1"}, 1, "--dropout must be in [0, 1)"},
-      {{"--hidden", "0"}, 1, "--hidden must be >= 1"},
       {{"--hidden", "99999999999"}, 1, "--hidden 99999999999 (model option hidden; 2 layers"},
-      {{"--heads", "0"}, 1, "--heads must be >= 1"},
-      {{"--heads", "8,1,1"}, 1, "--heads has 3 values for 2 layers (--fanouts)"},
-      {{"--heads", "4,0"}, 1, "--heads must be >= 1 in every layer, got 4,0"},
-      {{"--epochs", "0"}, 1, "--epochs must be >= 1"},
-      {{"--fanouts", "5,0"}, 1, "--fanouts: layer 1 has fanout 0"},
-      {{"--eval-fanouts", "5,-2"}, 1, "--eval-fanouts: layer 1 has fanout -2"},
-      {{"--eval-fanouts", "5"}, 1, "--eval-fanouts has 1 layers, --fanouts 2"},
-      {{"--eval-every", "-1"}, 1, "--eval-every must be >= 0"},
-      {{"--log-every", "-1"}, 1, "--log-every must be >= 0"},
-      {{"--num-samplers", "-1"}, 1, "--num-samplers must be >= 0"},
-      {{"--sampler-threads", "0"}, 1, "--sampler-threads must be >= 1"},
       {{"--threads", "0"}, 1, "--num-threads must be >= 1"},  // --threads: the older name
-      {{"--num-threads", "0"}, 1, "--num-threads must be >= 1"},
-      {{"--dist-backend", "nccl"}, 1, "--dist-backend nccl needs a GPU (--device cuda), not --device cpu"},
       {{"--dist-backend", "mpi"}, 2, "--dist-backend"},
       {{"--gpu-cache-bytes", "1X"}, 2, "--gpu-cache-bytes: '1X'"},
       {{"--gpu-cache-policy", "lru"}, 2, "--gpu-cache-policy"},
-      {{"--gpu-cache-presample-steps", "-1"}, 1, "--gpu-cache-presample-steps must be >= 0"},
-      {{"--gpu-cache-policy", "presample", "--task", "link"}, 1, "--task link takes --gpu-cache-policy degree"},
+      {{"--task", "graph"}, 2, "--task"},
+      {{"--task", "link", "--metric", "acc"}, 1, "--task link reports roc-auc and selects the model by it: leave --metric out"},
       {{"--epoch", "3"}, 2, "unknown flag --epoch (did you mean --epochs?); 'fanout-train --help' lists the flags"},
-      {{"--num-trainers", "0"}, 1, "--num-trainers must be >= 1"},
       {{"--num-servers", "0"}, 1, "--num-servers must be >= 1"},
       {{"--machine-id", "-2"}, 1, "--machine-id must be a partition number >= 0"},
       {{"--deadline", "0"}, 1, "--deadline must be > 0 seconds"},
       {{"--comm-timeout", "-5"}, 1, "--comm-timeout must be in (0, 1e9] seconds"},
       {{"--feature-cache-mb", "-1"}, 1, "--feature-cache-mb must be >= 0"},
-      {{"--edge-feature", "weight"}, 1, "--edge-feature: the built-in sage model does not read edge features"},
       {{"--feature-cache-mb", "9223372036854775807"}, 1, "--feature-cache-mb must be >= 0"},
   };
   for (const Case& c : cases) {
@@ -766,7 +746,8 @@ TEST(CoraAccuracyTest, ScriptedSageMatchesTheBuiltInSage) {
 
 // Link prediction on Cora (issue 14): an 85/5/10 edge split, features row-normalised, GraphSAGE
 // with dot-product scores; 2 partitions x 1 trainer against 1 partition, seeds 0 and 1. The
-// measured numbers are in docs/benchmarks.md.
+// measured numbers are in docs/benchmarks.md, over 20 epochs; the test trains 10 (means 0.9128
+// and 0.9160 then, against 0.9161 and 0.9202), which is what its two checks need at half the time.
 TEST(CoraLinkPredictionTest, TwoPartitionsMatchOnePartition) {
   const std::string root = testing::SharedDataDir();
   if (root.empty() || !fs::exists(root + "/cora/raw/edge.csv.gz")) GTEST_SKIP() << "../shared/data/cora not present";
@@ -786,7 +767,7 @@ TEST(CoraLinkPredictionTest, TwoPartitionsMatchOnePartition) {
     for (int seed : {0, 1}) {
       auto ranks = StartRanks(parts, {"--part-config", out + "/cora.json", "--servers", cluster.ServerList(), "--task",
                                       "link", "--fanouts", "10,10", "--hidden", "128", "--lr", "0.005", "--batch-size",
-                                      "256", "--epochs", "20", "--eval-every", "5", "--threads", "1", "--seed",
+                                      "256", "--epochs", "10", "--eval-every", "5", "--threads", "1", "--seed",
                                       std::to_string(seed)});
       for (int r = parts - 1; r >= 0; --r) EXPECT_EQ(ranks[r]->Finish(std::chrono::seconds(300)), 0) << ranks[r]->output();
       const double auc = Figure(ranks[0]->output(), "test roc-auc");
