@@ -661,7 +661,8 @@ absl::Status Job::SaveEmbeddings() {
 
 absl::Status ValidateTrainOptions(const TrainOptions& o) {
   auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(StrCat(parts...)); };
-  ASSIGN_OR_RETURN(std::unique_ptr<Task> task, MakeTask(o.task));
+  absl::StatusOr<std::unique_ptr<Task>> task = MakeTask(o.task);
+  if (!task.ok()) return bad("--task: ", task.status().message());
   // Written as !(ok) so that NaN, which fails every comparison, is refused too.
   if (!(std::isfinite(o.lr) && o.lr > 0)) return bad("--lr must be a number > 0, got ", o.lr);
   if (!(std::isfinite(o.weight_decay) && o.weight_decay >= 0)) {
@@ -719,11 +720,11 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.resume && !o.load_model.empty()) {
     return bad("--resume and --load-model both say where to start: give one");
   }
-  if (std::optional<Metric> m = task->fixed_metric(); m && *m != o.metric) {
+  if (std::optional<Metric> m = (*task)->fixed_metric(); m && *m != o.metric) {
     return bad("--task ", o.task, " reports ", MetricName(*m), " and selects the model by it, not by --metric ",
                MetricName(o.metric));
   }
-  return task->Validate(o);
+  return (*task)->Validate(o);
 }
 
 absl::StatusOr<TrainResult> RunTraining(const TrainOptions& options) {
