@@ -5,6 +5,7 @@
 #include <fstream>
 #include <optional>
 #include <sstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -17,13 +18,58 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kNodeType = "_N";
-constexpr const char* kEdgeType = "_N:_E:_N";
-
-json Ranges(const std::vector<int64_t>& bounds) {
+// Ranges per partition as DGL writes them: [[begin, end], ...].
+json PairRanges(const std::vector<std::pair<int64_t, int64_t>>& ranges) {
   json r = json::array();
-  for (size_t k = 0; k + 1 < bounds.size(); ++k) r.push_back({bounds[k], bounds[k + 1]});
+  for (const auto& [b, e] : ranges) r.push_back({b, e});
   return r;
+}
+
+// A types object ({"name": id, ...}, ids 0..n-1) and its map ({"name": [[b, e], ...]}): the names in
+// id order and their ranges. `key` is "ntypes"/"etypes", `map_key` "node_map"/"edge_map".
+absl::Status ParseTypes(const json& j, const char* key, const char* map_key, int k, std::vector<std::string>* names,
+                        std::vector<std::vector<std::pair<int64_t, int64_t>>>* ranges) {
+  auto bad = [&](auto&&... parts) { return absl::InvalidArgumentError(StrCat(parts...)); };
+  const json& map = j.at(map_key);
+  if (!map.is_object()) return bad(map_key, " must be an object {type: ranges}");
+  // Without a types object (configs written before types), the map's one type is type 0.
+  json one = json::object();
+  if (!j.contains(key) && map.size() == 1) one[map.begin().key()] = 0;
+  const json& types = j.contains(key) ? j.at(key) : one;
+  if (!types.is_object() || types.empty()) return bad(key, " must be a non-empty object {name: id}");
+  names->assign(types.size(), "");
+  for (const auto& [name, id] : types.items()) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= static_cast<int64_t>(types.size()) ||
+        !(*names)[id.get<size_t>()].empty()) {
+      return bad(key, "['", name, "'] = ", id.dump(), ": type ids must be 0..", types.size() - 1, ", each once");
+    }
+    (*names)[id.get<size_t>()] = name;
+  }
+  ranges->clear();
+  for (const std::string& name : *names) {
+    if (!map.contains(name)) return bad(map_key, " has no ranges for type '", name, "' (", key, " lists it)");
+    const json& r = map.at(name);
+    const std::string where = StrCat(map_key, "['", name, "']");
+    if (!r.is_array() || static_cast<int>(r.size()) != k) return bad(where, " must list ", k, " [start, end) ranges");
+    std::vector<std::pair<int64_t, int64_t>> per_part;
+    for (int p = 0; p < k; ++p) {
+      if (!r[p].is_array() || r[p].size() != 2 || !r[p][0].is_number_integer() || !r[p][1].is_number_integer()) {
+        return bad(where, "[", p, "] is not an [start, end] pair");
+      }
+      per_part.emplace_back(r[p][0].get<int64_t>(), r[p][1].get<int64_t>());
+    }
+    ranges->push_back(std::move(per_part));
+  }
+  if (map.size() != names->size()) return bad(map_key, " has ", map.size(), " types, ", key, " ", names->size());
+  return absl::OkStatus();
+}
+
+// Each partition's [first, last) ID over its types' ranges (checked to tile it by TypeMap::Make).
+std::vector<int64_t> BoundsOf(const std::vector<std::vector<std::pair<int64_t, int64_t>>>& ranges, int k) {
+  std::vector<int64_t> bounds(k + 1, 0);
+  for (int p = 0; p < k; ++p) bounds[p] = ranges.front()[p].first;
+  bounds[k] = ranges.back()[k - 1].second;
+  return bounds;
 }
 
 json Fields(const std::vector<FieldSchema>& fields) {
@@ -44,25 +90,6 @@ T IntAt(const json& j, const char* key, std::optional<T> fallback = std::nullopt
     throw json::type_error::create(302, StrCat("'", key, "' must be an integer"), &v);
   }
   return v.get<T>();
-}
-
-absl::StatusOr<std::vector<int64_t>> ParseRanges(const json& j, const std::string& key, int k) {
-  if (!j.is_array() || static_cast<int>(j.size()) != k) {
-    return absl::InvalidArgumentError(StrCat(key, " must list ", k, " [start, end) ranges"));
-  }
-  std::vector<int64_t> bounds{0};
-  for (int p = 0; p < k; ++p) {
-    const json& r = j[p];
-    if (!r.is_array() || r.size() != 2 || !r[0].is_number_integer() || !r[1].is_number_integer()) {
-      return absl::InvalidArgumentError(StrCat(key, "[", p, "] is not an [start, end] pair"));
-    }
-    if (r[0].get<int64_t>() != bounds.back() || r[1].get<int64_t>() < r[0].get<int64_t>()) {
-      return absl::InvalidArgumentError(StrCat(key, "[", p, "] = ", r.dump(),
-                                                     " does not continue from ", bounds.back()));
-    }
-    bounds.push_back(r[1].get<int64_t>());
-  }
-  return bounds;
 }
 
 absl::StatusOr<std::vector<FieldSchema>> ParseFields(const json& j, const std::string& key) {
@@ -107,6 +134,18 @@ absl::StatusOr<RangePartitionBook> PartitionConfig::EdgeBook() const {
   return RangePartitionBook::FromBounds(edge_bounds);
 }
 
+absl::StatusOr<TypeMap> PartitionConfig::NodeTypes() const {
+  if (node_types.empty()) return TypeMap::Single(TypeMap::Kind::kNode, node_bounds);
+  return TypeMap::Make(TypeMap::Kind::kNode, node_types, node_type_ranges, node_bounds);
+}
+
+absl::StatusOr<TypeMap> PartitionConfig::EdgeTypes() const {
+  if (edge_types.empty()) return TypeMap::Single(TypeMap::Kind::kEdge, edge_bounds);
+  std::vector<std::string> names;
+  for (const CanonicalEdgeType& t : edge_types) names.push_back(t.ToString());
+  return TypeMap::Make(TypeMap::Kind::kEdge, std::move(names), edge_type_ranges, edge_bounds);
+}
+
 absl::Status UnknownFieldError(const std::string& kind, const std::string& name, std::vector<std::string> names) {
   std::sort(names.begin(), names.end());
   return absl::NotFoundError(StrCat("no ", kind, " field '", name, "' (this graph has: ",
@@ -143,10 +182,19 @@ absl::StatusOr<std::string> PartitionConfigToJson(const PartitionConfig& c,
   j["num_parts"] = c.num_parts;
   j["halo_hops"] = c.halo_hops;
   j["part_method"] = c.part_method;
-  j["node_map"] = {{kNodeType, Ranges(c.node_bounds)}};
-  j["edge_map"] = {{kEdgeType, Ranges(c.edge_bounds)}};
-  j["ntypes"] = {{kNodeType, 0}};
-  j["etypes"] = {{kEdgeType, 0}};
+  ASSIGN_OR_RETURN(TypeMap node_types, c.NodeTypes());
+  ASSIGN_OR_RETURN(TypeMap edge_types, c.EdgeTypes());
+  for (const auto& [types, key, map_key] : {std::tuple{&node_types, "ntypes", "node_map"},
+                                            std::tuple{&edge_types, "etypes", "edge_map"}}) {
+    j[key] = json::object();
+    j[map_key] = json::object();
+    for (int t = 0; t < types->num_types(); ++t) {
+      std::vector<std::pair<int64_t, int64_t>> r;
+      for (int p = 0; p < c.num_parts; ++p) r.push_back(types->Range(t, p));
+      j[key][types->name(t)] = t;
+      j[map_key][types->name(t)] = PairRanges(r);
+    }
+  }
   j["node_fields"] = Fields(c.node_fields);
   j["edge_fields"] = Fields(c.edge_fields);
   j["num_classes"] = c.num_classes;
@@ -208,14 +256,33 @@ absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path) {
     c.part_method = j.value("part_method", std::string());
     c.num_classes = IntAt<int64_t>(j, "num_classes", 0);
     if (c.num_parts < 1) return err("num_parts must be >= 1");
-    auto nb = ParseRanges(j.at("node_map").at(kNodeType), "node_map", c.num_parts);
-    if (!nb.ok()) return err(nb.status().message());
-    auto eb = ParseRanges(j.at("edge_map").at(kEdgeType), "edge_map", c.num_parts);
-    if (!eb.ok()) return err(eb.status().message());
-    c.node_bounds = std::move(*nb);
-    c.edge_bounds = std::move(*eb);
+    std::vector<std::string> edge_names;
+    if (absl::Status s = ParseTypes(j, "ntypes", "node_map", c.num_parts, &c.node_types, &c.node_type_ranges);
+        !s.ok()) {
+      return err(s.message());
+    }
+    if (absl::Status s = ParseTypes(j, "etypes", "edge_map", c.num_parts, &edge_names, &c.edge_type_ranges);
+        !s.ok()) {
+      return err(s.message());
+    }
+    c.node_bounds = BoundsOf(c.node_type_ranges, c.num_parts);
+    c.edge_bounds = BoundsOf(c.edge_type_ranges, c.num_parts);
+    if (c.node_bounds[0] != 0) return err("node_map does not start at 0");
+    if (c.edge_bounds[0] != 0) return err("edge_map does not start at 0");
+    if (auto m = c.NodeTypes(); !m.ok()) return err(StrCat("node_map: ", m.status().message()));
+    if (auto m = c.EdgeTypes(); !m.ok()) return err(StrCat("edge_map: ", m.status().message()));
     if (c.node_bounds.back() != c.num_nodes) return err("node_map does not end at num_nodes");
     if (c.edge_bounds.back() != c.num_edges) return err("edge_map does not end at num_edges");
+    for (const std::string& name : edge_names) {
+      auto t = CanonicalEdgeType::Parse(name);
+      if (!t.ok()) return err(StrCat("etypes: ", t.status().message()));
+      for (const std::string* end : {&t->src, &t->dst}) {
+        if (std::find(c.node_types.begin(), c.node_types.end(), *end) == c.node_types.end()) {
+          return err(StrCat("etypes: edge type '", name, "' names node type '", *end, "', which ntypes does not list"));
+        }
+      }
+      c.edge_types.push_back(*std::move(t));
+    }
     auto nf = ParseFields(j.value("node_fields", json()), "node_fields");
     if (!nf.ok()) return err(nf.status().message());
     auto ef = ParseFields(j.value("edge_fields", json()), "edge_fields");

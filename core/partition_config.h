@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "core/dtype.h"
 #include "core/partition_book.h"
+#include "core/type_map.h"
 
 namespace fanout::core {
 
@@ -59,6 +60,14 @@ struct PartitionConfig {
   std::vector<FieldSchema> node_fields;
   std::vector<FieldSchema> edge_fields;
   int64_t num_classes = 0;  // 0 when the dataset has no labels
+  // Node and edge types (core/type_map.h): their names in schema order and each type's
+  // [begin, end) IDs per partition (DistDGL's ntypes/etypes and node_map/edge_map). Empty: the
+  // one-type graph, node type "_N" and edge type "_N:_E:_N" over every ID (what fanout-partition
+  // writes today; Load fills them in either case).
+  std::vector<std::string> node_types;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> node_type_ranges;  // [type][part]
+  std::vector<CanonicalEdgeType> edge_types;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> edge_type_ranges;  // [type][part]
   // Folder holding the config file; partition paths are relative to it. Set by Load.
   std::string base_dir;
 
@@ -67,6 +76,10 @@ struct PartitionConfig {
   std::string PartDirName(int part) const { return "part" + std::to_string(part); }
   absl::StatusOr<RangePartitionBook> NodeBook() const;
   absl::StatusOr<RangePartitionBook> EdgeBook() const;
+  // The node (edge) types as a TypeMap over node_bounds (edge_bounds): one "_N" ("_N:_E:_N")
+  // type when none are listed.
+  absl::StatusOr<TypeMap> NodeTypes() const;
+  absl::StatusOr<TypeMap> EdgeTypes() const;
   // The schema of a node (edge) field; NOT_FOUND names the field and lists the valid ones.
   absl::StatusOr<FieldSchema> NodeField(const std::string& name) const;
   absl::StatusOr<FieldSchema> EdgeField(const std::string& name) const;

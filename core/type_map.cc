@@ -1,0 +1,105 @@
+#include "core/type_map.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/strings.h"
+
+namespace fanout::core {
+
+absl::StatusOr<CanonicalEdgeType> CanonicalEdgeType::Parse(std::string_view text) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t colon = text.find(':', start);
+    parts.emplace_back(text.substr(start, colon == std::string_view::npos ? std::string_view::npos : colon - start));
+    if (colon == std::string_view::npos) break;
+    start = colon + 1;
+  }
+  if (parts.size() != 3 || parts[0].empty() || parts[1].empty() || parts[2].empty()) {
+    return absl::InvalidArgumentError(
+        StrCat("edge type '", text, "' is not SRC:RELATION:DST (three non-empty names, e.g. paper:cites:paper)"));
+  }
+  return CanonicalEdgeType{parts[0], parts[1], parts[2]};
+}
+
+absl::StatusOr<TypeMap> TypeMap::Make(Kind kind, std::vector<std::string> names,
+                                      std::vector<std::vector<std::pair<int64_t, int64_t>>> ranges,
+                                      const std::vector<int64_t>& bounds) {
+  const char* what = kind == Kind::kNode ? "node" : "edge";
+  auto bad = [&](auto&&... parts) { return absl::InvalidArgumentError(StrCat(what, " types: ", parts...)); };
+  if (bounds.size() < 2) return bad("no partitions");
+  const int k = static_cast<int>(bounds.size()) - 1;
+  if (names.empty()) return bad("none given");
+  if (ranges.size() != names.size()) return bad(names.size(), " names but ", ranges.size(), " range lists");
+  std::set<std::string> seen;
+  for (const std::string& n : names) {
+    if (kind == Kind::kEdge) {
+      if (auto t = CanonicalEdgeType::Parse(n); !t.ok()) return bad(t.status().message());
+    } else if (n.empty() || n.find(':') != std::string::npos) {
+      return bad("'", n, "' is not a type name (non-empty, no ':')");
+    }
+    if (!seen.insert(n).second) return bad("'", n, "' is listed twice");
+  }
+  TypeMap m;
+  m.num_parts_ = k;
+  m.typewise_start_.assign(names.size(), std::vector<int64_t>(k + 1, 0));
+  for (size_t t = 0; t < names.size(); ++t) {
+    if (static_cast<int>(ranges[t].size()) != k) {
+      return bad("'", names[t], "' has ", ranges[t].size(), " ranges for ", k, " partitions");
+    }
+  }
+  for (int p = 0; p < k; ++p) {
+    int64_t next = bounds[p];
+    for (size_t t = 0; t < names.size(); ++t) {
+      const auto [b, e] = ranges[t][p];
+      if (b != next || e < b) {
+        return bad("'", names[t], "' in partition ", p, " is [", b, ", ", e, "); it must start at ", next,
+                   " (the types of a partition follow each other in order)");
+      }
+      m.typewise_start_[t][p + 1] = m.typewise_start_[t][p] + (e - b);
+      if (e > b) {
+        m.starts_.push_back(b);
+        m.segment_type_.push_back(static_cast<int>(t));
+        m.segment_typewise_.push_back(m.typewise_start_[t][p]);
+      }
+      next = e;
+    }
+    if (next != bounds[p + 1]) {
+      return bad("partition ", p, "'s types end at ", next, ", not at the partition's end ", bounds[p + 1]);
+    }
+  }
+  m.names_ = std::move(names);
+  m.ranges_ = std::move(ranges);
+  return m;
+}
+
+TypeMap TypeMap::Single(Kind kind, const std::vector<int64_t>& bounds) {
+  std::vector<std::pair<int64_t, int64_t>> r;
+  for (size_t p = 0; p + 1 < bounds.size(); ++p) r.emplace_back(bounds[p], bounds[p + 1]);
+  std::string name = kind == Kind::kNode ? std::string(kDefaultNodeType)
+                                         : CanonicalEdgeType{kDefaultNodeType, kDefaultRelation, kDefaultNodeType}.ToString();
+  return *Make(kind, {std::move(name)}, {std::move(r)}, bounds);
+}
+
+absl::StatusOr<int> TypeMap::TypeId(std::string_view name) const {
+  for (int t = 0; t < num_types(); ++t) {
+    if (names_[t] == name) return t;
+  }
+  return absl::NotFoundError(StrCat("no type '", name, "' (this graph has: ", StrJoin(names_, ", "), ")"));
+}
+
+std::pair<int64_t, int64_t> TypeMap::Range(int type, int part) const { return ranges_[type][part]; }
+
+std::pair<int, int64_t> TypeMap::ToTypeWise(int64_t id) const {
+  const size_t i = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), id) - starts_.begin()) - 1;
+  return {segment_type_[i], segment_typewise_[i] + (id - starts_[i])};
+}
+
+int64_t TypeMap::ToHomogeneous(int type, int64_t typewise) const {
+  const std::vector<int64_t>& s = typewise_start_[type];
+  const int p = static_cast<int>(std::upper_bound(s.begin(), s.end(), typewise) - s.begin()) - 1;
+  return ranges_[type][p].first + (typewise - s[p]);
+}
+
+}  // namespace fanout::core
