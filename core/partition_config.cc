@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -75,7 +76,9 @@ std::vector<int64_t> BoundsOf(const std::vector<std::vector<std::pair<int64_t, i
 json Fields(const std::vector<FieldSchema>& fields) {
   json a = json::array();
   for (const auto& f : fields) {
-    a.push_back({{"name", f.name}, {"dtype", std::string(DTypeName(f.dtype))}, {"shape", f.row_shape}});
+    json one = {{"name", f.name}, {"dtype", std::string(DTypeName(f.dtype))}, {"shape", f.row_shape}};
+    if (!f.node_type.empty()) one["ntype"] = f.node_type;
+    a.push_back(std::move(one));
   }
   return a;
 }
@@ -102,6 +105,10 @@ absl::StatusOr<std::vector<FieldSchema>> ParseFields(const json& j, const std::s
       return absl::InvalidArgumentError(StrCat(key, ": a field has no name"));
     }
     s.name = f["name"].get<std::string>();
+    if (f.contains("ntype")) {
+      if (!f["ntype"].is_string()) return absl::InvalidArgumentError(StrCat(key, " '", s.name, "' ntype must be a string"));
+      s.node_type = f["ntype"].get<std::string>();
+    }
     ASSIGN_OR_RETURN(s.dtype, DTypeFromName(f.value("dtype", std::string())));
     if (f.contains("shape")) {
       if (!f["shape"].is_array()) return absl::InvalidArgumentError(StrCat(key, " '", s.name, "' shape must be a list"));
@@ -213,7 +220,7 @@ absl::StatusOr<std::string> PartitionConfigToJson(const PartitionConfig& c,
     }
     part["graph"] = graph;
     json nd = json::object(), ed = json::object();
-    for (const auto& f : c.node_fields) nd[f.name] = dir + "/" + PartFiles::NodeData(f.name);
+    for (const auto& f : c.node_fields) nd[f.key()] = dir + "/" + PartFiles::NodeData(f.key());
     for (const auto& f : c.edge_fields) ed[f.name] = dir + "/" + PartFiles::EdgeData(f.name);
     part["node_data"] = nd;
     part["edge_data"] = ed;
@@ -289,6 +296,17 @@ absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path) {
     if (!ef.ok()) return err(ef.status().message());
     c.node_fields = std::move(*nf);
     c.edge_fields = std::move(*ef);
+    std::set<std::string> keys;
+    for (const FieldSchema& f : c.node_fields) {
+      if (!f.node_type.empty() && std::find(c.node_types.begin(), c.node_types.end(), f.node_type) == c.node_types.end()) {
+        return err(StrCat("node_fields: field '", f.name, "' is of node type '", f.node_type,
+                          "', which ntypes does not list"));
+      }
+      if (!keys.insert(f.key()).second) return err(StrCat("node_fields: '", f.key(), "' is listed twice"));
+    }
+    for (const FieldSchema& f : c.edge_fields) {
+      if (!f.node_type.empty()) return err(StrCat("edge_fields: field '", f.name, "' has an ntype"));
+    }
   } catch (const json::exception& e) {
     return err(StrCat("missing or mistyped key: ", e.what()));
   }

@@ -23,6 +23,12 @@ struct FieldSchema {
   std::string name;
   DType dtype = DType::kFloat32;
   std::vector<int64_t> row_shape;
+  // Typed graphs: the node type whose nodes the rows are (in each partition, one row per node of
+  // that type, in ID order); "" = every node of the partition.
+  std::string node_type;
+
+  // What names the field in files and maps: "TYPE/NAME" for a typed field, else NAME.
+  std::string key() const { return node_type.empty() ? name : node_type + "/" + name; }
 
   // Elements in one row (the product of row_shape; 1 for a scalar per row) and its size in bytes.
   int64_t row_elems() const {
@@ -43,6 +49,7 @@ struct PartFiles {
   static constexpr const char* kOutIndptr = "graph/out_indptr.npy";  // int64 [n_k + 1]
   static constexpr const char* kOutIndices = "graph/out_indices.npy";  // int64, global dst IDs
   static constexpr const char* kOutEids = "graph/out_eids.npy";     // int64, global edge IDs
+  // `field` is a FieldSchema::key(): a typed field lives in node_data/TYPE/NAME.npy.
   static std::string NodeData(const std::string& field) { return "node_data/" + field + ".npy"; }
   static std::string EdgeData(const std::string& field) { return "edge_data/" + field + ".npy"; }
 };

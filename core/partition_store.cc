@@ -57,6 +57,14 @@ absl::StatusOr<std::unique_ptr<PartitionStore>> PartitionStore::Open(const Parti
     return absl::InvalidArgumentError(StrCat("partition ", part_id, " does not exist: the graph has ",
                                              config.num_parts, " (0..", config.num_parts - 1, ")"));
   }
+  // Typed partitions (issue 29) are written by fanout-partition and read by its tests, but serving
+  // and sampling still treat the graph as one relation: refuse them rather than sample wrongly.
+  if (config.node_types.size() > 1 || config.edge_types.size() > 1) {
+    return absl::UnimplementedError(StrCat(
+        config.graph_name, " is a typed graph (", config.node_types.size(), " node types, ", config.edge_types.size(),
+        " edge types); serving and sampling typed graphs is not built yet (issue 29: typed requests, per-relation "
+        "fanouts and blocks come next)"));
+  }
   ASSIGN_OR_RETURN(RangePartitionBook nodes, config.NodeBook());
   ASSIGN_OR_RETURN(RangePartitionBook edges, config.EdgeBook());
   std::unique_ptr<PartitionStore> s(new PartitionStore(config, part_id, std::move(nodes), std::move(edges)));

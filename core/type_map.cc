@@ -1,11 +1,20 @@
 #include "core/type_map.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "core/strings.h"
 
 namespace fanout::core {
+
+bool IsTypeName(std::string_view name) {
+  if (name.empty() || name[0] == '.') return false;
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') return false;
+  }
+  return true;
+}
 
 absl::StatusOr<CanonicalEdgeType> CanonicalEdgeType::Parse(std::string_view text) {
   std::vector<std::string> parts;
@@ -16,9 +25,10 @@ absl::StatusOr<CanonicalEdgeType> CanonicalEdgeType::Parse(std::string_view text
     if (colon == std::string_view::npos) break;
     start = colon + 1;
   }
-  if (parts.size() != 3 || parts[0].empty() || parts[1].empty() || parts[2].empty()) {
-    return absl::InvalidArgumentError(
-        StrCat("edge type '", text, "' is not SRC:RELATION:DST (three non-empty names, e.g. paper:cites:paper)"));
+  if (parts.size() != 3 || !IsTypeName(parts[0]) || !IsTypeName(parts[1]) || !IsTypeName(parts[2])) {
+    return absl::InvalidArgumentError(StrCat("edge type '", text,
+                                             "' is not SRC:RELATION:DST (three names of letters, digits, '_', '-' "
+                                             "or '.', e.g. paper:cites:paper)"));
   }
   return CanonicalEdgeType{parts[0], parts[1], parts[2]};
 }
@@ -36,8 +46,8 @@ absl::StatusOr<TypeMap> TypeMap::Make(Kind kind, std::vector<std::string> names,
   for (const std::string& n : names) {
     if (kind == Kind::kEdge) {
       if (auto t = CanonicalEdgeType::Parse(n); !t.ok()) return bad(t.status().message());
-    } else if (n.empty() || n.find(':') != std::string::npos) {
-      return bad("'", n, "' is not a type name (non-empty, no ':')");
+    } else if (!IsTypeName(n)) {
+      return bad("'", n, "' is not a type name (letters, digits, '_', '-' or '.', not starting with '.')");
     }
     if (!seen.insert(n).second) return bad("'", n, "' is listed twice");
   }

@@ -20,6 +20,10 @@ namespace fanout::core {
 inline constexpr const char* kDefaultNodeType = "_N";
 inline constexpr const char* kDefaultRelation = "_E";
 
+// A node type or relation name: letters, digits, '_', '-' and '.', not starting with '.' (it
+// names folders of the partition).
+bool IsTypeName(std::string_view name);
+
 // DGL's canonical edge type (source type, relation, destination type), written "src:rel:dst".
 struct CanonicalEdgeType {
   std::string src, rel, dst;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "core/strings.h"
 
 namespace fanout::partition {
@@ -13,10 +14,66 @@ using core::StrCat;
 
 const Field* Dataset::FindNodeField(const std::string& n) const {
   for (const auto& f : node_fields) {
-    if (f.name == n) return &f;
+    if (f.name == n && f.node_type.empty()) return &f;
   }
   return nullptr;
 }
+
+namespace {
+int IndexIn(const std::vector<int64_t>& offsets, int64_t x) {
+  if (offsets.size() < 2) return 0;
+  return static_cast<int>(std::upper_bound(offsets.begin(), offsets.end(), x) - offsets.begin()) - 1;
+}
+}  // namespace
+
+int Dataset::NodeTypeOf(int64_t v) const { return IndexIn(node_type_offsets, v); }
+int Dataset::EdgeTypeOf(int64_t row) const { return IndexIn(edge_type_offsets, row); }
+
+int Dataset::NodeTypeIndex(const std::string& name) const {
+  for (size_t t = 0; t < node_types.size(); ++t) {
+    if (node_types[t] == name) return static_cast<int>(t);
+  }
+  return -1;
+}
+
+int64_t Dataset::FieldRows(const Field& f) const {
+  if (f.node_type.empty()) return num_nodes;
+  const int t = NodeTypeIndex(f.node_type);
+  return t < 0 ? -1 : node_type_offsets[t + 1] - node_type_offsets[t];
+}
+
+namespace {
+
+// The typed graph's own invariants: types that tile the IDs, edges between the right types.
+absl::Status ValidateTypes(const Dataset& d) {
+  const size_t T = d.node_types.size(), R = d.edge_types.size();
+  if (d.node_type_offsets.size() != T + 1 || d.node_type_offsets.front() != 0 ||
+      d.node_type_offsets.back() != d.num_nodes || !std::is_sorted(d.node_type_offsets.begin(), d.node_type_offsets.end())) {
+    return absl::InvalidArgumentError(StrCat(d.num_nodes_source, ": node type counts do not add up to ", d.num_nodes));
+  }
+  if (R == 0 || d.edge_type_offsets.size() != R + 1 || d.edge_type_offsets.front() != 0 ||
+      d.edge_type_offsets.back() != d.num_edges() ||
+      !std::is_sorted(d.edge_type_offsets.begin(), d.edge_type_offsets.end())) {
+    return absl::InvalidArgumentError(StrCat(d.edges_source, ": relation edge counts do not add up to ", d.num_edges()));
+  }
+  const int64_t* e = d.edges.data_as<int64_t>();
+  for (size_t r = 0; r < R; ++r) {
+    const int s = d.NodeTypeIndex(d.edge_types[r].src), t = d.NodeTypeIndex(d.edge_types[r].dst);
+    if (s < 0 || t < 0) {
+      return absl::InvalidArgumentError(StrCat("relation ", d.edge_types[r].ToString(), " names a node type the graph does not have (",
+                                               core::StrJoin(d.node_types, ", "), ")"));
+    }
+    for (int64_t i = d.edge_type_offsets[r]; i < d.edge_type_offsets[r + 1]; ++i) {
+      if (d.NodeTypeOf(e[2 * i]) != s || d.NodeTypeOf(e[2 * i + 1]) != t) {
+        return absl::InvalidArgumentError(StrCat(d.edges_source, ": edge ", i, " of relation ", d.edge_types[r].ToString(),
+                                                 " joins nodes of other types"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status ValidateDataset(const Dataset& d) {
   if (d.num_nodes <= 0) return absl::InvalidArgumentError("the graph has no nodes");
@@ -32,13 +89,22 @@ absl::Status ValidateDataset(const Dataset& d) {
           " is outside [0, ", d.num_nodes, ") (num_nodes, from ", d.num_nodes_source, ")"));
     }
   }
+  if (d.typed()) RETURN_IF_ERROR(ValidateTypes(d));
   for (const auto& f : d.node_fields) {
-    if (f.data.shape().empty() || f.data.rows() != d.num_nodes) {
+    const int64_t want = d.FieldRows(f);
+    if (want < 0) {
+      return absl::InvalidArgumentError(StrCat(f.data.path(), ": node field '", f.name, "' is of node type '", f.node_type,
+                                               "', which the graph does not have"));
+    }
+    if (f.data.shape().empty() || f.data.rows() != want) {
       return absl::InvalidArgumentError(StrCat(f.data.path().empty() ? f.name : f.data.path(), ": node field '", f.name, "' has ",
-                                               f.data.shape().empty() ? 0 : f.data.rows(),
-                                               " rows but the graph has ", d.num_nodes, " nodes (from ",
+                                               f.data.shape().empty() ? 0 : f.data.rows(), " rows but the graph has ",
+                                               want, f.node_type.empty() ? "" : StrCat(" ", f.node_type), " nodes (from ",
                                                d.num_nodes_source, ")"));
     }
+  }
+  if (d.typed() && !d.edge_fields.empty()) {
+    return absl::InvalidArgumentError(StrCat(d.edge_fields[0].data.path(), ": edge fields of typed graphs are not supported yet"));
   }
   for (const auto& f : d.edge_fields) {
     if (f.data.shape().empty() || f.data.rows() != d.num_edges()) {
@@ -59,16 +125,8 @@ void ToDouble(const void* data, int64_t n, std::vector<double>* out) {
   for (int64_t i = 0; i < n; ++i) (*out)[i] = static_cast<double>(p[i]);
 }
 
-}  // namespace
-
-absl::Status NormalizeNodeFeatures(Dataset* d, const std::string& field) {
-  Field* f = nullptr;
-  for (Field& x : d->node_fields) {
-    if (x.name == field) f = &x;
-  }
-  if (f == nullptr) {
-    return absl::InvalidArgumentError("--normalize-features: the dataset has no node field '" + field + "'");
-  }
+// Normalises one field in place (see NormalizeNodeFeatures).
+absl::Status NormalizeField(Field* f, const std::string& field) {
   const core::NpyArray& a = f->data;
   const int64_t n = a.num_elements(), rows = a.rows(), cols = a.row_elems();
   std::vector<double> v;
@@ -101,6 +159,20 @@ absl::Status NormalizeNodeFeatures(Dataset* d, const std::string& field) {
     for (int64_t c = 0; c < cols; ++c) o[r * cols + c] = static_cast<float>((v[r * cols + c] - lo) * scale);
   }
   f->data = std::move(out);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status NormalizeNodeFeatures(Dataset* d, const std::string& field) {
+  // On a typed graph, every type's field of that name (each normalised on its own).
+  bool found = false;
+  for (Field& x : d->node_fields) {
+    if (x.name != field) continue;
+    found = true;
+    RETURN_IF_ERROR(NormalizeField(&x, field));
+  }
+  if (!found) return absl::InvalidArgumentError("--normalize-features: the dataset has no node field '" + field + "'");
   return absl::OkStatus();
 }
 

@@ -8,13 +8,16 @@
 
 #include "absl/status/status.h"
 #include "core/npy.h"
+#include "core/type_map.h"
 
 namespace fanout::partition {
 
-// A named per-node or per-edge field; row i belongs to node (edge) i in input order.
+// A named per-node or per-edge field; row i belongs to node (edge) i in input order. A typed
+// node field (node_type set) has a row per node of its type: row i is that type's node i.
 struct Field {
   std::string name;
   core::NpyArray data;
+  std::string node_type;
 };
 
 struct Dataset {
@@ -33,7 +36,23 @@ struct Dataset {
   std::vector<int64_t> train_idx, valid_idx, test_idx;
   int64_t num_classes = 0;  // max label + 1, 0 without labels
 
+  // Typed graphs (issue 29; empty for the one-type graph). Input node IDs are type-major: type
+  // t's node i is input node node_type_offsets[t] + i. Input edge rows are relation-major likewise
+  // (edge_type_offsets, R + 1 entries). Split indices are input node IDs.
+  std::vector<std::string> node_types;
+  std::vector<int64_t> node_type_offsets;
+  std::vector<core::CanonicalEdgeType> edge_types;
+  std::vector<int64_t> edge_type_offsets;
+
   int64_t num_edges() const { return edges.rows(); }
+  bool typed() const { return !node_types.empty(); }
+  // Type of input node `v` / input edge row `row` (0 on the one-type graph).
+  int NodeTypeOf(int64_t v) const;
+  int EdgeTypeOf(int64_t row) const;
+  // Index of node type `name`, or -1.
+  int NodeTypeIndex(const std::string& name) const;
+  // Rows a node field must have: its type's node count, or every node.
+  int64_t FieldRows(const Field& f) const;
   const Field* FindNodeField(const std::string& name) const;
 };
 
@@ -57,7 +76,8 @@ class EdgeView {
 };
 
 // Checks the cross-file invariants every reader must guarantee: edges in [0, N), node fields
-// with N rows, edge fields with E rows. (Split indices are checked where they are read.) Errors
+// with N rows (a typed field: its type's count), edge fields with E rows; on a typed graph, the
+// type offsets tile [0, N) and [0, E), and every edge's ends are of its relation's types. (Split indices are checked where they are read.) Errors
 // name the file and row, and where N came from.
 absl::Status ValidateDataset(const Dataset& d);
 

@@ -105,7 +105,19 @@ absl::StatusOr<MetisGraph> BuildMetisGraph(const Dataset& d, const PartitionOpti
   offset = {};
   kept = {};
 
-  g.constraints = {"nodes"};
+  // Node counts balanced per node type on a typed graph (DistDGL's balance_ntypes), else overall.
+  // (A type without nodes gets no column: METIS cannot balance a constraint that weighs nothing.)
+  std::vector<int> column_of_type(d.typed() ? d.node_types.size() : 1, 0);
+  g.constraints.clear();
+  if (d.typed()) {
+    for (size_t t = 0; t < d.node_types.size(); ++t) {
+      column_of_type[t] = static_cast<int>(g.constraints.size());
+      if (d.node_type_offsets[t + 1] > d.node_type_offsets[t]) g.constraints.push_back(d.node_types[t] + " nodes");
+    }
+  } else {
+    g.constraints.push_back("nodes");
+  }
+  const int T = static_cast<int>(g.constraints.size());
   std::vector<uint8_t> is_train;
   if (o.balance_train && d.has_split && !d.train_idx.empty()) {
     g.constraints.push_back("train nodes");
@@ -123,8 +135,8 @@ absl::StatusOr<MetisGraph> BuildMetisGraph(const Dataset& d, const PartitionOpti
   g.vwgt.resize(static_cast<size_t>(n) * g.ncon);
   for (int64_t v = 0; v < n; ++v) {
     int32_t* w = &g.vwgt[v * g.ncon];
-    int c = 0;
-    w[c++] = 1;
+    int c = T;
+    w[column_of_type[d.NodeTypeOf(v)]] = 1;
     if (!is_train.empty()) w[c++] = is_train[v];
     if (!in_deg.empty()) w[c++] = in_deg[v];
   }

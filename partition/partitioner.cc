@@ -7,6 +7,7 @@
 #include <fstream>
 #include <numeric>
 #include <random>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -112,7 +113,19 @@ struct Relabelled {
   const std::vector<int64_t>* new_id;    // input node ID -> new node ID
   const std::vector<int64_t>* out_degree;  // new node ID -> stored out-edges
   int halo_hops;
+  // Stored edge types (1 on the one-type graph). The CSC's rows are (partition, edge type, node):
+  // partition k's rows are [R * start(k), R * end(k)), type r's rows of it the r-th run of size(k)
+  // (VirtualRow), so that each partition's edges of a type hold one contiguous ID range.
+  int num_edge_types;
+  // Typed graphs: partition k's nodes of type t are [node_type_start[k][t], node_type_start[k][t + 1]).
+  const std::vector<std::vector<int64_t>>* node_type_start;
 };
+
+// The CSC row of destination `w` (new ID, in partition k) for stored edge type `r`.
+int64_t VirtualRow(const core::RangePartitionBook& book, int num_types, int64_t w, int r) {
+  const int k = book.PartOf(w);
+  return num_types * book.start(k) + r * book.size(k) + (w - book.start(k));
+}
 
 struct PartStats {
   int64_t cut = 0;   // in-edges whose source is remote
@@ -125,16 +138,35 @@ absl::Status WriteGraphFiles(const Relabelled& r, int k, PartStats* st) {
   using core::DType;
   using core::PartFiles;
   const core::Csr& csc = *r.csc;
+  const int R = r.num_edge_types;
   const int64_t nb = r.book->start(k), ne = r.book->end(k);
-  const int64_t eb = csc.indptr[nb], ee = csc.indptr[ne];
+  const int64_t eb = csc.indptr[R * nb], ee = csc.indptr[R * ne];
   const int64_t nk = ne - nb, mk = ee - eb;
+  const Dataset& d = *r.d;
   auto P = [&](const std::string& rel) { return r.cfg->PartPath(k, rel); };
-  std::vector<int64_t> indptr(nk + 1);
-  for (int64_t i = 0; i <= nk; ++i) indptr[i] = csc.indptr[nb + i] - eb;
+  // In-edge index: R * n_k + 1 offsets, edge type r's run of n_k rows after another (R = 1: today's).
+  std::vector<int64_t> indptr(R * nk + 1);
+  for (int64_t i = 0; i <= R * nk; ++i) indptr[i] = csc.indptr[R * nb + i] - eb;
   RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kIndptr), indptr));
   RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kIndices), DType::kInt64, {mk}, csc.indices.data() + eb));
-  RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOrigEids), DType::kInt64, {mk}, r.origin->data() + eb));
-  RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOrigNids), DType::kInt64, {nk}, r.orig_nid->data() + nb));
+  if (!d.typed()) {
+    RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOrigEids), DType::kInt64, {mk}, r.origin->data() + eb));
+    RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOrigNids), DType::kInt64, {nk}, r.orig_nid->data() + nb));
+  } else {
+    // Typed graphs keep type-wise original IDs: a node's ID among its type's input nodes, an
+    // edge's row among its relation's input edges (rev_REL's edge: the row of the REL edge it reverses).
+    std::vector<int64_t> oe(mk), on(nk);
+    for (int64_t p = 0; p < mk; ++p) {
+      const int64_t row = r.view->input_row((*r.origin)[eb + p]);
+      oe[p] = row - d.edge_type_offsets[d.EdgeTypeOf(row)];
+    }
+    for (int64_t i = 0; i < nk; ++i) {
+      const int64_t v = (*r.orig_nid)[nb + i];
+      on[i] = v - d.node_type_offsets[d.NodeTypeOf(v)];
+    }
+    RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOrigEids), oe));
+    RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOrigNids), on));
+  }
 
   // Halo: the remote sources of this partition's in-edges, collected through a marker array
   // (one pass over N) rather than a sort of every cut edge.
@@ -162,13 +194,18 @@ absl::Status WriteGraphFiles(const Relabelled& r, int k, PartStats* st) {
     for (int64_t i = 0; i < nk; ++i) out_ptr[i + 1] = out_ptr[i] + (*r.out_degree)[nb + i];
     std::vector<int64_t> out_dst(out_ptr[nk]), out_eid(out_ptr[nk]);
     std::vector<int64_t> fill(out_ptr.begin(), out_ptr.end() - 1);
-    for (int64_t row = 0; row < csc.num_rows(); ++row) {
-      for (int64_t p = csc.indptr[row]; p < csc.indptr[row + 1]; ++p) {
-        int64_t u = csc.indices[p];
-        if (u < nb || u >= ne) continue;
-        int64_t at = fill[u - nb]++;
-        out_dst[at] = row;
-        out_eid[at] = p;
+    // Rows in order are edge IDs in order; row -> destination undoes VirtualRow.
+    for (int q = 0; q < r.book->num_parts(); ++q) {
+      const int64_t qb = r.book->start(q), qn = r.book->size(q);
+      for (int64_t row = R * qb; row < R * (qb + qn); ++row) {
+        const int64_t dst = qb + (row - R * qb) % qn;
+        for (int64_t p = csc.indptr[row]; p < csc.indptr[row + 1]; ++p) {
+          int64_t u = csc.indices[p];
+          if (u < nb || u >= ne) continue;
+          int64_t at = fill[u - nb]++;
+          out_dst[at] = dst;
+          out_eid[at] = p;
+        }
       }
     }
     RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOutIndptr), out_ptr));
@@ -187,6 +224,21 @@ absl::Status WriteGraphFiles(const Relabelled& r, int k, PartStats* st) {
   return absl::OkStatus();
 }
 
+// The node types that get split masks: -1 (every node) on the one-type graph; on a typed graph,
+// each type with a node in the split, in type order.
+std::vector<int> MaskTypes(const Dataset& d) {
+  if (!d.typed()) return {-1};
+  std::vector<bool> has(d.node_types.size(), false);
+  for (const auto* idx : {&d.train_idx, &d.valid_idx, &d.test_idx}) {
+    for (int64_t v : *idx) has[d.NodeTypeOf(v)] = true;
+  }
+  std::vector<int> types;
+  for (size_t t = 0; t < has.size(); ++t) {
+    if (has[t]) types.push_back(static_cast<int>(t));
+  }
+  return types;
+}
+
 // Node data of every partition in one forward pass over each source field: inside a partition,
 // new-ID order is ascending input order, so each partition's file is a plain append. The mapped
 // source pages already passed are released as the pass goes.
@@ -196,30 +248,38 @@ absl::Status WriteNodeData(const Relabelled& r, std::vector<PartStats>* stats) {
   const int64_t n = d.num_nodes;
   std::vector<int32_t> part_of(n);
   for (int64_t v = 0; v < n; ++v) part_of[v] = r.book->PartOf((*r.new_id)[v]);
+  // Rows of partition k that a field of type t has (t = -1: every node of the partition).
+  auto rows_in = [&](int k, int t) {
+    return t < 0 ? r.book->size(k) : (*r.node_type_start)[k][t + 1] - (*r.node_type_start)[k][t];
+  };
   for (const auto& f : d.node_fields) {
+    // A typed field covers its type's input nodes [lo, hi), row v - lo for node v.
+    const int t = f.node_type.empty() ? -1 : d.NodeTypeIndex(f.node_type);
+    const int64_t lo = t < 0 ? 0 : d.node_type_offsets[t], hi = t < 0 ? n : d.node_type_offsets[t + 1];
+    const std::string key = core::FieldSchema{.name = f.name, .node_type = f.node_type}.key();
     const size_t rb = f.data.row_bytes();
     const size_t cap = std::max<size_t>(rb, (4u << 20) / K);
     std::vector<std::unique_ptr<core::NpyWriter>> w(K);
     std::vector<std::vector<char>> buf(K);
     for (int k = 0; k < K; ++k) {
       std::vector<int64_t> shape = f.data.shape();
-      shape[0] = r.book->size(k);
-      ASSIGN_OR_RETURN(w[k], core::NpyWriter::Open(r.cfg->PartPath(k, core::PartFiles::NodeData(f.name)),
+      shape[0] = rows_in(k, t);
+      ASSIGN_OR_RETURN(w[k], core::NpyWriter::Open(r.cfg->PartPath(k, core::PartFiles::NodeData(key)),
                                                    f.data.dtype(), shape));
       buf[k].reserve(cap + rb);
     }
     size_t dropped = 0;
-    for (int64_t v = 0; v < n; ++v) {
+    for (int64_t v = lo; v < hi; ++v) {
       std::vector<char>& b = buf[part_of[v]];
-      const char* row = f.data.row(v);
+      const char* row = f.data.row(v - lo);
       b.insert(b.end(), row, row + rb);
       if (b.size() >= cap) {
         RETURN_IF_ERROR(w[part_of[v]]->Append(b.data(), b.size()));
         b.clear();
       }
-      if (f.data.is_mapped() && v * rb >= dropped + (64u << 20)) {
-        f.data.DropPages(dropped, v * rb);
-        dropped = v * rb;
+      if (f.data.is_mapped() && (v - lo) * rb >= dropped + (64u << 20)) {
+        f.data.DropPages(dropped, (v - lo) * rb);
+        dropped = (v - lo) * rb;
       }
     }
     for (int k = 0; k < K; ++k) {
@@ -231,17 +291,23 @@ absl::Status WriteNodeData(const Relabelled& r, std::vector<PartStats>* stats) {
   if (!d.has_split) return absl::OkStatus();
   const std::vector<int64_t>* splits[3] = {&d.train_idx, &d.valid_idx, &d.test_idx};
   const char* names[3] = {"train_mask", "val_mask", "test_mask"};
-  for (int i = 0; i < 3; ++i) {
-    std::vector<std::vector<uint8_t>> mask(K);
-    for (int k = 0; k < K; ++k) mask[k].assign(r.book->size(k), 0);
-    for (int64_t v : *splits[i]) {
-      int64_t id = (*r.new_id)[v];
-      int k = part_of[v];
-      mask[k][id - r.book->start(k)] = 1;
-    }
-    for (int k = 0; k < K; ++k) {
-      if (i == 0) (*stats)[k].train = std::count(mask[k].begin(), mask[k].end(), 1);
-      RETURN_IF_ERROR(core::WriteNpy(r.cfg->PartPath(k, core::PartFiles::NodeData(names[i])), mask[k]));
+  // The one-type graph: masks over every node. A typed graph: masks of each type with split nodes.
+  for (int t : MaskTypes(d)) {
+    const std::string type = t < 0 ? "" : d.node_types[t];
+    for (int i = 0; i < 3; ++i) {
+      std::vector<std::vector<uint8_t>> mask(K);
+      for (int k = 0; k < K; ++k) mask[k].assign(rows_in(k, t), 0);
+      for (int64_t v : *splits[i]) {
+        if (t >= 0 && d.NodeTypeOf(v) != t) continue;
+        const int64_t id = (*r.new_id)[v];
+        const int k = part_of[v];
+        mask[k][id - (t < 0 ? r.book->start(k) : (*r.node_type_start)[k][t])] = 1;
+      }
+      for (int k = 0; k < K; ++k) {
+        if (i == 0) (*stats)[k].train += std::count(mask[k].begin(), mask[k].end(), 1);
+        const std::string key = core::FieldSchema{.name = names[i], .node_type = type}.key();
+        RETURN_IF_ERROR(core::WriteNpy(r.cfg->PartPath(k, core::PartFiles::NodeData(key)), mask[k]));
+      }
     }
   }
   return absl::OkStatus();
@@ -354,6 +420,10 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
                                                "' clashes with the mask fanout derives from the split"));
     }
   }
+  if (d.typed() && o.edge_split.enabled()) {
+    return absl::UnimplementedError(
+        "--edge-split on a typed graph: link prediction on one relation is not built yet (issue 29)");
+  }
   // Claim the output folder before the long work, so a bad --out fails fast. Everything read
   // is protected: --out may not be, contain, or (to replace it) lie inside any input.
   core::StagingOptions so{
@@ -406,22 +476,43 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
     }
   }
   part = {};
+  ASSIGN_OR_RETURN(core::RangePartitionBook book, core::RangePartitionBook::FromBounds(bounds));
+  // Typed graphs: inside a partition the input order is type order (input IDs are type-major), so
+  // each type's nodes are already one contiguous range; count where each starts.
+  const int T = d.typed() ? static_cast<int>(d.node_types.size()) : 1;
+  std::vector<std::vector<int64_t>> node_type_start(K, std::vector<int64_t>(T + 1, 0));
+  for (int k = 0; k < K; ++k) node_type_start[k][0] = bounds[k];
+  for (int64_t v = 0; v < n; ++v) ++node_type_start[book.PartOf(new_id[v])][d.NodeTypeOf(v) + 1];
+  for (int k = 0; k < K; ++k) {
+    for (int t = 0; t < T; ++t) node_type_start[k][t + 1] += node_type_start[k][t];
+  }
 
-  // In-edge CSC over new IDs; positions in it are the new edge IDs.
-  timer.Start("build-csc");
+  // Stored edge types: the relations, then (with reverse edges on a typed graph) rev_REL for each,
+  // as DGL names them. The one-type graph stores one type, its reverse edges included.
+  const int R_in = d.typed() ? static_cast<int>(d.edge_types.size()) : 1;
+  const bool typed_reverse = d.typed() && o.add_reverse_edges;
+  const int R = typed_reverse ? 2 * R_in : R_in;
   EdgeView view(d, o.add_reverse_edges);
+  auto type_of = [&](int64_t v) {
+    return d.typed() ? d.EdgeTypeOf(view.input_row(v)) + (view.is_reverse(v) ? R_in : 0) : 0;
+  };
+
+  // In-edge CSC over (partition, edge type, destination) rows (VirtualRow); positions in it are the
+  // new edge IDs.
+  timer.Start("build-csc");
   Log(o, StrCat("building the in-edge index of ", view.size(), " edges on ", threads, " thread(s)"));
   for (int64_t i = 0; i < d.num_edges(); ++i) s.self_loops += view.src(i) == view.dst(i);
   std::vector<int64_t> origin;
   core::Csr csc = core::BuildCsr(
-      n, view.size(),
+      R * n, view.size(),
       [&](int64_t v) -> std::pair<int64_t, int64_t> {
         int64_t u = view.src(v), w = view.dst(v);
         // Held-out pairs (link prediction) are not stored, in either direction.
         if (!split.role.empty() && split.role[view.input_row(v)] != 0) return {-1, 0};
-        // A self loop's reverse is itself: store it once; drop all of them on request.
-        if (u == w && (o.remove_self_loops || view.is_reverse(v))) return {-1, 0};
-        return {new_id[w], new_id[u]};
+        // A self loop's reverse is itself: store it once; drop all of them on request. (On a typed
+        // graph the reverse is an edge of rev_REL, kept as DGL keeps it.)
+        if (u == w && (o.remove_self_loops || (view.is_reverse(v) && !typed_reverse))) return {-1, 0};
+        return {R == 1 ? new_id[w] : VirtualRow(book, R, new_id[w], type_of(v)), new_id[u]};
       },
       &origin, threads);
   d.edges.DropPages(0, d.edges.nbytes());
@@ -437,28 +528,52 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   cfg.halo_hops = o.halo_hops;
   cfg.part_method = o.method == PartMethod::kMetis ? "metis" : o.method == PartMethod::kRandom ? "random" : "file";
   cfg.node_bounds = bounds;
-  for (int k = 0; k <= K; ++k) cfg.edge_bounds.push_back(csc.indptr[bounds[k]]);
+  for (int k = 0; k <= K; ++k) cfg.edge_bounds.push_back(csc.indptr[R * bounds[k]]);
   cfg.num_classes = d.num_classes;
+  if (d.typed()) {
+    cfg.node_types = d.node_types;
+    cfg.node_type_ranges.assign(T, {});
+    for (int t = 0; t < T; ++t) {
+      for (int k = 0; k < K; ++k) cfg.node_type_ranges[t].push_back({node_type_start[k][t], node_type_start[k][t + 1]});
+    }
+    cfg.edge_types = d.edge_types;
+    if (typed_reverse) {
+      for (const core::CanonicalEdgeType& e : d.edge_types) cfg.edge_types.push_back({e.dst, "rev_" + e.rel, e.src});
+    }
+    cfg.edge_type_ranges.assign(R, {});
+    for (int r = 0; r < R; ++r) {
+      for (int k = 0; k < K; ++k) {
+        const int64_t row = R * bounds[k] + r * book.size(k);
+        cfg.edge_type_ranges[r].push_back({csc.indptr[row], csc.indptr[row + book.size(k)]});
+      }
+    }
+  }
   for (const auto& f : d.node_fields) {
-    cfg.node_fields.push_back({f.name, f.data.dtype(), {f.data.shape().begin() + 1, f.data.shape().end()}});
+    cfg.node_fields.push_back(
+        {f.name, f.data.dtype(), {f.data.shape().begin() + 1, f.data.shape().end()}, f.node_type});
   }
   if (d.has_split) {
-    for (const char* mn : {"train_mask", "val_mask", "test_mask"}) {
-      cfg.node_fields.push_back({mn, core::DType::kUInt8, {}});
+    for (int t : MaskTypes(d)) {
+      for (const char* mn : {"train_mask", "val_mask", "test_mask"}) {
+        cfg.node_fields.push_back({mn, core::DType::kUInt8, {}, t < 0 ? "" : d.node_types[t]});
+      }
     }
   }
   for (const auto& f : d.edge_fields) {
     cfg.edge_fields.push_back({f.name, f.data.dtype(), {f.data.shape().begin() + 1, f.data.shape().end()}});
   }
   cfg.base_dir = staging.path();
+  std::set<std::string> subdirs = {"graph", "node_data", "edge_data"};
+  for (const core::FieldSchema& f : cfg.node_fields) {
+    if (!f.node_type.empty()) subdirs.insert("node_data/" + f.node_type);
+  }
   for (int k = 0; k < K; ++k) {
-    for (const char* sub : {"graph", "node_data", "edge_data"}) {
+    for (const std::string& sub : subdirs) {
       std::error_code ec;
       fs::create_directories(fs::path(cfg.PartPath(k, sub)), ec);
       if (ec) return absl::InternalError(StrCat("cannot create ", cfg.PartPath(k, sub), ": ", ec.message()));
     }
   }
-  ASSIGN_OR_RETURN(core::RangePartitionBook book, cfg.NodeBook());
   nlohmann::json link;
   if (o.edge_split.enabled()) {
     // Held-out positives and their negatives, in new node IDs (what the trainer samples with).
@@ -492,13 +607,29 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   }
   std::vector<int64_t> out_degree(n, 0);
   for (int64_t u : csc.indices) ++out_degree[u];
-  Relabelled rel{&d, &view, &cfg, &book, &csc, &origin, &orig_nid, &new_id, &out_degree, o.halo_hops};
+  Relabelled rel{&d,        &view,       &cfg,        &book, &csc, &origin, &orig_nid, &new_id, &out_degree,
+                 o.halo_hops, R, &node_type_start};
   std::vector<PartStats> stats(K);
   // Task 0 streams every partition's node data; tasks 1..K write one partition's graph each.
   Log(o, StrCat("writing ", K, " partitions on ", threads, " thread(s)"));
   RETURN_IF_ERROR(core::ParallelFor(threads, K + 1, [&](int64_t t) {
     return t == 0 ? WriteNodeData(rel, &stats) : WriteGraphFiles(rel, static_cast<int>(t - 1), &stats[t - 1]);
   }));
+  if (d.typed()) {
+    auto sizes = [&](const auto& names, const auto& ranges) {
+      std::vector<std::string> parts;
+      for (size_t t = 0; t < names.size(); ++t) {
+        int64_t total = 0;
+        for (const auto& [b, e] : ranges[t]) total += e - b;
+        parts.push_back(StrCat(names[t], " ", total));
+      }
+      return core::StrJoin(parts, ", ");
+    };
+    std::vector<std::string> edge_names;
+    for (const auto& t : cfg.edge_types) edge_names.push_back(t.ToString());
+    s.types_note = StrCat("node types:       ", sizes(cfg.node_types, cfg.node_type_ranges), "\n",
+                          "edge types:       ", sizes(edge_names, cfg.edge_type_ranges), "\n");
+  }
   for (int k = 0; k < K; ++k) {
     s.part_nodes.push_back(book.size(k));
     s.part_edges.push_back(cfg.edge_bounds[k + 1] - cfg.edge_bounds[k]);
@@ -516,7 +647,12 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   build["add_reverse_edges"] = o.add_reverse_edges;
   build["self_loops"] = {{"found", s.self_loops}, {"policy", o.remove_self_loops ? "remove" : "keep"}};
   build["duplicate_edges"] = {{"found", s.duplicates}, {"policy", o.remove_duplicate_edges ? "remove" : "keep"}};
-  build["orig_eid_meaning"] = "e < input_edges: input edge row e; e >= input_edges: reverse of row e - input_edges";
+  if (d.typed()) {
+    build["orig_nid_meaning"] = "the node's ID among the input nodes of its type";
+    build["orig_eid_meaning"] = "the edge's row among the input edges of its relation (rev_REL: the REL row it reverses)";
+  } else {
+    build["orig_eid_meaning"] = "e < input_edges: input edge row e; e >= input_edges: reverse of row e - input_edges";
+  }
   build["method_detail"] = s.metis_note;
   build["seed"] = o.seed;
   build["edge_cut"] = s.edge_cut;
@@ -547,6 +683,7 @@ std::string PartitionSummary::ToString() const {
   r += StrCat("partition config: ", config_path, "\n");
   r += StrCat("method:           ", metis_note, "\n");
   r += StrCat("nodes:            ", num_nodes, "\n");
+  if (!types_note.empty()) r += types_note;
   r += StrCat("edges:            ", num_edges, " stored (", input_edges, " in the input; ", self_loops,
               " self loops, ", duplicates, " duplicates found)\n");
   double cut_frac = num_edges == 0 ? 0.0 : static_cast<double>(edge_cut) / num_edges;

@@ -58,6 +58,7 @@ struct PartitionSummary {
   double total_seconds = 0;
   int64_t peak_rss_bytes = 0;
   std::string metis_note;              // e.g. the constraints used
+  std::string types_note;              // typed graphs: node types and stored edge types with counts
   // With an edge split: distinct node pairs, and how many train / valid / test.
   int64_t link_pairs = 0, link_train = 0, link_valid = 0, link_test = 0;
 

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <limits>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "core/progress.h"
@@ -90,10 +91,24 @@ absl::StatusOr<int64_t> ReadSingleInt(const std::string& path) {
   return v[0];
 }
 
+// Bounds on the two ends of edges read from text: IDs in [0, src) and [0, dst), each named in
+// errors; a bound <= 0 checks nothing.
+struct EndLimits {
+  int64_t src = 0, dst = 0;
+  std::string src_name = "num_nodes", dst_name = "num_nodes";
+};
+
 // "src,dst" per line. `num_nodes` > 0 checks the IDs against it. `max_id_line`, when given,
 // gets the line of the largest ID (for messages about a node count inferred from it).
-absl::StatusOr<NpyArray> ReadEdgesText(const std::string& path, int64_t num_nodes,
-                                       int64_t expected, int64_t* max_id_line = nullptr) {
+absl::StatusOr<NpyArray> ReadEdgesText(const std::string& path, const EndLimits& limits, int64_t expected,
+                                       int64_t* max_id_line = nullptr);
+absl::StatusOr<NpyArray> ReadEdgesText(const std::string& path, int64_t num_nodes, int64_t expected,
+                                       int64_t* max_id_line = nullptr) {
+  return ReadEdgesText(path, EndLimits{.src = num_nodes, .dst = num_nodes}, expected, max_id_line);
+}
+
+absl::StatusOr<NpyArray> ReadEdgesText(const std::string& path, const EndLimits& limits, int64_t expected,
+                                       int64_t* max_id_line) {
   int64_t max_id = -1;
   std::vector<int64_t> e;
   e.reserve(ReserveFor(path, expected, 2));
@@ -110,9 +125,9 @@ absl::StatusOr<NpyArray> ReadEdgesText(const std::string& path, int64_t num_node
           r, StrCat("expected 'src,dst' node IDs, got ", fields.size(), " columns in '",
                     line.substr(0, 80), "' (edge features go in edge_feat.npy or edge_data/)"));
     }
-    for (int64_t id : {s, d}) {
-      if (id < 0 || (num_nodes > 0 && id >= num_nodes)) {
-        return LineError(r, StrCat("node ID ", id, " is outside [0, ", num_nodes, ") (num_nodes)"));
+    for (auto [id, limit, name] : {std::tuple{s, limits.src, &limits.src_name}, {d, limits.dst, &limits.dst_name}}) {
+      if (id < 0 || (limit > 0 && id >= limit)) {
+        return LineError(r, StrCat("node ID ", id, " is outside [0, ", limit, ") (", *name, ")"));
       }
     }
     if (max_id_line != nullptr && std::max(s, d) > max_id) {
@@ -350,6 +365,154 @@ absl::StatusOr<Dataset> ReadOgb(const fs::path& dir, const ReadOptions& opt) {
   return d;
 }
 
+// One line of comma-separated names (num-node-dict's header, a triplet) per record of `path`.
+absl::StatusOr<std::vector<std::vector<std::string>>> ReadRecords(const std::string& path) {
+  std::vector<std::vector<std::string>> out;
+  RETURN_IF_ERROR(ForEachRecord(path, [&](const LineReader&, std::string_view, const std::vector<std::string_view>& f) {
+    out.emplace_back();
+    for (std::string_view x : f) out.back().emplace_back(core::StripSpaces(x));
+    return absl::OkStatus();
+  }));
+  return out;
+}
+
+// OGB's heterogeneous raw layout, as ogbn-mag ships it (README "Dataset layouts"). Types keep the
+// files' order: node types as num-node-dict lists them, relations as triplet-type-list does.
+absl::StatusOr<Dataset> ReadOgbHetero(const fs::path& dir, const ReadOptions& opt) {
+  Dataset d;
+  d.layout = "ogb-hetero";
+  const fs::path raw = dir / "raw";
+  std::error_code ec;
+  d.num_nodes_source = (raw / "num-node-dict.csv.gz").string();
+  ASSIGN_OR_RETURN(auto dict, ReadRecords(d.num_nodes_source));
+  if (dict.size() != 2 || dict[0].size() != dict[1].size() || dict[0].empty()) {
+    return absl::InvalidArgumentError(StrCat(d.num_nodes_source,
+                                             ": expected two lines, node type names then their counts"));
+  }
+  d.node_type_offsets = {0};
+  for (size_t t = 0; t < dict[0].size(); ++t) {
+    int64_t count;
+    if (!core::IsTypeName(dict[0][t])) {
+      return absl::InvalidArgumentError(StrCat(d.num_nodes_source, ": '", dict[0][t],
+                                               "' is not a type name (letters, digits, '_', '-', '.')"));
+    }
+    if (d.NodeTypeIndex(dict[0][t]) >= 0) {
+      return absl::InvalidArgumentError(StrCat(d.num_nodes_source, ": node type '", dict[0][t], "' is listed twice"));
+    }
+    if (!core::ParseInt64(dict[1][t], &count) || count < 0) {
+      return absl::InvalidArgumentError(StrCat(d.num_nodes_source, ": the count of '", dict[0][t], "' is '",
+                                               dict[1][t], "', not a node count"));
+    }
+    d.node_types.push_back(dict[0][t]);
+    d.node_type_offsets.push_back(d.node_type_offsets.back() + count);
+  }
+  d.num_nodes = d.node_type_offsets.back();
+  auto count_of = [&](int t) { return d.node_type_offsets[t + 1] - d.node_type_offsets[t]; };
+
+  const std::string triplets = (raw / "triplet-type-list.csv.gz").string();
+  ASSIGN_OR_RETURN(auto lines, ReadRecords(triplets));
+  if (lines.empty()) return absl::InvalidArgumentError(StrCat(triplets, ": lists no relations"));
+  std::vector<int64_t> edges;
+  d.edge_type_offsets = {0};
+  d.edges_source = (raw / "relations").string();
+  for (size_t r = 0; r < lines.size(); ++r) {
+    const std::vector<std::string>& l = lines[r];
+    if (l.size() != 3) {
+      return absl::InvalidArgumentError(StrCat(triplets, " relation ", r, ": expected src_type,relation,dst_type"));
+    }
+    const int st = d.NodeTypeIndex(l[0]), dt = d.NodeTypeIndex(l[2]);
+    if (st < 0 || dt < 0 || !core::IsTypeName(l[1])) {
+      return absl::InvalidArgumentError(StrCat(triplets, " relation ", r, " (", core::StrJoin(l, ","), "): ",
+                                               !core::IsTypeName(l[1]) ? StrCat("'", l[1], "' is not a relation name")
+                                                                       : StrCat("node type '", st < 0 ? l[0] : l[2],
+                                                                                "' is not in num-node-dict")));
+    }
+    for (const core::CanonicalEdgeType& seen : d.edge_types) {
+      if (seen.src == l[0] && seen.rel == l[1] && seen.dst == l[2]) {
+        return absl::InvalidArgumentError(StrCat(triplets, ": relation ", core::StrJoin(l, ","), " is listed twice"));
+      }
+    }
+    d.edge_types.push_back({l[0], l[1], l[2]});
+    const fs::path rel = raw / "relations" / StrCat(l[0], "___", l[1], "___", l[2]);
+    int64_t expected = -1;
+    if (fs::exists(rel / "num-edge-list.csv.gz", ec)) {
+      ASSIGN_OR_RETURN(expected, ReadSingleInt((rel / "num-edge-list.csv.gz").string()));
+    }
+    ASSIGN_OR_RETURN(NpyArray e, ReadEdgesText((rel / "edge.csv.gz").string(),
+                                               EndLimits{count_of(st), count_of(dt), StrCat("the ", l[0], " nodes"),
+                                                         StrCat("the ", l[2], " nodes")},
+                                               expected));
+    // edge_reltype names each edge's relation by its triplet index: it must be this one.
+    if (fs::exists(rel / "edge_reltype.csv.gz", ec)) {
+      ASSIGN_OR_RETURN(std::vector<int64_t> types, ReadIntColumn((rel / "edge_reltype.csv.gz").string(), 0, ""));
+      if (static_cast<int64_t>(types.size()) != e.rows()) {
+        return absl::InvalidArgumentError(StrCat((rel / "edge_reltype.csv.gz").string(), ": has ", types.size(),
+                                                 " lines for ", e.rows(), " edges"));
+      }
+      for (size_t i = 0; i < types.size(); ++i) {
+        if (types[i] != static_cast<int64_t>(r)) {
+          return absl::InvalidArgumentError(StrCat((rel / "edge_reltype.csv.gz").string(), " edge ", i, ": relation ",
+                                                   types[i], ", but this folder is relation ", r, " of ", triplets));
+        }
+      }
+    }
+    const int64_t* p = e.data_as<int64_t>();
+    for (int64_t i = 0; i < e.rows(); ++i) {
+      edges.push_back(p[2 * i] + d.node_type_offsets[st]);
+      edges.push_back(p[2 * i + 1] + d.node_type_offsets[dt]);
+    }
+    d.edge_type_offsets.push_back(static_cast<int64_t>(edges.size() / 2));
+  }
+  const int64_t m = static_cast<int64_t>(edges.size() / 2);
+  d.edges = NpyArray::Adopt(std::move(edges), {m, 2});
+
+  // Features and labels per type; a type without them has none (a folder for an unknown type is
+  // an error, not something to skip silently).
+  for (const char* kind : {"node-feat", "node-label"}) {
+    if (!fs::is_directory(raw / kind, ec)) continue;
+    std::vector<std::string> types;
+    for (const auto& entry : fs::directory_iterator(raw / kind, ec)) types.push_back(entry.path().filename().string());
+    std::sort(types.begin(), types.end());
+    for (const std::string& type : types) {
+      const int t = d.NodeTypeIndex(type);
+      const fs::path file = raw / kind / type / StrCat(kind, ".csv.gz");
+      if (t < 0) {
+        return absl::InvalidArgumentError(StrCat((raw / kind / type).string(), ": '", type,
+                                                 "' is not a node type of num-node-dict (",
+                                                 core::StrJoin(d.node_types, ", "), ")"));
+      }
+      if (std::string(kind) == "node-feat") {
+        ASSIGN_OR_RETURN(NpyArray f, ReadFloatMatrix(file.string(), count_of(t), StrCat(type, " nodes")));
+        d.node_fields.push_back({"feat", std::move(f), type});
+      } else {
+        ASSIGN_OR_RETURN(NpyArray y, ReadLabels(file.string(), count_of(t)));
+        d.num_classes = std::max(d.num_classes, NumClasses(y));
+        d.node_fields.push_back({"label", std::move(y), type});
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(std::string split, PickSplit(dir / "split", opt.split));
+  if (!split.empty()) {
+    for (const auto& entry : fs::directory_iterator(dir / "split" / split, ec)) {
+      const std::string type = entry.path().filename().string();
+      const int t = d.NodeTypeIndex(type);
+      if (t < 0) {
+        return absl::InvalidArgumentError(StrCat(entry.path().string(), ": '", type, "' is not a node type of num-node-dict"));
+      }
+      for (auto [file, out] : {std::pair{"train.csv.gz", &d.train_idx}, {"valid.csv.gz", &d.valid_idx},
+                               {"test.csv.gz", &d.test_idx}}) {
+        if (!fs::exists(entry.path() / file, ec)) continue;
+        ASSIGN_OR_RETURN(std::vector<int64_t> ids,
+                         ReadIntColumn((entry.path() / file).string(), count_of(t), StrCat("the ", type, " nodes")));
+        for (int64_t v : ids) out->push_back(v + d.node_type_offsets[t]);
+        d.has_split = true;
+      }
+    }
+    for (auto* idx : {&d.train_idx, &d.valid_idx, &d.test_idx}) std::sort(idx->begin(), idx->end());
+  }
+  return d;
+}
+
 // Makes `edges` the [E, 2] array every reader produces, from the layout `layout` names ("rows",
 // "columns" or "auto"; see ReadOptions). A [2, E] array (PyG's edge_index) is copied transposed.
 absl::Status OrientEdges(const std::string& path, const std::string& layout, NpyArray* edges) {
@@ -477,12 +640,15 @@ absl::StatusOr<Dataset> ReadDataset(const ReadOptions& opt) {
   absl::StatusOr<Dataset> d;
   if (fs::exists(dir / "raw" / "edge.csv.gz", ec)) {
     d = ReadOgb(dir, opt);
+  } else if (fs::exists(dir / "raw" / "num-node-dict.csv.gz", ec)) {
+    d = ReadOgbHetero(dir, opt);
   } else if (!FirstExisting(dir, {"edges.npy", "edges.csv", "edges.tsv", "edges.txt", "edges.csv.gz",
                                   "edges.tsv.gz", "edges.txt.gz"}).empty()) {
     d = ReadPlain(dir, opt);
   } else {
     return absl::NotFoundError(StrCat(
         "--input ", opt.input_dir, ": no dataset found (looked for raw/edge.csv.gz, OGB's layout, ",
+        "raw/num-node-dict.csv.gz, OGB's heterogeneous layout, ",
         "and edges.npy / edges.csv / edges.tsv, the plain layout; see README 'Dataset layouts')"));
   }
   if (!d.ok()) return d.status();

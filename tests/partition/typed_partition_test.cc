@@ -1,0 +1,456 @@
+// Typed graphs (issue 29): OGB's heterogeneous raw layout read as it ships, and partitioned with
+// every node's and edge's type, type-wise original IDs and typed fields surviving.
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <random>
+#include <set>
+
+#include "core/npy.h"
+#include "core/partition_config.h"
+#include "core/partition_store.h"
+#include "core/strings.h"
+#include "gtest/gtest.h"
+#include "partition/partitioner.h"
+#include "partition/readers.h"
+#include "tests/testing/testing.h"
+
+namespace fanout::partition {
+namespace {
+
+namespace fs = std::filesystem;
+using core::NpyArray;
+using testing::TempDir;
+
+NpyArray Map(const std::string& path) {
+  auto a = NpyArray::Map(path);
+  EXPECT_TRUE(a.ok()) << a.status();
+  return a.ok() ? std::move(*a) : NpyArray::Owned(core::DType::kInt64, {0});
+}
+
+// Papers, authors and venues; authors write papers, papers cite papers (with self loops and
+// repeats) and appear in venues. Papers have features (each row names its paper), labels
+// (-1 for some) and a split; authors and venues have nothing.
+Dataset MakeTypedDataset(uint64_t seed, int64_t papers = 120, int64_t authors = 80, int64_t venues = 4) {
+  std::mt19937_64 rng(seed);
+  Dataset d;
+  d.name = "typed";
+  d.layout = "memory";
+  d.node_types = {"paper", "author", "venue"};
+  d.node_type_offsets = {0, papers, papers + authors, papers + authors + venues};
+  d.num_nodes = d.node_type_offsets.back();
+  d.num_nodes_source = "memory";
+  d.edges_source = "memory";
+  d.edge_types = {{"author", "writes", "paper"}, {"paper", "cites", "paper"}, {"paper", "in", "venue"}};
+  std::vector<int64_t> e;
+  auto pick = [&](int t) {
+    return d.node_type_offsets[t] +
+           std::uniform_int_distribution<int64_t>(0, d.node_type_offsets[t + 1] - d.node_type_offsets[t] - 1)(rng);
+  };
+  d.edge_type_offsets = {0};
+  for (int64_t i = 0; i < 3 * authors; ++i) e.insert(e.end(), {pick(1), pick(0)});
+  d.edge_type_offsets.push_back(static_cast<int64_t>(e.size() / 2));
+  for (int64_t i = 0; i < 4 * papers; ++i) {
+    // Communities by ID, so that METIS has structure; every 30th repeats the one before, every
+    // 25th is a self loop.
+    const int64_t u = pick(0);
+    if (i % 30 == 29) {
+      const int64_t pu = e[e.size() - 2], pw = e[e.size() - 1];
+      e.insert(e.end(), {pu, pw});
+    } else {
+      e.insert(e.end(), {u, i % 25 == 0 ? u : std::min(papers - 1, u + static_cast<int64_t>(rng() % 7))});
+    }
+  }
+  d.edge_type_offsets.push_back(static_cast<int64_t>(e.size() / 2));
+  for (int64_t p = 0; p < papers; ++p) e.insert(e.end(), {p, pick(2)});
+  d.edge_type_offsets.push_back(static_cast<int64_t>(e.size() / 2));
+  const int64_t m = static_cast<int64_t>(e.size() / 2);
+  d.edges = NpyArray::Adopt(std::move(e), {m, 2});
+  std::vector<float> feat(papers * 3);
+  std::vector<int64_t> label(papers);
+  for (int64_t p = 0; p < papers; ++p) {
+    feat[3 * p] = static_cast<float>(p);
+    feat[3 * p + 1] = static_cast<float>(seed);
+    feat[3 * p + 2] = 0.5f;
+    label[p] = p % 7 == 0 ? -1 : p % 3;
+  }
+  d.node_fields.push_back({"feat", NpyArray::Adopt(std::move(feat), {papers, 3}), "paper"});
+  d.node_fields.push_back({"label", NpyArray::Adopt(std::move(label), {papers}), "paper"});
+  d.num_classes = 3;
+  for (int64_t p = 0; p < papers; ++p) {
+    if (p % 7 == 0) continue;
+    (p % 5 < 3 ? d.train_idx : p % 5 == 3 ? d.valid_idx : d.test_idx).push_back(p);
+  }
+  d.has_split = true;
+  EXPECT_TRUE(ValidateDataset(d).ok()) << ValidateDataset(d);
+  return d;
+}
+
+// Every invariant of a typed partition against its dataset: each node once, of its type, in its
+// type's range of its partition, with its type-wise original ID; each stored edge once, in its
+// relation's range, joining the nodes its relation's input row joins (reversed for rev_REL);
+// typed fields and masks on the right rows; the out-edge index exact.
+void ExpectValidTypedPartition(const Dataset& d, const PartitionOptions& o, const std::string& config_path) {
+  auto cfg = core::LoadPartitionConfig(config_path);
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  const int K = o.num_parts;
+  const int T = static_cast<int>(d.node_types.size()), R_in = static_cast<int>(d.edge_types.size());
+  const int R = o.add_reverse_edges ? 2 * R_in : R_in;
+  ASSERT_EQ(cfg->node_types, d.node_types);
+  ASSERT_EQ(static_cast<int>(cfg->edge_types.size()), R);
+  for (int r = 0; r < R; ++r) {
+    const core::CanonicalEdgeType& in = d.edge_types[r % R_in];
+    const core::CanonicalEdgeType want =
+        r < R_in ? in : core::CanonicalEdgeType{in.dst, "rev_" + in.rel, in.src};
+    EXPECT_EQ(cfg->edge_types[r], want) << r;
+  }
+  auto book = cfg->NodeBook();
+  auto ebook = cfg->EdgeBook();
+  auto ntypes = cfg->NodeTypes();
+  auto etypes = cfg->EdgeTypes();
+  ASSERT_TRUE(book.ok() && ebook.ok() && ntypes.ok() && etypes.ok());
+
+  // Nodes.
+  std::vector<int64_t> orig_of(d.num_nodes, -1), new_of(d.num_nodes, -1);
+  for (int k = 0; k < K; ++k) {
+    NpyArray on = Map(cfg->PartPath(k, core::PartFiles::kOrigNids));
+    ASSERT_EQ(on.rows(), book->size(k));
+    for (int64_t i = 0; i < on.rows(); ++i) {
+      const int64_t gid = book->start(k) + i;
+      const auto [t, typewise] = ntypes->ToTypeWise(gid);
+      const int64_t v = d.node_type_offsets[t] + on.data_as<int64_t>()[i];
+      ASSERT_LT(v, d.node_type_offsets[t + 1]) << "node " << gid << " of type " << d.node_types[t];
+      ASSERT_EQ(new_of[v], -1) << "input node " << v << " owned twice";
+      new_of[v] = gid;
+      orig_of[gid] = v;
+      const auto [b, e] = ntypes->Range(t, k);
+      ASSERT_TRUE(gid >= b && gid < e);
+      ASSERT_EQ(ntypes->ToHomogeneous(t, typewise), gid);
+    }
+  }
+  for (int64_t v = 0; v < d.num_nodes; ++v) ASSERT_NE(new_of[v], -1) << "input node " << v << " not owned";
+  // Type-wise IDs count a type's nodes partition by partition.
+  for (int t = 0; t < T; ++t) EXPECT_EQ(ntypes->count(t), d.node_type_offsets[t + 1] - d.node_type_offsets[t]);
+
+  // Expected stored edges: (stored type, row among its relation's input edges).
+  const int64_t* e = d.edges.data_as<int64_t>();
+  std::set<std::pair<int, int64_t>> expected, seen;
+  std::set<std::tuple<int, int64_t, int64_t>> pairs;
+  for (int r = 0; r < R; ++r) {
+    const int rel = r % R_in;
+    for (int64_t row = d.edge_type_offsets[rel]; row < d.edge_type_offsets[rel + 1]; ++row) {
+      int64_t u = e[2 * row], w = e[2 * row + 1];
+      if (r >= R_in) std::swap(u, w);
+      if (u == w && o.remove_self_loops) continue;
+      if (o.remove_duplicate_edges && !pairs.insert({r, u, w}).second) continue;
+      expected.insert({r, row - d.edge_type_offsets[rel]});
+    }
+  }
+  ASSERT_EQ(cfg->num_edges, static_cast<int64_t>(expected.size()));
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> out_of(d.num_nodes);
+  for (int k = 0; k < K; ++k) {
+    NpyArray indptr = Map(cfg->PartPath(k, core::PartFiles::kIndptr));
+    NpyArray indices = Map(cfg->PartPath(k, core::PartFiles::kIndices));
+    NpyArray oeids = Map(cfg->PartPath(k, core::PartFiles::kOrigEids));
+    const int64_t nk = book->size(k), eb = ebook->start(k);
+    ASSERT_EQ(indptr.rows(), R * nk + 1);
+    const int64_t* ip = indptr.data_as<int64_t>();
+    ASSERT_EQ(ip[R * nk], ebook->size(k));
+    for (int r = 0; r < R; ++r) {
+      const auto [rb, re] = etypes->Range(r, k);
+      ASSERT_EQ(rb, eb + ip[r * nk]) << "edge type " << r << " of part " << k;
+      ASSERT_EQ(re, eb + ip[(r + 1) * nk]) << "edge type " << r << " of part " << k;
+      const int rel = r % R_in;
+      for (int64_t i = 0; i < nk; ++i) {
+        const int64_t dst = book->start(k) + i;
+        for (int64_t q = ip[r * nk + i]; q < ip[r * nk + i + 1]; ++q) {
+          const int64_t src = indices.data_as<int64_t>()[q], oe = oeids.data_as<int64_t>()[q];
+          ASSERT_EQ(etypes->ToTypeWise(eb + q).first, r);
+          ASSERT_TRUE(oe >= 0 && oe < d.edge_type_offsets[rel + 1] - d.edge_type_offsets[rel]);
+          const int64_t row = d.edge_type_offsets[rel] + oe;
+          int64_t u = e[2 * row], w = e[2 * row + 1];
+          if (r >= R_in) std::swap(u, w);
+          ASSERT_EQ(orig_of[src], u) << "edge " << eb + q;
+          ASSERT_EQ(orig_of[dst], w) << "edge " << eb + q;
+          ASSERT_TRUE(seen.insert({r, oe}).second) << "edge " << oe << " of type " << r << " stored twice";
+          out_of[src].push_back({eb + q, dst});
+        }
+      }
+    }
+  }
+  EXPECT_EQ(seen, expected);
+
+  // Out-edge index: the stored edges whose source is an inner node, by edge ID.
+  for (int k = 0; k < K; ++k) {
+    NpyArray op = Map(cfg->PartPath(k, core::PartFiles::kOutIndptr));
+    NpyArray od = Map(cfg->PartPath(k, core::PartFiles::kOutIndices));
+    NpyArray oe = Map(cfg->PartPath(k, core::PartFiles::kOutEids));
+    for (int64_t i = 0; i < book->size(k); ++i) {
+      std::vector<std::pair<int64_t, int64_t>> got;
+      for (int64_t q = op.data_as<int64_t>()[i]; q < op.data_as<int64_t>()[i + 1]; ++q) {
+        got.push_back({oe.data_as<int64_t>()[q], od.data_as<int64_t>()[q]});
+      }
+      auto want = out_of[book->start(k) + i];
+      std::sort(want.begin(), want.end());
+      ASSERT_EQ(got, want) << "out-edges of node " << book->start(k) + i;
+    }
+  }
+
+  // Typed fields: partition k's file has a row per node of the type, in ID order.
+  for (const Field& f : d.node_fields) {
+    const int t = d.NodeTypeIndex(f.node_type);
+    ASSERT_GE(t, 0);
+    for (int k = 0; k < K; ++k) {
+      NpyArray got = Map(cfg->PartPath(k, core::PartFiles::NodeData(f.node_type + "/" + f.name)));
+      const auto [b, end] = ntypes->Range(t, k);
+      ASSERT_EQ(got.rows(), end - b) << f.name << " of part " << k;
+      for (int64_t i = 0; i < got.rows(); ++i) {
+        const int64_t v = orig_of[b + i] - d.node_type_offsets[t];
+        ASSERT_EQ(0, std::memcmp(got.row(i), f.data.row(v), f.data.row_bytes())) << f.name << " row " << i;
+      }
+    }
+  }
+  // Masks: for each type with split nodes, a row per node of the type.
+  std::set<int64_t> train(d.train_idx.begin(), d.train_idx.end());
+  std::set<int> split_types;
+  for (const auto* idx : {&d.train_idx, &d.valid_idx, &d.test_idx}) {
+    for (int64_t v : *idx) split_types.insert(d.NodeTypeOf(v));
+  }
+  ASSERT_FALSE(split_types.empty());
+  for (int t : split_types) {
+    for (int k = 0; k < K; ++k) {
+      NpyArray mask = Map(cfg->PartPath(k, core::PartFiles::NodeData(d.node_types[t] + "/train_mask")));
+      const auto [b, end] = ntypes->Range(t, k);
+      ASSERT_EQ(mask.rows(), end - b);
+      for (int64_t i = 0; i < mask.rows(); ++i) {
+        ASSERT_EQ(mask.data_as<uint8_t>()[i], train.count(orig_of[b + i]) ? 1 : 0);
+      }
+    }
+  }
+}
+
+struct TypedCase {
+  PartMethod method;
+  int parts;
+  bool reverse;
+  bool dedup;
+};
+
+class TypedPartitionTest : public ::testing::TestWithParam<TypedCase> {};
+
+TEST_P(TypedPartitionTest, EveryTypeAndOriginalIdSurvives) {
+  const TypedCase& c = GetParam();
+  TempDir dir;
+  Dataset d = MakeTypedDataset(3);
+  PartitionOptions o;
+  o.out_dir = dir.Sub("out");
+  o.num_parts = c.parts;
+  o.method = c.method;
+  o.add_reverse_edges = c.reverse;
+  o.remove_duplicate_edges = c.dedup;
+  o.quiet = true;
+  if (c.method == PartMethod::kFile) {
+    // Partition 0 gets no venue, partition 2 nothing but papers.
+    std::string text;
+    for (int64_t v = 0; v < d.num_nodes; ++v) text += v >= 200 ? "1\n" : v < 120 ? std::to_string(v % 3) + "\n" : "1\n";
+    testing::WriteText(dir.Sub("assign.txt"), text);
+    o.assignment_file = dir.Sub("assign.txt");
+  }
+  auto s = PartitionDataset(d, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ExpectValidTypedPartition(d, o, s->config_path);
+}
+
+INSTANTIATE_TEST_SUITE_P(Methods, TypedPartitionTest,
+                         ::testing::Values(TypedCase{PartMethod::kMetis, 1, false, false},
+                                           TypedCase{PartMethod::kMetis, 2, true, false},
+                                           TypedCase{PartMethod::kMetis, 3, true, true},
+                                           TypedCase{PartMethod::kRandom, 4, false, true},
+                                           TypedCase{PartMethod::kFile, 3, true, false}),
+                         [](const auto& info) {
+                           const TypedCase& c = info.param;
+                           return std::string(c.method == PartMethod::kMetis    ? "metis"
+                                              : c.method == PartMethod::kRandom ? "random"
+                                                                                : "file") +
+                                  "_k" + std::to_string(c.parts) + (c.reverse ? "_rev" : "") + (c.dedup ? "_dedup" : "");
+                         });
+
+TEST(TypedPartitionTest, MetisBalancesEveryNodeType) {
+  TempDir dir;
+  Dataset d = MakeTypedDataset(5, 600, 400, 40);
+  PartitionOptions o{.out_dir = dir.Sub("out"), .num_parts = 4, .add_reverse_edges = true, .quiet = true};
+  auto s = PartitionDataset(d, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_NE(s->metis_note.find("paper nodes + author nodes + venue nodes + train nodes"), std::string::npos)
+      << s->metis_note;
+  auto cfg = core::LoadPartitionConfig(s->config_path);
+  ASSERT_TRUE(cfg.ok());
+  auto types = cfg->NodeTypes();
+  for (int t = 0; t < 3; ++t) {
+    for (int k = 0; k < 4; ++k) {
+      const auto [b, e] = types->Range(t, k);
+      // METIS's default tolerance on each constraint is a few per cent; allow for rounding on 40 venues.
+      EXPECT_LE(e - b, types->count(t) / 4 * 1.15 + 2) << d.node_types[t] << " in part " << k;
+    }
+  }
+}
+
+// Writes `d` in OGB's heterogeneous raw layout (as ogbn-mag ships it) under `dir`.
+void WriteOgbHetero(const Dataset& d, const std::string& dir) {
+  const fs::path raw = fs::path(dir) / "raw";
+  fs::create_directories(raw);
+  std::string names, counts;
+  for (size_t t = 0; t < d.node_types.size(); ++t) {
+    names += (t ? "," : "") + d.node_types[t];
+    counts += (t ? "," : "") + std::to_string(d.node_type_offsets[t + 1] - d.node_type_offsets[t]);
+  }
+  testing::WriteGz((raw / "num-node-dict.csv.gz").string(), names + "\n" + counts + "\n");
+  std::string triplets;
+  const int64_t* e = d.edges.data_as<int64_t>();
+  for (size_t r = 0; r < d.edge_types.size(); ++r) {
+    const core::CanonicalEdgeType& et = d.edge_types[r];
+    triplets += et.src + "," + et.rel + "," + et.dst + "\n";
+    const fs::path rel = raw / "relations" / (et.src + "___" + et.rel + "___" + et.dst);
+    fs::create_directories(rel);
+    std::string edges, types;
+    const int64_t so = d.node_type_offsets[d.NodeTypeIndex(et.src)], dof = d.node_type_offsets[d.NodeTypeIndex(et.dst)];
+    for (int64_t i = d.edge_type_offsets[r]; i < d.edge_type_offsets[r + 1]; ++i) {
+      edges += std::to_string(e[2 * i] - so) + "," + std::to_string(e[2 * i + 1] - dof) + "\n";
+      types += std::to_string(r) + "\n";
+    }
+    testing::WriteGz((rel / "edge.csv.gz").string(), edges);
+    testing::WriteGz((rel / "edge_reltype.csv.gz").string(), types);
+    testing::WriteGz((rel / "num-edge-list.csv.gz").string(),
+                     std::to_string(d.edge_type_offsets[r + 1] - d.edge_type_offsets[r]) + "\n");
+  }
+  testing::WriteGz((raw / "triplet-type-list.csv.gz").string(), triplets);
+  for (const Field& f : d.node_fields) {
+    const std::string kind = f.name == "feat" ? "node-feat" : "node-label";
+    fs::create_directories(raw / kind / f.node_type);
+    std::string text;
+    for (int64_t i = 0; i < f.data.rows(); ++i) {
+      if (f.name == "feat") {
+        const float* x = reinterpret_cast<const float*>(f.data.row(i));
+        for (int64_t c = 0; c < f.data.row_elems(); ++c) text += (c ? "," : "") + core::StrCat(x[c]);
+      } else {
+        text += std::to_string(f.data.data_as<int64_t>()[i]);
+      }
+      text += "\n";
+    }
+    testing::WriteGz((raw / kind / f.node_type / (kind + ".csv.gz")).string(), text);
+  }
+  const fs::path split = fs::path(dir) / "split" / "random" / "paper";
+  fs::create_directories(split);
+  for (auto [name, idx] : {std::pair{"train", &d.train_idx}, {"valid", &d.valid_idx}, {"test", &d.test_idx}}) {
+    std::string text;
+    for (int64_t v : *idx) text += std::to_string(v) + "\n";  // papers are type 0: type-wise = input ID
+    testing::WriteGz((split / (std::string(name) + ".csv.gz")).string(), text);
+  }
+}
+
+TEST(OgbHeteroReaderTest, ReadsTheLayoutBackExactly) {
+  TempDir dir;
+  Dataset d = MakeTypedDataset(7);
+  WriteOgbHetero(d, dir.Sub("mag"));
+  auto back = ReadDataset({.input_dir = dir.Sub("mag")});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->layout, "ogb-hetero");
+  EXPECT_EQ(back->node_types, d.node_types);
+  EXPECT_EQ(back->node_type_offsets, d.node_type_offsets);
+  EXPECT_EQ(back->edge_types, d.edge_types);
+  EXPECT_EQ(back->edge_type_offsets, d.edge_type_offsets);
+  ASSERT_EQ(back->num_edges(), d.num_edges());
+  EXPECT_EQ(0, std::memcmp(back->edges.data(), d.edges.data(), d.edges.nbytes()));
+  ASSERT_EQ(back->node_fields.size(), 2u);
+  EXPECT_EQ(back->node_fields[0].node_type, "paper");
+  EXPECT_EQ(0, std::memcmp(back->node_fields[0].data.data(), d.node_fields[0].data.data(), d.node_fields[0].data.nbytes()));
+  EXPECT_EQ(back->num_classes, 3);
+  EXPECT_EQ(back->train_idx, d.train_idx);
+  EXPECT_EQ(back->test_idx, d.test_idx);
+}
+
+TEST(OgbHeteroReaderTest, ErrorsNameTheFileLineAndType) {
+  auto read_error = [](const std::function<void(const std::string&)>& spoil) {
+    TempDir dir;
+    Dataset d = MakeTypedDataset(7);
+    WriteOgbHetero(d, dir.Sub("mag"));
+    spoil(dir.Sub("mag/raw"));
+    auto r = ReadDataset({.input_dir = dir.Sub("mag")});
+    EXPECT_FALSE(r.ok());
+    return std::string(r.status().message());
+  };
+  // An author ID past the 80 authors, on line 2 of its relation's edge file.
+  std::string m = read_error([](const std::string& raw) {
+    testing::WriteGz(raw + "/relations/author___writes___paper/edge.csv.gz", "0,1\n80,2\n");
+    testing::WriteGz(raw + "/relations/author___writes___paper/num-edge-list.csv.gz", "2\n");
+    testing::WriteGz(raw + "/relations/author___writes___paper/edge_reltype.csv.gz", "0\n0\n");
+  });
+  EXPECT_NE(m.find("author___writes___paper/edge.csv.gz:2: node ID 80 is outside [0, 80) (the author nodes)"),
+            std::string::npos)
+      << m;
+  m = read_error([](const std::string& raw) {
+    testing::WriteGz(raw + "/relations/paper___in___venue/edge_reltype.csv.gz", std::string(119 * 2, '\n') + "2\n");
+  });
+  EXPECT_NE(m.find("edge_reltype.csv.gz: has 1 lines for 120 edges"), std::string::npos) << m;
+  m = read_error([](const std::string& raw) {
+    std::string t;
+    for (int i = 0; i < 120; ++i) t += i == 5 ? "0\n" : "2\n";
+    testing::WriteGz(raw + "/relations/paper___in___venue/edge_reltype.csv.gz", t);
+  });
+  EXPECT_NE(m.find("edge_reltype.csv.gz edge 5: relation 0, but this folder is relation 2"), std::string::npos) << m;
+  m = read_error([](const std::string& raw) {
+    testing::WriteGz(raw + "/triplet-type-list.csv.gz", "author,writes,paper\npaper,cites,paper\npaper,in,journal\n");
+  });
+  EXPECT_NE(m.find("relation 2 (paper,in,journal): node type 'journal' is not in num-node-dict"), std::string::npos) << m;
+  m = read_error([](const std::string& raw) {
+    fs::create_directories(raw + "/node-feat/journal");
+    testing::WriteGz(raw + "/node-feat/journal/node-feat.csv.gz", "1\n");
+  });
+  EXPECT_NE(m.find("node-feat/journal: 'journal' is not a node type of num-node-dict"), std::string::npos) << m;
+  m = read_error([](const std::string& raw) { testing::WriteGz(raw + "/node-label/paper/node-label.csv.gz", "1\n2\n"); });
+  EXPECT_NE(m.find("has 2 labels but the graph has 120 nodes"), std::string::npos) << m;
+}
+
+TEST(TypedPartitionTest, ServingTypedGraphsIsRefusedUntilItIsBuilt) {
+  TempDir dir;
+  Dataset d = MakeTypedDataset(2);
+  auto s = PartitionDataset(d, {.out_dir = dir.Sub("out"), .num_parts = 2, .quiet = true});
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto cfg = core::LoadPartitionConfig(s->config_path);
+  ASSERT_TRUE(cfg.ok());
+  auto store = core::PartitionStore::Open(*cfg, 0);
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(store.status().message().find("typed graph (3 node types, 3 edge types)"), std::string::npos)
+      << store.status();
+  PartitionOptions link{.out_dir = dir.Sub("link"), .num_parts = 2, .quiet = true};
+  link.edge_split.valid = link.edge_split.test = 0.1;
+  EXPECT_EQ(PartitionDataset(d, link).status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_FALSE(fs::exists(dir.Sub("link")));
+}
+
+// The real heterogeneous graph in ../shared/data/imdb (skipped when absent).
+TEST(ImdbTest, ReadsAndPartitionsWithEveryTypeIntact) {
+  const std::string shared = testing::SharedDataDir();
+  if (shared.empty() || !fs::exists(shared + "/imdb/raw/num-node-dict.csv.gz")) {
+    GTEST_SKIP() << "../shared/data/imdb not present";
+  }
+  auto d = ReadDataset({.input_dir = shared + "/imdb"});
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->node_types, (std::vector<std::string>{"movie", "director", "actor"}));
+  EXPECT_EQ(d->node_type_offsets, (std::vector<int64_t>{0, 4919, 4919 + 2398, 4919 + 2398 + 6255}));
+  EXPECT_EQ(d->edge_type_offsets, (std::vector<int64_t>{0, 4817, 4817 + 14714}));
+  EXPECT_EQ(d->num_classes, 3);
+  EXPECT_EQ(d->train_idx.size() + d->valid_idx.size() + d->test_idx.size(), 4280u);
+  TempDir dir;
+  PartitionOptions o{.out_dir = dir.Sub("out"), .num_parts = 2, .add_reverse_edges = true, .quiet = true};
+  auto s = PartitionDataset(*d, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(s->num_edges, 2 * (4817 + 14714));
+  ExpectValidTypedPartition(*d, o, s->config_path);
+  auto cfg = core::LoadPartitionConfig(s->config_path);
+  ASSERT_TRUE(cfg.ok());
+  EXPECT_EQ(cfg->edge_types[3].ToString(), "actor:rev_stars:movie");
+}
+
+}  // namespace
+}  // namespace fanout::partition
