@@ -2,10 +2,13 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string_view>
 #include <tuple>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/progress.h"
 #include "core/shape.h"
@@ -376,6 +379,97 @@ absl::StatusOr<std::vector<std::vector<std::string>>> ReadRecords(const std::str
   return out;
 }
 
+// Typed readers build the dataset type by type: node types first (AddNodeType), then relations
+// (AddRelation, with edges in type-wise IDs), each checked and named by `source` in errors.
+absl::Status AddNodeType(Dataset* d, const std::string& name, int64_t count, const std::string& source) {
+  if (!core::IsTypeName(name)) {
+    return absl::InvalidArgumentError(
+        StrCat(source, ": '", name, "' is not a type name (letters, digits, '_', '-', '.')"));
+  }
+  if (d->NodeTypeIndex(name) >= 0) {
+    return absl::InvalidArgumentError(StrCat(source, ": node type '", name, "' is listed twice"));
+  }
+  if (count < 0) return absl::InvalidArgumentError(StrCat(source, ": node type '", name, "' has a negative count"));
+  if (d->node_type_offsets.empty()) d->node_type_offsets.push_back(0);
+  d->node_types.push_back(name);
+  d->node_type_offsets.push_back(d->node_type_offsets.back() + count);
+  d->num_nodes = d->node_type_offsets.back();
+  return absl::OkStatus();
+}
+
+int64_t TypeCount(const Dataset& d, int t) { return d.node_type_offsets[t + 1] - d.node_type_offsets[t]; }
+
+// The relation `triplet` (src_type, relation, dst_type) of `d`, checked: known node types, a
+// valid name, not listed before.
+absl::StatusOr<core::CanonicalEdgeType> CheckRelation(const Dataset& d, const std::vector<std::string>& triplet,
+                                                      const std::string& source) {
+  if (triplet.size() != 3) return absl::InvalidArgumentError(StrCat(source, ": expected src_type,relation,dst_type"));
+  const std::string name = core::StrJoin(triplet, ",");
+  for (const std::string* end : {&triplet[0], &triplet[2]}) {
+    if (d.NodeTypeIndex(*end) < 0) {
+      return absl::InvalidArgumentError(StrCat(source, " (", name, "): node type '", *end,
+                                               "' is not one of the graph's (", core::StrJoin(d.node_types, ", "), ")"));
+    }
+  }
+  if (!core::IsTypeName(triplet[1])) {
+    return absl::InvalidArgumentError(StrCat(source, " (", name, "): '", triplet[1], "' is not a relation name"));
+  }
+  core::CanonicalEdgeType t{triplet[0], triplet[1], triplet[2]};
+  if (std::find(d.edge_types.begin(), d.edge_types.end(), t) != d.edge_types.end()) {
+    return absl::InvalidArgumentError(StrCat(source, ": relation ", name, " is listed twice"));
+  }
+  return t;
+}
+
+// Appends relation `t` with `local`, its [n, 2] edges in type-wise IDs (already range-checked),
+// to `edges` in input node IDs.
+void AppendRelation(Dataset* d, core::CanonicalEdgeType t, const NpyArray& local, std::vector<int64_t>* edges) {
+  const int64_t so = d->node_type_offsets[d->NodeTypeIndex(t.src)], dof = d->node_type_offsets[d->NodeTypeIndex(t.dst)];
+  const int64_t* p = local.data_as<int64_t>();
+  for (int64_t i = 0; i < local.rows(); ++i) {
+    edges->push_back(p[2 * i] + so);
+    edges->push_back(p[2 * i + 1] + dof);
+  }
+  d->edge_types.push_back(std::move(t));
+  if (d->edge_type_offsets.empty()) d->edge_type_offsets.push_back(0);
+  d->edge_type_offsets.push_back(static_cast<int64_t>(edges->size() / 2));
+}
+
+// Limits for a relation's two ends, named by type.
+EndLimits RelationLimits(const Dataset& d, const core::CanonicalEdgeType& t) {
+  const int st = d.NodeTypeIndex(t.src), dt = d.NodeTypeIndex(t.dst);
+  return EndLimits{TypeCount(d, st), TypeCount(d, dt), StrCat("the ", t.src, " nodes"), StrCat("the ", t.dst, " nodes")};
+}
+
+// Every *.npy in `dir`, sorted by name.
+std::vector<fs::path> NpyFiles(const fs::path& dir) {
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".npy") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Sub-folders of `dir` (which may be absent), each of which must be a node type of `d`.
+absl::StatusOr<std::vector<std::pair<int, fs::path>>> TypeFolders(const Dataset& d, const fs::path& dir) {
+  std::vector<std::pair<int, fs::path>> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string type = entry.path().filename().string();
+    const int t = d.NodeTypeIndex(type);
+    if (t < 0 || !entry.is_directory()) {
+      return absl::InvalidArgumentError(StrCat(entry.path().string(), ": '", type, "' is not a node type of ",
+                                               d.num_nodes_source, " (", core::StrJoin(d.node_types, ", "), ")"));
+    }
+    out.push_back({t, entry.path()});
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 // OGB's heterogeneous raw layout, as ogbn-mag ships it (README "Dataset layouts"). Types keep the
 // files' order: node types as num-node-dict lists them, relations as triplet-type-list does.
 absl::StatusOr<Dataset> ReadOgbHetero(const fs::path& dir, const ReadOptions& opt) {
@@ -389,58 +483,30 @@ absl::StatusOr<Dataset> ReadOgbHetero(const fs::path& dir, const ReadOptions& op
     return absl::InvalidArgumentError(StrCat(d.num_nodes_source,
                                              ": expected two lines, node type names then their counts"));
   }
-  d.node_type_offsets = {0};
   for (size_t t = 0; t < dict[0].size(); ++t) {
     int64_t count;
-    if (!core::IsTypeName(dict[0][t])) {
-      return absl::InvalidArgumentError(StrCat(d.num_nodes_source, ": '", dict[0][t],
-                                               "' is not a type name (letters, digits, '_', '-', '.')"));
-    }
-    if (d.NodeTypeIndex(dict[0][t]) >= 0) {
-      return absl::InvalidArgumentError(StrCat(d.num_nodes_source, ": node type '", dict[0][t], "' is listed twice"));
-    }
-    if (!core::ParseInt64(dict[1][t], &count) || count < 0) {
+    if (!core::ParseInt64(dict[1][t], &count)) {
       return absl::InvalidArgumentError(StrCat(d.num_nodes_source, ": the count of '", dict[0][t], "' is '",
                                                dict[1][t], "', not a node count"));
     }
-    d.node_types.push_back(dict[0][t]);
-    d.node_type_offsets.push_back(d.node_type_offsets.back() + count);
+    RETURN_IF_ERROR(AddNodeType(&d, dict[0][t], count, d.num_nodes_source));
   }
-  d.num_nodes = d.node_type_offsets.back();
-  auto count_of = [&](int t) { return d.node_type_offsets[t + 1] - d.node_type_offsets[t]; };
+  auto count_of = [&](int t) { return TypeCount(d, t); };
 
   const std::string triplets = (raw / "triplet-type-list.csv.gz").string();
   ASSIGN_OR_RETURN(auto lines, ReadRecords(triplets));
   if (lines.empty()) return absl::InvalidArgumentError(StrCat(triplets, ": lists no relations"));
   std::vector<int64_t> edges;
-  d.edge_type_offsets = {0};
   d.edges_source = (raw / "relations").string();
   for (size_t r = 0; r < lines.size(); ++r) {
     const std::vector<std::string>& l = lines[r];
-    if (l.size() != 3) {
-      return absl::InvalidArgumentError(StrCat(triplets, " relation ", r, ": expected src_type,relation,dst_type"));
-    }
-    const int st = d.NodeTypeIndex(l[0]), dt = d.NodeTypeIndex(l[2]);
-    if (st < 0 || dt < 0 || !core::IsTypeName(l[1])) {
-      return absl::InvalidArgumentError(StrCat(triplets, " relation ", r, " (", core::StrJoin(l, ","), "): ",
-                                               !core::IsTypeName(l[1]) ? StrCat("'", l[1], "' is not a relation name")
-                                                                       : StrCat("node type '", st < 0 ? l[0] : l[2],
-                                                                                "' is not in num-node-dict")));
-    }
-    for (const core::CanonicalEdgeType& seen : d.edge_types) {
-      if (seen.src == l[0] && seen.rel == l[1] && seen.dst == l[2]) {
-        return absl::InvalidArgumentError(StrCat(triplets, ": relation ", core::StrJoin(l, ","), " is listed twice"));
-      }
-    }
-    d.edge_types.push_back({l[0], l[1], l[2]});
+    ASSIGN_OR_RETURN(core::CanonicalEdgeType type, CheckRelation(d, l, StrCat(triplets, " relation ", r)));
     const fs::path rel = raw / "relations" / StrCat(l[0], "___", l[1], "___", l[2]);
     int64_t expected = -1;
     if (fs::exists(rel / "num-edge-list.csv.gz", ec)) {
       ASSIGN_OR_RETURN(expected, ReadSingleInt((rel / "num-edge-list.csv.gz").string()));
     }
-    ASSIGN_OR_RETURN(NpyArray e, ReadEdgesText((rel / "edge.csv.gz").string(),
-                                               EndLimits{count_of(st), count_of(dt), StrCat("the ", l[0], " nodes"),
-                                                         StrCat("the ", l[2], " nodes")},
+    ASSIGN_OR_RETURN(NpyArray e, ReadEdgesText((rel / "edge.csv.gz").string(), RelationLimits(d, type),
                                                expected));
     // edge_reltype names each edge's relation by its triplet index: it must be this one.
     if (fs::exists(rel / "edge_reltype.csv.gz", ec)) {
@@ -456,54 +522,36 @@ absl::StatusOr<Dataset> ReadOgbHetero(const fs::path& dir, const ReadOptions& op
         }
       }
     }
-    const int64_t* p = e.data_as<int64_t>();
-    for (int64_t i = 0; i < e.rows(); ++i) {
-      edges.push_back(p[2 * i] + d.node_type_offsets[st]);
-      edges.push_back(p[2 * i + 1] + d.node_type_offsets[dt]);
-    }
-    d.edge_type_offsets.push_back(static_cast<int64_t>(edges.size() / 2));
+    AppendRelation(&d, std::move(type), e, &edges);
   }
   const int64_t m = static_cast<int64_t>(edges.size() / 2);
   d.edges = NpyArray::Adopt(std::move(edges), {m, 2});
 
   // Features and labels per type; a type without them has none (a folder for an unknown type is
   // an error, not something to skip silently).
-  for (const char* kind : {"node-feat", "node-label"}) {
-    if (!fs::is_directory(raw / kind, ec)) continue;
-    std::vector<std::string> types;
-    for (const auto& entry : fs::directory_iterator(raw / kind, ec)) types.push_back(entry.path().filename().string());
-    std::sort(types.begin(), types.end());
-    for (const std::string& type : types) {
-      const int t = d.NodeTypeIndex(type);
-      const fs::path file = raw / kind / type / StrCat(kind, ".csv.gz");
-      if (t < 0) {
-        return absl::InvalidArgumentError(StrCat((raw / kind / type).string(), ": '", type,
-                                                 "' is not a node type of num-node-dict (",
-                                                 core::StrJoin(d.node_types, ", "), ")"));
-      }
-      if (std::string(kind) == "node-feat") {
-        ASSIGN_OR_RETURN(NpyArray f, ReadFloatMatrix(file.string(), count_of(t), StrCat(type, " nodes")));
-        d.node_fields.push_back({"feat", std::move(f), type});
+  for (const std::string kind : {"node-feat", "node-label"}) {
+    ASSIGN_OR_RETURN(auto folders, TypeFolders(d, raw / kind));
+    for (const auto& [t, folder] : folders) {
+      const std::string file = (folder / StrCat(kind, ".csv.gz")).string();
+      if (kind == "node-feat") {
+        ASSIGN_OR_RETURN(NpyArray f, ReadFloatMatrix(file, count_of(t), StrCat(d.node_types[t], " nodes")));
+        d.node_fields.push_back({"feat", std::move(f), d.node_types[t]});
       } else {
-        ASSIGN_OR_RETURN(NpyArray y, ReadLabels(file.string(), count_of(t)));
+        ASSIGN_OR_RETURN(NpyArray y, ReadLabels(file, count_of(t)));
         d.num_classes = std::max(d.num_classes, NumClasses(y));
-        d.node_fields.push_back({"label", std::move(y), type});
+        d.node_fields.push_back({"label", std::move(y), d.node_types[t]});
       }
     }
   }
   ASSIGN_OR_RETURN(std::string split, PickSplit(dir / "split", opt.split));
   if (!split.empty()) {
-    for (const auto& entry : fs::directory_iterator(dir / "split" / split, ec)) {
-      const std::string type = entry.path().filename().string();
-      const int t = d.NodeTypeIndex(type);
-      if (t < 0) {
-        return absl::InvalidArgumentError(StrCat(entry.path().string(), ": '", type, "' is not a node type of num-node-dict"));
-      }
+    ASSIGN_OR_RETURN(auto folders, TypeFolders(d, dir / "split" / split));
+    for (const auto& [t, folder] : folders) {
       for (auto [file, out] : {std::pair{"train.csv.gz", &d.train_idx}, {"valid.csv.gz", &d.valid_idx},
                                {"test.csv.gz", &d.test_idx}}) {
-        if (!fs::exists(entry.path() / file, ec)) continue;
+        if (!fs::exists(folder / file, ec)) continue;
         ASSIGN_OR_RETURN(std::vector<int64_t> ids,
-                         ReadIntColumn((entry.path() / file).string(), count_of(t), StrCat("the ", type, " nodes")));
+                         ReadIntColumn((folder / file).string(), count_of(t), StrCat("the ", d.node_types[t], " nodes")));
         for (int64_t v : ids) out->push_back(v + d.node_type_offsets[t]);
         d.has_split = true;
       }
@@ -551,6 +599,89 @@ absl::Status OrientEdges(const std::string& path, const std::string& layout, Npy
   }
   *edges = NpyArray::Adopt(std::move(out), {e, 2});
   return absl::OkStatus();
+}
+
+// The typed .npy layout (README "Dataset layouts"): num_nodes.json, edges/SRC___REL___DST.npy,
+// node_data/TYPE/NAME.npy, split/TYPE/{train,valid,test}_idx.npy. Node types keep
+// num_nodes.json's order, relations their file names' order.
+absl::StatusOr<Dataset> ReadTypedNpy(const fs::path& dir, const ReadOptions& opt) {
+  Dataset d;
+  d.layout = "npy-hetero";
+  d.num_nodes_source = (dir / "num_nodes.json").string();
+  {
+    std::ifstream in(d.num_nodes_source);
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || j.empty()) {
+      return absl::InvalidArgumentError(
+          StrCat(d.num_nodes_source, ": expected a JSON object {\"node type\": count, ...}"));
+    }
+    for (const auto& [name, count] : j.items()) {
+      if (!count.is_number_integer()) {
+        return absl::InvalidArgumentError(StrCat(d.num_nodes_source, ": the count of '", name, "' is not an integer"));
+      }
+      RETURN_IF_ERROR(AddNodeType(&d, name, count.get<int64_t>(), d.num_nodes_source));
+    }
+  }
+  d.edges_source = (dir / "edges").string();
+  std::vector<int64_t> edges;
+  for (const fs::path& f : NpyFiles(dir / "edges")) {
+    // SRC___REL___DST.npy, as OGB names relation folders.
+    const std::string stem = f.stem().string();
+    std::vector<std::string> triplet;
+    for (size_t at = 0;;) {
+      const size_t next = stem.find("___", at);
+      triplet.push_back(stem.substr(at, next == std::string::npos ? std::string::npos : next - at));
+      if (next == std::string::npos) break;
+      at = next + 3;
+    }
+    ASSIGN_OR_RETURN(core::CanonicalEdgeType type, CheckRelation(d, triplet, StrCat(f.string(), ": name")));
+    ASSIGN_OR_RETURN(NpyArray e, MapAsInt64(f.string()));
+    RETURN_IF_ERROR(OrientEdges(f.string(), opt.edge_layout, &e));
+    const EndLimits lim = RelationLimits(d, type);
+    const int64_t* p = e.data_as<int64_t>();
+    for (int64_t i = 0; i < e.rows(); ++i) {
+      for (int end = 0; end < 2; ++end) {
+        const int64_t id = p[2 * i + end], limit = end == 0 ? lim.src : lim.dst;
+        if (id < 0 || id >= limit) {
+          return absl::InvalidArgumentError(StrCat(f.string(), " row ", i, ": ", end == 0 ? "src " : "dst ", id,
+                                                   " is outside [0, ", limit, ") (",
+                                                   end == 0 ? lim.src_name : lim.dst_name, ")"));
+        }
+      }
+    }
+    AppendRelation(&d, std::move(type), e, &edges);
+  }
+  if (d.edge_types.empty()) {
+    return absl::InvalidArgumentError(StrCat(d.edges_source, ": no SRC___REL___DST.npy relation files"));
+  }
+  const int64_t m = static_cast<int64_t>(edges.size() / 2);
+  d.edges = NpyArray::Adopt(std::move(edges), {m, 2});
+
+  ASSIGN_OR_RETURN(auto field_dirs, TypeFolders(d, dir / "node_data"));
+  for (const auto& [t, folder] : field_dirs) {
+    for (const fs::path& f : NpyFiles(folder)) {
+      const std::string name = f.stem().string();
+      ASSIGN_OR_RETURN(NpyArray a, name == "label" ? MapAsInt64(f.string()) : NpyArray::Map(f.string()));
+      if (name == "label") {
+        if (a.shape().size() != 1) return absl::InvalidArgumentError(StrCat(f.string(), ": labels must be a 1-D integer array"));
+        d.num_classes = std::max(d.num_classes, NumClasses(a));
+      }
+      d.node_fields.push_back({name, std::move(a), d.node_types[t]});
+    }
+  }
+  ASSIGN_OR_RETURN(auto split_dirs, TypeFolders(d, dir / "split"));
+  for (const auto& [t, folder] : split_dirs) {
+    for (auto [file, out] : {std::pair{"train_idx.npy", &d.train_idx}, {"valid_idx.npy", &d.valid_idx},
+                             {"test_idx.npy", &d.test_idx}}) {
+      std::error_code ec;
+      if (!fs::exists(folder / file, ec)) continue;
+      ASSIGN_OR_RETURN(std::vector<int64_t> ids, ReadIndexNpy((folder / file).string(), TypeCount(d, t)));
+      for (int64_t v : ids) out->push_back(v + d.node_type_offsets[t]);
+      d.has_split = true;
+    }
+  }
+  for (auto* idx : {&d.train_idx, &d.valid_idx, &d.test_idx}) std::sort(idx->begin(), idx->end());
+  return d;
 }
 
 absl::StatusOr<Dataset> ReadPlain(const fs::path& dir, const ReadOptions& opt) {
@@ -642,13 +773,15 @@ absl::StatusOr<Dataset> ReadDataset(const ReadOptions& opt) {
     d = ReadOgb(dir, opt);
   } else if (fs::exists(dir / "raw" / "num-node-dict.csv.gz", ec)) {
     d = ReadOgbHetero(dir, opt);
+  } else if (fs::exists(dir / "num_nodes.json", ec)) {
+    d = ReadTypedNpy(dir, opt);
   } else if (!FirstExisting(dir, {"edges.npy", "edges.csv", "edges.tsv", "edges.txt", "edges.csv.gz",
                                   "edges.tsv.gz", "edges.txt.gz"}).empty()) {
     d = ReadPlain(dir, opt);
   } else {
     return absl::NotFoundError(StrCat(
         "--input ", opt.input_dir, ": no dataset found (looked for raw/edge.csv.gz, OGB's layout, ",
-        "raw/num-node-dict.csv.gz, OGB's heterogeneous layout, ",
+        "raw/num-node-dict.csv.gz, OGB's heterogeneous layout, num_nodes.json, the typed .npy layout, ",
         "and edges.npy / edges.csv / edges.tsv, the plain layout; see README 'Dataset layouts')"));
   }
   if (!d.ok()) return d.status();

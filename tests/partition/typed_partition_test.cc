@@ -401,14 +401,101 @@ TEST(OgbHeteroReaderTest, ErrorsNameTheFileLineAndType) {
   m = read_error([](const std::string& raw) {
     testing::WriteGz(raw + "/triplet-type-list.csv.gz", "author,writes,paper\npaper,cites,paper\npaper,in,journal\n");
   });
-  EXPECT_NE(m.find("relation 2 (paper,in,journal): node type 'journal' is not in num-node-dict"), std::string::npos) << m;
+  EXPECT_NE(m.find("relation 2 (paper,in,journal): node type 'journal' is not one of the graph's (paper, author, venue)"),
+            std::string::npos)
+      << m;
   m = read_error([](const std::string& raw) {
     fs::create_directories(raw + "/node-feat/journal");
     testing::WriteGz(raw + "/node-feat/journal/node-feat.csv.gz", "1\n");
   });
-  EXPECT_NE(m.find("node-feat/journal: 'journal' is not a node type of num-node-dict"), std::string::npos) << m;
+  EXPECT_NE(m.find("node-feat/journal: 'journal' is not a node type of "), std::string::npos) << m;
   m = read_error([](const std::string& raw) { testing::WriteGz(raw + "/node-label/paper/node-label.csv.gz", "1\n2\n"); });
   EXPECT_NE(m.find("has 2 labels but the graph has 120 nodes"), std::string::npos) << m;
+}
+
+// Writes `d` in the typed .npy layout under `dir`.
+void WriteTypedNpy(const Dataset& d, const std::string& dir) {
+  fs::create_directories(fs::path(dir) / "edges");
+  std::string counts = "{";
+  for (size_t t = 0; t < d.node_types.size(); ++t) {
+    counts += (t ? ", \"" : "\"") + d.node_types[t] + "\": " +
+              std::to_string(d.node_type_offsets[t + 1] - d.node_type_offsets[t]);
+  }
+  testing::WriteText(dir + "/num_nodes.json", counts + "}\n");
+  const int64_t* e = d.edges.data_as<int64_t>();
+  for (size_t r = 0; r < d.edge_types.size(); ++r) {
+    const core::CanonicalEdgeType& et = d.edge_types[r];
+    const int64_t so = d.node_type_offsets[d.NodeTypeIndex(et.src)], dof = d.node_type_offsets[d.NodeTypeIndex(et.dst)];
+    std::vector<int32_t> local;  // int32, as many exporters write
+    for (int64_t i = d.edge_type_offsets[r]; i < d.edge_type_offsets[r + 1]; ++i) {
+      local.push_back(static_cast<int32_t>(e[2 * i] - so));
+      local.push_back(static_cast<int32_t>(e[2 * i + 1] - dof));
+    }
+    // The file name order must give the dataset's relation order: prefix-free names sort as listed here.
+    ASSERT_TRUE(core::WriteNpy(dir + "/edges/" + et.src + "___" + et.rel + "___" + et.dst + ".npy", core::DType::kInt32,
+                               {static_cast<int64_t>(local.size() / 2), 2}, local.data())
+                    .ok());
+  }
+  for (const Field& f : d.node_fields) {
+    fs::create_directories(fs::path(dir) / "node_data" / f.node_type);
+    ASSERT_TRUE(core::WriteNpy(dir + "/node_data/" + f.node_type + "/" + f.name + ".npy", f.data.dtype(), f.data.shape(),
+                               f.data.data())
+                    .ok());
+  }
+  fs::create_directories(fs::path(dir) / "split" / "paper");
+  for (auto [name, idx] : {std::pair{"train", &d.train_idx}, {"valid", &d.valid_idx}, {"test", &d.test_idx}}) {
+    ASSERT_TRUE(core::WriteNpy(dir + "/split/paper/" + name + "_idx.npy", *idx).ok());
+  }
+}
+
+TEST(TypedNpyReaderTest, ReadsWhatTheOgbLayoutHoldsAndPartitionsTheSame) {
+  TempDir dir;
+  Dataset d = MakeTypedDataset(7);
+  WriteOgbHetero(d, dir.Sub("ogb"));
+  WriteTypedNpy(d, dir.Sub("npy"));
+  auto from_ogb = ReadDataset({.input_dir = dir.Sub("ogb")});
+  auto from_npy = ReadDataset({.input_dir = dir.Sub("npy")});
+  ASSERT_TRUE(from_ogb.ok()) << from_ogb.status();
+  ASSERT_TRUE(from_npy.ok()) << from_npy.status();
+  EXPECT_EQ(from_npy->layout, "npy-hetero");
+  EXPECT_EQ(from_npy->node_types, from_ogb->node_types);
+  EXPECT_EQ(from_npy->node_type_offsets, from_ogb->node_type_offsets);
+  EXPECT_EQ(from_npy->edge_types, from_ogb->edge_types);
+  EXPECT_EQ(from_npy->edge_type_offsets, from_ogb->edge_type_offsets);
+  EXPECT_EQ(0, std::memcmp(from_npy->edges.data(), from_ogb->edges.data(), from_ogb->edges.nbytes()));
+  EXPECT_EQ(from_npy->train_idx, from_ogb->train_idx);
+  EXPECT_EQ(from_npy->num_classes, 3);
+  PartitionOptions o{.out_dir = dir.Sub("out"), .num_parts = 2, .add_reverse_edges = true, .quiet = true};
+  auto s = PartitionDataset(*from_npy, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ExpectValidTypedPartition(d, o, s->config_path);
+}
+
+TEST(TypedNpyReaderTest, ErrorsNameTheFileRowAndType) {
+  auto read_error = [](const std::function<void(const std::string&)>& spoil) {
+    TempDir dir;
+    WriteTypedNpy(MakeTypedDataset(7), dir.Sub("npy"));
+    spoil(dir.Sub("npy"));
+    auto r = ReadDataset({.input_dir = dir.Sub("npy")});
+    EXPECT_FALSE(r.ok());
+    return std::string(r.status().message());
+  };
+  std::string m = read_error([](const std::string& npy) {
+    std::vector<int64_t> e = {0, 1, 3, 4};
+    ASSERT_TRUE(core::WriteNpy(npy + "/edges/paper___in___venue.npy", core::DType::kInt64, {2, 2}, e.data()).ok());
+  });
+  EXPECT_NE(m.find("paper___in___venue.npy row 1: dst 4 is outside [0, 4) (the venue nodes)"), std::string::npos) << m;
+  m = read_error([](const std::string& npy) {
+    std::vector<int64_t> e = {0, 1};
+    ASSERT_TRUE(core::WriteNpy(npy + "/edges/paper___in___journal.npy", core::DType::kInt64, {1, 2}, e.data()).ok());
+  });
+  EXPECT_NE(m.find("paper___in___journal.npy: name (paper,in,journal): node type 'journal' is not one of the graph's"),
+            std::string::npos)
+      << m;
+  m = read_error([](const std::string& npy) { fs::create_directories(npy + "/node_data/journal"); });
+  EXPECT_NE(m.find("node_data/journal: 'journal' is not a node type of"), std::string::npos) << m;
+  m = read_error([](const std::string& npy) { testing::WriteText(npy + "/num_nodes.json", "{\"paper\": \"many\"}"); });
+  EXPECT_NE(m.find("num_nodes.json: the count of 'paper' is not an integer"), std::string::npos) << m;
 }
 
 TEST(TypedPartitionTest, ServingTypedGraphsIsRefusedUntilItIsBuilt) {
