@@ -83,6 +83,7 @@ enum class Stream : uint64_t {
   kSplit,
   kEdges,
   kEdgeWeights,
+  kRelationEdges,  // --preset mag's relations other than cites, one stream per (relation, chunk)
 };
 
 // An independent generator for (seed, stream, chunk).
@@ -495,6 +496,28 @@ struct FeatureChunk {
   std::string text;
 };
 
+// Where one node type's and one relation's files go. The plain graph fills them per layout
+// (PlainLayout); --preset mag per type and relation.
+struct Layout {
+  fs::path feat, label, train, valid, test;
+  fs::path edges, edge_weight;
+  fs::path num_edges;      // OGB: the edge count file ("" = none)
+  fs::path edge_reltype;   // OGB heterogeneous: the relation index per edge ("" = none)
+  int reltype = 0;
+};
+
+Layout PlainLayout(const GenerateOptions& o, const fs::path& dir) {
+  if (o.format == DatasetFormat::kOgb) {
+    const fs::path raw = dir / "raw", split = dir / "split" / o.split_name;
+    return {.feat = raw / "node-feat.csv.gz", .label = raw / "node-label.csv.gz", .train = split / "train.csv.gz",
+            .valid = split / "valid.csv.gz", .test = split / "test.csv.gz", .edges = raw / "edge.csv.gz",
+            .edge_weight = raw / "edge-feat.csv.gz", .num_edges = raw / "num-edge-list.csv.gz"};
+  }
+  return {.feat = dir / "node_feat.npy", .label = dir / "node_label.npy", .train = dir / "train_idx.npy",
+          .valid = dir / "valid_idx.npy", .test = dir / "test_idx.npy", .edges = dir / "edges.npy",
+          .edge_weight = dir / "edge_data" / "weight.npy"};
+}
+
 absl::Status MkDir(const fs::path& p) {
   std::error_code ec;
   fs::create_directories(p, ec);
@@ -502,7 +525,7 @@ absl::Status MkDir(const fs::path& p) {
   return absl::OkStatus();
 }
 
-absl::Status WriteFeatures(const Model& m, const GenerateOptions& o, const fs::path& dir) {
+absl::Status WriteFeatures(const Model& m, const GenerateOptions& o, const fs::path& path) {
   const bool ogb = o.format == DatasetFormat::kOgb;
   const int64_t n = m.num_nodes, f = m.feat_dim;
   const int64_t rows_per_chunk = std::max<int64_t>(1, kFeatureChunkValues / f);
@@ -510,9 +533,9 @@ absl::Status WriteFeatures(const Model& m, const GenerateOptions& o, const fs::p
   std::unique_ptr<core::NpyWriter> npy;
   std::unique_ptr<GzWriter> gz;
   if (ogb) {
-    ASSIGN_OR_RETURN(gz, GzWriter::Open((dir / "raw" / "node-feat.csv.gz").string()));
+    ASSIGN_OR_RETURN(gz, GzWriter::Open(path.string()));
   } else {
-    ASSIGN_OR_RETURN(npy, core::NpyWriter::Open((dir / "node_feat.npy").string(), o.feat_dtype, {n, f}));
+    ASSIGN_OR_RETURN(npy, core::NpyWriter::Open(path.string(), o.feat_dtype, {n, f}));
   }
   core::Progress progress("generate", "feature rows", n);
   std::function<void(int64_t, FeatureChunk*)> produce = [&](int64_t chunk, FeatureChunk* c) {
@@ -551,32 +574,36 @@ absl::Status WriteFeatures(const Model& m, const GenerateOptions& o, const fs::p
   return ogb ? gz->Close() : npy->Close();
 }
 
-absl::Status WriteEdges(const Model& m, const GenerateOptions& o, const fs::path& dir) {
+// Draws `count` edges of chunk `chunk` into out (src, dst pairs).
+using EdgeGenerator = std::function<void(int64_t chunk, int64_t count, int64_t* out)>;
+
+// Writes `e` edges drawn by `generate` (with weights on request) to the files `l` names.
+absl::Status WriteEdges(const EdgeGenerator& generate, int64_t e, const GenerateOptions& o, const Layout& l) {
   const bool ogb = o.format == DatasetFormat::kOgb;
-  const int64_t e = o.num_edges;
   const int64_t num_chunks = (e + kEdgeChunk - 1) / kEdgeChunk;
   std::unique_ptr<core::NpyWriter> npy, npy_weight;
-  std::unique_ptr<GzWriter> gz, gz_weight;
+  std::unique_ptr<GzWriter> gz, gz_weight, gz_type;
+  const std::string type_line = StrCat(l.reltype, "\n");
   if (ogb) {
-    ASSIGN_OR_RETURN(gz, GzWriter::Open((dir / "raw" / "edge.csv.gz").string()));
+    ASSIGN_OR_RETURN(gz, GzWriter::Open(l.edges.string()));
     if (o.edge_weights) {
-      ASSIGN_OR_RETURN(gz_weight, GzWriter::Open((dir / "raw" / "edge-feat.csv.gz").string()));
+      ASSIGN_OR_RETURN(gz_weight, GzWriter::Open(l.edge_weight.string()));
+    }
+    if (!l.edge_reltype.empty()) {
+      ASSIGN_OR_RETURN(gz_type, GzWriter::Open(l.edge_reltype.string()));
     }
   } else {
-    ASSIGN_OR_RETURN(
-        npy, core::NpyWriter::Open((dir / "edges.npy").string(), core::DType::kInt64, {e, 2}));
+    ASSIGN_OR_RETURN(npy, core::NpyWriter::Open(l.edges.string(), core::DType::kInt64, {e, 2}));
     if (o.edge_weights) {
-      RETURN_IF_ERROR(MkDir(dir / "edge_data"));
-      ASSIGN_OR_RETURN(npy_weight,
-                       core::NpyWriter::Open((dir / "edge_data" / "weight.npy").string(),
-                                             core::DType::kFloat32, {e}));
+      RETURN_IF_ERROR(MkDir(l.edge_weight.parent_path()));
+      ASSIGN_OR_RETURN(npy_weight, core::NpyWriter::Open(l.edge_weight.string(), core::DType::kFloat32, {e}));
     }
   }
   core::Progress progress("generate", "edges", e);
   std::function<void(int64_t, EdgeChunk*)> produce = [&](int64_t chunk, EdgeChunk* c) {
     const int64_t count = std::min(kEdgeChunk, e - chunk * kEdgeChunk);
     c->pairs.resize(2 * count);
-    GenerateEdges(m, o, chunk, count, c->pairs.data());
+    generate(chunk, count, c->pairs.data());
     if (o.edge_weights) {
       c->weights.resize(count);
       GenerateEdgeWeights(o, chunk, count, c->weights.data());
@@ -602,6 +629,12 @@ absl::Status WriteEdges(const Model& m, const GenerateOptions& o, const fs::path
     if (ogb) {
       RETURN_IF_ERROR(gz->Write(c.text));
       if (gz_weight != nullptr) RETURN_IF_ERROR(gz_weight->Write(c.weight_text));
+      if (gz_type != nullptr) {
+        std::string types;
+        types.reserve(type_line.size() * c.pairs.size() / 2);
+        for (size_t k = 0; k < c.pairs.size() / 2; ++k) types += type_line;
+        RETURN_IF_ERROR(gz_type->Write(types));
+      }
     } else {
       RETURN_IF_ERROR(npy->Append(c.pairs.data(), c.pairs.size() * sizeof(int64_t)));
       if (npy_weight != nullptr) {
@@ -615,6 +648,8 @@ absl::Status WriteEdges(const Model& m, const GenerateOptions& o, const fs::path
   if (ogb) {
     RETURN_IF_ERROR(gz->Close());
     if (gz_weight != nullptr) RETURN_IF_ERROR(gz_weight->Close());
+    if (gz_type != nullptr) RETURN_IF_ERROR(gz_type->Close());
+    if (!l.num_edges.empty()) RETURN_IF_ERROR(WriteGzLines(l.num_edges.string(), {e}));
   } else {
     RETURN_IF_ERROR(npy->Close());
     if (npy_weight != nullptr) RETURN_IF_ERROR(npy_weight->Close());
@@ -622,24 +657,148 @@ absl::Status WriteEdges(const Model& m, const GenerateOptions& o, const fs::path
   return absl::OkStatus();
 }
 
-absl::Status WriteNodeData(const Model& m, const GenerateOptions& o, const fs::path& dir) {
+// Labels and the split of the nodes `m` models, to the files `l` names.
+absl::Status WriteNodeData(const Model& m, const GenerateOptions& o, const Layout& l) {
   const std::vector<int64_t> labels = MakeLabels(m, o);
-  const Split split = MakeSplit(o);
+  GenerateOptions sized = o;
+  sized.num_nodes = m.num_nodes;
+  const Split split = MakeSplit(sized);
+  RETURN_IF_ERROR(MkDir(l.train.parent_path()));
+  RETURN_IF_ERROR(MkDir(l.label.parent_path()));
   if (o.format == DatasetFormat::kOgb) {
-    const fs::path raw = dir / "raw";
-    const fs::path split_dir = dir / "split" / o.split_name;
-    RETURN_IF_ERROR(MkDir(split_dir));
-    RETURN_IF_ERROR(WriteGzLines((raw / "node-label.csv.gz").string(), labels));
-    RETURN_IF_ERROR(WriteGzLines((raw / "num-node-list.csv.gz").string(), {o.num_nodes}));
-    RETURN_IF_ERROR(WriteGzLines((raw / "num-edge-list.csv.gz").string(), {o.num_edges}));
-    RETURN_IF_ERROR(WriteGzLines((split_dir / "train.csv.gz").string(), split.train));
-    RETURN_IF_ERROR(WriteGzLines((split_dir / "valid.csv.gz").string(), split.valid));
-    RETURN_IF_ERROR(WriteGzLines((split_dir / "test.csv.gz").string(), split.test));
+    RETURN_IF_ERROR(WriteGzLines(l.label.string(), labels));
+    RETURN_IF_ERROR(WriteGzLines(l.train.string(), split.train));
+    RETURN_IF_ERROR(WriteGzLines(l.valid.string(), split.valid));
+    RETURN_IF_ERROR(WriteGzLines(l.test.string(), split.test));
   } else {
-    RETURN_IF_ERROR(core::WriteNpy((dir / "node_label.npy").string(), labels));
-    RETURN_IF_ERROR(core::WriteNpy((dir / "train_idx.npy").string(), split.train));
-    RETURN_IF_ERROR(core::WriteNpy((dir / "valid_idx.npy").string(), split.valid));
-    RETURN_IF_ERROR(core::WriteNpy((dir / "test_idx.npy").string(), split.test));
+    RETURN_IF_ERROR(core::WriteNpy(l.label.string(), labels));
+    RETURN_IF_ERROR(core::WriteNpy(l.train.string(), split.train));
+    RETURN_IF_ERROR(core::WriteNpy(l.valid.string(), split.valid));
+    RETURN_IF_ERROR(core::WriteNpy(l.test.string(), split.test));
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------------------------
+// --preset mag: four node types, each with its own Chung-Lu weights and communities (BuildModel),
+// the communities standing for research areas: an author writes mostly in its area, a paper's
+// topics and an author's institution mostly share its area, and papers cite as the plain graph's
+// nodes link. Only papers have features, labels and a split, as in ogbn-mag.
+
+// Edges of relation `rel` (its index) from `src`'s nodes to `dst`'s: src by weight; with
+// probability intra_class_prob dst by weight within src's community (modulo dst's community
+// count), otherwise dst by weight over all of dst's nodes.
+void GenerateBipartiteEdges(const Model& src, const Model& dst, const GenerateOptions& o, int rel, int64_t chunk,
+                            int64_t count, int64_t* out) {
+  std::mt19937_64 rng = MakeRng(o.seed, Stream::kRelationEdges, (static_cast<uint64_t>(rel) << 40) + chunk);
+  for (int64_t k = 0; k < count; ++k) {
+    const uint32_t s = SampleAlias(src.global.data(), src.num_nodes, rng());
+    const int64_t cls = src.community[s] % dst.num_classes;
+    const int64_t cb = dst.community_offset[cls];
+    const uint64_t cn = dst.community_offset[cls + 1] - cb;
+    const bool inside = Uniform01(rng) < o.intra_class_prob && cn > 0;
+    out[2 * k] = s;
+    out[2 * k + 1] = inside ? dst.community_members[cb + SampleAlias(dst.community_alias.data() + cb, cn, rng())]
+                            : SampleAlias(dst.global.data(), dst.num_nodes, rng());
+  }
+}
+
+absl::Status GenerateMag(const GenerateOptions& o, const fs::path& dir) {
+  const MagSizes z = ComputeMagSizes(o.scale);
+  const bool ogb = o.format == DatasetFormat::kOgb;
+  enum { kAuthor, kField, kInstitution, kPaper };
+  const char* names[] = {"author", "field_of_study", "institution", "paper"};
+  const int64_t counts[] = {z.author, z.field_of_study, z.institution, z.paper};
+  struct Relation {
+    int src;
+    const char* name;
+    int dst;
+    int64_t count;
+  };
+  const Relation relations[] = {{kAuthor, "affiliated_with", kInstitution, z.affiliated_with},
+                                {kAuthor, "writes", kPaper, z.writes},
+                                {kPaper, "cites", kPaper, z.cites},
+                                {kPaper, "has_topic", kField, z.has_topic}};
+  // One model per type; its weights are capped by the edges that touch it.
+  std::vector<GenerateOptions> type_options(4, o);
+  std::vector<Model> models;
+  for (int t = 0; t < 4; ++t) {
+    GenerateOptions& to = type_options[t];
+    to.num_nodes = counts[t];
+    to.num_edges = 0;
+    for (const Relation& r : relations) to.num_edges += (r.src == t || r.dst == t) ? r.count : 0;
+    to.num_classes = std::min(o.num_classes, counts[t]);
+    if (t != kPaper) to.seed = SplitMix64(o.seed ^ (0x6d6167ull + t));  // papers keep the seed itself
+    models.push_back(BuildModel(to));
+  }
+  const GenerateOptions& paper = type_options[kPaper];
+
+  // Schema files.
+  if (ogb) {
+    const fs::path raw = dir / "raw";
+    RETURN_IF_ERROR(MkDir(raw));
+    std::string header, sizes, triplets;
+    for (int t = 0; t < 4; ++t) {
+      header += StrCat(t ? "," : "", names[t]);
+      sizes += StrCat(t ? "," : "", counts[t]);
+    }
+    for (const Relation& r : relations) triplets += StrCat(names[r.src], ",", r.name, ",", names[r.dst], "\n");
+    ASSIGN_OR_RETURN(auto w, GzWriter::Open((raw / "num-node-dict.csv.gz").string()));
+    RETURN_IF_ERROR(w->Write(header + "\n" + sizes + "\n"));
+    RETURN_IF_ERROR(w->Close());
+    ASSIGN_OR_RETURN(w, GzWriter::Open((raw / "triplet-type-list.csv.gz").string()));
+    RETURN_IF_ERROR(w->Write(triplets));
+    RETURN_IF_ERROR(w->Close());
+  } else {
+    std::string json = "{";
+    for (int t = 0; t < 4; ++t) json += StrCat(t ? ", " : "", "\"", names[t], "\": ", counts[t]);
+    std::FILE* f = std::fopen((dir / "num_nodes.json").c_str(), "w");
+    if (f == nullptr || std::fputs((json + "}\n").c_str(), f) < 0 || std::fclose(f) != 0) {
+      return absl::InternalError(StrCat("cannot write ", (dir / "num_nodes.json").string()));
+    }
+  }
+
+  // Papers' features, labels and split.
+  Layout papers;
+  if (ogb) {
+    const fs::path split = dir / "split" / o.split_name / "paper";
+    papers = {.feat = dir / "raw" / "node-feat" / "paper" / "node-feat.csv.gz",
+              .label = dir / "raw" / "node-label" / "paper" / "node-label.csv.gz", .train = split / "train.csv.gz",
+              .valid = split / "valid.csv.gz", .test = split / "test.csv.gz"};
+  } else {
+    papers = {.feat = dir / "node_data" / "paper" / "feat.npy", .label = dir / "node_data" / "paper" / "label.npy",
+              .train = dir / "split" / "paper" / "train_idx.npy", .valid = dir / "split" / "paper" / "valid_idx.npy",
+              .test = dir / "split" / "paper" / "test_idx.npy"};
+  }
+  RETURN_IF_ERROR(WriteNodeData(models[kPaper], paper, papers));
+  RETURN_IF_ERROR(MkDir(papers.feat.parent_path()));
+  RETURN_IF_ERROR(WriteFeatures(models[kPaper], paper, papers.feat));
+
+  // Relations.
+  for (int r = 0; r < 4; ++r) {
+    const Relation& rel = relations[r];
+    const std::string folder = StrCat(names[rel.src], "___", rel.name, "___", names[rel.dst]);
+    Layout l;
+    if (ogb) {
+      const fs::path d = dir / "raw" / "relations" / folder;
+      RETURN_IF_ERROR(MkDir(d));
+      l = {.edges = d / "edge.csv.gz", .num_edges = d / "num-edge-list.csv.gz", .edge_reltype = d / "edge_reltype.csv.gz",
+           .reltype = r};
+    } else {
+      RETURN_IF_ERROR(MkDir(dir / "edges"));
+      l = {.edges = dir / "edges" / (folder + ".npy")};
+    }
+    EdgeGenerator generate;
+    if (rel.src == kPaper && rel.dst == kPaper) {
+      generate = [&](int64_t chunk, int64_t count, int64_t* out) {
+        GenerateEdges(models[kPaper], paper, chunk, count, out);
+      };
+    } else {
+      generate = [&, r](int64_t chunk, int64_t count, int64_t* out) {
+        GenerateBipartiteEdges(models[rel.src], models[rel.dst], o, r, chunk, count, out);
+      };
+    }
+    RETURN_IF_ERROR(WriteEdges(generate, rel.count, o, l));
   }
   return absl::OkStatus();
 }
@@ -651,8 +810,16 @@ absl::Status InUnitInterval(const char* flag, double x) {
 
 }  // namespace
 
+MagSizes ComputeMagSizes(double scale) {
+  auto nodes = [&](int64_t n) { return std::max<int64_t>(2, std::llround(static_cast<double>(n) * scale)); };
+  auto edges = [&](int64_t e) { return std::max<int64_t>(1, std::llround(static_cast<double>(e) * scale)); };
+  // ogbn-mag (OGB 1.3): node and edge counts per type.
+  return {nodes(1134649), nodes(59965), nodes(8740), nodes(736389),
+          edges(1043998), edges(7145660), edges(5416271), edges(7505078)};
+}
+
 SplitSizes ComputeSplitSizes(const GenerateOptions& o) {
-  const int64_t n = o.num_nodes;
+  const int64_t n = o.heterogeneous ? ComputeMagSizes(o.scale).paper : o.num_nodes;
   SplitSizes s;
   s.train = std::clamp<int64_t>(std::llround(o.train_frac * n), 0, n);
   s.valid = std::clamp<int64_t>(std::llround(o.valid_frac * n), 0, n - s.train);
@@ -663,6 +830,19 @@ SplitSizes ComputeSplitSizes(const GenerateOptions& o) {
 absl::Status ValidateGenerateOptions(const GenerateOptions& o) {
   constexpr int64_t kMaxNodes = std::numeric_limits<int32_t>::max();
   if (o.out_dir.empty()) return absl::InvalidArgumentError("--out is required");
+  if (o.heterogeneous) {
+    // Every type's count must be a valid --num-nodes of its own (the alias tables are 32-bit).
+    if (!(o.scale > 0) || !std::isfinite(o.scale) || ComputeMagSizes(o.scale).author > kMaxNodes) {
+      return absl::InvalidArgumentError(StrCat("--scale must be > 0 and keep every node type under ", kMaxNodes,
+                                               " nodes (at most about 1890), got ", o.scale));
+    }
+    if (o.edge_weights) return absl::InvalidArgumentError("--edge-weights is not available with --preset mag");
+    GenerateOptions papers = o;
+    papers.heterogeneous = false;
+    papers.num_nodes = ComputeMagSizes(o.scale).paper;
+    papers.num_edges = ComputeMagSizes(o.scale).cites;
+    return ValidateGenerateOptions(papers);
+  }
   if (o.num_nodes < 2 || o.num_nodes > kMaxNodes) {
     return absl::InvalidArgumentError(
         StrCat("--num-nodes must be in [2, ", kMaxNodes, "], got ", o.num_nodes));
@@ -722,10 +902,19 @@ absl::Status GenerateDataset(const GenerateOptions& options) {
   const fs::path dir(staging.path());
   if (options.format == DatasetFormat::kOgb) RETURN_IF_ERROR(MkDir(dir / "raw"));
 
+  if (options.heterogeneous) {
+    RETURN_IF_ERROR(GenerateMag(options, dir));
+    return staging.Commit();
+  }
   const Model model = BuildModel(options);
-  RETURN_IF_ERROR(WriteNodeData(model, options, dir));
-  RETURN_IF_ERROR(WriteFeatures(model, options, dir));
-  RETURN_IF_ERROR(WriteEdges(model, options, dir));
+  const Layout layout = PlainLayout(options, dir);
+  RETURN_IF_ERROR(WriteNodeData(model, options, layout));
+  if (options.format == DatasetFormat::kOgb) {
+    RETURN_IF_ERROR(WriteGzLines((dir / "raw" / "num-node-list.csv.gz").string(), {options.num_nodes}));
+  }
+  RETURN_IF_ERROR(WriteFeatures(model, options, layout.feat));
+  RETURN_IF_ERROR(WriteEdges([&](int64_t chunk, int64_t count, int64_t* out) { GenerateEdges(model, options, chunk, count, out); },
+                             options.num_edges, options, layout));
   return staging.Commit();
 }
 

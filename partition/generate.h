@@ -35,12 +35,29 @@ struct GenerateOptions {
   bool edge_weights = false;            // also write a float32 per-edge field "weight"
   std::string split_name = "random";    // OGB layout only: split/<split_name>/
   uint64_t seed = 0;
+  // --preset mag: an ogbn-mag-shaped typed graph instead (ComputeMagSizes(scale); num_nodes and
+  // num_edges are not used), written in the typed layouts: OGB's heterogeneous raw layout
+  // (kOgb) or the typed .npy layout (kNpy). Papers carry the features, labels and split.
+  bool heterogeneous = false;
+  double scale = 1.0;
 };
+
+// ogbn-mag's sizes times `scale` (each at least 2 nodes / 1 edge): node types author,
+// field_of_study, institution, paper; relations author:affiliated_with:institution,
+// author:writes:paper, paper:cites:paper, paper:has_topic:field_of_study (ogbn-mag's order).
+struct MagSizes {
+  int64_t author, field_of_study, institution, paper;
+  int64_t affiliated_with, writes, cites, has_topic;
+  int64_t nodes() const { return author + field_of_study + institution + paper; }
+  int64_t edges() const { return affiliated_with + writes + cites + has_topic; }
+};
+MagSizes ComputeMagSizes(double scale);
 
 struct SplitSizes {
   int64_t train = 0, valid = 0, test = 0;
 };
-// How many nodes each split gets: round(frac * N) for train and valid, the rest test.
+// How many nodes each split gets: round(frac * N) for train and valid, the rest test (N: the
+// papers with --preset mag).
 SplitSizes ComputeSplitSizes(const GenerateOptions& options);
 
 // Validates options; errors name the flag at fault.

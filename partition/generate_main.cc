@@ -27,7 +27,10 @@ constexpr char kAbout[] =
     "planted community per class, class-dependent Gaussian features, noisy labels and a random\n"
     "train/valid/test split. Presets: tiny (1000 nodes, 5000 edges, 16 features, 4 classes),\n"
     "small (100000, 1000000, 100, 47; the default), products (2449029, 61859140, 100, 47:\n"
-    "ogbn-products' sizes). Same flags and seed give byte-identical files.\n\n";
+    "ogbn-products' sizes). --preset mag writes a typed graph shaped like ogbn-mag instead: authors,\n"
+    "fields of study, institutions and papers (1.9M nodes, 21.1M edges at --scale 1), papers with\n"
+    "128 features, 349 classes and a split, in OGB's heterogeneous layout (--format ogb) or the\n"
+    "typed .npy layout. Same flags and seed give byte-identical files.\n\n";
 
 struct Preset {
   const char* name;
@@ -56,8 +59,9 @@ int Main(int argc, char** argv) {
       "replace --out if it is an earlier output of fanout-generate (never another folder)");
   args.AddChoice("format", &format, {"npy", "ogb"},
                  "layout: plain .npy files, or OGB's raw/*.csv.gz + split/<name>/");
-  args.AddChoice("preset", &preset, {"tiny", "small", "products"},
-                 "sizes; the flags below override them");
+  args.AddChoice("preset", &preset, {"tiny", "small", "products", "mag"},
+                 "sizes; the flags below override them (mag: a typed graph, sized by --scale)");
+  args.AddDouble("scale", &o.scale, "--preset mag: ogbn-mag's node and edge counts times this (e.g. 0.01)");
   args.AddInt("num-nodes", &o.num_nodes, "nodes");
   args.AddInt("num-edges", &o.num_edges, "directed edges");
   args.AddInt("feat-dim", &o.feat_dim, "features per node");
@@ -88,6 +92,21 @@ int Main(int argc, char** argv) {
     if (!args.WasSet("feat-dim")) o.feat_dim = p.feat_dim;
     if (!args.WasSet("num-classes")) o.num_classes = p.num_classes;
   }
+  if (preset == "mag") {
+    for (const char* flag : {"num-nodes", "num-edges"}) {
+      if (args.WasSet(flag)) {
+        return args.Fail(absl::InvalidArgumentError(
+            core::StrCat("--", flag, " does not apply to --preset mag (its sizes are ogbn-mag's times --scale)")));
+      }
+    }
+    o.heterogeneous = true;
+    if (!args.WasSet("feat-dim")) o.feat_dim = 128;
+    if (!args.WasSet("num-classes")) o.num_classes = 349;
+    if (!args.WasSet("train-frac")) o.train_frac = 0.855;  // ogbn-mag's split sizes, drawn at random
+    if (!args.WasSet("valid-frac")) o.valid_frac = 0.088;
+  } else if (args.WasSet("scale")) {
+    return args.Fail(absl::InvalidArgumentError("--scale is only used with --preset mag"));
+  }
   o.format = format == "ogb" ? DatasetFormat::kOgb : DatasetFormat::kNpy;
   o.feat_dtype = feat_dtype == "float16" ? core::DType::kFloat16 : core::DType::kFloat32;
 
@@ -97,6 +116,19 @@ int Main(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const partition::SplitSizes split = partition::ComputeSplitSizes(o);
   const std::string path = std::filesystem::absolute(o.out_dir).lexically_normal().string();
+  if (o.heterogeneous) {
+    const partition::MagSizes z = partition::ComputeMagSizes(o.scale);
+    std::printf(
+        "fanout-generate: wrote %s (typed %s layout, ogbn-mag x %g): %lld authors, %lld fields of study, %lld "
+        "institutions, %lld papers; %lld affiliated_with, %lld writes, %lld cites, %lld has_topic edges; papers with "
+        "%lld features, %lld classes, split %lld/%lld/%lld; %.1f s\n",
+        path.c_str(), format.c_str(), o.scale, static_cast<long long>(z.author), static_cast<long long>(z.field_of_study),
+        static_cast<long long>(z.institution), static_cast<long long>(z.paper), static_cast<long long>(z.affiliated_with),
+        static_cast<long long>(z.writes), static_cast<long long>(z.cites), static_cast<long long>(z.has_topic),
+        static_cast<long long>(o.feat_dim), static_cast<long long>(o.num_classes), static_cast<long long>(split.train),
+        static_cast<long long>(split.valid), static_cast<long long>(split.test), seconds);
+    return 0;
+  }
   std::printf(
       "fanout-generate: wrote %s (%s layout): %lld nodes, %lld edges, %lld features, "
       "%lld classes, split %lld/%lld/%lld train/valid/test, %.1f s\n",
