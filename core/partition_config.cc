@@ -164,8 +164,8 @@ absl::StatusOr<FieldSchema> FindSchema(const std::vector<FieldSchema>& fields, c
                                        const std::string& name) {
   std::vector<std::string> names;
   for (const FieldSchema& f : fields) {
-    if (f.name == name) return f;
-    names.push_back(f.name);
+    if (f.key() == name) return f;  // a typed field by "TYPE/NAME"
+    names.push_back(f.key());
   }
   return UnknownFieldError(kind, name, std::move(names));
 }
@@ -272,14 +272,6 @@ absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path) {
         !s.ok()) {
       return err(s.message());
     }
-    c.node_bounds = BoundsOf(c.node_type_ranges, c.num_parts);
-    c.edge_bounds = BoundsOf(c.edge_type_ranges, c.num_parts);
-    if (c.node_bounds[0] != 0) return err("node_map does not start at 0");
-    if (c.edge_bounds[0] != 0) return err("edge_map does not start at 0");
-    if (auto m = c.NodeTypes(); !m.ok()) return err(StrCat("node_map: ", m.status().message()));
-    if (auto m = c.EdgeTypes(); !m.ok()) return err(StrCat("edge_map: ", m.status().message()));
-    if (c.node_bounds.back() != c.num_nodes) return err("node_map does not end at num_nodes");
-    if (c.edge_bounds.back() != c.num_edges) return err("edge_map does not end at num_edges");
     for (const std::string& name : edge_names) {
       auto t = CanonicalEdgeType::Parse(name);
       if (!t.ok()) return err(StrCat("etypes: ", t.status().message()));
@@ -290,6 +282,14 @@ absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path) {
       }
       c.edge_types.push_back(*std::move(t));
     }
+    c.node_bounds = BoundsOf(c.node_type_ranges, c.num_parts);
+    c.edge_bounds = BoundsOf(c.edge_type_ranges, c.num_parts);
+    if (c.node_bounds[0] != 0) return err("node_map does not start at 0");
+    if (c.edge_bounds[0] != 0) return err("edge_map does not start at 0");
+    if (auto m = c.NodeTypes(); !m.ok()) return err(StrCat("node_map: ", m.status().message()));
+    if (auto m = c.EdgeTypes(); !m.ok()) return err(StrCat("edge_map: ", m.status().message()));
+    if (c.node_bounds.back() != c.num_nodes) return err("node_map does not end at num_nodes");
+    if (c.edge_bounds.back() != c.num_edges) return err("edge_map does not end at num_edges");
     auto nf = ParseFields(j.value("node_fields", json()), "node_fields");
     if (!nf.ok()) return err(nf.status().message());
     auto ef = ParseFields(j.value("edge_fields", json()), "edge_fields");

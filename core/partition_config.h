@@ -87,7 +87,8 @@ struct PartitionConfig {
   // type when none are listed.
   absl::StatusOr<TypeMap> NodeTypes() const;
   absl::StatusOr<TypeMap> EdgeTypes() const;
-  // The schema of a node (edge) field; NOT_FOUND names the field and lists the valid ones.
+  // The schema of a node (edge) field, by key (a typed field: "TYPE/NAME"); NOT_FOUND names the
+  // field and lists the valid ones.
   absl::StatusOr<FieldSchema> NodeField(const std::string& name) const;
   absl::StatusOr<FieldSchema> EdgeField(const std::string& name) const;
 };

@@ -57,17 +57,12 @@ absl::StatusOr<std::unique_ptr<PartitionStore>> PartitionStore::Open(const Parti
     return absl::InvalidArgumentError(StrCat("partition ", part_id, " does not exist: the graph has ",
                                              config.num_parts, " (0..", config.num_parts - 1, ")"));
   }
-  // Typed partitions (issue 29) are written by fanout-partition and read by its tests, but serving
-  // and sampling still treat the graph as one relation: refuse them rather than sample wrongly.
-  if (config.node_types.size() > 1 || config.edge_types.size() > 1) {
-    return absl::UnimplementedError(StrCat(
-        config.graph_name, " is a typed graph (", config.node_types.size(), " node types, ", config.edge_types.size(),
-        " edge types); serving and sampling typed graphs is not built yet (issue 29: typed requests, per-relation "
-        "fanouts and blocks come next)"));
-  }
   ASSIGN_OR_RETURN(RangePartitionBook nodes, config.NodeBook());
   ASSIGN_OR_RETURN(RangePartitionBook edges, config.EdgeBook());
-  std::unique_ptr<PartitionStore> s(new PartitionStore(config, part_id, std::move(nodes), std::move(edges)));
+  ASSIGN_OR_RETURN(TypeMap node_types, config.NodeTypes());
+  ASSIGN_OR_RETURN(TypeMap edge_types, config.EdgeTypes());
+  std::unique_ptr<PartitionStore> s(new PartitionStore(config, part_id, std::move(nodes), std::move(edges),
+                                                       std::move(node_types), std::move(edge_types)));
   const int64_t n = s->num_inner_nodes(), m = s->num_inner_edges();
   auto map = [&](const char* file) { return NpyArray::Map(config.PartPath(part_id, file)); };
   ASSIGN_OR_RETURN(s->indptr_, map(PartFiles::kIndptr));
@@ -75,14 +70,26 @@ absl::StatusOr<std::unique_ptr<PartitionStore>> PartitionStore::Open(const Parti
   ASSIGN_OR_RETURN(s->out_indptr_, map(PartFiles::kOutIndptr));
   ASSIGN_OR_RETURN(s->out_indices_, map(PartFiles::kOutIndices));
   ASSIGN_OR_RETURN(s->out_eids_, map(PartFiles::kOutEids));
-  RETURN_IF_ERROR(ExpectShape(s->indptr_, DType::kInt64, {n + 1}));
+  // One run of n + 1 offsets per relation, sharing their ends (docs/architecture.md, "Typed graphs").
+  const int64_t r = s->num_edge_types();
+  RETURN_IF_ERROR(ExpectShape(s->indptr_, DType::kInt64, {r * n + 1}));
   RETURN_IF_ERROR(ExpectShape(s->indices_, DType::kInt64, {m}));
   RETURN_IF_ERROR(ExpectShape(s->out_indptr_, DType::kInt64, {n + 1}));
   const int64_t out_m = s->out_indptr_.data_as<int64_t>()[n];
   RETURN_IF_ERROR(ExpectShape(s->out_indices_, DType::kInt64, {out_m}));
   RETURN_IF_ERROR(ExpectShape(s->out_eids_, DType::kInt64, {out_m}));
-  if (s->indptr_.data_as<int64_t>()[n] != m) {
-    return absl::DataLossError(StrCat(s->indptr_.path(), ": ends at ", s->indptr_.data_as<int64_t>()[n],
+  for (int t = 0; t < r; ++t) {
+    // Relation t's in-edges are where the edge map puts them.
+    const int64_t at = s->indptr_.data_as<int64_t>()[t * n], end = s->indptr_.data_as<int64_t>()[(t + 1) * n];
+    const auto [b, e] = s->edge_type_range(t);
+    if (at != b - s->edge_start() || end != e - s->edge_start()) {
+      return absl::DataLossError(StrCat(s->indptr_.path(), ": relation ", s->edge_types().name(t), " spans [", at,
+                                        ", ", end, "), the edge map says [", b - s->edge_start(), ", ",
+                                        e - s->edge_start(), ")"));
+    }
+  }
+  if (s->indptr_.data_as<int64_t>()[r * n] != m) {
+    return absl::DataLossError(StrCat(s->indptr_.path(), ": ends at ", s->indptr_.data_as<int64_t>()[r * n],
                                       ", the edge map says ", m, " edges"));
   }
   auto load = [&](const std::vector<FieldSchema>& schemas, bool node,
@@ -90,13 +97,19 @@ absl::StatusOr<std::unique_ptr<PartitionStore>> PartitionStore::Open(const Parti
     for (const FieldSchema& f : schemas) {
       auto field = std::make_unique<Field>();
       field->schema = f;
-      std::string path = config.PartPath(part_id, node ? PartFiles::NodeData(f.name) : PartFiles::EdgeData(f.name));
+      field->base = node ? s->node_start() : s->edge_start();
+      field->end = node ? s->node_end() : s->edge_end();
+      if (!f.node_type.empty()) {
+        ASSIGN_OR_RETURN(const int t, s->node_types().TypeId(f.node_type));
+        std::tie(field->base, field->end) = s->node_types().Range(t, part_id);
+      }
+      std::string path = config.PartPath(part_id, node ? PartFiles::NodeData(f.key()) : PartFiles::EdgeData(f.name));
       // Node fields take pushes: map them copy-on-write (reads still share the page cache).
       ASSIGN_OR_RETURN(field->data, node ? NpyArray::MapCopyOnWrite(path) : NpyArray::Map(path));
-      std::vector<int64_t> shape{node ? n : m};
+      std::vector<int64_t> shape{field->end - field->base};
       shape.insert(shape.end(), f.row_shape.begin(), f.row_shape.end());
       RETURN_IF_ERROR(ExpectShape(field->data, f.dtype, shape));
-      (*out)[f.name] = std::move(field);
+      (*out)[f.key()] = std::move(field);
     }
     return absl::OkStatus();
   };
@@ -167,6 +180,8 @@ absl::Status PartitionStore::CreateNodeField(const FieldSchema& schema, int64_t 
   }
   auto f = std::make_unique<Field>();
   f->schema = schema;
+  f->base = node_start();
+  f->end = node_end();
   f->data = NpyArray::Owned(schema.dtype, std::move(shape));  // zero-filled
   created_bytes_ += bytes;
   created_.emplace(schema.name, std::move(f));
@@ -183,15 +198,27 @@ absl::StatusOr<FieldSchema> PartitionStore::EdgeFieldSchema(const std::string& n
   return f->schema;
 }
 
-absl::Status PartitionStore::GatherRows(const Field& f, std::span<const int64_t> ids, int64_t base,
-                                        std::string* out) const {
-  out->resize(ids.size() * f.data.row_bytes());
-  GatherRowsAt(f, ids, base, {}, out->data());
+absl::Status PartitionStore::CheckFieldRows(const Field& f, std::span<const int64_t> ids) const {
+  if (f.schema.node_type.empty()) return absl::OkStatus();  // every owned ID has a row
+  for (int64_t id : ids) {
+    if (id < f.base || id >= f.end) {
+      return absl::InvalidArgumentError(StrCat("node ", id, " is of type ", node_types_.name(node_types_.ToTypeWise(id).first),
+                                               "; field '", f.schema.key(), "' holds ", f.schema.node_type,
+                                               " nodes only (this partition's: [", f.base, ", ", f.end, "))"));
+    }
+  }
   return absl::OkStatus();
 }
 
-void PartitionStore::GatherRowsAt(const Field& f, std::span<const int64_t> ids, int64_t base,
-                                  std::span<const int64_t> dst_rows, char* out) const {
+absl::Status PartitionStore::GatherRows(const Field& f, std::span<const int64_t> ids, std::string* out) const {
+  out->resize(ids.size() * f.data.row_bytes());
+  GatherRowsAt(f, ids, {}, out->data());
+  return absl::OkStatus();
+}
+
+void PartitionStore::GatherRowsAt(const Field& f, std::span<const int64_t> ids, std::span<const int64_t> dst_rows,
+                                  char* out) const {
+  const int64_t base = f.base;
   const size_t rb = f.data.row_bytes();
   absl::ReaderMutexLock lock(&f.mu);
   const char* rows = static_cast<const char*>(f.data.data());
@@ -211,7 +238,8 @@ absl::Status PartitionStore::GatherNodeRows(const std::string& name, std::span<c
                                             std::string* out) const {
   ASSIGN_OR_RETURN(Field * f, FindNodeField(name));
   RETURN_IF_ERROR(CheckOwnedNodes(ids));
-  return GatherRows(*f, ids, node_start(), out);
+  RETURN_IF_ERROR(CheckFieldRows(*f, ids));
+  return GatherRows(*f, ids, out);
 }
 
 absl::Status PartitionStore::GatherNodeRowsAt(const std::string& name, std::span<const int64_t> ids,
@@ -219,7 +247,8 @@ absl::Status PartitionStore::GatherNodeRowsAt(const std::string& name, std::span
   FANOUT_CHECK(ids.size() == dst_rows.size());
   ASSIGN_OR_RETURN(Field * f, FindNodeField(name));
   RETURN_IF_ERROR(CheckOwnedNodes(ids));
-  GatherRowsAt(*f, ids, node_start(), dst_rows, out);
+  RETURN_IF_ERROR(CheckFieldRows(*f, ids));
+  GatherRowsAt(*f, ids, dst_rows, out);
   return absl::OkStatus();
 }
 
@@ -228,7 +257,7 @@ absl::Status PartitionStore::GatherEdgeRowsAt(const std::string& name, std::span
   FANOUT_CHECK(ids.size() == dst_rows.size());
   ASSIGN_OR_RETURN(Field * f, FindField(edge_fields_, "edge", name));
   RETURN_IF_ERROR(CheckOwnedEdges(ids));
-  GatherRowsAt(*f, ids, edge_start(), dst_rows, out);
+  GatherRowsAt(*f, ids, dst_rows, out);
   return absl::OkStatus();
 }
 
@@ -236,13 +265,14 @@ absl::Status PartitionStore::GatherEdgeRows(const std::string& name, std::span<c
                                             std::string* out) const {
   ASSIGN_OR_RETURN(Field * f, FindField(edge_fields_, "edge", name));
   RETURN_IF_ERROR(CheckOwnedEdges(ids));
-  return GatherRows(*f, ids, edge_start(), out);
+  return GatherRows(*f, ids, out);
 }
 
 absl::Status PartitionStore::PushNodeRows(const std::string& name, std::span<const int64_t> ids,
                                           const void* data, size_t bytes, PushOp op) {
   ASSIGN_OR_RETURN(Field * f, FindNodeField(name));
   RETURN_IF_ERROR(CheckOwnedNodes(ids));
+  RETURN_IF_ERROR(CheckFieldRows(*f, ids));
   const size_t rb = f->data.row_bytes();
   if (bytes != ids.size() * rb) {
     return absl::InvalidArgumentError(StrCat("field '", name, "' rows are ", rb, " bytes (",
@@ -257,7 +287,7 @@ absl::Status PartitionStore::PushNodeRows(const std::string& name, std::span<con
   char* base = static_cast<char*>(f->data.mutable_data());
   const char* src = static_cast<const char*>(data);
   for (size_t i = 0; i < ids.size(); ++i) {
-    char* row = base + (ids[i] - node_start()) * rb;
+    char* row = base + (ids[i] - f->base) * rb;
     if (op == PushOp::kAssign) {
       std::memcpy(row, src + i * rb, rb);
     } else {
@@ -270,9 +300,12 @@ absl::Status PartitionStore::PushNodeRows(const std::string& name, std::span<con
 absl::Status PartitionStore::Degrees(std::span<const int64_t> ids, EdgeDir dir, int64_t* out) const {
   RETURN_IF_ERROR(CheckOwnedNodes(ids));
   const int64_t* p = (dir == EdgeDir::kIn ? indptr_ : out_indptr_).data_as<int64_t>();
+  const int runs = dir == EdgeDir::kIn ? num_edge_types() : 1;
+  const int64_t n = num_inner_nodes();
   for (size_t i = 0; i < ids.size(); ++i) {
-    int64_t l = ids[i] - node_start();
-    out[i] = p[l + 1] - p[l];
+    const int64_t l = ids[i] - node_start();
+    out[i] = 0;
+    for (int r = 0; r < runs; ++r) out[i] += p[r * n + l + 1] - p[r * n + l];
   }
   return absl::OkStatus();
 }
@@ -285,15 +318,18 @@ absl::Status PartitionStore::FindEdges(std::span<const int64_t> eids, int64_t* s
   for (size_t i = 0; i < eids.size(); ++i) {
     int64_t pos = eids[i] - edge_start();
     src[i] = idx[pos];
-    // The row whose range holds pos: the last indptr entry <= pos (rows may be empty).
-    int64_t row = std::upper_bound(p, p + n + 1, pos) - p - 1;
-    dst[i] = node_start() + row;
+    // The row whose range holds pos: the last indptr entry <= pos (rows may be empty); rows are
+    // (relation, node), one run of n per relation.
+    const int64_t runs = num_edge_types();
+    int64_t row = std::upper_bound(p, p + runs * n + 1, pos) - p - 1;
+    dst[i] = node_start() + row % n;
   }
   return absl::OkStatus();
 }
 
-PartitionStore::Adjacency PartitionStore::Neighbors(int64_t gid, EdgeDir dir) const {
-  const int64_t l = gid - node_start();
+PartitionStore::Adjacency PartitionStore::Neighbors(int64_t gid, EdgeDir dir, int etype) const {
+  FANOUT_DCHECK(etype >= 0 ? dir == EdgeDir::kIn && etype < num_edge_types() : num_edge_types() == 1 || dir == EdgeDir::kOut);
+  const int64_t l = gid - node_start() + (etype > 0 ? etype * num_inner_nodes() : 0);
   Adjacency a;
   if (dir == EdgeDir::kIn) {
     const int64_t* p = indptr_.data_as<int64_t>();

@@ -42,6 +42,12 @@ class PartitionStore {
   int64_t edge_end() const { return edge_book_.end(part_id_); }
   int64_t num_inner_nodes() const { return node_end() - node_start(); }
   int64_t num_inner_edges() const { return edge_end() - edge_start(); }
+  // Typed graphs (core/type_map.h): node and edge types of the whole graph; 1 each on the
+  // one-type graph. Inner edges of relation r are [edge_type_range(r).first, .second).
+  const TypeMap& node_types() const { return node_types_; }
+  const TypeMap& edge_types() const { return edge_types_; }
+  int num_edge_types() const { return edge_types_.num_types(); }
+  std::pair<int64_t, int64_t> edge_type_range(int etype) const { return edge_types_.Range(etype, part_id_); }
 
   // OK if every ID is a node (edge) of this partition; otherwise INVALID_ARGUMENT naming the
   // first ID that is not, and whether it is outside the graph or which partition owns it.
@@ -53,7 +59,8 @@ class PartitionStore {
   absl::StatusOr<FieldSchema> EdgeFieldSchema(const std::string& name) const;
 
   // Copies the rows of owned nodes (edges) `ids` of field `name` into `out`, row after row
-  // (resized to ids.size() * row bytes).
+  // (resized to ids.size() * row bytes). A typed node field is named by its key, "TYPE/NAME", and
+  // holds only nodes of its type (INVALID_ARGUMENT naming the first ID of another type).
   absl::Status GatherNodeRows(const std::string& name, std::span<const int64_t> ids, std::string* out) const;
   absl::Status GatherEdgeRows(const std::string& name, std::span<const int64_t> ids, std::string* out) const;
   // Like GatherNodeRows, but scatters: the row of ids[i] goes to out + dst_rows[i] * row bytes,
@@ -74,14 +81,16 @@ class PartitionStore {
   // RESOURCE_EXHAUSTED when created fields would pass `max_total_bytes` together.
   absl::Status CreateNodeField(const FieldSchema& schema, int64_t max_total_bytes, bool* created);
 
-  // Degrees of owned nodes (in: stored in-edges; out: out-edges anywhere in the graph).
+  // Degrees of owned nodes (in: stored in-edges; out: out-edges anywhere in the graph), over
+  // every relation.
   absl::Status Degrees(std::span<const int64_t> ids, EdgeDir dir, int64_t* out) const;
   // Endpoints (global node IDs) of owned edges.
   absl::Status FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) const;
 
   // The neighbours of owned node `gid` (precondition: owned) along `dir`: global neighbour IDs
   // and global edge IDs, `degree` of each. For in-edges the edge IDs are consecutive from
-  // `first_eid` and `eids` is null.
+  // `first_eid` and `eids` is null. `etype` picks the in-edges of one relation; without it
+  // (-1) the graph must have one relation (precondition), and out-edges take -1 only.
   struct Adjacency {
     const int64_t* nbrs = nullptr;
     const int64_t* eids = nullptr;
@@ -89,11 +98,11 @@ class PartitionStore {
     int64_t degree = 0;
     int64_t eid(int64_t i) const { return eids != nullptr ? eids[i] : first_eid + i; }
   };
-  Adjacency Neighbors(int64_t gid, EdgeDir dir) const;
+  Adjacency Neighbors(int64_t gid, EdgeDir dir, int etype = -1) const;
   // Starts loading the index-pointer entries Neighbors(gid, dir) will read, so that a loop over
   // many nodes overlaps their cache misses. Precondition: owned.
-  void PrefetchNeighbors(int64_t gid, EdgeDir dir) const {
-    const int64_t l = gid - node_start();
+  void PrefetchNeighbors(int64_t gid, EdgeDir dir, int etype = -1) const {
+    const int64_t l = gid - node_start() + (etype > 0 ? etype * num_inner_nodes() : 0);
     __builtin_prefetch((dir == EdgeDir::kIn ? indptr_ : out_indptr_).data_as<int64_t>() + l);
   }
 
@@ -105,30 +114,41 @@ class PartitionStore {
  private:
   struct Field {
     FieldSchema schema;
+    // Row i is node (edge) base + i; a typed node field's rows are its type's range [base, end).
+    int64_t base = 0, end = 0;
     NpyArray data;
     // Readers (gathers) share it; PushNodeRows writes rows under it exclusively. It guards the
     // rows' bytes, not `data` the object (its shape and mapping never change), so `data` carries
     // no annotation.
     mutable absl::Mutex mu;
   };
-  PartitionStore(PartitionConfig config, int part_id, RangePartitionBook nodes, RangePartitionBook edges)
-      : config_(std::move(config)), part_id_(part_id), node_book_(std::move(nodes)), edge_book_(std::move(edges)) {}
+  PartitionStore(PartitionConfig config, int part_id, RangePartitionBook nodes, RangePartitionBook edges,
+                 TypeMap node_types, TypeMap edge_types)
+      : config_(std::move(config)),
+        part_id_(part_id),
+        node_book_(std::move(nodes)),
+        edge_book_(std::move(edges)),
+        node_types_(std::move(node_types)),
+        edge_types_(std::move(edge_types)) {}
   absl::StatusOr<Field*> FindField(const std::map<std::string, std::unique_ptr<Field>>& fields,
                                    const std::string& kind, const std::string& name) const;
   // A node field of the files, else a created one.
   absl::StatusOr<Field*> FindNodeField(const std::string& name) const;
   absl::Status CheckOwned(std::span<const int64_t> ids, const RangePartitionBook& book,
                           const char* what) const;
-  // Copies rows ids[i] - base of `f` under its reader lock; the IDs are already checked.
-  absl::Status GatherRows(const Field& f, std::span<const int64_t> ids, int64_t base, std::string* out) const;
-  // Row ids[i] - base of `f` to out + dst_rows[i] * row bytes (row i when dst_rows is empty),
+  // OK when every ID (already owned) has a row in `f`: always for untyped fields; for a typed
+  // one, INVALID_ARGUMENT naming the first ID of another type.
+  absl::Status CheckFieldRows(const Field& f, std::span<const int64_t> ids) const;
+  // Copies rows ids[i] - f.base of `f` under its reader lock; the IDs are already checked.
+  absl::Status GatherRows(const Field& f, std::span<const int64_t> ids, std::string* out) const;
+  // Row ids[i] - f.base of `f` to out + dst_rows[i] * row bytes (row i when dst_rows is empty),
   // under its reader lock; the IDs are already checked.
-  void GatherRowsAt(const Field& f, std::span<const int64_t> ids, int64_t base, std::span<const int64_t> dst_rows,
-                    char* out) const;
+  void GatherRowsAt(const Field& f, std::span<const int64_t> ids, std::span<const int64_t> dst_rows, char* out) const;
 
   PartitionConfig config_;
   int part_id_;
   RangePartitionBook node_book_, edge_book_;
+  TypeMap node_types_, edge_types_;
   NpyArray indptr_, indices_, out_indptr_, out_indices_, out_eids_;
   std::map<std::string, std::unique_ptr<Field>> node_fields_, edge_fields_;
   // Node fields created at run time (CreateNodeField). Entries are only ever added, so a Field*

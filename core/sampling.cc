@@ -87,7 +87,31 @@ void WeightedWithReplacement(Rng& rng, const double* w, int64_t d, int64_t k, st
 absl::Status CheckSampleOptions(const PartitionStore& store, std::span<const int64_t> seeds,
                                 const SampleOptions& o) {
   RETURN_IF_ERROR(CheckFanout(o.fanout));
+  const int r = store.num_edge_types();
+  if (o.etype < -1 || o.etype >= r) {
+    return absl::InvalidArgumentError(StrCat("edge type ", o.etype, " does not exist: the graph has ", r,
+                                             r == 1 ? " (0)" : StrCat(" (0..", r - 1, ")")));
+  }
+  if (!o.etype_fanouts.empty()) {
+    if (static_cast<int>(o.etype_fanouts.size()) != r) {
+      return absl::InvalidArgumentError(
+          StrCat(o.etype_fanouts.size(), " per-relation fanouts for a graph of ", r, " edge types"));
+    }
+    for (int64_t f : o.etype_fanouts) RETURN_IF_ERROR(CheckFanout(f));
+  }
+  if (r > 1 && o.dir == EdgeDir::kOut) {
+    return absl::UnimplementedError("sampling out-edges of a typed graph is not supported yet: sample in-edges");
+  }
   return store.CheckOwnedNodes(seeds);
+}
+
+// The relations a request samples, with each one's fanout.
+std::vector<std::pair<int, int64_t>> Relations(const PartitionStore& store, const SampleOptions& o) {
+  std::vector<std::pair<int, int64_t>> out;
+  for (int r = 0; r < store.num_edge_types(); ++r) {
+    if (o.etype == -1 || o.etype == r) out.push_back({r, o.etype_fanouts.empty() ? o.fanout : o.etype_fanouts[r]});
+  }
+  return out;
 }
 
 }  // namespace
@@ -111,39 +135,31 @@ absl::Status CheckLayerFanouts(std::string_view flag, const std::vector<int64_t>
 absl::StatusOr<int64_t> SampleSizeBound(const PartitionStore& store, std::span<const int64_t> seeds,
                                         const SampleOptions& o) {
   RETURN_IF_ERROR(CheckSampleOptions(store, seeds, o));
+  const bool typed = store.num_edge_types() > 1;
   int64_t total = 0;
-  for (size_t i = 0; i < seeds.size(); ++i) {
-    const int64_t d = store.Neighbors(seeds[i], o.dir).degree;
-    const int64_t k = o.fanout == -1 ? d : d == 0 ? 0 : o.replace ? o.fanout : std::min(d, o.fanout);
-    if (!CheckedAdd(total, k, &total) || total > o.max_edges) {
-      return absl::ResourceExhaustedError(StrCat(
-          "the sample could hold more than ", o.max_edges, " edges (", seeds.size(), " seeds, fanout ", o.fanout,
-          o.replace ? " with replacement" : "", "; over the limit from seed ", i, ", node ", seeds[i],
-          "): use fewer seeds or a smaller fanout"));
+  for (const auto& [r, fanout] : Relations(store, o)) {
+    for (size_t i = 0; i < seeds.size(); ++i) {
+      const int64_t d = store.Neighbors(seeds[i], o.dir, typed ? r : -1).degree;
+      const int64_t k = fanout == -1 ? d : d == 0 ? 0 : o.replace ? fanout : std::min(d, fanout);
+      if (!CheckedAdd(total, k, &total) || total > o.max_edges) {
+        return absl::ResourceExhaustedError(StrCat(
+            "the sample could hold more than ", o.max_edges, " edges (", seeds.size(), " seeds, fanout ", fanout,
+            o.replace ? " with replacement" : "", "; over the limit from seed ", i, ", node ", seeds[i],
+            "): use fewer seeds or a smaller fanout"));
+      }
     }
   }
   return total;
 }
 
-absl::Status SampleNeighbors(const PartitionStore& store, std::span<const int64_t> seeds,
-                             const SampleOptions& o, SampledEdges* out) {
-  // Bound first: no allocation is sized by the request before it is known to fit.
-  ASSIGN_OR_RETURN(const int64_t most, SampleSizeBound(store, seeds, o));
-  std::shared_ptr<const std::vector<double>> weights;
-  if (!o.weight_field.empty()) {
-    if (o.dir == EdgeDir::kOut) {
-      return absl::UnimplementedError(StrCat(
-          "weighted sampling ('", o.weight_field, "') of out-edges is not supported: out-edges are "
-          "stored, with their weights, in their destinations' partitions"));
-    }
-    ASSIGN_OR_RETURN(weights, store.EdgeWeights(o.weight_field));
-  }
-  out->src.clear();
-  out->dst.clear();
-  out->eid.clear();
-  out->src.reserve(most);
-  out->dst.reserve(most);
-  out->eid.reserve(most);
+namespace {
+
+// Appends the sample of relation `etype` (-1: the one-type graph) with `fanout` to `out`.
+absl::Status SampleRelation(const PartitionStore& store, std::span<const int64_t> seeds, const SampleOptions& o,
+                            int etype, int64_t fanout, const std::vector<double>* weights, SampledEdges* out) {
+  // Each relation draws from its own stream, so that a node's picks in one relation say nothing
+  // of its picks in another.
+  const uint64_t seed = etype < 0 ? o.seed : SplitMix64(o.seed ^ (0x7e1a710000000000ull + static_cast<uint64_t>(etype)));
   std::vector<int64_t> scratch;
   std::vector<std::pair<double, int64_t>> keys;
   std::vector<double> cdf;
@@ -162,30 +178,30 @@ absl::Status SampleNeighbors(const PartitionStore& store, std::span<const int64_
   auto plan = [&](size_t i) {
     Planned& p = ring[i % ring.size()];
     const int64_t v = seeds[i];
-    p.a = store.Neighbors(v, o.dir);
+    p.a = store.Neighbors(v, o.dir, etype);
     const int64_t d = p.a.degree;
     const double* w = weights ? weights->data() + (p.a.first_eid - store.edge_start()) : nullptr;
-    Rng rng(o.seed, v);
+    Rng rng(seed, v);
     std::vector<int64_t>& pick = p.pick;
     pick.clear();
-    if (o.fanout == -1 || (!o.replace && d <= o.fanout)) {
+    if (fanout == -1 || (!o.replace && d <= fanout)) {
       // Everything (DGL takes every neighbour here, weighted or not); the hardware prefetcher
       // follows a sequential read once it has started.
       for (int64_t j = 0; j < d; ++j) pick.push_back(j);
       for (int64_t j = 0; j < std::min<int64_t>(d, 32); j += 8) __builtin_prefetch(p.a.nbrs + j);
       return;
     }
-    if (d == 0 || o.fanout == 0) return;
+    if (d == 0 || fanout == 0) return;
     if (w != nullptr) {
       if (o.replace) {
-        WeightedWithReplacement(rng, w, d, o.fanout, &pick, &cdf);
+        WeightedWithReplacement(rng, w, d, fanout, &pick, &cdf);
       } else {
-        WeightedWithoutReplacement(rng, w, d, o.fanout, &pick, &keys);
+        WeightedWithoutReplacement(rng, w, d, fanout, &pick, &keys);
       }
     } else if (o.replace) {
-      for (int64_t j = 0; j < o.fanout; ++j) pick.push_back(rng.Below(d));
+      for (int64_t j = 0; j < fanout; ++j) pick.push_back(rng.Below(d));
     } else {
-      UniformWithoutReplacement(rng, d, o.fanout, &pick, &scratch);
+      UniformWithoutReplacement(rng, d, fanout, &pick, &scratch);
     }
     // 8 entries per 64-byte line; picks are ascending except with replacement. Out-edges also
     // read their stored edge IDs.
@@ -197,10 +213,10 @@ absl::Status SampleNeighbors(const PartitionStore& store, std::span<const int64_
       if (p.a.eids != nullptr) __builtin_prefetch(p.a.eids + j);
     }
   };
-  for (size_t i = 0; i < std::min(n, kFar); ++i) store.PrefetchNeighbors(seeds[i], o.dir);
+  for (size_t i = 0; i < std::min(n, kFar); ++i) store.PrefetchNeighbors(seeds[i], o.dir, etype);
   for (size_t i = 0; i < std::min(n, kNear); ++i) plan(i);
   for (size_t i = 0; i < n; ++i) {
-    if (i + kFar < n) store.PrefetchNeighbors(seeds[i + kFar], o.dir);
+    if (i + kFar < n) store.PrefetchNeighbors(seeds[i + kFar], o.dir, etype);
     if (i + kNear < n) plan(i + kNear);
     if (o.should_stop && i % kStopCheckSeeds == 0 && i > 0 && o.should_stop()) {
       return absl::CancelledError(StrCat("sampling abandoned after ", i, " of ", n, " seeds"));
@@ -213,6 +229,40 @@ absl::Status SampleNeighbors(const PartitionStore& store, std::span<const int64_
       out->dst.push_back(o.dir == EdgeDir::kIn ? v : nbr);
       out->eid.push_back(p.a.eid(j));
     }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status SampleNeighbors(const PartitionStore& store, std::span<const int64_t> seeds,
+                             const SampleOptions& o, SampledEdges* out) {
+  // Bound first: no allocation is sized by the request before it is known to fit.
+  ASSIGN_OR_RETURN(const int64_t most, SampleSizeBound(store, seeds, o));
+  std::shared_ptr<const std::vector<double>> weights;
+  if (!o.weight_field.empty()) {
+    if (o.dir == EdgeDir::kOut) {
+      return absl::UnimplementedError(StrCat(
+          "weighted sampling ('", o.weight_field, "') of out-edges is not supported: out-edges are "
+          "stored, with their weights, in their destinations' partitions"));
+    }
+    ASSIGN_OR_RETURN(weights, store.EdgeWeights(o.weight_field));
+  }
+  out->src.clear();
+  out->dst.clear();
+  out->eid.clear();
+  out->etype.clear();
+  out->src.reserve(most);
+  out->dst.reserve(most);
+  out->eid.reserve(most);
+  if (store.num_edge_types() == 1) {
+    return SampleRelation(store, seeds, o, -1, o.etype_fanouts.empty() ? o.fanout : o.etype_fanouts[0],
+                          weights.get(), out);
+  }
+  out->etype.reserve(most);
+  for (const auto& [r, fanout] : Relations(store, o)) {
+    RETURN_IF_ERROR(SampleRelation(store, seeds, o, r, fanout, weights.get(), out));
+    out->etype.resize(out->eid.size(), r);
   }
   return absl::OkStatus();
 }

@@ -28,11 +28,19 @@ struct SampleOptions {
   int64_t max_edges = std::numeric_limits<int64_t>::max();
   // Polled between chunks of seeds; when it returns true the sample is abandoned (CANCELLED).
   std::function<bool()> should_stop;
+  // Typed graphs (in-edges only): the relation to sample (an index of the graph's edge types;
+  // -1 = every relation, each on its own with `fanout`), and optionally one fanout per relation
+  // instead of `fanout` (DGL's per-etype fanouts). The one-type graph takes -1 or 0 and no list.
+  int etype = -1;
+  std::vector<int64_t> etype_fanouts;
 };
 
-// Edges picked, as global IDs; seed i's edges are contiguous and in seed order.
+// Edges picked, as global IDs; seed i's edges are contiguous and in seed order. On a typed graph
+// the edges come relation by relation (each in seed order) and `etype` holds each edge's relation;
+// on the one-type graph `etype` stays empty.
 struct SampledEdges {
   std::vector<int64_t> src, dst, eid;
+  std::vector<int32_t> etype;
   size_t size() const { return eid.size(); }
 };
 

@@ -84,12 +84,12 @@ absl::StatusOr<TypeMap> TypeMap::Make(Kind kind, std::vector<std::string> names,
   return m;
 }
 
-TypeMap TypeMap::Single(Kind kind, const std::vector<int64_t>& bounds) {
+absl::StatusOr<TypeMap> TypeMap::Single(Kind kind, const std::vector<int64_t>& bounds) {
   std::vector<std::pair<int64_t, int64_t>> r;
   for (size_t p = 0; p + 1 < bounds.size(); ++p) r.emplace_back(bounds[p], bounds[p + 1]);
   std::string name = kind == Kind::kNode ? std::string(kDefaultNodeType)
                                          : CanonicalEdgeType{kDefaultNodeType, kDefaultRelation, kDefaultNodeType}.ToString();
-  return *Make(kind, {std::move(name)}, {std::move(r)}, bounds);
+  return Make(kind, {std::move(name)}, {std::move(r)}, bounds);
 }
 
 absl::StatusOr<int> TypeMap::TypeId(std::string_view name) const {

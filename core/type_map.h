@@ -44,8 +44,9 @@ class TypeMap {
   static absl::StatusOr<TypeMap> Make(Kind kind, std::vector<std::string> names,
                                       std::vector<std::vector<std::pair<int64_t, int64_t>>> ranges,
                                       const std::vector<int64_t>& bounds);
-  // One type owning all of every partition: "_N" for nodes, "_N:_E:_N" for edges.
-  static TypeMap Single(Kind kind, const std::vector<int64_t>& bounds);
+  // One type owning all of every partition: "_N" for nodes, "_N:_E:_N" for edges. Fails as Make
+  // does when `bounds` are not ascending.
+  static absl::StatusOr<TypeMap> Single(Kind kind, const std::vector<int64_t>& bounds);
 
   int num_types() const { return static_cast<int>(names_.size()); }
   int num_parts() const { return num_parts_; }

@@ -256,6 +256,8 @@ v1::SampleRequest SampleRequestOf(std::span<const int64_t> seeds, const core::Sa
   req.set_dir(o.dir == core::EdgeDir::kOut ? v1::EDGE_DIR_OUT : v1::EDGE_DIR_IN);
   req.set_weight_field(o.weight_field);
   req.set_seed(o.seed);
+  if (o.etype >= 0) req.set_etype(o.etype);
+  req.mutable_etype_fanouts()->Assign(o.etype_fanouts.begin(), o.etype_fanouts.end());
   return req;
 }
 
@@ -263,9 +265,14 @@ absl::Status ReadSample(const v1::SampleResponse& resp, core::SampledEdges* e) {
   ASSIGN_OR_RETURN(e->src, Int64Vector(resp.src(), "src"));
   ASSIGN_OR_RETURN(e->dst, Int64Vector(resp.dst(), "dst"));
   ASSIGN_OR_RETURN(e->eid, Int64Vector(resp.eid(), "eid"));
-  if (e->src.size() != e->eid.size() || e->dst.size() != e->eid.size()) {
-    return absl::InternalError(StrCat("answered ", e->src.size(), " sources, ", e->dst.size(), " destinations and ",
-                                      e->eid.size(), " edge IDs"));
+  e->etype.clear();
+  if (resp.has_etype()) {
+    ASSIGN_OR_RETURN(e->etype, Int32Vector(resp.etype(), "etype"));
+  }
+  if (e->src.size() != e->eid.size() || e->dst.size() != e->eid.size() ||
+      (!e->etype.empty() && e->etype.size() != e->eid.size())) {
+    return absl::InternalError(StrCat("answered ", e->src.size(), " sources, ", e->dst.size(), " destinations, ",
+                                      e->eid.size(), " edge IDs and ", e->etype.size(), " edge types"));
   }
   return absl::OkStatus();
 }

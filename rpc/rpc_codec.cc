@@ -39,12 +39,20 @@ void FillTensor(core::DType dtype, const std::vector<int64_t>& shape, std::strin
   *out->mutable_data() = std::move(data);
 }
 
-void FillInt64Tensor(const std::vector<int64_t>& v, v1::Tensor* out) {
-  out->set_dtype(v1::INT64);
+namespace {
+
+template <typename T>
+void FillVectorTensor(const std::vector<T>& v, v1::DType dtype, v1::Tensor* out) {
+  out->set_dtype(dtype);
   out->clear_shape();
   out->add_shape(static_cast<int64_t>(v.size()));
-  out->mutable_data()->assign(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int64_t));
+  out->mutable_data()->assign(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
 }
+
+}  // namespace
+
+void FillInt64Tensor(const std::vector<int64_t>& v, v1::Tensor* out) { FillVectorTensor(v, v1::INT64, out); }
+void FillInt32Tensor(const std::vector<int32_t>& v, v1::Tensor* out) { FillVectorTensor(v, v1::INT32, out); }
 
 absl::Status CheckTensor(const v1::Tensor& t, const char* what) {
   ASSIGN_OR_RETURN(core::DType dtype, FromProtoDType(t.dtype()));
@@ -58,17 +66,30 @@ absl::Status CheckTensor(const v1::Tensor& t, const char* what) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<int64_t>> Int64Vector(const v1::Tensor& t, const char* what) {
-  if (t.dtype() != v1::INT64) {
-    return absl::InvalidArgumentError(StrCat(what, " must be int64, got ", v1::DType_Name(t.dtype())));
+namespace {
+
+template <typename T>
+absl::StatusOr<std::vector<T>> VectorOf(const v1::Tensor& t, v1::DType dtype, const char* what) {
+  if (t.dtype() != dtype) {
+    return absl::InvalidArgumentError(StrCat(what, " must be ", core::DTypeName(*FromProtoDType(dtype)), ", got ",
+                                             v1::DType_Name(t.dtype())));
   }
   if (t.shape_size() != 1) {
     return absl::InvalidArgumentError(StrCat(what, " must be 1-D, got ", t.shape_size(), " dimensions"));
   }
   RETURN_IF_ERROR(CheckTensor(t, what));
-  std::vector<int64_t> v(t.shape(0));
-  if (!v.empty()) std::memcpy(v.data(), t.data().data(), v.size() * sizeof(int64_t));
+  std::vector<T> v(t.shape(0));
+  if (!v.empty()) std::memcpy(v.data(), t.data().data(), v.size() * sizeof(T));
   return v;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<int64_t>> Int64Vector(const v1::Tensor& t, const char* what) {
+  return VectorOf<int64_t>(t, v1::INT64, what);
+}
+absl::StatusOr<std::vector<int32_t>> Int32Vector(const v1::Tensor& t, const char* what) {
+  return VectorOf<int32_t>(t, v1::INT32, what);
 }
 
 }  // namespace fanout::rpc

@@ -23,9 +23,11 @@ absl::StatusOr<core::DType> FromProtoDType(v1::DType t);
 // Fills `out` with a tensor of `dtype` and `shape` whose bytes are `data` (one copy).
 void FillTensor(core::DType dtype, const std::vector<int64_t>& shape, std::string data, v1::Tensor* out);
 void FillInt64Tensor(const std::vector<int64_t>& values, v1::Tensor* out);
+void FillInt32Tensor(const std::vector<int32_t>& values, v1::Tensor* out);
 
-// The int64 [n] vector in `t`. Errors name `what` (e.g. "ids") and what is wrong.
+// The int64 (int32) [n] vector in `t`. Errors name `what` (e.g. "ids") and what is wrong.
 absl::StatusOr<std::vector<int64_t>> Int64Vector(const v1::Tensor& t, const char* what);
+absl::StatusOr<std::vector<int32_t>> Int32Vector(const v1::Tensor& t, const char* what);
 // Checks that `t` holds a well-formed tensor (known dtype, data size = prod(shape) * size).
 absl::Status CheckTensor(const v1::Tensor& t, const char* what);
 

@@ -107,6 +107,14 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
     return absl::InvalidArgumentError(StrCat("machine ID ", options.machine_id, " is not a partition of graph '",
                                              config.graph_name, "' (", config.num_parts, " partitions)"));
   }
+  // Typed graphs are served (typed sampling, typed fields), but mini-batches, blocks and models
+  // are still one relation: refuse them here rather than train on a flattened graph by accident.
+  if (config.node_types.size() > 1 || config.edge_types.size() > 1) {
+    return absl::UnimplementedError(StrCat(
+        config.graph_name, " is a typed graph (", config.node_types.size(), " node types, ", config.edge_types.size(),
+        " edge types); fanout-server serves it, but training and mini-batch sampling on typed graphs are not built "
+        "yet (issue 29: per-relation blocks and R-GCN come next)"));
+  }
   ASSIGN_OR_RETURN(core::RangePartitionBook book, config.NodeBook());
   std::unique_ptr<DistGraph> g(new DistGraph(config, options, std::move(book)));
   g->sources_.resize(config.num_parts);

@@ -197,6 +197,21 @@ absl::Status GraphServiceImpl::DoGetMetadata(v1::GetMetadataResponse* resp) cons
         s->set_name(f.name);
         s->set_dtype(ToProtoDType(f.dtype));
         s->mutable_shape()->Assign(f.row_shape.begin(), f.row_shape.end());
+        s->set_node_type(f.node_type);
+      }
+    }
+    ASSIGN_OR_RETURN(const core::TypeMap node_types, c.NodeTypes());
+    ASSIGN_OR_RETURN(const core::TypeMap edge_types, c.EdgeTypes());
+    for (auto [types, out] : {std::pair{&node_types, resp->mutable_node_types()},
+                              std::pair{&edge_types, resp->mutable_edge_types()}}) {
+      for (int t = 0; t < types->num_types(); ++t) {
+        v1::TypeRanges* r = out->Add();
+        r->set_name(types->name(t));
+        for (int k = 0; k < c.num_parts; ++k) {
+          v1::IdRange* range = r->add_ranges();
+          range->set_start(types->Range(t, k).first);
+          range->set_end(types->Range(t, k).second);
+        }
       }
     }
     return absl::OkStatus();
@@ -415,15 +430,19 @@ absl::Status GraphServiceImpl::DoSample(const v1::SampleRequest& req, v1::Sample
   ASSIGN_OR_RETURN(core::EdgeDir dir, Dir(req.dir()));
   RETURN_IF_ERROR(core::CheckFanout(req.fanout()));
   RETURN_IF_ERROR(node_book_.CheckOwned(seeds, served_.part_id, "node"));
-  // Three int64 tensors per edge.
-  const int64_t max_edges = policy_.limits.max_response_bytes / (3 * static_cast<int64_t>(sizeof(int64_t)));
+  // Three int64 tensors per edge, and an int32 one on a typed graph.
+  const bool typed = config_.edge_types.size() > 1;
+  const int64_t max_edges =
+      policy_.limits.max_response_bytes / (3 * static_cast<int64_t>(sizeof(int64_t)) + (typed ? 4 : 0));
   core::SampleOptions o{.fanout = req.fanout(),
                         .replace = req.replace(),
                         .dir = dir,
                         .weight_field = req.weight_field(),
                         .seed = req.seed(),
                         .max_edges = max_edges,
-                        .should_stop = stop};
+                        .should_stop = stop,
+                        .etype = req.has_etype() ? req.etype() : -1,
+                        .etype_fanouts = {req.etype_fanouts().begin(), req.etype_fanouts().end()}};
   core::SampledEdges e;
   absl::Status s =
       core::WaitFor([&](core::Done done) { served_.source->SampleNeighbors(seeds, o, &e, std::move(done)); });
@@ -436,6 +455,7 @@ absl::Status GraphServiceImpl::DoSample(const v1::SampleRequest& req, v1::Sample
   FillInt64Tensor(e.src, resp->mutable_src());
   FillInt64Tensor(e.dst, resp->mutable_dst());
   FillInt64Tensor(e.eid, resp->mutable_eid());
+  if (!e.etype.empty()) rpc::FillInt32Tensor(e.etype, resp->mutable_etype());
   return absl::OkStatus();
 }
 

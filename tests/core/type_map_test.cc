@@ -41,9 +41,10 @@ TEST(TypeMapTest, EmptyRangesAndTheOneTypeGraph) {
   EXPECT_EQ(m->ToTypeWise(6), (std::pair<int, int64_t>{0, 2}));
   EXPECT_EQ(m->ToHomogeneous(0, 2), 6);
   EXPECT_EQ(m->ToHomogeneous(1, 2), 4);
-  const TypeMap one = TypeMap::Single(TypeMap::Kind::kNode, {0, 3, 8});
+  const TypeMap one = *TypeMap::Single(TypeMap::Kind::kNode, {0, 3, 8});
   EXPECT_EQ(one.name(0), "_N");
-  EXPECT_EQ(TypeMap::Single(TypeMap::Kind::kEdge, {0, 3}).name(0), "_N:_E:_N");
+  EXPECT_EQ(TypeMap::Single(TypeMap::Kind::kEdge, {0, 3})->name(0), "_N:_E:_N");
+  EXPECT_FALSE(TypeMap::Single(TypeMap::Kind::kEdge, {0, 4, 0}).ok());  // not ascending: an error, not a crash
   EXPECT_EQ(one.num_types(), 1);
   for (int64_t id = 0; id < 8; ++id) EXPECT_EQ(one.ToTypeWise(id), (std::pair<int, int64_t>{0, id}));
 }

@@ -513,5 +513,77 @@ TEST(FanoutQueryTest, PrintsJsonAnswersAndFailsClearly) {
   EXPECT_EQ(testing::RunProcess({FANOUT_QUERY_BIN, "--server", addr, "--bogus"}, &out, &err), 2);
 }
 
+// A typed graph served (issue 29): its types and typed fields in the metadata, typed pulls,
+// sampling one relation, all of them, or each with its own fanout, with an edge-type column that
+// matches the edge map. A graph without types answers as before: one type each, no column.
+TEST(TypedGraphServerTest, MetadataPullsAndSamplesAreTyped) {
+  TempDir dir;
+  partition::Dataset d = testing::MakeTypedDataset(4);
+  auto s = partition::PartitionDataset(
+      d, {.out_dir = dir.Sub("out"), .num_parts = 2, .add_reverse_edges = true, .quiet = true});
+  ASSERT_TRUE(s.ok()) << s.status();
+  Cluster c;
+  c.Start(s->config_path);
+  auto meta = c.clients[1]->GetMetadata();
+  ASSERT_TRUE(meta.ok()) << meta.status();
+  ASSERT_EQ(meta->node_types_size(), 3);
+  EXPECT_EQ(meta->node_types(0).name(), "paper");
+  ASSERT_EQ(meta->edge_types_size(), 6);
+  EXPECT_EQ(meta->edge_types(4).name(), "paper:rev_cites:paper");
+  const auto paper_range = meta->node_types(0).ranges(1);
+  EXPECT_EQ(paper_range.start(), c.config.NodeTypes()->Range(0, 1).first);
+  bool typed_feat = false;
+  for (const auto& f : meta->node_fields()) typed_feat |= f.name() == "feat" && f.node_type() == "paper";
+  EXPECT_TRUE(typed_feat);
+
+  // Pull "paper/feat" for partition 1's papers; an author's ID is refused by type.
+  std::vector<int64_t> papers = Range(paper_range.start(), paper_range.end());
+  auto rows = c.clients[1]->PullNodeData("paper/feat", papers);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  std::string want;
+  ASSERT_TRUE(c.local[1]->GatherNodeRows("paper/feat", papers, &want).ok());
+  EXPECT_EQ(rows->data, want);
+  const int64_t author = meta->node_types(1).ranges(1).start();
+  auto refused = c.clients[1]->PullNodeData("paper/feat", {author});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("is of type author"), std::string::npos) << refused.status();
+
+  // Sampling: the served answer is the local one, with its edge-type column.
+  for (const core::SampleOptions& o : {core::SampleOptions{.fanout = 3, .seed = 9},
+                                       core::SampleOptions{.fanout = -1, .seed = 9, .etype = 1},
+                                       core::SampleOptions{.seed = 9, .etype_fanouts = {2, 1, 0, 0, 0, 0}}}) {
+    auto served = c.clients[1]->SampleNeighbors(papers, o);
+    ASSERT_TRUE(served.ok()) << served.status();
+    core::SampledEdges local;
+    ASSERT_TRUE(core::SampleNeighbors(*c.local[1], papers, o, &local).ok());
+    EXPECT_EQ(served->eid, local.eid);
+    EXPECT_EQ(served->src, local.src);
+    EXPECT_EQ(served->etype, local.etype);
+    ASSERT_EQ(served->etype.size(), served->eid.size());
+    EXPECT_FALSE(served->eid.empty());
+    for (size_t i = 0; i < served->eid.size(); ++i) {
+      EXPECT_EQ(c.config.EdgeTypes()->ToTypeWise(served->eid[i]).first, served->etype[i]);
+      if (o.etype >= 0) EXPECT_EQ(served->etype[i], o.etype);
+    }
+  }
+  auto bad = c.clients[1]->SampleNeighbors(papers, {.etype = 9});
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("edge type 9 does not exist: the graph has 6 (0..5)"), std::string::npos)
+      << bad.status();
+
+  // The one-type graph: one type of each kind, no edge-type column.
+  TempDir plain_dir;
+  const std::string plain = testing::PartitionRandom(plain_dir, {.num_nodes = 200, .num_edges = 800}, 1);
+  Cluster p;
+  p.Start(plain);
+  auto plain_meta = p.clients[0]->GetMetadata();
+  ASSERT_TRUE(plain_meta.ok());
+  ASSERT_EQ(plain_meta->edge_types_size(), 1);
+  EXPECT_EQ(plain_meta->edge_types(0).name(), "_N:_E:_N");
+  auto one = p.clients[0]->SampleNeighbors(Range(0, 50), {.fanout = 2});
+  ASSERT_TRUE(one.ok());
+  EXPECT_TRUE(one->etype.empty());
+}
+
 }  // namespace
 }  // namespace fanout::server

@@ -9,6 +9,7 @@
 #include "core/npy.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
+#include "core/sampling.h"
 #include "core/strings.h"
 #include "gtest/gtest.h"
 #include "partition/generate.h"
@@ -27,64 +28,6 @@ NpyArray Map(const std::string& path) {
   auto a = NpyArray::Map(path);
   EXPECT_TRUE(a.ok()) << a.status();
   return a.ok() ? std::move(*a) : NpyArray::Owned(core::DType::kInt64, {0});
-}
-
-// Papers, authors and venues; authors write papers, papers cite papers (with self loops and
-// repeats) and appear in venues. Papers have features (each row names its paper), labels
-// (-1 for some) and a split; authors and venues have nothing.
-Dataset MakeTypedDataset(uint64_t seed, int64_t papers = 120, int64_t authors = 80, int64_t venues = 4) {
-  std::mt19937_64 rng(seed);
-  Dataset d;
-  d.name = "typed";
-  d.layout = "memory";
-  d.node_types = {"paper", "author", "venue"};
-  d.node_type_offsets = {0, papers, papers + authors, papers + authors + venues};
-  d.num_nodes = d.node_type_offsets.back();
-  d.num_nodes_source = "memory";
-  d.edges_source = "memory";
-  d.edge_types = {{"author", "writes", "paper"}, {"paper", "cites", "paper"}, {"paper", "in", "venue"}};
-  std::vector<int64_t> e;
-  auto pick = [&](int t) {
-    return d.node_type_offsets[t] +
-           std::uniform_int_distribution<int64_t>(0, d.node_type_offsets[t + 1] - d.node_type_offsets[t] - 1)(rng);
-  };
-  d.edge_type_offsets = {0};
-  for (int64_t i = 0; i < 3 * authors; ++i) e.insert(e.end(), {pick(1), pick(0)});
-  d.edge_type_offsets.push_back(static_cast<int64_t>(e.size() / 2));
-  for (int64_t i = 0; i < 4 * papers; ++i) {
-    // Communities by ID, so that METIS has structure; every 30th repeats the one before, every
-    // 25th is a self loop.
-    const int64_t u = pick(0);
-    if (i % 30 == 29) {
-      const int64_t pu = e[e.size() - 2], pw = e[e.size() - 1];
-      e.insert(e.end(), {pu, pw});
-    } else {
-      e.insert(e.end(), {u, i % 25 == 0 ? u : std::min(papers - 1, u + static_cast<int64_t>(rng() % 7))});
-    }
-  }
-  d.edge_type_offsets.push_back(static_cast<int64_t>(e.size() / 2));
-  for (int64_t p = 0; p < papers; ++p) e.insert(e.end(), {p, pick(2)});
-  d.edge_type_offsets.push_back(static_cast<int64_t>(e.size() / 2));
-  const int64_t m = static_cast<int64_t>(e.size() / 2);
-  d.edges = NpyArray::Adopt(std::move(e), {m, 2});
-  std::vector<float> feat(papers * 3);
-  std::vector<int64_t> label(papers);
-  for (int64_t p = 0; p < papers; ++p) {
-    feat[3 * p] = static_cast<float>(p);
-    feat[3 * p + 1] = static_cast<float>(seed);
-    feat[3 * p + 2] = 0.5f;
-    label[p] = p % 7 == 0 ? -1 : p % 3;
-  }
-  d.node_fields.push_back({"feat", NpyArray::Adopt(std::move(feat), {papers, 3}), "paper"});
-  d.node_fields.push_back({"label", NpyArray::Adopt(std::move(label), {papers}), "paper"});
-  d.num_classes = 3;
-  for (int64_t p = 0; p < papers; ++p) {
-    if (p % 7 == 0) continue;
-    (p % 5 < 3 ? d.train_idx : p % 5 == 3 ? d.valid_idx : d.test_idx).push_back(p);
-  }
-  d.has_split = true;
-  EXPECT_TRUE(ValidateDataset(d).ok()) << ValidateDataset(d);
-  return d;
 }
 
 // Every invariant of a typed partition against its dataset: each node once, of its type, in its
@@ -242,7 +185,7 @@ class TypedPartitionTest : public ::testing::TestWithParam<TypedCase> {};
 TEST_P(TypedPartitionTest, EveryTypeAndOriginalIdSurvives) {
   const TypedCase& c = GetParam();
   TempDir dir;
-  Dataset d = MakeTypedDataset(3);
+  Dataset d = testing::MakeTypedDataset(3);
   PartitionOptions o;
   o.out_dir = dir.Sub("out");
   o.num_parts = c.parts;
@@ -278,7 +221,7 @@ INSTANTIATE_TEST_SUITE_P(Methods, TypedPartitionTest,
 
 TEST(TypedPartitionTest, MetisBalancesEveryNodeType) {
   TempDir dir;
-  Dataset d = MakeTypedDataset(5, 600, 400, 40);
+  Dataset d = testing::MakeTypedDataset(5, 600, 400, 40);
   PartitionOptions o{.out_dir = dir.Sub("out"), .num_parts = 4, .add_reverse_edges = true, .quiet = true};
   auto s = PartitionDataset(d, o);
   ASSERT_TRUE(s.ok()) << s.status();
@@ -351,7 +294,7 @@ void WriteOgbHetero(const Dataset& d, const std::string& dir) {
 
 TEST(OgbHeteroReaderTest, ReadsTheLayoutBackExactly) {
   TempDir dir;
-  Dataset d = MakeTypedDataset(7);
+  Dataset d = testing::MakeTypedDataset(7);
   WriteOgbHetero(d, dir.Sub("mag"));
   auto back = ReadDataset({.input_dir = dir.Sub("mag")});
   ASSERT_TRUE(back.ok()) << back.status();
@@ -373,7 +316,7 @@ TEST(OgbHeteroReaderTest, ReadsTheLayoutBackExactly) {
 TEST(OgbHeteroReaderTest, ErrorsNameTheFileLineAndType) {
   auto read_error = [](const std::function<void(const std::string&)>& spoil) {
     TempDir dir;
-    Dataset d = MakeTypedDataset(7);
+    Dataset d = testing::MakeTypedDataset(7);
     WriteOgbHetero(d, dir.Sub("mag"));
     spoil(dir.Sub("mag/raw"));
     auto r = ReadDataset({.input_dir = dir.Sub("mag")});
@@ -451,7 +394,7 @@ void WriteTypedNpy(const Dataset& d, const std::string& dir) {
 
 TEST(TypedNpyReaderTest, ReadsWhatTheOgbLayoutHoldsAndPartitionsTheSame) {
   TempDir dir;
-  Dataset d = MakeTypedDataset(7);
+  Dataset d = testing::MakeTypedDataset(7);
   WriteOgbHetero(d, dir.Sub("ogb"));
   WriteTypedNpy(d, dir.Sub("npy"));
   auto from_ogb = ReadDataset({.input_dir = dir.Sub("ogb")});
@@ -475,7 +418,7 @@ TEST(TypedNpyReaderTest, ReadsWhatTheOgbLayoutHoldsAndPartitionsTheSame) {
 TEST(TypedNpyReaderTest, ErrorsNameTheFileRowAndType) {
   auto read_error = [](const std::function<void(const std::string&)>& spoil) {
     TempDir dir;
-    WriteTypedNpy(MakeTypedDataset(7), dir.Sub("npy"));
+    WriteTypedNpy(testing::MakeTypedDataset(7), dir.Sub("npy"));
     spoil(dir.Sub("npy"));
     auto r = ReadDataset({.input_dir = dir.Sub("npy")});
     EXPECT_FALSE(r.ok());
@@ -499,82 +442,104 @@ TEST(TypedNpyReaderTest, ErrorsNameTheFileRowAndType) {
   EXPECT_NE(m.find("num_nodes.json: the count of 'paper' is not an integer"), std::string::npos) << m;
 }
 
-TEST(TypedPartitionTest, ServingTypedGraphsIsRefusedUntilItIsBuilt) {
+// A typed partition as servers and samplers read it: typed fields by "TYPE/NAME" holding their
+// type only, in-edges per relation, samples relation by relation with an edge-type column.
+TEST(TypedStoreTest, FieldsNeighboursAndSamplesFollowTheTypes) {
   TempDir dir;
-  Dataset d = MakeTypedDataset(2);
-  auto s = PartitionDataset(d, {.out_dir = dir.Sub("out"), .num_parts = 2, .quiet = true});
+  Dataset d = testing::MakeTypedDataset(2);
+  auto s = PartitionDataset(d, {.out_dir = dir.Sub("out"), .num_parts = 2, .add_reverse_edges = true, .quiet = true});
   ASSERT_TRUE(s.ok()) << s.status();
   auto cfg = core::LoadPartitionConfig(s->config_path);
   ASSERT_TRUE(cfg.ok());
-  auto store = core::PartitionStore::Open(*cfg, 0);
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(store.status().message().find("typed graph (3 node types, 3 edge types)"), std::string::npos)
-      << store.status();
+  for (int k = 0; k < 2; ++k) {
+    auto store = core::PartitionStore::Open(*cfg, k);
+    ASSERT_TRUE(store.ok()) << store.status();
+    const core::PartitionStore& st = **store;
+    ASSERT_EQ(st.num_edge_types(), 6);
+    const int paper = *st.node_types().TypeId("paper"), author = *st.node_types().TypeId("author");
+    const auto [pb, pe] = st.node_types().Range(paper, k);
+    const auto [ab, ae] = st.node_types().Range(author, k);
+    ASSERT_LT(pb, pe);
+    ASSERT_LT(ab, ae);
+    // A paper's features: row (type-wise ID, seed, 0.5); an author has none.
+    NpyArray orig = Map(cfg->PartPath(k, core::PartFiles::kOrigNids));
+    std::string rows;
+    ASSERT_TRUE(st.GatherNodeRows("paper/feat", std::vector<int64_t>{pb, pe - 1}, &rows).ok());
+    const float* f = reinterpret_cast<const float*>(rows.data());
+    EXPECT_EQ(f[0], static_cast<float>(orig.data_as<int64_t>()[pb - st.node_start()]));
+    EXPECT_EQ(f[3], static_cast<float>(orig.data_as<int64_t>()[pe - 1 - st.node_start()]));
+    EXPECT_EQ(f[1], 2.0f);
+    absl::Status wrong = st.GatherNodeRows("paper/feat", std::vector<int64_t>{ab}, &rows);
+    EXPECT_EQ(wrong.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(wrong.message().find(core::StrCat("node ", ab, " is of type author; field 'paper/feat' holds paper nodes only")),
+              std::string::npos)
+        << wrong;
+    EXPECT_EQ(st.GatherNodeRows("feat", std::vector<int64_t>{pb}, &rows).code(), absl::StatusCode::kNotFound);
+
+    // Every paper's in-edges, relation by relation: sources of the relation's type, edge IDs in
+    // its range; the degree sums them.
+    std::vector<int64_t> seeds;
+    for (int64_t v = pb; v < pe; ++v) seeds.push_back(v);
+    std::vector<int64_t> degree(seeds.size());
+    ASSERT_TRUE(st.Degrees(seeds, core::EdgeDir::kIn, degree.data()).ok());
+    std::vector<int64_t> per_relation(seeds.size(), 0);
+    for (int r = 0; r < st.num_edge_types(); ++r) {
+      const int src_type = *st.node_types().TypeId(cfg->edge_types[r].src);
+      const bool into_papers = cfg->edge_types[r].dst == "paper";
+      for (size_t i = 0; i < seeds.size(); ++i) {
+        const core::PartitionStore::Adjacency a = st.Neighbors(seeds[i], core::EdgeDir::kIn, r);
+        if (!into_papers) EXPECT_EQ(a.degree, 0);
+        per_relation[i] += a.degree;
+        for (int64_t j = 0; j < a.degree; ++j) {
+          EXPECT_EQ(st.node_types().ToTypeWise(a.nbrs[j]).first, src_type);
+          EXPECT_EQ(st.edge_types().ToTypeWise(a.eid(j)).first, r);
+        }
+      }
+    }
+    EXPECT_EQ(per_relation, degree);
+
+    // Sampling: every relation with one fanout, one relation, per-relation fanouts.
+    core::SampledEdges e;
+    ASSERT_TRUE(core::SampleNeighbors(st, seeds, {.fanout = 2, .seed = 5}, &e).ok());
+    ASSERT_EQ(e.etype.size(), e.size());
+    std::map<std::pair<int, int64_t>, int> per_seed;
+    for (size_t i = 0; i < e.size(); ++i) {
+      EXPECT_EQ(st.edge_types().ToTypeWise(e.eid[i]).first, e.etype[i]);
+      EXPECT_TRUE(i == 0 || e.etype[i] >= e.etype[i - 1]) << "relation by relation";
+      ++per_seed[{e.etype[i], e.dst[i]}];
+    }
+    for (const auto& [key, count] : per_seed) EXPECT_LE(count, 2);
+    core::SampledEdges cites;
+    const int cites_type = 1;  // author:writes:paper, paper:cites:paper, paper:in:venue, then reverses
+    ASSERT_EQ(cfg->edge_types[cites_type].rel, "cites");
+    ASSERT_TRUE(core::SampleNeighbors(st, seeds, {.fanout = -1, .etype = cites_type}, &cites).ok());
+    for (int32_t r : cites.etype) EXPECT_EQ(r, cites_type);
+    int64_t all_cites = 0;
+    for (int64_t v : seeds) all_cites += st.Neighbors(v, core::EdgeDir::kIn, cites_type).degree;
+    EXPECT_EQ(static_cast<int64_t>(cites.size()), all_cites);
+    core::SampledEdges mixed;
+    ASSERT_TRUE(core::SampleNeighbors(st, seeds, {.etype_fanouts = {1, 0, 0, 0, 0, 0}}, &mixed).ok());
+    for (int32_t r : mixed.etype) EXPECT_EQ(r, 0);
+    EXPECT_EQ(core::SampleNeighbors(st, seeds, {.etype = 6}, &mixed).code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(core::SampleNeighbors(st, seeds, {.etype_fanouts = {1, 2}}, &mixed).code(),
+              absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(core::SampleNeighbors(st, seeds, {.dir = core::EdgeDir::kOut}, &mixed).code(),
+              absl::StatusCode::kUnimplemented);
+    // FindEdges maps an edge of any relation back to its endpoints.
+    std::vector<int64_t> src(e.size()), dst(e.size());
+    ASSERT_TRUE(st.FindEdges(e.eid, src.data(), dst.data()).ok());
+    EXPECT_EQ(src, e.src);
+    EXPECT_EQ(dst, e.dst);
+  }
+}
+
+TEST(TypedPartitionTest, LinkSplitsOfTypedGraphsAreRefusedUntilBuilt) {
+  TempDir dir;
+  Dataset d = testing::MakeTypedDataset(2);
   PartitionOptions link{.out_dir = dir.Sub("link"), .num_parts = 2, .quiet = true};
   link.edge_split.valid = link.edge_split.test = 0.1;
   EXPECT_EQ(PartitionDataset(d, link).status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_FALSE(fs::exists(dir.Sub("link")));
-}
-
-// fanout-generate --preset mag: the same typed graph in both layouts, sized as asked, with the
-// class structure the model promises.
-TEST(MagGeneratorTest, BothLayoutsHoldTheSameTypedGraph) {
-  TempDir dir;
-  Dataset read[2];
-  for (int i = 0; i < 2; ++i) {
-    GenerateOptions g{.out_dir = dir.Sub(i == 0 ? "ogb" : "npy"), .format = i == 0 ? DatasetFormat::kOgb : DatasetFormat::kNpy,
-                      .feat_dim = 8, .num_classes = 10, .seed = 3, .heterogeneous = true, .scale = 0.003};
-    ASSERT_TRUE(GenerateDataset(g).ok());
-    auto d = ReadDataset({.input_dir = g.out_dir});
-    ASSERT_TRUE(d.ok()) << d.status();
-    read[i] = *std::move(d);
-  }
-  const MagSizes z = ComputeMagSizes(0.003);
-  for (const Dataset& d : read) {
-    EXPECT_EQ(d.node_types, (std::vector<std::string>{"author", "field_of_study", "institution", "paper"}));
-    EXPECT_EQ(d.node_type_offsets, (std::vector<int64_t>{0, z.author, z.author + z.field_of_study,
-                                                         z.author + z.field_of_study + z.institution, z.nodes()}));
-    ASSERT_EQ(d.edge_types.size(), 4u);
-    EXPECT_EQ(d.edge_types[1].ToString(), "author:writes:paper");
-    EXPECT_EQ(d.edge_type_offsets.back(), z.edges());
-    EXPECT_EQ(d.edge_type_offsets[3] - d.edge_type_offsets[2], z.cites);
-    ASSERT_EQ(d.node_fields.size(), 2u);
-    EXPECT_EQ(d.node_fields[0].node_type, "paper");
-    EXPECT_EQ(d.node_fields[0].data.rows(), z.paper);
-    EXPECT_EQ(d.train_idx.size() + d.valid_idx.size() + d.test_idx.size(), static_cast<size_t>(z.paper));
-  }
-  EXPECT_EQ(0, std::memcmp(read[0].edges.data(), read[1].edges.data(), read[0].edges.nbytes()));
-  EXPECT_EQ(read[0].train_idx, read[1].train_idx);
-  const Field& labels = read[1].node_fields[1];
-  ASSERT_EQ(labels.name, "label");
-  // Authors write mostly in one area: most of an author's papers share the author's most common
-  // label (well above the 1/10 of random writing).
-  const int64_t paper0 = read[1].node_type_offsets[3];
-  std::map<int64_t, std::map<int64_t, int>> by_author;
-  const int64_t* e = read[1].edges.data_as<int64_t>();
-  for (int64_t i = read[1].edge_type_offsets[1]; i < read[1].edge_type_offsets[2]; ++i) {
-    ++by_author[e[2 * i]][labels.data.data_as<int64_t>()[e[2 * i + 1] - paper0]];
-  }
-  int64_t top = 0, all = 0;
-  for (const auto& [author, counts] : by_author) {
-    int best = 0, sum = 0;
-    for (const auto& [label, c] : counts) best = std::max(best, c), sum += c;
-    top += best;
-    all += sum;
-  }
-  EXPECT_GT(static_cast<double>(top) / all, 0.6);
-}
-
-TEST(MagGeneratorTest, RefusesWhatDoesNotApply) {
-  TempDir dir;
-  GenerateOptions g{.out_dir = dir.Sub("x"), .heterogeneous = true, .scale = 0};
-  EXPECT_NE(GenerateDataset(g).message().find("--scale must be > 0"), std::string::npos);
-  g.scale = 5000;
-  EXPECT_NE(GenerateDataset(g).message().find("--scale must be > 0 and keep every node type under"), std::string::npos);
-  g.scale = 0.001;
-  g.edge_weights = true;
-  EXPECT_NE(GenerateDataset(g).message().find("--edge-weights is not available with --preset mag"), std::string::npos);
-  EXPECT_FALSE(fs::exists(dir.Sub("x")));
 }
 
 // The real heterogeneous graph in ../shared/data/imdb (skipped when absent).

@@ -373,6 +373,20 @@ TEST(HaloCacheTest, BudgetKeepsTheHaloNodesWithTheMostEdgesIntoThePartition) {
   EXPECT_EQ((*c)->row_cache()->size(), 7u);
 }
 
+TEST(DistGraphErrorsTest, TypedGraphsAreRefusedByNameUntilTypedBatchesExist) {
+  testing::TempDir dir;
+  partition::Dataset d = testing::MakeTypedDataset(1);
+  auto s = partition::PartitionDataset(d, {.out_dir = dir.Sub("out"), .num_parts = 1, .quiet = true});
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto cfg = core::LoadPartitionConfig(s->config_path);
+  ASSERT_TRUE(cfg.ok());
+  auto g = DistGraph::Open(*cfg, DistGraphOptions{});
+  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(g.status().message().find("typed is a typed graph (3 node types, 3 edge types); fanout-server serves it"),
+            std::string::npos)
+      << g.status();
+}
+
 TEST(DistGraphErrorsTest, UnreachableServerNamesPartitionAndAddressWithinTheTimeout) {
   Job job;
   ASSERT_NO_FATAL_FAILURE(job.Start(2, 200, 800));

@@ -428,4 +428,61 @@ bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds
   return true;
 }
 
+partition::Dataset MakeTypedDataset(uint64_t seed, int64_t papers, int64_t authors, int64_t venues) {
+  using partition::Dataset;
+  using partition::ValidateDataset;
+  std::mt19937_64 rng(seed);
+  Dataset d;
+  d.name = "typed";
+  d.layout = "memory";
+  d.node_types = {"paper", "author", "venue"};
+  d.node_type_offsets = {0, papers, papers + authors, papers + authors + venues};
+  d.num_nodes = d.node_type_offsets.back();
+  d.num_nodes_source = "memory";
+  d.edges_source = "memory";
+  d.edge_types = {{"author", "writes", "paper"}, {"paper", "cites", "paper"}, {"paper", "in", "venue"}};
+  std::vector<int64_t> e;
+  auto pick = [&](int t) {
+    return d.node_type_offsets[t] +
+           std::uniform_int_distribution<int64_t>(0, d.node_type_offsets[t + 1] - d.node_type_offsets[t] - 1)(rng);
+  };
+  d.edge_type_offsets = {0};
+  for (int64_t i = 0; i < 3 * authors; ++i) e.insert(e.end(), {pick(1), pick(0)});
+  d.edge_type_offsets.push_back(static_cast<int64_t>(e.size() / 2));
+  for (int64_t i = 0; i < 4 * papers; ++i) {
+    // Communities by ID, so that METIS has structure; every 30th repeats the one before, every
+    // 25th is a self loop.
+    const int64_t u = pick(0);
+    if (i % 30 == 29) {
+      const int64_t pu = e[e.size() - 2], pw = e[e.size() - 1];
+      e.insert(e.end(), {pu, pw});
+    } else {
+      e.insert(e.end(), {u, i % 25 == 0 ? u : std::min(papers - 1, u + static_cast<int64_t>(rng() % 7))});
+    }
+  }
+  d.edge_type_offsets.push_back(static_cast<int64_t>(e.size() / 2));
+  for (int64_t p = 0; p < papers; ++p) e.insert(e.end(), {p, pick(2)});
+  d.edge_type_offsets.push_back(static_cast<int64_t>(e.size() / 2));
+  const int64_t m = static_cast<int64_t>(e.size() / 2);
+  d.edges = NpyArray::Adopt(std::move(e), {m, 2});
+  std::vector<float> feat(papers * 3);
+  std::vector<int64_t> label(papers);
+  for (int64_t p = 0; p < papers; ++p) {
+    feat[3 * p] = static_cast<float>(p);
+    feat[3 * p + 1] = static_cast<float>(seed);
+    feat[3 * p + 2] = 0.5f;
+    label[p] = p % 7 == 0 ? -1 : p % 3;
+  }
+  d.node_fields.push_back({"feat", NpyArray::Adopt(std::move(feat), {papers, 3}), "paper"});
+  d.node_fields.push_back({"label", NpyArray::Adopt(std::move(label), {papers}), "paper"});
+  d.num_classes = 3;
+  for (int64_t p = 0; p < papers; ++p) {
+    if (p % 7 == 0) continue;
+    (p % 5 < 3 ? d.train_idx : p % 5 == 3 ? d.valid_idx : d.test_idx).push_back(p);
+  }
+  d.has_split = true;
+  EXPECT_TRUE(ValidateDataset(d).ok()) << ValidateDataset(d);
+  return d;
+}
+
 }  // namespace fanout::testing

@@ -47,6 +47,11 @@ struct RandomGraphSpec {
 // node ID-derived values (each row identifies its node), labels, a split and an edge field.
 partition::Dataset MakeRandomDataset(const RandomGraphSpec& spec);
 
+// A typed dataset (issue 29): papers, authors and venues; authors write papers, papers cite
+// papers (with self loops and repeats) and appear in venues. Papers have features (row p is
+// (p, seed, 0.5)), labels (-1 for every 7th) and a split; authors and venues have nothing.
+partition::Dataset MakeTypedDataset(uint64_t seed, int64_t papers = 120, int64_t authors = 80, int64_t venues = 4);
+
 // Writes `d` in the plain layout (edges.npy, node_feat.npy, ...) into `dir` (which must exist).
 void WritePlainLayout(const partition::Dataset& d, const std::string& dir);
 // Writes `d` in OGB's raw layout (raw/*.csv.gz, split/<split>/...) into `dir`.
