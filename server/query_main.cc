@@ -3,6 +3,7 @@
 //   fanout-query --server 127.0.0.1:30050 metadata
 //   fanout-query --server 127.0.0.1:30050 sample --seeds 1,2,3 --fanout 5
 #include <cstdio>
+#include <limits>
 #include <optional>
 
 #include <google/protobuf/util/json_util.h>
@@ -87,11 +88,15 @@ int main(int argc, char** argv) {
   core::ArgParser args("fanout-query", "--server HOST:PORT COMMAND [flags]");
   args.SetDescription(kAbout);
   args.AddString("server", &address, "the graph server, host:port");
-  args.AddString("field", &field, "pull, pull-edges, push: the field name");
+  args.AddString("field", &field, "pull, pull-edges, push: the field name (a typed field: TYPE/NAME)");
   args.AddIntList("ids", &id_list, "pull, degrees, push: node IDs");
   args.AddIntList("seeds", &id_list, "sample: seed node IDs");
   args.AddIntList("eids", &id_list, "find-edges, pull-edges: edge IDs");
   args.AddInt("fanout", &fanout, "sample: neighbours per seed (-1 = all)");
+  int64_t etype = -1;
+  std::vector<int64_t> etype_fanouts;
+  args.AddInt("etype", &etype, "sample, typed graphs: the relation (an index of metadata's edge_types; -1 = all)");
+  args.AddIntList("etype-fanouts", &etype_fanouts, "sample, typed graphs: one fanout per relation instead of --fanout");
   args.AddBool("replace", &replace, "sample: with replacement");
   args.AddChoice("dir", &dir, {"in", "out"}, "sample, degrees: edge direction");
   args.AddString("weight", &weight, "sample: edge field weighting the draw");
@@ -157,10 +162,16 @@ int main(int argc, char** argv) {
     if (cmd == "sample") {
       auto v = ids("--seeds");
       if (!v.ok()) return v.status();
+      if (etype < -1 || etype > std::numeric_limits<int32_t>::max()) {
+        return absl::InvalidArgumentError(core::StrCat("--etype must be -1 (every relation) or a relation index, got ", etype));
+      }
       auto e = client->SampleNeighbors(*v, {.fanout = fanout, .replace = replace, .dir = edge_dir,
-                                            .weight_field = weight, .seed = seed});
+                                            .weight_field = weight, .seed = seed, .etype = static_cast<int>(etype),
+                                            .etype_fanouts = etype_fanouts});
       if (!e.ok()) return e.status();
-      return json{{"seeds", *v}, {"src", e->src}, {"dst", e->dst}, {"eid", e->eid}};
+      json out{{"seeds", *v}, {"src", e->src}, {"dst", e->dst}, {"eid", e->eid}};
+      if (!e->etype.empty()) out["etype"] = e->etype;  // typed graphs
+      return out;
     }
     if (cmd == "push") {
       if (field.empty()) return absl::InvalidArgumentError("--field is required");
@@ -169,7 +180,7 @@ int main(int argc, char** argv) {
       auto md = client->GetMetadata();
       if (!md.ok()) return md.status();
       for (const auto& f : md->node_fields()) {
-        if (f.name() != field) continue;
+        if ((f.node_type().empty() ? f.name() : f.node_type() + "/" + f.name()) != field) continue;  // "TYPE/NAME"
         if (f.dtype() != v1::FLOAT32) {
           return absl::UnimplementedError("fanout-query pushes float32 fields only; use the C++ or Python client");
         }

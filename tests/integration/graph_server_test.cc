@@ -566,6 +566,23 @@ TEST(TypedGraphServerTest, MetadataPullsAndSamplesAreTyped) {
       if (o.etype >= 0) EXPECT_EQ(served->etype[i], o.etype);
     }
   }
+  // fanout-query speaks it too: one relation's sample with its etype column, a typed pull.
+  std::string out, err;
+  ASSERT_EQ(testing::RunProcess({FANOUT_QUERY_BIN, "--server", c.servers[1]->address(), "sample", "--seeds",
+                                 std::to_string(papers[0]), "--etype", "1"},
+                                &out, &err),
+            0)
+      << err;
+  const nlohmann::json sample = nlohmann::json::parse(out);
+  for (const auto& r : sample["etype"]) EXPECT_EQ(r.get<int>(), 1);
+  EXPECT_EQ(sample["etype"].size(), sample["eid"].size());
+  ASSERT_EQ(testing::RunProcess({FANOUT_QUERY_BIN, "--server", c.servers[1]->address(), "pull", "--field", "paper/label",
+                                 "--ids", std::to_string(papers[0])},
+                                &out, &err),
+            0)
+      << err;
+  EXPECT_EQ(nlohmann::json::parse(out)["shape"], nlohmann::json::array({1}));
+
   auto bad = c.clients[1]->SampleNeighbors(papers, {.etype = 9});
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("edge type 9 does not exist: the graph has 6 (0..5)"), std::string::npos)
