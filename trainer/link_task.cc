@@ -145,10 +145,7 @@ class LinkPrediction final : public Task {
   absl::StatusOr<StepLoss> Step(JobContext& job, int64_t epoch, int64_t step, Breakdown& t) override {
     auto t0 = Clock::now();
     ASSIGN_OR_RETURN(sampler::LinkMiniBatch lb, loader_->Next());
-    if (lb.epoch != epoch || lb.step != step) {
-      return absl::InternalError(StrCat("link loader gave epoch ", lb.epoch, " step ", lb.step, ", expected ", epoch,
-                                        " step ", step));
-    }
+    RETURN_IF_ERROR(CheckBatchOrder("link loader", lb.epoch, lb.step, epoch, step));
     t.wait += Since(t0);
     ASSIGN_OR_RETURN(BatchTensors bt, job.StepTensors(lb.nodes, epoch, step, /*labels=*/false, t));
     t0 = Clock::now();

@@ -83,10 +83,7 @@ class NodeClassification final : public Task {
   absl::StatusOr<StepLoss> Step(JobContext& job, int64_t epoch, int64_t step, Breakdown& t) override {
     auto t0 = Clock::now();
     ASSIGN_OR_RETURN(sampler::MiniBatch mb, loader_->Next());
-    if (mb.epoch != epoch || mb.step != step) {
-      return absl::InternalError(
-          StrCat("loader gave epoch ", mb.epoch, " step ", mb.step, ", expected ", epoch, " step ", step));
-    }
+    RETURN_IF_ERROR(CheckBatchOrder("loader", mb.epoch, mb.step, epoch, step));
     t.wait += Since(t0);
     if (job.options().print_batch_checksums) {
       std::printf("rank %d batch %lld %lld crc %u\n", job.options().dist.rank, static_cast<long long>(epoch),

@@ -34,6 +34,12 @@ std::string TaskHelp() {
   return text;
 }
 
+absl::Status CheckBatchOrder(const char* loader, int64_t got_epoch, int64_t got_step, int64_t epoch, int64_t step) {
+  if (got_epoch == epoch && got_step == step) return absl::OkStatus();
+  return absl::InternalError(
+      core::StrCat(loader, " gave epoch ", got_epoch, " step ", got_step, ", expected ", epoch, " step ", step));
+}
+
 absl::StatusOr<std::unique_ptr<Task>> MakeTask(std::string_view name) {
   for (const Registered& t : kTasks) {
     if (name == t.name) return t.make();

@@ -54,6 +54,10 @@ struct StepLoss {
   at::Tensor correct;  // of them, classified right: a 0-dim tensor on the device (read lazily)
 };
 
+// INTERNAL naming `loader` unless its batch (`got_epoch`, `got_step`) is the one the job's loop
+// is at: a loader that skips or repeats a batch is a bug, never a result.
+absl::Status CheckBatchOrder(const char* loader, int64_t got_epoch, int64_t got_step, int64_t epoch, int64_t step);
+
 // How many examples each split has, over all ranks (0: none, or not evaluated in this job).
 struct SplitSizes {
   int64_t train = 0, val = 0, test = 0;
