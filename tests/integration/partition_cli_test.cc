@@ -66,6 +66,38 @@ TEST(PartitionCliTest, GenerateThenPartitionBothLayouts) {
   }
 }
 
+// A typed graph through the tools as a user runs them: fanout-generate --preset mag in both
+// typed layouts, fanout-partition with reverse relations and normalised paper features; the
+// summary lists the types, and both layouts give the same partition files.
+TEST(PartitionCliTest, GenerateThenPartitionATypedGraph) {
+  TempDir dir;
+  for (std::string format : {"npy", "ogb"}) {
+    RunResult g = RunTool(dir, {FANOUT_GENERATE_BIN, "--preset", "mag", "--scale", "0.002", "--feat-dim", "8",
+                                "--format", format, "--out", dir.Sub("mag-" + format), "--seed", "3"});
+    ASSERT_EQ(g.exit_code, 0) << g.err;
+    EXPECT_NE(g.out.find("2269 authors"), std::string::npos) << g.out;
+    RunResult p = RunTool(dir, {FANOUT_PARTITION_BIN, "--input", dir.Sub("mag-" + format), "--num-parts", "2", "--out",
+                                dir.Sub("parts-" + format), "--add-reverse-edges", "--normalize-features",
+                                "--graph-name", "mag"});
+    ASSERT_EQ(p.exit_code, 0) << p.err;
+    EXPECT_NE(p.out.find("node types:       author 2269, field_of_study 120, institution 17, paper 1473"),
+              std::string::npos)
+        << p.out;
+    EXPECT_NE(p.out.find("paper:rev_cites:paper"), std::string::npos) << p.out;
+  }
+  for (const char* file : {"part1/graph/indices.npy", "part0/graph/orig_eids.npy", "part1/node_data/paper/feat.npy",
+                           "part0/node_data/paper/train_mask.npy"}) {
+    EXPECT_EQ(Slurp(dir.Sub(StrCat("parts-npy/", file))), Slurp(dir.Sub(StrCat("parts-ogb/", file)))) << file;
+  }
+  // The paper features were normalised per row; the typed config says whose rows they are.
+  auto cfg = core::LoadPartitionConfig(dir.Sub("parts-npy/mag.json"));
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  auto feat = cfg->NodeField("paper/feat");
+  ASSERT_TRUE(feat.ok()) << feat.status();
+  EXPECT_EQ(feat->dtype, core::DType::kFloat32);
+  EXPECT_EQ(feat->node_type, "paper");
+}
+
 // --normalize-features: every partition's feat rows are float32 and sum to 1 (or are all zero),
 // proportional to the input rows (the generated features are >= 0 after the minimum goes).
 TEST(PartitionCliTest, NormalizeFeaturesWritesRowsThatSumToOne) {
