@@ -19,6 +19,9 @@
 //   - Split: a seeded permutation; the first round(train_frac N) nodes train, the next
 //     round(valid_frac N) valid, the rest test; each written sorted.
 //
+// --preset mag (GenerateMag) builds one such model per node type and draws each relation source
+// by source, with distinct destinations per source.
+//
 // Each part draws from its own random stream, and the chunked parts (features, edges, edge
 // weights) from one stream per chunk, so the output does not depend on the thread count, the
 // edges do not change with feat_dim or --edge-weights, and chunks can be generated in parallel.
@@ -201,6 +204,7 @@ struct Model {
   std::vector<uint32_t> community_members;
   std::vector<AliasBucket> community_alias;  // per community, over positions in its members
   std::vector<float> centroids;              // [C, F]
+  std::vector<double> weight;                // [N] the Chung-Lu weights
 };
 
 // Chung-Lu weights: Pareto(1, gamma - 1) draws, capped at the c where the largest expected total
@@ -290,6 +294,7 @@ Model BuildModel(const GenerateOptions& o) {
     const double scale = kCentroidNorm / std::sqrt(static_cast<double>(o.feat_dim));
     for (float& x : m.centroids) x = static_cast<float>(scale * normal(rng));
   }
+  m.weight = std::move(w);
   return m;
 }
 
@@ -685,21 +690,62 @@ absl::Status WriteNodeData(const Model& m, const GenerateOptions& o, const Layou
 // topics and an author's institution mostly share its area, and papers cite as the plain graph's
 // nodes link. Only papers have features, labels and a split, as in ogbn-mag.
 
-// Edges of relation `rel` (its index) from `src`'s nodes to `dst`'s: src by weight; with
-// probability intra_class_prob dst by weight within src's community (modulo dst's community
-// count), otherwise dst by weight over all of dst's nodes.
-void GenerateBipartiteEdges(const Model& src, const Model& dst, const GenerateOptions& o, int rel, int64_t chunk,
-                            int64_t count, int64_t* out) {
-  std::mt19937_64 rng = MakeRng(o.seed, Stream::kRelationEdges, (static_cast<uint64_t>(rel) << 40) + chunk);
-  for (int64_t k = 0; k < count; ++k) {
-    const uint32_t s = SampleAlias(src.global.data(), src.num_nodes, rng());
+// Relations are drawn source by source, so that a source's edges can be distinct, as a real
+// relation's are (an author writes a paper once): each source s gets d_s edges, its share of the
+// relation's count by Chung-Lu weight (rounded so that the shares add up exactly), and draws d_s
+// distinct destinations. Edge i of the relation belongs to the source whose range of
+// `offset` (S + 1 running counts) holds i, so any chunk of edges can be made on its own.
+std::vector<int64_t> SourceOffsets(const Model& src, int64_t count) {
+  double total = 0;
+  for (double w : src.weight) total += w;
+  std::vector<int64_t> offset(src.num_nodes + 1, 0);
+  double running = 0;
+  for (int64_t s = 0; s < src.num_nodes; ++s) {
+    running += src.weight[s];
+    offset[s + 1] = std::min<int64_t>(count, std::llround(static_cast<double>(count) * running / total));
+  }
+  offset[src.num_nodes] = count;
+  return offset;
+}
+
+// Edges [begin, begin + count) of relation `rel` from `src`'s nodes to `dst`'s (the two may be
+// the same type: then no self loops). A source's destinations: with probability intra_class_prob
+// by weight within its community (modulo dst's community count), otherwise by weight over all of
+// dst's nodes; a destination already drawn for that source is drawn again (up to 64 times each,
+// so a source with more edges than possible destinations still gets its count).
+void GenerateRelationEdges(const Model& src, const Model& dst, const std::vector<int64_t>& offset,
+                           const GenerateOptions& o, int rel, int64_t begin, int64_t count, int64_t* out) {
+  const bool same = &src == &dst;
+  int64_t s = std::upper_bound(offset.begin(), offset.end(), begin) - offset.begin() - 1;
+  std::vector<int64_t> drawn;
+  std::vector<int64_t> sorted;
+  for (int64_t i = begin; i < begin + count; ++s) {
+    const int64_t d = offset[s + 1] - offset[s];
+    if (d == 0) continue;
+    std::mt19937_64 rng = MakeRng(o.seed, Stream::kRelationEdges, (static_cast<uint64_t>(rel) << 40) + s);
     const int64_t cls = src.community[s] % dst.num_classes;
     const int64_t cb = dst.community_offset[cls];
     const uint64_t cn = dst.community_offset[cls + 1] - cb;
-    const bool inside = Uniform01(rng) < o.intra_class_prob && cn > 0;
-    out[2 * k] = s;
-    out[2 * k + 1] = inside ? dst.community_members[cb + SampleAlias(dst.community_alias.data() + cb, cn, rng())]
-                            : SampleAlias(dst.global.data(), dst.num_nodes, rng());
+    drawn.clear();
+    sorted.clear();
+    for (int64_t k = 0; k < d; ++k) {
+      int64_t t = -1;
+      for (int attempt = 0; attempt < 64; ++attempt) {
+        const bool inside = Uniform01(rng) < o.intra_class_prob && cn > 0;
+        t = inside ? dst.community_members[cb + SampleAlias(dst.community_alias.data() + cb, cn, rng())]
+                   : SampleAlias(dst.global.data(), dst.num_nodes, rng());
+        if ((same && t == s) || std::binary_search(sorted.begin(), sorted.end(), t)) continue;
+        break;
+      }
+      if (same && t == s) t = (s + 1 + static_cast<int64_t>(UniformInt(rng, dst.num_nodes - 1))) % dst.num_nodes;
+      drawn.push_back(t);
+      sorted.insert(std::upper_bound(sorted.begin(), sorted.end(), t), t);
+    }
+    // This chunk's part of the source's edges.
+    for (int64_t k = std::max<int64_t>(0, i - offset[s]); k < d && i < begin + count; ++k, ++i) {
+      out[2 * (i - begin)] = s;
+      out[2 * (i - begin) + 1] = drawn[k];
+    }
   }
 }
 
@@ -788,16 +834,10 @@ absl::Status GenerateMag(const GenerateOptions& o, const fs::path& dir) {
       RETURN_IF_ERROR(MkDir(dir / "edges"));
       l = {.edges = dir / "edges" / (folder + ".npy")};
     }
-    EdgeGenerator generate;
-    if (rel.src == kPaper && rel.dst == kPaper) {
-      generate = [&](int64_t chunk, int64_t count, int64_t* out) {
-        GenerateEdges(models[kPaper], paper, chunk, count, out);
-      };
-    } else {
-      generate = [&, r](int64_t chunk, int64_t count, int64_t* out) {
-        GenerateBipartiteEdges(models[rel.src], models[rel.dst], o, r, chunk, count, out);
-      };
-    }
+    const std::vector<int64_t> offset = SourceOffsets(models[rel.src], rel.count);
+    const EdgeGenerator generate = [&, r](int64_t chunk, int64_t count, int64_t* out) {
+      GenerateRelationEdges(models[rel.src], models[rel.dst], offset, o, r, chunk * kEdgeChunk, count, out);
+    };
     RETURN_IF_ERROR(WriteEdges(generate, rel.count, o, l));
   }
   return absl::OkStatus();
