@@ -70,6 +70,36 @@ void ArgParser::AddInt(const std::string& name, int* out, const std::string& hel
                     }});
 }
 
+namespace {
+// "--x must be >= 1, got 0", or "... >= 0 and <= 1000 ..." when the range has a top.
+absl::Status OutOfRange(const std::string& name, int64_t v, int64_t min, int64_t max, int64_t type_max) {
+  return absl::InvalidArgumentError(
+      StrCat("--", name, " must be >= ", min, max < type_max ? StrCat(" and <= ", max) : "", ", got ", v));
+}
+}  // namespace
+
+void ArgParser::AddInt(const std::string& name, int64_t* out, const std::string& help, int64_t min, int64_t max) {
+  AddInt(name, out, help);
+  flags_.back().set = [out, name, min, max](const std::string& v) {
+    int64_t x;
+    if (!ParseInt64(v, &x)) return BadValue(name, v, "an integer");
+    if (x < min || x > max) return OutOfRange(name, x, min, max, std::numeric_limits<int64_t>::max());
+    *out = x;
+    return absl::OkStatus();
+  };
+}
+
+void ArgParser::AddInt(const std::string& name, int* out, const std::string& help, int min, int max) {
+  AddInt(name, out, help);
+  flags_.back().set = [out, name, min, max](const std::string& v) {
+    int64_t x;
+    if (!ParseInt64(v, &x) || x < INT32_MIN || x > INT32_MAX) return BadValue(name, v, "a 32-bit integer");
+    if (x < min || x > max) return OutOfRange(name, x, min, max, std::numeric_limits<int>::max());
+    *out = static_cast<int>(x);
+    return absl::OkStatus();
+  };
+}
+
 void ArgParser::AddBytes(const std::string& name, int64_t* out, const std::string& help) {
   flags_.push_back({name, help, std::to_string(*out), false, [out, name](const std::string& v) {
                       size_t digits = 0;

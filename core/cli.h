@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,12 @@ class ArgParser {
   void AddString(const std::string& name, std::string* out, const std::string& help,
                  std::function<absl::Status(const std::string&)> check);
   void AddInt(const std::string& name, int* out, const std::string& help);
+  // An integer in [min, max]: another value is a usage error (exit 2) naming the flag, its range
+  // and the value, so that a main states a flag's range where it declares the flag.
+  void AddInt(const std::string& name, int64_t* out, const std::string& help, int64_t min,
+              int64_t max = std::numeric_limits<int64_t>::max());
+  void AddInt(const std::string& name, int* out, const std::string& help, int min,
+              int max = std::numeric_limits<int>::max());
   void AddUint(const std::string& name, uint64_t* out, const std::string& help);
   // A size in bytes: a non-negative integer, optionally with a binary suffix K, M, G or T (also
   // KiB, MiB, GiB, TiB): "4G" is 4 << 30.

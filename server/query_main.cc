@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
   args.AddInt("fanout", &fanout, "sample: neighbours per seed (-1 = all)");
   int64_t etype = -1;
   std::vector<int64_t> etype_fanouts;
-  args.AddInt("etype", &etype, "sample, typed graphs: the relation (an index of metadata's edge_types; -1 = all)");
+  args.AddInt("etype", &etype, "sample, typed graphs: the relation (an index of metadata's edge_types; -1 = all)", -1,
+              std::numeric_limits<int32_t>::max());
   args.AddIntList("etype-fanouts", &etype_fanouts, "sample, typed graphs: one fanout per relation instead of --fanout");
   args.AddBool("replace", &replace, "sample: with replacement");
   args.AddChoice("dir", &dir, {"in", "out"}, "sample, degrees: edge direction");
@@ -162,9 +163,6 @@ int main(int argc, char** argv) {
     if (cmd == "sample") {
       auto v = ids("--seeds");
       if (!v.ok()) return v.status();
-      if (etype < -1 || etype > std::numeric_limits<int32_t>::max()) {
-        return absl::InvalidArgumentError(core::StrCat("--etype must be -1 (every relation) or a relation index, got ", etype));
-      }
       auto e = client->SampleNeighbors(*v, {.fanout = fanout, .replace = replace, .dir = edge_dir,
                                             .weight_field = weight, .seed = seed, .etype = static_cast<int>(etype),
                                             .etype_fanouts = etype_fanouts});

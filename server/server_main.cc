@@ -32,13 +32,13 @@ int main(int argc, char** argv) {
   o.host = "127.0.0.1";  // this machine only, unless asked: see docs/security.md
   args.AddString("host", &o.host, "address to bind (0.0.0.0: every interface)");
   args.AddInt("port", &o.port, "base port; 0 picks a free one (printed when ready)");
-  args.AddInt("server-id", &server_id, "this server's index on its machine: listens on port + server-id");
+  args.AddInt("server-id", &server_id, "this server's index on its machine: listens on port + server-id", 0);
   args.AddInt("num-threads", &o.num_threads, "request worker threads (0 = all cores)");
-  args.AddInt("max-ids-per-request", &o.limits.max_ids_per_request, "larger requests: RESOURCE_EXHAUSTED");
-  args.AddInt("max-response-bytes", &o.limits.max_response_bytes, "larger answers: RESOURCE_EXHAUSTED");
-  args.AddInt("max-request-bytes", &o.max_request_bytes, "larger request messages: RESOURCE_EXHAUSTED");
-  args.AddInt("max-queued-calls", &o.limits.max_queued_calls, "calls waiting for a worker; more: UNAVAILABLE");
-  args.AddInt("max-queued-bytes", &o.limits.max_queued_bytes, "request bytes waiting for a worker; more: UNAVAILABLE");
+  args.AddInt("max-ids-per-request", &o.limits.max_ids_per_request, "larger requests: RESOURCE_EXHAUSTED", 1);
+  args.AddInt("max-response-bytes", &o.limits.max_response_bytes, "larger answers: RESOURCE_EXHAUSTED", 1);
+  args.AddInt("max-request-bytes", &o.max_request_bytes, "larger request messages: RESOURCE_EXHAUSTED", 1);
+  args.AddInt("max-queued-calls", &o.limits.max_queued_calls, "calls waiting for a worker; more: UNAVAILABLE", 0);
+  args.AddInt("max-queued-bytes", &o.limits.max_queued_bytes, "request bytes waiting for a worker; more: UNAVAILABLE", 0);
   args.AddBool("allow-push", &o.allow_push,
                "accept PushNodeData and CreateNodeField (writes to node data); refused otherwise");
   args.AddBytes("max-created-bytes", &o.limits.max_created_bytes,
@@ -49,14 +49,8 @@ int main(int argc, char** argv) {
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
   if (part_config.empty()) return args.Fail(absl::InvalidArgumentError("--part-config is required"));
   if (part_id < 0) return args.Fail(absl::InvalidArgumentError("--part-id is required"));
-  if (server_id < 0) return args.Fail(absl::InvalidArgumentError("--server-id must be >= 0"));
   if (o.port > 0) o.port += server_id;
-  if (o.limits.max_ids_per_request < 1) return args.Fail(absl::InvalidArgumentError("--max-ids-per-request must be >= 1"));
-  if (o.limits.max_response_bytes < 1) return args.Fail(absl::InvalidArgumentError("--max-response-bytes must be >= 1"));
-  if (o.max_request_bytes < 1) return args.Fail(absl::InvalidArgumentError("--max-request-bytes must be >= 1"));
-  if (o.limits.max_queued_calls < 0) return args.Fail(absl::InvalidArgumentError("--max-queued-calls must be >= 0"));
-  if (o.limits.max_queued_bytes < 0) return args.Fail(absl::InvalidArgumentError("--max-queued-bytes must be >= 0"));
-  if (o.limits.max_created_bytes < 0) return args.Fail(absl::InvalidArgumentError("--max-created-bytes must be >= 0"));
+  // (--max-created-bytes is a size: the parser takes no negative one.)
   if (!(grace_s >= 0)) return args.Fail(absl::InvalidArgumentError("--shutdown-grace must be >= 0 seconds"));
   auto loaded = rpc::Security::Load(security, rpc::Security::Role::kServer);
   if (!loaded.ok()) return args.Fail(loaded.status());

@@ -114,7 +114,7 @@ int Main(int argc, char** argv) {
                  "the <name>.json written by fanout-partition [FANOUT_PART_CONFIG]");
   args.AddString("ip-config", &ip_config,
                  "machines of the job; finds the servers [FANOUT_IP_CONFIG]");
-  args.AddInt("num-servers", &num_servers, "servers per machine [FANOUT_NUM_SERVERS]");
+  args.AddInt("num-servers", &num_servers, "servers per machine [FANOUT_NUM_SERVERS]", 1);
   args.AddString("servers", &servers, "PART=HOST:PORT,... instead of --ip-config");
   args.AddInt("machine-id", &machine_id, "this machine's partition, read from its files [FANOUT_MACHINE_ID]");
   args.SetDefaultText("machine-id", "rank / trainers per machine");
@@ -196,7 +196,8 @@ int Main(int argc, char** argv) {
   args.AddInt("feature-cache-mb", &feature_cache_mb,
               "memory per process (each sampler, and the trainer when it fetches features itself: "
               "no samplers, or evaluation) for the features of this machine's halo nodes, pulled "
-              "once at start so that batches fetch fewer remote rows; 0 = off");
+              "once at start so that batches fetch fewer remote rows; 0 = off",
+              0, std::numeric_limits<int64_t>::max() >> 20);
   args.AddDouble("comm-timeout", &comm_timeout,
                  "seconds a collective may wait for the other trainers");
   args.AddInt("log-every", &o.log_every, "print a line every N steps (0: per epoch only)");
@@ -255,9 +256,9 @@ int Main(int argc, char** argv) {
   // Every flag is checked before anything connects (issue 11: --lr nan reached LibTorch and
   // aborted with a backtrace, --prefetch 0 hung the loader forever).
   if (absl::Status v = trainer::ValidateTrainOptions(o); !v.ok()) return args.Fail(v);
-  if (num_servers < 1)
-    return args.Fail(
-        absl::InvalidArgumentError(StrCat("--num-servers must be >= 1, got ", num_servers)));
+  if (num_servers < 1) {  // only FANOUT_NUM_SERVERS can get here: the flag's range is the parser's
+    return args.Fail(absl::InvalidArgumentError(StrCat("FANOUT_NUM_SERVERS must be >= 1, got ", num_servers)));
+  }
   if (machine_id < -1) {
     return args.Fail(absl::InvalidArgumentError(StrCat(
         "--machine-id must be a partition number >= 0 (default: rank / trainers per machine), got ",
@@ -269,10 +270,6 @@ int Main(int argc, char** argv) {
   if (!(comm_timeout > 0) || comm_timeout > 1e9) {
     return args.Fail(absl::InvalidArgumentError(
         StrCat("--comm-timeout must be in (0, 1e9] seconds, got ", comm_timeout)));
-  }
-  if (feature_cache_mb < 0 || feature_cache_mb > (std::numeric_limits<int64_t>::max() >> 20)) {
-    return args.Fail(absl::InvalidArgumentError(
-        StrCat("--feature-cache-mb must be >= 0 (0 turns the cache off), got ", feature_cache_mb)));
   }
   auto model_kind = trainer::ParseModelKind(model);
   if (!model_kind.ok()) return args.Fail(model_kind.status());

@@ -97,6 +97,24 @@ TEST(ArgParserTest, ErrorsNameTheFlag) {
   EXPECT_NE(std::string(e5.message()).find("unexpected argument 'stray'"), std::string::npos);
 }
 
+// Integer flags state their range where they are declared: a value outside it is a usage error
+// naming the flag, the range and the value, and leaves the bound field alone.
+TEST(ArgParserTest, IntegerRangesAreTheParsers) {
+  int64_t at_least_one = 5;
+  int small = 3;
+  ArgParser p("tool", "");
+  p.AddInt("count", &at_least_one, "", 1);
+  p.AddInt("level", &small, "", -1, 9);
+  EXPECT_EQ(ParseArgs(p, {"--count", "0"}).message(), "--count must be >= 1, got 0");
+  EXPECT_EQ(at_least_one, 5);
+  EXPECT_EQ(ParseArgs(p, {"--level", "10"}).message(), "--level must be >= -1 and <= 9, got 10");
+  EXPECT_EQ(ParseArgs(p, {"--level", "-2"}).message(), "--level must be >= -1 and <= 9, got -2");
+  EXPECT_NE(ParseArgs(p, {"--level", "99999999999"}).message().find("is not a 32-bit integer"), std::string::npos);
+  EXPECT_TRUE(ParseArgs(p, {"--count", "9223372036854775807", "--level", "-1"}).ok());
+  EXPECT_EQ(at_least_one, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(small, -1);
+}
+
 // Issue 11: --lr nan parsed as a number and reached LibTorch; no flag means anything by nan/inf.
 TEST(ArgParserTest, ByteSizesTakeBinarySuffixes) {
   for (auto [text, want] : std::vector<std::pair<std::string, int64_t>>{

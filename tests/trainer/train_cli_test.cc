@@ -598,12 +598,12 @@ TEST_F(TrainCliTest, BadFlagsAreClearErrorsNotBacktracesOrHangs) {
       {{"--task", "graph"}, 2, "--task"},
       {{"--task", "link", "--metric", "acc"}, 1, "--task link reports roc-auc and selects the model by it: leave --metric out"},
       {{"--epoch", "3"}, 2, "unknown flag --epoch (did you mean --epochs?); 'fanout-train --help' lists the flags"},
-      {{"--num-servers", "0"}, 1, "--num-servers must be >= 1"},
+      {{"--num-servers", "0"}, 2, "--num-servers must be >= 1, got 0"},  // the parser's range
       {{"--machine-id", "-2"}, 1, "--machine-id must be a partition number >= 0"},
       {{"--deadline", "0"}, 1, "--deadline must be > 0 seconds"},
       {{"--comm-timeout", "-5"}, 1, "--comm-timeout must be in (0, 1e9] seconds"},
-      {{"--feature-cache-mb", "-1"}, 1, "--feature-cache-mb must be >= 0"},
-      {{"--feature-cache-mb", "9223372036854775807"}, 1, "--feature-cache-mb must be >= 0"},
+      {{"--feature-cache-mb", "-1"}, 2, "--feature-cache-mb must be >= 0 and <= 8796093022207, got -1"},
+      {{"--feature-cache-mb", "9223372036854775807"}, 2, "--feature-cache-mb must be >= 0 and <= 8796093022207"},
   };
   for (const Case& c : cases) {
     std::vector<std::string> args = {FANOUT_TRAIN_BIN};
