@@ -4,6 +4,10 @@
 // self loops, an edge weight field, labels and masks; the server owns partition 0 of 2, so half
 // the IDs are another partition's). Pushes are allowed, so they are fuzzed too.
 //
+// With bit 0x20 of the first byte the request goes to a typed partition instead (issue 29: two
+// node types, three relations, typed fields and masks), so typed pulls and per-relation samples
+// are fuzzed too.
+//
 // Whatever the request, a handler must return (no crash, no sanitizer report, nothing sized by
 // the request beyond the limits), and what it answers OK must be well formed: tensors whose
 // bytes match their shapes, one row per ID, three equal-length edge lists within the limit.
@@ -72,16 +76,52 @@ fanout::partition::Dataset MakeDataset() {
   return d;
 }
 
-World* TheWorld() {
-  static World* w = [] {
+// Types a (150 nodes, with features, labels and a split) and b (90, nothing); relations a:r:b,
+// b:s:a and a:t:a (self loops included).
+fanout::partition::Dataset MakeTypedDataset() {
+  fanout::partition::Dataset d;
+  d.name = "fuzztyped";
+  d.node_types = {"a", "b"};
+  d.node_type_offsets = {0, 150, 240};
+  d.num_nodes = 240;
+  d.edge_types = {{"a", "r", "b"}, {"b", "s", "a"}, {"a", "t", "a"}};
+  std::vector<int64_t> edges;
+  uint64_t x = 777;
+  auto next = [&](int64_t lo, int64_t hi) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    return lo + static_cast<int64_t>((x >> 33) % static_cast<uint64_t>(hi - lo));
+  };
+  d.edge_type_offsets = {0};
+  for (int i = 0; i < 400; ++i) edges.insert(edges.end(), {next(0, 150), next(150, 240)});
+  d.edge_type_offsets.push_back(static_cast<int64_t>(edges.size() / 2));
+  for (int i = 0; i < 300; ++i) edges.insert(edges.end(), {next(150, 240), next(0, 150)});
+  d.edge_type_offsets.push_back(static_cast<int64_t>(edges.size() / 2));
+  for (int64_t v = 0; v < 150; ++v) edges.insert(edges.end(), {v, v % 7 == 0 ? v : next(0, 150)});
+  d.edge_type_offsets.push_back(static_cast<int64_t>(edges.size() / 2));
+  const int64_t e = static_cast<int64_t>(edges.size()) / 2;
+  d.edges = NpyArray::Adopt(std::move(edges), {e, 2});
+  std::vector<float> feat(150 * 3, 0.5f);
+  d.node_fields.push_back({"feat", NpyArray::Adopt(std::move(feat), {150, 3}), "a"});
+  std::vector<int64_t> label(150);
+  for (int64_t v = 0; v < 150; ++v) label[v] = v % 4 == 0 ? -1 : v % 3;
+  d.node_fields.push_back({"label", NpyArray::Adopt(std::move(label), {150}), "a"});
+  d.num_classes = 3;
+  d.has_split = true;
+  for (int64_t v = 0; v < 150; ++v) (v % 2 ? d.train_idx : d.test_idx).push_back(v);
+  return d;
+}
+
+World* MakeWorld(bool typed) {
+  {
     auto* world = new World();
     fanout::partition::PartitionOptions o;
-    o.out_dir = fanout::fuzz::TempDir() + "/parts";
+    o.out_dir = fanout::fuzz::TempDir() + (typed ? "/typed" : "/parts");
+    o.add_reverse_edges = typed;
     o.num_parts = 2;
     o.method = fanout::partition::PartMethod::kRandom;
     o.quiet = true;
     o.num_threads = 1;
-    auto summary = fanout::partition::PartitionDataset(MakeDataset(), o);
+    auto summary = fanout::partition::PartitionDataset(typed ? MakeTypedDataset() : MakeDataset(), o);
     FANOUT_CHECK(summary.ok()) << summary.status();
     auto config = fanout::core::LoadPartitionConfig(summary->config_path);
     FANOUT_CHECK(config.ok()) << config.status();
@@ -100,8 +140,13 @@ World* TheWorld() {
                                            .writable = world->store.get()};
     world->service = std::make_unique<fanout::server::GraphServiceImpl>(served, &world->stats, &world->pool, policy);
     return world;
-  }();
-  return w;
+  }
+}
+
+World* TheWorld(bool typed = false) {
+  static World* plain = MakeWorld(false);
+  static World* typed_world = MakeWorld(true);
+  return typed ? typed_world : plain;
 }
 
 void CheckTensorOk(const v1::Tensor& t) { FANOUT_CHECK(fanout::rpc::CheckTensor(t, "answer").ok()); }
@@ -123,7 +168,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
-  World& w = *TheWorld();
+  World& w = *TheWorld((data[0] & 0x20) != 0);
   const fanout::server::GraphServiceImpl& s = *w.service;
   const uint8_t* body = data + 1;
   const size_t len = size - 1;
@@ -168,6 +213,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (const v1::Tensor* t : {&r.src(), &r.dst(), &r.eid()}) CheckTensorOk(*t);
         FANOUT_CHECK(Rows(r.src()) == Rows(r.eid()) && Rows(r.dst()) == Rows(r.eid()));
         FANOUT_CHECK(Rows(r.eid()) * 24 <= kMaxResponseBytes);
+        // A typed graph's answer has an edge-type column, one per edge; a plain graph's none.
+        const bool typed = w.store->num_edge_types() > 1;
+        if (!typed) FANOUT_CHECK(!r.has_etype());
+        if (typed && Rows(r.eid()) > 0) FANOUT_CHECK(r.has_etype());
+        if (r.has_etype()) {
+          CheckTensorOk(r.etype());
+          FANOUT_CHECK(Rows(r.etype()) == Rows(r.eid()));
+        }
       }
       break;
     }
