@@ -18,7 +18,9 @@ int Main(int argc, char** argv) {
   partition::PartitionOptions opt;
   std::string method = "metis", objtype = "cut", self_loops = "keep", duplicates = "keep";
   core::ArgParser args("fanout-partition", "--input DIR --num-parts K --out OUT [flags]");
-  args.AddString("input", &read.input_dir, "dataset folder (OGB raw layout or plain layout)");
+  args.AddString("input", &read.input_dir,
+                 "dataset folder: OGB's raw layout, OGB's heterogeneous layout (typed), the plain layout or the "
+                 "typed .npy layout (README 'Dataset layouts')");
   args.AddString("out", &opt.out_dir, "output folder for <name>.json and part<k>/");
   args.MarkRequired("input");
   args.MarkRequired("out");
@@ -34,7 +36,8 @@ int Main(int argc, char** argv) {
   args.AddChoice("edge-layout", &read.edge_layout, {"auto", "rows", "columns"},
                  "edges.npy: rows = [E, 2] (DGL), columns = [2, E] (PyG edge_index), auto = by shape");
   args.AddBool("add-reverse-edges", &opt.add_reverse_edges,
-               "also store (v,u) for every input edge (u,v): an undirected graph");
+               "also store (v,u) for every input edge (u,v): an undirected graph (typed graphs: as relation "
+               "rev_REL of DST to SRC)");
   args.AddChoice("self-loops", &self_loops, {"keep", "remove"}, "self loops in the input");
   args.AddChoice("duplicate-edges", &duplicates, {"keep", "remove"},
                  "repeated (u,v) pairs (after adding reverse edges)");
