@@ -542,6 +542,67 @@ TEST(TypedPartitionTest, LinkSplitsOfTypedGraphsAreRefusedUntilBuilt) {
   EXPECT_FALSE(fs::exists(dir.Sub("link")));
 }
 
+// fanout-generate --preset mag: the same typed graph in both layouts, sized as asked, with the
+// class structure the model promises.
+TEST(MagGeneratorTest, BothLayoutsHoldTheSameTypedGraph) {
+  TempDir dir;
+  Dataset read[2];
+  for (int i = 0; i < 2; ++i) {
+    GenerateOptions g{.out_dir = dir.Sub(i == 0 ? "ogb" : "npy"), .format = i == 0 ? DatasetFormat::kOgb : DatasetFormat::kNpy,
+                      .feat_dim = 8, .num_classes = 10, .seed = 3, .heterogeneous = true, .scale = 0.003};
+    ASSERT_TRUE(GenerateDataset(g).ok());
+    auto d = ReadDataset({.input_dir = g.out_dir});
+    ASSERT_TRUE(d.ok()) << d.status();
+    read[i] = *std::move(d);
+  }
+  const MagSizes z = ComputeMagSizes(0.003);
+  for (const Dataset& d : read) {
+    EXPECT_EQ(d.node_types, (std::vector<std::string>{"author", "field_of_study", "institution", "paper"}));
+    EXPECT_EQ(d.node_type_offsets, (std::vector<int64_t>{0, z.author, z.author + z.field_of_study,
+                                                         z.author + z.field_of_study + z.institution, z.nodes()}));
+    ASSERT_EQ(d.edge_types.size(), 4u);
+    EXPECT_EQ(d.edge_types[1].ToString(), "author:writes:paper");
+    EXPECT_EQ(d.edge_type_offsets.back(), z.edges());
+    EXPECT_EQ(d.edge_type_offsets[3] - d.edge_type_offsets[2], z.cites);
+    ASSERT_EQ(d.node_fields.size(), 2u);
+    EXPECT_EQ(d.node_fields[0].node_type, "paper");
+    EXPECT_EQ(d.node_fields[0].data.rows(), z.paper);
+    EXPECT_EQ(d.train_idx.size() + d.valid_idx.size() + d.test_idx.size(), static_cast<size_t>(z.paper));
+  }
+  EXPECT_EQ(0, std::memcmp(read[0].edges.data(), read[1].edges.data(), read[0].edges.nbytes()));
+  EXPECT_EQ(read[0].train_idx, read[1].train_idx);
+  const Field& labels = read[1].node_fields[1];
+  ASSERT_EQ(labels.name, "label");
+  // Authors write mostly in one area: most of an author's papers share the author's most common
+  // label (well above the 1/10 of random writing).
+  const int64_t paper0 = read[1].node_type_offsets[3];
+  std::map<int64_t, std::map<int64_t, int>> by_author;
+  const int64_t* e = read[1].edges.data_as<int64_t>();
+  for (int64_t i = read[1].edge_type_offsets[1]; i < read[1].edge_type_offsets[2]; ++i) {
+    ++by_author[e[2 * i]][labels.data.data_as<int64_t>()[e[2 * i + 1] - paper0]];
+  }
+  int64_t top = 0, all = 0;
+  for (const auto& [author, counts] : by_author) {
+    int best = 0, sum = 0;
+    for (const auto& [label, c] : counts) best = std::max(best, c), sum += c;
+    top += best;
+    all += sum;
+  }
+  EXPECT_GT(static_cast<double>(top) / all, 0.6);
+}
+
+TEST(MagGeneratorTest, RefusesWhatDoesNotApply) {
+  TempDir dir;
+  GenerateOptions g{.out_dir = dir.Sub("x"), .heterogeneous = true, .scale = 0};
+  EXPECT_NE(GenerateDataset(g).message().find("--scale must be > 0"), std::string::npos);
+  g.scale = 5000;
+  EXPECT_NE(GenerateDataset(g).message().find("--scale must be > 0 and keep every node type under"), std::string::npos);
+  g.scale = 0.001;
+  g.edge_weights = true;
+  EXPECT_NE(GenerateDataset(g).message().find("--edge-weights is not available with --preset mag"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir.Sub("x")));
+}
+
 // The real heterogeneous graph in ../shared/data/imdb (skipped when absent).
 TEST(ImdbTest, ReadsAndPartitionsWithEveryTypeIntact) {
   const std::string shared = testing::SharedDataDir();
