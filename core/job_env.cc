@@ -39,6 +39,7 @@ std::vector<std::string> JobEnv::ToEnv() const {
     if (v.text != nullptr && !(this->*v.text).empty()) out.push_back(StrCat(v.name, "=", this->*v.text));
     if (v.count != nullptr && this->*v.count >= 0) out.push_back(StrCat(v.name, "=", this->*v.count));
   }
+  for (std::string& v : SecurityEnv(security)) out.push_back(std::move(v));
   return out;
 }
 
@@ -58,6 +59,7 @@ absl::StatusOr<JobEnv> JobEnv::FromEnvironment(const std::function<const char*(c
     }
     env.*v.count = static_cast<int>(x);
   }
+  FillSecurityFrom(getenv ? getenv : std::function<const char*(const char*)>(&std::getenv), &env.security);
   return env;
 }
 

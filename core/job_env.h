@@ -1,4 +1,5 @@
-// The job's layout as fanout-launch resolved it, handed to each trainer in its environment: one
+// The job's layout as fanout-launch resolved it, and its transport security, handed to each
+// process in its environment (trainers read all of it, servers their IDs and security): one
 // writer (the launcher's plan, ToEnv), one reader (fanout-train, FromEnvironment), one table of
 // variable names between them, so that the two sides cannot drift. The names are also a contract
 // with users (docs/launcher.md): any command the launcher starts can read them.
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/security_options.h"
 
 namespace fanout::core {
 
@@ -31,6 +33,10 @@ struct JobEnv {
   int local_rank = -1;      // FANOUT_LOCAL_RANK: this trainer on its machine
   int rank = -1;            // FANOUT_RANK
   int world_size = -1;      // FANOUT_WORLD_SIZE
+  // Transport security (core/security_options.h's table: FANOUT_TLS_CERT, FANOUT_TLS_KEY,
+  // FANOUT_TLS_CA, FANOUT_TLS_SERVER_NAME, FANOUT_AUTH_TOKEN_FILE): the same for every process of
+  // the job, servers and trainers alike.
+  SecurityOptions security;
 
   // "NAME=VALUE" for every set field, in the table's order.
   std::vector<std::string> ToEnv() const;

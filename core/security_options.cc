@@ -29,26 +29,18 @@ constexpr Item kItems[] = {
 
 }  // namespace
 
-void FillSecurityFromEnvironment(SecurityOptions* o) {
+void FillSecurityFrom(const std::function<const char*(const char*)>& getenv, SecurityOptions* o) {
   for (const Item& it : kItems) {
-    const char* v = std::getenv(it.env);
+    const char* v = getenv(it.env);
     if (v != nullptr && *v != '\0') o->*it.field = v;
   }
 }
 
+void FillSecurityFromEnvironment(SecurityOptions* o) { FillSecurityFrom(&std::getenv, o); }
+
 void AddSecurityFlags(ArgParser& args, SecurityOptions* o) {
   FillSecurityFromEnvironment(o);
   for (const Item& it : kItems) args.AddString(it.flag, &(o->*it.field), StrCat(it.help, " [", it.env, "]"));
-}
-
-std::vector<std::string> SecurityFlags(const SecurityOptions& o) {
-  std::vector<std::string> out;
-  for (const Item& it : kItems) {
-    if ((o.*it.field).empty()) continue;
-    out.push_back(StrCat("--", it.flag));
-    out.push_back(o.*it.field);
-  }
-  return out;
 }
 
 std::vector<std::string> SecurityEnv(const SecurityOptions& o) {

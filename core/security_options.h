@@ -14,10 +14,11 @@
 //                          (UNAUTHENTICATED), clients send it ("authorization: Bearer <token>")
 //
 // Each flag defaults to an environment variable (FANOUT_TLS_CERT, FANOUT_TLS_KEY, FANOUT_TLS_CA,
-// FANOUT_TLS_SERVER_NAME, FANOUT_AUTH_TOKEN_FILE), which is how fanout-launch hands them to
-// trainers whose command line it does not own.
+// FANOUT_TLS_SERVER_NAME, FANOUT_AUTH_TOKEN_FILE), which is how fanout-launch hands them to every
+// process it starts, servers and trainers alike (core::JobEnv carries them with the job's layout).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -39,10 +40,10 @@ struct SecurityOptions {
 // Fills `o` from the environment variables above (empty ones left alone): for processes that
 // take no flags of their own (a Python script under fanout-launch).
 void FillSecurityFromEnvironment(SecurityOptions* o);
+// The same from `getenv` (JobEnv::FromEnvironment's lookup).
+void FillSecurityFrom(const std::function<const char*(const char*)>& getenv, SecurityOptions* o);
 // Fills `o` from the environment variables above (empty ones left alone), then adds the flags.
 void AddSecurityFlags(ArgParser& args, SecurityOptions* o);
-// The flags that reproduce `o` on a child's command line (empty ones left out).
-std::vector<std::string> SecurityFlags(const SecurityOptions& o);
 // The environment variables that reproduce `o` ("NAME=VALUE", empty ones left out).
 std::vector<std::string> SecurityEnv(const SecurityOptions& o);
 

@@ -354,8 +354,9 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
         p.command.push_back("--num-threads");
         p.command.push_back(std::to_string(o.num_server_threads));
       }
-      for (std::string& f : core::SecurityFlags(o.security)) p.command.push_back(std::move(f));
-      p.env = core::JobEnv{.job_id = in.job_id, .machine_id = k}.ToEnv();
+      // Security travels in the environment, as the trainers': one form for every process (and
+      // not in the command line, which every user of the machine can read).
+      p.env = core::JobEnv{.job_id = in.job_id, .machine_id = k, .security = o.security}.ToEnv();
       if (o.heartbeat_timeout_s > 0) p.env.push_back(Var(core::kHeartbeatEnv, o.heartbeat_s));
       p.env.insert(p.env.end(), o.extra_env.begin(), o.extra_env.end());
       SetLaunchCommand(o, &p);
@@ -385,7 +386,8 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
                        .num_samplers = o.num_samplers,
                        .local_rank = r,
                        .rank = p.global_rank,
-                       .world_size = M * T};
+                       .world_size = M * T,
+                       .security = o.security};
       p.env = job.ToEnv();
       p.env.insert(p.env.end(), {
                // torchrun's names for the same facts, for tools and scripts that read them.
@@ -401,7 +403,6 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
                Var("MASTER_PORT", torch_port),
                Var("OMP_NUM_THREADS", omp)});
       if (o.heartbeat_timeout_s > 0) p.env.push_back(Var(core::kHeartbeatEnv, o.heartbeat_s));
-      for (std::string& v : core::SecurityEnv(o.security)) p.env.push_back(std::move(v));
       p.env.insert(p.env.end(), o.extra_env.begin(), o.extra_env.end());
       SetLaunchCommand(o, &p);
       plan.trainers.push_back(std::move(p));

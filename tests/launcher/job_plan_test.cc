@@ -1,10 +1,13 @@
 #include "launcher/job_plan.h"
 
+#include <cstring>
+
 #include <sys/stat.h>
 
 #include <filesystem>
 
 #include "gmock/gmock.h"
+#include "core/job_env.h"
 #include "gtest/gtest.h"
 #include "launcher/process.h"
 #include "tests/launcher/launcher_test_util.h"
@@ -108,21 +111,36 @@ TEST(JobPlan, OmpThreadsAndServerThreadsFlags) {
   EXPECT_THAT(plan->trainers[0].env, ::testing::Contains("OMP_NUM_THREADS=1"));
 }
 
-TEST(JobPlan, SecurityGoesToServersAsFlagsAndToTrainersAsEnvironment) {
+// One form per setting: servers and trainers get the same security variables in their
+// environment (core::JobEnv), and no process gets them on its command line, which every user of
+// the machine can read.
+TEST(JobPlan, SecurityReachesServersAndTrainersInTheirEnvironment) {
   LaunchOptions o = Options();
   o.security = {.tls_cert = "/k/node.pem", .tls_key = "/k/node.key", .tls_ca = "/k/ca.pem",
                 .auth_token_file = "/k/token"};
   auto plan = BuildJobPlan(o, Inputs());
   ASSERT_TRUE(plan.ok()) << plan.status();
-  for (const ProcessSpec& s : plan->servers) {
-    EXPECT_THAT(s.command, ::testing::IsSupersetOf({"--tls-cert", "/k/node.pem", "--tls-key", "/k/node.key",
-                                                   "--tls-ca", "/k/ca.pem", "--auth-token-file", "/k/token"}));
+  const std::vector<std::string> want = {"FANOUT_TLS_CERT=/k/node.pem", "FANOUT_TLS_KEY=/k/node.key",
+                                         "FANOUT_TLS_CA=/k/ca.pem", "FANOUT_AUTH_TOKEN_FILE=/k/token"};
+  ASSERT_FALSE(plan->servers.empty());
+  for (const std::vector<ProcessSpec>* group : {&plan->servers, &plan->trainers}) {
+    for (const ProcessSpec& p : *group) {
+      EXPECT_THAT(p.env, ::testing::IsSupersetOf(want));
+      for (const std::string& arg : p.command) EXPECT_EQ(arg.find("/k/"), std::string::npos) << arg;
+    }
   }
-  for (const ProcessSpec& t : plan->trainers) {
-    EXPECT_EQ(t.command, o.command);  // the user's command line is left alone
-    EXPECT_THAT(t.env, ::testing::IsSupersetOf({"FANOUT_TLS_CERT=/k/node.pem", "FANOUT_TLS_KEY=/k/node.key",
-                                               "FANOUT_TLS_CA=/k/ca.pem", "FANOUT_AUTH_TOKEN_FILE=/k/token"}));
-  }
+  for (const ProcessSpec& t : plan->trainers) EXPECT_EQ(t.command, o.command);  // the user's, left alone
+  // What a process reads back is what the launcher meant.
+  const std::vector<std::string>& env = plan->servers[0].env;
+  auto job = core::JobEnv::FromEnvironment([&](const char* name) -> const char* {
+    for (const std::string& v : env) {
+      if (v.rfind(std::string(name) + "=", 0) == 0) return v.c_str() + std::strlen(name) + 1;
+    }
+    return nullptr;
+  });
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->security.tls_cert, "/k/node.pem");
+  EXPECT_EQ(job->security.auth_token_file, "/k/token");
 }
 
 TEST(JobPlan, AJobBeyondLoopbackWithoutTlsAndTokenIsWarnedOf) {
