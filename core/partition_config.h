@@ -87,6 +87,8 @@ struct PartitionConfig {
   // type when none are listed.
   absl::StatusOr<TypeMap> NodeTypes() const;
   absl::StatusOr<TypeMap> EdgeTypes() const;
+  // More than one node type or relation.
+  bool typed() const { return node_types.size() > 1 || edge_types.size() > 1; }
   // The schema of a node (edge) field, by key (a typed field: "TYPE/NAME"); NOT_FOUND names the
   // field and lists the valid ones.
   absl::StatusOr<FieldSchema> NodeField(const std::string& name) const;

@@ -315,13 +315,13 @@ absl::Status PartitionStore::FindEdges(std::span<const int64_t> eids, int64_t* s
   const int64_t* p = indptr_.data_as<int64_t>();
   const int64_t* idx = indices_.data_as<int64_t>();
   const int64_t n = num_inner_nodes();
+  // Rows are (relation, node), one run of n per relation.
+  const int64_t rows = num_edge_types() * n;
   for (size_t i = 0; i < eids.size(); ++i) {
     int64_t pos = eids[i] - edge_start();
     src[i] = idx[pos];
-    // The row whose range holds pos: the last indptr entry <= pos (rows may be empty); rows are
-    // (relation, node), one run of n per relation.
-    const int64_t runs = num_edge_types();
-    int64_t row = std::upper_bound(p, p + runs * n + 1, pos) - p - 1;
+    // The row whose range holds pos: the last indptr entry <= pos (rows may be empty).
+    int64_t row = std::upper_bound(p, p + rows + 1, pos) - p - 1;
     dst[i] = node_start() + row % n;
   }
   return absl::OkStatus();
@@ -329,7 +329,7 @@ absl::Status PartitionStore::FindEdges(std::span<const int64_t> eids, int64_t* s
 
 PartitionStore::Adjacency PartitionStore::Neighbors(int64_t gid, EdgeDir dir, int etype) const {
   FANOUT_DCHECK(etype >= 0 ? dir == EdgeDir::kIn && etype < num_edge_types() : num_edge_types() == 1 || dir == EdgeDir::kOut);
-  const int64_t l = gid - node_start() + (etype > 0 ? etype * num_inner_nodes() : 0);
+  const int64_t l = IndexRow(gid, etype);
   Adjacency a;
   if (dir == EdgeDir::kIn) {
     const int64_t* p = indptr_.data_as<int64_t>();

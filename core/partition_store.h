@@ -102,8 +102,7 @@ class PartitionStore {
   // Starts loading the index-pointer entries Neighbors(gid, dir) will read, so that a loop over
   // many nodes overlaps their cache misses. Precondition: owned.
   void PrefetchNeighbors(int64_t gid, EdgeDir dir, int etype = -1) const {
-    const int64_t l = gid - node_start() + (etype > 0 ? etype * num_inner_nodes() : 0);
-    __builtin_prefetch((dir == EdgeDir::kIn ? indptr_ : out_indptr_).data_as<int64_t>() + l);
+    __builtin_prefetch((dir == EdgeDir::kIn ? indptr_ : out_indptr_).data_as<int64_t>() + IndexRow(gid, etype));
   }
 
   // Per-edge weights of field `name` for owned edges as doubles (any numeric dtype, one value
@@ -130,6 +129,10 @@ class PartitionStore {
         edge_book_(std::move(edges)),
         node_types_(std::move(node_types)),
         edge_types_(std::move(edge_types)) {}
+  // The index-pointer row of owned node `gid` in relation `etype`'s run (-1 and 0: the first).
+  int64_t IndexRow(int64_t gid, int etype) const {
+    return gid - node_start() + (etype > 0 ? etype * num_inner_nodes() : 0);
+  }
   absl::StatusOr<Field*> FindField(const std::map<std::string, std::unique_ptr<Field>>& fields,
                                    const std::string& kind, const std::string& name) const;
   // A node field of the files, else a created one.

@@ -255,14 +255,13 @@ absl::Status SampleNeighbors(const PartitionStore& store, std::span<const int64_
   out->src.reserve(most);
   out->dst.reserve(most);
   out->eid.reserve(most);
-  if (store.num_edge_types() == 1) {
-    return SampleRelation(store, seeds, o, -1, o.etype_fanouts.empty() ? o.fanout : o.etype_fanouts[0],
-                          weights.get(), out);
-  }
-  out->etype.reserve(most);
+  // The one-type graph samples its relation as "-1": its draws and answer stay as they were
+  // before types (no relation stream, no etype column).
+  const bool typed = store.num_edge_types() > 1;
+  if (typed) out->etype.reserve(most);
   for (const auto& [r, fanout] : Relations(store, o)) {
-    RETURN_IF_ERROR(SampleRelation(store, seeds, o, r, fanout, weights.get(), out));
-    out->etype.resize(out->eid.size(), r);
+    RETURN_IF_ERROR(SampleRelation(store, seeds, o, typed ? r : -1, fanout, weights.get(), out));
+    if (typed) out->etype.resize(out->eid.size(), r);
   }
   return absl::OkStatus();
 }

@@ -28,6 +28,18 @@ std::string StrJoin(const std::vector<T>& v, std::string_view sep) {
   return os.str();
 }
 
+// The pieces of `s` between occurrences of `sep` (non-empty): "a___b" by "___" is {"a", "b"}; an
+// empty piece stays ("a::b" by ":" is {"a", "", "b"}).
+inline std::vector<std::string> StrSplit(std::string_view s, std::string_view sep) {
+  std::vector<std::string> out;
+  for (size_t at = 0;;) {
+    const size_t next = s.find(sep, at);
+    out.emplace_back(s.substr(at, next == std::string_view::npos ? std::string_view::npos : next - at));
+    if (next == std::string_view::npos) return out;
+    at = next + sep.size();
+  }
+}
+
 inline std::string_view StripSpaces(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);

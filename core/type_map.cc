@@ -17,14 +17,7 @@ bool IsTypeName(std::string_view name) {
 }
 
 absl::StatusOr<CanonicalEdgeType> CanonicalEdgeType::Parse(std::string_view text) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (true) {
-    const size_t colon = text.find(':', start);
-    parts.emplace_back(text.substr(start, colon == std::string_view::npos ? std::string_view::npos : colon - start));
-    if (colon == std::string_view::npos) break;
-    start = colon + 1;
-  }
+  const std::vector<std::string> parts = StrSplit(text, ":");
   if (parts.size() != 3 || !IsTypeName(parts[0]) || !IsTypeName(parts[1]) || !IsTypeName(parts[2])) {
     return absl::InvalidArgumentError(StrCat("edge type '", text,
                                              "' is not SRC:RELATION:DST (three names of letters, digits, '_', '-' "

@@ -45,6 +45,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "core/check.h"
@@ -718,7 +719,7 @@ void GenerateRelationEdges(const Model& src, const Model& dst, const std::vector
   const bool same = &src == &dst;
   int64_t s = std::upper_bound(offset.begin(), offset.end(), begin) - offset.begin() - 1;
   std::vector<int64_t> drawn;
-  std::vector<int64_t> sorted;
+  std::unordered_set<int64_t> seen;  // drawn, for the distinctness check
   for (int64_t i = begin; i < begin + count; ++s) {
     const int64_t d = offset[s + 1] - offset[s];
     if (d == 0) continue;
@@ -727,19 +728,19 @@ void GenerateRelationEdges(const Model& src, const Model& dst, const std::vector
     const int64_t cb = dst.community_offset[cls];
     const uint64_t cn = dst.community_offset[cls + 1] - cb;
     drawn.clear();
-    sorted.clear();
+    seen.clear();
     for (int64_t k = 0; k < d; ++k) {
       int64_t t = -1;
       for (int attempt = 0; attempt < 64; ++attempt) {
         const bool inside = Uniform01(rng) < o.intra_class_prob && cn > 0;
         t = inside ? dst.community_members[cb + SampleAlias(dst.community_alias.data() + cb, cn, rng())]
                    : SampleAlias(dst.global.data(), dst.num_nodes, rng());
-        if ((same && t == s) || std::binary_search(sorted.begin(), sorted.end(), t)) continue;
+        if ((same && t == s) || seen.count(t) > 0) continue;
         break;
       }
       if (same && t == s) t = (s + 1 + static_cast<int64_t>(UniformInt(rng, dst.num_nodes - 1))) % dst.num_nodes;
       drawn.push_back(t);
-      sorted.insert(std::upper_bound(sorted.begin(), sorted.end(), t), t);
+      seen.insert(t);
     }
     // This chunk's part of the source's edges.
     for (int64_t k = std::max<int64_t>(0, i - offset[s]); k < d && i < begin + count; ++k, ++i) {

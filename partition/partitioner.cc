@@ -117,8 +117,8 @@ struct Relabelled {
   // partition k's rows are [R * start(k), R * end(k)), type r's rows of it the r-th run of size(k)
   // (VirtualRow), so that each partition's edges of a type hold one contiguous ID range.
   int num_edge_types;
-  // Typed graphs: partition k's nodes of type t are [node_type_start[k][t], node_type_start[k][t + 1]).
-  const std::vector<std::vector<int64_t>>* node_type_start;
+  // The node types' ranges per partition (the config's; one type on the one-type graph).
+  const core::TypeMap* node_types;
 };
 
 // The CSC row of destination `w` (new ID, in partition k) for stored edge type `r`.
@@ -248,10 +248,11 @@ absl::Status WriteNodeData(const Relabelled& r, std::vector<PartStats>* stats) {
   const int64_t n = d.num_nodes;
   std::vector<int32_t> part_of(n);
   for (int64_t v = 0; v < n; ++v) part_of[v] = r.book->PartOf((*r.new_id)[v]);
-  // Rows of partition k that a field of type t has (t = -1: every node of the partition).
-  auto rows_in = [&](int k, int t) {
-    return t < 0 ? r.book->size(k) : (*r.node_type_start)[k][t + 1] - (*r.node_type_start)[k][t];
+  // The IDs of partition k that a field of type t has rows for (t = -1: every node of the partition).
+  auto ids_of = [&](int k, int t) {
+    return t < 0 ? std::pair{r.book->start(k), r.book->end(k)} : r.node_types->Range(t, k);
   };
+  auto rows_in = [&](int k, int t) { return ids_of(k, t).second - ids_of(k, t).first; };
   for (const auto& f : d.node_fields) {
     // A typed field covers its type's input nodes [lo, hi), row v - lo for node v.
     const int t = f.node_type.empty() ? -1 : d.NodeTypeIndex(f.node_type);
@@ -301,7 +302,7 @@ absl::Status WriteNodeData(const Relabelled& r, std::vector<PartStats>* stats) {
         if (t >= 0 && d.NodeTypeOf(v) != t) continue;
         const int64_t id = (*r.new_id)[v];
         const int k = part_of[v];
-        mask[k][id - (t < 0 ? r.book->start(k) : (*r.node_type_start)[k][t])] = 1;
+        mask[k][id - ids_of(k, t).first] = 1;
       }
       for (int k = 0; k < K; ++k) {
         if (i == 0) (*stats)[k].train += std::count(mask[k].begin(), mask[k].end(), 1);
@@ -480,11 +481,17 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   // Typed graphs: inside a partition the input order is type order (input IDs are type-major), so
   // each type's nodes are already one contiguous range; count where each starts.
   const int T = d.typed() ? static_cast<int>(d.node_types.size()) : 1;
-  std::vector<std::vector<int64_t>> node_type_start(K, std::vector<int64_t>(T + 1, 0));
-  for (int k = 0; k < K; ++k) node_type_start[k][0] = bounds[k];
-  for (int64_t v = 0; v < n; ++v) ++node_type_start[book.PartOf(new_id[v])][d.NodeTypeOf(v) + 1];
-  for (int k = 0; k < K; ++k) {
-    for (int t = 0; t < T; ++t) node_type_start[k][t + 1] += node_type_start[k][t];
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> node_type_ranges(T, std::vector<std::pair<int64_t, int64_t>>(K));
+  {
+    std::vector<std::vector<int64_t>> count(T, std::vector<int64_t>(K, 0));
+    for (int64_t v = 0; v < n; ++v) ++count[d.NodeTypeOf(v)][book.PartOf(new_id[v])];
+    for (int k = 0; k < K; ++k) {
+      int64_t at = bounds[k];
+      for (int t = 0; t < T; ++t) {
+        node_type_ranges[t][k] = {at, at + count[t][k]};
+        at += count[t][k];
+      }
+    }
   }
 
   // Stored edge types: the relations, then (with reverse edges on a typed graph) rev_REL for each,
@@ -532,10 +539,7 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   cfg.num_classes = d.num_classes;
   if (d.typed()) {
     cfg.node_types = d.node_types;
-    cfg.node_type_ranges.assign(T, {});
-    for (int t = 0; t < T; ++t) {
-      for (int k = 0; k < K; ++k) cfg.node_type_ranges[t].push_back({node_type_start[k][t], node_type_start[k][t + 1]});
-    }
+    cfg.node_type_ranges = node_type_ranges;
     cfg.edge_types = d.edge_types;
     if (typed_reverse) {
       for (const core::CanonicalEdgeType& e : d.edge_types) cfg.edge_types.push_back({e.dst, "rev_" + e.rel, e.src});
@@ -607,8 +611,10 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   }
   std::vector<int64_t> out_degree(n, 0);
   for (int64_t u : csc.indices) ++out_degree[u];
+  ASSIGN_OR_RETURN(const core::TypeMap node_types, cfg.NodeTypes());
+  ASSIGN_OR_RETURN(const core::TypeMap edge_types, cfg.EdgeTypes());
   Relabelled rel{&d,        &view,       &cfg,        &book, &csc, &origin, &orig_nid, &new_id, &out_degree,
-                 o.halo_hops, R, &node_type_start};
+                 o.halo_hops, R, &node_types};
   std::vector<PartStats> stats(K);
   // Task 0 streams every partition's node data; tasks 1..K write one partition's graph each.
   Log(o, StrCat("writing ", K, " partitions on ", threads, " thread(s)"));
@@ -616,19 +622,12 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
     return t == 0 ? WriteNodeData(rel, &stats) : WriteGraphFiles(rel, static_cast<int>(t - 1), &stats[t - 1]);
   }));
   if (d.typed()) {
-    auto sizes = [&](const auto& names, const auto& ranges) {
+    auto counts = [](const core::TypeMap& types) {
       std::vector<std::string> parts;
-      for (size_t t = 0; t < names.size(); ++t) {
-        int64_t total = 0;
-        for (const auto& [b, e] : ranges[t]) total += e - b;
-        parts.push_back(StrCat(names[t], " ", total));
-      }
+      for (int t = 0; t < types.num_types(); ++t) parts.push_back(StrCat(types.name(t), " ", types.count(t)));
       return core::StrJoin(parts, ", ");
     };
-    std::vector<std::string> edge_names;
-    for (const auto& t : cfg.edge_types) edge_names.push_back(t.ToString());
-    s.types_note = StrCat("node types:       ", sizes(cfg.node_types, cfg.node_type_ranges), "\n",
-                          "edge types:       ", sizes(edge_names, cfg.edge_type_ranges), "\n");
+    s.types_note = StrCat("node types:       ", counts(node_types), "\n", "edge types:       ", counts(edge_types), "\n");
   }
   for (int k = 0; k < K; ++k) {
     s.part_nodes.push_back(book.size(k));

@@ -263,16 +263,20 @@ absl::StatusOr<std::vector<int64_t>> ReadIndexNpy(const std::string& path, int64
   return std::vector<int64_t>(p, p + a.rows());
 }
 
-// Extra fields: every <dir>/<name>.npy, in name order so the output is deterministic.
-absl::Status ReadFieldDir(const fs::path& dir, std::vector<Field>* out) {
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return absl::OkStatus();
+// Every *.npy in `dir`, sorted by name.
+std::vector<fs::path> NpyFiles(const fs::path& dir) {
   std::vector<fs::path> files;
+  std::error_code ec;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     if (entry.path().extension() == ".npy") files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
-  for (const auto& f : files) {
+  return files;
+}
+
+// Extra fields: every <dir>/<name>.npy, in name order so the output is deterministic.
+absl::Status ReadFieldDir(const fs::path& dir, std::vector<Field>* out) {
+  for (const fs::path& f : NpyFiles(dir)) {
     std::string name = f.stem().string();
     for (const auto& existing : *out) {
       if (existing.name == name) {
@@ -439,17 +443,6 @@ void AppendRelation(Dataset* d, core::CanonicalEdgeType t, const NpyArray& local
 EndLimits RelationLimits(const Dataset& d, const core::CanonicalEdgeType& t) {
   const int st = d.NodeTypeIndex(t.src), dt = d.NodeTypeIndex(t.dst);
   return EndLimits{TypeCount(d, st), TypeCount(d, dt), StrCat("the ", t.src, " nodes"), StrCat("the ", t.dst, " nodes")};
-}
-
-// Every *.npy in `dir`, sorted by name.
-std::vector<fs::path> NpyFiles(const fs::path& dir) {
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.path().extension() == ".npy") files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
 }
 
 // Sub-folders of `dir` (which may be absent), each of which must be a node type of `d`.
@@ -626,14 +619,7 @@ absl::StatusOr<Dataset> ReadTypedNpy(const fs::path& dir, const ReadOptions& opt
   std::vector<int64_t> edges;
   for (const fs::path& f : NpyFiles(dir / "edges")) {
     // SRC___REL___DST.npy, as OGB names relation folders.
-    const std::string stem = f.stem().string();
-    std::vector<std::string> triplet;
-    for (size_t at = 0;;) {
-      const size_t next = stem.find("___", at);
-      triplet.push_back(stem.substr(at, next == std::string::npos ? std::string::npos : next - at));
-      if (next == std::string::npos) break;
-      at = next + 3;
-    }
+    const std::vector<std::string> triplet = core::StrSplit(f.stem().string(), "___");
     ASSIGN_OR_RETURN(core::CanonicalEdgeType type, CheckRelation(d, triplet, StrCat(f.string(), ": name")));
     ASSIGN_OR_RETURN(NpyArray e, MapAsInt64(f.string()));
     RETURN_IF_ERROR(OrientEdges(f.string(), opt.edge_layout, &e));

@@ -109,7 +109,7 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
   }
   // Typed graphs are served (typed sampling, typed fields), but mini-batches, blocks and models
   // are still one relation: refuse them here rather than train on a flattened graph by accident.
-  if (config.node_types.size() > 1 || config.edge_types.size() > 1) {
+  if (config.typed()) {
     return absl::UnimplementedError(StrCat(
         config.graph_name, " is a typed graph (", config.node_types.size(), " node types, ", config.edge_types.size(),
         " edge types); fanout-server serves it, but training and mini-batch sampling on typed graphs are not built "

@@ -24,15 +24,6 @@ namespace fanout::trainer {
 namespace {
 
 using core::StrCat;
-using Clock = std::chrono::steady_clock;
-
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-std::string Fixed4(double x) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.4f", x);
-  return text;
-}
 
 class LinkPrediction final : public Task {
  public:

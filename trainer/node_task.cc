@@ -20,9 +20,6 @@ namespace fanout::trainer {
 namespace {
 
 using core::StrCat;
-using Clock = std::chrono::steady_clock;
-
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // All IDs whose mask row is set, split among the ranks with SplitSeeds (every rank then holds a
 // disjoint share; together they cover the mask exactly once).

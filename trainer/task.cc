@@ -1,5 +1,6 @@
 #include "trainer/task.h"
 
+#include <cstdio>
 #include <utility>
 
 #include "core/strings.h"
@@ -31,6 +32,12 @@ std::vector<std::string> TaskNames() {
 std::string TaskHelp() {
   std::string text;
   for (const Registered& t : kTasks) text += core::StrCat(text.empty() ? "" : "; ", t.name, " = ", t.help);
+  return text;
+}
+
+std::string Fixed4(double x) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.4f", x);
   return text;
 }
 

@@ -9,6 +9,7 @@
 // (link_task.cc) are the two; a new task is one new file and one line in task.cc's registry.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -32,6 +33,12 @@
 #include "trainer/training.h"
 
 namespace fanout::trainer {
+
+using Clock = std::chrono::steady_clock;
+// Seconds from `t` to now, for a Breakdown.
+inline double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+// `x` with four decimals, as the epoch and test lines print metrics.
+std::string Fixed4(double x);
 
 // Where an epoch's time went, summed over its steps (seconds).
 struct Breakdown {

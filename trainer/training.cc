@@ -36,19 +36,8 @@
 namespace fanout::trainer {
 
 using core::StrCat;
-using Clock = std::chrono::steady_clock;
 
 namespace {
-
-std::string Fixed4(double x) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.4f", x);
-  return text;
-}
-
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 // An epoch's running sums, kept on the device: reading a value (.item()) waits for the device,
 // so a step adds tensors and the host reads them only when it prints (--log-every) and once at
@@ -552,9 +541,16 @@ absl::StatusOr<TrainResult> Job::Run() {
     return result_;
   }
   // Test: the final model, and the best-validation one (the usual model selection).
-  ASSIGN_OR_RETURN(result_.final_test_metric, task_->Evaluate(*this, Split::kTest, o_.epochs));
-  std::string test_detail = task_->EvaluationDetail();
-  nlohmann::json test_metrics = task_->EvaluationMetrics();
+  // The test metric of the model as it stands, with the task's other figures.
+  std::string test_detail;
+  nlohmann::json test_metrics;
+  auto test = [&](double* metric) -> absl::Status {
+    ASSIGN_OR_RETURN(*metric, task_->Evaluate(*this, Split::kTest, o_.epochs));
+    test_detail = task_->EvaluationDetail();
+    test_metrics = task_->EvaluationMetrics();
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(test(&result_.final_test_metric));
   result_.test_metric = result_.final_test_metric;
   if (result_.best_epoch < 0 || result_.best_epoch == o_.epochs - 1) {
     // No validation, or the best model is the final one: one test pass says it all.
@@ -562,9 +558,7 @@ absl::StatusOr<TrainResult> Job::Run() {
     torch::NoGradGuard no_grad;
     auto params = model_->parameters();
     for (size_t i = 0; i < params.size(); ++i) params[i].copy_(best_params_[i]);
-    ASSIGN_OR_RETURN(result_.test_metric, task_->Evaluate(*this, Split::kTest, o_.epochs));
-    test_detail = task_->EvaluationDetail();
-    test_metrics = task_->EvaluationMetrics();
+    RETURN_IF_ERROR(test(&result_.test_metric));
   } else if (result_.best_epoch >= 0 && !o_.checkpoint_dir.empty()) {
     // Resumed, and no better model since: rank 0 reads best.pt and hands it to every rank.
     if (lead()) {
@@ -573,9 +567,7 @@ absl::StatusOr<TrainResult> Job::Run() {
       RETURN_IF_ERROR(LoadStateDict(*model_, c, best));
     }
     RETURN_IF_ERROR(BroadcastParameters(*comm_, model_->parameters()));
-    ASSIGN_OR_RETURN(result_.test_metric, task_->Evaluate(*this, Split::kTest, o_.epochs));
-    test_detail = task_->EvaluationDetail();
-    test_metrics = task_->EvaluationMetrics();
+    RETURN_IF_ERROR(test(&result_.test_metric));
   }
   if (lead()) {
     const std::string m = MetricText();

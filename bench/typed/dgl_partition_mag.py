@@ -3,8 +3,12 @@ partitioning"). Reads fanout-generate's typed .npy layout (--preset mag), builds
 heterograph with reverse relations (rev_REL, as fanout-partition --add-reverse-edges), and runs
 dgl.distributed.partition_graph with METIS, balancing node types and training nodes as
 fanout-partition does. Prints wall time per phase; run it under /usr/bin/time -v for peak memory.
+Then, in a process of its own (so that it does not add to the peak above), --cut counts the
+partitions' edge cut as fanout-partition counts its own: stored in-edges whose source lives in
+another partition (DGL's own log counts after adding halo nodes, and prints 0).
 
   python bench/typed/dgl_partition_mag.py DATA_DIR OUT_DIR NUM_PARTS
+  python bench/typed/dgl_partition_mag.py --cut OUT_DIR
 """
 import json
 import os
@@ -16,7 +20,24 @@ import numpy as np
 import torch
 
 
+def edge_cut(out):
+    with open(os.path.join(out, "mag.json")) as f:
+        parts = json.load(f)["num_parts"]
+    cut = total = 0
+    for k in range(parts):
+        g = dgl.load_graphs(os.path.join(out, f"part{k}", "graph.dgl"))[0][0]
+        inner_edge = g.edata["inner_edge"].bool()
+        inner_node = g.ndata["inner_node"].bool()
+        src, _ = g.edges()
+        total += int(inner_edge.sum())
+        cut += int((inner_edge & ~inner_node[src]).sum())
+    print(f"edges {total}, edge cut {cut} ({100 * cut / max(total, 1):.2f}%)", flush=True)
+
+
 def main():
+    if sys.argv[1] == "--cut":
+        edge_cut(sys.argv[2])
+        return
     data, out, parts = sys.argv[1], sys.argv[2], int(sys.argv[3])
     t0 = time.time()
     with open(os.path.join(data, "num_nodes.json")) as f:

@@ -215,8 +215,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         FANOUT_CHECK(Rows(r.eid()) * 24 <= kMaxResponseBytes);
         // A typed graph's answer has an edge-type column, one per edge; a plain graph's none.
         const bool typed = w.store->num_edge_types() > 1;
-        if (!typed) FANOUT_CHECK(!r.has_etype());
-        if (typed && Rows(r.eid()) > 0) FANOUT_CHECK(r.has_etype());
+        if (!typed) {
+          FANOUT_CHECK(!r.has_etype());
+        } else if (Rows(r.eid()) > 0) {
+          FANOUT_CHECK(r.has_etype());
+        }
         if (r.has_etype()) {
           CheckTensorOk(r.etype());
           FANOUT_CHECK(Rows(r.etype()) == Rows(r.eid()));

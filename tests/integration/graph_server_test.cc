@@ -563,7 +563,9 @@ TEST(TypedGraphServerTest, MetadataPullsAndSamplesAreTyped) {
     EXPECT_FALSE(served->eid.empty());
     for (size_t i = 0; i < served->eid.size(); ++i) {
       EXPECT_EQ(c.config.EdgeTypes()->ToTypeWise(served->eid[i]).first, served->etype[i]);
-      if (o.etype >= 0) EXPECT_EQ(served->etype[i], o.etype);
+      if (o.etype >= 0) {
+        EXPECT_EQ(served->etype[i], o.etype);
+      }
     }
   }
   // fanout-query speaks it too: one relation's sample with its etype column, a typed pull.

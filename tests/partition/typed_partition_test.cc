@@ -488,7 +488,9 @@ TEST(TypedStoreTest, FieldsNeighboursAndSamplesFollowTheTypes) {
       const bool into_papers = cfg->edge_types[r].dst == "paper";
       for (size_t i = 0; i < seeds.size(); ++i) {
         const core::PartitionStore::Adjacency a = st.Neighbors(seeds[i], core::EdgeDir::kIn, r);
-        if (!into_papers) EXPECT_EQ(a.degree, 0);
+        if (!into_papers) {
+          EXPECT_EQ(a.degree, 0);
+        }
         per_relation[i] += a.degree;
         for (int64_t j = 0; j < a.degree; ++j) {
           EXPECT_EQ(st.node_types().ToTypeWise(a.nbrs[j]).first, src_type);
