@@ -38,6 +38,9 @@ struct FieldRef {
 
   static FieldRef Node(std::string name) { return {Kind::kNode, "", std::move(name)}; }
   static FieldRef Edge(std::string name) { return {Kind::kEdge, "", std::move(name)}; }
+  // The field's name in a partition and on the wire: "NAME", or "TYPE/NAME" for a typed field
+  // (FieldSchema::key()).
+  std::string key() const { return type.empty() ? name : type + "/" + name; }
   // "node field 'feat'", "edge field 'w' of type 'cites'": for error messages.
   std::string ToString() const;
   bool operator==(const FieldRef&) const = default;

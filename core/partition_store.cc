@@ -152,39 +152,46 @@ absl::StatusOr<PartitionStore::Field*> PartitionStore::FindNodeField(const std::
 
 absl::Status PartitionStore::CreateNodeField(const FieldSchema& schema, int64_t max_total_bytes, bool* created) {
   *created = false;
-  if (node_fields_.count(schema.name) > 0) {
-    return absl::AlreadyExistsError(StrCat("'", schema.name, "' is a node field of the partition's files"));
+  const std::string key = schema.key();
+  if (node_fields_.count(key) > 0) {
+    return absl::AlreadyExistsError(StrCat("'", key, "' is a node field of the partition's files"));
   }
-  std::vector<int64_t> shape = {num_inner_nodes()};
+  // Rows for every node of the partition, or for its nodes of one type.
+  int64_t base = node_start(), end = node_end();
+  if (!schema.node_type.empty()) {
+    ASSIGN_OR_RETURN(const int type, node_types_.TypeId(schema.node_type));
+    std::tie(base, end) = node_types_.Range(type, part_id_);
+  }
+  std::vector<int64_t> shape = {end - base};
   shape.insert(shape.end(), schema.row_shape.begin(), schema.row_shape.end());
   int64_t bytes = static_cast<int64_t>(DTypeSize(schema.dtype));
   for (int64_t d : shape) {
     if (d < 0 || !CheckedMul(bytes, d, &bytes)) {
-      return absl::InvalidArgumentError(StrCat("field '", schema.name, "': shape [", StrJoin(shape, ", "),
+      return absl::InvalidArgumentError(StrCat("field '", key, "': shape [", StrJoin(shape, ", "),
                                                "] is not a size"));
     }
   }
   absl::MutexLock lock(&created_mu_);
-  if (auto it = created_.find(schema.name); it != created_.end()) {
+  if (auto it = created_.find(key); it != created_.end()) {
     const FieldSchema& have = it->second->schema;
     if (have.dtype == schema.dtype && have.row_shape == schema.row_shape) return absl::OkStatus();
-    return absl::AlreadyExistsError(StrCat("node field '", schema.name, "' was created as ", DTypeName(have.dtype),
+    return absl::AlreadyExistsError(StrCat("node field '", key, "' was created as ", DTypeName(have.dtype),
                                            " [", StrJoin(have.row_shape, ", "), "] per row, not ",
                                            DTypeName(schema.dtype), " [", StrJoin(schema.row_shape, ", "), "]"));
   }
   if (bytes > max_total_bytes - created_bytes_) {
     return absl::ResourceExhaustedError(StrCat(
-        "node field '", schema.name, "' needs ", bytes, " bytes for this partition's ", num_inner_nodes(),
+        "node field '", key, "' needs ", bytes, " bytes for this partition's ", end - base,
         " nodes; created fields may take ", max_total_bytes, " bytes together and ", created_bytes_,
         " are taken (--max-created-bytes)"));
   }
   auto f = std::make_unique<Field>();
   f->schema = schema;
-  f->base = node_start();
-  f->end = node_end();
+  f->base = base;
+  f->end = end;
   f->data = NpyArray::Owned(schema.dtype, std::move(shape));  // zero-filled
   created_bytes_ += bytes;
-  created_.emplace(schema.name, std::move(f));
+  created_.emplace(key, std::move(f));
   *created = true;
   return absl::OkStatus();
 }

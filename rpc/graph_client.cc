@@ -234,9 +234,10 @@ absl::Status GraphClient::PushNodeData(const std::string& field, const std::vect
 }
 
 absl::StatusOr<bool> GraphClient::CreateNodeField(const std::string& name, core::DType dtype,
-                                                  const std::vector<int64_t>& row_shape) {
+                                                  const std::vector<int64_t>& row_shape, const std::string& node_type) {
   v1::CreateNodeFieldRequest req;
   req.set_name(name);
+  req.set_node_type(node_type);
   req.set_dtype(ToProtoDType(dtype));
   for (int64_t d : row_shape) req.add_row_shape(d);
   v1::CreateNodeFieldResponse resp;

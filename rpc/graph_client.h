@@ -53,8 +53,10 @@ class GraphClient {
   absl::Status PushNodeData(const std::string& field, const std::vector<int64_t>& ids, const Rows& rows,
                             core::PushOp op);
   // A zero-filled node field in the server's memory (fanout.distributed's DistTensor); true when
-  // this call made it, false when it existed with this schema.
-  absl::StatusOr<bool> CreateNodeField(const std::string& name, core::DType dtype, const std::vector<int64_t>& row_shape);
+  // this call made it, false when it existed with this schema. With `node_type`, rows for that
+  // type's nodes only, addressed as "TYPE/NAME" (learnable embeddings).
+  absl::StatusOr<bool> CreateNodeField(const std::string& name, core::DType dtype, const std::vector<int64_t>& row_shape,
+                                       const std::string& node_type = "");
   absl::StatusOr<core::SampledEdges> SampleNeighbors(const std::vector<int64_t>& seeds,
                                                      const core::SampleOptions& options);
   absl::StatusOr<std::vector<int64_t>> GetDegrees(const std::vector<int64_t>& ids, core::EdgeDir dir);

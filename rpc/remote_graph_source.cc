@@ -29,11 +29,11 @@ void RemoteGraphSource::SampleNeighbors(std::span<const int64_t> seeds, const co
 
 void RemoteGraphSource::GatherRows(const core::FieldRef& field, size_t row_bytes, std::span<const int64_t> ids,
                                    std::span<const int64_t> positions, char* out, core::Done done) {
-  if (!field.type.empty()) {
-    return done(absl::UnimplementedError(StrCat(field.ToString(), ": typed (heterogeneous) fields are not supported yet")));
+  const bool node = field.kind == core::FieldRef::Kind::kNode;
+  if (!node && !field.type.empty()) {
+    return done(absl::UnimplementedError(StrCat(field.ToString(), ": typed edge fields are not supported yet")));
   }
-  Next()->PullRowsAsync(field.kind == core::FieldRef::Kind::kNode, field.name, row_bytes, ids, positions, out,
-                        std::move(done));
+  Next()->PullRowsAsync(node, field.key(), row_bytes, ids, positions, out, std::move(done));
 }
 
 void RemoteGraphSource::Degrees(std::span<const int64_t> ids, core::EdgeDir dir, int64_t* out, core::Done done) {

@@ -119,6 +119,7 @@ class Array {
 };
 
 using Int64Array = Array<int64_t>;
+using Int32Array = Array<int32_t>;
 using FloatArray = Array<float>;
 
 }  // namespace fanout::sampler

@@ -33,7 +33,9 @@ uint32_t BatchChecksum(const MiniBatch& mb) {
     crc = AddIds(crc, b.indptr);
     crc = AddIds(crc, b.indices);
     crc = AddIds(crc, b.eids);
+    if (!b.etype.empty()) crc = Add(crc, b.etype.data(), b.etype.size() * sizeof(int32_t));
   }
+  if (!mb.input_types.empty()) crc = Add(crc, mb.input_types.data(), mb.input_types.size() * sizeof(int32_t));
   if (mb.features.data != nullptr) crc = Add(crc, mb.features.data, mb.features.bytes());
   crc = AddIds(crc, mb.labels);
   return static_cast<uint32_t>(crc);

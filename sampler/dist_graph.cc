@@ -24,8 +24,12 @@ absl::Status NamePartition(int part, absl::Status s) {
 }
 }  // namespace
 
-DistGraph::DistGraph(core::PartitionConfig config, DistGraphOptions options, core::RangePartitionBook book)
-    : config_(std::move(config)), options_(std::move(options)), book_(std::move(book)) {}
+DistGraph::DistGraph(core::PartitionConfig config, DistGraphOptions options, core::RangePartitionBook book,
+                     core::TypeMap node_types)
+    : config_(std::move(config)),
+      options_(std::move(options)),
+      book_(std::move(book)),
+      node_types_(std::move(node_types)) {}
 
 absl::Status DistGraph::ForEachPart(const std::vector<std::vector<int64_t>>& positions,
                                     const std::function<void(int, core::Done)>& start) const {
@@ -91,10 +95,11 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::FromSources(const core::Pa
     if (sources[p] == nullptr) return absl::InvalidArgumentError(StrCat("no source for partition ", p));
   }
   ASSIGN_OR_RETURN(core::RangePartitionBook book, config.NodeBook());
+  ASSIGN_OR_RETURN(core::TypeMap types, config.NodeTypes());
   DistGraphOptions options;
   options.machine_id = machine_id;
   options.read_local_files = local != nullptr;
-  std::unique_ptr<DistGraph> g(new DistGraph(config, options, std::move(book)));
+  std::unique_ptr<DistGraph> g(new DistGraph(config, options, std::move(book), std::move(types)));
   g->sources_ = std::move(sources);
   g->local_ = std::move(local);
   g->StartPool();
@@ -107,16 +112,9 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
     return absl::InvalidArgumentError(StrCat("machine ID ", options.machine_id, " is not a partition of graph '",
                                              config.graph_name, "' (", config.num_parts, " partitions)"));
   }
-  // Typed graphs are served (typed sampling, typed fields), but mini-batches, blocks and models
-  // are still one relation: refuse them here rather than train on a flattened graph by accident.
-  if (config.typed()) {
-    return absl::UnimplementedError(StrCat(
-        config.graph_name, " is a typed graph (", config.node_types.size(), " node types, ", config.edge_types.size(),
-        " edge types); fanout-server serves it, but training and mini-batch sampling on typed graphs are not built "
-        "yet (issue 29: per-relation blocks and R-GCN come next)"));
-  }
   ASSIGN_OR_RETURN(core::RangePartitionBook book, config.NodeBook());
-  std::unique_ptr<DistGraph> g(new DistGraph(config, options, std::move(book)));
+  ASSIGN_OR_RETURN(core::TypeMap types, config.NodeTypes());
+  std::unique_ptr<DistGraph> g(new DistGraph(config, options, std::move(book), std::move(types)));
   g->sources_.resize(config.num_parts);
   if (options.machine_id >= 0 && options.read_local_files) {
     auto store = core::PartitionStore::Open(config, options.machine_id);
@@ -182,8 +180,10 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
     if (!g->is_local(p)) g->sources_[p] = std::make_shared<rpc::RemoteGraphSource>(p, std::move(clients[p]));
   }
   g->StartPool();
+  // The halo cache holds an untyped field (one row per node); a typed graph's features are
+  // typed fields, pulled uncached for now.
   if (!options.cache_field.empty() && options.cache_max_bytes > 0 && g->local_ != nullptr &&
-      config.num_parts > 1) {
+      config.num_parts > 1 && !config.typed()) {
     RETURN_IF_ERROR(g->BuildCache());
   }
   return g;
@@ -290,14 +290,56 @@ std::vector<std::vector<int64_t>> IdsByPart(std::span<const int64_t> ids,
 }
 }  // namespace
 
+namespace {
+
+// A typed answer lists its edges relation by relation, each relation's in seed order; blocks
+// want them grouped by seed. Reorders `e` so that each seed's edges are contiguous, in `seeds`
+// order, and within a seed relation by relation (a stable counting sort). Nothing to do on the
+// one-type graph (no etype column).
+absl::Status GroupBySeed(std::span<const int64_t> seeds, core::EdgeDir dir, core::SampledEdges* e) {
+  if (e->etype.empty()) return absl::OkStatus();
+  const size_t n = e->size();
+  const std::vector<int64_t>& seed_of = dir == core::EdgeDir::kIn ? e->dst : e->src;
+  std::vector<int64_t> at(seeds.size() + 1, 0);
+  std::vector<int64_t> slot(n);  // each edge's seed position, then its place
+  for (size_t k = 0; k < n;) {
+    const int32_t r = e->etype[k];
+    size_t j = 0;
+    for (; k < n && e->etype[k] == r; ++k) {
+      while (j < seeds.size() && seeds[j] != seed_of[k]) ++j;
+      if (j == seeds.size()) {
+        return absl::InternalError(StrCat("sampled edges of relation ", r, " are not grouped by seed in request order"));
+      }
+      slot[k] = static_cast<int64_t>(j);
+      ++at[j + 1];
+    }
+  }
+  for (size_t j = 0; j < seeds.size(); ++j) at[j + 1] += at[j];
+  for (size_t k = 0; k < n; ++k) slot[k] = at[slot[k]]++;
+  auto permute = [&](auto& v) {
+    std::remove_reference_t<decltype(v)> sorted(n);
+    for (size_t k = 0; k < n; ++k) sorted[slot[k]] = v[k];
+    v = std::move(sorted);
+  };
+  permute(e->src);
+  permute(e->dst);
+  permute(e->eid);
+  permute(e->etype);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status DistGraph::SampleNeighbors(std::span<const int64_t> seeds, const core::SampleOptions& options,
                                         core::SampledEdges* out) const {
   if (!seeds.empty() && book_.Contains(seeds[0])) {
     const int p = book_.PartOf(seeds[0]);
     if (AllOwnedBy(seeds, p)) {
-      // One owner (always so with one partition): no grouping, no copies.
-      return NamePartition(
-          p, core::WaitFor([&](core::Done done) { sources_[p]->SampleNeighbors(seeds, options, out, std::move(done)); }));
+      // One owner (always so with one partition): no merge, no copies (but a typed answer's
+      // regrouping).
+      RETURN_IF_ERROR(NamePartition(
+          p, core::WaitFor([&](core::Done done) { sources_[p]->SampleNeighbors(seeds, options, out, std::move(done)); })));
+      return NamePartition(p, GroupBySeed(seeds, options.dir, out));
     }
   }
   std::vector<std::vector<int64_t>> positions;
@@ -308,9 +350,15 @@ absl::Status DistGraph::SampleNeighbors(std::span<const int64_t> seeds, const co
   RETURN_IF_ERROR(ForEachPart(positions, [&](int p, core::Done done) {
     sources_[p]->SampleNeighbors(ids[p], options, &parts[p], std::move(done));
   }));
+  bool typed = false;
+  for (int p = 0; p < np; ++p) {
+    RETURN_IF_ERROR(NamePartition(p, GroupBySeed(ids[p], options.dir, &parts[p])));
+    typed = typed || !parts[p].etype.empty();
+  }
   out->src.clear();
   out->dst.clear();
   out->eid.clear();
+  out->etype.clear();
   // Merge into seed order: count each seed's edges (a part's answer lists its seeds' edges in
   // request order, so a pointer walks both), then place every part's runs.
   std::vector<int64_t> offset(seeds.size() + 1, 0);
@@ -338,6 +386,7 @@ absl::Status DistGraph::SampleNeighbors(std::span<const int64_t> seeds, const co
   out->src.resize(total);
   out->dst.resize(total);
   out->eid.resize(total);
+  if (typed) out->etype.resize(total);
   for (int p = 0; p < np; ++p) {
     const auto& pos = positions[p];
     const auto& e = parts[p];
@@ -346,6 +395,10 @@ absl::Status DistGraph::SampleNeighbors(std::span<const int64_t> seeds, const co
       std::copy_n(e.src.data() + from, n, out->src.data() + to);
       std::copy_n(e.dst.data() + from, n, out->dst.data() + to);
       std::copy_n(e.eid.data() + from, n, out->eid.data() + to);
+      if (typed && n > 0) {
+        if (e.etype.size() != e.size()) return absl::InternalError(StrCat("partition ", p, " answered no edge types"));
+        std::copy_n(e.etype.data() + from, n, out->etype.data() + to);
+      }
     }
   }
   return absl::OkStatus();
@@ -354,8 +407,8 @@ absl::Status DistGraph::SampleNeighbors(std::span<const int64_t> seeds, const co
 absl::StatusOr<core::FieldSchema> DistGraph::NodeFieldSchema(const std::string& field) const {
   std::vector<std::string> names;
   for (const auto& f : config_.node_fields) {
-    if (f.name == field) return f;
-    names.push_back(f.name);
+    if (f.key() == field) return f;
+    names.push_back(f.key());
   }
   return absl::NotFoundError(StrCat("graph '", config_.graph_name, "' has no node field '", field,
                                     "'; node fields: ", names.empty() ? "(none)" : core::StrJoin(names, ", ")));
@@ -377,8 +430,9 @@ absl::Status DistGraph::GatherRows(const core::FieldRef& field, size_t row_bytes
 }
 
 absl::Status DistGraph::PullNodeRows(const std::string& field, std::span<const int64_t> ids, char* out) const {
-  ASSIGN_OR_RETURN(size_t rb, NodeRowBytes(field));
-  return GatherRows(core::FieldRef::Node(field), rb, book_, ids, out);
+  ASSIGN_OR_RETURN(core::FieldSchema f, NodeFieldSchema(field));
+  const core::FieldRef ref{core::FieldRef::Kind::kNode, f.node_type, f.name};
+  return GatherRows(ref, f.row_bytes(), book_, ids, out);
 }
 
 absl::StatusOr<core::FieldSchema> DistGraph::EdgeFieldSchema(const std::string& field) const {
@@ -435,14 +489,20 @@ absl::Status DistGraph::FindEdges(std::span<const int64_t> eids, int64_t* src, i
 }
 
 absl::StatusOr<std::string> DistGraph::PullWholeNodeField(const std::string& field) const {
-  ASSIGN_OR_RETURN(size_t rb, NodeRowBytes(field));
-  std::string out(static_cast<size_t>(config_.num_nodes) * rb, '\0');
+  ASSIGN_OR_RETURN(core::FieldSchema f, NodeFieldSchema(field));
+  const size_t rb = f.row_bytes();
+  int type = -1;  // an untyped field has a row for every node
+  if (!f.node_type.empty()) {
+    ASSIGN_OR_RETURN(type, node_types_.TypeId(f.node_type));
+  }
+  const int64_t rows = type < 0 ? config_.num_nodes : node_types_.count(type);
+  std::string out(static_cast<size_t>(rows) * rb, '\0');
   constexpr int64_t kChunk = 1 << 20;
   std::vector<int64_t> ids;
-  for (int64_t start = 0; start < config_.num_nodes; start += kChunk) {
-    const int64_t end = std::min(config_.num_nodes, start + kChunk);
+  for (int64_t start = 0; start < rows; start += kChunk) {
+    const int64_t end = std::min(rows, start + kChunk);
     ids.resize(end - start);
-    for (int64_t v = start; v < end; ++v) ids[v - start] = v;
+    for (int64_t v = start; v < end; ++v) ids[v - start] = type < 0 ? v : node_types_.ToHomogeneous(type, v);
     RETURN_IF_ERROR(PullNodeRows(field, ids, out.data() + start * rb));
   }
   return out;

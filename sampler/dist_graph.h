@@ -21,6 +21,7 @@
 #include "core/partition_config.h"
 #include "core/partition_store.h"
 #include "core/thread_pool.h"
+#include "core/type_map.h"
 #include "core/sampling.h"
 #include "sampler/row_cache.h"
 #include "rpc/client_options.h"
@@ -68,6 +69,8 @@ class DistGraph {
 
   const core::PartitionConfig& config() const { return config_; }
   const core::RangePartitionBook& node_book() const { return book_; }
+  // The graph's node types (one, "_N", for a graph without types).
+  const core::TypeMap& node_types() const { return node_types_; }
   int machine_id() const { return options_.machine_id; }
   int num_parts() const { return config_.num_parts; }
   int64_t num_nodes() const { return config_.num_nodes; }
@@ -78,12 +81,14 @@ class DistGraph {
 
   // DGL's sample_neighbors over the whole graph: `seeds` (distinct, as a block's destination
   // nodes are) may belong to any partitions; the edges come back grouped by seed in `seeds` order
-  // (a seed's edges contiguous). Out-of-graph IDs are INVALID_ARGUMENT.
+  // (a seed's edges contiguous; on a typed graph, relation by relation within a seed, with the
+  // etype column). Out-of-graph IDs are INVALID_ARGUMENT.
   absl::Status SampleNeighbors(std::span<const int64_t> seeds, const core::SampleOptions& options,
                                core::SampledEdges* out) const;
 
   // Gathers rows of node field `field` for `ids` (any partitions) into `out`, row i at
-  // out + i * row_bytes (the caller sizes it: ids.size() * RowBytes(field)).
+  // out + i * row_bytes (the caller sizes it: ids.size() * RowBytes(field)). Fields are named by
+  // FieldSchema::key(): a typed field as "TYPE/NAME", for IDs of that type only.
   absl::Status PullNodeRows(const std::string& field, std::span<const int64_t> ids, char* out) const;
   absl::StatusOr<core::FieldSchema> NodeFieldSchema(const std::string& field) const;
   absl::StatusOr<size_t> NodeRowBytes(const std::string& field) const;
@@ -102,11 +107,13 @@ class DistGraph {
   int64_t cache_misses() const { return cache_counters_->misses.load(std::memory_order_relaxed); }
 
   // Every row of a node field over the whole graph, partition by partition (for small fields
-  // such as split masks); pulled in chunks.
+  // such as split masks); pulled in chunks. A typed field's rows are its type's nodes in ID
+  // order, i.e. row i is type-wise ID i (node_types().ToHomogeneous gives its ID).
   absl::StatusOr<std::string> PullWholeNodeField(const std::string& field) const;
 
  private:
-  DistGraph(core::PartitionConfig config, DistGraphOptions options, core::RangePartitionBook book);
+  DistGraph(core::PartitionConfig config, DistGraphOptions options, core::RangePartitionBook book,
+            core::TypeMap node_types);
   bool AllOwnedBy(std::span<const int64_t> ids, int part) const;
   // Splits `ids` by owner: positions[p] = positions in `ids` owned by partition p.
   absl::Status GroupByPart(std::span<const int64_t> ids, const core::RangePartitionBook& book, const char* what,
@@ -125,6 +132,7 @@ class DistGraph {
   core::PartitionConfig config_;
   DistGraphOptions options_;
   core::RangePartitionBook book_;
+  core::TypeMap node_types_;
   std::shared_ptr<const core::PartitionStore> local_;
   std::vector<std::shared_ptr<core::GraphSource>> sources_;  // [part]
   std::shared_ptr<const RowCache> cache_;

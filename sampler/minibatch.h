@@ -43,6 +43,10 @@ struct Block {
   // (SamplerOptions::edge.feature_field), edge-major; empty (dim 0) when it fetches none.
   FloatArray edge_feat;
   int64_t edge_feat_dim = 0;
+  // Typed graphs: per edge, its relation (an index of the partition config's edge types); empty
+  // on a graph with one edge type. Edges stay grouped by destination; within a destination they
+  // come relation by relation.
+  Int32Array etype;
 
   int64_t num_src() const { return static_cast<int64_t>(src_nodes.size()); }
   int64_t num_edges() const { return static_cast<int64_t>(indices.size()); }
@@ -87,6 +91,11 @@ struct MiniBatch {
   // that holds its features, or -1 when its row is in `features`, which then holds only those
   // rows, in input order (the misses: only they were fetched). Empty without a cache.
   Int64Array feature_slots;
+  // Typed graphs: per input node, its node type (an index of the config's node types); empty on
+  // a graph with one node type. On a typed graph `features` holds the rows of the input nodes
+  // whose type has the feature field, in input order; the others have none (a model gives them
+  // learnable embeddings, or zeros).
+  Int32Array input_types;
   std::vector<int64_t> labels;       // one per seed; empty when the loader fetches no labels
   // Where the producer spent its time on this batch (for the trainer's epoch breakdown):
   // sampling the blocks (labels included) and gathering the input features.

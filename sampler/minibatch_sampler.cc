@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include "core/check.h"
 #include "core/dtype.h"
@@ -35,7 +36,26 @@ absl::Status ValidateSamplerOptions(const SamplerOptions& o, const DistGraph& gr
       }
     }
   }
-  if (!o.feature_field.empty()) {
+  const bool typed = graph.config().typed();
+  if (typed && o.cached_nodes != nullptr) {
+    return absl::UnimplementedError("a device feature cache (--gpu-cache-bytes) on a typed graph is not built yet");
+  }
+  if (!o.feature_field.empty() && typed) {
+    ASSIGN_OR_RETURN(std::vector<std::string> keys, TypedFieldKeys(graph, o.feature_field, "feature"));
+    std::optional<core::FieldSchema> first;
+    for (const std::string& key : keys) {
+      if (key.empty()) continue;
+      ASSIGN_OR_RETURN(core::FieldSchema f, graph.NodeFieldSchema(key));
+      if (f.row_elems() < 1) return absl::InvalidArgumentError(StrCat("feature field '", key, "' has no values per node"));
+      if (first && (f.dtype != first->dtype || f.row_shape != first->row_shape)) {
+        return absl::InvalidArgumentError(StrCat("feature fields '", first->key(), "' (", core::DTypeName(first->dtype), " x ",
+                                                 first->row_elems(), ") and '", key, "' (", core::DTypeName(f.dtype), " x ",
+                                                 f.row_elems(), ") differ: the node types that have features must share "
+                                                 "their width and dtype"));
+      }
+      if (!first) first = f;
+    }
+  } else if (!o.feature_field.empty()) {
     ASSIGN_OR_RETURN(core::FieldSchema f, graph.NodeFieldSchema(o.feature_field));
     if (f.row_elems() < 1) {
       return absl::InvalidArgumentError(StrCat("feature field '", o.feature_field, "' has no values per node"));
@@ -58,13 +78,42 @@ absl::Status ValidateSamplerOptions(const SamplerOptions& o, const DistGraph& gr
     }
   }
   if (!o.label_field.empty()) {
-    ASSIGN_OR_RETURN(core::FieldSchema f, graph.NodeFieldSchema(o.label_field));
-    if (f.row_elems() != 1 || f.dtype == DType::kFloat16 || f.dtype == DType::kFloat32 || f.dtype == DType::kFloat64) {
-      return absl::InvalidArgumentError(StrCat("label field '", o.label_field, "' must hold one integer per node; it is ",
-                                               core::DTypeName(f.dtype), " with ", f.row_elems(), " values per node"));
+    std::vector<std::string> keys = {o.label_field};
+    if (typed) {
+      ASSIGN_OR_RETURN(keys, TypedFieldKeys(graph, o.label_field, "label"));
+    }
+    for (const std::string& key : keys) {
+      if (key.empty()) continue;
+      ASSIGN_OR_RETURN(core::FieldSchema f, graph.NodeFieldSchema(key));
+      if (f.row_elems() != 1 || f.dtype == DType::kFloat16 || f.dtype == DType::kFloat32 || f.dtype == DType::kFloat64) {
+        return absl::InvalidArgumentError(StrCat("label field '", key, "' must hold one integer per node; it is ",
+                                                 core::DTypeName(f.dtype), " with ", f.row_elems(), " values per node"));
+      }
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> TypedFieldKeys(const DistGraph& graph, const std::string& name,
+                                                        const char* what) {
+  const core::TypeMap& types = graph.node_types();
+  std::vector<std::string> keys(types.num_types());
+  bool any = false;
+  for (int t = 0; t < types.num_types(); ++t) {
+    const std::string key = types.name(t) + "/" + name;
+    if (graph.NodeFieldSchema(key).ok()) {
+      keys[t] = key;
+      any = true;
+    }
+  }
+  if (!any) {
+    std::vector<std::string> fields;
+    for (const core::FieldSchema& f : graph.config().node_fields) fields.push_back(f.key());
+    return absl::NotFoundError(StrCat("no node type of graph '", graph.config().graph_name, "' has a ", what, " field '",
+                                      name, "' (TYPE/", name, "); node fields: ",
+                                      fields.empty() ? "(none)" : core::StrJoin(fields, ", ")));
+  }
+  return keys;
 }
 
 MiniBatchSampler::MiniBatchSampler(const DistGraph* graph, SamplerOptions options, std::vector<int64_t> seeds)
@@ -72,7 +121,22 @@ MiniBatchSampler::MiniBatchSampler(const DistGraph* graph, SamplerOptions option
   const int64_t n = static_cast<int64_t>(seeds_.size());
   seeds_per_epoch_ = options_.seeds_per_epoch < 0 ? n : std::min(n, options_.seeds_per_epoch);
   steps_per_epoch_ = (seeds_per_epoch_ + options_.batch_size - 1) / options_.batch_size;
-  if (!options_.feature_field.empty()) {
+  if (graph_->config().typed()) {
+    const core::TypeMap& types = graph_->node_types();
+    node_types_ = &types;
+    feature_keys_.assign(types.num_types(), "");
+    if (!options_.feature_field.empty()) {
+      auto keys = TypedFieldKeys(*graph_, options_.feature_field, "feature");
+      if (keys.ok()) feature_keys_ = std::move(*keys);
+    }
+    for (const std::string& key : feature_keys_) {
+      auto f = key.empty() ? absl::NotFoundError("") : graph_->NodeFieldSchema(key);
+      if (f.ok()) {
+        feature_dim_ = f->row_elems();
+        feature_dtype_ = f->dtype;
+      }
+    }
+  } else if (!options_.feature_field.empty()) {
     auto f = graph_->NodeFieldSchema(options_.feature_field);
     if (f.ok()) {
       feature_dim_ = f->row_elems();
@@ -132,6 +196,8 @@ absl::Status MiniBatchSampler::SampleBlocksFor(std::span<const int64_t> seeds, u
     while (j < nd) indptr[++j] = static_cast<int64_t>(ne);
     b.eids = std::move(edges_.eid);
     edges_.eid.clear();
+    b.etype = std::move(edges_.etype);
+    edges_.etype.clear();
     b.src_nodes = map_.TakeIds();
     frontier = b.src_nodes;  // blocks are not resized from here on, so the span stays valid
   }
@@ -185,14 +251,56 @@ absl::StatusOr<MiniBatch> MiniBatchSampler::SampleBlocks(int64_t epoch, int64_t 
 }
 
 absl::Status MiniBatchSampler::FetchFeatures(std::span<const int64_t> input_nodes, char* out) {
-  if (options_.feature_field.empty()) return absl::OkStatus();
-  return graph_->PullNodeRows(options_.feature_field, input_nodes, out);
+  if (options_.feature_field.empty() || input_nodes.empty()) return absl::OkStatus();
+  if (node_types_ == nullptr) return graph_->PullNodeRows(options_.feature_field, input_nodes, out);
+  // Typed: each type's rows from its own field. The nodes of one type go straight to `out` when
+  // they are all of it (the usual case: one type has features); otherwise type by type through a
+  // buffer, then to their places.
+  const int first = node_types_->ToTypeWise(input_nodes[0]).first;
+  bool one_type = true;
+  for (int64_t v : input_nodes) one_type = one_type && node_types_->ToTypeWise(v).first == first;
+  if (one_type) {
+    if (feature_keys_[first].empty()) return absl::InternalError("features requested for a type without them");
+    return graph_->PullNodeRows(feature_keys_[first], input_nodes, out);
+  }
+  const size_t rb = feature_row_bytes();
+  std::vector<int64_t> ids, at;
+  std::string rows;
+  for (int t = 0; t < node_types_->num_types(); ++t) {
+    ids.clear();
+    at.clear();
+    for (size_t i = 0; i < input_nodes.size(); ++i) {
+      if (node_types_->ToTypeWise(input_nodes[i]).first == t) {
+        ids.push_back(input_nodes[i]);
+        at.push_back(static_cast<int64_t>(i));
+      }
+    }
+    if (ids.empty()) continue;
+    if (feature_keys_[t].empty()) return absl::InternalError("features requested for a type without them");
+    rows.resize(ids.size() * rb);
+    RETURN_IF_ERROR(graph_->PullNodeRows(feature_keys_[t], ids, rows.data()));
+    for (size_t j = 0; j < ids.size(); ++j) std::memcpy(out + at[j] * rb, rows.data() + j * rb, rb);
+  }
+  return absl::OkStatus();
 }
 
 absl::Status MiniBatchSampler::FetchLabels(std::span<const int64_t> seeds, std::vector<int64_t>* labels) {
-  ASSIGN_OR_RETURN(core::FieldSchema f, graph_->NodeFieldSchema(options_.label_field));
+  std::string key = options_.label_field;
+  if (node_types_ != nullptr && !seeds.empty()) {
+    // Seeds of one type (the task's target type) and that type's label field.
+    const int t = node_types_->ToTypeWise(seeds[0]).first;
+    for (int64_t v : seeds) {
+      if (node_types_->ToTypeWise(v).first != t) {
+        return absl::InvalidArgumentError(StrCat("a batch's seeds mix node types ", node_types_->name(t), " and ",
+                                                 node_types_->name(node_types_->ToTypeWise(v).first),
+                                                 "; labelled seeds must be of one type"));
+      }
+    }
+    key = node_types_->name(t) + "/" + options_.label_field;
+  }
+  ASSIGN_OR_RETURN(core::FieldSchema f, graph_->NodeFieldSchema(key));
   std::string raw(seeds.size() * core::DTypeSize(f.dtype), '\0');
-  RETURN_IF_ERROR(graph_->PullNodeRows(options_.label_field, seeds, raw.data()));
+  RETURN_IF_ERROR(graph_->PullNodeRows(key, seeds, raw.data()));
   labels->resize(seeds.size());
   core::ConvertElements(f.dtype, raw.data(), seeds.size(), labels->data());
   return absl::OkStatus();
@@ -200,17 +308,20 @@ absl::Status MiniBatchSampler::FetchLabels(std::span<const int64_t> seeds, std::
 
 void DropExcluded(const std::vector<std::pair<int64_t, int64_t>>& exclude, core::SampledEdges* edges) {
   size_t kept = 0;
+  const bool typed = !edges->etype.empty();
   for (size_t e = 0; e < edges->size(); ++e) {
     const int64_t u = edges->src[e], v = edges->dst[e];
     if (std::binary_search(exclude.begin(), exclude.end(), std::pair{std::min(u, v), std::max(u, v)})) continue;
     edges->src[kept] = u;
     edges->dst[kept] = v;
     edges->eid[kept] = edges->eid[e];
+    if (typed) edges->etype[kept] = edges->etype[e];
     ++kept;
   }
   edges->src.resize(kept);
   edges->dst.resize(kept);
   edges->eid.resize(kept);
+  if (typed) edges->etype.resize(kept);
 }
 
 std::shared_ptr<char[]> BufferPool::Get(size_t bytes) {
@@ -265,6 +376,17 @@ std::shared_ptr<const NodeSlots> IndexNodes(std::vector<int64_t> ids, int64_t nu
 
 std::span<const int64_t> MiniBatchSampler::FeatureRequest(MiniBatch* mb) {
   const Int64Array& inputs = mb->input_nodes();
+  if (node_types_ != nullptr) {
+    // Typed: every input node's type, and the rows of those whose type has features.
+    std::vector<int32_t> types(inputs.size());
+    missing_.clear();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      types[i] = node_types_->ToTypeWise(inputs[i]).first;
+      if (!feature_keys_[types[i]].empty()) missing_.push_back(inputs[i]);
+    }
+    mb->input_types = std::move(types);
+    return missing_;
+  }
   const NodeSlots* cached = options_.cached_nodes.get();
   if (cached == nullptr || options_.feature_field.empty()) return {inputs.data(), inputs.size()};
   std::vector<int64_t> slots(inputs.size());

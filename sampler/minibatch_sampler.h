@@ -57,8 +57,11 @@ struct SamplerOptions {
   uint64_t seed = 0;                           // global seed of the job
   int rank = 0;                                // this trainer's rank (feeds the random streams)
   int64_t seeds_per_epoch = -1;                // seeds each epoch uses; -1: all of the trainer's
-  std::string feature_field = "feat";          // input features; "" = none fetched
-  std::string label_field = "label";           // seed labels; "" = none fetched
+  // Input features; "" = none fetched. On a typed graph, each node type's field of this name
+  // (TYPE/feat), for the types that have one.
+  std::string feature_field = "feat";
+  // Seed labels; "" = none fetched. On a typed graph, the seeds' type's field (TYPE/label).
+  std::string label_field = "label";
   EdgeDataOptions edge;  // edge fields fetched for every sampled edge
   // The nodes whose features the trainer keeps itself, in a device feature cache
   // (trainer/feature_cache.h): slot i holds cached_nodes->ids()[i]. Their rows are not fetched;
@@ -73,6 +76,12 @@ std::shared_ptr<const NodeSlots> IndexNodes(std::vector<int64_t> ids, int64_t nu
 
 // Checks options against a graph: fanouts, batch size, fields present with usable dtypes.
 absl::Status ValidateSamplerOptions(const SamplerOptions& options, const DistGraph& graph);
+
+// On a typed graph: per node type, the key ("TYPE/NAME") of its node field `name`, or "" for
+// the types without one; NOT_FOUND (naming `what`, "feature" or "label", and the graph's
+// fields) when no type has it.
+absl::StatusOr<std::vector<std::string>> TypedFieldKeys(const DistGraph& graph, const std::string& name,
+                                                        const char* what);
 
 // Removes the edges of `edges` between a pair of `exclude` (sorted (min, max) pairs), in either
 // direction, keeping the order of the others.
@@ -106,8 +115,9 @@ class MiniBatchSampler {
   // layers); nothing without those fields.
   absl::Status FetchEdgeData(std::vector<Block>* blocks);
   // The input nodes of `mb` whose feature rows must be fetched: all of them, or with
-  // options.cached_nodes the others (in input order), after filling mb->feature_slots. The span
-  // is valid until the next call.
+  // options.cached_nodes the others (in input order), after filling mb->feature_slots; on a
+  // typed graph those whose type has the feature field, after filling mb->input_types. The
+  // span is valid until the next call.
   std::span<const int64_t> FeatureRequest(MiniBatch* mb);
   // Fills `out` (input_nodes.size() x feature_row_bytes() bytes) with the input nodes' features,
   // as stored (feature_dtype()): nothing is converted on the sampler's side.
@@ -131,7 +141,10 @@ class MiniBatchSampler {
   core::SampledEdges edges_;  // scratch
   IdMap map_;                 // scratch
   std::string raw_;           // scratch for non-float32 edge fields
-  std::vector<int64_t> missing_;  // scratch: the input nodes a cache does not hold
+  std::vector<int64_t> missing_;  // scratch: the input nodes a cache does not hold, or that have features
+  // Typed graphs: the node types, and per type its feature field's key ("" = no features).
+  const core::TypeMap* node_types_ = nullptr;
+  std::vector<std::string> feature_keys_;
 };
 
 }  // namespace fanout::sampler

@@ -20,9 +20,9 @@ using core::StrCat;
 
 namespace {
 
-constexpr int64_t kMagic = 0x3548435441424e46;  // "FNBATCH5"
+constexpr int64_t kMagic = 0x3648435441424e46;  // "FNBATCH6"
 constexpr size_t kAlign = 64;
-constexpr int64_t kFixed = 16;  // header entries before the per-layer ones
+constexpr int64_t kFixed = 17;  // header entries before the per-layer ones
 
 size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
@@ -30,11 +30,13 @@ size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 //   header: magic, epoch, step, layers, seeds, labels, feature rows, feature cols,
 //           sample ns, fetch ns, weighted (0/1), link positives, link negatives, edge feature
 //           width (0: none), feature dtype (core::DType), feature slots (0, or one per input
-//           node with a trainer's feature cache), then per layer: num_src, num_dst, num_edges
+//           node with a trainer's feature cache), typed (0/1), then per layer: num_src, num_dst,
+//           num_edges
 //   arrays: seeds, labels, link {pos_src, pos_dst, eids, neg_src, neg_dst}, per layer
 //           {src_nodes, indptr, indices, eids, dst, edge weights (float32, when weighted), edge
-//           features (float32 [num_edges, width], when width > 0)}, feature slots, features
-//           (feature rows x cols of the feature dtype)
+//           features (float32 [num_edges, width], when width > 0), edge types (int32, when
+//           typed)}, feature slots, input node types (int32, when typed), features (feature
+//           rows x cols of the feature dtype)
 // The trainer borrows every array in place (sampler/array.h): nothing is copied out.
 struct Layout {
   std::vector<int64_t> header;
@@ -54,8 +56,10 @@ Layout Plan(const std::vector<int64_t>& header) {
     at += AlignUp(src * 8) + AlignUp((dst + 1) * 8) + 3 * AlignUp(edges * 8);
     if (header[10] != 0) at += AlignUp(edges * 4);
     at += AlignUp(edges * header[13] * 4);
+    if (header[16] != 0) at += AlignUp(edges * 4);
   }
   at += AlignUp(header[15] * 8);
+  if (header[16] != 0 && layers > 0) at += AlignUp(header[kFixed] * 4);
   l.features_at = at;
   l.size = at + AlignUp(static_cast<size_t>(header[6] * header[7]) * core::DTypeSize(static_cast<core::DType>(header[14])));
   return l;
@@ -73,7 +77,7 @@ std::vector<int64_t> HeaderOf(const MiniBatch& mb, int64_t rows, int64_t cols, c
                             pairs != nullptr ? static_cast<int64_t>(pairs->pos_src.size()) : 0,
                             pairs != nullptr ? static_cast<int64_t>(pairs->neg_src.size()) : 0,
                             mb.blocks.empty() ? 0 : mb.blocks[0].edge_feat_dim, static_cast<int64_t>(dtype),
-                            static_cast<int64_t>(mb.feature_slots.size())};
+                            static_cast<int64_t>(mb.feature_slots.size()), mb.input_types.empty() ? 0 : 1};
   for (const Block& b : mb.blocks) {
     h.push_back(b.num_src());
     h.push_back(b.num_dst);
@@ -103,6 +107,14 @@ absl::StatusOr<char*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t 
       return absl::InternalError(StrCat("block ", i, " has ", b.edge_feat.size(), " edge feature values of width ",
                                         b.edge_feat_dim, " for ", b.eids.size(), " edges"));
     }
+    if (l.header[16] != 0 && b.etype.size() != b.eids.size()) {
+      return absl::InternalError(StrCat("block ", i, " of a typed batch has ", b.etype.size(), " edge types for ",
+                                        b.eids.size(), " edges"));
+    }
+  }
+  if (l.header[16] != 0 && !mb.blocks.empty() && mb.input_types.size() != mb.blocks[0].src_nodes.size()) {
+    return absl::InternalError(StrCat("a typed batch has ", mb.input_types.size(), " input node types for ",
+                                      mb.blocks[0].src_nodes.size(), " input nodes"));
   }
   if (fd_ < 0) {
     fd_ = memfd_create("fanout-batch", MFD_CLOEXEC);
@@ -154,8 +166,16 @@ absl::StatusOr<char*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t 
     }
     if (!b.edge_feat.empty()) std::memcpy(base + at, b.edge_feat.data(), b.edge_feat.size() * 4);
     at += AlignUp(b.edge_feat.size() * 4);
+    if (l.header[16] != 0) {
+      if (!b.etype.empty()) std::memcpy(base + at, b.etype.data(), b.etype.size() * 4);
+      at += AlignUp(b.etype.size() * 4);
+    }
   }
   put(mb.feature_slots.data(), mb.feature_slots.size());
+  if (l.header[16] != 0 && !mb.blocks.empty()) {
+    std::memcpy(base + at, mb.input_types.data(), mb.input_types.size() * 4);
+    at += AlignUp(mb.input_types.size() * 4);
+  }
   return base + at;
 }
 
@@ -319,8 +339,10 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release,
     if (header[10] != 0) borrow(&b.edge_weight, edges);
     b.edge_feat_dim = header[13];
     borrow(&b.edge_feat, edges * header[13]);
+    if (header[16] != 0) borrow(&b.etype, edges);
   }
   borrow(&mb.feature_slots, header[15]);
+  if (header[16] != 0 && layers > 0) borrow(&mb.input_types, header[kFixed]);
   mb.sample_seconds = header[8] * 1e-9;
   mb.fetch_seconds = header[9] * 1e-9;
   mb.features.dtype = static_cast<core::DType>(header[14]);

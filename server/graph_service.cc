@@ -391,7 +391,7 @@ absl::Status GraphServiceImpl::DoCreateNodeField(const v1::CreateNodeFieldReques
                                              "': 1 to 64 letters, digits, '_', '-' or '.'"));
   }
   ASSIGN_OR_RETURN(core::DType dtype, FromProtoDType(req.dtype()));
-  core::FieldSchema schema{.name = name, .dtype = dtype, .row_shape = {}};
+  core::FieldSchema schema{.name = name, .dtype = dtype, .row_shape = {}, .node_type = req.node_type()};
   if (req.row_shape_size() > 4) return absl::InvalidArgumentError("row_shape: at most 4 dimensions");
   int64_t elems = 1;
   for (int64_t d : req.row_shape()) {

@@ -39,6 +39,7 @@
 #include "sampler/minibatch.h"
 #include "sampler/minibatch_sampler.h"
 #include "sampler/seed_split.h"
+#include "sampler/server_fields.h"
 
 namespace py = pybind11;
 
@@ -112,6 +113,14 @@ class Graph {
         int num_servers, double deadline_seconds, bool read_local_files) {
     config_ = Take(core::LoadPartitionConfig(part_config));
     part_config_path_ = part_config;
+    if (config_.typed()) {
+      // fanout-train trains typed graphs; the Python API's typed view (g.nodes[TYPE].data,
+      // typed blocks) is not built yet, and a one-type view of a typed graph would mislead.
+      Check(absl::UnimplementedError(StrCat(part_config, " is a typed graph (", config_.node_types.size(),
+                                            " node types, ", config_.edge_types.size(),
+                                            " edge types): the Python API reads graphs with one node and edge type "
+                                            "so far; fanout-train --model rgcn trains typed graphs")));
+    }
     if (machine_id < -1 || machine_id >= config_.num_parts) {
       throw py::value_error(StrCat("machine_id ", machine_id, " is not a partition of ", part_config, " (0..",
                                    config_.num_parts - 1, ")"));
@@ -130,6 +139,7 @@ class Graph {
         read_local_files || machine_id < 0 || options_.servers.addresses[machine_id].empty();
     py::gil_scoped_release nogil;
     graph_ = Take(sampler::DistGraph::Open(config_, options_));
+    fields_ = Take(sampler::ServerFields::Make(config_, options_.servers, options_.client));
   }
 
   const sampler::DistGraph& graph() const { return *graph_; }
@@ -151,37 +161,28 @@ class Graph {
       throw py::value_error(StrCat("'", name, "' is already a node field of ", part_config_path_));
     }
     const core::DType dtype = Take(core::DTypeFromName(dtype_name));
+    const core::FieldSchema schema{.name = name, .dtype = dtype, .row_shape = row_shape};
     bool created = false;
     {
       py::gil_scoped_release nogil;
-      for (int p = 0; p < config_.num_parts; ++p) {
-        if (options_.servers.addresses[p].empty()) {
-          Check(absl::FailedPreconditionError(StrCat(
-              "partition ", p, " has no server to hold node field '", name, "' (created fields live on the servers)")));
-        }
-        for (const std::string& address : options_.servers.addresses[p]) {
-          absl::StatusOr<bool> made = Client(address).CreateNodeField(name, dtype, row_shape);
-          if (!made.ok()) Check(absl::Status(made.status().code(), StrCat("partition ", p, ": ", made.status().message())));
-          created = created || *made;
-        }
-      }
+      created = Take(fields_->Create(schema));
     }
-    std::lock_guard<std::mutex> lock(clients_mu_);
-    created_[name] = core::FieldSchema{.name = name, .dtype = dtype, .row_shape = row_shape};
+    std::lock_guard<std::mutex> lock(created_mu_);
+    created_[name] = schema;
     return created;
   }
 
   // The schema of a node field: the partition's, or one this object created.
   core::FieldSchema NodeSchema(const std::string& field) {
     {
-      std::lock_guard<std::mutex> lock(clients_mu_);
+      std::lock_guard<std::mutex> lock(created_mu_);
       if (auto it = created_.find(field); it != created_.end()) return it->second;
     }
     return Take(graph_->NodeFieldSchema(field));
   }
 
   bool IsCreated(const std::string& field) {
-    std::lock_guard<std::mutex> lock(clients_mu_);
+    std::lock_guard<std::mutex> lock(created_mu_);
     return created_.count(field) > 0;
   }
 
@@ -195,7 +196,7 @@ class Graph {
     {
       py::gil_scoped_release nogil;
       if (created) {
-        PullFromServers(schema, ids, buffer.get());
+        Check(fields_->Pull(schema, ids, buffer.get()));
       } else {
         Check(graph_->PullNodeRows(field, ids, buffer.get()));
       }
@@ -222,33 +223,7 @@ class Graph {
     }
     const char* bytes = static_cast<const char*>(v.data());
     py::gil_scoped_release nogil;
-    const std::vector<std::vector<int64_t>> pos = Positions(ids);
-    for (int p = 0; p < config_.num_parts; ++p) {
-      if (pos[p].empty()) continue;
-      if (options_.servers.addresses[p].empty()) {
-        Check(absl::FailedPreconditionError(
-            StrCat("partition ", p, " has no server to write to (writes go to the servers; the job needs one)")));
-      }
-      const size_t rb = schema.row_bytes();
-      for (size_t b = 0; b < pos[p].size(); b += ChunkRows(rb)) {
-        const size_t n = std::min(ChunkRows(rb), pos[p].size() - b);
-        rpc::Rows rows;
-        rows.dtype = schema.dtype;
-        rows.shape = {static_cast<int64_t>(n)};
-        rows.shape.insert(rows.shape.end(), schema.row_shape.begin(), schema.row_shape.end());
-        rows.data.resize(n * rb);
-        std::vector<int64_t> part_ids;
-        for (size_t j = 0; j < n; ++j) {
-          part_ids.push_back(ids[pos[p][b + j]]);
-          std::memcpy(rows.data.data() + j * rb, bytes + pos[p][b + j] * rb, rb);
-        }
-        for (const std::string& address : options_.servers.addresses[p]) {
-          absl::Status s =
-              Client(address).PushNodeData(field, part_ids, rows, add ? core::PushOp::kAdd : core::PushOp::kAssign);
-          if (!s.ok()) Check(absl::Status(s.code(), StrCat("partition ", p, ": ", s.message())));
-        }
-      }
-    }
+    Check(fields_->Push(schema, ids, bytes, add ? core::PushOp::kAdd : core::PushOp::kAssign));
   }
 
   py::array WholeNodeField(const std::string& field) {
@@ -286,62 +261,13 @@ class Graph {
   }
 
  private:
-  // Positions in `ids` by owning partition; an ID outside the graph is an error naming it.
-  std::vector<std::vector<int64_t>> Positions(const std::vector<int64_t>& ids) const {
-    const core::RangePartitionBook& book = graph_->node_book();
-    std::vector<std::vector<int64_t>> pos(config_.num_parts);
-    for (size_t i = 0; i < ids.size(); ++i) {
-      absl::StatusOr<int> part = book.CheckedPartOf(ids[i]);
-      if (!part.ok()) Check(absl::InvalidArgumentError(StrCat("node ", part.status().message())));
-      pos[*part].push_back(static_cast<int64_t>(i));
-    }
-    return pos;
-  }
-
-  // Rows of a created field from a server of each owning partition, row i to out + i * row bytes.
-  void PullFromServers(const core::FieldSchema& schema, const std::vector<int64_t>& ids, char* out) {
-    const std::vector<std::vector<int64_t>> pos = Positions(ids);
-    const size_t rb = schema.row_bytes();
-    for (int p = 0; p < config_.num_parts; ++p) {
-      if (pos[p].empty()) continue;
-      const std::vector<std::string>& servers = options_.servers.addresses[p];
-      for (size_t b = 0; b < pos[p].size(); b += ChunkRows(rb)) {
-        const size_t n = std::min(ChunkRows(rb), pos[p].size() - b);
-        std::vector<int64_t> part_ids;
-        for (size_t j = b; j < b + n; ++j) part_ids.push_back(ids[pos[p][j]]);
-        // Every server of the partition holds the same rows (writes go to all): spread the reads.
-        const std::string& address = servers[static_cast<size_t>(read_turn_++) % servers.size()];
-        absl::StatusOr<rpc::Rows> rows = Client(address).PullNodeData(schema.name, part_ids);
-        if (!rows.ok()) Check(absl::Status(rows.status().code(), StrCat("partition ", p, ": ", rows.status().message())));
-        if (rows->data.size() != n * rb || rows->dtype != schema.dtype) {
-          Check(absl::DataLossError(StrCat("partition ", p, ": field '", schema.name, "' answered ",
-                                           rows->data.size(), " bytes for ", n, " rows of ", rb)));
-        }
-        for (size_t j = 0; j < n; ++j) std::memcpy(out + pos[p][b + j] * rb, rows->data.data() + j * rb, rb);
-      }
-    }
-  }
-
-  // Rows per call to a server: well inside its default answer and request limits.
-  static size_t ChunkRows(size_t row_bytes) { return std::max<size_t>(1, (size_t{32} << 20) / std::max<size_t>(1, row_bytes)); }
-
-  rpc::GraphClient& Client(const std::string& address) {
-    std::lock_guard<std::mutex> lock(clients_mu_);  // pushes run without the GIL
-    auto it = clients_.find(address);
-    if (it == clients_.end()) {
-      it = clients_.emplace(address, rpc::GraphClient::Connect(address, options_.client)).first;
-    }
-    return *it->second;
-  }
-
   core::PartitionConfig config_;
   std::string part_config_path_;
   sampler::DistGraphOptions options_;
   std::unique_ptr<sampler::DistGraph> graph_;
-  std::mutex clients_mu_;
-  std::map<std::string, std::unique_ptr<rpc::GraphClient>> clients_;  // for writes, guarded by clients_mu_
-  std::map<std::string, core::FieldSchema> created_;                  // guarded by clients_mu_
-  std::atomic<uint64_t> read_turn_{0};
+  std::unique_ptr<sampler::ServerFields> fields_;  // created fields, on the servers
+  std::mutex created_mu_;
+  std::map<std::string, core::FieldSchema> created_;  // guarded by created_mu_
 };
 
 // One mini-batch, its arrays borrowed from the batch (a sampler process's mapped batch file, or

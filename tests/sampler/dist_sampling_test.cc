@@ -373,7 +373,9 @@ TEST(HaloCacheTest, BudgetKeepsTheHaloNodesWithTheMostEdgesIntoThePartition) {
   EXPECT_EQ((*c)->row_cache()->size(), 7u);
 }
 
-TEST(DistGraphErrorsTest, TypedGraphsAreRefusedByNameUntilTypedBatchesExist) {
+// A typed graph's fields are named TYPE/NAME; asking for a field no type has, a typed field
+// for nodes of another type, or labels for seeds of two types is an error that names them.
+TEST(DistGraphErrorsTest, TypedFieldsAreNamedByTypeAndRefusedForOtherTypes) {
   testing::TempDir dir;
   partition::Dataset d = testing::MakeTypedDataset(1);
   auto s = partition::PartitionDataset(d, {.out_dir = dir.Sub("out"), .num_parts = 1, .quiet = true});
@@ -381,10 +383,27 @@ TEST(DistGraphErrorsTest, TypedGraphsAreRefusedByNameUntilTypedBatchesExist) {
   auto cfg = core::LoadPartitionConfig(s->config_path);
   ASSERT_TRUE(cfg.ok());
   auto g = DistGraph::Open(*cfg, DistGraphOptions{});
-  EXPECT_EQ(g.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(g.status().message().find("typed is a typed graph (3 node types, 3 edge types); fanout-server serves it"),
+  ASSERT_TRUE(g.ok()) << g.status();
+  SamplerOptions so;
+  so.feature_field = "embedding";
+  absl::Status bad = ValidateSamplerOptions(so, **g);
+  EXPECT_EQ(bad.code(), absl::StatusCode::kNotFound) << bad;
+  EXPECT_NE(bad.message().find("no node type of graph 'typed' has a feature field 'embedding' (TYPE/embedding); "
+                               "node fields: paper/feat"),
             std::string::npos)
-      << g.status();
+      << bad;
+  // Node 130 is an author (papers are 0..119 in the one partition).
+  std::vector<float> row(3);
+  absl::Status other = (*g)->PullNodeRows("paper/feat", std::vector<int64_t>{130}, reinterpret_cast<char*>(row.data()));
+  EXPECT_EQ(other.code(), absl::StatusCode::kInvalidArgument) << other;
+  EXPECT_NE(other.message().find("node 130 is of type author; field 'paper/feat' holds paper nodes only"),
+            std::string::npos)
+      << other;
+  so.feature_field = "feat";
+  MiniBatchSampler sampler(g->get(), so, {});
+  std::vector<int64_t> labels;
+  absl::Status mixed = sampler.FetchLabels(std::vector<int64_t>{3, 130}, &labels);
+  EXPECT_NE(mixed.message().find("a batch's seeds mix node types paper and author"), std::string::npos) << mixed;
 }
 
 TEST(DistGraphErrorsTest, UnreachableServerNamesPartitionAndAddressWithinTheTimeout) {
@@ -579,6 +598,129 @@ TEST(ServedSourceTest, FakeSourcesBehindGrpcServersAnswerTheRouter) {
   EXPECT_TRUE(message.ends_with("fanout must be -1 (all) or >= 0, got -5")) << bad;
   EXPECT_EQ(message.find("partition", 1), std::string::npos) << bad;
 }
+
+// Typed graphs (issue 29): mini-batches over 1 and 2 partitions, from threads and from sampler
+// processes. Every sampled edge carries its relation, which matches its edge ID's type and its
+// endpoints' types; a destination's edges come relation by relation, each relation sampled with
+// the layer's fanout exactly (min(fanout, the node's in-degree in that relation)); the input
+// nodes carry their types, features arrive for the paper inputs only, in input order, and the
+// labels are the papers' own.
+class TypedSamplingTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(TypedSamplingTest, BlocksKeepEveryEdgesRelationAndPerRelationFanouts) {
+  const int parts = GetParam();
+  testing::TempDir dir;
+  partition::Dataset d = testing::MakeTypedDataset(11, 300, 200, 10);
+  partition::PartitionOptions po;
+  po.out_dir = dir.Sub("parts");
+  po.num_parts = parts;
+  po.add_reverse_edges = true;
+  po.quiet = true;
+  auto made = partition::PartitionDataset(d, po);
+  ASSERT_TRUE(made.ok()) << made.status();
+  const core::PartitionConfig config = *core::LoadPartitionConfig(made->config_path);
+  ASSERT_EQ(config.edge_types.size(), 6u);  // three relations and their reverses
+  testing::ServerCluster cluster;
+  cluster.Start(made->config_path);
+  DistGraphOptions go;
+  go.machine_id = 0;
+  go.servers = *ParseServerList(cluster.ServerList(), parts);
+  go.client.deadline_seconds = 10;
+  auto g = DistGraph::Open(config, go);
+  ASSERT_TRUE(g.ok()) << g.status();
+  const core::TypeMap& ntypes = (*g)->node_types();
+  const core::TypeMap etypes = *config.EdgeTypes();
+  const int paper = *ntypes.TypeId("paper");
+  std::vector<std::unique_ptr<core::PartitionStore>> stores;
+  for (int k = 0; k < parts; ++k) stores.push_back(std::move(*core::PartitionStore::Open(config, k)));
+
+  // The training papers, as the node task finds them: the typed mask's rows are type-wise IDs.
+  auto mask = (*g)->PullWholeNodeField("paper/train_mask");
+  ASSERT_TRUE(mask.ok()) << mask.status();
+  std::vector<int64_t> seeds = MaskToIds(*mask);
+  for (int64_t& v : seeds) v = ntypes.ToHomogeneous(paper, v);
+  ASSERT_GT(seeds.size(), 100u);
+
+  SamplerOptions so;
+  so.fanouts = {2, 3};
+  so.batch_size = 32;
+  so.seed = 5;
+  ASSERT_TRUE(ValidateSamplerOptions(so, **g).ok()) << ValidateSamplerOptions(so, **g);
+  LoaderOptions lo;
+  lo.sampler_binary = FANOUT_SAMPLER_BIN;
+  lo.part_config_path = made->config_path;
+  lo.num_threads = 2;
+  auto threads = MakeBatchLoader(g->get(), go, so, seeds, lo);
+  ASSERT_TRUE(threads.ok()) << threads.status();
+  EXPECT_EQ((*threads)->feature_dim(), 3);
+  const std::vector<MiniBatch> batches = Drain(**threads);
+  ASSERT_EQ(static_cast<int64_t>(batches.size()), (*threads)->steps_per_epoch());
+  int64_t typed_edges = 0;
+  std::set<int> relations_seen;
+  for (const MiniBatch& mb : batches) {
+    SCOPED_TRACE("step " + std::to_string(mb.step));
+    for (size_t l = 0; l < mb.blocks.size(); ++l) {
+      const Block& b = mb.blocks[l];
+      ASSERT_EQ(b.etype.size(), b.eids.size());
+      std::vector<int64_t> src(b.eids.size()), dst(b.eids.size());
+      ASSERT_TRUE((*g)->FindEdges({b.eids.data(), b.eids.size()}, src.data(), dst.data()).ok());
+      for (int64_t j = 0; j < b.num_dst; ++j) {
+        const int64_t v = b.src_nodes[j];
+        std::vector<int64_t> per_relation(etypes.num_types(), 0);
+        for (int64_t e = b.indptr[j]; e < b.indptr[j + 1]; ++e) {
+          const int r = b.etype[e];
+          if (e > b.indptr[j]) EXPECT_LE(b.etype[e - 1], r) << "relations out of order at edge " << e;
+          EXPECT_EQ(etypes.ToTypeWise(b.eids[e]).first, r) << "edge " << b.eids[e];
+          EXPECT_EQ(src[e], b.src_nodes[b.indices[e]]);
+          EXPECT_EQ(dst[e], v);
+          const auto type = *core::CanonicalEdgeType::Parse(etypes.name(r));
+          EXPECT_EQ(ntypes.name(ntypes.ToTypeWise(src[e]).first), type.src);
+          EXPECT_EQ(ntypes.name(ntypes.ToTypeWise(v).first), type.dst);
+          ++per_relation[r];
+          relations_seen.insert(r);
+          ++typed_edges;
+        }
+        const core::PartitionStore& owner = *stores[(*g)->node_book().PartOf(v)];
+        for (int r = 0; r < etypes.num_types(); ++r) {
+          const int64_t degree = owner.Neighbors(v, core::EdgeDir::kIn, r).degree;
+          EXPECT_EQ(per_relation[r], std::min<int64_t>(so.fanouts[l], degree)) << "node " << v << " relation " << r;
+        }
+      }
+    }
+    const Int64Array& inputs = mb.input_nodes();
+    ASSERT_EQ(mb.input_types.size(), inputs.size());
+    int64_t papers = 0;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      EXPECT_EQ(mb.input_types[i], ntypes.ToTypeWise(inputs[i]).first);
+      papers += mb.input_types[i] == paper ? 1 : 0;
+    }
+    ASSERT_EQ(mb.features.rows, papers);
+    ASSERT_EQ(mb.features.cols, 3);
+    const float* f = mb.features.as<float>();
+    for (int64_t i = 0; i < papers; ++i) {
+      EXPECT_EQ(f[3 * i + 1], 11.0f);  // MakeTypedDataset's paper rows: (p, seed, 0.5)
+      EXPECT_EQ(f[3 * i + 2], 0.5f);
+    }
+    // Seeds are papers, the first inputs: the first feature rows are theirs; label = p % 3.
+    ASSERT_EQ(mb.labels.size(), mb.seeds.size());
+    for (size_t i = 0; i < mb.seeds.size(); ++i) {
+      EXPECT_EQ(mb.labels[i], static_cast<int64_t>(f[3 * i]) % 3) << "seed " << mb.seeds[i];
+    }
+  }
+  EXPECT_GT(typed_edges, 1000);
+  EXPECT_EQ(relations_seen.size(), 6u);
+
+  // The same batches from a sampler process, through the shared-memory batch file.
+  lo.num_samplers = 1;
+  auto processes = MakeBatchLoader(g->get(), go, so, seeds, lo);
+  ASSERT_TRUE(processes.ok()) << processes.status();
+  const std::vector<MiniBatch> again = Drain(**processes);
+  ASSERT_EQ(again.size(), batches.size());
+  for (size_t i = 0; i < batches.size(); ++i) testing::ExpectSameBatch(batches[i], again[i]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Parts, TypedSamplingTest, ::testing::Values(1, 2),
+                         [](const auto& info) { return std::to_string(info.param) + "_parts"; });
 
 }  // namespace
 }  // namespace fanout::sampler

@@ -139,7 +139,9 @@ inline void ExpectSameBatch(const sampler::MiniBatch& a, const sampler::MiniBatc
     EXPECT_EQ(a.blocks[l].edge_weight, b.blocks[l].edge_weight);
     EXPECT_EQ(a.blocks[l].edge_feat_dim, b.blocks[l].edge_feat_dim);
     EXPECT_EQ(a.blocks[l].edge_feat, b.blocks[l].edge_feat);
+    EXPECT_EQ(a.blocks[l].etype, b.blocks[l].etype);
   }
+  EXPECT_EQ(a.input_types, b.input_types);
   ASSERT_EQ(a.features.rows, b.features.rows);
   ASSERT_EQ(a.features.cols, b.features.cols);
   ASSERT_EQ(a.features.dtype, b.features.dtype);

@@ -1,0 +1,68 @@
+// Node fields that live in the graph servers' memory, not in the partition's files: DistDGL's
+// DistTensor (a script's own field) and DistEmbedding (learnable rows of a typed graph's
+// featureless nodes). A field is created on every server of every partition (each server holds
+// its own partition's rows, zero-filled), read from one server of each owning partition and
+// written to all of them, so that whichever server answers a later read has the rows. Creating,
+// writing and reading need servers started with --allow-push (fanout-launch --allow-push).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/ip_config.h"
+#include "core/partition_book.h"
+#include "core/partition_config.h"
+#include "core/partition_store.h"
+#include "rpc/client_options.h"
+
+namespace fanout::rpc {
+class GraphClient;
+}
+
+namespace fanout::sampler {
+
+// Thread-safe.
+class ServerFields {
+ public:
+  // `servers`: every partition's servers (a partition without any cannot hold created fields:
+  // calls that need it fail naming it). `client.security` should be loaded already.
+  static absl::StatusOr<std::unique_ptr<ServerFields>> Make(const core::PartitionConfig& config,
+                                                            core::ServerMap servers, rpc::ClientOptions client);
+  ~ServerFields();
+
+  // Creates `schema` (a node field, or with node_type one for that type's nodes only) on every
+  // server. Returns whether this call created it anywhere (false: it existed with this schema,
+  // made by another process of the job).
+  absl::StatusOr<bool> Create(const core::FieldSchema& schema);
+  // Rows of `schema` for `ids` (any partitions; of its type when typed), row i to
+  // out + i * schema.row_bytes(). The partitions are asked in parallel.
+  absl::Status Pull(const core::FieldSchema& schema, std::span<const int64_t> ids, char* out);
+  // Writes (or adds) rows[i] to `ids[i]`'s row on every server of its partition.
+  absl::Status Push(const core::FieldSchema& schema, std::span<const int64_t> ids, const char* rows, core::PushOp op);
+
+ private:
+  ServerFields(core::PartitionConfig config, core::RangePartitionBook book, core::ServerMap servers,
+               rpc::ClientOptions client);
+  rpc::GraphClient& Client(const std::string& address);
+  // positions[p]: the positions in `ids` owned by partition p; checks every partition with IDs
+  // has a server.
+  absl::StatusOr<std::vector<std::vector<int64_t>>> ByPartition(std::span<const int64_t> ids,
+                                                                const std::string& what) const;
+
+  core::PartitionConfig config_;
+  core::RangePartitionBook book_;
+  core::ServerMap servers_;
+  rpc::ClientOptions client_options_;
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<rpc::GraphClient>> clients_;  // by address, under mu_
+  std::atomic<uint64_t> read_turn_{0};  // spreads reads over a partition's servers
+};
+
+}  // namespace fanout::sampler
