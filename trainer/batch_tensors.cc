@@ -107,6 +107,7 @@ BlockTensors ConvertBlock(const sampler::Block& b, bool weighted) {
   for (int64_t j = 0; j < b.num_dst; ++j) deg[j] = indptr[j + 1] - indptr[j];
   if (weighted) out.edge_weight = View(b.edge_weight, {ne}, at::kFloat);
   if (b.edge_feat_dim > 0) out.edge_feat = View(b.edge_feat, {ne, b.edge_feat_dim}, at::kFloat);
+  if (!b.etype.empty()) out.etype = View(b.etype, {ne}, at::kInt).to(at::kLong);
   return out;
 }
 
@@ -173,8 +174,28 @@ absl::Status ValidateMiniBatch(const sampler::MiniBatch& batch, int64_t num_clas
     return absl::InvalidArgumentError(
         StrCat("the batch has ", slots.size(), " feature cache slots for ", num_inputs, " input nodes"));
   }
+  const bool typed = !batch.input_types.empty();
+  if (typed) {
+    // Rows for the input nodes whose type has features (those the task's input layer counts).
+    if (static_cast<int64_t>(batch.input_types.size()) != num_inputs) {
+      return absl::InvalidArgumentError(
+          StrCat("the batch has ", batch.input_types.size(), " input node types for ", num_inputs, " input nodes"));
+    }
+    for (size_t l = 0; l < batch.blocks.size(); ++l) {
+      const sampler::Block& b = batch.blocks[l];
+      if (static_cast<int64_t>(b.etype.size()) != b.num_edges()) {
+        return absl::InvalidArgumentError(
+            StrCat("block ", l, " of a typed batch has ", b.etype.size(), " edge types for ", b.num_edges(), " edges"));
+      }
+    }
+    if (f.rows < 0 || f.rows > num_inputs || (f.rows > 0 && (f.cols <= 0 || f.data == nullptr))) {
+      return absl::InvalidArgumentError(StrCat("features are ", f.rows, " x ", f.cols, " for a typed batch of ",
+                                               num_inputs, " input nodes"));
+    }
+  }
   const int64_t fetched = slots.empty() ? num_inputs : std::count(slots.begin(), slots.end(), int64_t{-1});
-  if (f.rows != fetched || f.cols <= 0 || (f.data == nullptr && f.rows > 0)) {
+  if (typed) {
+  } else if (f.rows != fetched || f.cols <= 0 || (f.data == nullptr && f.rows > 0)) {
     return absl::InvalidArgumentError(StrCat(
         "features are ", f.rows, " x ", f.cols, (f.data == nullptr ? " without data" : ""), ", expected one row per ",
         slots.empty() ? "input node (" : "input node the feature cache does not hold (", fetched,
@@ -235,6 +256,9 @@ absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
                                       [](const sampler::Block& b) { return !b.edge_weight.empty(); });
     for (const sampler::Block& b : batch.blocks) out.blocks.push_back(ConvertBlock(b, weighted));
     out.features = HostFeatures(batch.features);
+    if (!batch.input_types.empty()) {
+      out.input_types = View(batch.input_types, {static_cast<int64_t>(batch.input_types.size())}, at::kInt).to(at::kLong);
+    }
     if (!batch.labels.empty()) out.labels = Int64Tensor(batch.labels);
     return out;
   }));
@@ -246,10 +270,12 @@ absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
   }
   RETURN_IF_ERROR(CatchTorch("copying a mini-batch to the device", [&] {
     if (!options.device.is_cpu()) {
-      std::vector<at::Tensor*> moved = {&out.features, &out.labels, &placement.hit_pos, &placement.hit_slot,
-                                        &placement.miss_pos};
+      std::vector<at::Tensor*> moved = {&out.features, &out.labels, &out.input_types, &placement.hit_pos,
+                                        &placement.hit_slot, &placement.miss_pos};
       for (BlockTensors& b : out.blocks) {
-        for (at::Tensor* t : {&b.indptr, &b.src, &b.dst, &b.in_degree, &b.edge_weight, &b.edge_feat}) moved.push_back(t);
+        for (at::Tensor* t : {&b.indptr, &b.src, &b.dst, &b.in_degree, &b.edge_weight, &b.edge_feat, &b.etype}) {
+          moved.push_back(t);
+        }
       }
       std::vector<at::Tensor> host;
       for (at::Tensor* t : moved) host.push_back(*t);

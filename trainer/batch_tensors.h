@@ -35,6 +35,9 @@ struct BlockTensors {
   // Optional float32 [num_edges, width]: an edge field of any width (fanout-train
   // --edge-feature FIELD), for scripted models (block["edge_feat"]). Undefined: none.
   at::Tensor edge_feat;
+  // Typed graphs: int64 [num_edges], each edge's relation (an index of the config's edge types).
+  // Undefined on a graph with one edge type.
+  at::Tensor etype;
   int64_t num_src = 0;
   int64_t num_dst = 0;
 
@@ -48,6 +51,10 @@ struct BatchTensors {
   // read-only. Other stored dtypes (float16, integers, float64) are converted here, after the
   // copy to the device.
   at::Tensor features;
+  // Typed graphs: int64 [blocks[0].num_src], each input node's type; `features` then holds the
+  // rows of the input nodes whose type has features, in input order (sampler/minibatch.h).
+  // Undefined on a graph with one node type.
+  at::Tensor input_types;
   at::Tensor labels;  // int64 [blocks.back().num_dst]; undefined when the batch has no labels
   int64_t cached_inputs = 0;  // input nodes whose features came from the feature cache
 };

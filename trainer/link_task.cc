@@ -43,6 +43,10 @@ class LinkPrediction final : public Task {
   absl::StatusOr<int64_t> Prepare(JobContext& job) override {
     const TrainOptions& o = job.options();
     const core::PartitionConfig& config = job.config();
+    if (config.typed()) {
+      return absl::UnimplementedError(StrCat("--task link on a typed graph ('", config.graph_name,
+                                             "') is not built yet: node classification (--task node) is"));
+    }
     // Positives: every stored edge. Held-out pairs and their negatives: link/ (--edge-split).
     sizes_.train = config.edge_bounds.empty() ? 0 : config.edge_bounds.back();
     for (auto [file, array] : {std::pair{"valid_pos", &val_pos_}, {"valid_neg", &val_neg_}, {"test_pos", &test_pos_},

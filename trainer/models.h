@@ -1,5 +1,6 @@
 // GNN models on sampled blocks: GraphSAGE (mean), GCN and GAT, with DGL's layer semantics
-// (SAGEConv, GraphConv(norm='both'), GATConv). Exact definitions: docs/training.md.
+// (SAGEConv, GraphConv(norm='both'), GATConv), and R-GCN for typed graphs (per-relation means,
+// summed, with a self term). Exact definitions: docs/training.md.
 //
 // Message passing uses index_select / index_add over the block's edge list only (never a dense
 // adjacency matrix), so memory grows with the number of sampled edges.
@@ -21,9 +22,9 @@
 
 namespace fanout::trainer {
 
-enum class ModelKind { kSage, kGcn, kGat, kScripted };
+enum class ModelKind { kSage, kGcn, kGat, kRgcn, kScripted };
 
-// "sage", "gcn", "gat", or a TorchScript file (a name ending in .pt or .pth, or any existing
+// "sage", "gcn", "gat", "rgcn", or a TorchScript file (a name ending in .pt or .pth, or any existing
 // file: kScripted; the path goes to ModelOptions::script_path). INVALID_ARGUMENT lists the
 // valid names.
 absl::StatusOr<ModelKind> ParseModelKind(std::string_view name);
@@ -38,6 +39,7 @@ struct ModelOptions {
   double dropout = 0.5;     // in [0, 1); gat also uses it for attention and input dropout
   int64_t heads = 4;        // gat only: attention heads of every layer, unless layer_heads is set
   std::vector<int64_t> layer_heads;  // gat only: heads per layer (--heads 8,1); empty: `heads`
+  int64_t num_relations = 1;         // rgcn only: the graph's edge types (the job sets it)
   // Aggregate with the fused kernels (message_passing.h); false runs the ATen composition that
   // builds per-edge message tensors (the reference, and what CUDA runs either way).
   bool fused = true;

@@ -22,14 +22,43 @@ namespace {
 using core::StrCat;
 
 // All IDs whose mask row is set, split among the ranks with SplitSeeds (every rank then holds a
-// disjoint share; together they cover the mask exactly once).
+// disjoint share; together they cover the mask exactly once). A typed mask (TYPE/NAME) marks
+// nodes of its type.
 absl::StatusOr<std::vector<int64_t>> RankShare(const sampler::DistGraph& g, const std::string& mask, int tpm,
                                                int rank, int64_t* total) {
   ASSIGN_OR_RETURN(std::string bytes, g.PullWholeNodeField(mask));
   std::vector<int64_t> ids = sampler::MaskToIds(bytes);
+  ASSIGN_OR_RETURN(core::FieldSchema schema, g.NodeFieldSchema(mask));
+  if (!schema.node_type.empty()) {  // row i is type-wise ID i
+    ASSIGN_OR_RETURN(const int type, g.node_types().TypeId(schema.node_type));
+    for (int64_t& v : ids) v = g.node_types().ToHomogeneous(type, v);
+  }
   *total = static_cast<int64_t>(ids.size());
   auto split = sampler::SplitSeeds(ids, g.node_book(), tpm);
   return std::move(split[rank]);
+}
+
+// The node type a typed graph's node classification predicts: --target-ntype, or the one type
+// with a label field.
+absl::StatusOr<int> TargetType(const sampler::DistGraph& g, const TrainOptions& o) {
+  const core::TypeMap& types = g.node_types();
+  if (!o.target_ntype.empty()) {
+    absl::StatusOr<int> t = types.TypeId(o.target_ntype);
+    if (!t.ok()) return absl::InvalidArgumentError(StrCat("--target-ntype: ", t.status().message()));
+    return *t;
+  }
+  ASSIGN_OR_RETURN(std::vector<std::string> keys, sampler::TypedFieldKeys(g, o.sampling.label_field, "label"));
+  std::vector<int> labelled;
+  for (int t = 0; t < types.num_types(); ++t) {
+    if (!keys[t].empty()) labelled.push_back(t);
+  }
+  if (labelled.size() != 1) {
+    std::vector<std::string> names;
+    for (int t : labelled) names.push_back(types.name(t));
+    return absl::InvalidArgumentError(StrCat("node types ", core::StrJoin(names, ", "), " of graph '",
+                                             g.config().graph_name, "' have labels: choose one with --target-ntype"));
+  }
+  return labelled[0];
 }
 
 class NodeClassification final : public Task {
@@ -42,16 +71,25 @@ class NodeClassification final : public Task {
           StrCat("partition config ", o.part_config, " records no num_classes: the dataset has no labels"));
     }
     const int rank = o.dist.rank, tpm = o.trainers_per_machine;
-    test_mask_ = o.test_mask;
-    ASSIGN_OR_RETURN(train_, RankShare(job.graph(), o.train_mask, tpm, rank, &sizes_.train));
+    // A typed graph's masks are its target type's (TYPE/train_mask ...).
+    std::string prefix;
+    if (config.typed()) {
+      ASSIGN_OR_RETURN(const int target, TargetType(job.graph(), o));
+      prefix = job.graph().node_types().name(target) + "/";
+      if (rank == 0) {  // (before the group exists: job.lead() needs it)
+        job.Log(StrCat("fanout-train: node classification of node type ", job.graph().node_types().name(target)));
+      }
+    }
+    test_mask_ = prefix + o.test_mask;
+    ASSIGN_OR_RETURN(train_, RankShare(job.graph(), prefix + o.train_mask, tpm, rank, &sizes_.train));
     if (o.eval_every > 0) {
-      ASSIGN_OR_RETURN(val_, RankShare(job.graph(), o.val_mask, tpm, rank, &sizes_.val));
+      ASSIGN_OR_RETURN(val_, RankShare(job.graph(), prefix + o.val_mask, tpm, rank, &sizes_.val));
     }
     if (o.test) {
-      ASSIGN_OR_RETURN(test_, RankShare(job.graph(), o.test_mask, tpm, rank, &sizes_.test));
+      ASSIGN_OR_RETURN(test_, RankShare(job.graph(), test_mask_, tpm, rank, &sizes_.test));
     }
     if (sizes_.train < o.dist.world_size) {
-      return absl::FailedPreconditionError(StrCat("field '", o.train_mask, "' marks ", sizes_.train,
+      return absl::FailedPreconditionError(StrCat("field '", prefix + o.train_mask, "' marks ", sizes_.train,
                                                   " training nodes, fewer than the ", o.dist.world_size,
                                                   " trainers"));
     }
@@ -89,8 +127,9 @@ class NodeClassification final : public Task {
     ASSIGN_OR_RETURN(BatchTensors bt, job.StepTensors(mb, epoch, step, /*labels=*/true, t));
     t0 = Clock::now();
     StepLoss s;
+    ASSIGN_OR_RETURN(const at::Tensor x, job.ModelInput(bt, mb));
     RETURN_IF_ERROR(CatchTorch("forward", [&] {
-      const at::Tensor logits = job.model().Forward(bt.blocks, bt.features);
+      const at::Tensor logits = job.model().Forward(bt.blocks, x);
       s.loss = torch::nn::functional::cross_entropy(logits, bt.labels);
       s.correct = logits.argmax(1).eq(bt.labels).sum();
     }));
@@ -130,8 +169,8 @@ class NodeClassification final : public Task {
       for (int64_t step = 0; step < loader->steps_per_epoch(); ++step) {
         ASSIGN_OR_RETURN(sampler::MiniBatch mb, loader->Next());
         ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb, to));
-        RETURN_IF_ERROR(CatchTorch(StrCat(what, " forward"),
-                                   [&] { metric.Add(model.Forward(bt.blocks, bt.features), bt.labels); }));
+        ASSIGN_OR_RETURN(const at::Tensor x, job.ModelInput(bt, mb));
+        RETURN_IF_ERROR(CatchTorch(StrCat(what, " forward"), [&] { metric.Add(model.Forward(bt.blocks, x), bt.labels); }));
         meter.Set(step + 1);
       }
       model.train();

@@ -89,6 +89,9 @@ class JobContext {
   // its producer's times added to `t`, and dropout seeded for (epoch, step, rank).
   virtual absl::StatusOr<BatchTensors> StepTensors(const sampler::MiniBatch& mb, int64_t epoch, int64_t step,
                                                    bool labels, Breakdown& t) = 0;
+  // The model's input rows for a step's batch: its features, or on a typed graph the typed
+  // input layer's rows (projected features, learnable embeddings; typed_input.h).
+  virtual absl::StatusOr<at::Tensor> ModelInput(const BatchTensors& bt, const sampler::MiniBatch& mb) = 0;
   // Full-graph inference as this job runs it (batch size, fields, progress).
   virtual InferenceOptions Inference() const = 0;
   virtual bool lead() const = 0;                      // rank 0, which prints

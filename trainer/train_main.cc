@@ -10,6 +10,7 @@
 #include <c10/util/Exception.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -120,7 +121,9 @@ int Main(int argc, char** argv) {
   args.SetDefaultText("machine-id", "rank / trainers per machine");
   args.AddInt("num-trainers", &o.trainers_per_machine,
               "trainers per machine [FANOUT_NUM_TRAINERS]");
-  args.AddString("model", &model, "the GNN: sage, gcn, gat, or a TorchScript file (.pt; docs/models.md)",
+  args.AddString("model", &model,
+                 "the GNN: sage, gcn, gat, rgcn (typed graphs: one weight per relation), or a TorchScript file "
+                 "(.pt; docs/models.md)",
                  [](const std::string& v) { return trainer::ParseModelKind(v).status(); });
   args.AddInt("hidden", &o.model.hidden, "hidden width (per head for gat)");
   std::vector<int64_t> heads = {o.model.heads};
@@ -160,7 +163,19 @@ int Main(int argc, char** argv) {
   args.AddString("device", &o.device,
                  "cpu, cuda:K, or cuda: this trainer's local rank's GPU (local rank modulo the GPUs it sees), "
                  "so that the trainers of a machine take one GPU each");
-  args.AddString("feature-field", &o.sampling.feature_field, "node field of input features");
+  args.AddString("feature-field", &o.sampling.feature_field,
+                 "node field of input features (typed graphs: each node type's TYPE/NAME, where it has one)");
+  args.AddString("target-ntype", &o.target_ntype,
+                 "typed graphs: the node type to classify (default: the one node type with labels)");
+  args.AddInt("embed-featureless", &o.embed.dim,
+              "typed graphs: learnable embeddings of this width for the node types without features, held by the "
+              "servers (start them with fanout-launch --allow-push) and trained by --sparse-optimizer; the typed "
+              "features are then projected to the same width. 0: featureless nodes input zeros", 0);
+  std::string sparse_optimizer = "adam";
+  args.AddChoice("sparse-optimizer", &sparse_optimizer, {"adam", "adagrad"},
+                 "optimizer of the learnable embeddings (DGL's SparseAdam / SparseAdagrad: only the rows a step "
+                 "touched change)");
+  args.AddDouble("sparse-lr", &o.embed.lr, "learning rate of the learnable embeddings");
   std::string dist_backend = "auto";
   args.AddChoice("dist-backend", &dist_backend, {"auto", "gloo", "nccl"},
                  "gradient averaging: auto (nccl on a GPU, gloo on the CPU), or gloo with a GPU too (through host "
@@ -270,6 +285,10 @@ int Main(int argc, char** argv) {
   if (!(comm_timeout > 0) || comm_timeout > 1e9) {
     return args.Fail(absl::InvalidArgumentError(
         StrCat("--comm-timeout must be in (0, 1e9] seconds, got ", comm_timeout)));
+  }
+  o.embed.optimizer = *trainer::ParseSparseOptimizer(sparse_optimizer);
+  if (!(std::isfinite(o.embed.lr) && o.embed.lr > 0)) {
+    return args.Fail(absl::InvalidArgumentError(StrCat("--sparse-lr must be a number > 0, got ", o.embed.lr)));
   }
   auto model_kind = trainer::ParseModelKind(model);
   if (!model_kind.ok()) return args.Fail(model_kind.status());

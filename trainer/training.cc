@@ -24,6 +24,7 @@
 #include "sampler/loader.h"
 #include "sampler/minibatch_sampler.h"
 #include "sampler/seed_split.h"
+#include "sampler/server_fields.h"
 #include "trainer/batch_tensors.h"
 #include "trainer/checkpoint.h"
 #include "trainer/device_upload.h"
@@ -32,6 +33,7 @@
 #include "trainer/metrics.h"
 #include "trainer/task.h"
 #include "trainer/torch_util.h"
+#include "trainer/typed_input.h"
 
 namespace fanout::trainer {
 
@@ -61,6 +63,22 @@ class EpochSums {
   double count_ = 0;
 };
 
+// What typed graphs train with so far (issue 29): node classification on a target type with
+// sampled evaluation; refused, naming the flag, where a typed path is not built yet.
+absl::Status CheckTypedSupport(const TrainOptions& o, const core::PartitionConfig& config) {
+  auto no = [&](const char* what) {
+    return absl::UnimplementedError(StrCat(what, " on a typed graph ('", config.graph_name, "': ",
+                                           config.node_types.size(), " node types, ", config.edge_types.size(),
+                                           " edge types) is not built yet"));
+  };
+  if (!o.save_embeddings.empty()) return no("--save-embeddings (full-graph inference)");
+  if (o.gpu_cache_bytes > 0) return no("--gpu-cache-bytes (the device feature cache)");
+  if (o.embed.dim > 0 && (o.resume || !o.load_model.empty())) {
+    return no("--resume / --load-model with --embed-featureless (embeddings are not in checkpoints yet)");
+  }
+  return absl::OkStatus();
+}
+
 std::string LastCheckpoint(const TrainOptions& o) {
   return StrCat(o.checkpoint_dir, "/last.rank", o.dist.rank, ".pt");
 }
@@ -82,6 +100,10 @@ class Job final : public JobContext {
   const FeatureCache* feature_cache() const override { return feature_cache_.get(); }
   absl::StatusOr<BatchTensors> StepTensors(const sampler::MiniBatch& mb, int64_t epoch, int64_t step, bool labels,
                                            Breakdown& t) override;
+  absl::StatusOr<at::Tensor> ModelInput(const BatchTensors& bt, const sampler::MiniBatch& mb) override {
+    if (typed_input_ == nullptr) return bt.features;
+    return typed_input_->Forward(bt, mb, embeddings_.get());
+  }
   InferenceOptions Inference() const override;
   bool lead() const override { return comm_->rank() == 0; }
   void Log(const std::string& line) const override;
@@ -119,6 +141,11 @@ class Job final : public JobContext {
   std::unique_ptr<Communicator> comm_;
   c10::Device device_{c10::kCPU};
   std::shared_ptr<GnnModel> model_;
+  // Typed graphs: the input layer (registered in the model as "input"), and the learnable
+  // embeddings of featureless types with the servers' fields that hold them.
+  std::shared_ptr<TypedInput> typed_input_;
+  std::unique_ptr<sampler::ServerFields> server_fields_;
+  std::unique_ptr<DistEmbeddings> embeddings_;
   std::unique_ptr<torch::optim::Adam> opt_;
   std::unique_ptr<GradientSynchronizer> sync_;
   SplitSizes sizes_;                     // the task's, over all ranks
@@ -167,7 +194,22 @@ absl::Status Job::Setup() {
 
   // Model dimensions come from the graph.
   const sampler::SamplerOptions& so = o_.sampling;
-  ASSIGN_OR_RETURN(core::FieldSchema feat, graph_->NodeFieldSchema(so.feature_field));
+  ModelOptions mo = o_.model;
+  if (config.typed()) {
+    RETURN_IF_ERROR(CheckTypedSupport(o_, config));
+    ASSIGN_OR_RETURN(typed_input_, TypedInput::Make(*graph_, so.feature_field, o_.embed.dim, so.seed));
+    mo.in_dim = typed_input_->width();
+    mo.num_relations = static_cast<int64_t>(config.edge_types.size());
+  } else {
+    if (o_.embed.dim > 0 || !o_.target_ntype.empty()) {
+      return absl::UnimplementedError(StrCat(o_.embed.dim > 0 ? "--embed-featureless" : "--target-ntype",
+                                             ": graph '", config.graph_name,
+                                             "' has one node type; learnable embeddings and target types are built "
+                                             "for typed graphs so far"));
+    }
+    ASSIGN_OR_RETURN(core::FieldSchema feat, graph_->NodeFieldSchema(so.feature_field));
+    mo.in_dim = feat.row_elems();
+  }
   for (const auto& [flag, field] : {std::pair{"--edge-weight", &sampler::EdgeDataOptions::weight_field},
                                      {"--edge-feature", &sampler::EdgeDataOptions::feature_field}}) {
     if (so.edge.*field == "") continue;
@@ -180,9 +222,7 @@ absl::Status Job::Setup() {
       return absl::InvalidArgumentError(StrCat(flag, ": ", s.message()));
     }
   }
-  const int64_t in_dim = feat.row_elems();
-  ModelOptions mo = o_.model;
-  mo.in_dim = in_dim;
+  const int64_t in_dim = mo.in_dim;
   ASSIGN_OR_RETURN(mo.num_classes, task_->Prepare(*this));
   sizes_ = task_->sizes();
   mo.num_layers = static_cast<int64_t>(so.fanouts.size());
@@ -194,12 +234,20 @@ absl::Status Job::Setup() {
   // waits), then join the other trainers and start from rank 0's parameters.
   ASSIGN_OR_RETURN(model_, MakeModel(mo, so.seed));
   RETURN_IF_ERROR(task_->AddModules(*this, *model_, mo));
+  if (typed_input_ != nullptr) model_->register_module("input", typed_input_);
   DistOptions d = o_.dist;
   d.backend = o_.dist_backend.value_or(device_.is_cuda() ? CommBackend::kNccl : CommBackend::kGloo);
   d.cuda_device = device_.is_cuda() ? device_.index() : 0;
   ASSIGN_OR_RETURN(comm_, Connect(d));
   RETURN_IF_ERROR(CatchTorch("moving the model", [&] { model_->to(device_); }));
   RETURN_IF_ERROR(BroadcastParameters(*comm_, model_->parameters()));
+  if (typed_input_ != nullptr && o_.embed.dim > 0 && !typed_input_->featureless().empty()) {
+    ASSIGN_OR_RETURN(server_fields_, sampler::ServerFields::Make(config, o_.graph.servers, o_.graph.client));
+    EmbeddingOptions eo = o_.embed;
+    eo.seed = core::SplitMix64(so.seed ^ 0xe3bedull);
+    ASSIGN_OR_RETURN(embeddings_, DistEmbeddings::Create(*graph_, server_fields_.get(), typed_input_->featureless(), eo,
+                                                         *comm_, o_.trainers_per_machine));
+  }
   opt_ = std::make_unique<torch::optim::Adam>(
       model_->parameters(), torch::optim::AdamOptions(o_.lr).weight_decay(o_.weight_decay));
   sync_ = std::make_unique<GradientSynchronizer>(model_->parameters());
@@ -244,7 +292,7 @@ absl::Status Job::Setup() {
     if (const sampler::RowCache* cache = graph_->row_cache()) {
       Log(StrCat("fanout-train: feature cache: ", cache->size(), " halo rows of '", cache->field(), "' (",
                  cache->bytes() >> 20, " MiB) in the trainer", o_.loader.num_samplers > 0 ? " and in each sampler process" : ""));
-    } else if (o_.loader.num_samplers > 0 && o_.graph.cache_max_bytes > 0 && config.num_parts > 1) {
+    } else if (o_.loader.num_samplers > 0 && o_.graph.cache_max_bytes > 0 && config.num_parts > 1 && !config.typed()) {
       Log(StrCat("fanout-train: feature cache: halo rows of '", o_.graph.cache_field, "' in each sampler process (up to ",
                  o_.graph.cache_max_bytes >> 20, " MiB each)"));
     }
@@ -332,6 +380,13 @@ absl::Status Job::TrainEpoch(int64_t epoch) {
     t.allreduce += Since(t0);
     t0 = Clock::now();
     RETURN_IF_ERROR(CatchTorch("optimizer step", [&] { opt_->step(); }));
+    if (embeddings_ != nullptr) {
+      absl::Status s = embeddings_->Step(*comm_);
+      if (!s.ok()) {
+        return absl::Status(s.code(), StrCat("learnable embeddings' update at epoch ", epoch, " step ", step, ": ",
+                                             s.message()));
+      }
+    }
     t.update += Since(t0);
     running.Add(s);
     if (lead() && o_.log_every > 0 && (step + 1) % o_.log_every == 0) {  // reads the device: only here
@@ -447,6 +502,7 @@ absl::Status Job::SaveBest(int64_t epoch, double val) {
   // Every rank keeps the best parameters in memory (for the final test); rank 0 also writes them.
   best_params_.clear();
   for (const auto& p : model_->parameters()) best_params_.push_back(p.detach().clone());
+  if (embeddings_ != nullptr) RETURN_IF_ERROR(embeddings_->Snapshot(comm_->rank()));
   if (o_.checkpoint_dir.empty() || !lead()) return absl::OkStatus();
   Checkpoint c = MakeCheckpoint(epoch);
   c.info["metric"] = MetricName(o_.metric);
@@ -558,6 +614,8 @@ absl::StatusOr<TrainResult> Job::Run() {
     torch::NoGradGuard no_grad;
     auto params = model_->parameters();
     for (size_t i = 0; i < params.size(); ++i) params[i].copy_(best_params_[i]);
+    // The best epoch's learnable embeddings back on the servers (each rank its own rows).
+    if (embeddings_ != nullptr) RETURN_IF_ERROR(embeddings_->Restore(*comm_));
     RETURN_IF_ERROR(test(&result_.test_metric));
   } else if (result_.best_epoch >= 0 && !o_.checkpoint_dir.empty()) {
     // Resumed, and no better model since: rank 0 reads best.pt and hands it to every rank.

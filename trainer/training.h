@@ -18,6 +18,7 @@
 #include "sampler/loader.h"
 #include "sampler/minibatch_sampler.h"
 #include "trainer/dist.h"
+#include "trainer/dist_embedding.h"
 #include "trainer/link_scorer.h"
 #include "trainer/metrics.h"
 #include "trainer/models.h"
@@ -68,6 +69,12 @@ struct TrainOptions {
 
   // Data.
   std::string train_mask = "train_mask", val_mask = "val_mask", test_mask = "test_mask";
+  // Typed graphs: the node type node classification predicts (--target-ntype; "" = the one type
+  // with labels), whose TYPE/<mask> fields split it; and learnable embeddings for the node types
+  // without features (--embed-featureless DIM: embed.dim; 0 = none: those nodes input zeros),
+  // held by the servers and trained by a sparse optimizer (dist_embedding.h).
+  std::string target_ntype;
+  EmbeddingOptions embed;
   // --gpu-cache-bytes: the input features of the hottest nodes kept on the training device, up
   // to this many bytes (trainer/feature_cache.h); batches then fetch and copy only the other
   // rows. 0: no cache. Which nodes are hottest: --gpu-cache-policy (in-degree, or this trainer's

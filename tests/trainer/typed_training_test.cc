@@ -1,0 +1,325 @@
+// Typed graphs in the trainer (issue 29): the sparse optimizers against LibTorch's dense ones,
+// learnable embeddings held by real graph servers (only the rows a step touched change, by
+// exactly the sparse update), the typed input layer and the R-GCN layer against a reference
+// written edge by edge.
+#include <torch/nn/functional/loss.h>
+#include <torch/optim/adagrad.h>
+#include <torch/optim/adam.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "gtest/gtest.h"
+#include "sampler/dist_graph.h"
+#include "sampler/minibatch_sampler.h"
+#include "sampler/server_fields.h"
+#include "tests/testing/server_cluster.h"
+#include "tests/testing/testing.h"
+#include "trainer/batch_tensors.h"
+#include "trainer/dist.h"
+#include "trainer/dist_embedding.h"
+#include "trainer/models.h"
+#include "trainer/typed_input.h"
+
+namespace fanout::trainer {
+namespace {
+
+// Sparse Adam (and Adagrad) on a row equals LibTorch's dense optimizer run on that row alone,
+// stepped only at the steps that touched it (DGL's per-row state); untouched rows never move.
+TEST(SparseOptimizerTest, EachRowFollowsADenseOptimizerOverItsOwnSteps) {
+  for (SparseOptimizerKind kind : {SparseOptimizerKind::kAdam, SparseOptimizerKind::kAdagrad}) {
+    SCOPED_TRACE(std::string(SparseOptimizerName(kind)));
+    EmbeddingOptions o;
+    o.dim = 4;
+    o.optimizer = kind;
+    o.lr = 0.05;
+    o.eps = kind == SparseOptimizerKind::kAdam ? 1e-8 : 1e-10;
+    const int64_t rows = 5, sw = StateWidth(kind, o.dim);
+    at::Tensor table = at::randn({rows, o.dim}, at::kFloat);
+    at::Tensor state = at::zeros({rows, sw}, at::kFloat);
+    // One dense optimizer per row, over a copy of that row.
+    std::vector<at::Tensor> dense;
+    std::vector<std::unique_ptr<torch::optim::Optimizer>> opts;
+    for (int64_t r = 0; r < rows; ++r) {
+      dense.push_back(table[r].clone().set_requires_grad(true));
+      if (kind == SparseOptimizerKind::kAdam) {
+        opts.push_back(std::make_unique<torch::optim::Adam>(std::vector<at::Tensor>{dense[r]},
+                                                            torch::optim::AdamOptions(o.lr).eps(o.eps)));
+      } else {
+        opts.push_back(std::make_unique<torch::optim::Adagrad>(std::vector<at::Tensor>{dense[r]},
+                                                               torch::optim::AdagradOptions(o.lr).eps(o.eps)));
+      }
+    }
+    const at::Tensor untouched = table[4].clone();
+    const std::vector<std::vector<int64_t>> steps = {{0, 1, 2}, {1}, {0, 3}, {1, 3}, {2}};
+    for (const std::vector<int64_t>& touched : steps) {
+      const at::Tensor ids = at::tensor(touched, at::kLong);
+      const at::Tensor grads = at::randn({static_cast<int64_t>(touched.size()), o.dim}, at::kFloat);
+      at::Tensor w = table.index_select(0, ids).contiguous(), s = state.index_select(0, ids).contiguous();
+      SparseUpdate(o, ids.size(0), w.data_ptr<float>(), s.data_ptr<float>(), grads.data_ptr<float>());
+      table.index_copy_(0, ids, w);
+      state.index_copy_(0, ids, s);
+      for (size_t i = 0; i < touched.size(); ++i) {
+        opts[touched[i]]->zero_grad();
+        dense[touched[i]].mutable_grad() = grads[i].clone();
+        opts[touched[i]]->step();
+      }
+    }
+    for (int64_t r = 0; r < 4; ++r) {
+      EXPECT_TRUE(at::allclose(table[r], dense[r].detach(), 1e-5, 1e-6)) << "row " << r << "\n"
+                                                                         << table[r] << "\n"
+                                                                         << dense[r];
+    }
+    EXPECT_TRUE(at::equal(table[4], untouched));
+    if (kind == SparseOptimizerKind::kAdam) {
+      // Each row's own step count: rows 0..3 were touched 2, 3, 2, 2 times.
+      const at::Tensor counts = state.select(1, 2 * o.dim).to(at::kLong).contiguous();
+      EXPECT_EQ(std::vector<int64_t>(counts.data_ptr<int64_t>(), counts.data_ptr<int64_t>() + rows),
+                (std::vector<int64_t>{2, 3, 2, 2, 0}));
+    }
+  }
+}
+
+// A typed dataset served by real graph servers, and the job's pieces over it.
+struct TypedJob {
+  testing::TempDir dir;
+  partition::Dataset d;
+  std::string config_path;
+  core::PartitionConfig config;
+  testing::ServerCluster cluster;
+  std::unique_ptr<sampler::DistGraph> graph;
+  std::unique_ptr<sampler::ServerFields> fields;
+
+  void Start(int parts, bool allow_push = true) {
+    d = testing::MakeTypedDataset(4, 200, 150, 8);
+    partition::PartitionOptions po;
+    po.out_dir = dir.Sub("parts");
+    po.num_parts = parts;
+    po.add_reverse_edges = true;
+    po.quiet = true;
+    auto made = partition::PartitionDataset(d, po);
+    ASSERT_TRUE(made.ok()) << made.status();
+    config_path = made->config_path;
+    config = *core::LoadPartitionConfig(config_path);
+    server::ServerOptions so;
+    so.allow_push = allow_push;
+    cluster.Start(config_path, so);
+    sampler::DistGraphOptions go;
+    go.machine_id = 0;
+    go.servers = *sampler::ParseServerList(cluster.ServerList(), parts);
+    go.client.deadline_seconds = 10;
+    auto g = sampler::DistGraph::Open(config, go);
+    ASSERT_TRUE(g.ok()) << g.status();
+    graph = std::move(*g);
+    fields = std::move(*sampler::ServerFields::Make(config, go.servers, go.client));
+  }
+  // Every row of `type`'s embedding table, by ID.
+  std::map<int64_t, std::vector<float>> Table(int type, int64_t dim) {
+    const auto& types = graph->node_types();
+    std::vector<int64_t> ids;
+    for (int p = 0; p < config.num_parts; ++p) {
+      for (int64_t v = types.Range(type, p).first; v < types.Range(type, p).second; ++v) ids.push_back(v);
+    }
+    std::vector<float> rows(ids.size() * dim);
+    core::FieldSchema f{.name = "embed", .dtype = core::DType::kFloat32, .row_shape = {dim},
+                        .node_type = types.name(type)};
+    absl::Status s = fields->Pull(f, ids, reinterpret_cast<char*>(rows.data()));
+    EXPECT_TRUE(s.ok()) << s;
+    std::map<int64_t, std::vector<float>> out;
+    for (size_t i = 0; i < ids.size(); ++i) out[ids[i]].assign(rows.begin() + i * dim, rows.begin() + (i + 1) * dim);
+    return out;
+  }
+};
+
+// Who owns which rows: rank r of a job with 2 machines and 2 trainers each initialises (and later
+// updates) exactly machine r / 2's rows with ID % 2 == r % 2; rows start uniform in [-1, 1].
+TEST(DistEmbeddingsTest, EachRankInitialisesTheRowsItOwns) {
+  TypedJob job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(2));
+  auto comm = MakeSoloCommunicator(CommBackend::kGloo, c10::Device(c10::kCPU));  // rank 0 of the 4
+  const int author = *job.graph->node_types().TypeId("author");
+  EmbeddingOptions o;
+  o.dim = 6;
+  auto emb = DistEmbeddings::Create(*job.graph, job.fields.get(), {author}, o, *comm, /*trainers_per_machine=*/2);
+  ASSERT_TRUE(emb.ok()) << emb.status();
+  const auto table = job.Table(author, o.dim);
+  ASSERT_EQ(table.size(), 150u);
+  std::set<float> distinct;
+  int64_t mine = 0;
+  for (const auto& [id, row] : table) {
+    const int owner = (*emb)->OwnerRank(id);
+    EXPECT_EQ(owner, job.graph->node_book().PartOf(id) * 2 + static_cast<int>(id % 2));
+    if (owner != 0) {
+      EXPECT_EQ(row, std::vector<float>(o.dim, 0.0f)) << "node " << id << " belongs to rank " << owner;
+      continue;
+    }
+    ++mine;
+    for (float x : row) {
+      EXPECT_GE(x, -1.0f);
+      EXPECT_LE(x, 1.0f);
+      distinct.insert(x);
+    }
+  }
+  EXPECT_GT(mine, 10);
+  EXPECT_EQ(distinct.size(), static_cast<size_t>(mine * o.dim));  // no constant fill
+}
+
+// A step changes exactly the rows it looked up, each by the sparse update of its own summed
+// gradient; rows looked up without gradients (evaluation) are not updated.
+TEST(DistEmbeddingsTest, AStepChangesOnlyTheRowsItTouchedByTheSparseUpdate) {
+  TypedJob job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(1));
+  auto comm = MakeSoloCommunicator(CommBackend::kGloo, c10::Device(c10::kCPU));
+  const int author = *job.graph->node_types().TypeId("author");
+  EmbeddingOptions o;
+  o.dim = 6;
+  o.lr = 0.1;
+  o.seed = 17;
+  auto emb = DistEmbeddings::Create(*job.graph, job.fields.get(), {author}, o, *comm, 1);
+  ASSERT_TRUE(emb.ok()) << emb.status();
+  const auto start = job.Table(author, o.dim);
+  const int64_t a0 = job.graph->node_types().Range(author, 0).first;
+  const std::vector<int64_t> touched = {a0, a0 + 3, a0 + 40, a0};  // a0 twice: its gradients add up
+  const at::Tensor weight = at::arange(static_cast<int64_t>(touched.size()) * o.dim, at::kFloat).view({-1, o.dim}) / 10;
+  at::Tensor rows = *(*emb)->Lookup(author, at::tensor(touched, at::kLong));
+  (rows * weight).sum().backward();
+  int64_t updated = 0;
+  ASSERT_TRUE((*emb)->Step(*comm, &updated).ok());
+  EXPECT_EQ(updated, 3);
+  const auto after = job.Table(author, o.dim);
+  std::map<int64_t, std::vector<float>> grad;
+  for (size_t i = 0; i < touched.size(); ++i) {
+    auto& g = grad[touched[i]];
+    g.resize(o.dim, 0.0f);
+    for (int64_t k = 0; k < o.dim; ++k) g[k] += weight[i][k].item<float>();
+  }
+  for (const auto& [id, row] : start) {
+    SCOPED_TRACE("node " + std::to_string(id));
+    if (grad.count(id) == 0) {
+      EXPECT_EQ(after.at(id), row);
+      continue;
+    }
+    std::vector<float> want = row, state(StateWidth(o.optimizer, o.dim), 0.0f);
+    SparseUpdate(o, 1, want.data(), state.data(), grad[id].data());
+    EXPECT_EQ(after.at(id), want);
+  }
+  {
+    torch::NoGradGuard no_grad;
+    ASSERT_TRUE((*emb)->Lookup(author, at::tensor(touched, at::kLong)).ok());
+  }
+  ASSERT_TRUE((*emb)->Step(*comm, &updated).ok());
+  EXPECT_EQ(updated, 0);
+  EXPECT_EQ(job.Table(author, o.dim), after);
+}
+
+TEST(DistEmbeddingsTest, ReadOnlyServersAreRefusedNamingAllowPush) {
+  TypedJob job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(1, /*allow_push=*/false));
+  auto comm = MakeSoloCommunicator(CommBackend::kGloo, c10::Device(c10::kCPU));
+  EmbeddingOptions o;
+  o.dim = 4;
+  auto emb = DistEmbeddings::Create(*job.graph, job.fields.get(), {*job.graph->node_types().TypeId("author")}, o,
+                                    *comm, 1);
+  ASSERT_FALSE(emb.ok());
+  EXPECT_EQ(emb.status().code(), absl::StatusCode::kPermissionDenied) << emb.status();
+  EXPECT_NE(emb.status().message().find("--allow-push"), std::string::npos) << emb.status();
+  EXPECT_NE(emb.status().message().find("node type author"), std::string::npos) << emb.status();
+}
+
+// The typed input layer puts each input node's row in its place: papers' projected features,
+// authors' embeddings, venues' zeros (no embeddings asked for them); and R-GCN's layer equals
+// the per-relation mean written edge by edge.
+TEST(TypedModelTest, InputLayerAndRgcnLayerMatchAnEdgeByEdgeReference) {
+  TypedJob job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(2));
+  auto comm = MakeSoloCommunicator(CommBackend::kGloo, c10::Device(c10::kCPU));
+  const auto& types = job.graph->node_types();
+  const int paper = *types.TypeId("paper"), author = *types.TypeId("author"), venue = *types.TypeId("venue");
+  auto input = TypedInput::Make(*job.graph, "feat", /*embed_dim=*/5, /*init_seed=*/3);
+  ASSERT_TRUE(input.ok()) << input.status();
+  EXPECT_EQ((*input)->width(), 5);
+  EXPECT_EQ((*input)->featured(), std::vector<int>{paper});
+  EXPECT_EQ((*input)->featureless(), (std::vector<int>{author, venue}));
+  EmbeddingOptions o;
+  o.dim = 5;
+  auto emb = DistEmbeddings::Create(*job.graph, job.fields.get(), {author}, o, *comm, 2);
+  ASSERT_TRUE(emb.ok()) << emb.status();
+
+  sampler::SamplerOptions so;
+  so.fanouts = {3, 3};
+  so.batch_size = 16;
+  const int64_t p0 = types.Range(paper, 0).first;
+  std::vector<int64_t> seeds;
+  for (int64_t v = p0; v < p0 + 16; ++v) seeds.push_back(v);
+  sampler::MiniBatchSampler sampler(job.graph.get(), so, seeds);
+  auto mb = sampler.Sample(0, 0);
+  ASSERT_TRUE(mb.ok()) << mb.status();
+  auto bt = ToTensors(*mb);
+  ASSERT_TRUE(bt.ok()) << bt.status();
+  auto x = (*input)->Forward(*bt, *mb, emb->get());
+  ASSERT_TRUE(x.ok()) << x.status();
+  const sampler::Int64Array& inputs = mb->input_nodes();
+  ASSERT_EQ(x->size(0), static_cast<int64_t>(inputs.size()));
+  int64_t feature_row = 0;
+  auto named = (*input)->named_parameters();
+  const at::Tensor w = named[std::string("proj") + std::to_string(paper) + "_weight"];
+  const at::Tensor b = named[std::string("proj") + std::to_string(paper) + "_bias"];
+  core::FieldSchema table{.name = "embed", .dtype = core::DType::kFloat32, .row_shape = {5}, .node_type = "author"};
+  int64_t seen[3] = {0, 0, 0};
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const int t = types.ToTypeWise(inputs[i]).first;
+    ++seen[t];
+    const at::Tensor row = (*x)[static_cast<int64_t>(i)];
+    if (t == paper) {
+      const at::Tensor f = bt->features[feature_row++];
+      EXPECT_TRUE(at::allclose(row, at::matmul(w, f) + b, 1e-5, 1e-6)) << "input " << i;
+    } else if (t == author) {
+      std::vector<float> want(5);
+      ASSERT_TRUE(job.fields->Pull(table, std::vector<int64_t>{inputs[i]}, reinterpret_cast<char*>(want.data())).ok());
+      EXPECT_TRUE(at::equal(row, at::tensor(want))) << "input " << i;
+    } else {
+      EXPECT_TRUE(at::equal(row, at::zeros({5}))) << "input " << i;
+    }
+  }
+  EXPECT_GT(seen[paper], 16);
+  EXPECT_GT(seen[author], 0);
+  EXPECT_GT(seen[venue], 0);
+  (*emb)->Forget();
+
+  // R-GCN on the batch's blocks against an edge-by-edge reference of layer 0.
+  ModelOptions mo;
+  mo.model = ModelKind::kRgcn;
+  mo.in_dim = 5;
+  mo.hidden = 4;
+  mo.num_classes = 3;
+  mo.num_relations = static_cast<int64_t>(job.config.edge_types.size());
+  mo.dropout = 0;
+  auto model = MakeModel(mo, 9);
+  ASSERT_TRUE(model.ok()) << model.status();
+  (*model)->eval();
+  torch::NoGradGuard no_grad;
+  const at::Tensor h = x->detach();
+  const BlockTensors& b0 = bt->blocks[0];
+  const at::Tensor got = (*model)->ForwardLayer(0, b0, h);  // with ReLU (a hidden layer)
+  auto params = (*model)->named_parameters();
+  const at::Tensor self = params["layer0.fc_self"], rel = params["layer0.fc_rel"], bias = params["layer0.bias"];
+  const int64_t r_count = mo.num_relations;
+  for (int64_t j = 0; j < b0.num_dst; ++j) {
+    at::Tensor want = at::matmul(self, h[j]) + bias;
+    for (int64_t r = 0; r < r_count; ++r) {
+      at::Tensor sum = at::zeros({5});
+      int64_t n = 0;
+      for (int64_t e = b0.indptr[j].item<int64_t>(); e < b0.indptr[j + 1].item<int64_t>(); ++e) {
+        if (b0.etype[e].item<int64_t>() != r) continue;
+        sum += h[b0.src[e].item<int64_t>()];
+        ++n;
+      }
+      if (n > 0) want += at::matmul(rel.narrow(1, r * 5, 5), sum / n);
+    }
+    EXPECT_TRUE(at::allclose(got[j], at::relu(want), 1e-4, 1e-5)) << "destination " << j;
+  }
+}
+
+}  // namespace
+}  // namespace fanout::trainer
