@@ -196,6 +196,52 @@ absl::Status PartitionStore::CreateNodeField(const FieldSchema& schema, int64_t 
   return absl::OkStatus();
 }
 
+absl::Status PartitionStore::ApplySparseUpdate(const std::string& rows_field, const std::string& state_field,
+                                               std::span<const int64_t> ids, const float* grads,
+                                               const SparseOptimizerOptions& options) {
+  RETURN_IF_ERROR(CheckSparseOptimizer(options));
+  ASSIGN_OR_RETURN(Field * rows, FindNodeField(rows_field));
+  ASSIGN_OR_RETURN(Field * state, FindNodeField(state_field));
+  if (rows == state) return absl::InvalidArgumentError("the rows and their optimizer state must be two fields");
+  for (const Field* f : {rows, state}) {
+    if (node_fields_.count(f->schema.key()) > 0 || f->schema.dtype != DType::kFloat32 || f->data.row_elems() < 1) {
+      return absl::InvalidArgumentError(StrCat("field '", f->schema.key(),
+                                               "' is not a float32 field created by CreateNodeField"));
+    }
+  }
+  const int64_t dim = rows->data.row_elems();
+  if (state->data.row_elems() != SparseStateWidth(options.kind, dim) || state->base != rows->base ||
+      state->end != rows->end) {
+    return absl::InvalidArgumentError(StrCat("field '", state_field, "' holds ", state->data.row_elems(),
+                                             " values per row of its nodes; ", SparseOptimizerName(options.kind),
+                                             " on [", dim, "]-wide rows of '", rows_field, "' keeps ",
+                                             SparseStateWidth(options.kind, dim), " per row of the same nodes"));
+  }
+  RETURN_IF_ERROR(CheckOwnedNodes(ids));
+  RETURN_IF_ERROR(CheckFieldRows(*rows, ids));
+  std::vector<int64_t> sorted(ids.begin(), ids.end());
+  std::sort(sorted.begin(), sorted.end());
+  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+    return absl::InvalidArgumentError(StrCat("node ", *std::adjacent_find(sorted.begin(), sorted.end()),
+                                             " appears twice in one sparse update (sum its gradients first)"));
+  }
+  for (size_t i = 0; i < ids.size() * static_cast<size_t>(dim); ++i) {
+    if (!std::isfinite(grads[i])) {
+      return absl::InvalidArgumentError(StrCat("the gradient of node ", ids[i / dim], " is not finite"));
+    }
+  }
+  const int64_t sw = SparseStateWidth(options.kind, dim);
+  absl::MutexLock lock_rows(&rows->mu);
+  absl::MutexLock lock_state(&state->mu);
+  auto* w = static_cast<float*>(rows->data.mutable_data());
+  auto* s = static_cast<float*>(state->data.mutable_data());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const int64_t r = ids[i] - rows->base;
+    SparseUpdateRow(options, dim, w + r * dim, s + r * sw, grads + i * dim);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<FieldSchema> PartitionStore::NodeFieldSchema(const std::string& name) const {
   ASSIGN_OR_RETURN(Field * f, FindNodeField(name));
   return f->schema;

@@ -19,6 +19,7 @@
 #include "core/npy.h"
 #include "core/partition_book.h"
 #include "core/partition_config.h"
+#include "core/sparse_optim.h"
 
 namespace fanout::core {
 
@@ -80,6 +81,13 @@ class PartitionStore {
   // ALREADY_EXISTS when the name is a field of the files or a created field of another schema;
   // RESOURCE_EXHAUSTED when created fields would pass `max_total_bytes` together.
   absl::Status CreateNodeField(const FieldSchema& schema, int64_t max_total_bytes, bool* created);
+  // One sparse optimizer step (core/sparse_optim.h) on the rows of float32 field `rows_field`
+  // (created, [dim] per row) for distinct owned `ids`, with their state in float32 field
+  // `state_field` ([SparseStateWidth] per row) and `grads` ([ids.size(), dim]), both fields
+  // locked for the step. Errors name the field and the bad ID.
+  absl::Status ApplySparseUpdate(const std::string& rows_field, const std::string& state_field,
+                                 std::span<const int64_t> ids, const float* grads,
+                                 const SparseOptimizerOptions& options);
 
   // Degrees of owned nodes (in: stored in-edges; out: out-edges anywhere in the graph), over
   // every relation.

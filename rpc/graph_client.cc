@@ -233,6 +233,26 @@ absl::Status GraphClient::PushNodeData(const std::string& field, const std::vect
   return Invoke("PushNodeData", std::move(req), &resp, false, FANOUT_ASYNC_METHOD(PushNodeData, PushRequest, PushResponse));
 }
 
+absl::Status GraphClient::SparseUpdate(const std::string& field, const std::string& state_field,
+                                       const std::vector<int64_t>& ids, const float* grads, int64_t dim,
+                                       const core::SparseOptimizerOptions& o) {
+  v1::SparseUpdateRequest req;
+  req.set_field(field);
+  req.set_state_field(state_field);
+  FillInt64Tensor(ids, req.mutable_ids());
+  FillTensor(core::DType::kFloat32, {static_cast<int64_t>(ids.size()), dim},
+             std::string(reinterpret_cast<const char*>(grads), ids.size() * dim * sizeof(float)), req.mutable_grads());
+  req.set_optimizer(o.kind == core::SparseOptimizerKind::kAdam ? v1::SPARSE_ADAM : v1::SPARSE_ADAGRAD);
+  req.set_lr(o.lr);
+  req.set_beta1(o.beta1);
+  req.set_beta2(o.beta2);
+  req.set_eps(o.eps);
+  v1::SparseUpdateResponse resp;
+  // Not idempotent (a second step moves the rows again): never retried.
+  return Invoke("SparseUpdate", std::move(req), &resp, false,
+                FANOUT_ASYNC_METHOD(SparseUpdate, SparseUpdateRequest, SparseUpdateResponse));
+}
+
 absl::StatusOr<bool> GraphClient::CreateNodeField(const std::string& name, core::DType dtype,
                                                   const std::vector<int64_t>& row_shape, const std::string& node_type) {
   v1::CreateNodeFieldRequest req;

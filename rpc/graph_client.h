@@ -24,6 +24,7 @@
 #include "core/graph_source.h"
 #include "core/partition_store.h"
 #include "core/sampling.h"
+#include "core/sparse_optim.h"
 #include "fanout/v1/graph.grpc.pb.h"
 #include "rpc/client_options.h"
 #include "rpc/security.h"
@@ -57,6 +58,10 @@ class GraphClient {
   // type's nodes only, addressed as "TYPE/NAME" (learnable embeddings).
   absl::StatusOr<bool> CreateNodeField(const std::string& name, core::DType dtype, const std::vector<int64_t>& row_shape,
                                        const std::string& node_type = "");
+  // One sparse optimizer step on the rows of created field `field` for `ids` (distinct), with
+  // their state in `state_field` and `grads` ([ids.size(), dim] float32): the server applies it.
+  absl::Status SparseUpdate(const std::string& field, const std::string& state_field, const std::vector<int64_t>& ids,
+                            const float* grads, int64_t dim, const core::SparseOptimizerOptions& options);
   absl::StatusOr<core::SampledEdges> SampleNeighbors(const std::vector<int64_t>& seeds,
                                                      const core::SampleOptions& options);
   absl::StatusOr<std::vector<int64_t>> GetDegrees(const std::vector<int64_t>& ids, core::EdgeDir dir);

@@ -117,6 +117,30 @@ absl::Status ServerFields::Pull(const core::FieldSchema& schema, std::span<const
   return first;
 }
 
+absl::Status ServerFields::SparseUpdate(const core::FieldSchema& rows, const core::FieldSchema& state,
+                                        std::span<const int64_t> ids, const float* grads,
+                                        const core::SparseOptimizerOptions& options) {
+  ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> pos, ByPartition(ids, StrCat("node field '", rows.key(), "'")));
+  const int64_t dim = rows.row_elems();
+  const size_t rb = static_cast<size_t>(dim) * sizeof(float);
+  for (int p = 0; p < config_.num_parts; ++p) {
+    for (size_t b = 0; b < pos[p].size(); b += ChunkRows(rb)) {
+      const size_t n = std::min(ChunkRows(rb), pos[p].size() - b);
+      std::vector<int64_t> part_ids(n);
+      std::vector<float> part_grads(n * dim);
+      for (size_t j = 0; j < n; ++j) {
+        part_ids[j] = ids[pos[p][b + j]];
+        std::memcpy(part_grads.data() + j * dim, grads + pos[p][b + j] * dim, rb);
+      }
+      for (const std::string& address : servers_.addresses[p]) {
+        RETURN_IF_ERROR(InPartition(
+            p, Client(address).SparseUpdate(rows.key(), state.key(), part_ids, part_grads.data(), dim, options)));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ServerFields::Push(const core::FieldSchema& schema, std::span<const int64_t> ids, const char* rows,
                                 core::PushOp op) {
   ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> pos, ByPartition(ids, StrCat("node field '", schema.key(), "'")));

@@ -20,6 +20,7 @@
 #include "core/partition_book.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
+#include "core/sparse_optim.h"
 #include "rpc/client_options.h"
 
 namespace fanout::rpc {
@@ -46,6 +47,11 @@ class ServerFields {
   absl::Status Pull(const core::FieldSchema& schema, std::span<const int64_t> ids, char* out);
   // Writes (or adds) rows[i] to `ids[i]`'s row on every server of its partition.
   absl::Status Push(const core::FieldSchema& schema, std::span<const int64_t> ids, const char* rows, core::PushOp op);
+  // One sparse optimizer step on the rows of `rows` (float32 [dim]) for distinct `ids`, their
+  // state in `state`, `grads` [ids.size(), dim]: applied by every server of each ID's partition
+  // to its copy (the same step on the same bytes, so the copies stay equal).
+  absl::Status SparseUpdate(const core::FieldSchema& rows, const core::FieldSchema& state, std::span<const int64_t> ids,
+                            const float* grads, const core::SparseOptimizerOptions& options);
 
  private:
   ServerFields(core::PartitionConfig config, core::RangePartitionBook book, core::ServerMap servers,

@@ -414,6 +414,45 @@ grpc::ServerUnaryReactor* GraphServiceImpl::CreateNodeField(grpc::CallbackServer
   return Run(ctx, "CreateNodeField", req, resp, [this, req, resp](const StopCheck&) { return DoCreateNodeField(*req, resp); });
 }
 
+absl::Status GraphServiceImpl::DoSparseUpdate(const v1::SparseUpdateRequest& req) const {
+  if (!policy_.allow_push) {
+    return absl::PermissionDeniedError(
+        "this server is read-only: SparseUpdate needs a server started with --allow-push");
+  }
+  if (served_.writable == nullptr) {
+    return absl::FailedPreconditionError("this server's graph source takes no writes: SparseUpdate is not available");
+  }
+  if (!v1::SparseOptimizer_IsValid(req.optimizer())) {
+    return absl::InvalidArgumentError(StrCat("unknown sparse optimizer ", static_cast<int>(req.optimizer())));
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> ids, Ids(req.ids(), "ids"));
+  RETURN_IF_ERROR(CheckTensor(req.grads(), "grads"));
+  ASSIGN_OR_RETURN(core::FieldSchema f, NodeField(req.field()));
+  const int64_t dim = f.row_elems();
+  const std::vector<int64_t> want = {static_cast<int64_t>(ids.size()), dim};
+  const std::vector<int64_t> got(req.grads().shape().begin(), req.grads().shape().end());
+  if (req.grads().dtype() != v1::FLOAT32 || got != want) {
+    return absl::InvalidArgumentError(StrCat("grads must be float32 [", core::StrJoin(want, ", "), "], got ",
+                                             v1::DType_Name(req.grads().dtype()), " [", core::StrJoin(got, ", "), "]"));
+  }
+  const core::SparseOptimizerOptions o{.kind = req.optimizer() == v1::SPARSE_ADAM ? core::SparseOptimizerKind::kAdam
+                                                                                  : core::SparseOptimizerKind::kAdagrad,
+                                       .lr = req.lr(),
+                                       .beta1 = req.beta1(),
+                                       .beta2 = req.beta2(),
+                                       .eps = req.eps()};
+  // The tensor's bytes may sit unaligned in the message: copy them out as floats.
+  std::vector<float> grads(ids.size() * dim);
+  std::memcpy(grads.data(), req.grads().data().data(), grads.size() * sizeof(float));
+  return served_.writable->ApplySparseUpdate(req.field(), req.state_field(), ids, grads.data(), o);
+}
+
+grpc::ServerUnaryReactor* GraphServiceImpl::SparseUpdate(grpc::CallbackServerContext* ctx,
+                                                         const v1::SparseUpdateRequest* req,
+                                                         v1::SparseUpdateResponse* resp) {
+  return Run(ctx, "SparseUpdate", req, resp, [this, req](const StopCheck&) { return DoSparseUpdate(*req); });
+}
+
 namespace {
 absl::StatusOr<core::EdgeDir> Dir(v1::EdgeDir d) {
   switch (d) {

@@ -66,6 +66,8 @@ class GraphServiceImpl final : public v1::GraphService::CallbackService {
                                          v1::PushResponse* resp) override;
   grpc::ServerUnaryReactor* CreateNodeField(grpc::CallbackServerContext* ctx, const v1::CreateNodeFieldRequest* req,
                                             v1::CreateNodeFieldResponse* resp) override;
+  grpc::ServerUnaryReactor* SparseUpdate(grpc::CallbackServerContext* ctx, const v1::SparseUpdateRequest* req,
+                                         v1::SparseUpdateResponse* resp) override;
   grpc::ServerUnaryReactor* SampleNeighbors(grpc::CallbackServerContext* ctx, const v1::SampleRequest* req,
                                             v1::SampleResponse* resp) override;
   grpc::ServerUnaryReactor* GetDegrees(grpc::CallbackServerContext* ctx, const v1::DegreesRequest* req,
@@ -84,6 +86,7 @@ class GraphServiceImpl final : public v1::GraphService::CallbackService {
   // A node field of the config, else one created at run time.
   absl::StatusOr<core::FieldSchema> NodeField(const std::string& name) const;
   absl::Status DoCreateNodeField(const v1::CreateNodeFieldRequest& req, v1::CreateNodeFieldResponse* resp) const;
+  absl::Status DoSparseUpdate(const v1::SparseUpdateRequest& req) const;
   absl::Status DoSample(const v1::SampleRequest& req, v1::SampleResponse* resp, const StopCheck& stop) const;
   absl::Status DoDegrees(const v1::DegreesRequest& req, v1::DegreesResponse* resp) const;
   absl::Status DoFindEdges(const v1::FindEdgesRequest& req, v1::FindEdgesResponse* resp) const;

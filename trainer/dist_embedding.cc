@@ -20,46 +20,6 @@ namespace fanout::trainer {
 
 using core::StrCat;
 
-absl::StatusOr<SparseOptimizerKind> ParseSparseOptimizer(std::string_view name) {
-  if (name == "adam") return SparseOptimizerKind::kAdam;
-  if (name == "adagrad") return SparseOptimizerKind::kAdagrad;
-  return absl::InvalidArgumentError(StrCat("unknown sparse optimizer '", name, "': expected adam or adagrad"));
-}
-
-std::string_view SparseOptimizerName(SparseOptimizerKind kind) {
-  return kind == SparseOptimizerKind::kAdam ? "adam" : "adagrad";
-}
-
-int64_t StateWidth(SparseOptimizerKind kind, int64_t dim) {
-  return kind == SparseOptimizerKind::kAdam ? 2 * dim + 1 : dim;
-}
-
-void SparseUpdate(const EmbeddingOptions& o, int64_t n, float* rows, float* state, const float* grads) {
-  const int64_t d = o.dim, sw = StateWidth(o.optimizer, d);
-  for (int64_t i = 0; i < n; ++i) {
-    float* w = rows + i * d;
-    float* s = state + i * sw;
-    const float* g = grads + i * d;
-    if (o.optimizer == SparseOptimizerKind::kAdagrad) {
-      for (int64_t k = 0; k < d; ++k) {
-        s[k] += g[k] * g[k];
-        w[k] -= static_cast<float>(o.lr * g[k] / (std::sqrt(static_cast<double>(s[k])) + o.eps));
-      }
-      continue;
-    }
-    float* m = s;
-    float* v = s + d;
-    const double t = static_cast<double>(s[2 * d]) + 1;  // this row's own step count
-    s[2 * d] = static_cast<float>(t);
-    const double c1 = 1 - std::pow(o.beta1, t), c2 = 1 - std::pow(o.beta2, t);
-    for (int64_t k = 0; k < d; ++k) {
-      m[k] = static_cast<float>(o.beta1 * m[k] + (1 - o.beta1) * g[k]);
-      v[k] = static_cast<float>(o.beta2 * v[k] + (1 - o.beta2) * static_cast<double>(g[k]) * g[k]);
-      w[k] -= static_cast<float>(o.lr * (m[k] / c1) / (std::sqrt(v[k] / c2) + o.eps));
-    }
-  }
-}
-
 DistEmbeddings::DistEmbeddings(const sampler::DistGraph& graph, sampler::ServerFields* fields, std::vector<int> types,
                                EmbeddingOptions options, int trainers_per_machine)
     : graph_(graph), fields_(fields), types_(std::move(types)), o_(std::move(options)), tpm_(trainers_per_machine) {}
@@ -72,9 +32,9 @@ core::FieldSchema DistEmbeddings::RowSchema(int type) const {
 }
 
 core::FieldSchema DistEmbeddings::StateSchema(int type) const {
-  return core::FieldSchema{.name = StrCat(o_.name, ".", SparseOptimizerName(o_.optimizer)),
+  return core::FieldSchema{.name = StrCat(o_.name, ".", SparseOptimizerName(o_.optimizer.kind)),
                            .dtype = core::DType::kFloat32,
-                           .row_shape = {StateWidth(o_.optimizer, o_.dim)},
+                           .row_shape = {core::SparseStateWidth(o_.optimizer.kind, o_.dim)},
                            .node_type = graph_.node_types().name(type)};
 }
 
@@ -88,7 +48,9 @@ absl::StatusOr<std::unique_ptr<DistEmbeddings>> DistEmbeddings::Create(const sam
                                                                        const EmbeddingOptions& options,
                                                                        Communicator& comm, int trainers_per_machine) {
   if (options.dim < 1) return absl::InvalidArgumentError(StrCat("--embed-featureless ", options.dim, ": must be >= 1"));
-  if (!(options.lr > 0)) return absl::InvalidArgumentError(StrCat("--sparse-lr ", options.lr, ": must be > 0"));
+  if (absl::Status s = core::CheckSparseOptimizer(options.optimizer); !s.ok()) {
+    return absl::InvalidArgumentError(StrCat("sparse optimizer: ", s.message()));
+  }
   std::unique_ptr<DistEmbeddings> e(
       new DistEmbeddings(graph, fields, std::move(types), options, trainers_per_machine));
   for (int t : e->types_) {
@@ -136,7 +98,7 @@ absl::Status DistEmbeddings::Initialise(int rank) {
 
 absl::Status DistEmbeddings::Snapshot(int rank) {
   std::vector<Saved> saved(types_.size());
-  const int64_t sw = StateWidth(o_.optimizer, o_.dim);
+  const int64_t sw = core::SparseStateWidth(o_.optimizer.kind, o_.dim);
   for (size_t i = 0; i < types_.size(); ++i) {
     Saved& s = saved[i];
     s.ids = OwnedIds(types_[i], rank);
@@ -223,29 +185,21 @@ absl::Status DistEmbeddings::Step(Communicator& comm, int64_t* touched) {
     mine_grads = at::zeros({uniq.size(0), o_.dim}, at::kFloat).index_add_(0, inverse, got_grads);
     mine_grads.div_(static_cast<double>(w));
   }));
-  // Type by type: read rows and state, update, write both back.
+  // Type by type, the servers apply the step where the rows live.
   const core::TypeMap& types = graph_.node_types();
-  const int64_t n = mine.size(0), sw = StateWidth(o_.optimizer, o_.dim);
+  const int64_t n = mine.size(0);
   const int64_t* mid = mine.data_ptr<int64_t>();
   const float* mg = mine_grads.data_ptr<float>();
   for (int t : types_) {
-    std::vector<int64_t> rows_of;
+    std::vector<int64_t> tids;
+    std::vector<float> g;
     for (int64_t i = 0; i < n; ++i) {
-      if (types.ToTypeWise(mid[i]).first == t) rows_of.push_back(i);
+      if (types.ToTypeWise(mid[i]).first != t) continue;
+      tids.push_back(mid[i]);
+      g.insert(g.end(), mg + i * o_.dim, mg + (i + 1) * o_.dim);
     }
-    if (rows_of.empty()) continue;
-    std::vector<int64_t> tids(rows_of.size());
-    std::vector<float> g(rows_of.size() * o_.dim), rows(rows_of.size() * o_.dim), state(rows_of.size() * sw);
-    for (size_t j = 0; j < rows_of.size(); ++j) {
-      tids[j] = mid[rows_of[j]];
-      std::memcpy(g.data() + j * o_.dim, mg + rows_of[j] * o_.dim, o_.dim * sizeof(float));
-    }
-    RETURN_IF_ERROR(fields_->Pull(RowSchema(t), tids, reinterpret_cast<char*>(rows.data())));
-    RETURN_IF_ERROR(fields_->Pull(StateSchema(t), tids, reinterpret_cast<char*>(state.data())));
-    SparseUpdate(o_, static_cast<int64_t>(tids.size()), rows.data(), state.data(), g.data());
-    RETURN_IF_ERROR(fields_->Push(RowSchema(t), tids, reinterpret_cast<const char*>(rows.data()), core::PushOp::kAssign));
-    RETURN_IF_ERROR(
-        fields_->Push(StateSchema(t), tids, reinterpret_cast<const char*>(state.data()), core::PushOp::kAssign));
+    if (tids.empty()) continue;
+    RETURN_IF_ERROR(fields_->SparseUpdate(RowSchema(t), StateSchema(t), tids, g.data(), o_.optimizer));
   }
   if (touched != nullptr) *touched = n;
   // Nobody reads a row for the next step before its owner has written it.

@@ -13,9 +13,9 @@
 // after the backward pass, Step sends every row's gradient to the trainer that owns the row
 // (its partition's machine; among that machine's trainers, ID mod trainers per machine) in one
 // all-to-all, and each owner sums what it received, divides by the world size (the dense
-// gradients are averaged the same way), reads the rows and their state from its servers,
-// applies the sparse optimizer to those rows only, writes both back, and waits at a barrier, so
-// the next step reads updated rows on every trainer. Rows no batch touched never change: their
+// gradients are averaged the same way) and sends the gradients to its servers, which apply the
+// sparse optimizer to those rows only where they live (SparseUpdate: no rows or state cross the
+// network); then every trainer waits at a barrier, so the next step reads updated rows. Rows no batch touched never change: their
 // state, including Adam's per-row step count, stays as it was (DGL's sparse optimizers).
 #pragma once
 
@@ -30,38 +30,27 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/partition_store.h"
+#include "core/sparse_optim.h"
 #include "sampler/dist_graph.h"
 #include "sampler/server_fields.h"
 #include "trainer/dist.h"
 
 namespace fanout::trainer {
 
-enum class SparseOptimizerKind { kAdam, kAdagrad };
-
-// "adam" or "adagrad"; INVALID_ARGUMENT lists them.
-absl::StatusOr<SparseOptimizerKind> ParseSparseOptimizer(std::string_view name);
-std::string_view SparseOptimizerName(SparseOptimizerKind kind);
+using core::SparseOptimizerKind;
+using core::SparseOptimizerName;
+using core::ParseSparseOptimizer;
 
 struct EmbeddingOptions {
   int64_t dim = 0;  // row width (--embed-featureless)
-  SparseOptimizerKind optimizer = SparseOptimizerKind::kAdam;
-  double lr = 0.01;  // --sparse-lr
-  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // Adam's; Adagrad uses eps (DGL: 1e-10)
+  // --sparse-optimizer and --sparse-lr (Adam's betas and eps as DGL's SparseAdam).
+  core::SparseOptimizerOptions optimizer;
   // Rows start uniform in [-init_scale, init_scale] (DistDGL's R-GCN example), each a function
   // of (seed, node ID, column) alone.
   double init_scale = 1.0;
   uint64_t seed = 0;
   std::string name = "embed";  // the fields are TYPE/NAME and TYPE/NAME.OPTIMIZER
 };
-
-// The optimizer state's width per row: Adam 2 * dim + 1 (m, v, step), Adagrad dim.
-int64_t StateWidth(SparseOptimizerKind kind, int64_t dim);
-
-// One sparse step on n distinct rows (row-major [n, dim]) with their state ([n, StateWidth])
-// and summed gradients, in place. Adam per row: t += 1; m = b1 m + (1 - b1) g;
-// v = b2 v + (1 - b2) g^2; w -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps).
-// Adagrad: s += g^2; w -= lr g / (sqrt(s) + eps).
-void SparseUpdate(const EmbeddingOptions& o, int64_t n, float* rows, float* state, const float* grads);
 
 // Not thread-safe: the training thread uses it.
 class DistEmbeddings {

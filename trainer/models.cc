@@ -113,8 +113,8 @@ class SageConv : public torch::nn::Module {
 // graph) is relation 0 of 1.
 class RelSageConv : public torch::nn::Module {
  public:
-  RelSageConv(int64_t in, int64_t out, int64_t relations, at::Generator& gen)
-      : in_(in), out_(out), relations_(relations) {
+  RelSageConv(int64_t in, int64_t out, int64_t relations, bool fused, at::Generator& gen)
+      : in_(in), out_(out), relations_(relations), fused_(fused) {
     fc_self_ = register_parameter("fc_self", XavierUniform({out, in}, in, out, kReluGain, gen));
     std::vector<at::Tensor> rel;
     for (int64_t r = 0; r < relations; ++r) rel.push_back(XavierUniform({out, in}, in, out, kReluGain, gen));
@@ -127,19 +127,31 @@ class RelSageConv : public torch::nn::Module {
     const int64_t r = relations_;
     TORCH_CHECK_VALUE(b.etype.defined() || r == 1, "rgcn layer: a block without edge types on a model of ", r,
                       " relations");
-    // Edge e lands in row dst[e] * R + etype[e] of the [num_dst * R, in] sums.
-    const at::Tensor slot = b.etype.defined() ? b.dst * r + b.etype : b.dst;
-    at::Tensor msg = h.index_select(0, b.src);
-    if (b.edge_weight.defined()) msg = msg * b.edge_weight.unsqueeze(1);
-    const at::Tensor sums = at::zeros({b.num_dst * r, in_}, h.options()).index_add_(0, slot, msg);
-    const at::Tensor count = at::bincount(slot, /*weights=*/{}, b.num_dst * r).clamp_min(1).to(h.scalar_type());
-    const at::Tensor means = (sums / count.unsqueeze(1)).view({b.num_dst, r * in_});
+    // The relations' means are one aggregation over a block of num_dst * R destinations: edge e
+    // goes to destination dst[e] * R + etype[e]. The sampler lists a destination's edges
+    // relation by relation, so that block is still a CSC (its destinations non-decreasing along
+    // the edges) and the fused mean kernel runs on it without per-edge messages; a block whose
+    // edges are not in that order takes the reference composition.
+    BlockTensors rb;
+    rb.num_src = b.num_src;
+    rb.num_dst = b.num_dst * r;
+    rb.src = b.src;
+    rb.dst = b.etype.defined() ? b.dst * r + b.etype : b.dst;
+    rb.in_degree = at::bincount(rb.dst, /*weights=*/{}, rb.num_dst);
+    rb.indptr = at::cat({at::zeros({1}, rb.in_degree.options()), rb.in_degree.cumsum(0)});
+    const bool ordered = rb.dst.size(0) < 2 || rb.dst.narrow(0, 1, rb.dst.size(0) - 1)
+                                                   .ge(rb.dst.narrow(0, 0, rb.dst.size(0) - 1))
+                                                   .all()
+                                                   .item<bool>();
+    const at::Tensor means =
+        AggregateWith(fused_ && ordered, rb, h, Reduce::kMean, b.edge_weight).view({b.num_dst, r * in_});
     const at::Tensor both = at::cat({h.narrow(0, 0, b.num_dst), means}, 1);
     return at::addmm(bias_, both, at::cat({fc_self_, fc_rel_}, 1).t());
   }
 
  private:
   int64_t in_, out_, relations_;
+  bool fused_;
   at::Tensor fc_self_, fc_rel_, bias_;
 };
 
@@ -296,7 +308,7 @@ class RgcnModel final : public BuiltInModel {
   RgcnModel(const ModelOptions& o, at::Generator& gen) : BuiltInModel(o) {
     for (int64_t l = 0; l < o.num_layers; ++l) {
       layers_.push_back(register_module(
-          StrCat("layer", l), std::make_shared<RelSageConv>(LayerIn(o, l, 1), LayerOut(o, l), o.num_relations, gen)));
+          StrCat("layer", l), std::make_shared<RelSageConv>(LayerIn(o, l, 1), LayerOut(o, l), o.num_relations, o.fused, gen)));
     }
   }
 

@@ -175,7 +175,7 @@ int Main(int argc, char** argv) {
   args.AddChoice("sparse-optimizer", &sparse_optimizer, {"adam", "adagrad"},
                  "optimizer of the learnable embeddings (DGL's SparseAdam / SparseAdagrad: only the rows a step "
                  "touched change)");
-  args.AddDouble("sparse-lr", &o.embed.lr, "learning rate of the learnable embeddings");
+  args.AddDouble("sparse-lr", &o.embed.optimizer.lr, "learning rate of the learnable embeddings");
   std::string dist_backend = "auto";
   args.AddChoice("dist-backend", &dist_backend, {"auto", "gloo", "nccl"},
                  "gradient averaging: auto (nccl on a GPU, gloo on the CPU), or gloo with a GPU too (through host "
@@ -286,9 +286,11 @@ int Main(int argc, char** argv) {
     return args.Fail(absl::InvalidArgumentError(
         StrCat("--comm-timeout must be in (0, 1e9] seconds, got ", comm_timeout)));
   }
-  o.embed.optimizer = *trainer::ParseSparseOptimizer(sparse_optimizer);
-  if (!(std::isfinite(o.embed.lr) && o.embed.lr > 0)) {
-    return args.Fail(absl::InvalidArgumentError(StrCat("--sparse-lr must be a number > 0, got ", o.embed.lr)));
+  o.embed.optimizer.kind = *trainer::ParseSparseOptimizer(sparse_optimizer);
+  if (o.embed.optimizer.kind == trainer::SparseOptimizerKind::kAdagrad) o.embed.optimizer.eps = 1e-10;  // DGL's
+  if (!(std::isfinite(o.embed.optimizer.lr) && o.embed.optimizer.lr > 0)) {
+    return args.Fail(
+        absl::InvalidArgumentError(StrCat("--sparse-lr must be a number > 0, got ", o.embed.optimizer.lr)));
   }
   auto model_kind = trainer::ParseModelKind(model);
   if (!model_kind.ok()) return args.Fail(model_kind.status());

@@ -249,6 +249,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     }
     default: {
+      if (data[0] & 0x40) {  // a sparse optimizer step on created fields (learnable embeddings)
+        v1::SparseUpdateRequest q;
+        if (!Parse(&q, body, len)) return 0;
+        (void)s.DoSparseUpdate(q);
+        break;
+      }
       v1::GetStatsResponse r;
       FANOUT_CHECK(s.DoGetStats(&r).ok());
       break;

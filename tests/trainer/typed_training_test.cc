@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "core/strings.h"
 #include "gtest/gtest.h"
 #include "sampler/dist_graph.h"
 #include "sampler/minibatch_sampler.h"
@@ -25,18 +26,19 @@
 namespace fanout::trainer {
 namespace {
 
+using core::StrCat;
+
 // Sparse Adam (and Adagrad) on a row equals LibTorch's dense optimizer run on that row alone,
 // stepped only at the steps that touched it (DGL's per-row state); untouched rows never move.
 TEST(SparseOptimizerTest, EachRowFollowsADenseOptimizerOverItsOwnSteps) {
   for (SparseOptimizerKind kind : {SparseOptimizerKind::kAdam, SparseOptimizerKind::kAdagrad}) {
     SCOPED_TRACE(std::string(SparseOptimizerName(kind)));
-    EmbeddingOptions o;
-    o.dim = 4;
-    o.optimizer = kind;
+    core::SparseOptimizerOptions o;
+    o.kind = kind;
     o.lr = 0.05;
     o.eps = kind == SparseOptimizerKind::kAdam ? 1e-8 : 1e-10;
-    const int64_t rows = 5, sw = StateWidth(kind, o.dim);
-    at::Tensor table = at::randn({rows, o.dim}, at::kFloat);
+    const int64_t dim = 4, rows = 5, sw = core::SparseStateWidth(kind, dim);
+    at::Tensor table = at::randn({rows, dim}, at::kFloat);
     at::Tensor state = at::zeros({rows, sw}, at::kFloat);
     // One dense optimizer per row, over a copy of that row.
     std::vector<at::Tensor> dense;
@@ -55,9 +57,9 @@ TEST(SparseOptimizerTest, EachRowFollowsADenseOptimizerOverItsOwnSteps) {
     const std::vector<std::vector<int64_t>> steps = {{0, 1, 2}, {1}, {0, 3}, {1, 3}, {2}};
     for (const std::vector<int64_t>& touched : steps) {
       const at::Tensor ids = at::tensor(touched, at::kLong);
-      const at::Tensor grads = at::randn({static_cast<int64_t>(touched.size()), o.dim}, at::kFloat);
+      const at::Tensor grads = at::randn({static_cast<int64_t>(touched.size()), dim}, at::kFloat);
       at::Tensor w = table.index_select(0, ids).contiguous(), s = state.index_select(0, ids).contiguous();
-      SparseUpdate(o, ids.size(0), w.data_ptr<float>(), s.data_ptr<float>(), grads.data_ptr<float>());
+      core::SparseUpdate(o, ids.size(0), dim, w.data_ptr<float>(), s.data_ptr<float>(), grads.data_ptr<float>());
       table.index_copy_(0, ids, w);
       state.index_copy_(0, ids, s);
       for (size_t i = 0; i < touched.size(); ++i) {
@@ -74,7 +76,7 @@ TEST(SparseOptimizerTest, EachRowFollowsADenseOptimizerOverItsOwnSteps) {
     EXPECT_TRUE(at::equal(table[4], untouched));
     if (kind == SparseOptimizerKind::kAdam) {
       // Each row's own step count: rows 0..3 were touched 2, 3, 2, 2 times.
-      const at::Tensor counts = state.select(1, 2 * o.dim).to(at::kLong).contiguous();
+      const at::Tensor counts = state.select(1, 2 * dim).to(at::kLong).contiguous();
       EXPECT_EQ(std::vector<int64_t>(counts.data_ptr<int64_t>(), counts.data_ptr<int64_t>() + rows),
                 (std::vector<int64_t>{2, 3, 2, 2, 0}));
     }
@@ -174,7 +176,7 @@ TEST(DistEmbeddingsTest, AStepChangesOnlyTheRowsItTouchedByTheSparseUpdate) {
   const int author = *job.graph->node_types().TypeId("author");
   EmbeddingOptions o;
   o.dim = 6;
-  o.lr = 0.1;
+  o.optimizer.lr = 0.1;
   o.seed = 17;
   auto emb = DistEmbeddings::Create(*job.graph, job.fields.get(), {author}, o, *comm, 1);
   ASSERT_TRUE(emb.ok()) << emb.status();
@@ -200,8 +202,8 @@ TEST(DistEmbeddingsTest, AStepChangesOnlyTheRowsItTouchedByTheSparseUpdate) {
       EXPECT_EQ(after.at(id), row);
       continue;
     }
-    std::vector<float> want = row, state(StateWidth(o.optimizer, o.dim), 0.0f);
-    SparseUpdate(o, 1, want.data(), state.data(), grad[id].data());
+    std::vector<float> want = row, state(core::SparseStateWidth(o.optimizer.kind, o.dim), 0.0f);
+    core::SparseUpdate(o.optimizer, 1, o.dim, want.data(), state.data(), grad[id].data());
     EXPECT_EQ(after.at(id), want);
   }
   {
@@ -225,6 +227,40 @@ TEST(DistEmbeddingsTest, ReadOnlyServersAreRefusedNamingAllowPush) {
   EXPECT_EQ(emb.status().code(), absl::StatusCode::kPermissionDenied) << emb.status();
   EXPECT_NE(emb.status().message().find("--allow-push"), std::string::npos) << emb.status();
   EXPECT_NE(emb.status().message().find("node type author"), std::string::npos) << emb.status();
+}
+
+// The servers' SparseUpdate refuses what would corrupt a table, naming it: an ID twice in one
+// step, a non-finite gradient, a state field of the wrong width, a field of the partition's files.
+TEST(DistEmbeddingsTest, SparseUpdatesThatWouldCorruptATableAreRefused) {
+  TypedJob job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(1));
+  auto comm = MakeSoloCommunicator(CommBackend::kGloo, c10::Device(c10::kCPU));
+  const int author = *job.graph->node_types().TypeId("author");
+  EmbeddingOptions o;
+  o.dim = 2;
+  ASSERT_TRUE(DistEmbeddings::Create(*job.graph, job.fields.get(), {author}, o, *comm, 1).ok());
+  const int64_t a0 = job.graph->node_types().Range(author, 0).first;
+  const core::FieldSchema rows{.name = "embed", .dtype = core::DType::kFloat32, .row_shape = {2}, .node_type = "author"};
+  const core::FieldSchema state{
+      .name = "embed.adam", .dtype = core::DType::kFloat32, .row_shape = {5}, .node_type = "author"};
+  auto update = [&](const core::FieldSchema& r, const core::FieldSchema& st, std::vector<int64_t> ids,
+                    std::vector<float> grads, core::SparseOptimizerKind kind = SparseOptimizerKind::kAdam) {
+    return job.fields->SparseUpdate(r, st, ids, grads.data(), {.kind = kind});
+  };
+  EXPECT_TRUE(update(rows, state, {a0, a0 + 1}, {1, 2, 3, 4}).ok());
+  absl::Status twice = update(rows, state, {a0, a0}, {1, 2, 3, 4});
+  EXPECT_NE(twice.message().find(StrCat("node ", a0, " appears twice")), std::string::npos) << twice;
+  absl::Status nan = update(rows, state, {a0}, {1, std::nanf("")});
+  EXPECT_NE(nan.message().find(StrCat("the gradient of node ", a0, " is not finite")), std::string::npos) << nan;
+  absl::Status width = update(rows, state, {a0}, {1, 2}, SparseOptimizerKind::kAdagrad);
+  EXPECT_NE(width.message().find("adagrad on [2]-wide rows of 'author/embed' keeps 2 per row"), std::string::npos)
+      << width;
+  const core::FieldSchema feat{.name = "feat", .dtype = core::DType::kFloat32, .row_shape = {3}, .node_type = "paper"};
+  absl::Status files = update(feat, state, {0}, {1, 2, 3});
+  EXPECT_NE(files.message().find("'paper/feat' is not a float32 field created by CreateNodeField"), std::string::npos)
+      << files;
+  absl::Status other = update(rows, state, {0}, {1, 2});
+  EXPECT_NE(other.message().find("node 0 is of type paper"), std::string::npos) << other;
 }
 
 // The typed input layer puts each input node's row in its place: papers' projected features,

@@ -1,0 +1,42 @@
+// The sparse optimizers of learnable embeddings (DGL's SparseAdam and SparseAdagrad): one step on
+// the rows a mini-batch touched, each row with its own state, so that rows no batch touched never
+// change. No LibTorch: the graph server applies them to the rows it holds (PartitionStore::
+// ApplySparseUpdate), and the trainer's tests hold them to LibTorch's dense optimizers.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace fanout::core {
+
+enum class SparseOptimizerKind { kAdam, kAdagrad };
+
+// "adam" or "adagrad"; INVALID_ARGUMENT lists them.
+absl::StatusOr<SparseOptimizerKind> ParseSparseOptimizer(std::string_view name);
+std::string_view SparseOptimizerName(SparseOptimizerKind kind);
+
+struct SparseOptimizerOptions {
+  SparseOptimizerKind kind = SparseOptimizerKind::kAdam;
+  double lr = 0.01;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // Adam's; Adagrad uses eps (DGL: 1e-10)
+};
+
+// OK, or INVALID_ARGUMENT naming the first bad value: lr and eps > 0, betas in [0, 1), finite.
+absl::Status CheckSparseOptimizer(const SparseOptimizerOptions& o);
+
+// The optimizer state's width per row: Adam 2 * dim + 1 (m, v, the row's step count), Adagrad
+// dim (the sum of squares).
+int64_t SparseStateWidth(SparseOptimizerKind kind, int64_t dim);
+
+// One step on n distinct rows (row-major [n, dim]) with their state ([n, SparseStateWidth]) and
+// gradients, in place. Adam per row: t += 1; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
+// w -= lr (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps). Adagrad: s += g^2;
+// w -= lr g / (sqrt(s) + eps).
+void SparseUpdate(const SparseOptimizerOptions& o, int64_t n, int64_t dim, float* rows, float* state,
+                  const float* grads);
+// The same on rows that are not contiguous: row i at rows[i] and state[i].
+void SparseUpdateRow(const SparseOptimizerOptions& o, int64_t dim, float* row, float* state, const float* grad);
+
+}  // namespace fanout::core
