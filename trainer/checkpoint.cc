@@ -111,6 +111,11 @@ absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& c) {
     c10::Dict<std::string, at::Tensor> state;
     for (const auto& [name, t] : c.state_dict) state.insert(name, t.detach().cpu().contiguous());
     top.insert("state_dict", state);
+    if (!c.embeddings.empty()) {
+      c10::Dict<std::string, at::Tensor> tables;
+      for (const auto& [name, t] : c.embeddings) tables.insert(name, t.detach().cpu().contiguous());
+      top.insert("embeddings", tables);
+    }
     if (!c.optimizer.empty()) {
       at::Tensor opt = at::empty({static_cast<int64_t>(c.optimizer.size())}, at::kByte);
       std::memcpy(opt.data_ptr(), c.optimizer.data(), c.optimizer.size());
@@ -156,6 +161,12 @@ absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
       for (const auto& e : v.toGenericDict()) {
         if (!e.key().isString() || !e.value().isTensor()) return not_ours("state_dict holds a non-tensor");
         c.state_dict.emplace_back(e.key().toStringRef(), e.value().toTensor());
+      }
+    } else if (key == "embeddings") {
+      if (!v.isGenericDict()) return not_ours("embeddings is not a dict");
+      for (const auto& e : v.toGenericDict()) {
+        if (!e.key().isString() || !e.value().isTensor()) return not_ours("embeddings holds a non-tensor");
+        c.embeddings.emplace_back(e.key().toStringRef(), e.value().toTensor());
       }
     } else if (key == "optimizer") {
       if (!v.isTensor() || v.toTensor().scalar_type() != at::kByte) return not_ours("optimizer is not a byte tensor");

@@ -5,7 +5,9 @@
 //    "hyper_parameters": {"model": "sage", "in_dim": 1433, "hidden": 256, ...},
 //    "state_dict": {"layers.0.fc_self.weight": Tensor, ...},   # GnnModel::StateDict names
 //    "epoch": 7, ...                                            # what the writer adds
-//    "optimizer": uint8 Tensor}                                 # resume state, last.rank<r>.pt only
+//    "optimizer": uint8 Tensor,                                 # resume state, last.rank<r>.pt only
+//    "embeddings": {"author.ids": Tensor, "author.rows": Tensor, "author.state": Tensor, ...}}
+//                                       # learnable rows this rank owns, last.rank<r>.pt only
 //
 // The state dict of a built-in model loads into python/fanout's models.GNN of the same kind with
 // load_state_dict. Format: docs/models.md, "Checkpoints".
@@ -34,6 +36,9 @@ struct Checkpoint {
   nlohmann::json info = nlohmann::json::object();
   std::vector<std::pair<std::string, at::Tensor>> state_dict;
   std::string optimizer;  // a LibTorch optimizer archive's bytes; empty: none
+  // The learnable embeddings' rows this rank owns, with their IDs and optimizer state
+  // (DistEmbeddings::Tables); empty: none.
+  std::vector<std::pair<std::string, at::Tensor>> embeddings;
 };
 
 // The model's hyper-parameters as a checkpoint records them (model kind, widths, layers,

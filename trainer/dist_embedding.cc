@@ -2,6 +2,7 @@
 
 #include <ATen/ops/_unique2.h>
 #include <ATen/ops/argsort.h>
+#include <ATen/ops/tensor.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 
 #include "core/random.h"
 #include "core/status.h"
@@ -92,11 +94,25 @@ absl::Status DistEmbeddings::Initialise(int rank) {
     }
     if (ids.empty()) continue;
     RETURN_IF_ERROR(fields_->Push(RowSchema(t), ids, reinterpret_cast<const char*>(rows.data()), core::PushOp::kAssign));
+    // The state starts at zero even on servers that kept the fields of an earlier job.
+    const std::vector<float> state(ids.size() * core::SparseStateWidth(o_.optimizer.kind, o_.dim), 0.0f);
+    RETURN_IF_ERROR(
+        fields_->Push(StateSchema(t), ids, reinterpret_cast<const char*>(state.data()), core::PushOp::kAssign));
   }
   return absl::OkStatus();
 }
 
 absl::Status DistEmbeddings::Snapshot(int rank) {
+  ASSIGN_OR_RETURN(snapshot_, PullOwned(rank));
+  return absl::OkStatus();
+}
+
+absl::Status DistEmbeddings::Restore(Communicator& comm) {
+  RETURN_IF_ERROR(PushOwned(snapshot_));
+  return comm.Barrier();
+}
+
+absl::StatusOr<std::vector<DistEmbeddings::Saved>> DistEmbeddings::PullOwned(int rank) {
   std::vector<Saved> saved(types_.size());
   const int64_t sw = core::SparseStateWidth(o_.optimizer.kind, o_.dim);
   for (size_t i = 0; i < types_.size(); ++i) {
@@ -108,20 +124,69 @@ absl::Status DistEmbeddings::Snapshot(int rank) {
     RETURN_IF_ERROR(fields_->Pull(RowSchema(types_[i]), s.ids, reinterpret_cast<char*>(s.rows.data())));
     RETURN_IF_ERROR(fields_->Pull(StateSchema(types_[i]), s.ids, reinterpret_cast<char*>(s.state.data())));
   }
-  snapshot_ = std::move(saved);
-  return absl::OkStatus();
+  return saved;
 }
 
-absl::Status DistEmbeddings::Restore(Communicator& comm) {
-  for (size_t i = 0; i < snapshot_.size(); ++i) {
-    const Saved& s = snapshot_[i];
+absl::Status DistEmbeddings::PushOwned(const std::vector<Saved>& saved) {
+  for (size_t i = 0; i < saved.size(); ++i) {
+    const Saved& s = saved[i];
     if (s.ids.empty()) continue;
     RETURN_IF_ERROR(
         fields_->Push(RowSchema(types_[i]), s.ids, reinterpret_cast<const char*>(s.rows.data()), core::PushOp::kAssign));
     RETURN_IF_ERROR(fields_->Push(StateSchema(types_[i]), s.ids, reinterpret_cast<const char*>(s.state.data()),
                                   core::PushOp::kAssign));
   }
-  return comm.Barrier();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::pair<std::string, at::Tensor>>> DistEmbeddings::Tables(int rank) {
+  ASSIGN_OR_RETURN(std::vector<Saved> saved, PullOwned(rank));
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  const int64_t sw = core::SparseStateWidth(o_.optimizer.kind, o_.dim);
+  for (size_t i = 0; i < types_.size(); ++i) {
+    const std::string type = graph_.node_types().name(types_[i]);
+    const int64_t n = static_cast<int64_t>(saved[i].ids.size());
+    out.emplace_back(type + ".ids", at::tensor(saved[i].ids, at::kLong));
+    out.emplace_back(type + ".rows", at::tensor(saved[i].rows, at::kFloat).view({n, o_.dim}));
+    out.emplace_back(type + ".state", at::tensor(saved[i].state, at::kFloat).view({n, sw}));
+  }
+  return out;
+}
+
+absl::Status DistEmbeddings::Load(const std::vector<std::pair<std::string, at::Tensor>>& tables, int rank) {
+  std::map<std::string, at::Tensor> by_name(tables.begin(), tables.end());
+  const int64_t sw = core::SparseStateWidth(o_.optimizer.kind, o_.dim);
+  std::vector<Saved> saved(types_.size());
+  for (size_t i = 0; i < types_.size(); ++i) {
+    const std::string type = graph_.node_types().name(types_[i]);
+    Saved& s = saved[i];
+    s.ids = OwnedIds(types_[i], rank);
+    const int64_t n = static_cast<int64_t>(s.ids.size());
+    auto get = [&](const std::string& what, at::ScalarType dtype, std::vector<int64_t> shape) -> absl::StatusOr<at::Tensor> {
+      auto it = by_name.find(type + "." + what);
+      if (it == by_name.end()) {
+        return absl::InvalidArgumentError(StrCat("it holds no embeddings '", type, ".", what,
+                                                 "' (written without --embed-featureless?)"));
+      }
+      const at::Tensor& t = it->second;
+      if (t.scalar_type() != dtype || t.sizes() != at::IntArrayRef(shape)) {
+        return absl::InvalidArgumentError(StrCat("its embeddings '", type, ".", what, "' are ", t.scalar_type(), " ",
+                                                 t.sizes(), "; this job's are ", dtype, " ", at::IntArrayRef(shape),
+                                                 " (--embed-featureless, --sparse-optimizer and the trainers per "
+                                                 "machine must be the checkpoint's)"));
+      }
+      return t.contiguous();
+    };
+    ASSIGN_OR_RETURN(const at::Tensor ids, get("ids", at::kLong, {n}));
+    if (!std::equal(s.ids.begin(), s.ids.end(), ids.data_ptr<int64_t>())) {
+      return absl::InvalidArgumentError(StrCat("its ", type, " embeddings are another rank's rows"));
+    }
+    ASSIGN_OR_RETURN(const at::Tensor rows, get("rows", at::kFloat, {n, o_.dim}));
+    ASSIGN_OR_RETURN(const at::Tensor state, get("state", at::kFloat, {n, sw}));
+    s.rows.assign(rows.data_ptr<float>(), rows.data_ptr<float>() + rows.numel());
+    s.state.assign(state.data_ptr<float>(), state.data_ptr<float>() + state.numel());
+  }
+  return PushOwned(saved);
 }
 
 absl::StatusOr<at::Tensor> DistEmbeddings::Lookup(int type, const at::Tensor& ids) {

@@ -79,6 +79,12 @@ class DistEmbeddings {
   // waits for every rank (collective).
   absl::Status Snapshot(int rank);
   absl::Status Restore(Communicator& comm);
+  // The rows `rank` owns with their IDs and optimizer state, as named tensors for its checkpoint
+  // ("TYPE.ids" int64 [n], "TYPE.rows" float32 [n, dim], "TYPE.state" float32 [n, state width]),
+  // and back: Load writes a checkpoint's tables to the servers, after checking that they are this
+  // rank's rows of this job's tables (INVALID_ARGUMENT naming what differs).
+  absl::StatusOr<std::vector<std::pair<std::string, at::Tensor>>> Tables(int rank);
+  absl::Status Load(const std::vector<std::pair<std::string, at::Tensor>>& tables, int rank);
 
   // The rank that updates node `id`'s row.
   int OwnerRank(int64_t id) const;
@@ -106,6 +112,9 @@ class DistEmbeddings {
     std::vector<float> rows, state;
   };
   std::vector<Saved> snapshot_;  // [index in types_]; empty: none taken
+  // Rank `rank`'s rows and state of every table, from the servers; and the same written back.
+  absl::StatusOr<std::vector<Saved>> PullOwned(int rank);
+  absl::Status PushOwned(const std::vector<Saved>& saved);
 };
 
 }  // namespace fanout::trainer

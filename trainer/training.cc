@@ -73,8 +73,9 @@ absl::Status CheckTypedSupport(const TrainOptions& o, const core::PartitionConfi
   };
   if (!o.save_embeddings.empty()) return no("--save-embeddings (full-graph inference)");
   if (o.gpu_cache_bytes > 0) return no("--gpu-cache-bytes (the device feature cache)");
-  if (o.embed.dim > 0 && (o.resume || !o.load_model.empty())) {
-    return no("--resume / --load-model with --embed-featureless (embeddings are not in checkpoints yet)");
+  if (o.embed.dim > 0 && !o.load_model.empty()) {
+    return no("--load-model with --embed-featureless (best.pt holds the model, not the embeddings; --resume reads "
+              "them from last.rank<r>.pt)");
   }
   return absl::OkStatus();
 }
@@ -515,6 +516,9 @@ absl::Status Job::SaveLast(int64_t epoch) {
   c.info["rank"] = comm_->rank();
   c.info["best_val_metric"] = result_.best_val_metric;
   c.info["best_epoch"] = result_.best_epoch;
+  if (embeddings_ != nullptr) {
+    ASSIGN_OR_RETURN(c.embeddings, embeddings_->Tables(comm_->rank()));
+  }
   RETURN_IF_ERROR(CatchTorch("saving the optimizer state", [&] {
     torch::serialize::OutputArchive ar;
     opt_->save(ar);
@@ -550,6 +554,11 @@ absl::StatusOr<int64_t> Job::Resume() {
       ar.load_from(c->optimizer.data(), c->optimizer.size());
       opt_->load(ar);
     }));
+    if (embeddings_ != nullptr) {
+      if (absl::Status s = embeddings_->Load(c->embeddings, comm_->rank()); !s.ok()) {
+        return absl::Status(s.code(), StrCat("--resume: checkpoint ", path, ": ", s.message()));
+      }
+    }
     epoch = c->info.value("epoch", int64_t{-1});
     result_.best_val_metric = c->info.value("best_val_metric", -1.0);
     result_.best_epoch = c->info.value("best_epoch", int64_t{-1});
@@ -608,6 +617,7 @@ absl::StatusOr<TrainResult> Job::Run() {
   };
   RETURN_IF_ERROR(test(&result_.final_test_metric));
   result_.test_metric = result_.final_test_metric;
+  bool best_not_tested = false;
   if (result_.best_epoch < 0 || result_.best_epoch == o_.epochs - 1) {
     // No validation, or the best model is the final one: one test pass says it all.
   } else if (!best_params_.empty()) {
@@ -617,6 +627,10 @@ absl::StatusOr<TrainResult> Job::Run() {
     // The best epoch's learnable embeddings back on the servers (each rank its own rows).
     if (embeddings_ != nullptr) RETURN_IF_ERROR(embeddings_->Restore(*comm_));
     RETURN_IF_ERROR(test(&result_.test_metric));
+  } else if (embeddings_ != nullptr) {
+    // Resumed, and no better model since: best.pt holds its model but not its embeddings, so the
+    // final model (with the embeddings it trained) is the one tested.
+    best_not_tested = true;
   } else if (result_.best_epoch >= 0 && !o_.checkpoint_dir.empty()) {
     // Resumed, and no better model since: rank 0 reads best.pt and hands it to every rank.
     if (lead()) {
@@ -629,7 +643,11 @@ absl::StatusOr<TrainResult> Job::Run() {
   }
   if (lead()) {
     const std::string m = MetricText();
-    if (result_.best_epoch < 0) {
+    if (best_not_tested) {
+      Log(StrCat("fanout-train: test ", m, " ", Fixed4(result_.test_metric), " (final model; the best validation ", m,
+                 " ", Fixed4(result_.best_val_metric), " was epoch ", result_.best_epoch,
+                 ", before --resume, whose learnable embeddings were not kept)"));
+    } else if (result_.best_epoch < 0) {
       Log(StrCat("fanout-train: test ", m, " ", Fixed4(result_.test_metric), " (",
                  result_.epochs_run == 0 && !o_.load_model.empty() ? StrCat("model of ", o_.load_model)
                                                                    : std::string("final model; no validation"),

@@ -522,6 +522,68 @@ TEST_F(TrainCliTest, TwoRanksTrainWriteMetricsAndCheckpointsAndResume) {
   EXPECT_EQ(a.str(), b.str());
 }
 
+// A typed graph with learnable embeddings (issue 29): each rank's last.rank<r>.pt holds the rows
+// it owns with their sparse Adam state, and --resume puts them back on the servers, so the
+// resumed run's epochs are the uninterrupted run's, to the digit. The servers are the same ones
+// throughout (their fields persist from run to run): a fresh start re-initialises rows and state.
+TEST(TypedTrainCliTest, ResumingWithLearnableEmbeddingsContinuesTheUninterruptedRun) {
+  testing::TempDir dir;
+  partition::Dataset d = testing::MakeTypedDataset(6, 300, 200, 10);
+  partition::PartitionOptions po;
+  po.out_dir = dir.Sub("parts");
+  po.num_parts = 2;
+  po.add_reverse_edges = true;
+  po.quiet = true;
+  auto made = partition::PartitionDataset(d, po);
+  ASSERT_TRUE(made.ok()) << made.status();
+  testing::ServerCluster cluster;
+  server::ServerOptions so;
+  so.allow_push = true;
+  cluster.Start(made->config_path, so);
+  const std::string ckpt = dir.Sub("ckpt");
+  auto args = [&](int epochs) {
+    return std::vector<std::string>{"--part-config", made->config_path, "--servers", cluster.ServerList(), "--model",
+                                    "rgcn", "--embed-featureless", "8", "--fanouts", "4,4", "--hidden", "16",
+                                    "--batch-size", "32", "--epochs", std::to_string(epochs), "--threads", "1",
+                                    "--seed", "3"};
+  };
+  auto run = [&](std::vector<std::string> a) {
+    auto ranks = StartRanks(2, a);
+    EXPECT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();
+    EXPECT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
+    return ranks[0]->output();
+  };
+  auto a = args(2);
+  a.insert(a.end(), {"--checkpoint-dir", ckpt});
+  const std::string first = run(a);
+  EXPECT_NE(first.find("node classification of node type paper"), std::string::npos) << first;
+  a = args(4);
+  a.insert(a.end(), {"--checkpoint-dir", ckpt, "--resume"});
+  const std::string resumed = run(a);
+  EXPECT_NE(resumed.find("resumed from"), std::string::npos) << resumed;
+  const std::string straight = run(args(4));
+  for (const char* epoch : {"epoch 2", "epoch 3"}) {
+    const std::regex line(StrCat(epoch, " \\| loss [0-9.]+ \\| train acc [0-9.]+ \\| val acc [0-9.]+"));
+    std::smatch x, y;
+    ASSERT_TRUE(std::regex_search(resumed, x, line)) << resumed;
+    ASSERT_TRUE(std::regex_search(straight, y, line)) << straight;
+    EXPECT_EQ(x.str(), y.str());
+  }
+  // A checkpoint written without embeddings cannot resume a run with them (its model has no
+  // input projection either).
+  const std::string plain = dir.Sub("plain");
+  auto p = args(1);
+  p[7] = "0";  // --embed-featureless 0
+  p.insert(p.end(), {"--checkpoint-dir", plain});
+  run(p);
+  auto q = args(2);
+  q.insert(q.end(), {"--checkpoint-dir", plain, "--resume"});
+  auto ranks = StartRanks(2, q);
+  ranks[1]->Finish();
+  EXPECT_NE(ranks[0]->Finish(), 0);
+  EXPECT_NE(ranks[0]->output().find("does not fit this model"), std::string::npos) << ranks[0]->output();
+}
+
 TEST_F(TrainCliTest, DeadOrStuckPeerEndsTheRunWithinTheTimeout) {
   // SIGKILL closes rank 1's connections: rank 0 fails at once. SIGSTOP leaves them open and
   // silent: only --comm-timeout (10 s here) can end rank 0's wait.
@@ -746,7 +808,8 @@ TEST(CoraAccuracyTest, ScriptedSageMatchesTheBuiltInSage) {
 
 // R-GCN with learnable embeddings for the featureless directors and actors on the real typed
 // graph in ../shared/data/imdb (issue 29): 2 partitions x 1 trainer against 1 x 1, the same
-// global batch (256), three seeds each, embeddings held by the servers. The measured numbers and
+// global batch (256), five seeds each (a run's own spread is 1-2 points), embeddings held by the
+// servers, which every run re-initialises. The measured numbers and
 // the README's DGL reference are in docs/benchmarks.md.
 TEST(ImdbAccuracyTest, RgcnWithEmbeddingsOnTwoPartitionsMatchesOne) {
   const std::string root = testing::SharedDataDir();
@@ -765,7 +828,7 @@ TEST(ImdbAccuracyTest, RgcnWithEmbeddingsOnTwoPartitionsMatchesOne) {
     server::ServerOptions so;
     so.allow_push = true;  // the embeddings live in the servers' memory
     cluster.Start(out + "/imdb.json", so);
-    for (int seed : {0, 1, 2}) {
+    for (int seed : {0, 1, 2, 3, 4}) {
       auto ranks = StartRanks(parts, {"--part-config", out + "/imdb.json", "--servers", cluster.ServerList(), "--model",
                                       "rgcn", "--embed-featureless", "64", "--fanouts", "10,10", "--hidden", "64", "--lr",
                                       "0.005", "--sparse-lr", "0.01", "--batch-size", std::to_string(256 / parts),
@@ -775,10 +838,10 @@ TEST(ImdbAccuracyTest, RgcnWithEmbeddingsOnTwoPartitionsMatchesOne) {
       const std::string text = ranks[0]->output();
       ASSERT_TRUE(std::regex_search(text, m, std::regex("test accuracy ([0-9.]+)"))) << text;
       EXPECT_NE(text.find("node classification of node type movie"), std::string::npos) << text;
-      mean[parts] += std::stod(m[1]) / 3;
+      mean[parts] += std::stod(m[1]) / 5;
     }
   }
-  std::printf("imdb R-GCN + embeddings test accuracy, mean of 3 seeds: 1 partition %.4f, 2 partitions %.4f\n", mean[1],
+  std::printf("imdb R-GCN + embeddings test accuracy, mean of 5 seeds: 1 partition %.4f, 2 partitions %.4f\n", mean[1],
               mean[2]);
   EXPECT_GE(mean[1], 0.50);
   EXPECT_GE(mean[2], 0.50);
