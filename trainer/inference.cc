@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <vector>
@@ -40,11 +41,15 @@ struct LayerBlock {
   at::Tensor rows;                 // int64 [num_src]: each source's row in [own rows; halo rows]
 };
 
-// Blocks (all of the sampler's layers) around `seeds` with every in-neighbour, and the input
-// features, as tensors.
-absl::StatusOr<BatchTensors> FullNeighbourhood(const sampler::DistGraph& graph, sampler::MiniBatchSampler& s,
-                                              const std::vector<int64_t>& seeds,
-                                              std::vector<sampler::Block>* blocks) {
+// Blocks (all of the sampler's layers) around `seeds` with every in-neighbour, and the model's
+// input rows (the features, or `input`'s rows for them), as tensors.
+struct Neighbourhood {
+  BatchTensors bt;
+  at::Tensor x;
+};
+absl::StatusOr<Neighbourhood> FullNeighbourhood(const sampler::DistGraph& graph, sampler::MiniBatchSampler& s,
+                                               const std::vector<int64_t>& seeds, std::vector<sampler::Block>* blocks,
+                                               const InferenceOptions& o) {
   RETURN_IF_ERROR(s.SampleBlocksFor(seeds, /*stream=*/0, blocks));
   sampler::MiniBatch mb;
   mb.seeds = seeds;
@@ -56,10 +61,17 @@ absl::StatusOr<BatchTensors> FullNeighbourhood(const sampler::DistGraph& graph, 
     out_degrees[l].resize((*blocks)[l].src_nodes.size());
     RETURN_IF_ERROR(graph.Degrees((*blocks)[l].src_nodes, core::EdgeDir::kOut, out_degrees[l].data()));
   }
-  ASSIGN_OR_RETURN(mb.features, s.GatherFeatures(mb.input_nodes(), /*pool=*/nullptr));  // ToTensors converts
-  ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb));
-  for (size_t l = 0; l < bt.blocks.size(); ++l) bt.blocks[l].out_degree = at::tensor(out_degrees[l], at::kLong);
-  return bt;
+  // (FeatureRequest: every input node, or on a typed graph those whose type has features.)
+  ASSIGN_OR_RETURN(mb.features, s.GatherFeatures(s.FeatureRequest(&mb), /*pool=*/nullptr));  // ToTensors converts
+  Neighbourhood n;
+  ASSIGN_OR_RETURN(n.bt, ToTensors(mb));
+  for (size_t l = 0; l < n.bt.blocks.size(); ++l) n.bt.blocks[l].out_degree = at::tensor(out_degrees[l], at::kLong);
+  if (o.model_input) {
+    ASSIGN_OR_RETURN(n.x, o.model_input(n.bt, mb));
+  } else {
+    n.x = n.bt.features;
+  }
+  return n;
 }
 
 // The output width of a layer, agreed by every rank (a rank without nodes cannot know it):
@@ -190,9 +202,9 @@ absl::StatusOr<InferenceResult> InferAllNodes(GnnModel& model, const sampler::Di
     std::vector<at::Tensor> parts;
     auto meter = meter_of(0);
     for (int64_t first = own.begin; first < own.end; first += o.batch_size) {
-      ASSIGN_OR_RETURN(BatchTensors bt, FullNeighbourhood(graph, sampler, seeds_of(first), &blocks));
+      ASSIGN_OR_RETURN(Neighbourhood n, FullNeighbourhood(graph, sampler, seeds_of(first), &blocks, o));
       ASSIGN_OR_RETURN(at::Tensor y, CatchTorch(BatchName(layers - 1, first), [&] {
-                         return model.Forward(bt.blocks, bt.features).contiguous();
+                         return model.Forward(n.bt.blocks, n.x).contiguous();
                        }));
       parts.push_back(y);
       meter->Set(static_cast<int64_t>(parts.size()));
@@ -208,12 +220,12 @@ absl::StatusOr<InferenceResult> InferAllNodes(GnnModel& model, const sampler::Di
   std::vector<at::Tensor> parts;
   auto meter = meter_of(0);
   for (int64_t first = own.begin; first < own.end; first += o.batch_size) {
-    ASSIGN_OR_RETURN(BatchTensors bt, FullNeighbourhood(graph, sampler, seeds_of(first), &blocks));
+    ASSIGN_OR_RETURN(Neighbourhood n, FullNeighbourhood(graph, sampler, seeds_of(first), &blocks, o));
     ASSIGN_OR_RETURN(at::Tensor y, CatchTorch(BatchName(0, first), [&] {
-                       return model.ForwardLayer(0, bt.blocks[0], bt.features).contiguous();
+                       return model.ForwardLayer(0, n.bt.blocks[0], n.x).contiguous();
                      }));
     parts.push_back(y);
-    batches.push_back({std::move(bt.blocks[0]), std::move(blocks[0].src_nodes), at::Tensor()});
+    batches.push_back({std::move(n.bt.blocks[0]), std::move(blocks[0].src_nodes), at::Tensor()});
     meter->Set(static_cast<int64_t>(batches.size()));
   }
   meter.reset();
@@ -265,63 +277,102 @@ absl::StatusOr<at::Tensor> FetchNodeRows(Communicator& comm, const core::RangePa
 
 namespace {
 
-// Rank 0's side of WriteNodeOutputs: the staged folder, rows placed by original ID.
+// Rank 0's side of WriteNodeOutputs: the staged folder, rows placed by original ID. A typed
+// graph gets one folder per node type (TYPE/embeddings.npy, TYPE/predictions.npy), rows by
+// type-wise original ID; the rows arrive keyed by input ID, type-major (type t's node i is
+// offset[t] + i, as the dataset readers number them).
 class OutputFile {
  public:
-  absl::Status Open(const std::string& dir, bool overwrite, const std::string& part_dir, int64_t n, int64_t width) {
+  struct Type {
+    std::string name;  // "": a graph without types (files at the top of the folder)
+    int64_t count = 0;
+  };
+
+  absl::Status Open(const std::string& dir, bool overwrite, const std::string& part_dir, std::vector<Type> types,
+                    int64_t width) {
     ASSIGN_OR_RETURN(core::StagingDir staging,
                      core::StagingDir::Create(dir, {.tool = "fanout-train", .overwrite = overwrite, .inputs = {part_dir}}));
     staging_ = std::make_unique<core::StagingDir>(std::move(staging));
-    path_ = staging_->path() + "/embeddings.npy";
-    header_ = core::EncodeNpyHeader(core::DType::kFloat32, {n, width});
     row_bytes_ = static_cast<size_t>(width) * sizeof(float);
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) return absl::PermissionDeniedError(StrCat("cannot create ", path_, ": ", std::strerror(errno)));
-    if (::pwrite(fd_, header_.data(), header_.size(), 0) != static_cast<ssize_t>(header_.size()) ||
-        ::ftruncate(fd_, static_cast<off_t>(header_.size() + row_bytes_ * n)) != 0) {
-      return absl::InternalError(StrCat("writing ", path_, ": ", std::strerror(errno)));
+    int64_t offset = 0;
+    for (Type& t : types) {
+      Table table;
+      table.type = t;
+      table.offset = offset;
+      offset += t.count;
+      const std::string folder = t.name.empty() ? staging_->path() : staging_->path() + "/" + t.name;
+      std::error_code ec;
+      std::filesystem::create_directories(folder, ec);
+      if (ec) return absl::PermissionDeniedError(StrCat("cannot create ", folder, ": ", ec.message()));
+      table.path = folder + "/embeddings.npy";
+      table.header = core::EncodeNpyHeader(core::DType::kFloat32, {t.count, width});
+      table.fd = ::open(table.path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (table.fd < 0) return absl::PermissionDeniedError(StrCat("cannot create ", table.path, ": ", std::strerror(errno)));
+      if (::pwrite(table.fd, table.header.data(), table.header.size(), 0) != static_cast<ssize_t>(table.header.size()) ||
+          ::ftruncate(table.fd, static_cast<off_t>(table.header.size() + row_bytes_ * t.count)) != 0) {
+        return absl::InternalError(StrCat("writing ", table.path, ": ", std::strerror(errno)));
+      }
+      table.seen.assign(t.count, false);
+      table.predictions.assign(t.count, -1);
+      tables_.push_back(std::move(table));
     }
-    seen_.assign(n, false);
-    predictions_.assign(n, -1);
     return absl::OkStatus();
   }
 
-  absl::Status Place(const at::Tensor& rows, const at::Tensor& orig) {
-    const int64_t* id = orig.data_ptr<int64_t>();
+  absl::Status Place(const at::Tensor& rows, const at::Tensor& ids) {
+    const int64_t* id = ids.data_ptr<int64_t>();
     const char* data = static_cast<const char*>(rows.data_ptr());
     const at::Tensor best = rows.size(0) > 0 && rows.size(1) > 0 ? rows.argmax(1) : at::Tensor();
     for (int64_t i = 0; i < rows.size(0); ++i) {
       const int64_t v = id[i];
-      if (v < 0 || v >= static_cast<int64_t>(seen_.size()) || seen_[v]) {
+      size_t t = 0;
+      while (t + 1 < tables_.size() && v >= tables_[t + 1].offset) ++t;
+      Table& table = tables_[t];
+      const int64_t row = v - table.offset;
+      if (row < 0 || row >= table.type.count || table.seen[row]) {
         return absl::InternalError(StrCat("inference output: original node ID ", v, " is out of range or came twice"));
       }
-      seen_[v] = true;
-      if (best.defined()) predictions_[v] = best.data_ptr<int64_t>()[i];
-      const off_t at = static_cast<off_t>(header_.size() + row_bytes_ * v);
-      if (::pwrite(fd_, data + row_bytes_ * i, row_bytes_, at) != static_cast<ssize_t>(row_bytes_)) {
-        return absl::InternalError(StrCat("writing ", path_, ": ", std::strerror(errno)));
+      table.seen[row] = true;
+      if (best.defined()) table.predictions[row] = best.data_ptr<int64_t>()[i];
+      const off_t at = static_cast<off_t>(table.header.size() + row_bytes_ * row);
+      if (::pwrite(table.fd, data + row_bytes_ * i, row_bytes_, at) != static_cast<ssize_t>(row_bytes_)) {
+        return absl::InternalError(StrCat("writing ", table.path, ": ", std::strerror(errno)));
       }
     }
     return absl::OkStatus();
   }
 
   absl::Status Finish(bool predictions, const nlohmann::json& info, int64_t width) {
-    if (::close(fd_) != 0) return absl::InternalError(StrCat("closing ", path_, ": ", std::strerror(errno)));
-    fd_ = -1;
-    const int64_t n = static_cast<int64_t>(seen_.size());
-    for (int64_t v = 0; v < n; ++v) {
-      if (!seen_[v]) return absl::InternalError(StrCat("inference output: no row for original node ", v));
-    }
     nlohmann::json j = info;
-    j["num_nodes"] = n;
-    j["id_order"] = "original node IDs of the input dataset (row i = node i)";
-    j["embeddings"] = {{"file", "embeddings.npy"}, {"dtype", "float32"}, {"shape", {n, width}},
-                       {"what", "the model's output for every node (logits for node classification)"}};
-    if (predictions) {
-      RETURN_IF_ERROR(core::WriteNpy(staging_->path() + "/predictions.npy", predictions_));
-      j["predictions"] = {{"file", "predictions.npy"}, {"dtype", "int64"}, {"shape", {n}},
-                          {"what", "argmax of each embeddings row: the predicted class"}};
+    const bool typed = !tables_.front().type.name.empty();
+    for (Table& table : tables_) {
+      if (::close(table.fd) != 0) return absl::InternalError(StrCat("closing ", table.path, ": ", std::strerror(errno)));
+      table.fd = -1;
+      const int64_t n = table.type.count;
+      for (int64_t v = 0; v < n; ++v) {
+        if (!table.seen[v]) {
+          return absl::InternalError(StrCat("inference output: no row for original node ", v,
+                                            typed ? StrCat(" of type ", table.type.name) : ""));
+        }
+      }
+      const std::string prefix = typed ? table.type.name + "/" : "";
+      nlohmann::json files;
+      files["num_nodes"] = n;
+      files["embeddings"] = {{"file", prefix + "embeddings.npy"}, {"dtype", "float32"}, {"shape", {n, width}},
+                             {"what", "the model's output for every node (logits for node classification)"}};
+      if (predictions) {
+        RETURN_IF_ERROR(core::WriteNpy(staging_->path() + "/" + prefix + "predictions.npy", table.predictions));
+        files["predictions"] = {{"file", prefix + "predictions.npy"}, {"dtype", "int64"}, {"shape", {n}},
+                                {"what", "argmax of each embeddings row: the predicted class"}};
+      }
+      if (typed) {
+        j["types"][table.type.name] = files;
+      } else {
+        j.update(files);
+      }
     }
+    j["id_order"] = typed ? "per node type, the original IDs of that type in the input dataset (row i = node i)"
+                          : "original node IDs of the input dataset (row i = node i)";
     std::ofstream out(staging_->path() + "/embeddings.json");
     out << j.dump(2) << "\n";
     out.close();
@@ -330,16 +381,23 @@ class OutputFile {
   }
 
   ~OutputFile() {
-    if (fd_ >= 0) ::close(fd_);
+    for (Table& t : tables_) {
+      if (t.fd >= 0) ::close(t.fd);
+    }
   }
 
  private:
+  struct Table {
+    Type type;
+    int64_t offset = 0;  // its first input ID
+    std::string path, header;
+    int fd = -1;
+    std::vector<bool> seen;
+    std::vector<int64_t> predictions;
+  };
   std::unique_ptr<core::StagingDir> staging_;
-  std::string path_, header_;
   size_t row_bytes_ = 0;
-  int fd_ = -1;
-  std::vector<bool> seen_;
-  std::vector<int64_t> predictions_;
+  std::vector<Table> tables_;
 };
 
 // Every rank learns whether all ranks are fine so far; the first error of this rank is kept.
@@ -362,6 +420,9 @@ absl::Status WriteNodeOutputs(const InferenceResult& r, const sampler::DistGraph
   const int64_t n = book.num_ids();
 
   // This rank's original IDs, from its own partition's orig_nids.npy (on its machine).
+  const core::TypeMap& types = graph.node_types();
+  std::vector<int64_t> offsets(types.num_types() + 1, 0);
+  for (int t = 0; t < types.num_types(); ++t) offsets[t + 1] = offsets[t] + types.count(t);
   at::Tensor orig;
   absl::Status mine = [&]() -> absl::Status {
     const int part = comm.rank() / std::max(1, tpm);
@@ -371,12 +432,23 @@ absl::Status WriteNodeOutputs(const InferenceResult& r, const sampler::DistGraph
       return absl::InvalidArgumentError(StrCat(path, ": expected ", book.size(part), " int64 IDs"));
     }
     const int64_t* ids = static_cast<const int64_t*>(a.data()) + (r.nodes.begin - book.start(part));
-    orig = at::tensor(std::vector<int64_t>(ids, ids + r.nodes.size()), at::kLong);
+    std::vector<int64_t> v(ids, ids + r.nodes.size());
+    if (config.typed()) {
+      // Type-wise original IDs -> input IDs, type-major (what OutputFile::Place takes).
+      for (size_t i = 0; i < v.size(); ++i) v[i] += offsets[types.ToTypeWise(r.nodes.begin + static_cast<int64_t>(i)).first];
+    }
+    orig = at::tensor(v, at::kLong);
     return absl::OkStatus();
   }();
   OutputFile out;
   if (mine.ok() && comm.rank() == 0) {
-    mine = out.Open(files.dir, files.overwrite, config.base_dir, n, width);
+    std::vector<OutputFile::Type> out_types;
+    if (config.typed()) {
+      for (int t = 0; t < types.num_types(); ++t) out_types.push_back({types.name(t), types.count(t)});
+    } else {
+      out_types.push_back({"", n});
+    }
+    mine = out.Open(files.dir, files.overwrite, config.base_dir, std::move(out_types), width);
   }
   RETURN_IF_ERROR(Agree(comm, mine, "writing node outputs"));
 

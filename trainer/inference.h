@@ -19,6 +19,7 @@
 #include "nlohmann/json.hpp"
 #include "sampler/dist_graph.h"
 #include "sampler/minibatch_sampler.h"
+#include "trainer/batch_tensors.h"
 #include "trainer/dist.h"
 #include "trainer/models.h"
 
@@ -42,6 +43,9 @@ struct InferenceOptions {
   core::ProgressMode progress = core::ProgressMode::kOff;  // rank 0's per-layer progress meter
   // Called on rank 0 after each layer (layer, layers, seconds since the start) for progress.
   std::function<void(int64_t, int64_t, double)> on_layer;
+  // The model's input rows for a batch (a typed graph's input layer: JobContext::ModelInput);
+  // null: the batch's features.
+  std::function<absl::StatusOr<at::Tensor>(const BatchTensors&, const sampler::MiniBatch&)> model_input;
 };
 
 struct InferenceResult {

@@ -71,7 +71,6 @@ absl::Status CheckTypedSupport(const TrainOptions& o, const core::PartitionConfi
                                            config.node_types.size(), " node types, ", config.edge_types.size(),
                                            " edge types) is not built yet"));
   };
-  if (!o.save_embeddings.empty()) return no("--save-embeddings (full-graph inference)");
   if (o.gpu_cache_bytes > 0) return no("--gpu-cache-bytes (the device feature cache)");
   if (o.embed.dim > 0 && !o.load_model.empty()) {
     return no("--load-model with --embed-featureless (best.pt holds the model, not the embeddings; --resume reads "
@@ -695,6 +694,9 @@ absl::Status Job::LoadModel() {
 absl::Status Job::SaveEmbeddings() {
   if (o_.save_embeddings.empty()) return absl::OkStatus();
   InferenceOptions io = Inference();
+  if (typed_input_ != nullptr) {
+    io.model_input = [this](const BatchTensors& bt, const sampler::MiniBatch& mb) { return ModelInput(bt, mb); };
+  }
   io.on_layer = [&](int64_t layer, int64_t layers, double seconds) {
     Log(StrCat("fanout-train: inference: layer ", layer + 1, "/", layers, " done for all nodes (", seconds, " s)"));
   };
@@ -720,7 +722,8 @@ absl::Status Job::SaveEmbeddings() {
   RETURN_IF_ERROR(WriteNodeOutputs(r, *graph_, *comm_, files));
   if (lead()) {
     Log(StrCat("fanout-train: wrote embeddings and predictions of ", graph_->num_nodes(), " nodes to ",
-               o_.save_embeddings, " (", Since(start), " s)"));
+               o_.save_embeddings, graph_->config().typed() ? " (a folder per node type)" : "", " (", Since(start),
+               " s)"));
   }
   return absl::OkStatus();
 }

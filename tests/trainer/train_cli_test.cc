@@ -584,6 +584,54 @@ TEST(TypedTrainCliTest, ResumingWithLearnableEmbeddingsContinuesTheUninterrupted
   EXPECT_NE(ranks[0]->output().find("does not fit this model"), std::string::npos) << ranks[0]->output();
 }
 
+// --save-embeddings on a typed graph: full-graph inference with the typed input layer (the
+// learnable rows read from the servers), a folder per node type in type-wise original ID order;
+// the papers' predictions give the test accuracy fanout-train printed (evaluation with every
+// neighbour, as inference).
+TEST(TypedTrainCliTest, SavedPredictionsPerTypeGiveThePrintedTestAccuracy) {
+  testing::TempDir dir;
+  partition::Dataset d = testing::MakeTypedDataset(8, 300, 200, 10);
+  partition::PartitionOptions po;
+  po.out_dir = dir.Sub("parts");
+  po.num_parts = 2;
+  po.add_reverse_edges = true;
+  po.quiet = true;
+  auto made = partition::PartitionDataset(d, po);
+  ASSERT_TRUE(made.ok()) << made.status();
+  testing::ServerCluster cluster;
+  server::ServerOptions so;
+  so.allow_push = true;
+  cluster.Start(made->config_path, so);
+  const std::string out = dir.Sub("emb");
+  auto ranks = StartRanks(2, {"--part-config", made->config_path, "--servers", cluster.ServerList(), "--model", "rgcn",
+                              "--embed-featureless", "8", "--fanouts", "4,4", "--eval-fanouts", "-1,-1", "--hidden",
+                              "16", "--batch-size", "32", "--epochs", "3", "--threads", "1", "--save-embeddings", out});
+  ASSERT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();
+  ASSERT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
+  const std::string text = ranks[0]->output();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(text, m, std::regex("test accuracy ([0-9.]+)"))) << text;
+  const double printed = std::stod(m[1]);
+  const int64_t counts[3] = {300, 200, 10};
+  const char* names[3] = {"paper", "author", "venue"};
+  for (int t = 0; t < 3; ++t) {
+    auto e = core::NpyArray::Map(StrCat(out, "/", names[t], "/embeddings.npy"));
+    ASSERT_TRUE(e.ok()) << e.status();
+    EXPECT_EQ(e->rows(), counts[t]) << names[t];
+    EXPECT_TRUE(fs::exists(StrCat(out, "/", names[t], "/predictions.npy"))) << names[t];
+  }
+  auto pred = core::NpyArray::Map(out + "/paper/predictions.npy");
+  ASSERT_TRUE(pred.ok()) << pred.status();
+  const int64_t* p = static_cast<const int64_t*>(pred->data());
+  const int64_t* label = static_cast<const int64_t*>(d.node_fields[1].data.data());  // MakeTypedDataset's "label"
+  int64_t right = 0;
+  for (int64_t v : d.test_idx) right += p[v] == label[v] ? 1 : 0;  // papers come first: input ID = paper ID
+  EXPECT_NEAR(static_cast<double>(right) / static_cast<double>(d.test_idx.size()), printed, 1e-4);
+  std::ifstream info_file(out + "/embeddings.json");
+  const nlohmann::json info = nlohmann::json::parse(info_file);
+  EXPECT_EQ(info["types"]["author"]["embeddings"]["shape"][0], 200);
+}
+
 TEST_F(TrainCliTest, DeadOrStuckPeerEndsTheRunWithinTheTimeout) {
   // SIGKILL closes rank 1's connections: rank 0 fails at once. SIGSTOP leaves them open and
   // silent: only --comm-timeout (10 s here) can end rank 0's wait.
