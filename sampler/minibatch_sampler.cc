@@ -11,6 +11,7 @@
 #include "core/sampling.h"
 #include "core/status.h"
 #include "core/strings.h"
+#include "core/text_reader.h"
 #include "sampler/seed_split.h"
 
 namespace fanout::sampler {
@@ -26,6 +27,20 @@ uint64_t Mix(uint64_t h, uint64_t v) { return core::SplitMix64(h ^ core::SplitMi
 
 absl::Status ValidateSamplerOptions(const SamplerOptions& o, const DistGraph& graph) {
   RETURN_IF_ERROR(core::CheckLayerFanouts("--fanouts", o.fanouts));
+  if (!o.relation_fanouts.empty()) {
+    const size_t relations = graph.config().edge_types.size();
+    if (o.relation_fanouts.size() != o.fanouts.size()) {
+      return absl::InvalidArgumentError(StrCat("--relation-fanout: ", o.relation_fanouts.size(), " layers, --fanouts ",
+                                               o.fanouts.size()));
+    }
+    for (const std::vector<int64_t>& layer : o.relation_fanouts) {
+      if (layer.size() != relations) {
+        return absl::InvalidArgumentError(
+            StrCat("--relation-fanout: ", layer.size(), " fanouts for a graph of ", relations, " edge types"));
+      }
+      for (int64_t f : layer) RETURN_IF_ERROR(core::CheckFanout(f));
+    }
+  }
   if (o.batch_size < 1) return absl::InvalidArgumentError(StrCat("--batch-size must be >= 1, got ", o.batch_size));
   if (o.cached_nodes != nullptr) {
     const std::vector<int64_t>& ids = o.cached_nodes->ids();
@@ -92,6 +107,48 @@ absl::Status ValidateSamplerOptions(const SamplerOptions& o, const DistGraph& gr
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::vector<int64_t>>> ResolveRelationFanouts(const core::PartitionConfig& config,
+                                                                         const std::vector<int64_t>& fanouts,
+                                                                         const std::vector<std::string>& specs) {
+  if (specs.empty()) return std::vector<std::vector<int64_t>>{};
+  const size_t relations = config.edge_types.size();
+  std::vector<std::vector<int64_t>> out(fanouts.size());
+  for (size_t l = 0; l < fanouts.size(); ++l) out[l].assign(relations, fanouts[l]);
+  std::vector<std::string> names;
+  for (const auto& t : config.edge_types) names.push_back(t.ToString());
+  std::vector<bool> given(relations, false);
+  for (const std::string& spec : specs) {
+    auto bad = [&](const std::string& why) {
+      return absl::InvalidArgumentError(StrCat("--relation-fanout ", spec, ": ", why));
+    };
+    const size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) return bad("expected REL=F0,F1,... (one fanout per layer)");
+    const std::string rel = spec.substr(0, eq);
+    int found = -1;
+    for (size_t r = 0; r < relations; ++r) {
+      if (rel != names[r] && rel != config.edge_types[r].rel) continue;
+      if (found >= 0) return bad(StrCat("'", rel, "' names several edge types; write one as SRC:REL:DST (",
+                                        core::StrJoin(names, ", "), ")"));
+      found = static_cast<int>(r);
+    }
+    if (found < 0) return bad(StrCat("no edge type '", rel, "'; the graph has ", core::StrJoin(names, ", ")));
+    if (given[found]) return bad(StrCat("edge type ", names[found], " is given twice"));
+    given[found] = true;
+    const std::vector<std::string> values = core::StrSplit(spec.substr(eq + 1), ",");
+    if (values.size() != fanouts.size()) {
+      return bad(StrCat(values.size(), " fanouts for ", fanouts.size(), " layers (--fanouts)"));
+    }
+    for (size_t l = 0; l < values.size(); ++l) {
+      int64_t f = 0;
+      if (!core::ParseInt64(values[l], &f) || !core::CheckFanout(f).ok()) {
+        return bad(StrCat("fanout '", values[l], "' is not -1 (all) or a count >= 0"));
+      }
+      out[l][found] = f;
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<std::string>> TypedFieldKeys(const DistGraph& graph, const std::string& name,
@@ -165,6 +222,7 @@ absl::Status MiniBatchSampler::SampleBlocksFor(std::span<const int64_t> seeds, u
   for (int l = layers - 1; l >= 0; --l) {
     core::SampleOptions so;
     so.fanout = options_.fanouts[l];
+    if (!options_.relation_fanouts.empty()) so.etype_fanouts = options_.relation_fanouts[l];
     so.replace = options_.replace;
     so.seed = Mix(stream, static_cast<uint64_t>(l) + 1);
     RETURN_IF_ERROR(graph_->SampleNeighbors(frontier, so, &edges_));

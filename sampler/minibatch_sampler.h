@@ -51,6 +51,9 @@ struct EdgeDataOptions {
 
 struct SamplerOptions {
   std::vector<int64_t> fanouts = {15, 10, 5};  // per layer, input layer first (DGL); -1 = all
+  // Typed graphs: per layer, one fanout per edge type (DGL's per-etype fanouts); empty: every
+  // relation gets its layer's `fanouts` entry (DGL's int fanout on a heterograph).
+  std::vector<std::vector<int64_t>> relation_fanouts;
   int64_t batch_size = 1024;                   // seeds per step (the epoch's last may be smaller)
   bool replace = false;                        // sample with replacement
   bool shuffle = true;                         // reshuffle the seeds every epoch
@@ -76,6 +79,14 @@ std::shared_ptr<const NodeSlots> IndexNodes(std::vector<int64_t> ids, int64_t nu
 
 // Checks options against a graph: fanouts, batch size, fields present with usable dtypes.
 absl::Status ValidateSamplerOptions(const SamplerOptions& options, const DistGraph& graph);
+
+// Per layer and edge type, the fanouts that `specs` ("REL=F0,F1,...", one value per layer; REL a
+// relation name or a canonical "SRC:REL:DST") give, every other relation taking `fanouts`.
+// INVALID_ARGUMENT names the spec at fault: an unknown or ambiguous relation (listing the graph's
+// edge types), a relation given twice, the wrong number of layers, a fanout below -1.
+absl::StatusOr<std::vector<std::vector<int64_t>>> ResolveRelationFanouts(const core::PartitionConfig& config,
+                                                                         const std::vector<int64_t>& fanouts,
+                                                                         const std::vector<std::string>& specs);
 
 // On a typed graph: per node type, the key ("TYPE/NAME") of its node field `name`, or "" for
 // the types without one; NOT_FOUND (naming `what`, "feature" or "label", and the graph's

@@ -39,7 +39,7 @@ static_assert(core::FieldCount<rpc::ClientOptions>() == 5, "list the new ClientO
 static_assert(core::FieldCount<core::SecurityOptions>() == 5, "list the new SecurityOptions member in WalkSpec");
 static_assert(core::FieldCount<core::ServerMap>() == 1, "list the new ServerMap member in WalkSpec");
 // (SamplerOptions::cached_nodes travels beside the spec, with the seeds.)
-static_assert(core::FieldCount<SamplerOptions>() == 11, "list the new SamplerOptions member in WalkSpec");
+static_assert(core::FieldCount<SamplerOptions>() == 12, "list the new SamplerOptions member in WalkSpec");
 static_assert(core::FieldCount<EdgeDataOptions>() == 2, "list the new EdgeDataOptions member in WalkSpec");
 
 template <typename S, typename F>
@@ -63,6 +63,7 @@ absl::Status WalkSpec(S& s, F&& f) {
   RETURN_IF_ERROR(f("graph.cache_field", g.cache_field));
   RETURN_IF_ERROR(f("graph.cache_max_bytes", g.cache_max_bytes));
   RETURN_IF_ERROR(f("sampler.fanouts", o.fanouts));
+  RETURN_IF_ERROR(f("sampler.relation_fanouts", o.relation_fanouts));
   RETURN_IF_ERROR(f("sampler.batch_size", o.batch_size));
   RETURN_IF_ERROR(f("sampler.replace", o.replace));
   RETURN_IF_ERROR(f("sampler.shuffle", o.shuffle));

@@ -146,7 +146,10 @@ class NodeClassification final : public Task {
     MetricAccumulator metric(o.metric, model.options().num_classes);
     if (!ids.empty()) {
       sampler::SamplerOptions so = o.sampling;
-      if (!o.eval_fanouts.empty()) so.fanouts = o.eval_fanouts;
+      if (!o.eval_fanouts.empty()) {
+        so.fanouts = o.eval_fanouts;  // for every relation
+        so.relation_fanouts.clear();
+      }
       so.batch_size = o.eval_batch_size;
       so.shuffle = false;
       so.seed = core::SplitMix64(o.sampling.seed + 0x5eed);

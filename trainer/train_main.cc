@@ -136,6 +136,10 @@ int Main(int argc, char** argv) {
   args.AddIntList("fanouts", &o.sampling.fanouts,
                   "neighbours per layer, input layer first (-1 = all); sets the layer count");
   args.AddIntList("eval-fanouts", &o.eval_fanouts, "fanouts for evaluation (default: --fanouts)");
+  std::vector<std::string> relation_fanouts;
+  args.AddRepeatedString("relation-fanout", &relation_fanouts,
+                         "typed graphs: REL=F0,F1,... gives relation REL (or SRC:REL:DST) its own fanout per layer; "
+                         "the other relations take --fanouts (repeat it per relation)");
   args.AddInt("eval-batch-size", &o.eval_batch_size, "seeds per evaluation batch");
   args.AddInt("eval-every", &o.eval_every, "validate every N epochs, and after the last (0: never)");
   args.AddBool("test", &o.test, "report the test metric after the last epoch (--no-test: skip)");
@@ -313,6 +317,9 @@ int Main(int argc, char** argv) {
   auto map = core::ResolveServers(servers, job_servers, ip_config, o.part_config, num_servers, config->num_parts);
   if (!map.ok()) return args.Fail(map.status());
   o.graph.servers = std::move(*map);
+  auto resolved = sampler::ResolveRelationFanouts(*config, o.sampling.fanouts, relation_fanouts);
+  if (!resolved.ok()) return args.Fail(resolved.status());
+  o.sampling.relation_fanouts = std::move(*resolved);
   o.graph.machine_id = machine_id >= 0 ? machine_id : o.dist.rank / o.trainers_per_machine;
   if (dist_backend != "auto") o.dist_backend = *trainer::ParseCommBackend(dist_backend);
   o.gpu_cache_presample = cache_policy == "presample";

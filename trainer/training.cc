@@ -278,6 +278,15 @@ absl::Status Job::Setup() {
                ", batch ", so.batch_size, "; train/val/test ", sizes_.train, "/", sizes_.val, "/",
                sizes_.test, "; ", o_.loader.num_samplers, " sampler process(es) per trainer; ",
                o_.intra_op_threads, " intra-op thread(s); device ", o_.device));
+    if (!so.relation_fanouts.empty()) {
+      std::vector<std::string> per;
+      for (size_t r = 0; r < config.edge_types.size(); ++r) {
+        std::vector<int64_t> f;
+        for (const auto& layer : so.relation_fanouts) f.push_back(layer[r]);
+        per.push_back(StrCat(config.edge_types[r].ToString(), " ", core::StrJoin(f, ",")));
+      }
+      Log(StrCat("fanout-train: fanouts per relation: ", core::StrJoin(per, "; ")));
+    }
     if (!so.edge.weight_field.empty()) {
       Log(StrCat("fanout-train: messages weighted by edge field '", so.edge.weight_field, "'"));
     }

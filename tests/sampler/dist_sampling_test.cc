@@ -399,6 +399,19 @@ TEST(DistGraphErrorsTest, TypedFieldsAreNamedByTypeAndRefusedForOtherTypes) {
   EXPECT_NE(other.message().find("node 130 is of type author; field 'paper/feat' holds paper nodes only"),
             std::string::npos)
       << other;
+  // --relation-fanout names a relation by its name or its canonical type, once, per layer.
+  const std::vector<int64_t> two = {5, 5};
+  for (const auto& [spec, want] : std::vector<std::pair<std::string, std::string>>{
+           {"wrote=1,1", "no edge type 'wrote'; the graph has author:writes:paper, paper:cites:paper, paper:in:venue"},
+           {"writes=1", "1 fanouts for 2 layers (--fanouts)"},
+           {"writes=1,-2", "fanout '-2' is not -1 (all) or a count >= 0"},
+           {"cites", "expected REL=F0,F1,..."}}) {
+    auto r = ResolveRelationFanouts(*cfg, two, {spec});
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << spec << ": " << r.status();
+  }
+  auto twice = ResolveRelationFanouts(*cfg, two, {"writes=1,1", "author:writes:paper=2,2"});
+  EXPECT_NE(twice.status().message().find("edge type author:writes:paper is given twice"), std::string::npos)
+      << twice.status();
   so.feature_field = "feat";
   MiniBatchSampler sampler(g->get(), so, {});
   std::vector<int64_t> labels;
@@ -602,7 +615,8 @@ TEST(ServedSourceTest, FakeSourcesBehindGrpcServersAnswerTheRouter) {
 // Typed graphs (issue 29): mini-batches over 1 and 2 partitions, from threads and from sampler
 // processes. Every sampled edge carries its relation, which matches its edge ID's type and its
 // endpoints' types; a destination's edges come relation by relation, each relation sampled with
-// the layer's fanout exactly (min(fanout, the node's in-degree in that relation)); the input
+// its own fanout exactly (min(fanout, the node's in-degree in that relation): the layer's, or
+// --relation-fanout's for `writes` and `paper:in:venue`); the input
 // nodes carry their types, features arrive for the paper inputs only, in input order, and the
 // labels are the papers' own.
 class TypedSamplingTest : public ::testing::TestWithParam<int> {};
@@ -645,6 +659,13 @@ TEST_P(TypedSamplingTest, BlocksKeepEveryEdgesRelationAndPerRelationFanouts) {
   so.fanouts = {2, 3};
   so.batch_size = 32;
   so.seed = 5;
+  auto resolved = ResolveRelationFanouts(config, so.fanouts, {"writes=1,4", "paper:in:venue=0,-1"});
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  so.relation_fanouts = *resolved;
+  const int writes = *etypes.TypeId("author:writes:paper"), in = *etypes.TypeId("paper:in:venue");
+  EXPECT_EQ(so.relation_fanouts[0][writes], 1);
+  EXPECT_EQ(so.relation_fanouts[1][in], -1);
+  EXPECT_EQ(so.relation_fanouts[1][*etypes.TypeId("paper:cites:paper")], 3);
   ASSERT_TRUE(ValidateSamplerOptions(so, **g).ok()) << ValidateSamplerOptions(so, **g);
   LoaderOptions lo;
   lo.sampler_binary = FANOUT_SAMPLER_BIN;
@@ -666,7 +687,7 @@ TEST_P(TypedSamplingTest, BlocksKeepEveryEdgesRelationAndPerRelationFanouts) {
       ASSERT_TRUE((*g)->FindEdges({b.eids.data(), b.eids.size()}, src.data(), dst.data()).ok());
       for (int64_t j = 0; j < b.num_dst; ++j) {
         const int64_t v = b.src_nodes[j];
-        std::vector<int64_t> per_relation(etypes.num_types(), 0);
+        std::vector<int64_t> per_relation(etypes.num_types(), 0);  // edges of each relation
         for (int64_t e = b.indptr[j]; e < b.indptr[j + 1]; ++e) {
           const int r = b.etype[e];
           if (e > b.indptr[j]) EXPECT_LE(b.etype[e - 1], r) << "relations out of order at edge " << e;
@@ -683,7 +704,8 @@ TEST_P(TypedSamplingTest, BlocksKeepEveryEdgesRelationAndPerRelationFanouts) {
         const core::PartitionStore& owner = *stores[(*g)->node_book().PartOf(v)];
         for (int r = 0; r < etypes.num_types(); ++r) {
           const int64_t degree = owner.Neighbors(v, core::EdgeDir::kIn, r).degree;
-          EXPECT_EQ(per_relation[r], std::min<int64_t>(so.fanouts[l], degree)) << "node " << v << " relation " << r;
+          const int64_t f = so.relation_fanouts[l][r];
+          EXPECT_EQ(per_relation[r], f < 0 ? degree : std::min<int64_t>(f, degree)) << "node " << v << " relation " << r;
         }
       }
     }
@@ -708,7 +730,10 @@ TEST_P(TypedSamplingTest, BlocksKeepEveryEdgesRelationAndPerRelationFanouts) {
     }
   }
   EXPECT_GT(typed_edges, 1000);
-  EXPECT_EQ(relations_seen.size(), 6u);
+  // paper:in:venue ends at venues, which are only ever destinations in layer 0, where its
+  // fanout is 0: every other relation turns up.
+  EXPECT_EQ(relations_seen.size(), 5u);
+  EXPECT_EQ(relations_seen.count(in), 0u);
 
   // The same batches from a sampler process, through the shared-memory batch file.
   lo.num_samplers = 1;

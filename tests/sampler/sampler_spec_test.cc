@@ -27,6 +27,7 @@ SamplerSpec EveryFieldSet() {
   g.cache_max_bytes = 1 << 20;
   SamplerOptions& o = s.sampler;
   o.fanouts = {25, -1, 3};
+  o.relation_fanouts = {{1, 2}, {-1, 0}, {3, 4}};
   o.batch_size = 77;
   o.replace = true;
   o.shuffle = false;
@@ -74,6 +75,7 @@ TEST(SamplerSpecTest, EveryFieldRoundTrips) {
   EXPECT_EQ(g.cache_max_bytes, wg.cache_max_bytes);
   const SamplerOptions &o = got->sampler, &wo = want.sampler;
   EXPECT_EQ(o.fanouts, wo.fanouts);
+  EXPECT_EQ(o.relation_fanouts, wo.relation_fanouts);
   EXPECT_EQ(o.batch_size, wo.batch_size);
   EXPECT_EQ(o.replace, wo.replace);
   EXPECT_EQ(o.shuffle, wo.shuffle);
