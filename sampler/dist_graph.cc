@@ -180,10 +180,8 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
     if (!g->is_local(p)) g->sources_[p] = std::make_shared<rpc::RemoteGraphSource>(p, std::move(clients[p]));
   }
   g->StartPool();
-  // The halo cache holds an untyped field (one row per node); a typed graph's features are
-  // typed fields, pulled uncached for now.
   if (!options.cache_field.empty() && options.cache_max_bytes > 0 && g->local_ != nullptr &&
-      config.num_parts > 1 && !config.typed()) {
+      config.num_parts > 1) {
     RETURN_IF_ERROR(g->BuildCache());
   }
   return g;
@@ -194,15 +192,40 @@ void DistGraph::StartPool() {
 }
 
 absl::Status DistGraph::BuildCache() {
-  const std::string& field = options_.cache_field;
-  ASSIGN_OR_RETURN(size_t rb, NodeRowBytes(field));
+  // A typed graph's features are typed fields: the cache holds the halo rows of the type with
+  // the most halo nodes among those that have the field (ogbn-mag: papers, the only featured
+  // type), keyed TYPE/NAME like the pulls it answers.
+  std::string field = options_.cache_field;
+  int cached_type = -1;
+  if (config_.typed()) {
+    const std::string path = config_.PartPath(options_.machine_id, core::PartFiles::kHaloNids);
+    ASSIGN_OR_RETURN(core::NpyArray halo_file, core::NpyArray::Map(path));
+    std::vector<int64_t> per_type(node_types_.num_types(), 0);
+    const int64_t* h = halo_file.data_as<int64_t>();
+    for (int64_t i = 0; i < halo_file.rows(); ++i) {
+      if (book_.Contains(h[i])) ++per_type[node_types_.ToTypeWise(h[i]).first];
+    }
+    for (int t = 0; t < node_types_.num_types(); ++t) {
+      const std::string key = node_types_.name(t) + "/" + options_.cache_field;
+      if (NodeFieldSchema(key).ok() && (cached_type < 0 || per_type[t] > per_type[cached_type])) cached_type = t;
+    }
+    if (cached_type < 0) return absl::OkStatus();  // no type has the field: nothing to cache
+    field = node_types_.name(cached_type) + "/" + options_.cache_field;
+  }
+  ASSIGN_OR_RETURN(core::FieldSchema schema, NodeFieldSchema(field));
+  const size_t rb = schema.row_bytes();
   const std::string path = config_.PartPath(options_.machine_id, core::PartFiles::kHaloNids);
   ASSIGN_OR_RETURN(core::NpyArray halo_file, core::NpyArray::Map(path));
   if (halo_file.dtype() != core::DType::kInt64 || halo_file.shape().size() != 1) {
     return absl::InvalidArgumentError(StrCat(path, ": expected a 1-d int64 array of halo node IDs"));
   }
   const int64_t* h = halo_file.data_as<int64_t>();
-  std::vector<int64_t> halo(h, h + halo_file.shape()[0]);
+  std::vector<int64_t> halo;
+  for (int64_t i = 0; i < halo_file.shape()[0]; ++i) {
+    if (cached_type < 0 || (book_.Contains(h[i]) && node_types_.ToTypeWise(h[i]).first == cached_type)) {
+      halo.push_back(h[i]);
+    }
+  }
   const size_t max_rows = static_cast<size_t>(options_.cache_max_bytes) / std::max<size_t>(1, rb);
   std::vector<int64_t> counts;
   if (halo.size() > max_rows) {
@@ -211,11 +234,14 @@ absl::Status DistGraph::BuildCache() {
     slot.Reset(halo.size());
     for (int64_t id : halo) slot.Insert(id);
     counts.assign(halo.size(), 0);
-    for (int64_t v = local_->node_start(); v < local_->node_end(); ++v) {
-      const core::PartitionStore::Adjacency a = local_->Neighbors(v, core::EdgeDir::kIn);
-      for (int64_t i = 0; i < a.degree; ++i) {
-        const int64_t k = slot.Find(a.nbrs[i]);
-        if (k >= 0) ++counts[k];
+    const int runs = local_->num_edge_types();  // every relation's in-edges
+    for (int r = 0; r < runs; ++r) {
+      for (int64_t v = local_->node_start(); v < local_->node_end(); ++v) {
+        const core::PartitionStore::Adjacency a = local_->Neighbors(v, core::EdgeDir::kIn, runs > 1 ? r : -1);
+        for (int64_t i = 0; i < a.degree; ++i) {
+          const int64_t k = slot.Find(a.nbrs[i]);
+          if (k >= 0) ++counts[k];
+        }
       }
     }
   }
@@ -232,7 +258,7 @@ absl::Status DistGraph::BuildCache() {
   RETURN_IF_ERROR(GroupByPart(cache->ids(), book_, "node", &positions));
   constexpr size_t kChunk = 1 << 16;
   char* rows = cache->mutable_row(0);
-  const core::FieldRef ref = core::FieldRef::Node(field);
+  const core::FieldRef ref{core::FieldRef::Kind::kNode, schema.node_type, schema.name};
   for (size_t start = 0;; start += kChunk) {
     std::vector<std::vector<int64_t>> chunk_pos(positions.size()), chunk_ids(positions.size());
     bool any = false;

@@ -24,7 +24,8 @@ std::string CachingGraphSource::Describe() const {
 
 void CachingGraphSource::GatherRows(const core::FieldRef& field, size_t row_bytes, std::span<const int64_t> ids,
                                     std::span<const int64_t> positions, char* out, core::Done done) {
-  if (field != core::FieldRef::Node(cache_->field()) || row_bytes != cache_->row_bytes()) {
+  // (The cache's field is a key: "NAME", or "TYPE/NAME" for a typed graph's features.)
+  if (field.kind != core::FieldRef::Kind::kNode || field.key() != cache_->field() || row_bytes != cache_->row_bytes()) {
     return ForwardingGraphSource::GatherRows(field, row_bytes, ids, positions, out, std::move(done));
   }
   // Cached rows are copied here; only the others are asked of the source behind. Cached rows

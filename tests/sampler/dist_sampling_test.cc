@@ -742,6 +742,27 @@ TEST_P(TypedSamplingTest, BlocksKeepEveryEdgesRelationAndPerRelationFanouts) {
   const std::vector<MiniBatch> again = Drain(**processes);
   ASSERT_EQ(again.size(), batches.size());
   for (size_t i = 0; i < batches.size(); ++i) testing::ExpectSameBatch(batches[i], again[i]);
+
+  // The halo cache holds the featured type's remote rows (papers', keyed paper/feat) and changes
+  // nothing but where they come from.
+  if (parts > 1) {
+    DistGraphOptions cached = go;
+    cached.cache_field = "feat";
+    cached.cache_max_bytes = 1 << 20;
+    auto c = DistGraph::Open(config, cached);
+    ASSERT_TRUE(c.ok()) << c.status();
+    ASSERT_NE((*c)->row_cache(), nullptr);
+    EXPECT_EQ((*c)->row_cache()->field(), "paper/feat");
+    EXPECT_GT((*c)->row_cache()->size(), 0u);
+    for (int64_t id : (*c)->row_cache()->ids()) EXPECT_EQ(ntypes.ToTypeWise(id).first, paper) << id;
+    lo.num_samplers = 0;
+    auto l = MakeBatchLoader(c->get(), cached, so, seeds, lo);
+    ASSERT_TRUE(l.ok()) << l.status();
+    const std::vector<MiniBatch> via_cache = Drain(**l);
+    ASSERT_EQ(via_cache.size(), batches.size());
+    for (size_t i = 0; i < batches.size(); ++i) testing::ExpectSameBatch(batches[i], via_cache[i]);
+    EXPECT_GT((*c)->cache_hits(), 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Parts, TypedSamplingTest, ::testing::Values(1, 2),
