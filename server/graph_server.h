@@ -25,7 +25,7 @@ struct ServerOptions {
   int num_threads = 0;                     // request workers; 0 = hardware concurrency
   ServiceLimits limits;
   int64_t max_request_bytes = 64ll << 20;  // larger requests: RESOURCE_EXHAUSTED from gRPC
-  bool allow_push = false;                 // accept PushNodeData (writes); refused otherwise
+  bool allow_push = false;                 // accept writes (PushNodeData, CreateNodeField, SparseUpdate)
   rpc::Security security;                       // TLS and token (default: plaintext, no token)
   int handshake_timeout_ms = 10000;        // connections that have not finished HTTP/2 (and TLS)
                                            // setup by then are closed

@@ -33,7 +33,7 @@ struct ServiceLimits {
 // What the service lets callers do beyond reading.
 struct ServicePolicy {
   ServiceLimits limits;
-  bool allow_push = false;  // PushNodeData and CreateNodeField refused (PERMISSION_DENIED) unless set
+  bool allow_push = false;  // PushNodeData, CreateNodeField and SparseUpdate refused (PERMISSION_DENIED) unless set
   std::string auth_token;   // non-empty: every call must carry "authorization: Bearer <token>"
 };
 

@@ -276,15 +276,24 @@ class BuiltInModel : public GnnModel {
   std::string PublicName(const std::string& name) const final { return BuiltInPublicName(name); }
 };
 
-// GraphSAGE and GCN as DGL's examples: conv, then ReLU and dropout between layers (not after
-// the last).
+// GraphSAGE, GCN and R-GCN as DGL's examples: conv, then ReLU and dropout between layers (not
+// after the last).
+// A layer of `Conv` from in to out, with what else it takes from the options.
+template <typename Conv>
+std::shared_ptr<Conv> MakeConv(const ModelOptions& o, int64_t in, int64_t out, at::Generator& gen) {
+  return std::make_shared<Conv>(in, out, o.fused, gen);
+}
+template <>
+std::shared_ptr<RelSageConv> MakeConv<RelSageConv>(const ModelOptions& o, int64_t in, int64_t out, at::Generator& gen) {
+  return std::make_shared<RelSageConv>(in, out, o.num_relations, o.fused, gen);
+}
+
 template <typename Conv>
 class ReluStackModel final : public BuiltInModel {
  public:
   ReluStackModel(const ModelOptions& o, at::Generator& gen) : BuiltInModel(o) {
     for (int64_t l = 0; l < o.num_layers; ++l) {
-      layers_.push_back(register_module(
-          StrCat("layer", l), std::make_shared<Conv>(LayerIn(o, l, 1), LayerOut(o, l), o.fused, gen)));
+      layers_.push_back(register_module(StrCat("layer", l), MakeConv<Conv>(o, LayerIn(o, l, 1), LayerOut(o, l), gen)));
     }
   }
 
@@ -303,25 +312,7 @@ using SageModel = ReluStackModel<SageConv>;
 using GcnModel = ReluStackModel<GcnConv>;
 
 // R-GCN: RelSageConv layers, ReLU and dropout between them (DGL's entity classification shape).
-class RgcnModel final : public BuiltInModel {
- public:
-  RgcnModel(const ModelOptions& o, at::Generator& gen) : BuiltInModel(o) {
-    for (int64_t l = 0; l < o.num_layers; ++l) {
-      layers_.push_back(register_module(
-          StrCat("layer", l), std::make_shared<RelSageConv>(LayerIn(o, l, 1), LayerOut(o, l), o.num_relations, o.fused, gen)));
-    }
-  }
-
-  at::Tensor ForwardLayer(int64_t l, const BlockTensors& block, const at::Tensor& h) override {
-    TORCH_CHECK(l >= 0 && l < static_cast<int64_t>(layers_.size()), "layer ", l, " of a ", layers_.size(), "-layer model");
-    at::Tensor out = layers_[l]->Forward(block, h);
-    if (l + 1 < static_cast<int64_t>(layers_.size())) out = ReluDropoutInPlace(out, options().dropout, is_training());
-    return out;
-  }
-
- private:
-  std::vector<std::shared_ptr<RelSageConv>> layers_;
-};
+using RgcnModel = ReluStackModel<RelSageConv>;
 
 // GAT as DGL's example: every layer drops its input features and attention with `dropout`;
 // hidden layers apply ELU and concatenate the heads, the output layer averages them.

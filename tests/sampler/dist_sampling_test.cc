@@ -624,18 +624,12 @@ class TypedSamplingTest : public ::testing::TestWithParam<int> {};
 TEST_P(TypedSamplingTest, BlocksKeepEveryEdgesRelationAndPerRelationFanouts) {
   const int parts = GetParam();
   testing::TempDir dir;
-  partition::Dataset d = testing::MakeTypedDataset(11, 300, 200, 10);
-  partition::PartitionOptions po;
-  po.out_dir = dir.Sub("parts");
-  po.num_parts = parts;
-  po.add_reverse_edges = true;
-  po.quiet = true;
-  auto made = partition::PartitionDataset(d, po);
-  ASSERT_TRUE(made.ok()) << made.status();
-  const core::PartitionConfig config = *core::LoadPartitionConfig(made->config_path);
+  const std::string config_path = testing::PartitionTyped(dir, testing::MakeTypedDataset(11, 300, 200, 10), parts);
+  ASSERT_FALSE(config_path.empty());
+  const core::PartitionConfig config = *core::LoadPartitionConfig(config_path);
   ASSERT_EQ(config.edge_types.size(), 6u);  // three relations and their reverses
   testing::ServerCluster cluster;
-  cluster.Start(made->config_path);
+  cluster.Start(config_path);
   DistGraphOptions go;
   go.machine_id = 0;
   go.servers = *ParseServerList(cluster.ServerList(), parts);
@@ -669,7 +663,7 @@ TEST_P(TypedSamplingTest, BlocksKeepEveryEdgesRelationAndPerRelationFanouts) {
   ASSERT_TRUE(ValidateSamplerOptions(so, **g).ok()) << ValidateSamplerOptions(so, **g);
   LoaderOptions lo;
   lo.sampler_binary = FANOUT_SAMPLER_BIN;
-  lo.part_config_path = made->config_path;
+  lo.part_config_path = config_path;
   lo.num_threads = 2;
   auto threads = MakeBatchLoader(g->get(), go, so, seeds, lo);
   ASSERT_TRUE(threads.ok()) << threads.status();

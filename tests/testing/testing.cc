@@ -357,6 +357,17 @@ std::string PartitionRandom(const TempDir& dir, const RandomGraphSpec& spec, int
   return s.ok() ? s->config_path : "";
 }
 
+std::string PartitionTyped(const TempDir& dir, const Dataset& d, int parts) {
+  partition::PartitionOptions o;
+  o.out_dir = dir.Sub("parts");
+  o.num_parts = parts;
+  o.add_reverse_edges = true;
+  o.quiet = true;
+  auto s = partition::PartitionDataset(d, o);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? s->config_path : "";
+}
+
 namespace {
 std::string ReadAll(const std::string& path) {
   std::ifstream f(path);

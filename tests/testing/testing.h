@@ -72,6 +72,10 @@ void ExpectValidPartition(const partition::Dataset& d, const partition::Partitio
 std::string PartitionRandom(const TempDir& dir, const RandomGraphSpec& spec, int parts,
                             partition::Dataset* d = nullptr);
 
+// Partitions typed dataset `d` into `parts` with METIS and reverse relations (rev_REL) under
+// dir/parts and returns the config path; fails the test on error.
+std::string PartitionTyped(const TempDir& dir, const partition::Dataset& d, int parts);
+
 // Runs `args` (args[0] is the binary's path) with stdin from /dev/null and stdout/stderr
 // captured into *out / *err (when non-null); returns the exit code (128 + signal if killed).
 int RunProcess(const std::vector<std::string>& args, std::string* out, std::string* err);

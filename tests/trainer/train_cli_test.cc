@@ -528,21 +528,13 @@ TEST_F(TrainCliTest, TwoRanksTrainWriteMetricsAndCheckpointsAndResume) {
 // throughout (their fields persist from run to run): a fresh start re-initialises rows and state.
 TEST(TypedTrainCliTest, ResumingWithLearnableEmbeddingsContinuesTheUninterruptedRun) {
   testing::TempDir dir;
-  partition::Dataset d = testing::MakeTypedDataset(6, 300, 200, 10);
-  partition::PartitionOptions po;
-  po.out_dir = dir.Sub("parts");
-  po.num_parts = 2;
-  po.add_reverse_edges = true;
-  po.quiet = true;
-  auto made = partition::PartitionDataset(d, po);
-  ASSERT_TRUE(made.ok()) << made.status();
+  const std::string config = testing::PartitionTyped(dir, testing::MakeTypedDataset(6, 300, 200, 10), 2);
+  ASSERT_FALSE(config.empty());
   testing::ServerCluster cluster;
-  server::ServerOptions so;
-  so.allow_push = true;
-  cluster.Start(made->config_path, so);
+  cluster.Start(config, {.allow_push = true});
   const std::string ckpt = dir.Sub("ckpt");
   auto args = [&](int epochs) {
-    return std::vector<std::string>{"--part-config", made->config_path, "--servers", cluster.ServerList(), "--model",
+    return std::vector<std::string>{"--part-config", config, "--servers", cluster.ServerList(), "--model",
                                     "rgcn", "--embed-featureless", "8", "--fanouts", "4,4", "--hidden", "16",
                                     "--batch-size", "32", "--epochs", std::to_string(epochs), "--threads", "1",
                                     "--seed", "3"};
@@ -590,20 +582,13 @@ TEST(TypedTrainCliTest, ResumingWithLearnableEmbeddingsContinuesTheUninterrupted
 // neighbour, as inference).
 TEST(TypedTrainCliTest, SavedPredictionsPerTypeGiveThePrintedTestAccuracy) {
   testing::TempDir dir;
-  partition::Dataset d = testing::MakeTypedDataset(8, 300, 200, 10);
-  partition::PartitionOptions po;
-  po.out_dir = dir.Sub("parts");
-  po.num_parts = 2;
-  po.add_reverse_edges = true;
-  po.quiet = true;
-  auto made = partition::PartitionDataset(d, po);
-  ASSERT_TRUE(made.ok()) << made.status();
+  const partition::Dataset d = testing::MakeTypedDataset(8, 300, 200, 10);
+  const std::string config = testing::PartitionTyped(dir, d, 2);
+  ASSERT_FALSE(config.empty());
   testing::ServerCluster cluster;
-  server::ServerOptions so;
-  so.allow_push = true;
-  cluster.Start(made->config_path, so);
+  cluster.Start(config, {.allow_push = true});
   const std::string out = dir.Sub("emb");
-  auto ranks = StartRanks(2, {"--part-config", made->config_path, "--servers", cluster.ServerList(), "--model", "rgcn",
+  auto ranks = StartRanks(2, {"--part-config", config, "--servers", cluster.ServerList(), "--model", "rgcn",
                               "--embed-featureless", "8", "--fanouts", "4,4", "--eval-fanouts", "-1,-1", "--hidden",
                               "16", "--batch-size", "32", "--epochs", "3", "--threads", "1", "--save-embeddings", out});
   ASSERT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();

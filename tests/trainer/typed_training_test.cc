@@ -95,14 +95,8 @@ struct TypedJob {
 
   void Start(int parts, bool allow_push = true) {
     d = testing::MakeTypedDataset(4, 200, 150, 8);
-    partition::PartitionOptions po;
-    po.out_dir = dir.Sub("parts");
-    po.num_parts = parts;
-    po.add_reverse_edges = true;
-    po.quiet = true;
-    auto made = partition::PartitionDataset(d, po);
-    ASSERT_TRUE(made.ok()) << made.status();
-    config_path = made->config_path;
+    config_path = testing::PartitionTyped(dir, d, parts);
+    ASSERT_FALSE(config_path.empty());
     config = *core::LoadPartitionConfig(config_path);
     server::ServerOptions so;
     so.allow_push = allow_push;
