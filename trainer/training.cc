@@ -278,6 +278,24 @@ absl::Status Job::Setup() {
                ", batch ", so.batch_size, "; train/val/test ", sizes_.train, "/", sizes_.val, "/",
                sizes_.test, "; ", o_.loader.num_samplers, " sampler process(es) per trainer; ",
                o_.intra_op_threads, " intra-op thread(s); device ", o_.device));
+    if (typed_input_ != nullptr) {
+      const core::TypeMap& types = graph_->node_types();
+      auto names = [&](const std::vector<int>& ts) {
+        std::vector<std::string> n;
+        for (int t : ts) n.push_back(types.name(t));
+        return core::StrJoin(n, ", ");
+      };
+      std::string text = StrCat("fanout-train: model input: ", names(typed_input_->featured()), " features",
+                                o_.embed.dim > 0 ? StrCat(" projected to ", typed_input_->width()) : std::string());
+      if (!typed_input_->featureless().empty()) {
+        text += StrCat("; ", names(typed_input_->featureless()),
+                       embeddings_ != nullptr
+                           ? StrCat(" learnable rows of ", o_.embed.dim, " on the servers (sparse ",
+                                    SparseOptimizerName(o_.embed.optimizer.kind), ", lr ", o_.embed.optimizer.lr, ")")
+                           : std::string(" zeros (no --embed-featureless)"));
+      }
+      Log(text);
+    }
     if (!so.relation_fanouts.empty()) {
       std::vector<std::string> per;
       for (size_t r = 0; r < config.edge_types.size(); ++r) {
