@@ -195,11 +195,11 @@ absl::Status ValidateMiniBatch(const sampler::MiniBatch& batch, int64_t num_clas
   }
   const int64_t fetched = slots.empty() ? num_inputs : std::count(slots.begin(), slots.end(), int64_t{-1});
   if (typed) {
-  } else if (f.rows != fetched || f.cols <= 0 || (f.data == nullptr && f.rows > 0)) {
+  } else if (f.rows != fetched || f.cols < 0 || (f.data == nullptr && f.rows * f.cols > 0)) {
     return absl::InvalidArgumentError(StrCat(
         "features are ", f.rows, " x ", f.cols, (f.data == nullptr ? " without data" : ""), ", expected one row per ",
         slots.empty() ? "input node (" : "input node the feature cache does not hold (", fetched,
-        ") and at least one column"));
+        ")"));
   }
   const sampler::Block& top = batch.blocks.back();
   const int64_t num_seeds = top.num_dst;

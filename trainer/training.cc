@@ -200,12 +200,21 @@ absl::Status Job::Setup() {
     ASSIGN_OR_RETURN(typed_input_, TypedInput::Make(*graph_, so.feature_field, o_.embed.dim, so.seed));
     mo.in_dim = typed_input_->width();
     mo.num_relations = static_cast<int64_t>(config.edge_types.size());
+  } else if (o_.embed.dim > 0) {
+    // A graph without features (or told to ignore them with --feature-field ''): every node gets
+    // a learnable row, the one node type's table.
+    if (!so.feature_field.empty() && graph_->NodeFieldSchema(so.feature_field).ok()) {
+      return absl::InvalidArgumentError(StrCat("--embed-featureless: graph '", config.graph_name, "' has features '",
+                                               so.feature_field, "'; learnable rows are for nodes without features "
+                                               "(--feature-field '' trains them in place of the features)"));
+    }
+    o_.sampling.feature_field = "";
+    ASSIGN_OR_RETURN(typed_input_, TypedInput::Make(*graph_, "", o_.embed.dim, so.seed));
+    mo.in_dim = typed_input_->width();
   } else {
-    if (o_.embed.dim > 0 || !o_.target_ntype.empty()) {
-      return absl::UnimplementedError(StrCat(o_.embed.dim > 0 ? "--embed-featureless" : "--target-ntype",
-                                             ": graph '", config.graph_name,
-                                             "' has one node type; learnable embeddings and target types are built "
-                                             "for typed graphs so far"));
+    if (!o_.target_ntype.empty()) {
+      return absl::InvalidArgumentError(
+          StrCat("--target-ntype: graph '", config.graph_name, "' has one node type"));
     }
     ASSIGN_OR_RETURN(core::FieldSchema feat, graph_->NodeFieldSchema(so.feature_field));
     mo.in_dim = feat.row_elems();
@@ -285,16 +294,19 @@ absl::Status Job::Setup() {
         for (int t : ts) n.push_back(types.name(t));
         return core::StrJoin(n, ", ");
       };
-      std::string text = StrCat("fanout-train: model input: ", names(typed_input_->featured()), " features",
-                                o_.embed.dim > 0 ? StrCat(" projected to ", typed_input_->width()) : std::string());
+      std::vector<std::string> parts;
+      if (!typed_input_->featured().empty()) {
+        parts.push_back(StrCat(names(typed_input_->featured()), " features",
+                               o_.embed.dim > 0 ? StrCat(" projected to ", typed_input_->width()) : std::string()));
+      }
       if (!typed_input_->featureless().empty()) {
-        text += StrCat("; ", names(typed_input_->featureless()),
+        parts.push_back(StrCat(names(typed_input_->featureless()), " nodes:",
                        embeddings_ != nullptr
                            ? StrCat(" learnable rows of ", o_.embed.dim, " on the servers (sparse ",
                                     SparseOptimizerName(o_.embed.optimizer.kind), ", lr ", o_.embed.optimizer.lr, ")")
-                           : std::string(" zeros (no --embed-featureless)"));
+                           : std::string(" zeros (no --embed-featureless)")));
       }
-      Log(text);
+      Log(StrCat("fanout-train: model input: ", core::StrJoin(parts, "; ")));
     }
     if (!so.relation_fanouts.empty()) {
       std::vector<std::string> per;

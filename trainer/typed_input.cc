@@ -62,22 +62,25 @@ absl::StatusOr<std::shared_ptr<TypedInput>> TypedInput::Make(const sampler::Dist
 
 absl::StatusOr<at::Tensor> TypedInput::Forward(const BatchTensors& bt, const sampler::MiniBatch& mb,
                                                DistEmbeddings* embeddings) {
-  if (!bt.input_types.defined()) return absl::InvalidArgumentError("a typed model's batch has no input node types");
   const sampler::Int64Array& inputs = mb.input_nodes();
   const int64_t n = static_cast<int64_t>(inputs.size());
-  if (bt.input_types.size(0) != n) {
-    return absl::InvalidArgumentError(StrCat(bt.input_types.size(0), " input node types for ", n, " input nodes"));
+  // A graph with one node type carries no types: every input is of type 0.
+  const at::Tensor types = bt.input_types.defined()
+                               ? bt.input_types
+                               : at::zeros({n}, at::TensorOptions().dtype(at::kLong).device(
+                                                    bt.blocks.empty() ? at::kCPU : bt.blocks[0].src.device()));
+  if (types.size(0) != n) {
+    return absl::InvalidArgumentError(StrCat(types.size(0), " input node types for ", n, " input nodes"));
   }
   at::Tensor x;
   RETURN_IF_ERROR(CatchTorch("typed input layer", [&] {
-    const at::Tensor& types = bt.input_types;
-    x = at::zeros({n, width_}, bt.input_types.options().dtype(at::kFloat));
+    x = at::zeros({n, width_}, types.options().dtype(at::kFloat));
     // The featured inputs, in input order: the feature matrix's rows.
     at::Tensor featured = at::zeros_like(types, at::kBool);
     for (int t : featured_) featured = featured | types.eq(t);
     const at::Tensor pos = featured.nonzero().flatten();
-    TORCH_CHECK_VALUE(pos.size(0) == (bt.features.defined() ? bt.features.size(0) : 0), "the batch has ",
-                      bt.features.defined() ? bt.features.size(0) : 0, " feature rows for ", pos.size(0),
+    const int64_t rows = featured_.empty() || !bt.features.defined() ? 0 : bt.features.size(0);
+    TORCH_CHECK_VALUE(pos.size(0) == rows, "the batch has ", rows, " feature rows for ", pos.size(0),
                       " input nodes of types with features");
     if (!project_) {
       if (pos.size(0) > 0) x = x.index_copy(0, pos, bt.features);
@@ -96,7 +99,7 @@ absl::StatusOr<at::Tensor> TypedInput::Forward(const BatchTensors& bt, const sam
   for (int t : featureless_) {
     if (!embeddings->has(t)) continue;
     at::Tensor pos;
-    RETURN_IF_ERROR(CatchTorch("typed input layer", [&] { pos = bt.input_types.eq(t).nonzero().flatten(); }));
+    RETURN_IF_ERROR(CatchTorch("typed input layer", [&] { pos = types.eq(t).nonzero().flatten(); }));
     if (pos.size(0) == 0) continue;
     ASSIGN_OR_RETURN(at::Tensor rows, embeddings->Lookup(t, ids.index_select(0, pos.to(at::kCPU))));
     RETURN_IF_ERROR(CatchTorch("typed input layer", [&] { x = x.index_copy(0, pos, rows.to(x.device())); }));

@@ -617,6 +617,37 @@ TEST(TypedTrainCliTest, SavedPredictionsPerTypeGiveThePrintedTestAccuracy) {
   EXPECT_EQ(info["types"]["author"]["embeddings"]["shape"][0], 200);
 }
 
+// A graph with one node type and no features (or told to ignore them, --feature-field ''):
+// every node gets a learnable row on the servers, and the model learns from the structure; a
+// graph that has the feature field is refused with the flag that ignores it.
+TEST(FeaturelessTrainCliTest, LearnableRowsStandInForFeatures) {
+  testing::TempDir dir;
+  const std::string config = testing::PartitionRandom(dir, {.num_nodes = 600, .num_edges = 4000, .feat_dim = 8}, 2);
+  ASSERT_FALSE(config.empty());
+  testing::ServerCluster cluster;
+  cluster.Start(config, {.allow_push = true});
+  std::vector<std::string> args = {"--part-config", config, "--servers", cluster.ServerList(), "--fanouts", "5,5",
+                                   "--hidden", "16", "--batch-size", "64", "--epochs", "8", "--threads", "1",
+                                   "--embed-featureless", "16", "--sparse-lr", "0.05"};
+  auto refused = StartRanks(2, args);
+  refused[1]->Finish();
+  EXPECT_NE(refused[0]->Finish(), 0);
+  EXPECT_NE(refused[0]->output().find("has features 'feat'; learnable rows are for nodes without features "
+                                      "(--feature-field '' trains them in place of the features)"),
+            std::string::npos)
+      << refused[0]->output();
+  args.insert(args.end(), {"--feature-field", ""});
+  auto ranks = StartRanks(2, args);
+  ASSERT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();
+  ASSERT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
+  const std::string out = ranks[0]->output();
+  EXPECT_NE(out.find("model input: _N nodes: learnable rows of 16 on the servers"), std::string::npos) << out;
+  std::smatch first, last;
+  ASSERT_TRUE(std::regex_search(out, first, std::regex("epoch 0 \\| loss ([0-9.]+)"))) << out;
+  ASSERT_TRUE(std::regex_search(out, last, std::regex("epoch 7 \\| loss ([0-9.]+)"))) << out;
+  EXPECT_LT(std::stod(last[1]), 0.5 * std::stod(first[1])) << out;
+}
+
 TEST_F(TrainCliTest, DeadOrStuckPeerEndsTheRunWithinTheTimeout) {
   // SIGKILL closes rank 1's connections: rank 0 fails at once. SIGSTOP leaves them open and
   // silent: only --comm-timeout (10 s here) can end rank 0's wait.
