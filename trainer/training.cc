@@ -332,7 +332,10 @@ absl::Status Job::Setup() {
       Log(StrCat("fanout-train: feature cache: ", cache->size(), " halo rows of '", cache->field(), "' (",
                  cache->bytes() >> 20, " MiB) in the trainer", o_.loader.num_samplers > 0 ? " and in each sampler process" : ""));
     } else if (o_.loader.num_samplers > 0 && o_.graph.cache_max_bytes > 0 && config.num_parts > 1) {
-      Log(StrCat("fanout-train: feature cache: halo rows of '", o_.graph.cache_field, "' in each sampler process (up to ",
+      Log(StrCat("fanout-train: feature cache: halo rows of '", o_.graph.cache_field,
+                 config.typed() ? "' (TYPE/" + o_.graph.cache_field + " of the featured type with the most halo nodes)"
+                                : "'",
+                 " in each sampler process (up to ",
                  o_.graph.cache_max_bytes >> 20, " MiB each)"));
     }
   }
