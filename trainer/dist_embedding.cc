@@ -255,16 +255,17 @@ absl::Status DistEmbeddings::Step(Communicator& comm, int64_t* touched) {
   const int64_t n = mine.size(0);
   const int64_t* mid = mine.data_ptr<int64_t>();
   const float* mg = mine_grads.data_ptr<float>();
+  // Each row's type once, then one request per type.
+  std::vector<std::vector<int64_t>> tids(types.num_types());
+  std::vector<std::vector<float>> g(types.num_types());
+  for (int64_t i = 0; i < n; ++i) {
+    const int t = types.ToTypeWise(mid[i]).first;
+    tids[t].push_back(mid[i]);
+    g[t].insert(g[t].end(), mg + i * o_.dim, mg + (i + 1) * o_.dim);
+  }
   for (int t : types_) {
-    std::vector<int64_t> tids;
-    std::vector<float> g;
-    for (int64_t i = 0; i < n; ++i) {
-      if (types.ToTypeWise(mid[i]).first != t) continue;
-      tids.push_back(mid[i]);
-      g.insert(g.end(), mg + i * o_.dim, mg + (i + 1) * o_.dim);
-    }
-    if (tids.empty()) continue;
-    RETURN_IF_ERROR(fields_->SparseUpdate(RowSchema(t), StateSchema(t), tids, g.data(), o_.optimizer));
+    if (tids[t].empty()) continue;
+    RETURN_IF_ERROR(fields_->SparseUpdate(RowSchema(t), StateSchema(t), tids[t], g[t].data(), o_.optimizer));
   }
   if (touched != nullptr) *touched = n;
   // Nobody reads a row for the next step before its owner has written it.

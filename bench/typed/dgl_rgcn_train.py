@@ -72,7 +72,7 @@ import torch.nn.functional as F  # noqa: E402
 # (BENCH_DGL_MACHINE_ID; see there). It is at import time, so DGL's sampler processes, which
 # re-import this file, are patched as well.
 import dgl_dist_train  # noqa: E402,F401
-from dgl_common import Breakdown, epoch_record, format_epoch, now, write_metrics  # noqa: E402
+from dgl_common import Breakdown, add_job_args, epoch_record, format_epoch, now, write_metrics  # noqa: E402
 
 
 def parse():
@@ -83,23 +83,18 @@ def parse():
     p.add_argument("--ip-config")
     p.add_argument("--part-config")
     p.add_argument("--target-ntype", default="paper")
-    p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--embed-featureless", type=int, default=64,
                    help="width of the featureless types' learnable rows and of the feature projection")
-    p.add_argument("--num-classes", type=int, default=349)
-    p.add_argument("--fanouts", default="25,15", help="per relation, input layer first, as fanout-train")
-    p.add_argument("--batch-size", type=int, default=1024)
-    p.add_argument("--eval-batch-size", type=int, default=4096)
-    p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--sparse-lr", type=float, default=0.06)
-    p.add_argument("--dropout", type=float, default=0.5)
-    p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--eval-every", type=int, default=0, help="validate every N epochs (0: after the last only)")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--log-every", type=int, default=0)
-    p.add_argument("--metrics-file", default="")
-    return p.parse_args()
+    # The job's common flags (dgl_common.add_job_args), with this job's values (fanouts per relation).
+    add_job_args(p)
+    p.set_defaults(num_layers=2, hidden=64, fanouts="25,15", num_classes=349, lr=0.01, epochs=3)
+    a = p.parse_args()
+    if a.num_layers != len(a.fanouts.split(",")):  # (before any process joins the job)
+        p.error(f"--num-layers {a.num_layers} but --fanouts {a.fanouts} has {len(a.fanouts.split(','))} layers")
+    return a
 
 
 # ---- partitioning ------------------------------------------------------------------------------

@@ -344,28 +344,30 @@ void ExpectValidPartition(const Dataset& d, const partition::PartitionOptions& o
   }
 }
 
-std::string PartitionRandom(const TempDir& dir, const RandomGraphSpec& spec, int parts, Dataset* d) {
-  Dataset local;
-  if (d == nullptr) d = &local;
-  if (d->num_nodes == 0) *d = MakeRandomDataset(spec);
+namespace {
+// `d` cut into `parts` with METIS under dir/parts (with reverse edges when asked); the config's
+// path, "" after failing the test.
+std::string PartitionInto(const TempDir& dir, const Dataset& d, int parts, bool reverse) {
   partition::PartitionOptions o;
   o.out_dir = dir.Sub("parts");
   o.num_parts = parts;
-  o.quiet = true;
-  auto s = partition::PartitionDataset(*d, o);
-  EXPECT_TRUE(s.ok()) << s.status();
-  return s.ok() ? s->config_path : "";
-}
-
-std::string PartitionTyped(const TempDir& dir, const Dataset& d, int parts) {
-  partition::PartitionOptions o;
-  o.out_dir = dir.Sub("parts");
-  o.num_parts = parts;
-  o.add_reverse_edges = true;
+  o.add_reverse_edges = reverse;
   o.quiet = true;
   auto s = partition::PartitionDataset(d, o);
   EXPECT_TRUE(s.ok()) << s.status();
   return s.ok() ? s->config_path : "";
+}
+}  // namespace
+
+std::string PartitionRandom(const TempDir& dir, const RandomGraphSpec& spec, int parts, Dataset* d) {
+  Dataset local;
+  if (d == nullptr) d = &local;
+  if (d->num_nodes == 0) *d = MakeRandomDataset(spec);
+  return PartitionInto(dir, *d, parts, /*reverse=*/false);
+}
+
+std::string PartitionTyped(const TempDir& dir, const Dataset& d, int parts) {
+  return PartitionInto(dir, d, parts, /*reverse=*/true);
 }
 
 namespace {
