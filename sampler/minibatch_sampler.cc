@@ -256,10 +256,41 @@ absl::Status MiniBatchSampler::SampleBlocksFor(std::span<const int64_t> seeds, u
     edges_.eid.clear();
     b.etype = std::move(edges_.etype);
     edges_.etype.clear();
-    b.src_nodes = map_.TakeIds();
+    std::vector<int64_t> ids = map_.TakeIds();
+    if (node_types_ != nullptr) GroupNewNodesByType(nd, &ids, &b.indices);
+    b.src_nodes = std::move(ids);
     frontier = b.src_nodes;  // blocks are not resized from here on, so the span stays valid
   }
   return FetchEdgeData(blocks);
+}
+
+void MiniBatchSampler::GroupNewNodesByType(size_t num_dst, std::vector<int64_t>* ids, Int64Array* indices) {
+  const size_t n = ids->size();
+  if (n <= num_dst + 1) return;
+  const int types = node_types_->num_types();
+  type_of_.resize(n - num_dst);
+  std::vector<size_t> start(types + 1, 0);
+  for (size_t i = num_dst; i < n; ++i) {
+    const int t = node_types_->ToTypeWise((*ids)[i]).first;
+    type_of_[i - num_dst] = t;
+    ++start[t + 1];
+  }
+  if (*std::max_element(start.begin(), start.end()) == n - num_dst) return;  // one type: already grouped
+  for (int t = 0; t < types; ++t) start[t + 1] += start[t];
+  // Stable: within a type, the nodes keep the order they were met in.
+  new_local_.resize(n - num_dst);
+  reordered_.resize(n - num_dst);
+  for (size_t i = num_dst; i < n; ++i) {
+    const size_t to = start[type_of_[i - num_dst]]++;
+    new_local_[i - num_dst] = static_cast<int64_t>(num_dst + to);
+    reordered_[to] = (*ids)[i];
+  }
+  std::copy(reordered_.begin(), reordered_.end(), ids->begin() + static_cast<ptrdiff_t>(num_dst));
+  const int64_t nd = static_cast<int64_t>(num_dst);
+  int64_t* idx = indices->data();
+  for (size_t e = 0; e < indices->size(); ++e) {
+    if (idx[e] >= nd) idx[e] = new_local_[idx[e] - nd];
+  }
 }
 
 absl::Status MiniBatchSampler::FetchEdgeData(std::vector<Block>* blocks) {

@@ -156,6 +156,14 @@ class MiniBatchSampler {
   // Typed graphs: the node types, and per type its feature field's key ("" = no features).
   const core::TypeMap* node_types_ = nullptr;
   std::vector<std::string> feature_keys_;
+  // Typed graphs: a hop's new source nodes (ids[num_dst...]) reordered by node type, stable, and
+  // `indices` renumbered to match, so that every block's nodes are a few runs of one type each
+  // (a block's destinations are a prefix of its sources): the R-GCN layer's products run per
+  // type over contiguous rows (trainer/models.cc).
+  void GroupNewNodesByType(size_t num_dst, std::vector<int64_t>* ids, Int64Array* indices);
+  std::vector<int> type_of_;         // scratch for GroupNewNodesByType
+  std::vector<int64_t> new_local_;   // scratch
+  std::vector<int64_t> reordered_;   // scratch
 };
 
 }  // namespace fanout::sampler

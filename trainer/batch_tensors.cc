@@ -83,9 +83,37 @@ at::Tensor View(const sampler::Array<T>& a, at::IntArrayRef shape, at::ScalarTyp
   return at::from_blob(const_cast<T*>(a.data()), shape, [owner = a.Share()](void*) {}, at::TensorOptions().dtype(type));
 }
 
-// `weighted`: the batch carries edge weights, so every block gets a (possibly empty) tensor. On
-// the host; ToTensors moves it.
-BlockTensors ConvertBlock(const sampler::Block& b, bool weighted) {
+// BlockTensors::dst_runs of a typed block whose destinations have types `types` (a prefix of the
+// batch's input types).
+std::vector<BlockTensors::DstRun> TypeRuns(const sampler::Block& b, const int32_t* types) {
+  std::vector<BlockTensors::DstRun> runs;
+  const int64_t* indptr = b.indptr.data();
+  const int32_t* etype = b.etype.data();
+  std::vector<char> used;
+  for (int64_t v = 0; v < b.num_dst;) {
+    BlockTensors::DstRun run;
+    run.begin = v;
+    while (v < b.num_dst && types[v] == types[run.begin]) ++v;
+    run.end = v;
+    run.edge_begin = indptr[run.begin];
+    run.edge_end = indptr[run.end];
+    std::fill(used.begin(), used.end(), 0);
+    for (int64_t e = run.edge_begin; e < run.edge_end; ++e) {
+      const size_t r = static_cast<size_t>(etype[e]);
+      if (r >= used.size()) used.resize(r + 1, 0);
+      used[r] = 1;
+    }
+    for (size_t r = 0; r < used.size(); ++r) {
+      if (used[r]) run.relations.push_back(static_cast<int64_t>(r));
+    }
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+// `weighted`: the batch carries edge weights, so every block gets a (possibly empty) tensor.
+// `types`: the batch's input node types, or null. On the host; ToTensors moves it.
+BlockTensors ConvertBlock(const sampler::Block& b, bool weighted, const int32_t* types) {
   BlockTensors out;
   out.num_src = b.num_src();
   out.num_dst = b.num_dst;
@@ -108,6 +136,7 @@ BlockTensors ConvertBlock(const sampler::Block& b, bool weighted) {
   if (weighted) out.edge_weight = View(b.edge_weight, {ne}, at::kFloat);
   if (b.edge_feat_dim > 0) out.edge_feat = View(b.edge_feat, {ne, b.edge_feat_dim}, at::kFloat);
   if (!b.etype.empty()) out.etype = View(b.etype, {ne}, at::kInt).to(at::kLong);
+  if (types != nullptr && static_cast<int64_t>(b.etype.size()) == ne) out.dst_runs = TypeRuns(b, types);
   return out;
 }
 
@@ -254,7 +283,8 @@ absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
     out.blocks.reserve(batch.blocks.size());
     const bool weighted = std::any_of(batch.blocks.begin(), batch.blocks.end(),
                                       [](const sampler::Block& b) { return !b.edge_weight.empty(); });
-    for (const sampler::Block& b : batch.blocks) out.blocks.push_back(ConvertBlock(b, weighted));
+    const int32_t* types = batch.input_types.empty() ? nullptr : batch.input_types.data();
+    for (const sampler::Block& b : batch.blocks) out.blocks.push_back(ConvertBlock(b, weighted, types));
     out.features = HostFeatures(batch.features);
     if (!batch.input_types.empty()) {
       out.input_types = View(batch.input_types, {static_cast<int64_t>(batch.input_types.size())}, at::kInt).to(at::kLong);

@@ -38,6 +38,16 @@ struct BlockTensors {
   // Typed graphs: int64 [num_edges], each edge's relation (an index of the config's edge types).
   // Undefined on a graph with one edge type.
   at::Tensor etype;
+  // Typed blocks: the destinations as runs of consecutive nodes of one type (the sampler groups
+  // each hop's new nodes by type, so a block has a few runs), each with the range of its edges
+  // and the relations they use, ascending. Host data whatever the device. Empty when the batch
+  // has no node types; the R-GCN layer then treats the block as one run.
+  struct DstRun {
+    int64_t begin = 0, end = 0;            // destinations [begin, end)
+    int64_t edge_begin = 0, edge_end = 0;  // their edges, contiguous in the CSC
+    std::vector<int64_t> relations;
+  };
+  std::vector<DstRun> dst_runs;
   int64_t num_src = 0;
   int64_t num_dst = 0;
 

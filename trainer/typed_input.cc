@@ -60,50 +60,122 @@ absl::StatusOr<std::shared_ptr<TypedInput>> TypedInput::Make(const sampler::Dist
   return m;
 }
 
+namespace {
+
+// Consecutive input nodes of one type: [begin, end).
+struct TypeRun {
+  int64_t begin, end;
+  int type;
+};
+
+}  // namespace
+
+// The rows are built segment by segment, each of one type: a segment's rows are a slice of its
+// type's rows (feature rows through the type's projection, looked-up embeddings, or zeros), and
+// the input rows are the segments' concatenation. The sampler groups each hop's nodes by type, so
+// a batch's inputs are a few runs of one type and the segments are those runs, in input order:
+// no scatter of rows into place, forward or backward. Inputs in any other order (more than
+// kMaxRuns runs) take one segment per type and one gather into input order.
 absl::StatusOr<at::Tensor> TypedInput::Forward(const BatchTensors& bt, const sampler::MiniBatch& mb,
                                                DistEmbeddings* embeddings) {
+  constexpr size_t kMaxRuns = 64;
   const sampler::Int64Array& inputs = mb.input_nodes();
   const int64_t n = static_cast<int64_t>(inputs.size());
   // A graph with one node type carries no types: every input is of type 0.
-  const at::Tensor types = bt.input_types.defined()
-                               ? bt.input_types
-                               : at::zeros({n}, at::TensorOptions().dtype(at::kLong).device(
-                                                    bt.blocks.empty() ? at::kCPU : bt.blocks[0].src.device()));
-  if (types.size(0) != n) {
-    return absl::InvalidArgumentError(StrCat(types.size(0), " input node types for ", n, " input nodes"));
+  const bool typed = !mb.input_types.empty();
+  if (typed && static_cast<int64_t>(mb.input_types.size()) != n) {
+    return absl::InvalidArgumentError(StrCat(mb.input_types.size(), " input node types for ", n, " input nodes"));
+  }
+  auto type_of = [&](int64_t i) { return typed ? static_cast<int>(mb.input_types[i]) : 0; };
+  const int num_types = static_cast<int>(proj_weight_.size());
+  std::vector<TypeRun> runs;
+  std::vector<int64_t> count(num_types, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    const int t = type_of(i);
+    if (t < 0 || t >= num_types) return absl::InvalidArgumentError(StrCat("input node ", i, " has node type ", t));
+    ++count[t];
+    if (runs.empty() || runs.back().type != t) runs.push_back({i, i, t});
+    runs.back().end = i + 1;
+  }
+  std::vector<bool> is_featured(num_types, false);
+  for (int t : featured_) is_featured[t] = true;
+  int64_t featured_inputs = 0;
+  for (int t : featured_) featured_inputs += count[t];
+  const int64_t rows = featured_.empty() || !bt.features.defined() ? 0 : bt.features.size(0);
+  if (featured_inputs != rows) {
+    return absl::InvalidArgumentError(StrCat("the batch has ", rows, " feature rows for ", featured_inputs,
+                                             " input nodes of types with features"));
+  }
+  const at::Device device = bt.features.defined()   ? bt.features.device()
+                            : bt.blocks.empty()     ? at::Device(at::kCPU)
+                                                    : bt.blocks[0].src.device();
+  // Each featureless type's learnable rows, for its inputs in input order.
+  std::vector<at::Tensor> looked_up(num_types);
+  if (embeddings != nullptr) {
+    for (int t : featureless_) {
+      if (!embeddings->has(t) || count[t] == 0) continue;
+      at::Tensor ids = at::empty({count[t]}, at::kLong);
+      int64_t* out = ids.data_ptr<int64_t>();
+      for (int64_t i = 0; i < n; ++i) {
+        if (type_of(i) == t) *out++ = inputs[i];
+      }
+      ASSIGN_OR_RETURN(at::Tensor got, embeddings->Lookup(t, ids));
+      looked_up[t] = std::move(got);
+    }
+  }
+  // Segments: the runs, or (too many runs) one per type, with the positions of each type's
+  // feature rows.
+  const bool by_runs = runs.size() <= kMaxRuns;
+  std::vector<std::vector<int64_t>> feature_rows(by_runs ? 0 : num_types);
+  std::vector<int64_t> order;  // by type: the input positions, type by type
+  if (!by_runs) {
+    std::vector<std::vector<int64_t>> positions(num_types);
+    int64_t f = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const int t = type_of(i);
+      positions[t].push_back(i);
+      if (is_featured[t]) feature_rows[t].push_back(f++);
+    }
+    runs.clear();
+    for (int t = 0; t < num_types; ++t) {
+      if (count[t] > 0) runs.push_back({static_cast<int64_t>(order.size()), static_cast<int64_t>(order.size()) + count[t], t});
+      order.insert(order.end(), positions[t].begin(), positions[t].end());
+    }
   }
   at::Tensor x;
   RETURN_IF_ERROR(CatchTorch("typed input layer", [&] {
-    x = at::zeros({n, width_}, types.options().dtype(at::kFloat));
-    // The featured inputs, in input order: the feature matrix's rows.
-    at::Tensor featured = at::zeros_like(types, at::kBool);
-    for (int t : featured_) featured = featured | types.eq(t);
-    const at::Tensor pos = featured.nonzero().flatten();
-    const int64_t rows = featured_.empty() || !bt.features.defined() ? 0 : bt.features.size(0);
-    TORCH_CHECK_VALUE(pos.size(0) == rows, "the batch has ", rows, " feature rows for ", pos.size(0),
-                      " input nodes of types with features");
-    if (!project_) {
-      if (pos.size(0) > 0) x = x.index_copy(0, pos, bt.features);
-    } else {
-      const at::Tensor of_pos = types.index_select(0, pos);
-      for (int t : featured_) {
-        const at::Tensor sel = of_pos.eq(t).nonzero().flatten();
-        if (sel.size(0) == 0) continue;
-        const at::Tensor rows = at::linear(bt.features.index_select(0, sel), proj_weight_[t], proj_bias_[t]);
-        x = x.index_copy(0, pos.index_select(0, sel), rows);
+    const auto index = [&](const std::vector<int64_t>& v) {
+      return at::from_blob(const_cast<int64_t*>(v.data()), {static_cast<int64_t>(v.size())}, at::kLong).to(device);
+    };
+    std::vector<at::Tensor> pieces;
+    std::vector<int64_t> next_row(num_types, 0);  // per type: its next looked-up row
+    int64_t next_feature = 0;                      // by runs: the next feature row
+    for (const TypeRun& run : runs) {
+      const int t = run.type;
+      const int64_t len = run.end - run.begin;
+      at::Tensor piece;
+      if (is_featured[t]) {
+        const at::Tensor f = by_runs ? bt.features.narrow(0, next_feature, len) : bt.features.index_select(0, index(feature_rows[t]));
+        next_feature += len;
+        piece = project_ ? at::linear(f.to(at::kFloat), proj_weight_[t], proj_bias_[t]) : f;
+      } else if (looked_up[t].defined()) {
+        piece = looked_up[t].narrow(0, next_row[t], len).to(device);
+      } else {
+        piece = at::zeros({len, width_}, at::TensorOptions().dtype(at::kFloat).device(device));
       }
+      next_row[t] += len;
+      pieces.push_back(std::move(piece));
+    }
+    x = pieces.empty() ? at::zeros({0, width_}, at::TensorOptions().dtype(at::kFloat).device(device))
+        : pieces.size() == 1 ? pieces[0]
+                             : at::cat(pieces);
+    if (!by_runs) {
+      // x's rows are in `order`; put them in input order.
+      std::vector<int64_t> inverse(n);
+      for (int64_t j = 0; j < n; ++j) inverse[order[j]] = j;
+      x = x.index_select(0, index(inverse));
     }
   }));
-  if (embeddings == nullptr) return x;
-  const at::Tensor ids = at::from_blob(const_cast<int64_t*>(inputs.data()), {n}, at::kLong);
-  for (int t : featureless_) {
-    if (!embeddings->has(t)) continue;
-    at::Tensor pos;
-    RETURN_IF_ERROR(CatchTorch("typed input layer", [&] { pos = types.eq(t).nonzero().flatten(); }));
-    if (pos.size(0) == 0) continue;
-    ASSIGN_OR_RETURN(at::Tensor rows, embeddings->Lookup(t, ids.index_select(0, pos.to(at::kCPU))));
-    RETURN_IF_ERROR(CatchTorch("typed input layer", [&] { x = x.index_copy(0, pos, rows.to(x.device())); }));
-  }
   return x;
 }
 

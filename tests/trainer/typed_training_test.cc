@@ -2,6 +2,7 @@
 // learnable embeddings held by real graph servers (only the rows a step touched change, by
 // exactly the sparse update), the typed input layer and the R-GCN layer against a reference
 // written edge by edge.
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adagrad.h>
 #include <torch/optim/adam.h>
@@ -317,6 +318,72 @@ TEST(TypedModelTest, InputLayerAndRgcnLayerMatchAnEdgeByEdgeReference) {
   EXPECT_GT(seen[venue], 0);
   (*emb)->Forget();
 
+  // The sampler groups each hop's new nodes by type: past a block's destinations (a prefix of
+  // its sources), the sources' types never decrease, and every block's destinations are a few
+  // runs of one type, each run naming its edges and the relations they use.
+  for (size_t l = 0; l < mb->blocks.size(); ++l) {
+    const sampler::Block& blk = mb->blocks[l];
+    for (int64_t i = blk.num_dst + 1; i < blk.num_src(); ++i) {
+      EXPECT_LE(types.ToTypeWise(blk.src_nodes[i - 1]).first, types.ToTypeWise(blk.src_nodes[i]).first)
+          << "block " << l << " source " << i;
+    }
+    const BlockTensors& bl = bt->blocks[l];
+    ASSERT_FALSE(bl.dst_runs.empty()) << "block " << l;
+    int64_t next = 0;
+    for (const BlockTensors::DstRun& run : bl.dst_runs) {
+      EXPECT_EQ(run.begin, next);
+      next = run.end;
+      std::set<int64_t> rels;
+      for (int64_t v = run.begin; v < run.end; ++v) {
+        EXPECT_EQ(types.ToTypeWise(blk.src_nodes[v]).first, types.ToTypeWise(blk.src_nodes[run.begin]).first);
+      }
+      EXPECT_EQ(run.edge_begin, blk.indptr[run.begin]);
+      EXPECT_EQ(run.edge_end, blk.indptr[run.end]);
+      for (int64_t e = run.edge_begin; e < run.edge_end; ++e) rels.insert(blk.etype[e]);
+      EXPECT_EQ(run.relations, std::vector<int64_t>(rels.begin(), rels.end()));
+    }
+    EXPECT_EQ(next, blk.num_dst);
+  }
+  EXPECT_GT(bt->blocks[0].dst_runs.size(), 1u);
+
+  // Inputs in any order (too many runs to go run by run) give the same rows: the batch's
+  // inputs reversed, their feature rows with them.
+  {
+    sampler::MiniBatch shuffled;
+    const int64_t n = static_cast<int64_t>(inputs.size());
+    std::vector<int64_t> ids(inputs.begin(), inputs.end());
+    std::vector<int32_t> ts(mb->input_types.begin(), mb->input_types.end());
+    // Interleave the two halves so that consecutive inputs change type often.
+    std::vector<int64_t> order;
+    for (int64_t i = 0; i < (n + 1) / 2; ++i) {
+      order.push_back(i);
+      if (i + (n + 1) / 2 < n) order.push_back(i + (n + 1) / 2);
+    }
+    std::vector<int64_t> new_ids, feature_rows;
+    std::vector<int32_t> new_types;
+    std::vector<int64_t> feature_row_of(n, -1);
+    for (int64_t i = 0, f = 0; i < n; ++i) {
+      if (ts[i] == paper) feature_row_of[i] = f++;
+    }
+    int64_t runs = 0;
+    for (size_t j = 0; j < order.size(); ++j) {
+      new_ids.push_back(ids[order[j]]);
+      new_types.push_back(ts[order[j]]);
+      if (ts[order[j]] == paper) feature_rows.push_back(feature_row_of[order[j]]);
+      if (j == 0 || new_types[j] != new_types[j - 1]) ++runs;
+    }
+    ASSERT_GT(runs, 64) << "the interleaved order must take the gather path";
+    shuffled.blocks.resize(1);
+    shuffled.blocks[0].src_nodes = new_ids;
+    shuffled.input_types = new_types;
+    BatchTensors sbt;
+    sbt.features = bt->features.index_select(0, at::tensor(feature_rows));
+    auto sx = (*input)->Forward(sbt, shuffled, emb->get());
+    ASSERT_TRUE(sx.ok()) << sx.status();
+    EXPECT_TRUE(at::allclose(*sx, x->index_select(0, at::tensor(order)), 1e-6, 1e-6));
+    (*emb)->Forget();
+  }
+
   // R-GCN on the batch's blocks against an edge-by-edge reference of layer 0.
   ModelOptions mo;
   mo.model = ModelKind::kRgcn;
@@ -349,6 +416,59 @@ TEST(TypedModelTest, InputLayerAndRgcnLayerMatchAnEdgeByEdgeReference) {
     }
     EXPECT_TRUE(at::allclose(got[j], at::relu(want), 1e-4, 1e-5)) << "destination " << j;
   }
+}
+
+// The R-GCN layer run by run over a typed block's destinations (each type's products over the
+// relations it receives) computes what one product over every relation does, forward and
+// backward.
+TEST(TypedModelTest, RgcnLayerByTypeRunsEqualsOneRunOverEveryRelation) {
+  TypedJob job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(1));
+  const auto& types = job.graph->node_types();
+  const int paper = *types.TypeId("paper");
+  sampler::SamplerOptions so;
+  so.fanouts = {4, 4};
+  so.batch_size = 24;
+  const int64_t p0 = types.Range(paper, 0).first;
+  std::vector<int64_t> seeds;
+  for (int64_t v = p0; v < p0 + 24; ++v) seeds.push_back(v);
+  sampler::MiniBatchSampler sampler(job.graph.get(), so, seeds);
+  auto mb = sampler.Sample(0, 0);
+  ASSERT_TRUE(mb.ok()) << mb.status();
+  auto bt = ToTensors(*mb);
+  ASSERT_TRUE(bt.ok()) << bt.status();
+  ModelOptions mo;
+  mo.model = ModelKind::kRgcn;
+  mo.in_dim = 6;
+  mo.hidden = 5;
+  mo.num_classes = 3;
+  mo.num_relations = static_cast<int64_t>(job.config.edge_types.size());
+  mo.dropout = 0;
+  auto model = MakeModel(mo, 4);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const BlockTensors& by_runs = bt->blocks[0];
+  ASSERT_GT(by_runs.dst_runs.size(), 1u);
+  bool some_run_lacks_a_relation = false;
+  for (const auto& run : by_runs.dst_runs) some_run_lacks_a_relation |= static_cast<int64_t>(run.relations.size()) < mo.num_relations;
+  EXPECT_TRUE(some_run_lacks_a_relation);
+  BlockTensors one_run = by_runs;
+  one_run.dst_runs.clear();
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(5);
+  const at::Tensor h = at::randn({by_runs.num_src, 6}, gen);
+  auto grads = [&](const BlockTensors& b) {
+    (*model)->zero_grad();
+    const at::Tensor hin = h.clone().requires_grad_(true);
+    const at::Tensor out = (*model)->ForwardLayer(0, b, hin);
+    (out * at::arange(out.numel()).view(out.sizes()).to(at::kFloat).sin()).sum().backward();
+    std::vector<at::Tensor> g = {out.detach(), hin.grad()};
+    for (const at::Tensor& p : (*model)->parameters()) {
+      if (p.grad().defined()) g.push_back(p.grad().clone());
+    }
+    return g;
+  };
+  const std::vector<at::Tensor> a = grads(by_runs), b = grads(one_run);
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_TRUE(at::allclose(a[i], b[i], 1e-4, 1e-5)) << "tensor " << i;
 }
 
 }  // namespace
