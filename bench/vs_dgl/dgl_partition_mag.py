@@ -7,8 +7,8 @@ Then, in a process of its own (so that it does not add to the peak above), --cut
 partitions' edge cut as fanout-partition counts its own: stored in-edges whose source lives in
 another partition (DGL's own log counts after adding halo nodes, and prints 0).
 
-  python bench/typed/dgl_partition_mag.py DATA_DIR OUT_DIR NUM_PARTS
-  python bench/typed/dgl_partition_mag.py --cut OUT_DIR
+  python bench/vs_dgl/dgl_partition_mag.py DATA_DIR OUT_DIR NUM_PARTS
+  python bench/vs_dgl/dgl_partition_mag.py --cut OUT_DIR
 """
 import json
 import os

@@ -8,8 +8,8 @@ The DistDGL counterpart of fanout's
 in the shape of DGL's examples/distributed/rgcn/node_classification.py (the
 heterograph version: DistGraph with its node and edge types, DistNodeDataLoader over
 {'paper': train_nid}, HeteroGraphConv layers, DistEmbedding for the featureless types, DGL's
-distributed SparseAdam, DDP over Gloo). run_dgl_rgcn.sh partitions the graph and starts the job
-on 2 loopback machines; see there for the environment.
+distributed SparseAdam, DDP over Gloo). bench/vs_dgl/run.sh (setup H) partitions the graph and
+starts the job on 2 loopback machines; see there for the environment.
 
 One script for both roles, as with DGL's tools/launch.py: with DGL_ROLE=server it serves its
 partition (dgl.distributed.initialize never returns); with DGL_ROLE=client it trains.
@@ -43,13 +43,13 @@ between trainers and the rows pushed to the servers). Validation accuracy (--eva
 after the last epoch only): the training fanouts on every validation paper, batch 4096, as
 fanout-train's default --eval-fanouts.
 
-Partitioning: bench/typed/dgl_partition_mag.py stores paper/{feat,label,train_mask} only; the
+Partitioning: dgl_partition_mag.py stores paper/{feat,label,train_mask} only; the
 validation split is needed here, so `--partition` runs that script's main() with
 dgl.distributed.partition_graph wrapped to add paper/val_mask and paper/test_mask first
 (the same METIS call otherwise: the masks take no part in the balancing).
 
   python dgl_rgcn_train.py --partition DATA_DIR OUT_DIR NUM_PARTS
-  (server / trainer: started by run_dgl_rgcn.sh) python dgl_rgcn_train.py --graph-name mag \
+  (server / trainer: started by run.sh --setups H) python dgl_rgcn_train.py --graph-name mag \
       --ip-config ip_config.txt --part-config OUT_DIR/mag.json [--epochs 3 ...]
 """
 import argparse
@@ -59,7 +59,7 @@ import sys
 os.environ.setdefault("DGLBACKEND", "pytorch")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "vs_dgl"))
+sys.path.insert(0, HERE)
 
 import dgl  # noqa: E402
 import numpy as np  # noqa: E402
@@ -100,7 +100,6 @@ def parse():
 # ---- partitioning ------------------------------------------------------------------------------
 def partition(data, out, parts):
     """dgl_partition_mag.py's partitioning, with paper/val_mask and paper/test_mask stored too."""
-    sys.path.insert(0, HERE)
     import dgl_partition_mag
 
     partition_graph = dgl.distributed.partition_graph

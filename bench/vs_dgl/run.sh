@@ -2,7 +2,7 @@
 # fanout against DGL 2.1 / DistDGL, side by side on one host (bench/vs_dgl/README.md).
 #
 #   bench/vs_dgl/run.sh [--rounds R] [--setups A,B,C] [--epochs E] [--quick] [--fresh]
-#                       [--timeout S] [--work DIR] [--venv DIR]
+#                       [--timeout S] [--work DIR] [--venv DIR] [--mag-scale S]
 #
 # Setups (GraphSAGE-mean, Adam lr 0.003, dropout 0.5, batch 1024 per trainer, 1 intra-op
 # thread and 1 sampler process per trainer, on both sides):
@@ -14,6 +14,12 @@
 #   P  as A, with DistDGL's own Python training script (dgl_dist_train.py: dgl.nn.SAGEConv, the
 #      same loop) on both sides: on fanout started by fanout-launch with --data-plane fanout
 #      (fanout.distributed's loader), against the same script on DistDGL. P's DistDGL job is A's.
+#   H  typed graph: R-GCN on the ogbn-mag-shaped graph (fanout-generate --preset mag --scale S,
+#      default 0.1, --quick 0.02; reverse relations), 2 loopback machines x (1 server + 1
+#      trainer), 2 METIS parts; 2 layers, hidden 64, fanouts 25,15 per relation, Adam 0.01,
+#      64-wide learnable rows for the featureless types (sparse Adam 0.06).
+#      fanout-train --model rgcn --embed-featureless 64  vs  DistDGL's R-GCN (dgl_rgcn_train.py:
+#      DGL's examples/distributed/rgcn shape, DistEmbedding + SparseAdam). Not in the default list.
 # Jobs alternate fanout, DGL, fanout, DGL, ... The epoch time reported is the mean of the epochs
 # after the first (evaluation excluded); validation accuracy is measured after the last epoch.
 #
@@ -30,7 +36,8 @@ BIN=$(cd "${FANOUT_BUILD_DIR:-$REPO/build}/bin" 2>/dev/null && pwd) || {
 ROUNDS=1 SETUPS=A,B,C EPOCHS=2 QUICK=0 FRESH=0 TIMEOUT=
 WORK=${TMPDIR:-/tmp}/fanout-vs-dgl
 VENV=
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+MAG_SCALE=
+usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) ROUNDS=$2; shift 2 ;;
@@ -41,6 +48,7 @@ while [ $# -gt 0 ]; do
     --timeout) TIMEOUT=$2; shift 2 ;;
     --work) WORK=$2; shift 2 ;;
     --venv) VENV=$2; shift 2 ;;
+    --mag-scale) MAG_SCALE=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -49,7 +57,7 @@ done
 [[ $EPOCHS =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --epochs must be a positive integer" >&2; exit 2; }
 IFS=, read -r -a SETUP_LIST <<<"$SETUPS"
 for s in "${SETUP_LIST[@]}"; do
-  [[ $s =~ ^[ABCP]$ ]] || { echo "run.sh: unknown setup '$s' (A, B, C or P)" >&2; exit 2; }
+  [[ $s =~ ^[ABCPH]$ ]] || { echo "run.sh: unknown setup '$s' (A, B, C, P or H)" >&2; exit 2; }
 done
 mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
@@ -68,6 +76,10 @@ fi
 NAME=vsdgl
 DATA=$WORK/data-n$NODES-e$EDGES
 PARTS=$WORK/parts-n$NODES-e$EDGES
+# Setup H's typed graph and its partitions.
+if [ -z "$MAG_SCALE" ]; then MAG_SCALE=$([ "$QUICK" = 1 ] && echo 0.02 || echo 0.1); fi
+[[ $MAG_SCALE =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "run.sh: --mag-scale must be a positive number" >&2; exit 2; }
+MAG=$WORK/mag-scale$MAG_SCALE
 PY=$VENV/bin/python
 PORT0=${FANOUT_VS_DGL_PORT:-37050}
 STAMP=$(date +%Y%m%d-%H%M%S)
@@ -154,17 +166,19 @@ ensure_venv() {
 
 # ---- 2. dataset and partitions -------------------------------------------------------------
 ensure_data() {
-  if [ "$FRESH" = 1 ]; then rm -rf "$DATA" "$PARTS"; fi
-  if [ ! -f "$DATA/edges.npy" ]; then
-    log "generating $DATA"
-    "$BIN/fanout-generate" --out "$DATA" --overwrite --num-nodes "$NODES" --num-edges "$EDGES" \
-      --feat-dim 100 --num-classes 47 --train-frac 0.1 --valid-frac 0.05 --seed 0
-  fi
-  mkdir -p "$PARTS"
-  local need2=0 need1=0 s
+  if [ "$FRESH" = 1 ]; then rm -rf "$DATA" "$PARTS" "$MAG"; fi
+  local need2=0 need1=0 needmag=0 s
   for s in "${SETUP_LIST[@]}"; do
-    case $s in A | C | P) need2=1 ;; B) need1=1 ;; esac
+    case $s in A | C | P) need2=1 ;; B) need1=1 ;; H) needmag=1 ;; esac
   done
+  if [ $need1 = 1 ] || [ $need2 = 1 ]; then
+    if [ ! -f "$DATA/edges.npy" ]; then
+      log "generating $DATA"
+      "$BIN/fanout-generate" --out "$DATA" --overwrite --num-nodes "$NODES" --num-edges "$EDGES" \
+        --feat-dim 100 --num-classes 47 --train-frac 0.1 --valid-frac 0.05 --seed 0
+    fi
+    mkdir -p "$PARTS"
+  fi
   # fanout: the same METIS settings as DGL's partition_graph(balance_ntypes=train_mask,
   # balance_edges=True): nodes, training nodes and in-edges balanced.
   if [ $need2 = 1 ] && [ ! -f "$PARTS/fanout-2/$NAME.json" ]; then
@@ -185,6 +199,26 @@ ensure_data() {
       >"$PARTS/dgl-2.log" 2>&1 || { tail -n 30 "$PARTS/dgl-2.log"; exit 1; }
     grep -E "^dgl_partition|edge cuts|peak mem" "$PARTS/dgl-2.log" || true
   fi
+  [ $needmag = 1 ] || return 0
+  if [ ! -f "$MAG/data/num_nodes.json" ]; then
+    log "generating $MAG/data (fanout-generate --preset mag --scale $MAG_SCALE)"
+    rm -rf "$MAG"
+    "$BIN/fanout-generate" --preset mag --scale "$MAG_SCALE" --out "$MAG/data" --overwrite
+  fi
+  # Both sides: METIS over all nodes, node types and training papers balanced, reverse relations.
+  if [ ! -f "$MAG/fanout-2/mag.json" ]; then
+    log "fanout-partition: the typed graph, 2 METIS parts"
+    /usr/bin/time -f "fanout-partition: %e s wall, %M KiB peak RSS" \
+      "$BIN/fanout-partition" --input "$MAG/data" --out "$MAG/fanout-2" --num-parts 2 --part-method metis \
+      --add-reverse-edges --balance-train --graph-name mag --overwrite --quiet
+  fi
+  if [ ! -f "$MAG/dgl-2/mag.json" ]; then
+    log "dgl.distributed.partition_graph: the typed graph, 2 METIS parts"
+    rm -rf "$MAG/dgl-2"
+    DGLBACKEND=pytorch "$PY" "$HERE/dgl_rgcn_train.py" --partition "$MAG/data" "$MAG/dgl-2" 2 \
+      >"$MAG/dgl-2.log" 2>&1 || { tail -n 30 "$MAG/dgl-2.log"; exit 1; }
+    grep -E "^(read and build|partition_graph)" "$MAG/dgl-2.log" || true
+  fi
 }
 
 # ---- 3. jobs ----------------------------------------------------------------------------------
@@ -193,6 +227,7 @@ model_of() {
   case $1 in
     A | B | P) echo "3 256 15,10,5" ;;
     C) echo "2 16 15,10" ;;
+    H) echo "2 64 25,15" ;;
   esac
 }
 JOBNO=0
@@ -211,9 +246,14 @@ run_fanout() {  # SETUP ROUND
   read -r layers hidden fanouts <<<"$(model_of "$s")"
   mkdir -p "$dir"
   local config trainers
+  local launch_extra=()
   if [ "$s" = B ]; then
     config=$PARTS/fanout-1/$NAME.json trainers=2
     printf '127.0.0.1 %d\n' "$port" >"$dir/ip_config.txt"
+  elif [ "$s" = H ]; then
+    # The learnable rows are fields the trainers create on the servers: --allow-push.
+    config=$MAG/fanout-2/mag.json trainers=1 launch_extra=(--allow-push)
+    printf '127.0.0.1 %d\n127.0.0.2 %d\n' "$port" "$port" >"$dir/ip_config.txt"
   else
     config=$PARTS/fanout-2/$NAME.json trainers=1
     printf '127.0.0.1 %d\n127.0.0.2 %d\n' "$port" "$port" >"$dir/ip_config.txt"
@@ -228,6 +268,11 @@ run_fanout() {  # SETUP ROUND
       --data-plane fanout --graph-name "$NAME" --ip-config "$dir/ip_config.txt" --part-config "$config"
       --num-layers "$layers" --hidden "$hidden" --fanouts "$fanouts" --batch-size 1024 --lr 0.003
       --dropout 0.5 --epochs "$EPOCHS" --threads 1 --metrics-file "$dir/metrics.jsonl")
+  elif [ "$s" = H ]; then
+    trainer=("$BIN/fanout-train" --model rgcn --fanouts "$fanouts" --hidden "$hidden" --batch-size 1024
+      --lr 0.01 --dropout 0.5 --embed-featureless 64 --sparse-optimizer adam --sparse-lr 0.06
+      --epochs "$EPOCHS" --eval-every "$EPOCHS" --no-test --threads 1 --num-samplers 1
+      --metrics-file "$dir/metrics.jsonl")
   else
     trainer=("$BIN/fanout-train" --model sage --fanouts "$fanouts" --hidden "$hidden" --batch-size 1024
       --lr 0.003 --dropout 0.5 --epochs "$EPOCHS" --eval-every "$EPOCHS" --no-test --threads 1
@@ -235,7 +280,7 @@ run_fanout() {  # SETUP ROUND
   fi
   start_group "$dir/console.log" env PATH="$BIN:$PATH" "$BIN/fanout-launch" --workspace "$dir" \
     --ip-config "$dir/ip_config.txt" --part-config "$config" --num-servers 1 --num-trainers "$trainers" \
-    --num-samplers 1 --num-omp-threads 1 --log-dir "$dir/logs" -- "${trainer[@]}"
+    --num-samplers 1 --num-omp-threads 1 "${launch_extra[@]}" --log-dir "$dir/logs" -- "${trainer[@]}"
   local g=$STARTED rc=0
   wait "$g" || rc=$?
   forget_group "$g"
@@ -255,6 +300,13 @@ run_dgl() {  # SETUP ROUND
   mkdir -p "$dir"
   local common=(--num-layers "$layers" --hidden "$hidden" --fanouts "$fanouts" --batch-size 1024
     --lr 0.003 --dropout 0.5 --epochs "$EPOCHS" --threads 1 --metrics-file "$dir/metrics.jsonl")
+  local script=$HERE/dgl_dist_train.py graph=$NAME config=$PARTS/dgl-2/$NAME.json
+  if [ "$s" = H ]; then
+    script=$HERE/dgl_rgcn_train.py graph=mag config=$MAG/dgl-2/mag.json
+    common=(--num-layers "$layers" --hidden "$hidden" --fanouts "$fanouts" --batch-size 1024 --lr 0.01
+      --dropout 0.5 --embed-featureless 64 --sparse-lr 0.06 --epochs "$EPOCHS" --threads 1
+      --metrics-file "$dir/metrics.jsonl")
+  fi
   local t0=$SECONDS rc=0
   if [ "$s" = B ]; then
     log "[$s round $r] DGL: DataLoader + DDP, 2 trainers, $layers layers, hidden $hidden, fanouts $fanouts (logs: $dir)"
@@ -275,12 +327,12 @@ run_dgl() {  # SETUP ROUND
     local pids=() m
     for m in 0 1; do
       start_group "$dir/machine$m.log" env DGLBACKEND=pytorch DGL_IP_CONFIG="$dir/ip_config.txt" \
-        DGL_CONF_PATH="$PARTS/dgl-2/$NAME.json" DGL_NUM_SERVER=1 DGL_NUM_CLIENT=4 DGL_NUM_SAMPLER=1 \
+        DGL_CONF_PATH="$config" DGL_NUM_SERVER=1 DGL_NUM_CLIENT=4 DGL_NUM_SAMPLER=1 \
         DGL_GRAPH_FORMAT=csc DGL_DIST_MAX_TRY_TIMES=100 TRAINER_OMP_THREADS=1 SERVER_OMP_THREADS=1 \
         MASTER_ADDR=127.0.0.1 MASTER_PORT=$((port + 5)) WORLD_SIZE=2 \
         unshare -m --propagation private \
-        bash "$HERE/dgl_machine.sh" "$m" "$dir" "$PY" "$HERE/dgl_dist_train.py" \
-        --graph-name "$NAME" --ip-config "$dir/ip_config.txt" --part-config "$PARTS/dgl-2/$NAME.json" \
+        bash "$HERE/dgl_machine.sh" "$m" "$dir" "$PY" "$script" \
+        --graph-name "$graph" --ip-config "$dir/ip_config.txt" --part-config "$config" \
         "${common[@]}"
       pids+=("$STARTED")
     done
@@ -300,7 +352,7 @@ run_dgl() {  # SETUP ROUND
       fi
     done
     for g in "${pids[@]}"; do kill_group "$g"; forget_group "$g"; done
-    grep -hE "^(epoch|dgl_dist_train: graph)|Error" "$dir/m0-trainer.log" | sed 's/^/    /' || true
+    grep -hE "^(epoch|dgl_(dist|rgcn)_train: graph)|Error" "$dir/m0-trainer.log" | sed 's/^/    /' || true
     if [ $rc != 0 ]; then
       log "[$s round $r] DistDGL FAILED (exit $rc$([ $rc = 124 ] && echo ", timed out after $TIMEOUT s")); last lines:"
       for f in "$dir"/machine*.log "$dir"/m*-trainer.log "$dir"/m*-server.log; do

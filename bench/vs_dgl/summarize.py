@@ -17,6 +17,8 @@ SETUPS = {
     "B": "1 machine, 2 trainers; SAGE 3x256, fanouts 15,10,5 (DGL: DataLoader + DDP, no DistDGL)",
     "C": "as A, data-bound: SAGE 2x16, fanouts 15,10",
     "P": "as A, DistDGL's Python training script (dgl.nn.SAGEConv) on both sides: fanout.distributed vs dgl.distributed",
+    "H": "typed graph (ogbn-mag-shaped), 2 loopback machines, 2 METIS parts; R-GCN 2x64, fanouts 25,15 per relation, "
+         "learnable rows for featureless types (sparse Adam): fanout-train --model rgcn vs DistDGL's R-GCN",
 }
 # Breakdown columns: (label, metrics key) per side, in step order.
 FANOUT_PARTS = [
