@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -102,6 +103,8 @@ py::dict Schema(const core::FieldSchema& f) {
   d["name"] = f.name;
   d["dtype"] = std::string(core::DTypeName(f.dtype));
   d["row_shape"] = f.row_shape;
+  d["node_type"] = f.node_type;  // "" for a field of every node
+  d["key"] = f.key();            // the name fanout's calls take: TYPE/NAME for a typed field
   return d;
 }
 
@@ -113,14 +116,6 @@ class Graph {
         int num_servers, double deadline_seconds, bool read_local_files) {
     config_ = Take(core::LoadPartitionConfig(part_config));
     part_config_path_ = part_config;
-    if (config_.typed()) {
-      // fanout-train trains typed graphs; the Python API's typed view (g.nodes[TYPE].data,
-      // typed blocks) is not built yet, and a one-type view of a typed graph would mislead.
-      Check(absl::UnimplementedError(StrCat(part_config, " is a typed graph (", config_.node_types.size(),
-                                            " node types, ", config_.edge_types.size(),
-                                            " edge types): the Python API reads graphs with one node and edge type "
-                                            "so far; fanout-train --model rgcn trains typed graphs")));
-    }
     if (machine_id < -1 || machine_id >= config_.num_parts) {
       throw py::value_error(StrCat("machine_id ", machine_id, " is not a partition of ", part_config, " (0..",
                                    config_.num_parts - 1, ")"));
@@ -233,7 +228,8 @@ class Graph {
       py::gil_scoped_release nogil;
       bytes = Take(graph_->PullWholeNodeField(field));
     }
-    std::vector<int64_t> shape = {config_.num_nodes};
+    // A typed field has a row per node of its type (type-wise ID order), not per graph node.
+    std::vector<int64_t> shape = {static_cast<int64_t>(bytes.size() / std::max<size_t>(1, schema.row_bytes()))};
     shape.insert(shape.end(), schema.row_shape.begin(), schema.row_shape.end());
     auto owned = std::make_shared<std::string>(std::move(bytes));
     const void* data = owned->data();
@@ -286,6 +282,7 @@ py::dict BatchToPython(sampler::MiniBatch mb) {
     blk["eids"] = BorrowArray(b.eids);
     blk["dst"] = BorrowArray(b.dst);
     if (!b.edge_weight.empty()) blk["edge_weight"] = BorrowArray(b.edge_weight);
+    if (!b.etype.empty()) blk["etype"] = BorrowArray(b.etype);  // typed: each edge's relation
     if (b.edge_feat_dim > 0) {
       blk["edge_feat"] = Borrow(b.edge_feat.Share(), b.edge_feat.data(), core::DType::kFloat32,
                                 {b.num_edges(), b.edge_feat_dim});
@@ -293,6 +290,8 @@ py::dict BatchToPython(sampler::MiniBatch mb) {
     blocks.append(std::move(blk));
   }
   d["blocks"] = std::move(blocks);
+  // Typed graphs: each input node's type (its index in the graph's node_types).
+  d["input_types"] = mb.input_types.empty() ? py::object(py::none()) : py::object(BorrowArray(mb.input_types));
   if (mb.features.cols > 0) {
     d["features"] = Borrow(mb.features.owner, mb.features.data, mb.features.dtype, {mb.features.rows, mb.features.cols});
   } else {
@@ -538,6 +537,17 @@ PYBIND11_MODULE(_native, m) {
       .def_property_readonly("part_config", &Graph::part_config_path)
       .def_property_readonly("node_ranges", [](const Graph& g) { return g.Ranges(g.config().node_bounds); })
       .def_property_readonly("edge_ranges", [](const Graph& g) { return g.Ranges(g.config().edge_bounds); })
+      // Node types in schema order ("_N" alone for a graph of one type), and each type's
+      // [begin, end) IDs per partition; relations as (src type, relation, dst type).
+      .def_property_readonly("node_types", [](const Graph& g) { return g.config().node_types; })
+      .def_property_readonly("node_type_ranges", [](const Graph& g) { return g.config().node_type_ranges; })
+      .def_property_readonly("edge_types",
+                             [](const Graph& g) {
+                               std::vector<std::tuple<std::string, std::string, std::string>> out;
+                               for (const auto& e : g.config().edge_types) out.emplace_back(e.src, e.rel, e.dst);
+                               return out;
+                             })
+      .def_property_readonly("edge_type_ranges", [](const Graph& g) { return g.config().edge_type_ranges; })
       .def_property_readonly("node_fields",
                              [](const Graph& g) {
                                py::list l;

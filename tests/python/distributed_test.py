@@ -74,6 +74,16 @@ def make_graph(work, parts, nodes=3000, edges=24000, feat_dim=16, name="g"):
     return os.path.join(out, f"{name}.json")
 
 
+def make_typed_graph(work, parts, scale="0.002"):
+    """The ogbn-mag-shaped typed graph (4 node types, 4 relations and their reverses)."""
+    ds = os.path.join(work, "mag")
+    run([f"{BIN}/fanout-generate", "--preset", "mag", "--scale", scale, "--out", ds])
+    out = os.path.join(work, f"typed{parts}")
+    run([f"{BIN}/fanout-partition", "--input", ds, "--num-parts", str(parts), "--out", out, "--graph-name", "g",
+         "--add-reverse-edges"])
+    return os.path.join(out, "g.json")
+
+
 def launch(work, part_config, command, *, samplers=0, parts=2, extra=(), timeout=600):
     port = free_base_port()
     ip = os.path.join(work, "ip_config.txt")
@@ -98,11 +108,12 @@ class ServersTestCase(unittest.TestCase):
 
     allow_push = False
     servers_per_part = 1
+    typed = False
 
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        cls.config = make_graph(cls.tmp.name, 2)
+        cls.config = (make_typed_graph if cls.typed else make_graph)(cls.tmp.name, 2)
         cls.servers = []
         addresses = []
         for k in range(2):
@@ -403,6 +414,136 @@ class EdgeLoaderTest(ServersTestCase):
         # Every rank runs the same number of steps: the smaller partition's share.
         least = min(e - s for s, e in self.g.get_partition_book()._edge_ranges)
         self.assertEqual(len(runs[0]), -(-least // 64))
+
+
+class TypedGraphTest(ServersTestCase):
+    """DistDGL's heterograph questions on a typed graph (issue 29): types, per-type IDs and fields,
+    node_split of one type, typed mini-batches with per-type and per-relation views."""
+
+    typed = True
+
+    def original(self):
+        """For every graph-wide node ID: its type's name and its ID in the input files."""
+        with open(self.config) as f:
+            cfg = json.load(f)
+        base = os.path.dirname(self.config)
+        orig = np.concatenate([np.load(os.path.join(base, f"part{k}", "graph", "orig_nids.npy"))
+                               for k in range(cfg["num_parts"])])
+        types = np.empty(len(orig), dtype=object)
+        for name, ranges in cfg["node_map"].items():
+            for b, e in ranges:
+                types[b:e] = name
+        return types, orig
+
+    def test_types_ids_and_fields_answer_as_dgl(self):
+        g = self.g
+        data = os.path.join(self.tmp.name, "mag")
+        with open(os.path.join(data, "num_nodes.json")) as f:
+            counts = json.load(f)
+        self.assertTrue(g.is_typed() and not g.is_homogeneous)
+        self.assertEqual(g.ntypes, ["author", "field_of_study", "institution", "paper"])
+        self.assertIn(("author", "writes", "paper"), g.canonical_etypes)
+        self.assertIn(("paper", "rev_writes", "author"), g.canonical_etypes)
+        self.assertEqual(len(g.canonical_etypes), 8)
+        self.assertEqual(g.to_canonical_etype("cites"), ("paper", "cites", "paper"))
+        for nt, n in counts.items():
+            self.assertEqual(g.num_nodes(nt), n)
+        self.assertEqual(sum(counts.values()), g.num_nodes())
+        writes = np.load(os.path.join(data, "edges", "author___writes___paper.npy"))
+        self.assertEqual(g.num_edges("writes"), len(writes))
+        self.assertEqual(g.num_edges(("paper", "rev_writes", "author")), len(writes))
+        with self.assertRaisesRegex(KeyError, "no node type 'venue'"):
+            g.num_nodes("venue")
+        with self.assertRaisesRegex(KeyError, r"typed graph: its fields are by node type, g.nodes\[TYPE\]"):
+            g.ndata["feat"]
+        # Per-type IDs: g.nodes['paper'].data['feat'][i] is paper i's row, i numbering the papers
+        # partition by partition (DGL's per-type IDs); the partition book maps them.
+        feat = np.load(os.path.join(data, "node_data", "paper", "feat.npy"))
+        types, orig = self.original()
+        gpb = g.get_partition_book()
+        papers = torch.arange(g.num_nodes("paper"))
+        homo = gpb.map_to_homo_nid(papers, "paper")
+        self.assertTrue(all(t == "paper" for t in types[homo.numpy()]))
+        t_back, typewise = gpb.map_to_per_ntype(homo)
+        self.assertTrue(torch.equal(typewise, papers) and bool((t_back == g.ntypes.index("paper")).all()))
+        ids = torch.tensor([0, 3, g.num_nodes("paper") - 1, 5, 3])
+        np.testing.assert_array_equal(g.nodes["paper"].data["feat"][ids].numpy(), feat[orig[homo[ids].numpy()]])
+        self.assertEqual(g.nodes["paper"].data["feat"].shape, (g.num_nodes("paper"), feat.shape[1]))
+        self.assertEqual(len(g.nodes["author"].data), 0)  # the authors have no fields
+        with self.assertRaisesRegex(IndexError, "node ID 1473 of type 'paper' is out of range"):
+            g.nodes["paper"].data["feat"][[1473]]
+        # partid2nids: type-wise IDs per partition, covering the type once.
+        parts = [gpb.partid2nids(k, "paper") for k in range(2)]
+        self.assertTrue(torch.equal(torch.cat(parts), papers))
+        self.assertTrue(bool((gpb.nid2partid(parts[1], "paper") == 1).all()))
+
+    def test_typed_batches_have_per_type_and_per_relation_views(self):
+        g = self.g
+        data = os.path.join(self.tmp.name, "mag")
+        feat = np.load(os.path.join(data, "node_data", "paper", "feat.npy"))
+        label = np.load(os.path.join(data, "node_data", "paper", "label.npy"))
+        types, orig = self.original()
+        train = np.load(os.path.join(data, "split", "paper", "train_idx.npy"))
+        gpb = g.get_partition_book()
+        nids = dist.node_split(g.nodes["paper"].data["train_mask"], gpb, ntype="paper")
+        # This rank's half of the training papers, type-wise; both halves cover them once.
+        other = dist.node_split(g.nodes["paper"].data["train_mask"], gpb, ntype="paper", rank=1)
+        all_train = torch.cat([nids, other]).sort().values
+        got_orig = np.sort(orig[gpb.map_to_homo_nid(all_train, "paper").numpy()])
+        np.testing.assert_array_equal(got_orig, np.sort(train))
+        with self.assertRaisesRegex(ValueError, "pass the seeds as {ntype: IDs}"):
+            dist.DistNodeDataLoader(g, nids, dist.NeighborSampler([4, 3]), batch_size=40)
+        loader = dist.DistNodeDataLoader(g, {"paper": nids}, dist.NeighborSampler([4, 3]), batch_size=40,
+                                         shuffle=True, num_samplers=0)
+        self.assertEqual(len(loader), -(-len(nids) // 40))
+        n = 0
+        for input_nodes, seeds, blocks in loader:
+            n += 1
+            b0, b1 = blocks
+            self.assertEqual(set(input_nodes), set(g.ntypes))
+            self.assertEqual(list(seeds), ["paper"])
+            self.assertTrue(torch.equal(b1.dstnodes["paper"].data[dist.NID], seeds["paper"]))
+            self.assertEqual(b1.num_dst_nodes("paper"), len(seeds["paper"]))
+            self.assertEqual(b1.num_dst_nodes("author"), 0)
+            for nt in g.ntypes:
+                # Per type, destinations are the first sources; layer 1's sources are layer 0's destinations.
+                self.assertTrue(torch.equal(b0.srcnodes[nt].data[dist.NID][:b0.num_dst_nodes(nt)],
+                                            b0.dstnodes[nt].data[dist.NID]))
+                self.assertTrue(torch.equal(b1.srcnodes[nt].data[dist.NID], b0.dstnodes[nt].data[dist.NID]))
+                self.assertTrue(torch.equal(input_nodes[nt], b0.srcnodes[nt].data[dist.NID]))
+            # Features of the featured type, labels of the seeds, from the input files.
+            homo_in = gpb.map_to_homo_nid(input_nodes["paper"], "paper").numpy()
+            np.testing.assert_array_equal(b0.srcdata["feat"]["paper"].numpy(), feat[orig[homo_in]])
+            self.assertNotIn("author", b0.srcdata["feat"])
+            homo_seeds = gpb.map_to_homo_nid(seeds["paper"], "paper").numpy()
+            np.testing.assert_array_equal(b1.dstdata["label"]["paper"].numpy(), label[orig[homo_seeds]])
+            # Every relation's edges are real edges of that relation, between the right types,
+            # with at most the fanout per destination.
+            edges = b1.edge_index_dict
+            self.assertEqual(set(edges), set(g.canonical_etypes))
+            total = 0
+            for (st, rel, dt), ei in edges.items():
+                total += ei.shape[1]
+                if ei.shape[1] == 0:
+                    continue
+                self.assertTrue(bool((ei[0] < b1.num_src_nodes(st)).all()) and
+                                bool((ei[1] < b1.num_dst_nodes(dt)).all()))
+                src_homo = gpb.map_to_homo_nid(b1.srcnodes[st].data[dist.NID][ei[0]], st)
+                dst_homo = gpb.map_to_homo_nid(b1.dstnodes[dt].data[dist.NID][ei[1]], dt)
+                eids = g._etypes.to_homo(g.canonical_etypes.index((st, rel, dt)),
+                                         b1.edge_ids((st, rel, dt)).numpy())
+                fs, fd = g.find_edges(torch.from_numpy(eids))
+                self.assertTrue(torch.equal(fs, src_homo) and torch.equal(fd, dst_homo), (st, rel, dt))
+                self.assertLessEqual(int(torch.bincount(ei[1]).max()), 3)
+            self.assertEqual(total, b1.num_edges())
+            with self.assertRaisesRegex(TypeError, "edge_index_dict"):
+                b1.edge_index
+        self.assertEqual(n, len(loader))
+
+    def test_link_prediction_on_a_typed_graph_is_refused_by_name(self):
+        with self.assertRaisesRegex(NotImplementedError, "link prediction on a typed graph"):
+            dist.DistEdgeDataLoader(self.g, torch.arange(10), dist.as_edge_prediction_sampler(
+                dist.NeighborSampler([2]), negative_sampler=dist.negative_sampler.Uniform(1)), batch_size=4)
 
 
 class ServerLossTest(ServersTestCase):

@@ -32,6 +32,7 @@ from fanout.distributed.context import exit_client, initialize, is_initialized
 from fanout.distributed.dataloader import (Block, DistEdgeDataLoader, DistNodeDataLoader, NeighborSampler, PairGraph,
                                            as_edge_prediction_sampler, edge_split, negative_sampler)
 from fanout.distributed.graph import DistGraph, DistTensor, GraphPartitionBook, node_split
+from fanout.distributed.hetero import HeteroBlock
 from fanout._native import FanoutError
 
 NID = "_ID"  # dgl.NID: the global node IDs in a block's srcdata / dstdata
@@ -40,5 +41,5 @@ EID = "_ID"  # dgl.EID: the global edge IDs in a block's edata
 __all__ = [
     "initialize", "exit_client", "is_initialized", "DistGraph", "DistTensor", "GraphPartitionBook", "node_split",
     "NeighborSampler", "DistNodeDataLoader", "Block", "FanoutError", "NID", "EID", "DistEdgeDataLoader",
-    "as_edge_prediction_sampler", "negative_sampler", "edge_split", "PairGraph",
+    "as_edge_prediction_sampler", "negative_sampler", "edge_split", "PairGraph", "HeteroBlock",
 ]

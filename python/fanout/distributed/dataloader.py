@@ -16,6 +16,7 @@ import torch
 from fanout import _native
 from fanout.distributed import context
 from fanout.distributed.graph import DistGraph, DistNodeSplits, _ids
+from fanout.distributed.hetero import HeteroBlock, typed_rows
 
 NID = "_ID"
 EID = "_ID"
@@ -261,7 +262,15 @@ class DistNodeDataLoader(_EpochLoader):
         if batch_size < 1:
             raise ValueError(f"DistNodeDataLoader: batch_size must be >= 1, got {batch_size}")
         super().__init__(g, to_dgl, graph_sampler.prefetch_node_feats)
-        self._nids = _ids(nids)
+        # A typed graph's seeds: {ntype: type-wise IDs} of one node type (DGL's form).
+        self._seed_type = None
+        if isinstance(nids, dict) or g.is_typed():
+            if not isinstance(nids, dict) or len(nids) != 1:
+                raise ValueError(f"DistNodeDataLoader: on a typed graph, pass the seeds as {{ntype: IDs}} of one node "
+                                 f"type (types: {', '.join(g.ntypes)})")
+            (self._seed_type, typewise), = nids.items()
+            typewise = _ids(typewise)
+        self._nids = _ids(nids) if self._seed_type is None else typewise
         self._sampler = graph_sampler
         self._label = self._field(graph_sampler.prefetch_labels, "label")
         # Training (shuffled) keeps every rank at the same step count; evaluation visits every node.
@@ -271,6 +280,9 @@ class DistNodeDataLoader(_EpochLoader):
         if drop_last:
             per_epoch -= per_epoch % batch_size
         self._steps = -(-per_epoch // batch_size)
+        if self._seed_type is not None:  # fanout's sampler takes graph-wide IDs
+            self._typewise_nids = self._nids
+            self._nids = np.ascontiguousarray(g._ntypes.to_homo(g._ntype_id(self._seed_type), self._nids))
         self._args = dict(fanouts=graph_sampler.fanouts, batch_size=batch_size, replace=graph_sampler.replace,
                           shuffle=bool(shuffle), seed=int(seed), rank=context.current().rank,
                           seeds_per_epoch=per_epoch, feature_field=self._feat, label_field=self._label,
@@ -283,11 +295,37 @@ class DistNodeDataLoader(_EpochLoader):
                                   **self._args)
 
     def _convert(self, b):
+        if self._seed_type is not None:
+            return self._convert_typed(b)
         blocks = self._blocks(b, self._label, self._sampler.edge_weight)
         input_nodes = blocks[0].srcdata[NID]
         seeds = torch.from_numpy(b["seeds"])
         self._g._remember_batch(self._feat, input_nodes, blocks[0].srcdata.get(self._feat),
                                 self._label, seeds, blocks[-1].dstdata.get(self._label))
+        if self._to_dgl:
+            blocks = [blk.to_dgl() for blk in blocks]
+        return input_nodes, seeds, blocks
+
+
+    def _convert_typed(self, b):
+        """A typed batch: ({ntype: input IDs}, {seed type: seed IDs}, HeteroBlocks), IDs type-wise."""
+        g = self._g
+        types = torch.from_numpy(b["input_types"])
+        blocks = []
+        for raw in b["blocks"]:
+            t = {k: torch.from_numpy(v) for k, v in raw.items() if isinstance(v, np.ndarray)}
+            n = len(t["src_nodes"])
+            blocks.append(HeteroBlock(g.ntypes, g.canonical_etypes, g._ntypes, g._etypes, t["src_nodes"], types[:n],
+                                      raw["num_dst"], t["indices"], t["dst"], t["etype"], t["eids"]))
+        if b["features"] is not None and self._feat:
+            featured = [g._ntype_id(f["node_type"]) for f in g._native.node_fields
+                        if f["name"] == self._feat and f["node_type"]]
+            blocks[0]._set_src(self._feat, typed_rows(torch.from_numpy(b["features"]), types, sorted(featured),
+                                                      g.ntypes, blocks[0]._positions))
+        if self._label and len(b["labels"]) > 0:
+            blocks[-1]._set_dst(self._label, {self._seed_type: torch.from_numpy(b["labels"])})
+        input_nodes = {nt: blocks[0].srcnodes[nt].data[NID] for nt in g.ntypes}
+        seeds = {self._seed_type: blocks[-1].dstnodes[self._seed_type].data[NID]}
         if self._to_dgl:
             blocks = [blk.to_dgl() for blk in blocks]
         return input_nodes, seeds, blocks
@@ -423,6 +461,9 @@ class DistEdgeDataLoader(_EpochLoader):
         if not shuffle:
             raise ValueError("DistEdgeDataLoader: link batches are always shuffled (shuffle=False is not supported)")
         ns = graph_sampler.sampler
+        if g.is_typed():
+            raise NotImplementedError("DistEdgeDataLoader: link prediction on a typed graph is not supported yet "
+                                      "(node classification is: DistNodeDataLoader with {ntype: IDs})")
         super().__init__(g, to_dgl, ns.prefetch_node_feats)
         self._eids = _ids(eids)
         begin, end = _native.rank_edge_range(g._native, ctx.num_trainers, ctx.rank)

@@ -7,6 +7,7 @@ import torch
 
 from fanout import _native
 from fanout.distributed import context
+from fanout.distributed.hetero import TypeRanges, canonical
 
 _TORCH_DTYPES = {
     "bool": torch.bool, "int8": torch.int8, "uint8": torch.uint8, "int16": torch.int16, "int32": torch.int32,
@@ -40,10 +41,22 @@ class DistTensor:
     _unnamed = 0
 
     def __init__(self, shape, dtype=None, name=None, init_func=None, part_policy=None, persistent=False,
-                 is_gdata=True, attach=True, *, _graph=None):
+                 is_gdata=True, attach=True, *, _graph=None, _ntype=None):
         graph = _graph if _graph is not None else DistGraph._current
         if graph is None:
             raise RuntimeError("DistTensor needs a DistGraph: create the DistGraph first")
+        self._ntype = _ntype  # a typed field's node type: rows indexed by type-wise IDs
+        if _ntype is not None:
+            f = next(f for f in graph._native.node_fields if f["node_type"] == _ntype and f["name"] == name)
+            t = graph._ntypes.names.index(_ntype)
+            self._graph, self._created = graph, False
+            self._name, self._key = name, f["key"]
+            self._shape = (graph._ntypes.count(t),) + tuple(f["row_shape"])
+            self._dtype = _TORCH_DTYPES[f["dtype"]]
+            return
+        if graph.is_typed():
+            raise NotImplementedError("DistTensor: a typed graph's tensors are its fields by node type "
+                                      "(g.nodes[TYPE].data[NAME]); creating one is not supported yet")
         schemas = {f["name"]: f for f in graph._native.node_fields}
         self._graph = graph
         self._created = name not in schemas
@@ -55,6 +68,7 @@ class DistTensor:
             if dtype is not None and _TORCH_DTYPES[f["dtype"]] != dtype:
                 raise TypeError(f"DistTensor {name!r}: dtype {dtype} does not match the field's {f['dtype']}")
             self._name, self._shape, self._dtype = name, want, _TORCH_DTYPES[f["dtype"]]
+            self._key = name
             return
         if name is None:
             DistTensor._unnamed += 1
@@ -72,6 +86,7 @@ class DistTensor:
             raise TypeError(f"DistTensor {name!r}: dtype {dtype} is not one of {sorted(names.values())}")
         graph._native.create_node_field(name, names[dtype], list(shape[1:]))
         self._name, self._shape, self._dtype = name, shape, dtype
+        self._key = name
 
     @property
     def name(self) -> str:
@@ -89,9 +104,21 @@ class DistTensor:
         return self._shape[0]
 
     def __repr__(self) -> str:
-        return f"DistTensor(name={self._name!r}, shape={self._shape}, dtype={self._dtype})"
+        typed = f", ntype={self._ntype!r}" if self._ntype is not None else ""
+        return f"DistTensor(name={self._name!r}{typed}, shape={self._shape}, dtype={self._dtype})"
+
+    def _homo(self, ids) -> np.ndarray:
+        """fanout's IDs of `ids` (type-wise for a typed field)."""
+        ids = _ids(ids)
+        if self._ntype is None:
+            return ids
+        return self._graph._ntypes.to_homo(self._graph._ntypes.names.index(self._ntype), ids)
 
     def __getitem__(self, ids) -> torch.Tensor:
+        if isinstance(ids, slice):
+            ids = range(*ids.indices(len(self)))
+        if self._ntype is not None:
+            return torch.from_numpy(self._graph._reader().pull_node_rows(self._key, self._homo(ids)))
         rows = self._graph._prefetched(self._name, ids)
         if rows is not None:  # the loader's latest batch fetched exactly these rows: no copy, no RPC
             return rows
@@ -103,7 +130,7 @@ class DistTensor:
         return torch.from_numpy(reader.pull_node_rows(self._name, _ids(ids)))
 
     def __setitem__(self, ids, values) -> None:
-        ids = _ids(ids)
+        ids = self._homo(ids)
         if not isinstance(values, torch.Tensor):
             values = torch.as_tensor(values)
         values = values.detach().to("cpu", self._dtype)
@@ -112,7 +139,7 @@ class DistTensor:
         if tuple(values.shape) != (len(ids),) + self._shape[1:]:
             raise ValueError(f"DistTensor {self._name!r}: {tuple(values.shape)} rows for {len(ids)} IDs of shape "
                              f"{self._shape[1:]}")
-        self._graph._native.push_node_rows(self._name, ids, np.ascontiguousarray(values.contiguous().numpy()))
+        self._graph._native.push_node_rows(self._key, ids, np.ascontiguousarray(values.contiguous().numpy()))
 
 
 class _OneType:
@@ -139,6 +166,34 @@ class GraphPartitionBook(_OneType):
         self._edge_bounds = torch.tensor([r[1] for r in self._edge_ranges], dtype=torch.int64)
         self.partid = n.machine_id
 
+    # Types (DGL's names): on a typed graph the methods below take a node type and type-wise IDs.
+    @property
+    def ntypes(self):
+        return self._graph.ntypes
+
+    @property
+    def etypes(self):
+        return self._graph.etypes
+
+    @property
+    def canonical_etypes(self):
+        return self._graph.canonical_etypes
+
+    def map_to_homo_nid(self, ids, ntype: str) -> torch.Tensor:
+        """fanout's graph-wide IDs of `ntype`'s type-wise `ids`."""
+        g = self._graph
+        return torch.from_numpy(g._ntypes.to_homo(g._ntype_id(ntype), _ids(ids)))
+
+    def map_to_per_ntype(self, ids) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(node type index, type-wise ID) of graph-wide `ids`."""
+        types, typewise = self._graph._ntypes.to_typewise(_ids(ids))
+        return torch.from_numpy(types), torch.from_numpy(typewise)
+
+    def _homo_nids(self, nids, ntype):
+        if ntype in (None, "_N") and not self._graph.is_typed():
+            return torch.as_tensor(nids, dtype=torch.int64)
+        return self.map_to_homo_nid(nids, ntype)
+
     def num_partitions(self) -> int:
         return len(self._node_ranges)
 
@@ -147,13 +202,16 @@ class GraphPartitionBook(_OneType):
                 for k, (s, e) in enumerate(self._node_ranges)]
 
     def nid2partid(self, nids, ntype="_N") -> torch.Tensor:
-        return torch.bucketize(torch.as_tensor(nids, dtype=torch.int64), self._node_bounds, right=True)
+        return torch.bucketize(self._homo_nids(nids, ntype), self._node_bounds, right=True)
 
     def eid2partid(self, eids, etype="_E") -> torch.Tensor:
         return torch.bucketize(torch.as_tensor(eids, dtype=torch.int64), self._edge_bounds, right=True)
 
     def partid2nids(self, partid: int, ntype="_N") -> torch.Tensor:
-        s, e = self._node_ranges[partid]
+        if self._graph.is_typed():  # type-wise IDs, as DGL's heterograph partition book
+            s, e = self._graph._ntypes.part_range(self._graph._ntype_id(ntype), partid)
+        else:
+            s, e = self._node_ranges[partid]
         return torch.arange(s, e, dtype=torch.int64)
 
     def partid2eids(self, partid: int, etype="_E") -> torch.Tensor:
@@ -161,6 +219,9 @@ class GraphPartitionBook(_OneType):
         return torch.arange(s, e, dtype=torch.int64)
 
     def nid2localnid(self, nids, partid: int, ntype="_N") -> torch.Tensor:
+        if self._graph.is_typed():
+            return torch.as_tensor(nids, dtype=torch.int64) - self._graph._ntypes.part_range(
+                self._graph._ntype_id(ntype), partid)[0]
         return torch.as_tensor(nids, dtype=torch.int64) - self._node_ranges[partid][0]
 
 
@@ -171,11 +232,37 @@ class _NodeData(dict):
     # them "feat" and "label" (OGB's names). Those examples run unchanged.
     _ALIASES = {"features": "feat", "labels": "label"}
 
+    typed_hint = ""
+
     def __missing__(self, name):
         alias = self._ALIASES.get(name)
         if alias is not None and alias in self:
             return self[alias]
-        raise KeyError(f"no node field {name!r} (this graph has: {', '.join(sorted(self))})")
+        raise KeyError(f"no node field {name!r} (this graph has: {', '.join(sorted(self))}){self.typed_hint}")
+
+
+class _NodeSpace:
+    """``g.nodes[ntype]``: ``.data`` holds the type's fields as DistTensors over type-wise IDs."""
+
+    def __init__(self, data: _NodeData):
+        self.data = data
+
+
+class _NodeSpaces:
+    def __init__(self, graph: "DistGraph"):
+        self._graph = graph
+        self._spaces = {}
+
+    def __getitem__(self, ntype: str) -> _NodeSpace:
+        g = self._graph
+        g._ntype_id(ntype)
+        if not g.is_typed():
+            return _NodeSpace(g.ndata)
+        if ntype not in self._spaces:
+            self._spaces[ntype] = _NodeSpace(_NodeData({
+                f["name"]: DistTensor(None, name=f["name"], _graph=g, _ntype=ntype)
+                for f in g._native.node_fields if f["node_type"] == ntype}))
+        return self._spaces[ntype]
 
 
 class DistGraph(_OneType):
@@ -208,10 +295,19 @@ class DistGraph(_OneType):
                              f"{ctx.num_trainers} trainers per machine; partition config {path}")
         self._reads = None  # reads through the servers (see _reader)
         self._last_batch = {}  # (field, id(ids)) -> (ids, rows) of the loader's latest batch
+        n = self._native
+        self._ntypes = TypeRanges(n.node_types, n.node_type_ranges,
+                                  [r[0] for r in n.node_ranges] + [n.node_ranges[-1][1]], "node")
+        self._etypes = TypeRanges(n.edge_types, n.edge_type_ranges,
+                                  [r[0] for r in n.edge_ranges] + [n.edge_ranges[-1][1]], "edge")
         self._gpb = GraphPartitionBook(self)
         DistGraph._current = self
         self.ndata = _NodeData({f["name"]: DistTensor(None, name=f["name"], _graph=self)
-                                for f in self._native.node_fields})
+                                for f in n.node_fields if not f["node_type"]})
+        if self.is_typed():
+            self.ndata.typed_hint = (f"; {path} is a typed graph: its fields are by node type, "
+                                     f"g.nodes[TYPE].data[NAME] (types: {', '.join(self.ntypes)})")
+        self.nodes = _NodeSpaces(self)
         self.edata: Dict[str, DistTensor] = {}
 
     def _reader(self):
@@ -243,11 +339,43 @@ class DistGraph(_OneType):
         return hit[1] if hit is not None and hit[0] is ids else None
 
     # DGL's questions.
+    def is_typed(self) -> bool:
+        """More than one node type or relation (DGL: not ``g.is_homogeneous``)."""
+        return len(self._ntypes.names) > 1 or len(self._etypes.names) > 1
+
+    @property
+    def is_homogeneous(self) -> bool:
+        return not self.is_typed()
+
+    @property
+    def ntypes(self):
+        return list(self._native.node_types)
+
+    @property
+    def canonical_etypes(self):
+        return [tuple(e) for e in self._native.edge_types]
+
+    @property
+    def etypes(self):
+        return [e[1] for e in self.canonical_etypes]
+
+    def _ntype_id(self, ntype: str) -> int:
+        if ntype not in self._ntypes.names:
+            raise KeyError(f"no node type {ntype!r} (this graph has: {', '.join(self._ntypes.names)})")
+        return self._ntypes.names.index(ntype)
+
+    def to_canonical_etype(self, etype):
+        return self.canonical_etypes[canonical(etype, self.canonical_etypes)]
+
     def num_nodes(self, ntype=None) -> int:
-        return self._native.num_nodes
+        if ntype is None:
+            return self._native.num_nodes
+        return self._ntypes.count(self._ntype_id(ntype))
 
     def num_edges(self, etype=None) -> int:
-        return self._native.num_edges
+        if etype is None:
+            return self._native.num_edges
+        return self._etypes.count(canonical(etype, self.canonical_etypes))
 
     number_of_nodes = num_nodes
     number_of_edges = num_edges
@@ -304,6 +432,8 @@ def node_split(nodes, partition_book: Optional[GraphPartitionBook] = None, ntype
                                   "fanout's split prefers each machine's own nodes already")
     ctx = context.current()
     rank = ctx.rank if rank is None else rank
+    if graph.is_typed():
+        return _typed_node_split(graph, nodes, ntype, rank, force_even, ctx)
     if isinstance(nodes, DistTensor):
         mask = graph._native.whole_node_field(nodes.name)
         ids = np.flatnonzero(mask.reshape(len(mask), -1).any(axis=1)).astype(np.int64)
@@ -320,6 +450,38 @@ def node_split(nodes, partition_book: Optional[GraphPartitionBook] = None, ntype
     s, e = graph._native.node_ranges[rank // ctx.num_trainers]
     local = ids[(ids >= s) & (ids < e)]
     return torch.from_numpy(np.ascontiguousarray(np.array_split(local, ctx.num_trainers)[rank % ctx.num_trainers]))
+
+
+def _typed_node_split(graph: "DistGraph", nodes, ntype: str, rank: int, force_even: bool, ctx) -> torch.Tensor:
+    """node_split on a typed graph: `nodes` (a mask over `ntype`'s nodes, or their type-wise IDs)
+    split as on a graph of one type, over the same graph-wide IDs fanout-train splits; the
+    result is type-wise IDs of `ntype`."""
+    if isinstance(nodes, DistTensor):
+        if nodes._ntype is None:
+            raise ValueError("node_split: on a typed graph, pass a type's field (g.nodes[TYPE].data[NAME])")
+        ntype = nodes._ntype
+        mask = graph._native.whole_node_field(nodes._key)  # type-wise rows
+        typewise = np.flatnonzero(mask.reshape(len(mask), -1).any(axis=1)).astype(np.int64)
+    else:
+        t = torch.as_tensor(nodes)
+        if t.dtype == torch.bool:
+            typewise = np.flatnonzero(t.cpu().numpy()).astype(np.int64)
+        else:
+            typewise = np.unique(_ids(t))
+    if ntype in (None, "_N"):
+        raise ValueError(f"node_split: a typed graph needs ntype= (one of {', '.join(graph.ntypes)})")
+    t = graph._ntype_id(ntype)
+    ids = graph._ntypes.to_homo(t, typewise)
+    if force_even:
+        mine = _native.split_seeds(graph._native, np.ascontiguousarray(ids), ctx.num_trainers, rank)
+    else:
+        s, e = graph._native.node_ranges[rank // ctx.num_trainers]
+        local = ids[(ids >= s) & (ids < e)]
+        mine = np.array_split(local, ctx.num_trainers)[rank % ctx.num_trainers]
+    mine = np.ascontiguousarray(graph._ntypes.to_typewise(mine)[1])
+    if force_even:
+        DistNodeSplits.record(mine, len(ids), ctx.world_size)
+    return torch.from_numpy(mine)
 
 
 class DistNodeSplits:

@@ -1,0 +1,267 @@
+"""Typed graphs in fanout.distributed: DistDGL's heterograph view over fanout's one ID space.
+
+fanout numbers every node of a partitioned graph in one ID space, each node type a contiguous
+range in every partition (docs/architecture.md, "Typed graphs"); DGL's heterograph API speaks of
+per-type IDs (a paper's ID among the papers, OGB's numbering). ``TypeRanges`` maps between the
+two; ``HeteroBlock`` is a typed layer of a mini-batch with DGL's per-type views, made from the
+batch fanout's sampler returns (one block per layer with an edge-type column and each input
+node's type).
+"""
+
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+import torch
+
+NID = "_ID"
+EID = "_ID"
+
+
+class TypeRanges:
+    """Types as ranges of fanout's IDs: ``ranges[t][p]`` = [begin, end) of type t in partition p.
+    A type's own IDs (type-wise: DGL's per-type IDs) number its nodes partition by partition."""
+
+    def __init__(self, names: Sequence, ranges, part_bounds: Sequence[int], kind: str):
+        self.names = list(names)
+        self.kind = kind
+        self._begin = np.array([[b for b, _ in r] for r in ranges], dtype=np.int64).reshape(len(self.names), -1)
+        count = np.array([[e - b for b, e in r] for r in ranges], dtype=np.int64).reshape(len(self.names), -1)
+        self._count = count
+        self._start = np.concatenate([np.zeros((len(self.names), 1), dtype=np.int64), np.cumsum(count, axis=1)], axis=1)
+        self._part_bounds = np.asarray(part_bounds, dtype=np.int64)
+
+    def count(self, t: int) -> int:
+        return int(self._start[t, -1])
+
+    def part_range(self, t: int, part: int) -> Tuple[int, int]:
+        """Type t's type-wise IDs in partition `part`: [begin, end)."""
+        return int(self._start[t, part]), int(self._start[t, part + 1])
+
+    def to_homo(self, t: int, ids: np.ndarray) -> np.ndarray:
+        """fanout's IDs of type t's type-wise `ids`."""
+        ids = np.asarray(ids, dtype=np.int64)
+        bad = (ids < 0) | (ids >= self.count(t))
+        if bad.any():
+            raise IndexError(f"{self.kind} ID {int(ids[bad][0])} of type {self.names[t]!r} is out of range "
+                             f"(it has {self.count(t)})")
+        part = np.searchsorted(self._start[t], ids, side="right") - 1
+        return self._begin[t, part] + ids - self._start[t, part]
+
+    def to_typewise(self, ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """(type, type-wise ID) of each of fanout's `ids`."""
+        ids = np.asarray(ids, dtype=np.int64)
+        bad = (ids < 0) | (ids >= self._part_bounds[-1])
+        if bad.any():
+            raise IndexError(f"{self.kind} ID {int(ids[bad][0])} is out of range (the graph has "
+                             f"{int(self._part_bounds[-1])})")
+        part = np.searchsorted(self._part_bounds, ids, side="right") - 1
+        types = np.full(ids.shape, -1, dtype=np.int64)
+        typewise = np.empty_like(ids)
+        for t in range(len(self.names)):
+            begin = self._begin[t, part]
+            m = (ids >= begin) & (ids < begin + self._count[t, part])
+            types[m] = t
+            typewise[m] = self._start[t, part[m]] + ids[m] - begin[m]
+        return types, typewise
+
+
+def canonical(etype, canonical_etypes: List[Tuple[str, str, str]]) -> int:
+    """The index of an edge type given as DGL takes it: a relation name (when unique) or a
+    (src type, relation, dst type) triple."""
+    if isinstance(etype, (tuple, list)):
+        t = tuple(etype)
+        if t in canonical_etypes:
+            return canonical_etypes.index(t)
+        raise KeyError(f"no edge type {t} (this graph has: {canonical_etypes})")
+    hits = [i for i, c in enumerate(canonical_etypes) if c[1] == etype]
+    if len(hits) == 1:
+        return hits[0]
+    if not hits:
+        raise KeyError(f"no edge type {etype!r} (this graph has: {[c[1] for c in canonical_etypes]})")
+    raise KeyError(f"edge type {etype!r} is ambiguous: name one of {[canonical_etypes[i] for i in hits]}")
+
+
+class _TypedView:
+    """``block.srcnodes[ntype]`` / ``block.dstnodes[ntype]``: ``.data`` holds that type's rows."""
+
+    def __init__(self, data: Dict[str, torch.Tensor]):
+        self.data = data
+
+
+class _ByType:
+    def __init__(self, data: Dict[str, Dict[str, torch.Tensor]]):
+        self._data = data
+
+    def __getitem__(self, ntype: str) -> _TypedView:
+        if ntype not in self._data:
+            raise KeyError(f"no node type {ntype!r} (this graph has: {list(self._data)})")
+        return _TypedView(self._data[ntype])
+
+
+class _FieldsByType(dict):
+    """``block.srcdata``: name -> {node type: rows}, as DGL's heterograph blocks answer it."""
+
+    def __init__(self, by_type: Dict[str, Dict[str, torch.Tensor]]):
+        super().__init__()
+        for ntype, fields in by_type.items():
+            for name, rows in fields.items():
+                self.setdefault(name, {})[ntype] = rows
+
+
+class HeteroBlock:
+    """One layer of a typed mini-batch, as DGL's heterograph block: per node type, its source nodes
+    (the first ``num_dst_nodes(ntype)`` of which are its destinations, in order) and, per relation,
+    edges from sources to destinations. IDs are type-wise (DGL's per-type IDs):
+    ``srcnodes[ntype].data[NID]``, ``edges_of(etype)``'s ``[EID]``. ``srcdata[NAME]`` and
+    ``dstdata[NAME]`` are {node type: rows}; ``edge_index_dict`` is PyG's {(src, rel, dst):
+    [2, E]} (row 0 indexes the relation's source type's sources, row 1 its destination type's
+    destinations); ``to_dgl()`` is the same block as a DGL heterograph block."""
+
+    def __init__(self, ntypes: List[str], canonical_etypes: List[Tuple[str, str, str]], node_types: TypeRanges,
+                 edge_types: TypeRanges, src_nodes: torch.Tensor, src_types: torch.Tensor, num_dst: int,
+                 indices: torch.Tensor, dst: torch.Tensor, etype: torch.Tensor, eids: torch.Tensor):
+        self.ntypes = list(ntypes)
+        self.canonical_etypes = list(canonical_etypes)
+        src_types = src_types.to(torch.int64)
+        _, typewise = node_types.to_typewise(src_nodes.numpy())
+        typewise = torch.from_numpy(typewise)
+        # Each source's index among the sources of its type (destinations are a prefix of the
+        # sources, so among the destinations of its type too).
+        local = torch.empty_like(src_types)
+        self._src: Dict[str, Dict[str, torch.Tensor]] = {}
+        self._dst: Dict[str, Dict[str, torch.Tensor]] = {}
+        self._positions: Dict[str, torch.Tensor] = {}  # input positions of each type's sources
+        self._num_src: Dict[str, int] = {}
+        self._num_dst: Dict[str, int] = {}
+        for t, name in enumerate(self.ntypes):
+            pos = (src_types == t).nonzero().flatten()
+            local[pos] = torch.arange(len(pos), dtype=torch.int64)
+            nd = int((src_types[:num_dst] == t).sum())
+            self._positions[name] = pos
+            self._num_src[name] = len(pos)
+            self._num_dst[name] = nd
+            self._src[name] = {NID: typewise[pos]}
+            self._dst[name] = {NID: typewise[pos[:nd]]}
+        self._edges: Dict[Tuple[str, str, str], Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+        etype = etype.to(torch.int64)
+        _, typewise_eids = edge_types.to_typewise(eids.numpy())
+        typewise_eids = torch.from_numpy(typewise_eids)
+        for r, cet in enumerate(self.canonical_etypes):
+            m = (etype == r).nonzero().flatten()
+            self._edges[cet] = (local[indices[m]], local[dst[m]], typewise_eids[m])
+        self.srcnodes = _ByType(self._src)
+        self.dstnodes = _ByType(self._dst)
+
+    def _set_src(self, name: str, rows_by_type: Dict[str, torch.Tensor]) -> None:
+        for ntype, rows in rows_by_type.items():
+            self._src[ntype][name] = rows
+            self._dst[ntype][name] = rows[:self._num_dst[ntype]]
+
+    def _set_dst(self, name: str, rows_by_type: Dict[str, torch.Tensor]) -> None:
+        for ntype, rows in rows_by_type.items():
+            self._dst[ntype][name] = rows
+
+    @property
+    def srcdata(self) -> Dict[str, Dict[str, torch.Tensor]]:
+        return _FieldsByType(self._src)
+
+    @property
+    def dstdata(self) -> Dict[str, Dict[str, torch.Tensor]]:
+        return _FieldsByType(self._dst)
+
+    @property
+    def srctypes(self) -> List[str]:
+        return self.ntypes
+
+    @property
+    def dsttypes(self) -> List[str]:
+        return self.ntypes
+
+    @property
+    def is_block(self) -> bool:
+        return True
+
+    def num_src_nodes(self, ntype: Optional[str] = None) -> int:
+        return sum(self._num_src.values()) if ntype is None else self._num_src[ntype]
+
+    def num_dst_nodes(self, ntype: Optional[str] = None) -> int:
+        return sum(self._num_dst.values()) if ntype is None else self._num_dst[ntype]
+
+    def num_edges(self, etype=None) -> int:
+        if etype is None:
+            return sum(len(e[0]) for e in self._edges.values())
+        return len(self._edges[self.canonical_etypes[canonical(etype, self.canonical_etypes)]][0])
+
+    number_of_src_nodes = num_src_nodes
+    number_of_dst_nodes = num_dst_nodes
+    number_of_edges = num_edges
+
+    def edges(self, etype) -> Tuple[torch.Tensor, torch.Tensor]:
+        """(sources, destinations) of a relation's edges, as indices among its types' nodes."""
+        src, dst, _ = self._edges[self.canonical_etypes[canonical(etype, self.canonical_etypes)]]
+        return src, dst
+
+    def edge_ids(self, etype) -> torch.Tensor:
+        """The relation's edges' type-wise IDs (DGL's ``block.edges[etype].data[dgl.EID]``)."""
+        return self._edges[self.canonical_etypes[canonical(etype, self.canonical_etypes)]][2]
+
+    @property
+    def edge_index_dict(self) -> Dict[Tuple[str, str, str], torch.Tensor]:
+        """PyG's ``edge_index_dict`` (HeteroConv's input): per relation ``[2, E]``."""
+        return {cet: torch.stack([s, d]) for cet, (s, d, _) in self._edges.items()}
+
+    @property
+    def edge_index(self):
+        raise TypeError("a typed block has one edge_index per relation: use block.edge_index_dict "
+                        "(PyG's HeteroData form)")
+
+    def to(self, device, non_blocking: bool = False) -> "HeteroBlock":
+        mv = lambda t: t.to(device, non_blocking=non_blocking)  # noqa: E731
+        b = HeteroBlock.__new__(HeteroBlock)
+        b.ntypes, b.canonical_etypes = self.ntypes, self.canonical_etypes
+        b._num_src, b._num_dst = dict(self._num_src), dict(self._num_dst)
+        b._positions = {k: mv(v) for k, v in self._positions.items()}
+        b._src = {t: {k: mv(v) for k, v in d.items()} for t, d in self._src.items()}
+        b._dst = {t: {k: mv(v) for k, v in d.items()} for t, d in self._dst.items()}
+        b._edges = {k: tuple(mv(x) for x in v) for k, v in self._edges.items()}
+        b.srcnodes, b.dstnodes = _ByType(b._src), _ByType(b._dst)
+        return b
+
+    def to_dgl(self):
+        """The same block as a DGL heterograph block (``dgl.create_block`` with one entry per
+        relation; DGL 1.x and 2.x), with the same per-type node data and ``dgl.EID`` per relation.
+        Needs DGL importable."""
+        import dgl
+        first = next(iter(self._edges.values()))[0]
+        b = dgl.create_block({cet: (s, d) for cet, (s, d, _) in self._edges.items()},
+                             num_src_nodes=dict(self._num_src), num_dst_nodes=dict(self._num_dst),
+                             device=first.device)
+        for ntype, fields in self._src.items():
+            for k, v in fields.items():
+                b.srcnodes[ntype].data[dgl.NID if k == NID else k] = v
+        for ntype, fields in self._dst.items():
+            for k, v in fields.items():
+                b.dstnodes[ntype].data[dgl.NID if k == NID else k] = v
+        for cet, (_, _, e) in self._edges.items():
+            b.edges[cet].data[dgl.EID] = e
+        return b
+
+    def __repr__(self) -> str:
+        return (f"HeteroBlock(num_src_nodes={self._num_src}, num_dst_nodes={self._num_dst}, "
+                f"num_edges={ {c[1]: len(e[0]) for c, e in self._edges.items()} })")
+
+
+def typed_rows(rows: torch.Tensor, src_types: torch.Tensor, of_types: Sequence[int], ntypes: List[str],
+               positions: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+    """Per node type, the rows of `rows`, which hold one row per input node whose type is in
+    `of_types`, in input order (a typed batch's features)."""
+    src_types = src_types.to(torch.int64)
+    holds = torch.zeros_like(src_types, dtype=torch.bool)
+    for t in of_types:
+        holds |= src_types == t
+    row_of = torch.cumsum(holds.to(torch.int64), 0) - 1  # each holding input's row
+    out = {}
+    for t in of_types:
+        pos = positions[ntypes[t]]
+        out[ntypes[t]] = rows.index_select(0, row_of[pos]) if len(pos) else rows[:0]
+    return out
