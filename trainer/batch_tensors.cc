@@ -292,6 +292,11 @@ absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
     if (!batch.labels.empty()) out.labels = Int64Tensor(batch.labels);
     return out;
   }));
+  // Each block's sources are a prefix of the inputs: their types are a view (on the device too).
+  auto set_src_types = [&out] {
+    if (!out.input_types.defined()) return;
+    for (BlockTensors& b : out.blocks) b.src_type = out.input_types.narrow(0, 0, b.num_src);
+  };
   FeatureCache::Placement placement;
   if (!slots.empty()) {
     ASSIGN_OR_RETURN(placement, cache->Place(View(slots, {static_cast<int64_t>(slots.size())}, at::kLong),
@@ -313,6 +318,7 @@ absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
                                                                   : DeviceUploader(options.device).Upload(host);
       for (size_t i = 0; i < moved.size(); ++i) *moved[i] = std::move(there[i]);
     }
+    set_src_types();
     // Fetched rows travel in their stored dtype and become float32 where they arrived.
     if (!slots.empty()) {
       out.features = cache->Gather(placement, out.features);

@@ -38,6 +38,9 @@ struct BlockTensors {
   // Typed graphs: int64 [num_edges], each edge's relation (an index of the config's edge types).
   // Undefined on a graph with one edge type.
   at::Tensor etype;
+  // Typed graphs: int64 [num_src], each source node's type (a view of BatchTensors::input_types:
+  // a block's sources are a prefix of the batch's inputs). Undefined on a graph with one type.
+  at::Tensor src_type;
   // Typed blocks: the destinations as runs of consecutive nodes of one type (the sampler groups
   // each hop's new nodes by type, so a block has a few runs), each with the range of its edges
   // and the relations they use, ascending. Host data whatever the device. Empty when the batch

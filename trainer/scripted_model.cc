@@ -92,7 +92,7 @@ class ScriptedModel final : public GnnModel {
   }
 
  private:
-  static c10::Dict<std::string, at::Tensor> BlockDict(const BlockTensors& b) {
+  c10::Dict<std::string, at::Tensor> BlockDict(const BlockTensors& b) const {
     c10::Dict<std::string, at::Tensor> d;
     d.insert("indptr", b.indptr);
     d.insert("src", b.src);
@@ -103,6 +103,13 @@ class ScriptedModel final : public GnnModel {
     if (b.out_degree.defined()) d.insert("out_degree", b.out_degree);
     if (b.edge_weight.defined()) d.insert("edge_weight", b.edge_weight);
     if (b.edge_feat.defined()) d.insert("edge_feat", b.edge_feat);
+    // Typed graphs (docs/models.md): each edge's relation and each source's node type, and the
+    // graph's number of relations (python/fanout's blocks.relation_blocks splits by them).
+    if (b.etype.defined()) {
+      d.insert("etype", b.etype);
+      d.insert("num_relations", at::scalar_tensor(options().num_relations, at::TensorOptions().dtype(at::kLong)));
+    }
+    if (b.src_type.defined()) d.insert("src_type", b.src_type);
     return d;
   }
 

@@ -21,6 +21,21 @@ and, only when they apply:
 ``out_degree``   int64 [num_src]      each source's out-degree in the whole graph (full-graph
                                       inference; GCN normalises by it)
 
+On a typed graph (several node types or relations; docs/models.md, "Typed graphs"), each block
+also has:
+
+``etype``         int64 [num_edges]   each edge's relation: an index into the partition config's
+                                      edge types; a destination's edges are listed relation by
+                                      relation
+``num_relations`` int64 []            the graph's number of relations
+``src_type``      int64 [num_src]     each source node's type (an index into the node types;
+                                      the destinations' types are its first ``num_dst``)
+
+and :func:`relation_blocks` splits such a block into one block per relation, each an ordinary
+block over the same source and destination numbering, so that any one-type layer runs on a
+relation (DGL's ``HeteroGraphConv``). ``x`` then comes from fanout-train's typed input layer:
+projected features, learnable embeddings or zeros per node type.
+
 ``x`` given to ``forward`` has one row per source node of ``blocks[0]``; the output must have
 ``blocks[-1]["num_dst"]`` rows. Tensors are read-only: do not modify them in place.
 """
@@ -51,3 +66,33 @@ def make_block(src: torch.Tensor, dst: torch.Tensor, num_src: int, num_dst: int)
         "num_src": torch.tensor(num_src, dtype=torch.int64),
         "num_dst": torch.tensor(num_dst, dtype=torch.int64),
     }
+
+
+def relation_blocks(block: Block) -> List[Block]:
+    """A typed block as one block per relation (``block["num_relations"]`` of them, in relation
+    order): relation r's block has the same sources and destinations as ``block`` (its
+    ``num_src``, ``num_dst``) and only the edges whose ``etype`` is r, still ordered by
+    destination, with their ``edge_weight``/``edge_feat`` rows. Scriptable."""
+    etype = block["etype"]
+    num_dst = int(block["num_dst"])
+    out: List[Block] = []
+    for r in range(int(block["num_relations"])):
+        m = (etype == r).nonzero().flatten()
+        dst = block["dst"].index_select(0, m)
+        in_degree = torch.bincount(dst, minlength=num_dst)
+        indptr = torch.zeros(num_dst + 1, dtype=torch.int64, device=dst.device)
+        indptr[1:] = torch.cumsum(in_degree, 0)
+        rb: Block = {
+            "indptr": indptr,
+            "src": block["src"].index_select(0, m),
+            "dst": dst,
+            "in_degree": in_degree,
+            "num_src": block["num_src"],
+            "num_dst": block["num_dst"],
+        }
+        if "edge_weight" in block:
+            rb["edge_weight"] = block["edge_weight"].index_select(0, m)
+        if "edge_feat" in block:
+            rb["edge_feat"] = block["edge_feat"].index_select(0, m)
+        out.append(rb)
+    return out

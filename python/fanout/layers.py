@@ -2,7 +2,9 @@
 
 Semantics follow DGL's layers of the same name (and fanout's built-in models, docs/training.md):
 ``SAGEConv`` (mean aggregator), ``GCNConv`` (``norm='both'`` with in-block degrees), ``GATConv``
-(``GATConv`` with feature and attention dropout), ``GINConv`` (sum aggregator, learnable eps).
+(``GATConv`` with feature and attention dropout), ``GINConv`` (sum aggregator, learnable eps);
+on typed graphs, ``RelGraphConv`` (fanout-train's ``rgcn``: per-relation SAGE means, summed,
+with a self loop).
 
 Each aggregates either with fanout's fused kernels (``fused=True``: ``torch.ops.fanout.*``, see
 :mod:`fanout.ops`; as fast as the built-in models, runs only where the operators are) or with
@@ -11,13 +13,14 @@ slower, runs anywhere). ``fused=None`` picks the kernels when their library can 
 """
 
 import math
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
 from fanout import ops
+from fanout.blocks import relation_blocks
 
 
 def _use_fused(fused: Optional[bool]) -> bool:
@@ -255,3 +258,43 @@ class GINConv(nn.Module):
     def forward(self, block: Dict[str, Tensor], h: Tensor) -> Tensor:
         h_dst = h[: int(block["num_dst"])]
         return self.mlp((1 + self.eps) * h_dst + self.sum(block, h, edge_weight(block)))
+
+
+class RelGraphConv(nn.Module):
+    """fanout-train's ``rgcn`` layer on a typed block (DGL's ``RelGraphConv`` with a self loop and
+    one weight per relation, the means SAGE-style as DGL's ``HeteroGraphConv({rel:
+    SAGEConv('mean')}, aggregate='sum')``)::
+
+        out_v = fc_self h_v + sum_r fc_rel[r] (mean over v's relation-r in-edges of w_e h_u) + bias
+
+    a relation's mean 0 where v has none of its edges. ``fc_rel.weight`` is [out, R * in], relation
+    r's weight its columns r * in ... (r + 1) * in - 1, as the built-in's (so state dicts move
+    between them). A block without ``etype`` (a graph of one type) is relation 0 of 1."""
+
+    def __init__(self, in_dim: int, out_dim: int, num_relations: int, fused: Optional[bool] = None):
+        super().__init__()
+        self.in_dim = in_dim
+        self.num_relations = num_relations
+        self.fc_self = nn.Linear(in_dim, out_dim, bias=False)
+        self.fc_rel = nn.Linear(num_relations * in_dim, out_dim, bias=False)
+        self.bias = nn.Parameter(torch.zeros(out_dim))
+        gain = nn.init.calculate_gain("relu")
+        nn.init.xavier_uniform_(self.fc_self.weight, gain=gain)
+        for r in range(num_relations):  # each relation's [out, in] block as the built-in initialises it
+            nn.init.xavier_uniform_(self.fc_rel.weight.data[:, r * in_dim:(r + 1) * in_dim], gain=gain)
+        self.mean = _aggregate("mean", _use_fused(fused))
+
+    def forward(self, block: Dict[str, Tensor], h: Tensor) -> Tensor:
+        num_dst = int(block["num_dst"])
+        if "etype" in block:
+            if int(block["num_relations"]) != self.num_relations:
+                raise ValueError("RelGraphConv: the block's graph has a different number of relations")
+            parts = relation_blocks(block)
+        else:
+            if self.num_relations != 1:
+                raise ValueError("RelGraphConv: a block without edge types on a layer of several relations")
+            parts = [block]
+        means: List[Tensor] = []
+        for rb in parts:
+            means.append(self.mean(rb, h, edge_weight(rb)))
+        return self.fc_self(h[:num_dst]) + self.fc_rel(torch.cat(means, 1)) + self.bias

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from fanout.layers import GATConv, GCNConv, GINConv, SAGEConv, relu_dropout
+from fanout.layers import GATConv, GCNConv, GINConv, RelGraphConv, SAGEConv, relu_dropout
 
 
 class GNN(nn.Module):
@@ -23,7 +23,7 @@ class GNN(nn.Module):
     num_layers: torch.jit.Final[int]
 
     def __init__(self, kind: str, in_dim: int, hidden: int, num_classes: int, num_layers: int,
-                 dropout: float = 0.5, heads: List[int] = [4], fused: Optional[bool] = None):
+                 dropout: float = 0.5, heads: List[int] = [4], fused: Optional[bool] = None, num_relations: int = 1):
         super().__init__()
         if num_layers < 1:
             raise ValueError("num_layers must be >= 1")
@@ -42,11 +42,13 @@ class GNN(nn.Module):
                 layers.append(GCNConv(width, out, fused))
             elif kind == "gin":
                 layers.append(GINConv(width, out, fused))
+            elif kind == "rgcn":  # typed graphs: the built-in rgcn's layers
+                layers.append(RelGraphConv(width, out, num_relations, fused))
             elif kind == "gat":
                 layers.append(GATConv(width, out, heads[i], dropout, fused=fused))
                 out = out * heads[i]
             else:
-                raise ValueError(f"unknown layer kind '{kind}' (sage, gcn, gat, gin)")
+                raise ValueError(f"unknown layer kind '{kind}' (sage, gcn, gat, gin, rgcn)")
             width = out
         self.layers = nn.ModuleList(layers)
         # Between layers: ReLU and dropout (GAT: ELU; its layers drop their own input features).
@@ -79,10 +81,10 @@ class GNN(nn.Module):
 
 def build(kind: str, in_dim: int, hidden: int, num_classes: int, num_layers: int,
           dropout: float = 0.5, heads: List[int] = [4], seed: int = 0,
-          fused: Optional[bool] = None) -> torch.jit.ScriptModule:
+          fused: Optional[bool] = None, num_relations: int = 1) -> torch.jit.ScriptModule:
     """Builds GNN(...) with parameters drawn from ``seed`` and scripts it."""
     torch.manual_seed(seed)
-    return torch.jit.script(GNN(kind, in_dim, hidden, num_classes, num_layers, dropout, heads, fused))
+    return torch.jit.script(GNN(kind, in_dim, hidden, num_classes, num_layers, dropout, heads, fused, num_relations))
 
 
 class MLPScorer(nn.Module):
