@@ -189,6 +189,7 @@ absl::StatusOr<std::string> PartitionConfigToJson(const PartitionConfig& c,
   j["num_parts"] = c.num_parts;
   j["halo_hops"] = c.halo_hops;
   j["part_method"] = c.part_method;
+  if (!c.link_etype.empty()) j["link_etype"] = c.link_etype;
   ASSIGN_OR_RETURN(TypeMap node_types, c.NodeTypes());
   ASSIGN_OR_RETURN(TypeMap edge_types, c.EdgeTypes());
   for (const auto& [types, key, map_key] : {std::tuple{&node_types, "ntypes", "node_map"},
@@ -262,6 +263,7 @@ absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path) {
     c.halo_hops = IntAt<int>(j, "halo_hops", 1);
     c.part_method = j.value("part_method", std::string());
     c.num_classes = IntAt<int64_t>(j, "num_classes", 0);
+    c.link_etype = j.value("link_etype", std::string());
     if (c.num_parts < 1) return err("num_parts must be >= 1");
     std::vector<std::string> edge_names;
     if (absl::Status s = ParseTypes(j, "ntypes", "node_map", c.num_parts, &c.node_types, &c.node_type_ranges);
@@ -281,6 +283,11 @@ absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path) {
         }
       }
       c.edge_types.push_back(*std::move(t));
+    }
+    if (!c.link_etype.empty() && std::none_of(c.edge_types.begin(), c.edge_types.end(), [&](const auto& e) {
+          return e.ToString() == c.link_etype;
+        })) {
+      return err(StrCat("link_etype '", c.link_etype, "' is not one of the etypes"));
     }
     c.node_bounds = BoundsOf(c.node_type_ranges, c.num_parts);
     c.edge_bounds = BoundsOf(c.edge_type_ranges, c.num_parts);

@@ -75,6 +75,9 @@ struct PartitionConfig {
   std::vector<std::vector<std::pair<int64_t, int64_t>>> node_type_ranges;  // [type][part]
   std::vector<CanonicalEdgeType> edge_types;
   std::vector<std::vector<std::pair<int64_t, int64_t>>> edge_type_ranges;  // [type][part]
+  // Typed graphs partitioned with --edge-split: the relation whose pairs link/ holds
+  // ("SRC:REL:DST", one of edge_types); "" otherwise (a one-type graph's link/ is its edges').
+  std::string link_etype;
   // Folder holding the config file; partition paths are relative to it. Set by Load.
   std::string base_dir;
 

@@ -69,10 +69,12 @@ struct InputPairs {
   std::vector<Pair> pairs;
   std::vector<int64_t> first_row;
 
-  explicit InputPairs(const Dataset& d) {
+  // The pairs of input rows [begin, end) (a typed graph's relation), by default every row.
+  explicit InputPairs(const Dataset& d, int64_t begin = 0, int64_t end = -1) {
     const int64_t* rows = d.edges.data_as<int64_t>();
-    keyed.reserve(d.num_edges());
-    for (int64_t r = 0; r < d.num_edges(); ++r) {
+    if (end < 0) end = d.num_edges();
+    keyed.reserve(end - begin);
+    for (int64_t r = begin; r < end; ++r) {
       const int64_t u = rows[2 * r], v = rows[2 * r + 1];
       if (u != v) keyed.push_back({Unordered(u, v), r});
     }
@@ -87,14 +89,14 @@ struct InputPairs {
   bool Linked(int64_t a, int64_t b) const { return std::binary_search(pairs.begin(), pairs.end(), Unordered(a, b)); }
 };
 
-// `k` negatives for source u: (u, w) with w != u drawn uniformly among the nodes u has no edge
-// with in either direction, appended to `neg`.
-absl::Status DrawNegatives(const InputPairs& in, int64_t num_nodes, int64_t u, int64_t k, Stream& draw,
+// `k` negatives for source u: (u, w) with w != u drawn uniformly among the nodes
+// [first, first + num_nodes) u has no edge with in either direction, appended to `neg`.
+absl::Status DrawNegatives(const InputPairs& in, int64_t first, int64_t num_nodes, int64_t u, int64_t k, Stream& draw,
                            std::vector<int64_t>* neg) {
   for (int64_t j = 0; j < k; ++j) {
     int64_t w = -1;
     for (int tries = 0; tries < 1000 && w < 0; ++tries) {
-      const int64_t c = draw.Below(num_nodes);
+      const int64_t c = first + draw.Below(num_nodes);
       if (c != u && !in.Linked(u, c)) w = c;
     }
     if (w < 0) {
@@ -108,6 +110,24 @@ absl::Status DrawNegatives(const InputPairs& in, int64_t num_nodes, int64_t u, i
 
 constexpr uint64_t kNegativeStream = 0x6e65676174697665ULL;
 
+std::vector<std::string> EdgeTypeNames(const Dataset& d) {
+  std::vector<std::string> out;
+  for (const auto& t : d.edge_types) out.push_back(t.ToString());
+  return out;
+}
+
+// The relation --link-etype names: "REL" (when one relation has that name) or "SRC:REL:DST".
+absl::StatusOr<int> FindRelation(const Dataset& d, const std::string& name) {
+  std::vector<int> hits;
+  for (size_t r = 0; r < d.edge_types.size(); ++r) {
+    if (d.edge_types[r].ToString() == name || d.edge_types[r].rel == name) hits.push_back(static_cast<int>(r));
+  }
+  if (hits.size() == 1) return hits[0];
+  return absl::InvalidArgumentError(StrCat("--link-etype ", name, ": ",
+                                           hits.empty() ? "no such relation" : "names several relations; write SRC:REL:DST",
+                                           " (this graph has ", core::StrJoin(EdgeTypeNames(d), ", "), ")"));
+}
+
 // The user's split of options.files_dir (see SplitEdges).
 absl::StatusOr<EdgeSplit> ReadEdgeSplit(const Dataset& d, const EdgeSplitOptions& o);
 
@@ -115,12 +135,34 @@ absl::StatusOr<EdgeSplit> ReadEdgeSplit(const Dataset& d, const EdgeSplitOptions
 
 absl::StatusOr<EdgeSplit> SplitEdges(const Dataset& d, const EdgeSplitOptions& o) {
   if (o.negatives < 1) return absl::InvalidArgumentError(StrCat("--eval-negatives must be >= 1, got ", o.negatives));
+  // Typed graphs: one relation's rows, negatives among its destination type's nodes.
+  int relation = -1;
+  int64_t row_begin = 0, row_end = d.num_edges(), first = 0, n = d.num_nodes;
+  if (d.typed() != !o.relation.empty()) {
+    return absl::InvalidArgumentError(
+        d.typed() ? StrCat("--edge-split on a typed graph needs --link-etype: the relation to predict (one of ",
+                           core::StrJoin(EdgeTypeNames(d), ", "), ")")
+                  : "--link-etype applies to typed graphs only (this one has one node and edge type)");
+  }
+  if (d.typed()) {
+    ASSIGN_OR_RETURN(relation, FindRelation(d, o.relation));
+    row_begin = d.edge_type_offsets[relation];
+    row_end = d.edge_type_offsets[relation + 1];
+    const int dst = d.NodeTypeIndex(d.edge_types[relation].dst);
+    first = d.node_type_offsets[dst];
+    n = d.node_type_offsets[dst + 1] - first;
+    if (!o.files_dir.empty()) {
+      return absl::UnimplementedError("--edge-split-files on a typed graph is not built yet: use --edge-split "
+                                      "TRAIN,VALID,TEST with --link-etype");
+    }
+  }
   if (!o.files_dir.empty()) return ReadEdgeSplit(d, o);
-  const int64_t e = d.num_edges(), n = d.num_nodes;
+  const int64_t e = d.num_edges();
   const int64_t* rows = d.edges.data_as<int64_t>();
-  const InputPairs in(d);
+  const InputPairs in(d, row_begin, row_end);
   const auto& [keyed, pairs, first_row] = in;
   EdgeSplit s;
+  s.relation = relation;
   s.pairs = static_cast<int64_t>(pairs.size());
   const int64_t num_valid = std::llround(static_cast<double>(s.pairs) * o.valid);
   const int64_t num_test = std::llround(static_cast<double>(s.pairs) * o.test);
@@ -152,7 +194,7 @@ absl::StatusOr<EdgeSplit> SplitEdges(const Dataset& d, const EdgeSplitOptions& o
     const int64_t u = rows[2 * r], v = rows[2 * r + 1];
     std::vector<int64_t>& pos = i < num_valid ? s.valid_pos : s.test_pos;
     pos.insert(pos.end(), {u, v});
-    RETURN_IF_ERROR(DrawNegatives(in, n, u, o.negatives, draw, i < num_valid ? &s.valid_neg : &s.test_neg));
+    RETURN_IF_ERROR(DrawNegatives(in, first, n, u, o.negatives, draw, i < num_valid ? &s.valid_neg : &s.test_neg));
   }
   return s;
 }
@@ -265,7 +307,7 @@ absl::StatusOr<EdgeSplit> ReadEdgeSplit(const Dataset& d, const EdgeSplitOptions
     ASSIGN_OR_RETURN(*neg, ReadNegatives(dir, which, *pos, d.num_nodes));
     if (!neg->empty()) continue;
     for (size_t i = 0; i < pos->size(); i += 2) {
-      RETURN_IF_ERROR(DrawNegatives(in, d.num_nodes, (*pos)[i], o.negatives, draw, neg));
+      RETURN_IF_ERROR(DrawNegatives(in, 0, d.num_nodes, (*pos)[i], o.negatives, draw, neg));
     }
   }
   return s;

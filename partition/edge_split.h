@@ -25,6 +25,10 @@ struct EdgeSplitOptions {
   // OGB's citation2 layout). Pairs are .npy ([n, 2] or [2, n]) or text "src,dst" lines
   // (.csv/.tsv/.txt, optionally .gz), in input node IDs. Negatives not given are drawn.
   std::string files_dir;
+  // Typed graphs: the relation whose pairs are split (--link-etype: REL or SRC:REL:DST); the
+  // other relations are stored whole, and negatives are (source, a node of REL's destination
+  // type). Required on a typed graph, refused on a one-type graph.
+  std::string relation;
 
   bool enabled() const { return valid > 0 || test > 0 || !files_dir.empty(); }
 };
@@ -42,6 +46,7 @@ struct EdgeSplit {
   std::vector<int64_t> valid_pos, test_pos, valid_neg, test_neg;
   int64_t pairs = 0;        // distinct unordered node pairs (self loops excluded)
   int64_t train_pairs = 0;  // of them, kept in the graph
+  int relation = -1;        // typed graphs: the index of the split relation
 };
 
 // Splits the distinct unordered pairs {u, v}, u != v, of d's edges: a seeded shuffle, then the

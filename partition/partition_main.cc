@@ -60,6 +60,11 @@ int Main(int argc, char** argv) {
                  "link prediction with your own split: a folder with valid_pos and test_pos (.npy [n, 2] or "
                  "src,dst text), optionally valid_neg/test_neg (k pairs per positive) or valid_neg_dst/test_neg_dst "
                  "(.npy [n, k]); those pairs are left out of the graph in both directions");
+  std::string link_etype;
+  args.AddString("link-etype", &link_etype,
+                 "typed graphs, with --edge-split: the relation whose node pairs are split (REL or SRC:REL:DST); "
+                 "its valid and test pairs are left out of it and of rev_REL, negatives pair a source with a node "
+                 "of the relation's destination type, and fanout-train --task link predicts it");
   args.AddInt("eval-negatives", &opt.edge_split.negatives,
               "with --edge-split(-files): negative pairs drawn per valid/test positive (when none are given)");
   bool normalize = false;
@@ -90,6 +95,12 @@ int Main(int argc, char** argv) {
       return args.Fail(absl::InvalidArgumentError("--edge-split and --edge-split-files: give one of them"));
     }
     opt.edge_split.files_dir = edge_split_files;
+  }
+  if (!link_etype.empty()) {
+    if (edge_split.empty() && edge_split_files.empty()) {
+      return args.Fail(absl::InvalidArgumentError("--link-etype goes with --edge-split (the relation to split)"));
+    }
+    opt.edge_split.relation = link_etype;
   }
   // Options that do not need the data are checked before reading it.
   if (absl::Status v = partition::ValidatePartitionOptions(opt, -1); !v.ok()) return args.Fail(v);

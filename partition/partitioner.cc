@@ -421,10 +421,6 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
                                                "' clashes with the mask fanout derives from the split"));
     }
   }
-  if (d.typed() && o.edge_split.enabled()) {
-    return absl::UnimplementedError(
-        "--edge-split on a typed graph: link prediction on one relation is not built yet (issue 29)");
-  }
   // Claim the output folder before the long work, so a bad --out fails fast. Everything read
   // is protected: --out may not be, contain, or (to replace it) lie inside any input.
   core::StagingOptions so{
@@ -453,7 +449,8 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
     s.link_train = split.train_pairs;
     s.link_valid = static_cast<int64_t>(split.valid_pos.size() / 2);
     s.link_test = static_cast<int64_t>(split.test_pos.size() / 2);
-    Log(o, StrCat("edge split", o.edge_split.files_dir.empty() ? "" : StrCat(" from ", o.edge_split.files_dir), ": ",
+    Log(o, StrCat("edge split", o.edge_split.files_dir.empty() ? "" : StrCat(" from ", o.edge_split.files_dir),
+                  split.relation >= 0 ? StrCat(" of relation ", d.edge_types[split.relation].ToString()) : "", ": ",
                   s.link_pairs, " node pairs: ", s.link_train, " train, ", s.link_valid, " valid, ", s.link_test,
                   " test (held out in both directions)"));
   }
@@ -537,6 +534,7 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   cfg.node_bounds = bounds;
   for (int k = 0; k <= K; ++k) cfg.edge_bounds.push_back(csc.indptr[R * bounds[k]]);
   cfg.num_classes = d.num_classes;
+  if (split.relation >= 0) cfg.link_etype = d.edge_types[split.relation].ToString();
   if (d.typed()) {
     cfg.node_types = d.node_types;
     cfg.node_type_ranges = node_type_ranges;

@@ -21,9 +21,20 @@ uint64_t Mix(uint64_t h, uint64_t v) { return core::SplitMix64(h ^ core::SplitMi
 
 }  // namespace
 
+int LinkRelation(const core::PartitionConfig& config) {
+  if (config.link_etype.empty()) return -1;
+  for (size_t r = 0; r < config.edge_types.size(); ++r) {
+    if (config.edge_types[r].ToString() == config.link_etype) return static_cast<int>(r);
+  }
+  return -1;  // LoadPartitionConfig refuses a link_etype that is not an edge type
+}
+
 std::pair<int64_t, int64_t> RankEdgeRange(const core::PartitionConfig& config, int tpm, int rank) {
   const int part = rank / tpm, local = rank % tpm;
-  const int64_t begin = config.edge_bounds[part], n = config.edge_bounds[part + 1] - begin;
+  const int relation = LinkRelation(config);
+  const auto [first, last] = relation >= 0 ? config.edge_type_ranges[relation][part]
+                                           : std::pair{config.edge_bounds[part], config.edge_bounds[part + 1]};
+  const int64_t begin = first, n = last - first;
   return {begin + n * local / tpm, begin + n * (local + 1) / tpm};
 }
 
@@ -40,6 +51,13 @@ LinkBatchSampler::LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions op
       options_(std::move(options)),
       edges_(std::move(edges)),
       nodes_(graph, std::move(node_options), {}) {
+  const core::PartitionConfig& config = graph_->config();
+  if (const int relation = LinkRelation(config); relation >= 0) {
+    const std::string& dst = config.edge_types[relation].dst;
+    negative_type_ = static_cast<int>(std::find(config.node_types.begin(), config.node_types.end(), dst) -
+                                      config.node_types.begin());
+  }
+  num_candidates_ = negative_type_ >= 0 ? graph_->node_types().count(negative_type_) : graph_->num_nodes();
   const int64_t n = static_cast<int64_t>(edges_.size());
   edges_per_epoch_ = options_.edges_per_epoch < 0 ? n : std::min(n, options_.edges_per_epoch);
   steps_per_epoch_ = LinkStepsPerEpoch(options_, n);
@@ -65,6 +83,15 @@ absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& o, const DistG
   if (graph.num_nodes() < 3) {
     return absl::FailedPreconditionError("link prediction needs at least 3 nodes to draw negatives from");
   }
+  if (const int relation = LinkRelation(graph.config()); relation >= 0) {
+    const core::CanonicalEdgeType& rel = graph.config().edge_types[relation];
+    const auto dst = graph.node_types().TypeId(rel.dst);
+    if (!dst.ok() || graph.node_types().count(*dst) < 3) {
+      return absl::FailedPreconditionError(StrCat("link prediction on ", rel.ToString(),
+                                                  " needs at least 3 nodes of type ", rel.dst,
+                                                  " to draw negatives from"));
+    }
+  }
   const int64_t num_edges = graph.config().edge_bounds.empty() ? 0 : graph.config().edge_bounds.back();
   for (int64_t e : edges) {
     if (e < 0 || e >= num_edges) {
@@ -83,9 +110,9 @@ absl::StatusOr<std::unique_ptr<LinkBatchSampler>> LinkBatchSampler::Create(
   if (s->options_.negative_sampling == NegativeSampling::kDegreePow75 && degree_table != nullptr) {
     s->cumulative_ = std::move(degree_table);
   } else if (s->options_.negative_sampling == NegativeSampling::kDegreePow75) {
-    const int64_t n = graph->num_nodes();
+    const int64_t n = s->num_candidates_;
     std::vector<int64_t> ids(n), degree(n);
-    for (int64_t v = 0; v < n; ++v) ids[v] = v;
+    for (int64_t v = 0; v < n; ++v) ids[v] = s->Candidate(v);
     RETURN_IF_ERROR(graph->Degrees(ids, core::EdgeDir::kIn, degree.data()));
     auto table = std::make_shared<std::vector<double>>(n);
     double sum = 0;
@@ -96,13 +123,17 @@ absl::StatusOr<std::unique_ptr<LinkBatchSampler>> LinkBatchSampler::Create(
   return s;
 }
 
+int64_t LinkBatchSampler::Candidate(int64_t i) const {
+  return negative_type_ >= 0 ? graph_->node_types().ToHomogeneous(negative_type_, i) : i;
+}
+
 int64_t LinkBatchSampler::DrawNegative(uint64_t& state) const {
   const uint64_t r = core::SplitMix64(state++);
-  if (cumulative_ == nullptr) return static_cast<int64_t>(r % static_cast<uint64_t>(graph_->num_nodes()));
-  // Uniform in [0, total), 53 bits, then the first node whose prefix sum exceeds it.
+  if (cumulative_ == nullptr) return Candidate(static_cast<int64_t>(r % static_cast<uint64_t>(num_candidates_)));
+  // Uniform in [0, total), 53 bits, then the first candidate whose prefix sum exceeds it.
   const std::vector<double>& c = *cumulative_;
   const double x = static_cast<double>(r >> 11) * 0x1.0p-53 * c.back();
-  return std::upper_bound(c.begin(), c.end(), x) - c.begin();
+  return Candidate(std::upper_bound(c.begin(), c.end(), x) - c.begin());
 }
 
 absl::StatusOr<LinkMiniBatch> LinkBatchSampler::Sample(int64_t epoch, int64_t step) {

@@ -46,10 +46,14 @@ struct LinkMiniBatch : LinkPairs {
 
 // The training edges of rank `rank`: the edges its partition stores (in-edges of its nodes,
 // global edge IDs [edge_bounds[p], edge_bounds[p + 1])), cut into trainers_per_machine contiguous
-// slices. Disjoint across ranks; together every stored edge once.
+// slices. Disjoint across ranks; together every stored edge once. On a typed graph partitioned
+// for link prediction (config.link_etype), only that relation's stored edges (its contiguous
+// range in each partition).
 std::vector<int64_t> RankEdgeSeeds(const core::PartitionConfig& config, int trainers_per_machine, int rank);
 // The same edges as [begin, end) of global edge IDs (RankEdgeSeeds lists them).
 std::pair<int64_t, int64_t> RankEdgeRange(const core::PartitionConfig& config, int trainers_per_machine, int rank);
+// The index of config.link_etype among the edge types, or -1 (no typed link relation).
+int LinkRelation(const core::PartitionConfig& config);
 
 // Thread-compatible (one instance per thread); the graph is shared.
 class LinkBatchSampler {
@@ -72,13 +76,16 @@ class LinkBatchSampler {
   absl::Status FetchFeatures(std::span<const int64_t> input_nodes, char* out) {
     return nodes_.FetchFeatures(input_nodes, out);
   }
-  // kDegreePow75: prefix sums of in-degree^0.75 over all nodes (null for uniform negatives).
+  // kDegreePow75: prefix sums of in-degree^0.75 over the candidates (all nodes, or on a typed
+  // graph the link relation's destination type's, by type-wise ID); null for uniform negatives.
   std::shared_ptr<const std::vector<double>> degree_table() const { return cumulative_; }
 
  private:
   LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions options, std::vector<int64_t> edges,
                    SamplerOptions node_options);
   int64_t DrawNegative(uint64_t& state) const;
+  // A negative's node from its index among the candidates (every node, or negative_type_'s).
+  int64_t Candidate(int64_t i) const;
 
   const DistGraph* graph_;
   LinkSamplerOptions options_;
@@ -86,7 +93,10 @@ class LinkBatchSampler {
   MiniBatchSampler nodes_;
   BufferPool pool_;
   int64_t edges_per_epoch_ = 0, steps_per_epoch_ = 0;
-  std::shared_ptr<const std::vector<double>> cumulative_;  // degree_table()
+  std::shared_ptr<const std::vector<double>> cumulative_;  // degree_table(), over the candidates
+  // Typed link prediction: negatives are nodes of the link relation's destination type.
+  int negative_type_ = -1;
+  int64_t num_candidates_ = 0;
   int64_t cached_epoch_ = -1;
   std::vector<int64_t> epoch_edges_;  // cached_epoch_'s shuffled edges
 };

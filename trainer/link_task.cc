@@ -43,12 +43,21 @@ class LinkPrediction final : public Task {
   absl::StatusOr<int64_t> Prepare(JobContext& job) override {
     const TrainOptions& o = job.options();
     const core::PartitionConfig& config = job.config();
-    if (config.typed()) {
-      return absl::UnimplementedError(StrCat("--task link on a typed graph ('", config.graph_name,
-                                             "') is not built yet: node classification (--task node) is"));
-    }
-    // Positives: every stored edge. Held-out pairs and their negatives: link/ (--edge-split).
+    // Positives: every stored edge (a typed graph: every stored edge of the relation the
+    // partitioner split, config.link_etype). Held-out pairs and their negatives: link/
+    // (--edge-split).
     sizes_.train = config.edge_bounds.empty() ? 0 : config.edge_bounds.back();
+    if (config.typed()) {
+      const int relation = sampler::LinkRelation(config);
+      if (relation < 0) {
+        return absl::FailedPreconditionError(StrCat(
+            "--task link on a typed graph ('", config.graph_name, "') predicts one relation: partition it with "
+            "fanout-partition --edge-split TRAIN,VALID,TEST --link-etype REL (", config.base_dir,
+            " has no link relation)"));
+      }
+      sizes_.train = 0;
+      for (const auto& [begin, end] : config.edge_type_ranges[relation]) sizes_.train += end - begin;
+    }
     for (auto [file, array] : {std::pair{"valid_pos", &val_pos_}, {"valid_neg", &val_neg_}, {"test_pos", &test_pos_},
                                {"test_neg", &test_neg_}}) {
       const std::string path = StrCat(config.base_dir, "/link/", file, ".npy");
@@ -121,7 +130,9 @@ class LinkPrediction final : public Task {
                                                                  first_epoch, o.epochs - first_epoch));
     }
     if (job.lead()) {
-      job.Log(StrCat("fanout-train: link prediction: ", lo.edges_per_epoch, " positive edges per trainer per epoch, ",
+      const std::string& relation = job.config().link_etype;
+      job.Log(StrCat("fanout-train: link prediction", relation.empty() ? "" : StrCat(" of relation ", relation), ": ",
+                     lo.edges_per_epoch, " positive edges per trainer per epoch, ",
                      o.link.negatives, " negative(s) each (",
                      o.link.negative_sampling == sampler::NegativeSampling::kUniform ? "uniform" : "degree^0.75",
                      "); ", ScorerKindName(o.link.scorer),
@@ -145,8 +156,9 @@ class LinkPrediction final : public Task {
     ASSIGN_OR_RETURN(BatchTensors bt, job.StepTensors(lb.nodes, epoch, step, /*labels=*/false, t));
     t0 = Clock::now();
     StepLoss s;
+    ASSIGN_OR_RETURN(const at::Tensor x, job.ModelInput(bt, lb.nodes));
     RETURN_IF_ERROR(CatchTorch("forward", [&] {
-      const at::Tensor h = job.model().Forward(bt.blocks, bt.features);
+      const at::Tensor h = job.model().Forward(bt.blocks, x);
       // The pairs' endpoints, copied like the batch (without blocking the host).
       const std::vector<at::Tensor> ends =
           job.uploader().Upload({at::tensor(lb.pos_src, at::kLong), at::tensor(lb.pos_dst, at::kLong),

@@ -514,6 +514,13 @@ InferenceOptions Job::Inference() const {
   io.edge = o_.sampling.edge;
   io.trainers_per_machine = o_.trainers_per_machine;
   io.progress = o_.progress;
+  // A typed graph's model input is the typed input layer's rows (projections, embeddings).
+  if (typed_input_ != nullptr) {
+    io.model_input = [input = typed_input_.get(), embeddings = embeddings_.get()](const BatchTensors& bt,
+                                                                                 const sampler::MiniBatch& mb) {
+      return input->Forward(bt, mb, embeddings);
+    };
+  }
   return io;
 }
 
@@ -736,9 +743,6 @@ absl::Status Job::LoadModel() {
 absl::Status Job::SaveEmbeddings() {
   if (o_.save_embeddings.empty()) return absl::OkStatus();
   InferenceOptions io = Inference();
-  if (typed_input_ != nullptr) {
-    io.model_input = [this](const BatchTensors& bt, const sampler::MiniBatch& mb) { return ModelInput(bt, mb); };
-  }
   io.on_layer = [&](int64_t layer, int64_t layers, double seconds) {
     Log(StrCat("fanout-train: inference: layer ", layer + 1, "/", layers, " done for all nodes (", seconds, " s)"));
   };

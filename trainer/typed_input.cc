@@ -144,8 +144,10 @@ absl::StatusOr<at::Tensor> TypedInput::Forward(const BatchTensors& bt, const sam
   }
   at::Tensor x;
   RETURN_IF_ERROR(CatchTorch("typed input layer", [&] {
+    // (A copy: autograd keeps an index for the backward pass, after these vectors are gone.)
     const auto index = [&](const std::vector<int64_t>& v) {
-      return at::from_blob(const_cast<int64_t*>(v.data()), {static_cast<int64_t>(v.size())}, at::kLong).to(device);
+      return at::from_blob(const_cast<int64_t*>(v.data()), {static_cast<int64_t>(v.size())}, at::kLong)
+          .to(device, /*non_blocking=*/false, /*copy=*/true);
     };
     std::vector<at::Tensor> pieces;
     std::vector<int64_t> next_row(num_types, 0);  // per type: its next looked-up row

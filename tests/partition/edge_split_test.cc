@@ -97,8 +97,9 @@ TEST(EdgeSplitTest, HeldOutPairsAndNegativesFollowTheRules) {
 
 // Through the partitioner, with reverse edges added: no held-out pair is reachable in any
 // partition's stored in- or out-edges, in either direction, and every other input row is stored
-// (twice unless a self loop).
-void ExpectPartitionerStoresNoHeldOutPair(const Dataset& d, const EdgeSplitOptions& split) {
+// (twice unless a self loop of a one-type graph).
+void ExpectPartitionerStoresNoHeldOutPair(const Dataset& d, const EdgeSplitOptions& split,
+                                          core::PartitionConfig* loaded = nullptr) {
   testing::TempDir dir;
   PartitionOptions o;
   o.out_dir = dir.Sub("parts");
@@ -118,9 +119,15 @@ void ExpectPartitionerStoresNoHeldOutPair(const Dataset& d, const EdgeSplitOptio
   }
   auto book = config->NodeBook();
   ASSERT_TRUE(book.ok());
+  if (loaded != nullptr) *loaded = *config;
+  // (A typed graph's in-edges are per relation: every relation's.)
+  const int relations = d.typed() ? static_cast<int>(d.edge_types.size()) * 2 : 1;
   auto linked = [&](int64_t u, int64_t v, core::EdgeDir dir) {
-    const auto a = parts[book->PartOf(v)]->Neighbors(v, dir);
-    return std::find(a.nbrs, a.nbrs + a.degree, u) != a.nbrs + a.degree;
+    for (int r = 0; r < relations; ++r) {
+      const auto a = parts[book->PartOf(v)]->Neighbors(v, dir, d.typed() && dir == core::EdgeDir::kIn ? r : -1);
+      if (std::find(a.nbrs, a.nbrs + a.degree, u) != a.nbrs + a.degree) return true;
+    }
+    return false;
   };
   int64_t held_out = 0;
   for (const char* f : {"valid_pos", "test_pos"}) {
@@ -144,9 +151,59 @@ void ExpectPartitionerStoresNoHeldOutPair(const Dataset& d, const EdgeSplitOptio
   int64_t want = 0;
   const int64_t* e = d.edges.data_as<int64_t>();
   for (int64_t r = 0; r < d.num_edges(); ++r) {
-    if (s->role[r] == 0) want += e[2 * r] == e[2 * r + 1] ? 1 : 2;
+    // (A typed graph stores a self loop's reverse too: it is an edge of rev_REL.)
+    if (s->role[r] == 0) want += !d.typed() && e[2 * r] == e[2 * r + 1] ? 1 : 2;
   }
   EXPECT_EQ(summary->num_edges, want);
+}
+
+// A typed graph splits one relation (--link-etype): its rows only, its pairs (source type,
+// destination type), negatives pairing the positive's source with an unlinked node of the
+// destination type; the partitioner stores no held-out pair in the relation or its reverse and
+// records the relation in the config.
+TEST(EdgeSplitTest, TypedGraphSplitsOneRelationWithNegativesOfItsDestinationType) {
+  const Dataset d = testing::MakeTypedDataset(3, 200, 150, 8);
+  EXPECT_NE(SplitEdges(d, {.valid = 0.1, .test = 0.1}).status().message().find(
+                "--edge-split on a typed graph needs --link-etype: the relation to predict (one of author:writes:paper"),
+            std::string::npos);
+  EXPECT_NE(SplitEdges(d, {.valid = 0.1, .test = 0.1, .relation = "likes"}).status().message().find(
+                "--link-etype likes: no such relation"),
+            std::string::npos);
+  EXPECT_NE(SplitEdges(testing::MakeRandomDataset({.num_nodes = 50, .num_edges = 200}),
+                       {.valid = 0.1, .test = 0.1, .relation = "writes"})
+                .status()
+                .message()
+                .find("--link-etype applies to typed graphs only"),
+            std::string::npos);
+  const EdgeSplitOptions o{.valid = 0.1, .test = 0.1, .negatives = 2, .relation = "writes"};
+  auto s = SplitEdges(d, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->relation, 0);  // author:writes:paper
+  const int author = d.NodeTypeIndex("author"), paper = d.NodeTypeIndex("paper");
+  for (int64_t r = 0; r < d.num_edges(); ++r) {
+    if (s->role[r] != 0) EXPECT_EQ(d.EdgeTypeOf(r), 0) << "row " << r;
+  }
+  std::set<Pair> writes;
+  const int64_t* e = d.edges.data_as<int64_t>();
+  for (int64_t r = d.edge_type_offsets[0]; r < d.edge_type_offsets[1]; ++r) writes.insert({e[2 * r], e[2 * r + 1]});
+  for (const auto* pos : {&s->valid_pos, &s->test_pos}) {
+    ASSERT_FALSE(pos->empty());
+    const auto& neg = pos == &s->valid_pos ? s->valid_neg : s->test_neg;
+    ASSERT_EQ(neg.size(), pos->size() * 2);
+    for (size_t i = 0; i < pos->size(); i += 2) {
+      EXPECT_EQ(d.NodeTypeOf((*pos)[i]), author);
+      EXPECT_EQ(d.NodeTypeOf((*pos)[i + 1]), paper);
+      EXPECT_TRUE(writes.count({(*pos)[i], (*pos)[i + 1]}));
+      for (size_t j = i * 2; j < i * 2 + 4; j += 2) {
+        EXPECT_EQ(neg[j], (*pos)[i]);
+        EXPECT_EQ(d.NodeTypeOf(neg[j + 1]), paper);
+        EXPECT_FALSE(writes.count({neg[j], neg[j + 1]}));
+      }
+    }
+  }
+  core::PartitionConfig config;
+  ExpectPartitionerStoresNoHeldOutPair(d, o, &config);
+  EXPECT_EQ(config.link_etype, "author:writes:paper");
 }
 
 TEST(EdgeSplitTest, PartitionerStoresNoHeldOutPairInEitherDirection) {

@@ -381,6 +381,17 @@ TEST(TypedModelTest, InputLayerAndRgcnLayerMatchAnEdgeByEdgeReference) {
     auto sx = (*input)->Forward(sbt, shuffled, emb->get());
     ASSERT_TRUE(sx.ok()) << sx.status();
     EXPECT_TRUE(at::allclose(*sx, x->index_select(0, at::tensor(order)), 1e-6, 1e-6));
+    // And the same gradients: the same loss over the rows either way (the gather's index must
+    // outlive Forward for the backward pass).
+    const at::Tensor w = at::randn({n, 5});
+    std::vector<at::Tensor> grads;
+    for (const at::Tensor& rows : {*x, *sx}) {
+      (*input)->zero_grad();
+      const at::Tensor weight = rows.data_ptr() == sx->data_ptr() ? w.index_select(0, at::tensor(order)) : w;
+      (rows * weight).sum().backward(/*gradient=*/{}, /*retain_graph=*/true);
+      grads.push_back((*input)->named_parameters()[std::string("proj") + std::to_string(paper) + "_weight"].grad().clone());
+    }
+    EXPECT_TRUE(at::allclose(grads[0], grads[1], 1e-4, 1e-5));
     (*emb)->Forget();
   }
 
