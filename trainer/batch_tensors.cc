@@ -176,6 +176,9 @@ at::Tensor Int64Tensor(const std::vector<int64_t>& v) {
   return t;
 }
 
+// More relations than any graph has (a corrupt batch's edge types would size tables by them).
+constexpr int32_t kMaxRelations = 1 << 16;
+
 absl::Status ValidateMiniBatch(const sampler::MiniBatch& batch, int64_t num_classes) {
   if (batch.blocks.empty()) return absl::InvalidArgumentError("mini-batch has no blocks");
   for (size_t l = 0; l < batch.blocks.size(); ++l) {
@@ -215,6 +218,11 @@ absl::Status ValidateMiniBatch(const sampler::MiniBatch& batch, int64_t num_clas
       if (static_cast<int64_t>(b.etype.size()) != b.num_edges()) {
         return absl::InvalidArgumentError(
             StrCat("block ", l, " of a typed batch has ", b.etype.size(), " edge types for ", b.num_edges(), " edges"));
+      }
+      for (size_t e = 0; e < b.etype.size(); ++e) {
+        if (b.etype[e] < 0 || b.etype[e] >= kMaxRelations) {
+          return absl::InvalidArgumentError(StrCat("block ", l, ": edge ", e, " has edge type ", b.etype[e]));
+        }
       }
     }
     if (f.rows < 0 || f.rows > num_inputs || (f.rows > 0 && (f.cols <= 0 || f.data == nullptr))) {

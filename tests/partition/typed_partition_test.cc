@@ -535,13 +535,19 @@ TEST(TypedStoreTest, FieldsNeighboursAndSamplesFollowTheTypes) {
   }
 }
 
-TEST(TypedPartitionTest, LinkSplitsOfTypedGraphsAreRefusedUntilBuilt) {
+TEST(TypedPartitionTest, LinkSplitsOfTypedGraphsNeedTheRelationAndLeaveNothingWithoutIt) {
   TempDir dir;
   Dataset d = testing::MakeTypedDataset(2);
   PartitionOptions link{.out_dir = dir.Sub("link"), .num_parts = 2, .quiet = true};
   link.edge_split.valid = link.edge_split.test = 0.1;
-  EXPECT_EQ(PartitionDataset(d, link).status().code(), absl::StatusCode::kUnimplemented);
+  const absl::Status s = PartitionDataset(d, link).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("needs --link-etype"), std::string::npos) << s;
   EXPECT_FALSE(fs::exists(dir.Sub("link")));
+  // (A split of one relation: edge_split_test.cc.)
+  link.edge_split.relation = "writes";
+  EXPECT_TRUE(PartitionDataset(d, link).ok());
+  EXPECT_TRUE(fs::exists(dir.Sub("link/link/valid_pos.npy")));
 }
 
 // fanout-generate --preset mag: the same typed graph in both layouts, sized as asked, with the

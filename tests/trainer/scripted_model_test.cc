@@ -66,6 +66,36 @@ BatchTensors RandomTensors(int64_t in_dim, int64_t classes, int64_t layers, uint
   return *t;
 }
 
+// The built-in model's parameters into the script's: per layer l, the built-in's k-th parameter
+// (in registration order) to the script's layers_<l>_<names[k]>.
+void CopyLayerParameters(GnnModel& builtin, GnnModel& scripted, int64_t layers, const std::vector<std::string>& names) {
+  const auto theirs = builtin.parameters();
+  const auto mine = scripted.named_parameters();
+  ASSERT_EQ(mine.size(), theirs.size());
+  at::NoGradGuard no_grad;
+  const size_t per_layer = names.size();
+  for (int64_t l = 0; l < layers; ++l) {
+    for (size_t k = 0; k < per_layer; ++k) {
+      const at::Tensor* p = mine.find(StrCat("layers_", l, "_", names[k]));
+      ASSERT_NE(p, nullptr) << names[k];
+      p->copy_(theirs[per_layer * l + k]);
+    }
+  }
+}
+
+// Each model's logits on `t` in eval mode, after a backward pass of their squared sum.
+std::vector<at::Tensor> ForwardAndBackward(const std::vector<std::shared_ptr<GnnModel>>& models, const BatchTensors& t) {
+  std::vector<at::Tensor> out;
+  for (const auto& m : models) {
+    m->eval();
+    m->zero_grad();
+    const at::Tensor logits = m->Forward(t.blocks, t.features);
+    logits.pow(2).sum().backward();
+    out.push_back(logits.detach());
+  }
+  return out;
+}
+
 // The package's SAGE, on fanout's fused operators and on plain tensor ops, equals the built-in
 // sage given the same parameters: outputs and gradients.
 TEST(ScriptedModelTest, ReferenceSageFromPythonEqualsTheBuiltInSage) {
@@ -88,18 +118,7 @@ TEST(ScriptedModelTest, ReferenceSageFromPythonEqualsTheBuiltInSage) {
     // The built-in model's parameters, per layer fc_self, fc_neigh, bias, into the script's.
     const auto theirs = (*builtin)->parameters();
     const auto mine = (*scripted)->named_parameters();
-    ASSERT_EQ(mine.size(), theirs.size());
-    {
-      at::NoGradGuard no_grad;
-      for (int64_t l = 0; l < layers; ++l) {
-        const char* names[] = {"fc_self_weight", "fc_neigh_weight", "bias"};
-        for (int k = 0; k < 3; ++k) {
-          const at::Tensor* p = mine.find(StrCat("layers_", l, "_", names[k]));
-          ASSERT_NE(p, nullptr) << names[k];
-          p->copy_(theirs[3 * l + k]);
-        }
-      }
-    }
+    ASSERT_NO_FATAL_FAILURE(CopyLayerParameters(**builtin, **scripted, layers, {"fc_self_weight", "fc_neigh_weight", "bias"}));
     // Unweighted, then with edge weights (block["edge_weight"] in the script).
     BatchTensors t = RandomTensors(in, classes, layers, 3);
     at::Tensor unweighted;
@@ -108,14 +127,7 @@ TEST(ScriptedModelTest, ReferenceSageFromPythonEqualsTheBuiltInSage) {
       if (weighted) {
         for (BlockTensors& b : t.blocks) b.edge_weight = at::rand({b.num_edges()}) * 2;
       }
-      std::vector<at::Tensor> out;
-      for (auto& m : {*builtin, *scripted}) {
-        m->eval();
-        m->zero_grad();
-        const at::Tensor logits = m->Forward(t.blocks, t.features);
-        logits.pow(2).sum().backward();
-        out.push_back(logits.detach());
-      }
+      const std::vector<at::Tensor> out = ForwardAndBackward({*builtin, *scripted}, t);
       EXPECT_TRUE(at::allclose(out[0], out[1], 1e-5, 1e-5)) << out[0] << out[1];
       for (int64_t l = 0; l < layers; ++l) {
         const at::Tensor& g = mine.find(StrCat("layers_", l, "_fc_neigh_weight"))->grad();
@@ -155,18 +167,7 @@ TEST(ScriptedModelTest, ReferenceRgcnFromPythonEqualsTheBuiltInRgcn) {
     ASSERT_TRUE(builtin.ok()) << builtin.status();
     const auto theirs = (*builtin)->parameters();
     const auto mine = (*scripted)->named_parameters();
-    ASSERT_EQ(mine.size(), theirs.size());
-    {
-      at::NoGradGuard no_grad;
-      for (int64_t l = 0; l < layers; ++l) {
-        const char* names[] = {"fc_self_weight", "fc_rel_weight", "bias"};
-        for (int k = 0; k < 3; ++k) {
-          const at::Tensor* p = mine.find(StrCat("layers_", l, "_", names[k]));
-          ASSERT_NE(p, nullptr) << names[k];
-          p->copy_(theirs[3 * l + k]);
-        }
-      }
-    }
+    ASSERT_NO_FATAL_FAILURE(CopyLayerParameters(**builtin, **scripted, layers, {"fc_self_weight", "fc_rel_weight", "bias"}));
     // A typed batch: each edge gets a relation, a destination's edges listed relation by relation
     // (as the sampler lists them), and every relation present.
     BatchTensors t = RandomTensors(in, classes, layers, 5);
@@ -178,14 +179,7 @@ TEST(ScriptedModelTest, ReferenceRgcnFromPythonEqualsTheBuiltInRgcn) {
       b.etype = etype.index_select(0, order);
       ASSERT_EQ(std::get<0>(at::_unique2(b.etype)).size(0), relations);
     }
-    std::vector<at::Tensor> out;
-    for (auto& m : {*builtin, *scripted}) {
-      m->eval();
-      m->zero_grad();
-      const at::Tensor logits = m->Forward(t.blocks, t.features);
-      logits.pow(2).sum().backward();
-      out.push_back(logits.detach());
-    }
+    const std::vector<at::Tensor> out = ForwardAndBackward({*builtin, *scripted}, t);
     EXPECT_TRUE(at::allclose(out[0], out[1], 1e-5, 1e-5)) << out[0] << out[1];
     for (int64_t l = 0; l < layers; ++l) {
       const at::Tensor& g = mine.find(StrCat("layers_", l, "_fc_rel_weight"))->grad();

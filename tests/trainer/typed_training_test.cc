@@ -111,6 +111,31 @@ struct TypedJob {
     graph = std::move(*g);
     fields = std::move(*sampler::ServerFields::Make(config, go.servers, go.client));
   }
+  // An R-GCN of 2 layers, 3 classes, no dropout, over this graph's relations.
+  ModelOptions Rgcn(int64_t in_dim, int64_t hidden) const {
+    ModelOptions mo;
+    mo.model = ModelKind::kRgcn;
+    mo.in_dim = in_dim;
+    mo.hidden = hidden;
+    mo.num_classes = 3;
+    mo.num_relations = static_cast<int64_t>(config.edge_types.size());
+    mo.dropout = 0;
+    return mo;
+  }
+  // The first batch of `seeds` papers of partition 0 with `fanouts`.
+  void PaperBatch(int64_t seeds, std::vector<int64_t> fanouts, sampler::MiniBatch* out) {
+    const auto& types = graph->node_types();
+    sampler::SamplerOptions so;
+    so.fanouts = std::move(fanouts);
+    so.batch_size = seeds;
+    const int64_t p0 = types.Range(*types.TypeId("paper"), 0).first;
+    std::vector<int64_t> ids;
+    for (int64_t v = p0; v < p0 + seeds; ++v) ids.push_back(v);
+    sampler::MiniBatchSampler sampler(graph.get(), so, ids);
+    auto mb = sampler.Sample(0, 0);
+    ASSERT_TRUE(mb.ok()) << mb.status();
+    *out = std::move(*mb);
+  }
   // Every row of `type`'s embedding table, by ID.
   std::map<int64_t, std::vector<float>> Table(int type, int64_t dim) {
     const auto& types = graph->node_types();
@@ -277,15 +302,9 @@ TEST(TypedModelTest, InputLayerAndRgcnLayerMatchAnEdgeByEdgeReference) {
   auto emb = DistEmbeddings::Create(*job.graph, job.fields.get(), {author}, o, *comm, 2);
   ASSERT_TRUE(emb.ok()) << emb.status();
 
-  sampler::SamplerOptions so;
-  so.fanouts = {3, 3};
-  so.batch_size = 16;
-  const int64_t p0 = types.Range(paper, 0).first;
-  std::vector<int64_t> seeds;
-  for (int64_t v = p0; v < p0 + 16; ++v) seeds.push_back(v);
-  sampler::MiniBatchSampler sampler(job.graph.get(), so, seeds);
-  auto mb = sampler.Sample(0, 0);
-  ASSERT_TRUE(mb.ok()) << mb.status();
+  sampler::MiniBatch batch;
+  ASSERT_NO_FATAL_FAILURE(job.PaperBatch(16, {3, 3}, &batch));
+  const sampler::MiniBatch* mb = &batch;
   auto bt = ToTensors(*mb);
   ASSERT_TRUE(bt.ok()) << bt.status();
   auto x = (*input)->Forward(*bt, *mb, emb->get());
@@ -396,13 +415,7 @@ TEST(TypedModelTest, InputLayerAndRgcnLayerMatchAnEdgeByEdgeReference) {
   }
 
   // R-GCN on the batch's blocks against an edge-by-edge reference of layer 0.
-  ModelOptions mo;
-  mo.model = ModelKind::kRgcn;
-  mo.in_dim = 5;
-  mo.hidden = 4;
-  mo.num_classes = 3;
-  mo.num_relations = static_cast<int64_t>(job.config.edge_types.size());
-  mo.dropout = 0;
+  const ModelOptions mo = job.Rgcn(5, 4);
   auto model = MakeModel(mo, 9);
   ASSERT_TRUE(model.ok()) << model.status();
   (*model)->eval();
@@ -435,26 +448,11 @@ TEST(TypedModelTest, InputLayerAndRgcnLayerMatchAnEdgeByEdgeReference) {
 TEST(TypedModelTest, RgcnLayerByTypeRunsEqualsOneRunOverEveryRelation) {
   TypedJob job;
   ASSERT_NO_FATAL_FAILURE(job.Start(1));
-  const auto& types = job.graph->node_types();
-  const int paper = *types.TypeId("paper");
-  sampler::SamplerOptions so;
-  so.fanouts = {4, 4};
-  so.batch_size = 24;
-  const int64_t p0 = types.Range(paper, 0).first;
-  std::vector<int64_t> seeds;
-  for (int64_t v = p0; v < p0 + 24; ++v) seeds.push_back(v);
-  sampler::MiniBatchSampler sampler(job.graph.get(), so, seeds);
-  auto mb = sampler.Sample(0, 0);
-  ASSERT_TRUE(mb.ok()) << mb.status();
-  auto bt = ToTensors(*mb);
+  sampler::MiniBatch mb;
+  ASSERT_NO_FATAL_FAILURE(job.PaperBatch(24, {4, 4}, &mb));
+  auto bt = ToTensors(mb);
   ASSERT_TRUE(bt.ok()) << bt.status();
-  ModelOptions mo;
-  mo.model = ModelKind::kRgcn;
-  mo.in_dim = 6;
-  mo.hidden = 5;
-  mo.num_classes = 3;
-  mo.num_relations = static_cast<int64_t>(job.config.edge_types.size());
-  mo.dropout = 0;
+  const ModelOptions mo = job.Rgcn(6, 5);
   auto model = MakeModel(mo, 4);
   ASSERT_TRUE(model.ok()) << model.status();
   const BlockTensors& by_runs = bt->blocks[0];
