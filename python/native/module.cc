@@ -359,10 +359,12 @@ class NodeLoader {
              bool replace, bool shuffle, uint64_t seed, int rank, int64_t seeds_per_epoch,
              const std::string& feature_field, const std::string& label_field, const std::string& edge_weight_field,
              int num_samplers, int num_threads, int prefetch, int64_t first_epoch, int64_t num_epochs,
-             const std::string& sampler_binary, double batch_timeout_seconds, int64_t cache_max_bytes)
+             const std::string& sampler_binary, double batch_timeout_seconds, int64_t cache_max_bytes,
+             std::vector<std::vector<int64_t>> relation_fanouts)
       : graph_(std::move(graph)) {
     sampler::SamplerOptions so;
     so.fanouts = std::move(fanouts);
+    so.relation_fanouts = std::move(relation_fanouts);  // typed graphs: [layer][relation], or empty
     so.batch_size = batch_size;
     so.replace = replace;
     so.shuffle = shuffle;
@@ -572,12 +574,13 @@ PYBIND11_MODULE(_native, m) {
   py::class_<NodeLoader>(m, "NodeLoader")
       .def(py::init<std::shared_ptr<Graph>, py::array, std::vector<int64_t>, int64_t, bool, bool, uint64_t, int, int64_t,
                     const std::string&, const std::string&, const std::string&, int, int, int, int64_t, int64_t,
-                    const std::string&, double, int64_t>(),
+                    const std::string&, double, int64_t, std::vector<std::vector<int64_t>>>(),
            py::arg("graph"), py::arg("seeds"), py::arg("fanouts"), py::arg("batch_size"), py::arg("replace"),
            py::arg("shuffle"), py::arg("seed"), py::arg("rank"), py::arg("seeds_per_epoch"), py::arg("feature_field"),
            py::arg("label_field"), py::arg("edge_weight_field"), py::arg("num_samplers"), py::arg("num_threads"),
            py::arg("prefetch"), py::arg("first_epoch"), py::arg("num_epochs"), py::arg("sampler_binary"),
-           py::arg("batch_timeout_seconds"), py::arg("cache_max_bytes") = 0)
+           py::arg("batch_timeout_seconds"), py::arg("cache_max_bytes") = 0,
+           py::arg("relation_fanouts") = std::vector<std::vector<int64_t>>{})
       .def_property_readonly("steps_per_epoch", &NodeLoader::steps_per_epoch)
       .def("next", &NodeLoader::Next)
       .def("close", &NodeLoader::Close);

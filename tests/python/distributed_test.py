@@ -540,6 +540,39 @@ class TypedGraphTest(ServersTestCase):
                 b1.edge_index
         self.assertEqual(n, len(loader))
 
+    def test_per_relation_fanouts_are_dgls_dicts(self):
+        g = self.g
+        nids = dist.node_split(g.nodes["paper"].data["train_mask"], g.get_partition_book(), ntype="paper")
+        # cites: 2 per layer; rev_cites: none; every other relation: 4 then 3.
+        layers = []
+        for f in (4, 3):
+            d = {rel: f for rel in g.canonical_etypes if rel[1] not in ("cites", "rev_cites")}
+            d["cites"] = 2  # by name
+            d[("paper", "rev_cites", "paper")] = 0
+            layers.append(d)
+        loader = dist.DistNodeDataLoader(g, {"paper": nids}, dist.NeighborSampler(layers), batch_size=40,
+                                         num_samplers=0)
+        seen = set()
+        for _, _, blocks in loader:
+            for b in blocks:
+                for cet, ei in b.edge_index_dict.items():
+                    if ei.shape[1] == 0:
+                        continue
+                    seen.add(cet[1])
+                    most = int(torch.bincount(ei[1]).max())
+                    self.assertLessEqual(most, 2 if cet[1] == "cites" else 4, cet)
+        self.assertIn("cites", seen)
+        self.assertNotIn("rev_cites", seen)
+        with self.assertRaisesRegex(ValueError, r"layer 0 gives \('paper', 'cites', 'paper'\) twice"):
+            dist.DistNodeDataLoader(g, {"paper": nids}, dist.NeighborSampler([{**layers[0], ("paper", "cites", "paper"): 3}, 3]),
+                                    batch_size=40, num_samplers=0)
+        with self.assertRaisesRegex(ValueError, "layer 0 has no fanout for"):
+            dist.DistNodeDataLoader(g, {"paper": nids}, dist.NeighborSampler([{"cites": 2}, 3]), batch_size=40,
+                                    num_samplers=0)
+        with self.assertRaisesRegex(KeyError, "no edge type 'likes'"):
+            dist.DistNodeDataLoader(g, {"paper": nids}, dist.NeighborSampler([{"likes": 2}, 3]), batch_size=40,
+                                    num_samplers=0)
+
     def test_link_prediction_on_a_typed_graph_is_refused_by_name(self):
         with self.assertRaisesRegex(NotImplementedError, "link prediction on a typed graph"):
             dist.DistEdgeDataLoader(self.g, torch.arange(10), dist.as_edge_prediction_sampler(

@@ -16,7 +16,7 @@ import torch
 from fanout import _native
 from fanout.distributed import context
 from fanout.distributed.graph import DistGraph, DistNodeSplits, _ids
-from fanout.distributed.hetero import HeteroBlock, typed_rows
+from fanout.distributed.hetero import HeteroBlock, canonical, typed_rows
 
 NID = "_ID"
 EID = "_ID"
@@ -25,7 +25,9 @@ _NUM_EPOCHS = 1 << 30  # a loader runs until closed: each pass over it is the ne
 
 class NeighborSampler:
     """DGL's ``dgl.dataloading.NeighborSampler``: ``fanouts[i]`` in-neighbours per node for layer
-    i, input layer first (-1: all). The node fields to fetch with every batch are DGL's
+    i, input layer first (-1: all). On a typed graph a layer's fanout applies to every relation,
+    or is a dict giving each relation its own (DGL's form: every relation listed, by name or
+    ``(src, rel, dst)``; 0 samples none of it). The node fields to fetch with every batch are DGL's
     ``prefetch_node_feats`` (the input nodes' rows, ``blocks[0].srcdata[NAME]``) and
     ``prefetch_labels`` (the seeds' rows, ``blocks[-1].dstdata[NAME]``); fanout fetches one of
     each, by default ``feat`` and ``label`` where the graph has them. ``edge_weight`` names an edge
@@ -38,7 +40,21 @@ class NeighborSampler:
             raise NotImplementedError("NeighborSampler: only edge_dir='in' (DGL's default) is supported")
         if prob is not None:
             raise NotImplementedError("NeighborSampler: prob= (weighted sampling) is not supported yet")
-        self.fanouts = [int(f) for f in fanouts]
+        # Per layer: an int, or {relation: int} (typed graphs; resolved against the graph by the loader).
+        self.relation_fanouts = [dict(f) if isinstance(f, dict) else None for f in fanouts]
+        if any(r is not None for r in self.relation_fanouts):
+            for layer in self.relation_fanouts:
+                for v in (layer or {}).values():
+                    if int(v) < -1:
+                        raise ValueError(f"NeighborSampler fanouts: {v} is not a fanout (a count >= 0, or -1 for all)")
+            # The layer's fanout where a dict gives none: the largest, -1 if any is -1 (what the
+            # sampler checks layer counts against).
+            self.fanouts = [int(f) if r is None else
+                            (-1 if any(int(v) == -1 for v in r.values()) else max([int(v) for v in r.values()] + [1]))
+                            for f, r in zip(fanouts, self.relation_fanouts)]
+        else:
+            self.relation_fanouts = []
+            self.fanouts = [int(f) for f in fanouts]
         _native.check_layer_fanouts("NeighborSampler fanouts", self.fanouts)
         self.replace = bool(replace)
         self.prefetch_node_feats = _one_field(prefetch_node_feats, "prefetch_node_feats")
@@ -283,10 +299,11 @@ class DistNodeDataLoader(_EpochLoader):
         if self._seed_type is not None:  # fanout's sampler takes graph-wide IDs
             self._typewise_nids = self._nids
             self._nids = np.ascontiguousarray(g._ntypes.to_homo(g._ntype_id(self._seed_type), self._nids))
+        relation_fanouts = _relation_fanouts(g, graph_sampler)
         self._args = dict(fanouts=graph_sampler.fanouts, batch_size=batch_size, replace=graph_sampler.replace,
                           shuffle=bool(shuffle), seed=int(seed), rank=context.current().rank,
                           seeds_per_epoch=per_epoch, feature_field=self._feat, label_field=self._label,
-                          edge_weight_field=graph_sampler.edge_weight,
+                          edge_weight_field=graph_sampler.edge_weight, relation_fanouts=relation_fanouts,
                           **self._making(num_samplers, num_threads, prefetch, batch_timeout_seconds,
                                          feature_cache_bytes))
 
@@ -329,6 +346,33 @@ class DistNodeDataLoader(_EpochLoader):
         if self._to_dgl:
             blocks = [blk.to_dgl() for blk in blocks]
         return input_nodes, seeds, blocks
+
+
+def _relation_fanouts(g: DistGraph, sampler: NeighborSampler):
+    """The sampler's per-relation fanouts as [layer][relation] in the graph's relation order, or []
+    when every layer has one fanout for all."""
+    if not sampler.relation_fanouts:
+        return []
+    if not g.is_typed():
+        raise ValueError("NeighborSampler: per-relation fanouts (dicts) need a typed graph")
+    rels = g.canonical_etypes
+    out = []
+    for i, (f, layer) in enumerate(zip(sampler.fanouts, sampler.relation_fanouts)):
+        if layer is None:
+            out.append([f] * len(rels))
+            continue
+        row = [None] * len(rels)
+        for etype, v in layer.items():
+            r = canonical(etype, rels)
+            if row[r] is not None:
+                raise ValueError(f"NeighborSampler fanouts: layer {i} gives {rels[r]} twice")
+            row[r] = int(v)
+        missing = [rels[r] for r in range(len(rels)) if row[r] is None]
+        if missing:  # DGL's rule: a dict lists every relation
+            raise ValueError(f"NeighborSampler fanouts: layer {i} has no fanout for {missing}; a dict gives one for "
+                             f"every relation (0 samples none)")
+        out.append(row)
+    return out
 
 
 class _NegativeSampler:
@@ -473,6 +517,8 @@ class DistEdgeDataLoader(_EpochLoader):
         if drop_last:
             per_epoch -= per_epoch % batch_size
         self._steps = -(-per_epoch // batch_size)
+        if ns.relation_fanouts:
+            raise ValueError("DistEdgeDataLoader: per-relation fanouts (dicts) need a typed graph's node loader")
         self._args = dict(fanouts=ns.fanouts, batch_size=batch_size, replace=ns.replace, seed=int(seed),
                           rank=ctx.rank, edges_per_epoch=per_epoch, feature_field=self._feat,
                           negatives=graph_sampler.negative_sampler.k,
