@@ -1,0 +1,61 @@
+// What the fanout-train process tests share (train_cli_test.cc, typed_train_cli_test.cc): ranks of
+// a job as child processes with the environment fanout-launch would give them. FANOUT_TRAIN_BIN
+// comes from tests/trainer/CMakeLists.txt.
+#pragma once
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/strings.h"
+#include "nlohmann/json.hpp"
+#include "tests/launcher/launcher_test_util.h"
+
+namespace fanout::testing {
+
+using RankProcess = launcher::testing::ChildRun;
+
+// A port nothing listens on now (the kernel's pick for a throwaway socket).
+inline int FreePort() {
+  int s = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(s, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+  socklen_t len = sizeof(a);
+  getsockname(s, reinterpret_cast<sockaddr*>(&a), &len);
+  close(s);
+  return ntohs(a.sin_port);
+}
+
+// Every rank of a job as a process, with the environment fanout-launch would give it.
+inline std::vector<std::unique_ptr<RankProcess>> StartRanks(int world, const std::vector<std::string>& args) {
+  const std::string coord = core::StrCat("127.0.0.1:", FreePort());
+  std::vector<std::unique_ptr<RankProcess>> ranks;
+  for (int r = 0; r < world; ++r) {
+    std::vector<std::string> a = {FANOUT_TRAIN_BIN};
+    a.insert(a.end(), args.begin(), args.end());
+    ranks.push_back(std::make_unique<RankProcess>(
+        a, "",
+        std::vector<std::string>{core::StrCat("FANOUT_RANK=", r), core::StrCat("FANOUT_WORLD_SIZE=", world),
+                                 core::StrCat("FANOUT_COORDINATOR=", coord)}));
+  }
+  return ranks;
+}
+
+inline std::vector<nlohmann::json> ReadJsonLines(const std::string& path) {
+  std::vector<nlohmann::json> out;
+  std::ifstream f(path);
+  for (std::string line; std::getline(f, line);) {
+    if (!line.empty()) out.push_back(nlohmann::json::parse(line));
+  }
+  return out;
+}
+
+}  // namespace fanout::testing
