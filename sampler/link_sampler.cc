@@ -58,6 +58,17 @@ LinkBatchSampler::LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions op
                                       config.node_types.begin());
   }
   num_candidates_ = negative_type_ >= 0 ? graph_->node_types().count(negative_type_) : graph_->num_nodes();
+  // Typed: the seed pairs are left out of the link relation and of its reverse (rev_REL, from the
+  // destination type back to the source type), not of other relations that join the same nodes.
+  if (const int relation = LinkRelation(config); relation >= 0) {
+    const core::CanonicalEdgeType& rel = config.edge_types[relation];
+    exclude_relations_.assign(config.edge_types.size(), 0);
+    exclude_relations_[relation] = 1;
+    for (size_t r = 0; r < config.edge_types.size(); ++r) {
+      const core::CanonicalEdgeType& t = config.edge_types[r];
+      if (t.rel == "rev_" + rel.rel && t.src == rel.dst && t.dst == rel.src) exclude_relations_[r] = 1;
+    }
+  }
   const int64_t n = static_cast<int64_t>(edges_.size());
   edges_per_epoch_ = options_.edges_per_epoch < 0 ? n : std::min(n, options_.edges_per_epoch);
   steps_per_epoch_ = LinkStepsPerEpoch(options_, n);
@@ -204,7 +215,8 @@ absl::StatusOr<LinkMiniBatch> LinkBatchSampler::SampleBlocks(int64_t epoch, int6
     exclude.erase(std::unique(exclude.begin(), exclude.end()), exclude.end());
   }
   RETURN_IF_ERROR(nodes_.SampleBlocksFor(b.nodes.seeds, Mix(state, 0x626c6f636bULL), &b.nodes.blocks,
-                                         options_.exclude_seed_edges ? &exclude : nullptr));
+                                         options_.exclude_seed_edges ? &exclude : nullptr,
+                                         exclude_relations_.empty() ? nullptr : &exclude_relations_));
   b.nodes.sample_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return b;
 }

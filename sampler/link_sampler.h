@@ -97,6 +97,8 @@ class LinkBatchSampler {
   // Typed link prediction: negatives are nodes of the link relation's destination type.
   int negative_type_ = -1;
   int64_t num_candidates_ = 0;
+  // Typed link prediction: the relations seed pairs are excluded from (REL and rev_REL).
+  std::vector<char> exclude_relations_;
   int64_t cached_epoch_ = -1;
   std::vector<int64_t> epoch_edges_;  // cached_epoch_'s shuffled edges
 };

@@ -215,7 +215,8 @@ std::vector<int64_t> MiniBatchSampler::StepSeeds(int64_t epoch, int64_t step) {
 
 absl::Status MiniBatchSampler::SampleBlocksFor(std::span<const int64_t> seeds, uint64_t stream,
                                                std::vector<Block>* blocks,
-                                               const std::vector<std::pair<int64_t, int64_t>>* exclude) {
+                                               const std::vector<std::pair<int64_t, int64_t>>* exclude,
+                                               const std::vector<char>* exclude_relations) {
   const int layers = static_cast<int>(options_.fanouts.size());
   blocks->assign(layers, Block());
   std::span<const int64_t> frontier = seeds;
@@ -226,7 +227,7 @@ absl::Status MiniBatchSampler::SampleBlocksFor(std::span<const int64_t> seeds, u
     so.replace = options_.replace;
     so.seed = Mix(stream, static_cast<uint64_t>(l) + 1);
     RETURN_IF_ERROR(graph_->SampleNeighbors(frontier, so, &edges_));
-    if (exclude != nullptr && !exclude->empty()) DropExcluded(*exclude, &edges_);
+    if (exclude != nullptr && !exclude->empty()) DropExcluded(*exclude, &edges_, exclude_relations);
     Block& b = (*blocks)[l];
     const size_t nd = frontier.size(), ne = edges_.size();
     b.num_dst = static_cast<int64_t>(nd);
@@ -395,12 +396,18 @@ absl::Status MiniBatchSampler::FetchLabels(std::span<const int64_t> seeds, std::
   return absl::OkStatus();
 }
 
-void DropExcluded(const std::vector<std::pair<int64_t, int64_t>>& exclude, core::SampledEdges* edges) {
+void DropExcluded(const std::vector<std::pair<int64_t, int64_t>>& exclude, core::SampledEdges* edges,
+                  const std::vector<char>* relations) {
   size_t kept = 0;
   const bool typed = !edges->etype.empty();
   for (size_t e = 0; e < edges->size(); ++e) {
     const int64_t u = edges->src[e], v = edges->dst[e];
-    if (std::binary_search(exclude.begin(), exclude.end(), std::pair{std::min(u, v), std::max(u, v)})) continue;
+    const bool of_relation = relations == nullptr || !typed ||
+                             (static_cast<size_t>(edges->etype[e]) < relations->size() && (*relations)[edges->etype[e]]);
+    if (of_relation &&
+        std::binary_search(exclude.begin(), exclude.end(), std::pair{std::min(u, v), std::max(u, v)})) {
+      continue;
+    }
     edges->src[kept] = u;
     edges->dst[kept] = v;
     edges->eid[kept] = edges->eid[e];

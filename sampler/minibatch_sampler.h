@@ -95,8 +95,10 @@ absl::StatusOr<std::vector<std::string>> TypedFieldKeys(const DistGraph& graph, 
                                                         const char* what);
 
 // Removes the edges of `edges` between a pair of `exclude` (sorted (min, max) pairs), in either
-// direction, keeping the order of the others.
-void DropExcluded(const std::vector<std::pair<int64_t, int64_t>>& exclude, core::SampledEdges* edges);
+// direction, keeping the order of the others. `relations` (typed edges; may be null: every
+// relation): only edges of the relations it marks.
+void DropExcluded(const std::vector<std::pair<int64_t, int64_t>>& exclude, core::SampledEdges* edges,
+                  const std::vector<char>* relations = nullptr);
 
 // Thread-compatible: one instance per thread (it keeps scratch space); the graph is shared.
 class MiniBatchSampler {
@@ -120,8 +122,10 @@ class MiniBatchSampler {
   // Blocks of arbitrary seeds (distinct), drawn with random stream `stream`. `exclude` (sorted
   // (min, max) node pairs; may be null) drops every sampled edge between such a pair, in either
   // direction, before the block is built: link prediction's seed edges and their reverses.
+  // `exclude_relations` (typed graphs; may be null): only sampled edges of the marked relations.
   absl::Status SampleBlocksFor(std::span<const int64_t> seeds, uint64_t stream, std::vector<Block>* blocks,
-                               const std::vector<std::pair<int64_t, int64_t>>* exclude = nullptr);
+                               const std::vector<std::pair<int64_t, int64_t>>* exclude = nullptr,
+                               const std::vector<char>* exclude_relations = nullptr);
   // Fills every block's edge_weight and edge_feat from options.edge (one pull per field for all
   // layers); nothing without those fields.
   absl::Status FetchEdgeData(std::vector<Block>* blocks);

@@ -684,7 +684,9 @@ TEST_P(TypedSamplingTest, BlocksKeepEveryEdgesRelationAndPerRelationFanouts) {
         std::vector<int64_t> per_relation(etypes.num_types(), 0);  // edges of each relation
         for (int64_t e = b.indptr[j]; e < b.indptr[j + 1]; ++e) {
           const int r = b.etype[e];
-          if (e > b.indptr[j]) EXPECT_LE(b.etype[e - 1], r) << "relations out of order at edge " << e;
+          if (e > b.indptr[j]) {
+            EXPECT_LE(b.etype[e - 1], r) << "relations out of order at edge " << e;
+          }
           EXPECT_EQ(etypes.ToTypeWise(b.eids[e]).first, r) << "edge " << b.eids[e];
           EXPECT_EQ(src[e], b.src_nodes[b.indices[e]]);
           EXPECT_EQ(dst[e], v);

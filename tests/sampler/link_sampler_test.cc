@@ -47,6 +47,25 @@ class LinkSamplerTest : public ::testing::Test {
   std::unique_ptr<DistGraph> graph_;
 };
 
+// A seed pair is dropped in both directions; on typed edges, only in the relations marked (a
+// typed link relation and its reverse), not in another relation joining the same nodes.
+TEST(DropExcludedTest, DropsSeedPairsInBothDirectionsOfTheMarkedRelationsOnly) {
+  core::SampledEdges e;
+  e.src = {1, 2, 1, 3, 2};
+  e.dst = {2, 1, 2, 1, 3};
+  e.eid = {10, 11, 12, 13, 14};
+  e.etype = {0, 1, 2, 0, 0};
+  const std::vector<std::pair<int64_t, int64_t>> exclude = {{1, 2}};
+  core::SampledEdges all = e;
+  DropExcluded(exclude, &all);
+  EXPECT_EQ(all.eid, (std::vector<int64_t>{13, 14}));
+  const std::vector<char> relations = {1, 1, 0};  // REL and rev_REL; relation 2 joins 1 and 2 too
+  DropExcluded(exclude, &e, &relations);
+  EXPECT_EQ(e.eid, (std::vector<int64_t>{12, 13, 14}));
+  EXPECT_EQ(e.etype, (std::vector<int32_t>{2, 0, 0}));
+  EXPECT_EQ(e.src, (std::vector<int64_t>{1, 3, 2}));
+}
+
 TEST_F(LinkSamplerTest, RanksGetDisjointEdgeSetsCoveringEveryEdge) {
   constexpr int kTpm = 2;
   std::set<int64_t> seen;
