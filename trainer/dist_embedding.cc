@@ -2,14 +2,12 @@
 
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/tensor.h>
-#include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
 #include <torch/autograd.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <map>
 
 #include "core/random.h"

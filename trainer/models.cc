@@ -117,8 +117,9 @@ class SageConv : public torch::nn::Module {
 // (BlockTensors::dst_runs; the sampler groups each hop's nodes by type): a run's means are one
 // aggregation over its (destination, relation) pairs for the k relations its edges use, and its
 // output one GEMM over [h_v | mean_1 | ... | mean_k], as DGL's HeteroGraphConv computes only
-// the relations a type receives. One run over all R relations was 2.6x the FLOPs and memory
-// on the mag-shaped graph (docs/benchmarks.md).
+// the relations a type receives. One run over all R relations costs R / k times the means and
+// products a type of k relations needs (on the mag-shaped graph 2x for papers, 4x for authors;
+// docs/benchmarks.md).
 class RelSageConv : public torch::nn::Module {
  public:
   RelSageConv(int64_t in, int64_t out, int64_t relations, bool fused, at::Generator& gen)

@@ -1,7 +1,6 @@
 #include "trainer/typed_input.h"
 
 #include <ATen/CPUGeneratorImpl.h>
-#include <ATen/ops/arange.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/linear.h>
 #include <ATen/ops/zeros.h>

@@ -563,6 +563,10 @@ class TypedGraphTest(ServersTestCase):
                     self.assertLessEqual(most, 2 if cet[1] == "cites" else 4, cet)
         self.assertIn("cites", seen)
         self.assertNotIn("rev_cites", seen)
+        # (Not for lack of rev_cites edges: one fanout for all samples them.)
+        plain = dist.DistNodeDataLoader(g, {"paper": nids}, dist.NeighborSampler([4, 3]), batch_size=40,
+                                        num_samplers=0)
+        self.assertTrue(any(b.num_edges("rev_cites") > 0 for _, _, blocks in plain for b in blocks))
         with self.assertRaisesRegex(ValueError, r"layer 0 gives \('paper', 'cites', 'paper'\) twice"):
             dist.DistNodeDataLoader(g, {"paper": nids}, dist.NeighborSampler([{**layers[0], ("paper", "cites", "paper"): 3}, 3]),
                                     batch_size=40, num_samplers=0)

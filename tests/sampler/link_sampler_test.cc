@@ -9,6 +9,7 @@
 
 #include "core/graph_source.h"
 #include "core/partition_store.h"
+#include "partition/partitioner.h"
 #include "tests/testing/testing.h"
 
 namespace fanout::sampler {
@@ -64,6 +65,88 @@ TEST(DropExcludedTest, DropsSeedPairsInBothDirectionsOfTheMarkedRelationsOnly) {
   EXPECT_EQ(e.eid, (std::vector<int64_t>{12, 13, 14}));
   EXPECT_EQ(e.etype, (std::vector<int32_t>{2, 0, 0}));
   EXPECT_EQ(e.src, (std::vector<int64_t>{1, 3, 2}));
+}
+
+// A typed graph partitioned for link prediction on author:writes:paper (config link_etype): the
+// ranks' positives are exactly the stored writes edges, negatives are papers (uniform or by
+// degree), and a seed pair's writes / rev_writes edges stay out of the blocks while the blocks
+// still hold other relations.
+TEST(TypedLinkSamplerTest, PositivesAreTheRelationsEdgesAndNegativesItsDestinationType) {
+  fanout::testing::TempDir dir;
+  const partition::Dataset d = fanout::testing::MakeTypedDataset(4, 300, 200, 10);
+  partition::PartitionOptions po;
+  po.out_dir = dir.Sub("parts");
+  po.num_parts = 2;
+  po.add_reverse_edges = true;
+  po.quiet = true;
+  po.edge_split = {.valid = 0.1, .test = 0.1, .relation = "writes"};
+  auto summary = partition::PartitionDataset(d, po);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  auto config = core::LoadPartitionConfig(summary->config_path);
+  ASSERT_TRUE(config.ok()) << config.status();
+  const int writes = LinkRelation(*config);
+  ASSERT_GE(writes, 0);
+  std::vector<std::shared_ptr<core::GraphSource>> sources;
+  for (int k = 0; k < 2; ++k) {
+    auto store = core::PartitionStore::Open(*config, k);
+    ASSERT_TRUE(store.ok()) << store.status();
+    sources.push_back(std::make_shared<core::LocalGraphSource>(std::move(*store)));
+  }
+  auto graph = DistGraph::FromSources(*config, 0, std::move(sources));
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const core::TypeMap& ntypes = (*graph)->node_types();
+  auto etypes = config->EdgeTypes();
+  ASSERT_TRUE(etypes.ok());
+  const int author = *ntypes.TypeId("author"), paper = *ntypes.TypeId("paper");
+  int rev_writes = -1;
+  for (size_t r = 0; r < config->edge_types.size(); ++r) {
+    if (config->edge_types[r].rel == "rev_writes") rev_writes = static_cast<int>(r);
+  }
+  // Both ranks' seeds: every stored writes edge once, nothing else.
+  std::set<int64_t> seeds;
+  for (int rank = 0; rank < 2; ++rank) {
+    for (int64_t e : RankEdgeSeeds(*config, 1, rank)) {
+      EXPECT_EQ(etypes->ToTypeWise(e).first, writes) << "edge " << e;
+      EXPECT_TRUE(seeds.insert(e).second);
+    }
+  }
+  EXPECT_EQ(static_cast<int64_t>(seeds.size()), etypes->count(writes));
+  for (NegativeSampling mode : {NegativeSampling::kUniform, NegativeSampling::kDegreePow75}) {
+    LinkSamplerOptions o;
+    o.sampling.fanouts = {4, 4};
+    o.sampling.batch_size = 32;
+    o.negatives = 4;
+    o.negative_sampling = mode;
+    auto s = LinkBatchSampler::Create(graph->get(), o, RankEdgeSeeds(*config, 1, 0));
+    ASSERT_TRUE(s.ok()) << s.status();
+    for (int64_t step = 0; step < 3; ++step) {
+      auto b = (*s)->SampleBlocks(0, step);
+      ASSERT_TRUE(b.ok()) << b.status();
+      const std::vector<int64_t>& nodes = b->nodes.seeds;
+      std::set<std::pair<int64_t, int64_t>> positive_pairs;
+      for (size_t i = 0; i < b->pos_src.size(); ++i) {
+        const int64_t u = nodes[b->pos_src[i]], v = nodes[b->pos_dst[i]];
+        EXPECT_EQ(ntypes.ToTypeWise(u).first, author);
+        EXPECT_EQ(ntypes.ToTypeWise(v).first, paper);
+        positive_pairs.insert({std::min(u, v), std::max(u, v)});
+      }
+      for (int64_t j : b->neg_dst) EXPECT_EQ(ntypes.ToTypeWise(nodes[j]).first, paper) << "negative " << nodes[j];
+      int64_t other_relations = 0;
+      for (const Block& block : b->nodes.blocks) {
+        for (int64_t v = 0; v < block.num_dst; ++v) {
+          for (int64_t e = block.indptr[v]; e < block.indptr[v + 1]; ++e) {
+            const int64_t a = block.src_nodes[block.indices[e]], c = block.src_nodes[v];
+            if (block.etype[e] == writes || block.etype[e] == rev_writes) {
+              EXPECT_FALSE(positive_pairs.count({std::min(a, c), std::max(a, c)})) << a << " -> " << c;
+            } else {
+              ++other_relations;
+            }
+          }
+        }
+      }
+      EXPECT_GT(other_relations, 0);
+    }
+  }
 }
 
 TEST_F(LinkSamplerTest, RanksGetDisjointEdgeSetsCoveringEveryEdge) {
