@@ -122,11 +122,14 @@ TEST_F(InferenceTest, AScriptWithoutForwardLayerUsesFullNeighbourhoodsInEveryLay
 // takes the whole-graph out-degrees the block carries.
 TEST_F(InferenceTest, ScriptedModelsWithForwardLayerRunLayerByLayer) {
   SKIP_WITHOUT_PYTHON_TORCH();
-  for (const char* kind : {"sage", "gcn", "gat"}) {
+  const std::vector<std::string> kinds = {"sage", "gcn", "gat"};
+  std::vector<std::string> exports;
+  for (const std::string& kind : kinds) {
+    exports.push_back(StrCat(kind, " --in-dim 8 --hidden 16 --classes 5 --layers 3 -o ", dir_.Sub(StrCat(kind, ".pt"))));
+  }
+  ASSERT_EQ(testing::Export(exports), 0);
+  for (const std::string& kind : kinds) {
     const std::string path = dir_.Sub(StrCat(kind, ".pt"));
-    ASSERT_EQ(testing::Python(StrCat("-m fanout.export ", kind, " --in-dim 8 --hidden 16 --classes 5 --layers 3 -o ",
-                                     path)),
-              0);
     auto model = MakeModel(Scripted(path, 3), 0);
     ASSERT_TRUE(model.ok()) << model.status();
     InferenceOptions io;

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "core/strings.h"
 
@@ -17,6 +18,16 @@ inline int Python(const std::string& args, const std::string& stdout_file = "/de
                                        FANOUT_TORCH_OPS_LIB, " ", FANOUT_PYTHON, " ", args, " >", stdout_file,
                                        " 2>/dev/null");
   return std::system(cmd.c_str());
+}
+
+// `python3 -m fanout.export ARGS` for every ARGS of `exports`, in one process (each python that
+// imports torch costs about a second); non-zero when any of them failed. No ARGS may hold a quote.
+inline int Export(const std::vector<std::string>& exports) {
+  std::string args =
+      "-c 'import shlex, sys; from fanout.export import main; "
+      "sys.exit(max(main(shlex.split(a)) for a in sys.argv[1:]))'";
+  for (const std::string& e : exports) args += core::StrCat(" \"", e, "\"");
+  return Python(args);
 }
 
 // True when FANOUT_PYTHON has a torch of the LibTorch's major.minor (FANOUT_TORCH_VERSION): what

@@ -29,6 +29,7 @@ namespace {
 
 using core::StrCat;
 
+using testing::Export;
 using testing::Python;
 
 // tests/trainer/my_gin.py: a GIN written from scratch, not from python/fanout.
@@ -100,14 +101,16 @@ std::vector<at::Tensor> ForwardAndBackward(const std::vector<std::shared_ptr<Gnn
 // sage given the same parameters: outputs and gradients.
 TEST(ScriptedModelTest, ReferenceSageFromPythonEqualsTheBuiltInSage) {
   SKIP_WITHOUT_PYTHON_TORCH();
+  const int64_t in = 5, hidden = 8, classes = 3, layers = 2;
+  fanout::testing::TempDir dir;
+  ASSERT_EQ(Export({StrCat("sage --in-dim ", in, " --hidden ", hidden, " --classes ", classes, " --layers ", layers,
+                           " --dropout 0 --fused -o ", dir.Sub("sage--fused.pt")),
+                    StrCat("sage --in-dim ", in, " --hidden ", hidden, " --classes ", classes, " --layers ", layers,
+                           " --dropout 0 --no-fused -o ", dir.Sub("sage--no-fused.pt"))}),
+            0);
   for (const char* kernels : {"--fused", "--no-fused"}) {
     SCOPED_TRACE(kernels);
-    fanout::testing::TempDir dir;
-    const int64_t in = 5, hidden = 8, classes = 3, layers = 2;
-    const std::string path = dir.Sub("sage.pt");
-    ASSERT_EQ(Python(StrCat("-m fanout.export sage --in-dim ", in, " --hidden ", hidden, " --classes ", classes,
-                            " --layers ", layers, " --dropout 0 ", kernels, " -o ", path)),
-              0);
+    const std::string path = dir.Sub(StrCat("sage", kernels, ".pt"));
     auto scripted = MakeModel(Scripted(path, in, classes, layers), 0);
     ASSERT_TRUE(scripted.ok()) << scripted.status();
     ModelOptions bo = Options(ModelKind::kSage, in, classes, layers);
@@ -147,14 +150,18 @@ TEST(ScriptedModelTest, ReferenceSageFromPythonEqualsTheBuiltInSage) {
 // gradients, on fanout's fused operators and on plain tensor ops.
 TEST(ScriptedModelTest, ReferenceRgcnFromPythonEqualsTheBuiltInRgcn) {
   SKIP_WITHOUT_PYTHON_TORCH();
+  const int64_t in = 5, hidden = 8, classes = 3, layers = 2, relations = 3;
+  fanout::testing::TempDir dir;
+  std::vector<std::string> exports;
+  for (const char* kernels : {"--fused", "--no-fused"}) {
+    exports.push_back(StrCat("rgcn --relations ", relations, " --in-dim ", in, " --hidden ", hidden, " --classes ",
+                             classes, " --layers ", layers, " --dropout 0 ", kernels, " -o ",
+                             dir.Sub(StrCat("rgcn", kernels, ".pt"))));
+  }
+  ASSERT_EQ(Export(exports), 0);
   for (const char* kernels : {"--fused", "--no-fused"}) {
     SCOPED_TRACE(kernels);
-    fanout::testing::TempDir dir;
-    const int64_t in = 5, hidden = 8, classes = 3, layers = 2, relations = 3;
-    const std::string path = dir.Sub("rgcn.pt");
-    ASSERT_EQ(Python(StrCat("-m fanout.export rgcn --relations ", relations, " --in-dim ", in, " --hidden ", hidden,
-                            " --classes ", classes, " --layers ", layers, " --dropout 0 ", kernels, " -o ", path)),
-              0);
+    const std::string path = dir.Sub(StrCat("rgcn", kernels, ".pt"));
     ModelOptions so = Scripted(path, in, classes, layers);
     so.num_relations = relations;
     auto scripted = MakeModel(so, 0);
@@ -227,15 +234,21 @@ TEST(ScriptedModelTest, FusedOperatorsEqualPlainTensorOpsForEveryLayer) {
   SKIP_WITHOUT_PYTHON_TORCH();
   const int64_t in = 6, classes = 4, layers = 3;
   const BatchTensors t = RandomTensors(in, classes, layers, 17);
-  for (const char* kind : {"sage", "gcn", "gat", "gin"}) {
+  const std::vector<std::string> kinds = {"sage", "gcn", "gat", "gin"}, fusings = {"--fused", "--no-fused"};
+  fanout::testing::TempDir dir;
+  std::vector<std::string> exports;
+  for (const std::string& kind : kinds) {
+    for (const std::string& kernels : fusings) {
+      exports.push_back(StrCat(kind, " --in-dim ", in, " --hidden 8 --classes ", classes, " --layers ", layers,
+                               " --heads 2,3 --seed 5 ", kernels, " -o ", dir.Sub(StrCat(kind, kernels, ".pt"))));
+    }
+  }
+  ASSERT_EQ(Export(exports), 0);
+  for (const std::string& kind : kinds) {
     SCOPED_TRACE(kind);
-    fanout::testing::TempDir dir;
     std::vector<at::Tensor> out, grad;
-    for (const char* kernels : {"--fused", "--no-fused"}) {
+    for (const std::string& kernels : fusings) {
       const std::string path = dir.Sub(StrCat(kind, kernels, ".pt"));
-      ASSERT_EQ(Python(StrCat("-m fanout.export ", kind, " --in-dim ", in, " --hidden 8 --classes ", classes,
-                              " --layers ", layers, " --heads 2,3 --seed 5 ", kernels, " -o ", path)),
-                0);
       auto m = MakeModel(Scripted(path, in, classes, layers), 0);
       ASSERT_TRUE(m.ok()) << m.status();
       (*m)->eval();

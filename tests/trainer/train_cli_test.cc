@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <functional>
@@ -490,10 +491,14 @@ TEST_F(TrainCliTest, TwoRanksTrainWriteMetricsAndCheckpointsAndResume) {
 
 TEST_F(TrainCliTest, DeadOrStuckPeerEndsTheRunWithinTheTimeout) {
   // SIGKILL closes rank 1's connections: rank 0 fails at once. SIGSTOP leaves them open and
-  // silent: only --comm-timeout (10 s here) can end rank 0's wait.
+  // silent: only --comm-timeout (5 s here) can end rank 0's wait.
+  std::vector<std::string> args = Args(500);
+  const auto timeout = std::find(args.begin(), args.end(), "--comm-timeout");
+  ASSERT_NE(timeout, args.end());
+  *std::next(timeout) = "5";
   for (int sig : {SIGKILL, SIGSTOP}) {
     SCOPED_TRACE(sig == SIGKILL ? "SIGKILL" : "SIGSTOP");
-    auto ranks = StartRanks(2, Args(500));
+    auto ranks = StartRanks(2, args);
     ASSERT_TRUE(ranks[0]->WaitFor("epoch 0 | loss", 1, std::chrono::seconds(120))) << ranks[0]->output();
     kill(ranks[1]->pid(), sig);
     const auto t0 = Clock::now();
@@ -503,10 +508,10 @@ TEST_F(TrainCliTest, DeadOrStuckPeerEndsTheRunWithinTheTimeout) {
     EXPECT_EQ(code, 1) << ranks[0]->output();
     EXPECT_NE(ranks[0]->output().find("fanout-train: error: rank 0:"), std::string::npos) << ranks[0]->output();
     if (sig == SIGSTOP) {
-      EXPECT_GE(s, 9) << "a silent peer is waited for up to --comm-timeout";
-      EXPECT_LT(s, 30) << "and not much longer";
+      EXPECT_GE(s, 4.5) << "a silent peer is waited for up to --comm-timeout";
+      EXPECT_LT(s, 25) << "and not much longer";
     } else {
-      EXPECT_LT(s, 10) << "a closed connection fails the collective before the timeout";
+      EXPECT_LT(s, 5) << "a closed connection fails the collective before the timeout";
     }
   }
 }
@@ -571,14 +576,22 @@ TEST_F(TrainCliTest, BadFlagsAreClearErrorsNotBacktracesOrHangs) {
       {{"--feature-cache-mb", "-1"}, 2, "--feature-cache-mb must be >= 0 and <= 8796093022207, got -1"},
       {{"--feature-cache-mb", "9223372036854775807"}, 2, "--feature-cache-mb must be >= 0 and <= 8796093022207"},
   };
+  // The cases are independent processes: all start at once (each spends most of its life loading
+  // LibTorch), then each is checked.
+  std::vector<std::unique_ptr<Proc>> procs;
   for (const Case& c : cases) {
     std::vector<std::string> args = {FANOUT_TRAIN_BIN};
     for (const std::string& a : Args(1)) args.push_back(a);
     args.insert(args.end(), c.flags.begin(), c.flags.end());
-    Proc p(args, "", {"FANOUT_RANK=0", "FANOUT_WORLD_SIZE=2", "FANOUT_COORDINATOR=127.0.0.1:1"});
+    procs.push_back(
+        std::make_unique<Proc>(args, "", std::vector<std::string>{"FANOUT_RANK=0", "FANOUT_WORLD_SIZE=2",
+                                                                  "FANOUT_COORDINATOR=127.0.0.1:1"}));
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
     // A hang shows as no exit code within the limit.
-    std::optional<int> code = p.Finish(std::chrono::seconds(60));
-    const std::string& out = p.output();
+    std::optional<int> code = procs[i]->Finish(std::chrono::seconds(60));
+    const std::string& out = procs[i]->output();
     ASSERT_TRUE(code.has_value()) << c.flags[0] << " " << c.flags[1] << ": no exit (a hang)";
     EXPECT_EQ(*code, c.exit_code) << c.flags[0] << " " << c.flags[1] << ": " << out;
     EXPECT_NE(out.find(c.expected), std::string::npos)
@@ -617,7 +630,7 @@ double CoraMeanAccuracy(const std::string& config, int parts, const std::functio
   for (int seed : {0, 1, 2}) {
     auto ranks = StartRanks(parts, {"--part-config", config, "--servers", cluster.ServerList(), "--model",
                                     model_of(seed), "--fanouts", "10,10", "--hidden", "64", "--lr", "0.01",
-                                    "--weight-decay", "5e-4", "--batch-size", "32", "--epochs", "60", "--eval-fanouts",
+                                    "--weight-decay", "5e-4", "--batch-size", "32", "--epochs", "30", "--eval-fanouts",
                                     "-1,-1", "--threads", "1", "--seed", std::to_string(seed)});
     for (int r = parts - 1; r >= 0; --r) {
       EXPECT_EQ(ranks[r]->Finish(std::chrono::seconds(300)), 0) << ranks[r]->output();
@@ -633,8 +646,6 @@ double CoraMeanAccuracy(const std::string& config, int parts, const std::functio
   return mean;
 }
 
-// GraphSAGE on Cora: 2 partitions x 1 trainer against 1 x 1, three fixed seeds each. The
-// measured numbers are in docs/benchmarks.md.
 // Features stored as float16 train exactly as the same values stored as float32: they cross from
 // the sampler (a process here, so through the batch file) to the trainer as two-byte values and
 // are converted once, in the trainer; evaluation and test read them the same way.
@@ -675,45 +686,43 @@ TEST(FeatureDtypeTest, Float16FeaturesTrainAsTheirFloat32Values) {
   EXPECT_EQ(out[1], out[0]);
 }
 
-TEST(CoraAccuracyTest, TwoPartitionsMatchOnePartition) {
+// GraphSAGE on Cora, three fixed seeds each: the built-in sage in 2 partitions x 1 trainer, and
+// the reference SAGE of python/fanout scripted (its parameters start from other draws, so within
+// seed noise), against the built-in sage in 1 partition, trained once for both comparisons. The
+// measured numbers are in docs/benchmarks.md.
+TEST(CoraAccuracyTest, TwoPartitionsAndTheScriptedSageMatchOnePartition) {
   testing::TempDir dir;
   std::vector<double> mean(3, 0);
+  std::string one_part;
   for (int parts : {1, 2}) {
     const std::string config = CoraParts(dir, parts);
     if (config.empty()) GTEST_SKIP() << "../shared/data/cora not present";
+    if (parts == 1) one_part = config;
     mean[parts] = CoraMeanAccuracy(config, parts, [](int) { return "sage"; });
   }
   std::printf("Cora GraphSAGE test accuracy, mean of 3 seeds: 1 partition %.4f, 2 partitions %.4f\n", mean[1], mean[2]);
   EXPECT_GE(mean[2], 0.78);
   EXPECT_NEAR(mean[2], mean[1], 0.02);
-}
 
-// The reference SAGE of python/fanout, scripted, reaches the built-in sage's accuracy on Cora
-// (same seeds; the parameters start from different draws, so within seed noise).
-TEST(CoraAccuracyTest, ScriptedSageMatchesTheBuiltInSage) {
-  SKIP_WITHOUT_PYTHON_TORCH();
-  testing::TempDir dir;
-  const std::string config = CoraParts(dir, 1);
-  if (config.empty()) GTEST_SKIP() << "../shared/data/cora not present";
+  SKIP_WITHOUT_PYTHON_TORCH() << "; the partitions matched, the scripted half was not run";
+  std::vector<std::string> exports;
   for (int seed : {0, 1, 2}) {
-    ASSERT_EQ(std::system(StrCat("PYTHONPATH=", FANOUT_SOURCE_DIR, "/python FANOUT_TORCH_OPS=", FANOUT_TORCH_OPS_LIB, " ",
-                                 FANOUT_PYTHON,
-                                 " -m fanout.export sage --in-dim 1433 --hidden 64 --classes 7 --layers 2 --seed ",
-                                 seed, " -o ", dir.Sub(StrCat("sage", seed, ".pt")), " >/dev/null")
-                              .c_str()),
-              0);
+    exports.push_back(StrCat("sage --in-dim 1433 --hidden 64 --classes 7 --layers 2 --seed ", seed, " -o ",
+                             dir.Sub(StrCat("sage", seed, ".pt"))));
   }
-  const double builtin = CoraMeanAccuracy(config, 1, [](int) { return "sage"; });
-  const double scripted = CoraMeanAccuracy(config, 1, [&](int seed) { return dir.Sub(StrCat("sage", seed, ".pt")); });
-  std::printf("Cora GraphSAGE test accuracy, mean of 3 seeds: built-in %.4f, scripted %.4f\n", builtin, scripted);
+  ASSERT_EQ(trainer::testing::Export(exports), 0);
+  const double scripted =
+      CoraMeanAccuracy(one_part, 1, [&](int seed) { return dir.Sub(StrCat("sage", seed, ".pt")); });
+  std::printf("Cora GraphSAGE test accuracy, mean of 3 seeds: built-in %.4f, scripted %.4f\n", mean[1], scripted);
   EXPECT_GE(scripted, 0.78);
-  EXPECT_NEAR(scripted, builtin, 0.02);
+  EXPECT_NEAR(scripted, mean[1], 0.02);
 }
 
 // Link prediction on Cora (issue 14): an 85/5/10 edge split, features row-normalised, GraphSAGE
 // with dot-product scores; 2 partitions x 1 trainer against 1 partition, seeds 0 and 1. The
-// measured numbers are in docs/benchmarks.md, over 20 epochs; the test trains 10 (means 0.9128
-// and 0.9160 then, against 0.9161 and 0.9202), which is what its two checks need at half the time.
+// measured numbers are in docs/benchmarks.md, over 20 epochs and hidden 128; the test trains 5
+// epochs at hidden 64 and twice the rate (means 0.8944 and 0.8936, against 0.9161 and 0.9202 at
+// 20 epochs), which is what its two checks need at a quarter of the time.
 TEST(CoraLinkPredictionTest, TwoPartitionsMatchOnePartition) {
   const std::string root = testing::SharedDataDir();
   if (root.empty() || !fs::exists(root + "/cora/raw/edge.csv.gz")) GTEST_SKIP() << "../shared/data/cora not present";
@@ -732,8 +741,8 @@ TEST(CoraLinkPredictionTest, TwoPartitionsMatchOnePartition) {
     cluster.Start(out + "/cora.json");
     for (int seed : {0, 1}) {
       auto ranks = StartRanks(parts, {"--part-config", out + "/cora.json", "--servers", cluster.ServerList(), "--task",
-                                      "link", "--fanouts", "10,10", "--hidden", "128", "--lr", "0.005", "--batch-size",
-                                      "256", "--epochs", "10", "--eval-every", "5", "--threads", "1", "--seed",
+                                      "link", "--fanouts", "10,10", "--hidden", "64", "--lr", "0.01", "--batch-size",
+                                      "256", "--epochs", "5", "--eval-every", "5", "--threads", "1", "--seed",
                                       std::to_string(seed)});
       for (int r = parts - 1; r >= 0; --r) EXPECT_EQ(ranks[r]->Finish(std::chrono::seconds(300)), 0) << ranks[r]->output();
       const double auc = Figure(ranks[0]->output(), "test roc-auc");

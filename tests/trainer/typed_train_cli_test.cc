@@ -240,8 +240,8 @@ TEST(ImdbAccuracyTest, RgcnWithEmbeddingsOnTwoPartitionsMatchesOne) {
     for (int seed : {0, 1, 2, 3, 4}) {
       auto ranks = StartRanks(parts, {"--part-config", out + "/imdb.json", "--servers", cluster.ServerList(), "--model",
                                       "rgcn", "--embed-featureless", "64", "--fanouts", "10,10", "--hidden", "64", "--lr",
-                                      "0.005", "--sparse-lr", "0.01", "--batch-size", std::to_string(256 / parts),
-                                      "--epochs", "20", "--threads", "1", "--seed", std::to_string(seed)});
+                                      "0.01", "--sparse-lr", "0.02", "--batch-size", std::to_string(256 / parts),
+                                      "--epochs", "10", "--threads", "1", "--seed", std::to_string(seed)});
       for (int r = parts - 1; r >= 0; --r) EXPECT_EQ(ranks[r]->Finish(std::chrono::seconds(300)), 0) << ranks[r]->output();
       std::smatch m;
       const std::string text = ranks[0]->output();
