@@ -14,11 +14,11 @@
 #include <cstdio>
 #include <numeric>
 
-#include "core/cli.h"
+#include "base/cli.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
-#include "core/status.h"
-#include "core/strings.h"
 #include "sampler/cache_choice.h"
 #include "sampler/dist_graph.h"
 #include "sampler/minibatch_sampler.h"
@@ -55,7 +55,7 @@ int Main(int argc, char** argv) {
   std::vector<float> budgets = {0.05f, 0.10f, 0.27f};
   int64_t batch_size = 1024, eval_steps = 0;
   uint64_t seed = 0;
-  core::ArgParser args("cache_bench", "--part-config FILE [flags]");
+  base::ArgParser args("cache_bench", "--part-config FILE [flags]");
   args.AddString("part-config", &part_config, "the <name>.json of a partitioned graph");
   args.MarkRequired("part-config");
   args.AddIntList("fanouts", &fanouts, "per layer, input layer first");
@@ -98,7 +98,7 @@ int Main(int argc, char** argv) {
 
   std::printf("graph %s: %lld nodes, %d partitions, %lld training nodes; fanouts %s, batch %lld\n",
               cfg->graph_name.c_str(), static_cast<long long>(n), world, static_cast<long long>(train.size()),
-              core::StrJoin(fanouts, ",").c_str(), static_cast<long long>(batch_size));
+              base::StrJoin(fanouts, ",").c_str(), static_cast<long long>(batch_size));
   std::printf("%-6s %-8s %-10s %10s %14s %12s\n", "rank", "budget", "policy", "steps", "hit rate (ep 1)",
               "presample s");
   std::vector<std::vector<double>> rates;  // per rank, one per label
@@ -123,7 +123,7 @@ int Main(int argc, char** argv) {
     std::vector<double> mine;
     auto record = [&](float budget, const std::string& policy, double rate) {
       mine.push_back(rate);
-      if (rank == 0) labels.push_back(core::StrCat("budget ", budget, " ", policy));
+      if (rank == 0) labels.push_back(base::StrCat("budget ", budget, " ", policy));
     };
     for (float b : budgets) {
       const double r = HitRate(sampler::ChooseHottest({}, degree, Rows(b, n)), n, batches);
@@ -140,7 +140,7 @@ int Main(int argc, char** argv) {
         const double r = HitRate(sampler::ChooseHottest(*counts, degree, Rows(b, n)), n, batches);
         std::printf("%-6d %-8.3f %-10s %10lld %14.1f%% %12.2f\n", rank, b, "presample", static_cast<long long>(taken),
                     100 * r, took);
-        record(b, steps > 0 ? core::StrCat("presample ", steps, " steps") : "presample an epoch", r);
+        record(b, steps > 0 ? base::StrCat("presample ", steps, " steps") : "presample an epoch", r);
       }
     }
     rates.push_back(std::move(mine));

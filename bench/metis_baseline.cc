@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <optional>
 
-#include "core/cli.h"
-#include "core/process_stats.h"
+#include "base/cli.h"
+#include "base/process_stats.h"
 #include "partition/metis_graph.h"
 #include "partition/readers.h"
 
@@ -15,7 +15,7 @@ int main(int argc, char** argv) {
   partition::ReadOptions read;
   partition::PartitionOptions opt;
   opt.quiet = true;
-  core::ArgParser args("metis_baseline", "--input DIR --num-parts K [--no-balance-train]");
+  base::ArgParser args("metis_baseline", "--input DIR --num-parts K [--no-balance-train]");
   args.AddString("input", &read.input_dir, "dataset folder");
   args.AddInt("num-parts", &opt.num_parts, "partitions");
   args.AddBool("balance-train", &opt.balance_train, "same constraint as fanout-partition's default");
@@ -28,7 +28,7 @@ int main(int argc, char** argv) {
   if (!graph.ok()) return args.Fail(graph.status());
   // Only the METIS input stays: the dataset's mapped pages are released.
   data->edges.DropPages(0, data->edges.nbytes());
-  int64_t rss_before = core::CurrentRssBytes();
+  int64_t rss_before = base::CurrentRssBytes();
   auto t0 = std::chrono::steady_clock::now();
   auto part = partition::RunMetis(*graph, opt);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -36,6 +36,6 @@ int main(int argc, char** argv) {
   std::printf("constraints=%d\nadjacency_entries=%zu\nmetis_seconds=%.3f\nrss_before_metis_bytes=%lld\n"
               "peak_rss_bytes=%lld\n",
               graph->ncon, graph->adjncy.size(), secs, static_cast<long long>(rss_before),
-              static_cast<long long>(core::PeakRssBytes()));
+              static_cast<long long>(base::PeakRssBytes()));
   return 0;
 }

@@ -17,11 +17,11 @@
 #include <sstream>
 #include <string>
 
-#include "core/cli.h"
-#include "core/malloc_tuning.h"
+#include "base/cli.h"
+#include "base/malloc_tuning.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "core/partition_config.h"
-#include "core/status.h"
-#include "core/strings.h"
 #include "sampler/dist_graph.h"
 #include "sampler/minibatch_sampler.h"
 #include "sampler/seed_split.h"
@@ -91,12 +91,12 @@ StepTimes Step(trainer::GnnModel& model, const trainer::BatchTensors& bt) {
 }
 
 int Run(int argc, char** argv) {
-  core::KeepLargeAllocations();
+  base::KeepLargeAllocations();
   std::string part_config, models = "sage,gcn,gat", scripted, scripted_baseline = "sage";
   sampler::SamplerOptions so;
   int64_t batches = 6, hidden = 256, heads = 4;
   int threads = 1;
-  core::ArgParser args("model_bench", "--part-config FILE [flags]");
+  base::ArgParser args("model_bench", "--part-config FILE [flags]");
   args.AddString("part-config", &part_config, "partition config of a graph cut into 1 partition");
   args.AddIntList("fanouts", &so.fanouts, "per layer, input layer first");
   args.AddInt("batch-size", &so.batch_size, "seeds per batch");
@@ -138,7 +138,7 @@ int Run(int argc, char** argv) {
   const int64_t in_dim = batch[0].features.size(1);
   std::printf("graph %s: %lld nodes; fanouts %s, batch %lld, %lld batches (after 1 warm-up); %d intra-op thread(s)\n",
               cfg->graph_name.c_str(), static_cast<long long>(cfg->num_nodes),
-              core::StrJoin(so.fanouts, ",").c_str(), static_cast<long long>(so.batch_size),
+              base::StrJoin(so.fanouts, ",").c_str(), static_cast<long long>(so.batch_size),
               static_cast<long long>(batches), threads);
   for (size_t l = 0; l < batch[1].blocks.size(); ++l) {
     const auto& b = batch[1].blocks[l];

@@ -16,12 +16,12 @@
 #include <cstdio>
 #include <optional>
 
-#include "core/cli.h"
-#include "core/malloc_tuning.h"
+#include "base/cli.h"
+#include "base/malloc_tuning.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
-#include "core/status.h"
-#include "core/strings.h"
 #include "sampler/dist_graph.h"
 #include "sampler/link_sampler.h"
 #include "sampler/loader.h"
@@ -60,7 +60,7 @@ absl::StatusOr<std::vector<int64_t>> TrainSeeds(const sampler::DistGraph& g, int
 }
 
 int Run(int argc, char** argv) {
-  fanout::core::KeepLargeAllocations();
+  fanout::base::KeepLargeAllocations();
   std::string one_part, two_parts, sampler_bin;
   sampler::SamplerOptions so;
   int64_t batches = 40, warmup = 3;
@@ -68,7 +68,7 @@ int Run(int argc, char** argv) {
   std::string modes = "inproc,n0,n1,n2";
   int64_t negatives = 1;
   int64_t feature_cache_mb = 0;
-  core::ArgParser args("sampler_bench", "--one-part FILE --two-parts FILE [flags]");
+  base::ArgParser args("sampler_bench", "--one-part FILE --two-parts FILE [flags]");
   args.AddString("one-part", &one_part, "partition config of the graph cut into 1 partition");
   args.AddString("two-parts", &two_parts, "partition config of the same graph cut into 2");
   args.AddIntList("fanouts", &so.fanouts, "per layer, input layer first");
@@ -87,9 +87,9 @@ int Run(int argc, char** argv) {
     std::string dir = n > 0 ? std::string(self, n) : "";
     sampler_bin = dir.substr(0, dir.rfind('/') + 1) + "fanout-sampler";
   }
-  auto has = [&](const char* m) { return ("," + modes + ",").find(core::StrCat(",", m, ",")) != std::string::npos; };
+  auto has = [&](const char* m) { return ("," + modes + ",").find(base::StrCat(",", m, ",")) != std::string::npos; };
   std::printf("fanouts %s, batch %lld, %lld batches per mode (after %lld warm-up)\n",
-              core::StrJoin(so.fanouts, ",").c_str(), static_cast<long long>(so.batch_size),
+              base::StrJoin(so.fanouts, ",").c_str(), static_cast<long long>(so.batch_size),
               static_cast<long long>(batches), static_cast<long long>(warmup));
   std::printf("%-22s %8s %10s %12s %10s %12s\n", "mode", "batch/s", "/sampler", "Medges/s/s", "feat MB/s",
               "MB/s/sampler");
@@ -199,7 +199,7 @@ int Run(int argc, char** argv) {
     auto seeds = TrainSeeds(**g, 0);
     if (!seeds.ok()) return args.Fail(seeds.status());
     for (int n : {0, 1, 2}) {
-      if (!has(core::StrCat("n", n).c_str())) continue;
+      if (!has(base::StrCat("n", n).c_str())) continue;
       sampler::LoaderOptions lo;
       lo.num_samplers = n;
       lo.num_threads = 1;
@@ -218,7 +218,7 @@ int Run(int argc, char** argv) {
         if (i >= warmup) t.Add(*mb);
       }
       t.seconds = Since(start);
-      t.Print(core::StrCat("2 parts, N = ", n).c_str(), n);
+      t.Print(base::StrCat("2 parts, N = ", n).c_str(), n);
       if (n == 0 && (*g)->row_cache() != nullptr) {
         const double hits = (*g)->cache_hits(), misses = (*g)->cache_misses();
         std::printf("  feature cache: %zu halo rows (%zu MiB); %.1f%% of remote rows found in it\n",
@@ -229,8 +229,8 @@ int Run(int argc, char** argv) {
       if (absl::Status st = run_link(**g, "link, 2 parts, N = 0"); !st.ok()) return args.Fail(st);
     }
     for (int n : {1, 2}) {
-      if (!has(core::StrCat("link2n", n).c_str())) continue;
-      if (absl::Status st = run_link(**g, core::StrCat("link, 2 parts, N = ", n).c_str(), n, go, two_parts); !st.ok()) {
+      if (!has(base::StrCat("link2n", n).c_str())) continue;
+      if (absl::Status st = run_link(**g, base::StrCat("link, 2 parts, N = ", n).c_str(), n, go, two_parts); !st.ok()) {
         return args.Fail(st);
       }
     }

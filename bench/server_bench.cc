@@ -8,11 +8,11 @@
 #include <random>
 #include <thread>
 
-#include "core/cli.h"
+#include "base/cli.h"
+#include "base/strings.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
 #include "core/sampling.h"
-#include "core/strings.h"
 #include "rpc/graph_client.h"
 #include "server/graph_server.h"
 
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   int part_id = 0, server_threads = 0;
   int64_t pull_batch = 4096, sample_batch = 1024, fanout = 10;
   double seconds = 3;
-  core::ArgParser args("server_bench", "--part-config FILE [--part-id K] [flags]");
+  base::ArgParser args("server_bench", "--part-config FILE [--part-id K] [flags]");
   args.AddString("part-config", &config_path, "partition config");
   args.AddInt("part-id", &part_id, "partition to serve");
   args.AddIntList("clients", &counts, "client counts to measure [default: 1,2,8]");

@@ -4,7 +4,7 @@
 #include <atomic>
 #include <utility>
 
-#include "core/parallel.h"
+#include "base/parallel.h"
 
 namespace fanout::core {
 
@@ -23,7 +23,7 @@ int64_t SortRows(Csr* csr, std::vector<int64_t>* origin, bool dedup, int num_thr
   }
   first_row[0] = 0;
   std::atomic<int64_t> repeats{0};
-  (void)ParallelFor(num_threads, chunks, [&](int64_t c) {
+  (void)base::ParallelFor(num_threads, chunks, [&](int64_t c) {
     std::vector<std::pair<int64_t, int64_t>> scratch;
     int64_t local = 0;
     for (int64_t r = first_row[c]; r < first_row[c + 1]; ++r) {

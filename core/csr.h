@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/parallel.h"
+#include "base/parallel.h"
 
 namespace fanout::core {
 
@@ -34,7 +34,7 @@ Csr BuildCsr(int64_t num_rows, int64_t num_edges, EdgeFn edge, std::vector<int64
   threads = std::min<int64_t>(threads, std::max<int64_t>(1, num_edges / std::max<int64_t>(1, 4 * num_rows)));
   std::vector<std::vector<int64_t>> cursor(threads, std::vector<int64_t>(num_rows, 0));
   auto slice = [&](int64_t t) { return std::pair{num_edges * t / threads, num_edges * (t + 1) / threads}; };
-  (void)ParallelFor(static_cast<int>(threads), threads, [&](int64_t t) {
+  (void)base::ParallelFor(static_cast<int>(threads), threads, [&](int64_t t) {
     auto [b, e] = slice(t);
     std::vector<int64_t>& c = cursor[t];
     for (int64_t i = b; i < e; ++i) {
@@ -56,7 +56,7 @@ Csr BuildCsr(int64_t num_rows, int64_t num_edges, EdgeFn edge, std::vector<int64
   }
   csr.indices.resize(csr.indptr[num_rows]);
   if (origin != nullptr) origin->resize(csr.indptr[num_rows]);
-  (void)ParallelFor(static_cast<int>(threads), threads, [&](int64_t t) {
+  (void)base::ParallelFor(static_cast<int>(threads), threads, [&](int64_t t) {
     auto [b, e] = slice(t);
     std::vector<int64_t>& c = cursor[t];
     for (int64_t i = b; i < e; ++i) {

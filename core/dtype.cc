@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/strings.h"
+#include "base/strings.h"
 
 namespace fanout::core {
 namespace {
@@ -32,7 +32,7 @@ absl::StatusOr<DType> DTypeFromName(std::string_view name) {
   for (const Info& i : kInfos) {
     if (i.name == name) return i.type;
   }
-  return absl::InvalidArgumentError(StrCat(
+  return absl::InvalidArgumentError(base::StrCat(
       "unknown dtype '", name,
       "' (valid: bool, int8, uint8, int16, int32, int64, float16, float32, float64)"));
 }
@@ -43,7 +43,7 @@ absl::StatusOr<DType> DTypeFromNpyDescr(std::string_view descr) {
     char order = descr[0];
     std::string_view code = descr.substr(1);
     if (order == '>' && code[1] != '1') {
-      return absl::InvalidArgumentError(StrCat(
+      return absl::InvalidArgumentError(base::StrCat(
           "big-endian dtype '", descr, "' is not supported; save the array little-endian ",
           "(numpy: arr.astype(arr.dtype.newbyteorder('<')))"));
     }
@@ -53,7 +53,7 @@ absl::StatusOr<DType> DTypeFromNpyDescr(std::string_view descr) {
       }
     }
   }
-  return absl::InvalidArgumentError(StrCat(
+  return absl::InvalidArgumentError(base::StrCat(
       "unsupported .npy dtype '", descr,
       "' (supported: bool, int8/16/32/64, uint8, float16/32/64, little-endian)"));
 }

@@ -3,13 +3,13 @@
 #include <future>
 #include <memory>
 
-#include "core/strings.h"
+#include "base/strings.h"
 
 namespace fanout::core {
 
 std::string FieldRef::ToString() const {
-  return StrCat(kind == Kind::kNode ? "node" : "edge", " field '", name, "'",
-                type.empty() ? "" : StrCat(" of type '", type, "'"));
+  return base::StrCat(kind == Kind::kNode ? "node" : "edge", " field '", name, "'",
+                type.empty() ? "" : base::StrCat(" of type '", type, "'"));
 }
 
 absl::Status WaitFor(const std::function<void(Done)>& call) {
@@ -22,7 +22,7 @@ absl::Status WaitFor(const std::function<void(Done)>& call) {
 
 LocalGraphSource::LocalGraphSource(std::shared_ptr<const PartitionStore> store) : store_(std::move(store)) {}
 
-std::string LocalGraphSource::Describe() const { return StrCat("partition ", store_->part_id(), " (local files)"); }
+std::string LocalGraphSource::Describe() const { return base::StrCat("partition ", store_->part_id(), " (local files)"); }
 
 void LocalGraphSource::SampleNeighbors(std::span<const int64_t> seeds, const SampleOptions& options,
                                        SampledEdges* out, Done done) {
@@ -33,13 +33,13 @@ void LocalGraphSource::GatherRows(const FieldRef& field, size_t row_bytes, std::
                                   std::span<const int64_t> positions, char* out, Done done) {
   const bool node = field.kind == FieldRef::Kind::kNode;
   if (!node && !field.type.empty()) {
-    return done(absl::UnimplementedError(StrCat(field.ToString(), ": typed edge fields are not supported yet")));
+    return done(absl::UnimplementedError(base::StrCat(field.ToString(), ": typed edge fields are not supported yet")));
   }
   absl::StatusOr<FieldSchema> schema = node ? store_->NodeFieldSchema(field.key()) : store_->EdgeFieldSchema(field.name);
   if (!schema.ok()) return done(schema.status());
   if (schema->row_bytes() != row_bytes) {
     return done(absl::FailedPreconditionError(
-        StrCat(field.ToString(), " has rows of ", schema->row_bytes(), " bytes here; the caller expects ", row_bytes)));
+        base::StrCat(field.ToString(), " has rows of ", schema->row_bytes(), " bytes here; the caller expects ", row_bytes)));
   }
   done(node ? store_->GatherNodeRowsAt(field.key(), ids, positions, out)
             : store_->GatherEdgeRowsAt(field.name, ids, positions, out));

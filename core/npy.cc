@@ -8,12 +8,12 @@
 #include <cerrno>
 #include <cstring>
 
-#include "core/check.h"
+#include "base/check.h"
+#include "base/status.h"
+#include "base/strings.h"
+#include "base/text_reader.h"
+#include "base/unique_fd.h"
 #include "core/shape.h"
-#include "core/strings.h"
-#include "core/unique_fd.h"
-#include "core/status.h"
-#include "core/text_reader.h"
 
 namespace fanout::core {
 namespace {
@@ -34,21 +34,21 @@ int64_t Product(const std::vector<int64_t>& shape) {
 }
 
 std::string ShapeString(const std::vector<int64_t>& shape) {
-  return StrCat("(", StrJoin(shape, ", "), shape.size() == 1 ? ",)" : ")");
+  return base::StrCat("(", base::StrJoin(shape, ", "), shape.size() == 1 ? ",)" : ")");
 }
 
 // Finds the value text following `'key':` in numpy's header dict.
 absl::StatusOr<std::string_view> DictValue(std::string_view dict, std::string_view key) {
-  std::string quoted = StrCat("'", key, "'");
+  std::string quoted = base::StrCat("'", key, "'");
   size_t k = dict.find(quoted);
   if (k == std::string_view::npos) {
-    return absl::InvalidArgumentError(StrCat("header has no '", key, "' entry"));
+    return absl::InvalidArgumentError(base::StrCat("header has no '", key, "' entry"));
   }
   size_t colon = dict.find(':', k + quoted.size());
   if (colon == std::string_view::npos) {
-    return absl::InvalidArgumentError(StrCat("header entry '", key, "' has no value"));
+    return absl::InvalidArgumentError(base::StrCat("header entry '", key, "' has no value"));
   }
-  std::string_view rest = StripSpaces(dict.substr(colon + 1));
+  std::string_view rest = base::StripSpaces(dict.substr(colon + 1));
   size_t end;
   if (!rest.empty() && rest[0] == '(') {
     end = rest.find(')');
@@ -61,12 +61,12 @@ absl::StatusOr<std::string_view> DictValue(std::string_view dict, std::string_vi
     return rest.substr(1, end - 1);
   }
   end = rest.find_first_of(",}");
-  return StripSpaces(rest.substr(0, end));
+  return base::StripSpaces(rest.substr(0, end));
 }
 
 absl::StatusOr<NpyHeader> ParseHeader(const std::string& path, const char* buf, size_t file_size) {
   auto bad = [&](std::string_view why) {
-    return absl::InvalidArgumentError(StrCat(path, ": not a valid .npy file: ", why));
+    return absl::InvalidArgumentError(base::StrCat(path, ": not a valid .npy file: ", why));
   };
   if (file_size < kMagicLen + 4 || std::memcmp(buf, kMagic, kMagicLen) != 0) {
     return bad("missing the \\x93NUMPY magic");
@@ -83,7 +83,7 @@ absl::StatusOr<NpyHeader> ParseHeader(const std::string& path, const char* buf, 
     for (int i = 0; i < 4; ++i) header_len |= size_t{static_cast<uint8_t>(buf[8 + i])} << (8 * i);
     prefix = 12;
   } else {
-    return bad(StrCat("unsupported format version ", major));
+    return bad(base::StrCat("unsupported format version ", major));
   }
   if (prefix + header_len > file_size) return bad("header truncated");
   std::string_view dict(buf + prefix, header_len);
@@ -93,28 +93,28 @@ absl::StatusOr<NpyHeader> ParseHeader(const std::string& path, const char* buf, 
   auto descr = DictValue(dict, "descr");
   if (!descr.ok()) return bad(std::string(descr.status().message()));
   auto dtype = DTypeFromNpyDescr(*descr);
-  if (!dtype.ok()) return absl::InvalidArgumentError(StrCat(path, ": ", dtype.status().message()));
+  if (!dtype.ok()) return absl::InvalidArgumentError(base::StrCat(path, ": ", dtype.status().message()));
   h.dtype = *dtype;
   auto fortran = DictValue(dict, "fortran_order");
   if (!fortran.ok()) return bad(std::string(fortran.status().message()));
   if (*fortran != "False") {
-    return absl::InvalidArgumentError(StrCat(
+    return absl::InvalidArgumentError(base::StrCat(
         path, ": Fortran-order arrays are not supported; save with np.ascontiguousarray(a)"));
   }
   auto shape = DictValue(dict, "shape");
   if (!shape.ok()) return bad(std::string(shape.status().message()));
   std::string_view dims = *shape;
   if (dims.size() < 2 || dims.front() != '(' || dims.back() != ')') {
-    return bad(StrCat("bad shape ", *shape));
+    return bad(base::StrCat("bad shape ", *shape));
   }
   dims = dims.substr(1, dims.size() - 2);
   while (!dims.empty()) {
     size_t comma = dims.find(',');
-    std::string_view d = StripSpaces(dims.substr(0, comma));
+    std::string_view d = base::StripSpaces(dims.substr(0, comma));
     dims = comma == std::string_view::npos ? std::string_view() : dims.substr(comma + 1);
     if (d.empty()) continue;
     int64_t v;
-    if (!ParseInt64(d, &v) || v < 0) return bad(StrCat("bad shape ", *shape));
+    if (!base::ParseInt64(d, &v) || v < 0) return bad(base::StrCat("bad shape ", *shape));
     h.shape.push_back(v);
   }
   // The header is untrusted: a crafted shape such as (2^61, 2) must not wrap the byte count
@@ -129,11 +129,11 @@ absl::StatusOr<NpyHeader> ParseHeader(const std::string& path, const char* buf, 
   }
   int64_t need_signed;
   if (!CheckedAdd(static_cast<int64_t>(h.data_offset), *data_bytes, &need_signed)) {
-    return bad(StrCat("shape ", ShapeString(h.shape), " is larger than any file"));
+    return bad(base::StrCat("shape ", ShapeString(h.shape), " is larger than any file"));
   }
   const size_t need = static_cast<size_t>(need_signed);
   if (file_size != need) {
-    return absl::InvalidArgumentError(StrCat(
+    return absl::InvalidArgumentError(base::StrCat(
         path, ": file is ", file_size, " bytes but its header (", DTypeName(h.dtype), ", shape ",
         ShapeString(h.shape), ") needs ", need, file_size < need ? " (truncated)" : ""));
   }
@@ -142,13 +142,13 @@ absl::StatusOr<NpyHeader> ParseHeader(const std::string& path, const char* buf, 
 
 absl::Status ErrnoError(std::string_view what, const std::string& path) {
   int e = errno;
-  std::string msg = StrCat(path, ": ", what, ": ", std::strerror(e));
+  std::string msg = base::StrCat(path, ": ", what, ": ", std::strerror(e));
   return e == ENOENT ? absl::NotFoundError(msg) : absl::InvalidArgumentError(msg);
 }
 
 // Opens `path` read-only and returns its descriptor, with its size in *size.
-absl::StatusOr<UniqueFd> OpenForRead(const std::string& path, size_t* size) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+absl::StatusOr<base::UniqueFd> OpenForRead(const std::string& path, size_t* size) {
+  base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.valid()) return ErrnoError("cannot open", path);
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return ErrnoError("cannot stat", path);
@@ -159,7 +159,7 @@ absl::StatusOr<UniqueFd> OpenForRead(const std::string& path, size_t* size) {
 }  // namespace
 
 std::string EncodeNpyHeader(DType dtype, const std::vector<int64_t>& shape) {
-  std::string dict = StrCat("{'descr': '", DTypeNpyDescr(dtype),
+  std::string dict = base::StrCat("{'descr': '", DTypeNpyDescr(dtype),
                                   "', 'fortran_order': False, 'shape': ", ShapeString(shape), ", }");
   // Pad with spaces so the data starts on a 64-byte boundary, ending the header with '\n'.
   size_t prefix = 10;
@@ -221,8 +221,8 @@ absl::StatusOr<NpyArray> NpyArray::MapCopyOnWrite(const std::string& path) {
 
 absl::StatusOr<NpyArray> NpyArray::MapWith(const std::string& path, bool copy_on_write) {
   size_t len = 0;
-  ASSIGN_OR_RETURN(UniqueFd fd, OpenForRead(path, &len));
-  if (len == 0) return absl::InvalidArgumentError(StrCat(path, ": not a valid .npy file: empty file"));
+  ASSIGN_OR_RETURN(base::UniqueFd fd, OpenForRead(path, &len));
+  if (len == 0) return absl::InvalidArgumentError(base::StrCat(path, ": not a valid .npy file: empty file"));
   void* base = copy_on_write ? ::mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd.get(), 0)
                              : ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd.get(), 0);
   fd.reset();  // the mapping keeps the file
@@ -325,7 +325,7 @@ NpyWriter::~NpyWriter() {
 
 absl::Status NpyWriter::Append(const void* data, size_t bytes) {
   if (written_ + bytes > expected_) {
-    return absl::InternalError(StrCat(path_, ": appending past the declared shape"));
+    return absl::InternalError(base::StrCat(path_, ": appending past the declared shape"));
   }
   if (bytes > 0 && std::fwrite(data, 1, bytes, file_) != bytes) return ErrnoError("write failed", path_);
   written_ += bytes;
@@ -335,7 +335,7 @@ absl::Status NpyWriter::Append(const void* data, size_t bytes) {
 absl::Status NpyWriter::Close() {
   if (written_ != expected_) {
     return absl::InternalError(
-        StrCat(path_, ": wrote ", written_, " of ", expected_, " declared bytes"));
+        base::StrCat(path_, ": wrote ", written_, " of ", expected_, " declared bytes"));
   }
   int rc = std::fclose(file_);
   file_ = nullptr;

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "core/check.h"
-#include "core/strings.h"
+#include "base/check.h"
+#include "base/strings.h"
 
 namespace fanout::core {
 
@@ -12,11 +12,11 @@ absl::StatusOr<RangePartitionBook> RangePartitionBook::FromBounds(std::vector<in
     return absl::InvalidArgumentError("a partition book needs at least one partition");
   }
   if (bounds[0] != 0) {
-    return absl::InvalidArgumentError(StrCat("partition 0 starts at ", bounds[0], ", not 0"));
+    return absl::InvalidArgumentError(base::StrCat("partition 0 starts at ", bounds[0], ", not 0"));
   }
   for (size_t k = 1; k < bounds.size(); ++k) {
     if (bounds[k] < bounds[k - 1]) {
-      return absl::InvalidArgumentError(StrCat("partition ", k - 1, " range [", bounds[k - 1],
+      return absl::InvalidArgumentError(base::StrCat("partition ", k - 1, " range [", bounds[k - 1],
                                                      ", ", bounds[k], ") is decreasing"));
     }
   }
@@ -28,7 +28,7 @@ absl::StatusOr<RangePartitionBook> RangePartitionBook::FromRanges(
   std::vector<int64_t> bounds{0};
   for (size_t k = 0; k < ranges.size(); ++k) {
     if (ranges[k].first != bounds.back()) {
-      return absl::InvalidArgumentError(StrCat("partition ", k, " starts at ", ranges[k].first,
+      return absl::InvalidArgumentError(base::StrCat("partition ", k, " starts at ", ranges[k].first,
                                                      " but the previous one ends at ", bounds.back()));
     }
     bounds.push_back(ranges[k].second);
@@ -45,7 +45,7 @@ int RangePartitionBook::PartOf(int64_t gid) const {
 
 absl::StatusOr<int> RangePartitionBook::CheckedPartOf(int64_t gid) const {
   if (!Contains(gid)) {
-    return absl::OutOfRangeError(StrCat("ID ", gid, " is outside [0, ", num_ids(), ")"));
+    return absl::OutOfRangeError(base::StrCat("ID ", gid, " is outside [0, ", num_ids(), ")"));
   }
   return PartOf(gid);
 }
@@ -56,10 +56,10 @@ absl::Status RangePartitionBook::CheckOwned(std::span<const int64_t> ids, int pa
     const int64_t id = ids[i];
     if (id >= lo && id < hi) continue;
     if (!Contains(id)) {
-      return absl::InvalidArgumentError(StrCat(what, " ID ", id, " (index ", i, ") is outside the graph [0, ",
+      return absl::InvalidArgumentError(base::StrCat(what, " ID ", id, " (index ", i, ") is outside the graph [0, ",
                                                num_ids(), ")"));
     }
-    return absl::InvalidArgumentError(StrCat(what, " ID ", id, " (index ", i, ") belongs to partition ", PartOf(id),
+    return absl::InvalidArgumentError(base::StrCat(what, " ID ", id, " (index ", i, ") belongs to partition ", PartOf(id),
                                              ", not to partition ", part, " which owns [", lo, ", ", hi, ")"));
   }
   return absl::OkStatus();

@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/status.h"
+#include "base/strings.h"
 #include "core/shape.h"
-#include "core/strings.h"
-#include "core/status.h"
 
 namespace fanout::core {
 namespace {
@@ -30,7 +30,7 @@ json PairRanges(const std::vector<std::pair<int64_t, int64_t>>& ranges) {
 // id order and their ranges. `key` is "ntypes"/"etypes", `map_key` "node_map"/"edge_map".
 absl::Status ParseTypes(const json& j, const char* key, const char* map_key, int k, std::vector<std::string>* names,
                         std::vector<std::vector<std::pair<int64_t, int64_t>>>* ranges) {
-  auto bad = [&](auto&&... parts) { return absl::InvalidArgumentError(StrCat(parts...)); };
+  auto bad = [&](auto&&... parts) { return absl::InvalidArgumentError(base::StrCat(parts...)); };
   const json& map = j.at(map_key);
   if (!map.is_object()) return bad(map_key, " must be an object {type: ranges}");
   // Without a types object (configs written before types), the map's one type is type 0.
@@ -50,7 +50,7 @@ absl::Status ParseTypes(const json& j, const char* key, const char* map_key, int
   for (const std::string& name : *names) {
     if (!map.contains(name)) return bad(map_key, " has no ranges for type '", name, "' (", key, " lists it)");
     const json& r = map.at(name);
-    const std::string where = StrCat(map_key, "['", name, "']");
+    const std::string where = base::StrCat(map_key, "['", name, "']");
     if (!r.is_array() || static_cast<int>(r.size()) != k) return bad(where, " must list ", k, " [start, end) ranges");
     std::vector<std::pair<int64_t, int64_t>> per_part;
     for (int p = 0; p < k; ++p) {
@@ -90,7 +90,7 @@ T IntAt(const json& j, const char* key, std::optional<T> fallback = std::nullopt
   if (fallback.has_value() && !j.contains(key)) return *fallback;
   const json& v = j.at(key);
   if (!v.is_number_integer()) {
-    throw json::type_error::create(302, StrCat("'", key, "' must be an integer"), &v);
+    throw json::type_error::create(302, base::StrCat("'", key, "' must be an integer"), &v);
   }
   return v.get<T>();
 }
@@ -98,29 +98,29 @@ T IntAt(const json& j, const char* key, std::optional<T> fallback = std::nullopt
 absl::StatusOr<std::vector<FieldSchema>> ParseFields(const json& j, const std::string& key) {
   std::vector<FieldSchema> out;
   if (j.is_null()) return out;
-  if (!j.is_array()) return absl::InvalidArgumentError(StrCat(key, " must be a list"));
+  if (!j.is_array()) return absl::InvalidArgumentError(base::StrCat(key, " must be a list"));
   for (const json& f : j) {
     FieldSchema s;
     if (!f.contains("name") || !f["name"].is_string()) {
-      return absl::InvalidArgumentError(StrCat(key, ": a field has no name"));
+      return absl::InvalidArgumentError(base::StrCat(key, ": a field has no name"));
     }
     s.name = f["name"].get<std::string>();
     if (f.contains("ntype")) {
-      if (!f["ntype"].is_string()) return absl::InvalidArgumentError(StrCat(key, " '", s.name, "' ntype must be a string"));
+      if (!f["ntype"].is_string()) return absl::InvalidArgumentError(base::StrCat(key, " '", s.name, "' ntype must be a string"));
       s.node_type = f["ntype"].get<std::string>();
     }
     ASSIGN_OR_RETURN(s.dtype, DTypeFromName(f.value("dtype", std::string())));
     if (f.contains("shape")) {
-      if (!f["shape"].is_array()) return absl::InvalidArgumentError(StrCat(key, " '", s.name, "' shape must be a list"));
+      if (!f["shape"].is_array()) return absl::InvalidArgumentError(base::StrCat(key, " '", s.name, "' shape must be a list"));
       for (const json& d : f["shape"]) {
         if (!d.is_number_integer()) {
-          return absl::InvalidArgumentError(StrCat(key, " '", s.name, "' shape must list integers"));
+          return absl::InvalidArgumentError(base::StrCat(key, " '", s.name, "' shape must list integers"));
         }
         s.row_shape.push_back(d.get<int64_t>());
       }
     }
     // Readers size rows from this shape: refuse one whose size is negative or overflows.
-    auto bytes = ShapeBytes(s.row_shape, DTypeSize(s.dtype), StrCat(key, " '", s.name, "' shape"));
+    auto bytes = ShapeBytes(s.row_shape, DTypeSize(s.dtype), base::StrCat(key, " '", s.name, "' shape"));
     if (!bytes.ok()) return bytes.status();
     out.push_back(std::move(s));
   }
@@ -155,8 +155,8 @@ absl::StatusOr<TypeMap> PartitionConfig::EdgeTypes() const {
 
 absl::Status UnknownFieldError(const std::string& kind, const std::string& name, std::vector<std::string> names) {
   std::sort(names.begin(), names.end());
-  return absl::NotFoundError(StrCat("no ", kind, " field '", name, "' (this graph has: ",
-                                    names.empty() ? "none" : StrJoin(names, ", "), ")"));
+  return absl::NotFoundError(base::StrCat("no ", kind, " field '", name, "' (this graph has: ",
+                                    names.empty() ? "none" : base::StrJoin(names, ", "), ")"));
 }
 
 namespace {
@@ -225,7 +225,7 @@ absl::StatusOr<std::string> PartitionConfigToJson(const PartitionConfig& c,
     for (const auto& f : c.edge_fields) ed[f.name] = dir + "/" + PartFiles::EdgeData(f.name);
     part["node_data"] = nd;
     part["edge_data"] = ed;
-    j[StrCat("part-", k)] = part;
+    j[base::StrCat("part-", k)] = part;
   }
   if (!extra_json.empty()) {
     json extra = json::parse(extra_json, nullptr, /*allow_exceptions=*/false);
@@ -238,22 +238,22 @@ absl::StatusOr<std::string> PartitionConfigToJson(const PartitionConfig& c,
 absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
-    return absl::NotFoundError(StrCat(path, ": cannot open partition config"));
+    return absl::NotFoundError(base::StrCat(path, ": cannot open partition config"));
   }
   std::stringstream ss;
   ss << in.rdbuf();
   json j = json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) {
-    return absl::InvalidArgumentError(StrCat(path, ": not a JSON object"));
+    return absl::InvalidArgumentError(base::StrCat(path, ": not a JSON object"));
   }
   auto err = [&](const auto& what) {
-    return absl::InvalidArgumentError(StrCat(path, ": ", what));
+    return absl::InvalidArgumentError(base::StrCat(path, ": ", what));
   };
   PartitionConfig c;
   try {
     c.format_version = IntAt<int>(j, "format_version", 0);
     if (c.format_version != kPartitionFormatVersion) {
-      return err(StrCat("format_version ", c.format_version, " is not supported (this build reads ",
+      return err(base::StrCat("format_version ", c.format_version, " is not supported (this build reads ",
                               kPartitionFormatVersion, "); re-run fanout-partition"));
     }
     c.graph_name = j.at("graph_name").get<std::string>();
@@ -276,10 +276,10 @@ absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path) {
     }
     for (const std::string& name : edge_names) {
       auto t = CanonicalEdgeType::Parse(name);
-      if (!t.ok()) return err(StrCat("etypes: ", t.status().message()));
+      if (!t.ok()) return err(base::StrCat("etypes: ", t.status().message()));
       for (const std::string* end : {&t->src, &t->dst}) {
         if (std::find(c.node_types.begin(), c.node_types.end(), *end) == c.node_types.end()) {
-          return err(StrCat("etypes: edge type '", name, "' names node type '", *end, "', which ntypes does not list"));
+          return err(base::StrCat("etypes: edge type '", name, "' names node type '", *end, "', which ntypes does not list"));
         }
       }
       c.edge_types.push_back(*std::move(t));
@@ -287,14 +287,14 @@ absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path) {
     if (!c.link_etype.empty() && std::none_of(c.edge_types.begin(), c.edge_types.end(), [&](const auto& e) {
           return e.ToString() == c.link_etype;
         })) {
-      return err(StrCat("link_etype '", c.link_etype, "' is not one of the etypes"));
+      return err(base::StrCat("link_etype '", c.link_etype, "' is not one of the etypes"));
     }
     c.node_bounds = BoundsOf(c.node_type_ranges, c.num_parts);
     c.edge_bounds = BoundsOf(c.edge_type_ranges, c.num_parts);
     if (c.node_bounds[0] != 0) return err("node_map does not start at 0");
     if (c.edge_bounds[0] != 0) return err("edge_map does not start at 0");
-    if (auto m = c.NodeTypes(); !m.ok()) return err(StrCat("node_map: ", m.status().message()));
-    if (auto m = c.EdgeTypes(); !m.ok()) return err(StrCat("edge_map: ", m.status().message()));
+    if (auto m = c.NodeTypes(); !m.ok()) return err(base::StrCat("node_map: ", m.status().message()));
+    if (auto m = c.EdgeTypes(); !m.ok()) return err(base::StrCat("edge_map: ", m.status().message()));
     if (c.node_bounds.back() != c.num_nodes) return err("node_map does not end at num_nodes");
     if (c.edge_bounds.back() != c.num_edges) return err("edge_map does not end at num_edges");
     auto nf = ParseFields(j.value("node_fields", json()), "node_fields");
@@ -306,16 +306,16 @@ absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path) {
     std::set<std::string> keys;
     for (const FieldSchema& f : c.node_fields) {
       if (!f.node_type.empty() && std::find(c.node_types.begin(), c.node_types.end(), f.node_type) == c.node_types.end()) {
-        return err(StrCat("node_fields: field '", f.name, "' is of node type '", f.node_type,
+        return err(base::StrCat("node_fields: field '", f.name, "' is of node type '", f.node_type,
                           "', which ntypes does not list"));
       }
-      if (!keys.insert(f.key()).second) return err(StrCat("node_fields: '", f.key(), "' is listed twice"));
+      if (!keys.insert(f.key()).second) return err(base::StrCat("node_fields: '", f.key(), "' is listed twice"));
     }
     for (const FieldSchema& f : c.edge_fields) {
-      if (!f.node_type.empty()) return err(StrCat("edge_fields: field '", f.name, "' has an ntype"));
+      if (!f.node_type.empty()) return err(base::StrCat("edge_fields: field '", f.name, "' has an ntype"));
     }
   } catch (const json::exception& e) {
-    return err(StrCat("missing or mistyped key: ", e.what()));
+    return err(base::StrCat("missing or mistyped key: ", e.what()));
   }
   c.base_dir = std::filesystem::path(path).parent_path().string();
   if (c.base_dir.empty()) c.base_dir = ".";

@@ -5,19 +5,19 @@
 #include <cstring>
 #include <mutex>
 
-#include "core/check.h"
+#include "base/check.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "core/shape.h"
-#include "core/status.h"
-#include "core/strings.h"
 
 namespace fanout::core {
 namespace {
 
 absl::Status ExpectShape(const NpyArray& a, DType dtype, std::vector<int64_t> shape) {
   if (a.dtype() != dtype || a.shape() != shape) {
-    return absl::DataLossError(StrCat(a.path(), ": expected ", DTypeName(dtype), " [",
-                                      StrJoin(shape, ", "), "], found ", DTypeName(a.dtype()), " [",
-                                      StrJoin(a.shape(), ", "), "]; is the partition complete?"));
+    return absl::DataLossError(base::StrCat(a.path(), ": expected ", DTypeName(dtype), " [",
+                                      base::StrJoin(shape, ", "), "], found ", DTypeName(a.dtype()), " [",
+                                      base::StrJoin(a.shape(), ", "), "]; is the partition complete?"));
   }
   return absl::OkStatus();
 }
@@ -39,7 +39,7 @@ absl::Status AddInPlace(DType t, void* dst, const void* src, int64_t n) {
     case DType::kFloat32: AddRows<float>(dst, src, n); break;
     case DType::kFloat64: AddRows<double>(dst, src, n); break;
     default:
-      return absl::InvalidArgumentError(StrCat("cannot add to a ", DTypeName(t), " field; use assign"));
+      return absl::InvalidArgumentError(base::StrCat("cannot add to a ", DTypeName(t), " field; use assign"));
   }
   return absl::OkStatus();
 }
@@ -54,7 +54,7 @@ double ValueAt(const NpyArray& a, int64_t i) {
 
 absl::StatusOr<std::unique_ptr<PartitionStore>> PartitionStore::Open(const PartitionConfig& config, int part_id) {
   if (part_id < 0 || part_id >= config.num_parts) {
-    return absl::InvalidArgumentError(StrCat("partition ", part_id, " does not exist: the graph has ",
+    return absl::InvalidArgumentError(base::StrCat("partition ", part_id, " does not exist: the graph has ",
                                              config.num_parts, " (0..", config.num_parts - 1, ")"));
   }
   ASSIGN_OR_RETURN(RangePartitionBook nodes, config.NodeBook());
@@ -83,13 +83,13 @@ absl::StatusOr<std::unique_ptr<PartitionStore>> PartitionStore::Open(const Parti
     const int64_t at = s->indptr_.data_as<int64_t>()[t * n], end = s->indptr_.data_as<int64_t>()[(t + 1) * n];
     const auto [b, e] = s->edge_type_range(t);
     if (at != b - s->edge_start() || end != e - s->edge_start()) {
-      return absl::DataLossError(StrCat(s->indptr_.path(), ": relation ", s->edge_types().name(t), " spans [", at,
+      return absl::DataLossError(base::StrCat(s->indptr_.path(), ": relation ", s->edge_types().name(t), " spans [", at,
                                         ", ", end, "), the edge map says [", b - s->edge_start(), ", ",
                                         e - s->edge_start(), ")"));
     }
   }
   if (s->indptr_.data_as<int64_t>()[r * n] != m) {
-    return absl::DataLossError(StrCat(s->indptr_.path(), ": ends at ", s->indptr_.data_as<int64_t>()[r * n],
+    return absl::DataLossError(base::StrCat(s->indptr_.path(), ": ends at ", s->indptr_.data_as<int64_t>()[r * n],
                                       ", the edge map says ", m, " edges"));
   }
   auto load = [&](const std::vector<FieldSchema>& schemas, bool node,
@@ -154,7 +154,7 @@ absl::Status PartitionStore::CreateNodeField(const FieldSchema& schema, int64_t 
   *created = false;
   const std::string key = schema.key();
   if (node_fields_.count(key) > 0) {
-    return absl::AlreadyExistsError(StrCat("'", key, "' is a node field of the partition's files"));
+    return absl::AlreadyExistsError(base::StrCat("'", key, "' is a node field of the partition's files"));
   }
   // Rows for every node of the partition, or for its nodes of one type.
   int64_t base = node_start(), end = node_end();
@@ -167,7 +167,7 @@ absl::Status PartitionStore::CreateNodeField(const FieldSchema& schema, int64_t 
   int64_t bytes = static_cast<int64_t>(DTypeSize(schema.dtype));
   for (int64_t d : shape) {
     if (d < 0 || !CheckedMul(bytes, d, &bytes)) {
-      return absl::InvalidArgumentError(StrCat("field '", key, "': shape [", StrJoin(shape, ", "),
+      return absl::InvalidArgumentError(base::StrCat("field '", key, "': shape [", base::StrJoin(shape, ", "),
                                                "] is not a size"));
     }
   }
@@ -175,12 +175,12 @@ absl::Status PartitionStore::CreateNodeField(const FieldSchema& schema, int64_t 
   if (auto it = created_.find(key); it != created_.end()) {
     const FieldSchema& have = it->second->schema;
     if (have.dtype == schema.dtype && have.row_shape == schema.row_shape) return absl::OkStatus();
-    return absl::AlreadyExistsError(StrCat("node field '", key, "' was created as ", DTypeName(have.dtype),
-                                           " [", StrJoin(have.row_shape, ", "), "] per row, not ",
-                                           DTypeName(schema.dtype), " [", StrJoin(schema.row_shape, ", "), "]"));
+    return absl::AlreadyExistsError(base::StrCat("node field '", key, "' was created as ", DTypeName(have.dtype),
+                                           " [", base::StrJoin(have.row_shape, ", "), "] per row, not ",
+                                           DTypeName(schema.dtype), " [", base::StrJoin(schema.row_shape, ", "), "]"));
   }
   if (bytes > max_total_bytes - created_bytes_) {
-    return absl::ResourceExhaustedError(StrCat(
+    return absl::ResourceExhaustedError(base::StrCat(
         "node field '", key, "' needs ", bytes, " bytes for this partition's ", end - base,
         " nodes; created fields may take ", max_total_bytes, " bytes together and ", created_bytes_,
         " are taken (--max-created-bytes)"));
@@ -205,14 +205,14 @@ absl::Status PartitionStore::ApplySparseUpdate(const std::string& rows_field, co
   if (rows == state) return absl::InvalidArgumentError("the rows and their optimizer state must be two fields");
   for (const Field* f : {rows, state}) {
     if (node_fields_.count(f->schema.key()) > 0 || f->schema.dtype != DType::kFloat32 || f->data.row_elems() < 1) {
-      return absl::InvalidArgumentError(StrCat("field '", f->schema.key(),
+      return absl::InvalidArgumentError(base::StrCat("field '", f->schema.key(),
                                                "' is not a float32 field created by CreateNodeField"));
     }
   }
   const int64_t dim = rows->data.row_elems();
   if (state->data.row_elems() != SparseStateWidth(options.kind, dim) || state->base != rows->base ||
       state->end != rows->end) {
-    return absl::InvalidArgumentError(StrCat("field '", state_field, "' holds ", state->data.row_elems(),
+    return absl::InvalidArgumentError(base::StrCat("field '", state_field, "' holds ", state->data.row_elems(),
                                              " values per row of its nodes; ", SparseOptimizerName(options.kind),
                                              " on [", dim, "]-wide rows of '", rows_field, "' keeps ",
                                              SparseStateWidth(options.kind, dim), " per row of the same nodes"));
@@ -222,12 +222,12 @@ absl::Status PartitionStore::ApplySparseUpdate(const std::string& rows_field, co
   std::vector<int64_t> sorted(ids.begin(), ids.end());
   std::sort(sorted.begin(), sorted.end());
   if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-    return absl::InvalidArgumentError(StrCat("node ", *std::adjacent_find(sorted.begin(), sorted.end()),
+    return absl::InvalidArgumentError(base::StrCat("node ", *std::adjacent_find(sorted.begin(), sorted.end()),
                                              " appears twice in one sparse update (sum its gradients first)"));
   }
   for (size_t i = 0; i < ids.size() * static_cast<size_t>(dim); ++i) {
     if (!std::isfinite(grads[i])) {
-      return absl::InvalidArgumentError(StrCat("the gradient of node ", ids[i / dim], " is not finite"));
+      return absl::InvalidArgumentError(base::StrCat("the gradient of node ", ids[i / dim], " is not finite"));
     }
   }
   const int64_t sw = SparseStateWidth(options.kind, dim);
@@ -255,7 +255,7 @@ absl::Status PartitionStore::CheckFieldRows(const Field& f, std::span<const int6
   if (f.schema.node_type.empty()) return absl::OkStatus();  // every owned ID has a row
   for (int64_t id : ids) {
     if (id < f.base || id >= f.end) {
-      return absl::InvalidArgumentError(StrCat("node ", id, " is of type ", node_types_.name(node_types_.ToTypeWise(id).first),
+      return absl::InvalidArgumentError(base::StrCat("node ", id, " is of type ", node_types_.name(node_types_.ToTypeWise(id).first),
                                                "; field '", f.schema.key(), "' holds ", f.schema.node_type,
                                                " nodes only (this partition's: [", f.base, ", ", f.end, "))"));
     }
@@ -328,12 +328,12 @@ absl::Status PartitionStore::PushNodeRows(const std::string& name, std::span<con
   RETURN_IF_ERROR(CheckFieldRows(*f, ids));
   const size_t rb = f->data.row_bytes();
   if (bytes != ids.size() * rb) {
-    return absl::InvalidArgumentError(StrCat("field '", name, "' rows are ", rb, " bytes (",
+    return absl::InvalidArgumentError(base::StrCat("field '", name, "' rows are ", rb, " bytes (",
                                              DTypeName(f->schema.dtype), " x ", f->data.row_elems(), "); ",
                                              ids.size(), " IDs need ", ids.size() * rb, " bytes, got ", bytes));
   }
   if (op == PushOp::kAdd && (f->schema.dtype == DType::kBool || f->schema.dtype == DType::kFloat16)) {
-    return absl::InvalidArgumentError(StrCat("cannot add to ", DTypeName(f->schema.dtype), " field '", name,
+    return absl::InvalidArgumentError(base::StrCat("cannot add to ", DTypeName(f->schema.dtype), " field '", name,
                                              "'; use assign"));
   }
   absl::MutexLock lock(&f->mu);
@@ -404,14 +404,14 @@ absl::StatusOr<std::shared_ptr<const std::vector<double>>> PartitionStore::EdgeW
   if (auto it = weights_.find(name); it != weights_.end()) return it->second;
   ASSIGN_OR_RETURN(Field * f, FindField(edge_fields_, "edge", name));
   if (f->data.row_elems() != 1) {
-    return absl::InvalidArgumentError(StrCat("edge field '", name, "' cannot weight sampling: it must hold one ",
+    return absl::InvalidArgumentError(base::StrCat("edge field '", name, "' cannot weight sampling: it must hold one ",
                                              "number per edge"));
   }
   auto w = std::make_shared<std::vector<double>>(num_inner_edges());
   for (int64_t i = 0; i < num_inner_edges(); ++i) {
     double x = ValueAt(f->data, i);
     if (!(x >= 0) || !std::isfinite(x)) {
-      return absl::InvalidArgumentError(StrCat("edge field '", name, "': edge ", edge_start() + i,
+      return absl::InvalidArgumentError(base::StrCat("edge field '", name, "': edge ", edge_start() + i,
                                                " has weight ", x, "; weights must be finite and >= 0"));
     }
     (*w)[i] = x;

@@ -4,10 +4,10 @@
 #include <array>
 #include <cmath>
 
+#include "base/status.h"
+#include "base/strings.h"
 #include "core/random.h"
 #include "core/shape.h"
-#include "core/status.h"
-#include "core/strings.h"
 
 namespace fanout::core {
 namespace {
@@ -89,13 +89,13 @@ absl::Status CheckSampleOptions(const PartitionStore& store, std::span<const int
   RETURN_IF_ERROR(CheckFanout(o.fanout));
   const int r = store.num_edge_types();
   if (o.etype < -1 || o.etype >= r) {
-    return absl::InvalidArgumentError(StrCat("edge type ", o.etype, " does not exist: the graph has ", r,
-                                             r == 1 ? " (0)" : StrCat(" (0..", r - 1, ")")));
+    return absl::InvalidArgumentError(base::StrCat("edge type ", o.etype, " does not exist: the graph has ", r,
+                                             r == 1 ? " (0)" : base::StrCat(" (0..", r - 1, ")")));
   }
   if (!o.etype_fanouts.empty()) {
     if (static_cast<int>(o.etype_fanouts.size()) != r) {
       return absl::InvalidArgumentError(
-          StrCat(o.etype_fanouts.size(), " per-relation fanouts for a graph of ", r, " edge types"));
+          base::StrCat(o.etype_fanouts.size(), " per-relation fanouts for a graph of ", r, " edge types"));
     }
     for (int64_t f : o.etype_fanouts) RETURN_IF_ERROR(CheckFanout(f));
   }
@@ -117,15 +117,15 @@ std::vector<std::pair<int, int64_t>> Relations(const PartitionStore& store, cons
 }  // namespace
 
 absl::Status CheckFanout(int64_t fanout) {
-  if (fanout < -1) return absl::InvalidArgumentError(StrCat("fanout must be -1 (all) or >= 0, got ", fanout));
+  if (fanout < -1) return absl::InvalidArgumentError(base::StrCat("fanout must be -1 (all) or >= 0, got ", fanout));
   return absl::OkStatus();
 }
 
 absl::Status CheckLayerFanouts(std::string_view flag, const std::vector<int64_t>& fanouts) {
-  if (fanouts.empty()) return absl::InvalidArgumentError(StrCat(flag, ": at least one layer is needed"));
+  if (fanouts.empty()) return absl::InvalidArgumentError(base::StrCat(flag, ": at least one layer is needed"));
   for (size_t i = 0; i < fanouts.size(); ++i) {
     if (fanouts[i] == 0 || fanouts[i] < -1) {
-      return absl::InvalidArgumentError(StrCat(flag, ": layer ", i, " has fanout ", fanouts[i],
+      return absl::InvalidArgumentError(base::StrCat(flag, ": layer ", i, " has fanout ", fanouts[i],
                                                "; a fanout is a positive count or -1 (all neighbours)"));
     }
   }
@@ -142,7 +142,7 @@ absl::StatusOr<int64_t> SampleSizeBound(const PartitionStore& store, std::span<c
       const int64_t d = store.Neighbors(seeds[i], o.dir, typed ? r : -1).degree;
       const int64_t k = fanout == -1 ? d : d == 0 ? 0 : o.replace ? fanout : std::min(d, fanout);
       if (!CheckedAdd(total, k, &total) || total > o.max_edges) {
-        return absl::ResourceExhaustedError(StrCat(
+        return absl::ResourceExhaustedError(base::StrCat(
             "the sample could hold more than ", o.max_edges, " edges (", seeds.size(), " seeds, fanout ", fanout,
             o.replace ? " with replacement" : "", "; over the limit from seed ", i, ", node ", seeds[i],
             "): use fewer seeds or a smaller fanout"));
@@ -219,7 +219,7 @@ absl::Status SampleRelation(const PartitionStore& store, std::span<const int64_t
     if (i + kFar < n) store.PrefetchNeighbors(seeds[i + kFar], o.dir, etype);
     if (i + kNear < n) plan(i + kNear);
     if (o.should_stop && i % kStopCheckSeeds == 0 && i > 0 && o.should_stop()) {
-      return absl::CancelledError(StrCat("sampling abandoned after ", i, " of ", n, " seeds"));
+      return absl::CancelledError(base::StrCat("sampling abandoned after ", i, " of ", n, " seeds"));
     }
     const int64_t v = seeds[i];
     const Planned& p = ring[i % ring.size()];
@@ -242,7 +242,7 @@ absl::Status SampleNeighbors(const PartitionStore& store, std::span<const int64_
   std::shared_ptr<const std::vector<double>> weights;
   if (!o.weight_field.empty()) {
     if (o.dir == EdgeDir::kOut) {
-      return absl::UnimplementedError(StrCat(
+      return absl::UnimplementedError(base::StrCat(
           "weighted sampling ('", o.weight_field, "') of out-edges is not supported: out-edges are "
           "stored, with their weights, in their destinations' partitions"));
     }

@@ -2,12 +2,12 @@
 
 #include <vector>
 
-#include "core/strings.h"
+#include "base/strings.h"
 
 namespace fanout::core {
 namespace {
 std::string Dims(absl::Span<const int64_t> shape) {
-  return StrJoin(std::vector<int64_t>(shape.begin(), shape.end()), ", ");
+  return base::StrJoin(std::vector<int64_t>(shape.begin(), shape.end()), ", ");
 }
 }  // namespace
 
@@ -18,7 +18,7 @@ absl::StatusOr<int64_t> ShapeElements(absl::Span<const int64_t> shape, std::stri
   bool empty = false;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0) {
-      return absl::InvalidArgumentError(StrCat(what, ": dimension ", i, " is negative (", shape[i], ")"));
+      return absl::InvalidArgumentError(base::StrCat(what, ": dimension ", i, " is negative (", shape[i], ")"));
     }
     if (shape[i] == 0) {
       empty = true;
@@ -26,7 +26,7 @@ absl::StatusOr<int64_t> ShapeElements(absl::Span<const int64_t> shape, std::stri
     }
     if (!CheckedMul(nonzero, shape[i], &nonzero)) {
       return absl::InvalidArgumentError(
-          StrCat(what, ": shape [", Dims(shape), "] has more elements than fit in 64 bits"));
+          base::StrCat(what, ": shape [", Dims(shape), "] has more elements than fit in 64 bits"));
     }
   }
   return empty ? 0 : nonzero;
@@ -39,10 +39,10 @@ absl::StatusOr<int64_t> ShapeBytes(absl::Span<const int64_t> shape, size_t elem_
   int64_t bytes;
   if (!CheckedMul(*n, static_cast<int64_t>(elem_size), &bytes)) {
     return absl::InvalidArgumentError(
-        StrCat(what, ": shape [", Dims(shape), "] of ", elem_size, "-byte elements overflows 64 bits"));
+        base::StrCat(what, ": shape [", Dims(shape), "] of ", elem_size, "-byte elements overflows 64 bits"));
   }
   if (bytes > max_bytes) {
-    return absl::ResourceExhaustedError(StrCat(what, ": shape [", Dims(shape), "] is ", bytes,
+    return absl::ResourceExhaustedError(base::StrCat(what, ": shape [", Dims(shape), "] is ", bytes,
                                                " bytes, over the limit of ", max_bytes));
   }
   return bytes;

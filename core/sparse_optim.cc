@@ -2,14 +2,14 @@
 
 #include <cmath>
 
-#include "core/strings.h"
+#include "base/strings.h"
 
 namespace fanout::core {
 
 absl::StatusOr<SparseOptimizerKind> ParseSparseOptimizer(std::string_view name) {
   if (name == "adam") return SparseOptimizerKind::kAdam;
   if (name == "adagrad") return SparseOptimizerKind::kAdagrad;
-  return absl::InvalidArgumentError(StrCat("unknown sparse optimizer '", name, "': expected adam or adagrad"));
+  return absl::InvalidArgumentError(base::StrCat("unknown sparse optimizer '", name, "': expected adam or adagrad"));
 }
 
 std::string_view SparseOptimizerName(SparseOptimizerKind kind) {
@@ -17,10 +17,10 @@ std::string_view SparseOptimizerName(SparseOptimizerKind kind) {
 }
 
 absl::Status CheckSparseOptimizer(const SparseOptimizerOptions& o) {
-  if (!(std::isfinite(o.lr) && o.lr > 0)) return absl::InvalidArgumentError(StrCat("lr must be > 0, got ", o.lr));
-  if (!(std::isfinite(o.eps) && o.eps > 0)) return absl::InvalidArgumentError(StrCat("eps must be > 0, got ", o.eps));
+  if (!(std::isfinite(o.lr) && o.lr > 0)) return absl::InvalidArgumentError(base::StrCat("lr must be > 0, got ", o.lr));
+  if (!(std::isfinite(o.eps) && o.eps > 0)) return absl::InvalidArgumentError(base::StrCat("eps must be > 0, got ", o.eps));
   for (double b : {o.beta1, o.beta2}) {
-    if (!(b >= 0 && b < 1)) return absl::InvalidArgumentError(StrCat("betas must be in [0, 1), got ", b));
+    if (!(b >= 0 && b < 1)) return absl::InvalidArgumentError(base::StrCat("betas must be in [0, 1), got ", b));
   }
   return absl::OkStatus();
 }

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <set>
 
-#include "core/strings.h"
+#include "base/strings.h"
 
 namespace fanout::core {
 
@@ -17,9 +17,9 @@ bool IsTypeName(std::string_view name) {
 }
 
 absl::StatusOr<CanonicalEdgeType> CanonicalEdgeType::Parse(std::string_view text) {
-  const std::vector<std::string> parts = StrSplit(text, ":");
+  const std::vector<std::string> parts = base::StrSplit(text, ":");
   if (parts.size() != 3 || !IsTypeName(parts[0]) || !IsTypeName(parts[1]) || !IsTypeName(parts[2])) {
-    return absl::InvalidArgumentError(StrCat("edge type '", text,
+    return absl::InvalidArgumentError(base::StrCat("edge type '", text,
                                              "' is not SRC:RELATION:DST (three names of letters, digits, '_', '-' "
                                              "or '.', e.g. paper:cites:paper)"));
   }
@@ -30,7 +30,7 @@ absl::StatusOr<TypeMap> TypeMap::Make(Kind kind, std::vector<std::string> names,
                                       std::vector<std::vector<std::pair<int64_t, int64_t>>> ranges,
                                       const std::vector<int64_t>& bounds) {
   const char* what = kind == Kind::kNode ? "node" : "edge";
-  auto bad = [&](auto&&... parts) { return absl::InvalidArgumentError(StrCat(what, " types: ", parts...)); };
+  auto bad = [&](auto&&... parts) { return absl::InvalidArgumentError(base::StrCat(what, " types: ", parts...)); };
   if (bounds.size() < 2) return bad("no partitions");
   const int k = static_cast<int>(bounds.size()) - 1;
   if (names.empty()) return bad("none given");
@@ -89,7 +89,7 @@ absl::StatusOr<int> TypeMap::TypeId(std::string_view name) const {
   for (int t = 0; t < num_types(); ++t) {
     if (names_[t] == name) return t;
   }
-  return absl::NotFoundError(StrCat("no type '", name, "' (this graph has: ", StrJoin(names_, ", "), ")"));
+  return absl::NotFoundError(base::StrCat("no type '", name, "' (this graph has: ", base::StrJoin(names_, ", "), ")"));
 }
 
 std::pair<int64_t, int64_t> TypeMap::Range(int type, int part) const { return ranges_[type][part]; }

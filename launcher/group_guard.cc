@@ -10,7 +10,7 @@
 #include <cstring>
 #include <iterator>
 
-#include "core/strings.h"
+#include "base/strings.h"
 #include "launcher/output.h"
 
 namespace fanout::launcher {
@@ -53,11 +53,11 @@ constexpr int32_t kDisarm = 0;
 absl::StatusOr<GroupGuard> GroupGuard::Start() {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) {
-    return absl::ResourceExhaustedError(core::StrCat("pipe: ", std::strerror(errno)));
+    return absl::ResourceExhaustedError(base::StrCat("pipe: ", std::strerror(errno)));
   }
-  core::UniqueFd read_end(p[0]), write_end(p[1]);
+  base::UniqueFd read_end(p[0]), write_end(p[1]);
   pid_t pid = fork();
-  if (pid < 0) return absl::ResourceExhaustedError(core::StrCat("fork: ", std::strerror(errno)));
+  if (pid < 0) return absl::ResourceExhaustedError(base::StrCat("fork: ", std::strerror(errno)));
   if (pid == 0) {
     write_end.reset();
     GuardMain(read_end.get());

@@ -10,7 +10,7 @@
 #include <sys/types.h>
 
 #include "absl/status/statusor.h"
-#include "core/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace fanout::launcher {
 
@@ -32,7 +32,7 @@ class GroupGuard {
  private:
   GroupGuard() = default;
   pid_t pid_ = -1;
-  core::UniqueFd fd_;  // write end of the pipe
+  base::UniqueFd fd_;  // write end of the pipe
 };
 
 }  // namespace fanout::launcher

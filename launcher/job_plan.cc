@@ -11,14 +11,14 @@
 #include <sstream>
 #include <thread>
 
-#include "core/check.h"
-#include "core/fsync.h"
-#include "core/heartbeat.h"
-#include "core/ip_config.h"
-#include "core/job_env.h"
+#include "base/check.h"
+#include "base/fsync.h"
+#include "base/heartbeat.h"
+#include "base/ip_config.h"
+#include "base/job_env.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "core/partition_config.h"
-#include "core/status.h"
-#include "core/strings.h"
 #include "launcher/local_address.h"
 #include "launcher/process.h"
 
@@ -26,7 +26,7 @@ namespace fanout::launcher {
 namespace {
 
 namespace fs = std::filesystem;
-using core::StrCat;
+using base::StrCat;
 
 std::string Var(const char* name, const std::string& value) { return StrCat(name, "=", value); }
 std::string Var(const char* name, int value) { return StrCat(name, "=", value); }
@@ -228,7 +228,7 @@ absl::Status WriteSlurmIpConfig(const LaunchOptions& o, const std::string& path)
   std::vector<std::string> hosts;
   std::istringstream lines(listed);
   for (std::string line; std::getline(lines, line);) {
-    if (std::string_view host = core::StripSpaces(line); !host.empty()) hosts.emplace_back(host);
+    if (std::string_view host = base::StripSpaces(line); !host.empty()) hosts.emplace_back(host);
   }
   if (hosts.empty()) {
     return absl::FailedPreconditionError(
@@ -243,7 +243,7 @@ absl::Status WriteSlurmIpConfig(const LaunchOptions& o, const std::string& path)
         path, " already exists with other contents; fanout-launch --slurm writes the allocation's "
               "machines there and does not overwrite it: remove it, or name another file with --ip-config"));
   }
-  if (absl::Status s = core::WriteFileDurably(path, text); !s.ok()) {
+  if (absl::Status s = base::WriteFileDurably(path, text); !s.ok()) {
     return absl::Status(s.code(), StrCat("--slurm's ip_config: ", s.message()));
   }
   return absl::OkStatus();
@@ -252,13 +252,13 @@ absl::Status WriteSlurmIpConfig(const LaunchOptions& o, const std::string& path)
 std::string UnprotectedJobWarning(const LaunchOptions& o, const std::vector<MachineEntry>& machines) {
   std::vector<std::string> exposed;
   for (const MachineEntry& m : machines) {
-    if (!core::IsLoopbackHost(m.ip) && std::find(exposed.begin(), exposed.end(), m.ip) == exposed.end()) {
+    if (!base::IsLoopbackHost(m.ip) && std::find(exposed.begin(), exposed.end(), m.ip) == exposed.end()) {
       exposed.push_back(m.ip);
     }
   }
-  const std::string missing = core::MissingProtection(o.security.tls(), o.security.token());
+  const std::string missing = base::MissingProtection(o.security.tls(), o.security.token());
   if (exposed.empty() || missing.empty()) return "";
-  return StrCat("fanout-launch: WARNING: the graph servers listen on ", core::StrJoin(exposed, ", "), " without ",
+  return StrCat("fanout-launch: WARNING: the graph servers listen on ", base::StrJoin(exposed, ", "), " without ",
                 missing, ": anyone who can reach their ports can read every feature and label. Give --tls-cert, "
                 "--tls-key, --tls-ca and --auth-token-file (docs/security.md), or firewall the ports.\n");
 }
@@ -330,8 +330,8 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
   // of the job, or when the job has already failed.
   const double server_grace = std::min(1.0, o.stop_grace_s / 2);
 
-  const core::ServerMap server_map = core::ServersOf(ms, S);
-  const std::string servers = core::FormatServerList(server_map);
+  const base::ServerMap server_map = base::ServersOf(ms, S);
+  const std::string servers = base::FormatServerList(server_map);
   for (int k = 0; k < M; ++k) {
     for (int s = 0; s < S; ++s) {
       ProcessSpec p;
@@ -356,8 +356,8 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
       }
       // Security travels in the environment, as the trainers': one form for every process (and
       // not in the command line, which every user of the machine can read).
-      p.env = core::JobEnv{.job_id = in.job_id, .machine_id = k, .security = o.security}.ToEnv();
-      if (o.heartbeat_timeout_s > 0) p.env.push_back(Var(core::kHeartbeatEnv, o.heartbeat_s));
+      p.env = base::JobEnv{.job_id = in.job_id, .machine_id = k, .security = o.security}.ToEnv();
+      if (o.heartbeat_timeout_s > 0) p.env.push_back(Var(base::kHeartbeatEnv, o.heartbeat_s));
       p.env.insert(p.env.end(), o.extra_env.begin(), o.extra_env.end());
       SetLaunchCommand(o, &p);
       plan.servers.push_back(std::move(p));
@@ -374,7 +374,7 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
       p.remote = in.remote[k];
       p.workspace = in.workspace;
       p.command = o.command;
-      core::JobEnv job{.job_id = in.job_id,
+      base::JobEnv job{.job_id = in.job_id,
                        .part_config = in.part_config_path,
                        .ip_config = in.ip_config_path,
                        .servers = servers,
@@ -402,7 +402,7 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
                Var("MASTER_ADDR", ms[0].ip),
                Var("MASTER_PORT", torch_port),
                Var("OMP_NUM_THREADS", omp)});
-      if (o.heartbeat_timeout_s > 0) p.env.push_back(Var(core::kHeartbeatEnv, o.heartbeat_s));
+      if (o.heartbeat_timeout_s > 0) p.env.push_back(Var(base::kHeartbeatEnv, o.heartbeat_s));
       p.env.insert(p.env.end(), o.extra_env.begin(), o.extra_env.end());
       SetLaunchCommand(o, &p);
       plan.trainers.push_back(std::move(p));
@@ -416,7 +416,7 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
       if (p.machine == o.machine_id) {
         mine.push_back(std::move(p));
       } else {
-        absl::StatusOr<core::HostAndPort> at = core::SplitHostPort(p.address);
+        absl::StatusOr<base::HostAndPort> at = base::SplitHostPort(p.address);
         FANOUT_CHECK(at.ok()) << p.address;  // made by ServersOf above
         plan.peer_servers.push_back({p.Label(), at->host, at->port});
       }

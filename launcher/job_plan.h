@@ -9,15 +9,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/ip_config.h"
+#include "base/ip_config.h"
 #include "launcher/launch_options.h"
 
 namespace fanout::launcher {
 
-using core::CheckMachinesMatchPartitions;
-using core::HostPort;
-using core::LoadIpConfig;
-using core::MachineEntry;
+using base::CheckMachinesMatchPartitions;
+using base::HostPort;
+using base::LoadIpConfig;
+using base::MachineEntry;
 
 enum class Role { kServer, kTrainer };
 std::string_view RoleName(Role role);  // "server", "trainer"

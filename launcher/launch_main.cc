@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "core/cli.h"
-#include "core/security_options.h"
-#include "core/strings.h"
+#include "base/cli.h"
+#include "base/security_options.h"
+#include "base/strings.h"
 #include "launcher/job_plan.h"
 #include "launcher/launch_options.h"
 #include "launcher/supervisor.h"
@@ -26,7 +26,7 @@ constexpr const char* kAbout =
     "The trainer command follows '--'; it reads its place in the job from FANOUT_* variables\n"
     "(docs/launcher.md) and starts its own --num-samplers sampler processes.\n\n";
 
-int UsageError(const fanout::core::ArgParser& args, const std::string& message) {
+int UsageError(const fanout::base::ArgParser& args, const std::string& message) {
   (void)args;
   std::fprintf(stderr, "fanout-launch: error: %s; 'fanout-launch --help' lists the flags\n", message.c_str());
   return 2;
@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   for (; i < argc && std::string(argv[i]) != "--"; ++i) own.push_back(argv[i]);
   for (++i; i < argc; ++i) o.command.push_back(argv[i]);
 
-  core::ArgParser args("fanout-launch",
+  base::ArgParser args("fanout-launch",
                        "--ip-config FILE --part-config FILE [flags] -- TRAINER COMMAND...");
   args.SetDescription(kAbout);
   args.AddString("ip-config", &o.ip_config, "machines, one 'HOST [PORT]' per line (DGL's format); with --slurm, the file written");
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
                  "a server or trainer silent this long is hung: the job stops (0 = not watched)");
   args.AddString("log-dir", &o.log_dir, "per-process logs (default: fanout-logs/<job-id>)");
   args.AddBool("dry-run", &o.dry_run, "print every command and environment, start nothing");
-  core::AddSecurityFlags(args, &o.security);
+  base::AddSecurityFlags(args, &o.security);
 
   std::vector<char*> own_argv = {argv[0]};
   for (std::string& a : own) own_argv.push_back(a.data());
@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
   so.server_timeout_s = o.server_timeout_s;
   so.stop_grace_s = o.stop_grace_s;
   so.heartbeat_timeout_s = o.heartbeat_timeout_s;
-  so.log_dir = o.log_dir.empty() ? core::StrCat("fanout-logs/", plan->job_id) : o.log_dir;
+  so.log_dir = o.log_dir.empty() ? base::StrCat("fanout-logs/", plan->job_id) : o.log_dir;
   launcher::JobSupervisor supervisor(std::move(*plan), so);
   return supervisor.Run();
 }

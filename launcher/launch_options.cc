@@ -2,17 +2,17 @@
 
 #include <algorithm>
 
-#include "core/strings.h"
+#include "base/strings.h"
 
 namespace fanout::launcher {
 namespace {
-using core::StrCat;
+using base::StrCat;
 
 absl::Status Bad(const std::string& msg) { return absl::InvalidArgumentError(msg); }
 
 // Length of the NAME= prefix at the start of `s`, or 0 when there is none.
 size_t EnvNamePrefix(std::string_view s) {
-  s = core::StripSpaces(s);
+  s = base::StripSpaces(s);
   size_t eq = s.find('=');
   if (eq == std::string_view::npos || eq == 0) return 0;
   return IsEnvName(std::string(s.substr(0, eq))) ? eq + 1 : 0;
@@ -34,8 +34,8 @@ std::vector<std::string> SplitExtraEnv(const std::string& value) {
   for (size_t i = 0; i <= value.size(); ++i) {
     std::string_view rest = std::string_view(value).substr(std::min(i + 1, value.size()));
     if (i == value.size() ||
-        (value[i] == ',' && (EnvNamePrefix(rest) > 0 || core::StripSpaces(rest).empty()))) {
-      std::string item(core::StripSpaces(std::string_view(value).substr(start, i - start)));
+        (value[i] == ',' && (EnvNamePrefix(rest) > 0 || base::StripSpaces(rest).empty()))) {
+      std::string item(base::StripSpaces(std::string_view(value).substr(start, i - start)));
       if (!item.empty()) items.push_back(std::move(item));
       start = i + 1;
     }

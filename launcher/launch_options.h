@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "core/security_options.h"
+#include "base/security_options.h"
 
 namespace fanout::launcher {
 
@@ -59,10 +59,10 @@ struct LaunchOptions {
   std::string log_dir;           // "" = fanout-logs/<job-id> in the launcher's working folder
   bool dry_run = false;          // print the plan (every command and environment) and exit
 
-  // Who may talk to the servers (core/security_options.h): servers get the flags, trainers
+  // Who may talk to the servers (base/security_options.h): servers get the flags, trainers
   // (and their samplers) the FANOUT_TLS_* / FANOUT_AUTH_TOKEN_FILE variables. Relative paths
   // are relative to the workspace. A job across machines without TLS and a token is warned of.
-  core::SecurityOptions security;
+  base::SecurityOptions security;
 
   std::vector<std::string> command;  // the trainer command, everything after `--`
 };

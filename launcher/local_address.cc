@@ -14,8 +14,8 @@
 #include <cstring>
 #include <optional>
 
-#include "core/strings.h"
-#include "core/unique_fd.h"
+#include "base/strings.h"
+#include "base/unique_fd.h"
 
 namespace fanout::launcher {
 namespace {
@@ -57,7 +57,7 @@ bool IsLoopback(const Ip& ip) {
 absl::StatusOr<std::vector<std::string>> InterfaceAddresses() {
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) {
-    return absl::InternalError(core::StrCat("getifaddrs: ", std::strerror(errno)));
+    return absl::InternalError(base::StrCat("getifaddrs: ", std::strerror(errno)));
   }
   std::vector<std::string> out;
   for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
@@ -95,7 +95,7 @@ absl::StatusOr<std::vector<std::string>> ResolveHost(const std::string& host) {
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   if (int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0) {
-    return absl::NotFoundError(core::StrCat("host '", host, "' does not resolve: ", gai_strerror(rc)));
+    return absl::NotFoundError(base::StrCat("host '", host, "' does not resolve: ", gai_strerror(rc)));
   }
   std::vector<std::string> out;
   for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
@@ -110,7 +110,7 @@ absl::StatusOr<std::vector<std::string>> ResolveHost(const std::string& host) {
     out.emplace_back(text);
   }
   freeaddrinfo(found);
-  if (out.empty()) return absl::NotFoundError(core::StrCat("host '", host, "' has no IPv4 or IPv6 address"));
+  if (out.empty()) return absl::NotFoundError(base::StrCat("host '", host, "' has no IPv4 or IPv6 address"));
   return out;
 }
 
@@ -123,7 +123,7 @@ bool AcceptsConnections(const std::string& host, int port, int timeout_ms) {
   if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return false;
   bool ok = false;
   for (addrinfo* a = found; a != nullptr && !ok; a = a->ai_next) {
-    const core::UniqueFd fd(socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+    const base::UniqueFd fd(socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!fd.valid()) continue;
     if (connect(fd.get(), a->ai_addr, a->ai_addrlen) == 0) {
       ok = true;

@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 
-#include "core/heartbeat.h"
+#include "base/heartbeat.h"
 
 namespace fanout::launcher {
 
@@ -64,7 +64,7 @@ StreamRouter::StreamRouter(std::string prefix, int console_fd, int log_fd,
       on_line_(std::move(on_line)), on_heartbeat_(std::move(on_heartbeat)) {}
 
 void StreamRouter::Feed(std::string_view data) {
-  constexpr std::string_view kMarker = core::kHeartbeatMarker;
+  constexpr std::string_view kMarker = base::kHeartbeatMarker;
   std::string text = std::move(carry_);
   carry_.clear();
   text.append(data);

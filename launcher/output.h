@@ -43,7 +43,7 @@ class StreamRouter {
  public:
   // `prefix` is written before every console line; `console_fd` and `log_fd` are borrowed
   // (-1 to skip); `on_line` (may be empty) sees every line, e.g. to spot a ready message.
-  // Heartbeat markers (core/heartbeat.h) are cut out of the stream wherever they fall, also
+  // Heartbeat markers (base/heartbeat.h) are cut out of the stream wherever they fall, also
   // across reads, and reported to `on_heartbeat` (may be empty) instead of written anywhere.
   StreamRouter(std::string prefix, int console_fd, int log_fd, LineSplitter::LineFn on_line = {},
                std::function<void()> on_heartbeat = {});

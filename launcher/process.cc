@@ -11,14 +11,14 @@
 #include <map>
 #include <thread>
 
-#include "core/spawn.h"
-#include "core/status.h"
-#include "core/strings.h"
+#include "base/spawn.h"
+#include "base/status.h"
+#include "base/strings.h"
 
 extern char** environ;
 
 namespace fanout::launcher {
-using core::StrCat;
+using base::StrCat;
 
 std::string ExitStatus::Describe() const {
   if (!signaled) return StrCat("exited with status ", value);
@@ -52,16 +52,16 @@ absl::StatusOr<Process> Process::Spawn(const SpawnOptions& o) {
             (!o.capture_output || (pipe2(out_pipe, O_CLOEXEC) == 0 && pipe2(err_pipe, O_CLOEXEC) == 0));
   const int pipe_errno = errno;
   // Ours, whatever happens below: the child's ends close when the spawn has returned.
-  core::UniqueFd in_r(in_pipe[0]), in_w(in_pipe[1]), out_r(out_pipe[0]), out_w(out_pipe[1]),
+  base::UniqueFd in_r(in_pipe[0]), in_w(in_pipe[1]), out_r(out_pipe[0]), out_w(out_pipe[1]),
       err_r(err_pipe[0]), err_w(err_pipe[1]);
   if (!ok) return absl::ResourceExhaustedError(StrCat("cannot create pipes: ", std::strerror(pipe_errno)));
-  core::ChildSpec spec{.argv = o.argv, .env = o.env, .cwd = o.cwd, .new_process_group = true};
-  spec.fds.push_back(o.stdin_pipe ? core::ChildFd::Dup(0, in_r.get()) : core::ChildFd::Open(0, "/dev/null", O_RDONLY));
+  base::ChildSpec spec{.argv = o.argv, .env = o.env, .cwd = o.cwd, .new_process_group = true};
+  spec.fds.push_back(o.stdin_pipe ? base::ChildFd::Dup(0, in_r.get()) : base::ChildFd::Open(0, "/dev/null", O_RDONLY));
   if (o.capture_output) {
-    spec.fds.push_back(core::ChildFd::Dup(1, out_w.get()));
-    spec.fds.push_back(core::ChildFd::Dup(2, err_w.get()));
+    spec.fds.push_back(base::ChildFd::Dup(1, out_w.get()));
+    spec.fds.push_back(base::ChildFd::Dup(2, err_w.get()));
   }
-  ASSIGN_OR_RETURN(const pid_t pid, core::SpawnChild(spec));
+  ASSIGN_OR_RETURN(const pid_t pid, base::SpawnChild(spec));
   Process p;
   p.pid_ = pid;
   p.stdin_fd_ = std::move(in_w);
@@ -124,7 +124,7 @@ std::optional<ExitStatus> Process::Poll() {
 
 std::optional<ExitStatus> Process::WaitFor(std::chrono::milliseconds timeout) {
   if (Poll() || !valid() || reaped_) return exit_status_;
-  if (core::WaitForExit(pid_, timeout) >= 0) return Poll();
+  if (base::WaitForExit(pid_, timeout) >= 0) return Poll();
   // Kernels before 5.3 have no pidfd.
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (!Poll() && std::chrono::steady_clock::now() < deadline) {
@@ -159,7 +159,7 @@ absl::StatusOr<std::string> RunForOutput(const std::vector<std::string>& argv, s
   while (p.stdout_fd() >= 0 || p.stderr_fd() >= 0) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
-      return absl::DeadlineExceededError(StrCat("'", core::StrJoin(argv, " "), "' did not finish within ",
+      return absl::DeadlineExceededError(StrCat("'", base::StrJoin(argv, " "), "' did not finish within ",
                                                 timeout.count() / 1000.0, " s"));
     }
     pollfd fds[2] = {{p.stdout_fd(), POLLIN, 0}, {p.stderr_fd(), POLLIN, 0}};
@@ -178,7 +178,7 @@ absl::StatusOr<std::string> RunForOutput(const std::vector<std::string>& argv, s
   std::optional<ExitStatus> status = p.WaitFor(timeout);
   if (!status || !status->ok()) {
     while (!err.empty() && (err.back() == '\n' || err.back() == '\r')) err.pop_back();
-    return absl::FailedPreconditionError(StrCat("'", core::StrJoin(argv, " "), "' ",
+    return absl::FailedPreconditionError(StrCat("'", base::StrJoin(argv, " "), "' ",
                                                 status ? status->Describe() : "did not exit",
                                                 err.empty() ? "" : ": ", err));
   }

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace fanout::launcher {
 
@@ -39,7 +39,7 @@ struct SpawnOptions {
 
 class Process {
  public:
-  // Forks and execs (core::SpawnChild). In the child: own process group, SIGKILL when the parent dies (and exit at
+  // Forks and execs (base::SpawnChild). In the child: own process group, SIGKILL when the parent dies (and exit at
   // once if the parent already died), default signal dispositions and an empty signal mask,
   // every descriptor but 0-2 closed. An exec failure (no such program, bad cwd) comes back as
   // an error here rather than as an exit status.
@@ -86,7 +86,7 @@ class Process {
 
   pid_t pid_ = -1;
   bool reaped_ = false;
-  core::UniqueFd stdin_fd_, stdout_fd_, stderr_fd_;
+  base::UniqueFd stdin_fd_, stdout_fd_, stderr_fd_;
   std::optional<ExitStatus> exit_status_;
 };
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <ctime>
 
-#include "core/strings.h"
+#include "base/strings.h"
 
 namespace fanout::launcher {
 
@@ -22,7 +22,7 @@ absl::StatusOr<SignalWatch> SignalWatch::Start(std::initializer_list<int> signal
   if (w.fd_ < 0) {
     int e = errno;
     pthread_sigmask(SIG_SETMASK, &w.old_mask_, nullptr);
-    return absl::InternalError(core::StrCat("signalfd: ", std::strerror(e)));
+    return absl::InternalError(base::StrCat("signalfd: ", std::strerror(e)));
   }
   return w;
 }

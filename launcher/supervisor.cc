@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <filesystem>
 
-#include "core/strings.h"
+#include "base/strings.h"
 #include "launcher/local_address.h"
 #include "launcher/signals.h"
 
@@ -17,7 +17,7 @@ namespace fanout::launcher {
 namespace {
 
 namespace fs = std::filesystem;
-using core::StrCat;
+using base::StrCat;
 using std::chrono::milliseconds;
 
 std::string LogName(const ProcessSpec& spec) {
@@ -132,7 +132,7 @@ int JobSupervisor::Run() {
           const PeerServer& p = plan_.peer_servers[i];
           if (!peer_seen_[i]) late.push_back(StrCat(p.label, " at ", HostPort(p.host, p.port)));
         }
-        Fail(StrCat(core::StrJoin(late, ", "), " did not accept connections within ", options_.server_timeout_s,
+        Fail(StrCat(base::StrJoin(late, ", "), " did not accept connections within ", options_.server_timeout_s,
                     " s (--server-timeout): is that machine's launcher running, and its port reachable?"),
              1);
       }
@@ -144,7 +144,7 @@ int JobSupervisor::Run() {
         for (const auto& c : children_) {
           if (!c->ready) late.push_back(Who(*c));
         }
-        Fail(StrCat(core::StrJoin(late, ", "), " did not report ready within ",
+        Fail(StrCat(base::StrJoin(late, ", "), " did not report ready within ",
                     options_.server_timeout_s, " s (--server-timeout); see the server logs in ",
                     options_.log_dir),
              1);
@@ -207,7 +207,7 @@ bool JobSupervisor::StartProcess(const ProcessSpec& spec) {
   // The last error line a process wrote to stderr names the job's failure if it is the first.
   auto on_err_line = [on_line, raw](std::string_view line) {
     if (on_line) on_line(line);
-    if (LineLevel(line) == 'E') raw->last_error.assign(core::StripSpaces(line).substr(0, 300));
+    if (LineLevel(line) == 'E') raw->last_error.assign(base::StripSpaces(line).substr(0, 300));
   };
   c->err = std::make_unique<StreamRouter>(prefix, options_.console_err, c->log_fd.get(), on_err_line, on_heartbeat);
   Say(StrCat("started ", spec.Label(), " pid ", c->process.pid(),

@@ -29,7 +29,7 @@ class SignalWatch;
 struct SupervisorOptions {
   double server_timeout_s = 60;  // servers that have not printed kServerReadyMarker by then fail
   double stop_grace_s = 5;       // SIGTERM / hang-up to SIGKILL
-  // A process that has sent heartbeats (core/heartbeat.h) and then sends none for this long is
+  // A process that has sent heartbeats (base/heartbeat.h) and then sends none for this long is
   // taken as hung: it is killed at once and the job stopped. 0: not watched.
   double heartbeat_timeout_s = 8;
   std::string log_dir;           // required; created (with parents) when missing
@@ -62,7 +62,7 @@ class JobSupervisor {
   struct Child {
     const ProcessSpec* spec = nullptr;
     Process process;
-    core::UniqueFd log_fd;
+    base::UniqueFd log_fd;
     std::unique_ptr<StreamRouter> out, err;
     bool ready = false;  // servers: printed the ready marker
     bool exited = false;
@@ -95,7 +95,7 @@ class JobSupervisor {
   SupervisorOptions options_;
   SignalWatch* signals_ = nullptr;  // owned by Run()
   std::optional<GroupGuard> guard_;  // kills the job's groups if the launcher dies
-  core::UniqueFd launcher_log_fd_;
+  base::UniqueFd launcher_log_fd_;
   std::vector<std::unique_ptr<Child>> children_;
   Phase phase_ = Phase::kStartingServers;
   Clock::time_point start_time_;

@@ -5,12 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
-#include "core/strings.h"
+#include "base/status.h"
+#include "base/strings.h"
 
 namespace fanout::partition {
 
-using core::StrCat;
+using base::StrCat;
 
 const Field* Dataset::FindNodeField(const std::string& n) const {
   for (const auto& f : node_fields) {
@@ -61,7 +61,7 @@ absl::Status ValidateTypes(const Dataset& d) {
     const int s = d.NodeTypeIndex(d.edge_types[r].src), t = d.NodeTypeIndex(d.edge_types[r].dst);
     if (s < 0 || t < 0) {
       return absl::InvalidArgumentError(StrCat("relation ", d.edge_types[r].ToString(), " names a node type the graph does not have (",
-                                               core::StrJoin(d.node_types, ", "), ")"));
+                                               base::StrJoin(d.node_types, ", "), ")"));
     }
     for (int64_t i = d.edge_type_offsets[r]; i < d.edge_type_offsets[r + 1]; ++i) {
       if (d.NodeTypeOf(e[2 * i]) != s || d.NodeTypeOf(e[2 * i + 1]) != t) {

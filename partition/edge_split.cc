@@ -8,14 +8,14 @@
 #include <utility>
 
 #include "absl/strings/str_split.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "core/random.h"
-#include "core/status.h"
-#include "core/strings.h"
 #include "partition/readers.h"
 
 namespace fanout::partition {
 
-using core::StrCat;
+using base::StrCat;
 
 absl::StatusOr<EdgeSplitOptions> ParseEdgeSplit(const std::string& text) {
   std::vector<double> f;
@@ -125,7 +125,7 @@ absl::StatusOr<int> FindRelation(const Dataset& d, const std::string& name) {
   if (hits.size() == 1) return hits[0];
   return absl::InvalidArgumentError(StrCat("--link-etype ", name, ": ",
                                            hits.empty() ? "no such relation" : "names several relations; write SRC:REL:DST",
-                                           " (this graph has ", core::StrJoin(EdgeTypeNames(d), ", "), ")"));
+                                           " (this graph has ", base::StrJoin(EdgeTypeNames(d), ", "), ")"));
 }
 
 // The user's split of options.files_dir (see SplitEdges).
@@ -141,7 +141,7 @@ absl::StatusOr<EdgeSplit> SplitEdges(const Dataset& d, const EdgeSplitOptions& o
   if (d.typed() != !o.relation.empty()) {
     return absl::InvalidArgumentError(
         d.typed() ? StrCat("--edge-split on a typed graph needs --link-etype: the relation to predict (one of ",
-                           core::StrJoin(EdgeTypeNames(d), ", "), ")")
+                           base::StrJoin(EdgeTypeNames(d), ", "), ")")
                   : "--link-etype applies to typed graphs only (this one has one node and edge type)");
   }
   if (d.typed()) {
@@ -230,7 +230,7 @@ absl::StatusOr<std::vector<int64_t>> ReadNegatives(const std::string& dir, const
     ASSIGN_OR_RETURN(core::NpyArray a, ReadNodeMatrix(dst.string(), num_nodes));
     if (a.rows() != n || a.shape()[1] < 1) {
       return absl::InvalidArgumentError(StrCat(dst.string(), ": expected [", n, ", k] negative destinations, one row per ",
-                                               which, "_pos pair; the shape is [", core::StrJoin(a.shape(), ", "), "]"));
+                                               which, "_pos pair; the shape is [", base::StrJoin(a.shape(), ", "), "]"));
     }
     const int64_t k = a.shape()[1];
     const int64_t* w = a.data_as<int64_t>();

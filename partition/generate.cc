@@ -48,20 +48,20 @@
 #include <unordered_set>
 #include <vector>
 
-#include "core/check.h"
+#include "base/check.h"
+#include "base/progress.h"
+#include "base/staging_dir.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "core/dtype.h"
 #include "core/npy.h"
-#include "core/progress.h"
 #include "core/random.h"
-#include "core/staging_dir.h"
-#include "core/status.h"
-#include "core/strings.h"
 
 namespace fanout::partition {
 namespace {
 
 using core::SplitMix64;
-using core::StrCat;
+using base::StrCat;
 namespace fs = std::filesystem;
 
 // Centroid norm in units of the noise's standard deviation. With feature_noise = 1, a
@@ -543,7 +543,7 @@ absl::Status WriteFeatures(const Model& m, const GenerateOptions& o, const fs::p
   } else {
     ASSIGN_OR_RETURN(npy, core::NpyWriter::Open(path.string(), o.feat_dtype, {n, f}));
   }
-  core::Progress progress("generate", "feature rows", n);
+  base::Progress progress("generate", "feature rows", n);
   std::function<void(int64_t, FeatureChunk*)> produce = [&](int64_t chunk, FeatureChunk* c) {
     const int64_t begin = chunk * rows_per_chunk;
     const int64_t rows = std::min(rows_per_chunk, n - begin);
@@ -605,7 +605,7 @@ absl::Status WriteEdges(const EdgeGenerator& generate, int64_t e, const Generate
       ASSIGN_OR_RETURN(npy_weight, core::NpyWriter::Open(l.edge_weight.string(), core::DType::kFloat32, {e}));
     }
   }
-  core::Progress progress("generate", "edges", e);
+  base::Progress progress("generate", "edges", e);
   std::function<void(int64_t, EdgeChunk*)> produce = [&](int64_t chunk, EdgeChunk* c) {
     const int64_t count = std::min(kEdgeChunk, e - chunk * kEdgeChunk);
     c->pairs.resize(2 * count);
@@ -938,8 +938,8 @@ absl::Status ValidateGenerateOptions(const GenerateOptions& o) {
 
 absl::Status GenerateDataset(const GenerateOptions& options) {
   RETURN_IF_ERROR(ValidateGenerateOptions(options));
-  const core::StagingOptions so{.tool = "fanout-generate", .overwrite = options.overwrite};
-  ASSIGN_OR_RETURN(core::StagingDir staging, core::StagingDir::Create(options.out_dir, so));
+  const base::StagingOptions so{.tool = "fanout-generate", .overwrite = options.overwrite};
+  ASSIGN_OR_RETURN(base::StagingDir staging, base::StagingDir::Create(options.out_dir, so));
   const fs::path dir(staging.path());
   if (options.format == DatasetFormat::kOgb) RETURN_IF_ERROR(MkDir(dir / "raw"));
 

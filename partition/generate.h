@@ -17,7 +17,7 @@ enum class DatasetFormat {
 
 struct GenerateOptions {
   std::string out_dir;                  // required; must not exist unless overwrite
-  bool overwrite = false;               // replace an out_dir this tool wrote (core/staging_dir.h)
+  bool overwrite = false;               // replace an out_dir this tool wrote (base/staging_dir.h)
   DatasetFormat format = DatasetFormat::kNpy;
   int64_t num_nodes = 100000;           // products scale: 2449029
   int64_t num_edges = 1000000;          // directed edges written (before any reverse edges)

@@ -11,10 +11,10 @@
 #include <optional>
 #include <string>
 
-#include "core/cli.h"
-#include "core/process_stats.h"
-#include "core/progress.h"
-#include "core/strings.h"
+#include "base/cli.h"
+#include "base/process_stats.h"
+#include "base/progress.h"
+#include "base/strings.h"
 #include "partition/generate.h"
 
 namespace {
@@ -50,7 +50,7 @@ int Main(int argc, char** argv) {
   using namespace fanout;
   GenerateOptions o;
   std::string format = "npy", preset = "small";
-  core::ArgParser args("fanout-generate", "--out DIR [--preset tiny|small|products] [flags]");
+  base::ArgParser args("fanout-generate", "--out DIR [--preset tiny|small|products] [flags]");
   args.SetDescription(kAbout);
   args.AddString("out", &o.out_dir, "output folder (written atomically)");
   args.MarkRequired("out");
@@ -82,9 +82,9 @@ int Main(int argc, char** argv) {
   args.AddAlias("split-name", "split");
   args.AddUint("seed", &o.seed, "random seed");
   std::string progress;
-  core::AddProgressFlag(args, &progress);
+  base::AddProgressFlag(args, &progress);
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
-  core::ApplyProgressFlag(progress);
+  base::ApplyProgressFlag(progress);
   for (const Preset& p : kPresets) {
     if (preset != p.name) continue;
     if (!args.WasSet("num-nodes")) o.num_nodes = p.num_nodes;
@@ -96,7 +96,7 @@ int Main(int argc, char** argv) {
     for (const char* flag : {"num-nodes", "num-edges"}) {
       if (args.WasSet(flag)) {
         return args.Fail(absl::InvalidArgumentError(
-            core::StrCat("--", flag, " does not apply to --preset mag (its sizes are ogbn-mag's times --scale)")));
+            base::StrCat("--", flag, " does not apply to --preset mag (its sizes are ogbn-mag's times --scale)")));
       }
     }
     o.heterogeneous = true;
@@ -142,5 +142,5 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return fanout::core::MainUnwindingOutOfMemory("fanout-generate", Main, argc, argv);
+  return fanout::base::MainUnwindingOutOfMemory("fanout-generate", Main, argc, argv);
 }

@@ -6,18 +6,18 @@
 #include <cstring>
 #include <limits>
 
-#include "core/parallel.h"
-#include "core/strings.h"
+#include "base/parallel.h"
+#include "base/strings.h"
 
 namespace fanout::partition {
 
 static_assert(sizeof(idx_t) == sizeof(int32_t), "fanout expects METIS built with 32-bit idx_t");
 
-using core::StrCat;
+using base::StrCat;
 
 std::string MetisGraph::Describe(const PartitionOptions& o) const {
   return StrCat("METIS k-way, objective ", o.objective_volume ? "volume" : "cut", ", balancing ",
-                core::StrJoin(constraints, " + "));
+                base::StrJoin(constraints, " + "));
 }
 
 absl::StatusOr<MetisGraph> BuildMetisGraph(const Dataset& d, const PartitionOptions& o) {
@@ -33,11 +33,11 @@ absl::StatusOr<MetisGraph> BuildMetisGraph(const Dataset& d, const PartitionOpti
   // Symmetrise with a parallel counting sort: thread t counts and places a contiguous slice of
   // the input edges (both directions, self loops skipped), then rows are sorted and repeats
   // dropped in parallel, and compacted once.
-  const int threads = o.num_threads > 0 ? o.num_threads : core::DefaultThreads();
+  const int threads = o.num_threads > 0 ? o.num_threads : base::DefaultThreads();
   const int64_t slices = std::max<int64_t>(1, std::min<int64_t>(threads, m / std::max<int64_t>(1, 4 * n)));
   std::vector<std::vector<int64_t>> cursor(slices, std::vector<int64_t>(n, 0));
   auto slice = [&](int64_t t) { return std::pair{m * t / slices, m * (t + 1) / slices}; };
-  (void)core::ParallelFor(threads, slices, [&](int64_t t) {
+  (void)base::ParallelFor(threads, slices, [&](int64_t t) {
     auto [b, end] = slice(t);
     std::vector<int64_t>& c = cursor[t];
     for (int64_t i = b; i < end; ++i) {
@@ -64,7 +64,7 @@ absl::StatusOr<MetisGraph> BuildMetisGraph(const Dataset& d, const PartitionOpti
   }
   MetisGraph g;
   g.adjncy.resize(offset[n]);
-  (void)core::ParallelFor(threads, slices, [&](int64_t t) {
+  (void)base::ParallelFor(threads, slices, [&](int64_t t) {
     auto [b, end] = slice(t);
     std::vector<int64_t>& c = cursor[t];
     for (int64_t i = b; i < end; ++i) {
@@ -82,7 +82,7 @@ absl::StatusOr<MetisGraph> BuildMetisGraph(const Dataset& d, const PartitionOpti
   // `kept[v]` is the row's new length.
   std::vector<int32_t> kept(n);
   const int64_t chunks = std::min<int64_t>(n, 16 * threads);
-  (void)core::ParallelFor(threads, chunks, [&](int64_t c) {
+  (void)base::ParallelFor(threads, chunks, [&](int64_t c) {
     for (int64_t v = n * c / chunks; v < n * (c + 1) / chunks; ++v) {
       int32_t* b = g.adjncy.data() + offset[v];
       int32_t* end = g.adjncy.data() + offset[v + 1];

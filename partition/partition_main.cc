@@ -3,10 +3,10 @@
 #include <cstdio>
 #include <optional>
 
-#include "core/cli.h"
-#include "core/process_stats.h"
-#include "core/progress.h"
-#include "core/strings.h"
+#include "base/cli.h"
+#include "base/process_stats.h"
+#include "base/progress.h"
+#include "base/strings.h"
 #include "partition/partitioner.h"
 #include "partition/readers.h"
 
@@ -17,7 +17,7 @@ int Main(int argc, char** argv) {
   partition::ReadOptions read;
   partition::PartitionOptions opt;
   std::string method = "metis", objtype = "cut", self_loops = "keep", duplicates = "keep";
-  core::ArgParser args("fanout-partition", "--input DIR --num-parts K --out OUT [flags]");
+  base::ArgParser args("fanout-partition", "--input DIR --num-parts K --out OUT [flags]");
   args.AddString("input", &read.input_dir,
                  "dataset folder: OGB's raw layout, OGB's heterogeneous layout (typed), the plain layout or the "
                  "typed .npy layout (README 'Dataset layouts')");
@@ -73,9 +73,9 @@ int Main(int argc, char** argv) {
                "row by its sum (stored as float32)");
   args.AddBool("quiet", &opt.quiet, "print nothing but errors: no progress on stderr, no summary on stdout");
   std::string progress;
-  core::AddProgressFlag(args, &progress);
+  base::AddProgressFlag(args, &progress);
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
-  core::ApplyProgressFlag(progress, opt.quiet);
+  base::ApplyProgressFlag(progress, opt.quiet);
   if (read.input_dir.empty()) return args.Fail(absl::InvalidArgumentError("--input is required"));
   if (opt.out_dir.empty()) return args.Fail(absl::InvalidArgumentError("--out is required"));
   if (!args.WasSet("num-parts")) return args.Fail(absl::InvalidArgumentError("--num-parts is required"));
@@ -130,5 +130,5 @@ int Main(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  return fanout::core::MainUnwindingOutOfMemory("fanout-partition", Main, argc, argv);
+  return fanout::base::MainUnwindingOutOfMemory("fanout-partition", Main, argc, argv);
 }

@@ -11,15 +11,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/parallel.h"
+#include "base/process_stats.h"
+#include "base/progress.h"
+#include "base/staging_dir.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "core/csr.h"
 #include "core/npy.h"
-#include "core/parallel.h"
 #include "core/partition_config.h"
-#include "core/process_stats.h"
-#include "core/staging_dir.h"
-#include "core/status.h"
-#include "core/progress.h"
-#include "core/strings.h"
 #include "partition/metis_graph.h"
 #include "partition/readers.h"
 
@@ -28,7 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using core::NpyArray;
-using core::StrCat;
+using base::StrCat;
 
 constexpr const char* kTool = "fanout-partition";
 
@@ -46,8 +46,8 @@ absl::StatusOr<std::vector<int32_t>> MetisAssign(const Dataset& d, const Partiti
   Log(o, StrCat("running METIS: ", d.num_nodes, " nodes, ", g.adjncy.size() / 2,
                 " undirected edges, ", o.num_parts, " parts, ", g.ncon, " constraint(s)"));
   // METIS reports nothing while it runs (a minute at products scale): say that it still does.
-  std::optional<core::ElapsedTicker> ticker;
-  if (!o.quiet && core::ProgressEnabled(core::GetProgressMode())) ticker.emplace(kTool, "METIS still running", 15.0);
+  std::optional<base::ElapsedTicker> ticker;
+  if (!o.quiet && base::ProgressEnabled(base::GetProgressMode())) ticker.emplace(kTool, "METIS still running", 15.0);
   return RunMetis(g, o);
 }
 
@@ -412,7 +412,7 @@ absl::Status CheckNodeCountFits(const Dataset& d, int64_t usable_bytes) {
 
 absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const PartitionOptions& o) {
   RETURN_IF_ERROR(ValidatePartitionOptions(o, d.num_nodes));
-  RETURN_IF_ERROR(CheckNodeCountFits(d, core::UsableMemoryBytes()));
+  RETURN_IF_ERROR(CheckNodeCountFits(d, base::UsableMemoryBytes()));
   const std::string name = o.graph_name.empty() ? d.name : o.graph_name;
   RETURN_IF_ERROR(CheckName(name));
   for (const auto& f : d.node_fields) {
@@ -423,19 +423,19 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   }
   // Claim the output folder before the long work, so a bad --out fails fast. Everything read
   // is protected: --out may not be, contain, or (to replace it) lie inside any input.
-  core::StagingOptions so{
+  base::StagingOptions so{
       .tool = kTool, .overwrite = o.overwrite, .inputs = {d.input_dir, o.assignment_file}};
   for (const std::string* p : {&d.edges_source, &d.edges.path()}) so.inputs.push_back(*p);
   for (const auto* fields : {&d.node_fields, &d.edge_fields}) {
     for (const Field& f : *fields) so.inputs.push_back(f.data.path());
   }
-  ASSIGN_OR_RETURN(core::StagingDir staging, core::StagingDir::Create(o.out_dir, so));
+  ASSIGN_OR_RETURN(base::StagingDir staging, base::StagingDir::Create(o.out_dir, so));
 
-  core::PhaseTimer timer;
+  base::PhaseTimer timer;
   PartitionSummary s;
   const int K = o.num_parts;
   const int64_t n = d.num_nodes;
-  const int threads = o.num_threads > 0 ? o.num_threads : core::DefaultThreads();
+  const int threads = o.num_threads > 0 ? o.num_threads : base::DefaultThreads();
   s.num_nodes = n;
   s.input_edges = d.num_edges();
 
@@ -616,14 +616,14 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   std::vector<PartStats> stats(K);
   // Task 0 streams every partition's node data; tasks 1..K write one partition's graph each.
   Log(o, StrCat("writing ", K, " partitions on ", threads, " thread(s)"));
-  RETURN_IF_ERROR(core::ParallelFor(threads, K + 1, [&](int64_t t) {
+  RETURN_IF_ERROR(base::ParallelFor(threads, K + 1, [&](int64_t t) {
     return t == 0 ? WriteNodeData(rel, &stats) : WriteGraphFiles(rel, static_cast<int>(t - 1), &stats[t - 1]);
   }));
   if (d.typed()) {
     auto counts = [](const core::TypeMap& types) {
       std::vector<std::string> parts;
       for (int t = 0; t < types.num_types(); ++t) parts.push_back(StrCat(types.name(t), " ", types.count(t)));
-      return core::StrJoin(parts, ", ");
+      return base::StrJoin(parts, ", ");
     };
     s.types_note = StrCat("node types:       ", counts(node_types), "\n", "edge types:       ", counts(edge_types), "\n");
   }
@@ -671,7 +671,7 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   s.config_path = (fs::path(staging.dest()) / (name + ".json")).string();
   s.phases = timer.phases();
   s.total_seconds = timer.total_seconds();
-  s.peak_rss_bytes = core::PeakRssBytes();
+  s.peak_rss_bytes = base::PeakRssBytes();
   return s;
 }
 

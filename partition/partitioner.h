@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/process_stats.h"
+#include "base/process_stats.h"
 #include "partition/dataset.h"
 #include "partition/edge_split.h"
 
@@ -30,7 +30,7 @@ struct PartitionOptions {
   int halo_hops = 1;                   // 0 or 1
   uint64_t seed = 0;                   // METIS and random partitioning seed
   int num_threads = 0;                 // threads for sorting and writing; 0 = all cores
-  bool overwrite = false;              // replace an out_dir this tool wrote (core/staging_dir.h)
+  bool overwrite = false;              // replace an out_dir this tool wrote (base/staging_dir.h)
   bool quiet = false;                  // no progress lines on stderr
   // Link prediction: node pairs held out of the stored graph, with negatives (edge_split.h);
   // its seed is `seed`.
@@ -41,7 +41,7 @@ struct PartitionOptions {
 absl::Status ValidatePartitionOptions(const PartitionOptions& options, int64_t num_nodes);
 
 // RESOURCE_EXHAUSTED, naming where the node count came from, when the partitioner's per-node
-// arrays alone would not fit in `usable_bytes` (core::UsableMemoryBytes(); <= 0: unknown, OK):
+// arrays alone would not fit in `usable_bytes` (base::UsableMemoryBytes(); <= 0: unknown, OK):
 // IDs that are not 0..N-1 fail here, before the output folder is claimed.
 absl::Status CheckNodeCountFits(const Dataset& d, int64_t usable_bytes);
 
@@ -54,7 +54,7 @@ struct PartitionSummary {
   int64_t duplicates = 0;              // found (removed or kept)
   int64_t edge_cut = 0;                // stored edges whose source lives in another partition
   std::vector<int64_t> part_nodes, part_edges, part_train, part_halo;
-  std::vector<core::PhaseTimer::Phase> phases;
+  std::vector<base::PhaseTimer::Phase> phases;
   double total_seconds = 0;
   int64_t peak_rss_bytes = 0;
   std::string metis_note;              // e.g. the constraints used

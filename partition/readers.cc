@@ -10,23 +10,23 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/progress.h"
+#include "base/progress.h"
+#include "base/status.h"
+#include "base/strings.h"
+#include "base/text_reader.h"
 #include "core/shape.h"
-#include "core/status.h"
-#include "core/strings.h"
-#include "core/text_reader.h"
 
 namespace fanout::partition {
 namespace {
 
 namespace fs = std::filesystem;
 using core::DType;
-using core::LineReader;
+using base::LineReader;
 using core::NpyArray;
-using core::StrCat;
+using base::StrCat;
 
 bool IsBlankOrComment(std::string_view line) {
-  line = core::StripSpaces(line);
+  line = base::StripSpaces(line);
   return line.empty() || line[0] == '#';
 }
 
@@ -59,7 +59,7 @@ absl::Status ForEachRecord(const std::string& path, Fn fn) {
     ASSIGN_OR_RETURN(bool more, r->Next(&line));
     if (!more) return absl::OkStatus();
     if (IsBlankOrComment(line)) continue;
-    core::SplitFields(line, &fields);
+    base::SplitFields(line, &fields);
     RETURN_IF_ERROR(fn(*r, line, fields));
   }
 }
@@ -71,7 +71,7 @@ absl::StatusOr<std::vector<int64_t>> ReadIntColumn(const std::string& path, int6
   RETURN_IF_ERROR(ForEachRecord(path, [&](const LineReader& r, std::string_view line,
                                           const std::vector<std::string_view>& fields) {
     int64_t v;
-    if (fields.size() != 1 || !core::ParseInt64(fields[0], &v)) {
+    if (fields.size() != 1 || !base::ParseInt64(fields[0], &v)) {
       return LineError(r, StrCat("expected one integer, got '", line.substr(0, 80), "'"));
     }
     if (limit > 0 && (v < 0 || v >= limit)) {
@@ -115,11 +115,11 @@ absl::StatusOr<NpyArray> ReadEdgesText(const std::string& path, const EndLimits&
   int64_t max_id = -1;
   std::vector<int64_t> e;
   e.reserve(ReserveFor(path, expected, 2));
-  core::Progress progress("fanout-partition", StrCat("reading ", path), -1);
+  base::Progress progress("fanout-partition", StrCat("reading ", path), -1);
   RETURN_IF_ERROR(ForEachRecord(path, [&](const LineReader& r, std::string_view line,
                                           const std::vector<std::string_view>& fields) {
     int64_t s, d;
-    if (fields.size() < 2 || !core::ParseInt64(fields[0], &s) || !core::ParseInt64(fields[1], &d)) {
+    if (fields.size() < 2 || !base::ParseInt64(fields[0], &s) || !base::ParseInt64(fields[1], &d)) {
       return LineError(r, StrCat("expected 'src,dst' node IDs, got '", line.substr(0, 80), "'"));
     }
     // Extra columns (a weight, a timestamp, a shifted file) were silently dropped (issue 11).
@@ -156,7 +156,7 @@ absl::StatusOr<NpyArray> ReadFloatMatrix(const std::string& path, int64_t expect
                                          const std::string& rows_name) {
   std::vector<float> v;
   int64_t cols = -1, rows = 0;
-  core::Progress progress("fanout-partition", StrCat("reading ", path), expected_rows);
+  base::Progress progress("fanout-partition", StrCat("reading ", path), expected_rows);
   RETURN_IF_ERROR(ForEachRecord(path, [&](const LineReader& r, std::string_view,
                                           const std::vector<std::string_view>& fields) {
     if (cols < 0) {
@@ -168,7 +168,7 @@ absl::StatusOr<NpyArray> ReadFloatMatrix(const std::string& path, int64_t expect
     }
     for (size_t c = 0; c < fields.size(); ++c) {
       float x;
-      if (!core::ParseFloat(fields[c], &x)) {
+      if (!base::ParseFloat(fields[c], &x)) {
         return LineError(r, StrCat("column ", c + 1, ": '", fields[c].substr(0, 40), "' is not a number"));
       }
       v.push_back(x);
@@ -201,8 +201,8 @@ absl::StatusOr<NpyArray> ReadLabels(const std::string& path, int64_t num_nodes) 
     }
     int64_t y;
     float f;
-    if (core::ParseInt64(fields[0], &y)) {
-    } else if (core::ParseFloat(fields[0], &f) &&
+    if (base::ParseInt64(fields[0], &y)) {
+    } else if (base::ParseFloat(fields[0], &f) &&
                (std::isnan(f) || (f == std::floor(f) && std::fabs(f) < 0x1p63f))) {
       // (Outside int64, converting the float would be undefined behaviour.)
       y = std::isnan(f) ? -1 : static_cast<int64_t>(f);
@@ -308,13 +308,13 @@ absl::StatusOr<std::string> PickSplit(const fs::path& split_root, const std::str
   if (!wanted.empty()) {
     if (std::find(names.begin(), names.end(), wanted) == names.end()) {
       return absl::NotFoundError(StrCat("--split ", wanted, ": no folder ", (split_root / wanted).string(),
-                                        " (found: ", names.empty() ? "none" : core::StrJoin(names, ", "), ")"));
+                                        " (found: ", names.empty() ? "none" : base::StrJoin(names, ", "), ")"));
     }
     return wanted;
   }
   if (names.size() > 1) {
     return absl::InvalidArgumentError(StrCat(split_root.string(), " has several splits (",
-                                             core::StrJoin(names, ", "), "); choose one with --split"));
+                                             base::StrJoin(names, ", "), "); choose one with --split"));
   }
   return names.empty() ? std::string() : names[0];
 }
@@ -377,7 +377,7 @@ absl::StatusOr<std::vector<std::vector<std::string>>> ReadRecords(const std::str
   std::vector<std::vector<std::string>> out;
   RETURN_IF_ERROR(ForEachRecord(path, [&](const LineReader&, std::string_view, const std::vector<std::string_view>& f) {
     out.emplace_back();
-    for (std::string_view x : f) out.back().emplace_back(core::StripSpaces(x));
+    for (std::string_view x : f) out.back().emplace_back(base::StripSpaces(x));
     return absl::OkStatus();
   }));
   return out;
@@ -408,11 +408,11 @@ int64_t TypeCount(const Dataset& d, int t) { return d.node_type_offsets[t + 1] -
 absl::StatusOr<core::CanonicalEdgeType> CheckRelation(const Dataset& d, const std::vector<std::string>& triplet,
                                                       const std::string& source) {
   if (triplet.size() != 3) return absl::InvalidArgumentError(StrCat(source, ": expected src_type,relation,dst_type"));
-  const std::string name = core::StrJoin(triplet, ",");
+  const std::string name = base::StrJoin(triplet, ",");
   for (const std::string* end : {&triplet[0], &triplet[2]}) {
     if (d.NodeTypeIndex(*end) < 0) {
       return absl::InvalidArgumentError(StrCat(source, " (", name, "): node type '", *end,
-                                               "' is not one of the graph's (", core::StrJoin(d.node_types, ", "), ")"));
+                                               "' is not one of the graph's (", base::StrJoin(d.node_types, ", "), ")"));
     }
   }
   if (!core::IsTypeName(triplet[1])) {
@@ -455,7 +455,7 @@ absl::StatusOr<std::vector<std::pair<int, fs::path>>> TypeFolders(const Dataset&
     const int t = d.NodeTypeIndex(type);
     if (t < 0 || !entry.is_directory()) {
       return absl::InvalidArgumentError(StrCat(entry.path().string(), ": '", type, "' is not a node type of ",
-                                               d.num_nodes_source, " (", core::StrJoin(d.node_types, ", "), ")"));
+                                               d.num_nodes_source, " (", base::StrJoin(d.node_types, ", "), ")"));
     }
     out.push_back({t, entry.path()});
   }
@@ -478,7 +478,7 @@ absl::StatusOr<Dataset> ReadOgbHetero(const fs::path& dir, const ReadOptions& op
   }
   for (size_t t = 0; t < dict[0].size(); ++t) {
     int64_t count;
-    if (!core::ParseInt64(dict[1][t], &count)) {
+    if (!base::ParseInt64(dict[1][t], &count)) {
       return absl::InvalidArgumentError(StrCat(d.num_nodes_source, ": the count of '", dict[0][t], "' is '",
                                                dict[1][t], "', not a node count"));
     }
@@ -577,7 +577,7 @@ absl::Status OrientEdges(const std::string& path, const std::string& layout, Npy
     } else {
       return absl::InvalidArgumentError(
           StrCat(path, ": expected an [E, 2] array of (src, dst) or PyG's [2, E] edge_index; the shape is [",
-                 core::StrJoin(shape, ", "), "]"));
+                 base::StrJoin(shape, ", "), "]"));
     }
   } else {
     return absl::InvalidArgumentError(StrCat("--edge-layout: '", layout, "' is not one of auto, rows, columns"));
@@ -619,7 +619,7 @@ absl::StatusOr<Dataset> ReadTypedNpy(const fs::path& dir, const ReadOptions& opt
   std::vector<int64_t> edges;
   for (const fs::path& f : NpyFiles(dir / "edges")) {
     // SRC___REL___DST.npy, as OGB names relation folders.
-    const std::vector<std::string> triplet = core::StrSplit(f.stem().string(), "___");
+    const std::vector<std::string> triplet = base::StrSplit(f.stem().string(), "___");
     ASSIGN_OR_RETURN(core::CanonicalEdgeType type, CheckRelation(d, triplet, StrCat(f.string(), ": name")));
     ASSIGN_OR_RETURN(NpyArray e, MapAsInt64(f.string()));
     RETURN_IF_ERROR(OrientEdges(f.string(), opt.edge_layout, &e));
@@ -797,7 +797,7 @@ absl::StatusOr<NpyArray> ReadNodeMatrix(const std::string& path, int64_t num_nod
   ASSIGN_OR_RETURN(NpyArray a, MapAsInt64(path));
   if (a.shape().size() != 2) {
     return absl::InvalidArgumentError(StrCat(path, ": expected a 2-D integer array of node IDs, the shape is [",
-                                             core::StrJoin(a.shape(), ", "), "]"));
+                                             base::StrJoin(a.shape(), ", "), "]"));
   }
   const int64_t* p = a.data_as<int64_t>();
   const int64_t cols = a.shape()[1];

@@ -7,13 +7,13 @@
 #include <cstring>
 #include <future>
 
-#include "core/status.h"
-#include "core/strings.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "rpc/rpc_codec.h"
 
 namespace fanout::rpc {
 
-using core::StrCat;
+using base::StrCat;
 
 std::unique_ptr<GraphClient> GraphClient::Connect(const std::string& address, const ClientOptions& options) {
   grpc::ChannelArguments args;

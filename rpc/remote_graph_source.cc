@@ -1,11 +1,11 @@
 #include "rpc/remote_graph_source.h"
 
-#include "core/check.h"
-#include "core/strings.h"
+#include "base/check.h"
+#include "base/strings.h"
 
 namespace fanout::rpc {
 
-using core::StrCat;
+using base::StrCat;
 
 RemoteGraphSource::RemoteGraphSource(int part, std::vector<std::unique_ptr<GraphClient>> clients)
     : part_(part), clients_(std::move(clients)) {
@@ -15,7 +15,7 @@ RemoteGraphSource::RemoteGraphSource(int part, std::vector<std::unique_ptr<Graph
 std::string RemoteGraphSource::Describe() const {
   std::vector<std::string> addresses;
   for (const auto& c : clients_) addresses.push_back(c->address());
-  return StrCat("partition ", part_, " (server", clients_.size() > 1 ? "s " : " ", core::StrJoin(addresses, ", "), ")");
+  return StrCat("partition ", part_, " (server", clients_.size() > 1 ? "s " : " ", base::StrJoin(addresses, ", "), ")");
 }
 
 GraphClient* RemoteGraphSource::Next() {

@@ -2,13 +2,13 @@
 
 #include <cstring>
 
+#include "base/status.h"
+#include "base/strings.h"
 #include "core/shape.h"
-#include "core/status.h"
-#include "core/strings.h"
 
 namespace fanout::rpc {
 
-using core::StrCat;
+using base::StrCat;
 
 grpc::Status ToGrpcStatus(const absl::Status& s) {
   if (s.ok()) return grpc::Status::OK;
@@ -60,7 +60,7 @@ absl::Status CheckTensor(const v1::Tensor& t, const char* what) {
   ASSIGN_OR_RETURN(int64_t bytes, core::ShapeBytes(t.shape(), core::DTypeSize(dtype), what));
   if (static_cast<uint64_t>(bytes) != t.data().size()) {
     return absl::InvalidArgumentError(StrCat(what, ": ", core::DTypeName(dtype), " tensor of shape [",
-                                             core::StrJoin(std::vector<int64_t>(t.shape().begin(), t.shape().end()), ", "),
+                                             base::StrJoin(std::vector<int64_t>(t.shape().begin(), t.shape().end()), ", "),
                                              "] needs ", bytes, " bytes, data has ", t.data().size()));
   }
   return absl::OkStatus();

@@ -10,12 +10,12 @@
 #include <grpcpp/security/credentials.h>
 #include <grpcpp/security/server_credentials.h>
 
-#include "core/status.h"
-#include "core/strings.h"
+#include "base/status.h"
+#include "base/strings.h"
 
 namespace fanout::rpc {
 
-using core::StrCat;
+using base::StrCat;
 
 namespace {
 

@@ -1,6 +1,6 @@
 // Who may talk to a graph server: TLS (server certificate, optionally mutual with client
 // certificates) and a shared-secret token sent as call metadata. The flags are in
-// core/security_options.h; this loads their files and makes gRPC credentials.
+// base/security_options.h; this loads their files and makes gRPC credentials.
 #pragma once
 
 #include <memory>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/security_options.h"
+#include "base/security_options.h"
 
 namespace grpc {
 class ChannelArguments;
@@ -18,7 +18,7 @@ class ServerCredentials;
 
 namespace fanout::rpc {
 
-using core::SecurityOptions;
+using base::SecurityOptions;
 
 // Loaded key material. Cheap to copy.
 class Security {
@@ -47,6 +47,6 @@ class Security {
   std::string cert_pem_, key_pem_, ca_pem_, server_name_, token_;
 };
 
-using core::IsLoopbackHost;
+using base::IsLoopbackHost;
 
 }  // namespace fanout::rpc

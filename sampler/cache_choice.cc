@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <numeric>
 
-#include "core/status.h"
-#include "core/strings.h"
+#include "base/status.h"
+#include "base/strings.h"
 
 namespace fanout::sampler {
 
-using core::StrCat;
+using base::StrCat;
 
 std::vector<int64_t> ChooseHottest(const std::vector<int64_t>& counts, const std::vector<int64_t>& degree,
                                    int64_t max_rows) {

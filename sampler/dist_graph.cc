@@ -6,16 +6,16 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "core/check.h"
+#include "base/check.h"
+#include "base/status.h"
+#include "base/strings.h"
+#include "base/text_reader.h"
 #include "core/dtype.h"
-#include "core/status.h"
-#include "core/strings.h"
-#include "core/text_reader.h"
 #include "rpc/remote_graph_source.h"
 
 namespace fanout::sampler {
 
-using core::StrCat;
+using base::StrCat;
 
 namespace {
 // A source's error as the router reports it: which partition failed comes first.
@@ -188,7 +188,7 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
 }
 
 void DistGraph::StartPool() {
-  if (config_.num_parts > 1) pool_ = std::make_unique<core::ThreadPool>(config_.num_parts - 1);
+  if (config_.num_parts > 1) pool_ = std::make_unique<base::ThreadPool>(config_.num_parts - 1);
 }
 
 absl::Status DistGraph::BuildCache() {
@@ -437,7 +437,7 @@ absl::StatusOr<core::FieldSchema> DistGraph::NodeFieldSchema(const std::string& 
     names.push_back(f.key());
   }
   return absl::NotFoundError(StrCat("graph '", config_.graph_name, "' has no node field '", field,
-                                    "'; node fields: ", names.empty() ? "(none)" : core::StrJoin(names, ", ")));
+                                    "'; node fields: ", names.empty() ? "(none)" : base::StrJoin(names, ", ")));
 }
 
 absl::StatusOr<size_t> DistGraph::NodeRowBytes(const std::string& field) const {
@@ -468,7 +468,7 @@ absl::StatusOr<core::FieldSchema> DistGraph::EdgeFieldSchema(const std::string& 
   std::vector<std::string> names;
   for (const core::FieldSchema& f : config_.edge_fields) names.push_back(f.name);
   return absl::NotFoundError(StrCat("graph '", config_.graph_name, "' has no edge field '", field,
-                                    "'; edge fields: ", names.empty() ? "(none)" : core::StrJoin(names, ", ")));
+                                    "'; edge fields: ", names.empty() ? "(none)" : base::StrJoin(names, ", ")));
 }
 
 absl::Status DistGraph::PullEdgeRows(const std::string& field, std::span<const int64_t> eids, char* out) const {

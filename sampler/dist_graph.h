@@ -16,22 +16,22 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/ip_config.h"
+#include "base/thread_pool.h"
 #include "core/graph_source.h"
-#include "core/ip_config.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
-#include "core/thread_pool.h"
-#include "core/type_map.h"
 #include "core/sampling.h"
-#include "sampler/row_cache.h"
+#include "core/type_map.h"
 #include "rpc/client_options.h"
+#include "sampler/row_cache.h"
 
 namespace fanout::sampler {
 
-// Where the servers of each partition listen (core/ip_config.h).
-using core::FormatServerList;
-using core::ParseServerList;
-using core::ServerMap;
+// Where the servers of each partition listen (base/ip_config.h).
+using base::FormatServerList;
+using base::ParseServerList;
+using base::ServerMap;
 
 struct DistGraphOptions {
   int machine_id = 0;                 // this process's machine = its local partition; -1: none
@@ -41,7 +41,7 @@ struct DistGraphOptions {
   // TLS and token files (--tls-*, --auth-token-file): loaded by Open into the clients (unless
   // the caller has loaded them into client.security already, so that a process reads them
   // once), and handed on to sampler processes.
-  core::SecurityOptions security;
+  base::SecurityOptions security;
   double connect_timeout_seconds = 30;  // Open() waits this long for every server to answer
   // Node field whose remote rows this process keeps in memory: the rows of the local
   // partition's halo (graph/halo_nids.npy), pulled once by Open, at most cache_max_bytes of them
@@ -138,7 +138,7 @@ class DistGraph {
   std::shared_ptr<const RowCache> cache_;
   std::shared_ptr<CacheCounters> cache_counters_ = std::make_shared<CacheCounters>();
   // P - 1 threads, started once: the remote parts of a call start here (see ForEachPart).
-  std::unique_ptr<core::ThreadPool> pool_;
+  std::unique_ptr<base::ThreadPool> pool_;
 };
 
 }  // namespace fanout::sampler

@@ -5,15 +5,15 @@
 #include <cmath>
 #include <utility>
 
+#include "base/status.h"
+#include "base/strings.h"
 #include "core/random.h"
-#include "core/status.h"
-#include "core/strings.h"
 #include "sampler/id_map.h"
 #include "sampler/seed_split.h"
 
 namespace fanout::sampler {
 
-using core::StrCat;
+using base::StrCat;
 
 namespace {
 

@@ -13,17 +13,17 @@
 #include <cstring>
 #include <thread>
 
-#include "core/spawn.h"
-#include "core/status.h"
-#include "core/strings.h"
-#include "core/unique_fd.h"
+#include "base/spawn.h"
+#include "base/status.h"
+#include "base/strings.h"
+#include "base/unique_fd.h"
 #include "sampler/prefetcher.h"
 #include "sampler/sampler_spec.h"
 #include "sampler/shm_batch.h"
 
 namespace fanout::sampler {
 
-using core::StrCat;
+using base::StrCat;
 
 namespace {
 
@@ -79,7 +79,7 @@ class ProcessLoader final : public BatchLoader {
 
     // The seed list (and the IDs of the trainer's feature cache after it) travels once, in a
     // memfd every child inherits.
-    core::UniqueFd seeds_fd(memfd_create("fanout-seeds", MFD_CLOEXEC));
+    base::UniqueFd seeds_fd(memfd_create("fanout-seeds", MFD_CLOEXEC));
     if (!seeds_fd.valid()) return absl::InternalError(StrCat("memfd_create: ", std::strerror(errno)));
     const std::vector<int64_t> no_ids;
     const std::vector<int64_t>& cached = so.cached_nodes != nullptr ? so.cached_nodes->ids() : no_ids;
@@ -158,12 +158,12 @@ class ProcessLoader final : public BatchLoader {
     int received = -1;
     bool closed = false;
     absl::Status s = ReceiveMessage(sock, &index, &slot, &received, &closed);
-    const core::UniqueFd fd(received);  // the batch file: closed on every path out of here
+    const base::UniqueFd fd(received);  // the batch file: closed on every path out of here
     if (!s.ok()) {
       // A process that died with our messages unread resets the socket rather than closing it:
       // either way, say how it ended when it has (it is gone or going once its socket is).
       int status = 0;
-      if (closed || core::WaitForExit(c.pid, std::chrono::seconds(2)) == 1) {
+      if (closed || base::WaitForExit(c.pid, std::chrono::seconds(2)) == 1) {
         if (waitpid(c.pid, &status, 0) == c.pid) c.reaped = true;
       }
       if (c.reaped) {
@@ -192,7 +192,7 @@ class ProcessLoader final : public BatchLoader {
   // The trainer's end of a sampler's socket; closed when the loader and every batch still held
   // have let go of it.
   struct Channel {
-    core::UniqueFd fd;
+    base::UniqueFd fd;
     explicit Channel(int f) : fd(f) {}
   };
   struct Child {
@@ -210,11 +210,11 @@ class ProcessLoader final : public BatchLoader {
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
       return absl::InternalError(StrCat("socketpair: ", std::strerror(errno)));
     }
-    core::UniqueFd ours(pair[0]), theirs(pair[1]);
+    base::UniqueFd ours(pair[0]), theirs(pair[1]);
     // Dies with the trainer; fd 3 is its end of the socket, fd 4 the seeds (sampler_main.cc).
     ASSIGN_OR_RETURN(const pid_t pid,
-                     core::SpawnChild({.argv = args,
-                                       .fds = {core::ChildFd::Dup(3, theirs.get()), core::ChildFd::Dup(4, seeds_fd)}}));
+                     base::SpawnChild({.argv = args,
+                                       .fds = {base::ChildFd::Dup(3, theirs.get()), base::ChildFd::Dup(4, seeds_fd)}}));
     theirs.reset();  // the child's end lives on in the child only
     children_.push_back(Child{pid, std::make_shared<Channel>(ours.release())});
     return absl::OkStatus();

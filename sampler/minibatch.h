@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "core/check.h"
+#include "base/check.h"
 #include "core/dtype.h"
 #include "sampler/array.h"
 

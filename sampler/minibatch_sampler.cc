@@ -5,19 +5,19 @@
 #include <cstring>
 #include <optional>
 
-#include "core/check.h"
+#include "base/check.h"
+#include "base/status.h"
+#include "base/strings.h"
+#include "base/text_reader.h"
 #include "core/dtype.h"
 #include "core/random.h"
 #include "core/sampling.h"
-#include "core/status.h"
-#include "core/strings.h"
-#include "core/text_reader.h"
 #include "sampler/seed_split.h"
 
 namespace fanout::sampler {
 
 using core::DType;
-using core::StrCat;
+using base::StrCat;
 
 namespace {
 
@@ -130,19 +130,19 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> ResolveRelationFanouts(const c
     for (size_t r = 0; r < relations; ++r) {
       if (rel != names[r] && rel != config.edge_types[r].rel) continue;
       if (found >= 0) return bad(StrCat("'", rel, "' names several edge types; write one as SRC:REL:DST (",
-                                        core::StrJoin(names, ", "), ")"));
+                                        base::StrJoin(names, ", "), ")"));
       found = static_cast<int>(r);
     }
-    if (found < 0) return bad(StrCat("no edge type '", rel, "'; the graph has ", core::StrJoin(names, ", ")));
+    if (found < 0) return bad(StrCat("no edge type '", rel, "'; the graph has ", base::StrJoin(names, ", ")));
     if (given[found]) return bad(StrCat("edge type ", names[found], " is given twice"));
     given[found] = true;
-    const std::vector<std::string> values = core::StrSplit(spec.substr(eq + 1), ",");
+    const std::vector<std::string> values = base::StrSplit(spec.substr(eq + 1), ",");
     if (values.size() != fanouts.size()) {
       return bad(StrCat(values.size(), " fanouts for ", fanouts.size(), " layers (--fanouts)"));
     }
     for (size_t l = 0; l < values.size(); ++l) {
       int64_t f = 0;
-      if (!core::ParseInt64(values[l], &f) || !core::CheckFanout(f).ok()) {
+      if (!base::ParseInt64(values[l], &f) || !core::CheckFanout(f).ok()) {
         return bad(StrCat("fanout '", values[l], "' is not -1 (all) or a count >= 0"));
       }
       out[l][found] = f;
@@ -168,7 +168,7 @@ absl::StatusOr<std::vector<std::string>> TypedFieldKeys(const DistGraph& graph, 
     for (const core::FieldSchema& f : graph.config().node_fields) fields.push_back(f.key());
     return absl::NotFoundError(StrCat("no node type of graph '", graph.config().graph_name, "' has a ", what, " field '",
                                       name, "' (TYPE/", name, "); node fields: ",
-                                      fields.empty() ? "(none)" : core::StrJoin(fields, ", ")));
+                                      fields.empty() ? "(none)" : base::StrJoin(fields, ", ")));
   }
   return keys;
 }

@@ -18,11 +18,11 @@
 #include <cstring>
 #include <optional>
 
-#include "core/cli.h"
-#include "core/malloc_tuning.h"
+#include "base/cli.h"
+#include "base/malloc_tuning.h"
+#include "base/strings.h"
+#include "base/unique_fd.h"
 #include "core/partition_config.h"
-#include "core/strings.h"
-#include "core/unique_fd.h"
 #include "sampler/dist_graph.h"
 #include "sampler/link_sampler.h"
 #include "sampler/minibatch_sampler.h"
@@ -31,18 +31,18 @@
 
 namespace {
 
-using fanout::core::StrCat;
+using fanout::base::StrCat;
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  fanout::core::KeepLargeAllocations();
+  fanout::base::KeepLargeAllocations();
   using namespace fanout;
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   std::signal(SIGPIPE, SIG_IGN);
   std::string spec_json;
   int index = 0, socket_fd = -1, seeds_fd = -1;
-  core::ArgParser args("fanout-sampler", "(started by fanout-train with --num-samplers N)");
+  base::ArgParser args("fanout-sampler", "(started by fanout-train with --num-samplers N)");
   args.SetDescription("A sampler process of a fanout trainer: makes every N-th mini-batch and hands it to\n"
                       "the trainer in shared memory. The trainer starts it; see docs/sampling.md.\n\n");
   args.AddString("spec", &spec_json, "everything else, as the trainer wrote it (sampler/sampler_spec.h)");
@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
   // The seeds, then the IDs of the trainer's feature cache (sampler/sampler_spec.h).
   std::vector<int64_t> seeds(num_seeds), cached(spec->num_cached);
   {
-    const core::UniqueFd seeds_file(seeds_fd);  // read once, then closed on every path
+    const base::UniqueFd seeds_file(seeds_fd);  // read once, then closed on every path
     size_t at = 0;
     for (std::vector<int64_t>* ids : {&seeds, &cached}) {
       const size_t bytes = ids->size() * sizeof(int64_t);

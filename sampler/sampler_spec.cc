@@ -7,13 +7,13 @@
 #include <string_view>
 #include <type_traits>
 
-#include "core/field_count.h"
-#include "core/status.h"
-#include "core/strings.h"
+#include "base/field_count.h"
+#include "base/status.h"
+#include "base/strings.h"
 
 namespace fanout::sampler {
 
-using core::StrCat;
+using base::StrCat;
 using nlohmann::json;
 
 // How a NegativeSampling is spelled in the spec.
@@ -31,16 +31,16 @@ namespace {
 // a const or a mutable SamplerSpec; `f(key, member)` returns a Status). The counts below make a
 // member added to one of these structs fail the build until it is listed here or said to travel
 // otherwise.
-static_assert(core::FieldCount<SamplerSpec>() == 11, "list the new SamplerSpec member in WalkSpec");
-static_assert(core::FieldCount<DistGraphOptions>() == 8, "list the new DistGraphOptions member in WalkSpec");
+static_assert(base::FieldCount<SamplerSpec>() == 11, "list the new SamplerSpec member in WalkSpec");
+static_assert(base::FieldCount<DistGraphOptions>() == 8, "list the new DistGraphOptions member in WalkSpec");
 // (ClientOptions::security, the loaded credentials, is not carried: each process loads them
 // from graph.security.)
-static_assert(core::FieldCount<rpc::ClientOptions>() == 5, "list the new ClientOptions member in WalkSpec");
-static_assert(core::FieldCount<core::SecurityOptions>() == 5, "list the new SecurityOptions member in WalkSpec");
-static_assert(core::FieldCount<core::ServerMap>() == 1, "list the new ServerMap member in WalkSpec");
+static_assert(base::FieldCount<rpc::ClientOptions>() == 5, "list the new ClientOptions member in WalkSpec");
+static_assert(base::FieldCount<base::SecurityOptions>() == 5, "list the new SecurityOptions member in WalkSpec");
+static_assert(base::FieldCount<base::ServerMap>() == 1, "list the new ServerMap member in WalkSpec");
 // (SamplerOptions::cached_nodes travels beside the spec, with the seeds.)
-static_assert(core::FieldCount<SamplerOptions>() == 12, "list the new SamplerOptions member in WalkSpec");
-static_assert(core::FieldCount<EdgeDataOptions>() == 2, "list the new EdgeDataOptions member in WalkSpec");
+static_assert(base::FieldCount<SamplerOptions>() == 12, "list the new SamplerOptions member in WalkSpec");
+static_assert(base::FieldCount<EdgeDataOptions>() == 2, "list the new EdgeDataOptions member in WalkSpec");
 
 template <typename S, typename F>
 absl::Status WalkSpec(S& s, F&& f) {
@@ -85,7 +85,7 @@ absl::Status WalkSpec(S& s, F&& f) {
 
 // The "link" object, present (not null) when is_link. (LinkSamplerOptions::sampling is the
 // spec's `sampler`.)
-static_assert(core::FieldCount<LinkSamplerOptions>() == 5, "list the new LinkSamplerOptions member in WalkLink");
+static_assert(base::FieldCount<LinkSamplerOptions>() == 5, "list the new LinkSamplerOptions member in WalkLink");
 template <typename S, typename F>
 absl::Status WalkLink(S& s, F&& f) {
   RETURN_IF_ERROR(f("link.negatives", s.link.negatives));

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "core/check.h"
+#include "base/check.h"
 #include "core/random.h"
 
 namespace fanout::sampler {

@@ -4,13 +4,13 @@
 #include <cstring>
 
 #include "absl/synchronization/mutex.h"
-#include "core/status.h"
-#include "core/strings.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "rpc/graph_client.h"
 
 namespace fanout::sampler {
 
-using core::StrCat;
+using base::StrCat;
 
 namespace {
 
@@ -24,13 +24,13 @@ absl::Status InPartition(int p, const absl::Status& s) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ServerFields>> ServerFields::Make(const core::PartitionConfig& config,
-                                                                 core::ServerMap servers, rpc::ClientOptions client) {
+                                                                 base::ServerMap servers, rpc::ClientOptions client) {
   ASSIGN_OR_RETURN(core::RangePartitionBook book, config.NodeBook());
   servers.addresses.resize(config.num_parts);
   return std::unique_ptr<ServerFields>(new ServerFields(config, std::move(book), std::move(servers), std::move(client)));
 }
 
-ServerFields::ServerFields(core::PartitionConfig config, core::RangePartitionBook book, core::ServerMap servers,
+ServerFields::ServerFields(core::PartitionConfig config, core::RangePartitionBook book, base::ServerMap servers,
                            rpc::ClientOptions client)
     : config_(std::move(config)),
       book_(std::move(book)),

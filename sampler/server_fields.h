@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/ip_config.h"
+#include "base/ip_config.h"
 #include "core/partition_book.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
@@ -35,7 +35,7 @@ class ServerFields {
   // `servers`: every partition's servers (a partition without any cannot hold created fields:
   // calls that need it fail naming it). `client.security` should be loaded already.
   static absl::StatusOr<std::unique_ptr<ServerFields>> Make(const core::PartitionConfig& config,
-                                                            core::ServerMap servers, rpc::ClientOptions client);
+                                                            base::ServerMap servers, rpc::ClientOptions client);
   ~ServerFields();
 
   // Creates `schema` (a node field, or with node_type one for that type's nodes only) on every
@@ -54,7 +54,7 @@ class ServerFields {
                             const float* grads, const core::SparseOptimizerOptions& options);
 
  private:
-  ServerFields(core::PartitionConfig config, core::RangePartitionBook book, core::ServerMap servers,
+  ServerFields(core::PartitionConfig config, core::RangePartitionBook book, base::ServerMap servers,
                rpc::ClientOptions client);
   rpc::GraphClient& Client(const std::string& address);
   // positions[p]: the positions in `ids` owned by partition p; checks every partition with IDs
@@ -64,7 +64,7 @@ class ServerFields {
 
   core::PartitionConfig config_;
   core::RangePartitionBook book_;
-  core::ServerMap servers_;
+  base::ServerMap servers_;
   rpc::ClientOptions client_options_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<rpc::GraphClient>> clients_;  // by address, under mu_

@@ -11,12 +11,12 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/status.h"
-#include "core/strings.h"
+#include "base/status.h"
+#include "base/strings.h"
 
 namespace fanout::sampler {
 
-using core::StrCat;
+using base::StrCat;
 
 namespace {
 

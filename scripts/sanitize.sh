@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 BUILD_DIR=${FANOUT_ASAN_BUILD_DIR:-build-asan}
 JOBS=${FANOUT_JOBS:-$(nproc)}
-UNIT_TESTS=(core_test partition_test server_unit_test sampler_unit_test launcher_test)
+UNIT_TESTS=(base_test core_test partition_test server_unit_test sampler_unit_test launcher_test)
 FUZZERS=()
 for d in tests/fuzz/corpus/*/; do FUZZERS+=("fuzz_$(basename "$d")"); done
 

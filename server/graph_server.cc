@@ -4,13 +4,13 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/health_check_service_interface.h>
 
-#include "core/ip_config.h"
-#include "core/parallel.h"
-#include "core/strings.h"
+#include "base/ip_config.h"
+#include "base/parallel.h"
+#include "base/strings.h"
 
 namespace fanout::server {
 
-using core::StrCat;
+using base::StrCat;
 
 absl::StatusOr<std::unique_ptr<GraphServer>> GraphServer::Start(std::unique_ptr<core::PartitionStore> store,
                                                                 const ServerOptions& o) {
@@ -47,7 +47,7 @@ absl::StatusOr<std::unique_ptr<GraphServer>> GraphServer::Listen(std::unique_ptr
     return absl::InvalidArgumentError(StrCat("--port must be in [0, 65535], got ", o.port));
   }
   s->stats_ = std::make_unique<ServerStats>();
-  s->pool_ = std::make_unique<core::ThreadPool>(o.num_threads > 0 ? o.num_threads : core::DefaultThreads());
+  s->pool_ = std::make_unique<base::ThreadPool>(o.num_threads > 0 ? o.num_threads : base::DefaultThreads());
   ServicePolicy policy{.limits = o.limits, .allow_push = o.allow_push, .auth_token = o.security.token()};
   ServedPartition served{.config = &s->config_, .part_id = part_id, .source = s->source_.get(), .writable = s->store_.get()};
   s->service_ = std::make_unique<GraphServiceImpl>(served, s->stats_.get(), s->pool_.get(), policy);
@@ -56,7 +56,7 @@ absl::StatusOr<std::unique_ptr<GraphServer>> GraphServer::Listen(std::unique_ptr
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  const std::string addr = core::HostPort(o.host, o.port);
+  const std::string addr = base::HostPort(o.host, o.port);
   builder.AddListeningPort(addr, o.security.ServerCredentials(), &s->port_);
   builder.RegisterService(s->service_.get());
   builder.SetMaxReceiveMessageSize(static_cast<int>(std::min<int64_t>(o.max_request_bytes, INT32_MAX)));

@@ -10,8 +10,8 @@
 #include "absl/status/statusor.h"
 #include "core/graph_source.h"
 #include "core/partition_store.h"
-#include "server/graph_service.h"
 #include "rpc/security.h"
+#include "server/graph_service.h"
 
 namespace grpc {
 class Server;
@@ -67,7 +67,7 @@ class GraphServer {
   core::PartitionConfig config_;
   std::shared_ptr<core::GraphSource> source_;
   std::unique_ptr<ServerStats> stats_;
-  std::unique_ptr<core::ThreadPool> pool_;
+  std::unique_ptr<base::ThreadPool> pool_;
   std::unique_ptr<GraphServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   std::string host_;

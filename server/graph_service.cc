@@ -9,17 +9,17 @@
 #include <thread>
 #include <exception>
 
-#include "core/check.h"
+#include "base/check.h"
+#include "base/security_options.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "core/sampling.h"
-#include "core/security_options.h"
 #include "core/shape.h"
-#include "core/status.h"
-#include "core/strings.h"
 #include "rpc/rpc_codec.h"
 
 namespace fanout::server {
 
-using core::StrCat;
+using base::StrCat;
 using rpc::CheckTensor;
 using rpc::FillInt64Tensor;
 using rpc::FillTensor;
@@ -56,7 +56,7 @@ core::RangePartitionBook Book(absl::StatusOr<core::RangePartitionBook> book) {
 }
 }  // namespace
 
-GraphServiceImpl::GraphServiceImpl(ServedPartition served, ServerStats* stats, core::ThreadPool* pool,
+GraphServiceImpl::GraphServiceImpl(ServedPartition served, ServerStats* stats, base::ThreadPool* pool,
                                    ServicePolicy policy)
     : served_(served),
       config_(*served.config),
@@ -74,7 +74,7 @@ absl::Status GraphServiceImpl::Authenticate(const grpc::CallbackServerContext& c
   const auto& md = ctx.client_metadata();
   auto it = md.find("authorization");
   const std::string want = StrCat("Bearer ", policy_.auth_token);
-  if (it != md.end() && core::SecretsEqual(std::string_view(it->second.data(), it->second.size()), want)) {
+  if (it != md.end() && base::SecretsEqual(std::string_view(it->second.data(), it->second.size()), want)) {
     return absl::OkStatus();
   }
   return absl::UnauthenticatedError(StrCat(
@@ -347,8 +347,8 @@ absl::Status GraphServiceImpl::DoPush(const v1::PushRequest& req) const {
   want.insert(want.end(), f.row_shape.begin(), f.row_shape.end());
   std::vector<int64_t> got(req.data().shape().begin(), req.data().shape().end());
   if (got != want) {
-    return absl::InvalidArgumentError(StrCat("data has shape [", core::StrJoin(got, ", "), "], expected [",
-                                             core::StrJoin(want, ", "), "]"));
+    return absl::InvalidArgumentError(StrCat("data has shape [", base::StrJoin(got, ", "), "], expected [",
+                                             base::StrJoin(want, ", "), "]"));
   }
   const bool add = req.op() == v1::PUSH_OP_ADD;
   // An add's result is range-checked only through its inputs: adds to labels and masks are refused.
@@ -396,7 +396,7 @@ absl::Status GraphServiceImpl::DoCreateNodeField(const v1::CreateNodeFieldReques
   int64_t elems = 1;
   for (int64_t d : req.row_shape()) {
     if (d < 1 || !core::CheckedMul(elems, d, &elems) || elems > (int64_t{1} << 24)) {
-      return absl::InvalidArgumentError(StrCat("row_shape [", core::StrJoin(std::vector<int64_t>(req.row_shape().begin(),
+      return absl::InvalidArgumentError(StrCat("row_shape [", base::StrJoin(std::vector<int64_t>(req.row_shape().begin(),
                                                                                                 req.row_shape().end()), ", "),
                                                "]: each dimension >= 1, at most 2^24 values per row"));
     }
@@ -432,8 +432,8 @@ absl::Status GraphServiceImpl::DoSparseUpdate(const v1::SparseUpdateRequest& req
   const std::vector<int64_t> want = {static_cast<int64_t>(ids.size()), dim};
   const std::vector<int64_t> got(req.grads().shape().begin(), req.grads().shape().end());
   if (req.grads().dtype() != v1::FLOAT32 || got != want) {
-    return absl::InvalidArgumentError(StrCat("grads must be float32 [", core::StrJoin(want, ", "), "], got ",
-                                             v1::DType_Name(req.grads().dtype()), " [", core::StrJoin(got, ", "), "]"));
+    return absl::InvalidArgumentError(StrCat("grads must be float32 [", base::StrJoin(want, ", "), "], got ",
+                                             v1::DType_Name(req.grads().dtype()), " [", base::StrJoin(got, ", "), "]"));
   }
   const core::SparseOptimizerOptions o{.kind = req.optimizer() == v1::SPARSE_ADAM ? core::SparseOptimizerKind::kAdam
                                                                                   : core::SparseOptimizerKind::kAdagrad,

@@ -10,13 +10,13 @@
 #include <functional>
 #include <string>
 
+#include "base/thread_pool.h"
 #include "core/graph_source.h"
 #include "core/partition_book.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
 #include "fanout/v1/graph.grpc.pb.h"
 #include "server/server_stats.h"
-#include "core/thread_pool.h"
 
 namespace fanout::server {
 
@@ -54,7 +54,7 @@ class GraphServiceImpl final : public v1::GraphService::CallbackService {
  public:
   // All pointers must outlive the service; `served.config` must be valid (LoadPartitionConfig
   // checks it). Thread-safe as the source is.
-  GraphServiceImpl(ServedPartition served, ServerStats* stats, core::ThreadPool* pool, ServicePolicy policy);
+  GraphServiceImpl(ServedPartition served, ServerStats* stats, base::ThreadPool* pool, ServicePolicy policy);
 
   grpc::ServerUnaryReactor* GetMetadata(grpc::CallbackServerContext* ctx, const v1::GetMetadataRequest* req,
                                         v1::GetMetadataResponse* resp) override;
@@ -119,7 +119,7 @@ class GraphServiceImpl final : public v1::GraphService::CallbackService {
   const core::PartitionConfig& config_;
   core::RangePartitionBook node_book_, edge_book_;
   ServerStats* stats_;
-  core::ThreadPool* pool_;
+  base::ThreadPool* pool_;
   ServicePolicy policy_;
   std::atomic<int64_t> queued_bytes_{0};
   std::atomic<int64_t> active_calls_{0};  // reactors not yet done (answer not yet sent)

@@ -9,8 +9,8 @@
 #include <google/protobuf/util/json_util.h>
 #include <nlohmann/json.hpp>
 
-#include "core/cli.h"
-#include "core/strings.h"
+#include "base/cli.h"
+#include "base/strings.h"
 #include "rpc/graph_client.h"
 
 namespace {
@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
   uint64_t seed = 0;
   bool replace = false;
   double deadline = 60;  // as fanout-train's --deadline
-  core::ArgParser args("fanout-query", "--server HOST:PORT COMMAND [flags]");
+  base::ArgParser args("fanout-query", "--server HOST:PORT COMMAND [flags]");
   args.SetDescription(kAbout);
   args.AddString("server", &address, "the graph server, host:port");
   args.AddString("field", &field, "pull, pull-edges, push: the field name (a typed field: TYPE/NAME)");
@@ -105,8 +105,8 @@ int main(int argc, char** argv) {
   args.AddChoice("op", &op, {"assign", "add"}, "push: how rows are applied");
   args.AddFloatList("values", &values, "push: the rows' numbers, row after row");
   args.AddDouble("deadline", &deadline, "seconds per call");
-  core::SecurityOptions security;
-  core::AddSecurityFlags(args, &security);
+  base::SecurityOptions security;
+  base::AddSecurityFlags(args, &security);
   std::vector<std::string> positional;
   if (std::optional<int> exit = args.ParseForMain(argc, argv, &positional)) return *exit;
   if (address.empty()) return args.Fail(absl::InvalidArgumentError("--server is required"));
@@ -120,7 +120,7 @@ int main(int argc, char** argv) {
   auto client = rpc::GraphClient::Connect(address, {.deadline_seconds = deadline, .security = *loaded});
   const core::EdgeDir edge_dir = dir == "out" ? core::EdgeDir::kOut : core::EdgeDir::kIn;
   auto ids = [&](const char* flag) -> absl::StatusOr<std::vector<int64_t>> {
-    if (id_list.empty()) return absl::InvalidArgumentError(core::StrCat(flag, " is required"));
+    if (id_list.empty()) return absl::InvalidArgumentError(base::StrCat(flag, " is required"));
     return id_list;
   };
 
@@ -190,9 +190,9 @@ int main(int argc, char** argv) {
         if (!s.ok()) return s;
         return json{{"pushed", v->size()}, {"field", field}, {"op", op}};
       }
-      return absl::NotFoundError(core::StrCat("the server has no node field '", field, "'"));
+      return absl::NotFoundError(base::StrCat("the server has no node field '", field, "'"));
     }
-    return absl::InvalidArgumentError(core::StrCat("unknown command '", cmd, "' (see --help)"));
+    return absl::InvalidArgumentError(base::StrCat("unknown command '", cmd, "' (see --help)"));
   }();
   if (!out.ok()) return args.Fail(out.status());
   std::printf("%s\n", out->dump().c_str());

@@ -6,25 +6,25 @@
 #include <cstdio>
 #include <optional>
 
-#include "core/cli.h"
-#include "core/heartbeat.h"
-#include "core/malloc_tuning.h"
+#include "base/cli.h"
+#include "base/heartbeat.h"
+#include "base/malloc_tuning.h"
+#include "base/process_stats.h"
+#include "base/strings.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
-#include "core/process_stats.h"
-#include "core/strings.h"
-#include "server/graph_server.h"
 #include "rpc/security.h"
+#include "server/graph_server.h"
 
 int main(int argc, char** argv) {
-  fanout::core::KeepLargeAllocations();
-  fanout::core::StartHeartbeatFromEnvironment();  // only under fanout-launch
+  fanout::base::KeepLargeAllocations();
+  fanout::base::StartHeartbeatFromEnvironment();  // only under fanout-launch
   using namespace fanout;
   std::string part_config;
   int part_id = -1, server_id = 0;
   double grace_s = 5;
   server::ServerOptions o;
-  core::ArgParser args("fanout-server", "--part-config FILE --part-id K [--port P] [flags]");
+  base::ArgParser args("fanout-server", "--part-config FILE --part-id K [--port P] [flags]");
   args.SetDescription("Serves partition K of a partitioned graph over gRPC (fanout.v1.GraphService, with\n"
                       "health checking and reflection) until SIGTERM or SIGINT.\n\n");
   args.AddString("part-config", &part_config, "the <name>.json written by fanout-partition");
@@ -43,8 +43,8 @@ int main(int argc, char** argv) {
                "accept PushNodeData and CreateNodeField (writes to node data); refused otherwise");
   args.AddBytes("max-created-bytes", &o.limits.max_created_bytes,
                 "memory node fields created by clients (a Python script's DistTensor) may take together");
-  core::SecurityOptions security;
-  core::AddSecurityFlags(args, &security);
+  base::SecurityOptions security;
+  base::AddSecurityFlags(args, &security);
   args.AddDouble("shutdown-grace", &grace_s, "seconds in-flight calls get to finish on shutdown");
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
   if (part_config.empty()) return args.Fail(absl::InvalidArgumentError("--part-config is required"));
@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
   auto loaded = rpc::Security::Load(security, rpc::Security::Role::kServer);
   if (!loaded.ok()) return args.Fail(loaded.status());
   o.security = *loaded;
-  core::RaiseOpenFileLimit();
+  base::RaiseOpenFileLimit();
 
   // Block the shutdown signals before gRPC starts its threads, so only sigwait below sees them.
   sigset_t signals;
@@ -71,8 +71,8 @@ int main(int argc, char** argv) {
   const int64_t nodes = (*store)->num_inner_nodes(), edges = (*store)->num_inner_edges();
   auto srv = server::GraphServer::Start(std::move(*store), o);
   if (!srv.ok()) return args.Fail(srv.status());
-  const std::string missing = core::MissingProtection(o.security.tls(), !o.security.token().empty());
-  if (!core::IsLoopbackHost(o.host) && !missing.empty()) {
+  const std::string missing = base::MissingProtection(o.security.tls(), !o.security.token().empty());
+  if (!base::IsLoopbackHost(o.host) && !missing.empty()) {
     std::fprintf(stderr,
                  "fanout-server: WARNING: listening on %s without %s: anyone who can reach port %d can read "
                  "every feature and label%s. See docs/security.md (--tls-cert/--tls-key, --auth-token-file).\n",

@@ -9,8 +9,8 @@
 #include <memory>
 #include <utility>
 
-#include "core/status.h"
-#include "core/strings.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "trainer/device_upload.h"
 #include "trainer/feature_cache.h"
 #include "trainer/torch_util.h"
@@ -18,7 +18,7 @@
 namespace fanout::trainer {
 namespace {
 
-using core::StrCat;
+using base::StrCat;
 
 absl::Status ValidateBlock(const sampler::Block& b, size_t l) {
   const int64_t num_src = b.num_src();

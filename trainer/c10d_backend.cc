@@ -22,18 +22,18 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
-#include "core/ip_config.h"
-#include "core/status.h"
-#include "core/strings.h"
-#include "core/rendezvous_store.h"
+#include "base/ip_config.h"
+#include "base/rendezvous_store.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "trainer/torch_util.h"
 
 namespace fanout::trainer::internal {
 namespace {
 
-using core::StoreClient;
-using core::StoreServer;
-using core::StrCat;
+using base::StoreClient;
+using base::StoreServer;
+using base::StrCat;
 
 std::string ErrorText(const std::exception& e) {
   if (const auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
@@ -42,7 +42,7 @@ std::string ErrorText(const std::exception& e) {
   return e.what();
 }
 
-// c10d's view of fanout's rendezvous store (core/rendezvous_store.h): rank 0 owns the
+// c10d's view of fanout's rendezvous store (base/rendezvous_store.h): rank 0 owns the
 // server, every rank a client. Errors are thrown as c10::Error, as c10d expects of a store.
 class RendezvousStore final : public c10d::Store {
  public:
@@ -263,7 +263,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(
 }  // namespace
 
 absl::StatusOr<Endpoint> ParseEndpoint(std::string_view host_port) {
-  auto hp = core::SplitHostPort(host_port);
+  auto hp = base::SplitHostPort(host_port);
   if (!hp.ok()) return absl::InvalidArgumentError(StrCat("coordinator '", host_port, "': ", hp.status().message()));
   return Endpoint{hp->host, hp->port};
 }

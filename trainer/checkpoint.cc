@@ -8,15 +8,15 @@
 #include <fstream>
 #include <iterator>
 
-#include "core/fsync.h"
-#include "core/status.h"
-#include "core/strings.h"
+#include "base/fsync.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "trainer/torch_util.h"
 
 namespace fanout::trainer {
 namespace {
 
-using core::StrCat;
+using base::StrCat;
 using nlohmann::json;
 
 c10::IValue ToIValue(const json& j) {
@@ -71,7 +71,7 @@ absl::StatusOr<json> ToJson(const c10::IValue& v, const std::string& where) {
   return absl::InvalidArgumentError(StrCat(where, ": unexpected value of type ", v.tagKind()));
 }
 
-std::string ShapeText(const at::Tensor& t) { return StrCat("[", core::StrJoin(t.sizes().vec(), ", "), "]"); }
+std::string ShapeText(const at::Tensor& t) { return StrCat("[", base::StrJoin(t.sizes().vec(), ", "), "]"); }
 
 }  // namespace
 
@@ -123,7 +123,7 @@ absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& c) {
     }
     bytes = torch::pickle_save(top);
   }));
-  if (absl::Status s = core::WriteFileDurably(path, std::string_view(bytes.data(), bytes.size())); !s.ok()) {
+  if (absl::Status s = base::WriteFileDurably(path, std::string_view(bytes.data(), bytes.size())); !s.ok()) {
     return absl::Status(s.code(), StrCat("checkpoint: ", s.message()));
   }
   return absl::OkStatus();

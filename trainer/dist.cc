@@ -10,17 +10,17 @@
 #include <cstring>
 #include <utility>
 
-#include "core/job_env.h"
-#include "core/ip_config.h"
-#include "core/status.h"
-#include "core/strings.h"
+#include "base/ip_config.h"
+#include "base/job_env.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "trainer/c10d_backend.h"
 #include "trainer/torch_util.h"
 
 namespace fanout::trainer {
 namespace {
 
-using core::StrCat;
+using base::StrCat;
 
 // The world of one: nothing to exchange.
 class SoloCommunicator final : public Communicator {
@@ -111,7 +111,7 @@ absl::Status ValidateDistOptions(const DistOptions& o) {
 }
 
 absl::StatusOr<DistOptions> DistOptionsFromEnv(DistOptions base) {
-  ASSIGN_OR_RETURN(const core::JobEnv job, core::JobEnv::FromEnvironment());
+  ASSIGN_OR_RETURN(const base::JobEnv job, base::JobEnv::FromEnvironment());
   const bool rank = job.rank >= 0, world = job.world_size >= 0, coordinator = !job.coordinator.empty();
   if (!rank && !world && !coordinator) {
     // Started by another launcher (torchrun, a Slurm or Kubernetes wrapper): torchrun's names.
@@ -135,7 +135,7 @@ absl::StatusOr<DistOptions> DistOptionsFromEnv(DistOptions base) {
     if (master_port < 1 || master_port >= 65535) {
       return absl::InvalidArgumentError(StrCat("MASTER_PORT=", port, ": expected a port in [1, 65534]"));
     }
-    base.coordinator = core::HostPort(addr, master_port + 1);
+    base.coordinator = base::HostPort(addr, master_port + 1);
     RETURN_IF_ERROR(ValidateDistOptions(base));
     return base;
   }

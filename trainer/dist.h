@@ -38,7 +38,7 @@ inline constexpr int64_t kDefaultBucketBytes = int64_t{25} << 20;
 struct DistOptions {
   int rank = 0;        // this trainer, in [0, world_size)   (launcher: FANOUT_RANK)
   int world_size = 1;  // trainers in the job                (launcher: FANOUT_WORLD_SIZE)
-  // host:port of the rendezvous store (core/rendezvous_store.h). Rank 0 listens on that
+  // host:port of the rendezvous store (base/rendezvous_store.h). Rank 0 listens on that
   // address only (0 picks a free port, reported through on_coordinator_listening); the others
   // connect to it.
   // (launcher: FANOUT_COORDINATOR)

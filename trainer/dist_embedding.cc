@@ -10,15 +10,15 @@
 #include <cmath>
 #include <map>
 
+#include "base/status.h"
+#include "base/strings.h"
 #include "core/random.h"
-#include "core/status.h"
-#include "core/strings.h"
 #include "sampler/id_map.h"
 #include "trainer/torch_util.h"
 
 namespace fanout::trainer {
 
-using core::StrCat;
+using base::StrCat;
 
 DistEmbeddings::DistEmbeddings(const sampler::DistGraph& graph, sampler::ServerFields* fields, std::vector<int> types,
                                EmbeddingOptions options, int trainers_per_machine)

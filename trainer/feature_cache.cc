@@ -7,8 +7,8 @@
 #include <numeric>
 #include <utility>
 
-#include "core/status.h"
-#include "core/strings.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "sampler/cache_choice.h"
 #include "sampler/minibatch_sampler.h"
 #include "trainer/batch_tensors.h"
@@ -16,7 +16,7 @@
 
 namespace fanout::trainer {
 
-using core::StrCat;
+using base::StrCat;
 
 absl::StatusOr<std::shared_ptr<const FeatureCache>> FeatureCache::Build(const sampler::DistGraph& graph,
                                                                         const FeatureCacheOptions& options,

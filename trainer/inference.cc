@@ -16,12 +16,12 @@
 #include <memory>
 #include <vector>
 
+#include "base/staging_dir.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "core/dtype.h"
 #include "core/npy.h"
 #include "core/partition_config.h"
-#include "core/staging_dir.h"
-#include "core/status.h"
-#include "core/strings.h"
 #include "sampler/minibatch_sampler.h"
 #include "trainer/batch_tensors.h"
 #include "trainer/torch_util.h"
@@ -29,7 +29,7 @@
 namespace fanout::trainer {
 namespace {
 
-using core::StrCat;
+using base::StrCat;
 using Clock = std::chrono::steady_clock;
 
 double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
@@ -188,9 +188,9 @@ absl::StatusOr<InferenceResult> InferAllNodes(GnnModel& model, const sampler::Di
   std::vector<sampler::Block> blocks;
   const int64_t num_batches = (own.end - own.begin + o.batch_size - 1) / o.batch_size;
   auto meter_of = [&](int64_t layer) {
-    return std::make_unique<core::ProgressMeter>(
+    return std::make_unique<base::ProgressMeter>(
         "fanout-train", StrCat("inference, layer ", layer + 1, "/", result.layerwise ? layers : 1), num_batches,
-        "batches", comm.rank() == 0 ? o.progress : core::ProgressMode::kOff);
+        "batches", comm.rank() == 0 ? o.progress : base::ProgressMode::kOff);
   };
   auto seeds_of = [&](int64_t first) {
     std::vector<int64_t> seeds(std::min(o.batch_size, own.end - first));
@@ -290,9 +290,9 @@ class OutputFile {
 
   absl::Status Open(const std::string& dir, bool overwrite, const std::string& part_dir, std::vector<Type> types,
                     int64_t width) {
-    ASSIGN_OR_RETURN(core::StagingDir staging,
-                     core::StagingDir::Create(dir, {.tool = "fanout-train", .overwrite = overwrite, .inputs = {part_dir}}));
-    staging_ = std::make_unique<core::StagingDir>(std::move(staging));
+    ASSIGN_OR_RETURN(base::StagingDir staging,
+                     base::StagingDir::Create(dir, {.tool = "fanout-train", .overwrite = overwrite, .inputs = {part_dir}}));
+    staging_ = std::make_unique<base::StagingDir>(std::move(staging));
     row_bytes_ = static_cast<size_t>(width) * sizeof(float);
     int64_t offset = 0;
     for (Type& t : types) {
@@ -395,7 +395,7 @@ class OutputFile {
     std::vector<bool> seen;
     std::vector<int64_t> predictions;
   };
-  std::unique_ptr<core::StagingDir> staging_;
+  std::unique_ptr<base::StagingDir> staging_;
   size_t row_bytes_ = 0;
   std::vector<Table> tables_;
 };

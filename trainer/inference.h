@@ -14,8 +14,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "base/progress.h"
 #include "core/partition_book.h"
-#include "core/progress.h"
 #include "nlohmann/json.hpp"
 #include "sampler/dist_graph.h"
 #include "sampler/minibatch_sampler.h"
@@ -40,7 +40,7 @@ struct InferenceOptions {
   std::string feature_field = "feat";  // the model's input
   sampler::EdgeDataOptions edge;       // SamplerOptions::edge
   int trainers_per_machine = 1;
-  core::ProgressMode progress = core::ProgressMode::kOff;  // rank 0's per-layer progress meter
+  base::ProgressMode progress = base::ProgressMode::kOff;  // rank 0's per-layer progress meter
   // Called on rank 0 after each layer (layer, layers, seconds since the start) for progress.
   std::function<void(int64_t, int64_t, double)> on_layer;
   // The model's input rows for a batch (a typed graph's input layer: JobContext::ModelInput);
@@ -67,7 +67,7 @@ absl::StatusOr<at::Tensor> FetchNodeRows(Communicator& comm, const core::RangePa
                                          std::span<const int64_t> ids);
 
 struct NodeOutputFiles {
-  std::string dir;            // written atomically (core::StagingDir) by rank 0
+  std::string dir;            // written atomically (base::StagingDir) by rank 0
   bool overwrite = false;     // replace an earlier output of fanout-train in `dir`
   bool predictions = true;    // also predictions.npy: argmax of each row (int64)
   nlohmann::json info;        // merged into embeddings.json (model, checkpoint, epoch, ...)

@@ -7,11 +7,11 @@
 #include <memory>
 #include <string>
 
-#include "core/strings.h"
+#include "base/strings.h"
 
 namespace fanout::trainer {
 
-using core::StrCat;
+using base::StrCat;
 
 absl::StatusOr<ScorerKind> ParseScorerKind(std::string_view name) {
   if (name == "dot") return ScorerKind::kDot;

@@ -10,10 +10,10 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/status.h"
+#include "base/strings.h"
 #include "core/npy.h"
 #include "core/random.h"
-#include "core/status.h"
-#include "core/strings.h"
 #include "sampler/link_sampler.h"
 #include "sampler/loader.h"
 #include "trainer/link_scorer.h"
@@ -23,7 +23,7 @@
 namespace fanout::trainer {
 namespace {
 
-using core::StrCat;
+using base::StrCat;
 
 class LinkPrediction final : public Task {
  public:

@@ -11,13 +11,13 @@
 #include <limits>
 #include <numeric>
 
-#include "core/status.h"
-#include "core/strings.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "trainer/torch_util.h"
 
 namespace fanout::trainer {
 
-using core::StrCat;
+using base::StrCat;
 
 absl::StatusOr<Metric> ParseMetric(std::string_view name) {
   if (name == "acc" || name == "accuracy") return Metric::kAccuracy;

@@ -15,9 +15,9 @@
 #include <string>
 #include <utility>
 
-#include "core/process_stats.h"
+#include "base/process_stats.h"
+#include "base/strings.h"
 #include "core/shape.h"
-#include "core/strings.h"
 #include "trainer/dropout.h"
 #include "trainer/message_passing.h"
 #include "trainer/scripted_model.h"
@@ -25,7 +25,7 @@
 namespace fanout::trainer {
 namespace {
 
-using core::StrCat;
+using base::StrCat;
 
 // DGL initialises its conv layers with gain = nn.init.calculate_gain('relu').
 const double kReluGain = std::sqrt(2.0);
@@ -444,7 +444,7 @@ absl::StatusOr<ModelKind> ParseModelKind(std::string_view name) {
   if (name.ends_with(".pt") || name.ends_with(".pth") || std::filesystem::is_regular_file(std::string(name), ec)) {
     return ModelKind::kScripted;
   }
-  return absl::InvalidArgumentError(StrCat("unknown model '", name, "': expected ", core::StrJoin(names, ", "),
+  return absl::InvalidArgumentError(StrCat("unknown model '", name, "': expected ", base::StrJoin(names, ", "),
                                            " or a TorchScript file (.pt; see docs/models.md)"));
 }
 
@@ -473,7 +473,7 @@ absl::Status ValidateModelOptions(const ModelOptions& o) {
   if (o.model == ModelKind::kScripted && o.script_path.empty()) {
     return bad("script_path", "\"\"", "a scripted model needs its TorchScript file");
   }
-  if (o.model != ModelKind::kScripted) return CheckModelFits(o, core::UsableMemoryBytes());
+  if (o.model != ModelKind::kScripted) return CheckModelFits(o, base::UsableMemoryBytes());
   return absl::OkStatus();
 }
 

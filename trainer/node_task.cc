@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "base/status.h"
+#include "base/strings.h"
 #include "core/random.h"
-#include "core/status.h"
-#include "core/strings.h"
 #include "sampler/batch_checksum.h"
 #include "sampler/loader.h"
 #include "sampler/minibatch_sampler.h"
@@ -19,7 +19,7 @@
 namespace fanout::trainer {
 namespace {
 
-using core::StrCat;
+using base::StrCat;
 
 // All IDs whose mask row is set, split among the ranks with SplitSeeds (every rank then holds a
 // disjoint share; together they cover the mask exactly once). A typed mask (TYPE/NAME) marks
@@ -55,7 +55,7 @@ absl::StatusOr<int> TargetType(const sampler::DistGraph& g, const TrainOptions& 
   if (labelled.size() != 1) {
     std::vector<std::string> names;
     for (int t : labelled) names.push_back(types.name(t));
-    return absl::InvalidArgumentError(StrCat("node types ", core::StrJoin(names, ", "), " of graph '",
+    return absl::InvalidArgumentError(StrCat("node types ", base::StrJoin(names, ", "), " of graph '",
                                              g.config().graph_name, "' have labels: choose one with --target-ntype"));
   }
   return labelled[0];
@@ -167,8 +167,8 @@ class NodeClassification final : public Task {
       to.num_classes = model.options().num_classes;
       to.feature_cache = job.feature_cache();
       to.uploader = &job.uploader();
-      core::ProgressMeter meter("fanout-train", what, loader->steps_per_epoch(), "batches",
-                                job.lead() ? o.progress : core::ProgressMode::kOff);
+      base::ProgressMeter meter("fanout-train", what, loader->steps_per_epoch(), "batches",
+                                job.lead() ? o.progress : base::ProgressMode::kOff);
       for (int64_t step = 0; step < loader->steps_per_epoch(); ++step) {
         ASSIGN_OR_RETURN(sampler::MiniBatch mb, loader->Next());
         ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb, to));

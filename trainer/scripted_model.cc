@@ -8,14 +8,14 @@
 #include <map>
 #include <set>
 
-#include "core/status.h"
-#include "core/strings.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "trainer/torch_ops.h"
 
 namespace fanout::trainer {
 namespace {
 
-using core::StrCat;
+using base::StrCat;
 
 // kWhyNoJitOptimizer: scripted models run on TorchScript's plain interpreter, its graph optimizer
 // off. The default profiling executor re-profiles and guards every call and made a SAGE 2x16

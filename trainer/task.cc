@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "core/strings.h"
+#include "base/strings.h"
 
 namespace fanout::trainer {
 namespace {
@@ -31,7 +31,7 @@ std::vector<std::string> TaskNames() {
 
 std::string TaskHelp() {
   std::string text;
-  for (const Registered& t : kTasks) text += core::StrCat(text.empty() ? "" : "; ", t.name, " = ", t.help);
+  for (const Registered& t : kTasks) text += base::StrCat(text.empty() ? "" : "; ", t.name, " = ", t.help);
   return text;
 }
 
@@ -44,7 +44,7 @@ std::string Fixed4(double x) {
 absl::Status CheckBatchOrder(const char* loader, int64_t got_epoch, int64_t got_step, int64_t epoch, int64_t step) {
   if (got_epoch == epoch && got_step == step) return absl::OkStatus();
   return absl::InternalError(
-      core::StrCat(loader, " gave epoch ", got_epoch, " step ", got_step, ", expected ", epoch, " step ", step));
+      base::StrCat(loader, " gave epoch ", got_epoch, " step ", got_step, ", expected ", epoch, " step ", step));
 }
 
 absl::StatusOr<std::unique_ptr<Task>> MakeTask(std::string_view name) {
@@ -52,7 +52,7 @@ absl::StatusOr<std::unique_ptr<Task>> MakeTask(std::string_view name) {
     if (name == t.name) return t.make();
   }
   return absl::NotFoundError(
-      core::StrCat("no training task '", name, "' (the tasks are: ", core::StrJoin(TaskNames(), ", "), ")"));
+      base::StrCat("no training task '", name, "' (the tasks are: ", base::StrJoin(TaskNames(), ", "), ")"));
 }
 
 }  // namespace fanout::trainer

@@ -1,7 +1,7 @@
 // fanout-train: one trainer rank of a distributed GNN training job.
 //
 // Under fanout-launch every setting of the job's layout comes from the environment the launcher
-// wrote (core/job_env.h: FANOUT_PART_CONFIG, FANOUT_SERVERS, FANOUT_MACHINE_ID, FANOUT_NUM_TRAINERS,
+// wrote (base/job_env.h: FANOUT_PART_CONFIG, FANOUT_SERVERS, FANOUT_MACHINE_ID, FANOUT_NUM_TRAINERS,
 // FANOUT_NUM_SAMPLERS, FANOUT_RANK, FANOUT_WORLD_SIZE, FANOUT_COORDINATOR, ...); flags override it.
 // Started by another launcher (torchrun, a Slurm or Kubernetes wrapper), it
 // takes torchrun's RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK and MASTER_ADDR/MASTER_PORT
@@ -19,25 +19,25 @@
 #include <thread>
 #include <tuple>
 
-#include "core/cli.h"
-#include "core/heartbeat.h"
-#include "rpc/security.h"
-#include "core/malloc_tuning.h"
+#include "base/cli.h"
+#include "base/heartbeat.h"
+#include "base/ip_config.h"
+#include "base/job_env.h"
+#include "base/malloc_tuning.h"
+#include "base/status.h"
+#include "base/strings.h"
+#include "base/text_reader.h"
 #include "core/partition_config.h"
-#include "core/status.h"
-#include "core/strings.h"
-#include "core/text_reader.h"
-#include "core/ip_config.h"
-#include "core/job_env.h"
+#include "rpc/security.h"
 #include "trainer/cpu_allocator.h"
-#include "trainer/torch_util.h"
 #include "trainer/task.h"
+#include "trainer/torch_util.h"
 #include "trainer/training.h"
 
 namespace {
 
 using namespace fanout;
-using core::StrCat;
+using base::StrCat;
 
 std::string Env(const char* name, const std::string& fallback = "") {
   const char* v = std::getenv(name);
@@ -49,7 +49,7 @@ absl::Status EnvInt(const char* name, int* out) {
   std::string v = Env(name);
   if (v.empty()) return absl::OkStatus();
   int64_t x = 0;
-  if (!core::ParseInt64(v, &x) || x < 0 || x > (1 << 30)) {
+  if (!base::ParseInt64(v, &x) || x < 0 || x > (1 << 30)) {
     return absl::InvalidArgumentError(
         StrCat("environment variable ", name, "='", v, "' is not a count"));
   }
@@ -65,23 +65,23 @@ std::string SelfDir() {
 }
 
 int Main(int argc, char** argv) {
-  fanout::core::KeepLargeAllocations();
-  fanout::core::StartHeartbeatFromEnvironment();  // only under fanout-launch
+  fanout::base::KeepLargeAllocations();
+  fanout::base::StartHeartbeatFromEnvironment();  // only under fanout-launch
   // Every step allocates the same large tensors again: keep them (trainer/cpu_allocator.h).
   fanout::trainer::InstallCachingCpuAllocator();
   // c10d's NCCL backend must block on a dead peer rather than hang the GPU stream; set here,
   // before gRPC or Gloo start threads (setenv is not thread-safe). A user's setting is kept.
   setenv("NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
   setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
-  // fanout-launch's variables (core/job_env.h), else torchrun's names for the same facts.
-  absl::StatusOr<core::JobEnv> job = core::JobEnv::FromEnvironment();
+  // fanout-launch's variables (base/job_env.h), else torchrun's names for the same facts.
+  absl::StatusOr<base::JobEnv> job = base::JobEnv::FromEnvironment();
   if (!job.ok()) {
     std::fprintf(stderr, "fanout-train: error: %s\n", std::string(job.status().message()).c_str());
     return 2;
   }
-  for (auto [torchrun, field] : {std::pair{"LOCAL_WORLD_SIZE", &core::JobEnv::num_trainers},
-                                 std::pair{"GROUP_RANK", &core::JobEnv::machine_id},
-                                 std::pair{"LOCAL_RANK", &core::JobEnv::local_rank}}) {
+  for (auto [torchrun, field] : {std::pair{"LOCAL_WORLD_SIZE", &base::JobEnv::num_trainers},
+                                 std::pair{"GROUP_RANK", &base::JobEnv::machine_id},
+                                 std::pair{"LOCAL_RANK", &base::JobEnv::local_rank}}) {
     if ((*job).*field >= 0) continue;
     if (absl::Status s = EnvInt(torchrun, &((*job).*field)); !s.ok()) {
       std::fprintf(stderr, "fanout-train: error: %s\n", std::string(s.message()).c_str());
@@ -105,7 +105,7 @@ int Main(int argc, char** argv) {
     return 2;
   }
 
-  core::ArgParser args("fanout-train",
+  base::ArgParser args("fanout-train",
                        "[--part-config FILE] [flags]   (usually started by fanout-launch)");
   args.SetDescription(
       "Trains a GNN (GraphSAGE, GCN or GAT) on a partitioned graph with neighbour-sampled "
@@ -211,7 +211,7 @@ int Main(int argc, char** argv) {
   args.AddAlias("threads", "num-threads");
   args.SetDefaultText("num-threads", "OMP_NUM_THREADS, else cores / trainers per machine");
   args.AddDouble("deadline", &deadline, "seconds allowed per server call");
-  core::AddSecurityFlags(args, &o.graph.security);
+  base::AddSecurityFlags(args, &o.graph.security);
   args.AddInt("feature-cache-mb", &feature_cache_mb,
               "memory per process (each sampler, and the trainer when it fetches features itself: "
               "no samplers, or evaluation) for the features of this machine's halo nodes, pulled "
@@ -223,7 +223,7 @@ int Main(int argc, char** argv) {
   args.AddBool("print-batch-checksums", &o.print_batch_checksums,
                "print a CRC-32 of every training batch, per rank (to compare loaders; docs/python.md)");
   std::string progress;
-  core::AddProgressFlag(args, &progress);  // rank 0's epochs, evaluation and inference
+  base::AddProgressFlag(args, &progress);  // rank 0's epochs, evaluation and inference
   args.AddString("metrics-file", &o.metrics_file, "JSON-lines metrics (rank 0)");
   args.AddString("tensorboard-dir", &o.tensorboard_dir,
                  "rank 0 writes a TensorBoard event file here: losses, metrics and the time breakdown per epoch");
@@ -237,7 +237,7 @@ int Main(int argc, char** argv) {
                  "in this folder, rows in original node-ID order");
   args.AddBool("overwrite", &o.overwrite, "replace --save-embeddings if an earlier fanout-train wrote it");
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
-  o.progress = core::ApplyProgressFlag(progress);
+  o.progress = base::ApplyProgressFlag(progress);
   // LibTorch's pool size: --num-threads, else OMP_NUM_THREADS (the launcher sets it), else this
   // trainer's share of the cores. Debian's LibTorch would otherwise start with 1.
   if (!args.WasSet("num-threads")) {
@@ -262,7 +262,7 @@ int Main(int argc, char** argv) {
   if (o.task != "link") {
     for (const char* flag : {"negatives", "negative-sampling", "embed-dim", "scorer"}) {
       if (args.WasSet(flag)) {
-        return args.Fail(absl::InvalidArgumentError(core::StrCat("--", flag, " applies to --task link only")));
+        return args.Fail(absl::InvalidArgumentError(base::StrCat("--", flag, " applies to --task link only")));
       }
     }
   }
@@ -314,7 +314,7 @@ int Main(int argc, char** argv) {
   if (!config.ok()) return args.Fail(config.status());
   // An explicit --ip-config or --num-servers asks for the ip_config rule over the launcher's list.
   const std::string job_servers = args.WasSet("ip-config") || args.WasSet("num-servers") ? "" : job->servers;
-  auto map = core::ResolveServers(servers, job_servers, ip_config, o.part_config, num_servers, config->num_parts);
+  auto map = base::ResolveServers(servers, job_servers, ip_config, o.part_config, num_servers, config->num_parts);
   if (!map.ok()) return args.Fail(map.status());
   o.graph.servers = std::move(*map);
   auto resolved = sampler::ResolveRelationFanouts(*config, o.sampling.fanouts, relation_fanouts);

@@ -13,12 +13,12 @@
 #include <fstream>
 #include <memory>
 
-#include "core/tensorboard.h"
-#include "core/fsync.h"
+#include "base/fsync.h"
+#include "base/status.h"
+#include "base/strings.h"
+#include "base/tensorboard.h"
 #include "core/random.h"
 #include "core/sampling.h"
-#include "core/status.h"
-#include "core/strings.h"
 #include "nlohmann/json.hpp"
 #include "sampler/cache_choice.h"
 #include "sampler/loader.h"
@@ -37,7 +37,7 @@
 
 namespace fanout::trainer {
 
-using core::StrCat;
+using base::StrCat;
 
 namespace {
 
@@ -151,7 +151,7 @@ class Job final : public JobContext {
   SplitSizes sizes_;                     // the task's, over all ranks
   std::vector<at::Tensor> best_params_;  // copy of the best-validation parameters
   std::ofstream metrics_;
-  std::unique_ptr<core::EventFileWriter> tensorboard_;  // rank 0, --tensorboard-dir
+  std::unique_ptr<base::EventFileWriter> tensorboard_;  // rank 0, --tensorboard-dir
   TrainResult result_;
 };
 
@@ -266,7 +266,7 @@ absl::Status Job::Setup() {
       return absl::PermissionDeniedError(StrCat("cannot write metrics file ", o_.metrics_file));
   }
   if (lead() && !o_.tensorboard_dir.empty()) {
-    absl::StatusOr<std::unique_ptr<core::EventFileWriter>> tb = core::EventFileWriter::Open(o_.tensorboard_dir);
+    absl::StatusOr<std::unique_ptr<base::EventFileWriter>> tb = base::EventFileWriter::Open(o_.tensorboard_dir);
     if (!tb.ok()) return absl::Status(tb.status().code(), StrCat("--tensorboard-dir: ", tb.status().message()));
     tensorboard_ = std::move(*tb);
   }
@@ -283,7 +283,7 @@ absl::Status Job::Setup() {
                mo.model == ModelKind::kScripted ? StrCat("scripted model ", mo.script_path, ",")
                                                 : StrCat(ModelKindName(mo.model), " ", mo.num_layers, " layers, hidden ", mo.hidden, ","),
                " ",
-               in_dim, " -> ", mo.num_classes, " classes; fanouts ", core::StrJoin(so.fanouts, ","),
+               in_dim, " -> ", mo.num_classes, " classes; fanouts ", base::StrJoin(so.fanouts, ","),
                ", batch ", so.batch_size, "; train/val/test ", sizes_.train, "/", sizes_.val, "/",
                sizes_.test, "; ", o_.loader.num_samplers, " sampler process(es) per trainer; ",
                o_.intra_op_threads, " intra-op thread(s); device ", o_.device));
@@ -292,7 +292,7 @@ absl::Status Job::Setup() {
       auto names = [&](const std::vector<int>& ts) {
         std::vector<std::string> n;
         for (int t : ts) n.push_back(types.name(t));
-        return core::StrJoin(n, ", ");
+        return base::StrJoin(n, ", ");
       };
       std::vector<std::string> parts;
       if (!typed_input_->featured().empty()) {
@@ -306,16 +306,16 @@ absl::Status Job::Setup() {
                                     SparseOptimizerName(o_.embed.optimizer.kind), ", lr ", o_.embed.optimizer.lr, ")")
                            : std::string(" zeros (no --embed-featureless)")));
       }
-      Log(StrCat("fanout-train: model input: ", core::StrJoin(parts, "; ")));
+      Log(StrCat("fanout-train: model input: ", base::StrJoin(parts, "; ")));
     }
     if (!so.relation_fanouts.empty()) {
       std::vector<std::string> per;
       for (size_t r = 0; r < config.edge_types.size(); ++r) {
         std::vector<int64_t> f;
         for (const auto& layer : so.relation_fanouts) f.push_back(layer[r]);
-        per.push_back(StrCat(config.edge_types[r].ToString(), " ", core::StrJoin(f, ",")));
+        per.push_back(StrCat(config.edge_types[r].ToString(), " ", base::StrJoin(f, ",")));
       }
-      Log(StrCat("fanout-train: fanouts per relation: ", core::StrJoin(per, "; ")));
+      Log(StrCat("fanout-train: fanouts per relation: ", base::StrJoin(per, "; ")));
     }
     if (!so.edge.weight_field.empty()) {
       Log(StrCat("fanout-train: messages weighted by edge field '", so.edge.weight_field, "'"));
@@ -404,8 +404,8 @@ absl::Status Job::TrainEpoch(int64_t epoch) {
   const auto start = Clock::now();
   EpochSums running;
   const int64_t steps = task_->steps_per_epoch();
-  core::ProgressMeter meter("fanout-train", StrCat("epoch ", epoch), steps, "steps",
-                            lead() ? o_.progress : core::ProgressMode::kOff);
+  base::ProgressMeter meter("fanout-train", StrCat("epoch ", epoch), steps, "steps",
+                            lead() ? o_.progress : base::ProgressMode::kOff);
   for (int64_t step = 0; step < steps; ++step) {
     RETURN_IF_ERROR(CatchTorch("zeroing the gradients", [&] { opt_->zero_grad(); }));
     ASSIGN_OR_RETURN(StepLoss s, task_->Step(*this, epoch, step, t));
@@ -790,7 +790,7 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.model.hidden < 1) return bad("--hidden must be >= 1, got ", o.model.hidden);
   if (o.model.heads < 1) return bad("--heads must be >= 1, got ", o.model.heads);
   for (int64_t h : o.model.layer_heads) {
-    if (h < 1) return bad("--heads must be >= 1 in every layer, got ", core::StrJoin(o.model.layer_heads, ","));
+    if (h < 1) return bad("--heads must be >= 1 in every layer, got ", base::StrJoin(o.model.layer_heads, ","));
   }
   const std::vector<int64_t>& fanouts = o.sampling.fanouts;
   if (!o.model.layer_heads.empty() && o.model.layer_heads.size() != fanouts.size()) {

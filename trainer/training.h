@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/progress.h"
 #include "nlohmann/json.hpp"
-#include "core/progress.h"
 #include "sampler/dist_graph.h"
 #include "sampler/link_sampler.h"
 #include "sampler/loader.h"
@@ -95,7 +95,7 @@ struct TrainOptions {
   // (sampler/batch_checksum.h): to check that another loader yields the same batches.
   bool print_batch_checksums = false;
   // Rank 0's progress lines (rate, ETA) during epochs, evaluation and inference (--progress).
-  core::ProgressMode progress = core::ProgressMode::kAuto;
+  base::ProgressMode progress = base::ProgressMode::kAuto;
   std::string metrics_file;    // JSON lines ("" = none)
   std::string tensorboard_dir;  // rank 0's TensorBoard event file goes here ("" = none)
   std::string checkpoint_dir;  // best.pt + last.rank<r>.pt ("" = no checkpoints)

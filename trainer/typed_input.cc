@@ -7,14 +7,14 @@
 
 #include <cmath>
 
-#include "core/status.h"
-#include "core/strings.h"
+#include "base/status.h"
+#include "base/strings.h"
 #include "sampler/minibatch_sampler.h"
 #include "trainer/torch_util.h"
 
 namespace fanout::trainer {
 
-using core::StrCat;
+using base::StrCat;
 
 absl::StatusOr<std::shared_ptr<TypedInput>> TypedInput::Make(const sampler::DistGraph& graph,
                                                              const std::string& feature_field, int64_t embed_dim,

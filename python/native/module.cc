@@ -25,13 +25,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/heartbeat.h"
-#include "core/ip_config.h"
-#include "core/job_env.h"
+#include "base/heartbeat.h"
+#include "base/ip_config.h"
+#include "base/job_env.h"
+#include "base/security_options.h"
+#include "base/strings.h"
 #include "core/partition_config.h"
 #include "core/sampling.h"
-#include "core/security_options.h"
-#include "core/strings.h"
 #include "rpc/graph_client.h"
 #include "rpc/security.h"
 #include "sampler/dist_graph.h"
@@ -47,7 +47,7 @@ namespace py = pybind11;
 namespace fanout::python {
 namespace {
 
-using core::StrCat;
+using base::StrCat;
 
 // Raised for every error status; the Python class is fanout.FanoutError.
 struct StatusError : std::runtime_error {
@@ -121,8 +121,8 @@ class Graph {
                                    config_.num_parts - 1, ")"));
     }
     options_.machine_id = machine_id;
-    options_.servers = Take(core::ResolveServers("", servers, ip_config, part_config, num_servers, config_.num_parts));
-    core::FillSecurityFromEnvironment(&options_.security);
+    options_.servers = Take(base::ResolveServers("", servers, ip_config, part_config, num_servers, config_.num_parts));
+    base::FillSecurityFromEnvironment(&options_.security);
     // Read once: DistGraph::Open and the write clients use these.
     if (options_.security.any()) {
       options_.client.security = Take(rpc::Security::Load(options_.security, rpc::Security::Role::kClient));
@@ -469,12 +469,12 @@ PYBIND11_MODULE(_native, m) {
   m.doc() = "fanout's native data plane (graph reads, seed split, batch loaders); see fanout.distributed";
   py::register_exception<StatusError>(m, "FanoutError", PyExc_RuntimeError);
 
-  m.def("start_heartbeat", &core::StartHeartbeatFromEnvironment,
+  m.def("start_heartbeat", &base::StartHeartbeatFromEnvironment,
         "Starts fanout-launch's liveness signal when FANOUT_HEARTBEAT_S is set; returns whether it did.");
   m.def(
       "job_env",
       [] {
-        core::JobEnv j = Take(core::JobEnv::FromEnvironment());
+        base::JobEnv j = Take(base::JobEnv::FromEnvironment());
         py::dict d;
         d["job_id"] = j.job_id;
         d["part_config"] = j.part_config;

@@ -20,9 +20,9 @@
 #include <string_view>
 #include <vector>
 
-#include "core/check.h"
-#include "core/strings.h"
-#include "core/text_reader.h"
+#include "base/check.h"
+#include "base/strings.h"
+#include "base/text_reader.h"
 #include "partition/readers.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -41,7 +41,7 @@ void Put(const fs::path& path, std::string_view data) {
 
 int64_t ParseOr(std::string_view s, int64_t fallback) {
   int64_t v;
-  return fanout::core::ParseInt64(fanout::core::StripSpaces(s.substr(0, s.find('\n'))), &v) ? v
+  return fanout::base::ParseInt64(fanout::base::StripSpaces(s.substr(0, s.find('\n'))), &v) ? v
                                                                                             : fallback;
 }
 
@@ -71,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const fs::path dir = fs::path(fanout::fuzz::TempDir()) / "dataset";
   std::vector<std::string_view> parts =
       fanout::fuzz::SplitParts(std::string_view(reinterpret_cast<const char*>(data), size));
-  std::string_view mode = fanout::core::StripSpaces(parts[0].substr(0, parts[0].find('\n')));
+  std::string_view mode = fanout::base::StripSpaces(parts[0].substr(0, parts[0].find('\n')));
   parts.erase(parts.begin());
   parts.resize(9);  // missing parts are empty: their files are left out
   std::error_code ec;

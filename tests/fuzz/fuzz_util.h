@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/check.h"
+#include "base/check.h"
 
 namespace fanout::fuzz {
 

@@ -17,18 +17,18 @@
 #include <string>
 #include <vector>
 
-#include "core/check.h"
-#include "core/partition_config.h"
+#include "base/check.h"
+#include "base/thread_pool.h"
 #include "core/graph_source.h"
+#include "core/partition_config.h"
 #include "core/partition_store.h"
 #include "fanout/v1/graph.pb.h"
 #include "google/protobuf/stubs/logging.h"
 #include "partition/dataset.h"
 #include "partition/partitioner.h"
-#include "server/graph_service.h"
 #include "rpc/rpc_codec.h"
+#include "server/graph_service.h"
 #include "server/server_stats.h"
-#include "core/thread_pool.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {
@@ -45,7 +45,7 @@ struct World {
   std::shared_ptr<fanout::core::PartitionStore> store;
   std::unique_ptr<fanout::core::LocalGraphSource> source;
   fanout::server::ServerStats stats;
-  fanout::core::ThreadPool pool{1};
+  fanout::base::ThreadPool pool{1};
   std::unique_ptr<fanout::server::GraphServiceImpl> service;
 };
 

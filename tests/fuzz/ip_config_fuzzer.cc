@@ -1,4 +1,4 @@
-// Fuzzes the ip_config.txt parser (core/ip_config.cc) on the file's text. What it accepts is a
+// Fuzzes the ip_config.txt parser (base/ip_config.cc) on the file's text. What it accepts is a
 // non-empty machine list of IP literals or host names (RFC 1123 characters, at most 253) and
 // ports in 1..65535, each naming a real line; and every entry survives HostPort/SplitHostPort.
 #include <arpa/inet.h>
@@ -7,12 +7,12 @@
 #include <cstdint>
 #include <string_view>
 
-#include "core/check.h"
-#include "core/ip_config.h"
+#include "base/check.h"
+#include "base/ip_config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
-  auto machines = fanout::core::ParseIpConfig(text, "ip_config.txt");
+  auto machines = fanout::base::ParseIpConfig(text, "ip_config.txt");
   if (!machines.ok()) return 0;
   FANOUT_CHECK(!machines->empty());
   int last_line = 0;
@@ -29,8 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           << m.ip;
       FANOUT_CHECK(m.ip.front() != '-' && m.ip.front() != '.' && m.ip.back() != '-' && m.ip.back() != '.') << m.ip;
     }
-    const std::string hp = fanout::core::HostPort(m.ip, m.port);
-    auto back = fanout::core::SplitHostPort(hp);
+    const std::string hp = fanout::base::HostPort(m.ip, m.port);
+    auto back = fanout::base::SplitHostPort(hp);
     FANOUT_CHECK(back.ok()) << hp;
     FANOUT_CHECK(back->host == m.ip && back->port == m.port) << hp;
   }

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/check.h"
+#include "base/check.h"
 #include "core/npy.h"
 #include "tests/fuzz/fuzz_util.h"
 

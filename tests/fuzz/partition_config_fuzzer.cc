@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/check.h"
+#include "base/check.h"
 #include "core/partition_config.h"
 #include "tests/fuzz/fuzz_util.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/check.h"
+#include "base/check.h"
 #include "core/dtype.h"
 #include "fanout/v1/graph.pb.h"
 #include "google/protobuf/stubs/logging.h"

@@ -15,7 +15,7 @@
 #include <set>
 #include <thread>
 
-#include "core/spawn.h"
+#include "base/spawn.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
 #include "core/sampling.h"
@@ -363,8 +363,8 @@ TEST(GraphServerBinaryTest, StartsReportsItsPortAndStopsOnSigterm) {
   std::vector<std::string> args = {FANOUT_SERVER_BIN, "--part-config", config_path, "--part-id", "1",
                                    "--host", "127.0.0.1", "--port", "0", "--num-threads", "2",
                                    "--shutdown-grace", "60"};
-  absl::StatusOr<pid_t> spawned = core::SpawnChild(
-      {.argv = args, .fds = {core::ChildFd::Open(2, log, O_WRONLY | O_CREAT | O_TRUNC)}});
+  absl::StatusOr<pid_t> spawned = base::SpawnChild(
+      {.argv = args, .fds = {base::ChildFd::Open(2, log, O_WRONLY | O_CREAT | O_TRUNC)}});
   ASSERT_TRUE(spawned.ok()) << spawned.status();
   const pid_t pid = *spawned;
   // Wait for the ready line (bounded), then parse the port.

@@ -6,9 +6,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/strings.h"
 #include "core/npy.h"
 #include "core/partition_config.h"
-#include "core/strings.h"
 #include "gtest/gtest.h"
 #include "partition/readers.h"
 #include "tests/testing/testing.h"
@@ -17,7 +17,7 @@ namespace fanout {
 namespace {
 
 namespace fs = std::filesystem;
-using core::StrCat;
+using base::StrCat;
 using testing::TempDir;
 
 struct RunResult {

@@ -17,16 +17,16 @@
 #include <regex>
 #include <thread>
 
-#include "core/spawn.h"
+#include "base/spawn.h"
 #include "core/partition_store.h"
 #include "core/sampling.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "rpc/graph_client.h"
-#include "server/graph_server.h"
 #include "rpc/rpc_codec.h"
 #include "rpc/security.h"
+#include "server/graph_server.h"
 #include "tests/testing/server_cluster.h"
 #include "tests/testing/testing.h"
 
@@ -38,8 +38,8 @@ namespace {
 using rpc::GraphClient;
 using rpc::Rows;
 using rpc::Security;
-using core::IsLoopbackHost;
-using core::SecurityOptions;
+using base::IsLoopbackHost;
+using base::SecurityOptions;
 using rpc::CheckTensor;
 using rpc::FillInt64Tensor;
 using rpc::FillTensor;
@@ -100,7 +100,7 @@ TEST_F(SafetyTest, OversizedSamplesAreRefusedBeforeAnyWork) {
   auto cl = Client();
   auto [hub, deg] = Hub();
   ASSERT_GT(deg, 10);
-  const int64_t rss_before = core::CurrentRssBytes();
+  const int64_t rss_before = base::CurrentRssBytes();
   // One seed, fanout 2^31, with replacement: 2^31 edges (48 GiB) asked for in 40 bytes.
   auto a = cl->SampleNeighbors({hub}, {.fanout = int64_t{1} << 31, .replace = true});
   EXPECT_EQ(a.status().code(), absl::StatusCode::kResourceExhausted) << a.status();
@@ -113,7 +113,7 @@ TEST_F(SafetyTest, OversizedSamplesAreRefusedBeforeAnyWork) {
   auto c = cl->SampleNeighbors(copies, {.fanout = -1});
   EXPECT_EQ(c.status().code(), absl::StatusCode::kResourceExhausted) << c.status();
   // Nothing sized by those requests was allocated (the million IDs themselves are 8 MB).
-  EXPECT_LT(core::CurrentRssBytes() - rss_before, int64_t{200} << 20);
+  EXPECT_LT(base::CurrentRssBytes() - rss_before, int64_t{200} << 20);
   // The bound is exact: a request under the limit is served.
   auto ok = cl->SampleNeighbors({hub}, {.fanout = 1000, .replace = true});
   ASSERT_TRUE(ok.ok()) << ok.status();
@@ -356,7 +356,7 @@ void StartServerBinary(const TempDir& dir, const std::string& wrapper, pid_t* pi
   const std::string log = dir.Sub("server.log");
   const std::string cmd = "exec " + wrapper + std::string(FANOUT_SERVER_BIN) + " --part-config " + config +
                           " --part-id 0 --port 0 --num-threads 2 --shutdown-grace 0 2>" + log;
-  absl::StatusOr<pid_t> spawned = core::SpawnChild({.argv = {"/bin/sh", "-c", cmd}});
+  absl::StatusOr<pid_t> spawned = base::SpawnChild({.argv = {"/bin/sh", "-c", cmd}});
   ASSERT_TRUE(spawned.ok()) << spawned.status();
   *pid = *spawned;
   std::smatch m;

@@ -1,4 +1,4 @@
-#include "core/ip_config.h"
+#include "base/ip_config.h"
 
 #include <fstream>
 
@@ -6,13 +6,13 @@
 #include "gtest/gtest.h"
 #include "tests/testing/testing.h"
 
-namespace fanout::core {
+namespace fanout::base {
 namespace {
 
 using ::testing::HasSubstr;
 
 TEST(IpConfig, CommentsBlankLinesDefaultPortAndIpv6) {
-  auto m = ParseIpConfig(
+  auto m = base::ParseIpConfig(
       "# cluster\n"
       "\n"
       "10.0.0.1\n"
@@ -37,40 +37,40 @@ TEST(IpConfig, CommentsBlankLinesDefaultPortAndIpv6) {
 
 TEST(IpConfig, BadPortNamesFileLineAndValue) {
   for (const char* port : {"abc", "0", "65536", "-1", "30050x"}) {
-    auto m = ParseIpConfig(std::string("10.0.0.1\n10.0.0.2 ") + port + "\n", "ip.txt");
+    auto m = base::ParseIpConfig(std::string("10.0.0.1\n10.0.0.2 ") + port + "\n", "ip.txt");
     ASSERT_FALSE(m.ok()) << port;
     EXPECT_THAT(std::string(m.status().message()), HasSubstr("ip.txt:2: port '")) << port;
     EXPECT_THAT(std::string(m.status().message()), HasSubstr("1..65535")) << port;
   }
-  EXPECT_TRUE(ParseIpConfig("10.0.0.1 65535", "ip.txt").ok());
+  EXPECT_TRUE(base::ParseIpConfig("10.0.0.1 65535", "ip.txt").ok());
 }
 
 TEST(IpConfig, BadAddressNamesFileLineAndValue) {
   for (const char* ip : {"10.0.0.256", "10.0.0", "[::1]", "10.0.0.1:30050", "node_1", "-node", "node-", "a..b",
                          "n\xc3\xb6" "de"}) {
-    auto m = ParseIpConfig(std::string("# c\n") + ip + " 30050\n", "ip.txt");
+    auto m = base::ParseIpConfig(std::string("# c\n") + ip + " 30050\n", "ip.txt");
     ASSERT_FALSE(m.ok()) << ip;
     EXPECT_EQ(m.status().message(),
               std::string("ip.txt:2: '") + ip + "' is not an IPv4 or IPv6 address or a host name");
   }
-  EXPECT_FALSE(ParseIpConfig(std::string(64, 'a') + ".example\n", "ip.txt").ok()) << "a label over 63";
+  EXPECT_FALSE(base::ParseIpConfig(std::string(64, 'a') + ".example\n", "ip.txt").ok()) << "a label over 63";
   // Found by the fuzzer: a NUL after a valid literal ("::") passed inet_pton, which stops at it.
-  EXPECT_FALSE(ParseIpConfig(std::string("::\0\1]:\n", 7), "ip.txt").ok());
+  EXPECT_FALSE(base::ParseIpConfig(std::string("::\0\1]:\n", 7), "ip.txt").ok());
 }
 
 TEST(IpConfig, HostNamesAreAccepted) {
   // DESIGN.md: machines by IP or host name (Kubernetes pod DNS names, Slurm node names).
-  auto m = ParseIpConfig("node1\nfanout-0.fanout.default.svc.cluster.local 31000\nlocalhost\nGPU-7\n", "ip.txt");
+  auto m = base::ParseIpConfig("node1\nfanout-0.fanout.default.svc.cluster.local 31000\nlocalhost\nGPU-7\n", "ip.txt");
   ASSERT_TRUE(m.ok()) << m.status();
   ASSERT_EQ(m->size(), 4u);
   EXPECT_EQ((*m)[1].ip, "fanout-0.fanout.default.svc.cluster.local");
   EXPECT_EQ((*m)[1].port, 31000);
-  EXPECT_EQ(HostPort((*m)[1].ip, (*m)[1].port), "fanout-0.fanout.default.svc.cluster.local:31000");
+  EXPECT_EQ(base::HostPort((*m)[1].ip, (*m)[1].port), "fanout-0.fanout.default.svc.cluster.local:31000");
 }
 
 TEST(IpConfig, ExtraFieldsAreAnError) {
   // DGL once took a third column (servers per machine); fanout takes --num-servers.
-  auto m = ParseIpConfig("10.0.0.1 30050 2\n", "ip.txt");
+  auto m = base::ParseIpConfig("10.0.0.1 30050 2\n", "ip.txt");
   ASSERT_FALSE(m.ok());
   EXPECT_THAT(std::string(m.status().message()), HasSubstr("ip.txt:1: expected 'HOST [PORT]', found 3 fields"));
   EXPECT_THAT(std::string(m.status().message()), HasSubstr("--num-servers"));
@@ -78,7 +78,7 @@ TEST(IpConfig, ExtraFieldsAreAnError) {
 
 TEST(IpConfig, EmptyFileIsAnError) {
   for (const char* text : {"", "\n\n", "# only a comment\n  # another\n"}) {
-    auto m = ParseIpConfig(text, "ip.txt");
+    auto m = base::ParseIpConfig(text, "ip.txt");
     ASSERT_FALSE(m.ok());
     EXPECT_EQ(m.status().message(), "ip.txt: lists no machines (expected one 'HOST [PORT]' per line)");
   }
@@ -88,39 +88,39 @@ TEST(IpConfig, LoadReadsTheFileAndNamesIt) {
   testing::TempDir dir;
   const std::string path = dir.Sub("ip_config.txt");
   testing::WriteText(path, "127.0.0.1 30100\n127.0.0.2\n");
-  auto m = LoadIpConfig(path);
+  auto m = base::LoadIpConfig(path);
   ASSERT_TRUE(m.ok()) << m.status();
   ASSERT_EQ(m->size(), 2u);
   EXPECT_EQ((*m)[1].ip, "127.0.0.2");
 
   testing::WriteText(path, "127.0.0.1 x\n");
-  m = LoadIpConfig(path);
+  m = base::LoadIpConfig(path);
   ASSERT_FALSE(m.ok());
   EXPECT_THAT(std::string(m.status().message()), HasSubstr(path + ":1: port 'x'"));
 
-  m = LoadIpConfig(dir.Sub("missing.txt"));
+  m = base::LoadIpConfig(dir.Sub("missing.txt"));
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().message(), dir.Sub("missing.txt") + ": cannot open ip_config");
-  m = LoadIpConfig(dir.path());
+  m = base::LoadIpConfig(dir.path());
   ASSERT_FALSE(m.ok());
   EXPECT_THAT(std::string(m.status().message()), HasSubstr("is a folder"));
 }
 
 TEST(IpConfig, HostPortBracketsIpv6) {
-  EXPECT_EQ(HostPort("10.0.0.1", 30050), "10.0.0.1:30050");
-  EXPECT_EQ(HostPort("::1", 30050), "[::1]:30050");
+  EXPECT_EQ(base::HostPort("10.0.0.1", 30050), "10.0.0.1:30050");
+  EXPECT_EQ(base::HostPort("::1", 30050), "[::1]:30050");
 }
 
 TEST(IpConfig, SplitHostPortInvertsHostPort) {
   for (const auto& [host, port] : std::vector<std::pair<std::string, int>>{
            {"10.0.0.1", 30050}, {"::1", 0}, {"fe80::1", 65535}, {"node-3.cluster.local", 29500}}) {
-    auto hp = SplitHostPort(HostPort(host, port));
+    auto hp = base::SplitHostPort(base::HostPort(host, port));
     ASSERT_TRUE(hp.ok()) << hp.status();
     EXPECT_EQ(hp->host, host);
     EXPECT_EQ(hp->port, port);
   }
   for (const char* bad : {"", "10.0.0.1", ":80", "h:", "h:65536", "h:-1", "h:8x", "[::1]", "[::1]80", "::1"}) {
-    EXPECT_FALSE(SplitHostPort(bad).ok()) << bad;
+    EXPECT_FALSE(base::SplitHostPort(bad).ok()) << bad;
   }
 }
 
@@ -128,14 +128,14 @@ TEST(IpConfig, SplitHostPortInvertsHostPort) {
 // (FANOUT_SERVERS) and read back as --servers is.
 TEST(ServerMapTest, ServersOfFollowsIpConfigAndRoundTripsThroughItsText) {
   const std::vector<MachineEntry> machines = {{"10.0.0.1", 30050, 1}, {"::1", 31000, 2}};
-  const ServerMap map = ServersOf(machines, 2);
-  const std::string text = FormatServerList(map);
+  const base::ServerMap map = base::ServersOf(machines, 2);
+  const std::string text = base::FormatServerList(map);
   EXPECT_EQ(text, "0=10.0.0.1:30050,0=10.0.0.1:30051,1=[::1]:31000,1=[::1]:31001");
-  absl::StatusOr<ServerMap> back = ParseServerList(text, 2);
+  absl::StatusOr<ServerMap> back = base::ParseServerList(text, 2);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->addresses, map.addresses);
-  EXPECT_FALSE(ParseServerList(text, 1).ok());  // names partition 1 of a one-partition graph
+  EXPECT_FALSE(base::ParseServerList(text, 1).ok());  // names partition 1 of a one-partition graph
 }
 
 }  // namespace
-}  // namespace fanout::core
+}  // namespace fanout::base

@@ -6,8 +6,8 @@
 
 #include <filesystem>
 
+#include "base/job_env.h"
 #include "gmock/gmock.h"
-#include "core/job_env.h"
 #include "gtest/gtest.h"
 #include "launcher/process.h"
 #include "tests/launcher/launcher_test_util.h"
@@ -112,7 +112,7 @@ TEST(JobPlan, OmpThreadsAndServerThreadsFlags) {
 }
 
 // One form per setting: servers and trainers get the same security variables in their
-// environment (core::JobEnv), and no process gets them on its command line, which every user of
+// environment (base::JobEnv), and no process gets them on its command line, which every user of
 // the machine can read.
 TEST(JobPlan, SecurityReachesServersAndTrainersInTheirEnvironment) {
   LaunchOptions o = Options();
@@ -132,7 +132,7 @@ TEST(JobPlan, SecurityReachesServersAndTrainersInTheirEnvironment) {
   for (const ProcessSpec& t : plan->trainers) EXPECT_EQ(t.command, o.command);  // the user's, left alone
   // What a process reads back is what the launcher meant.
   const std::vector<std::string>& env = plan->servers[0].env;
-  auto job = core::JobEnv::FromEnvironment([&](const char* name) -> const char* {
+  auto job = base::JobEnv::FromEnvironment([&](const char* name) -> const char* {
     for (const std::string& v : env) {
       if (v.rfind(std::string(name) + "=", 0) == 0) return v.c_str() + std::strlen(name) + 1;
     }

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <regex>
 
-#include "core/spawn.h"
+#include "base/spawn.h"
 #include "gtest/gtest.h"
 
 extern char** environ;
@@ -32,7 +32,7 @@ bool IsRunning(pid_t pid) {
 }
 
 bool WaitGone(pid_t pid, milliseconds timeout) {
-  return core::WaitForExit(pid, timeout) == 1 || !IsRunning(pid);
+  return base::WaitForExit(pid, timeout) == 1 || !IsRunning(pid);
 }
 
 ssize_t ReadMore(int fd, Clock::time_point deadline, std::string* text) {
@@ -111,11 +111,11 @@ ChildRun::ChildRun(const std::vector<std::string>& args, const std::string& cwd,
   std::vector<std::string> env;
   for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
   env.insert(env.end(), extra_env.begin(), extra_env.end());
-  absl::StatusOr<pid_t> pid = core::SpawnChild({.argv = args,
+  absl::StatusOr<pid_t> pid = base::SpawnChild({.argv = args,
                                                 .env = env,
                                                 .cwd = cwd,
-                                                .fds = {core::ChildFd::Open(0, "/dev/null", O_RDONLY),
-                                                        core::ChildFd::Dup(1, p[1]), core::ChildFd::Dup(2, p[1])}});
+                                                .fds = {base::ChildFd::Open(0, "/dev/null", O_RDONLY),
+                                                        base::ChildFd::Dup(1, p[1]), base::ChildFd::Dup(2, p[1])}});
   EXPECT_TRUE(pid.ok()) << pid.status();
   pid_ = pid.value_or(-1);
   close(p[1]);

@@ -5,7 +5,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "core/heartbeat.h"
+#include "base/heartbeat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/launcher/launcher_test_util.h"
@@ -63,7 +63,7 @@ TEST(StreamRouter, PrefixesConsoleLinesAndLogsThemPlain) {
 }
 
 TEST(StreamRouter, HeartbeatsAreCutOutWhereverTheyFall) {
-  const std::string hb(core::kHeartbeatMarker);
+  const std::string hb(base::kHeartbeatMarker);
   fanout::testing::TempDir dir;
   int log = open(dir.Sub("log").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ASSERT_GE(log, 0);

@@ -16,8 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/text_reader.h"
 #include "core/npy.h"
-#include "core/text_reader.h"
 
 namespace fanout::partition {
 namespace {
@@ -74,7 +74,7 @@ std::string ReadBytes(const fs::path& p) {
 // Every line of a (gzipped) text file.
 std::vector<std::string> ReadLines(const fs::path& p) {
   std::vector<std::string> lines;
-  absl::StatusOr<std::unique_ptr<core::LineReader>> r = core::LineReader::Open(p.string());
+  absl::StatusOr<std::unique_ptr<base::LineReader>> r = base::LineReader::Open(p.string());
   EXPECT_TRUE(r.ok()) << r.status();
   if (!r.ok()) return lines;
   std::string_view line;
@@ -423,10 +423,10 @@ TEST(GenerateTest, OgbLayoutMatchesNpyLayout) {
   ASSERT_EQ(static_cast<int64_t>(edge_lines.size()), e);
   NpyArray edges = MapOrDie(fs::path(npy.out_dir) / "edges.npy");
   for (int64_t i = 0; i < e; ++i) {
-    core::SplitFields(edge_lines[i], &fields);
+    base::SplitFields(edge_lines[i], &fields);
     ASSERT_EQ(fields.size(), 2u) << edge_lines[i];
     int64_t src, dst;
-    ASSERT_TRUE(core::ParseInt64(fields[0], &src) && core::ParseInt64(fields[1], &dst));
+    ASSERT_TRUE(base::ParseInt64(fields[0], &src) && base::ParseInt64(fields[1], &dst));
     ASSERT_EQ(src, edges.data_as<int64_t>()[2 * i]);
     ASSERT_EQ(dst, edges.data_as<int64_t>()[2 * i + 1]);
   }
@@ -435,11 +435,11 @@ TEST(GenerateTest, OgbLayoutMatchesNpyLayout) {
   ASSERT_EQ(static_cast<int64_t>(feat_lines.size()), n);
   NpyArray feat = MapOrDie(fs::path(npy.out_dir) / "node_feat.npy");
   for (int64_t v = 0; v < n; ++v) {
-    core::SplitFields(feat_lines[v], &fields);
+    base::SplitFields(feat_lines[v], &fields);
     ASSERT_EQ(static_cast<int64_t>(fields.size()), f);
     for (int64_t j = 0; j < f; ++j) {
       float x;
-      ASSERT_TRUE(core::ParseFloat(fields[j], &x)) << fields[j];
+      ASSERT_TRUE(base::ParseFloat(fields[j], &x)) << fields[j];
       ASSERT_EQ(x, feat.data_as<float>()[v * f + j]) << "row " << v << " column " << j;
     }
   }
@@ -449,7 +449,7 @@ TEST(GenerateTest, OgbLayoutMatchesNpyLayout) {
   NpyArray weight = MapOrDie(fs::path(npy.out_dir) / "edge_data" / "weight.npy");
   for (int64_t i = 0; i < e; ++i) {
     float x;
-    ASSERT_TRUE(core::ParseFloat(weight_lines[i], &x)) << weight_lines[i];
+    ASSERT_TRUE(base::ParseFloat(weight_lines[i], &x)) << weight_lines[i];
     ASSERT_EQ(x, weight.data_as<float>()[i]);
   }
 
@@ -457,7 +457,7 @@ TEST(GenerateTest, OgbLayoutMatchesNpyLayout) {
     std::vector<int64_t> v;
     for (const std::string& s : lines) {
       int64_t x = -1;
-      EXPECT_TRUE(core::ParseInt64(s, &x)) << s;
+      EXPECT_TRUE(base::ParseInt64(s, &x)) << s;
       v.push_back(x);
     }
     return v;

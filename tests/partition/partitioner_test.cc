@@ -1,4 +1,4 @@
-#include "core/process_stats.h"
+#include "base/process_stats.h"
 #include "partition/partitioner.h"
 
 #include <filesystem>
@@ -140,7 +140,7 @@ TEST(PartitionerTest, ANodeCountThatCannotFitIsRefusedNamingItsSource) {
   EXPECT_NE(std::string(s.message()).find("Node IDs must be 0..N-1"), std::string::npos) << s;
   EXPECT_TRUE(CheckNodeCountFits(d, 1000 * 24).ok());
   EXPECT_TRUE(CheckNodeCountFits(d, -1).ok());
-  EXPECT_GT(core::UsableMemoryBytes(), 0);
+  EXPECT_GT(base::UsableMemoryBytes(), 0);
 }
 
 TEST(PartitionerTest, BadOptionsFailBeforeWritingAnything) {

@@ -6,11 +6,11 @@
 #include <random>
 #include <set>
 
+#include "base/strings.h"
 #include "core/npy.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
 #include "core/sampling.h"
-#include "core/strings.h"
 #include "gtest/gtest.h"
 #include "partition/generate.h"
 #include "partition/partitioner.h"
@@ -275,7 +275,7 @@ void WriteOgbHetero(const Dataset& d, const std::string& dir) {
     for (int64_t i = 0; i < f.data.rows(); ++i) {
       if (f.name == "feat") {
         const float* x = reinterpret_cast<const float*>(f.data.row(i));
-        for (int64_t c = 0; c < f.data.row_elems(); ++c) text += (c ? "," : "") + core::StrCat(x[c]);
+        for (int64_t c = 0; c < f.data.row_elems(); ++c) text += (c ? "," : "") + base::StrCat(x[c]);
       } else {
         text += std::to_string(f.data.data_as<int64_t>()[i]);
       }
@@ -471,7 +471,7 @@ TEST(TypedStoreTest, FieldsNeighboursAndSamplesFollowTheTypes) {
     EXPECT_EQ(f[1], 2.0f);
     absl::Status wrong = st.GatherNodeRows("paper/feat", std::vector<int64_t>{ab}, &rows);
     EXPECT_EQ(wrong.code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(wrong.message().find(core::StrCat("node ", ab, " is of type author; field 'paper/feat' holds paper nodes only")),
+    EXPECT_NE(wrong.message().find(base::StrCat("node ", ab, " is of type author; field 'paper/feat' holds paper nodes only")),
               std::string::npos)
         << wrong;
     EXPECT_EQ(st.GatherNodeRows("feat", std::vector<int64_t>{pb}, &rows).code(), absl::StatusCode::kNotFound);

@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "core/thread_pool.h"
+#include "base/thread_pool.h"
 #include "rpc/rpc_codec.h"
 #include "server/graph_service.h"
 #include "tests/testing/fake_graph_source.h"
@@ -36,7 +36,7 @@ struct Served {
   core::PartitionConfig config = FakeConfig({0, 4, 8}, {0, 6, 14}, {"feat"});
   FakeGraphSource fake{1, 4, 8, 6};
   ServerStats stats;
-  core::ThreadPool pool{1};
+  base::ThreadPool pool{1};
   std::unique_ptr<GraphServiceImpl> service;
 
   Served() {

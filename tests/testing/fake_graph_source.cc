@@ -2,11 +2,11 @@
 
 #include <cstring>
 
-#include "core/strings.h"
+#include "base/strings.h"
 
 namespace fanout::testing {
 
-using core::StrCat;
+using base::StrCat;
 
 FakeGraphSource::FakeGraphSource(int part, int64_t node_lo, int64_t node_hi, int64_t edge_lo)
     : part_(part), node_lo_(node_lo), node_hi_(node_hi), edge_lo_(edge_lo) {}

@@ -1,7 +1,7 @@
 #include "tests/testing/server_cluster.h"
 
+#include "base/strings.h"
 #include "core/partition_store.h"
-#include "core/strings.h"
 #include "gtest/gtest.h"
 
 namespace fanout::testing {
@@ -26,9 +26,9 @@ void ServerCluster::Start(const std::string& config_path, server::ServerOptions 
 std::string ServerCluster::ServerList() const {
   std::vector<std::string> entries;
   for (size_t k = 0; k < servers.size(); ++k) {
-    if (servers[k] != nullptr) entries.push_back(core::StrCat(k, "=", servers[k]->address()));
+    if (servers[k] != nullptr) entries.push_back(base::StrCat(k, "=", servers[k]->address()));
   }
-  return core::StrJoin(entries, ",");
+  return base::StrJoin(entries, ",");
 }
 
 void ServerCluster::Stop(int k) {

@@ -17,10 +17,10 @@
 #include <random>
 #include <set>
 
+#include "base/spawn.h"
+#include "base/strings.h"
 #include "core/npy.h"
 #include "core/partition_config.h"
-#include "core/spawn.h"
-#include "core/strings.h"
 
 extern char** environ;
 
@@ -156,17 +156,17 @@ void WritePlainLayout(const Dataset& d, const std::string& dir) {
 void WriteOgbLayout(const Dataset& d, const std::string& dir, const std::string& split) {
   const int64_t* e = d.edges.data_as<int64_t>();
   std::string edges;
-  for (int64_t i = 0; i < d.num_edges(); ++i) edges += core::StrCat(e[2 * i], ",", e[2 * i + 1], "\n");
+  for (int64_t i = 0; i < d.num_edges(); ++i) edges += base::StrCat(e[2 * i], ",", e[2 * i + 1], "\n");
   WriteGz(dir + "/raw/edge.csv.gz", edges);
-  WriteGz(dir + "/raw/num-node-list.csv.gz", core::StrCat(d.num_nodes, "\n"));
-  WriteGz(dir + "/raw/num-edge-list.csv.gz", core::StrCat(d.num_edges(), "\n"));
+  WriteGz(dir + "/raw/num-node-list.csv.gz", base::StrCat(d.num_nodes, "\n"));
+  WriteGz(dir + "/raw/num-edge-list.csv.gz", base::StrCat(d.num_edges(), "\n"));
   for (const auto& f : d.node_fields) {
     if (f.name == "feat") {
       std::string s;
       const float* x = f.data.data_as<float>();
       for (int64_t r = 0; r < f.data.rows(); ++r) {
         for (int64_t c = 0; c < f.data.row_elems(); ++c) {
-          s += core::StrCat(c ? "," : "", x[r * f.data.row_elems() + c]);
+          s += base::StrCat(c ? "," : "", x[r * f.data.row_elems() + c]);
         }
         s += "\n";
       }
@@ -404,11 +404,11 @@ std::string WriteTokenFile(const TempDir& dir, const std::string& name, const st
 int RunProcess(const std::vector<std::string>& args, std::string* out, std::string* err) {
   TempDir io;
   const std::string out_path = io.Sub("stdout"), err_path = io.Sub("stderr");
-  absl::StatusOr<pid_t> pid = core::SpawnChild(
+  absl::StatusOr<pid_t> pid = base::SpawnChild(
       {.argv = args,
-       .fds = {core::ChildFd::Open(0, "/dev/null", O_RDONLY),
-               core::ChildFd::Open(1, out_path, O_WRONLY | O_CREAT | O_TRUNC),
-               core::ChildFd::Open(2, err_path, O_WRONLY | O_CREAT | O_TRUNC)}});
+       .fds = {base::ChildFd::Open(0, "/dev/null", O_RDONLY),
+               base::ChildFd::Open(1, out_path, O_WRONLY | O_CREAT | O_TRUNC),
+               base::ChildFd::Open(2, err_path, O_WRONLY | O_CREAT | O_TRUNC)}});
   if (!pid.ok()) {
     ADD_FAILURE() << pid.status();
     return -1;

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <string>
 
-#include "core/strings.h"
+#include "base/strings.h"
 #include "tests/testing/testing.h"
 #include "tests/trainer/python_testing.h"
 #include "tests/trainer/test_batches.h"
@@ -19,7 +19,7 @@
 namespace fanout::trainer {
 namespace {
 
-using core::StrCat;
+using base::StrCat;
 
 ModelOptions Options(ModelKind kind, int64_t hidden = 8) {
   ModelOptions o;

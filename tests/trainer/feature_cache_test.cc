@@ -10,8 +10,8 @@
 #include <cstring>
 #include <numeric>
 
+#include "base/status.h"
 #include "core/partition_config.h"
-#include "core/status.h"
 #include "sampler/cache_choice.h"
 #include "sampler/minibatch_sampler.h"
 #include "tests/testing/testing.h"

@@ -6,8 +6,8 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include "base/strings.h"
 #include "core/partition_config.h"
-#include "core/strings.h"
 #include "sampler/minibatch_sampler.h"
 #include "tests/testing/testing.h"
 #include "tests/trainer/python_testing.h"
@@ -16,7 +16,7 @@
 namespace fanout::trainer {
 namespace {
 
-using core::StrCat;
+using base::StrCat;
 
 class InferenceTest : public ::testing::Test {
  protected:

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "core/strings.h"
+#include "base/strings.h"
 #include "tests/testing/testing.h"
 #include "tests/trainer/python_testing.h"
 #include "trainer/checkpoint.h"
@@ -19,7 +19,7 @@
 namespace fanout::trainer {
 namespace {
 
-using core::StrCat;
+using base::StrCat;
 
 TEST(LinkScorerTest, ParsesItsNames) {
   EXPECT_EQ(*ParseScorerKind("dot"), ScorerKind::kDot);

@@ -7,14 +7,14 @@
 #include <string>
 #include <vector>
 
-#include "core/strings.h"
+#include "base/strings.h"
 
 namespace fanout::trainer::testing {
 
 // Runs FANOUT_PYTHON `args` with python/fanout importable and fanout's operators findable;
 // returns its exit status. Its standard output goes to `stdout_file`, its errors nowhere.
 inline int Python(const std::string& args, const std::string& stdout_file = "/dev/null") {
-  const std::string cmd = core::StrCat("PYTHONPATH=", FANOUT_SOURCE_DIR, "/python FANOUT_TORCH_OPS=",
+  const std::string cmd = base::StrCat("PYTHONPATH=", FANOUT_SOURCE_DIR, "/python FANOUT_TORCH_OPS=",
                                        FANOUT_TORCH_OPS_LIB, " ", FANOUT_PYTHON, " ", args, " >", stdout_file,
                                        " 2>/dev/null");
   return std::system(cmd.c_str());
@@ -26,7 +26,7 @@ inline int Export(const std::vector<std::string>& exports) {
   std::string args =
       "-c 'import shlex, sys; from fanout.export import main; "
       "sys.exit(max(main(shlex.split(a)) for a in sys.argv[1:]))'";
-  for (const std::string& e : exports) args += core::StrCat(" \"", e, "\"");
+  for (const std::string& e : exports) args += base::StrCat(" \"", e, "\"");
   return Python(args);
 }
 
@@ -35,7 +35,7 @@ inline int Export(const std::vector<std::string>& exports) {
 // 1.13 does not qualify.
 inline bool HavePythonTorch() {
   static const bool have =
-      Python(core::StrCat("-c 'import sys, torch; sys.exit(0 if torch.__version__.startswith(\"", FANOUT_TORCH_VERSION,
+      Python(base::StrCat("-c 'import sys, torch; sys.exit(0 if torch.__version__.startswith(\"", FANOUT_TORCH_VERSION,
                           ".\") else 1)'")) == 0;
   return have;
 }

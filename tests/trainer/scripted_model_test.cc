@@ -16,7 +16,7 @@
 #include <fstream>
 #include <string>
 
-#include "core/strings.h"
+#include "base/strings.h"
 #include "tests/testing/testing.h"
 #include "tests/trainer/python_testing.h"
 #include "tests/trainer/test_batches.h"
@@ -27,7 +27,7 @@
 namespace fanout::trainer {
 namespace {
 
-using core::StrCat;
+using base::StrCat;
 
 using testing::Export;
 using testing::Python;

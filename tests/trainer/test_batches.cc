@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "core/check.h"
+#include "base/check.h"
 
 namespace fanout::trainer::testing {
 

@@ -13,9 +13,9 @@
 #include <regex>
 #include <thread>
 
+#include "base/strings.h"
 #include "core/dtype.h"
 #include "core/npy.h"
-#include "core/strings.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "partition/partitioner.h"
@@ -29,7 +29,7 @@ namespace fanout {
 namespace {
 
 namespace fs = std::filesystem;
-using core::StrCat;
+using base::StrCat;
 using Clock = std::chrono::steady_clock;
 
 using testing::FreePort;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/strings.h"
+#include "base/strings.h"
 #include "nlohmann/json.hpp"
 #include "tests/launcher/launcher_test_util.h"
 
@@ -36,15 +36,15 @@ inline int FreePort() {
 
 // Every rank of a job as a process, with the environment fanout-launch would give it.
 inline std::vector<std::unique_ptr<RankProcess>> StartRanks(int world, const std::vector<std::string>& args) {
-  const std::string coord = core::StrCat("127.0.0.1:", FreePort());
+  const std::string coord = base::StrCat("127.0.0.1:", FreePort());
   std::vector<std::unique_ptr<RankProcess>> ranks;
   for (int r = 0; r < world; ++r) {
     std::vector<std::string> a = {FANOUT_TRAIN_BIN};
     a.insert(a.end(), args.begin(), args.end());
     ranks.push_back(std::make_unique<RankProcess>(
         a, "",
-        std::vector<std::string>{core::StrCat("FANOUT_RANK=", r), core::StrCat("FANOUT_WORLD_SIZE=", world),
-                                 core::StrCat("FANOUT_COORDINATOR=", coord)}));
+        std::vector<std::string>{base::StrCat("FANOUT_RANK=", r), base::StrCat("FANOUT_WORLD_SIZE=", world),
+                                 base::StrCat("FANOUT_COORDINATOR=", coord)}));
   }
   return ranks;
 }

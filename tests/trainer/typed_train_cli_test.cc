@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/strings.h"
 #include "core/npy.h"
-#include "core/strings.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "partition/partitioner.h"
@@ -23,7 +23,7 @@ namespace fanout {
 namespace {
 
 namespace fs = std::filesystem;
-using core::StrCat;
+using base::StrCat;
 using testing::StartRanks;
 
 // A typed graph with learnable embeddings (issue 29): each rank's last.rank<r>.pt holds the rows

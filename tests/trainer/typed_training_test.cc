@@ -11,7 +11,7 @@
 #include <map>
 #include <set>
 
-#include "core/strings.h"
+#include "base/strings.h"
 #include "gtest/gtest.h"
 #include "sampler/dist_graph.h"
 #include "sampler/minibatch_sampler.h"
@@ -27,7 +27,7 @@
 namespace fanout::trainer {
 namespace {
 
-using core::StrCat;
+using base::StrCat;
 
 // Sparse Adam (and Adagrad) on a row equals LibTorch's dense optimizer run on that row alone,
 // stepped only at the steps that touched it (DGL's per-row state); untouched rows never move.

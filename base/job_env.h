@@ -1,0 +1,49 @@
+// The job's layout as fanout-launch resolved it, and its transport security, handed to each
+// process in its environment (trainers read all of it, servers their IDs and security): one
+// writer (the launcher's plan, ToEnv), one reader (fanout-train, FromEnvironment), one table of
+// variable names between them, so that the two sides cannot drift. The names are also a contract
+// with users (docs/launcher.md): any command the launcher starts can read them.
+//
+// The graph servers travel resolved (FANOUT_SERVERS, every server's address), so the rule that
+// places server s of machine k on PORT_k + s lives in the launcher only; FANOUT_IP_CONFIG stays for
+// commands that want the machines themselves.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "base/security_options.h"
+
+namespace fanout::base {
+
+struct JobEnv {
+  // Unset: "" for text, -1 for counts and indices.
+  std::string job_id;       // FANOUT_JOB_ID
+  std::string part_config;  // FANOUT_PART_CONFIG: absolute path of <name>.json
+  std::string ip_config;    // FANOUT_IP_CONFIG: absolute path of ip_config.txt
+  std::string servers;      // FANOUT_SERVERS: "P=HOST:PORT,..." for every server of the job
+  std::string coordinator;  // FANOUT_COORDINATOR: host:port of trainer rank 0's rendezvous
+  int num_machines = -1;    // FANOUT_NUM_MACHINES (= partitions)
+  int machine_id = -1;      // FANOUT_MACHINE_ID: this machine, which hosts that partition
+  int num_servers = -1;     // FANOUT_NUM_SERVERS: per machine
+  int num_trainers = -1;    // FANOUT_NUM_TRAINERS: per machine
+  int num_samplers = -1;    // FANOUT_NUM_SAMPLERS: sampler processes per trainer
+  int local_rank = -1;      // FANOUT_LOCAL_RANK: this trainer on its machine
+  int rank = -1;            // FANOUT_RANK
+  int world_size = -1;      // FANOUT_WORLD_SIZE
+  // Transport security (base/security_options.h's table: FANOUT_TLS_CERT, FANOUT_TLS_KEY,
+  // FANOUT_TLS_CA, FANOUT_TLS_SERVER_NAME, FANOUT_AUTH_TOKEN_FILE): the same for every process of
+  // the job, servers and trainers alike.
+  SecurityOptions security;
+
+  // "NAME=VALUE" for every set field, in the table's order.
+  std::vector<std::string> ToEnv() const;
+  // The set variables of `getenv` (default: the process's); an empty value counts as unset. A
+  // count that is not an integer in [0, 2^30] is an error naming the variable and its value.
+  static absl::StatusOr<JobEnv> FromEnvironment(
+      const std::function<const char*(const char*)>& getenv = nullptr);
+};
+
+}  // namespace fanout::base
