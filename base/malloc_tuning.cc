@@ -2,11 +2,16 @@
 
 #include <malloc.h>
 
+#include <algorithm>
+#include <climits>
+
 namespace fanout::base {
 
-void KeepLargeAllocations() {
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's upper limit on 64-bit
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+void KeepLargeAllocations(size_t largest_reused) {
+  const int mmap_threshold = static_cast<int>(std::min<size_t>(largest_reused, INT_MAX));
+  const int trim_threshold = std::max(mmap_threshold, 1 << 30);
+  mallopt(M_MMAP_THRESHOLD, mmap_threshold);
+  mallopt(M_TRIM_THRESHOLD, trim_threshold);
 }
 
 }  // namespace fanout::base

@@ -3,13 +3,25 @@
 // A sampler, server or trainer allocates and frees buffers of 1-32 MB per mini-batch (sampled
 // edges, gRPC messages, gathered rows). By default glibc serves each from a fresh mmap and unmaps
 // it on free, so every batch pays a page fault and a zeroed page per 4 KiB: measured as a quarter
-// of the sampler's CPU time (docs/benchmarks.md). Raising the mmap threshold to its maximum
-// (32 MiB) and the trim threshold to 1 GiB lets freed buffers be reused instead.
+// of the sampler's CPU time (docs/benchmarks.md). Raising the mmap threshold and the trim
+// threshold lets freed buffers be reused instead.
 #pragma once
+
+#include <cstddef>
 
 namespace fanout::base {
 
-// Call once at the start of main(), before threads start. Process-wide by nature (mallopt).
-void KeepLargeAllocations();
+// Buffers of up to `largest_reused` bytes (capped at 2 GiB - 1, mallopt's int) come from the
+// heap and are reused after free; the heap is trimmed only above 1 GiB (or `largest_reused`) of
+// free memory at its top. Call once at the start of main(), before threads start.
+// Process-wide by nature (mallopt).
+void KeepLargeAllocations(size_t largest_reused = size_t{32} << 20);
+
+// For a Python training process (fanout.distributed): PyTorch's CPU tensors come straight from
+// malloc, and a GNN step allocates activations and gradients of 50-500 MB again each step (the
+// input layer's rows times its width). Without this each is a fresh mmap, faulted and zeroed:
+// measured as about 40 % of dgl.nn.SAGEConv's step time (docs/benchmarks.md, setup P).
+// fanout-train has its own caching allocator for tensors (trainer/cpu_allocator.h) instead.
+inline constexpr size_t kTrainingProcessLargestReused = size_t{1} << 30;
 
 }  // namespace fanout::base

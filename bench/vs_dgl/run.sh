@@ -14,6 +14,9 @@
 #   P  as A, with DistDGL's own Python training script (dgl_dist_train.py: dgl.nn.SAGEConv, the
 #      same loop) on both sides: on fanout started by fanout-launch with --data-plane fanout
 #      (fanout.distributed's loader), against the same script on DistDGL. P's DistDGL job is A's.
+#   M  as P, with DistDGL's processes given the allocator setting fanout.distributed.initialize
+#      makes (glibc keeps freed buffers up to 1 GiB; MALLOC_MMAP_THRESHOLD_/MALLOC_TRIM_THRESHOLD_):
+#      the data plane's own share of P's ratio. Not in the default list.
 #   H  typed graph: R-GCN on the ogbn-mag-shaped graph (fanout-generate --preset mag --scale S,
 #      default 0.1, --quick 0.02; reverse relations), 2 loopback machines x (1 server + 1
 #      trainer), 2 METIS parts; 2 layers, hidden 64, fanouts 25,15 per relation, Adam 0.01,
@@ -37,7 +40,7 @@ ROUNDS=1 SETUPS=A,B,C EPOCHS=2 QUICK=0 FRESH=0 TIMEOUT=
 WORK=${TMPDIR:-/tmp}/fanout-vs-dgl
 VENV=
 MAG_SCALE=
-usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) ROUNDS=$2; shift 2 ;;
@@ -57,7 +60,7 @@ done
 [[ $EPOCHS =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --epochs must be a positive integer" >&2; exit 2; }
 IFS=, read -r -a SETUP_LIST <<<"$SETUPS"
 for s in "${SETUP_LIST[@]}"; do
-  [[ $s =~ ^[ABCPH]$ ]] || { echo "run.sh: unknown setup '$s' (A, B, C, P or H)" >&2; exit 2; }
+  [[ $s =~ ^[ABCPMH]$ ]] || { echo "run.sh: unknown setup '$s' (A, B, C, P, M or H)" >&2; exit 2; }
 done
 mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
@@ -169,7 +172,7 @@ ensure_data() {
   if [ "$FRESH" = 1 ]; then rm -rf "$DATA" "$PARTS" "$MAG"; fi
   local need2=0 need1=0 needmag=0 s
   for s in "${SETUP_LIST[@]}"; do
-    case $s in A | C | P) need2=1 ;; B) need1=1 ;; H) needmag=1 ;; esac
+    case $s in A | C | P | M) need2=1 ;; B) need1=1 ;; H) needmag=1 ;; esac
   done
   if [ $need1 = 1 ] || [ $need2 = 1 ]; then
     if [ ! -f "$DATA/edges.npy" ]; then
@@ -225,7 +228,7 @@ ensure_data() {
 # model flags per setup: LAYERS HIDDEN FANOUTS
 model_of() {
   case $1 in
-    A | B | P) echo "3 256 15,10,5" ;;
+    A | B | P | M) echo "3 256 15,10,5" ;;
     C) echo "2 16 15,10" ;;
     H) echo "2 64 25,15" ;;
   esac
@@ -262,7 +265,7 @@ run_fanout() {  # SETUP ROUND
   build=$(build_id)
   log "[$s round $r] fanout: $layers layers, hidden $hidden, fanouts $fanouts, $trainers trainer(s) per machine; fanout-train $build (logs: $dir)"
   local t0=$SECONDS trainer
-  if [ "$s" = P ]; then
+  if [ "$s" = P ] || [ "$s" = M ]; then
     # DistDGL's training script itself, its names taken from fanout.distributed.
     trainer=(env PYTHONPATH="$(fanout_pythonpath)" DGLBACKEND=pytorch "$PY" "$HERE/dgl_dist_train.py"
       --data-plane fanout --graph-name "$NAME" --ip-config "$dir/ip_config.txt" --part-config "$config"
@@ -324,9 +327,11 @@ run_dgl() {  # SETUP ROUND
     printf '127.0.0.1 %d\n127.0.0.2 %d\n' "$port" "$port" >"$dir/ip_config.txt"
     # What DGL's tools/launch.py exports (construct_dgl_{server,client}_env_vars), for
     # 2 machines x 1 trainer x 1 sampler: DGL_NUM_CLIENT = trainers * (1 + samplers) * machines.
-    local pids=() m
+    local pids=() m malloc_env=()
+    # M: glibc's tunables, read at each process's start (servers, trainers, sampler processes).
+    [ "$s" != M ] || malloc_env=(MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824)
     for m in 0 1; do
-      start_group "$dir/machine$m.log" env DGLBACKEND=pytorch DGL_IP_CONFIG="$dir/ip_config.txt" \
+      start_group "$dir/machine$m.log" env "${malloc_env[@]}" DGLBACKEND=pytorch DGL_IP_CONFIG="$dir/ip_config.txt" \
         DGL_CONF_PATH="$config" DGL_NUM_SERVER=1 DGL_NUM_CLIENT=4 DGL_NUM_SAMPLER=1 \
         DGL_GRAPH_FORMAT=csc DGL_DIST_MAX_TRY_TIMES=100 TRAINER_OMP_THREADS=1 SERVER_OMP_THREADS=1 \
         MASTER_ADDR=127.0.0.1 MASTER_PORT=$((port + 5)) WORLD_SIZE=2 \

@@ -17,6 +17,8 @@ SETUPS = {
     "B": "1 machine, 2 trainers; SAGE 3x256, fanouts 15,10,5 (DGL: DataLoader + DDP, no DistDGL)",
     "C": "as A, data-bound: SAGE 2x16, fanouts 15,10",
     "P": "as A, DistDGL's Python training script (dgl.nn.SAGEConv) on both sides: fanout.distributed vs dgl.distributed",
+    "M": "as P, with DistDGL's processes given the allocator setting fanout.distributed.initialize makes (glibc "
+         "keeps freed buffers up to 1 GiB: MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_): the data plane's own share",
     "H": "typed graph (ogbn-mag-shaped), 2 loopback machines, 2 METIS parts; R-GCN 2x64, fanouts 25,15 per relation, "
          "learnable rows for featureless types (sparse Adam): fanout-train --model rgcn vs DistDGL's R-GCN",
 }
@@ -78,7 +80,7 @@ def main():
     print("=== per job (rank 0; epoch time = mean of epochs after the first; evaluation excluded) ===")
     for setup, rnd, system, rc, metrics, wall, build in rows:
         epochs = load(metrics)
-        name = ("fanout.py" if setup == "P" else "fanout") if system == "fanout" else ("DGL" if setup == "B" else "DistDGL")
+        name = ("fanout.py" if setup in "PM" else "fanout") if system == "fanout" else ("DGL" if setup == "B" else "DistDGL+" if setup == "M" else "DistDGL")
         head = f"[{setup} round {rnd}] {name:9s}"
         if rc != "0" or not epochs:
             print(f"{head} FAILED (exit {rc}, {len(epochs)} epoch record(s); job wall {wall} s)")
@@ -88,7 +90,7 @@ def main():
         t = mean_of(rec, "epoch_seconds")
         results[(setup, rnd, system)] = t
         all_t = ", ".join(f"{e['epoch_seconds']:.2f}" for e in epochs)
-        parts = FANOUT_PARTS if system == "fanout" and setup != "P" else DGL_PARTS
+        parts = FANOUT_PARTS if system == "fanout" and setup not in "PM" else DGL_PARTS
         bd = ", ".join(
             f"{label} {mean_of(rec, key):.2f}" for label, key in parts if mean_of(rec, key) is not None
         )

@@ -28,6 +28,7 @@
 #include "base/heartbeat.h"
 #include "base/ip_config.h"
 #include "base/job_env.h"
+#include "base/malloc_tuning.h"
 #include "base/security_options.h"
 #include "base/strings.h"
 #include "core/partition_config.h"
@@ -469,6 +470,10 @@ PYBIND11_MODULE(_native, m) {
   m.doc() = "fanout's native data plane (graph reads, seed split, batch loaders); see fanout.distributed";
   py::register_exception<StatusError>(m, "FanoutError", PyExc_RuntimeError);
 
+  m.def(
+      "keep_large_allocations", [] { base::KeepLargeAllocations(base::kTrainingProcessLargestReused); },
+      "Has glibc reuse freed buffers of up to 1 GiB instead of unmapping them (base/malloc_tuning.h): "
+      "the step's tensors stop page-faulting fresh memory each step. Process-wide.");
   m.def("start_heartbeat", &base::StartHeartbeatFromEnvironment,
         "Starts fanout-launch's liveness signal when FANOUT_HEARTBEAT_S is set; returns whether it did.");
   m.def(

@@ -33,7 +33,7 @@ _open_loaders: "weakref.WeakSet" = weakref.WeakSet()
 
 def initialize(ip_config: Optional[str] = None, num_servers: int = 1, num_workers: int = 0, *,
                part_config: Optional[str] = None, machine_id: Optional[int] = None,
-               deadline_seconds: float = 60.0, **unused) -> Context:
+               deadline_seconds: float = 60.0, keep_large_allocations: bool = True, **unused) -> Context:
     """DGL's ``dgl.distributed.initialize``: reads the job's layout and starts the liveness signal.
 
     Under ``fanout-launch`` everything comes from the launcher's variables (``FANOUT_*``, see
@@ -43,8 +43,16 @@ def initialize(ip_config: Optional[str] = None, num_servers: int = 1, num_worker
 
     ``num_workers`` is DGL's sampler-process count; the launcher's ``--num-samplers`` wins when
     set. DGL's other arguments (``net_type``, ``max_queue_size``, ...) are accepted and ignored.
+
+    ``keep_large_allocations`` (default on) has glibc's malloc keep freed buffers of up to 1 GiB
+    for reuse instead of returning each to the kernel: PyTorch's CPU tensors come from malloc,
+    and a GNN step allocates activations and gradients of hundreds of MB anew each step, which
+    otherwise page-fault fresh zeroed memory every time (about 40 % of a ``dgl.nn.SAGEConv``
+    step on CPU, docs/benchmarks.md). The price: the process keeps its peak heap. Process-wide.
     """
     global _context
+    if keep_large_allocations:
+        _native.keep_large_allocations()
     env = _native.job_env()
     _native.start_heartbeat()  # only under fanout-launch: it watches for silence
     c = Context()
