@@ -129,16 +129,24 @@ ElapsedTicker::ElapsedTicker(std::string tool, std::string what, double every_se
       if (mu_.AwaitWithTimeout(absl::Condition(&done_), period)) return;
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::fprintf(stderr, "%s: %s: %s so far\n", tool.c_str(), what.c_str(), FormatDuration(s).c_str());
+      ++ticks_;
     }
   });
 }
 
-ElapsedTicker::~ElapsedTicker() {
+int ElapsedTicker::ticks() const {
+  absl::MutexLock lock(&mu_);
+  return ticks_;
+}
+
+ElapsedTicker::~ElapsedTicker() { Stop(); }
+
+void ElapsedTicker::Stop() {
   {
     absl::MutexLock lock(&mu_);
     done_ = true;
   }
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 }  // namespace fanout::base

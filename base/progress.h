@@ -90,9 +90,15 @@ class ElapsedTicker {
   ElapsedTicker(const ElapsedTicker&) = delete;
   ElapsedTicker& operator=(const ElapsedTicker&) = delete;
 
+  // Stops the ticker (it prints nothing after); the destructor does it too. Idempotent.
+  void Stop();
+  // Lines printed so far.
+  int ticks() const;
+
  private:
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
+  int ticks_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 
