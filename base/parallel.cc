@@ -18,7 +18,7 @@ absl::Status ParallelFor(int num_threads, int64_t n, const std::function<absl::S
   std::atomic<int64_t> next{0};
   std::atomic<bool> failed{false};
   absl::Mutex mu;
-  absl::Status first ABSL_GUARDED_BY(mu);
+  absl::Status first;  // guarded by mu (clang checks members, not locals)
   auto work = [&] {
     while (!failed.load(std::memory_order_relaxed)) {
       int64_t i = next.fetch_add(1);
