@@ -29,6 +29,7 @@ constexpr Var kVars[] = {
     {"FANOUT_WORLD_SIZE", nullptr, &JobEnv::world_size},
     {"FANOUT_COORDINATOR", &JobEnv::coordinator, nullptr},
     {"FANOUT_SERVERS", &JobEnv::servers, nullptr},
+    {"FANOUT_RESTART_COUNT", nullptr, &JobEnv::restart_count},
 };
 
 }  // namespace

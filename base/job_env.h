@@ -33,6 +33,9 @@ struct JobEnv {
   int local_rank = -1;      // FANOUT_LOCAL_RANK: this trainer on its machine
   int rank = -1;            // FANOUT_RANK
   int world_size = -1;      // FANOUT_WORLD_SIZE
+  // FANOUT_RESTART_COUNT: with fanout-launch --max-restarts, how many times the job has been
+  // restarted after a failure (0: the first run). A trainer with checkpoints resumes when > 0.
+  int restart_count = -1;
   // Transport security (base/security_options.h's table: FANOUT_TLS_CERT, FANOUT_TLS_KEY,
   // FANOUT_TLS_CA, FANOUT_TLS_SERVER_NAME, FANOUT_AUTH_TOKEN_FILE): the same for every process of
   // the job, servers and trainers alike.

@@ -356,7 +356,9 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
       }
       // Security travels in the environment, as the trainers': one form for every process (and
       // not in the command line, which every user of the machine can read).
-      p.env = base::JobEnv{.job_id = in.job_id, .machine_id = k, .security = o.security}.ToEnv();
+      p.env = base::JobEnv{.job_id = in.job_id, .machine_id = k, .restart_count = o.restart_count,
+                           .security = o.security}
+                  .ToEnv();
       if (o.heartbeat_timeout_s > 0) p.env.push_back(Var(base::kHeartbeatEnv, o.heartbeat_s));
       p.env.insert(p.env.end(), o.extra_env.begin(), o.extra_env.end());
       SetLaunchCommand(o, &p);
@@ -387,6 +389,7 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
                        .local_rank = r,
                        .rank = p.global_rank,
                        .world_size = M * T,
+                       .restart_count = o.restart_count,
                        .security = o.security};
       p.env = job.ToEnv();
       p.env.insert(p.env.end(), {

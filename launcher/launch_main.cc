@@ -14,6 +14,7 @@
 #include "base/strings.h"
 #include "launcher/job_plan.h"
 #include "launcher/launch_options.h"
+#include "launcher/restarts.h"
 #include "launcher/supervisor.h"
 
 namespace {
@@ -88,6 +89,12 @@ int main(int argc, char** argv) {
   args.AddDouble("heartbeat-timeout", &o.heartbeat_timeout_s,
                  "a server or trainer silent this long is hung: the job stops (0 = not watched)");
   args.AddString("log-dir", &o.log_dir, "per-process logs (default: fanout-logs/<job-id>)");
+  args.AddInt("max-restarts", &o.max_restarts,
+              "after a failure, stop the job and start it again up to N times; trainers resume from "
+              "their newest checkpoint (docs/launcher.md, Restarts)",
+              0, 1000);
+  args.AddDouble("restart-backoff", &o.restart_backoff_s,
+                 "seconds before the first restart; doubled for each next one, at most 300");
   args.AddBool("dry-run", &o.dry_run, "print every command and environment, start nothing");
   base::AddSecurityFlags(args, &o.security);
 
@@ -119,6 +126,10 @@ int main(int argc, char** argv) {
   so.stop_grace_s = o.stop_grace_s;
   so.heartbeat_timeout_s = o.heartbeat_timeout_s;
   so.log_dir = o.log_dir.empty() ? base::StrCat("fanout-logs/", plan->job_id) : o.log_dir;
-  launcher::JobSupervisor supervisor(std::move(*plan), so);
-  return supervisor.Run();
+  if (o.max_restarts == 0) {
+    launcher::JobSupervisor supervisor(std::move(*plan), so);
+    return supervisor.Run();
+  }
+  o.job_id = plan->job_id;
+  return launcher::RunWithRestarts(std::move(o), so);
 }

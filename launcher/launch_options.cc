@@ -79,6 +79,9 @@ absl::Status ValidateLaunchOptions(const LaunchOptions& o) {
   if (!(o.stop_grace_s >= 0) || o.stop_grace_s > 3600) {
     return Bad("--stop-grace must be a number of seconds in 0..3600");
   }
+  if (!(o.restart_backoff_s >= 0) || o.restart_backoff_s > 3600) {
+    return Bad("--restart-backoff must be a number of seconds in 0..3600");
+  }
   for (char c : o.job_id) {
     bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
               c == '-' || c == '_' || c == '.';

@@ -59,6 +59,13 @@ struct LaunchOptions {
   std::string log_dir;           // "" = fanout-logs/<job-id> in the launcher's working folder
   bool dry_run = false;          // print the plan (every command and environment) and exit
 
+  // Restarts (launcher/restarts.h): after a failure the whole job is stopped as always, then
+  // started again, up to max_restarts times, after restart_backoff_s (doubled each time, at
+  // most 5 minutes). Trainers see the attempt in FANOUT_RESTART_COUNT.
+  int max_restarts = 0;
+  double restart_backoff_s = 5;
+  int restart_count = 0;  // the attempt being planned (set by the restart loop, not a flag)
+
   // Who may talk to the servers (base/security_options.h): servers get the flags, trainers
   // (and their samplers) the FANOUT_TLS_* / FANOUT_AUTH_TOKEN_FILE variables. Relative paths
   // are relative to the workspace. A job across machines without TLS and a token is warned of.

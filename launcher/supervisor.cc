@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <utility>
 
 #include "base/strings.h"
 #include "launcher/local_address.h"
@@ -328,7 +329,7 @@ void JobSupervisor::CheckHeartbeats() {
     Fail(StrCat(Who(*c), " stopped responding: no heartbeat for ", static_cast<int64_t>(silent * 10) / 10.0,
                 " s (--heartbeat-timeout ", options_.heartbeat_timeout_s,
                 "; stopped by a signal, frozen, or its machine unreachable?)"),
-         1);
+         1, {.signature = StrCat(c->spec->Label(), " stopped responding"), .killed = true});
     return;
   }
 }
@@ -349,14 +350,17 @@ void JobSupervisor::OnExit(Child& c) {
   const int code = st.signaled || st.value == 0 ? 1 : st.value;
   // The process's own last error line ends the message (and so the job's last line).
   const std::string own = st.ok() || c.last_error.empty() ? std::string() : StrCat(": ", c.last_error);
+  const FailureKind kind = {.signature = StrCat(c.spec->Label(), " ", st.Describe(), own),
+                             .killed = st.signaled,
+                             .exit_status = st.signaled ? -1 : st.value};
   if (c.spec->role == Role::kServer) {
     Fail(StrCat(what, phase_ == Phase::kRunning ? " while trainers were running" : " before all servers were ready",
                 own),
-         code);
+         code, kind);
     return;
   }
   if (!st.ok()) {
-    Fail(what + own, code);
+    Fail(what + own, code, kind);
     return;
   }
   Say(what);
@@ -372,12 +376,17 @@ void JobSupervisor::OnSignal(int sig) {
   Say(StrCat("got ", SignalName(sig), ": stopping the job on every machine"));
   exit_code_ = 128 + sig;
   failure_ = StrCat("stopped by ", SignalName(sig));
+  failure_kind_ = {.signature = failure_, .launcher_signal = sig};
   BeginStop();
 }
 
-void JobSupervisor::Fail(const std::string& reason, int exit_code) {
+void JobSupervisor::Fail(const std::string& reason, int exit_code) { Fail(reason, exit_code, FailureKind{}); }
+
+void JobSupervisor::Fail(const std::string& reason, int exit_code, FailureKind kind) {
   if (stopping_) return;
   failure_ = reason;
+  failure_kind_ = std::move(kind);
+  if (failure_kind_.signature.empty()) failure_kind_.signature = reason;
   exit_code_ = exit_code;
   Say(StrCat(reason, "; stopping the job"));
   BeginStop();

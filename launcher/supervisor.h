@@ -55,6 +55,18 @@ class JobSupervisor {
   // local rank 1, rank 1; pid 4242) exited with status 3".
   const std::string& failure() const { return failure_; }
 
+  // The failure as restarts judge it (launcher/restarts.h); empty `signature` on success.
+  struct FailureKind {
+    // What failed, without pids: the same failure in another run of the job reads the same
+    // ("m0 trainer 1 exited with status 3: trainer.sh: error: ..."). A failure of the launcher
+    // itself (a process it could not start, servers not ready) is its message.
+    std::string signature;
+    bool killed = false;       // a process killed by a signal, or stopped for silence (a hang)
+    int exit_status = -1;      // a process that exited by itself: its status (2: a usage error)
+    int launcher_signal = 0;   // the launcher itself got this signal (Ctrl-C, SIGTERM, hang-up)
+  };
+  const FailureKind& failure_kind() const { return failure_kind_; }
+
  private:
   using Clock = std::chrono::steady_clock;
   enum class Phase { kStartingServers, kWaitingForServers, kWaitingForPeers, kRunning };
@@ -82,7 +94,8 @@ class JobSupervisor {
   void CheckHeartbeats();
   void OnExit(Child& c);
   void OnSignal(int sig);
-  void Fail(const std::string& reason, int exit_code);
+  void Fail(const std::string& reason, int exit_code);  // a failure of the launcher's own
+  void Fail(const std::string& reason, int exit_code, FailureKind kind);
   void BeginStop();
   void Teardown();
   void Say(const std::string& message);
@@ -106,6 +119,7 @@ class JobSupervisor {
   size_t trainers_done_ = 0;
   int exit_code_ = 0;
   std::string failure_;
+  FailureKind failure_kind_;
 };
 
 }  // namespace fanout::launcher

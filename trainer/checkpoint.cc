@@ -3,6 +3,9 @@
 #include <ATen/ops/empty.h>
 #include <torch/serialize.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -127,6 +130,21 @@ absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& c) {
     return absl::Status(s.code(), StrCat("checkpoint: ", s.message()));
   }
   return absl::OkStatus();
+}
+
+absl::Status KeepAsPrevious(const std::string& path, const std::string& previous) {
+  const std::string tmp = previous + ".tmp";
+  ::unlink(tmp.c_str());
+  if (::link(path.c_str(), tmp.c_str()) != 0) {
+    if (errno == ENOENT) return absl::OkStatus();  // no checkpoint yet
+    return absl::InternalError(StrCat("checkpoint: cannot link ", path, " as ", tmp, ": ", std::strerror(errno)));
+  }
+  if (::rename(tmp.c_str(), previous.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    return absl::InternalError(StrCat("checkpoint: cannot rename ", tmp, " to ", previous, ": ", std::strerror(e)));
+  }
+  return base::FsyncParent(previous);
 }
 
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {

@@ -49,6 +49,11 @@ nlohmann::json HyperParameters(const ModelOptions& options);
 // so a crash never leaves a torn checkpoint (and the previous one survives).
 absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& c);
 
+// Before `path` is replaced by a newer checkpoint: makes `previous` another name of the file at
+// `path` (a hard link that replaces `previous` atomically), so the older one survives the
+// replacement. Nothing when `path` does not exist. Errors name the paths.
+absl::Status KeepAsPrevious(const std::string& path, const std::string& previous);
+
 // Reads a checkpoint WriteCheckpoint wrote. NOT_FOUND without the file; INVALID_ARGUMENT, naming
 // the file, for anything else (not a checkpoint, an older fanout's format, a missing field).
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path);

@@ -98,6 +98,7 @@ int Main(int argc, char** argv) {
   o.part_config = job->part_config;
   if (job->num_trainers >= 0) o.trainers_per_machine = job->num_trainers;
   if (job->num_samplers >= 0) o.loader.num_samplers = job->num_samplers;
+  if (job->restart_count > 0) o.restart_count = job->restart_count;
   o.loader.sampler_binary = SelfDir() + "fanout-sampler";
   int omp_threads = 0;  // OMP_NUM_THREADS, as the launcher sets it (0 = unset)
   if (absl::Status s = EnvInt("OMP_NUM_THREADS", &omp_threads); !s.ok()) {

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "base/fsync.h"
 #include "base/status.h"
@@ -83,6 +84,12 @@ std::string LastCheckpoint(const TrainOptions& o) {
   return StrCat(o.checkpoint_dir, "/last.rank", o.dist.rank, ".pt");
 }
 
+// The last checkpoint before LastCheckpoint's: a rank killed while the others wrote epoch E
+// still has E-1 there, so a restart finds an epoch every rank holds.
+std::string PreviousCheckpoint(const TrainOptions& o) {
+  return StrCat(o.checkpoint_dir, "/last.rank", o.dist.rank, ".prev.pt");
+}
+
 class Job final : public JobContext {
  public:
   Job(const TrainOptions& o, std::unique_ptr<Task> task) : o_(o), task_(std::move(task)) {}
@@ -127,7 +134,10 @@ class Job final : public JobContext {
   std::string MetricText() const {
     return o_.metric == Metric::kAccuracy ? "accuracy" : std::string(MetricName(o_.metric));
   }
-  absl::StatusOr<int64_t> Resume();
+  // The epoch to start at: after the newest epoch that every rank has checkpointed (last or
+  // previous), loaded. With none: an error when `required` (--resume), else 0 (a restart that
+  // came before the first checkpoint starts over).
+  absl::StatusOr<int64_t> Resume(bool required);
   absl::Status LoadModel();
   absl::Status SaveEmbeddings();
   void Metrics(const nlohmann::json& j);
@@ -261,7 +271,7 @@ absl::Status Job::Setup() {
       model_->parameters(), torch::optim::AdamOptions(o_.lr).weight_decay(o_.weight_decay));
   sync_ = std::make_unique<GradientSynchronizer>(model_->parameters());
   if (lead() && !o_.metrics_file.empty()) {
-    metrics_.open(o_.metrics_file, o_.resume ? std::ios::app : std::ios::trunc);
+    metrics_.open(o_.metrics_file, o_.resume || o_.restart_count > 0 ? std::ios::app : std::ios::trunc);
     if (!metrics_)
       return absl::PermissionDeniedError(StrCat("cannot write metrics file ", o_.metrics_file));
   }
@@ -493,6 +503,7 @@ absl::Status Job::TrainEpoch(int64_t epoch) {
                         {"steps", steps},
                         {"seeds_per_second", seeds_per_s},
                         {"world_size", comm_->world_size()}};
+    if (o_.restart_count > 0) j["restart_count"] = o_.restart_count;
     if (val >= 0) j[MetricKey("val")] = val;
     if (feature_cache_ != nullptr) j["cache_hit_rate"] = hit_rate;
     if (val >= 0) {
@@ -575,68 +586,107 @@ absl::Status Job::SaveLast(int64_t epoch) {
       return n;
     });
   }));
+  RETURN_IF_ERROR(KeepAsPrevious(LastCheckpoint(o_), PreviousCheckpoint(o_)));
   return WriteCheckpoint(LastCheckpoint(o_), c);
 }
 
-absl::StatusOr<int64_t> Job::Resume() {
-  const std::string path = LastCheckpoint(o_);
-  int64_t epoch = -1;
-  auto load = [&]() -> absl::Status {
-    absl::StatusOr<Checkpoint> c = ReadCheckpoint(path);
-    if (absl::IsNotFound(c.status())) {
-      return absl::NotFoundError(StrCat("--resume: no checkpoint ", path, " (written after each epoch with --checkpoint-dir)"));
+absl::StatusOr<int64_t> Job::Resume(bool required) {
+  // This rank's checkpoints, newest first, and the epochs they hold.
+  const std::string paths[2] = {LastCheckpoint(o_), PreviousCheckpoint(o_)};
+  std::optional<Checkpoint> held[2];
+  absl::Status read = absl::OkStatus();
+  for (int i = 0; i < 2 && read.ok(); ++i) {
+    absl::StatusOr<Checkpoint> c = ReadCheckpoint(paths[i]);
+    if (absl::IsNotFound(c.status())) continue;
+    if (!c.ok()) {
+      read = c.status();
+    } else {
+      held[i] = std::move(*c);
     }
-    RETURN_IF_ERROR(c.status());
-    const int64_t seed = c->info["training"].value("seed", int64_t{-1});
+  }
+  // Agree on the epoch: slot 0 counts the ranks that read their files, slot 1 + e the ranks that
+  // hold epoch e (epochs past --epochs count as its last). Every rank joins, read or not, so that
+  // one rank's failure ends the others now instead of after --comm-timeout.
+  const int64_t slots = o_.epochs + 1;
+  std::vector<double> have(1 + slots, 0.0);
+  have[0] = read.ok() ? 1 : 0;
+  int64_t epoch_of[2] = {-1, -1};
+  for (int i = 0; i < 2; ++i) {
+    if (!held[i]) continue;
+    epoch_of[i] = std::min<int64_t>(held[i]->info.value("epoch", int64_t{-1}), o_.epochs);
+    if (epoch_of[i] >= 0 && (i == 0 || epoch_of[1] != epoch_of[0])) have[1 + epoch_of[i]] += 1;
+  }
+  ASSIGN_OR_RETURN(std::vector<double> sums, AllReduceSum(*comm_, have));
+  RETURN_IF_ERROR(read);
+  const double w = comm_->world_size();
+  if (sums[0] != w) {
+    return absl::FailedPreconditionError("resuming: another rank could not read its checkpoint (see its error)");
+  }
+  int64_t epoch = -1;
+  for (int64_t e = slots - 1; e >= 0 && epoch < 0; --e) {
+    if (sums[1 + e] == w) epoch = e;
+  }
+  if (epoch < 0) {
+    if (!required) {
+      if (lead()) Log(StrCat("fanout-train: restart ", o_.restart_count, ": no epoch is checkpointed on every rank in ",
+                             o_.checkpoint_dir, "; starting over"));
+      return 0;
+    }
+    return absl::NotFoundError(StrCat("--resume: no checkpoint epoch that every rank holds (this rank: ",
+                                      held[0] ? StrCat(paths[0], " at epoch ", epoch_of[0]) : StrCat("no ", paths[0]),
+                                      held[1] ? StrCat(", ", paths[1], " at epoch ", epoch_of[1]) : std::string(),
+                                      "; written after each epoch with --checkpoint-dir)"));
+  }
+  const int pick = held[0] && epoch_of[0] == epoch ? 0 : 1;
+  const std::string& path = paths[pick];
+  Checkpoint& c = *held[pick];
+  auto load = [&]() -> absl::Status {
+    const int64_t seed = c.info["training"].value("seed", int64_t{-1});
     if (seed != static_cast<int64_t>(o_.sampling.seed)) {
       return absl::FailedPreconditionError(StrCat("--resume: checkpoint ", path, " was written with --seed ", seed,
                                                   ", this run has --seed ", o_.sampling.seed,
                                                   "; resume with the same seed"));
     }
-    RETURN_IF_ERROR(LoadStateDict(*model_, *c, path));
-    if (c->optimizer.empty()) {
+    RETURN_IF_ERROR(LoadStateDict(*model_, c, path));
+    if (c.optimizer.empty()) {
       return absl::InvalidArgumentError(StrCat("--resume: checkpoint ", path, " holds no optimizer state"));
     }
     RETURN_IF_ERROR(CatchTorch(StrCat("loading the optimizer state of ", path), [&] {
       torch::serialize::InputArchive ar;
-      ar.load_from(c->optimizer.data(), c->optimizer.size());
+      ar.load_from(c.optimizer.data(), c.optimizer.size());
       opt_->load(ar);
     }));
     if (embeddings_ != nullptr) {
-      if (absl::Status s = embeddings_->Load(c->embeddings, comm_->rank()); !s.ok()) {
+      if (absl::Status s = embeddings_->Load(c.embeddings, comm_->rank()); !s.ok()) {
         return absl::Status(s.code(), StrCat("--resume: checkpoint ", path, ": ", s.message()));
       }
     }
-    epoch = c->info.value("epoch", int64_t{-1});
-    result_.best_val_metric = c->info.value("best_val_metric", -1.0);
-    result_.best_epoch = c->info.value("best_epoch", int64_t{-1});
+    result_.best_val_metric = c.info.value("best_val_metric", -1.0);
+    result_.best_epoch = c.info.value("best_epoch", int64_t{-1});
     return absl::OkStatus();
   };
   const absl::Status loaded = load();
-  // Every rank joins this check, loaded or not, so that one rank's failure ends the others now
-  // instead of after --comm-timeout; and all epochs must be equal (W * sum(e^2) == sum(e)^2).
-  const double e = loaded.ok() ? static_cast<double>(epoch) : 0;
-  ASSIGN_OR_RETURN(std::vector<double> sums, AllReduceSum(*comm_, {loaded.ok() ? 1.0 : 0.0, e, e * e}));
+  ASSIGN_OR_RETURN(std::vector<double> ok, AllReduceSum(*comm_, {loaded.ok() ? 1.0 : 0.0}));
   RETURN_IF_ERROR(loaded);
-  const double w = comm_->world_size();
-  if (sums[0] != w) {
+  if (ok[0] != w) {
     return absl::FailedPreconditionError("--resume: another rank could not load its checkpoint (see its error)");
   }
-  if (w * sums[2] != sums[1] * sums[1]) {
-    return absl::FailedPreconditionError(StrCat("--resume: rank ", comm_->rank(), "'s checkpoint ", path,
-                                                " is at epoch ", epoch, " but other ranks' are not"));
+  if (lead()) {
+    Log(StrCat("fanout-train: resumed from ", path, " after epoch ", epoch,
+               o_.restart_count > 0 ? StrCat(" (restart ", o_.restart_count, ")") : std::string()));
   }
-  if (lead()) Log(StrCat("fanout-train: resumed from ", path, " after epoch ", epoch));
   return epoch + 1;
 }
 
 absl::StatusOr<TrainResult> Job::Run() {
   RETURN_IF_ERROR(Setup());
   int64_t first = 0;
-  if (o_.resume) {
-    ASSIGN_OR_RETURN(first, Resume());
+  // A restarted job (fanout-launch --max-restarts) with checkpoints resumes where it can.
+  const bool restarted = o_.restart_count > 0 && !o_.checkpoint_dir.empty();
+  if (o_.resume || restarted) {
+    ASSIGN_OR_RETURN(first, Resume(/*required=*/o_.resume));
   }
-  if (!o_.load_model.empty()) RETURN_IF_ERROR(LoadModel());
+  if (!o_.load_model.empty() && first == 0) RETURN_IF_ERROR(LoadModel());
   if (first < o_.epochs) {
     RETURN_IF_ERROR(task_->StartTraining(*this, first));
     for (int64_t epoch = first; epoch < o_.epochs; ++epoch) RETURN_IF_ERROR(TrainEpoch(epoch));
@@ -711,6 +761,7 @@ absl::StatusOr<TrainResult> Job::Run() {
                         {MetricKey("final_test"), result_.final_test_metric},
                         {MetricKey("best_val"), result_.best_val_metric},
                         {"best_epoch", result_.best_epoch}};
+    if (o_.restart_count > 0) j["restart_count"] = o_.restart_count;
     if (!test_detail.empty()) {
       // The other figures of the model whose test metric comes first above.
       Log(StrCat("fanout-train: test ", test_detail));

@@ -98,8 +98,14 @@ struct TrainOptions {
   base::ProgressMode progress = base::ProgressMode::kAuto;
   std::string metrics_file;    // JSON lines ("" = none)
   std::string tensorboard_dir;  // rank 0's TensorBoard event file goes here ("" = none)
-  std::string checkpoint_dir;  // best.pt + last.rank<r>.pt ("" = no checkpoints)
-  bool resume = false;         // continue from checkpoint_dir/last.rank<r>.pt
+  // best.pt + last.rank<r>.pt, and the one before it, last.rank<r>.prev.pt ("" = none)
+  std::string checkpoint_dir;
+  // Continue from the newest epoch that every rank's last or previous checkpoint holds.
+  bool resume = false;
+  // FANOUT_RESTART_COUNT (fanout-launch --max-restarts): > 0 in a restarted job. With
+  // checkpoint_dir, the trainer then resumes as with `resume`, or starts over where no epoch
+  // is checkpointed on every rank; the metrics file is appended to.
+  int restart_count = 0;
   // Start from this checkpoint's parameters (checkpoint.h; rank 0 reads it); with epochs = 0
   // nothing is trained: evaluation and inference of a trained model.
   std::string load_model;

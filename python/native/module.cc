@@ -494,6 +494,7 @@ PYBIND11_MODULE(_native, m) {
         d["local_rank"] = j.local_rank;
         d["rank"] = j.rank;
         d["world_size"] = j.world_size;
+        d["restart_count"] = j.restart_count;
         return d;
       },
       "fanout-launch's job variables (FANOUT_*), -1 or '' where unset; errors name a malformed one.");

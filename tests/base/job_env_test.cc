@@ -41,17 +41,19 @@ TEST(JobEnvTest, WhatTheLauncherWritesTheTrainerReadsBack) {
              .num_samplers = 0,
              .local_rank = 1,
              .rank = 3,
-             .world_size = 4};
+             .world_size = 4,
+             .restart_count = 2};
   const std::vector<std::string> env = job.ToEnv();
-  EXPECT_EQ(env.size(), 13u);
+  EXPECT_EQ(env.size(), 14u);
   EXPECT_EQ(env.front(), "FANOUT_JOB_ID=job7");
-  EXPECT_EQ(env.back(), "FANOUT_SERVERS=0=10.0.0.1:30050,1=[::1]:31000");
+  EXPECT_EQ(env.back(), "FANOUT_RESTART_COUNT=2");
   const FakeEnv fake = FakeEnv::From(env);
   absl::StatusOr<JobEnv> back = JobEnv::FromEnvironment(fake.Get());
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->ToEnv(), env);
   EXPECT_EQ(back->num_samplers, 0);  // zero is a value, not "unset"
   EXPECT_EQ(back->servers, job.servers);
+  EXPECT_EQ(back->restart_count, 2);
 }
 
 TEST(JobEnvTest, UnsetAndEmptyVariablesStayUnsetAndBadCountsNameTheVariable) {

@@ -57,7 +57,8 @@ TEST(JobPlan, ServersListenOnBasePortPlusServerId) {
   EXPECT_THAT(s.command, ElementsAre("/opt/fanout/bin/fanout-server", "--part-config", "/ws/parts/graph.json",
                                      "--part-id", "1", "--host", "10.0.0.2", "--port", "31000",
                                      "--server-id", "1", "--shutdown-grace", "1"));
-  EXPECT_THAT(s.env, ElementsAre("FANOUT_JOB_ID=job7", "FANOUT_MACHINE_ID=1", "FANOUT_HEARTBEAT_S=1"));
+  EXPECT_THAT(s.env, ElementsAre("FANOUT_JOB_ID=job7", "FANOUT_MACHINE_ID=1", "FANOUT_RESTART_COUNT=0",
+                                 "FANOUT_HEARTBEAT_S=1"));
   EXPECT_EQ(plan->servers[0].address, "10.0.0.1:30050");
   EXPECT_EQ(plan->servers[1].address, "10.0.0.1:30051");
 }
@@ -81,6 +82,7 @@ TEST(JobPlan, TrainerEnvironmentIsTheContract) {
                                  "FANOUT_WORLD_SIZE=4", "FANOUT_COORDINATOR=10.0.0.1:31002",
                                  // every server of the job, resolved: trainers need no port rule
                                  "FANOUT_SERVERS=0=10.0.0.1:30050,0=10.0.0.1:30051,1=10.0.0.2:31000,1=10.0.0.2:31001",
+                                 "FANOUT_RESTART_COUNT=0",  // the attempt (--max-restarts)
                                  "RANK=3", "WORLD_SIZE=4", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2", "GROUP_RANK=1",
                                  "MASTER_ADDR=10.0.0.1", "MASTER_PORT=31003",  // torch.distributed's store
                                  "OMP_NUM_THREADS=4",  // 16 cores / 2 / 2 trainers

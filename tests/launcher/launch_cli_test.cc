@@ -119,7 +119,8 @@ void ExpectNothingLeft(const std::string& job_id, const std::vector<pid_t>& pids
 }
 
 // Stand-in trainer: prints its environment, asks each server of its machine which partition it
-// serves, then (MODE) exits 0, fails on rank 1, or sleeps with a "sampler" child of its own.
+// serves, then (MODE) exits 0, fails on rank 1, fails on rank 1 in the first run only (flaky),
+// stops rank 1 with a usage error (usage), or sleeps with a "sampler" child of its own.
 constexpr const char* kTrainer = R"SH(#!/bin/sh
 echo "env $(env | grep -E '^(FANOUT_|OMP_NUM_THREADS=)' | sort | tr '\n' ' ')"
 set -- $(grep -v '^[[:space:]]*#' "$FANOUT_IP_CONFIG" | grep -v '^[[:space:]]*$' | sed -n "$((FANOUT_MACHINE_ID + 1))p")
@@ -132,6 +133,9 @@ done
 case "$MODE" in
   ok) exit 0 ;;
   fail) if [ "$FANOUT_RANK" = 1 ]; then echo "rank 1 gives up"; echo "trainer.sh: error: rank 1 cannot go on" >&2; exit 3; fi ;;
+  flaky) if [ "$FANOUT_RANK" = 1 ] && [ "$FANOUT_RESTART_COUNT" = 0 ]; then echo "trainer.sh: error: lost a peer" >&2; exit 3; fi
+         echo "run $FANOUT_RESTART_COUNT done"; exit 0 ;;
+  usage) if [ "$FANOUT_RANK" = 1 ]; then echo "trainer.sh: error: --bad-flag is not a flag" >&2; exit 2; fi ;;
 esac
 sleep 1000 &
 echo "sampler $! of trainer $$"
@@ -268,6 +272,42 @@ TEST_F(LaunchCli, KilledServerStopsTheJob) {
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 
+// --max-restarts: the failed job is stopped as always, then started again as a whole, with
+// FANOUT_RESTART_COUNT telling the processes which run this is and the logs of run k in
+// restart-k/; what would only fail the same way is not retried.
+TEST_F(LaunchCli, FailedJobIsRestartedAndFinishes) {
+  LaunchRun run(Args("flaky", {"--max-restarts", "2", "--restart-backoff", "0"}), dir_.path());
+  ASSERT_EQ(run.Finish(), 0) << run.output();
+  const std::string& out = run.output();
+  EXPECT_THAT(out, HasSubstr("fanout-launch: job " + job_id_ + " failed (exit 3): m0 trainer 1 ("));
+  EXPECT_THAT(out, HasSubstr("fanout-launch: restart 1 of 2 in 0 s (FANOUT_RESTART_COUNT=1) after m0 trainer 1 ("));
+  EXPECT_THAT(out, HasSubstr("exited with status 3: trainer.sh: error: lost a peer\n"));
+  EXPECT_THAT(out, HasSubstr("[m1 trainer 1] run 1 done"));
+  EXPECT_THAT(out, HasSubstr("fanout-launch: job " + job_id_ + " finished after 1 restart"));
+  EXPECT_THAT(out, HasSubstr("FANOUT_RESTART_COUNT=1 "));
+  const std::string logs = dir_.Sub("fanout-logs/" + job_id_);
+  EXPECT_THAT(testing::ReadLog(logs + "/m0-trainer-1.log"), HasSubstr("trainer.sh: error: lost a peer"));
+  EXPECT_THAT(testing::ReadLog(logs + "/restart-1/m0-trainer-1.log"), HasSubstr("run 1 done"));
+  ExpectNothingLeft(job_id_, LearnedPids(run));
+}
+
+TEST_F(LaunchCli, FailuresThatWouldRepeatAreNotRestarted) {
+  {
+    LaunchRun run(Args("usage", {"--max-restarts", "3", "--restart-backoff", "0"}), dir_.path());
+    ASSERT_EQ(run.Finish(), 2) << run.output();
+    EXPECT_THAT(run.output(), HasSubstr("not restarting job " + job_id_ +
+                                        ": a usage error (exit status 2) fails the same way every time"));
+    EXPECT_THAT(run.output(), Not(HasSubstr("restart 1 of")));
+    ExpectNothingLeft(job_id_, LearnedPids(run));
+  }
+  LaunchRun run(Args("fail", {"--max-restarts", "5", "--restart-backoff", "0"}), dir_.path());
+  ASSERT_EQ(run.Finish(), 3) << run.output();
+  EXPECT_THAT(run.output(), HasSubstr("restart 1 of 5"));
+  EXPECT_THAT(run.output(), Not(HasSubstr("restart 2 of 5")));
+  EXPECT_THAT(run.output(), HasSubstr("not restarting job " + job_id_ + ": it failed exactly as the run before it"));
+  ExpectNothingLeft(job_id_, LearnedPids(run));
+}
+
 // The real trainer (fanout-train, with a sampler process each) instead of the stand-in.
 std::vector<std::string> RealTrainingArgs(const std::vector<std::string>& launch, int epochs) {
   std::vector<std::string> a = launch;
@@ -289,6 +329,46 @@ TEST_F(LaunchCli, RealTrainingJobFinishesAndReportsAccuracy) {
   EXPECT_THAT(run.output(), HasSubstr("[m0 trainer 0] epoch 2 | loss"));
   EXPECT_THAT(run.output(), HasSubstr("[m0 trainer 0] fanout-train: test accuracy "));
   EXPECT_THAT(run.output(), HasSubstr("all 2 trainers finished; stopping the servers"));
+  ExpectNothingLeft(job_id_, LearnedPids(run));
+}
+
+// A trainer SIGKILLed mid-training (a preempted machine, the OOM killer): with --max-restarts and
+// checkpoints the job restarts, every trainer resumes from the newest epoch that all of them
+// checkpointed, and the job ends with the model an uninterrupted run ends with.
+TEST_F(LaunchCli, KilledTrainerIsRestartedAndTheJobEndsAsIfUninterrupted) {
+  const int epochs = 30;
+  auto job = [&](const std::string& name, std::vector<std::string> extra) {
+    extra.insert(extra.end(), {"--log-dir", dir_.Sub("logs-" + name)});
+    std::vector<std::string> a = RealTrainingArgs(Args("ok", extra), epochs);
+    a.insert(a.end(), {"--checkpoint-dir", dir_.Sub("ckpt-" + name)});
+    return a;
+  };
+  LaunchRun plain(job("plain", {}), dir_.path());
+  ASSERT_EQ(plain.Finish(seconds(120)), 0) << plain.output();
+
+  LaunchRun run(job("killed", {"--max-restarts", "2", "--restart-backoff", "0"}), dir_.path());
+  // By epoch 2's line, epochs 0 and 1 are checkpointed on both ranks.
+  ASSERT_TRUE(run.WaitFor("[m0 trainer 0] epoch 2 | loss")) << run.output();
+  const pid_t victim = run.PidOf("m1 trainer 0");
+  ASSERT_GT(victim, 0) << run.output();
+  kill(victim, SIGKILL);
+  ASSERT_EQ(run.Finish(seconds(120)), 0) << run.output();
+  const std::string& out = run.output();
+  // (The killed trainer, or its peer that lost it, whichever the launcher saw first.)
+  EXPECT_THAT(out, HasSubstr("restart 1 of 2 in 0 s (FANOUT_RESTART_COUNT=1) after m"));
+  EXPECT_THAT(out, HasSubstr("[m0 trainer 0] fanout-train: resumed from " + dir_.Sub("ckpt-killed/last.rank0")));
+  EXPECT_THAT(out, HasSubstr("(restart 1)"));
+  EXPECT_THAT(out, HasSubstr("finished after 1 restart"));
+  // The last epoch and the test, figure for figure (timings aside).
+  const std::regex last_epoch("\\[m0 trainer 0\\] epoch " + std::to_string(epochs - 1) +
+                              " \\| loss [0-9.]+ \\| train acc [0-9.]+ \\| val acc [-0-9.]+"),
+      test("\\[m0 trainer 0\\] fanout-train: test accuracy [^\n]*");
+  for (const std::regex& re : {last_epoch, test}) {
+    std::smatch a, b;
+    ASSERT_TRUE(std::regex_search(plain.output(), a, re)) << plain.output();
+    ASSERT_TRUE(std::regex_search(out, b, re)) << out;
+    EXPECT_EQ(a.str(), b.str());
+  }
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 
@@ -583,6 +663,8 @@ TEST_F(LaunchCliRefuses, UsageErrors) {
   ExpectRefused(args, 2, "fanout-launch: error: --num-trainers must be at least 1, not 0");
   args = Args("ok", {"--extra-env", "FANOUT_RANK=9"});
   ExpectRefused(args, 2, "FANOUT_* variables are set by the launcher");
+  args = Args("ok", {"--max-restarts", "-1"});
+  ExpectRefused(args, 2, "--max-restarts");
 }
 
 TEST_F(LaunchCli, DryRunPrintsThePlanAndStartsNothing) {

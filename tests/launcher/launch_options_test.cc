@@ -47,6 +47,9 @@ TEST(LaunchOptions, ValidationNamesTheFlag) {
   o.job_id = "a/b";
   EXPECT_THAT(Error(o), HasSubstr("--job-id 'a/b'"));
   o = Valid();
+  o.restart_backoff_s = -1;
+  EXPECT_EQ(Error(o), "--restart-backoff must be a number of seconds in 0..3600");
+  o = Valid();
   o.command.clear();
   EXPECT_THAT(Error(o), HasSubstr("after '--'"));
 }

@@ -3,6 +3,7 @@
 #include "launcher/supervisor.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -55,6 +56,7 @@ JobPlan Plan(const std::vector<std::string>& trainer, const std::vector<std::str
 struct Result {
   int code = -1;
   std::string failure, out, err;
+  JobSupervisor::FailureKind kind;
   double seconds = 0;
 };
 
@@ -72,6 +74,7 @@ Result RunJob(JobPlan plan, const fanout::testing::TempDir& dir, double server_t
     JobSupervisor s(std::move(plan), o);
     r.code = s.Run();
     r.failure = s.failure();
+    r.kind = s.failure_kind();
   }
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   close(o.console_out);
@@ -125,6 +128,10 @@ TEST(Supervisor, FailingTrainerStopsTheJobWithItsStatus) {
   EXPECT_THAT(r.err, HasSubstr("; stopping the job"));
   EXPECT_THAT(r.err, HasSubstr("job test failed (exit 3): m1 trainer 0"));
   EXPECT_LT(r.seconds, 15);
+  // As restarts judge it (launcher/restarts.h): the same failure of another run reads the same.
+  EXPECT_EQ(r.kind.signature, "m1 trainer 0 exited with status 3");
+  EXPECT_EQ(r.kind.exit_status, 3);
+  EXPECT_FALSE(r.kind.killed);
   ExpectAllGone(r.err + r.out);
 }
 
@@ -134,6 +141,9 @@ TEST(Supervisor, TrainerKilledBySignalExitsOne) {
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.failure, HasSubstr("m0 trainer 1 ("));
   EXPECT_THAT(r.failure, HasSubstr("killed by signal 9 (SIGKILL)"));
+  EXPECT_EQ(r.kind.signature, "m0 trainer 1 killed by signal 9 (SIGKILL)");
+  EXPECT_TRUE(r.kind.killed);
+  EXPECT_EQ(r.kind.exit_status, -1);
   ExpectAllGone(r.err);
 }
 
@@ -194,6 +204,7 @@ TEST(Supervisor, SignalToTheLauncherStopsTheJob) {
   Result r = RunJob(Plan({"sh", "-c", "if [ $FANOUT_RANK = 3 ]; then kill -INT $PPID; fi; exec sleep 1000"}), dir);
   EXPECT_EQ(r.code, 130);
   EXPECT_EQ(r.failure, "stopped by SIGINT");
+  EXPECT_EQ(r.kind.launcher_signal, SIGINT);
   EXPECT_THAT(r.err, HasSubstr("got SIGINT: stopping the job on every machine"));
   ExpectAllGone(r.err);
 }

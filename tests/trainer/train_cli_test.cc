@@ -447,7 +447,7 @@ TEST_F(TrainCliTest, TwoRanksTrainWriteMetricsAndCheckpointsAndResume) {
   EXPECT_NE(out.find("all-reduce"), std::string::npos) << out;
   EXPECT_TRUE(std::regex_search(out, std::regex("test accuracy [01]\\.[0-9]{4}"))) << out;
   EXPECT_EQ(ranks[1]->output().find("epoch 0 | loss"), std::string::npos) << "only rank 0 reports epochs";
-  for (const char* f : {"best.pt", "last.rank0.pt", "last.rank1.pt"}) {
+  for (const char* f : {"best.pt", "last.rank0.pt", "last.rank1.pt", "last.rank0.prev.pt", "last.rank1.prev.pt"}) {
     EXPECT_TRUE(fs::exists(ckpt + "/" + f)) << f;
   }
   auto lines = ReadJsonLines(metrics);
@@ -487,6 +487,24 @@ TEST_F(TrainCliTest, TwoRanksTrainWriteMetricsAndCheckpointsAndResume) {
   ASSERT_TRUE(std::regex_search(resumed, a, test));
   ASSERT_TRUE(std::regex_search(ranks[0]->output(), b, test));
   EXPECT_EQ(a.str(), b.str());
+
+  // A set torn by a kill: rank 1 died before replacing its epoch-1 checkpoint with epoch 2's.
+  // Resuming takes the newest epoch every rank holds (rank 0's previous one) and trains epoch 2
+  // again, to the same figures.
+  const std::string uninterrupted = ranks[0]->output();
+  fs::copy_file(ckpt + "/last.rank1.prev.pt", ckpt + "/last.rank1.pt", fs::copy_options::overwrite_existing);
+  args = Args(3);
+  args.insert(args.end(), {"--checkpoint-dir", ckpt, "--resume"});
+  ranks = StartRanks(2, args);
+  ASSERT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();
+  ASSERT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
+  EXPECT_NE(ranks[0]->output().find("resumed from " + ckpt + "/last.rank0.prev.pt after epoch 1"), std::string::npos)
+      << ranks[0]->output();
+  for (const std::regex& re : {epoch2, test}) {
+    ASSERT_TRUE(std::regex_search(uninterrupted, a, re));
+    ASSERT_TRUE(std::regex_search(ranks[0]->output(), b, re)) << ranks[0]->output();
+    EXPECT_EQ(a.str(), b.str());
+  }
 }
 
 TEST_F(TrainCliTest, DeadOrStuckPeerEndsTheRunWithinTheTimeout) {

@@ -23,6 +23,9 @@ class Context:
     world_size: int = 1
     deadline_seconds: float = 60.0
     from_launcher: bool = False  # FANOUT_WORLD_SIZE was set (fanout-launch)
+    # FANOUT_RESTART_COUNT: 0 in the first run of the job, k in its k-th restart (fanout-launch
+    # --max-restarts): a script with checkpoints of its own resumes when it is above 0.
+    restart_count: int = 0
 
 
 _context: Optional[Context] = None
@@ -65,6 +68,7 @@ def initialize(ip_config: Optional[str] = None, num_servers: int = 1, num_worker
     c.from_launcher = env["world_size"] >= 0
     c.rank = env["rank"] if env["rank"] >= 0 else (machine_id or 0) * c.num_trainers
     c.world_size = env["world_size"] if env["world_size"] >= 0 else 1
+    c.restart_count = max(env["restart_count"], 0)
     if machine_id is not None:
         c.machine_id = machine_id
     elif env["machine_id"] >= 0:
