@@ -377,7 +377,8 @@ void JobSupervisor::OnSignal(int sig) {
   exit_code_ = 128 + sig;
   failure_ = StrCat("stopped by ", SignalName(sig));
   failure_kind_ = {.signature = failure_, .launcher_signal = sig};
-  BeginStop();
+  // Trainers first: one that checkpoints on SIGTERM still has its servers for the step it is in.
+  BeginStop(/*trainers_first=*/true);
 }
 
 void JobSupervisor::Fail(const std::string& reason, int exit_code) { Fail(reason, exit_code, FailureKind{}); }
@@ -392,18 +393,34 @@ void JobSupervisor::Fail(const std::string& reason, int exit_code, FailureKind k
   BeginStop();
 }
 
-void JobSupervisor::BeginStop() {
+void JobSupervisor::BeginStop(bool trainers_first) {
   stopping_ = true;
   stop_deadline_ = Clock::now() + Seconds(options_.stop_grace_s);
+  servers_wait_for_trainers_ = trainers_first;
   for (auto& c : children_) {
-    if (c->spec->remote) {
-      // The remote script sees end of file on stdin and stops the command there; ssh exits once
-      // it has.
-      c->process.CloseStdin();
-    } else {
-      // Also when the child itself has exited: what it started may still be in its group.
-      c->process.SignalGroup(SIGTERM);
-    }
+    if (!trainers_first || c->spec->role == Role::kTrainer) AskToStop(*c);
+  }
+}
+
+void JobSupervisor::AskToStop(Child& c) {
+  if (c.spec->remote) {
+    // The remote script sees end of file on stdin and stops the command there; ssh exits once
+    // it has.
+    c.process.CloseStdin();
+  } else {
+    // Also when the child itself has exited: what it started may still be in its group.
+    c.process.SignalGroup(SIGTERM);
+  }
+}
+
+void JobSupervisor::StopServersOnceTrainersAreGone() {
+  if (!servers_wait_for_trainers_) return;
+  for (const auto& c : children_) {
+    if (c->spec->role == Role::kTrainer && !c->exited) return;
+  }
+  servers_wait_for_trainers_ = false;
+  for (auto& c : children_) {
+    if (c->spec->role == Role::kServer) AskToStop(*c);
   }
 }
 
@@ -413,6 +430,7 @@ void JobSupervisor::Teardown() {
     return std::all_of(children_.begin(), children_.end(), [](const auto& c) { return c->exited; });
   };
   while (!force_kill_ && !all_exited() && Clock::now() < stop_deadline_) {
+    StopServersOnceTrainersAreGone();
     auto left = std::chrono::duration_cast<milliseconds>(stop_deadline_ - Clock::now());
     PollOnce(std::clamp(left + milliseconds(1), milliseconds(0), milliseconds(1000)));
   }

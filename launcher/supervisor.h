@@ -96,7 +96,11 @@ class JobSupervisor {
   void OnSignal(int sig);
   void Fail(const std::string& reason, int exit_code);  // a failure of the launcher's own
   void Fail(const std::string& reason, int exit_code, FailureKind kind);
-  void BeginStop();
+  // SIGTERM (remote: hang-up) to every process; with `trainers_first`, to the trainers now and
+  // to the servers once the trainers have exited (or the grace has passed).
+  void BeginStop(bool trainers_first = false);
+  void AskToStop(Child& c);
+  void StopServersOnceTrainersAreGone();
   void Teardown();
   void Say(const std::string& message);
   std::string Who(const Child& c) const;
@@ -116,6 +120,7 @@ class JobSupervisor {
   Clock::time_point stop_deadline_;
   bool stopping_ = false;
   bool force_kill_ = false;  // a second signal while stopping: skip the grace period
+  bool servers_wait_for_trainers_ = false;  // BeginStop(trainers_first): servers not yet asked
   size_t trainers_done_ = 0;
   int exit_code_ = 0;
   std::string failure_;

@@ -225,7 +225,7 @@ absl::StatusOr<std::unique_ptr<LinkBatchLoader>> LinkBatchLoader::Create(const D
                                                                          const LinkSamplerOptions& options,
                                                                          const std::vector<int64_t>& edges, int threads,
                                                                          int prefetch, int64_t first_epoch,
-                                                                         int64_t num_epochs) {
+                                                                         int64_t num_epochs, int64_t first_step) {
   if (prefetch < 1) return absl::InvalidArgumentError(StrCat("--prefetch must be >= 1, got ", prefetch));
   std::unique_ptr<LinkBatchLoader> l(new LinkBatchLoader());
   for (int i = 0; i < std::max(1, threads); ++i) {
@@ -236,7 +236,7 @@ absl::StatusOr<std::unique_ptr<LinkBatchLoader>> LinkBatchLoader::Create(const D
   LinkBatchLoader* self = l.get();
   l->prefetcher_ = std::make_unique<Prefetcher<LinkMiniBatch>>(
       static_cast<int>(l->samplers_.size()), l->steps_per_epoch(), first_epoch, num_epochs, prefetch,
-      [self](int w, int64_t epoch, int64_t step) { return self->samplers_[w]->Sample(epoch, step); });
+      [self](int w, int64_t epoch, int64_t step) { return self->samplers_[w]->Sample(epoch, step); }, first_step);
   return l;
 }
 

@@ -131,7 +131,8 @@ class LinkBatchLoader final : public LinkBatchSource {
   static absl::StatusOr<std::unique_ptr<LinkBatchLoader>> Create(const DistGraph* graph,
                                                                  const LinkSamplerOptions& options,
                                                                  const std::vector<int64_t>& edges, int threads,
-                                                                 int prefetch, int64_t first_epoch, int64_t num_epochs);
+                                                                 int prefetch, int64_t first_epoch, int64_t num_epochs,
+                                                                 int64_t first_step = 0);
   int64_t steps_per_epoch() const override { return samplers_[0]->steps_per_epoch(); }
   // The next batch; OUT_OF_RANGE after the last epoch; a sampling error names its epoch and step.
   absl::StatusOr<LinkMiniBatch> Next() override { return prefetcher_->Next(); }

@@ -36,7 +36,8 @@ class ThreadLoader final : public BatchLoader {
     for (int i = 0; i < threads; ++i) samplers_.push_back(std::make_unique<MiniBatchSampler>(graph, so, seeds));
     prefetcher_ = std::make_unique<Prefetcher<MiniBatch>>(
         threads, samplers_[0]->steps_per_epoch(), lo.first_epoch, lo.num_epochs, lo.prefetch,
-        [this](int w, int64_t epoch, int64_t step) { return samplers_[w]->Sample(epoch, step, &pool_); });
+        [this](int w, int64_t epoch, int64_t step) { return samplers_[w]->Sample(epoch, step, &pool_); },
+        lo.first_step);
   }
   int64_t steps_per_epoch() const override { return samplers_[0]->steps_per_epoch(); }
   int64_t feature_dim() const override { return samplers_[0]->feature_dim(); }
@@ -76,6 +77,7 @@ class ProcessLoader final : public BatchLoader {
     l->steps_ = link != nullptr ? LinkStepsPerEpoch(*link, static_cast<int64_t>(seeds.size())) : probe.steps_per_epoch();
     l->feature_dim_ = probe.feature_dim();
     l->total_ = l->steps_ * lo.num_epochs;
+    l->consumed_ = std::min(lo.first_step, l->total_);  // batch g is (first_epoch + g / steps, g % steps)
 
     // The seed list (and the IDs of the trainer's feature cache after it) travels once, in a
     // memfd every child inherits.
@@ -102,6 +104,8 @@ class ProcessLoader final : public BatchLoader {
     spec.sampler = so;
     spec.first_epoch = lo.first_epoch;
     spec.num_epochs = lo.num_epochs;
+    spec.first_step = lo.first_step;
+    spec.ignore_sigterm = lo.samplers_ignore_sigterm;
     spec.num_samplers = lo.num_samplers;
     spec.prefetch = std::max(1, lo.prefetch);
     spec.num_seeds = static_cast<int64_t>(seeds.size());

@@ -24,6 +24,11 @@ struct LoaderOptions {
   int prefetch = 2;              // batches made ahead: in total (threads), per process (samplers)
   int64_t first_epoch = 0;       // epochs [first_epoch, first_epoch + num_epochs)
   int64_t num_epochs = 1;
+  int64_t first_step = 0;        // the first epoch starts at this step (resuming inside an epoch)
+  // Sampler processes ignore SIGTERM: a trainer that stops at its next step on SIGTERM (with a
+  // checkpoint) needs its samplers through that step when a launcher signals the whole group.
+  // They still end with the trainer (they die with it, and when it closes their sockets).
+  bool samplers_ignore_sigterm = false;
   // For sampler processes: how to start them and how they reach the graph.
   std::string sampler_binary;    // path of fanout-sampler
   std::string part_config_path;  // the partition config the processes open

@@ -4,6 +4,7 @@
 // after the first failed batch no more are started, and Next() keeps returning that error.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -24,12 +25,16 @@ class Prefetcher {
   // its own scratch state, indexed by `worker`).
   using Make = std::function<absl::StatusOr<Batch>(int worker, int64_t epoch, int64_t step)>;
 
-  Prefetcher(int workers, int64_t steps_per_epoch, int64_t first_epoch, int64_t num_epochs, int prefetch, Make make)
+  // Batches (first_epoch, first_step) .. (first_epoch + num_epochs - 1, steps_per_epoch - 1).
+  Prefetcher(int workers, int64_t steps_per_epoch, int64_t first_epoch, int64_t num_epochs, int prefetch, Make make,
+             int64_t first_step = 0)
       : make_(std::move(make)),
         steps_(steps_per_epoch),
         first_epoch_(first_epoch),
         total_(steps_per_epoch * num_epochs),
-        prefetch_(prefetch) {
+        prefetch_(prefetch),
+        next_(std::min(first_step, total_)),
+        consumed_(next_) {
     for (int w = 0; w < std::max(1, workers); ++w) workers_.emplace_back([this, w] { Work(w); });
   }
   ~Prefetcher() {
@@ -91,8 +96,8 @@ class Prefetcher {
   std::vector<std::thread> workers_;
   absl::Mutex mu_;
   absl::CondVar cv_;                           // signalled on every change below
-  int64_t next_ ABSL_GUARDED_BY(mu_) = 0;      // next batch index to start
-  int64_t consumed_ ABSL_GUARDED_BY(mu_) = 0;  // batches handed out
+  int64_t next_ ABSL_GUARDED_BY(mu_);      // next batch index to start
+  int64_t consumed_ ABSL_GUARDED_BY(mu_);  // index of the next batch to hand out
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   bool failed_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status error_ ABSL_GUARDED_BY(mu_);  // the first failed batch, once handed out

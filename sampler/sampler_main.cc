@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
     return args.Fail(absl::InvalidArgumentError(
         StrCat("--index must be in [0, ", spec->num_samplers, ") (the spec's num_samplers), got ", index)));
   }
+  if (spec->ignore_sigterm) std::signal(SIGTERM, SIG_IGN);  // the trainer ends this process
   const int64_t first_epoch = spec->first_epoch, num_epochs = spec->num_epochs, num_seeds = spec->num_seeds;
   const int num_samplers = spec->num_samplers, prefetch = spec->prefetch;
 
@@ -125,7 +126,10 @@ int main(int argc, char** argv) {
       free_slots.push_back(message);
     }
   };
-  for (int64_t g = index; g < total; g += num_samplers) {
+  // Batch g is (first_epoch + g / steps, g % steps); this process makes those with g % N = index,
+  // from the spec's first step on (a trainer resuming inside an epoch).
+  const int64_t first = spec->first_step + ((index - spec->first_step) % num_samplers + num_samplers) % num_samplers;
+  for (int64_t g = first; g < total; g += num_samplers) {
     while (outstanding >= prefetch) {
       const int64_t message = sampler::ReadTrainerMessage(socket_fd);
       if (message == -1) return 0;  // the trainer stopped: not an error here

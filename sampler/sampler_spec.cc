@@ -31,7 +31,7 @@ namespace {
 // a const or a mutable SamplerSpec; `f(key, member)` returns a Status). The counts below make a
 // member added to one of these structs fail the build until it is listed here or said to travel
 // otherwise.
-static_assert(base::FieldCount<SamplerSpec>() == 11, "list the new SamplerSpec member in WalkSpec");
+static_assert(base::FieldCount<SamplerSpec>() == 13, "list the new SamplerSpec member in WalkSpec");
 static_assert(base::FieldCount<DistGraphOptions>() == 8, "list the new DistGraphOptions member in WalkSpec");
 // (ClientOptions::security, the loaded credentials, is not carried: each process loads them
 // from graph.security.)
@@ -76,6 +76,8 @@ absl::Status WalkSpec(S& s, F&& f) {
   RETURN_IF_ERROR(f("sampler.edge_feature_field", o.edge.feature_field));
   RETURN_IF_ERROR(f("first_epoch", s.first_epoch));
   RETURN_IF_ERROR(f("num_epochs", s.num_epochs));
+  RETURN_IF_ERROR(f("first_step", s.first_step));
+  RETURN_IF_ERROR(f("ignore_sigterm", s.ignore_sigterm));
   RETURN_IF_ERROR(f("num_samplers", s.num_samplers));
   RETURN_IF_ERROR(f("prefetch", s.prefetch));
   RETURN_IF_ERROR(f("num_seeds", s.num_seeds));
@@ -158,6 +160,7 @@ absl::StatusOr<SamplerSpec> ReadSamplerSpec(const std::string& text) {
   RETURN_IF_ERROR(Need(s.num_cached >= 0, StrCat("num_cached must be >= 0, got ", s.num_cached)));
   RETURN_IF_ERROR(Need(s.first_epoch >= 0, StrCat("first_epoch must be >= 0, got ", s.first_epoch)));
   RETURN_IF_ERROR(Need(s.num_epochs >= 0, StrCat("num_epochs must be >= 0, got ", s.num_epochs)));
+  RETURN_IF_ERROR(Need(s.first_step >= 0, StrCat("first_step must be >= 0, got ", s.first_step)));
   RETURN_IF_ERROR(Need(go.client.deadline_seconds > 0,
                        StrCat("graph.client.deadline_seconds must be > 0, got ", go.client.deadline_seconds)));
   RETURN_IF_ERROR(Need(go.client.max_attempts >= 1,

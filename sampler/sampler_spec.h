@@ -22,6 +22,8 @@ struct SamplerSpec {
   SamplerOptions sampler;
   int64_t first_epoch = 0;
   int64_t num_epochs = 1;
+  int64_t first_step = 0;  // the first epoch starts at this step (LoaderOptions::first_step)
+  bool ignore_sigterm = false;  // LoaderOptions::samplers_ignore_sigterm
   int num_samplers = 1;  // the trainer's sampler processes; this one makes every N-th batch
   int prefetch = 2;      // batches sent ahead of the trainer
   // The seed list travels beside the spec (a memfd): num_seeds IDs, then the num_cached IDs of

@@ -96,7 +96,7 @@ class LinkPrediction final : public Task {
     });
   }
 
-  absl::Status StartTraining(JobContext& job, int64_t first_epoch) override {
+  absl::Status StartTraining(JobContext& job, int64_t first_epoch, int64_t first_step) override {
     const TrainOptions& o = job.options();
     Communicator& comm = job.comm();
     const int world = comm.world_size(), rank = comm.rank();
@@ -123,11 +123,13 @@ class LinkPrediction final : public Task {
       sampler::LoaderOptions po = o.loader;
       po.first_epoch = first_epoch;
       po.num_epochs = o.epochs - first_epoch;
+      po.first_step = first_step;
+      po.samplers_ignore_sigterm = o.stop_requested != nullptr;
       po.part_config_path = o.part_config;
       ASSIGN_OR_RETURN(loader_, sampler::MakeLinkProcessLoader(&job.graph(), o.graph, lo, std::move(mine), po));
     } else {
       ASSIGN_OR_RETURN(loader_, sampler::LinkBatchLoader::Create(&job.graph(), lo, mine, threads, o.loader.prefetch,
-                                                                 first_epoch, o.epochs - first_epoch));
+                                                                 first_epoch, o.epochs - first_epoch, first_step));
     }
     if (job.lead()) {
       const std::string& relation = job.config().link_etype;

@@ -99,7 +99,7 @@ class NodeClassification final : public Task {
   SplitSizes sizes() const override { return sizes_; }
   const std::vector<int64_t>* train_nodes() const override { return &train_; }
 
-  absl::Status StartTraining(JobContext& job, int64_t first_epoch) override {
+  absl::Status StartTraining(JobContext& job, int64_t first_epoch, int64_t first_step) override {
     const TrainOptions& o = job.options();
     sampler::SamplerOptions so = o.sampling;
     so.rank = o.dist.rank;
@@ -108,6 +108,8 @@ class NodeClassification final : public Task {
     sampler::LoaderOptions lo = o.loader;
     lo.first_epoch = first_epoch;
     lo.num_epochs = o.epochs - first_epoch;
+    lo.first_step = first_step;
+    lo.samplers_ignore_sigterm = o.stop_requested != nullptr;
     lo.part_config_path = o.part_config;
     ASSIGN_OR_RETURN(loader_, sampler::MakeBatchLoader(&job.graph(), o.graph, so, train_, lo));
     return absl::OkStatus();

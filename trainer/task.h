@@ -121,8 +121,9 @@ class Task {
   // synchronised and checkpointed with the model's).
   virtual absl::Status AddModules(JobContext&, GnnModel&, const ModelOptions&) { return absl::OkStatus(); }
 
-  // Starts the training batches of epochs [first_epoch, options().epochs).
-  virtual absl::Status StartTraining(JobContext& job, int64_t first_epoch) = 0;
+  // Starts the training batches of epochs [first_epoch, options().epochs), the first one at
+  // `first_step` (a job resumed from a checkpoint inside an epoch).
+  virtual absl::Status StartTraining(JobContext& job, int64_t first_epoch, int64_t first_step) = 0;
   virtual int64_t steps_per_epoch() const = 0;
   // Step `step` of `epoch`: its batch through the model (gradients already zeroed); the loss's
   // backward pass, the all-reduce and the update are the job's.

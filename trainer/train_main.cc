@@ -8,8 +8,10 @@
 // (fanout's rendezvous on MASTER_PORT + 1) instead. Alone, it trains on one machine's servers
 // with --part-config and --servers (or --ip-config).
 #include <c10/util/Exception.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +40,9 @@ namespace {
 
 using namespace fanout;
 using base::StrCat;
+
+// Set by SIGTERM (with --checkpoint-dir): training stops at the next step, checkpointed.
+std::atomic<bool> g_stop_requested{false};
 
 std::string Env(const char* name, const std::string& fallback = "") {
   const char* v = std::getenv(name);
@@ -231,6 +236,13 @@ int Main(int argc, char** argv) {
   args.AddString("checkpoint-dir", &o.checkpoint_dir,
                  "best.pt (rank 0) and last.rank<r>.pt after every epoch");
   args.AddBool("resume", &o.resume, "continue from --checkpoint-dir's last state");
+  args.AddBool("auto-resume", &o.auto_resume,
+               "resume from --checkpoint-dir when it holds a checkpoint every rank has, else start from scratch "
+               "(one command for a job and its requeued runs)");
+  args.AddInt("checkpoint-every-steps", &o.checkpoint_every_steps,
+              "also write last.rank<r>.pt every K steps inside an epoch (0 = after each epoch only); "
+              "resuming continues at the exact step",
+              0);
   args.AddString("load-model", &o.load_model,
                  "start from this checkpoint's model (e.g. best.pt); with --epochs 0, evaluate and infer only");
   args.AddString("save-embeddings", &o.save_embeddings,
@@ -338,6 +350,16 @@ int Main(int argc, char** argv) {
   o.graph.cache_field = o.sampling.feature_field;
   o.graph.cache_max_bytes = feature_cache_mb << 20;
 
+  // With checkpoints, SIGTERM (what Kubernetes and Slurm send before killing) stops training at
+  // the next step with a checkpoint every rank writes at that step; exit status 143 says so.
+  if (!o.checkpoint_dir.empty()) {
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { g_stop_requested.store(true); };
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGTERM, &sa, nullptr);
+    o.stop_requested = &g_stop_requested;
+  }
   // Errors are statuses; what LibTorch (or the allocator) still throws past them becomes the
   // tool's one error line, not std::terminate's backtrace.
   absl::StatusOr<trainer::TrainResult> result = absl::UnknownError("not run");
@@ -347,6 +369,11 @@ int Main(int argc, char** argv) {
     result = absl::InternalError(StrCat("LibTorch: ", e.what_without_backtrace()));
   } catch (const std::bad_alloc&) {
     result = absl::ResourceExhaustedError("out of memory");
+  }
+  if (absl::IsCancelled(result.status()) && o.stop_requested != nullptr) {  // SIGTERM here or to another rank
+    std::fprintf(stderr, "fanout-train: rank %d: %s; resume with --auto-resume (or --resume)\n", o.dist.rank,
+                 std::string(result.status().message()).c_str());
+    return 128 + SIGTERM;
   }
   if (!result.ok()) {
     return args.Fail(absl::Status(result.status().code(),

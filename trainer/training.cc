@@ -58,6 +58,13 @@ class EpochSums {
   std::vector<double> Read() const {
     return {loss_.defined() ? loss_.item<double>() : 0.0, correct_.defined() ? correct_.item<double>() : 0.0, count_};
   }
+  // Starts from what Read() returned (a checkpoint inside the epoch): the sums go on in the same
+  // order of additions, so the epoch's figures come out as if never interrupted.
+  void Restore(const std::vector<double>& read) {
+    loss_ = at::full({}, read[0], at::kDouble);
+    correct_ = at::full({}, read[1], at::kDouble);
+    count_ = read[2];
+  }
 
  private:
   at::Tensor loss_, correct_;
@@ -119,10 +126,13 @@ class Job final : public JobContext {
   absl::Status Setup();
   // feature_cache_ (--gpu-cache-bytes), its nodes chosen by --gpu-cache-policy.
   absl::Status BuildFeatureCache();
-  absl::Status TrainEpoch(int64_t epoch);
+  // From `first_step` on (a job resumed inside the epoch: the steps before it are in resumed_).
+  absl::Status TrainEpoch(int64_t epoch, int64_t first_step);
   void SeedStep(int64_t epoch, int64_t step);
   Checkpoint MakeCheckpoint(int64_t epoch) const;
-  absl::Status SaveLast(int64_t epoch);
+  // This rank's state to continue at (next_epoch, next_step): after an epoch (next_step 0), or
+  // inside one, with the epoch's running sums so far (its line then reads as uninterrupted).
+  absl::Status SaveLast(int64_t next_epoch, int64_t next_step, const std::vector<double>& epoch_sums = {});
   absl::Status SaveBest(int64_t epoch, double val);
   // "val_acc", "test_roc_auc", ...: the metrics file's and checkpoints' key for the --metric.
   std::string MetricKey(const std::string& prefix) const {
@@ -137,7 +147,14 @@ class Job final : public JobContext {
   // The epoch to start at: after the newest epoch that every rank has checkpointed (last or
   // previous), loaded. With none: an error when `required` (--resume), else 0 (a restart that
   // came before the first checkpoint starts over).
-  absl::StatusOr<int64_t> Resume(bool required);
+  // Where to continue, as (epoch, step).
+  struct Position {
+    int64_t epoch = 0, step = 0;
+  };
+  absl::StatusOr<Position> Resume(bool required);
+  // From a checkpoint inside an epoch: that epoch's running sums (EpochSums::Read and the cache
+  // counts) up to the step resumed at; empty otherwise.
+  std::vector<double> resumed_sums_;
   absl::Status LoadModel();
   absl::Status SaveEmbeddings();
   void Metrics(const nlohmann::json& j);
@@ -408,15 +425,21 @@ void Job::SeedStep(int64_t epoch, int64_t step) {
                                                         static_cast<uint64_t>(comm_->rank()))));
 }
 
-absl::Status Job::TrainEpoch(int64_t epoch) {
+absl::Status Job::TrainEpoch(int64_t epoch, int64_t first_step) {
   model_->train();
   Breakdown t;
   const auto start = Clock::now();
   EpochSums running;
+  if (first_step > 0 && resumed_sums_.size() == 5) {
+    running.Restore(resumed_sums_);
+    t.cached = static_cast<int64_t>(resumed_sums_[3]);
+    t.inputs = static_cast<int64_t>(resumed_sums_[4]);
+  }
+  resumed_sums_.clear();
   const int64_t steps = task_->steps_per_epoch();
   base::ProgressMeter meter("fanout-train", StrCat("epoch ", epoch), steps, "steps",
                             lead() ? o_.progress : base::ProgressMode::kOff);
-  for (int64_t step = 0; step < steps; ++step) {
+  for (int64_t step = first_step; step < steps; ++step) {
     RETURN_IF_ERROR(CatchTorch("zeroing the gradients", [&] { opt_->zero_grad(); }));
     ASSIGN_OR_RETURN(StepLoss s, task_->Step(*this, epoch, step, t));
     auto t0 = Clock::now();
@@ -447,6 +470,25 @@ absl::Status Job::TrainEpoch(int64_t epoch) {
                  s.correct.item<double>() / std::max(1.0, s.n)));
     }
     meter.Set(step + 1);
+    // A stop asked of any rank (SIGTERM) stops every rank here, after the same step.
+    bool stop = false;
+    if (o_.stop_requested != nullptr) {
+      ASSIGN_OR_RETURN(std::vector<double> asked, AllReduceSum(*comm_, {o_.stop_requested->load() ? 1.0 : 0.0}));
+      stop = asked[0] > 0;
+    }
+    const int64_t every = o_.checkpoint_every_steps;
+    if (stop || (every > 0 && (step + 1) % every == 0 && step + 1 < steps)) {
+      std::vector<double> sums = running.Read();
+      sums.push_back(static_cast<double>(t.cached));
+      sums.push_back(static_cast<double>(t.inputs));
+      RETURN_IF_ERROR(SaveLast(epoch, step + 1, sums));
+    }
+    if (stop) {
+      meter.Finish();
+      return absl::CancelledError(
+          StrCat("SIGTERM: stopped after a checkpoint at epoch ", epoch, " step ", step + 1, " of ", steps,
+                 " (every rank stops at this step)"));
+    }
   }
   meter.Finish();
   std::vector<double> local = running.Read();  // the epoch's one wait for the device
@@ -513,7 +555,7 @@ absl::Status Job::TrainEpoch(int64_t epoch) {
     Metrics(j);
   }
   if (val >= 0 && val > result_.best_val_metric) RETURN_IF_ERROR(SaveBest(epoch, val));
-  if (!o_.checkpoint_dir.empty()) RETURN_IF_ERROR(SaveLast(epoch));
+  if (!o_.checkpoint_dir.empty()) RETURN_IF_ERROR(SaveLast(epoch + 1, 0));
   result_.epochs_run = epoch + 1;
   return absl::OkStatus();
 }
@@ -570,9 +612,12 @@ absl::Status Job::SaveBest(int64_t epoch, double val) {
   return WriteCheckpoint(o_.checkpoint_dir + "/best.pt", c);
 }
 
-absl::Status Job::SaveLast(int64_t epoch) {
-  Checkpoint c = MakeCheckpoint(epoch);
+absl::Status Job::SaveLast(int64_t next_epoch, int64_t next_step, const std::vector<double>& epoch_sums) {
+  // "epoch" stays the last whole epoch (-1: none yet), as best.pt's; "resume_at" says where to go on.
+  Checkpoint c = MakeCheckpoint(next_epoch - 1);
   c.info["rank"] = comm_->rank();
+  c.info["resume_at"] = {next_epoch, next_step};
+  if (!epoch_sums.empty()) c.info["epoch_sums"] = epoch_sums;
   c.info["best_val_metric"] = result_.best_val_metric;
   c.info["best_epoch"] = result_.best_epoch;
   if (embeddings_ != nullptr) {
@@ -590,8 +635,8 @@ absl::Status Job::SaveLast(int64_t epoch) {
   return WriteCheckpoint(LastCheckpoint(o_), c);
 }
 
-absl::StatusOr<int64_t> Job::Resume(bool required) {
-  // This rank's checkpoints, newest first, and the epochs they hold.
+absl::StatusOr<Job::Position> Job::Resume(bool required) {
+  // This rank's checkpoints, newest first, and where each continues.
   const std::string paths[2] = {LastCheckpoint(o_), PreviousCheckpoint(o_)};
   std::optional<Checkpoint> held[2];
   absl::Status read = absl::OkStatus();
@@ -604,40 +649,63 @@ absl::StatusOr<int64_t> Job::Resume(bool required) {
       held[i] = std::move(*c);
     }
   }
-  // Agree on the epoch: slot 0 counts the ranks that read their files, slot 1 + e the ranks that
-  // hold epoch e (epochs past --epochs count as its last). Every rank joins, read or not, so that
-  // one rank's failure ends the others now instead of after --comm-timeout.
-  const int64_t slots = o_.epochs + 1;
-  std::vector<double> have(1 + slots, 0.0);
-  have[0] = read.ok() ? 1 : 0;
-  int64_t epoch_of[2] = {-1, -1};
+  // A position as one number, ordered as (epoch, step); exact in a double (epochs < 2^21).
+  // Checkpoints of fanout before "resume_at" continue after their epoch.
+  constexpr double kSteps = 4294967296.0;
+  auto key_of = [&](const Checkpoint& c) -> double {
+    const nlohmann::json& at = c.info.contains("resume_at") ? c.info["resume_at"] : nlohmann::json();
+    if (at.is_array() && at.size() == 2 && at[0].is_number_integer() && at[1].is_number_integer()) {
+      return at[0].get<double>() * kSteps + at[1].get<double>();
+    }
+    return (c.info.value("epoch", int64_t{-1}) + 1) * kSteps;
+  };
+  // Every rank's two positions (-1: none), gathered by a sum in which each rank fills its own
+  // slots, plus how many ranks read their files. Every rank joins, read or not, so that one
+  // rank's failure ends the others now instead of after --comm-timeout.
+  const int w = comm_->world_size(), r = comm_->rank();
+  std::vector<double> all(2 * w + 1, 0.0);
+  double keys[2] = {-1, -1};
   for (int i = 0; i < 2; ++i) {
-    if (!held[i]) continue;
-    epoch_of[i] = std::min<int64_t>(held[i]->info.value("epoch", int64_t{-1}), o_.epochs);
-    if (epoch_of[i] >= 0 && (i == 0 || epoch_of[1] != epoch_of[0])) have[1 + epoch_of[i]] += 1;
+    if (held[i]) keys[i] = key_of(*held[i]);
   }
-  ASSIGN_OR_RETURN(std::vector<double> sums, AllReduceSum(*comm_, have));
+  all[2 * r] = keys[0] + 1;  // +1: a sum of zeros means "none"
+  all[2 * r + 1] = keys[1] + 1;
+  all[2 * w] = read.ok() ? 1 : 0;
+  ASSIGN_OR_RETURN(std::vector<double> sums, AllReduceSum(*comm_, all));
   RETURN_IF_ERROR(read);
-  const double w = comm_->world_size();
-  if (sums[0] != w) {
+  if (sums[2 * w] != w) {
     return absl::FailedPreconditionError("resuming: another rank could not read its checkpoint (see its error)");
   }
-  int64_t epoch = -1;
-  for (int64_t e = slots - 1; e >= 0 && epoch < 0; --e) {
-    if (sums[1 + e] == w) epoch = e;
-  }
-  if (epoch < 0) {
-    if (!required) {
-      if (lead()) Log(StrCat("fanout-train: restart ", o_.restart_count, ": no epoch is checkpointed on every rank in ",
-                             o_.checkpoint_dir, "; starting over"));
-      return 0;
+  // The newest position that every rank holds, in its last checkpoint or the one before.
+  double best = -1;
+  for (int q = 0; q < w; ++q) {
+    for (int i = 0; i < 2; ++i) {
+      const double k = sums[2 * q + i] - 1;
+      if (k <= best) continue;
+      bool everywhere = true;
+      for (int o = 0; o < w && everywhere; ++o) everywhere = sums[2 * o] - 1 == k || sums[2 * o + 1] - 1 == k;
+      if (everywhere) best = k;
     }
-    return absl::NotFoundError(StrCat("--resume: no checkpoint epoch that every rank holds (this rank: ",
-                                      held[0] ? StrCat(paths[0], " at epoch ", epoch_of[0]) : StrCat("no ", paths[0]),
-                                      held[1] ? StrCat(", ", paths[1], " at epoch ", epoch_of[1]) : std::string(),
-                                      "; written after each epoch with --checkpoint-dir)"));
   }
-  const int pick = held[0] && epoch_of[0] == epoch ? 0 : 1;
+  if (best < 0) {
+    if (!required) {
+      if (lead()) {
+        Log(StrCat("fanout-train: ", o_.restart_count > 0 ? StrCat("restart ", o_.restart_count, ": ") : std::string(),
+                   "no position is checkpointed on every rank in ", o_.checkpoint_dir, "; starting from scratch"));
+      }
+      return Position{};
+    }
+    auto where = [&](int i) {
+      if (!held[i]) return StrCat("no ", paths[i]);
+      const double k = keys[i];
+      return StrCat(paths[i], " at epoch ", static_cast<int64_t>(k / kSteps), " step ",
+                    static_cast<int64_t>(std::fmod(k, kSteps)));
+    };
+    return absl::NotFoundError(StrCat("--resume: no checkpoint position that every rank holds (this rank: ", where(0),
+                                      ", ", where(1), "; written after each epoch with --checkpoint-dir)"));
+  }
+  const Position at{static_cast<int64_t>(best / kSteps), static_cast<int64_t>(std::fmod(best, kSteps))};
+  const int pick = held[0] && keys[0] == best ? 0 : 1;
   const std::string& path = paths[pick];
   Checkpoint& c = *held[pick];
   auto load = [&]() -> absl::Status {
@@ -663,6 +731,10 @@ absl::StatusOr<int64_t> Job::Resume(bool required) {
     }
     result_.best_val_metric = c.info.value("best_val_metric", -1.0);
     result_.best_epoch = c.info.value("best_epoch", int64_t{-1});
+    resumed_sums_.clear();
+    if (at.step > 0 && c.info.contains("epoch_sums") && c.info["epoch_sums"].is_array()) {
+      for (const nlohmann::json& x : c.info["epoch_sums"]) resumed_sums_.push_back(x.is_number() ? x.get<double>() : 0.0);
+    }
     return absl::OkStatus();
   };
   const absl::Status loaded = load();
@@ -672,24 +744,28 @@ absl::StatusOr<int64_t> Job::Resume(bool required) {
     return absl::FailedPreconditionError("--resume: another rank could not load its checkpoint (see its error)");
   }
   if (lead()) {
-    Log(StrCat("fanout-train: resumed from ", path, " after epoch ", epoch,
+    Log(StrCat("fanout-train: resumed from ", path,
+               at.step == 0 ? StrCat(" after epoch ", at.epoch - 1) : StrCat(" at epoch ", at.epoch, " step ", at.step),
                o_.restart_count > 0 ? StrCat(" (restart ", o_.restart_count, ")") : std::string()));
   }
-  return epoch + 1;
+  return at;
 }
 
 absl::StatusOr<TrainResult> Job::Run() {
   RETURN_IF_ERROR(Setup());
-  int64_t first = 0;
+  Position first;
   // A restarted job (fanout-launch --max-restarts) with checkpoints resumes where it can.
-  const bool restarted = o_.restart_count > 0 && !o_.checkpoint_dir.empty();
+  const bool restarted = o_.auto_resume || (o_.restart_count > 0 && !o_.checkpoint_dir.empty());
   if (o_.resume || restarted) {
     ASSIGN_OR_RETURN(first, Resume(/*required=*/o_.resume));
   }
-  if (!o_.load_model.empty() && first == 0) RETURN_IF_ERROR(LoadModel());
-  if (first < o_.epochs) {
-    RETURN_IF_ERROR(task_->StartTraining(*this, first));
-    for (int64_t epoch = first; epoch < o_.epochs; ++epoch) RETURN_IF_ERROR(TrainEpoch(epoch));
+  const bool from_start = first.epoch == 0 && first.step == 0;
+  if (!o_.load_model.empty() && from_start) RETURN_IF_ERROR(LoadModel());
+  if (first.epoch < o_.epochs) {
+    RETURN_IF_ERROR(task_->StartTraining(*this, first.epoch, first.step));
+    for (int64_t epoch = first.epoch; epoch < o_.epochs; ++epoch) {
+      RETURN_IF_ERROR(TrainEpoch(epoch, epoch == first.epoch ? first.step : 0));
+    }
   }
   if (!o_.test) {
     RETURN_IF_ERROR(SaveEmbeddings());
@@ -885,6 +961,9 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.trainers_per_machine < 1)
     return bad("--num-trainers must be >= 1, got ", o.trainers_per_machine);
   if (o.resume && o.checkpoint_dir.empty()) return bad("--resume needs --checkpoint-dir");
+  if (o.checkpoint_every_steps > 0 && o.checkpoint_dir.empty()) return bad("--checkpoint-every-steps needs --checkpoint-dir");
+  if (o.auto_resume && o.checkpoint_dir.empty()) return bad("--auto-resume needs --checkpoint-dir");
+  if (o.auto_resume && o.resume) return bad("--auto-resume and --resume: give one");
   if (o.resume && !o.load_model.empty()) {
     return bad("--resume and --load-model both say where to start: give one");
   }

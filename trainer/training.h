@@ -4,6 +4,7 @@
 // environment and calls RunTraining.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -106,6 +107,18 @@ struct TrainOptions {
   // checkpoint_dir, the trainer then resumes as with `resume`, or starts over where no epoch
   // is checkpointed on every rank; the metrics file is appended to.
   int restart_count = 0;
+  // Also write last.rank<r>.pt every K steps inside an epoch (0: after each epoch only), so that
+  // a resumed or restarted job loses at most K steps; it continues at the exact step.
+  int64_t checkpoint_every_steps = 0;
+  // Resume when checkpoint_dir holds a position every rank has, else start from scratch: the
+  // same command for a job's first run and for its requeued or rescheduled runs (Slurm, a
+  // Kubernetes Job). A restart (restart_count > 0) does this by itself.
+  bool auto_resume = false;
+  // Set (from a signal handler) to stop at the next step boundary: every rank then writes its
+  // checkpoint at the same step (the flag is summed over ranks after each step while this is
+  // set), and RunTraining returns CANCELLED. Needs checkpoint_dir. fanout-train points it at its
+  // SIGTERM flag (what Kubernetes and Slurm send before killing).
+  const std::atomic<bool>* stop_requested = nullptr;
   // Start from this checkpoint's parameters (checkpoint.h; rank 0 reads it); with epochs = 0
   // nothing is trained: evaluation and inference of a trained model.
   std::string load_model;

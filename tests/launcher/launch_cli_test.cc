@@ -372,6 +372,50 @@ TEST_F(LaunchCli, KilledTrainerIsRestartedAndTheJobEndsAsIfUninterrupted) {
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 
+// SIGTERM to the launcher (a Slurm job's end, a Kubernetes pod's deletion): it passes it on, the
+// trainers stop after the same step with a checkpoint there (their samplers see them through it),
+// and the launcher exits 143; the same command with --auto-resume (a requeued job) ends as an
+// uninterrupted run does.
+TEST_F(LaunchCli, SigtermToTheLauncherCheckpointsAndAutoResumeFinishes) {
+  const int epochs = 30;
+  auto job = [&](const std::string& name, bool auto_resume) {
+    std::vector<std::string> a = RealTrainingArgs(Args("ok", {"--log-dir", dir_.Sub("logs-" + name)}), epochs);
+    a.insert(a.end(), {"--checkpoint-dir", dir_.Sub("ckpt-" + (name == "plain" ? name : "term"))});
+    if (auto_resume) a.push_back("--auto-resume");
+    return a;
+  };
+  LaunchRun plain(job("plain", false), dir_.path());
+  ASSERT_EQ(plain.Finish(seconds(120)), 0) << plain.output();
+
+  LaunchRun run(job("term", true), dir_.path());
+  ASSERT_TRUE(run.WaitFor("[m0 trainer 0] epoch 2 | loss")) << run.output();
+  kill(run.pid(), SIGTERM);
+  ASSERT_EQ(run.Finish(seconds(60)), 143) << run.output();
+  EXPECT_THAT(run.output(), HasSubstr("got SIGTERM: stopping the job on every machine"));
+  for (const char* who : {"[m0 trainer 0]", "[m1 trainer 0]"}) {
+    EXPECT_THAT(run.output(), HasSubstr(std::string(who) + " fanout-train: rank ")) << who;
+  }
+  EXPECT_THAT(run.output(), HasSubstr("SIGTERM: stopped after a checkpoint at epoch "));
+  // Servers are stopped after the trainers, so nothing failed on the way out.
+  EXPECT_THAT(run.output(), Not(HasSubstr("error")));
+  EXPECT_LT(run.output().find("fanout-train: rank 0: SIGTERM"), run.output().find("fanout-server: SIGTERM"));
+  ExpectNothingLeft(job_id_, LearnedPids(run));
+
+  LaunchRun again(job("again", true), dir_.path());
+  ASSERT_EQ(again.Finish(seconds(120)), 0) << again.output();
+  EXPECT_THAT(again.output(), HasSubstr("[m0 trainer 0] fanout-train: resumed from "));
+  const std::regex last_epoch("\\[m0 trainer 0\\] epoch " + std::to_string(epochs - 1) +
+                              " \\| loss [0-9.]+ \\| train acc [0-9.]+ \\| val acc [-0-9.]+"),
+      test("\\[m0 trainer 0\\] fanout-train: test accuracy [^\n]*");
+  for (const std::regex& re : {last_epoch, test}) {
+    std::smatch a, b;
+    ASSERT_TRUE(std::regex_search(plain.output(), a, re)) << plain.output();
+    ASSERT_TRUE(std::regex_search(again.output(), b, re)) << again.output();
+    EXPECT_EQ(a.str(), b.str());
+  }
+  ExpectNothingLeft(job_id_, LearnedPids(again));
+}
+
 // One launcher per machine (--machine-id), as in a Kubernetes pod each: machine 1's launcher
 // starts later; machine 0's trainers wait for its servers, the trainers of both machines train
 // one model together, and each launcher ends when its own trainers are done.

@@ -188,6 +188,23 @@ TEST(BatchLoaderTest, ThreadsAndSamplerProcessesMakeIdenticalBatches) {
     truth.Check(runs[0][i], so.fanouts, false);
     for (size_t r = 1; r < runs.size(); ++r) testing::ExpectSameBatch(runs[0][i], runs[r][i]);
   }
+  // Starting inside the first epoch (a job resumed from a checkpoint at a step): the same batches
+  // from that step on, whichever process would make them.
+  const int64_t steps = static_cast<int64_t>(runs[0].size()) / 2;
+  ASSERT_GE(steps, 2);
+  lo.first_step = std::min<int64_t>(3, steps - 1);
+  for (auto [samplers, threads] : std::vector<std::pair<int, int>>{{0, 2}, {2, 1}, {3, 1}}) {
+    SCOPED_TRACE(::testing::Message() << samplers << " sampler process(es), " << threads << " thread(s)");
+    lo.num_samplers = samplers;
+    lo.num_threads = threads;
+    auto l = MakeBatchLoader(g->get(), go, so, seeds, lo);
+    ASSERT_TRUE(l.ok()) << l.status();
+    const std::vector<MiniBatch> late = Drain(**l);
+    ASSERT_EQ(static_cast<int64_t>(late.size()), 2 * steps - lo.first_step);
+    EXPECT_EQ(late[0].epoch, 1);
+    EXPECT_EQ(late[0].step, lo.first_step);
+    for (size_t i = 0; i < late.size(); ++i) testing::ExpectSameBatch(runs[0][i + lo.first_step], late[i]);
+  }
 }
 
 // --edge-weight and --edge-feature: every sampled edge carries its own values of the edge fields

@@ -40,6 +40,8 @@ SamplerSpec EveryFieldSet() {
   o.edge.feature_field = "ef";
   s.first_epoch = 2;
   s.num_epochs = 7;
+  s.first_step = 3;
+  s.ignore_sigterm = true;
   s.num_samplers = 4;
   s.prefetch = 6;
   s.num_seeds = 31337;
@@ -88,6 +90,8 @@ TEST(SamplerSpecTest, EveryFieldRoundTrips) {
   EXPECT_EQ(o.edge.feature_field, wo.edge.feature_field);
   EXPECT_EQ(got->first_epoch, want.first_epoch);
   EXPECT_EQ(got->num_epochs, want.num_epochs);
+  EXPECT_EQ(got->first_step, want.first_step);
+  EXPECT_EQ(got->ignore_sigterm, want.ignore_sigterm);
   EXPECT_EQ(got->num_samplers, want.num_samplers);
   EXPECT_EQ(got->prefetch, want.prefetch);
   EXPECT_EQ(got->num_seeds, want.num_seeds);

@@ -507,6 +507,100 @@ TEST_F(TrainCliTest, TwoRanksTrainWriteMetricsAndCheckpointsAndResume) {
   }
 }
 
+// --checkpoint-every-steps: a checkpoint inside an epoch continues at its exact step, and the
+// epoch's figures (its loss and accuracy over every step, the validation, the test) come out as
+// if the run had never stopped.
+TEST_F(TrainCliTest, CheckpointInsideAnEpochResumesAtItsStep) {
+  const std::string ckpt = dir_.Sub("ckpt-steps");
+  auto args = Args(2);
+  // Every step (an epoch here is a few steps of 32 seeds).
+  args.insert(args.end(), {"--checkpoint-dir", ckpt, "--checkpoint-every-steps", "1", "--num-samplers", "1"});
+  auto ranks = StartRanks(2, args);
+  ASSERT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();
+  ASSERT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
+  const std::string uninterrupted = ranks[0]->output();
+  // The last checkpoint is the end of epoch 1, the one before it a step inside epoch 1: go back
+  // to that one on both ranks, as if the job had stopped just after writing it.
+  for (int r = 0; r < 2; ++r) {
+    const std::string last = StrCat(ckpt, "/last.rank", r, ".pt"), prev = StrCat(ckpt, "/last.rank", r, ".prev.pt");
+    fs::copy_file(prev, last, fs::copy_options::overwrite_existing);
+  }
+  args.push_back("--resume");
+  ranks = StartRanks(2, args);
+  ASSERT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();
+  ASSERT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
+  const std::string resumed = ranks[0]->output();
+  std::smatch at;
+  ASSERT_TRUE(std::regex_search(resumed, at, std::regex("resumed from [^ ]*last.rank0.pt at epoch 1 step ([0-9]+)")))
+      << resumed;
+  EXPECT_GE(std::stoi(at[1].str()), 1);
+  EXPECT_EQ(resumed.find("epoch 0 | loss"), std::string::npos) << resumed;
+  const std::regex epoch1("epoch 1 \\| loss [0-9.]+ \\| train acc [0-9.]+ \\| val acc [0-9.]+"),
+      test("test accuracy [0-9.]+");
+  for (const std::regex& re : {epoch1, test}) {
+    std::smatch a, b;
+    ASSERT_TRUE(std::regex_search(uninterrupted, a, re)) << uninterrupted;
+    ASSERT_TRUE(std::regex_search(resumed, b, re)) << resumed;
+    EXPECT_EQ(a.str(), b.str());
+  }
+}
+
+// SIGTERM (what Kubernetes and Slurm send before killing), to one rank only: every rank stops
+// after the same step with a checkpoint there and exits 143; --auto-resume, the command's only
+// change, continues at that step and ends as the uninterrupted run does.
+TEST_F(TrainCliTest, SigtermStopsEveryRankWithACheckpointAndAutoResumeGoesOn) {
+  auto args = [&](const std::string& ckpt) {
+    std::vector<std::string> a = Args(100);
+    a.insert(a.end(), {"--checkpoint-dir", dir_.Sub(ckpt), "--eval-every", "10"});
+    return a;
+  };
+  auto ranks = StartRanks(2, args("ckpt-plain"));
+  ASSERT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();
+  ASSERT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
+  const std::string uninterrupted = ranks[0]->output();
+
+  ranks = StartRanks(2, args("ckpt-term"));
+  ASSERT_TRUE(ranks[0]->WaitFor("epoch 3 | loss")) << ranks[0]->output();
+  kill(ranks[1]->pid(), SIGTERM);
+  EXPECT_EQ(ranks[1]->Finish(), 143) << ranks[1]->output();
+  EXPECT_EQ(ranks[0]->Finish(), 143) << ranks[0]->output();
+  std::smatch at;
+  const std::regex stopped("rank 0: SIGTERM: stopped after a checkpoint at epoch ([0-9]+) step ([0-9]+) of");
+  ASSERT_TRUE(std::regex_search(ranks[0]->output(), at, stopped)) << ranks[0]->output();
+  const std::string epoch = at[1].str(), step = at[2].str();  // (the output goes with the process)
+  EXPECT_NE(ranks[1]->output().find(StrCat("rank 1: SIGTERM: stopped after a checkpoint at epoch ", epoch, " step ",
+                                           step, " of")),
+            std::string::npos)
+      << ranks[1]->output();
+  EXPECT_NE(ranks[0]->output().find("resume with --auto-resume"), std::string::npos);
+
+  std::vector<std::string> again = args("ckpt-term");
+  again.push_back("--auto-resume");
+  ranks = StartRanks(2, again);
+  ASSERT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();
+  ASSERT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
+  const std::string resumed = ranks[0]->output();
+  EXPECT_NE(resumed.find(StrCat("at epoch ", epoch, " step ", step)), std::string::npos) << resumed;
+  const std::regex last("epoch 99 \\| loss [0-9.]+ \\| train acc [0-9.]+ \\| val acc [0-9.]+"),
+      test("test accuracy [^\n]*");
+  for (const std::regex& re : {last, test}) {
+    std::smatch a, b;
+    ASSERT_TRUE(std::regex_search(uninterrupted, a, re)) << uninterrupted;
+    ASSERT_TRUE(std::regex_search(resumed, b, re)) << resumed;
+    EXPECT_EQ(a.str(), b.str());
+  }
+  // --auto-resume with nothing to resume from starts from scratch.
+  again = args("ckpt-empty");
+  again.push_back("--auto-resume");
+  again[std::find(again.begin(), again.end(), "--epochs") - again.begin() + 1] = "1";
+  ranks = StartRanks(2, again);
+  ASSERT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();
+  ASSERT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
+  EXPECT_NE(ranks[0]->output().find("no position is checkpointed on every rank"), std::string::npos)
+      << ranks[0]->output();
+  EXPECT_NE(ranks[0]->output().find("epoch 0 | loss"), std::string::npos) << ranks[0]->output();
+}
+
 TEST_F(TrainCliTest, DeadOrStuckPeerEndsTheRunWithinTheTimeout) {
   // SIGKILL closes rank 1's connections: rank 0 fails at once. SIGSTOP leaves them open and
   // silent: only --comm-timeout (5 s here) can end rank 0's wait.
