@@ -13,7 +13,9 @@
 #include <filesystem>
 #include <optional>
 #include <regex>
+#include <sstream>
 
+#include "base/strings.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/launcher/launcher_test_util.h"
@@ -23,6 +25,7 @@ namespace fanout::launcher {
 namespace {
 
 namespace fs = std::filesystem;
+using base::StrCat;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using std::chrono::milliseconds;
@@ -370,6 +373,83 @@ TEST_F(LaunchCli, KilledTrainerIsRestartedAndTheJobEndsAsIfUninterrupted) {
     EXPECT_EQ(a.str(), b.str());
   }
   ExpectNothingLeft(job_id_, LearnedPids(run));
+}
+
+// Chaos: SIGKILL for a trainer, a sampler process, a server and then the launcher itself, each once
+// training has moved on from the last failure. The launcher restarts the job after the first three
+// (--max-restarts), the same command with --auto-resume after the fourth (as a requeued Slurm job
+// or a rescheduled pod would), and the job ends with an uninterrupted run's last epoch and test,
+// figure for figure.
+TEST_F(LaunchCli, ChaosOfKillsEndsAsAnUninterruptedRun) {
+  const int epochs = 40;
+  auto job = [&](const std::string& name, const std::string& ckpt) {
+    std::vector<std::string> a = RealTrainingArgs(
+        Args("ok", {"--log-dir", dir_.Sub("logs-" + name), "--max-restarts", "5", "--restart-backoff", "0"}), epochs);
+    a.insert(a.end(), {"--checkpoint-dir", dir_.Sub(ckpt), "--checkpoint-every-steps", "1", "--auto-resume"});
+    return a;
+  };
+  LaunchRun plain(job("plain", "ckpt-plain"), dir_.path());
+  ASSERT_EQ(plain.Finish(seconds(120)), 0) << plain.output();
+
+  auto children_of = [](pid_t pid) {
+    std::vector<pid_t> out;
+    std::istringstream in(testing::ReadFile(StrCat("/proc/", pid, "/task/", pid, "/children")));
+    for (pid_t c; in >> c;) out.push_back(c);
+    return out;
+  };
+  // The n-th started process with this label ("m1 trainer 0"), from the launcher's lines.
+  auto nth_pid = [](const std::string& out, const std::string& label, int n) -> pid_t {
+    const std::regex re("started " + label + " pid ([0-9]+)");
+    int seen = 0;
+    for (auto it = std::sregex_iterator(out.begin(), out.end(), re); it != std::sregex_iterator(); ++it) {
+      if (++seen == n) return std::stoi((*it)[1].str());
+    }
+    return -1;
+  };
+  LaunchRun run(job("chaos", "ckpt-chaos"), dir_.path());
+  std::vector<pid_t> pids;
+  // 1. A trainer.
+  ASSERT_TRUE(run.WaitFor("[m0 trainer 0] epoch 3 | loss")) << run.output();
+  pid_t victim = nth_pid(run.output(), "m1 trainer 0", 1);
+  ASSERT_GT(victim, 0) << run.output();
+  kill(victim, SIGKILL);
+  // 2. A sampler process of the restarted run's rank 0.
+  ASSERT_TRUE(run.WaitFor("[m0 trainer 0] epoch 8 | loss")) << run.output();
+  const pid_t trainer = nth_pid(run.output(), "m0 trainer 0", 2);
+  ASSERT_GT(trainer, 0) << run.output();
+  const std::vector<pid_t> samplers = children_of(trainer);
+  ASSERT_FALSE(samplers.empty()) << "no sampler process under pid " << trainer;
+  pids.insert(pids.end(), samplers.begin(), samplers.end());
+  kill(samplers[0], SIGKILL);
+  // 3. A server.
+  ASSERT_TRUE(run.WaitFor("[m0 trainer 0] epoch 13 | loss")) << run.output();
+  victim = nth_pid(run.output(), "m1 server 0", 3);
+  ASSERT_GT(victim, 0) << run.output();
+  kill(victim, SIGKILL);
+  // 4. The launcher itself: it takes the job with it.
+  ASSERT_TRUE(run.WaitFor("[m0 trainer 0] epoch 18 | loss")) << run.output();
+  kill(run.pid(), SIGKILL);
+  EXPECT_EQ(run.Finish(seconds(60)), 128 + SIGKILL);
+  for (int n = 1; n <= 3; ++n) {
+    EXPECT_THAT(run.output(), HasSubstr(StrCat("restart ", n, " of 5 in 0 s (FANOUT_RESTART_COUNT=", n, ")"))) << n;
+  }
+  std::vector<pid_t> learned = LearnedPids(run);
+  pids.insert(pids.end(), learned.begin(), learned.end());
+  ExpectNothingLeft(job_id_, pids);
+
+  LaunchRun again(job("again", "ckpt-chaos"), dir_.path());
+  ASSERT_EQ(again.Finish(seconds(120)), 0) << again.output();
+  EXPECT_THAT(again.output(), HasSubstr("[m0 trainer 0] fanout-train: resumed from "));
+  const std::regex last_epoch("\\[m0 trainer 0\\] epoch " + std::to_string(epochs - 1) +
+                              " \\| loss [0-9.]+ \\| train acc [0-9.]+ \\| val acc [-0-9.]+"),
+      test("\\[m0 trainer 0\\] fanout-train: test accuracy [^\n]*");
+  for (const std::regex& re : {last_epoch, test}) {
+    std::smatch a, b;
+    ASSERT_TRUE(std::regex_search(plain.output(), a, re)) << plain.output();
+    ASSERT_TRUE(std::regex_search(again.output(), b, re)) << again.output();
+    EXPECT_EQ(a.str(), b.str());
+  }
+  ExpectNothingLeft(job_id_, LearnedPids(again));
 }
 
 // SIGTERM to the launcher (a Slurm job's end, a Kubernetes pod's deletion): it passes it on, the
