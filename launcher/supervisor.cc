@@ -354,6 +354,17 @@ void JobSupervisor::OnExit(Child& c) {
                              .killed = st.signaled,
                              .exit_status = st.signaled ? -1 : st.value};
   if (c.spec->role == Role::kServer) {
+    // Failover (rpc/remote_graph_source.h): clients move to the partition's other servers, so a
+    // partition with a live server left goes on; one with none is a failure as before.
+    int others = 0;
+    for (const auto& o : children_) {
+      others += o.get() != &c && o->spec->role == Role::kServer && o->spec->machine == c.spec->machine && !o->exited;
+    }
+    if (phase_ == Phase::kRunning && others > 0) {
+      Say(StrCat(what, own, "; partition ", c.spec->machine, " goes on with its ", others, " other server",
+                 others == 1 ? "" : "s"));
+      return;
+    }
     Fail(StrCat(what, phase_ == Phase::kRunning ? " while trainers were running" : " before all servers were ready",
                 own),
          code, kind);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,12 +14,18 @@
 
 namespace fanout::rpc {
 
+// Calls go round-robin over the partition's servers. A server that answers UNAVAILABLE (after the
+// client's own retries: it died or cannot be reached) is taken out for good, and the call goes to
+// the next live one: with several servers per partition a job survives losing all but one of
+// them (issue 31). Reads only, so a call is safe to repeat. The error once none is left names them.
 class RemoteGraphSource final : public core::GraphSource {
  public:
   // `clients` (at least one) all serve partition `part`.
   RemoteGraphSource(int part, std::vector<std::unique_ptr<GraphClient>> clients);
 
   const std::vector<std::unique_ptr<GraphClient>>& clients() const { return clients_; }
+  // Servers still taken as live.
+  size_t live_servers() const;
 
   std::string Describe() const override;
   void SampleNeighbors(std::span<const int64_t> seeds, const core::SampleOptions& options,
@@ -29,10 +36,13 @@ class RemoteGraphSource final : public core::GraphSource {
   void FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst, core::Done done) override;
 
  private:
-  GraphClient* Next();
+  // One call on a live client (`call(client, done)`), moved to the next live one on UNAVAILABLE.
+  using Call = std::function<void(GraphClient*, core::Done)>;
+  void WithFailover(std::shared_ptr<const Call> call, core::Done done, size_t tried);
 
   int part_;
   std::vector<std::unique_ptr<GraphClient>> clients_;
+  std::unique_ptr<std::atomic<bool>[]> down_;  // per client
   std::atomic<uint64_t> next_{0};
 };
 

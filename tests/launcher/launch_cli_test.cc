@@ -258,19 +258,27 @@ TEST_F(LaunchCli, FailingTrainerStopsTheJobWithItsExitCode) {
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 
-TEST_F(LaunchCli, KilledServerStopsTheJob) {
+// A partition's servers killed one by one: while one is left the job goes on (its clients fail
+// over to it); with none left the job stops, naming the last.
+TEST_F(LaunchCli, KilledServersStopTheJobOnceAPartitionHasNoneLeft) {
   LaunchRun run(Args("sleep"), dir_.path());
   ASSERT_TRUE(run.WaitFor("sampler ", 4)) << run.output();
-  const pid_t server = run.PidOf("m1 server 0");
-  ASSERT_GT(server, 0) << run.output();
+  const pid_t first = run.PidOf("m1 server 0"), last = run.PidOf("m1 server 1");
+  ASSERT_GT(first, 0) << run.output();
+  ASSERT_GT(last, 0) << run.output();
+  kill(first, SIGKILL);
+  ASSERT_TRUE(run.WaitFor("partition 1 goes on with its 1 other server")) << run.output();
+  EXPECT_THAT(run.output(), HasSubstr("m1 server 0 (machine 1 at 127.0.0.2, server 0 on 127.0.0.2:" +
+                                      std::to_string(port1_) + "; pid " + std::to_string(first) +
+                                      ") killed by signal 9 (SIGKILL); partition 1 goes on"));
   const auto t0 = std::chrono::steady_clock::now();
-  kill(server, SIGKILL);
+  kill(last, SIGKILL);
   std::optional<int> code = run.Finish(seconds(15));
   ASSERT_TRUE(code.has_value()) << "the launcher did not exit within 15 s\n" << run.output();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(15));
   EXPECT_EQ(*code, 1);
-  EXPECT_THAT(run.output(), HasSubstr("m1 server 0 (machine 1 at 127.0.0.2, server 0 on 127.0.0.2:" +
-                                      std::to_string(port1_) + "; pid " + std::to_string(server) +
+  EXPECT_THAT(run.output(), HasSubstr("m1 server 1 (machine 1 at 127.0.0.2, server 1 on 127.0.0.2:" +
+                                      std::to_string(port1_ + 1) + "; pid " + std::to_string(last) +
                                       ") killed by signal 9 (SIGKILL) while trainers were running"));
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
@@ -376,10 +384,10 @@ TEST_F(LaunchCli, KilledTrainerIsRestartedAndTheJobEndsAsIfUninterrupted) {
 }
 
 // Chaos: SIGKILL for a trainer, a sampler process, a server and then the launcher itself, each once
-// training has moved on from the last failure. The launcher restarts the job after the first three
-// (--max-restarts), the same command with --auto-resume after the fourth (as a requeued Slurm job
-// or a rescheduled pod would), and the job ends with an uninterrupted run's last epoch and test,
-// figure for figure.
+// training has moved on from the last failure. The launcher restarts the job after the first two
+// (--max-restarts), the server's partition fails over to its other server, the same command with
+// --auto-resume follows the launcher's death (as a requeued Slurm job or a rescheduled pod would),
+// and the job ends with an uninterrupted run's last epoch and test, figure for figure.
 TEST_F(LaunchCli, ChaosOfKillsEndsAsAnUninterruptedRun) {
   const int epochs = 40;
   auto job = [&](const std::string& name, const std::string& ckpt) {
@@ -421,18 +429,20 @@ TEST_F(LaunchCli, ChaosOfKillsEndsAsAnUninterruptedRun) {
   ASSERT_FALSE(samplers.empty()) << "no sampler process under pid " << trainer;
   pids.insert(pids.end(), samplers.begin(), samplers.end());
   kill(samplers[0], SIGKILL);
-  // 3. A server.
+  // 3. A server: its partition's other server takes its calls, no restart.
   ASSERT_TRUE(run.WaitFor("[m0 trainer 0] epoch 13 | loss")) << run.output();
   victim = nth_pid(run.output(), "m1 server 0", 3);
   ASSERT_GT(victim, 0) << run.output();
   kill(victim, SIGKILL);
+  ASSERT_TRUE(run.WaitFor("partition 1 goes on with its 1 other server")) << run.output();
   // 4. The launcher itself: it takes the job with it.
   ASSERT_TRUE(run.WaitFor("[m0 trainer 0] epoch 18 | loss")) << run.output();
   kill(run.pid(), SIGKILL);
   EXPECT_EQ(run.Finish(seconds(60)), 128 + SIGKILL);
-  for (int n = 1; n <= 3; ++n) {
+  for (int n = 1; n <= 2; ++n) {
     EXPECT_THAT(run.output(), HasSubstr(StrCat("restart ", n, " of 5 in 0 s (FANOUT_RESTART_COUNT=", n, ")"))) << n;
   }
+  EXPECT_THAT(run.output(), Not(HasSubstr("restart 3 of 5")));
   std::vector<pid_t> learned = LearnedPids(run);
   pids.insert(pids.end(), learned.begin(), learned.end());
   ExpectNothingLeft(job_id_, pids);
@@ -582,9 +592,44 @@ TEST_F(LaunchCli, RealTrainingJobWithMutualTlsAndAToken) {
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 
+// Failover in a real job: machine 1's server 0 SIGKILLed mid-training; the other machine's
+// trainer moves its calls for partition 1 to server 1, and the job ends, without a restart, with
+// the figures of an uninterrupted run.
+TEST_F(LaunchCli, KilledServerFailsOverAndTheJobEndsAsIfUninterrupted) {
+  const int epochs = 30;
+  LaunchRun plain(RealTrainingArgs(Args("ok", {"--log-dir", dir_.Sub("logs-plain")}), epochs), dir_.path());
+  ASSERT_EQ(plain.Finish(seconds(120)), 0) << plain.output();
+  LaunchRun run(RealTrainingArgs(Args("ok", {"--log-dir", dir_.Sub("logs-failover")}), epochs), dir_.path());
+  ASSERT_TRUE(run.WaitFor("[m0 trainer 0] epoch 2 | loss")) << run.output();
+  const pid_t server = run.PidOf("m1 server 0");
+  ASSERT_GT(server, 0) << run.output();
+  kill(server, SIGKILL);
+  ASSERT_EQ(run.Finish(seconds(120)), 0) << run.output();
+  EXPECT_THAT(run.output(), HasSubstr("killed by signal 9 (SIGKILL); partition 1 goes on with its 1 other server"));
+  // The client side: the call that found the server gone went to the other one.
+  EXPECT_THAT(run.output(), HasSubstr("[m0 trainer 0] fanout: server 127.0.0.2:" + std::to_string(port1_) +
+                                      " of partition 1 is unavailable"));
+  EXPECT_THAT(run.output(), Not(HasSubstr("restart")));
+  const std::regex last_epoch("\\[m0 trainer 0\\] epoch " + std::to_string(epochs - 1) +
+                              " \\| loss [0-9.]+ \\| train acc [0-9.]+ \\| val acc [-0-9.]+"),
+      test("\\[m0 trainer 0\\] fanout-train: test accuracy [^\n]*");
+  for (const std::regex& re : {last_epoch, test}) {
+    std::smatch a, b;
+    ASSERT_TRUE(std::regex_search(plain.output(), a, re)) << plain.output();
+    ASSERT_TRUE(std::regex_search(run.output(), b, re)) << run.output();
+    EXPECT_EQ(a.str(), b.str());
+  }
+  ExpectNothingLeft(job_id_, LearnedPids(run));
+}
+
+// With every server of a partition gone, a real training job stops within the launcher's bound.
 TEST_F(LaunchCli, KilledServerStopsARealTrainingJob) {
   LaunchRun run(RealTrainingArgs(Args("ok"), 100000), dir_.path());
   ASSERT_TRUE(run.WaitFor("epoch 0 | loss", 1, seconds(120))) << run.output();
+  const pid_t other = run.PidOf("m1 server 1");
+  ASSERT_GT(other, 0) << run.output();
+  kill(other, SIGKILL);
+  ASSERT_TRUE(run.WaitFor("partition 1 goes on with its 1 other server")) << run.output();
   const pid_t server = run.PidOf("m1 server 0");
   ASSERT_GT(server, 0) << run.output();
   const auto t0 = std::chrono::steady_clock::now();
