@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -130,6 +131,33 @@ absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& c) {
     return absl::Status(s.code(), StrCat("checkpoint: ", s.message()));
   }
   return absl::OkStatus();
+}
+
+namespace {
+constexpr double kStepsPerEpochKey = 4294967296.0;  // 2^32: steps of an epoch stay below it
+}  // namespace
+
+double ResumeKey(const Checkpoint& c) {
+  const json& at = c.info.contains("resume_at") ? c.info["resume_at"] : json();
+  if (at.is_array() && at.size() == 2 && at[0].is_number_integer() && at[1].is_number_integer()) {
+    return at[0].get<double>() * kStepsPerEpochKey + at[1].get<double>();
+  }
+  return static_cast<double>(c.info.value("epoch", int64_t{-1}) + 1) * kStepsPerEpochKey;
+}
+
+int64_t KeyEpoch(double key) { return static_cast<int64_t>(key / kStepsPerEpochKey); }
+int64_t KeyStep(double key) { return static_cast<int64_t>(std::fmod(key, kStepsPerEpochKey)); }
+
+double NewestKeyEveryRankHolds(const std::vector<double>& keys) {
+  const size_t ranks = keys.size() / 2;
+  double best = -1;
+  for (double k : keys) {
+    if (k <= best) continue;
+    bool everywhere = true;
+    for (size_t r = 0; r < ranks && everywhere; ++r) everywhere = keys[2 * r] == k || keys[2 * r + 1] == k;
+    if (everywhere) best = k;
+  }
+  return best;
 }
 
 absl::Status KeepAsPrevious(const std::string& path, const std::string& previous) {

@@ -49,6 +49,17 @@ nlohmann::json HyperParameters(const ModelOptions& options);
 // so a crash never leaves a torn checkpoint (and the previous one survives).
 absl::Status WriteCheckpoint(const std::string& path, const Checkpoint& c);
 
+// Where a last.rank<r>.pt continues, as one number ordered as (epoch, step) (exact in a double:
+// epochs < 2^21): its "resume_at" [epoch, step], or for checkpoints written before that key,
+// after its "epoch".
+double ResumeKey(const Checkpoint& c);
+int64_t KeyEpoch(double key);
+int64_t KeyStep(double key);
+// `keys` holds every rank's two keys (last, previous; -1: none) as keys[2r], keys[2r + 1]: the
+// newest key that every rank holds in one of its two, or -1. A rank killed while the others
+// replaced their epoch-E checkpoints still holds E's as its last, so E is found.
+double NewestKeyEveryRankHolds(const std::vector<double>& keys);
+
 // Before `path` is replaced by a newer checkpoint: makes `previous` another name of the file at
 // `path` (a hard link that replaces `previous` atomically), so the older one survives the
 // replacement. Nothing when `path` does not exist. Errors name the paths.

@@ -649,16 +649,6 @@ absl::StatusOr<Job::Position> Job::Resume(bool required) {
       held[i] = std::move(*c);
     }
   }
-  // A position as one number, ordered as (epoch, step); exact in a double (epochs < 2^21).
-  // Checkpoints of fanout before "resume_at" continue after their epoch.
-  constexpr double kSteps = 4294967296.0;
-  auto key_of = [&](const Checkpoint& c) -> double {
-    const nlohmann::json& at = c.info.contains("resume_at") ? c.info["resume_at"] : nlohmann::json();
-    if (at.is_array() && at.size() == 2 && at[0].is_number_integer() && at[1].is_number_integer()) {
-      return at[0].get<double>() * kSteps + at[1].get<double>();
-    }
-    return (c.info.value("epoch", int64_t{-1}) + 1) * kSteps;
-  };
   // Every rank's two positions (-1: none), gathered by a sum in which each rank fills its own
   // slots, plus how many ranks read their files. Every rank joins, read or not, so that one
   // rank's failure ends the others now instead of after --comm-timeout.
@@ -666,7 +656,7 @@ absl::StatusOr<Job::Position> Job::Resume(bool required) {
   std::vector<double> all(2 * w + 1, 0.0);
   double keys[2] = {-1, -1};
   for (int i = 0; i < 2; ++i) {
-    if (held[i]) keys[i] = key_of(*held[i]);
+    if (held[i]) keys[i] = ResumeKey(*held[i]);
   }
   all[2 * r] = keys[0] + 1;  // +1: a sum of zeros means "none"
   all[2 * r + 1] = keys[1] + 1;
@@ -676,17 +666,9 @@ absl::StatusOr<Job::Position> Job::Resume(bool required) {
   if (sums[2 * w] != w) {
     return absl::FailedPreconditionError("resuming: another rank could not read its checkpoint (see its error)");
   }
-  // The newest position that every rank holds, in its last checkpoint or the one before.
-  double best = -1;
-  for (int q = 0; q < w; ++q) {
-    for (int i = 0; i < 2; ++i) {
-      const double k = sums[2 * q + i] - 1;
-      if (k <= best) continue;
-      bool everywhere = true;
-      for (int o = 0; o < w && everywhere; ++o) everywhere = sums[2 * o] - 1 == k || sums[2 * o + 1] - 1 == k;
-      if (everywhere) best = k;
-    }
-  }
+  sums.pop_back();
+  for (double& k : sums) k -= 1;
+  const double best = NewestKeyEveryRankHolds(sums);
   if (best < 0) {
     if (!required) {
       if (lead()) {
@@ -698,13 +680,12 @@ absl::StatusOr<Job::Position> Job::Resume(bool required) {
     auto where = [&](int i) {
       if (!held[i]) return StrCat("no ", paths[i]);
       const double k = keys[i];
-      return StrCat(paths[i], " at epoch ", static_cast<int64_t>(k / kSteps), " step ",
-                    static_cast<int64_t>(std::fmod(k, kSteps)));
+      return StrCat(paths[i], " at epoch ", KeyEpoch(k), " step ", KeyStep(k));
     };
     return absl::NotFoundError(StrCat("--resume: no checkpoint position that every rank holds (this rank: ", where(0),
                                       ", ", where(1), "; written after each epoch with --checkpoint-dir)"));
   }
-  const Position at{static_cast<int64_t>(best / kSteps), static_cast<int64_t>(std::fmod(best, kSteps))};
+  const Position at{KeyEpoch(best), KeyStep(best)};
   const int pick = held[0] && keys[0] == best ? 0 : 1;
   const std::string& path = paths[pick];
   Checkpoint& c = *held[pick];

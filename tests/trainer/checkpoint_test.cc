@@ -120,6 +120,31 @@ TEST(CheckpointTest, ADifferentModelOrShapeIsRefusedNamingBothAndNothingIsCopied
       << s;
 }
 
+// Where a set of per-rank checkpoints resumes: the newest (epoch, step) that every rank holds in
+// its last or previous file; older checkpoints without "resume_at" continue after their epoch.
+TEST(CheckpointTest, ResumePositionIsTheNewestEveryRankHolds) {
+  Checkpoint inside, after, old;
+  inside.info = {{"epoch", 2}, {"resume_at", {3, 7}}};
+  after.info = {{"epoch", 3}, {"resume_at", {4, 0}}};
+  old.info = {{"epoch", 1}};
+  const double k37 = ResumeKey(inside), k40 = ResumeKey(after), k20 = ResumeKey(old);
+  EXPECT_EQ(KeyEpoch(k37), 3);
+  EXPECT_EQ(KeyStep(k37), 7);
+  EXPECT_EQ(KeyEpoch(k40), 4);
+  EXPECT_EQ(KeyStep(k40), 0);
+  EXPECT_EQ(KeyEpoch(k20), 2);
+  EXPECT_EQ(KeyStep(k20), 0);
+  EXPECT_LT(k20, k37);
+  EXPECT_LT(k37, k40);
+  // Every rank at (4, 0): there.
+  EXPECT_EQ(NewestKeyEveryRankHolds({k40, k37, k40, k37}), k40);
+  // Rank 1 killed before replacing (3, 7): its last is rank 0's previous.
+  EXPECT_EQ(NewestKeyEveryRankHolds({k40, k37, k37, k20}), k37);
+  // A rank with nothing yet, or nothing in common: none (-1).
+  EXPECT_EQ(NewestKeyEveryRankHolds({k40, k37, -1, -1}), -1);
+  EXPECT_EQ(NewestKeyEveryRankHolds({k40, -1, k20, -1}), -1);
+}
+
 TEST(CheckpointTest, ForeignAndMissingFilesAreNamed) {
   fanout::testing::TempDir dir;
   EXPECT_EQ(ReadCheckpoint(dir.Sub("none.pt")).status().code(), absl::StatusCode::kNotFound);
