@@ -343,6 +343,20 @@ TEST_F(LaunchCli, RealTrainingJobFinishesAndReportsAccuracy) {
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 
+// The job's last epoch line and test line from rank 0, figure for figure (timings aside), in
+// both outputs: a run that failed and resumed against an uninterrupted one.
+void ExpectSameEnding(const std::string& uninterrupted, const std::string& resumed, int epochs) {
+  const std::regex last_epoch("\\[m0 trainer 0\\] epoch " + std::to_string(epochs - 1) +
+                              " \\| loss [0-9.]+ \\| train acc [0-9.]+ \\| val acc [-0-9.]+"),
+      test("\\[m0 trainer 0\\] fanout-train: test accuracy [^\n]*");
+  for (const std::regex& re : {last_epoch, test}) {
+    std::smatch a, b;
+    ASSERT_TRUE(std::regex_search(uninterrupted, a, re)) << uninterrupted;
+    ASSERT_TRUE(std::regex_search(resumed, b, re)) << resumed;
+    EXPECT_EQ(a.str(), b.str());
+  }
+}
+
 // A trainer SIGKILLed mid-training (a preempted machine, the OOM killer): with --max-restarts and
 // checkpoints the job restarts, every trainer resumes from the newest epoch that all of them
 // checkpointed, and the job ends with the model an uninterrupted run ends with.
@@ -371,15 +385,7 @@ TEST_F(LaunchCli, KilledTrainerIsRestartedAndTheJobEndsAsIfUninterrupted) {
   EXPECT_THAT(out, HasSubstr("(restart 1)"));
   EXPECT_THAT(out, HasSubstr("finished after 1 restart"));
   // The last epoch and the test, figure for figure (timings aside).
-  const std::regex last_epoch("\\[m0 trainer 0\\] epoch " + std::to_string(epochs - 1) +
-                              " \\| loss [0-9.]+ \\| train acc [0-9.]+ \\| val acc [-0-9.]+"),
-      test("\\[m0 trainer 0\\] fanout-train: test accuracy [^\n]*");
-  for (const std::regex& re : {last_epoch, test}) {
-    std::smatch a, b;
-    ASSERT_TRUE(std::regex_search(plain.output(), a, re)) << plain.output();
-    ASSERT_TRUE(std::regex_search(out, b, re)) << out;
-    EXPECT_EQ(a.str(), b.str());
-  }
+  ExpectSameEnding(plain.output(), out, epochs);
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 
@@ -450,15 +456,7 @@ TEST_F(LaunchCli, ChaosOfKillsEndsAsAnUninterruptedRun) {
   LaunchRun again(job("again", "ckpt-chaos"), dir_.path());
   ASSERT_EQ(again.Finish(seconds(120)), 0) << again.output();
   EXPECT_THAT(again.output(), HasSubstr("[m0 trainer 0] fanout-train: resumed from "));
-  const std::regex last_epoch("\\[m0 trainer 0\\] epoch " + std::to_string(epochs - 1) +
-                              " \\| loss [0-9.]+ \\| train acc [0-9.]+ \\| val acc [-0-9.]+"),
-      test("\\[m0 trainer 0\\] fanout-train: test accuracy [^\n]*");
-  for (const std::regex& re : {last_epoch, test}) {
-    std::smatch a, b;
-    ASSERT_TRUE(std::regex_search(plain.output(), a, re)) << plain.output();
-    ASSERT_TRUE(std::regex_search(again.output(), b, re)) << again.output();
-    EXPECT_EQ(a.str(), b.str());
-  }
+  ExpectSameEnding(plain.output(), again.output(), epochs);
   ExpectNothingLeft(job_id_, LearnedPids(again));
 }
 
@@ -494,15 +492,7 @@ TEST_F(LaunchCli, SigtermToTheLauncherCheckpointsAndAutoResumeFinishes) {
   LaunchRun again(job("again", true), dir_.path());
   ASSERT_EQ(again.Finish(seconds(120)), 0) << again.output();
   EXPECT_THAT(again.output(), HasSubstr("[m0 trainer 0] fanout-train: resumed from "));
-  const std::regex last_epoch("\\[m0 trainer 0\\] epoch " + std::to_string(epochs - 1) +
-                              " \\| loss [0-9.]+ \\| train acc [0-9.]+ \\| val acc [-0-9.]+"),
-      test("\\[m0 trainer 0\\] fanout-train: test accuracy [^\n]*");
-  for (const std::regex& re : {last_epoch, test}) {
-    std::smatch a, b;
-    ASSERT_TRUE(std::regex_search(plain.output(), a, re)) << plain.output();
-    ASSERT_TRUE(std::regex_search(again.output(), b, re)) << again.output();
-    EXPECT_EQ(a.str(), b.str());
-  }
+  ExpectSameEnding(plain.output(), again.output(), epochs);
   ExpectNothingLeft(job_id_, LearnedPids(again));
 }
 
@@ -610,15 +600,7 @@ TEST_F(LaunchCli, KilledServerFailsOverAndTheJobEndsAsIfUninterrupted) {
   EXPECT_THAT(run.output(), HasSubstr("[m0 trainer 0] fanout: server 127.0.0.2:" + std::to_string(port1_) +
                                       " of partition 1 is unavailable"));
   EXPECT_THAT(run.output(), Not(HasSubstr("restart")));
-  const std::regex last_epoch("\\[m0 trainer 0\\] epoch " + std::to_string(epochs - 1) +
-                              " \\| loss [0-9.]+ \\| train acc [0-9.]+ \\| val acc [-0-9.]+"),
-      test("\\[m0 trainer 0\\] fanout-train: test accuracy [^\n]*");
-  for (const std::regex& re : {last_epoch, test}) {
-    std::smatch a, b;
-    ASSERT_TRUE(std::regex_search(plain.output(), a, re)) << plain.output();
-    ASSERT_TRUE(std::regex_search(run.output(), b, re)) << run.output();
-    EXPECT_EQ(a.str(), b.str());
-  }
+  ExpectSameEnding(plain.output(), run.output(), epochs);
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 
