@@ -126,7 +126,8 @@ class Job final : public JobContext {
   absl::Status Setup();
   // feature_cache_ (--gpu-cache-bytes), its nodes chosen by --gpu-cache-policy.
   absl::Status BuildFeatureCache();
-  // From `first_step` on (a job resumed inside the epoch: the steps before it are in resumed_).
+  // From `first_step` on (a job resumed inside the epoch: the steps before it are in
+  // resumed_sums_).
   absl::Status TrainEpoch(int64_t epoch, int64_t first_step);
   void SeedStep(int64_t epoch, int64_t step);
   Checkpoint MakeCheckpoint(int64_t epoch) const;
@@ -144,13 +145,13 @@ class Job final : public JobContext {
   std::string MetricText() const {
     return o_.metric == Metric::kAccuracy ? "accuracy" : std::string(MetricName(o_.metric));
   }
-  // The epoch to start at: after the newest epoch that every rank has checkpointed (last or
-  // previous), loaded. With none: an error when `required` (--resume), else 0 (a restart that
-  // came before the first checkpoint starts over).
   // Where to continue, as (epoch, step).
   struct Position {
     int64_t epoch = 0, step = 0;
   };
+  // Loads the newest position that every rank has checkpointed (in its last or previous file)
+  // and returns it. With none: an error when `required` (--resume), else (0, 0): a restart that
+  // came before the first checkpoint starts from scratch.
   absl::StatusOr<Position> Resume(bool required);
   // From a checkpoint inside an epoch: that epoch's running sums (EpochSums::Read and the cache
   // counts) up to the step resumed at; empty otherwise.
