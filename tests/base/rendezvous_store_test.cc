@@ -42,13 +42,13 @@ TEST(RendezvousStoreTest, KeyValueOperations) {
   auto missing = x.Get("late", std::chrono::milliseconds(200));
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_NE(missing.status().message().find("'late'"), std::string::npos) << missing.status();
-  std::thread setter([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    ASSERT_TRUE(y.Set("late", "here").ok());
-  });
+  auto waiting = x.Wait({"k", "late"}, std::chrono::milliseconds(200));
+  EXPECT_EQ(waiting.code(), absl::StatusCode::kDeadlineExceeded) << waiting;
+  // Another rank sets it while this one waits (or just before: either order must work).
+  std::thread setter([&] { EXPECT_TRUE(y.Set("late", "here").ok()); });
   EXPECT_TRUE(x.Wait({"k", "late"}, std::chrono::seconds(10)).ok());
-  EXPECT_EQ(*x.Get("late", std::chrono::seconds(1)), "here");
   setter.join();
+  EXPECT_EQ(*x.Get("late", std::chrono::seconds(1)), "here");
 }
 
 TEST(RendezvousStoreTest, ListensOnOneAddressAndChecksTheToken) {
