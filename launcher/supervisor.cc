@@ -326,6 +326,15 @@ void JobSupervisor::CheckHeartbeats() {
     if (silent < options_.heartbeat_timeout_s) continue;
     // A stopped process would sit out SIGTERM and the whole grace period: kill it now.
     if (!c->spec->remote) c->process.SignalGroup(SIGKILL);
+    if (c->spec->role == Role::kServer && phase_ == Phase::kRunning && OtherLiveServers(*c) > 0) {
+      // Its partition has another server: once this one is gone its clients fail over (OnExit).
+      if (c->spec->remote) c->process.CloseStdin();
+      c->heartbeating = false;
+      c->hung = true;
+      Say(StrCat(Who(*c), " stopped responding: no heartbeat for ", static_cast<int64_t>(silent * 10) / 10.0,
+                 " s; stopping it"));
+      continue;
+    }
     Fail(StrCat(Who(*c), " stopped responding: no heartbeat for ", static_cast<int64_t>(silent * 10) / 10.0,
                 " s (--heartbeat-timeout ", options_.heartbeat_timeout_s,
                 "; stopped by a signal, frozen, or its machine unreachable?)"),
@@ -356,10 +365,7 @@ void JobSupervisor::OnExit(Child& c) {
   if (c.spec->role == Role::kServer) {
     // Failover (rpc/remote_graph_source.h): clients move to the partition's other servers, so a
     // partition with a live server left goes on; one with none is a failure as before.
-    int others = 0;
-    for (const auto& o : children_) {
-      others += o.get() != &c && o->spec->role == Role::kServer && o->spec->machine == c.spec->machine && !o->exited;
-    }
+    const int others = OtherLiveServers(c);
     if (phase_ == Phase::kRunning && others > 0) {
       Say(StrCat(what, own, "; partition ", c.spec->machine, " goes on with its ", others, " other server",
                  others == 1 ? "" : "s"));
@@ -376,6 +382,15 @@ void JobSupervisor::OnExit(Child& c) {
   }
   Say(what);
   ++trainers_done_;
+}
+
+int JobSupervisor::OtherLiveServers(const Child& c) const {
+  int n = 0;
+  for (const auto& o : children_) {
+    n += o.get() != &c && o->spec->role == Role::kServer && o->spec->machine == c.spec->machine && !o->exited &&
+         !o->hung;
+  }
+  return n;
 }
 
 void JobSupervisor::OnSignal(int sig) {

@@ -79,6 +79,7 @@ class JobSupervisor {
     bool ready = false;  // servers: printed the ready marker
     bool exited = false;
     bool heartbeating = false;           // has sent a heartbeat: watched from then on
+    bool hung = false;                   // went silent, and is being stopped
     std::string last_error;              // its last stderr line mentioning an error
     Clock::time_point last_heartbeat;
   };
@@ -93,6 +94,8 @@ class JobSupervisor {
   void CheckExits();
   void CheckHeartbeats();
   void OnExit(Child& c);
+  // Servers of `c`'s machine (its partition) other than `c` that have not exited.
+  int OtherLiveServers(const Child& c) const;
   void OnSignal(int sig);
   void Fail(const std::string& reason, int exit_code);  // a failure of the launcher's own
   void Fail(const std::string& reason, int exit_code, FailureKind kind);

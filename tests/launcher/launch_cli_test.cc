@@ -637,15 +637,18 @@ std::vector<std::string> DefaultTimeouts(std::vector<std::string> a) {
   return a;
 }
 
-// SIGSTOPs the process labelled `label` once training runs; returns the launcher's output after
+// SIGSTOPs the processes labelled `labels` once training runs; returns the launcher's output after
 // checking that the job ended within 15 s, failed, named `who`, and left nothing running.
-void ExpectStoppedProcessEndsTheJob(LaunchCli* t, const std::string& label, const std::string& who) {
+void ExpectStoppedProcessEndsTheJob(LaunchCli* t, const std::vector<std::string>& labels, const std::string& who) {
   LaunchRun run(DefaultTimeouts(RealTrainingArgs(t->Args("ok"), 100000)), t->dir_.path());
   ASSERT_TRUE(run.WaitFor("epoch 0 | loss", 1, seconds(120))) << run.output();
-  const pid_t pid = run.PidOf(label);
-  ASSERT_GT(pid, 0) << run.output();
+  std::vector<pid_t> pids;
+  for (const std::string& label : labels) {
+    pids.push_back(run.PidOf(label));
+    ASSERT_GT(pids.back(), 0) << label << "\n" << run.output();
+  }
   const auto t0 = std::chrono::steady_clock::now();
-  kill(pid, SIGSTOP);
+  for (pid_t pid : pids) kill(pid, SIGSTOP);
   std::optional<int> code = run.Finish(seconds(20));
   ASSERT_TRUE(code.has_value()) << "the launcher did not exit within 20 s\n" << run.output();
   EXPECT_LT(std::chrono::steady_clock::now() - t0, seconds(15)) << run.output();
@@ -655,12 +658,39 @@ void ExpectStoppedProcessEndsTheJob(LaunchCli* t, const std::string& label, cons
   ExpectNothingLeft(t->job_id_, t->LearnedPids(run));
 }
 
+// Both servers of a partition stopped: the partition has none left answering.
 TEST_F(LaunchCli, StoppedServerEndsTheJobWithinFifteenSeconds) {
-  ExpectStoppedProcessEndsTheJob(this, "m1 server 0", "m1 server 0 (machine 1 at 127.0.0.2");
+  ExpectStoppedProcessEndsTheJob(this, {"m1 server 0", "m1 server 1"}, "m1 server ");
 }
 
 TEST_F(LaunchCli, StoppedTrainerEndsTheJobWithinFifteenSeconds) {
-  ExpectStoppedProcessEndsTheJob(this, "m1 trainer 0", "m1 trainer 0 (machine 1 at 127.0.0.2, trainer local rank 0, rank 1");
+  ExpectStoppedProcessEndsTheJob(this, {"m1 trainer 0"},
+                                 "m1 trainer 0 (machine 1 at 127.0.0.2, trainer local rank 0, rank 1");
+}
+
+// One server of a partition stopped (alive but silent): the launcher stops it once its heartbeat
+// is overdue, its clients fail over to the partition's other server, and the job ends as an
+// uninterrupted run, without a restart.
+TEST_F(LaunchCli, StoppedServerIsReplacedByItsPartitionsOtherServer) {
+  const int epochs = 30;
+  const std::vector<std::string> quick = {"--heartbeat-interval", "0.5", "--heartbeat-timeout", "2"};
+  std::vector<std::string> extra = quick;
+  extra.insert(extra.end(), {"--log-dir", dir_.Sub("logs-plain")});
+  LaunchRun plain(RealTrainingArgs(Args("ok", extra), epochs), dir_.path());
+  ASSERT_EQ(plain.Finish(seconds(120)), 0) << plain.output();
+  extra = quick;
+  extra.insert(extra.end(), {"--log-dir", dir_.Sub("logs-stopped")});
+  LaunchRun run(RealTrainingArgs(Args("ok", extra), epochs), dir_.path());
+  ASSERT_TRUE(run.WaitFor("[m0 trainer 0] epoch 2 | loss")) << run.output();
+  const pid_t server = run.PidOf("m1 server 0");
+  ASSERT_GT(server, 0) << run.output();
+  kill(server, SIGSTOP);
+  ASSERT_EQ(run.Finish(seconds(120)), 0) << run.output();
+  EXPECT_THAT(run.output(), HasSubstr("stopped responding: no heartbeat for"));
+  EXPECT_THAT(run.output(), HasSubstr("; stopping it"));
+  EXPECT_THAT(run.output(), HasSubstr("partition 1 goes on with its 1 other server"));
+  ExpectSameEnding(plain.output(), run.output(), epochs);
+  ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 
 TEST_F(LaunchCli, CtrlCStopsEveryProcess) {
