@@ -21,7 +21,9 @@ void RoundTrip(const std::string& path, std::vector<T> values, std::vector<int64
   EXPECT_TRUE(a->is_mapped());
   ASSERT_EQ(a->nbytes(), values.size() * sizeof(T));
   // (memcmp with an empty vector's null data() is undefined even for 0 bytes; UBSan says so.)
-  if (a->nbytes() > 0) EXPECT_EQ(0, std::memcmp(a->data(), values.data(), a->nbytes()));
+  if (a->nbytes() > 0) {
+    EXPECT_EQ(0, std::memcmp(a->data(), values.data(), a->nbytes()));
+  }
 }
 
 TEST(NpyTest, RoundTripsEveryDtypeAndShape) {
