@@ -27,6 +27,7 @@
 #include "partition/partitioner.h"
 #include "partition/readers.h"
 #include "rpc/graph_client.h"
+#include "rpc/remote_graph_source.h"
 #include "server/graph_server.h"
 #include "tests/testing/fake_graph_source.h"
 #include "tests/testing/testing.h"
@@ -602,6 +603,53 @@ TEST(TypedGraphServerTest, MetadataPullsAndSamplesAreTyped) {
   auto one = p.clients[0]->SampleNeighbors(Range(0, 50), {.fanout = 2});
   ASSERT_TRUE(one.ok());
   EXPECT_TRUE(one->etype.empty());
+}
+
+// Failover (issue 31): a partition served twice keeps answering through RemoteGraphSource when
+// one server goes away, with the same answers; with both gone the error names the partition.
+TEST(RemoteGraphSourceTest, FailsOverToThePartitionsOtherServer) {
+  TempDir dir;
+  const std::string config_path = testing::PartitionRandom(dir, {.num_nodes = 200, .num_edges = 800}, 1);
+  auto cfg = core::LoadPartitionConfig(config_path);
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  ServerOptions o;
+  o.host = "127.0.0.1";
+  o.num_threads = 2;
+  std::vector<std::unique_ptr<GraphServer>> servers;
+  std::vector<std::unique_ptr<GraphClient>> clients;
+  for (int s = 0; s < 2; ++s) {
+    auto store = core::PartitionStore::Open(*cfg, 0);
+    ASSERT_TRUE(store.ok()) << store.status();
+    auto srv = GraphServer::Start(std::move(*store), o);
+    ASSERT_TRUE(srv.ok()) << srv.status();
+    clients.push_back(GraphClient::Connect((*srv)->address(), {.deadline_seconds = 10, .max_attempts = 1}));
+    servers.push_back(std::move(*srv));
+  }
+  const std::string first = servers[0]->address();
+  rpc::RemoteGraphSource source(0, std::move(clients));
+  const std::vector<int64_t> ids = Range(0, 50);
+  auto degrees = [&](absl::Status* status) {
+    std::vector<int64_t> out(ids.size(), -1);
+    *status = core::WaitFor([&](core::Done d) { source.Degrees(ids, EdgeDir::kIn, out.data(), std::move(d)); });
+    return out;
+  };
+  absl::Status s;
+  const std::vector<int64_t> want = degrees(&s);
+  ASSERT_TRUE(s.ok()) << s;
+  servers[0]->Shutdown(std::chrono::milliseconds(0));
+  servers[0].reset();
+  // Round robin sends some of these to the server that is gone: every one is answered.
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(degrees(&s), want) << i;
+    ASSERT_TRUE(s.ok()) << s;
+  }
+  EXPECT_EQ(source.live_servers(), 1u);
+  servers[1]->Shutdown(std::chrono::milliseconds(0));
+  servers[1].reset();
+  degrees(&s);
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
+  EXPECT_NE(s.message().find("partition 0 (servers " + first), std::string::npos) << s;
+  EXPECT_NE(s.message().find("no server left answering"), std::string::npos) << s;
 }
 
 }  // namespace
