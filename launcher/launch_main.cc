@@ -126,10 +126,5 @@ int main(int argc, char** argv) {
   so.stop_grace_s = o.stop_grace_s;
   so.heartbeat_timeout_s = o.heartbeat_timeout_s;
   so.log_dir = o.log_dir.empty() ? base::StrCat("fanout-logs/", plan->job_id) : o.log_dir;
-  if (o.max_restarts == 0) {
-    launcher::JobSupervisor supervisor(std::move(*plan), so);
-    return supervisor.Run();
-  }
-  o.job_id = plan->job_id;
-  return launcher::RunWithRestarts(std::move(o), so);
+  return launcher::RunWithRestarts(std::move(o), std::move(*plan), so);
 }

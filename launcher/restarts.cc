@@ -1,15 +1,13 @@
 #include "launcher/restarts.h"
 
-#include <time.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include "absl/time/clock.h"
 #include "base/strings.h"
 #include "launcher/job_plan.h"
 
@@ -39,30 +37,24 @@ double RestartDelay(const RestartPolicy& policy, int n) {
 
 namespace {
 
-void SleepSeconds(double seconds) {
-  timespec t{static_cast<time_t>(seconds), static_cast<long>((seconds - std::floor(seconds)) * 1e9)};
-  while (nanosleep(&t, &t) != 0 && errno == EINTR) {
-  }
-}
-
 void Say(const std::string& message) { std::fprintf(stderr, "fanout-launch: %s\n", message.c_str()); }
 
 }  // namespace
 
-int RunWithRestarts(LaunchOptions o, const SupervisorOptions& supervisor,
+int RunWithRestarts(LaunchOptions o, JobPlan first, const SupervisorOptions& supervisor,
                     const std::function<void(double seconds)>& sleep) {
   const RestartPolicy policy{.max_restarts = o.max_restarts, .backoff_s = o.restart_backoff_s};
   std::optional<JobSupervisor::FailureKind> previous;
+  o.job_id = first.job_id;  // every run is the same job
   for (int run = 0;; ++run) {
     o.restart_count = run;
-    absl::StatusOr<JobPlan> plan = PlanJob(o);
+    absl::StatusOr<JobPlan> plan = run == 0 ? absl::StatusOr<JobPlan>(std::move(first)) : PlanJob(o);
     if (!plan.ok()) {
       // The first plan was checked by the caller; a later one fails on what changed since (a
       // partition config deleted, a machine's address gone).
       Say(StrCat("error: cannot plan restart ", run, ": ", plan.status().message()));
       return 1;
     }
-    o.job_id = plan->job_id;  // every run is the same job
     SupervisorOptions so = supervisor;
     if (run > 0) so.log_dir = StrCat(supervisor.log_dir, "/restart-", run);
     JobSupervisor job(std::move(*plan), so);
@@ -84,7 +76,7 @@ int RunWithRestarts(LaunchOptions o, const SupervisorOptions& supervisor,
     if (sleep) {
       sleep(delay);
     } else {
-      SleepSeconds(delay);
+      absl::SleepFor(absl::Seconds(delay));
     }
   }
 }

@@ -13,6 +13,7 @@
 #include <functional>
 #include <string>
 
+#include "launcher/job_plan.h"
 #include "launcher/launch_options.h"
 #include "launcher/supervisor.h"
 
@@ -33,11 +34,12 @@ std::string WhyNoRestart(const RestartPolicy& policy, int restarts_done, const J
 // max_backoff_s.
 double RestartDelay(const RestartPolicy& policy, int n);
 
-// Plans and runs the job, restarting it after failures as `o.max_restarts` and
-// `o.restart_backoff_s` say. Run k > 0 writes its logs to `<log_dir>/restart-k`. Returns the
-// launcher's exit code: 0 once a run succeeds, else the last run's (JobSupervisor::Run).
-// `sleep` waits between runs (tests pass their own).
-int RunWithRestarts(LaunchOptions o, const SupervisorOptions& supervisor,
+// Runs the job (`first`: its plan for run 0, PlanJob(o)'s), restarting it after failures as
+// `o.max_restarts` and `o.restart_backoff_s` say; a restart plans it again (FANOUT_RESTART_COUNT).
+// Run k > 0 writes its logs to `<log_dir>/restart-k`. Returns the launcher's exit code: 0 once a
+// run succeeds, else the last run's (JobSupervisor::Run). `sleep` waits between runs (tests pass
+// their own).
+int RunWithRestarts(LaunchOptions o, JobPlan first, const SupervisorOptions& supervisor,
                     const std::function<void(double seconds)>& sleep = nullptr);
 
 }  // namespace fanout::launcher

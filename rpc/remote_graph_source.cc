@@ -32,7 +32,7 @@ void RemoteGraphSource::WithFailover(std::shared_ptr<const Call> call, core::Don
   }
   if (pick == n) pick = start % n;  // every server taken out: try anyway, and report its answer
   (*call)(clients_[pick].get(), [this, call, done = std::move(done), pick, tried](absl::Status s) mutable {
-    if (s.code() != absl::StatusCode::kUnavailable || clients_.size() == 1) return done(std::move(s));
+    if (s.code() != absl::StatusCode::kUnavailable) return done(std::move(s));
     if (!down_[pick].exchange(true)) {
       std::fprintf(stderr, "fanout: server %s of partition %d is unavailable (%s); %zu other server(s) left\n",
                    clients_[pick]->address().c_str(), part_, std::string(s.message()).c_str(), live_servers());
@@ -52,10 +52,8 @@ std::string RemoteGraphSource::Describe() const {
 
 void RemoteGraphSource::SampleNeighbors(std::span<const int64_t> seeds, const core::SampleOptions& options,
                                         core::SampledEdges* out, core::Done done) {
-  WithFailover(std::make_shared<const Call>([seeds, options, out](GraphClient* c, core::Done d) {
-                 c->SampleNeighborsAsync(seeds, options, out, std::move(d));
-               }),
-               std::move(done), 0);
+  Send([seeds, options, out](GraphClient* c, core::Done d) { c->SampleNeighborsAsync(seeds, options, out, std::move(d)); },
+       std::move(done));
 }
 
 void RemoteGraphSource::GatherRows(const core::FieldRef& field, size_t row_bytes, std::span<const int64_t> ids,
@@ -64,25 +62,21 @@ void RemoteGraphSource::GatherRows(const core::FieldRef& field, size_t row_bytes
   if (!node && !field.type.empty()) {
     return done(absl::UnimplementedError(StrCat(field.ToString(), ": typed edge fields are not supported yet")));
   }
-  WithFailover(std::make_shared<const Call>([node, key = field.key(), row_bytes, ids, positions, out](
-                                                GraphClient* c, core::Done d) {
-                 c->PullRowsAsync(node, key, row_bytes, ids, positions, out, std::move(d));
-               }),
-               std::move(done), 0);
+  Send(
+      [node, key = field.key(), row_bytes, ids, positions, out](GraphClient* c, core::Done d) {
+        c->PullRowsAsync(node, key, row_bytes, ids, positions, out, std::move(d));
+      },
+      std::move(done));
 }
 
 void RemoteGraphSource::Degrees(std::span<const int64_t> ids, core::EdgeDir dir, int64_t* out, core::Done done) {
-  WithFailover(std::make_shared<const Call>([ids, dir, out](GraphClient* c, core::Done d) {
-                 c->GetDegreesAsync(ids, dir, out, std::move(d));
-               }),
-               std::move(done), 0);
+  Send([ids, dir, out](GraphClient* c, core::Done d) { c->GetDegreesAsync(ids, dir, out, std::move(d)); },
+       std::move(done));
 }
 
 void RemoteGraphSource::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst, core::Done done) {
-  WithFailover(std::make_shared<const Call>([eids, src, dst](GraphClient* c, core::Done d) {
-                 c->FindEdgesAsync(eids, src, dst, std::move(d));
-               }),
-               std::move(done), 0);
+  Send([eids, src, dst](GraphClient* c, core::Done d) { c->FindEdgesAsync(eids, src, dst, std::move(d)); },
+       std::move(done));
 }
 
 }  // namespace fanout::rpc

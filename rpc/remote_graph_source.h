@@ -37,7 +37,13 @@ class RemoteGraphSource final : public core::GraphSource {
 
  private:
   // One call on a live client (`call(client, done)`), moved to the next live one on UNAVAILABLE.
+  // With one server the call goes straight to it (nothing to fail over to, nothing allocated).
   using Call = std::function<void(GraphClient*, core::Done)>;
+  template <typename F>
+  void Send(F&& call, core::Done done) {
+    if (clients_.size() == 1) return call(clients_[0].get(), std::move(done));
+    WithFailover(std::make_shared<const Call>(std::forward<F>(call)), std::move(done), 0);
+  }
   void WithFailover(std::shared_ptr<const Call> call, core::Done done, size_t tried);
 
   int part_;

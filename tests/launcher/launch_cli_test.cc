@@ -349,12 +349,7 @@ void ExpectSameEnding(const std::string& uninterrupted, const std::string& resum
   const std::regex last_epoch("\\[m0 trainer 0\\] epoch " + std::to_string(epochs - 1) +
                               " \\| loss [0-9.]+ \\| train acc [0-9.]+ \\| val acc [-0-9.]+"),
       test("\\[m0 trainer 0\\] fanout-train: test accuracy [^\n]*");
-  for (const std::regex& re : {last_epoch, test}) {
-    std::smatch a, b;
-    ASSERT_TRUE(std::regex_search(uninterrupted, a, re)) << uninterrupted;
-    ASSERT_TRUE(std::regex_search(resumed, b, re)) << resumed;
-    EXPECT_EQ(a.str(), b.str());
-  }
+  testing::ExpectSameMatches(uninterrupted, resumed, {last_epoch, test});
 }
 
 // A trainer SIGKILLed mid-training (a preempted machine, the OOM killer): with --max-restarts and

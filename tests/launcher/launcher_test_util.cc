@@ -154,4 +154,14 @@ int ChildRun::Count(const std::string& needle) const {
   return n;
 }
 
+void ExpectSameMatches(const std::string& uninterrupted, const std::string& resumed,
+                       const std::vector<std::regex>& patterns) {
+  for (const std::regex& re : patterns) {
+    std::smatch a, b;
+    ASSERT_TRUE(std::regex_search(uninterrupted, a, re)) << uninterrupted;
+    ASSERT_TRUE(std::regex_search(resumed, b, re)) << resumed;
+    EXPECT_EQ(a.str(), b.str());
+  }
+}
+
 }  // namespace fanout::launcher::testing

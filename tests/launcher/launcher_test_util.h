@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,11 @@ bool ReadToEnd(int fd, std::chrono::milliseconds timeout, std::string* text);
 std::vector<pid_t> NumbersAfter(const std::string& text, const std::string& word);
 
 std::string ReadFile(const std::string& path);
+
+// Each pattern's first match in `uninterrupted` and in `resumed`, equal figure for figure (both
+// must match): what a resumed or restarted run is checked against.
+void ExpectSameMatches(const std::string& uninterrupted, const std::string& resumed,
+                       const std::vector<std::regex>& patterns);
 // A per-process log file of the launcher without its "<timestamp> <level> " stamps; a line that
 // lacks one fails the test.
 std::string ReadLog(const std::string& path);

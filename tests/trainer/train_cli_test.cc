@@ -500,11 +500,7 @@ TEST_F(TrainCliTest, TwoRanksTrainWriteMetricsAndCheckpointsAndResume) {
   ASSERT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
   EXPECT_NE(ranks[0]->output().find("resumed from " + ckpt + "/last.rank0.prev.pt after epoch 1"), std::string::npos)
       << ranks[0]->output();
-  for (const std::regex& re : {epoch2, test}) {
-    ASSERT_TRUE(std::regex_search(uninterrupted, a, re));
-    ASSERT_TRUE(std::regex_search(ranks[0]->output(), b, re)) << ranks[0]->output();
-    EXPECT_EQ(a.str(), b.str());
-  }
+  launcher::testing::ExpectSameMatches(uninterrupted, ranks[0]->output(), {epoch2, test});
 }
 
 // --checkpoint-every-steps: a checkpoint inside an epoch continues at its exact step, and the
@@ -537,12 +533,7 @@ TEST_F(TrainCliTest, CheckpointInsideAnEpochResumesAtItsStep) {
   EXPECT_EQ(resumed.find("epoch 0 | loss"), std::string::npos) << resumed;
   const std::regex epoch1("epoch 1 \\| loss [0-9.]+ \\| train acc [0-9.]+ \\| val acc [0-9.]+"),
       test("test accuracy [0-9.]+");
-  for (const std::regex& re : {epoch1, test}) {
-    std::smatch a, b;
-    ASSERT_TRUE(std::regex_search(uninterrupted, a, re)) << uninterrupted;
-    ASSERT_TRUE(std::regex_search(resumed, b, re)) << resumed;
-    EXPECT_EQ(a.str(), b.str());
-  }
+  launcher::testing::ExpectSameMatches(uninterrupted, resumed, {epoch1, test});
 }
 
 // SIGTERM (what Kubernetes and Slurm send before killing), to one rank only: every rank stops
@@ -583,12 +574,7 @@ TEST_F(TrainCliTest, SigtermStopsEveryRankWithACheckpointAndAutoResumeGoesOn) {
   EXPECT_NE(resumed.find(StrCat("at epoch ", epoch, " step ", step)), std::string::npos) << resumed;
   const std::regex last("epoch 99 \\| loss [0-9.]+ \\| train acc [0-9.]+ \\| val acc [0-9.]+"),
       test("test accuracy [^\n]*");
-  for (const std::regex& re : {last, test}) {
-    std::smatch a, b;
-    ASSERT_TRUE(std::regex_search(uninterrupted, a, re)) << uninterrupted;
-    ASSERT_TRUE(std::regex_search(resumed, b, re)) << resumed;
-    EXPECT_EQ(a.str(), b.str());
-  }
+  launcher::testing::ExpectSameMatches(uninterrupted, resumed, {last, test});
   // --auto-resume with nothing to resume from starts from scratch.
   again = args("ckpt-empty");
   again.push_back("--auto-resume");
