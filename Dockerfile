@@ -4,7 +4,8 @@
 # Two stages: the build stage installs every build and test dependency (scripts/setup.sh) and
 # builds; the runtime stage gets the seven fanout binaries and exactly the Debian packages that
 # own the libraries they link (scripts/runtime-packages.sh), plus OpenBLAS' OpenMP build, which
-# LibTorch loads through the libblas alternative.
+# LibTorch loads through the libblas alternative, and mpirun (openmpi-bin) for fanout-partition
+# --distributed.
 FROM debian:12 AS build
 WORKDIR /src
 # Dependencies first: this layer is rebuilt only when the package list changes.
@@ -22,7 +23,7 @@ FROM debian:12
 COPY --from=build /opt/fanout /opt/fanout
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      $(cat /opt/fanout/runtime-packages.txt) libopenblas0-openmp util-linux ca-certificates \
+      $(cat /opt/fanout/runtime-packages.txt) libopenblas0-openmp util-linux ca-certificates openmpi-bin \
  && rm -rf /var/lib/apt/lists/* \
  && /opt/fanout/bin/fanout-train --version
 ENV PATH=/opt/fanout/bin:$PATH

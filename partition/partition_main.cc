@@ -7,6 +7,7 @@
 #include "base/process_stats.h"
 #include "base/progress.h"
 #include "base/strings.h"
+#include "partition/distributed.h"
 #include "partition/partitioner.h"
 #include "partition/readers.h"
 
@@ -71,6 +72,11 @@ int Main(int argc, char** argv) {
   args.AddBool("normalize-features", &normalize,
                "row-normalise node field 'feat' as PyG's NormalizeFeatures: subtract its minimum, divide each "
                "row by its sum (stored as float32)");
+  bool distributed = false;
+  args.AddBool("distributed", &distributed,
+               "run as one rank of an MPI job (mpirun -np P fanout-partition --distributed ...): each rank reads a "
+               "slice of the input and writes its partitions, so no machine holds the whole graph; the assignment "
+               "comes from PT-Scotch (--part-method metis), a random one or an .npy file (docs/partitioning.md)");
   args.AddBool("quiet", &opt.quiet, "print nothing but errors: no progress on stderr, no summary on stdout");
   std::string progress;
   base::AddProgressFlag(args, &progress);
@@ -104,6 +110,12 @@ int Main(int argc, char** argv) {
   }
   // Options that do not need the data are checked before reading it.
   if (absl::Status v = partition::ValidatePartitionOptions(opt, -1); !v.ok()) return args.Fail(v);
+  if (distributed) {
+    if (normalize) {
+      return args.Fail(absl::InvalidArgumentError("--normalize-features: not available with --distributed yet"));
+    }
+    return partition::RunDistributedPartition(read, opt, &argc, &argv);
+  }
 
   auto t0 = std::chrono::steady_clock::now();
   if (!opt.quiet) std::fprintf(stderr, "fanout-partition: reading %s\n", read.input_dir.c_str());

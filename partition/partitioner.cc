@@ -709,8 +709,17 @@ std::string PartitionSummary::ToString() const {
   }
   std::snprintf(buf, sizeof(buf), " total %.2fs\n", total_seconds);
   r += buf;
-  r += StrCat("peak memory:      ", Human(static_cast<double>(peak_rss_bytes)), " (RSS, ", peak_rss_bytes,
-              " bytes)\n");
+  if (rank_peak_rss_bytes.empty()) {
+    r += StrCat("peak memory:      ", Human(static_cast<double>(peak_rss_bytes)), " (RSS, ", peak_rss_bytes,
+                " bytes)\n");
+  } else {
+    // Distributed: the largest rank's peak (what each machine must have), then every rank's.
+    const auto max = std::max_element(rank_peak_rss_bytes.begin(), rank_peak_rss_bytes.end());
+    std::vector<std::string> each;
+    for (int64_t b : rank_peak_rss_bytes) each.push_back(Human(static_cast<double>(b)));
+    r += StrCat("peak memory:      ", Human(static_cast<double>(*max)), " per rank at most (RSS of rank ",
+                max - rank_peak_rss_bytes.begin(), ", ", *max, " bytes); ranks: ", base::StrJoin(each, ", "), "\n");
+  }
   return r;
 }
 

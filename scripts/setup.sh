@@ -17,6 +17,9 @@ PKGS=(
   # LibTorch fanout links, so that what it exports always loads.
   python3-torch
   openssl util-linux
+  # fanout-partition --distributed: Open MPI (mpirun and its libraries) and PT-Scotch's parallel
+  # partitioner, 64-bit build (docs/partitioning.md).
+  libopenmpi-dev openmpi-bin libptscotch-dev
   # Checking the Kubernetes manifests of deploy/kubernetes against the API's schema (tests only).
   python3-yaml python3-kubernetes
   # scripts/plot_metrics.py, and the throwaway venv in which a test reads TensorBoard files back.

@@ -1,0 +1,977 @@
+#include "partition/distributed.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <fstream>
+#include <numeric>
+#include <optional>
+#include <random>
+
+#include <nlohmann/json.hpp>
+#include <scotch-int64/ptscotch.h>
+
+#include "base/parallel.h"
+#include "base/process_stats.h"
+#include "base/progress.h"
+#include "base/staging_dir.h"
+#include "base/status.h"
+#include "base/strings.h"
+#include "core/csr.h"
+#include "core/npy.h"
+#include "core/partition_book.h"
+#include "core/partition_config.h"
+#include "partition/mpi_comm.h"
+#include "partition/slice_input.h"
+
+namespace fanout::partition {
+namespace {
+
+namespace fs = std::filesystem;
+using base::StrCat;
+using core::DType;
+using core::PartFiles;
+
+constexpr const char* kTool = "fanout-partition";
+// Edges (or rows) handled per all-to-all round: bounds the send buffers, whatever the slice.
+constexpr int64_t kBatchEdges = int64_t{4} << 20;
+constexpr int64_t kBatchBytes = int64_t{32} << 20;
+
+// Rank r's block of [0, n): [n r / P, n (r + 1) / P).
+struct Block {
+  int64_t begin = 0, end = 0;
+  int64_t size() const { return end - begin; }
+};
+Block BlockOf(int64_t n, int p, int r) { return {n * r / p, n * (r + 1) / p}; }
+int BlockOwner(int64_t n, int p, int64_t v) {
+  int r = static_cast<int>(static_cast<__int128>(v) * p / std::max<int64_t>(n, 1));
+  while (r > 0 && n * r / p > v) --r;
+  while (r + 1 < p && n * (r + 1) / p <= v) ++r;
+  return r;
+}
+
+// A .npy of known shape written at row positions, in any order, by one process (pwrite).
+class RowFile {
+ public:
+  static absl::StatusOr<std::unique_ptr<RowFile>> Create(const std::string& path, DType dtype,
+                                                         std::vector<int64_t> shape) {
+    auto f = std::unique_ptr<RowFile>(new RowFile);
+    f->path_ = path;
+    const std::string header = core::EncodeNpyHeader(dtype, shape);
+    int64_t elems = 1;
+    for (size_t i = 1; i < shape.size(); ++i) elems *= shape[i];
+    f->row_bytes_ = static_cast<size_t>(elems) * core::DTypeSize(dtype);
+    f->header_ = header.size();
+    f->fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (f->fd_ < 0) return absl::InternalError(StrCat("cannot create ", path, ": ", std::strerror(errno)));
+    RETURN_IF_ERROR(f->WriteAt(0, header.data(), header.size()));
+    if (::ftruncate(f->fd_, static_cast<off_t>(f->header_ + f->row_bytes_ * shape[0])) != 0) {
+      return absl::InternalError(StrCat("cannot size ", path, ": ", std::strerror(errno)));
+    }
+    return f;
+  }
+  ~RowFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  size_t row_bytes() const { return row_bytes_; }
+  absl::Status WriteRows(int64_t row, const char* data, int64_t rows) {
+    return WriteAt(header_ + row * row_bytes_, data, rows * row_bytes_);
+  }
+  absl::Status Close() {
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) return absl::InternalError(StrCat("cannot write ", path_, ": ", std::strerror(errno)));
+    return absl::OkStatus();
+  }
+
+ private:
+  RowFile() = default;
+  absl::Status WriteAt(size_t at, const char* data, size_t bytes) {
+    while (bytes > 0) {
+      const ssize_t n = ::pwrite(fd_, data, bytes, static_cast<off_t>(at));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return absl::InternalError(StrCat("cannot write ", path_, ": ", std::strerror(errno)));
+      data += n, at += n, bytes -= n;
+    }
+    return absl::OkStatus();
+  }
+  std::string path_;
+  int fd_ = -1;
+  size_t header_ = 0, row_bytes_ = 0;
+};
+
+// One per-node column shipped from block owners to partition owners (node_data/NAME.npy, or
+// graph/orig_nids.npy).
+struct NodeColumn {
+  std::string file;  // relative to the partition folder
+  DType dtype;
+  std::vector<int64_t> row_shape;
+  size_t row_bytes;
+  // Rows [begin, end) of this rank's block (local indices) into `out`.
+  std::function<absl::Status(int64_t, int64_t, char*)> read;
+};
+
+struct OwnedPart {
+  int k = 0;
+  core::Csr csc;                // in-edges: rows = local destinations, entries = new source IDs
+  std::vector<int64_t> origin;  // per stored edge: the virtual input edge (as the serial tool)
+  int64_t cut = 0, halo = 0, train = 0;
+};
+
+class Job {
+ public:
+  Job(const MpiComm& comm, const SliceInput& in, const PartitionOptions& o, int threads)
+      : comm_(comm), in_(in), o_(o), P_(comm.size()), r_(comm.rank()), K_(o.num_parts), threads_(threads) {}
+
+  absl::StatusOr<PartitionSummary> Run();
+
+ private:
+  void Log(const std::string& msg) const {
+    if (r_ == 0 && !o_.quiet) std::fprintf(stderr, "%s: %s\n", kTool, msg.c_str());
+  }
+  void Phase(const std::string& name);
+  absl::Status ReadEdges();
+  absl::Status ReadSplit();
+  absl::Status Assign();
+  absl::Status AssignWithScotch();
+  absl::Status Relabel();
+  void RelabelEndpoints();
+  void ShuffleEdges();
+  absl::Status WriteInEdges();
+  absl::Status ShuffleOutEdges();
+  absl::Status WriteEdgeData();
+  absl::Status WriteNodeData();
+  std::vector<NodeColumn> NodeColumns();
+  int OwnerOfPart(int k) const { return k % P_; }
+  std::string PartPath(int k, const std::string& rel) const { return cfg_.PartPath(k, rel); }
+
+  const MpiComm& comm_;
+  const SliceInput& in_;
+  const PartitionOptions& o_;
+  const int P_, r_, K_, threads_;
+  base::PhaseTimer timer_;
+  int64_t N_ = 0, E_ = 0;
+  Block nb_, eb_;  // this rank's node block and input edge slice
+  std::vector<int64_t> edges_;  // the slice as (src, dst) pairs: input IDs, then new IDs
+  std::vector<std::vector<uint8_t>> masks_;  // train / valid / test over the node block
+  std::vector<int32_t> part_;     // block node -> partition
+  std::vector<int64_t> new_id_;   // block node -> new ID
+  std::vector<int64_t> bounds_;   // K + 1 node bounds
+  std::vector<int64_t> offset_;   // [P][K]: first new ID of rank p's nodes in partition k
+  std::optional<core::RangePartitionBook> book_;
+  std::vector<int64_t> triples_;  // received stored edges: (dst, src, virtual input edge)
+  std::vector<OwnedPart> owned_;
+  std::vector<int64_t> edge_bounds_;
+  core::PartitionConfig cfg_;
+  PartitionSummary s_;
+  int64_t max_label_ = -1;
+};
+
+void Job::Phase(const std::string& name) {
+  timer_.Start(name);
+  // Tests end one rank mid-job (FANOUT_TEST_KILL_RANK=R:PHASE) to check the others stop too.
+  if (const char* kill = std::getenv("FANOUT_TEST_KILL_RANK"); kill != nullptr && *kill != '\0') {
+    if (StrCat(r_, ":", name) == kill) ::raise(SIGKILL);
+  }
+}
+
+absl::Status Job::ReadEdges() {
+  E_ = in_.num_edges;
+  eb_ = BlockOf(E_, P_, r_);
+  absl::StatusOr<std::vector<int64_t>> e = ReadEdgeSlice(in_, eb_.begin, eb_.end);
+  int64_t lo = 0, hi = -1;
+  if (e.ok()) {
+    edges_ = std::move(*e);
+    for (int64_t x : edges_) lo = std::min(lo, x), hi = std::max(hi, x);
+  }
+  RETURN_IF_ERROR(comm_.Agree(e.status()));
+  N_ = in_.num_nodes;
+  if (N_ < 0) N_ = comm_.MaxInt64(hi) + 1;
+  absl::Status ids;
+  for (int64_t i = 0; i < eb_.size() && ids.ok(); ++i) {
+    for (int side = 0; side < 2; ++side) {
+      const int64_t v = edges_[2 * i + side];
+      if (v < 0 || v >= N_) {
+        ids = absl::InvalidArgumentError(StrCat(in_.edges_source, " edge ", eb_.begin + i, ": node ID ", v,
+                                                " is outside [0, ", N_, ") (from ", in_.num_nodes_source, ")"));
+        break;
+      }
+    }
+  }
+  RETURN_IF_ERROR(comm_.Agree(ids));
+  if (N_ < P_) {
+    return absl::InvalidArgumentError(StrCat("--distributed on ", P_, " ranks needs at least ", P_, " nodes; the graph has ", N_));
+  }
+  RETURN_IF_ERROR(ValidatePartitionOptions(o_, N_));
+  nb_ = BlockOf(N_, P_, r_);
+  int64_t self_loops = 0;
+  for (int64_t i = 0; i < eb_.size(); ++i) self_loops += edges_[2 * i] == edges_[2 * i + 1];
+  s_.self_loops = comm_.SumInt64(self_loops);
+  s_.input_edges = E_;
+  s_.num_nodes = N_;
+  return absl::OkStatus();
+}
+
+// Each rank reads a slice of every split file and sends each node ID to its block's owner.
+absl::Status Job::ReadSplit() {
+  if (!in_.has_split) return absl::OkStatus();
+  masks_.assign(3, std::vector<uint8_t>(nb_.size(), 0));
+  for (int i = 0; i < 3; ++i) {
+    if (in_.split_files[i].empty()) continue;
+    std::vector<std::vector<int64_t>> send(P_);
+    absl::Status st = [&]() -> absl::Status {
+      ASSIGN_OR_RETURN(ChunkedArray a, ChunkedArray::Open(in_.split_files[i]));
+      if (!a.row_shape().empty()) return absl::InvalidArgumentError(StrCat(a.first_path(), ": expected a 1-D index array"));
+      const Block b = BlockOf(a.rows(), P_, r_);
+      ASSIGN_OR_RETURN(std::vector<int64_t> ids, a.ReadInts(b.begin, b.end));
+      for (int64_t j = 0; j < b.size(); ++j) {
+        if (ids[j] < 0 || ids[j] >= N_) {
+          return absl::InvalidArgumentError(StrCat(a.Where(b.begin + j), ": index ", ids[j], " is outside [0, ", N_,
+                                                   ") (num_nodes)"));
+        }
+        send[BlockOwner(N_, P_, ids[j])].push_back(ids[j]);
+      }
+      return absl::OkStatus();
+    }();
+    RETURN_IF_ERROR(comm_.Agree(st));
+    for (const std::vector<int64_t>& got : comm_.AllToAll(send)) {
+      for (int64_t v : got) masks_[i][v - nb_.begin] = 1;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Job::AssignWithScotch() {
+  // The symmetric graph of this rank's node block, as PT-Scotch wants it: every edge (u, v), u != v,
+  // goes to u's owner as v and to v's owner as u; rows are then sorted and repeats dropped.
+  const int64_t rounds = comm_.MaxInt64((eb_.size() + kBatchEdges - 1) / kBatchEdges);
+  std::vector<int64_t> pairs;  // (local u, v)
+  for (int64_t round = 0; round < rounds; ++round) {
+    std::vector<std::vector<int64_t>> send(P_);
+    const int64_t lo = std::min(eb_.size(), round * kBatchEdges), hi = std::min(eb_.size(), lo + kBatchEdges);
+    for (int64_t i = lo; i < hi; ++i) {
+      const int64_t u = edges_[2 * i], v = edges_[2 * i + 1];
+      if (u == v) continue;
+      auto& a = send[BlockOwner(N_, P_, u)];
+      a.push_back(u), a.push_back(v);
+      auto& b = send[BlockOwner(N_, P_, v)];
+      b.push_back(v), b.push_back(u);
+    }
+    for (std::vector<int64_t>& got : comm_.AllToAll(send)) {
+      pairs.insert(pairs.end(), got.begin(), got.end());
+      got = {};
+    }
+  }
+  const int64_t n = nb_.size();
+  std::vector<SCOTCH_Num> vert(n + 1, 0);
+  for (size_t i = 0; i < pairs.size(); i += 2) ++vert[pairs[i] - nb_.begin + 1];
+  for (int64_t v = 0; v < n; ++v) vert[v + 1] += vert[v];
+  std::vector<SCOTCH_Num> adj(vert[n]);
+  {
+    std::vector<SCOTCH_Num> at(vert.begin(), vert.end() - 1);
+    for (size_t i = 0; i < pairs.size(); i += 2) adj[at[pairs[i] - nb_.begin]++] = pairs[i + 1];
+  }
+  pairs = {};
+  SCOTCH_Num out = 0;
+  for (int64_t v = 0; v < n; ++v) {
+    SCOTCH_Num* b = adj.data() + vert[v];
+    SCOTCH_Num* e = adj.data() + vert[v + 1];
+    std::sort(b, e);
+    const SCOTCH_Num kept = std::unique(b, e) - b;
+    vert[v] = out;
+    std::memmove(adj.data() + out, b, kept * sizeof(SCOTCH_Num));
+    out += kept;
+  }
+  vert[n] = out;
+  adj.resize(out);
+  adj.shrink_to_fit();
+  // One vertex weight: PT-Scotch balances a single load. With a split, training nodes weigh 2, so
+  // the load balances nodes and training nodes together (the serial tool gives METIS two constraints).
+  std::vector<SCOTCH_Num> load;
+  const bool weigh_train = o_.balance_train && in_.has_split;
+  if (weigh_train) {
+    load.resize(n);
+    for (int64_t v = 0; v < n; ++v) load[v] = 1 + masks_[0][v];
+  }
+  s_.metis_note = StrCat("PT-Scotch k-way on ", P_, " rank", P_ == 1 ? "" : "s", ", balancing ",
+                         weigh_train ? "nodes + train nodes (one load: train nodes weigh 2)" : "nodes");
+  Log(StrCat("running PT-Scotch: ", N_, " nodes, ", comm_.SumInt64(out) / 2, " undirected edges, ", K_, " parts, ",
+             P_, " ranks"));
+  std::optional<base::ElapsedTicker> ticker;
+  if (r_ == 0 && !o_.quiet && base::ProgressEnabled(base::GetProgressMode())) {
+    ticker.emplace(kTool, "PT-Scotch still running", 15.0);
+  }
+  SCOTCH_Dgraph g;
+  SCOTCH_Strat strat;
+  std::vector<SCOTCH_Num> part(std::max<int64_t>(n, 1));
+  int rc = SCOTCH_dgraphInit(&g, MPI_COMM_WORLD);
+  std::string step = "SCOTCH_dgraphInit";
+  if (rc == 0) {
+    rc = SCOTCH_dgraphBuild(&g, 0, n, n, vert.data(), vert.data() + 1, weigh_train ? load.data() : nullptr, nullptr,
+                            out, out, adj.data(), nullptr, nullptr);
+    step = "SCOTCH_dgraphBuild";
+    if (rc == 0) {
+      SCOTCH_stratInit(&strat);
+      SCOTCH_randomSeed(static_cast<SCOTCH_Num>(o_.seed));
+      SCOTCH_randomReset();
+      rc = SCOTCH_stratDgraphMapBuild(&strat, SCOTCH_STRATDEFAULT, P_, K_, 0.03);
+      step = "SCOTCH_stratDgraphMapBuild";
+      if (rc == 0) {
+        rc = SCOTCH_dgraphPart(&g, K_, &strat, part.data());
+        step = "SCOTCH_dgraphPart";
+      }
+      SCOTCH_stratExit(&strat);
+    }
+    SCOTCH_dgraphExit(&g);
+  }
+  RETURN_IF_ERROR(comm_.Agree(rc == 0 ? absl::OkStatus()
+                                      : absl::InternalError(StrCat(step, " failed with code ", rc,
+                                                                   " (PT-Scotch's message is above)"))));
+  part_.resize(n);
+  for (int64_t v = 0; v < n; ++v) part_[v] = static_cast<int32_t>(part[v]);
+  return absl::OkStatus();
+}
+
+absl::Status Job::Assign() {
+  const int64_t n = nb_.size();
+  if (K_ == 1) {
+    part_.assign(n, 0);
+    s_.metis_note = "one partition";
+    return absl::OkStatus();
+  }
+  switch (o_.method) {
+    case PartMethod::kMetis:
+      return AssignWithScotch();
+    case PartMethod::kRandom: {
+      // Balanced: the block's nodes in a seeded random order take partitions round robin, counted
+      // from the block's first global position, so every partition gets N / K nodes (+-1).
+      std::vector<int64_t> perm(n);
+      std::iota(perm.begin(), perm.end(), 0);
+      std::mt19937_64 rng(o_.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(r_));
+      std::shuffle(perm.begin(), perm.end(), rng);
+      part_.resize(n);
+      for (int64_t i = 0; i < n; ++i) part_[perm[i]] = static_cast<int32_t>((nb_.begin + i) % K_);
+      s_.metis_note = StrCat("random, balanced, seed ", o_.seed, " (", P_, " ranks)");
+      return absl::OkStatus();
+    }
+    case PartMethod::kFile: {
+      absl::Status st = [&]() -> absl::Status {
+        if (fs::path(o_.assignment_file).extension() != ".npy") {
+          return absl::InvalidArgumentError(StrCat("--assignment ", o_.assignment_file,
+                                                   ": --distributed reads an integer .npy (one entry per node)"));
+        }
+        ASSIGN_OR_RETURN(ChunkedArray a, ChunkedArray::Open({o_.assignment_file}));
+        if (!a.row_shape().empty() || a.rows() != N_) {
+          return absl::InvalidArgumentError(StrCat(o_.assignment_file, ": expected a 1-D array of ", N_,
+                                                   " partition IDs (one per node), found ", a.rows(), " rows"));
+        }
+        ASSIGN_OR_RETURN(std::vector<int64_t> v, a.ReadInts(nb_.begin, nb_.end));
+        part_.resize(n);
+        for (int64_t i = 0; i < n; ++i) {
+          if (v[i] < 0 || v[i] >= K_) {
+            return absl::InvalidArgumentError(StrCat(a.Where(nb_.begin + i), ": partition ", v[i], " is outside [0, ",
+                                                     K_, ") (--num-parts)"));
+          }
+          part_[i] = static_cast<int32_t>(v[i]);
+        }
+        return absl::OkStatus();
+      }();
+      s_.metis_note = StrCat("from ", o_.assignment_file);
+      return comm_.Agree(st);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// New IDs: partition k owns [bounds[k], bounds[k+1]); inside it, input order (rank 0's block
+// first), as the serial tool numbers them.
+absl::Status Job::Relabel() {
+  std::vector<int64_t> count(K_, 0);
+  for (int32_t k : part_) ++count[k];
+  const std::vector<int64_t> all = comm_.AllGather(count);  // [P][K]
+  bounds_.assign(K_ + 1, 0);
+  offset_.assign(static_cast<size_t>(P_) * K_, 0);
+  for (int k = 0; k < K_; ++k) {
+    int64_t at = 0;
+    for (int p = 0; p < P_; ++p) {
+      offset_[p * K_ + k] = at;  // relative for now
+      at += all[p * K_ + k];
+    }
+    bounds_[k + 1] = bounds_[k] + at;
+  }
+  for (int p = 0; p < P_; ++p) {
+    for (int k = 0; k < K_; ++k) offset_[p * K_ + k] += bounds_[k];
+  }
+  ASSIGN_OR_RETURN(core::RangePartitionBook book, core::RangePartitionBook::FromBounds(bounds_));
+  book_.emplace(std::move(book));
+  new_id_.resize(nb_.size());
+  std::vector<int64_t> next(offset_.begin() + r_ * K_, offset_.begin() + (r_ + 1) * K_);
+  for (int64_t i = 0; i < nb_.size(); ++i) new_id_[i] = next[part_[i]]++;
+  for (int k = 0; k < K_; ++k) {
+    if (OwnerOfPart(k) == r_) owned_.push_back(OwnedPart{.k = k});
+  }
+  return absl::OkStatus();
+}
+
+// The slice's endpoints, from input to new IDs: each distinct endpoint is asked of its block's owner.
+void Job::RelabelEndpoints() {
+  std::vector<int64_t> ids(edges_);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<std::vector<int64_t>> ask(P_);
+  for (int64_t v : ids) ask[BlockOwner(N_, P_, v)].push_back(v);
+  std::vector<std::vector<int64_t>> asked = comm_.AllToAll(ask);
+  ask = {};
+  for (std::vector<int64_t>& a : asked) {
+    for (int64_t& v : a) v = new_id_[v - nb_.begin];
+  }
+  // Answers come back in the order asked: ascending, owner by owner, so they line up with `ids`.
+  std::vector<int64_t> answer;
+  answer.reserve(ids.size());
+  for (const std::vector<int64_t>& a : comm_.AllToAll(asked)) answer.insert(answer.end(), a.begin(), a.end());
+  asked = {};
+  for (int64_t& v : edges_) v = answer[std::lower_bound(ids.begin(), ids.end(), v) - ids.begin()];
+}
+
+// Every stored edge goes to the rank owning its destination's partition as (dst, src, virtual
+// edge): the input edges, then (with reverse edges) their reverses, numbered as the serial tool.
+void Job::ShuffleEdges() {
+  const int64_t rounds = comm_.MaxInt64((eb_.size() + kBatchEdges - 1) / kBatchEdges);
+  for (int64_t round = 0; round < rounds; ++round) {
+    std::vector<std::vector<int64_t>> send(P_);
+    const int64_t lo = std::min(eb_.size(), round * kBatchEdges), hi = std::min(eb_.size(), lo + kBatchEdges);
+    for (int64_t i = lo; i < hi; ++i) {
+      const int64_t u = edges_[2 * i], w = edges_[2 * i + 1];
+      const bool self = u == w;
+      if (self && o_.remove_self_loops) continue;
+      auto& a = send[OwnerOfPart(book_->PartOf(w))];
+      a.push_back(w), a.push_back(u), a.push_back(eb_.begin + i);
+      if (o_.add_reverse_edges && !self) {
+        auto& b = send[OwnerOfPart(book_->PartOf(u))];
+        b.push_back(u), b.push_back(w), b.push_back(E_ + eb_.begin + i);
+      }
+    }
+    for (std::vector<int64_t>& got : comm_.AllToAll(send)) {
+      triples_.insert(triples_.end(), got.begin(), got.end());
+      got = {};
+    }
+  }
+  edges_ = {};
+  edges_.shrink_to_fit();
+  // Each owned partition's in-edge CSC, rows sorted by (source, virtual edge) as the serial tool.
+  const int64_t m = static_cast<int64_t>(triples_.size() / 3);
+  int64_t duplicates = 0;
+  for (OwnedPart& op : owned_) {
+    const int64_t start = book_->start(op.k);
+    op.csc = core::BuildCsr(
+        book_->size(op.k), m,
+        [&](int64_t i) -> std::pair<int64_t, int64_t> {
+          const int64_t w = triples_[3 * i];
+          if (book_->PartOf(w) != op.k) return {-1, 0};
+          return {w - start, triples_[3 * i + 1]};
+        },
+        &op.origin, threads_);
+    for (int64_t& x : op.origin) x = triples_[3 * x + 2];
+    duplicates += core::SortRows(&op.csc, &op.origin, o_.remove_duplicate_edges, threads_);
+  }
+  triples_ = {};
+  triples_.shrink_to_fit();
+  s_.duplicates = comm_.SumInt64(duplicates);
+  std::vector<int64_t> per_part(K_, 0);
+  for (const OwnedPart& op : owned_) per_part[op.k] = op.csc.num_entries();
+  per_part = comm_.AllSum(per_part);
+  edge_bounds_.assign(K_ + 1, 0);
+  for (int k = 0; k < K_; ++k) edge_bounds_[k + 1] = edge_bounds_[k] + per_part[k];
+  s_.num_edges = edge_bounds_[K_];
+}
+
+absl::Status Job::WriteInEdges() {
+  for (OwnedPart& op : owned_) {
+    const int64_t nb = book_->start(op.k), ne = book_->end(op.k);
+    RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kIndptr), op.csc.indptr));
+    RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kIndices), op.csc.indices));
+    RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kOrigEids), op.origin));
+    std::vector<int64_t> halo;
+    for (int64_t u : op.csc.indices) {
+      if (u < nb || u >= ne) {
+        ++op.cut;
+        halo.push_back(u);
+      }
+    }
+    std::sort(halo.begin(), halo.end());
+    halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
+    op.halo = static_cast<int64_t>(halo.size());
+    if (o_.halo_hops == 0) halo.clear();
+    RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kHaloNids), halo));
+  }
+  return absl::OkStatus();
+}
+
+// Out-edges of each partition's nodes, wherever they are stored: every stored edge goes, as
+// (src, dst, edge ID), to the rank owning its source's partition; rows sorted by edge ID.
+absl::Status Job::ShuffleOutEdges() {
+  int64_t local = 0;
+  for (const OwnedPart& op : owned_) local += op.csc.num_entries();
+  const int64_t rounds = comm_.MaxInt64((local + kBatchEdges - 1) / kBatchEdges);
+  std::vector<int64_t> got_all;
+  size_t part_at = 0;
+  int64_t row = 0;
+  for (int64_t round = 0; round < rounds; ++round) {
+    std::vector<std::vector<int64_t>> send(P_);
+    int64_t budget = kBatchEdges;
+    while (budget > 0 && part_at < owned_.size()) {
+      const OwnedPart& op = owned_[part_at];
+      const int64_t start = book_->start(op.k);
+      for (; row < op.csc.num_rows() && budget > 0; ++row) {
+        for (int64_t p = op.csc.indptr[row]; p < op.csc.indptr[row + 1]; ++p, --budget) {
+          const int64_t u = op.csc.indices[p];
+          auto& a = send[OwnerOfPart(book_->PartOf(u))];
+          a.push_back(u), a.push_back(start + row), a.push_back(edge_bounds_[op.k] + p);
+        }
+      }
+      if (row == op.csc.num_rows()) ++part_at, row = 0;
+    }
+    for (std::vector<int64_t>& got : comm_.AllToAll(send)) {
+      got_all.insert(got_all.end(), got.begin(), got.end());
+      got = {};
+    }
+  }
+  for (OwnedPart& op : owned_) op.csc = {};
+  const int64_t m = static_cast<int64_t>(got_all.size() / 3);
+  for (const OwnedPart& op : owned_) {
+    const int64_t start = book_->start(op.k), n = book_->size(op.k);
+    std::vector<int64_t> ptr(n + 1, 0);
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t u = got_all[3 * i];
+      if (book_->PartOf(u) == op.k) ++ptr[u - start + 1];
+    }
+    for (int64_t v = 0; v < n; ++v) ptr[v + 1] += ptr[v];
+    std::vector<std::pair<int64_t, int64_t>> row_of(ptr[n]);  // (edge ID, dst)
+    {
+      std::vector<int64_t> at(ptr.begin(), ptr.end() - 1);
+      for (int64_t i = 0; i < m; ++i) {
+        const int64_t u = got_all[3 * i];
+        if (book_->PartOf(u) == op.k) row_of[at[u - start]++] = {got_all[3 * i + 2], got_all[3 * i + 1]};
+      }
+    }
+    std::vector<int64_t> dst(ptr[n]), eid(ptr[n]);
+    for (int64_t v = 0; v < n; ++v) {
+      std::sort(row_of.begin() + ptr[v], row_of.begin() + ptr[v + 1]);
+      for (int64_t p = ptr[v]; p < ptr[v + 1]; ++p) eid[p] = row_of[p].first, dst[p] = row_of[p].second;
+    }
+    RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kOutIndptr), ptr));
+    RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kOutIndices), dst));
+    RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kOutEids), eid));
+  }
+  return absl::OkStatus();
+}
+
+// Edge data: a stored edge's row is its input row (a reverse edge shares its input's), asked of
+// the rank whose slice holds that row. Rounds of kBatchEdges edges of one partition each.
+absl::Status Job::WriteEdgeData() {
+  if (in_.edge_fields.empty()) return absl::OkStatus();
+  size_t row_bytes = 0;
+  for (const SliceField& f : in_.edge_fields) row_bytes += f.data.row_bytes();
+  const int64_t batch = std::max<int64_t>(1, std::min<int64_t>(kBatchEdges, kBatchBytes / std::max<size_t>(row_bytes, 1)));
+  std::vector<std::pair<size_t, int64_t>> batches;  // (owned index, first edge)
+  std::vector<std::vector<std::unique_ptr<RowFile>>> files(owned_.size());
+  absl::Status created;
+  for (size_t i = 0; i < owned_.size(); ++i) {
+    const int64_t m = static_cast<int64_t>(owned_[i].origin.size());
+    for (int64_t p = 0; p < m; p += batch) batches.push_back({i, p});
+    for (const SliceField& f : in_.edge_fields) {
+      std::vector<int64_t> shape{m};
+      shape.insert(shape.end(), f.data.row_shape().begin(), f.data.row_shape().end());
+      absl::StatusOr<std::unique_ptr<RowFile>> rf =
+          RowFile::Create(PartPath(owned_[i].k, PartFiles::EdgeData(f.name)), f.data.dtype(), shape);
+      if (rf.ok()) files[i].push_back(std::move(*rf));
+      if (created.ok()) created = rf.status();
+    }
+  }
+  // No rank may enter the rounds' collectives while another has given up.
+  RETURN_IF_ERROR(comm_.Agree(created));
+  const int64_t rounds = comm_.MaxInt64(static_cast<int64_t>(batches.size()));
+  std::vector<char> row(row_bytes);
+  for (int64_t round = 0; round < rounds; ++round) {
+    std::vector<std::vector<int64_t>> ask(P_);
+    std::vector<std::vector<int64_t>> where(P_);  // positions in the batch, per owner asked
+    int64_t lo = 0, hi = 0;
+    size_t oi = 0;
+    if (round < static_cast<int64_t>(batches.size())) {
+      oi = batches[round].first;
+      lo = batches[round].second;
+      hi = std::min<int64_t>(lo + batch, owned_[oi].origin.size());
+      for (int64_t p = lo; p < hi; ++p) {
+        const int64_t v = owned_[oi].origin[p];
+        const int64_t input_row = v < E_ ? v : v - E_;
+        const int owner = BlockOwner(E_, P_, input_row);
+        ask[owner].push_back(input_row);
+        where[owner].push_back(p - lo);
+      }
+    }
+    std::vector<std::vector<int64_t>> asked = comm_.AllToAll(ask);
+    std::vector<std::vector<char>> reply(P_);
+    for (int p = 0; p < P_; ++p) {
+      reply[p].resize(asked[p].size() * row_bytes);
+      for (size_t j = 0; j < asked[p].size(); ++j) {
+        size_t at = j * row_bytes;
+        for (const SliceField& f : in_.edge_fields) {
+          f.data.CopyRows(asked[p][j], asked[p][j] + 1, reply[p].data() + at);
+          at += f.data.row_bytes();
+        }
+      }
+    }
+    asked = {};
+    std::vector<std::vector<char>> rows = comm_.AllToAll(reply);
+    reply = {};
+    if (hi > lo) {
+      size_t field_at = 0;
+      for (size_t fi = 0; fi < in_.edge_fields.size(); ++fi) {
+        const size_t rb = in_.edge_fields[fi].data.row_bytes();
+        std::vector<char> out((hi - lo) * rb);
+        for (int p = 0; p < P_; ++p) {
+          for (size_t j = 0; j < where[p].size(); ++j) {
+            std::memcpy(out.data() + where[p][j] * rb, rows[p].data() + j * row_bytes + field_at, rb);
+          }
+        }
+        RETURN_IF_ERROR(files[oi][fi]->WriteRows(lo, out.data(), hi - lo));
+        field_at += rb;
+      }
+    }
+  }
+  for (auto& fs_of_part : files) {
+    for (auto& f : fs_of_part) RETURN_IF_ERROR(f->Close());
+  }
+  return absl::OkStatus();
+}
+
+std::vector<NodeColumn> Job::NodeColumns() {
+  std::vector<NodeColumn> cols;
+  cols.push_back({PartFiles::kOrigNids, DType::kInt64, {}, 8, [this](int64_t b, int64_t e, char* out) {
+                    for (int64_t i = b; i < e; ++i) {
+                      const int64_t v = nb_.begin + i;
+                      std::memcpy(out + (i - b) * 8, &v, 8);
+                    }
+                    return absl::OkStatus();
+                  }});
+  for (const SliceField& f : in_.node_fields) {
+    const ChunkedArray* a = &f.data;
+    if (f.name == "label" && a->dtype() != DType::kInt64) {
+      // Labels are stored as int64, whatever integer type the input has (as the serial tool).
+      cols.push_back({PartFiles::NodeData(f.name), DType::kInt64, a->row_shape(), 8 * a->row_bytes() / core::DTypeSize(a->dtype()),
+                      [this, a](int64_t b, int64_t e, char* out) -> absl::Status {
+                        ASSIGN_OR_RETURN(std::vector<int64_t> v, a->ReadInts(nb_.begin + b, nb_.begin + e));
+                        for (int64_t x : v) max_label_ = std::max(max_label_, x);
+                        std::memcpy(out, v.data(), v.size() * 8);
+                        return absl::OkStatus();
+                      }});
+      continue;
+    }
+    const bool label = f.name == "label";
+    cols.push_back({PartFiles::NodeData(f.name), a->dtype(), a->row_shape(), a->row_bytes(),
+                    [this, a, label](int64_t b, int64_t e, char* out) {
+                      a->CopyRows(nb_.begin + b, nb_.begin + e, out);
+                      if (label) {
+                        for (int64_t i = 0; i < (e - b) * static_cast<int64_t>(a->row_bytes() / 8); ++i) {
+                          int64_t x;
+                          std::memcpy(&x, out + 8 * i, 8);
+                          max_label_ = std::max(max_label_, x);
+                        }
+                      }
+                      return absl::OkStatus();
+                    }});
+  }
+  if (in_.has_split) {
+    const char* names[3] = {"train_mask", "val_mask", "test_mask"};
+    for (int i = 0; i < 3; ++i) {
+      cols.push_back({PartFiles::NodeData(names[i]), DType::kUInt8, {}, 1, [this, i](int64_t b, int64_t e, char* out) {
+                        std::memcpy(out, masks_[i].data() + b, e - b);
+                        return absl::OkStatus();
+                      }});
+    }
+  }
+  return cols;
+}
+
+// Node rows (original IDs, fields, split masks) move from block owners to partition owners in
+// rounds of at most kBatchBytes. A message is records of (partition, count, each column's rows);
+// a row's place is known without sending IDs: rank p's rows of partition k are, in input order,
+// the new IDs from offset[p][k] on.
+absl::Status Job::WriteNodeData() {
+  std::vector<NodeColumn> cols = NodeColumns();
+  size_t row_bytes = 0;
+  for (const NodeColumn& c : cols) row_bytes += c.row_bytes;
+  std::vector<std::vector<std::unique_ptr<RowFile>>> files(owned_.size());
+  absl::Status created;
+  for (size_t i = 0; i < owned_.size(); ++i) {
+    for (const NodeColumn& c : cols) {
+      std::vector<int64_t> shape{book_->size(owned_[i].k)};
+      shape.insert(shape.end(), c.row_shape.begin(), c.row_shape.end());
+      absl::StatusOr<std::unique_ptr<RowFile>> rf = RowFile::Create(PartPath(owned_[i].k, c.file), c.dtype, shape);
+      if (rf.ok()) files[i].push_back(std::move(*rf));
+      if (created.ok()) created = rf.status();
+    }
+  }
+  RETURN_IF_ERROR(comm_.Agree(created));
+  std::vector<int> owned_index(K_, -1);
+  for (size_t i = 0; i < owned_.size(); ++i) owned_index[owned_[i].k] = static_cast<int>(i);
+  const int64_t batch = std::max<int64_t>(1, kBatchBytes / std::max<size_t>(row_bytes, 1));
+  const int64_t rounds = comm_.MaxInt64((nb_.size() + batch - 1) / batch);
+  std::vector<int64_t> cursor(static_cast<size_t>(P_) * K_);  // next row of (source rank, partition)
+  for (int p = 0; p < P_; ++p) {
+    for (int k = 0; k < K_; ++k) cursor[p * K_ + k] = offset_[p * K_ + k] - bounds_[k];
+  }
+  const int train_col = in_.has_split ? static_cast<int>(cols.size()) - 3 : -1;
+  absl::Status st;
+  for (int64_t round = 0; round < rounds; ++round) {
+    const int64_t lo = std::min(nb_.size(), round * batch), hi = std::min(nb_.size(), lo + batch), n = hi - lo;
+    std::vector<std::vector<char>> data(cols.size());
+    for (size_t c = 0; c < cols.size() && st.ok(); ++c) {
+      data[c].resize(n * cols[c].row_bytes);
+      st = cols[c].read(lo, hi, data[c].data());
+    }
+    // A read error stops every rank at this round (fields are checked for shape at open; this
+    // is an I/O or type failure).
+    RETURN_IF_ERROR(comm_.Agree(st));
+    // Rows of the batch grouped by partition, in input order.
+    std::vector<int64_t> count(K_, 0);
+    for (int64_t i = lo; i < hi; ++i) ++count[part_[i]];
+    std::vector<int64_t> first(K_ + 1, 0);
+    for (int k = 0; k < K_; ++k) first[k + 1] = first[k] + count[k];
+    std::vector<int64_t> order(n);
+    {
+      std::vector<int64_t> at(first.begin(), first.end() - 1);
+      for (int64_t i = lo; i < hi; ++i) order[at[part_[i]]++] = i - lo;
+    }
+    std::vector<std::vector<char>> send(P_);
+    for (int k = 0; k < K_; ++k) {
+      if (count[k] == 0) continue;
+      std::vector<char>& b = send[OwnerOfPart(k)];
+      const int64_t head[2] = {k, count[k]};
+      b.insert(b.end(), reinterpret_cast<const char*>(head), reinterpret_cast<const char*>(head + 2));
+      for (size_t c = 0; c < cols.size(); ++c) {
+        const size_t rb = cols[c].row_bytes;
+        for (int64_t j = first[k]; j < first[k + 1]; ++j) {
+          const char* r = data[c].data() + order[j] * rb;
+          b.insert(b.end(), r, r + rb);
+        }
+      }
+    }
+    data = {};
+    std::vector<std::vector<char>> got = comm_.AllToAll(send);
+    send = {};
+    for (int p = 0; p < P_ && st.ok(); ++p) {
+      const char* at = got[p].data();
+      const char* end = at + got[p].size();
+      while (at < end && st.ok()) {
+        int64_t head[2];
+        std::memcpy(head, at, sizeof(head));
+        at += sizeof(head);
+        const int k = static_cast<int>(head[0]);
+        const int64_t rows = head[1];
+        const int oi = owned_index[k];
+        int64_t& row = cursor[p * K_ + k];
+        for (size_t c = 0; c < cols.size() && st.ok(); ++c) {
+          st = files[oi][c]->WriteRows(row, at, rows);
+          if (static_cast<int>(c) == train_col) owned_[oi].train += std::count(at, at + rows, 1);
+          at += rows * cols[c].row_bytes;
+        }
+        row += rows;
+      }
+    }
+    RETURN_IF_ERROR(comm_.Agree(st));
+  }
+  for (auto& of_part : files) {
+    for (auto& f : of_part) RETURN_IF_ERROR(f->Close());
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PartitionSummary> Job::Run() {
+  Phase("read");
+  Log(StrCat("distributed on ", P_, " rank", P_ == 1 ? "" : "s", ", reading ", in_.layout, " input: ", in_.num_edges,
+             " edges (", (in_.num_edges + P_ - 1) / P_, " per rank)"));
+  RETURN_IF_ERROR(ReadEdges());
+  RETURN_IF_ERROR(ReadSplit());
+
+  const std::string name = o_.graph_name.empty() ? in_.name : o_.graph_name;
+  // Rank 0 claims the output folder; every rank must see the staging folder (--out on a shared
+  // filesystem), and writes its own partitions into it.
+  std::optional<base::StagingDir> staging;
+  absl::Status claimed;
+  if (r_ == 0) {
+    base::StagingOptions so{.tool = kTool, .overwrite = o_.overwrite, .inputs = in_.inputs};
+    so.inputs.push_back(o_.assignment_file);
+    absl::StatusOr<base::StagingDir> sd = base::StagingDir::Create(o_.out_dir, so);
+    if (sd.ok()) staging.emplace(std::move(*sd));
+    claimed = sd.status();
+  }
+  RETURN_IF_ERROR(comm_.Agree(claimed));
+  const std::string tmp = comm_.Broadcast(r_ == 0 ? staging->path() : "", 0);
+  {
+    std::error_code ec;
+    RETURN_IF_ERROR(comm_.Agree(fs::is_directory(tmp, ec) ? absl::OkStatus()
+                                                          : absl::FailedPreconditionError(StrCat(
+                                                                "cannot see the staging folder ", tmp,
+                                                                ": --out must be on a filesystem every rank shares"))));
+  }
+
+  Phase("assign");
+  Log(StrCat("assigning ", N_, " nodes to ", K_, " partitions"));
+  RETURN_IF_ERROR(Assign());
+
+  Phase("relabel");
+  RETURN_IF_ERROR(Relabel());
+  RelabelEndpoints();
+  cfg_.graph_name = name;
+  cfg_.num_nodes = N_;
+  cfg_.num_parts = K_;
+  cfg_.halo_hops = o_.halo_hops;
+  cfg_.part_method = o_.method == PartMethod::kMetis ? "metis" : o_.method == PartMethod::kRandom ? "random" : "file";
+  cfg_.node_bounds = bounds_;
+  cfg_.base_dir = tmp;
+  absl::Status dirs;
+  for (const OwnedPart& op : owned_) {
+    for (const char* sub : {"graph", "node_data", "edge_data"}) {
+      std::error_code ec;
+      fs::create_directories(PartPath(op.k, sub), ec);
+      if (ec && dirs.ok()) dirs = absl::InternalError(StrCat("cannot create ", PartPath(op.k, sub), ": ", ec.message()));
+    }
+  }
+  RETURN_IF_ERROR(comm_.Agree(dirs));
+
+  Phase("shuffle-edges");
+  Log(StrCat("moving edges to their partitions' ranks (", K_, " partitions on ", P_, " ranks)"));
+  ShuffleEdges();
+  Phase("write-graph");
+  RETURN_IF_ERROR(comm_.Agree(WriteInEdges()));
+  Phase("out-edges");
+  RETURN_IF_ERROR(comm_.Agree(ShuffleOutEdges()));
+  Phase("edge-data");
+  RETURN_IF_ERROR(comm_.Agree(WriteEdgeData()));
+  for (OwnedPart& op : owned_) op.origin = {};
+  Phase("node-data");
+  Log("moving node data to their partitions' ranks");
+  RETURN_IF_ERROR(comm_.Agree(WriteNodeData()));
+  timer_.Finish();
+
+  std::vector<int64_t> stats(3 * K_, 0);  // train, halo, cut per partition
+  for (const OwnedPart& op : owned_) {
+    stats[op.k] = op.train;
+    stats[K_ + op.k] = op.halo;
+    stats[2 * K_ + op.k] = op.cut;
+  }
+  stats = comm_.AllSum(stats);
+  const int64_t num_classes = comm_.MaxInt64(max_label_) + 1;
+  for (int k = 0; k < K_; ++k) {
+    s_.part_nodes.push_back(bounds_[k + 1] - bounds_[k]);
+    s_.part_edges.push_back(edge_bounds_[k + 1] - edge_bounds_[k]);
+    s_.part_train.push_back(stats[k]);
+    s_.part_halo.push_back(stats[K_ + k]);
+    s_.edge_cut += stats[2 * K_ + k];
+  }
+  s_.rank_peak_rss_bytes = comm_.AllGather({base::PeakRssBytes()});
+
+  absl::Status committed;
+  if (r_ == 0) {
+    committed = [&]() -> absl::Status {
+      cfg_.num_edges = s_.num_edges;
+      cfg_.edge_bounds = edge_bounds_;
+      cfg_.num_classes = num_classes;
+      for (const SliceField& f : in_.node_fields) {
+        const DType dt = f.name == "label" ? DType::kInt64 : f.data.dtype();
+        cfg_.node_fields.push_back({f.name, dt, f.data.row_shape(), ""});
+      }
+      if (in_.has_split) {
+        for (const char* mn : {"train_mask", "val_mask", "test_mask"}) cfg_.node_fields.push_back({mn, DType::kUInt8, {}, ""});
+      }
+      for (const SliceField& f : in_.edge_fields) cfg_.edge_fields.push_back({f.name, f.data.dtype(), f.data.row_shape()});
+      nlohmann::json build;
+      build["tool"] = "fanout-partition --distributed";
+      build["ranks"] = P_;
+      build["input_layout"] = in_.layout;
+      build["input_edges"] = s_.input_edges;
+      build["add_reverse_edges"] = o_.add_reverse_edges;
+      build["self_loops"] = {{"found", s_.self_loops}, {"policy", o_.remove_self_loops ? "remove" : "keep"}};
+      build["duplicate_edges"] = {{"found", s_.duplicates}, {"policy", o_.remove_duplicate_edges ? "remove" : "keep"}};
+      build["orig_eid_meaning"] = "e < input_edges: input edge row e; e >= input_edges: reverse of row e - input_edges";
+      build["method_detail"] = s_.metis_note;
+      build["seed"] = o_.seed;
+      build["edge_cut"] = s_.edge_cut;
+      build["part_nodes"] = s_.part_nodes;
+      build["part_edges"] = s_.part_edges;
+      build["part_train_nodes"] = s_.part_train;
+      build["part_halo_nodes"] = s_.part_halo;
+      build["rank_peak_rss_bytes"] = s_.rank_peak_rss_bytes;
+      ASSIGN_OR_RETURN(std::string json, core::PartitionConfigToJson(cfg_, build.dump()));
+      const std::string p = (fs::path(tmp) / (name + ".json")).string();
+      std::ofstream out(p);
+      out << json;
+      out.close();
+      if (!out) return absl::InternalError(StrCat("cannot write ", p));
+      RETURN_IF_ERROR(staging->Commit());
+      s_.config_path = (fs::path(staging->dest()) / (name + ".json")).string();
+      return absl::OkStatus();
+    }();
+  }
+  RETURN_IF_ERROR(comm_.Agree(committed));
+  s_.phases = timer_.phases();
+  s_.total_seconds = timer_.total_seconds();
+  s_.peak_rss_bytes = base::PeakRssBytes();
+  return s_;
+}
+
+// What --distributed does not do (yet): refused up front, by name, rather than ignored.
+absl::Status CheckSupported(const PartitionOptions& o) {
+  if (o.edge_split.enabled()) {
+    return absl::InvalidArgumentError("--edge-split / --edge-split-files: not available with --distributed yet");
+  }
+  if (o.balance_edges) return absl::InvalidArgumentError("--balance-edges: not available with --distributed (PT-Scotch balances one load)");
+  if (o.objective_volume) return absl::InvalidArgumentError("--objtype vol: not available with --distributed (PT-Scotch minimises the cut)");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunDistributedPartition(const ReadOptions& read, const PartitionOptions& options, int* argc, char*** argv) {
+  if (absl::Status s = MpiComm::Init(argc, argv); !s.ok()) {
+    std::fprintf(stderr, "%s: error: %s\n", kTool, std::string(s.message()).c_str());
+    return 1;
+  }
+  int status = 0;
+  {
+    MpiComm comm;
+    const bool root = comm.rank() == 0;
+    PartitionOptions o = options;
+    if (!root) o.quiet = true;
+    // Threads for sorting: the machine's cores shared by the ranks on it, unless given.
+    const int threads = o.num_threads > 0 ? o.num_threads : std::max(1, base::DefaultThreads() / comm.local_size());
+    if (std::getenv("SCOTCH_PTHREAD_NUMBER") == nullptr) {
+      ::setenv("SCOTCH_PTHREAD_NUMBER", std::to_string(threads).c_str(), 1);
+    }
+    absl::Status pre = CheckSupported(o);
+    absl::StatusOr<SliceInput> in = pre.ok() ? OpenSliceInput(read) : absl::StatusOr<SliceInput>(pre);
+    absl::Status agreed = comm.Agree(in.status());
+    absl::StatusOr<PartitionSummary> summary = agreed.ok() ? Job(comm, *in, o, threads).Run()
+                                                           : absl::StatusOr<PartitionSummary>(agreed);
+    if (!summary.ok()) {
+      if (root) std::fprintf(stderr, "%s: error: %s\n", kTool, std::string(summary.status().message()).c_str());
+      status = 1;
+    } else if (root && !options.quiet) {
+      std::printf("%s", summary->ToString().c_str());
+      std::fflush(stdout);
+    }
+  }
+  MpiComm::Finalize();
+  return status;
+}
+
+}  // namespace fanout::partition
