@@ -194,14 +194,34 @@ absl::Status Job::ReadEdges() {
   }
   RETURN_IF_ERROR(comm_.Agree(e.status()));
   N_ = in_.num_nodes;
-  if (N_ < 0) N_ = comm_.MaxInt64(hi) + 1;
+  std::string n_source = in_.num_nodes_source;
+  if (N_ < 0) {
+    N_ = comm_.MaxInt64(hi) + 1;
+    n_source = StrCat("the largest node ID in ", in_.edges_source);
+  }
+  // A node count whose per-node arrays cannot fit this rank's share of its machine is almost
+  // always IDs that are not 0..N-1; say so before anything is allocated or claimed.
+  {
+    constexpr int64_t kMinBytesPerNode = 24;
+    const int64_t usable = base::UsableMemoryBytes() / comm_.local_size();
+    const int64_t per_rank = (N_ + P_ - 1) / P_;
+    absl::Status fits;
+    if (usable > 0 && per_rank > usable / kMinBytesPerNode) {
+      fits = absl::ResourceExhaustedError(StrCat(
+          N_, " nodes (from ", n_source, ") need at least ", per_rank * kMinBytesPerNode / (1 << 20),
+          " MiB per rank for per-node arrays alone (", per_rank, " nodes per rank on ", P_, " ranks); this rank's share of its machine is ",
+          usable / (1 << 20), " MiB. Node IDs must be 0..N-1: relabel raw or hashed IDs to consecutive integers "
+          "first; if the count is right, run more ranks or on machines with more memory"));
+    }
+    RETURN_IF_ERROR(comm_.Agree(fits));
+  }
   absl::Status ids;
   for (int64_t i = 0; i < eb_.size() && ids.ok(); ++i) {
     for (int side = 0; side < 2; ++side) {
       const int64_t v = edges_[2 * i + side];
       if (v < 0 || v >= N_) {
         ids = absl::InvalidArgumentError(StrCat(in_.edges_source, " edge ", eb_.begin + i, ": node ID ", v,
-                                                " is outside [0, ", N_, ") (from ", in_.num_nodes_source, ")"));
+                                                " is outside [0, ", N_, ") (from ", n_source, ")"));
         break;
       }
     }

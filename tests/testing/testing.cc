@@ -420,6 +420,22 @@ int RunProcess(const std::vector<std::string>& args, std::string* out, std::stri
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+std::string MpirunPath() {
+  for (const char* p : {"/usr/bin/mpirun", "/usr/local/bin/mpirun"}) {
+    if (access(p, X_OK) == 0) return p;
+  }
+  return "";
+}
+
+int RunMpi(int ranks, const std::vector<std::string>& args, std::string* out, std::string* err,
+           const std::vector<std::string>& mpi_flags) {
+  std::vector<std::string> cmd = {"/usr/bin/timeout", "-k", "10", "300", MpirunPath(), "--allow-run-as-root",
+                                  "--oversubscribe", "-np", std::to_string(ranks)};
+  cmd.insert(cmd.end(), mpi_flags.begin(), mpi_flags.end());
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  return RunProcess(cmd, out, err);
+}
+
 int64_t EdgeCut(const std::string& config_path) {
   auto cfg = core::LoadPartitionConfig(config_path);
   if (!cfg.ok()) return -1;

@@ -80,6 +80,16 @@ std::string PartitionTyped(const TempDir& dir, const partition::Dataset& d, int 
 // captured into *out / *err (when non-null); returns the exit code (128 + signal if killed).
 int RunProcess(const std::vector<std::string>& args, std::string* out, std::string* err);
 
+// mpirun's path (Open MPI, from scripts/setup.sh), or "" when it is not installed: tests of
+// fanout-partition --distributed GTEST_SKIP() then.
+std::string MpirunPath();
+// Runs `args` (args[0] is the binary's path) as `ranks` MPI ranks on this machine (mpirun
+// --oversubscribe, root allowed), with mpirun's own `mpi_flags` (e.g. {"-x", "VAR=value"}), under
+// a 300 s limit so that a hang fails the test instead of stalling it (exit 124); returns the
+// exit code as RunProcess does.
+int RunMpi(int ranks, const std::vector<std::string>& args, std::string* out, std::string* err,
+           const std::vector<std::string>& mpi_flags = {});
+
 // Test certificates made with openssl under `dir`: a CA, a certificate for the servers (and
 // clients) valid for 127.0.0.1, 127.0.0.2 and localhost, signed by it, and an unrelated CA.
 struct TestPki {
