@@ -29,6 +29,7 @@
 #include "core/npy.h"
 #include "core/partition_book.h"
 #include "core/partition_config.h"
+#include "partition/dist_coarsen.h"
 #include "partition/mpi_comm.h"
 #include "partition/slice_input.h"
 
@@ -119,12 +120,44 @@ struct NodeColumn {
   std::function<absl::Status(int64_t, int64_t, char*)> read;
 };
 
+// A stored edge as it travels and as the owner keeps it: sorted by (dst, src, origin), a
+// partition's edges are its in-edge CSC, and an edge's ID is its position (plus the partition's
+// first edge ID). `origin` is the virtual input edge, as the serial tool numbers them.
+struct StoredEdge {
+  int64_t dst, src, origin;
+  bool operator<(const StoredEdge& o) const {
+    return dst != o.dst ? dst < o.dst : src != o.src ? src < o.src : origin < o.origin;
+  }
+};
+// An out-edge on its way to its source's owner.
+struct OutEdge {
+  int64_t src, eid, dst;
+  bool operator<(const OutEdge& o) const { return src != o.src ? src < o.src : eid < o.eid; }
+};
+
 struct OwnedPart {
   int k = 0;
-  core::Csr csc;                // in-edges: rows = local destinations, entries = new source IDs
-  std::vector<int64_t> origin;  // per stored edge: the virtual input edge (as the serial tool)
+  int64_t begin = 0, end = 0;     // its edges in the rank's StoredEdge array
+  std::vector<int64_t> indptr;    // in-edge offsets over its nodes
   int64_t cut = 0, halo = 0, train = 0;
 };
+
+// Writes one int64 member of each of `count` structs as a 1-D .npy, 8 MiB at a time.
+template <typename T>
+absl::Status WriteMember(const std::string& path, const T* rows, int64_t count, int64_t T::*member) {
+  ASSIGN_OR_RETURN(auto w, core::NpyWriter::Open(path, DType::kInt64, {count}));
+  std::vector<int64_t> buf;
+  buf.reserve(1 << 20);
+  for (int64_t i = 0; i < count; ++i) {
+    buf.push_back(rows[i].*member);
+    if (buf.size() == buf.capacity()) {
+      RETURN_IF_ERROR(w->Append(buf.data(), buf.size() * 8));
+      buf.clear();
+    }
+  }
+  RETURN_IF_ERROR(w->Append(buf.data(), buf.size() * 8));
+  return w->Close();
+}
 
 class Job {
  public:
@@ -167,7 +200,7 @@ class Job {
   std::vector<int64_t> bounds_;   // K + 1 node bounds
   std::vector<int64_t> offset_;   // [P][K]: first new ID of rank p's nodes in partition k
   std::optional<core::RangePartitionBook> book_;
-  std::vector<int64_t> triples_;  // received stored edges: (dst, src, virtual input edge)
+  std::vector<StoredEdge> stored_;  // the stored edges of this rank's partitions, sorted
   std::vector<OwnedPart> owned_;
   std::vector<int64_t> edge_bounds_;
   core::PartitionConfig cfg_;
@@ -270,73 +303,128 @@ absl::Status Job::ReadSplit() {
 }
 
 absl::Status Job::AssignWithScotch() {
-  // The symmetric graph of this rank's node block, as PT-Scotch wants it: every edge (u, v), u != v,
-  // goes to u's owner as v and to v's owner as u; rows are then sorted and repeats dropped.
-  const int64_t rounds = comm_.MaxInt64((eb_.size() + kBatchEdges - 1) / kBatchEdges);
-  std::vector<int64_t> pairs;  // (local u, v)
-  for (int64_t round = 0; round < rounds; ++round) {
-    std::vector<std::vector<int64_t>> send(P_);
-    const int64_t lo = std::min(eb_.size(), round * kBatchEdges), hi = std::min(eb_.size(), lo + kBatchEdges);
-    for (int64_t i = lo; i < hi; ++i) {
-      const int64_t u = edges_[2 * i], v = edges_[2 * i + 1];
-      if (u == v) continue;
-      auto& a = send[BlockOwner(N_, P_, u)];
-      a.push_back(u), a.push_back(v);
-      auto& b = send[BlockOwner(N_, P_, v)];
-      b.push_back(v), b.push_back(u);
-    }
-    for (std::vector<int64_t>& got : comm_.AllToAll(send)) {
-      pairs.insert(pairs.end(), got.begin(), got.end());
-      got = {};
-    }
-  }
+  // The symmetric graph of this rank's node block, built in place: a first pass counts each
+  // vertex's arcs (every edge (u, v), u != v, is an arc of u at u's owner and of v at v's), a
+  // second sends the arcs into their rows; rows are then sorted and repeats dropped.
   const int64_t n = nb_.size();
-  std::vector<SCOTCH_Num> vert(n + 1, 0);
-  for (size_t i = 0; i < pairs.size(); i += 2) ++vert[pairs[i] - nb_.begin + 1];
-  for (int64_t v = 0; v < n; ++v) vert[v + 1] += vert[v];
-  std::vector<SCOTCH_Num> adj(vert[n]);
-  {
-    std::vector<SCOTCH_Num> at(vert.begin(), vert.end() - 1);
-    for (size_t i = 0; i < pairs.size(); i += 2) adj[at[pairs[i] - nb_.begin]++] = pairs[i + 1];
+  DistGraph g;
+  g.vtxdist.resize(P_ + 1);
+  for (int p = 0; p <= P_; ++p) g.vtxdist[p] = N_ * p / P_;
+  g.vert.assign(n + 1, 0);
+  const int64_t rounds = comm_.MaxInt64((eb_.size() + kBatchEdges - 1) / kBatchEdges);
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<int64_t> at;
+    if (pass == 1) {
+      for (int64_t v = 0; v < n; ++v) g.vert[v + 1] += g.vert[v];
+      g.adj.resize(g.vert[n]);
+      at.assign(g.vert.begin(), g.vert.end() - 1);
+    }
+    for (int64_t round = 0; round < rounds; ++round) {
+      std::vector<std::vector<int64_t>> send(P_);
+      const int64_t lo = std::min(eb_.size(), round * kBatchEdges), hi = std::min(eb_.size(), lo + kBatchEdges);
+      for (int64_t i = lo; i < hi; ++i) {
+        const int64_t u = edges_[2 * i], v = edges_[2 * i + 1];
+        if (u == v) continue;
+        auto& a = send[BlockOwner(N_, P_, u)];
+        auto& b = send[BlockOwner(N_, P_, v)];
+        if (pass == 0) {
+          a.push_back(u), b.push_back(v);
+        } else {
+          a.push_back(u), a.push_back(v), b.push_back(v), b.push_back(u);
+        }
+      }
+      for (std::vector<int64_t>& got : comm_.AllToAll(send)) {
+        if (pass == 0) {
+          for (int64_t u : got) ++g.vert[u - nb_.begin + 1];
+        } else {
+          for (size_t k = 0; k < got.size(); k += 2) g.adj[at[got[k] - nb_.begin]++] = got[k + 1];
+        }
+        got = {};
+      }
+    }
   }
-  pairs = {};
-  SCOTCH_Num out = 0;
+  int64_t out = 0;
   for (int64_t v = 0; v < n; ++v) {
-    SCOTCH_Num* b = adj.data() + vert[v];
-    SCOTCH_Num* e = adj.data() + vert[v + 1];
+    int64_t* b = g.adj.data() + g.vert[v];
+    int64_t* e = g.adj.data() + g.vert[v + 1];
     std::sort(b, e);
-    const SCOTCH_Num kept = std::unique(b, e) - b;
-    vert[v] = out;
-    std::memmove(adj.data() + out, b, kept * sizeof(SCOTCH_Num));
+    const int64_t kept = std::unique(b, e) - b;
+    g.vert[v] = out;
+    std::memmove(g.adj.data() + out, b, kept * sizeof(int64_t));
     out += kept;
   }
-  vert[n] = out;
-  adj.resize(out);
-  adj.shrink_to_fit();
+  g.vert[n] = out;
+  g.adj.resize(out);
   // One vertex weight: PT-Scotch balances a single load. With a split, training nodes weigh 2, so
   // the load balances nodes and training nodes together (the serial tool gives METIS two constraints).
-  std::vector<SCOTCH_Num> load;
   const bool weigh_train = o_.balance_train && in_.has_split;
   if (weigh_train) {
-    load.resize(n);
-    for (int64_t v = 0; v < n; ++v) load[v] = 1 + masks_[0][v];
+    g.vw.resize(n);
+    for (int64_t v = 0; v < n; ++v) g.vw[v] = 1 + masks_[0][v];
   }
-  s_.metis_note = StrCat("PT-Scotch k-way on ", P_, " rank", P_ == 1 ? "" : "s", ", balancing ",
-                         weigh_train ? "nodes + train nodes (one load: train nodes weigh 2)" : "nodes");
-  Log(StrCat("running PT-Scotch: ", N_, " nodes, ", comm_.SumInt64(out) / 2, " undirected edges, ", K_, " parts, ",
+  // PT-Scotch's multilevel hierarchy costs about 90 bytes per arc on each rank, so it gets the
+  // graph contracted by label propagation (dist_coarsen.h), level after level, until at most
+  // --scotch-max-edges edges are left: clusters of at most 1/(1000 K P) of the load on the first
+  // level, 8 times that on each next one, never above 1/(16 K P). The partition comes back up the
+  // levels, refined on each.
+  const int64_t max_arcs = 2 * o_.scotch_max_edges;
+  constexpr int kMaxLevels = 4;
+  const int64_t load = comm_.SumInt64(weigh_train ? std::accumulate(g.vw.begin(), g.vw.end(), int64_t{0}) : n);
+  const int64_t largest = load / (int64_t{16} * K_ * P_);
+  int64_t cap = std::max<int64_t>(2, load / (int64_t{1000} * K_ * P_));
+  struct Level {
+    DistGraph g;
+    std::unique_ptr<ArcSlots> slots;  // kept for the refinement on the way back
+    std::vector<int64_t> coarse_of;   // local vertex -> vertex of the next level
+  };
+  std::vector<Level> levels;
+  levels.push_back({std::move(g), nullptr, {}});
+  std::string path = StrCat(N_, " nodes");
+  while (o_.scotch_max_edges > 0 && static_cast<int>(levels.size()) <= kMaxLevels && cap <= largest) {
+    Level& fine = levels.back();
+    const int64_t fine_arcs = comm_.SumInt64(fine.g.vert.back());
+    if (fine_arcs <= max_arcs) break;
+    Log(StrCat("contracting level ", levels.size() - 1, " (", fine.g.num_global(), " vertices, ", fine_arcs / 2,
+               " edges) by label propagation, clusters of at most ", cap));
+    fine.slots = std::make_unique<ArcSlots>(comm_, fine.g);
+    fine.g.adj = {};
+    fine.g.adj.shrink_to_fit();
+    DistGraph coarse = CoarsenByLabelPropagation(comm_, fine.g, *fine.slots, cap, 5, &fine.coarse_of);
+    const int64_t before = fine.g.num_global(), after = coarse.num_global();
+    path += StrCat(" -> ", after);
+    levels.push_back({std::move(coarse), nullptr, {}});  // (`fine` dangles from here)
+    if (after * 10 > before * 9) break;  // hardly shrinking: stop here
+    cap *= 8;
+  }
+  const DistGraph& h = levels.back().g;
+  const int64_t hn = h.num_local(), harcs = comm_.SumInt64(h.vert.back());
+  const bool coarsen = levels.size() > 1;
+  s_.metis_note = StrCat("PT-Scotch k-way on ", P_, " rank", P_ == 1 ? "" : "s",
+                         coarsen ? StrCat(" of the graph contracted by label propagation (", path, " vertices, ",
+                                          harcs / 2, " edges), refined at each level")
+                                 : "",
+                         ", balancing ", weigh_train ? "nodes + train nodes (one load: train nodes weigh 2)" : "nodes");
+  Log(StrCat("running PT-Scotch: ", h.num_global(), " vertices, ", harcs / 2, " undirected edges, ", K_, " parts, ",
              P_, " ranks"));
   std::optional<base::ElapsedTicker> ticker;
   if (r_ == 0 && !o_.quiet && base::ProgressEnabled(base::GetProgressMode())) {
     ticker.emplace(kTool, "PT-Scotch still running", 15.0);
   }
-  SCOTCH_Dgraph g;
+  // PT-Scotch's arrays are not const in its interface; it does not write them.
+  DistGraph& hm = const_cast<DistGraph&>(h);
+  SCOTCH_Dgraph sg;
   SCOTCH_Strat strat;
-  std::vector<SCOTCH_Num> part(std::max<int64_t>(n, 1));
-  int rc = SCOTCH_dgraphInit(&g, MPI_COMM_WORLD);
+  std::vector<SCOTCH_Num> part(std::max<int64_t>(hn, 1));
+  int rc = SCOTCH_dgraphInit(&sg, MPI_COMM_WORLD);
   std::string step = "SCOTCH_dgraphInit";
   if (rc == 0) {
-    rc = SCOTCH_dgraphBuild(&g, 0, n, n, vert.data(), vert.data() + 1, weigh_train ? load.data() : nullptr, nullptr,
-                            out, out, adj.data(), nullptr, nullptr);
+    // Every rank must pass loads or none (a rank may hold no vertex or no arc of the coarse graph).
+    // (PT-Scotch takes an array equal to another for absent, so each empty one gets its own.)
+    static SCOTCH_Num none[3] = {0, 0, 0};
+    auto loads = [](std::vector<int64_t>& v, bool given, int k) { return !given ? nullptr : v.empty() ? &none[k] : v.data(); };
+    rc = SCOTCH_dgraphBuild(&sg, 0, hn, hn, hm.vert.data(), hm.vert.data() + 1, loads(hm.vw, coarsen || weigh_train, 0),
+                            nullptr, hm.vert.back(), hm.vert.back(), hm.adj.empty() ? &none[1] : hm.adj.data(), nullptr,
+                            loads(hm.arc_w, coarsen, 2));
     step = "SCOTCH_dgraphBuild";
     if (rc == 0) {
       SCOTCH_stratInit(&strat);
@@ -345,16 +433,27 @@ absl::Status Job::AssignWithScotch() {
       rc = SCOTCH_stratDgraphMapBuild(&strat, SCOTCH_STRATDEFAULT, P_, K_, 0.03);
       step = "SCOTCH_stratDgraphMapBuild";
       if (rc == 0) {
-        rc = SCOTCH_dgraphPart(&g, K_, &strat, part.data());
+        rc = SCOTCH_dgraphPart(&sg, K_, &strat, part.data());
         step = "SCOTCH_dgraphPart";
       }
       SCOTCH_stratExit(&strat);
     }
-    SCOTCH_dgraphExit(&g);
+    SCOTCH_dgraphExit(&sg);
   }
   RETURN_IF_ERROR(comm_.Agree(rc == 0 ? absl::OkStatus()
                                       : absl::InternalError(StrCat(step, " failed with code ", rc,
                                                                    " (PT-Scotch's message is above)"))));
+  part.resize(hn);
+  // Back up the levels: each level's vertices take their cluster's part, then vertices the
+  // clustering put with the wrong neighbours move to their neighbours' part.
+  int64_t moved = 0;
+  for (int l = static_cast<int>(levels.size()) - 2; l >= 0; --l) {
+    part = ProjectToFine(comm_, levels[l + 1].g, part, levels[l].coarse_of);
+    levels[l + 1] = {};
+    levels[l].coarse_of = {};
+    moved += RefineByLabelPropagation(comm_, levels[l].g, *levels[l].slots, K_, 0.03, 12, &part);
+  }
+  if (coarsen) Log(StrCat("refined on ", levels.size() - 1, " level(s): ", moved, " moves"));
   part_.resize(n);
   for (int64_t v = 0; v < n; ++v) part_[v] = static_cast<int32_t>(part[v]);
   return absl::OkStatus();
@@ -461,52 +560,65 @@ void Job::RelabelEndpoints() {
   for (int64_t& v : edges_) v = answer[std::lower_bound(ids.begin(), ids.end(), v) - ids.begin()];
 }
 
-// Every stored edge goes to the rank owning its destination's partition as (dst, src, virtual
-// edge): the input edges, then (with reverse edges) their reverses, numbered as the serial tool.
+// Every stored edge goes to the rank owning its destination's partition: the input edges, then
+// (with reverse edges) their reverses, numbered as the serial tool. The owner sorts them; that
+// array is its partitions' in-edge CSC, with no second copy.
 void Job::ShuffleEdges() {
+  // What arrives is counted first, so that the array is allocated once at its size (growing it
+  // by doubling would cost up to twice the memory at the moment it moves).
+  {
+    std::vector<int64_t> count(P_, 0);
+    for (int64_t i = 0; i < eb_.size(); ++i) {
+      const int64_t u = edges_[2 * i], w = edges_[2 * i + 1];
+      if (u == w && o_.remove_self_loops) continue;
+      ++count[OwnerOfPart(book_->PartOf(w))];
+      if (o_.add_reverse_edges && u != w) ++count[OwnerOfPart(book_->PartOf(u))];
+    }
+    int64_t incoming = 0;
+    for (int64_t c : comm_.ExchangeCounts(count)) incoming += c;
+    stored_.reserve(incoming);
+  }
   const int64_t rounds = comm_.MaxInt64((eb_.size() + kBatchEdges - 1) / kBatchEdges);
   for (int64_t round = 0; round < rounds; ++round) {
-    std::vector<std::vector<int64_t>> send(P_);
+    std::vector<std::vector<StoredEdge>> send(P_);
     const int64_t lo = std::min(eb_.size(), round * kBatchEdges), hi = std::min(eb_.size(), lo + kBatchEdges);
     for (int64_t i = lo; i < hi; ++i) {
       const int64_t u = edges_[2 * i], w = edges_[2 * i + 1];
       const bool self = u == w;
       if (self && o_.remove_self_loops) continue;
-      auto& a = send[OwnerOfPart(book_->PartOf(w))];
-      a.push_back(w), a.push_back(u), a.push_back(eb_.begin + i);
-      if (o_.add_reverse_edges && !self) {
-        auto& b = send[OwnerOfPart(book_->PartOf(u))];
-        b.push_back(u), b.push_back(w), b.push_back(E_ + eb_.begin + i);
-      }
+      send[OwnerOfPart(book_->PartOf(w))].push_back({w, u, eb_.begin + i});
+      if (o_.add_reverse_edges && !self) send[OwnerOfPart(book_->PartOf(u))].push_back({u, w, E_ + eb_.begin + i});
     }
-    for (std::vector<int64_t>& got : comm_.AllToAll(send)) {
-      triples_.insert(triples_.end(), got.begin(), got.end());
+    for (std::vector<StoredEdge>& got : comm_.AllToAll(send)) {
+      stored_.insert(stored_.end(), got.begin(), got.end());
       got = {};
     }
   }
   edges_ = {};
   edges_.shrink_to_fit();
-  // Each owned partition's in-edge CSC, rows sorted by (source, virtual edge) as the serial tool.
-  const int64_t m = static_cast<int64_t>(triples_.size() / 3);
+  // Sorted by (dst, src, origin): the serial tool's order (core::SortRows). Repeats of (dst, src)
+  // are counted, and dropped on request keeping the smallest origin.
+  std::sort(stored_.begin(), stored_.end());
   int64_t duplicates = 0;
-  for (OwnedPart& op : owned_) {
-    const int64_t start = book_->start(op.k);
-    op.csc = core::BuildCsr(
-        book_->size(op.k), m,
-        [&](int64_t i) -> std::pair<int64_t, int64_t> {
-          const int64_t w = triples_[3 * i];
-          if (book_->PartOf(w) != op.k) return {-1, 0};
-          return {w - start, triples_[3 * i + 1]};
-        },
-        &op.origin, threads_);
-    for (int64_t& x : op.origin) x = triples_[3 * x + 2];
-    duplicates += core::SortRows(&op.csc, &op.origin, o_.remove_duplicate_edges, threads_);
+  for (size_t i = 1; i < stored_.size(); ++i) {
+    duplicates += stored_[i].dst == stored_[i - 1].dst && stored_[i].src == stored_[i - 1].src;
   }
-  triples_ = {};
-  triples_.shrink_to_fit();
+  if (o_.remove_duplicate_edges && duplicates > 0) {
+    stored_.erase(std::unique(stored_.begin(), stored_.end(),
+                              [](const StoredEdge& a, const StoredEdge& b) { return a.dst == b.dst && a.src == b.src; }),
+                  stored_.end());
+  }
   s_.duplicates = comm_.SumInt64(duplicates);
   std::vector<int64_t> per_part(K_, 0);
-  for (const OwnedPart& op : owned_) per_part[op.k] = op.csc.num_entries();
+  for (OwnedPart& op : owned_) {
+    const int64_t start = book_->start(op.k), n = book_->size(op.k);
+    op.begin = std::lower_bound(stored_.begin(), stored_.end(), StoredEdge{start, INT64_MIN, INT64_MIN}) - stored_.begin();
+    op.end = std::lower_bound(stored_.begin(), stored_.end(), StoredEdge{start + n, INT64_MIN, INT64_MIN}) - stored_.begin();
+    op.indptr.assign(n + 1, 0);
+    for (int64_t p = op.begin; p < op.end; ++p) ++op.indptr[stored_[p].dst - start + 1];
+    for (int64_t v = 0; v < n; ++v) op.indptr[v + 1] += op.indptr[v];
+    per_part[op.k] = op.end - op.begin;
+  }
   per_part = comm_.AllSum(per_part);
   edge_bounds_.assign(K_ + 1, 0);
   for (int k = 0; k < K_; ++k) edge_bounds_[k + 1] = edge_bounds_[k] + per_part[k];
@@ -515,17 +627,17 @@ void Job::ShuffleEdges() {
 
 absl::Status Job::WriteInEdges() {
   for (OwnedPart& op : owned_) {
-    const int64_t nb = book_->start(op.k), ne = book_->end(op.k);
-    RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kIndptr), op.csc.indptr));
-    RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kIndices), op.csc.indices));
-    RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kOrigEids), op.origin));
+    const int64_t nb = book_->start(op.k), ne = book_->end(op.k), m = op.end - op.begin;
+    const StoredEdge* e = stored_.data() + op.begin;
+    RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kIndptr), op.indptr));
+    op.indptr = {};
+    RETURN_IF_ERROR(WriteMember(PartPath(op.k, PartFiles::kIndices), e, m, &StoredEdge::src));
+    RETURN_IF_ERROR(WriteMember(PartPath(op.k, PartFiles::kOrigEids), e, m, &StoredEdge::origin));
     std::vector<int64_t> halo;
-    for (int64_t u : op.csc.indices) {
-      if (u < nb || u >= ne) {
-        ++op.cut;
-        halo.push_back(u);
-      }
+    for (int64_t p = 0; p < m; ++p) {
+      if (e[p].src < nb || e[p].src >= ne) halo.push_back(e[p].src);
     }
+    op.cut = static_cast<int64_t>(halo.size());
     std::sort(halo.begin(), halo.end());
     halo.erase(std::unique(halo.begin(), halo.end()), halo.end());
     op.halo = static_cast<int64_t>(halo.size());
@@ -536,60 +648,46 @@ absl::Status Job::WriteInEdges() {
 }
 
 // Out-edges of each partition's nodes, wherever they are stored: every stored edge goes, as
-// (src, dst, edge ID), to the rank owning its source's partition; rows sorted by edge ID.
+// (src, edge ID, dst), to the rank owning its source's partition, which sorts them by (src, edge
+// ID). The stored edges are let go once sent.
 absl::Status Job::ShuffleOutEdges() {
-  int64_t local = 0;
-  for (const OwnedPart& op : owned_) local += op.csc.num_entries();
+  const int64_t local = static_cast<int64_t>(stored_.size());
   const int64_t rounds = comm_.MaxInt64((local + kBatchEdges - 1) / kBatchEdges);
-  std::vector<int64_t> got_all;
-  size_t part_at = 0;
-  int64_t row = 0;
+  std::vector<OutEdge> got_all;
+  {
+    std::vector<int64_t> count(P_, 0);
+    for (const StoredEdge& e : stored_) ++count[OwnerOfPart(book_->PartOf(e.src))];
+    int64_t incoming = 0;
+    for (int64_t c : comm_.ExchangeCounts(count)) incoming += c;
+    got_all.reserve(incoming);
+  }
   for (int64_t round = 0; round < rounds; ++round) {
-    std::vector<std::vector<int64_t>> send(P_);
-    int64_t budget = kBatchEdges;
-    while (budget > 0 && part_at < owned_.size()) {
-      const OwnedPart& op = owned_[part_at];
-      const int64_t start = book_->start(op.k);
-      for (; row < op.csc.num_rows() && budget > 0; ++row) {
-        for (int64_t p = op.csc.indptr[row]; p < op.csc.indptr[row + 1]; ++p, --budget) {
-          const int64_t u = op.csc.indices[p];
-          auto& a = send[OwnerOfPart(book_->PartOf(u))];
-          a.push_back(u), a.push_back(start + row), a.push_back(edge_bounds_[op.k] + p);
-        }
+    std::vector<std::vector<OutEdge>> send(P_);
+    const int64_t lo = std::min(local, round * kBatchEdges), hi = std::min(local, lo + kBatchEdges);
+    for (const OwnedPart& op : owned_) {
+      for (int64_t p = std::max(lo, op.begin); p < std::min(hi, op.end); ++p) {
+        const StoredEdge& e = stored_[p];
+        send[OwnerOfPart(book_->PartOf(e.src))].push_back({e.src, edge_bounds_[op.k] + (p - op.begin), e.dst});
       }
-      if (row == op.csc.num_rows()) ++part_at, row = 0;
     }
-    for (std::vector<int64_t>& got : comm_.AllToAll(send)) {
+    for (std::vector<OutEdge>& got : comm_.AllToAll(send)) {
       got_all.insert(got_all.end(), got.begin(), got.end());
       got = {};
     }
   }
-  for (OwnedPart& op : owned_) op.csc = {};
-  const int64_t m = static_cast<int64_t>(got_all.size() / 3);
+  stored_ = {};
+  stored_.shrink_to_fit();
+  std::sort(got_all.begin(), got_all.end());
   for (const OwnedPart& op : owned_) {
     const int64_t start = book_->start(op.k), n = book_->size(op.k);
+    const int64_t b = std::lower_bound(got_all.begin(), got_all.end(), OutEdge{start, INT64_MIN, 0}) - got_all.begin();
+    const int64_t e = std::lower_bound(got_all.begin(), got_all.end(), OutEdge{start + n, INT64_MIN, 0}) - got_all.begin();
     std::vector<int64_t> ptr(n + 1, 0);
-    for (int64_t i = 0; i < m; ++i) {
-      const int64_t u = got_all[3 * i];
-      if (book_->PartOf(u) == op.k) ++ptr[u - start + 1];
-    }
+    for (int64_t i = b; i < e; ++i) ++ptr[got_all[i].src - start + 1];
     for (int64_t v = 0; v < n; ++v) ptr[v + 1] += ptr[v];
-    std::vector<std::pair<int64_t, int64_t>> row_of(ptr[n]);  // (edge ID, dst)
-    {
-      std::vector<int64_t> at(ptr.begin(), ptr.end() - 1);
-      for (int64_t i = 0; i < m; ++i) {
-        const int64_t u = got_all[3 * i];
-        if (book_->PartOf(u) == op.k) row_of[at[u - start]++] = {got_all[3 * i + 2], got_all[3 * i + 1]};
-      }
-    }
-    std::vector<int64_t> dst(ptr[n]), eid(ptr[n]);
-    for (int64_t v = 0; v < n; ++v) {
-      std::sort(row_of.begin() + ptr[v], row_of.begin() + ptr[v + 1]);
-      for (int64_t p = ptr[v]; p < ptr[v + 1]; ++p) eid[p] = row_of[p].first, dst[p] = row_of[p].second;
-    }
     RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kOutIndptr), ptr));
-    RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kOutIndices), dst));
-    RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kOutEids), eid));
+    RETURN_IF_ERROR(WriteMember(PartPath(op.k, PartFiles::kOutIndices), got_all.data() + b, e - b, &OutEdge::dst));
+    RETURN_IF_ERROR(WriteMember(PartPath(op.k, PartFiles::kOutEids), got_all.data() + b, e - b, &OutEdge::eid));
   }
   return absl::OkStatus();
 }
@@ -605,7 +703,7 @@ absl::Status Job::WriteEdgeData() {
   std::vector<std::vector<std::unique_ptr<RowFile>>> files(owned_.size());
   absl::Status created;
   for (size_t i = 0; i < owned_.size(); ++i) {
-    const int64_t m = static_cast<int64_t>(owned_[i].origin.size());
+    const int64_t m = owned_[i].end - owned_[i].begin;
     for (int64_t p = 0; p < m; p += batch) batches.push_back({i, p});
     for (const SliceField& f : in_.edge_fields) {
       std::vector<int64_t> shape{m};
@@ -619,7 +717,6 @@ absl::Status Job::WriteEdgeData() {
   // No rank may enter the rounds' collectives while another has given up.
   RETURN_IF_ERROR(comm_.Agree(created));
   const int64_t rounds = comm_.MaxInt64(static_cast<int64_t>(batches.size()));
-  std::vector<char> row(row_bytes);
   for (int64_t round = 0; round < rounds; ++round) {
     std::vector<std::vector<int64_t>> ask(P_);
     std::vector<std::vector<int64_t>> where(P_);  // positions in the batch, per owner asked
@@ -628,9 +725,9 @@ absl::Status Job::WriteEdgeData() {
     if (round < static_cast<int64_t>(batches.size())) {
       oi = batches[round].first;
       lo = batches[round].second;
-      hi = std::min<int64_t>(lo + batch, owned_[oi].origin.size());
+      hi = std::min<int64_t>(lo + batch, owned_[oi].end - owned_[oi].begin);
       for (int64_t p = lo; p < hi; ++p) {
-        const int64_t v = owned_[oi].origin[p];
+        const int64_t v = stored_[owned_[oi].begin + p].origin;
         const int64_t input_row = v < E_ ? v : v - E_;
         const int owner = BlockOwner(E_, P_, input_row);
         ask[owner].push_back(input_row);
@@ -873,11 +970,10 @@ absl::StatusOr<PartitionSummary> Job::Run() {
   ShuffleEdges();
   Phase("write-graph");
   RETURN_IF_ERROR(comm_.Agree(WriteInEdges()));
-  Phase("out-edges");
-  RETURN_IF_ERROR(comm_.Agree(ShuffleOutEdges()));
   Phase("edge-data");
   RETURN_IF_ERROR(comm_.Agree(WriteEdgeData()));
-  for (OwnedPart& op : owned_) op.origin = {};
+  Phase("out-edges");
+  RETURN_IF_ERROR(comm_.Agree(ShuffleOutEdges()));
   Phase("node-data");
   Log("moving node data to their partitions' ranks");
   RETURN_IF_ERROR(comm_.Agree(WriteNodeData()));

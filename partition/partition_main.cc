@@ -77,6 +77,11 @@ int Main(int argc, char** argv) {
                "run as one rank of an MPI job (mpirun -np P fanout-partition --distributed ...): each rank reads a "
                "slice of the input and writes its partitions, so no machine holds the whole graph; the assignment "
                "comes from PT-Scotch (--part-method metis), a random one or an .npy file (docs/partitioning.md)");
+  args.AddInt("scotch-max-edges", &opt.scotch_max_edges,
+              "with --distributed and --part-method metis: contract the graph by label propagation until at most "
+              "this many edges are left for PT-Scotch, whose memory grows with its input (0: give PT-Scotch the "
+              "whole graph)",
+              0);
   args.AddBool("quiet", &opt.quiet, "print nothing but errors: no progress on stderr, no summary on stdout");
   std::string progress;
   base::AddProgressFlag(args, &progress);

@@ -32,6 +32,9 @@ struct PartitionOptions {
   int num_threads = 0;                 // threads for sorting and writing; 0 = all cores
   bool overwrite = false;              // replace an out_dir this tool wrote (base/staging_dir.h)
   bool quiet = false;                  // no progress lines on stderr
+  // --distributed: the graph is contracted by label propagation until at most this many edges
+  // are left for PT-Scotch (whose memory grows with its input), then refined on the way back.
+  int64_t scotch_max_edges = int64_t{2} << 20;
   // Link prediction: node pairs held out of the stored graph, with negatives (edge_split.h);
   // its seed is `seed`.
   EdgeSplitOptions edge_split;

@@ -335,6 +335,10 @@ absl::StatusOr<std::vector<int64_t>> ReadEdgeSlice(const SliceInput& in, int64_t
     }
     return out;
   }
+  if (!in.edges_columns && in.edges.dtype() == DType::kInt64) {
+    in.edges.CopyRows(begin, end, reinterpret_cast<char*>(out.data()));
+    return out;
+  }
   if (!in.edges_columns) {
     ASSIGN_OR_RETURN(std::vector<int64_t> s, in.edges.ReadInts(begin, end, 0));
     ASSIGN_OR_RETURN(std::vector<int64_t> d, in.edges.ReadInts(begin, end, 1));

@@ -130,6 +130,8 @@ TEST(DistributedPartitionTest, SameFilesAsTheSerialToolForTheSameAssignment) {
   }
 }
 
+// PT-Scotch on the graph itself (small graphs), and on the graph contracted by label propagation
+// over two or three levels (--scotch-max-edges below the graph's edges), refined on the way back.
 TEST(DistributedPartitionTest, PtScotchOnTwoAndFourRanksCutsLikeMetis) {
   SKIP_WITHOUT_MPI();
   TempDir dir;
@@ -148,14 +150,17 @@ TEST(DistributedPartitionTest, PtScotchOnTwoAndFourRanksCutsLikeMetis) {
   o.method = partition::PartMethod::kMetis;
   for (int ranks : {2, 4}) {
     for (int parts : {3, 4}) {
-      const std::string out = dir.Sub(StrCat("d", ranks, "-", parts));
+     for (const bool contract : {false, true}) {
+      const std::string out = dir.Sub(StrCat("d", ranks, "-", parts, "-", contract));
       std::string stdout_text, err;
       ASSERT_EQ(Distributed(ranks, {"--input", in.dir, "--num-parts", std::to_string(parts), "--out", out,
-                                    "--add-reverse-edges"},
+                                    "--add-reverse-edges", "--scotch-max-edges", contract ? "1000" : "0"},
                             &stdout_text, &err),
                 0)
           << err;
       EXPECT_NE(stdout_text.find(StrCat("PT-Scotch k-way on ", ranks, " ranks")), std::string::npos) << stdout_text;
+      EXPECT_EQ(stdout_text.find("contracted by label propagation (3000 nodes -> ") != std::string::npos, contract)
+          << stdout_text;
       EXPECT_NE(stdout_text.find("per rank at most"), std::string::npos) << stdout_text;
       o.num_parts = parts;
       testing::ExpectValidPartition(in.d, o, out + "/g.json");
@@ -168,11 +173,12 @@ TEST(DistributedPartitionTest, PtScotchOnTwoAndFourRanksCutsLikeMetis) {
       }
       if (parts == 4) {
         const int64_t cut = testing::EdgeCut(out + "/g.json");
-        std::printf("%d ranks: cut %lld, serial METIS %lld, random %lld\n", ranks, static_cast<long long>(cut),
-                    static_cast<long long>(metis_cut), static_cast<long long>(random_cut));
+        std::printf("%d ranks%s: cut %lld, serial METIS %lld, random %lld\n", ranks, contract ? ", contracted" : "",
+                    static_cast<long long>(cut), static_cast<long long>(metis_cut), static_cast<long long>(random_cut));
         EXPECT_LT(cut, metis_cut * 1.3);
         EXPECT_LT(cut, random_cut / 2);
       }
+     }
     }
   }
 }
