@@ -12,52 +12,26 @@
 #include <filesystem>
 #include <functional>
 #include <fstream>
-#include <numeric>
 #include <optional>
-#include <random>
 
 #include <nlohmann/json.hpp>
-#include <scotch-int64/ptscotch.h>
 
 #include "base/parallel.h"
 #include "base/process_stats.h"
-#include "base/progress.h"
 #include "base/staging_dir.h"
 #include "base/status.h"
 #include "base/strings.h"
-#include "core/csr.h"
 #include "core/npy.h"
 #include "core/partition_book.h"
 #include "core/partition_config.h"
-#include "partition/dist_coarsen.h"
+#include "partition/dist_job.h"
 #include "partition/mpi_comm.h"
 #include "partition/slice_input.h"
 
-namespace fanout::partition {
+namespace fanout::partition::dist {
 namespace {
 
 namespace fs = std::filesystem;
-using base::StrCat;
-using core::DType;
-using core::PartFiles;
-
-constexpr const char* kTool = "fanout-partition";
-// Edges (or rows) handled per all-to-all round: bounds the send buffers, whatever the slice.
-constexpr int64_t kBatchEdges = int64_t{4} << 20;
-constexpr int64_t kBatchBytes = int64_t{32} << 20;
-
-// Rank r's block of [0, n): [n r / P, n (r + 1) / P).
-struct Block {
-  int64_t begin = 0, end = 0;
-  int64_t size() const { return end - begin; }
-};
-Block BlockOf(int64_t n, int p, int r) { return {n * r / p, n * (r + 1) / p}; }
-int BlockOwner(int64_t n, int p, int64_t v) {
-  int r = static_cast<int>(static_cast<__int128>(v) * p / std::max<int64_t>(n, 1));
-  while (r > 0 && n * r / p > v) --r;
-  while (r + 1 < p && n * (r + 1) / p <= v) ++r;
-  return r;
-}
 
 // A .npy of known shape written at row positions, in any order, by one process (pwrite).
 class RowFile {
@@ -109,39 +83,6 @@ class RowFile {
   size_t header_ = 0, row_bytes_ = 0;
 };
 
-// One per-node column shipped from block owners to partition owners (node_data/NAME.npy, or
-// graph/orig_nids.npy).
-struct NodeColumn {
-  std::string file;  // relative to the partition folder
-  DType dtype;
-  std::vector<int64_t> row_shape;
-  size_t row_bytes;
-  // Rows [begin, end) of this rank's block (local indices) into `out`.
-  std::function<absl::Status(int64_t, int64_t, char*)> read;
-};
-
-// A stored edge as it travels and as the owner keeps it: sorted by (dst, src, origin), a
-// partition's edges are its in-edge CSC, and an edge's ID is its position (plus the partition's
-// first edge ID). `origin` is the virtual input edge, as the serial tool numbers them.
-struct StoredEdge {
-  int64_t dst, src, origin;
-  bool operator<(const StoredEdge& o) const {
-    return dst != o.dst ? dst < o.dst : src != o.src ? src < o.src : origin < o.origin;
-  }
-};
-// An out-edge on its way to its source's owner.
-struct OutEdge {
-  int64_t src, eid, dst;
-  bool operator<(const OutEdge& o) const { return src != o.src ? src < o.src : eid < o.eid; }
-};
-
-struct OwnedPart {
-  int k = 0;
-  int64_t begin = 0, end = 0;     // its edges in the rank's StoredEdge array
-  std::vector<int64_t> indptr;    // in-edge offsets over its nodes
-  int64_t cut = 0, halo = 0, train = 0;
-};
-
 // Writes one int64 member of each of `count` structs as a 1-D .npy, 8 MiB at a time.
 template <typename T>
 absl::Status WriteMember(const std::string& path, const T* rows, int64_t count, int64_t T::*member) {
@@ -159,56 +100,12 @@ absl::Status WriteMember(const std::string& path, const T* rows, int64_t count, 
   return w->Close();
 }
 
-class Job {
- public:
-  Job(const MpiComm& comm, const SliceInput& in, const PartitionOptions& o, int threads)
-      : comm_(comm), in_(in), o_(o), P_(comm.size()), r_(comm.rank()), K_(o.num_parts), threads_(threads) {}
+}  // namespace
 
-  absl::StatusOr<PartitionSummary> Run();
-
- private:
-  void Log(const std::string& msg) const {
-    if (r_ == 0 && !o_.quiet) std::fprintf(stderr, "%s: %s\n", kTool, msg.c_str());
-  }
-  void Phase(const std::string& name);
-  absl::Status ReadEdges();
-  absl::Status ReadSplit();
-  absl::Status Assign();
-  absl::Status AssignWithScotch();
-  absl::Status Relabel();
-  void RelabelEndpoints();
-  void ShuffleEdges();
-  absl::Status WriteInEdges();
-  absl::Status ShuffleOutEdges();
-  absl::Status WriteEdgeData();
-  absl::Status WriteNodeData();
-  std::vector<NodeColumn> NodeColumns();
-  int OwnerOfPart(int k) const { return k % P_; }
-  std::string PartPath(int k, const std::string& rel) const { return cfg_.PartPath(k, rel); }
-
-  const MpiComm& comm_;
-  const SliceInput& in_;
-  const PartitionOptions& o_;
-  const int P_, r_, K_, threads_;
-  base::PhaseTimer timer_;
-  int64_t N_ = 0, E_ = 0;
-  Block nb_, eb_;  // this rank's node block and input edge slice
-  std::vector<int64_t> edges_;  // the slice as (src, dst) pairs: input IDs, then new IDs
-  std::vector<std::vector<uint8_t>> masks_;  // train / valid / test over the node block
-  std::vector<int32_t> part_;     // block node -> partition
-  std::vector<int64_t> new_id_;   // block node -> new ID
-  std::vector<int64_t> bounds_;   // K + 1 node bounds
-  std::vector<int64_t> offset_;   // [P][K]: first new ID of rank p's nodes in partition k
-  std::optional<core::RangePartitionBook> book_;
-  std::vector<StoredEdge> stored_;  // the stored edges of this rank's partitions, sorted
-  std::vector<OwnedPart> owned_;
-  std::vector<int64_t> edge_bounds_;
-  core::PartitionConfig cfg_;
-  PartitionSummary s_;
-  int64_t max_label_ = -1;
-};
 
 void Job::Phase(const std::string& name) {
+  if (in_phase_) phase_peaks_.push_back(base::PeakRssBytes());  // the end of the one before
+  in_phase_ = true;
   timer_.Start(name);
   // Tests end one rank mid-job (FANOUT_TEST_KILL_RANK=R:PHASE) to check the others stop too.
   if (const char* kill = std::getenv("FANOUT_TEST_KILL_RANK"); kill != nullptr && *kill != '\0') {
@@ -220,10 +117,10 @@ absl::Status Job::ReadEdges() {
   E_ = in_.num_edges;
   eb_ = BlockOf(E_, P_, r_);
   absl::StatusOr<std::vector<int64_t>> e = ReadEdgeSlice(in_, eb_.begin, eb_.end);
-  int64_t lo = 0, hi = -1;
+  int64_t hi = -1;
   if (e.ok()) {
     edges_ = std::move(*e);
-    for (int64_t x : edges_) lo = std::min(lo, x), hi = std::max(hi, x);
+    for (int64_t x : edges_) hi = std::max(hi, x);
   }
   RETURN_IF_ERROR(comm_.Agree(e.status()));
   N_ = in_.num_nodes;
@@ -302,213 +199,6 @@ absl::Status Job::ReadSplit() {
   return absl::OkStatus();
 }
 
-absl::Status Job::AssignWithScotch() {
-  // The symmetric graph of this rank's node block, built in place: a first pass counts each
-  // vertex's arcs (every edge (u, v), u != v, is an arc of u at u's owner and of v at v's), a
-  // second sends the arcs into their rows; rows are then sorted and repeats dropped.
-  const int64_t n = nb_.size();
-  DistGraph g;
-  g.vtxdist.resize(P_ + 1);
-  for (int p = 0; p <= P_; ++p) g.vtxdist[p] = N_ * p / P_;
-  g.vert.assign(n + 1, 0);
-  const int64_t rounds = comm_.MaxInt64((eb_.size() + kBatchEdges - 1) / kBatchEdges);
-  for (int pass = 0; pass < 2; ++pass) {
-    std::vector<int64_t> at;
-    if (pass == 1) {
-      for (int64_t v = 0; v < n; ++v) g.vert[v + 1] += g.vert[v];
-      g.adj.resize(g.vert[n]);
-      at.assign(g.vert.begin(), g.vert.end() - 1);
-    }
-    for (int64_t round = 0; round < rounds; ++round) {
-      std::vector<std::vector<int64_t>> send(P_);
-      const int64_t lo = std::min(eb_.size(), round * kBatchEdges), hi = std::min(eb_.size(), lo + kBatchEdges);
-      for (int64_t i = lo; i < hi; ++i) {
-        const int64_t u = edges_[2 * i], v = edges_[2 * i + 1];
-        if (u == v) continue;
-        auto& a = send[BlockOwner(N_, P_, u)];
-        auto& b = send[BlockOwner(N_, P_, v)];
-        if (pass == 0) {
-          a.push_back(u), b.push_back(v);
-        } else {
-          a.push_back(u), a.push_back(v), b.push_back(v), b.push_back(u);
-        }
-      }
-      for (std::vector<int64_t>& got : comm_.AllToAll(send)) {
-        if (pass == 0) {
-          for (int64_t u : got) ++g.vert[u - nb_.begin + 1];
-        } else {
-          for (size_t k = 0; k < got.size(); k += 2) g.adj[at[got[k] - nb_.begin]++] = got[k + 1];
-        }
-        got = {};
-      }
-    }
-  }
-  int64_t out = 0;
-  for (int64_t v = 0; v < n; ++v) {
-    int64_t* b = g.adj.data() + g.vert[v];
-    int64_t* e = g.adj.data() + g.vert[v + 1];
-    std::sort(b, e);
-    const int64_t kept = std::unique(b, e) - b;
-    g.vert[v] = out;
-    std::memmove(g.adj.data() + out, b, kept * sizeof(int64_t));
-    out += kept;
-  }
-  g.vert[n] = out;
-  g.adj.resize(out);
-  // One vertex weight: PT-Scotch balances a single load. With a split, training nodes weigh 2, so
-  // the load balances nodes and training nodes together (the serial tool gives METIS two constraints).
-  const bool weigh_train = o_.balance_train && in_.has_split;
-  if (weigh_train) {
-    g.vw.resize(n);
-    for (int64_t v = 0; v < n; ++v) g.vw[v] = 1 + masks_[0][v];
-  }
-  // PT-Scotch's multilevel hierarchy costs about 90 bytes per arc on each rank, so it gets the
-  // graph contracted by label propagation (dist_coarsen.h), level after level, until at most
-  // --scotch-max-edges edges are left: clusters of at most 1/(1000 K P) of the load on the first
-  // level, 8 times that on each next one, never above 1/(16 K P). The partition comes back up the
-  // levels, refined on each.
-  const int64_t max_arcs = 2 * o_.scotch_max_edges;
-  constexpr int kMaxLevels = 4;
-  const int64_t load = comm_.SumInt64(weigh_train ? std::accumulate(g.vw.begin(), g.vw.end(), int64_t{0}) : n);
-  const int64_t largest = load / (int64_t{16} * K_ * P_);
-  int64_t cap = std::max<int64_t>(2, load / (int64_t{1000} * K_ * P_));
-  struct Level {
-    DistGraph g;
-    std::unique_ptr<ArcSlots> slots;  // kept for the refinement on the way back
-    std::vector<int64_t> coarse_of;   // local vertex -> vertex of the next level
-  };
-  std::vector<Level> levels;
-  levels.push_back({std::move(g), nullptr, {}});
-  std::string path = StrCat(N_, " nodes");
-  while (o_.scotch_max_edges > 0 && static_cast<int>(levels.size()) <= kMaxLevels && cap <= largest) {
-    Level& fine = levels.back();
-    const int64_t fine_arcs = comm_.SumInt64(fine.g.vert.back());
-    if (fine_arcs <= max_arcs) break;
-    Log(StrCat("contracting level ", levels.size() - 1, " (", fine.g.num_global(), " vertices, ", fine_arcs / 2,
-               " edges) by label propagation, clusters of at most ", cap));
-    fine.slots = std::make_unique<ArcSlots>(comm_, fine.g);
-    fine.g.adj = {};
-    fine.g.adj.shrink_to_fit();
-    DistGraph coarse = CoarsenByLabelPropagation(comm_, fine.g, *fine.slots, cap, 5, &fine.coarse_of);
-    const int64_t before = fine.g.num_global(), after = coarse.num_global();
-    path += StrCat(" -> ", after);
-    levels.push_back({std::move(coarse), nullptr, {}});  // (`fine` dangles from here)
-    if (after * 10 > before * 9) break;  // hardly shrinking: stop here
-    cap *= 8;
-  }
-  const DistGraph& h = levels.back().g;
-  const int64_t hn = h.num_local(), harcs = comm_.SumInt64(h.vert.back());
-  const bool coarsen = levels.size() > 1;
-  s_.metis_note = StrCat("PT-Scotch k-way on ", P_, " rank", P_ == 1 ? "" : "s",
-                         coarsen ? StrCat(" of the graph contracted by label propagation (", path, " vertices, ",
-                                          harcs / 2, " edges), refined at each level")
-                                 : "",
-                         ", balancing ", weigh_train ? "nodes + train nodes (one load: train nodes weigh 2)" : "nodes");
-  Log(StrCat("running PT-Scotch: ", h.num_global(), " vertices, ", harcs / 2, " undirected edges, ", K_, " parts, ",
-             P_, " ranks"));
-  std::optional<base::ElapsedTicker> ticker;
-  if (r_ == 0 && !o_.quiet && base::ProgressEnabled(base::GetProgressMode())) {
-    ticker.emplace(kTool, "PT-Scotch still running", 15.0);
-  }
-  // PT-Scotch's arrays are not const in its interface; it does not write them.
-  DistGraph& hm = const_cast<DistGraph&>(h);
-  SCOTCH_Dgraph sg;
-  SCOTCH_Strat strat;
-  std::vector<SCOTCH_Num> part(std::max<int64_t>(hn, 1));
-  int rc = SCOTCH_dgraphInit(&sg, MPI_COMM_WORLD);
-  std::string step = "SCOTCH_dgraphInit";
-  if (rc == 0) {
-    // Every rank must pass loads or none (a rank may hold no vertex or no arc of the coarse graph).
-    // (PT-Scotch takes an array equal to another for absent, so each empty one gets its own.)
-    static SCOTCH_Num none[3] = {0, 0, 0};
-    auto loads = [](std::vector<int64_t>& v, bool given, int k) { return !given ? nullptr : v.empty() ? &none[k] : v.data(); };
-    rc = SCOTCH_dgraphBuild(&sg, 0, hn, hn, hm.vert.data(), hm.vert.data() + 1, loads(hm.vw, coarsen || weigh_train, 0),
-                            nullptr, hm.vert.back(), hm.vert.back(), hm.adj.empty() ? &none[1] : hm.adj.data(), nullptr,
-                            loads(hm.arc_w, coarsen, 2));
-    step = "SCOTCH_dgraphBuild";
-    if (rc == 0) {
-      SCOTCH_stratInit(&strat);
-      SCOTCH_randomSeed(static_cast<SCOTCH_Num>(o_.seed));
-      SCOTCH_randomReset();
-      rc = SCOTCH_stratDgraphMapBuild(&strat, SCOTCH_STRATDEFAULT, P_, K_, 0.03);
-      step = "SCOTCH_stratDgraphMapBuild";
-      if (rc == 0) {
-        rc = SCOTCH_dgraphPart(&sg, K_, &strat, part.data());
-        step = "SCOTCH_dgraphPart";
-      }
-      SCOTCH_stratExit(&strat);
-    }
-    SCOTCH_dgraphExit(&sg);
-  }
-  RETURN_IF_ERROR(comm_.Agree(rc == 0 ? absl::OkStatus()
-                                      : absl::InternalError(StrCat(step, " failed with code ", rc,
-                                                                   " (PT-Scotch's message is above)"))));
-  part.resize(hn);
-  // Back up the levels: each level's vertices take their cluster's part, then vertices the
-  // clustering put with the wrong neighbours move to their neighbours' part.
-  int64_t moved = 0;
-  for (int l = static_cast<int>(levels.size()) - 2; l >= 0; --l) {
-    part = ProjectToFine(comm_, levels[l + 1].g, part, levels[l].coarse_of);
-    levels[l + 1] = {};
-    levels[l].coarse_of = {};
-    moved += RefineByLabelPropagation(comm_, levels[l].g, *levels[l].slots, K_, 0.03, 12, &part);
-  }
-  if (coarsen) Log(StrCat("refined on ", levels.size() - 1, " level(s): ", moved, " moves"));
-  part_.resize(n);
-  for (int64_t v = 0; v < n; ++v) part_[v] = static_cast<int32_t>(part[v]);
-  return absl::OkStatus();
-}
-
-absl::Status Job::Assign() {
-  const int64_t n = nb_.size();
-  if (K_ == 1) {
-    part_.assign(n, 0);
-    s_.metis_note = "one partition";
-    return absl::OkStatus();
-  }
-  switch (o_.method) {
-    case PartMethod::kMetis:
-      return AssignWithScotch();
-    case PartMethod::kRandom: {
-      // Balanced: the block's nodes in a seeded random order take partitions round robin, counted
-      // from the block's first global position, so every partition gets N / K nodes (+-1).
-      std::vector<int64_t> perm(n);
-      std::iota(perm.begin(), perm.end(), 0);
-      std::mt19937_64 rng(o_.seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(r_));
-      std::shuffle(perm.begin(), perm.end(), rng);
-      part_.resize(n);
-      for (int64_t i = 0; i < n; ++i) part_[perm[i]] = static_cast<int32_t>((nb_.begin + i) % K_);
-      s_.metis_note = StrCat("random, balanced, seed ", o_.seed, " (", P_, " ranks)");
-      return absl::OkStatus();
-    }
-    case PartMethod::kFile: {
-      absl::Status st = [&]() -> absl::Status {
-        if (fs::path(o_.assignment_file).extension() != ".npy") {
-          return absl::InvalidArgumentError(StrCat("--assignment ", o_.assignment_file,
-                                                   ": --distributed reads an integer .npy (one entry per node)"));
-        }
-        ASSIGN_OR_RETURN(ChunkedArray a, ChunkedArray::Open({o_.assignment_file}));
-        if (!a.row_shape().empty() || a.rows() != N_) {
-          return absl::InvalidArgumentError(StrCat(o_.assignment_file, ": expected a 1-D array of ", N_,
-                                                   " partition IDs (one per node), found ", a.rows(), " rows"));
-        }
-        ASSIGN_OR_RETURN(std::vector<int64_t> v, a.ReadInts(nb_.begin, nb_.end));
-        part_.resize(n);
-        for (int64_t i = 0; i < n; ++i) {
-          if (v[i] < 0 || v[i] >= K_) {
-            return absl::InvalidArgumentError(StrCat(a.Where(nb_.begin + i), ": partition ", v[i], " is outside [0, ",
-                                                     K_, ") (--num-parts)"));
-          }
-          part_[i] = static_cast<int32_t>(v[i]);
-        }
-        return absl::OkStatus();
-      }();
-      s_.metis_note = StrCat("from ", o_.assignment_file);
-      return comm_.Agree(st);
-    }
-  }
-  return absl::OkStatus();
-}
 
 // New IDs: partition k owns [bounds[k], bounds[k+1]); inside it, input order (rank 0's block
 // first), as the serial tool numbers them.
@@ -978,6 +668,7 @@ absl::StatusOr<PartitionSummary> Job::Run() {
   Log("moving node data to their partitions' ranks");
   RETURN_IF_ERROR(comm_.Agree(WriteNodeData()));
   timer_.Finish();
+  phase_peaks_.push_back(base::PeakRssBytes());
 
   std::vector<int64_t> stats(3 * K_, 0);  // train, halo, cut per partition
   for (const OwnedPart& op : owned_) {
@@ -995,6 +686,20 @@ absl::StatusOr<PartitionSummary> Job::Run() {
     s_.edge_cut += stats[2 * K_ + k];
   }
   s_.rank_peak_rss_bytes = comm_.AllGather({base::PeakRssBytes()});
+  {
+    // The phase in which the largest rank reached its peak (its peak after each phase, gathered).
+    const std::vector<int64_t> all = comm_.AllGather(phase_peaks_);
+    const size_t phases = phase_peaks_.size();
+    const int worst = static_cast<int>(std::max_element(s_.rank_peak_rss_bytes.begin(), s_.rank_peak_rss_bytes.end()) -
+                                       s_.rank_peak_rss_bytes.begin());
+    const std::vector<base::PhaseTimer::Phase>& names = timer_.phases();
+    for (size_t i = 0; i < phases && i < names.size(); ++i) {
+      if (all[worst * phases + i] == s_.rank_peak_rss_bytes[worst]) {
+        s_.peak_phase = names[i].name;
+        break;
+      }
+    }
+  }
 
   absl::Status committed;
   if (r_ == 0) {
@@ -1027,6 +732,7 @@ absl::StatusOr<PartitionSummary> Job::Run() {
       build["part_train_nodes"] = s_.part_train;
       build["part_halo_nodes"] = s_.part_halo;
       build["rank_peak_rss_bytes"] = s_.rank_peak_rss_bytes;
+      build["peak_phase"] = s_.peak_phase;
       ASSIGN_OR_RETURN(std::string json, core::PartitionConfigToJson(cfg_, build.dump()));
       const std::string p = (fs::path(tmp) / (name + ".json")).string();
       std::ofstream out(p);
@@ -1045,6 +751,13 @@ absl::StatusOr<PartitionSummary> Job::Run() {
   return s_;
 }
 
+}  // namespace fanout::partition::dist
+
+namespace fanout::partition {
+namespace {
+
+using base::StrCat;
+
 // What --distributed does not do (yet): refused up front, by name, rather than ignored.
 absl::Status CheckSupported(const PartitionOptions& o) {
   if (o.edge_split.enabled()) {
@@ -1059,7 +772,7 @@ absl::Status CheckSupported(const PartitionOptions& o) {
 
 int RunDistributedPartition(const ReadOptions& read, const PartitionOptions& options, int* argc, char*** argv) {
   if (absl::Status s = MpiComm::Init(argc, argv); !s.ok()) {
-    std::fprintf(stderr, "%s: error: %s\n", kTool, std::string(s.message()).c_str());
+    std::fprintf(stderr, "%s: error: %s\n", dist::kTool, std::string(s.message()).c_str());
     return 1;
   }
   int status = 0;
@@ -1068,7 +781,7 @@ int RunDistributedPartition(const ReadOptions& read, const PartitionOptions& opt
     const bool root = comm.rank() == 0;
     PartitionOptions o = options;
     if (!root) o.quiet = true;
-    // Threads for sorting: the machine's cores shared by the ranks on it, unless given.
+    // PT-Scotch's threads: the machine's cores shared by the ranks on it, unless given.
     const int threads = o.num_threads > 0 ? o.num_threads : std::max(1, base::DefaultThreads() / comm.local_size());
     if (std::getenv("SCOTCH_PTHREAD_NUMBER") == nullptr) {
       ::setenv("SCOTCH_PTHREAD_NUMBER", std::to_string(threads).c_str(), 1);
@@ -1076,10 +789,10 @@ int RunDistributedPartition(const ReadOptions& read, const PartitionOptions& opt
     absl::Status pre = CheckSupported(o);
     absl::StatusOr<SliceInput> in = pre.ok() ? OpenSliceInput(read) : absl::StatusOr<SliceInput>(pre);
     absl::Status agreed = comm.Agree(in.status());
-    absl::StatusOr<PartitionSummary> summary = agreed.ok() ? Job(comm, *in, o, threads).Run()
+    absl::StatusOr<PartitionSummary> summary = agreed.ok() ? dist::Job(comm, *in, o).Run()
                                                            : absl::StatusOr<PartitionSummary>(agreed);
     if (!summary.ok()) {
-      if (root) std::fprintf(stderr, "%s: error: %s\n", kTool, std::string(summary.status().message()).c_str());
+      if (root) std::fprintf(stderr, "%s: error: %s\n", dist::kTool, std::string(summary.status().message()).c_str());
       status = 1;
     } else if (root && !options.quiet) {
       std::printf("%s", summary->ToString().c_str());

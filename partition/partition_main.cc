@@ -47,7 +47,7 @@ int Main(int argc, char** argv) {
   args.AddChoice("objtype", &objtype, {"cut", "vol"}, "METIS objective: edge cut or comm. volume");
   args.AddInt("halo-hops", &opt.halo_hops, "hops of remote neighbours recorded (0 or 1)");
   args.AddUint("seed", &opt.seed, "seed for METIS and random partitioning");
-  args.AddInt("num-threads", &opt.num_threads, "threads for sorting and writing (0 = all cores)");
+  args.AddInt("num-threads", &opt.num_threads, "threads for sorting and writing (0 = all cores); with --distributed, PT-Scotch's threads per rank (0 = the cores divided by the ranks on the machine)");
   args.AddBool("overwrite", &opt.overwrite,
                "replace --out if it is an earlier output of fanout-partition (never the input or "
                "another folder)");

@@ -718,7 +718,9 @@ std::string PartitionSummary::ToString() const {
     std::vector<std::string> each;
     for (int64_t b : rank_peak_rss_bytes) each.push_back(Human(static_cast<double>(b)));
     r += StrCat("peak memory:      ", Human(static_cast<double>(*max)), " per rank at most (RSS of rank ",
-                max - rank_peak_rss_bytes.begin(), ", ", *max, " bytes); ranks: ", base::StrJoin(each, ", "), "\n");
+                max - rank_peak_rss_bytes.begin(), ", ", *max, " bytes",
+                peak_phase.empty() ? "" : StrCat(", reached in ", peak_phase), "); ranks: ", base::StrJoin(each, ", "),
+                "\n");
   }
   return r;
 }

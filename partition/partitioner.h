@@ -61,6 +61,7 @@ struct PartitionSummary {
   double total_seconds = 0;
   int64_t peak_rss_bytes = 0;
   std::vector<int64_t> rank_peak_rss_bytes;  // --distributed: every rank's peak, in rank order
+  std::string peak_phase;                    // --distributed: the phase the largest peak was reached in
   std::string metis_note;              // e.g. the constraints used
   std::string types_note;              // typed graphs: node types and stored edge types with counts
   // With an edge split: distinct node pairs, and how many train / valid / test.
