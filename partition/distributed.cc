@@ -14,7 +14,6 @@
 #include <fstream>
 #include <optional>
 
-#include <nlohmann/json.hpp>
 
 #include "base/parallel.h"
 #include "base/process_stats.h"
@@ -715,25 +714,9 @@ absl::StatusOr<PartitionSummary> Job::Run() {
         for (const char* mn : {"train_mask", "val_mask", "test_mask"}) cfg_.node_fields.push_back({mn, DType::kUInt8, {}, ""});
       }
       for (const SliceField& f : in_.edge_fields) cfg_.edge_fields.push_back({f.name, f.data.dtype(), f.data.row_shape()});
-      nlohmann::json build;
-      build["tool"] = "fanout-partition --distributed";
-      build["ranks"] = P_;
-      build["input_layout"] = in_.layout;
-      build["input_edges"] = s_.input_edges;
-      build["add_reverse_edges"] = o_.add_reverse_edges;
-      build["self_loops"] = {{"found", s_.self_loops}, {"policy", o_.remove_self_loops ? "remove" : "keep"}};
-      build["duplicate_edges"] = {{"found", s_.duplicates}, {"policy", o_.remove_duplicate_edges ? "remove" : "keep"}};
-      build["orig_eid_meaning"] = "e < input_edges: input edge row e; e >= input_edges: reverse of row e - input_edges";
-      build["method_detail"] = s_.metis_note;
-      build["seed"] = o_.seed;
-      build["edge_cut"] = s_.edge_cut;
-      build["part_nodes"] = s_.part_nodes;
-      build["part_edges"] = s_.part_edges;
-      build["part_train_nodes"] = s_.part_train;
-      build["part_halo_nodes"] = s_.part_halo;
-      build["rank_peak_rss_bytes"] = s_.rank_peak_rss_bytes;
-      build["peak_phase"] = s_.peak_phase;
-      ASSIGN_OR_RETURN(std::string json, core::PartitionConfigToJson(cfg_, build.dump()));
+      ASSIGN_OR_RETURN(std::string json,
+                       core::PartitionConfigToJson(cfg_, BuildRecord(s_, o_, "fanout-partition --distributed", in_.layout,
+                                                                     false, StrCat("{\"ranks\": ", P_, "}"))));
       const std::string p = (fs::path(tmp) / (name + ".json")).string();
       std::ofstream out(p);
       out << json;

@@ -637,28 +637,10 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   timer.Finish();
 
   // The config, with what was done and measured, then the atomic rename.
-  nlohmann::json build;
-  build["tool"] = "fanout-partition";
-  build["input_layout"] = d.layout;
-  build["input_edges"] = s.input_edges;
-  build["add_reverse_edges"] = o.add_reverse_edges;
-  build["self_loops"] = {{"found", s.self_loops}, {"policy", o.remove_self_loops ? "remove" : "keep"}};
-  build["duplicate_edges"] = {{"found", s.duplicates}, {"policy", o.remove_duplicate_edges ? "remove" : "keep"}};
-  if (d.typed()) {
-    build["orig_nid_meaning"] = "the node's ID among the input nodes of its type";
-    build["orig_eid_meaning"] = "the edge's row among the input edges of its relation (rev_REL: the REL row it reverses)";
-  } else {
-    build["orig_eid_meaning"] = "e < input_edges: input edge row e; e >= input_edges: reverse of row e - input_edges";
-  }
-  build["method_detail"] = s.metis_note;
-  build["seed"] = o.seed;
-  build["edge_cut"] = s.edge_cut;
-  build["part_nodes"] = s.part_nodes;
-  build["part_edges"] = s.part_edges;
-  build["part_train_nodes"] = s.part_train;
-  build["part_halo_nodes"] = s.part_halo;
-  if (!link.empty()) build["link"] = link;
-  ASSIGN_OR_RETURN(std::string json, core::PartitionConfigToJson(cfg, build.dump()));
+  nlohmann::json extra = nlohmann::json::object();
+  if (!link.empty()) extra["link"] = link;
+  ASSIGN_OR_RETURN(std::string json, core::PartitionConfigToJson(
+                                         cfg, BuildRecord(s, o, "fanout-partition", d.layout, d.typed(), extra.dump())));
   {
     std::string p = (fs::path(staging.path()) / (name + ".json")).string();
     std::ofstream out(p);
@@ -673,6 +655,35 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   s.total_seconds = timer.total_seconds();
   s.peak_rss_bytes = base::PeakRssBytes();
   return s;
+}
+
+std::string BuildRecord(const PartitionSummary& s, const PartitionOptions& o, const std::string& tool,
+                        const std::string& input_layout, bool typed, const std::string& extra) {
+  nlohmann::json build = extra.empty() ? nlohmann::json::object() : nlohmann::json::parse(extra);
+  build["tool"] = tool;
+  build["input_layout"] = input_layout;
+  build["input_edges"] = s.input_edges;
+  build["add_reverse_edges"] = o.add_reverse_edges;
+  build["self_loops"] = {{"found", s.self_loops}, {"policy", o.remove_self_loops ? "remove" : "keep"}};
+  build["duplicate_edges"] = {{"found", s.duplicates}, {"policy", o.remove_duplicate_edges ? "remove" : "keep"}};
+  if (typed) {
+    build["orig_nid_meaning"] = "the node's ID among the input nodes of its type";
+    build["orig_eid_meaning"] = "the edge's row among the input edges of its relation (rev_REL: the REL row it reverses)";
+  } else {
+    build["orig_eid_meaning"] = "e < input_edges: input edge row e; e >= input_edges: reverse of row e - input_edges";
+  }
+  build["method_detail"] = s.metis_note;
+  build["seed"] = o.seed;
+  build["edge_cut"] = s.edge_cut;
+  build["part_nodes"] = s.part_nodes;
+  build["part_edges"] = s.part_edges;
+  build["part_train_nodes"] = s.part_train;
+  build["part_halo_nodes"] = s.part_halo;
+  if (!s.rank_peak_rss_bytes.empty()) {
+    build["rank_peak_rss_bytes"] = s.rank_peak_rss_bytes;
+    build["peak_phase"] = s.peak_phase;
+  }
+  return build.dump();
 }
 
 std::string PartitionSummary::ToString() const {

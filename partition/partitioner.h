@@ -71,6 +71,11 @@ struct PartitionSummary {
   std::string ToString() const;
 };
 
+// The config's "build" record (what was done and measured) as JSON text: the summary's figures
+// and the options that shaped the output; `extra`, a JSON object's text (or ""), adds keys.
+std::string BuildRecord(const PartitionSummary& summary, const PartitionOptions& options, const std::string& tool,
+                        const std::string& input_layout, bool typed, const std::string& extra = "");
+
 // Partitions `dataset` and writes the result atomically (nothing at out_dir unless complete).
 absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& dataset,
                                                   const PartitionOptions& options);
