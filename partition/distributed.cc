@@ -15,6 +15,7 @@
 #include <optional>
 
 
+#include "absl/container/flat_hash_map.h"
 #include "base/parallel.h"
 #include "base/process_stats.h"
 #include "base/staging_dir.h"
@@ -231,22 +232,24 @@ absl::Status Job::Relabel() {
 
 // The slice's endpoints, from input to new IDs: each distinct endpoint is asked of its block's owner.
 void Job::RelabelEndpoints() {
-  std::vector<int64_t> ids(edges_);
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  // Each distinct endpoint once (a hash map, not a sort of the whole slice), asked of its owner.
+  absl::flat_hash_map<int64_t, int64_t> new_of;
   std::vector<std::vector<int64_t>> ask(P_);
-  for (int64_t v : ids) ask[BlockOwner(N_, P_, v)].push_back(v);
+  for (int64_t v : edges_) {
+    if (new_of.try_emplace(v, -1).second) ask[BlockOwner(N_, P_, v)].push_back(v);
+  }
   std::vector<std::vector<int64_t>> asked = comm_.AllToAll(ask);
-  ask = {};
   for (std::vector<int64_t>& a : asked) {
     for (int64_t& v : a) v = new_id_[v - nb_.begin];
   }
-  // Answers come back in the order asked: ascending, owner by owner, so they line up with `ids`.
-  std::vector<int64_t> answer;
-  answer.reserve(ids.size());
-  for (const std::vector<int64_t>& a : comm_.AllToAll(asked)) answer.insert(answer.end(), a.begin(), a.end());
+  // Answers come back in the order asked.
+  const std::vector<std::vector<int64_t>> answers = comm_.AllToAll(asked);
   asked = {};
-  for (int64_t& v : edges_) v = answer[std::lower_bound(ids.begin(), ids.end(), v) - ids.begin()];
+  for (int p = 0; p < P_; ++p) {
+    for (size_t j = 0; j < ask[p].size(); ++j) new_of[ask[p][j]] = answers[p][j];
+  }
+  ask = {};
+  for (int64_t& v : edges_) v = new_of.at(v);
 }
 
 // Every stored edge goes to the rank owning its destination's partition: the input edges, then
