@@ -113,16 +113,35 @@ DistGraph CoarsenByLabelPropagation(const MpiComm& comm, const DistGraph& g, con
   absl::flat_hash_map<int64_t, int64_t> weight;  // this rank's share of each cluster
   weight.reserve(n);
   for (int64_t i = 0; i < n; ++i) weight[first + i] = vw(i);
-  absl::flat_hash_map<int64_t, int64_t> votes;
+  // A vertex's votes: (label, arc weight) pairs sorted and summed per label (a hash map cleared per
+  // vertex would cost its largest capacity, a hub's, on every vertex after the hub).
+  std::vector<std::pair<int64_t, int64_t>> votes;
+  auto weight_of = [&](int64_t l) {
+    auto at = weight.find(l);
+    return at == weight.end() ? int64_t{0} : at->second;
+  };
   for (int it = 0; it < iterations; ++it) {
     int64_t moved = 0;
     for (int64_t i = 0; i < n; ++i) {
       votes.clear();
-      for (int64_t j = g.vert[i]; j < g.vert[i + 1]; ++j) votes[label[slot[j]]] += aw(j);
+      for (int64_t j = g.vert[i]; j < g.vert[i + 1]; ++j) votes.push_back({label[slot[j]], aw(j)});
+      std::sort(votes.begin(), votes.end());
+      size_t runs = 0;
+      for (size_t k = 0; k < votes.size(); ++k) {
+        if (runs > 0 && votes[runs - 1].first == votes[k].first) {
+          votes[runs - 1].second += votes[k].second;
+        } else {
+          votes[runs++] = votes[k];
+        }
+      }
+      votes.resize(runs);
       const int64_t mine = label[i];
-      int64_t best = mine, best_votes = votes.contains(mine) ? votes[mine] : 0;
+      int64_t best = mine, best_votes = 0;
       for (const auto& [l, c] : votes) {
-        if (l == mine || weight[l] + vw(i) > max_cluster_weight) continue;
+        if (l == mine) best_votes = c;
+      }
+      for (const auto& [l, c] : votes) {
+        if (l == mine || weight_of(l) + vw(i) > max_cluster_weight) continue;
         // Ties go to the label with the smaller hash: a fixed but scattered choice, so that cluster
         // leaders (which own the coarse vertices) are spread over the ranks, not the lowest IDs.
         if (c > best_votes || (c == best_votes && Scatter(l) < Scatter(best))) best = l, best_votes = c;
