@@ -433,7 +433,7 @@ absl::Status Job::WriteEdgeData() {
       for (size_t j = 0; j < asked[p].size(); ++j) {
         size_t at = j * row_bytes;
         for (const SliceField& f : in_.edge_fields) {
-          f.data.CopyRows(asked[p][j], asked[p][j] + 1, reply[p].data() + at);
+          std::memcpy(reply[p].data() + at, f.data.Row(asked[p][j]), f.data.row_bytes());
           at += f.data.row_bytes();
         }
       }
@@ -456,6 +456,7 @@ absl::Status Job::WriteEdgeData() {
       }
     }
   }
+  for (const SliceField& f : in_.edge_fields) f.data.DropAll();
   for (auto& fs_of_part : files) {
     for (auto& f : fs_of_part) RETURN_IF_ERROR(f->Close());
   }

@@ -64,6 +64,15 @@ void ChunkedArray::CopyRows(int64_t begin, int64_t end, char* out) const {
   }
 }
 
+const char* ChunkedArray::Row(int64_t row) const {
+  const size_t c = std::upper_bound(starts_.begin(), starts_.end() - 1, row) - starts_.begin() - 1;
+  return static_cast<const char*>(chunks_[c].data()) + (row - starts_[c]) * row_bytes_;
+}
+
+void ChunkedArray::DropAll() const {
+  for (const NpyArray& c : chunks_) c.DropPages(0, c.nbytes());
+}
+
 absl::StatusOr<std::vector<int64_t>> ChunkedArray::ReadInts(int64_t begin, int64_t end, int column) const {
   const int64_t cols = row_shape_.empty() ? 1 : row_shape_[0];
   if (row_shape_.size() > 1 || column >= cols) {

@@ -31,6 +31,9 @@ class ChunkedArray {
   std::string Where(int64_t row) const;
   // Copies rows [begin, end) to `out` (row_bytes() each), then lets their mapped pages go.
   void CopyRows(int64_t begin, int64_t end, char* out) const;
+  // Row `row` in place (for scattered reads; DropAll() lets their pages go after).
+  const char* Row(int64_t row) const;
+  void DropAll() const;
   // Rows [begin, end) of a 1-D integer array (or of one column of a 2-D one) as int64.
   absl::StatusOr<std::vector<int64_t>> ReadInts(int64_t begin, int64_t end, int column = 0) const;
   const std::string& first_path() const { return chunks_.front().path(); }
