@@ -50,6 +50,7 @@ inline int BlockOwner(int64_t n, int p, int64_t v) {
 // graph/orig_nids.npy).
 struct NodeColumn {
   std::string file;  // relative to the partition folder
+  int type = -1;     // typed fields: rows only for nodes of this type (-1: every node)
   DType dtype;
   std::vector<int64_t> row_shape;
   size_t row_bytes;
@@ -124,6 +125,19 @@ class Job {
   std::vector<OwnedPart> owned_;
   std::vector<int64_t> edge_bounds_;
   std::vector<int64_t> phase_peaks_;  // this rank's peak RSS at the end of each phase
+  // Typed graphs (1, 1, 1 on the one-type graph): node types, input relations, stored edge types
+  // (relations, then rev_REL with reverse edges). The in-edge CSC's rows are (partition, edge
+  // type, node), as the serial tool's VirtualRow: a partition's edges of a type are one ID range.
+  int T_ = 1, R_in_ = 1, R_ = 1;
+  bool typed_reverse_ = false;
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> type_ranges_;  // [T][K] new-ID ranges
+  std::vector<int64_t> type_offset_;  // [P][K][T]: first new ID of rank p's type-t nodes in partition k
+  std::vector<int> mask_types_;       // types with split masks (-1: every node)
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> edge_type_ranges_;  // [R][K] edge-ID ranges
+  int64_t VirtualRow(int64_t w, int r) const {
+    const int k = book_->PartOf(w);
+    return R_ * book_->start(k) + r * book_->size(k) + (w - book_->start(k));
+  }
   bool in_phase_ = false;
   core::PartitionConfig cfg_;
   PartitionSummary s_;

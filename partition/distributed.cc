@@ -165,6 +165,10 @@ absl::Status Job::ReadEdges() {
   int64_t self_loops = 0;
   for (int64_t i = 0; i < eb_.size(); ++i) self_loops += edges_[2 * i] == edges_[2 * i + 1];
   s_.self_loops = comm_.SumInt64(self_loops);
+  T_ = in_.typed() ? static_cast<int>(in_.node_types.size()) : 1;
+  R_in_ = in_.typed() ? static_cast<int>(in_.edge_types.size()) : 1;
+  typed_reverse_ = in_.typed() && o_.add_reverse_edges;
+  R_ = typed_reverse_ ? 2 * R_in_ : R_in_;
   s_.input_edges = E_;
   s_.num_nodes = N_;
   return absl::OkStatus();
@@ -174,27 +178,40 @@ absl::Status Job::ReadEdges() {
 absl::Status Job::ReadSplit() {
   if (!in_.has_split) return absl::OkStatus();
   masks_.assign(3, std::vector<uint8_t>(nb_.size(), 0));
+  // The node types that get masks: every node (-1) on the one-type graph; on a typed graph, each
+  // type with a split file (the serial tool: each type with a node in the split).
+  std::vector<int64_t> has(T_, 0);
   for (int i = 0; i < 3; ++i) {
-    if (in_.split_files[i].empty()) continue;
-    std::vector<std::vector<int64_t>> send(P_);
-    absl::Status st = [&]() -> absl::Status {
-      ASSIGN_OR_RETURN(ChunkedArray a, ChunkedArray::Open(in_.split_files[i]));
-      if (!a.row_shape().empty()) return absl::InvalidArgumentError(StrCat(a.first_path(), ": expected a 1-D index array"));
-      const Block b = BlockOf(a.rows(), P_, r_);
-      ASSIGN_OR_RETURN(std::vector<int64_t> ids, a.ReadInts(b.begin, b.end));
-      for (int64_t j = 0; j < b.size(); ++j) {
-        if (ids[j] < 0 || ids[j] >= N_) {
-          return absl::InvalidArgumentError(StrCat(a.Where(b.begin + j), ": index ", ids[j], " is outside [0, ", N_,
-                                                   ") (num_nodes)"));
+    for (const SplitFile& file : in_.split_files[i]) {
+      std::vector<std::vector<int64_t>> send(P_);
+      absl::Status st = [&]() -> absl::Status {
+        ASSIGN_OR_RETURN(ChunkedArray a, ChunkedArray::Open({file.path}));
+        if (!a.row_shape().empty()) return absl::InvalidArgumentError(StrCat(a.first_path(), ": expected a 1-D index array"));
+        const Block b = BlockOf(a.rows(), P_, r_);
+        ASSIGN_OR_RETURN(std::vector<int64_t> ids, a.ReadInts(b.begin, b.end));
+        const int64_t first = file.type < 0 ? 0 : in_.node_type_offsets[file.type];
+        const int64_t count = file.type < 0 ? N_ : in_.node_type_offsets[file.type + 1] - first;
+        for (int64_t j = 0; j < b.size(); ++j) {
+          if (ids[j] < 0 || ids[j] >= count) {
+            return absl::InvalidArgumentError(StrCat(a.Where(b.begin + j), ": index ", ids[j], " is outside [0, ", count,
+                                                     file.type < 0 ? ") (num_nodes)" : StrCat(") (the ", in_.node_types[file.type], " nodes)")));
+          }
+          send[BlockOwner(N_, P_, first + ids[j])].push_back(first + ids[j]);
         }
-        send[BlockOwner(N_, P_, ids[j])].push_back(ids[j]);
+        if (file.type >= 0 && b.size() > 0) has[file.type] = 1;
+        return absl::OkStatus();
+      }();
+      RETURN_IF_ERROR(comm_.Agree(st));
+      for (const std::vector<int64_t>& got : comm_.AllToAll(send)) {
+        for (int64_t v : got) masks_[i][v - nb_.begin] = 1;
       }
-      return absl::OkStatus();
-    }();
-    RETURN_IF_ERROR(comm_.Agree(st));
-    for (const std::vector<int64_t>& got : comm_.AllToAll(send)) {
-      for (int64_t v : got) masks_[i][v - nb_.begin] = 1;
     }
+  }
+  has = comm_.AllSum(has);
+  mask_types_.clear();
+  if (!in_.typed()) mask_types_.push_back(-1);
+  for (int t = 0; in_.typed() && t < T_; ++t) {
+    if (has[t] > 0) mask_types_.push_back(t);
   }
   return absl::OkStatus();
 }
@@ -224,6 +241,25 @@ absl::Status Job::Relabel() {
   new_id_.resize(nb_.size());
   std::vector<int64_t> next(offset_.begin() + r_ * K_, offset_.begin() + (r_ + 1) * K_);
   for (int64_t i = 0; i < nb_.size(); ++i) new_id_[i] = next[part_[i]]++;
+  // Node types: inside a partition new IDs follow input order, which is type-major, so each type
+  // is one range per partition; and rank p's nodes of type t in partition k start at
+  // type_offset_[p][k][t] (blocks are input-ordered, so ranks before p hold no later type).
+  std::vector<int64_t> tcount(static_cast<size_t>(K_) * T_, 0);
+  for (int64_t i = 0; i < nb_.size(); ++i) ++tcount[part_[i] * T_ + in_.NodeTypeOf(nb_.begin + i)];
+  const std::vector<int64_t> tall = comm_.AllGather(tcount);  // [P][K][T]
+  type_ranges_.assign(T_, std::vector<std::pair<int64_t, int64_t>>(K_));
+  type_offset_.assign(static_cast<size_t>(P_) * K_ * T_, 0);
+  for (int k = 0; k < K_; ++k) {
+    int64_t at = bounds_[k];
+    for (int t = 0; t < T_; ++t) {
+      const int64_t start = at;
+      for (int p = 0; p < P_; ++p) {
+        type_offset_[(static_cast<size_t>(p) * K_ + k) * T_ + t] = at;
+        at += tall[(static_cast<size_t>(p) * K_ + k) * T_ + t];
+      }
+      type_ranges_[t][k] = {start, at};
+    }
+  }
   for (int k = 0; k < K_; ++k) {
     if (OwnerOfPart(k) == r_) owned_.push_back(OwnedPart{.k = k});
   }
@@ -258,13 +294,23 @@ void Job::RelabelEndpoints() {
 void Job::ShuffleEdges() {
   // What arrives is counted first, so that the array is allocated once at its size (growing it
   // by doubling would cost up to twice the memory at the moment it moves).
+  // Slice row i's stored edges, as the serial tool stores them: the edge, and its reverse with
+  // reverse edges; a self loop once (on a typed graph its rev_REL copy too), none with
+  // --self-loops remove. The destination is its CSC row (VirtualRow).
+  auto each_stored = [&](int64_t i, auto&& emit) {
+    const int64_t u = edges_[2 * i], w = edges_[2 * i + 1];
+    const bool self = u == w;
+    if (self && o_.remove_self_loops) return;
+    const int r = in_.EdgeTypeOf(eb_.begin + i);
+    emit(w, StoredEdge{VirtualRow(w, r), u, eb_.begin + i});
+    if (o_.add_reverse_edges && (!self || typed_reverse_)) {
+      emit(u, StoredEdge{VirtualRow(u, r + (typed_reverse_ ? R_in_ : 0)), w, E_ + eb_.begin + i});
+    }
+  };
   {
     std::vector<int64_t> count(P_, 0);
     for (int64_t i = 0; i < eb_.size(); ++i) {
-      const int64_t u = edges_[2 * i], w = edges_[2 * i + 1];
-      if (u == w && o_.remove_self_loops) continue;
-      ++count[OwnerOfPart(book_->PartOf(w))];
-      if (o_.add_reverse_edges && u != w) ++count[OwnerOfPart(book_->PartOf(u))];
+      each_stored(i, [&](int64_t dst, const StoredEdge&) { ++count[OwnerOfPart(book_->PartOf(dst))]; });
     }
     int64_t incoming = 0;
     for (int64_t c : comm_.ExchangeCounts(count)) incoming += c;
@@ -275,11 +321,7 @@ void Job::ShuffleEdges() {
     std::vector<std::vector<StoredEdge>> send(P_);
     const int64_t lo = std::min(eb_.size(), round * kBatchEdges), hi = std::min(eb_.size(), lo + kBatchEdges);
     for (int64_t i = lo; i < hi; ++i) {
-      const int64_t u = edges_[2 * i], w = edges_[2 * i + 1];
-      const bool self = u == w;
-      if (self && o_.remove_self_loops) continue;
-      send[OwnerOfPart(book_->PartOf(w))].push_back({w, u, eb_.begin + i});
-      if (o_.add_reverse_edges && !self) send[OwnerOfPart(book_->PartOf(u))].push_back({u, w, E_ + eb_.begin + i});
+      each_stored(i, [&](int64_t dst, const StoredEdge& e) { send[OwnerOfPart(book_->PartOf(dst))].push_back(e); });
     }
     for (std::vector<StoredEdge>& got : comm_.AllToAll(send)) {
       stored_.insert(stored_.end(), got.begin(), got.end());
@@ -303,18 +345,34 @@ void Job::ShuffleEdges() {
   s_.duplicates = comm_.SumInt64(duplicates);
   std::vector<int64_t> per_part(K_, 0);
   for (OwnedPart& op : owned_) {
-    const int64_t start = book_->start(op.k), n = book_->size(op.k);
-    op.begin = std::lower_bound(stored_.begin(), stored_.end(), StoredEdge{start, INT64_MIN, INT64_MIN}) - stored_.begin();
-    op.end = std::lower_bound(stored_.begin(), stored_.end(), StoredEdge{start + n, INT64_MIN, INT64_MIN}) - stored_.begin();
-    op.indptr.assign(n + 1, 0);
-    for (int64_t p = op.begin; p < op.end; ++p) ++op.indptr[stored_[p].dst - start + 1];
-    for (int64_t v = 0; v < n; ++v) op.indptr[v + 1] += op.indptr[v];
+    // Partition k's rows: [R start, R end), a run of size(k) rows per stored edge type.
+    const int64_t first = R_ * book_->start(op.k), rows = R_ * book_->size(op.k);
+    op.begin = std::lower_bound(stored_.begin(), stored_.end(), StoredEdge{first, INT64_MIN, INT64_MIN}) - stored_.begin();
+    op.end = std::lower_bound(stored_.begin(), stored_.end(), StoredEdge{first + rows, INT64_MIN, INT64_MIN}) - stored_.begin();
+    op.indptr.assign(rows + 1, 0);
+    for (int64_t p = op.begin; p < op.end; ++p) ++op.indptr[stored_[p].dst - first + 1];
+    for (int64_t v = 0; v < rows; ++v) op.indptr[v + 1] += op.indptr[v];
     per_part[op.k] = op.end - op.begin;
   }
   per_part = comm_.AllSum(per_part);
   edge_bounds_.assign(K_ + 1, 0);
   for (int k = 0; k < K_; ++k) edge_bounds_[k + 1] = edge_bounds_[k] + per_part[k];
   s_.num_edges = edge_bounds_[K_];
+  if (in_.typed()) {
+    std::vector<int64_t> ranges(2 * static_cast<size_t>(R_) * K_, 0);  // [R][K] (begin, end)
+    for (const OwnedPart& op : owned_) {
+      const int64_t n = book_->size(op.k);
+      for (int r = 0; r < R_; ++r) {
+        ranges[2 * (r * K_ + op.k)] = edge_bounds_[op.k] + op.indptr[r * n];
+        ranges[2 * (r * K_ + op.k) + 1] = edge_bounds_[op.k] + op.indptr[(r + 1) * n];
+      }
+    }
+    ranges = comm_.AllSum(ranges);
+    edge_type_ranges_.assign(R_, {});
+    for (int r = 0; r < R_; ++r) {
+      for (int k = 0; k < K_; ++k) edge_type_ranges_[r].push_back({ranges[2 * (r * K_ + k)], ranges[2 * (r * K_ + k) + 1]});
+    }
+  }
 }
 
 absl::Status Job::WriteInEdges() {
@@ -324,7 +382,17 @@ absl::Status Job::WriteInEdges() {
     RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kIndptr), op.indptr));
     op.indptr = {};
     RETURN_IF_ERROR(WriteMember(PartPath(op.k, PartFiles::kIndices), e, m, &StoredEdge::src));
-    RETURN_IF_ERROR(WriteMember(PartPath(op.k, PartFiles::kOrigEids), e, m, &StoredEdge::origin));
+    if (!in_.typed()) {
+      RETURN_IF_ERROR(WriteMember(PartPath(op.k, PartFiles::kOrigEids), e, m, &StoredEdge::origin));
+    } else {
+      // Typed graphs keep an edge's row among its relation's input edges (rev_REL: the REL row).
+      std::vector<int64_t> oe(m);
+      for (int64_t p = 0; p < m; ++p) {
+        const int64_t row = e[p].origin < E_ ? e[p].origin : e[p].origin - E_;
+        oe[p] = row - in_.edge_type_offsets[in_.EdgeTypeOf(row)];
+      }
+      RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kOrigEids), oe));
+    }
     std::vector<int64_t> halo;
     for (int64_t p = 0; p < m; ++p) {
       if (e[p].src < nb || e[p].src >= ne) halo.push_back(e[p].src);
@@ -359,7 +427,10 @@ absl::Status Job::ShuffleOutEdges() {
     for (const OwnedPart& op : owned_) {
       for (int64_t p = std::max(lo, op.begin); p < std::min(hi, op.end); ++p) {
         const StoredEdge& e = stored_[p];
-        send[OwnerOfPart(book_->PartOf(e.src))].push_back({e.src, edge_bounds_[op.k] + (p - op.begin), e.dst});
+        // The CSC row back to its destination: rows run size(k) per edge type.
+        const int64_t n = book_->size(op.k), start = book_->start(op.k);
+        const int64_t dst = start + (e.dst - R_ * start) % n;
+        send[OwnerOfPart(book_->PartOf(e.src))].push_back({e.src, edge_bounds_[op.k] + (p - op.begin), dst});
       }
     }
     for (std::vector<OutEdge>& got : comm_.AllToAll(send)) {
@@ -465,20 +536,27 @@ absl::Status Job::WriteEdgeData() {
 
 std::vector<NodeColumn> Job::NodeColumns() {
   std::vector<NodeColumn> cols;
-  cols.push_back({PartFiles::kOrigNids, DType::kInt64, {}, 8, [this](int64_t b, int64_t e, char* out) {
+  // Original IDs: the input ID, or on a typed graph the ID among the node's type.
+  cols.push_back({PartFiles::kOrigNids, -1, DType::kInt64, {}, 8, [this](int64_t b, int64_t e, char* out) {
                     for (int64_t i = b; i < e; ++i) {
                       const int64_t v = nb_.begin + i;
-                      std::memcpy(out + (i - b) * 8, &v, 8);
+                      const int64_t id = in_.typed() ? v - in_.node_type_offsets[in_.NodeTypeOf(v)] : v;
+                      std::memcpy(out + (i - b) * 8, &id, 8);
                     }
                     return absl::OkStatus();
                   }});
   for (const SliceField& f : in_.node_fields) {
     const ChunkedArray* a = &f.data;
+    const int t = f.node_type.empty() ? -1
+                                      : static_cast<int>(std::find(in_.node_types.begin(), in_.node_types.end(),
+                                                                   f.node_type) - in_.node_types.begin());
+    const int64_t base = t < 0 ? 0 : in_.node_type_offsets[t];  // the field's row of input node v is v - base
+    const std::string file = PartFiles::NodeData(core::FieldSchema{.name = f.name, .node_type = f.node_type}.key());
     if (f.name == "label" && a->dtype() != DType::kInt64) {
       // Labels are stored as int64, whatever integer type the input has (as the serial tool).
-      cols.push_back({PartFiles::NodeData(f.name), DType::kInt64, a->row_shape(), 8 * a->row_bytes() / core::DTypeSize(a->dtype()),
-                      [this, a](int64_t b, int64_t e, char* out) -> absl::Status {
-                        ASSIGN_OR_RETURN(std::vector<int64_t> v, a->ReadInts(nb_.begin + b, nb_.begin + e));
+      cols.push_back({file, t, DType::kInt64, a->row_shape(), 8 * a->row_bytes() / core::DTypeSize(a->dtype()),
+                      [this, a, base](int64_t b, int64_t e, char* out) -> absl::Status {
+                        ASSIGN_OR_RETURN(std::vector<int64_t> v, a->ReadInts(nb_.begin + b - base, nb_.begin + e - base));
                         for (int64_t x : v) max_label_ = std::max(max_label_, x);
                         std::memcpy(out, v.data(), v.size() * 8);
                         return absl::OkStatus();
@@ -486,9 +564,9 @@ std::vector<NodeColumn> Job::NodeColumns() {
       continue;
     }
     const bool label = f.name == "label";
-    cols.push_back({PartFiles::NodeData(f.name), a->dtype(), a->row_shape(), a->row_bytes(),
-                    [this, a, label](int64_t b, int64_t e, char* out) {
-                      a->CopyRows(nb_.begin + b, nb_.begin + e, out);
+    cols.push_back({file, t, a->dtype(), a->row_shape(), a->row_bytes(),
+                    [this, a, label, base](int64_t b, int64_t e, char* out) {
+                      a->CopyRows(nb_.begin + b - base, nb_.begin + e - base, out);
                       if (label) {
                         for (int64_t i = 0; i < (e - b) * static_cast<int64_t>(a->row_bytes() / 8); ++i) {
                           int64_t x;
@@ -501,31 +579,47 @@ std::vector<NodeColumn> Job::NodeColumns() {
   }
   if (in_.has_split) {
     const char* names[3] = {"train_mask", "val_mask", "test_mask"};
-    for (int i = 0; i < 3; ++i) {
-      cols.push_back({PartFiles::NodeData(names[i]), DType::kUInt8, {}, 1, [this, i](int64_t b, int64_t e, char* out) {
-                        std::memcpy(out, masks_[i].data() + b, e - b);
-                        return absl::OkStatus();
-                      }});
+    for (int t : mask_types_) {
+      for (int i = 0; i < 3; ++i) {
+        const std::string key = core::FieldSchema{.name = names[i], .node_type = t < 0 ? "" : in_.node_types[t]}.key();
+        cols.push_back({PartFiles::NodeData(key), t, DType::kUInt8, {}, 1, [this, i](int64_t b, int64_t e, char* out) {
+                          std::memcpy(out, masks_[i].data() + b, e - b);
+                          return absl::OkStatus();
+                        }});
+      }
     }
   }
   return cols;
 }
 
 // Node rows (original IDs, fields, split masks) move from block owners to partition owners in
-// rounds of at most kBatchBytes. A message is records of (partition, count, each column's rows);
-// a row's place is known without sending IDs: rank p's rows of partition k are, in input order,
-// the new IDs from offset[p][k] on.
+// rounds of at most kBatchBytes. A message is records of (partition, column, count, rows); a row's
+// place is known without sending IDs: rank p's rows of partition k are, in input order, the new
+// IDs from offset[p][k] on (of a typed column's type t: from type_offset[p][k][t] on).
 absl::Status Job::WriteNodeData() {
   std::vector<NodeColumn> cols = NodeColumns();
+  const int C = static_cast<int>(cols.size());
   size_t row_bytes = 0;
   for (const NodeColumn& c : cols) row_bytes += c.row_bytes;
+  // Column c has rows for the block's nodes [tb[c], te[c]) (block-local): its type's, or all.
+  std::vector<int64_t> tb(C, 0), te(C, nb_.size());
+  for (int c = 0; c < C; ++c) {
+    if (cols[c].type < 0) continue;
+    tb[c] = std::clamp<int64_t>(in_.node_type_offsets[cols[c].type] - nb_.begin, 0, nb_.size());
+    te[c] = std::clamp<int64_t>(in_.node_type_offsets[cols[c].type + 1] - nb_.begin, 0, nb_.size());
+  }
+  auto rows_of = [&](int c, int k) {  // where column c's rows of partition k begin, and how many
+    return cols[c].type < 0 ? std::pair{bounds_[k], bounds_[k + 1] - bounds_[k]}
+                            : std::pair{type_ranges_[cols[c].type][k].first,
+                                        type_ranges_[cols[c].type][k].second - type_ranges_[cols[c].type][k].first};
+  };
   std::vector<std::vector<std::unique_ptr<RowFile>>> files(owned_.size());
   absl::Status created;
   for (size_t i = 0; i < owned_.size(); ++i) {
-    for (const NodeColumn& c : cols) {
-      std::vector<int64_t> shape{book_->size(owned_[i].k)};
-      shape.insert(shape.end(), c.row_shape.begin(), c.row_shape.end());
-      absl::StatusOr<std::unique_ptr<RowFile>> rf = RowFile::Create(PartPath(owned_[i].k, c.file), c.dtype, shape);
+    for (int c = 0; c < C; ++c) {
+      std::vector<int64_t> shape{rows_of(c, owned_[i].k).second};
+      shape.insert(shape.end(), cols[c].row_shape.begin(), cols[c].row_shape.end());
+      absl::StatusOr<std::unique_ptr<RowFile>> rf = RowFile::Create(PartPath(owned_[i].k, cols[c].file), cols[c].dtype, shape);
       if (rf.ok()) files[i].push_back(std::move(*rf));
       if (created.ok()) created = rf.status();
     }
@@ -535,65 +629,66 @@ absl::Status Job::WriteNodeData() {
   for (size_t i = 0; i < owned_.size(); ++i) owned_index[owned_[i].k] = static_cast<int>(i);
   const int64_t batch = std::max<int64_t>(1, kBatchBytes / std::max<size_t>(row_bytes, 1));
   const int64_t rounds = comm_.MaxInt64((nb_.size() + batch - 1) / batch);
-  std::vector<int64_t> cursor(static_cast<size_t>(P_) * K_);  // next row of (source rank, partition)
+  std::vector<int64_t> cursor(static_cast<size_t>(P_) * K_ * C);  // next row of (source rank, partition, column)
   for (int p = 0; p < P_; ++p) {
-    for (int k = 0; k < K_; ++k) cursor[p * K_ + k] = offset_[p * K_ + k] - bounds_[k];
+    for (int k = 0; k < K_; ++k) {
+      for (int c = 0; c < C; ++c) {
+        const int t = cols[c].type;
+        const int64_t first = t < 0 ? offset_[p * K_ + k] : type_offset_[(static_cast<size_t>(p) * K_ + k) * T_ + t];
+        cursor[(static_cast<size_t>(p) * K_ + k) * C + c] = first - rows_of(c, k).first;
+      }
+    }
   }
-  const int train_col = in_.has_split ? static_cast<int>(cols.size()) - 3 : -1;
   absl::Status st;
   for (int64_t round = 0; round < rounds; ++round) {
-    const int64_t lo = std::min(nb_.size(), round * batch), hi = std::min(nb_.size(), lo + batch), n = hi - lo;
-    std::vector<std::vector<char>> data(cols.size());
-    for (size_t c = 0; c < cols.size() && st.ok(); ++c) {
-      data[c].resize(n * cols[c].row_bytes);
-      st = cols[c].read(lo, hi, data[c].data());
+    const int64_t lo = std::min(nb_.size(), round * batch), hi = std::min(nb_.size(), lo + batch);
+    std::vector<std::vector<char>> send(P_);
+    for (int c = 0; c < C && st.ok(); ++c) {
+      const int64_t b = std::max(lo, tb[c]), e = std::min(hi, te[c]);
+      if (b >= e) continue;
+      const size_t rb = cols[c].row_bytes;
+      std::vector<char> data((e - b) * rb);
+      st = cols[c].read(b, e, data.data());
+      if (!st.ok()) break;
+      // The column's rows grouped by partition, in input order.
+      std::vector<int64_t> first(K_ + 1, 0);
+      for (int64_t i = b; i < e; ++i) ++first[part_[i] + 1];
+      for (int k = 0; k < K_; ++k) first[k + 1] += first[k];
+      std::vector<int64_t> order(e - b);
+      {
+        std::vector<int64_t> at(first.begin(), first.end() - 1);
+        for (int64_t i = b; i < e; ++i) order[at[part_[i]]++] = i - b;
+      }
+      for (int k = 0; k < K_; ++k) {
+        if (first[k + 1] == first[k]) continue;
+        std::vector<char>& out = send[OwnerOfPart(k)];
+        const int64_t head[3] = {k, c, first[k + 1] - first[k]};
+        out.insert(out.end(), reinterpret_cast<const char*>(head), reinterpret_cast<const char*>(head + 3));
+        for (int64_t j = first[k]; j < first[k + 1]; ++j) {
+          const char* r = data.data() + order[j] * rb;
+          out.insert(out.end(), r, r + rb);
+        }
+      }
     }
     // A read error stops every rank at this round (fields are checked for shape at open; this
     // is an I/O or type failure).
     RETURN_IF_ERROR(comm_.Agree(st));
-    // Rows of the batch grouped by partition, in input order.
-    std::vector<int64_t> count(K_, 0);
-    for (int64_t i = lo; i < hi; ++i) ++count[part_[i]];
-    std::vector<int64_t> first(K_ + 1, 0);
-    for (int k = 0; k < K_; ++k) first[k + 1] = first[k] + count[k];
-    std::vector<int64_t> order(n);
-    {
-      std::vector<int64_t> at(first.begin(), first.end() - 1);
-      for (int64_t i = lo; i < hi; ++i) order[at[part_[i]]++] = i - lo;
-    }
-    std::vector<std::vector<char>> send(P_);
-    for (int k = 0; k < K_; ++k) {
-      if (count[k] == 0) continue;
-      std::vector<char>& b = send[OwnerOfPart(k)];
-      const int64_t head[2] = {k, count[k]};
-      b.insert(b.end(), reinterpret_cast<const char*>(head), reinterpret_cast<const char*>(head + 2));
-      for (size_t c = 0; c < cols.size(); ++c) {
-        const size_t rb = cols[c].row_bytes;
-        for (int64_t j = first[k]; j < first[k + 1]; ++j) {
-          const char* r = data[c].data() + order[j] * rb;
-          b.insert(b.end(), r, r + rb);
-        }
-      }
-    }
-    data = {};
     std::vector<std::vector<char>> got = comm_.AllToAll(send);
     send = {};
     for (int p = 0; p < P_ && st.ok(); ++p) {
       const char* at = got[p].data();
       const char* end = at + got[p].size();
       while (at < end && st.ok()) {
-        int64_t head[2];
+        int64_t head[3];
         std::memcpy(head, at, sizeof(head));
         at += sizeof(head);
-        const int k = static_cast<int>(head[0]);
-        const int64_t rows = head[1];
+        const int k = static_cast<int>(head[0]), c = static_cast<int>(head[1]);
+        const int64_t rows = head[2];
         const int oi = owned_index[k];
-        int64_t& row = cursor[p * K_ + k];
-        for (size_t c = 0; c < cols.size() && st.ok(); ++c) {
-          st = files[oi][c]->WriteRows(row, at, rows);
-          if (static_cast<int>(c) == train_col) owned_[oi].train += std::count(at, at + rows, 1);
-          at += rows * cols[c].row_bytes;
-        }
+        int64_t& row = cursor[(static_cast<size_t>(p) * K_ + k) * C + c];
+        st = files[oi][c]->WriteRows(row, at, rows);
+        if (cols[c].file.find("/train_mask") != std::string::npos) owned_[oi].train += std::count(at, at + rows, 1);
+        at += rows * cols[c].row_bytes;
         row += rows;
       }
     }
@@ -649,8 +744,10 @@ absl::StatusOr<PartitionSummary> Job::Run() {
   cfg_.node_bounds = bounds_;
   cfg_.base_dir = tmp;
   absl::Status dirs;
+  std::vector<std::string> subdirs = {"graph", "node_data", "edge_data"};
+  for (const std::string& t : in_.node_types) subdirs.push_back("node_data/" + t);
   for (const OwnedPart& op : owned_) {
-    for (const char* sub : {"graph", "node_data", "edge_data"}) {
+    for (const std::string& sub : subdirs) {
       std::error_code ec;
       fs::create_directories(PartPath(op.k, sub), ec);
       if (ec && dirs.ok()) dirs = absl::InternalError(StrCat("cannot create ", PartPath(op.k, sub), ": ", ec.message()));
@@ -688,6 +785,23 @@ absl::StatusOr<PartitionSummary> Job::Run() {
     s_.part_halo.push_back(stats[K_ + k]);
     s_.edge_cut += stats[2 * K_ + k];
   }
+  if (in_.typed()) {
+    // Node and stored edge types with their counts, as the serial tool's summary lists them.
+    std::vector<std::string> nt, et;
+    for (int t = 0; t < T_; ++t) {
+      nt.push_back(StrCat(in_.node_types[t], " ", in_.node_type_offsets[t + 1] - in_.node_type_offsets[t]));
+    }
+    for (int r = 0; r < R_; ++r) {
+      const core::CanonicalEdgeType e = r < R_in_ ? in_.edge_types[r]
+                                                  : core::CanonicalEdgeType{in_.edge_types[r - R_in_].dst,
+                                                                            "rev_" + in_.edge_types[r - R_in_].rel,
+                                                                            in_.edge_types[r - R_in_].src};
+      int64_t count = 0;
+      for (const auto& [b, e2] : edge_type_ranges_[r]) count += e2 - b;
+      et.push_back(StrCat(e.ToString(), " ", count));
+    }
+    s_.types_note = StrCat("node types:       ", base::StrJoin(nt, ", "), "\n", "edge types:       ", base::StrJoin(et, ", "), "\n");
+  }
   s_.rank_peak_rss_bytes = comm_.AllGather({base::PeakRssBytes()});
   {
     // The phase in which the largest rank reached its peak (its peak after each phase, gathered).
@@ -712,15 +826,28 @@ absl::StatusOr<PartitionSummary> Job::Run() {
       cfg_.num_classes = num_classes;
       for (const SliceField& f : in_.node_fields) {
         const DType dt = f.name == "label" ? DType::kInt64 : f.data.dtype();
-        cfg_.node_fields.push_back({f.name, dt, f.data.row_shape(), ""});
+        cfg_.node_fields.push_back({f.name, dt, f.data.row_shape(), f.node_type});
       }
       if (in_.has_split) {
-        for (const char* mn : {"train_mask", "val_mask", "test_mask"}) cfg_.node_fields.push_back({mn, DType::kUInt8, {}, ""});
+        for (int t : mask_types_) {
+          for (const char* mn : {"train_mask", "val_mask", "test_mask"}) {
+            cfg_.node_fields.push_back({mn, DType::kUInt8, {}, t < 0 ? "" : in_.node_types[t]});
+          }
+        }
       }
       for (const SliceField& f : in_.edge_fields) cfg_.edge_fields.push_back({f.name, f.data.dtype(), f.data.row_shape()});
+      if (in_.typed()) {
+        cfg_.node_types = in_.node_types;
+        cfg_.node_type_ranges = type_ranges_;
+        cfg_.edge_types = in_.edge_types;
+        if (typed_reverse_) {
+          for (const core::CanonicalEdgeType& e : in_.edge_types) cfg_.edge_types.push_back({e.dst, "rev_" + e.rel, e.src});
+        }
+        cfg_.edge_type_ranges = edge_type_ranges_;
+      }
       ASSIGN_OR_RETURN(std::string json,
                        core::PartitionConfigToJson(cfg_, BuildRecord(s_, o_, "fanout-partition --distributed", in_.layout,
-                                                                     false, StrCat("{\"ranks\": ", P_, "}"))));
+                                                                     in_.typed(), StrCat("{\"ranks\": ", P_, "}"))));
       const std::string p = (fs::path(tmp) / (name + ".json")).string();
       std::ofstream out(p);
       out << json;

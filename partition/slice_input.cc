@@ -161,7 +161,7 @@ absl::StatusOr<SliceInput> OpenPlain(const fs::path& dir, const ReadOptions& rea
   const char* split_names[3] = {"train_idx.npy", "valid_idx.npy", "test_idx.npy"};
   for (int i = 0; i < 3; ++i) {
     if (std::string p = IfExists(dir / split_names[i]); !p.empty()) {
-      in.split_files[i] = {p};
+      in.split_files[i] = {{p, -1}};
       in.has_split = true;
     }
   }
@@ -278,7 +278,114 @@ absl::StatusOr<SliceInput> OpenDglChunked(const fs::path& dir, const ReadOptions
   return in;
 }
 
+// The typed .npy layout (README "Dataset layouts"): num_nodes.json (types in its order),
+// edges/SRC___REL___DST.npy ([e, 2], type-wise IDs; relations in file-name order), node_data/TYPE/
+// NAME.npy, split/TYPE/{train,valid,test}_idx.npy, as partition/readers.cc reads it.
+absl::StatusOr<SliceInput> OpenTypedNpy(const fs::path& dir, const ReadOptions& read) {
+  SliceInput in;
+  in.layout = "npy-hetero";
+  in.num_nodes_source = (dir / "num_nodes.json").string();
+  {
+    std::ifstream f(in.num_nodes_source);
+    nlohmann::ordered_json j = nlohmann::ordered_json::parse(f, nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || j.empty()) {
+      return absl::InvalidArgumentError(StrCat(in.num_nodes_source, ": expected a JSON object {\"node type\": count, ...}"));
+    }
+    in.node_type_offsets.push_back(0);
+    for (const auto& [name, count] : j.items()) {
+      if (!count.is_number_integer() || count.get<int64_t>() < 0 || !core::IsTypeName(name) ||
+          std::find(in.node_types.begin(), in.node_types.end(), name) != in.node_types.end()) {
+        return absl::InvalidArgumentError(StrCat(in.num_nodes_source, ": '", name, "' needs a type name listed once with a count >= 0"));
+      }
+      in.node_types.push_back(name);
+      in.node_type_offsets.push_back(in.node_type_offsets.back() + count.get<int64_t>());
+    }
+  }
+  in.num_nodes = in.node_type_offsets.back();
+  if (read.num_nodes >= 0 && read.num_nodes != in.num_nodes) {
+    return absl::InvalidArgumentError(StrCat("--num-nodes ", read.num_nodes, " but ", in.num_nodes_source, " sums to ", in.num_nodes));
+  }
+  auto type_index = [&](const std::string& name) {
+    return static_cast<int>(std::find(in.node_types.begin(), in.node_types.end(), name) - in.node_types.begin());
+  };
+  std::vector<fs::path> rel_files;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir / "edges", ec)) {
+    if (e.path().extension() == ".npy") rel_files.push_back(e.path());
+  }
+  std::sort(rel_files.begin(), rel_files.end());
+  if (rel_files.empty()) return absl::InvalidArgumentError(StrCat((dir / "edges").string(), ": no SRC___REL___DST.npy relation files"));
+  std::vector<std::string> paths;
+  for (const fs::path& f : rel_files) {
+    const std::vector<std::string> t = base::StrSplit(f.stem().string(), "___");
+    if (t.size() != 3 || type_index(t[0]) >= static_cast<int>(in.node_types.size()) ||
+        type_index(t[2]) >= static_cast<int>(in.node_types.size()) || !core::IsTypeName(t[1])) {
+      return absl::InvalidArgumentError(StrCat(f.string(), ": name must be SRC___REL___DST with node types of ",
+                                               in.num_nodes_source));
+    }
+    in.edge_types.push_back({t[0], t[1], t[2]});
+    paths.push_back(f.string());
+  }
+  ASSIGN_OR_RETURN(in.edges, ChunkedArray::Open(paths));
+  if (in.edges.row_shape() != std::vector<int64_t>{2}) {
+    return absl::InvalidArgumentError(StrCat(paths[0], ": --distributed reads relations as [e, 2] arrays"));
+  }
+  in.edge_type_offsets.push_back(0);
+  for (const std::string& p : paths) {
+    ASSIGN_OR_RETURN(ChunkedArray one, ChunkedArray::Open({p}));
+    in.edge_type_offsets.push_back(in.edge_type_offsets.back() + one.rows());
+  }
+  in.num_edges = in.edges.rows();
+  in.edges_source = (dir / "edges").string();
+  auto folders = [&](const fs::path& root) -> absl::StatusOr<std::vector<std::pair<int, fs::path>>> {
+    std::vector<std::pair<int, fs::path>> out;
+    std::error_code e2;
+    if (!fs::is_directory(root, e2)) return out;
+    for (const auto& entry : fs::directory_iterator(root, e2)) {
+      const int t = type_index(entry.path().filename().string());
+      if (t >= static_cast<int>(in.node_types.size()) || !entry.is_directory()) {
+        return absl::InvalidArgumentError(StrCat(entry.path().string(), ": not a node type of ", in.num_nodes_source));
+      }
+      out.push_back({t, entry.path()});
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  ASSIGN_OR_RETURN(auto field_dirs, folders(dir / "node_data"));
+  for (const auto& [t, folder] : field_dirs) {
+    std::vector<SliceField> fields;
+    RETURN_IF_ERROR(AddFieldDir(folder, &fields));
+    for (SliceField& f : fields) {
+      f.node_type = in.node_types[t];
+      in.node_fields.push_back(std::move(f));
+    }
+  }
+  ASSIGN_OR_RETURN(auto split_dirs, folders(dir / "split"));
+  const char* split_names[3] = {"train_idx.npy", "valid_idx.npy", "test_idx.npy"};
+  for (const auto& [t, folder] : split_dirs) {
+    for (int i = 0; i < 3; ++i) {
+      if (std::string p = IfExists(folder / split_names[i]); !p.empty()) {
+        in.split_files[i].push_back({p, t});
+        in.has_split = true;
+      }
+    }
+  }
+  return in;
+}
+
 }  // namespace
+
+int SliceInput::NodeTypeOf(int64_t v) const {
+  if (!typed()) return 0;
+  return static_cast<int>(std::upper_bound(node_type_offsets.begin(), node_type_offsets.end(), v) -
+                          node_type_offsets.begin()) - 1;
+}
+
+int SliceInput::EdgeTypeOf(int64_t row) const {
+  if (!typed()) return 0;
+  return static_cast<int>(std::upper_bound(edge_type_offsets.begin(), edge_type_offsets.end(), row) -
+                          edge_type_offsets.begin()) - 1;
+}
 
 absl::StatusOr<SliceInput> OpenSliceInput(const ReadOptions& read) {
   const fs::path dir(read.input_dir);
@@ -287,13 +394,15 @@ absl::StatusOr<SliceInput> OpenSliceInput(const ReadOptions& read) {
   absl::StatusOr<SliceInput> in;
   if (fs::exists(dir / "metadata.json", ec)) {
     in = OpenDglChunked(dir, read);
+  } else if (fs::exists(dir / "num_nodes.json", ec)) {
+    in = OpenTypedNpy(dir, read);
   } else if (fs::exists(dir / "edges.npy", ec)) {
     in = OpenPlain(dir, read);
   } else {
     return absl::InvalidArgumentError(StrCat(
-        "--input ", read.input_dir, ": --distributed reads the plain .npy layout (edges.npy) or DGL's chunked "
-        "format (metadata.json); for OGB's csv.gz, typed and text layouts use fanout-partition without "
-        "--distributed, or convert (docs/partitioning.md)"));
+        "--input ", read.input_dir, ": --distributed reads the plain .npy layout (edges.npy), the typed .npy "
+        "layout (num_nodes.json) or DGL's chunked format (metadata.json); for OGB's csv.gz and text layouts use "
+        "fanout-partition without --distributed, or convert (docs/partitioning.md)"));
   }
   if (!in.ok()) return in.status();
   in->name = fs::absolute(dir).lexically_normal().filename().string();
@@ -306,9 +415,21 @@ absl::StatusOr<SliceInput> OpenSliceInput(const ReadOptions& read) {
       for (const std::string& p : f.data.paths()) in->inputs.push_back(p);
     }
   }
-  for (const auto& files : in->split_files) in->inputs.insert(in->inputs.end(), files.begin(), files.end());
+  for (const auto& files : in->split_files) {
+    for (const SplitFile& f : files) in->inputs.push_back(f.path);
+  }
   if (in->num_nodes >= 0) {
     for (const SliceField& f : in->node_fields) {
+      if (!f.node_type.empty()) {
+        const int t = static_cast<int>(std::find(in->node_types.begin(), in->node_types.end(), f.node_type) -
+                                       in->node_types.begin());
+        const int64_t rows = in->node_type_offsets[t + 1] - in->node_type_offsets[t];
+        if (f.data.rows() != rows) {
+          return absl::InvalidArgumentError(StrCat(f.data.first_path(), ": node field '", f.name, "' has ", f.data.rows(),
+                                                   " rows but there are ", rows, " ", f.node_type, " nodes"));
+        }
+        continue;
+      }
       if (f.data.rows() != in->num_nodes) {
         return absl::InvalidArgumentError(StrCat(f.data.first_path(), ": node field '", f.name, "' has ",
                                                  f.data.rows(), " rows but the graph has ", in->num_nodes,
@@ -341,6 +462,25 @@ absl::StatusOr<std::vector<int64_t>> ReadEdgeSlice(const SliceInput& in, int64_t
       }
       std::memcpy(out.data() + 2 * (lo - begin), pairs.data_as<int64_t>() + 2 * (lo - at[c]),
                   (hi - lo) * 2 * sizeof(int64_t));
+    }
+    return out;
+  }
+  if (in.typed()) {
+    // Relation chunks in type-wise IDs: checked against their types' counts, then offset.
+    ASSIGN_OR_RETURN(std::vector<int64_t> s, in.edges.ReadInts(begin, end, 0));
+    ASSIGN_OR_RETURN(std::vector<int64_t> d, in.edges.ReadInts(begin, end, 1));
+    for (int64_t i = 0; i < end - begin; ++i) {
+      const core::CanonicalEdgeType& t = in.edge_types[in.EdgeTypeOf(begin + i)];
+      for (int side = 0; side < 2; ++side) {
+        const std::string& type = side == 0 ? t.src : t.dst;
+        const int ti = static_cast<int>(std::find(in.node_types.begin(), in.node_types.end(), type) - in.node_types.begin());
+        const int64_t id = side == 0 ? s[i] : d[i], count = in.node_type_offsets[ti + 1] - in.node_type_offsets[ti];
+        if (id < 0 || id >= count) {
+          return absl::InvalidArgumentError(StrCat(in.edges.Where(begin + i), ": ", side == 0 ? "src " : "dst ", id,
+                                                   " is outside [0, ", count, ") (the ", type, " nodes)"));
+        }
+        out[2 * i + side] = id + in.node_type_offsets[ti];
+      }
     }
     return out;
   }

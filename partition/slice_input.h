@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/npy.h"
+#include "core/type_map.h"
 #include "partition/readers.h"
 
 namespace fanout::partition {
@@ -51,6 +52,13 @@ class ChunkedArray {
 struct SliceField {
   std::string name;
   ChunkedArray data;
+  std::string node_type;  // typed graphs: the node type whose nodes it has a row for ("" = every node)
+};
+
+// A split file: node indices, type-wise on a typed graph (type >= 0).
+struct SplitFile {
+  std::string path;
+  int type = -1;
 };
 
 struct SliceInput {
@@ -72,7 +80,17 @@ struct SliceInput {
   std::vector<SliceField> edge_fields;
   // Split files (1-D integer node IDs); a missing one is an empty set.
   bool has_split = false;
-  std::vector<std::vector<std::string>> split_files{3};  // train, valid, test
+  std::vector<std::vector<SplitFile>> split_files{3};  // train, valid, test
+  // Typed graphs (the typed .npy layout; empty otherwise), as partition::Dataset has them: node
+  // IDs type-major, edge rows relation-major. `edges` then holds one chunk per relation, in
+  // type-wise IDs that ReadEdgeSlice turns into input IDs.
+  std::vector<std::string> node_types;
+  std::vector<int64_t> node_type_offsets;  // T + 1
+  std::vector<core::CanonicalEdgeType> edge_types;
+  std::vector<int64_t> edge_type_offsets;  // R + 1
+  bool typed() const { return !node_types.empty(); }
+  int NodeTypeOf(int64_t v) const;
+  int EdgeTypeOf(int64_t row) const;
   std::vector<std::string> inputs;  // every file read, for the output-safety checks
 };
 

@@ -33,8 +33,9 @@ std::string Slurp(const std::string& path) {
 }
 
 // Every file under `a` and `b` (but the marker and the config) equal byte for byte, and the
-// configs equal but for the "build" record (which tool, how many ranks, the peaks).
-void ExpectSameOutput(const std::string& a, const std::string& b, const std::string& name) {
+// configs equal but for the "build" record (which tool, how many ranks, the peaks) and, when
+// `same_method` is false, "part_method".
+void ExpectSameOutput(const std::string& a, const std::string& b, const std::string& name, bool same_method = true) {
   auto files = [](const std::string& root) {
     std::vector<std::string> out;
     for (const auto& e : fs::recursive_directory_iterator(root)) {
@@ -52,7 +53,8 @@ void ExpectSameOutput(const std::string& a, const std::string& b, const std::str
   nlohmann::json ja = nlohmann::json::parse(Slurp(a + "/" + name + ".json"));
   nlohmann::json jb = nlohmann::json::parse(Slurp(b + "/" + name + ".json"));
   EXPECT_EQ(jb["build"]["tool"], "fanout-partition --distributed");
-  for (const std::string key : {"build"}) ja.erase(key), jb.erase(key);
+  ja.erase("build"), jb.erase("build");
+  if (!same_method) ja.erase("part_method"), jb.erase("part_method");
   EXPECT_EQ(ja, jb);
 }
 
@@ -132,6 +134,74 @@ TEST(DistributedPartitionTest, SameFilesAsTheSerialToolForTheSameAssignment) {
 
 // PT-Scotch on the graph itself (small graphs), and on the graph contracted by label propagation
 // over two or three levels (--scotch-max-edges below the graph's edges), refined on the way back.
+// A typed graph (fanout-generate --preset mag, the typed .npy layout): per-type node ranges,
+// relation-major edge type ranges, rev_REL relations, type-wise original IDs, per-type fields and
+// masks, all as the serial tool writes them.
+TEST(DistributedPartitionTest, TypedGraphSameFilesAsTheSerialTool) {
+  SKIP_WITHOUT_MPI();
+  TempDir dir;
+  std::string err;
+  ASSERT_EQ(testing::RunProcess({FANOUT_GENERATE_BIN, "--preset", "mag", "--scale", "0.002", "--feat-dim", "8",
+                                 "--format", "npy", "--out", dir.Sub("mag"), "--seed", "3"},
+                                nullptr, &err),
+            0)
+      << err;
+  auto d = partition::ReadDataset({.input_dir = dir.Sub("mag")});
+  ASSERT_TRUE(d.ok()) << d.status();
+  const std::string assign = WriteAssignment(dir, d->num_nodes, 3, 9);
+  for (const bool reverse : {true, false}) {
+    partition::PartitionOptions o;
+    o.num_parts = 3;
+    o.method = partition::PartMethod::kFile;
+    o.assignment_file = assign;
+    o.add_reverse_edges = reverse;
+    o.quiet = true;
+    o.out_dir = dir.Sub(StrCat("serial-", reverse));
+    ASSERT_TRUE(partition::PartitionDataset(*d, o).ok());
+    for (int ranks : {2, 4}) {
+      const std::string out = dir.Sub(StrCat("dist-", reverse, "-", ranks));
+      std::vector<std::string> flags = {"--input", dir.Sub("mag"), "--num-parts", "3", "--part-method", "file",
+                                        "--assignment", assign, "--out", out, "--quiet"};
+      if (reverse) flags.push_back("--add-reverse-edges");
+      ASSERT_EQ(Distributed(ranks, flags, nullptr, &err), 0) << err;
+      ExpectSameOutput(o.out_dir, out, "mag");
+    }
+  }
+  // PT-Scotch on the typed graph: the summary lists the types, and the output is what the serial
+  // tool (whose typed partitions typed_partition_test checks) writes for the same assignment.
+  std::string text;
+  ASSERT_EQ(Distributed(2, {"--input", dir.Sub("mag"), "--num-parts", "2", "--out", dir.Sub("scotch"),
+                            "--add-reverse-edges", "--scotch-max-edges", "2000"},
+                        &text, &err),
+            0)
+      << err;
+  EXPECT_NE(text.find("edge types:       author:affiliated_with:institution 2088"), std::string::npos) << text;
+  auto cfg = core::LoadPartitionConfig(dir.Sub("scotch/mag.json"));
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  std::vector<int64_t> part(d->num_nodes, -1);
+  for (int k = 0; k < 2; ++k) {
+    auto orig = core::NpyArray::Map(cfg->PartPath(k, core::PartFiles::kOrigNids));
+    ASSERT_TRUE(orig.ok()) << orig.status();
+    for (int64_t i = 0; i < orig->rows(); ++i) {
+      const int64_t id = cfg->node_bounds[k] + i;
+      int t = 0;
+      while (!(id >= cfg->node_type_ranges[t][k].first && id < cfg->node_type_ranges[t][k].second)) ++t;
+      part[d->node_type_offsets[t] + orig->data_as<int64_t>()[i]] = k;
+    }
+  }
+  EXPECT_EQ(std::count(part.begin(), part.end(), -1), 0);
+  ASSERT_TRUE(core::WriteNpy(dir.Sub("scotch-assign.npy"), part).ok());
+  partition::PartitionOptions o;
+  o.num_parts = 2;
+  o.add_reverse_edges = true;
+  o.method = partition::PartMethod::kFile;
+  o.assignment_file = dir.Sub("scotch-assign.npy");
+  o.quiet = true;
+  o.out_dir = dir.Sub("scotch-serial");
+  ASSERT_TRUE(partition::PartitionDataset(*d, o).ok());
+  ExpectSameOutput(o.out_dir, dir.Sub("scotch"), "mag", /*same_method=*/false);
+}
+
 TEST(DistributedPartitionTest, PtScotchOnTwoAndFourRanksCutsLikeMetis) {
   SKIP_WITHOUT_MPI();
   TempDir dir;
@@ -296,7 +366,9 @@ TEST(DistributedPartitionTest, BadInputStopsEveryRankNamingTheRankFileAndEdge) {
   fs::create_directories(dir.Sub("text"));
   testing::WriteText(dir.Sub("text/edges.csv"), "0,1\n1,2\n");
   EXPECT_EQ(Distributed(2, {"--input", dir.Sub("text"), "--num-parts", "2", "--out", dir.Sub("out")}, nullptr, &err), 1);
-  EXPECT_NE(err.find("--distributed reads the plain .npy layout (edges.npy) or DGL's chunked format"), std::string::npos)
+  EXPECT_NE(err.find("--distributed reads the plain .npy layout (edges.npy), the typed .npy layout (num_nodes.json) or "
+                     "DGL's chunked format"),
+            std::string::npos)
       << err;
   // Raw IDs (not 0..N-1): refused before any per-node array is allocated.
   fs::create_directories(dir.Sub("raw"));
