@@ -792,10 +792,7 @@ absl::StatusOr<PartitionSummary> Job::Run() {
       nt.push_back(StrCat(in_.node_types[t], " ", in_.node_type_offsets[t + 1] - in_.node_type_offsets[t]));
     }
     for (int r = 0; r < R_; ++r) {
-      const core::CanonicalEdgeType e = r < R_in_ ? in_.edge_types[r]
-                                                  : core::CanonicalEdgeType{in_.edge_types[r - R_in_].dst,
-                                                                            "rev_" + in_.edge_types[r - R_in_].rel,
-                                                                            in_.edge_types[r - R_in_].src};
+      const core::CanonicalEdgeType e = r < R_in_ ? in_.edge_types[r] : ReverseRelation(in_.edge_types[r - R_in_]);
       int64_t count = 0;
       for (const auto& [b, e2] : edge_type_ranges_[r]) count += e2 - b;
       et.push_back(StrCat(e.ToString(), " ", count));
@@ -841,7 +838,7 @@ absl::StatusOr<PartitionSummary> Job::Run() {
         cfg_.node_type_ranges = type_ranges_;
         cfg_.edge_types = in_.edge_types;
         if (typed_reverse_) {
-          for (const core::CanonicalEdgeType& e : in_.edge_types) cfg_.edge_types.push_back({e.dst, "rev_" + e.rel, e.src});
+          for (const core::CanonicalEdgeType& e : in_.edge_types) cfg_.edge_types.push_back(ReverseRelation(e));
         }
         cfg_.edge_type_ranges = edge_type_ranges_;
       }

@@ -540,7 +540,7 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
     cfg.node_type_ranges = node_type_ranges;
     cfg.edge_types = d.edge_types;
     if (typed_reverse) {
-      for (const core::CanonicalEdgeType& e : d.edge_types) cfg.edge_types.push_back({e.dst, "rev_" + e.rel, e.src});
+      for (const core::CanonicalEdgeType& e : d.edge_types) cfg.edge_types.push_back(ReverseRelation(e));
     }
     cfg.edge_type_ranges.assign(R, {});
     for (int r = 0; r < R; ++r) {

@@ -71,6 +71,10 @@ struct PartitionSummary {
   std::string ToString() const;
 };
 
+// The relation --add-reverse-edges stores for `e` on a typed graph: (DST, rev_REL, SRC), as DGL
+// names it.
+inline core::CanonicalEdgeType ReverseRelation(const core::CanonicalEdgeType& e) { return {e.dst, "rev_" + e.rel, e.src}; }
+
 // The config's "build" record (what was done and measured) as JSON text: the summary's figures
 // and the options that shaped the output; `extra`, a JSON object's text (or ""), adds keys.
 std::string BuildRecord(const PartitionSummary& summary, const PartitionOptions& options, const std::string& tool,
