@@ -27,8 +27,7 @@ absl::Status Job::AssignWithScotch() {
   // second sends the arcs into their rows; rows are then sorted and repeats dropped.
   const int64_t n = nb_.size();
   DistGraph g;
-  g.vtxdist.resize(P_ + 1);
-  for (int p = 0; p <= P_; ++p) g.vtxdist[p] = N_ * p / P_;
+  g.vtxdist = BlockBounds(N_, P_);
   g.vert.assign(n + 1, 0);
   const int64_t rounds = comm_.MaxInt64((eb_.size() + kBatchEdges - 1) / kBatchEdges);
   for (int pass = 0; pass < 2; ++pass) {

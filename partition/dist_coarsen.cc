@@ -6,11 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 
 namespace fanout::partition {
-namespace {
 
-// The owners' answers for `ids` (sorted, unique, global): each owner is asked once for its IDs,
-// and answers with `answer(local index)` for each, in the order asked, so the result lines up
-// with `ids`.
 std::vector<int64_t> AskOwners(const MpiComm& comm, const std::vector<int64_t>& vtxdist, const std::vector<int64_t>& ids,
                                const std::function<int64_t(int64_t)>& answer) {
   const int P = comm.size(), me = comm.rank();
@@ -29,6 +25,8 @@ std::vector<int64_t> AskOwners(const MpiComm& comm, const std::vector<int64_t>& 
   for (const std::vector<int64_t>& a : comm.AllToAll(asked)) out.insert(out.end(), a.begin(), a.end());
   return out;
 }
+
+namespace {
 
 uint64_t Scatter(int64_t v) {
   uint64_t x = static_cast<uint64_t>(v) + 0x9E3779B97F4A7C15ull;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -48,6 +49,12 @@ class ArcSlots {
   std::unique_ptr<HaloPlan> halo_;
   std::vector<int64_t> slot_;
 };
+
+// The owners' answers for `ids` (sorted, unique, global IDs of a graph distributed by `vtxdist`):
+// each owner is asked once for its IDs and answers with `answer(local index)`; the result lines up
+// with `ids`. Collective.
+std::vector<int64_t> AskOwners(const MpiComm& comm, const std::vector<int64_t>& vtxdist, const std::vector<int64_t>& ids,
+                               const std::function<int64_t(int64_t)>& answer);
 
 // Label propagation (`iterations` sweeps, neighbours' labels exchanged after each) with clusters
 // of at most `max_cluster_weight` on any one rank, then contraction. Collective. Returns the

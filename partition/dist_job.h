@@ -39,6 +39,12 @@ struct Block {
   int64_t size() const { return end - begin; }
 };
 inline Block BlockOf(int64_t n, int p, int r) { return {n * r / p, n * (r + 1) / p}; }
+// Every rank's block start, then n (a DistGraph's vtxdist).
+inline std::vector<int64_t> BlockBounds(int64_t n, int p) {
+  std::vector<int64_t> b(p + 1);
+  for (int r = 0; r <= p; ++r) b[r] = n * r / p;
+  return b;
+}
 inline int BlockOwner(int64_t n, int p, int64_t v) {
   int r = static_cast<int>(static_cast<__int128>(v) * p / std::max<int64_t>(n, 1));
   while (r > 0 && n * r / p > v) --r;

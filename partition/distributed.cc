@@ -11,9 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
-#include <fstream>
 #include <optional>
-
 
 #include "absl/container/flat_hash_map.h"
 #include "base/parallel.h"
@@ -24,6 +22,7 @@
 #include "core/npy.h"
 #include "core/partition_book.h"
 #include "core/partition_config.h"
+#include "partition/dist_coarsen.h"
 #include "partition/dist_job.h"
 #include "partition/mpi_comm.h"
 #include "partition/slice_input.h"
@@ -102,7 +101,6 @@ absl::Status WriteMember(const std::string& path, const T* rows, int64_t count, 
 
 }  // namespace
 
-
 void Job::Phase(const std::string& name) {
   if (in_phase_) phase_peaks_.push_back(base::PeakRssBytes());  // the end of the one before
   in_phase_ = true;
@@ -131,20 +129,7 @@ absl::Status Job::ReadEdges() {
   }
   // A node count whose per-node arrays cannot fit this rank's share of its machine is almost
   // always IDs that are not 0..N-1; say so before anything is allocated or claimed.
-  {
-    constexpr int64_t kMinBytesPerNode = 24;
-    const int64_t usable = base::UsableMemoryBytes() / comm_.local_size();
-    const int64_t per_rank = (N_ + P_ - 1) / P_;
-    absl::Status fits;
-    if (usable > 0 && per_rank > usable / kMinBytesPerNode) {
-      fits = absl::ResourceExhaustedError(StrCat(
-          N_, " nodes (from ", n_source, ") need at least ", per_rank * kMinBytesPerNode / (1 << 20),
-          " MiB per rank for per-node arrays alone (", per_rank, " nodes per rank on ", P_, " ranks); this rank's share of its machine is ",
-          usable / (1 << 20), " MiB. Node IDs must be 0..N-1: relabel raw or hashed IDs to consecutive integers "
-          "first; if the count is right, run more ranks or on machines with more memory"));
-    }
-    RETURN_IF_ERROR(comm_.Agree(fits));
-  }
+  RETURN_IF_ERROR(comm_.Agree(CheckNodeCountFits(N_, n_source, base::UsableMemoryBytes() / comm_.local_size(), P_)));
   absl::Status ids;
   for (int64_t i = 0; i < eb_.size() && ids.ok(); ++i) {
     for (int side = 0; side < 2; ++side) {
@@ -216,7 +201,6 @@ absl::Status Job::ReadSplit() {
   return absl::OkStatus();
 }
 
-
 // New IDs: partition k owns [bounds[k], bounds[k+1]); inside it, input order (rank 0's block
 // first), as the serial tool numbers them.
 absl::Status Job::Relabel() {
@@ -266,25 +250,18 @@ absl::Status Job::Relabel() {
   return absl::OkStatus();
 }
 
-// The slice's endpoints, from input to new IDs: each distinct endpoint is asked of its block's owner.
+// The slice's endpoints, from input to new IDs: each distinct endpoint (found through a hash map,
+// not a sort of the whole slice) is asked of its block's owner once.
 void Job::RelabelEndpoints() {
-  // Each distinct endpoint once (a hash map, not a sort of the whole slice), asked of its owner.
   absl::flat_hash_map<int64_t, int64_t> new_of;
-  std::vector<std::vector<int64_t>> ask(P_);
+  std::vector<int64_t> ids;
   for (int64_t v : edges_) {
-    if (new_of.try_emplace(v, -1).second) ask[BlockOwner(N_, P_, v)].push_back(v);
+    if (new_of.try_emplace(v, -1).second) ids.push_back(v);
   }
-  std::vector<std::vector<int64_t>> asked = comm_.AllToAll(ask);
-  for (std::vector<int64_t>& a : asked) {
-    for (int64_t& v : a) v = new_id_[v - nb_.begin];
-  }
-  // Answers come back in the order asked.
-  const std::vector<std::vector<int64_t>> answers = comm_.AllToAll(asked);
-  asked = {};
-  for (int p = 0; p < P_; ++p) {
-    for (size_t j = 0; j < ask[p].size(); ++j) new_of[ask[p][j]] = answers[p][j];
-  }
-  ask = {};
+  std::sort(ids.begin(), ids.end());
+  const std::vector<int64_t> answers =
+      AskOwners(comm_, BlockBounds(N_, P_), ids, [this](int64_t local) { return new_id_[local]; });
+  for (size_t j = 0; j < ids.size(); ++j) new_of[ids[j]] = answers[j];
   for (int64_t& v : edges_) v = new_of.at(v);
 }
 
@@ -292,8 +269,6 @@ void Job::RelabelEndpoints() {
 // (with reverse edges) their reverses, numbered as the serial tool. The owner sorts them; that
 // array is its partitions' in-edge CSC, with no second copy.
 void Job::ShuffleEdges() {
-  // What arrives is counted first, so that the array is allocated once at its size (growing it
-  // by doubling would cost up to twice the memory at the moment it moves).
   // Slice row i's stored edges, as the serial tool stores them: the edge, and its reverse with
   // reverse edges; a self loop once (on a typed graph its rev_REL copy too), none with
   // --self-loops remove. The destination is its CSC row (VirtualRow).
@@ -307,14 +282,14 @@ void Job::ShuffleEdges() {
       emit(u, StoredEdge{VirtualRow(u, r + (typed_reverse_ ? R_in_ : 0)), w, E_ + eb_.begin + i});
     }
   };
+  // What arrives is counted first, so that the array is allocated once at its size (growing it
+  // by doubling would cost up to twice the memory at the moment it moves).
   {
     std::vector<int64_t> count(P_, 0);
     for (int64_t i = 0; i < eb_.size(); ++i) {
       each_stored(i, [&](int64_t dst, const StoredEdge&) { ++count[OwnerOfPart(book_->PartOf(dst))]; });
     }
-    int64_t incoming = 0;
-    for (int64_t c : comm_.ExchangeCounts(count)) incoming += c;
-    stored_.reserve(incoming);
+    stored_.reserve(comm_.IncomingTotal(count));
   }
   const int64_t rounds = comm_.MaxInt64((eb_.size() + kBatchEdges - 1) / kBatchEdges);
   for (int64_t round = 0; round < rounds; ++round) {
@@ -417,9 +392,7 @@ absl::Status Job::ShuffleOutEdges() {
   {
     std::vector<int64_t> count(P_, 0);
     for (const StoredEdge& e : stored_) ++count[OwnerOfPart(book_->PartOf(e.src))];
-    int64_t incoming = 0;
-    for (int64_t c : comm_.ExchangeCounts(count)) incoming += c;
-    got_all.reserve(incoming);
+    got_all.reserve(comm_.IncomingTotal(count));
   }
   for (int64_t round = 0; round < rounds; ++round) {
     std::vector<std::vector<OutEdge>> send(P_);
@@ -547,9 +520,7 @@ std::vector<NodeColumn> Job::NodeColumns() {
                   }});
   for (const SliceField& f : in_.node_fields) {
     const ChunkedArray* a = &f.data;
-    const int t = f.node_type.empty() ? -1
-                                      : static_cast<int>(std::find(in_.node_types.begin(), in_.node_types.end(),
-                                                                   f.node_type) - in_.node_types.begin());
+    const int t = f.node_type.empty() ? -1 : in_.NodeTypeIndex(f.node_type);
     const int64_t base = t < 0 ? 0 : in_.node_type_offsets[t];  // the field's row of input node v is v - base
     const std::string file = PartFiles::NodeData(core::FieldSchema{.name = f.name, .node_type = f.node_type}.key());
     if (f.name == "label" && a->dtype() != DType::kInt64) {
@@ -842,14 +813,10 @@ absl::StatusOr<PartitionSummary> Job::Run() {
         }
         cfg_.edge_type_ranges = edge_type_ranges_;
       }
-      ASSIGN_OR_RETURN(std::string json,
-                       core::PartitionConfigToJson(cfg_, BuildRecord(s_, o_, "fanout-partition --distributed", in_.layout,
-                                                                     in_.typed(), StrCat("{\"ranks\": ", P_, "}"))));
-      const std::string p = (fs::path(tmp) / (name + ".json")).string();
-      std::ofstream out(p);
-      out << json;
-      out.close();
-      if (!out) return absl::InternalError(StrCat("cannot write ", p));
+      RETURN_IF_ERROR(WriteConfigFile(cfg_,
+                                      BuildRecord(s_, o_, "fanout-partition --distributed", in_.layout, in_.typed(),
+                                                  StrCat("{\"ranks\": ", P_, "}")),
+                                      (fs::path(tmp) / (name + ".json")).string()));
       RETURN_IF_ERROR(staging->Commit());
       s_.config_path = (fs::path(staging->dest()) / (name + ".json")).string();
       return absl::OkStatus();

@@ -111,6 +111,12 @@ std::vector<int64_t> MpiComm::ExchangeCounts(const std::vector<int64_t>& bytes) 
   return in;
 }
 
+int64_t MpiComm::IncomingTotal(const std::vector<int64_t>& count) const {
+  int64_t total = 0;
+  for (int64_t c : ExchangeCounts(count)) total += c;
+  return total;
+}
+
 void MpiComm::AllToAllRaw(const std::vector<const char*>& send, const std::vector<int64_t>& send_bytes,
                           const std::vector<char*>& recv, const std::vector<int64_t>& recv_bytes) const {
   // Each round moves at most `per` bytes of every (sender, receiver) pair, packed so that MPI's

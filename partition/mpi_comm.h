@@ -69,6 +69,9 @@ class MpiComm {
 
   // The all-to-all of counts behind AllToAll: bytes[d] to rank d; returns what each rank sends here.
   std::vector<int64_t> ExchangeCounts(const std::vector<int64_t>& bytes) const;
+  // Collective: with count[d] items about to go to rank d from each rank, how many arrive here in
+  // all (to allocate for them once).
+  int64_t IncomingTotal(const std::vector<int64_t>& count) const;
   // Moves send[d] (send_bytes[d] bytes) to recv[s] of rank d (recv_bytes[s] bytes, as
   // ExchangeCounts said), in rounds.
   void AllToAllRaw(const std::vector<const char*>& send, const std::vector<int64_t>& send_bytes,

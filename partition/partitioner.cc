@@ -390,24 +390,41 @@ absl::StatusOr<std::vector<int32_t>> AssignPartitions(const Dataset& d, const Pa
 }
 
 absl::Status CheckNodeCountFits(const Dataset& d, int64_t usable_bytes) {
+  return CheckNodeCountFits(d.num_nodes, d.num_nodes_source, usable_bytes, 1);
+}
+
+absl::Status CheckNodeCountFits(int64_t num_nodes, const std::string& source, int64_t usable_bytes, int ranks) {
   // Per-node arrays held at once, at the least: the assignment, the new IDs and the CSR offsets,
   // 8 bytes each (METIS, the halo and the split masks add more). A count that does not fit even
   // so is almost always IDs that are not 0..N-1 (raw or hashed IDs), which would otherwise end
   // in std::bad_alloc or the OOM killer after the output folder was claimed.
   constexpr int64_t kMinBytesPerNode = 24;
-  if (usable_bytes <= 0 || d.num_nodes <= usable_bytes / kMinBytesPerNode) return absl::OkStatus();
+  const int64_t per_process = (num_nodes + ranks - 1) / ranks;
+  if (usable_bytes <= 0 || per_process <= usable_bytes / kMinBytesPerNode) return absl::OkStatus();
   auto gib = [](double bytes) {
     char buf[32];
     std::snprintf(buf, sizeof(buf), "%.1f GiB", bytes / (1ll << 30));
     return std::string(buf);
   };
+  const std::string need = gib(static_cast<double>(per_process) * kMinBytesPerNode);
   return absl::ResourceExhaustedError(StrCat(
-      d.num_nodes, " nodes (from ", d.num_nodes_source, ") need at least ",
-      gib(static_cast<double>(d.num_nodes) * kMinBytesPerNode), " for per-node arrays alone; this machine has ",
+      num_nodes, " nodes (from ", source, ") need at least ",
+      ranks == 1 ? StrCat(need, " for per-node arrays alone; this machine has ")
+                 : StrCat(need, " per rank for per-node arrays alone (", per_process, " nodes on each of ", ranks,
+                          " ranks); this rank's share of its machine is "),
       gib(static_cast<double>(usable_bytes)),
       ". Node IDs must be 0..N-1: relabel raw or hashed IDs to consecutive integers first "
-      "(e.g. numpy.unique(edges, return_inverse=True)); if the count is right, partition on a machine "
-      "with more memory"));
+      "(e.g. numpy.unique(edges, return_inverse=True)); if the count is right, ",
+      ranks == 1 ? "partition on a machine with more memory" : "run more ranks or on machines with more memory"));
+}
+
+absl::Status WriteConfigFile(const core::PartitionConfig& cfg, const std::string& build, const std::string& path) {
+  ASSIGN_OR_RETURN(std::string json, core::PartitionConfigToJson(cfg, build));
+  std::ofstream out(path);
+  out << json;
+  out.close();
+  if (!out) return absl::InternalError(StrCat("cannot write ", path));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const PartitionOptions& o) {
@@ -639,15 +656,8 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   // The config, with what was done and measured, then the atomic rename.
   nlohmann::json extra = nlohmann::json::object();
   if (!link.empty()) extra["link"] = link;
-  ASSIGN_OR_RETURN(std::string json, core::PartitionConfigToJson(
-                                         cfg, BuildRecord(s, o, "fanout-partition", d.layout, d.typed(), extra.dump())));
-  {
-    std::string p = (fs::path(staging.path()) / (name + ".json")).string();
-    std::ofstream out(p);
-    out << json;
-    out.close();
-    if (!out) return absl::InternalError(StrCat("cannot write ", p));
-  }
+  RETURN_IF_ERROR(WriteConfigFile(cfg, BuildRecord(s, o, "fanout-partition", d.layout, d.typed(), extra.dump()),
+                                  (fs::path(staging.path()) / (name + ".json")).string()));
   RETURN_IF_ERROR(staging.Commit());
 
   s.config_path = (fs::path(staging.dest()) / (name + ".json")).string();

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "base/process_stats.h"
+#include "core/partition_config.h"
 #include "partition/dataset.h"
 #include "partition/edge_split.h"
 
@@ -47,6 +48,9 @@ absl::Status ValidatePartitionOptions(const PartitionOptions& options, int64_t n
 // arrays alone would not fit in `usable_bytes` (base::UsableMemoryBytes(); <= 0: unknown, OK):
 // IDs that are not 0..N-1 fail here, before the output folder is claimed.
 absl::Status CheckNodeCountFits(const Dataset& d, int64_t usable_bytes);
+// The same for `num_nodes` (from `source`) split over `ranks` processes (fanout-partition
+// --distributed), each with `usable_bytes`.
+absl::Status CheckNodeCountFits(int64_t num_nodes, const std::string& source, int64_t usable_bytes, int ranks);
 
 struct PartitionSummary {
   std::string config_path;             // OUT/<name>.json
@@ -79,6 +83,9 @@ inline core::CanonicalEdgeType ReverseRelation(const core::CanonicalEdgeType& e)
 // and the options that shaped the output; `extra`, a JSON object's text (or ""), adds keys.
 std::string BuildRecord(const PartitionSummary& summary, const PartitionOptions& options, const std::string& tool,
                         const std::string& input_layout, bool typed, const std::string& extra = "");
+
+// Writes `cfg` with its "build" record (BuildRecord) as the partition config at `path`.
+absl::Status WriteConfigFile(const core::PartitionConfig& cfg, const std::string& build, const std::string& path);
 
 // Partitions `dataset` and writes the result atomically (nothing at out_dir unless complete).
 absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& dataset,

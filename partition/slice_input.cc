@@ -293,8 +293,7 @@ absl::StatusOr<SliceInput> OpenTypedNpy(const fs::path& dir, const ReadOptions& 
     }
     in.node_type_offsets.push_back(0);
     for (const auto& [name, count] : j.items()) {
-      if (!count.is_number_integer() || count.get<int64_t>() < 0 || !core::IsTypeName(name) ||
-          std::find(in.node_types.begin(), in.node_types.end(), name) != in.node_types.end()) {
+      if (!count.is_number_integer() || count.get<int64_t>() < 0 || !core::IsTypeName(name) || in.NodeTypeIndex(name) >= 0) {
         return absl::InvalidArgumentError(StrCat(in.num_nodes_source, ": '", name, "' needs a type name listed once with a count >= 0"));
       }
       in.node_types.push_back(name);
@@ -305,9 +304,6 @@ absl::StatusOr<SliceInput> OpenTypedNpy(const fs::path& dir, const ReadOptions& 
   if (read.num_nodes >= 0 && read.num_nodes != in.num_nodes) {
     return absl::InvalidArgumentError(StrCat("--num-nodes ", read.num_nodes, " but ", in.num_nodes_source, " sums to ", in.num_nodes));
   }
-  auto type_index = [&](const std::string& name) {
-    return static_cast<int>(std::find(in.node_types.begin(), in.node_types.end(), name) - in.node_types.begin());
-  };
   std::vector<fs::path> rel_files;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir / "edges", ec)) {
@@ -318,23 +314,19 @@ absl::StatusOr<SliceInput> OpenTypedNpy(const fs::path& dir, const ReadOptions& 
   std::vector<std::string> paths;
   for (const fs::path& f : rel_files) {
     const std::vector<std::string> t = base::StrSplit(f.stem().string(), "___");
-    if (t.size() != 3 || type_index(t[0]) >= static_cast<int>(in.node_types.size()) ||
-        type_index(t[2]) >= static_cast<int>(in.node_types.size()) || !core::IsTypeName(t[1])) {
+    if (t.size() != 3 || in.NodeTypeIndex(t[0]) < 0 || in.NodeTypeIndex(t[2]) < 0 || !core::IsTypeName(t[1])) {
       return absl::InvalidArgumentError(StrCat(f.string(), ": name must be SRC___REL___DST with node types of ",
                                                in.num_nodes_source));
     }
     in.edge_types.push_back({t[0], t[1], t[2]});
+    in.edge_type_ends.push_back({in.NodeTypeIndex(t[0]), in.NodeTypeIndex(t[2])});
     paths.push_back(f.string());
   }
   ASSIGN_OR_RETURN(in.edges, ChunkedArray::Open(paths));
   if (in.edges.row_shape() != std::vector<int64_t>{2}) {
     return absl::InvalidArgumentError(StrCat(paths[0], ": --distributed reads relations as [e, 2] arrays"));
   }
-  in.edge_type_offsets.push_back(0);
-  for (const std::string& p : paths) {
-    ASSIGN_OR_RETURN(ChunkedArray one, ChunkedArray::Open({p}));
-    in.edge_type_offsets.push_back(in.edge_type_offsets.back() + one.rows());
-  }
+  in.edge_type_offsets = in.edges.starts();  // one chunk per relation
   in.num_edges = in.edges.rows();
   in.edges_source = (dir / "edges").string();
   auto folders = [&](const fs::path& root) -> absl::StatusOr<std::vector<std::pair<int, fs::path>>> {
@@ -342,8 +334,8 @@ absl::StatusOr<SliceInput> OpenTypedNpy(const fs::path& dir, const ReadOptions& 
     std::error_code e2;
     if (!fs::is_directory(root, e2)) return out;
     for (const auto& entry : fs::directory_iterator(root, e2)) {
-      const int t = type_index(entry.path().filename().string());
-      if (t >= static_cast<int>(in.node_types.size()) || !entry.is_directory()) {
+      const int t = in.NodeTypeIndex(entry.path().filename().string());
+      if (t < 0 || !entry.is_directory()) {
         return absl::InvalidArgumentError(StrCat(entry.path().string(), ": not a node type of ", in.num_nodes_source));
       }
       out.push_back({t, entry.path()});
@@ -374,6 +366,11 @@ absl::StatusOr<SliceInput> OpenTypedNpy(const fs::path& dir, const ReadOptions& 
 }
 
 }  // namespace
+
+int SliceInput::NodeTypeIndex(const std::string& name) const {
+  const auto at = std::find(node_types.begin(), node_types.end(), name);
+  return at == node_types.end() ? -1 : static_cast<int>(at - node_types.begin());
+}
 
 int SliceInput::NodeTypeOf(int64_t v) const {
   if (!typed()) return 0;
@@ -421,8 +418,7 @@ absl::StatusOr<SliceInput> OpenSliceInput(const ReadOptions& read) {
   if (in->num_nodes >= 0) {
     for (const SliceField& f : in->node_fields) {
       if (!f.node_type.empty()) {
-        const int t = static_cast<int>(std::find(in->node_types.begin(), in->node_types.end(), f.node_type) -
-                                       in->node_types.begin());
+        const int t = in->NodeTypeIndex(f.node_type);
         const int64_t rows = in->node_type_offsets[t + 1] - in->node_type_offsets[t];
         if (f.data.rows() != rows) {
           return absl::InvalidArgumentError(StrCat(f.data.first_path(), ": node field '", f.name, "' has ", f.data.rows(),
@@ -470,14 +466,13 @@ absl::StatusOr<std::vector<int64_t>> ReadEdgeSlice(const SliceInput& in, int64_t
     ASSIGN_OR_RETURN(std::vector<int64_t> s, in.edges.ReadInts(begin, end, 0));
     ASSIGN_OR_RETURN(std::vector<int64_t> d, in.edges.ReadInts(begin, end, 1));
     for (int64_t i = 0; i < end - begin; ++i) {
-      const core::CanonicalEdgeType& t = in.edge_types[in.EdgeTypeOf(begin + i)];
+      const auto [src_type, dst_type] = in.edge_type_ends[in.EdgeTypeOf(begin + i)];
       for (int side = 0; side < 2; ++side) {
-        const std::string& type = side == 0 ? t.src : t.dst;
-        const int ti = static_cast<int>(std::find(in.node_types.begin(), in.node_types.end(), type) - in.node_types.begin());
+        const int ti = side == 0 ? src_type : dst_type;
         const int64_t id = side == 0 ? s[i] : d[i], count = in.node_type_offsets[ti + 1] - in.node_type_offsets[ti];
         if (id < 0 || id >= count) {
           return absl::InvalidArgumentError(StrCat(in.edges.Where(begin + i), ": ", side == 0 ? "src " : "dst ", id,
-                                                   " is outside [0, ", count, ") (the ", type, " nodes)"));
+                                                   " is outside [0, ", count, ") (the ", in.node_types[ti], " nodes)"));
         }
         out[2 * i + side] = id + in.node_type_offsets[ti];
       }

@@ -38,6 +38,8 @@ class ChunkedArray {
   // Rows [begin, end) of a 1-D integer array (or of one column of a 2-D one) as int64.
   absl::StatusOr<std::vector<int64_t>> ReadInts(int64_t begin, int64_t end, int column = 0) const;
   const std::string& first_path() const { return chunks_.front().path(); }
+  // The first row of each chunk, then rows().
+  const std::vector<int64_t>& starts() const { return starts_; }
   std::vector<std::string> paths() const;
 
  private:
@@ -88,7 +90,10 @@ struct SliceInput {
   std::vector<int64_t> node_type_offsets;  // T + 1
   std::vector<core::CanonicalEdgeType> edge_types;
   std::vector<int64_t> edge_type_offsets;  // R + 1
+  std::vector<std::pair<int, int>> edge_type_ends;  // per relation: its (source, destination) node type
   bool typed() const { return !node_types.empty(); }
+  // Index of node type `name`, or -1.
+  int NodeTypeIndex(const std::string& name) const;
   int NodeTypeOf(int64_t v) const;
   int EdgeTypeOf(int64_t row) const;
   std::vector<std::string> inputs;  // every file read, for the output-safety checks
