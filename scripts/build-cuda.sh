@@ -13,6 +13,7 @@
 #                        be torch.version.cuda's
 #   TORCH_CUDA_ARCH_LIST GPU architectures, e.g. "9.0" (default: the GPUs nvidia-smi lists, else 9.0)
 #   FANOUT_BUILD_DIR     (default: build-cuda)
+#   FANOUT_TARGETS       ninja targets to build (default: all), e.g. "trainer_gpu_test fanout-train"
 # Then: build-cuda/env.sh sets LD_LIBRARY_PATH for running what it built (ctest, fanout-*).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -91,5 +92,6 @@ cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${python_
   -DCMAKE_PREFIX_PATH="$prefix" -DCUDAToolkit_ROOT="$CUDA" -DCMAKE_CUDA_COMPILER="$CUDA/bin/nvcc" \
   -DTORCH_CUDA_ARCH_LIST="$TORCH_CUDA_ARCH_LIST" \
   -DCMAKE_BUILD_RPATH="${libs//:/;}" "$@"
-ninja -C "$BUILD_DIR" -j "${FANOUT_JOBS:-$(nproc)}"
+# shellcheck disable=SC2086 # FANOUT_TARGETS is a list of target names
+ninja -C "$BUILD_DIR" -j "${FANOUT_JOBS:-$(nproc)}" ${FANOUT_TARGETS:-}
 echo "build-cuda: built into $BUILD_DIR; '. $BUILD_DIR/env.sh && ctest --test-dir $BUILD_DIR -L gpu' runs the GPU tests"
