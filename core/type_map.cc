@@ -16,6 +16,25 @@ bool IsTypeName(std::string_view name) {
   return true;
 }
 
+absl::StatusOr<int> FindEdgeType(const std::vector<CanonicalEdgeType>& types, std::string_view name) {
+  std::vector<std::string> all, hits;
+  int found = -1;
+  for (size_t t = 0; t < types.size(); ++t) {
+    all.push_back(types[t].ToString());
+    if (all.back() != name && types[t].rel != name) continue;
+    hits.push_back(all.back());
+    found = static_cast<int>(t);
+  }
+  if (hits.empty()) {
+    return absl::NotFoundError(base::StrCat("no edge type '", name, "' (the graph has ", base::StrJoin(all, ", "), ")"));
+  }
+  if (hits.size() > 1) {
+    return absl::InvalidArgumentError(base::StrCat("'", name, "' names several edge types; write one as SRC:REL:DST (",
+                                                   base::StrJoin(hits, ", "), ")"));
+  }
+  return found;
+}
+
 absl::StatusOr<CanonicalEdgeType> CanonicalEdgeType::Parse(std::string_view text) {
   const std::vector<std::string> parts = base::StrSplit(text, ":");
   if (parts.size() != 3 || !IsTypeName(parts[0]) || !IsTypeName(parts[1]) || !IsTypeName(parts[2])) {

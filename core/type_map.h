@@ -33,6 +33,13 @@ struct CanonicalEdgeType {
   bool operator==(const CanonicalEdgeType&) const = default;
 };
 
+// The index of the edge type `name` names among `types`: its canonical "SRC:REL:DST", or a
+// relation name only one of them has (DGL's rule). NOT_FOUND and INVALID_ARGUMENT (a relation
+// name several types share) say which, listing the types. The one resolver of edge type names:
+// the partitioner's --link-etype, fanout-train's --relation-fanout and the Python data plane's
+// etype arguments all use it.
+absl::StatusOr<int> FindEdgeType(const std::vector<CanonicalEdgeType>& types, std::string_view name);
+
 // Immutable after Make; thread-safe.
 class TypeMap {
  public:
@@ -57,6 +64,11 @@ class TypeMap {
   // [begin, end) of `type` in partition `part`, and the type's count over all partitions.
   std::pair<int64_t, int64_t> Range(int type, int part) const;
   int64_t count(int type) const { return typewise_start_[type].back(); }
+  // [begin, end) of `type`'s type-wise IDs in partition `part` (a type's IDs number its nodes
+  // partition by partition).
+  std::pair<int64_t, int64_t> TypeWiseRange(int type, int part) const {
+    return {typewise_start_[type][part], typewise_start_[type][part + 1]};
+  }
 
   // The type of ID `id`, and its type-wise ID; `id` must be in [0, total IDs). O(log(K * T)).
   std::pair<int, int64_t> ToTypeWise(int64_t id) const;

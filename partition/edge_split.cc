@@ -118,14 +118,9 @@ std::vector<std::string> EdgeTypeNames(const Dataset& d) {
 
 // The relation --link-etype names: "REL" (when one relation has that name) or "SRC:REL:DST".
 absl::StatusOr<int> FindRelation(const Dataset& d, const std::string& name) {
-  std::vector<int> hits;
-  for (size_t r = 0; r < d.edge_types.size(); ++r) {
-    if (d.edge_types[r].ToString() == name || d.edge_types[r].rel == name) hits.push_back(static_cast<int>(r));
-  }
-  if (hits.size() == 1) return hits[0];
-  return absl::InvalidArgumentError(StrCat("--link-etype ", name, ": ",
-                                           hits.empty() ? "no such relation" : "names several relations; write SRC:REL:DST",
-                                           " (this graph has ", base::StrJoin(EdgeTypeNames(d), ", "), ")"));
+  absl::StatusOr<int> type = core::FindEdgeType(d.edge_types, name);
+  if (!type.ok()) return absl::InvalidArgumentError(StrCat("--link-etype ", name, ": ", type.status().message()));
+  return type;
 }
 
 // The user's split of options.files_dir (see SplitEdges).

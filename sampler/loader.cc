@@ -283,6 +283,18 @@ absl::StatusOr<std::unique_ptr<LinkBatchSource>> MakeLinkProcessLoader(const Dis
   return std::unique_ptr<LinkBatchSource>(new LinkProcessLoader(std::move(processes)));
 }
 
+absl::StatusOr<std::unique_ptr<LinkBatchSource>> MakeLinkBatchLoader(const DistGraph* graph,
+                                                                      const DistGraphOptions& graph_options,
+                                                                      const LinkSamplerOptions& link,
+                                                                      std::vector<int64_t> edges,
+                                                                      const LoaderOptions& options) {
+  if (options.num_samplers > 0) return MakeLinkProcessLoader(graph, graph_options, link, std::move(edges), options);
+  RETURN_IF_ERROR(ValidateLoaderOptions(options));
+  ASSIGN_OR_RETURN(auto l, LinkBatchLoader::Create(graph, link, edges, options.num_threads, options.prefetch,
+                                                   options.first_epoch, options.num_epochs, options.first_step));
+  return std::unique_ptr<LinkBatchSource>(std::move(l));
+}
+
 absl::StatusOr<std::unique_ptr<BatchLoader>> MakeBatchLoader(const DistGraph* graph,
                                                              const DistGraphOptions& graph_options,
                                                              const SamplerOptions& sampler_options,

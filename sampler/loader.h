@@ -69,4 +69,15 @@ absl::StatusOr<std::unique_ptr<LinkBatchSource>> MakeLinkProcessLoader(const Dis
                                                                         std::vector<int64_t> edges,
                                                                         const LoaderOptions& options);
 
+// Link batches over the positive edges `edges`, made as MakeBatchLoader makes node batches: by
+// options.num_threads threads of this process when options.num_samplers is 0, else by
+// fanout-sampler processes (MakeLinkProcessLoader). Either way batch (epoch, step) is
+// LinkBatchSampler::Sample's. The one place that choice is made for links (fanout-train's link
+// task and the Python data plane call it).
+absl::StatusOr<std::unique_ptr<LinkBatchSource>> MakeLinkBatchLoader(const DistGraph* graph,
+                                                                      const DistGraphOptions& graph_options,
+                                                                      const LinkSamplerOptions& link,
+                                                                      std::vector<int64_t> edges,
+                                                                      const LoaderOptions& options);
+
 }  // namespace fanout::sampler

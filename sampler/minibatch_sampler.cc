@@ -109,6 +109,11 @@ absl::Status ValidateSamplerOptions(const SamplerOptions& o, const DistGraph& gr
   return absl::OkStatus();
 }
 
+int64_t StepsPerEpoch(const SamplerOptions& o, int64_t num_seeds) {
+  const int64_t per_epoch = o.seeds_per_epoch < 0 ? num_seeds : std::min(num_seeds, o.seeds_per_epoch);
+  return (per_epoch + o.batch_size - 1) / std::max<int64_t>(1, o.batch_size);
+}
+
 absl::StatusOr<std::vector<std::vector<int64_t>>> ResolveRelationFanouts(const core::PartitionConfig& config,
                                                                          const std::vector<int64_t>& fanouts,
                                                                          const std::vector<std::string>& specs) {
@@ -116,8 +121,6 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> ResolveRelationFanouts(const c
   const size_t relations = config.edge_types.size();
   std::vector<std::vector<int64_t>> out(fanouts.size());
   for (size_t l = 0; l < fanouts.size(); ++l) out[l].assign(relations, fanouts[l]);
-  std::vector<std::string> names;
-  for (const auto& t : config.edge_types) names.push_back(t.ToString());
   std::vector<bool> given(relations, false);
   for (const std::string& spec : specs) {
     auto bad = [&](const std::string& why) {
@@ -126,15 +129,10 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> ResolveRelationFanouts(const c
     const size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0) return bad("expected REL=F0,F1,... (one fanout per layer)");
     const std::string rel = spec.substr(0, eq);
-    int found = -1;
-    for (size_t r = 0; r < relations; ++r) {
-      if (rel != names[r] && rel != config.edge_types[r].rel) continue;
-      if (found >= 0) return bad(StrCat("'", rel, "' names several edge types; write one as SRC:REL:DST (",
-                                        base::StrJoin(names, ", "), ")"));
-      found = static_cast<int>(r);
-    }
-    if (found < 0) return bad(StrCat("no edge type '", rel, "'; the graph has ", base::StrJoin(names, ", ")));
-    if (given[found]) return bad(StrCat("edge type ", names[found], " is given twice"));
+    const absl::StatusOr<int> type = core::FindEdgeType(config.edge_types, rel);
+    if (!type.ok()) return bad(std::string(type.status().message()));
+    const int found = *type;
+    if (given[found]) return bad(StrCat("edge type ", config.edge_types[found].ToString(), " is given twice"));
     given[found] = true;
     const std::vector<std::string> values = base::StrSplit(spec.substr(eq + 1), ",");
     if (values.size() != fanouts.size()) {
@@ -177,7 +175,7 @@ MiniBatchSampler::MiniBatchSampler(const DistGraph* graph, SamplerOptions option
     : graph_(graph), options_(std::move(options)), seeds_(std::move(seeds)) {
   const int64_t n = static_cast<int64_t>(seeds_.size());
   seeds_per_epoch_ = options_.seeds_per_epoch < 0 ? n : std::min(n, options_.seeds_per_epoch);
-  steps_per_epoch_ = (seeds_per_epoch_ + options_.batch_size - 1) / options_.batch_size;
+  steps_per_epoch_ = StepsPerEpoch(options_, n);
   if (graph_->config().typed()) {
     const core::TypeMap& types = graph_->node_types();
     node_types_ = &types;

@@ -77,6 +77,10 @@ struct SamplerOptions {
 // ids[i].
 std::shared_ptr<const NodeSlots> IndexNodes(std::vector<int64_t> ids, int64_t num_nodes);
 
+// Steps per epoch of node batches over `num_seeds` seeds (options.seeds_per_epoch of them, at
+// most, options.batch_size a step).
+int64_t StepsPerEpoch(const SamplerOptions& options, int64_t num_seeds);
+
 // Checks options against a graph: fanouts, batch size, fields present with usable dtypes.
 absl::Status ValidateSamplerOptions(const SamplerOptions& options, const DistGraph& graph);
 

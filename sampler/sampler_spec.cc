@@ -39,13 +39,66 @@ static_assert(base::FieldCount<rpc::ClientOptions>() == 5, "list the new ClientO
 static_assert(base::FieldCount<base::SecurityOptions>() == 5, "list the new SecurityOptions member in WalkSpec");
 static_assert(base::FieldCount<base::ServerMap>() == 1, "list the new ServerMap member in WalkSpec");
 // (SamplerOptions::cached_nodes travels beside the spec, with the seeds.)
-static_assert(base::FieldCount<SamplerOptions>() == 12, "list the new SamplerOptions member in WalkSpec");
-static_assert(base::FieldCount<EdgeDataOptions>() == 2, "list the new EdgeDataOptions member in WalkSpec");
+static_assert(base::FieldCount<SamplerOptions>() == 12, "list the new SamplerOptions member in WalkSamplerOptions");
+static_assert(base::FieldCount<EdgeDataOptions>() == 2, "list the new EdgeDataOptions member in WalkSamplerOptions");
+
+// `f` with `prefix` before every key: a struct's own walk serves the spec (under its object's
+// key) and the Python data plane's settings objects (at the top level) alike.
+template <typename F>
+auto Prefixed(std::string_view prefix, F& f) {
+  return [prefix, &f](std::string_view key, auto& member) { return f(StrCat(prefix, key), member); };
+}
+
+// SamplerOptions' members, under "sampler" in the spec. (cached_nodes travels beside the spec,
+// with the seeds, and is never set from Python.)
+template <typename O, typename F>
+absl::Status WalkSamplerOptions(O& o, F&& f) {
+  RETURN_IF_ERROR(f("fanouts", o.fanouts));
+  RETURN_IF_ERROR(f("relation_fanouts", o.relation_fanouts));
+  RETURN_IF_ERROR(f("batch_size", o.batch_size));
+  RETURN_IF_ERROR(f("replace", o.replace));
+  RETURN_IF_ERROR(f("shuffle", o.shuffle));
+  RETURN_IF_ERROR(f("seed", o.seed));
+  RETURN_IF_ERROR(f("rank", o.rank));
+  RETURN_IF_ERROR(f("seeds_per_epoch", o.seeds_per_epoch));
+  RETURN_IF_ERROR(f("feature_field", o.feature_field));
+  RETURN_IF_ERROR(f("label_field", o.label_field));
+  RETURN_IF_ERROR(f("edge_weight_field", o.edge.weight_field));
+  RETURN_IF_ERROR(f("edge_feature_field", o.edge.feature_field));
+  return absl::OkStatus();
+}
+
+// LinkSamplerOptions' own members, under "link" in the spec (its `sampling` is the spec's
+// "sampler").
+static_assert(base::FieldCount<LinkSamplerOptions>() == 5, "list the new LinkSamplerOptions member in WalkLinkOptions");
+template <typename L, typename F>
+absl::Status WalkLinkOptions(L& l, F&& f) {
+  RETURN_IF_ERROR(f("negatives", l.negatives));
+  RETURN_IF_ERROR(f("negative_sampling", l.negative_sampling));
+  RETURN_IF_ERROR(f("exclude_seed_edges", l.exclude_seed_edges));
+  RETURN_IF_ERROR(f("edges_per_epoch", l.edges_per_epoch));
+  return absl::OkStatus();
+}
+
+// The LoaderOptions a loader's user chooses. The other four are its caller's: first_step and
+// samplers_ignore_sigterm (fanout-train's resume and stop), part_config_path (the graph's) and
+// writable_batches (the Python data plane's batches are always writable).
+static_assert(base::FieldCount<LoaderOptions>() == 11, "list the new LoaderOptions member in WalkLoaderSettings");
+template <typename L, typename F>
+absl::Status WalkLoaderSettings(L& l, F&& f) {
+  RETURN_IF_ERROR(f("num_samplers", l.num_samplers));
+  RETURN_IF_ERROR(f("num_threads", l.num_threads));
+  RETURN_IF_ERROR(f("prefetch", l.prefetch));
+  RETURN_IF_ERROR(f("first_epoch", l.first_epoch));
+  RETURN_IF_ERROR(f("num_epochs", l.num_epochs));
+  RETURN_IF_ERROR(f("sampler_binary", l.sampler_binary));
+  RETURN_IF_ERROR(f("batch_timeout_seconds", l.batch_timeout_seconds));
+  return absl::OkStatus();
+}
 
 template <typename S, typename F>
 absl::Status WalkSpec(S& s, F&& f) {
   auto& g = s.graph;
-  auto& o = s.sampler;
   RETURN_IF_ERROR(f("part_config", s.part_config_path));
   RETURN_IF_ERROR(f("graph.machine_id", g.machine_id));
   RETURN_IF_ERROR(f("graph.read_local_files", g.read_local_files));
@@ -62,18 +115,7 @@ absl::Status WalkSpec(S& s, F&& f) {
   RETURN_IF_ERROR(f("graph.connect_timeout_seconds", g.connect_timeout_seconds));
   RETURN_IF_ERROR(f("graph.cache_field", g.cache_field));
   RETURN_IF_ERROR(f("graph.cache_max_bytes", g.cache_max_bytes));
-  RETURN_IF_ERROR(f("sampler.fanouts", o.fanouts));
-  RETURN_IF_ERROR(f("sampler.relation_fanouts", o.relation_fanouts));
-  RETURN_IF_ERROR(f("sampler.batch_size", o.batch_size));
-  RETURN_IF_ERROR(f("sampler.replace", o.replace));
-  RETURN_IF_ERROR(f("sampler.shuffle", o.shuffle));
-  RETURN_IF_ERROR(f("sampler.seed", o.seed));
-  RETURN_IF_ERROR(f("sampler.rank", o.rank));
-  RETURN_IF_ERROR(f("sampler.seeds_per_epoch", o.seeds_per_epoch));
-  RETURN_IF_ERROR(f("sampler.feature_field", o.feature_field));
-  RETURN_IF_ERROR(f("sampler.label_field", o.label_field));
-  RETURN_IF_ERROR(f("sampler.edge_weight_field", o.edge.weight_field));
-  RETURN_IF_ERROR(f("sampler.edge_feature_field", o.edge.feature_field));
+  RETURN_IF_ERROR(WalkSamplerOptions(s.sampler, Prefixed("sampler.", f)));
   RETURN_IF_ERROR(f("first_epoch", s.first_epoch));
   RETURN_IF_ERROR(f("num_epochs", s.num_epochs));
   RETURN_IF_ERROR(f("first_step", s.first_step));
@@ -85,16 +127,10 @@ absl::Status WalkSpec(S& s, F&& f) {
   return absl::OkStatus();
 }
 
-// The "link" object, present (not null) when is_link. (LinkSamplerOptions::sampling is the
-// spec's `sampler`.)
-static_assert(base::FieldCount<LinkSamplerOptions>() == 5, "list the new LinkSamplerOptions member in WalkLink");
+// The "link" object, present (not null) when is_link.
 template <typename S, typename F>
 absl::Status WalkLink(S& s, F&& f) {
-  RETURN_IF_ERROR(f("link.negatives", s.link.negatives));
-  RETURN_IF_ERROR(f("link.negative_sampling", s.link.negative_sampling));
-  RETURN_IF_ERROR(f("link.exclude_seed_edges", s.link.exclude_seed_edges));
-  RETURN_IF_ERROR(f("link.edges_per_epoch", s.link.edges_per_epoch));
-  return absl::OkStatus();
+  return WalkLinkOptions(s.link, Prefixed("link.", f));
 }
 
 json::json_pointer Pointer(std::string_view key) {
@@ -103,21 +139,89 @@ json::json_pointer Pointer(std::string_view key) {
   return json::json_pointer(p);
 }
 
-absl::Status Need(bool ok, const std::string& what) {
-  return ok ? absl::OkStatus() : absl::InvalidArgumentError(StrCat("sampler spec: ", what));
+absl::Status Need(bool ok, const std::string& what, std::string_view source = "sampler spec") {
+  return ok ? absl::OkStatus() : absl::InvalidArgumentError(StrCat(source, ": ", what));
 }
+
+// Sets the member at `key` of `j`.
+auto Putter(json& j) {
+  return [&j](std::string_view key, const auto& value) {
+    j[Pointer(key)] = value;
+    return absl::OkStatus();
+  };
+}
+
+// Reads the member at `key` of `j`, naming `source` and the key when it is missing or of the
+// wrong type.
+auto Getter(const json& j, std::string_view source) {
+  return [&j, source](std::string_view key, auto& out) -> absl::Status {
+    const json::json_pointer at = Pointer(key);
+    if (!j.contains(at)) return absl::InvalidArgumentError(StrCat(source, ": '", key, "' is missing"));
+    try {
+      out = j[at].template get<std::remove_reference_t<decltype(out)>>();
+    } catch (const std::exception& e) {
+      return absl::InvalidArgumentError(StrCat(source, ": '", key, "': ", e.what()));
+    }
+    return absl::OkStatus();
+  };
+}
+
+json Parse(const std::string& text) { return json::parse(text, nullptr, /*allow_exceptions=*/false); }
+
+// What no batch could be made with, whichever process makes it; `prefix` is the options' key in
+// the message ("sampler." in the spec).
+absl::Status CheckSamplerValues(const SamplerOptions& so, std::string_view prefix, std::string_view source) {
+  RETURN_IF_ERROR(Need(so.seeds_per_epoch >= -1,
+                       StrCat(prefix, "seeds_per_epoch must be -1 (all) or >= 0, got ", so.seeds_per_epoch), source));
+  return Need(so.rank >= 0, StrCat(prefix, "rank must be >= 0, got ", so.rank), source);
+}
+
+absl::Status CheckLinkValues(const LinkSamplerOptions& l, std::string_view prefix, std::string_view source) {
+  RETURN_IF_ERROR(Need(l.negatives >= 1, StrCat(prefix, "negatives must be >= 1, got ", l.negatives), source));
+  return Need(l.edges_per_epoch >= -1,
+              StrCat(prefix, "edges_per_epoch must be -1 (all) or >= 0, got ", l.edges_per_epoch), source);
+}
+
+// A settings object with exactly the keys `walk` names: every one required, no other taken (an
+// unknown key is reported first: it is usually the misspelling of a missing one).
+template <typename T, typename Walk>
+absl::StatusOr<T> ReadSettings(const std::string& text, std::string_view source, Walk walk) {
+  const json j = Parse(text);
+  if (j.is_discarded() || !j.is_object()) return absl::InvalidArgumentError(StrCat(source, ": not a JSON object"));
+  T out;
+  std::vector<std::string> known;
+  (void)walk(out, [&known](std::string_view key, auto&) {
+    known.emplace_back(key);
+    return absl::OkStatus();
+  });
+  for (const auto& item : j.items()) {
+    if (std::find(known.begin(), known.end(), item.key()) == known.end()) {
+      return absl::InvalidArgumentError(
+          StrCat(source, ": unknown setting '", item.key(), "' (the settings: ", base::StrJoin(known, ", "), ")"));
+    }
+  }
+  RETURN_IF_ERROR(walk(out, Getter(j, source)));
+  return out;
+}
+
+template <typename T, typename Walk>
+std::string WriteSettings(const T& value, Walk walk) {
+  json j = json::object();
+  (void)walk(value, Putter(j));
+  return j.dump();
+}
+
+constexpr std::string_view kSamplerSettings = "sampler settings";
+constexpr std::string_view kLinkSettings = "link settings";
+constexpr std::string_view kLoaderSettings = "loader settings";
 
 }  // namespace
 
 std::string WriteSamplerSpec(const SamplerSpec& s) {
   json j = json::object();
-  auto put = [&j](std::string_view key, const auto& value) {
-    j[Pointer(key)] = value;
-    return absl::OkStatus();
-  };
-  (void)WalkSpec(s, put);
+  (void)WalkSpec(s, Putter(j));
   j["link"] = nullptr;
-  if (s.is_link) (void)WalkLink(s, put);
+  if (s.is_link) (void)WalkLink(s, Putter(j));
   return j.dump();
 }
 
@@ -128,31 +232,18 @@ LinkSamplerOptions LinkOptionsOf(const SamplerSpec& s) {
 }
 
 absl::StatusOr<SamplerSpec> ReadSamplerSpec(const std::string& text) {
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const json j = Parse(text);
   if (j.is_discarded() || !j.is_object()) return absl::InvalidArgumentError("sampler spec: not a JSON object");
   SamplerSpec s;
-  // Reads the member at `key`, naming the key when it is missing or of the wrong type.
-  auto get = [&j](std::string_view key, auto& out) -> absl::Status {
-    const json::json_pointer at = Pointer(key);
-    if (!j.contains(at)) return absl::InvalidArgumentError(StrCat("sampler spec: '", key, "' is missing"));
-    try {
-      out = j[at].template get<std::remove_reference_t<decltype(out)>>();
-    } catch (const std::exception& e) {
-      return absl::InvalidArgumentError(StrCat("sampler spec: '", key, "': ", e.what()));
-    }
-    return absl::OkStatus();
-  };
+  const auto get = Getter(j, "sampler spec");
   RETURN_IF_ERROR(WalkSpec(s, get));
   if (auto link = j.find("link"); link != j.end() && !link->is_null()) {
     if (!link->is_object()) return absl::InvalidArgumentError("sampler spec: 'link' must be an object or null");
     s.is_link = true;
     RETURN_IF_ERROR(WalkLink(s, get));
-    RETURN_IF_ERROR(Need(s.link.negatives >= 1, StrCat("link.negatives must be >= 1, got ", s.link.negatives)));
-    RETURN_IF_ERROR(Need(s.link.edges_per_epoch >= -1,
-                         StrCat("link.edges_per_epoch must be -1 (all) or >= 0, got ", s.link.edges_per_epoch)));
+    RETURN_IF_ERROR(CheckLinkValues(s.link, "link.", "sampler spec"));
   }
   const DistGraphOptions& go = s.graph;
-  const SamplerOptions& so = s.sampler;
   // Each value on its own, so the message names the one at fault.
   RETURN_IF_ERROR(Need(s.num_samplers >= 1, StrCat("num_samplers must be >= 1, got ", s.num_samplers)));
   RETURN_IF_ERROR(Need(s.prefetch >= 1, StrCat("prefetch must be >= 1, got ", s.prefetch)));
@@ -170,10 +261,49 @@ absl::StatusOr<SamplerSpec> ReadSamplerSpec(const std::string& text) {
   RETURN_IF_ERROR(Need(go.connect_timeout_seconds > 0, StrCat("graph.connect_timeout_seconds must be > 0, got ",
                                                                go.connect_timeout_seconds)));
   RETURN_IF_ERROR(Need(go.cache_max_bytes >= 0, StrCat("graph.cache_max_bytes must be >= 0, got ", go.cache_max_bytes)));
-  RETURN_IF_ERROR(Need(so.seeds_per_epoch >= -1,
-                       StrCat("sampler.seeds_per_epoch must be -1 (all) or >= 0, got ", so.seeds_per_epoch)));
-  RETURN_IF_ERROR(Need(so.rank >= 0, StrCat("sampler.rank must be >= 0, got ", so.rank)));
+  RETURN_IF_ERROR(CheckSamplerValues(s.sampler, "sampler.", "sampler spec"));
   return s;
+}
+
+std::string WriteSamplerSettings(const SamplerOptions& o) {
+  return WriteSettings(o, [](auto& v, auto&& f) { return WalkSamplerOptions(v, f); });
+}
+
+absl::StatusOr<SamplerOptions> ReadSamplerSettings(const std::string& json_text) {
+  ASSIGN_OR_RETURN(SamplerOptions o, ReadSettings<SamplerOptions>(json_text, kSamplerSettings, [](auto& v, auto&& f) {
+                     return WalkSamplerOptions(v, f);
+                   }));
+  RETURN_IF_ERROR(CheckSamplerValues(o, "", kSamplerSettings));
+  return o;
+}
+
+std::string WriteLinkSettings(const LinkSamplerOptions& o) {
+  return WriteSettings(o, [](auto& v, auto&& f) { return WalkLinkOptions(v, f); });
+}
+
+absl::StatusOr<LinkSamplerOptions> ReadLinkSettings(const std::string& json_text, const SamplerOptions& sampling) {
+  ASSIGN_OR_RETURN(LinkSamplerOptions o, ReadSettings<LinkSamplerOptions>(json_text, kLinkSettings,
+                                                                          [](auto& v, auto&& f) {
+                                                                            return WalkLinkOptions(v, f);
+                                                                          }));
+  RETURN_IF_ERROR(CheckLinkValues(o, "", kLinkSettings));
+  o.sampling = sampling;
+  return o;
+}
+
+std::string WriteLoaderSettings(const LoaderOptions& o) {
+  return WriteSettings(o, [](auto& v, auto&& f) { return WalkLoaderSettings(v, f); });
+}
+
+absl::StatusOr<LoaderOptions> ReadLoaderSettings(const std::string& json_text) {
+  ASSIGN_OR_RETURN(LoaderOptions o, ReadSettings<LoaderOptions>(json_text, kLoaderSettings, [](auto& v, auto&& f) {
+                     return WalkLoaderSettings(v, f);
+                   }));
+  RETURN_IF_ERROR(Need(o.num_samplers >= 0, StrCat("num_samplers must be >= 0, got ", o.num_samplers), kLoaderSettings));
+  RETURN_IF_ERROR(Need(o.first_epoch >= 0, StrCat("first_epoch must be >= 0, got ", o.first_epoch), kLoaderSettings));
+  RETURN_IF_ERROR(Need(o.batch_timeout_seconds > 0,
+                       StrCat("batch_timeout_seconds must be > 0, got ", o.batch_timeout_seconds), kLoaderSettings));
+  return o;  // the rest is checked by the loader (ValidateLoaderOptions), as for fanout-train
 }
 
 }  // namespace fanout::sampler

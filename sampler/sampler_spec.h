@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "sampler/dist_graph.h"
 #include "sampler/link_sampler.h"
+#include "sampler/loader.h"
 #include "sampler/minibatch_sampler.h"
 
 namespace fanout::sampler {
@@ -43,5 +44,22 @@ LinkSamplerOptions LinkOptionsOf(const SamplerSpec& spec);
 std::string WriteSamplerSpec(const SamplerSpec& spec);
 // Reads what WriteSamplerSpec wrote, and checks every value; errors name the key at fault.
 absl::StatusOr<SamplerSpec> ReadSamplerSpec(const std::string& json);
+
+// The settings a script's loader chooses, as the Python data plane (python/native) hands them
+// over: one JSON object per struct, keyed as the spec keys it ("fanouts", "edge_weight_field",
+// ... as under "sampler"; "negatives", ... as under "link"; LoaderOptions' user-chosen members).
+// Every key is required and no other is taken, so a member added in C++ (which the spec's
+// compile-time member counts force into its schema) fails every Python loader until Python
+// sets it, instead of being left at its default without a word; a misspelt key is refused by
+// name. Errors name the key at fault.
+std::string WriteSamplerSettings(const SamplerOptions& options);
+absl::StatusOr<SamplerOptions> ReadSamplerSettings(const std::string& json);
+// The link settings; their node sampling is `sampling`.
+std::string WriteLinkSettings(const LinkSamplerOptions& options);
+absl::StatusOr<LinkSamplerOptions> ReadLinkSettings(const std::string& json, const SamplerOptions& sampling);
+// num_samplers, num_threads, prefetch, first_epoch, num_epochs, sampler_binary,
+// batch_timeout_seconds; the others are left at their defaults for the caller to set.
+std::string WriteLoaderSettings(const LoaderOptions& options);
+absl::StatusOr<LoaderOptions> ReadLoaderSettings(const std::string& json);
 
 }  // namespace fanout::sampler

@@ -118,19 +118,13 @@ class LinkPrediction final : public Task {
     }
     // Link batches are made by sampler processes (--num-samplers N) or threads of this process;
     // either makes the same batches.
-    const int threads = std::max(1, o.loader.num_threads);
-    if (o.loader.num_samplers > 0) {
-      sampler::LoaderOptions po = o.loader;
-      po.first_epoch = first_epoch;
-      po.num_epochs = o.epochs - first_epoch;
-      po.first_step = first_step;
-      po.samplers_ignore_sigterm = o.stop_requested != nullptr;
-      po.part_config_path = o.part_config;
-      ASSIGN_OR_RETURN(loader_, sampler::MakeLinkProcessLoader(&job.graph(), o.graph, lo, std::move(mine), po));
-    } else {
-      ASSIGN_OR_RETURN(loader_, sampler::LinkBatchLoader::Create(&job.graph(), lo, mine, threads, o.loader.prefetch,
-                                                                 first_epoch, o.epochs - first_epoch, first_step));
-    }
+    sampler::LoaderOptions po = o.loader;
+    po.first_epoch = first_epoch;
+    po.num_epochs = o.epochs - first_epoch;
+    po.first_step = first_step;
+    po.samplers_ignore_sigterm = o.stop_requested != nullptr;
+    po.part_config_path = o.part_config;
+    ASSIGN_OR_RETURN(loader_, sampler::MakeLinkBatchLoader(&job.graph(), o.graph, lo, std::move(mine), po));
     if (job.lead()) {
       const std::string& relation = job.config().link_etype;
       job.Log(StrCat("fanout-train: link prediction", relation.empty() ? "" : StrCat(" of relation ", relation), ": ",
@@ -140,7 +134,7 @@ class LinkPrediction final : public Task {
                      "); ", ScorerKindName(o.link.scorer),
                      " scorer; seed edges excluded from their blocks in both directions; batches made by ",
                      o.loader.num_samplers > 0 ? StrCat(o.loader.num_samplers, " sampler process(es)")
-                                               : StrCat(threads, " thread(s)"),
+                                               : StrCat(o.loader.num_threads, " thread(s)"),
                      ", ", o.loader.prefetch, " ahead"));
     }
     return absl::OkStatus();

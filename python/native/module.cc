@@ -33,6 +33,7 @@
 #include "base/strings.h"
 #include "core/partition_config.h"
 #include "core/sampling.h"
+#include "core/type_map.h"
 #include "rpc/graph_client.h"
 #include "rpc/security.h"
 #include "sampler/dist_graph.h"
@@ -40,6 +41,7 @@
 #include "sampler/loader.h"
 #include "sampler/minibatch.h"
 #include "sampler/minibatch_sampler.h"
+#include "sampler/sampler_spec.h"
 #include "sampler/seed_split.h"
 #include "sampler/server_fields.h"
 
@@ -109,6 +111,65 @@ py::dict Schema(const core::FieldSchema& f) {
   return d;
 }
 
+// A graph's node or edge types (core::TypeMap) for the Python side, vectorised: fanout's IDs
+// to (type, type-wise ID) and back, the one implementation of the rule (type-wise IDs number a
+// type's nodes partition by partition). Out-of-range IDs are IndexError naming the ID.
+class TypeMapView {
+ public:
+  TypeMapView(core::TypeMap map, std::string kind) : map_(std::move(map)), kind_(std::move(kind)) {}
+
+  const std::vector<std::string>& names() const { return map_.names(); }
+  int64_t Count(int type) const { return map_.count(CheckType(type)); }
+  std::pair<int64_t, int64_t> TypeWiseRange(int type, int part) const {
+    if (part < 0 || part >= map_.num_parts()) {
+      throw py::index_error(StrCat("partition ", part, " is not in 0..", map_.num_parts() - 1));
+    }
+    return map_.TypeWiseRange(CheckType(type), part);
+  }
+
+  py::array ToHomogeneous(int type, const py::array& typewise) const {
+    CheckType(type);
+    std::vector<int64_t> ids = Ids(typewise, StrCat(kind_, " IDs").c_str());
+    for (int64_t& id : ids) {
+      if (id < 0 || id >= map_.count(type)) {
+        throw py::index_error(StrCat(kind_, " ID ", id, " of type '", map_.name(type), "' is out of range (it has ",
+                                     map_.count(type), ")"));
+      }
+      id = map_.ToHomogeneous(type, id);
+    }
+    return Adopt(std::move(ids));
+  }
+
+  py::tuple ToTypeWise(const py::array& homogeneous) const {
+    std::vector<int64_t> ids = Ids(homogeneous, StrCat(kind_, " IDs").c_str());
+    const int64_t total = map_.num_types() == 0 ? 0 : Total();
+    std::vector<int64_t> types(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (ids[i] < 0 || ids[i] >= total) {
+        throw py::index_error(StrCat(kind_, " ID ", ids[i], " is out of range (the graph has ", total, ")"));
+      }
+      std::tie(types[i], ids[i]) = map_.ToTypeWise(ids[i]);
+    }
+    return py::make_tuple(Adopt(std::move(types)), Adopt(std::move(ids)));
+  }
+
+ private:
+  int CheckType(int type) const {
+    if (type < 0 || type >= map_.num_types()) {
+      throw py::index_error(StrCat(kind_, " type ", type, " is not in 0..", map_.num_types() - 1));
+    }
+    return type;
+  }
+  int64_t Total() const {
+    int64_t n = 0;
+    for (int t = 0; t < map_.num_types(); ++t) n += map_.count(t);
+    return n;
+  }
+
+  core::TypeMap map_;
+  std::string kind_;
+};
+
 // The graph as one trainer process sees it, plus the servers for writes.
 class Graph {
  public:
@@ -117,6 +178,8 @@ class Graph {
         int num_servers, double deadline_seconds, bool read_local_files) {
     config_ = Take(core::LoadPartitionConfig(part_config));
     part_config_path_ = part_config;
+    node_types_ = std::make_shared<TypeMapView>(Take(config_.NodeTypes()), "node");
+    edge_types_ = std::make_shared<TypeMapView>(Take(config_.EdgeTypes()), "edge");
     if (machine_id < -1 || machine_id >= config_.num_parts) {
       throw py::value_error(StrCat("machine_id ", machine_id, " is not a partition of ", part_config, " (0..",
                                    config_.num_parts - 1, ")"));
@@ -142,6 +205,9 @@ class Graph {
   const sampler::DistGraphOptions& options() const { return options_; }
   const std::string& part_config_path() const { return part_config_path_; }
   const core::PartitionConfig& config() const { return config_; }
+  // The node and edge types as TypeMaps (made once, at construction).
+  std::shared_ptr<TypeMapView> node_types() const { return node_types_; }
+  std::shared_ptr<TypeMapView> edge_types() const { return edge_types_; }
 
   std::vector<std::pair<int64_t, int64_t>> Ranges(const std::vector<int64_t>& bounds) const {
     std::vector<std::pair<int64_t, int64_t>> r;
@@ -260,6 +326,7 @@ class Graph {
  private:
   core::PartitionConfig config_;
   std::string part_config_path_;
+  std::shared_ptr<TypeMapView> node_types_, edge_types_;
   sampler::DistGraphOptions options_;
   std::unique_ptr<sampler::DistGraph> graph_;
   std::unique_ptr<sampler::ServerFields> fields_;  // created fields, on the servers
@@ -323,20 +390,17 @@ auto NextOrStop(Loader* loader) {
   return Take(std::move(batch));
 }
 
-// How a loader's batches are made: threads, or sampler processes whose batches the script may
-// write (copy-on-write mappings).
-sampler::LoaderOptions MakeLoaderOptions(const Graph& graph, int num_samplers, int num_threads, int prefetch,
-                                         int64_t first_epoch, int64_t num_epochs, const std::string& sampler_binary,
-                                         double batch_timeout_seconds) {
-  sampler::LoaderOptions lo;
-  lo.num_samplers = num_samplers;
-  lo.num_threads = num_threads;
-  lo.prefetch = prefetch;
-  lo.first_epoch = first_epoch;
-  lo.num_epochs = num_epochs;
-  lo.sampler_binary = sampler_binary;
+// A settings dict as the JSON object the settings readers (sampler/sampler_spec.h) take: they
+// require every key and refuse any other, so Python and C++ cannot drift apart silently.
+std::string SettingsJson(const py::dict& settings) {
+  return py::str(py::module_::import("json").attr("dumps")(settings));
+}
+
+// How a loader's batches are made (threads, or sampler processes whose batches the script may
+// write: copy-on-write mappings), from the script's loader settings.
+sampler::LoaderOptions LoaderOptionsOf(const Graph& graph, const py::dict& loader) {
+  sampler::LoaderOptions lo = Take(sampler::ReadLoaderSettings(SettingsJson(loader)));
   lo.part_config_path = graph.part_config_path();
-  lo.batch_timeout_seconds = batch_timeout_seconds;
   lo.writable_batches = true;  // user code may change the tensors in place
   return lo;
 }
@@ -346,6 +410,7 @@ sampler::LoaderOptions MakeLoaderOptions(const Graph& graph, int num_samplers, i
 // need them.
 sampler::DistGraphOptions ProcessGraphOptions(const Graph& graph, const std::string& feature_field,
                                               int64_t cache_max_bytes) {
+  if (cache_max_bytes < 0) throw py::value_error(StrCat("feature_cache_bytes must be >= 0, got ", cache_max_bytes));
   sampler::DistGraphOptions go = graph.options();
   go.cache_field = feature_field;
   go.cache_max_bytes = cache_max_bytes;
@@ -356,28 +421,12 @@ sampler::DistGraphOptions ProcessGraphOptions(const Graph& graph, const std::str
 // step) is the one the C++ trainer would train on with the same options and seeds.
 class NodeLoader {
  public:
-  NodeLoader(std::shared_ptr<Graph> graph, py::array seeds, std::vector<int64_t> fanouts, int64_t batch_size,
-             bool replace, bool shuffle, uint64_t seed, int rank, int64_t seeds_per_epoch,
-             const std::string& feature_field, const std::string& label_field, const std::string& edge_weight_field,
-             int num_samplers, int num_threads, int prefetch, int64_t first_epoch, int64_t num_epochs,
-             const std::string& sampler_binary, double batch_timeout_seconds, int64_t cache_max_bytes,
-             std::vector<std::vector<int64_t>> relation_fanouts)
+  NodeLoader(std::shared_ptr<Graph> graph, py::array seeds, const py::dict& sampler, const py::dict& loader,
+             int64_t cache_max_bytes)
       : graph_(std::move(graph)) {
-    sampler::SamplerOptions so;
-    so.fanouts = std::move(fanouts);
-    so.relation_fanouts = std::move(relation_fanouts);  // typed graphs: [layer][relation], or empty
-    so.batch_size = batch_size;
-    so.replace = replace;
-    so.shuffle = shuffle;
-    so.seed = seed;
-    so.rank = rank;
-    so.seeds_per_epoch = seeds_per_epoch;
-    so.feature_field = feature_field;
-    so.label_field = label_field;
-    so.edge.weight_field = edge_weight_field;
-    const sampler::LoaderOptions lo = MakeLoaderOptions(*graph_, num_samplers, num_threads, prefetch, first_epoch,
-                                                         num_epochs, sampler_binary, batch_timeout_seconds);
-    const sampler::DistGraphOptions go = ProcessGraphOptions(*graph_, feature_field, cache_max_bytes);
+    const sampler::SamplerOptions so = Take(sampler::ReadSamplerSettings(SettingsJson(sampler)));
+    const sampler::LoaderOptions lo = LoaderOptionsOf(*graph_, loader);
+    const sampler::DistGraphOptions go = ProcessGraphOptions(*graph_, so.feature_field, cache_max_bytes);
     std::vector<int64_t> ids = Ids(seeds, "seeds");
     py::gil_scoped_release nogil;
     loader_ = Take(sampler::MakeBatchLoader(&graph_->graph(), go, so, std::move(ids), lo));
@@ -401,39 +450,19 @@ class NodeLoader {
 };
 
 // fanout-train's link batches (--task link) over a list of positive edges: the same
-// LinkBatchSampler, made by threads or by sampler processes.
+// MakeLinkBatchLoader (threads or sampler processes).
 class EdgeLoader {
  public:
-  EdgeLoader(std::shared_ptr<Graph> graph, py::array edges, std::vector<int64_t> fanouts, int64_t batch_size,
-             bool replace, uint64_t seed, int rank, int64_t edges_per_epoch, const std::string& feature_field,
-             int64_t negatives, bool degree_negatives, bool exclude_seed_edges, int num_samplers, int num_threads,
-             int prefetch, int64_t first_epoch, int64_t num_epochs, const std::string& sampler_binary,
-             double batch_timeout_seconds, int64_t cache_max_bytes)
+  EdgeLoader(std::shared_ptr<Graph> graph, py::array edges, const py::dict& sampler, const py::dict& link,
+             const py::dict& loader, int64_t cache_max_bytes)
       : graph_(std::move(graph)) {
-    sampler::LinkSamplerOptions lo;
-    lo.sampling.fanouts = std::move(fanouts);
-    lo.sampling.batch_size = batch_size;
-    lo.sampling.replace = replace;
-    lo.sampling.seed = seed;
-    lo.sampling.rank = rank;
-    lo.sampling.feature_field = feature_field;
-    lo.sampling.label_field = "";
-    lo.negatives = negatives;
-    lo.negative_sampling =
-        degree_negatives ? sampler::NegativeSampling::kDegreePow75 : sampler::NegativeSampling::kUniform;
-    lo.exclude_seed_edges = exclude_seed_edges;
-    lo.edges_per_epoch = edges_per_epoch;
+    const sampler::SamplerOptions so = Take(sampler::ReadSamplerSettings(SettingsJson(sampler)));
+    const sampler::LinkSamplerOptions lo = Take(sampler::ReadLinkSettings(SettingsJson(link), so));
+    const sampler::LoaderOptions opts = LoaderOptionsOf(*graph_, loader);
+    const sampler::DistGraphOptions go = ProcessGraphOptions(*graph_, so.feature_field, cache_max_bytes);
     std::vector<int64_t> ids = Ids(edges, "edge IDs");
-    const sampler::DistGraphOptions go = ProcessGraphOptions(*graph_, feature_field, cache_max_bytes);
-    const sampler::LoaderOptions opts = MakeLoaderOptions(*graph_, num_samplers, num_threads, prefetch, first_epoch,
-                                                           num_epochs, sampler_binary, batch_timeout_seconds);
     py::gil_scoped_release nogil;
-    if (num_samplers > 0) {
-      loader_ = Take(sampler::MakeLinkProcessLoader(&graph_->graph(), go, lo, std::move(ids), opts));
-    } else {
-      loader_ = Take(sampler::LinkBatchLoader::Create(&graph_->graph(), lo, ids, num_threads, prefetch, first_epoch,
-                                                      num_epochs));
-    }
+    loader_ = Take(sampler::MakeLinkBatchLoader(&graph_->graph(), go, lo, std::move(ids), opts));
     steps_per_epoch_ = loader_->steps_per_epoch();
   }
 
@@ -460,6 +489,83 @@ class EdgeLoader {
   std::unique_ptr<sampler::LinkBatchSource> loader_;
   int64_t steps_per_epoch_ = 0;
 };
+
+// The settings objects' keys and C++ defaults, as dicts (WriteXSettings), for Python to read
+// names from and to check itself against.
+py::dict DefaultSettings(const std::string& json_text) {
+  return py::module_::import("json").attr("loads")(json_text);
+}
+
+// The typed graph's names and IDs: the edge-type resolver and the type maps.
+void BindTypes(py::module_& m) {
+  m.def(
+      "find_edge_type",
+      [](const std::vector<std::tuple<std::string, std::string, std::string>>& types, const std::string& name) {
+        std::vector<core::CanonicalEdgeType> t;
+        for (const auto& [src, rel, dst] : types) t.push_back({src, rel, dst});
+        absl::StatusOr<int> found = core::FindEdgeType(t, name);
+        if (!found.ok()) throw py::key_error(std::string(found.status().message()));
+        return *found;
+      },
+      py::arg("types"), py::arg("name"),
+      "The index of the edge type `name` names among `types` ((src, rel, dst) triples): 'SRC:REL:DST', or a "
+      "relation name one type alone has; KeyError otherwise (core::FindEdgeType, as fanout-train's flags).");
+
+  py::class_<TypeMapView, std::shared_ptr<TypeMapView>>(m, "TypeMap")
+      .def_property_readonly("names", &TypeMapView::names)
+      .def("count", &TypeMapView::Count, py::arg("type"))
+      .def("part_range", &TypeMapView::TypeWiseRange, py::arg("type"), py::arg("part"),
+           "[begin, end) of the type's type-wise IDs in partition `part`")
+      .def("to_homo", &TypeMapView::ToHomogeneous, py::arg("type"), py::arg("ids"),
+           "fanout's IDs of type-wise `ids` of `type`")
+      .def("to_typewise", &TypeMapView::ToTypeWise, py::arg("ids"), "(types, type-wise IDs) of fanout's `ids`");
+}
+
+// The batch loaders and the settings they take.
+void BindLoaders(py::module_& m) {
+  m.def(
+      "default_settings",
+      [] {
+        py::dict d;
+        d["sampler"] = DefaultSettings(sampler::WriteSamplerSettings({}));
+        d["link"] = DefaultSettings(sampler::WriteLinkSettings({}));
+        d["loader"] = DefaultSettings(sampler::WriteLoaderSettings({}));
+        return d;
+      },
+      "The loaders' settings objects with C++'s defaults: {'sampler': {...}, 'link': {...}, 'loader': {...}}. "
+      "NodeLoader and EdgeLoader take exactly these keys, every one of them.");
+
+  m.def(
+      "steps_per_epoch",
+      [](const py::dict& sampler, int64_t num_seeds) {
+        return sampler::StepsPerEpoch(Take(sampler::ReadSamplerSettings(SettingsJson(sampler))), num_seeds);
+      },
+      py::arg("sampler"), py::arg("num_seeds"),
+      "Steps an epoch of NodeLoader(sampler=...) over `num_seeds` seeds takes, before any sampler starts.");
+  m.def(
+      "link_steps_per_epoch",
+      [](const py::dict& sampler, const py::dict& link, int64_t num_edges) {
+        const sampler::SamplerOptions so = Take(sampler::ReadSamplerSettings(SettingsJson(sampler)));
+        return sampler::LinkStepsPerEpoch(Take(sampler::ReadLinkSettings(SettingsJson(link), so)), num_edges);
+      },
+      py::arg("sampler"), py::arg("link"), py::arg("num_edges"),
+      "Steps an epoch of EdgeLoader(sampler=..., link=...) over `num_edges` positive edges takes.");
+
+  py::class_<NodeLoader>(m, "NodeLoader")
+      .def(py::init<std::shared_ptr<Graph>, py::array, const py::dict&, const py::dict&, int64_t>(), py::arg("graph"),
+           py::arg("seeds"), py::arg("sampler"), py::arg("loader"), py::arg("cache_max_bytes") = 0)
+      .def_property_readonly("steps_per_epoch", &NodeLoader::steps_per_epoch)
+      .def("next", &NodeLoader::Next)
+      .def("close", &NodeLoader::Close);
+
+  py::class_<EdgeLoader>(m, "EdgeLoader")
+      .def(py::init<std::shared_ptr<Graph>, py::array, const py::dict&, const py::dict&, const py::dict&, int64_t>(),
+           py::arg("graph"), py::arg("edges"), py::arg("sampler"), py::arg("link"), py::arg("loader"),
+           py::arg("cache_max_bytes") = 0)
+      .def_property_readonly("steps_per_epoch", &EdgeLoader::steps_per_epoch)
+      .def("next", &EdgeLoader::Next)
+      .def("close", &EdgeLoader::Close);
+}
 
 }  // namespace
 }  // namespace fanout::python
@@ -532,6 +638,8 @@ PYBIND11_MODULE(_native, m) {
       "fanout-train's positive edges of a rank (--task link), [begin, end): the edges its partition stores, "
       "in slices.");
 
+  BindTypes(m);
+
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph")
       .def(py::init<const std::string&, int, const std::string&, const std::string&, int, double, bool>(),
            py::arg("part_config"), py::arg("machine_id"), py::arg("servers") = "", py::arg("ip_config") = "",
@@ -556,6 +664,8 @@ PYBIND11_MODULE(_native, m) {
                                return out;
                              })
       .def_property_readonly("edge_type_ranges", [](const Graph& g) { return g.config().edge_type_ranges; })
+      .def_property_readonly("node_type_map", &Graph::node_types)
+      .def_property_readonly("edge_type_map", &Graph::edge_types)
       .def_property_readonly("node_fields",
                              [](const Graph& g) {
                                py::list l;
@@ -577,30 +687,5 @@ PYBIND11_MODULE(_native, m) {
       .def("degrees", &Graph::Degrees, py::arg("ids"), py::arg("out") = false)
       .def("find_edges", &Graph::FindEdges, py::arg("eids"));
 
-  py::class_<NodeLoader>(m, "NodeLoader")
-      .def(py::init<std::shared_ptr<Graph>, py::array, std::vector<int64_t>, int64_t, bool, bool, uint64_t, int, int64_t,
-                    const std::string&, const std::string&, const std::string&, int, int, int, int64_t, int64_t,
-                    const std::string&, double, int64_t, std::vector<std::vector<int64_t>>>(),
-           py::arg("graph"), py::arg("seeds"), py::arg("fanouts"), py::arg("batch_size"), py::arg("replace"),
-           py::arg("shuffle"), py::arg("seed"), py::arg("rank"), py::arg("seeds_per_epoch"), py::arg("feature_field"),
-           py::arg("label_field"), py::arg("edge_weight_field"), py::arg("num_samplers"), py::arg("num_threads"),
-           py::arg("prefetch"), py::arg("first_epoch"), py::arg("num_epochs"), py::arg("sampler_binary"),
-           py::arg("batch_timeout_seconds"), py::arg("cache_max_bytes") = 0,
-           py::arg("relation_fanouts") = std::vector<std::vector<int64_t>>{})
-      .def_property_readonly("steps_per_epoch", &NodeLoader::steps_per_epoch)
-      .def("next", &NodeLoader::Next)
-      .def("close", &NodeLoader::Close);
-
-  py::class_<EdgeLoader>(m, "EdgeLoader")
-      .def(py::init<std::shared_ptr<Graph>, py::array, std::vector<int64_t>, int64_t, bool, uint64_t, int, int64_t,
-                    const std::string&, int64_t, bool, bool, int, int, int, int64_t, int64_t, const std::string&, double,
-                    int64_t>(),
-           py::arg("graph"), py::arg("edges"), py::arg("fanouts"), py::arg("batch_size"), py::arg("replace"),
-           py::arg("seed"), py::arg("rank"), py::arg("edges_per_epoch"), py::arg("feature_field"),
-           py::arg("negatives"), py::arg("degree_negatives"), py::arg("exclude_seed_edges"), py::arg("num_samplers"),
-           py::arg("num_threads"), py::arg("prefetch"), py::arg("first_epoch"), py::arg("num_epochs"),
-           py::arg("sampler_binary"), py::arg("batch_timeout_seconds"), py::arg("cache_max_bytes") = 0)
-      .def_property_readonly("steps_per_epoch", &EdgeLoader::steps_per_epoch)
-      .def("next", &EdgeLoader::Next)
-      .def("close", &EdgeLoader::Close);
+  BindLoaders(m);
 }

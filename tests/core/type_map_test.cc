@@ -120,4 +120,22 @@ TEST(TypeMapTest, PartitionConfigsCarryTheirTypesThroughJson) {
 }
 
 }  // namespace
+// DGL's rule for naming an edge type: its canonical form, or a relation name one type alone has.
+TEST(TypeMapTest, EdgeTypesFoundByCanonicalFormOrUniqueRelationName) {
+  const std::vector<CanonicalEdgeType> types = {
+      {"author", "writes", "paper"}, {"paper", "cites", "paper"}, {"paper", "rev_writes", "author"},
+      {"user", "cites", "paper"}};
+  EXPECT_EQ(FindEdgeType(types, "writes").value(), 0);
+  EXPECT_EQ(FindEdgeType(types, "paper:rev_writes:author").value(), 2);
+  EXPECT_EQ(FindEdgeType(types, "user:cites:paper").value(), 3);
+  absl::Status s = FindEdgeType(types, "cites").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(s.message(), "'cites' names several edge types; write one as SRC:REL:DST (paper:cites:paper, user:cites:paper)");
+  s = FindEdgeType(types, "likes").status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(s.message(), "no edge type 'likes' (the graph has author:writes:paper, paper:cites:paper, "
+                         "paper:rev_writes:author, user:cites:paper)");
+  EXPECT_FALSE(FindEdgeType(types, "paper:writes:author").ok());  // the ends matter
+}
+
 }  // namespace fanout::core

@@ -167,7 +167,7 @@ TEST(EdgeSplitTest, TypedGraphSplitsOneRelationWithNegativesOfItsDestinationType
                 "--edge-split on a typed graph needs --link-etype: the relation to predict (one of author:writes:paper"),
             std::string::npos);
   EXPECT_NE(SplitEdges(d, {.valid = 0.1, .test = 0.1, .relation = "likes"}).status().message().find(
-                "--link-etype likes: no such relation"),
+                "--link-etype likes: no edge type 'likes' (the graph has author:writes:paper"),
             std::string::npos);
   EXPECT_NE(SplitEdges(testing::MakeRandomDataset({.num_nodes = 50, .num_edges = 200}),
                        {.valid = 0.1, .test = 0.1, .relation = "writes"})

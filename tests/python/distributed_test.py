@@ -26,6 +26,7 @@ except ImportError as e:  # pragma: no cover
 
 import fanout.distributed as dist
 from fanout import _native
+from fanout.distributed.dataloader import EdgePredictionSampler
 
 BIN = os.environ.get("FANOUT_BIN_DIR", os.path.join(os.path.dirname(__file__), "..", "..", "build", "bin"))
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -64,14 +65,23 @@ def free_base_port(hosts=("127.0.0.1", "127.0.0.2"), span=4):
     raise RuntimeError("no free ports")
 
 
-def make_graph(work, parts, nodes=3000, edges=24000, feat_dim=16, name="g"):
+def make_graph(work, parts, nodes=3000, edges=24000, feat_dim=16, name="g", edge_weights=False):
+    """With `edge_weights`, an edge field "weight" of WEIGHT_SCALE * src + dst per input edge (its
+    reverse, stored with --add-reverse-edges, carries the same number)."""
     ds = os.path.join(work, "ds")
     run([f"{BIN}/fanout-generate", "--out", ds, "--num-nodes", str(nodes), "--num-edges", str(edges),
-         "--feat-dim", str(feat_dim), "--num-classes", "5", "--seed", "1"])
+         "--feat-dim", str(feat_dim), "--num-classes", "5", "--seed", "1"] + (["--edge-weights"] if edge_weights else []))
+    if edge_weights:
+        e = np.load(os.path.join(ds, "edges.npy")).astype(np.int64)
+        src, dst = (e[:, 0], e[:, 1]) if e.shape[1] == 2 else (e[0], e[1])
+        np.save(os.path.join(ds, "edge_data", "weight.npy"), (WEIGHT_SCALE * src + dst).astype(np.float32))
     out = os.path.join(work, f"parts{parts}")
     run([f"{BIN}/fanout-partition", "--input", ds, "--num-parts", str(parts), "--out", out, "--graph-name", name,
          "--add-reverse-edges"])
     return os.path.join(out, f"{name}.json")
+
+
+WEIGHT_SCALE = 4096  # > the nodes of make_graph's graphs; WEIGHT_SCALE * src + dst stays exact in float32
 
 
 def make_typed_graph(work, parts, scale="0.002"):
@@ -109,11 +119,15 @@ class ServersTestCase(unittest.TestCase):
     allow_push = False
     servers_per_part = 1
     typed = False
+    edge_weights = False
 
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
-        cls.config = (make_typed_graph if cls.typed else make_graph)(cls.tmp.name, 2)
+        if cls.typed:
+            cls.config = make_typed_graph(cls.tmp.name, 2)
+        else:
+            cls.config = make_graph(cls.tmp.name, 2, edge_weights=cls.edge_weights)
         cls.servers = []
         addresses = []
         for k in range(2):
@@ -414,6 +428,86 @@ class EdgeLoaderTest(ServersTestCase):
         # Every rank runs the same number of steps: the smaller partition's share.
         least = min(e - s for s, e in self.g.get_partition_book()._edge_ranges)
         self.assertEqual(len(runs[0]), -(-least // 64))
+
+
+class SettingsTest(ServersTestCase):
+    """The loaders' settings reach the sampler whole (issue 41): edge fields for node and link
+    batches alike, and a misspelt keyword is a TypeError, as in DGL, never dropped."""
+
+    edge_weights = True
+
+    def expect_weights(self, blocks, field, per_edge_shape):
+        for b in blocks:
+            w = b.edata[field]
+            self.assertEqual(tuple(w.shape), (b.num_edges(),) + per_edge_shape)
+            w = w.reshape(-1).to(torch.int64)
+            # The weights were made from input IDs; fanout's IDs number nodes partition by partition.
+            src = self.orig_nids[b.srcdata[dist.NID][b.indices]]
+            dst = self.orig_nids[b.dstdata[dist.NID][b.dst]]
+            # Each sampled edge carries its own input edge's weight (in either direction: reverses).
+            self.assertTrue(torch.all((w == WEIGHT_SCALE * src + dst) | (w == WEIGHT_SCALE * dst + src)))
+
+    def test_edge_fields_reach_node_and_link_batches(self):
+        parts = os.path.dirname(self.config)
+        self.orig_nids = torch.from_numpy(np.concatenate(
+            [np.load(os.path.join(parts, f"part{k}", "graph", "orig_nids.npy")) for k in range(2)]).astype(np.int64))
+        self.assertEqual(len(self.orig_nids), self.g.num_nodes())
+        pb = self.g.get_partition_book()
+        nids = dist.node_split(torch.ones(self.g.num_nodes(), dtype=torch.bool), pb)
+        # The weight (one number per edge) and the same field as an edge feature (a row per edge).
+        for samplers, weight, feats, shape in ((0, "weight", None, ()), (1, "weight", None, ()),
+                                               (0, None, ["weight"], (1,)), (1, None, ["weight"], (1,))):
+            ns = dist.NeighborSampler([3, 3], edge_weight=weight, prefetch_edge_feats=feats)
+            loader = dist.DistNodeDataLoader(self.g, nids, ns, batch_size=128, shuffle=True, num_samplers=samplers,
+                                             to_dgl=False)
+            _, _, blocks = next(iter(loader))
+            self.expect_weights(blocks, "weight", shape)
+            loader.close()
+            # DistEdgeDataLoader once dropped NeighborSampler(edge_weight=...) without a word.
+            sampler = dist.as_edge_prediction_sampler(ns, negative_sampler=dist.negative_sampler.Uniform(1))
+            loader = dist.DistEdgeDataLoader(self.g, dist.edge_split(None, pb), sampler, batch_size=64,
+                                             num_samplers=samplers, to_dgl=False)
+            _, _, _, blocks = next(iter(loader))
+            self.expect_weights(blocks, "weight", shape)
+            loader.close()
+
+    def test_a_misspelt_keyword_is_a_type_error(self):
+        ns = dist.NeighborSampler([2])
+        nids = torch.arange(10)
+        with self.assertRaisesRegex(TypeError, "fanout"):
+            dist.NeighborSampler(fanout=[2])
+        with self.assertRaisesRegex(TypeError, "batchsize"):
+            dist.DistNodeDataLoader(self.g, nids, ns, batchsize=4)
+        with self.assertRaisesRegex(TypeError, "negative_samplers"):
+            dist.as_edge_prediction_sampler(ns, negative_samplers=dist.negative_sampler.Uniform(1))
+        with self.assertRaisesRegex(TypeError, "negative_samplers"):
+            EdgePredictionSampler(ns, negative_samplers=dist.negative_sampler.Uniform(1))
+        sampler = dist.as_edge_prediction_sampler(ns, negative_sampler=dist.negative_sampler.Uniform(1))
+        with self.assertRaisesRegex(TypeError, "num_sampler"):
+            dist.DistEdgeDataLoader(self.g, nids, sampler, batch_size=4, num_sampler=0)
+        with self.assertRaisesRegex(TypeError, "ip_confg"):
+            dist.initialize(ip_confg="ip.txt")
+        # DGL's own names are taken: device, queue_size, and the sampler's output_device.
+        loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([2], output_device="cpu"), batch_size=4,
+                                         num_samplers=0, queue_size=3, device="cpu", to_dgl=False)
+        self.assertEqual(len(list(loader)), 3)
+        loader.close()
+
+    def test_the_native_loaders_take_exactly_the_settings_cplusplus_has(self):
+        defaults = _native.default_settings()
+        self.assertIn("edge_weight_field", defaults["sampler"])
+        args = dict(sampler=dict(defaults["sampler"], fanouts=[2], feature_field="", label_field=""),
+                    loader=dict(defaults["loader"], num_threads=1))
+        loader = _native.NodeLoader(self.g._native, np.arange(8), **args)
+        self.assertEqual(loader.steps_per_epoch, 1)
+        loader.close()
+        missing = dict(args["sampler"])
+        del missing["edge_feature_field"]
+        with self.assertRaisesRegex(dist.FanoutError, "'edge_feature_field' is missing"):
+            _native.NodeLoader(self.g._native, np.arange(8), sampler=missing, loader=args["loader"])
+        with self.assertRaisesRegex(dist.FanoutError, "unknown setting 'prefech'"):
+            _native.NodeLoader(self.g._native, np.arange(8), sampler=args["sampler"],
+                               loader=dict(args["loader"], prefech=2))
 
 
 class TypedGraphTest(ServersTestCase):

@@ -419,7 +419,7 @@ TEST(DistGraphErrorsTest, TypedFieldsAreNamedByTypeAndRefusedForOtherTypes) {
   // --relation-fanout names a relation by its name or its canonical type, once, per layer.
   const std::vector<int64_t> two = {5, 5};
   for (const auto& [spec, want] : std::vector<std::pair<std::string, std::string>>{
-           {"wrote=1,1", "no edge type 'wrote'; the graph has author:writes:paper, paper:cites:paper, paper:in:venue"},
+           {"wrote=1,1", "no edge type 'wrote' (the graph has author:writes:paper, paper:cites:paper, paper:in:venue)"},
            {"writes=1", "1 fanouts for 2 layers (--fanouts)"},
            {"writes=1,-2", "fanout '-2' is not -1 (all) or a count >= 0"},
            {"cites", "expected REL=F0,F1,..."}}) {

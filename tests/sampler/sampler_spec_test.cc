@@ -54,6 +54,21 @@ SamplerSpec EveryFieldSet() {
   return s;
 }
 
+void ExpectSameSampling(const SamplerOptions& o, const SamplerOptions& wo) {
+  EXPECT_EQ(o.fanouts, wo.fanouts);
+  EXPECT_EQ(o.relation_fanouts, wo.relation_fanouts);
+  EXPECT_EQ(o.batch_size, wo.batch_size);
+  EXPECT_EQ(o.replace, wo.replace);
+  EXPECT_EQ(o.shuffle, wo.shuffle);
+  EXPECT_EQ(o.seed, wo.seed);
+  EXPECT_EQ(o.rank, wo.rank);
+  EXPECT_EQ(o.seeds_per_epoch, wo.seeds_per_epoch);
+  EXPECT_EQ(o.feature_field, wo.feature_field);
+  EXPECT_EQ(o.label_field, wo.label_field);
+  EXPECT_EQ(o.edge.weight_field, wo.edge.weight_field);
+  EXPECT_EQ(o.edge.feature_field, wo.edge.feature_field);
+}
+
 TEST(SamplerSpecTest, EveryFieldRoundTrips) {
   const SamplerSpec want = EveryFieldSet();
   auto got = ReadSamplerSpec(WriteSamplerSpec(want));
@@ -75,19 +90,7 @@ TEST(SamplerSpecTest, EveryFieldRoundTrips) {
   EXPECT_EQ(g.connect_timeout_seconds, wg.connect_timeout_seconds);
   EXPECT_EQ(g.cache_field, wg.cache_field);
   EXPECT_EQ(g.cache_max_bytes, wg.cache_max_bytes);
-  const SamplerOptions &o = got->sampler, &wo = want.sampler;
-  EXPECT_EQ(o.fanouts, wo.fanouts);
-  EXPECT_EQ(o.relation_fanouts, wo.relation_fanouts);
-  EXPECT_EQ(o.batch_size, wo.batch_size);
-  EXPECT_EQ(o.replace, wo.replace);
-  EXPECT_EQ(o.shuffle, wo.shuffle);
-  EXPECT_EQ(o.seed, wo.seed);
-  EXPECT_EQ(o.rank, wo.rank);
-  EXPECT_EQ(o.seeds_per_epoch, wo.seeds_per_epoch);
-  EXPECT_EQ(o.feature_field, wo.feature_field);
-  EXPECT_EQ(o.label_field, wo.label_field);
-  EXPECT_EQ(o.edge.weight_field, wo.edge.weight_field);
-  EXPECT_EQ(o.edge.feature_field, wo.edge.feature_field);
+  ExpectSameSampling(got->sampler, want.sampler);
   EXPECT_EQ(got->first_epoch, want.first_epoch);
   EXPECT_EQ(got->num_epochs, want.num_epochs);
   EXPECT_EQ(got->first_step, want.first_step);
@@ -131,6 +134,81 @@ TEST(SamplerSpecTest, BadSpecsNameTheKeyAtFault) {
       << s;
   s = replaced("\"negatives\":11", "\"negatives\":0");
   EXPECT_NE(s.message().find("link.negatives must be >= 1, got 0"), std::string::npos) << s;
+}
+
+// The settings objects of the Python data plane: every member a script chooses crosses, keyed as
+// in the spec.
+TEST(SamplerSettingsTest, EveryFieldRoundTrips) {
+  const SamplerSpec want = EveryFieldSet();
+  auto sampling = ReadSamplerSettings(WriteSamplerSettings(want.sampler));
+  ASSERT_TRUE(sampling.ok()) << sampling.status();
+  ExpectSameSampling(*sampling, want.sampler);
+
+  auto link = ReadLinkSettings(WriteLinkSettings(want.link), want.sampler);
+  ASSERT_TRUE(link.ok()) << link.status();
+  EXPECT_EQ(link->negatives, want.link.negatives);
+  EXPECT_EQ(link->negative_sampling, want.link.negative_sampling);
+  EXPECT_EQ(link->exclude_seed_edges, want.link.exclude_seed_edges);
+  EXPECT_EQ(link->edges_per_epoch, want.link.edges_per_epoch);
+  ExpectSameSampling(link->sampling, want.sampler);
+
+  LoaderOptions lo;
+  lo.num_samplers = 3;
+  lo.num_threads = 5;
+  lo.prefetch = 7;
+  lo.first_epoch = 2;
+  lo.num_epochs = 9;
+  lo.sampler_binary = "/opt/fanout/bin/fanout-sampler";
+  lo.batch_timeout_seconds = 12.5;
+  auto loader = ReadLoaderSettings(WriteLoaderSettings(lo));
+  ASSERT_TRUE(loader.ok()) << loader.status();
+  EXPECT_EQ(loader->num_samplers, 3);
+  EXPECT_EQ(loader->num_threads, 5);
+  EXPECT_EQ(loader->prefetch, 7);
+  EXPECT_EQ(loader->first_epoch, 2);
+  EXPECT_EQ(loader->num_epochs, 9);
+  EXPECT_EQ(loader->sampler_binary, lo.sampler_binary);
+  EXPECT_EQ(loader->batch_timeout_seconds, 12.5);
+  // The caller's own members are not settings: they keep their defaults.
+  EXPECT_EQ(loader->first_step, 0);
+  EXPECT_FALSE(loader->writable_batches);
+}
+
+// Every key is required and no other is taken: a member Python does not set, or sets under a
+// misspelt name, is an error naming it, never a default taken in silence.
+TEST(SamplerSettingsTest, EveryKeyRequiredAndNoOtherTaken) {
+  const std::string text = WriteSamplerSettings(EveryFieldSet().sampler);
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    return ReadSamplerSettings(t).status();
+  };
+  absl::Status s = replaced("\"edge_weight_field\":\"w\",", "");
+  EXPECT_EQ(s.message(), "sampler settings: 'edge_weight_field' is missing") << s;
+  s = replaced("\"edge_weight_field\"", "\"edge_weights\"");
+  EXPECT_NE(s.message().find("sampler settings: unknown setting 'edge_weights' (the settings: fanouts, "
+                             "relation_fanouts, batch_size,"),
+            std::string::npos)
+      << s;
+  s = replaced("\"rank\":5", "\"rank\":-1");
+  EXPECT_EQ(s.message(), "sampler settings: rank must be >= 0, got -1") << s;
+  s = replaced("\"batch_size\":77", "\"batch_size\":\"77\"");
+  EXPECT_NE(s.message().find("sampler settings: 'batch_size': "), std::string::npos) << s;
+  EXPECT_EQ(ReadSamplerSettings("[]").status().message(), "sampler settings: not a JSON object");
+
+  EXPECT_EQ(ReadLinkSettings("{\"negatives\": 2}", {}).status().message(),
+            "link settings: 'negative_sampling' is missing");
+  std::string link = WriteLinkSettings(EveryFieldSet().link);
+  const std::string eleven = "\"negatives\":11";
+  link.replace(link.find(eleven), eleven.size(), "\"negatives\":0");
+  EXPECT_EQ(ReadLinkSettings(link, {}).status().message(), "link settings: negatives must be >= 1, got 0");
+
+  std::string loader = WriteLoaderSettings({});
+  const std::string zero = "\"num_samplers\":0";
+  loader.replace(loader.find(zero), zero.size(), "\"num_samplers\":-2");
+  EXPECT_EQ(ReadLoaderSettings(loader).status().message(), "loader settings: num_samplers must be >= 0, got -2");
+  EXPECT_NE(ReadLoaderSettings("{\"first_step\": 3}").status().message().find("unknown setting 'first_step'"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -36,7 +36,8 @@ _open_loaders: "weakref.WeakSet" = weakref.WeakSet()
 
 def initialize(ip_config: Optional[str] = None, num_servers: int = 1, num_workers: int = 0, *,
                part_config: Optional[str] = None, machine_id: Optional[int] = None,
-               deadline_seconds: float = 60.0, keep_large_allocations: bool = True, **unused) -> Context:
+               deadline_seconds: float = 60.0, keep_large_allocations: bool = True, max_queue_size=None,
+               net_type=None, num_worker_threads: int = 1, use_graphbolt: bool = False) -> Context:
     """DGL's ``dgl.distributed.initialize``: reads the job's layout and starts the liveness signal.
 
     Under ``fanout-launch`` everything comes from the launcher's variables (``FANOUT_*``, see
@@ -45,7 +46,9 @@ def initialize(ip_config: Optional[str] = None, num_servers: int = 1, num_worker
     partitions' servers (machine k serves partition k on PORT..PORT+num_servers-1).
 
     ``num_workers`` is DGL's sampler-process count; the launcher's ``--num-samplers`` wins when
-    set. DGL's other arguments (``net_type``, ``max_queue_size``, ...) are accepted and ignored.
+    set. DGL's other arguments (``max_queue_size``, ``net_type``, ``num_worker_threads``,
+    ``use_graphbolt``: how DGL's own RPC and storage work) are accepted and have no counterpart;
+    any other keyword is a ``TypeError``.
 
     ``keep_large_allocations`` (default on) has glibc's malloc keep freed buffers of up to 1 GiB
     for reuse instead of returning each to the kernel: PyTorch's CPU tensors come from malloc,

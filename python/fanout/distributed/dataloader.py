@@ -30,16 +30,23 @@ class NeighborSampler:
     ``(src, rel, dst)``; 0 samples none of it). The node fields to fetch with every batch are DGL's
     ``prefetch_node_feats`` (the input nodes' rows, ``blocks[0].srcdata[NAME]``) and
     ``prefetch_labels`` (the seeds' rows, ``blocks[-1].dstdata[NAME]``); fanout fetches one of
-    each, by default ``feat`` and ``label`` where the graph has them. ``edge_weight`` names an edge
-    field fetched per sampled edge (``block.edata["w"]``)."""
+    each, by default ``feat`` and ``label`` where the graph has them. ``prefetch_edge_feats``
+    names one edge field fetched per sampled edge (``block.edata[NAME]``, float32, one row per
+    edge), and ``edge_weight`` one edge field of one number per edge (``block.edata[NAME]``; the
+    weight fanout-train's models use). ``output_device`` moves each batch there (DGL's);
+    ``fused`` is accepted (DGL's choice of its own kernel). Any other keyword is a ``TypeError``,
+    as in DGL."""
 
-    def __init__(self, fanouts: Sequence[int], edge_dir: str = "in", prob: Optional[str] = None, replace: bool = False,
-                 prefetch_node_feats: Optional[Sequence[str]] = None, prefetch_labels: Optional[Sequence[str]] = None,
-                 edge_weight: Optional[str] = None, **unused):
+    def __init__(self, fanouts: Sequence[int], edge_dir: str = "in", prob: Optional[str] = None, mask=None,
+                 replace: bool = False, prefetch_node_feats: Optional[Sequence[str]] = None,
+                 prefetch_labels: Optional[Sequence[str]] = None, prefetch_edge_feats: Optional[Sequence[str]] = None,
+                 output_device=None, fused: bool = True, edge_weight: Optional[str] = None):
         if edge_dir != "in":
             raise NotImplementedError("NeighborSampler: only edge_dir='in' (DGL's default) is supported")
         if prob is not None:
             raise NotImplementedError("NeighborSampler: prob= (weighted sampling) is not supported yet")
+        if mask is not None:
+            raise NotImplementedError("NeighborSampler: mask= (masked sampling) is not supported yet")
         # Per layer: an int, or {relation: int} (typed graphs; resolved against the graph by the loader).
         self.relation_fanouts = [dict(f) if isinstance(f, dict) else None for f in fanouts]
         if any(r is not None for r in self.relation_fanouts):
@@ -59,7 +66,18 @@ class NeighborSampler:
         self.replace = bool(replace)
         self.prefetch_node_feats = _one_field(prefetch_node_feats, "prefetch_node_feats")
         self.prefetch_labels = _one_field(prefetch_labels, "prefetch_labels")
+        self.edge_feature = _one_field(prefetch_edge_feats, "prefetch_edge_feats") or ""
         self.edge_weight = edge_weight or ""
+        self.output_device = output_device
+
+    def _settings(self, *, batch_size: int, shuffle: bool, seed: int, rank: int, seeds_per_epoch: int,
+                  feature_field: str, label_field: str, relation_fanouts) -> dict:
+        """fanout's sampler settings (``_native.default_settings()["sampler"]``): every key, each
+        set here, so that none is left at a default Python never chose."""
+        return dict(fanouts=self.fanouts, relation_fanouts=relation_fanouts, batch_size=int(batch_size),
+                    replace=self.replace, shuffle=bool(shuffle), seed=int(seed), rank=int(rank),
+                    seeds_per_epoch=int(seeds_per_epoch), feature_field=feature_field, label_field=label_field,
+                    edge_weight_field=self.edge_weight, edge_feature_field=self.edge_feature)
 
 
 def _one_field(names, what) -> Optional[str]:
@@ -150,8 +168,9 @@ class _EpochLoader:
     next epoch when a pass is left early (its batches are never drained); close() stops its
     sampler processes, as do exit_client() and interpreter exit."""
 
-    def __init__(self, g: DistGraph, to_dgl: Optional[bool], feat: Optional[str]):
+    def __init__(self, g: DistGraph, to_dgl: Optional[bool], feat: Optional[str], device=None):
         self._g = g
+        self._device = None if device is None else torch.device(device)
         # DGL blocks for a script that has imported DGL (its layers take nothing else).
         self._to_dgl = ("dgl" in sys.modules) if to_dgl is None else bool(to_dgl)
         self._feat = self._field(feat, "feat")
@@ -168,17 +187,36 @@ class _EpochLoader:
         return default if any(f["name"] == default for f in self._g._native.node_fields) else ""
 
     def _making(self, num_samplers: Optional[int], num_threads: int, prefetch: int, batch_timeout_seconds: float,
-                feature_cache_bytes: int) -> dict:
-        """How batches are made, as both native loaders take it: the job's sampler processes
-        unless `num_samplers` says otherwise (0: threads here)."""
+                queue_size: Optional[int]) -> dict:
+        """How batches are made (``_native.default_settings()["loader"]`` less the epochs, which
+        ``_start`` sets): the job's sampler processes unless `num_samplers` says otherwise (0:
+        threads here). DGL's ``queue_size`` (batches made ahead) is ``prefetch``."""
         args = dict(num_samplers=context.current().num_samplers if num_samplers is None else int(num_samplers),
-                    num_threads=int(num_threads), prefetch=int(prefetch), sampler_binary=context.sampler_binary(),
-                    batch_timeout_seconds=float(batch_timeout_seconds), cache_max_bytes=int(feature_cache_bytes))
+                    num_threads=int(num_threads), prefetch=int(prefetch if queue_size is None else queue_size),
+                    sampler_binary=context.sampler_binary(), batch_timeout_seconds=float(batch_timeout_seconds))
         if args["num_samplers"] > 0 and not args["sampler_binary"]:
             raise FileNotFoundError(f"{type(self).__name__}: no fanout-sampler program for num_samplers="
                                     f"{args['num_samplers']}: put fanout's build/bin on PATH, set "
                                     "FANOUT_SAMPLER_BIN, or pass num_samplers=0 (sampler threads)")
         return args
+
+    def _loader_settings(self, first_epoch: int, num_epochs: int) -> dict:
+        return dict(self._loader, first_epoch=int(first_epoch), num_epochs=int(num_epochs))
+
+    def _to_device(self, batch):
+        """The batch on the sampler's ``output_device`` (DGL's), if it names one."""
+        if self._device is None:
+            return batch
+        mv = lambda x: x.to(self._device) if hasattr(x, "to") else x  # noqa: E731
+        out = []
+        for part in batch:
+            if isinstance(part, dict):
+                out.append({k: mv(v) for k, v in part.items()})
+            elif isinstance(part, list):
+                out.append([mv(b) for b in part])
+            else:
+                out.append(mv(part))
+        return tuple(out)
 
     def _start(self, first_epoch: int, num_epochs: int):  # the native loader
         raise NotImplementedError
@@ -217,8 +255,6 @@ class _EpochLoader:
             self.close()
             self._native = self._start(epoch, _NUM_EPOCHS - epoch)
             self._native_epoch = epoch
-            # len() is known before any sampler starts; the sampler's own count must agree.
-            assert self._native.steps_per_epoch == self._steps, (self._native.steps_per_epoch, self._steps)
         return self._run(epoch)
 
     def _run(self, epoch):
@@ -226,16 +262,17 @@ class _EpochLoader:
         finished = False
         try:
             for _ in range(self._steps):
-                yield self._convert(native.next())
+                yield self._to_device(self._convert(native.next()))
             finished = True
         finally:
             # An epoch left early leaves its batches in the pipe: the next pass starts afresh at its
             # own epoch instead of reading them.
             self._native_epoch = epoch + 1 if finished else -1
 
-    def _blocks(self, b, label: str = "", edge_weight: str = ""):
+    def _blocks(self, b, sampler: NeighborSampler, label: str = ""):
         """fanout Blocks over a native batch's arrays (no copies), the features in blocks[0]'s
-        srcdata and the labels in the last block's dstdata."""
+        srcdata, the labels in the last block's dstdata and the sampler's edge fields in each
+        block's edata."""
         blocks = []
         nb = len(b["blocks"])
         for i, raw in enumerate(b["blocks"]):
@@ -245,8 +282,10 @@ class _EpochLoader:
                 srcdata[self._feat] = torch.from_numpy(b["features"])
             if i == nb - 1 and label and len(b["labels"]) > 0:
                 dstdata[label] = torch.from_numpy(b["labels"])
-            if edge_weight and "edge_weight" in t:
-                edata[edge_weight] = t["edge_weight"]
+            if sampler.edge_weight and "edge_weight" in t:
+                edata[sampler.edge_weight] = t["edge_weight"]
+            if sampler.edge_feature and "edge_feat" in t:
+                edata[sampler.edge_feature] = t["edge_feat"]
             blocks.append(Block(t["src_nodes"], raw["num_dst"], t["indptr"], t["indices"], t["eids"], t["dst"],
                                 srcdata, dstdata, edata))
         return blocks
@@ -273,11 +312,15 @@ class DistNodeDataLoader(_EpochLoader):
     def __init__(self, g: DistGraph, nids, graph_sampler: NeighborSampler, batch_size: int = 1, shuffle: bool = False,
                  drop_last: bool = False, *, seed: int = 0, num_samplers: Optional[int] = None, num_threads: int = 1,
                  prefetch: int = 2, to_dgl: Optional[bool] = None, batch_timeout_seconds: float = 600.0,
-                 feature_cache_bytes: int = 512 << 20, even_steps: Optional[bool] = None, **unused):
+                 feature_cache_bytes: int = 512 << 20, even_steps: Optional[bool] = None, device=None,
+                 queue_size: Optional[int] = None):
         batch_size = int(batch_size)
         if batch_size < 1:
             raise ValueError(f"DistNodeDataLoader: batch_size must be >= 1, got {batch_size}")
-        super().__init__(g, to_dgl, graph_sampler.prefetch_node_feats)
+        if not isinstance(graph_sampler, NeighborSampler):
+            raise TypeError(f"DistNodeDataLoader takes a NeighborSampler, got {type(graph_sampler).__name__}")
+        super().__init__(g, to_dgl, graph_sampler.prefetch_node_feats,
+                         graph_sampler.output_device if device is None else device)
         # A typed graph's seeds: {ntype: type-wise IDs} of one node type (DGL's form).
         self._seed_type = None
         if isinstance(nids, dict) or g.is_typed():
@@ -295,26 +338,26 @@ class DistNodeDataLoader(_EpochLoader):
         per_epoch = len(self._nids) if per_epoch is None else per_epoch
         if drop_last:
             per_epoch -= per_epoch % batch_size
-        self._steps = -(-per_epoch // batch_size)
         if self._seed_type is not None:  # fanout's sampler takes graph-wide IDs
             self._typewise_nids = self._nids
             self._nids = np.ascontiguousarray(g._ntypes.to_homo(g._ntype_id(self._seed_type), self._nids))
-        relation_fanouts = _relation_fanouts(g, graph_sampler)
-        self._args = dict(fanouts=graph_sampler.fanouts, batch_size=batch_size, replace=graph_sampler.replace,
-                          shuffle=bool(shuffle), seed=int(seed), rank=context.current().rank,
-                          seeds_per_epoch=per_epoch, feature_field=self._feat, label_field=self._label,
-                          edge_weight_field=graph_sampler.edge_weight, relation_fanouts=relation_fanouts,
-                          **self._making(num_samplers, num_threads, prefetch, batch_timeout_seconds,
-                                         feature_cache_bytes))
+        self._settings = graph_sampler._settings(
+            batch_size=batch_size, shuffle=bool(shuffle), seed=seed, rank=context.current().rank,
+            seeds_per_epoch=per_epoch, feature_field=self._feat, label_field=self._label,
+            relation_fanouts=_relation_fanouts(g, graph_sampler))
+        self._steps = _native.steps_per_epoch(self._settings, len(self._nids))  # known before any sampler starts
+        self._loader = self._making(num_samplers, num_threads, prefetch, batch_timeout_seconds, queue_size)
+        self._cache_bytes = int(feature_cache_bytes)
 
     def _start(self, first_epoch, num_epochs):
-        return _native.NodeLoader(self._g._native, self._nids, first_epoch=first_epoch, num_epochs=num_epochs,
-                                  **self._args)
+        return _native.NodeLoader(self._g._native, self._nids, sampler=self._settings,
+                                  loader=self._loader_settings(first_epoch, num_epochs),
+                                  cache_max_bytes=self._cache_bytes)
 
     def _convert(self, b):
         if self._seed_type is not None:
             return self._convert_typed(b)
-        blocks = self._blocks(b, self._label, self._sampler.edge_weight)
+        blocks = self._blocks(b, self._sampler, self._label)
         input_nodes = blocks[0].srcdata[NID]
         seeds = torch.from_numpy(b["seeds"])
         self._g._remember_batch(self._feat, input_nodes, blocks[0].srcdata.get(self._feat),
@@ -401,17 +444,29 @@ class negative_sampler:  # noqa: N801  (DGL's module name: dgl.dataloading.negat
 class EdgePredictionSampler:
     """DGL's ``as_edge_prediction_sampler``: node sampling around a batch's edge endpoints, with
     negatives, and the batch's positive edges left out of the blocks (both directions, DGL's
-    ``exclude="reverse_id"`` on a graph stored with reverse edges) unless ``exclude`` is None."""
+    ``exclude="reverse_id"`` on a graph stored with reverse edges) unless ``exclude`` is None.
+    fanout finds the reverse of an edge by its endpoints, so DGL's ``reverse_eids`` /
+    ``reverse_etypes`` (which tell DGL where the reverses are) are accepted and not needed."""
 
-    def __init__(self, sampler: NeighborSampler, exclude="reverse_id", negative_sampler=None, **unused):
+    def __init__(self, sampler: NeighborSampler, exclude="reverse_id", reverse_eids=None, reverse_etypes=None,
+                 negative_sampler=None, prefetch_labels=None):
+        if not isinstance(sampler, NeighborSampler):
+            raise TypeError(f"as_edge_prediction_sampler takes a NeighborSampler, got {type(sampler).__name__}")
+        if exclude not in (None, "self", "reverse_id", "reverse_types"):
+            raise ValueError(f"as_edge_prediction_sampler: exclude={exclude!r} is not supported (None, or 'self', "
+                             "'reverse_id', 'reverse_types': the batch's pairs left out in both directions)")
+        if prefetch_labels:
+            raise NotImplementedError("as_edge_prediction_sampler: prefetch_labels (edge labels) is not supported yet")
         self.sampler = sampler
         self.exclude_seed_edges = exclude is not None
         self.negative_sampler = negative_sampler
 
 
-def as_edge_prediction_sampler(sampler: NeighborSampler, exclude="reverse_id", negative_sampler=None,
-                               **unused) -> EdgePredictionSampler:
-    return EdgePredictionSampler(sampler, exclude=exclude, negative_sampler=negative_sampler)
+def as_edge_prediction_sampler(sampler: NeighborSampler, exclude="reverse_id", reverse_eids=None,
+                               reverse_etypes=None, negative_sampler=None,
+                               prefetch_labels=None) -> EdgePredictionSampler:
+    return EdgePredictionSampler(sampler, exclude=exclude, reverse_eids=reverse_eids, reverse_etypes=reverse_etypes,
+                                 negative_sampler=negative_sampler, prefetch_labels=prefetch_labels)
 
 
 class PairGraph:
@@ -491,7 +546,8 @@ class DistEdgeDataLoader(_EpochLoader):
     def __init__(self, g: DistGraph, eids, graph_sampler: EdgePredictionSampler, batch_size: int = 1,
                  shuffle: bool = True, drop_last: bool = False, *, seed: int = 0, num_samplers: Optional[int] = None,
                  num_threads: int = 1, prefetch: int = 2, to_dgl: Optional[bool] = None,
-                 batch_timeout_seconds: float = 600.0, feature_cache_bytes: int = 512 << 20, **unused):
+                 batch_timeout_seconds: float = 600.0, feature_cache_bytes: int = 512 << 20, device=None,
+                 queue_size: Optional[int] = None):
         ctx = context.current()
         batch_size = int(batch_size)
         if not isinstance(graph_sampler, EdgePredictionSampler):
@@ -508,7 +564,8 @@ class DistEdgeDataLoader(_EpochLoader):
         if g.is_typed():
             raise NotImplementedError("DistEdgeDataLoader: link prediction on a typed graph is not supported yet "
                                       "(node classification is: DistNodeDataLoader with {ntype: IDs})")
-        super().__init__(g, to_dgl, ns.prefetch_node_feats)
+        super().__init__(g, to_dgl, ns.prefetch_node_feats, ns.output_device if device is None else device)
+        self._sampler = ns
         self._eids = _ids(eids)
         begin, end = _native.rank_edge_range(g._native, ctx.num_trainers, ctx.rank)
         per_epoch = len(self._eids)
@@ -516,23 +573,27 @@ class DistEdgeDataLoader(_EpochLoader):
             per_epoch = _min_rank_edges(g, ctx)  # edge_split()'s: keep the ranks in step
         if drop_last:
             per_epoch -= per_epoch % batch_size
-        self._steps = -(-per_epoch // batch_size)
         if ns.relation_fanouts:
             raise ValueError("DistEdgeDataLoader: per-relation fanouts (dicts) need a typed graph's node loader")
-        self._args = dict(fanouts=ns.fanouts, batch_size=batch_size, replace=ns.replace, seed=int(seed),
-                          rank=ctx.rank, edges_per_epoch=per_epoch, feature_field=self._feat,
-                          negatives=graph_sampler.negative_sampler.k,
-                          degree_negatives=graph_sampler.negative_sampler.degree_weighted,
-                          exclude_seed_edges=graph_sampler.exclude_seed_edges,
-                          **self._making(num_samplers, num_threads, prefetch, batch_timeout_seconds,
-                                         feature_cache_bytes))
+        # Link batches take no labels and are always shuffled over the rank's edges (the sampler
+        # settings' shuffle and seeds_per_epoch do not apply; link.edges_per_epoch does).
+        self._settings = ns._settings(batch_size=batch_size, shuffle=True, seed=seed, rank=ctx.rank,
+                                      seeds_per_epoch=-1, feature_field=self._feat, label_field="",
+                                      relation_fanouts=[])
+        negatives = graph_sampler.negative_sampler
+        self._link = dict(negatives=negatives.k, negative_sampling="degree" if negatives.degree_weighted else "uniform",
+                          exclude_seed_edges=graph_sampler.exclude_seed_edges, edges_per_epoch=per_epoch)
+        self._steps = _native.link_steps_per_epoch(self._settings, self._link, len(self._eids))
+        self._loader = self._making(num_samplers, num_threads, prefetch, batch_timeout_seconds, queue_size)
+        self._cache_bytes = int(feature_cache_bytes)
 
     def _start(self, first_epoch, num_epochs):
-        return _native.EdgeLoader(self._g._native, self._eids, first_epoch=first_epoch, num_epochs=num_epochs,
-                                  **self._args)
+        return _native.EdgeLoader(self._g._native, self._eids, sampler=self._settings, link=self._link,
+                                  loader=self._loader_settings(first_epoch, num_epochs),
+                                  cache_max_bytes=self._cache_bytes)
 
     def _convert(self, b):
-        blocks = self._blocks(b)
+        blocks = self._blocks(b, self._sampler)
         seeds = torch.from_numpy(b["seeds"])
         pos = PairGraph(seeds, torch.from_numpy(b["pos_src"]), torch.from_numpy(b["pos_dst"]),
                         torch.from_numpy(b["pos_eids"]))

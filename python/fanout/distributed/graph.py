@@ -296,10 +296,8 @@ class DistGraph(_OneType):
         self._reads = None  # reads through the servers (see _reader)
         self._last_batch = {}  # (field, id(ids)) -> (ids, rows) of the loader's latest batch
         n = self._native
-        self._ntypes = TypeRanges(n.node_types, n.node_type_ranges,
-                                  [r[0] for r in n.node_ranges] + [n.node_ranges[-1][1]], "node")
-        self._etypes = TypeRanges(n.edge_types, n.edge_type_ranges,
-                                  [r[0] for r in n.edge_ranges] + [n.edge_ranges[-1][1]], "edge")
+        self._ntypes = TypeRanges(n.node_type_map, "node")
+        self._etypes = TypeRanges(n.edge_type_map, "edge")
         self._gpb = GraphPartitionBook(self)
         DistGraph._current = self
         self.ndata = _NodeData({f["name"]: DistTensor(None, name=f["name"], _graph=self)

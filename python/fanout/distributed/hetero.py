@@ -13,72 +13,43 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import numpy as np
 import torch
 
+from fanout import _native
+
 NID = "_ID"
 EID = "_ID"
 
 
 class TypeRanges:
-    """Types as ranges of fanout's IDs: ``ranges[t][p]`` = [begin, end) of type t in partition p.
-    A type's own IDs (type-wise: DGL's per-type IDs) number its nodes partition by partition."""
+    """Types as ranges of fanout's IDs: a type's own IDs (type-wise: DGL's per-type IDs) number its
+    nodes partition by partition. The conversions are ``core::TypeMap``'s, through the extension
+    (``Graph.node_type_map`` / ``edge_type_map``); out-of-range IDs are ``IndexError``."""
 
-    def __init__(self, names: Sequence, ranges, part_bounds: Sequence[int], kind: str):
-        self.names = list(names)
+    def __init__(self, native_map, kind: str):
+        self._map = native_map
+        self.names = list(native_map.names)
         self.kind = kind
-        self._begin = np.array([[b for b, _ in r] for r in ranges], dtype=np.int64).reshape(len(self.names), -1)
-        count = np.array([[e - b for b, e in r] for r in ranges], dtype=np.int64).reshape(len(self.names), -1)
-        self._count = count
-        self._start = np.concatenate([np.zeros((len(self.names), 1), dtype=np.int64), np.cumsum(count, axis=1)], axis=1)
-        self._part_bounds = np.asarray(part_bounds, dtype=np.int64)
 
     def count(self, t: int) -> int:
-        return int(self._start[t, -1])
+        return self._map.count(t)
 
     def part_range(self, t: int, part: int) -> Tuple[int, int]:
         """Type t's type-wise IDs in partition `part`: [begin, end)."""
-        return int(self._start[t, part]), int(self._start[t, part + 1])
+        return tuple(self._map.part_range(t, part))
 
-    def to_homo(self, t: int, ids: np.ndarray) -> np.ndarray:
+    def to_homo(self, t: int, ids) -> np.ndarray:
         """fanout's IDs of type t's type-wise `ids`."""
-        ids = np.asarray(ids, dtype=np.int64)
-        bad = (ids < 0) | (ids >= self.count(t))
-        if bad.any():
-            raise IndexError(f"{self.kind} ID {int(ids[bad][0])} of type {self.names[t]!r} is out of range "
-                             f"(it has {self.count(t)})")
-        part = np.searchsorted(self._start[t], ids, side="right") - 1
-        return self._begin[t, part] + ids - self._start[t, part]
+        return self._map.to_homo(t, np.asarray(ids, dtype=np.int64).reshape(-1))
 
-    def to_typewise(self, ids: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    def to_typewise(self, ids) -> Tuple[np.ndarray, np.ndarray]:
         """(type, type-wise ID) of each of fanout's `ids`."""
-        ids = np.asarray(ids, dtype=np.int64)
-        bad = (ids < 0) | (ids >= self._part_bounds[-1])
-        if bad.any():
-            raise IndexError(f"{self.kind} ID {int(ids[bad][0])} is out of range (the graph has "
-                             f"{int(self._part_bounds[-1])})")
-        part = np.searchsorted(self._part_bounds, ids, side="right") - 1
-        types = np.full(ids.shape, -1, dtype=np.int64)
-        typewise = np.empty_like(ids)
-        for t in range(len(self.names)):
-            begin = self._begin[t, part]
-            m = (ids >= begin) & (ids < begin + self._count[t, part])
-            types[m] = t
-            typewise[m] = self._start[t, part[m]] + ids[m] - begin[m]
-        return types, typewise
+        return self._map.to_typewise(np.asarray(ids, dtype=np.int64).reshape(-1))
 
 
 def canonical(etype, canonical_etypes: List[Tuple[str, str, str]]) -> int:
     """The index of an edge type given as DGL takes it: a relation name (when unique) or a
-    (src type, relation, dst type) triple."""
-    if isinstance(etype, (tuple, list)):
-        t = tuple(etype)
-        if t in canonical_etypes:
-            return canonical_etypes.index(t)
-        raise KeyError(f"no edge type {t} (this graph has: {canonical_etypes})")
-    hits = [i for i, c in enumerate(canonical_etypes) if c[1] == etype]
-    if len(hits) == 1:
-        return hits[0]
-    if not hits:
-        raise KeyError(f"no edge type {etype!r} (this graph has: {[c[1] for c in canonical_etypes]})")
-    raise KeyError(f"edge type {etype!r} is ambiguous: name one of {[canonical_etypes[i] for i in hits]}")
+    (src type, relation, dst type) triple (``core::FindEdgeType``; KeyError names the choices)."""
+    name = ":".join(etype) if isinstance(etype, (tuple, list)) else str(etype)
+    return _native.find_edge_type(canonical_etypes, name)
 
 
 class _TypedView:
