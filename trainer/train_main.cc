@@ -69,299 +69,294 @@ std::string SelfDir() {
   return path.substr(0, path.rfind('/') + 1);
 }
 
-int Main(int argc, char** argv) {
-  fanout::base::KeepLargeAllocations();
-  fanout::base::StartHeartbeatFromEnvironment();  // only under fanout-launch
-  // Every step allocates the same large tensors again: keep them (trainer/cpu_allocator.h).
-  fanout::trainer::InstallCachingCpuAllocator();
-  // c10d's NCCL backend must block on a dead peer rather than hang the GPU stream; set here,
-  // before gRPC or Gloo start threads (setenv is not thread-safe). A user's setting is kept.
-  setenv("NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
-  setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
-  // fanout-launch's variables (base/job_env.h), else torchrun's names for the same facts.
-  absl::StatusOr<base::JobEnv> job = base::JobEnv::FromEnvironment();
-  if (!job.ok()) {
-    std::fprintf(stderr, "fanout-train: error: %s\n", std::string(job.status().message()).c_str());
-    return 2;
-  }
+// What fanout-train's flags hold before they become TrainOptions: the settings whose flag form
+// is not the field's (names of kinds, megabytes, seconds, lists) and the job's layout, which is
+// resolved against the partition config once it is read (ResolveJob).
+struct Flags {
+  std::string model = "sage", ip_config, servers;
+  int num_servers = 1;
+  int machine_id = -1;
+  std::vector<int64_t> heads;
+  std::vector<std::string> relation_fanouts;
+  std::string negative_sampling = "uniform", scorer = "dot", metric = "acc", sparse_optimizer = "adam";
+  std::string dist_backend = "auto", cache_policy = "degree", progress;
+  double deadline = 60, comm_timeout = 300;
+  int64_t feature_cache_mb = 512;
+  int omp_threads = 0;  // OMP_NUM_THREADS, as the launcher sets it (0 = unset)
+};
+
+// The defaults the environment gives: fanout-launch's variables (base/job_env.h), else
+// torchrun's names for the same facts, and OMP_NUM_THREADS.
+absl::Status ReadEnvironment(base::JobEnv* job, trainer::TrainOptions* o, Flags* f) {
+  ASSIGN_OR_RETURN(*job, base::JobEnv::FromEnvironment());
   for (auto [torchrun, field] : {std::pair{"LOCAL_WORLD_SIZE", &base::JobEnv::num_trainers},
                                  std::pair{"GROUP_RANK", &base::JobEnv::machine_id},
                                  std::pair{"LOCAL_RANK", &base::JobEnv::local_rank}}) {
-    if ((*job).*field >= 0) continue;
-    if (absl::Status s = EnvInt(torchrun, &((*job).*field)); !s.ok()) {
-      std::fprintf(stderr, "fanout-train: error: %s\n", std::string(s.message()).c_str());
-      return 2;
-    }
+    if (job->*field < 0) RETURN_IF_ERROR(EnvInt(torchrun, &(job->*field)));
   }
-  trainer::TrainOptions o;
-  std::string model = "sage", ip_config = job->ip_config, servers;
-  int num_servers = job->num_servers >= 0 ? job->num_servers : 1;
-  int machine_id = job->machine_id;
-  double deadline = 60, comm_timeout = 300;
-  int64_t feature_cache_mb = 512;
-  int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  o.part_config = job->part_config;
-  if (job->num_trainers >= 0) o.trainers_per_machine = job->num_trainers;
-  if (job->num_samplers >= 0) o.loader.num_samplers = job->num_samplers;
-  if (job->restart_count > 0) o.restart_count = job->restart_count;
-  o.loader.sampler_binary = SelfDir() + "fanout-sampler";
-  int omp_threads = 0;  // OMP_NUM_THREADS, as the launcher sets it (0 = unset)
-  if (absl::Status s = EnvInt("OMP_NUM_THREADS", &omp_threads); !s.ok()) {
-    std::fprintf(stderr, "fanout-train: error: %s\n", std::string(s.message()).c_str());
-    return 2;
-  }
+  f->ip_config = job->ip_config;
+  if (job->num_servers >= 0) f->num_servers = job->num_servers;
+  f->machine_id = job->machine_id;
+  o->part_config = job->part_config;
+  if (job->num_trainers >= 0) o->trainers_per_machine = job->num_trainers;
+  if (job->num_samplers >= 0) o->loader.num_samplers = job->num_samplers;
+  if (job->restart_count > 0) o->restart_count = job->restart_count;
+  o->loader.sampler_binary = SelfDir() + "fanout-sampler";
+  return EnvInt("OMP_NUM_THREADS", &f->omp_threads);
+}
 
-  base::ArgParser args("fanout-train",
-                       "[--part-config FILE] [flags]   (usually started by fanout-launch)");
-  args.SetDescription(
-      "Trains a GNN (GraphSAGE, GCN or GAT) on a partitioned graph with neighbour-sampled "
-      "mini-batches;\n"
-      "gradients are averaged across every trainer of the job (Gloo on CPU, NCCL on GPU).\n\n");
-  args.AddString("part-config", &o.part_config,
-                 "the <name>.json written by fanout-partition [FANOUT_PART_CONFIG]");
-  args.AddString("ip-config", &ip_config,
-                 "machines of the job; finds the servers [FANOUT_IP_CONFIG]");
-  args.AddInt("num-servers", &num_servers, "servers per machine [FANOUT_NUM_SERVERS]", 1);
-  args.AddString("servers", &servers, "PART=HOST:PORT,... instead of --ip-config");
-  args.AddInt("machine-id", &machine_id, "this machine's partition, read from its files [FANOUT_MACHINE_ID]");
+// Where the job is: the partition, the servers, this machine.
+void AddLayoutFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
+  args.AddString("part-config", &o->part_config, "the <name>.json written by fanout-partition [FANOUT_PART_CONFIG]");
+  args.AddString("ip-config", &f->ip_config, "machines of the job; finds the servers [FANOUT_IP_CONFIG]");
+  args.AddInt("num-servers", &f->num_servers, "servers per machine [FANOUT_NUM_SERVERS]", 1);
+  args.AddString("servers", &f->servers, "PART=HOST:PORT,... instead of --ip-config");
+  args.AddInt("machine-id", &f->machine_id, "this machine's partition, read from its files [FANOUT_MACHINE_ID]");
   args.SetDefaultText("machine-id", "rank / trainers per machine");
-  args.AddInt("num-trainers", &o.trainers_per_machine,
-              "trainers per machine [FANOUT_NUM_TRAINERS]");
-  args.AddString("model", &model,
+  args.AddInt("num-trainers", &o->trainers_per_machine, "trainers per machine [FANOUT_NUM_TRAINERS]");
+}
+
+// The model and how it is trained: layers, widths, optimiser, epochs, batches.
+void AddModelFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
+  args.AddString("model", &f->model,
                  "the GNN: sage, gcn, gat, rgcn (typed graphs: one weight per relation), or a TorchScript file "
                  "(.pt; docs/models.md)",
                  [](const std::string& v) { return trainer::ParseModelKind(v).status(); });
-  args.AddInt("hidden", &o.model.hidden, "hidden width (per head for gat)");
-  std::vector<int64_t> heads = {o.model.heads};
-  args.AddIntList("heads", &heads, "gat attention heads: one for every layer, or one per layer (8,1)");
-  args.AddDouble("dropout", &o.model.dropout, "dropout probability");
-  args.AddDouble("lr", &o.lr, "Adam learning rate");
-  args.AddDouble("weight-decay", &o.weight_decay, "Adam weight decay");
-  args.AddInt("epochs", &o.epochs, "epochs to train");
-  args.AddInt("batch-size", &o.sampling.batch_size, "seeds per mini-batch per trainer");
-  args.AddIntList("fanouts", &o.sampling.fanouts,
+  args.AddInt("hidden", &o->model.hidden, "hidden width (per head for gat)");
+  f->heads = {o->model.heads};
+  args.AddIntList("heads", &f->heads, "gat attention heads: one for every layer, or one per layer (8,1)");
+  args.AddDouble("dropout", &o->model.dropout, "dropout probability");
+  args.AddDouble("lr", &o->lr, "Adam learning rate");
+  args.AddDouble("weight-decay", &o->weight_decay, "Adam weight decay");
+  args.AddInt("epochs", &o->epochs, "epochs to train");
+  args.AddInt("batch-size", &o->sampling.batch_size, "seeds per mini-batch per trainer");
+  args.AddIntList("fanouts", &o->sampling.fanouts,
                   "neighbours per layer, input layer first (-1 = all); sets the layer count");
-  args.AddIntList("eval-fanouts", &o.eval_fanouts, "fanouts for evaluation (default: --fanouts)");
-  std::vector<std::string> relation_fanouts;
-  args.AddRepeatedString("relation-fanout", &relation_fanouts,
+  args.AddIntList("eval-fanouts", &o->eval_fanouts, "fanouts for evaluation (default: --fanouts)");
+  args.AddRepeatedString("relation-fanout", &f->relation_fanouts,
                          "typed graphs: REL=F0,F1,... gives relation REL (or SRC:REL:DST) its own fanout per layer; "
                          "the other relations take --fanouts (repeat it per relation)");
-  args.AddInt("eval-batch-size", &o.eval_batch_size, "seeds per evaluation batch");
-  args.AddInt("eval-every", &o.eval_every, "validate every N epochs, and after the last (0: never)");
-  args.AddBool("test", &o.test, "report the test metric after the last epoch (--no-test: skip)");
-  std::string negative_sampling = "uniform";
-  args.AddChoice("task", &o.task, trainer::TaskNames(), StrCat("what to train for: ", trainer::TaskHelp()));
-  args.AddInt("negatives", &o.link.negatives, "link: negative pairs per positive edge in training");
-  args.AddString("negative-sampling", &negative_sampling,
+  args.AddInt("eval-batch-size", &o->eval_batch_size, "seeds per evaluation batch");
+  args.AddInt("eval-every", &o->eval_every, "validate every N epochs, and after the last (0: never)");
+  args.AddBool("test", &o->test, "report the test metric after the last epoch (--no-test: skip)");
+  args.AddUint("seed", &o->sampling.seed, "seed of every random choice (init, shuffles, sampling, dropout)");
+  args.AddString("device", &o->device,
+                 "cpu, cuda:K, or cuda: this trainer's local rank's GPU (local rank modulo the GPUs it sees), "
+                 "so that the trainers of a machine take one GPU each");
+}
+
+// What the job trains for (the task and its metric) and on which of the graph's data.
+void AddTaskFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
+  args.AddChoice("task", &o->task, trainer::TaskNames(), StrCat("what to train for: ", trainer::TaskHelp()));
+  args.AddInt("negatives", &o->link.negatives, "link: negative pairs per positive edge in training");
+  args.AddString("negative-sampling", &f->negative_sampling,
                  "link: how negatives are drawn: uniform, or degree (probability ~ in-degree^0.75)",
                  [](const std::string& v) {
                    return v == "uniform" || v == "degree" ? absl::OkStatus()
                                                           : absl::InvalidArgumentError("expected uniform or degree");
                  });
-  args.AddInt("embed-dim", &o.link.embed_dim, "link: embedding width, the model's output (0: --hidden)");
-  std::string scorer = "dot";
-  args.AddString("scorer", &scorer,
+  args.AddInt("embed-dim", &o->link.embed_dim, "link: embedding width, the model's output (0: --hidden)");
+  args.AddString("scorer", &f->scorer,
                  "link: a pair's score from its two embeddings: dot (product) or mlp (3 layers over their "
                  "element-wise product, trained with the model)",
                  [](const std::string& v) { return trainer::ParseScorerKind(v).status(); });
-  std::string metric = "acc";
-  args.AddString("metric", &metric,
+  args.AddString("metric", &f->metric,
                  "evaluation metric, which also picks the best model: acc, roc-auc (one-vs-rest, macro over classes) "
                  "or f1-macro",
                  [](const std::string& v) { return trainer::ParseMetric(v).status(); });
-  args.AddUint("seed", &o.sampling.seed, "seed of every random choice (init, shuffles, sampling, dropout)");
-  args.AddString("device", &o.device,
-                 "cpu, cuda:K, or cuda: this trainer's local rank's GPU (local rank modulo the GPUs it sees), "
-                 "so that the trainers of a machine take one GPU each");
-  args.AddString("feature-field", &o.sampling.feature_field,
+  args.AddString("feature-field", &o->sampling.feature_field,
                  "node field of input features (typed graphs: each node type's TYPE/NAME, where it has one)");
-  args.AddString("target-ntype", &o.target_ntype,
+  args.AddString("target-ntype", &o->target_ntype,
                  "typed graphs: the node type to classify (default: the one node type with labels)");
-  args.AddInt("embed-featureless", &o.embed.dim,
+  args.AddInt("embed-featureless", &o->embed.dim,
               "typed graphs: learnable embeddings of this width for the node types without features, held by the "
               "servers (start them with fanout-launch --allow-push) and trained by --sparse-optimizer; the typed "
               "features are then projected to the same width. 0: featureless nodes input zeros", 0);
-  std::string sparse_optimizer = "adam";
-  args.AddChoice("sparse-optimizer", &sparse_optimizer, {"adam", "adagrad"},
+  args.AddChoice("sparse-optimizer", &f->sparse_optimizer, {"adam", "adagrad"},
                  "optimizer of the learnable embeddings (DGL's SparseAdam / SparseAdagrad: only the rows a step "
                  "touched change)");
-  args.AddDouble("sparse-lr", &o.embed.optimizer.lr, "learning rate of the learnable embeddings");
-  std::string dist_backend = "auto";
-  args.AddChoice("dist-backend", &dist_backend, {"auto", "gloo", "nccl"},
+  args.AddDouble("sparse-lr", &o->embed.optimizer.lr, "learning rate of the learnable embeddings");
+  args.AddString("edge-weight", &o->sampling.edge.weight_field,
+                 "edge field with one number per edge that weights each message (DGL's edge_weight: SAGE's mean, "
+                 "GCN's sum and GAT's attention; block['edge_weight'] in scripted models); default: unweighted");
+  args.AddString("edge-feature", &o->sampling.edge.feature_field,
+                 "edge field (any width) given to scripted models for every sampled edge as block['edge_feat'], "
+                 "float32 [num_edges, width]; the built-in models do not read edge features");
+  args.AddString("label-field", &o->sampling.label_field, "node field of labels");
+}
+
+// How batches are made and moved, and how the trainers talk: samplers, caches, threads, limits.
+void AddSystemFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
+  args.AddChoice("dist-backend", &f->dist_backend, {"auto", "gloo", "nccl"},
                  "gradient averaging: auto (nccl on a GPU, gloo on the CPU), or gloo with a GPU too (through host "
                  "memory: trainers that share a GPU, which NCCL refuses)");
-  args.AddBytes("gpu-cache-bytes", &o.gpu_cache_bytes,
+  args.AddBytes("gpu-cache-bytes", &o->gpu_cache_bytes,
                 "keep the input features of the hottest nodes (--gpu-cache-policy) on the training device, up to "
                 "this size (e.g. 4G); batches then fetch and copy only the other rows, and each epoch line reports "
                 "the cache's hit rate over all trainers. 0: no cache");
-  std::string cache_policy = "degree";
-  args.AddChoice("gpu-cache-policy", &cache_policy, {"degree", "presample"},
+  args.AddChoice("gpu-cache-policy", &f->cache_policy, {"degree", "presample"},
                  "which nodes --gpu-cache-bytes holds: degree = the most in-edges in the graph; presample = the "
                  "nodes this trainer's own batches take most, counted by sampling them before training "
                  "(--gpu-cache-presample-steps), then in-degree");
-  args.AddInt("gpu-cache-presample-steps", &o.gpu_cache_presample_steps,
+  args.AddInt("gpu-cache-presample-steps", &o->gpu_cache_presample_steps,
               "--gpu-cache-policy presample: the steps sampled to count (0: a whole epoch)");
-  args.AddString("edge-weight", &o.sampling.edge.weight_field,
-                 "edge field with one number per edge that weights each message (DGL's edge_weight: SAGE's mean, "
-                 "GCN's sum and GAT's attention; block['edge_weight'] in scripted models); default: unweighted");
-  args.AddString("edge-feature", &o.sampling.edge.feature_field,
-                 "edge field (any width) given to scripted models for every sampled edge as block['edge_feat'], "
-                 "float32 [num_edges, width]; the built-in models do not read edge features");
-  args.AddString("label-field", &o.sampling.label_field, "node field of labels");
-  args.AddInt("num-samplers", &o.loader.num_samplers,
+  args.AddInt("num-samplers", &o->loader.num_samplers,
               "sampler processes per trainer; 0 = sample in-process [FANOUT_NUM_SAMPLERS]");
-  args.AddInt("sampler-threads", &o.loader.num_threads, "sampling threads when --num-samplers is 0");
-  args.AddInt("prefetch", &o.loader.prefetch, "mini-batches made ahead");
-  args.AddString("sampler-bin", &o.loader.sampler_binary, "the fanout-sampler program");
-  args.AddInt("num-threads", &o.intra_op_threads, "LibTorch intra-op threads");
+  args.AddInt("sampler-threads", &o->loader.num_threads, "sampling threads when --num-samplers is 0");
+  args.AddInt("prefetch", &o->loader.prefetch, "mini-batches made ahead");
+  args.AddString("sampler-bin", &o->loader.sampler_binary, "the fanout-sampler program");
+  args.AddInt("num-threads", &o->intra_op_threads, "LibTorch intra-op threads");
   args.AddAlias("threads", "num-threads");
   args.SetDefaultText("num-threads", "OMP_NUM_THREADS, else cores / trainers per machine");
-  args.AddDouble("deadline", &deadline, "seconds allowed per server call");
-  base::AddSecurityFlags(args, &o.graph.security);
-  args.AddInt("feature-cache-mb", &feature_cache_mb,
+  args.AddDouble("deadline", &f->deadline, "seconds allowed per server call");
+  base::AddSecurityFlags(args, &o->graph.security);
+  args.AddInt("feature-cache-mb", &f->feature_cache_mb,
               "memory per process (each sampler, and the trainer when it fetches features itself: "
               "no samplers, or evaluation) for the features of this machine's halo nodes, pulled "
               "once at start so that batches fetch fewer remote rows; 0 = off",
               0, std::numeric_limits<int64_t>::max() >> 20);
-  args.AddDouble("comm-timeout", &comm_timeout,
-                 "seconds a collective may wait for the other trainers");
-  args.AddInt("log-every", &o.log_every, "print a line every N steps (0: per epoch only)");
-  args.AddBool("print-batch-checksums", &o.print_batch_checksums,
+  args.AddDouble("comm-timeout", &f->comm_timeout, "seconds a collective may wait for the other trainers");
+}
+
+// What the job leaves behind: lines, metrics, checkpoints, the model and its embeddings.
+void AddOutputFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
+  args.AddInt("log-every", &o->log_every, "print a line every N steps (0: per epoch only)");
+  args.AddBool("print-batch-checksums", &o->print_batch_checksums,
                "print a CRC-32 of every training batch, per rank (to compare loaders; docs/python.md)");
-  std::string progress;
-  base::AddProgressFlag(args, &progress);  // rank 0's epochs, evaluation and inference
-  args.AddString("metrics-file", &o.metrics_file, "JSON-lines metrics (rank 0)");
-  args.AddString("tensorboard-dir", &o.tensorboard_dir,
+  base::AddProgressFlag(args, &f->progress);  // rank 0's epochs, evaluation and inference
+  args.AddString("metrics-file", &o->metrics_file, "JSON-lines metrics (rank 0)");
+  args.AddString("tensorboard-dir", &o->tensorboard_dir,
                  "rank 0 writes a TensorBoard event file here: losses, metrics and the time breakdown per epoch");
-  args.AddString("checkpoint-dir", &o.checkpoint_dir,
-                 "best.pt (rank 0) and last.rank<r>.pt after every epoch");
-  args.AddBool("resume", &o.resume, "continue from --checkpoint-dir's last state");
-  args.AddBool("auto-resume", &o.auto_resume,
+  args.AddString("checkpoint-dir", &o->checkpoint_dir, "best.pt (rank 0) and last.rank<r>.pt after every epoch");
+  args.AddBool("resume", &o->resume, "continue from --checkpoint-dir's last state");
+  args.AddBool("auto-resume", &o->auto_resume,
                "resume from --checkpoint-dir when it holds a checkpoint every rank has, else start from scratch "
                "(one command for a job and its requeued runs)");
-  args.AddInt("checkpoint-every-steps", &o.checkpoint_every_steps,
+  args.AddInt("checkpoint-every-steps", &o->checkpoint_every_steps,
               "also write last.rank<r>.pt every K steps inside an epoch (0 = after each epoch only); "
               "resuming continues at the exact step",
               0);
-  args.AddString("load-model", &o.load_model,
+  args.AddString("load-model", &o->load_model,
                  "start from this checkpoint's model (e.g. best.pt); with --epochs 0, evaluate and infer only");
-  args.AddString("save-embeddings", &o.save_embeddings,
+  args.AddString("save-embeddings", &o->save_embeddings,
                  "after training, full-graph inference: embeddings.npy, predictions.npy and embeddings.json "
                  "in this folder, rows in original node-ID order");
-  args.AddBool("overwrite", &o.overwrite, "replace --save-embeddings if an earlier fanout-train wrote it");
-  if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
-  o.progress = base::ApplyProgressFlag(progress);
+  args.AddBool("overwrite", &o->overwrite, "replace --save-embeddings if an earlier fanout-train wrote it");
+}
+
+// The task's choices: its metric (fixed by some tasks) and the flags only the link task takes.
+absl::Status CheckTaskFlags(const base::ArgParser& args, const Flags& f, trainer::TrainOptions* o) {
+  o->metric = *trainer::ParseMetric(f.metric);
+  o->link.negative_sampling =
+      f.negative_sampling == "degree" ? sampler::NegativeSampling::kDegreePow75 : sampler::NegativeSampling::kUniform;
+  o->link.scorer = *trainer::ParseScorerKind(f.scorer);
+  ASSIGN_OR_RETURN(auto task, trainer::MakeTask(o->task));
+  if (std::optional<trainer::Metric> fixed = task->fixed_metric()) {
+    if (args.WasSet("metric") && o->metric != *fixed) {
+      return absl::InvalidArgumentError(StrCat("--task ", o->task, " reports ", trainer::MetricName(*fixed),
+                                               " and selects the model by it: leave --metric out"));
+    }
+    o->metric = *fixed;
+  }
+  if (o->task == "link") return absl::OkStatus();
+  for (const char* flag : {"negatives", "negative-sampling", "embed-dim", "scorer"}) {
+    if (args.WasSet(flag)) return absl::InvalidArgumentError(StrCat("--", flag, " applies to --task link only"));
+  }
+  return absl::OkStatus();
+}
+
+// Every flag, checked and turned into its field before anything is read or connects (issue 11:
+// --lr nan reached LibTorch and aborted with a backtrace, --prefetch 0 hung the loader forever).
+absl::Status CheckFlags(const base::ArgParser& args, const Flags& f, trainer::TrainOptions* o) {
+  o->progress = base::ApplyProgressFlag(f.progress);
   // LibTorch's pool size: --num-threads, else OMP_NUM_THREADS (the launcher sets it), else this
   // trainer's share of the cores. Debian's LibTorch would otherwise start with 1.
   if (!args.WasSet("num-threads")) {
-    o.intra_op_threads = omp_threads > 0 ? omp_threads : std::max(1, hw / std::max(1, o.trainers_per_machine));
+    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    o->intra_op_threads = f.omp_threads > 0 ? f.omp_threads : std::max(1, hw / std::max(1, o->trainers_per_machine));
   }
-
-  if (o.part_config.empty())
-    return args.Fail(
-        absl::InvalidArgumentError("--part-config (or FANOUT_PART_CONFIG) is required"));
-  o.metric = *trainer::ParseMetric(metric);
-  o.link.negative_sampling =
-      negative_sampling == "degree" ? sampler::NegativeSampling::kDegreePow75 : sampler::NegativeSampling::kUniform;
-  auto task = trainer::MakeTask(o.task);
-  if (!task.ok()) return args.Fail(task.status());
-  if (std::optional<trainer::Metric> fixed = (*task)->fixed_metric()) {
-    if (args.WasSet("metric") && o.metric != *fixed) {
-      return args.Fail(absl::InvalidArgumentError(StrCat("--task ", o.task, " reports ", trainer::MetricName(*fixed),
-                                                         " and selects the model by it: leave --metric out")));
-    }
-    o.metric = *fixed;
-  }
-  if (o.task != "link") {
-    for (const char* flag : {"negatives", "negative-sampling", "embed-dim", "scorer"}) {
-      if (args.WasSet(flag)) {
-        return args.Fail(absl::InvalidArgumentError(base::StrCat("--", flag, " applies to --task link only")));
-      }
-    }
-  }
-  o.link.scorer = *trainer::ParseScorerKind(scorer);
-  if (heads.size() == 1) {
-    o.model.heads = heads[0];
+  if (o->part_config.empty()) return absl::InvalidArgumentError("--part-config (or FANOUT_PART_CONFIG) is required");
+  RETURN_IF_ERROR(CheckTaskFlags(args, f, o));
+  if (f.heads.size() == 1) {
+    o->model.heads = f.heads[0];
   } else {
-    o.model.layer_heads = heads;
+    o->model.layer_heads = f.heads;
   }
-  // Every flag is checked before anything connects (issue 11: --lr nan reached LibTorch and
-  // aborted with a backtrace, --prefetch 0 hung the loader forever).
-  if (absl::Status v = trainer::ValidateTrainOptions(o); !v.ok()) return args.Fail(v);
-  if (num_servers < 1) {  // only FANOUT_NUM_SERVERS can get here: the flag's range is the parser's
-    return args.Fail(absl::InvalidArgumentError(StrCat("FANOUT_NUM_SERVERS must be >= 1, got ", num_servers)));
+  RETURN_IF_ERROR(trainer::ValidateTrainOptions(*o));
+  if (f.num_servers < 1) {  // only FANOUT_NUM_SERVERS can get here: the flag's range is the parser's
+    return absl::InvalidArgumentError(StrCat("FANOUT_NUM_SERVERS must be >= 1, got ", f.num_servers));
   }
-  if (machine_id < -1) {
-    return args.Fail(absl::InvalidArgumentError(StrCat(
-        "--machine-id must be a partition number >= 0 (default: rank / trainers per machine), got ",
-        machine_id)));
+  if (f.machine_id < -1) {
+    return absl::InvalidArgumentError(StrCat(
+        "--machine-id must be a partition number >= 0 (default: rank / trainers per machine), got ", f.machine_id));
   }
-  if (!(deadline > 0))
-    return args.Fail(
-        absl::InvalidArgumentError(StrCat("--deadline must be > 0 seconds, got ", deadline)));
-  if (!(comm_timeout > 0) || comm_timeout > 1e9) {
-    return args.Fail(absl::InvalidArgumentError(
-        StrCat("--comm-timeout must be in (0, 1e9] seconds, got ", comm_timeout)));
+  if (!(f.deadline > 0)) return absl::InvalidArgumentError(StrCat("--deadline must be > 0 seconds, got ", f.deadline));
+  if (!(f.comm_timeout > 0) || f.comm_timeout > 1e9) {
+    return absl::InvalidArgumentError(StrCat("--comm-timeout must be in (0, 1e9] seconds, got ", f.comm_timeout));
   }
-  o.embed.optimizer.kind = *trainer::ParseSparseOptimizer(sparse_optimizer);
-  if (o.embed.optimizer.kind == trainer::SparseOptimizerKind::kAdagrad) o.embed.optimizer.eps = 1e-10;  // DGL's
-  if (!(std::isfinite(o.embed.optimizer.lr) && o.embed.optimizer.lr > 0)) {
-    return args.Fail(
-        absl::InvalidArgumentError(StrCat("--sparse-lr must be a number > 0, got ", o.embed.optimizer.lr)));
+  o->embed.optimizer.kind = *trainer::ParseSparseOptimizer(f.sparse_optimizer);
+  if (o->embed.optimizer.kind == trainer::SparseOptimizerKind::kAdagrad) o->embed.optimizer.eps = 1e-10;  // DGL's
+  if (!(std::isfinite(o->embed.optimizer.lr) && o->embed.optimizer.lr > 0)) {
+    return absl::InvalidArgumentError(StrCat("--sparse-lr must be a number > 0, got ", o->embed.optimizer.lr));
   }
-  auto model_kind = trainer::ParseModelKind(model);
-  if (!model_kind.ok()) return args.Fail(model_kind.status());
-  o.model.model = *model_kind;
-  if (*model_kind == trainer::ModelKind::kScripted) {
+  ASSIGN_OR_RETURN(o->model.model, trainer::ParseModelKind(f.model));
+  if (o->model.model == trainer::ModelKind::kScripted) {
     std::error_code ec;
-    if (!std::filesystem::is_regular_file(model, ec)) {
-      return args.Fail(absl::NotFoundError(StrCat("--model ", model, ": no such file (a TorchScript model; see docs/models.md)")));
+    if (!std::filesystem::is_regular_file(f.model, ec)) {
+      return absl::NotFoundError(StrCat("--model ", f.model, ": no such file (a TorchScript model; see docs/models.md)"));
     }
-    o.model.script_path = model;
+    o->model.script_path = f.model;
   }
-  auto dist = trainer::DistOptionsFromEnv();
-  if (!dist.ok()) return args.Fail(dist.status());
-  o.dist = *dist;
-  o.dist.timeout = std::chrono::milliseconds(static_cast<int64_t>(comm_timeout * 1000));
-  auto config = core::LoadPartitionConfig(o.part_config);
-  if (!config.ok()) return args.Fail(config.status());
-  // An explicit --ip-config or --num-servers asks for the ip_config rule over the launcher's list.
-  const std::string job_servers = args.WasSet("ip-config") || args.WasSet("num-servers") ? "" : job->servers;
-  auto map = base::ResolveServers(servers, job_servers, ip_config, o.part_config, num_servers, config->num_parts);
-  if (!map.ok()) return args.Fail(map.status());
-  o.graph.servers = std::move(*map);
-  auto resolved = sampler::ResolveRelationFanouts(*config, o.sampling.fanouts, relation_fanouts);
-  if (!resolved.ok()) return args.Fail(resolved.status());
-  o.sampling.relation_fanouts = std::move(*resolved);
-  o.graph.machine_id = machine_id >= 0 ? machine_id : o.dist.rank / o.trainers_per_machine;
-  if (dist_backend != "auto") o.dist_backend = *trainer::ParseCommBackend(dist_backend);
-  o.gpu_cache_presample = cache_policy == "presample";
-  if (o.device == "cuda") {
-    o.device = trainer::LocalRankDevice(job->local_rank >= 0 ? job->local_rank : o.dist.rank % o.trainers_per_machine,
-                                        trainer::CudaDeviceCount());
-  }
-  o.graph.client.deadline_seconds = deadline;
-  o.graph.connect_timeout_seconds = deadline;
-  // The job's token also guards the trainers' rendezvous.
-  auto security = rpc::Security::Load(o.graph.security, rpc::Security::Role::kClient);
-  if (!security.ok()) return args.Fail(security.status());
-  o.dist.auth_token = security->token();
-  o.graph.client.security = *security;  // DistGraph::Open uses these, without reading the files again
-  o.graph.cache_field = o.sampling.feature_field;
-  o.graph.cache_max_bytes = feature_cache_mb << 20;
+  if (f.dist_backend != "auto") o->dist_backend = *trainer::ParseCommBackend(f.dist_backend);
+  o->gpu_cache_presample = f.cache_policy == "presample";
+  o->graph.client.deadline_seconds = f.deadline;
+  o->graph.connect_timeout_seconds = f.deadline;
+  o->graph.cache_field = o->sampling.feature_field;
+  o->graph.cache_max_bytes = f.feature_cache_mb << 20;
+  return absl::OkStatus();
+}
 
-  // With checkpoints, SIGTERM (what Kubernetes and Slurm send before killing) stops training at
-  // the next step with a checkpoint every rank writes at that step; exit status 143 says so.
-  if (!o.checkpoint_dir.empty()) {
-    struct sigaction sa {};
-    sa.sa_handler = [](int) { g_stop_requested.store(true); };
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGTERM, &sa, nullptr);
-    o.stop_requested = &g_stop_requested;
+// What needs the partition config, the rank or the credentials: the servers, the per-relation
+// fanouts, this machine, the GPU, the job's token.
+absl::Status ResolveJob(const base::ArgParser& args, const Flags& f, const base::JobEnv& job,
+                        trainer::TrainOptions* o) {
+  ASSIGN_OR_RETURN(o->dist, trainer::DistOptionsFromEnv());
+  o->dist.timeout = std::chrono::milliseconds(static_cast<int64_t>(f.comm_timeout * 1000));
+  ASSIGN_OR_RETURN(const core::PartitionConfig config, core::LoadPartitionConfig(o->part_config));
+  // An explicit --ip-config or --num-servers asks for the ip_config rule over the launcher's list.
+  const std::string job_servers = args.WasSet("ip-config") || args.WasSet("num-servers") ? "" : job.servers;
+  ASSIGN_OR_RETURN(o->graph.servers,
+                   base::ResolveServers(f.servers, job_servers, f.ip_config, o->part_config, f.num_servers,
+                                        config.num_parts));
+  ASSIGN_OR_RETURN(o->sampling.relation_fanouts,
+                   sampler::ResolveRelationFanouts(config, o->sampling.fanouts, f.relation_fanouts));
+  o->graph.machine_id = f.machine_id >= 0 ? f.machine_id : o->dist.rank / o->trainers_per_machine;
+  if (o->device == "cuda") {
+    o->device = trainer::LocalRankDevice(job.local_rank >= 0 ? job.local_rank : o->dist.rank % o->trainers_per_machine,
+                                         trainer::CudaDeviceCount());
   }
-  // Errors are statuses; what LibTorch (or the allocator) still throws past them becomes the
-  // tool's one error line, not std::terminate's backtrace.
+  // The job's token also guards the trainers' rendezvous.
+  ASSIGN_OR_RETURN(auto security, rpc::Security::Load(o->graph.security, rpc::Security::Role::kClient));
+  o->dist.auth_token = security.token();
+  o->graph.client.security = security;  // DistGraph::Open uses these, without reading the files again
+  return absl::OkStatus();
+}
+
+// With checkpoints, SIGTERM (what Kubernetes and Slurm send before killing) stops training at
+// the next step with a checkpoint every rank writes at that step; exit status 143 says so.
+void StopAtNextStepOnSigterm(trainer::TrainOptions* o) {
+  if (o->checkpoint_dir.empty()) return;
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { g_stop_requested.store(true); };
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGTERM, &sa, nullptr);
+  o->stop_requested = &g_stop_requested;
+}
+
+// Errors are statuses; what LibTorch (or the allocator) still throws past them becomes the
+// tool's one error line, not std::terminate's backtrace.
+int Run(const base::ArgParser& args, const trainer::TrainOptions& o) {
   absl::StatusOr<trainer::TrainResult> result = absl::UnknownError("not run");
   try {
     result = trainer::RunTraining(o);
@@ -376,10 +371,42 @@ int Main(int argc, char** argv) {
     return 128 + SIGTERM;
   }
   if (!result.ok()) {
-    return args.Fail(absl::Status(result.status().code(),
-                                  StrCat("rank ", o.dist.rank, ": ", result.status().message())));
+    return args.Fail(absl::Status(result.status().code(), StrCat("rank ", o.dist.rank, ": ", result.status().message())));
   }
   return 0;
+}
+
+int Main(int argc, char** argv) {
+  fanout::base::KeepLargeAllocations();
+  fanout::base::StartHeartbeatFromEnvironment();  // only under fanout-launch
+  // Every step allocates the same large tensors again: keep them (trainer/cpu_allocator.h).
+  fanout::trainer::InstallCachingCpuAllocator();
+  // c10d's NCCL backend must block on a dead peer rather than hang the GPU stream; set here,
+  // before gRPC or Gloo start threads (setenv is not thread-safe). A user's setting is kept.
+  setenv("NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
+  setenv("TORCH_NCCL_BLOCKING_WAIT", "1", /*overwrite=*/0);
+  base::JobEnv job;
+  trainer::TrainOptions o;
+  Flags f;
+  if (absl::Status s = ReadEnvironment(&job, &o, &f); !s.ok()) {
+    std::fprintf(stderr, "fanout-train: error: %s\n", std::string(s.message()).c_str());
+    return 2;
+  }
+  base::ArgParser args("fanout-train", "[--part-config FILE] [flags]   (usually started by fanout-launch)");
+  args.SetDescription(
+      "Trains a GNN (GraphSAGE, GCN or GAT) on a partitioned graph with neighbour-sampled "
+      "mini-batches;\n"
+      "gradients are averaged across every trainer of the job (Gloo on CPU, NCCL on GPU).\n\n");
+  AddLayoutFlags(args, &o, &f);
+  AddModelFlags(args, &o, &f);
+  AddTaskFlags(args, &o, &f);
+  AddSystemFlags(args, &o, &f);
+  AddOutputFlags(args, &o, &f);
+  if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
+  if (absl::Status s = CheckFlags(args, f, &o); !s.ok()) return args.Fail(s);
+  if (absl::Status s = ResolveJob(args, f, job, &o); !s.ok()) return args.Fail(s);
+  StopAtNextStepOnSigterm(&o);
+  return Run(args, o);
 }
 
 }  // namespace
