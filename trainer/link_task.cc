@@ -118,13 +118,8 @@ class LinkPrediction final : public Task {
     }
     // Link batches are made by sampler processes (--num-samplers N) or threads of this process;
     // either makes the same batches.
-    sampler::LoaderOptions po = o.loader;
-    po.first_epoch = first_epoch;
-    po.num_epochs = o.epochs - first_epoch;
-    po.first_step = first_step;
-    po.samplers_ignore_sigterm = o.stop_requested != nullptr;
-    po.part_config_path = o.part_config;
-    ASSIGN_OR_RETURN(loader_, sampler::MakeLinkBatchLoader(&job.graph(), o.graph, lo, std::move(mine), po));
+    ASSIGN_OR_RETURN(loader_, sampler::MakeLinkBatchLoader(&job.graph(), o.graph, lo, std::move(mine),
+                                                           TrainingLoaderOptions(o, first_epoch, first_step)));
     if (job.lead()) {
       const std::string& relation = job.config().link_etype;
       job.Log(StrCat("fanout-train: link prediction", relation.empty() ? "" : StrCat(" of relation ", relation), ": ",

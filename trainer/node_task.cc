@@ -105,13 +105,8 @@ class NodeClassification final : public Task {
     so.rank = o.dist.rank;
     so.seeds_per_epoch = sampler::SeedsPerEpoch(sizes_.train, o.dist.world_size);
     if (job.feature_cache() != nullptr) so.cached_nodes = job.feature_cache()->nodes();
-    sampler::LoaderOptions lo = o.loader;
-    lo.first_epoch = first_epoch;
-    lo.num_epochs = o.epochs - first_epoch;
-    lo.first_step = first_step;
-    lo.samplers_ignore_sigterm = o.stop_requested != nullptr;
-    lo.part_config_path = o.part_config;
-    ASSIGN_OR_RETURN(loader_, sampler::MakeBatchLoader(&job.graph(), o.graph, so, train_, lo));
+    ASSIGN_OR_RETURN(loader_, sampler::MakeBatchLoader(&job.graph(), o.graph, so, train_,
+                                                       TrainingLoaderOptions(o, first_epoch, first_step)));
     return absl::OkStatus();
   }
 

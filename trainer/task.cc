@@ -47,6 +47,16 @@ absl::Status CheckBatchOrder(const char* loader, int64_t got_epoch, int64_t got_
       base::StrCat(loader, " gave epoch ", got_epoch, " step ", got_step, ", expected ", epoch, " step ", step));
 }
 
+sampler::LoaderOptions TrainingLoaderOptions(const TrainOptions& o, int64_t first_epoch, int64_t first_step) {
+  sampler::LoaderOptions lo = o.loader;
+  lo.first_epoch = first_epoch;
+  lo.num_epochs = o.epochs - first_epoch;
+  lo.first_step = first_step;
+  lo.samplers_ignore_sigterm = o.stop_requested != nullptr;
+  lo.part_config_path = o.part_config;
+  return lo;
+}
+
 absl::StatusOr<std::unique_ptr<Task>> MakeTask(std::string_view name) {
   for (const Registered& t : kTasks) {
     if (name == t.name) return t.make();

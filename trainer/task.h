@@ -65,6 +65,10 @@ struct StepLoss {
 // is at: a loader that skips or repeats a batch is a bug, never a result.
 absl::Status CheckBatchOrder(const char* loader, int64_t got_epoch, int64_t got_step, int64_t epoch, int64_t step);
 
+// The job's loader settings for training from (first_epoch, first_step) to the last epoch:
+// --num-samplers and friends, resumable and stopping with the trainer (SIGTERM with checkpoints).
+sampler::LoaderOptions TrainingLoaderOptions(const TrainOptions& o, int64_t first_epoch, int64_t first_step);
+
 // How many examples each split has, over all ranks (0: none, or not evaluated in this job).
 struct SplitSizes {
   int64_t train = 0, val = 0, test = 0;
