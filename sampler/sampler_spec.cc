@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string_view>
 #include <type_traits>
@@ -143,6 +144,20 @@ absl::Status Need(bool ok, const std::string& what, std::string_view source = "s
   return ok ? absl::OkStatus() : absl::InvalidArgumentError(StrCat(source, ": ", what));
 }
 
+// Whether `v` is an integer that T holds.
+template <typename T>
+absl::Status CheckIntegerFits(const json& v) {
+  if (!v.is_number_integer()) return absl::InvalidArgumentError(StrCat("must be an integer, got ", v.dump()));
+  const bool fits = v.is_number_unsigned()
+                        ? v.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+                        : v.get<int64_t>() >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+                              (v.get<int64_t>() < 0 ||
+                               static_cast<uint64_t>(v.get<int64_t>()) <= static_cast<uint64_t>(std::numeric_limits<T>::max()));
+  return fits ? absl::OkStatus()
+              : absl::InvalidArgumentError(StrCat(v.dump(), " is out of range [", std::numeric_limits<T>::min(), ", ",
+                                                  std::numeric_limits<T>::max(), "]"));
+}
+
 // Sets the member at `key` of `j`.
 auto Putter(json& j) {
   return [&j](std::string_view key, const auto& value) {
@@ -157,8 +172,15 @@ auto Getter(const json& j, std::string_view source) {
   return [&j, source](std::string_view key, auto& out) -> absl::Status {
     const json::json_pointer at = Pointer(key);
     if (!j.contains(at)) return absl::InvalidArgumentError(StrCat(source, ": '", key, "' is missing"));
+    using T = std::remove_reference_t<decltype(out)>;
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+      // nlohmann would wrap -1 into a uint64_t and cut 2^40 into an int without a word.
+      if (absl::Status s = CheckIntegerFits<T>(j[at]); !s.ok()) {
+        return absl::InvalidArgumentError(StrCat(source, ": '", key, "': ", s.message()));
+      }
+    }
     try {
-      out = j[at].template get<std::remove_reference_t<decltype(out)>>();
+      out = j[at].template get<T>();
     } catch (const std::exception& e) {
       return absl::InvalidArgumentError(StrCat(source, ": '", key, "': ", e.what()));
     }
@@ -171,6 +193,7 @@ json Parse(const std::string& text) { return json::parse(text, nullptr, /*allow_
 // What no batch could be made with, whichever process makes it; `prefix` is the options' key in
 // the message ("sampler." in the spec).
 absl::Status CheckSamplerValues(const SamplerOptions& so, std::string_view prefix, std::string_view source) {
+  RETURN_IF_ERROR(Need(so.batch_size >= 1, StrCat(prefix, "batch_size must be >= 1, got ", so.batch_size), source));
   RETURN_IF_ERROR(Need(so.seeds_per_epoch >= -1,
                        StrCat(prefix, "seeds_per_epoch must be -1 (all) or >= 0, got ", so.seeds_per_epoch), source));
   return Need(so.rank >= 0, StrCat(prefix, "rank must be >= 0, got ", so.rank), source);

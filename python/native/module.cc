@@ -393,7 +393,7 @@ auto NextOrStop(Loader* loader) {
 // A settings dict as the JSON object the settings readers (sampler/sampler_spec.h) take: they
 // require every key and refuse any other, so Python and C++ cannot drift apart silently.
 std::string SettingsJson(const py::dict& settings) {
-  return py::str(py::module_::import("json").attr("dumps")(settings));
+  return py::str(py::module_::import("json").attr("dumps")(settings, py::arg("allow_nan") = false));
 }
 
 // How a loader's batches are made (threads, or sampler processes whose batches the script may

@@ -194,6 +194,15 @@ TEST(SamplerSettingsTest, EveryKeyRequiredAndNoOtherTaken) {
   EXPECT_EQ(s.message(), "sampler settings: rank must be >= 0, got -1") << s;
   s = replaced("\"batch_size\":77", "\"batch_size\":\"77\"");
   EXPECT_NE(s.message().find("sampler settings: 'batch_size': "), std::string::npos) << s;
+  // Numbers the member cannot hold are refused, not wrapped or cut.
+  s = replaced("\"seed\":18364758544493064720", "\"seed\":-1");
+  EXPECT_EQ(s.message(), "sampler settings: 'seed': -1 is out of range [0, 18446744073709551615]") << s;
+  s = replaced("\"rank\":5", "\"rank\":4294967296");
+  EXPECT_EQ(s.message(), "sampler settings: 'rank': 4294967296 is out of range [-2147483648, 2147483647]") << s;
+  s = replaced("\"rank\":5", "\"rank\":5.5");
+  EXPECT_EQ(s.message(), "sampler settings: 'rank': must be an integer, got 5.5") << s;
+  s = replaced("\"batch_size\":77", "\"batch_size\":0");
+  EXPECT_EQ(s.message(), "sampler settings: batch_size must be >= 1, got 0") << s;
   EXPECT_EQ(ReadSamplerSettings("[]").status().message(), "sampler settings: not a JSON object");
 
   EXPECT_EQ(ReadLinkSettings("{\"negatives\": 2}", {}).status().message(),

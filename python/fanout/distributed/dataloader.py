@@ -40,7 +40,7 @@ class NeighborSampler:
     def __init__(self, fanouts: Sequence[int], edge_dir: str = "in", prob: Optional[str] = None, mask=None,
                  replace: bool = False, prefetch_node_feats: Optional[Sequence[str]] = None,
                  prefetch_labels: Optional[Sequence[str]] = None, prefetch_edge_feats: Optional[Sequence[str]] = None,
-                 output_device=None, fused: bool = True, edge_weight: Optional[str] = None):
+                 output_device=None, fused: bool = True, *, edge_weight: Optional[str] = None):
         if edge_dir != "in":
             raise NotImplementedError("NeighborSampler: only edge_dir='in' (DGL's default) is supported")
         if prob is not None:
@@ -68,6 +68,9 @@ class NeighborSampler:
         self.prefetch_labels = _one_field(prefetch_labels, "prefetch_labels")
         self.edge_feature = _one_field(prefetch_edge_feats, "prefetch_edge_feats") or ""
         self.edge_weight = edge_weight or ""
+        if self.edge_weight and self.edge_weight == self.edge_feature:
+            raise ValueError(f"NeighborSampler: '{self.edge_weight}' is both the edge_weight and a prefetch_edge_feats "
+                             "field; both land in block.edata under that name: pick one")
         self.output_device = output_device
 
     def _settings(self, *, batch_size: int, shuffle: bool, seed: int, rank: int, seeds_per_epoch: int,
@@ -204,7 +207,7 @@ class _EpochLoader:
         return dict(self._loader, first_epoch=int(first_epoch), num_epochs=int(num_epochs))
 
     def _to_device(self, batch):
-        """The batch on the sampler's ``output_device`` (DGL's), if it names one."""
+        """A typed batch on the output device (DGL's ``output_device``), if one is named."""
         if self._device is None:
             return batch
         mv = lambda x: x.to(self._device) if hasattr(x, "to") else x  # noqa: E731
@@ -262,7 +265,7 @@ class _EpochLoader:
         finished = False
         try:
             for _ in range(self._steps):
-                yield self._to_device(self._convert(native.next()))
+                yield self._convert(native.next())
             finished = True
         finally:
             # An epoch left early leaves its batches in the pipe: the next pass starts afresh at its
@@ -288,7 +291,12 @@ class _EpochLoader:
                 edata[sampler.edge_feature] = t["edge_feat"]
             blocks.append(Block(t["src_nodes"], raw["num_dst"], t["indptr"], t["indices"], t["eids"], t["dst"],
                                 srcdata, dstdata, edata))
-        return blocks
+        # On the output device before the graph remembers the batch's rows: g.ndata[feat][input_nodes]
+        # then still finds them (by identity) instead of fetching them again.
+        return [blk.to(self._device) for blk in blocks] if self._device is not None else blocks
+
+    def _on_device(self, t: torch.Tensor) -> torch.Tensor:
+        return t.to(self._device) if self._device is not None else t
 
 
 class DistNodeDataLoader(_EpochLoader):
@@ -331,6 +339,9 @@ class DistNodeDataLoader(_EpochLoader):
             typewise = _ids(typewise)
         self._nids = _ids(nids) if self._seed_type is None else typewise
         self._sampler = graph_sampler
+        if self._seed_type is not None and (graph_sampler.edge_weight or graph_sampler.edge_feature):
+            raise NotImplementedError("DistNodeDataLoader: edge_weight / prefetch_edge_feats on a typed graph are not "
+                                      "supported yet (its blocks carry no edge fields)")
         self._label = self._field(graph_sampler.prefetch_labels, "label")
         # Training (shuffled) keeps every rank at the same step count; evaluation visits every node.
         even = bool(shuffle) if even_steps is None else bool(even_steps)
@@ -359,7 +370,7 @@ class DistNodeDataLoader(_EpochLoader):
             return self._convert_typed(b)
         blocks = self._blocks(b, self._sampler, self._label)
         input_nodes = blocks[0].srcdata[NID]
-        seeds = torch.from_numpy(b["seeds"])
+        seeds = self._on_device(torch.from_numpy(b["seeds"]))
         self._g._remember_batch(self._feat, input_nodes, blocks[0].srcdata.get(self._feat),
                                 self._label, seeds, blocks[-1].dstdata.get(self._label))
         if self._to_dgl:
@@ -388,7 +399,7 @@ class DistNodeDataLoader(_EpochLoader):
         seeds = {self._seed_type: blocks[-1].dstnodes[self._seed_type].data[NID]}
         if self._to_dgl:
             blocks = [blk.to_dgl() for blk in blocks]
-        return input_nodes, seeds, blocks
+        return self._to_device((input_nodes, seeds, blocks))
 
 
 def _relation_fanouts(g: DistGraph, sampler: NeighborSampler):
@@ -594,10 +605,9 @@ class DistEdgeDataLoader(_EpochLoader):
 
     def _convert(self, b):
         blocks = self._blocks(b, self._sampler)
-        seeds = torch.from_numpy(b["seeds"])
-        pos = PairGraph(seeds, torch.from_numpy(b["pos_src"]), torch.from_numpy(b["pos_dst"]),
-                        torch.from_numpy(b["pos_eids"]))
-        neg = PairGraph(seeds, torch.from_numpy(b["neg_src"]), torch.from_numpy(b["neg_dst"]), None)
+        seeds, mv = self._on_device(torch.from_numpy(b["seeds"])), lambda a: self._on_device(torch.from_numpy(a))
+        pos = PairGraph(seeds, mv(b["pos_src"]), mv(b["pos_dst"]), mv(b["pos_eids"]))
+        neg = PairGraph(seeds, mv(b["neg_src"]), mv(b["neg_dst"]), None)
         input_nodes = blocks[0].srcdata[NID]
         self._g._remember_batch(self._feat, input_nodes, blocks[0].srcdata.get(self._feat), "", None, None)
         if self._to_dgl:

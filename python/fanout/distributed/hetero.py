@@ -37,17 +37,22 @@ class TypeRanges:
         return tuple(self._map.part_range(t, part))
 
     def to_homo(self, t: int, ids) -> np.ndarray:
-        """fanout's IDs of type t's type-wise `ids`."""
-        return self._map.to_homo(t, np.asarray(ids, dtype=np.int64).reshape(-1))
+        """fanout's IDs of type t's type-wise `ids` (same shape)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        return self._map.to_homo(t, ids.reshape(-1)).reshape(ids.shape)
 
     def to_typewise(self, ids) -> Tuple[np.ndarray, np.ndarray]:
-        """(type, type-wise ID) of each of fanout's `ids`."""
-        return self._map.to_typewise(np.asarray(ids, dtype=np.int64).reshape(-1))
+        """(type, type-wise ID) of each of fanout's `ids` (same shape)."""
+        ids = np.asarray(ids, dtype=np.int64)
+        types, typewise = self._map.to_typewise(ids.reshape(-1))
+        return types.reshape(ids.shape), typewise.reshape(ids.shape)
 
 
 def canonical(etype, canonical_etypes: List[Tuple[str, str, str]]) -> int:
     """The index of an edge type given as DGL takes it: a relation name (when unique) or a
     (src type, relation, dst type) triple (``core::FindEdgeType``; KeyError names the choices)."""
+    if isinstance(etype, (tuple, list)) and len(etype) != 3:
+        raise KeyError(f"edge type {tuple(etype)}: a canonical edge type is (src type, relation, dst type)")
     name = ":".join(etype) if isinstance(etype, (tuple, list)) else str(etype)
     return _native.find_edge_type(canonical_etypes, name)
 
