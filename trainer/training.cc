@@ -31,6 +31,7 @@
 #include "trainer/device_upload.h"
 #include "trainer/feature_cache.h"
 #include "trainer/inference.h"
+#include "trainer/job.h"
 #include "trainer/metrics.h"
 #include "trainer/task.h"
 #include "trainer/torch_util.h"
@@ -71,22 +72,6 @@ class EpochSums {
   double count_ = 0;
 };
 
-// What typed graphs train with so far (issue 29): node classification on a target type with
-// sampled evaluation; refused, naming the flag, where a typed path is not built yet.
-absl::Status CheckTypedSupport(const TrainOptions& o, const core::PartitionConfig& config) {
-  auto no = [&](const char* what) {
-    return absl::UnimplementedError(StrCat(what, " on a typed graph ('", config.graph_name, "': ",
-                                           config.node_types.size(), " node types, ", config.edge_types.size(),
-                                           " edge types) is not built yet"));
-  };
-  if (o.gpu_cache_bytes > 0) return no("--gpu-cache-bytes (the device feature cache)");
-  if (o.embed.dim > 0 && !o.load_model.empty()) {
-    return no("--load-model with --embed-featureless (best.pt holds the model, not the embeddings; --resume reads "
-              "them from last.rank<r>.pt)");
-  }
-  return absl::OkStatus();
-}
-
 std::string LastCheckpoint(const TrainOptions& o) {
   return StrCat(o.checkpoint_dir, "/last.rank", o.dist.rank, ".pt");
 }
@@ -97,91 +82,8 @@ std::string PreviousCheckpoint(const TrainOptions& o) {
   return StrCat(o.checkpoint_dir, "/last.rank", o.dist.rank, ".prev.pt");
 }
 
-class Job final : public JobContext {
- public:
-  Job(const TrainOptions& o, std::unique_ptr<Task> task) : o_(o), task_(std::move(task)) {}
+}  // namespace
 
-  absl::StatusOr<TrainResult> Run();
-
-  // JobContext (task.h): what the task uses.
-  const TrainOptions& options() const override { return o_; }
-  const core::PartitionConfig& config() const override { return graph_->config(); }
-  sampler::DistGraph& graph() override { return *graph_; }
-  Communicator& comm() override { return *comm_; }
-  GnnModel& model() override { return *model_; }
-  c10::Device device() const override { return device_; }
-  DeviceUploader& uploader() override { return *uploader_; }
-  const FeatureCache* feature_cache() const override { return feature_cache_.get(); }
-  absl::StatusOr<BatchTensors> StepTensors(const sampler::MiniBatch& mb, int64_t epoch, int64_t step, bool labels,
-                                           Breakdown& t) override;
-  absl::StatusOr<at::Tensor> ModelInput(const BatchTensors& bt, const sampler::MiniBatch& mb) override {
-    if (typed_input_ == nullptr) return bt.features;
-    return typed_input_->Forward(bt, mb, embeddings_.get());
-  }
-  InferenceOptions Inference() const override;
-  bool lead() const override { return comm_->rank() == 0; }
-  void Log(const std::string& line) const override;
-
- private:
-  absl::Status Setup();
-  // feature_cache_ (--gpu-cache-bytes), its nodes chosen by --gpu-cache-policy.
-  absl::Status BuildFeatureCache();
-  // From `first_step` on (a job resumed inside the epoch: the steps before it are in
-  // resumed_sums_).
-  absl::Status TrainEpoch(int64_t epoch, int64_t first_step);
-  void SeedStep(int64_t epoch, int64_t step);
-  Checkpoint MakeCheckpoint(int64_t epoch) const;
-  // This rank's state to continue at (next_epoch, next_step): after an epoch (next_step 0), or
-  // inside one, with the epoch's running sums so far (its line then reads as uninterrupted).
-  absl::Status SaveLast(int64_t next_epoch, int64_t next_step, const std::vector<double>& epoch_sums = {});
-  absl::Status SaveBest(int64_t epoch, double val);
-  // "val_acc", "test_roc_auc", ...: the metrics file's and checkpoints' key for the --metric.
-  std::string MetricKey(const std::string& prefix) const {
-    std::string name(MetricName(o_.metric));
-    std::replace(name.begin(), name.end(), '-', '_');
-    return prefix + "_" + name;
-  }
-  // "accuracy", "roc-auc", "f1-macro": how lines name the --metric.
-  std::string MetricText() const {
-    return o_.metric == Metric::kAccuracy ? "accuracy" : std::string(MetricName(o_.metric));
-  }
-  // Where to continue, as (epoch, step).
-  struct Position {
-    int64_t epoch = 0, step = 0;
-  };
-  // Loads the newest position that every rank has checkpointed (in its last or previous file)
-  // and returns it. With none: an error when `required` (--resume), else (0, 0): a restart that
-  // came before the first checkpoint starts from scratch.
-  absl::StatusOr<Position> Resume(bool required);
-  // From a checkpoint inside an epoch: that epoch's running sums (EpochSums::Read and the cache
-  // counts) up to the step resumed at; empty otherwise.
-  std::vector<double> resumed_sums_;
-  absl::Status LoadModel();
-  absl::Status SaveEmbeddings();
-  void Metrics(const nlohmann::json& j);
-
-  TrainOptions o_;
-  std::unique_ptr<Task> task_;
-  std::unique_ptr<sampler::DistGraph> graph_;
-  std::shared_ptr<const FeatureCache> feature_cache_;  // --gpu-cache-bytes; null: none
-  std::string cache_choice_;                           // how its nodes were chosen, for the log
-  std::unique_ptr<DeviceUploader> uploader_;           // batches to device_, without blocking the host
-  std::unique_ptr<Communicator> comm_;
-  c10::Device device_{c10::kCPU};
-  std::shared_ptr<GnnModel> model_;
-  // Typed graphs: the input layer (registered in the model as "input"), and the learnable
-  // embeddings of featureless types with the servers' fields that hold them.
-  std::shared_ptr<TypedInput> typed_input_;
-  std::unique_ptr<sampler::ServerFields> server_fields_;
-  std::unique_ptr<DistEmbeddings> embeddings_;
-  std::unique_ptr<torch::optim::Adam> opt_;
-  std::unique_ptr<GradientSynchronizer> sync_;
-  SplitSizes sizes_;                     // the task's, over all ranks
-  std::vector<at::Tensor> best_params_;  // copy of the best-validation parameters
-  std::ofstream metrics_;
-  std::unique_ptr<base::EventFileWriter> tensorboard_;  // rank 0, --tensorboard-dir
-  TrainResult result_;
-};
 
 void Job::Log(const std::string& line) const {
   std::printf("%s\n", line.c_str());
@@ -203,203 +105,6 @@ void Job::Metrics(const nlohmann::json& j) {
   }
 }
 
-
-absl::Status Job::Setup() {
-  ASSIGN_OR_RETURN(core::PartitionConfig config, core::LoadPartitionConfig(o_.part_config));
-  if (o_.dist.world_size != config.num_parts * o_.trainers_per_machine) {
-    return absl::InvalidArgumentError(StrCat(
-        "world size ", o_.dist.world_size, " != ", config.num_parts, " partitions (machines) x ",
-        o_.trainers_per_machine, " trainers per machine; partition config ", o_.part_config));
-  }
-  ASSIGN_OR_RETURN(device_, ParseDevice(o_.device));
-  uploader_ = std::make_unique<DeviceUploader>(device_);
-  RETURN_IF_ERROR(SetIntraOpThreads(o_.intra_op_threads));
-  // The trainer's own graph fetches features only for evaluation or when it samples itself;
-  // otherwise only its sampler processes (which get o_.graph) keep the halo cache.
-  sampler::DistGraphOptions own = o_.graph;
-  if (o_.loader.num_samplers > 0 && o_.eval_every <= 0 && !o_.test) own.cache_max_bytes = 0;
-  ASSIGN_OR_RETURN(graph_, sampler::DistGraph::Open(config, own));
-
-  // Model dimensions come from the graph.
-  const sampler::SamplerOptions& so = o_.sampling;
-  ModelOptions mo = o_.model;
-  if (config.typed()) {
-    RETURN_IF_ERROR(CheckTypedSupport(o_, config));
-    ASSIGN_OR_RETURN(typed_input_, TypedInput::Make(*graph_, so.feature_field, o_.embed.dim, so.seed));
-    mo.in_dim = typed_input_->width();
-    mo.num_relations = static_cast<int64_t>(config.edge_types.size());
-  } else if (o_.embed.dim > 0) {
-    // A graph without features (or told to ignore them with --feature-field ''): every node gets
-    // a learnable row, the one node type's table.
-    if (!so.feature_field.empty() && graph_->NodeFieldSchema(so.feature_field).ok()) {
-      return absl::InvalidArgumentError(StrCat("--embed-featureless: graph '", config.graph_name, "' has features '",
-                                               so.feature_field, "'; learnable rows are for nodes without features "
-                                               "(--feature-field '' trains them in place of the features)"));
-    }
-    o_.sampling.feature_field = "";
-    ASSIGN_OR_RETURN(typed_input_, TypedInput::Make(*graph_, "", o_.embed.dim, so.seed));
-    mo.in_dim = typed_input_->width();
-  } else {
-    if (!o_.target_ntype.empty()) {
-      return absl::InvalidArgumentError(
-          StrCat("--target-ntype: graph '", config.graph_name, "' has one node type"));
-    }
-    ASSIGN_OR_RETURN(core::FieldSchema feat, graph_->NodeFieldSchema(so.feature_field));
-    mo.in_dim = feat.row_elems();
-  }
-  for (const auto& [flag, field] : {std::pair{"--edge-weight", &sampler::EdgeDataOptions::weight_field},
-                                     {"--edge-feature", &sampler::EdgeDataOptions::feature_field}}) {
-    if (so.edge.*field == "") continue;
-    sampler::SamplerOptions check;
-    check.fanouts = so.fanouts;
-    check.feature_field = "";
-    check.label_field = "";
-    check.edge.*field = so.edge.*field;
-    if (absl::Status s = sampler::ValidateSamplerOptions(check, *graph_); !s.ok()) {
-      return absl::InvalidArgumentError(StrCat(flag, ": ", s.message()));
-    }
-  }
-  const int64_t in_dim = mo.in_dim;
-  ASSIGN_OR_RETURN(mo.num_classes, task_->Prepare(*this));
-  sizes_ = task_->sizes();
-  mo.num_layers = static_cast<int64_t>(so.fanouts.size());
-  RETURN_IF_ERROR(ValidateModelOptions(mo));
-
-  if (o_.gpu_cache_bytes > 0) RETURN_IF_ERROR(BuildFeatureCache());
-
-  // The model first (a scripted one that does not fit the graph fails here, before any peer
-  // waits), then join the other trainers and start from rank 0's parameters.
-  ASSIGN_OR_RETURN(model_, MakeModel(mo, so.seed));
-  RETURN_IF_ERROR(task_->AddModules(*this, *model_, mo));
-  if (typed_input_ != nullptr) model_->register_module("input", typed_input_);
-  DistOptions d = o_.dist;
-  d.backend = o_.dist_backend.value_or(device_.is_cuda() ? CommBackend::kNccl : CommBackend::kGloo);
-  d.cuda_device = device_.is_cuda() ? device_.index() : 0;
-  ASSIGN_OR_RETURN(comm_, Connect(d));
-  RETURN_IF_ERROR(CatchTorch("moving the model", [&] { model_->to(device_); }));
-  RETURN_IF_ERROR(BroadcastParameters(*comm_, model_->parameters()));
-  if (typed_input_ != nullptr && o_.embed.dim > 0 && !typed_input_->featureless().empty()) {
-    ASSIGN_OR_RETURN(server_fields_, sampler::ServerFields::Make(config, o_.graph.servers, o_.graph.client));
-    EmbeddingOptions eo = o_.embed;
-    eo.seed = core::SplitMix64(so.seed ^ 0xe3bedull);
-    ASSIGN_OR_RETURN(embeddings_, DistEmbeddings::Create(*graph_, server_fields_.get(), typed_input_->featureless(), eo,
-                                                         *comm_, o_.trainers_per_machine));
-  }
-  opt_ = std::make_unique<torch::optim::Adam>(
-      model_->parameters(), torch::optim::AdamOptions(o_.lr).weight_decay(o_.weight_decay));
-  sync_ = std::make_unique<GradientSynchronizer>(model_->parameters());
-  if (lead() && !o_.metrics_file.empty()) {
-    metrics_.open(o_.metrics_file, o_.resume || o_.restart_count > 0 ? std::ios::app : std::ios::trunc);
-    if (!metrics_)
-      return absl::PermissionDeniedError(StrCat("cannot write metrics file ", o_.metrics_file));
-  }
-  if (lead() && !o_.tensorboard_dir.empty()) {
-    absl::StatusOr<std::unique_ptr<base::EventFileWriter>> tb = base::EventFileWriter::Open(o_.tensorboard_dir);
-    if (!tb.ok()) return absl::Status(tb.status().code(), StrCat("--tensorboard-dir: ", tb.status().message()));
-    tensorboard_ = std::move(*tb);
-  }
-  if (!o_.checkpoint_dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(o_.checkpoint_dir, ec);
-    if (ec)
-      return absl::PermissionDeniedError(
-          StrCat("cannot create checkpoint folder ", o_.checkpoint_dir, ": ", ec.message()));
-  }
-  if (lead()) {
-    Log(StrCat("fanout-train: graph '", config.graph_name, "' (", config.num_nodes, " nodes, ",
-               config.num_parts, " partitions), ", o_.dist.world_size, " trainer(s); ",
-               mo.model == ModelKind::kScripted ? StrCat("scripted model ", mo.script_path, ",")
-                                                : StrCat(ModelKindName(mo.model), " ", mo.num_layers, " layers, hidden ", mo.hidden, ","),
-               " ",
-               in_dim, " -> ", mo.num_classes, " classes; fanouts ", base::StrJoin(so.fanouts, ","),
-               ", batch ", so.batch_size, "; train/val/test ", sizes_.train, "/", sizes_.val, "/",
-               sizes_.test, "; ", o_.loader.num_samplers, " sampler process(es) per trainer; ",
-               o_.intra_op_threads, " intra-op thread(s); device ", o_.device));
-    if (typed_input_ != nullptr) {
-      const core::TypeMap& types = graph_->node_types();
-      auto names = [&](const std::vector<int>& ts) {
-        std::vector<std::string> n;
-        for (int t : ts) n.push_back(types.name(t));
-        return base::StrJoin(n, ", ");
-      };
-      std::vector<std::string> parts;
-      if (!typed_input_->featured().empty()) {
-        parts.push_back(StrCat(names(typed_input_->featured()), " features",
-                               o_.embed.dim > 0 ? StrCat(" projected to ", typed_input_->width()) : std::string()));
-      }
-      if (!typed_input_->featureless().empty()) {
-        parts.push_back(StrCat(names(typed_input_->featureless()), " nodes:",
-                       embeddings_ != nullptr
-                           ? StrCat(" learnable rows of ", o_.embed.dim, " on the servers (sparse ",
-                                    SparseOptimizerName(o_.embed.optimizer.kind), ", lr ", o_.embed.optimizer.lr, ")")
-                           : std::string(" zeros (no --embed-featureless)")));
-      }
-      Log(StrCat("fanout-train: model input: ", base::StrJoin(parts, "; ")));
-    }
-    if (!so.relation_fanouts.empty()) {
-      std::vector<std::string> per;
-      for (size_t r = 0; r < config.edge_types.size(); ++r) {
-        std::vector<int64_t> f;
-        for (const auto& layer : so.relation_fanouts) f.push_back(layer[r]);
-        per.push_back(StrCat(config.edge_types[r].ToString(), " ", base::StrJoin(f, ",")));
-      }
-      Log(StrCat("fanout-train: fanouts per relation: ", base::StrJoin(per, "; ")));
-    }
-    if (!so.edge.weight_field.empty()) {
-      Log(StrCat("fanout-train: messages weighted by edge field '", so.edge.weight_field, "'"));
-    }
-    if (!so.edge.feature_field.empty()) {
-      Log(StrCat("fanout-train: edge field '", so.edge.feature_field, "' in every block as block[\"edge_feat\"]"));
-    }
-    if (feature_cache_ != nullptr) {
-      Log(StrCat("fanout-train: device feature cache: ", feature_cache_->size(), " of ", config.num_nodes,
-                 " nodes' rows of '", so.feature_field, "' (", feature_cache_->bytes() >> 20, " MiB: ", cache_choice_, ") on ",
-                 o_.device));
-    }
-    if (const sampler::RowCache* cache = graph_->row_cache()) {
-      Log(StrCat("fanout-train: feature cache: ", cache->size(), " halo rows of '", cache->field(), "' (",
-                 cache->bytes() >> 20, " MiB) in the trainer", o_.loader.num_samplers > 0 ? " and in each sampler process" : ""));
-    } else if (o_.loader.num_samplers > 0 && o_.graph.cache_max_bytes > 0 && config.num_parts > 1) {
-      Log(StrCat("fanout-train: feature cache: halo rows of '", o_.graph.cache_field,
-                 config.typed() ? "' (TYPE/" + o_.graph.cache_field + " of the featured type with the most halo nodes)"
-                                : "'",
-                 " in each sampler process (up to ",
-                 o_.graph.cache_max_bytes >> 20, " MiB each)"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status Job::BuildFeatureCache() {
-  FeatureCacheOptions fo;
-  fo.field = o_.sampling.feature_field;
-  fo.max_bytes = o_.gpu_cache_bytes;
-  if (o_.gpu_cache_presample) {
-    // The batches training will draw, without their data: only which nodes they take.
-    const std::vector<int64_t>* nodes = task_->train_nodes();
-    if (nodes == nullptr) {
-      return absl::InvalidArgumentError("--gpu-cache-policy presample samples node batches; this task takes degree");
-    }
-    sampler::SamplerOptions so = o_.sampling;
-    so.rank = o_.dist.rank;
-    so.seeds_per_epoch = sampler::SeedsPerEpoch(sizes_.train, o_.dist.world_size);
-    so.feature_field = "";
-    so.label_field = "";
-    so.edge = {};
-    sampler::MiniBatchSampler presampler(graph_.get(), so, *nodes);
-    const int64_t steps = o_.gpu_cache_presample_steps > 0
-                              ? std::min(o_.gpu_cache_presample_steps, presampler.steps_per_epoch())
-                              : presampler.steps_per_epoch();
-    const auto t0 = Clock::now();
-    ASSIGN_OR_RETURN(fo.counts, sampler::PresampleInputCounts(&presampler, steps, graph_->num_nodes()));
-    cache_choice_ = StrCat("the nodes most taken by this trainer's first ", steps, " batches, presampled in ",
-                           static_cast<int64_t>(Since(t0) * 1000), " ms; then the most in-edges");
-  } else {
-    cache_choice_ = "the nodes with the most in-edges";
-  }
-  ASSIGN_OR_RETURN(feature_cache_, FeatureCache::Build(*graph_, fo, device_));
-  return absl::OkStatus();
-}
 
 absl::StatusOr<BatchTensors> Job::StepTensors(const sampler::MiniBatch& mb, int64_t epoch, int64_t step, bool labels,
                                               Breakdown& t) {
@@ -882,8 +587,6 @@ absl::Status Job::SaveEmbeddings() {
   }
   return absl::OkStatus();
 }
-
-}  // namespace
 
 absl::Status ValidateTrainOptions(const TrainOptions& o) {
   auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(StrCat(parts...)); };

@@ -1,0 +1,124 @@
+// The training job of one rank (fanout-train): what RunTraining (training.h) runs. Internal to
+// the library fanout_training: training.cc holds the loop, checkpoints and outputs,
+// job_setup.cc the setup.
+#pragma once
+
+#include <torch/optim/adam.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/tensorboard.h"
+#include "nlohmann/json.hpp"
+#include "sampler/server_fields.h"
+#include "trainer/checkpoint.h"
+#include "trainer/device_upload.h"
+#include "trainer/feature_cache.h"
+#include "trainer/inference.h"
+#include "trainer/task.h"
+#include "trainer/training.h"
+#include "trainer/typed_input.h"
+
+namespace fanout::trainer {
+
+class Job final : public JobContext {
+ public:
+  Job(const TrainOptions& o, std::unique_ptr<Task> task) : o_(o), task_(std::move(task)) {}
+
+  absl::StatusOr<TrainResult> Run();
+
+  // JobContext (task.h): what the task uses.
+  const TrainOptions& options() const override { return o_; }
+  const core::PartitionConfig& config() const override { return graph_->config(); }
+  sampler::DistGraph& graph() override { return *graph_; }
+  Communicator& comm() override { return *comm_; }
+  GnnModel& model() override { return *model_; }
+  c10::Device device() const override { return device_; }
+  DeviceUploader& uploader() override { return *uploader_; }
+  const FeatureCache* feature_cache() const override { return feature_cache_.get(); }
+  absl::StatusOr<BatchTensors> StepTensors(const sampler::MiniBatch& mb, int64_t epoch, int64_t step, bool labels,
+                                           Breakdown& t) override;
+  absl::StatusOr<at::Tensor> ModelInput(const BatchTensors& bt, const sampler::MiniBatch& mb) override {
+    if (typed_input_ == nullptr) return bt.features;
+    return typed_input_->Forward(bt, mb, embeddings_.get());
+  }
+  InferenceOptions Inference() const override;
+  bool lead() const override { return comm_->rank() == 0; }
+  void Log(const std::string& line) const override;
+
+ private:
+  // Setup (job_setup.cc), in steps: the graph and the device; the model's input (plain
+  // features, the typed input layer, learnable rows); the edge fields asked for; the model and
+  // the other trainers; the files the job writes; the lead's lines about all of it.
+  absl::Status Setup();
+  absl::Status OpenGraph(const core::PartitionConfig& config);
+  absl::Status PrepareInput(const core::PartitionConfig& config, ModelOptions* mo);
+  absl::Status CheckEdgeFields() const;
+  absl::Status BuildModelAndJoin(const core::PartitionConfig& config, const ModelOptions& mo);
+  absl::Status OpenOutputs();
+  void LogSetup(const core::PartitionConfig& config, const ModelOptions& mo, int64_t in_dim) const;
+  void LogModelInput() const;
+  // feature_cache_ (--gpu-cache-bytes), its nodes chosen by --gpu-cache-policy.
+  absl::Status BuildFeatureCache();
+  // From `first_step` on (a job resumed inside the epoch: the steps before it are in
+  // resumed_sums_).
+  absl::Status TrainEpoch(int64_t epoch, int64_t first_step);
+  void SeedStep(int64_t epoch, int64_t step);
+  Checkpoint MakeCheckpoint(int64_t epoch) const;
+  // This rank's state to continue at (next_epoch, next_step): after an epoch (next_step 0), or
+  // inside one, with the epoch's running sums so far (its line then reads as uninterrupted).
+  absl::Status SaveLast(int64_t next_epoch, int64_t next_step, const std::vector<double>& epoch_sums = {});
+  absl::Status SaveBest(int64_t epoch, double val);
+  // "val_acc", "test_roc_auc", ...: the metrics file's and checkpoints' key for the --metric.
+  std::string MetricKey(const std::string& prefix) const {
+    std::string name(MetricName(o_.metric));
+    std::replace(name.begin(), name.end(), '-', '_');
+    return prefix + "_" + name;
+  }
+  // "accuracy", "roc-auc", "f1-macro": how lines name the --metric.
+  std::string MetricText() const {
+    return o_.metric == Metric::kAccuracy ? "accuracy" : std::string(MetricName(o_.metric));
+  }
+  // Where to continue, as (epoch, step).
+  struct Position {
+    int64_t epoch = 0, step = 0;
+  };
+  // Loads the newest position that every rank has checkpointed (in its last or previous file)
+  // and returns it. With none: an error when `required` (--resume), else (0, 0): a restart that
+  // came before the first checkpoint starts from scratch.
+  absl::StatusOr<Position> Resume(bool required);
+  // From a checkpoint inside an epoch: that epoch's running sums (EpochSums::Read and the cache
+  // counts) up to the step resumed at; empty otherwise.
+  std::vector<double> resumed_sums_;
+  absl::Status LoadModel();
+  absl::Status SaveEmbeddings();
+  void Metrics(const nlohmann::json& j);
+
+  TrainOptions o_;
+  std::unique_ptr<Task> task_;
+  std::unique_ptr<sampler::DistGraph> graph_;
+  std::shared_ptr<const FeatureCache> feature_cache_;  // --gpu-cache-bytes; null: none
+  std::string cache_choice_;                           // how its nodes were chosen, for the log
+  std::unique_ptr<DeviceUploader> uploader_;           // batches to device_, without blocking the host
+  std::unique_ptr<Communicator> comm_;
+  c10::Device device_{c10::kCPU};
+  std::shared_ptr<GnnModel> model_;
+  // Typed graphs: the input layer (registered in the model as "input"), and the learnable
+  // embeddings of featureless types with the servers' fields that hold them.
+  std::shared_ptr<TypedInput> typed_input_;
+  std::unique_ptr<sampler::ServerFields> server_fields_;
+  std::unique_ptr<DistEmbeddings> embeddings_;
+  std::unique_ptr<torch::optim::Adam> opt_;
+  std::unique_ptr<GradientSynchronizer> sync_;
+  SplitSizes sizes_;                     // the task's, over all ranks
+  std::vector<at::Tensor> best_params_;  // copy of the best-validation parameters
+  std::ofstream metrics_;
+  std::unique_ptr<base::EventFileWriter> tensorboard_;  // rank 0, --tensorboard-dir
+  TrainResult result_;
+};
+
+}  // namespace fanout::trainer
