@@ -1,6 +1,7 @@
 #include "base/job_env.h"
 
 #include <cstdlib>
+#include <utility>
 
 #include "base/strings.h"
 #include "base/text_reader.h"
@@ -60,7 +61,19 @@ absl::StatusOr<JobEnv> JobEnv::FromEnvironment(const std::function<const char*(c
     }
     env.*v.count = static_cast<int>(x);
   }
-  FillSecurityFrom(getenv ? getenv : std::function<const char*(const char*)>(&std::getenv), &env.security);
+  const std::function<const char*(const char*)> get = getenv ? getenv : std::function<const char*(const char*)>(&std::getenv);
+  FillSecurityFrom(get, &env.security);
+  for (const auto& [name, field] : {std::pair{"RANK", &ForeignEnv::rank},
+                                    {"WORLD_SIZE", &ForeignEnv::world_size},
+                                    {"LOCAL_WORLD_SIZE", &ForeignEnv::local_world_size},
+                                    {"GROUP_RANK", &ForeignEnv::group_rank},
+                                    {"LOCAL_RANK", &ForeignEnv::local_rank},
+                                    {"MASTER_ADDR", &ForeignEnv::master_addr},
+                                    {"MASTER_PORT", &ForeignEnv::master_port},
+                                    {"OMP_NUM_THREADS", &ForeignEnv::omp_num_threads}}) {
+    const char* value = get(name);
+    if (value != nullptr) env.foreign.*field = value;
+  }
   return env;
 }
 

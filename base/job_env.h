@@ -18,6 +18,19 @@
 
 namespace fanout::base {
 
+// What other launchers tell a process by their own names (torchrun, and the Slurm or Kubernetes
+// wrappers that speak them), read with the job's variables so that no other code reads the
+// environment for them: fanout-train falls back to these where fanout-launch's are unset. Raw
+// text ("": unset): the code that falls back parses them, naming the variable, so a malformed
+// one matters only where it is used.
+struct ForeignEnv {
+  std::string rank, world_size;        // RANK, WORLD_SIZE
+  std::string local_world_size;        // LOCAL_WORLD_SIZE: trainers on this machine
+  std::string group_rank, local_rank;  // GROUP_RANK (this machine), LOCAL_RANK
+  std::string master_addr, master_port;  // MASTER_ADDR, MASTER_PORT: torch.distributed's store
+  std::string omp_num_threads;         // OMP_NUM_THREADS: fanout-train's intra-op threads by default
+};
+
 struct JobEnv {
   // Unset: "" for text, -1 for counts and indices.
   std::string job_id;       // FANOUT_JOB_ID
@@ -40,6 +53,8 @@ struct JobEnv {
   // FANOUT_TLS_CA, FANOUT_TLS_SERVER_NAME, FANOUT_AUTH_TOKEN_FILE): the same for every process of
   // the job, servers and trainers alike.
   SecurityOptions security;
+  // Other launchers' variables (read, never written by ToEnv).
+  ForeignEnv foreign;
 
   // "NAME=VALUE" for every set field, in the table's order.
   std::vector<std::string> ToEnv() const;

@@ -117,10 +117,11 @@ absl::StatusOr<DistOptions> DistOptionsFromEnv(DistOptions base) {
     // Started by another launcher (torchrun, a Slurm or Kubernetes wrapper): torchrun's names.
     // torchrun's own store already listens on MASTER_PORT, so fanout's rendezvous takes the
     // next port.
-    const char* t_rank = std::getenv("RANK");
-    const char* t_world = std::getenv("WORLD_SIZE");
-    const char* addr = std::getenv("MASTER_ADDR");
-    const char* port = std::getenv("MASTER_PORT");
+    auto set = [](const std::string& v) { return v.empty() ? nullptr : v.c_str(); };
+    const char* t_rank = set(job.foreign.rank);
+    const char* t_world = set(job.foreign.world_size);
+    const char* addr = set(job.foreign.master_addr);
+    const char* port = set(job.foreign.master_port);
     if (t_rank == nullptr && t_world == nullptr) return base;
     if (t_rank == nullptr || t_world == nullptr || addr == nullptr || port == nullptr) {
       return absl::InvalidArgumentError(StrCat(

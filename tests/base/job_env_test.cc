@@ -73,5 +73,25 @@ TEST(JobEnvTest, UnsetAndEmptyVariablesStayUnsetAndBadCountsNameTheVariable) {
   }
 }
 
+// torchrun's names and OMP_NUM_THREADS are read here too (no other code reads the environment for
+// them), as text: a malformed one is an error only where fanout-train falls back to it.
+TEST(JobEnvTest, OtherLaunchersVariablesAreReadAsTextAndNeverWritten) {
+  const FakeEnv fake = FakeEnv::From({"RANK=3", "WORLD_SIZE=4", "LOCAL_WORLD_SIZE=2", "GROUP_RANK=1", "LOCAL_RANK=1",
+                                      "MASTER_ADDR=10.0.0.1", "MASTER_PORT=29500", "OMP_NUM_THREADS=abc"});
+  absl::StatusOr<JobEnv> job = JobEnv::FromEnvironment(fake.Get());
+  ASSERT_TRUE(job.ok()) << job.status();
+  const ForeignEnv& f = job->foreign;
+  EXPECT_EQ(f.rank, "3");
+  EXPECT_EQ(f.world_size, "4");
+  EXPECT_EQ(f.local_world_size, "2");
+  EXPECT_EQ(f.group_rank, "1");
+  EXPECT_EQ(f.local_rank, "1");
+  EXPECT_EQ(f.master_addr, "10.0.0.1");
+  EXPECT_EQ(f.master_port, "29500");
+  EXPECT_EQ(f.omp_num_threads, "abc");
+  EXPECT_EQ(job->rank, -1);  // fanout's own stay unset
+  EXPECT_TRUE(job->ToEnv().empty());
+}
+
 }  // namespace
 }  // namespace fanout::base
