@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "base/status.h"
 #include "base/strings.h"
 #include "base/text_reader.h"
 
@@ -45,6 +46,16 @@ std::vector<std::string> JobEnv::ToEnv() const {
   return out;
 }
 
+absl::Status ParseEnvCount(const char* name, const std::string& text, int* out) {
+  if (text.empty()) return absl::OkStatus();
+  int64_t x = 0;
+  if (!ParseInt64(text, &x) || x < 0 || x > (1 << 30)) {
+    return absl::InvalidArgumentError(StrCat("environment variable ", name, "='", text, "' is not a count"));
+  }
+  *out = static_cast<int>(x);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<JobEnv> JobEnv::FromEnvironment(const std::function<const char*(const char*)>& getenv) {
   JobEnv env;
   for (const Var& v : kVars) {
@@ -55,11 +66,7 @@ absl::StatusOr<JobEnv> JobEnv::FromEnvironment(const std::function<const char*(c
       env.*v.text = text;
       continue;
     }
-    int64_t x = 0;
-    if (!ParseInt64(text, &x) || x < 0 || x > (1 << 30)) {
-      return absl::InvalidArgumentError(StrCat("environment variable ", v.name, "='", text, "' is not a count"));
-    }
-    env.*v.count = static_cast<int>(x);
+    RETURN_IF_ERROR(ParseEnvCount(v.name, text, &(env.*v.count)));
   }
   const std::function<const char*(const char*)> get = getenv ? getenv : std::function<const char*(const char*)>(&std::getenv);
   FillSecurityFrom(get, &env.security);

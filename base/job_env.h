@@ -31,6 +31,10 @@ struct ForeignEnv {
   std::string omp_num_threads;         // OMP_NUM_THREADS: fanout-train's intra-op threads by default
 };
 
+// An environment variable's count: an integer in [0, 2^30], else INVALID_ARGUMENT naming the
+// variable and its value. "" leaves `out` as it is (unset).
+absl::Status ParseEnvCount(const char* name, const std::string& text, int* out);
+
 struct JobEnv {
   // Unset: "" for text, -1 for counts and indices.
   std::string job_id;       // FANOUT_JOB_ID

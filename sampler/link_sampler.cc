@@ -81,8 +81,7 @@ SamplerOptions NodeOptionsOf(const LinkSamplerOptions& o) {
 }
 
 int64_t LinkStepsPerEpoch(const LinkSamplerOptions& o, int64_t num_edges) {
-  const int64_t per_epoch = o.edges_per_epoch < 0 ? num_edges : std::min(num_edges, o.edges_per_epoch);
-  return (per_epoch + o.sampling.batch_size - 1) / std::max<int64_t>(1, o.sampling.batch_size);
+  return StepsPerEpoch(num_edges, o.edges_per_epoch, o.sampling.batch_size);
 }
 
 absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& o, const DistGraph& graph,

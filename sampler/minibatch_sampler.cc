@@ -109,9 +109,9 @@ absl::Status ValidateSamplerOptions(const SamplerOptions& o, const DistGraph& gr
   return absl::OkStatus();
 }
 
-int64_t StepsPerEpoch(const SamplerOptions& o, int64_t num_seeds) {
-  const int64_t per_epoch = o.seeds_per_epoch < 0 ? num_seeds : std::min(num_seeds, o.seeds_per_epoch);
-  return (per_epoch + o.batch_size - 1) / std::max<int64_t>(1, o.batch_size);
+int64_t StepsPerEpoch(int64_t num_items, int64_t limit, int64_t batch_size) {
+  const int64_t per_epoch = limit < 0 ? num_items : std::min(num_items, limit);
+  return (per_epoch + batch_size - 1) / std::max<int64_t>(1, batch_size);
 }
 
 absl::StatusOr<std::vector<std::vector<int64_t>>> ResolveRelationFanouts(const core::PartitionConfig& config,

@@ -77,9 +77,13 @@ struct SamplerOptions {
 // ids[i].
 std::shared_ptr<const NodeSlots> IndexNodes(std::vector<int64_t> ids, int64_t num_nodes);
 
-// Steps per epoch of node batches over `num_seeds` seeds (options.seeds_per_epoch of them, at
-// most, options.batch_size a step).
-int64_t StepsPerEpoch(const SamplerOptions& options, int64_t num_seeds);
+// Steps per epoch over `num_items` seeds (or positive edges): `limit` of them at most (-1: all),
+// `batch_size` a step, the last step possibly smaller.
+int64_t StepsPerEpoch(int64_t num_items, int64_t limit, int64_t batch_size);
+// ... of node batches: options.seeds_per_epoch and options.batch_size.
+inline int64_t StepsPerEpoch(const SamplerOptions& options, int64_t num_seeds) {
+  return StepsPerEpoch(num_seeds, options.seeds_per_epoch, options.batch_size);
+}
 
 // Checks options against a graph: fanouts, batch size, fields present with usable dtypes.
 absl::Status ValidateSamplerOptions(const SamplerOptions& options, const DistGraph& graph);

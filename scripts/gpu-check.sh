@@ -19,8 +19,7 @@ EPOCHS=${FANOUT_GPU_CHECK_EPOCHS:-2}
 THREADS=${FANOUT_GPU_CHECK_THREADS:-6}
 LIMIT=${FANOUT_GPU_CHECK_TIMEOUT:-600}
 mkdir -p "$OUT"
-cd "$(dirname "$0")/.." 2>/dev/null || true
-[ -f bench/train_bench.sh ] || cd "$(dirname "$BUNDLE")"
+[ -f bench/train_bench.sh ] || { echo "gpu-check: run it from a fanout clone's root (no bench/train_bench.sh here)" >&2; exit 1; }
 # LibTorch and its CUDA libraries from the machine's PyTorch; the bundle's libraries first.
 PY=${FANOUT_TORCH_PYTHON:-python3}
 torch_lib=$("$PY" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))') ||

@@ -44,18 +44,6 @@ using base::StrCat;
 // Set by SIGTERM (with --checkpoint-dir): training stops at the next step, checkpointed.
 std::atomic<bool> g_stop_requested{false};
 
-// A count from the environment's text `v` ("": unset, `out` kept); the error names the variable.
-absl::Status EnvInt(const char* name, const std::string& v, int* out) {
-  if (v.empty()) return absl::OkStatus();
-  int64_t x = 0;
-  if (!base::ParseInt64(v, &x) || x < 0 || x > (1 << 30)) {
-    return absl::InvalidArgumentError(
-        StrCat("environment variable ", name, "='", v, "' is not a count"));
-  }
-  *out = static_cast<int>(x);
-  return absl::OkStatus();
-}
-
 std::string SelfDir() {
   char self[4096];
   ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -87,7 +75,7 @@ absl::Status ReadEnvironment(base::JobEnv* job, trainer::TrainOptions* o, Flags*
   for (auto [name, value, field] : {std::tuple{"LOCAL_WORLD_SIZE", &torchrun.local_world_size, &base::JobEnv::num_trainers},
                                     std::tuple{"GROUP_RANK", &torchrun.group_rank, &base::JobEnv::machine_id},
                                     std::tuple{"LOCAL_RANK", &torchrun.local_rank, &base::JobEnv::local_rank}}) {
-    if (job->*field < 0) RETURN_IF_ERROR(EnvInt(name, *value, &(job->*field)));
+    if (job->*field < 0) RETURN_IF_ERROR(base::ParseEnvCount(name, *value, &(job->*field)));
   }
   f->ip_config = job->ip_config;
   if (job->num_servers >= 0) f->num_servers = job->num_servers;
@@ -97,7 +85,7 @@ absl::Status ReadEnvironment(base::JobEnv* job, trainer::TrainOptions* o, Flags*
   if (job->num_samplers >= 0) o->loader.num_samplers = job->num_samplers;
   if (job->restart_count > 0) o->restart_count = job->restart_count;
   o->loader.sampler_binary = SelfDir() + "fanout-sampler";
-  return EnvInt("OMP_NUM_THREADS", torchrun.omp_num_threads, &f->omp_threads);
+  return base::ParseEnvCount("OMP_NUM_THREADS", torchrun.omp_num_threads, &f->omp_threads);
 }
 
 // Where the job is: the partition, the servers, this machine.

@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -21,11 +20,7 @@
 #include "core/random.h"
 #include "core/sampling.h"
 #include "nlohmann/json.hpp"
-#include "sampler/cache_choice.h"
 #include "sampler/loader.h"
-#include "sampler/minibatch_sampler.h"
-#include "sampler/seed_split.h"
-#include "sampler/server_fields.h"
 #include "trainer/batch_tensors.h"
 #include "trainer/checkpoint.h"
 #include "trainer/device_upload.h"

@@ -142,7 +142,7 @@ class TypeMapView {
 
   py::tuple ToTypeWise(const py::array& homogeneous) const {
     std::vector<int64_t> ids = Ids(homogeneous, StrCat(kind_, " IDs").c_str());
-    const int64_t total = map_.num_types() == 0 ? 0 : Total();
+    const int64_t total = Total();
     std::vector<int64_t> types(ids.size());
     for (size_t i = 0; i < ids.size(); ++i) {
       if (ids[i] < 0 || ids[i] >= total) {

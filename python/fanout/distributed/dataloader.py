@@ -206,21 +206,6 @@ class _EpochLoader:
     def _loader_settings(self, first_epoch: int, num_epochs: int) -> dict:
         return dict(self._loader, first_epoch=int(first_epoch), num_epochs=int(num_epochs))
 
-    def _to_device(self, batch):
-        """A typed batch on the output device (DGL's ``output_device``), if one is named."""
-        if self._device is None:
-            return batch
-        mv = lambda x: x.to(self._device) if hasattr(x, "to") else x  # noqa: E731
-        out = []
-        for part in batch:
-            if isinstance(part, dict):
-                out.append({k: mv(v) for k, v in part.items()})
-            elif isinstance(part, list):
-                out.append([mv(b) for b in part])
-            else:
-                out.append(mv(part))
-        return tuple(out)
-
     def _start(self, first_epoch: int, num_epochs: int):  # the native loader
         raise NotImplementedError
 
@@ -293,9 +278,10 @@ class _EpochLoader:
                                 srcdata, dstdata, edata))
         # On the output device before the graph remembers the batch's rows: g.ndata[feat][input_nodes]
         # then still finds them (by identity) instead of fetching them again.
-        return [blk.to(self._device) for blk in blocks] if self._device is not None else blocks
+        return [self._on_device(blk) for blk in blocks]
 
-    def _on_device(self, t: torch.Tensor) -> torch.Tensor:
+    def _on_device(self, t):
+        """`t` (a tensor or a block) on the output device (DGL's ``output_device``), if one is named."""
         return t.to(self._device) if self._device is not None else t
 
 
@@ -395,11 +381,12 @@ class DistNodeDataLoader(_EpochLoader):
                                                       g.ntypes, blocks[0]._positions))
         if self._label and len(b["labels"]) > 0:
             blocks[-1]._set_dst(self._label, {self._seed_type: torch.from_numpy(b["labels"])})
+        blocks = [self._on_device(blk) for blk in blocks]
         input_nodes = {nt: blocks[0].srcnodes[nt].data[NID] for nt in g.ntypes}
         seeds = {self._seed_type: blocks[-1].dstnodes[self._seed_type].data[NID]}
         if self._to_dgl:
             blocks = [blk.to_dgl() for blk in blocks]
-        return self._to_device((input_nodes, seeds, blocks))
+        return input_nodes, seeds, blocks
 
 
 def _relation_fanouts(g: DistGraph, sampler: NeighborSampler):
@@ -605,9 +592,10 @@ class DistEdgeDataLoader(_EpochLoader):
 
     def _convert(self, b):
         blocks = self._blocks(b, self._sampler)
-        seeds, mv = self._on_device(torch.from_numpy(b["seeds"])), lambda a: self._on_device(torch.from_numpy(a))
-        pos = PairGraph(seeds, mv(b["pos_src"]), mv(b["pos_dst"]), mv(b["pos_eids"]))
-        neg = PairGraph(seeds, mv(b["neg_src"]), mv(b["neg_dst"]), None)
+        seeds = torch.from_numpy(b["seeds"])  # the pair graphs' own, moved with them
+        pos = self._on_device(PairGraph(seeds, torch.from_numpy(b["pos_src"]), torch.from_numpy(b["pos_dst"]),
+                                        torch.from_numpy(b["pos_eids"])))
+        neg = self._on_device(PairGraph(seeds, torch.from_numpy(b["neg_src"]), torch.from_numpy(b["neg_dst"]), None))
         input_nodes = blocks[0].srcdata[NID]
         self._g._remember_batch(self._feat, input_nodes, blocks[0].srcdata.get(self._feat), "", None, None)
         if self._to_dgl:
