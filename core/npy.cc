@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -341,6 +342,22 @@ absl::Status NpyWriter::Close() {
   file_ = nullptr;
   if (rc != 0) return ErrnoError("close failed", path_);
   return absl::OkStatus();
+}
+
+absl::Status WriteIdArray(const std::string& path, DType dtype, const int64_t* ids, int64_t count) {
+  if (dtype == DType::kInt64) return WriteNpy(path, dtype, {count}, ids);
+  if (dtype != DType::kInt32) {
+    return absl::InvalidArgumentError(base::StrCat(path, ": IDs are int32 or int64, not ", DTypeName(dtype)));
+  }
+  ASSIGN_OR_RETURN(auto w, NpyWriter::Open(path, dtype, {count}));
+  constexpr int64_t kChunk = 1 << 20;
+  std::vector<int32_t> buf;
+  for (int64_t b = 0; b < count; b += kChunk) {
+    const int64_t e = std::min(count, b + kChunk);
+    buf.assign(ids + b, ids + e);
+    RETURN_IF_ERROR(w->Append(buf.data(), buf.size() * sizeof(int32_t)));
+  }
+  return w->Close();
 }
 
 }  // namespace fanout::core

@@ -108,6 +108,10 @@ absl::Status WriteNpy(const std::string& path, const std::vector<T>& v) {
   return WriteNpy(path, DTypeOf<T>(), {static_cast<int64_t>(v.size())}, v.data());
 }
 
+// Writes `count` IDs as a 1-D array of `dtype`, int64 or int32 (each ID must fit; checked by
+// the caller, who chose the width), converting in chunks rather than copying the whole array.
+absl::Status WriteIdArray(const std::string& path, DType dtype, const int64_t* ids, int64_t count);
+
 // Streams an array of known shape to a file: the header first, then rows appended in order.
 // Close() fails unless exactly shape's bytes were appended. Not thread-safe.
 class NpyWriter {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -189,6 +190,8 @@ absl::StatusOr<std::string> PartitionConfigToJson(const PartitionConfig& c,
   j["num_parts"] = c.num_parts;
   j["halo_hops"] = c.halo_hops;
   j["part_method"] = c.part_method;
+  j["node_id_dtype"] = std::string(DTypeName(c.node_id_dtype));
+  j["edge_id_dtype"] = std::string(DTypeName(c.edge_id_dtype));
   if (!c.link_etype.empty()) j["link_etype"] = c.link_etype;
   ASSIGN_OR_RETURN(TypeMap node_types, c.NodeTypes());
   ASSIGN_OR_RETURN(TypeMap edge_types, c.EdgeTypes());
@@ -252,13 +255,29 @@ absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path) {
   PartitionConfig c;
   try {
     c.format_version = IntAt<int>(j, "format_version", 0);
-    if (c.format_version != kPartitionFormatVersion) {
+    if (c.format_version < kOldestPartitionFormatVersion || c.format_version > kPartitionFormatVersion) {
       return err(base::StrCat("format_version ", c.format_version, " is not supported (this build reads ",
-                              kPartitionFormatVersion, "); re-run fanout-partition"));
+                              kOldestPartitionFormatVersion, " to ", kPartitionFormatVersion, ")",
+                              c.format_version > kPartitionFormatVersion ? "; a newer fanout wrote it"
+                                                                         : "; re-run fanout-partition"));
     }
     c.graph_name = j.at("graph_name").get<std::string>();
     c.num_nodes = IntAt<int64_t>(j, "num_nodes");
     c.num_edges = IntAt<int64_t>(j, "num_edges");
+    if (c.format_version >= 2) {
+      for (auto [key, out] : {std::pair{"node_id_dtype", &c.node_id_dtype}, std::pair{"edge_id_dtype", &c.edge_id_dtype}}) {
+        const std::string name = j.at(key).get<std::string>();
+        if (name != "int32" && name != "int64") return err(base::StrCat(key, " is '", name, "'; int32 or int64 expected"));
+        *out = name == "int32" ? DType::kInt32 : DType::kInt64;
+      }
+      const int64_t narrow = std::numeric_limits<int32_t>::max();
+      if (c.node_id_dtype == DType::kInt32 && c.num_nodes > narrow) {
+        return err(base::StrCat("node_id_dtype is int32 but the graph has ", c.num_nodes, " nodes"));
+      }
+      if (c.edge_id_dtype == DType::kInt32 && c.num_edges > narrow) {
+        return err(base::StrCat("edge_id_dtype is int32 but the graph has ", c.num_edges, " edges"));
+      }
+    }
     c.num_parts = IntAt<int>(j, "num_parts");
     c.halo_hops = IntAt<int>(j, "halo_hops", 1);
     c.part_method = j.value("part_method", std::string());

@@ -15,7 +15,10 @@
 
 namespace fanout::core {
 
-inline constexpr int kPartitionFormatVersion = 1;
+// Version 2 adds the ID widths (node_id_dtype, edge_id_dtype); version 1 partitions, whose ID
+// arrays are all int64, still load.
+inline constexpr int kPartitionFormatVersion = 2;
+inline constexpr int kOldestPartitionFormatVersion = 1;
 
 // Name, element type and per-row shape of a node or edge field (a field of N rows with shape
 // [N, 100] has row_shape {100}; a label vector has row_shape {}).
@@ -41,14 +44,16 @@ struct FieldSchema {
 
 // File names inside `part<k>/`, relative to that folder.
 struct PartFiles {
+  // The ID arrays marked * hold node IDs in the config's node_id_dtype and edge IDs in its
+  // edge_id_dtype: int32 where the graph's IDs fit, int64 otherwise.
   static constexpr const char* kIndptr = "graph/indptr.npy";        // int64 [n_k + 1], in-edge CSC
-  static constexpr const char* kIndices = "graph/indices.npy";      // int64 [m_k], global src IDs
+  static constexpr const char* kIndices = "graph/indices.npy";      // * [m_k], global src IDs
   static constexpr const char* kOrigNids = "graph/orig_nids.npy";   // int64 [n_k]
   static constexpr const char* kOrigEids = "graph/orig_eids.npy";   // int64 [m_k]
   static constexpr const char* kHaloNids = "graph/halo_nids.npy";   // int64 [h_k], sorted
   static constexpr const char* kOutIndptr = "graph/out_indptr.npy";  // int64 [n_k + 1]
-  static constexpr const char* kOutIndices = "graph/out_indices.npy";  // int64, global dst IDs
-  static constexpr const char* kOutEids = "graph/out_eids.npy";     // int64, global edge IDs
+  static constexpr const char* kOutIndices = "graph/out_indices.npy";  // *, global dst IDs
+  static constexpr const char* kOutEids = "graph/out_eids.npy";     // *, global edge IDs
   // `field` is a FieldSchema::key(): a typed field lives in node_data/TYPE/NAME.npy.
   static std::string NodeData(const std::string& field) { return "node_data/" + field + ".npy"; }
   static std::string EdgeData(const std::string& field) { return "edge_data/" + field + ".npy"; }
@@ -66,6 +71,10 @@ struct PartitionConfig {
   std::vector<int64_t> edge_bounds;  // K+1 offsets of the edge ranges
   std::vector<FieldSchema> node_fields;
   std::vector<FieldSchema> edge_fields;
+  // The width of the stored node IDs (indices, out_indices) and edge IDs (out_eids): int32 or
+  // int64. Version 1 configs have neither key: int64.
+  DType node_id_dtype = DType::kInt64;
+  DType edge_id_dtype = DType::kInt64;
   int64_t num_classes = 0;  // 0 when the dataset has no labels
   // Node and edge types (core/type_map.h): their names in schema order and each type's
   // [begin, end) IDs per partition (DistDGL's ntypes/etypes and node_map/edge_map). Empty: the

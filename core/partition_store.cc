@@ -5,6 +5,9 @@
 #include <cstring>
 #include <mutex>
 
+#include <unistd.h>
+#include <cerrno>
+
 #include "base/check.h"
 #include "base/status.h"
 #include "base/strings.h"
@@ -67,17 +70,18 @@ absl::StatusOr<std::unique_ptr<PartitionStore>> PartitionStore::Open(const Parti
   auto map = [&](const char* file) { return NpyArray::Map(config.PartPath(part_id, file)); };
   ASSIGN_OR_RETURN(s->indptr_, map(PartFiles::kIndptr));
   ASSIGN_OR_RETURN(s->indices_, map(PartFiles::kIndices));
-  ASSIGN_OR_RETURN(s->out_indptr_, map(PartFiles::kOutIndptr));
-  ASSIGN_OR_RETURN(s->out_indices_, map(PartFiles::kOutIndices));
-  ASSIGN_OR_RETURN(s->out_eids_, map(PartFiles::kOutEids));
   // One run of n + 1 offsets per relation, sharing their ends (docs/architecture.md, "Typed graphs").
   const int64_t r = s->num_edge_types();
   RETURN_IF_ERROR(ExpectShape(s->indptr_, DType::kInt64, {r * n + 1}));
-  RETURN_IF_ERROR(ExpectShape(s->indices_, DType::kInt64, {m}));
-  RETURN_IF_ERROR(ExpectShape(s->out_indptr_, DType::kInt64, {n + 1}));
-  const int64_t out_m = s->out_indptr_.data_as<int64_t>()[n];
-  RETURN_IF_ERROR(ExpectShape(s->out_indices_, DType::kInt64, {out_m}));
-  RETURN_IF_ERROR(ExpectShape(s->out_eids_, DType::kInt64, {out_m}));
+  RETURN_IF_ERROR(ExpectShape(s->indices_, config.node_id_dtype, {m}));
+  // The out-edge index is mapped when first needed (LoadOutEdges); that its files are there is
+  // checked now, so that a partition with a file missing fails when it opens.
+  for (const char* f : {PartFiles::kOutIndptr, PartFiles::kOutIndices, PartFiles::kOutEids}) {
+    const std::string path = config.PartPath(part_id, f);
+    if (::access(path.c_str(), R_OK) != 0) {
+      return absl::NotFoundError(base::StrCat(path, ": cannot read (", std::strerror(errno), "); is the partition complete?"));
+    }
+  }
   for (int t = 0; t < r; ++t) {
     // Relation t's in-edges are where the edge map puts them.
     const int64_t at = s->indptr_.data_as<int64_t>()[t * n], end = s->indptr_.data_as<int64_t>()[(t + 1) * n];
@@ -352,7 +356,8 @@ absl::Status PartitionStore::PushNodeRows(const std::string& name, std::span<con
 
 absl::Status PartitionStore::Degrees(std::span<const int64_t> ids, EdgeDir dir, int64_t* out) const {
   RETURN_IF_ERROR(CheckOwnedNodes(ids));
-  const int64_t* p = (dir == EdgeDir::kIn ? indptr_ : out_indptr_).data_as<int64_t>();
+  if (dir == EdgeDir::kOut) RETURN_IF_ERROR(LoadOutEdges());
+  const int64_t* p = (dir == EdgeDir::kIn ? indptr_ : out_.indptr).data_as<int64_t>();
   const int runs = dir == EdgeDir::kIn ? num_edge_types() : 1;
   const int64_t n = num_inner_nodes();
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -366,13 +371,14 @@ absl::Status PartitionStore::Degrees(std::span<const int64_t> ids, EdgeDir dir, 
 absl::Status PartitionStore::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) const {
   RETURN_IF_ERROR(CheckOwnedEdges(eids));
   const int64_t* p = indptr_.data_as<int64_t>();
-  const int64_t* idx = indices_.data_as<int64_t>();
+  const bool narrow = indices_.dtype() == DType::kInt32;
+  const void* idx = indices_.data();
   const int64_t n = num_inner_nodes();
   // Rows are (relation, node), one run of n per relation.
   const int64_t rows = num_edge_types() * n;
   for (size_t i = 0; i < eids.size(); ++i) {
     int64_t pos = eids[i] - edge_start();
-    src[i] = idx[pos];
+    src[i] = narrow ? static_cast<const int32_t*>(idx)[pos] : static_cast<const int64_t*>(idx)[pos];
     // The row whose range holds pos: the last indptr entry <= pos (rows may be empty).
     int64_t row = std::upper_bound(p, p + rows + 1, pos) - p - 1;
     dst[i] = node_start() + row % n;
@@ -386,16 +392,41 @@ PartitionStore::Adjacency PartitionStore::Neighbors(int64_t gid, EdgeDir dir, in
   Adjacency a;
   if (dir == EdgeDir::kIn) {
     const int64_t* p = indptr_.data_as<int64_t>();
-    a.nbrs = indices_.data_as<int64_t>() + p[l];
+    a.narrow_nbrs = indices_.dtype() == DType::kInt32;
+    a.nbrs = static_cast<const char*>(indices_.data()) + p[l] * (a.narrow_nbrs ? 4 : 8);
     a.first_eid = edge_start() + p[l];
     a.degree = p[l + 1] - p[l];
   } else {
-    const int64_t* p = out_indptr_.data_as<int64_t>();
-    a.nbrs = out_indices_.data_as<int64_t>() + p[l];
-    a.eids = out_eids_.data_as<int64_t>() + p[l];
+    FANOUT_DCHECK(out_edges_loaded());
+    const int64_t* p = out_.indptr.data_as<int64_t>();
+    a.narrow_nbrs = out_.indices.dtype() == DType::kInt32;
+    a.narrow_eids = out_.eids.dtype() == DType::kInt32;
+    a.nbrs = static_cast<const char*>(out_.indices.data()) + p[l] * (a.narrow_nbrs ? 4 : 8);
+    a.eids = static_cast<const char*>(out_.eids.data()) + p[l] * (a.narrow_eids ? 4 : 8);
     a.degree = p[l + 1] - p[l];
   }
   return a;
+}
+
+absl::Status PartitionStore::LoadOutEdges() const {
+  absl::call_once(out_once_, [this] {
+    out_status_ = [this]() -> absl::Status {
+      auto map = [&](const char* file) { return NpyArray::Map(config_.PartPath(part_id_, file)); };
+      OutEdges o;
+      ASSIGN_OR_RETURN(o.indptr, map(PartFiles::kOutIndptr));
+      ASSIGN_OR_RETURN(o.indices, map(PartFiles::kOutIndices));
+      ASSIGN_OR_RETURN(o.eids, map(PartFiles::kOutEids));
+      const int64_t n = num_inner_nodes();
+      RETURN_IF_ERROR(ExpectShape(o.indptr, DType::kInt64, {n + 1}));
+      const int64_t out_m = o.indptr.data_as<int64_t>()[n];
+      RETURN_IF_ERROR(ExpectShape(o.indices, config_.node_id_dtype, {out_m}));
+      RETURN_IF_ERROR(ExpectShape(o.eids, config_.edge_id_dtype, {out_m}));
+      out_ = std::move(o);
+      return absl::OkStatus();
+    }();
+    if (out_status_.ok()) out_loaded_.store(true, std::memory_order_release);
+  });
+  return out_status_;
 }
 
 absl::StatusOr<std::shared_ptr<const std::vector<double>>> PartitionStore::EdgeWeights(

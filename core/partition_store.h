@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/call_once.h"
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -96,22 +98,43 @@ class PartitionStore {
   absl::Status FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) const;
 
   // The neighbours of owned node `gid` (precondition: owned) along `dir`: global neighbour IDs
-  // and global edge IDs, `degree` of each. For in-edges the edge IDs are consecutive from
-  // `first_eid` and `eids` is null. `etype` picks the in-edges of one relation; without it
-  // (-1) the graph must have one relation (precondition), and out-edges take -1 only.
+  // and global edge IDs, `degree` of each, stored as int32 or int64 (the config's ID widths; read
+  // them through nbr(i) and eid(i)). For in-edges the edge IDs are consecutive from `first_eid`
+  // and `eids` is null. `etype` picks the in-edges of one relation; without it (-1) the graph
+  // must have one relation (precondition), and out-edges take -1 only. Out-edges need
+  // LoadOutEdges() to have succeeded first (precondition).
   struct Adjacency {
-    const int64_t* nbrs = nullptr;
-    const int64_t* eids = nullptr;
+    const void* nbrs = nullptr;
+    const void* eids = nullptr;
+    bool narrow_nbrs = false, narrow_eids = false;  // int32 rather than int64
     int64_t first_eid = 0;
     int64_t degree = 0;
-    int64_t eid(int64_t i) const { return eids != nullptr ? eids[i] : first_eid + i; }
+    int64_t nbr(int64_t i) const {
+      return narrow_nbrs ? static_cast<const int32_t*>(nbrs)[i] : static_cast<const int64_t*>(nbrs)[i];
+    }
+    int64_t eid(int64_t i) const {
+      if (eids == nullptr) return first_eid + i;
+      return narrow_eids ? static_cast<const int32_t*>(eids)[i] : static_cast<const int64_t*>(eids)[i];
+    }
+    // Where entry i is stored, for prefetching.
+    const void* nbr_address(int64_t i) const {
+      return static_cast<const char*>(nbrs) + i * (narrow_nbrs ? 4 : 8);
+    }
+    const void* eid_address(int64_t i) const {
+      return static_cast<const char*>(eids) + i * (narrow_eids ? 4 : 8);
+    }
   };
   Adjacency Neighbors(int64_t gid, EdgeDir dir, int etype = -1) const;
   // Starts loading the index-pointer entries Neighbors(gid, dir) will read, so that a loop over
-  // many nodes overlaps their cache misses. Precondition: owned.
+  // many nodes overlaps their cache misses. Precondition: owned (and out-edges loaded for kOut).
   void PrefetchNeighbors(int64_t gid, EdgeDir dir, int etype = -1) const {
-    __builtin_prefetch((dir == EdgeDir::kIn ? indptr_ : out_indptr_).data_as<int64_t>() + IndexRow(gid, etype));
+    __builtin_prefetch((dir == EdgeDir::kIn ? indptr_ : out_.indptr).data_as<int64_t>() + IndexRow(gid, etype));
   }
+  // The out-edge index (out_indptr, out_indices, out_eids) is mapped the first time a call needs
+  // it (out-degrees, out-neighbour sampling), so a job that samples in-edges only never maps it.
+  // Thread-safe; every call after the first returns the first one's result. Errors name the file.
+  absl::Status LoadOutEdges() const;
+  bool out_edges_loaded() const { return out_loaded_.load(std::memory_order_acquire); }
 
   // Per-edge weights of field `name` for owned edges as doubles (any numeric dtype, one value
   // per edge): weights[eid - edge_start()]. Errors name the field when it is missing, not a
@@ -160,7 +183,15 @@ class PartitionStore {
   int part_id_;
   RangePartitionBook node_book_, edge_book_;
   TypeMap node_types_, edge_types_;
-  NpyArray indptr_, indices_, out_indptr_, out_indices_, out_eids_;
+  NpyArray indptr_, indices_;
+  struct OutEdges {
+    NpyArray indptr, indices, eids;
+  };
+  // Written once, under out_once_; read only after out_loaded_ (or LoadOutEdges) says so.
+  mutable OutEdges out_;
+  mutable absl::once_flag out_once_;
+  mutable absl::Status out_status_;
+  mutable std::atomic<bool> out_loaded_{false};
   std::map<std::string, std::unique_ptr<Field>> node_fields_, edge_fields_;
   // Node fields created at run time (CreateNodeField). Entries are only ever added, so a Field*
   // found under the lock stays valid after it (map nodes do not move).

@@ -102,7 +102,8 @@ absl::Status CheckSampleOptions(const PartitionStore& store, std::span<const int
   if (r > 1 && o.dir == EdgeDir::kOut) {
     return absl::UnimplementedError("sampling out-edges of a typed graph is not supported yet: sample in-edges");
   }
-  return store.CheckOwnedNodes(seeds);
+  RETURN_IF_ERROR(store.CheckOwnedNodes(seeds));
+  return o.dir == EdgeDir::kOut ? store.LoadOutEdges() : absl::OkStatus();
 }
 
 // The relations a request samples, with each one's fanout.
@@ -188,7 +189,7 @@ absl::Status SampleRelation(const PartitionStore& store, std::span<const int64_t
       // Everything (DGL takes every neighbour here, weighted or not); the hardware prefetcher
       // follows a sequential read once it has started.
       for (int64_t j = 0; j < d; ++j) pick.push_back(j);
-      for (int64_t j = 0; j < std::min<int64_t>(d, 32); j += 8) __builtin_prefetch(p.a.nbrs + j);
+      for (int64_t j = 0; j < std::min<int64_t>(d, 32); j += 8) __builtin_prefetch(p.a.nbr_address(j));
       return;
     }
     if (d == 0 || fanout == 0) return;
@@ -203,14 +204,15 @@ absl::Status SampleRelation(const PartitionStore& store, std::span<const int64_t
     } else {
       UniformWithoutReplacement(rng, d, fanout, &pick, &scratch);
     }
-    // 8 entries per 64-byte line; picks are ascending except with replacement. Out-edges also
-    // read their stored edge IDs.
+    // 8 (int64) or 16 (int32) entries per 64-byte line; picks are ascending except with
+    // replacement. Out-edges also read their stored edge IDs.
+    const int shift = p.a.narrow_nbrs && (p.a.eids == nullptr || p.a.narrow_eids) ? 4 : 3;
     int64_t last_line = -1;
     for (int64_t j : pick) {
-      if ((j >> 3) == last_line) continue;
-      last_line = j >> 3;
-      __builtin_prefetch(p.a.nbrs + j);
-      if (p.a.eids != nullptr) __builtin_prefetch(p.a.eids + j);
+      if ((j >> shift) == last_line) continue;
+      last_line = j >> shift;
+      __builtin_prefetch(p.a.nbr_address(j));
+      if (p.a.eids != nullptr) __builtin_prefetch(p.a.eid_address(j));
     }
   };
   for (size_t i = 0; i < std::min(n, kFar); ++i) store.PrefetchNeighbors(seeds[i], o.dir, etype);
@@ -224,7 +226,7 @@ absl::Status SampleRelation(const PartitionStore& store, std::span<const int64_t
     const int64_t v = seeds[i];
     const Planned& p = ring[i % ring.size()];
     for (int64_t j : p.pick) {
-      const int64_t nbr = p.a.nbrs[j];
+      const int64_t nbr = p.a.nbr(j);
       out->src.push_back(o.dir == EdgeDir::kIn ? nbr : v);
       out->dst.push_back(o.dir == EdgeDir::kIn ? v : nbr);
       out->eid.push_back(p.a.eid(j));

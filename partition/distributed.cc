@@ -82,21 +82,29 @@ class RowFile {
   size_t header_ = 0, row_bytes_ = 0;
 };
 
-// Writes one int64 member of each of `count` structs as a 1-D .npy, 8 MiB at a time.
-template <typename T>
-absl::Status WriteMember(const std::string& path, const T* rows, int64_t count, int64_t T::*member) {
-  ASSIGN_OR_RETURN(auto w, core::NpyWriter::Open(path, DType::kInt64, {count}));
-  std::vector<int64_t> buf;
+// Writes one int64 member of each of `count` structs as a 1-D .npy of `dtype` (int64, or int32
+// when every value fits: the partition's ID width), 1M values at a time.
+template <typename Out, typename T>
+absl::Status WriteMemberAs(const std::string& path, DType dtype, const T* rows, int64_t count, int64_t T::*member) {
+  ASSIGN_OR_RETURN(auto w, core::NpyWriter::Open(path, dtype, {count}));
+  std::vector<Out> buf;
   buf.reserve(1 << 20);
   for (int64_t i = 0; i < count; ++i) {
-    buf.push_back(rows[i].*member);
+    buf.push_back(static_cast<Out>(rows[i].*member));
     if (buf.size() == buf.capacity()) {
-      RETURN_IF_ERROR(w->Append(buf.data(), buf.size() * 8));
+      RETURN_IF_ERROR(w->Append(buf.data(), buf.size() * sizeof(Out)));
       buf.clear();
     }
   }
-  RETURN_IF_ERROR(w->Append(buf.data(), buf.size() * 8));
+  RETURN_IF_ERROR(w->Append(buf.data(), buf.size() * sizeof(Out)));
   return w->Close();
+}
+
+template <typename T>
+absl::Status WriteMember(const std::string& path, const T* rows, int64_t count, int64_t T::*member,
+                         DType dtype = DType::kInt64) {
+  return dtype == DType::kInt32 ? WriteMemberAs<int32_t>(path, dtype, rows, count, member)
+                                : WriteMemberAs<int64_t>(path, dtype, rows, count, member);
 }
 
 }  // namespace
@@ -351,12 +359,13 @@ void Job::ShuffleEdges() {
 }
 
 absl::Status Job::WriteInEdges() {
+  RETURN_IF_ERROR(ChooseIdDTypes(o_, N_, s_.num_edges, &cfg_));
   for (OwnedPart& op : owned_) {
     const int64_t nb = book_->start(op.k), ne = book_->end(op.k), m = op.end - op.begin;
     const StoredEdge* e = stored_.data() + op.begin;
     RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kIndptr), op.indptr));
     op.indptr = {};
-    RETURN_IF_ERROR(WriteMember(PartPath(op.k, PartFiles::kIndices), e, m, &StoredEdge::src));
+    RETURN_IF_ERROR(WriteMember(PartPath(op.k, PartFiles::kIndices), e, m, &StoredEdge::src, cfg_.node_id_dtype));
     if (!in_.typed()) {
       RETURN_IF_ERROR(WriteMember(PartPath(op.k, PartFiles::kOrigEids), e, m, &StoredEdge::origin));
     } else {
@@ -422,8 +431,8 @@ absl::Status Job::ShuffleOutEdges() {
     for (int64_t i = b; i < e; ++i) ++ptr[got_all[i].src - start + 1];
     for (int64_t v = 0; v < n; ++v) ptr[v + 1] += ptr[v];
     RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kOutIndptr), ptr));
-    RETURN_IF_ERROR(WriteMember(PartPath(op.k, PartFiles::kOutIndices), got_all.data() + b, e - b, &OutEdge::dst));
-    RETURN_IF_ERROR(WriteMember(PartPath(op.k, PartFiles::kOutEids), got_all.data() + b, e - b, &OutEdge::eid));
+    RETURN_IF_ERROR(WriteMember(PartPath(op.k, PartFiles::kOutIndices), got_all.data() + b, e - b, &OutEdge::dst, cfg_.node_id_dtype));
+    RETURN_IF_ERROR(WriteMember(PartPath(op.k, PartFiles::kOutEids), got_all.data() + b, e - b, &OutEdge::eid, cfg_.edge_id_dtype));
   }
   return absl::OkStatus();
 }

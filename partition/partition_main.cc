@@ -45,6 +45,10 @@ int Main(int argc, char** argv) {
   args.AddBool("balance-train", &opt.balance_train, "METIS: balance training nodes per partition");
   args.AddBool("balance-edges", &opt.balance_edges, "METIS: balance in-edges per partition");
   args.AddChoice("objtype", &objtype, {"cut", "vol"}, "METIS objective: edge cut or comm. volume");
+  std::string id_width = "auto";
+  args.AddChoice("id-width", &id_width, {"auto", "32", "64"},
+                 "stored node and edge IDs (the topology's bytes per edge): auto = int32 where the graph's IDs fit, "
+                 "else int64; 64 = int64 always");
   args.AddInt("halo-hops", &opt.halo_hops, "hops of remote neighbours recorded (0 or 1)");
   args.AddUint("seed", &opt.seed, "seed for METIS and random partitioning");
   args.AddInt("num-threads", &opt.num_threads, "threads for sorting and writing (0 = all cores); with --distributed, PT-Scotch's threads per rank (0 = the cores divided by the ranks on the machine)");
@@ -94,6 +98,7 @@ int Main(int argc, char** argv) {
                : method == "random" ? partition::PartMethod::kRandom
                                     : partition::PartMethod::kFile;
   opt.objective_volume = objtype == "vol";
+  opt.id_width = id_width == "32" ? partition::IdWidth::k32 : id_width == "64" ? partition::IdWidth::k64 : partition::IdWidth::kAuto;
   opt.remove_self_loops = self_loops == "remove";
   opt.remove_duplicate_edges = duplicates == "remove";
   if (!edge_split.empty()) {

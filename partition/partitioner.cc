@@ -148,7 +148,7 @@ absl::Status WriteGraphFiles(const Relabelled& r, int k, PartStats* st) {
   std::vector<int64_t> indptr(R * nk + 1);
   for (int64_t i = 0; i <= R * nk; ++i) indptr[i] = csc.indptr[R * nb + i] - eb;
   RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kIndptr), indptr));
-  RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kIndices), DType::kInt64, {mk}, csc.indices.data() + eb));
+  RETURN_IF_ERROR(core::WriteIdArray(P(PartFiles::kIndices), r.cfg->node_id_dtype, csc.indices.data() + eb, mk));
   if (!d.typed()) {
     RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOrigEids), DType::kInt64, {mk}, r.origin->data() + eb));
     RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOrigNids), DType::kInt64, {nk}, r.orig_nid->data() + nb));
@@ -209,8 +209,8 @@ absl::Status WriteGraphFiles(const Relabelled& r, int k, PartStats* st) {
       }
     }
     RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOutIndptr), out_ptr));
-    RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOutIndices), out_dst));
-    RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOutEids), out_eid));
+    RETURN_IF_ERROR(core::WriteIdArray(P(PartFiles::kOutIndices), r.cfg->node_id_dtype, out_dst.data(), out_ptr[nk]));
+    RETURN_IF_ERROR(core::WriteIdArray(P(PartFiles::kOutEids), r.cfg->edge_id_dtype, out_eid.data(), out_ptr[nk]));
   }
 
   // Edge data: a stored edge's row is its input row (reverse edges share their input's row).
@@ -337,6 +337,21 @@ std::string Human(double bytes) {
 }
 
 }  // namespace
+
+absl::Status ChooseIdDTypes(const PartitionOptions& o, int64_t num_nodes, int64_t num_edges,
+                            core::PartitionConfig* cfg) {
+  auto pick = [&](int64_t count, const char* what) -> absl::StatusOr<core::DType> {
+    const bool fits = count <= o.int32_id_limit;
+    if (o.id_width == IdWidth::k32 && !fits) {
+      return absl::InvalidArgumentError(StrCat("--id-width 32: the graph has ", count, " ", what, ", more than int32 IDs ",
+                                               "reach (", o.int32_id_limit, "); use --id-width auto or 64"));
+    }
+    return o.id_width != IdWidth::k64 && fits ? core::DType::kInt32 : core::DType::kInt64;
+  };
+  ASSIGN_OR_RETURN(cfg->node_id_dtype, pick(num_nodes, "nodes"));
+  ASSIGN_OR_RETURN(cfg->edge_id_dtype, pick(num_edges, "stored edges"));
+  return absl::OkStatus();
+}
 
 absl::Status ValidatePartitionOptions(const PartitionOptions& o, int64_t num_nodes) {
   if (o.out_dir.empty()) return absl::InvalidArgumentError("--out is required");
@@ -545,6 +560,7 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   cfg.graph_name = name;
   cfg.num_nodes = n;
   cfg.num_edges = s.num_edges;
+  RETURN_IF_ERROR(ChooseIdDTypes(o, n, s.num_edges, &cfg));
   cfg.num_parts = K;
   cfg.halo_hops = o.halo_hops;
   cfg.part_method = o.method == PartMethod::kMetis ? "metis" : o.method == PartMethod::kRandom ? "random" : "file";

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,10 @@
 namespace fanout::partition {
 
 enum class PartMethod { kMetis, kRandom, kFile };
+// The width of the stored node and edge IDs (indices, out_indices, out_eids): kAuto stores each
+// as int32 where the graph's IDs of that kind fit (half the bytes per stored edge), k64 always
+// int64, k32 int32 or an error.
+enum class IdWidth { kAuto, k32, k64 };
 
 struct PartitionOptions {
   std::string out_dir;                 // required; gets <graph_name>.json and part<k>/
@@ -32,6 +37,10 @@ struct PartitionOptions {
   uint64_t seed = 0;                   // METIS and random partitioning seed
   int num_threads = 0;                 // threads for sorting and writing; 0 = all cores
   bool overwrite = false;              // replace an out_dir this tool wrote (base/staging_dir.h)
+  IdWidth id_width = IdWidth::kAuto;   // --id-width
+  // The most IDs of one kind that are stored as int32 (all of int32's; tests lower it to try
+  // the int64 fallback on a small graph).
+  int64_t int32_id_limit = std::numeric_limits<int32_t>::max();
   bool quiet = false;                  // no progress lines on stderr
   // --distributed: the graph is contracted by label propagation until at most this many edges
   // are left for PT-Scotch (whose memory grows with its input), then refined on the way back.
@@ -40,6 +49,11 @@ struct PartitionOptions {
   // its seed is `seed`.
   EdgeSplitOptions edge_split;
 };
+
+// Sets cfg's node_id_dtype and edge_id_dtype for a graph of `num_nodes` nodes and `num_edges`
+// stored edges by options.id_width; INVALID_ARGUMENT when --id-width 32 cannot hold them.
+absl::Status ChooseIdDTypes(const PartitionOptions& options, int64_t num_nodes, int64_t num_edges,
+                            core::PartitionConfig* cfg);
 
 // Checks `options`; num_nodes < 0 (not read yet) skips the checks that need it.
 absl::Status ValidatePartitionOptions(const PartitionOptions& options, int64_t num_nodes);

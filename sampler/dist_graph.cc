@@ -239,7 +239,7 @@ absl::Status DistGraph::BuildCache() {
       for (int64_t v = local_->node_start(); v < local_->node_end(); ++v) {
         const core::PartitionStore::Adjacency a = local_->Neighbors(v, core::EdgeDir::kIn, runs > 1 ? r : -1);
         for (int64_t i = 0; i < a.degree; ++i) {
-          const int64_t k = slot.Find(a.nbrs[i]);
+          const int64_t k = slot.Find(a.nbr(i));
           if (k >= 0) ++counts[k];
         }
       }

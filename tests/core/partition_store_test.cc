@@ -44,7 +44,7 @@ class PartitionStoreTest : public ::testing::Test {
     for (auto& st : stores_) {
       for (int64_t v = st->node_start(); v < st->node_end(); ++v) {
         auto a = st->Neighbors(v, EdgeDir::kIn);
-        for (int64_t i = 0; i < a.degree; ++i) edges_[a.eid(i)] = {a.nbrs[i], v};
+        for (int64_t i = 0; i < a.degree; ++i) edges_[a.eid(i)] = {a.nbr(i), v};
       }
     }
   }

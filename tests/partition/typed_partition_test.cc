@@ -94,7 +94,7 @@ void ExpectValidTypedPartition(const Dataset& d, const PartitionOptions& o, cons
   std::vector<std::vector<std::pair<int64_t, int64_t>>> out_of(d.num_nodes);
   for (int k = 0; k < K; ++k) {
     NpyArray indptr = Map(cfg->PartPath(k, core::PartFiles::kIndptr));
-    NpyArray indices = Map(cfg->PartPath(k, core::PartFiles::kIndices));
+    NpyArray indices = testing::MapIdsAsInt64(cfg->PartPath(k, core::PartFiles::kIndices), cfg->node_id_dtype);
     NpyArray oeids = Map(cfg->PartPath(k, core::PartFiles::kOrigEids));
     const int64_t nk = book->size(k), eb = ebook->start(k);
     ASSERT_EQ(indptr.rows(), R * nk + 1);
@@ -127,8 +127,8 @@ void ExpectValidTypedPartition(const Dataset& d, const PartitionOptions& o, cons
   // Out-edge index: the stored edges whose source is an inner node, by edge ID.
   for (int k = 0; k < K; ++k) {
     NpyArray op = Map(cfg->PartPath(k, core::PartFiles::kOutIndptr));
-    NpyArray od = Map(cfg->PartPath(k, core::PartFiles::kOutIndices));
-    NpyArray oe = Map(cfg->PartPath(k, core::PartFiles::kOutEids));
+    NpyArray od = testing::MapIdsAsInt64(cfg->PartPath(k, core::PartFiles::kOutIndices), cfg->node_id_dtype);
+    NpyArray oe = testing::MapIdsAsInt64(cfg->PartPath(k, core::PartFiles::kOutEids), cfg->edge_id_dtype);
     for (int64_t i = 0; i < book->size(k); ++i) {
       std::vector<std::pair<int64_t, int64_t>> got;
       for (int64_t q = op.data_as<int64_t>()[i]; q < op.data_as<int64_t>()[i + 1]; ++q) {
@@ -493,7 +493,7 @@ TEST(TypedStoreTest, FieldsNeighboursAndSamplesFollowTheTypes) {
         }
         per_relation[i] += a.degree;
         for (int64_t j = 0; j < a.degree; ++j) {
-          EXPECT_EQ(st.node_types().ToTypeWise(a.nbrs[j]).first, src_type);
+          EXPECT_EQ(st.node_types().ToTypeWise(a.nbr(j)).first, src_type);
           EXPECT_EQ(st.edge_types().ToTypeWise(a.eid(j)).first, r);
         }
       }

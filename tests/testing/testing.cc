@@ -197,6 +197,15 @@ NpyArray MustMap(const std::string& path) {
 
 }  // namespace
 
+NpyArray MapIdsAsInt64(const std::string& path, core::DType expected) {
+  NpyArray a = MustMap(path);
+  EXPECT_EQ(a.dtype(), expected) << path << ": the config's ID width";
+  if (a.dtype() == core::DType::kInt64) return a;
+  std::vector<int64_t> wide(a.num_elements());
+  core::ConvertElements(a.dtype(), a.data(), wide.size(), wide.data());
+  return NpyArray::Adopt(std::move(wide), a.shape());
+}
+
 void ExpectValidPartition(const Dataset& d, const partition::PartitionOptions& o,
                           const std::string& config_path) {
   using core::PartFiles;
@@ -215,9 +224,10 @@ void ExpectValidPartition(const Dataset& d, const partition::PartitionOptions& o
   std::vector<LoadedPart> parts(K);
   for (int k = 0; k < K; ++k) {
     auto P = [&](const char* f) { return MustMap(cfg.PartPath(k, f)); };
-    parts[k] = {P(PartFiles::kIndptr),    P(PartFiles::kIndices),    P(PartFiles::kOrigNids),
-                P(PartFiles::kOrigEids),  P(PartFiles::kHaloNids),   P(PartFiles::kOutIndptr),
-                P(PartFiles::kOutIndices), P(PartFiles::kOutEids)};
+    auto Nodes = [&](const char* f) { return MapIdsAsInt64(cfg.PartPath(k, f), cfg.node_id_dtype); };
+    parts[k] = {P(PartFiles::kIndptr),    Nodes(PartFiles::kIndices), P(PartFiles::kOrigNids),
+                P(PartFiles::kOrigEids),  P(PartFiles::kHaloNids),    P(PartFiles::kOutIndptr),
+                Nodes(PartFiles::kOutIndices), MapIdsAsInt64(cfg.PartPath(k, PartFiles::kOutEids), cfg.edge_id_dtype)};
   }
 
   // Every node owned exactly once; new IDs of a partition are its contiguous range.
@@ -442,7 +452,7 @@ int64_t EdgeCut(const std::string& config_path) {
   auto book = cfg->NodeBook();
   int64_t cut = 0;
   for (int k = 0; k < cfg->num_parts; ++k) {
-    NpyArray idx = MustMap(cfg->PartPath(k, core::PartFiles::kIndices));
+    NpyArray idx = MapIdsAsInt64(cfg->PartPath(k, core::PartFiles::kIndices), cfg->node_id_dtype);
     for (int64_t q = 0; q < idx.rows(); ++q) cut += book->PartOf(idx.data_as<int64_t>()[q]) != k;
   }
   return cut;

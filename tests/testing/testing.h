@@ -103,6 +103,9 @@ std::string WriteTokenFile(const TempDir& dir, const std::string& name, const st
 
 // Edges whose endpoints are in different partitions, over the stored edges.
 int64_t EdgeCut(const std::string& config_path);
+// Maps a partition's ID array (indices, out_indices, out_eids), expecting `expected` (the config's
+// width), as int64 (a copy when it is stored as int32).
+core::NpyArray MapIdsAsInt64(const std::string& path, core::DType expected);
 
 // Waits until `condition` holds, checking it every millisecond, for at most `limit`; returns
 // whether it held. For moments a test must act at (a server stopping, calls queued) that have no
