@@ -156,6 +156,7 @@ int JobSupervisor::Run() {
     }
   }
   Teardown();
+  for (const std::string& line : memory_.Lines()) Say(line);
   const double secs = std::chrono::duration<double>(Clock::now() - start_time_).count();
   if (exit_code_ == 0) {
     Say(StrCat("job ", plan_.job_id, " done in ", static_cast<int64_t>(secs * 10) / 10.0,
@@ -206,8 +207,10 @@ bool JobSupervisor::StartProcess(const ProcessSpec& spec) {
   };
   c->out = std::make_unique<StreamRouter>(prefix, options_.console_out, c->log_fd.get(), on_line, on_heartbeat);
   // The last error line a process wrote to stderr names the job's failure if it is the first.
-  auto on_err_line = [on_line, raw](std::string_view line) {
+  auto on_err_line = [this, on_line, raw](std::string_view line) {
     if (on_line) on_line(line);
+    // A process's (or, through a trainer's stderr, its samplers') peak memory as it exits.
+    if (std::optional<base::MemoryRecord> m = base::ParseMemoryLine(line)) memory_.Add(raw->spec->machine, raw->spec->ip, *m);
     if (LineLevel(line) == 'E') raw->last_error.assign(base::StripSpaces(line).substr(0, 300));
   };
   c->err = std::make_unique<StreamRouter>(prefix, options_.console_err, c->log_fd.get(), on_err_line, on_heartbeat);

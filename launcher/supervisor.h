@@ -19,6 +19,7 @@
 
 #include "launcher/group_guard.h"
 #include "launcher/job_plan.h"
+#include "launcher/memory_summary.h"
 #include "launcher/output.h"
 #include "launcher/process.h"
 
@@ -66,6 +67,9 @@ class JobSupervisor {
     int launcher_signal = 0;   // the launcher itself got this signal (Ctrl-C, SIGTERM, hang-up)
   };
   const FailureKind& failure_kind() const { return failure_kind_; }
+
+  // The memory the job's processes reported as they exited, per machine (printed at the end).
+  const MemorySummary& memory() const { return memory_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -127,6 +131,7 @@ class JobSupervisor {
   size_t trainers_done_ = 0;
   int exit_code_ = 0;
   std::string failure_;
+  MemorySummary memory_;
   FailureKind failure_kind_;
 };
 

@@ -130,7 +130,17 @@ class ProcessLoader final : public BatchLoader {
 
   ~ProcessLoader() override {
     for (Child& c : children_) c.sock.reset();  // the child sees EOF (once no batch holds it) and exits
+    // Up to 2 s for them to exit by themselves (printing their memory line on the way), then
+    // SIGTERM.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     for (Child& c : children_) {
+      while (c.pid > 0 && !c.reaped && std::chrono::steady_clock::now() < deadline) {
+        if (waitpid(c.pid, nullptr, WNOHANG) == c.pid) {
+          c.reaped = true;
+        } else {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+      }
       if (c.pid > 0 && !c.reaped) {
         kill(c.pid, SIGTERM);
         waitpid(c.pid, nullptr, 0);

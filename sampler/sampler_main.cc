@@ -20,6 +20,7 @@
 
 #include "base/cli.h"
 #include "base/malloc_tuning.h"
+#include "base/memory_report.h"
 #include "base/strings.h"
 #include "base/unique_fd.h"
 #include "core/partition_config.h"
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
   }
   auto spec = sampler::ReadSamplerSpec(spec_json);
   if (!spec.ok()) return args.Fail(spec.status());
+  base::MemoryReportAtExit memory("sampler");  // its line reaches fanout-launch through the trainer's stderr
   if (index < 0 || index >= spec->num_samplers) {
     return args.Fail(absl::InvalidArgumentError(
         StrCat("--index must be in [0, ", spec->num_samplers, ") (the spec's num_samplers), got ", index)));

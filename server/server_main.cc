@@ -9,6 +9,7 @@
 #include "base/cli.h"
 #include "base/heartbeat.h"
 #include "base/malloc_tuning.h"
+#include "base/memory_report.h"
 #include "base/process_stats.h"
 #include "base/strings.h"
 #include "core/partition_config.h"
@@ -63,6 +64,8 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Sampled from here (its thread inherits the blocked signals); printed at exit for fanout-launch.
+  base::MemoryReportAtExit memory("server");
 
   auto config = core::LoadPartitionConfig(part_config);
   if (!config.ok()) return args.Fail(config.status());
@@ -91,6 +94,6 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "fanout-server: %s: shutting down\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   (*srv)->Shutdown(std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000)));
   (*srv)->Wait();
-  std::fprintf(stderr, "fanout-server: stopped\n");
+  std::fprintf(stderr, "fanout-server: stopped; peak memory %s\n", memory.Peak().ToString().c_str());
   return 0;
 }

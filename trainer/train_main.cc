@@ -26,6 +26,7 @@
 #include "base/ip_config.h"
 #include "base/job_env.h"
 #include "base/malloc_tuning.h"
+#include "base/memory_report.h"
 #include "base/status.h"
 #include "base/strings.h"
 #include "base/text_reader.h"
@@ -389,6 +390,7 @@ int Main(int argc, char** argv) {
   if (absl::Status s = CheckFlags(args, f, &o); !s.ok()) return args.Fail(s);
   if (absl::Status s = ResolveJob(args, f, job, &o); !s.ok()) return args.Fail(s);
   StopAtNextStepOnSigterm(&o);
+  base::MemoryReportAtExit memory("trainer");
   return Run(args, o);
 }
 

@@ -341,6 +341,15 @@ TEST_F(LaunchCli, RealTrainingJobFinishesAndReportsAccuracy) {
   EXPECT_THAT(run.output(), HasSubstr("[m0 trainer 0] epoch 2 | loss"));
   EXPECT_THAT(run.output(), HasSubstr("[m0 trainer 0] fanout-train: test accuracy "));
   EXPECT_THAT(run.output(), HasSubstr("all 2 trainers finished; stopping the servers"));
+  // Issue 40: every process's peak memory, and each machine's sum of them (two servers, a
+  // trainer and its sampler process).
+  EXPECT_THAT(run.output(), HasSubstr("[m1 trainer 0] fanout-memory: role=sampler peak_pss="));
+  EXPECT_THAT(run.output(), HasSubstr("[m0 server 0] fanout-memory: role=server peak_pss="));
+  for (const char* machine : {"machine 0 (127.0.0.1)", "machine 1 (127.0.0.2)"}) {
+    EXPECT_THAT(run.output(), HasSubstr(std::string("fanout-launch: ") + machine +
+                                        ": peak PSS ")) << machine;
+  }
+  EXPECT_THAT(run.output(), HasSubstr("summed over 4 processes (1 sampler: "));
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 

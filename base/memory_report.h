@@ -1,0 +1,85 @@
+// What a process's memory is and what holds it, read from /proc/<pid>/smaps: resident (RSS) and
+// proportional (PSS: a page shared by k processes counts 1/k in each, so the PSS of a machine's
+// processes adds up to what they hold together) set sizes, the PSS split by what is mapped.
+// Each long-running fanout process (server, sampler, trainer) samples its own while it runs
+// (MemoryWatch) and prints its peak as one line at exit (MemoryLine), which fanout-launch reads
+// to print each machine's total.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+
+namespace fanout::base {
+
+struct MemoryUse {
+  int64_t rss = 0, pss = 0;
+  // PSS by holder:
+  int64_t topology = 0;  // mapped partition graph files (part*/graph/)
+  int64_t features = 0;  // mapped node and edge fields (part*/node_data, part*/edge_data)
+  int64_t shm = 0;       // shared-memory batches (/dev/shm) between samplers and trainers
+  int64_t heap = 0;      // anonymous memory: allocations (model, buffers, caches) and stacks
+  int64_t code = 0;      // the executable and its libraries
+  int64_t other = 0;     // any other mapped file
+
+  // "PSS 1.21 GB (topology 0.39, features 0.10, shared batches 0.02, heap 0.61, code 0.09,
+  // other 0.00), RSS 1.52 GB"
+  std::string ToString() const;
+};
+
+// The memory of process `pid` (0: this one) now; nullopt when /proc cannot be read (another
+// system, or the process has gone).
+std::optional<MemoryUse> ReadMemoryUse(int pid = 0);
+
+// Samples this process's memory every `period` on a thread of its own and keeps the sample of
+// the largest PSS (and the largest RSS). Stops on destruction.
+class MemoryWatch {
+ public:
+  explicit MemoryWatch(std::chrono::milliseconds period = std::chrono::seconds(2));
+  ~MemoryWatch();
+  MemoryWatch(const MemoryWatch&) = delete;
+  MemoryWatch& operator=(const MemoryWatch&) = delete;
+
+  // The peak so far, with a sample taken now.
+  MemoryUse Peak();
+
+ private:
+  void Sample();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  MemoryUse peak_;
+  std::thread thread_;
+};
+
+// Watches this process's memory from construction and, on destruction, prints its MemoryLine
+// with `role` to stderr: a main holds one for its whole run, so that every way out reports.
+class MemoryReportAtExit {
+ public:
+  explicit MemoryReportAtExit(std::string role) : role_(std::move(role)) {}
+  ~MemoryReportAtExit();
+  MemoryUse Peak() { return watch_.Peak(); }
+
+ private:
+  std::string role_;
+  MemoryWatch watch_;
+};
+
+// The line a process prints (to stderr) at exit with its peak, for people and for fanout-launch:
+// "fanout-memory: role=ROLE peak_pss=B peak_rss=B topology=B features=B shm=B heap=B code=B
+// other=B" (bytes).
+std::string MemoryLine(std::string_view role, const MemoryUse& peak);
+// Parses a MemoryLine found anywhere in `line` (after a prefix); nullopt when it is not one.
+struct MemoryRecord {
+  std::string role;
+  MemoryUse peak;
+};
+std::optional<MemoryRecord> ParseMemoryLine(std::string_view line);
+
+}  // namespace fanout::base

@@ -1,0 +1,80 @@
+// base/memory_report.h: a process's memory by what holds it, sampled while it runs, and the
+// line that carries a process's peak to fanout-launch.
+#include "base/memory_report.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+namespace fanout::base {
+namespace {
+
+// A file mapped and touched under a partition's graph/ folder counts as topology, one under
+// node_data/ as features, and heap memory as heap; PSS and RSS hold them all.
+TEST(MemoryReportTest, MappedPartitionFilesCountByWhatTheyHold) {
+  const std::string root = ::testing::TempDir() + "/memory_report_test_" + std::to_string(getpid());
+  std::filesystem::create_directories(root + "/part0/graph");
+  std::filesystem::create_directories(root + "/part0/node_data");
+  constexpr size_t kBytes = 8 << 20;
+  auto map_file = [&](const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC, 0644);
+    EXPECT_GE(fd, 0);
+    EXPECT_EQ(::ftruncate(fd, kBytes), 0);
+    void* p = ::mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ::close(fd);
+    EXPECT_NE(p, MAP_FAILED);
+    std::memset(p, 1, kBytes);  // resident
+    return p;
+  };
+  void* topo = map_file(root + "/part0/graph/indices.npy");
+  void* feat = map_file(root + "/part0/node_data/feat.npy");
+  std::vector<char> heap(16 << 20, 1);
+  std::optional<MemoryUse> u = ReadMemoryUse();
+  ASSERT_TRUE(u.has_value());
+  EXPECT_GE(u->topology, static_cast<int64_t>(kBytes) * 9 / 10) << u->ToString();
+  EXPECT_GE(u->features, static_cast<int64_t>(kBytes) * 9 / 10) << u->ToString();
+  EXPECT_GE(u->heap, static_cast<int64_t>(heap.size()) * 9 / 10) << u->ToString();
+  EXPECT_GT(u->code, 0);
+  EXPECT_EQ(u->pss, u->topology + u->features + u->shm + u->heap + u->code + u->other);
+  EXPECT_GE(u->rss, u->pss);
+  MemoryWatch watch(std::chrono::milliseconds(10));
+  ::munmap(topo, kBytes);
+  ::munmap(feat, kBytes);
+  // The peak remembers what is gone.
+  EXPECT_GE(watch.Peak().topology, static_cast<int64_t>(kBytes) * 9 / 10);
+  EXPECT_LT(ReadMemoryUse()->topology, static_cast<int64_t>(kBytes) / 2);
+  std::filesystem::remove_all(root);
+  EXPECT_FALSE(ReadMemoryUse(-5).has_value()) << "no such process";
+}
+
+TEST(MemoryReportTest, TheLineRoundTripsAndOthersAreNotReadAsOne) {
+  MemoryUse u;
+  u.pss = 1000;
+  u.rss = 2000;
+  u.topology = 100;
+  u.features = 200;
+  u.shm = 50;
+  u.heap = 600;
+  u.code = 40;
+  u.other = 10;
+  const std::string line = "[m1 trainer 0] " + MemoryLine("sampler", u);
+  std::optional<MemoryRecord> r = ParseMemoryLine(line);
+  ASSERT_TRUE(r.has_value()) << line;
+  EXPECT_EQ(r->role, "sampler");
+  EXPECT_EQ(MemoryLine(r->role, r->peak), MemoryLine("sampler", u));
+  for (const char* bad : {"fanout-train: epoch 3", "fanout-memory: role=server peak_pss=12",
+                          "fanout-memory: role=server peak_pss=x peak_rss=1 topology=1 features=1 shm=1 heap=1 code=1 other=1",
+                          "fanout-memory: role=server peak_pss=-4 peak_rss=1 topology=1 features=1 shm=1 heap=1 code=1 other=1",
+                          "fanout-memory: role=server peak_rss=1 peak_pss=1 topology=1 features=1 shm=1 heap=1 code=1 other=1"}) {
+    EXPECT_FALSE(ParseMemoryLine(bad).has_value()) << bad;
+  }
+}
+
+}  // namespace
+}  // namespace fanout::base
