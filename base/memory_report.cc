@@ -1,7 +1,9 @@
 #include "base/memory_report.h"
 
+#include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -30,7 +32,16 @@ int64_t MemoryUse::*Holder(std::string_view path, std::string_view exe) {
 
 double Gb(int64_t bytes) { return static_cast<double>(bytes) / 1e9; }
 
+constexpr int64_t MemoryUse::*kMembers[] = {&MemoryUse::rss,      &MemoryUse::pss, &MemoryUse::topology,
+                                             &MemoryUse::features, &MemoryUse::shm, &MemoryUse::heap,
+                                             &MemoryUse::code,     &MemoryUse::other};
+
 }  // namespace
+
+MemoryUse& MemoryUse::operator+=(const MemoryUse& o) {
+  for (auto member : kMembers) this->*member += o.*member;
+  return *this;
+}
 
 std::string MemoryUse::ToString() const {
   char buf[256];
@@ -79,6 +90,46 @@ std::optional<MemoryUse> ReadMemoryUse(int pid) {
   }
   if (!any) return std::nullopt;
   return u;
+}
+
+std::vector<int> WithDescendants(const std::vector<int>& roots) {
+  // (pid, parent) of every process now.
+  std::vector<std::pair<int, int>> parent;
+  if (DIR* d = ::opendir("/proc")) {
+    while (dirent* e = ::readdir(d)) {
+      char* end = nullptr;
+      const long pid = std::strtol(e->d_name, &end, 10);
+      if (end == e->d_name || *end != '\0') continue;
+      std::ifstream stat(std::string("/proc/") + e->d_name + "/stat");
+      std::string text;
+      if (!std::getline(stat, text)) continue;
+      // "pid (comm) state ppid ...": comm may hold spaces and parentheses; the last ')' ends it.
+      const size_t close = text.rfind(')');
+      if (close == std::string::npos) continue;
+      std::istringstream rest(text.substr(close + 1));
+      std::string state;
+      int ppid = 0;
+      if (rest >> state >> ppid) parent.push_back({static_cast<int>(pid), ppid});
+    }
+    ::closedir(d);
+  }
+  std::vector<int> out(roots);
+  for (size_t i = 0; i < out.size(); ++i) {  // breadth first; `out` grows as children are found
+    for (const auto& [pid, ppid] : parent) {
+      if (ppid == out[i] && std::find(out.begin(), out.end(), pid) == out.end()) out.push_back(pid);
+    }
+  }
+  return out;
+}
+
+MemoryUse ReadMemoryUse(const std::vector<int>& pids) {
+  MemoryUse sum;
+  for (int pid : pids) {
+    std::optional<MemoryUse> u = ReadMemoryUse(pid);
+    if (!u) continue;
+    sum += *u;
+  }
+  return sum;
 }
 
 MemoryWatch::MemoryWatch(std::chrono::milliseconds period) {

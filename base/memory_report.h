@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 namespace fanout::base {
 
@@ -27,6 +28,7 @@ struct MemoryUse {
   int64_t code = 0;      // the executable and its libraries
   int64_t other = 0;     // any other mapped file
 
+  MemoryUse& operator+=(const MemoryUse& other);
   // "PSS 1.21 GB (topology 0.39, features 0.10, shared batches 0.02, heap 0.61, code 0.09,
   // other 0.00), RSS 1.52 GB"
   std::string ToString() const;
@@ -35,6 +37,13 @@ struct MemoryUse {
 // The memory of process `pid` (0: this one) now; nullopt when /proc cannot be read (another
 // system, or the process has gone).
 std::optional<MemoryUse> ReadMemoryUse(int pid = 0);
+
+// `roots` and every process descending from them (found through /proc/*/stat), each once.
+std::vector<int> WithDescendants(const std::vector<int>& roots);
+
+// The memory of processes `pids` together: the sum of each one's (those that have gone count
+// nothing). PSS adds up across processes; RSS counts shared pages once per process.
+MemoryUse ReadMemoryUse(const std::vector<int>& pids);
 
 // Samples this process's memory every `period` on a thread of its own and keeps the sample of
 // the largest PSS (and the largest RSS). Stops on destruction.

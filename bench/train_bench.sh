@@ -26,5 +26,5 @@ rm -rf logs metrics.jsonl
 "$BIN/fanout-launch" --ip-config ip_config.txt --part-config "$CONFIG" --num-servers 1 --num-trainers 1 \
   --num-samplers "$SAMPLERS" --log-dir logs -- \
   "$BIN/fanout-train" --model sage --fanouts 15,10,5 --hidden 256 --batch-size 1024 --epochs "$EPOCHS" \
-  --eval-every 0 --no-test --metrics-file metrics.jsonl ${FANOUT_TRAIN_FLAGS:-} 2>&1 | grep -E "trainer 0\] (epoch|fanout-train)|error"
+  --eval-every 0 --no-test --metrics-file metrics.jsonl ${FANOUT_TRAIN_FLAGS:-} 2>&1 | grep -E "trainer 0\] (epoch|fanout-train)|fanout-launch: machine|error"
 echo "metrics: $WORK/metrics.jsonl"

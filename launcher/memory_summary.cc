@@ -16,20 +16,25 @@ std::string Gb(int64_t bytes) {
 void MemorySummary::Add(int machine, const std::string& ip, const base::MemoryRecord& r) {
   Machine& m = machines_[machine];
   m.ip = ip;
-  const base::MemoryUse& p = r.peak;
-  for (auto member : {&base::MemoryUse::rss, &base::MemoryUse::pss, &base::MemoryUse::topology,
-                      &base::MemoryUse::features, &base::MemoryUse::shm, &base::MemoryUse::heap,
-                      &base::MemoryUse::code, &base::MemoryUse::other}) {
-    m.sum.*member += p.*member;
-  }
+  m.sum += r.peak;
   auto& [count, pss] = m.roles[r.role];
   ++count;
-  pss += p.pss;
+  pss += r.peak.pss;
+}
+
+void MemorySummary::AddSample(int machine, const std::string& ip, const base::MemoryUse& together, int processes) {
+  Machine& m = machines_[machine];
+  m.ip = ip;
+  if (together.pss > m.sampled.pss) {
+    m.sampled = together;
+    m.sampled_processes = processes;
+  }
 }
 
 int64_t MemorySummary::PeakPss(int machine) const {
   auto it = machines_.find(machine);
-  return it == machines_.end() ? 0 : it->second.sum.pss;
+  if (it == machines_.end()) return 0;
+  return it->second.sampled.pss > 0 ? it->second.sampled.pss : it->second.sum.pss;
 }
 
 std::vector<std::string> MemorySummary::Lines() const {
@@ -41,11 +46,20 @@ std::vector<std::string> MemorySummary::Lines() const {
       processes += v.first;
       roles += base::StrCat(roles.empty() ? "" : ", ", v.first, " ", role, v.first == 1 ? "" : "s", ": ", Gb(v.second));
     }
-    const base::MemoryUse& s = m.sum;
-    out.push_back(base::StrCat("machine ", k, " (", m.ip, "): peak PSS ", Gb(s.pss), " GB summed over ", processes,
-                               processes == 1 ? " process (" : " processes (", roles, "); topology ", Gb(s.topology),
-                               ", features ", Gb(s.features), ", shared batches ", Gb(s.shm), ", heap ", Gb(s.heap),
-                               ", code ", Gb(s.code), ", other ", Gb(s.other)));
+    auto holders = [](const base::MemoryUse& s) {
+      return base::StrCat("topology ", Gb(s.topology), ", features ", Gb(s.features), ", shared batches ", Gb(s.shm),
+                          ", heap ", Gb(s.heap), ", code ", Gb(s.code), ", other ", Gb(s.other));
+    };
+    if (m.sampled.pss > 0) {
+      out.push_back(base::StrCat("machine ", k, " (", m.ip, "): peak PSS ", Gb(m.sampled.pss), " GB of ",
+                                 m.sampled_processes, m.sampled_processes == 1 ? " process" : " processes",
+                                 " sampled together (", holders(m.sampled), ")",
+                                 roles.empty() ? "" : base::StrCat("; their own peaks: ", roles, " (sum ", Gb(m.sum.pss), ")")));
+    } else {
+      out.push_back(base::StrCat("machine ", k, " (", m.ip, "): peak PSS ", Gb(m.sum.pss), " GB summed over ", processes,
+                                 processes == 1 ? " process's" : " processes'", " own peaks (", roles, "); ",
+                                 holders(m.sum)));
+    }
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <map>
 #include <utility>
 
 #include "base/strings.h"
@@ -118,6 +119,7 @@ int JobSupervisor::Run() {
     if (stopping_) break;
     CheckHeartbeats();
     if (stopping_) break;
+    SampleMemory();
     if (phase_ == Phase::kWaitingForServers && ReadyServers() == static_cast<int>(plan_.servers.size()) &&
         !plan_.peer_servers.empty()) {
       Say(StrCat("this machine's ", plan_.servers.size(), " server(s) ready; waiting for the other machines' ",
@@ -450,6 +452,22 @@ void JobSupervisor::StopServersOnceTrainersAreGone() {
   servers_wait_for_trainers_ = false;
   for (auto& c : children_) {
     if (c->spec->role == Role::kServer) AskToStop(*c);
+  }
+}
+
+void JobSupervisor::SampleMemory() {
+  if (Clock::now() < next_memory_sample_) return;
+  next_memory_sample_ = Clock::now() + std::chrono::seconds(2);
+  std::map<int, std::pair<std::string, std::vector<int>>> machines;  // machine -> (ip, pids)
+  for (const auto& c : children_) {
+    if (c->spec->remote || c->exited) continue;  // over ssh, its /proc is not ours
+    auto& [ip, pids] = machines[c->spec->machine];
+    ip = c->spec->ip;
+    pids.push_back(c->process.pid());
+  }
+  for (auto& [machine, m] : machines) {
+    const std::vector<int> all = base::WithDescendants(m.second);
+    memory_.AddSample(machine, m.first, base::ReadMemoryUse(all), static_cast<int>(all.size()));
   }
 }
 

@@ -97,6 +97,8 @@ class JobSupervisor {
   void ReadOutput(Child& c, int fd);
   void CheckExits();
   void CheckHeartbeats();
+  // Every 2 s: the memory of each machine's processes that run on this host, together.
+  void SampleMemory();
   void OnExit(Child& c);
   // Servers of `c`'s machine (its partition) other than `c` that have not exited.
   int OtherLiveServers(const Child& c) const;
@@ -132,6 +134,7 @@ class JobSupervisor {
   int exit_code_ = 0;
   std::string failure_;
   MemorySummary memory_;
+  Clock::time_point next_memory_sample_{};
   FailureKind failure_kind_;
 };
 

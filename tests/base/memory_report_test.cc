@@ -4,10 +4,13 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <vector>
@@ -51,6 +54,27 @@ TEST(MemoryReportTest, MappedPartitionFilesCountByWhatTheyHold) {
   EXPECT_LT(ReadMemoryUse()->topology, static_cast<int64_t>(kBytes) / 2);
   std::filesystem::remove_all(root);
   EXPECT_FALSE(ReadMemoryUse(-5).has_value()) << "no such process";
+}
+
+// A child process is found among this one's descendants, and processes' memory adds up.
+TEST(MemoryReportTest, DescendantsAreFoundAndTheirMemoryAddsUp) {
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  ASSERT_GT(child, 0);
+  const std::vector<int> all = WithDescendants({::getpid()});
+  EXPECT_EQ(all.front(), ::getpid());
+  EXPECT_NE(std::find(all.begin(), all.end(), child), all.end());
+  const MemoryUse both = ReadMemoryUse(std::vector<int>{::getpid(), child});
+  const std::optional<MemoryUse> mine = ReadMemoryUse(::getpid());
+  ASSERT_TRUE(mine.has_value());
+  EXPECT_GT(both.pss, 0);
+  EXPECT_GE(both.rss, mine->rss);
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  EXPECT_EQ(ReadMemoryUse(std::vector<int>{child}).pss, 0) << "a process that has gone counts nothing";
 }
 
 TEST(MemoryReportTest, TheLineRoundTripsAndOthersAreNotReadAsOne) {

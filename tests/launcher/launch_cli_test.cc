@@ -349,7 +349,8 @@ TEST_F(LaunchCli, RealTrainingJobFinishesAndReportsAccuracy) {
     EXPECT_THAT(run.output(), HasSubstr(std::string("fanout-launch: ") + machine +
                                         ": peak PSS ")) << machine;
   }
-  EXPECT_THAT(run.output(), HasSubstr("summed over 4 processes (1 sampler: "));
+  EXPECT_THAT(run.output(), HasSubstr("processes sampled together (topology "));
+  EXPECT_THAT(run.output(), HasSubstr("their own peaks: 1 sampler: "));
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 
