@@ -254,6 +254,43 @@ absl::StatusOr<NpyArray> NpyArray::MapWith(const std::string& path, bool copy_on
   return a;
 }
 
+size_t NpyFile::row_bytes() const {
+  size_t b = DTypeSize(dtype);
+  for (size_t i = 1; i < shape.size(); ++i) b *= static_cast<size_t>(shape[i]);
+  return b;
+}
+
+absl::StatusOr<NpyFile> OpenNpyFile(const std::string& path) {
+  size_t len = 0;
+  ASSIGN_OR_RETURN(base::UniqueFd fd, OpenForRead(path, &len));
+  // The header alone: numpy's are a few hundred bytes; ParseHeader reads no further than the
+  // length it states, which must lie within what was read.
+  std::string head(std::min<size_t>(len, 1 << 16), '\0');
+  size_t got = 0;
+  while (got < head.size()) {
+    const ssize_t n = ::pread(fd.get(), head.data() + got, head.size() - got, static_cast<off_t>(got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return ErrnoError("cannot read", path);
+    got += static_cast<size_t>(n);
+  }
+  if (head.size() >= 12) {
+    const bool v1 = static_cast<uint8_t>(head[6]) == 1;
+    size_t header_len = 0;
+    for (int i = 0; i < (v1 ? 2 : 4); ++i) header_len |= size_t{static_cast<uint8_t>(head[8 + i])} << (8 * i);
+    if ((v1 ? 10 : 12) + header_len > head.size() && (v1 ? 10 : 12) + header_len <= len) {
+      return absl::InvalidArgumentError(base::StrCat(path, ": the .npy header is over 64 KiB"));
+    }
+  }
+  ASSIGN_OR_RETURN(NpyHeader h, ParseHeader(path, head.data(), len));
+  NpyFile f;
+  f.fd = std::move(fd);
+  f.path = path;
+  f.dtype = h.dtype;
+  f.shape = std::move(h.shape);
+  f.data_offset = h.data_offset;
+  return f;
+}
+
 NpyArray NpyArray::Owned(DType dtype, std::vector<int64_t> shape) {
   NpyArray a;
   a.dtype_ = dtype;

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/unique_fd.h"
 #include "core/dtype.h"
 
 namespace fanout::core {
@@ -98,6 +99,19 @@ class NpyArray {
   size_t map_len_ = 0;
   std::shared_ptr<void> owned_;  // keeps an owned buffer alive; unique to this array
 };
+
+// An .npy file opened for reading rows with pread rather than mapped (a field larger than the
+// memory a server may hold): its descriptor, element type, shape and where the data starts.
+struct NpyFile {
+  base::UniqueFd fd;
+  std::string path;
+  DType dtype = DType::kUInt8;
+  std::vector<int64_t> shape;
+  size_t data_offset = 0;
+  size_t row_bytes() const;
+};
+// Opens and checks `path` as NpyArray::Map would (header, size), reading only its header.
+absl::StatusOr<NpyFile> OpenNpyFile(const std::string& path);
 
 // Writes an array of known shape in one call. The file is complete when this returns OK.
 absl::Status WriteNpy(const std::string& path, DType dtype, const std::vector<int64_t>& shape,

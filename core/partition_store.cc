@@ -55,7 +55,8 @@ double ValueAt(const NpyArray& a, int64_t i) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<PartitionStore>> PartitionStore::Open(const PartitionConfig& config, int part_id) {
+absl::StatusOr<std::unique_ptr<PartitionStore>> PartitionStore::Open(const PartitionConfig& config, int part_id,
+                                                                     const StoreOptions& options) {
   if (part_id < 0 || part_id >= config.num_parts) {
     return absl::InvalidArgumentError(base::StrCat("partition ", part_id, " does not exist: the graph has ",
                                              config.num_parts, " (0..", config.num_parts - 1, ")"));
@@ -108,17 +109,46 @@ absl::StatusOr<std::unique_ptr<PartitionStore>> PartitionStore::Open(const Parti
         std::tie(field->base, field->end) = s->node_types().Range(t, part_id);
       }
       std::string path = config.PartPath(part_id, node ? PartFiles::NodeData(f.key()) : PartFiles::EdgeData(f.name));
-      // Node fields take pushes: map them copy-on-write (reads still share the page cache).
-      ASSIGN_OR_RETURN(field->data, node ? NpyArray::MapCopyOnWrite(path) : NpyArray::Map(path));
       std::vector<int64_t> shape{field->end - field->base};
       shape.insert(shape.end(), f.row_shape.begin(), f.row_shape.end());
-      RETURN_IF_ERROR(ExpectShape(field->data, f.dtype, shape));
+      if (node && s->row_cache_) {
+        ASSIGN_OR_RETURN(NpyFile file, OpenNpyFile(path));
+        if (file.dtype != f.dtype || file.shape != shape) {
+          return absl::DataLossError(base::StrCat(path, ": expected ", DTypeName(f.dtype), " [", base::StrJoin(shape, ", "),
+                                                  "], found ", DTypeName(file.dtype), " [",
+                                                  base::StrJoin(file.shape, ", "), "]; is the partition complete?"));
+        }
+        field->disk = std::make_unique<DiskRows>(std::move(file), s->row_cache_, static_cast<uint32_t>(out->size()));
+      } else {
+        // Node fields take pushes: map them copy-on-write (reads still share the page cache).
+        ASSIGN_OR_RETURN(field->data, node ? NpyArray::MapCopyOnWrite(path) : NpyArray::Map(path));
+        RETURN_IF_ERROR(ExpectShape(field->data, f.dtype, shape));
+      }
       (*out)[f.key()] = std::move(field);
     }
     return absl::OkStatus();
   };
+  if (options.row_cache_bytes >= 0) {
+    s->row_cache_ = std::make_shared<RowCache>(options.row_cache_bytes, options.row_cache_policy);
+  }
   RETURN_IF_ERROR(load(config.node_fields, true, &s->node_fields_));
   RETURN_IF_ERROR(load(config.edge_fields, false, &s->edge_fields_));
+  return s;
+}
+
+RowCacheStats PartitionStore::row_cache_stats() const {
+  RowCacheStats s;
+  if (!row_cache_) return s;
+  for (const auto& [key, f] : node_fields_) {
+    if (!f->disk) continue;
+    const RowCacheStats one = f->disk->stats();
+    s.hits += one.hits;
+    s.misses += one.misses;
+    s.bytes_read += one.bytes_read;
+    s.reads += one.reads;
+  }
+  s.cached_bytes = row_cache_->charged_bytes();
+  s.cached_rows = row_cache_->rows();
   return s;
 }
 
@@ -268,14 +298,18 @@ absl::Status PartitionStore::CheckFieldRows(const Field& f, std::span<const int6
 }
 
 absl::Status PartitionStore::GatherRows(const Field& f, std::span<const int64_t> ids, std::string* out) const {
-  out->resize(ids.size() * f.data.row_bytes());
-  GatherRowsAt(f, ids, {}, out->data());
-  return absl::OkStatus();
+  out->resize(ids.size() * f.row_bytes());
+  return GatherRowsAt(f, ids, {}, out->data());
 }
 
-void PartitionStore::GatherRowsAt(const Field& f, std::span<const int64_t> ids, std::span<const int64_t> dst_rows,
-                                  char* out) const {
+absl::Status PartitionStore::GatherRowsAt(const Field& f, std::span<const int64_t> ids,
+                                          std::span<const int64_t> dst_rows, char* out) const {
   const int64_t base = f.base;
+  if (f.disk) {
+    std::vector<int64_t> rows(ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) rows[i] = ids[i] - base;
+    return f.disk->Read(rows, dst_rows, out);
+  }
   const size_t rb = f.data.row_bytes();
   absl::ReaderMutexLock lock(&f.mu);
   const char* rows = static_cast<const char*>(f.data.data());
@@ -289,6 +323,7 @@ void PartitionStore::GatherRowsAt(const Field& f, std::span<const int64_t> ids, 
     const size_t to = dst_rows.empty() ? i : static_cast<size_t>(dst_rows[i]);
     std::memcpy(out + to * rb, rows + static_cast<size_t>(ids[i] - base) * rb, rb);
   }
+  return absl::OkStatus();
 }
 
 absl::Status PartitionStore::GatherNodeRows(const std::string& name, std::span<const int64_t> ids,
@@ -305,8 +340,7 @@ absl::Status PartitionStore::GatherNodeRowsAt(const std::string& name, std::span
   ASSIGN_OR_RETURN(Field * f, FindNodeField(name));
   RETURN_IF_ERROR(CheckOwnedNodes(ids));
   RETURN_IF_ERROR(CheckFieldRows(*f, ids));
-  GatherRowsAt(*f, ids, dst_rows, out);
-  return absl::OkStatus();
+  return GatherRowsAt(*f, ids, dst_rows, out);
 }
 
 absl::Status PartitionStore::GatherEdgeRowsAt(const std::string& name, std::span<const int64_t> ids,
@@ -314,8 +348,7 @@ absl::Status PartitionStore::GatherEdgeRowsAt(const std::string& name, std::span
   FANOUT_CHECK(ids.size() == dst_rows.size());
   ASSIGN_OR_RETURN(Field * f, FindField(edge_fields_, "edge", name));
   RETURN_IF_ERROR(CheckOwnedEdges(ids));
-  GatherRowsAt(*f, ids, dst_rows, out);
-  return absl::OkStatus();
+  return GatherRowsAt(*f, ids, dst_rows, out);
 }
 
 absl::Status PartitionStore::GatherEdgeRows(const std::string& name, std::span<const int64_t> ids,
@@ -330,6 +363,10 @@ absl::Status PartitionStore::PushNodeRows(const std::string& name, std::span<con
   ASSIGN_OR_RETURN(Field * f, FindNodeField(name));
   RETURN_IF_ERROR(CheckOwnedNodes(ids));
   RETURN_IF_ERROR(CheckFieldRows(*f, ids));
+  if (f->disk) {
+    return absl::FailedPreconditionError(base::StrCat("node field '", name, "' is read from disk (",
+                                                      f->disk->path(), ", --feature-cache-mb): it takes no pushes"));
+  }
   const size_t rb = f->data.row_bytes();
   if (bytes != ids.size() * rb) {
     return absl::InvalidArgumentError(base::StrCat("field '", name, "' rows are ", rb, " bytes (",

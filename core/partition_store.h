@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "core/disk_rows.h"
 #include "core/npy.h"
 #include "core/partition_book.h"
 #include "core/partition_config.h"
@@ -26,6 +27,16 @@
 namespace fanout::core {
 
 enum class EdgeDir { kIn, kOut };
+
+// How a store holds its node fields.
+struct StoreOptions {
+  // -1: map them (shared with every process mapping the files; pushes copy-on-write). >= 0: read
+  // the node fields of the files with pread, behind one row cache of this many bytes
+  // (core/disk_rows.h), so that the partition's features need not fit in memory; such fields
+  // take no pushes. Fields created at run time stay in memory either way.
+  int64_t row_cache_bytes = -1;
+  CachePolicy row_cache_policy = CachePolicy::kS3Fifo;
+};
 enum class PushOp { kAssign, kAdd };
 
 // Thread-safe: every method may be called concurrently. Pushes to a node field take that
@@ -33,7 +44,12 @@ enum class PushOp { kAssign, kAdd };
 class PartitionStore {
  public:
   // Maps partition `part_id` of `config`. Checks every file's dtype and shape against the config.
-  static absl::StatusOr<std::unique_ptr<PartitionStore>> Open(const PartitionConfig& config, int part_id);
+  static absl::StatusOr<std::unique_ptr<PartitionStore>> Open(const PartitionConfig& config, int part_id,
+                                                              const StoreOptions& options = {});
+
+  // With StoreOptions::row_cache_bytes >= 0: the row cache's figures over every field read from
+  // disk (hits, misses, bytes and reads from disk, bytes and rows held); zeros otherwise.
+  RowCacheStats row_cache_stats() const;
 
   const PartitionConfig& config() const { return config_; }
   int part_id() const { return part_id_; }
@@ -146,7 +162,9 @@ class PartitionStore {
     FieldSchema schema;
     // Row i is node (edge) base + i; a typed node field's rows are its type's range [base, end).
     int64_t base = 0, end = 0;
-    NpyArray data;
+    NpyArray data;                  // mapped or owned rows; empty when read from disk
+    std::unique_ptr<DiskRows> disk;  // StoreOptions::row_cache_bytes >= 0: the file's rows
+    size_t row_bytes() const { return disk ? disk->row_bytes() : data.row_bytes(); }
     // Readers (gathers) share it; PushNodeRows writes rows under it exclusively. It guards the
     // rows' bytes, not `data` the object (its shape and mapping never change), so `data` carries
     // no annotation.
@@ -177,7 +195,8 @@ class PartitionStore {
   absl::Status GatherRows(const Field& f, std::span<const int64_t> ids, std::string* out) const;
   // Row ids[i] - f.base of `f` to out + dst_rows[i] * row bytes (row i when dst_rows is empty),
   // under its reader lock; the IDs are already checked.
-  void GatherRowsAt(const Field& f, std::span<const int64_t> ids, std::span<const int64_t> dst_rows, char* out) const;
+  absl::Status GatherRowsAt(const Field& f, std::span<const int64_t> ids, std::span<const int64_t> dst_rows,
+                            char* out) const;
 
   PartitionConfig config_;
   int part_id_;
@@ -193,6 +212,7 @@ class PartitionStore {
   mutable absl::Status out_status_;
   mutable std::atomic<bool> out_loaded_{false};
   std::map<std::string, std::unique_ptr<Field>> node_fields_, edge_fields_;
+  std::shared_ptr<RowCache> row_cache_;  // null unless node fields are read from disk
   // Node fields created at run time (CreateNodeField). Entries are only ever added, so a Field*
   // found under the lock stays valid after it (map nodes do not move).
   mutable absl::Mutex created_mu_;

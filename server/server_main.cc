@@ -44,6 +44,15 @@ int main(int argc, char** argv) {
                "accept PushNodeData and CreateNodeField (writes to node data); refused otherwise");
   args.AddBytes("max-created-bytes", &o.limits.max_created_bytes,
                 "memory node fields created by clients (a Python script's DistTensor) may take together");
+  int64_t feature_cache_mb = -1;
+  args.AddInt("feature-cache-mb", &feature_cache_mb,
+              "read the partition's node fields from disk (pread) behind a row cache of this many MiB instead of "
+              "mapping them, for features larger than the memory this server may hold; -1 = map them; fields read "
+              "from disk take no pushes",
+              -1);
+  std::string cache_policy = "s3fifo";
+  args.AddChoice("feature-cache-policy", &cache_policy, {"s3fifo", "lru"},
+                 "with --feature-cache-mb: which rows the cache keeps (docs/graph-server.md)");
   base::SecurityOptions security;
   base::AddSecurityFlags(args, &security);
   args.AddDouble("shutdown-grace", &grace_s, "seconds in-flight calls get to finish on shutdown");
@@ -69,7 +78,10 @@ int main(int argc, char** argv) {
 
   auto config = core::LoadPartitionConfig(part_config);
   if (!config.ok()) return args.Fail(config.status());
-  auto store = core::PartitionStore::Open(*config, part_id);
+  core::StoreOptions store_options;
+  store_options.row_cache_bytes = feature_cache_mb < 0 ? -1 : feature_cache_mb << 20;
+  store_options.row_cache_policy = *core::CachePolicyFromName(cache_policy);
+  auto store = core::PartitionStore::Open(*config, part_id, store_options);
   if (!store.ok()) return args.Fail(store.status());
   const int64_t nodes = (*store)->num_inner_nodes(), edges = (*store)->num_inner_edges();
   auto srv = server::GraphServer::Start(std::move(*store), o);
@@ -94,6 +106,15 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "fanout-server: %s: shutting down\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   (*srv)->Shutdown(std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000)));
   (*srv)->Wait();
+  if (feature_cache_mb >= 0) {
+    const core::RowCacheStats c = (*srv)->store().row_cache_stats();
+    std::fprintf(stderr,
+                 "fanout-server: row cache (%s, %lld MiB): hit rate %.3f (%lld hits, %lld misses); %.3f GB read from "
+                 "disk in %lld reads; %.3f GB held in %lld rows\n",
+                 cache_policy.c_str(), static_cast<long long>(feature_cache_mb), c.hit_rate(),
+                 static_cast<long long>(c.hits), static_cast<long long>(c.misses), c.bytes_read / 1e9,
+                 static_cast<long long>(c.reads), c.cached_bytes / 1e9, static_cast<long long>(c.cached_rows));
+  }
   std::fprintf(stderr, "fanout-server: stopped; peak memory %s\n", memory.Peak().ToString().c_str());
   return 0;
 }
