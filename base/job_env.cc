@@ -32,6 +32,7 @@ constexpr Var kVars[] = {
     {"FANOUT_COORDINATOR", &JobEnv::coordinator, nullptr},
     {"FANOUT_SERVERS", &JobEnv::servers, nullptr},
     {"FANOUT_RESTART_COUNT", nullptr, &JobEnv::restart_count},
+    {"FANOUT_FEATURES_FROM_DISK_MB", nullptr, &JobEnv::features_from_disk_mb},
 };
 
 }  // namespace

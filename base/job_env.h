@@ -53,6 +53,10 @@ struct JobEnv {
   // FANOUT_RESTART_COUNT: with fanout-launch --max-restarts, how many times the job has been
   // restarted after a failure (0: the first run). A trainer with checkpoints resumes when > 0.
   int restart_count = -1;
+  // FANOUT_FEATURES_FROM_DISK_MB: with fanout-launch --features-from-disk-mb N, the servers read
+  // node fields from disk behind an N MiB row cache, and so does each process of a trainer that
+  // reads its own machine's partition (its sampler processes).
+  int features_from_disk_mb = -1;
   // Transport security (base/security_options.h's table: FANOUT_TLS_CERT, FANOUT_TLS_KEY,
   // FANOUT_TLS_CA, FANOUT_TLS_SERVER_NAME, FANOUT_AUTH_TOKEN_FILE): the same for every process of
   // the job, servers and trainers alike.

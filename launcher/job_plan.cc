@@ -350,6 +350,10 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
                    "--server-id",  std::to_string(s),
                    "--shutdown-grace", StrCat(server_grace)};
       if (o.allow_push) p.command.push_back("--allow-push");
+      if (o.features_from_disk_mb >= 0) {
+        p.command.push_back("--feature-cache-mb");
+        p.command.push_back(std::to_string(o.features_from_disk_mb));
+      }
       if (o.num_server_threads > 0) {
         p.command.push_back("--num-threads");
         p.command.push_back(std::to_string(o.num_server_threads));
@@ -390,6 +394,7 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
                        .rank = p.global_rank,
                        .world_size = M * T,
                        .restart_count = o.restart_count,
+                       .features_from_disk_mb = o.features_from_disk_mb,
                        .security = o.security};
       p.env = job.ToEnv();
       p.env.insert(p.env.end(), {

@@ -70,6 +70,11 @@ int main(int argc, char** argv) {
   args.AddString("scontrol-command", &o.scontrol_command, "with --slurm: the scontrol that expands the node list");
   args.AddString("server-bin", &o.server_bin,
                  "fanout-server's path on every machine (default: next to fanout-launch, else PATH)");
+  args.AddInt("features-from-disk-mb", &o.features_from_disk_mb,
+              "read node fields (features) from disk instead of mapping them, for features larger than the "
+              "machines' memory: each server (fanout-server --feature-cache-mb) and each sampler process reading "
+              "its machine's partition keeps a row cache of this many MiB; -1 = map them",
+              -1);
   args.AddBool("allow-push", &o.allow_push,
                "servers accept writes of node data (fanout-server --allow-push; a Python script's DistTensor writes)");
   args.AddInt("num-server-threads", &o.num_server_threads,

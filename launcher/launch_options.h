@@ -46,6 +46,10 @@ struct LaunchOptions {
   std::string server_bin;        // "" = fanout-server next to fanout-launch (or in PATH)
   int num_server_threads = 0;    // fanout-server --num-threads; 0 = the server's default
   bool allow_push = false;       // fanout-server --allow-push: clients may write node data
+  // >= 0: servers read node fields from disk behind a row cache of this many MiB
+  // (fanout-server --feature-cache-mb), and trainers read their machine's the same way
+  // (FANOUT_FEATURES_FROM_DISK_MB); -1: both map them.
+  int features_from_disk_mb = -1;
   int num_omp_threads = 0;       // trainers' OMP_NUM_THREADS; 0 = max(1, cores / 2 / trainers)
   int coordinator_port = 0;      // 0 = the first port after the highest server port
   std::vector<std::string> extra_env;  // "NAME=VALUE" for every process, after the launcher's own

@@ -50,6 +50,10 @@ struct DistGraphOptions {
   // use it for fields that do not change during the job (features). "" or 0 bytes: no cache.
   std::string cache_field;
   int64_t cache_max_bytes = 0;
+  // -1: map the local partition's node fields. >= 0: read them from disk behind a row cache of
+  // this many bytes (core::StoreOptions::row_cache_bytes), as servers do with --feature-cache-mb,
+  // so that a machine's features need not fit in its memory.
+  int64_t local_row_cache_bytes = -1;
 };
 
 // Thread-safe: every method may be called concurrently.
@@ -76,6 +80,8 @@ class DistGraph {
   int64_t num_nodes() const { return config_.num_nodes; }
   // True when partition p is read from local files.
   bool is_local(int p) const { return local_ != nullptr && p == options_.machine_id; }
+  // The local partition's store, read from its files; null when every partition is remote.
+  const core::PartitionStore* local_store() const { return local_.get(); }
   // Who answers for partition p (for logs and tests).
   const core::GraphSource& source(int p) const { return *sources_[p]; }
 

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <optional>
 
+#include "absl/cleanup/cleanup.h"
 #include "base/cli.h"
 #include "base/malloc_tuning.h"
 #include "base/memory_report.h"
@@ -100,6 +101,16 @@ int main(int argc, char** argv) {
   if (!config.ok()) return fail(config.status());
   auto graph = sampler::DistGraph::Open(*config, spec->graph);
   if (!graph.ok()) return fail(graph.status());
+  // With the machine's features read from disk (fanout-launch --features-from-disk-mb), what
+  // this process's row cache did, as the servers print theirs.
+  absl::Cleanup report_cache = [&] {
+    const core::PartitionStore* local = (*graph)->local_store();
+    if (local == nullptr || spec->graph.local_row_cache_bytes < 0) return;
+    const core::RowCacheStats c = local->row_cache_stats();
+    std::fprintf(stderr, "fanout-sampler %d: row cache (%lld MiB): hit rate %.3f; %.3f GB read from disk in %lld reads\n",
+                 index, static_cast<long long>(spec->graph.local_row_cache_bytes >> 20), c.hit_rate(),
+                 c.bytes_read / 1e9, static_cast<long long>(c.reads));
+  };
   if (!cached.empty()) spec->sampler.cached_nodes = sampler::IndexNodes(std::move(cached), (*graph)->num_nodes());
   if (absl::Status s = sampler::ValidateSamplerOptions(spec->sampler, **graph); !s.ok()) return fail(s);
   // Node batches over seed nodes, or (spec->is_link) link batches over positive edges.

@@ -33,7 +33,7 @@ namespace {
 // member added to one of these structs fail the build until it is listed here or said to travel
 // otherwise.
 static_assert(base::FieldCount<SamplerSpec>() == 13, "list the new SamplerSpec member in WalkSpec");
-static_assert(base::FieldCount<DistGraphOptions>() == 8, "list the new DistGraphOptions member in WalkSpec");
+static_assert(base::FieldCount<DistGraphOptions>() == 9, "list the new DistGraphOptions member in WalkSpec");
 // (ClientOptions::security, the loaded credentials, is not carried: each process loads them
 // from graph.security.)
 static_assert(base::FieldCount<rpc::ClientOptions>() == 5, "list the new ClientOptions member in WalkSpec");
@@ -116,6 +116,7 @@ absl::Status WalkSpec(S& s, F&& f) {
   RETURN_IF_ERROR(f("graph.connect_timeout_seconds", g.connect_timeout_seconds));
   RETURN_IF_ERROR(f("graph.cache_field", g.cache_field));
   RETURN_IF_ERROR(f("graph.cache_max_bytes", g.cache_max_bytes));
+  RETURN_IF_ERROR(f("graph.local_row_cache_bytes", g.local_row_cache_bytes));
   RETURN_IF_ERROR(WalkSamplerOptions(s.sampler, Prefixed("sampler.", f)));
   RETURN_IF_ERROR(f("first_epoch", s.first_epoch));
   RETURN_IF_ERROR(f("num_epochs", s.num_epochs));

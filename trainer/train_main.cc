@@ -315,6 +315,7 @@ absl::Status ResolveJob(const base::ArgParser& args, const Flags& f, const base:
   ASSIGN_OR_RETURN(o->sampling.relation_fanouts,
                    sampler::ResolveRelationFanouts(config, o->sampling.fanouts, f.relation_fanouts));
   o->graph.machine_id = f.machine_id >= 0 ? f.machine_id : o->dist.rank / o->trainers_per_machine;
+  if (job.features_from_disk_mb >= 0) o->graph.local_row_cache_bytes = int64_t{job.features_from_disk_mb} << 20;
   if (o->device == "cuda") {
     o->device = trainer::LocalRankDevice(job.local_rank >= 0 ? job.local_rank : o->dist.rank % o->trainers_per_machine,
                                          trainer::CudaDeviceCount());

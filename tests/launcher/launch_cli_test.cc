@@ -354,6 +354,30 @@ TEST_F(LaunchCli, RealTrainingJobFinishesAndReportsAccuracy) {
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 
+// Issue 40: --features-from-disk-mb: the servers and the samplers read the features from disk
+// through row caches (1 MiB here, smaller than the features), and the job trains exactly as one
+// that maps them.
+TEST_F(LaunchCli, FeaturesReadFromDiskTrainAsMappedOnes) {
+  auto accuracy = [](const std::string& output) {
+    std::smatch m;
+    return std::regex_search(output, m, std::regex("\\[m0 trainer 0\\] fanout-train: test accuracy [^\n]*")) ? m[0].str()
+                                                                                                       : std::string();
+  };
+  LaunchRun mapped(RealTrainingArgs(Args("ok"), 2), dir_.path());
+  ASSERT_EQ(mapped.Finish(seconds(120)), 0) << mapped.output();
+  std::vector<std::string> args = RealTrainingArgs(Args("ok"), 2);
+  *(std::find(args.begin(), args.end(), "--job-id") + 1) = job_id_ + "-disk";
+  args.insert(std::find(args.begin(), args.end(), "--"), {"--features-from-disk-mb", "1"});
+  LaunchRun disk(args, dir_.path());
+  ASSERT_EQ(disk.Finish(seconds(120)), 0) << disk.output();
+  EXPECT_THAT(disk.output(), HasSubstr("[m0 server 0] fanout-server: row cache (s3fifo, 1 MiB): hit rate"));
+  EXPECT_THAT(disk.output(), HasSubstr("[m1 trainer 0] fanout-sampler 0: row cache (1 MiB): hit rate"));
+  EXPECT_THAT(mapped.output(), Not(HasSubstr("row cache")));
+  ASSERT_FALSE(accuracy(mapped.output()).empty()) << mapped.output();
+  EXPECT_EQ(accuracy(disk.output()), accuracy(mapped.output()));
+  ExpectNothingLeft(job_id_ + "-disk", LearnedPids(disk));
+}
+
 // Issue 30: a partition written by `fanout-partition --distributed` (2 MPI ranks, PT-Scotch on the
 // graph contracted by label propagation) trains through the launcher to the accuracy of the
 // single-machine tool's METIS partition: Cora (../shared/data, written in the plain layout that
