@@ -107,9 +107,11 @@ int main(int argc, char** argv) {
     const core::PartitionStore* local = (*graph)->local_store();
     if (local == nullptr || spec->graph.local_row_cache_bytes < 0) return;
     const core::RowCacheStats c = local->row_cache_stats();
-    std::fprintf(stderr, "fanout-sampler %d: row cache (%lld MiB): hit rate %.3f; %.3f GB read from disk in %lld reads\n",
-                 index, static_cast<long long>(spec->graph.local_row_cache_bytes >> 20), c.hit_rate(),
-                 c.bytes_read / 1e9, static_cast<long long>(c.reads));
+    std::fprintf(stderr,
+                 "fanout-sampler: row cache (%lld MiB): hit rate %.3f; %.3f GB read from disk in %lld reads (sampler "
+                 "process %d)\n",
+                 static_cast<long long>(spec->graph.local_row_cache_bytes >> 20), c.hit_rate(), c.bytes_read / 1e9,
+                 static_cast<long long>(c.reads), index);
   };
   if (!cached.empty()) spec->sampler.cached_nodes = sampler::IndexNodes(std::move(cached), (*graph)->num_nodes());
   if (absl::Status s = sampler::ValidateSamplerOptions(spec->sampler, **graph); !s.ok()) return fail(s);

@@ -371,7 +371,7 @@ TEST_F(LaunchCli, FeaturesReadFromDiskTrainAsMappedOnes) {
   LaunchRun disk(args, dir_.path());
   ASSERT_EQ(disk.Finish(seconds(120)), 0) << disk.output();
   EXPECT_THAT(disk.output(), HasSubstr("[m0 server 0] fanout-server: row cache (s3fifo, 1 MiB): hit rate"));
-  EXPECT_THAT(disk.output(), HasSubstr("[m1 trainer 0] fanout-sampler 0: row cache (1 MiB): hit rate"));
+  EXPECT_THAT(disk.output(), HasSubstr("[m1 trainer 0] fanout-sampler: row cache (1 MiB): hit rate"));
   EXPECT_THAT(mapped.output(), Not(HasSubstr("row cache")));
   ASSERT_FALSE(accuracy(mapped.output()).empty()) << mapped.output();
   EXPECT_EQ(accuracy(disk.output()), accuracy(mapped.output()));
