@@ -168,7 +168,9 @@ MemoryUse MemoryWatch::Peak() {
   return peak_;
 }
 
-MemoryReportAtExit::~MemoryReportAtExit() {
+void MemoryReportAtExit::Report() {
+  if (reported_) return;
+  reported_ = true;
   const std::string line = MemoryLine(role_, watch_.Peak()) + "\n";
   std::fputs(line.c_str(), stderr);
   std::fflush(stderr);

@@ -72,11 +72,15 @@ class MemoryWatch {
 class MemoryReportAtExit {
  public:
   explicit MemoryReportAtExit(std::string role) : role_(std::move(role)) {}
-  ~MemoryReportAtExit();
+  ~MemoryReportAtExit() { Report(); }
   MemoryUse Peak() { return watch_.Peak(); }
+  // Prints the line now (once): before a teardown that may be cut short (a launcher's SIGKILL
+  // after its grace period), so that the line is not lost with it.
+  void Report();
 
  private:
   std::string role_;
+  bool reported_ = false;
   MemoryWatch watch_;
 };
 

@@ -116,5 +116,6 @@ int main(int argc, char** argv) {
                  static_cast<long long>(c.reads), c.cached_bytes / 1e9, static_cast<long long>(c.cached_rows));
   }
   std::fprintf(stderr, "fanout-server: stopped; peak memory %s\n", memory.Peak().ToString().c_str());
+  memory.Report();  // before the mappings and caches are torn down
   return 0;
 }

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Features beyond memory (issue 40, docs/benchmarks.md): the same training job with its features
+# mapped and no limit, then read from disk (fanout-launch --features-from-disk-mb C) with every
+# process of each machine in a memory cgroup of its own, once per cache size C.
+#   bench/disk_features_bench.sh PART_CONFIG LIMIT_MB CACHE_MB [CACHE_MB...]
+# LIMIT_MB is each machine's cgroup limit. Needs root and cgroup v1's memory controller
+# (/sys/fs/cgroup/memory). Extra fanout-train flags in FANOUT_TRAIN_FLAGS.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+[ $# -ge 3 ] || { sed -n 2,7p "$0"; exit 2; }
+BIN=$(cd "${FANOUT_BUILD_DIR:-build}/bin" && pwd)
+CONFIG=$(realpath "$1")
+LIMIT_MB=$2
+shift 2
+CG=/sys/fs/cgroup/memory
+[ -w "$CG" ] || { echo "disk_features_bench: $CG is not writable (root and cgroup v1 needed)" >&2; exit 1; }
+WORK=${TMPDIR:-/tmp}/fanout-disk-features-bench
+mkdir -p "$WORK"
+printf '127.0.0.1 35150\n127.0.0.2 35150\n' > "$WORK/ip_config.txt"
+# Every process of machine K joins cgroup fanout-bench-mK, then becomes the program.
+cat > "$WORK/in-cgroup.sh" <<EOF
+#!/bin/sh
+[ -n "\${FANOUT_BENCH_CGROUP:-}" ] && echo \$\$ > "$CG/fanout-bench-m\${FANOUT_MACHINE_ID}/cgroup.procs"
+exec "\$@"
+EOF
+cat > "$WORK/server.sh" <<EOF
+#!/bin/sh
+exec "$WORK/in-cgroup.sh" "$BIN/fanout-server" "\$@"
+EOF
+chmod +x "$WORK/in-cgroup.sh" "$WORK/server.sh"
+TRAIN=("$BIN/fanout-train" --model sage --fanouts 10,5 --hidden 64 --batch-size 1024 --epochs 2 --eval-every 0
+       --no-test --threads 1 ${FANOUT_TRAIN_FLAGS:-})
+
+run() {  # run NAME [fanout-launch flags...]
+  local name=$1
+  shift
+  echo "== $name"
+  cd "$WORK"
+  "$BIN/fanout-launch" --ip-config ip_config.txt --part-config "$CONFIG" --num-servers 1 --num-trainers 1 \
+    --num-samplers 1 --server-bin "$WORK/server.sh" --log-dir "logs-$name" "$@" -- "$WORK/in-cgroup.sh" "${TRAIN[@]}" 2>&1 |
+    grep -E "trainer 0\] epoch|row cache|fanout-launch: machine|error" || true
+  cd - > /dev/null
+}
+
+run mapped
+for c in "$@"; do
+  for k in 0 1; do
+    rmdir "$CG/fanout-bench-m$k" 2>/dev/null || true
+    mkdir "$CG/fanout-bench-m$k"
+    echo $((LIMIT_MB << 20)) > "$CG/fanout-bench-m$k/memory.limit_in_bytes"
+  done
+  FANOUT_BENCH_CGROUP=1 run "disk-${c}MiB" --features-from-disk-mb "$c"
+  for k in 0 1; do
+    echo "machine $k cgroup: limit ${LIMIT_MB} MiB, peak $(($(cat "$CG/fanout-bench-m$k/memory.max_usage_in_bytes") >> 20)) MiB," \
+      "OOM kills $(grep oom_kill "$CG/fanout-bench-m$k/memory.oom_control" | awk '{print $2}')"
+    rmdir "$CG/fanout-bench-m$k" 2>/dev/null || true
+  done
+done
