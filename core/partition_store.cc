@@ -1,12 +1,12 @@
 #include "core/partition_store.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <mutex>
-
-#include <unistd.h>
-#include <cerrno>
 
 #include "base/check.h"
 #include "base/status.h"
@@ -16,13 +16,19 @@
 namespace fanout::core {
 namespace {
 
-absl::Status ExpectShape(const NpyArray& a, DType dtype, std::vector<int64_t> shape) {
-  if (a.dtype() != dtype || a.shape() != shape) {
-    return absl::DataLossError(base::StrCat(a.path(), ": expected ", DTypeName(dtype), " [",
-                                      base::StrJoin(shape, ", "), "], found ", DTypeName(a.dtype()), " [",
-                                      base::StrJoin(a.shape(), ", "), "]; is the partition complete?"));
+// OK when the file at `path` holds `dtype` and `shape`, as found (`found_dtype`, `found_shape`).
+absl::Status ExpectShape(const std::string& path, DType found_dtype, const std::vector<int64_t>& found_shape,
+                         DType dtype, const std::vector<int64_t>& shape) {
+  if (found_dtype != dtype || found_shape != shape) {
+    return absl::DataLossError(base::StrCat(path, ": expected ", DTypeName(dtype), " [", base::StrJoin(shape, ", "),
+                                            "], found ", DTypeName(found_dtype), " [", base::StrJoin(found_shape, ", "),
+                                            "]; is the partition complete?"));
   }
   return absl::OkStatus();
+}
+
+absl::Status ExpectShape(const NpyArray& a, DType dtype, const std::vector<int64_t>& shape) {
+  return ExpectShape(a.path(), a.dtype(), a.shape(), dtype, shape);
 }
 
 template <typename T>
@@ -113,11 +119,7 @@ absl::StatusOr<std::unique_ptr<PartitionStore>> PartitionStore::Open(const Parti
       shape.insert(shape.end(), f.row_shape.begin(), f.row_shape.end());
       if (node && s->row_cache_) {
         ASSIGN_OR_RETURN(NpyFile file, OpenNpyFile(path));
-        if (file.dtype != f.dtype || file.shape != shape) {
-          return absl::DataLossError(base::StrCat(path, ": expected ", DTypeName(f.dtype), " [", base::StrJoin(shape, ", "),
-                                                  "], found ", DTypeName(file.dtype), " [",
-                                                  base::StrJoin(file.shape, ", "), "]; is the partition complete?"));
-        }
+        RETURN_IF_ERROR(ExpectShape(path, file.dtype, file.shape, f.dtype, shape));
         field->disk = std::make_unique<DiskRows>(std::move(file), s->row_cache_, static_cast<uint32_t>(out->size()));
       } else {
         // Node fields take pushes: map them copy-on-write (reads still share the page cache).
