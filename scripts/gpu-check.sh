@@ -10,6 +10,7 @@
 #   FANOUT_GPU_CHECK_EPOCHS   epochs per run (default 2; the second is the one to read)
 #   FANOUT_GPU_CHECK_THREADS  each trainer's intra-op threads (default 6)
 #   FANOUT_GPU_CHECK_SKIP     "tests" or "bench" to leave one out
+#   FANOUT_GPU_CHECK_RUNS     which bench runs, in order (default "cpu cuda cuda-cache")
 #   FANOUT_GPU_CHECK_TIMEOUT  seconds each step may take (default 600)
 #   FANOUT_TORCH_PYTHON       the python3 whose torch (and its CUDA libraries) to run with
 set -uo pipefail
@@ -62,9 +63,15 @@ if [ "${FANOUT_GPU_CHECK_SKIP:-}" != bench ]; then
   }
   start=$SECONDS
   # The graph: generated and partitioned by the first run (bench/train_bench.sh).
-  run cpu
-  echo "== data + cpu run: $((SECONDS - start)) s" | tee -a "$OUT/bench.log"
-  run cuda --device cuda --dist-backend gloo
-  run cuda-cache --device cuda --dist-backend gloo --gpu-cache-bytes 4G
+  for name in ${FANOUT_GPU_CHECK_RUNS:-cpu cuda cuda-cache}; do
+    case $name in
+      cpu) run cpu ;;
+      cuda) run cuda --device cuda --dist-backend gloo ;;
+      cuda-cache) run cuda-cache --device cuda --dist-backend gloo --gpu-cache-bytes 4G ;;
+      *) echo "gpu-check: unknown run '$name' in FANOUT_GPU_CHECK_RUNS (cpu, cuda, cuda-cache)" >&2; status=1 ;;
+    esac
+    echo "== $name (with the data on the first): $((SECONDS - start)) s" | tee -a "$OUT/bench.log"
+    start=$SECONDS
+  done
 fi
 exit $status
