@@ -11,6 +11,7 @@
 #   FANOUT_GPU_CHECK_THREADS  each trainer's intra-op threads (default 6)
 #   FANOUT_GPU_CHECK_SKIP     "tests" or "bench" to leave one out
 #   FANOUT_GPU_CHECK_RUNS     which bench runs, in order (default "cpu cuda cuda-cache")
+#   FANOUT_GPU_CHECK_SAMPLERS sampler processes per trainer (default 1)
 #   FANOUT_GPU_CHECK_TIMEOUT  seconds each step may take (default 600)
 #   FANOUT_TORCH_PYTHON       the python3 whose torch (and its CUDA libraries) to run with
 set -uo pipefail
@@ -52,7 +53,7 @@ if [ "${FANOUT_GPU_CHECK_SKIP:-}" != bench ]; then
     echo "== train_bench $name: $*" | tee -a "$OUT/bench.log"
     local start=$SECONDS
     FANOUT_BUILD_DIR=$BUNDLE FANOUT_TRAIN_FLAGS="--num-threads $THREADS $*" \
-      timeout "$LIMIT" bash bench/train_bench.sh "" "$EPOCHS" 1 2>&1 | tee -a "$OUT/bench.log"
+      timeout "$LIMIT" bash bench/train_bench.sh "" "$EPOCHS" "${FANOUT_GPU_CHECK_SAMPLERS:-1}" 2>&1 | tee -a "$OUT/bench.log"
     local rc=${PIPESTATUS[0]}
     echo "== $name: exit $rc, $((SECONDS - start)) s" | tee -a "$OUT/bench.log"
     cp "$work/metrics.jsonl" "$OUT/metrics-$name.jsonl" 2>/dev/null
