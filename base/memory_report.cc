@@ -46,7 +46,7 @@ MemoryUse& MemoryUse::operator+=(const MemoryUse& o) {
 std::string MemoryUse::ToString() const {
   char buf[256];
   std::snprintf(buf, sizeof(buf),
-                "PSS %.2f GB (topology %.2f, features %.2f, shared batches %.2f, heap %.2f, code %.2f, other %.2f), "
+                "PSS %.2f GB (topology %.2f, features %.2f, shared memory %.2f, heap %.2f, code %.2f, other %.2f), "
                 "RSS %.2f GB",
                 Gb(pss), Gb(topology), Gb(features), Gb(shm), Gb(heap), Gb(code), Gb(other), Gb(rss));
   return buf;

@@ -23,13 +23,13 @@ struct MemoryUse {
   // PSS by holder:
   int64_t topology = 0;  // mapped partition graph files (part*/graph/)
   int64_t features = 0;  // mapped node and edge fields (part*/node_data, part*/edge_data)
-  int64_t shm = 0;       // shared-memory batches (/dev/shm) between samplers and trainers
+  int64_t shm = 0;       // shared memory (memfd, /dev/shm): batches in flight, the shared halo cache
   int64_t heap = 0;      // anonymous memory: allocations (model, buffers, caches) and stacks
   int64_t code = 0;      // the executable and its libraries
   int64_t other = 0;     // any other mapped file
 
   MemoryUse& operator+=(const MemoryUse& other);
-  // "PSS 1.21 GB (topology 0.39, features 0.10, shared batches 0.02, heap 0.61, code 0.09,
+  // "PSS 1.21 GB (topology 0.39, features 0.10, shared memory 0.02, heap 0.61, code 0.09,
   // other 0.00), RSS 1.52 GB"
   std::string ToString() const;
 };

@@ -47,7 +47,7 @@ std::vector<std::string> MemorySummary::Lines() const {
       roles += base::StrCat(roles.empty() ? "" : ", ", v.first, " ", role, v.first == 1 ? "" : "s", ": ", Gb(v.second));
     }
     auto holders = [](const base::MemoryUse& s) {
-      return base::StrCat("topology ", Gb(s.topology), ", features ", Gb(s.features), ", shared batches ", Gb(s.shm),
+      return base::StrCat("topology ", Gb(s.topology), ", features ", Gb(s.features), ", shared memory ", Gb(s.shm),
                           ", heap ", Gb(s.heap), ", code ", Gb(s.code), ", other ", Gb(s.other));
     };
     if (m.sampled.pss > 0) {

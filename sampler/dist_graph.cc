@@ -252,7 +252,16 @@ absl::Status DistGraph::BuildCache() {
                                                options_.machine_id));
     }
   }
-  auto cache = std::make_shared<RowCache>(field, rb, ids);
+  std::shared_ptr<RowCache> cache;
+  if (options_.shared_cache_fd >= 0) {  // the trainer's, already filled
+    ASSIGN_OR_RETURN(cache, RowCache::MapShared(field, rb, ids, options_.shared_cache_fd));
+    return InstallCache(std::move(cache));
+  }
+  if (options_.cache_in_shared_memory) {
+    ASSIGN_OR_RETURN(cache, RowCache::InSharedMemory(field, rb, ids));
+  } else {
+    cache = std::make_shared<RowCache>(field, rb, ids);
+  }
   // Pulled in chunks, all partitions at once.
   std::vector<std::vector<int64_t>> positions;
   RETURN_IF_ERROR(GroupByPart(cache->ids(), book_, "node", &positions));
@@ -274,7 +283,11 @@ absl::Status DistGraph::BuildCache() {
       sources_[p]->GatherRows(ref, rb, chunk_ids[p], chunk_pos[p], rows, std::move(done));
     }));
   }
-  cache_ = cache;
+  return InstallCache(std::move(cache));
+}
+
+absl::Status DistGraph::InstallCache(std::shared_ptr<const RowCache> cache) {
+  cache_ = std::move(cache);
   for (int p = 0; p < config_.num_parts; ++p) {
     if (!is_local(p)) sources_[p] = std::make_shared<CachingGraphSource>(sources_[p], cache_, cache_counters_);
   }

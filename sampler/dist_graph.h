@@ -54,6 +54,12 @@ struct DistGraphOptions {
   // this many bytes (core::StoreOptions::row_cache_bytes), as servers do with --feature-cache-mb,
   // so that a machine's features need not fit in its memory.
   int64_t local_row_cache_bytes = -1;
+  // The halo cache in shared memory (RowCache::InSharedMemory), for processes that map it: a
+  // trainer's, whose sampler processes then map it instead of each pulling a copy.
+  bool cache_in_shared_memory = false;
+  // A sampler process: its trainer's halo cache to map (a memfd; -1: pull its own). The rows
+  // must be those this process would choose (checked). Passed as fanout-sampler --halo-cache-fd.
+  int shared_cache_fd = -1;
 };
 
 // Thread-safe: every method may be called concurrently.
@@ -109,6 +115,8 @@ class DistGraph {
   // The remote rows cached by Open (null without a cache), and how many remote rows of the
   // cached field later pulls found in it and asked from servers.
   const RowCache* row_cache() const { return cache_.get(); }
+  // The memfd of a halo cache in shared memory (cache_in_shared_memory), or -1.
+  int shared_cache_fd() const { return cache_ != nullptr ? cache_->fd() : -1; }
   int64_t cache_hits() const { return cache_counters_->hits.load(std::memory_order_relaxed); }
   int64_t cache_misses() const { return cache_counters_->misses.load(std::memory_order_relaxed); }
 
@@ -133,6 +141,8 @@ class DistGraph {
   absl::Status GatherRows(const core::FieldRef& field, size_t row_bytes, const core::RangePartitionBook& book,
                           std::span<const int64_t> ids, char* out) const;
   absl::Status BuildCache();
+  // Makes `cache` answer the remote partitions' gathers of its field.
+  absl::Status InstallCache(std::shared_ptr<const RowCache> cache);
   void StartPool();
 
   core::PartitionConfig config_;

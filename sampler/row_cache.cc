@@ -1,17 +1,83 @@
 #include "sampler/row_cache.h"
 
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <numeric>
 #include <utility>
 
+#include "base/strings.h"
+
 namespace fanout::sampler {
 
-RowCache::RowCache(std::string field, size_t row_bytes, std::vector<int64_t> ids)
+using base::StrCat;
+
+RowCache::RowCache(std::string field, size_t row_bytes, const std::vector<int64_t>& ids, bool allocate)
     : field_(std::move(field)), row_bytes_(row_bytes) {
   index_.Reset(ids.size());
   for (int64_t id : ids) index_.Insert(id);
-  rows_.assign(index_.size() * row_bytes_, 0);
+  bytes_ = index_.size() * row_bytes_;
+  if (allocate) {
+    heap_.assign(bytes_, 0);
+    rows_ = heap_.data();
+  }
+}
+
+RowCache::RowCache(std::string field, size_t row_bytes, std::vector<int64_t> ids)
+    : RowCache(std::move(field), row_bytes, ids, /*allocate=*/true) {}
+
+RowCache::~RowCache() {
+  if (map_ != nullptr) ::munmap(map_, map_bytes_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+absl::StatusOr<std::shared_ptr<RowCache>> RowCache::InSharedMemory(std::string field, size_t row_bytes,
+                                                                   std::vector<int64_t> ids) {
+  std::shared_ptr<RowCache> c(new RowCache(std::move(field), row_bytes, ids, /*allocate=*/false));
+  const std::vector<int64_t>& kept = c->index_.ids();  // distinct, in slot order
+  c->map_bytes_ = std::max<size_t>(1, c->bytes_ + kept.size() * sizeof(int64_t));
+  c->fd_ = memfd_create("fanout-halo-cache", MFD_CLOEXEC);
+  if (c->fd_ < 0 || ftruncate(c->fd_, static_cast<off_t>(c->map_bytes_)) != 0) {
+    return absl::ResourceExhaustedError(StrCat("the halo cache's shared memory (", c->map_bytes_, " bytes): ",
+                                               std::strerror(errno)));
+  }
+  c->map_ = ::mmap(nullptr, c->map_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd_, 0);
+  if (c->map_ == MAP_FAILED) {
+    c->map_ = nullptr;
+    return absl::ResourceExhaustedError(StrCat("mapping the halo cache (", c->map_bytes_, " bytes): ", std::strerror(errno)));
+  }
+  c->rows_ = static_cast<char*>(c->map_);
+  std::memcpy(c->rows_ + c->bytes_, kept.data(), kept.size() * sizeof(int64_t));
+  return c;
+}
+
+absl::StatusOr<std::shared_ptr<RowCache>> RowCache::MapShared(std::string field, size_t row_bytes,
+                                                              std::vector<int64_t> ids, int fd) {
+  std::shared_ptr<RowCache> c(new RowCache(std::move(field), row_bytes, ids, /*allocate=*/false));
+  const std::vector<int64_t>& kept = c->index_.ids();
+  const size_t want = std::max<size_t>(1, c->bytes_ + kept.size() * sizeof(int64_t));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != want) {
+    return absl::FailedPreconditionError(StrCat("the trainer's halo cache (fd ", fd, ") holds ", st.st_size,
+                                                " bytes; this process chose ", kept.size(), " rows of ", row_bytes,
+                                                " bytes of '", c->field_, "' (", want, " bytes with their IDs)"));
+  }
+  c->map_ = ::mmap(nullptr, want, PROT_READ, MAP_SHARED, fd, 0);
+  if (c->map_ == MAP_FAILED) {
+    c->map_ = nullptr;
+    return absl::FailedPreconditionError(StrCat("mapping the trainer's halo cache: ", std::strerror(errno)));
+  }
+  c->map_bytes_ = want;
+  c->rows_ = static_cast<char*>(c->map_);
+  if (std::memcmp(c->rows_ + c->bytes_, kept.data(), kept.size() * sizeof(int64_t)) != 0) {
+    return absl::FailedPreconditionError(StrCat("the trainer's halo cache holds other nodes' rows of '", c->field_,
+                                                "' than this process chose (is it the same partition and cache size?)"));
+  }
+  return c;
 }
 
 CachingGraphSource::CachingGraphSource(std::shared_ptr<core::GraphSource> inner, std::shared_ptr<const RowCache> cache,

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "core/graph_source.h"
 #include "sampler/id_map.h"
 
@@ -22,23 +23,45 @@ class RowCache {
   // Room for one row of `row_bytes` per ID (distinct IDs); the rows start zeroed and are filled
   // through mutable_row.
   RowCache(std::string field, size_t row_bytes, std::vector<int64_t> ids);
+  // The same, with the rows in a memfd (fd()) that other processes can map instead of pulling the
+  // rows again: a trainer's sampler processes share their trainer's one copy. The file holds the
+  // rows, then the IDs, so that a process mapping it can check they are the ones it chose.
+  static absl::StatusOr<std::shared_ptr<RowCache>> InSharedMemory(std::string field, size_t row_bytes,
+                                                                  std::vector<int64_t> ids);
+  // Maps, read-only, a filled cache another process made with InSharedMemory (`fd`, borrowed);
+  // FAILED_PRECONDITION unless it holds exactly `ids` with rows of `row_bytes`.
+  static absl::StatusOr<std::shared_ptr<RowCache>> MapShared(std::string field, size_t row_bytes,
+                                                             std::vector<int64_t> ids, int fd);
+  ~RowCache();
+  RowCache(const RowCache&) = delete;
+  RowCache& operator=(const RowCache&) = delete;
+  // The memfd holding the rows (InSharedMemory), or -1.
+  int fd() const { return fd_; }
 
   const std::string& field() const { return field_; }
   size_t row_bytes() const { return row_bytes_; }
   const std::vector<int64_t>& ids() const { return index_.ids(); }
   size_t size() const { return index_.size(); }
-  size_t bytes() const { return rows_.size(); }
+  size_t bytes() const { return bytes_; }
 
   // The slot of `id`, or -1 when it is not cached.
   int64_t Find(int64_t id) const { return index_.Find(id); }
-  const char* row(int64_t slot) const { return rows_.data() + slot * row_bytes_; }
-  char* mutable_row(int64_t slot) { return rows_.data() + slot * row_bytes_; }
+  const char* row(int64_t slot) const { return rows_ + slot * row_bytes_; }
+  // Not for a cache mapped with MapShared (read-only).
+  char* mutable_row(int64_t slot) { return rows_ + slot * row_bytes_; }
 
  private:
+  RowCache(std::string field, size_t row_bytes, const std::vector<int64_t>& ids, bool allocate);
+
   std::string field_;
   size_t row_bytes_;
   IdMap index_;
-  std::vector<char> rows_;
+  std::vector<char> heap_;  // the rows, unless mapped
+  char* rows_ = nullptr;
+  size_t bytes_ = 0;
+  void* map_ = nullptr;  // the mapping of a shared cache (rows then IDs)
+  size_t map_bytes_ = 0;
+  int fd_ = -1;  // owned when InSharedMemory made it
 };
 
 // How many remote rows of the cached field were found in a cache, and how many were asked of

@@ -51,6 +51,8 @@ int main(int argc, char** argv) {
   args.AddInt("index", &index, "this sampler's index among the trainer's samplers");
   args.AddInt("socket-fd", &socket_fd, "the socket to the trainer");
   args.AddInt("seeds-fd", &seeds_fd, "memfd holding the trainer's seeds (int64)");
+  int halo_cache_fd = -1;
+  args.AddInt("halo-cache-fd", &halo_cache_fd, "memfd holding the trainer's halo row cache, mapped instead of pulled", -1);
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
   if (socket_fd < 0 || seeds_fd < 0) {
     return args.Fail(absl::InvalidArgumentError("--socket-fd and --seeds-fd are required (the trainer starts this)"));
@@ -99,7 +101,9 @@ int main(int argc, char** argv) {
   }
   auto config = core::LoadPartitionConfig(spec->part_config_path);
   if (!config.ok()) return fail(config.status());
+  spec->graph.shared_cache_fd = halo_cache_fd;
   auto graph = sampler::DistGraph::Open(*config, spec->graph);
+  if (halo_cache_fd >= 0) ::close(halo_cache_fd);  // mapped (or failed): the descriptor is done
   if (!graph.ok()) return fail(graph.status());
   // With the machine's features read from disk (fanout-launch --features-from-disk-mb), what
   // this process's row cache did, as the servers print theirs.

@@ -33,7 +33,9 @@ namespace {
 // member added to one of these structs fail the build until it is listed here or said to travel
 // otherwise.
 static_assert(base::FieldCount<SamplerSpec>() == 13, "list the new SamplerSpec member in WalkSpec");
-static_assert(base::FieldCount<DistGraphOptions>() == 9, "list the new DistGraphOptions member in WalkSpec");
+// (DistGraphOptions::cache_in_shared_memory is the trainer's own; shared_cache_fd travels as
+// fanout-sampler --halo-cache-fd.)
+static_assert(base::FieldCount<DistGraphOptions>() == 11, "list the new DistGraphOptions member in WalkSpec");
 // (ClientOptions::security, the loaded credentials, is not carried: each process loads them
 // from graph.security.)
 static_assert(base::FieldCount<rpc::ClientOptions>() == 5, "list the new ClientOptions member in WalkSpec");

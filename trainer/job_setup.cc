@@ -64,10 +64,10 @@ absl::Status Job::OpenGraph(const core::PartitionConfig& config) {
   ASSIGN_OR_RETURN(device_, ParseDevice(o_.device));
   uploader_ = std::make_unique<DeviceUploader>(device_);
   RETURN_IF_ERROR(SetIntraOpThreads(o_.intra_op_threads));
-  // The trainer's own graph fetches features only for evaluation or when it samples itself;
-  // otherwise only its sampler processes (which get o_.graph) keep the halo cache.
+  // With sampler processes the trainer pulls the halo cache once, into shared memory, and its
+  // samplers map that one copy (sampler/loader.cc) instead of each pulling its own.
   sampler::DistGraphOptions own = o_.graph;
-  if (o_.loader.num_samplers > 0 && o_.eval_every <= 0 && !o_.test) own.cache_max_bytes = 0;
+  own.cache_in_shared_memory = o_.loader.num_samplers > 0;
   ASSIGN_OR_RETURN(graph_, sampler::DistGraph::Open(config, own));
   return absl::OkStatus();
 }
@@ -200,13 +200,8 @@ void Job::LogSetup(const core::PartitionConfig& config, const ModelOptions& mo, 
   }
   if (const sampler::RowCache* cache = graph_->row_cache()) {
     Log(StrCat("fanout-train: feature cache: ", cache->size(), " halo rows of '", cache->field(), "' (",
-               cache->bytes() >> 20, " MiB) in the trainer", o_.loader.num_samplers > 0 ? " and in each sampler process" : ""));
-  } else if (o_.loader.num_samplers > 0 && o_.graph.cache_max_bytes > 0 && config.num_parts > 1) {
-    Log(StrCat("fanout-train: feature cache: halo rows of '", o_.graph.cache_field,
-               config.typed() ? "' (TYPE/" + o_.graph.cache_field + " of the featured type with the most halo nodes)"
-                              : "'",
-               " in each sampler process (up to ",
-               o_.graph.cache_max_bytes >> 20, " MiB each)"));
+               cache->bytes() >> 20, " MiB) in the trainer",
+               cache->fd() >= 0 ? ", in shared memory that its sampler processes map" : ""));
   }
 }
 

@@ -26,7 +26,7 @@ TEST(MemorySummaryTest, TheLauncherSumsEachMachinesProcesses) {
   const std::vector<std::string> lines = s.Lines();
   ASSERT_EQ(lines.size(), 2u);
   EXPECT_EQ(lines[0], "machine 0 (10.0.0.1): peak PSS 2.00 GB summed over 3 processes' own peaks (2 samplers: 0.50, "
-                      "1 server: 1.50); topology 0.40, features 0.00, shared batches 0.00, heap 0.50, code 0.00, other 0.00");
+                      "1 server: 1.50); topology 0.40, features 0.00, shared memory 0.00, heap 0.50, code 0.00, other 0.00");
   EXPECT_EQ(lines[1].rfind("machine 1 (10.0.0.2): peak PSS 0.25 GB summed over 1 process's own peaks (1 trainer: 0.25)", 0),
             0u)
       << lines[1];
@@ -41,7 +41,7 @@ TEST(MemorySummaryTest, TheLauncherSumsEachMachinesProcesses) {
   s.AddSample(0, "10.0.0.1", t2, 4);
   EXPECT_EQ(s.PeakPss(0), 1'200'000'000);
   EXPECT_EQ(s.Lines()[0], "machine 0 (10.0.0.1): peak PSS 1.20 GB of 4 processes sampled together (topology 0.30, "
-                          "features 0.00, shared batches 0.00, heap 0.00, code 0.00, other 0.00); their own peaks: "
+                          "features 0.00, shared memory 0.00, heap 0.00, code 0.00, other 0.00); their own peaks: "
                           "2 samplers: 0.50, 1 server: 1.50 (sum 2.00)");
 }
 

@@ -1,6 +1,8 @@
 // Distributed sampling against real graph servers on loopback: 1, 2 and 4 partitions, local
 // partition read from files and the others over gRPC; the training split; identical batches
 // whether made by threads or by fanout-sampler processes; clear errors when a server is gone.
+#include <sys/mman.h>
+
 #include <chrono>
 #include <numeric>
 #include <cstring>
@@ -371,6 +373,75 @@ TEST(HaloCacheTest, SameBatchesWithFewerRemoteRowsFromThreadsAndSamplerProcesses
     }
   }
   EXPECT_GT((*c)->cache_hits(), static_cast<int64_t>(ids.size()));  // the thread loader's hits
+}
+
+// Issue 40: a trainer's halo cache in shared memory is mapped by its sampler processes, not
+// pulled by each: a row changed in the shared memory shows in their batches; the batches are
+// otherwise those of a process without a cache; a process that would choose other rows refuses
+// the mapping.
+TEST(HaloCacheTest, SamplerProcessesMapTheTrainersCacheInSharedMemory) {
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(2));
+  const DistGraphOptions plain = job.GraphOptions(0);
+  DistGraphOptions cached = plain;
+  cached.cache_field = "feat";
+  cached.cache_max_bytes = 1 << 30;
+  cached.cache_in_shared_memory = true;
+  auto g = DistGraph::Open(job.config, plain);
+  auto c = DistGraph::Open(job.config, cached);
+  ASSERT_TRUE(g.ok() && c.ok()) << g.status() << c.status();
+  const RowCache* cache = (*c)->row_cache();
+  ASSERT_NE(cache, nullptr);
+  const int fd = (*c)->shared_cache_fd();
+  ASSERT_GE(fd, 0);
+
+  const std::vector<int64_t> seeds = TrainShareOfMachine0(**g);
+  const SamplerOptions so = SmallBatches(7);
+  LoaderOptions lo;
+  lo.num_epochs = 1;
+  lo.sampler_binary = FANOUT_SAMPLER_BIN;
+  lo.part_config_path = job.config_path;
+  auto reference = MakeBatchLoader(g->get(), plain, so, seeds, lo);
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  const std::vector<MiniBatch> want = Drain(**reference);
+  lo.num_samplers = 2;
+  {
+    auto l = MakeBatchLoader(c->get(), cached, so, seeds, lo);
+    ASSERT_TRUE(l.ok()) << l.status();
+    const std::vector<MiniBatch> got = Drain(**l);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) testing::ExpectSameBatch(got[i], want[i]);
+  }
+  // Every cached row set to 1e6 through a second mapping of the memfd: the samplers' input
+  // features of cached nodes read it, so they map the trainer's rows.
+  const size_t rb = cache->row_bytes();
+  char* shared = static_cast<char*>(mmap(nullptr, cache->bytes(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  ASSERT_NE(shared, MAP_FAILED);
+  for (size_t i = 0; i < cache->bytes() / sizeof(float); ++i) reinterpret_cast<float*>(shared)[i] = 1e6f;
+  auto l = MakeBatchLoader(c->get(), cached, so, seeds, lo);
+  ASSERT_TRUE(l.ok()) << l.status();
+  const std::vector<MiniBatch> got = Drain(**l);
+  int64_t marked = 0;
+  for (const MiniBatch& mb : got) {
+    const auto& in = mb.blocks[0].src_nodes;
+    for (size_t r = 0; r < in.size(); ++r) {
+      const float first = *reinterpret_cast<const float*>(static_cast<const char*>(mb.features.data) + r * rb);
+      EXPECT_EQ(first == 1e6f, cache->Find(in[r]) >= 0) << "input node " << in[r];
+      marked += first == 1e6f;
+    }
+  }
+  EXPECT_GT(marked, 0);
+  munmap(shared, cache->bytes());
+
+  std::vector<int64_t> other(cache->ids().begin(), cache->ids().end() - 1);
+  auto refused = RowCache::MapShared("feat", rb, other, fd);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  std::vector<int64_t> same_count(cache->ids().begin(), cache->ids().end());
+  same_count.back() = 0;  // a node of this partition: not in the cache
+  auto wrong = RowCache::MapShared("feat", rb, same_count, fd);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.status().message().find("other nodes' rows"), std::string::npos) << wrong.status();
 }
 
 TEST(HaloCacheTest, BudgetKeepsTheHaloNodesWithTheMostEdgesIntoThePartition) {
