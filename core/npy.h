@@ -122,6 +122,25 @@ absl::Status WriteNpy(const std::string& path, const std::vector<T>& v) {
   return WriteNpy(path, DTypeOf<T>(), {static_cast<int64_t>(v.size())}, v.data());
 }
 
+// A run of IDs or offsets stored as int32 or int64 (a partition's ID widths), read as int64.
+struct IdView {
+  const void* data = nullptr;
+  bool narrow = false;  // int32
+
+  // The elements of `a` from `first` on (a must be int32 or int64; the caller checked).
+  static IdView Of(const NpyArray& a, int64_t first = 0) {
+    IdView v{a.data(), a.dtype() == DType::kInt32};
+    v.data = v.address(first);
+    return v;
+  }
+  int64_t operator[](int64_t i) const {
+    return narrow ? static_cast<const int32_t*>(data)[i] : static_cast<const int64_t*>(data)[i];
+  }
+  // Where element i is stored, for prefetching.
+  const void* address(int64_t i) const { return static_cast<const char*>(data) + i * (narrow ? 4 : 8); }
+  explicit operator bool() const { return data != nullptr; }
+};
+
 // Writes `count` IDs as a 1-D array of `dtype`, int64 or int32 (each ID must fit; checked by
 // the caller, who chose the width), converting in chunks rather than copying the whole array.
 absl::Status WriteIdArray(const std::string& path, DType dtype, const int64_t* ids, int64_t count);

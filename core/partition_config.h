@@ -44,16 +44,16 @@ struct FieldSchema {
 
 // File names inside `part<k>/`, relative to that folder.
 struct PartFiles {
-  // The ID arrays marked * hold node IDs in the config's node_id_dtype and edge IDs in its
-  // edge_id_dtype: int32 where the graph's IDs fit, int64 otherwise.
-  static constexpr const char* kIndptr = "graph/indptr.npy";        // int64 [n_k + 1], in-edge CSC
+  // The ID arrays marked * hold node IDs in the config's node_id_dtype, and those marked + edge
+  // IDs or edge offsets in its edge_id_dtype: int32 where the graph's IDs fit, int64 otherwise.
+  static constexpr const char* kIndptr = "graph/indptr.npy";        // + [R n_k + 1], in-edge CSC
   static constexpr const char* kIndices = "graph/indices.npy";      // * [m_k], global src IDs
   static constexpr const char* kOrigNids = "graph/orig_nids.npy";   // int64 [n_k]
   static constexpr const char* kOrigEids = "graph/orig_eids.npy";   // int64 [m_k]
   static constexpr const char* kHaloNids = "graph/halo_nids.npy";   // int64 [h_k], sorted
-  static constexpr const char* kOutIndptr = "graph/out_indptr.npy";  // int64 [n_k + 1]
+  static constexpr const char* kOutIndptr = "graph/out_indptr.npy";  // + [n_k + 1]
   static constexpr const char* kOutIndices = "graph/out_indices.npy";  // *, global dst IDs
-  static constexpr const char* kOutEids = "graph/out_eids.npy";     // *, global edge IDs
+  static constexpr const char* kOutEids = "graph/out_eids.npy";     // +, global edge IDs
   // `field` is a FieldSchema::key(): a typed field lives in node_data/TYPE/NAME.npy.
   static std::string NodeData(const std::string& field) { return "node_data/" + field + ".npy"; }
   static std::string EdgeData(const std::string& field) { return "edge_data/" + field + ".npy"; }
@@ -71,8 +71,8 @@ struct PartitionConfig {
   std::vector<int64_t> edge_bounds;  // K+1 offsets of the edge ranges
   std::vector<FieldSchema> node_fields;
   std::vector<FieldSchema> edge_fields;
-  // The width of the stored node IDs (indices, out_indices) and edge IDs (out_eids): int32 or
-  // int64. Version 1 configs have neither key: int64.
+  // The width of the stored node IDs (indices, out_indices) and of the edge IDs and offsets
+  // (out_eids, indptr, out_indptr): int32 or int64. Version 1 configs have neither key: int64.
   DType node_id_dtype = DType::kInt64;
   DType edge_id_dtype = DType::kInt64;
   int64_t num_classes = 0;  // 0 when the dataset has no labels

@@ -79,7 +79,9 @@ absl::StatusOr<std::unique_ptr<PartitionStore>> PartitionStore::Open(const Parti
   ASSIGN_OR_RETURN(s->indices_, map(PartFiles::kIndices));
   // One run of n + 1 offsets per relation, sharing their ends (docs/architecture.md, "Typed graphs").
   const int64_t r = s->num_edge_types();
-  RETURN_IF_ERROR(ExpectShape(s->indptr_, DType::kInt64, {r * n + 1}));
+  // Offsets are edge positions: the config's edge ID width.
+  RETURN_IF_ERROR(ExpectShape(s->indptr_, config.edge_id_dtype, {r * n + 1}));
+  const IdView ip = IdView::Of(s->indptr_);
   RETURN_IF_ERROR(ExpectShape(s->indices_, config.node_id_dtype, {m}));
   // The out-edge index is mapped when first needed (LoadOutEdges); that its files are there is
   // checked now, so that a partition with a file missing fails when it opens.
@@ -91,7 +93,7 @@ absl::StatusOr<std::unique_ptr<PartitionStore>> PartitionStore::Open(const Parti
   }
   for (int t = 0; t < r; ++t) {
     // Relation t's in-edges are where the edge map puts them.
-    const int64_t at = s->indptr_.data_as<int64_t>()[t * n], end = s->indptr_.data_as<int64_t>()[(t + 1) * n];
+    const int64_t at = ip[t * n], end = ip[(t + 1) * n];
     const auto [b, e] = s->edge_type_range(t);
     if (at != b - s->edge_start() || end != e - s->edge_start()) {
       return absl::DataLossError(base::StrCat(s->indptr_.path(), ": relation ", s->edge_types().name(t), " spans [", at,
@@ -99,8 +101,8 @@ absl::StatusOr<std::unique_ptr<PartitionStore>> PartitionStore::Open(const Parti
                                         e - s->edge_start(), ")"));
     }
   }
-  if (s->indptr_.data_as<int64_t>()[r * n] != m) {
-    return absl::DataLossError(base::StrCat(s->indptr_.path(), ": ends at ", s->indptr_.data_as<int64_t>()[r * n],
+  if (ip[r * n] != m) {
+    return absl::DataLossError(base::StrCat(s->indptr_.path(), ": ends at ", ip[r * n],
                                       ", the edge map says ", m, " edges"));
   }
   auto load = [&](const std::vector<FieldSchema>& schemas, bool node,
@@ -396,7 +398,7 @@ absl::Status PartitionStore::PushNodeRows(const std::string& name, std::span<con
 absl::Status PartitionStore::Degrees(std::span<const int64_t> ids, EdgeDir dir, int64_t* out) const {
   RETURN_IF_ERROR(CheckOwnedNodes(ids));
   if (dir == EdgeDir::kOut) RETURN_IF_ERROR(LoadOutEdges());
-  const int64_t* p = (dir == EdgeDir::kIn ? indptr_ : out_.indptr).data_as<int64_t>();
+  const IdView p = IdView::Of(dir == EdgeDir::kIn ? indptr_ : out_.indptr);
   const int runs = dir == EdgeDir::kIn ? num_edge_types() : 1;
   const int64_t n = num_inner_nodes();
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -409,17 +411,24 @@ absl::Status PartitionStore::Degrees(std::span<const int64_t> ids, EdgeDir dir, 
 
 absl::Status PartitionStore::FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) const {
   RETURN_IF_ERROR(CheckOwnedEdges(eids));
-  const int64_t* p = indptr_.data_as<int64_t>();
-  const bool narrow = indices_.dtype() == DType::kInt32;
-  const void* idx = indices_.data();
+  const IdView p = IdView::Of(indptr_), idx = IdView::Of(indices_);
   const int64_t n = num_inner_nodes();
   // Rows are (relation, node), one run of n per relation.
   const int64_t rows = num_edge_types() * n;
   for (size_t i = 0; i < eids.size(); ++i) {
     int64_t pos = eids[i] - edge_start();
-    src[i] = narrow ? static_cast<const int32_t*>(idx)[pos] : static_cast<const int64_t*>(idx)[pos];
+    src[i] = idx[pos];
     // The row whose range holds pos: the last indptr entry <= pos (rows may be empty).
-    int64_t row = std::upper_bound(p, p + rows + 1, pos) - p - 1;
+    int64_t lo = 0, hi = rows + 1;  // the first entry > pos is in [lo, hi)
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (p[mid] <= pos) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    const int64_t row = lo - 1;
     dst[i] = node_start() + row % n;
   }
   return absl::OkStatus();
@@ -430,19 +439,18 @@ PartitionStore::Adjacency PartitionStore::Neighbors(int64_t gid, EdgeDir dir, in
   const int64_t l = IndexRow(gid, etype);
   Adjacency a;
   if (dir == EdgeDir::kIn) {
-    const int64_t* p = indptr_.data_as<int64_t>();
-    a.narrow_nbrs = indices_.dtype() == DType::kInt32;
-    a.nbrs = static_cast<const char*>(indices_.data()) + p[l] * (a.narrow_nbrs ? 4 : 8);
-    a.first_eid = edge_start() + p[l];
-    a.degree = p[l + 1] - p[l];
+    const IdView p = IdView::Of(indptr_);
+    const int64_t at = p[l];
+    a.nbrs = IdView::Of(indices_, at);
+    a.first_eid = edge_start() + at;
+    a.degree = p[l + 1] - at;
   } else {
     FANOUT_DCHECK(out_edges_loaded());
-    const int64_t* p = out_.indptr.data_as<int64_t>();
-    a.narrow_nbrs = out_.indices.dtype() == DType::kInt32;
-    a.narrow_eids = out_.eids.dtype() == DType::kInt32;
-    a.nbrs = static_cast<const char*>(out_.indices.data()) + p[l] * (a.narrow_nbrs ? 4 : 8);
-    a.eids = static_cast<const char*>(out_.eids.data()) + p[l] * (a.narrow_eids ? 4 : 8);
-    a.degree = p[l + 1] - p[l];
+    const IdView p = IdView::Of(out_.indptr);
+    const int64_t at = p[l];
+    a.nbrs = IdView::Of(out_.indices, at);
+    a.eids = IdView::Of(out_.eids, at);
+    a.degree = p[l + 1] - at;
   }
   return a;
 }
@@ -456,8 +464,8 @@ absl::Status PartitionStore::LoadOutEdges() const {
       ASSIGN_OR_RETURN(o.indices, map(PartFiles::kOutIndices));
       ASSIGN_OR_RETURN(o.eids, map(PartFiles::kOutEids));
       const int64_t n = num_inner_nodes();
-      RETURN_IF_ERROR(ExpectShape(o.indptr, DType::kInt64, {n + 1}));
-      const int64_t out_m = o.indptr.data_as<int64_t>()[n];
+      RETURN_IF_ERROR(ExpectShape(o.indptr, config_.edge_id_dtype, {n + 1}));
+      const int64_t out_m = IdView::Of(o.indptr)[n];
       RETURN_IF_ERROR(ExpectShape(o.indices, config_.node_id_dtype, {out_m}));
       RETURN_IF_ERROR(ExpectShape(o.eids, config_.edge_id_dtype, {out_m}));
       out_ = std::move(o);

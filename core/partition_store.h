@@ -114,37 +114,24 @@ class PartitionStore {
   absl::Status FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) const;
 
   // The neighbours of owned node `gid` (precondition: owned) along `dir`: global neighbour IDs
-  // and global edge IDs, `degree` of each, stored as int32 or int64 (the config's ID widths; read
-  // them through nbr(i) and eid(i)). For in-edges the edge IDs are consecutive from `first_eid`
+  // and global edge IDs, `degree` of each, stored as int32 or int64 (the config's ID widths),
+  // read as int64 through nbr(i) and eid(i). For in-edges the edge IDs are consecutive from `first_eid`
   // and `eids` is null. `etype` picks the in-edges of one relation; without it (-1) the graph
   // must have one relation (precondition), and out-edges take -1 only. Out-edges need
   // LoadOutEdges() to have succeeded first (precondition).
   struct Adjacency {
-    const void* nbrs = nullptr;
-    const void* eids = nullptr;
-    bool narrow_nbrs = false, narrow_eids = false;  // int32 rather than int64
+    IdView nbrs;
+    IdView eids;  // empty for in-edges
     int64_t first_eid = 0;
     int64_t degree = 0;
-    int64_t nbr(int64_t i) const {
-      return narrow_nbrs ? static_cast<const int32_t*>(nbrs)[i] : static_cast<const int64_t*>(nbrs)[i];
-    }
-    int64_t eid(int64_t i) const {
-      if (eids == nullptr) return first_eid + i;
-      return narrow_eids ? static_cast<const int32_t*>(eids)[i] : static_cast<const int64_t*>(eids)[i];
-    }
-    // Where entry i is stored, for prefetching.
-    const void* nbr_address(int64_t i) const {
-      return static_cast<const char*>(nbrs) + i * (narrow_nbrs ? 4 : 8);
-    }
-    const void* eid_address(int64_t i) const {
-      return static_cast<const char*>(eids) + i * (narrow_eids ? 4 : 8);
-    }
+    int64_t nbr(int64_t i) const { return nbrs[i]; }
+    int64_t eid(int64_t i) const { return eids ? eids[i] : first_eid + i; }
   };
   Adjacency Neighbors(int64_t gid, EdgeDir dir, int etype = -1) const;
   // Starts loading the index-pointer entries Neighbors(gid, dir) will read, so that a loop over
   // many nodes overlaps their cache misses. Precondition: owned (and out-edges loaded for kOut).
   void PrefetchNeighbors(int64_t gid, EdgeDir dir, int etype = -1) const {
-    __builtin_prefetch((dir == EdgeDir::kIn ? indptr_ : out_.indptr).data_as<int64_t>() + IndexRow(gid, etype));
+    __builtin_prefetch(IdView::Of(dir == EdgeDir::kIn ? indptr_ : out_.indptr).address(IndexRow(gid, etype)));
   }
   // The out-edge index (out_indptr, out_indices, out_eids) is mapped the first time a call needs
   // it (out-degrees, out-neighbour sampling), so a job that samples in-edges only never maps it.

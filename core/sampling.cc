@@ -189,7 +189,7 @@ absl::Status SampleRelation(const PartitionStore& store, std::span<const int64_t
       // Everything (DGL takes every neighbour here, weighted or not); the hardware prefetcher
       // follows a sequential read once it has started.
       for (int64_t j = 0; j < d; ++j) pick.push_back(j);
-      for (int64_t j = 0; j < std::min<int64_t>(d, 32); j += 8) __builtin_prefetch(p.a.nbr_address(j));
+      for (int64_t j = 0; j < std::min<int64_t>(d, 32); j += 8) __builtin_prefetch(p.a.nbrs.address(j));
       return;
     }
     if (d == 0 || fanout == 0) return;
@@ -206,13 +206,13 @@ absl::Status SampleRelation(const PartitionStore& store, std::span<const int64_t
     }
     // 8 (int64) or 16 (int32) entries per 64-byte line; picks are ascending except with
     // replacement. Out-edges also read their stored edge IDs.
-    const int shift = p.a.narrow_nbrs && (p.a.eids == nullptr || p.a.narrow_eids) ? 4 : 3;
+    const int shift = p.a.nbrs.narrow && (!p.a.eids || p.a.eids.narrow) ? 4 : 3;
     int64_t last_line = -1;
     for (int64_t j : pick) {
       if ((j >> shift) == last_line) continue;
       last_line = j >> shift;
-      __builtin_prefetch(p.a.nbr_address(j));
-      if (p.a.eids != nullptr) __builtin_prefetch(p.a.eid_address(j));
+      __builtin_prefetch(p.a.nbrs.address(j));
+      if (p.a.eids) __builtin_prefetch(p.a.eids.address(j));
     }
   };
   for (size_t i = 0; i < std::min(n, kFar); ++i) store.PrefetchNeighbors(seeds[i], o.dir, etype);

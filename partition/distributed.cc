@@ -363,7 +363,8 @@ absl::Status Job::WriteInEdges() {
   for (OwnedPart& op : owned_) {
     const int64_t nb = book_->start(op.k), ne = book_->end(op.k), m = op.end - op.begin;
     const StoredEdge* e = stored_.data() + op.begin;
-    RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kIndptr), op.indptr));
+    RETURN_IF_ERROR(core::WriteIdArray(PartPath(op.k, PartFiles::kIndptr), cfg_.edge_id_dtype, op.indptr.data(),
+                                       static_cast<int64_t>(op.indptr.size())));
     op.indptr = {};
     RETURN_IF_ERROR(WriteMember(PartPath(op.k, PartFiles::kIndices), e, m, &StoredEdge::src, cfg_.node_id_dtype));
     if (!in_.typed()) {
@@ -430,7 +431,8 @@ absl::Status Job::ShuffleOutEdges() {
     std::vector<int64_t> ptr(n + 1, 0);
     for (int64_t i = b; i < e; ++i) ++ptr[got_all[i].src - start + 1];
     for (int64_t v = 0; v < n; ++v) ptr[v + 1] += ptr[v];
-    RETURN_IF_ERROR(core::WriteNpy(PartPath(op.k, PartFiles::kOutIndptr), ptr));
+    RETURN_IF_ERROR(core::WriteIdArray(PartPath(op.k, PartFiles::kOutIndptr), cfg_.edge_id_dtype, ptr.data(),
+                                       static_cast<int64_t>(ptr.size())));
     RETURN_IF_ERROR(WriteMember(PartPath(op.k, PartFiles::kOutIndices), got_all.data() + b, e - b, &OutEdge::dst, cfg_.node_id_dtype));
     RETURN_IF_ERROR(WriteMember(PartPath(op.k, PartFiles::kOutEids), got_all.data() + b, e - b, &OutEdge::eid, cfg_.edge_id_dtype));
   }

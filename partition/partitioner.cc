@@ -147,7 +147,7 @@ absl::Status WriteGraphFiles(const Relabelled& r, int k, PartStats* st) {
   // In-edge index: R * n_k + 1 offsets, edge type r's run of n_k rows after another (R = 1: today's).
   std::vector<int64_t> indptr(R * nk + 1);
   for (int64_t i = 0; i <= R * nk; ++i) indptr[i] = csc.indptr[R * nb + i] - eb;
-  RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kIndptr), indptr));
+  RETURN_IF_ERROR(core::WriteIdArray(P(PartFiles::kIndptr), r.cfg->edge_id_dtype, indptr.data(), R * nk + 1));
   RETURN_IF_ERROR(core::WriteIdArray(P(PartFiles::kIndices), r.cfg->node_id_dtype, csc.indices.data() + eb, mk));
   if (!d.typed()) {
     RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOrigEids), DType::kInt64, {mk}, r.origin->data() + eb));
@@ -208,7 +208,7 @@ absl::Status WriteGraphFiles(const Relabelled& r, int k, PartStats* st) {
         }
       }
     }
-    RETURN_IF_ERROR(core::WriteNpy(P(PartFiles::kOutIndptr), out_ptr));
+    RETURN_IF_ERROR(core::WriteIdArray(P(PartFiles::kOutIndptr), r.cfg->edge_id_dtype, out_ptr.data(), nk + 1));
     RETURN_IF_ERROR(core::WriteIdArray(P(PartFiles::kOutIndices), r.cfg->node_id_dtype, out_dst.data(), out_ptr[nk]));
     RETURN_IF_ERROR(core::WriteIdArray(P(PartFiles::kOutEids), r.cfg->edge_id_dtype, out_eid.data(), out_ptr[nk]));
   }

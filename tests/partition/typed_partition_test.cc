@@ -93,7 +93,7 @@ void ExpectValidTypedPartition(const Dataset& d, const PartitionOptions& o, cons
   ASSERT_EQ(cfg->num_edges, static_cast<int64_t>(expected.size()));
   std::vector<std::vector<std::pair<int64_t, int64_t>>> out_of(d.num_nodes);
   for (int k = 0; k < K; ++k) {
-    NpyArray indptr = Map(cfg->PartPath(k, core::PartFiles::kIndptr));
+    NpyArray indptr = testing::MapIdsAsInt64(cfg->PartPath(k, core::PartFiles::kIndptr), cfg->edge_id_dtype);
     NpyArray indices = testing::MapIdsAsInt64(cfg->PartPath(k, core::PartFiles::kIndices), cfg->node_id_dtype);
     NpyArray oeids = Map(cfg->PartPath(k, core::PartFiles::kOrigEids));
     const int64_t nk = book->size(k), eb = ebook->start(k);
@@ -126,7 +126,7 @@ void ExpectValidTypedPartition(const Dataset& d, const PartitionOptions& o, cons
 
   // Out-edge index: the stored edges whose source is an inner node, by edge ID.
   for (int k = 0; k < K; ++k) {
-    NpyArray op = Map(cfg->PartPath(k, core::PartFiles::kOutIndptr));
+    NpyArray op = testing::MapIdsAsInt64(cfg->PartPath(k, core::PartFiles::kOutIndptr), cfg->edge_id_dtype);
     NpyArray od = testing::MapIdsAsInt64(cfg->PartPath(k, core::PartFiles::kOutIndices), cfg->node_id_dtype);
     NpyArray oe = testing::MapIdsAsInt64(cfg->PartPath(k, core::PartFiles::kOutEids), cfg->edge_id_dtype);
     for (int64_t i = 0; i < book->size(k); ++i) {

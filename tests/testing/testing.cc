@@ -225,9 +225,10 @@ void ExpectValidPartition(const Dataset& d, const partition::PartitionOptions& o
   for (int k = 0; k < K; ++k) {
     auto P = [&](const char* f) { return MustMap(cfg.PartPath(k, f)); };
     auto Nodes = [&](const char* f) { return MapIdsAsInt64(cfg.PartPath(k, f), cfg.node_id_dtype); };
-    parts[k] = {P(PartFiles::kIndptr),    Nodes(PartFiles::kIndices), P(PartFiles::kOrigNids),
-                P(PartFiles::kOrigEids),  P(PartFiles::kHaloNids),    P(PartFiles::kOutIndptr),
-                Nodes(PartFiles::kOutIndices), MapIdsAsInt64(cfg.PartPath(k, PartFiles::kOutEids), cfg.edge_id_dtype)};
+    auto Edges = [&](const char* f) { return MapIdsAsInt64(cfg.PartPath(k, f), cfg.edge_id_dtype); };
+    parts[k] = {Edges(PartFiles::kIndptr),    Nodes(PartFiles::kIndices), P(PartFiles::kOrigNids),
+                P(PartFiles::kOrigEids),      P(PartFiles::kHaloNids),    Edges(PartFiles::kOutIndptr),
+                Nodes(PartFiles::kOutIndices), Edges(PartFiles::kOutEids)};
   }
 
   // Every node owned exactly once; new IDs of a partition are its contiguous range.
