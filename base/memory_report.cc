@@ -32,14 +32,17 @@ int64_t MemoryUse::*Holder(std::string_view path, std::string_view exe) {
 
 double Gb(int64_t bytes) { return static_cast<double>(bytes) / 1e9; }
 
-constexpr int64_t MemoryUse::*kMembers[] = {&MemoryUse::rss,      &MemoryUse::pss, &MemoryUse::topology,
-                                             &MemoryUse::features, &MemoryUse::shm, &MemoryUse::heap,
-                                             &MemoryUse::code,     &MemoryUse::other};
+// Every MemoryUse member, by its key in MemoryLine (in the line's order, after the role).
+constexpr std::pair<const char*, int64_t MemoryUse::*> kFields[] = {
+    {"peak_pss", &MemoryUse::pss}, {"peak_rss", &MemoryUse::rss}, {"topology", &MemoryUse::topology},
+    {"features", &MemoryUse::features}, {"shm", &MemoryUse::shm}, {"heap", &MemoryUse::heap},
+    {"code", &MemoryUse::code}, {"other", &MemoryUse::other}};
+constexpr std::string_view kTag = "fanout-memory: role=";
 
 }  // namespace
 
 MemoryUse& MemoryUse::operator+=(const MemoryUse& o) {
-  for (auto member : kMembers) this->*member += o.*member;
+  for (const auto& [key, member] : kFields) this->*member += o.*member;
   return *this;
 }
 
@@ -92,7 +95,7 @@ std::optional<MemoryUse> ReadMemoryUse(int pid) {
   return u;
 }
 
-std::vector<int> WithDescendants(const std::vector<int>& roots) {
+std::vector<std::vector<int>> WithDescendants(const std::vector<std::vector<int>>& groups) {
   // (pid, parent) of every process now.
   std::vector<std::pair<int, int>> parent;
   if (DIR* d = ::opendir("/proc")) {
@@ -113,10 +116,12 @@ std::vector<int> WithDescendants(const std::vector<int>& roots) {
     }
     ::closedir(d);
   }
-  std::vector<int> out(roots);
-  for (size_t i = 0; i < out.size(); ++i) {  // breadth first; `out` grows as children are found
-    for (const auto& [pid, ppid] : parent) {
-      if (ppid == out[i] && std::find(out.begin(), out.end(), pid) == out.end()) out.push_back(pid);
+  std::vector<std::vector<int>> out(groups);
+  for (std::vector<int>& g : out) {
+    for (size_t i = 0; i < g.size(); ++i) {  // breadth first; `g` grows as children are found
+      for (const auto& [pid, ppid] : parent) {
+        if (ppid == g[i] && std::find(g.begin(), g.end(), pid) == g.end()) g.push_back(pid);
+      }
     }
   }
   return out;
@@ -175,15 +180,6 @@ void MemoryReportAtExit::Report() {
   std::fputs(line.c_str(), stderr);
   std::fflush(stderr);
 }
-
-namespace {
-// MemoryLine's fields in order, after role.
-constexpr std::pair<const char*, int64_t MemoryUse::*> kFields[] = {
-    {"peak_pss", &MemoryUse::pss}, {"peak_rss", &MemoryUse::rss}, {"topology", &MemoryUse::topology},
-    {"features", &MemoryUse::features}, {"shm", &MemoryUse::shm}, {"heap", &MemoryUse::heap},
-    {"code", &MemoryUse::code}, {"other", &MemoryUse::other}};
-constexpr std::string_view kTag = "fanout-memory: role=";
-}  // namespace
 
 std::string MemoryLine(std::string_view role, const MemoryUse& peak) {
   std::string s(kTag);

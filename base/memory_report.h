@@ -38,8 +38,9 @@ struct MemoryUse {
 // system, or the process has gone).
 std::optional<MemoryUse> ReadMemoryUse(int pid = 0);
 
-// `roots` and every process descending from them (found through /proc/*/stat), each once.
-std::vector<int> WithDescendants(const std::vector<int>& roots);
+// Each group of root processes with every process descending from them (found through one scan
+// of /proc/*/stat), each once per group.
+std::vector<std::vector<int>> WithDescendants(const std::vector<std::vector<int>>& groups);
 
 // The memory of processes `pids` together: the sum of each one's (those that have gone count
 // nothing). PSS adds up across processes; RSS counts shared pages once per process.

@@ -465,9 +465,13 @@ void JobSupervisor::SampleMemory() {
     ip = c->spec->ip;
     pids.push_back(c->process.pid());
   }
-  for (auto& [machine, m] : machines) {
-    const std::vector<int> all = base::WithDescendants(m.second);
-    memory_.AddSample(machine, m.first, base::ReadMemoryUse(all), static_cast<int>(all.size()));
+  std::vector<std::vector<int>> roots;
+  for (const auto& [machine, m] : machines) roots.push_back(m.second);
+  const std::vector<std::vector<int>> all = base::WithDescendants(roots);  // one scan of /proc
+  size_t i = 0;
+  for (const auto& [machine, m] : machines) {
+    memory_.AddSample(machine, m.first, base::ReadMemoryUse(all[i]), static_cast<int>(all[i].size()));
+    ++i;
   }
 }
 

@@ -64,7 +64,7 @@ TEST(MemoryReportTest, DescendantsAreFoundAndTheirMemoryAddsUp) {
     ::_exit(0);
   }
   ASSERT_GT(child, 0);
-  const std::vector<int> all = WithDescendants({::getpid()});
+  const std::vector<int> all = WithDescendants({{::getpid()}}).at(0);
   EXPECT_EQ(all.front(), ::getpid());
   EXPECT_NE(std::find(all.begin(), all.end(), child), all.end());
   const MemoryUse both = ReadMemoryUse(std::vector<int>{::getpid(), child});
