@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -26,14 +27,68 @@ int IndexIn(const std::vector<int64_t>& offsets, int64_t x) {
 }
 }  // namespace
 
-int Dataset::NodeTypeOf(int64_t v) const { return IndexIn(node_type_offsets, v); }
-int Dataset::EdgeTypeOf(int64_t row) const { return IndexIn(edge_type_offsets, row); }
+int GraphTypes::NodeTypeOf(int64_t v) const { return IndexIn(node_type_offsets, v); }
+int GraphTypes::EdgeTypeOf(int64_t row) const { return IndexIn(edge_type_offsets, row); }
 
-int Dataset::NodeTypeIndex(const std::string& name) const {
+int GraphTypes::NodeTypeIndex(const std::string& name) const {
   for (size_t t = 0; t < node_types.size(); ++t) {
     if (node_types[t] == name) return static_cast<int>(t);
   }
   return -1;
+}
+
+absl::Status AddNodeType(GraphTypes* g, const std::string& name, int64_t count, const std::string& source) {
+  if (!core::IsTypeName(name)) {
+    return absl::InvalidArgumentError(
+        StrCat(source, ": '", name, "' is not a type name (letters, digits, '_', '-', '.')"));
+  }
+  if (g->NodeTypeIndex(name) >= 0) {
+    return absl::InvalidArgumentError(StrCat(source, ": node type '", name, "' is listed twice"));
+  }
+  if (count < 0) return absl::InvalidArgumentError(StrCat(source, ": node type '", name, "' has a negative count"));
+  if (g->node_type_offsets.empty()) g->node_type_offsets.push_back(0);
+  g->node_types.push_back(name);
+  g->node_type_offsets.push_back(g->node_type_offsets.back() + count);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<core::CanonicalEdgeType> CheckRelation(const GraphTypes& g, const std::vector<std::string>& triplet,
+                                                      const std::string& source) {
+  if (triplet.size() != 3) return absl::InvalidArgumentError(StrCat(source, ": expected src_type,relation,dst_type"));
+  const std::string name = base::StrJoin(triplet, ",");
+  for (const std::string* end : {&triplet[0], &triplet[2]}) {
+    if (g.NodeTypeIndex(*end) < 0) {
+      return absl::InvalidArgumentError(StrCat(source, " (", name, "): node type '", *end,
+                                               "' is not one of the graph's (", base::StrJoin(g.node_types, ", "), ")"));
+    }
+  }
+  if (!core::IsTypeName(triplet[1])) {
+    return absl::InvalidArgumentError(StrCat(source, " (", name, "): '", triplet[1], "' is not a relation name"));
+  }
+  core::CanonicalEdgeType t{triplet[0], triplet[1], triplet[2]};
+  if (std::find(g.edge_types.begin(), g.edge_types.end(), t) != g.edge_types.end()) {
+    return absl::InvalidArgumentError(StrCat(source, ": relation ", name, " is listed twice"));
+  }
+  return t;
+}
+
+absl::StatusOr<std::vector<std::pair<int, std::string>>> TypeFolders(const GraphTypes& g, const std::string& types_source,
+                                                                     const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<int, std::string>> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string type = entry.path().filename().string();
+    const int t = g.NodeTypeIndex(type);
+    if (t < 0 || !entry.is_directory()) {
+      return absl::InvalidArgumentError(StrCat(entry.path().string(), ": '", type, "' is not a node type of ",
+                                               types_source, " (", base::StrJoin(g.node_types, ", "), ")"));
+    }
+    out.push_back({t, entry.path().string()});
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 int64_t Dataset::FieldRows(const Field& f) const {

@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/npy.h"
 #include "core/type_map.h"
 
@@ -20,10 +22,40 @@ struct Field {
   std::string node_type;
 };
 
-struct Dataset {
+// A graph's node and edge types, as every reader builds them (empty for the one-type graph).
+// Input node IDs are type-major: type t's node i is input node node_type_offsets[t] + i. Input
+// edge rows are relation-major likewise (edge_type_offsets, R + 1 entries).
+struct GraphTypes {
+  std::vector<std::string> node_types;
+  std::vector<int64_t> node_type_offsets;
+  std::vector<core::CanonicalEdgeType> edge_types;
+  std::vector<int64_t> edge_type_offsets;
+
+  bool typed() const { return !node_types.empty(); }
+  // Type of input node `v` / input edge row `row` (0 on the one-type graph).
+  int NodeTypeOf(int64_t v) const;
+  int EdgeTypeOf(int64_t row) const;
+  // Index of node type `name`, or -1.
+  int NodeTypeIndex(const std::string& name) const;
+  // Nodes of type t.
+  int64_t TypeCount(int t) const { return node_type_offsets[t + 1] - node_type_offsets[t]; }
+};
+
+// Building blocks of the typed readers, each checked and named by `source` in errors: a node type
+// appended with its count; relation `triplet` (src_type, relation, dst_type) of known node types,
+// a valid name, not listed before; the sub-folders of `dir` (which may be absent), each of which
+// must be a node type (`types_source` says where the types came from).
+absl::Status AddNodeType(GraphTypes* g, const std::string& name, int64_t count, const std::string& source);
+absl::StatusOr<core::CanonicalEdgeType> CheckRelation(const GraphTypes& g, const std::vector<std::string>& triplet,
+                                                      const std::string& source);
+absl::StatusOr<std::vector<std::pair<int, std::string>>> TypeFolders(const GraphTypes& g, const std::string& types_source,
+                                                                     const std::string& dir);
+
+struct Dataset : GraphTypes {
   std::string name;        // default graph name (the input folder's name)
-  std::string layout;      // "ogb" or "plain", for the summary
+  std::string layout;      // "ogb", "ogb-hetero", "plain", "npy-hetero" or "dgl-chunked", for the summary
   std::string input_dir;   // folder read from ("" if built in memory); never written over
+  std::vector<std::string> inputs;  // every other file read (never written over either)
   int64_t num_nodes = 0;
   std::string num_nodes_source;  // where num_nodes came from (a file, a flag), for messages
   // Input edges as an int64 [E, 2] array, row e = (src, dst).
@@ -36,21 +68,7 @@ struct Dataset {
   std::vector<int64_t> train_idx, valid_idx, test_idx;
   int64_t num_classes = 0;  // max label + 1, 0 without labels
 
-  // Typed graphs (issue 29; empty for the one-type graph). Input node IDs are type-major: type
-  // t's node i is input node node_type_offsets[t] + i. Input edge rows are relation-major likewise
-  // (edge_type_offsets, R + 1 entries). Split indices are input node IDs.
-  std::vector<std::string> node_types;
-  std::vector<int64_t> node_type_offsets;
-  std::vector<core::CanonicalEdgeType> edge_types;
-  std::vector<int64_t> edge_type_offsets;
-
   int64_t num_edges() const { return edges.rows(); }
-  bool typed() const { return !node_types.empty(); }
-  // Type of input node `v` / input edge row `row` (0 on the one-type graph).
-  int NodeTypeOf(int64_t v) const;
-  int EdgeTypeOf(int64_t row) const;
-  // Index of node type `name`, or -1.
-  int NodeTypeIndex(const std::string& name) const;
   // Rows a node field must have: its type's node count, or every node.
   int64_t FieldRows(const Field& f) const;
   const Field* FindNodeField(const std::string& name) const;

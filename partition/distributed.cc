@@ -718,12 +718,7 @@ absl::StatusOr<PartitionSummary> Job::Run() {
   Phase("relabel");
   RETURN_IF_ERROR(Relabel());
   RelabelEndpoints();
-  cfg_.graph_name = name;
-  cfg_.num_nodes = N_;
-  cfg_.num_parts = K_;
-  cfg_.halo_hops = o_.halo_hops;
-  cfg_.part_method = o_.method == PartMethod::kMetis ? "metis" : o_.method == PartMethod::kRandom ? "random" : "file";
-  cfg_.node_bounds = bounds_;
+  SetConfigHeader(name, N_, bounds_, o_, &cfg_);
   cfg_.base_dir = tmp;
   absl::Status dirs;
   std::vector<std::string> subdirs = {"graph", "node_data", "edge_data"};
@@ -803,27 +798,17 @@ absl::StatusOr<PartitionSummary> Job::Run() {
       cfg_.num_edges = s_.num_edges;
       cfg_.edge_bounds = edge_bounds_;
       cfg_.num_classes = num_classes;
+      ConfigSchema schema{.types = &in_,
+                          .reverse_types = typed_reverse_,
+                          .node_type_ranges = type_ranges_,
+                          .edge_type_ranges = edge_type_ranges_,
+                          .mask_types = in_.has_split ? mask_types_ : std::vector<int>{}};
       for (const SliceField& f : in_.node_fields) {
-        const DType dt = f.name == "label" ? DType::kInt64 : f.data.dtype();
-        cfg_.node_fields.push_back({f.name, dt, f.data.row_shape(), f.node_type});
+        // Labels are written as int64 (WriteNodeData), as the serial tool reads them.
+        schema.node_fields.push_back({f.name, f.name == "label" ? DType::kInt64 : f.data.dtype(), f.data.row_shape(), f.node_type});
       }
-      if (in_.has_split) {
-        for (int t : mask_types_) {
-          for (const char* mn : {"train_mask", "val_mask", "test_mask"}) {
-            cfg_.node_fields.push_back({mn, DType::kUInt8, {}, t < 0 ? "" : in_.node_types[t]});
-          }
-        }
-      }
-      for (const SliceField& f : in_.edge_fields) cfg_.edge_fields.push_back({f.name, f.data.dtype(), f.data.row_shape()});
-      if (in_.typed()) {
-        cfg_.node_types = in_.node_types;
-        cfg_.node_type_ranges = type_ranges_;
-        cfg_.edge_types = in_.edge_types;
-        if (typed_reverse_) {
-          for (const core::CanonicalEdgeType& e : in_.edge_types) cfg_.edge_types.push_back(ReverseRelation(e));
-        }
-        cfg_.edge_type_ranges = edge_type_ranges_;
-      }
+      for (const SliceField& f : in_.edge_fields) schema.edge_fields.push_back({f.name, f.data.dtype(), f.data.row_shape()});
+      SetConfigSchema(std::move(schema), &cfg_);
       RETURN_IF_ERROR(WriteConfigFile(cfg_,
                                       BuildRecord(s_, o_, "fanout-partition --distributed", in_.layout, in_.typed(),
                                                   StrCat("{\"ranks\": ", P_, "}")),
@@ -857,6 +842,19 @@ absl::Status CheckSupported(const PartitionOptions& o) {
   return absl::OkStatus();
 }
 
+// The input, as every rank reads it: a layout SliceInput opens with edges that can be read in
+// slices; OGB's csv.gz and plain text edges are for the serial tool.
+absl::StatusOr<SliceInput> OpenForRanks(const ReadOptions& read) {
+  absl::StatusOr<SliceInput> in = OpenSliceInput(read);
+  if (in.ok() && in->sliceable()) return in;
+  if (!in.ok() && !absl::IsNotFound(in.status())) return in.status();
+  if (!in.ok() && !std::filesystem::is_directory(read.input_dir)) return in.status();
+  return absl::InvalidArgumentError(StrCat(
+      "--input ", read.input_dir, ": --distributed reads the plain .npy layout (edges.npy), the typed .npy "
+      "layout (num_nodes.json) or DGL's chunked format (metadata.json); for OGB's csv.gz and text edges use "
+      "fanout-partition without --distributed, or convert (docs/partitioning.md)"));
+}
+
 }  // namespace
 
 int RunDistributedPartition(const ReadOptions& read, const PartitionOptions& options, int* argc, char*** argv) {
@@ -876,7 +874,7 @@ int RunDistributedPartition(const ReadOptions& read, const PartitionOptions& opt
       ::setenv("SCOTCH_PTHREAD_NUMBER", std::to_string(threads).c_str(), 1);
     }
     absl::Status pre = CheckSupported(o);
-    absl::StatusOr<SliceInput> in = pre.ok() ? OpenSliceInput(read) : absl::StatusOr<SliceInput>(pre);
+    absl::StatusOr<SliceInput> in = pre.ok() ? OpenForRanks(read) : absl::StatusOr<SliceInput>(pre);
     absl::Status agreed = comm.Agree(in.status());
     absl::StatusOr<PartitionSummary> summary = agreed.ok() ? dist::Job(comm, *in, o).Run()
                                                            : absl::StatusOr<PartitionSummary>(agreed);

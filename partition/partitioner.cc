@@ -442,10 +442,44 @@ absl::Status WriteConfigFile(const core::PartitionConfig& cfg, const std::string
   return absl::OkStatus();
 }
 
-absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const PartitionOptions& o) {
+void SetConfigHeader(const std::string& name, int64_t num_nodes, const std::vector<int64_t>& node_bounds,
+                     const PartitionOptions& o, core::PartitionConfig* cfg) {
+  cfg->graph_name = name;
+  cfg->num_nodes = num_nodes;
+  cfg->num_parts = o.num_parts;
+  cfg->halo_hops = o.halo_hops;
+  cfg->part_method = o.method == PartMethod::kMetis ? "metis" : o.method == PartMethod::kRandom ? "random" : "file";
+  cfg->node_bounds = node_bounds;
+}
+
+void SetConfigSchema(ConfigSchema schema, core::PartitionConfig* cfg) {
+  const GraphTypes& g = *schema.types;
+  if (g.typed()) {
+    cfg->node_types = g.node_types;
+    cfg->node_type_ranges = std::move(schema.node_type_ranges);
+    cfg->edge_types = g.edge_types;
+    if (schema.reverse_types) {
+      for (const core::CanonicalEdgeType& e : g.edge_types) cfg->edge_types.push_back(ReverseRelation(e));
+    }
+    cfg->edge_type_ranges = std::move(schema.edge_type_ranges);
+  }
+  cfg->node_fields = std::move(schema.node_fields);
+  for (int t : schema.mask_types) {
+    for (const char* mask : {"train_mask", "val_mask", "test_mask"}) {
+      cfg->node_fields.push_back({mask, core::DType::kUInt8, {}, t < 0 ? "" : g.node_types[t]});
+    }
+  }
+  cfg->edge_fields = std::move(schema.edge_fields);
+}
+
+namespace {
+
+// Checks what can be checked before the long work and claims the output folder, so that a bad
+// --out fails fast. Everything read is protected: --out may not be, contain, or (to replace it)
+// lie inside any input.
+absl::StatusOr<base::StagingDir> ClaimOutput(const Dataset& d, const PartitionOptions& o, const std::string& name) {
   RETURN_IF_ERROR(ValidatePartitionOptions(o, d.num_nodes));
   RETURN_IF_ERROR(CheckNodeCountFits(d, base::UsableMemoryBytes()));
-  const std::string name = o.graph_name.empty() ? d.name : o.graph_name;
   RETURN_IF_ERROR(CheckName(name));
   for (const auto& f : d.node_fields) {
     if (d.has_split && (f.name == "train_mask" || f.name == "val_mask" || f.name == "test_mask")) {
@@ -453,16 +487,167 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
                                                "' clashes with the mask fanout derives from the split"));
     }
   }
-  // Claim the output folder before the long work, so a bad --out fails fast. Everything read
-  // is protected: --out may not be, contain, or (to replace it) lie inside any input.
-  base::StagingOptions so{
-      .tool = kTool, .overwrite = o.overwrite, .inputs = {d.input_dir, o.assignment_file}};
+  base::StagingOptions so{.tool = kTool, .overwrite = o.overwrite, .inputs = {d.input_dir, o.assignment_file}};
   for (const std::string* p : {&d.edges_source, &d.edges.path()}) so.inputs.push_back(*p);
+  so.inputs.insert(so.inputs.end(), d.inputs.begin(), d.inputs.end());
   for (const auto* fields : {&d.node_fields, &d.edge_fields}) {
     for (const Field& f : *fields) so.inputs.push_back(f.data.path());
   }
-  ASSIGN_OR_RETURN(base::StagingDir staging, base::StagingDir::Create(o.out_dir, so));
+  return base::StagingDir::Create(o.out_dir, so);
+}
 
+// The held-out node pairs of link prediction, with their counts in the summary.
+absl::StatusOr<EdgeSplit> SplitForLinks(const Dataset& d, const PartitionOptions& o, PartitionSummary* s) {
+  EdgeSplitOptions eo = o.edge_split;
+  eo.seed = o.seed;
+  ASSIGN_OR_RETURN(EdgeSplit split, SplitEdges(d, eo));
+  s->link_pairs = split.pairs;
+  s->link_train = split.train_pairs;
+  s->link_valid = static_cast<int64_t>(split.valid_pos.size() / 2);
+  s->link_test = static_cast<int64_t>(split.test_pos.size() / 2);
+  Log(o, StrCat("edge split", o.edge_split.files_dir.empty() ? "" : StrCat(" from ", o.edge_split.files_dir),
+                split.relation >= 0 ? StrCat(" of relation ", d.edge_types[split.relation].ToString()) : "", ": ",
+                s->link_pairs, " node pairs: ", s->link_train, " train, ", s->link_valid, " valid, ", s->link_test,
+                " test (held out in both directions)"));
+  return split;
+}
+
+// New node IDs: partition k owns [bounds[k], bounds[k+1]); inside a partition the input order is
+// kept. Typed graphs: inside a partition the input order is type order (input IDs are type-major),
+// so each type's nodes are one contiguous range of it.
+struct NewIds {
+  std::vector<int64_t> bounds;
+  std::vector<int64_t> new_id;    // input node ID -> new node ID
+  std::vector<int64_t> orig_nid;  // new node ID -> input node ID
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> node_type_ranges;  // per type, per partition
+};
+
+absl::StatusOr<NewIds> Relabel(const Dataset& d, const std::vector<int32_t>& part, int K) {
+  const int64_t n = d.num_nodes;
+  NewIds r;
+  r.bounds.assign(K + 1, 0);
+  for (int64_t v = 0; v < n; ++v) ++r.bounds[part[v] + 1];
+  for (int k = 0; k < K; ++k) r.bounds[k + 1] += r.bounds[k];
+  r.new_id.resize(n);
+  r.orig_nid.resize(n);
+  std::vector<int64_t> next(r.bounds.begin(), r.bounds.end() - 1);
+  for (int64_t v = 0; v < n; ++v) {
+    const int64_t id = next[part[v]]++;
+    r.new_id[v] = id;
+    r.orig_nid[id] = v;
+  }
+  const int T = d.typed() ? static_cast<int>(d.node_types.size()) : 1;
+  std::vector<std::vector<int64_t>> count(T, std::vector<int64_t>(K, 0));
+  for (int64_t v = 0; v < n; ++v) ++count[d.NodeTypeOf(v)][part[v]];
+  r.node_type_ranges.assign(T, std::vector<std::pair<int64_t, int64_t>>(K));
+  for (int k = 0; k < K; ++k) {
+    int64_t at = r.bounds[k];
+    for (int t = 0; t < T; ++t) {
+      r.node_type_ranges[t][k] = {at, at + count[t][k]};
+      at += count[t][k];
+    }
+  }
+  return r;
+}
+
+// The partition config of the stored graph `csc` (rows by VirtualRow over R stored edge types).
+absl::StatusOr<core::PartitionConfig> MakeConfig(const Dataset& d, const PartitionOptions& o, const std::string& name,
+                                                 const NewIds& ids, const core::RangePartitionBook& book,
+                                                 const core::Csr& csc, int R, const EdgeSplit& split) {
+  core::PartitionConfig cfg;
+  const int K = o.num_parts;
+  SetConfigHeader(name, d.num_nodes, ids.bounds, o, &cfg);
+  cfg.num_edges = csc.num_entries();
+  RETURN_IF_ERROR(ChooseIdDTypes(o, d.num_nodes, cfg.num_edges, &cfg));
+  for (int k = 0; k <= K; ++k) cfg.edge_bounds.push_back(csc.indptr[R * ids.bounds[k]]);
+  cfg.num_classes = d.num_classes;
+  if (split.relation >= 0) cfg.link_etype = d.edge_types[split.relation].ToString();
+  ConfigSchema schema{.types = &d, .reverse_types = d.typed() && o.add_reverse_edges,
+                      .node_type_ranges = ids.node_type_ranges};
+  if (d.typed()) {
+    schema.edge_type_ranges.assign(R, {});
+    for (int r = 0; r < R; ++r) {
+      for (int k = 0; k < K; ++k) {
+        const int64_t row = R * ids.bounds[k] + r * book.size(k);
+        schema.edge_type_ranges[r].push_back({csc.indptr[row], csc.indptr[row + book.size(k)]});
+      }
+    }
+  }
+  auto field_schema = [](const Field& f) {
+    return core::FieldSchema{f.name, f.data.dtype(), {f.data.shape().begin() + 1, f.data.shape().end()}, f.node_type};
+  };
+  for (const Field& f : d.node_fields) schema.node_fields.push_back(field_schema(f));
+  for (const Field& f : d.edge_fields) schema.edge_fields.push_back(field_schema(f));
+  if (d.has_split) schema.mask_types = MaskTypes(d);
+  SetConfigSchema(std::move(schema), &cfg);
+  return cfg;
+}
+
+// Every partition's folders (cfg.base_dir is the staging folder).
+absl::Status MakePartFolders(const core::PartitionConfig& cfg) {
+  std::set<std::string> subdirs = {"graph", "node_data", "edge_data"};
+  for (const core::FieldSchema& f : cfg.node_fields) {
+    if (!f.node_type.empty()) subdirs.insert("node_data/" + f.node_type);
+  }
+  for (int k = 0; k < cfg.num_parts; ++k) {
+    for (const std::string& sub : subdirs) {
+      std::error_code ec;
+      fs::create_directories(fs::path(cfg.PartPath(k, sub)), ec);
+      if (ec) return absl::InternalError(StrCat("cannot create ", cfg.PartPath(k, sub), ": ", ec.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Held-out positives and their negatives in new node IDs (what the trainer samples with), under
+// `dir`/link/; returns the config's "link" record.
+absl::StatusOr<nlohmann::json> WriteLinkFiles(const EdgeSplit& split, const std::vector<int64_t>& new_id,
+                                              const PartitionOptions& o, const PartitionSummary& s, const fs::path& dir) {
+  nlohmann::json link;
+  std::error_code ec;
+  fs::create_directories(dir / "link", ec);
+  if (ec) return absl::InternalError(StrCat("cannot create ", (dir / "link").string(), ": ", ec.message()));
+  for (const auto& [file, pairs] : {std::pair<const char*, const std::vector<int64_t>*>{"valid_pos", &split.valid_pos},
+                                    {"valid_neg", &split.valid_neg},
+                                    {"test_pos", &split.test_pos},
+                                    {"test_neg", &split.test_neg}}) {
+    std::vector<int64_t> relabelled(pairs->size());
+    for (size_t i = 0; i < pairs->size(); ++i) relabelled[i] = new_id[(*pairs)[i]];
+    const int64_t rows = static_cast<int64_t>(relabelled.size() / 2);
+    RETURN_IF_ERROR(core::WriteNpy((dir / "link" / (std::string(file) + ".npy")).string(), core::DType::kInt64,
+                                   {rows, 2}, relabelled.data()));
+    link[file] = {{"file", StrCat("link/", file, ".npy")}, {"rows", rows}};
+  }
+  link["node_ids"] = "new node IDs (graph/orig_nids.npy of the owning partition maps them back)";
+  if (o.edge_split.files_dir.empty()) {
+    link["fractions"] = {1 - o.edge_split.valid - o.edge_split.test, o.edge_split.valid, o.edge_split.test};
+  } else {
+    link["files"] = fs::absolute(o.edge_split.files_dir).lexically_normal().string();
+  }
+  link["negatives_per_positive"] = {{"valid", split.valid_neg.size() / std::max<size_t>(1, split.valid_pos.size())},
+                                    {"test", split.test_neg.size() / std::max<size_t>(1, split.test_pos.size())}};
+  link["node_pairs"] = s.link_pairs;
+  link["train_pairs"] = s.link_train;
+  link["held_out"] = "valid and test pairs are not stored in either direction; negatives share the positive's "
+                     "source and are linked to it in neither direction in the input";
+  return link;
+}
+
+// Typed graphs: the summary's node and stored edge types with their counts.
+std::string TypesNote(const core::TypeMap& node_types, const core::TypeMap& edge_types) {
+  auto counts = [](const core::TypeMap& types) {
+    std::vector<std::string> parts;
+    for (int t = 0; t < types.num_types(); ++t) parts.push_back(StrCat(types.name(t), " ", types.count(t)));
+    return base::StrJoin(parts, ", ");
+  };
+  return StrCat("node types:       ", counts(node_types), "\n", "edge types:       ", counts(edge_types), "\n");
+}
+
+}  // namespace
+
+absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const PartitionOptions& o) {
+  const std::string name = o.graph_name.empty() ? d.name : o.graph_name;
+  ASSIGN_OR_RETURN(base::StagingDir staging, ClaimOutput(d, o, name));
   base::PhaseTimer timer;
   PartitionSummary s;
   const int K = o.num_parts;
@@ -474,54 +659,15 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   EdgeSplit split;
   if (o.edge_split.enabled()) {
     timer.Start("edge-split");
-    EdgeSplitOptions eo = o.edge_split;
-    eo.seed = o.seed;
-    ASSIGN_OR_RETURN(split, SplitEdges(d, eo));
-    s.link_pairs = split.pairs;
-    s.link_train = split.train_pairs;
-    s.link_valid = static_cast<int64_t>(split.valid_pos.size() / 2);
-    s.link_test = static_cast<int64_t>(split.test_pos.size() / 2);
-    Log(o, StrCat("edge split", o.edge_split.files_dir.empty() ? "" : StrCat(" from ", o.edge_split.files_dir),
-                  split.relation >= 0 ? StrCat(" of relation ", d.edge_types[split.relation].ToString()) : "", ": ",
-                  s.link_pairs, " node pairs: ", s.link_train, " train, ", s.link_valid, " valid, ", s.link_test,
-                  " test (held out in both directions)"));
+    ASSIGN_OR_RETURN(split, SplitForLinks(d, o, &s));
   }
-
   timer.Start("assign");
   Log(o, StrCat("assigning ", n, " nodes to ", K, " partitions"));
   ASSIGN_OR_RETURN(std::vector<int32_t> part, AssignPartitions(d, o, &s.metis_note));
-
-  // Relabel: partition k owns [bounds[k], bounds[k+1]); inside a partition the input order is kept.
   timer.Start("relabel");
-  std::vector<int64_t> bounds(K + 1, 0);
-  for (int64_t v = 0; v < n; ++v) ++bounds[part[v] + 1];
-  for (int k = 0; k < K; ++k) bounds[k + 1] += bounds[k];
-  std::vector<int64_t> new_id(n), orig_nid(n);
-  {
-    std::vector<int64_t> next(bounds.begin(), bounds.end() - 1);
-    for (int64_t v = 0; v < n; ++v) {
-      int64_t id = next[part[v]]++;
-      new_id[v] = id;
-      orig_nid[id] = v;
-    }
-  }
+  ASSIGN_OR_RETURN(const NewIds ids, Relabel(d, part, K));
   part = {};
-  ASSIGN_OR_RETURN(core::RangePartitionBook book, core::RangePartitionBook::FromBounds(bounds));
-  // Typed graphs: inside a partition the input order is type order (input IDs are type-major), so
-  // each type's nodes are already one contiguous range; count where each starts.
-  const int T = d.typed() ? static_cast<int>(d.node_types.size()) : 1;
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> node_type_ranges(T, std::vector<std::pair<int64_t, int64_t>>(K));
-  {
-    std::vector<std::vector<int64_t>> count(T, std::vector<int64_t>(K, 0));
-    for (int64_t v = 0; v < n; ++v) ++count[d.NodeTypeOf(v)][book.PartOf(new_id[v])];
-    for (int k = 0; k < K; ++k) {
-      int64_t at = bounds[k];
-      for (int t = 0; t < T; ++t) {
-        node_type_ranges[t][k] = {at, at + count[t][k]};
-        at += count[t][k];
-      }
-    }
-  }
+  ASSIGN_OR_RETURN(const core::RangePartitionBook book, core::RangePartitionBook::FromBounds(ids.bounds));
 
   // Stored edge types: the relations, then (with reverse edges on a typed graph) rev_REL for each,
   // as DGL names them. The one-type graph stores one type, its reverse edges included.
@@ -548,7 +694,7 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
         // A self loop's reverse is itself: store it once; drop all of them on request. (On a typed
         // graph the reverse is an edge of rev_REL, kept as DGL keeps it.)
         if (u == w && (o.remove_self_loops || (view.is_reverse(v) && !typed_reverse))) return {-1, 0};
-        return {R == 1 ? new_id[w] : VirtualRow(book, R, new_id[w], type_of(v)), new_id[u]};
+        return {R == 1 ? ids.new_id[w] : VirtualRow(book, R, ids.new_id[w], type_of(v)), ids.new_id[u]};
       },
       &origin, threads);
   d.edges.DropPages(0, d.edges.nbytes());
@@ -556,110 +702,26 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   s.num_edges = csc.num_entries();
 
   timer.Start("write");
-  core::PartitionConfig cfg;
-  cfg.graph_name = name;
-  cfg.num_nodes = n;
-  cfg.num_edges = s.num_edges;
-  RETURN_IF_ERROR(ChooseIdDTypes(o, n, s.num_edges, &cfg));
-  cfg.num_parts = K;
-  cfg.halo_hops = o.halo_hops;
-  cfg.part_method = o.method == PartMethod::kMetis ? "metis" : o.method == PartMethod::kRandom ? "random" : "file";
-  cfg.node_bounds = bounds;
-  for (int k = 0; k <= K; ++k) cfg.edge_bounds.push_back(csc.indptr[R * bounds[k]]);
-  cfg.num_classes = d.num_classes;
-  if (split.relation >= 0) cfg.link_etype = d.edge_types[split.relation].ToString();
-  if (d.typed()) {
-    cfg.node_types = d.node_types;
-    cfg.node_type_ranges = node_type_ranges;
-    cfg.edge_types = d.edge_types;
-    if (typed_reverse) {
-      for (const core::CanonicalEdgeType& e : d.edge_types) cfg.edge_types.push_back(ReverseRelation(e));
-    }
-    cfg.edge_type_ranges.assign(R, {});
-    for (int r = 0; r < R; ++r) {
-      for (int k = 0; k < K; ++k) {
-        const int64_t row = R * bounds[k] + r * book.size(k);
-        cfg.edge_type_ranges[r].push_back({csc.indptr[row], csc.indptr[row + book.size(k)]});
-      }
-    }
-  }
-  for (const auto& f : d.node_fields) {
-    cfg.node_fields.push_back(
-        {f.name, f.data.dtype(), {f.data.shape().begin() + 1, f.data.shape().end()}, f.node_type});
-  }
-  if (d.has_split) {
-    for (int t : MaskTypes(d)) {
-      for (const char* mn : {"train_mask", "val_mask", "test_mask"}) {
-        cfg.node_fields.push_back({mn, core::DType::kUInt8, {}, t < 0 ? "" : d.node_types[t]});
-      }
-    }
-  }
-  for (const auto& f : d.edge_fields) {
-    cfg.edge_fields.push_back({f.name, f.data.dtype(), {f.data.shape().begin() + 1, f.data.shape().end()}});
-  }
+  ASSIGN_OR_RETURN(core::PartitionConfig cfg, MakeConfig(d, o, name, ids, book, csc, R, split));
   cfg.base_dir = staging.path();
-  std::set<std::string> subdirs = {"graph", "node_data", "edge_data"};
-  for (const core::FieldSchema& f : cfg.node_fields) {
-    if (!f.node_type.empty()) subdirs.insert("node_data/" + f.node_type);
-  }
-  for (int k = 0; k < K; ++k) {
-    for (const std::string& sub : subdirs) {
-      std::error_code ec;
-      fs::create_directories(fs::path(cfg.PartPath(k, sub)), ec);
-      if (ec) return absl::InternalError(StrCat("cannot create ", cfg.PartPath(k, sub), ": ", ec.message()));
-    }
-  }
-  nlohmann::json link;
+  RETURN_IF_ERROR(MakePartFolders(cfg));
+  nlohmann::json extra = nlohmann::json::object();
   if (o.edge_split.enabled()) {
-    // Held-out positives and their negatives, in new node IDs (what the trainer samples with).
-    const fs::path dir = fs::path(staging.path()) / "link";
-    std::error_code ec;
-    fs::create_directories(dir, ec);
-    if (ec) return absl::InternalError(StrCat("cannot create ", dir.string(), ": ", ec.message()));
-    for (const auto& [file, pairs] : {std::pair<const char*, const std::vector<int64_t>*>{"valid_pos", &split.valid_pos},
-                                      {"valid_neg", &split.valid_neg},
-                                      {"test_pos", &split.test_pos},
-                                      {"test_neg", &split.test_neg}}) {
-      std::vector<int64_t> relabelled(pairs->size());
-      for (size_t i = 0; i < pairs->size(); ++i) relabelled[i] = new_id[(*pairs)[i]];
-      const int64_t rows = static_cast<int64_t>(relabelled.size() / 2);
-      RETURN_IF_ERROR(core::WriteNpy((dir / (std::string(file) + ".npy")).string(), core::DType::kInt64, {rows, 2},
-                                     relabelled.data()));
-      link[file] = {{"file", StrCat("link/", file, ".npy")}, {"rows", rows}};
-    }
-    link["node_ids"] = "new node IDs (graph/orig_nids.npy of the owning partition maps them back)";
-    if (o.edge_split.files_dir.empty()) {
-      link["fractions"] = {1 - o.edge_split.valid - o.edge_split.test, o.edge_split.valid, o.edge_split.test};
-    } else {
-      link["files"] = fs::absolute(o.edge_split.files_dir).lexically_normal().string();
-    }
-    link["negatives_per_positive"] = {{"valid", split.valid_neg.size() / std::max<size_t>(1, split.valid_pos.size())},
-                                      {"test", split.test_neg.size() / std::max<size_t>(1, split.test_pos.size())}};
-    link["node_pairs"] = s.link_pairs;
-    link["train_pairs"] = s.link_train;
-    link["held_out"] = "valid and test pairs are not stored in either direction; negatives share the positive's "
-                       "source and are linked to it in neither direction in the input";
+    ASSIGN_OR_RETURN(extra["link"], WriteLinkFiles(split, ids.new_id, o, s, staging.path()));
   }
   std::vector<int64_t> out_degree(n, 0);
   for (int64_t u : csc.indices) ++out_degree[u];
   ASSIGN_OR_RETURN(const core::TypeMap node_types, cfg.NodeTypes());
   ASSIGN_OR_RETURN(const core::TypeMap edge_types, cfg.EdgeTypes());
-  Relabelled rel{&d,        &view,       &cfg,        &book, &csc, &origin, &orig_nid, &new_id, &out_degree,
-                 o.halo_hops, R, &node_types};
+  Relabelled rel{&d,          &view, &cfg, &book, &csc, &origin, &ids.orig_nid, &ids.new_id, &out_degree,
+                 o.halo_hops, R,     &node_types};
   std::vector<PartStats> stats(K);
   // Task 0 streams every partition's node data; tasks 1..K write one partition's graph each.
   Log(o, StrCat("writing ", K, " partitions on ", threads, " thread(s)"));
   RETURN_IF_ERROR(base::ParallelFor(threads, K + 1, [&](int64_t t) {
     return t == 0 ? WriteNodeData(rel, &stats) : WriteGraphFiles(rel, static_cast<int>(t - 1), &stats[t - 1]);
   }));
-  if (d.typed()) {
-    auto counts = [](const core::TypeMap& types) {
-      std::vector<std::string> parts;
-      for (int t = 0; t < types.num_types(); ++t) parts.push_back(StrCat(types.name(t), " ", types.count(t)));
-      return base::StrJoin(parts, ", ");
-    };
-    s.types_note = StrCat("node types:       ", counts(node_types), "\n", "edge types:       ", counts(edge_types), "\n");
-  }
+  if (d.typed()) s.types_note = TypesNote(node_types, edge_types);
   for (int k = 0; k < K; ++k) {
     s.part_nodes.push_back(book.size(k));
     s.part_edges.push_back(cfg.edge_bounds[k + 1] - cfg.edge_bounds[k]);
@@ -670,12 +732,9 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   timer.Finish();
 
   // The config, with what was done and measured, then the atomic rename.
-  nlohmann::json extra = nlohmann::json::object();
-  if (!link.empty()) extra["link"] = link;
   RETURN_IF_ERROR(WriteConfigFile(cfg, BuildRecord(s, o, "fanout-partition", d.layout, d.typed(), extra.dump()),
                                   (fs::path(staging.path()) / (name + ".json")).string()));
   RETURN_IF_ERROR(staging.Commit());
-
   s.config_path = (fs::path(staging.dest()) / (name + ".json")).string();
   s.phases = timer.phases();
   s.total_seconds = timer.total_seconds();

@@ -98,6 +98,24 @@ inline core::CanonicalEdgeType ReverseRelation(const core::CanonicalEdgeType& e)
 std::string BuildRecord(const PartitionSummary& summary, const PartitionOptions& options, const std::string& tool,
                         const std::string& input_layout, bool typed, const std::string& extra = "");
 
+// The partition config's header as both partitioners fill it: graph name, node count, parts,
+// halo hops, method (from `options`) and node bounds.
+void SetConfigHeader(const std::string& name, int64_t num_nodes, const std::vector<int64_t>& node_bounds,
+                     const PartitionOptions& options, core::PartitionConfig* cfg);
+
+// The partition config's schema, as both partitioners fill it.
+struct ConfigSchema {
+  const GraphTypes* types = nullptr;  // node types and the input relations (none: the one-type graph)
+  bool reverse_types = false;         // a typed graph storing rev_REL for each relation
+  // Per type (then per stored relation, reverse ones last), one [begin, end) per partition.
+  std::vector<std::vector<std::pair<int64_t, int64_t>>> node_type_ranges, edge_type_ranges;
+  std::vector<core::FieldSchema> node_fields, edge_fields;  // as read
+  std::vector<int> mask_types;  // node types that get the split's masks (-1: every node); none without a split
+};
+// Sets cfg's node and edge types with their ranges and its fields: node fields, then
+// train_mask, val_mask and test_mask (uint8) for each mask type, and edge fields.
+void SetConfigSchema(ConfigSchema schema, core::PartitionConfig* cfg);
+
 // Writes `cfg` with its "build" record (BuildRecord) as the partition config at `path`.
 absl::Status WriteConfigFile(const core::PartitionConfig& cfg, const std::string& build, const std::string& path);
 

@@ -15,6 +15,7 @@
 #include "base/strings.h"
 #include "base/text_reader.h"
 #include "core/shape.h"
+#include "partition/slice_input.h"
 
 namespace fanout::partition {
 namespace {
@@ -248,7 +249,8 @@ absl::StatusOr<NpyArray> MapAsInt64(const std::string& path) {
   return NpyArray::Adopt(std::move(v), a.shape());
 }
 
-absl::StatusOr<std::vector<int64_t>> ReadIndexNpy(const std::string& path, int64_t num_nodes) {
+absl::StatusOr<std::vector<int64_t>> ReadIndexNpy(const std::string& path, int64_t num_nodes,
+                                                  const std::string& limit_name) {
   ASSIGN_OR_RETURN(NpyArray a, MapAsInt64(path));
   if (a.shape().size() != 1) {
     return absl::InvalidArgumentError(StrCat(path, ": expected a 1-D index array"));
@@ -257,36 +259,10 @@ absl::StatusOr<std::vector<int64_t>> ReadIndexNpy(const std::string& path, int64
   for (int64_t i = 0; i < a.rows(); ++i) {
     if (p[i] < 0 || p[i] >= num_nodes) {
       return absl::InvalidArgumentError(StrCat(path, " row ", i, ": index ", p[i],
-                                               " is outside [0, ", num_nodes, ") (num_nodes)"));
+                                               " is outside [0, ", num_nodes, ") (", limit_name, ")"));
     }
   }
   return std::vector<int64_t>(p, p + a.rows());
-}
-
-// Every *.npy in `dir`, sorted by name.
-std::vector<fs::path> NpyFiles(const fs::path& dir) {
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.path().extension() == ".npy") files.push_back(entry.path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-// Extra fields: every <dir>/<name>.npy, in name order so the output is deterministic.
-absl::Status ReadFieldDir(const fs::path& dir, std::vector<Field>* out) {
-  for (const fs::path& f : NpyFiles(dir)) {
-    std::string name = f.stem().string();
-    for (const auto& existing : *out) {
-      if (existing.name == name) {
-        return absl::InvalidArgumentError(StrCat(f.string(), ": field '", name, "' is defined twice"));
-      }
-    }
-    ASSIGN_OR_RETURN(NpyArray a, NpyArray::Map(f.string()));
-    out->push_back({name, std::move(a)});
-  }
-  return absl::OkStatus();
 }
 
 int64_t NumClasses(const NpyArray& labels) {
@@ -317,15 +293,6 @@ absl::StatusOr<std::string> PickSplit(const fs::path& split_root, const std::str
                                              base::StrJoin(names, ", "), "); choose one with --split"));
   }
   return names.empty() ? std::string() : names[0];
-}
-
-// The first of `names` that exists in `dir`, or "".
-std::string FirstExisting(const fs::path& dir, std::initializer_list<const char*> names) {
-  std::error_code ec;
-  for (const char* n : names) {
-    if (fs::exists(dir / n, ec)) return (dir / n).string();
-  }
-  return "";
 }
 
 absl::StatusOr<Dataset> ReadOgb(const fs::path& dir, const ReadOptions& opt) {
@@ -383,46 +350,10 @@ absl::StatusOr<std::vector<std::vector<std::string>>> ReadRecords(const std::str
   return out;
 }
 
-// Typed readers build the dataset type by type: node types first (AddNodeType), then relations
-// (AddRelation, with edges in type-wise IDs), each checked and named by `source` in errors.
-absl::Status AddNodeType(Dataset* d, const std::string& name, int64_t count, const std::string& source) {
-  if (!core::IsTypeName(name)) {
-    return absl::InvalidArgumentError(
-        StrCat(source, ": '", name, "' is not a type name (letters, digits, '_', '-', '.')"));
-  }
-  if (d->NodeTypeIndex(name) >= 0) {
-    return absl::InvalidArgumentError(StrCat(source, ": node type '", name, "' is listed twice"));
-  }
-  if (count < 0) return absl::InvalidArgumentError(StrCat(source, ": node type '", name, "' has a negative count"));
-  if (d->node_type_offsets.empty()) d->node_type_offsets.push_back(0);
-  d->node_types.push_back(name);
-  d->node_type_offsets.push_back(d->node_type_offsets.back() + count);
-  d->num_nodes = d->node_type_offsets.back();
-  return absl::OkStatus();
-}
-
-int64_t TypeCount(const Dataset& d, int t) { return d.node_type_offsets[t + 1] - d.node_type_offsets[t]; }
-
-// The relation `triplet` (src_type, relation, dst_type) of `d`, checked: known node types, a
-// valid name, not listed before.
-absl::StatusOr<core::CanonicalEdgeType> CheckRelation(const Dataset& d, const std::vector<std::string>& triplet,
-                                                      const std::string& source) {
-  if (triplet.size() != 3) return absl::InvalidArgumentError(StrCat(source, ": expected src_type,relation,dst_type"));
-  const std::string name = base::StrJoin(triplet, ",");
-  for (const std::string* end : {&triplet[0], &triplet[2]}) {
-    if (d.NodeTypeIndex(*end) < 0) {
-      return absl::InvalidArgumentError(StrCat(source, " (", name, "): node type '", *end,
-                                               "' is not one of the graph's (", base::StrJoin(d.node_types, ", "), ")"));
-    }
-  }
-  if (!core::IsTypeName(triplet[1])) {
-    return absl::InvalidArgumentError(StrCat(source, " (", name, "): '", triplet[1], "' is not a relation name"));
-  }
-  core::CanonicalEdgeType t{triplet[0], triplet[1], triplet[2]};
-  if (std::find(d.edge_types.begin(), d.edge_types.end(), t) != d.edge_types.end()) {
-    return absl::InvalidArgumentError(StrCat(source, ": relation ", name, " is listed twice"));
-  }
-  return t;
+// Limits for a relation's two ends, named by type.
+EndLimits RelationLimits(const Dataset& d, const core::CanonicalEdgeType& t) {
+  const int st = d.NodeTypeIndex(t.src), dt = d.NodeTypeIndex(t.dst);
+  return EndLimits{d.TypeCount(st), d.TypeCount(dt), StrCat("the ", t.src, " nodes"), StrCat("the ", t.dst, " nodes")};
 }
 
 // Appends relation `t` with `local`, its [n, 2] edges in type-wise IDs (already range-checked),
@@ -437,30 +368,6 @@ void AppendRelation(Dataset* d, core::CanonicalEdgeType t, const NpyArray& local
   d->edge_types.push_back(std::move(t));
   if (d->edge_type_offsets.empty()) d->edge_type_offsets.push_back(0);
   d->edge_type_offsets.push_back(static_cast<int64_t>(edges->size() / 2));
-}
-
-// Limits for a relation's two ends, named by type.
-EndLimits RelationLimits(const Dataset& d, const core::CanonicalEdgeType& t) {
-  const int st = d.NodeTypeIndex(t.src), dt = d.NodeTypeIndex(t.dst);
-  return EndLimits{TypeCount(d, st), TypeCount(d, dt), StrCat("the ", t.src, " nodes"), StrCat("the ", t.dst, " nodes")};
-}
-
-// Sub-folders of `dir` (which may be absent), each of which must be a node type of `d`.
-absl::StatusOr<std::vector<std::pair<int, fs::path>>> TypeFolders(const Dataset& d, const fs::path& dir) {
-  std::vector<std::pair<int, fs::path>> out;
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return out;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string type = entry.path().filename().string();
-    const int t = d.NodeTypeIndex(type);
-    if (t < 0 || !entry.is_directory()) {
-      return absl::InvalidArgumentError(StrCat(entry.path().string(), ": '", type, "' is not a node type of ",
-                                               d.num_nodes_source, " (", base::StrJoin(d.node_types, ", "), ")"));
-    }
-    out.push_back({t, entry.path()});
-  }
-  std::sort(out.begin(), out.end());
-  return out;
 }
 
 // OGB's heterogeneous raw layout, as ogbn-mag ships it (README "Dataset layouts"). Types keep the
@@ -484,7 +391,8 @@ absl::StatusOr<Dataset> ReadOgbHetero(const fs::path& dir, const ReadOptions& op
     }
     RETURN_IF_ERROR(AddNodeType(&d, dict[0][t], count, d.num_nodes_source));
   }
-  auto count_of = [&](int t) { return TypeCount(d, t); };
+  d.num_nodes = d.node_type_offsets.back();
+  auto count_of = [&](int t) { return d.TypeCount(t); };
 
   const std::string triplets = (raw / "triplet-type-list.csv.gz").string();
   ASSIGN_OR_RETURN(auto lines, ReadRecords(triplets));
@@ -523,8 +431,9 @@ absl::StatusOr<Dataset> ReadOgbHetero(const fs::path& dir, const ReadOptions& op
   // Features and labels per type; a type without them has none (a folder for an unknown type is
   // an error, not something to skip silently).
   for (const std::string kind : {"node-feat", "node-label"}) {
-    ASSIGN_OR_RETURN(auto folders, TypeFolders(d, raw / kind));
-    for (const auto& [t, folder] : folders) {
+    ASSIGN_OR_RETURN(auto folders, TypeFolders(d, d.num_nodes_source, (raw / kind).string()));
+    for (const auto& [t, dir] : folders) {
+      const fs::path folder(dir);
       const std::string file = (folder / StrCat(kind, ".csv.gz")).string();
       if (kind == "node-feat") {
         ASSIGN_OR_RETURN(NpyArray f, ReadFloatMatrix(file, count_of(t), StrCat(d.node_types[t], " nodes")));
@@ -538,8 +447,9 @@ absl::StatusOr<Dataset> ReadOgbHetero(const fs::path& dir, const ReadOptions& op
   }
   ASSIGN_OR_RETURN(std::string split, PickSplit(dir / "split", opt.split));
   if (!split.empty()) {
-    ASSIGN_OR_RETURN(auto folders, TypeFolders(d, dir / "split" / split));
-    for (const auto& [t, folder] : folders) {
+    ASSIGN_OR_RETURN(auto folders, TypeFolders(d, d.num_nodes_source, (dir / "split" / split).string()));
+    for (const auto& [t, type_dir] : folders) {
+      const fs::path folder(type_dir);
       for (auto [file, out] : {std::pair{"train.csv.gz", &d.train_idx}, {"valid.csv.gz", &d.valid_idx},
                                {"test.csv.gz", &d.test_idx}}) {
         if (!fs::exists(folder / file, ec)) continue;
@@ -554,36 +464,12 @@ absl::StatusOr<Dataset> ReadOgbHetero(const fs::path& dir, const ReadOptions& op
   return d;
 }
 
-// Makes `edges` the [E, 2] array every reader produces, from the layout `layout` names ("rows",
-// "columns" or "auto"; see ReadOptions). A [2, E] array (PyG's edge_index) is copied transposed.
+// Makes `edges` the [E, 2] array every reader produces, from the layout `layout` names. A [2, E]
+// array (PyG's edge_index) is copied transposed.
 absl::Status OrientEdges(const std::string& path, const std::string& layout, NpyArray* edges) {
-  const std::vector<int64_t> shape = edges->shape();
-  const bool is_2d = shape.size() == 2;
-  bool columns = false;
-  if (layout == "columns") {
-    if (!is_2d || shape[0] != 2) {
-      return absl::InvalidArgumentError(StrCat(path, ": --edge-layout columns expects a [2, E] array (PyG's edge_index)"));
-    }
-    columns = true;
-  } else if (layout == "rows") {
-    if (!is_2d || shape[1] != 2) {
-      return absl::InvalidArgumentError(StrCat(path, ": --edge-layout rows expects an [E, 2] array of (src, dst)"));
-    }
-  } else if (layout == "auto") {
-    if (is_2d && shape[1] == 2) {
-      columns = false;  // [E, 2], and [2, 2] too (give --edge-layout columns for PyG's 2 edges)
-    } else if (is_2d && shape[0] == 2) {
-      columns = true;
-    } else {
-      return absl::InvalidArgumentError(
-          StrCat(path, ": expected an [E, 2] array of (src, dst) or PyG's [2, E] edge_index; the shape is [",
-                 base::StrJoin(shape, ", "), "]"));
-    }
-  } else {
-    return absl::InvalidArgumentError(StrCat("--edge-layout: '", layout, "' is not one of auto, rows, columns"));
-  }
+  ASSIGN_OR_RETURN(const bool columns, EdgeColumns(path, edges->shape(), layout));
   if (!columns) return absl::OkStatus();
-  const int64_t e = shape[1];
+  const int64_t e = edges->shape()[1];
   const int64_t* in = edges->data_as<int64_t>();
   std::vector<int64_t> out(static_cast<size_t>(2 * e));
   for (int64_t i = 0; i < e; ++i) {
@@ -594,121 +480,55 @@ absl::Status OrientEdges(const std::string& path, const std::string& layout, Npy
   return absl::OkStatus();
 }
 
-// The typed .npy layout (README "Dataset layouts"): num_nodes.json, edges/SRC___REL___DST.npy,
-// node_data/TYPE/NAME.npy, split/TYPE/{train,valid,test}_idx.npy. Node types keep
-// num_nodes.json's order, relations their file names' order.
-absl::StatusOr<Dataset> ReadTypedNpy(const fs::path& dir, const ReadOptions& opt) {
-  Dataset d;
-  d.layout = "npy-hetero";
-  d.num_nodes_source = (dir / "num_nodes.json").string();
-  {
-    std::ifstream in(d.num_nodes_source);
-    nlohmann::ordered_json j = nlohmann::ordered_json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object() || j.empty()) {
-      return absl::InvalidArgumentError(
-          StrCat(d.num_nodes_source, ": expected a JSON object {\"node type\": count, ...}"));
-    }
-    for (const auto& [name, count] : j.items()) {
-      if (!count.is_number_integer()) {
-        return absl::InvalidArgumentError(StrCat(d.num_nodes_source, ": the count of '", name, "' is not an integer"));
-      }
-      RETURN_IF_ERROR(AddNodeType(&d, name, count.get<int64_t>(), d.num_nodes_source));
-    }
+// A field's rows as one array: its file mapped, or its chunks copied into one. Labels become
+// int64 (MapAsInt64) and must be 1-D.
+absl::StatusOr<NpyArray> WholeField(const SliceField& f) {
+  const std::vector<std::string> paths = f.data.paths();
+  if (f.name == "label" && f.data.row_shape().size() != 0) {
+    return absl::InvalidArgumentError(StrCat(paths[0], ": labels must be a 1-D integer array"));
   }
-  d.edges_source = (dir / "edges").string();
-  std::vector<int64_t> edges;
-  for (const fs::path& f : NpyFiles(dir / "edges")) {
-    // SRC___REL___DST.npy, as OGB names relation folders.
-    const std::vector<std::string> triplet = base::StrSplit(f.stem().string(), "___");
-    ASSIGN_OR_RETURN(core::CanonicalEdgeType type, CheckRelation(d, triplet, StrCat(f.string(), ": name")));
-    ASSIGN_OR_RETURN(NpyArray e, MapAsInt64(f.string()));
-    RETURN_IF_ERROR(OrientEdges(f.string(), opt.edge_layout, &e));
-    const EndLimits lim = RelationLimits(d, type);
-    const int64_t* p = e.data_as<int64_t>();
-    for (int64_t i = 0; i < e.rows(); ++i) {
-      for (int end = 0; end < 2; ++end) {
-        const int64_t id = p[2 * i + end], limit = end == 0 ? lim.src : lim.dst;
-        if (id < 0 || id >= limit) {
-          return absl::InvalidArgumentError(StrCat(f.string(), " row ", i, ": ", end == 0 ? "src " : "dst ", id,
-                                                   " is outside [0, ", limit, ") (",
-                                                   end == 0 ? lim.src_name : lim.dst_name, ")"));
-        }
-      }
-    }
-    AppendRelation(&d, std::move(type), e, &edges);
+  if (paths.size() == 1) return f.name == "label" ? MapAsInt64(paths[0]) : NpyArray::Map(paths[0]);
+  std::vector<int64_t> shape = {f.data.rows()};
+  shape.insert(shape.end(), f.data.row_shape().begin(), f.data.row_shape().end());
+  if (f.name == "label") {
+    ASSIGN_OR_RETURN(std::vector<int64_t> y, f.data.ReadInts(0, f.data.rows()));
+    return NpyArray::Adopt(std::move(y), shape);
   }
-  if (d.edge_types.empty()) {
-    return absl::InvalidArgumentError(StrCat(d.edges_source, ": no SRC___REL___DST.npy relation files"));
-  }
-  const int64_t m = static_cast<int64_t>(edges.size() / 2);
-  d.edges = NpyArray::Adopt(std::move(edges), {m, 2});
-
-  ASSIGN_OR_RETURN(auto field_dirs, TypeFolders(d, dir / "node_data"));
-  for (const auto& [t, folder] : field_dirs) {
-    for (const fs::path& f : NpyFiles(folder)) {
-      const std::string name = f.stem().string();
-      ASSIGN_OR_RETURN(NpyArray a, name == "label" ? MapAsInt64(f.string()) : NpyArray::Map(f.string()));
-      if (name == "label") {
-        if (a.shape().size() != 1) return absl::InvalidArgumentError(StrCat(f.string(), ": labels must be a 1-D integer array"));
-        d.num_classes = std::max(d.num_classes, NumClasses(a));
-      }
-      d.node_fields.push_back({name, std::move(a), d.node_types[t]});
-    }
-  }
-  ASSIGN_OR_RETURN(auto split_dirs, TypeFolders(d, dir / "split"));
-  for (const auto& [t, folder] : split_dirs) {
-    for (auto [file, out] : {std::pair{"train_idx.npy", &d.train_idx}, {"valid_idx.npy", &d.valid_idx},
-                             {"test_idx.npy", &d.test_idx}}) {
-      std::error_code ec;
-      if (!fs::exists(folder / file, ec)) continue;
-      ASSIGN_OR_RETURN(std::vector<int64_t> ids, ReadIndexNpy((folder / file).string(), TypeCount(d, t)));
-      for (int64_t v : ids) out->push_back(v + d.node_type_offsets[t]);
-      d.has_split = true;
-    }
-  }
-  for (auto* idx : {&d.train_idx, &d.valid_idx, &d.test_idx}) std::sort(idx->begin(), idx->end());
-  return d;
+  NpyArray a = NpyArray::Owned(f.data.dtype(), shape);
+  f.data.CopyRows(0, f.data.rows(), static_cast<char*>(a.mutable_data()));
+  return a;
 }
 
-absl::StatusOr<Dataset> ReadPlain(const fs::path& dir, const ReadOptions& opt) {
-  Dataset d;
-  d.layout = "plain";
-  std::string feat = FirstExisting(dir, {"node_feat.npy"});
-  std::string label = FirstExisting(dir, {"node_label.npy"});
-  if (!feat.empty()) {
-    ASSIGN_OR_RETURN(NpyArray f, NpyArray::Map(feat));
-    d.node_fields.push_back({"feat", std::move(f)});
-  }
-  if (!label.empty()) {
-    ASSIGN_OR_RETURN(NpyArray y, MapAsInt64(label));
-    if (y.shape().size() != 1) {
-      return absl::InvalidArgumentError(StrCat(label, ": labels must be a 1-D integer array"));
+// The input's edges as one int64 [E, 2] array: edges.npy mapped when it is that already; text
+// parsed with its IDs checked against a known node count (`max_id_line` gets the line of the
+// largest ID); otherwise one slice of every edge.
+absl::StatusOr<NpyArray> WholeEdges(SliceInput& in, int64_t* max_id_line) {
+  if (in.edge_files.size() == 1 && !in.typed()) {
+    EdgeFile& f = in.edge_files[0];
+    if (f.form == EdgeFile::Form::kText && f.rows < 0) {
+      return ReadEdgesText(f.path, std::max<int64_t>(in.num_nodes, 0), -1, max_id_line);
     }
-    d.num_classes = NumClasses(y);
-    d.node_fields.push_back({"label", std::move(y)});
+    if (f.form == EdgeFile::Form::kRows && f.npy.dtype() == DType::kInt64) return std::move(f.npy);
   }
-  RETURN_IF_ERROR(ReadFieldDir(dir / "node_data", &d.node_fields));
-  // The node count: the flag, else the first node field's rows, else max edge endpoint + 1.
-  d.num_nodes = opt.num_nodes;
-  d.num_nodes_source = "--num-nodes";
-  if (d.num_nodes < 0 && !d.node_fields.empty()) {
-    d.num_nodes = d.node_fields[0].data.rows();
-    d.num_nodes_source = d.node_fields[0].data.path();
-  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> e, ReadEdgeSlice(in, 0, in.num_edges));
+  return NpyArray::Adopt(std::move(e), {in.num_edges, 2});
+}
 
-  std::string edges_npy = FirstExisting(dir, {"edges.npy"});
-  std::string edges_txt = FirstExisting(
-      dir, {"edges.csv", "edges.tsv", "edges.txt", "edges.csv.gz", "edges.tsv.gz", "edges.txt.gz"});
+// The serial tool's read of an input SliceInput opens: one slice covering everything.
+absl::StatusOr<Dataset> ReadWhole(SliceInput in) {
+  Dataset d;
+  static_cast<GraphTypes&>(d) = in;
+  d.layout = in.layout;
+  d.name = in.name;
+  d.num_nodes = in.num_nodes;
+  d.num_nodes_source = in.num_nodes_source;
+  d.edges_source = in.edges_source;
+  d.inputs = in.inputs;
   int64_t max_id_line = -1;
-  if (!edges_npy.empty()) {
-    d.edges_source = edges_npy;
-    ASSIGN_OR_RETURN(d.edges, MapAsInt64(edges_npy));
-    RETURN_IF_ERROR(OrientEdges(edges_npy, opt.edge_layout, &d.edges));
-  } else {
-    d.edges_source = edges_txt;
-    ASSIGN_OR_RETURN(d.edges, ReadEdgesText(edges_txt, d.num_nodes, -1, &max_id_line));
-  }
+  ASSIGN_OR_RETURN(d.edges, WholeEdges(in, &max_id_line));
   if (d.num_nodes < 0) {
+    // No --num-nodes and no node field: the largest endpoint + 1, with where it is, so that a
+    // count far too large (raw or hashed IDs) can be traced.
     const int64_t* e = d.edges.data_as<int64_t>();
     int64_t m = -1, at = -1;
     for (int64_t i = 0; i < 2 * d.num_edges(); ++i) {
@@ -719,29 +539,57 @@ absl::StatusOr<Dataset> ReadPlain(const fs::path& dir, const ReadOptions& opt) {
                                                " is too large (IDs must be below 2^63 - 1)"));
     }
     d.num_nodes = m + 1;
-    // Where the ID is, so that a count far too large (raw or hashed IDs) can be traced.
     d.num_nodes_source = StrCat("the largest node ID in ", d.edges_source, ", ", m,
-                                edges_npy.empty() ? StrCat(" on line ", max_id_line)
-                                                  : StrCat(" in edge ", at / 2));
+                                max_id_line >= 0 ? StrCat(" on line ", max_id_line) : StrCat(" in edge ", at / 2));
   }
-  std::string edge_feat = FirstExisting(dir, {"edge_feat.npy"});
-  if (!edge_feat.empty()) {
-    ASSIGN_OR_RETURN(NpyArray f, NpyArray::Map(edge_feat));
-    d.edge_fields.push_back({"feat", std::move(f)});
+  for (auto [from, to] : {std::pair{&in.node_fields, &d.node_fields}, {&in.edge_fields, &d.edge_fields}}) {
+    for (const SliceField& f : *from) {
+      ASSIGN_OR_RETURN(NpyArray a, WholeField(f));
+      if (f.name == "label" && from == &in.node_fields) d.num_classes = std::max(d.num_classes, NumClasses(a));
+      to->push_back({f.name, std::move(a), f.node_type});
+    }
   }
-  RETURN_IF_ERROR(ReadFieldDir(dir / "edge_data", &d.edge_fields));
-  // Each split file is optional on its own (a missing one is an empty set), as the README says.
-  for (auto [name, out] : {std::pair{"train_idx.npy", &d.train_idx},
-                           {"valid_idx.npy", &d.valid_idx},
-                           {"test_idx.npy", &d.test_idx}}) {
-    if (FirstExisting(dir, {name}).empty()) continue;
-    ASSIGN_OR_RETURN(*out, ReadIndexNpy((dir / name).string(), d.num_nodes));
-    d.has_split = true;
+  // Split files hold type-wise IDs on a typed graph; each file is optional on its own.
+  d.has_split = in.has_split;
+  std::vector<int64_t>* idx[3] = {&d.train_idx, &d.valid_idx, &d.test_idx};
+  for (int i = 0; i < 3; ++i) {
+    for (const SplitFile& file : in.split_files[i]) {
+      const int64_t first = file.type < 0 ? 0 : d.node_type_offsets[file.type];
+      const int64_t count = file.type < 0 ? d.num_nodes : d.TypeCount(file.type);
+      ASSIGN_OR_RETURN(std::vector<int64_t> ids,
+                       ReadIndexNpy(file.path, count, file.type < 0 ? "num_nodes" : StrCat("the ", d.node_types[file.type], " nodes")));
+      for (int64_t v : ids) idx[i]->push_back(v + first);
+    }
+    if (d.typed()) std::sort(idx[i]->begin(), idx[i]->end());
   }
   return d;
 }
 
 }  // namespace
+
+absl::StatusOr<bool> EdgeColumns(const std::string& path, const std::vector<int64_t>& shape, const std::string& layout) {
+  const bool is_2d = shape.size() == 2;
+  if (layout == "columns") {
+    if (!is_2d || shape[0] != 2) {
+      return absl::InvalidArgumentError(StrCat(path, ": --edge-layout columns expects a [2, E] array (PyG's edge_index)"));
+    }
+    return true;
+  }
+  if (layout == "rows") {
+    if (!is_2d || shape[1] != 2) {
+      return absl::InvalidArgumentError(StrCat(path, ": --edge-layout rows expects an [E, 2] array of (src, dst)"));
+    }
+    return false;
+  }
+  if (layout != "auto") {
+    return absl::InvalidArgumentError(StrCat("--edge-layout: '", layout, "' is not one of auto, rows, columns"));
+  }
+  if (is_2d && shape[1] == 2) return false;  // [E, 2], and [2, 2] too (give --edge-layout columns for PyG's 2 edges)
+  if (is_2d && shape[0] == 2) return true;
+  return absl::InvalidArgumentError(
+      StrCat(path, ": expected an [E, 2] array of (src, dst) or PyG's [2, E] edge_index; the shape is [",
+             base::StrJoin(shape, ", "), "]"));
+}
 
 absl::StatusOr<Dataset> ReadDataset(const ReadOptions& opt) {
   fs::path dir(opt.input_dir);
@@ -759,16 +607,16 @@ absl::StatusOr<Dataset> ReadDataset(const ReadOptions& opt) {
     d = ReadOgb(dir, opt);
   } else if (fs::exists(dir / "raw" / "num-node-dict.csv.gz", ec)) {
     d = ReadOgbHetero(dir, opt);
-  } else if (fs::exists(dir / "num_nodes.json", ec)) {
-    d = ReadTypedNpy(dir, opt);
-  } else if (!FirstExisting(dir, {"edges.npy", "edges.csv", "edges.tsv", "edges.txt", "edges.csv.gz",
-                                  "edges.tsv.gz", "edges.txt.gz"}).empty()) {
-    d = ReadPlain(dir, opt);
   } else {
-    return absl::NotFoundError(StrCat(
-        "--input ", opt.input_dir, ": no dataset found (looked for raw/edge.csv.gz, OGB's layout, ",
-        "raw/num-node-dict.csv.gz, OGB's heterogeneous layout, num_nodes.json, the typed .npy layout, ",
-        "and edges.npy / edges.csv / edges.tsv, the plain layout; see README 'Dataset layouts')"));
+    absl::StatusOr<SliceInput> in = OpenSliceInput(opt);
+    if (absl::IsNotFound(in.status())) {
+      return absl::NotFoundError(StrCat(
+          "--input ", opt.input_dir, ": no dataset found (looked for raw/edge.csv.gz, OGB's layout, ",
+          "raw/num-node-dict.csv.gz, OGB's heterogeneous layout, num_nodes.json, the typed .npy layout, ",
+          "metadata.json, DGL's chunked format, and edges.npy / edges.csv / edges.tsv, the plain layout; see ",
+          "README 'Dataset layouts')"));
+    }
+    d = in.ok() ? ReadWhole(*std::move(in)) : absl::StatusOr<Dataset>(in.status());
   }
   if (!d.ok()) return d.status();
   d->input_dir = opt.input_dir;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "partition/dataset.h"
@@ -27,6 +28,15 @@ struct ReadOptions {
 
 // Detects the layout and reads it. Errors name the file and line (text) or row (.npy) at fault.
 absl::StatusOr<Dataset> ReadDataset(const ReadOptions& options);
+
+// The plain layout's text edge files, in the order they are looked for.
+inline constexpr const char* kPlainTextEdgeFiles[] = {"edges.csv",    "edges.tsv",    "edges.txt",
+                                                      "edges.csv.gz", "edges.tsv.gz", "edges.txt.gz"};
+
+// Whether an edge array of `shape` at `path` is [2, E] columns (PyG's edge_index) rather than
+// [E, 2] rows, as `layout` says ("rows", "columns" or "auto"; see ReadOptions). Errors name the
+// file, the shape or the flag.
+absl::StatusOr<bool> EdgeColumns(const std::string& path, const std::vector<int64_t>& shape, const std::string& layout);
 
 // Node pairs from a file: an integer .npy of [n, 2] rows (or PyG's [2, n]), or text with one
 // "src,dst" per line (.csv/.tsv/.txt, optionally .gz). Every ID must be in [0, num_nodes); errors

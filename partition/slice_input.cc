@@ -1,6 +1,7 @@
 #include "partition/slice_input.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -122,6 +123,34 @@ absl::Status AddFieldDir(const fs::path& dir, std::vector<SliceField>* out) {
   return absl::OkStatus();
 }
 
+bool IsIntegerDType(DType t) {
+  return t == DType::kInt64 || t == DType::kInt32 || t == DType::kInt16 || t == DType::kInt8 || t == DType::kUInt8;
+}
+
+// An edge .npy, [e, 2] rows or [2, e] columns as `layout` ("rows", "columns", "auto") says.
+absl::StatusOr<EdgeFile> OpenEdgeNpy(const std::string& path, const std::string& layout) {
+  EdgeFile f;
+  f.path = path;
+  ASSIGN_OR_RETURN(f.npy, NpyArray::Map(path));
+  if (!IsIntegerDType(f.npy.dtype())) {
+    return absl::InvalidArgumentError(StrCat(path, ": expected an integer array, found ", core::DTypeName(f.npy.dtype())));
+  }
+  ASSIGN_OR_RETURN(const bool columns, EdgeColumns(path, f.npy.shape(), layout));
+  f.form = columns ? EdgeFile::Form::kColumns : EdgeFile::Form::kRows;
+  f.rows = f.npy.shape()[columns ? 1 : 0];
+  return f;
+}
+
+// Appends `f` to the input's edges.
+void AddEdgeFile(SliceInput* in, EdgeFile f) {
+  if (in->edge_starts.empty()) in->edge_starts.push_back(0);
+  in->num_edges = f.rows < 0 || in->num_edges < 0 ? -1 : in->num_edges + f.rows;
+  in->edge_starts.push_back(in->num_edges);
+  in->edge_files.push_back(std::move(f));
+}
+
+// The plain layout (README "Dataset layouts"): edges.npy, or edges.{csv,tsv,txt}[.gz] text; node
+// and edge fields as .npy; {train,valid,test}_idx.npy.
 absl::StatusOr<SliceInput> OpenPlain(const fs::path& dir, const ReadOptions& read) {
   SliceInput in;
   in.layout = "plain";
@@ -137,27 +166,19 @@ absl::StatusOr<SliceInput> OpenPlain(const fs::path& dir, const ReadOptions& rea
     in.edge_fields.push_back({"feat", std::move(a)});
   }
   RETURN_IF_ERROR(AddFieldDir(dir / "edge_data", &in.edge_fields));
-  const std::string edges = IfExists(dir / "edges.npy");
-  if (edges.empty()) {
-    return absl::InvalidArgumentError(
-        StrCat("--input ", read.input_dir, ": --distributed reads edges.npy (the plain .npy layout) or DGL's "
-               "chunked format (metadata.json); text edges are read by fanout-partition without --distributed "
-               "(docs/partitioning.md says how to convert)"));
-  }
-  in.edges_source = edges;
-  ASSIGN_OR_RETURN(in.edges, ChunkedArray::Open({edges}));
-  const std::vector<int64_t>& rs = in.edges.row_shape();
-  const bool rows = rs.size() == 1 && rs[0] == 2, columns = rs.size() == 1 && in.edges.rows() == 2;
-  if (read.edge_layout == "columns" || (read.edge_layout == "auto" && !rows && columns)) {
-    if (!columns) return absl::InvalidArgumentError(StrCat(edges, ": --edge-layout columns expects a [2, E] array"));
-    in.edges_columns = true;
-    in.num_edges = rs[0];
+  in.num_edges = 0;
+  if (std::string edges = IfExists(dir / "edges.npy"); !edges.empty()) {
+    ASSIGN_OR_RETURN(EdgeFile f, OpenEdgeNpy(edges, read.edge_layout));
+    AddEdgeFile(&in, std::move(f));
   } else {
-    if (!rows) {
-      return absl::InvalidArgumentError(StrCat(edges, ": expected an [E, 2] array of (src, dst) or PyG's [2, E]"));
+    for (const char* name : kPlainTextEdgeFiles) {
+      if (std::string p = IfExists(dir / name); !p.empty()) {
+        AddEdgeFile(&in, EdgeFile{.path = p, .form = EdgeFile::Form::kText});
+        break;
+      }
     }
-    in.num_edges = in.edges.rows();
   }
+  in.edges_source = in.edge_files.at(0).path;
   const char* split_names[3] = {"train_idx.npy", "valid_idx.npy", "test_idx.npy"};
   for (int i = 0; i < 3; ++i) {
     if (std::string p = IfExists(dir / split_names[i]); !p.empty()) {
@@ -188,8 +209,8 @@ absl::StatusOr<SliceInput> OpenDglChunked(const fs::path& dir, const ReadOptions
   auto bad = [&](const std::string& what) { return absl::InvalidArgumentError(StrCat(meta_path, ": ", what)); };
   auto one_of = [&](const char* key) -> absl::StatusOr<std::string> {
     if (!m.contains(key) || !m[key].is_array() || m[key].size() != 1 || !m[key][0].is_string()) {
-      return bad(StrCat("'", key, "' must list exactly one type (--distributed reads one node and one edge type; "
-                        "typed graphs go through fanout-partition without --distributed)"));
+      return bad(StrCat("'", key, "' must list exactly one type (fanout reads DGL's chunked format with one node "
+                        "and one edge type; typed graphs go in the typed .npy layout, docs/partitioning.md)"));
     }
     return m[key][0].get<std::string>();
   };
@@ -238,20 +259,19 @@ absl::StatusOr<SliceInput> OpenDglChunked(const fs::path& dir, const ReadOptions
     return bad(StrCat("edges of ", etype, " list ", edge_files.size(), " files but num_edges_per_chunk has ",
                       edge_chunks.size(), " chunks"));
   }
+  if (format != "csv" && format != "numpy") return bad(StrCat("edges of ", etype, ": format '", format, "' (read: csv, numpy)"));
   in.edges_source = edge_files[0];
   in.num_edges = 0;
-  for (int64_t c : edge_chunks) in.num_edges += c;
-  if (format == "csv") {
-    in.edge_text_files = edge_files;
-    in.edge_text_starts.push_back(0);
-    for (int64_t c : edge_chunks) in.edge_text_starts.push_back(in.edge_text_starts.back() + c);
-  } else if (format == "numpy") {
-    ASSIGN_OR_RETURN(in.edges, ChunkedArray::Open(edge_files));
-    if (in.edges.row_shape() != std::vector<int64_t>{2} || in.edges.rows() != in.num_edges) {
-      return bad(StrCat("edges of ", etype, ": expected [e, 2] chunks with ", in.num_edges, " rows in all"));
+  for (size_t c = 0; c < edge_files.size(); ++c) {
+    EdgeFile f{.path = edge_files[c], .form = EdgeFile::Form::kText, .rows = edge_chunks[c]};
+    if (format == "numpy") {
+      ASSIGN_OR_RETURN(f, OpenEdgeNpy(edge_files[c], "rows"));
+      if (f.rows != edge_chunks[c]) {
+        return bad(StrCat("edges of ", etype, ": ", edge_files[c], " has ", f.rows,
+                          " rows but num_edges_per_chunk says ", edge_chunks[c]));
+      }
     }
-  } else {
-    return bad(StrCat("edges of ", etype, ": format '", format, "' (read: csv, numpy)"));
+    AddEdgeFile(&in, std::move(f));
   }
   auto add_fields = [&](const char* key, const std::string& type, std::vector<SliceField>* out,
                         int64_t rows) -> absl::Status {
@@ -279,8 +299,8 @@ absl::StatusOr<SliceInput> OpenDglChunked(const fs::path& dir, const ReadOptions
 }
 
 // The typed .npy layout (README "Dataset layouts"): num_nodes.json (types in its order),
-// edges/SRC___REL___DST.npy ([e, 2], type-wise IDs; relations in file-name order), node_data/TYPE/
-// NAME.npy, split/TYPE/{train,valid,test}_idx.npy, as partition/readers.cc reads it.
+// edges/SRC___REL___DST.npy ([e, 2] or [2, e] in type-wise IDs; relations in file-name order),
+// node_data/TYPE/NAME.npy, split/TYPE/{train,valid,test}_idx.npy.
 absl::StatusOr<SliceInput> OpenTypedNpy(const fs::path& dir, const ReadOptions& read) {
   SliceInput in;
   in.layout = "npy-hetero";
@@ -291,59 +311,36 @@ absl::StatusOr<SliceInput> OpenTypedNpy(const fs::path& dir, const ReadOptions& 
     if (!j.is_object() || j.empty()) {
       return absl::InvalidArgumentError(StrCat(in.num_nodes_source, ": expected a JSON object {\"node type\": count, ...}"));
     }
-    in.node_type_offsets.push_back(0);
     for (const auto& [name, count] : j.items()) {
-      if (!count.is_number_integer() || count.get<int64_t>() < 0 || !core::IsTypeName(name) || in.NodeTypeIndex(name) >= 0) {
-        return absl::InvalidArgumentError(StrCat(in.num_nodes_source, ": '", name, "' needs a type name listed once with a count >= 0"));
+      if (!count.is_number_integer()) {
+        return absl::InvalidArgumentError(StrCat(in.num_nodes_source, ": the count of '", name, "' is not an integer"));
       }
-      in.node_types.push_back(name);
-      in.node_type_offsets.push_back(in.node_type_offsets.back() + count.get<int64_t>());
+      RETURN_IF_ERROR(AddNodeType(&in, name, count.get<int64_t>(), in.num_nodes_source));
     }
   }
   in.num_nodes = in.node_type_offsets.back();
   if (read.num_nodes >= 0 && read.num_nodes != in.num_nodes) {
     return absl::InvalidArgumentError(StrCat("--num-nodes ", read.num_nodes, " but ", in.num_nodes_source, " sums to ", in.num_nodes));
   }
+  in.edges_source = (dir / "edges").string();
   std::vector<fs::path> rel_files;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir / "edges", ec)) {
     if (e.path().extension() == ".npy") rel_files.push_back(e.path());
   }
   std::sort(rel_files.begin(), rel_files.end());
-  if (rel_files.empty()) return absl::InvalidArgumentError(StrCat((dir / "edges").string(), ": no SRC___REL___DST.npy relation files"));
-  std::vector<std::string> paths;
+  if (rel_files.empty()) return absl::InvalidArgumentError(StrCat(in.edges_source, ": no SRC___REL___DST.npy relation files"));
+  in.num_edges = 0;
   for (const fs::path& f : rel_files) {
-    const std::vector<std::string> t = base::StrSplit(f.stem().string(), "___");
-    if (t.size() != 3 || in.NodeTypeIndex(t[0]) < 0 || in.NodeTypeIndex(t[2]) < 0 || !core::IsTypeName(t[1])) {
-      return absl::InvalidArgumentError(StrCat(f.string(), ": name must be SRC___REL___DST with node types of ",
-                                               in.num_nodes_source));
-    }
-    in.edge_types.push_back({t[0], t[1], t[2]});
-    in.edge_type_ends.push_back({in.NodeTypeIndex(t[0]), in.NodeTypeIndex(t[2])});
-    paths.push_back(f.string());
+    // SRC___REL___DST.npy, as OGB names relation folders.
+    ASSIGN_OR_RETURN(core::CanonicalEdgeType type,
+                     CheckRelation(in, base::StrSplit(f.stem().string(), "___"), StrCat(f.string(), ": name")));
+    ASSIGN_OR_RETURN(EdgeFile e, OpenEdgeNpy(f.string(), read.edge_layout));
+    in.edge_types.push_back(std::move(type));
+    AddEdgeFile(&in, std::move(e));
   }
-  ASSIGN_OR_RETURN(in.edges, ChunkedArray::Open(paths));
-  if (in.edges.row_shape() != std::vector<int64_t>{2}) {
-    return absl::InvalidArgumentError(StrCat(paths[0], ": --distributed reads relations as [e, 2] arrays"));
-  }
-  in.edge_type_offsets = in.edges.starts();  // one chunk per relation
-  in.num_edges = in.edges.rows();
-  in.edges_source = (dir / "edges").string();
-  auto folders = [&](const fs::path& root) -> absl::StatusOr<std::vector<std::pair<int, fs::path>>> {
-    std::vector<std::pair<int, fs::path>> out;
-    std::error_code e2;
-    if (!fs::is_directory(root, e2)) return out;
-    for (const auto& entry : fs::directory_iterator(root, e2)) {
-      const int t = in.NodeTypeIndex(entry.path().filename().string());
-      if (t < 0 || !entry.is_directory()) {
-        return absl::InvalidArgumentError(StrCat(entry.path().string(), ": not a node type of ", in.num_nodes_source));
-      }
-      out.push_back({t, entry.path()});
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  };
-  ASSIGN_OR_RETURN(auto field_dirs, folders(dir / "node_data"));
+  in.edge_type_offsets = in.edge_starts;  // one file per relation
+  ASSIGN_OR_RETURN(auto field_dirs, TypeFolders(in, in.num_nodes_source, (dir / "node_data").string()));
   for (const auto& [t, folder] : field_dirs) {
     std::vector<SliceField> fields;
     RETURN_IF_ERROR(AddFieldDir(folder, &fields));
@@ -352,11 +349,11 @@ absl::StatusOr<SliceInput> OpenTypedNpy(const fs::path& dir, const ReadOptions& 
       in.node_fields.push_back(std::move(f));
     }
   }
-  ASSIGN_OR_RETURN(auto split_dirs, folders(dir / "split"));
+  ASSIGN_OR_RETURN(auto split_dirs, TypeFolders(in, in.num_nodes_source, (dir / "split").string()));
   const char* split_names[3] = {"train_idx.npy", "valid_idx.npy", "test_idx.npy"};
   for (const auto& [t, folder] : split_dirs) {
     for (int i = 0; i < 3; ++i) {
-      if (std::string p = IfExists(folder / split_names[i]); !p.empty()) {
+      if (std::string p = IfExists(fs::path(folder) / split_names[i]); !p.empty()) {
         in.split_files[i].push_back({p, t});
         in.has_split = true;
       }
@@ -365,23 +362,55 @@ absl::StatusOr<SliceInput> OpenTypedNpy(const fs::path& dir, const ReadOptions& 
   return in;
 }
 
+// Element i of an integer array of `dtype` at `p` (IsIntegerDType).
+int64_t IntAt(const char* p, DType dtype, int64_t i) {
+  switch (dtype) {
+    case DType::kInt64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return v; }
+    case DType::kInt32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
+    case DType::kInt16: { int16_t v; std::memcpy(&v, p + 2 * i, 2); return v; }
+    case DType::kInt8: return static_cast<int8_t>(p[i]);
+    default: return static_cast<uint8_t>(p[i]);
+  }
+}
+
+// Rows [lo, hi) of edge file `f` into `out` as (src, dst) pairs; mapped pages are let go after.
+absl::Status ReadEdgeRows(const EdgeFile& f, int64_t lo, int64_t hi, int64_t* out) {
+  if (f.form == EdgeFile::Form::kText) {
+    ASSIGN_OR_RETURN(NpyArray pairs, ReadNodePairs(f.path, 0));
+    if (f.rows >= 0 && pairs.rows() != f.rows) {
+      return absl::InvalidArgumentError(StrCat(f.path, ": has ", pairs.rows(),
+                                               " edges but metadata.json's num_edges_per_chunk says ", f.rows));
+    }
+    std::memcpy(out, pairs.data_as<int64_t>() + 2 * lo, (hi - lo) * 2 * sizeof(int64_t));
+    return absl::OkStatus();
+  }
+  const DType dt = f.npy.dtype();
+  const size_t es = core::DTypeSize(dt);
+  const char* base = static_cast<const char*>(f.npy.data());
+  if (f.form == EdgeFile::Form::kRows) {
+    const char* p = base + 2 * lo * es;
+    if (dt == DType::kInt64) {
+      std::memcpy(out, p, (hi - lo) * 2 * sizeof(int64_t));
+    } else {
+      for (int64_t i = 0; i < 2 * (hi - lo); ++i) out[i] = IntAt(p, dt, i);
+    }
+    f.npy.DropPages(2 * lo * es, 2 * hi * es);
+    return absl::OkStatus();
+  }
+  // [2, e]: one row of sources, one of destinations.
+  for (int side = 0; side < 2; ++side) {
+    const char* p = base + (side * f.rows + lo) * es;
+    for (int64_t i = 0; i < hi - lo; ++i) out[2 * i + side] = IntAt(p, dt, i);
+    f.npy.DropPages((side * f.rows + lo) * es, (side * f.rows + hi) * es);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
-int SliceInput::NodeTypeIndex(const std::string& name) const {
-  const auto at = std::find(node_types.begin(), node_types.end(), name);
-  return at == node_types.end() ? -1 : static_cast<int>(at - node_types.begin());
-}
-
-int SliceInput::NodeTypeOf(int64_t v) const {
-  if (!typed()) return 0;
-  return static_cast<int>(std::upper_bound(node_type_offsets.begin(), node_type_offsets.end(), v) -
-                          node_type_offsets.begin()) - 1;
-}
-
-int SliceInput::EdgeTypeOf(int64_t row) const {
-  if (!typed()) return 0;
-  return static_cast<int>(std::upper_bound(edge_type_offsets.begin(), edge_type_offsets.end(), row) -
-                          edge_type_offsets.begin()) - 1;
+std::string SliceInput::EdgeWhere(int64_t row) const {
+  const size_t c = std::upper_bound(edge_starts.begin(), edge_starts.end() - 1, row) - edge_starts.begin() - 1;
+  return StrCat(edge_files[c].path, " row ", row - edge_starts[c]);
 }
 
 absl::StatusOr<SliceInput> OpenSliceInput(const ReadOptions& read) {
@@ -393,20 +422,20 @@ absl::StatusOr<SliceInput> OpenSliceInput(const ReadOptions& read) {
     in = OpenDglChunked(dir, read);
   } else if (fs::exists(dir / "num_nodes.json", ec)) {
     in = OpenTypedNpy(dir, read);
-  } else if (fs::exists(dir / "edges.npy", ec)) {
+  } else if (fs::exists(dir / "edges.npy", ec) ||
+             std::any_of(std::begin(kPlainTextEdgeFiles), std::end(kPlainTextEdgeFiles),
+                         [&](const char* f) { return fs::exists(dir / f, ec); })) {
     in = OpenPlain(dir, read);
   } else {
-    return absl::InvalidArgumentError(StrCat(
-        "--input ", read.input_dir, ": --distributed reads the plain .npy layout (edges.npy), the typed .npy "
-        "layout (num_nodes.json) or DGL's chunked format (metadata.json); for OGB's csv.gz and text layouts use "
-        "fanout-partition without --distributed, or convert (docs/partitioning.md)"));
+    return absl::NotFoundError(StrCat("--input ", read.input_dir,
+                                      ": none of num_nodes.json (the typed .npy layout), metadata.json (DGL's chunked "
+                                      "format), edges.npy / edges.csv / edges.tsv (the plain layout)"));
   }
   if (!in.ok()) return in.status();
   in->name = fs::absolute(dir).lexically_normal().filename().string();
   if (in->name.empty()) in->name = fs::absolute(dir).lexically_normal().parent_path().filename().string();
   in->inputs.push_back(read.input_dir);
-  for (const std::string& p : in->edges.paths()) in->inputs.push_back(p);
-  for (const std::string& p : in->edge_text_files) in->inputs.push_back(p);
+  for (const EdgeFile& f : in->edge_files) in->inputs.push_back(f.path);
   for (const auto* fields : {&in->node_fields, &in->edge_fields}) {
     for (const SliceField& f : *fields) {
       for (const std::string& p : f.data.paths()) in->inputs.push_back(p);
@@ -417,24 +446,18 @@ absl::StatusOr<SliceInput> OpenSliceInput(const ReadOptions& read) {
   }
   if (in->num_nodes >= 0) {
     for (const SliceField& f : in->node_fields) {
-      if (!f.node_type.empty()) {
-        const int t = in->NodeTypeIndex(f.node_type);
-        const int64_t rows = in->node_type_offsets[t + 1] - in->node_type_offsets[t];
-        if (f.data.rows() != rows) {
-          return absl::InvalidArgumentError(StrCat(f.data.first_path(), ": node field '", f.name, "' has ", f.data.rows(),
-                                                   " rows but there are ", rows, " ", f.node_type, " nodes"));
-        }
-        continue;
-      }
-      if (f.data.rows() != in->num_nodes) {
-        return absl::InvalidArgumentError(StrCat(f.data.first_path(), ": node field '", f.name, "' has ",
-                                                 f.data.rows(), " rows but the graph has ", in->num_nodes,
-                                                 " nodes (from ", in->num_nodes_source, ")"));
+      const int t = f.node_type.empty() ? -1 : in->NodeTypeIndex(f.node_type);
+      const int64_t rows = t < 0 ? in->num_nodes : in->TypeCount(t);
+      if (f.data.rows() != rows) {
+        return absl::InvalidArgumentError(StrCat(f.data.first_path(), ": node field '", f.name, "' has ", f.data.rows(),
+                                                 " rows but ", t < 0 ? "the graph has " : "there are ", rows,
+                                                 t < 0 ? StrCat(" nodes (from ", in->num_nodes_source, ")")
+                                                       : StrCat(" ", f.node_type, " nodes")));
       }
     }
   }
   for (const SliceField& f : in->edge_fields) {
-    if (f.data.rows() != in->num_edges) {
+    if (in->sliceable() && f.data.rows() != in->num_edges) {
       return absl::InvalidArgumentError(StrCat(f.data.first_path(), ": edge field '", f.name, "' has ", f.data.rows(),
                                                " rows but ", in->edges_source, " has ", in->num_edges, " edges"));
     }
@@ -443,70 +466,31 @@ absl::StatusOr<SliceInput> OpenSliceInput(const ReadOptions& read) {
 }
 
 absl::StatusOr<std::vector<int64_t>> ReadEdgeSlice(const SliceInput& in, int64_t begin, int64_t end) {
+  if (!in.sliceable()) {
+    return absl::InvalidArgumentError(StrCat(in.edges_source, ": text edges of unknown count cannot be read in slices"));
+  }
   std::vector<int64_t> out(2 * (end - begin));
-  if (!in.edge_text_files.empty()) {
-    // Text chunks: parse each chunk the slice overlaps, keep the rows inside the slice.
-    const std::vector<int64_t>& at = in.edge_text_starts;
-    for (size_t c = 0; c + 1 < at.size(); ++c) {
-      const int64_t lo = std::max(begin, at[c]), hi = std::min(end, at[c + 1]);
-      if (lo >= hi) continue;
-      ASSIGN_OR_RETURN(NpyArray pairs, ReadNodePairs(in.edge_text_files[c], 0));
-      if (pairs.rows() != at[c + 1] - at[c]) {
-        return absl::InvalidArgumentError(StrCat(in.edge_text_files[c], ": has ", pairs.rows(),
-                                                 " edges but metadata.json's num_edges_per_chunk says ",
-                                                 at[c + 1] - at[c]));
+  const std::vector<int64_t>& at = in.edge_starts;
+  for (size_t c = 0; c + 1 < at.size(); ++c) {
+    const int64_t lo = std::max(begin, at[c]), hi = std::min(end, at[c + 1]);
+    if (lo >= hi) continue;
+    RETURN_IF_ERROR(ReadEdgeRows(in.edge_files[c], lo - at[c], hi - at[c], out.data() + 2 * (lo - begin)));
+  }
+  if (!in.typed()) return out;
+  // Relation files hold type-wise IDs: checked against their types' counts, then offset.
+  std::vector<std::array<int, 2>> ends;  // per relation: its source and destination node types
+  for (const core::CanonicalEdgeType& rel : in.edge_types) ends.push_back({in.NodeTypeIndex(rel.src), in.NodeTypeIndex(rel.dst)});
+  for (int64_t i = 0; i < end - begin; ++i) {
+    const std::array<int, 2>& rel = ends[in.EdgeTypeOf(begin + i)];
+    for (int side = 0; side < 2; ++side) {
+      const int t = rel[side];
+      const int64_t id = out[2 * i + side], count = in.TypeCount(t);
+      if (id < 0 || id >= count) {
+        return absl::InvalidArgumentError(StrCat(in.EdgeWhere(begin + i), ": ", side == 0 ? "src " : "dst ", id,
+                                                 " is outside [0, ", count, ") (the ", in.node_types[t], " nodes)"));
       }
-      std::memcpy(out.data() + 2 * (lo - begin), pairs.data_as<int64_t>() + 2 * (lo - at[c]),
-                  (hi - lo) * 2 * sizeof(int64_t));
+      out[2 * i + side] = id + in.node_type_offsets[t];
     }
-    return out;
-  }
-  if (in.typed()) {
-    // Relation chunks in type-wise IDs: checked against their types' counts, then offset.
-    ASSIGN_OR_RETURN(std::vector<int64_t> s, in.edges.ReadInts(begin, end, 0));
-    ASSIGN_OR_RETURN(std::vector<int64_t> d, in.edges.ReadInts(begin, end, 1));
-    for (int64_t i = 0; i < end - begin; ++i) {
-      const auto [src_type, dst_type] = in.edge_type_ends[in.EdgeTypeOf(begin + i)];
-      for (int side = 0; side < 2; ++side) {
-        const int ti = side == 0 ? src_type : dst_type;
-        const int64_t id = side == 0 ? s[i] : d[i], count = in.node_type_offsets[ti + 1] - in.node_type_offsets[ti];
-        if (id < 0 || id >= count) {
-          return absl::InvalidArgumentError(StrCat(in.edges.Where(begin + i), ": ", side == 0 ? "src " : "dst ", id,
-                                                   " is outside [0, ", count, ") (the ", in.node_types[ti], " nodes)"));
-        }
-        out[2 * i + side] = id + in.node_type_offsets[ti];
-      }
-    }
-    return out;
-  }
-  if (!in.edges_columns && in.edges.dtype() == DType::kInt64) {
-    in.edges.CopyRows(begin, end, reinterpret_cast<char*>(out.data()));
-    return out;
-  }
-  if (!in.edges_columns) {
-    ASSIGN_OR_RETURN(std::vector<int64_t> s, in.edges.ReadInts(begin, end, 0));
-    ASSIGN_OR_RETURN(std::vector<int64_t> d, in.edges.ReadInts(begin, end, 1));
-    for (int64_t i = 0; i < end - begin; ++i) out[2 * i] = s[i], out[2 * i + 1] = d[i];
-    return out;
-  }
-  // [2, E]: one row of sources, one of destinations; read the slice of each as raw integers.
-  ASSIGN_OR_RETURN(NpyArray a, NpyArray::Map(in.edges.first_path()));
-  const size_t es = core::DTypeSize(a.dtype());
-  const int64_t e = in.num_edges;
-  for (int side = 0; side < 2; ++side) {
-    const char* base = static_cast<const char*>(a.data()) + (side * e + begin) * es;
-    for (int64_t i = 0; i < end - begin; ++i) {
-      int64_t v;
-      switch (a.dtype()) {
-        case DType::kInt64: std::memcpy(&v, base + i * 8, 8); break;
-        case DType::kInt32: { int32_t x; std::memcpy(&x, base + i * 4, 4); v = x; break; }
-        default:
-          return absl::InvalidArgumentError(StrCat(in.edges_source, ": edges must be int64 or int32, found ",
-                                                   core::DTypeName(a.dtype())));
-      }
-      out[2 * i + side] = v;
-    }
-    a.DropPages((side * e + begin) * es, (side * e + end) * es);
   }
   return out;
 }

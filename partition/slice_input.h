@@ -1,11 +1,14 @@
-// A dataset opened for reading in slices, as each rank of the distributed partitioner reads it:
-// only headers are read here; arrays are mapped and their rows touched only where a rank reads
-// its slice (and those pages are dropped after), so no rank holds the whole input.
+// The one reader of the .npy-based input layouts, for both partitioners: each rank of the
+// distributed one reads a slice of the input, the serial one (ReadDataset) one slice covering
+// everything. Only headers are read on opening; arrays are mapped and their rows touched only
+// where a slice is read (and those pages are dropped after), so no rank holds the whole input.
 //
-// Layouts: the plain .npy layout (edges.npy as [E, 2] or PyG's [2, E], node_feat.npy,
-// node_label.npy, node_data/*.npy, edge_feat.npy, edge_data/*.npy, {train,valid,test}_idx.npy),
-// and DGL's chunked graph format with one node and one edge type (metadata.json naming .npy
-// or text chunks; see docs/partitioning.md).
+// Layouts: the plain layout (edges.npy as [E, 2] or PyG's [2, E], or edges.{csv,tsv,txt}[.gz]
+// text, which only the serial tool reads; node_feat.npy, node_label.npy, node_data/*.npy,
+// edge_feat.npy, edge_data/*.npy, {train,valid,test}_idx.npy), the typed .npy layout
+// (num_nodes.json, edges/SRC___REL___DST.npy, node_data/TYPE/*.npy, split/TYPE/*_idx.npy), and
+// DGL's chunked graph format with one node and one edge type (metadata.json naming .npy or text
+// chunks). OGB's csv.gz layouts are read by readers.cc alone. See README "Dataset layouts".
 #pragma once
 
 #include <cstdint>
@@ -15,6 +18,7 @@
 #include "absl/status/statusor.h"
 #include "core/npy.h"
 #include "core/type_map.h"
+#include "partition/dataset.h"
 #include "partition/readers.h"
 
 namespace fanout::partition {
@@ -63,47 +67,48 @@ struct SplitFile {
   int type = -1;
 };
 
-struct SliceInput {
+// One file of input edges: an integer .npy of [e, 2] rows (DGL's layout) or [2, e] columns (PyG's
+// edge_index), or text with one "src,dst" pair per line (.csv/.tsv/.txt, optionally .gz).
+struct EdgeFile {
+  enum class Form { kRows, kColumns, kText };
+  std::string path;
+  Form form = Form::kRows;
+  int64_t rows = -1;   // -1: a text file whose edge count is known only once it is read
+  core::NpyArray npy;  // the mapped array (.npy forms)
+};
+
+// Typed graphs (the typed .npy layout) have GraphTypes' members set, as partition::Dataset has
+// them: node IDs type-major, edge rows relation-major (one edge file per relation).
+struct SliceInput : GraphTypes {
   std::string name;             // the input folder's name (the default graph name)
-  std::string layout;           // "plain" or "dgl-chunked"
+  std::string layout;           // "plain", "npy-hetero" or "dgl-chunked"
   int64_t num_nodes = -1;       // -1: not known from the files (the largest edge endpoint + 1)
   std::string num_nodes_source;
-  int64_t num_edges = 0;
+  int64_t num_edges = 0;        // -1 while a text edge file's count is unknown (sliceable() is false)
   std::string edges_source;
-  // Edges: [E, 2] rows, or [2, E] (edges_columns: sources then destinations), or, for DGL's
-  // chunked format, chunks of [e, 2].
-  ChunkedArray edges;
-  bool edges_columns = false;
-  // DGL's chunked format with text edge chunks ("src dst" lines): the files, and the first edge
-  // row of each (then num_edges), from metadata.json's num_edges_per_chunk. `edges` is unused.
-  std::vector<std::string> edge_text_files;
-  std::vector<int64_t> edge_text_starts;
+  // The input edges, file after file: one file in the plain layout, one per relation in the typed
+  // one (in type-wise IDs, which ReadEdgeSlice turns into input IDs), one per chunk in DGL's.
+  std::vector<EdgeFile> edge_files;
+  std::vector<int64_t> edge_starts;  // the first edge row of each file, then num_edges
+  // Whether ranks can read slices of the edges: false for a text edge file of unknown length,
+  // which only the serial tool reads (whole).
+  bool sliceable() const { return num_edges >= 0; }
+  // For messages: the file holding input edge row `row`, and the row inside it.
+  std::string EdgeWhere(int64_t row) const;
   std::vector<SliceField> node_fields;  // "feat", "label" when present, then extras
   std::vector<SliceField> edge_fields;
   // Split files (1-D integer node IDs); a missing one is an empty set.
   bool has_split = false;
   std::vector<std::vector<SplitFile>> split_files{3};  // train, valid, test
-  // Typed graphs (the typed .npy layout; empty otherwise), as partition::Dataset has them: node
-  // IDs type-major, edge rows relation-major. `edges` then holds one chunk per relation, in
-  // type-wise IDs that ReadEdgeSlice turns into input IDs.
-  std::vector<std::string> node_types;
-  std::vector<int64_t> node_type_offsets;  // T + 1
-  std::vector<core::CanonicalEdgeType> edge_types;
-  std::vector<int64_t> edge_type_offsets;  // R + 1
-  std::vector<std::pair<int, int>> edge_type_ends;  // per relation: its (source, destination) node type
-  bool typed() const { return !node_types.empty(); }
-  // Index of node type `name`, or -1.
-  int NodeTypeIndex(const std::string& name) const;
-  int NodeTypeOf(int64_t v) const;
-  int EdgeTypeOf(int64_t row) const;
   std::vector<std::string> inputs;  // every file read, for the output-safety checks
 };
 
-// Opens the input (headers only). Errors name the file; other layouts get an error saying what
-// --distributed reads and how to convert.
+// Opens the input (headers only). Errors name the file; NOT_FOUND when the folder holds none of
+// these layouts.
 absl::StatusOr<SliceInput> OpenSliceInput(const ReadOptions& read);
 
-// Input edges [begin, end) as (src, dst) pairs, int64.
+// Input edges [begin, end) as (src, dst) pairs, int64, checked against their node types' counts
+// on a typed graph. Needs in.sliceable().
 absl::StatusOr<std::vector<int64_t>> ReadEdgeSlice(const SliceInput& in, int64_t begin, int64_t end);
 
 }  // namespace fanout::partition

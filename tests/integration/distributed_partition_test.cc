@@ -289,47 +289,9 @@ TEST(DistributedPartitionTest, DglChunkedInputGivesTheSameFilesAsThePlainLayout)
                         nullptr, &err),
             0)
       << err;
-  const int64_t e = d.num_edges();
-  const int64_t edge_cuts[] = {0, 1000, 1999, e}, node_cuts[] = {0, 170, d.num_nodes};
   for (std::string format : {"csv", "numpy"}) {
     const std::string root = dir.Sub("chunked-" + format);
-    fs::create_directories(root + "/edges");
-    fs::create_directories(root + "/node_data");
-    nlohmann::json m;
-    m["graph_name"] = "plain";
-    m["node_type"] = {"_N"};
-    m["edge_type"] = {"_N:_E:_N"};
-    m["num_nodes_per_chunk"] = {{170, d.num_nodes - 170}};
-    m["num_edges_per_chunk"] = {{1000, 999, e - 1999}};
-    const int64_t* ed = d.edges.data_as<int64_t>();
-    for (int c = 0; c < 3; ++c) {
-      const std::string rel = StrCat("edges/chunk", c, format == "csv" ? ".txt" : ".npy");
-      m["edges"]["_N:_E:_N"]["format"]["name"] = format;
-      m["edges"]["_N:_E:_N"]["data"].push_back(rel);
-      if (format == "csv") {
-        std::string text;
-        for (int64_t i = edge_cuts[c]; i < edge_cuts[c + 1]; ++i) text += StrCat(ed[2 * i], " ", ed[2 * i + 1], "\n");
-        testing::WriteText(root + "/" + rel, text);
-      } else {
-        ASSERT_TRUE(core::WriteNpy(root + "/" + rel, core::DType::kInt64, {edge_cuts[c + 1] - edge_cuts[c], 2},
-                                   ed + 2 * edge_cuts[c])
-                        .ok());
-      }
-    }
-    auto chunks = [&](const core::NpyArray& a, const int64_t* cuts, int n, const std::string& stem) {
-      nlohmann::json spec{{"format", {{"name", "numpy"}}}, {"data", nlohmann::json::array()}};
-      for (int c = 0; c < n; ++c) {
-        std::vector<int64_t> shape = a.shape();
-        shape[0] = cuts[c + 1] - cuts[c];
-        const std::string rel = StrCat(stem, c, ".npy");
-        EXPECT_TRUE(core::WriteNpy(root + "/" + rel, a.dtype(), shape, a.row(cuts[c])).ok());
-        spec["data"].push_back(rel);
-      }
-      return spec;
-    };
-    for (const auto& f : d.node_fields) m["node_data"]["_N"][f.name] = chunks(f.data, node_cuts, 2, "node_data/" + f.name);
-    for (const auto& f : d.edge_fields) m["edge_data"]["_N:_E:_N"][f.name] = chunks(f.data, edge_cuts, 3, "edges/" + f.name);
-    testing::WriteText(root + "/metadata.json", m.dump(2));
+    testing::WriteDglChunkedLayout(d, root, format, {0, 1000, 1999, d.num_edges()}, {0, 170, d.num_nodes});
     const std::string out = dir.Sub("from-" + format);
     ASSERT_EQ(Distributed(4, {"--input", root, "--num-parts", "3", "--part-method", "file", "--assignment", assign,
                               "--add-reverse-edges", "--out", out, "--graph-name", "plain", "--quiet"},

@@ -55,6 +55,30 @@ TEST(ReadersTest, PlainNpyLayoutRoundTripWithExtraFields) {
   EXPECT_TRUE(d->edges.is_mapped());  // large inputs are mapped, not copied
 }
 
+// DGL's chunked graph format is read by the serial tool too (the same reader as --distributed's),
+// with edges in text or .npy chunks and fields in several chunks each: the plain layout's data.
+TEST(ReadersTest, DglChunkedLayoutReadsAsThePlainOne) {
+  TempDir dir;
+  Dataset src = testing::MakeRandomDataset({.num_nodes = 150, .num_edges = 600});
+  src.has_split = false;
+  src.train_idx.clear();
+  src.valid_idx.clear();
+  src.test_idx.clear();
+  for (const char* format : {"csv", "numpy"}) {
+    const std::string root = dir.Sub(format);
+    testing::WriteDglChunkedLayout(src, root, format, {0, 250, 251, src.num_edges()}, {0, 100, src.num_nodes});
+    auto d = ReadDataset({.input_dir = root});
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_EQ(d->layout, "dgl-chunked");
+    ExpectSameData(src, *d);
+    ASSERT_EQ(d->edge_fields.size(), src.edge_fields.size());
+    for (size_t i = 0; i < src.edge_fields.size(); ++i) {
+      EXPECT_EQ(d->edge_fields[i].name, src.edge_fields[i].name);
+      EXPECT_EQ(0, std::memcmp(d->edge_fields[i].data.data(), src.edge_fields[i].data.data(), src.edge_fields[i].data.nbytes()));
+    }
+  }
+}
+
 // Each split file is optional on its own: train_idx.npy without valid/test is a split with
 // empty validation and test sets (the README documents every split file as optional).
 TEST(ReadersTest, EachSplitFileIsOptionalOnItsOwn) {

@@ -415,6 +415,33 @@ TEST(TypedNpyReaderTest, ReadsWhatTheOgbLayoutHoldsAndPartitionsTheSame) {
   ExpectValidTypedPartition(d, o, s->config_path);
 }
 
+// A relation may be written as PyG's [2, e] edge_index (HeteroData's edge_index per relation):
+// read as the [e, 2] rows are.
+TEST(TypedNpyReaderTest, RelationsAsPygEdgeIndexColumnsReadAsRows) {
+  TempDir dir;
+  Dataset d = testing::MakeTypedDataset(5);
+  WriteTypedNpy(d, dir.Sub("rows"));
+  WriteTypedNpy(d, dir.Sub("columns"));
+  const std::string rel = dir.Sub("columns/edges/author___writes___paper.npy");
+  auto rows = core::NpyArray::Map(rel);
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  const int64_t e = rows->rows();
+  std::vector<int32_t> cols(2 * e);
+  for (int64_t i = 0; i < e; ++i) {
+    cols[i] = rows->data_as<int32_t>()[2 * i];
+    cols[e + i] = rows->data_as<int32_t>()[2 * i + 1];
+  }
+  *rows = core::NpyArray();
+  ASSERT_TRUE(core::WriteNpy(rel, core::DType::kInt32, {2, e}, cols.data()).ok());
+  auto a = ReadDataset({.input_dir = dir.Sub("rows")});
+  auto b = ReadDataset({.input_dir = dir.Sub("columns")});
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(a->edge_type_offsets, b->edge_type_offsets);
+  ASSERT_EQ(a->edges.nbytes(), b->edges.nbytes());
+  EXPECT_EQ(0, std::memcmp(a->edges.data(), b->edges.data(), a->edges.nbytes()));
+}
+
 TEST(TypedNpyReaderTest, ErrorsNameTheFileRowAndType) {
   auto read_error = [](const std::function<void(const std::string&)>& spoil) {
     TempDir dir;

@@ -21,6 +21,7 @@
 #include "base/strings.h"
 #include "core/npy.h"
 #include "core/partition_config.h"
+#include <nlohmann/json.hpp>
 
 extern char** environ;
 
@@ -151,6 +152,52 @@ void WritePlainLayout(const Dataset& d, const std::string& dir) {
     ASSERT_TRUE(core::WriteNpy(dir + "/valid_idx.npy", d.valid_idx).ok());
     ASSERT_TRUE(core::WriteNpy(dir + "/test_idx.npy", d.test_idx).ok());
   }
+}
+
+void WriteDglChunkedLayout(const Dataset& d, const std::string& dir, const std::string& format,
+                           const std::vector<int64_t>& edge_cuts, const std::vector<int64_t>& node_cuts) {
+  std::filesystem::create_directories(dir + "/edges");
+  std::filesystem::create_directories(dir + "/node_data");
+  nlohmann::json m;
+  m["graph_name"] = "plain";
+  m["node_type"] = {"_N"};
+  m["edge_type"] = {"_N:_E:_N"};
+  auto sizes = [](const std::vector<int64_t>& cuts) {
+    std::vector<int64_t> out;
+    for (size_t c = 0; c + 1 < cuts.size(); ++c) out.push_back(cuts[c + 1] - cuts[c]);
+    return out;
+  };
+  m["num_nodes_per_chunk"] = {sizes(node_cuts)};
+  m["num_edges_per_chunk"] = {sizes(edge_cuts)};
+  const int64_t* ed = d.edges.data_as<int64_t>();
+  m["edges"]["_N:_E:_N"]["format"]["name"] = format;
+  for (size_t c = 0; c + 1 < edge_cuts.size(); ++c) {
+    const std::string rel = base::StrCat("edges/chunk", c, format == "csv" ? ".txt" : ".npy");
+    m["edges"]["_N:_E:_N"]["data"].push_back(rel);
+    if (format == "csv") {
+      std::string text;
+      for (int64_t i = edge_cuts[c]; i < edge_cuts[c + 1]; ++i) text += base::StrCat(ed[2 * i], " ", ed[2 * i + 1], "\n");
+      WriteText(dir + "/" + rel, text);
+    } else {
+      ASSERT_TRUE(core::WriteNpy(dir + "/" + rel, core::DType::kInt64, {edge_cuts[c + 1] - edge_cuts[c], 2},
+                                 ed + 2 * edge_cuts[c])
+                      .ok());
+    }
+  }
+  auto chunks = [&](const core::NpyArray& a, const std::vector<int64_t>& cuts, const std::string& stem) {
+    nlohmann::json spec{{"format", {{"name", "numpy"}}}, {"data", nlohmann::json::array()}};
+    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
+      std::vector<int64_t> shape = a.shape();
+      shape[0] = cuts[c + 1] - cuts[c];
+      const std::string rel = base::StrCat(stem, c, ".npy");
+      EXPECT_TRUE(core::WriteNpy(dir + "/" + rel, a.dtype(), shape, a.row(cuts[c])).ok());
+      spec["data"].push_back(rel);
+    }
+    return spec;
+  };
+  for (const auto& f : d.node_fields) m["node_data"]["_N"][f.name] = chunks(f.data, node_cuts, "node_data/" + f.name);
+  for (const auto& f : d.edge_fields) m["edge_data"]["_N:_E:_N"][f.name] = chunks(f.data, edge_cuts, "edges/" + f.name);
+  WriteText(dir + "/metadata.json", m.dump(2));
 }
 
 void WriteOgbLayout(const Dataset& d, const std::string& dir, const std::string& split) {

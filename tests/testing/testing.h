@@ -56,6 +56,11 @@ partition::Dataset MakeTypedDataset(uint64_t seed, int64_t papers = 120, int64_t
 void WritePlainLayout(const partition::Dataset& d, const std::string& dir);
 // Writes `d` in OGB's raw layout (raw/*.csv.gz, split/<split>/...) into `dir`.
 void WriteOgbLayout(const partition::Dataset& d, const std::string& dir, const std::string& split);
+// Writes the one-type `d` (no split) in DGL's chunked graph format into `dir`: metadata.json,
+// edges in "csv" (text) or "numpy" chunks cut at `edge_cuts` (first 0, last E), node data cut at
+// `node_cuts` (first 0, last N), edge data at `edge_cuts`.
+void WriteDglChunkedLayout(const partition::Dataset& d, const std::string& dir, const std::string& format,
+                           const std::vector<int64_t>& edge_cuts, const std::vector<int64_t>& node_cuts);
 // Writes a gzip-compressed text file.
 void WriteGz(const std::string& path, const std::string& text);
 void WriteText(const std::string& path, const std::string& text);
