@@ -263,21 +263,19 @@ std::string UnprotectedJobWarning(const LaunchOptions& o, const std::vector<Mach
                 "--tls-key, --tls-ca and --auth-token-file (docs/security.md), or firewall the ports.\n");
 }
 
-absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& in) {
-  RETURN_IF_ERROR(CheckMachinesMatchPartitions(in.machines.size(), in.ip_config_path, in.num_parts,
-                                               in.part_config_path));
-  FANOUT_CHECK(in.remote.size() == in.machines.size());
-  const int S = o.num_servers, T = o.num_trainers;
-  const int M = static_cast<int>(in.machines.size());
-  const std::vector<MachineEntry>& ms = in.machines;
+namespace {
 
-  for (int k = 0; k < M; ++k) {
+// Every machine's S server ports fit below 65536 and do not overlap another machine's on one host.
+absl::Status CheckServerPorts(const LaunchOptions& o, const PlanInputs& in) {
+  const int S = o.num_servers;
+  const std::vector<MachineEntry>& ms = in.machines;
+  for (size_t k = 0; k < ms.size(); ++k) {
     if (ms[k].port + S - 1 > 65535) {
       return absl::InvalidArgumentError(StrCat(
           Where(in.ip_config_path, ms[k]), ": machine ", k, "'s ", S, " servers would listen on ports ",
           ms[k].port, "..", ms[k].port + S - 1, ", past 65535"));
     }
-    for (int j = 0; j < k; ++j) {
+    for (size_t j = 0; j < k; ++j) {
       if (ms[j].ip == ms[k].ip && ms[j].port < ms[k].port + S && ms[k].port < ms[j].port + S) {
         return absl::InvalidArgumentError(StrCat(
             Where(in.ip_config_path, ms[k]), ": machines ", j, " and ", k, " are both ", ms[k].ip,
@@ -287,10 +285,17 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
       }
     }
   }
+  return absl::OkStatus();
+}
 
-  // The trainers' rendezvous lives on machine 0, where trainer rank 0 listens on all of its
-  // interfaces. The default is the first port past every server port of the file, so that it
-  // cannot meet a server even when several ip_config lines are one host (127.0.0.1, 127.0.0.2).
+// The trainers' rendezvous port on machine 0, where trainer rank 0 listens on all of its
+// interfaces. The default is the first port past every server port of the file, so that it
+// cannot meet a server even when several ip_config lines are one host (127.0.0.1, 127.0.0.2).
+// The port after it is MASTER_PORT, where a Python script's torch.distributed (env://) puts its
+// TCPStore, which cannot share fanout's store; neither may be a server port on machine 0's host.
+absl::StatusOr<int> CoordinatorPort(const LaunchOptions& o, const PlanInputs& in) {
+  const int S = o.num_servers;
+  const std::vector<MachineEntry>& ms = in.machines;
   int coordinator_port = o.coordinator_port;
   if (coordinator_port == 0) {
     for (const MachineEntry& m : ms) coordinator_port = std::max(coordinator_port, m.port + S);
@@ -300,15 +305,13 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
           coordinator_port, ", past 65535; give --coordinator-port"));
     }
   }
-  // The port after it is MASTER_PORT, where a Python script's torch.distributed (env://) puts
-  // its TCPStore, which cannot share fanout's store.
   const int torch_port = coordinator_port + 1;
   if (torch_port > 65535) {
     return absl::InvalidArgumentError(StrCat("--coordinator-port ", coordinator_port,
                                              ": the port after it (MASTER_PORT, for torch.distributed) "
                                              "would be past 65535"));
   }
-  for (int k = 0; k < M; ++k) {
+  for (size_t k = 0; k < ms.size(); ++k) {
     // Machines on machine 0's host: its own address, or every local machine when it is local.
     const bool same_host = ms[k].ip == ms[0].ip || (!in.remote[0] && !in.remote[k]);
     for (const auto& [port, what] : {std::pair{coordinator_port, "is"}, std::pair{torch_port, "+ 1 (MASTER_PORT) is"}}) {
@@ -320,118 +323,142 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
       }
     }
   }
+  return coordinator_port;
+}
 
-  JobPlan plan;
-  plan.job_id = in.job_id;
-  plan.machines = ms;
-  plan.coordinator = HostPort(ms[0].ip, coordinator_port);
-  const int omp = o.num_omp_threads > 0 ? o.num_omp_threads : std::max(1, in.host_cores / 2 / T);
+// Server s of machine k.
+ProcessSpec ServerSpec(const LaunchOptions& o, const PlanInputs& in, const base::ServerMap& server_map, int k, int s) {
+  const std::vector<MachineEntry>& ms = in.machines;
   // A server only needs a second or so to let in-flight calls finish: it is stopped at the end
   // of the job, or when the job has already failed.
   const double server_grace = std::min(1.0, o.stop_grace_s / 2);
+  ProcessSpec p;
+  p.role = Role::kServer;
+  p.machine = k;
+  p.rank = s;
+  p.ip = ms[k].ip;
+  p.address = server_map.addresses[k][s];
+  p.remote = in.remote[k];
+  p.workspace = in.workspace;
+  // fanout-server adds --server-id to --port itself.
+  p.command = {in.server_bin,  "--part-config", in.part_config_path,
+               "--part-id",    std::to_string(k),
+               "--host",       ms[k].ip,
+               "--port",       std::to_string(ms[k].port),
+               "--server-id",  std::to_string(s),
+               "--shutdown-grace", StrCat(server_grace)};
+  if (o.allow_push) p.command.push_back("--allow-push");
+  if (o.features_from_disk_mb >= 0) {
+    p.command.push_back("--feature-cache-mb");
+    p.command.push_back(std::to_string(o.features_from_disk_mb));
+  }
+  if (o.num_server_threads > 0) {
+    p.command.push_back("--num-threads");
+    p.command.push_back(std::to_string(o.num_server_threads));
+  }
+  // Security travels in the environment, as the trainers': one form for every process (and
+  // not in the command line, which every user of the machine can read).
+  p.env = base::JobEnv{.job_id = in.job_id, .machine_id = k, .restart_count = o.restart_count, .security = o.security}
+              .ToEnv();
+  if (o.heartbeat_timeout_s > 0) p.env.push_back(Var(base::kHeartbeatEnv, o.heartbeat_s));
+  p.env.insert(p.env.end(), o.extra_env.begin(), o.extra_env.end());
+  SetLaunchCommand(o, &p);
+  return p;
+}
 
-  const base::ServerMap server_map = base::ServersOf(ms, S);
+// Trainer r of machine k, with the job's facts in its environment.
+ProcessSpec TrainerSpec(const LaunchOptions& o, const PlanInputs& in, const std::string& servers,
+                        const std::string& coordinator, int torch_port, int k, int r) {
+  const std::vector<MachineEntry>& ms = in.machines;
+  const int M = static_cast<int>(ms.size()), T = o.num_trainers;
+  const int omp = o.num_omp_threads > 0 ? o.num_omp_threads : std::max(1, in.host_cores / 2 / T);
+  ProcessSpec p;
+  p.role = Role::kTrainer;
+  p.machine = k;
+  p.rank = r;
+  p.global_rank = k * T + r;
+  p.ip = ms[k].ip;
+  p.remote = in.remote[k];
+  p.workspace = in.workspace;
+  p.command = o.command;
+  base::JobEnv job{.job_id = in.job_id,
+                   .part_config = in.part_config_path,
+                   .ip_config = in.ip_config_path,
+                   .servers = servers,
+                   .coordinator = coordinator,
+                   .num_machines = M,
+                   .machine_id = k,
+                   .num_servers = o.num_servers,
+                   .num_trainers = T,
+                   .num_samplers = o.num_samplers,
+                   .local_rank = r,
+                   .rank = p.global_rank,
+                   .world_size = M * T,
+                   .restart_count = o.restart_count,
+                   .features_from_disk_mb = o.features_from_disk_mb,
+                   .security = o.security};
+  p.env = job.ToEnv();
+  p.env.insert(p.env.end(), {
+           // torchrun's names for the same facts, for tools and scripts that read them.
+           // MASTER_PORT is free for torch.distributed's own store (a Python script's
+           // init_process_group("env://")): fanout's rendezvous, which does not speak
+           // TCPStore's protocol, is FANOUT_COORDINATOR, the port before it.
+           Var("RANK", p.global_rank),
+           Var("WORLD_SIZE", M * T),
+           Var("LOCAL_RANK", r),
+           Var("LOCAL_WORLD_SIZE", T),
+           Var("GROUP_RANK", k),
+           Var("MASTER_ADDR", ms[0].ip),
+           Var("MASTER_PORT", torch_port),
+           Var("OMP_NUM_THREADS", omp)});
+  if (o.heartbeat_timeout_s > 0) p.env.push_back(Var(base::kHeartbeatEnv, o.heartbeat_s));
+  p.env.insert(p.env.end(), o.extra_env.begin(), o.extra_env.end());
+  SetLaunchCommand(o, &p);
+  return p;
+}
+
+// One launcher per machine: keep machine `machine_id`'s processes; the others' servers are
+// waited for.
+void KeepOneMachine(int machine_id, JobPlan* plan) {
+  plan->only_machine = machine_id;
+  std::vector<ProcessSpec> mine;
+  for (ProcessSpec& p : plan->servers) {
+    if (p.machine == machine_id) {
+      mine.push_back(std::move(p));
+    } else {
+      absl::StatusOr<base::HostAndPort> at = base::SplitHostPort(p.address);
+      FANOUT_CHECK(at.ok()) << p.address;  // made by ServersOf
+      plan->peer_servers.push_back({p.Label(), at->host, at->port});
+    }
+  }
+  plan->servers = std::move(mine);
+  std::erase_if(plan->trainers, [&](const ProcessSpec& p) { return p.machine != machine_id; });
+}
+
+}  // namespace
+
+absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& in) {
+  RETURN_IF_ERROR(CheckMachinesMatchPartitions(in.machines.size(), in.ip_config_path, in.num_parts,
+                                               in.part_config_path));
+  FANOUT_CHECK(in.remote.size() == in.machines.size());
+  RETURN_IF_ERROR(CheckServerPorts(o, in));
+  ASSIGN_OR_RETURN(const int coordinator_port, CoordinatorPort(o, in));
+  const int M = static_cast<int>(in.machines.size());
+  JobPlan plan;
+  plan.job_id = in.job_id;
+  plan.machines = in.machines;
+  plan.coordinator = HostPort(in.machines[0].ip, coordinator_port);
+  const base::ServerMap server_map = base::ServersOf(in.machines, o.num_servers);
   const std::string servers = base::FormatServerList(server_map);
   for (int k = 0; k < M; ++k) {
-    for (int s = 0; s < S; ++s) {
-      ProcessSpec p;
-      p.role = Role::kServer;
-      p.machine = k;
-      p.rank = s;
-      p.ip = ms[k].ip;
-      p.address = server_map.addresses[k][s];
-      p.remote = in.remote[k];
-      p.workspace = in.workspace;
-      // fanout-server adds --server-id to --port itself.
-      p.command = {in.server_bin,  "--part-config", in.part_config_path,
-                   "--part-id",    std::to_string(k),
-                   "--host",       ms[k].ip,
-                   "--port",       std::to_string(ms[k].port),
-                   "--server-id",  std::to_string(s),
-                   "--shutdown-grace", StrCat(server_grace)};
-      if (o.allow_push) p.command.push_back("--allow-push");
-      if (o.features_from_disk_mb >= 0) {
-        p.command.push_back("--feature-cache-mb");
-        p.command.push_back(std::to_string(o.features_from_disk_mb));
-      }
-      if (o.num_server_threads > 0) {
-        p.command.push_back("--num-threads");
-        p.command.push_back(std::to_string(o.num_server_threads));
-      }
-      // Security travels in the environment, as the trainers': one form for every process (and
-      // not in the command line, which every user of the machine can read).
-      p.env = base::JobEnv{.job_id = in.job_id, .machine_id = k, .restart_count = o.restart_count,
-                           .security = o.security}
-                  .ToEnv();
-      if (o.heartbeat_timeout_s > 0) p.env.push_back(Var(base::kHeartbeatEnv, o.heartbeat_s));
-      p.env.insert(p.env.end(), o.extra_env.begin(), o.extra_env.end());
-      SetLaunchCommand(o, &p);
-      plan.servers.push_back(std::move(p));
-    }
+    for (int s = 0; s < o.num_servers; ++s) plan.servers.push_back(ServerSpec(o, in, server_map, k, s));
   }
   for (int k = 0; k < M; ++k) {
-    for (int r = 0; r < T; ++r) {
-      ProcessSpec p;
-      p.role = Role::kTrainer;
-      p.machine = k;
-      p.rank = r;
-      p.global_rank = k * T + r;
-      p.ip = ms[k].ip;
-      p.remote = in.remote[k];
-      p.workspace = in.workspace;
-      p.command = o.command;
-      base::JobEnv job{.job_id = in.job_id,
-                       .part_config = in.part_config_path,
-                       .ip_config = in.ip_config_path,
-                       .servers = servers,
-                       .coordinator = plan.coordinator,
-                       .num_machines = M,
-                       .machine_id = k,
-                       .num_servers = S,
-                       .num_trainers = T,
-                       .num_samplers = o.num_samplers,
-                       .local_rank = r,
-                       .rank = p.global_rank,
-                       .world_size = M * T,
-                       .restart_count = o.restart_count,
-                       .features_from_disk_mb = o.features_from_disk_mb,
-                       .security = o.security};
-      p.env = job.ToEnv();
-      p.env.insert(p.env.end(), {
-               // torchrun's names for the same facts, for tools and scripts that read them.
-               // MASTER_PORT is free for torch.distributed's own store (a Python script's
-               // init_process_group("env://")): fanout's rendezvous, which does not speak
-               // TCPStore's protocol, is FANOUT_COORDINATOR, the port before it.
-               Var("RANK", p.global_rank),
-               Var("WORLD_SIZE", M * T),
-               Var("LOCAL_RANK", r),
-               Var("LOCAL_WORLD_SIZE", T),
-               Var("GROUP_RANK", k),
-               Var("MASTER_ADDR", ms[0].ip),
-               Var("MASTER_PORT", torch_port),
-               Var("OMP_NUM_THREADS", omp)});
-      if (o.heartbeat_timeout_s > 0) p.env.push_back(Var(base::kHeartbeatEnv, o.heartbeat_s));
-      p.env.insert(p.env.end(), o.extra_env.begin(), o.extra_env.end());
-      SetLaunchCommand(o, &p);
-      plan.trainers.push_back(std::move(p));
+    for (int r = 0; r < o.num_trainers; ++r) {
+      plan.trainers.push_back(TrainerSpec(o, in, servers, plan.coordinator, coordinator_port + 1, k, r));
     }
   }
-  if (o.machine_id >= 0) {
-    // One launcher per machine: keep this machine's processes; the others' servers are waited for.
-    plan.only_machine = o.machine_id;
-    std::vector<ProcessSpec> mine;
-    for (ProcessSpec& p : plan.servers) {
-      if (p.machine == o.machine_id) {
-        mine.push_back(std::move(p));
-      } else {
-        absl::StatusOr<base::HostAndPort> at = base::SplitHostPort(p.address);
-        FANOUT_CHECK(at.ok()) << p.address;  // made by ServersOf above
-        plan.peer_servers.push_back({p.Label(), at->host, at->port});
-      }
-    }
-    plan.servers = std::move(mine);
-    std::erase_if(plan.trainers, [&](const ProcessSpec& p) { return p.machine != o.machine_id; });
-  }
+  if (o.machine_id >= 0) KeepOneMachine(o.machine_id, &plan);
   return plan;
 }
 
