@@ -20,6 +20,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "base/cli.h"
+#include "base/status.h"
 #include "base/malloc_tuning.h"
 #include "base/memory_report.h"
 #include "base/strings.h"
@@ -33,17 +34,165 @@
 
 namespace {
 
-using fanout::base::StrCat;
+using namespace fanout;
+using base::StrCat;
+
+// Sends `s` to the trainer, which reports it with this process's name. Exiting with the trainer's
+// messages unread would reset the socket, and the trainer could see "connection reset" instead of
+// the error just sent: reads until it closes (bounded).
+void SendFailure(int socket_fd, const absl::Status& s) {
+  sampler::SendError(socket_fd, -1, s).IgnoreError();
+  shutdown(socket_fd, SHUT_WR);
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5); std::chrono::steady_clock::now() < until;) {
+    pollfd p{socket_fd, POLLIN, 0};
+    if (poll(&p, 1, 100) < 0 && errno != EINTR) break;
+    if ((p.revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
+    char drain[4096];
+    const ssize_t n = recv(socket_fd, drain, sizeof(drain), MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) break;  // closed, or gone
+  }
+}
+
+// The seeds, then the IDs of the trainer's feature cache (sampler/sampler_spec.h), from the
+// trainer's memfd (closed after, on every path).
+absl::Status ReadSeeds(int seeds_fd, std::vector<int64_t>* seeds, std::vector<int64_t>* cached) {
+  const base::UniqueFd seeds_file(seeds_fd);
+  size_t at = 0;
+  for (std::vector<int64_t>* ids : {seeds, cached}) {
+    const size_t bytes = ids->size() * sizeof(int64_t);
+    if (bytes > 0 && pread(seeds_file.get(), ids->data(), bytes, static_cast<off_t>(at)) != static_cast<ssize_t>(bytes)) {
+      return absl::InternalError(
+          StrCat("reading ", ids->size(), ids == seeds ? " seeds: " : " cached node IDs: ", std::strerror(errno)));
+    }
+    at += bytes;
+  }
+  return absl::OkStatus();
+}
+
+// Node batches over seed nodes, or (spec.is_link) link batches over positive edges, written into
+// shared-memory batch files.
+class BatchMaker {
+ public:
+  static absl::StatusOr<BatchMaker> Create(sampler::DistGraph* graph, const sampler::SamplerSpec& spec,
+                                           std::vector<int64_t> seeds) {
+    BatchMaker m;
+    if (spec.is_link) {
+      ASSIGN_OR_RETURN(m.links_, sampler::LinkBatchSampler::Create(graph, sampler::LinkOptionsOf(spec), std::move(seeds)));
+    } else {
+      m.nodes_ = std::make_unique<sampler::MiniBatchSampler>(graph, spec.sampler, std::move(seeds));
+    }
+    return m;
+  }
+  int64_t steps_per_epoch() const { return links_ ? links_->steps_per_epoch() : nodes_->steps_per_epoch(); }
+
+  // Batch (epoch, step) into `slot`, its features fetched without the rows the trainer's cache
+  // holds (the batch then says where each is).
+  absl::Status Make(int64_t epoch, int64_t step, sampler::ShmSlot* slot) {
+    absl::StatusOr<sampler::LinkMiniBatch> link_batch;
+    absl::StatusOr<sampler::MiniBatch> node_batch;
+    if (links_) {
+      link_batch = links_->SampleBlocks(epoch, step);
+      if (!link_batch.ok()) return link_batch.status();
+    } else {
+      node_batch = nodes_->SampleBlocks(epoch, step);
+      if (!node_batch.ok()) return node_batch.status();
+    }
+    sampler::MiniBatch& mb = links_ ? link_batch->nodes : *node_batch;
+    const std::span<const int64_t> wanted = links_ ? links_->FeatureRequest(&mb) : nodes_->FeatureRequest(&mb);
+    const int64_t dim = links_ ? links_->feature_dim() : nodes_->feature_dim();
+    const core::DType dtype = links_ ? links_->feature_dtype() : nodes_->feature_dtype();
+    ASSIGN_OR_RETURN(auto features, slot->Write(mb, static_cast<int64_t>(wanted.size()), dim, dtype,
+                                                links_ ? &*link_batch : nullptr));
+    const auto fetch_start = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(links_ ? links_->FetchFeatures(wanted, features) : nodes_->FetchFeatures(wanted, features));
+    slot->SetFetchSeconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - fetch_start).count());
+    return absl::OkStatus();
+  }
+
+ private:
+  std::unique_ptr<sampler::MiniBatchSampler> nodes_;
+  std::unique_ptr<sampler::LinkBatchSampler> links_;
+};
+
+// Makes batches index, index + N, ... of the spec's epochs and hands each to the trainer, at most
+// `prefetch` ahead of those it has taken. Reusable batch files: a free one is rewritten; when the
+// trainer holds them all, another is opened. OK also when the trainer stops early.
+absl::Status ServeBatches(int socket_fd, const sampler::SamplerSpec& spec, int index, BatchMaker& maker) {
+  const int64_t steps = maker.steps_per_epoch(), total = steps * spec.num_epochs;
+  const int n = spec.num_samplers;
+  std::vector<sampler::ShmSlot> slots;
+  std::vector<int64_t> free_slots;
+  int64_t outstanding = 0;
+  // Batch g is (first_epoch + g / steps, g % steps); this process makes those with g % N = index,
+  // from the spec's first step on (a trainer resuming inside an epoch).
+  const int64_t first = spec.first_step + ((index - spec.first_step) % n + n) % n;
+  for (int64_t g = first; g < total; g += n) {
+    while (outstanding >= spec.prefetch) {
+      const int64_t message = sampler::ReadTrainerMessage(socket_fd);
+      if (message == -1) return absl::OkStatus();  // the trainer stopped: not an error here
+      if (message == sampler::kBatchTaken) {
+        --outstanding;
+      } else if (message >= 0 && message < static_cast<int64_t>(slots.size())) {
+        free_slots.push_back(message);
+      }
+    }
+    if (free_slots.empty()) {
+      free_slots.push_back(static_cast<int64_t>(slots.size()));
+      slots.emplace_back();
+    }
+    const int64_t slot = free_slots.back();
+    free_slots.pop_back();
+    const int64_t epoch = spec.first_epoch + g / steps, step = g % steps;
+    if (absl::Status s = maker.Make(epoch, step, &slots[slot]); !s.ok()) {
+      return absl::Status(s.code(), StrCat("epoch ", epoch, " step ", step, ": ", s.message()));
+    }
+    if (!sampler::SendBatch(socket_fd, g, slot, slots[slot].fd()).ok()) return absl::OkStatus();  // the trainer has gone
+    ++outstanding;
+  }
+  // Stay until the trainer has taken everything (or closes), so our exit is never mistaken for a
+  // failure while batches are still queued.
+  while (sampler::ReadTrainerMessage(socket_fd) != -1) {
+  }
+  return absl::OkStatus();
+}
+
+// With the machine's features read from disk (fanout-launch --features-from-disk-mb), what this
+// process's row cache did, as the servers print theirs.
+void ReportRowCache(const sampler::DistGraph& graph, int64_t cache_bytes, int index) {
+  const core::PartitionStore* local = graph.local_store();
+  if (local == nullptr || cache_bytes < 0) return;
+  const core::RowCacheStats c = local->row_cache_stats();
+  std::fprintf(stderr,
+               "fanout-sampler: row cache (%lld MiB): hit rate %.3f; %.3f GB read from disk in %lld reads (sampler "
+               "process %d)\n",
+               static_cast<long long>(cache_bytes >> 20), c.hit_rate(), c.bytes_read / 1e9,
+               static_cast<long long>(c.reads), index);
+}
+
+// Everything after the flags: any failure goes to the trainer too.
+absl::Status Run(sampler::SamplerSpec spec, int index, int socket_fd, int seeds_fd, int halo_cache_fd) {
+  std::vector<int64_t> seeds(spec.num_seeds), cached(spec.num_cached);
+  RETURN_IF_ERROR(ReadSeeds(seeds_fd, &seeds, &cached));
+  ASSIGN_OR_RETURN(const core::PartitionConfig config, core::LoadPartitionConfig(spec.part_config_path));
+  spec.graph.shared_cache_fd = halo_cache_fd;
+  auto graph = sampler::DistGraph::Open(config, spec.graph);
+  if (halo_cache_fd >= 0) ::close(halo_cache_fd);  // mapped (or failed): the descriptor is done
+  if (!graph.ok()) return graph.status();
+  absl::Cleanup report_cache = [&] { ReportRowCache(**graph, spec.graph.local_row_cache_bytes, index); };
+  if (!cached.empty()) spec.sampler.cached_nodes = sampler::IndexNodes(std::move(cached), (*graph)->num_nodes());
+  RETURN_IF_ERROR(sampler::ValidateSamplerOptions(spec.sampler, **graph));
+  ASSIGN_OR_RETURN(BatchMaker maker, BatchMaker::Create(graph->get(), spec, std::move(seeds)));
+  return ServeBatches(socket_fd, spec, index, maker);
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   fanout::base::KeepLargeAllocations();
-  using namespace fanout;
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   std::signal(SIGPIPE, SIG_IGN);
   std::string spec_json;
-  int index = 0, socket_fd = -1, seeds_fd = -1;
+  int index = 0, socket_fd = -1, seeds_fd = -1, halo_cache_fd = -1;
   base::ArgParser args("fanout-sampler", "(started by fanout-train with --num-samplers N)");
   args.SetDescription("A sampler process of a fanout trainer: makes every N-th mini-batch and hands it to\n"
                       "the trainer in shared memory. The trainer starts it; see docs/sampling.md.\n\n");
@@ -51,7 +200,6 @@ int main(int argc, char** argv) {
   args.AddInt("index", &index, "this sampler's index among the trainer's samplers");
   args.AddInt("socket-fd", &socket_fd, "the socket to the trainer");
   args.AddInt("seeds-fd", &seeds_fd, "memfd holding the trainer's seeds (int64)");
-  int halo_cache_fd = -1;
   args.AddInt("halo-cache-fd", &halo_cache_fd, "memfd holding the trainer's halo row cache, mapped instead of pulled", -1);
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
   if (socket_fd < 0 || seeds_fd < 0) {
@@ -65,132 +213,9 @@ int main(int argc, char** argv) {
         StrCat("--index must be in [0, ", spec->num_samplers, ") (the spec's num_samplers), got ", index)));
   }
   if (spec->ignore_sigterm) std::signal(SIGTERM, SIG_IGN);  // the trainer ends this process
-  const int64_t first_epoch = spec->first_epoch, num_epochs = spec->num_epochs, num_seeds = spec->num_seeds;
-  const int num_samplers = spec->num_samplers, prefetch = spec->prefetch;
-
-  // Any failure from here on goes to the trainer too, which reports it with this process's name.
-  auto fail = [&](const absl::Status& s) {
-    sampler::SendError(socket_fd, -1, s).IgnoreError();
-    // Exiting with the trainer's messages unread would reset the socket, and the trainer could
-    // see "connection reset" instead of the error just sent: read until it closes (bounded).
-    shutdown(socket_fd, SHUT_WR);
-    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-         std::chrono::steady_clock::now() < until;) {
-      pollfd p{socket_fd, POLLIN, 0};
-      if (poll(&p, 1, 100) < 0 && errno != EINTR) break;
-      if ((p.revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-      char drain[4096];
-      const ssize_t n = recv(socket_fd, drain, sizeof(drain), MSG_DONTWAIT);
-      if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) break;  // closed, or gone
-    }
+  if (absl::Status s = Run(*std::move(spec), index, socket_fd, seeds_fd, halo_cache_fd); !s.ok()) {
+    SendFailure(socket_fd, s);
     return args.Fail(s);
-  };
-  // The seeds, then the IDs of the trainer's feature cache (sampler/sampler_spec.h).
-  std::vector<int64_t> seeds(num_seeds), cached(spec->num_cached);
-  {
-    const base::UniqueFd seeds_file(seeds_fd);  // read once, then closed on every path
-    size_t at = 0;
-    for (std::vector<int64_t>* ids : {&seeds, &cached}) {
-      const size_t bytes = ids->size() * sizeof(int64_t);
-      if (bytes > 0 && pread(seeds_file.get(), ids->data(), bytes, static_cast<off_t>(at)) != static_cast<ssize_t>(bytes)) {
-        return fail(absl::InternalError(StrCat("reading ", ids->size(), ids == &seeds ? " seeds: " : " cached node IDs: ",
-                                               std::strerror(errno))));
-      }
-      at += bytes;
-    }
-  }
-  auto config = core::LoadPartitionConfig(spec->part_config_path);
-  if (!config.ok()) return fail(config.status());
-  spec->graph.shared_cache_fd = halo_cache_fd;
-  auto graph = sampler::DistGraph::Open(*config, spec->graph);
-  if (halo_cache_fd >= 0) ::close(halo_cache_fd);  // mapped (or failed): the descriptor is done
-  if (!graph.ok()) return fail(graph.status());
-  // With the machine's features read from disk (fanout-launch --features-from-disk-mb), what
-  // this process's row cache did, as the servers print theirs.
-  absl::Cleanup report_cache = [&] {
-    const core::PartitionStore* local = (*graph)->local_store();
-    if (local == nullptr || spec->graph.local_row_cache_bytes < 0) return;
-    const core::RowCacheStats c = local->row_cache_stats();
-    std::fprintf(stderr,
-                 "fanout-sampler: row cache (%lld MiB): hit rate %.3f; %.3f GB read from disk in %lld reads (sampler "
-                 "process %d)\n",
-                 static_cast<long long>(spec->graph.local_row_cache_bytes >> 20), c.hit_rate(), c.bytes_read / 1e9,
-                 static_cast<long long>(c.reads), index);
-  };
-  if (!cached.empty()) spec->sampler.cached_nodes = sampler::IndexNodes(std::move(cached), (*graph)->num_nodes());
-  if (absl::Status s = sampler::ValidateSamplerOptions(spec->sampler, **graph); !s.ok()) return fail(s);
-  // Node batches over seed nodes, or (spec->is_link) link batches over positive edges.
-  std::unique_ptr<sampler::MiniBatchSampler> nodes;
-  std::unique_ptr<sampler::LinkBatchSampler> links;
-  if (spec->is_link) {
-    auto l = sampler::LinkBatchSampler::Create(graph->get(), sampler::LinkOptionsOf(*spec), std::move(seeds));
-    if (!l.ok()) return fail(l.status());
-    links = std::move(*l);
-  } else {
-    nodes = std::make_unique<sampler::MiniBatchSampler>(graph->get(), spec->sampler, std::move(seeds));
-  }
-  const int64_t steps = links ? links->steps_per_epoch() : nodes->steps_per_epoch(), total = steps * num_epochs;
-  const int64_t feature_dim = links ? links->feature_dim() : nodes->feature_dim();
-  const core::DType feature_dtype = links ? links->feature_dtype() : nodes->feature_dtype();
-
-  // Reusable batch files: a free one is rewritten; when the trainer holds them all, another is
-  // opened. At most `prefetch` batches are sent ahead of the ones taken.
-  std::vector<sampler::ShmSlot> slots;
-  std::vector<int64_t> free_slots;
-  int64_t outstanding = 0;
-  auto handle = [&](int64_t message) {
-    if (message == sampler::kBatchTaken) {
-      --outstanding;
-    } else if (message >= 0 && message < static_cast<int64_t>(slots.size())) {
-      free_slots.push_back(message);
-    }
-  };
-  // Batch g is (first_epoch + g / steps, g % steps); this process makes those with g % N = index,
-  // from the spec's first step on (a trainer resuming inside an epoch).
-  const int64_t first = spec->first_step + ((index - spec->first_step) % num_samplers + num_samplers) % num_samplers;
-  for (int64_t g = first; g < total; g += num_samplers) {
-    while (outstanding >= prefetch) {
-      const int64_t message = sampler::ReadTrainerMessage(socket_fd);
-      if (message == -1) return 0;  // the trainer stopped: not an error here
-      handle(message);
-    }
-    if (free_slots.empty()) {
-      free_slots.push_back(static_cast<int64_t>(slots.size()));
-      slots.emplace_back();
-    }
-    const int64_t slot = free_slots.back();
-    free_slots.pop_back();
-    const int64_t epoch = first_epoch + g / steps, step = g % steps;
-    auto at_step = [&](const absl::Status& s) {
-      return absl::Status(s.code(), StrCat("epoch ", epoch, " step ", step, ": ", s.message()));
-    };
-    absl::StatusOr<sampler::LinkMiniBatch> link_batch;
-    absl::StatusOr<sampler::MiniBatch> node_batch;
-    if (links) {
-      link_batch = links->SampleBlocks(epoch, step);
-      if (!link_batch.ok()) return fail(at_step(link_batch.status()));
-    } else {
-      node_batch = nodes->SampleBlocks(epoch, step);
-      if (!node_batch.ok()) return fail(at_step(node_batch.status()));
-    }
-    sampler::MiniBatch& mb = links ? link_batch->nodes : *node_batch;
-    // Without the rows the trainer's feature cache holds (the batch then says where each is).
-    const std::span<const int64_t> wanted = links ? links->FeatureRequest(&mb) : nodes->FeatureRequest(&mb);
-    const int64_t rows = static_cast<int64_t>(wanted.size());
-    auto features = slots[slot].Write(mb, rows, feature_dim, feature_dtype, links ? &*link_batch : nullptr);
-    if (!features.ok()) return fail(features.status());
-    const auto fetch_start = std::chrono::steady_clock::now();
-    if (absl::Status s = links ? links->FetchFeatures(wanted, *features) : nodes->FetchFeatures(wanted, *features);
-        !s.ok()) {
-      return fail(at_step(s));
-    }
-    slots[slot].SetFetchSeconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - fetch_start).count());
-    if (!sampler::SendBatch(socket_fd, g, slot, slots[slot].fd()).ok()) return 0;  // the trainer has gone
-    ++outstanding;
-  }
-  // Stay until the trainer has taken everything (or closes), so our exit is never mistaken for a
-  // failure while batches are still queued.
-  while (sampler::ReadTrainerMessage(socket_fd) != -1) {
   }
   return 0;
 }
