@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/process_stats.h"
+#include "base/staging_dir.h"
 #include "base/strings.h"
 #include "core/dtype.h"
 #include "core/partition_book.h"
@@ -98,6 +99,10 @@ class Job {
     if (r_ == 0 && !o_.quiet) std::fprintf(stderr, "%s: %s\n", kTool, msg.c_str());
   }
   void Phase(const std::string& name);
+  absl::StatusOr<std::string> ClaimOutput(std::optional<base::StagingDir>* staging);
+  absl::Status MakePartFolders();
+  void GatherSummary();
+  absl::Status Commit(base::StagingDir& staging, const std::string& name, int64_t num_classes);
   absl::Status ReadEdges();
   absl::Status ReadSplit();
   absl::Status Assign();

@@ -682,44 +682,29 @@ absl::Status Job::WriteNodeData() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<PartitionSummary> Job::Run() {
-  Phase("read");
-  Log(StrCat("distributed on ", P_, " rank", P_ == 1 ? "" : "s", ", reading ", in_.layout, " input: ", in_.num_edges,
-             " edges (", (in_.num_edges + P_ - 1) / P_, " per rank)"));
-  RETURN_IF_ERROR(ReadEdges());
-  RETURN_IF_ERROR(ReadSplit());
-
-  const std::string name = o_.graph_name.empty() ? in_.name : o_.graph_name;
-  // Rank 0 claims the output folder; every rank must see the staging folder (--out on a shared
-  // filesystem), and writes its own partitions into it.
-  std::optional<base::StagingDir> staging;
+// Rank 0 claims the output folder; every rank must see the staging folder (--out on a shared
+// filesystem), and writes its own partitions into it. Returns its path.
+absl::StatusOr<std::string> Job::ClaimOutput(std::optional<base::StagingDir>* staging) {
   absl::Status claimed;
   if (r_ == 0) {
     base::StagingOptions so{.tool = kTool, .overwrite = o_.overwrite, .inputs = in_.inputs};
     so.inputs.push_back(o_.assignment_file);
     absl::StatusOr<base::StagingDir> sd = base::StagingDir::Create(o_.out_dir, so);
-    if (sd.ok()) staging.emplace(std::move(*sd));
+    if (sd.ok()) staging->emplace(std::move(*sd));
     claimed = sd.status();
   }
   RETURN_IF_ERROR(comm_.Agree(claimed));
-  const std::string tmp = comm_.Broadcast(r_ == 0 ? staging->path() : "", 0);
-  {
-    std::error_code ec;
-    RETURN_IF_ERROR(comm_.Agree(fs::is_directory(tmp, ec) ? absl::OkStatus()
-                                                          : absl::FailedPreconditionError(StrCat(
-                                                                "cannot see the staging folder ", tmp,
-                                                                ": --out must be on a filesystem every rank shares"))));
-  }
+  const std::string tmp = comm_.Broadcast(r_ == 0 ? (*staging)->path() : "", 0);
+  std::error_code ec;
+  RETURN_IF_ERROR(comm_.Agree(fs::is_directory(tmp, ec) ? absl::OkStatus()
+                                                        : absl::FailedPreconditionError(StrCat(
+                                                              "cannot see the staging folder ", tmp,
+                                                              ": --out must be on a filesystem every rank shares"))));
+  return tmp;
+}
 
-  Phase("assign");
-  Log(StrCat("assigning ", N_, " nodes to ", K_, " partitions"));
-  RETURN_IF_ERROR(Assign());
-
-  Phase("relabel");
-  RETURN_IF_ERROR(Relabel());
-  RelabelEndpoints();
-  SetConfigHeader(name, N_, bounds_, o_, &cfg_);
-  cfg_.base_dir = tmp;
+// The folders of this rank's partitions.
+absl::Status Job::MakePartFolders() {
   absl::Status dirs;
   std::vector<std::string> subdirs = {"graph", "node_data", "edge_data"};
   for (const std::string& t : in_.node_types) subdirs.push_back("node_data/" + t);
@@ -730,8 +715,96 @@ absl::StatusOr<PartitionSummary> Job::Run() {
       if (ec && dirs.ok()) dirs = absl::InternalError(StrCat("cannot create ", PartPath(op.k, sub), ": ", ec.message()));
     }
   }
-  RETURN_IF_ERROR(comm_.Agree(dirs));
+  return comm_.Agree(dirs);
+}
 
+// Every rank's figures into the summary: per partition, typed graphs' type counts, peaks.
+void Job::GatherSummary() {
+  std::vector<int64_t> stats(3 * K_, 0);  // train, halo, cut per partition
+  for (const OwnedPart& op : owned_) {
+    stats[op.k] = op.train;
+    stats[K_ + op.k] = op.halo;
+    stats[2 * K_ + op.k] = op.cut;
+  }
+  stats = comm_.AllSum(stats);
+  for (int k = 0; k < K_; ++k) {
+    s_.part_nodes.push_back(bounds_[k + 1] - bounds_[k]);
+    s_.part_edges.push_back(edge_bounds_[k + 1] - edge_bounds_[k]);
+    s_.part_train.push_back(stats[k]);
+    s_.part_halo.push_back(stats[K_ + k]);
+    s_.edge_cut += stats[2 * K_ + k];
+  }
+  if (in_.typed()) {
+    // Node and stored edge types with their counts, as the serial tool's summary lists them.
+    std::vector<std::string> nt, et;
+    for (int t = 0; t < T_; ++t) nt.push_back(StrCat(in_.node_types[t], " ", in_.TypeCount(t)));
+    for (int r = 0; r < R_; ++r) {
+      const core::CanonicalEdgeType e = r < R_in_ ? in_.edge_types[r] : ReverseRelation(in_.edge_types[r - R_in_]);
+      int64_t count = 0;
+      for (const auto& [b, e2] : edge_type_ranges_[r]) count += e2 - b;
+      et.push_back(StrCat(e.ToString(), " ", count));
+    }
+    s_.types_note = StrCat("node types:       ", base::StrJoin(nt, ", "), "\n", "edge types:       ", base::StrJoin(et, ", "), "\n");
+  }
+  s_.rank_peak_rss_bytes = comm_.AllGather({base::PeakRssBytes()});
+  // The phase in which the largest rank reached its peak (its peak after each phase, gathered).
+  const std::vector<int64_t> all = comm_.AllGather(phase_peaks_);
+  const size_t phases = phase_peaks_.size();
+  const int worst = static_cast<int>(std::max_element(s_.rank_peak_rss_bytes.begin(), s_.rank_peak_rss_bytes.end()) -
+                                     s_.rank_peak_rss_bytes.begin());
+  const std::vector<base::PhaseTimer::Phase>& names = timer_.phases();
+  for (size_t i = 0; i < phases && i < names.size(); ++i) {
+    if (all[worst * phases + i] == s_.rank_peak_rss_bytes[worst]) {
+      s_.peak_phase = names[i].name;
+      break;
+    }
+  }
+}
+
+// Rank 0 writes the config into the staging folder and renames it into place.
+absl::Status Job::Commit(base::StagingDir& staging, const std::string& name, int64_t num_classes) {
+  cfg_.num_edges = s_.num_edges;
+  cfg_.edge_bounds = edge_bounds_;
+  cfg_.num_classes = num_classes;
+  ConfigSchema schema{.types = &in_,
+                      .reverse_types = typed_reverse_,
+                      .node_type_ranges = type_ranges_,
+                      .edge_type_ranges = edge_type_ranges_,
+                      .mask_types = in_.has_split ? mask_types_ : std::vector<int>{}};
+  for (const SliceField& f : in_.node_fields) {
+    // Labels are written as int64 (WriteNodeData), as the serial tool reads them.
+    schema.node_fields.push_back({f.name, f.name == "label" ? DType::kInt64 : f.data.dtype(), f.data.row_shape(), f.node_type});
+  }
+  for (const SliceField& f : in_.edge_fields) schema.edge_fields.push_back({f.name, f.data.dtype(), f.data.row_shape()});
+  SetConfigSchema(std::move(schema), &cfg_);
+  RETURN_IF_ERROR(WriteConfigFile(cfg_,
+                                  BuildRecord(s_, o_, "fanout-partition --distributed", in_.layout, in_.typed(),
+                                              StrCat("{\"ranks\": ", P_, "}")),
+                                  (fs::path(staging.path()) / (name + ".json")).string()));
+  RETURN_IF_ERROR(staging.Commit());
+  s_.config_path = (fs::path(staging.dest()) / (name + ".json")).string();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PartitionSummary> Job::Run() {
+  Phase("read");
+  Log(StrCat("distributed on ", P_, " rank", P_ == 1 ? "" : "s", ", reading ", in_.layout, " input: ", in_.num_edges,
+             " edges (", (in_.num_edges + P_ - 1) / P_, " per rank)"));
+  RETURN_IF_ERROR(ReadEdges());
+  RETURN_IF_ERROR(ReadSplit());
+  const std::string name = o_.graph_name.empty() ? in_.name : o_.graph_name;
+  std::optional<base::StagingDir> staging;
+  ASSIGN_OR_RETURN(const std::string tmp, ClaimOutput(&staging));
+
+  Phase("assign");
+  Log(StrCat("assigning ", N_, " nodes to ", K_, " partitions"));
+  RETURN_IF_ERROR(Assign());
+  Phase("relabel");
+  RETURN_IF_ERROR(Relabel());
+  RelabelEndpoints();
+  SetConfigHeader(name, N_, bounds_, o_, &cfg_);
+  cfg_.base_dir = tmp;
+  RETURN_IF_ERROR(MakePartFolders());
   Phase("shuffle-edges");
   Log(StrCat("moving edges to their partitions' ranks (", K_, " partitions on ", P_, " ranks)"));
   ShuffleEdges();
@@ -747,78 +820,9 @@ absl::StatusOr<PartitionSummary> Job::Run() {
   timer_.Finish();
   phase_peaks_.push_back(base::PeakRssBytes());
 
-  std::vector<int64_t> stats(3 * K_, 0);  // train, halo, cut per partition
-  for (const OwnedPart& op : owned_) {
-    stats[op.k] = op.train;
-    stats[K_ + op.k] = op.halo;
-    stats[2 * K_ + op.k] = op.cut;
-  }
-  stats = comm_.AllSum(stats);
   const int64_t num_classes = comm_.MaxInt64(max_label_) + 1;
-  for (int k = 0; k < K_; ++k) {
-    s_.part_nodes.push_back(bounds_[k + 1] - bounds_[k]);
-    s_.part_edges.push_back(edge_bounds_[k + 1] - edge_bounds_[k]);
-    s_.part_train.push_back(stats[k]);
-    s_.part_halo.push_back(stats[K_ + k]);
-    s_.edge_cut += stats[2 * K_ + k];
-  }
-  if (in_.typed()) {
-    // Node and stored edge types with their counts, as the serial tool's summary lists them.
-    std::vector<std::string> nt, et;
-    for (int t = 0; t < T_; ++t) {
-      nt.push_back(StrCat(in_.node_types[t], " ", in_.node_type_offsets[t + 1] - in_.node_type_offsets[t]));
-    }
-    for (int r = 0; r < R_; ++r) {
-      const core::CanonicalEdgeType e = r < R_in_ ? in_.edge_types[r] : ReverseRelation(in_.edge_types[r - R_in_]);
-      int64_t count = 0;
-      for (const auto& [b, e2] : edge_type_ranges_[r]) count += e2 - b;
-      et.push_back(StrCat(e.ToString(), " ", count));
-    }
-    s_.types_note = StrCat("node types:       ", base::StrJoin(nt, ", "), "\n", "edge types:       ", base::StrJoin(et, ", "), "\n");
-  }
-  s_.rank_peak_rss_bytes = comm_.AllGather({base::PeakRssBytes()});
-  {
-    // The phase in which the largest rank reached its peak (its peak after each phase, gathered).
-    const std::vector<int64_t> all = comm_.AllGather(phase_peaks_);
-    const size_t phases = phase_peaks_.size();
-    const int worst = static_cast<int>(std::max_element(s_.rank_peak_rss_bytes.begin(), s_.rank_peak_rss_bytes.end()) -
-                                       s_.rank_peak_rss_bytes.begin());
-    const std::vector<base::PhaseTimer::Phase>& names = timer_.phases();
-    for (size_t i = 0; i < phases && i < names.size(); ++i) {
-      if (all[worst * phases + i] == s_.rank_peak_rss_bytes[worst]) {
-        s_.peak_phase = names[i].name;
-        break;
-      }
-    }
-  }
-
-  absl::Status committed;
-  if (r_ == 0) {
-    committed = [&]() -> absl::Status {
-      cfg_.num_edges = s_.num_edges;
-      cfg_.edge_bounds = edge_bounds_;
-      cfg_.num_classes = num_classes;
-      ConfigSchema schema{.types = &in_,
-                          .reverse_types = typed_reverse_,
-                          .node_type_ranges = type_ranges_,
-                          .edge_type_ranges = edge_type_ranges_,
-                          .mask_types = in_.has_split ? mask_types_ : std::vector<int>{}};
-      for (const SliceField& f : in_.node_fields) {
-        // Labels are written as int64 (WriteNodeData), as the serial tool reads them.
-        schema.node_fields.push_back({f.name, f.name == "label" ? DType::kInt64 : f.data.dtype(), f.data.row_shape(), f.node_type});
-      }
-      for (const SliceField& f : in_.edge_fields) schema.edge_fields.push_back({f.name, f.data.dtype(), f.data.row_shape()});
-      SetConfigSchema(std::move(schema), &cfg_);
-      RETURN_IF_ERROR(WriteConfigFile(cfg_,
-                                      BuildRecord(s_, o_, "fanout-partition --distributed", in_.layout, in_.typed(),
-                                                  StrCat("{\"ranks\": ", P_, "}")),
-                                      (fs::path(tmp) / (name + ".json")).string()));
-      RETURN_IF_ERROR(staging->Commit());
-      s_.config_path = (fs::path(staging->dest()) / (name + ".json")).string();
-      return absl::OkStatus();
-    }();
-  }
-  RETURN_IF_ERROR(comm_.Agree(committed));
+  GatherSummary();
+  RETURN_IF_ERROR(comm_.Agree(r_ == 0 ? Commit(*staging, name, num_classes) : absl::OkStatus()));
   s_.phases = timer_.phases();
   s_.total_seconds = timer_.total_seconds();
   s_.peak_rss_bytes = base::PeakRssBytes();
