@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,6 +68,21 @@ class Job final : public JobContext {
   // From `first_step` on (a job resumed inside the epoch: the steps before it are in
   // resumed_sums_).
   absl::Status TrainEpoch(int64_t epoch, int64_t first_step);
+  // After the task's forward: backward, gradient all-reduce, the optimisers' step.
+  absl::Status StepUpdate(int64_t epoch, int64_t step, StepLoss& s, Breakdown& t);
+  // After step `step`: whether any rank was asked to stop (SIGTERM); then, or every
+  // --checkpoint-every-steps, a checkpoint with the epoch's sums so far.
+  absl::StatusOr<bool> StopOrCheckpoint(int64_t epoch, int64_t step, int64_t steps,
+                                        const std::function<std::vector<double>()>& sums_so_far);
+  // An epoch's figures, summed over every rank, for its line and metrics record.
+  struct EpochReport {
+    int64_t epoch = 0, steps = 0;
+    double loss = 0, acc = 0, epoch_s = 0, seeds_per_s = 0, hit_rate = 0;
+    double val = -1;  // -1: not evaluated this epoch
+    std::string val_detail;
+    Breakdown t;
+  };
+  void ReportEpoch(const EpochReport& r);
   void SeedStep(int64_t epoch, int64_t step);
   Checkpoint MakeCheckpoint(int64_t epoch) const;
   // This rank's state to continue at (next_epoch, next_step): after an epoch (next_step 0), or

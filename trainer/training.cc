@@ -126,6 +126,90 @@ void Job::SeedStep(int64_t epoch, int64_t step) {
                                                         static_cast<uint64_t>(comm_->rank()))));
 }
 
+absl::Status Job::StepUpdate(int64_t epoch, int64_t step, StepLoss& s, Breakdown& t) {
+  auto t0 = Clock::now();
+  RETURN_IF_ERROR(CatchTorch("backward", [&] { s.loss.backward(); }));
+  t.backward += Since(t0);
+  t0 = Clock::now();
+  absl::Status synced = sync_->AllReduceMean(*comm_);
+  if (!synced.ok()) {
+    return absl::Status(synced.code(), StrCat("gradient all-reduce at epoch ", epoch, " step ", step,
+                                              " (a trainer is gone or stuck?): ", synced.message()));
+  }
+  t.allreduce += Since(t0);
+  t0 = Clock::now();
+  RETURN_IF_ERROR(CatchTorch("optimizer step", [&] { opt_->step(); }));
+  if (embeddings_ != nullptr) {
+    absl::Status e = embeddings_->Step(*comm_);
+    if (!e.ok()) {
+      return absl::Status(e.code(), StrCat("learnable embeddings' update at epoch ", epoch, " step ", step, ": ",
+                                           e.message()));
+    }
+  }
+  t.update += Since(t0);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Job::StopOrCheckpoint(int64_t epoch, int64_t step, int64_t steps,
+                                           const std::function<std::vector<double>()>& sums_so_far) {
+  // A stop asked of any rank (SIGTERM) stops every rank here, after the same step.
+  bool stop = false;
+  if (o_.stop_requested != nullptr) {
+    ASSIGN_OR_RETURN(std::vector<double> asked, AllReduceSum(*comm_, {o_.stop_requested->load() ? 1.0 : 0.0}));
+    stop = asked[0] > 0;
+  }
+  const int64_t every = o_.checkpoint_every_steps;
+  if (stop || (every > 0 && (step + 1) % every == 0 && step + 1 < steps)) {
+    RETURN_IF_ERROR(SaveLast(epoch, step + 1, sums_so_far()));
+  }
+  return stop;
+}
+
+void Job::ReportEpoch(const EpochReport& r) {
+  const Breakdown& t = r.t;
+  char val_text[32] = "-";
+  if (r.val >= 0) std::snprintf(val_text, sizeof(val_text), "%.4f", r.val);
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "epoch %lld | loss %.4f | train acc %.4f | val %s %s | %.2f s (sample %.2f, fetch %.2f, "
+                "wait %.2f, "
+                "copy %.2f, forward %.2f, backward %.2f, all-reduce %.2f, update %.2f) | %.0f seeds/s",
+                static_cast<long long>(r.epoch), r.loss, r.acc,
+                o_.metric == Metric::kAccuracy ? "acc" : MetricText().c_str(), val_text, r.epoch_s, t.sample, t.fetch,
+                t.wait, t.copy, t.forward, t.backward, t.allreduce, t.update, r.seeds_per_s);
+  std::string text = line;
+  if (feature_cache_ != nullptr) {
+    char hits[48];
+    std::snprintf(hits, sizeof(hits), " | cache hits %.1f%%", 100 * r.hit_rate);
+    text += hits;
+  }
+  Log(!r.val_detail.empty() ? StrCat(text, " | val ", r.val_detail) : text);
+  nlohmann::json j = {{"event", "epoch"},
+                      {"epoch", r.epoch},
+                      {"loss", r.loss},
+                      {"train_acc", r.acc},
+                      {"epoch_seconds", r.epoch_s},
+                      {"sample_seconds", t.sample},
+                      {"fetch_seconds", t.fetch},
+                      {"wait_seconds", t.wait},
+                      {"copy_seconds", t.copy},
+                      {"forward_seconds", t.forward},
+                      {"backward_seconds", t.backward},
+                      {"allreduce_seconds", t.allreduce},
+                      {"update_seconds", t.update},
+                      {"steps", r.steps},
+                      {"seeds_per_second", r.seeds_per_s},
+                      {"world_size", comm_->world_size()}};
+  if (o_.restart_count > 0) j["restart_count"] = o_.restart_count;
+  if (r.val >= 0) j[MetricKey("val")] = r.val;
+  if (feature_cache_ != nullptr) j["cache_hit_rate"] = r.hit_rate;
+  if (r.val >= 0) {
+    const nlohmann::json figures = task_->EvaluationMetrics();  // (items() does not keep a temporary alive)
+    for (const auto& [name, value] : figures.items()) j["val_" + name] = value;
+  }
+  Metrics(j);
+}
+
 absl::Status Job::TrainEpoch(int64_t epoch, int64_t first_step) {
   model_->train();
   Breakdown t;
@@ -140,30 +224,17 @@ absl::Status Job::TrainEpoch(int64_t epoch, int64_t first_step) {
   const int64_t steps = task_->steps_per_epoch();
   base::ProgressMeter meter("fanout-train", StrCat("epoch ", epoch), steps, "steps",
                             lead() ? o_.progress : base::ProgressMode::kOff);
+  // The epoch's running sums with the cache's counts (what a checkpoint inside the epoch keeps).
+  auto sums_so_far = [&] {
+    std::vector<double> sums = running.Read();
+    sums.push_back(static_cast<double>(t.cached));
+    sums.push_back(static_cast<double>(t.inputs));
+    return sums;
+  };
   for (int64_t step = first_step; step < steps; ++step) {
     RETURN_IF_ERROR(CatchTorch("zeroing the gradients", [&] { opt_->zero_grad(); }));
     ASSIGN_OR_RETURN(StepLoss s, task_->Step(*this, epoch, step, t));
-    auto t0 = Clock::now();
-    RETURN_IF_ERROR(CatchTorch("backward", [&] { s.loss.backward(); }));
-    t.backward += Since(t0);
-    t0 = Clock::now();
-    absl::Status synced = sync_->AllReduceMean(*comm_);
-    if (!synced.ok()) {
-      return absl::Status(synced.code(),
-                          StrCat("gradient all-reduce at epoch ", epoch, " step ", step,
-                                 " (a trainer is gone or stuck?): ", synced.message()));
-    }
-    t.allreduce += Since(t0);
-    t0 = Clock::now();
-    RETURN_IF_ERROR(CatchTorch("optimizer step", [&] { opt_->step(); }));
-    if (embeddings_ != nullptr) {
-      absl::Status s = embeddings_->Step(*comm_);
-      if (!s.ok()) {
-        return absl::Status(s.code(), StrCat("learnable embeddings' update at epoch ", epoch, " step ", step, ": ",
-                                             s.message()));
-      }
-    }
-    t.update += Since(t0);
+    RETURN_IF_ERROR(StepUpdate(epoch, step, s, t));
     running.Add(s);
     if (lead() && o_.log_every > 0 && (step + 1) % o_.log_every == 0) {  // reads the device: only here
       meter.Clear();  // the line below must not land inside a progress line
@@ -171,91 +242,34 @@ absl::Status Job::TrainEpoch(int64_t epoch, int64_t first_step) {
                  s.correct.item<double>() / std::max(1.0, s.n)));
     }
     meter.Set(step + 1);
-    // A stop asked of any rank (SIGTERM) stops every rank here, after the same step.
-    bool stop = false;
-    if (o_.stop_requested != nullptr) {
-      ASSIGN_OR_RETURN(std::vector<double> asked, AllReduceSum(*comm_, {o_.stop_requested->load() ? 1.0 : 0.0}));
-      stop = asked[0] > 0;
-    }
-    const int64_t every = o_.checkpoint_every_steps;
-    if (stop || (every > 0 && (step + 1) % every == 0 && step + 1 < steps)) {
-      std::vector<double> sums = running.Read();
-      sums.push_back(static_cast<double>(t.cached));
-      sums.push_back(static_cast<double>(t.inputs));
-      RETURN_IF_ERROR(SaveLast(epoch, step + 1, sums));
-    }
+    ASSIGN_OR_RETURN(const bool stop, StopOrCheckpoint(epoch, step, steps, sums_so_far));
     if (stop) {
       meter.Finish();
-      return absl::CancelledError(
-          StrCat("SIGTERM: stopped after a checkpoint at epoch ", epoch, " step ", step + 1, " of ", steps,
-                 " (every rank stops at this step)"));
+      return absl::CancelledError(StrCat("SIGTERM: stopped after a checkpoint at epoch ", epoch, " step ", step + 1,
+                                         " of ", steps, " (every rank stops at this step)"));
     }
   }
   meter.Finish();
-  std::vector<double> local = running.Read();  // the epoch's one wait for the device
+  // The epoch's one wait for the device. The cache's counts ride along: the hit rate is over
+  // every rank's inputs, in one collective.
+  const std::vector<double> local = sums_so_far();
   const double epoch_s = Since(start);
-  // The cache's counts ride along: the hit rate is over every rank's inputs, in one collective.
-  const size_t cache_counts = local.size();
-  local.push_back(static_cast<double>(t.cached));
-  local.push_back(static_cast<double>(t.inputs));
   ASSIGN_OR_RETURN(std::vector<double> sums, AllReduceSum(*comm_, local));
-  const double loss = sums[0] / std::max(1.0, sums[2]), acc = sums[1] / std::max(1.0, sums[2]);
-  const double seeds_per_s = sums[2] / std::max(1e-9, epoch_s);
-  double val = -1;
-  const bool eval_now =
-      o_.eval_every > 0 && ((epoch + 1) % o_.eval_every == 0 || epoch + 1 == o_.epochs);
-  std::string val_detail;
+  EpochReport r{.epoch = epoch,
+                .steps = steps,
+                .loss = sums[0] / std::max(1.0, sums[2]),
+                .acc = sums[1] / std::max(1.0, sums[2]),
+                .epoch_s = epoch_s,
+                .seeds_per_s = sums[2] / std::max(1e-9, epoch_s),
+                .hit_rate = sums[3] / std::max(1.0, sums[4]),  // the share of all ranks' input rows the caches held
+                .t = t};
+  const bool eval_now = o_.eval_every > 0 && ((epoch + 1) % o_.eval_every == 0 || epoch + 1 == o_.epochs);
   if (eval_now && sizes_.val > 0) {
-    ASSIGN_OR_RETURN(val, task_->Evaluate(*this, Split::kVal, epoch));
-    val_detail = task_->EvaluationDetail();
+    ASSIGN_OR_RETURN(r.val, task_->Evaluate(*this, Split::kVal, epoch));
+    r.val_detail = task_->EvaluationDetail();
   }
-  if (lead()) {
-    char val_text[32] = "-";
-    if (val >= 0) std::snprintf(val_text, sizeof(val_text), "%.4f", val);
-    char line[512];
-    std::snprintf(
-        line, sizeof(line),
-        "epoch %lld | loss %.4f | train acc %.4f | val %s %s | %.2f s (sample %.2f, fetch %.2f, "
-        "wait %.2f, "
-        "copy %.2f, forward %.2f, backward %.2f, all-reduce %.2f, update %.2f) | %.0f seeds/s",
-        static_cast<long long>(epoch), loss, acc, o_.metric == Metric::kAccuracy ? "acc" : MetricText().c_str(),
-        val_text, epoch_s, t.sample, t.fetch, t.wait, t.copy, t.forward, t.backward, t.allreduce, t.update,
-        seeds_per_s);
-    std::string text = line;
-    // The share of all ranks' input rows that the device caches held.
-    const double hit_rate = sums[cache_counts] / std::max(1.0, sums[cache_counts + 1]);
-    if (feature_cache_ != nullptr) {
-      char hits[48];
-      std::snprintf(hits, sizeof(hits), " | cache hits %.1f%%", 100 * hit_rate);
-      text += hits;
-    }
-    Log(!val_detail.empty() ? StrCat(text, " | val ", val_detail) : text);
-    nlohmann::json j = {{"event", "epoch"},
-                        {"epoch", epoch},
-                        {"loss", loss},
-                        {"train_acc", acc},
-                        {"epoch_seconds", epoch_s},
-                        {"sample_seconds", t.sample},
-                        {"fetch_seconds", t.fetch},
-                        {"wait_seconds", t.wait},
-                        {"copy_seconds", t.copy},
-                        {"forward_seconds", t.forward},
-                        {"backward_seconds", t.backward},
-                        {"allreduce_seconds", t.allreduce},
-                        {"update_seconds", t.update},
-                        {"steps", steps},
-                        {"seeds_per_second", seeds_per_s},
-                        {"world_size", comm_->world_size()}};
-    if (o_.restart_count > 0) j["restart_count"] = o_.restart_count;
-    if (val >= 0) j[MetricKey("val")] = val;
-    if (feature_cache_ != nullptr) j["cache_hit_rate"] = hit_rate;
-    if (val >= 0) {
-      const nlohmann::json figures = task_->EvaluationMetrics();  // (items() does not keep a temporary alive)
-      for (const auto& [name, value] : figures.items()) j["val_" + name] = value;
-    }
-    Metrics(j);
-  }
-  if (val >= 0 && val > result_.best_val_metric) RETURN_IF_ERROR(SaveBest(epoch, val));
+  if (lead()) ReportEpoch(r);
+  if (r.val >= 0 && r.val > result_.best_val_metric) RETURN_IF_ERROR(SaveBest(epoch, r.val));
   if (!o_.checkpoint_dir.empty()) RETURN_IF_ERROR(SaveLast(epoch + 1, 0));
   result_.epochs_run = epoch + 1;
   return absl::OkStatus();
