@@ -20,6 +20,52 @@ std::string MetisGraph::Describe(const PartitionOptions& o) const {
                 base::StrJoin(constraints, " + "));
 }
 
+namespace {
+
+// The node weights: one column per node type with nodes on a typed graph (DistDGL's
+// balance_ntypes), else one of every node; then training nodes (--balance-train) and in-edges
+// (--balance-edges). A type without nodes gets no column: METIS cannot balance a constraint that
+// weighs nothing.
+void SetNodeWeights(const Dataset& d, const PartitionOptions& o, MetisGraph* gp) {
+  MetisGraph& g = *gp;
+  const int64_t n = d.num_nodes;
+  std::vector<int> column_of_type(d.typed() ? d.node_types.size() : 1, 0);
+  g.constraints.clear();
+  if (d.typed()) {
+    for (size_t t = 0; t < d.node_types.size(); ++t) {
+      column_of_type[t] = static_cast<int>(g.constraints.size());
+      if (d.node_type_offsets[t + 1] > d.node_type_offsets[t]) g.constraints.push_back(d.node_types[t] + " nodes");
+    }
+  } else {
+    g.constraints.push_back("nodes");
+  }
+  const int T = static_cast<int>(g.constraints.size());
+  std::vector<uint8_t> is_train;
+  if (o.balance_train && d.has_split && !d.train_idx.empty()) {
+    g.constraints.push_back("train nodes");
+    is_train.assign(n, 0);
+    for (int64_t v : d.train_idx) is_train[v] = 1;
+  }
+  std::vector<int32_t> in_deg;
+  if (o.balance_edges) {
+    g.constraints.push_back("in-edges");
+    in_deg.assign(n, 0);
+    EdgeView view(d, o.add_reverse_edges);
+    for (int64_t v = 0; v < view.size(); ++v) ++in_deg[view.dst(v)];
+  }
+  g.ncon = static_cast<int32_t>(g.constraints.size());
+  g.vwgt.resize(static_cast<size_t>(n) * g.ncon);
+  for (int64_t v = 0; v < n; ++v) {
+    int32_t* w = &g.vwgt[v * g.ncon];
+    int c = T;
+    w[column_of_type[d.NodeTypeOf(v)]] = 1;
+    if (!is_train.empty()) w[c++] = is_train[v];
+    if (!in_deg.empty()) w[c++] = in_deg[v];
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<MetisGraph> BuildMetisGraph(const Dataset& d, const PartitionOptions& o) {
   const int64_t n = d.num_nodes;
   const int64_t m = d.num_edges();
@@ -104,42 +150,7 @@ absl::StatusOr<MetisGraph> BuildMetisGraph(const Dataset& d, const PartitionOpti
   g.adjncy.shrink_to_fit();
   offset = {};
   kept = {};
-
-  // Node counts balanced per node type on a typed graph (DistDGL's balance_ntypes), else overall.
-  // (A type without nodes gets no column: METIS cannot balance a constraint that weighs nothing.)
-  std::vector<int> column_of_type(d.typed() ? d.node_types.size() : 1, 0);
-  g.constraints.clear();
-  if (d.typed()) {
-    for (size_t t = 0; t < d.node_types.size(); ++t) {
-      column_of_type[t] = static_cast<int>(g.constraints.size());
-      if (d.node_type_offsets[t + 1] > d.node_type_offsets[t]) g.constraints.push_back(d.node_types[t] + " nodes");
-    }
-  } else {
-    g.constraints.push_back("nodes");
-  }
-  const int T = static_cast<int>(g.constraints.size());
-  std::vector<uint8_t> is_train;
-  if (o.balance_train && d.has_split && !d.train_idx.empty()) {
-    g.constraints.push_back("train nodes");
-    is_train.assign(n, 0);
-    for (int64_t v : d.train_idx) is_train[v] = 1;
-  }
-  std::vector<int32_t> in_deg;
-  if (o.balance_edges) {
-    g.constraints.push_back("in-edges");
-    in_deg.assign(n, 0);
-    EdgeView view(d, o.add_reverse_edges);
-    for (int64_t v = 0; v < view.size(); ++v) ++in_deg[view.dst(v)];
-  }
-  g.ncon = static_cast<int32_t>(g.constraints.size());
-  g.vwgt.resize(static_cast<size_t>(n) * g.ncon);
-  for (int64_t v = 0; v < n; ++v) {
-    int32_t* w = &g.vwgt[v * g.ncon];
-    int c = T;
-    w[column_of_type[d.NodeTypeOf(v)]] = 1;
-    if (!is_train.empty()) w[c++] = is_train[v];
-    if (!in_deg.empty()) w[c++] = in_deg[v];
-  }
+  SetNodeWeights(d, o, &g);
   return g;
 }
 
