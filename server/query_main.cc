@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/cli.h"
+#include "base/status.h"
 #include "base/strings.h"
 #include "rpc/graph_client.h"
 
@@ -75,125 +76,127 @@ absl::StatusOr<json> ProtoJson(const google::protobuf::Message& m) {
   return json::parse(text);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// What the flags say, for every command.
+struct Query {
   std::string address, field, dir = "in", op = "assign", weight;
-  std::vector<int64_t> id_list;
+  std::vector<int64_t> ids;  // --ids, --seeds or --eids
   std::vector<float> values;
-  int64_t fanout = -1;
+  int64_t fanout = -1, etype = -1;
+  std::vector<int64_t> etype_fanouts;
   uint64_t seed = 0;
   bool replace = false;
   double deadline = 60;  // as fanout-train's --deadline
-  base::ArgParser args("fanout-query", "--server HOST:PORT COMMAND [flags]");
+  core::EdgeDir edge_dir() const { return dir == "out" ? core::EdgeDir::kOut : core::EdgeDir::kIn; }
+  absl::StatusOr<std::vector<int64_t>> Ids(const char* flag) const {
+    if (ids.empty()) return absl::InvalidArgumentError(base::StrCat(flag, " is required"));
+    return ids;
+  }
+};
+
+void AddFlags(base::ArgParser& args, Query& q, base::SecurityOptions& security) {
   args.SetDescription(kAbout);
-  args.AddString("server", &address, "the graph server, host:port");
-  args.AddString("field", &field, "pull, pull-edges, push: the field name (a typed field: TYPE/NAME)");
-  args.AddIntList("ids", &id_list, "pull, degrees, push: node IDs");
-  args.AddIntList("seeds", &id_list, "sample: seed node IDs");
-  args.AddIntList("eids", &id_list, "find-edges, pull-edges: edge IDs");
-  args.AddInt("fanout", &fanout, "sample: neighbours per seed (-1 = all)");
-  int64_t etype = -1;
-  std::vector<int64_t> etype_fanouts;
-  args.AddInt("etype", &etype, "sample, typed graphs: the relation (an index of metadata's edge_types; -1 = all)", -1,
+  args.AddString("server", &q.address, "the graph server, host:port");
+  args.AddString("field", &q.field, "pull, pull-edges, push: the field name (a typed field: TYPE/NAME)");
+  args.AddIntList("ids", &q.ids, "pull, degrees, push: node IDs");
+  args.AddIntList("seeds", &q.ids, "sample: seed node IDs");
+  args.AddIntList("eids", &q.ids, "find-edges, pull-edges: edge IDs");
+  args.AddInt("fanout", &q.fanout, "sample: neighbours per seed (-1 = all)");
+  args.AddInt("etype", &q.etype, "sample, typed graphs: the relation (an index of metadata's edge_types; -1 = all)", -1,
               std::numeric_limits<int32_t>::max());
-  args.AddIntList("etype-fanouts", &etype_fanouts, "sample, typed graphs: one fanout per relation instead of --fanout");
-  args.AddBool("replace", &replace, "sample: with replacement");
-  args.AddChoice("dir", &dir, {"in", "out"}, "sample, degrees: edge direction");
-  args.AddString("weight", &weight, "sample: edge field weighting the draw");
-  args.AddUint("seed", &seed, "sample: random seed");
-  args.AddChoice("op", &op, {"assign", "add"}, "push: how rows are applied");
-  args.AddFloatList("values", &values, "push: the rows' numbers, row after row");
-  args.AddDouble("deadline", &deadline, "seconds per call");
-  base::SecurityOptions security;
+  args.AddIntList("etype-fanouts", &q.etype_fanouts, "sample, typed graphs: one fanout per relation instead of --fanout");
+  args.AddBool("replace", &q.replace, "sample: with replacement");
+  args.AddChoice("dir", &q.dir, {"in", "out"}, "sample, degrees: edge direction");
+  args.AddString("weight", &q.weight, "sample: edge field weighting the draw");
+  args.AddUint("seed", &q.seed, "sample: random seed");
+  args.AddChoice("op", &q.op, {"assign", "add"}, "push: how rows are applied");
+  args.AddFloatList("values", &q.values, "push: the rows' numbers, row after row");
+  args.AddDouble("deadline", &q.deadline, "seconds per call");
   base::AddSecurityFlags(args, &security);
+}
+
+absl::StatusOr<json> Pull(rpc::GraphClient& client, const Query& q, bool edges) {
+  if (q.field.empty()) return absl::InvalidArgumentError("--field is required");
+  ASSIGN_OR_RETURN(const std::vector<int64_t> v, q.Ids(edges ? "--eids" : "--ids"));
+  ASSIGN_OR_RETURN(const rpc::Rows r, edges ? client.PullEdgeData(q.field, v) : client.PullNodeData(q.field, v));
+  ASSIGN_OR_RETURN(json rows, RowsJson(r));
+  return json{{"field", q.field}, {"dtype", std::string(core::DTypeName(r.dtype))}, {"shape", r.shape},
+              {"ids", v}, {"rows", rows}};
+}
+
+absl::StatusOr<json> Sample(rpc::GraphClient& client, const Query& q) {
+  ASSIGN_OR_RETURN(const std::vector<int64_t> v, q.Ids("--seeds"));
+  auto e = client.SampleNeighbors(v, {.fanout = q.fanout, .replace = q.replace, .dir = q.edge_dir(),
+                                      .weight_field = q.weight, .seed = q.seed, .etype = static_cast<int>(q.etype),
+                                      .etype_fanouts = q.etype_fanouts});
+  if (!e.ok()) return e.status();
+  json out{{"seeds", v}, {"src", e->src}, {"dst", e->dst}, {"eid", e->eid}};
+  if (!e->etype.empty()) out["etype"] = e->etype;  // typed graphs
+  return out;
+}
+
+absl::StatusOr<json> Push(rpc::GraphClient& client, const Query& q) {
+  if (q.field.empty()) return absl::InvalidArgumentError("--field is required");
+  ASSIGN_OR_RETURN(const std::vector<int64_t> v, q.Ids("--ids"));
+  ASSIGN_OR_RETURN(const auto md, client.GetMetadata());
+  for (const auto& f : md.node_fields()) {
+    if ((f.node_type().empty() ? f.name() : f.node_type() + "/" + f.name()) != q.field) continue;  // "TYPE/NAME"
+    if (f.dtype() != v1::FLOAT32) {
+      return absl::UnimplementedError("fanout-query pushes float32 fields only; use the C++ or Python client");
+    }
+    std::vector<int64_t> shape{static_cast<int64_t>(v.size())};
+    shape.insert(shape.end(), f.shape().begin(), f.shape().end());
+    rpc::Rows rows{core::DType::kFloat32, shape,
+                   std::string(reinterpret_cast<const char*>(q.values.data()), q.values.size() * 4)};
+    RETURN_IF_ERROR(client.PushNodeData(q.field, v, rows, q.op == "add" ? core::PushOp::kAdd : core::PushOp::kAssign));
+    return json{{"pushed", v.size()}, {"field", q.field}, {"op", q.op}};
+  }
+  return absl::NotFoundError(base::StrCat("the server has no node field '", q.field, "'"));
+}
+
+// The answer to command `cmd`, as JSON.
+absl::StatusOr<json> Answer(rpc::GraphClient& client, const std::string& cmd, const Query& q) {
+  if (cmd == "metadata") {
+    ASSIGN_OR_RETURN(const auto m, client.GetMetadata());
+    return ProtoJson(m);
+  }
+  if (cmd == "stats") {
+    ASSIGN_OR_RETURN(const auto m, client.GetStats());
+    return ProtoJson(m);
+  }
+  if (cmd == "pull" || cmd == "pull-edges") return Pull(client, q, cmd == "pull-edges");
+  if (cmd == "degrees") {
+    ASSIGN_OR_RETURN(const std::vector<int64_t> v, q.Ids("--ids"));
+    ASSIGN_OR_RETURN(const auto d, client.GetDegrees(v, q.edge_dir()));
+    return json{{"ids", v}, {"dir", q.dir}, {"degrees", d}};
+  }
+  if (cmd == "find-edges") {
+    ASSIGN_OR_RETURN(const std::vector<int64_t> v, q.Ids("--eids"));
+    ASSIGN_OR_RETURN(const auto e, client.FindEdges(v));
+    return json{{"eids", v}, {"src", e.first}, {"dst", e.second}};
+  }
+  if (cmd == "sample") return Sample(client, q);
+  if (cmd == "push") return Push(client, q);
+  return absl::InvalidArgumentError(base::StrCat("unknown command '", cmd, "' (see --help)"));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Query q;
+  base::SecurityOptions security;
+  base::ArgParser args("fanout-query", "--server HOST:PORT COMMAND [flags]");
+  AddFlags(args, q, security);
   std::vector<std::string> positional;
   if (std::optional<int> exit = args.ParseForMain(argc, argv, &positional)) return *exit;
-  if (address.empty()) return args.Fail(absl::InvalidArgumentError("--server is required"));
+  if (q.address.empty()) return args.Fail(absl::InvalidArgumentError("--server is required"));
   if (positional.size() != 1) {
     return args.Fail(absl::InvalidArgumentError("give exactly one command (see --help)"));
   }
-  const std::string cmd = positional[0];
-  if (!(deadline > 0)) return args.Fail(absl::InvalidArgumentError("--deadline must be > 0 seconds"));
+  if (!(q.deadline > 0)) return args.Fail(absl::InvalidArgumentError("--deadline must be > 0 seconds"));
   auto loaded = rpc::Security::Load(security, rpc::Security::Role::kClient);
   if (!loaded.ok()) return args.Fail(loaded.status());
-  auto client = rpc::GraphClient::Connect(address, {.deadline_seconds = deadline, .security = *loaded});
-  const core::EdgeDir edge_dir = dir == "out" ? core::EdgeDir::kOut : core::EdgeDir::kIn;
-  auto ids = [&](const char* flag) -> absl::StatusOr<std::vector<int64_t>> {
-    if (id_list.empty()) return absl::InvalidArgumentError(base::StrCat(flag, " is required"));
-    return id_list;
-  };
-
-  absl::StatusOr<json> out = [&]() -> absl::StatusOr<json> {
-    if (cmd == "metadata") {
-      auto m = client->GetMetadata();
-      if (!m.ok()) return m.status();
-      return ProtoJson(*m);
-    }
-    if (cmd == "stats") {
-      auto m = client->GetStats();
-      if (!m.ok()) return m.status();
-      return ProtoJson(*m);
-    }
-    if (cmd == "pull" || cmd == "pull-edges") {
-      if (field.empty()) return absl::InvalidArgumentError("--field is required");
-      auto v = ids(cmd == "pull" ? "--ids" : "--eids");
-      if (!v.ok()) return v.status();
-      auto r = cmd == "pull" ? client->PullNodeData(field, *v) : client->PullEdgeData(field, *v);
-      if (!r.ok()) return r.status();
-      auto rows = RowsJson(*r);
-      if (!rows.ok()) return rows.status();
-      return json{{"field", field}, {"dtype", std::string(core::DTypeName(r->dtype))}, {"shape", r->shape},
-                  {"ids", *v}, {"rows", *rows}};
-    }
-    if (cmd == "degrees") {
-      auto v = ids("--ids");
-      if (!v.ok()) return v.status();
-      auto d = client->GetDegrees(*v, edge_dir);
-      if (!d.ok()) return d.status();
-      return json{{"ids", *v}, {"dir", dir}, {"degrees", *d}};
-    }
-    if (cmd == "find-edges") {
-      auto v = ids("--eids");
-      if (!v.ok()) return v.status();
-      auto e = client->FindEdges(*v);
-      if (!e.ok()) return e.status();
-      return json{{"eids", *v}, {"src", e->first}, {"dst", e->second}};
-    }
-    if (cmd == "sample") {
-      auto v = ids("--seeds");
-      if (!v.ok()) return v.status();
-      auto e = client->SampleNeighbors(*v, {.fanout = fanout, .replace = replace, .dir = edge_dir,
-                                            .weight_field = weight, .seed = seed, .etype = static_cast<int>(etype),
-                                            .etype_fanouts = etype_fanouts});
-      if (!e.ok()) return e.status();
-      json out{{"seeds", *v}, {"src", e->src}, {"dst", e->dst}, {"eid", e->eid}};
-      if (!e->etype.empty()) out["etype"] = e->etype;  // typed graphs
-      return out;
-    }
-    if (cmd == "push") {
-      if (field.empty()) return absl::InvalidArgumentError("--field is required");
-      auto v = ids("--ids");
-      if (!v.ok()) return v.status();
-      auto md = client->GetMetadata();
-      if (!md.ok()) return md.status();
-      for (const auto& f : md->node_fields()) {
-        if ((f.node_type().empty() ? f.name() : f.node_type() + "/" + f.name()) != field) continue;  // "TYPE/NAME"
-        if (f.dtype() != v1::FLOAT32) {
-          return absl::UnimplementedError("fanout-query pushes float32 fields only; use the C++ or Python client");
-        }
-        std::vector<int64_t> shape{static_cast<int64_t>(v->size())};
-        shape.insert(shape.end(), f.shape().begin(), f.shape().end());
-        rpc::Rows rows{core::DType::kFloat32, shape,
-                          std::string(reinterpret_cast<const char*>(values.data()), values.size() * 4)};
-        absl::Status s = client->PushNodeData(field, *v, rows, op == "add" ? core::PushOp::kAdd : core::PushOp::kAssign);
-        if (!s.ok()) return s;
-        return json{{"pushed", v->size()}, {"field", field}, {"op", op}};
-      }
-      return absl::NotFoundError(base::StrCat("the server has no node field '", field, "'"));
-    }
-    return absl::InvalidArgumentError(base::StrCat("unknown command '", cmd, "' (see --help)"));
-  }();
+  auto client = rpc::GraphClient::Connect(q.address, {.deadline_seconds = q.deadline, .security = *loaded});
+  absl::StatusOr<json> out = Answer(*client, positional[0], q);
   if (!out.ok()) return args.Fail(out.status());
   std::printf("%s\n", out->dump().c_str());
   return 0;
