@@ -96,15 +96,20 @@ int64_t ArcSlots::num_ghosts() const { return static_cast<int64_t>(halo_->ghosts
 const std::vector<int64_t>& ArcSlots::ghosts() const { return halo_->ghosts(); }
 void ArcSlots::Exchange(std::vector<int64_t>* values) const { halo_->Exchange(values, n_); }
 
-DistGraph CoarsenByLabelPropagation(const MpiComm& comm, const DistGraph& g, const ArcSlots& arcs,
-                                    int64_t max_cluster_weight, int iterations, std::vector<int64_t>* coarse_of) {
-  const int P = comm.size(), me = comm.rank();
-  const int64_t n = g.num_local(), first = g.first(me);
-  auto vw = [&](int64_t i) { return g.vw.empty() ? int64_t{1} : g.vw[i]; };
-  auto aw = [&](int64_t j) { return g.arc_w.empty() ? int64_t{1} : g.arc_w[j]; };
-  const std::vector<int64_t>& slot = arcs.slot();
+namespace {
 
-  // Labels are cluster IDs (a member's global ID), for local vertices then ghosts.
+int64_t VertexWeight(const DistGraph& g, int64_t i) { return g.vw.empty() ? int64_t{1} : g.vw[i]; }
+int64_t ArcWeight(const DistGraph& g, int64_t j) { return g.arc_w.empty() ? int64_t{1} : g.arc_w[j]; }
+
+// Size-constrained label propagation: each vertex joins the cluster most of its arc weight leads
+// to, while the cluster stays within max_cluster_weight. Returns a label per local vertex, then
+// per ghost: its cluster's ID (a member's global ID).
+std::vector<int64_t> PropagateLabels(const MpiComm& comm, const DistGraph& g, const ArcSlots& arcs,
+                                     int64_t max_cluster_weight, int iterations) {
+  const int64_t n = g.num_local(), first = g.first(comm.rank());
+  auto vw = [&](int64_t i) { return VertexWeight(g, i); };
+  auto aw = [&](int64_t j) { return ArcWeight(g, j); };
+  const std::vector<int64_t>& slot = arcs.slot();
   std::vector<int64_t> label(n + arcs.num_ghosts());
   for (int64_t i = 0; i < n; ++i) label[i] = first + i;
   std::copy(arcs.ghosts().begin(), arcs.ghosts().end(), label.begin() + n);
@@ -154,14 +159,17 @@ DistGraph CoarsenByLabelPropagation(const MpiComm& comm, const DistGraph& g, con
     arcs.Exchange(&label);
     if (comm.SumInt64(moved) == 0) break;
   }
-  votes = {};
-  weight = {};
+  return label;
+}
 
-  // Clusters become coarse vertices owned by their label's owner, numbered in label order there.
-  std::vector<std::vector<int64_t>> to_owner(P);  // (label, weight) pairs
+// The clusters this rank leads (those whose label it owns): their labels, sorted, and their
+// summed weights.
+void LeadClusters(const MpiComm& comm, const DistGraph& g, const std::vector<int64_t>& label,
+                  std::vector<int64_t>* led, std::vector<int64_t>* led_weight) {
+  std::vector<std::vector<int64_t>> to_owner(comm.size());  // (label, weight) pairs
   {
     absl::flat_hash_map<int64_t, int64_t> local;
-    for (int64_t i = 0; i < n; ++i) local[label[i]] += vw(i);
+    for (int64_t i = 0; i < g.num_local(); ++i) local[label[i]] += VertexWeight(g, i);
     std::vector<std::pair<int64_t, int64_t>> sorted(local.begin(), local.end());
     std::sort(sorted.begin(), sorted.end());
     for (const auto& [l, w] : sorted) {
@@ -169,23 +177,85 @@ DistGraph CoarsenByLabelPropagation(const MpiComm& comm, const DistGraph& g, con
       b.push_back(l), b.push_back(w);
     }
   }
-  std::vector<int64_t> led;  // the labels of the clusters this rank leads, sorted
-  std::vector<int64_t> led_weight;
-  {
-    std::vector<std::pair<int64_t, int64_t>> got;
-    for (const std::vector<int64_t>& b : comm.AllToAll(to_owner)) {
-      for (size_t k = 0; k < b.size(); k += 2) got.push_back({b[k], b[k + 1]});
-    }
-    std::sort(got.begin(), got.end());
-    for (const auto& [l, w] : got) {
-      if (!led.empty() && led.back() == l) {
-        led_weight.back() += w;
-      } else {
-        led.push_back(l);
-        led_weight.push_back(w);
-      }
+  std::vector<std::pair<int64_t, int64_t>> got;
+  for (const std::vector<int64_t>& b : comm.AllToAll(to_owner)) {
+    for (size_t k = 0; k < b.size(); k += 2) got.push_back({b[k], b[k + 1]});
+  }
+  std::sort(got.begin(), got.end());
+  for (const auto& [l, w] : got) {
+    if (!led->empty() && led->back() == l) {
+      led_weight->back() += w;
+    } else {
+      led->push_back(l);
+      led_weight->push_back(w);
     }
   }
+}
+
+// The coarse arcs of rank `me`'s coarse vertices: the fine arcs between clusters (labels now
+// coarse IDs), merged with summed weights, sent to the owner of their source cluster, which
+// merges again. Sets c's vert, adj and arc_w.
+void BuildCoarseArcs(const MpiComm& comm, const DistGraph& g, const ArcSlots& arcs, std::vector<int64_t> label,
+                     DistGraph* c) {
+  const int P = comm.size(), me = comm.rank();
+  const std::vector<int64_t>& slot = arcs.slot();
+  std::vector<std::vector<int64_t>> coarse_arcs(P);  // (source, target, weight) triples
+  std::vector<std::pair<std::pair<int64_t, int64_t>, int64_t>> batch;
+  auto flush = [&] {
+    std::sort(batch.begin(), batch.end());
+    for (size_t k = 0; k < batch.size();) {
+      size_t e = k;
+      int64_t w = 0;
+      while (e < batch.size() && batch[e].first == batch[k].first) w += batch[e++].second;
+      auto& b = coarse_arcs[c->OwnerOf(batch[k].first.first)];
+      b.push_back(batch[k].first.first), b.push_back(batch[k].first.second), b.push_back(w);
+      k = e;
+    }
+    batch.clear();
+  };
+  for (int64_t i = 0; i < g.num_local(); ++i) {
+    const int64_t cv = label[i];
+    for (int64_t j = g.vert[i]; j < g.vert[i + 1]; ++j) {
+      const int64_t cu = label[slot[j]];
+      if (cu != cv) batch.push_back({{cv, cu}, ArcWeight(g, j)});
+    }
+    if (batch.size() >= (size_t{4} << 20)) flush();
+  }
+  flush();
+  batch = {};
+  label = {};
+  std::vector<std::vector<int64_t>> got = comm.AllToAll(coarse_arcs);
+  coarse_arcs = {};
+  std::vector<std::pair<std::pair<int64_t, int64_t>, int64_t>> mine;
+  for (std::vector<int64_t>& b : got) {
+    for (size_t k = 0; k < b.size(); k += 3) mine.push_back({{b[k], b[k + 1]}, b[k + 2]});
+    b = {};
+  }
+  std::sort(mine.begin(), mine.end());
+  const int64_t cn = c->vtxdist[me + 1] - c->vtxdist[me], cfirst = c->vtxdist[me];
+  c->vert.assign(cn + 1, 0);
+  for (size_t k = 0; k < mine.size();) {
+    size_t e = k;
+    int64_t w = 0;
+    while (e < mine.size() && mine[e].first == mine[k].first) w += mine[e++].second;
+    ++c->vert[mine[k].first.first - cfirst + 1];
+    c->adj.push_back(mine[k].first.second);
+    c->arc_w.push_back(w);
+    k = e;
+  }
+  for (int64_t v = 0; v < cn; ++v) c->vert[v + 1] += c->vert[v];
+}
+
+}  // namespace
+
+DistGraph CoarsenByLabelPropagation(const MpiComm& comm, const DistGraph& g, const ArcSlots& arcs,
+                                    int64_t max_cluster_weight, int iterations, std::vector<int64_t>* coarse_of) {
+  const int P = comm.size(), me = comm.rank();
+  const int64_t n = g.num_local(), first = g.first(me);
+  std::vector<int64_t> label = PropagateLabels(comm, g, arcs, max_cluster_weight, iterations);
+  // Clusters become coarse vertices owned by their label's owner, numbered in label order there.
+  std::vector<int64_t> led, led_weight;
+  LeadClusters(comm, g, label, &led, &led_weight);
   DistGraph c;
   {
     const std::vector<int64_t> counts = comm.AllGather({static_cast<int64_t>(led.size())});
@@ -203,55 +273,7 @@ DistGraph CoarsenByLabelPropagation(const MpiComm& comm, const DistGraph& g, con
   for (int64_t& l : label) l = coarse_id[std::lower_bound(labels.begin(), labels.end(), l) - labels.begin()];
   labels = {};
   coarse_of->assign(label.begin(), label.begin() + n);
-
-  // Coarse arcs: the fine arcs between clusters, merged with summed weights; sent to the owner
-  // of their source cluster, which merges again.
-  std::vector<std::vector<int64_t>> coarse_arcs(P);  // (source, target, weight) triples
-  {
-    std::vector<std::pair<std::pair<int64_t, int64_t>, int64_t>> batch;
-    auto flush = [&] {
-      std::sort(batch.begin(), batch.end());
-      for (size_t k = 0; k < batch.size();) {
-        size_t e = k;
-        int64_t w = 0;
-        while (e < batch.size() && batch[e].first == batch[k].first) w += batch[e++].second;
-        auto& b = coarse_arcs[c.OwnerOf(batch[k].first.first)];
-        b.push_back(batch[k].first.first), b.push_back(batch[k].first.second), b.push_back(w);
-        k = e;
-      }
-      batch.clear();
-    };
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t cv = label[i];
-      for (int64_t j = g.vert[i]; j < g.vert[i + 1]; ++j) {
-        const int64_t cu = label[slot[j]];
-        if (cu != cv) batch.push_back({{cv, cu}, aw(j)});
-      }
-      if (batch.size() >= (size_t{4} << 20)) flush();
-    }
-    flush();
-  }
-  label = {};
-  std::vector<std::vector<int64_t>> got = comm.AllToAll(coarse_arcs);
-  coarse_arcs = {};
-  std::vector<std::pair<std::pair<int64_t, int64_t>, int64_t>> mine;
-  for (std::vector<int64_t>& b : got) {
-    for (size_t k = 0; k < b.size(); k += 3) mine.push_back({{b[k], b[k + 1]}, b[k + 2]});
-    b = {};
-  }
-  std::sort(mine.begin(), mine.end());
-  const int64_t cn = static_cast<int64_t>(led.size()), cfirst = c.vtxdist[me];
-  c.vert.assign(cn + 1, 0);
-  for (size_t k = 0; k < mine.size();) {
-    size_t e = k;
-    int64_t w = 0;
-    while (e < mine.size() && mine[e].first == mine[k].first) w += mine[e++].second;
-    ++c.vert[mine[k].first.first - cfirst + 1];
-    c.adj.push_back(mine[k].first.second);
-    c.arc_w.push_back(w);
-    k = e;
-  }
-  for (int64_t v = 0; v < cn; ++v) c.vert[v + 1] += c.vert[v];
+  BuildCoarseArcs(comm, g, arcs, std::move(label), &c);
   c.vw = std::move(led_weight);
   return c;
 }
