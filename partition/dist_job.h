@@ -19,6 +19,7 @@
 #include "core/dtype.h"
 #include "core/partition_book.h"
 #include "core/partition_config.h"
+#include "partition/dist_coarsen.h"
 #include "partition/mpi_comm.h"
 #include "partition/partitioner.h"
 #include "partition/slice_input.h"
@@ -107,6 +108,7 @@ class Job {
   absl::Status ReadSplit();
   absl::Status Assign();
   absl::Status AssignWithScotch();
+  DistGraph SymmetricBlock();
   absl::Status Relabel();
   void RelabelEndpoints();
   void ShuffleEdges();
