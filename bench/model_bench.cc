@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/functional/loss.h>
 
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -90,163 +91,189 @@ StepTimes Step(trainer::GnnModel& model, const trainer::BatchTensors& bt) {
   return t;
 }
 
-int Run(int argc, char** argv) {
-  base::KeepLargeAllocations();
+// The benchmark's settings, from its flags.
+struct Bench {
   std::string part_config, models = "sage,gcn,gat", scripted, scripted_baseline = "sage";
   sampler::SamplerOptions so;
   int64_t batches = 6, hidden = 256, heads = 4;
   int threads = 1;
-  base::ArgParser args("model_bench", "--part-config FILE [flags]");
-  args.AddString("part-config", &part_config, "partition config of a graph cut into 1 partition");
-  args.AddIntList("fanouts", &so.fanouts, "per layer, input layer first");
-  args.AddInt("batch-size", &so.batch_size, "seeds per batch");
-  args.AddInt("batches", &batches, "batches measured per model and path (after one warm-up)");
-  args.AddInt("hidden", &hidden, "hidden width");
-  args.AddInt("heads", &heads, "gat heads");
-  args.AddInt("threads", &threads, "LibTorch intra-op threads");
-  args.AddString("models", &models, "comma list of sage,gcn,gat");
-  args.AddString("scripted", &scripted, "also time this TorchScript model against the built-in --scripted-baseline");
-  args.AddString("scripted-baseline", &scripted_baseline, "the built-in model the scripted one implements");
-  bool composition = true;
-  args.AddBool("composition", &composition, "also time the ATen composition (--no-composition: fused only, for profiling)");
-  bool caching_allocator = true;
-  args.AddBool("caching-allocator", &caching_allocator, "LibTorch tensors from trainer/cpu_allocator.h, as fanout-train");
-  if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
-  if (caching_allocator) trainer::InstallCachingCpuAllocator();
-  if (absl::Status s = trainer::SetIntraOpThreads(threads); !s.ok()) return args.Fail(s);
+  bool composition = true, caching_allocator = true;
+};
 
-  auto cfg = core::LoadPartitionConfig(part_config);
-  if (!cfg.ok()) return args.Fail(cfg.status());
-  if (cfg->num_parts != 1) return args.Fail(absl::InvalidArgumentError("--part-config must have 1 partition"));
-  auto g = sampler::DistGraph::Open(*cfg, {.machine_id = 0});
-  if (!g.ok()) return args.Fail(g.status());
-  auto mask = (*g)->PullWholeNodeField("train_mask");
-  if (!mask.ok()) return args.Fail(mask.status());
-  sampler::MiniBatchSampler sampler(g->get(), so, sampler::MaskToIds(*mask));
-  std::vector<trainer::BatchTensors> batch;
+// Batch 0 (the warm-up) and batches 1..b.batches of one epoch, as tensors.
+struct Batches {
+  std::vector<trainer::BatchTensors> tensors;
   std::vector<sampler::MiniBatch> keep;  // the tensors borrow the batches' feature memory
-  double edges = 0;
-  for (int64_t i = 0; i <= batches; ++i) {
-    auto mb = sampler.Sample(0, i);
-    if (!mb.ok()) return args.Fail(mb.status());
-    auto bt = trainer::ToTensors(*mb, {.num_classes = cfg->num_classes});
-    if (!bt.ok()) return args.Fail(bt.status());
-    for (const auto& b : bt->blocks) edges += i > 0 ? b.num_edges() : 0;
-    batch.push_back(std::move(*bt));
-    keep.push_back(std::move(*mb));
-  }
-  const int64_t in_dim = batch[0].features.size(1);
-  std::printf("graph %s: %lld nodes; fanouts %s, batch %lld, %lld batches (after 1 warm-up); %d intra-op thread(s)\n",
-              cfg->graph_name.c_str(), static_cast<long long>(cfg->num_nodes),
-              base::StrJoin(so.fanouts, ",").c_str(), static_cast<long long>(so.batch_size),
-              static_cast<long long>(batches), threads);
-  for (size_t l = 0; l < batch[1].blocks.size(); ++l) {
-    const auto& b = batch[1].blocks[l];
-    std::printf("  block %zu: %lld src, %lld dst, %lld edges\n", l, static_cast<long long>(b.num_src),
-                static_cast<long long>(b.num_dst), static_cast<long long>(b.num_edges()));
-  }
+  double edges = 0;                      // sampled edges over the measured batches
+  int64_t in_dim = 0, num_classes = 0;
+};
 
-  // The GEMM rate at sage's shapes: layer 0's two products over its destinations, layer 1's.
-  const auto& b0 = batch[1].blocks[0];
+absl::StatusOr<Batches> SampleBatches(const Bench& b, const core::PartitionConfig& cfg, sampler::DistGraph* g) {
+  ASSIGN_OR_RETURN(const std::string mask, g->PullWholeNodeField("train_mask"));
+  sampler::MiniBatchSampler sampler(g, b.so, sampler::MaskToIds(mask));
+  Batches out;
+  out.num_classes = cfg.num_classes;
+  for (int64_t i = 0; i <= b.batches; ++i) {
+    ASSIGN_OR_RETURN(sampler::MiniBatch mb, sampler.Sample(0, i));
+    ASSIGN_OR_RETURN(trainer::BatchTensors bt, trainer::ToTensors(mb, {.num_classes = cfg.num_classes}));
+    for (const auto& block : bt.blocks) out.edges += i > 0 ? block.num_edges() : 0;
+    out.tensors.push_back(std::move(bt));
+    out.keep.push_back(std::move(mb));
+  }
+  out.in_dim = out.tensors[0].features.size(1);
+  return out;
+}
+
+// The GEMM rate at sage's shapes: layer 0's two products over its destinations, layer 1's.
+// Returns layer 0's rate (GFLOP/s), the floor of sage's step.
+double PrintGemmRates(const Batches& bs, int64_t hidden) {
+  const auto& blocks = bs.tensors[1].blocks;
+  const auto& b0 = blocks[0];
+  const int64_t in_dim = bs.in_dim, dst1 = blocks.size() > 1 ? blocks[1].num_dst : 1024;
   const double square = GemmRate(1024, 1024, 1024, 5);
   const double layer0 = GemmRate(b0.num_dst, in_dim, hidden, 5);
   const double layer0_cat = GemmRate(b0.num_dst, 2 * in_dim, hidden, 5);
   const double layer0_fresh = GemmRate(b0.num_dst, in_dim, hidden, 5, /*fresh_output=*/true);
-  const double layer1 = GemmRate(batch[1].blocks.size() > 1 ? batch[1].blocks[1].num_dst : 1024, hidden, hidden, 5);
+  const double layer1 = GemmRate(dst1, hidden, hidden, 5);
   std::printf("GEMM rate: %.1f GFLOP/s square 1024^3; %.1f at [%lld x %lld] x [%lld x %lld]; %.1f at [%lld x %lld] x [%lld x %lld]\n",
               square, layer0, static_cast<long long>(b0.num_dst), static_cast<long long>(in_dim),
-              static_cast<long long>(in_dim), static_cast<long long>(hidden), layer1,
-              static_cast<long long>(batch[1].blocks.size() > 1 ? batch[1].blocks[1].num_dst : 1024),
+              static_cast<long long>(in_dim), static_cast<long long>(hidden), layer1, static_cast<long long>(dst1),
               static_cast<long long>(hidden), static_cast<long long>(hidden), static_cast<long long>(hidden));
-
   std::printf("           %.1f at K = %lld (self and neighbour products as one); %.1f into a fresh output each call\n",
               layer0_cat, static_cast<long long>(2 * in_dim), layer0_fresh);
-  std::printf("%-6s %-12s %12s %12s %12s\n", "model", "path", "forward ms", "backward ms", "step ms");
-  auto options_of = [&](trainer::ModelKind kind) {
-    trainer::ModelOptions mo;
-    mo.model = kind;
-    mo.in_dim = in_dim;
-    mo.hidden = hidden;
-    mo.heads = heads;
-    mo.num_classes = cfg->num_classes;
-    mo.num_layers = static_cast<int64_t>(so.fanouts.size());
-    return mo;
-  };
-  std::istringstream model_list(models);
-  for (std::string name; std::getline(model_list, name, ',');) {
-    auto kind = trainer::ParseModelKind(name);
-    if (!kind.ok()) return args.Fail(kind.status());
-    trainer::ModelOptions mo = options_of(*kind);
-    StepTimes sum[2];
-    std::shared_ptr<trainer::GnnModel> model[2];
-    for (int fused = composition ? 0 : 1; fused < 2; ++fused) {
-      mo.fused = fused == 1;
-      auto m = trainer::MakeModel(mo, 1);
-      if (!m.ok()) return args.Fail(m.status());
-      model[fused] = *m;
-      model[fused]->train();
-      Step(*model[fused], batch[0]);  // warm-up
+  return layer0;
+}
+
+// Two models stepped on the same batches, alternated step by step so that noise hits both alike
+// (model[1] first); a null model is skipped. Returns each one's summed times.
+std::array<StepTimes, 2> Alternate(const std::array<std::shared_ptr<trainer::GnnModel>, 2>& model, const Batches& bs) {
+  for (const auto& m : model) {
+    if (m == nullptr) continue;
+    m->train();
+    Step(*m, bs.tensors[0]);  // warm-up
+  }
+  std::array<StepTimes, 2> sum;
+  for (size_t i = 1; i < bs.tensors.size(); ++i) {
+    for (int k = 1; k >= 0; --k) {
+      if (model[k] == nullptr) continue;
+      trainer::SeedTorch(static_cast<uint64_t>(i));
+      const StepTimes t = Step(*model[k], bs.tensors[i]);
+      sum[k].forward += t.forward;
+      sum[k].backward += t.backward;
     }
-    for (int64_t i = 1; i <= batches; ++i) {
-      for (int fused = 1; fused >= (composition ? 0 : 1); --fused) {  // alternate: noise hits both alike
-        trainer::SeedTorch(static_cast<uint64_t>(i));
-        const StepTimes t = Step(*model[fused], batch[i]);
-        sum[fused].forward += t.forward;
-        sum[fused].backward += t.backward;
-      }
-    }
-    for (int fused = 1; fused >= 0; --fused) {
-      const double f = 1e3 * sum[fused].forward / batches, b = 1e3 * sum[fused].backward / batches;
-      std::printf("%-6s %-12s %12.1f %12.1f %12.1f\n", name.c_str(), fused ? "fused" : "composition", f, b, f + b);
-    }
-    const double fused_ms = 1e3 * (sum[1].forward + sum[1].backward) / batches;
-    const double comp_ms = 1e3 * (sum[0].forward + sum[0].backward) / batches;
+  }
+  return sum;
+}
+
+trainer::ModelOptions OptionsOf(const Bench& b, const Batches& bs, trainer::ModelKind kind) {
+  trainer::ModelOptions mo;
+  mo.model = kind;
+  mo.in_dim = bs.in_dim;
+  mo.hidden = b.hidden;
+  mo.heads = b.heads;
+  mo.num_classes = bs.num_classes;
+  mo.num_layers = static_cast<int64_t>(b.so.fanouts.size());
+  return mo;
+}
+
+// Model `name`'s fused kernels against its ATen composition (with --composition).
+absl::Status TimeModel(const Bench& b, const Batches& bs, const std::string& name, double layer0_rate) {
+  ASSIGN_OR_RETURN(const trainer::ModelKind kind, trainer::ParseModelKind(name));
+  trainer::ModelOptions mo = OptionsOf(b, bs, kind);
+  std::array<std::shared_ptr<trainer::GnnModel>, 2> model;
+  for (int fused = b.composition ? 0 : 1; fused < 2; ++fused) {
+    mo.fused = fused == 1;
+    ASSIGN_OR_RETURN(model[fused], trainer::MakeModel(mo, 1));
+  }
+  const std::array<StepTimes, 2> sum = Alternate(model, bs);
+  for (int fused = 1; fused >= (b.composition ? 0 : 1); --fused) {
+    const double f = 1e3 * sum[fused].forward / b.batches, bw = 1e3 * sum[fused].backward / b.batches;
+    std::printf("%-6s %-12s %12.1f %12.1f %12.1f\n", name.c_str(), fused ? "fused" : "composition", f, bw, f + bw);
+  }
+  const double fused_ms = 1e3 * (sum[1].forward + sum[1].backward) / b.batches;
+  if (b.composition) {
+    const double comp_ms = 1e3 * (sum[0].forward + sum[0].backward) / b.batches;
     std::printf("%-6s composition / fused = %.2fx\n", name.c_str(), comp_ms / fused_ms);
-    if (*kind == trainer::ModelKind::kSage) {
-      double flops = 0;
-      for (int64_t i = 1; i <= batches; ++i) flops += SageStepFlops(batch[i].blocks, in_dim, hidden, cfg->num_classes);
-      flops /= batches;
-      // Nearly all of sage's FLOPs are layer 0's products: its measured rate sets the floor.
-      const double floor_ms = 1e3 * flops / (layer0 * 1e9);
-      std::printf("sage   GEMM FLOPs per step %.2f G; at %.1f GFLOP/s that is %.1f ms: the fused step runs at %.0f%% of it\n",
-                  flops / 1e9, layer0, floor_ms, 100 * floor_ms / fused_ms);
-    }
   }
-  if (!scripted.empty()) {
-    // The scripted model against the built-in one it implements, alternated step by step.
-    auto kind = trainer::ParseModelKind(scripted_baseline);
-    if (!kind.ok()) return args.Fail(kind.status());
-    trainer::ModelOptions mo = options_of(*kind);
-    std::shared_ptr<trainer::GnnModel> model[2];
-    for (int s = 0; s < 2; ++s) {
-      trainer::ModelOptions o = mo;
-      if (s == 1) {
-        o.model = trainer::ModelKind::kScripted;
-        o.script_path = scripted;
-      }
-      auto m = trainer::MakeModel(o, 1);
-      if (!m.ok()) return args.Fail(m.status());
-      model[s] = *m;
-      model[s]->train();
-      Step(*model[s], batch[0]);  // warm-up
+  if (kind == trainer::ModelKind::kSage) {
+    double flops = 0;
+    for (size_t i = 1; i < bs.tensors.size(); ++i) {
+      flops += SageStepFlops(bs.tensors[i].blocks, bs.in_dim, b.hidden, bs.num_classes);
     }
-    StepTimes sum[2];
-    for (int64_t i = 1; i <= batches; ++i) {
-      for (int s = 0; s < 2; ++s) {
-        trainer::SeedTorch(static_cast<uint64_t>(i));
-        const StepTimes t = Step(*model[s], batch[i]);
-        sum[s].forward += t.forward;
-        sum[s].backward += t.backward;
-      }
-    }
-    for (int s = 0; s < 2; ++s) {
-      const double f = 1e3 * sum[s].forward / batches, b = 1e3 * sum[s].backward / batches;
-      std::printf("%-6s %-12s %12.1f %12.1f %12.1f\n", scripted_baseline.c_str(), s ? "scripted" : "built-in", f, b, f + b);
-    }
-    std::printf("%s scripted / built-in = %.2fx (%s)\n", scripted_baseline.c_str(),
-                (sum[1].forward + sum[1].backward) / (sum[0].forward + sum[0].backward), scripted.c_str());
+    flops /= b.batches;
+    // Nearly all of sage's FLOPs are layer 0's products: its measured rate sets the floor.
+    const double floor_ms = 1e3 * flops / (layer0_rate * 1e9);
+    std::printf("sage   GEMM FLOPs per step %.2f G; at %.1f GFLOP/s that is %.1f ms: the fused step runs at %.0f%% of it\n",
+                flops / 1e9, layer0_rate, floor_ms, 100 * floor_ms / fused_ms);
   }
-  std::printf("sampled edges per batch: %.0f\n", edges / batches);
+  return absl::OkStatus();
+}
+
+// The scripted model against the built-in one it implements.
+absl::Status TimeScripted(const Bench& b, const Batches& bs) {
+  ASSIGN_OR_RETURN(const trainer::ModelKind kind, trainer::ParseModelKind(b.scripted_baseline));
+  std::array<std::shared_ptr<trainer::GnnModel>, 2> model;
+  for (int s = 0; s < 2; ++s) {
+    trainer::ModelOptions o = OptionsOf(b, bs, kind);
+    if (s == 1) {
+      o.model = trainer::ModelKind::kScripted;
+      o.script_path = b.scripted;
+    }
+    ASSIGN_OR_RETURN(model[s], trainer::MakeModel(o, 1));
+  }
+  const std::array<StepTimes, 2> sum = Alternate(model, bs);
+  for (int s = 0; s < 2; ++s) {
+    const double f = 1e3 * sum[s].forward / b.batches, bw = 1e3 * sum[s].backward / b.batches;
+    std::printf("%-6s %-12s %12.1f %12.1f %12.1f\n", b.scripted_baseline.c_str(), s ? "scripted" : "built-in", f, bw,
+                f + bw);
+  }
+  std::printf("%s scripted / built-in = %.2fx (%s)\n", b.scripted_baseline.c_str(),
+              (sum[1].forward + sum[1].backward) / (sum[0].forward + sum[0].backward), b.scripted.c_str());
+  return absl::OkStatus();
+}
+
+absl::Status RunBench(const Bench& b) {
+  if (b.caching_allocator) trainer::InstallCachingCpuAllocator();
+  RETURN_IF_ERROR(trainer::SetIntraOpThreads(b.threads));
+  ASSIGN_OR_RETURN(const core::PartitionConfig cfg, core::LoadPartitionConfig(b.part_config));
+  if (cfg.num_parts != 1) return absl::InvalidArgumentError("--part-config must have 1 partition");
+  ASSIGN_OR_RETURN(auto g, sampler::DistGraph::Open(cfg, {.machine_id = 0}));
+  ASSIGN_OR_RETURN(const Batches bs, SampleBatches(b, cfg, g.get()));
+  std::printf("graph %s: %lld nodes; fanouts %s, batch %lld, %lld batches (after 1 warm-up); %d intra-op thread(s)\n",
+              cfg.graph_name.c_str(), static_cast<long long>(cfg.num_nodes), base::StrJoin(b.so.fanouts, ",").c_str(),
+              static_cast<long long>(b.so.batch_size), static_cast<long long>(b.batches), b.threads);
+  for (size_t l = 0; l < bs.tensors[1].blocks.size(); ++l) {
+    const auto& block = bs.tensors[1].blocks[l];
+    std::printf("  block %zu: %lld src, %lld dst, %lld edges\n", l, static_cast<long long>(block.num_src),
+                static_cast<long long>(block.num_dst), static_cast<long long>(block.num_edges()));
+  }
+  const double layer0_rate = PrintGemmRates(bs, b.hidden);
+  std::printf("%-6s %-12s %12s %12s %12s\n", "model", "path", "forward ms", "backward ms", "step ms");
+  std::istringstream model_list(b.models);
+  for (std::string name; std::getline(model_list, name, ',');) RETURN_IF_ERROR(TimeModel(b, bs, name, layer0_rate));
+  if (!b.scripted.empty()) RETURN_IF_ERROR(TimeScripted(b, bs));
+  std::printf("sampled edges per batch: %.0f\n", bs.edges / b.batches);
+  return absl::OkStatus();
+}
+
+int Run(int argc, char** argv) {
+  base::KeepLargeAllocations();
+  Bench b;
+  base::ArgParser args("model_bench", "--part-config FILE [flags]");
+  args.AddString("part-config", &b.part_config, "partition config of a graph cut into 1 partition");
+  args.AddIntList("fanouts", &b.so.fanouts, "per layer, input layer first");
+  args.AddInt("batch-size", &b.so.batch_size, "seeds per batch");
+  args.AddInt("batches", &b.batches, "batches measured per model and path (after one warm-up)");
+  args.AddInt("hidden", &b.hidden, "hidden width");
+  args.AddInt("heads", &b.heads, "gat heads");
+  args.AddInt("threads", &b.threads, "LibTorch intra-op threads");
+  args.AddString("models", &b.models, "comma list of sage,gcn,gat");
+  args.AddString("scripted", &b.scripted, "also time this TorchScript model against the built-in --scripted-baseline");
+  args.AddString("scripted-baseline", &b.scripted_baseline, "the built-in model the scripted one implements");
+  args.AddBool("composition", &b.composition, "also time the ATen composition (--no-composition: fused only, for profiling)");
+  args.AddBool("caching-allocator", &b.caching_allocator, "LibTorch tensors from trainer/cpu_allocator.h, as fanout-train");
+  if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
+  if (absl::Status s = RunBench(b); !s.ok()) return args.Fail(s);
   return 0;
 }
 
