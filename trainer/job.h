@@ -15,14 +15,13 @@
 
 #include "base/tensorboard.h"
 #include "nlohmann/json.hpp"
-#include "sampler/server_fields.h"
 #include "trainer/checkpoint.h"
 #include "trainer/device_upload.h"
 #include "trainer/feature_cache.h"
 #include "trainer/inference.h"
+#include "trainer/model_input.h"
 #include "trainer/task.h"
 #include "trainer/training.h"
-#include "trainer/typed_input.h"
 
 namespace fanout::trainer {
 
@@ -44,8 +43,7 @@ class Job final : public JobContext {
   absl::StatusOr<BatchTensors> StepTensors(const sampler::MiniBatch& mb, int64_t epoch, int64_t step, bool labels,
                                            Breakdown& t) override;
   absl::StatusOr<at::Tensor> ModelInput(const BatchTensors& bt, const sampler::MiniBatch& mb) override {
-    if (typed_input_ == nullptr) return bt.features;
-    return typed_input_->Forward(bt, mb, embeddings_.get());
+    return input_->Forward(bt, mb);
   }
   InferenceOptions Inference() const override;
   bool lead() const override { return comm_->rank() == 0; }
@@ -62,7 +60,6 @@ class Job final : public JobContext {
   absl::Status BuildModelAndJoin(const core::PartitionConfig& config, const ModelOptions& mo);
   absl::Status OpenOutputs();
   void LogSetup(const core::PartitionConfig& config, const ModelOptions& mo, int64_t in_dim) const;
-  void LogModelInput() const;
   // feature_cache_ (--gpu-cache-bytes), its nodes chosen by --gpu-cache-policy.
   absl::Status BuildFeatureCache();
   // From `first_step` on (a job resumed inside the epoch: the steps before it are in
@@ -123,11 +120,8 @@ class Job final : public JobContext {
   std::unique_ptr<Communicator> comm_;
   c10::Device device_{c10::kCPU};
   std::shared_ptr<GnnModel> model_;
-  // Typed graphs: the input layer (registered in the model as "input"), and the learnable
-  // embeddings of featureless types with the servers' fields that hold them.
-  std::shared_ptr<TypedInput> typed_input_;
-  std::unique_ptr<sampler::ServerFields> server_fields_;
-  std::unique_ptr<DistEmbeddings> embeddings_;
+  // What the model reads first (features, a typed input layer, learnable rows): model_input.h.
+  std::unique_ptr<trainer::ModelInput> input_;
   std::unique_ptr<torch::optim::Adam> opt_;
   std::unique_ptr<GradientSynchronizer> sync_;
   SplitSizes sizes_;                     // the task's, over all ranks

@@ -73,31 +73,21 @@ absl::Status Job::OpenGraph(const core::PartitionConfig& config) {
 }
 
 absl::Status Job::PrepareInput(const core::PartitionConfig& config, ModelOptions* mo) {
-  const sampler::SamplerOptions& so = o_.sampling;
   if (config.typed()) {
     RETURN_IF_ERROR(CheckTypedSupport(o_, config));
-    ASSIGN_OR_RETURN(typed_input_, TypedInput::Make(*graph_, so.feature_field, o_.embed.dim, so.seed));
-    mo->in_dim = typed_input_->width();
     mo->num_relations = static_cast<int64_t>(config.edge_types.size());
-  } else if (o_.embed.dim > 0) {
-    // A graph without features (or told to ignore them with --feature-field ''): every node gets
-    // a learnable row, the one node type's table.
-    if (!so.feature_field.empty() && graph_->NodeFieldSchema(so.feature_field).ok()) {
-      return absl::InvalidArgumentError(StrCat("--embed-featureless: graph '", config.graph_name, "' has features '",
-                                               so.feature_field, "'; learnable rows are for nodes without features "
-                                               "(--feature-field '' trains them in place of the features)"));
-    }
-    o_.sampling.feature_field = "";
-    ASSIGN_OR_RETURN(typed_input_, TypedInput::Make(*graph_, "", o_.embed.dim, so.seed));
-    mo->in_dim = typed_input_->width();
-  } else {
-    if (!o_.target_ntype.empty()) {
-      return absl::InvalidArgumentError(
-          StrCat("--target-ntype: graph '", config.graph_name, "' has one node type"));
-    }
-    ASSIGN_OR_RETURN(core::FieldSchema feat, graph_->NodeFieldSchema(so.feature_field));
-    mo->in_dim = feat.row_elems();
+  } else if (o_.embed.dim <= 0 && !o_.target_ntype.empty()) {
+    return absl::InvalidArgumentError(StrCat("--target-ntype: graph '", config.graph_name, "' has one node type"));
   }
+  ASSIGN_OR_RETURN(input_, MakeModelInput(*graph_, {.feature_field = o_.sampling.feature_field,
+                                                    .embed = o_.embed,
+                                                    .seed = o_.sampling.seed,
+                                                    .servers = o_.graph.servers,
+                                                    .client = o_.graph.client,
+                                                    .trainers_per_machine = o_.trainers_per_machine}));
+  // The one-type graph's learnable rows replace its features: the batches carry none.
+  if (!config.typed() && o_.embed.dim > 0) o_.sampling.feature_field = "";
+  mo->in_dim = input_->width();
   return absl::OkStatus();
 }
 
@@ -124,20 +114,14 @@ absl::Status Job::BuildModelAndJoin(const core::PartitionConfig& config, const M
   const sampler::SamplerOptions& so = o_.sampling;
   ASSIGN_OR_RETURN(model_, MakeModel(mo, so.seed));
   RETURN_IF_ERROR(task_->AddModules(*this, *model_, mo));
-  if (typed_input_ != nullptr) model_->register_module("input", typed_input_);
+  if (std::shared_ptr<torch::nn::Module> input = input_->module()) model_->register_module("input", input);
   DistOptions d = o_.dist;
   d.backend = o_.dist_backend.value_or(device_.is_cuda() ? CommBackend::kNccl : CommBackend::kGloo);
   d.cuda_device = device_.is_cuda() ? device_.index() : 0;
   ASSIGN_OR_RETURN(comm_, Connect(d));
   RETURN_IF_ERROR(CatchTorch("moving the model", [&] { model_->to(device_); }));
   RETURN_IF_ERROR(BroadcastParameters(*comm_, model_->parameters()));
-  if (typed_input_ != nullptr && o_.embed.dim > 0 && !typed_input_->featureless().empty()) {
-    ASSIGN_OR_RETURN(server_fields_, sampler::ServerFields::Make(config, o_.graph.servers, o_.graph.client));
-    EmbeddingOptions eo = o_.embed;
-    eo.seed = core::SplitMix64(so.seed ^ 0xe3bedull);
-    ASSIGN_OR_RETURN(embeddings_, DistEmbeddings::Create(*graph_, server_fields_.get(), typed_input_->featureless(), eo,
-                                                         *comm_, o_.trainers_per_machine));
-  }
+  RETURN_IF_ERROR(input_->Join(*comm_));
   opt_ = std::make_unique<torch::optim::Adam>(
       model_->parameters(), torch::optim::AdamOptions(o_.lr).weight_decay(o_.weight_decay));
   sync_ = std::make_unique<GradientSynchronizer>(model_->parameters());
@@ -177,7 +161,7 @@ void Job::LogSetup(const core::PartitionConfig& config, const ModelOptions& mo, 
              ", batch ", so.batch_size, "; train/val/test ", sizes_.train, "/", sizes_.val, "/",
              sizes_.test, "; ", o_.loader.num_samplers, " sampler process(es) per trainer; ",
              o_.intra_op_threads, " intra-op thread(s); device ", o_.device));
-  if (typed_input_ != nullptr) LogModelInput();
+  if (const std::string input = input_->Describe(); !input.empty()) Log(StrCat("fanout-train: model input: ", input));
   if (!so.relation_fanouts.empty()) {
     std::vector<std::string> per;
     for (size_t r = 0; r < config.edge_types.size(); ++r) {
@@ -203,29 +187,6 @@ void Job::LogSetup(const core::PartitionConfig& config, const ModelOptions& mo, 
                cache->bytes() >> 20, " MiB) in the trainer",
                cache->fd() >= 0 ? ", in shared memory that its sampler processes map" : ""));
   }
-}
-
-// What the model reads from a typed graph's node types (or the one type's learnable rows).
-void Job::LogModelInput() const {
-  const core::TypeMap& types = graph_->node_types();
-  auto names = [&](const std::vector<int>& ts) {
-    std::vector<std::string> n;
-    for (int t : ts) n.push_back(types.name(t));
-    return base::StrJoin(n, ", ");
-  };
-  std::vector<std::string> parts;
-  if (!typed_input_->featured().empty()) {
-    parts.push_back(StrCat(names(typed_input_->featured()), " features",
-                           o_.embed.dim > 0 ? StrCat(" projected to ", typed_input_->width()) : std::string()));
-  }
-  if (!typed_input_->featureless().empty()) {
-    parts.push_back(StrCat(names(typed_input_->featureless()), " nodes:",
-                   embeddings_ != nullptr
-                       ? StrCat(" learnable rows of ", o_.embed.dim, " on the servers (sparse ",
-                                SparseOptimizerName(o_.embed.optimizer.kind), ", lr ", o_.embed.optimizer.lr, ")")
-                       : std::string(" zeros (no --embed-featureless)")));
-  }
-  Log(StrCat("fanout-train: model input: ", base::StrJoin(parts, "; ")));
 }
 
 absl::Status Job::BuildFeatureCache() {

@@ -139,12 +139,9 @@ absl::Status Job::StepUpdate(int64_t epoch, int64_t step, StepLoss& s, Breakdown
   t.allreduce += Since(t0);
   t0 = Clock::now();
   RETURN_IF_ERROR(CatchTorch("optimizer step", [&] { opt_->step(); }));
-  if (embeddings_ != nullptr) {
-    absl::Status e = embeddings_->Step(*comm_);
-    if (!e.ok()) {
-      return absl::Status(e.code(), StrCat("learnable embeddings' update at epoch ", epoch, " step ", step, ": ",
-                                           e.message()));
-    }
+  if (absl::Status e = input_->Step(*comm_); !e.ok()) {
+    return absl::Status(e.code(), StrCat("learnable embeddings' update at epoch ", epoch, " step ", step, ": ",
+                                         e.message()));
   }
   t.update += Since(t0);
   return absl::OkStatus();
@@ -283,10 +280,9 @@ InferenceOptions Job::Inference() const {
   io.trainers_per_machine = o_.trainers_per_machine;
   io.progress = o_.progress;
   // A typed graph's model input is the typed input layer's rows (projections, embeddings).
-  if (typed_input_ != nullptr) {
-    io.model_input = [input = typed_input_.get(), embeddings = embeddings_.get()](const BatchTensors& bt,
-                                                                                 const sampler::MiniBatch& mb) {
-      return input->Forward(bt, mb, embeddings);
+  if (input_->transforms()) {
+    io.model_input = [input = input_.get()](const BatchTensors& bt, const sampler::MiniBatch& mb) {
+      return input->Forward(bt, mb);
     };
   }
   return io;
@@ -319,7 +315,7 @@ absl::Status Job::SaveBest(int64_t epoch, double val) {
   // Every rank keeps the best parameters in memory (for the final test); rank 0 also writes them.
   best_params_.clear();
   for (const auto& p : model_->parameters()) best_params_.push_back(p.detach().clone());
-  if (embeddings_ != nullptr) RETURN_IF_ERROR(embeddings_->Snapshot(comm_->rank()));
+  RETURN_IF_ERROR(input_->Snapshot(comm_->rank()));
   if (o_.checkpoint_dir.empty() || !lead()) return absl::OkStatus();
   Checkpoint c = MakeCheckpoint(epoch);
   c.info["metric"] = MetricName(o_.metric);
@@ -335,9 +331,7 @@ absl::Status Job::SaveLast(int64_t next_epoch, int64_t next_step, const std::vec
   if (!epoch_sums.empty()) c.info["epoch_sums"] = epoch_sums;
   c.info["best_val_metric"] = result_.best_val_metric;
   c.info["best_epoch"] = result_.best_epoch;
-  if (embeddings_ != nullptr) {
-    ASSIGN_OR_RETURN(c.embeddings, embeddings_->Tables(comm_->rank()));
-  }
+  ASSIGN_OR_RETURN(c.embeddings, input_->Save(comm_->rank()));
   RETURN_IF_ERROR(CatchTorch("saving the optimizer state", [&] {
     torch::serialize::OutputArchive ar;
     opt_->save(ar);
@@ -420,10 +414,8 @@ absl::StatusOr<Job::Position> Job::Resume(bool required) {
       ar.load_from(c.optimizer.data(), c.optimizer.size());
       opt_->load(ar);
     }));
-    if (embeddings_ != nullptr) {
-      if (absl::Status s = embeddings_->Load(c.embeddings, comm_->rank()); !s.ok()) {
-        return absl::Status(s.code(), StrCat("--resume: checkpoint ", path, ": ", s.message()));
-      }
+    if (absl::Status s = input_->Load(c.embeddings, comm_->rank()); !s.ok()) {
+      return absl::Status(s.code(), StrCat("--resume: checkpoint ", path, ": ", s.message()));
     }
     result_.best_val_metric = c.info.value("best_val_metric", -1.0);
     result_.best_epoch = c.info.value("best_epoch", int64_t{-1});
@@ -495,9 +487,9 @@ absl::StatusOr<TrainResult> Job::Run() {
     auto params = model_->parameters();
     for (size_t i = 0; i < params.size(); ++i) params[i].copy_(best_params_[i]);
     // The best epoch's learnable embeddings back on the servers (each rank its own rows).
-    if (embeddings_ != nullptr) RETURN_IF_ERROR(embeddings_->Restore(*comm_));
+    RETURN_IF_ERROR(input_->Restore(*comm_));
     RETURN_IF_ERROR(test(&result_.test_metric));
-  } else if (embeddings_ != nullptr) {
+  } else if (input_->has_sparse_rows()) {
     // Resumed, and no better model since: best.pt holds its model but not its embeddings, so the
     // final model (with the embeddings it trained) is the one tested.
     best_not_tested = true;
