@@ -88,13 +88,13 @@ class Job final : public JobContext {
   absl::Status SaveBest(int64_t epoch, double val);
   // "val_acc", "test_roc_auc", ...: the metrics file's and checkpoints' key for the --metric.
   std::string MetricKey(const std::string& prefix) const {
-    std::string name(MetricName(o_.metric));
+    std::string name(MetricName(o_.eval.metric));
     std::replace(name.begin(), name.end(), '-', '_');
     return prefix + "_" + name;
   }
   // "accuracy", "roc-auc", "f1-macro": how lines name the --metric.
   std::string MetricText() const {
-    return o_.metric == Metric::kAccuracy ? "accuracy" : std::string(MetricName(o_.metric));
+    return o_.eval.metric == Metric::kAccuracy ? "accuracy" : std::string(MetricName(o_.eval.metric));
   }
   // Where to continue, as (epoch, step).
   struct Position {

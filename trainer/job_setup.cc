@@ -27,8 +27,8 @@ absl::Status CheckTypedSupport(const TrainOptions& o, const core::PartitionConfi
                                            config.node_types.size(), " node types, ", config.edge_types.size(),
                                            " edge types) is not built yet"));
   };
-  if (o.gpu_cache_bytes > 0) return no("--gpu-cache-bytes (the device feature cache)");
-  if (o.embed.dim > 0 && !o.load_model.empty()) {
+  if (o.device_cache.bytes > 0) return no("--gpu-cache-bytes (the device feature cache)");
+  if (o.embed.dim > 0 && !o.checkpoint.load_model.empty()) {
     return no("--load-model with --embed-featureless (best.pt holds the model, not the embeddings; --resume reads "
               "them from last.rank<r>.pt)");
   }
@@ -48,7 +48,7 @@ absl::Status Job::Setup() {
   sizes_ = task_->sizes();
   mo.num_layers = static_cast<int64_t>(o_.sampling.fanouts.size());
   RETURN_IF_ERROR(ValidateModelOptions(mo));
-  if (o_.gpu_cache_bytes > 0) RETURN_IF_ERROR(BuildFeatureCache());
+  if (o_.device_cache.bytes > 0) RETURN_IF_ERROR(BuildFeatureCache());
   RETURN_IF_ERROR(BuildModelAndJoin(config, mo));
   RETURN_IF_ERROR(OpenOutputs());
   if (lead()) LogSetup(config, mo, in_dim);
@@ -129,22 +129,22 @@ absl::Status Job::BuildModelAndJoin(const core::PartitionConfig& config, const M
 }
 
 absl::Status Job::OpenOutputs() {
-  if (lead() && !o_.metrics_file.empty()) {
-    metrics_.open(o_.metrics_file, o_.resume || o_.restart_count > 0 ? std::ios::app : std::ios::trunc);
+  if (lead() && !o_.output.metrics_file.empty()) {
+    metrics_.open(o_.output.metrics_file, o_.checkpoint.resume || o_.restart_count > 0 ? std::ios::app : std::ios::trunc);
     if (!metrics_)
-      return absl::PermissionDeniedError(StrCat("cannot write metrics file ", o_.metrics_file));
+      return absl::PermissionDeniedError(StrCat("cannot write metrics file ", o_.output.metrics_file));
   }
-  if (lead() && !o_.tensorboard_dir.empty()) {
-    absl::StatusOr<std::unique_ptr<base::EventFileWriter>> tb = base::EventFileWriter::Open(o_.tensorboard_dir);
+  if (lead() && !o_.output.tensorboard_dir.empty()) {
+    absl::StatusOr<std::unique_ptr<base::EventFileWriter>> tb = base::EventFileWriter::Open(o_.output.tensorboard_dir);
     if (!tb.ok()) return absl::Status(tb.status().code(), StrCat("--tensorboard-dir: ", tb.status().message()));
     tensorboard_ = std::move(*tb);
   }
-  if (!o_.checkpoint_dir.empty()) {
+  if (!o_.checkpoint.dir.empty()) {
     std::error_code ec;
-    std::filesystem::create_directories(o_.checkpoint_dir, ec);
+    std::filesystem::create_directories(o_.checkpoint.dir, ec);
     if (ec)
       return absl::PermissionDeniedError(
-          StrCat("cannot create checkpoint folder ", o_.checkpoint_dir, ": ", ec.message()));
+          StrCat("cannot create checkpoint folder ", o_.checkpoint.dir, ": ", ec.message()));
   }
   return absl::OkStatus();
 }
@@ -192,8 +192,8 @@ void Job::LogSetup(const core::PartitionConfig& config, const ModelOptions& mo, 
 absl::Status Job::BuildFeatureCache() {
   FeatureCacheOptions fo;
   fo.field = o_.sampling.feature_field;
-  fo.max_bytes = o_.gpu_cache_bytes;
-  if (o_.gpu_cache_presample) {
+  fo.max_bytes = o_.device_cache.bytes;
+  if (o_.device_cache.presample) {
     // The batches training will draw, without their data: only which nodes they take.
     const std::vector<int64_t>* nodes = task_->train_nodes();
     if (nodes == nullptr) {
@@ -206,8 +206,8 @@ absl::Status Job::BuildFeatureCache() {
     so.label_field = "";
     so.edge = {};
     sampler::MiniBatchSampler presampler(graph_.get(), so, *nodes);
-    const int64_t steps = o_.gpu_cache_presample_steps > 0
-                              ? std::min(o_.gpu_cache_presample_steps, presampler.steps_per_epoch())
+    const int64_t steps = o_.device_cache.presample_steps > 0
+                              ? std::min(o_.device_cache.presample_steps, presampler.steps_per_epoch())
                               : presampler.steps_per_epoch();
     const auto t0 = Clock::now();
     ASSIGN_OR_RETURN(fo.counts, sampler::PresampleInputCounts(&presampler, steps, graph_->num_nodes()));

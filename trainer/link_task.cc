@@ -33,7 +33,7 @@ class LinkPrediction final : public Task {
       return bad("--negatives must be in [1, 1000], got ", o.link.negatives);
     }
     if (o.link.embed_dim < 0) return bad("--embed-dim must be >= 0 (0: --hidden), got ", o.link.embed_dim);
-    if (o.gpu_cache_presample) {
+    if (o.device_cache.presample) {
       return bad("--gpu-cache-policy presample samples node batches; --task link takes --gpu-cache-policy degree");
     }
     return absl::OkStatus();
@@ -76,8 +76,8 @@ class LinkPrediction final : public Task {
       return absl::InvalidArgumentError(
           StrCat(config.base_dir, "/link: the negatives are not a whole number per positive"));
     }
-    if (o.eval_every > 0) sizes_.val = val_pos_.rows();
-    if (o.test) sizes_.test = test_pos_.rows();
+    if (o.eval.every > 0) sizes_.val = val_pos_.rows();
+    if (o.eval.test) sizes_.test = test_pos_.rows();
     if (sizes_.train < o.dist.world_size) {
       return absl::FailedPreconditionError(
           StrCat("the graph has ", sizes_.train, " edges, fewer than the ", o.dist.world_size, " trainers"));

@@ -82,10 +82,10 @@ class NodeClassification final : public Task {
     }
     test_mask_ = prefix + o.test_mask;
     ASSIGN_OR_RETURN(train_, RankShare(job.graph(), prefix + o.train_mask, tpm, rank, &sizes_.train));
-    if (o.eval_every > 0) {
+    if (o.eval.every > 0) {
       ASSIGN_OR_RETURN(val_, RankShare(job.graph(), prefix + o.val_mask, tpm, rank, &sizes_.val));
     }
-    if (o.test) {
+    if (o.eval.test) {
       ASSIGN_OR_RETURN(test_, RankShare(job.graph(), test_mask_, tpm, rank, &sizes_.test));
     }
     if (sizes_.train < o.dist.world_size) {
@@ -117,7 +117,7 @@ class NodeClassification final : public Task {
     ASSIGN_OR_RETURN(sampler::MiniBatch mb, loader_->Next());
     RETURN_IF_ERROR(CheckBatchOrder("loader", mb.epoch, mb.step, epoch, step));
     t.wait += Since(t0);
-    if (job.options().print_batch_checksums) {
+    if (job.options().output.print_batch_checksums) {
       std::printf("rank %d batch %lld %lld crc %u\n", job.options().dist.rank, static_cast<long long>(epoch),
                   static_cast<long long>(step), sampler::BatchChecksum(mb));
     }
@@ -140,14 +140,14 @@ class NodeClassification final : public Task {
     const std::vector<int64_t>& ids = split == Split::kVal ? val_ : test_;
     const char* what = split == Split::kVal ? "validation" : "test";
     GnnModel& model = job.model();
-    MetricAccumulator metric(o.metric, model.options().num_classes);
+    MetricAccumulator metric(o.eval.metric, model.options().num_classes);
     if (!ids.empty()) {
       sampler::SamplerOptions so = o.sampling;
-      if (!o.eval_fanouts.empty()) {
-        so.fanouts = o.eval_fanouts;  // for every relation
+      if (!o.eval.fanouts.empty()) {
+        so.fanouts = o.eval.fanouts;  // for every relation
         so.relation_fanouts.clear();
       }
-      so.batch_size = o.eval_batch_size;
+      so.batch_size = o.eval.batch_size;
       so.shuffle = false;
       so.seed = core::SplitMix64(o.sampling.seed + 0x5eed);
       so.rank = job.comm().rank();
@@ -165,7 +165,7 @@ class NodeClassification final : public Task {
       to.feature_cache = job.feature_cache();
       to.uploader = &job.uploader();
       base::ProgressMeter meter("fanout-train", what, loader->steps_per_epoch(), "batches",
-                                job.lead() ? o.progress : base::ProgressMode::kOff);
+                                job.lead() ? o.output.progress : base::ProgressMode::kOff);
       for (int64_t step = 0; step < loader->steps_per_epoch(); ++step) {
         ASSIGN_OR_RETURN(sampler::MiniBatch mb, loader->Next());
         ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb, to));

@@ -116,13 +116,13 @@ void AddModelFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
   args.AddInt("batch-size", &o->sampling.batch_size, "seeds per mini-batch per trainer");
   args.AddIntList("fanouts", &o->sampling.fanouts,
                   "neighbours per layer, input layer first (-1 = all); sets the layer count");
-  args.AddIntList("eval-fanouts", &o->eval_fanouts, "fanouts for evaluation (default: --fanouts)");
+  args.AddIntList("eval-fanouts", &o->eval.fanouts, "fanouts for evaluation (default: --fanouts)");
   args.AddRepeatedString("relation-fanout", &f->relation_fanouts,
                          "typed graphs: REL=F0,F1,... gives relation REL (or SRC:REL:DST) its own fanout per layer; "
                          "the other relations take --fanouts (repeat it per relation)");
-  args.AddInt("eval-batch-size", &o->eval_batch_size, "seeds per evaluation batch");
-  args.AddInt("eval-every", &o->eval_every, "validate every N epochs, and after the last (0: never)");
-  args.AddBool("test", &o->test, "report the test metric after the last epoch (--no-test: skip)");
+  args.AddInt("eval-batch-size", &o->eval.batch_size, "seeds per evaluation batch");
+  args.AddInt("eval-every", &o->eval.every, "validate every N epochs, and after the last (0: never)");
+  args.AddBool("test", &o->eval.test, "report the test metric after the last epoch (--no-test: skip)");
   args.AddUint("seed", &o->sampling.seed, "seed of every random choice (init, shuffles, sampling, dropout)");
   args.AddString("device", &o->device,
                  "cpu, cuda:K, or cuda: this trainer's local rank's GPU (local rank modulo the GPUs it sees), "
@@ -174,7 +174,7 @@ void AddSystemFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
   args.AddChoice("dist-backend", &f->dist_backend, {"auto", "gloo", "nccl"},
                  "gradient averaging: auto (nccl on a GPU, gloo on the CPU), or gloo with a GPU too (through host "
                  "memory: trainers that share a GPU, which NCCL refuses)");
-  args.AddBytes("gpu-cache-bytes", &o->gpu_cache_bytes,
+  args.AddBytes("gpu-cache-bytes", &o->device_cache.bytes,
                 "keep the input features of the hottest nodes (--gpu-cache-policy) on the training device, up to "
                 "this size (e.g. 4G); batches then fetch and copy only the other rows, and each epoch line reports "
                 "the cache's hit rate over all trainers. 0: no cache");
@@ -182,7 +182,7 @@ void AddSystemFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
                  "which nodes --gpu-cache-bytes holds: degree = the most in-edges in the graph; presample = the "
                  "nodes this trainer's own batches take most, counted by sampling them before training "
                  "(--gpu-cache-presample-steps), then in-degree");
-  args.AddInt("gpu-cache-presample-steps", &o->gpu_cache_presample_steps,
+  args.AddInt("gpu-cache-presample-steps", &o->device_cache.presample_steps,
               "--gpu-cache-policy presample: the steps sampled to count (0: a whole epoch)");
   args.AddInt("num-samplers", &o->loader.num_samplers,
               "sampler processes per trainer; 0 = sample in-process [FANOUT_NUM_SAMPLERS]");
@@ -204,43 +204,43 @@ void AddSystemFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
 
 // What the job leaves behind: lines, metrics, checkpoints, the model and its embeddings.
 void AddOutputFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
-  args.AddInt("log-every", &o->log_every, "print a line every N steps (0: per epoch only)");
-  args.AddBool("print-batch-checksums", &o->print_batch_checksums,
+  args.AddInt("log-every", &o->output.log_every, "print a line every N steps (0: per epoch only)");
+  args.AddBool("print-batch-checksums", &o->output.print_batch_checksums,
                "print a CRC-32 of every training batch, per rank (to compare loaders; docs/python.md)");
   base::AddProgressFlag(args, &f->progress);  // rank 0's epochs, evaluation and inference
-  args.AddString("metrics-file", &o->metrics_file, "JSON-lines metrics (rank 0)");
-  args.AddString("tensorboard-dir", &o->tensorboard_dir,
+  args.AddString("metrics-file", &o->output.metrics_file, "JSON-lines metrics (rank 0)");
+  args.AddString("tensorboard-dir", &o->output.tensorboard_dir,
                  "rank 0 writes a TensorBoard event file here: losses, metrics and the time breakdown per epoch");
-  args.AddString("checkpoint-dir", &o->checkpoint_dir, "best.pt (rank 0) and last.rank<r>.pt after every epoch");
-  args.AddBool("resume", &o->resume, "continue from --checkpoint-dir's last state");
-  args.AddBool("auto-resume", &o->auto_resume,
+  args.AddString("checkpoint-dir", &o->checkpoint.dir, "best.pt (rank 0) and last.rank<r>.pt after every epoch");
+  args.AddBool("resume", &o->checkpoint.resume, "continue from --checkpoint-dir's last state");
+  args.AddBool("auto-resume", &o->checkpoint.auto_resume,
                "resume from --checkpoint-dir when it holds a checkpoint every rank has, else start from scratch "
                "(one command for a job and its requeued runs)");
-  args.AddInt("checkpoint-every-steps", &o->checkpoint_every_steps,
+  args.AddInt("checkpoint-every-steps", &o->checkpoint.every_steps,
               "also write last.rank<r>.pt every K steps inside an epoch (0 = after each epoch only); "
               "resuming continues at the exact step",
               0);
-  args.AddString("load-model", &o->load_model,
+  args.AddString("load-model", &o->checkpoint.load_model,
                  "start from this checkpoint's model (e.g. best.pt); with --epochs 0, evaluate and infer only");
-  args.AddString("save-embeddings", &o->save_embeddings,
+  args.AddString("save-embeddings", &o->output.save_embeddings,
                  "after training, full-graph inference: embeddings.npy, predictions.npy and embeddings.json "
                  "in this folder, rows in original node-ID order");
-  args.AddBool("overwrite", &o->overwrite, "replace --save-embeddings if an earlier fanout-train wrote it");
+  args.AddBool("overwrite", &o->output.overwrite, "replace --save-embeddings if an earlier fanout-train wrote it");
 }
 
 // The task's choices: its metric (fixed by some tasks) and the flags only the link task takes.
 absl::Status CheckTaskFlags(const base::ArgParser& args, const Flags& f, trainer::TrainOptions* o) {
-  o->metric = *trainer::ParseMetric(f.metric);
+  o->eval.metric = *trainer::ParseMetric(f.metric);
   o->link.negative_sampling =
       f.negative_sampling == "degree" ? sampler::NegativeSampling::kDegreePow75 : sampler::NegativeSampling::kUniform;
   o->link.scorer = *trainer::ParseScorerKind(f.scorer);
   ASSIGN_OR_RETURN(auto task, trainer::MakeTask(o->task));
   if (std::optional<trainer::Metric> fixed = task->fixed_metric()) {
-    if (args.WasSet("metric") && o->metric != *fixed) {
+    if (args.WasSet("metric") && o->eval.metric != *fixed) {
       return absl::InvalidArgumentError(StrCat("--task ", o->task, " reports ", trainer::MetricName(*fixed),
                                                " and selects the model by it: leave --metric out"));
     }
-    o->metric = *fixed;
+    o->eval.metric = *fixed;
   }
   if (o->task == "link") return absl::OkStatus();
   for (const char* flag : {"negatives", "negative-sampling", "embed-dim", "scorer"}) {
@@ -252,7 +252,7 @@ absl::Status CheckTaskFlags(const base::ArgParser& args, const Flags& f, trainer
 // Every flag, checked and turned into its field before anything is read or connects (issue 11:
 // --lr nan reached LibTorch and aborted with a backtrace, --prefetch 0 hung the loader forever).
 absl::Status CheckFlags(const base::ArgParser& args, const Flags& f, trainer::TrainOptions* o) {
-  o->progress = base::ApplyProgressFlag(f.progress);
+  o->output.progress = base::ApplyProgressFlag(f.progress);
   // LibTorch's pool size: --num-threads, else OMP_NUM_THREADS (the launcher sets it), else this
   // trainer's share of the cores. Debian's LibTorch would otherwise start with 1.
   if (!args.WasSet("num-threads")) {
@@ -292,7 +292,7 @@ absl::Status CheckFlags(const base::ArgParser& args, const Flags& f, trainer::Tr
     o->model.script_path = f.model;
   }
   if (f.dist_backend != "auto") o->dist_backend = *trainer::ParseCommBackend(f.dist_backend);
-  o->gpu_cache_presample = f.cache_policy == "presample";
+  o->device_cache.presample = f.cache_policy == "presample";
   o->graph.client.deadline_seconds = f.deadline;
   o->graph.connect_timeout_seconds = f.deadline;
   o->graph.cache_field = o->sampling.feature_field;
@@ -330,7 +330,7 @@ absl::Status ResolveJob(const base::ArgParser& args, const Flags& f, const base:
 // With checkpoints, SIGTERM (what Kubernetes and Slurm send before killing) stops training at
 // the next step with a checkpoint every rank writes at that step; exit status 143 says so.
 void StopAtNextStepOnSigterm(trainer::TrainOptions* o) {
-  if (o->checkpoint_dir.empty()) return;
+  if (o->checkpoint.dir.empty()) return;
   struct sigaction sa {};
   sa.sa_handler = [](int) { g_stop_requested.store(true); };
   sigemptyset(&sa.sa_mask);

@@ -68,13 +68,13 @@ class EpochSums {
 };
 
 std::string LastCheckpoint(const TrainOptions& o) {
-  return StrCat(o.checkpoint_dir, "/last.rank", o.dist.rank, ".pt");
+  return StrCat(o.checkpoint.dir, "/last.rank", o.dist.rank, ".pt");
 }
 
 // The last checkpoint before LastCheckpoint's: a rank killed while the others wrote epoch E
 // still has E-1 there, so a restart finds an epoch every rank holds.
 std::string PreviousCheckpoint(const TrainOptions& o) {
-  return StrCat(o.checkpoint_dir, "/last.rank", o.dist.rank, ".prev.pt");
+  return StrCat(o.checkpoint.dir, "/last.rank", o.dist.rank, ".prev.pt");
 }
 
 }  // namespace
@@ -155,7 +155,7 @@ absl::StatusOr<bool> Job::StopOrCheckpoint(int64_t epoch, int64_t step, int64_t 
     ASSIGN_OR_RETURN(std::vector<double> asked, AllReduceSum(*comm_, {o_.stop_requested->load() ? 1.0 : 0.0}));
     stop = asked[0] > 0;
   }
-  const int64_t every = o_.checkpoint_every_steps;
+  const int64_t every = o_.checkpoint.every_steps;
   if (stop || (every > 0 && (step + 1) % every == 0 && step + 1 < steps)) {
     RETURN_IF_ERROR(SaveLast(epoch, step + 1, sums_so_far()));
   }
@@ -172,7 +172,7 @@ void Job::ReportEpoch(const EpochReport& r) {
                 "wait %.2f, "
                 "copy %.2f, forward %.2f, backward %.2f, all-reduce %.2f, update %.2f) | %.0f seeds/s",
                 static_cast<long long>(r.epoch), r.loss, r.acc,
-                o_.metric == Metric::kAccuracy ? "acc" : MetricText().c_str(), val_text, r.epoch_s, t.sample, t.fetch,
+                o_.eval.metric == Metric::kAccuracy ? "acc" : MetricText().c_str(), val_text, r.epoch_s, t.sample, t.fetch,
                 t.wait, t.copy, t.forward, t.backward, t.allreduce, t.update, r.seeds_per_s);
   std::string text = line;
   if (feature_cache_ != nullptr) {
@@ -220,7 +220,7 @@ absl::Status Job::TrainEpoch(int64_t epoch, int64_t first_step) {
   resumed_sums_.clear();
   const int64_t steps = task_->steps_per_epoch();
   base::ProgressMeter meter("fanout-train", StrCat("epoch ", epoch), steps, "steps",
-                            lead() ? o_.progress : base::ProgressMode::kOff);
+                            lead() ? o_.output.progress : base::ProgressMode::kOff);
   // The epoch's running sums with the cache's counts (what a checkpoint inside the epoch keeps).
   auto sums_so_far = [&] {
     std::vector<double> sums = running.Read();
@@ -233,7 +233,7 @@ absl::Status Job::TrainEpoch(int64_t epoch, int64_t first_step) {
     ASSIGN_OR_RETURN(StepLoss s, task_->Step(*this, epoch, step, t));
     RETURN_IF_ERROR(StepUpdate(epoch, step, s, t));
     running.Add(s);
-    if (lead() && o_.log_every > 0 && (step + 1) % o_.log_every == 0) {  // reads the device: only here
+    if (lead() && o_.output.log_every > 0 && (step + 1) % o_.output.log_every == 0) {  // reads the device: only here
       meter.Clear();  // the line below must not land inside a progress line
       Log(StrCat("epoch ", epoch, " step ", step + 1, "/", steps, " | loss ", s.loss.item<double>(), " | acc ",
                  s.correct.item<double>() / std::max(1.0, s.n)));
@@ -260,25 +260,25 @@ absl::Status Job::TrainEpoch(int64_t epoch, int64_t first_step) {
                 .seeds_per_s = sums[2] / std::max(1e-9, epoch_s),
                 .hit_rate = sums[3] / std::max(1.0, sums[4]),  // the share of all ranks' input rows the caches held
                 .t = t};
-  const bool eval_now = o_.eval_every > 0 && ((epoch + 1) % o_.eval_every == 0 || epoch + 1 == o_.epochs);
+  const bool eval_now = o_.eval.every > 0 && ((epoch + 1) % o_.eval.every == 0 || epoch + 1 == o_.epochs);
   if (eval_now && sizes_.val > 0) {
     ASSIGN_OR_RETURN(r.val, task_->Evaluate(*this, Split::kVal, epoch));
     r.val_detail = task_->EvaluationDetail();
   }
   if (lead()) ReportEpoch(r);
   if (r.val >= 0 && r.val > result_.best_val_metric) RETURN_IF_ERROR(SaveBest(epoch, r.val));
-  if (!o_.checkpoint_dir.empty()) RETURN_IF_ERROR(SaveLast(epoch + 1, 0));
+  if (!o_.checkpoint.dir.empty()) RETURN_IF_ERROR(SaveLast(epoch + 1, 0));
   result_.epochs_run = epoch + 1;
   return absl::OkStatus();
 }
 
 InferenceOptions Job::Inference() const {
   InferenceOptions io;
-  io.batch_size = o_.eval_batch_size;
+  io.batch_size = o_.eval.batch_size;
   io.feature_field = o_.sampling.feature_field;
   io.edge = o_.sampling.edge;
   io.trainers_per_machine = o_.trainers_per_machine;
-  io.progress = o_.progress;
+  io.progress = o_.output.progress;
   // A typed graph's model input is the typed input layer's rows (projections, embeddings).
   if (input_->transforms()) {
     io.model_input = [input = input_.get()](const BatchTensors& bt, const sampler::MiniBatch& mb) {
@@ -316,11 +316,11 @@ absl::Status Job::SaveBest(int64_t epoch, double val) {
   best_params_.clear();
   for (const auto& p : model_->parameters()) best_params_.push_back(p.detach().clone());
   RETURN_IF_ERROR(input_->Snapshot(comm_->rank()));
-  if (o_.checkpoint_dir.empty() || !lead()) return absl::OkStatus();
+  if (o_.checkpoint.dir.empty() || !lead()) return absl::OkStatus();
   Checkpoint c = MakeCheckpoint(epoch);
-  c.info["metric"] = MetricName(o_.metric);
+  c.info["metric"] = MetricName(o_.eval.metric);
   c.info[MetricKey("val")] = val;
-  return WriteCheckpoint(o_.checkpoint_dir + "/best.pt", c);
+  return WriteCheckpoint(o_.checkpoint.dir + "/best.pt", c);
 }
 
 absl::Status Job::SaveLast(int64_t next_epoch, int64_t next_step, const std::vector<double>& epoch_sums) {
@@ -382,7 +382,7 @@ absl::StatusOr<Job::Position> Job::Resume(bool required) {
     if (!required) {
       if (lead()) {
         Log(StrCat("fanout-train: ", o_.restart_count > 0 ? StrCat("restart ", o_.restart_count, ": ") : std::string(),
-                   "no position is checkpointed on every rank in ", o_.checkpoint_dir, "; starting from scratch"));
+                   "no position is checkpointed on every rank in ", o_.checkpoint.dir, "; starting from scratch"));
       }
       return Position{};
     }
@@ -443,19 +443,19 @@ absl::StatusOr<TrainResult> Job::Run() {
   RETURN_IF_ERROR(Setup());
   Position first;
   // A restarted job (fanout-launch --max-restarts) with checkpoints resumes where it can.
-  const bool restarted = o_.auto_resume || (o_.restart_count > 0 && !o_.checkpoint_dir.empty());
-  if (o_.resume || restarted) {
-    ASSIGN_OR_RETURN(first, Resume(/*required=*/o_.resume));
+  const bool restarted = o_.checkpoint.auto_resume || (o_.restart_count > 0 && !o_.checkpoint.dir.empty());
+  if (o_.checkpoint.resume || restarted) {
+    ASSIGN_OR_RETURN(first, Resume(/*required=*/o_.checkpoint.resume));
   }
   const bool from_start = first.epoch == 0 && first.step == 0;
-  if (!o_.load_model.empty() && from_start) RETURN_IF_ERROR(LoadModel());
+  if (!o_.checkpoint.load_model.empty() && from_start) RETURN_IF_ERROR(LoadModel());
   if (first.epoch < o_.epochs) {
     RETURN_IF_ERROR(task_->StartTraining(*this, first.epoch, first.step));
     for (int64_t epoch = first.epoch; epoch < o_.epochs; ++epoch) {
       RETURN_IF_ERROR(TrainEpoch(epoch, epoch == first.epoch ? first.step : 0));
     }
   }
-  if (!o_.test) {
+  if (!o_.eval.test) {
     RETURN_IF_ERROR(SaveEmbeddings());
     RETURN_IF_ERROR(comm_->Barrier());
     return result_;
@@ -493,10 +493,10 @@ absl::StatusOr<TrainResult> Job::Run() {
     // Resumed, and no better model since: best.pt holds its model but not its embeddings, so the
     // final model (with the embeddings it trained) is the one tested.
     best_not_tested = true;
-  } else if (result_.best_epoch >= 0 && !o_.checkpoint_dir.empty()) {
+  } else if (result_.best_epoch >= 0 && !o_.checkpoint.dir.empty()) {
     // Resumed, and no better model since: rank 0 reads best.pt and hands it to every rank.
     if (lead()) {
-      const std::string best = o_.checkpoint_dir + "/best.pt";
+      const std::string best = o_.checkpoint.dir + "/best.pt";
       ASSIGN_OR_RETURN(Checkpoint c, ReadCheckpoint(best));
       RETURN_IF_ERROR(LoadStateDict(*model_, c, best));
     }
@@ -511,7 +511,7 @@ absl::StatusOr<TrainResult> Job::Run() {
                  ", before --resume, whose learnable embeddings were not kept)"));
     } else if (result_.best_epoch < 0) {
       Log(StrCat("fanout-train: test ", m, " ", Fixed4(result_.test_metric), " (",
-                 result_.epochs_run == 0 && !o_.load_model.empty() ? StrCat("model of ", o_.load_model)
+                 result_.epochs_run == 0 && !o_.checkpoint.load_model.empty() ? StrCat("model of ", o_.checkpoint.load_model)
                                                                    : std::string("final model; no validation"),
                  ")"));
     } else {
@@ -520,7 +520,7 @@ absl::StatusOr<TrainResult> Job::Run() {
                  Fixed4(result_.final_test_metric)));
     }
     nlohmann::json j = {{"event", "test"},
-                        {"metric", MetricName(o_.metric)},
+                        {"metric", MetricName(o_.eval.metric)},
                         {MetricKey("test"), result_.test_metric},
                         {MetricKey("final_test"), result_.final_test_metric},
                         {MetricKey("best_val"), result_.best_val_metric},
@@ -543,20 +543,20 @@ absl::StatusOr<TrainResult> Job::Run() {
 absl::Status Job::LoadModel() {
   absl::Status loaded;
   if (lead()) {
-    absl::StatusOr<Checkpoint> c = ReadCheckpoint(o_.load_model);
-    loaded = c.ok() ? LoadStateDict(*model_, *c, o_.load_model) : c.status();
+    absl::StatusOr<Checkpoint> c = ReadCheckpoint(o_.checkpoint.load_model);
+    loaded = c.ok() ? LoadStateDict(*model_, *c, o_.checkpoint.load_model) : c.status();
     if (loaded.ok()) {
-      Log(StrCat("fanout-train: loaded the model of ", o_.load_model, " (epoch ", c->info.value("epoch", int64_t{-1}), ")"));
+      Log(StrCat("fanout-train: loaded the model of ", o_.checkpoint.load_model, " (epoch ", c->info.value("epoch", int64_t{-1}), ")"));
     }
   }
   ASSIGN_OR_RETURN(std::vector<double> bad, AllReduceSum(*comm_, {loaded.ok() ? 0.0 : 1.0}));
   RETURN_IF_ERROR(loaded);
-  if (bad[0] > 0) return absl::FailedPreconditionError(StrCat("--load-model: rank 0 could not load ", o_.load_model));
+  if (bad[0] > 0) return absl::FailedPreconditionError(StrCat("--load-model: rank 0 could not load ", o_.checkpoint.load_model));
   return BroadcastParameters(*comm_, model_->parameters());
 }
 
 absl::Status Job::SaveEmbeddings() {
-  if (o_.save_embeddings.empty()) return absl::OkStatus();
+  if (o_.output.save_embeddings.empty()) return absl::OkStatus();
   InferenceOptions io = Inference();
   io.on_layer = [&](int64_t layer, int64_t layers, double seconds) {
     Log(StrCat("fanout-train: inference: layer ", layer + 1, "/", layers, " done for all nodes (", seconds, " s)"));
@@ -568,22 +568,22 @@ absl::Status Job::SaveEmbeddings() {
                " has no forward_layer, so every layer used full neighbourhoods"));
   }
   NodeOutputFiles files;
-  files.dir = o_.save_embeddings;
-  files.overwrite = o_.overwrite;
+  files.dir = o_.output.save_embeddings;
+  files.overwrite = o_.output.overwrite;
   files.predictions = task_->WritesPredictions();
   files.info = {{"graph", graph_->config().graph_name},
                 {"hyper_parameters", HyperParameters(model_->options())},
                 {"layerwise", r.layerwise}};
-  if (result_.epochs_run == 0 && !o_.load_model.empty()) {
-    files.info["checkpoint"] = o_.load_model;
+  if (result_.epochs_run == 0 && !o_.checkpoint.load_model.empty()) {
+    files.info["checkpoint"] = o_.checkpoint.load_model;
   } else {
     files.info["epoch"] = result_.best_epoch >= 0 ? result_.best_epoch : result_.epochs_run - 1;
-    if (result_.best_epoch >= 0 && !o_.checkpoint_dir.empty()) files.info["checkpoint"] = o_.checkpoint_dir + "/best.pt";
+    if (result_.best_epoch >= 0 && !o_.checkpoint.dir.empty()) files.info["checkpoint"] = o_.checkpoint.dir + "/best.pt";
   }
   RETURN_IF_ERROR(WriteNodeOutputs(r, *graph_, *comm_, files));
   if (lead()) {
     Log(StrCat("fanout-train: wrote embeddings and predictions of ", graph_->num_nodes(), " nodes to ",
-               o_.save_embeddings, graph_->config().typed() ? " (a folder per node type)" : "", " (", Since(start),
+               o_.output.save_embeddings, graph_->config().typed() ? " (a folder per node type)" : "", " (", Since(start),
                " s)"));
   }
   return absl::OkStatus();
@@ -615,20 +615,20 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
                " model does not read edge features; use --edge-weight for one number per edge, or a scripted model "
                "(docs/models.md) that reads block[\"edge_feat\"]");
   }
-  if (o.epochs < (o.load_model.empty() ? 1 : 0)) {
+  if (o.epochs < (o.checkpoint.load_model.empty() ? 1 : 0)) {
     return bad("--epochs must be >= 1 (>= 0 with --load-model: evaluate or infer only), got ", o.epochs);
   }
   if (o.sampling.batch_size < 1) return bad("--batch-size must be >= 1, got ", o.sampling.batch_size);
-  if (o.eval_batch_size < 1) return bad("--eval-batch-size must be >= 1, got ", o.eval_batch_size);
+  if (o.eval.batch_size < 1) return bad("--eval-batch-size must be >= 1, got ", o.eval.batch_size);
   RETURN_IF_ERROR(core::CheckLayerFanouts("--fanouts", fanouts));
-  if (!o.eval_fanouts.empty()) RETURN_IF_ERROR(core::CheckLayerFanouts("--eval-fanouts", o.eval_fanouts));
-  if (!o.eval_fanouts.empty() && o.eval_fanouts.size() != fanouts.size()) {
-    return bad("--eval-fanouts has ", o.eval_fanouts.size(), " layers, --fanouts ", fanouts.size(),
+  if (!o.eval.fanouts.empty()) RETURN_IF_ERROR(core::CheckLayerFanouts("--eval-fanouts", o.eval.fanouts));
+  if (!o.eval.fanouts.empty() && o.eval.fanouts.size() != fanouts.size()) {
+    return bad("--eval-fanouts has ", o.eval.fanouts.size(), " layers, --fanouts ", fanouts.size(),
                "; they must match");
   }
-  if (o.eval_every < 0) return bad("--eval-every must be >= 0 (0: never), got ", o.eval_every);
-  if (o.log_every < 0)
-    return bad("--log-every must be >= 0 (0: per epoch only), got ", o.log_every);
+  if (o.eval.every < 0) return bad("--eval-every must be >= 0 (0: never), got ", o.eval.every);
+  if (o.output.log_every < 0)
+    return bad("--log-every must be >= 0 (0: per epoch only), got ", o.output.log_every);
   if (o.loader.num_samplers < 0)
     return bad("--num-samplers must be >= 0 (0: sample in-process), got ", o.loader.num_samplers);
   if (o.loader.num_threads < 1) return bad("--sampler-threads must be >= 1, got ", o.loader.num_threads);
@@ -637,25 +637,25 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
                o.loader.prefetch);
   }
   if (o.intra_op_threads < 1) return bad("--num-threads must be >= 1, got ", o.intra_op_threads);
-  if (o.gpu_cache_bytes < 0) return bad("--gpu-cache-bytes must be >= 0 (0: no cache), got ", o.gpu_cache_bytes);
-  if (o.gpu_cache_presample_steps < 0) {
-    return bad("--gpu-cache-presample-steps must be >= 0 (0: a whole epoch), got ", o.gpu_cache_presample_steps);
+  if (o.device_cache.bytes < 0) return bad("--gpu-cache-bytes must be >= 0 (0: no cache), got ", o.device_cache.bytes);
+  if (o.device_cache.presample_steps < 0) {
+    return bad("--gpu-cache-presample-steps must be >= 0 (0: a whole epoch), got ", o.device_cache.presample_steps);
   }
   if (o.dist_backend == CommBackend::kNccl && !o.device.starts_with("cuda")) {
     return bad("--dist-backend nccl needs a GPU (--device cuda), not --device ", o.device);
   }
   if (o.trainers_per_machine < 1)
     return bad("--num-trainers must be >= 1, got ", o.trainers_per_machine);
-  if (o.resume && o.checkpoint_dir.empty()) return bad("--resume needs --checkpoint-dir");
-  if (o.checkpoint_every_steps > 0 && o.checkpoint_dir.empty()) return bad("--checkpoint-every-steps needs --checkpoint-dir");
-  if (o.auto_resume && o.checkpoint_dir.empty()) return bad("--auto-resume needs --checkpoint-dir");
-  if (o.auto_resume && o.resume) return bad("--auto-resume and --resume: give one");
-  if (o.resume && !o.load_model.empty()) {
+  if (o.checkpoint.resume && o.checkpoint.dir.empty()) return bad("--resume needs --checkpoint-dir");
+  if (o.checkpoint.every_steps > 0 && o.checkpoint.dir.empty()) return bad("--checkpoint-every-steps needs --checkpoint-dir");
+  if (o.checkpoint.auto_resume && o.checkpoint.dir.empty()) return bad("--auto-resume needs --checkpoint-dir");
+  if (o.checkpoint.auto_resume && o.checkpoint.resume) return bad("--auto-resume and --resume: give one");
+  if (o.checkpoint.resume && !o.checkpoint.load_model.empty()) {
     return bad("--resume and --load-model both say where to start: give one");
   }
-  if (std::optional<Metric> m = (*task)->fixed_metric(); m && *m != o.metric) {
+  if (std::optional<Metric> m = (*task)->fixed_metric(); m && *m != o.eval.metric) {
     return bad("--task ", o.task, " reports ", MetricName(*m), " and selects the model by it, not by --metric ",
-               MetricName(o.metric));
+               MetricName(o.eval.metric));
   }
   return (*task)->Validate(o);
 }

@@ -24,7 +24,7 @@ TEST(TrainOptionsTest, EveryBadValueIsRefusedNamingItsFlag) {
       {"--lr 0", [](TrainOptions& o) { o.lr = 0; }, "--lr must be a number > 0"},
       {"--weight-decay -1", [](TrainOptions& o) { o.weight_decay = -1; }, "--weight-decay must be a number >= 0, got -1"},
       {"--prefetch 0", [](TrainOptions& o) { o.loader.prefetch = 0; }, "--prefetch must be >= 1"},
-      {"--eval-batch-size 0", [](TrainOptions& o) { o.eval_batch_size = 0; }, "--eval-batch-size must be >= 1, got 0"},
+      {"--eval-batch-size 0", [](TrainOptions& o) { o.eval.batch_size = 0; }, "--eval-batch-size must be >= 1, got 0"},
       {"--batch-size 0", [](TrainOptions& o) { o.sampling.batch_size = 0; }, "--batch-size must be >= 1, got 0"},
       {"--dropout 1", [](TrainOptions& o) { o.model.dropout = 1; }, "--dropout must be in [0, 1)"},
       {"--dropout -0.1", [](TrainOptions& o) { o.model.dropout = -0.1; }, "--dropout must be in [0, 1)"},
@@ -36,23 +36,23 @@ TEST(TrainOptionsTest, EveryBadValueIsRefusedNamingItsFlag) {
       {"--epochs 0", [](TrainOptions& o) { o.epochs = 0; }, "--epochs must be >= 1"},
       {"--fanouts 5,0", [](TrainOptions& o) { o.sampling.fanouts = {5, 0}; }, "--fanouts: layer 1 has fanout 0"},
       {"--fanouts ''", [](TrainOptions& o) { o.sampling.fanouts = {}; }, "--fanouts: at least one layer is needed"},
-      {"--eval-fanouts 5,-2", [](TrainOptions& o) { o.eval_fanouts = {5, -2}; }, "--eval-fanouts: layer 1 has fanout -2"},
-      {"--eval-fanouts 5", [](TrainOptions& o) { o.eval_fanouts = {5}; }, "--eval-fanouts has 1 layers, --fanouts 2"},
-      {"--eval-every -1", [](TrainOptions& o) { o.eval_every = -1; }, "--eval-every must be >= 0"},
-      {"--log-every -1", [](TrainOptions& o) { o.log_every = -1; }, "--log-every must be >= 0"},
+      {"--eval-fanouts 5,-2", [](TrainOptions& o) { o.eval.fanouts = {5, -2}; }, "--eval-fanouts: layer 1 has fanout -2"},
+      {"--eval-fanouts 5", [](TrainOptions& o) { o.eval.fanouts = {5}; }, "--eval-fanouts has 1 layers, --fanouts 2"},
+      {"--eval-every -1", [](TrainOptions& o) { o.eval.every = -1; }, "--eval-every must be >= 0"},
+      {"--log-every -1", [](TrainOptions& o) { o.output.log_every = -1; }, "--log-every must be >= 0"},
       {"--num-samplers -1", [](TrainOptions& o) { o.loader.num_samplers = -1; }, "--num-samplers must be >= 0"},
       {"--sampler-threads 0", [](TrainOptions& o) { o.loader.num_threads = 0; }, "--sampler-threads must be >= 1"},
       {"--num-threads 0", [](TrainOptions& o) { o.intra_op_threads = 0; }, "--num-threads must be >= 1"},
       {"--dist-backend nccl", [](TrainOptions& o) { o.dist_backend = CommBackend::kNccl; },
        "--dist-backend nccl needs a GPU (--device cuda), not --device cpu"},
-      {"--gpu-cache-bytes -1", [](TrainOptions& o) { o.gpu_cache_bytes = -1; }, "--gpu-cache-bytes must be >= 0"},
-      {"--gpu-cache-presample-steps -1", [](TrainOptions& o) { o.gpu_cache_presample_steps = -1; },
+      {"--gpu-cache-bytes -1", [](TrainOptions& o) { o.device_cache.bytes = -1; }, "--gpu-cache-bytes must be >= 0"},
+      {"--gpu-cache-presample-steps -1", [](TrainOptions& o) { o.device_cache.presample_steps = -1; },
        "--gpu-cache-presample-steps must be >= 0"},
       {"--gpu-cache-policy presample --task link",
        [](TrainOptions& o) {
-         o.gpu_cache_presample = true;
+         o.device_cache.presample = true;
          o.task = "link";
-         o.metric = Metric::kRocAuc;
+         o.eval.metric = Metric::kRocAuc;
        },
        "--task link takes --gpu-cache-policy degree"},
       {"--task link --metric acc", [](TrainOptions& o) { o.task = "link"; },
@@ -60,14 +60,14 @@ TEST(TrainOptionsTest, EveryBadValueIsRefusedNamingItsFlag) {
       {"--task link --negatives 0",
        [](TrainOptions& o) {
          o.task = "link";
-         o.metric = Metric::kRocAuc;
+         o.eval.metric = Metric::kRocAuc;
          o.link.negatives = 0;
        },
        "--negatives must be in [1, 1000], got 0"},
       {"--task link --embed-dim -1",
        [](TrainOptions& o) {
          o.task = "link";
-         o.metric = Metric::kRocAuc;
+         o.eval.metric = Metric::kRocAuc;
          o.link.embed_dim = -1;
        },
        "--embed-dim must be >= 0"},
@@ -75,12 +75,12 @@ TEST(TrainOptionsTest, EveryBadValueIsRefusedNamingItsFlag) {
       {"--num-trainers 0", [](TrainOptions& o) { o.trainers_per_machine = 0; }, "--num-trainers must be >= 1"},
       {"--edge-feature weight", [](TrainOptions& o) { o.sampling.edge.feature_field = "weight"; },
        "--edge-feature: the built-in sage model does not read edge features"},
-      {"--resume", [](TrainOptions& o) { o.resume = true; }, "--resume needs --checkpoint-dir"},
+      {"--resume", [](TrainOptions& o) { o.checkpoint.resume = true; }, "--resume needs --checkpoint-dir"},
       {"--resume --load-model",
        [](TrainOptions& o) {
-         o.resume = true;
-         o.checkpoint_dir = "ckpt";
-         o.load_model = "best.pt";
+         o.checkpoint.resume = true;
+         o.checkpoint.dir = "ckpt";
+         o.checkpoint.load_model = "best.pt";
        },
        "--resume and --load-model both say where to start"},
   };
@@ -95,7 +95,7 @@ TEST(TrainOptionsTest, EveryBadValueIsRefusedNamingItsFlag) {
   // --epochs 0 is allowed with --load-model (evaluate or infer only).
   TrainOptions infer;
   infer.epochs = 0;
-  infer.load_model = "best.pt";
+  infer.checkpoint.load_model = "best.pt";
   EXPECT_TRUE(ValidateTrainOptions(infer).ok()) << ValidateTrainOptions(infer);
 }
 
