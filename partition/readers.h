@@ -1,10 +1,9 @@
-// Dataset readers. Two layouts (documented in README.md, "Dataset layouts"):
-//  - OGB's raw node-property layout: raw/edge.csv.gz, raw/node-feat.csv.gz,
-//    raw/node-label.csv.gz, raw/num-node-list.csv.gz, raw/num-edge-list.csv.gz, optional
-//    raw/edge-feat.csv.gz, split/<name>/{train,valid,test}.csv.gz;
-//  - a plain layout: edges.npy (int64/int32 [E, 2]) or edges.{csv,tsv,txt}[.gz], optional
-//    node_feat.npy, node_label.npy, {train,valid,test}_idx.npy, edge_feat.npy,
-//    node_data/<name>.npy, edge_data/<name>.npy.
+// Dataset readers (README.md, "Dataset layouts"). ReadDataset reads OGB's raw node-property
+// layout (raw/edge.csv.gz, raw/node-feat.csv.gz, ..., split/<name>/{train,valid,test}.csv.gz) and
+// OGB's heterogeneous one itself; the .npy layouts (plain: edges.npy or edges.{csv,tsv,txt}[.gz],
+// node_feat.npy, node_label.npy, {train,valid,test}_idx.npy, edge_feat.npy, node_data/, edge_data/;
+// typed: num_nodes.json, edges/SRC___REL___DST.npy, ...) and DGL's chunked format it reads through
+// partition/slice_input.h, the reader --distributed uses, as one slice covering everything.
 #pragma once
 
 #include <cstdint>
