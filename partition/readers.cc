@@ -225,27 +225,12 @@ absl::StatusOr<NpyArray> ReadLabels(const std::string& path, int64_t num_nodes) 
 absl::StatusOr<NpyArray> MapAsInt64(const std::string& path) {
   ASSIGN_OR_RETURN(NpyArray a, NpyArray::Map(path));
   if (a.dtype() == DType::kInt64) return a;
-  std::vector<int64_t> v(a.num_elements());
-  switch (a.dtype()) {
-    case DType::kInt32: {
-      const int32_t* p = a.data_as<int32_t>();
-      for (size_t i = 0; i < v.size(); ++i) v[i] = p[i];
-      break;
-    }
-    case DType::kUInt8: {
-      const uint8_t* p = a.data_as<uint8_t>();
-      for (size_t i = 0; i < v.size(); ++i) v[i] = p[i];
-      break;
-    }
-    case DType::kInt16: {
-      const int16_t* p = static_cast<const int16_t*>(a.data());
-      for (size_t i = 0; i < v.size(); ++i) v[i] = p[i];
-      break;
-    }
-    default:
-      return absl::InvalidArgumentError(StrCat(path, ": expected an integer array, found ",
-                                               core::DTypeName(a.dtype())));
+  if (!IsIntegerDType(a.dtype())) {
+    return absl::InvalidArgumentError(StrCat(path, ": expected an integer array, found ", core::DTypeName(a.dtype())));
   }
+  std::vector<int64_t> v(a.num_elements());
+  const char* p = static_cast<const char*>(a.data());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = IntAt(p, a.dtype(), static_cast<int64_t>(i));
   return NpyArray::Adopt(std::move(v), a.shape());
 }
 

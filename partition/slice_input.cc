@@ -18,6 +18,19 @@ using base::StrCat;
 using core::DType;
 using core::NpyArray;
 
+bool IsIntegerDType(DType t) {
+  return t == DType::kInt64 || t == DType::kInt32 || t == DType::kInt16 || t == DType::kUInt8;
+}
+
+int64_t IntAt(const char* p, DType dtype, int64_t i) {
+  switch (dtype) {
+    case DType::kInt64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return v; }
+    case DType::kInt32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
+    case DType::kInt16: { int16_t v; std::memcpy(&v, p + 2 * i, 2); return v; }
+    default: return static_cast<uint8_t>(p[i]);
+  }
+}
+
 absl::StatusOr<ChunkedArray> ChunkedArray::Open(const std::vector<std::string>& paths) {
   if (paths.empty()) return absl::InvalidArgumentError("an array with no files");
   ChunkedArray a;
@@ -79,22 +92,15 @@ absl::StatusOr<std::vector<int64_t>> ChunkedArray::ReadInts(int64_t begin, int64
   if (row_shape_.size() > 1 || column >= cols) {
     return absl::InvalidArgumentError(StrCat(first_path(), ": expected a 1-D or [n, ", column + 1, "] integer array"));
   }
+  if (!IsIntegerDType(dtype_)) {
+    return absl::InvalidArgumentError(StrCat(first_path(), ": expected an integer array, found ",
+                                             core::DTypeName(dtype_)));
+  }
   std::vector<char> raw((end - begin) * row_bytes_);
   CopyRows(begin, end, raw.data());
   std::vector<int64_t> out(end - begin);
-  const size_t es = core::DTypeSize(dtype_);
-  for (int64_t i = 0; i < end - begin; ++i) {
-    const char* p = raw.data() + i * row_bytes_ + column * es;
-    switch (dtype_) {
-      case DType::kInt64: std::memcpy(&out[i], p, 8); break;
-      case DType::kInt32: { int32_t v; std::memcpy(&v, p, 4); out[i] = v; break; }
-      case DType::kInt16: { int16_t v; std::memcpy(&v, p, 2); out[i] = v; break; }
-      case DType::kUInt8: out[i] = static_cast<uint8_t>(*p); break;
-      default:
-        return absl::InvalidArgumentError(StrCat(first_path(), ": expected an integer array, found ",
-                                                 core::DTypeName(dtype_)));
-    }
-  }
+  const int64_t stride = static_cast<int64_t>(row_bytes_ / core::DTypeSize(dtype_));
+  for (int64_t i = 0; i < end - begin; ++i) out[i] = IntAt(raw.data(), dtype_, i * stride + column);
   return out;
 }
 
@@ -121,10 +127,6 @@ absl::Status AddFieldDir(const fs::path& dir, std::vector<SliceField>* out) {
     out->push_back({name, std::move(a)});
   }
   return absl::OkStatus();
-}
-
-bool IsIntegerDType(DType t) {
-  return t == DType::kInt64 || t == DType::kInt32 || t == DType::kInt16 || t == DType::kInt8 || t == DType::kUInt8;
 }
 
 // An edge .npy, [e, 2] rows or [2, e] columns as `layout` ("rows", "columns", "auto") says.
@@ -360,17 +362,6 @@ absl::StatusOr<SliceInput> OpenTypedNpy(const fs::path& dir, const ReadOptions& 
     }
   }
   return in;
-}
-
-// Element i of an integer array of `dtype` at `p` (IsIntegerDType).
-int64_t IntAt(const char* p, DType dtype, int64_t i) {
-  switch (dtype) {
-    case DType::kInt64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return v; }
-    case DType::kInt32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
-    case DType::kInt16: { int16_t v; std::memcpy(&v, p + 2 * i, 2); return v; }
-    case DType::kInt8: return static_cast<int8_t>(p[i]);
-    default: return static_cast<uint8_t>(p[i]);
-  }
 }
 
 // Rows [lo, hi) of edge file `f` into `out` as (src, dst) pairs; mapped pages are let go after.

@@ -142,6 +142,24 @@ std::vector<MiniBatch> Drain(BatchLoader& l) {
   return out;
 }
 
+// One epoch of `job`'s graph, sampler processes (when asked for) started from the built binary.
+LoaderOptions OneEpoch(const Job& job) {
+  LoaderOptions lo;
+  lo.num_epochs = 1;
+  lo.sampler_binary = FANOUT_SAMPLER_BIN;
+  lo.part_config_path = job.config_path;
+  return lo;
+}
+
+// Every batch a loader over `g` makes with these settings (empty, and the test failed, when the
+// loader cannot be made).
+std::vector<MiniBatch> LoadAll(DistGraph* g, const DistGraphOptions& go, const SamplerOptions& so,
+                               const std::vector<int64_t>& seeds, const LoaderOptions& lo) {
+  auto l = MakeBatchLoader(g, go, so, seeds, lo);
+  EXPECT_TRUE(l.ok()) << l.status();
+  return l.ok() ? Drain(**l) : std::vector<MiniBatch>{};
+}
+
 // Machine 0's share of the training nodes, with one trainer per machine.
 std::vector<int64_t> TrainShareOfMachine0(const DistGraph& g) {
   auto mask = g.PullWholeNodeField("train_mask");
@@ -225,16 +243,11 @@ TEST(BatchLoaderTest, EdgeWeightsArriveWithTheirEdgesFromThreadsAndSamplerProces
   SamplerOptions so = SmallBatches(7);
   so.edge.weight_field = "weight";
   so.edge.feature_field = "ef";
-  LoaderOptions lo;
-  lo.num_epochs = 1;
-  lo.sampler_binary = FANOUT_SAMPLER_BIN;
-  lo.part_config_path = job.config_path;
+  LoaderOptions lo = OneEpoch(job);
   std::vector<std::vector<MiniBatch>> runs;
   for (int samplers : {0, 1}) {
     lo.num_samplers = samplers;
-    auto l = MakeBatchLoader(g->get(), go, so, seeds, lo);
-    ASSERT_TRUE(l.ok()) << l.status();
-    runs.push_back(Drain(**l));
+    runs.push_back(LoadAll(g->get(), go, so, seeds, lo));
   }
   int64_t checked = 0;
   for (size_t i = 0; i < runs[0].size(); ++i) {
@@ -353,19 +366,13 @@ TEST(HaloCacheTest, SameBatchesWithFewerRemoteRowsFromThreadsAndSamplerProcesses
   const std::vector<int64_t> seeds = TrainShareOfMachine0(**g);
   ASSERT_FALSE(seeds.empty());
   const SamplerOptions so = SmallBatches(7);
-  LoaderOptions lo;
-  lo.num_epochs = 1;
-  lo.sampler_binary = FANOUT_SAMPLER_BIN;
-  lo.part_config_path = job.config_path;
-  auto reference = MakeBatchLoader(g->get(), plain, so, seeds, lo);
-  ASSERT_TRUE(reference.ok()) << reference.status();
-  const std::vector<MiniBatch> want_batches = Drain(**reference);
+  LoaderOptions lo = OneEpoch(job);
+  const std::vector<MiniBatch> want_batches = LoadAll(g->get(), plain, so, seeds, lo);
+  ASSERT_FALSE(want_batches.empty());
   for (int samplers : {0, 1}) {  // the cache settings reach sampler processes too
     SCOPED_TRACE(std::to_string(samplers) + " sampler processes");
     lo.num_samplers = samplers;
-    auto l = MakeBatchLoader(c->get(), cached, so, seeds, lo);
-    ASSERT_TRUE(l.ok()) << l.status();
-    const std::vector<MiniBatch> batches = Drain(**l);
+    const std::vector<MiniBatch> batches = LoadAll(c->get(), cached, so, seeds, lo);
     ASSERT_EQ(batches.size(), want_batches.size());
     for (size_t i = 0; i < batches.size(); ++i) {
       truth.Check(batches[i], so.fanouts, false);
@@ -397,18 +404,12 @@ TEST(HaloCacheTest, SamplerProcessesMapTheTrainersCacheInSharedMemory) {
 
   const std::vector<int64_t> seeds = TrainShareOfMachine0(**g);
   const SamplerOptions so = SmallBatches(7);
-  LoaderOptions lo;
-  lo.num_epochs = 1;
-  lo.sampler_binary = FANOUT_SAMPLER_BIN;
-  lo.part_config_path = job.config_path;
-  auto reference = MakeBatchLoader(g->get(), plain, so, seeds, lo);
-  ASSERT_TRUE(reference.ok()) << reference.status();
-  const std::vector<MiniBatch> want = Drain(**reference);
+  LoaderOptions lo = OneEpoch(job);
+  const std::vector<MiniBatch> want = LoadAll(g->get(), plain, so, seeds, lo);
+  ASSERT_FALSE(want.empty());
   lo.num_samplers = 2;
   {
-    auto l = MakeBatchLoader(c->get(), cached, so, seeds, lo);
-    ASSERT_TRUE(l.ok()) << l.status();
-    const std::vector<MiniBatch> got = Drain(**l);
+    const std::vector<MiniBatch> got = LoadAll(c->get(), cached, so, seeds, lo);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) testing::ExpectSameBatch(got[i], want[i]);
   }
@@ -418,9 +419,7 @@ TEST(HaloCacheTest, SamplerProcessesMapTheTrainersCacheInSharedMemory) {
   char* shared = static_cast<char*>(mmap(nullptr, cache->bytes(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
   ASSERT_NE(shared, MAP_FAILED);
   for (size_t i = 0; i < cache->bytes() / sizeof(float); ++i) reinterpret_cast<float*>(shared)[i] = 1e6f;
-  auto l = MakeBatchLoader(c->get(), cached, so, seeds, lo);
-  ASSERT_TRUE(l.ok()) << l.status();
-  const std::vector<MiniBatch> got = Drain(**l);
+  const std::vector<MiniBatch> got = LoadAll(c->get(), cached, so, seeds, lo);
   int64_t marked = 0;
   for (const MiniBatch& mb : got) {
     const auto& in = mb.blocks[0].src_nodes;
