@@ -7,6 +7,7 @@ servers (or a whole job through fanout-launch) on loopback.
 
 import glob
 import json
+import multiprocessing
 import os
 import re
 import signal
@@ -110,6 +111,17 @@ def launch(work, part_config, command, *, samplers=0, parts=2, extra=(), timeout
 
 def checksum_lines(text):
     return sorted(re.findall(r"rank \d+ batch \d+ \d+ crc \d+", text))
+
+
+def fewest_seeds_of_two_ranks(rank, port):
+    """Rank `rank` of a 2-process gloo group on loopback, holding 5 + rank seeds: the count the
+    training loaders take per epoch."""
+    from fanout.distributed.dataloader import _fewest_on_any_rank
+    torch.distributed.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    try:
+        return _fewest_on_any_rank(5 + rank)
+    finally:
+        torch.distributed.destroy_process_group()
 
 
 class ServersTestCase(unittest.TestCase):
@@ -263,9 +275,11 @@ class LoaderTest(ServersTestCase):
         nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
         loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([4, 3]), batch_size=50, shuffle=True,
                                          num_samplers=0)
-        per_epoch = int(self.part_rows("train_mask").sum()) // 2  # every rank: total // world size
+        per_epoch = int(self.part_rows("train_mask").sum()) // 2  # an even split: total // world size
         self.assertIn(len(nids), (per_epoch, per_epoch + 1))
-        self.assertEqual(len(loader), -(-per_epoch // 50))
+        # No process group here: this rank trains on all of its share (LaunchedScriptTest and
+        # test_ranks_train_on_the_fewest_seeds_any_rank_has check the ranks' agreement).
+        self.assertEqual(len(loader), -(-len(nids) // 50))
         # fanout-train's fanout rule, and its words.
         with self.assertRaisesRegex(ValueError, "NeighborSampler fanouts: layer 1 has fanout 0; a fanout is a "
                                     "positive count or -1"):
@@ -296,6 +310,13 @@ class LoaderTest(ServersTestCase):
             # Tensors are the script's own: writing them is allowed.
             b0.srcdata["feat"].mul_(2)
         self.assertEqual(n, len(loader))
+
+    def test_ranks_train_on_the_fewest_seeds_any_rank_has(self):
+        # Two processes of one gloo group, given 5 and 6 seeds: both train on 5 an epoch.
+        ctx = multiprocessing.get_context("spawn")  # this process runs a gRPC client: no fork
+        port = free_base_port(hosts=("127.0.0.1",), span=1)
+        with ctx.Pool(2) as pool:
+            self.assertEqual(pool.starmap(fewest_seeds_of_two_ranks, [(r, port) for r in range(2)]), [5, 5])
 
     def test_epochs_reshuffle_and_repeat_exactly(self):
         nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())

@@ -15,7 +15,7 @@ import torch
 
 from fanout import _native
 from fanout.distributed import context
-from fanout.distributed.graph import DistGraph, DistNodeSplits, _ids
+from fanout.distributed.graph import DistGraph, _ids
 from fanout.distributed.hetero import HeteroBlock, canonical, typed_rows
 
 NID = "_ID"
@@ -290,11 +290,14 @@ class DistNodeDataLoader(_EpochLoader):
     ``(input_nodes, seeds, blocks)``; the next pass is the next epoch, reshuffled (``seed``,
     epoch and rank decide the order, so a run repeats exactly).
 
-    ``len(loader)`` is the number of steps of an epoch. With IDs from ``node_split`` and
-    ``even_steps`` (the default when shuffling, i.e. for training) every rank runs the same number
-    of steps (as fanout-train: ``total // world_size`` seeds per epoch, the one seed a larger
-    share has left out turning with the epoch), so collectives stay in step; without it (the
-    default for an unshuffled loader: evaluation) every given node is visited once per epoch.
+    ``len(loader)`` is the number of steps of an epoch. With ``even_steps`` (the default when
+    shuffling, i.e. for training) every rank runs the same number of steps, so collectives stay in
+    step: each trains on as many seeds an epoch as the rank given the fewest (one all-reduce of the
+    counts when the loader is made, so every rank makes its training loaders in the same order, as
+    with DDP; without a ``torch.distributed`` process group a rank takes all of its own). Over
+    ``node_split``'s IDs that is fanout-train's ``total // world_size``, the one seed a larger share
+    has left out turning with the epoch. Without it (the default for an unshuffled loader:
+    evaluation) every given node is visited once per epoch.
 
     Batches are made ahead by the job's sampler processes (``fanout-launch --num-samplers N``, or
     ``num_samplers=``), or by ``num_threads`` threads in this process when there are none.
@@ -331,8 +334,7 @@ class DistNodeDataLoader(_EpochLoader):
         self._label = self._field(graph_sampler.prefetch_labels, "label")
         # Training (shuffled) keeps every rank at the same step count; evaluation visits every node.
         even = bool(shuffle) if even_steps is None else bool(even_steps)
-        per_epoch = DistNodeSplits.per_epoch(self._nids) if even else None
-        per_epoch = len(self._nids) if per_epoch is None else per_epoch
+        per_epoch = _fewest_on_any_rank(len(self._nids)) if even else len(self._nids)
         if drop_last:
             per_epoch -= per_epoch % batch_size
         if self._seed_type is not None:  # fanout's sampler takes graph-wide IDs
@@ -524,6 +526,19 @@ def edge_split(edges=None, partition_book=None, etype: str = "_E", rank: Optiona
     t = torch.as_tensor(edges)
     ids = np.flatnonzero(t.cpu().numpy()) if t.dtype == torch.bool else np.unique(_ids(t))
     return torch.from_numpy(np.ascontiguousarray(np.array_split(ids, ctx.world_size)[rank]).astype(np.int64))
+
+
+def _fewest_on_any_rank(count: int) -> int:
+    """The smallest ``count`` any rank of the ``torch.distributed`` process group passes (this
+    rank's own without a group of more than one process): the seeds each rank trains on per epoch."""
+    if not torch.distributed.is_available() or not torch.distributed.is_initialized():
+        return count
+    if torch.distributed.get_world_size() < 2:
+        return count
+    on = torch.device("cuda", torch.cuda.current_device()) if torch.distributed.get_backend() == "nccl" else "cpu"
+    t = torch.tensor([count], dtype=torch.int64, device=on)
+    torch.distributed.all_reduce(t, op=torch.distributed.ReduceOp.MIN)
+    return int(t.item())
 
 
 def _min_rank_edges(graph: DistGraph, ctx) -> int:

@@ -442,9 +442,7 @@ def node_split(nodes, partition_book: Optional[GraphPartitionBook] = None, ntype
         else:
             ids = np.unique(_ids(t))
     if force_even:
-        mine = _native.split_seeds(graph._native, ids, ctx.num_trainers, rank)
-        DistNodeSplits.record(mine, len(ids), ctx.world_size)
-        return torch.from_numpy(mine)
+        return torch.from_numpy(_native.split_seeds(graph._native, ids, ctx.num_trainers, rank))
     s, e = graph._native.node_ranges[rank // ctx.num_trainers]
     local = ids[(ids >= s) & (ids < e)]
     return torch.from_numpy(np.ascontiguousarray(np.array_split(local, ctx.num_trainers)[rank % ctx.num_trainers]))
@@ -476,26 +474,4 @@ def _typed_node_split(graph: "DistGraph", nodes, ntype: str, rank: int, force_ev
         s, e = graph._native.node_ranges[rank // ctx.num_trainers]
         local = ids[(ids >= s) & (ids < e)]
         mine = np.array_split(local, ctx.num_trainers)[rank % ctx.num_trainers]
-    mine = np.ascontiguousarray(graph._ntypes.to_typewise(mine)[1])
-    if force_even:
-        DistNodeSplits.record(mine, len(ids), ctx.world_size)
-    return torch.from_numpy(mine)
-
-
-class DistNodeSplits:
-    """What node_split handed out, so that a loader over its result runs fanout-train's number of
-    steps on every rank (total // world_size seeds an epoch), whatever the remainder."""
-
-    _seen: Dict[Tuple[int, int, int], int] = {}
-
-    @classmethod
-    def record(cls, ids: np.ndarray, total: int, world_size: int) -> None:
-        cls._seen[cls._key(ids)] = total // world_size
-
-    @classmethod
-    def per_epoch(cls, ids: np.ndarray) -> Optional[int]:
-        return cls._seen.get(cls._key(ids))
-
-    @staticmethod
-    def _key(ids: np.ndarray) -> Tuple[int, int, int]:
-        return (len(ids), int(ids[0]) if len(ids) else -1, int(ids[-1]) if len(ids) else -1)
+    return torch.from_numpy(np.ascontiguousarray(graph._ntypes.to_typewise(mine)[1]))
