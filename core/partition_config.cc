@@ -79,6 +79,7 @@ json Fields(const std::vector<FieldSchema>& fields) {
   for (const auto& f : fields) {
     json one = {{"name", f.name}, {"dtype", std::string(DTypeName(f.dtype))}, {"shape", f.row_shape}};
     if (!f.node_type.empty()) one["ntype"] = f.node_type;
+    if (f.codec != FeatureCodec::kNone) one["codec"] = std::string(FeatureCodecName(f.codec));
     a.push_back(std::move(one));
   }
   return a;
@@ -123,6 +124,23 @@ absl::StatusOr<std::vector<FieldSchema>> ParseFields(const json& j, const std::s
     // Readers size rows from this shape: refuse one whose size is negative or overflows.
     auto bytes = ShapeBytes(s.row_shape, DTypeSize(s.dtype), base::StrCat(key, " '", s.name, "' shape"));
     if (!bytes.ok()) return bytes.status();
+    if (f.contains("codec")) {
+      const auto bad = [&](const std::string& why) {
+        return absl::InvalidArgumentError(base::StrCat(key, " '", s.name, "' codec: ", why));
+      };
+      if (!f["codec"].is_string()) return bad("must be a string");
+      absl::StatusOr<FeatureCodec> codec = FeatureCodecFromName(f["codec"].get<std::string>());
+      if (!codec.ok()) return bad(std::string(codec.status().message()));
+      s.codec = *codec;
+      if (s.codec != FeatureCodec::kNone &&
+          (s.dtype != CodecStoredDType(s.codec) || s.row_shape.size() != 1 || s.decoded_elems() < 1)) {
+        return bad(base::StrCat(FeatureCodecName(s.codec), " rows are one-dimensional ",
+                                DTypeName(CodecStoredDType(s.codec)),
+                                s.codec == FeatureCodec::kInt8 ? " arrays of the codes and 8 bytes of scale and offset"
+                                                               : " arrays of at least one value",
+                                ", not ", DTypeName(s.dtype), " with shape [", base::StrJoin(s.row_shape, ", "), "]"));
+      }
+    }
     out.push_back(std::move(s));
   }
   return out;

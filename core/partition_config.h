@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/dtype.h"
+#include "core/feature_codec.h"
 #include "core/partition_book.h"
 #include "core/type_map.h"
 
@@ -29,6 +30,9 @@ struct FieldSchema {
   // Typed graphs: the node type whose nodes the rows are (in each partition, one row per node of
   // that type, in ID order); "" = every node of the partition.
   std::string node_type;
+  // Node features stored compressed (core/feature_codec.h): `dtype` and `row_shape` are then the
+  // stored ones (int16 [dim] for bfloat16, uint8 [dim + 8] for int8) and readers decode.
+  FeatureCodec codec = FeatureCodec::kNone;
 
   // What names the field in files and maps: "TYPE/NAME" for a typed field, else NAME.
   std::string key() const { return node_type.empty() ? name : node_type + "/" + name; }
@@ -40,6 +44,8 @@ struct FieldSchema {
     return n;
   }
   size_t row_bytes() const { return static_cast<size_t>(row_elems()) * DTypeSize(dtype); }
+  // Values per row once decoded (row_elems() unless the field has a codec).
+  int64_t decoded_elems() const { return CodecDecodedElems(codec, row_elems()); }
 };
 
 // File names inside `part<k>/`, relative to that folder.

@@ -231,4 +231,31 @@ absl::Status NormalizeNodeFeatures(Dataset* d, const std::string& field) {
   return absl::OkStatus();
 }
 
+absl::Status CompressNodeFeatures(Dataset* d, core::FeatureStorage to, const std::string& field) {
+  bool found = false;
+  for (Field& x : d->node_fields) {
+    if (x.name != field) continue;
+    found = true;
+    const core::NpyArray& a = x.data;
+    if (a.shape().size() != 2 || a.dtype() == core::DType::kBool) {
+      return absl::InvalidArgumentError(base::StrCat("--feature-dtype: ", a.path(), ": node field '", field, "' is ",
+                                                     core::DTypeName(a.dtype()), " with shape [",
+                                                     base::StrJoin(a.shape(), ", "),
+                                                     "]; features to compress are numbers, one row of values per node"));
+    }
+    const int64_t rows = a.rows(), dim = a.row_elems();
+    core::NpyArray out = core::NpyArray::Owned(to.dtype, {rows, to.stored_elems(dim)});
+    const int64_t bad = core::EncodeRows(to, a.dtype(), a.data(), rows, dim, out.mutable_data());
+    if (bad >= 0) {
+      return absl::InvalidArgumentError(base::StrCat("--feature-dtype int8: ", a.path(), ": row ", bad, " of node field '",
+                                                     field, "' holds a NaN or infinity (int8 rows span their finite "
+                                                     "minimum to maximum)"));
+    }
+    x.data = std::move(out);
+    x.codec = to.codec;
+  }
+  if (!found) return absl::InvalidArgumentError("--feature-dtype: the dataset has no node field '" + field + "'");
+  return absl::OkStatus();
+}
+
 }  // namespace fanout::partition

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/feature_codec.h"
 #include "core/npy.h"
 #include "core/type_map.h"
 
@@ -20,6 +21,7 @@ struct Field {
   std::string name;
   core::NpyArray data;
   std::string node_type;
+  core::FeatureCodec codec = core::FeatureCodec::kNone;  // `data` is stored compressed (CompressNodeFeatures)
 };
 
 // A graph's node and edge types, as every reader builds them (empty for the one-type graph).
@@ -104,5 +106,10 @@ absl::Status ValidateDataset(const Dataset& d);
 // so all-zero rows stay zero). The result is float32 [N, ...] (owned). INVALID_ARGUMENT, naming
 // the file, for a missing field or one that is not numeric (bool, float16).
 absl::Status NormalizeNodeFeatures(Dataset* d, const std::string& field = "feat");
+
+// --feature-dtype: stores node field `field` (every type's, on a typed graph) as `to`
+// (core/feature_codec.h), in memory, for the partitioner to write. The field must be numeric with
+// rows of one dimension; int8 refuses a row holding a NaN or infinity, naming the file and row.
+absl::Status CompressNodeFeatures(Dataset* d, core::FeatureStorage to, const std::string& field = "feat");
 
 }  // namespace fanout::partition

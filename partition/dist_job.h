@@ -106,6 +106,7 @@ class Job {
   absl::Status Commit(base::StagingDir& staging, const std::string& name, int64_t num_classes);
   absl::Status ReadEdges();
   absl::Status ReadSplit();
+  absl::Status CheckFeatureDtype() const;
   absl::Status Assign();
   absl::Status AssignWithScotch();
   DistGraph SymmetricBlock();

@@ -545,6 +545,21 @@ std::vector<NodeColumn> Job::NodeColumns() {
                       }});
       continue;
     }
+    if (f.name == "feat" && o_.feature_storage.has_value()) {  // --feature-dtype (CheckFeatureDtype)
+      const core::FeatureStorage to = *o_.feature_storage;
+      const int64_t dim = static_cast<int64_t>(a->row_bytes() / core::DTypeSize(a->dtype()));
+      cols.push_back({file, t, to.dtype, {to.stored_elems(dim)}, to.stored_elems(dim) * core::DTypeSize(to.dtype),
+                      [this, a, to, dim, base](int64_t b, int64_t e, char* out) -> absl::Status {
+                        std::vector<char> raw((e - b) * a->row_bytes());
+                        a->CopyRows(nb_.begin + b - base, nb_.begin + e - base, raw.data());
+                        const int64_t bad = core::EncodeRows(to, a->dtype(), raw.data(), e - b, dim, out);
+                        if (bad < 0) return absl::OkStatus();
+                        return absl::InvalidArgumentError(StrCat("--feature-dtype int8: ", a->Where(nb_.begin + b - base + bad),
+                                                                 " of node field 'feat' holds a NaN or infinity (int8 "
+                                                                 "rows span their finite minimum to maximum)"));
+                      }});
+      continue;
+    }
     const bool label = f.name == "label";
     cols.push_back({file, t, a->dtype(), a->row_shape(), a->row_bytes(),
                     [this, a, label, base](int64_t b, int64_t e, char* out) {
@@ -761,6 +776,25 @@ void Job::GatherSummary() {
   }
 }
 
+// --feature-dtype: node field 'feat' exists, holds numbers and has one-dimensional rows (every
+// rank sees the same input, so every rank decides alike).
+absl::Status Job::CheckFeatureDtype() const {
+  if (!o_.feature_storage.has_value()) return absl::OkStatus();
+  bool found = false;
+  for (const SliceField& f : in_.node_fields) {
+    if (f.name != "feat") continue;
+    found = true;
+    if (f.data.row_shape().size() != 1 || f.data.dtype() == DType::kBool) {
+      return absl::InvalidArgumentError(StrCat("--feature-dtype: ", f.data.first_path(), ": node field 'feat' is ",
+                                               core::DTypeName(f.data.dtype()), " with rows of shape [",
+                                               base::StrJoin(f.data.row_shape(), ", "),
+                                               "]; features to compress are numbers, one row of values per node"));
+    }
+  }
+  if (!found) return absl::InvalidArgumentError("--feature-dtype: the input has no node field 'feat'");
+  return absl::OkStatus();
+}
+
 // Rank 0 writes the config into the staging folder and renames it into place.
 absl::Status Job::Commit(base::StagingDir& staging, const std::string& name, int64_t num_classes) {
   cfg_.num_edges = s_.num_edges;
@@ -772,6 +806,12 @@ absl::Status Job::Commit(base::StagingDir& staging, const std::string& name, int
                       .edge_type_ranges = edge_type_ranges_,
                       .mask_types = in_.has_split ? mask_types_ : std::vector<int>{}};
   for (const SliceField& f : in_.node_fields) {
+    if (f.name == "feat" && o_.feature_storage.has_value()) {  // as NodeColumns wrote it
+      const core::FeatureStorage to = *o_.feature_storage;
+      const int64_t dim = static_cast<int64_t>(f.data.row_bytes() / core::DTypeSize(f.data.dtype()));
+      schema.node_fields.push_back({f.name, to.dtype, {to.stored_elems(dim)}, f.node_type, to.codec});
+      continue;
+    }
     // Labels are written as int64 (WriteNodeData), as the serial tool reads them.
     schema.node_fields.push_back({f.name, f.name == "label" ? DType::kInt64 : f.data.dtype(), f.data.row_shape(), f.node_type});
   }
@@ -790,6 +830,7 @@ absl::StatusOr<PartitionSummary> Job::Run() {
   Phase("read");
   Log(StrCat("distributed on ", P_, " rank", P_ == 1 ? "" : "s", ", reading ", in_.layout, " input: ", in_.num_edges,
              " edges (", (in_.num_edges + P_ - 1) / P_, " per rank)"));
+  RETURN_IF_ERROR(CheckFeatureDtype());
   RETURN_IF_ERROR(ReadEdges());
   RETURN_IF_ERROR(ReadSplit());
   const std::string name = o_.graph_name.empty() ? in_.name : o_.graph_name;

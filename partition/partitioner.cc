@@ -574,7 +574,8 @@ absl::StatusOr<core::PartitionConfig> MakeConfig(const Dataset& d, const Partiti
     }
   }
   auto field_schema = [](const Field& f) {
-    return core::FieldSchema{f.name, f.data.dtype(), {f.data.shape().begin() + 1, f.data.shape().end()}, f.node_type};
+    return core::FieldSchema{f.name, f.data.dtype(), {f.data.shape().begin() + 1, f.data.shape().end()}, f.node_type,
+                             f.codec};
   };
   for (const Field& f : d.node_fields) schema.node_fields.push_back(field_schema(f));
   for (const Field& f : d.edge_fields) schema.edge_fields.push_back(field_schema(f));

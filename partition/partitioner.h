@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,8 @@ struct PartitionOptions {
   // Link prediction: node pairs held out of the stored graph, with negatives (edge_split.h);
   // its seed is `seed`.
   EdgeSplitOptions edge_split;
+  // --feature-dtype: node field 'feat' stored as this (core/feature_codec.h); unset keeps its dtype.
+  std::optional<core::FeatureStorage> feature_storage;
 };
 
 // Sets cfg's node_id_dtype and edge_id_dtype for a graph of `num_nodes` nodes and `num_edges`

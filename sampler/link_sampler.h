@@ -68,6 +68,7 @@ class LinkBatchSampler {
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
   int64_t feature_dim() const { return nodes_.feature_dim(); }
   core::DType feature_dtype() const { return nodes_.feature_dtype(); }
+  core::FeatureCodec feature_codec() const { return nodes_.feature_codec(); }
   absl::StatusOr<LinkMiniBatch> Sample(int64_t epoch, int64_t step);
   // Sample without the features (nodes.features empty), and the gather on its own: a sampler
   // process writes the batch first and gathers the features straight into shared memory.

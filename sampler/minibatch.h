@@ -14,6 +14,7 @@
 
 #include "base/check.h"
 #include "core/dtype.h"
+#include "core/feature_codec.h"
 #include "sampler/array.h"
 
 namespace fanout::sampler {
@@ -61,7 +62,10 @@ struct Rows {
   const void* data = nullptr;
   core::DType dtype = core::DType::kFloat32;
   int64_t rows = 0;
-  int64_t cols = 0;
+  int64_t cols = 0;  // values per stored row
+  // Compressed features (core/feature_codec.h): the trainer decodes each row into cols - 8
+  // (int8) or cols (bfloat16) float32 values.
+  core::FeatureCodec codec = core::FeatureCodec::kNone;
 
   size_t row_bytes() const { return static_cast<size_t>(cols) * core::DTypeSize(dtype); }
   size_t bytes() const { return static_cast<size_t>(rows) * row_bytes(); }

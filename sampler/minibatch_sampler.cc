@@ -62,7 +62,7 @@ absl::Status ValidateSamplerOptions(const SamplerOptions& o, const DistGraph& gr
       if (key.empty()) continue;
       ASSIGN_OR_RETURN(core::FieldSchema f, graph.NodeFieldSchema(key));
       if (f.row_elems() < 1) return absl::InvalidArgumentError(StrCat("feature field '", key, "' has no values per node"));
-      if (first && (f.dtype != first->dtype || f.row_shape != first->row_shape)) {
+      if (first && (f.dtype != first->dtype || f.row_shape != first->row_shape || f.codec != first->codec)) {
         return absl::InvalidArgumentError(StrCat("feature fields '", first->key(), "' (", core::DTypeName(first->dtype), " x ",
                                                  first->row_elems(), ") and '", key, "' (", core::DTypeName(f.dtype), " x ",
                                                  f.row_elems(), ") differ: the node types that have features must share "
@@ -189,6 +189,7 @@ MiniBatchSampler::MiniBatchSampler(const DistGraph* graph, SamplerOptions option
       if (f.ok()) {
         feature_dim_ = f->row_elems();
         feature_dtype_ = f->dtype;
+        feature_codec_ = f->codec;
       }
     }
   } else if (!options_.feature_field.empty()) {
@@ -196,6 +197,7 @@ MiniBatchSampler::MiniBatchSampler(const DistGraph* graph, SamplerOptions option
     if (f.ok()) {
       feature_dim_ = f->row_elems();
       feature_dtype_ = f->dtype;
+      feature_codec_ = f->codec;
     }
   }
 }
@@ -454,6 +456,7 @@ std::shared_ptr<char[]> BufferPool::Get(size_t bytes) {
 absl::StatusOr<Rows> MiniBatchSampler::GatherFeatures(std::span<const int64_t> input_nodes, BufferPool* pool) {
   Rows r;
   r.dtype = feature_dtype_;
+  r.codec = feature_codec_;
   r.rows = static_cast<int64_t>(input_nodes.size());
   r.cols = feature_dim_;
   const size_t n = std::max<size_t>(8, r.bytes());

@@ -120,6 +120,7 @@ class MiniBatchSampler {
   int64_t feature_dim() const { return feature_dim_; }
   // The feature field's stored dtype, in which features are fetched (the trainer converts).
   core::DType feature_dtype() const { return feature_dtype_; }
+  core::FeatureCodec feature_codec() const { return feature_codec_; }
   size_t feature_row_bytes() const { return static_cast<size_t>(feature_dim_) * core::DTypeSize(feature_dtype_); }
 
   // The seeds of step `step` of `epoch`.
@@ -159,6 +160,7 @@ class MiniBatchSampler {
   int64_t steps_per_epoch_ = 0;
   int64_t feature_dim_ = 0;
   core::DType feature_dtype_ = core::DType::kFloat32;
+  core::FeatureCodec feature_codec_ = core::FeatureCodec::kNone;
   int64_t cached_epoch_ = -1;
   std::vector<int64_t> epoch_seeds_;
   core::SampledEdges edges_;  // scratch

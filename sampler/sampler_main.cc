@@ -101,8 +101,9 @@ class BatchMaker {
     const std::span<const int64_t> wanted = links_ ? links_->FeatureRequest(&mb) : nodes_->FeatureRequest(&mb);
     const int64_t dim = links_ ? links_->feature_dim() : nodes_->feature_dim();
     const core::DType dtype = links_ ? links_->feature_dtype() : nodes_->feature_dtype();
+    const core::FeatureCodec codec = links_ ? links_->feature_codec() : nodes_->feature_codec();
     ASSIGN_OR_RETURN(auto features, slot->Write(mb, static_cast<int64_t>(wanted.size()), dim, dtype,
-                                                links_ ? &*link_batch : nullptr));
+                                                links_ ? &*link_batch : nullptr, codec));
     const auto fetch_start = std::chrono::steady_clock::now();
     RETURN_IF_ERROR(links_ ? links_->FetchFeatures(wanted, features) : nodes_->FetchFeatures(wanted, features));
     slot->SetFetchSeconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - fetch_start).count());

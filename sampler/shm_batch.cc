@@ -29,7 +29,7 @@ size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 // The file: a header of int64s, then 64-byte-aligned arrays.
 //   header: magic, epoch, step, layers, seeds, labels, feature rows, feature cols,
 //           sample ns, fetch ns, weighted (0/1), link positives, link negatives, edge feature
-//           width (0: none), feature dtype (core::DType), feature slots (0, or one per input
+//           width (0: none), feature dtype (core::DType, plus 256 x core::FeatureCodec), feature slots (0, or one per input
 //           node with a trainer's feature cache), typed (0/1), then per layer: num_src, num_dst,
 //           num_edges
 //   arrays: seeds, labels, link {pos_src, pos_dst, eids, neg_src, neg_dst}, per layer
@@ -66,7 +66,7 @@ Layout Plan(const std::vector<int64_t>& header) {
 }
 
 std::vector<int64_t> HeaderOf(const MiniBatch& mb, int64_t rows, int64_t cols, core::DType dtype,
-                              const LinkPairs* pairs) {
+                              core::FeatureCodec codec, const LinkPairs* pairs) {
   std::vector<int64_t> h = {kMagic, mb.epoch, mb.step, static_cast<int64_t>(mb.blocks.size()),
                             static_cast<int64_t>(mb.seeds.size()), static_cast<int64_t>(mb.labels.size()), rows, cols,
                             static_cast<int64_t>(mb.sample_seconds * 1e9), static_cast<int64_t>(mb.fetch_seconds * 1e9),
@@ -76,7 +76,8 @@ std::vector<int64_t> HeaderOf(const MiniBatch& mb, int64_t rows, int64_t cols, c
                                 : 0,
                             pairs != nullptr ? static_cast<int64_t>(pairs->pos_src.size()) : 0,
                             pairs != nullptr ? static_cast<int64_t>(pairs->neg_src.size()) : 0,
-                            mb.blocks.empty() ? 0 : mb.blocks[0].edge_feat_dim, static_cast<int64_t>(dtype),
+                            mb.blocks.empty() ? 0 : mb.blocks[0].edge_feat_dim,
+                            static_cast<int64_t>(dtype) + 256 * static_cast<int64_t>(codec),
                             static_cast<int64_t>(mb.feature_slots.size()), mb.input_types.empty() ? 0 : 1};
   for (const Block& b : mb.blocks) {
     h.push_back(b.num_src());
@@ -91,8 +92,8 @@ absl::Status Errno(const std::string& what) { return absl::InternalError(StrCat(
 }  // namespace
 
 absl::StatusOr<char*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t cols, core::DType dtype,
-                                     const LinkPairs* pairs) {
-  Layout l = Plan(HeaderOf(mb, rows, cols, dtype, pairs));
+                                     const LinkPairs* pairs, core::FeatureCodec codec) {
+  Layout l = Plan(HeaderOf(mb, rows, cols, dtype, codec, pairs));
   if (pairs != nullptr && (pairs->pos_dst.size() != pairs->pos_src.size() || pairs->eids.size() != pairs->pos_src.size() ||
                            pairs->neg_dst.size() != pairs->neg_src.size())) {
     return absl::InternalError("a link batch's pair arrays differ in length");
@@ -289,7 +290,8 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release,
     return absl::DataLossError(StrCat("batch file has ", header[15], " feature cache slots for ",
                                       layers == 0 ? 0 : header[kFixed], " input nodes"));
   }
-  if (header[14] > static_cast<int64_t>(core::DType::kFloat64)) {
+  if (header[14] < 0 || header[14] % 256 > static_cast<int64_t>(core::DType::kFloat64) ||
+      header[14] / 256 > static_cast<int64_t>(core::FeatureCodec::kInt8)) {
     return absl::DataLossError(StrCat("batch file has an unknown feature dtype ", header[14]));
   }
   Layout l = Plan(header);
@@ -345,7 +347,8 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release,
   if (header[16] != 0 && layers > 0) borrow(&mb.input_types, header[kFixed]);
   mb.sample_seconds = header[8] * 1e-9;
   mb.fetch_seconds = header[9] * 1e-9;
-  mb.features.dtype = static_cast<core::DType>(header[14]);
+  mb.features.dtype = static_cast<core::DType>(header[14] % 256);
+  mb.features.codec = static_cast<core::FeatureCodec>(header[14] / 256);
   mb.features.rows = header[6];
   mb.features.cols = header[7];
   mb.features.data = base + l.features_at;

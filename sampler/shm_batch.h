@@ -31,9 +31,9 @@ class ShmSlot {
 
   // Lays `mb`'s blocks, seeds and labels (and a link batch's `pairs`, when given) out in the file
   // (created, or grown, to fit them and rows x cols features of `dtype`) and returns where the
-  // features go (64-byte aligned).
+  // features go (64-byte aligned). `codec`: the features' (Rows::codec), for the trainer to decode.
   absl::StatusOr<char*> Write(const MiniBatch& mb, int64_t rows, int64_t cols, core::DType dtype,
-                              const LinkPairs* pairs = nullptr);
+                              const LinkPairs* pairs = nullptr, core::FeatureCodec codec = core::FeatureCodec::kNone);
   // Records the feature gather time in the header (known only after the gather).
   void SetFetchSeconds(double seconds);
   int fd() const { return fd_; }

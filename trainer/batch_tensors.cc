@@ -170,6 +170,22 @@ at::ScalarType ScalarTypeOf(core::DType t) {
   return at::kFloat;
 }
 
+at::Tensor DecodeFeatures(const at::Tensor& stored, core::FeatureCodec codec) {
+  switch (codec) {
+    case core::FeatureCodec::kNone:
+      return stored.scalar_type() == at::kFloat ? stored : stored.to(at::kFloat);
+    case core::FeatureCodec::kBFloat16:
+      return stored.view(at::kBFloat16).to(at::kFloat);
+    case core::FeatureCodec::kInt8: {
+      const int64_t dim = stored.size(1) - core::kInt8RowTail;
+      const at::Tensor tail = stored.narrow(1, dim, core::kInt8RowTail).contiguous().view(at::kFloat);  // [n, 2]
+      return stored.narrow(1, 0, dim).to(at::kFloat).mul_(tail.narrow(1, 0, 1)).add_(tail.narrow(1, 1, 1));
+    }
+  }
+  FANOUT_CHECK(false);
+  return stored;
+}
+
 at::Tensor Int64Tensor(const std::vector<int64_t>& v) {
   at::Tensor t = at::empty({static_cast<int64_t>(v.size())}, at::kLong);
   if (!v.empty()) std::memcpy(t.data_ptr<int64_t>(), v.data(), v.size() * sizeof(int64_t));
@@ -327,12 +343,9 @@ absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
       for (size_t i = 0; i < moved.size(); ++i) *moved[i] = std::move(there[i]);
     }
     set_src_types();
-    // Fetched rows travel in their stored dtype and become float32 where they arrived.
-    if (!slots.empty()) {
-      out.features = cache->Gather(placement, out.features);
-    } else if (out.features.scalar_type() != at::kFloat) {
-      out.features = out.features.to(at::kFloat);
-    }
+    // Fetched rows travel in their stored dtype (and codec) and become float32 where they arrived.
+    out.features = !slots.empty() ? cache->Gather(placement, out.features, batch.features.codec)
+                                  : DecodeFeatures(out.features, batch.features.codec);
   }));
   return out;
 }

@@ -98,8 +98,14 @@ absl::StatusOr<FeatureCache::Placement> FeatureCache::Place(const at::Tensor& sl
   return p;
 }
 
-at::Tensor FeatureCache::Gather(const Placement& p, const at::Tensor& misses) const {
+at::Tensor FeatureCache::Gather(const Placement& p, const at::Tensor& misses, core::FeatureCodec codec) const {
   const int64_t n = p.hit_pos.size(0) + p.miss_pos.size(0), cols = rows_.size(1);
+  if (codec != core::FeatureCodec::kNone) {
+    at::Tensor stored = at::empty({n, cols}, rows_.options());
+    if (p.hit_pos.size(0) > 0) stored.index_copy_(0, p.hit_pos, rows_.index_select(0, p.hit_slot));
+    if (p.miss_pos.size(0) > 0) stored.index_copy_(0, p.miss_pos, misses.to(rows_.scalar_type()));
+    return DecodeFeatures(stored, codec);
+  }
   at::Tensor out = at::empty({n, cols}, at::TensorOptions().dtype(at::kFloat).device(rows_.device()));
   if (rows_.device().is_cpu() && rows_.scalar_type() == at::kFloat && rows_.is_contiguous() &&
       (p.miss_pos.size(0) == 0 || (misses.scalar_type() == at::kFloat && misses.is_contiguous()))) {

@@ -74,7 +74,9 @@ class FeatureCache {
   absl::StatusOr<Placement> Place(const at::Tensor& slots, int64_t fetched, int64_t cols) const;
   // The batch's input features, float32 on the cache's device: rows()[hit_slot[k]] at
   // hit_pos[k] and `misses` (any dtype, on the cache's device) at miss_pos. `p` on that device.
-  at::Tensor Gather(const Placement& p, const at::Tensor& misses) const;
+  // Rows stored compressed (`codec`, the field's) are assembled as stored, then decoded.
+  at::Tensor Gather(const Placement& p, const at::Tensor& misses,
+                    core::FeatureCodec codec = core::FeatureCodec::kNone) const;
 
  private:
   std::shared_ptr<const sampler::NodeSlots> nodes_;

@@ -117,7 +117,7 @@ absl::StatusOr<std::unique_ptr<ModelInput>> MakeModelInput(const sampler::DistGr
     return std::make_unique<TypedModelInput>(std::move(input), graph, o);
   }
   ASSIGN_OR_RETURN(core::FieldSchema feat, graph.NodeFieldSchema(o.feature_field));
-  return std::make_unique<FeatureInput>(feat.row_elems());
+  return std::make_unique<FeatureInput>(feat.decoded_elems());
 }
 
 }  // namespace fanout::trainer

@@ -33,7 +33,7 @@ absl::StatusOr<std::shared_ptr<TypedInput>> TypedInput::Make(const sampler::Dist
     }
     m->featured_.push_back(t);
     ASSIGN_OR_RETURN(core::FieldSchema f, graph.NodeFieldSchema(keys[t]));
-    m->feature_dim_ = f.row_elems();
+    m->feature_dim_ = f.decoded_elems();
   }
   m->project_ = embed_dim > 0;
   m->width_ = m->project_ ? embed_dim : m->feature_dim_;

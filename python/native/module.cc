@@ -108,6 +108,7 @@ py::dict Schema(const core::FieldSchema& f) {
   d["row_shape"] = f.row_shape;
   d["node_type"] = f.node_type;  // "" for a field of every node
   d["key"] = f.key();            // the name fanout's calls take: TYPE/NAME for a typed field
+  d["codec"] = std::string(core::FeatureCodecName(f.codec));  // "" or how the rows are compressed
   return d;
 }
 
@@ -362,6 +363,7 @@ py::dict BatchToPython(sampler::MiniBatch mb) {
   d["input_types"] = mb.input_types.empty() ? py::object(py::none()) : py::object(BorrowArray(mb.input_types));
   if (mb.features.cols > 0) {
     d["features"] = Borrow(mb.features.owner, mb.features.data, mb.features.dtype, {mb.features.rows, mb.features.cols});
+    d["features_codec"] = std::string(core::FeatureCodecName(mb.features.codec));  // decoded in Python, on the device
   } else {
     d["features"] = py::none();
   }

@@ -99,9 +99,11 @@ TEST(DistributedPartitionTest, SameFilesAsTheSerialToolForTheSameAssignment) {
   struct Variant {
     bool reverse, remove_loops, remove_dups;
     int halo;
+    bool int8;  // --feature-dtype int8 (the serial tool's input compressed likewise)
   };
   int run = 0;
-  for (Variant v : {Variant{true, false, false, 1}, Variant{false, true, true, 0}}) {
+  for (Variant v : {Variant{true, false, false, 1, false}, Variant{false, true, true, 0, true}}) {
+    if (v.int8) ASSERT_TRUE(partition::CompressNodeFeatures(&in.d, *core::FeatureStorageFromName("int8")).ok());
     partition::PartitionOptions o;
     o.num_parts = 4;
     o.method = partition::PartMethod::kFile;
@@ -118,6 +120,7 @@ TEST(DistributedPartitionTest, SameFilesAsTheSerialToolForTheSameAssignment) {
     if (v.reverse) flags.push_back("--add-reverse-edges");
     if (v.remove_loops) flags.insert(flags.end(), {"--self-loops", "remove"});
     if (v.remove_dups) flags.insert(flags.end(), {"--duplicate-edges", "remove"});
+    if (v.int8) flags.insert(flags.end(), {"--feature-dtype", "int8"});
     // Fewer ranks than partitions (a rank writes two), as many, and one rank alone.
     for (int ranks : {1, 3, 4}) {
       const std::string out = dir.Sub(StrCat("dist", run, "-", ranks));

@@ -66,9 +66,10 @@ def free_base_port(hosts=("127.0.0.1", "127.0.0.2"), span=4):
     raise RuntimeError("no free ports")
 
 
-def make_graph(work, parts, nodes=3000, edges=24000, feat_dim=16, name="g", edge_weights=False):
+def make_graph(work, parts, nodes=3000, edges=24000, feat_dim=16, name="g", edge_weights=False, feature_dtype=None):
     """With `edge_weights`, an edge field "weight" of WEIGHT_SCALE * src + dst per input edge (its
-    reverse, stored with --add-reverse-edges, carries the same number)."""
+    reverse, stored with --add-reverse-edges, carries the same number); with `feature_dtype`, the
+    features stored so (fanout-partition --feature-dtype)."""
     ds = os.path.join(work, "ds")
     run([f"{BIN}/fanout-generate", "--out", ds, "--num-nodes", str(nodes), "--num-edges", str(edges),
          "--feat-dim", str(feat_dim), "--num-classes", "5", "--seed", "1"] + (["--edge-weights"] if edge_weights else []))
@@ -78,7 +79,7 @@ def make_graph(work, parts, nodes=3000, edges=24000, feat_dim=16, name="g", edge
         np.save(os.path.join(ds, "edge_data", "weight.npy"), (WEIGHT_SCALE * src + dst).astype(np.float32))
     out = os.path.join(work, f"parts{parts}")
     run([f"{BIN}/fanout-partition", "--input", ds, "--num-parts", str(parts), "--out", out, "--graph-name", name,
-         "--add-reverse-edges"])
+         "--add-reverse-edges"] + (["--feature-dtype", feature_dtype] if feature_dtype else []))
     return os.path.join(out, f"{name}.json")
 
 
@@ -132,6 +133,7 @@ class ServersTestCase(unittest.TestCase):
     servers_per_part = 1
     typed = False
     edge_weights = False
+    feature_dtype = None
 
     @classmethod
     def setUpClass(cls):
@@ -139,7 +141,7 @@ class ServersTestCase(unittest.TestCase):
         if cls.typed:
             cls.config = make_typed_graph(cls.tmp.name, 2)
         else:
-            cls.config = make_graph(cls.tmp.name, 2, edge_weights=cls.edge_weights)
+            cls.config = make_graph(cls.tmp.name, 2, edge_weights=cls.edge_weights, feature_dtype=cls.feature_dtype)
         cls.servers = []
         addresses = []
         for k in range(2):
@@ -449,6 +451,36 @@ class EdgeLoaderTest(ServersTestCase):
         # Every rank runs the same number of steps: the smaller partition's share.
         least = min(e - s for s, e in self.g.get_partition_book()._edge_ranges)
         self.assertEqual(len(runs[0]), -(-least // 64))
+
+
+class CompressedFeaturesTest(ServersTestCase):
+    """Features stored as int8 rows (fanout-partition --feature-dtype int8) read as float32 from
+    g.ndata and from batches of threads and sampler processes alike: each row's codes times its
+    scale plus its offset, decoded on the script's side (issue 40)."""
+
+    feature_dtype = "int8"
+
+    def decoded_rows(self):
+        stored = self.part_rows("feat")  # uint8 [n, 16 + 8]
+        tail = np.ascontiguousarray(stored[:, 16:]).view(np.float32)
+        return stored[:, :16].astype(np.float32) * tail[:, :1] + tail[:, 1:]
+
+    def test_rows_read_decoded_from_the_tensor_and_from_batches(self):
+        want = self.decoded_rows()
+        feat = self.g.ndata["feat"]
+        self.assertEqual((feat.shape, feat.dtype), ((self.g.num_nodes(), 16), torch.float32))
+        ids = torch.tensor([5, 0, 2999, 1500])
+        np.testing.assert_array_equal(feat[ids].numpy(), want[ids.numpy()])
+        with self.assertRaisesRegex(TypeError, "stored compressed"):
+            feat[ids] = torch.zeros(4, 16)
+        for samplers in (0, 1):
+            loader = dist.DistNodeDataLoader(self.g, torch.arange(300), dist.NeighborSampler([3, 3]), batch_size=100,
+                                             num_samplers=samplers, to_dgl=False)
+            for input_nodes, _, blocks in loader:
+                rows = blocks[0].srcdata["feat"]
+                self.assertEqual(rows.dtype, torch.float32)
+                np.testing.assert_array_equal(rows.numpy(), want[input_nodes.numpy()])
+            loader.close()
 
 
 class SettingsTest(ServersTestCase):

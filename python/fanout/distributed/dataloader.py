@@ -15,7 +15,7 @@ import torch
 
 from fanout import _native
 from fanout.distributed import context
-from fanout.distributed.graph import DistGraph, _ids
+from fanout.distributed.graph import DistGraph, _ids, decode_rows
 from fanout.distributed.hetero import HeteroBlock, canonical, typed_rows
 
 NID = "_ID"
@@ -277,8 +277,12 @@ class _EpochLoader:
             blocks.append(Block(t["src_nodes"], raw["num_dst"], t["indptr"], t["indices"], t["eids"], t["dst"],
                                 srcdata, dstdata, edata))
         # On the output device before the graph remembers the batch's rows: g.ndata[feat][input_nodes]
-        # then still finds them (by identity) instead of fetching them again.
-        return [self._on_device(blk) for blk in blocks]
+        # then still finds them (by identity) instead of fetching them again. Compressed features
+        # cross as stored and are decoded there.
+        blocks = [self._on_device(blk) for blk in blocks]
+        if blocks and b["features"] is not None and self._feat and b["features_codec"]:
+            blocks[0].srcdata[self._feat] = decode_rows(blocks[0].srcdata[self._feat], b["features_codec"])
+        return blocks
 
     def _on_device(self, t):
         """`t` (a tensor or a block) on the output device (DGL's ``output_device``), if one is named."""
@@ -379,7 +383,8 @@ class DistNodeDataLoader(_EpochLoader):
         if b["features"] is not None and self._feat:
             featured = [g._ntype_id(f["node_type"]) for f in g._native.node_fields
                         if f["name"] == self._feat and f["node_type"]]
-            blocks[0]._set_src(self._feat, typed_rows(torch.from_numpy(b["features"]), types, sorted(featured),
+            rows = decode_rows(torch.from_numpy(b["features"]), b["features_codec"])
+            blocks[0]._set_src(self._feat, typed_rows(rows, types, sorted(featured),
                                                       g.ntypes, blocks[0]._positions))
         if self._label and len(b["labels"]) > 0:
             blocks[-1]._set_dst(self._label, {self._seed_type: torch.from_numpy(b["labels"])})

@@ -15,6 +15,31 @@ _TORCH_DTYPES = {
 }
 
 
+def decode_rows(rows: torch.Tensor, codec: str) -> torch.Tensor:
+    """Feature rows as ``fanout-partition --feature-dtype`` stored them (``codec``: the field's)
+    as values, on the rows' device: int8 rows (``dim`` codes, then the row's float32 scale and
+    offset) become float32 ``offset + scale * code``; bfloat16 rows (their bits as int16) become
+    torch.bfloat16, as float16 features stay float16."""
+    if not codec:
+        return rows
+    if codec == "bfloat16":
+        return rows.view(torch.bfloat16)
+    if codec != "int8":
+        raise ValueError(f"unknown feature codec {codec!r} (a newer fanout-partition wrote these partitions?)")
+    dim = rows.shape[1] - 8
+    tail = rows[:, dim:].contiguous().view(torch.float32)  # [n, 2]: scale, offset
+    return rows[:, :dim].to(torch.float32).mul_(tail[:, :1]).add_(tail[:, 1:])
+
+
+def _field_rows(f) -> Tuple[Tuple[int, ...], torch.dtype]:
+    """A node field's row shape and dtype as its readers see them (decoded)."""
+    if f.get("codec") == "int8":
+        return (f["row_shape"][0] - 8,), torch.float32
+    if f.get("codec") == "bfloat16":
+        return tuple(f["row_shape"]), torch.bfloat16
+    return tuple(f["row_shape"]), _TORCH_DTYPES[f["dtype"]]
+
+
 def _ids(ids) -> np.ndarray:
     """Node IDs as an int64 NumPy array (a tensor on any device, a list, a range or a scalar)."""
     if isinstance(ids, torch.Tensor):
@@ -50,9 +75,9 @@ class DistTensor:
             f = next(f for f in graph._native.node_fields if f["node_type"] == _ntype and f["name"] == name)
             t = graph._ntypes.names.index(_ntype)
             self._graph, self._created = graph, False
-            self._name, self._key = name, f["key"]
-            self._shape = (graph._ntypes.count(t),) + tuple(f["row_shape"])
-            self._dtype = _TORCH_DTYPES[f["dtype"]]
+            self._name, self._key, self._codec = name, f["key"], f["codec"]
+            row_shape, self._dtype = _field_rows(f)
+            self._shape = (graph._ntypes.count(t),) + row_shape
             return
         if graph.is_typed():
             raise NotImplementedError("DistTensor: a typed graph's tensors are its fields by node type "
@@ -60,15 +85,17 @@ class DistTensor:
         schemas = {f["name"]: f for f in graph._native.node_fields}
         self._graph = graph
         self._created = name not in schemas
+        self._codec = ""
         if not self._created:
             f = schemas[name]
-            want = (graph.num_nodes(),) + tuple(f["row_shape"])
+            row_shape, field_dtype = _field_rows(f)
+            want = (graph.num_nodes(),) + row_shape
             if shape is not None and tuple(shape) != want:
                 raise ValueError(f"DistTensor {name!r}: shape {tuple(shape)} does not match the field's {want}")
-            if dtype is not None and _TORCH_DTYPES[f["dtype"]] != dtype:
-                raise TypeError(f"DistTensor {name!r}: dtype {dtype} does not match the field's {f['dtype']}")
-            self._name, self._shape, self._dtype = name, want, _TORCH_DTYPES[f["dtype"]]
-            self._key = name
+            if dtype is not None and field_dtype != dtype:
+                raise TypeError(f"DistTensor {name!r}: dtype {dtype} does not match the field's {field_dtype}")
+            self._name, self._shape, self._dtype = name, want, field_dtype
+            self._key, self._codec = name, f["codec"]
             return
         if name is None:
             DistTensor._unnamed += 1
@@ -118,7 +145,8 @@ class DistTensor:
         if isinstance(ids, slice):
             ids = range(*ids.indices(len(self)))
         if self._ntype is not None:
-            return torch.from_numpy(self._graph._reader().pull_node_rows(self._key, self._homo(ids)))
+            return decode_rows(torch.from_numpy(self._graph._reader().pull_node_rows(self._key, self._homo(ids))),
+                               self._codec)
         rows = self._graph._prefetched(self._name, ids)
         if rows is not None:  # the loader's latest batch fetched exactly these rows: no copy, no RPC
             return rows
@@ -127,9 +155,12 @@ class DistTensor:
         # A created tensor is read through the graph that created it (it knows the schema; the
         # rows are on the servers either way).
         reader = self._graph._native if self._created else self._graph._reader()
-        return torch.from_numpy(reader.pull_node_rows(self._name, _ids(ids)))
+        return decode_rows(torch.from_numpy(reader.pull_node_rows(self._name, _ids(ids))), self._codec)
 
     def __setitem__(self, ids, values) -> None:
+        if self._codec:
+            raise TypeError(f"DistTensor {self._name!r} is stored compressed ({self._codec}, fanout-partition "
+                            f"--feature-dtype): its rows are read-only")
         ids = self._homo(ids)
         if not isinstance(values, torch.Tensor):
             values = torch.as_tensor(values)
