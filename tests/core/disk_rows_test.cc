@@ -125,8 +125,12 @@ TEST_F(DiskStoreTest, RowsFromDiskAreTheMappedRows) {
       EXPECT_EQ(st.hits + st.misses, 30 * (3 * 65 + 65));
       EXPECT_LE(st.cached_bytes, budget);
       EXPECT_GT(st.bytes_read, 0);
-      if (budget == 0) EXPECT_EQ(st.hits, 0);
-      if (budget == (int64_t{1} << 20)) EXPECT_GT(st.hits, st.misses / 4) << "a cache that holds it all hits";
+      if (budget == 0) {
+        EXPECT_EQ(st.hits, 0);
+      }
+      if (budget == (int64_t{1} << 20)) {
+        EXPECT_GT(st.hits, st.misses / 4) << "a cache that holds it all hits";
+      }
       EXPECT_EQ(mapped_->row_cache_stats().hits, 0);
     }
   }

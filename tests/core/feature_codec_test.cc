@@ -76,7 +76,9 @@ TEST(FeatureCodecTest, Int8RowsAreWithinHalfAStepOfTheirValues) {
     for (int64_t j = 0; j < dim; ++j) {
       const float v = x[r * dim + j];
       EXPECT_LE(std::fabs(back[r * dim + j] - v), step / 2 * 1.001f + 1e-6f) << "row " << r << " value " << v;
-      if (v == lo) EXPECT_EQ(back[r * dim + j], v);
+      if (v == lo) {
+        EXPECT_EQ(back[r * dim + j], v);
+      }
     }
   }
   for (int64_t j = 0; j < dim; ++j) EXPECT_EQ(back[5 * dim + j], 0.75f);

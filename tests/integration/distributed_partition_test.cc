@@ -103,7 +103,9 @@ TEST(DistributedPartitionTest, SameFilesAsTheSerialToolForTheSameAssignment) {
   };
   int run = 0;
   for (Variant v : {Variant{true, false, false, 1, false}, Variant{false, true, true, 0, true}}) {
-    if (v.int8) ASSERT_TRUE(partition::CompressNodeFeatures(&in.d, *core::FeatureStorageFromName("int8")).ok());
+    if (v.int8) {
+      ASSERT_TRUE(partition::CompressNodeFeatures(&in.d, *core::FeatureStorageFromName("int8")).ok());
+    }
     partition::PartitionOptions o;
     o.num_parts = 4;
     o.method = partition::PartMethod::kFile;

@@ -123,7 +123,9 @@ TEST(PartitionCliTest, NormalizeFeaturesWritesRowsThatSumToOne) {
         ASSERT_GE(x[r * f->row_elems() + c], 0.f);
         sum += x[r * f->row_elems() + c];
       }
-      if (sum != 0) ASSERT_NEAR(sum, 1.0, 1e-5) << "partition " << k << " row " << r;
+      if (sum != 0) {
+        ASSERT_NEAR(sum, 1.0, 1e-5) << "partition " << k << " row " << r;
+      }
     }
   }
   auto d = partition::ReadDataset({.input_dir = dir.Sub("data")});

@@ -184,7 +184,9 @@ TEST(EdgeSplitTest, TypedGraphSplitsOneRelationWithNegativesOfItsDestinationType
   ASSERT_EQ(s->relation, 0);  // author:writes:paper
   const int author = d.NodeTypeIndex("author"), paper = d.NodeTypeIndex("paper");
   for (int64_t r = 0; r < d.num_edges(); ++r) {
-    if (s->role[r] != 0) EXPECT_EQ(d.EdgeTypeOf(r), 0) << "row " << r;
+    if (s->role[r] != 0) {
+      EXPECT_EQ(d.EdgeTypeOf(r), 0) << "row " << r;
+    }
   }
   std::set<Pair> writes;
   const int64_t* e = d.edges.data_as<int64_t>();

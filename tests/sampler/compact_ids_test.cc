@@ -62,7 +62,9 @@ void PartitionWith(const testing::TempDir& dir, const partition::Dataset& d, con
   o.int32_id_limit = w.int32_limit;
   auto s = partition::PartitionDataset(d, o);
   ASSERT_TRUE(s.ok()) << s.status();
-  if (!d.typed()) ASSERT_NO_FATAL_FAILURE(testing::ExpectValidPartition(d, o, s->config_path));
+  if (!d.typed()) {
+    ASSERT_NO_FATAL_FAILURE(testing::ExpectValidPartition(d, o, s->config_path));
+  }
   ASSERT_NO_FATAL_FAILURE(Open(s->config_path, out));
   EXPECT_EQ(out->config.node_id_dtype, w.node) << w.name;
   EXPECT_EQ(out->config.edge_id_dtype, w.edge) << w.name;

@@ -765,7 +765,9 @@ TEST(FeatureDtypeTest, CompressedFeaturesTrainAsTheirFloat32Values) {
     for (partition::Field& f : d.node_fields) {
       if (f.name == "feat") f.data = core::NpyArray::Adopt(std::vector<float>(values), {spec.num_nodes, spec.feat_dim});
     }
-    if (dtype != "float32") ASSERT_TRUE(partition::CompressNodeFeatures(&d, *core::FeatureStorageFromName(dtype)).ok());
+    if (dtype != "float32") {
+      ASSERT_TRUE(partition::CompressNodeFeatures(&d, *core::FeatureStorageFromName(dtype)).ok());
+    }
     testing::TempDir dir;
     const std::string config = testing::PartitionRandom(dir, spec, 1, &d);
     ASSERT_FALSE(config.empty());
