@@ -2,6 +2,7 @@
 //
 //   fanout-query --server 127.0.0.1:30050 metadata
 //   fanout-query --server 127.0.0.1:30050 sample --seeds 1,2,3 --fanout 5
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "base/cli.h"
 #include "base/status.h"
 #include "base/strings.h"
+#include "core/feature_codec.h"
 #include "rpc/graph_client.h"
 
 namespace {
@@ -114,13 +116,42 @@ void AddFlags(base::ArgParser& args, Query& q, base::SecurityOptions& security) 
   base::AddSecurityFlags(args, &security);
 }
 
+// The codec of node field `key` (NAME or TYPE/NAME) as the server's metadata names it ("" for none).
+absl::StatusOr<core::FeatureCodec> NodeFieldCodec(rpc::GraphClient& client, const std::string& key) {
+  ASSIGN_OR_RETURN(const auto md, client.GetMetadata());
+  for (const auto& f : md.node_fields()) {
+    if ((f.node_type().empty() ? f.name() : f.node_type() + "/" + f.name()) == key) {
+      return core::FeatureCodecFromName(f.codec());
+    }
+  }
+  return core::FeatureCodec::kNone;  // the pull names an unknown field by itself
+}
+
 absl::StatusOr<json> Pull(rpc::GraphClient& client, const Query& q, bool edges) {
   if (q.field.empty()) return absl::InvalidArgumentError("--field is required");
   ASSIGN_OR_RETURN(const std::vector<int64_t> v, q.Ids(edges ? "--eids" : "--ids"));
-  ASSIGN_OR_RETURN(const rpc::Rows r, edges ? client.PullEdgeData(q.field, v) : client.PullNodeData(q.field, v));
+  ASSIGN_OR_RETURN(rpc::Rows r, edges ? client.PullEdgeData(q.field, v) : client.PullNodeData(q.field, v));
+  json out{{"field", q.field}};
+  core::FeatureCodec codec = core::FeatureCodec::kNone;
+  if (!edges) {
+    ASSIGN_OR_RETURN(codec, NodeFieldCodec(client, q.field));
+  }
+  if (codec != core::FeatureCodec::kNone && r.shape.size() == 2) {
+    // Compressed features (fanout-partition --feature-dtype): printed as the values they stand for.
+    const int64_t n = r.shape[0], dim = core::CodecDecodedElems(codec, r.shape[1]);
+    std::vector<float> values(static_cast<size_t>(n * std::max<int64_t>(dim, 0)));
+    if (dim > 0) core::DecodeRows(codec, r.data.data(), n, dim, values.data());
+    out["codec"] = std::string(core::FeatureCodecName(codec));
+    out["stored_dtype"] = std::string(core::DTypeName(r.dtype));
+    r = rpc::Rows{.dtype = core::DType::kFloat32, .shape = {n, dim},
+                  .data = std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float))};
+  }
   ASSIGN_OR_RETURN(json rows, RowsJson(r));
-  return json{{"field", q.field}, {"dtype", std::string(core::DTypeName(r.dtype))}, {"shape", r.shape},
-              {"ids", v}, {"rows", rows}};
+  out["dtype"] = std::string(core::DTypeName(r.dtype));
+  out["shape"] = r.shape;
+  out["ids"] = v;
+  out["rows"] = rows;
+  return out;
 }
 
 absl::StatusOr<json> Sample(rpc::GraphClient& client, const Query& q) {

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "base/spawn.h"
+#include "core/feature_codec.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
 #include "core/sampling.h"
@@ -512,6 +513,37 @@ TEST(FanoutQueryTest, PrintsJsonAnswersAndFailsClearly) {
   EXPECT_EQ(testing::RunProcess({FANOUT_QUERY_BIN, "--server", addr, "sample", "--seeds", "x"}, &out, &err), 2);
   EXPECT_NE(err.find("--seeds: 'x' is not an integer or an a:b range"), std::string::npos) << err;
   EXPECT_EQ(testing::RunProcess({FANOUT_QUERY_BIN, "--server", addr, "--bogus"}, &out, &err), 2);
+}
+
+// Features stored as int8 rows (fanout-partition --feature-dtype int8): the metadata names the
+// codec for gRPC clients, pulls return the stored rows, and fanout-query prints them decoded.
+TEST(FanoutQueryTest, CompressedFeaturesAreNamedInTheMetadataAndPrintedDecoded) {
+  TempDir dir;
+  const testing::RandomGraphSpec spec = {.num_nodes = 120, .num_edges = 600, .feat_dim = 5};
+  partition::Dataset d = testing::MakeRandomDataset(spec);
+  ASSERT_TRUE(partition::CompressNodeFeatures(&d, *core::FeatureStorageFromName("int8")).ok());
+  Cluster c;
+  c.Start(testing::PartitionRandom(dir, spec, 1, &d));
+  const std::string addr = c.servers[0]->address();
+  std::string out, err;
+  ASSERT_EQ(testing::RunProcess({FANOUT_QUERY_BIN, "--server", addr, "metadata"}, &out, &err), 0) << err;
+  const auto metadata = nlohmann::json::parse(out);
+  bool named = false;
+  for (const auto& f : metadata["node_fields"]) named |= f["name"] == "feat" && f["codec"] == "int8";
+  EXPECT_TRUE(named) << out;
+  ASSERT_EQ(testing::RunProcess({FANOUT_QUERY_BIN, "--server", addr, "pull", "--field", "feat", "--ids", "3,7"}, &out, &err), 0)
+      << err;
+  const auto p = nlohmann::json::parse(out);
+  EXPECT_EQ(p["codec"], "int8");
+  EXPECT_EQ(p["stored_dtype"], "uint8");
+  EXPECT_EQ(p["shape"], nlohmann::json({2, 5}));
+  std::string stored;
+  ASSERT_TRUE(c.local[0]->GatherNodeRows("feat", std::vector<int64_t>{3, 7}, &stored).ok());
+  std::vector<float> want(10);
+  core::DecodeRows(core::FeatureCodec::kInt8, stored.data(), 2, 5, want.data());
+  for (int r = 0; r < 2; ++r) {
+    for (int j = 0; j < 5; ++j) EXPECT_EQ(p["rows"][r][j].get<float>(), want[r * 5 + j]) << r << " " << j;
+  }
 }
 
 // A typed graph served (issue 29): its types and typed fields in the metadata, typed pulls,
