@@ -132,7 +132,14 @@ class ProcessLoader final : public BatchLoader {
   }
 
   ~ProcessLoader() override {
-    for (Child& c : children_) c.sock.reset();  // the child sees EOF (once no batch holds it) and exits
+    // The child reads EOF and exits. shutdown, not only close: a batch the caller still holds
+    // keeps the socket open (to send its slot back), and the child would wait for it until the
+    // SIGTERM below, 2 s on every loader closed mid-epoch (a Python loop that breaks early,
+    // every test). The held batch stays readable: its memory is the caller's mapping.
+    for (Child& c : children_) {
+      if (c.sock != nullptr) shutdown(c.sock->fd.get(), SHUT_WR);
+      c.sock.reset();
+    }
     // Up to 2 s for them to exit by themselves (printing their memory line on the way), then
     // SIGTERM.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
