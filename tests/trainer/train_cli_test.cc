@@ -777,12 +777,7 @@ TEST(FeatureDtypeTest, CompressedFeaturesTrainAsTheirFloat32Values) {
               "--epochs", "2", "--threads", "1", "--seed", "5", "--log-every", "2", "--num-samplers",
               compressed ? "1" : "0", "--gpu-cache-bytes", dtype == "int8" ? "2000" : "0"});
     ASSERT_EQ(run.Finish(), 0) << run.output();
-    const std::string& text = run.output();
-    const std::regex figures(
-        "(epoch [0-9]+ step [0-9]+/[0-9]+ \\| loss [0-9.e-]+ \\| acc [0-9.e-]+|epoch [0-9]+ \\| loss [0-9.]+|test accuracy [0-9.]+)");
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), figures); it != std::sregex_iterator(); ++it) {
-      out[dtype] += (*it)[0].str() + "\n";
-    }
+    out[dtype] = testing::TrainingFigures(run.output());
   }
   EXPECT_NE(out["float32"].find("epoch 1 | loss"), std::string::npos) << out["float32"];
   EXPECT_NE(out["float32"].find("epoch 1 step 2/3 | loss"), std::string::npos) << out["float32"];  // --log-every 2

@@ -10,6 +10,7 @@
 
 #include <fstream>
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,18 @@ inline std::vector<std::unique_ptr<RankProcess>> StartRanks(int world, const std
                                  base::StrCat("FANOUT_COORDINATOR=", coord)}));
   }
   return ranks;
+}
+
+// The figures a run printed (step and epoch losses and accuracies, test accuracy), one per line,
+// without the timings: what two runs that must train alike compare.
+inline std::string TrainingFigures(const std::string& text) {
+  static const std::regex figures(
+      "(epoch [0-9]+ step [0-9]+/[0-9]+ \\| loss [0-9.e-]+ \\| acc [0-9.e-]+|epoch [0-9]+ \\| loss [0-9.]+|test accuracy [0-9.]+)");
+  std::string out;
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), figures); it != std::sregex_iterator(); ++it) {
+    out += (*it)[0].str() + "\n";
+  }
+  return out;
 }
 
 inline std::vector<nlohmann::json> ReadJsonLines(const std::string& path) {

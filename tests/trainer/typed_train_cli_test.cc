@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/strings.h"
+#include "core/feature_codec.h"
 #include "core/npy.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -147,6 +148,40 @@ TEST(TypedTrainCliTest, LinkPredictionOnOneRelationLearns) {
 // learnable rows read from the servers), a folder per node type in type-wise original ID order;
 // the papers' predictions give the test accuracy fanout-train printed (evaluation with every
 // neighbour, as inference).
+// A typed graph's features stored as int8 (fanout-partition --feature-dtype int8) train exactly
+// as float32 where the values survive: integers with every row spanning 0 to 255. R-GCN through a
+// sampler process, so the codec crosses in the batch file and the typed input decodes.
+TEST(TypedTrainCliTest, Int8FeaturesTrainAsTheirFloat32Values) {
+  std::string out[2];
+  for (int int8 = 0; int8 < 2; ++int8) {
+    partition::Dataset d = testing::MakeTypedDataset(8, 300, 200, 10);
+    partition::Field& feat = d.node_fields[0];  // MakeTypedDataset's paper features
+    ASSERT_EQ(feat.name, "feat");
+    const int64_t rows = feat.data.rows(), dim = feat.data.row_elems();
+    std::vector<float> grid(rows * dim);
+    for (int64_t v = 0; v < rows; ++v) {
+      for (int64_t j = 0; j < dim; ++j) grid[v * dim + j] = j == 0 ? 0.0f : j == 1 ? 255.0f : (v * 37 + j) % 256;
+    }
+    feat.data = core::NpyArray::Adopt(std::move(grid), {rows, dim});
+    if (int8 == 1) {
+      ASSERT_TRUE(partition::CompressNodeFeatures(&d, *core::FeatureStorageFromName("int8")).ok());
+    }
+    testing::TempDir dir;
+    const std::string config = testing::PartitionTyped(dir, d, 1);
+    ASSERT_FALSE(config.empty());
+    testing::ServerCluster cluster;  // the featureless types' learnable rows live on the servers
+    cluster.Start(config, {.allow_push = true});
+    testing::RankProcess run({FANOUT_TRAIN_BIN, "--part-config", config, "--servers", cluster.ServerList(), "--model",
+                              "rgcn", "--embed-featureless", "8", "--fanouts", "4,4", "--hidden", "16", "--batch-size",
+                              "32", "--epochs", "2", "--threads", "1", "--seed", "3", "--log-every", "2",
+                              "--num-samplers", "1"});
+    ASSERT_EQ(run.Finish(), 0) << run.output();
+    out[int8] = testing::TrainingFigures(run.output());
+  }
+  EXPECT_NE(out[0].find("test accuracy"), std::string::npos) << out[0];
+  EXPECT_EQ(out[1], out[0]);
+}
+
 TEST(TypedTrainCliTest, SavedPredictionsPerTypeGiveThePrintedTestAccuracy) {
   testing::TempDir dir;
   const partition::Dataset d = testing::MakeTypedDataset(8, 300, 200, 10);
