@@ -118,16 +118,19 @@ TEST(TypedTrainCliTest, LinkPredictionOnOneRelationLearns) {
   cluster.Start(summary->config_path, {.allow_push = true});
   auto ranks = StartRanks(2, {"--part-config", summary->config_path, "--servers", cluster.ServerList(), "--task",
                               "link", "--model", "rgcn", "--embed-featureless", "16", "--fanouts", "5,5", "--hidden",
-                              "32", "--batch-size", "32", "--epochs", "30", "--lr", "0.02", "--sparse-lr", "0.05", "--eval-every", "5", "--threads", "1"});
+                              "32", "--batch-size", "32", "--epochs", "15", "--lr", "0.02", "--sparse-lr", "0.05", "--eval-every", "5", "--threads", "1"});
   ASSERT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();
   ASSERT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
   const std::string text = ranks[0]->output();
   EXPECT_NE(text.find("link prediction of relation author:writes:paper"), std::string::npos) << text;
   std::smatch m;
-  // (Chance is 0.5; this run reaches about 0.74 on validation, 0.68 on the 37 test pairs.)
+  // (Chance is 0.5; this run reaches 0.717 on validation, 0.685 on the 37 test pairs in 15
+  // epochs: 30 gave 0.744 and 0.685, at twice the time.)
   ASSERT_TRUE(std::regex_search(text, m, std::regex("best validation roc-auc ([0-9.]+)"))) << text;
-  EXPECT_GT(std::stod(m[1]), 0.65) << text;
+  const double valid = std::stod(m[1]);
+  EXPECT_GT(valid, 0.65) << text;
   ASSERT_TRUE(std::regex_search(text, m, std::regex("test roc-auc ([0-9.]+)"))) << text;
+  std::printf("typed link prediction: best validation roc-auc %.4f, test roc-auc %s\n", valid, m[1].str().c_str());
   EXPECT_GT(std::stod(m[1]), 0.6) << text;
 
   // The same graph partitioned without --link-etype has no relation to predict.
