@@ -53,8 +53,9 @@ float BFloat16ToFloat(uint16_t b) {
 absl::StatusOr<FeatureStorage> FeatureStorageFromName(std::string_view name) {
   if (name == "float32") return FeatureStorage{DType::kFloat32, FeatureCodec::kNone};
   if (name == "float16") return FeatureStorage{DType::kFloat16, FeatureCodec::kNone};
-  if (name == "bfloat16") return FeatureStorage{DType::kInt16, FeatureCodec::kBFloat16};
-  if (name == "int8") return FeatureStorage{DType::kUInt8, FeatureCodec::kInt8};
+  if (absl::StatusOr<FeatureCodec> c = FeatureCodecFromName(name); c.ok() && *c != FeatureCodec::kNone) {
+    return FeatureStorage{CodecStoredDType(*c), *c};
+  }
   return absl::InvalidArgumentError(base::StrCat("unknown feature dtype '", name, "' (float32, float16, bfloat16 or int8)"));
 }
 

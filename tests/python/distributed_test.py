@@ -320,6 +320,22 @@ class LoaderTest(ServersTestCase):
         with ctx.Pool(2) as pool:
             self.assertEqual(pool.starmap(fewest_seeds_of_two_ranks, [(r, port) for r in range(2)]), [5, 5])
 
+    def test_a_training_loader_takes_the_fewest_seeds_of_any_rank(self):
+        # The loader's side of the rule (the all-reduce itself is the test above): a rank that
+        # hears that another has 60 fewer seeds trains on as many; evaluation visits all of its own.
+        from fanout.distributed import dataloader as dl
+        real = dl._fewest_on_any_rank
+        dl._fewest_on_any_rank = lambda count: count - 60
+        try:
+            for shuffle, steps in ((True, 3), (False, 4)):
+                loader = dist.DistNodeDataLoader(self.g, torch.arange(200), dist.NeighborSampler([2]), batch_size=50,
+                                                 shuffle=shuffle, num_samplers=0, to_dgl=False)
+                self.assertEqual(len(loader), steps)
+                self.assertEqual(sum(len(seeds) for _, seeds, _ in loader), 140 if shuffle else 200)
+                loader.close()
+        finally:
+            dl._fewest_on_any_rank = real
+
     def test_epochs_reshuffle_and_repeat_exactly(self):
         nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
 
