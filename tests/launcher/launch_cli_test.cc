@@ -743,8 +743,10 @@ std::vector<std::string> DefaultTimeouts(std::vector<std::string> a) {
 
 // SIGSTOPs the processes labelled `labels` once training runs; returns the launcher's output after
 // checking that the job ended within 15 s, failed, named `who`, and left nothing running.
-void ExpectStoppedProcessEndsTheJob(LaunchCli* t, const std::vector<std::string>& labels, const std::string& who) {
-  LaunchRun run(DefaultTimeouts(RealTrainingArgs(t->Args("ok"), 100000)), t->dir_.path());
+// `launcher_flags` go to fanout-launch (none: its defaults).
+void ExpectStoppedProcessEndsTheJob(LaunchCli* t, const std::vector<std::string>& labels, const std::string& who,
+                                    const std::vector<std::string>& launcher_flags = {}) {
+  LaunchRun run(DefaultTimeouts(RealTrainingArgs(t->Args("ok", launcher_flags), 100000)), t->dir_.path());
   ASSERT_TRUE(run.WaitFor("epoch 0 | loss", 1, seconds(120))) << run.output();
   std::vector<pid_t> pids;
   for (const std::string& label : labels) {
@@ -762,9 +764,12 @@ void ExpectStoppedProcessEndsTheJob(LaunchCli* t, const std::vector<std::string>
   ExpectNothingLeft(t->job_id_, t->LearnedPids(run));
 }
 
-// Both servers of a partition stopped: the partition has none left answering.
+// Both servers of a partition stopped: the partition has none left answering. The launcher's
+// default heartbeat is the trainer case's; this one checks a server's silence is caught the same
+// way, with a quicker heartbeat (the suite's time).
 TEST_F(LaunchCli, StoppedServerEndsTheJobWithinFifteenSeconds) {
-  ExpectStoppedProcessEndsTheJob(this, {"m1 server 0", "m1 server 1"}, "m1 server ");
+  ExpectStoppedProcessEndsTheJob(this, {"m1 server 0", "m1 server 1"}, "m1 server ",
+                                 {"--heartbeat-interval", "0.5", "--heartbeat-timeout", "2"});
 }
 
 TEST_F(LaunchCli, StoppedTrainerEndsTheJobWithinFifteenSeconds) {

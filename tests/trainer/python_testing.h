@@ -20,14 +20,33 @@ inline int Python(const std::string& args, const std::string& stdout_file = "/de
   return std::system(cmd.c_str());
 }
 
-// `python3 -m fanout.export ARGS` for every ARGS of `exports`, in one process (each python that
-// imports torch costs about a second); non-zero when any of them failed. No ARGS may hold a quote.
-inline int Export(const std::vector<std::string>& exports) {
+// Runs every command of `commands` in one python process, each as `__main__` with its own
+// sys.argv: a script's path or "-m MODULE", then its arguments, split as a shell splits them (each
+// python that imports torch costs about a second). Non-zero when any of them failed. No command
+// may hold a single quote.
+inline int PythonRuns(const std::vector<std::string>& commands) {
   std::string args =
-      "-c 'import shlex, sys; from fanout.export import main; "
-      "sys.exit(max(main(shlex.split(a)) for a in sys.argv[1:]))'";
-  for (const std::string& e : exports) args += base::StrCat(" \"", e, "\"");
+      "-c 'import runpy, shlex, sys\n"
+      "worst = 0\n"
+      "for command in sys.argv[1:]:\n"
+      "    argv = shlex.split(command)\n"
+      "    module = argv[1] if argv[0] == \"-m\" else None\n"
+      "    sys.argv = argv[1:] if module else argv\n"
+      "    try:\n"
+      "        runpy.run_module(module, run_name=\"__main__\", alter_sys=True) if module else "
+      "runpy.run_path(argv[0], run_name=\"__main__\")\n"
+      "    except SystemExit as e:\n"
+      "        worst = max(worst, e.code if isinstance(e.code, int) else int(e.code is not None))\n"
+      "sys.exit(worst)'";
+  for (const std::string& c : commands) args += base::StrCat(" \"", c, "\"");
   return Python(args);
+}
+
+// `python3 -m fanout.export ARGS` for every ARGS of `exports`, in one process.
+inline int Export(const std::vector<std::string>& exports) {
+  std::vector<std::string> commands;
+  for (const std::string& e : exports) commands.push_back("-m fanout.export " + e);
+  return PythonRuns(commands);
 }
 
 // True when FANOUT_PYTHON has a torch of the LibTorch's major.minor (FANOUT_TORCH_VERSION): what

@@ -29,16 +29,6 @@ namespace {
 
 using base::StrCat;
 
-using testing::Export;
-using testing::Python;
-
-// tests/trainer/my_gin.py: a GIN written from scratch, not from python/fanout.
-std::string WriteGin(const fanout::testing::TempDir& dir, int64_t in_dim, int64_t classes, int64_t layers) {
-  const std::string out = dir.Sub("gin.pt");
-  EXPECT_EQ(Python(StrCat(FANOUT_SOURCE_DIR, "/tests/trainer/my_gin.py ", out, " ", in_dim, " ", classes, " ", layers)),
-            0);
-  return out;
-}
 
 ModelOptions Options(ModelKind kind, int64_t in_dim, int64_t classes, int64_t layers) {
   ModelOptions o;
@@ -97,20 +87,67 @@ std::vector<at::Tensor> ForwardAndBackward(const std::vector<std::shared_ptr<Gnn
   return out;
 }
 
+// Every TorchScript file the cases load, written by one python process for the whole suite (each
+// python that imports torch costs about a second): the package's exports, tests/trainer/my_gin.py
+// (a GIN written from scratch, not from python/fanout) and a script reading a block's edge data.
+class ScriptedModelTest : public ::testing::Test {
+ protected:
+  static constexpr int64_t kRelations = 3;
+  static void SetUpTestSuite() {
+    if (!testing::HavePythonTorch()) return;
+    dir_ = new fanout::testing::TempDir;
+    std::vector<std::string> commands;
+    for (const char* kernels : {"--fused", "--no-fused"}) {
+      commands.push_back(StrCat("-m fanout.export sage --in-dim 5 --hidden 8 --classes 3 --layers 2 --dropout 0 ",
+                                kernels, " -o ", Path(StrCat("sage", kernels, ".pt"))));
+      commands.push_back(StrCat("-m fanout.export rgcn --relations ", kRelations,
+                                " --in-dim 5 --hidden 8 --classes 3 --layers 2 --dropout 0 ", kernels, " -o ",
+                                Path(StrCat("rgcn", kernels, ".pt"))));
+      for (const char* kind : {"sage", "gcn", "gat", "gin"}) {
+        commands.push_back(StrCat("-m fanout.export ", kind, " --in-dim 6 --hidden 8 --classes 4 --layers 3 --heads 2,3 --seed 5 ",
+                                  kernels, " -o ", Path(StrCat("layers-", kind, kernels, ".pt"))));
+      }
+    }
+    commands.push_back(StrCat(FANOUT_SOURCE_DIR, "/tests/trainer/my_gin.py ", Path("gin.pt"), " 5 3 2"));
+    std::ofstream(Path("edges.py")) << "import sys, torch\n"
+                                    << "from typing import Dict, List\n"
+                                    << "from torch import Tensor\n"
+                                    << "class M(torch.nn.Module):\n"
+                                    << "    def __init__(self):\n"
+                                    << "        super().__init__()\n"
+                                    << "        self.scale = torch.nn.Parameter(torch.ones(1))\n"
+                                    << "    def forward(self, blocks: List[Dict[str, Tensor]], x: Tensor) -> Tensor:\n"
+                                    << "        b = blocks[0]\n"
+                                    << "        out = torch.zeros(int(b['num_dst']), b['edge_feat'].size(1))\n"
+                                    << "        out.index_add_(0, b['dst'], b['edge_feat'] * b['edge_weight'].unsqueeze(1))\n"
+                                    << "        return out * self.scale\n"
+                                    << "torch.jit.script(M()).save(sys.argv[1])\n";
+    commands.push_back(StrCat(Path("edges.py"), " ", Path("edges.pt")));
+    written_ = testing::PythonRuns(commands) == 0;
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  void SetUp() override {
+      ASSERT_TRUE(written_) << "python could not write the suite's TorchScript files";
+  }
+  static std::string Path(const std::string& name) { return dir_->Sub(name); }
+
+ private:
+  static fanout::testing::TempDir* dir_;
+  static bool written_;
+};
+fanout::testing::TempDir* ScriptedModelTest::dir_ = nullptr;
+bool ScriptedModelTest::written_ = false;
+
 // The package's SAGE, on fanout's fused operators and on plain tensor ops, equals the built-in
 // sage given the same parameters: outputs and gradients.
-TEST(ScriptedModelTest, ReferenceSageFromPythonEqualsTheBuiltInSage) {
-  SKIP_WITHOUT_PYTHON_TORCH();
-  const int64_t in = 5, hidden = 8, classes = 3, layers = 2;
-  fanout::testing::TempDir dir;
-  ASSERT_EQ(Export({StrCat("sage --in-dim ", in, " --hidden ", hidden, " --classes ", classes, " --layers ", layers,
-                           " --dropout 0 --fused -o ", dir.Sub("sage--fused.pt")),
-                    StrCat("sage --in-dim ", in, " --hidden ", hidden, " --classes ", classes, " --layers ", layers,
-                           " --dropout 0 --no-fused -o ", dir.Sub("sage--no-fused.pt"))}),
-            0);
+TEST_F(ScriptedModelTest, ReferenceSageFromPythonEqualsTheBuiltInSage) {
+  const int64_t in = 5, hidden = 8, classes = 3, layers = 2;  // as exported
   for (const char* kernels : {"--fused", "--no-fused"}) {
     SCOPED_TRACE(kernels);
-    const std::string path = dir.Sub(StrCat("sage", kernels, ".pt"));
+    const std::string path = Path(StrCat("sage", kernels, ".pt"));
     auto scripted = MakeModel(Scripted(path, in, classes, layers), 0);
     ASSERT_TRUE(scripted.ok()) << scripted.status();
     ModelOptions bo = Options(ModelKind::kSage, in, classes, layers);
@@ -148,20 +185,11 @@ TEST(ScriptedModelTest, ReferenceSageFromPythonEqualsTheBuiltInSage) {
 // On a typed batch, the package's RelGraphConv (its blocks split per relation by
 // blocks.relation_blocks) equals the built-in rgcn given the same parameters: outputs and
 // gradients, on fanout's fused operators and on plain tensor ops.
-TEST(ScriptedModelTest, ReferenceRgcnFromPythonEqualsTheBuiltInRgcn) {
-  SKIP_WITHOUT_PYTHON_TORCH();
-  const int64_t in = 5, hidden = 8, classes = 3, layers = 2, relations = 3;
-  fanout::testing::TempDir dir;
-  std::vector<std::string> exports;
-  for (const char* kernels : {"--fused", "--no-fused"}) {
-    exports.push_back(StrCat("rgcn --relations ", relations, " --in-dim ", in, " --hidden ", hidden, " --classes ",
-                             classes, " --layers ", layers, " --dropout 0 ", kernels, " -o ",
-                             dir.Sub(StrCat("rgcn", kernels, ".pt"))));
-  }
-  ASSERT_EQ(Export(exports), 0);
+TEST_F(ScriptedModelTest, ReferenceRgcnFromPythonEqualsTheBuiltInRgcn) {
+  const int64_t in = 5, hidden = 8, classes = 3, layers = 2, relations = kRelations;  // as exported
   for (const char* kernels : {"--fused", "--no-fused"}) {
     SCOPED_TRACE(kernels);
-    const std::string path = dir.Sub(StrCat("rgcn", kernels, ".pt"));
+    const std::string path = Path(StrCat("rgcn", kernels, ".pt"));
     ModelOptions so = Scripted(path, in, classes, layers);
     so.num_relations = relations;
     auto scripted = MakeModel(so, 0);
@@ -198,24 +226,8 @@ TEST(ScriptedModelTest, ReferenceRgcnFromPythonEqualsTheBuiltInRgcn) {
 // A script sees the batch's edge data as block["edge_feat"] (float32 [num_edges, width]) and
 // block["edge_weight"]: here it sums w_e * edge_feat[e] into each destination, which this test
 // recomputes.
-TEST(ScriptedModelTest, ScriptsSeeEdgeFeaturesAndWeights) {
-  SKIP_WITHOUT_PYTHON_TORCH();
-  fanout::testing::TempDir dir;
-  const std::string path = dir.Sub("edges.pt"), script = dir.Sub("edges.py");
-  std::ofstream(script) << "import sys, torch\n"
-                        << "from typing import Dict, List\n"
-                        << "from torch import Tensor\n"
-                        << "class M(torch.nn.Module):\n"
-                        << "    def __init__(self):\n"
-                        << "        super().__init__()\n"
-                        << "        self.scale = torch.nn.Parameter(torch.ones(1))\n"
-                        << "    def forward(self, blocks: List[Dict[str, Tensor]], x: Tensor) -> Tensor:\n"
-                        << "        b = blocks[0]\n"
-                        << "        out = torch.zeros(int(b['num_dst']), b['edge_feat'].size(1))\n"
-                        << "        out.index_add_(0, b['dst'], b['edge_feat'] * b['edge_weight'].unsqueeze(1))\n"
-                        << "        return out * self.scale\n"
-                        << "torch.jit.script(M()).save(sys.argv[1])\n";
-  ASSERT_EQ(Python(StrCat(script, " ", path)), 0);
+TEST_F(ScriptedModelTest, ScriptsSeeEdgeFeaturesAndWeights) {
+  const std::string path = Path("edges.pt");
   auto model = MakeModel(Scripted(path, 5, 3, 1), 0);
   ASSERT_TRUE(model.ok()) << model.status();
   BatchTensors t = RandomTensors(5, 3, 1, 29);
@@ -230,25 +242,15 @@ TEST(ScriptedModelTest, ScriptsSeeEdgeFeaturesAndWeights) {
 
 // Every reference layer gives the same outputs and gradients on fanout's operators as on plain
 // tensor ops (same export seed, so the same parameters; eval mode, so no dropout).
-TEST(ScriptedModelTest, FusedOperatorsEqualPlainTensorOpsForEveryLayer) {
-  SKIP_WITHOUT_PYTHON_TORCH();
-  const int64_t in = 6, classes = 4, layers = 3;
+TEST_F(ScriptedModelTest, FusedOperatorsEqualPlainTensorOpsForEveryLayer) {
+  const int64_t in = 6, classes = 4, layers = 3;  // as exported
   const BatchTensors t = RandomTensors(in, classes, layers, 17);
   const std::vector<std::string> kinds = {"sage", "gcn", "gat", "gin"}, fusings = {"--fused", "--no-fused"};
-  fanout::testing::TempDir dir;
-  std::vector<std::string> exports;
-  for (const std::string& kind : kinds) {
-    for (const std::string& kernels : fusings) {
-      exports.push_back(StrCat(kind, " --in-dim ", in, " --hidden 8 --classes ", classes, " --layers ", layers,
-                               " --heads 2,3 --seed 5 ", kernels, " -o ", dir.Sub(StrCat(kind, kernels, ".pt"))));
-    }
-  }
-  ASSERT_EQ(Export(exports), 0);
   for (const std::string& kind : kinds) {
     SCOPED_TRACE(kind);
     std::vector<at::Tensor> out, grad;
     for (const std::string& kernels : fusings) {
-      const std::string path = dir.Sub(StrCat(kind, kernels, ".pt"));
+      const std::string path = Path(StrCat("layers-", kind, kernels, ".pt"));
       auto m = MakeModel(Scripted(path, in, classes, layers), 0);
       ASSERT_TRUE(m.ok()) << m.status();
       (*m)->eval();
@@ -264,11 +266,10 @@ TEST(ScriptedModelTest, FusedOperatorsEqualPlainTensorOpsForEveryLayer) {
   }
 }
 
-TEST(ScriptedModelTest, GinWrittenInTheTestTrainsAndCheckpoints) {
-  SKIP_WITHOUT_PYTHON_TORCH();
+TEST_F(ScriptedModelTest, GinWrittenInTheTestTrainsAndCheckpoints) {
   fanout::testing::TempDir dir;
-  const int64_t in = 5, classes = 3, layers = 2;
-  const std::string path = WriteGin(dir, in, classes, layers);
+  const int64_t in = 5, classes = 3, layers = 2;  // as written
+  const std::string path = Path("gin.pt");
   auto model = MakeModel(Scripted(path, in, classes, layers), 0);
   ASSERT_TRUE(model.ok()) << model.status();
   const BatchTensors t = RandomTensors(in, classes, layers, 11);
@@ -305,10 +306,9 @@ TEST(ScriptedModelTest, GinWrittenInTheTestTrainsAndCheckpoints) {
   EXPECT_FALSE((*fresh)->SupportsLayerwise());
 }
 
-TEST(ScriptedModelTest, MismatchesAndBadFilesAreRefusedNamingBothValues) {
-  SKIP_WITHOUT_PYTHON_TORCH();
+TEST_F(ScriptedModelTest, MismatchesAndBadFilesAreRefusedNamingBothValues) {
   fanout::testing::TempDir dir;
-  const std::string path = WriteGin(dir, 5, 3, 2);
+  const std::string path = Path("gin.pt");
   auto m = MakeModel(Scripted(path, 6, 3, 2), 0);
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().message(), StrCat("model ", path, " has in_dim = 5 but the feature width of the graph is 6"));

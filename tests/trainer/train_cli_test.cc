@@ -590,14 +590,15 @@ TEST_F(TrainCliTest, SigtermStopsEveryRankWithACheckpointAndAutoResumeGoesOn) {
 }
 
 TEST_F(TrainCliTest, DeadOrStuckPeerEndsTheRunWithinTheTimeout) {
-  // SIGKILL closes rank 1's connections: rank 0 fails at once. SIGSTOP leaves them open and
-  // silent: only --comm-timeout (5 s here) can end rank 0's wait.
-  std::vector<std::string> args = Args(500);
-  const auto timeout = std::find(args.begin(), args.end(), "--comm-timeout");
-  ASSERT_NE(timeout, args.end());
-  *std::next(timeout) = "5";
+  // SIGKILL closes rank 1's connections: rank 0 fails at once, well before --comm-timeout (5 s
+  // there). SIGSTOP leaves them open and silent: only --comm-timeout (2 s there) can end rank 0's
+  // wait.
   for (int sig : {SIGKILL, SIGSTOP}) {
     SCOPED_TRACE(sig == SIGKILL ? "SIGKILL" : "SIGSTOP");
+    std::vector<std::string> args = Args(500);
+    const auto timeout = std::find(args.begin(), args.end(), "--comm-timeout");
+    ASSERT_NE(timeout, args.end());
+    *std::next(timeout) = sig == SIGKILL ? "5" : "2";
     auto ranks = StartRanks(2, args);
     ASSERT_TRUE(ranks[0]->WaitFor("epoch 0 | loss", 1, std::chrono::seconds(120))) << ranks[0]->output();
     kill(ranks[1]->pid(), sig);
@@ -608,7 +609,7 @@ TEST_F(TrainCliTest, DeadOrStuckPeerEndsTheRunWithinTheTimeout) {
     EXPECT_EQ(code, 1) << ranks[0]->output();
     EXPECT_NE(ranks[0]->output().find("fanout-train: error: rank 0:"), std::string::npos) << ranks[0]->output();
     if (sig == SIGSTOP) {
-      EXPECT_GE(s, 4.5) << "a silent peer is waited for up to --comm-timeout";
+      EXPECT_GE(s, 1.5) << "a silent peer is waited for up to --comm-timeout";
       EXPECT_LT(s, 25) << "and not much longer";
     } else {
       EXPECT_LT(s, 5) << "a closed connection fails the collective before the timeout";
@@ -631,7 +632,7 @@ TEST_F(TrainCliTest, BadSetupIsRefusedClearly) {
   EXPECT_EQ(code, 1);
   EXPECT_NE(out.find("world size 3 != 2 partitions"), std::string::npos) << out;
   std::tie(code, out) = run({"--part-config", config_path_, "--servers", "0=127.0.0.1:1,1=127.0.0.1:1",
-                             "--machine-id", "0", "--deadline", "2"},
+                             "--machine-id", "0", "--deadline", "1"},
                             {"FANOUT_RANK=0", "FANOUT_WORLD_SIZE=2", "FANOUT_COORDINATOR=127.0.0.1:1"});
   EXPECT_EQ(code, 1);
   EXPECT_NE(out.find("partition 1 server 127.0.0.1:1"), std::string::npos) << out;
