@@ -51,18 +51,14 @@ inline int Export(const std::vector<std::string>& exports) {
 
 // True when FANOUT_PYTHON has a torch of the LibTorch's major.minor (FANOUT_TORCH_VERSION): what
 // one exports the other must load, and a build against PyTorch 2.x next to Debian's python3-torch
-// 1.13 does not qualify.
-inline bool HavePythonTorch() {
-  static const bool have =
-      Python(base::StrCat("-c 'import sys, torch; sys.exit(0 if torch.__version__.startswith(\"", FANOUT_TORCH_VERSION,
-                          ".\") else 1)'")) == 0;
-  return have;
-}
+// 1.13 does not qualify. CMake asks when it configures (FANOUT_PYTHON_HAS_TORCH): install
+// python3-torch, then re-run cmake.
+inline bool HavePythonTorch() { return FANOUT_PYTHON_HAS_TORCH != 0; }
 
 }  // namespace fanout::trainer::testing
 
 #define SKIP_WITHOUT_PYTHON_TORCH()                                                                       \
   if (!::fanout::trainer::testing::HavePythonTorch())                                                     \
   GTEST_SKIP() << FANOUT_PYTHON << " has no torch " << FANOUT_TORCH_VERSION                                 \
-               << " (the LibTorch fanout links; Debian: apt install python3-torch; a CUDA build: the python " \
-               << "whose torch it was built with)"
+               << " (the LibTorch fanout links; Debian: apt install python3-torch, then re-run cmake; a CUDA "  \
+               << "build: the python whose torch it was built with)"

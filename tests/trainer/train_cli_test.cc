@@ -275,9 +275,9 @@ TEST_F(TrainCliTest, OgbLinkSplitConvertsPartitionsAndTrains) {
   SKIP_WITHOUT_PYTHON_TORCH();
   testing::TempDir dir;
   const std::string ds = dir.Sub("ogbl_tiny"), split = dir.Sub("split"), parts = dir.Sub("parts");
-  ASSERT_EQ(trainer::testing::Python(StrCat(FANOUT_SOURCE_DIR, "/tests/trainer/make_ogb_link.py ", ds)), 0);
-  const std::string log = dir.Sub("convert.txt");
-  ASSERT_EQ(trainer::testing::Python(StrCat(FANOUT_SOURCE_DIR, "/scripts/ogb_link_split.py ", ds, " ", split), log), 0);
+  ASSERT_EQ(trainer::testing::PythonRuns({StrCat(FANOUT_SOURCE_DIR, "/tests/trainer/make_ogb_link.py ", ds),
+                                           StrCat(FANOUT_SOURCE_DIR, "/scripts/ogb_link_split.py ", ds, " ", split)}),
+            0);
   std::string err;
   ASSERT_EQ(testing::RunProcess({FANOUT_PARTITION_BIN, "--input", ds, "--num-parts", "1", "--out", parts,
                                  "--add-reverse-edges", "--edge-split-files", split, "--quiet"},
