@@ -8,6 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
+# The PyPI tool one test reads its output with (tensorboard, in a venv in the build folder): set-up,
+# so made here, not inside the timed tests; that test makes it itself when run alone, and skips
+# without PyPI.
+bash tests/trainer/observability_test.sh venv "" "" "${FANOUT_BUILD_DIR:-build}/tensorboard-venv" >/dev/null || true
 (cd "${FANOUT_BUILD_DIR:-build}" && ctest --output-on-failure -j "$(nproc)" --timeout 600 "$@")
 if [ "${FANOUT_SANITIZE:-0}" = 1 ]; then
   bash scripts/sanitize.sh

@@ -3,15 +3,34 @@
 #   plot         scripts/plot_metrics.py turns the metrics file into a PNG;
 #   tensorboard  the event file is read back by the real tensorboard package (PyPI, in a
 #                throwaway venv under VENV_DIR): every epoch's scalars equal the metrics file's.
+#   venv         only makes VENV_DIR (scripts/test.sh, before the tests: installing from PyPI is
+#                set-up, not a test).
 # Exit 77 (skipped) when what a mode needs cannot be had (matplotlib; tensorboard from PyPI).
 # Usage: observability_test.sh MODE BIN_DIR SOURCE_DIR VENV_DIR
 set -euo pipefail
 mode=$1
-bin=$(cd "$2" && pwd)
-src=$(cd "$3" && pwd)
 venv=$4
 py=/usr/bin/python3
 [ -x "$py" ] || py=$(command -v python3)
+
+# VENV_DIR with the tensorboard package, or exit 77.
+ensure_venv() {
+  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import tensorboard' 2>/dev/null; then
+    rm -rf "$venv"
+    if ! "$py" -m venv "$venv" >/dev/null 2>&1 || \
+       ! timeout 600 "$venv/bin/python" -m pip install -q tensorboard >/dev/null 2>&1; then
+      echo "observability_test: skipped: cannot install tensorboard from PyPI into $venv"
+      rm -rf "$venv"
+      exit 77
+    fi
+  fi
+}
+if [ "$mode" = venv ]; then
+  ensure_venv
+  exit 0
+fi
+bin=$(cd "$2" && pwd)
+src=$(cd "$3" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -38,15 +57,7 @@ plot)
   [ ! -e broken.png ] || { echo "observability_test: a PNG was written for bad input" >&2; exit 1; }
   ;;
 tensorboard)
-  if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import tensorboard' 2>/dev/null; then
-    rm -rf "$venv"
-    if ! "$py" -m venv "$venv" >/dev/null 2>&1 || \
-       ! timeout 600 "$venv/bin/python" -m pip install -q tensorboard >/dev/null 2>&1; then
-      echo "observability_test: skipped: cannot install tensorboard from PyPI into $venv"
-      rm -rf "$venv"
-      exit 77
-    fi
-  fi
+  ensure_venv
   "$venv/bin/python" - <<'PY'
 import json
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
