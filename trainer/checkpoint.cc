@@ -90,7 +90,8 @@ json HyperParameters(const ModelOptions& o) {
   }
   h["hidden"] = o.hidden;
   h["dropout"] = o.dropout;
-  if (o.model == ModelKind::kGat) {
+  if (o.model == ModelKind::kRgcn || o.model == ModelKind::kRgat) h["num_relations"] = o.num_relations;
+  if (UsesHeads(o.model)) {
     std::vector<int64_t> heads;
     for (int64_t l = 0; l < o.num_layers; ++l) heads.push_back(HeadsOf(o, l));
     h["heads"] = heads;

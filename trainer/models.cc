@@ -13,6 +13,7 @@
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "base/process_stats.h"
@@ -272,6 +273,89 @@ class GatConv : public torch::nn::Module {
   at::Tensor fc_, attn_l_, attn_r_, bias_;
 };
 
+// R-GAT's layer on a typed block: a GAT per relation (GatConv's attention, softmax over a
+// destination's in-edges of that relation only), relations summed, plus a projection of the
+// destination itself (the skip of DGL's MAG240M R-GAT, which R-GCN's fc_self is too), as DGL's
+// HeteroGraphConv({rel: GATConv}, aggregate='sum') with a self term. Returns [num_dst, heads, out]:
+//   x = dropout(h);  z^r = fc[r] x viewed [n, heads, out]
+//   a^r_uv = dropout(softmax over v's relation-r in-edges of LeakyReLU_0.2(<z^r_u, attn_l[r]> + <z^r_v, attn_r[r]>)) * w_uv
+//   out_v = fc_self x_v + sum_r sum_{(u,v) of relation r} a^r_uv z^r_u + bias
+// Parameters, in order: fc_self [heads*out, in], fc [R*heads*out, in] (relation r's rows
+// r*heads*out ... (r+1)*heads*out - 1), attn_l [R*heads, out], attn_r [R*heads, out], bias
+// [heads*out]. A block without edge types (the one-type graph) is relation 0 of 1.
+//
+// Each relation projects only the sources its edges use (a source of a typed batch is the tail of
+// some relations, not all), so the products cost what DGL's per-relation GATConvs cost on their
+// own subgraphs; attention and aggregation run on fanout's fused kernels per relation.
+class RelGatConv : public torch::nn::Module {
+ public:
+  RelGatConv(int64_t in, int64_t out, int64_t heads, int64_t relations, double dropout, bool fused, at::Generator& gen)
+      : in_(in), out_(out), heads_(heads), relations_(relations), dropout_(dropout), fused_(fused) {
+    fc_self_ = register_parameter("fc_self", XavierNormal({heads * out, in}, in, heads * out, kReluGain, gen));
+    std::vector<at::Tensor> fc, attn_l, attn_r;
+    for (int64_t r = 0; r < relations; ++r) {  // relation by relation, as GatConv initialises one
+      fc.push_back(XavierNormal({heads * out, in}, in, heads * out, kReluGain, gen));
+      attn_l.push_back(XavierNormal({heads, out}, heads * out, out, kReluGain, gen));
+      attn_r.push_back(XavierNormal({heads, out}, heads * out, out, kReluGain, gen));
+    }
+    fc_ = register_parameter("fc", at::cat(fc));
+    attn_l_ = register_parameter("attn_l", at::cat(attn_l));
+    attn_r_ = register_parameter("attn_r", at::cat(attn_r));
+    bias_ = register_parameter("bias", at::zeros({heads * out}));
+  }
+
+  at::Tensor Forward(const BlockTensors& b, const at::Tensor& h) {
+    CheckLayerInput(b, h, in_, "rgat layer");
+    TORCH_CHECK_VALUE(b.etype.defined() || relations_ == 1, "rgat layer: a block without edge types on a model of ",
+                      relations_, " relations");
+    const at::Tensor x = Dropout(h, dropout_, is_training());
+    const at::Tensor x_dst = x.narrow(0, 0, b.num_dst);
+    at::Tensor out = at::addmm(bias_, x_dst, fc_self_.t()).view({b.num_dst, heads_, out_});
+    const at::Tensor fc = fc_.view({relations_, heads_, out_, in_});
+    for (int64_t r = 0; r < relations_; ++r) {
+      BlockTensors rb;
+      at::Tensor x_src = x, weight;
+      if (b.etype.defined()) {
+        const at::Tensor edges = b.etype.eq(r).nonzero().flatten();
+        if (edges.size(0) == 0) continue;
+        // The relation's sources, numbered compactly in ascending order: a mark per source, the
+        // marked ones listed, and each edge's source renumbered by the marks before it.
+        const at::Tensor src = b.src.index_select(0, edges);
+        const at::Tensor marked = at::zeros({b.num_src}, src.options()).index_fill_(0, src, 1);
+        const at::Tensor rank = marked.cumsum(0) - 1;
+        x_src = x.index_select(0, marked.nonzero().flatten());
+        rb.src = rank.index_select(0, src);
+        rb.dst = b.dst.index_select(0, edges);
+        rb.num_src = x_src.size(0);
+        rb.num_dst = b.num_dst;
+        rb.in_degree = at::bincount(rb.dst, /*weights=*/{}, rb.num_dst);
+        rb.indptr = at::cat({at::zeros({1}, rb.in_degree.options()), rb.in_degree.cumsum(0)});
+        if (b.edge_weight.defined()) weight = b.edge_weight.index_select(0, edges);
+      } else {
+        rb = b;
+        weight = b.edge_weight;
+      }
+      const at::Tensor w = fc[r];  // [heads, out, in]
+      const at::Tensor z = at::linear(x_src, w.reshape({heads_ * out_, in_})).view({rb.num_src, heads_, out_});
+      // <z_u, attn_l> = x_u . (w^T attn_l) per head, as GatConv computes it.
+      const at::Tensor el = at::linear(x_src, (w * attn_l_.narrow(0, r * heads_, heads_).unsqueeze(-1)).sum(1));
+      const at::Tensor er = at::linear(x_dst, (w * attn_r_.narrow(0, r * heads_, heads_).unsqueeze(-1)).sum(1));
+      const at::Tensor softmax = fused_ ? EdgeSoftmax(rb, el, er, /*negative_slope=*/0.2)
+                                        : EdgeSoftmaxReference(rb, el, er, /*negative_slope=*/0.2);
+      at::Tensor attention = Dropout(softmax, dropout_, is_training());
+      if (weight.defined()) attention = attention * weight.unsqueeze(1);
+      out = out + AggregateWith(fused_, rb, z, Reduce::kSum, attention);
+    }
+    return out;
+  }
+
+ private:
+  int64_t in_, out_, heads_, relations_;
+  double dropout_;
+  bool fused_;
+  at::Tensor fc_self_, fc_, attn_l_, attn_r_, bias_;
+};
+
 void CheckModelInput(const ModelOptions& o, const std::vector<BlockTensors>& blocks,
                      const at::Tensor& x) {
   TORCH_CHECK_VALUE(static_cast<int64_t>(blocks.size()) == o.num_layers, "model has ", o.num_layers,
@@ -356,15 +440,16 @@ using GcnModel = ReluStackModel<GcnConv>;
 // R-GCN: RelSageConv layers, ReLU and dropout between them (DGL's entity classification shape).
 using RgcnModel = ReluStackModel<RelSageConv>;
 
-// GAT as DGL's example: every layer drops its input features and attention with `dropout`;
-// hidden layers apply ELU and concatenate the heads, the output layer averages them.
-class GatModel final : public BuiltInModel {
+// GAT as DGL's example, and R-GAT alike: every layer drops its input features and attention with
+// `dropout`; hidden layers apply ELU and concatenate the heads, the output layer averages them.
+template <typename Conv>
+class AttentionStackModel final : public BuiltInModel {
  public:
-  GatModel(const ModelOptions& o, at::Generator& gen) : BuiltInModel(o) {
+  AttentionStackModel(const ModelOptions& o, at::Generator& gen) : BuiltInModel(o) {
     for (int64_t l = 0; l < o.num_layers; ++l) {
       layers_.push_back(register_module(
-          StrCat("layer", l), std::make_shared<GatConv>(LayerIn(o, l, l > 0 ? HeadsOf(o, l - 1) : 1), LayerOut(o, l),
-                                                        HeadsOf(o, l), o.dropout, o.fused, gen)));
+          StrCat("layer", l), MakeAttentionConv(o, LayerIn(o, l, l > 0 ? HeadsOf(o, l - 1) : 1), LayerOut(o, l),
+                                                HeadsOf(o, l), gen)));
     }
   }
 
@@ -375,8 +460,19 @@ class GatModel final : public BuiltInModel {
   }
 
  private:
-  std::vector<std::shared_ptr<GatConv>> layers_;
+  static std::shared_ptr<Conv> MakeAttentionConv(const ModelOptions& o, int64_t in, int64_t out, int64_t heads,
+                                                 at::Generator& gen) {
+    if constexpr (std::is_same_v<Conv, RelGatConv>) {
+      return std::make_shared<RelGatConv>(in, out, heads, o.num_relations, o.dropout, o.fused, gen);
+    } else {
+      return std::make_shared<GatConv>(in, out, heads, o.dropout, o.fused, gen);
+    }
+  }
+
+  std::vector<std::shared_ptr<Conv>> layers_;
 };
+using GatModel = AttentionStackModel<GatConv>;
+using RgatModel = AttentionStackModel<RelGatConv>;
 
 }  // namespace
 
@@ -421,6 +517,7 @@ constexpr ModelEntry kModels[] = {
     {ModelKind::kGcn, "gcn", &Make<GcnModel>},
     {ModelKind::kGat, "gat", &Make<GatModel>},
     {ModelKind::kRgcn, "rgcn", &Make<RgcnModel>},
+    {ModelKind::kRgat, "rgat", &Make<RgatModel>},
     {ModelKind::kScripted, "scripted", &MakeScripted},  // chosen by a file name, not by "scripted"
 };
 
@@ -483,9 +580,10 @@ absl::Status CheckModelFits(const ModelOptions& o, int64_t memory_bytes) {
   int64_t elems = 0;
   bool fits = true;
   for (int64_t l = 0; l < o.num_layers && fits; ++l) {
-    const int64_t heads_in = l == 0 ? 1 : (o.model == ModelKind::kGat ? HeadsOf(o, l - 1) : 1);
-    const int64_t heads = o.model == ModelKind::kGat ? HeadsOf(o, l) : 1;
-    int64_t layer = o.model == ModelKind::kRgcn ? 1 + o.num_relations : 2;
+    const bool attention = UsesHeads(o.model);
+    const int64_t heads_in = l == 0 ? 1 : (attention ? HeadsOf(o, l - 1) : 1);
+    const int64_t heads = attention ? HeadsOf(o, l) : 1;
+    int64_t layer = o.model == ModelKind::kRgcn || o.model == ModelKind::kRgat ? 1 + o.num_relations : 2;
     fits = core::CheckedMul(layer, LayerIn(o, l, heads_in), &layer) && core::CheckedMul(layer, LayerOut(o, l), &layer) &&
            core::CheckedMul(layer, heads, &layer) && !__builtin_add_overflow(elems, layer, &elems);
   }
@@ -498,6 +596,8 @@ absl::Status CheckModelFits(const ModelOptions& o, int64_t memory_bytes) {
       " outputs): the parameters with their gradients and optimizer state need ", need,
       ", more than this machine's ", memory_bytes >> 20, " MiB"));
 }
+
+bool UsesHeads(ModelKind kind) { return kind == ModelKind::kGat || kind == ModelKind::kRgat; }
 
 int64_t HeadsOf(const ModelOptions& o, int64_t layer) {
   return o.layer_heads.empty() ? o.heads : o.layer_heads[layer];

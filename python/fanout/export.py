@@ -17,15 +17,15 @@ from fanout.models import build
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python3 -m fanout.export", description=__doc__.splitlines()[0])
-    p.add_argument("kind", choices=["sage", "gcn", "gat", "gin", "rgcn"])
+    p.add_argument("kind", choices=["sage", "gcn", "gat", "gin", "rgcn", "rgat"])
     p.add_argument("--in-dim", type=int, required=True, help="input feature width")
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--classes", type=int, required=True, help="output width (number of classes)")
     p.add_argument("--layers", type=int, default=2, help="one per --fanouts entry of fanout-train")
     p.add_argument("--dropout", type=float, default=0.5)
-    p.add_argument("--heads", default="4", help="gat: heads per layer, e.g. 8,1")
+    p.add_argument("--heads", default="4", help="gat, rgat: heads per layer, e.g. 8,1")
     p.add_argument("--relations", type=int, default=1,
-                   help="rgcn: the typed graph's number of relations (its partition config's edge types, "
+                   help="rgcn, rgat: the typed graph's number of relations (its partition config's edge types, "
                         "reverse relations included)")
     p.add_argument("--seed", type=int, default=0, help="parameter initialisation")
     p.add_argument("--fused", action=argparse.BooleanOptionalAction, default=None,

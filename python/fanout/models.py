@@ -6,12 +6,12 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from fanout.layers import GATConv, GCNConv, GINConv, RelGraphConv, SAGEConv, relu_dropout
+from fanout.layers import GATConv, GCNConv, GINConv, RelGATConv, RelGraphConv, SAGEConv, relu_dropout
 
 
 class GNN(nn.Module):
     """A stack of one layer kind, as fanout's built-in models: ReLU and dropout between layers;
-    for GAT, ELU between layers (its layers drop their input features), hidden heads
+    for GAT and R-GAT, ELU between layers (their layers drop their input features), hidden heads
     concatenated and the output layer's heads averaged.
 
     The attributes ``in_dim``, ``num_classes`` and ``num_layers`` are read by fanout-train to
@@ -30,7 +30,7 @@ class GNN(nn.Module):
         self.in_dim = in_dim
         self.num_classes = num_classes
         self.num_layers = num_layers
-        self.is_gat = kind == "gat"
+        self.is_gat = kind in ("gat", "rgat")
         heads = list(heads) + [heads[-1]] * max(0, num_layers - len(heads))
         layers = []
         width = in_dim
@@ -47,8 +47,11 @@ class GNN(nn.Module):
             elif kind == "gat":
                 layers.append(GATConv(width, out, heads[i], dropout, fused=fused))
                 out = out * heads[i]
+            elif kind == "rgat":  # typed graphs: the built-in rgat's layers
+                layers.append(RelGATConv(width, out, heads[i], num_relations, dropout, fused=fused))
+                out = out * heads[i]
             else:
-                raise ValueError(f"unknown layer kind '{kind}' (sage, gcn, gat, gin, rgcn)")
+                raise ValueError(f"unknown layer kind '{kind}' (sage, gcn, gat, gin, rgcn, rgat)")
             width = out
         self.layers = nn.ModuleList(layers)
         # Between layers: ReLU and dropout (GAT: ELU; its layers drop their own input features).

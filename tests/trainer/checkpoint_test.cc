@@ -56,12 +56,16 @@ TEST(CheckpointTest, BuiltInModelsUsePyTorchNames) {
   EXPECT_EQ(Names(**MakeModel(Options(ModelKind::kGat), 0)),
             (std::vector<std::string>{"layers.0.fc.weight", "layers.0.attn_l", "layers.0.attn_r", "layers.0.bias",
                                       "layers.1.fc.weight", "layers.1.attn_l", "layers.1.attn_r", "layers.1.bias"}));
+  EXPECT_EQ(Names(**MakeModel(Options(ModelKind::kRgat), 0)),
+            (std::vector<std::string>{"layers.0.fc_self.weight", "layers.0.fc.weight", "layers.0.attn_l",
+                                      "layers.0.attn_r", "layers.0.bias", "layers.1.fc_self.weight",
+                                      "layers.1.fc.weight", "layers.1.attn_l", "layers.1.attn_r", "layers.1.bias"}));
 }
 
 TEST(CheckpointTest, RoundTripRestoresOutputsAndInfo) {
   fanout::testing::TempDir dir;
   const std::string path = dir.Sub("best.pt");
-  for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat}) {
+  for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat, ModelKind::kRgat}) {
     auto a = MakeModel(Options(kind), 1);
     auto b = MakeModel(Options(kind), 2);
     ASSERT_TRUE(a.ok() && b.ok());
@@ -161,11 +165,14 @@ TEST(CheckpointTest, ForeignAndMissingFilesAreNamed) {
 TEST(CheckpointTest, TorchLoadInPythonReadsItIntoTheAuthoringPackagesModel) {
   SKIP_WITHOUT_PYTHON_TORCH();
   fanout::testing::TempDir dir;
-  const std::vector<ModelKind> kinds = {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat};
+  const std::vector<ModelKind> kinds = {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat, ModelKind::kRgcn,
+                                        ModelKind::kRgat};
   std::vector<double> sums;
   std::string paths;
   for (ModelKind kind : kinds) {
-    auto m = MakeModel(Options(kind), 3);
+    ModelOptions o = Options(kind);
+    if (kind == ModelKind::kRgcn || kind == ModelKind::kRgat) o.num_relations = 3;  // hyper_parameters say so
+    auto m = MakeModel(o, 3);
     const std::string path = dir.Sub(StrCat(ModelKindName(kind), ".pt"));
     ASSERT_TRUE(WriteCheckpoint(path, Of(**m, 4)).ok());
     double sum = 0;
@@ -173,7 +180,7 @@ TEST(CheckpointTest, TorchLoadInPythonReadsItIntoTheAuthoringPackagesModel) {
     sums.push_back(sum);
     paths += " " + path;
   }
-  // One python for the three files (each start imports torch).
+  // One python for every file (each start imports torch).
   const std::string script = dir.Sub("read.py");
   std::ofstream(script) << "import sys, torch\n"
                         << "sys.path.insert(0, '" << FANOUT_SOURCE_DIR << "/python')\n"
@@ -183,7 +190,7 @@ TEST(CheckpointTest, TorchLoadInPythonReadsItIntoTheAuthoringPackagesModel) {
                         << "    h = c['hyper_parameters']\n"
                         << "    assert c['format'] == 'fanout.checkpoint' and c['epoch'] == 4, c\n"
                         << "    m = GNN(h['model'], h['in_dim'], h['hidden'], h['num_classes'], h['num_layers'],"
-                        << " h['dropout'], h.get('heads', [4]))\n"
+                        << " h['dropout'], h.get('heads', [4]), num_relations=h.get('num_relations', 1))\n"
                         << "    m.load_state_dict(c['state_dict'], strict=True)\n"
                         << "    print('%.6f' % sum(float(p.double().sum()) for p in m.state_dict().values()))\n";
   const std::string out = dir.Sub("out.txt");

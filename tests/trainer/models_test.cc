@@ -79,6 +79,38 @@ at::Tensor RefGat(const sampler::Block& b, const at::Tensor& h, const Params& p,
   return at::stack(rows);
 }
 
+// R-GAT's layer, [num_dst, heads, out]: per relation r, a dense attention over the relation's edge
+// counts (a multi-edge counts twice in the softmax, as an edge list does), summed, plus the
+// destination's own projection.
+at::Tensor RefRgat(const sampler::Block& b, const at::Tensor& h, const Params& p, const std::string& layer,
+                   int64_t heads, int64_t relations) {
+  const at::Tensor attn_l = p.at(layer + ".attn_l"), attn_r = p.at(layer + ".attn_r");
+  const int64_t out = attn_l.size(1), in = h.size(1);
+  const at::Tensor h_dst = h.narrow(0, 0, b.num_dst);
+  at::Tensor result = (at::matmul(h_dst, p.at(layer + ".fc_self").t()) + p.at(layer + ".bias")).view({-1, heads, out});
+  const at::Tensor fc = p.at(layer + ".fc").view({relations, heads * out, in});
+  for (int64_t r = 0; r < relations; ++r) {
+    at::Tensor count = at::zeros({b.num_dst, b.num_src()}, at::kDouble);
+    auto acc = count.accessor<double, 2>();
+    for (int64_t j = 0; j < b.num_dst; ++j) {
+      for (int64_t e = b.indptr[j]; e < b.indptr[j + 1]; ++e) {
+        if ((b.etype.empty() ? 0 : b.etype[e]) == r) acc[j][b.indices[e]] += 1.0;
+      }
+    }
+    const at::Tensor z = at::matmul(h, fc[r].t()).view({-1, heads, out});                    // [S, H, out]
+    const at::Tensor el = (z * attn_l.narrow(0, r * heads, heads)).sum(-1);                 // [S, H]
+    const at::Tensor er = (z.narrow(0, 0, b.num_dst) * attn_r.narrow(0, r * heads, heads)).sum(-1);  // [D, H]
+    const at::Tensor logits = at::leaky_relu(er.unsqueeze(1) + el.unsqueeze(0), 0.2);       // [D, S, H]
+    // Softmax over each destination's edges: count-weighted exponentials of the shifted logits.
+    const at::Tensor present = count.gt(0).unsqueeze(-1);
+    const at::Tensor shift = logits.masked_fill(present.logical_not(), -1e300).amax(1, true).detach();
+    const at::Tensor weight = count.unsqueeze(-1) * at::exp((logits - shift).masked_fill(present.logical_not(), 0));
+    const at::Tensor attention = weight / weight.sum(1, true).clamp_min(1e-300);          // [D, S, H]
+    result = result + at::einsum("dsh,sho->dho", {attention, z});
+  }
+  return result;
+}
+
 // The whole model, layer by layer, as docs/training.md defines it.
 at::Tensor RefModel(const ModelOptions& o, const sampler::MiniBatch& batch, const Params& p) {
   at::Tensor h = at::from_blob(const_cast<float*>(batch.features.as<float>()),
@@ -100,6 +132,10 @@ at::Tensor RefModel(const ModelOptions& o, const sampler::MiniBatch& batch, cons
         h = RefGat(batch.blocks[l], h, p, layer, HeadsOf(o, l));
         h = last ? h.mean(1) : at::elu(h).flatten(1);
         break;
+      case ModelKind::kRgat:
+        h = RefRgat(batch.blocks[l], h, p, layer, HeadsOf(o, l), o.num_relations);
+        h = last ? h.mean(1) : at::elu(h).flatten(1);
+        break;
       case ModelKind::kScripted:  // scripted_model_test.cc compares it with the built-in sage
       case ModelKind::kRgcn:      // typed_training_test.cc has its dense reference
         ADD_FAILURE() << "no dense reference here for model " << static_cast<int>(o.model);
@@ -118,7 +154,8 @@ struct Case {
   int64_t num_layers;
   int64_t in_dim, hidden, num_classes;
   bool hand_built;  // the one-block hand-built batch, or a random multi-layer one
-  std::vector<int64_t> layer_heads = {};  // gat: per layer (--heads 8,1); empty: 3 in every layer
+  std::vector<int64_t> layer_heads = {};  // gat, rgat: per layer (--heads 8,1); empty: 3 in every layer
+  int64_t relations = 1;  // rgat: edge e of block l gets relation (e + l) % relations (none with 1)
 };
 
 void PrintTo(const Case& c, std::ostream* os) {
@@ -144,8 +181,16 @@ TEST_P(ModelVsReferenceTest, ForwardAndGradientsMatchDenseReference) {
   spec.in_dim = c.in_dim;
   spec.num_classes = c.num_classes;
   spec.seed = 11;
-  const sampler::MiniBatch batch = c.hand_built ? testing::HandBuiltBatch(c.in_dim, c.num_classes)
-                                                : testing::MakeRandomBatch(spec);
+  sampler::MiniBatch batch = c.hand_built ? testing::HandBuiltBatch(c.in_dim, c.num_classes)
+                                          : testing::MakeRandomBatch(spec);
+  o.num_relations = c.relations;
+  if (c.relations > 1) {
+    for (size_t l = 0; l < batch.blocks.size(); ++l) {
+      sampler::Block& b = batch.blocks[l];
+      b.etype.resize(b.num_edges());
+      for (int64_t e = 0; e < b.num_edges(); ++e) b.etype[e] = static_cast<int32_t>((e + l) % c.relations);
+    }
+  }
   absl::StatusOr<BatchTensors> t = ToTensors(batch);
   ASSERT_TRUE(t.ok()) << t.status();
   absl::StatusOr<std::shared_ptr<GnnModel>> model = MakeModel(o, /*init_seed=*/3);
@@ -159,6 +204,14 @@ TEST_P(ModelVsReferenceTest, ForwardAndGradientsMatchDenseReference) {
   EXPECT_EQ(logits.size(0), batch.blocks.back().num_dst);
   EXPECT_EQ(logits.size(1), c.num_classes);
   EXPECT_LE(MaxAbsDiff(logits, ref), 1e-5) << "logits " << logits << "\nreference " << ref;
+  if (c.model == ModelKind::kRgat) {  // the ATen composition (what CUDA runs) agrees with the kernels
+    ModelOptions plain = o;
+    plain.fused = false;
+    auto unfused = MakeModel(plain, /*init_seed=*/3);
+    ASSERT_TRUE(unfused.ok()) << unfused.status();
+    (*unfused)->eval();
+    EXPECT_LE(MaxAbsDiff((*unfused)->Forward(t->blocks, t->features), logits), 1e-5);
+  }
 
   // Gradients of the same scalar through both: checks the index_add / index_select backward
   // (and that the softmax's max shift carries no gradient).
@@ -186,14 +239,18 @@ INSTANTIATE_TEST_SUITE_P(
         Case{ModelKind::kSage, 2, 5, 8, 3, false}, Case{ModelKind::kGcn, 2, 5, 8, 3, false},
         Case{ModelKind::kGat, 2, 5, 4, 3, false}, Case{ModelKind::kSage, 3, 5, 8, 4, false},
         Case{ModelKind::kGat, 3, 5, 4, 4, false}, Case{ModelKind::kGat, 2, 5, 4, 3, false, {8, 1}},
-        Case{ModelKind::kGat, 3, 5, 4, 4, false, {2, 4, 1}}),
+        Case{ModelKind::kGat, 3, 5, 4, 4, false, {2, 4, 1}},
+        // R-GAT: one relation on a block without edge types, and 3 relations (one of them absent
+        // from some destinations' edges).
+        Case{ModelKind::kRgat, 1, 6, 4, 3, true}, Case{ModelKind::kRgat, 2, 5, 4, 3, false, {}, 3},
+        Case{ModelKind::kRgat, 3, 5, 4, 4, false, {2, 4, 1}, 3}),
     [](const ::testing::TestParamInfo<Case>& info) {
       const Case& c = info.param;
       std::string heads;
       for (int64_t h : c.layer_heads) heads += "_" + std::to_string(h);
       return std::string(ModelKindName(c.model)) + "_" + std::to_string(c.num_layers) +
              "layers_in" + std::to_string(c.in_dim) + (c.hand_built ? "_hand" : "_random") +
-             (heads.empty() ? "" : "_heads" + heads);
+             (heads.empty() ? "" : "_heads" + heads) + (c.relations > 1 ? "_rel" + std::to_string(c.relations) : "");
     });
 
 // A block from explicit sizes: every destination gets edges from sources 0, 1, 2, ... in turn.

@@ -13,6 +13,7 @@
 #include <torch/optim/adam.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -91,8 +92,11 @@ std::vector<at::Tensor> ForwardAndBackward(const std::vector<std::shared_ptr<Gnn
 // python that imports torch costs about a second): the package's exports, tests/trainer/my_gin.py
 // (a GIN written from scratch, not from python/fanout) and a script reading a block's edge data.
 class ScriptedModelTest : public ::testing::Test {
- protected:
+ public:
   static constexpr int64_t kRelations = 3;
+  static std::string Path(const std::string& name) { return dir_->Sub(name); }
+
+ protected:
   static void SetUpTestSuite() {
     if (!testing::HavePythonTorch()) return;
     dir_ = new fanout::testing::TempDir;
@@ -100,9 +104,11 @@ class ScriptedModelTest : public ::testing::Test {
     for (const char* kernels : {"--fused", "--no-fused"}) {
       commands.push_back(StrCat("-m fanout.export sage --in-dim 5 --hidden 8 --classes 3 --layers 2 --dropout 0 ",
                                 kernels, " -o ", Path(StrCat("sage", kernels, ".pt"))));
-      commands.push_back(StrCat("-m fanout.export rgcn --relations ", kRelations,
-                                " --in-dim 5 --hidden 8 --classes 3 --layers 2 --dropout 0 ", kernels, " -o ",
-                                Path(StrCat("rgcn", kernels, ".pt"))));
+      for (const char* kind : {"rgcn", "rgat"}) {
+        commands.push_back(StrCat("-m fanout.export ", kind, " --relations ", kRelations,
+                                  " --in-dim 5 --hidden 8 --classes 3 --layers 2 --heads 2 --dropout 0 ", kernels, " -o ",
+                                  Path(StrCat(kind, kernels, ".pt"))));
+      }
       for (const char* kind : {"sage", "gcn", "gat", "gin"}) {
         commands.push_back(StrCat("-m fanout.export ", kind, " --in-dim 6 --hidden 8 --classes 4 --layers 3 --heads 2,3 --seed 5 ",
                                   kernels, " -o ", Path(StrCat("layers-", kind, kernels, ".pt"))));
@@ -132,7 +138,6 @@ class ScriptedModelTest : public ::testing::Test {
   void SetUp() override {
       ASSERT_TRUE(written_) << "python could not write the suite's TorchScript files";
   }
-  static std::string Path(const std::string& name) { return dir_->Sub(name); }
 
  private:
   static fanout::testing::TempDir* dir_;
@@ -182,45 +187,63 @@ TEST_F(ScriptedModelTest, ReferenceSageFromPythonEqualsTheBuiltInSage) {
   }
 }
 
-// On a typed batch, the package's RelGraphConv (its blocks split per relation by
-// blocks.relation_blocks) equals the built-in rgcn given the same parameters: outputs and
-// gradients, on fanout's fused operators and on plain tensor ops.
-TEST_F(ScriptedModelTest, ReferenceRgcnFromPythonEqualsTheBuiltInRgcn) {
-  const int64_t in = 5, hidden = 8, classes = 3, layers = 2, relations = kRelations;  // as exported
+// On a typed batch, the package's typed layers (their blocks split per relation by
+// blocks.relation_blocks) equal the built-in model `kind` given the same parameters: outputs and
+// gradients (those of `grad_param`, the per-relation weights), on fanout's fused operators and
+// on plain tensor ops. `param_names`: a layer's parameters in registration order, as the script
+// names them.
+void ExpectTypedModelEqualsItsScript(ScriptedModelTest* t, ModelKind kind, const std::vector<std::string>& param_names,
+                                     const std::string& grad_param) {
+  const int64_t in = 5, hidden = 8, classes = 3, layers = 2;  // as exported
+  const int64_t relations = ScriptedModelTest::kRelations;
+  const std::string name(ModelKindName(kind));
   for (const char* kernels : {"--fused", "--no-fused"}) {
     SCOPED_TRACE(kernels);
-    const std::string path = Path(StrCat("rgcn", kernels, ".pt"));
-    ModelOptions so = Scripted(path, in, classes, layers);
+    ModelOptions so = Scripted(t->Path(StrCat(name, kernels, ".pt")), in, classes, layers);
     so.num_relations = relations;
     auto scripted = MakeModel(so, 0);
     ASSERT_TRUE(scripted.ok()) << scripted.status();
-    ModelOptions bo = Options(ModelKind::kRgcn, in, classes, layers);
+    ModelOptions bo = Options(kind, in, classes, layers);
     bo.hidden = hidden;
     bo.dropout = 0;
+    bo.heads = 2;
     bo.num_relations = relations;
     auto builtin = MakeModel(bo, 7);
     ASSERT_TRUE(builtin.ok()) << builtin.status();
     const auto theirs = (*builtin)->parameters();
     const auto mine = (*scripted)->named_parameters();
-    ASSERT_NO_FATAL_FAILURE(CopyLayerParameters(**builtin, **scripted, layers, {"fc_self_weight", "fc_rel_weight", "bias"}));
+    ASSERT_NO_FATAL_FAILURE(CopyLayerParameters(**builtin, **scripted, layers, param_names));
     // A typed batch: each edge gets a relation, a destination's edges listed relation by relation
     // (as the sampler lists them), and every relation present.
-    BatchTensors t = RandomTensors(in, classes, layers, 5);
+    BatchTensors batch = RandomTensors(in, classes, layers, 5);
     at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(11);
-    for (BlockTensors& b : t.blocks) {
+    for (BlockTensors& b : batch.blocks) {
       at::Tensor etype = at::randint(relations, {b.num_edges()}, gen, at::kLong);
       const at::Tensor order = std::get<1>((b.dst * relations + etype).sort(c10::optional<bool>(true), 0, false));
       b.src = b.src.index_select(0, order);
       b.etype = etype.index_select(0, order);
       ASSERT_EQ(std::get<0>(at::_unique2(b.etype)).size(0), relations);
     }
-    const std::vector<at::Tensor> out = ForwardAndBackward({*builtin, *scripted}, t);
+    const std::vector<at::Tensor> out = ForwardAndBackward({*builtin, *scripted}, batch);
     EXPECT_TRUE(at::allclose(out[0], out[1], 1e-5, 1e-5)) << out[0] << out[1];
+    const size_t k = std::find(param_names.begin(), param_names.end(), grad_param) - param_names.begin();
+    ASSERT_LT(k, param_names.size());
     for (int64_t l = 0; l < layers; ++l) {
-      const at::Tensor& g = mine.find(StrCat("layers_", l, "_fc_rel_weight"))->grad();
-      EXPECT_TRUE(at::allclose(g, theirs[3 * l + 1].grad(), 1e-4, 1e-5)) << "layer " << l;
+      const at::Tensor& g = mine.find(StrCat("layers_", l, "_", grad_param))->grad();
+      EXPECT_TRUE(at::allclose(g, theirs[param_names.size() * l + k].grad(), 1e-4, 1e-5)) << "layer " << l;
     }
   }
+}
+
+// RelGraphConv against the built-in rgcn.
+TEST_F(ScriptedModelTest, ReferenceRgcnFromPythonEqualsTheBuiltInRgcn) {
+  ExpectTypedModelEqualsItsScript(this, ModelKind::kRgcn, {"fc_self_weight", "fc_rel_weight", "bias"}, "fc_rel_weight");
+}
+
+// RelGATConv against the built-in rgat (2 heads per layer).
+TEST_F(ScriptedModelTest, ReferenceRgatFromPythonEqualsTheBuiltInRgat) {
+  ExpectTypedModelEqualsItsScript(this, ModelKind::kRgat, {"fc_self_weight", "fc_weight", "attn_l", "attn_r", "bias"},
+                                  "fc_weight");
 }
 
 // A script sees the batch's edge data as block["edge_feat"] (float32 [num_edges, width]) and
