@@ -90,7 +90,10 @@ json HyperParameters(const ModelOptions& o) {
   }
   h["hidden"] = o.hidden;
   h["dropout"] = o.dropout;
-  if (o.model == ModelKind::kRgcn || o.model == ModelKind::kRgat) h["num_relations"] = o.num_relations;
+  if (o.model == ModelKind::kRgcn || o.model == ModelKind::kRgat || o.model == ModelKind::kHgt) {
+    h["num_relations"] = o.num_relations;
+  }
+  if (o.model == ModelKind::kHgt) h["num_node_types"] = o.num_node_types;
   if (UsesHeads(o.model)) {
     std::vector<int64_t> heads;
     for (int64_t l = 0; l < o.num_layers; ++l) heads.push_back(HeadsOf(o, l));

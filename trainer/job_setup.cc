@@ -76,6 +76,7 @@ absl::Status Job::PrepareInput(const core::PartitionConfig& config, ModelOptions
   if (config.typed()) {
     RETURN_IF_ERROR(CheckTypedSupport(o_, config));
     mo->num_relations = static_cast<int64_t>(config.edge_types.size());
+    mo->num_node_types = static_cast<int64_t>(config.node_types.size());
   } else if (o_.embed.dim <= 0 && !o_.target_ntype.empty()) {
     return absl::InvalidArgumentError(StrCat("--target-ntype: graph '", config.graph_name, "' has one node type"));
   }

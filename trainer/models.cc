@@ -356,6 +356,140 @@ class RelGatConv : public torch::nn::Module {
   at::Tensor fc_self_, fc_, attn_l_, attn_r_, bias_;
 };
 
+// HGT's layer (Hu et al. 2020, as PyG's HGTConv) on a typed block, width F = heads * d:
+//   k, q, v = kqv[type(n)] h_n + kqv_bias[type(n)]          (per node type; each [heads, d])
+//   for edge e = (u, v) of relation r:  k_e = k_u W_att[r],  m_e = v_u W_msg[r]    (per head)
+//   a_e = softmax over all of v's in-edges of <q_v, k_e> * p_rel[r] / sqrt(d)       (per head)
+//   out_v = out[type(v)] GELU(sum_e a_e m_e) + out_bias[type(v)]
+//   then, where the input has width F: s = sigmoid(skip[type(v)]), out_v = s out_v + (1 - s) h_v
+// with dropout on out_v before the skip (DGL's HGTConv). Parameters, in order: kqv
+// [T * 3F, in] (type t's rows t * 3F ..., k then q then v), kqv_bias [T * 3F], k_rel and v_rel
+// [R * heads, d, d] (relation r, head h at r * heads + h), p_rel [R, heads], out [T * F, F],
+// out_bias [T * F], skip [T] (where in == F). A block without types is one node type and one
+// relation.
+//
+// Each relation transforms only the sources its edges use (as R-GAT projects them); the softmax
+// and the weighted sum run on fanout's fused kernels: the softmax over per-edge scores is the
+// attention kernel with one source per edge and a slope of 1.
+class HgtConv : public torch::nn::Module {
+ public:
+  HgtConv(int64_t in, int64_t width, int64_t heads, int64_t node_types, int64_t relations, double dropout, bool fused,
+          at::Generator& gen)
+      : in_(in), width_(width), heads_(heads), d_(width / heads), types_(node_types), relations_(relations),
+        dropout_(dropout), fused_(fused) {
+    TORCH_CHECK_VALUE(width % heads == 0, "hgt layer: width ", width, " is not a multiple of ", heads, " heads");
+    std::vector<at::Tensor> kqv, out, k_rel, v_rel;
+    for (int64_t t = 0; t < node_types; ++t) {
+      kqv.push_back(XavierUniform({3 * width, in}, in, width, 1.0, gen));
+      out.push_back(XavierUniform({width, width}, width, width, 1.0, gen));
+    }
+    for (int64_t i = 0; i < relations * heads; ++i) {
+      k_rel.push_back(XavierUniform({1, d_, d_}, d_, d_, 1.0, gen));
+      v_rel.push_back(XavierUniform({1, d_, d_}, d_, d_, 1.0, gen));
+    }
+    kqv_ = register_parameter("kqv", at::cat(kqv));
+    kqv_bias_ = register_parameter("kqv_bias", at::zeros({node_types * 3 * width}));
+    k_rel_ = register_parameter("k_rel", at::cat(k_rel));
+    v_rel_ = register_parameter("v_rel", at::cat(v_rel));
+    p_rel_ = register_parameter("p_rel", at::ones({relations, heads}));
+    out_ = register_parameter("out", at::cat(out));
+    out_bias_ = register_parameter("out_bias", at::zeros({node_types * width}));
+    if (in == width) skip_ = register_parameter("skip", at::ones({node_types}));  // only used then
+  }
+
+  at::Tensor Forward(const BlockTensors& b, const at::Tensor& h) {
+    CheckLayerInput(b, h, in_, "hgt layer");
+    TORCH_CHECK_VALUE((b.etype.defined() || relations_ == 1) && (b.src_type.defined() || types_ == 1),
+                      "hgt layer: a block without node or edge types on a model of ", types_, " node types and ",
+                      relations_, " relations");
+    const int64_t f = width_;
+    // k, q, v of every source, type by type.
+    const at::Tensor kqv = ByType(b, h, b.num_src, kqv_.view({types_, 3 * f, in_}), kqv_bias_.view({types_, 3 * f}));
+    const at::Tensor k = kqv.narrow(1, 0, f).view({b.num_src, heads_, d_});
+    const at::Tensor q = kqv.narrow(1, f, f).narrow(0, 0, b.num_dst).view({b.num_dst, heads_, d_});
+    const at::Tensor v = kqv.narrow(1, 2 * f, f).view({b.num_src, heads_, d_});
+    // Per relation, its sources' keys and messages; every edge's key then indexes that list.
+    std::vector<at::Tensor> keys, messages;
+    at::Tensor edge_src = at::empty_like(b.src), edge_prior = at::empty({b.num_edges(), heads_}, h.options());
+    int64_t offset = 0;
+    for (int64_t r = 0; r < relations_; ++r) {
+      at::Tensor edges, src;
+      if (b.etype.defined()) {
+        edges = b.etype.eq(r).nonzero().flatten();
+        if (edges.size(0) == 0) continue;
+        src = b.src.index_select(0, edges);
+      } else {
+        src = b.src;
+      }
+      const at::Tensor marked = at::zeros({b.num_src}, src.options()).index_fill_(0, src, 1);
+      const at::Tensor used = marked.nonzero().flatten();
+      const at::Tensor renumbered = marked.cumsum(0).sub_(1).index_select(0, src) + offset;
+      // [n, heads, d] x [heads, d, d] per head.
+      keys.push_back(at::einsum("nhd,hde->nhe", {k.index_select(0, used), k_rel_.narrow(0, r * heads_, heads_)}));
+      messages.push_back(at::einsum("nhd,hde->nhe", {v.index_select(0, used), v_rel_.narrow(0, r * heads_, heads_)}));
+      offset += used.size(0);
+      if (b.etype.defined()) {
+        edge_src.index_copy_(0, edges, renumbered);
+        edge_prior.index_copy_(0, edges, p_rel_[r].expand({edges.size(0), heads_}));
+      } else {
+        edge_src = renumbered;
+        edge_prior = p_rel_[r].expand({b.num_edges(), heads_});
+      }
+    }
+    at::Tensor agg;
+    if (keys.empty()) {
+      agg = at::zeros({b.num_dst, f}, h.options());
+    } else {
+      const at::Tensor key = at::cat(keys), message = at::cat(messages);
+      const at::Tensor score = (q.index_select(0, b.dst) * key.index_select(0, edge_src)).sum(-1) * edge_prior /
+                               std::sqrt(static_cast<double>(d_));  // [E, heads]
+      // Softmax over each destination's in-edges of the scores: the attention kernel on a block
+      // whose every edge has its own source, with el the scores, er 0 and LeakyReLU's slope 1.
+      BlockTensors per_edge = b;
+      per_edge.src = at::arange(b.num_edges(), b.src.options());
+      per_edge.num_src = b.num_edges();
+      const at::Tensor zero = at::zeros({b.num_dst, heads_}, h.options());
+      const at::Tensor attention =
+          fused_ ? EdgeSoftmax(per_edge, score, zero, 1.0) : EdgeSoftmaxReference(per_edge, score, zero, 1.0);
+      BlockTensors expanded = b;
+      expanded.src = edge_src;
+      expanded.num_src = message.size(0);
+      agg = AggregateWith(fused_, expanded, message, Reduce::kSum, attention).view({b.num_dst, f});
+    }
+    at::Tensor out = ByType(b, at::gelu(agg), b.num_dst, out_.view({types_, f, f}), out_bias_.view({types_, f}));
+    out = Dropout(out, dropout_, is_training());
+    if (in_ == f) {
+      const at::Tensor gate =
+          (b.src_type.defined() ? skip_.index_select(0, b.src_type.narrow(0, 0, b.num_dst)) : skip_.expand({b.num_dst}))
+              .sigmoid()
+              .unsqueeze(1);
+      out = gate * out + (1 - gate) * h.narrow(0, 0, b.num_dst);
+    }
+    return out;
+  }
+
+ private:
+  // Row n of x (n < rows, x's first `rows` rows) times weight[type(n)]^T plus bias[type(n)]:
+  // one product per node type over its rows.
+  at::Tensor ByType(const BlockTensors& b, const at::Tensor& x, int64_t rows, const at::Tensor& weight,
+                    const at::Tensor& bias) const {
+    if (!b.src_type.defined()) return at::addmm(bias[0], x.narrow(0, 0, rows), weight[0].t());
+    const at::Tensor types = b.src_type.narrow(0, 0, rows);
+    at::Tensor out = at::empty({rows, weight.size(1)}, x.options());
+    for (int64_t t = 0; t < types_; ++t) {
+      const at::Tensor idx = types.eq(t).nonzero().flatten();
+      if (idx.size(0) == 0) continue;
+      out = out.index_copy(0, idx, at::addmm(bias[t], x.index_select(0, idx), weight[t].t()));
+    }
+    return out;
+  }
+
+  int64_t in_, width_, heads_, d_, types_, relations_;
+  double dropout_;
+  bool fused_;
+  at::Tensor kqv_, kqv_bias_, k_rel_, v_rel_, p_rel_, out_, out_bias_, skip_;
+};
+
 void CheckModelInput(const ModelOptions& o, const std::vector<BlockTensors>& blocks,
                      const at::Tensor& x) {
   TORCH_CHECK_VALUE(static_cast<int64_t>(blocks.size()) == o.num_layers, "model has ", o.num_layers,
@@ -474,6 +608,40 @@ class AttentionStackModel final : public BuiltInModel {
 using GatModel = AttentionStackModel<GatConv>;
 using RgatModel = AttentionStackModel<RelGatConv>;
 
+// HGT as PyG's example: HGT layers of width hidden (heads of hidden / heads each), one per block,
+// nothing between them (each ends in its own activation, dropout and gated skip), then a linear
+// classifier on the output nodes.
+class HgtModel final : public BuiltInModel {
+ public:
+  HgtModel(const ModelOptions& o, at::Generator& gen) : BuiltInModel(o) {
+    for (int64_t l = 0; l < o.num_layers; ++l) {
+      layers_.push_back(register_module(
+          StrCat("layer", l), std::make_shared<HgtConv>(l == 0 ? o.in_dim : o.hidden, o.hidden, HeadsOf(o, l),
+                                                        o.num_node_types, o.num_relations, o.dropout, o.fused, gen)));
+    }
+    classifier_ = register_module("classifier", std::make_shared<Classifier>(o.hidden, o.num_classes, gen));
+  }
+
+  at::Tensor ForwardLayer(int64_t l, const BlockTensors& block, const at::Tensor& h) override {
+    TORCH_CHECK(l >= 0 && l < static_cast<int64_t>(layers_.size()), "layer ", l, " of a ", layers_.size(), "-layer model");
+    at::Tensor out = layers_[l]->Forward(block, h);
+    return l + 1 < static_cast<int64_t>(layers_.size()) ? out : at::addmm(classifier_->bias, out, classifier_->weight.t());
+  }
+
+ private:
+  // nn.Linear's tensors (classifier.weight, classifier.bias, after the layers'), initialised from
+  // the model's generator.
+  struct Classifier : torch::nn::Module {
+    Classifier(int64_t in, int64_t out, at::Generator& gen) {
+      weight = register_parameter("weight", XavierUniform({out, in}, in, out, 1.0, gen));
+      bias = register_parameter("bias", at::zeros({out}));
+    }
+    at::Tensor weight, bias;
+  };
+  std::vector<std::shared_ptr<HgtConv>> layers_;
+  std::shared_ptr<Classifier> classifier_;
+};
+
 }  // namespace
 
 std::vector<std::pair<std::string, at::Tensor>> GnnModel::StateDict() const {
@@ -518,6 +686,7 @@ constexpr ModelEntry kModels[] = {
     {ModelKind::kGat, "gat", &Make<GatModel>},
     {ModelKind::kRgcn, "rgcn", &Make<RgcnModel>},
     {ModelKind::kRgat, "rgat", &Make<RgatModel>},
+    {ModelKind::kHgt, "hgt", &Make<HgtModel>},
     {ModelKind::kScripted, "scripted", &MakeScripted},  // chosen by a file name, not by "scripted"
 };
 
@@ -567,6 +736,15 @@ absl::Status ValidateModelOptions(const ModelOptions& o) {
   for (int64_t h : o.layer_heads) {
     if (h < 1) return bad("layer_heads", h, "every layer needs >= 1 head");
   }
+  if (o.num_node_types < 1) return bad("num_node_types", o.num_node_types, "must be >= 1");
+  if (o.model == ModelKind::kHgt) {
+    for (int64_t l = 0; l < o.num_layers; ++l) {
+      if (o.hidden % HeadsOf(o, l) != 0) {
+        return bad("hidden", o.hidden, StrCat("hgt splits it into heads: it must be a multiple of layer ", l, "'s ",
+                                              HeadsOf(o, l), " heads (--heads)"));
+      }
+    }
+  }
   if (o.model == ModelKind::kScripted && o.script_path.empty()) {
     return bad("script_path", "\"\"", "a scripted model needs its TorchScript file");
   }
@@ -580,6 +758,14 @@ absl::Status CheckModelFits(const ModelOptions& o, int64_t memory_bytes) {
   int64_t elems = 0;
   bool fits = true;
   for (int64_t l = 0; l < o.num_layers && fits; ++l) {
+    if (o.model == ModelKind::kHgt) {  // per node type 3 F x in and F x F; per relation 2 F x F / heads
+      const int64_t in = l == 0 ? o.in_dim : o.hidden;
+      int64_t typed = 3 * in + o.hidden, rel = 2 * o.hidden / HeadsOf(o, l);
+      fits = core::CheckedMul(typed, o.hidden, &typed) && core::CheckedMul(typed, o.num_node_types, &typed) &&
+             core::CheckedMul(rel, o.hidden, &rel) && core::CheckedMul(rel, o.num_relations, &rel) &&
+             !__builtin_add_overflow(elems, typed, &elems) && !__builtin_add_overflow(elems, rel, &elems);
+      continue;
+    }
     const bool attention = UsesHeads(o.model);
     const int64_t heads_in = l == 0 ? 1 : (attention ? HeadsOf(o, l - 1) : 1);
     const int64_t heads = attention ? HeadsOf(o, l) : 1;
@@ -597,7 +783,9 @@ absl::Status CheckModelFits(const ModelOptions& o, int64_t memory_bytes) {
       ", more than this machine's ", memory_bytes >> 20, " MiB"));
 }
 
-bool UsesHeads(ModelKind kind) { return kind == ModelKind::kGat || kind == ModelKind::kRgat; }
+bool UsesHeads(ModelKind kind) {
+  return kind == ModelKind::kGat || kind == ModelKind::kRgat || kind == ModelKind::kHgt;
+}
 
 int64_t HeadsOf(const ModelOptions& o, int64_t layer) {
   return o.layer_heads.empty() ? o.heads : o.layer_heads[layer];

@@ -1,6 +1,7 @@
 // GNN models on sampled blocks: GraphSAGE (mean), GCN and GAT, with DGL's layer semantics
-// (SAGEConv, GraphConv(norm='both'), GATConv), and R-GCN for typed graphs (per-relation means,
-// summed, with a self term). Exact definitions: docs/training.md.
+// (SAGEConv, GraphConv(norm='both'), GATConv), and for typed graphs R-GCN (per-relation means,
+// summed, with a self term), R-GAT (a GAT per relation, summed, with a self term) and HGT (PyG's
+// HGTConv). Exact definitions: docs/training.md.
 //
 // Message passing uses index_select / index_add over the block's edge list only (never a dense
 // adjacency matrix), so memory grows with the number of sampled edges.
@@ -22,9 +23,9 @@
 
 namespace fanout::trainer {
 
-enum class ModelKind { kSage, kGcn, kGat, kRgcn, kRgat, kScripted };
+enum class ModelKind { kSage, kGcn, kGat, kRgcn, kRgat, kHgt, kScripted };
 
-// "sage", "gcn", "gat", "rgcn", "rgat", or a TorchScript file (a name ending in .pt or .pth, or any existing
+// "sage", "gcn", "gat", "rgcn", "rgat", "hgt", or a TorchScript file (a name ending in .pt or .pth, or any existing
 // file: kScripted; the path goes to ModelOptions::script_path). INVALID_ARGUMENT lists the
 // valid names.
 absl::StatusOr<ModelKind> ParseModelKind(std::string_view name);
@@ -33,13 +34,14 @@ std::string_view ModelKindName(ModelKind kind);
 struct ModelOptions {
   ModelKind model = ModelKind::kSage;
   int64_t in_dim = 0;       // input feature width; required
-  int64_t hidden = 256;     // hidden width (per head for gat and rgat)
+  int64_t hidden = 256;     // hidden width (per head for gat and rgat; all heads' for hgt)
   int64_t num_classes = 0;  // output width; required
   int64_t num_layers = 2;   // layers = blocks per mini-batch (one block per layer)
   double dropout = 0.5;     // in [0, 1); gat and rgat also use it for attention and input dropout
-  int64_t heads = 4;        // gat, rgat: attention heads of every layer, unless layer_heads is set
-  std::vector<int64_t> layer_heads;  // gat, rgat: heads per layer (--heads 8,1); empty: `heads`
-  int64_t num_relations = 1;         // rgcn, rgat: the graph's edge types (the job sets it)
+  int64_t heads = 4;        // gat, rgat, hgt: attention heads of every layer, unless layer_heads is set
+  std::vector<int64_t> layer_heads;  // gat, rgat, hgt: heads per layer (--heads 8,1); empty: `heads`
+  int64_t num_relations = 1;         // rgcn, rgat, hgt: the graph's edge types (the job sets it)
+  int64_t num_node_types = 1;        // hgt: the graph's node types (the job sets it)
   // Aggregate with the fused kernels (message_passing.h); false runs the ATen composition that
   // builds per-edge message tensors (the reference, and what CUDA runs either way).
   bool fused = true;
@@ -56,7 +58,7 @@ absl::Status ValidateModelOptions(const ModelOptions& options);
 // ValidateModelOptions applies it with this machine's usable memory.
 absl::Status CheckModelFits(const ModelOptions& options, int64_t memory_bytes);
 
-// Whether the model has attention heads (gat, rgat).
+// Whether the model has attention heads (gat, rgat, hgt).
 bool UsesHeads(ModelKind kind);
 // The heads of layer l of an attention model: layer_heads[l], else heads.
 int64_t HeadsOf(const ModelOptions& options, int64_t layer);

@@ -4,8 +4,8 @@ Semantics follow DGL's layers of the same name (and fanout's built-in models, do
 ``SAGEConv`` (mean aggregator), ``GCNConv`` (``norm='both'`` with in-block degrees), ``GATConv``
 (``GATConv`` with feature and attention dropout), ``GINConv`` (sum aggregator, learnable eps);
 on typed graphs, ``RelGraphConv`` (fanout-train's ``rgcn``: per-relation SAGE means, summed,
-with a self loop) and ``RelGATConv`` (fanout-train's ``rgat``: a GAT per relation, summed, with
-a self projection).
+with a self loop), ``RelGATConv`` (fanout-train's ``rgat``: a GAT per relation, summed, with
+a self projection) and ``HGTConv`` (fanout-train's ``hgt``: PyG's ``HGTConv``).
 
 Each aggregates either with fanout's fused kernels (``fused=True``: ``torch.ops.fanout.*``, see
 :mod:`fanout.ops`; as fast as the built-in models, runs only where the operators are) or with
@@ -364,4 +364,99 @@ class RelGATConv(nn.Module):
             if w is not None:
                 a = a * w.unsqueeze(1)
             out = out + self.sum(rb, z, a)
+        return out
+
+
+def _by_type(x: Tensor, types: Tensor, weight: Tensor, bias: Tensor) -> Tensor:
+    """Row n of x times weight[types[n]]^T plus bias[types[n]]: one product per node type."""
+    out = torch.empty(x.size(0), weight.size(1), dtype=x.dtype, device=x.device)
+    for t in range(weight.size(0)):
+        idx = (types == t).nonzero().flatten()
+        if idx.numel() > 0:
+            out = out.index_copy(0, idx, torch.addmm(bias[t], x.index_select(0, idx), weight[t].t()))
+    return out
+
+
+class HGTConv(nn.Module):
+    """fanout-train's ``hgt`` layer on a typed block (Hu et al. 2020, as PyG's ``HGTConv``), width
+    F = heads * d::
+
+        k, q, v = kqv[type(n)] h_n + kqv_bias[type(n)]              (per node type; [heads, d] each)
+        edge e = (u, v) of relation r:  k_e = k_u k_rel[r],  m_e = v_u v_rel[r]    (per head)
+        a_e = softmax over all of v's in-edges of <q_v, k_e> * p_rel[r] / sqrt(d)
+        out_v = out[type(v)] GELU(sum_e a_e m_e) + out_bias[type(v)], dropped out, then where
+                in == F:  s = sigmoid(skip[type(v)]),  out_v = s out_v + (1 - s) h_v
+
+    Parameters as the built-in's (``kqv`` [T * 3F, in], ``kqv_bias``, ``k_rel``/``v_rel``
+    [R * heads, d, d], ``p_rel`` [R, heads], ``out`` [T * F, F], ``out_bias``, ``skip`` [T] only
+    where in == F), so state dicts move between them. A block without ``src_type``/``etype`` is one
+    node type and one relation. Edge weights are not used."""
+
+    def __init__(self, in_dim: int, width: int, heads: int, num_node_types: int, num_relations: int,
+                 dropout: float = 0.0, fused: Optional[bool] = None):
+        super().__init__()
+        if width % heads != 0:
+            raise ValueError(f"HGTConv: width {width} is not a multiple of {heads} heads")
+        self.fused = _use_fused(fused)
+        self.softmax = FusedEdgeSoftmax(1.0) if self.fused else EdgeSoftmax(1.0)  # slope 1: the scores as they are
+        self.sum = _aggregate("sum", self.fused)
+        self.in_dim, self.width, self.heads, self.d = in_dim, width, heads, width // heads
+        self.num_node_types, self.num_relations = num_node_types, num_relations
+        self.kqv = nn.Parameter(torch.empty(num_node_types * 3 * width, in_dim))
+        self.kqv_bias = nn.Parameter(torch.zeros(num_node_types * 3 * width))
+        self.k_rel = nn.Parameter(torch.empty(num_relations * heads, self.d, self.d))
+        self.v_rel = nn.Parameter(torch.empty(num_relations * heads, self.d, self.d))
+        self.p_rel = nn.Parameter(torch.ones(num_relations, heads))
+        self.out = nn.Parameter(torch.empty(num_node_types * width, width))
+        self.out_bias = nn.Parameter(torch.zeros(num_node_types * width))
+        if in_dim == width:
+            self.skip = nn.Parameter(torch.ones(num_node_types))
+        else:
+            self.register_parameter("skip", None)
+        self.drop = nn.Dropout(dropout)
+        for t in range(num_node_types):
+            nn.init.xavier_uniform_(self.kqv.data[t * 3 * width:(t + 1) * 3 * width])
+            nn.init.xavier_uniform_(self.out.data[t * width:(t + 1) * width])
+        for i in range(num_relations * heads):
+            nn.init.xavier_uniform_(self.k_rel.data[i])
+            nn.init.xavier_uniform_(self.v_rel.data[i])
+
+    def forward(self, block: Dict[str, Tensor], h: Tensor) -> Tensor:
+        num_src, num_dst = h.size(0), int(block["num_dst"])
+        f, heads, d = self.width, self.heads, self.d
+        src, dst = block["src"], block["dst"]
+        num_edges = src.size(0)
+        types = block["src_type"] if "src_type" in block else torch.zeros(num_src, dtype=torch.long, device=h.device)
+        etype = block["etype"] if "etype" in block else torch.zeros(num_edges, dtype=torch.long, device=h.device)
+        kqv = _by_type(h, types, self.kqv.view(self.num_node_types, 3 * f, self.in_dim),
+                       self.kqv_bias.view(self.num_node_types, 3 * f))
+        k = kqv[:, :f].reshape(num_src, heads, d)
+        q = kqv[:num_dst, f:2 * f].reshape(num_dst, heads, d)
+        v = kqv[:, 2 * f:].reshape(num_src, heads, d)
+        key = torch.zeros(num_edges, heads, d, dtype=h.dtype, device=h.device)
+        msg = torch.zeros(num_edges, heads, d, dtype=h.dtype, device=h.device)
+        for r in range(self.num_relations):
+            m = (etype == r).nonzero().flatten()
+            u = src.index_select(0, m)
+            key = key.index_copy(0, m, torch.einsum("nhd,hdf->nhf", k.index_select(0, u),
+                                                    self.k_rel[r * heads:(r + 1) * heads]))
+            msg = msg.index_copy(0, m, torch.einsum("nhd,hdf->nhf", v.index_select(0, u),
+                                                    self.v_rel[r * heads:(r + 1) * heads]))
+        score = (q.index_select(0, dst) * key).sum(-1) * self.p_rel.index_select(0, etype) / math.sqrt(d)
+        # Each edge its own source: the softmax over a destination's edges, and their weighted sum.
+        per_edge: Dict[str, Tensor] = {}
+        for name, t in block.items():
+            per_edge[name] = t
+        per_edge["src"] = torch.arange(num_edges, dtype=torch.long, device=h.device)
+        per_edge["num_src"] = torch.tensor(num_edges, dtype=torch.long)
+        zero = torch.zeros(num_dst, heads, dtype=h.dtype, device=h.device)
+        a = self.softmax(per_edge, score, zero)
+        agg = self.sum(per_edge, msg, a).reshape(num_dst, f)
+        dst_types = types[:num_dst]
+        out = self.drop(_by_type(F.gelu(agg), dst_types, self.out.view(self.num_node_types, f, f),
+                                 self.out_bias.view(self.num_node_types, f)))
+        skip = self.skip
+        if skip is not None:
+            gate = torch.sigmoid(skip.index_select(0, dst_types)).unsqueeze(1)
+            out = gate * out + (1 - gate) * h[:num_dst]
         return out

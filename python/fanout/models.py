@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from fanout.layers import GATConv, GCNConv, GINConv, RelGATConv, RelGraphConv, SAGEConv, relu_dropout
+from fanout.layers import GATConv, GCNConv, GINConv, HGTConv, RelGATConv, RelGraphConv, SAGEConv, relu_dropout
 
 
 class GNN(nn.Module):
@@ -82,11 +82,57 @@ class GNN(nn.Module):
         return h
 
 
+class HGT(nn.Module):
+    """fanout-train's ``hgt`` (PyG's HGT example): ``num_layers`` :class:`HGTConv` layers of width
+    ``hidden`` (``heads[i]`` heads of ``hidden / heads[i]``), one per block, nothing between them,
+    then a linear ``classifier`` on the output nodes. The same attributes as :class:`GNN`."""
+
+    in_dim: torch.jit.Final[int]
+    num_classes: torch.jit.Final[int]
+    num_layers: torch.jit.Final[int]
+
+    def __init__(self, in_dim: int, hidden: int, num_classes: int, num_layers: int, dropout: float = 0.5,
+                 heads: List[int] = [4], fused: Optional[bool] = None, num_relations: int = 1,
+                 num_node_types: int = 1):
+        super().__init__()
+        if num_layers < 1:
+            raise ValueError("num_layers must be >= 1")
+        self.in_dim = in_dim
+        self.num_classes = num_classes
+        self.num_layers = num_layers
+        heads = list(heads) + [heads[-1]] * max(0, num_layers - len(heads))
+        self.layers = nn.ModuleList([HGTConv(in_dim if i == 0 else hidden, hidden, heads[i], num_node_types,
+                                             num_relations, dropout, fused) for i in range(num_layers)])
+        self.classifier = nn.Linear(hidden, num_classes)
+        nn.init.xavier_uniform_(self.classifier.weight)
+        nn.init.zeros_(self.classifier.bias)
+
+    def forward(self, blocks: List[Dict[str, Tensor]], x: Tensor) -> Tensor:
+        h = x
+        for i in range(len(self.layers)):
+            h = self.forward_layer(i, blocks[i], h)
+        return h
+
+    @torch.jit.export
+    def forward_layer(self, i: int, block: Dict[str, Tensor], x: Tensor) -> Tensor:
+        """Layer ``i`` alone (the last with the classifier), as :meth:`GNN.forward_layer`."""
+        h = x
+        for j, layer in enumerate(self.layers):
+            if j == i:
+                h = layer(block, x)
+                if j == len(self.layers) - 1:
+                    h = self.classifier(h)
+        return h
+
+
 def build(kind: str, in_dim: int, hidden: int, num_classes: int, num_layers: int,
           dropout: float = 0.5, heads: List[int] = [4], seed: int = 0,
-          fused: Optional[bool] = None, num_relations: int = 1) -> torch.jit.ScriptModule:
-    """Builds GNN(...) with parameters drawn from ``seed`` and scripts it."""
+          fused: Optional[bool] = None, num_relations: int = 1, num_node_types: int = 1) -> torch.jit.ScriptModule:
+    """Builds GNN(...) (HGT(...) for ``hgt``) with parameters drawn from ``seed`` and scripts it."""
     torch.manual_seed(seed)
+    if kind == "hgt":
+        return torch.jit.script(HGT(in_dim, hidden, num_classes, num_layers, dropout, heads, fused, num_relations,
+                                    num_node_types))
     return torch.jit.script(GNN(kind, in_dim, hidden, num_classes, num_layers, dropout, heads, fused, num_relations))
 
 

@@ -60,12 +60,19 @@ TEST(CheckpointTest, BuiltInModelsUsePyTorchNames) {
             (std::vector<std::string>{"layers.0.fc_self.weight", "layers.0.fc.weight", "layers.0.attn_l",
                                       "layers.0.attn_r", "layers.0.bias", "layers.1.fc_self.weight",
                                       "layers.1.fc.weight", "layers.1.attn_l", "layers.1.attn_r", "layers.1.bias"}));
+  // hgt: the skip gate where a layer keeps its width (not layer 0: 5 -> 8), the classifier last.
+  EXPECT_EQ(Names(**MakeModel(Options(ModelKind::kHgt), 0)),
+            (std::vector<std::string>{"layers.0.kqv", "layers.0.kqv_bias", "layers.0.k_rel", "layers.0.v_rel",
+                                      "layers.0.p_rel", "layers.0.out", "layers.0.out_bias", "layers.1.kqv",
+                                      "layers.1.kqv_bias", "layers.1.k_rel", "layers.1.v_rel", "layers.1.p_rel",
+                                      "layers.1.out", "layers.1.out_bias", "layers.1.skip", "classifier.weight",
+                                      "classifier.bias"}));
 }
 
 TEST(CheckpointTest, RoundTripRestoresOutputsAndInfo) {
   fanout::testing::TempDir dir;
   const std::string path = dir.Sub("best.pt");
-  for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat, ModelKind::kRgat}) {
+  for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat, ModelKind::kRgat, ModelKind::kHgt}) {
     auto a = MakeModel(Options(kind), 1);
     auto b = MakeModel(Options(kind), 2);
     ASSERT_TRUE(a.ok() && b.ok());
@@ -166,12 +173,15 @@ TEST(CheckpointTest, TorchLoadInPythonReadsItIntoTheAuthoringPackagesModel) {
   SKIP_WITHOUT_PYTHON_TORCH();
   fanout::testing::TempDir dir;
   const std::vector<ModelKind> kinds = {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat, ModelKind::kRgcn,
-                                        ModelKind::kRgat};
+                                        ModelKind::kRgat, ModelKind::kHgt};
   std::vector<double> sums;
   std::string paths;
   for (ModelKind kind : kinds) {
     ModelOptions o = Options(kind);
-    if (kind == ModelKind::kRgcn || kind == ModelKind::kRgat) o.num_relations = 3;  // hyper_parameters say so
+    if (kind == ModelKind::kRgcn || kind == ModelKind::kRgat || kind == ModelKind::kHgt) {
+      o.num_relations = 3;  // the hyper_parameters say so
+      o.num_node_types = 2;
+    }
     auto m = MakeModel(o, 3);
     const std::string path = dir.Sub(StrCat(ModelKindName(kind), ".pt"));
     ASSERT_TRUE(WriteCheckpoint(path, Of(**m, 4)).ok());
@@ -184,12 +194,16 @@ TEST(CheckpointTest, TorchLoadInPythonReadsItIntoTheAuthoringPackagesModel) {
   const std::string script = dir.Sub("read.py");
   std::ofstream(script) << "import sys, torch\n"
                         << "sys.path.insert(0, '" << FANOUT_SOURCE_DIR << "/python')\n"
-                        << "from fanout.models import GNN\n"
+                        << "from fanout.models import GNN, HGT\n"
                         << "for path in sys.argv[1:]:\n"
                         << "    c = torch.load(path)\n"
                         << "    h = c['hyper_parameters']\n"
                         << "    assert c['format'] == 'fanout.checkpoint' and c['epoch'] == 4, c\n"
-                        << "    m = GNN(h['model'], h['in_dim'], h['hidden'], h['num_classes'], h['num_layers'],"
+                        << "    if h['model'] == 'hgt':\n"
+                        << "        m = HGT(h['in_dim'], h['hidden'], h['num_classes'], h['num_layers'], h['dropout'],"
+                        << " h['heads'], num_relations=h['num_relations'], num_node_types=h['num_node_types'])\n"
+                        << "    else:\n"
+                        << "        m = GNN(h['model'], h['in_dim'], h['hidden'], h['num_classes'], h['num_layers'],"
                         << " h['dropout'], h.get('heads', [4]), num_relations=h.get('num_relations', 1))\n"
                         << "    m.load_state_dict(c['state_dict'], strict=True)\n"
                         << "    print('%.6f' % sum(float(p.double().sum()) for p in m.state_dict().values()))\n";

@@ -111,6 +111,51 @@ at::Tensor RefRgat(const sampler::Block& b, const at::Tensor& h, const Params& p
   return result;
 }
 
+// HGT's layer, [num_dst, F] (PyG's HGTConv, docs/training.md): per-type k, q, v; per relation its
+// transforms of k and v and its prior; one softmax per destination over all of its edges (the
+// relations' dense edge-count matrices together), the GELU, the per-type output projection and
+// the gated skip where the widths agree. `types`: each source's node type.
+at::Tensor RefHgt(const sampler::Block& b, const at::Tensor& h, const Params& p, const std::string& layer,
+                  int64_t heads, int64_t node_types, int64_t relations, const at::Tensor& types) {
+  const int64_t f = p.at(layer + ".p_rel").size(1) * p.at(layer + ".k_rel").size(1), d = f / heads, in = h.size(1);
+  const int64_t num_src = b.num_src(), num_dst = b.num_dst;
+  const at::Tensor w = p.at(layer + ".kqv").view({node_types, 3 * f, in}).index_select(0, types);
+  const at::Tensor kqv = at::bmm(w, h.unsqueeze(-1)).squeeze(-1) +
+                         p.at(layer + ".kqv_bias").view({node_types, 3 * f}).index_select(0, types);
+  const at::Tensor k = kqv.narrow(1, 0, f).view({num_src, heads, d});
+  const at::Tensor q = kqv.narrow(1, f, f).narrow(0, 0, num_dst).view({num_dst, heads, d});
+  const at::Tensor v = kqv.narrow(1, 2 * f, f).view({num_src, heads, d});
+  std::vector<at::Tensor> logits, counts, messages;
+  for (int64_t r = 0; r < relations; ++r) {
+    at::Tensor count = at::zeros({num_dst, num_src}, at::kDouble);
+    auto acc = count.accessor<double, 2>();
+    for (int64_t j = 0; j < num_dst; ++j) {
+      for (int64_t e = b.indptr[j]; e < b.indptr[j + 1]; ++e) {
+        if ((b.etype.empty() ? 0 : b.etype[e]) == r) acc[j][b.indices[e]] += 1.0;
+      }
+    }
+    const at::Tensor key = at::einsum("shd,hde->she", {k, p.at(layer + ".k_rel").narrow(0, r * heads, heads)});
+    messages.push_back(at::einsum("shd,hde->she", {v, p.at(layer + ".v_rel").narrow(0, r * heads, heads)}));
+    logits.push_back(at::einsum("dhe,she->dsh", {q, key}) * p.at(layer + ".p_rel")[r] / std::sqrt(static_cast<double>(d)));
+    counts.push_back(count.unsqueeze(-1));
+  }
+  const at::Tensor logit = at::stack(logits), count = at::stack(counts);  // [R, D, S, H], [R, D, S, 1]
+  const at::Tensor absent = count.eq(0).expand_as(logit);
+  const at::Tensor shift = logit.masked_fill(absent, -1e300).amax({0, 2}, true).detach();
+  const at::Tensor weight = count * at::exp((logit - shift).masked_fill(absent, 0));
+  const at::Tensor attention = weight / weight.sum(at::IntArrayRef{0, 2}, true).clamp_min(1e-300);
+  const at::Tensor agg = at::einsum("rdsh,rshe->dhe", {attention, at::stack(messages)}).reshape({num_dst, f});
+  const at::Tensor dst_types = types.narrow(0, 0, num_dst);
+  const at::Tensor out_w = p.at(layer + ".out").view({node_types, f, f}).index_select(0, dst_types);
+  at::Tensor out = at::bmm(out_w, at::gelu(agg).unsqueeze(-1)).squeeze(-1) +
+                   p.at(layer + ".out_bias").view({node_types, f}).index_select(0, dst_types);
+  if (in == f) {
+    const at::Tensor gate = p.at(layer + ".skip").index_select(0, dst_types).sigmoid().unsqueeze(1);
+    out = gate * out + (1 - gate) * h.narrow(0, 0, num_dst);
+  }
+  return out;
+}
+
 // The whole model, layer by layer, as docs/training.md defines it.
 at::Tensor RefModel(const ModelOptions& o, const sampler::MiniBatch& batch, const Params& p) {
   at::Tensor h = at::from_blob(const_cast<float*>(batch.features.as<float>()),
@@ -136,6 +181,16 @@ at::Tensor RefModel(const ModelOptions& o, const sampler::MiniBatch& batch, cons
         h = RefRgat(batch.blocks[l], h, p, layer, HeadsOf(o, l), o.num_relations);
         h = last ? h.mean(1) : at::elu(h).flatten(1);
         break;
+      case ModelKind::kHgt: {
+        const at::Tensor types =
+            batch.input_types.empty()
+                ? at::zeros({batch.blocks[l].num_src()}, at::kLong)
+                : at::tensor(std::vector<int64_t>(batch.input_types.begin(),
+                                                  batch.input_types.begin() + batch.blocks[l].num_src()));
+        h = RefHgt(batch.blocks[l], h, p, layer, HeadsOf(o, l), o.num_node_types, o.num_relations, types);
+        if (last) h = at::matmul(h, p.at("classifier.weight").t()) + p.at("classifier.bias");
+        break;
+      }
       case ModelKind::kScripted:  // scripted_model_test.cc compares it with the built-in sage
       case ModelKind::kRgcn:      // typed_training_test.cc has its dense reference
         ADD_FAILURE() << "no dense reference here for model " << static_cast<int>(o.model);
@@ -155,7 +210,8 @@ struct Case {
   int64_t in_dim, hidden, num_classes;
   bool hand_built;  // the one-block hand-built batch, or a random multi-layer one
   std::vector<int64_t> layer_heads = {};  // gat, rgat: per layer (--heads 8,1); empty: 3 in every layer
-  int64_t relations = 1;  // rgat: edge e of block l gets relation (e + l) % relations (none with 1)
+  int64_t relations = 1;  // rgat, hgt: edge e of block l gets relation (e + l) % relations (none with 1)
+  int64_t node_types = 1;  // hgt: input node i has type i % node_types (none with 1)
 };
 
 void PrintTo(const Case& c, std::ostream* os) {
@@ -184,6 +240,11 @@ TEST_P(ModelVsReferenceTest, ForwardAndGradientsMatchDenseReference) {
   sampler::MiniBatch batch = c.hand_built ? testing::HandBuiltBatch(c.in_dim, c.num_classes)
                                           : testing::MakeRandomBatch(spec);
   o.num_relations = c.relations;
+  o.num_node_types = c.node_types;
+  if (c.node_types > 1) {
+    const int64_t inputs = batch.blocks.front().num_src();
+    for (int64_t i = 0; i < inputs; ++i) batch.input_types.push_back(static_cast<int32_t>(i % c.node_types));
+  }
   if (c.relations > 1) {
     for (size_t l = 0; l < batch.blocks.size(); ++l) {
       sampler::Block& b = batch.blocks[l];
@@ -204,7 +265,7 @@ TEST_P(ModelVsReferenceTest, ForwardAndGradientsMatchDenseReference) {
   EXPECT_EQ(logits.size(0), batch.blocks.back().num_dst);
   EXPECT_EQ(logits.size(1), c.num_classes);
   EXPECT_LE(MaxAbsDiff(logits, ref), 1e-5) << "logits " << logits << "\nreference " << ref;
-  if (c.model == ModelKind::kRgat) {  // the ATen composition (what CUDA runs) agrees with the kernels
+  if (c.model == ModelKind::kRgat || c.model == ModelKind::kHgt) {  // the ATen composition (CUDA's) agrees
     ModelOptions plain = o;
     plain.fused = false;
     auto unfused = MakeModel(plain, /*init_seed=*/3);
@@ -243,14 +304,19 @@ INSTANTIATE_TEST_SUITE_P(
         // R-GAT: one relation on a block without edge types, and 3 relations (one of them absent
         // from some destinations' edges).
         Case{ModelKind::kRgat, 1, 6, 4, 3, true}, Case{ModelKind::kRgat, 2, 5, 4, 3, false, {}, 3},
-        Case{ModelKind::kRgat, 3, 5, 4, 4, false, {2, 4, 1}, 3}),
+        Case{ModelKind::kRgat, 3, 5, 4, 4, false, {2, 4, 1}, 3},
+        // HGT (hidden split into the heads): one type and relation on a block without types; 2
+        // node types and 3 relations, with the gated skip where the input has the hidden width.
+        Case{ModelKind::kHgt, 1, 6, 6, 3, true}, Case{ModelKind::kHgt, 2, 5, 6, 3, false, {}, 3, 2},
+        Case{ModelKind::kHgt, 2, 6, 6, 4, false, {3, 1}, 3, 2}),
     [](const ::testing::TestParamInfo<Case>& info) {
       const Case& c = info.param;
       std::string heads;
       for (int64_t h : c.layer_heads) heads += "_" + std::to_string(h);
       return std::string(ModelKindName(c.model)) + "_" + std::to_string(c.num_layers) +
              "layers_in" + std::to_string(c.in_dim) + (c.hand_built ? "_hand" : "_random") +
-             (heads.empty() ? "" : "_heads" + heads) + (c.relations > 1 ? "_rel" + std::to_string(c.relations) : "");
+             (heads.empty() ? "" : "_heads" + heads) + (c.relations > 1 ? "_rel" + std::to_string(c.relations) : "") +
+             (c.node_types > 1 ? "_types" + std::to_string(c.node_types) : "");
     });
 
 // A block from explicit sizes: every destination gets edges from sources 0, 1, 2, ... in turn.

@@ -93,7 +93,7 @@ std::vector<at::Tensor> ForwardAndBackward(const std::vector<std::shared_ptr<Gnn
 // (a GIN written from scratch, not from python/fanout) and a script reading a block's edge data.
 class ScriptedModelTest : public ::testing::Test {
  public:
-  static constexpr int64_t kRelations = 3;
+  static constexpr int64_t kRelations = 3, kNodeTypes = 2;
   static std::string Path(const std::string& name) { return dir_->Sub(name); }
 
  protected:
@@ -104,8 +104,8 @@ class ScriptedModelTest : public ::testing::Test {
     for (const char* kernels : {"--fused", "--no-fused"}) {
       commands.push_back(StrCat("-m fanout.export sage --in-dim 5 --hidden 8 --classes 3 --layers 2 --dropout 0 ",
                                 kernels, " -o ", Path(StrCat("sage", kernels, ".pt"))));
-      for (const char* kind : {"rgcn", "rgat"}) {
-        commands.push_back(StrCat("-m fanout.export ", kind, " --relations ", kRelations,
+      for (const char* kind : {"rgcn", "rgat", "hgt"}) {
+        commands.push_back(StrCat("-m fanout.export ", kind, " --relations ", kRelations, " --node-types ", kNodeTypes,
                                   " --in-dim 5 --hidden 8 --classes 3 --layers 2 --heads 2 --dropout 0 ", kernels, " -o ",
                                   Path(StrCat(kind, kernels, ".pt"))));
       }
@@ -231,6 +231,47 @@ void ExpectTypedModelEqualsItsScript(ScriptedModelTest* t, ModelKind kind, const
     for (int64_t l = 0; l < layers; ++l) {
       const at::Tensor& g = mine.find(StrCat("layers_", l, "_", grad_param))->grad();
       EXPECT_TRUE(at::allclose(g, theirs[param_names.size() * l + k].grad(), 1e-4, 1e-5)) << "layer " << l;
+    }
+  }
+}
+
+// The package's HGT (HGTConv layers and a classifier; node types from block["src_type"]) equals
+// the built-in hgt given the same parameters, copied by their public names: outputs and every
+// gradient, on fanout's fused operators and on plain tensor ops.
+TEST_F(ScriptedModelTest, ReferenceHgtFromPythonEqualsTheBuiltInHgt) {
+  const int64_t in = 5, classes = 3, layers = 2;  // as exported
+  for (const char* kernels : {"--fused", "--no-fused"}) {
+    SCOPED_TRACE(kernels);
+    ModelOptions so = Scripted(Path(StrCat("hgt", kernels, ".pt")), in, classes, layers);
+    auto scripted = MakeModel(so, 0);
+    ASSERT_TRUE(scripted.ok()) << scripted.status();
+    ModelOptions bo = Options(ModelKind::kHgt, in, classes, layers);
+    bo.hidden = 8;
+    bo.heads = 2;
+    bo.dropout = 0;
+    bo.num_relations = kRelations;
+    bo.num_node_types = kNodeTypes;
+    auto builtin = MakeModel(bo, 7);
+    ASSERT_TRUE(builtin.ok()) << builtin.status();
+    const auto theirs = (*builtin)->StateDict(), mine = (*scripted)->StateDict();
+    ASSERT_EQ(theirs.size(), mine.size());
+    {
+      at::NoGradGuard no_grad;
+      for (size_t i = 0; i < theirs.size(); ++i) {
+        ASSERT_EQ(theirs[i].first, mine[i].first);
+        mine[i].second.copy_(theirs[i].second);
+      }
+    }
+    BatchTensors batch = RandomTensors(in, classes, layers, 5);
+    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(13);
+    for (BlockTensors& b : batch.blocks) {
+      b.etype = at::randint(kRelations, {b.num_edges()}, gen, at::kLong);
+      b.src_type = at::arange(b.num_src, at::kLong).remainder(kNodeTypes);  // a prefix of the inputs' types
+    }
+    const std::vector<at::Tensor> out = ForwardAndBackward({*builtin, *scripted}, batch);
+    EXPECT_TRUE(at::allclose(out[0], out[1], 1e-5, 1e-5)) << out[0] << out[1];
+    for (size_t i = 0; i < theirs.size(); ++i) {
+      EXPECT_TRUE(at::allclose(mine[i].second.grad(), theirs[i].second.grad(), 1e-4, 1e-5)) << theirs[i].first;
     }
   }
 }
