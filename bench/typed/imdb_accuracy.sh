@@ -3,8 +3,9 @@
 # the featureless directors and actors, 1 partition x 1 trainer against 2 x 1 on loopback
 # through fanout-launch (servers --allow-push: the embeddings live there), the same global batch,
 # SEEDS seeds each; also R-GCN without embeddings (featureless nodes input zeros) and GraphSAGE
-# on the same blocks (types ignored). Prints mean and standard deviation per setting.
-#   bench/typed/imdb_accuracy.sh [SEEDS=5] [EPOCHS=20]
+# on the same blocks (types ignored). Prints mean and standard deviation per setting. Settings
+# after EPOCHS replace those three, e.g. "rgat --embed-featureless 64 --sparse-lr 0.01" "hgt --heads 8".
+#   bench/typed/imdb_accuracy.sh [SEEDS=5] [EPOCHS=20] [SETTING...]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${FANOUT_BIN:-$here/build/bin}
@@ -30,7 +31,9 @@ run() {  # parts model extra-flags... -> test accuracy per seed on stdout
   done
 }
 stats() { awk '{s += $1; q += $1 * $1; n++} END {m = s / n; printf "%.4f +- %.4f (n=%d)\n", m, sqrt(q / n - m * m), n}'; }
-for setting in "rgcn --embed-featureless 64 --sparse-lr 0.01" "rgcn" "sage"; do
+settings=("rgcn --embed-featureless 64 --sparse-lr 0.01" "rgcn" "sage")
+[ $# -gt 2 ] && settings=("${@:3}")
+for setting in "${settings[@]}"; do
   for k in 1 2; do
     # shellcheck disable=SC2086
     printf '%-45s %d partition(s): %s\n' "$setting" $k "$(run $k $setting | stats)"

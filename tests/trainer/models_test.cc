@@ -573,6 +573,19 @@ TEST(ModelTest, OptionsAreValidated) {
   o.dropout = 0.1;
   o.in_dim = 0;
   EXPECT_NE(MakeModel(o, 1).status().message().find("in_dim"), std::string::npos);
+  // hgt splits --hidden into its heads: a width the heads do not divide is refused naming both.
+  EXPECT_EQ(ParseModelKind("hgt").value(), ModelKind::kHgt);
+  EXPECT_EQ(ParseModelKind("rgat").value(), ModelKind::kRgat);
+  o.in_dim = 5;
+  o.model = ModelKind::kHgt;
+  o.hidden = 30;
+  o.layer_heads = {3, 4};
+  EXPECT_EQ(MakeModel(o, 1).status().message(),
+            "model option hidden = 30: hgt splits it into heads: it must be a multiple of layer 1's 4 heads (--heads)");
+  o.layer_heads = {3, 5};
+  EXPECT_TRUE(MakeModel(o, 1).ok());
+  o.num_node_types = 0;
+  EXPECT_NE(MakeModel(o, 1).status().message().find("num_node_types"), std::string::npos);
 }
 
 }  // namespace
