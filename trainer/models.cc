@@ -574,16 +574,15 @@ using GcnModel = ReluStackModel<GcnConv>;
 // R-GCN: RelSageConv layers, ReLU and dropout between them (DGL's entity classification shape).
 using RgcnModel = ReluStackModel<RelSageConv>;
 
-// GAT as DGL's example, and R-GAT alike: every layer drops its input features and attention with
-// `dropout`; hidden layers apply ELU and concatenate the heads, the output layer averages them.
-template <typename Conv>
-class AttentionStackModel final : public BuiltInModel {
+// GAT as DGL's example: every layer drops its input features and attention with `dropout`;
+// hidden layers apply ELU and concatenate the heads, the output layer averages them.
+class GatModel final : public BuiltInModel {
  public:
-  AttentionStackModel(const ModelOptions& o, at::Generator& gen) : BuiltInModel(o) {
+  GatModel(const ModelOptions& o, at::Generator& gen) : BuiltInModel(o) {
     for (int64_t l = 0; l < o.num_layers; ++l) {
       layers_.push_back(register_module(
-          StrCat("layer", l), MakeAttentionConv(o, LayerIn(o, l, l > 0 ? HeadsOf(o, l - 1) : 1), LayerOut(o, l),
-                                                HeadsOf(o, l), gen)));
+          StrCat("layer", l), std::make_shared<GatConv>(LayerIn(o, l, l > 0 ? HeadsOf(o, l - 1) : 1), LayerOut(o, l),
+                                                        HeadsOf(o, l), o.dropout, o.fused, gen)));
     }
   }
 
@@ -594,30 +593,39 @@ class AttentionStackModel final : public BuiltInModel {
   }
 
  private:
-  static std::shared_ptr<Conv> MakeAttentionConv(const ModelOptions& o, int64_t in, int64_t out, int64_t heads,
-                                                 at::Generator& gen) {
-    if constexpr (std::is_same_v<Conv, RelGatConv>) {
-      return std::make_shared<RelGatConv>(in, out, heads, o.num_relations, o.dropout, o.fused, gen);
-    } else {
-      return std::make_shared<GatConv>(in, out, heads, o.dropout, o.fused, gen);
-    }
-  }
-
-  std::vector<std::shared_ptr<Conv>> layers_;
+  std::vector<std::shared_ptr<GatConv>> layers_;
 };
-using GatModel = AttentionStackModel<GatConv>;
-using RgatModel = AttentionStackModel<RelGatConv>;
 
-// HGT as PyG's example: HGT layers of width hidden (heads of hidden / heads each), one per block,
-// nothing between them (each ends in its own activation, dropout and gated skip), then a linear
-// classifier on the output nodes.
-class HgtModel final : public BuiltInModel {
+// nn.Linear's tensors (`weight`, `bias`), initialised from the model's generator: the classifier
+// that rgat and hgt put after their layers (public names classifier.weight, classifier.bias,
+// after the layers' tensors).
+struct Classifier : torch::nn::Module {
+  Classifier(int64_t in, int64_t out, at::Generator& gen) {
+    weight = register_parameter("weight", XavierUniform({out, in}, in, out, 1.0, gen));
+    bias = register_parameter("bias", at::zeros({out}));
+  }
+  at::Tensor Forward(const at::Tensor& x) const { return at::addmm(bias, x, weight.t()); }
+  at::Tensor weight, bias;
+};
+
+// The typed attention models as their references build them (MLPerf's and DGL's MAG240M R-GAT,
+// PyG's HGT example): every layer of width `hidden`, its heads of hidden / heads each, one layer
+// per block, then a linear classifier on the output nodes. R-GAT concatenates its heads and
+// applies ELU after every layer (its layers drop their own input features); HGT's layers end in
+// their own GELU, projection and gated skip, with nothing between them.
+template <typename Conv>
+class TypedAttentionModel final : public BuiltInModel {
  public:
-  HgtModel(const ModelOptions& o, at::Generator& gen) : BuiltInModel(o) {
+  TypedAttentionModel(const ModelOptions& o, at::Generator& gen) : BuiltInModel(o) {
     for (int64_t l = 0; l < o.num_layers; ++l) {
-      layers_.push_back(register_module(
-          StrCat("layer", l), std::make_shared<HgtConv>(l == 0 ? o.in_dim : o.hidden, o.hidden, HeadsOf(o, l),
-                                                        o.num_node_types, o.num_relations, o.dropout, o.fused, gen)));
+      const int64_t in = l == 0 ? o.in_dim : o.hidden, heads = HeadsOf(o, l);
+      std::shared_ptr<Conv> conv;
+      if constexpr (std::is_same_v<Conv, RelGatConv>) {
+        conv = std::make_shared<RelGatConv>(in, o.hidden / heads, heads, o.num_relations, o.dropout, o.fused, gen);
+      } else {
+        conv = std::make_shared<HgtConv>(in, o.hidden, heads, o.num_node_types, o.num_relations, o.dropout, o.fused, gen);
+      }
+      layers_.push_back(register_module(StrCat("layer", l), conv));
     }
     classifier_ = register_module("classifier", std::make_shared<Classifier>(o.hidden, o.num_classes, gen));
   }
@@ -625,22 +633,16 @@ class HgtModel final : public BuiltInModel {
   at::Tensor ForwardLayer(int64_t l, const BlockTensors& block, const at::Tensor& h) override {
     TORCH_CHECK(l >= 0 && l < static_cast<int64_t>(layers_.size()), "layer ", l, " of a ", layers_.size(), "-layer model");
     at::Tensor out = layers_[l]->Forward(block, h);
-    return l + 1 < static_cast<int64_t>(layers_.size()) ? out : at::addmm(classifier_->bias, out, classifier_->weight.t());
+    if constexpr (std::is_same_v<Conv, RelGatConv>) out = at::elu(out.flatten(1));  // [num_dst, heads, d] -> hidden
+    return l + 1 < static_cast<int64_t>(layers_.size()) ? out : classifier_->Forward(out);
   }
 
  private:
-  // nn.Linear's tensors (classifier.weight, classifier.bias, after the layers'), initialised from
-  // the model's generator.
-  struct Classifier : torch::nn::Module {
-    Classifier(int64_t in, int64_t out, at::Generator& gen) {
-      weight = register_parameter("weight", XavierUniform({out, in}, in, out, 1.0, gen));
-      bias = register_parameter("bias", at::zeros({out}));
-    }
-    at::Tensor weight, bias;
-  };
-  std::vector<std::shared_ptr<HgtConv>> layers_;
+  std::vector<std::shared_ptr<Conv>> layers_;
   std::shared_ptr<Classifier> classifier_;
 };
+using RgatModel = TypedAttentionModel<RelGatConv>;
+using HgtModel = TypedAttentionModel<HgtConv>;
 
 }  // namespace
 
@@ -737,11 +739,11 @@ absl::Status ValidateModelOptions(const ModelOptions& o) {
     if (h < 1) return bad("layer_heads", h, "every layer needs >= 1 head");
   }
   if (o.num_node_types < 1) return bad("num_node_types", o.num_node_types, "must be >= 1");
-  if (o.model == ModelKind::kHgt) {
+  if (o.model == ModelKind::kRgat || o.model == ModelKind::kHgt) {
     for (int64_t l = 0; l < o.num_layers; ++l) {
       if (o.hidden % HeadsOf(o, l) != 0) {
-        return bad("hidden", o.hidden, StrCat("hgt splits it into heads: it must be a multiple of layer ", l, "'s ",
-                                              HeadsOf(o, l), " heads (--heads)"));
+        return bad("hidden", o.hidden, StrCat(ModelKindName(o.model), " splits it into heads: it must be a multiple of layer ",
+                                              l, "'s ", HeadsOf(o, l), " heads (--heads)"));
       }
     }
   }
@@ -758,10 +760,12 @@ absl::Status CheckModelFits(const ModelOptions& o, int64_t memory_bytes) {
   int64_t elems = 0;
   bool fits = true;
   for (int64_t l = 0; l < o.num_layers && fits; ++l) {
-    if (o.model == ModelKind::kHgt) {  // per node type 3 F x in and F x F; per relation 2 F x F / heads
+    if (o.model == ModelKind::kHgt || o.model == ModelKind::kRgat) {
+      // hgt: per node type 3 F x in and F x F, per relation 2 F x F / heads; rgat: (1 + R) F x in.
       const int64_t in = l == 0 ? o.in_dim : o.hidden;
-      int64_t typed = 3 * in + o.hidden, rel = 2 * o.hidden / HeadsOf(o, l);
-      fits = core::CheckedMul(typed, o.hidden, &typed) && core::CheckedMul(typed, o.num_node_types, &typed) &&
+      const bool hgt = o.model == ModelKind::kHgt;
+      int64_t typed = hgt ? 3 * in + o.hidden : in, rel = hgt ? 2 * o.hidden / HeadsOf(o, l) : in;
+      fits = core::CheckedMul(typed, o.hidden, &typed) && core::CheckedMul(typed, hgt ? o.num_node_types : 1, &typed) &&
              core::CheckedMul(rel, o.hidden, &rel) && core::CheckedMul(rel, o.num_relations, &rel) &&
              !__builtin_add_overflow(elems, typed, &elems) && !__builtin_add_overflow(elems, rel, &elems);
       continue;
@@ -769,7 +773,7 @@ absl::Status CheckModelFits(const ModelOptions& o, int64_t memory_bytes) {
     const bool attention = UsesHeads(o.model);
     const int64_t heads_in = l == 0 ? 1 : (attention ? HeadsOf(o, l - 1) : 1);
     const int64_t heads = attention ? HeadsOf(o, l) : 1;
-    int64_t layer = o.model == ModelKind::kRgcn || o.model == ModelKind::kRgat ? 1 + o.num_relations : 2;
+    int64_t layer = o.model == ModelKind::kRgcn ? 1 + o.num_relations : 2;
     fits = core::CheckedMul(layer, LayerIn(o, l, heads_in), &layer) && core::CheckedMul(layer, LayerOut(o, l), &layer) &&
            core::CheckedMul(layer, heads, &layer) && !__builtin_add_overflow(elems, layer, &elems);
   }

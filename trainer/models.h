@@ -34,7 +34,7 @@ std::string_view ModelKindName(ModelKind kind);
 struct ModelOptions {
   ModelKind model = ModelKind::kSage;
   int64_t in_dim = 0;       // input feature width; required
-  int64_t hidden = 256;     // hidden width (per head for gat and rgat; all heads' for hgt)
+  int64_t hidden = 256;     // hidden width (per head for gat; all heads together for rgat and hgt)
   int64_t num_classes = 0;  // output width; required
   int64_t num_layers = 2;   // layers = blocks per mini-batch (one block per layer)
   double dropout = 0.5;     // in [0, 1); gat and rgat also use it for attention and input dropout

@@ -11,8 +11,8 @@ from fanout.layers import GATConv, GCNConv, GINConv, HGTConv, RelGATConv, RelGra
 
 class GNN(nn.Module):
     """A stack of one layer kind, as fanout's built-in models: ReLU and dropout between layers;
-    for GAT and R-GAT, ELU between layers (their layers drop their input features), hidden heads
-    concatenated and the output layer's heads averaged.
+    for GAT, ELU between layers (its layers drop their input features), hidden heads
+    concatenated and the output layer's heads averaged. (``rgat`` and ``hgt``: :class:`HeteroGNN`.)
 
     The attributes ``in_dim``, ``num_classes`` and ``num_layers`` are read by fanout-train to
     check the model against the graph and ``--fanouts`` before training starts.
@@ -30,7 +30,7 @@ class GNN(nn.Module):
         self.in_dim = in_dim
         self.num_classes = num_classes
         self.num_layers = num_layers
-        self.is_gat = kind in ("gat", "rgat")
+        self.is_gat = kind == "gat"
         heads = list(heads) + [heads[-1]] * max(0, num_layers - len(heads))
         layers = []
         width = in_dim
@@ -47,11 +47,8 @@ class GNN(nn.Module):
             elif kind == "gat":
                 layers.append(GATConv(width, out, heads[i], dropout, fused=fused))
                 out = out * heads[i]
-            elif kind == "rgat":  # typed graphs: the built-in rgat's layers
-                layers.append(RelGATConv(width, out, heads[i], num_relations, dropout, fused=fused))
-                out = out * heads[i]
             else:
-                raise ValueError(f"unknown layer kind '{kind}' (sage, gcn, gat, gin, rgcn, rgat)")
+                raise ValueError(f"unknown layer kind '{kind}' (sage, gcn, gat, gin, rgcn; rgat and hgt: HeteroGNN)")
             width = out
         self.layers = nn.ModuleList(layers)
         # Between layers: ReLU and dropout (GAT: ELU; its layers drop their own input features).
@@ -82,27 +79,41 @@ class GNN(nn.Module):
         return h
 
 
-class HGT(nn.Module):
-    """fanout-train's ``hgt`` (PyG's HGT example): ``num_layers`` :class:`HGTConv` layers of width
-    ``hidden`` (``heads[i]`` heads of ``hidden / heads[i]``), one per block, nothing between them,
-    then a linear ``classifier`` on the output nodes. The same attributes as :class:`GNN`."""
+class HeteroGNN(nn.Module):
+    """fanout-train's ``rgat`` and ``hgt`` (MLPerf's R-GAT, PyG's HGT example): ``num_layers``
+    layers of width ``hidden`` (``heads[i]`` heads of ``hidden / heads[i]``), one per block, then a
+    linear ``classifier`` on the output nodes. ``rgat``: :class:`RelGATConv` layers, heads
+    concatenated, ELU after each; ``hgt``: :class:`HGTConv` layers, nothing between them. The
+    same attributes as :class:`GNN`."""
 
     in_dim: torch.jit.Final[int]
     num_classes: torch.jit.Final[int]
     num_layers: torch.jit.Final[int]
+    is_rgat: torch.jit.Final[bool]
 
-    def __init__(self, in_dim: int, hidden: int, num_classes: int, num_layers: int, dropout: float = 0.5,
+    def __init__(self, kind: str, in_dim: int, hidden: int, num_classes: int, num_layers: int, dropout: float = 0.5,
                  heads: List[int] = [4], fused: Optional[bool] = None, num_relations: int = 1,
                  num_node_types: int = 1):
         super().__init__()
         if num_layers < 1:
             raise ValueError("num_layers must be >= 1")
+        if kind not in ("rgat", "hgt"):
+            raise ValueError(f"HeteroGNN: unknown kind '{kind}' (rgat, hgt)")
         self.in_dim = in_dim
         self.num_classes = num_classes
         self.num_layers = num_layers
+        self.is_rgat = kind == "rgat"
         heads = list(heads) + [heads[-1]] * max(0, num_layers - len(heads))
-        self.layers = nn.ModuleList([HGTConv(in_dim if i == 0 else hidden, hidden, heads[i], num_node_types,
-                                             num_relations, dropout, fused) for i in range(num_layers)])
+        layers = []
+        for i in range(num_layers):
+            width = in_dim if i == 0 else hidden
+            if hidden % heads[i] != 0:
+                raise ValueError(f"hidden {hidden} is not a multiple of layer {i}'s {heads[i]} heads")
+            if self.is_rgat:
+                layers.append(RelGATConv(width, hidden // heads[i], heads[i], num_relations, dropout, fused=fused))
+            else:
+                layers.append(HGTConv(width, hidden, heads[i], num_node_types, num_relations, dropout, fused))
+        self.layers = nn.ModuleList(layers)
         self.classifier = nn.Linear(hidden, num_classes)
         nn.init.xavier_uniform_(self.classifier.weight)
         nn.init.zeros_(self.classifier.bias)
@@ -120,6 +131,8 @@ class HGT(nn.Module):
         for j, layer in enumerate(self.layers):
             if j == i:
                 h = layer(block, x)
+                if self.is_rgat:
+                    h = F.elu(h.flatten(1))
                 if j == len(self.layers) - 1:
                     h = self.classifier(h)
         return h
@@ -128,11 +141,12 @@ class HGT(nn.Module):
 def build(kind: str, in_dim: int, hidden: int, num_classes: int, num_layers: int,
           dropout: float = 0.5, heads: List[int] = [4], seed: int = 0,
           fused: Optional[bool] = None, num_relations: int = 1, num_node_types: int = 1) -> torch.jit.ScriptModule:
-    """Builds GNN(...) (HGT(...) for ``hgt``) with parameters drawn from ``seed`` and scripts it."""
+    """Builds GNN(...) (HeteroGNN(...) for ``rgat`` and ``hgt``) with parameters drawn from ``seed``
+    and scripts it."""
     torch.manual_seed(seed)
-    if kind == "hgt":
-        return torch.jit.script(HGT(in_dim, hidden, num_classes, num_layers, dropout, heads, fused, num_relations,
-                                    num_node_types))
+    if kind in ("rgat", "hgt"):
+        return torch.jit.script(HeteroGNN(kind, in_dim, hidden, num_classes, num_layers, dropout, heads, fused,
+                                          num_relations, num_node_types))
     return torch.jit.script(GNN(kind, in_dim, hidden, num_classes, num_layers, dropout, heads, fused, num_relations))
 
 

@@ -59,7 +59,8 @@ TEST(CheckpointTest, BuiltInModelsUsePyTorchNames) {
   EXPECT_EQ(Names(**MakeModel(Options(ModelKind::kRgat), 0)),
             (std::vector<std::string>{"layers.0.fc_self.weight", "layers.0.fc.weight", "layers.0.attn_l",
                                       "layers.0.attn_r", "layers.0.bias", "layers.1.fc_self.weight",
-                                      "layers.1.fc.weight", "layers.1.attn_l", "layers.1.attn_r", "layers.1.bias"}));
+                                      "layers.1.fc.weight", "layers.1.attn_l", "layers.1.attn_r", "layers.1.bias",
+                                      "classifier.weight", "classifier.bias"}));
   // hgt: the skip gate where a layer keeps its width (not layer 0: 5 -> 8), the classifier last.
   EXPECT_EQ(Names(**MakeModel(Options(ModelKind::kHgt), 0)),
             (std::vector<std::string>{"layers.0.kqv", "layers.0.kqv_bias", "layers.0.k_rel", "layers.0.v_rel",
@@ -194,14 +195,15 @@ TEST(CheckpointTest, TorchLoadInPythonReadsItIntoTheAuthoringPackagesModel) {
   const std::string script = dir.Sub("read.py");
   std::ofstream(script) << "import sys, torch\n"
                         << "sys.path.insert(0, '" << FANOUT_SOURCE_DIR << "/python')\n"
-                        << "from fanout.models import GNN, HGT\n"
+                        << "from fanout.models import GNN, HeteroGNN\n"
                         << "for path in sys.argv[1:]:\n"
                         << "    c = torch.load(path)\n"
                         << "    h = c['hyper_parameters']\n"
                         << "    assert c['format'] == 'fanout.checkpoint' and c['epoch'] == 4, c\n"
-                        << "    if h['model'] == 'hgt':\n"
-                        << "        m = HGT(h['in_dim'], h['hidden'], h['num_classes'], h['num_layers'], h['dropout'],"
-                        << " h['heads'], num_relations=h['num_relations'], num_node_types=h['num_node_types'])\n"
+                        << "    if h['model'] in ('rgat', 'hgt'):\n"
+                        << "        m = HeteroGNN(h['model'], h['in_dim'], h['hidden'], h['num_classes'], h['num_layers'],"
+                        << " h['dropout'], h['heads'], num_relations=h['num_relations'],"
+                        << " num_node_types=h.get('num_node_types', 1))\n"
                         << "    else:\n"
                         << "        m = GNN(h['model'], h['in_dim'], h['hidden'], h['num_classes'], h['num_layers'],"
                         << " h['dropout'], h.get('heads', [4]), num_relations=h.get('num_relations', 1))\n"

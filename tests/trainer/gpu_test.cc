@@ -35,7 +35,7 @@ TEST(GpuTest, ModelsOnCudaMatchCpu) {
   ASSERT_TRUE(cpu.ok() && gpu.ok());
   EXPECT_TRUE(gpu->features.is_cuda());
   EXPECT_TRUE(gpu->blocks[0].src.is_cuda());
-  for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat}) {
+  for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat, ModelKind::kRgat, ModelKind::kHgt}) {
     ModelOptions o;
     o.model = kind;
     o.in_dim = spec.in_dim;

@@ -178,8 +178,8 @@ at::Tensor RefModel(const ModelOptions& o, const sampler::MiniBatch& batch, cons
         h = last ? h.mean(1) : at::elu(h).flatten(1);
         break;
       case ModelKind::kRgat:
-        h = RefRgat(batch.blocks[l], h, p, layer, HeadsOf(o, l), o.num_relations);
-        h = last ? h.mean(1) : at::elu(h).flatten(1);
+        h = at::elu(RefRgat(batch.blocks[l], h, p, layer, HeadsOf(o, l), o.num_relations).flatten(1));
+        if (last) h = at::matmul(h, p.at("classifier.weight").t()) + p.at("classifier.bias");
         break;
       case ModelKind::kHgt: {
         const at::Tensor types =
@@ -303,7 +303,7 @@ INSTANTIATE_TEST_SUITE_P(
         Case{ModelKind::kGat, 3, 5, 4, 4, false, {2, 4, 1}},
         // R-GAT: one relation on a block without edge types, and 3 relations (one of them absent
         // from some destinations' edges).
-        Case{ModelKind::kRgat, 1, 6, 4, 3, true}, Case{ModelKind::kRgat, 2, 5, 4, 3, false, {}, 3},
+        Case{ModelKind::kRgat, 1, 6, 6, 3, true}, Case{ModelKind::kRgat, 2, 5, 6, 3, false, {}, 3},
         Case{ModelKind::kRgat, 3, 5, 4, 4, false, {2, 4, 1}, 3},
         // HGT (hidden split into the heads): one type and relation on a block without types; 2
         // node types and 3 relations, with the gated skip where the input has the hidden width.
@@ -573,7 +573,7 @@ TEST(ModelTest, OptionsAreValidated) {
   o.dropout = 0.1;
   o.in_dim = 0;
   EXPECT_NE(MakeModel(o, 1).status().message().find("in_dim"), std::string::npos);
-  // hgt splits --hidden into its heads: a width the heads do not divide is refused naming both.
+  // hgt (and rgat) split --hidden into their heads: a width the heads do not divide is refused.
   EXPECT_EQ(ParseModelKind("hgt").value(), ModelKind::kHgt);
   EXPECT_EQ(ParseModelKind("rgat").value(), ModelKind::kRgat);
   o.in_dim = 5;
