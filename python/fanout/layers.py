@@ -261,6 +261,18 @@ class GINConv(nn.Module):
         return self.mlp((1 + self.eps) * h_dst + self.sum(block, h, edge_weight(block)))
 
 
+def _relation_parts(block: Dict[str, Tensor], num_relations: int, layer: str) -> List[Dict[str, Tensor]]:
+    """The block per relation (:func:`relation_blocks`); a block without ``etype`` is relation 0
+    of 1. Raises ValueError naming ``layer`` when the block's relations are not the layer's."""
+    if "etype" in block:
+        if int(block["num_relations"]) != num_relations:
+            raise ValueError(layer + ": the block's graph has a different number of relations")
+        return relation_blocks(block)
+    if num_relations != 1:
+        raise ValueError(layer + ": a block without edge types on a layer of several relations")
+    return [block]
+
+
 class RelGraphConv(nn.Module):
     """fanout-train's ``rgcn`` layer on a typed block (DGL's ``RelGraphConv`` with a self loop and
     one weight per relation, the means SAGE-style as DGL's ``HeteroGraphConv({rel:
@@ -287,14 +299,7 @@ class RelGraphConv(nn.Module):
 
     def forward(self, block: Dict[str, Tensor], h: Tensor) -> Tensor:
         num_dst = int(block["num_dst"])
-        if "etype" in block:
-            if int(block["num_relations"]) != self.num_relations:
-                raise ValueError("RelGraphConv: the block's graph has a different number of relations")
-            parts = relation_blocks(block)
-        else:
-            if self.num_relations != 1:
-                raise ValueError("RelGraphConv: a block without edge types on a layer of several relations")
-            parts = [block]
+        parts = _relation_parts(block, self.num_relations, "RelGraphConv")
         means: List[Tensor] = []
         for rb in parts:
             means.append(self.mean(rb, h, edge_weight(rb)))
@@ -342,14 +347,7 @@ class RelGATConv(nn.Module):
 
     def forward(self, block: Dict[str, Tensor], h: Tensor) -> Tensor:
         num_dst = int(block["num_dst"])
-        if "etype" in block:
-            if int(block["num_relations"]) != self.num_relations:
-                raise ValueError("RelGATConv: the block's graph has a different number of relations")
-            parts = relation_blocks(block)
-        else:
-            if self.num_relations != 1:
-                raise ValueError("RelGATConv: a block without edge types on a layer of several relations")
-            parts = [block]
+        parts = _relation_parts(block, self.num_relations, "RelGATConv")
         x = self.feat_drop(h)
         out = (self.fc_self(x[:num_dst]) + self.bias).view(-1, self.heads, self.out_dim)
         fc = self.fc.weight.view(self.num_relations, self.heads * self.out_dim, self.in_dim)
