@@ -402,7 +402,10 @@ TEST(TypedModelTest, InputLayerAndRgcnLayerMatchAnEdgeByEdgeReference) {
     EXPECT_TRUE(at::allclose(*sx, x->index_select(0, at::tensor(order)), 1e-6, 1e-6));
     // And the same gradients: the same loss over the rows either way (the gather's index must
     // outlive Forward for the backward pass).
-    const at::Tensor w = at::randn({n, 5});
+    // A seeded draw: LibTorch's global generator would make each run's sums different, and a
+    // gradient entry that cancels to near 0 then fails a tight tolerance now and then.
+    at::Generator wgen = at::make_generator<at::CPUGeneratorImpl>(17);
+    const at::Tensor w = at::randn({n, 5}, wgen);
     std::vector<at::Tensor> grads;
     for (const at::Tensor& rows : {*x, *sx}) {
       (*input)->zero_grad();
@@ -410,7 +413,9 @@ TEST(TypedModelTest, InputLayerAndRgcnLayerMatchAnEdgeByEdgeReference) {
       (rows * weight).sum().backward(/*gradient=*/{}, /*retain_graph=*/true);
       grads.push_back((*input)->named_parameters()[std::string("proj") + std::to_string(paper) + "_weight"].grad().clone());
     }
-    EXPECT_TRUE(at::allclose(grads[0], grads[1], 1e-4, 1e-5));
+    // Summed in another order: equal up to float32 rounding of the largest entry.
+    const double scale = grads[0].abs().max().item<double>();
+    EXPECT_LE((grads[0] - grads[1]).abs().max().item<double>(), 1e-5 * scale + 1e-6);
     (*emb)->Forget();
   }
 
