@@ -47,7 +47,8 @@ class Aggregate(nn.Module):
             while w.dim() < msg.dim():
                 w = w.unsqueeze(-1)
             msg = msg * w
-        out = torch.zeros([int(block["num_dst"])] + h.shape[1:], dtype=h.dtype, device=h.device)
+        shape: List[int] = [int(block["num_dst"])] + list(h.shape[1:])  # eager and TorchScript alike
+        out = torch.zeros(shape, dtype=h.dtype, device=h.device)
         out.index_add_(0, block["dst"], msg)
         if self.mean:
             deg = block["in_degree"].clamp(min=1).to(h.dtype)

@@ -662,6 +662,45 @@ class TypedGraphTest(ServersTestCase):
         self.assertTrue(torch.equal(torch.cat(parts), papers))
         self.assertTrue(bool((gpb.nid2partid(parts[1], "paper") == 1).all()))
 
+    def test_fanouts_typed_layers_run_on_the_loaders_blocks(self):
+        """fanout.layers' typed layers on a typed loader's block (block.fanout_block(), rows by
+        block.input_rows / output_rows) compute what the per-relation view says: RelGraphConv's
+        per-relation means written with edge_index_dict; RelGATConv and HGTConv give one row per
+        destination, finite, the fused and plain forms equal."""
+        from fanout.layers import HGTConv, RelGATConv, RelGraphConv
+        g = self.g
+        nids = dist.node_split(g.nodes["paper"].data["train_mask"], g.get_partition_book(), ntype="paper")
+        loader = dist.DistNodeDataLoader(g, {"paper": nids}, dist.NeighborSampler([4, 3]), batch_size=40)
+        _, _, blocks = next(iter(loader))
+        b = blocks[0]
+        loader.close()
+        fb = b.fanout_block()
+        torch.manual_seed(0)
+        rows = {t: torch.randn(b.num_src_nodes(t), 6) for t in g.ntypes}
+        x = b.input_rows(rows)
+        num_rel = len(g.canonical_etypes)
+        conv = RelGraphConv(6, 5, num_rel, fused=False)
+        got = b.output_rows(conv(fb, x).detach())
+        w_self, w_rel = conv.fc_self.weight.detach(), conv.fc_rel.weight.detach()
+        want = {t: rows[t][:b.num_dst_nodes(t)] @ w_self.T + conv.bias.detach() for t in g.ntypes}
+        for r, (st, _, dt) in enumerate(g.canonical_etypes):
+            src, dst = b.edge_index_dict[g.canonical_etypes[r]]
+            n = b.num_dst_nodes(dt)
+            total = torch.zeros(n, 6).index_add_(0, dst, rows[st][src])
+            mean = total / torch.bincount(dst, minlength=n).clamp(min=1).unsqueeze(1)
+            want[dt] = want[dt] + mean @ w_rel[:, r * 6:(r + 1) * 6].T
+        for t in g.ntypes:
+            self.assertTrue(torch.allclose(got[t], want[t], atol=1e-5), t)
+        self.assertGreater(b.num_dst_nodes("author"), 0)
+        for layer in (lambda f: RelGATConv(6, 4, 2, num_rel, fused=f), lambda f: HGTConv(6, 8, 2, len(g.ntypes), num_rel, fused=f)):
+            outs = []
+            for fused in (False, True):
+                torch.manual_seed(1)
+                m = layer(fused).eval()
+                outs.append(m(fb, x).detach().reshape(b.num_dst_nodes(), -1))
+            self.assertTrue(torch.isfinite(outs[0]).all())
+            self.assertTrue(torch.allclose(outs[0], outs[1], atol=1e-5))
+
     def test_typed_batches_have_per_type_and_per_relation_views(self):
         g = self.g
         data = os.path.join(self.tmp.name, "mag")

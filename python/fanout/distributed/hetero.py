@@ -127,6 +127,14 @@ class HeteroBlock:
             self._edges[cet] = (local[indices[m]], local[dst[m]], typewise_eids[m])
         self.srcnodes = _ByType(self._src)
         self.dstnodes = _ByType(self._dst)
+        # The block in fanout's own form (fanout.blocks), one numbering of all sources.
+        in_degree = torch.bincount(dst.to(torch.int64), minlength=int(num_dst))
+        self._fanout = {"indptr": torch.cat([torch.zeros(1, dtype=torch.int64), in_degree.cumsum(0)]),
+                        "src": indices.to(torch.int64), "dst": dst.to(torch.int64), "in_degree": in_degree,
+                        "num_src": torch.tensor(len(src_types), dtype=torch.int64),
+                        "num_dst": torch.tensor(int(num_dst), dtype=torch.int64), "etype": etype,
+                        "num_relations": torch.tensor(len(self.canonical_etypes), dtype=torch.int64),
+                        "src_type": src_types}
 
     def _set_src(self, name: str, rows_by_type: Dict[str, torch.Tensor]) -> None:
         for ntype, rows in rows_by_type.items():
@@ -200,8 +208,30 @@ class HeteroBlock:
         b._src = {t: {k: mv(v) for k, v in d.items()} for t, d in self._src.items()}
         b._dst = {t: {k: mv(v) for k, v in d.items()} for t, d in self._dst.items()}
         b._edges = {k: tuple(mv(x) for x in v) for k, v in self._edges.items()}
+        b._fanout = {k: v if k.startswith("num_") else mv(v) for k, v in self._fanout.items()}
         b.srcnodes, b.dstnodes = _ByType(b._src), _ByType(b._dst)
         return b
+
+    def fanout_block(self) -> Dict[str, torch.Tensor]:
+        """The block as fanout's layers take it (``fanout.blocks``: every source in one numbering,
+        destinations first, with ``etype``, ``num_relations`` and ``src_type``), for
+        ``fanout.layers``' typed layers (``RelGraphConv``, ``RelGATConv``, ``HGTConv``); their
+        input is :meth:`input_rows`, their output :meth:`output_rows`'s argument."""
+        return dict(self._fanout)
+
+    def input_rows(self, rows_by_type: Dict[str, torch.Tensor]) -> torch.Tensor:
+        """Per-type rows of the sources (``srcdata`` form: ``{ntype: [num_src_nodes(ntype), ...]}``)
+        as one tensor in :meth:`fanout_block`'s source order; a type left out gets zeros."""
+        first = next(iter(rows_by_type.values()))
+        out = first.new_zeros((self.num_src_nodes(),) + tuple(first.shape[1:]))
+        for ntype, rows in rows_by_type.items():
+            out[self._positions[ntype]] = rows
+        return out
+
+    def output_rows(self, rows: torch.Tensor) -> Dict[str, torch.Tensor]:
+        """A typed layer's output (one row per destination, :meth:`fanout_block`'s order) per
+        destination type, as ``dstdata``'s form: ``{ntype: [num_dst_nodes(ntype), ...]}``."""
+        return {t: rows[self._positions[t][:self._num_dst[t]]] for t in self.ntypes}
 
     def to_dgl(self):
         """The same block as a DGL heterograph block (``dgl.create_block`` with one entry per
