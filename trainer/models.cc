@@ -66,6 +66,24 @@ void CheckLayerInput(const BlockTensors& b, const at::Tensor& h, int64_t in_dim,
                     layer, ": malformed block (build blocks with ToTensors)");
 }
 
+// b.in_degree and b.indptr from b.dst (non-decreasing) and b.num_dst: a block made of a subset
+// of another's edges.
+void SetInDegreeAndIndptr(BlockTensors* b) {
+  b->in_degree = at::bincount(b->dst, /*weights=*/{}, b->num_dst);
+  b->indptr = at::cat({at::zeros({1}, b->in_degree.options()), b->in_degree.cumsum(0)});
+}
+
+// The sources `src` (indices below num_src) use, ascending, and each entry of `src` renumbered as
+// its position among them: a mark per source, the marked ones listed, each renumbered by the
+// marks before it (no sort).
+struct CompactSources {
+  at::Tensor used, renumbered;
+};
+CompactSources Compact(const at::Tensor& src, int64_t num_src) {
+  const at::Tensor marked = at::zeros({num_src}, src.options()).index_fill_(0, src, 1);
+  return {marked.nonzero().flatten(), (marked.cumsum(0) - 1).index_select(0, src)};
+}
+
 // DGL SAGEConv(aggregator_type='mean'):
 //   out = fc_self(h_dst) + fc_neigh(mean_{(u,v) in block} w_uv h_u) + bias, the mean 0 without
 //   edges, w_uv the block's edge weight (1 without).
@@ -169,8 +187,7 @@ class RelSageConv : public torch::nn::Module {
         const at::Tensor local = at::zeros({relations_}, rels.options()).index_put_({rels}, at::arange(k, rels.options()));
         rb.dst = rb.dst * k + local.index_select(0, b.etype.narrow(0, run.edge_begin, ne));
       }
-      rb.in_degree = at::bincount(rb.dst, /*weights=*/{}, rb.num_dst);
-      rb.indptr = at::cat({at::zeros({1}, rb.in_degree.options()), rb.in_degree.cumsum(0)});
+      SetInDegreeAndIndptr(&rb);
       const at::Tensor weight =
           b.edge_weight.defined() ? b.edge_weight.narrow(0, run.edge_begin, ne) : at::Tensor();
       const at::Tensor means = AggregateWith(fused_ && ordered, rb, h, Reduce::kMean, weight).view({n, k * in_});
@@ -318,18 +335,14 @@ class RelGatConv : public torch::nn::Module {
       if (b.etype.defined()) {
         const at::Tensor edges = b.etype.eq(r).nonzero().flatten();
         if (edges.size(0) == 0) continue;
-        // The relation's sources, numbered compactly in ascending order: a mark per source, the
-        // marked ones listed, and each edge's source renumbered by the marks before it.
-        const at::Tensor src = b.src.index_select(0, edges);
-        const at::Tensor marked = at::zeros({b.num_src}, src.options()).index_fill_(0, src, 1);
-        const at::Tensor rank = marked.cumsum(0) - 1;
-        x_src = x.index_select(0, marked.nonzero().flatten());
-        rb.src = rank.index_select(0, src);
+        // The relation's sources, numbered compactly.
+        const CompactSources sources = Compact(b.src.index_select(0, edges), b.num_src);
+        x_src = x.index_select(0, sources.used);
+        rb.src = sources.renumbered;
         rb.dst = b.dst.index_select(0, edges);
         rb.num_src = x_src.size(0);
         rb.num_dst = b.num_dst;
-        rb.in_degree = at::bincount(rb.dst, /*weights=*/{}, rb.num_dst);
-        rb.indptr = at::cat({at::zeros({1}, rb.in_degree.options()), rb.in_degree.cumsum(0)});
+        SetInDegreeAndIndptr(&rb);
         if (b.edge_weight.defined()) weight = b.edge_weight.index_select(0, edges);
       } else {
         rb = b;
@@ -408,33 +421,29 @@ class HgtConv : public torch::nn::Module {
     const at::Tensor k = kqv.narrow(1, 0, f).view({b.num_src, heads_, d_});
     const at::Tensor q = kqv.narrow(1, f, f).narrow(0, 0, b.num_dst).view({b.num_dst, heads_, d_});
     const at::Tensor v = kqv.narrow(1, 2 * f, f).view({b.num_src, heads_, d_});
+    // Each edge's relation prior (index_select also refuses a relation the model lacks, before an
+    // edge of it could be left out of edge_src below).
+    const at::Tensor edge_prior =
+        b.etype.defined() ? p_rel_.index_select(0, b.etype) : p_rel_[0].expand({b.num_edges(), heads_});
     // Per relation, its sources' keys and messages; every edge's key then indexes that list.
     std::vector<at::Tensor> keys, messages;
-    at::Tensor edge_src = at::empty_like(b.src), edge_prior = at::empty({b.num_edges(), heads_}, h.options());
+    at::Tensor edge_src = b.etype.defined() ? at::empty_like(b.src) : at::Tensor();
     int64_t offset = 0;
     for (int64_t r = 0; r < relations_; ++r) {
-      at::Tensor edges, src;
+      at::Tensor edges;
       if (b.etype.defined()) {
         edges = b.etype.eq(r).nonzero().flatten();
         if (edges.size(0) == 0) continue;
-        src = b.src.index_select(0, edges);
-      } else {
-        src = b.src;
       }
-      const at::Tensor marked = at::zeros({b.num_src}, src.options()).index_fill_(0, src, 1);
-      const at::Tensor used = marked.nonzero().flatten();
-      const at::Tensor renumbered = marked.cumsum(0).sub_(1).index_select(0, src) + offset;
+      const CompactSources sources = Compact(edges.defined() ? b.src.index_select(0, edges) : b.src, b.num_src);
       // [n, heads, d] x [heads, d, d] per head.
-      keys.push_back(at::einsum("nhd,hde->nhe", {k.index_select(0, used), k_rel_.narrow(0, r * heads_, heads_)}));
-      messages.push_back(at::einsum("nhd,hde->nhe", {v.index_select(0, used), v_rel_.narrow(0, r * heads_, heads_)}));
-      offset += used.size(0);
-      if (b.etype.defined()) {
-        edge_src.index_copy_(0, edges, renumbered);
-        edge_prior.index_copy_(0, edges, p_rel_[r].expand({edges.size(0), heads_}));
-      } else {
-        edge_src = renumbered;
-        edge_prior = p_rel_[r].expand({b.num_edges(), heads_});
-      }
+      keys.push_back(
+          at::einsum("nhd,hde->nhe", {k.index_select(0, sources.used), k_rel_.narrow(0, r * heads_, heads_)}));
+      messages.push_back(
+          at::einsum("nhd,hde->nhe", {v.index_select(0, sources.used), v_rel_.narrow(0, r * heads_, heads_)}));
+      const at::Tensor renumbered = sources.renumbered + offset;
+      offset += sources.used.size(0);
+      edge_src = edges.defined() ? edge_src.index_copy_(0, edges, renumbered) : renumbered;
     }
     at::Tensor agg;
     if (keys.empty()) {
@@ -479,7 +488,7 @@ class HgtConv : public torch::nn::Module {
     for (int64_t t = 0; t < types_; ++t) {
       const at::Tensor idx = types.eq(t).nonzero().flatten();
       if (idx.size(0) == 0) continue;
-      out = out.index_copy(0, idx, at::addmm(bias[t], x.index_select(0, idx), weight[t].t()));
+      out.index_copy_(0, idx, at::addmm(bias[t], x.index_select(0, idx), weight[t].t()));
     }
     return out;
   }

@@ -103,12 +103,12 @@ void AddLayoutFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
 // The model and how it is trained: layers, widths, optimiser, epochs, batches.
 void AddModelFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
   args.AddString("model", &f->model,
-                 "the GNN: sage, gcn, gat, rgcn or rgat (typed graphs: weights per relation), or a TorchScript file "
+                 "the GNN: sage, gcn, gat; rgcn, rgat or hgt (typed graphs: weights per relation); or a TorchScript file "
                  "(.pt; docs/models.md)",
                  [](const std::string& v) { return trainer::ParseModelKind(v).status(); });
-  args.AddInt("hidden", &o->model.hidden, "hidden width (per head for gat and rgat)");
+  args.AddInt("hidden", &o->model.hidden, "hidden width (per head for gat; rgat and hgt split it into their heads)");
   f->heads = {o->model.heads};
-  args.AddIntList("heads", &f->heads, "gat and rgat attention heads: one for every layer, or one per layer (8,1)");
+  args.AddIntList("heads", &f->heads, "gat, rgat and hgt attention heads: one for every layer, or one per layer (8,1)");
   args.AddDouble("dropout", &o->model.dropout, "dropout probability");
   args.AddDouble("lr", &o->lr, "Adam learning rate");
   args.AddDouble("weight-decay", &o->weight_decay, "Adam weight decay");

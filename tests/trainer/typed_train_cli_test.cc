@@ -154,10 +154,6 @@ TEST(TypedTrainCliTest, LinkPredictionOnOneRelationLearns) {
       << out;
 }
 
-// --save-embeddings on a typed graph: full-graph inference with the typed input layer (the
-// learnable rows read from the servers), a folder per node type in type-wise original ID order;
-// the papers' predictions give the test accuracy fanout-train printed (evaluation with every
-// neighbour, as inference).
 // A typed graph's features stored as int8 (fanout-partition --feature-dtype int8) train exactly
 // as float32 where the values survive: integers with every row spanning 0 to 255. R-GCN through a
 // sampler process, so the codec crosses in the batch file and the typed input decodes.
@@ -192,6 +188,10 @@ TEST(TypedTrainCliTest, Int8FeaturesTrainAsTheirFloat32Values) {
   EXPECT_EQ(out[1], out[0]);
 }
 
+// --save-embeddings on a typed graph: full-graph inference with the typed input layer (the
+// learnable rows read from the servers), a folder per node type in type-wise original ID order;
+// the papers' predictions give the test accuracy fanout-train printed (evaluation with every
+// neighbour, as inference).
 TEST(TypedTrainCliTest, SavedPredictionsPerTypeGiveThePrintedTestAccuracy) {
   testing::TempDir dir;
   const partition::Dataset d = testing::MakeTypedDataset(8, 300, 200, 10);

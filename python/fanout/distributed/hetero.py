@@ -127,14 +127,9 @@ class HeteroBlock:
             self._edges[cet] = (local[indices[m]], local[dst[m]], typewise_eids[m])
         self.srcnodes = _ByType(self._src)
         self.dstnodes = _ByType(self._dst)
-        # The block in fanout's own form (fanout.blocks), one numbering of all sources.
-        in_degree = torch.bincount(dst.to(torch.int64), minlength=int(num_dst))
-        self._fanout = {"indptr": torch.cat([torch.zeros(1, dtype=torch.int64), in_degree.cumsum(0)]),
-                        "src": indices.to(torch.int64), "dst": dst.to(torch.int64), "in_degree": in_degree,
-                        "num_src": torch.tensor(len(src_types), dtype=torch.int64),
-                        "num_dst": torch.tensor(int(num_dst), dtype=torch.int64), "etype": etype,
-                        "num_relations": torch.tensor(len(self.canonical_etypes), dtype=torch.int64),
-                        "src_type": src_types}
+        # One numbering of all sources, kept for fanout_block (built only when asked for).
+        self._homogeneous = {"src": indices.to(torch.int64), "dst": dst.to(torch.int64), "etype": etype,
+                             "src_type": src_types}
 
     def _set_src(self, name: str, rows_by_type: Dict[str, torch.Tensor]) -> None:
         for ntype, rows in rows_by_type.items():
@@ -208,7 +203,7 @@ class HeteroBlock:
         b._src = {t: {k: mv(v) for k, v in d.items()} for t, d in self._src.items()}
         b._dst = {t: {k: mv(v) for k, v in d.items()} for t, d in self._dst.items()}
         b._edges = {k: tuple(mv(x) for x in v) for k, v in self._edges.items()}
-        b._fanout = {k: v if k.startswith("num_") else mv(v) for k, v in self._fanout.items()}
+        b._homogeneous = {k: mv(v) for k, v in self._homogeneous.items()}
         b.srcnodes, b.dstnodes = _ByType(b._src), _ByType(b._dst)
         return b
 
@@ -217,7 +212,14 @@ class HeteroBlock:
         destinations first, with ``etype``, ``num_relations`` and ``src_type``), for
         ``fanout.layers``' typed layers (``RelGraphConv``, ``RelGATConv``, ``HGTConv``); their
         input is :meth:`input_rows`, their output :meth:`output_rows`'s argument."""
-        return dict(self._fanout)
+        out = dict(self._homogeneous)
+        num_dst = self.num_dst_nodes()
+        out["in_degree"] = torch.bincount(out["dst"], minlength=num_dst)
+        out["indptr"] = torch.cat([out["in_degree"].new_zeros(1), out["in_degree"].cumsum(0)])
+        out["num_src"] = torch.tensor(self.num_src_nodes(), dtype=torch.int64)
+        out["num_dst"] = torch.tensor(num_dst, dtype=torch.int64)
+        out["num_relations"] = torch.tensor(len(self.canonical_etypes), dtype=torch.int64)
+        return out
 
     def input_rows(self, rows_by_type: Dict[str, torch.Tensor]) -> torch.Tensor:
         """Per-type rows of the sources (``srcdata`` form: ``{ntype: [num_src_nodes(ntype), ...]}``)
