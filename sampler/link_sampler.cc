@@ -19,7 +19,47 @@ namespace {
 
 uint64_t Mix(uint64_t h, uint64_t v) { return core::SplitMix64(h ^ core::SplitMix64(v)); }
 
+// kLocal's candidates: the machine's partition's nodes, as a range of node IDs, or on a typed
+// graph of type-wise IDs of `type` (-1: untyped). Empty without a machine.
+std::pair<int64_t, int64_t> LocalCandidates(const DistGraph& graph, int type) {
+  const int part = graph.machine_id();
+  if (part < 0 || part >= graph.num_parts()) return {0, 0};
+  if (type >= 0) return graph.node_types().TypeWiseRange(type, part);
+  return {graph.node_book().start(part), graph.node_book().end(part)};
+}
+
+// The index of the link relation's destination type among the node types, or -1 (untyped link
+// prediction).
+int NegativeType(const core::PartitionConfig& config) {
+  const int relation = LinkRelation(config);
+  if (relation < 0) return -1;
+  const std::string& dst = config.edge_types[relation].dst;
+  return static_cast<int>(std::find(config.node_types.begin(), config.node_types.end(), dst) -
+                          config.node_types.begin());
+}
+
+constexpr std::pair<NegativeSampling, std::string_view> kNegativeSamplingNames[] = {
+    {NegativeSampling::kUniform, "uniform"}, {NegativeSampling::kDegreePow75, "degree"},
+    {NegativeSampling::kJoint, "joint"},     {NegativeSampling::kInBatch, "in-batch"},
+    {NegativeSampling::kLocal, "local"},
+};
+
 }  // namespace
+
+std::string_view NegativeSamplingName(NegativeSampling n) {
+  for (const auto& [kind, name] : kNegativeSamplingNames) {
+    if (kind == n) return name;
+  }
+  return "?";
+}
+
+absl::StatusOr<NegativeSampling> ParseNegativeSampling(std::string_view name) {
+  for (const auto& [kind, known] : kNegativeSamplingNames) {
+    if (known == name) return kind;
+  }
+  return absl::InvalidArgumentError(
+      StrCat("'", name, "' is not a negative sampling: uniform, degree, joint, in-batch or local"));
+}
 
 int LinkRelation(const core::PartitionConfig& config) {
   if (config.link_etype.empty()) return -1;
@@ -52,12 +92,13 @@ LinkBatchSampler::LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions op
       edges_(std::move(edges)),
       nodes_(graph, std::move(node_options), {}) {
   const core::PartitionConfig& config = graph_->config();
-  if (const int relation = LinkRelation(config); relation >= 0) {
-    const std::string& dst = config.edge_types[relation].dst;
-    negative_type_ = static_cast<int>(std::find(config.node_types.begin(), config.node_types.end(), dst) -
-                                      config.node_types.begin());
-  }
+  negative_type_ = NegativeType(config);
   num_candidates_ = negative_type_ >= 0 ? graph_->node_types().count(negative_type_) : graph_->num_nodes();
+  if (options_.negative_sampling == NegativeSampling::kLocal) {
+    const auto [first, last] = LocalCandidates(*graph_, negative_type_);
+    local_first_ = first;
+    num_candidates_ = last - first;
+  }
   // Typed: the seed pairs are left out of the link relation and of its reverse (rev_REL, from the
   // destination type back to the source type), not of other relations that join the same nodes.
   if (const int relation = LinkRelation(config); relation >= 0) {
@@ -102,6 +143,14 @@ absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& o, const DistG
                                                   " to draw negatives from"));
     }
   }
+  if (o.negative_sampling == NegativeSampling::kLocal) {
+    const auto [first, last] = LocalCandidates(graph, NegativeType(graph.config()));
+    if (last - first < 3) {
+      return absl::FailedPreconditionError(StrCat(
+          "local negatives are drawn among this machine's partition's nodes", graph.machine_id() < 0 ? " (this process has no machine)" : "",
+          ": it has ", last - first, ", fewer than 3; use --negative-sampling uniform"));
+    }
+  }
   const int64_t num_edges = graph.config().edge_bounds.empty() ? 0 : graph.config().edge_bounds.back();
   for (int64_t e : edges) {
     if (e < 0 || e >= num_edges) {
@@ -134,6 +183,7 @@ absl::StatusOr<std::unique_ptr<LinkBatchSampler>> LinkBatchSampler::Create(
 }
 
 int64_t LinkBatchSampler::Candidate(int64_t i) const {
+  i += local_first_;
   return negative_type_ >= 0 ? graph_->node_types().ToHomogeneous(negative_type_, i) : i;
 }
 
@@ -144,6 +194,39 @@ int64_t LinkBatchSampler::DrawNegative(uint64_t& state) const {
   const std::vector<double>& c = *cumulative_;
   const double x = static_cast<double>(r >> 11) * 0x1.0p-53 * c.back();
   return Candidate(std::upper_bound(c.begin(), c.end(), x) - c.begin());
+}
+
+std::vector<int64_t> LinkBatchSampler::DrawNegatives(const std::vector<int64_t>& src, const std::vector<int64_t>& dst,
+                                                     uint64_t& state) const {
+  const int64_t count = static_cast<int64_t>(src.size()), k = options_.negatives;
+  std::vector<int64_t> neg;
+  switch (options_.negative_sampling) {
+    case NegativeSampling::kInBatch: {  // the next positives' destinations, wrapping around
+      const int64_t kb = std::min(k, count - 1);
+      neg.resize(count * std::max<int64_t>(kb, 0));
+      for (int64_t i = 0; i < count; ++i) {
+        for (int64_t j = 0; j < kb; ++j) neg[i * kb + j] = dst[(i + 1 + j) % count];
+      }
+      return neg;
+    }
+    case NegativeSampling::kJoint: {  // k nodes for the whole batch
+      std::vector<int64_t> shared(k);
+      for (int64_t& w : shared) w = DrawNegative(state);
+      neg.resize(count * k);
+      for (int64_t i = 0; i < count; ++i) std::copy(shared.begin(), shared.end(), neg.begin() + i * k);
+      return neg;
+    }
+    default:  // per positive: a drawn node that is neither of its endpoints
+      neg.resize(count * k);
+      for (int64_t i = 0; i < count; ++i) {
+        for (int64_t j = 0; j < k; ++j) {
+          int64_t w = DrawNegative(state);
+          while (w == src[i] || w == dst[i]) w = DrawNegative(state);
+          neg[i * k + j] = w;
+        }
+      }
+      return neg;
+  }
 }
 
 absl::StatusOr<LinkMiniBatch> LinkBatchSampler::Sample(int64_t epoch, int64_t step) {
@@ -176,17 +259,10 @@ absl::StatusOr<LinkMiniBatch> LinkBatchSampler::SampleBlocks(int64_t epoch, int6
   std::vector<int64_t> src(count), dst(count);
   RETURN_IF_ERROR(graph_->FindEdges(b.eids, src.data(), dst.data()));
 
-  // Negatives: the positive's source with a drawn node that is neither endpoint.
   uint64_t state = Mix(Mix(Mix(options_.sampling.seed ^ 0x6e6567ULL, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(step)),
                        static_cast<uint64_t>(options_.sampling.rank));
-  std::vector<int64_t> neg(count * options_.negatives);
-  for (int64_t i = 0; i < count; ++i) {
-    for (int64_t k = 0; k < options_.negatives; ++k) {
-      int64_t w = DrawNegative(state);
-      while (w == src[i] || w == dst[i]) w = DrawNegative(state);
-      neg[i * options_.negatives + k] = w;
-    }
-  }
+  const std::vector<int64_t> neg = DrawNegatives(src, dst, state);
+  const size_t per_positive = count > 0 ? neg.size() / count : 0;
 
   // The distinct endpoints, in order of first appearance, and each pair's positions.
   IdMap map;
@@ -200,7 +276,7 @@ absl::StatusOr<LinkMiniBatch> LinkBatchSampler::SampleBlocks(int64_t epoch, int6
     b.pos_dst[i] = map.Insert(dst[i]);
   }
   for (size_t j = 0; j < neg.size(); ++j) {
-    b.neg_src[j] = b.pos_src[j / options_.negatives];
+    b.neg_src[j] = b.pos_src[j / per_positive];
     b.neg_dst[j] = map.Insert(neg[j]);
   }
   b.nodes.epoch = epoch;
@@ -218,6 +294,34 @@ absl::StatusOr<LinkMiniBatch> LinkBatchSampler::SampleBlocks(int64_t epoch, int6
                                          exclude_relations_.empty() ? nullptr : &exclude_relations_));
   b.nodes.sample_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return b;
+}
+
+std::vector<int64_t> DrawEvalNegatives(const DistGraph& graph, std::span<const int64_t> pairs, int64_t first_index,
+                                       int64_t k, bool joint, uint64_t seed, uint64_t stream) {
+  const int type = NegativeType(graph.config());
+  const uint64_t n = static_cast<uint64_t>(type >= 0 ? graph.node_types().count(type) : graph.num_nodes());
+  auto draw = [&](uint64_t index, int64_t j, uint64_t attempt) {
+    const int64_t i = static_cast<int64_t>(
+        Mix(Mix(Mix(Mix(seed ^ 0x6576616cULL, stream), index), static_cast<uint64_t>(j)), attempt) % n);
+    return type >= 0 ? graph.node_types().ToHomogeneous(type, i) : i;
+  };
+  std::vector<int64_t> out;
+  if (joint) {
+    for (int64_t j = 0; j < k; ++j) out.push_back(draw(~uint64_t{0}, j, 0));
+    return out;
+  }
+  const int64_t count = static_cast<int64_t>(pairs.size() / 2);
+  out.resize(count * k);
+  for (int64_t i = 0; i < count; ++i) {
+    const int64_t src = pairs[2 * i], dst = pairs[2 * i + 1];
+    for (int64_t j = 0; j < k; ++j) {
+      uint64_t attempt = 0;
+      int64_t w = draw(static_cast<uint64_t>(first_index + i), j, attempt);
+      while ((w == src || w == dst) && n > 2) w = draw(static_cast<uint64_t>(first_index + i), j, ++attempt);
+      out[i * k + j] = w;
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<std::unique_ptr<LinkBatchLoader>> LinkBatchLoader::Create(const DistGraph* graph,

@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -20,17 +21,31 @@
 
 namespace fanout::sampler {
 
+// How a positive's negatives are made: its source kept, its destination replaced by ...
 enum class NegativeSampling {
-  kUniform,      // corrupt the destination with a node drawn uniformly
+  kUniform,      // ... a node drawn uniformly, per positive (DGL's Uniform / PerSourceUniform)
   kDegreePow75,  // ... drawn with probability proportional to in-degree^0.75 (word2vec, DGL)
+  // ... one of `negatives` nodes drawn uniformly once per batch and shared by all its positives
+  // (GraphStorm's joint sampling): the batch embeds `negatives` extra nodes, not one per pair.
+  kJoint,
+  // ... the destination of another positive of the batch (positive i takes those of positives
+  // i+1, i+2, ... mod the batch size, min(negatives, batch - 1) of them): no nodes beyond the
+  // positives' endpoints. A batch of one positive has no negatives.
+  kInBatch,
+  // ... a node drawn uniformly among the trainer's own partition's (of the destination type on a
+  // typed graph), so that a negative's own rows are never remote.
+  kLocal,
 };
+// "uniform", "degree", "joint", "in-batch", "local"; and back (INVALID_ARGUMENT lists them).
+std::string_view NegativeSamplingName(NegativeSampling n);
+absl::StatusOr<NegativeSampling> ParseNegativeSampling(std::string_view name);
 
 struct LinkSamplerOptions {
   // The node batch around the pairs' endpoints, sampled as any node batch: fanouts, replace,
   // seed, rank, feature_field and edge apply; batch_size counts positive edges per step; labels,
   // shuffle and seeds_per_epoch do not apply (edges_per_epoch below, always shuffled).
   SamplerOptions sampling;
-  int64_t negatives = 1;  // negatives per positive (same source)
+  int64_t negatives = 1;  // negatives per positive (same source); kInBatch: at most this many
   NegativeSampling negative_sampling = NegativeSampling::kUniform;
   bool exclude_seed_edges = true;  // drop the positive pairs (both directions) from the blocks
   int64_t edges_per_epoch = -1;    // -1: all of the trainer's edges
@@ -85,6 +100,10 @@ class LinkBatchSampler {
   LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions options, std::vector<int64_t> edges,
                    SamplerOptions node_options);
   int64_t DrawNegative(uint64_t& state) const;
+  // The negatives' destinations of a batch's positives (src, dst), `negatives` per positive
+  // (kInBatch: min(negatives, count - 1)), row i * k + j for positive i.
+  std::vector<int64_t> DrawNegatives(const std::vector<int64_t>& src, const std::vector<int64_t>& dst,
+                                     uint64_t& state) const;
   // A negative's node from its index among the candidates (every node, or negative_type_'s).
   int64_t Candidate(int64_t i) const;
 
@@ -98,6 +117,9 @@ class LinkBatchSampler {
   // Typed link prediction: negatives are nodes of the link relation's destination type.
   int negative_type_ = -1;
   int64_t num_candidates_ = 0;
+  // kLocal: the candidates are [local_first_, local_first_ + num_candidates_) of the destination
+  // type's type-wise IDs (or of all node IDs): the machine's partition's.
+  int64_t local_first_ = 0;
   // Typed link prediction: the relations seed pairs are excluded from (REL and rev_REL).
   std::vector<char> exclude_relations_;
   int64_t cached_epoch_ = -1;
@@ -111,6 +133,15 @@ absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& options, const
 
 // The node-sampling options a link batch's blocks are sampled with (no labels).
 SamplerOptions NodeOptionsOf(const LinkSamplerOptions& options);
+
+// Evaluation's drawn negatives (fanout-train --eval-negatives): destinations among the link
+// candidates (every node, or on a typed graph the link relation's destination type's), drawn
+// uniformly from (seed, stream, positive index, j) alone, so that every model, run and number of
+// trainers ranks against the same ones. `pairs`: held-out positives first_index, first_index+1,
+// ... as (src, dst) global IDs. Per positive (joint false): k each, neither endpoint, row
+// i * k + j; joint: k for all of them (from (seed, stream, j); `pairs` unused).
+std::vector<int64_t> DrawEvalNegatives(const DistGraph& graph, std::span<const int64_t> pairs, int64_t first_index,
+                                       int64_t k, bool joint, uint64_t seed, uint64_t stream);
 
 // Steps per epoch of link batches over `num_edges` positive edges.
 int64_t LinkStepsPerEpoch(const LinkSamplerOptions& options, int64_t num_edges);

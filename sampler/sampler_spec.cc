@@ -18,11 +18,11 @@ using base::StrCat;
 using nlohmann::json;
 
 // How a NegativeSampling is spelled in the spec.
-void to_json(json& j, NegativeSampling n) { j = n == NegativeSampling::kUniform ? "uniform" : "degree"; }
+void to_json(json& j, NegativeSampling n) { j = std::string(NegativeSamplingName(n)); }
 void from_json(const json& j, NegativeSampling& n) {
-  const std::string v = j.get<std::string>();
-  if (v != "uniform" && v != "degree") throw std::invalid_argument(StrCat("must be uniform or degree, got '", v, "'"));
-  n = v == "uniform" ? NegativeSampling::kUniform : NegativeSampling::kDegreePow75;
+  absl::StatusOr<NegativeSampling> parsed = ParseNegativeSampling(j.get<std::string>());
+  if (!parsed.ok()) throw std::invalid_argument(std::string(parsed.status().message()));
+  n = *parsed;
 }
 
 namespace {

@@ -1,21 +1,26 @@
 // Link prediction (--task link) on a graph partitioned with --edge-split: the positives are the
 // stored edges (each rank a contiguous slice of its partition's, RankEdgeSeeds), each with
-// --negatives drawn pairs; the model embeds every endpoint and the scorer (link_scorer.h, a
-// submodule "scorer" of the model, so that it trains, synchronises and checkpoints with it)
-// scores a pair from its two embeddings; the loss is binary cross-entropy. Evaluation embeds
-// every node (full-graph inference) and scores link/{valid,test}_{pos,neg}.npy: ROC-AUC, the
-// metric, and MRR and Hits@K of each positive against its own negatives.
-#include <torch/nn/functional/loss.h>
-
+// --negatives pairs (--negative-sampling: drawn per positive, shared by the batch, the batch's own
+// destinations, or drawn in the trainer's partition); the model embeds every endpoint and the
+// scorer (link_scorer.h, a submodule "scorer" of the model, so that it trains, synchronises and
+// checkpoints with it) scores a pair from its two embeddings; the loss is --link-loss
+// (link_loss.h). Evaluation embeds every node (full-graph inference) and scores
+// link/{valid,test}_pos.npy against each positive's negatives (link/'s stored ones, or
+// --eval-negatives drawn from --eval-seed): ROC-AUC, the metric, and MRR and Hits@K of each
+// positive against its own negatives.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <string_view>
 
 #include "base/status.h"
 #include "base/strings.h"
+#include "core/dtype.h"
 #include "core/npy.h"
 #include "core/random.h"
 #include "sampler/link_sampler.h"
 #include "sampler/loader.h"
+#include "trainer/link_loss.h"
 #include "trainer/link_scorer.h"
 #include "trainer/task.h"
 #include "trainer/torch_util.h"
@@ -35,6 +40,29 @@ class LinkPrediction final : public Task {
     if (o.link.embed_dim < 0) return bad("--embed-dim must be >= 0 (0: --hidden), got ", o.link.embed_dim);
     if (o.device_cache.presample) {
       return bad("--gpu-cache-policy presample samples node batches; --task link takes --gpu-cache-policy degree");
+    }
+    if (o.link.negative_sampling == sampler::NegativeSampling::kInBatch && o.sampling.batch_size < 2) {
+      return bad("--negative-sampling in-batch takes the other positives of a batch: --batch-size must be >= 2");
+    }
+    if (!(o.link.loss.temperature > 0) || !std::isfinite(o.link.loss.temperature)) {
+      return bad("--loss-temperature must be a positive number, got ", o.link.loss.temperature);
+    }
+    const bool weighted = o.link.loss.kind == LinkLoss::kWeightedBce;
+    if (weighted && o.link.loss_weight_field.empty() && o.sampling.edge.weight_field.empty()) {
+      return bad("--link-loss weighted-bce weights each positive by an edge field: name it with --loss-weight-field "
+                 "(or --edge-weight)");
+    }
+    if (!weighted && !o.link.loss_weight_field.empty()) {
+      return bad("--loss-weight-field applies to --link-loss weighted-bce only");
+    }
+    if (o.link.eval_negatives < 0 || o.link.eval_negatives > 100000) {
+      return bad("--eval-negatives must be in [0, 100000] (0: the partition's stored negatives), got ",
+                 o.link.eval_negatives);
+    }
+    if (o.link.eval_negative_sampling != sampler::NegativeSampling::kUniform &&
+        o.link.eval_negative_sampling != sampler::NegativeSampling::kJoint) {
+      return bad("--eval-negative-sampling must be uniform or joint, got ",
+                 sampler::NegativeSamplingName(o.link.eval_negative_sampling));
     }
     return absl::OkStatus();
   }
@@ -58,8 +86,10 @@ class LinkPrediction final : public Task {
       sizes_.train = 0;
       for (const auto& [begin, end] : config.edge_type_ranges[relation]) sizes_.train += end - begin;
     }
+    const bool drawn = o.link.eval_negatives > 0;  // else link/'s stored negatives
     for (auto [file, array] : {std::pair{"valid_pos", &val_pos_}, {"valid_neg", &val_neg_}, {"test_pos", &test_pos_},
                                {"test_neg", &test_neg_}}) {
+      if (drawn && std::string_view(file).ends_with("_neg")) continue;
       const std::string path = StrCat(config.base_dir, "/link/", file, ".npy");
       absl::StatusOr<core::NpyArray> a = core::NpyArray::Map(path);
       if (!a.ok()) {
@@ -71,8 +101,8 @@ class LinkPrediction final : public Task {
       }
       *array = std::move(*a);
     }
-    if (val_neg_.rows() % std::max<int64_t>(1, val_pos_.rows()) != 0 ||
-        test_neg_.rows() % std::max<int64_t>(1, test_pos_.rows()) != 0) {
+    if (!drawn && (val_neg_.rows() % std::max<int64_t>(1, val_pos_.rows()) != 0 ||
+                   test_neg_.rows() % std::max<int64_t>(1, test_pos_.rows()) != 0)) {
       return absl::InvalidArgumentError(
           StrCat(config.base_dir, "/link: the negatives are not a whole number per positive"));
     }
@@ -89,10 +119,15 @@ class LinkPrediction final : public Task {
 
   absl::Status AddModules(JobContext& job, GnnModel& model, const ModelOptions& mo) override {
     const TrainOptions& o = job.options();
+    // DistMult keeps a row per edge type (one on a graph of one type) and scores with the link
+    // relation's.
+    const core::PartitionConfig& config = job.config();
+    const int64_t relations = config.typed() ? static_cast<int64_t>(config.edge_types.size()) : 1;
+    const int64_t relation = std::max(0, sampler::LinkRelation(config));
     return CatchTorch("building the link scorer", [&] {
       scorer_ = model.register_module(
           "scorer", std::make_shared<LinkScorer>(o.link.scorer, mo.num_classes,
-                                                 core::SplitMix64(o.sampling.seed ^ 0x5c0e)));
+                                                 core::SplitMix64(o.sampling.seed ^ 0x5c0e), relations, relation));
     });
   }
 
@@ -124,10 +159,9 @@ class LinkPrediction final : public Task {
       const std::string& relation = job.config().link_etype;
       job.Log(StrCat("fanout-train: link prediction", relation.empty() ? "" : StrCat(" of relation ", relation), ": ",
                      lo.edges_per_epoch, " positive edges per trainer per epoch, ",
-                     o.link.negatives, " negative(s) each (",
-                     o.link.negative_sampling == sampler::NegativeSampling::kUniform ? "uniform" : "degree^0.75",
-                     "); ", ScorerKindName(o.link.scorer),
-                     " scorer; seed edges excluded from their blocks in both directions; batches made by ",
+                     o.link.negatives, " negative(s) each (", sampler::NegativeSamplingName(o.link.negative_sampling),
+                     "); ", ScorerKindName(o.link.scorer), " scorer; ", LinkLossName(o.link.loss.kind),
+                     " loss; seed edges excluded from their blocks in both directions; batches made by ",
                      o.loader.num_samplers > 0 ? StrCat(o.loader.num_samplers, " sampler process(es)")
                                                : StrCat(o.loader.num_threads, " thread(s)"),
                      ", ", o.loader.prefetch, " ahead"));
@@ -137,33 +171,41 @@ class LinkPrediction final : public Task {
 
   int64_t steps_per_epoch() const override { return loader_->steps_per_epoch(); }
 
-  // The model embeds every endpoint of the batch's pairs; binary cross-entropy of the pairs'
-  // scores against positive (1) and negative (0).
+  // The model embeds every endpoint of the batch's pairs; the scorer scores each positive and
+  // its negatives ([n] and [n, k]), and --link-loss turns them into the loss.
   absl::StatusOr<StepLoss> Step(JobContext& job, int64_t epoch, int64_t step, Breakdown& t) override {
+    const TrainOptions& o = job.options();
     auto t0 = Clock::now();
     ASSIGN_OR_RETURN(sampler::LinkMiniBatch lb, loader_->Next());
     RETURN_IF_ERROR(CheckBatchOrder("link loader", lb.epoch, lb.step, epoch, step));
     t.wait += Since(t0);
     ASSIGN_OR_RETURN(BatchTensors bt, job.StepTensors(lb.nodes, epoch, step, /*labels=*/false, t));
     t0 = Clock::now();
+    std::vector<float> weights;
+    if (o.link.loss.kind == LinkLoss::kWeightedBce) {
+      ASSIGN_OR_RETURN(weights, PositiveWeights(job, lb.eids));
+    }
     StepLoss s;
     ASSIGN_OR_RETURN(const at::Tensor x, job.ModelInput(bt, lb.nodes));
     RETURN_IF_ERROR(CatchTorch("forward", [&] {
       const at::Tensor h = job.model().Forward(bt.blocks, x);
-      // The pairs' endpoints, copied like the batch (without blocking the host).
-      const std::vector<at::Tensor> ends =
-          job.uploader().Upload({at::tensor(lb.pos_src, at::kLong), at::tensor(lb.pos_dst, at::kLong),
-                                 at::tensor(lb.neg_src, at::kLong), at::tensor(lb.neg_dst, at::kLong)});
-      auto pair_scores = [&](const at::Tensor& a, const at::Tensor& b) {
-        return scorer_->Score(h.index_select(0, a), h.index_select(0, b));
-      };
-      const at::Tensor pos = pair_scores(ends[0], ends[1]);
-      const at::Tensor neg = pair_scores(ends[2], ends[3]);
-      const at::Tensor scores = at::cat({pos, neg});
-      const at::Tensor labels = at::cat({at::ones_like(pos), at::zeros_like(neg)});
-      s.loss = torch::nn::functional::binary_cross_entropy_with_logits(scores, labels);
+      // The pairs' endpoints (and weights), copied like the batch (without blocking the host).
+      std::vector<at::Tensor> host = {at::tensor(lb.pos_src, at::kLong), at::tensor(lb.pos_dst, at::kLong),
+                                      at::tensor(lb.neg_src, at::kLong), at::tensor(lb.neg_dst, at::kLong)};
+      if (!weights.empty()) host.push_back(at::tensor(weights, at::kFloat));
+      const std::vector<at::Tensor> ends = job.uploader().Upload(host);
+      const int64_t n = static_cast<int64_t>(lb.pos_src.size());
+      const int64_t k = n > 0 ? static_cast<int64_t>(lb.neg_dst.size()) / n : 0;
+      const at::Tensor src = h.index_select(0, ends[0]);
+      const at::Tensor pos = scorer_->Score(src, h.index_select(0, ends[1]));
+      // Joint negatives are the same k nodes for every positive (row 0's): every source
+      // against them, not n * k gathered pairs.
+      const at::Tensor neg = o.link.negative_sampling == sampler::NegativeSampling::kJoint && k > 0
+                                 ? scorer_->ScoreAll(src, h.index_select(0, ends[3].narrow(0, 0, k)))
+                                 : scorer_->Score(h.index_select(0, ends[2]), h.index_select(0, ends[3])).view({n, k});
+      s.loss = LinkLossOf(o.link.loss, pos, neg, weights.empty() ? at::Tensor() : ends[4]);
       s.correct = pos.gt(0).sum() + neg.le(0).sum();
-      s.n = static_cast<double>(scores.size(0));
+      s.n = static_cast<double>(n + n * k);
     }));
     t.forward += Since(t0);
     return s;
@@ -172,37 +214,58 @@ class LinkPrediction final : public Task {
   // ROC-AUC over the split's pairs, returned; MRR and Hits@K against each positive's own
   // negatives, kept for EvaluationDetail/EvaluationMetrics.
   absl::StatusOr<double> Evaluate(JobContext& job, Split split, int64_t) override {
+    const TrainOptions& o = job.options();
     const core::NpyArray& pos = split == Split::kTest ? test_pos_ : val_pos_;
     const core::NpyArray& neg = split == Split::kTest ? test_neg_ : val_neg_;
     Communicator& comm = job.comm();
     ASSIGN_OR_RETURN(InferenceResult r, InferAllNodes(job.model(), job.graph(), comm, job.Inference()));
     job.model().train();
-    // This rank's slice of the positives, with their negatives.
+    // This rank's slice of the positives [lo, hi), with their negatives: link/'s (k per
+    // positive), drawn per positive, or drawn once for the split (joint: k nodes).
     const int world = comm.world_size(), rank = comm.rank();
-    const int64_t n = pos.rows(), k = n > 0 ? neg.rows() / n : 1;
-    const int64_t lo = n * rank / world, hi = n * (rank + 1) / world;
+    const bool drawn = o.link.eval_negatives > 0;
+    const bool joint = drawn && o.link.eval_negative_sampling == sampler::NegativeSampling::kJoint;
+    const int64_t n = pos.rows();
+    const int64_t k = drawn ? o.link.eval_negatives : n > 0 ? neg.rows() / n : 1;
+    const int64_t lo = n * rank / world, hi = n * (rank + 1) / world, m = hi - lo;
     const int64_t* p = pos.data_as<int64_t>();
-    const int64_t* q = neg.data_as<int64_t>();
     std::vector<int64_t> ids(p + 2 * lo, p + 2 * hi);
-    ids.insert(ids.end(), q + 2 * lo * k, q + 2 * hi * k);
-    ASSIGN_OR_RETURN(at::Tensor rows, FetchNodeRows(comm, job.graph().node_book(),
-                                                    job.options().trainers_per_machine, r, ids));
+    if (!drawn) {
+      const int64_t* q = neg.data_as<int64_t>();
+      ids.insert(ids.end(), q + 2 * lo * k, q + 2 * hi * k);
+    } else {
+      const std::vector<int64_t> dst = sampler::DrawEvalNegatives(job.graph(), {p + 2 * lo, p + 2 * hi}, lo, k, joint,
+                                                                  o.link.eval_seed, static_cast<uint64_t>(split));
+      if (joint) {
+        ids.insert(ids.end(), dst.begin(), dst.end());
+      } else {
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t j = 0; j < k; ++j) ids.insert(ids.end(), {p[2 * (lo + i)], dst[i * k + j]});
+        }
+      }
+    }
+    ASSIGN_OR_RETURN(at::Tensor rows, FetchNodeRows(comm, job.graph().node_book(), o.trainers_per_machine, r, ids));
     at::Tensor pos_score, neg_score;
     RETURN_IF_ERROR(CatchTorch("link evaluation", [&] {
       at::NoGradGuard no_grad;  // (the scorer has no dropout: no eval mode needed)
-      const at::Tensor pairs = rows.to(job.device()).view({-1, 2, rows.size(1)});  // [pairs, 2, width]
-      const at::Tensor scores = scorer_->Score(pairs.select(1, 0), pairs.select(1, 1));
-      pos_score = scores.narrow(0, 0, hi - lo);
-      neg_score = scores.narrow(0, hi - lo, (hi - lo) * k).reshape({hi - lo, k});
+      const at::Tensor all = rows.to(job.device());
+      const at::Tensor pairs = all.narrow(0, 0, 2 * m).view({m, 2, all.size(1)});
+      pos_score = scorer_->Score(pairs.select(1, 0), pairs.select(1, 1));
+      if (joint) {
+        neg_score = scorer_->ScoreAll(pairs.select(1, 0), all.narrow(0, 2 * m, k));
+      } else {
+        const at::Tensor negs = all.narrow(0, 2 * m, 2 * m * k).view({m * k, 2, all.size(1)});
+        neg_score = scorer_->Score(negs.select(1, 0), negs.select(1, 1)).reshape({m, k});
+      }
     }));
     // ROC-AUC over all pairs, on the raw scores.
     MetricAccumulator auc(Metric::kRocAuc, 2);
     RETURN_IF_ERROR(CatchTorch("link evaluation", [&] {
       auc.AddBinaryScores(at::cat({pos_score, neg_score.flatten()}),
-                          at::cat({at::ones({hi - lo}, at::kLong), at::zeros({(hi - lo) * k}, at::kLong)}));
+                          at::cat({at::ones({m}, at::kLong), at::zeros({m * k}, at::kLong)}));
     }));
     ASSIGN_OR_RETURN(double roc_auc, auc.Reduce(comm));
-    const std::vector<int64_t> ks = {1, 10, 50};
+    const std::vector<int64_t> ks = {1, 10, 50, 100};
     RankingSums sums;
     RETURN_IF_ERROR(CatchTorch("link evaluation", [&] { AddRankings(pos_score, neg_score, ks, &sums); }));
     std::vector<double> v = {sums.reciprocal_rank, sums.count};
@@ -216,6 +279,8 @@ class LinkPrediction final : public Task {
       if (k >= ks[i]) detail_ += StrCat(", hits@", ks[i], " ", Fixed4(v[2 + i] / count));
     }
     detail_ += StrCat(" over ", k, " negative(s) each");
+    if (drawn) detail_ += joint ? " (joint, drawn)" : " (drawn)";
+    if (const std::string& rel = job.config().link_etype; !rel.empty()) detail_ += StrCat(" of relation ", rel);
     return roc_auc;
   }
 
@@ -226,6 +291,23 @@ class LinkPrediction final : public Task {
   void DescribeTraining(nlohmann::json& training) const override {
     training["task"] = "link";
     training["scorer"] = std::string(ScorerKindName(scorer_->kind()));
+  }
+
+  // weighted-bce: each positive edge's weight, one number of --loss-weight-field (or
+  // --edge-weight's field) per edge, as float32.
+  static absl::StatusOr<std::vector<float>> PositiveWeights(JobContext& job, const std::vector<int64_t>& eids) {
+    const TrainOptions& o = job.options();
+    const std::string& field = o.link.loss_weight_field.empty() ? o.sampling.edge.weight_field : o.link.loss_weight_field;
+    ASSIGN_OR_RETURN(core::FieldSchema f, job.graph().EdgeFieldSchema(field));
+    if (f.row_elems() != 1) {
+      return absl::InvalidArgumentError(StrCat("--link-loss weighted-bce: edge field '", field,
+                                               "' must hold one number per edge; it has ", f.row_elems()));
+    }
+    std::vector<char> raw(eids.size() * f.row_bytes());
+    RETURN_IF_ERROR(job.graph().PullEdgeRows(field, eids, raw.data()));
+    std::vector<float> w(eids.size());
+    core::ConvertElements(f.dtype, raw.data(), w.size(), w.data());
+    return w;
   }
   bool WritesPredictions() const override { return false; }
 

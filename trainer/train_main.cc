@@ -62,6 +62,7 @@ struct Flags {
   std::vector<int64_t> heads;
   std::vector<std::string> relation_fanouts;
   std::string negative_sampling = "uniform", scorer = "dot", metric = "acc", sparse_optimizer = "adam";
+  std::string link_loss = "bce", eval_negative_sampling = "uniform";
   std::string dist_backend = "auto", cache_policy = "degree", progress;
   double deadline = 60, comm_timeout = 300;
   int64_t feature_cache_mb = 512;
@@ -133,17 +134,34 @@ void AddModelFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
 void AddTaskFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
   args.AddChoice("task", &o->task, trainer::TaskNames(), StrCat("what to train for: ", trainer::TaskHelp()));
   args.AddInt("negatives", &o->link.negatives, "link: negative pairs per positive edge in training");
+  auto negative_sampling = [](const std::string& v) { return sampler::ParseNegativeSampling(v).status(); };
   args.AddString("negative-sampling", &f->negative_sampling,
-                 "link: how negatives are drawn: uniform, or degree (probability ~ in-degree^0.75)",
-                 [](const std::string& v) {
-                   return v == "uniform" || v == "degree" ? absl::OkStatus()
-                                                          : absl::InvalidArgumentError("expected uniform or degree");
-                 });
+                 "link: each positive's negatives: uniform (drawn per positive), degree (probability ~ "
+                 "in-degree^0.75), joint (--negatives nodes per batch, shared by its positives), in-batch (the "
+                 "batch's other positives' destinations) or local (drawn in the trainer's own partition)",
+                 negative_sampling);
   args.AddInt("embed-dim", &o->link.embed_dim, "link: embedding width, the model's output (0: --hidden)");
   args.AddString("scorer", &f->scorer,
-                 "link: a pair's score from its two embeddings: dot (product) or mlp (3 layers over their "
-                 "element-wise product, trained with the model)",
+                 "link: a pair's score from its two embeddings: dot (product), distmult (a learnable vector per "
+                 "relation in the product) or mlp (3 layers over their element-wise product); trained with the model",
                  [](const std::string& v) { return trainer::ParseScorerKind(v).status(); });
+  args.AddString("link-loss", &f->link_loss,
+                 "link: bce, weighted-bce (positives weighted by --loss-weight-field), adversarial (negatives "
+                 "weighted by softmax(score * --loss-temperature)) or contrastive (InfoNCE at --loss-temperature)",
+                 [](const std::string& v) { return trainer::ParseLinkLoss(v).status(); });
+  args.AddDouble("loss-temperature", &o->link.loss.temperature,
+                 "link: adversarial's T (softmax of score * T over a positive's negatives) or contrastive's T "
+                 "(scores / T)");
+  args.AddString("loss-weight-field", &o->link.loss_weight_field,
+                 "link, weighted-bce: edge field with one number per edge weighting each positive (default: "
+                 "--edge-weight's)");
+  args.AddInt("eval-negatives", &o->link.eval_negatives,
+              "link: rank each held-out positive against this many negatives drawn from --eval-seed (the same for "
+              "every model and run); 0 = the partition's stored ones (fanout-partition --eval-negatives)");
+  args.AddString("eval-negative-sampling", &f->eval_negative_sampling,
+                 "link, with --eval-negatives: uniform (drawn per positive) or joint (one set for all positives)",
+                 negative_sampling);
+  args.AddUint("eval-seed", &o->link.eval_seed, "link: seed of --eval-negatives' draws");
   args.AddString("metric", &f->metric,
                  "evaluation metric, which also picks the best model: acc, roc-auc (one-vs-rest, macro over classes) "
                  "or f1-macro",
@@ -231,9 +249,10 @@ void AddOutputFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
 // The task's choices: its metric (fixed by some tasks) and the flags only the link task takes.
 absl::Status CheckTaskFlags(const base::ArgParser& args, const Flags& f, trainer::TrainOptions* o) {
   o->eval.metric = *trainer::ParseMetric(f.metric);
-  o->link.negative_sampling =
-      f.negative_sampling == "degree" ? sampler::NegativeSampling::kDegreePow75 : sampler::NegativeSampling::kUniform;
+  o->link.negative_sampling = *sampler::ParseNegativeSampling(f.negative_sampling);
+  o->link.eval_negative_sampling = *sampler::ParseNegativeSampling(f.eval_negative_sampling);
   o->link.scorer = *trainer::ParseScorerKind(f.scorer);
+  o->link.loss.kind = *trainer::ParseLinkLoss(f.link_loss);
   ASSIGN_OR_RETURN(auto task, trainer::MakeTask(o->task));
   if (std::optional<trainer::Metric> fixed = task->fixed_metric()) {
     if (args.WasSet("metric") && o->eval.metric != *fixed) {
@@ -243,7 +262,8 @@ absl::Status CheckTaskFlags(const base::ArgParser& args, const Flags& f, trainer
     o->eval.metric = *fixed;
   }
   if (o->task == "link") return absl::OkStatus();
-  for (const char* flag : {"negatives", "negative-sampling", "embed-dim", "scorer"}) {
+  for (const char* flag : {"negatives", "negative-sampling", "embed-dim", "scorer", "link-loss", "loss-temperature",
+                           "loss-weight-field", "eval-negatives", "eval-negative-sampling", "eval-seed"}) {
     if (args.WasSet(flag)) return absl::InvalidArgumentError(StrCat("--", flag, " applies to --task link only"));
   }
   return absl::OkStatus();

@@ -17,6 +17,7 @@
 #include "sampler/minibatch_sampler.h"
 #include "trainer/dist.h"
 #include "trainer/dist_embedding.h"
+#include "trainer/link_loss.h"
 #include "trainer/link_scorer.h"
 #include "trainer/metrics.h"
 #include "trainer/models.h"
@@ -28,7 +29,17 @@ struct LinkTaskOptions {
   int64_t negatives = 1;  // negatives per positive edge in training
   sampler::NegativeSampling negative_sampling = sampler::NegativeSampling::kUniform;
   int64_t embed_dim = 0;  // the embedding width (the model's output); 0 = hidden
-  ScorerKind scorer = ScorerKind::kDot;  // dot product, or an MLP trained with the model
+  ScorerKind scorer = ScorerKind::kDot;  // dot product, DistMult, or an MLP trained with the model
+  LinkLossOptions loss;                  // link_loss.h
+  // weighted-bce: the edge field (one number per edge) weighting each positive; "" = the
+  // messages' --edge-weight field.
+  std::string loss_weight_field;
+  // Evaluation: drawn negatives per held-out positive (0: link/'s stored ones), uniform per
+  // positive or joint (one set shared by the split's positives), from eval_seed alone, so that
+  // every model and run ranks against the same ones.
+  int64_t eval_negatives = 0;
+  sampler::NegativeSampling eval_negative_sampling = sampler::NegativeSampling::kUniform;
+  uint64_t eval_seed = 0;
 };
 
 // Validation and test (--eval-*, --metric, --no-test).

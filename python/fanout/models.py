@@ -172,3 +172,25 @@ class MLPScorer(nn.Module):
 
     def forward(self, a: Tensor, b: Tensor) -> Tensor:
         return self.scorer(a * b).squeeze(1)
+
+
+class DistMultScorer(nn.Module):
+    """``fanout-train --task link --scorer distmult``'s pair scorer: ``sum(a * r * b)`` with a
+    learnable vector ``r`` per relation, the checkpoint's ``scorer.relations`` ([relations, dim]: one
+    row per edge type of the graph, one on a graph of one type). ``relation`` picks the row scored
+    with (the link relation's index among the partition config's edge types; 0 on one type)::
+
+        scorer = DistMultScorer(dim, num_relations, relation)
+        scorer.load_state_dict({k: v for k, v in sd.items() if k.startswith("scorer.")})
+    """
+
+    def __init__(self, dim: int, num_relations: int = 1, relation: int = 0):
+        super().__init__()
+        if not 0 <= relation < num_relations:
+            raise ValueError(f"DistMultScorer: relation {relation} of {num_relations}")
+        self.relation = relation
+        self.scorer = nn.ParameterDict({"relations": nn.Parameter(torch.empty(num_relations, dim))})
+        nn.init.xavier_uniform_(self.scorer["relations"], gain=nn.init.calculate_gain("relu"))
+
+    def forward(self, a: Tensor, b: Tensor) -> Tensor:
+        return (a * self.scorer["relations"][self.relation] * b).sum(1)

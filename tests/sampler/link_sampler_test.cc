@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <map>
 #include <set>
 
 #include "core/graph_source.h"
@@ -15,8 +17,22 @@
 namespace fanout::sampler {
 namespace {
 
+// Counts the feature rows a source was asked for (the fetch counter).
+class CountingSource final : public core::ForwardingGraphSource {
+ public:
+  using ForwardingGraphSource::ForwardingGraphSource;
+  void GatherRows(const core::FieldRef& field, size_t row_bytes, std::span<const int64_t> ids,
+                  std::span<const int64_t> positions, char* out, core::Done done) override {
+    rows += static_cast<int64_t>(ids.size());
+    ForwardingGraphSource::GatherRows(field, row_bytes, ids, positions, out, std::move(done));
+  }
+  std::atomic<int64_t> rows{0};
+};
+
 class LinkSamplerTest : public ::testing::Test {
  protected:
+  int64_t RowsFetched() const { return counters_[0]->rows + counters_[1]->rows; }
+
   void SetUp() override {
     const std::string path = fanout::testing::PartitionRandom(dir_, {.num_nodes = 400, .num_edges = 3000}, 2);
     ASSERT_FALSE(path.empty());
@@ -27,7 +43,8 @@ class LinkSamplerTest : public ::testing::Test {
     for (int k = 0; k < 2; ++k) {
       auto store = core::PartitionStore::Open(config_, k);
       ASSERT_TRUE(store.ok()) << store.status();
-      sources.push_back(std::make_shared<core::LocalGraphSource>(std::move(*store)));
+      counters_[k] = std::make_shared<CountingSource>(std::make_shared<core::LocalGraphSource>(std::move(*store)));
+      sources.push_back(counters_[k]);
     }
     auto g = DistGraph::FromSources(config_, 0, std::move(sources));
     ASSERT_TRUE(g.ok()) << g.status();
@@ -45,6 +62,7 @@ class LinkSamplerTest : public ::testing::Test {
 
   fanout::testing::TempDir dir_;
   core::PartitionConfig config_;
+  std::shared_ptr<CountingSource> counters_[2];
   std::unique_ptr<DistGraph> graph_;
 };
 
@@ -260,6 +278,136 @@ TEST_F(LinkSamplerTest, BatchesAreAFunctionOfEpochStepAndRank) {
   auto c = LinkBatchSampler::Create(graph_.get(), other, RankEdgeSeeds(config_, 1, 0));
   EXPECT_NE((*c)->Sample(2, 1)->neg_dst, x->neg_dst) << "another rank draws other negatives";
   EXPECT_EQ((*a)->Sample(2, 99).status().code(), absl::StatusCode::kOutOfRange);
+}
+
+// The positives' endpoints of a batch, as global IDs.
+std::set<int64_t> Endpoints(const LinkMiniBatch& b) {
+  std::set<int64_t> out;
+  for (size_t i = 0; i < b.pos_src.size(); ++i) out.insert({b.nodes.seeds[b.pos_src[i]], b.nodes.seeds[b.pos_dst[i]]});
+  return out;
+}
+
+// In-batch negatives are the other positives' destinations (positive i takes those of i+1, i+2,
+// ... wrapping), so the batch embeds and fetches no node beyond the positives': its seeds are
+// exactly their endpoints and it gathers fewer rows than the uniform batch of the same positives.
+TEST_F(LinkSamplerTest, InBatchNegativesAreThePositivesOwnDestinations) {
+  LinkSamplerOptions o = Options();
+  o.negatives = 5;
+  auto uniform = LinkBatchSampler::Create(graph_.get(), o, RankEdgeSeeds(config_, 1, 0));
+  o.negative_sampling = NegativeSampling::kInBatch;
+  auto in_batch = LinkBatchSampler::Create(graph_.get(), o, RankEdgeSeeds(config_, 1, 0));
+  ASSERT_TRUE(uniform.ok() && in_batch.ok());
+  int64_t before = RowsFetched();
+  auto u = (*uniform)->Sample(0, 1);
+  ASSERT_TRUE(u.ok()) << u.status();
+  const int64_t uniform_rows = RowsFetched() - before;
+  before = RowsFetched();
+  auto b = (*in_batch)->Sample(0, 1);
+  ASSERT_TRUE(b.ok()) << b.status();
+  const int64_t in_batch_rows = RowsFetched() - before;
+  ASSERT_EQ(b->eids, u->eids) << "the same positives";
+  const std::vector<int64_t>& seeds = b->nodes.seeds;
+  EXPECT_EQ(std::set<int64_t>(seeds.begin(), seeds.end()), Endpoints(*b)) << "no node beyond the positives'";
+  EXPECT_EQ(in_batch_rows, static_cast<int64_t>(b->nodes.input_nodes().size()));
+  EXPECT_LT(in_batch_rows, uniform_rows);
+  const size_t n = b->pos_src.size();
+  ASSERT_EQ(b->neg_dst.size(), 5 * n);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < 5; ++j) {
+      EXPECT_EQ(b->neg_src[i * 5 + j], b->pos_src[i]);
+      EXPECT_EQ(b->neg_dst[i * 5 + j], b->pos_dst[(i + 1 + j) % n]) << "positive " << i << ", negative " << j;
+    }
+  }
+  // A batch smaller than the negatives asked for gives each positive the others, n - 1.
+  o.sampling.batch_size = 4;
+  auto small = LinkBatchSampler::Create(graph_.get(), o, RankEdgeSeeds(config_, 1, 0));
+  ASSERT_TRUE(small.ok());
+  auto s = (*small)->SampleBlocks(0, 0);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->neg_dst.size(), 4u * 3u);
+}
+
+// Joint negatives: `negatives` nodes drawn once per batch, shared by every positive (row i *k + j
+// is the same node for every i), and the batch embeds only them beyond the positives' endpoints.
+TEST_F(LinkSamplerTest, JointNegativesAreSharedByTheBatch) {
+  LinkSamplerOptions o = Options();
+  o.negatives = 6;
+  o.negative_sampling = NegativeSampling::kJoint;
+  auto s = LinkBatchSampler::Create(graph_.get(), o, RankEdgeSeeds(config_, 1, 0));
+  ASSERT_TRUE(s.ok()) << s.status();
+  const int64_t before = RowsFetched();
+  auto b = (*s)->Sample(0, 2);
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(RowsFetched() - before, static_cast<int64_t>(b->nodes.input_nodes().size()));
+  const size_t n = b->pos_src.size();
+  ASSERT_EQ(b->neg_dst.size(), 6 * n);
+  std::set<int64_t> shared;
+  for (size_t j = 0; j < 6; ++j) shared.insert(b->nodes.seeds[b->neg_dst[j]]);
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < 6; ++j) {
+      EXPECT_EQ(b->neg_dst[i * 6 + j], b->neg_dst[j]) << "positive " << i;
+      EXPECT_EQ(b->neg_src[i * 6 + j], b->pos_src[i]);
+    }
+  }
+  std::set<int64_t> expected = Endpoints(*b);
+  expected.insert(shared.begin(), shared.end());
+  EXPECT_EQ(std::set<int64_t>(b->nodes.seeds.begin(), b->nodes.seeds.end()), expected);
+  EXPECT_LE(b->nodes.seeds.size(), 2 * n + 6);
+  auto again = (*s)->Sample(0, 3);
+  ASSERT_TRUE(again.ok());
+  EXPECT_NE(again->nodes.seeds[again->neg_dst[0]], b->nodes.seeds[b->neg_dst[0]]) << "each batch draws its own";
+}
+
+// Local negatives come from the machine's own partition (machine 0 here), so no negative's rows
+// are remote; the positives' own endpoints are wherever they are.
+TEST_F(LinkSamplerTest, LocalNegativesAreTheMachinesOwnNodes) {
+  LinkSamplerOptions o = Options();
+  o.negative_sampling = NegativeSampling::kLocal;
+  auto s = LinkBatchSampler::Create(graph_.get(), o, RankEdgeSeeds(config_, 1, 1));
+  ASSERT_TRUE(s.ok()) << s.status();
+  std::map<int, int64_t> owners;
+  for (int64_t step = 0; step < 3; ++step) {
+    auto b = (*s)->SampleBlocks(0, step);
+    ASSERT_TRUE(b.ok()) << b.status();
+    for (size_t j = 0; j < b->neg_dst.size(); ++j) {
+      const int64_t v = b->nodes.seeds[b->neg_dst[j]];
+      ++owners[graph_->node_book().PartOf(v)];
+      const size_t i = j / 3;
+      EXPECT_NE(v, b->nodes.seeds[b->pos_src[i]]);
+      EXPECT_NE(v, b->nodes.seeds[b->pos_dst[i]]);
+    }
+  }
+  EXPECT_EQ(owners.size(), 1u);
+  EXPECT_GT(owners[0], 0);
+  // A process without a machine has no partition to draw from.
+  auto none = DistGraph::FromSources(config_, -1, {counters_[0], counters_[1]});
+  ASSERT_TRUE(none.ok());
+  auto refused = LinkBatchSampler::Create(none->get(), o, RankEdgeSeeds(config_, 1, 0));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("this process has no machine"), std::string::npos) << refused.status();
+}
+
+// Evaluation's drawn negatives depend on (seed, stream, positive index, j) only: a slice drawn
+// alone equals the same rows of the whole, so every number of ranks ranks against the same ones;
+// another seed or split (stream) draws others; joint draws one set for all.
+TEST_F(LinkSamplerTest, EvalNegativesAreAFunctionOfTheSeedAndThePositive) {
+  std::vector<int64_t> pairs;
+  for (int64_t i = 0; i < 40; ++i) pairs.insert(pairs.end(), {i, (i * 7 + 3) % 400});
+  const std::vector<int64_t> all = DrawEvalNegatives(*graph_, pairs, 0, 10, false, 5, 0);
+  ASSERT_EQ(all.size(), 400u);
+  const std::vector<int64_t> tail = DrawEvalNegatives(*graph_, {pairs.data() + 30, pairs.size() - 30}, 15, 10, false, 5, 0);
+  EXPECT_EQ(tail, std::vector<int64_t>(all.begin() + 150, all.end()));
+  for (size_t i = 0; i < 40; ++i) {
+    for (size_t j = 0; j < 10; ++j) {
+      const int64_t v = all[i * 10 + j];
+      EXPECT_TRUE(v >= 0 && v < 400 && v != pairs[2 * i] && v != pairs[2 * i + 1]) << v;
+    }
+  }
+  EXPECT_NE(DrawEvalNegatives(*graph_, pairs, 0, 10, false, 6, 0), all);
+  EXPECT_NE(DrawEvalNegatives(*graph_, pairs, 0, 10, false, 5, 1), all);
+  const std::vector<int64_t> joint = DrawEvalNegatives(*graph_, pairs, 0, 10, true, 5, 0);
+  EXPECT_EQ(joint.size(), 10u);
+  EXPECT_EQ(DrawEvalNegatives(*graph_, {pairs.data(), 2}, 17, 10, true, 5, 0), joint);
 }
 
 // The loader's threads hand out exactly the batches one sampler makes, in order, then stop.

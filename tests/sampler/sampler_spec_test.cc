@@ -130,7 +130,7 @@ TEST(SamplerSpecTest, BadSpecsNameTheKeyAtFault) {
   s = replaced("\"prefetch\":6", "\"prefetch_ahead\":6");
   EXPECT_EQ(s.message(), "sampler spec: 'prefetch' is missing");
   s = replaced("\"negative_sampling\":\"degree\"", "\"negative_sampling\":\"zipf\"");
-  EXPECT_NE(s.message().find("'link.negative_sampling': must be uniform or degree, got 'zipf'"), std::string::npos)
+  EXPECT_NE(s.message().find("'link.negative_sampling': 'zipf' is not a negative sampling: uniform, degree, joint, in-batch or local"), std::string::npos)
       << s;
   s = replaced("\"negatives\":11", "\"negatives\":0");
   EXPECT_NE(s.message().find("link.negatives must be >= 1, got 0"), std::string::npos) << s;
