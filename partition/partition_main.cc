@@ -84,6 +84,9 @@ void AddLinkFlags(base::ArgParser& args, partition::PartitionOptions& opt, Flags
                  "of the relation's destination type, and fanout-train --task link predicts it");
   args.AddInt("eval-negatives", &opt.edge_split.negatives,
               "with --edge-split(-files): negative pairs drawn per valid/test positive (when none are given)");
+  args.AddString("hard-negative-field", &opt.hard_negative_field,
+                 "an integer edge field [E, H] of input node IDs (-1: none): each edge's hard negatives for "
+                 "fanout-train --hard-negative-field; stored in new node IDs (a reverse edge's row all -1)");
 }
 
 void AddSystemFlags(base::ArgParser& args, partition::PartitionOptions& opt, Flags& f) {
@@ -133,6 +136,9 @@ absl::Status ApplyFlags(const base::ArgParser& args, const partition::ReadOption
     opt.edge_split.relation = f.link_etype;
   }
   if (!f.feature_dtype.empty()) opt.feature_storage = *core::FeatureStorageFromName(f.feature_dtype);
+  if (f.distributed && !opt.hard_negative_field.empty()) {
+    return absl::InvalidArgumentError("--hard-negative-field: not available with --distributed yet");
+  }
   if (f.distributed && f.normalize) {
     return absl::InvalidArgumentError("--normalize-features: not available with --distributed yet");
   }

@@ -119,6 +119,7 @@ struct Relabelled {
   int num_edge_types;
   // The node types' ranges per partition (the config's; one type on the one-type graph).
   const core::TypeMap* node_types;
+  const std::string* hard_negative_field;  // PartitionOptions' ("" = none)
 };
 
 // The CSC row of destination `w` (new ID, in partition k) for stored edge type `r`.
@@ -132,6 +133,56 @@ struct PartStats {
   int64_t halo = 0;  // distinct remote sources
   int64_t train = 0;
 };
+
+// The hard-negative field's rows of stored edges [eb, eb + mk): input node IDs as new IDs (-1
+// stays), a reverse edge's row all -1. The values were checked by CheckHardNegatives.
+absl::Status WriteHardNegatives(const Relabelled& r, const Field& f, int64_t eb, int64_t mk, const std::string& path) {
+  const int64_t width = f.data.row_elems();
+  ASSIGN_OR_RETURN(auto w, core::NpyWriter::Open(path, core::DType::kInt64, {mk, width}));
+  std::vector<int64_t> row(width), buf;
+  for (int64_t p = 0; p < mk; ++p) {
+    const int64_t v = (*r.origin)[eb + p];
+    std::fill(row.begin(), row.end(), -1);
+    if (!r.view->is_reverse(v)) {
+      core::ConvertElements(f.data.dtype(), f.data.row(r.view->input_row(v)), width, row.data());
+      for (int64_t& x : row) x = x < 0 ? -1 : (*r.new_id)[x];
+    }
+    buf.insert(buf.end(), row.begin(), row.end());
+    if (buf.size() >= (size_t{1} << 20)) {
+      RETURN_IF_ERROR(w->Append(buf.data(), buf.size() * sizeof(int64_t)));
+      buf.clear();
+    }
+  }
+  RETURN_IF_ERROR(w->Append(buf.data(), buf.size() * sizeof(int64_t)));
+  return w->Close();
+}
+
+// --hard-negative-field names an integer edge field of a graph of one node type whose every
+// value is an input node ID or -1; errors name the file and row.
+absl::Status CheckHardNegatives(const Dataset& d, const std::string& name) {
+  const auto f = std::find_if(d.edge_fields.begin(), d.edge_fields.end(), [&](const Field& x) { return x.name == name; });
+  if (f == d.edge_fields.end()) {
+    return absl::NotFoundError(StrCat("--hard-negative-field ", name, ": the input has no edge field of that name"));
+  }
+  if (d.typed()) return absl::InvalidArgumentError("--hard-negative-field: typed graphs have no edge fields yet");
+  const core::DType t = f->data.dtype();
+  if (t != core::DType::kInt64 && t != core::DType::kInt32) {
+    return absl::InvalidArgumentError(StrCat(f->data.path(), ": hard negatives must be int32 or int64 node IDs, not ",
+                                             core::DTypeName(t)));
+  }
+  const int64_t rows = f->data.rows(), width = f->data.row_elems();
+  std::vector<int64_t> row(width);
+  for (int64_t e = 0; e < rows; ++e) {
+    core::ConvertElements(t, f->data.row(e), width, row.data());
+    for (int64_t x : row) {
+      if (x < -1 || x >= d.num_nodes) {
+        return absl::InvalidArgumentError(StrCat(f->data.path(), " row ", e, ": hard negative ", x,
+                                                 " is not a node ID in [0, ", d.num_nodes, ") or -1"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
 
 // Graph files of partition k: CSC slice, original IDs, halo, out-edge index, edge data.
 absl::Status WriteGraphFiles(const Relabelled& r, int k, PartStats* st) {
@@ -218,7 +269,11 @@ absl::Status WriteGraphFiles(const Relabelled& r, int k, PartStats* st) {
     std::vector<int64_t> rows(mk);
     for (int64_t p = 0; p < mk; ++p) rows[p] = r.view->input_row((*r.origin)[eb + p]);
     for (const auto& f : r.d->edge_fields) {
-      RETURN_IF_ERROR(WriteGatheredRows(f.data, rows.data(), mk, P(PartFiles::EdgeData(f.name))));
+      if (f.name == *r.hard_negative_field) {
+        RETURN_IF_ERROR(WriteHardNegatives(r, f, eb, mk, P(PartFiles::EdgeData(f.name))));
+      } else {
+        RETURN_IF_ERROR(WriteGatheredRows(f.data, rows.data(), mk, P(PartFiles::EdgeData(f.name))));
+      }
     }
   }
   return absl::OkStatus();
@@ -481,6 +536,7 @@ absl::StatusOr<base::StagingDir> ClaimOutput(const Dataset& d, const PartitionOp
   RETURN_IF_ERROR(ValidatePartitionOptions(o, d.num_nodes));
   RETURN_IF_ERROR(CheckNodeCountFits(d, base::UsableMemoryBytes()));
   RETURN_IF_ERROR(CheckName(name));
+  if (!o.hard_negative_field.empty()) RETURN_IF_ERROR(CheckHardNegatives(d, o.hard_negative_field));
   for (const auto& f : d.node_fields) {
     if (d.has_split && (f.name == "train_mask" || f.name == "val_mask" || f.name == "test_mask")) {
       return absl::InvalidArgumentError(StrCat(f.data.path(), ": node field '", f.name,
@@ -715,7 +771,7 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
   ASSIGN_OR_RETURN(const core::TypeMap node_types, cfg.NodeTypes());
   ASSIGN_OR_RETURN(const core::TypeMap edge_types, cfg.EdgeTypes());
   Relabelled rel{&d,          &view, &cfg, &book, &csc, &origin, &ids.orig_nid, &ids.new_id, &out_degree,
-                 o.halo_hops, R,     &node_types};
+                 o.halo_hops, R,     &node_types, &o.hard_negative_field};
   std::vector<PartStats> stats(K);
   // Task 0 streams every partition's node data; tasks 1..K write one partition's graph each.
   Log(o, StrCat("writing ", K, " partitions on ", threads, " thread(s)"));

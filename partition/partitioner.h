@@ -51,6 +51,10 @@ struct PartitionOptions {
   EdgeSplitOptions edge_split;
   // --feature-dtype: node field 'feat' stored as this (core/feature_codec.h); unset keeps its dtype.
   std::optional<core::FeatureStorage> feature_storage;
+  // --hard-negative-field: an integer edge field [E, H] of input node IDs (-1: none), each input
+  // edge's hard negatives (alternatives to its destination for link prediction). Stored as int64
+  // new node IDs; a reverse edge's row is all -1 (its destination is the input edge's source).
+  std::string hard_negative_field;
 };
 
 // Sets cfg's node_id_dtype and edge_id_dtype for a graph of `num_nodes` nodes and `num_edges`

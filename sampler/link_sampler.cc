@@ -151,6 +151,22 @@ absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& o, const DistG
           ": it has ", last - first, ", fewer than 3; use --negative-sampling uniform"));
     }
   }
+  if (!o.hard_negative_field.empty()) {
+    ASSIGN_OR_RETURN(core::FieldSchema f, graph.EdgeFieldSchema(o.hard_negative_field));
+    if (f.dtype != core::DType::kInt64) {
+      return absl::InvalidArgumentError(StrCat("hard negative field '", o.hard_negative_field, "' holds ",
+                                               core::DTypeName(f.dtype), ", not int64 node IDs (write it with "
+                                               "fanout-partition --hard-negative-field)"));
+    }
+    if (o.negative_sampling == NegativeSampling::kJoint || o.negative_sampling == NegativeSampling::kInBatch) {
+      return absl::InvalidArgumentError(StrCat("hard negatives are per positive: they fill up with uniform, degree "
+                                               "or local negatives, not ", NegativeSamplingName(o.negative_sampling)));
+    }
+    if (o.hard_negatives < 0 || o.hard_negatives > o.negatives) {
+      return absl::InvalidArgumentError(StrCat("--hard-negatives must be in [0, --negatives ", o.negatives,
+                                               "] (0: up to --negatives), got ", o.hard_negatives));
+    }
+  }
   const int64_t num_edges = graph.config().edge_bounds.empty() ? 0 : graph.config().edge_bounds.back();
   for (int64_t e : edges) {
     if (e < 0 || e >= num_edges) {
@@ -166,6 +182,10 @@ absl::StatusOr<std::unique_ptr<LinkBatchSampler>> LinkBatchSampler::Create(
   RETURN_IF_ERROR(ValidateLinkSamplerOptions(o, *graph, edges));
   SamplerOptions so = NodeOptionsOf(o);
   std::unique_ptr<LinkBatchSampler> s(new LinkBatchSampler(graph, std::move(o), std::move(edges), std::move(so)));
+  if (!s->options_.hard_negative_field.empty()) {
+    ASSIGN_OR_RETURN(core::FieldSchema f, graph->EdgeFieldSchema(s->options_.hard_negative_field));
+    s->hard_width_ = f.row_elems();
+  }
   if (s->options_.negative_sampling == NegativeSampling::kDegreePow75 && degree_table != nullptr) {
     s->cumulative_ = std::move(degree_table);
   } else if (s->options_.negative_sampling == NegativeSampling::kDegreePow75) {
@@ -229,6 +249,24 @@ std::vector<int64_t> LinkBatchSampler::DrawNegatives(const std::vector<int64_t>&
   }
 }
 
+absl::Status LinkBatchSampler::PutHardNegatives(const std::vector<int64_t>& eids, const std::vector<int64_t>& src,
+                                                const std::vector<int64_t>& dst, std::vector<int64_t>* neg) {
+  const int64_t count = static_cast<int64_t>(eids.size()), k = options_.negatives;
+  const int64_t most = options_.hard_negatives > 0 ? options_.hard_negatives : k;
+  hard_rows_.resize(count * hard_width_);
+  RETURN_IF_ERROR(graph_->PullEdgeRows(options_.hard_negative_field, eids, reinterpret_cast<char*>(hard_rows_.data())));
+  const int64_t n = graph_->num_nodes();
+  for (int64_t i = 0; i < count; ++i) {
+    int64_t used = 0;
+    for (int64_t j = 0; j < hard_width_ && used < most; ++j) {
+      const int64_t w = hard_rows_[i * hard_width_ + j];
+      if (w < 0 || w >= n || w == src[i] || w == dst[i]) continue;
+      (*neg)[i * k + used++] = w;
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<LinkMiniBatch> LinkBatchSampler::Sample(int64_t epoch, int64_t step) {
   ASSIGN_OR_RETURN(LinkMiniBatch b, SampleBlocks(epoch, step));
   const auto start = std::chrono::steady_clock::now();
@@ -261,7 +299,8 @@ absl::StatusOr<LinkMiniBatch> LinkBatchSampler::SampleBlocks(int64_t epoch, int6
 
   uint64_t state = Mix(Mix(Mix(options_.sampling.seed ^ 0x6e6567ULL, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(step)),
                        static_cast<uint64_t>(options_.sampling.rank));
-  const std::vector<int64_t> neg = DrawNegatives(src, dst, state);
+  std::vector<int64_t> neg = DrawNegatives(src, dst, state);
+  if (!options_.hard_negative_field.empty()) RETURN_IF_ERROR(PutHardNegatives(b.eids, src, dst, &neg));
   const size_t per_positive = count > 0 ? neg.size() / count : 0;
 
   // The distinct endpoints, in order of first appearance, and each pair's positions.

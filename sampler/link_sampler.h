@@ -49,6 +49,12 @@ struct LinkSamplerOptions {
   NegativeSampling negative_sampling = NegativeSampling::kUniform;
   bool exclude_seed_edges = true;  // drop the positive pairs (both directions) from the blocks
   int64_t edges_per_epoch = -1;    // -1: all of the trainer's edges
+  // Hard negatives: an int64 edge field [E, H] of node IDs (-1: none; fanout-partition
+  // --hard-negative-field writes it). A positive's first negatives are its edge's valid entries
+  // (not -1, neither endpoint), at most `hard_negatives` of them (0: up to `negatives`); the rest
+  // are drawn by negative_sampling (uniform, degree or local). "" = none.
+  std::string hard_negative_field;
+  int64_t hard_negatives = 0;
 };
 
 // Pairs (LinkPairs, as positions in nodes.seeds) and the node batch that embeds them.
@@ -104,6 +110,9 @@ class LinkBatchSampler {
   // (kInBatch: min(negatives, count - 1)), row i * k + j for positive i.
   std::vector<int64_t> DrawNegatives(const std::vector<int64_t>& src, const std::vector<int64_t>& dst,
                                      uint64_t& state) const;
+  // Replaces the first negatives of each positive of `eids` by its edge's hard negatives.
+  absl::Status PutHardNegatives(const std::vector<int64_t>& eids, const std::vector<int64_t>& src,
+                                const std::vector<int64_t>& dst, std::vector<int64_t>* neg);
   // A negative's node from its index among the candidates (every node, or negative_type_'s).
   int64_t Candidate(int64_t i) const;
 
@@ -124,6 +133,8 @@ class LinkBatchSampler {
   std::vector<char> exclude_relations_;
   int64_t cached_epoch_ = -1;
   std::vector<int64_t> epoch_edges_;  // cached_epoch_'s shuffled edges
+  int64_t hard_width_ = 0;            // H of hard_negative_field
+  std::vector<int64_t> hard_rows_;    // a batch's hard-negative rows
 };
 
 // Checks options, the positive edge IDs and the graph (at least 3 nodes to draw negatives from)

@@ -398,14 +398,22 @@ absl::Status MiniBatchSampler::FetchLabels(std::span<const int64_t> seeds, std::
 
 void DropExcluded(const std::vector<std::pair<int64_t, int64_t>>& exclude, core::SampledEdges* edges,
                   const std::vector<char>* relations) {
+  // A filter of the pairs' smaller endpoints (64 Ki bits, hashed), so that the binary search
+  // runs only for the few sampled edges that may be a pair: a link batch samples millions of
+  // edges against a thousand or so pairs.
+  constexpr uint64_t kBits = uint64_t{1} << 16;
+  std::vector<uint64_t> filter(kBits / 64, 0);
+  auto slot = [](int64_t x) { return core::SplitMix64(static_cast<uint64_t>(x)) & (kBits - 1); };
+  for (const auto& pair : exclude) filter[slot(pair.first) / 64] |= uint64_t{1} << (slot(pair.first) % 64);
   size_t kept = 0;
   const bool typed = !edges->etype.empty();
   for (size_t e = 0; e < edges->size(); ++e) {
     const int64_t u = edges->src[e], v = edges->dst[e];
+    const int64_t low = std::min(u, v);
+    const bool maybe = (filter[slot(low) / 64] >> (slot(low) % 64)) & 1;
     const bool of_relation = relations == nullptr || !typed ||
                              (static_cast<size_t>(edges->etype[e]) < relations->size() && (*relations)[edges->etype[e]]);
-    if (of_relation &&
-        std::binary_search(exclude.begin(), exclude.end(), std::pair{std::min(u, v), std::max(u, v)})) {
+    if (maybe && of_relation && std::binary_search(exclude.begin(), exclude.end(), std::pair{low, std::max(u, v)})) {
       continue;
     }
     edges->src[kept] = u;

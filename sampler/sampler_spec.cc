@@ -73,13 +73,15 @@ absl::Status WalkSamplerOptions(O& o, F&& f) {
 
 // LinkSamplerOptions' own members, under "link" in the spec (its `sampling` is the spec's
 // "sampler").
-static_assert(base::FieldCount<LinkSamplerOptions>() == 5, "list the new LinkSamplerOptions member in WalkLinkOptions");
+static_assert(base::FieldCount<LinkSamplerOptions>() == 7, "list the new LinkSamplerOptions member in WalkLinkOptions");
 template <typename L, typename F>
 absl::Status WalkLinkOptions(L& l, F&& f) {
   RETURN_IF_ERROR(f("negatives", l.negatives));
   RETURN_IF_ERROR(f("negative_sampling", l.negative_sampling));
   RETURN_IF_ERROR(f("exclude_seed_edges", l.exclude_seed_edges));
   RETURN_IF_ERROR(f("edges_per_epoch", l.edges_per_epoch));
+  RETURN_IF_ERROR(f("hard_negative_field", l.hard_negative_field));
+  RETURN_IF_ERROR(f("hard_negatives", l.hard_negatives));
   return absl::OkStatus();
 }
 

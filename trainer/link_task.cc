@@ -37,9 +37,23 @@ class LinkPrediction final : public Task {
     if (o.link.negatives < 1 || o.link.negatives > 1000) {
       return bad("--negatives must be in [1, 1000], got ", o.link.negatives);
     }
+    if (o.link.edges_per_epoch < 0) {
+      return bad("--edges-per-epoch must be >= 0 (0: all of a trainer's edges), got ", o.link.edges_per_epoch);
+    }
     if (o.link.embed_dim < 0) return bad("--embed-dim must be >= 0 (0: --hidden), got ", o.link.embed_dim);
     if (o.device_cache.presample) {
       return bad("--gpu-cache-policy presample samples node batches; --task link takes --gpu-cache-policy degree");
+    }
+    if (!o.link.hard_negative_field.empty() && (o.link.negative_sampling == sampler::NegativeSampling::kJoint ||
+                                                o.link.negative_sampling == sampler::NegativeSampling::kInBatch)) {
+      return bad("--hard-negative-field gives each positive its own negatives: use --negative-sampling uniform, "
+                 "degree or local to fill them up, not ", sampler::NegativeSamplingName(o.link.negative_sampling));
+    }
+    if (o.link.hard_negative_field.empty() && o.link.hard_negatives != 0) {
+      return bad("--hard-negatives goes with --hard-negative-field");
+    }
+    if (o.link.hard_negatives < 0 || o.link.hard_negatives > o.link.negatives) {
+      return bad("--hard-negatives must be in [0, --negatives] (0: up to --negatives), got ", o.link.hard_negatives);
     }
     if (o.link.negative_sampling == sampler::NegativeSampling::kInBatch && o.sampling.batch_size < 2) {
       return bad("--negative-sampling in-batch takes the other positives of a batch: --batch-size must be >= 2");
@@ -147,7 +161,10 @@ class LinkPrediction final : public Task {
     if (job.feature_cache() != nullptr) lo.sampling.cached_nodes = job.feature_cache()->nodes();
     lo.negatives = o.link.negatives;
     lo.negative_sampling = o.link.negative_sampling;
+    lo.hard_negative_field = o.link.hard_negative_field;
+    lo.hard_negatives = o.link.hard_negatives;
     lo.edges_per_epoch = static_cast<int64_t>(*std::min_element(counts.begin(), counts.end()));
+    if (o.link.edges_per_epoch > 0) lo.edges_per_epoch = std::min(lo.edges_per_epoch, o.link.edges_per_epoch);
     if (lo.edges_per_epoch < 1) {
       return absl::FailedPreconditionError("--task link: a trainer's partition stores no edges to train on");
     }
@@ -159,8 +176,11 @@ class LinkPrediction final : public Task {
       const std::string& relation = job.config().link_etype;
       job.Log(StrCat("fanout-train: link prediction", relation.empty() ? "" : StrCat(" of relation ", relation), ": ",
                      lo.edges_per_epoch, " positive edges per trainer per epoch, ",
-                     o.link.negatives, " negative(s) each (", sampler::NegativeSamplingName(o.link.negative_sampling),
-                     "); ", ScorerKindName(o.link.scorer), " scorer; ", LinkLossName(o.link.loss.kind),
+                     o.link.negatives, " negative(s) each (",
+                     o.link.hard_negative_field.empty()
+                         ? ""
+                         : StrCat("hard ones from edge field '", o.link.hard_negative_field, "' first, then "),
+                     sampler::NegativeSamplingName(o.link.negative_sampling), "); ", ScorerKindName(o.link.scorer), " scorer; ", LinkLossName(o.link.loss.kind),
                      " loss; seed edges excluded from their blocks in both directions; batches made by ",
                      o.loader.num_samplers > 0 ? StrCat(o.loader.num_samplers, " sampler process(es)")
                                                : StrCat(o.loader.num_threads, " thread(s)"),

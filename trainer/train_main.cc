@@ -134,12 +134,19 @@ void AddModelFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
 void AddTaskFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
   args.AddChoice("task", &o->task, trainer::TaskNames(), StrCat("what to train for: ", trainer::TaskHelp()));
   args.AddInt("negatives", &o->link.negatives, "link: negative pairs per positive edge in training");
+  args.AddInt("edges-per-epoch", &o->link.edges_per_epoch,
+              "link: positive edges per trainer per epoch, drawn afresh each epoch (0: all of the trainer's edges)");
   auto negative_sampling = [](const std::string& v) { return sampler::ParseNegativeSampling(v).status(); };
   args.AddString("negative-sampling", &f->negative_sampling,
                  "link: each positive's negatives: uniform (drawn per positive), degree (probability ~ "
                  "in-degree^0.75), joint (--negatives nodes per batch, shared by its positives), in-batch (the "
                  "batch's other positives' destinations) or local (drawn in the trainer's own partition)",
                  negative_sampling);
+  args.AddString("hard-negative-field", &o->link.hard_negative_field,
+                 "link: edge field of each edge's hard negatives (node IDs, -1: none; fanout-partition "
+                 "--hard-negative-field): a positive's first negatives, the rest drawn by --negative-sampling");
+  args.AddInt("hard-negatives", &o->link.hard_negatives,
+              "link: at most this many of a positive's --negatives from --hard-negative-field (0: up to --negatives)");
   args.AddInt("embed-dim", &o->link.embed_dim, "link: embedding width, the model's output (0: --hidden)");
   args.AddString("scorer", &f->scorer,
                  "link: a pair's score from its two embeddings: dot (product), distmult (a learnable vector per "
@@ -262,7 +269,8 @@ absl::Status CheckTaskFlags(const base::ArgParser& args, const Flags& f, trainer
     o->eval.metric = *fixed;
   }
   if (o->task == "link") return absl::OkStatus();
-  for (const char* flag : {"negatives", "negative-sampling", "embed-dim", "scorer", "link-loss", "loss-temperature",
+  for (const char* flag : {"negatives", "edges-per-epoch", "negative-sampling", "hard-negative-field", "hard-negatives",
+                           "embed-dim", "scorer", "link-loss", "loss-temperature",
                            "loss-weight-field", "eval-negatives", "eval-negative-sampling", "eval-seed"}) {
     if (args.WasSet(flag)) return absl::InvalidArgumentError(StrCat("--", flag, " applies to --task link only"));
   }

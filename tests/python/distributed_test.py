@@ -433,6 +433,35 @@ class EdgeLoaderTest(ServersTestCase):
         self.assertTrue(torch.equal(torch.cat(shares), torch.arange(self.g.num_edges())))
         self.assertTrue(torch.equal(shares[0], pb.partid2eids(0)))
 
+    def test_joint_in_batch_and_local_negatives(self):
+        """fanout's own negative kinds through DistEdgeDataLoader: joint negatives are k nodes
+        shared by the batch, in-batch ones the other positives' destinations (no node beyond the
+        positives'), local ones nodes of the trainer's partition."""
+        eids = dist.edge_split(None, self.g.get_partition_book())
+        ns = dist.negative_sampler
+        for kind in (ns.Joint(3), ns.InBatch(4), ns.Local(2)):
+            sampler = dist.as_edge_prediction_sampler(dist.NeighborSampler([3, 3]), negative_sampler=kind)
+            loader = dist.DistEdgeDataLoader(self.g, eids, sampler, batch_size=32, seed=1, to_dgl=False)
+            for input_nodes, pos, neg, blocks in loader:
+                seeds = pos.ndata[dist.NID]
+                u, v = pos.edges()
+                nu, nv = neg.edges()
+                n = len(u)
+                k = len(nu) // n
+                self.assertTrue(torch.equal(nu, u.repeat_interleave(k)), kind.kind)
+                if kind.kind == "joint":
+                    self.assertEqual(k, 3)
+                    self.assertTrue(torch.equal(nv.view(n, k), nv[:k].expand(n, k)))
+                elif kind.kind == "in-batch":
+                    self.assertEqual(k, min(4, n - 1))
+                    want = torch.stack([v[(torch.arange(n) + 1 + j) % n] for j in range(k)], 1).flatten()
+                    self.assertTrue(torch.equal(nv, want))
+                    self.assertTrue(torch.equal(torch.unique(seeds), torch.unique(torch.cat([seeds[u], seeds[v]]))))
+                else:
+                    owners = self.g.get_partition_book().nid2partid(seeds[nv])
+                    self.assertTrue(bool((owners == self.g.get_partition_book().partid).all()))
+            loader.close()
+
     def test_link_batches_pair_their_seeds_and_exclude_the_positives(self):
         eids = dist.edge_split(None, self.g.get_partition_book())
         sampler = dist.as_edge_prediction_sampler(dist.NeighborSampler([3, 3]),

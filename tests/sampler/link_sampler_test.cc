@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <set>
 
+#include "base/strings.h"
 #include "core/graph_source.h"
 #include "core/partition_store.h"
 #include "partition/partitioner.h"
@@ -16,6 +18,8 @@
 
 namespace fanout::sampler {
 namespace {
+
+using base::StrCat;
 
 // Counts the feature rows a source was asked for (the fetch counter).
 class CountingSource final : public core::ForwardingGraphSource {
@@ -385,6 +389,102 @@ TEST_F(LinkSamplerTest, LocalNegativesAreTheMachinesOwnNodes) {
   auto refused = LinkBatchSampler::Create(none->get(), o, RankEdgeSeeds(config_, 1, 0));
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("this process has no machine"), std::string::npos) << refused.status();
+}
+
+// Hard negatives (fanout-partition --hard-negative-field, then LinkSamplerOptions'): an input
+// edge's hard negatives, in new IDs, are its positive's first negatives (at most
+// hard_negatives, skipping -1 and the endpoints), the rest drawn; a reverse edge has none. Bad
+// values are refused by the partitioner naming the file and row.
+TEST(HardNegativesTest, AppearFirstInTheirStatedNumberAndTheRestAreDrawn) {
+  fanout::testing::TempDir dir;
+  partition::Dataset d = fanout::testing::MakeRandomDataset({.num_nodes = 300, .num_edges = 2000, .feat_dim = 4});
+  const int64_t n = d.num_nodes, e = d.num_edges();
+  std::vector<int64_t> hard(3 * e);
+  for (int64_t r = 0; r < e; ++r) {
+    hard[3 * r] = (r * 13) % n;
+    hard[3 * r + 1] = r % 5 == 0 ? -1 : (r * 7 + 1) % n;
+    hard[3 * r + 2] = (r * 29 + 2) % n;
+  }
+  d.edge_fields.push_back({"hard", core::NpyArray::Adopt(std::vector<int64_t>(hard), {e, 3})});
+  partition::PartitionOptions po;
+  po.out_dir = dir.Sub("parts");
+  po.num_parts = 1;
+  po.add_reverse_edges = true;
+  po.quiet = true;
+  po.hard_negative_field = "hard";
+  auto summary = partition::PartitionDataset(d, po);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  auto config = core::LoadPartitionConfig(summary->config_path);
+  ASSERT_TRUE(config.ok());
+  auto store = core::PartitionStore::Open(*config, 0);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto graph = DistGraph::FromSources(*config, 0, {std::make_shared<core::LocalGraphSource>(std::move(*store))});
+  ASSERT_TRUE(graph.ok());
+  auto orig_nids = core::NpyArray::Map(dir.Sub("parts") + "/part0/" + core::PartFiles::kOrigNids);
+  auto orig_eids = core::NpyArray::Map(dir.Sub("parts") + "/part0/" + core::PartFiles::kOrigEids);
+  ASSERT_TRUE(orig_nids.ok() && orig_eids.ok());
+  std::vector<int64_t> new_id(n);
+  for (int64_t v = 0; v < n; ++v) new_id[orig_nids->data_as<int64_t>()[v]] = v;
+
+  LinkSamplerOptions o;
+  o.sampling.fanouts = {3};
+  o.sampling.batch_size = 50;
+  o.negatives = 4;
+  o.hard_negative_field = "hard";
+  o.hard_negatives = 2;
+  auto s = LinkBatchSampler::Create(graph->get(), o, RankEdgeSeeds(*config, 1, 0));
+  ASSERT_TRUE(s.ok()) << s.status();
+  int64_t hard_seen = 0, hard_expected = 0, forward = 0, reverse = 0;
+  for (int64_t step = 0; step < 4; ++step) {
+    auto b = (*s)->SampleBlocks(0, step);
+    ASSERT_TRUE(b.ok()) << b.status();
+    for (size_t i = 0; i < b->eids.size(); ++i) {
+      const int64_t u = b->nodes.seeds[b->pos_src[i]], v = b->nodes.seeds[b->pos_dst[i]];
+      const int64_t origin = orig_eids->data_as<int64_t>()[b->eids[i]];
+      std::vector<int64_t> want;  // the edge's valid hard negatives, new IDs, at most 2
+      if (origin < e) {
+        ++forward;
+        for (int j = 0; j < 3 && want.size() < 2; ++j) {
+          const int64_t x = hard[3 * origin + j];
+          if (x >= 0 && new_id[x] != u && new_id[x] != v) want.push_back(new_id[x]);
+        }
+      } else {
+        ++reverse;
+      }
+      hard_expected += static_cast<int64_t>(want.size());
+      for (size_t j = 0; j < want.size(); ++j) {
+        EXPECT_EQ(b->nodes.seeds[b->neg_dst[i * 4 + j]], want[j]) << "edge " << b->eids[i] << ", negative " << j;
+        ++hard_seen;
+      }
+      for (size_t j = 0; j < 4; ++j) {
+        const int64_t w = b->nodes.seeds[b->neg_dst[i * 4 + j]];
+        EXPECT_TRUE(w != u && w != v) << "edge " << b->eids[i];
+      }
+    }
+  }
+  EXPECT_GT(forward, 0);
+  EXPECT_GT(reverse, 0);
+  // Every input edge has 2 or 3 valid hard negatives (a -1 in every fifth row), so nearly every
+  // forward positive takes its 2: about half of their negatives are hard.
+  EXPECT_EQ(hard_seen, hard_expected);
+  EXPECT_GT(hard_seen, forward * 3 / 2);
+
+  // Refused: joint negatives with hard ones, and more hard negatives than negatives.
+  o.negative_sampling = NegativeSampling::kJoint;
+  EXPECT_FALSE(LinkBatchSampler::Create(graph->get(), o, RankEdgeSeeds(*config, 1, 0)).ok());
+  o.negative_sampling = NegativeSampling::kUniform;
+  o.hard_negatives = 5;
+  EXPECT_FALSE(LinkBatchSampler::Create(graph->get(), o, RankEdgeSeeds(*config, 1, 0)).ok());
+
+  // The partitioner refuses a value that is no node, naming the row.
+  hard[3 * 17 + 2] = n + 4;
+  d.edge_fields.back() = {"hard", core::NpyArray::Adopt(std::move(hard), {e, 3})};
+  po.out_dir = dir.Sub("bad");
+  auto bad = partition::PartitionDataset(d, po);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(StrCat("row 17: hard negative ", n + 4, " is not a node ID")), std::string::npos)
+      << bad.status();
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("bad"))) << "refused before anything is written";
 }
 
 // Evaluation's drawn negatives depend on (seed, stream, positive index, j) only: a slice drawn

@@ -51,6 +51,8 @@ SamplerSpec EveryFieldSet() {
   s.link.negative_sampling = NegativeSampling::kDegreePow75;
   s.link.exclude_seed_edges = false;
   s.link.edges_per_epoch = 999;
+  s.link.hard_negative_field = "hard";
+  s.link.hard_negatives = 5;
   return s;
 }
 
@@ -104,6 +106,8 @@ TEST(SamplerSpecTest, EveryFieldRoundTrips) {
   EXPECT_EQ(got->link.negative_sampling, want.link.negative_sampling);
   EXPECT_EQ(got->link.exclude_seed_edges, want.link.exclude_seed_edges);
   EXPECT_EQ(got->link.edges_per_epoch, want.link.edges_per_epoch);
+  EXPECT_EQ(got->link.hard_negative_field, want.link.hard_negative_field);
+  EXPECT_EQ(got->link.hard_negatives, want.link.hard_negatives);
 
   // A node-batch spec carries no link settings.
   SamplerSpec node = want;
@@ -150,6 +154,8 @@ TEST(SamplerSettingsTest, EveryFieldRoundTrips) {
   EXPECT_EQ(link->negative_sampling, want.link.negative_sampling);
   EXPECT_EQ(link->exclude_seed_edges, want.link.exclude_seed_edges);
   EXPECT_EQ(link->edges_per_epoch, want.link.edges_per_epoch);
+  EXPECT_EQ(link->hard_negative_field, want.link.hard_negative_field);
+  EXPECT_EQ(link->hard_negatives, want.link.hard_negatives);
   ExpectSameSampling(link->sampling, want.sampler);
 
   LoaderOptions lo;

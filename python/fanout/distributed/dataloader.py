@@ -424,26 +424,58 @@ def _relation_fanouts(g: DistGraph, sampler: NeighborSampler):
 
 
 class _NegativeSampler:
-    def __init__(self, k: int, degree_weighted: bool):
+    def __init__(self, k: int, kind: str, hard_field: str = "", hard: int = 0):
         if int(k) < 1:
             raise ValueError(f"negative sampler: k must be >= 1, got {k}")
         self.k = int(k)
-        self.degree_weighted = degree_weighted
+        self.kind = kind  # fanout-train's --negative-sampling name
+        self.hard_field = hard_field
+        self.hard = int(hard)
 
 
 class negative_sampler:  # noqa: N801  (DGL's module name: dgl.dataloading.negative_sampler)
     """Negatives per positive edge, as DGL's ``dgl.dataloading.negative_sampler``: the source is
-    kept and the destination corrupted, drawn uniformly (``Uniform(k)``) or with probability
-    proportional to in-degree^0.75 (``DegreePow75(k)``, word2vec's and fanout-train's
-    ``--negative-sampling degree``)."""
+    kept and the destination corrupted, drawn uniformly (``Uniform(k)``, or DGL's other name for
+    it, ``PerSourceUniform(k)``) or with probability proportional to in-degree^0.75
+    (``DegreePow75(k)``, word2vec's). fanout's own kinds, as fanout-train's
+    ``--negative-sampling``: ``Joint(k)`` draws k nodes per batch shared by all its positives;
+    ``InBatch(k)`` takes the destinations of the batch's other positives (min(k, batch - 1) each, no
+    extra nodes); ``Local(k)`` draws among the trainer's own partition's nodes. A batch's
+    ``neg_graph`` has k edges per positive (row ``i * k + j`` for positive i), in every kind."""
 
     @staticmethod
     def Uniform(k: int) -> _NegativeSampler:  # noqa: N802
-        return _NegativeSampler(k, False)
+        return _NegativeSampler(k, "uniform")
+
+    @staticmethod
+    def PerSourceUniform(k: int) -> _NegativeSampler:  # noqa: N802
+        return _NegativeSampler(k, "uniform")
 
     @staticmethod
     def DegreePow75(k: int) -> _NegativeSampler:  # noqa: N802
-        return _NegativeSampler(k, True)
+        return _NegativeSampler(k, "degree")
+
+    @staticmethod
+    def Joint(k: int) -> _NegativeSampler:  # noqa: N802
+        return _NegativeSampler(k, "joint")
+
+    @staticmethod
+    def InBatch(k: int) -> _NegativeSampler:  # noqa: N802
+        return _NegativeSampler(k, "in-batch")
+
+    @staticmethod
+    def Local(k: int) -> _NegativeSampler:  # noqa: N802
+        return _NegativeSampler(k, "local")
+
+    @staticmethod
+    def Hard(k: int, field: str, hard: int = 0, fill: str = "uniform") -> _NegativeSampler:  # noqa: N802
+        """k negatives per positive, the first of them its edge's hard negatives from the edge field
+        ``field`` (fanout-partition --hard-negative-field; at most ``hard``, 0: up to k), the rest
+        drawn by ``fill`` ("uniform", "degree" or "local"), as fanout-train's
+        ``--hard-negative-field``."""
+        if fill not in ("uniform", "degree", "local"):
+            raise ValueError(f"negative_sampler.Hard: fill={fill!r} must be 'uniform', 'degree' or 'local'")
+        return _NegativeSampler(k, fill, field, hard)
 
 
 class EdgePredictionSampler:
@@ -599,7 +631,8 @@ class DistEdgeDataLoader(_EpochLoader):
                                       seeds_per_epoch=-1, feature_field=self._feat, label_field="",
                                       relation_fanouts=[])
         negatives = graph_sampler.negative_sampler
-        self._link = dict(negatives=negatives.k, negative_sampling="degree" if negatives.degree_weighted else "uniform",
+        self._link = dict(negatives=negatives.k, negative_sampling=negatives.kind,
+                          hard_negative_field=negatives.hard_field, hard_negatives=negatives.hard,
                           exclude_seed_edges=graph_sampler.exclude_seed_edges, edges_per_epoch=per_epoch)
         self._steps = _native.link_steps_per_epoch(self._settings, self._link, len(self._eids))
         self._loader = self._making(num_samplers, num_threads, prefetch, batch_timeout_seconds, queue_size)
