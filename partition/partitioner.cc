@@ -160,7 +160,8 @@ absl::Status WriteHardNegatives(const Relabelled& r, const Field& f, int64_t eb,
 // --hard-negative-field names an integer edge field of a graph of one node type whose every
 // value is an input node ID or -1; errors name the file and row.
 absl::Status CheckHardNegatives(const Dataset& d, const std::string& name) {
-  const auto f = std::find_if(d.edge_fields.begin(), d.edge_fields.end(), [&](const Field& x) { return x.name == name; });
+  const auto f =
+      std::find_if(d.edge_fields.begin(), d.edge_fields.end(), [&](const Field& x) { return x.name == name; });
   if (f == d.edge_fields.end()) {
     return absl::NotFoundError(StrCat("--hard-negative-field ", name, ": the input has no edge field of that name"));
   }

@@ -146,9 +146,10 @@ absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& o, const DistG
   if (o.negative_sampling == NegativeSampling::kLocal) {
     const auto [first, last] = LocalCandidates(graph, NegativeType(graph.config()));
     if (last - first < 3) {
-      return absl::FailedPreconditionError(StrCat(
-          "local negatives are drawn among this machine's partition's nodes", graph.machine_id() < 0 ? " (this process has no machine)" : "",
-          ": it has ", last - first, ", fewer than 3; use --negative-sampling uniform"));
+      return absl::FailedPreconditionError(
+          StrCat("local negatives are drawn among this machine's partition's nodes",
+                 graph.machine_id() < 0 ? " (this process has no machine)" : "", ": it has ", last - first,
+                 ", fewer than 3; use --negative-sampling uniform"));
     }
   }
   if (!o.hard_negative_field.empty()) {

@@ -28,6 +28,9 @@ namespace fanout::trainer {
 class Job final : public JobContext {
  public:
   Job(const TrainOptions& o, std::unique_ptr<Task> task) : o_(o), task_(std::move(task)) {}
+  // The task goes first: its loaders' threads sample graph_ until they are stopped, and a job
+  // that fails mid-epoch leaves them mid-batch (members would destroy graph_ before task_).
+  ~Job() override { task_.reset(); }
 
   absl::StatusOr<TrainResult> Run();
 

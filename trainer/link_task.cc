@@ -120,6 +120,9 @@ class LinkPrediction final : public Task {
       return absl::InvalidArgumentError(
           StrCat(config.base_dir, "/link: the negatives are not a whole number per positive"));
     }
+    if (o.link.loss.kind == LinkLoss::kWeightedBce) {  // the field exists and has one number per edge
+      RETURN_IF_ERROR(PositiveWeights(job, {}).status());
+    }
     if (o.eval.every > 0) sizes_.val = val_pos_.rows();
     if (o.eval.test) sizes_.test = test_pos_.rows();
     if (sizes_.train < o.dist.world_size) {
@@ -180,7 +183,8 @@ class LinkPrediction final : public Task {
                      o.link.hard_negative_field.empty()
                          ? ""
                          : StrCat("hard ones from edge field '", o.link.hard_negative_field, "' first, then "),
-                     sampler::NegativeSamplingName(o.link.negative_sampling), "); ", ScorerKindName(o.link.scorer), " scorer; ", LinkLossName(o.link.loss.kind),
+                     sampler::NegativeSamplingName(o.link.negative_sampling), "); ", ScorerKindName(o.link.scorer),
+                     " scorer; ", LinkLossName(o.link.loss.kind),
                      " loss; seed edges excluded from their blocks in both directions; batches made by ",
                      o.loader.num_samplers > 0 ? StrCat(o.loader.num_samplers, " sampler process(es)")
                                                : StrCat(o.loader.num_threads, " thread(s)"),
@@ -256,13 +260,7 @@ class LinkPrediction final : public Task {
     } else {
       const std::vector<int64_t> dst = sampler::DrawEvalNegatives(job.graph(), {p + 2 * lo, p + 2 * hi}, lo, k, joint,
                                                                   o.link.eval_seed, static_cast<uint64_t>(split));
-      if (joint) {
-        ids.insert(ids.end(), dst.begin(), dst.end());
-      } else {
-        for (int64_t i = 0; i < m; ++i) {
-          for (int64_t j = 0; j < k; ++j) ids.insert(ids.end(), {p[2 * (lo + i)], dst[i * k + j]});
-        }
-      }
+      ids.insert(ids.end(), dst.begin(), dst.end());  // the destinations only: sources are the positives'
     }
     ASSIGN_OR_RETURN(at::Tensor rows, FetchNodeRows(comm, job.graph().node_book(), o.trainers_per_machine, r, ids));
     at::Tensor pos_score, neg_score;
@@ -273,6 +271,9 @@ class LinkPrediction final : public Task {
       pos_score = scorer_->Score(pairs.select(1, 0), pairs.select(1, 1));
       if (joint) {
         neg_score = scorer_->ScoreAll(pairs.select(1, 0), all.narrow(0, 2 * m, k));
+      } else if (drawn) {
+        const at::Tensor sources = pairs.select(1, 0).repeat_interleave(k, 0);  // drawn for the positive's source
+        neg_score = scorer_->Score(sources, all.narrow(0, 2 * m, m * k)).view({m, k});
       } else {
         const at::Tensor negs = all.narrow(0, 2 * m, 2 * m * k).view({m * k, 2, all.size(1)});
         neg_score = scorer_->Score(negs.select(1, 0), negs.select(1, 1)).reshape({m, k});
@@ -314,10 +315,11 @@ class LinkPrediction final : public Task {
   }
 
   // weighted-bce: each positive edge's weight, one number of --loss-weight-field (or
-  // --edge-weight's field) per edge, as float32.
+  // --edge-weight's field) per edge, as float32; with no edges, only checks the field.
   static absl::StatusOr<std::vector<float>> PositiveWeights(JobContext& job, const std::vector<int64_t>& eids) {
     const TrainOptions& o = job.options();
-    const std::string& field = o.link.loss_weight_field.empty() ? o.sampling.edge.weight_field : o.link.loss_weight_field;
+    const std::string& field =
+        o.link.loss_weight_field.empty() ? o.sampling.edge.weight_field : o.link.loss_weight_field;
     ASSIGN_OR_RETURN(core::FieldSchema f, job.graph().EdgeFieldSchema(field));
     if (f.row_elems() != 1) {
       return absl::InvalidArgumentError(StrCat("--link-loss weighted-bce: edge field '", field,

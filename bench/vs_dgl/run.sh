@@ -23,6 +23,14 @@
 #      64-wide learnable rows for the featureless types (sparse Adam 0.06).
 #      fanout-train --model rgcn --embed-featureless 64  vs  DistDGL's R-GCN (dgl_rgcn_train.py:
 #      DGL's examples/distributed/rgcn shape, DistEmbedding + SparseAdam). Not in the default list.
+#   L  link prediction on A's graph and machines: SAGE 3x256 (256-wide embeddings), fanouts 15,10,5,
+#      Adam lr 0.0003, no dropout,
+#      dot scores, 1 uniform negative per positive, BCE, the positives and their reverses left out
+#      of the blocks; --link-edges positives per trainer per epoch (default 40960 = 40 steps;
+#      --quick 10240); the held-out pairs (link_split.py: 2000 test pairs, 100 given negatives
+#      each) removed from both sides' partitions; test MRR after the last epoch.
+#      fanout-train --task link  vs  DistDGL's DistEdgeDataLoader (dgl_link_train.py). Not in the
+#      default list.
 # Jobs alternate fanout, DGL, fanout, DGL, ... The epoch time reported is the mean of the epochs
 # after the first (evaluation excluded); validation accuracy is measured after the last epoch.
 #
@@ -36,11 +44,11 @@ BIN=$(cd "${FANOUT_BUILD_DIR:-$REPO/build}/bin" 2>/dev/null && pwd) || {
   echo "run.sh: no fanout build at ${FANOUT_BUILD_DIR:-$REPO/build}/bin (scripts/build.sh)" >&2
   exit 1
 }
-ROUNDS=1 SETUPS=A,B,C EPOCHS=2 QUICK=0 FRESH=0 TIMEOUT=
+ROUNDS=1 SETUPS=A,B,C EPOCHS=2 QUICK=0 FRESH=0 TIMEOUT= LINK_EDGES=
 WORK=${TMPDIR:-/tmp}/fanout-vs-dgl
 VENV=
 MAG_SCALE=
-usage() { sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; }
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) ROUNDS=$2; shift 2 ;;
@@ -52,6 +60,7 @@ while [ $# -gt 0 ]; do
     --work) WORK=$2; shift 2 ;;
     --venv) VENV=$2; shift 2 ;;
     --mag-scale) MAG_SCALE=$2; shift 2 ;;
+    --link-edges) LINK_EDGES=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -60,7 +69,7 @@ done
 [[ $EPOCHS =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --epochs must be a positive integer" >&2; exit 2; }
 IFS=, read -r -a SETUP_LIST <<<"$SETUPS"
 for s in "${SETUP_LIST[@]}"; do
-  [[ $s =~ ^[ABCPMH]$ ]] || { echo "run.sh: unknown setup '$s' (A, B, C, P, M or H)" >&2; exit 2; }
+  [[ $s =~ ^[ABCPMHL]$ ]] || { echo "run.sh: unknown setup '$s' (A, B, C, P, M, H or L)" >&2; exit 2; }
 done
 mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
@@ -83,6 +92,15 @@ PARTS=$WORK/parts-n$NODES-e$EDGES
 if [ -z "$MAG_SCALE" ]; then MAG_SCALE=$([ "$QUICK" = 1 ] && echo 0.02 || echo 0.1); fi
 [[ $MAG_SCALE =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "run.sh: --mag-scale must be a positive number" >&2; exit 2; }
 MAG=$WORK/mag-scale$MAG_SCALE
+# Setup L: positives per trainer per epoch, and the held-out pairs (both sides' partitions leave
+# them out).
+LINK_EDGES=${LINK_EDGES:-$([ "$QUICK" = 1 ] && echo 10240 || echo 40960)}
+[[ $LINK_EDGES =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --link-edges must be a positive integer" >&2; exit 2; }
+SPLIT=$PARTS/link-split
+# A's learning rate and dropout (0.003, 0.5) let the dot products of 256-wide embeddings of these
+# unnormalised features blow up in the first steps and then collapse to 0 (loss log 2, test MRR
+# at chance on both sides); this rate without dropout learns (docs/benchmarks.md).
+LINK_LR=0.0003
 PY=$VENV/bin/python
 PORT0=${FANOUT_VS_DGL_PORT:-37050}
 STAMP=$(date +%Y%m%d-%H%M%S)
@@ -170,11 +188,11 @@ ensure_venv() {
 # ---- 2. dataset and partitions -------------------------------------------------------------
 ensure_data() {
   if [ "$FRESH" = 1 ]; then rm -rf "$DATA" "$PARTS" "$MAG"; fi
-  local need2=0 need1=0 needmag=0 s
+  local need2=0 need1=0 needmag=0 needlink=0 s
   for s in "${SETUP_LIST[@]}"; do
-    case $s in A | C | P | M) need2=1 ;; B) need1=1 ;; H) needmag=1 ;; esac
+    case $s in A | C | P | M) need2=1 ;; B) need1=1 ;; H) needmag=1 ;; L) needlink=1 ;; esac
   done
-  if [ $need1 = 1 ] || [ $need2 = 1 ]; then
+  if [ $need1 = 1 ] || [ $need2 = 1 ] || [ $needlink = 1 ]; then
     if [ ! -f "$DATA/edges.npy" ]; then
       log "generating $DATA"
       "$BIN/fanout-generate" --out "$DATA" --overwrite --num-nodes "$NODES" --num-edges "$EDGES" \
@@ -202,6 +220,24 @@ ensure_data() {
       >"$PARTS/dgl-2.log" 2>&1 || { tail -n 30 "$PARTS/dgl-2.log"; exit 1; }
     grep -E "^dgl_partition|edge cuts|peak mem" "$PARTS/dgl-2.log" || true
   fi
+  if [ $needlink = 1 ]; then
+    if [ ! -f "$SPLIT/test_neg_dst.npy" ]; then
+      log "held-out link pairs: $SPLIT"
+      "$PY" "$HERE/link_split.py" --data "$DATA" --out "$SPLIT" --valid 2000 --test 2000 --negatives 100
+    fi
+    if [ ! -f "$PARTS/fanout-2-link/$NAME.json" ]; then
+      log "fanout-partition: 2 METIS parts without the held-out pairs"
+      "$BIN/fanout-partition" --input "$DATA" --out "$PARTS/fanout-2-link" --num-parts 2 --part-method metis \
+        --add-reverse-edges --balance-train --balance-edges --graph-name "$NAME" --edge-split-files "$SPLIT" \
+        --overwrite --quiet
+    fi
+    if [ ! -f "$PARTS/dgl-2-link/$NAME.json" ]; then
+      log "dgl.distributed.partition_graph: 2 METIS parts without the held-out pairs"
+      "$PY" "$HERE/dgl_partition.py" --data "$DATA" --out "$PARTS/dgl-2-link" --num-parts 2 --graph-name "$NAME" \
+        --exclude-pairs "$SPLIT" >"$PARTS/dgl-2-link.log" 2>&1 || { tail -n 30 "$PARTS/dgl-2-link.log"; exit 1; }
+      grep -E "^dgl_partition|edge cuts" "$PARTS/dgl-2-link.log" || true
+    fi
+  fi
   [ $needmag = 1 ] || return 0
   if [ ! -f "$MAG/data/num_nodes.json" ]; then
     log "generating $MAG/data (fanout-generate --preset mag --scale $MAG_SCALE)"
@@ -228,7 +264,7 @@ ensure_data() {
 # model flags per setup: LAYERS HIDDEN FANOUTS
 model_of() {
   case $1 in
-    A | B | P | M) echo "3 256 15,10,5" ;;
+    A | B | P | M | L) echo "3 256 15,10,5" ;;
     C) echo "2 16 15,10" ;;
     H) echo "2 64 25,15" ;;
   esac
@@ -253,6 +289,9 @@ run_fanout() {  # SETUP ROUND
   if [ "$s" = B ]; then
     config=$PARTS/fanout-1/$NAME.json trainers=2
     printf '127.0.0.1 %d\n' "$port" >"$dir/ip_config.txt"
+  elif [ "$s" = L ]; then
+    config=$PARTS/fanout-2-link/$NAME.json trainers=1
+    printf '127.0.0.1 %d\n127.0.0.2 %d\n' "$port" "$port" >"$dir/ip_config.txt"
   elif [ "$s" = H ]; then
     # The learnable rows are fields the trainers create on the servers: --allow-push.
     config=$MAG/fanout-2/mag.json trainers=1 launch_extra=(--allow-push)
@@ -271,6 +310,11 @@ run_fanout() {  # SETUP ROUND
       --data-plane fanout --graph-name "$NAME" --ip-config "$dir/ip_config.txt" --part-config "$config"
       --num-layers "$layers" --hidden "$hidden" --fanouts "$fanouts" --batch-size 1024 --lr 0.003
       --dropout 0.5 --epochs "$EPOCHS" --threads 1 --metrics-file "$dir/metrics.jsonl")
+  elif [ "$s" = L ]; then
+    # Evaluation only after training (the test set, against its given negatives).
+    trainer=("$BIN/fanout-train" --task link --model sage --fanouts "$fanouts" --hidden "$hidden" --batch-size 1024
+      --lr "$LINK_LR" --dropout 0 --edges-per-epoch "$LINK_EDGES" --negatives 1 --negative-sampling uniform
+      --epochs "$EPOCHS" --eval-every 0 --threads 1 --num-samplers 1 --metrics-file "$dir/metrics.jsonl")
   elif [ "$s" = H ]; then
     trainer=("$BIN/fanout-train" --model rgcn --fanouts "$fanouts" --hidden "$hidden" --batch-size 1024
       --lr 0.01 --dropout 0.5 --embed-featureless 64 --sparse-optimizer adam --sparse-lr 0.06
@@ -304,7 +348,12 @@ run_dgl() {  # SETUP ROUND
   local common=(--num-layers "$layers" --hidden "$hidden" --fanouts "$fanouts" --batch-size 1024
     --lr 0.003 --dropout 0.5 --epochs "$EPOCHS" --threads 1 --metrics-file "$dir/metrics.jsonl")
   local script=$HERE/dgl_dist_train.py graph=$NAME config=$PARTS/dgl-2/$NAME.json
-  if [ "$s" = H ]; then
+  if [ "$s" = L ]; then
+    script=$HERE/dgl_link_train.py config=$PARTS/dgl-2-link/$NAME.json
+    common=(--num-layers "$layers" --hidden "$hidden" --fanouts "$fanouts" --batch-size 1024 --lr "$LINK_LR"
+      --dropout 0 --epochs "$EPOCHS" --threads 1 --metrics-file "$dir/metrics.jsonl" --split "$SPLIT"
+      --edges-per-epoch "$LINK_EDGES")
+  elif [ "$s" = H ]; then
     script=$HERE/dgl_rgcn_train.py graph=mag config=$MAG/dgl-2/mag.json
     common=(--num-layers "$layers" --hidden "$hidden" --fanouts "$fanouts" --batch-size 1024 --lr 0.01
       --dropout 0.5 --embed-featureless 64 --sparse-lr 0.06 --epochs "$EPOCHS" --threads 1
@@ -357,7 +406,7 @@ run_dgl() {  # SETUP ROUND
       fi
     done
     for g in "${pids[@]}"; do kill_group "$g"; forget_group "$g"; done
-    grep -hE "^(epoch|dgl_(dist|rgcn)_train: graph)|Error" "$dir/m0-trainer.log" | sed 's/^/    /' || true
+    grep -hE "^(epoch|dgl_(dist|rgcn|link)_train: graph)|Error" "$dir/m0-trainer.log" | sed 's/^/    /' || true
     if [ $rc != 0 ]; then
       log "[$s round $r] DistDGL FAILED (exit $rc$([ $rc = 124 ] && echo ", timed out after $TIMEOUT s")); last lines:"
       for f in "$dir"/machine*.log "$dir"/m*-trainer.log "$dir"/m*-server.log; do

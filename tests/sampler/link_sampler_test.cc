@@ -482,7 +482,8 @@ TEST(HardNegativesTest, AppearFirstInTheirStatedNumberAndTheRestAreDrawn) {
   po.out_dir = dir.Sub("bad");
   auto bad = partition::PartitionDataset(d, po);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.status().message().find(StrCat("row 17: hard negative ", n + 4, " is not a node ID")), std::string::npos)
+  EXPECT_NE(bad.status().message().find(StrCat("row 17: hard negative ", n + 4, " is not a node ID")),
+            std::string::npos)
       << bad.status();
   EXPECT_FALSE(std::filesystem::exists(dir.Sub("bad"))) << "refused before anything is written";
 }
@@ -495,7 +496,8 @@ TEST_F(LinkSamplerTest, EvalNegativesAreAFunctionOfTheSeedAndThePositive) {
   for (int64_t i = 0; i < 40; ++i) pairs.insert(pairs.end(), {i, (i * 7 + 3) % 400});
   const std::vector<int64_t> all = DrawEvalNegatives(*graph_, pairs, 0, 10, false, 5, 0);
   ASSERT_EQ(all.size(), 400u);
-  const std::vector<int64_t> tail = DrawEvalNegatives(*graph_, {pairs.data() + 30, pairs.size() - 30}, 15, 10, false, 5, 0);
+  const std::vector<int64_t> tail =
+      DrawEvalNegatives(*graph_, {pairs.data() + 30, pairs.size() - 30}, 15, 10, false, 5, 0);
   EXPECT_EQ(tail, std::vector<int64_t>(all.begin() + 150, all.end()));
   for (size_t i = 0; i < 40; ++i) {
     for (size_t j = 0; j < 10; ++j) {

@@ -140,7 +140,8 @@ TEST_F(LinkCliTest, PrintedRankingIsTheEmbeddingsAgainstTheNegativesUsed) {
   // The graph as a trainer of machine 0 sees it, for the drawn negatives.
   auto store = core::PartitionStore::Open(*config, 0);
   ASSERT_TRUE(store.ok()) << store.status();
-  auto graph = sampler::DistGraph::FromSources(*config, 0, {std::make_shared<core::LocalGraphSource>(std::move(*store))});
+  auto graph =
+      sampler::DistGraph::FromSources(*config, 0, {std::make_shared<core::LocalGraphSource>(std::move(*store))});
   ASSERT_TRUE(graph.ok()) << graph.status();
   std::vector<int64_t> pos_pairs(test_pos->data_as<int64_t>(), test_pos->data_as<int64_t>() + 2 * n);
 
@@ -222,7 +223,8 @@ TEST_F(LinkCliTest, BadLinkFlagsAreRefusedNamingTheFlag) {
       {{"--link-loss", "hinge"}, "'hinge' is not a link loss"},
       {{"--negative-sampling", "zipf"}, "'zipf' is not a negative sampling"},
       {{"--negative-sampling", "in-batch", "--batch-size", "1"}, "--batch-size must be >= 2"},
-      {{"--eval-negatives", "10", "--eval-negative-sampling", "in-batch"}, "--eval-negative-sampling must be uniform or joint"},
+      {{"--eval-negatives", "10", "--eval-negative-sampling", "in-batch"},
+       "--eval-negative-sampling must be uniform or joint"},
       {{"--eval-negatives", "-1"}, "--eval-negatives must be in [0, 100000]"},
       {{"--loss-temperature", "0", "--link-loss", "contrastive"}, "--loss-temperature must be a positive number"},
       {{"--edges-per-epoch", "-5"}, "--edges-per-epoch must be >= 0"},
