@@ -133,7 +133,9 @@ TEST(TypedLinkSamplerTest, PositivesAreTheRelationsEdgesAndNegativesItsDestinati
     }
   }
   EXPECT_EQ(static_cast<int64_t>(seeds.size()), etypes->count(writes));
-  for (NegativeSampling mode : {NegativeSampling::kUniform, NegativeSampling::kDegreePow75}) {
+  // Every kind of negative is a paper; local ones are machine 0's papers.
+  for (NegativeSampling mode : {NegativeSampling::kUniform, NegativeSampling::kDegreePow75, NegativeSampling::kJoint,
+                                NegativeSampling::kInBatch, NegativeSampling::kLocal}) {
     LinkSamplerOptions o;
     o.sampling.fanouts = {4, 4};
     o.sampling.batch_size = 32;
@@ -152,7 +154,11 @@ TEST(TypedLinkSamplerTest, PositivesAreTheRelationsEdgesAndNegativesItsDestinati
         EXPECT_EQ(ntypes.ToTypeWise(v).first, paper);
         positive_pairs.insert({std::min(u, v), std::max(u, v)});
       }
-      for (int64_t j : b->neg_dst) EXPECT_EQ(ntypes.ToTypeWise(nodes[j]).first, paper) << "negative " << nodes[j];
+      for (int64_t j : b->neg_dst) {
+        EXPECT_EQ(ntypes.ToTypeWise(nodes[j]).first, paper) << "negative " << nodes[j];
+        if (mode == NegativeSampling::kLocal) EXPECT_EQ((*graph)->node_book().PartOf(nodes[j]), 0) << nodes[j];
+      }
+      EXPECT_FALSE(b->neg_dst.empty());
       int64_t other_relations = 0;
       for (const Block& block : b->nodes.blocks) {
         for (int64_t v = 0; v < block.num_dst; ++v) {
