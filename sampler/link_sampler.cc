@@ -5,6 +5,7 @@
 #include <cmath>
 #include <utility>
 
+#include "base/enum_names.h"
 #include "base/status.h"
 #include "base/strings.h"
 #include "core/random.h"
@@ -46,19 +47,12 @@ constexpr std::pair<NegativeSampling, std::string_view> kNegativeSamplingNames[]
 
 }  // namespace
 
-std::string_view NegativeSamplingName(NegativeSampling n) {
-  for (const auto& [kind, name] : kNegativeSamplingNames) {
-    if (kind == n) return name;
-  }
-  return "?";
-}
+std::string_view NegativeSamplingName(NegativeSampling n) { return base::EnumName(kNegativeSamplingNames, n); }
 
 absl::StatusOr<NegativeSampling> ParseNegativeSampling(std::string_view name) {
-  for (const auto& [kind, known] : kNegativeSamplingNames) {
-    if (known == name) return kind;
-  }
+  if (std::optional<NegativeSampling> n = base::EnumFromName(kNegativeSamplingNames, name)) return *n;
   return absl::InvalidArgumentError(
-      StrCat("'", name, "' is not a negative sampling: uniform, degree, joint, in-batch or local"));
+      StrCat("'", name, "' is not a negative sampling: ", base::EnumNameList(kNegativeSamplingNames)));
 }
 
 int LinkRelation(const core::PartitionConfig& config) {

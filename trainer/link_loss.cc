@@ -11,6 +11,7 @@
 
 #include <utility>
 
+#include "base/enum_names.h"
 #include "base/strings.h"
 
 namespace fanout::trainer {
@@ -25,19 +26,11 @@ constexpr std::pair<LinkLoss, std::string_view> kNames[] = {
 
 }  // namespace
 
-std::string_view LinkLossName(LinkLoss loss) {
-  for (const auto& [kind, name] : kNames) {
-    if (kind == loss) return name;
-  }
-  return "?";
-}
+std::string_view LinkLossName(LinkLoss loss) { return base::EnumName(kNames, loss); }
 
 absl::StatusOr<LinkLoss> ParseLinkLoss(std::string_view name) {
-  for (const auto& [kind, known] : kNames) {
-    if (known == name) return kind;
-  }
-  return absl::InvalidArgumentError(
-      base::StrCat("'", name, "' is not a link loss: bce, weighted-bce, adversarial or contrastive"));
+  if (std::optional<LinkLoss> l = base::EnumFromName(kNames, name)) return *l;
+  return absl::InvalidArgumentError(base::StrCat("'", name, "' is not a link loss: ", base::EnumNameList(kNames)));
 }
 
 at::Tensor LinkLossOf(const LinkLossOptions& o, const at::Tensor& pos, const at::Tensor& neg,

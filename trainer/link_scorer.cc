@@ -10,28 +10,28 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <utility>
 
+#include "base/enum_names.h"
 #include "base/strings.h"
 
 namespace fanout::trainer {
 
 using base::StrCat;
 
+namespace {
+
+constexpr std::pair<ScorerKind, std::string_view> kScorerNames[] = {
+    {ScorerKind::kDot, "dot"}, {ScorerKind::kMlp, "mlp"}, {ScorerKind::kDistMult, "distmult"}};
+
+}  // namespace
+
 absl::StatusOr<ScorerKind> ParseScorerKind(std::string_view name) {
-  if (name == "dot") return ScorerKind::kDot;
-  if (name == "mlp") return ScorerKind::kMlp;
-  if (name == "distmult") return ScorerKind::kDistMult;
-  return absl::InvalidArgumentError(StrCat("--scorer: '", name, "' is not one of dot, mlp, distmult"));
+  if (std::optional<ScorerKind> k = base::EnumFromName(kScorerNames, name)) return *k;
+  return absl::InvalidArgumentError(StrCat("--scorer: '", name, "' is not one of ", base::EnumNameList(kScorerNames)));
 }
 
-std::string_view ScorerKindName(ScorerKind kind) {
-  switch (kind) {
-    case ScorerKind::kDot: return "dot";
-    case ScorerKind::kMlp: return "mlp";
-    case ScorerKind::kDistMult: return "distmult";
-  }
-  return "?";
-}
+std::string_view ScorerKindName(ScorerKind kind) { return base::EnumName(kScorerNames, kind); }
 
 LinkScorer::LinkScorer(ScorerKind kind, int64_t dim, uint64_t init_seed, int64_t num_relations, int64_t relation)
     : kind_(kind), dim_(dim), relation_(relation) {
