@@ -110,18 +110,27 @@ def timed_step(model, opt, blocks, x, y, t, t0, t1, t2):
     Returns (loss, number of correct predictions)."""
     pred = model(blocks, x)
     loss = F.cross_entropy(pred, y)
+    finish_step(loss, [opt], t, t0, t1, t2)
+    return loss.item(), float((pred.argmax(1) == y).sum())
+
+
+def finish_step(loss, opts, t, t0, t1, t2):
+    """Backward and update (every optimiser in `opts`) of a step whose forward and loss end now;
+    adds its phases to the Breakdown `t` (t0..t2: when it asked for its batch, got it, and had its
+    features)."""
     t3 = now()
-    opt.zero_grad()
+    for o in opts:
+        o.zero_grad()
     loss.backward()
     t4 = now()
-    opt.step()
+    for o in opts:
+        o.step()
     t5 = now()
     t.wait += t1 - t0
     t.feature += t2 - t1
     t.forward += t3 - t2
     t.backward += t4 - t3
     t.update += t5 - t4
-    return loss.item(), float((pred.argmax(1) == y).sum())
 
 
 def write_metrics(path, record):

@@ -32,7 +32,16 @@ import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dgl_dist_train  # noqa: E402,F401  (its loopback machine-ID patch, applied at import)
-from dgl_common import Breakdown, add_job_args, build_model, epoch_record, format_epoch, now, write_metrics  # noqa: E402
+from dgl_common import (  # noqa: E402
+    Breakdown,
+    add_job_args,
+    build_model,
+    epoch_record,
+    finish_step,
+    format_epoch,
+    now,
+    write_metrics,
+)
 
 
 def parse():
@@ -108,17 +117,7 @@ def main():
                 scores = torch.cat([pos, neg])
                 labels = torch.cat([torch.ones_like(pos), torch.zeros_like(neg)])
                 loss = F.binary_cross_entropy_with_logits(scores, labels)
-                t3 = now()
-                opt.zero_grad()
-                loss.backward()
-                t4 = now()
-                opt.step()
-                t5 = now()
-                t.wait += t1 - t0
-                t.feature += t2 - t1
-                t.forward += t3 - t2
-                t.backward += t4 - t3
-                t.update += t5 - t4
+                finish_step(loss, [opt], t, t0, t1, t2)
                 n = len(scores)
                 loss_sum += loss.item() * n
                 correct += float((pos > 0).sum() + (neg <= 0).sum())

@@ -72,7 +72,7 @@ import torch.nn.functional as F  # noqa: E402
 # (BENCH_DGL_MACHINE_ID; see there). It is at import time, so DGL's sampler processes, which
 # re-import this file, are patched as well.
 import dgl_dist_train  # noqa: E402,F401
-from dgl_common import Breakdown, add_job_args, epoch_record, format_epoch, now, write_metrics  # noqa: E402
+from dgl_common import Breakdown, add_job_args, epoch_record, finish_step, format_epoch, now, write_metrics  # noqa: E402
 
 
 def parse():
@@ -275,19 +275,7 @@ def main():
                 t2 = now()
                 pred = model(blocks, x)[T]
                 loss = F.cross_entropy(pred, y)
-                t3 = now()
-                opt.zero_grad()
-                sparse_opt.zero_grad()
-                loss.backward()
-                t4 = now()
-                opt.step()
-                sparse_opt.step()
-                t5 = now()
-                t.wait += t1 - t0
-                t.feature += t2 - t1
-                t.forward += t3 - t2
-                t.backward += t4 - t3
-                t.update += t5 - t4
+                finish_step(loss, [opt, sparse_opt], t, t0, t1, t2)
                 n = len(seeds)
                 loss_sum += loss.item() * n
                 correct += float((pred.argmax(1) == y).sum())

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -576,6 +577,20 @@ PYBIND11_MODULE(_native, m) {
   using namespace fanout;
   using namespace fanout::python;
   m.doc() = "fanout's native data plane (graph reads, seed split, batch loaders); see fanout.distributed";
+  // pybind11 before 2.12 reads NumPy 1.x's array structures: under NumPy 2 its arrays come out with
+  // wrong strides (every row the first one), so a batch would be silently wrong. Refuse instead.
+#if PYBIND11_VERSION_MAJOR == 2 && PYBIND11_VERSION_MINOR < 12
+  {
+    const std::string version = py::str(py::module_::import("numpy").attr("__version__"));
+    if (std::atoi(version.c_str()) >= 2) {
+      throw py::import_error(
+          "fanout._native was built with pybind11 " + std::to_string(PYBIND11_VERSION_MAJOR) + "." +
+          std::to_string(PYBIND11_VERSION_MINOR) + ", which supports NumPy 1.x only, and this environment has NumPy " +
+          version + ": install fanout into it with `pip install ./python` (which builds against a pybind11 that " +
+          "supports both), or use numpy<2 here");
+    }
+  }
+#endif
   py::register_exception<StatusError>(m, "FanoutError", PyExc_RuntimeError);
 
   m.def(
