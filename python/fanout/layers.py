@@ -14,6 +14,7 @@ slower, runs anywhere). ``fused=None`` picks the kernels when their library can 
 """
 
 import math
+import os
 from typing import Dict, List, Optional
 
 import torch
@@ -28,7 +29,11 @@ def _use_fused(fused: Optional[bool]) -> bool:
     if fused is None:
         return ops.load()
     if fused and not ops.load():
-        raise RuntimeError(f"fused=True needs fanout's operator library ({ops.library_path()}); build fanout "
+        path, want = ops.library_path(), ops.built_for(ops.library_path())
+        if want and os.path.exists(path):
+            raise RuntimeError(f"fused=True needs fanout's operator library, and {path} was built for PyTorch {want}, "
+                               f"not this {torch.__version__}: use fused=False (plain PyTorch) here")
+        raise RuntimeError(f"fused=True needs fanout's operator library ({path}); build fanout "
                            "or set FANOUT_TORCH_OPS")
     return fused
 

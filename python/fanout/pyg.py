@@ -1,0 +1,358 @@
+"""PyG's distributed names on fanout: a PyG script's ``torch_geometric.distributed`` imports
+(deprecated by PyG in 2.7) pointed at fanout's data path, with batches as real
+``torch_geometric.data.Data`` objects::
+
+    from fanout.pyg import (DistContext, DistLinkNeighborLoader, DistNeighborLoader,
+                            LocalFeatureStore, LocalGraphStore)
+
+    graph = LocalGraphStore.from_partition("parts/", node_rank)      # a fanout partition folder
+    feature = LocalFeatureStore.from_partition("parts/", node_rank)
+    ctx = DistContext(rank=node_rank, global_rank=node_rank, world_size=n, global_world_size=n,
+                      group_name="train")
+    loader = DistNeighborLoader((feature, graph), num_neighbors=[15, 10, 5], input_nodes=train_idx,
+                                batch_size=1024, shuffle=True, current_ctx=ctx,
+                                master_addr=addr, master_port=port)
+    for batch in loader:                       # torch_geometric.data.Data
+        out = model(batch.x, batch.edge_index)[:batch.batch_size]
+        loss = F.cross_entropy(out, batch.y[:batch.batch_size])
+
+The script is started by ``fanout-launch ... -- python3 train.py`` (which starts the graph
+servers and says where they are); the stores and loaders then read the job's graph through
+``fanout.distributed``. A batch has PyG's fields: ``x`` (input features of every sampled node),
+``edge_index`` (``[2, E]``, source to target, local indices into ``n_id``), ``n_id`` (global node
+IDs, the seeds first and then each hop's new nodes, as PyG orders them), ``e_id``, ``batch_size``,
+``num_sampled_nodes`` and ``num_sampled_edges`` (per hop, so that ``trim_to_layer`` works),
+``input_id`` and ``y``. Unlike PyG's ``y`` (every sampled node's label), ``y`` holds the seeds'
+labels only, the rows PyG scripts read (``batch.y[:batch.batch_size]``): fanout fetches labels
+for the seeds alone. Link batches add ``edge_label_index`` and ``edge_label`` (binary negative
+sampling) or ``src_index``, ``dst_pos_index`` and ``dst_neg_index`` (triplet), as PyG's
+``LinkNeighborLoader``. Graphs of one node type for now; PyG itself is imported only when a loader
+is made, and its absence is an ImportError saying what to install. docs/python.md has the rest.
+"""
+
+import glob
+import json
+import os
+from typing import Iterator, List, Optional
+
+import torch
+
+from fanout import distributed as _fd
+from fanout.distributed import EID, NID
+
+__all__ = ["DistContext", "LocalGraphStore", "LocalFeatureStore", "DistNeighborLoader", "DistLinkNeighborLoader"]
+
+
+def _pyg():
+    """torch_geometric's Data class, or an ImportError that says what to install."""
+    try:
+        from torch_geometric.data import Data
+    except ImportError as e:
+        raise ImportError("fanout.pyg yields torch_geometric.data.Data batches: install PyG into this environment "
+                          f"(pip install torch_geometric); the import failed with: {e}") from e
+    return Data
+
+
+class DistContext:
+    """PyG's ``DistContext``: this process's place in the job. fanout takes the ranks from
+    ``fanout-launch``'s environment; these are kept for the script's own use."""
+
+    def __init__(self, rank: int, global_rank: int, world_size: int, global_world_size: int, group_name: str,
+                 role=None):
+        self.rank, self.global_rank = int(rank), int(global_rank)
+        self.world_size, self.global_world_size = int(world_size), int(global_world_size)
+        self.group_name, self.role = group_name, role
+
+    def __repr__(self) -> str:
+        return (f"DistContext(rank={self.rank}, global_rank={self.global_rank}, world_size={self.world_size}, "
+                f"global_world_size={self.global_world_size}, group_name={self.group_name!r})")
+
+
+def _partition_config(root: str) -> str:
+    """The partition config of a fanout partition folder (or the config file itself)."""
+    if os.path.isfile(root):
+        return root
+    found = []
+    for path in sorted(glob.glob(os.path.join(root, "*.json"))):
+        with open(path) as f:
+            if "num_parts" in json.load(f):
+                found.append(path)
+    if len(found) != 1:
+        raise FileNotFoundError(f"{root}: expected one fanout partition config (<graph>.json, written by "
+                                f"fanout-partition), found {len(found)}")
+    return found[0]
+
+
+class _Store:
+    """What LocalGraphStore and LocalFeatureStore share: the partition and, once a loader needs it,
+    the job's graph (fanout.distributed.DistGraph, through the servers fanout-launch started)."""
+
+    def __init__(self, config_path: str, partition_id: int):
+        with open(config_path) as f:
+            config = json.load(f)
+        self._config_path = config_path
+        self.partition_idx = int(partition_id)
+        self.num_partitions = int(config["num_parts"])
+        if not 0 <= self.partition_idx < self.num_partitions:
+            raise ValueError(f"{config_path}: partition {partition_id} of {self.num_partitions}")
+        node_types = config.get("node_types") or []
+        edge_types = [tuple(t) if isinstance(t, list) else t for t in (config.get("edge_types") or [])]
+        self.meta = {"num_parts": self.num_partitions, "is_hetero": len(node_types) > 1,
+                     "node_types": node_types or None, "edge_types": edge_types or None,
+                     "graph_name": config.get("graph_name"), "partition_idx": self.partition_idx}
+        self._name = config.get("graph_name")
+
+    @classmethod
+    def from_partition(cls, root: str, partition_id: int):
+        """The store of partition ``partition_id`` of the fanout partition in folder ``root`` (or
+        its config file)."""
+        return cls(_partition_config(root), partition_id)
+
+    def graph(self) -> "_fd.DistGraph":
+        if not _fd.is_initialized():
+            _fd.initialize(part_config=self._config_path, machine_id=self.partition_idx)
+        return _fd.DistGraph(self._name)
+
+    @property
+    def is_hetero(self) -> bool:
+        return self.meta["is_hetero"]
+
+
+class LocalGraphStore(_Store):
+    """PyG's ``LocalGraphStore`` of one partition: ``from_partition(root, partition_id)``,
+    ``meta``, ``num_partitions``, ``partition_idx``."""
+
+
+class LocalFeatureStore(_Store):
+    """PyG's ``LocalFeatureStore`` of one partition: ``from_partition(root, partition_id)``,
+    ``meta``; ``labels`` (every node's label, the graph's ``label`` field) for splitting seeds."""
+
+    @property
+    def labels(self) -> torch.Tensor:
+        g = self.graph()
+        return g.ndata["label"][torch.arange(g.num_nodes())]
+
+
+def _stores(data):
+    if not (isinstance(data, (tuple, list)) and len(data) == 2 and isinstance(data[0], LocalFeatureStore)
+            and isinstance(data[1], LocalGraphStore)):
+        raise TypeError("data must be (LocalFeatureStore, LocalGraphStore), as PyG's "
+                        "(LocalFeatureStore.from_partition(...), LocalGraphStore.from_partition(...))")
+    feature, graph = data
+    if graph.is_hetero:
+        raise NotImplementedError("fanout.pyg: graphs of several node types (HeteroData batches) are not supported "
+                                  "yet; fanout.distributed's DistNodeDataLoader takes them")
+    return feature, graph
+
+
+def _refuse(name, value, default, why):
+    if value != default:
+        raise NotImplementedError(f"fanout.pyg: {name}={value!r} is not supported ({why})")
+
+
+def _fanouts(num_neighbors) -> List[int]:
+    """PyG's num_neighbors (hop 1 first) as fanout's fanouts (input layer first)."""
+    if isinstance(num_neighbors, dict):
+        raise NotImplementedError("fanout.pyg: num_neighbors per edge type needs a typed graph (not supported yet)")
+    hops = [int(n) for n in num_neighbors]
+    if not hops or any(n < -1 or n == 0 for n in hops):
+        raise ValueError(f"num_neighbors: {list(num_neighbors)} must be counts >= 1 (or -1 for all), hop 1 first")
+    return hops[::-1]
+
+
+class _PygLoader:
+    """The iteration, length, device and ``with`` of both loaders over a fanout.distributed
+    loader whose batches `_to_data` turns into Data."""
+
+    def __init__(self, transform, device):
+        self._transform = transform
+        self._device = device
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+    def __iter__(self) -> Iterator:
+        for batch in self._loader:
+            data = self._to_data(*batch)
+            if self._device is not None:
+                data = data.to(self._device)
+            yield self._transform(data) if self._transform is not None else data
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def enable_multithreading(self, num_threads: int):
+        """PyG's: the sampling threads of this process, used from the next epoch on when the job
+        has no sampler processes (fanout's loaders then sample in threads here)."""
+        self._loader._loader["num_threads"] = max(1, int(num_threads))
+        return self
+
+    def close(self):
+        self._loader.close()
+
+    @staticmethod
+    def _subgraph(Data, blocks, feat_name):
+        """The sampled subgraph of fanout's blocks (input layer first) in PyG's layout."""
+        n_id = blocks[0].srcdata[NID]
+        hops = blocks[::-1]  # hop 1 (the seeds' in-edges) first
+        edge_index = torch.cat([torch.stack([b.indices, b.dst]) for b in hops], 1)
+        e_id = torch.cat([b.edata[EID] for b in hops])
+        num_nodes = [hops[0].num_dst_nodes()] + [b.num_src_nodes() - b.num_dst_nodes() for b in hops]
+        data = Data(edge_index=edge_index, n_id=n_id, e_id=e_id, num_nodes=int(n_id.numel()),
+                    num_sampled_nodes=num_nodes, num_sampled_edges=[b.num_edges() for b in hops])
+        if feat_name in blocks[0].srcdata:
+            data.x = blocks[0].srcdata[feat_name]
+        return data
+
+
+class DistNeighborLoader(_PygLoader):
+    """PyG's ``DistNeighborLoader``: batches of ``batch_size`` seeds from ``input_nodes`` (global
+    node IDs or a boolean mask; None: every node), ``num_neighbors`` per hop (hop 1 first; -1:
+    all), as ``Data`` (module docstring). ``shuffle``/``drop_last`` as PyG's;
+    ``num_workers`` > 0 makes that many fanout sampler processes (0: the job's, else threads);
+    ``concurrency`` is how many batches are made ahead. ``master_addr``, ``master_port``,
+    ``current_ctx``, ``num_rpc_threads``, ``async_sampling``, ``filter_per_worker`` and
+    ``persistent_workers`` are accepted and not needed (fanout's batches come from its own
+    samplers). Temporal sampling, ``disjoint`` and other subgraph types are refused by name."""
+
+    def __init__(self, data, num_neighbors, master_addr: Optional[str] = None, master_port=None,
+                 current_ctx: Optional[DistContext] = None, input_nodes=None, input_time=None, dist_sampler=None,
+                 replace: bool = False, subgraph_type="directional", disjoint: bool = False,
+                 temporal_strategy: str = "uniform", time_attr: Optional[str] = None, transform=None,
+                 concurrency: int = 1, num_rpc_threads: int = 16, filter_per_worker: Optional[bool] = False,
+                 async_sampling: bool = True, device=None, *, batch_size: int = 1, shuffle: bool = False,
+                 drop_last: bool = False, num_workers: int = 0, persistent_workers: bool = False, seed: int = 0,
+                 **kwargs):
+        _pyg()
+        if kwargs:
+            raise TypeError(f"DistNeighborLoader got unexpected keyword argument(s): {', '.join(sorted(kwargs))}")
+        _refuse("input_time", input_time, None, "temporal sampling")
+        _refuse("time_attr", time_attr, None, "temporal sampling")
+        _refuse("dist_sampler", dist_sampler, None, "fanout's own sampler makes the batches")
+        _refuse("disjoint", disjoint, False, "one subgraph per batch")
+        _refuse("subgraph_type", str(getattr(subgraph_type, "value", subgraph_type)), "directional",
+                "sampled in-edges, PyG's default")
+        if int(concurrency) < 1:
+            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+        feature, graph = _stores(data)
+        super().__init__(transform, device)
+        g = graph.graph()
+        if input_nodes is None:
+            nids = torch.arange(g.num_nodes())
+        elif isinstance(input_nodes, tuple):
+            raise NotImplementedError("fanout.pyg: input_nodes=(node type, IDs) needs a typed graph (not supported yet)")
+        else:
+            t = torch.as_tensor(input_nodes)
+            nids = t.nonzero().flatten() if t.dtype == torch.bool else t.long()
+        self._input = nids
+        self._order = torch.argsort(nids)  # for input_id: a seed's position in input_nodes
+        sampler = _fd.NeighborSampler(_fanouts(num_neighbors), replace=replace)
+        self._loader = _fd.DistNodeDataLoader(
+            g, nids, sampler, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, seed=seed,
+            num_samplers=int(num_workers) if num_workers else None, prefetch=int(concurrency) + 1, to_dgl=False)
+        self._feat = self._loader._feat
+        self._label = self._loader._label
+
+    def _to_data(self, input_nodes, seeds, blocks):
+        data = self._subgraph(_pyg(), blocks, self._feat)
+        data.batch_size = int(seeds.numel())
+        at = torch.searchsorted(self._input[self._order].contiguous(), seeds.contiguous())
+        data.input_id = self._order[at]
+        if self._label and self._label in blocks[-1].dstdata:
+            data.y = blocks[-1].dstdata[self._label]
+        return data
+
+
+class DistLinkNeighborLoader(_PygLoader):
+    """PyG's ``DistLinkNeighborLoader``: batches of ``batch_size`` positive edges with their
+    negatives and the sampled subgraph around every endpoint, as ``Data`` (module docstring).
+    The positives are stored edges: ``edge_label_index=None`` takes this rank's share of them
+    (fanout-train ``--task link``'s, ``fanout.distributed.edge_split``), a 1-D tensor names stored
+    edge IDs; PyG's ``[2, N]`` node pairs are refused (fanout looks positives up by edge ID).
+    ``neg_sampling`` is ``"binary"`` or ``"triplet"``, a dict, or PyG's ``NegativeSampling``, its
+    ``amount`` the negatives per positive (an integer, default 1; ``neg_sampling_ratio`` is PyG's
+    older spelling of a binary amount). A negative keeps its positive's source and draws the
+    destination uniformly (PyG's binary mode draws both ends). The batch's positives are left out
+    of its subgraph in both directions. Other arguments as ``DistNeighborLoader``."""
+
+    def __init__(self, data, num_neighbors, master_addr: Optional[str] = None, master_port=None,
+                 current_ctx: Optional[DistContext] = None, edge_label_index=None, edge_label=None,
+                 edge_label_time=None, dist_sampler=None, replace: bool = False, subgraph_type="directional",
+                 disjoint: bool = False, temporal_strategy: str = "uniform", neg_sampling=None,
+                 neg_sampling_ratio=None, time_attr: Optional[str] = None, transform=None, concurrency: int = 1,
+                 num_rpc_threads: int = 16, filter_per_worker: Optional[bool] = False, async_sampling: bool = True,
+                 device=None, *, batch_size: int = 1, shuffle: bool = True, drop_last: bool = False,
+                 num_workers: int = 0, persistent_workers: bool = False, seed: int = 0, **kwargs):
+        _pyg()
+        if kwargs:
+            raise TypeError(f"DistLinkNeighborLoader got unexpected keyword argument(s): {', '.join(sorted(kwargs))}")
+        _refuse("edge_label_time", edge_label_time, None, "temporal sampling")
+        _refuse("time_attr", time_attr, None, "temporal sampling")
+        _refuse("dist_sampler", dist_sampler, None, "fanout's own sampler makes the batches")
+        _refuse("disjoint", disjoint, False, "one subgraph per batch")
+        _refuse("subgraph_type", str(getattr(subgraph_type, "value", subgraph_type)), "directional",
+                "sampled in-edges, PyG's default")
+        if edge_label is not None:
+            raise NotImplementedError("fanout.pyg: edge_label is not supported (positives are labelled 1, "
+                                      "negatives 0)")
+        if not shuffle:
+            raise ValueError("DistLinkNeighborLoader: link batches are always shuffled (shuffle=False is not supported)")
+        self._mode, amount = self._negatives(neg_sampling, neg_sampling_ratio)
+        feature, graph = _stores(data)
+        super().__init__(transform, device)
+        g = graph.graph()
+        if edge_label_index is None:
+            eids = _fd.edge_split(None, g.get_partition_book())
+        else:
+            eids = torch.as_tensor(edge_label_index)
+            if eids.dim() != 1:
+                raise NotImplementedError("fanout.pyg: edge_label_index as [2, N] node pairs is not supported: pass "
+                                          "None (this rank's stored edges) or a 1-D tensor of stored edge IDs")
+        sampler = _fd.as_edge_prediction_sampler(_fd.NeighborSampler(_fanouts(num_neighbors), replace=replace),
+                                                 negative_sampler=_fd.negative_sampler.Uniform(amount))
+        self._eids = eids.long()
+        self._order = torch.argsort(self._eids)
+        self._loader = _fd.DistEdgeDataLoader(
+            g, eids, sampler, batch_size=batch_size, shuffle=True, drop_last=drop_last, seed=seed,
+            num_samplers=int(num_workers) if num_workers else None, prefetch=int(concurrency) + 1, to_dgl=False)
+        self._feat = self._loader._feat
+
+    @staticmethod
+    def _negatives(neg_sampling, ratio):
+        """(mode, amount) of PyG's neg_sampling / neg_sampling_ratio."""
+        if neg_sampling is None and ratio is not None:
+            neg_sampling = {"mode": "binary", "amount": ratio}
+        if neg_sampling is None:
+            raise ValueError("DistLinkNeighborLoader: fanout's link batches carry negatives: pass "
+                             "neg_sampling='binary' or 'triplet' (amount: negatives per positive)")
+        if isinstance(neg_sampling, str):
+            mode, amount = neg_sampling, 1
+        elif isinstance(neg_sampling, dict):
+            mode, amount = neg_sampling.get("mode"), neg_sampling.get("amount", 1)
+        else:  # PyG's NegativeSampling
+            mode, amount = getattr(neg_sampling.mode, "value", neg_sampling.mode), neg_sampling.amount
+        if mode not in ("binary", "triplet"):
+            raise ValueError(f"neg_sampling mode {mode!r} must be 'binary' or 'triplet'")
+        if float(amount) != int(amount) or int(amount) < 1:
+            raise ValueError(f"neg_sampling amount {amount} must be a whole number >= 1 (negatives per positive)")
+        return mode, int(amount)
+
+    def _to_data(self, input_nodes, pos, neg, blocks):
+        data = self._subgraph(_pyg(), blocks, self._feat)
+        u, v = pos.edges()
+        nu, nv = neg.edges()
+        n = int(u.numel())
+        data.batch_size = n
+        eids = pos.edata[EID]
+        data.input_id = self._order[torch.searchsorted(self._eids[self._order].contiguous(), eids.contiguous())]
+        if self._mode == "binary":
+            data.edge_label_index = torch.stack([torch.cat([u, nu]), torch.cat([v, nv])])
+            data.edge_label = torch.cat([torch.ones(n), torch.zeros(int(nu.numel()))])
+        else:
+            data.src_index, data.dst_pos_index = u, v
+            data.dst_neg_index = nv.view(n, -1)
+        return data
