@@ -26,8 +26,13 @@ IDs, the seeds first and then each hop's new nodes, as PyG orders them), ``e_id`
 labels only, the rows PyG scripts read (``batch.y[:batch.batch_size]``): fanout fetches labels
 for the seeds alone. Link batches add ``edge_label_index`` and ``edge_label`` (binary negative
 sampling) or ``src_index``, ``dst_pos_index`` and ``dst_neg_index`` (triplet), as PyG's
-``LinkNeighborLoader``. Graphs of one node type for now; PyG itself is imported only when a loader
-is made, and its absence is an ImportError saying what to install. docs/python.md has the rest.
+``LinkNeighborLoader``. On a typed graph ``DistNeighborLoader`` yields ``HeteroData``:
+``input_nodes=(node type, IDs)``, ``num_neighbors`` a list (every relation) or PyG's dict per edge
+type, and per node type ``x``, ``n_id`` (type-wise IDs), per edge type ``edge_index`` and ``e_id``,
+``num_sampled_nodes``/``num_sampled_edges`` as PyG's dicts, and the seed type's ``batch_size``,
+``input_id`` and ``y``; ``to_hetero`` models and ``trim_to_layer`` run on it. PyG itself is
+imported only when a loader is made, and its absence is an ImportError saying what to install.
+docs/python.md has the rest.
 """
 
 import glob
@@ -43,14 +48,14 @@ from fanout.distributed import EID, NID
 __all__ = ["DistContext", "LocalGraphStore", "LocalFeatureStore", "DistNeighborLoader", "DistLinkNeighborLoader"]
 
 
-def _pyg():
-    """torch_geometric's Data class, or an ImportError that says what to install."""
+def _pyg(hetero: bool = False):
+    """torch_geometric's Data (or HeteroData) class, or an ImportError that says what to install."""
     try:
-        from torch_geometric.data import Data
+        from torch_geometric.data import Data, HeteroData
     except ImportError as e:
         raise ImportError("fanout.pyg yields torch_geometric.data.Data batches: install PyG into this environment "
                           f"(pip install torch_geometric); the import failed with: {e}") from e
-    return Data
+    return HeteroData if hetero else Data
 
 
 class DistContext:
@@ -95,8 +100,12 @@ class _Store:
         self.num_partitions = int(config["num_parts"])
         if not 0 <= self.partition_idx < self.num_partitions:
             raise ValueError(f"{config_path}: partition {partition_id} of {self.num_partitions}")
-        node_types = config.get("node_types") or []
-        edge_types = [tuple(t) if isinstance(t, list) else t for t in (config.get("edge_types") or [])]
+        # DGL's keys: "ntypes" {name: index}, "etypes" {"SRC:REL:DST": index} (one "_N"/"_E" untyped).
+        node_types = sorted(config.get("ntypes") or {}, key=lambda t: config["ntypes"][t])
+        edge_types = [tuple(t.split(":")) if ":" in t else t
+                      for t in sorted(config.get("etypes") or {}, key=lambda t: config["etypes"][t])]
+        if node_types == ["_N"]:
+            node_types, edge_types = [], []
         self.meta = {"num_parts": self.num_partitions, "is_hetero": len(node_types) > 1,
                      "node_types": node_types or None, "edge_types": edge_types or None,
                      "graph_name": config.get("graph_name"), "partition_idx": self.partition_idx}
@@ -138,11 +147,7 @@ def _stores(data):
             and isinstance(data[1], LocalGraphStore)):
         raise TypeError("data must be (LocalFeatureStore, LocalGraphStore), as PyG's "
                         "(LocalFeatureStore.from_partition(...), LocalGraphStore.from_partition(...))")
-    feature, graph = data
-    if graph.is_hetero:
-        raise NotImplementedError("fanout.pyg: graphs of several node types (HeteroData batches) are not supported "
-                                  "yet; fanout.distributed's DistNodeDataLoader takes them")
-    return feature, graph
+    return data
 
 
 def _refuse(name, value, default, why):
@@ -150,10 +155,19 @@ def _refuse(name, value, default, why):
         raise NotImplementedError(f"fanout.pyg: {name}={value!r} is not supported ({why})")
 
 
-def _fanouts(num_neighbors) -> List[int]:
-    """PyG's num_neighbors (hop 1 first) as fanout's fanouts (input layer first)."""
+def _fanouts(num_neighbors, typed: bool) -> list:
+    """PyG's num_neighbors (hop 1 first; on a typed graph a list for every relation or a dict
+    {edge type: counts}) as fanout's fanouts (input layer first; per layer an int or a dict)."""
     if isinstance(num_neighbors, dict):
-        raise NotImplementedError("fanout.pyg: num_neighbors per edge type needs a typed graph (not supported yet)")
+        if not typed:
+            raise NotImplementedError("fanout.pyg: num_neighbors per edge type is for a typed graph; this one has one "
+                                      "node type: pass a list")
+        hops = {len(v) for v in num_neighbors.values()}
+        if len(hops) != 1:
+            raise ValueError("num_neighbors: every edge type needs the same number of hops")
+        n = hops.pop()
+        return [{tuple(k) if isinstance(k, (list, tuple)) else k: int(v[h]) for k, v in num_neighbors.items()}
+                for h in range(n)][::-1]
     hops = [int(n) for n in num_neighbors]
     if not hops or any(n < -1 or n == 0 for n in hops):
         raise ValueError(f"num_neighbors: {list(num_neighbors)} must be counts >= 1 (or -1 for all), hop 1 first")
@@ -208,6 +222,27 @@ class _PygLoader:
             data.x = blocks[0].srcdata[feat_name]
         return data
 
+    @staticmethod
+    def _hetero_subgraph(HeteroData, blocks, feat_name):
+        """The same for typed blocks (fanout.distributed.HeteroBlock): per node type its sources
+        of the input layer (each inner layer's are a prefix of them, so the per-type indices of
+        every layer's edges hold), per relation its edges hop 1 first."""
+        data = HeteroData()
+        first, hops = blocks[0], blocks[::-1]
+        feats = first.srcdata[feat_name] if feat_name in first.srcdata else {}
+        for t in first.ntypes:
+            data[t].n_id = first.srcnodes[t].data[NID]
+            data[t].num_nodes = first.num_src_nodes(t)
+            if t in feats:
+                data[t].x = feats[t]
+        for cet in first.canonical_etypes:
+            data[cet].edge_index = torch.cat([b.edge_index_dict[cet] for b in hops], 1)
+            data[cet].e_id = torch.cat([b.edge_ids(cet) for b in hops])
+        data.num_sampled_nodes = {t: [hops[0].num_dst_nodes(t)] + [b.num_src_nodes(t) - b.num_dst_nodes(t) for b in hops]
+                                  for t in first.ntypes}
+        data.num_sampled_edges = {cet: [b.num_edges(cet) for b in hops] for cet in first.canonical_etypes}
+        return data
+
 
 class DistNeighborLoader(_PygLoader):
     """PyG's ``DistNeighborLoader``: batches of ``batch_size`` seeds from ``input_nodes`` (global
@@ -241,29 +276,43 @@ class DistNeighborLoader(_PygLoader):
         feature, graph = _stores(data)
         super().__init__(transform, device)
         g = graph.graph()
+        self._typed = g.is_typed()
+        self._input_type = None
+        if isinstance(input_nodes, tuple):  # PyG's (node type, IDs or mask) of a typed graph
+            if not self._typed:
+                raise ValueError("input_nodes=(node type, IDs) is for a typed graph; this one has one node type")
+            self._input_type, input_nodes = input_nodes
+        elif self._typed:
+            raise ValueError(f"input_nodes on a typed graph: pass (node type, IDs), e.g. ({g.ntypes[0]!r}, ids) "
+                             f"(types: {', '.join(g.ntypes)})")
         if input_nodes is None:
-            nids = torch.arange(g.num_nodes())
-        elif isinstance(input_nodes, tuple):
-            raise NotImplementedError("fanout.pyg: input_nodes=(node type, IDs) needs a typed graph (not supported yet)")
+            nids = torch.arange(g.num_nodes(self._input_type) if self._typed else g.num_nodes())
         else:
             t = torch.as_tensor(input_nodes)
             nids = t.nonzero().flatten() if t.dtype == torch.bool else t.long()
         self._input = nids
         self._order = torch.argsort(nids)  # for input_id: a seed's position in input_nodes
-        sampler = _fd.NeighborSampler(_fanouts(num_neighbors), replace=replace)
+        sampler = _fd.NeighborSampler(_fanouts(num_neighbors, self._typed), replace=replace)
         self._loader = _fd.DistNodeDataLoader(
-            g, nids, sampler, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, seed=seed,
-            num_samplers=int(num_workers) if num_workers else None, prefetch=int(concurrency) + 1, to_dgl=False)
+            g, {self._input_type: nids} if self._typed else nids, sampler, batch_size=batch_size, shuffle=shuffle,
+            drop_last=drop_last, seed=seed, num_samplers=int(num_workers) if num_workers else None,
+            prefetch=int(concurrency) + 1, to_dgl=False)
         self._feat = self._loader._feat
         self._label = self._loader._label
 
     def _to_data(self, input_nodes, seeds, blocks):
-        data = self._subgraph(_pyg(), blocks, self._feat)
-        data.batch_size = int(seeds.numel())
+        if self._typed:
+            data = self._hetero_subgraph(_pyg(hetero=True), blocks, self._feat)
+            seeds, store = seeds[self._input_type], data[self._input_type]
+            labels = blocks[-1].dstdata[self._label].get(self._input_type) if self._label in blocks[-1].dstdata else None
+        else:
+            data = store = self._subgraph(_pyg(), blocks, self._feat)
+            labels = blocks[-1].dstdata.get(self._label) if self._label else None
+        store.batch_size = int(seeds.numel())
         at = torch.searchsorted(self._input[self._order].contiguous(), seeds.contiguous())
-        data.input_id = self._order[at]
-        if self._label and self._label in blocks[-1].dstdata:
-            data.y = blocks[-1].dstdata[self._label]
+        store.input_id = self._order[at]
+        if labels is not None:
+            store.y = labels
         return data
 
 
@@ -303,6 +352,9 @@ class DistLinkNeighborLoader(_PygLoader):
             raise ValueError("DistLinkNeighborLoader: link batches are always shuffled (shuffle=False is not supported)")
         self._mode, amount = self._negatives(neg_sampling, neg_sampling_ratio)
         feature, graph = _stores(data)
+        if graph.is_hetero:
+            raise NotImplementedError("fanout.pyg: DistLinkNeighborLoader on a typed graph is not supported yet "
+                                      "(fanout-train --task link predicts one relation of one)")
         super().__init__(transform, device)
         g = graph.graph()
         if edge_label_index is None:
@@ -312,7 +364,7 @@ class DistLinkNeighborLoader(_PygLoader):
             if eids.dim() != 1:
                 raise NotImplementedError("fanout.pyg: edge_label_index as [2, N] node pairs is not supported: pass "
                                           "None (this rank's stored edges) or a 1-D tensor of stored edge IDs")
-        sampler = _fd.as_edge_prediction_sampler(_fd.NeighborSampler(_fanouts(num_neighbors), replace=replace),
+        sampler = _fd.as_edge_prediction_sampler(_fd.NeighborSampler(_fanouts(num_neighbors, False), replace=replace),
                                                  negative_sampler=_fd.negative_sampler.Uniform(amount))
         self._eids = eids.long()
         self._order = torch.argsort(self._eids)

@@ -111,12 +111,74 @@ class PygLoaderTest(base.ServersTestCase):
     def test_unsupported_arguments_are_refused_by_name(self):
         data = self.stores()
         for kw, message in (({"disjoint": True}, "disjoint"), ({"time_attr": "t"}, "time_attr"),
-                            ({"num_neighbors": {("a", "b", "c"): [1]}}, "per edge type"),
+                            ({"num_neighbors": {("a", "b", "c"): [1]}}, "per edge type is for a typed graph"),
                             ({"spam": 1}, "unexpected keyword")):
             args = dict(num_neighbors=[2], batch_size=4)
             args.update(kw)
             with self.assertRaisesRegex((NotImplementedError, TypeError), message):
                 pyg.DistNeighborLoader(data, **args)
+
+
+class PygTypedLoaderTest(base.ServersTestCase):
+    """On a typed graph DistNeighborLoader yields HeteroData: per type n_id and x, per relation a
+    real edge_index, PyG's per-type hop counts, and a to_hetero model runs on it."""
+
+    typed = True
+
+    def test_node_batches_are_heterodata(self):
+        from torch_geometric.data import HeteroData
+        from torch_geometric.nn import to_hetero
+        root = os.path.dirname(self.config)
+        data = (pyg.LocalFeatureStore.from_partition(root, 0), pyg.LocalGraphStore.from_partition(root, 0))
+        self.assertTrue(data[1].meta["is_hetero"])
+        g = self.g
+        papers = torch.arange(0, g.num_nodes("paper"), 3)
+        per_relation = {cet: [3, 2] for cet in g.canonical_etypes}
+        for num_neighbors in ([3, 2], per_relation):
+            loader = pyg.DistNeighborLoader(data, num_neighbors=num_neighbors, input_nodes=("paper", papers),
+                                            batch_size=40, num_workers=0)
+            batch = next(iter(loader))
+            loader.close()
+            self.assertIsInstance(batch, HeteroData)
+            bs = batch["paper"].batch_size
+            self.assertTrue(torch.equal(batch["paper"].n_id[:bs], papers[batch["paper"].input_id]))
+            self.assertTrue(torch.equal(batch["paper"].y, g.nodes["paper"].data["label"][batch["paper"].n_id[:bs]]))
+            self.assertTrue(torch.equal(batch["paper"].x, g.nodes["paper"].data["feat"][batch["paper"].n_id]))
+            edges = 0
+            for r, cet in enumerate(g.canonical_etypes):
+                src_t, _, dst_t = cet
+                ei, eid = batch[cet].edge_index, batch[cet].e_id
+                self.assertEqual(sum(batch.num_sampled_edges[cet]), ei.shape[1])
+                edges += ei.shape[1]
+                if ei.shape[1] == 0:
+                    continue
+                s, d = g.find_edges(torch.from_numpy(g._etypes.to_homo(r, eid.numpy())))
+                self.assertTrue(torch.equal(torch.from_numpy(g._ntypes.to_typewise(s.numpy())[1]),
+                                            batch[src_t].n_id[ei[0]]), cet)
+                self.assertTrue(torch.equal(torch.from_numpy(g._ntypes.to_typewise(d.numpy())[1]),
+                                            batch[dst_t].n_id[ei[1]]), cet)
+            self.assertGreater(edges, 0)
+            for t in g.ntypes:
+                self.assertEqual(sum(batch.num_sampled_nodes[t]), batch[t].num_nodes)
+            self.assertEqual(batch.num_sampled_nodes["paper"][0], bs)
+
+        classes = g.num_classes
+
+        class Sage(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a, self.b = SAGEConv((-1, -1), 8), SAGEConv((-1, -1), classes)
+
+            def forward(self, x, edge_index):
+                return self.b(self.a(x, edge_index).relu(), edge_index)
+
+        width = batch["paper"].x.shape[1]
+        for t in g.ntypes:  # featureless types: zeros, as a script would give them embeddings
+            if "x" not in batch[t]:
+                batch[t].x = torch.zeros(batch[t].num_nodes, width)
+        model = to_hetero(Sage(), batch.metadata(), aggr="sum")
+        out = model(batch.x_dict, batch.edge_index_dict)["paper"][:bs]
+        torch.nn.functional.cross_entropy(out, batch["paper"].y).backward()
 
 
 if __name__ == "__main__":
