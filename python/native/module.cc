@@ -34,6 +34,7 @@
 #include "base/strings.h"
 #include "core/partition_config.h"
 #include "core/sampling.h"
+#include "core/sparse_optim.h"
 #include "core/type_map.h"
 #include "rpc/graph_client.h"
 #include "rpc/security.h"
@@ -220,19 +221,21 @@ class Graph {
   // A node field in the servers' memory (a DistTensor the script creates): made on every server
   // of every partition (each server's rows are its own), zero-filled. Returns whether this call
   // created it anywhere (false: it existed with this schema, made by another trainer).
-  bool CreateNodeField(const std::string& name, const std::string& dtype_name, const std::vector<int64_t>& row_shape) {
-    if (config_.NodeField(name).ok()) {
-      throw py::value_error(StrCat("'", name, "' is already a node field of ", part_config_path_));
-    }
+  bool CreateNodeField(const std::string& name, const std::string& dtype_name, const std::vector<int64_t>& row_shape,
+                       const std::string& node_type) {
     const core::DType dtype = Take(core::DTypeFromName(dtype_name));
-    const core::FieldSchema schema{.name = name, .dtype = dtype, .row_shape = row_shape};
+    const core::FieldSchema schema{.name = name, .dtype = dtype, .row_shape = row_shape, .node_type = node_type};
+    if (config_.NodeField(schema.key()).ok()) {
+      throw py::value_error(StrCat("'", schema.key(), "' is already a node field of ", part_config_path_));
+    }
+    if (!node_type.empty()) Take(config_.NodeTypes()->TypeId(node_type));  // a type of this graph
     bool created = false;
     {
       py::gil_scoped_release nogil;
       created = Take(fields_->Create(schema));
     }
     std::lock_guard<std::mutex> lock(created_mu_);
-    created_[name] = schema;
+    created_[schema.key()] = schema;  // TYPE/NAME for a typed field: its rows by type-wise ID
     return created;
   }
 
@@ -288,6 +291,35 @@ class Graph {
     const char* bytes = static_cast<const char*>(v.data());
     py::gil_scoped_release nogil;
     Check(fields_->Push(schema, ids, bytes, add ? core::PushOp::kAdd : core::PushOp::kAssign));
+  }
+
+  // One sparse optimizer step (core/sparse_optim.h) on created field `field`'s rows for distinct
+  // `ids`, their state in created field `state_field`, `grads` float32 [ids, dim]: every server of
+  // each ID's partition applies it where the rows live (DistEmbedding's SparseAdam/SparseAdagrad).
+  void SparseUpdate(const std::string& field, const std::string& state_field, const py::array& ids_in,
+                    const py::array& grads_in, const std::string& kind, double lr, double beta1, double beta2,
+                    double eps) {
+    if (!IsCreated(field) || !IsCreated(state_field)) {
+      throw py::value_error(StrCat("sparse_update: '", field, "' and '", state_field,
+                                   "' must be fields this process created (DistEmbedding's table and state)"));
+    }
+    const core::FieldSchema rows = NodeSchema(field), state = NodeSchema(state_field);
+    std::vector<int64_t> ids = Ids(ids_in, "node IDs");
+    auto g = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(grads_in);
+    const int64_t dim = rows.row_elems();
+    if (!g || rows.dtype != core::DType::kFloat32 || g.size() != static_cast<py::ssize_t>(ids.size() * dim)) {
+      throw py::value_error(StrCat("sparse_update: gradients must be float32 [", ids.size(), ", ", dim, "]"));
+    }
+    core::SparseOptimizerOptions o{.kind = Take(core::ParseSparseOptimizer(kind)), .lr = lr, .beta1 = beta1,
+                                   .beta2 = beta2, .eps = eps};
+    Check(core::CheckSparseOptimizer(o));
+    if (state.row_elems() != core::SparseStateWidth(o.kind, dim)) {
+      throw py::value_error(StrCat("sparse_update: state field '", state_field, "' has ", state.row_elems(),
+                                   " values per row; ", kind, " keeps ", core::SparseStateWidth(o.kind, dim)));
+    }
+    const float* grads = g.data();
+    py::gil_scoped_release nogil;
+    Check(fields_->SparseUpdate(rows, state, ids, grads, o));
   }
 
   py::array WholeNodeField(const std::string& field) {
@@ -699,7 +731,13 @@ PYBIND11_MODULE(_native, m) {
       .def("pull_node_rows", &Graph::PullNodeRows, py::arg("field"), py::arg("ids"))
       .def("push_node_rows", &Graph::PushNodeRows, py::arg("field"), py::arg("ids"), py::arg("values"),
            py::arg("add") = false)
-      .def("create_node_field", &Graph::CreateNodeField, py::arg("name"), py::arg("dtype"), py::arg("row_shape"))
+      .def("create_node_field", &Graph::CreateNodeField, py::arg("name"), py::arg("dtype"), py::arg("row_shape"),
+           py::arg("node_type") = "")
+      .def("sparse_update", &Graph::SparseUpdate, py::arg("field"), py::arg("state_field"), py::arg("ids"),
+           py::arg("grads"), py::arg("kind"), py::arg("lr"), py::arg("beta1"), py::arg("beta2"), py::arg("eps"))
+      .def_static("sparse_state_width", [](const std::string& kind, int64_t dim) {
+        return core::SparseStateWidth(Take(core::ParseSparseOptimizer(kind)), dim);
+      })
       .def("whole_node_field", &Graph::WholeNodeField, py::arg("field"))
       .def("degrees", &Graph::Degrees, py::arg("ids"), py::arg("out") = false)
       .def("find_edges", &Graph::FindEdges, py::arg("eids"));

@@ -31,7 +31,9 @@ except ImportError as e:  # pragma: no cover
 from fanout.distributed.context import exit_client, initialize, is_initialized
 from fanout.distributed.dataloader import (Block, DistEdgeDataLoader, DistNodeDataLoader, NeighborSampler, PairGraph,
                                            as_edge_prediction_sampler, edge_split, negative_sampler)
-from fanout.distributed.graph import DistGraph, DistTensor, GraphPartitionBook, node_split
+from fanout.distributed.embedding import DistEmbedding
+from fanout.distributed.graph import DistGraph, DistTensor, GraphPartitionBook, NodePartitionPolicy, node_split
+from fanout.distributed import optim  # noqa: E402  (dgl.distributed.optim's SparseAdam, SparseAdagrad)
 from fanout.distributed.hetero import HeteroBlock
 from fanout._native import FanoutError
 
@@ -41,5 +43,6 @@ EID = "_ID"  # dgl.EID: the global edge IDs in a block's edata
 __all__ = [
     "initialize", "exit_client", "is_initialized", "DistGraph", "DistTensor", "GraphPartitionBook", "node_split",
     "NeighborSampler", "DistNodeDataLoader", "Block", "FanoutError", "NID", "EID", "DistEdgeDataLoader",
-    "as_edge_prediction_sampler", "negative_sampler", "edge_split", "PairGraph", "HeteroBlock",
+    "as_edge_prediction_sampler", "negative_sampler", "edge_split", "PairGraph", "HeteroBlock", "DistEmbedding",
+    "NodePartitionPolicy", "optim",
 ]

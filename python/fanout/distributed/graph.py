@@ -49,6 +49,14 @@ def _ids(ids) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(ids, dtype=np.int64).reshape(-1))
 
 
+class NodePartitionPolicy:
+    """DGL's NodePartitionPolicy of one node type: rows partitioned with that type's nodes."""
+
+    def __init__(self, ntype: str):
+        self.type_name = ntype
+        self.policy_str = f"node~{ntype}"
+
+
 class DistTensor:
     """A node field of the partitioned graph, read (and, where the servers allow it, written) by
     row: ``t[ids]`` gathers the rows from their owners, ``t[ids] = rows`` writes them to every
@@ -419,6 +427,12 @@ class DistGraph(_OneType):
 
     def get_partition_book(self) -> GraphPartitionBook:
         return self._gpb
+
+    def get_node_partition_policy(self, ntype: str) -> "NodePartitionPolicy":
+        """DGL's: where a node type's rows live (DistEmbedding(..., part_policy=...))."""
+        if ntype not in self.ntypes:
+            raise ValueError(f"get_node_partition_policy: no node type {ntype!r} (types: {', '.join(self.ntypes)})")
+        return NodePartitionPolicy(ntype)
 
     def rank(self) -> int:
         return self._ctx.rank

@@ -1,0 +1,94 @@
+"""DGL's ``DistEmbedding``: learnable node rows that live on the graph servers, trained by the
+sparse optimizers of :mod:`fanout.distributed.optim` (DGL's ``SparseAdam``/``SparseAdagrad``).
+
+The table is a node field created in the servers' memory (as fanout-train's
+``--embed-featureless`` tables), so every trainer reads a row from one place and no trainer holds
+the whole table; the optimizer's state is a second field beside it, and the servers apply each
+step to the rows a batch touched, where they live. Needs a job started with ``fanout-launch
+--allow-push``.
+"""
+
+from typing import Callable, List, Optional, Tuple
+
+import torch
+
+from fanout.distributed.graph import DistGraph, NodePartitionPolicy
+
+
+def _ranks() -> Tuple[int, int]:
+    """(rank, world size) of torch.distributed when the script initialised it, else (0, 1)."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+class DistEmbedding:
+    """``DistEmbedding(num_embeddings, embedding_dim, name=None, init_func=None,
+    part_policy=None)``: ``num_embeddings`` rows of ``embedding_dim`` float32, one per node (of
+    the node type of ``part_policy``, ``g.get_node_partition_policy(ntype)``, on a typed graph;
+    rows by type-wise ID). Rows start at zero, or at ``init_func((n, dim), torch.float32)``, each
+    trainer writing a disjoint share of them. ``emb(ids)`` pulls the rows and, while gradients
+    are recorded, remembers them so that the sparse optimizer can send their gradients to the
+    servers. Every trainer makes the same embeddings in the same order (as DGL's)."""
+
+    _unnamed = 0
+
+    def __init__(self, num_embeddings: int, embedding_dim: int, name: Optional[str] = None,
+                 init_func: Optional[Callable] = None, part_policy: Optional[NodePartitionPolicy] = None):
+        g = DistGraph._current
+        if g is None:
+            raise RuntimeError("DistEmbedding needs a DistGraph: create the DistGraph first")
+        self._ntype = part_policy.type_name if part_policy is not None else None
+        if g.is_typed() and self._ntype is None:
+            raise ValueError("DistEmbedding on a typed graph: pass part_policy=g.get_node_partition_policy(ntype)")
+        rows = g.num_nodes(self._ntype) if self._ntype is not None else g.num_nodes()
+        if int(num_embeddings) != rows:
+            raise ValueError(f"DistEmbedding: num_embeddings {num_embeddings} must be the "
+                             f"{'node type ' + repr(self._ntype) + ' has' if self._ntype else 'graph has'} {rows} nodes")
+        if int(embedding_dim) < 1:
+            raise ValueError(f"DistEmbedding: embedding_dim must be >= 1, got {embedding_dim}")
+        if name is None:
+            DistEmbedding._unnamed += 1
+            name = f"_embedding{DistEmbedding._unnamed}"
+        self._graph, self._name = g, name
+        self._num, self._dim = int(num_embeddings), int(embedding_dim)
+        self._key = f"{self._ntype}/{name}" if self._ntype is not None else name
+        g._native.create_node_field(name, "float32", [self._dim], node_type=self._ntype or "")
+        self._trace: List[Tuple[torch.Tensor, torch.Tensor]] = []
+        if init_func is not None:
+            rank, world = _ranks()
+            mine = torch.arange(rank, self._num, world)
+            values = init_func((len(mine), self._dim), torch.float32)
+            g._native.push_node_rows(self._key, self._graph_ids(mine), values.to(torch.float32).contiguous().numpy())
+        if _ranks()[1] > 1:
+            torch.distributed.barrier()  # every trainer's share written before any reads
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def num_embeddings(self) -> int:
+        return self._num
+
+    @property
+    def embedding_dim(self) -> int:
+        return self._dim
+
+    def _graph_ids(self, ids: torch.Tensor):
+        """The servers address a typed table's rows by graph-wide node ID."""
+        if self._ntype is None:
+            return ids.numpy()
+        g = self._graph
+        return g._ntypes.to_homo(g._ntype_id(self._ntype), ids.numpy())
+
+    def __call__(self, idx, device=None) -> torch.Tensor:
+        ids = torch.as_tensor(idx).to(torch.int64).cpu()
+        rows = torch.from_numpy(self._graph._native.pull_node_rows(self._key, self._graph_ids(ids)))
+        if torch.is_grad_enabled():
+            rows.requires_grad_(True)
+            self._trace.append((ids, rows))
+        return rows.to(device) if device is not None else rows
+
+    def reset_trace(self) -> None:
+        self._trace = []
