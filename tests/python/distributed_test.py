@@ -987,6 +987,41 @@ class LaunchedScriptTest(unittest.TestCase):
             self.assertEqual(py.returncode, 0, py.stdout + py.stderr)
             self.assertEqual(checksum_lines(py.stdout), expected, f"num_samplers={samplers}")
 
+    def test_dist_embedding_steps_average_every_trainers_gradients(self):
+        """Two trainers through fanout-launch --allow-push: SparseAdam applies each row's gradient
+        averaged over the trainers once (rows both touched, rows one touched), as PyTorch's Adam
+        on a dense copy with those averaged gradients; rows nobody touched stay."""
+        config = make_graph(self.work, 2)
+        script = os.path.join(self.work, "emb.py")
+        with open(script, "w") as f:
+            f.write("""import torch
+import fanout.distributed as dist
+dist.initialize()
+torch.distributed.init_process_group("gloo")
+rank = torch.distributed.get_rank()
+g = dist.DistGraph("g")
+n = g.num_nodes()
+emb = dist.DistEmbedding(n, 2, "e", init_func=lambda shape, dtype: torch.ones(shape))
+opt = dist.optim.SparseAdam([emb], lr=0.1)
+ids = {r: torch.tensor([1, 2, 3 + r]) for r in (0, 1)}
+w = {r: torch.tensor([[1.0, -1.0], [2.0, 0.5], [-3.0, 1.0]]) * (r + 1) for r in (0, 1)}
+dense = torch.nn.Parameter(torch.ones(n, 2))
+ref = torch.optim.Adam([dense], lr=0.1)
+for _ in range(2):
+    opt.zero_grad()
+    (emb(ids[rank]) * w[rank]).sum().backward()
+    opt.step()
+    ref.zero_grad()
+    sum((dense[ids[r]] * w[r]).sum() for r in (0, 1)).div(2).backward()
+    ref.step()
+got = emb(torch.arange(n)).detach()
+print("embedding", "ok" if torch.allclose(got, dense.detach(), atol=1e-6) else f"differs: {got[:6]} {dense[:6]}")
+torch.distributed.barrier()
+""")
+        r = launch(self.work, config, [sys.executable, script], extra=["--allow-push"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(r.stdout.count("embedding ok"), 2, r.stdout)
+
     def test_ddp_training_on_cora_matches_fanout_train(self):
         if not os.path.exists(os.path.join(SHARED, "cora", "raw", "edge.csv.gz")):
             self.skipTest("../shared/data/cora not present")
