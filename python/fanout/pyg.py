@@ -155,6 +155,21 @@ def _refuse(name, value, default, why):
         raise NotImplementedError(f"fanout.pyg: {name}={value!r} is not supported ({why})")
 
 
+def _check_common(loader: str, kwargs, time_attr, dist_sampler, disjoint, subgraph_type, concurrency):
+    """What both loaders refuse: unknown keywords, temporal sampling, another sampler, disjoint
+    or non-directional subgraphs, a concurrency below 1."""
+    _pyg()
+    if kwargs:
+        raise TypeError(f"{loader} got unexpected keyword argument(s): {', '.join(sorted(kwargs))}")
+    _refuse("time_attr", time_attr, None, "temporal sampling")
+    _refuse("dist_sampler", dist_sampler, None, "fanout's own sampler makes the batches")
+    _refuse("disjoint", disjoint, False, "one subgraph per batch")
+    _refuse("subgraph_type", str(getattr(subgraph_type, "value", subgraph_type)), "directional",
+            "sampled in-edges, PyG's default")
+    if int(concurrency) < 1:
+        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+
+
 def _fanouts(num_neighbors, typed: bool) -> list:
     """PyG's num_neighbors (hop 1 first; on a typed graph a list for every relation or a dict
     {edge type: counts}) as fanout's fanouts (input layer first; per layer an int or a dict)."""
@@ -262,17 +277,8 @@ class DistNeighborLoader(_PygLoader):
                  async_sampling: bool = True, device=None, *, batch_size: int = 1, shuffle: bool = False,
                  drop_last: bool = False, num_workers: int = 0, persistent_workers: bool = False, seed: int = 0,
                  **kwargs):
-        _pyg()
-        if kwargs:
-            raise TypeError(f"DistNeighborLoader got unexpected keyword argument(s): {', '.join(sorted(kwargs))}")
+        _check_common("DistNeighborLoader", kwargs, time_attr, dist_sampler, disjoint, subgraph_type, concurrency)
         _refuse("input_time", input_time, None, "temporal sampling")
-        _refuse("time_attr", time_attr, None, "temporal sampling")
-        _refuse("dist_sampler", dist_sampler, None, "fanout's own sampler makes the batches")
-        _refuse("disjoint", disjoint, False, "one subgraph per batch")
-        _refuse("subgraph_type", str(getattr(subgraph_type, "value", subgraph_type)), "directional",
-                "sampled in-edges, PyG's default")
-        if int(concurrency) < 1:
-            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
         feature, graph = _stores(data)
         super().__init__(transform, device)
         g = graph.graph()
@@ -336,15 +342,9 @@ class DistLinkNeighborLoader(_PygLoader):
                  num_rpc_threads: int = 16, filter_per_worker: Optional[bool] = False, async_sampling: bool = True,
                  device=None, *, batch_size: int = 1, shuffle: bool = True, drop_last: bool = False,
                  num_workers: int = 0, persistent_workers: bool = False, seed: int = 0, **kwargs):
-        _pyg()
-        if kwargs:
-            raise TypeError(f"DistLinkNeighborLoader got unexpected keyword argument(s): {', '.join(sorted(kwargs))}")
+        _check_common("DistLinkNeighborLoader", kwargs, time_attr, dist_sampler, disjoint, subgraph_type,
+                      concurrency)
         _refuse("edge_label_time", edge_label_time, None, "temporal sampling")
-        _refuse("time_attr", time_attr, None, "temporal sampling")
-        _refuse("dist_sampler", dist_sampler, None, "fanout's own sampler makes the batches")
-        _refuse("disjoint", disjoint, False, "one subgraph per batch")
-        _refuse("subgraph_type", str(getattr(subgraph_type, "value", subgraph_type)), "directional",
-                "sampled in-edges, PyG's default")
         if edge_label is not None:
             raise NotImplementedError("fanout.pyg: edge_label is not supported (positives are labelled 1, "
                                       "negatives 0)")

@@ -529,89 +529,6 @@ class CompressedFeaturesTest(ServersTestCase):
             loader.close()
 
 
-class EmbeddingTest(ServersTestCase):
-    """DistEmbedding and its sparse optimizers (DGL's names; issue 42): rows on the servers, a
-    step equal to PyTorch's dense optimizer on the rows touched, untouched rows unchanged."""
-
-    allow_push = True
-
-    def test_rows_start_as_asked_and_adam_steps_like_pytorchs(self):
-        g = self.g
-        n = g.num_nodes()
-        zero = dist.DistEmbedding(n, 3, "zero")
-        self.assertTrue(torch.equal(zero(torch.tensor([0, n - 1])), torch.zeros(2, 3)))
-        gen = torch.Generator().manual_seed(0)
-        start = torch.randn(n, 4, generator=gen)
-        emb = dist.DistEmbedding(n, 4, "emb", init_func=lambda shape, dtype: start.clone())
-        self.assertTrue(torch.equal(emb(torch.arange(n)), start))
-        dense = torch.nn.Parameter(start.clone())
-        opt = dist.optim.SparseAdam([emb], lr=0.05)
-        ref = torch.optim.Adam([dense], lr=0.05)
-        ids = torch.tensor([5, 9, 5, 100, 9, 9])  # repeated rows: their gradients add up
-        w = torch.randn(len(ids), 4, generator=gen)
-        for _ in range(3):
-            opt.zero_grad()
-            (emb(ids) * w).sum().backward()
-            opt.step()
-            ref.zero_grad()
-            (dense[ids] * w).sum().backward()
-            ref.step()
-        got = emb(torch.arange(n)).detach()
-        self.assertTrue(torch.allclose(got, dense.detach(), atol=1e-6))
-        touched = torch.zeros(n, dtype=torch.bool)
-        touched[ids] = True
-        self.assertTrue(torch.equal(got[~touched], start[~touched]))
-        self.assertFalse(torch.allclose(got[touched], start[touched]))
-        emb.reset_trace()
-        with torch.no_grad():  # lookups without gradients are not remembered
-            emb(ids)
-        self.assertEqual(emb._trace, [])
-
-    def test_adagrad_and_refusals(self):
-        g = self.g
-        n = g.num_nodes()
-        emb = dist.DistEmbedding(n, 2, "ada", init_func=lambda shape, dtype: torch.ones(shape))
-        dense = torch.nn.Parameter(torch.ones(n, 2))
-        opt, ref = dist.optim.SparseAdagrad([emb], lr=0.1), torch.optim.Adagrad([dense], lr=0.1, eps=1e-10)
-        ids = torch.tensor([3, 7])
-        (emb(ids) * torch.tensor([[1.0, -2.0], [0.5, 4.0]])).sum().backward()
-        opt.step()
-        (dense[ids] * torch.tensor([[1.0, -2.0], [0.5, 4.0]])).sum().backward()
-        ref.step()
-        self.assertTrue(torch.allclose(emb(torch.arange(n)).detach(), dense.detach(), atol=1e-6))
-        with self.assertRaisesRegex(ValueError, "num_embeddings 5 must be"):
-            dist.DistEmbedding(5, 2, "bad")
-        with self.assertRaisesRegex(TypeError, "DistEmbedding parameters"):
-            dist.optim.SparseAdam([torch.nn.Parameter(torch.zeros(2))], lr=0.1)
-
-
-class TypedEmbeddingTest(ServersTestCase):
-    """A typed graph's featureless node type gets learnable rows in a script (DGL's R-GCN
-    example's DistEmbedding with part_policy), read by type-wise ID."""
-
-    typed = True
-    allow_push = True
-
-    def test_rows_of_one_node_type(self):
-        g = self.g
-        n = g.num_nodes("author")
-        start = torch.arange(n * 3, dtype=torch.float32).view(n, 3)
-        emb = dist.DistEmbedding(n, 3, "author_emb", init_func=lambda shape, dtype: start.clone(),
-                                 part_policy=g.get_node_partition_policy("author"))
-        ids = torch.tensor([0, n - 1, 7])
-        self.assertTrue(torch.equal(emb(ids), start[ids]))
-        opt = dist.optim.SparseAdam([emb], lr=0.1)
-        emb(ids).sum().backward()
-        opt.step()
-        after = emb(torch.arange(n)).detach()
-        self.assertTrue(torch.allclose(after[ids], start[ids] - 0.1, atol=1e-5))  # Adam's first step: lr * sign
-        rest = torch.ones(n, dtype=torch.bool)
-        rest[ids] = False
-        self.assertTrue(torch.equal(after[rest], start[rest]))
-        with self.assertRaisesRegex(ValueError, "part_policy"):
-            dist.DistEmbedding(n, 3, "no_policy")
-
-
 class SettingsTest(ServersTestCase):
     """The loaders' settings reach the sampler whole (issue 41): edge fields for node and link
     batches alike, and a misspelt keyword is a TypeError, as in DGL, never dropped."""
@@ -986,41 +903,6 @@ class LaunchedScriptTest(unittest.TestCase):
                         samplers=1)
             self.assertEqual(py.returncode, 0, py.stdout + py.stderr)
             self.assertEqual(checksum_lines(py.stdout), expected, f"num_samplers={samplers}")
-
-    def test_dist_embedding_steps_average_every_trainers_gradients(self):
-        """Two trainers through fanout-launch --allow-push: SparseAdam applies each row's gradient
-        averaged over the trainers once (rows both touched, rows one touched), as PyTorch's Adam
-        on a dense copy with those averaged gradients; rows nobody touched stay."""
-        config = make_graph(self.work, 2)
-        script = os.path.join(self.work, "emb.py")
-        with open(script, "w") as f:
-            f.write("""import torch
-import fanout.distributed as dist
-dist.initialize()
-torch.distributed.init_process_group("gloo")
-rank = torch.distributed.get_rank()
-g = dist.DistGraph("g")
-n = g.num_nodes()
-emb = dist.DistEmbedding(n, 2, "e", init_func=lambda shape, dtype: torch.ones(shape))
-opt = dist.optim.SparseAdam([emb], lr=0.1)
-ids = {r: torch.tensor([1, 2, 3 + r]) for r in (0, 1)}
-w = {r: torch.tensor([[1.0, -1.0], [2.0, 0.5], [-3.0, 1.0]]) * (r + 1) for r in (0, 1)}
-dense = torch.nn.Parameter(torch.ones(n, 2))
-ref = torch.optim.Adam([dense], lr=0.1)
-for _ in range(2):
-    opt.zero_grad()
-    (emb(ids[rank]) * w[rank]).sum().backward()
-    opt.step()
-    ref.zero_grad()
-    sum((dense[ids[r]] * w[r]).sum() for r in (0, 1)).div(2).backward()
-    ref.step()
-got = emb(torch.arange(n)).detach()
-print("embedding", "ok" if torch.allclose(got, dense.detach(), atol=1e-6) else f"differs: {got[:6]} {dense[:6]}")
-torch.distributed.barrier()
-""")
-        r = launch(self.work, config, [sys.executable, script], extra=["--allow-push"])
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertEqual(r.stdout.count("embedding ok"), 2, r.stdout)
 
     def test_ddp_training_on_cora_matches_fanout_train(self):
         if not os.path.exists(os.path.join(SHARED, "cora", "raw", "edge.csv.gz")):
