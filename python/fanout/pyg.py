@@ -110,6 +110,7 @@ class _Store:
                      "node_types": node_types or None, "edge_types": edge_types or None,
                      "graph_name": config.get("graph_name"), "partition_idx": self.partition_idx}
         self._name = config.get("graph_name")
+        self._graph = None
 
     @classmethod
     def from_partition(cls, root: str, partition_id: int):
@@ -118,9 +119,12 @@ class _Store:
         return cls(_partition_config(root), partition_id)
 
     def graph(self) -> "_fd.DistGraph":
-        if not _fd.is_initialized():
-            _fd.initialize(part_config=self._config_path, machine_id=self.partition_idx)
-        return _fd.DistGraph(self._name)
+        """The job's graph, opened once (fanout.distributed.initialize first, if the script did not)."""
+        if self._graph is None:
+            if not _fd.is_initialized():
+                _fd.initialize(part_config=self._config_path, machine_id=self.partition_idx)
+            self._graph = _fd.DistGraph(self._name)
+        return self._graph
 
     @property
     def is_hetero(self) -> bool:
@@ -134,12 +138,16 @@ class LocalGraphStore(_Store):
 
 class LocalFeatureStore(_Store):
     """PyG's ``LocalFeatureStore`` of one partition: ``from_partition(root, partition_id)``,
-    ``meta``; ``labels`` (every node's label, the graph's ``label`` field) for splitting seeds."""
+    ``meta``; ``labels`` (every node's label, the graph's ``label`` field; on a typed graph
+    {node type: labels} of the types that have one) for splitting seeds."""
 
     @property
-    def labels(self) -> torch.Tensor:
+    def labels(self):
         g = self.graph()
-        return g.ndata["label"][torch.arange(g.num_nodes())]
+        if not g.is_typed():
+            return g.ndata["label"][torch.arange(g.num_nodes())]
+        return {t: g.nodes[t].data["label"][torch.arange(g.num_nodes(t))] for t in g.ntypes
+                if "label" in g.nodes[t].data}
 
 
 def _stores(data):

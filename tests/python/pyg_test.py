@@ -132,6 +132,9 @@ class PygTypedLoaderTest(base.ServersTestCase):
         data = (pyg.LocalFeatureStore.from_partition(root, 0), pyg.LocalGraphStore.from_partition(root, 0))
         self.assertTrue(data[1].meta["is_hetero"])
         g = self.g
+        labels = data[0].labels
+        self.assertEqual(sorted(labels), ["paper"])
+        self.assertTrue(torch.equal(labels["paper"], g.nodes["paper"].data["label"][torch.arange(g.num_nodes("paper"))]))
         papers = torch.arange(0, g.num_nodes("paper"), 3)
         per_relation = {cet: [3, 2] for cet in g.canonical_etypes}
         for num_neighbors in ([3, 2], per_relation):
