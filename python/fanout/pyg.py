@@ -38,14 +38,20 @@ docs/python.md has the rest.
 import glob
 import json
 import os
-from typing import Iterator, List, Optional
+import shutil
+import subprocess
+import tempfile
+from typing import Iterator, List, Optional, Sequence
+
+import numpy as np
 
 import torch
 
 from fanout import distributed as _fd
 from fanout.distributed import EID, NID
 
-__all__ = ["DistContext", "LocalGraphStore", "LocalFeatureStore", "DistNeighborLoader", "DistLinkNeighborLoader"]
+__all__ = ["DistContext", "LocalGraphStore", "LocalFeatureStore", "Partitioner", "DistNeighborSampler", "DistLoader",
+           "DistNeighborLoader", "DistLinkNeighborLoader"]
 
 
 def _pyg(hetero: bool = False):
@@ -71,6 +77,79 @@ class DistContext:
     def __repr__(self) -> str:
         return (f"DistContext(rank={self.rank}, global_rank={self.global_rank}, world_size={self.world_size}, "
                 f"global_world_size={self.global_world_size}, group_name={self.group_name!r})")
+
+
+def _partition_program() -> str:
+    """fanout-partition: $FANOUT_PARTITION_BIN, a clone's build/bin beside the built extension, or
+    the one on PATH."""
+    explicit = os.environ.get("FANOUT_PARTITION_BIN")
+    if explicit:
+        return explicit
+    from fanout import _native
+    beside = os.path.join(os.path.dirname(os.path.abspath(_native.__file__)), "..", "..", "bin", "fanout-partition")
+    if os.access(beside, os.X_OK):
+        return os.path.normpath(beside)
+    found = shutil.which("fanout-partition")
+    if not found:
+        raise FileNotFoundError("Partitioner runs fanout-partition: put fanout's build/bin on PATH or set "
+                                "FANOUT_PARTITION_BIN (pip install ./python installs the Python side only)")
+    return found
+
+
+class Partitioner:
+    """PyG's ``Partitioner(data, num_parts, root)``: ``generate_partition()`` writes a fanout
+    partition of ``data`` (a ``Data``: ``edge_index``, and where present ``x``, ``y`` and
+    ``train_mask``/``val_mask``/``test_mask``) into ``root``, by METIS, with fanout-partition. It
+    is the one-line equivalent of ``fanout-partition --input DIR --num-parts N --out ROOT
+    --num-nodes N`` on DIR holding those tensors in the plain ``.npy`` layout (edges.npy as PyG's
+    ``[2, E]``, node_feat.npy, node_label.npy, {train,valid,test}_idx.npy); ``fanout_args`` adds
+    flags (``["--add-reverse-edges"]`` for a graph stored one way). ``recursive`` is METIS's
+    bisection in PyG and is refused here (fanout uses k-way)."""
+
+    def __init__(self, data, num_parts: int, root: str, recursive: bool = False, *, graph_name: str = "graph",
+                 fanout_args: Sequence[str] = ()):
+        if recursive:
+            raise NotImplementedError("Partitioner: recursive=True (METIS recursive bisection) is not supported; "
+                                      "fanout-partition uses k-way METIS")
+        if not hasattr(data, "edge_index") or getattr(data, "edge_types", None):
+            raise NotImplementedError("Partitioner: a Data with edge_index (typed graphs: write the typed .npy "
+                                      "layout and run fanout-partition, docs/partitioning.md)")
+        self.data, self.num_parts, self.root = data, int(num_parts), root
+        self.graph_name, self.fanout_args = graph_name, list(fanout_args)
+
+    def generate_partition(self) -> str:
+        """Writes the partition; returns its config file (ROOT/<graph_name>.json)."""
+        data = self.data
+        with tempfile.TemporaryDirectory() as d:
+            np.save(os.path.join(d, "edges.npy"), data.edge_index.to(torch.int64).cpu().numpy())
+            if getattr(data, "x", None) is not None:
+                np.save(os.path.join(d, "node_feat.npy"), data.x.cpu().numpy())
+            if getattr(data, "y", None) is not None:
+                np.save(os.path.join(d, "node_label.npy"), data.y.to(torch.int64).cpu().numpy())
+            for mask, file in (("train_mask", "train_idx"), ("val_mask", "valid_idx"), ("test_mask", "test_idx")):
+                if getattr(data, mask, None) is not None:
+                    np.save(os.path.join(d, f"{file}.npy"), getattr(data, mask).nonzero().flatten().cpu().numpy())
+            argv = [_partition_program(), "--input", d, "--num-parts", str(self.num_parts), "--out", self.root,
+                    "--num-nodes", str(int(data.num_nodes)), "--graph-name", self.graph_name, "--quiet",
+                    *self.fanout_args]
+            done = subprocess.run(argv, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"Partitioner: fanout-partition exited {done.returncode}: "
+                               f"{(done.stderr or done.stdout).strip()}")
+        return os.path.join(self.root, f"{self.graph_name}.json")
+
+
+class DistNeighborSampler:
+    """PyG's name, for imports: fanout's loaders make their batches with fanout's own sampler
+    (threads or sampler processes), so this is not constructed by scripts."""
+
+    def __init__(self, *args, **kwargs):
+        raise NotImplementedError("fanout.pyg: DistNeighborLoader / DistLinkNeighborLoader make their own sampler; "
+                                  "pass num_neighbors to them instead of a DistNeighborSampler")
+
+
+class DistLoader:
+    """PyG's base-class name, for imports and isinstance checks: both of fanout.pyg's loaders."""
 
 
 def _partition_config(root: str) -> str:
@@ -197,7 +276,7 @@ def _fanouts(num_neighbors, typed: bool) -> list:
     return hops[::-1]
 
 
-class _PygLoader:
+class _PygLoader(DistLoader):
     """The iteration, length, device and ``with`` of both loaders over a fanout.distributed
     loader whose batches `_to_data` turns into Data."""
 

@@ -108,6 +108,33 @@ class PygLoaderTest(base.ServersTestCase):
             pyg.DistLinkNeighborLoader((feature, graph), num_neighbors=[3], batch_size=4, neg_sampling="binary",
                                        edge_label_index=torch.zeros(2, 3, dtype=torch.long))
 
+    def test_partitioner_writes_a_fanout_partition(self):
+        """PyG's Partitioner: a Data partitioned by fanout-partition, read back by the stores."""
+        import tempfile
+        os.environ.setdefault("FANOUT_PARTITION_BIN", os.path.join(base.BIN, "fanout-partition"))
+        gen = torch.Generator().manual_seed(0)
+        n = 200
+        edge_index = torch.randint(0, n, (2, 1500), generator=gen)
+        data = Data(edge_index=edge_index, x=torch.randn(n, 4, generator=gen), y=torch.randint(0, 3, (n,), generator=gen),
+                    train_mask=torch.arange(n) % 5 == 0, num_nodes=n)
+        with tempfile.TemporaryDirectory() as d:
+            root = os.path.join(d, "parts")
+            config = pyg.Partitioner(data, 2, root, graph_name="toy").generate_partition()
+            self.assertEqual(config, os.path.join(root, "toy.json"))
+            store = pyg.LocalGraphStore.from_partition(root, 1)
+            self.assertEqual(store.num_partitions, 2)
+            self.assertFalse(store.meta["is_hetero"])
+            with open(config) as f:
+                import json
+                cfg = json.load(f)
+            self.assertEqual(cfg["num_nodes"], n)
+            self.assertEqual(cfg["num_edges"], 1500)
+            with self.assertRaisesRegex(RuntimeError, "fanout-partition exited"):
+                pyg.Partitioner(data, 0, os.path.join(d, "bad")).generate_partition()
+        self.assertTrue(issubclass(pyg.DistNeighborLoader, pyg.DistLoader))
+        with self.assertRaises(NotImplementedError):
+            pyg.DistNeighborSampler()
+
     def test_unsupported_arguments_are_refused_by_name(self):
         data = self.stores()
         for kw, message in (({"disjoint": True}, "disjoint"), ({"time_attr": "t"}, "time_attr"),
