@@ -635,7 +635,10 @@ absl::StatusOr<core::PartitionConfig> MakeConfig(const Dataset& d, const Partiti
                              f.codec};
   };
   for (const Field& f : d.node_fields) schema.node_fields.push_back(field_schema(f));
-  for (const Field& f : d.edge_fields) schema.edge_fields.push_back(field_schema(f));
+  for (const Field& f : d.edge_fields) {
+    schema.edge_fields.push_back(field_schema(f));
+    if (f.name == o.hard_negative_field) schema.edge_fields.back().dtype = core::DType::kInt64;  // WriteHardNegatives
+  }
   if (d.has_split) schema.mask_types = MaskTypes(d);
   SetConfigSchema(std::move(schema), &cfg);
   return cfg;

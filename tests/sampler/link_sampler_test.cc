@@ -411,7 +411,8 @@ TEST(HardNegativesTest, AppearFirstInTheirStatedNumberAndTheRestAreDrawn) {
     hard[3 * r + 1] = r % 5 == 0 ? -1 : (r * 7 + 1) % n;
     hard[3 * r + 2] = (r * 29 + 2) % n;
   }
-  d.edge_fields.push_back({"hard", core::NpyArray::Adopt(std::vector<int64_t>(hard), {e, 3})});
+  // int32 in the input (the partitioner stores int64 new IDs).
+  d.edge_fields.push_back({"hard", core::NpyArray::Adopt(std::vector<int32_t>(hard.begin(), hard.end()), {e, 3})});
   partition::PartitionOptions po;
   po.out_dir = dir.Sub("parts");
   po.num_parts = 1;
@@ -484,7 +485,7 @@ TEST(HardNegativesTest, AppearFirstInTheirStatedNumberAndTheRestAreDrawn) {
 
   // The partitioner refuses a value that is no node, naming the row.
   hard[3 * 17 + 2] = n + 4;
-  d.edge_fields.back() = {"hard", core::NpyArray::Adopt(std::move(hard), {e, 3})};
+  d.edge_fields.back() = {"hard", core::NpyArray::Adopt(std::vector<int32_t>(hard.begin(), hard.end()), {e, 3})};
   po.out_dir = dir.Sub("bad");
   auto bad = partition::PartitionDataset(d, po);
   ASSERT_FALSE(bad.ok());
