@@ -235,7 +235,7 @@ class Graph {
       created = Take(fields_->Create(schema));
     }
     std::lock_guard<std::mutex> lock(created_mu_);
-    created_[schema.key()] = schema;  // TYPE/NAME for a typed field: its rows by type-wise ID
+    created_[schema.key()] = schema;  // TYPE/NAME for a typed field (rows of that type, by graph-wide ID)
     return created;
   }
 

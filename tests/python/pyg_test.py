@@ -94,9 +94,11 @@ class PygLoaderTest(base.ServersTestCase):
                 self.assertEqual(eli.shape, (2, 64))
                 self.assertTrue(torch.equal(label, torch.cat([torch.ones(32), torch.zeros(32)])))
                 pos_src, pos_dst = n_id[eli[0, :32]], n_id[eli[1, :32]]
+                self.assertTrue(torch.equal(n_id[eli[0, 32:]], pos_src))  # a negative keeps its source
             else:
                 self.assertEqual(batch.dst_neg_index.shape, (32, 3))
                 pos_src, pos_dst = n_id[batch.src_index], n_id[batch.dst_pos_index]
+                self.assertFalse(bool((batch.dst_neg_index == batch.dst_pos_index.unsqueeze(1)).all()))
             # The positives are the edges input_id names, in this rank's edge share.
             eids = dist.edge_split(None, self.g.get_partition_book())[batch.input_id]
             src, dst = self.g.find_edges(eids)

@@ -52,7 +52,7 @@ class DistEmbedding:
             name = f"_embedding{DistEmbedding._unnamed}"
         self._graph, self._name = g, name
         self._num, self._dim = int(num_embeddings), int(embedding_dim)
-        self._key = f"{self._ntype}/{name}" if self._ntype is not None else name
+        self._key = self._field_key(name)
         g._native.create_node_field(name, "float32", [self._dim], node_type=self._ntype or "")
         self._trace: List[Tuple[torch.Tensor, torch.Tensor]] = []
         if init_func is not None:
@@ -74,6 +74,10 @@ class DistEmbedding:
     @property
     def embedding_dim(self) -> int:
         return self._dim
+
+    def _field_key(self, name: str) -> str:
+        """How the servers name a field of this table's rows: TYPE/NAME on a typed graph."""
+        return f"{self._ntype}/{name}" if self._ntype is not None else name
 
     def _graph_ids(self, ids: torch.Tensor):
         """The servers address a typed table's rows by graph-wide node ID."""

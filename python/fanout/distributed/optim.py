@@ -73,7 +73,7 @@ class _SparseOptimizer:
             summed = torch.zeros(len(rows), p.embedding_dim).index_add_(0, where, grads) / world
             mine = rows % world == rank
             if bool(mine.any()):
-                state = f"{p._ntype}/{p.name}.{self._kind}" if p._ntype else f"{p.name}.{self._kind}"
+                state = p._field_key(f"{p.name}.{self._kind}")
                 p._graph._native.sparse_update(p._key, state, p._graph_ids(rows[mine]), summed[mine].contiguous().numpy(),
                                                self._kind, self._lr, self._beta1, self._beta2, self._eps)
         if world > 1:
