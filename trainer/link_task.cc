@@ -100,15 +100,19 @@ class LinkPrediction final : public Task {
       sizes_.train = 0;
       for (const auto& [begin, end] : config.edge_type_ranges[relation]) sizes_.train += end - begin;
     }
+    // Only the held-out sets an evaluation will rank are read: a job without one (--eval-every 0
+    // --no-test: embeddings trained for use elsewhere) needs no split.
     const bool drawn = o.link.eval_negatives > 0;  // else link/'s stored negatives
     for (auto [file, array] : {std::pair{"valid_pos", &val_pos_}, {"valid_neg", &val_neg_}, {"test_pos", &test_pos_},
                                {"test_neg", &test_neg_}}) {
       if (drawn && std::string_view(file).ends_with("_neg")) continue;
+      if (std::string_view(file).starts_with("valid") ? o.eval.every <= 0 : !o.eval.test) continue;
       const std::string path = StrCat(config.base_dir, "/link/", file, ".npy");
       absl::StatusOr<core::NpyArray> a = core::NpyArray::Map(path);
       if (!a.ok()) {
         return absl::FailedPreconditionError(StrCat("--task link: cannot read ", path, " (", a.status().message(),
-                                                    "); partition the graph with fanout-partition --edge-split"));
+                                                    "); partition the graph with fanout-partition --edge-split, or train without evaluation: "
+                                                    "--eval-every 0 --no-test"));
       }
       if (a->dtype() != core::DType::kInt64 || a->shape().size() != 2 || a->shape()[1] != 2) {
         return absl::InvalidArgumentError(StrCat(path, ": expected int64 [n, 2] node pairs"));

@@ -185,7 +185,8 @@ TEST_F(TrainCliTest, MacroF1IsReportedAndCombinedExactlyAcrossRanks) {
 
 // Link prediction by two ranks on a graph partitioned with an edge split, messages weighted by an
 // edge field: ROC-AUC, MRR and Hits@K reported for validation and test and in the metrics file,
-// embeddings without predictions, and a graph without link/ refused with the remedy.
+// embeddings without predictions, and a graph without link/ refused with the remedy unless the job
+// evaluates nothing.
 TEST_F(TrainCliTest, LinkPredictionTrainsEvaluatesAndExports) {
   testing::TempDir dir;
   const std::string config = PartitionForLinks(dir);
@@ -223,6 +224,14 @@ TEST_F(TrainCliTest, LinkPredictionTrainsEvaluatesAndExports) {
   EXPECT_NE(plain[1]->Finish(), 0);
   EXPECT_NE(plain[0]->Finish(), 0);
   EXPECT_NE(plain[0]->output().find("fanout-partition --edge-split"), std::string::npos) << plain[0]->output();
+  // Without evaluation no held-out set is read: the same graph trains embeddings for use elsewhere.
+  auto unsplit = StartRanks(2, {"--part-config", config_path_, "--servers", cluster_.ServerList(), "--task", "link",
+                                "--threads", "1", "--comm-timeout", "20", "--epochs", "1", "--eval-every", "0",
+                                "--no-test", "--fanouts", "3,3", "--hidden", "8", "--batch-size", "64"});
+  ASSERT_EQ(unsplit[1]->Finish(), 0) << unsplit[1]->output();
+  ASSERT_EQ(unsplit[0]->Finish(), 0) << unsplit[0]->output();
+  EXPECT_NE(unsplit[0]->output().find("epoch 0"), std::string::npos) << unsplit[0]->output();
+  EXPECT_EQ(unsplit[0]->output().find("mrr"), std::string::npos) << unsplit[0]->output();
 }
 
 // The MLP scorer trains with the model (batches from a sampler process per rank) and is
