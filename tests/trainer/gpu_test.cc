@@ -16,6 +16,8 @@
 #include "trainer/batch_tensors.h"
 #include "trainer/c10d_backend.h"
 #include "trainer/dist.h"
+#include "trainer/link_loss.h"
+#include "trainer/link_scorer.h"
 #include "trainer/models.h"
 #include "trainer/torch_util.h"
 
@@ -49,6 +51,53 @@ TEST(GpuTest, ModelsOnCudaMatchCpu) {
     (*model)->to(cuda);
     const at::Tensor on_gpu = (*model)->Forward(gpu->blocks, gpu->features).cpu();
     EXPECT_TRUE(at::allclose(on_cpu, on_gpu, 1e-4, 1e-5)) << ModelKindName(kind);
+  }
+}
+
+// Link prediction's scorers and losses on CUDA: scores (pairwise and every-against-every), each
+// loss and its gradients with respect to the embeddings and the scorer's parameters equal the
+// CPU's (link_scorer_test.cc and link_loss_test.cc hold the CPU to references).
+TEST(GpuTest, LinkScorersAndLossesOnCudaMatchCpu) {
+  SKIP_WITHOUT_CUDA();
+  const c10::Device cuda(c10::kCUDA, 0);
+  const int64_t n = 12, k = 5, dim = 16;
+  at::manual_seed(7);
+  const at::Tensor a = at::randn({n, dim}), b = at::randn({n, dim}), negs = at::randn({n * k, dim});
+  const at::Tensor weight = at::rand({n}) + 0.5;
+  for (ScorerKind scorer : {ScorerKind::kDot, ScorerKind::kMlp, ScorerKind::kDistMult}) {
+    for (LinkLoss loss : {LinkLoss::kBce, LinkLoss::kWeightedBce, LinkLoss::kAdversarial, LinkLoss::kContrastive}) {
+      SCOPED_TRACE(std::string(ScorerKindName(scorer)) + " " + std::string(LinkLossName(loss)));
+      // The same scorer parameters on both devices (drawn from init_seed alone), three relations.
+      auto run = [&](const c10::Device& device, std::vector<at::Tensor>* grads) {
+        LinkScorer s(scorer, dim, /*init_seed=*/3, /*num_relations=*/3, /*relation=*/1);
+        s.to(device);
+        // Fresh leaves on each device (a CPU tensor's to(kCPU) is the tensor itself).
+        auto leaf = [&](const at::Tensor& t) { return t.to(device).clone().requires_grad_(true); };
+        at::Tensor ea = leaf(a), eb = leaf(b), en = leaf(negs);
+        const at::Tensor pos = s.Score(ea, eb);
+        const at::Tensor neg = s.Score(ea.repeat_interleave(k, 0), en).view({n, k});
+        const at::Tensor all = s.ScoreAll(ea, eb);
+        const at::Tensor l = LinkLossOf({.kind = loss, .temperature = 0.5}, pos, neg, weight.to(device));
+        l.backward();
+        grads->push_back(ea.grad().cpu());
+        grads->push_back(eb.grad().cpu());
+        grads->push_back(en.grad().cpu());
+        for (const at::Tensor& p : s.parameters()) grads->push_back(p.grad().cpu());
+        EXPECT_EQ(l.device(), device);
+        return std::vector<at::Tensor>{pos.detach().cpu(), neg.detach().cpu(), all.detach().cpu(),
+                                       l.detach().cpu()};
+      };
+      std::vector<at::Tensor> cpu_grads, gpu_grads;
+      const auto on_cpu = run(c10::Device(c10::kCPU), &cpu_grads);
+      const auto on_gpu = run(cuda, &gpu_grads);
+      for (size_t i = 0; i < on_cpu.size(); ++i) {
+        EXPECT_TRUE(at::allclose(on_cpu[i], on_gpu[i], 1e-4, 1e-5)) << "output " << i;
+      }
+      ASSERT_EQ(cpu_grads.size(), gpu_grads.size());
+      for (size_t i = 0; i < cpu_grads.size(); ++i) {
+        EXPECT_TRUE(at::allclose(cpu_grads[i], gpu_grads[i], 1e-4, 1e-5)) << "gradient " << i;
+      }
+    }
   }
 }
 
