@@ -72,14 +72,12 @@ std::pair<int64_t, int64_t> RankEdgeRange(const core::PartitionConfig& config, i
   return {begin + n * local / tpm, begin + n * (local + 1) / tpm};
 }
 
-std::vector<int64_t> RankEdgeSeeds(const core::PartitionConfig& config, int tpm, int rank) {
+SeedArray RankEdgeSeeds(const core::PartitionConfig& config, int tpm, int rank) {
   const auto [begin, end] = RankEdgeRange(config, tpm, rank);
-  std::vector<int64_t> out;
-  for (int64_t e = begin; e < end; ++e) out.push_back(e);
-  return out;
+  return SeedArray::Range(begin, end - begin);
 }
 
-LinkBatchSampler::LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions options, std::vector<int64_t> edges,
+LinkBatchSampler::LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions options, SeedArray edges,
                                    SamplerOptions node_options)
     : graph_(graph),
       options_(std::move(options)),
@@ -104,7 +102,7 @@ LinkBatchSampler::LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions op
       if (t.rel == "rev_" + rel.rel && t.src == rel.dst && t.dst == rel.src) exclude_relations_[r] = 1;
     }
   }
-  const int64_t n = static_cast<int64_t>(edges_.size());
+  const int64_t n = edges_.size();
   edges_per_epoch_ = options_.edges_per_epoch < 0 ? n : std::min(n, options_.edges_per_epoch);
   steps_per_epoch_ = LinkStepsPerEpoch(options_, n);
 }
@@ -120,7 +118,7 @@ int64_t LinkStepsPerEpoch(const LinkSamplerOptions& o, int64_t num_edges) {
 }
 
 absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& o, const DistGraph& graph,
-                                        std::span<const int64_t> edges) {
+                                        const SeedArray& edges) {
   if (o.sampling.batch_size < 1) {
     return absl::InvalidArgumentError(StrCat("--batch-size must be >= 1, got ", o.sampling.batch_size));
   }
@@ -163,16 +161,21 @@ absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& o, const DistG
     }
   }
   const int64_t num_edges = graph.config().edge_bounds.empty() ? 0 : graph.config().edge_bounds.back();
-  for (int64_t e : edges) {
-    if (e < 0 || e >= num_edges) {
-      return absl::InvalidArgumentError(StrCat("edge seed ", e, " is not an edge ID in [0, ", num_edges, ")"));
-    }
+  auto bad = [&](int64_t e) {
+    return absl::InvalidArgumentError(StrCat("edge seed ", e, " is not an edge ID in [0, ", num_edges, ")"));
+  };
+  if (edges.is_range() && edges.size() > 0) {
+    if (edges.first() < 0) return bad(edges.first());
+    if (edges.first() + edges.size() > num_edges) return bad(edges.first() + edges.size() - 1);
+  }
+  for (int64_t e : edges.list()) {
+    if (e < 0 || e >= num_edges) return bad(e);
   }
   return ValidateSamplerOptions(NodeOptionsOf(o), graph);
 }
 
 absl::StatusOr<std::unique_ptr<LinkBatchSampler>> LinkBatchSampler::Create(
-    const DistGraph* graph, LinkSamplerOptions o, std::vector<int64_t> edges,
+    const DistGraph* graph, LinkSamplerOptions o, SeedArray edges,
     std::shared_ptr<const std::vector<double>> degree_table) {
   RETURN_IF_ERROR(ValidateLinkSamplerOptions(o, *graph, edges));
   SamplerOptions so = NodeOptionsOf(o);
@@ -360,7 +363,7 @@ std::vector<int64_t> DrawEvalNegatives(const DistGraph& graph, std::span<const i
 
 absl::StatusOr<std::unique_ptr<LinkBatchLoader>> LinkBatchLoader::Create(const DistGraph* graph,
                                                                          const LinkSamplerOptions& options,
-                                                                         const std::vector<int64_t>& edges, int threads,
+                                                                         const SeedArray& edges, int threads,
                                                                          int prefetch, int64_t first_epoch,
                                                                          int64_t num_epochs, int64_t first_step) {
   if (prefetch < 1) return absl::InvalidArgumentError(StrCat("--prefetch must be >= 1, got ", prefetch));

@@ -18,6 +18,7 @@
 #include "sampler/minibatch.h"
 #include "sampler/minibatch_sampler.h"
 #include "sampler/prefetcher.h"
+#include "sampler/seed_split.h"
 
 namespace fanout::sampler {
 
@@ -69,9 +70,9 @@ struct LinkMiniBatch : LinkPairs {
 // global edge IDs [edge_bounds[p], edge_bounds[p + 1])), cut into trainers_per_machine contiguous
 // slices. Disjoint across ranks; together every stored edge once. On a typed graph partitioned
 // for link prediction (config.link_etype), only that relation's stored edges (its contiguous
-// range in each partition).
-std::vector<int64_t> RankEdgeSeeds(const core::PartitionConfig& config, int trainers_per_machine, int rank);
-// The same edges as [begin, end) of global edge IDs (RankEdgeSeeds lists them).
+// range in each partition). A range: no list of 8 bytes per edge is made.
+SeedArray RankEdgeSeeds(const core::PartitionConfig& config, int trainers_per_machine, int rank);
+// The same edges as [begin, end) of global edge IDs.
 std::pair<int64_t, int64_t> RankEdgeRange(const core::PartitionConfig& config, int trainers_per_machine, int rank);
 // The index of config.link_etype among the edge types, or -1 (no typed link relation).
 int LinkRelation(const core::PartitionConfig& config);
@@ -83,7 +84,7 @@ class LinkBatchSampler {
   // every node is read once here.
   // `degree_table` (optional): another sampler's degree_table(), shared instead of read again.
   static absl::StatusOr<std::unique_ptr<LinkBatchSampler>> Create(
-      const DistGraph* graph, LinkSamplerOptions options, std::vector<int64_t> edges,
+      const DistGraph* graph, LinkSamplerOptions options, SeedArray edges,
       std::shared_ptr<const std::vector<double>> degree_table = nullptr);
 
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
@@ -103,7 +104,7 @@ class LinkBatchSampler {
   std::shared_ptr<const std::vector<double>> degree_table() const { return cumulative_; }
 
  private:
-  LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions options, std::vector<int64_t> edges,
+  LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions options, SeedArray edges,
                    SamplerOptions node_options);
   int64_t DrawNegative(uint64_t& state) const;
   // The negatives' destinations of a batch's positives (src, dst), `negatives` per positive
@@ -118,7 +119,7 @@ class LinkBatchSampler {
 
   const DistGraph* graph_;
   LinkSamplerOptions options_;
-  std::vector<int64_t> edges_;
+  SeedArray edges_;  // shared with the loader's other samplers
   MiniBatchSampler nodes_;
   BufferPool pool_;
   int64_t edges_per_epoch_ = 0, steps_per_epoch_ = 0;
@@ -140,7 +141,7 @@ class LinkBatchSampler {
 // Checks options, the positive edge IDs and the graph (at least 3 nodes to draw negatives from)
 // as LinkBatchSampler::Create does, without building a sampler; errors name the flag or edge.
 absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& options, const DistGraph& graph,
-                                        std::span<const int64_t> edges);
+                                        const SeedArray& edges);
 
 // The node-sampling options a link batch's blocks are sampled with (no labels).
 SamplerOptions NodeOptionsOf(const LinkSamplerOptions& options);
@@ -173,7 +174,7 @@ class LinkBatchLoader final : public LinkBatchSource {
  public:
   static absl::StatusOr<std::unique_ptr<LinkBatchLoader>> Create(const DistGraph* graph,
                                                                  const LinkSamplerOptions& options,
-                                                                 const std::vector<int64_t>& edges, int threads,
+                                                                 const SeedArray& edges, int threads,
                                                                  int prefetch, int64_t first_epoch, int64_t num_epochs,
                                                                  int64_t first_step = 0);
   int64_t steps_per_epoch() const override { return samplers_[0]->steps_per_epoch(); }

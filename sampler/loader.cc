@@ -63,7 +63,7 @@ class ProcessLoader final : public BatchLoader {
  public:
   // `link` (optional): make link batches (LinkBatchSampler) over the positive edges `seeds`.
   static absl::StatusOr<std::unique_ptr<ProcessLoader>> Start(const DistGraph* graph, const DistGraphOptions& go,
-                                                               const SamplerOptions& so, std::vector<int64_t> seeds,
+                                                               const SamplerOptions& so, const SeedArray& seeds,
                                                                const LoaderOptions& lo,
                                                                const LinkSamplerOptions* link = nullptr) {
     if (lo.sampler_binary.empty() || access(lo.sampler_binary.c_str(), X_OK) != 0) {
@@ -73,24 +73,25 @@ class ProcessLoader final : public BatchLoader {
     }
     std::unique_ptr<ProcessLoader> l(new ProcessLoader(lo));
     // For the feature width, and the node batches' steps (the seeds are not copied for links).
-    MiniBatchSampler probe(graph, so, link != nullptr ? std::vector<int64_t>{} : seeds);
-    l->steps_ = link != nullptr ? LinkStepsPerEpoch(*link, static_cast<int64_t>(seeds.size())) : probe.steps_per_epoch();
+    MiniBatchSampler probe(graph, so, link != nullptr ? std::vector<int64_t>{} : seeds.ToVector());
+    l->steps_ = link != nullptr ? LinkStepsPerEpoch(*link, seeds.size()) : probe.steps_per_epoch();
     l->feature_dim_ = probe.feature_dim();
     l->total_ = l->steps_ * lo.num_epochs;
     l->consumed_ = std::min(lo.first_step, l->total_);  // batch g is (first_epoch + g / steps, g % steps)
 
     // The seed list (and the IDs of the trainer's feature cache after it) travels once, in a
-    // memfd every child inherits.
+    // memfd every child inherits; a range of seeds travels in the spec alone.
     base::UniqueFd seeds_fd(memfd_create("fanout-seeds", MFD_CLOEXEC));
     if (!seeds_fd.valid()) return absl::InternalError(StrCat("memfd_create: ", std::strerror(errno)));
     const std::vector<int64_t> no_ids;
     const std::vector<int64_t>& cached = so.cached_nodes != nullptr ? so.cached_nodes->ids() : no_ids;
-    bool ok = ftruncate(seeds_fd.get(), static_cast<off_t>((seeds.size() + cached.size()) * sizeof(int64_t))) == 0;
+    const std::span<const int64_t> listed = seeds.list();
+    bool ok = ftruncate(seeds_fd.get(), static_cast<off_t>((listed.size() + cached.size()) * sizeof(int64_t))) == 0;
     size_t at = 0;
-    for (const std::vector<int64_t>* ids : std::initializer_list<const std::vector<int64_t>*>{&seeds, &cached}) {
-      const size_t bytes = ids->size() * sizeof(int64_t);
+    for (const std::span<const int64_t> ids : {listed, std::span<const int64_t>(cached)}) {
+      const size_t bytes = ids.size() * sizeof(int64_t);
       for (size_t done = 0; ok && done < bytes;) {
-        ssize_t n = pwrite(seeds_fd.get(), reinterpret_cast<const char*>(ids->data()) + done, bytes - done, at + done);
+        ssize_t n = pwrite(seeds_fd.get(), reinterpret_cast<const char*>(ids.data()) + done, bytes - done, at + done);
         ok = n > 0;
         if (ok) done += static_cast<size_t>(n);
       }
@@ -108,7 +109,8 @@ class ProcessLoader final : public BatchLoader {
     spec.ignore_sigterm = lo.samplers_ignore_sigterm;
     spec.num_samplers = lo.num_samplers;
     spec.prefetch = std::max(1, lo.prefetch);
-    spec.num_seeds = static_cast<int64_t>(seeds.size());
+    spec.num_seeds = seeds.size();
+    spec.seed_range_first = seeds.is_range() ? seeds.first() : -1;
     spec.num_cached = static_cast<int64_t>(cached.size());
     if (link != nullptr) {
       spec.is_link = true;
@@ -290,7 +292,7 @@ absl::Status ValidateLoaderOptions(const LoaderOptions& options) {
 absl::StatusOr<std::unique_ptr<LinkBatchSource>> MakeLinkProcessLoader(const DistGraph* graph,
                                                                         const DistGraphOptions& graph_options,
                                                                         const LinkSamplerOptions& link,
-                                                                        std::vector<int64_t> edges,
+                                                                        SeedArray edges,
                                                                         const LoaderOptions& options) {
   RETURN_IF_ERROR(ValidateLoaderOptions(options));
   if (options.num_samplers < 1) {
@@ -300,14 +302,14 @@ absl::StatusOr<std::unique_ptr<LinkBatchSource>> MakeLinkProcessLoader(const Dis
   // graph too small for negatives), before any is started.
   RETURN_IF_ERROR(ValidateLinkSamplerOptions(link, *graph, edges));
   ASSIGN_OR_RETURN(auto processes,
-                   ProcessLoader::Start(graph, graph_options, NodeOptionsOf(link), std::move(edges), options, &link));
+                   ProcessLoader::Start(graph, graph_options, NodeOptionsOf(link), edges, options, &link));
   return std::unique_ptr<LinkBatchSource>(new LinkProcessLoader(std::move(processes)));
 }
 
 absl::StatusOr<std::unique_ptr<LinkBatchSource>> MakeLinkBatchLoader(const DistGraph* graph,
                                                                       const DistGraphOptions& graph_options,
                                                                       const LinkSamplerOptions& link,
-                                                                      std::vector<int64_t> edges,
+                                                                      SeedArray edges,
                                                                       const LoaderOptions& options) {
   if (options.num_samplers > 0) return MakeLinkProcessLoader(graph, graph_options, link, std::move(edges), options);
   RETURN_IF_ERROR(ValidateLoaderOptions(options));
@@ -326,7 +328,7 @@ absl::StatusOr<std::unique_ptr<BatchLoader>> MakeBatchLoader(const DistGraph* gr
   if (options.num_samplers == 0) {
     return std::unique_ptr<BatchLoader>(new ThreadLoader(graph, sampler_options, std::move(seeds), options));
   }
-  ASSIGN_OR_RETURN(auto l, ProcessLoader::Start(graph, graph_options, sampler_options, std::move(seeds), options));
+  ASSIGN_OR_RETURN(auto l, ProcessLoader::Start(graph, graph_options, sampler_options, SeedArray(std::move(seeds)), options));
   return std::unique_ptr<BatchLoader>(std::move(l));
 }
 

@@ -66,7 +66,7 @@ absl::StatusOr<std::unique_ptr<BatchLoader>> MakeBatchLoader(const DistGraph* gr
 absl::StatusOr<std::unique_ptr<LinkBatchSource>> MakeLinkProcessLoader(const DistGraph* graph,
                                                                         const DistGraphOptions& graph_options,
                                                                         const LinkSamplerOptions& link,
-                                                                        std::vector<int64_t> edges,
+                                                                        SeedArray edges,
                                                                         const LoaderOptions& options);
 
 // Link batches over the positive edges `edges`, made as MakeBatchLoader makes node batches: by
@@ -77,7 +77,7 @@ absl::StatusOr<std::unique_ptr<LinkBatchSource>> MakeLinkProcessLoader(const Dis
 absl::StatusOr<std::unique_ptr<LinkBatchSource>> MakeLinkBatchLoader(const DistGraph* graph,
                                                                       const DistGraphOptions& graph_options,
                                                                       const LinkSamplerOptions& link,
-                                                                      std::vector<int64_t> edges,
+                                                                      SeedArray edges,
                                                                       const LoaderOptions& options);
 
 }  // namespace fanout::sampler

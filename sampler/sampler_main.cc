@@ -77,7 +77,10 @@ class BatchMaker {
                                            std::vector<int64_t> seeds) {
     BatchMaker m;
     if (spec.is_link) {
-      ASSIGN_OR_RETURN(m.links_, sampler::LinkBatchSampler::Create(graph, sampler::LinkOptionsOf(spec), std::move(seeds)));
+      sampler::SeedArray edges = spec.seed_range_first >= 0
+                                     ? sampler::SeedArray::Range(spec.seed_range_first, spec.num_seeds)
+                                     : sampler::SeedArray(std::move(seeds));
+      ASSIGN_OR_RETURN(m.links_, sampler::LinkBatchSampler::Create(graph, sampler::LinkOptionsOf(spec), std::move(edges)));
     } else {
       m.nodes_ = std::make_unique<sampler::MiniBatchSampler>(graph, spec.sampler, std::move(seeds));
     }
@@ -172,7 +175,8 @@ void ReportRowCache(const sampler::DistGraph& graph, int64_t cache_bytes, int in
 
 // Everything after the flags: any failure goes to the trainer too.
 absl::Status Run(sampler::SamplerSpec spec, int index, int socket_fd, int seeds_fd, int halo_cache_fd) {
-  std::vector<int64_t> seeds(spec.num_seeds), cached(spec.num_cached);
+  // A range of seeds (spec.seed_range_first) is not in the memfd.
+  std::vector<int64_t> seeds(spec.seed_range_first >= 0 ? 0 : spec.num_seeds), cached(spec.num_cached);
   RETURN_IF_ERROR(ReadSeeds(seeds_fd, &seeds, &cached));
   ASSIGN_OR_RETURN(const core::PartitionConfig config, core::LoadPartitionConfig(spec.part_config_path));
   spec.graph.shared_cache_fd = halo_cache_fd;

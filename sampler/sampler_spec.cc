@@ -32,7 +32,7 @@ namespace {
 // a const or a mutable SamplerSpec; `f(key, member)` returns a Status). The counts below make a
 // member added to one of these structs fail the build until it is listed here or said to travel
 // otherwise.
-static_assert(base::FieldCount<SamplerSpec>() == 13, "list the new SamplerSpec member in WalkSpec");
+static_assert(base::FieldCount<SamplerSpec>() == 14, "list the new SamplerSpec member in WalkSpec");
 // (DistGraphOptions::cache_in_shared_memory is the trainer's own; shared_cache_fd travels as
 // fanout-sampler --halo-cache-fd.)
 static_assert(base::FieldCount<DistGraphOptions>() == 11, "list the new DistGraphOptions member in WalkSpec");
@@ -130,6 +130,7 @@ absl::Status WalkSpec(S& s, F&& f) {
   RETURN_IF_ERROR(f("prefetch", s.prefetch));
   RETURN_IF_ERROR(f("num_seeds", s.num_seeds));
   RETURN_IF_ERROR(f("num_cached", s.num_cached));
+  RETURN_IF_ERROR(f("seed_range_first", s.seed_range_first));
   return absl::OkStatus();
 }
 
@@ -277,6 +278,8 @@ absl::StatusOr<SamplerSpec> ReadSamplerSpec(const std::string& text) {
   RETURN_IF_ERROR(Need(s.prefetch >= 1, StrCat("prefetch must be >= 1, got ", s.prefetch)));
   RETURN_IF_ERROR(Need(s.num_seeds >= 0, StrCat("num_seeds must be >= 0, got ", s.num_seeds)));
   RETURN_IF_ERROR(Need(s.num_cached >= 0, StrCat("num_cached must be >= 0, got ", s.num_cached)));
+  RETURN_IF_ERROR(Need(s.seed_range_first >= -1,
+                       StrCat("seed_range_first must be -1 (a list) or a first ID >= 0, got ", s.seed_range_first)));
   RETURN_IF_ERROR(Need(s.first_epoch >= 0, StrCat("first_epoch must be >= 0, got ", s.first_epoch)));
   RETURN_IF_ERROR(Need(s.num_epochs >= 0, StrCat("num_epochs must be >= 0, got ", s.num_epochs)));
   RETURN_IF_ERROR(Need(s.first_step >= 0, StrCat("first_step must be >= 0, got ", s.first_step)));

@@ -28,9 +28,12 @@ struct SamplerSpec {
   int num_samplers = 1;  // the trainer's sampler processes; this one makes every N-th batch
   int prefetch = 2;      // batches sent ahead of the trainer
   // The seed list travels beside the spec (a memfd): num_seeds IDs, then the num_cached IDs of
-  // sampler.cached_nodes (slot order), which the JSON does not carry.
+  // sampler.cached_nodes (slot order), which the JSON does not carry. When seed_range_first >= 0
+  // the seeds are the range [seed_range_first, seed_range_first + num_seeds) instead (a rank's
+  // positive edges, SeedArray::Range), and the memfd holds the cached IDs alone.
   int64_t num_seeds = 0;
   int64_t num_cached = 0;
+  int64_t seed_range_first = -1;
   // Link prediction: the seeds are positive edge IDs and the batches LinkBatchSampler's, made
   // with `link` (its fanouts, batch size, replace, seed, rank and fields are `sampler`'s).
   bool is_link = false;

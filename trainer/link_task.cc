@@ -156,7 +156,7 @@ class LinkPrediction final : public Task {
     const TrainOptions& o = job.options();
     Communicator& comm = job.comm();
     const int world = comm.world_size(), rank = comm.rank();
-    std::vector<int64_t> mine = sampler::RankEdgeSeeds(job.config(), o.trainers_per_machine, rank);
+    sampler::SeedArray mine = sampler::RankEdgeSeeds(job.config(), o.trainers_per_machine, rank);
     // Every rank takes as many edges per epoch as the smallest share (no collective may wait on a
     // rank that has run out).
     std::vector<double> counts(world, 0);

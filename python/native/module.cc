@@ -495,7 +495,8 @@ class EdgeLoader {
     const sampler::LinkSamplerOptions lo = Take(sampler::ReadLinkSettings(SettingsJson(link), so));
     const sampler::LoaderOptions opts = LoaderOptionsOf(*graph_, loader);
     const sampler::DistGraphOptions go = ProcessGraphOptions(*graph_, so.feature_field, cache_max_bytes);
-    std::vector<int64_t> ids = Ids(edges, "edge IDs");
+    // A rank's edges are one run (rank_edge_range): held as a range, not a list per sampler.
+    sampler::SeedArray ids = sampler::SeedArray::Of(Ids(edges, "edge IDs"));
     py::gil_scoped_release nogil;
     loader_ = Take(sampler::MakeLinkBatchLoader(&graph_->graph(), go, lo, std::move(ids), opts));
     steps_per_epoch_ = loader_->steps_per_epoch();

@@ -294,7 +294,10 @@ TEST(LinkProcessLoaderTest, SamplerProcessesMakeTheLinkBatchesThisProcessMakes) 
   o.sampling.feature_field = "feat";
   o.sampling.edge.weight_field = "weight";
   o.sampling.edge.feature_field = "ef";
-  const std::vector<int64_t> edges = RankEdgeSeeds(job.config, 1, 0);
+  // The processes get the rank's edges as a range (in their spec, no list); this process's
+  // sampler gets them as a list: the same batches.
+  const SeedArray edges = RankEdgeSeeds(job.config, 1, 0);
+  ASSERT_TRUE(edges.is_range());
   LoaderOptions lo;
   lo.num_samplers = 2;
   lo.prefetch = 2;
@@ -304,7 +307,7 @@ TEST(LinkProcessLoaderTest, SamplerProcessesMakeTheLinkBatchesThisProcessMakes) 
   lo.part_config_path = job.config_path;
   auto loader = MakeLinkProcessLoader(g->get(), go, o, edges, lo);
   ASSERT_TRUE(loader.ok()) << loader.status();
-  auto one = LinkBatchSampler::Create(g->get(), o, edges);
+  auto one = LinkBatchSampler::Create(g->get(), o, SeedArray(edges.ToVector()));
   ASSERT_TRUE(one.ok()) << one.status();
   const int64_t steps = (*loader)->steps_per_epoch();
   ASSERT_EQ(steps, (*one)->steps_per_epoch());

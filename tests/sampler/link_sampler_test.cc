@@ -127,7 +127,7 @@ TEST(TypedLinkSamplerTest, PositivesAreTheRelationsEdgesAndNegativesItsDestinati
   // Both ranks' seeds: every stored writes edge once, nothing else.
   std::set<int64_t> seeds;
   for (int rank = 0; rank < 2; ++rank) {
-    for (int64_t e : RankEdgeSeeds(*config, 1, rank)) {
+    for (int64_t e : RankEdgeSeeds(*config, 1, rank).ToVector()) {
       EXPECT_EQ(etypes->ToTypeWise(e).first, writes) << "edge " << e;
       EXPECT_TRUE(seeds.insert(e).second);
     }
@@ -182,7 +182,7 @@ TEST_F(LinkSamplerTest, RanksGetDisjointEdgeSetsCoveringEveryEdge) {
   std::set<int64_t> seen;
   std::vector<size_t> sizes;
   for (int rank = 0; rank < 2 * kTpm; ++rank) {
-    const std::vector<int64_t> mine = RankEdgeSeeds(config_, kTpm, rank);
+    const std::vector<int64_t> mine = RankEdgeSeeds(config_, kTpm, rank).ToVector();
     sizes.push_back(mine.size());
     for (int64_t e : mine) {
       EXPECT_TRUE(seen.insert(e).second) << "edge " << e << " given to two ranks";

@@ -46,6 +46,7 @@ SamplerSpec EveryFieldSet() {
   s.prefetch = 6;
   s.num_seeds = 31337;
   s.num_cached = 4242;
+  s.seed_range_first = 1 << 20;
   s.is_link = true;
   s.link.negatives = 11;
   s.link.negative_sampling = NegativeSampling::kDegreePow75;
@@ -101,6 +102,7 @@ TEST(SamplerSpecTest, EveryFieldRoundTrips) {
   EXPECT_EQ(got->prefetch, want.prefetch);
   EXPECT_EQ(got->num_seeds, want.num_seeds);
   EXPECT_EQ(got->num_cached, want.num_cached);
+  EXPECT_EQ(got->seed_range_first, want.seed_range_first);
   EXPECT_TRUE(got->is_link);
   EXPECT_EQ(got->link.negatives, want.link.negatives);
   EXPECT_EQ(got->link.negative_sampling, want.link.negative_sampling);

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/dtype.h"
+#include "core/random.h"
 #include "core/partition_book.h"
 #include "gtest/gtest.h"
 #include "sampler/dist_graph.h"
@@ -71,6 +72,44 @@ TEST(SplitSeedsTest, EpochSeedsAreEqualInNumberAndReshuffled) {
   for (int64_t v : e0) EXPECT_TRUE(v >= 1000 && v < 1101);
   auto plain = EpochSeeds(mine, 100, false, 7, 3, 0);
   EXPECT_TRUE(std::equal(plain.begin(), plain.end(), mine.begin()));
+}
+
+// The epoch's draw from a range equals the draw from the same IDs as a list, and a few drawn
+// from many (the sparse path: only the swapped positions held) equals the whole Fisher-Yates
+// on a copy, the way it was computed before: the same batches for the same (seed, epoch, rank).
+TEST(SplitSeedsTest, EpochSeedsOfARangeAndOfAFewAmongManyEqualTheWholeShuffle) {
+  const int64_t n = 100000, first = 7000000000;
+  std::vector<int64_t> list(n);
+  std::iota(list.begin(), list.end(), first);
+  const SeedArray range = SeedArray::Range(first, n);
+  EXPECT_TRUE(range.is_range());
+  EXPECT_EQ(range.size(), n);
+  EXPECT_EQ(range[n - 1], first + n - 1);
+  EXPECT_EQ(range.ToVector(), list);
+  EXPECT_TRUE(SeedArray::Of(list).is_range());
+  EXPECT_FALSE(SeedArray::Of({3, 5, 6}).is_range());
+  EXPECT_EQ(SeedArray::Of({3, 5, 6}).ToVector(), (std::vector<int64_t>{3, 5, 6}));
+  auto whole = [&](int64_t count, int64_t epoch) {  // the dense Fisher-Yates, written out
+    std::vector<int64_t> out = list;
+    uint64_t state = core::SplitMix64(11 ^ core::SplitMix64(static_cast<uint64_t>(epoch) * 0x10001 + 3 + 1));
+    for (int64_t i = 0; i < count; ++i) {
+      state = core::SplitMix64(state);
+      const uint64_t left = static_cast<uint64_t>(n - i);
+      std::swap(out[i], out[i + static_cast<int64_t>((static_cast<unsigned __int128>(state) * left) >> 64)]);
+    }
+    out.resize(count);
+    return out;
+  };
+  for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{64}, int64_t{5000}, n / 8, n / 8 + 1, n / 2, n}) {
+    for (int64_t epoch : {0, 5}) {
+      const std::vector<int64_t> expect = whole(count, epoch);
+      EXPECT_EQ(EpochSeeds(list, count, true, 11, epoch, 3), expect) << count;
+      EXPECT_EQ(EpochSeeds(range, count, true, 11, epoch, 3), expect) << count;
+      EXPECT_EQ(EpochSeeds(SeedArray(list), count, true, 11, epoch, 3), expect) << count;
+    }
+  }
+  const std::vector<int64_t> plain = EpochSeeds(range, 10, false, 11, 0, 3);
+  EXPECT_EQ(plain, std::vector<int64_t>(list.begin(), list.begin() + 10));
 }
 
 TEST(IdMapTest, FirstInsertionOrderAndGrowth) {
