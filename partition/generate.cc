@@ -19,7 +19,7 @@
 //   - Split: a seeded permutation; the first round(train_frac N) nodes train, the next
 //     round(valid_frac N) valid, the rest test; each written sorted.
 //
-// --preset mag (GenerateMag) builds one such model per node type and draws each relation source
+// A typed preset (GenerateTyped) builds one such model per node type and draws each relation source
 // by source, with distinct destinations per source.
 //
 // Each part draws from its own random stream, and the chunked parts (features, edges, edge
@@ -31,6 +31,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -44,8 +45,10 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "base/check.h"
@@ -503,7 +506,7 @@ struct FeatureChunk {
 };
 
 // Where one node type's and one relation's files go. The plain graph fills them per layout
-// (PlainLayout); --preset mag per type and relation.
+// (PlainLayout); a typed preset per type and relation.
 struct Layout {
   fs::path feat, label, train, valid, test;
   fs::path edges, edge_weight;
@@ -686,10 +689,11 @@ absl::Status WriteNodeData(const Model& m, const GenerateOptions& o, const Layou
 }
 
 // ---------------------------------------------------------------------------------------------
-// --preset mag: four node types, each with its own Chung-Lu weights and communities (BuildModel),
-// the communities standing for research areas: an author writes mostly in its area, a paper's
-// topics and an author's institution mostly share its area, and papers cite as the plain graph's
-// nodes link. Only papers have features, labels and a split, as in ogbn-mag.
+// Typed presets (TypedPreset): each node type with its own Chung-Lu weights and communities
+// (BuildModel), the communities standing for research areas: an author writes mostly in its
+// area, a paper's topics and an author's institution mostly share its area, and papers cite as
+// the plain graph's nodes link. One type (papers) has labels and a split; the preset says which
+// types have features (ogbn-mag: papers only; IGBH: every type).
 
 // Relations are drawn source by source, so that a source's edges can be distinct, as a real
 // relation's are (an author writes a paper once): each source s gets d_s edges, its share of the
@@ -750,46 +754,34 @@ void GenerateRelationEdges(const Model& src, const Model& dst, const std::vector
   }
 }
 
-absl::Status GenerateMag(const GenerateOptions& o, const fs::path& dir) {
-  const MagSizes z = ComputeMagSizes(o.scale);
+absl::Status GenerateTyped(const GenerateOptions& o, const TypedShape& shape, const fs::path& dir) {
   const bool ogb = o.format == DatasetFormat::kOgb;
-  enum { kAuthor, kField, kInstitution, kPaper };
-  const char* names[] = {"author", "field_of_study", "institution", "paper"};
-  const int64_t counts[] = {z.author, z.field_of_study, z.institution, z.paper};
-  struct Relation {
-    int src;
-    const char* name;
-    int dst;
-    int64_t count;
-  };
-  const Relation relations[] = {{kAuthor, "affiliated_with", kInstitution, z.affiliated_with},
-                                {kAuthor, "writes", kPaper, z.writes},
-                                {kPaper, "cites", kPaper, z.cites},
-                                {kPaper, "has_topic", kField, z.has_topic}};
-  // One model per type; its weights are capped by the edges that touch it.
-  std::vector<GenerateOptions> type_options(4, o);
+  const int num_types = static_cast<int>(shape.node_types.size());
+  // One model per type; its weights are capped by the edges that touch it. The labelled type
+  // keeps the seed itself.
+  std::vector<GenerateOptions> type_options(num_types, o);
   std::vector<Model> models;
-  for (int t = 0; t < 4; ++t) {
+  for (int t = 0; t < num_types; ++t) {
     GenerateOptions& to = type_options[t];
-    to.num_nodes = counts[t];
+    to.num_nodes = shape.node_types[t].count;
     to.num_edges = 0;
-    for (const Relation& r : relations) to.num_edges += (r.src == t || r.dst == t) ? r.count : 0;
-    to.num_classes = std::min(o.num_classes, counts[t]);
-    if (t != kPaper) to.seed = SplitMix64(o.seed ^ (0x6d6167ull + t));  // papers keep the seed itself
+    for (const TypedRelation& r : shape.relations) to.num_edges += (r.src == t || r.dst == t) ? r.count : 0;
+    to.num_classes = std::min(o.num_classes, to.num_nodes);
+    if (t != shape.labelled) to.seed = SplitMix64(o.seed ^ (0x6d6167ull + t));
     models.push_back(BuildModel(to));
   }
-  const GenerateOptions& paper = type_options[kPaper];
+  auto name = [&](int t) { return shape.node_types[t].name; };
 
   // Schema files.
   if (ogb) {
     const fs::path raw = dir / "raw";
     RETURN_IF_ERROR(MkDir(raw));
     std::string header, sizes, triplets;
-    for (int t = 0; t < 4; ++t) {
-      header += StrCat(t ? "," : "", names[t]);
-      sizes += StrCat(t ? "," : "", counts[t]);
+    for (int t = 0; t < num_types; ++t) {
+      header += StrCat(t ? "," : "", name(t));
+      sizes += StrCat(t ? "," : "", shape.node_types[t].count);
     }
-    for (const Relation& r : relations) triplets += StrCat(names[r.src], ",", r.name, ",", names[r.dst], "\n");
+    for (const TypedRelation& r : shape.relations) triplets += StrCat(name(r.src), ",", r.name, ",", name(r.dst), "\n");
     ASSIGN_OR_RETURN(auto w, GzWriter::Open((raw / "num-node-dict.csv.gz").string()));
     RETURN_IF_ERROR(w->Write(header + "\n" + sizes + "\n"));
     RETURN_IF_ERROR(w->Close());
@@ -798,33 +790,40 @@ absl::Status GenerateMag(const GenerateOptions& o, const fs::path& dir) {
     RETURN_IF_ERROR(w->Close());
   } else {
     std::string json = "{";
-    for (int t = 0; t < 4; ++t) json += StrCat(t ? ", " : "", "\"", names[t], "\": ", counts[t]);
+    for (int t = 0; t < num_types; ++t) json += StrCat(t ? ", " : "", "\"", name(t), "\": ", shape.node_types[t].count);
     std::FILE* f = std::fopen((dir / "num_nodes.json").c_str(), "w");
     if (f == nullptr || std::fputs((json + "}\n").c_str(), f) < 0 || std::fclose(f) != 0) {
       return absl::InternalError(StrCat("cannot write ", (dir / "num_nodes.json").string()));
     }
   }
 
-  // Papers' features, labels and split.
-  Layout papers;
-  if (ogb) {
-    const fs::path split = dir / "split" / o.split_name / "paper";
-    papers = {.feat = dir / "raw" / "node-feat" / "paper" / "node-feat.csv.gz",
-              .label = dir / "raw" / "node-label" / "paper" / "node-label.csv.gz", .train = split / "train.csv.gz",
-              .valid = split / "valid.csv.gz", .test = split / "test.csv.gz"};
-  } else {
-    papers = {.feat = dir / "node_data" / "paper" / "feat.npy", .label = dir / "node_data" / "paper" / "label.npy",
-              .train = dir / "split" / "paper" / "train_idx.npy", .valid = dir / "split" / "paper" / "valid_idx.npy",
-              .test = dir / "split" / "paper" / "test_idx.npy"};
+  // The labelled type's labels and split, and every featured type's features.
+  const GenerateOptions& labelled = type_options[shape.labelled];
+  {
+    const std::string t = name(shape.labelled);
+    Layout l;
+    if (ogb) {
+      const fs::path split = dir / "split" / o.split_name / t;
+      l = {.label = dir / "raw" / "node-label" / t / "node-label.csv.gz", .train = split / "train.csv.gz",
+           .valid = split / "valid.csv.gz", .test = split / "test.csv.gz"};
+    } else {
+      l = {.label = dir / "node_data" / t / "label.npy", .train = dir / "split" / t / "train_idx.npy",
+           .valid = dir / "split" / t / "valid_idx.npy", .test = dir / "split" / t / "test_idx.npy"};
+    }
+    RETURN_IF_ERROR(WriteNodeData(models[shape.labelled], labelled, l));
   }
-  RETURN_IF_ERROR(WriteNodeData(models[kPaper], paper, papers));
-  RETURN_IF_ERROR(MkDir(papers.feat.parent_path()));
-  RETURN_IF_ERROR(WriteFeatures(models[kPaper], paper, papers.feat));
+  for (int t = 0; t < num_types; ++t) {
+    if (!shape.node_types[t].features) continue;
+    const fs::path feat = ogb ? dir / "raw" / "node-feat" / name(t) / "node-feat.csv.gz"
+                              : dir / "node_data" / name(t) / "feat.npy";
+    RETURN_IF_ERROR(MkDir(feat.parent_path()));
+    RETURN_IF_ERROR(WriteFeatures(models[t], type_options[t], feat));
+  }
 
   // Relations.
-  for (int r = 0; r < 4; ++r) {
-    const Relation& rel = relations[r];
-    const std::string folder = StrCat(names[rel.src], "___", rel.name, "___", names[rel.dst]);
+  for (int r = 0; r < static_cast<int>(shape.relations.size()); ++r) {
+    const TypedRelation& rel = shape.relations[r];
+    const std::string folder = StrCat(name(rel.src), "___", rel.name, "___", name(rel.dst));
     Layout l;
     if (ogb) {
       const fs::path d = dir / "raw" / "relations" / folder;
@@ -851,16 +850,81 @@ absl::Status InUnitInterval(const char* flag, double x) {
 
 }  // namespace
 
-MagSizes ComputeMagSizes(double scale) {
-  auto nodes = [&](int64_t n) { return std::max<int64_t>(2, std::llround(static_cast<double>(n) * scale)); };
-  auto edges = [&](int64_t e) { return std::max<int64_t>(1, std::llround(static_cast<double>(e) * scale)); };
-  // ogbn-mag (OGB 1.3): node and edge counts per type.
-  return {nodes(1134649), nodes(59965), nodes(8740), nodes(736389),
-          edges(1043998), edges(7145660), edges(5416271), edges(7505078)};
+int64_t TypedShape::nodes() const {
+  int64_t n = 0;
+  for (const TypedNodeType& t : node_types) n += t.count;
+  return n;
+}
+
+int64_t TypedShape::edges() const {
+  int64_t e = 0;
+  for (const TypedRelation& r : relations) e += r.count;
+  return e;
+}
+
+namespace {
+
+// IGBH's sizes (DGL's examples/graphbolt/rgcn/download.py; the paper and author counts as IGB's
+// own dataloader.py): nodes of author, fos, institute, paper; edges of author:affiliated_to:
+// institute, paper:cites:paper, paper:topic:fos, paper:written_by:author (no reverses, no self
+// loops). IGBH-large and -full also have journals and conferences, whose counts are published
+// nowhere we found, and do not fit this generator's 32-bit node counts per type anyway.
+constexpr std::pair<std::string_view, std::array<int64_t, 8>> kIgbhSizes[] = {
+    {"tiny", {357041, 84220, 8738, 100000, 325410, 447416, 718445, 471443}},
+    {"small", {1926066, 190449, 14751, 1000000, 1630476, 12070502, 7234122, 4553516}},
+    {"medium", {15544654, 415054, 23256, 10000000, 11049412, 120077694, 68510495, 39854592}},
+};
+
+// The typed presets at scale 1.
+std::vector<TypedShape> TypedPresets() {
+  std::vector<TypedShape> out;
+  // ogbn-mag (OGB 1.3): node and edge counts per type; papers alone have features (128), labels
+  // (349 venues) and the split (85.5 / 8.8 / 5.7 %, drawn at random here).
+  out.push_back({.preset = "mag", .shaped_like = "ogbn-mag",
+                 .node_types = {{"author", 1134649}, {"field_of_study", 59965}, {"institution", 8740},
+                                {"paper", 736389, true}},
+                 .relations = {{0, "affiliated_with", 2, 1043998}, {0, "writes", 3, 7145660},
+                               {3, "cites", 3, 5416271}, {3, "has_topic", 1, 7505078}},
+                 .labelled = 3, .feat_dim = 128, .num_classes = 349, .train_frac = 0.855, .valid_frac = 0.088});
+  // IGBH (IGB's heterogeneous graphs, MLPerf's R-GAT benchmark): every type has 1024-wide
+  // features; papers the labels (2983 classes) and the split as MLPerf's split_seeds.py draws it
+  // (a random 60 % to train, 0.5 % to validate; the rest test here).
+  for (const auto& [size, counts] : kIgbhSizes) {
+    out.push_back({.preset = StrCat("igbh-", size), .shaped_like = StrCat("IGBH-", size),
+                   .node_types = {{"author", counts[0], true}, {"fos", counts[1], true}, {"institute", counts[2], true},
+                                  {"paper", counts[3], true}},
+                   .relations = {{0, "affiliated_to", 2, counts[4]}, {3, "cites", 3, counts[5]},
+                                 {3, "topic", 1, counts[6]}, {3, "written_by", 0, counts[7]}},
+                   .labelled = 3, .feat_dim = 1024, .num_classes = 2983, .train_frac = 0.6, .valid_frac = 0.005});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<TypedShape> TypedPreset(std::string_view preset, double scale) {
+  for (TypedShape s : TypedPresets()) {
+    if (s.preset != preset) continue;
+    auto scaled = [&](int64_t x, int64_t least) {
+      return std::max<int64_t>(least, std::llround(static_cast<double>(x) * scale));
+    };
+    for (TypedNodeType& t : s.node_types) t.count = scaled(t.count, 2);
+    for (TypedRelation& r : s.relations) r.count = scaled(r.count, 1);
+    return s;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> TypedPresetNames() {
+  std::vector<std::string> names;
+  for (const TypedShape& s : TypedPresets()) names.push_back(s.preset);
+  return names;
 }
 
 SplitSizes ComputeSplitSizes(const GenerateOptions& o) {
-  const int64_t n = o.heterogeneous ? ComputeMagSizes(o.scale).paper : o.num_nodes;
+  const std::optional<TypedShape> shape =
+      o.typed_preset.empty() ? std::nullopt : TypedPreset(o.typed_preset, o.scale);
+  const int64_t n = shape ? shape->node_types[shape->labelled].count : o.num_nodes;
   SplitSizes s;
   s.train = std::clamp<int64_t>(std::llround(o.train_frac * n), 0, n);
   s.valid = std::clamp<int64_t>(std::llround(o.valid_frac * n), 0, n - s.train);
@@ -871,18 +935,31 @@ SplitSizes ComputeSplitSizes(const GenerateOptions& o) {
 absl::Status ValidateGenerateOptions(const GenerateOptions& o) {
   constexpr int64_t kMaxNodes = std::numeric_limits<int32_t>::max();
   if (o.out_dir.empty()) return absl::InvalidArgumentError("--out is required");
-  if (o.heterogeneous) {
-    // Every type's count must be a valid --num-nodes of its own (the alias tables are 32-bit).
-    if (!(o.scale > 0) || !std::isfinite(o.scale) || ComputeMagSizes(o.scale).author > kMaxNodes) {
-      return absl::InvalidArgumentError(StrCat("--scale must be > 0 and keep every node type under ", kMaxNodes,
-                                               " nodes (at most about 1890), got ", o.scale));
+  if (!o.typed_preset.empty()) {
+    const std::optional<TypedShape> base = TypedPreset(o.typed_preset, 1.0);
+    if (!base) {
+      std::string names;
+      for (const std::string& n : TypedPresetNames()) names += StrCat(names.empty() ? "" : ", ", n);
+      return absl::InvalidArgumentError(StrCat("'", o.typed_preset, "' is not a typed preset (", names, ")"));
     }
-    if (o.edge_weights) return absl::InvalidArgumentError("--edge-weights is not available with --preset mag");
-    GenerateOptions papers = o;
-    papers.heterogeneous = false;
-    papers.num_nodes = ComputeMagSizes(o.scale).paper;
-    papers.num_edges = ComputeMagSizes(o.scale).cites;
-    return ValidateGenerateOptions(papers);
+    // Every type's count must be a valid --num-nodes of its own (the alias tables are 32-bit).
+    int64_t largest = 0;
+    for (const TypedNodeType& t : base->node_types) largest = std::max(largest, t.count);
+    const double limit = static_cast<double>(kMaxNodes) / static_cast<double>(largest);
+    if (!(o.scale > 0) || !std::isfinite(o.scale) || o.scale > limit) {
+      return absl::InvalidArgumentError(StrCat("--scale must be > 0 and keep every node type of --preset ", o.typed_preset,
+                                               " under ", kMaxNodes, " nodes (at most about ",
+                                               static_cast<int64_t>(limit), "), got ", o.scale));
+    }
+    if (o.edge_weights) {
+      return absl::InvalidArgumentError(StrCat("--edge-weights is not available with --preset ", o.typed_preset));
+    }
+    const TypedShape shape = *TypedPreset(o.typed_preset, o.scale);
+    GenerateOptions labelled = o;
+    labelled.typed_preset.clear();
+    labelled.num_nodes = shape.node_types[shape.labelled].count;
+    labelled.num_edges = shape.edges();
+    return ValidateGenerateOptions(labelled);
   }
   if (o.num_nodes < 2 || o.num_nodes > kMaxNodes) {
     return absl::InvalidArgumentError(
@@ -943,8 +1020,8 @@ absl::Status GenerateDataset(const GenerateOptions& options) {
   const fs::path dir(staging.path());
   if (options.format == DatasetFormat::kOgb) RETURN_IF_ERROR(MkDir(dir / "raw"));
 
-  if (options.heterogeneous) {
-    RETURN_IF_ERROR(GenerateMag(options, dir));
+  if (!options.typed_preset.empty()) {
+    RETURN_IF_ERROR(GenerateTyped(options, *TypedPreset(options.typed_preset, options.scale), dir));
     return staging.Commit();
   }
   const Model model = BuildModel(options);

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "core/dtype.h"
@@ -35,29 +38,50 @@ struct GenerateOptions {
   bool edge_weights = false;            // also write a float32 per-edge field "weight"
   std::string split_name = "random";    // OGB layout only: split/<split_name>/
   uint64_t seed = 0;
-  // --preset mag: an ogbn-mag-shaped typed graph instead (ComputeMagSizes(scale); num_nodes and
-  // num_edges are not used), written in the typed layouts: OGB's heterogeneous raw layout
-  // (kOgb) or the typed .npy layout (kNpy). Papers carry the features, labels and split.
-  bool heterogeneous = false;
+  // A typed preset (TypedPreset: "mag", "igbh-tiny", ...) instead of the plain graph, sized by
+  // `scale` (num_nodes and num_edges are not used), written in the typed layouts: OGB's
+  // heterogeneous raw layout (kOgb) or the typed .npy layout (kNpy).
+  std::string typed_preset;
   double scale = 1.0;
 };
 
-// ogbn-mag's sizes times `scale` (each at least 2 nodes / 1 edge): node types author,
-// field_of_study, institution, paper; relations author:affiliated_with:institution,
-// author:writes:paper, paper:cites:paper, paper:has_topic:field_of_study (ogbn-mag's order).
-struct MagSizes {
-  int64_t author, field_of_study, institution, paper;
-  int64_t affiliated_with, writes, cites, has_topic;
-  int64_t nodes() const { return author + field_of_study + institution + paper; }
-  int64_t edges() const { return affiliated_with + writes + cites + has_topic; }
+// A typed preset's shape: its node types (which of them have features, which one carries the
+// labels and the split) and relations, and the defaults of the flags a user did not set.
+struct TypedNodeType {
+  std::string name;
+  int64_t count = 0;
+  bool features = false;  // --feat-dim class-dependent features, as the labelled type's
 };
-MagSizes ComputeMagSizes(double scale);
+struct TypedRelation {
+  int src = 0;
+  std::string name;
+  int dst = 0;
+  int64_t count = 0;
+};
+struct TypedShape {
+  std::string preset;       // "mag"
+  std::string shaped_like;  // "ogbn-mag"
+  std::vector<TypedNodeType> node_types;  // in the order the layouts list them
+  std::vector<TypedRelation> relations;
+  int labelled = 0;  // index of the node type with labels and the split
+  int64_t feat_dim = 0, num_classes = 0;
+  double train_frac = 0, valid_frac = 0;
+  int64_t nodes() const;
+  int64_t edges() const;
+};
+// The typed presets by name: mag (ogbn-mag's four types and relations and sizes), igbh-tiny,
+// igbh-small, igbh-medium (IGBH's: paper, author, institute, fos, every type with 1024-wide
+// features, as MLPerf's R-GAT benchmark reads them). Every count times `scale` (at least 2
+// nodes a type, 1 edge a relation); nullopt for a name that is not one.
+std::optional<TypedShape> TypedPreset(std::string_view preset, double scale = 1.0);
+// Their names, in the order above.
+std::vector<std::string> TypedPresetNames();
 
 struct SplitSizes {
   int64_t train = 0, valid = 0, test = 0;
 };
 // How many nodes each split gets: round(frac * N) for train and valid, the rest test (N: the
-// papers with --preset mag).
+// labelled type's nodes with a typed preset).
 SplitSizes ComputeSplitSizes(const GenerateOptions& options);
 
 // Validates options; errors name the flag at fault.

@@ -27,10 +27,13 @@ constexpr char kAbout[] =
     "planted community per class, class-dependent Gaussian features, noisy labels and a random\n"
     "train/valid/test split. Presets: tiny (1000 nodes, 5000 edges, 16 features, 4 classes),\n"
     "small (100000, 1000000, 100, 47; the default), products (2449029, 61859140, 100, 47:\n"
-    "ogbn-products' sizes). --preset mag writes a typed graph shaped like ogbn-mag instead: authors,\n"
-    "fields of study, institutions and papers (1.9M nodes, 21.1M edges at --scale 1), papers with\n"
-    "128 features, 349 classes and a split, in OGB's heterogeneous layout (--format ogb) or the\n"
-    "typed .npy layout. Same flags and seed give byte-identical files.\n\n";
+    "ogbn-products' sizes). Typed presets write a typed graph instead, in OGB's heterogeneous layout\n"
+    "(--format ogb) or the typed .npy layout, sized by --scale: mag is shaped like ogbn-mag (authors,\n"
+    "fields of study, institutions and papers: 1.9M nodes, 21.1M edges; papers with 128 features,\n"
+    "349 classes and a split); igbh-tiny, igbh-small and igbh-medium like IGBH, MLPerf's R-GAT\n"
+    "dataset (papers, authors, institutes and fields of study, every type with 1024 features;\n"
+    "0.55M nodes and 2.0M edges, 3.1M and 25.5M, 26.0M and 239.5M; papers with 2983 classes, 60 %\n"
+    "train, 0.5 % valid). Same flags and seed give byte-identical files.\n\n";
 
 struct Preset {
   const char* name;
@@ -59,9 +62,12 @@ int Main(int argc, char** argv) {
       "replace --out if it is an earlier output of fanout-generate (never another folder)");
   args.AddChoice("format", &format, {"npy", "ogb"},
                  "layout: plain .npy files, or OGB's raw/*.csv.gz + split/<name>/");
-  args.AddChoice("preset", &preset, {"tiny", "small", "products", "mag"},
-                 "sizes; the flags below override them (mag: a typed graph, sized by --scale)");
-  args.AddDouble("scale", &o.scale, "--preset mag: ogbn-mag's node and edge counts times this (e.g. 0.01)");
+  std::vector<std::string> presets = {"tiny", "small", "products"};
+  for (const std::string& name : partition::TypedPresetNames()) presets.push_back(name);
+  args.AddChoice("preset", &preset, presets,
+                 "sizes; the flags below override them (mag, igbh-*: a typed graph, sized by --scale)");
+  args.AddDouble("scale", &o.scale,
+                 "typed presets: their node and edge counts times this (e.g. 0.01 for a small ogbn-mag)");
   args.AddInt("num-nodes", &o.num_nodes, "nodes");
   args.AddInt("num-edges", &o.num_edges, "directed edges");
   args.AddInt("feat-dim", &o.feat_dim, "features per node");
@@ -92,20 +98,26 @@ int Main(int argc, char** argv) {
     if (!args.WasSet("feat-dim")) o.feat_dim = p.feat_dim;
     if (!args.WasSet("num-classes")) o.num_classes = p.num_classes;
   }
-  if (preset == "mag") {
+  if (const std::optional<partition::TypedShape> typed = partition::TypedPreset(preset)) {
     for (const char* flag : {"num-nodes", "num-edges"}) {
       if (args.WasSet(flag)) {
-        return args.Fail(absl::InvalidArgumentError(
-            base::StrCat("--", flag, " does not apply to --preset mag (its sizes are ogbn-mag's times --scale)")));
+        return args.Fail(absl::InvalidArgumentError(base::StrCat(
+            "--", flag, " does not apply to --preset ", preset, " (its sizes are ", typed->shaped_like,
+            "'s times --scale)")));
       }
     }
-    o.heterogeneous = true;
-    if (!args.WasSet("feat-dim")) o.feat_dim = 128;
-    if (!args.WasSet("num-classes")) o.num_classes = 349;
-    if (!args.WasSet("train-frac")) o.train_frac = 0.855;  // ogbn-mag's split sizes, drawn at random
-    if (!args.WasSet("valid-frac")) o.valid_frac = 0.088;
+    o.typed_preset = preset;
+    if (!args.WasSet("feat-dim")) o.feat_dim = typed->feat_dim;
+    if (!args.WasSet("num-classes")) {  // at most one class per labelled node at a small --scale
+      const double labelled = static_cast<double>(typed->node_types[typed->labelled].count) * o.scale;
+      o.num_classes = labelled > 0 && labelled < static_cast<double>(typed->num_classes)
+                          ? std::max<int64_t>(2, std::llround(labelled))
+                          : typed->num_classes;
+    }
+    if (!args.WasSet("train-frac")) o.train_frac = typed->train_frac;
+    if (!args.WasSet("valid-frac")) o.valid_frac = typed->valid_frac;
   } else if (args.WasSet("scale")) {
-    return args.Fail(absl::InvalidArgumentError("--scale is only used with --preset mag"));
+    return args.Fail(absl::InvalidArgumentError("--scale is only used with a typed preset (mag, igbh-*)"));
   }
   o.format = format == "ogb" ? DatasetFormat::kOgb : DatasetFormat::kNpy;
   o.feat_dtype = feat_dtype == "float16" ? core::DType::kFloat16 : core::DType::kFloat32;
@@ -116,17 +128,22 @@ int Main(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const partition::SplitSizes split = partition::ComputeSplitSizes(o);
   const std::string path = std::filesystem::absolute(o.out_dir).lexically_normal().string();
-  if (o.heterogeneous) {
-    const partition::MagSizes z = partition::ComputeMagSizes(o.scale);
+  if (!o.typed_preset.empty()) {
+    const partition::TypedShape z = *partition::TypedPreset(o.typed_preset, o.scale);
+    std::string nodes, edges;
+    for (const partition::TypedNodeType& t : z.node_types) {
+      nodes += base::StrCat(nodes.empty() ? "" : ", ", t.count, " ", t.name, t.features ? " (featured)" : "");
+    }
+    for (const partition::TypedRelation& r : z.relations) {
+      edges += base::StrCat(edges.empty() ? "" : ", ", r.count, " ", r.name);
+    }
     std::printf(
-        "fanout-generate: wrote %s (typed %s layout, ogbn-mag x %g): %lld authors, %lld fields of study, %lld "
-        "institutions, %lld papers; %lld affiliated_with, %lld writes, %lld cites, %lld has_topic edges; papers with "
-        "%lld features, %lld classes, split %lld/%lld/%lld; %.1f s\n",
-        path.c_str(), format.c_str(), o.scale, static_cast<long long>(z.author), static_cast<long long>(z.field_of_study),
-        static_cast<long long>(z.institution), static_cast<long long>(z.paper), static_cast<long long>(z.affiliated_with),
-        static_cast<long long>(z.writes), static_cast<long long>(z.cites), static_cast<long long>(z.has_topic),
-        static_cast<long long>(o.feat_dim), static_cast<long long>(o.num_classes), static_cast<long long>(split.train),
-        static_cast<long long>(split.valid), static_cast<long long>(split.test), seconds);
+        "fanout-generate: wrote %s (typed %s layout, %s x %g): %s nodes; %s edges; %lld features, %s with %lld "
+        "classes, split %lld/%lld/%lld; %.1f s\n",
+        path.c_str(), format.c_str(), z.shaped_like.c_str(), o.scale, nodes.c_str(), edges.c_str(),
+        static_cast<long long>(o.feat_dim), z.node_types[z.labelled].name.c_str(), static_cast<long long>(o.num_classes),
+        static_cast<long long>(split.train), static_cast<long long>(split.valid), static_cast<long long>(split.test),
+        seconds);
     return 0;
   }
   std::printf(

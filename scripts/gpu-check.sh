@@ -9,7 +9,7 @@
 #     (link-*: 1 uniform negative, BCE, FANOUT_GPU_CHECK_LINK_EDGES positives per trainer an
 #     epoch); and typed jobs (typed-MODEL-DEVICE, MODEL rgcn, rgat or hgt, DEVICE cpu or cuda) on
 #     the ogbn-mag-shaped graph at scale 0.1 (bench/vs_dgl's setup H: learnable rows for the
-#     featureless types, updated by the servers).
+#     featureless types, updated by the servers) or another typed preset.
 # Usage, from a clone's root: BUNDLE/gpu-check.sh BUNDLE [OUT]   (OUT: logs, default /tmp/gpu-check)
 #   FANOUT_GPU_CHECK_EPOCHS   epochs per run (default 2; the second is the one to read)
 #   FANOUT_GPU_CHECK_THREADS  each trainer's intra-op threads (default 6)
@@ -17,6 +17,9 @@
 #   FANOUT_GPU_CHECK_RUNS     which bench runs, in order (default "cpu cuda cuda-cache link-cpu
 #                             link-cuda-cache typed-rgcn-cpu typed-rgcn-cuda")
 #   FANOUT_GPU_CHECK_LINK_EDGES  link-*: positive edges per trainer an epoch (default 51200)
+#   FANOUT_GPU_CHECK_TYPED_PRESET, _SCALE  typed-*: fanout-generate's typed preset and --scale
+#                             (default mag, 0.1; e.g. igbh-tiny, 1: MLPerf's R-GAT dataset shape)
+#   FANOUT_GPU_CHECK_TYPED_FLAGS  typed-*: fanout-train flags after setup H's (they override them)
 #   FANOUT_GPU_CHECK_SAMPLERS sampler processes per trainer (default 1)
 #   FANOUT_GPU_CHECK_TIMEOUT  seconds each step may take (default 600)
 #   FANOUT_TORCH_PYTHON       the python3 whose torch (and its CUDA libraries) to run with
@@ -72,23 +75,25 @@ if [ "${FANOUT_GPU_CHECK_SKIP:-}" != bench ]; then
   # graph, generated and partitioned by the first typed run.
   typed() {  # NAME MODEL FLAGS...
     local name=$1 model=$2; shift 2
-    local tw=${TMPDIR:-/tmp}/fanout-typed-bench
-    echo "== typed $name: --model $model $*" | tee -a "$OUT/bench.log"
+    local preset=${FANOUT_GPU_CHECK_TYPED_PRESET:-mag} scale=${FANOUT_GPU_CHECK_TYPED_SCALE:-0.1}
+    local tw=${TMPDIR:-/tmp}/fanout-typed-bench/$preset-$scale
+    echo "== typed $name ($preset x $scale): --model $model $* ${FANOUT_GPU_CHECK_TYPED_FLAGS:-}" | tee -a "$OUT/bench.log"
     local start=$SECONDS rc=0
     mkdir -p "$tw"
-    if [ ! -f "$tw/parts/mag.json" ]; then
-      "$BUNDLE/bin/fanout-generate" --preset mag --scale 0.1 --out "$tw/data" --overwrite >>"$OUT/bench.log" 2>&1 &&
+    if [ ! -f "$tw/parts/typed.json" ]; then
+      "$BUNDLE/bin/fanout-generate" --preset "$preset" --scale "$scale" --out "$tw/data" --overwrite >>"$OUT/bench.log" 2>&1 &&
         "$BUNDLE/bin/fanout-partition" --input "$tw/data" --out "$tw/parts" --num-parts 2 --add-reverse-edges \
-          --balance-train --graph-name mag --overwrite --quiet >>"$OUT/bench.log" 2>&1 || rc=$?
+          --balance-train --graph-name typed --overwrite --quiet >>"$OUT/bench.log" 2>&1 || rc=$?
     fi
     if [ "$rc" = 0 ]; then
       printf '127.0.0.1 35060\n127.0.0.2 35060\n' >"$tw/ip_config.txt"
       rm -rf "$tw/logs" "$tw/metrics.jsonl"
-      (cd "$tw" && timeout "$LIMIT" "$BUNDLE/bin/fanout-launch" --ip-config ip_config.txt --part-config parts/mag.json \
+      (cd "$tw" && timeout "$LIMIT" "$BUNDLE/bin/fanout-launch" --ip-config ip_config.txt --part-config parts/typed.json \
         --num-servers 1 --num-trainers 1 --num-samplers "${FANOUT_GPU_CHECK_SAMPLERS:-1}" --allow-push --log-dir logs -- \
         "$BUNDLE/bin/fanout-train" --model "$model" --fanouts 25,15 --hidden 64 --batch-size 1024 --lr 0.01 \
         --dropout 0.5 --embed-featureless 64 --sparse-optimizer adam --sparse-lr 0.06 --epochs "$EPOCHS" \
-        --eval-every "$EPOCHS" --no-test --num-threads "$THREADS" --metrics-file metrics.jsonl "$@" 2>&1 |
+        --eval-every "$EPOCHS" --no-test --num-threads "$THREADS" --metrics-file metrics.jsonl "$@" \
+        ${FANOUT_GPU_CHECK_TYPED_FLAGS:-} 2>&1 |
         grep -E "trainer 0\] (epoch|fanout-train)|fanout-launch: machine|error" | tee -a "$OUT/bench.log")
       rc=${PIPESTATUS[0]}
       cp "$tw/metrics.jsonl" "$OUT/metrics-$name.jsonl" 2>/dev/null

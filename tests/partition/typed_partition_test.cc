@@ -584,25 +584,27 @@ TEST(MagGeneratorTest, BothLayoutsHoldTheSameTypedGraph) {
   Dataset read[2];
   for (int i = 0; i < 2; ++i) {
     GenerateOptions g{.out_dir = dir.Sub(i == 0 ? "ogb" : "npy"), .format = i == 0 ? DatasetFormat::kOgb : DatasetFormat::kNpy,
-                      .feat_dim = 8, .num_classes = 10, .seed = 3, .heterogeneous = true, .scale = 0.003};
+                      .feat_dim = 8, .num_classes = 10, .seed = 3, .typed_preset = "mag", .scale = 0.003};
     ASSERT_TRUE(GenerateDataset(g).ok());
     auto d = ReadDataset({.input_dir = g.out_dir});
     ASSERT_TRUE(d.ok()) << d.status();
     read[i] = *std::move(d);
   }
-  const MagSizes z = ComputeMagSizes(0.003);
+  const TypedShape z = *TypedPreset("mag", 0.003);
+  const int64_t author = z.node_types[0].count, fos = z.node_types[1].count, inst = z.node_types[2].count,
+                paper = z.node_types[3].count;
+  EXPECT_EQ(author, std::llround(1134649 * 0.003));  // ogbn-mag's counts
   for (const Dataset& d : read) {
     EXPECT_EQ(d.node_types, (std::vector<std::string>{"author", "field_of_study", "institution", "paper"}));
-    EXPECT_EQ(d.node_type_offsets, (std::vector<int64_t>{0, z.author, z.author + z.field_of_study,
-                                                         z.author + z.field_of_study + z.institution, z.nodes()}));
+    EXPECT_EQ(d.node_type_offsets, (std::vector<int64_t>{0, author, author + fos, author + fos + inst, z.nodes()}));
     ASSERT_EQ(d.edge_types.size(), 4u);
     EXPECT_EQ(d.edge_types[1].ToString(), "author:writes:paper");
     EXPECT_EQ(d.edge_type_offsets.back(), z.edges());
-    EXPECT_EQ(d.edge_type_offsets[3] - d.edge_type_offsets[2], z.cites);
+    EXPECT_EQ(d.edge_type_offsets[3] - d.edge_type_offsets[2], z.relations[2].count);  // cites
     ASSERT_EQ(d.node_fields.size(), 2u);
     EXPECT_EQ(d.node_fields[0].node_type, "paper");
-    EXPECT_EQ(d.node_fields[0].data.rows(), z.paper);
-    EXPECT_EQ(d.train_idx.size() + d.valid_idx.size() + d.test_idx.size(), static_cast<size_t>(z.paper));
+    EXPECT_EQ(d.node_fields[0].data.rows(), paper);
+    EXPECT_EQ(d.train_idx.size() + d.valid_idx.size() + d.test_idx.size(), static_cast<size_t>(paper));
   }
   EXPECT_EQ(0, std::memcmp(read[0].edges.data(), read[1].edges.data(), read[0].edges.nbytes()));
   EXPECT_EQ(read[0].train_idx, read[1].train_idx);
@@ -628,14 +630,62 @@ TEST(MagGeneratorTest, BothLayoutsHoldTheSameTypedGraph) {
 
 TEST(MagGeneratorTest, RefusesWhatDoesNotApply) {
   TempDir dir;
-  GenerateOptions g{.out_dir = dir.Sub("x"), .heterogeneous = true, .scale = 0};
+  GenerateOptions g{.out_dir = dir.Sub("x"), .typed_preset = "mag", .scale = 0};
   EXPECT_NE(GenerateDataset(g).message().find("--scale must be > 0"), std::string::npos);
   g.scale = 5000;
-  EXPECT_NE(GenerateDataset(g).message().find("--scale must be > 0 and keep every node type under"), std::string::npos);
+  EXPECT_NE(GenerateDataset(g).message().find("--scale must be > 0 and keep every node type of --preset mag under"),
+            std::string::npos);
   g.scale = 0.001;
   g.edge_weights = true;
   EXPECT_NE(GenerateDataset(g).message().find("--edge-weights is not available with --preset mag"), std::string::npos);
+  g.edge_weights = false;
+  g.typed_preset = "igbh-huge";
+  EXPECT_EQ(GenerateDataset(g).message(), "'igbh-huge' is not a typed preset (mag, igbh-tiny, igbh-small, igbh-medium)");
   EXPECT_FALSE(fs::exists(dir.Sub("x")));
+}
+
+// fanout-generate --preset igbh-*: IGBH's four types and relations at its published sizes, every
+// type with features, papers with labels and MLPerf's split; partitioned with reverse relations,
+// each type's features land in the partitions.
+TEST(IgbhGeneratorTest, EveryTypeHasFeaturesAndPapersTheLabels) {
+  const TypedShape tiny = *TypedPreset("igbh-tiny");
+  EXPECT_EQ(tiny.nodes(), 549999);
+  EXPECT_EQ(tiny.edges(), 1962714);
+  EXPECT_EQ(TypedPreset("igbh-medium")->node_types[0].count, 15544654);  // authors
+  TempDir dir;
+  GenerateOptions g{.out_dir = dir.Sub("igbh"), .feat_dim = 8, .num_classes = 10, .train_frac = 0.6,
+                    .valid_frac = 0.005, .seed = 5, .typed_preset = "igbh-tiny", .scale = 0.004};
+  ASSERT_TRUE(GenerateDataset(g).ok());
+  auto d = ReadDataset({.input_dir = g.out_dir});
+  ASSERT_TRUE(d.ok()) << d.status();
+  const TypedShape z = *TypedPreset("igbh-tiny", 0.004);
+  EXPECT_EQ(d->node_types, (std::vector<std::string>{"author", "fos", "institute", "paper"}));
+  EXPECT_EQ(d->node_type_offsets.back(), z.nodes());
+  std::vector<std::string> relations;
+  for (const auto& t : d->edge_types) relations.push_back(t.ToString());
+  EXPECT_EQ(relations, (std::vector<std::string>{"author:affiliated_to:institute", "paper:cites:paper",
+                                                 "paper:topic:fos", "paper:written_by:author"}));
+  EXPECT_EQ(d->edge_type_offsets.back(), z.edges());
+  std::map<std::string, int64_t> feature_rows;
+  for (const Field& f : d->node_fields) {
+    if (f.name == "feat") feature_rows[f.node_type] = f.data.rows();
+    if (f.name == "label") EXPECT_EQ(f.node_type, "paper");
+  }
+  for (size_t t = 0; t < 4; ++t) {
+    EXPECT_EQ(feature_rows[z.node_types[t].name], z.node_types[t].count) << z.node_types[t].name;
+  }
+  const int64_t papers = z.node_types[3].count;
+  EXPECT_EQ(static_cast<int64_t>(d->train_idx.size()), std::llround(0.6 * papers));
+  EXPECT_EQ(static_cast<int64_t>(d->valid_idx.size()), std::llround(0.005 * papers));
+
+  // Partitioned with reverse relations (MLPerf's rev_*): a valid typed partition.
+  PartitionOptions o{.out_dir = dir.Sub("parts"), .num_parts = 2, .add_reverse_edges = true, .quiet = true};
+  auto s = PartitionDataset(*d, o);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ExpectValidTypedPartition(*d, o, s->config_path);
+  auto config = core::LoadPartitionConfig(s->config_path);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->edge_types.size(), 8u);
 }
 
 // The real heterogeneous graph in ../shared/data/imdb (skipped when absent).
