@@ -192,11 +192,12 @@ void DistGraph::StartPool() {
 }
 
 absl::Status DistGraph::BuildCache() {
-  // A typed graph's features are typed fields: the cache holds the halo rows of the type with
-  // the most halo nodes among those that have the field (ogbn-mag: papers, the only featured
-  // type), keyed TYPE/NAME like the pulls it answers.
-  std::string field = options_.cache_field;
-  int cached_type = -1;
+  // A typed graph's features are typed fields, keyed TYPE/NAME like the pulls the cache answers:
+  // it holds the halo rows of every type that has the field with the row width of the type with
+  // the most halo nodes (ogbn-mag: papers, the only featured type; IGBH: all four types, each
+  // with 1024 features), within one budget.
+  std::vector<std::string> fields = {options_.cache_field};
+  std::vector<char> cached_types;  // typed: which types' halo rows
   if (config_.typed()) {
     const std::string path = config_.PartPath(options_.machine_id, core::PartFiles::kHaloNids);
     ASSIGN_OR_RETURN(core::NpyArray halo_file, core::NpyArray::Map(path));
@@ -205,14 +206,24 @@ absl::Status DistGraph::BuildCache() {
     for (int64_t i = 0; i < halo_file.rows(); ++i) {
       if (book_.Contains(h[i])) ++per_type[node_types_.ToTypeWise(h[i]).first];
     }
+    std::vector<size_t> widths(node_types_.num_types(), 0);  // 0: the type has no such field
+    int widest = -1;  // the type with the most halo nodes among those with the field
     for (int t = 0; t < node_types_.num_types(); ++t) {
-      const std::string key = node_types_.name(t) + "/" + options_.cache_field;
-      if (NodeFieldSchema(key).ok() && (cached_type < 0 || per_type[t] > per_type[cached_type])) cached_type = t;
+      absl::StatusOr<core::FieldSchema> s = NodeFieldSchema(node_types_.name(t) + "/" + options_.cache_field);
+      if (!s.ok()) continue;
+      widths[t] = s->row_bytes();
+      if (widest < 0 || per_type[t] > per_type[widest]) widest = t;
     }
-    if (cached_type < 0) return absl::OkStatus();  // no type has the field: nothing to cache
-    field = node_types_.name(cached_type) + "/" + options_.cache_field;
+    if (widest < 0) return absl::OkStatus();  // no type has the field: nothing to cache
+    fields.clear();
+    cached_types.assign(node_types_.num_types(), 0);
+    for (int t = 0; t < node_types_.num_types(); ++t) {
+      if (widths[t] == 0 || widths[t] != widths[widest]) continue;
+      cached_types[t] = 1;
+      fields.push_back(node_types_.name(t) + "/" + options_.cache_field);
+    }
   }
-  ASSIGN_OR_RETURN(core::FieldSchema schema, NodeFieldSchema(field));
+  ASSIGN_OR_RETURN(core::FieldSchema schema, NodeFieldSchema(fields[0]));
   const size_t rb = schema.row_bytes();
   const std::string path = config_.PartPath(options_.machine_id, core::PartFiles::kHaloNids);
   ASSIGN_OR_RETURN(core::NpyArray halo_file, core::NpyArray::Map(path));
@@ -222,7 +233,7 @@ absl::Status DistGraph::BuildCache() {
   const int64_t* h = halo_file.data_as<int64_t>();
   std::vector<int64_t> halo;
   for (int64_t i = 0; i < halo_file.shape()[0]; ++i) {
-    if (cached_type < 0 || (book_.Contains(h[i]) && node_types_.ToTypeWise(h[i]).first == cached_type)) {
+    if (cached_types.empty() || (book_.Contains(h[i]) && cached_types[node_types_.ToTypeWise(h[i]).first] != 0)) {
       halo.push_back(h[i]);
     }
   }
@@ -254,28 +265,50 @@ absl::Status DistGraph::BuildCache() {
   }
   std::shared_ptr<RowCache> cache;
   if (options_.shared_cache_fd >= 0) {  // the trainer's, already filled
-    ASSIGN_OR_RETURN(cache, RowCache::MapShared(field, rb, ids, options_.shared_cache_fd));
+    ASSIGN_OR_RETURN(cache, RowCache::MapShared(fields, rb, ids, options_.shared_cache_fd));
     return InstallCache(std::move(cache));
   }
   if (options_.cache_in_shared_memory) {
-    ASSIGN_OR_RETURN(cache, RowCache::InSharedMemory(field, rb, ids));
+    ASSIGN_OR_RETURN(cache, RowCache::InSharedMemory(fields, rb, ids));
   } else {
-    cache = std::make_shared<RowCache>(field, rb, ids);
+    cache = std::make_shared<RowCache>(fields, rb, ids);
   }
-  // Pulled in chunks, all partitions at once.
-  std::vector<std::vector<int64_t>> positions;
-  RETURN_IF_ERROR(GroupByPart(cache->ids(), book_, "node", &positions));
-  constexpr size_t kChunk = 1 << 16;
+  // Pulled in chunks, all partitions at once; on a typed graph one type after another (a pull is
+  // of one field).
   char* rows = cache->mutable_row(0);
-  const core::FieldRef ref{core::FieldRef::Kind::kNode, schema.node_type, schema.name};
+  for (size_t f = 0; f < fields.size(); ++f) {
+    ASSIGN_OR_RETURN(const core::FieldSchema fs, NodeFieldSchema(fields[f]));
+    RETURN_IF_ERROR(FillCache(*cache, core::FieldRef{core::FieldRef::Kind::kNode, fs.node_type, fs.name}, rows));
+  }
+  return InstallCache(std::move(cache));
+}
+
+absl::Status DistGraph::FillCache(const RowCache& cache, const core::FieldRef& ref, char* rows) {
+  const size_t rb = cache.row_bytes();
+  // The cache's nodes of ref's type (all of them on an untyped graph), as slots.
+  std::vector<int64_t> slots;
+  int type = -1;
+  if (!ref.type.empty()) {
+    ASSIGN_OR_RETURN(type, node_types_.TypeId(ref.type));
+  }
+  for (size_t i = 0; i < cache.ids().size(); ++i) {
+    if (type < 0 || node_types_.ToTypeWise(cache.ids()[i]).first == type) slots.push_back(static_cast<int64_t>(i));
+  }
+  std::vector<int64_t> ids(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i) ids[i] = cache.ids()[slots[i]];
+  std::vector<std::vector<int64_t>> positions;  // indexes into ids
+  RETURN_IF_ERROR(GroupByPart(ids, book_, "node", &positions));
+  constexpr size_t kChunk = 1 << 16;
   for (size_t start = 0;; start += kChunk) {
     std::vector<std::vector<int64_t>> chunk_pos(positions.size()), chunk_ids(positions.size());
     bool any = false;
     for (size_t p = 0; p < positions.size(); ++p) {
       if (start >= positions[p].size()) continue;
       const size_t n = std::min(kChunk, positions[p].size() - start);
-      chunk_pos[p].assign(positions[p].begin() + start, positions[p].begin() + start + n);
-      for (int64_t i : chunk_pos[p]) chunk_ids[p].push_back(cache->ids()[i]);
+      for (size_t k = start; k < start + n; ++k) {
+        chunk_ids[p].push_back(ids[positions[p][k]]);
+        chunk_pos[p].push_back(slots[positions[p][k]]);  // the row's slot in the cache
+      }
       any = true;
     }
     if (!any) break;
@@ -283,7 +316,7 @@ absl::Status DistGraph::BuildCache() {
       sources_[p]->GatherRows(ref, rb, chunk_ids[p], chunk_pos[p], rows, std::move(done));
     }));
   }
-  return InstallCache(std::move(cache));
+  return absl::OkStatus();
 }
 
 absl::Status DistGraph::InstallCache(std::shared_ptr<const RowCache> cache) {

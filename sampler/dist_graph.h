@@ -141,6 +141,8 @@ class DistGraph {
   absl::Status GatherRows(const core::FieldRef& field, size_t row_bytes, const core::RangePartitionBook& book,
                           std::span<const int64_t> ids, char* out) const;
   absl::Status BuildCache();
+  // Pulls the rows of `ref` (its type's nodes among the cache's) into `rows`, the cache's rows.
+  absl::Status FillCache(const RowCache& cache, const core::FieldRef& ref, char* rows);
   // Makes `cache` answer the remote partitions' gathers of its field.
   absl::Status InstallCache(std::shared_ptr<const RowCache> cache);
   void StartPool();

@@ -16,8 +16,8 @@ namespace fanout::sampler {
 
 using base::StrCat;
 
-RowCache::RowCache(std::string field, size_t row_bytes, const std::vector<int64_t>& ids, bool allocate)
-    : field_(std::move(field)), row_bytes_(row_bytes) {
+RowCache::RowCache(std::vector<std::string> fields, size_t row_bytes, const std::vector<int64_t>& ids, bool allocate)
+    : fields_(std::move(fields)), row_bytes_(row_bytes) {
   index_.Reset(ids.size());
   for (int64_t id : ids) index_.Insert(id);
   bytes_ = index_.size() * row_bytes_;
@@ -27,17 +27,27 @@ RowCache::RowCache(std::string field, size_t row_bytes, const std::vector<int64_
   }
 }
 
-RowCache::RowCache(std::string field, size_t row_bytes, std::vector<int64_t> ids)
-    : RowCache(std::move(field), row_bytes, ids, /*allocate=*/true) {}
+RowCache::RowCache(std::vector<std::string> fields, size_t row_bytes, std::vector<int64_t> ids)
+    : RowCache(std::move(fields), row_bytes, ids, /*allocate=*/true) {}
+
+bool RowCache::Holds(const std::string& key) const {
+  return std::find(fields_.begin(), fields_.end(), key) != fields_.end();
+}
+
+std::string RowCache::field() const {
+  std::string out;
+  for (const std::string& f : fields_) out += (out.empty() ? "" : ", ") + f;
+  return out;
+}
 
 RowCache::~RowCache() {
   if (map_ != nullptr) ::munmap(map_, map_bytes_);
   if (fd_ >= 0) ::close(fd_);
 }
 
-absl::StatusOr<std::shared_ptr<RowCache>> RowCache::InSharedMemory(std::string field, size_t row_bytes,
+absl::StatusOr<std::shared_ptr<RowCache>> RowCache::InSharedMemory(std::vector<std::string> fields, size_t row_bytes,
                                                                    std::vector<int64_t> ids) {
-  std::shared_ptr<RowCache> c(new RowCache(std::move(field), row_bytes, ids, /*allocate=*/false));
+  std::shared_ptr<RowCache> c(new RowCache(std::move(fields), row_bytes, ids, /*allocate=*/false));
   const std::vector<int64_t>& kept = c->index_.ids();  // distinct, in slot order
   c->map_bytes_ = std::max<size_t>(1, c->bytes_ + kept.size() * sizeof(int64_t));
   c->fd_ = memfd_create("fanout-halo-cache", MFD_CLOEXEC);
@@ -55,16 +65,16 @@ absl::StatusOr<std::shared_ptr<RowCache>> RowCache::InSharedMemory(std::string f
   return c;
 }
 
-absl::StatusOr<std::shared_ptr<RowCache>> RowCache::MapShared(std::string field, size_t row_bytes,
+absl::StatusOr<std::shared_ptr<RowCache>> RowCache::MapShared(std::vector<std::string> fields, size_t row_bytes,
                                                               std::vector<int64_t> ids, int fd) {
-  std::shared_ptr<RowCache> c(new RowCache(std::move(field), row_bytes, ids, /*allocate=*/false));
+  std::shared_ptr<RowCache> c(new RowCache(std::move(fields), row_bytes, ids, /*allocate=*/false));
   const std::vector<int64_t>& kept = c->index_.ids();
   const size_t want = std::max<size_t>(1, c->bytes_ + kept.size() * sizeof(int64_t));
   struct stat st {};
   if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != want) {
     return absl::FailedPreconditionError(StrCat("the trainer's halo cache (fd ", fd, ") holds ", st.st_size,
                                                 " bytes; this process chose ", kept.size(), " rows of ", row_bytes,
-                                                " bytes of '", c->field_, "' (", want, " bytes with their IDs)"));
+                                                " bytes of '", c->field(), "' (", want, " bytes with their IDs)"));
   }
   c->map_ = ::mmap(nullptr, want, PROT_READ, MAP_SHARED, fd, 0);
   if (c->map_ == MAP_FAILED) {
@@ -74,7 +84,7 @@ absl::StatusOr<std::shared_ptr<RowCache>> RowCache::MapShared(std::string field,
   c->map_bytes_ = want;
   c->rows_ = static_cast<char*>(c->map_);
   if (std::memcmp(c->rows_ + c->bytes_, kept.data(), kept.size() * sizeof(int64_t)) != 0) {
-    return absl::FailedPreconditionError(StrCat("the trainer's halo cache holds other nodes' rows of '", c->field_,
+    return absl::FailedPreconditionError(StrCat("the trainer's halo cache holds other nodes' rows of '", c->field(),
                                                 "' than this process chose (is it the same partition and cache size?)"));
   }
   return c;
@@ -90,8 +100,8 @@ std::string CachingGraphSource::Describe() const {
 
 void CachingGraphSource::GatherRows(const core::FieldRef& field, size_t row_bytes, std::span<const int64_t> ids,
                                     std::span<const int64_t> positions, char* out, core::Done done) {
-  // (The cache's field is a key: "NAME", or "TYPE/NAME" for a typed graph's features.)
-  if (field.kind != core::FieldRef::Kind::kNode || field.key() != cache_->field() || row_bytes != cache_->row_bytes()) {
+  // (The cache's fields are keys: "NAME", or "TYPE/NAME" for a typed graph's features.)
+  if (field.kind != core::FieldRef::Kind::kNode || !cache_->Holds(field.key()) || row_bytes != cache_->row_bytes()) {
     return ForwardingGraphSource::GatherRows(field, row_bytes, ids, positions, out, std::move(done));
   }
   // Cached rows are copied here; only the others are asked of the source behind. Cached rows

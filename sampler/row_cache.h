@@ -1,4 +1,4 @@
-// Rows of one node field for a fixed set of remote nodes, held in this process's memory: a
+// Rows of a node field for a fixed set of remote nodes, held in this process's memory: a
 // machine keeps the features of its halo (the remote sources of its partition's edges, the
 // remote nodes its samples reach most) so that a mini-batch pulls only the other remote rows
 // over the network. DistDGL fetches every remote row on every batch.
@@ -17,20 +17,22 @@
 
 namespace fanout::sampler {
 
-// Immutable once filled; Find and row are then thread-safe.
+// Immutable once filled; Find and row are then thread-safe. `fields`: the field keys whose rows it
+// holds ("feat"; on a typed graph "TYPE/feat" of one or more types whose rows are the same
+// width, keyed by graph-wide node ID, which no two types share).
 class RowCache {
  public:
   // Room for one row of `row_bytes` per ID (distinct IDs); the rows start zeroed and are filled
   // through mutable_row.
-  RowCache(std::string field, size_t row_bytes, std::vector<int64_t> ids);
+  RowCache(std::vector<std::string> fields, size_t row_bytes, std::vector<int64_t> ids);
   // The same, with the rows in a memfd (fd()) that other processes can map instead of pulling the
   // rows again: a trainer's sampler processes share their trainer's one copy. The file holds the
   // rows, then the IDs, so that a process mapping it can check they are the ones it chose.
-  static absl::StatusOr<std::shared_ptr<RowCache>> InSharedMemory(std::string field, size_t row_bytes,
+  static absl::StatusOr<std::shared_ptr<RowCache>> InSharedMemory(std::vector<std::string> fields, size_t row_bytes,
                                                                   std::vector<int64_t> ids);
   // Maps, read-only, a filled cache another process made with InSharedMemory (`fd`, borrowed);
   // FAILED_PRECONDITION unless it holds exactly `ids` with rows of `row_bytes`.
-  static absl::StatusOr<std::shared_ptr<RowCache>> MapShared(std::string field, size_t row_bytes,
+  static absl::StatusOr<std::shared_ptr<RowCache>> MapShared(std::vector<std::string> fields, size_t row_bytes,
                                                              std::vector<int64_t> ids, int fd);
   ~RowCache();
   RowCache(const RowCache&) = delete;
@@ -38,7 +40,10 @@ class RowCache {
   // The memfd holding the rows (InSharedMemory), or -1.
   int fd() const { return fd_; }
 
-  const std::string& field() const { return field_; }
+  const std::vector<std::string>& fields() const { return fields_; }
+  bool Holds(const std::string& key) const;
+  // The keys as one string for messages: "paper/feat", "author/feat, paper/feat".
+  std::string field() const;
   size_t row_bytes() const { return row_bytes_; }
   const std::vector<int64_t>& ids() const { return index_.ids(); }
   size_t size() const { return index_.size(); }
@@ -51,9 +56,9 @@ class RowCache {
   char* mutable_row(int64_t slot) { return rows_ + slot * row_bytes_; }
 
  private:
-  RowCache(std::string field, size_t row_bytes, const std::vector<int64_t>& ids, bool allocate);
+  RowCache(std::vector<std::string> fields, size_t row_bytes, const std::vector<int64_t>& ids, bool allocate);
 
-  std::string field_;
+  std::vector<std::string> fields_;
   size_t row_bytes_;
   IdMap index_;
   std::vector<char> heap_;  // the rows, unless mapped
@@ -70,7 +75,7 @@ struct CacheCounters {
   std::atomic<int64_t> hits{0}, misses{0};
 };
 
-// A GraphSource decorator: gathers of the cache's field copy the cached rows from memory and ask
+// A GraphSource decorator: gathers of a field the cache holds copy the cached rows from memory and ask
 // the source behind it only for the others; every other call passes through.
 class CachingGraphSource final : public core::ForwardingGraphSource {
  public:

@@ -187,7 +187,7 @@ TEST(DistGraphRouterTest, RowsDegreesAndEdgesComeBackInRequestOrder) {
 
 TEST(CachingGraphSourceTest, CachedRowsAreCopiedAndOnlyMissesReachTheSourceBehind) {
   Graph g;
-  auto cache = std::make_shared<RowCache>("feat", sizeof(float), std::vector<int64_t>{8, 10});
+  auto cache = std::make_shared<RowCache>(std::vector<std::string>{"feat"}, sizeof(float), std::vector<int64_t>{8, 10});
   for (int64_t id : {8, 10}) {
     const float v = Value(id);
     std::memcpy(cache->mutable_row(cache->Find(id)), &v, sizeof(v));

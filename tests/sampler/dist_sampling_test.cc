@@ -436,12 +436,12 @@ TEST(HaloCacheTest, SamplerProcessesMapTheTrainersCacheInSharedMemory) {
   munmap(shared, cache->bytes());
 
   std::vector<int64_t> other(cache->ids().begin(), cache->ids().end() - 1);
-  auto refused = RowCache::MapShared("feat", rb, other, fd);
+  auto refused = RowCache::MapShared({"feat"}, rb, other, fd);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   std::vector<int64_t> same_count(cache->ids().begin(), cache->ids().end());
   same_count.back() = 0;  // a node of this partition: not in the cache
-  auto wrong = RowCache::MapShared("feat", rb, same_count, fd);
+  auto wrong = RowCache::MapShared({"feat"}, rb, same_count, fd);
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find("other nodes' rows"), std::string::npos) << wrong.status();
 }
@@ -849,6 +849,75 @@ TEST_P(TypedSamplingTest, BlocksKeepEveryEdgesRelationAndPerRelationFanouts) {
     for (size_t i = 0; i < batches.size(); ++i) testing::ExpectSameBatch(batches[i], via_cache[i]);
     EXPECT_GT((*c)->cache_hits(), 0);
   }
+}
+
+// A typed graph whose types have features of their own (IGBH's four): the halo cache holds every
+// featured type's remote rows within one budget (authors' and papers' here; venues have none),
+// and changes nothing but where they come from, in threads and in sampler processes that map it.
+TEST(TypedHaloCacheTest, HoldsEveryFeaturedTypeOfTheSameWidth) {
+  testing::TempDir dir;
+  partition::Dataset d = testing::MakeTypedDataset(11, 300, 200, 10);
+  std::vector<float> author_feat(200 * 3);
+  for (int64_t a = 0; a < 200; ++a) author_feat[3 * a] = static_cast<float>(a), author_feat[3 * a + 1] = 22.0f;
+  d.node_fields.push_back({"feat", core::NpyArray::Adopt(std::move(author_feat), {200, 3}), "author"});
+  const std::string config_path = testing::PartitionTyped(dir, d, 2);
+  ASSERT_FALSE(config_path.empty());
+  const core::PartitionConfig config = *core::LoadPartitionConfig(config_path);
+  testing::ServerCluster cluster;
+  cluster.Start(config_path);
+  DistGraphOptions go;
+  go.machine_id = 0;
+  go.servers = *ParseServerList(cluster.ServerList(), 2);
+  go.client.deadline_seconds = 10;
+  DistGraphOptions cached = go;
+  cached.cache_field = "feat";
+  cached.cache_max_bytes = 1 << 20;
+  cached.cache_in_shared_memory = true;
+  auto g = DistGraph::Open(config, go);
+  auto c = DistGraph::Open(config, cached);
+  ASSERT_TRUE(g.ok() && c.ok()) << g.status() << c.status();
+  const core::TypeMap& ntypes = (*g)->node_types();
+  const RowCache* cache = (*c)->row_cache();
+  ASSERT_NE(cache, nullptr);
+  EXPECT_EQ(cache->fields(), (std::vector<std::string>{"paper/feat", "author/feat"}));
+  std::set<std::string> types;
+  for (int64_t id : cache->ids()) types.insert(ntypes.name(ntypes.ToTypeWise(id).first));
+  EXPECT_EQ(types, (std::set<std::string>{"author", "paper"}));
+  // Each cached row is its type's: authors' (a, 22, 0), papers' (p, 11, 0.5).
+  const int author = *ntypes.TypeId("author");
+  for (size_t i = 0; i < cache->ids().size(); ++i) {
+    const float* row = reinterpret_cast<const float*>(cache->row(static_cast<int64_t>(i)));
+    EXPECT_EQ(row[1], ntypes.ToTypeWise(cache->ids()[i]).first == author ? 22.0f : 11.0f) << cache->ids()[i];
+  }
+
+  auto mask = (*g)->PullWholeNodeField("paper/train_mask");
+  ASSERT_TRUE(mask.ok()) << mask.status();
+  std::vector<int64_t> seeds = MaskToIds(*mask);
+  for (int64_t& v : seeds) v = ntypes.ToHomogeneous(*ntypes.TypeId("paper"), v);
+  SamplerOptions so;
+  so.fanouts = {3, 3};
+  so.batch_size = 32;
+  so.seed = 5;
+  so.feature_field = "feat";
+  so.label_field = "label";
+  LoaderOptions lo;
+  lo.num_threads = 1;
+  lo.num_epochs = 1;
+  lo.sampler_binary = FANOUT_SAMPLER_BIN;
+  lo.part_config_path = config_path;
+  auto plain = MakeBatchLoader(g->get(), go, so, seeds, lo);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  const std::vector<MiniBatch> want = Drain(**plain);
+  ASSERT_FALSE(want.empty());
+  for (int samplers : {0, 1}) {
+    lo.num_samplers = samplers;
+    auto l = MakeBatchLoader(c->get(), cached, so, seeds, lo);
+    ASSERT_TRUE(l.ok()) << l.status();
+    const std::vector<MiniBatch> got = Drain(**l);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) testing::ExpectSameBatch(got[i], want[i]);
+  }
+  EXPECT_GT((*c)->cache_hits(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Parts, TypedSamplingTest, ::testing::Values(1, 2),
