@@ -156,7 +156,9 @@ TEST(TypedLinkSamplerTest, PositivesAreTheRelationsEdgesAndNegativesItsDestinati
       }
       for (int64_t j : b->neg_dst) {
         EXPECT_EQ(ntypes.ToTypeWise(nodes[j]).first, paper) << "negative " << nodes[j];
-        if (mode == NegativeSampling::kLocal) EXPECT_EQ((*graph)->node_book().PartOf(nodes[j]), 0) << nodes[j];
+        if (mode == NegativeSampling::kLocal) {
+          EXPECT_EQ((*graph)->node_book().PartOf(nodes[j]), 0) << nodes[j];
+        }
       }
       EXPECT_FALSE(b->neg_dst.empty());
       int64_t other_relations = 0;
