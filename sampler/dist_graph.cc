@@ -1,6 +1,7 @@
 #include "sampler/dist_graph.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <future>
 
@@ -317,6 +318,15 @@ absl::Status DistGraph::FillCache(const RowCache& cache, const core::FieldRef& r
     }));
   }
   return absl::OkStatus();
+}
+
+std::string DistGraph::HaloCacheReport() const {
+  const int64_t hits = cache_hits(), total = hits + cache_misses();
+  if (cache_ == nullptr || total == 0) return "";
+  char percent[32];
+  std::snprintf(percent, sizeof(percent), "%.1f", 100.0 * static_cast<double>(hits) / static_cast<double>(total));
+  return StrCat("halo cache: ", hits, " of ", total, " remote rows (", percent, " %) from its ", cache_->size(),
+                " rows of '", cache_->field(), "'");
 }
 
 absl::Status DistGraph::InstallCache(std::shared_ptr<const RowCache> cache) {

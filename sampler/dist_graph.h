@@ -119,6 +119,9 @@ class DistGraph {
   int shared_cache_fd() const { return cache_ != nullptr ? cache_->fd() : -1; }
   int64_t cache_hits() const { return cache_counters_->hits.load(std::memory_order_relaxed); }
   int64_t cache_misses() const { return cache_counters_->misses.load(std::memory_order_relaxed); }
+  // What the halo cache did in this process, for a log line: "halo cache: 812 of 1000 remote rows
+  // (81.2 %) from its 6927 rows of 'paper/feat'"; "" without a cache or before any remote row.
+  std::string HaloCacheReport() const;
 
   // Every row of a node field over the whole graph, partition by partition (for small fields
   // such as split masks); pulled in chunks. A typed field's rows are its type's nodes in ID

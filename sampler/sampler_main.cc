@@ -183,7 +183,12 @@ absl::Status Run(sampler::SamplerSpec spec, int index, int socket_fd, int seeds_
   auto graph = sampler::DistGraph::Open(config, spec.graph);
   if (halo_cache_fd >= 0) ::close(halo_cache_fd);  // mapped (or failed): the descriptor is done
   if (!graph.ok()) return graph.status();
-  absl::Cleanup report_cache = [&] { ReportRowCache(**graph, spec.graph.local_row_cache_bytes, index); };
+  absl::Cleanup report_cache = [&] {
+    ReportRowCache(**graph, spec.graph.local_row_cache_bytes, index);
+    if (const std::string r = (*graph)->HaloCacheReport(); !r.empty()) {
+      std::fprintf(stderr, "fanout-sampler: %s (sampler process %d)\n", r.c_str(), index);
+    }
+  };
   if (!cached.empty()) spec.sampler.cached_nodes = sampler::IndexNodes(std::move(cached), (*graph)->num_nodes());
   RETURN_IF_ERROR(sampler::ValidateSamplerOptions(spec.sampler, **graph));
   ASSIGN_OR_RETURN(BatchMaker maker, BatchMaker::Create(graph->get(), spec, std::move(seeds)));

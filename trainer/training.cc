@@ -455,6 +455,8 @@ absl::StatusOr<TrainResult> Job::Run() {
       RETURN_IF_ERROR(TrainEpoch(epoch, epoch == first.epoch ? first.step : 0));
     }
   }
+  // (With sampler processes they print their own; this process's gathers are then evaluation's.)
+  if (const std::string r = graph_->HaloCacheReport(); !r.empty()) Log(StrCat("fanout-train: ", r));
   if (!o_.eval.test) {
     RETURN_IF_ERROR(SaveEmbeddings());
     RETURN_IF_ERROR(comm_->Barrier());

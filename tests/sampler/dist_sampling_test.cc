@@ -8,6 +8,7 @@
 #include <cstring>
 #include <set>
 
+#include "base/strings.h"
 #include "gtest/gtest.h"
 #include "sampler/dist_graph.h"
 #include "sampler/link_sampler.h"
@@ -918,6 +919,13 @@ TEST(TypedHaloCacheTest, HoldsEveryFeaturedTypeOfTheSameWidth) {
     for (size_t i = 0; i < got.size(); ++i) testing::ExpectSameBatch(got[i], want[i]);
   }
   EXPECT_GT((*c)->cache_hits(), 0);
+  // What a process logs at the end: its hits of its remote rows, and the cache's fields.
+  const std::string report = (*c)->HaloCacheReport();
+  EXPECT_NE(report.find(base::StrCat("halo cache: ", (*c)->cache_hits(), " of ",
+                               (*c)->cache_hits() + (*c)->cache_misses(), " remote rows (")),
+            std::string::npos) << report;
+  EXPECT_NE(report.find("rows of 'paper/feat, author/feat'"), std::string::npos) << report;
+  EXPECT_EQ((*g)->HaloCacheReport(), "");  // no cache
 }
 
 INSTANTIATE_TEST_SUITE_P(Parts, TypedSamplingTest, ::testing::Values(1, 2),
