@@ -96,42 +96,80 @@ def _partition_program() -> str:
     return found
 
 
+_MASK_FILES = (("train_mask", "train_idx"), ("val_mask", "valid_idx"), ("test_mask", "test_idx"))
+
+
+def _write_node_tensors(store, feat: str, label: str, index_file) -> None:
+    """A node store's x, y and split masks as .npy files (feat, label; index_file(name) for the
+    masks' indices), folders made as needed: a type without them gets none."""
+    def save(path, array):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        np.save(path, array)
+
+    if getattr(store, "x", None) is not None:
+        save(feat, store.x.cpu().numpy())
+    if getattr(store, "y", None) is not None:
+        save(label, store.y.to(torch.int64).cpu().numpy())
+    for mask, file in _MASK_FILES:
+        if getattr(store, mask, None) is not None:
+            save(index_file(file), getattr(store, mask).nonzero().flatten().cpu().numpy())
+
+
 class Partitioner:
     """PyG's ``Partitioner(data, num_parts, root)``: ``generate_partition()`` writes a fanout
-    partition of ``data`` (a ``Data``: ``edge_index``, and where present ``x``, ``y`` and
-    ``train_mask``/``val_mask``/``test_mask``) into ``root``, by METIS, with fanout-partition. It
-    is the one-line equivalent of ``fanout-partition --input DIR --num-parts N --out ROOT
-    --num-nodes N`` on DIR holding those tensors in the plain ``.npy`` layout (edges.npy as PyG's
-    ``[2, E]``, node_feat.npy, node_label.npy, {train,valid,test}_idx.npy); ``fanout_args`` adds
-    flags (``["--add-reverse-edges"]`` for a graph stored one way). ``recursive`` is METIS's
-    bisection in PyG and is refused here (fanout uses k-way)."""
+    partition of ``data`` into ``root``, by METIS, with fanout-partition. A ``Data``: its
+    ``edge_index`` and, where present, ``x``, ``y`` and ``train_mask``/``val_mask``/``test_mask``,
+    written in the plain ``.npy`` layout (edges.npy as PyG's ``[2, E]``, node_feat.npy,
+    node_label.npy, {train,valid,test}_idx.npy) for ``fanout-partition --input DIR --num-parts N
+    --out ROOT --num-nodes N``. A ``HeteroData``: every node type's count, ``x``, ``y`` and masks
+    and every edge type's ``edge_index``, in the typed ``.npy`` layout (num_nodes.json,
+    edges/SRC___REL___DST.npy, node_data/TYPE/{feat,label}.npy, split/TYPE/...; README "Dataset
+    layouts"). ``fanout_args`` adds flags (``["--add-reverse-edges"]`` for a graph stored one way,
+    as PyG's ``ToUndirected`` would make it). ``recursive`` is METIS's bisection in PyG and is
+    refused here (fanout uses k-way)."""
 
     def __init__(self, data, num_parts: int, root: str, recursive: bool = False, *, graph_name: str = "graph",
                  fanout_args: Sequence[str] = ()):
         if recursive:
             raise NotImplementedError("Partitioner: recursive=True (METIS recursive bisection) is not supported; "
                                       "fanout-partition uses k-way METIS")
-        if not hasattr(data, "edge_index") or getattr(data, "edge_types", None):
-            raise NotImplementedError("Partitioner: a Data with edge_index (typed graphs: write the typed .npy "
-                                      "layout and run fanout-partition, docs/partitioning.md)")
-        self.data, self.num_parts, self.root = data, int(num_parts), root
+        typed = bool(getattr(data, "edge_types", None))
+        if not typed and not hasattr(data, "edge_index"):
+            raise NotImplementedError("Partitioner: a Data with edge_index, or a HeteroData")
+        if typed:
+            for src, rel, dst in data.edge_types:
+                if "edge_index" not in data[src, rel, dst]:
+                    raise ValueError(f"Partitioner: edge type {(src, rel, dst)} has no edge_index")
+        self.data, self.num_parts, self.root, self.typed = data, int(num_parts), root, typed
         self.graph_name, self.fanout_args = graph_name, list(fanout_args)
+
+    def _write_typed(self, d: str) -> None:
+        data = self.data
+        with open(os.path.join(d, "num_nodes.json"), "w") as f:
+            json.dump({t: int(data[t].num_nodes) for t in data.node_types}, f)
+        os.makedirs(os.path.join(d, "edges"))
+        for src, rel, dst in data.edge_types:
+            np.save(os.path.join(d, "edges", f"{src}___{rel}___{dst}.npy"),
+                    data[src, rel, dst].edge_index.to(torch.int64).cpu().numpy())
+        for t in data.node_types:
+            nd, sd = os.path.join(d, "node_data", t), os.path.join(d, "split", t)
+            _write_node_tensors(data[t], os.path.join(nd, "feat.npy"), os.path.join(nd, "label.npy"),
+                                lambda file: os.path.join(sd, f"{file}.npy"))
 
     def generate_partition(self) -> str:
         """Writes the partition; returns its config file (ROOT/<graph_name>.json)."""
         data = self.data
         with tempfile.TemporaryDirectory() as d:
-            np.save(os.path.join(d, "edges.npy"), data.edge_index.to(torch.int64).cpu().numpy())
-            if getattr(data, "x", None) is not None:
-                np.save(os.path.join(d, "node_feat.npy"), data.x.cpu().numpy())
-            if getattr(data, "y", None) is not None:
-                np.save(os.path.join(d, "node_label.npy"), data.y.to(torch.int64).cpu().numpy())
-            for mask, file in (("train_mask", "train_idx"), ("val_mask", "valid_idx"), ("test_mask", "test_idx")):
-                if getattr(data, mask, None) is not None:
-                    np.save(os.path.join(d, f"{file}.npy"), getattr(data, mask).nonzero().flatten().cpu().numpy())
+            if self.typed:
+                self._write_typed(d)
+                sizes = []
+            else:
+                np.save(os.path.join(d, "edges.npy"), data.edge_index.to(torch.int64).cpu().numpy())
+                _write_node_tensors(data, os.path.join(d, "node_feat.npy"), os.path.join(d, "node_label.npy"),
+                                    lambda file: os.path.join(d, f"{file}.npy"))
+                sizes = ["--num-nodes", str(int(data.num_nodes))]
             argv = [_partition_program(), "--input", d, "--num-parts", str(self.num_parts), "--out", self.root,
-                    "--num-nodes", str(int(data.num_nodes)), "--graph-name", self.graph_name, "--quiet",
-                    *self.fanout_args]
+                    *sizes, "--graph-name", self.graph_name, "--quiet", *self.fanout_args]
             done = subprocess.run(argv, capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"Partitioner: fanout-partition exited {done.returncode}: "

@@ -137,6 +137,42 @@ class PygLoaderTest(base.ServersTestCase):
         with self.assertRaises(NotImplementedError):
             pyg.DistNeighborSampler()
 
+    def test_partitioner_writes_a_typed_partition_of_a_hetero_data(self):
+        """PyG's Partitioner on a HeteroData: the typed .npy layout through fanout-partition, every
+        type's nodes, features, labels and split and every relation (with reverses) kept."""
+        import json
+        import tempfile
+        from torch_geometric.data import HeteroData
+        os.environ.setdefault("FANOUT_PARTITION_BIN", os.path.join(base.BIN, "fanout-partition"))
+        gen = torch.Generator().manual_seed(1)
+        data = HeteroData()
+        data["paper"].x = torch.randn(120, 4, generator=gen)
+        data["paper"].y = torch.randint(0, 3, (120,), generator=gen)
+        data["paper"].train_mask = torch.arange(120) % 4 == 0
+        data["author"].x = torch.randn(80, 4, generator=gen)
+        data["venue"].num_nodes = 5
+        data["author", "writes", "paper"].edge_index = torch.stack(
+            [torch.randint(0, 80, (300,), generator=gen), torch.randint(0, 120, (300,), generator=gen)])
+        data["paper", "cites", "paper"].edge_index = torch.randint(0, 120, (2, 400), generator=gen)
+        data["paper", "in", "venue"].edge_index = torch.stack([torch.arange(120), torch.arange(120) % 5])
+        with tempfile.TemporaryDirectory() as d:
+            root = os.path.join(d, "parts")
+            config = pyg.Partitioner(data, 2, root, graph_name="toy",
+                                     fanout_args=["--add-reverse-edges"]).generate_partition()
+            with open(config) as f:
+                cfg = json.load(f)
+            self.assertEqual(cfg["num_nodes"], 205)
+            self.assertEqual(set(cfg["ntypes"]), {"paper", "author", "venue"})
+            self.assertEqual(len(cfg["etypes"]), 6)  # three relations and their reverses
+            store = pyg.LocalGraphStore.from_partition(root, 0)
+            self.assertTrue(store.meta["is_hetero"])
+            self.assertIn(("author", "writes", "paper"), store.meta["edge_types"])
+            bad = HeteroData()
+            bad["a"].num_nodes = 2
+            bad["a", "r", "a"].edge_attr = torch.zeros(1, 1)
+            with self.assertRaisesRegex(ValueError, "has no edge_index"):
+                pyg.Partitioner(bad, 2, os.path.join(d, "bad"))
+
     def test_unsupported_arguments_are_refused_by_name(self):
         data = self.stores()
         for kw, message in (({"disjoint": True}, "disjoint"), ({"time_attr": "t"}, "time_attr"),
