@@ -14,6 +14,19 @@ of SPLIT/{valid,test}_pos.npy are removed from the graph in both directions, as 
 --edge-split-files removes them, and two more files are written: OUT/orig_nids.npy (DGL's node ID
 -> input node ID, to map the held-out pairs) and OUT/reverse_eids.npy (each edge's reverse edge
 in DGL's edge IDs: DistEdgeDataLoader's exclude="reverse_id").
+
+With --assignment FANOUT_PART_JSON (a fanout-partition config of the same dataset), the nodes are
+not assigned by DGL's METIS but as fanout-partition assigned them: partition K gets the input
+nodes of FANOUT_PART_JSON's partK/graph/orig_nids.npy (fanout's new ID -> input node ID, for the
+nodes partition K owns). The call is the same partition_graph(part_method='metis', ...) with
+dgl.distributed.partition's metis_partition_assignment replaced, for that call, by one
+returning this assignment; everything after the assignment (halo, reshuffle, files) is DGL's.
+
+    python dgl_partition.py --to-graphbolt OUT/NAME.json
+
+converts existing DGL partitions for DistGraph with use_graphbolt=True (setup G):
+dgl.distributed.dgl_partition_to_graphbolt with its default arguments, which writes
+partK/fused_csc_sampling_graph.pt and adds part_graph_graphbolt to NAME.json.
 """
 import argparse
 import os
@@ -34,13 +47,26 @@ from dgl_common import load_npy_graph  # noqa: E402
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--data", required=True)
-    p.add_argument("--out", required=True)
+    p.add_argument("--data")
+    p.add_argument("--out")
     p.add_argument("--num-parts", type=int, default=2)
     p.add_argument("--graph-name", default="graph")
     p.add_argument("--part-method", default="metis")
     p.add_argument("--exclude-pairs", default="", help="link_split.py's folder: held-out pairs to remove")
+    p.add_argument("--assignment", default="",
+                   help="a fanout-partition config (NAME.json) of the same dataset: use its node assignment instead of METIS")
+    p.add_argument("--to-graphbolt", default="", metavar="PART_CONFIG",
+                   help="only convert these DGL partitions to GraphBolt's format, in place")
     a = p.parse_args()
+    if a.to_graphbolt:
+        t0 = time.time()
+        dgl.distributed.dgl_partition_to_graphbolt(a.to_graphbolt)
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024
+        print(f"dgl_partition_to_graphbolt: {a.to_graphbolt} in {time.time() - t0:.1f} s; peak RSS {rss:.2f} GiB",
+              flush=True)
+        return
+    if not a.data or not a.out:
+        p.error("--data and --out are required")
 
     t0 = time.time()
     g = load_npy_graph(a.data)
@@ -55,6 +81,8 @@ def main():
     )
     tmp = a.out.rstrip("/") + ".tmp"
     shutil.rmtree(tmp, ignore_errors=True)
+    if a.assignment:
+        use_fanout_assignment(a.assignment, g.num_nodes(), a.num_parts)
     mapping = dgl.distributed.partition_graph(
         g,
         a.graph_name,
@@ -78,10 +106,46 @@ def main():
     os.rename(tmp, a.out)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024
     print(
-        f"dgl_partition: {a.num_parts} parts ({a.part_method}) in {t2 - t1:.1f} s; "
+        f"dgl_partition: {a.num_parts} parts ({'fanout-partition assignment' if a.assignment else a.part_method}) "
+        f"in {t2 - t1:.1f} s; "
         f"peak RSS {rss:.2f} GiB; config {os.path.join(a.out, a.graph_name + '.json')}",
         flush=True,
     )
+
+
+def fanout_assignment(part_json, num_nodes):
+    """Input node ID -> partition, from a fanout-partition config's partK/graph/orig_nids.npy."""
+    import json
+
+    with open(part_json) as f:
+        conf = json.load(f)
+    base = os.path.dirname(os.path.abspath(part_json))
+    parts = np.full(num_nodes, -1, dtype=np.int64)
+    for k in range(conf["num_parts"]):
+        orig = np.load(os.path.join(base, f"part{k}", "graph", "orig_nids.npy"))
+        lo, hi = conf["node_map"]["_N"][k]
+        assert len(orig) == hi - lo, f"part{k}: {len(orig)} orig_nids for node_map [{lo}, {hi})"
+        parts[orig] = k
+    missing = int((parts < 0).sum())
+    assert missing == 0, f"{missing} input nodes are in no partition of {part_json}"
+    return torch.from_numpy(parts), conf["num_parts"]
+
+
+def use_fanout_assignment(part_json, num_nodes, num_parts):
+    """partition_graph(part_method='metis') takes its assignment from `part_json`."""
+    import dgl.distributed.partition as dpart
+
+    parts, k = fanout_assignment(part_json, num_nodes)
+    assert k == num_parts, f"{part_json} has {k} partitions, not --num-parts {num_parts}"
+    counts = np.bincount(parts.numpy(), minlength=k).tolist()
+    print(f"dgl_partition: node assignment of {part_json} (nodes per partition {counts}) instead of METIS",
+          flush=True)
+
+    def given_assignment(g, n_parts, **_):
+        assert g.num_nodes() == len(parts) and n_parts == k
+        return parts
+
+    dpart.metis_partition_assignment = given_assignment
 
 
 def remove_pairs(g, split):

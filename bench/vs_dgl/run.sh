@@ -3,6 +3,8 @@
 #
 #   bench/vs_dgl/run.sh [--rounds R] [--setups A,B,C] [--epochs E] [--quick] [--fresh]
 #                       [--timeout S] [--work DIR] [--venv DIR] [--mag-scale S]
+#                       [--size products | --nodes N --edges E] [--dgl-parts metis|assignment|convert]
+#                       [--pss]
 #
 # Setups (GraphSAGE-mean, Adam lr 0.003, dropout 0.5, batch 1024 per trainer, 1 intra-op
 # thread and 1 sampler process per trainer, on both sides):
@@ -31,6 +33,18 @@
 #      each) removed from both sides' partitions; test MRR after the last epoch.
 #      fanout-train --task link  vs  DistDGL's DistEdgeDataLoader (dgl_link_train.py). Not in the
 #      default list.
+#   G  A's DistDGL job on GraphBolt partitions (DGL 2.1's dgl_partition_to_graphbolt of the DGL
+#      partitions; initialize(use_graphbolt=True)); no fanout job of its own: its ratio is
+#      against A's fanout job of the same round. Not in the default list.
+# Dataset: ogbn-products' shape at 500K nodes / 25M input edges (--quick: 50K / 2.5M);
+# --size products: the products-scale graph (2,449,029 nodes, 61,859,140 input edges, as
+# fanout-generate --preset products; default per-job timeout 3600 s); --nodes N --edges E: any.
+# --dgl-parts: DistDGL's 2 partitions from DGL's partition_graph with METIS (metis, the default),
+# from partition_graph with fanout-partition's node assignment (assignment:
+# dgl_partition.py --assignment), or converted from fanout's partitions without partition_graph
+# (convert: fanout_to_dgl.py, for graphs whose partition_graph does not fit the machine).
+# --pss: sample each machine's processes' PSS together every second (pss_peak.py, the same
+# method for both sides) and report each machine's peak.
 # Jobs alternate fanout, DGL, fanout, DGL, ... The epoch time reported is the mean of the epochs
 # after the first (evaluation excluded); validation accuracy is measured after the last epoch.
 #
@@ -45,10 +59,11 @@ BIN=$(cd "${FANOUT_BUILD_DIR:-$REPO/build}/bin" 2>/dev/null && pwd) || {
   exit 1
 }
 ROUNDS=1 SETUPS=A,B,C EPOCHS=2 QUICK=0 FRESH=0 TIMEOUT= LINK_EDGES=
+SIZE= NODES= EDGES= DGL_PARTS=metis PSS=0
 WORK=${TMPDIR:-/tmp}/fanout-vs-dgl
 VENV=
 MAG_SCALE=
-usage() { sed -n '2,37p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) ROUNDS=$2; shift 2 ;;
@@ -61,6 +76,11 @@ while [ $# -gt 0 ]; do
     --venv) VENV=$2; shift 2 ;;
     --mag-scale) MAG_SCALE=$2; shift 2 ;;
     --link-edges) LINK_EDGES=$2; shift 2 ;;
+    --size) SIZE=$2; shift 2 ;;
+    --nodes) NODES=$2; shift 2 ;;
+    --edges) EDGES=$2; shift 2 ;;
+    --dgl-parts) DGL_PARTS=$2; shift 2 ;;
+    --pss) PSS=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -69,8 +89,20 @@ done
 [[ $EPOCHS =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --epochs must be a positive integer" >&2; exit 2; }
 IFS=, read -r -a SETUP_LIST <<<"$SETUPS"
 for s in "${SETUP_LIST[@]}"; do
-  [[ $s =~ ^[ABCPMHL]$ ]] || { echo "run.sh: unknown setup '$s' (A, B, C, P, M, H or L)" >&2; exit 2; }
+  [[ $s =~ ^[ABCPMHLG]$ ]] || { echo "run.sh: unknown setup '$s' (A, B, C, P, M, H, L or G)" >&2; exit 2; }
 done
+case $DGL_PARTS in metis | assignment | convert) ;; *) echo "run.sh: --dgl-parts must be metis, assignment or convert" >&2; exit 2 ;; esac
+case $SIZE in
+  "") ;;
+  products)
+    [ -z "$NODES$EDGES" ] && [ "$QUICK" = 0 ] || { echo "run.sh: --size products goes with neither --nodes/--edges nor --quick" >&2; exit 2; }
+    NODES=2449029 EDGES=61859140 ;;
+  *) echo "run.sh: --size must be products" >&2; exit 2 ;;
+esac
+if [ -n "$NODES$EDGES" ]; then
+  [[ $NODES =~ ^[1-9][0-9]*$ && $EDGES =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --nodes and --edges go together, positive integers" >&2; exit 2; }
+  [ "$QUICK" = 0 ] || { echo "run.sh: --quick sets the size itself" >&2; exit 2; }
+fi
 mkdir -p "$WORK"
 WORK=$(cd "$WORK" && pwd)
 # One run at a time per work folder (jobs use fixed loopback ports, and the caches are shared).
@@ -80,7 +112,10 @@ VENV=${VENV:-$WORK/venv}
 
 # Dataset size: ogbn-products' shape (100 float32 features, 47 classes, 10/5/85 % split) at
 # 500K nodes and 25M input edges (50M stored with reverse edges); --quick: 50K and 2.5M.
-if [ "$QUICK" = 1 ]; then
+# --size products / --nodes N --edges E: another size, same shape.
+if [ -n "$NODES" ]; then
+  TIMEOUT=${TIMEOUT:-$([ "$NODES" -gt 1000000 ] && echo 3600 || echo 1200)}
+elif [ "$QUICK" = 1 ]; then
   NODES=50000 EDGES=2500000 TIMEOUT=${TIMEOUT:-300}
 else
   NODES=500000 EDGES=25000000 TIMEOUT=${TIMEOUT:-1200}
@@ -88,6 +123,13 @@ fi
 NAME=vsdgl
 DATA=$WORK/data-n$NODES-e$EDGES
 PARTS=$WORK/parts-n$NODES-e$EDGES
+# DistDGL's 2 partitions (--dgl-parts): DGL's METIS, DGL's partition_graph on fanout's node
+# assignment, or converted from fanout's partitions.
+case $DGL_PARTS in
+  metis) DGLP=$PARTS/dgl-2 ;;
+  assignment) DGLP=$PARTS/dgl-2-assign ;;
+  convert) DGLP=$PARTS/dgl-2-conv ;;
+esac
 # Setup H's typed graph and its partitions.
 if [ -z "$MAG_SCALE" ]; then MAG_SCALE=$([ "$QUICK" = 1 ] && echo 0.02 || echo 0.1); fi
 [[ $MAG_SCALE =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "run.sh: --mag-scale must be a positive number" >&2; exit 2; }
@@ -127,6 +169,7 @@ cleanup() {
   local g
   for g in "${GROUPS_RUNNING[@]}"; do kill_group "$g"; done
   GROUPS_RUNNING=()
+  [ -z "${PSS_PID:-}" ] || kill -TERM "$PSS_PID" 2>/dev/null || true
 }
 trap 'cleanup' EXIT
 trap 'echo; log "interrupted: stopping every job process"; cleanup; exit 130' INT TERM HUP
@@ -190,7 +233,7 @@ ensure_data() {
   if [ "$FRESH" = 1 ]; then rm -rf "$DATA" "$PARTS" "$MAG"; fi
   local need2=0 need1=0 needmag=0 needlink=0 s
   for s in "${SETUP_LIST[@]}"; do
-    case $s in A | C | P | M) need2=1 ;; B) need1=1 ;; H) needmag=1 ;; L) needlink=1 ;; esac
+    case $s in A | C | P | M | G) need2=1 ;; B) need1=1 ;; H) needmag=1 ;; L) needlink=1 ;; esac
   done
   if [ $need1 = 1 ] || [ $need2 = 1 ] || [ $needlink = 1 ]; then
     if [ ! -f "$DATA/edges.npy" ]; then
@@ -202,24 +245,48 @@ ensure_data() {
   fi
   # fanout: the same METIS settings as DGL's partition_graph(balance_ntypes=train_mask,
   # balance_edges=True): nodes, training nodes and in-edges balanced.
+  # Partitioning times and peak RSS are kept in $PARTS/partitioning.log (docs/benchmarks.md).
   if [ $need2 = 1 ] && [ ! -f "$PARTS/fanout-2/$NAME.json" ]; then
     log "fanout-partition: 2 METIS parts"
-    /usr/bin/time -f "fanout-partition: %e s wall, %M KiB peak RSS" \
+    /usr/bin/time -o "$PARTS/.time" -f "fanout-partition ($PARTS/fanout-2): %e s wall, %M KiB peak RSS" \
       "$BIN/fanout-partition" --input "$DATA" --out "$PARTS/fanout-2" --num-parts 2 --part-method metis \
       --add-reverse-edges --balance-train --balance-edges --graph-name "$NAME" --overwrite --quiet
+    tee -a "$PARTS/partitioning.log" <"$PARTS/.time"
   fi
   if [ $need1 = 1 ] && [ ! -f "$PARTS/fanout-1/$NAME.json" ]; then
     log "fanout-partition: 1 part"
     "$BIN/fanout-partition" --input "$DATA" --out "$PARTS/fanout-1" --num-parts 1 --part-method random \
       --add-reverse-edges --graph-name "$NAME" --overwrite --quiet
   fi
-  if [ $need2 = 1 ] && [ ! -f "$PARTS/dgl-2/$NAME.json" ]; then
-    log "dgl.distributed.partition_graph: 2 METIS parts"
-    /usr/bin/time -f "dgl_partition: %e s wall, %M KiB peak RSS" \
-      "$PY" "$HERE/dgl_partition.py" --data "$DATA" --out "$PARTS/dgl-2" --num-parts 2 --graph-name "$NAME" \
-      >"$PARTS/dgl-2.log" 2>&1 || { tail -n 30 "$PARTS/dgl-2.log"; exit 1; }
-    grep -E "^dgl_partition|edge cuts|peak mem" "$PARTS/dgl-2.log" || true
+  if [ $need2 = 1 ] && [ ! -f "$DGLP/$NAME.json" ]; then
+    local dcmd dlog=$DGLP.log
+    case $DGL_PARTS in
+      metis)
+        log "dgl.distributed.partition_graph: 2 METIS parts"
+        dcmd=("$HERE/dgl_partition.py" --data "$DATA" --out "$DGLP" --num-parts 2 --graph-name "$NAME") ;;
+      assignment)
+        log "dgl.distributed.partition_graph: 2 parts, fanout-partition's node assignment"
+        dcmd=("$HERE/dgl_partition.py" --data "$DATA" --out "$DGLP" --num-parts 2 --graph-name "$NAME"
+          --assignment "$PARTS/fanout-2/$NAME.json") ;;
+      convert)
+        log "fanout_to_dgl.py: DGL-format partitions of fanout-partition's 2 parts"
+        dcmd=("$HERE/fanout_to_dgl.py" --fanout "$PARTS/fanout-2/$NAME.json" --out "$DGLP" --graph-name "$NAME") ;;
+    esac
+    /usr/bin/time -a -o "$dlog" -f "$(basename "${dcmd[0]}") ($DGLP): %e s wall, %M KiB peak RSS" \
+      "$PY" "${dcmd[@]}" >"$dlog" 2>&1 || { tail -n 30 "$dlog"; exit 1; }
+    grep -E "^(dgl_partition|fanout_to_dgl)|edge cuts|peak mem" "$dlog" | tee -a "$PARTS/partitioning.log" || true
   fi
+  local s_
+  for s_ in "${SETUP_LIST[@]}"; do
+    [ "$s_" = G ] || continue
+    if ! grep -q part_graph_graphbolt "$DGLP/$NAME.json"; then
+      log "dgl.distributed.dgl_partition_to_graphbolt: $DGLP"
+      /usr/bin/time -a -o "$DGLP-graphbolt.log" -f "dgl_partition_to_graphbolt ($DGLP): %e s wall, %M KiB peak RSS" \
+        "$PY" "$HERE/dgl_partition.py" --to-graphbolt "$DGLP/$NAME.json" >"$DGLP-graphbolt.log" 2>&1 \
+        || { tail -n 30 "$DGLP-graphbolt.log"; exit 1; }
+      grep -E "^dgl_partition_to_graphbolt" "$DGLP-graphbolt.log" | tee -a "$PARTS/partitioning.log" || true
+    fi
+  done
   if [ $needlink = 1 ]; then
     if [ ! -f "$SPLIT/test_neg_dst.npy" ]; then
       log "held-out link pairs: $SPLIT"
@@ -264,7 +331,7 @@ ensure_data() {
 # model flags per setup: LAYERS HIDDEN FANOUTS
 model_of() {
   case $1 in
-    A | B | P | M | L) echo "3 256 15,10,5" ;;
+    A | B | P | M | L | G) echo "3 256 15,10,5" ;;
     C) echo "2 16 15,10" ;;
     H) echo "2 64 25,15" ;;
   esac
@@ -272,6 +339,23 @@ model_of() {
 JOBNO=0
 record() {  # setup round system rc metrics wall build
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS"
+}
+# --pss: pss_peak.py samples a job's machines into DIR/pss.json (summarize.py reads it).
+# start_pss DIR ARGS... (pss_peak.py's --root / --env-root); stop_pss prints its lines.
+PSS_PID=
+start_pss() {
+  [ "$PSS" = 1 ] || return 0
+  local d=$1
+  shift
+  python3 "$HERE/pss_peak.py" --out "$d/pss.json" --interval 1 "$@" >"$d/pss.log" 2>&1 9>&- &
+  PSS_PID=$!
+}
+stop_pss() {
+  [ -n "$PSS_PID" ] || return 0
+  kill -TERM "$PSS_PID" 2>/dev/null || true
+  wait "$PSS_PID" 2>/dev/null || true
+  PSS_PID=
+  sed 's/^/    /' "$1/pss.log" || true
 }
 # The fanout build a job used (the binaries may be rebuilt between jobs): fanout-train's hash and
 # modification time.
@@ -329,10 +413,14 @@ run_fanout() {  # SETUP ROUND
     --ip-config "$dir/ip_config.txt" --part-config "$config" --num-servers 1 --num-trainers "$trainers" \
     --num-samplers 1 --num-omp-threads 1 "${launch_extra[@]}" --log-dir "$dir/logs" -- "${trainer[@]}"
   local g=$STARTED rc=0
+  # fanout-launch gives each machine's servers and trainers FANOUT_MACHINE_ID (samplers inherit it).
+  start_pss "$dir" --env-root "$g" --env-var FANOUT_MACHINE_ID --marks "$dir/metrics.jsonl"
   wait "$g" || rc=$?
+  stop_pss "$dir"
   forget_group "$g"
   kill_group "$g"
-  grep -E "trainer 0\] (epoch|fanout-train|dgl_dist_train: graph)|rror" "$dir/console.log" | sed 's/^/    /' || true
+  grep -E "trainer 0\] (epoch|fanout-train|dgl_dist_train: graph)|rror$([ "$PSS" = 1 ] && echo '|peak PSS')" "$dir/console.log" \
+    | sed 's/^/    /' || true
   if [ $rc != 0 ]; then
     log "[$s round $r] fanout FAILED (exit $rc$([ $rc = 124 ] && echo ", timed out after $TIMEOUT s")); last lines:"
     tail -n 15 "$dir/console.log" | sed 's/^/    /'
@@ -347,8 +435,10 @@ run_dgl() {  # SETUP ROUND
   mkdir -p "$dir"
   local common=(--num-layers "$layers" --hidden "$hidden" --fanouts "$fanouts" --batch-size 1024
     --lr 0.003 --dropout 0.5 --epochs "$EPOCHS" --threads 1 --metrics-file "$dir/metrics.jsonl")
-  local script=$HERE/dgl_dist_train.py graph=$NAME config=$PARTS/dgl-2/$NAME.json
-  if [ "$s" = L ]; then
+  local script=$HERE/dgl_dist_train.py graph=$NAME config=$DGLP/$NAME.json
+  if [ "$s" = G ]; then
+    common+=(--graphbolt)
+  elif [ "$s" = L ]; then
     script=$HERE/dgl_link_train.py config=$PARTS/dgl-2-link/$NAME.json
     common=(--num-layers "$layers" --hidden "$hidden" --fanouts "$fanouts" --batch-size 1024 --lr "$LINK_LR"
       --dropout 0 --epochs "$EPOCHS" --threads 1 --metrics-file "$dir/metrics.jsonl" --split "$SPLIT"
@@ -366,13 +456,15 @@ run_dgl() {  # SETUP ROUND
       "$PY" "$HERE/dgl_ddp_train.py" --data "$DATA" --num-trainers 2 --num-workers 1 \
       --master-port $((port + 5)) "${common[@]}"
     local g=$STARTED
+    start_pss "$dir" --root "0=$g" --marks "$dir/metrics.jsonl"
     wait "$g" || rc=$?
+    stop_pss "$dir"
     forget_group "$g"
     kill_group "$g"
     grep -E "^(epoch|dgl_ddp_train)|Error|error" "$dir/console.log" | sed 's/^/    /' || true
     [ $rc = 0 ] || { log "[$s round $r] DGL FAILED (exit $rc); last lines:"; tail -n 15 "$dir/console.log" | sed 's/^/    /'; }
   else
-    log "[$s round $r] DistDGL: 2 machines x (1 server + 1 trainer), $layers layers, hidden $hidden, fanouts $fanouts (logs: $dir)"
+    log "[$s round $r] DistDGL$([ "$s" = G ] && echo ' on GraphBolt partitions'): 2 machines x (1 server + 1 trainer), $layers layers, hidden $hidden, fanouts $fanouts; $config (logs: $dir)"
     printf '127.0.0.1 %d\n127.0.0.2 %d\n' "$port" "$port" >"$dir/ip_config.txt"
     # What DGL's tools/launch.py exports (construct_dgl_{server,client}_env_vars), for
     # 2 machines x 1 trainer x 1 sampler: DGL_NUM_CLIENT = trainers * (1 + samplers) * machines.
@@ -390,6 +482,9 @@ run_dgl() {  # SETUP ROUND
         "${common[@]}"
       pids+=("$STARTED")
     done
+    # Each machine is its own process tree (timeout, unshare, dgl_machine.sh, server, trainer and
+    # the trainer's sampler process).
+    start_pss "$dir" --root "0=${pids[0]}" --root "1=${pids[1]}" --marks "$dir/metrics.jsonl"
     # The first machine to fail stops the other (a DistDGL trainer whose peer died waits forever).
     local remaining=("${pids[@]}") done_pid st g keep
     while [ ${#remaining[@]} -gt 0 ]; do
@@ -406,6 +501,7 @@ run_dgl() {  # SETUP ROUND
       fi
     done
     for g in "${pids[@]}"; do kill_group "$g"; forget_group "$g"; done
+    stop_pss "$dir"
     grep -hE "^(epoch|dgl_(dist|rgcn|link)_train: graph)|Error" "$dir/m0-trainer.log" | sed 's/^/    /' || true
     if [ $rc != 0 ]; then
       log "[$s round $r] DistDGL FAILED (exit $rc$([ $rc = 124 ] && echo ", timed out after $TIMEOUT s")); last lines:"
@@ -435,7 +531,7 @@ fanout_pythonpath() {
 }
 
 # ---- main ---------------------------------------------------------------------------------------
-log "fanout vs DGL: setups $SETUPS, $ROUNDS round(s), $EPOCHS epoch(s) per job, $NODES nodes / $EDGES edges$([ "$QUICK" = 1 ] && echo ' (--quick)')"
+log "fanout vs DGL: setups $SETUPS, $ROUNDS round(s), $EPOCHS epoch(s) per job, $NODES nodes / $EDGES edges$([ "$QUICK" = 1 ] && echo ' (--quick)'); DistDGL partitions: $DGL_PARTS ($DGLP)$([ "$PSS" = 1 ] && echo '; per-machine PSS sampled')"
 log "host: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; load average $(cut -d' ' -f1-3 /proc/loadavg); results in $RUN"
 log "fanout build: $BIN ($(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$REPO" diff --quiet HEAD 2>/dev/null || echo ', with uncommitted changes'))"
 ensure_venv
@@ -443,8 +539,10 @@ ensure_data
 log "DGL side: $("$PY" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null), $(DGLBACKEND=pytorch "$PY" -c 'import dgl; print("dgl", dgl.__version__)' 2>/dev/null | tail -n 1)"
 for r in $(seq 1 "$ROUNDS"); do
   for s in "${SETUP_LIST[@]}"; do
-    JOBNO=$((JOBNO + 1)); run_fanout "$s" "$r"
-    log "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    if [ "$s" != G ]; then  # G: DistDGL on GraphBolt partitions, against A's fanout job
+      JOBNO=$((JOBNO + 1)); run_fanout "$s" "$r"
+      log "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    fi
     JOBNO=$((JOBNO + 1)); run_dgl "$s" "$r"
     log "load average $(cut -d' ' -f1-3 /proc/loadavg)"
   done

@@ -6,9 +6,15 @@ results.tsv rows: setup, round, system (fanout|dgl), exit status, metrics file, 
 build (fanout: fanout-train's hash@mtime; rows of older runs may lack it).
 Both sides' metrics files are JSON lines with one {"event": "epoch", ...} record per epoch from
 rank 0 (fanout-train --metrics-file; dgl_*_train.py --metrics-file). Epoch time = the mean of
-the epochs after the first (start-up excluded), or the only epoch. Standard library only.
+the epochs after the first (start-up excluded), or the only epoch. With run.sh --pss, each job's
+folder (the metrics file's) has pss.json (pss_peak.py): each machine's peak PSS, its processes read
+together; fanout jobs' console.log also has fanout-launch's own per-machine line. Setup G
+(DistDGL on GraphBolt partitions) has no fanout job: its ratios are against A's fanout job of
+the same round. Standard library only.
 """
 import json
+import os
+import re
 import statistics
 import sys
 
@@ -21,6 +27,8 @@ SETUPS = {
          "keeps freed buffers up to 1 GiB: MALLOC_MMAP_THRESHOLD_, MALLOC_TRIM_THRESHOLD_): the data plane's own share",
     "L": "link prediction on A's graph (held-out pairs removed), 2 loopback machines; SAGE 3x256, fanouts 15,10,5, "
          "dot scores, 1 uniform negative, BCE; test MRR against the same 100 given negatives per positive",
+    "G": "A's DistDGL job on GraphBolt partitions (dgl_partition_to_graphbolt, initialize(use_graphbolt=True)); "
+         "ratios against A's fanout job",
     "H": "typed graph (ogbn-mag-shaped), 2 loopback machines, 2 METIS parts; R-GCN 2x64, fanouts 25,15 per relation, "
          "learnable rows for featureless types (sparse Adam): fanout-train --model rgcn vs DistDGL's R-GCN",
 }
@@ -71,6 +79,49 @@ def mean_of(recs, key):
     return sum(vals) / len(vals) if vals else None
 
 
+def load_pss(metrics, epochs):
+    """{machine: pss.json record} of the job whose metrics file is `metrics`, or {}. With the
+    sample series and marks (pss_peak.py --marks metrics.jsonl) and 2 or more epochs, each record
+    also gets "peak_training": the peak up to the end of the last epoch, validation excluded (the
+    last epoch's line is written after validation, so its end is the previous line's time plus
+    the last epoch's time; the job's start-up is included)."""
+    try:
+        with open(os.path.join(os.path.dirname(metrics), "pss.json")) as f:
+            d = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    out = {str(m): r for m, r in d.get("machines", {}).items() if r.get("peak_pss")}
+    marks, series = d.get("marks") or [], d.get("series") or {}
+    if len(epochs) >= 2 and "t" in series:
+        before = [t for t, lines in marks if lines >= len(epochs) - 1]
+        if before:
+            # The mark is the first sample that saw the line: it was written up to one interval earlier.
+            t_end = before[0] - d.get("interval_s", 1.0) + epochs[-1]["epoch_seconds"]
+            for m, r in out.items():
+                vals = [v for t, v in zip(series["t"], series.get(m, [])) if t <= t_end]
+                if vals:
+                    r["peak_training"] = max(vals)
+    return out
+
+
+def launcher_pss(metrics):
+    """fanout-launch's own per-machine peak PSS lines (GB) from the job's console.log, or {}."""
+    out = {}
+    try:
+        with open(os.path.join(os.path.dirname(metrics), "console.log"), errors="replace") as f:
+            for line in f:
+                m = re.search(r"machine (\d+) \(([^)]*)\): peak PSS ([\d.]+) GB", line)
+                if m:
+                    out[m.group(1)] = float(m.group(3))
+    except OSError:
+        pass
+    return out
+
+
+def gb(b):
+    return b / 1e9
+
+
 def main():
     rows = []
     with open(sys.argv[1]) as f:
@@ -81,13 +132,30 @@ def main():
             if len(parts) == 7:
                 rows.append(parts)
     results = {}  # (setup, round, system) -> epoch seconds or None
+    memory = {}  # (setup, round, system) -> {machine: peak PSS bytes}
+    accuracy = {}  # (setup, round, system) -> validation accuracy
     print("=== per job (rank 0; epoch time = mean of epochs after the first; evaluation excluded) ===")
     for setup, rnd, system, rc, metrics, wall, build in rows:
         epochs, merged = load(metrics)
-        name = ("fanout.py" if setup in "PM" else "fanout") if system == "fanout" else ("DGL" if setup == "B" else "DistDGL+" if setup == "M" else "DistDGL")
+        name = ("fanout.py" if setup in "PM" else "fanout") if system == "fanout" else (
+            "DGL" if setup == "B" else "DistDGL+" if setup == "M" else "DistDGL-GB" if setup == "G" else "DistDGL")
         head = f"[{setup} round {rnd}] {name:9s}"
+        pss = load_pss(metrics, epochs)
+        pss_line = None
+        if pss:
+            memory[(setup, rnd, system)] = {m: (r["peak_pss"], r.get("peak_training")) for m, r in pss.items()}
+            pss_line = "peak PSS per machine (pss_peak.py): " + "; ".join(
+                f"m{m} {gb(r['peak_pss']):.2f} GB of {r['processes']} processes (anon {gb(r['anon']):.2f}, "
+                f"file {gb(r['file']):.2f}, shmem {gb(r['shmem']):.2f}"
+                + (f"; {gb(r['peak_training']):.2f} before validation" if "peak_training" in r else "")
+                + ")" for m, r in sorted(pss.items()))
+            own = launcher_pss(metrics) if system == "fanout" else {}
+            if own:
+                pss_line += "; fanout-launch's own line: " + ", ".join(f"m{m} {v:.2f} GB" for m, v in sorted(own.items()))
         if rc != "0" or not epochs:
             print(f"{head} FAILED (exit {rc}, {len(epochs)} epoch record(s); job wall {wall} s)")
+            if pss_line:
+                print(f"{'':28s}{pss_line}")
             results[(setup, rnd, system)] = None
             continue
         rec = steady(epochs)
@@ -100,6 +168,8 @@ def main():
         )
         val = epochs[-1].get("val_acc")
         val_s = f"{val:.4f}" if val is not None else "-"
+        if val is not None:
+            accuracy[(setup, rnd, system)] = val
         print(
             f"{head} epoch {t:7.2f} s  (every epoch: {all_t}; {epochs[-1].get('steps', '?')} steps/epoch/trainer)"
         )
@@ -109,6 +179,8 @@ def main():
             f"val acc after epoch {len(epochs)}: {val_s}; {mean_of(rec, 'seeds_per_second'):.0f} seeds/s; "
             f"job wall {wall} s" + (f"; fanout {build}" if system == "fanout" else "")
         )
+        if pss_line:
+            print(f"{'':28s}{pss_line}")
         if "test_mrr" in merged:
             hits = ", ".join(f"hits@{k} {merged[f'test_hits@{k}']:.4f}" for k in (1, 10, 100)
                              if f"test_hits@{k}" in merged)
@@ -127,8 +199,9 @@ def main():
     for s in setups:
         ratios = []
         rounds = sorted({r for ss, r, _ in results if ss == s}, key=int)
+        fs_ = "A" if s == "G" else s  # G: against A's fanout job
         for r in rounds:
-            f, d = results.get((s, r, "fanout")), results.get((s, r, "dgl"))
+            f, d = results.get((fs_, r, "fanout")), results.get((s, r, "dgl"))
             ratio = f / d if f is not None and d else None
             if ratio is not None:
                 ratios.append(ratio)
@@ -138,6 +211,25 @@ def main():
             print(f"{s:6s}{r:>6s}{fs:>11s}{ds:>9s}{rs:>8s}")
         if len(ratios) > 1:
             print(f"{s:6s}{'median':>6s}{'':>11s}{'':>9s}{statistics.median(ratios):>7.2f}x")
+    if memory:
+        print()
+        print("=== per-machine peak PSS, fanout / DGL (pss_peak.py: each machine's processes read together; < 1: fanout smaller) ===")
+        print("    whole job (validation included), and before validation (start-up and the epochs)")
+        print(f"{'setup':6s}{'round':>6s}{'machine':>8s}{'fanout GB':>11s}{'DGL GB':>9s}{'ratio':>8s}"
+              f"{'| before val: fanout':>21s}{'DGL':>7s}{'ratio':>8s}{'fanout val':>12s}{'DGL val':>9s}")
+        for s in setups:
+            fs_ = "A" if s == "G" else s
+            for r in sorted({r for ss, r, _ in results if ss == s}, key=int):
+                f, d = memory.get((fs_, r, "fanout"), {}), memory.get((s, r, "dgl"), {})
+                fa, da = accuracy.get((fs_, r, "fanout")), accuracy.get((s, r, "dgl"))
+                for m in sorted(set(f) | set(d)):
+                    fv, ft = f.get(m, (None, None))
+                    dv, dt = d.get(m, (None, None))
+                    print(f"{s:6s}{r:>6s}{m:>8s}{(f'{gb(fv):.2f}' if fv else '-'):>11s}{(f'{gb(dv):.2f}' if dv else '-'):>9s}"
+                          f"{(f'{fv / dv:.2f}x' if fv and dv else '-'):>8s}"
+                          f"{(f'{gb(ft):.2f}' if ft else '-'):>21s}{(f'{gb(dt):.2f}' if dt else '-'):>7s}"
+                          f"{(f'{ft / dt:.2f}x' if ft and dt else '-'):>8s}"
+                          f"{(f'{fa:.4f}' if fa is not None else '-'):>12s}{(f'{da:.4f}' if da is not None else '-'):>9s}")
     print()
     for s in setups:
         print(f"  {s}: {SETUPS[s]}")
