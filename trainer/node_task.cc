@@ -154,7 +154,11 @@ class NodeClassification final : public Task {
       if (job.feature_cache() != nullptr) so.cached_nodes = job.feature_cache()->nodes();
       sampler::LoaderOptions lo;
       lo.num_threads = std::max(1, o.loader.num_threads);
-      lo.prefetch = o.loader.prefetch;
+      // One batch made ahead at most: evaluation's batches (--eval-batch-size, 4096 seeds) are
+      // several training batches each and live in this process's heap beside the training
+      // samplers' shared memory; with --prefetch 2 they set the job's memory peak (on the
+      // products-scale comparison, docs/benchmarks.md).
+      lo.prefetch = std::min(o.loader.prefetch, 1);
       lo.first_epoch = epoch;
       ASSIGN_OR_RETURN(auto loader, sampler::MakeBatchLoader(&job.graph(), o.graph, so, ids, lo));
       model.eval();
