@@ -27,6 +27,12 @@ The model, fanout's `rgcn` (docs/training.md) on DGL's modules:
     its edges in the block;
   - ReLU and dropout between layers, none after the last; cross-entropy on the papers' logits;
     Adam at --lr on every dense parameter (the projection and the layers).
+With --model rgat, fanout's `rgat` instead (DGL's MAG240M / MLPerf R-GAT shape): each layer
+HeteroGraphConv({rel: GATConv(in, hidden / heads, heads, feat_drop, attn_drop, no bias)},
+aggregate='sum') plus a projection of the destination itself (fanout's fc_self, with the bias),
+the heads concatenated and ELU after every layer, the dropout (--dropout) on each layer's input
+features and attention as fanout's layer applies it, then a linear classifier (hidden ->
+classes) on the papers; every layer `hidden` wide, the same inputs as above.
 Sampling: dgl.dataloading.NeighborSampler([25, 15]) on the DistGraph heterograph. The list is
 input layer first, as fanout-train's --fanouts: the seeds get up to 15 in-neighbours, those up
 to 25. An int fanout applies per edge type (DistGraph.sample_neighbors -> sample_etype_neighbors),
@@ -86,6 +92,8 @@ def parse():
     p.add_argument("--embed-featureless", type=int, default=64,
                    help="width of the featureless types' learnable rows and of the feature projection")
     p.add_argument("--sparse-lr", type=float, default=0.06)
+    p.add_argument("--model", choices=["rgcn", "rgat"], default="rgcn")
+    p.add_argument("--heads", type=int, default=4, help="rgat: attention heads (hidden / heads each)")
     p.add_argument("--eval-every", type=int, default=0, help="validate every N epochs (0: after the last only)")
     p.add_argument("--log-every", type=int, default=0)
     # The job's common flags (dgl_common.add_job_args), with this job's values (fanouts per relation).
@@ -180,6 +188,53 @@ class RGCN(nn.Module):
         return h
 
 
+class RelGATLayer(nn.Module):
+    """fanout's RelGatConv on DGL's modules: out_v = fc_self x_v + sum_r GAT_r(x)_v + bias with
+    x = dropout(h), a GATConv per relation (softmax over v's in-edges of that relation), heads
+    concatenated; [num_dst, heads * out] per type."""
+
+    def __init__(self, in_feat, out_feat, heads, rel_names, dropout):
+        super().__init__()
+        import dgl.nn.pytorch as dglnn
+
+        self.drop = nn.Dropout(dropout)
+        self.conv = dglnn.HeteroGraphConv(
+            {rel: dglnn.GATConv(in_feat, out_feat // heads, heads, feat_drop=0.0, attn_drop=dropout,
+                                bias=False, allow_zero_in_degree=True) for rel in rel_names},
+            aggregate="sum",
+        )
+        self.fc_self = nn.Linear(in_feat, out_feat)
+
+    def forward(self, block, inputs):
+        x = {nt: self.drop(v) for nt, v in inputs.items()}
+        hs = self.conv(block, x)
+        out = {}
+        for ntype, h in hs.items():
+            dst = x[ntype][: block.num_dst_nodes(ntype)]
+            out[ntype] = h.flatten(1) + self.fc_self(dst)
+        return out
+
+
+class RGAT(nn.Module):
+    """The dense part of fanout's `rgat`: the feature projections, R-GAT layers of `hidden` with
+    ELU after each, a linear classifier on the target type's outputs."""
+
+    def __init__(self, feat_dims, embed_dim, hidden, n_classes, rel_names, n_layers, dropout, heads, target):
+        super().__init__()
+        self.projs = nn.ModuleDict({nt: nn.Linear(d, embed_dim) for nt, d in feat_dims.items()})
+        dims = [embed_dim] + [hidden] * n_layers
+        self.layers = nn.ModuleList(RelGATLayer(dims[i], dims[i + 1], heads, rel_names, dropout)
+                                    for i in range(n_layers))
+        self.classifier = nn.Linear(hidden, n_classes)
+        self.target = target
+
+    def forward(self, blocks, x):
+        h = {nt: self.projs[nt](v) if nt in self.projs else v for nt, v in x.items()}
+        for layer, block in zip(self.layers, blocks):
+            h = {nt: F.elu(v) for nt, v in layer(block, h).items()}
+        return {self.target: self.classifier(h[self.target])}
+
+
 class InputRows:
     """Each batch's input rows by node type: the featured types' features from the KVStore, the
     featureless types' DistEmbedding rows (recorded for SparseAdam when grad is enabled)."""
@@ -228,8 +283,15 @@ def main():
     rows = InputRows(g, a.embed_featureless)
     torch.manual_seed(a.seed)  # the dense model: the same on every rank (DDP broadcasts rank 0's)
     feat_dims = {nt: f.shape[1] for nt, f in rows.feats.items()}
-    model = RGCN(feat_dims, a.embed_featureless, a.hidden, a.num_classes, rel_names, len(fanouts), a.dropout)
-    model = torch.nn.parallel.DistributedDataParallel(model)
+    if a.model == "rgat":
+        model = RGAT(feat_dims, a.embed_featureless, a.hidden, a.num_classes, rel_names, len(fanouts), a.dropout,
+                     a.heads, T)
+    else:
+        model = RGCN(feat_dims, a.embed_featureless, a.hidden, a.num_classes, rel_names, len(fanouts), a.dropout)
+    # R-GAT has a GATConv per relation, and a batch's last block uses only the relations into the
+    # target type: DDP must be told that some parameters go without gradients (as DGL's R-GAT
+    # examples do). R-GCN's one [R, in, out] weight always has one.
+    model = torch.nn.parallel.DistributedDataParallel(model, find_unused_parameters=a.model == "rgat")
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     sparse_opt = dgl.distributed.optim.SparseAdam(list(rows.embeds.values()), lr=a.sparse_lr)
     n_params = sum(p.numel() for p in model.parameters())
@@ -237,7 +299,8 @@ def main():
         print(
             f"dgl_rgcn_train: graph '{a.graph_name}' ({g.num_nodes()} nodes, {g.num_edges()} edges, "
             f"{pb.num_partitions()} partitions; node types {g.ntypes}; {len(rel_names)} relations), "
-            f"{world} trainer(s); rgcn {len(fanouts)} layers, hidden {a.hidden}, {a.num_classes} classes, "
+            f"{world} trainer(s); {a.model} {len(fanouts)} layers, hidden {a.hidden}"
+            f"{f', {a.heads} heads' if a.model == 'rgat' else ''}, {a.num_classes} classes, "
             f"{n_params} dense parameters; inputs: {feat_dims} projected to {a.embed_featureless}, "
             f"learnable {a.embed_featureless}-wide rows for {sorted(rows.embeds)} (SparseAdam lr {a.sparse_lr}); "
             f"fanouts {a.fanouts} per relation, batch {a.batch_size}; train/val per trainer "

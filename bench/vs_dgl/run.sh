@@ -25,6 +25,9 @@
 #      64-wide learnable rows for the featureless types (sparse Adam 0.06).
 #      fanout-train --model rgcn --embed-featureless 64  vs  DistDGL's R-GCN (dgl_rgcn_train.py:
 #      DGL's examples/distributed/rgcn shape, DistEmbedding + SparseAdam). Not in the default list.
+#   R  as H with R-GAT (4 heads of 16): fanout-train --model rgat --heads 4  vs  the same model on
+#      DistDGL (dgl_rgcn_train.py --model rgat: HeteroGraphConv({rel: GATConv}) plus the
+#      destination's own projection, DGL's MAG240M / MLPerf R-GAT shape). Not in the default list.
 #   L  link prediction on A's graph and machines: SAGE 3x256 (256-wide embeddings), fanouts 15,10,5,
 #      Adam lr 0.0003, no dropout,
 #      dot scores, 1 uniform negative per positive, BCE, the positives and their reverses left out
@@ -89,7 +92,7 @@ done
 [[ $EPOCHS =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --epochs must be a positive integer" >&2; exit 2; }
 IFS=, read -r -a SETUP_LIST <<<"$SETUPS"
 for s in "${SETUP_LIST[@]}"; do
-  [[ $s =~ ^[ABCPMHLG]$ ]] || { echo "run.sh: unknown setup '$s' (A, B, C, P, M, H, L or G)" >&2; exit 2; }
+  [[ $s =~ ^[ABCPMHRLG]$ ]] || { echo "run.sh: unknown setup '$s' (A, B, C, P, M, H, R, L or G)" >&2; exit 2; }
 done
 case $DGL_PARTS in metis | assignment | convert) ;; *) echo "run.sh: --dgl-parts must be metis, assignment or convert" >&2; exit 2 ;; esac
 case $SIZE in
@@ -233,7 +236,7 @@ ensure_data() {
   if [ "$FRESH" = 1 ]; then rm -rf "$DATA" "$PARTS" "$MAG"; fi
   local need2=0 need1=0 needmag=0 needlink=0 s
   for s in "${SETUP_LIST[@]}"; do
-    case $s in A | C | P | M | G) need2=1 ;; B) need1=1 ;; H) needmag=1 ;; L) needlink=1 ;; esac
+    case $s in A | C | P | M | G) need2=1 ;; B) need1=1 ;; H | R) needmag=1 ;; L) needlink=1 ;; esac
   done
   if [ $need1 = 1 ] || [ $need2 = 1 ] || [ $needlink = 1 ]; then
     if [ ! -f "$DATA/edges.npy" ]; then
@@ -333,7 +336,7 @@ model_of() {
   case $1 in
     A | B | P | M | L | G) echo "3 256 15,10,5" ;;
     C) echo "2 16 15,10" ;;
-    H) echo "2 64 25,15" ;;
+    H | R) echo "2 64 25,15" ;;
   esac
 }
 JOBNO=0
@@ -376,7 +379,7 @@ run_fanout() {  # SETUP ROUND
   elif [ "$s" = L ]; then
     config=$PARTS/fanout-2-link/$NAME.json trainers=1
     printf '127.0.0.1 %d\n127.0.0.2 %d\n' "$port" "$port" >"$dir/ip_config.txt"
-  elif [ "$s" = H ]; then
+  elif [ "$s" = H ] || [ "$s" = R ]; then
     # The learnable rows are fields the trainers create on the servers: --allow-push.
     config=$MAG/fanout-2/mag.json trainers=1 launch_extra=(--allow-push)
     printf '127.0.0.1 %d\n127.0.0.2 %d\n' "$port" "$port" >"$dir/ip_config.txt"
@@ -399,8 +402,10 @@ run_fanout() {  # SETUP ROUND
     trainer=("$BIN/fanout-train" --task link --model sage --fanouts "$fanouts" --hidden "$hidden" --batch-size 1024
       --lr "$LINK_LR" --dropout 0 --edges-per-epoch "$LINK_EDGES" --negatives 1 --negative-sampling uniform
       --epochs "$EPOCHS" --eval-every 0 --threads 1 --num-samplers 1 --metrics-file "$dir/metrics.jsonl")
-  elif [ "$s" = H ]; then
-    trainer=("$BIN/fanout-train" --model rgcn --fanouts "$fanouts" --hidden "$hidden" --batch-size 1024
+  elif [ "$s" = H ] || [ "$s" = R ]; then
+    local typed_model=(--model rgcn)
+    [ "$s" = R ] && typed_model=(--model rgat --heads 4)
+    trainer=("$BIN/fanout-train" "${typed_model[@]}" --fanouts "$fanouts" --hidden "$hidden" --batch-size 1024
       --lr 0.01 --dropout 0.5 --embed-featureless 64 --sparse-optimizer adam --sparse-lr 0.06
       --epochs "$EPOCHS" --eval-every "$EPOCHS" --no-test --threads 1 --num-samplers 1
       --metrics-file "$dir/metrics.jsonl")
@@ -443,11 +448,12 @@ run_dgl() {  # SETUP ROUND
     common=(--num-layers "$layers" --hidden "$hidden" --fanouts "$fanouts" --batch-size 1024 --lr "$LINK_LR"
       --dropout 0 --epochs "$EPOCHS" --threads 1 --metrics-file "$dir/metrics.jsonl" --split "$SPLIT"
       --edges-per-epoch "$LINK_EDGES")
-  elif [ "$s" = H ]; then
+  elif [ "$s" = H ] || [ "$s" = R ]; then
     script=$HERE/dgl_rgcn_train.py graph=mag config=$MAG/dgl-2/mag.json
     common=(--num-layers "$layers" --hidden "$hidden" --fanouts "$fanouts" --batch-size 1024 --lr 0.01
       --dropout 0.5 --embed-featureless 64 --sparse-lr 0.06 --epochs "$EPOCHS" --threads 1
       --metrics-file "$dir/metrics.jsonl")
+    [ "$s" = R ] && common+=(--model rgat --heads 4)
   fi
   local t0=$SECONDS rc=0
   if [ "$s" = B ]; then

@@ -31,6 +31,8 @@ SETUPS = {
          "ratios against A's fanout job",
     "H": "typed graph (ogbn-mag-shaped), 2 loopback machines, 2 METIS parts; R-GCN 2x64, fanouts 25,15 per relation, "
          "learnable rows for featureless types (sparse Adam): fanout-train --model rgcn vs DistDGL's R-GCN",
+    "R": "as H with R-GAT (4 heads of 16, the destination's own projection, ELU): fanout-train --model rgat vs "
+         "HeteroGraphConv({rel: GATConv}) on DistDGL",
 }
 # Breakdown columns: (label, metrics key) per side, in step order.
 FANOUT_PARTS = [
