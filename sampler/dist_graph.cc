@@ -197,13 +197,16 @@ absl::Status DistGraph::BuildCache() {
   // it holds the halo rows of every type that has the field with the row width of the type with
   // the most halo nodes (ogbn-mag: papers, the only featured type; IGBH: all four types, each
   // with 1024 features), within one budget.
+  const std::string path = config_.PartPath(options_.machine_id, core::PartFiles::kHaloNids);
+  ASSIGN_OR_RETURN(core::NpyArray halo_file, core::NpyArray::Map(path));
+  if (halo_file.dtype() != core::DType::kInt64 || halo_file.shape().size() != 1) {
+    return absl::InvalidArgumentError(StrCat(path, ": expected a 1-d int64 array of halo node IDs"));
+  }
+  const int64_t* h = halo_file.data_as<int64_t>();
   std::vector<std::string> fields = {options_.cache_field};
   std::vector<char> cached_types;  // typed: which types' halo rows
   if (config_.typed()) {
-    const std::string path = config_.PartPath(options_.machine_id, core::PartFiles::kHaloNids);
-    ASSIGN_OR_RETURN(core::NpyArray halo_file, core::NpyArray::Map(path));
     std::vector<int64_t> per_type(node_types_.num_types(), 0);
-    const int64_t* h = halo_file.data_as<int64_t>();
     for (int64_t i = 0; i < halo_file.rows(); ++i) {
       if (book_.Contains(h[i])) ++per_type[node_types_.ToTypeWise(h[i]).first];
     }
@@ -226,12 +229,6 @@ absl::Status DistGraph::BuildCache() {
   }
   ASSIGN_OR_RETURN(core::FieldSchema schema, NodeFieldSchema(fields[0]));
   const size_t rb = schema.row_bytes();
-  const std::string path = config_.PartPath(options_.machine_id, core::PartFiles::kHaloNids);
-  ASSIGN_OR_RETURN(core::NpyArray halo_file, core::NpyArray::Map(path));
-  if (halo_file.dtype() != core::DType::kInt64 || halo_file.shape().size() != 1) {
-    return absl::InvalidArgumentError(StrCat(path, ": expected a 1-d int64 array of halo node IDs"));
-  }
-  const int64_t* h = halo_file.data_as<int64_t>();
   std::vector<int64_t> halo;
   for (int64_t i = 0; i < halo_file.shape()[0]; ++i) {
     if (cached_types.empty() || (book_.Contains(h[i]) && cached_types[node_types_.ToTypeWise(h[i]).first] != 0)) {

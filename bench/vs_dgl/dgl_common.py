@@ -84,6 +84,13 @@ class Breakdown:
             setattr(self, k, 0.0)
 
 
+def add_dist_args(p):
+    """Where a DistDGL trainer finds its job: graph name, ip_config.txt and partition config."""
+    p.add_argument("--graph-name", required=True)
+    p.add_argument("--ip-config", required=True)
+    p.add_argument("--part-config", required=True)
+
+
 def add_job_args(p):
     """The flags of the training job itself, the same for every DGL trainer script."""
     p.add_argument("--num-layers", type=int, default=3)

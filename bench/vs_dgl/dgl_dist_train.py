@@ -60,6 +60,7 @@ import torch.distributed as dist  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from dgl_common import (  # noqa: E402
+    add_dist_args,
     add_job_args,
     Breakdown,
     build_model,
@@ -73,9 +74,7 @@ from dgl_common import (  # noqa: E402
 
 def parse():
     p = argparse.ArgumentParser()
-    p.add_argument("--graph-name", required=True)
-    p.add_argument("--ip-config", required=True)
-    p.add_argument("--part-config", required=True)
+    add_dist_args(p)
     add_job_args(p)
     p.add_argument("--log-every", type=int, default=0)
     p.add_argument("--data-plane", choices=["dgl", "fanout"], default="dgl",

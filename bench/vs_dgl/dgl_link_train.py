@@ -34,6 +34,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dgl_dist_train  # noqa: E402,F401  (its loopback machine-ID patch, applied at import)
 from dgl_common import (  # noqa: E402
     Breakdown,
+    add_dist_args,
     add_job_args,
     build_model,
     epoch_record,
@@ -46,9 +47,7 @@ from dgl_common import (  # noqa: E402
 
 def parse():
     p = argparse.ArgumentParser()
-    p.add_argument("--graph-name", required=True)
-    p.add_argument("--ip-config", required=True)
-    p.add_argument("--part-config", required=True)
+    add_dist_args(p)
     p.add_argument("--split", required=True, help="link_split.py's folder (test_pos.npy, test_neg_dst.npy)")
     p.add_argument("--edges-per-epoch", type=int, default=0, help="positives per trainer per epoch (0: all)")
     add_job_args(p)
