@@ -85,10 +85,24 @@ class Breakdown:
 
 
 def add_dist_args(p):
-    """Where a DistDGL trainer finds its job: graph name, ip_config.txt and partition config."""
+    """Where a DistDGL trainer finds its job: graph name, ip_config.txt and partition config, and
+    whether the partitions are served in GraphBolt's form."""
     p.add_argument("--graph-name", required=True)
     p.add_argument("--ip-config", required=True)
     p.add_argument("--part-config", required=True)
+    p.add_argument("--graphbolt", action="store_true",
+                   help="DistDGL on GraphBolt partitions: dgl.distributed.initialize(use_graphbolt=True)")
+
+
+def dist_initialize(ddist, a):
+    """ddist.initialize for add_dist_args' flags (a DGL server never returns from it). With
+    --graphbolt the servers load partK's part_graph_graphbolt (fused_csc_sampling_graph.pt, from
+    dgl_partition_to_graphbolt) and sample it with GraphBolt; clients ask server 0 whether it does
+    (DistGraph's QueryIfUseGraphBolt)."""
+    if a.graphbolt:
+        ddist.initialize(a.ip_config, use_graphbolt=True)
+    else:
+        ddist.initialize(a.ip_config)
 
 
 def add_job_args(p):

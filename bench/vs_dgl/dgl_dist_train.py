@@ -13,7 +13,7 @@ loss), backward (zero_grad + backward, which includes DDP's gradient all-reduce)
 (optimizer step). Validation (after the last epoch) is outside the epoch time: the same fanouts
 as training on the validation nodes (as fanout-train's default --eval-fanouts), batch 4096.
 
-With --graphbolt (setup G) both roles call initialize(use_graphbolt=True): the servers load the
+With --graphbolt (setup G, run.sh --graphbolt) both roles call initialize(use_graphbolt=True): the servers load the
 GraphBolt form of their partition (dgl_partition.py --to-graphbolt) and sample it with GraphBolt.
 
 With --data-plane fanout the same script is setup P's fanout side: started by fanout-launch, the
@@ -63,6 +63,7 @@ from dgl_common import (  # noqa: E402
     add_dist_args,
     add_job_args,
     Breakdown,
+    dist_initialize,
     build_model,
     epoch_record,
     format_epoch,
@@ -79,8 +80,6 @@ def parse():
     p.add_argument("--log-every", type=int, default=0)
     p.add_argument("--data-plane", choices=["dgl", "fanout"], default="dgl",
                    help="where DistGraph, node_split, NeighborSampler and DistNodeDataLoader come from")
-    p.add_argument("--graphbolt", action="store_true",
-                   help="DistDGL on GraphBolt partitions: dgl.distributed.initialize(use_graphbolt=True) (setup G)")
     return p.parse_args()
 
 
@@ -105,12 +104,7 @@ def main():
     if a.data_plane == "fanout":
         use_fanout()
     torch.set_num_threads(a.threads)
-    if a.graphbolt:
-        # Servers load partK's part_graph_graphbolt (fused_csc_sampling_graph.pt) and sample it
-        # with GraphBolt; clients ask server 0 whether it does (DistGraph's QueryIfUseGraphBolt).
-        ddist.initialize(a.ip_config, use_graphbolt=True)
-    else:
-        ddist.initialize(a.ip_config)  # a DGL server never returns from here
+    dist_initialize(ddist, a)  # a DGL server never returns from here
     dist.init_process_group(backend="gloo")
     g = ddist.DistGraph(a.graph_name, part_config=a.part_config)
     rank, world = dist.get_rank(), dist.get_world_size()

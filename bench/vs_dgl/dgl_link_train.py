@@ -35,6 +35,7 @@ import dgl_dist_train  # noqa: E402,F401  (its loopback machine-ID patch, applie
 from dgl_common import (  # noqa: E402
     Breakdown,
     add_dist_args,
+    dist_initialize,
     add_job_args,
     build_model,
     epoch_record,
@@ -57,7 +58,7 @@ def parse():
 def main():
     a = parse()
     torch.set_num_threads(a.threads)
-    dgl.distributed.initialize(a.ip_config)  # a DGL server never returns from here
+    dist_initialize(dgl.distributed, a)  # a DGL server never returns from here
     dist.init_process_group(backend="gloo")
     g = dgl.distributed.DistGraph(a.graph_name, part_config=a.part_config)
     rank, world = dist.get_rank(), dist.get_world_size()

@@ -78,7 +78,16 @@ import torch.nn.functional as F  # noqa: E402
 # (BENCH_DGL_MACHINE_ID; see there). It is at import time, so DGL's sampler processes, which
 # re-import this file, are patched as well.
 import dgl_dist_train  # noqa: E402,F401
-from dgl_common import Breakdown, add_job_args, epoch_record, finish_step, format_epoch, now, write_metrics  # noqa: E402
+from dgl_common import (  # noqa: E402
+    Breakdown,
+    add_job_args,
+    dist_initialize,
+    epoch_record,
+    finish_step,
+    format_epoch,
+    now,
+    write_metrics,
+)
 
 
 def parse():
@@ -88,6 +97,8 @@ def parse():
     p.add_argument("--graph-name", default="mag")
     p.add_argument("--ip-config")
     p.add_argument("--part-config")
+    p.add_argument("--graphbolt", action="store_true",
+                   help="DistDGL on GraphBolt partitions: dgl.distributed.initialize(use_graphbolt=True)")
     p.add_argument("--target-ntype", default="paper")
     p.add_argument("--embed-featureless", type=int, default=64,
                    help="width of the featureless types' learnable rows and of the feature projection")
@@ -266,7 +277,7 @@ def main():
         partition(a.partition[0], a.partition[1], int(a.partition[2]))
         return
     torch.set_num_threads(a.threads)
-    dgl.distributed.initialize(a.ip_config)  # a DGL server never returns from here
+    dist_initialize(dgl.distributed, a)  # a DGL server never returns from here
     dist.init_process_group(backend="gloo")
     g = dgl.distributed.DistGraph(a.graph_name, part_config=a.part_config)
     rank, world = dist.get_rank(), dist.get_world_size()

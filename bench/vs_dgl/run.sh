@@ -4,7 +4,7 @@
 #   bench/vs_dgl/run.sh [--rounds R] [--setups A,B,C] [--epochs E] [--quick] [--fresh]
 #                       [--timeout S] [--work DIR] [--venv DIR] [--mag-scale S]
 #                       [--size products | --nodes N --edges E] [--dgl-parts metis|assignment|convert]
-#                       [--pss]
+#                       [--pss] [--graphbolt]
 #
 # Setups (GraphSAGE-mean, Adam lr 0.003, dropout 0.5, batch 1024 per trainer, 1 intra-op
 # thread and 1 sampler process per trainer, on both sides):
@@ -48,6 +48,9 @@
 # (convert: fanout_to_dgl.py, for graphs whose partition_graph does not fit the machine).
 # --pss: sample each machine's processes' PSS together every second (pss_peak.py, the same
 # method for both sides) and report each machine's peak.
+# --graphbolt: DistDGL's best configuration as well: each DistDGL job of A, C, H and R is followed
+# by the same job on GraphBolt partitions (as G for A); the summary's baseline for a setup is the
+# faster of the two (by median epoch), both ratios printed.
 # Jobs alternate fanout, DGL, fanout, DGL, ... The epoch time reported is the mean of the epochs
 # after the first (evaluation excluded); validation accuracy is measured after the last epoch.
 #
@@ -62,7 +65,7 @@ BIN=$(cd "${FANOUT_BUILD_DIR:-$REPO/build}/bin" 2>/dev/null && pwd) || {
   exit 1
 }
 ROUNDS=1 SETUPS=A,B,C EPOCHS=2 QUICK=0 FRESH=0 TIMEOUT= LINK_EDGES=
-SIZE= NODES= EDGES= DGL_PARTS=metis PSS=0
+SIZE= NODES= EDGES= DGL_PARTS=metis PSS=0 GRAPHBOLT=0
 WORK=${TMPDIR:-/tmp}/fanout-vs-dgl
 VENV=
 MAG_SCALE=
@@ -84,6 +87,7 @@ while [ $# -gt 0 ]; do
     --edges) EDGES=$2; shift 2 ;;
     --dgl-parts) DGL_PARTS=$2; shift 2 ;;
     --pss) PSS=1; shift ;;
+    --graphbolt) GRAPHBOLT=1; shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -234,9 +238,12 @@ ensure_venv() {
 # ---- 2. dataset and partitions -------------------------------------------------------------
 ensure_data() {
   if [ "$FRESH" = 1 ]; then rm -rf "$DATA" "$PARTS" "$MAG"; fi
-  local need2=0 need1=0 needmag=0 needlink=0 s
+  local need2=0 need1=0 needmag=0 needlink=0 needgb2=0 s
   for s in "${SETUP_LIST[@]}"; do
     case $s in A | C | P | M | G) need2=1 ;; B) need1=1 ;; H | R) needmag=1 ;; L) needlink=1 ;; esac
+    if [ "$s" = G ] || { [ "$GRAPHBOLT" = 1 ] && has_graphbolt_job "$s"; }; then
+      case $s in H | R) ;; *) needgb2=1 ;; esac
+    fi
   done
   if [ $need1 = 1 ] || [ $need2 = 1 ] || [ $needlink = 1 ]; then
     if [ ! -f "$DATA/edges.npy" ]; then
@@ -279,17 +286,7 @@ ensure_data() {
       "$PY" "${dcmd[@]}" >"$dlog" 2>&1 || { tail -n 30 "$dlog"; exit 1; }
     grep -E "^(dgl_partition|fanout_to_dgl)|edge cuts|peak mem" "$dlog" | tee -a "$PARTS/partitioning.log" || true
   fi
-  local s_
-  for s_ in "${SETUP_LIST[@]}"; do
-    [ "$s_" = G ] || continue
-    if ! grep -q part_graph_graphbolt "$DGLP/$NAME.json"; then
-      log "dgl.distributed.dgl_partition_to_graphbolt: $DGLP"
-      /usr/bin/time -a -o "$DGLP-graphbolt.log" -f "dgl_partition_to_graphbolt ($DGLP): %e s wall, %M KiB peak RSS" \
-        "$PY" "$HERE/dgl_partition.py" --to-graphbolt "$DGLP/$NAME.json" >"$DGLP-graphbolt.log" 2>&1 \
-        || { tail -n 30 "$DGLP-graphbolt.log"; exit 1; }
-      grep -E "^dgl_partition_to_graphbolt" "$DGLP-graphbolt.log" | tee -a "$PARTS/partitioning.log" || true
-    fi
-  done
+  [ $needgb2 = 0 ] || ensure_graphbolt "$DGLP/$NAME.json" "$PARTS/partitioning.log"
   if [ $needlink = 1 ]; then
     if [ ! -f "$SPLIT/test_neg_dst.npy" ]; then
       log "held-out link pairs: $SPLIT"
@@ -328,6 +325,26 @@ ensure_data() {
       >"$MAG/dgl-2.log" 2>&1 || { tail -n 30 "$MAG/dgl-2.log"; exit 1; }
     grep -E "^(read and build|partition_graph)" "$MAG/dgl-2.log" || true
   fi
+  [ "$GRAPHBOLT" = 0 ] || ensure_graphbolt "$MAG/dgl-2/mag.json" "$MAG/dgl-2.log"
+}
+
+# Setups whose DistDGL job --graphbolt repeats on GraphBolt partitions (DGL 2.1's DistGraph
+# serves them for node classification; B has no DistDGL, P/M are A's job, L's edge loader is not
+# ported to GraphBolt in DGL 2.1).
+has_graphbolt_job() { case $1 in A | C | H | R) return 0 ;; *) return 1 ;; esac; }
+
+# ensure_graphbolt PART_CONFIG LOG: GraphBolt's form of DGL partitions, beside them
+# (dgl_partition_to_graphbolt writes partK/fused_csc_sampling_graph.pt, part_graph_graphbolt in
+# the config), once.
+ensure_graphbolt() {
+  local config=$1 out=$2 dir
+  dir=$(dirname "$config")
+  grep -q part_graph_graphbolt "$config" && return 0
+  log "dgl.distributed.dgl_partition_to_graphbolt: $dir"
+  /usr/bin/time -a -o "$dir-graphbolt.log" -f "dgl_partition_to_graphbolt ($dir): %e s wall, %M KiB peak RSS" \
+    "$PY" "$HERE/dgl_partition.py" --to-graphbolt "$config" >"$dir-graphbolt.log" 2>&1 \
+    || { tail -n 30 "$dir-graphbolt.log"; exit 1; }
+  grep -E "^dgl_partition_to_graphbolt" "$dir-graphbolt.log" | tee -a "$out" || true
 }
 
 # ---- 3. jobs ----------------------------------------------------------------------------------
@@ -434,8 +451,9 @@ run_fanout() {  # SETUP ROUND
   check_leftovers "fanout job $s/$r"
 }
 
-run_dgl() {  # SETUP ROUND
-  local s=$1 r=$2 dir=$RUN/$1-r$2-dgl port=$((PORT0 + 10 * (JOBNO % 50)))
+run_dgl() {  # SETUP ROUND [gb]: gb = the same DistDGL job on GraphBolt partitions (--graphbolt)
+  local s=$1 r=$2 gb=${3:-} port=$((PORT0 + 10 * (JOBNO % 50)))
+  local dir=$RUN/$1-r$2-dgl${gb:+-gb} system=dgl${gb:+-gb}
   read -r layers hidden fanouts <<<"$(model_of "$s")"
   mkdir -p "$dir"
   local common=(--num-layers "$layers" --hidden "$hidden" --fanouts "$fanouts" --batch-size 1024
@@ -455,6 +473,7 @@ run_dgl() {  # SETUP ROUND
       --metrics-file "$dir/metrics.jsonl")
     [ "$s" = R ] && common+=(--model rgat --heads 4)
   fi
+  [ -z "$gb" ] || common+=(--graphbolt)
   local t0=$SECONDS rc=0
   if [ "$s" = B ]; then
     log "[$s round $r] DGL: DataLoader + DDP, 2 trainers, $layers layers, hidden $hidden, fanouts $fanouts (logs: $dir)"
@@ -470,7 +489,7 @@ run_dgl() {  # SETUP ROUND
     grep -E "^(epoch|dgl_ddp_train)|Error|error" "$dir/console.log" | sed 's/^/    /' || true
     [ $rc = 0 ] || { log "[$s round $r] DGL FAILED (exit $rc); last lines:"; tail -n 15 "$dir/console.log" | sed 's/^/    /'; }
   else
-    log "[$s round $r] DistDGL$([ "$s" = G ] && echo ' on GraphBolt partitions'): 2 machines x (1 server + 1 trainer), $layers layers, hidden $hidden, fanouts $fanouts; $config (logs: $dir)"
+    log "[$s round $r] DistDGL$([ "$s" = G ] || [ -n "$gb" ] && echo ' on GraphBolt partitions'): 2 machines x (1 server + 1 trainer), $layers layers, hidden $hidden, fanouts $fanouts; $config (logs: $dir)"
     printf '127.0.0.1 %d\n127.0.0.2 %d\n' "$port" "$port" >"$dir/ip_config.txt"
     # What DGL's tools/launch.py exports (construct_dgl_{server,client}_env_vars), for
     # 2 machines x 1 trainer x 1 sampler: DGL_NUM_CLIENT = trainers * (1 + samplers) * machines.
@@ -516,7 +535,7 @@ run_dgl() {  # SETUP ROUND
       done
     fi
   fi
-  record "$s" "$r" dgl "$rc" "$dir/metrics.jsonl" "$((SECONDS - t0))" "dgl-2.1.0"
+  record "$s" "$r" "$system" "$rc" "$dir/metrics.jsonl" "$((SECONDS - t0))" "dgl-2.1.0"
   check_leftovers "DGL job $s/$r"
 }
 
@@ -537,7 +556,7 @@ fanout_pythonpath() {
 }
 
 # ---- main ---------------------------------------------------------------------------------------
-log "fanout vs DGL: setups $SETUPS, $ROUNDS round(s), $EPOCHS epoch(s) per job, $NODES nodes / $EDGES edges$([ "$QUICK" = 1 ] && echo ' (--quick)'); DistDGL partitions: $DGL_PARTS ($DGLP)$([ "$PSS" = 1 ] && echo '; per-machine PSS sampled')"
+log "fanout vs DGL: setups $SETUPS, $ROUNDS round(s), $EPOCHS epoch(s) per job, $NODES nodes / $EDGES edges$([ "$QUICK" = 1 ] && echo ' (--quick)'); DistDGL partitions: $DGL_PARTS ($DGLP)$([ "$PSS" = 1 ] && echo '; per-machine PSS sampled')$([ "$GRAPHBOLT" = 1 ] && echo '; DistDGL also on GraphBolt partitions')"
 log "host: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; load average $(cut -d' ' -f1-3 /proc/loadavg); results in $RUN"
 log "fanout build: $BIN ($(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$REPO" diff --quiet HEAD 2>/dev/null || echo ', with uncommitted changes'))"
 ensure_venv
@@ -551,6 +570,10 @@ for r in $(seq 1 "$ROUNDS"); do
     fi
     JOBNO=$((JOBNO + 1)); run_dgl "$s" "$r"
     log "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    if [ "$GRAPHBOLT" = 1 ] && has_graphbolt_job "$s"; then
+      JOBNO=$((JOBNO + 1)); run_dgl "$s" "$r" gb
+      log "load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    fi
   done
 done
 echo

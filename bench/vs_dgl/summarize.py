@@ -10,7 +10,9 @@ the epochs after the first (start-up excluded), or the only epoch. With run.sh -
 folder (the metrics file's) has pss.json (pss_peak.py): each machine's peak PSS, its processes read
 together; fanout jobs' console.log also has fanout-launch's own per-machine line. Setup G
 (DistDGL on GraphBolt partitions) has no fanout job: its ratios are against A's fanout job of
-the same round. Standard library only.
+the same round. Rows of system dgl-gb (run.sh --graphbolt) are a setup's DistDGL job on GraphBolt
+partitions: that setup's table shows both DistDGL columns and takes the faster one (by median
+epoch) as the baseline. Standard library only.
 """
 import json
 import os
@@ -124,6 +126,38 @@ def gb(b):
     return b / 1e9
 
 
+def print_ratios(s, results):
+    """Setup s's table: fanout's epoch against each DistDGL configuration that ran (classic, and
+    GraphBolt with run.sh --graphbolt), per round and as medians; with both, the baseline is the
+    one with the shorter median epoch."""
+    fs_ = "A" if s == "G" else s  # G: against A's fanout job
+    sides = [sys_ for sys_ in ("dgl", "dgl-gb") if any(k[0] == s and k[2] == sys_ for k in results)]
+    label = {"dgl": "DGL s" if s == "B" else "DistDGL s", "dgl-gb": "GraphBolt s"}
+    print(f"{'setup':6s}{'round':>6s}{'fanout s':>11s}" + "".join(f"{label[d]:>13s}{'ratio':>8s}" for d in sides))
+    ratios = {d: [] for d in sides}
+    epochs = {d: [] for d in sides}
+    for r in sorted({r for ss, r, _ in results if ss == s}, key=int):
+        f = results.get((fs_, r, "fanout"))
+        line = f"{s:6s}{r:>6s}{(f'{f:.2f}' if f is not None else 'failed'):>11s}"
+        for d in sides:
+            t = results.get((s, r, d))
+            if t:
+                epochs[d].append(t)
+            ratio = f / t if f is not None and t else None
+            if ratio is not None:
+                ratios[d].append(ratio)
+            line += f"{(f'{t:.2f}' if t else 'failed'):>13s}{(f'{ratio:.2f}x' if ratio is not None else '-'):>8s}"
+        print(line)
+    if any(len(v) > 1 for v in ratios.values()):
+        print(f"{s:6s}{'median':>6s}{'':>11s}" + "".join(
+            f"{(f'{statistics.median(epochs[d]):.2f}' if epochs[d] else '-'):>13s}"
+            f"{(f'{statistics.median(ratios[d]):.2f}x' if ratios[d] else '-'):>8s}" for d in sides))
+    if len(sides) > 1 and all(epochs[d] and ratios[d] for d in sides):
+        best = min(sides, key=lambda d: statistics.median(epochs[d]))
+        print(f"{s:6s} baseline: DistDGL's faster configuration, {'GraphBolt' if best == 'dgl-gb' else 'classic'} "
+              f"(median epoch {statistics.median(epochs[best]):.2f} s): fanout / it = {statistics.median(ratios[best]):.2f}x")
+
+
 def main():
     rows = []
     with open(sys.argv[1]) as f:
@@ -140,7 +174,8 @@ def main():
     for setup, rnd, system, rc, metrics, wall, build in rows:
         epochs, merged = load(metrics)
         name = ("fanout.py" if setup in "PM" else "fanout") if system == "fanout" else (
-            "DGL" if setup == "B" else "DistDGL+" if setup == "M" else "DistDGL-GB" if setup == "G" else "DistDGL")
+            "DGL" if setup == "B" else "DistDGL+" if setup == "M" else
+            "DistDGL-GB" if setup == "G" or system == "dgl-gb" else "DistDGL")
         head = f"[{setup} round {rnd}] {name:9s}"
         pss = load_pss(metrics, epochs)
         pss_line = None
@@ -197,22 +232,8 @@ def main():
     print()
     print("=== fanout / DGL epoch time (< 1: fanout faster) ===")
     setups = sorted({s for s, _, _ in results})
-    print(f"{'setup':6s}{'round':>6s}{'fanout s':>11s}{'DGL s':>9s}{'ratio':>8s}")
     for s in setups:
-        ratios = []
-        rounds = sorted({r for ss, r, _ in results if ss == s}, key=int)
-        fs_ = "A" if s == "G" else s  # G: against A's fanout job
-        for r in rounds:
-            f, d = results.get((fs_, r, "fanout")), results.get((s, r, "dgl"))
-            ratio = f / d if f is not None and d else None
-            if ratio is not None:
-                ratios.append(ratio)
-            fs = f"{f:.2f}" if f is not None else "failed"
-            ds = f"{d:.2f}" if d is not None else "failed"
-            rs = f"{ratio:.2f}x" if ratio is not None else "-"
-            print(f"{s:6s}{r:>6s}{fs:>11s}{ds:>9s}{rs:>8s}")
-        if len(ratios) > 1:
-            print(f"{s:6s}{'median':>6s}{'':>11s}{'':>9s}{statistics.median(ratios):>7.2f}x")
+        print_ratios(s, results)
     if memory:
         print()
         print("=== per-machine peak PSS, fanout / DGL (pss_peak.py: each machine's processes read together; < 1: fanout smaller) ===")
