@@ -1,6 +1,7 @@
 #include "core/sparse_optim.h"
 
 #include <cmath>
+#include <cstdint>
 
 #include "base/strings.h"
 
@@ -29,24 +30,53 @@ int64_t SparseStateWidth(SparseOptimizerKind kind, int64_t dim) {
   return kind == SparseOptimizerKind::kAdam ? 2 * dim + 1 : dim;
 }
 
+// The per-element work is float arithmetic in one loop of independent elements, which the
+// compiler vectorises (for AVX2 and AVX-512 where the machine has them: FANOUT_CLONES); the per-row
+// constants (the bias corrections, from the row's own step count) are computed once per row in
+// double (core/CMakeLists.txt builds this file with -O3 -fno-math-errno, which the vectorised
+// square root needs). A step of setup H touches ~50K rows of 64: 24-28 ms of the server's time
+// with per-element double division and square root, 5.4-6.0 ms now (one thread, this machine).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FANOUT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define FANOUT_CLONES
+#endif
+
+namespace {
+
+inline void AdagradRow(float lr, float eps, int64_t d, float* __restrict w, float* __restrict s,
+                       const float* __restrict g) {
+  for (int64_t k = 0; k < d; ++k) {
+    s[k] += g[k] * g[k];
+    w[k] -= lr * g[k] / (std::sqrt(s[k]) + eps);
+  }
+}
+
+// w -= lr_c1 * m / (sqrt(v * inv_c2) + eps): lr (m / c1) / (sqrt(v / c2) + eps) with the row's
+// bias corrections c1 = 1 - b1^t, c2 = 1 - b2^t folded into lr_c1 = lr / c1 and inv_c2 = 1 / c2.
+inline void AdamRow(float b1, float b2, float lr_c1, float inv_c2, float eps, int64_t d, float* __restrict w,
+                    float* __restrict m, float* __restrict v, const float* __restrict g) {
+  const float a1 = 1.0f - b1, a2 = 1.0f - b2;
+  for (int64_t k = 0; k < d; ++k) {
+    m[k] = b1 * m[k] + a1 * g[k];
+    v[k] = b2 * v[k] + a2 * g[k] * g[k];
+    w[k] -= lr_c1 * m[k] / (std::sqrt(v[k] * inv_c2) + eps);
+  }
+}
+
+}  // namespace
+
+FANOUT_CLONES
 void SparseUpdateRow(const SparseOptimizerOptions& o, int64_t d, float* w, float* s, const float* g) {
   if (o.kind == SparseOptimizerKind::kAdagrad) {
-    for (int64_t k = 0; k < d; ++k) {
-      s[k] += g[k] * g[k];
-      w[k] -= static_cast<float>(o.lr * g[k] / (std::sqrt(static_cast<double>(s[k])) + o.eps));
-    }
+    AdagradRow(static_cast<float>(o.lr), static_cast<float>(o.eps), d, w, s, g);
     return;
   }
-  float* m = s;
-  float* v = s + d;
   const double t = static_cast<double>(s[2 * d]) + 1;  // this row's own step count
   s[2 * d] = static_cast<float>(t);
   const double c1 = 1 - std::pow(o.beta1, t), c2 = 1 - std::pow(o.beta2, t);
-  for (int64_t k = 0; k < d; ++k) {
-    m[k] = static_cast<float>(o.beta1 * m[k] + (1 - o.beta1) * g[k]);
-    v[k] = static_cast<float>(o.beta2 * v[k] + (1 - o.beta2) * static_cast<double>(g[k]) * g[k]);
-    w[k] -= static_cast<float>(o.lr * (m[k] / c1) / (std::sqrt(v[k] / c2) + o.eps));
-  }
+  AdamRow(static_cast<float>(o.beta1), static_cast<float>(o.beta2), static_cast<float>(o.lr / c1),
+          static_cast<float>(1 / c2), static_cast<float>(o.eps), d, w, s, s + d, g);
 }
 
 void SparseUpdate(const SparseOptimizerOptions& o, int64_t n, int64_t dim, float* rows, float* state,

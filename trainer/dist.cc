@@ -1,5 +1,6 @@
 #include "trainer/dist.h"
 
+#include <ATen/record_function.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
@@ -287,6 +288,7 @@ GradientSynchronizer::GradientSynchronizer(std::vector<at::Tensor> params, GradS
 }
 
 absl::Status GradientSynchronizer::AllReduceMean(Communicator& comm) {
+  RECORD_USER_SCOPE("fanout::gradient_allreduce");
   if (comm.world_size() == 1) return absl::OkStatus();
   try {
     at::NoGradGuard no_grad;

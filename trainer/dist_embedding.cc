@@ -1,6 +1,7 @@
 #include "trainer/dist_embedding.h"
 
 #include <ATen/ops/from_blob.h>
+#include <ATen/record_function.h>
 #include <ATen/ops/tensor.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
@@ -8,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <future>
 #include <map>
 
 #include "base/status.h"
@@ -188,17 +191,59 @@ absl::Status DistEmbeddings::Load(const std::vector<std::pair<std::string, at::T
 }
 
 absl::StatusOr<at::Tensor> DistEmbeddings::Lookup(int type, const at::Tensor& ids) {
-  if (!has(type)) return absl::InternalError(StrCat("node type ", type, " has no learnable embeddings"));
-  const at::Tensor cpu_ids = ids.to(at::kCPU).to(at::kLong).contiguous();
-  const int64_t n = cpu_ids.size(0);
-  at::Tensor rows = at::empty({n, o_.dim}, at::kFloat);
-  RETURN_IF_ERROR(fields_->Pull(RowSchema(type), std::span<const int64_t>(cpu_ids.data_ptr<int64_t>(), n),
-                                static_cast<char*>(rows.data_ptr())));
-  if (at::GradMode::is_enabled()) {
-    rows.requires_grad_(true);
-    looked_up_.push_back({cpu_ids, rows});
+  ASSIGN_OR_RETURN(std::vector<at::Tensor> rows, LookupPieces(type, ids, {ids.size(0)}));
+  return std::move(rows[0]);
+}
+
+absl::StatusOr<std::vector<at::Tensor>> DistEmbeddings::LookupPieces(int type, const at::Tensor& ids,
+                                                                     const std::vector<int64_t>& lengths) {
+  ASSIGN_OR_RETURN(std::vector<std::vector<at::Tensor>> pieces, LookupPieces({{type, ids, lengths}}));
+  return std::move(pieces[0]);
+}
+
+absl::StatusOr<std::vector<std::vector<at::Tensor>>> DistEmbeddings::LookupPieces(
+    const std::vector<PieceRequest>& requests) {
+  RECORD_USER_SCOPE("fanout::embedding_lookup");
+  const size_t k = requests.size();
+  std::vector<at::Tensor> ids(k), rows(k);
+  for (size_t i = 0; i < k; ++i) {
+    const PieceRequest& r = requests[i];
+    if (!has(r.type)) return absl::InternalError(StrCat("node type ", r.type, " has no learnable embeddings"));
+    ids[i] = r.ids.to(at::kCPU).to(at::kLong).contiguous();
+    int64_t total = 0;
+    for (int64_t len : r.lengths) total += len;
+    if (total != ids[i].size(0)) {
+      return absl::InternalError(StrCat("pieces of ", total, " rows for ", ids[i].size(0), " IDs"));
+    }
+    rows[i] = at::empty({ids[i].size(0), o_.dim}, at::kFloat);
   }
-  return rows;
+  // The types' pulls in flight together (ServerFields is thread-safe; the threads touch only
+  // their own buffers).
+  auto pull = [&](size_t i) {
+    return fields_->Pull(RowSchema(requests[i].type),
+                         std::span<const int64_t>(ids[i].data_ptr<int64_t>(), ids[i].size(0)),
+                         static_cast<char*>(rows[i].data_ptr()));
+  };
+  std::vector<std::future<absl::Status>> others;
+  for (size_t i = 1; i < k; ++i) others.push_back(std::async(std::launch::async, pull, i));
+  absl::Status status = k > 0 ? pull(0) : absl::OkStatus();
+  for (std::future<absl::Status>& f : others) status.Update(f.get());
+  RETURN_IF_ERROR(status);
+  std::vector<std::vector<at::Tensor>> out(k);
+  const bool record = at::GradMode::is_enabled();
+  for (size_t i = 0; i < k; ++i) {
+    int64_t at = 0;
+    for (int64_t len : requests[i].lengths) {
+      at::Tensor piece = requests[i].lengths.size() == 1 ? rows[i] : rows[i].narrow(0, at, len);
+      if (record) {
+        piece.requires_grad_(true);  // a leaf: a view of rows, which needs no gradient
+        looked_up_.push_back({ids[i].narrow(0, at, len), piece});
+      }
+      out[i].push_back(std::move(piece));
+      at += len;
+    }
+  }
+  return out;
 }
 
 namespace {
@@ -270,6 +315,7 @@ at::Tensor HostTensor(const std::vector<float>& v, int64_t dim) {
 }  // namespace
 
 absl::Status DistEmbeddings::Step(Communicator& comm, int64_t* touched) {
+  RECORD_USER_SCOPE("fanout::embedding_update");
   if (touched != nullptr) *touched = 0;
   const int w = comm.world_size();
   std::vector<Looked> looked = std::move(looked_up_);
@@ -277,6 +323,7 @@ absl::Status DistEmbeddings::Step(Communicator& comm, int64_t* touched) {
   // This rank's rows and gradients, duplicates summed, grouped by owner.
   GroupedRows local;
   RETURN_IF_ERROR(CatchTorch("collecting embedding gradients", [&] {
+    RECORD_USER_SCOPE("fanout::embedding_update.sum_local");
     std::vector<at::Tensor> grads;  // kept alive for the chunks
     std::vector<std::pair<const int64_t*, const float*>> chunks;
     std::vector<int64_t> sizes;
@@ -287,36 +334,56 @@ absl::Status DistEmbeddings::Step(Communicator& comm, int64_t* touched) {
     }
     local = SumRowsById(chunks, sizes, o_.dim, w, [this](int64_t id) { return OwnerRank(id); }, 1.0f);
   }));
-  ASSIGN_OR_RETURN(std::vector<int64_t> recv, ExchangeCounts(comm, local.count));
-  const c10::Device dev = comm.device();
-  ASSIGN_OR_RETURN(at::Tensor got_ids, comm.AllToAll(HostTensor(local.ids).to(dev), local.count, recv));
-  ASSIGN_OR_RETURN(at::Tensor got_grads, comm.AllToAll(HostTensor(local.rows, o_.dim).to(dev), local.count, recv));
+  absl::StatusOr<at::Tensor> got_ids, got_grads;
+  {
+    RECORD_USER_SCOPE("fanout::embedding_update.exchange");
+    ASSIGN_OR_RETURN(std::vector<int64_t> recv, ExchangeCounts(comm, local.count));
+    const c10::Device dev = comm.device();
+    got_ids = comm.AllToAll(HostTensor(local.ids).to(dev), local.count, recv);
+    if (got_ids.ok()) got_grads = comm.AllToAll(HostTensor(local.rows, o_.dim).to(dev), local.count, recv);
+  }
+  RETURN_IF_ERROR(got_ids.status());
+  RETURN_IF_ERROR(got_grads.status());
   // The rows this rank owns: every rank's gradients summed, averaged over the ranks, grouped by
   // node type (one request per type).
   const core::TypeMap& types = graph_.node_types();
   GroupedRows mine;
   RETURN_IF_ERROR(CatchTorch("summing embedding gradients", [&] {
-    got_ids = got_ids.to(at::kCPU).contiguous();
-    got_grads = got_grads.to(at::kCPU).contiguous();
-    mine = SumRowsById({{got_ids.data_ptr<int64_t>(), got_grads.data_ptr<float>()}}, {got_ids.size(0)}, o_.dim,
+    RECORD_USER_SCOPE("fanout::embedding_update.sum_owned");
+    const at::Tensor ids = got_ids->to(at::kCPU).contiguous();
+    const at::Tensor grads = got_grads->to(at::kCPU).contiguous();
+    mine = SumRowsById({{ids.data_ptr<int64_t>(), grads.data_ptr<float>()}}, {ids.size(0)}, o_.dim,
                        types.num_types(), [&types](int64_t id) { return types.ToTypeWise(id).first; },
                        1.0f / static_cast<float>(w));
   }));
-  // Type by type, the servers apply the step where the rows live.
-  int64_t at = 0;
-  for (int t = 0; t < types.num_types(); ++t) {
-    const int64_t n = mine.count[t];
-    if (n > 0 && !has(t)) return absl::InternalError(StrCat("embedding gradients for node type ", types.name(t)));
-    if (n > 0) {
-      RETURN_IF_ERROR(fields_->SparseUpdate(RowSchema(t), StateSchema(t),
-                                            std::span<const int64_t>(mine.ids.data() + at, n),
-                                            mine.rows.data() + at * o_.dim, o_.optimizer));
+  // The servers apply the step where the rows live: one request per type, in flight together.
+  {
+    RECORD_USER_SCOPE("fanout::embedding_update.servers");
+    std::vector<std::function<absl::Status()>> updates;
+    int64_t at = 0;
+    for (int t = 0; t < types.num_types(); ++t) {
+      const int64_t n = mine.count[t];
+      if (n > 0 && !has(t)) return absl::InternalError(StrCat("embedding gradients for node type ", types.name(t)));
+      if (n > 0) {
+        updates.push_back([this, t, n, ids = mine.ids.data() + at, grads = mine.rows.data() + at * o_.dim] {
+          return fields_->SparseUpdate(RowSchema(t), StateSchema(t), std::span<const int64_t>(ids, n), grads,
+                                       o_.optimizer);
+        });
+      }
+      at += n;
     }
-    at += n;
+    std::vector<std::future<absl::Status>> others;
+    for (size_t i = 1; i < updates.size(); ++i) others.push_back(std::async(std::launch::async, updates[i]));
+    absl::Status status = updates.empty() ? absl::OkStatus() : updates[0]();
+    for (std::future<absl::Status>& f : others) status.Update(f.get());
+    RETURN_IF_ERROR(status);
   }
   if (touched != nullptr) *touched = static_cast<int64_t>(mine.ids.size());
   // Nobody reads a row for the next step before its owner has written it.
-  return comm.Barrier();
+  return [&] {
+    RECORD_USER_SCOPE("fanout::embedding_update.barrier");
+    return comm.Barrier();
+  }();
 }
 
 }  // namespace fanout::trainer

@@ -69,6 +69,20 @@ class DistEmbeddings {
   // The rows of `ids` (int64 CPU, global IDs of `type`), float32 [n, dim] on the CPU. With
   // gradient mode on, a leaf that requires grad, recorded for Step.
   absl::StatusOr<at::Tensor> Lookup(int type, const at::Tensor& ids);
+  // The same rows in consecutive pieces of `lengths` rows (summing to ids' length), pulled in one
+  // request; with gradient mode on, each piece is a leaf of its own (a model that uses the rows
+  // piece by piece then gets each piece's gradient as it is, where slices of one leaf would each
+  // make a zero-filled gradient of the whole table and add it up).
+  absl::StatusOr<std::vector<at::Tensor>> LookupPieces(int type, const at::Tensor& ids,
+                                                       const std::vector<int64_t>& lengths);
+  // LookupPieces for several types at once, their requests in flight together (a batch of a
+  // typed graph needs rows of every featureless type: one round trip instead of one per type).
+  struct PieceRequest {
+    int type = 0;
+    at::Tensor ids;
+    std::vector<int64_t> lengths;
+  };
+  absl::StatusOr<std::vector<std::vector<at::Tensor>>> LookupPieces(const std::vector<PieceRequest>& requests);
   // After backward, on every rank every step (collective): see the file comment. Clears the
   // record. `touched` (optional): how many distinct rows this rank updated.
   absl::Status Step(Communicator& comm, int64_t* touched = nullptr);

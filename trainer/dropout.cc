@@ -2,6 +2,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 #include <ATen/ops/dropout.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/relu.h>
@@ -29,6 +30,7 @@ class DropoutFunction : public torch::autograd::Function<DropoutFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, double p, bool relu,
                             bool in_place) {
+    RECORD_USER_SCOPE("fanout::dropout");
     kernels::Dropout op{DrawSeed(), static_cast<float>(p), relu};
     at::Tensor out = in_place ? x : at::empty_like(x);
     const float* xp = x.data_ptr<float>();
@@ -47,6 +49,7 @@ class DropoutFunction : public torch::autograd::Function<DropoutFunction> {
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    RECORD_USER_SCOPE("fanout::dropout_backward");
     kernels::Dropout op{static_cast<uint64_t>(ctx->saved_data["seed"].toInt()),
                         static_cast<float>(ctx->saved_data["p"].toDouble()),
                         ctx->saved_data["relu"].toBool()};

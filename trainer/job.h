@@ -20,6 +20,7 @@
 #include "trainer/feature_cache.h"
 #include "trainer/inference.h"
 #include "trainer/model_input.h"
+#include "trainer/op_profile.h"
 #include "trainer/task.h"
 #include "trainer/training.h"
 
@@ -83,6 +84,7 @@ class Job final : public JobContext {
     Breakdown t;
   };
   void ReportEpoch(const EpochReport& r);
+  void ReportProfile(const OpProfile& p);
   void SeedStep(int64_t epoch, int64_t step);
   Checkpoint MakeCheckpoint(int64_t epoch) const;
   // This rank's state to continue at (next_epoch, next_step): after an epoch (next_step 0), or

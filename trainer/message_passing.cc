@@ -1,6 +1,7 @@
 #include "trainer/message_passing.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/cat.h>
@@ -63,6 +64,7 @@ kernels::Spmm SpmmOf(const at::Tensor& indptr, const at::Tensor& indices, const 
 at::Tensor AggregateForward(AutogradContext* ctx, const at::Tensor& x,
                             const at::Tensor& edge_weight, const at::Tensor& indptr,
                             const at::Tensor& indices, bool mean, bool with_self) {
+  RECORD_USER_SCOPE("fanout::aggregate");
   kernels::Spmm op = SpmmOf(indptr, indices, x, edge_weight, mean);
   std::vector<int64_t> sizes = x.sizes().vec();
   sizes[0] = op.graph.num_dst;
@@ -98,6 +100,7 @@ at::Tensor AggregateForward(AutogradContext* ctx, const at::Tensor& x,
 std::pair<at::Tensor, at::Tensor> AggregateBackward(AutogradContext* ctx,
                                                     const variable_list& grads, bool need_x,
                                                     bool need_w) {
+  RECORD_USER_SCOPE("fanout::aggregate_backward");
   const variable_list saved = ctx->get_saved_variables();
   const at::Tensor &x = saved[0], &indptr = saved[1], &indices = saved[2];
   const at::Tensor edge_weight = saved.size() > 3 ? saved[3] : at::Tensor();
@@ -180,6 +183,7 @@ class EdgeSoftmaxFunction : public torch::autograd::Function<EdgeSoftmaxFunction
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& el, const at::Tensor& er,
                             const at::Tensor& indptr, const at::Tensor& indices,
                             double negative_slope) {
+    RECORD_USER_SCOPE("fanout::edge_softmax");
     const kernels::EdgeSoftmax op = OpOf(indptr, indices, el, negative_slope);
     at::Tensor attention = at::empty({op.graph.num_edges(), op.heads}, el.options());
     const float *elp = el.data_ptr<float>(), *erp = er.data_ptr<float>();
@@ -193,6 +197,7 @@ class EdgeSoftmaxFunction : public torch::autograd::Function<EdgeSoftmaxFunction
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    RECORD_USER_SCOPE("fanout::edge_softmax_backward");
     const variable_list saved = ctx->get_saved_variables();
     const at::Tensor &el = saved[0], &er = saved[1], &attention = saved[2], &indptr = saved[3],
                      &indices = saved[4];

@@ -8,6 +8,7 @@
 #include <ATen/ops/elu.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/linear.h>
+#include <ATen/ops/mm.h>
 #include <ATen/ops/zeros.h>
 
 #include <cmath>
@@ -133,10 +134,11 @@ class SageConv : public torch::nn::Module {
 //
 // A node type is the destination of only some relations (on ogbn-mag a paper of 4 of 8, an
 // author of 2), so the layer works run by run over the block's destinations of one type
-// (BlockTensors::dst_runs; the sampler groups each hop's nodes by type): a run's means are one
-// aggregation over its (destination, relation) pairs for the k relations its edges use, and its
-// output one GEMM over [h_v | mean_1 | ... | mean_k], as DGL's HeteroGraphConv computes only
-// the relations a type receives. One run over all R relations costs R / k times the means and
+// (BlockTensors::dst_runs; the sampler groups each hop's nodes by type): a run's means are over
+// its (destination, relation) pairs for the k relations its edges use (one aggregation computes
+// every run's), and its output is fc_self h_v plus one product of [mean_1 | ... | mean_k] with
+// those k relations' weights, as DGL's HeteroGraphConv computes only the relations a type
+// receives. One run over all R relations costs R / k times the means and
 // products a type of k relations needs (on the mag-shaped graph 2x for papers, 4x for authors;
 // docs/benchmarks.md).
 class RelSageConv : public torch::nn::Module {
@@ -154,47 +156,76 @@ class RelSageConv : public torch::nn::Module {
     CheckLayerInput(b, h, in_, "rgcn layer");
     TORCH_CHECK_VALUE(b.etype.defined() || relations_ == 1, "rgcn layer: a block without edge types on a model of ",
                       relations_, " relations");
-    // A run's means are one aggregation over a block of n * k destinations: edge e goes to
-    // destination (dst[e] - begin) * k + (the index of etype[e] among the run's relations). The
-    // sampler lists a destination's edges relation by relation, so that block is still a CSC
-    // (its destinations non-decreasing along the edges) and the fused mean kernel runs on it
-    // without per-edge messages; a block whose edges are not in that order takes the reference
-    // composition.
-    const at::Tensor key = b.etype.defined() ? b.dst * relations_ + b.etype : b.dst;
-    const bool ordered = key.size(0) < 2 ||
-                         key.narrow(0, 1, key.size(0) - 1).ge(key.narrow(0, 0, key.size(0) - 1)).all().item<bool>();
     std::vector<BlockTensors::DstRun> runs = b.dst_runs;
     if (runs.empty() || static_cast<int64_t>(runs.size()) > kMaxRuns) runs = {OneRun(b)};
-    const at::Tensor h_dst = h.narrow(0, 0, b.num_dst);
-    const at::Tensor weights = fc_rel_.view({out_, relations_, in_});
-    std::vector<at::Tensor> parts;
-    for (const BlockTensors::DstRun& run : runs) {
+    // Every run's means come from one aggregation over the (destination, relation) slots of all
+    // runs, numbered run after run: run j's n * k slots start at slot_begin[j], and its edge e
+    // goes to slot slot_begin[j] + (dst[e] - begin) * k + (the index of etype[e] among the run's
+    // relations). The sampler lists a destination's edges relation by relation, so the slots
+    // still form a CSC (non-decreasing along the edges) and the fused mean kernel runs on it
+    // without per-edge messages; a block whose edges are not in that order takes the reference
+    // composition. One aggregation rather than one per run: its backward fills and sums one
+    // gradient for h, where a run each filled and added a full-size one (on setup H's batches,
+    // a fifth of the layer's time).
+    std::vector<int64_t> slot_begin(runs.size(), 0);
+    std::vector<at::Tensor> srcs, slots, weights;
+    int64_t num_slots = 0;
+    for (size_t j = 0; j < runs.size(); ++j) {
+      const BlockTensors::DstRun& run = runs[j];
       const int64_t n = run.end - run.begin, k = static_cast<int64_t>(run.relations.size());
-      const at::Tensor h_run = h_dst.narrow(0, run.begin, n);
-      if (k == 0) {
-        parts.push_back(at::addmm(bias_, h_run, fc_self_.t()));
-        continue;
-      }
-      const at::Tensor rels = at::tensor(run.relations, at::TensorOptions().dtype(at::kLong)).to(h.device());
+      slot_begin[j] = num_slots;
       const int64_t ne = run.edge_end - run.edge_begin;
-      BlockTensors rb;
-      rb.num_src = b.num_src;
-      rb.num_dst = n * k;
-      rb.src = b.src.narrow(0, run.edge_begin, ne);
-      rb.dst = b.dst.narrow(0, run.edge_begin, ne) - run.begin;
+      if (k == 0 || ne == 0) continue;
+      at::Tensor slot = (b.dst.narrow(0, run.edge_begin, ne) - run.begin) * k;
       if (b.etype.defined()) {
         // relation -> its index among the run's relations
-        const at::Tensor local = at::zeros({relations_}, rels.options()).index_put_({rels}, at::arange(k, rels.options()));
-        rb.dst = rb.dst * k + local.index_select(0, b.etype.narrow(0, run.edge_begin, ne));
+        const at::Tensor rels = at::tensor(run.relations, b.dst.options().device(at::kCPU)).to(b.dst.device());
+        const at::Tensor local =
+            at::zeros({relations_}, rels.options()).index_put_({rels}, at::arange(k, rels.options()));
+        slot = slot + local.index_select(0, b.etype.narrow(0, run.edge_begin, ne));
       }
-      SetInDegreeAndIndptr(&rb);
-      const at::Tensor weight =
-          b.edge_weight.defined() ? b.edge_weight.narrow(0, run.edge_begin, ne) : at::Tensor();
-      const at::Tensor means = AggregateWith(fused_ && ordered, rb, h, Reduce::kMean, weight).view({n, k * in_});
-      const at::Tensor w = k == relations_ ? fc_rel_ : weights.index_select(1, rels).reshape({out_, k * in_});
-      parts.push_back(at::addmm(bias_, at::cat({h_run, means}, 1), at::cat({fc_self_, w}, 1).t()));
+      srcs.push_back(b.src.narrow(0, run.edge_begin, ne));
+      slots.push_back(slot + num_slots);
+      if (b.edge_weight.defined()) weights.push_back(b.edge_weight.narrow(0, run.edge_begin, ne));
+      num_slots += n * k;
     }
-    return parts.size() == 1 ? parts[0] : at::cat(parts);
+    at::Tensor means;  // [num_slots, in]
+    if (num_slots > 0) {
+      BlockTensors all;
+      all.num_src = b.num_src;
+      all.num_dst = num_slots;
+      all.src = srcs.empty() ? b.src.narrow(0, 0, 0) : srcs.size() == 1 ? srcs[0] : at::cat(srcs);
+      all.dst = srcs.empty() ? b.dst.narrow(0, 0, 0) : slots.size() == 1 ? slots[0] : at::cat(slots);
+      SetInDegreeAndIndptr(&all);
+      const int64_t ne = all.dst.size(0);
+      const bool ordered =
+          ne < 2 || all.dst.narrow(0, 1, ne - 1).ge(all.dst.narrow(0, 0, ne - 1)).all().item<bool>();
+      const at::Tensor weight =
+          weights.empty() ? at::Tensor() : weights.size() == 1 ? weights[0] : at::cat(weights);
+      means = AggregateWith(fused_ && ordered, all, h, Reduce::kMean, weight);
+    }
+    // fc_self on every destination in one product, plus per run its k relations' weights on its
+    // means (no [h_v | means] copy; h is sliced once, so its gradient is assembled once, not
+    // once per run).
+    const at::Tensor self = at::addmm(bias_, h.narrow(0, 0, b.num_dst), fc_self_.t());
+    const at::Tensor per_relation = fc_rel_.view({out_, relations_, in_});
+    std::vector<at::Tensor> parts;
+    for (size_t j = 0; j < runs.size(); ++j) {
+      const BlockTensors::DstRun& run = runs[j];
+      const int64_t n = run.end - run.begin, k = static_cast<int64_t>(run.relations.size());
+      if (k == 0) {
+        parts.push_back(at::zeros({n, out_}, self.options()));
+        continue;
+      }
+      const at::Tensor w =
+          k == relations_
+              ? fc_rel_
+              : per_relation.index_select(1, at::tensor(run.relations, at::TensorOptions().dtype(at::kLong))
+                                                 .to(h.device()))
+                    .reshape({out_, k * in_});
+      parts.push_back(at::mm(means.narrow(0, slot_begin[j], n * k).view({n, k * in_}), w.t()));
+    }
+    return self + (parts.size() == 1 ? parts[0] : at::cat(parts));
   }
 
  private:

@@ -232,6 +232,10 @@ void AddOutputFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
   args.AddInt("log-every", &o->output.log_every, "print a line every N steps (0: per epoch only)");
   args.AddBool("print-batch-checksums", &o->output.print_batch_checksums,
                "print a CRC-32 of every training batch, per rank (to compare loaders; docs/python.md)");
+  args.AddInt("profile-steps", &o->output.profile_steps,
+              "print an operator profile of N training steps (from the second step of the second epoch): "
+              "self time per LibTorch operator and fanout kernel, matrix products by shape with their GFLOP/s",
+              0);
   base::AddProgressFlag(args, &f->progress);  // rank 0's epochs, evaluation and inference
   args.AddString("metrics-file", &o->output.metrics_file, "JSON-lines metrics (rank 0)");
   args.AddString("tensorboard-dir", &o->output.tensorboard_dir,

@@ -82,6 +82,10 @@ struct OutputOptions {
   // Each rank prints "rank R batch EPOCH STEP crc C" for every training batch
   // (sampler/batch_checksum.h): to check that another loader yields the same batches.
   bool print_batch_checksums = false;
+  // An operator profile (trainer/op_profile.h) of this many training steps, from the second step
+  // of the second epoch (of the first when there is one): rank 0 prints it and writes it to the
+  // metrics file. 0: none.
+  int64_t profile_steps = 0;
   // Rank 0's progress lines (rate, ETA) during epochs, evaluation and inference (--progress).
   base::ProgressMode progress = base::ProgressMode::kAuto;
   std::string metrics_file;     // JSON lines ("" = none)

@@ -1,5 +1,6 @@
 #include "trainer/training.h"
 
+#include <ATen/record_function.h>
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adam.h>
 #include <torch/serialize.h>
@@ -111,7 +112,12 @@ absl::StatusOr<BatchTensors> Job::StepTensors(const sampler::MiniBatch& mb, int6
   to.num_classes = labels ? model_->options().num_classes : 0;
   to.feature_cache = feature_cache_.get();
   to.uploader = uploader_.get();
-  ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb, to));
+  absl::StatusOr<BatchTensors> made;
+  {
+    RECORD_USER_SCOPE("fanout::batch_tensors");
+    made = ToTensors(mb, to);
+  }
+  ASSIGN_OR_RETURN(BatchTensors bt, std::move(made));
   t.copy += Since(t0);
   t.inputs += static_cast<int64_t>(mb.input_nodes().size());
   t.cached += bt.cached_inputs;
@@ -138,7 +144,10 @@ absl::Status Job::StepUpdate(int64_t epoch, int64_t step, StepLoss& s, Breakdown
   }
   t.allreduce += Since(t0);
   t0 = Clock::now();
-  RETURN_IF_ERROR(CatchTorch("optimizer step", [&] { opt_->step(); }));
+  RETURN_IF_ERROR(CatchTorch("optimizer step", [&] {
+    RECORD_USER_SCOPE("fanout::optimizer_step");
+    opt_->step();
+  }));
   if (absl::Status e = input_->Step(*comm_); !e.ok()) {
     return absl::Status(e.code(), StrCat("learnable embeddings' update at epoch ", epoch, " step ", step, ": ",
                                          e.message()));
@@ -160,6 +169,12 @@ absl::StatusOr<bool> Job::StopOrCheckpoint(int64_t epoch, int64_t step, int64_t 
     RETURN_IF_ERROR(SaveLast(epoch, step + 1, sums_so_far()));
   }
   return stop;
+}
+
+void Job::ReportProfile(const OpProfile& p) {
+  if (!lead()) return;
+  Log(p.Format());
+  Metrics(p.ToJson());
 }
 
 void Job::ReportEpoch(const EpochReport& r) {
@@ -228,11 +243,21 @@ absl::Status Job::TrainEpoch(int64_t epoch, int64_t first_step) {
     sums.push_back(static_cast<double>(t.inputs));
     return sums;
   };
+  // --profile-steps: steps [profile_begin, profile_end) of the second epoch (the first when it
+  // is the only one); its first step is left out (it waits for the loader's first batches).
+  int64_t profile_begin = -1, profile_end = -1;
+  if (o_.output.profile_steps > 0 && epoch == std::min<int64_t>(1, o_.epochs - 1)) {
+    profile_begin = std::max(first_step, std::min<int64_t>(1, steps - 1));
+    profile_end = std::min(steps, profile_begin + o_.output.profile_steps);
+  }
+  OpProfiler profiler;
   for (int64_t step = first_step; step < steps; ++step) {
+    if (step == profile_begin) profiler.Start();
     RETURN_IF_ERROR(CatchTorch("zeroing the gradients", [&] { opt_->zero_grad(); }));
     ASSIGN_OR_RETURN(StepLoss s, task_->Step(*this, epoch, step, t));
     RETURN_IF_ERROR(StepUpdate(epoch, step, s, t));
     running.Add(s);
+    if (step + 1 == profile_end) ReportProfile(profiler.Stop(profile_end - profile_begin));
     if (lead() && o_.output.log_every > 0 && (step + 1) % o_.output.log_every == 0) {  // reads the device: only here
       meter.Clear();  // the line below must not land inside a progress line
       Log(StrCat("epoch ", epoch, " step ", step + 1, "/", steps, " | loss ", s.loss.item<double>(), " | acc ",

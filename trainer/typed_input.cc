@@ -108,20 +108,6 @@ absl::StatusOr<at::Tensor> TypedInput::Forward(const BatchTensors& bt, const sam
   const at::Device device = bt.features.defined()   ? bt.features.device()
                             : bt.blocks.empty()     ? at::Device(at::kCPU)
                                                     : bt.blocks[0].src.device();
-  // Each featureless type's learnable rows, for its inputs in input order.
-  std::vector<at::Tensor> looked_up(num_types);
-  if (embeddings != nullptr) {
-    for (int t : featureless_) {
-      if (!embeddings->has(t) || count[t] == 0) continue;
-      at::Tensor ids = at::empty({count[t]}, at::kLong);
-      int64_t* out = ids.data_ptr<int64_t>();
-      for (int64_t i = 0; i < n; ++i) {
-        if (type_of(i) == t) *out++ = inputs[i];
-      }
-      ASSIGN_OR_RETURN(at::Tensor got, embeddings->Lookup(t, ids));
-      looked_up[t] = std::move(got);
-    }
-  }
   // Segments: the runs, or (too many runs) one per type, with the positions of each type's
   // feature rows.
   const bool by_runs = runs.size() <= kMaxRuns;
@@ -141,6 +127,28 @@ absl::StatusOr<at::Tensor> TypedInput::Forward(const BatchTensors& bt, const sam
       order.insert(order.end(), positions[t].begin(), positions[t].end());
     }
   }
+  // Each featureless type's learnable rows for its inputs in input order, one piece per segment
+  // of that type (in one request per type; each piece its own leaf, so the backward pass hands
+  // each its gradient without assembling a whole table's).
+  std::vector<std::vector<at::Tensor>> looked_up(num_types);
+  if (embeddings != nullptr) {
+    std::vector<DistEmbeddings::PieceRequest> requests;
+    for (int t : featureless_) {
+      if (!embeddings->has(t) || count[t] == 0) continue;
+      DistEmbeddings::PieceRequest& r = requests.emplace_back();
+      r.type = t;
+      r.ids = at::empty({count[t]}, at::kLong);
+      int64_t* out = r.ids.data_ptr<int64_t>();
+      for (int64_t i = 0; i < n; ++i) {
+        if (type_of(i) == t) *out++ = inputs[i];
+      }
+      for (const TypeRun& run : runs) {
+        if (run.type == t) r.lengths.push_back(run.end - run.begin);
+      }
+    }
+    ASSIGN_OR_RETURN(std::vector<std::vector<at::Tensor>> got, embeddings->LookupPieces(requests));
+    for (size_t i = 0; i < requests.size(); ++i) looked_up[requests[i].type] = std::move(got[i]);
+  }
   at::Tensor x;
   RETURN_IF_ERROR(CatchTorch("typed input layer", [&] {
     // (A copy: autograd keeps an index for the backward pass, after these vectors are gone.)
@@ -149,7 +157,7 @@ absl::StatusOr<at::Tensor> TypedInput::Forward(const BatchTensors& bt, const sam
           .to(device, /*non_blocking=*/false, /*copy=*/true);
     };
     std::vector<at::Tensor> pieces;
-    std::vector<int64_t> next_row(num_types, 0);  // per type: its next looked-up row
+    std::vector<size_t> next_piece(num_types, 0);  // per type: its next looked-up piece
     int64_t next_feature = 0;                      // by runs: the next feature row
     for (const TypeRun& run : runs) {
       const int t = run.type;
@@ -159,12 +167,11 @@ absl::StatusOr<at::Tensor> TypedInput::Forward(const BatchTensors& bt, const sam
         const at::Tensor f = by_runs ? bt.features.narrow(0, next_feature, len) : bt.features.index_select(0, index(feature_rows[t]));
         next_feature += len;
         piece = project_ ? at::linear(f.to(at::kFloat), proj_weight_[t], proj_bias_[t]) : f;
-      } else if (looked_up[t].defined()) {
-        piece = looked_up[t].narrow(0, next_row[t], len).to(device);
+      } else if (!looked_up[t].empty()) {
+        piece = looked_up[t][next_piece[t]++].to(device);
       } else {
         piece = at::zeros({len, width_}, at::TensorOptions().dtype(at::kFloat).device(device));
       }
-      next_row[t] += len;
       pieces.push_back(std::move(piece));
     }
     x = pieces.empty() ? at::zeros({0, width_}, at::TensorOptions().dtype(at::kFloat).device(device))
