@@ -127,6 +127,19 @@ class C10dCommunicator final : public Communicator {
     });
   }
 
+  std::unique_ptr<PendingCollective> StartAllReduceSum(at::Tensor& tensor) override {
+    if (absl::Status s = Check("all-reduce", tensor); !s.ok()) return Done(std::move(s));
+    try {
+      std::vector<at::Tensor> tensors{tensor};
+      c10d::AllreduceOptions opts;
+      opts.reduceOp = c10d::ReduceOp::SUM;
+      opts.timeout = timeout_;
+      return std::make_unique<Pending>(this, group_->allreduce(tensors, opts));
+    } catch (const std::exception& e) {
+      return Done(Fail("all-reduce", e));
+    }
+  }
+
   absl::Status Broadcast(at::Tensor& tensor, int root) override {
     if (root < 0 || root >= world_size_) {
       return absl::InvalidArgumentError(
@@ -178,8 +191,40 @@ class C10dCommunicator final : public Communicator {
   }
 
  private:
-  template <typename Issue>
-  absl::Status Run(std::string_view op, at::Tensor& tensor, Issue&& issue) {
+  // A started collective: Wait bounds the wait by the timeout, as Run does.
+  class Pending final : public PendingCollective {
+   public:
+    Pending(C10dCommunicator* comm, c10::intrusive_ptr<c10d::Work> work) : comm_(comm), work_(std::move(work)) {}
+    ~Pending() override {
+      if (work_) Wait().IgnoreError();
+    }
+    absl::Status Wait() override {
+      if (!work_) return absl::OkStatus();
+      c10::intrusive_ptr<c10d::Work> work = std::move(work_);
+      try {
+        work->wait(comm_->timeout_);
+      } catch (const std::exception& e) {
+        return comm_->Fail("all-reduce", e);
+      }
+      return absl::OkStatus();
+    }
+
+   private:
+    C10dCommunicator* comm_;
+    c10::intrusive_ptr<c10d::Work> work_;
+  };
+  class Finished final : public PendingCollective {
+   public:
+    explicit Finished(absl::Status s) : status_(std::move(s)) {}
+    absl::Status Wait() override { return status_; }
+
+   private:
+    absl::Status status_;
+  };
+  static std::unique_ptr<PendingCollective> Done(absl::Status s) { return std::make_unique<Finished>(std::move(s)); }
+
+  // OK, or why `op` cannot run on `tensor` (a failed group, or a tensor it cannot take).
+  absl::Status Check(std::string_view op, const at::Tensor& tensor) const {
     if (!failed_.ok()) {
       return absl::FailedPreconditionError(
           StrCat(op, " on a process group that already failed: ", failed_.message()));
@@ -190,6 +235,12 @@ class C10dCommunicator final : public Communicator {
                  tensor.defined() ? tensor.device().str() : "undefined",
                  tensor.defined() && !tensor.is_contiguous() ? " (not contiguous)" : ""));
     }
+    return absl::OkStatus();
+  }
+
+  template <typename Issue>
+  absl::Status Run(std::string_view op, at::Tensor& tensor, Issue&& issue) {
+    RETURN_IF_ERROR(Check(op, tensor));
     try {
       std::vector<at::Tensor> tensors{tensor};
       auto work = issue(tensors);

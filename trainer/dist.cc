@@ -1,6 +1,9 @@
 #include "trainer/dist.h"
 
 #include <ATen/record_function.h>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
@@ -282,9 +285,108 @@ absl::StatusOr<std::vector<double>> AllReduceSum(Communicator& comm,
   }
 }
 
+namespace {
+
+// A collective that already ran (Communicator's default StartAllReduceSum).
+class DoneCollective final : public PendingCollective {
+ public:
+  explicit DoneCollective(absl::Status status) : status_(std::move(status)) {}
+  absl::Status Wait() override { return status_; }
+
+ private:
+  absl::Status status_;
+};
+
+}  // namespace
+
+std::unique_ptr<PendingCollective> Communicator::StartAllReduceSum(at::Tensor& tensor) {
+  return std::make_unique<DoneCollective>(AllReduceSum(tensor));
+}
+
 GradientSynchronizer::GradientSynchronizer(std::vector<at::Tensor> params, GradSyncOptions options)
-    : params_(std::move(params)), buckets_(PlanBuckets(params_, options.bucket_bytes)) {
+    : params_(std::move(params)), buckets_(PlanBuckets(params_, options.bucket_bytes)), options_(options) {
   buffers_.resize(buckets_.size());
+  pending_.resize(buckets_.size());
+  if (!options_.overlap) return;
+  bucket_of_.resize(params_.size());
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    for (size_t i : buckets_[b]) bucket_of_[i] = b;
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].requires_grad() || !params_[i].is_leaf()) continue;  // never gets a gradient: zeros
+    std::shared_ptr<torch::autograd::Node> acc = torch::autograd::impl::grad_accumulator(params_[i]);
+    // The hook outlives this object if a graph holding the accumulator does: it checks the token.
+    acc->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+        [self = std::weak_ptr<GradientSynchronizer*>(self_), i](const torch::autograd::variable_list& outputs,
+                                                               const torch::autograd::variable_list&) {
+          if (std::shared_ptr<GradientSynchronizer*> s = self.lock()) (*s)->OnGradientReady(i);
+          return outputs;
+        }));
+    accumulators_.push_back(std::move(acc));
+  }
+}
+
+GradientSynchronizer::~GradientSynchronizer() {
+  self_.reset();  // the hooks do nothing from here on
+  // A step left unfinished (its backward failed): its collectives must end before the buffers.
+  for (std::unique_ptr<PendingCollective>& p : pending_) {
+    if (p != nullptr) p->Wait().IgnoreError();
+  }
+}
+
+void GradientSynchronizer::BeginBackward(Communicator& comm) {
+  if (!options_.overlap || comm.world_size() == 1) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  armed_ = &comm;
+  waiting_.assign(buckets_.size(), 0);
+  for (size_t b = 0; b < buckets_.size(); ++b) waiting_[b] = buckets_[b].size();
+  started_ = 0;
+  start_error_ = absl::OkStatus();
+}
+
+void GradientSynchronizer::OnGradientReady(size_t param) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (armed_ == nullptr) return;  // a backward pass outside a training step
+  size_t& w = waiting_[bucket_of_[param]];
+  if (w > 0) --w;
+  StartReady();
+}
+
+void GradientSynchronizer::Fill(size_t b, const c10::Device& device) {
+  const std::vector<size_t>& bucket = buckets_[b];
+  at::Tensor& buffer = buffers_[b];
+  if (!buffer.defined()) {
+    const at::Tensor& first = params_[bucket.front()];
+    buffer = at::empty({BucketNumel(params_, bucket)}, at::TensorOptions().dtype(first.scalar_type()).device(device));
+  }
+  int64_t offset = 0;
+  for (size_t i : bucket) {
+    const at::Tensor& grad = params_[i].grad();
+    at::Tensor slice = buffer.narrow(0, offset, params_[i].numel());
+    if (grad.defined()) {
+      slice.copy_(grad.reshape({-1}));
+    } else {
+      slice.zero_();
+    }
+    offset += params_[i].numel();
+  }
+}
+
+// Under mu_. Bucket B - 1 - started_ is next; it starts once no gradient of it is outstanding.
+void GradientSynchronizer::StartReady() {
+  while (started_ < buckets_.size() && start_error_.ok()) {
+    const size_t b = buckets_.size() - 1 - started_;
+    if (waiting_[b] > 0) return;
+    try {
+      at::NoGradGuard no_grad;
+      Fill(b, armed_->device());
+      pending_[b] = armed_->StartAllReduceSum(buffers_[b]);
+    } catch (const c10::Error& e) {
+      start_error_ = TorchErrorToStatus("starting a gradient all-reduce", e);
+      return;
+    }
+    ++started_;
+  }
 }
 
 absl::Status GradientSynchronizer::AllReduceMean(Communicator& comm) {
@@ -292,29 +394,37 @@ absl::Status GradientSynchronizer::AllReduceMean(Communicator& comm) {
   if (comm.world_size() == 1) return absl::OkStatus();
   try {
     at::NoGradGuard no_grad;
-    for (size_t b = 0; b < buckets_.size(); ++b) {
-      const std::vector<size_t>& bucket = buckets_[b];
-      at::Tensor& buffer = buffers_[b];
-      if (!buffer.defined()) {
-        const at::Tensor& first = params_[bucket.front()];
-        buffer = at::empty({BucketNumel(params_, bucket)},
-                           at::TensorOptions().dtype(first.scalar_type()).device(comm.device()));
-      }
-      int64_t offset = 0;
-      for (size_t i : bucket) {
-        const at::Tensor& grad = params_[i].grad();
-        at::Tensor slice = buffer.narrow(0, offset, params_[i].numel());
-        if (grad.defined()) {
-          slice.copy_(grad.reshape({-1}));
-        } else {
-          slice.zero_();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      started_in_backward_ = armed_ != nullptr ? started_ : 0;
+      if (armed_ != nullptr) {
+        // What backward did not start: buckets with a parameter that got no gradient, and the
+        // ones after them in starting order.
+        std::fill(waiting_.begin(), waiting_.end(), 0);
+        StartReady();
+        armed_ = nullptr;
+      } else {
+        // Not overlapped: every bucket now, in the same (descending) order.
+        for (size_t k = 0; k < buckets_.size(); ++k) {
+          const size_t b = buckets_.size() - 1 - k;
+          Fill(b, comm.device());
+          pending_[b] = comm.StartAllReduceSum(buffers_[b]);
         }
-        offset += params_[i].numel();
       }
-      RETURN_IF_ERROR(comm.AllReduceSum(buffer));
+      RETURN_IF_ERROR(start_error_);
+    }
+    absl::Status status;
+    for (size_t k = 0; k < buckets_.size(); ++k) {
+      const size_t b = buckets_.size() - 1 - k;
+      if (pending_[b] != nullptr) status.Update(pending_[b]->Wait());
+      pending_[b].reset();
+    }
+    RETURN_IF_ERROR(status);
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      at::Tensor& buffer = buffers_[b];
       buffer.div_(comm.world_size());
-      offset = 0;
-      for (size_t i : bucket) {
+      int64_t offset = 0;
+      for (size_t i : buckets_[b]) {
         at::Tensor& p = params_[i];
         const at::Tensor mean = buffer.narrow(0, offset, p.numel()).view_as(p);
         if (p.grad().defined()) {

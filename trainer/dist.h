@@ -12,12 +12,17 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+
+namespace torch::autograd {
+struct Node;
+}
 
 namespace fanout::trainer {
 
@@ -67,8 +72,18 @@ absl::Status ValidateDistOptions(const DistOptions& options);
 // run); with some but not all, or unparsable ones, INVALID_ARGUMENT names the variable.
 absl::StatusOr<DistOptions> DistOptionsFromEnv(DistOptions base = {});
 
+// A collective started by Communicator::StartAllReduceSum. Wait returns once it is done, with the
+// status the synchronous call would have returned.
+class PendingCollective {
+ public:
+  virtual ~PendingCollective() = default;
+  virtual absl::Status Wait() = 0;
+};
+
 // A fixed group of ranks. Every rank must issue the same collectives in the same order with
-// tensors of the same shapes and dtypes. Not thread-safe: one thread issues the collectives.
+// tensors of the same shapes and dtypes. Not thread-safe: one thread at a time issues the
+// collectives (GradientSynchronizer's overlap starts all-reduces from autograd's thread while the
+// training thread is inside backward(), never at the same time as another call).
 // After a failed collective the group is unusable: later calls return FAILED_PRECONDITION with
 // the first error, at once.
 class Communicator {
@@ -84,6 +99,10 @@ class Communicator {
   // Every rank receives bit-identical results. UNAVAILABLE when a peer died or did not take
   // part within the timeout.
   virtual absl::Status AllReduceSum(at::Tensor& tensor) = 0;
+  // The same, started and returned at once: `tensor` must stay alive and untouched until Wait.
+  // Collectives started this way count in the order they are started. The default runs
+  // AllReduceSum now.
+  virtual std::unique_ptr<PendingCollective> StartAllReduceSum(at::Tensor& tensor);
   // In place: `tensor` (contiguous, on device()) becomes rank `root`'s tensor on every rank.
   virtual absl::Status Broadcast(at::Tensor& tensor, int root) = 0;
   // Returns once every rank has called Barrier (or fails as above).
@@ -130,6 +149,9 @@ absl::StatusOr<std::vector<double>> AllReduceSum(Communicator& comm,
 
 struct GradSyncOptions {
   int64_t bucket_bytes = kDefaultBucketBytes;  // per all-reduce call
+  // Start each bucket's all-reduce during backward, as soon as every gradient in it is ready
+  // (PyTorch DDP's scheme), instead of all of them after backward. See BeginBackward.
+  bool overlap = false;
 };
 
 // Averages gradients over the ranks like PyTorch DDP, after backward() and before the optimizer
@@ -138,20 +160,54 @@ struct GradSyncOptions {
 // A parameter without a gradient on a rank contributes zeros and gets the averaged gradient.
 // Keeps one flat buffer per bucket between steps, on the communicator's device (Gloo's is the
 // CPU, also for a model on a GPU: gradients are staged there and back). Not thread-safe.
+//
+// With options.overlap, BeginBackward before backward() arms hooks on the parameters' gradient
+// accumulators: when autograd has written the last gradient of a bucket, the bucket is filled and
+// its all-reduce started, while backward goes on with the layers below. Buckets start strictly in
+// descending index order (the last layers' gradients come first), so every rank starts the same
+// collectives in the same order whatever order its autograd finishes them in; a bucket with a
+// parameter that got no gradient (a relation absent from a rank's batch) starts, with zeros for
+// it, in AllReduceMean, and so do the buckets after it in that order. The buckets' contents are
+// the same as without overlap, so the averaged gradients are bit-identical.
 class GradientSynchronizer {
  public:
   explicit GradientSynchronizer(std::vector<at::Tensor> params, GradSyncOptions options = {});
+  ~GradientSynchronizer();
 
+  // With options.overlap (else a no-op): the next backward pass's gradients are the ones to
+  // average, starting on `comm` as they become ready. AllReduceMean finishes the step.
+  void BeginBackward(Communicator& comm);
   // Errors as Communicator's. With world_size 1 the gradients are left as they are.
   absl::Status AllReduceMean(Communicator& comm);
 
   // Indices into the parameter list, one list per bucket (all-reduce call).
   const std::vector<std::vector<size_t>>& buckets() const { return buckets_; }
+  // How many buckets the last step started during backward (overlap), the rest after it.
+  size_t started_in_backward() const { return started_in_backward_; }
 
  private:
+  // Copies bucket b's gradients (zeros for a parameter without one) into its buffer.
+  void Fill(size_t b, const c10::Device& device);
+  // Overlap: starts the buckets whose turn has come and whose gradients are all written.
+  void StartReady();
+  void OnGradientReady(size_t param);
+
   std::vector<at::Tensor> params_;
   std::vector<std::vector<size_t>> buckets_;
   std::vector<at::Tensor> buffers_;  // one flat tensor per bucket, allocated on first use
+  GradSyncOptions options_;
+  // Overlap: the accumulators carrying the hooks (kept alive: autograd holds them weakly), each
+  // parameter's bucket, and the step's state under mu_.
+  std::vector<std::shared_ptr<torch::autograd::Node>> accumulators_;
+  std::shared_ptr<GradientSynchronizer*> self_ = std::make_shared<GradientSynchronizer*>(this);  // hooks' token
+  std::vector<size_t> bucket_of_;
+  std::mutex mu_;
+  Communicator* armed_ = nullptr;        // set by BeginBackward until AllReduceMean
+  std::vector<size_t> waiting_;          // per bucket: parameters whose gradient is not written yet
+  size_t started_ = 0;                   // buckets started, from the last index down
+  std::vector<std::unique_ptr<PendingCollective>> pending_;  // per bucket
+  absl::Status start_error_;             // a bucket that could not be filled or started
+  size_t started_in_backward_ = 0;
 };
 
 }  // namespace fanout::trainer

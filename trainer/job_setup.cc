@@ -1,4 +1,6 @@
 // Job::Setup in steps (job.h): everything between the options and the first step.
+#include <dlfcn.h>
+
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -11,6 +13,7 @@
 #include "sampler/minibatch_sampler.h"
 #include "sampler/seed_split.h"
 #include "trainer/job.h"
+#include "trainer/kernels.h"
 #include "trainer/torch_util.h"
 
 namespace fanout::trainer {
@@ -35,9 +38,21 @@ absl::Status CheckTypedSupport(const TrainOptions& o, const core::PartitionConfi
   return absl::OkStatus();
 }
 
+// Which copies of the compute run on the CPU: fanout's fused kernels' instruction set, and the
+// BLAS's own choice where it says (OpenBLAS's DYNAMIC_ARCH picks its kernels at load time).
+std::string ComputeLibraries() {
+  std::string text = StrCat("fused CPU kernels ", kernels::IsaName(kernels::ActiveIsa()));
+  using CoreName = char* (*)();
+  if (auto core = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename")); core != nullptr) {
+    text += StrCat(", OpenBLAS ", core());
+  }
+  return text;
+}
+
 }  // namespace
 
 absl::Status Job::Setup() {
+  RETURN_IF_ERROR(kernels::IsaFromEnvironment().status());  // a bad FANOUT_KERNEL_ISA stops the job here
   ASSIGN_OR_RETURN(core::PartitionConfig config, core::LoadPartitionConfig(o_.part_config));
   RETURN_IF_ERROR(OpenGraph(config));
   ModelOptions mo = o_.model;  // its dimensions come from the graph
@@ -125,7 +140,8 @@ absl::Status Job::BuildModelAndJoin(const core::PartitionConfig& config, const M
   RETURN_IF_ERROR(input_->Join(*comm_));
   opt_ = std::make_unique<torch::optim::Adam>(
       model_->parameters(), torch::optim::AdamOptions(o_.lr).weight_decay(o_.weight_decay));
-  sync_ = std::make_unique<GradientSynchronizer>(model_->parameters());
+  sync_ = std::make_unique<GradientSynchronizer>(model_->parameters(),
+                                                 GradSyncOptions{.overlap = o_.overlap_allreduce});
   return absl::OkStatus();
 }
 
@@ -161,7 +177,7 @@ void Job::LogSetup(const core::PartitionConfig& config, const ModelOptions& mo, 
              in_dim, " -> ", mo.num_classes, " classes; fanouts ", base::StrJoin(so.fanouts, ","),
              ", batch ", so.batch_size, "; train/val/test ", sizes_.train, "/", sizes_.val, "/",
              sizes_.test, "; ", o_.loader.num_samplers, " sampler process(es) per trainer; ",
-             o_.intra_op_threads, " intra-op thread(s); device ", o_.device));
+             o_.intra_op_threads, " intra-op thread(s); device ", o_.device, "; ", ComputeLibraries()));
   if (const std::string input = input_->Describe(); !input.empty()) Log(StrCat("fanout-train: model input: ", input));
   if (!so.relation_fanouts.empty()) {
     std::vector<std::string> per;

@@ -7,11 +7,36 @@
 // intra-op threads; every function here works on a caller-given range, so callers split the work
 // into disjoint ranges and may run the ranges concurrently. Each function writes only to the rows
 // (or columns) of its range: ranges never race.
+//
+// Each function exists once per instruction set (AVX-512, AVX2 + FMA and the baseline on x86-64),
+// picked at run time: the best this CPU has, or FANOUT_KERNEL_ISA=baseline|avx2|avx512.
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
 
 namespace fanout::trainer::kernels {
+
+enum class Isa { kBaseline, kAvx2, kAvx512 };
+
+// "baseline", "avx2", "avx512".
+const char* IsaName(Isa isa);
+// Whether this CPU runs `isa`'s copy (AVX-512: x86-64-v4's F, BW, CD, DQ, VL; AVX2: x86-64-v3's
+// AVX2, FMA, BMI2 and the rest).
+bool IsaSupported(Isa isa);
+std::vector<Isa> SupportedIsas();
+std::vector<std::string> SupportedIsaNames();
+// FANOUT_KERNEL_ISA's choice, or the best supported when it is unset; INVALID_ARGUMENT naming
+// the value and what this CPU has when it names no set or one this CPU lacks (fanout-train checks
+// it at start).
+absl::StatusOr<Isa> IsaFromEnvironment();
+// The set the functions below run: fixed at the first call (FANOUT_KERNEL_ISA, else the best).
+Isa ActiveIsa();
+// Switches every later call to `isa` (tests and benchmarks); false if this CPU lacks it.
+bool SetIsa(Isa isa);
 
 // A block's edges grouped by destination: destination v's in-edges are positions
 // indptr[v] .. indptr[v + 1] - 1, and indices[e] is the source row of edge e. Multi-edges count

@@ -225,6 +225,9 @@ void AddSystemFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
               "once at start so that batches fetch fewer remote rows; 0 = off",
               0, std::numeric_limits<int64_t>::max() >> 20);
   args.AddDouble("comm-timeout", &f->comm_timeout, "seconds a collective may wait for the other trainers");
+  args.AddBool("overlap-allreduce", &o->overlap_allreduce,
+               "start each gradient bucket's all-reduce during backward, as its gradients are written "
+               "(the same averaged gradients, bit for bit; --no-overlap-allreduce: all after backward)");
 }
 
 // What the job leaves behind: lines, metrics, checkpoints, the model and its embeddings.

@@ -153,6 +153,9 @@ struct TrainOptions {
   sampler::LoaderOptions loader;
 
   int intra_op_threads = 1;  // LibTorch's intra-op pool (its default here is 1)
+  // Start each gradient bucket's all-reduce during backward, as soon as its gradients are written
+  // (GradSyncOptions::overlap; the averaged gradients are the same bit for bit).
+  bool overlap_allreduce = true;
   CheckpointOptions checkpoint;
   // FANOUT_RESTART_COUNT (fanout-launch --max-restarts): > 0 in a restarted job. With
   // checkpoint.dir, the trainer then resumes as with checkpoint.resume, or starts over where no

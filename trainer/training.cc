@@ -134,6 +134,7 @@ void Job::SeedStep(int64_t epoch, int64_t step) {
 
 absl::Status Job::StepUpdate(int64_t epoch, int64_t step, StepLoss& s, Breakdown& t) {
   auto t0 = Clock::now();
+  sync_->BeginBackward(*comm_);
   RETURN_IF_ERROR(CatchTorch("backward", [&] { s.loss.backward(); }));
   t.backward += Since(t0);
   t0 = Clock::now();
