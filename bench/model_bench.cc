@@ -7,16 +7,23 @@
 //               (ModelOptions::fused), alternating batch by batch;
 //   FLOP floor  for sage, the step's matrix-product FLOPs at the measured GEMM rate: what a step
 //               would cost if nothing but its GEMMs ran.
+//   kernels     the input block's fused mean aggregation, forward and backward, on each
+//               instruction set the kernels are built for that this CPU has (trainer/kernels.h),
+//               against two memory floors: reading the same bytes in order, and gathering the
+//               same source rows into a small buffer (--kernels, on by default).
 // Batches come from an in-process MiniBatchSampler over a 1-partition graph's files.
 #include <ATen/ATen.h>
 #include <torch/nn/functional/loss.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstring>
 #include <cstdio>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "base/cli.h"
 #include "base/malloc_tuning.h"
@@ -28,6 +35,7 @@
 #include "sampler/seed_split.h"
 #include "trainer/batch_tensors.h"
 #include "trainer/cpu_allocator.h"
+#include "trainer/kernels.h"
 #include "trainer/models.h"
 #include "trainer/torch_util.h"
 
@@ -97,7 +105,7 @@ struct Bench {
   sampler::SamplerOptions so;
   int64_t batches = 6, hidden = 256, heads = 4;
   int threads = 1;
-  bool composition = true, caching_allocator = true;
+  bool composition = true, caching_allocator = true, kernels = true;
 };
 
 // Batch 0 (the warm-up) and batches 1..b.batches of one epoch, as tensors.
@@ -232,6 +240,80 @@ absl::Status TimeScripted(const Bench& b, const Batches& bs) {
   return absl::OkStatus();
 }
 
+// Best-of-`reps` seconds of fn().
+template <typename Fn>
+double BestOf(int reps, Fn fn) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    const auto t0 = Clock::now();
+    fn();
+    best = std::min(best, Since(t0));
+  }
+  return best;
+}
+
+// The input block's mean aggregation on every instruction set this CPU has, against the memory
+// floors of the bytes it must read: its edges' source rows (edges x width floats).
+void TimeKernels(const Batches& bs, int reps) {
+  namespace k = trainer::kernels;
+  const trainer::BlockTensors& b0 = bs.tensors[1].blocks[0];
+  const at::Tensor x = bs.tensors[1].features.to(at::kFloat).contiguous();
+  k::Spmm op;
+  op.graph.indptr = b0.indptr.data_ptr<int64_t>();
+  op.graph.indices = b0.src.data_ptr<int64_t>();
+  op.graph.num_dst = b0.num_dst;
+  op.graph.num_src = b0.num_src;
+  op.width = x.size(1);
+  op.mean = true;
+  const int64_t edges = b0.num_edges(), width = op.width;
+  const double bytes = static_cast<double>(edges) * width * sizeof(float);
+  std::vector<float> out(static_cast<size_t>(b0.num_dst * width)), grad_x(static_cast<size_t>(b0.num_src * width));
+  const float* xp = x.data_ptr<float>();
+  // Floors: the same bytes read in order (one pass over an edges x width buffer), and the edges'
+  // source rows copied into a 64-row ring, prefetched 8 edges ahead (the gather alone, no sums).
+  std::vector<float> seq(static_cast<size_t>(edges * width), 1.0f), ring(static_cast<size_t>(64 * width));
+  volatile float sink = 0;
+  const double seq_s = BestOf(reps, [&] {
+    float acc = 0;
+    for (size_t i = 0; i < seq.size(); i += 16) acc += seq[i];  // one load per 64-byte line
+    sink = acc;
+  });
+  const double gather_s = BestOf(reps, [&] {
+    for (int64_t e = 0; e < edges; ++e) {
+      if (e + 8 < edges) {  // as the kernels do: the rows a few edges ahead, every cache line
+        const char* ahead = reinterpret_cast<const char*>(xp + op.graph.indices[e + 8] * width);
+        for (int64_t off = 0; off < width * static_cast<int64_t>(sizeof(float)); off += 64) {
+          __builtin_prefetch(ahead + off, 0, 1);
+        }
+      }
+      std::memcpy(ring.data() + (e & 63) * width, xp + op.graph.indices[e] * width, width * sizeof(float));
+    }
+    sink = ring[0];
+  });
+  std::printf("kernels: block 0's mean aggregation, %lld edges x %lld floats (%.0f MB of source rows); "
+              "floors: in-order read %.2f ms (%.1f GB/s), row gather %.2f ms (%.1f GB/s)\n",
+              static_cast<long long>(edges), static_cast<long long>(width), bytes / 1e6, 1e3 * seq_s,
+              bytes / seq_s / 1e9, 1e3 * gather_s, bytes / gather_s / 1e9);
+  const k::Isa active = k::ActiveIsa();
+  for (k::Isa isa : k::SupportedIsas()) {
+    k::SetIsa(isa);
+    const double fwd = BestOf(reps, [&] { k::SpmmForward(op, xp, out.data(), 0, op.graph.num_dst); });
+    const double bwd = BestOf(reps, [&] {
+      std::fill(grad_x.begin(), grad_x.end(), 0.0f);
+      k::SpmmBackwardX(op, out.data(), grad_x.data(), 0, width);
+    });
+    // Dropout (with ReLU) over the input block's destinations' hidden rows, as the layers run it.
+    const k::Dropout drop{12345, 0.5f, true};
+    const int64_t n = static_cast<int64_t>(out.size());
+    const double dropout = BestOf(reps, [&] { k::DropoutForward(drop, out.data(), out.data(), 0, n); });
+    std::printf("  %-8s forward %7.2f ms (%.1f GB/s, %.2fx the gather floor), backward %7.2f ms (%.2fx); "
+                "dropout of %lld floats %.2f ms (%.1f GB/s read and written)\n",
+                k::IsaName(isa), 1e3 * fwd, bytes / fwd / 1e9, fwd / gather_s, 1e3 * bwd, bwd / gather_s,
+                static_cast<long long>(n), 1e3 * dropout, 8.0 * n / dropout / 1e9);
+  }
+  k::SetIsa(active);
+}
+
 absl::Status RunBench(const Bench& b) {
   if (b.caching_allocator) trainer::InstallCachingCpuAllocator();
   RETURN_IF_ERROR(trainer::SetIntraOpThreads(b.threads));
@@ -252,6 +334,7 @@ absl::Status RunBench(const Bench& b) {
   std::istringstream model_list(b.models);
   for (std::string name; std::getline(model_list, name, ',');) RETURN_IF_ERROR(TimeModel(b, bs, name, layer0_rate));
   if (!b.scripted.empty()) RETURN_IF_ERROR(TimeScripted(b, bs));
+  if (b.kernels) TimeKernels(bs, 5);
   std::printf("sampled edges per batch: %.0f\n", bs.edges / b.batches);
   return absl::OkStatus();
 }
@@ -272,6 +355,7 @@ int Run(int argc, char** argv) {
   args.AddString("scripted-baseline", &b.scripted_baseline, "the built-in model the scripted one implements");
   args.AddBool("composition", &b.composition, "also time the ATen composition (--no-composition: fused only, for profiling)");
   args.AddBool("caching-allocator", &b.caching_allocator, "LibTorch tensors from trainer/cpu_allocator.h, as fanout-train");
+  args.AddBool("kernels", &b.kernels, "time the input block's aggregation on each instruction set, against memory floors");
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
   if (absl::Status s = RunBench(b); !s.ok()) return args.Fail(s);
   return 0;
