@@ -203,41 +203,59 @@ absl::StatusOr<std::vector<at::Tensor>> DistEmbeddings::LookupPieces(int type, c
 
 absl::StatusOr<std::vector<std::vector<at::Tensor>>> DistEmbeddings::LookupPieces(
     const std::vector<PieceRequest>& requests) {
-  RECORD_USER_SCOPE("fanout::embedding_lookup");
-  const size_t k = requests.size();
-  std::vector<at::Tensor> ids(k), rows(k);
+  return FinishLookup(StartLookup(requests));
+}
+
+std::unique_ptr<DistEmbeddings::PendingLookup> DistEmbeddings::StartLookup(std::vector<PieceRequest> requests) {
+  RECORD_USER_SCOPE("fanout::embedding_lookup.start");
+  auto p = std::make_unique<PendingLookup>();
+  p->requests = std::move(requests);
+  const size_t k = p->requests.size();
+  p->ids.resize(k);
+  p->rows.resize(k);
   for (size_t i = 0; i < k; ++i) {
-    const PieceRequest& r = requests[i];
-    if (!has(r.type)) return absl::InternalError(StrCat("node type ", r.type, " has no learnable embeddings"));
-    ids[i] = r.ids.to(at::kCPU).to(at::kLong).contiguous();
+    const PieceRequest& r = p->requests[i];
+    if (!has(r.type)) {
+      p->status = absl::InternalError(StrCat("node type ", r.type, " has no learnable embeddings"));
+      return p;
+    }
+    p->ids[i] = r.ids.to(at::kCPU).to(at::kLong).contiguous();
     int64_t total = 0;
     for (int64_t len : r.lengths) total += len;
-    if (total != ids[i].size(0)) {
-      return absl::InternalError(StrCat("pieces of ", total, " rows for ", ids[i].size(0), " IDs"));
+    if (total != p->ids[i].size(0)) {
+      p->status = absl::InternalError(StrCat("pieces of ", total, " rows for ", p->ids[i].size(0), " IDs"));
+      return p;
     }
-    rows[i] = at::empty({ids[i].size(0), o_.dim}, at::kFloat);
+    p->rows[i] = at::empty({p->ids[i].size(0), o_.dim}, at::kFloat);
   }
-  // The types' pulls in flight together (ServerFields is thread-safe; the threads touch only
-  // their own buffers).
-  auto pull = [&](size_t i) {
-    return fields_->Pull(RowSchema(requests[i].type),
-                         std::span<const int64_t>(ids[i].data_ptr<int64_t>(), ids[i].size(0)),
-                         static_cast<char*>(rows[i].data_ptr()));
-  };
-  std::vector<std::future<absl::Status>> others;
-  for (size_t i = 1; i < k; ++i) others.push_back(std::async(std::launch::async, pull, i));
-  absl::Status status = k > 0 ? pull(0) : absl::OkStatus();
-  for (std::future<absl::Status>& f : others) status.Update(f.get());
-  RETURN_IF_ERROR(status);
+  // Each type's pull on a thread of its own (ServerFields is thread-safe; a thread touches only
+  // its own ids and rows, allocated here).
+  for (size_t i = 0; i < k; ++i) {
+    p->pulls.push_back(std::async(std::launch::async, [this, schema = RowSchema(p->requests[i].type),
+                                                       ids = p->ids[i].data_ptr<int64_t>(), n = p->ids[i].size(0),
+                                                       out = static_cast<char*>(p->rows[i].data_ptr())] {
+      return fields_->Pull(schema, std::span<const int64_t>(ids, n), out);
+    }));
+  }
+  return p;
+}
+
+absl::StatusOr<std::vector<std::vector<at::Tensor>>> DistEmbeddings::FinishLookup(
+    std::unique_ptr<PendingLookup> pending) {
+  RECORD_USER_SCOPE("fanout::embedding_lookup");
+  PendingLookup& p = *pending;
+  for (std::future<absl::Status>& f : p.pulls) p.status.Update(f.get());
+  RETURN_IF_ERROR(p.status);
+  const size_t k = p.requests.size();
   std::vector<std::vector<at::Tensor>> out(k);
   const bool record = at::GradMode::is_enabled();
   for (size_t i = 0; i < k; ++i) {
     int64_t at = 0;
-    for (int64_t len : requests[i].lengths) {
-      at::Tensor piece = requests[i].lengths.size() == 1 ? rows[i] : rows[i].narrow(0, at, len);
+    for (int64_t len : p.requests[i].lengths) {
+      at::Tensor piece = p.requests[i].lengths.size() == 1 ? p.rows[i] : p.rows[i].narrow(0, at, len);
       if (record) {
         piece.requires_grad_(true);  // a leaf: a view of rows, which needs no gradient
-        looked_up_.push_back({ids[i].narrow(0, at, len), piece});
+        looked_up_.push_back({p.ids[i].narrow(0, at, len), piece});
       }
       out[i].push_back(std::move(piece));
       at += len;

@@ -22,6 +22,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -83,6 +84,18 @@ class DistEmbeddings {
     std::vector<int64_t> lengths;
   };
   absl::StatusOr<std::vector<std::vector<at::Tensor>>> LookupPieces(const std::vector<PieceRequest>& requests);
+  // The same in two halves, so that the caller can compute while the rows are in flight:
+  // StartLookup sends the requests (on threads of their own) and returns at once; FinishLookup
+  // waits for them and returns what LookupPieces would, recording the pieces for Step when
+  // gradient mode is on in the calling thread. Every started lookup must be finished.
+  struct PendingLookup {
+    std::vector<PieceRequest> requests;
+    std::vector<at::Tensor> ids, rows;
+    std::vector<std::future<absl::Status>> pulls;
+    absl::Status status;
+  };
+  std::unique_ptr<PendingLookup> StartLookup(std::vector<PieceRequest> requests);
+  absl::StatusOr<std::vector<std::vector<at::Tensor>>> FinishLookup(std::unique_ptr<PendingLookup> pending);
   // After backward, on every rank every step (collective): see the file comment. Clears the
   // record. `touched` (optional): how many distinct rows this rank updated.
   absl::Status Step(Communicator& comm, int64_t* touched = nullptr);
