@@ -144,8 +144,9 @@ TEST_F(TrainCliTest, AFeatureCacheChangesNoResultAndReportsItsHits) {
 TEST_F(TrainCliTest, MacroF1IsReportedAndCombinedExactlyAcrossRanks) {
   const std::string metrics = dir_.Sub("m.jsonl"), emb = dir_.Sub("emb");
   auto args = Args(2);
+  // (With an operator profile of one step, printed and written by rank 0: --profile-steps.)
   args.insert(args.end(), {"--metric", "f1-macro", "--eval-fanouts", "-1,-1", "--metrics-file", metrics,
-                           "--save-embeddings", emb});
+                           "--save-embeddings", emb, "--profile-steps", "1"});
   auto ranks = StartRanks(2, args);
   ASSERT_EQ(ranks[1]->Finish(), 0) << ranks[1]->output();
   ASSERT_EQ(ranks[0]->Finish(), 0) << ranks[0]->output();
@@ -153,7 +154,20 @@ TEST_F(TrainCliTest, MacroF1IsReportedAndCombinedExactlyAcrossRanks) {
   EXPECT_GE(Figure(out, "val f1-macro"), 0) << out;
   const double printed = Figure(out, "test f1-macro");
   ASSERT_GE(printed, 0) << out;
-  const auto lines = ReadJsonLines(metrics);
+  EXPECT_NE(out.find("operator profile of 1 steps"), std::string::npos) << out;
+  EXPECT_NE(out.find("fanout::aggregate"), std::string::npos) << out;
+  EXPECT_EQ(ranks[1]->output().find("operator profile"), std::string::npos) << "rank 0 alone prints it";
+  std::vector<nlohmann::json> lines;
+  for (const nlohmann::json& j : ReadJsonLines(metrics)) {
+    if (j.value("event", "") != "profile") {
+      lines.push_back(j);
+      continue;
+    }
+    EXPECT_EQ(j["steps"], 1);
+    bool product = false;
+    for (const auto& row : j["ops"]) product |= row.contains("gflop") && row.contains("shape");
+    EXPECT_TRUE(product) << j.dump();
+  }
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_TRUE(lines[0].contains("val_f1_macro")) << lines[0];
   EXPECT_EQ(lines[2]["metric"], "f1-macro");
@@ -683,6 +697,7 @@ TEST_F(TrainCliTest, BadFlagsAreClearErrorsNotBacktracesOrHangs) {
       {{"--machine-id", "-2"}, 1, "--machine-id must be a partition number >= 0"},
       {{"--deadline", "0"}, 1, "--deadline must be > 0 seconds"},
       {{"--comm-timeout", "-5"}, 1, "--comm-timeout must be in (0, 1e9] seconds"},
+      {{"--profile-steps", "-1"}, 2, "--profile-steps must be >= 0"},
       {{"--feature-cache-mb", "-1"}, 2, "--feature-cache-mb must be >= 0 and <= 8796093022207, got -1"},
       {{"--feature-cache-mb", "9223372036854775807"}, 2, "--feature-cache-mb must be >= 0 and <= 8796093022207"},
   };
