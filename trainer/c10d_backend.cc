@@ -128,7 +128,7 @@ class C10dCommunicator final : public Communicator {
   }
 
   std::unique_ptr<PendingCollective> StartAllReduceSum(at::Tensor& tensor) override {
-    if (absl::Status s = Check("all-reduce", tensor); !s.ok()) return Done(std::move(s));
+    if (absl::Status s = Check("all-reduce", tensor); !s.ok()) return FinishedCollective(std::move(s));
     try {
       std::vector<at::Tensor> tensors{tensor};
       c10d::AllreduceOptions opts;
@@ -136,7 +136,7 @@ class C10dCommunicator final : public Communicator {
       opts.timeout = timeout_;
       return std::make_unique<Pending>(this, group_->allreduce(tensors, opts));
     } catch (const std::exception& e) {
-      return Done(Fail("all-reduce", e));
+      return FinishedCollective(Fail("all-reduce", e));
     }
   }
 
@@ -213,15 +213,6 @@ class C10dCommunicator final : public Communicator {
     C10dCommunicator* comm_;
     c10::intrusive_ptr<c10d::Work> work_;
   };
-  class Finished final : public PendingCollective {
-   public:
-    explicit Finished(absl::Status s) : status_(std::move(s)) {}
-    absl::Status Wait() override { return status_; }
-
-   private:
-    absl::Status status_;
-  };
-  static std::unique_ptr<PendingCollective> Done(absl::Status s) { return std::make_unique<Finished>(std::move(s)); }
 
   // OK, or why `op` cannot run on `tensor` (a failed group, or a tensor it cannot take).
   absl::Status Check(std::string_view op, const at::Tensor& tensor) const {

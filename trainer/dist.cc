@@ -287,7 +287,6 @@ absl::StatusOr<std::vector<double>> AllReduceSum(Communicator& comm,
 
 namespace {
 
-// A collective that already ran (Communicator's default StartAllReduceSum).
 class DoneCollective final : public PendingCollective {
  public:
   explicit DoneCollective(absl::Status status) : status_(std::move(status)) {}
@@ -299,8 +298,12 @@ class DoneCollective final : public PendingCollective {
 
 }  // namespace
 
+std::unique_ptr<PendingCollective> FinishedCollective(absl::Status status) {
+  return std::make_unique<DoneCollective>(std::move(status));
+}
+
 std::unique_ptr<PendingCollective> Communicator::StartAllReduceSum(at::Tensor& tensor) {
-  return std::make_unique<DoneCollective>(AllReduceSum(tensor));
+  return FinishedCollective(AllReduceSum(tensor));
 }
 
 GradientSynchronizer::GradientSynchronizer(std::vector<at::Tensor> params, GradSyncOptions options)

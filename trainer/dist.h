@@ -79,6 +79,8 @@ class PendingCollective {
   virtual ~PendingCollective() = default;
   virtual absl::Status Wait() = 0;
 };
+// One that already ended with `status` (a collective run at once, or refused before it started).
+std::unique_ptr<PendingCollective> FinishedCollective(absl::Status status);
 
 // A fixed group of ranks. Every rank must issue the same collectives in the same order with
 // tensors of the same shapes and dtypes. Not thread-safe: one thread at a time issues the
