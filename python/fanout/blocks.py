@@ -33,7 +33,8 @@ also has:
 
 and :func:`relation_blocks` splits such a block into one block per relation, each an ordinary
 block over the same source and destination numbering, so that any one-type layer runs on a
-relation (DGL's ``HeteroGraphConv``). ``x`` then comes from fanout-train's typed input layer:
+relation (DGL's ``HeteroGraphConv``); :func:`relation_slots` makes it one block over
+(destination, relation) pairs instead, for a layer whose per-relation work is one aggregation. ``x`` then comes from fanout-train's typed input layer:
 projected features, learnable embeddings or zeros per node type.
 
 ``x`` given to ``forward`` has one row per source node of ``blocks[0]``; the output must have
@@ -95,4 +96,39 @@ def relation_blocks(block: Block) -> List[Block]:
         if "edge_feat" in block:
             rb["edge_feat"] = block["edge_feat"].index_select(0, m)
         out.append(rb)
+    return out
+
+
+def relation_slots(block: Block) -> Block:
+    """A typed block as one block over (destination, relation) slots: slot ``v * R + r`` (R =
+    ``block["num_relations"]``) has v's relation-r in-edges, so one mean over it gives every
+    relation's mean at once, viewed ``[num_dst, R * width]``. One aggregation instead of one per
+    relation, and in backward one gradient for the sources instead of one per relation to be
+    summed (fanout-train's R-GCN works the same way). The sampler lists a destination's edges
+    relation by relation, so the edges keep their order; edges in any other order are sorted
+    (stably) into it. Scriptable."""
+    num_relations = int(block["num_relations"])
+    num_slots = int(block["num_dst"]) * num_relations
+    slot = block["dst"] * num_relations + block["etype"]
+    src = block["src"]
+    weight = block["edge_weight"] if "edge_weight" in block else None
+    if slot.numel() > 1 and not bool(torch.all(slot[1:] >= slot[:-1])):
+        order = torch.argsort(slot, stable=True)
+        slot = slot.index_select(0, order)
+        src = src.index_select(0, order)
+        if weight is not None:
+            weight = weight.index_select(0, order)
+    in_degree = torch.bincount(slot, minlength=num_slots)
+    indptr = torch.zeros(num_slots + 1, dtype=torch.int64, device=slot.device)
+    indptr[1:] = torch.cumsum(in_degree, 0)
+    out: Block = {
+        "indptr": indptr,
+        "src": src,
+        "dst": slot,
+        "in_degree": in_degree,
+        "num_src": block["num_src"],
+        "num_dst": torch.tensor(num_slots, dtype=torch.int64),
+    }
+    if weight is not None:
+        out["edge_weight"] = weight
     return out

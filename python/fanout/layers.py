@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from fanout import ops
-from fanout.blocks import relation_blocks
+from fanout.blocks import relation_blocks, relation_slots
 
 
 def _use_fused(fused: Optional[bool]) -> bool:
@@ -305,11 +305,17 @@ class RelGraphConv(nn.Module):
 
     def forward(self, block: Dict[str, Tensor], h: Tensor) -> Tensor:
         num_dst = int(block["num_dst"])
-        parts = _relation_parts(block, self.num_relations, "RelGraphConv")
-        means: List[Tensor] = []
-        for rb in parts:
-            means.append(self.mean(rb, h, edge_weight(rb)))
-        return self.fc_self(h[:num_dst]) + self.fc_rel(torch.cat(means, 1)) + self.bias
+        if "etype" in block:
+            if int(block["num_relations"]) != self.num_relations:
+                raise ValueError("RelGraphConv: the block's graph has a different number of relations")
+            # Every relation's mean in one aggregation over (destination, relation) slots.
+            slots = relation_slots(block)
+            means = self.mean(slots, h, edge_weight(slots)).view(num_dst, self.num_relations * self.in_dim)
+        else:
+            if self.num_relations != 1:
+                raise ValueError("RelGraphConv: a block without edge types on a layer of several relations")
+            means = self.mean(block, h, edge_weight(block))
+        return self.fc_self(h[:num_dst]) + self.fc_rel(means) + self.bias
 
 
 class RelGATConv(nn.Module):
