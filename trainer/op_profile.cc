@@ -177,8 +177,9 @@ std::string OpProfile::Format(size_t top) const {
 
 nlohmann::json OpProfile::ToJson(size_t top) const {
   nlohmann::json rows = nlohmann::json::array();
-  for (size_t i = 0; i < ops.size() && i < top; ++i) {
+  for (size_t i = 0; i < ops.size(); ++i) {
     const OpTime& t = ops[i];
+    if (i >= top && t.flops == 0) continue;  // every matrix product is kept
     nlohmann::json r = {{"op", t.name}, {"calls", t.calls}, {"self_ms", t.self_ms}, {"total_ms", t.total_ms}};
     if (!t.caller.empty()) r["caller"] = t.caller;
     if (!t.shape.empty()) r["shape"] = t.shape;

@@ -37,6 +37,7 @@ struct OpProfile {
   // A table: operator, shape, calls, self ms per step, share of the span, GFLOP/s for products;
   // the `top` rows with the most self time, then one line for the rest.
   std::string Format(size_t top = 25) const;
+  // {"event": "profile", ...}: the `top` rows, and every matrix product's row.
   nlohmann::json ToJson(size_t top = 40) const;
 };
 

@@ -155,7 +155,7 @@ TEST_F(TrainCliTest, MacroF1IsReportedAndCombinedExactlyAcrossRanks) {
   const double printed = Figure(out, "test f1-macro");
   ASSERT_GE(printed, 0) << out;
   EXPECT_NE(out.find("operator profile of 1 steps"), std::string::npos) << out;
-  EXPECT_NE(out.find("fanout::aggregate"), std::string::npos) << out;
+  EXPECT_NE(out.find("fanout::gradient_allreduce"), std::string::npos) << out;
   EXPECT_EQ(ranks[1]->output().find("operator profile"), std::string::npos) << "rank 0 alone prints it";
   std::vector<nlohmann::json> lines;
   for (const nlohmann::json& j : ReadJsonLines(metrics)) {
