@@ -233,6 +233,53 @@ class EdgeSoftmaxFunction : public torch::autograd::Function<EdgeSoftmaxFunction
   }
 };
 
+// out[e, h] = <x[src e, h], y[dst e, h]>: the sampled dot kernel (SpmmBackwardWeight with y as
+// the "output gradient"); its gradients are aggregations weighted by the incoming gradient.
+class EdgeDotFunction : public torch::autograd::Function<EdgeDotFunction> {
+ public:
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& y, const at::Tensor& indptr,
+                            const at::Tensor& indices) {
+    RECORD_USER_SCOPE("fanout::edge_dot");
+    const kernels::Spmm op = SpmmOf(indptr, indices, x, at::Tensor(), /*mean=*/false);
+    at::Tensor out = at::empty({op.graph.num_edges(), op.heads}, x.options());
+    const float *xp = x.data_ptr<float>(), *yp = y.data_ptr<float>();
+    float* outp = out.data_ptr<float>();
+    at::parallel_for(0, op.graph.num_dst, kRowGrain, [&](int64_t begin, int64_t end) {
+      kernels::SpmmBackwardWeight(op, xp, yp, outp, begin, end);
+    });
+    ctx->save_for_backward({x, y, indptr, indices});
+    return out;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    RECORD_USER_SCOPE("fanout::edge_dot_backward");
+    const variable_list saved = ctx->get_saved_variables();
+    const at::Tensor &x = saved[0], &y = saved[1], &indptr = saved[2], &indices = saved[3];
+    const at::Tensor g = grads[0].contiguous();  // [num_edges, heads]
+    const kernels::Spmm op = SpmmOf(indptr, indices, x, g, /*mean=*/false);
+    at::Tensor grad_x, grad_y;
+    if (ctx->needs_input_grad(1)) {  // grad_y[v] = sum over v's edges of g[e] x[u]
+      grad_y = at::empty_like(y);
+      const float* xp = x.data_ptr<float>();
+      float* gy = grad_y.data_ptr<float>();
+      at::parallel_for(0, op.graph.num_dst, kRowGrain, [&](int64_t begin, int64_t end) {
+        kernels::SpmmForward(op, xp, gy, begin, end);
+      });
+    }
+    if (ctx->needs_input_grad(0)) {  // grad_x[u] = sum over u's edges of g[e] y[v]
+      grad_x = at::zeros_like(x);
+      const float* yp = y.data_ptr<float>();
+      float* gx = grad_x.data_ptr<float>();
+      const int64_t row = op.row_elems();
+      const int64_t chunks = (row + kColumnChunk - 1) / kColumnChunk;
+      at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
+        kernels::SpmmBackwardX(op, yp, gx, begin * kColumnChunk, std::min(end * kColumnChunk, row));
+      });
+    }
+    return {grad_x, grad_y, at::Tensor(), at::Tensor()};
+  }
+};
+
 // The kernels take float32 CPU tensors (undefined ones are absent edge weights) and a CPU block.
 bool Fusable(const BlockTensors& b, std::initializer_list<const at::Tensor*> tensors) {
   if (!b.indptr.device().is_cpu()) return false;
@@ -299,6 +346,20 @@ at::Tensor EdgeSoftmax(const BlockTensors& b, const at::Tensor& el, const at::Te
   if (!Fusable(b, {&el, &er})) return EdgeSoftmaxReference(b, el, er, negative_slope);
   return EdgeSoftmaxFunction::apply(el.contiguous(), er.contiguous(), b.indptr, b.src,
                                     negative_slope);
+}
+
+at::Tensor EdgeDot(const BlockTensors& b, const at::Tensor& x, const at::Tensor& y) {
+  CheckBlock(b, "edge dot");
+  TORCH_CHECK_VALUE(x.dim() == 3 && y.dim() == 3 && x.size(0) == b.num_src && y.size(0) == b.num_dst &&
+                        x.size(1) == y.size(1) && x.size(2) == y.size(2),
+                    "edge dot: x is ", x.sizes(), " and y ", y.sizes(), ", expected [", b.num_src,
+                    ", heads, width] and [", b.num_dst, ", heads, width]");
+  if (!Fusable(b, {&x, &y})) return EdgeDotReference(b, x, y);
+  return EdgeDotFunction::apply(x.contiguous(), y.contiguous(), b.indptr, b.src);
+}
+
+at::Tensor EdgeDotReference(const BlockTensors& b, const at::Tensor& x, const at::Tensor& y) {
+  return (x.index_select(0, b.src) * y.index_select(0, b.dst)).sum(-1);
 }
 
 at::Tensor AggregateReference(const BlockTensors& b, const at::Tensor& x, Reduce reduce,

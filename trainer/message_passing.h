@@ -32,12 +32,19 @@ at::Tensor AggregateWithSelf(const BlockTensors& b, const at::Tensor& x, Reduce 
 at::Tensor EdgeSoftmax(const BlockTensors& b, const at::Tensor& el, const at::Tensor& er,
                        double negative_slope);
 
-// The same two operations composed from ATen ops (index_select, index_add, segment_reduce):
+// Per-edge dot products (DGL's gSDDMM u_dot_v): out[e, h] = <x[u, h, :], y[v, h, :]> for each
+// edge e = (u, v) of the block. x: float32 [num_src, heads, width], y: [num_dst, heads, width].
+// Returns [num_edges, heads]. Differentiable in x and y; on CPU no [num_edges, ...] tensor is
+// built, forward or backward (the gradients are the weighted aggregations of the other side).
+at::Tensor EdgeDot(const BlockTensors& b, const at::Tensor& x, const at::Tensor& y);
+
+// The same operations composed from ATen ops (index_select, index_add, segment_reduce):
 // correct on any device, but they build [num_edges, ...] message tensors. The CUDA path and the
 // tests' reference.
 at::Tensor AggregateReference(const BlockTensors& b, const at::Tensor& x, Reduce reduce,
                               const at::Tensor& edge_weight = at::Tensor());
 at::Tensor EdgeSoftmaxReference(const BlockTensors& b, const at::Tensor& el, const at::Tensor& er,
                                 double negative_slope);
+at::Tensor EdgeDotReference(const BlockTensors& b, const at::Tensor& x, const at::Tensor& y);
 
 }  // namespace fanout::trainer

@@ -449,15 +449,21 @@ class HgtConv : public torch::nn::Module {
     const int64_t f = width_;
     // k, q, v of every source, type by type.
     const at::Tensor kqv = ByType(b, h, b.num_src, kqv_.view({types_, 3 * f, in_}), kqv_bias_.view({types_, 3 * f}));
-    const at::Tensor k = kqv.narrow(1, 0, f).view({b.num_src, heads_, d_});
-    const at::Tensor q = kqv.narrow(1, f, f).narrow(0, 0, b.num_dst).view({b.num_dst, heads_, d_});
-    const at::Tensor v = kqv.narrow(1, 2 * f, f).view({b.num_src, heads_, d_});
+    // (split rather than three narrows: backward joins the three gradients in one copy, where each
+    // narrow would fill a zero gradient the size of kqv and the three be added up.)
+    const std::vector<at::Tensor> kqv_parts = kqv.split(f, 1);
+    const at::Tensor k = kqv_parts[0].reshape({b.num_src, heads_, d_});
+    const at::Tensor q = kqv_parts[1].narrow(0, 0, b.num_dst).reshape({b.num_dst, heads_, d_});
+    const at::Tensor v = kqv_parts[2].reshape({b.num_src, heads_, d_});
     // Each edge's relation prior (index_select also refuses a relation the model lacks, before an
     // edge of it could be left out of edge_src below).
     const at::Tensor edge_prior =
         b.etype.defined() ? p_rel_.index_select(0, b.etype) : p_rel_[0].expand({b.num_edges(), heads_});
-    // Per relation, its sources' keys and messages; every edge's key then indexes that list.
-    std::vector<at::Tensor> keys, messages;
+    // Per relation, its sources' keys and messages; every edge's key then indexes that list. The
+    // relations' sources are gathered from k and v in one index_select each (split per relation
+    // after): its backward scatters into one zero-filled gradient, not one per relation.
+    std::vector<at::Tensor> used;
+    std::vector<int64_t> counts, rels;
     at::Tensor edge_src = b.etype.defined() ? at::empty_like(b.src) : at::Tensor();
     int64_t offset = 0;
     for (int64_t r = 0; r < relations_; ++r) {
@@ -467,22 +473,34 @@ class HgtConv : public torch::nn::Module {
         if (edges.size(0) == 0) continue;
       }
       const CompactSources sources = Compact(edges.defined() ? b.src.index_select(0, edges) : b.src, b.num_src);
-      // [n, heads, d] x [heads, d, d] per head.
-      keys.push_back(
-          at::einsum("nhd,hde->nhe", {k.index_select(0, sources.used), k_rel_.narrow(0, r * heads_, heads_)}));
-      messages.push_back(
-          at::einsum("nhd,hde->nhe", {v.index_select(0, sources.used), v_rel_.narrow(0, r * heads_, heads_)}));
       const at::Tensor renumbered = sources.renumbered + offset;
       offset += sources.used.size(0);
       edge_src = edges.defined() ? edge_src.index_copy_(0, edges, renumbered) : renumbered;
+      used.push_back(sources.used);
+      counts.push_back(sources.used.size(0));
+      rels.push_back(r);
     }
     at::Tensor agg;
-    if (keys.empty()) {
+    if (used.empty()) {
       agg = at::zeros({b.num_dst, f}, h.options());
     } else {
-      const at::Tensor key = at::cat(keys), message = at::cat(messages);
-      const at::Tensor score = (q.index_select(0, b.dst) * key.index_select(0, edge_src)).sum(-1) * edge_prior /
-                               std::sqrt(static_cast<double>(d_));  // [E, heads]
+      const at::Tensor all_used = used.size() == 1 ? used[0] : at::cat(used);
+      const std::vector<at::Tensor> k_used = k.index_select(0, all_used).split_with_sizes(counts);
+      const std::vector<at::Tensor> v_used = v.index_select(0, all_used).split_with_sizes(counts);
+      std::vector<at::Tensor> keys, messages;
+      for (size_t i = 0; i < rels.size(); ++i) {
+        // [n, heads, d] x [heads, d, d] per head.
+        keys.push_back(at::einsum("nhd,hde->nhe", {k_used[i], k_rel_.narrow(0, rels[i] * heads_, heads_)}));
+        messages.push_back(at::einsum("nhd,hde->nhe", {v_used[i], v_rel_.narrow(0, rels[i] * heads_, heads_)}));
+      }
+      const at::Tensor key = keys.size() == 1 ? keys[0] : at::cat(keys);
+      const at::Tensor message = messages.size() == 1 ? messages[0] : at::cat(messages);
+      BlockTensors expanded = b;  // every edge's source is its key and message row
+      expanded.src = edge_src;
+      expanded.num_src = message.size(0);
+      // <q_v, key_e> per edge and head, without per-edge [E, heads, d] tensors (fused on the CPU).
+      const at::Tensor dot = fused_ ? EdgeDot(expanded, key, q) : EdgeDotReference(expanded, key, q);
+      const at::Tensor score = dot * edge_prior / std::sqrt(static_cast<double>(d_));  // [E, heads]
       // Softmax over each destination's in-edges of the scores: the attention kernel on a block
       // whose every edge has its own source, with el the scores, er 0 and LeakyReLU's slope 1.
       BlockTensors per_edge = b;
@@ -491,9 +509,6 @@ class HgtConv : public torch::nn::Module {
       const at::Tensor zero = at::zeros({b.num_dst, heads_}, h.options());
       const at::Tensor attention =
           fused_ ? EdgeSoftmax(per_edge, score, zero, 1.0) : EdgeSoftmaxReference(per_edge, score, zero, 1.0);
-      BlockTensors expanded = b;
-      expanded.src = edge_src;
-      expanded.num_src = message.size(0);
       agg = AggregateWith(fused_, expanded, message, Reduce::kSum, attention).view({b.num_dst, f});
     }
     at::Tensor out = ByType(b, at::gelu(agg), b.num_dst, out_.view({types_, f, f}), out_bias_.view({types_, f}));

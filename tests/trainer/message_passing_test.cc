@@ -285,6 +285,41 @@ TEST_P(EdgeSoftmaxTest, ValuesAndGradientsMatchTheComposition) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, EdgeSoftmaxTest, ::testing::Values(1, 3));
 
+class EdgeDotTest : public ::testing::TestWithParam<int> {};
+
+// Per-edge dot products (HGT's scores) against index_select on both sides, values and both
+// gradients, at 1 and 3 threads, on a block with a hub, repeated edges and empty destinations.
+TEST_P(EdgeDotTest, ValuesAndGradientsMatchTheComposition) {
+  const ThreadScope threads(GetParam());
+  const BlockTensors b = RandomBlock({.seed = 9});
+  at::manual_seed(13);
+  for (int64_t width : {1, 16, 37}) {
+    const int64_t heads = 4;
+    const at::Tensor x0 = at::randn({b.num_src, heads, width});
+    const at::Tensor y0 = at::randn({b.num_dst, heads, width});
+    const at::Tensor g = at::randn({b.num_edges(), heads});
+    auto run = [&](auto fn) {
+      at::Tensor x = x0.clone().requires_grad_(true), y = y0.clone().requires_grad_(true);
+      const at::Tensor out = fn(b, x, y);
+      (out * g).sum().backward();
+      return Result{out.detach(), x.grad(), y.grad()};
+    };
+    const Result f = run(EdgeDot), ref = run(EdgeDotReference);
+    const std::string w = "width " + std::to_string(width);
+    ExpectClose(f.out, ref.out, "edge dot, " + w);
+    ExpectClose(f.grad_x, ref.grad_x, "gradient of x, " + w);
+    ExpectClose(f.grad_w, ref.grad_w, "gradient of y, " + w);
+  }
+  // Only what requires a gradient gets one; an edgeless block gives [0, heads].
+  const at::Tensor x = at::randn({b.num_src, 2, 3}).requires_grad_(true), y = at::randn({b.num_dst, 2, 3});
+  EdgeDot(b, x, y).sum().backward();
+  EXPECT_TRUE(x.grad().defined());
+  EXPECT_EQ(EdgeDot(EmptyBlock(4, 6), at::randn({6, 2, 3}), at::randn({4, 2, 3})).sizes(), (at::IntArrayRef{0, 2}));
+  EXPECT_THROW(EdgeDot(b, at::randn({b.num_src, 2, 3}), at::randn({b.num_dst, 2, 4})), c10::ValueError);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kernels, EdgeDotTest, ::testing::Values(1, 3));
+
 TEST(EdgeSoftmaxTest, BlockWithoutEdges) {
   const BlockTensors b = EmptyBlock(4, 6);
   const at::Tensor el = at::randn({6, 2}).requires_grad_(true);
