@@ -360,25 +360,44 @@ class RelGatConv : public torch::nn::Module {
     const at::Tensor x_dst = x.narrow(0, 0, b.num_dst);
     at::Tensor out = at::addmm(bias_, x_dst, fc_self_.t()).view({b.num_dst, heads_, out_});
     const at::Tensor fc = fc_.view({relations_, heads_, out_, in_});
-    for (int64_t r = 0; r < relations_; ++r) {
+    // Each relation's block over its own sources, numbered compactly; the relations' source rows
+    // then come from x in one index_select, split per relation (its backward scatters into one
+    // zero-filled gradient of x, not one per relation to be summed).
+    struct Part {
+      int64_t r;
       BlockTensors rb;
-      at::Tensor x_src = x, weight;
+      at::Tensor weight;
+    };
+    std::vector<Part> parts;
+    std::vector<at::Tensor> used;
+    std::vector<int64_t> counts;
+    for (int64_t r = 0; r < relations_; ++r) {
+      Part p{r, {}, {}};
       if (b.etype.defined()) {
         const at::Tensor edges = b.etype.eq(r).nonzero().flatten();
         if (edges.size(0) == 0) continue;
-        // The relation's sources, numbered compactly.
         const CompactSources sources = Compact(b.src.index_select(0, edges), b.num_src);
-        x_src = x.index_select(0, sources.used);
-        rb.src = sources.renumbered;
-        rb.dst = b.dst.index_select(0, edges);
-        rb.num_src = x_src.size(0);
-        rb.num_dst = b.num_dst;
-        SetInDegreeAndIndptr(&rb);
-        if (b.edge_weight.defined()) weight = b.edge_weight.index_select(0, edges);
+        p.rb.src = sources.renumbered;
+        p.rb.dst = b.dst.index_select(0, edges);
+        p.rb.num_src = sources.used.size(0);
+        p.rb.num_dst = b.num_dst;
+        SetInDegreeAndIndptr(&p.rb);
+        if (b.edge_weight.defined()) p.weight = b.edge_weight.index_select(0, edges);
+        used.push_back(sources.used);
+        counts.push_back(sources.used.size(0));
       } else {
-        rb = b;
-        weight = b.edge_weight;
+        p.rb = b;
+        p.weight = b.edge_weight;
       }
+      parts.push_back(std::move(p));
+    }
+    std::vector<at::Tensor> x_used;
+    if (!used.empty()) x_used = x.index_select(0, used.size() == 1 ? used[0] : at::cat(used)).split_with_sizes(counts);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const int64_t r = parts[i].r;
+      const BlockTensors& rb = parts[i].rb;
+      const at::Tensor& weight = parts[i].weight;
+      const at::Tensor x_src = b.etype.defined() ? x_used[i] : x;
       const at::Tensor w = fc[r];  // [heads, out, in]
       const at::Tensor z = at::linear(x_src, w.reshape({heads_ * out_, in_})).view({rb.num_src, heads_, out_});
       // <z_u, attn_l> = x_u . (w^T attn_l) per head, as GatConv computes it.
