@@ -549,6 +549,35 @@ class HgtConv : public torch::nn::Module {
                     const at::Tensor& bias) const {
     if (!b.src_type.defined()) return at::addmm(bias[0], x.narrow(0, 0, rows), weight[0].t());
     const at::Tensor types = b.src_type.narrow(0, 0, rows);
+    // The sampler groups each hop's nodes by type, so the rows are a few runs of one type: one
+    // product per run over a split of x (its backward joins the runs' gradients in one copy),
+    // where gathering each type's rows and scattering them back fills and sums a zero gradient
+    // per type. Rows in any other order (many runs) take the gather.
+    if (types.device().is_cpu() && rows > 0) {
+      const at::Tensor t = types.contiguous();
+      const int64_t* tp = t.data_ptr<int64_t>();
+      std::vector<int64_t> lengths, run_types;
+      for (int64_t i = 0; i < rows; ++i) {
+        if (i == 0 || tp[i] != tp[i - 1]) {
+          if (static_cast<int64_t>(lengths.size()) == kMaxTypeRuns) break;
+          lengths.push_back(0);
+          run_types.push_back(tp[i]);
+        }
+        ++lengths.back();
+      }
+      int64_t covered = 0;
+      for (int64_t n : lengths) covered += n;
+      if (covered == rows) {
+        const std::vector<at::Tensor> parts = x.narrow(0, 0, rows).split_with_sizes(lengths);
+        std::vector<at::Tensor> outs;
+        for (size_t j = 0; j < parts.size(); ++j) {
+          TORCH_CHECK_VALUE(run_types[j] >= 0 && run_types[j] < types_, "hgt layer: node type ", run_types[j],
+                            " of a model of ", types_, " node types");
+          outs.push_back(at::addmm(bias[run_types[j]], parts[j], weight[run_types[j]].t()));
+        }
+        return outs.size() == 1 ? outs[0] : at::cat(outs);
+      }
+    }
     at::Tensor out = at::empty({rows, weight.size(1)}, x.options());
     for (int64_t t = 0; t < types_; ++t) {
       const at::Tensor idx = types.eq(t).nonzero().flatten();
@@ -557,6 +586,8 @@ class HgtConv : public torch::nn::Module {
     }
     return out;
   }
+
+  static constexpr int64_t kMaxTypeRuns = 64;
 
   int64_t in_, width_, heads_, d_, types_, relations_;
   double dropout_;
