@@ -174,8 +174,10 @@ class RelSageConv : public torch::nn::Module {
       const BlockTensors::DstRun& run = runs[j];
       const int64_t n = run.end - run.begin, k = static_cast<int64_t>(run.relations.size());
       slot_begin[j] = num_slots;
+      if (k == 0) continue;
+      num_slots += n * k;  // a run's slots exist even without edges: their means are 0
       const int64_t ne = run.edge_end - run.edge_begin;
-      if (k == 0 || ne == 0) continue;
+      if (ne == 0) continue;
       at::Tensor slot = (b.dst.narrow(0, run.edge_begin, ne) - run.begin) * k;
       if (b.etype.defined()) {
         // relation -> its index among the run's relations
@@ -185,9 +187,8 @@ class RelSageConv : public torch::nn::Module {
         slot = slot + local.index_select(0, b.etype.narrow(0, run.edge_begin, ne));
       }
       srcs.push_back(b.src.narrow(0, run.edge_begin, ne));
-      slots.push_back(slot + num_slots);
+      slots.push_back(slot + slot_begin[j]);
       if (b.edge_weight.defined()) weights.push_back(b.edge_weight.narrow(0, run.edge_begin, ne));
-      num_slots += n * k;
     }
     at::Tensor means;  // [num_slots, in]
     if (num_slots > 0) {

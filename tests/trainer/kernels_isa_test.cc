@@ -70,6 +70,7 @@ void ExpectClose(const std::vector<float>& got, const std::vector<float>& want, 
 std::vector<float> With(Isa isa, const std::function<std::vector<float>()>& body) {
   const Isa before = ActiveIsa();
   EXPECT_TRUE(SetIsa(isa));
+  EXPECT_EQ(ActiveIsa(), isa) << "the kernels did not switch to " << IsaName(isa);
   std::vector<float> out = body();
   SetIsa(before);
   return out;
