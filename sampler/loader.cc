@@ -29,22 +29,32 @@ namespace {
 
 // Batches made by a pool of threads, each with its own MiniBatchSampler, at most `prefetch`
 // ahead of the consumer (prefetcher.h).
+// With LoaderOptions::features_ahead false the threads make the blocks only, and Next() fetches
+// the features with a sampler of its own (the threads' samplers are busy with later batches).
 class ThreadLoader final : public BatchLoader {
  public:
   ThreadLoader(const DistGraph* graph, const SamplerOptions& so, std::vector<int64_t> seeds, const LoaderOptions& lo) {
     const int threads = std::max(1, lo.num_threads);
     for (int i = 0; i < threads; ++i) samplers_.push_back(std::make_unique<MiniBatchSampler>(graph, so, seeds));
+    if (!lo.features_ahead) fetcher_ = std::make_unique<MiniBatchSampler>(graph, so, std::vector<int64_t>{});
     prefetcher_ = std::make_unique<Prefetcher<MiniBatch>>(
         threads, samplers_[0]->steps_per_epoch(), lo.first_epoch, lo.num_epochs, lo.prefetch,
-        [this](int w, int64_t epoch, int64_t step) { return samplers_[w]->Sample(epoch, step, &pool_); },
+        [this](int w, int64_t epoch, int64_t step) {
+          return fetcher_ != nullptr ? samplers_[w]->SampleBlocks(epoch, step) : samplers_[w]->Sample(epoch, step, &pool_);
+        },
         lo.first_step);
   }
   int64_t steps_per_epoch() const override { return samplers_[0]->steps_per_epoch(); }
   int64_t feature_dim() const override { return samplers_[0]->feature_dim(); }
-  absl::StatusOr<MiniBatch> Next() override { return prefetcher_->Next(); }
+  absl::StatusOr<MiniBatch> Next() override {
+    ASSIGN_OR_RETURN(MiniBatch mb, prefetcher_->Next());
+    if (fetcher_ != nullptr) RETURN_IF_ERROR(fetcher_->FetchBatchFeatures(&mb, &pool_));
+    return mb;
+  }
 
  private:
   std::vector<std::unique_ptr<MiniBatchSampler>> samplers_;
+  std::unique_ptr<MiniBatchSampler> fetcher_;  // features_ahead false: Next()'s
   BufferPool pool_;
   std::unique_ptr<Prefetcher<MiniBatch>> prefetcher_;  // last: its threads stop before the samplers go
 };

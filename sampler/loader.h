@@ -22,6 +22,11 @@ struct LoaderOptions {
   int num_samplers = 0;          // sampler processes; 0 = threads in this process
   int num_threads = 1;           // sampling threads when num_samplers = 0
   int prefetch = 2;              // batches made ahead: in total (threads), per process (samplers)
+  // Threads only: false makes only the blocks ahead, and Next() fetches the batch's input
+  // features itself, so that one batch's features are in memory at a time (and none of a batch
+  // still waiting): evaluation's large batches, as DistDGL pulls a batch's features in the
+  // trainer's loop. The batches are the same either way.
+  bool features_ahead = true;
   int64_t first_epoch = 0;       // epochs [first_epoch, first_epoch + num_epochs)
   int64_t num_epochs = 1;
   int64_t first_step = 0;        // the first epoch starts at this step (resuming inside an epoch)

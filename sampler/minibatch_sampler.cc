@@ -231,7 +231,11 @@ absl::Status MiniBatchSampler::SampleBlocksFor(std::span<const int64_t> seeds, u
     Block& b = (*blocks)[l];
     const size_t nd = frontier.size(), ne = edges_.size();
     b.num_dst = static_cast<int64_t>(nd);
-    map_.Reset(nd + ne);
+    // Sized for the destinations and a quarter of the edges' sources being new: sampled
+    // neighbourhoods overlap (at products scale 2.1M sampled edges of a 4096-seed evaluation
+    // batch reached 0.67M new nodes), and a table for every edge's source (134 MB there) outlives
+    // the batch in this sampler. More grows it.
+    map_.Reset(nd + ne / 4);
     for (int64_t v : frontier) map_.Insert(v);
     if (map_.size() != nd) {
       return absl::InvalidArgumentError(StrCat("layer ", l, ": the ", nd, " seeds of a batch must be distinct"));
@@ -429,30 +433,34 @@ void DropExcluded(const std::vector<std::pair<int64_t, int64_t>>& exclude, core:
 }
 
 std::shared_ptr<char[]> BufferPool::Get(size_t bytes) {
-  const size_t elems = (bytes + sizeof(Buffer::value_type) - 1) / sizeof(Buffer::value_type);
-  Buffer v;
+  const size_t elems = std::max<size_t>(1, (bytes + sizeof(double) - 1) / sizeof(double));
+  Buffer b;
   {
     absl::MutexLock lock(&state_->mu);
     auto& free = state_->free;
-    // The smallest kept buffer that is large enough, else the largest (grown below).
-    auto better = [elems](const Buffer& a, const Buffer& b) {
-      const bool a_fits = a.size() >= elems, b_fits = b.size() >= elems;
-      if (a_fits != b_fits) return a_fits;
-      return a_fits ? a.size() < b.size() : a.size() > b.size();
+    // The smallest kept buffer that is large enough, else the largest (replaced below).
+    auto better = [elems](const Buffer& a, const Buffer& c) {
+      const bool a_fits = a.size >= elems, c_fits = c.size >= elems;
+      if (a_fits != c_fits) return a_fits;
+      return a_fits ? a.size < c.size : a.size > c.size;
     };
     auto best = free.end();
     for (auto it = free.begin(); it != free.end(); ++it) {
       if (best == free.end() || better(*it, *best)) best = it;
     }
     if (best != free.end()) {
-      v = std::move(*best);
+      b = std::move(*best);
       free.erase(best);
     }
   }
-  if (v.size() < elems) v.resize(elems);
-  auto* holder = new Buffer(std::move(v));
+  if (b.size < elems) {
+    b.data.reset();  // first, so that the old and the new buffer are never held together
+    b.size = elems + elems / 8;
+    b.data = std::make_unique_for_overwrite<double[]>(b.size);
+  }
+  auto* holder = new Buffer(std::move(b));
   std::weak_ptr<State> weak = state_;
-  return std::shared_ptr<char[]>(reinterpret_cast<char*>(holder->data()), [holder, weak](char*) {
+  return std::shared_ptr<char[]>(reinterpret_cast<char*>(holder->data.get()), [holder, weak](char*) {
     std::unique_ptr<Buffer> own(holder);
     if (auto state = weak.lock()) {
       absl::MutexLock lock(&state->mu);
@@ -507,10 +515,15 @@ std::span<const int64_t> MiniBatchSampler::FeatureRequest(MiniBatch* mb) {
 
 absl::StatusOr<MiniBatch> MiniBatchSampler::Sample(int64_t epoch, int64_t step, BufferPool* pool) {
   ASSIGN_OR_RETURN(MiniBatch mb, SampleBlocks(epoch, step));
-  const auto start = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(mb.features, GatherFeatures(FeatureRequest(&mb), pool));
-  mb.fetch_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  RETURN_IF_ERROR(FetchBatchFeatures(&mb, pool));
   return mb;
+}
+
+absl::Status MiniBatchSampler::FetchBatchFeatures(MiniBatch* mb, BufferPool* pool) {
+  const auto start = std::chrono::steady_clock::now();
+  ASSIGN_OR_RETURN(mb->features, GatherFeatures(FeatureRequest(mb), pool));
+  mb->fetch_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return absl::OkStatus();
 }
 
 }  // namespace fanout::sampler

@@ -23,6 +23,11 @@ namespace fanout::sampler {
 // products scale, past glibc's mmap threshold) costs a page fault per 4 KiB (measured: a third
 // of the gather time). A buffer returns to the pool when the
 // last holder of its batch lets go. Thread-safe.
+//
+// Memory: a kept buffer too small for a request is freed before a larger one is allocated
+// (never grown by copying, which held both at once), with an eighth more room than asked so that
+// batches of slightly varying size reuse it; buffers are not zeroed (the gather writes every
+// byte). At most max_kept idle buffers stay.
 class BufferPool {
  public:
   explicit BufferPool(size_t max_kept = 8) : state_(std::make_shared<State>()) { state_->max_kept = max_kept; }
@@ -30,7 +35,10 @@ class BufferPool {
   std::shared_ptr<char[]> Get(size_t bytes);
 
  private:
-  using Buffer = std::vector<double>;  // double: 8-byte alignment for rows of any dtype
+  struct Buffer {
+    std::unique_ptr<double[]> data;  // double: 8-byte alignment for rows of any dtype
+    size_t size = 0;                 // in doubles
+  };
   struct State {
     absl::Mutex mu;
     std::vector<Buffer> free ABSL_GUARDED_BY(mu);
@@ -151,6 +159,9 @@ class MiniBatchSampler {
   absl::Status FetchLabels(std::span<const int64_t> seeds, std::vector<int64_t>* labels);
   // Everything, features in heap memory (from `pool` when given).
   absl::StatusOr<MiniBatch> Sample(int64_t epoch, int64_t step, BufferPool* pool = nullptr);
+  // The features of a batch SampleBlocks made (by this sampler or another with the same
+  // options), as Sample gathers them, with their time in mb->fetch_seconds.
+  absl::Status FetchBatchFeatures(MiniBatch* mb, BufferPool* pool);
 
  private:
   const DistGraph* graph_;

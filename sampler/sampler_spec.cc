@@ -85,10 +85,11 @@ absl::Status WalkLinkOptions(L& l, F&& f) {
   return absl::OkStatus();
 }
 
-// The LoaderOptions a loader's user chooses. The other four are its caller's: first_step and
-// samplers_ignore_sigterm (fanout-train's resume and stop), part_config_path (the graph's) and
-// writable_batches (the Python data plane's batches are always writable).
-static_assert(base::FieldCount<LoaderOptions>() == 11, "list the new LoaderOptions member in WalkLoaderSettings");
+// The LoaderOptions a loader's user chooses. The other five are its caller's: first_step and
+// samplers_ignore_sigterm (fanout-train's resume and stop), part_config_path (the graph's),
+// writable_batches (the Python data plane's batches are always writable) and features_ahead
+// (fanout-train's evaluation).
+static_assert(base::FieldCount<LoaderOptions>() == 12, "list the new LoaderOptions member in WalkLoaderSettings");
 template <typename L, typename F>
 absl::Status WalkLoaderSettings(L& l, F&& f) {
   RETURN_IF_ERROR(f("num_samplers", l.num_samplers));

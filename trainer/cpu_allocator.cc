@@ -5,6 +5,7 @@
 #include <c10/core/impl/alloc_cpu.h>
 
 #include <bit>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -43,6 +44,25 @@ class CachingCpuAllocator final : public c10::Allocator {
     return stats_;
   }
 
+  size_t ReleaseCached() {
+    std::vector<void*> blocks;
+    size_t released = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      for (auto& [size, free] : free_) {
+        for (void* p : free) {
+          blocks.push_back(p);
+          sizes_.erase(p);
+          released += size;
+        }
+      }
+      free_.clear();
+      stats_.cached_bytes = 0;
+    }
+    for (void* p : blocks) c10::free_cpu(p);
+    return released;
+  }
+
   static CachingCpuAllocator* installed;
 
  private:
@@ -55,11 +75,16 @@ class CachingCpuAllocator final : public c10::Allocator {
     void* p = nullptr;
     {
       absl::MutexLock lock(&mu_);
-      std::vector<void*>& free = free_[size];
-      if (!free.empty()) {
-        p = free.back();
-        free.pop_back();
-        stats_.cached_bytes -= size;
+      // A kept block of this class, else of one of the next two (at most a quarter larger): the
+      // same tensor of a batch a little smaller than the last.
+      for (auto it = free_.lower_bound(size); it != free_.end() && it->first <= size + size / 4; ++it) {
+        if (it->second.empty()) continue;
+        p = it->second.back();
+        it->second.pop_back();
+        stats_.cached_bytes -= it->first;
+        break;
+      }
+      if (p != nullptr) {
         ++stats_.hits;
       } else {
         ++stats_.misses;
@@ -98,7 +123,8 @@ class CachingCpuAllocator final : public c10::Allocator {
   mutable absl::Mutex mu_;
   // Size of every live or cached block this allocator made, by address.
   mutable std::unordered_map<void*, size_t> sizes_ ABSL_GUARDED_BY(mu_);
-  mutable std::unordered_map<size_t, std::vector<void*>> free_ ABSL_GUARDED_BY(mu_);
+  // Kept blocks by size class, ordered: a request may take one of the next classes up.
+  mutable std::map<size_t, std::vector<void*>> free_ ABSL_GUARDED_BY(mu_);
   mutable CpuAllocatorStats stats_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -113,6 +139,10 @@ void InstallCachingCpuAllocator(const CpuAllocatorOptions& options) {
     CachingCpuAllocator::installed = new CachingCpuAllocator(options);
     c10::SetCPUAllocator(CachingCpuAllocator::installed, /*priority=*/10);
   });
+}
+
+size_t ReleaseCachedCpuBlocks() {
+  return CachingCpuAllocator::installed == nullptr ? 0 : CachingCpuAllocator::installed->ReleaseCached();
 }
 
 CpuAllocatorStats CachingCpuAllocatorStats() {

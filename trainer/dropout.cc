@@ -71,7 +71,13 @@ class DropoutFunction : public torch::autograd::Function<DropoutFunction> {
 };
 
 at::Tensor Run(const at::Tensor& x, double p, bool training, bool relu, bool in_place) {
-  if (!training || p <= 0.0) return relu ? at::relu(x) : x;
+  if (!training || p <= 0.0) {
+    if (!relu) return x;
+    if (!in_place) return at::relu(x);
+    // The caller's fresh output (evaluation's [nodes, hidden] among them): no second copy.
+    at::Tensor y = x;
+    return at::relu_(y);
+  }
   if (!x.device().is_cpu() || x.scalar_type() != at::kFloat || !x.is_contiguous()) {
     return at::dropout(relu ? at::relu(x) : x, p, /*train=*/true);
   }

@@ -69,6 +69,9 @@ class Job final : public JobContext {
   // From `first_step` on (a job resumed inside the epoch: the steps before it are in
   // resumed_sums_).
   absl::Status TrainEpoch(int64_t epoch, int64_t first_step);
+  // The task's evaluation of `split`, with the tensor allocator's kept blocks handed back before
+  // (training's shapes) and after (evaluation's larger batches').
+  absl::StatusOr<double> Evaluate(Split split, int64_t epoch);
   // After the task's forward: backward, gradient all-reduce, the optimisers' step.
   absl::Status StepUpdate(int64_t epoch, int64_t step, StepLoss& s, Breakdown& t);
   // After step `step`: whether any rank was asked to stop (SIGTERM); then, or every

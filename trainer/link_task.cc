@@ -198,6 +198,7 @@ class LinkPrediction final : public Task {
   }
 
   int64_t steps_per_epoch() const override { return loader_->steps_per_epoch(); }
+  void FinishTraining() override { loader_.reset(); }
 
   // The model embeds every endpoint of the batch's pairs; the scorer scores each positive and
   // its negatives ([n] and [n, k]), and --link-loss turns them into the loss.

@@ -129,6 +129,9 @@ class Task {
   // `first_step` (a job resumed from a checkpoint inside an epoch).
   virtual absl::Status StartTraining(JobContext& job, int64_t first_epoch, int64_t first_step) = 0;
   virtual int64_t steps_per_epoch() const = 0;
+  // The last training step is done: let go of the training batches (sampler processes, their
+  // batch files, batches made ahead) before the final evaluation, which then has their memory.
+  virtual void FinishTraining() = 0;
   // Step `step` of `epoch`: its batch through the model (gradients already zeroed); the loss's
   // backward pass, the all-reduce and the update are the job's.
   virtual absl::StatusOr<StepLoss> Step(JobContext& job, int64_t epoch, int64_t step, Breakdown& t) = 0;

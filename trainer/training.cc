@@ -1,5 +1,6 @@
 #include "trainer/training.h"
 
+#include <malloc.h>
 #include <ATen/record_function.h>
 #include <torch/nn/functional/loss.h>
 #include <torch/optim/adam.h>
@@ -24,6 +25,7 @@
 #include "sampler/loader.h"
 #include "trainer/batch_tensors.h"
 #include "trainer/checkpoint.h"
+#include "trainer/cpu_allocator.h"
 #include "trainer/device_upload.h"
 #include "trainer/feature_cache.h"
 #include "trainer/inference.h"
@@ -223,6 +225,13 @@ void Job::ReportEpoch(const EpochReport& r) {
   Metrics(j);
 }
 
+absl::StatusOr<double> Job::Evaluate(Split split, int64_t epoch) {
+  ReleaseCachedCpuBlocks();
+  absl::StatusOr<double> metric = task_->Evaluate(*this, split, epoch);
+  ReleaseCachedCpuBlocks();
+  return metric;
+}
+
 absl::Status Job::TrainEpoch(int64_t epoch, int64_t first_step) {
   model_->train();
   Breakdown t;
@@ -277,6 +286,10 @@ absl::Status Job::TrainEpoch(int64_t epoch, int64_t first_step) {
   // every rank's inputs, in one collective.
   const std::vector<double> local = sums_so_far();
   const double epoch_s = Since(start);
+  if (epoch + 1 == o_.epochs) {
+    task_->FinishTraining();
+    malloc_trim(0);  // what the training batches left in glibc's heap goes back to the system
+  }
   ASSIGN_OR_RETURN(std::vector<double> sums, AllReduceSum(*comm_, local));
   EpochReport r{.epoch = epoch,
                 .steps = steps,
@@ -288,7 +301,7 @@ absl::Status Job::TrainEpoch(int64_t epoch, int64_t first_step) {
                 .t = t};
   const bool eval_now = o_.eval.every > 0 && ((epoch + 1) % o_.eval.every == 0 || epoch + 1 == o_.epochs);
   if (eval_now && sizes_.val > 0) {
-    ASSIGN_OR_RETURN(r.val, task_->Evaluate(*this, Split::kVal, epoch));
+    ASSIGN_OR_RETURN(r.val, Evaluate(Split::kVal, epoch));
     r.val_detail = task_->EvaluationDetail();
   }
   if (lead()) ReportEpoch(r);
@@ -500,7 +513,7 @@ absl::StatusOr<TrainResult> Job::Run() {
   std::string test_detail;
   nlohmann::json test_metrics;
   auto test = [&](double* metric) -> absl::Status {
-    ASSIGN_OR_RETURN(*metric, task_->Evaluate(*this, Split::kTest, o_.epochs));
+    ASSIGN_OR_RETURN(*metric, Evaluate(Split::kTest, o_.epochs));
     test_detail = task_->EvaluationDetail();
     test_metrics = task_->EvaluationMetrics();
     return absl::OkStatus();

@@ -203,6 +203,18 @@ TEST(BatchLoaderTest, ThreadsAndSamplerProcessesMakeIdenticalBatches) {
     runs.push_back(Drain(**l));
     ASSERT_EQ(static_cast<int64_t>(runs.back().size()), 2 * (*l)->steps_per_epoch());
   }
+  // Blocks made ahead and features fetched when a batch is taken (evaluation's loader): the
+  // same batches.
+  for (int threads : {1, 3}) {
+    LoaderOptions just_in_time = lo;
+    just_in_time.num_samplers = 0;
+    just_in_time.num_threads = threads;
+    just_in_time.features_ahead = false;
+    auto l = MakeBatchLoader(g->get(), go, so, seeds, just_in_time);
+    ASSERT_TRUE(l.ok()) << l.status();
+    runs.push_back(Drain(**l));
+    ASSERT_EQ(runs.back().size(), runs[0].size());
+  }
   for (size_t i = 0; i < runs[0].size(); ++i) {
     SCOPED_TRACE("batch " + std::to_string(i));
     EXPECT_EQ(runs[0][i].epoch, 1 + static_cast<int64_t>(i) / (runs[0].size() / 2));

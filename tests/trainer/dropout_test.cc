@@ -73,7 +73,19 @@ TEST(DropoutTest, EvaluationIsReluOrIdentity) {
   const at::Tensor x = at::randn({1000});
   EXPECT_TRUE(at::equal(Dropout(x, 0.5, /*training=*/false, /*relu=*/true), at::relu(x)));
   EXPECT_TRUE(at::equal(Dropout(x, 0.5, false), x));
-  EXPECT_TRUE(at::equal(ReluDropoutInPlace(x, 0.5, false), at::relu(x)));
+  // In place: a layer's fresh output gets no second copy (evaluation's batches are large).
+  const at::Tensor expected = at::relu(x);
+  at::Tensor y = x.clone();
+  const at::Tensor out = ReluDropoutInPlace(y, 0.5, false);
+  EXPECT_EQ(out.data_ptr(), y.data_ptr());
+  EXPECT_TRUE(at::equal(out, expected));
+  // Training without dropout is in place too, and its gradient is ReLU's.
+  const at::Tensor w = at::randn({1000}).requires_grad_(true);
+  at::Tensor h = w * 2;
+  const at::Tensor r = ReluDropoutInPlace(h, 0.0, true);
+  EXPECT_EQ(r.data_ptr(), h.data_ptr());
+  r.sum().backward();
+  EXPECT_TRUE(at::equal(w.grad(), at::where(w.detach().gt(0), at::full({1000}, 2.0f), at::zeros({1000}))));
 }
 
 TEST(DropoutTest, InPlaceMatchesOutOfPlaceAndGuardsSavedTensors) {
