@@ -33,6 +33,7 @@ constexpr Var kVars[] = {
     {"FANOUT_SERVERS", &JobEnv::servers, nullptr},
     {"FANOUT_RESTART_COUNT", nullptr, &JobEnv::restart_count},
     {"FANOUT_FEATURES_FROM_DISK_MB", nullptr, &JobEnv::features_from_disk_mb},
+    {"FANOUT_FEATURES_CACHE_POLICY", &JobEnv::features_cache_policy, nullptr},
 };
 
 }  // namespace

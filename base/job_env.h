@@ -57,6 +57,9 @@ struct JobEnv {
   // node fields from disk behind an N MiB row cache, and so does each process of a trainer that
   // reads its own machine's partition (its sampler processes).
   int features_from_disk_mb = -1;
+  // FANOUT_FEATURES_CACHE_POLICY: those row caches' policy (fanout-launch
+  // --features-cache-policy: "s3fifo" or "lru"); "" = the default.
+  std::string features_cache_policy;
   // Transport security (base/security_options.h's table: FANOUT_TLS_CERT, FANOUT_TLS_KEY,
   // FANOUT_TLS_CA, FANOUT_TLS_SERVER_NAME, FANOUT_AUTH_TOKEN_FILE): the same for every process of
   // the job, servers and trainers alike.

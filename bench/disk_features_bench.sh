@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Features beyond memory (issue 40, docs/benchmarks.md): the same training job with its features
 # mapped and no limit, then read from disk (fanout-launch --features-from-disk-mb C) with every
-# process of each machine in a memory cgroup of its own, once per cache size C.
-#   bench/disk_features_bench.sh PART_CONFIG LIMIT_MB CACHE_MB [CACHE_MB...]
+# process of each machine in a memory cgroup of its own, once per cache size C and row cache
+# policy (POLICIES, default "s3fifo"; "s3fifo lru" compares them: fanout-launch
+# --features-cache-policy).
+#   [POLICIES="s3fifo lru"] bench/disk_features_bench.sh PART_CONFIG LIMIT_MB CACHE_MB [CACHE_MB...]
 # LIMIT_MB is each machine's cgroup limit. Needs root and cgroup v1's memory controller
 # (/sys/fs/cgroup/memory). Extra fanout-train flags in FANOUT_TRAIN_FLAGS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 3 ] || { sed -n 2,7p "$0"; exit 2; }
+[ $# -ge 3 ] || { sed -n 2,9p "$0"; exit 2; }
 BIN=$(cd "${FANOUT_BUILD_DIR:-build}/bin" && pwd)
 CONFIG=$(realpath "$1")
 LIMIT_MB=$2
@@ -44,15 +46,17 @@ run() {  # run NAME [fanout-launch flags...]
 
 run mapped
 for c in "$@"; do
-  for k in 0 1; do
-    rmdir "$CG/fanout-bench-m$k" 2>/dev/null || true
-    mkdir "$CG/fanout-bench-m$k"
-    echo $((LIMIT_MB << 20)) > "$CG/fanout-bench-m$k/memory.limit_in_bytes"
-  done
-  FANOUT_BENCH_CGROUP=1 run "disk-${c}MiB" --features-from-disk-mb "$c"
-  for k in 0 1; do
-    echo "machine $k cgroup: limit ${LIMIT_MB} MiB, peak $(($(cat "$CG/fanout-bench-m$k/memory.max_usage_in_bytes") >> 20)) MiB," \
-      "OOM kills $(grep oom_kill "$CG/fanout-bench-m$k/memory.oom_control" | awk '{print $2}')"
-    rmdir "$CG/fanout-bench-m$k" 2>/dev/null || true
+  for p in ${POLICIES:-s3fifo}; do
+    for k in 0 1; do
+      rmdir "$CG/fanout-bench-m$k" 2>/dev/null || true
+      mkdir "$CG/fanout-bench-m$k"
+      echo $((LIMIT_MB << 20)) > "$CG/fanout-bench-m$k/memory.limit_in_bytes"
+    done
+    FANOUT_BENCH_CGROUP=1 run "disk-${c}MiB-$p" --features-from-disk-mb "$c" --features-cache-policy "$p"
+    for k in 0 1; do
+      echo "machine $k cgroup: limit ${LIMIT_MB} MiB, peak $(($(cat "$CG/fanout-bench-m$k/memory.max_usage_in_bytes") >> 20)) MiB," \
+        "OOM kills $(grep oom_kill "$CG/fanout-bench-m$k/memory.oom_control" | awk '{print $2}')"
+      rmdir "$CG/fanout-bench-m$k" 2>/dev/null || true
+    done
   done
 done

@@ -351,6 +351,8 @@ ProcessSpec ServerSpec(const LaunchOptions& o, const PlanInputs& in, const base:
   if (o.features_from_disk_mb >= 0) {
     p.command.push_back("--feature-cache-mb");
     p.command.push_back(std::to_string(o.features_from_disk_mb));
+    p.command.push_back("--feature-cache-policy");
+    p.command.push_back(o.features_cache_policy);
   }
   if (o.num_server_threads > 0) {
     p.command.push_back("--num-threads");
@@ -396,6 +398,7 @@ ProcessSpec TrainerSpec(const LaunchOptions& o, const PlanInputs& in, const std:
                    .world_size = M * T,
                    .restart_count = o.restart_count,
                    .features_from_disk_mb = o.features_from_disk_mb,
+                   .features_cache_policy = o.features_from_disk_mb >= 0 ? o.features_cache_policy : "",
                    .security = o.security};
   p.env = job.ToEnv();
   p.env.insert(p.env.end(), {

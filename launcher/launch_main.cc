@@ -75,6 +75,9 @@ int main(int argc, char** argv) {
               "machines' memory: each server (fanout-server --feature-cache-mb) and each sampler process reading "
               "its machine's partition keeps a row cache of this many MiB; -1 = map them",
               -1);
+  args.AddChoice("features-cache-policy", &o.features_cache_policy, {"s3fifo", "lru"},
+                 "with --features-from-disk-mb: the row caches' policy (S3-FIFO, scan-resistant; LRU for "
+                 "comparison)");
   args.AddBool("allow-push", &o.allow_push,
                "servers accept writes of node data (fanout-server --allow-push; a Python script's DistTensor writes)");
   args.AddInt("num-server-threads", &o.num_server_threads,

@@ -50,6 +50,7 @@ struct LaunchOptions {
   // (fanout-server --feature-cache-mb), and trainers read their machine's the same way
   // (FANOUT_FEATURES_FROM_DISK_MB); -1: both map them.
   int features_from_disk_mb = -1;
+  std::string features_cache_policy = "s3fifo";  // their row caches' policy: s3fifo or lru
   int num_omp_threads = 0;       // trainers' OMP_NUM_THREADS; 0 = max(1, cores / 2 / trainers)
   int coordinator_port = 0;      // 0 = the first port after the highest server port
   std::vector<std::string> extra_env;  // "NAME=VALUE" for every process, after the launcher's own

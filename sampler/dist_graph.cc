@@ -118,7 +118,8 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
   std::unique_ptr<DistGraph> g(new DistGraph(config, options, std::move(book), std::move(types)));
   g->sources_.resize(config.num_parts);
   if (options.machine_id >= 0 && options.read_local_files) {
-    auto store = core::PartitionStore::Open(config, options.machine_id, {.row_cache_bytes = options.local_row_cache_bytes});
+    auto store = core::PartitionStore::Open(config, options.machine_id, {.row_cache_bytes = options.local_row_cache_bytes,
+                                                                           .row_cache_policy = options.local_row_cache_policy});
     if (!store.ok()) {
       return absl::Status(store.status().code(), StrCat("opening local partition ", options.machine_id, ": ",
                                                         store.status().message()));

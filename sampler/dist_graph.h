@@ -54,6 +54,8 @@ struct DistGraphOptions {
   // this many bytes (core::StoreOptions::row_cache_bytes), as servers do with --feature-cache-mb,
   // so that a machine's features need not fit in its memory.
   int64_t local_row_cache_bytes = -1;
+  // That cache's policy (fanout-launch --features-cache-policy; LRU for comparison).
+  core::CachePolicy local_row_cache_policy = core::CachePolicy::kS3Fifo;
   // The halo cache in shared memory (RowCache::InSharedMemory), for processes that map it: a
   // trainer's, whose sampler processes then map it instead of each pulling a copy.
   bool cache_in_shared_memory = false;

@@ -162,14 +162,14 @@ absl::Status ServeBatches(int socket_fd, const sampler::SamplerSpec& spec, int i
 
 // With the machine's features read from disk (fanout-launch --features-from-disk-mb), what this
 // process's row cache did, as the servers print theirs.
-void ReportRowCache(const sampler::DistGraph& graph, int64_t cache_bytes, int index) {
+void ReportRowCache(const sampler::DistGraph& graph, int64_t cache_bytes, core::CachePolicy policy, int index) {
   const core::PartitionStore* local = graph.local_store();
   if (local == nullptr || cache_bytes < 0) return;
   const core::RowCacheStats c = local->row_cache_stats();
   std::fprintf(stderr,
-               "fanout-sampler: row cache (%lld MiB): hit rate %.3f; %.3f GB read from disk in %lld reads (sampler "
+               "fanout-sampler: row cache (%s, %lld MiB): hit rate %.3f; %.3f GB read from disk in %lld reads (sampler "
                "process %d)\n",
-               static_cast<long long>(cache_bytes >> 20), c.hit_rate(), c.bytes_read / 1e9,
+               core::CachePolicyName(policy), static_cast<long long>(cache_bytes >> 20), c.hit_rate(), c.bytes_read / 1e9,
                static_cast<long long>(c.reads), index);
 }
 
@@ -184,7 +184,7 @@ absl::Status Run(sampler::SamplerSpec spec, int index, int socket_fd, int seeds_
   if (halo_cache_fd >= 0) ::close(halo_cache_fd);  // mapped (or failed): the descriptor is done
   if (!graph.ok()) return graph.status();
   absl::Cleanup report_cache = [&] {
-    ReportRowCache(**graph, spec.graph.local_row_cache_bytes, index);
+    ReportRowCache(**graph, spec.graph.local_row_cache_bytes, spec.graph.local_row_cache_policy, index);
     if (const std::string r = (*graph)->HaloCacheReport(); !r.empty()) {
       std::fprintf(stderr, "fanout-sampler: %s (sampler process %d)\n", r.c_str(), index);
     }

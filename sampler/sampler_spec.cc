@@ -25,6 +25,22 @@ void from_json(const json& j, NegativeSampling& n) {
   n = *parsed;
 }
 
+}  // namespace fanout::sampler
+
+namespace fanout::core {
+
+// How a row cache's policy is spelled in the spec.
+void to_json(nlohmann::json& j, CachePolicy p) { j = std::string(CachePolicyName(p)); }
+void from_json(const nlohmann::json& j, CachePolicy& p) {
+  absl::StatusOr<CachePolicy> parsed = CachePolicyFromName(j.get<std::string>());
+  if (!parsed.ok()) throw std::invalid_argument(std::string(parsed.status().message()));
+  p = *parsed;
+}
+
+}  // namespace fanout::core
+
+namespace fanout::sampler {
+
 namespace {
 
 // The spec's one schema: every member it carries, once, under its key ("graph.client.x" is
@@ -35,7 +51,7 @@ namespace {
 static_assert(base::FieldCount<SamplerSpec>() == 14, "list the new SamplerSpec member in WalkSpec");
 // (DistGraphOptions::cache_in_shared_memory is the trainer's own; shared_cache_fd travels as
 // fanout-sampler --halo-cache-fd.)
-static_assert(base::FieldCount<DistGraphOptions>() == 11, "list the new DistGraphOptions member in WalkSpec");
+static_assert(base::FieldCount<DistGraphOptions>() == 12, "list the new DistGraphOptions member in WalkSpec");
 // (ClientOptions::security, the loaded credentials, is not carried: each process loads them
 // from graph.security.)
 static_assert(base::FieldCount<rpc::ClientOptions>() == 5, "list the new ClientOptions member in WalkSpec");
@@ -122,6 +138,7 @@ absl::Status WalkSpec(S& s, F&& f) {
   RETURN_IF_ERROR(f("graph.cache_field", g.cache_field));
   RETURN_IF_ERROR(f("graph.cache_max_bytes", g.cache_max_bytes));
   RETURN_IF_ERROR(f("graph.local_row_cache_bytes", g.local_row_cache_bytes));
+  RETURN_IF_ERROR(f("graph.local_row_cache_policy", g.local_row_cache_policy));
   RETURN_IF_ERROR(WalkSamplerOptions(s.sampler, Prefixed("sampler.", f)));
   RETURN_IF_ERROR(f("first_epoch", s.first_epoch));
   RETURN_IF_ERROR(f("num_epochs", s.num_epochs));

@@ -351,6 +351,14 @@ absl::Status ResolveJob(const base::ArgParser& args, const Flags& f, const base:
                    sampler::ResolveRelationFanouts(config, o->sampling.fanouts, f.relation_fanouts));
   o->graph.machine_id = f.machine_id >= 0 ? f.machine_id : o->dist.rank / o->trainers_per_machine;
   if (job.features_from_disk_mb >= 0) o->graph.local_row_cache_bytes = int64_t{job.features_from_disk_mb} << 20;
+  if (!job.features_cache_policy.empty()) {
+    absl::StatusOr<core::CachePolicy> policy = core::CachePolicyFromName(job.features_cache_policy);
+    if (!policy.ok()) {
+      return absl::InvalidArgumentError(
+          StrCat("FANOUT_FEATURES_CACHE_POLICY: ", policy.status().message()));
+    }
+    o->graph.local_row_cache_policy = *policy;
+  }
   if (o->device == "cuda") {
     o->device = trainer::LocalRankDevice(job.local_rank >= 0 ? job.local_rank : o->dist.rank % o->trainers_per_machine,
                                          trainer::CudaDeviceCount());

@@ -355,8 +355,8 @@ TEST_F(LaunchCli, RealTrainingJobFinishesAndReportsAccuracy) {
 }
 
 // Issue 40: --features-from-disk-mb: the servers and the samplers read the features from disk
-// through row caches (1 MiB here, smaller than the features), and the job trains exactly as one
-// that maps them.
+// through row caches (1 MiB here, smaller than the features), S3-FIFO or (--features-cache-policy)
+// LRU, and the job trains exactly as one that maps them.
 TEST_F(LaunchCli, FeaturesReadFromDiskTrainAsMappedOnes) {
   auto accuracy = [](const std::string& output) {
     std::smatch m;
@@ -371,11 +371,19 @@ TEST_F(LaunchCli, FeaturesReadFromDiskTrainAsMappedOnes) {
   LaunchRun disk(args, dir_.path());
   ASSERT_EQ(disk.Finish(seconds(120)), 0) << disk.output();
   EXPECT_THAT(disk.output(), HasSubstr("[m0 server 0] fanout-server: row cache (s3fifo, 1 MiB): hit rate"));
-  EXPECT_THAT(disk.output(), HasSubstr("[m1 trainer 0] fanout-sampler: row cache (1 MiB): hit rate"));
+  EXPECT_THAT(disk.output(), HasSubstr("[m1 trainer 0] fanout-sampler: row cache (s3fifo, 1 MiB): hit rate"));
   EXPECT_THAT(mapped.output(), Not(HasSubstr("row cache")));
   ASSERT_FALSE(accuracy(mapped.output()).empty()) << mapped.output();
   EXPECT_EQ(accuracy(disk.output()), accuracy(mapped.output()));
   ExpectNothingLeft(job_id_ + "-disk", LearnedPids(disk));
+  *(std::find(args.begin(), args.end(), "--job-id") + 1) = job_id_ + "-lru";
+  args.insert(std::find(args.begin(), args.end(), "--"), {"--features-cache-policy", "lru"});
+  LaunchRun lru(args, dir_.path());
+  ASSERT_EQ(lru.Finish(seconds(120)), 0) << lru.output();
+  EXPECT_THAT(lru.output(), HasSubstr("[m0 server 0] fanout-server: row cache (lru, 1 MiB): hit rate"));
+  EXPECT_THAT(lru.output(), HasSubstr("[m1 trainer 0] fanout-sampler: row cache (lru, 1 MiB): hit rate"));
+  EXPECT_EQ(accuracy(lru.output()), accuracy(mapped.output()));
+  ExpectNothingLeft(job_id_ + "-lru", LearnedPids(lru));
 }
 
 // Issue 30: a partition written by `fanout-partition --distributed` (2 MPI ranks, PT-Scotch on the

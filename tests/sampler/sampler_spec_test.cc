@@ -25,6 +25,8 @@ SamplerSpec EveryFieldSet() {
   g.connect_timeout_seconds = 4.25;
   g.cache_field = "emb";
   g.cache_max_bytes = 1 << 20;
+  g.local_row_cache_bytes = 3 << 20;
+  g.local_row_cache_policy = core::CachePolicy::kLru;
   SamplerOptions& o = s.sampler;
   o.fanouts = {25, -1, 3};
   o.relation_fanouts = {{1, 2}, {-1, 0}, {3, 4}};
@@ -93,6 +95,8 @@ TEST(SamplerSpecTest, EveryFieldRoundTrips) {
   EXPECT_EQ(g.connect_timeout_seconds, wg.connect_timeout_seconds);
   EXPECT_EQ(g.cache_field, wg.cache_field);
   EXPECT_EQ(g.cache_max_bytes, wg.cache_max_bytes);
+  EXPECT_EQ(g.local_row_cache_bytes, wg.local_row_cache_bytes);
+  EXPECT_EQ(g.local_row_cache_policy, wg.local_row_cache_policy);
   ExpectSameSampling(got->sampler, want.sampler);
   EXPECT_EQ(got->first_epoch, want.first_epoch);
   EXPECT_EQ(got->num_epochs, want.num_epochs);
