@@ -86,13 +86,14 @@ def make_graph(work, parts, nodes=3000, edges=24000, feat_dim=16, name="g", edge
 WEIGHT_SCALE = 4096  # > the nodes of make_graph's graphs; WEIGHT_SCALE * src + dst stays exact in float32
 
 
-def make_typed_graph(work, parts, scale="0.002"):
-    """The ogbn-mag-shaped typed graph (4 node types, 4 relations and their reverses)."""
+def make_typed_graph(work, parts, scale="0.002", feature_dtype=None):
+    """The ogbn-mag-shaped typed graph (4 node types, 4 relations and their reverses); with
+    `feature_dtype`, the papers' features stored so (fanout-partition --feature-dtype)."""
     ds = os.path.join(work, "mag")
     run([f"{BIN}/fanout-generate", "--preset", "mag", "--scale", scale, "--out", ds])
     out = os.path.join(work, f"typed{parts}")
     run([f"{BIN}/fanout-partition", "--input", ds, "--num-parts", str(parts), "--out", out, "--graph-name", "g",
-         "--add-reverse-edges"])
+         "--add-reverse-edges"] + (["--feature-dtype", feature_dtype] if feature_dtype else []))
     return os.path.join(out, "g.json")
 
 
@@ -139,7 +140,7 @@ class ServersTestCase(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
         if cls.typed:
-            cls.config = make_typed_graph(cls.tmp.name, 2)
+            cls.config = make_typed_graph(cls.tmp.name, 2, feature_dtype=cls.feature_dtype)
         else:
             cls.config = make_graph(cls.tmp.name, 2, edge_weights=cls.edge_weights, feature_dtype=cls.feature_dtype)
         cls.servers = []
@@ -527,6 +528,43 @@ class CompressedFeaturesTest(ServersTestCase):
                 self.assertEqual(rows.dtype, torch.float32)
                 np.testing.assert_array_equal(rows.numpy(), want[input_nodes.numpy()])
             loader.close()
+
+
+class TypedCompressedFeaturesTest(ServersTestCase):
+    """A typed graph's features stored as int8 rows read decoded through the typed loader, from
+    threads and sampler processes alike, and through g.nodes[ntype].data (issue 40)."""
+
+    typed = True
+    feature_dtype = "int8"
+
+    def test_typed_batches_carry_decoded_rows(self):
+        g = self.g
+        with open(self.config) as f:
+            cfg = json.load(f)
+        base = os.path.dirname(self.config)
+        # The papers' stored rows by type-wise ID: each partition holds a run of them, in order.
+        stored = np.concatenate([np.load(os.path.join(base, f"part{k}", "node_data", "paper", "feat.npy"))
+                                 for k in range(cfg["num_parts"])])
+        dim = stored.shape[1] - 8
+        tail = np.ascontiguousarray(stored[:, dim:]).view(np.float32)
+        want = stored[:, :dim].astype(np.float32) * tail[:, :1] + tail[:, 1:]
+        self.assertEqual(len(want), g.num_nodes("paper"))
+        ids = torch.tensor([0, 7, g.num_nodes("paper") - 1, 3])
+        feat = g.nodes["paper"].data["feat"]
+        self.assertEqual(feat.dtype, torch.float32)
+        np.testing.assert_array_equal(feat[ids].numpy(), want[ids.numpy()])
+        nids = dist.node_split(g.nodes["paper"].data["train_mask"], g.get_partition_book(), ntype="paper")
+        for samplers in (0, 1):
+            loader = dist.DistNodeDataLoader(g, {"paper": nids}, dist.NeighborSampler([4, 3]), batch_size=40,
+                                             num_samplers=samplers)
+            n = 0
+            for input_nodes, _, blocks in loader:
+                rows = blocks[0].srcdata["feat"]["paper"]
+                self.assertEqual((rows.dtype, rows.shape[1]), (torch.float32, dim))
+                np.testing.assert_array_equal(rows.numpy(), want[input_nodes["paper"].numpy()])
+                n += 1
+            loader.close()
+            self.assertGreater(n, 0)
 
 
 class SettingsTest(ServersTestCase):
