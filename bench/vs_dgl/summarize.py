@@ -31,6 +31,8 @@ SETUPS = {
          "dot scores, 1 uniform negative, BCE; test MRR against the same 100 given negatives per positive",
     "G": "A's DistDGL job on GraphBolt partitions (dgl_partition_to_graphbolt, initialize(use_graphbolt=True)); "
          "ratios against A's fanout job",
+    "E": "A's fanout job with fanout's memory-lean settings (--prefetch 1 --feature-cache-mb 128); ratios against "
+         "A's DistDGL job and G's (DistDGL on GraphBolt)",
     "H": "typed graph (ogbn-mag-shaped), 2 loopback machines, 2 METIS parts; R-GCN 2x64, fanouts 25,15 per relation, "
          "learnable rows for featureless types (sparse Adam): fanout-train --model rgcn vs DistDGL's R-GCN",
     "R": "as H with R-GAT (4 heads of 16, the destination's own projection, ELU): fanout-train --model rgat vs "
@@ -126,35 +128,48 @@ def gb(b):
     return b / 1e9
 
 
+def pairing(s):
+    """Setup s's fanout job and its DistDGL jobs, as (setup, system) keys with their labels: G is
+    DistDGL on GraphBolt against A's fanout job; E is fanout's lean job against A's DistDGL jobs
+    and G's."""
+    if s == "G":
+        return "A", [("DistDGL s", "G", "dgl")]
+    if s == "E":
+        return "E", [("DistDGL s", "A", "dgl"), ("GraphBolt s", "G", "dgl"), ("GraphBolt s", "A", "dgl-gb")]
+    return s, [("DGL s" if s == "B" else "DistDGL s", s, "dgl"), ("GraphBolt s", s, "dgl-gb")]
+
+
 def print_ratios(s, results):
     """Setup s's table: fanout's epoch against each DistDGL configuration that ran (classic, and
-    GraphBolt with run.sh --graphbolt), per round and as medians; with both, the baseline is the
-    one with the shorter median epoch."""
-    fs_ = "A" if s == "G" else s  # G: against A's fanout job
-    sides = [sys_ for sys_ in ("dgl", "dgl-gb") if any(k[0] == s and k[2] == sys_ for k in results)]
-    label = {"dgl": "DGL s" if s == "B" else "DistDGL s", "dgl-gb": "GraphBolt s"}
-    print(f"{'setup':6s}{'round':>6s}{'fanout s':>11s}" + "".join(f"{label[d]:>13s}{'ratio':>8s}" for d in sides))
-    ratios = {d: [] for d in sides}
-    epochs = {d: [] for d in sides}
+    GraphBolt with run.sh --graphbolt or setup G), per round and as medians; with both, the
+    baseline is the one with the shorter median epoch."""
+    fs_, candidates = pairing(s)
+    sides = []
+    for label, ds, d in candidates:
+        if any(k[0] == ds and k[2] == d for k in results) and label not in [x[0] for x in sides]:
+            sides.append((label, ds, d))
+    print(f"{'setup':6s}{'round':>6s}{'fanout s':>11s}" + "".join(f"{label:>13s}{'ratio':>8s}" for label, _, _ in sides))
+    ratios = {i: [] for i in range(len(sides))}
+    epochs = {i: [] for i in range(len(sides))}
     for r in sorted({r for ss, r, _ in results if ss == s}, key=int):
         f = results.get((fs_, r, "fanout"))
         line = f"{s:6s}{r:>6s}{(f'{f:.2f}' if f is not None else 'failed'):>11s}"
-        for d in sides:
-            t = results.get((s, r, d))
+        for i, (_, ds, d) in enumerate(sides):
+            t = results.get((ds, r, d))
             if t:
-                epochs[d].append(t)
+                epochs[i].append(t)
             ratio = f / t if f is not None and t else None
             if ratio is not None:
-                ratios[d].append(ratio)
+                ratios[i].append(ratio)
             line += f"{(f'{t:.2f}' if t else 'failed'):>13s}{(f'{ratio:.2f}x' if ratio is not None else '-'):>8s}"
         print(line)
     if any(len(v) > 1 for v in ratios.values()):
         print(f"{s:6s}{'median':>6s}{'':>11s}" + "".join(
-            f"{(f'{statistics.median(epochs[d]):.2f}' if epochs[d] else '-'):>13s}"
-            f"{(f'{statistics.median(ratios[d]):.2f}x' if ratios[d] else '-'):>8s}" for d in sides))
-    if len(sides) > 1 and all(epochs[d] and ratios[d] for d in sides):
-        best = min(sides, key=lambda d: statistics.median(epochs[d]))
-        print(f"{s:6s} baseline: DistDGL's faster configuration, {'GraphBolt' if best == 'dgl-gb' else 'classic'} "
+            f"{(f'{statistics.median(epochs[i]):.2f}' if epochs[i] else '-'):>13s}"
+            f"{(f'{statistics.median(ratios[i]):.2f}x' if ratios[i] else '-'):>8s}" for i in range(len(sides))))
+    if len(sides) > 1 and all(epochs[i] and ratios[i] for i in range(len(sides))):
+        best = min(range(len(sides)), key=lambda i: statistics.median(epochs[i]))
+        print(f"{s:6s} baseline: DistDGL's faster configuration, {'GraphBolt' if sides[best][0].startswith('GraphBolt') else 'classic'} "
               f"(median epoch {statistics.median(epochs[best]):.2f} s): fanout / it = {statistics.median(ratios[best]):.2f}x")
 
 
@@ -241,18 +256,22 @@ def main():
         print(f"{'setup':6s}{'round':>6s}{'machine':>8s}{'fanout GB':>11s}{'DGL GB':>9s}{'ratio':>8s}"
               f"{'| before val: fanout':>21s}{'DGL':>7s}{'ratio':>8s}{'fanout val':>12s}{'DGL val':>9s}")
         for s in setups:
-            fs_ = "A" if s == "G" else s
-            for r in sorted({r for ss, r, _ in results if ss == s}, key=int):
-                f, d = memory.get((fs_, r, "fanout"), {}), memory.get((s, r, "dgl"), {})
-                fa, da = accuracy.get((fs_, r, "fanout")), accuracy.get((s, r, "dgl"))
-                for m in sorted(set(f) | set(d)):
-                    fv, ft = f.get(m, (None, None))
-                    dv, dt = d.get(m, (None, None))
-                    print(f"{s:6s}{r:>6s}{m:>8s}{(f'{gb(fv):.2f}' if fv else '-'):>11s}{(f'{gb(dv):.2f}' if dv else '-'):>9s}"
-                          f"{(f'{fv / dv:.2f}x' if fv and dv else '-'):>8s}"
-                          f"{(f'{gb(ft):.2f}' if ft else '-'):>21s}{(f'{gb(dt):.2f}' if dt else '-'):>7s}"
-                          f"{(f'{ft / dt:.2f}x' if ft and dt else '-'):>8s}"
-                          f"{(f'{fa:.4f}' if fa is not None else '-'):>12s}{(f'{da:.4f}' if da is not None else '-'):>9s}")
+            fs_, candidates = pairing(s)
+            for label, ds, dsys in candidates:
+                if not any(k[0] == ds and k[2] == dsys for k in memory):
+                    continue
+                for r in sorted({r for ss, r, _ in results if ss == s}, key=int):
+                    f, d = memory.get((fs_, r, "fanout"), {}), memory.get((ds, r, dsys), {})
+                    fa, da = accuracy.get((fs_, r, "fanout")), accuracy.get((ds, r, dsys))
+                    tag = s if ds == s and dsys == "dgl" else f"{s}/{ds}{'-gb' if dsys == 'dgl-gb' else ''}"
+                    for m in sorted(set(f) | set(d)):
+                        fv, ft = f.get(m, (None, None))
+                        dv, dt = d.get(m, (None, None))
+                        print(f"{tag:6s}{r:>6s}{m:>8s}{(f'{gb(fv):.2f}' if fv else '-'):>11s}{(f'{gb(dv):.2f}' if dv else '-'):>9s}"
+                              f"{(f'{fv / dv:.2f}x' if fv and dv else '-'):>8s}"
+                              f"{(f'{gb(ft):.2f}' if ft else '-'):>21s}{(f'{gb(dt):.2f}' if dt else '-'):>7s}"
+                              f"{(f'{ft / dt:.2f}x' if ft and dt else '-'):>8s}"
+                              f"{(f'{fa:.4f}' if fa is not None else '-'):>12s}{(f'{da:.4f}' if da is not None else '-'):>9s}")
     print()
     for s in setups:
         print(f"  {s}: {SETUPS[s]}")
