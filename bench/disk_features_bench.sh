@@ -55,7 +55,7 @@ for c in "$@"; do
     FANOUT_BENCH_CGROUP=1 run "disk-${c}MiB-$p" --features-from-disk-mb "$c" --features-cache-policy "$p"
     for k in 0 1; do
       echo "machine $k cgroup: limit ${LIMIT_MB} MiB, peak $(($(cat "$CG/fanout-bench-m$k/memory.max_usage_in_bytes") >> 20)) MiB," \
-        "OOM kills $(grep oom_kill "$CG/fanout-bench-m$k/memory.oom_control" | awk '{print $2}')"
+        "OOM kills $(awk '$1 == "oom_kill" {print $2}' "$CG/fanout-bench-m$k/memory.oom_control")"
       rmdir "$CG/fanout-bench-m$k" 2>/dev/null || true
     done
   done
