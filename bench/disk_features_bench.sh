@@ -52,6 +52,10 @@ for c in "$@"; do
       mkdir "$CG/fanout-bench-m$k"
       echo $((LIMIT_MB << 20)) > "$CG/fanout-bench-m$k/memory.limit_in_bytes"
     done
+    # Every run starts with the partition's files out of the page cache: the run before would
+    # otherwise leave the next one the pages it read (the first policy run paid for the second).
+    sync
+    echo 1 > /proc/sys/vm/drop_caches
     FANOUT_BENCH_CGROUP=1 run "disk-${c}MiB-$p" --features-from-disk-mb "$c" --features-cache-policy "$p"
     for k in 0 1; do
       echo "machine $k cgroup: limit ${LIMIT_MB} MiB, peak $(($(cat "$CG/fanout-bench-m$k/memory.max_usage_in_bytes") >> 20)) MiB," \
