@@ -7,6 +7,8 @@
 #include <cstring>
 #include <numeric>
 
+#include "base/parallel.h"
+#include "base/status.h"
 #include "base/strings.h"
 #include "core/random.h"
 
@@ -199,11 +201,19 @@ absl::Status DiskRows::Read(std::span<const int64_t> rows, std::span<const int64
   if (missed.empty()) return absl::OkStatus();
   // Misses in file order, read in runs of consecutive rows (a repeated row is read once).
   std::sort(missed.begin(), missed.end(), [&](size_t a, size_t b) { return rows[a] < rows[b]; });
-  std::vector<char> buf;
+  std::vector<std::pair<size_t, size_t>> runs;  // [b, e) of `missed`
   for (size_t b = 0; b < missed.size();) {
     size_t e = b + 1;
     while (e < missed.size() && rows[missed[e]] - rows[missed[e - 1]] <= 1 && e - b < 256) ++e;
+    runs.emplace_back(b, e);
+    b = e;
+  }
+  // One run: one pread (or a few, when short). The runs go out kReadsInFlight at a time: a disk
+  // (an SSD, a cloud volume) serves many random reads in parallel and few one after another.
+  auto read_run = [&](int64_t r) -> absl::Status {
+    const auto [b, e] = runs[static_cast<size_t>(r)];
     const int64_t first = rows[missed[b]], count = rows[missed[e - 1]] - first + 1;
+    thread_local std::vector<char> buf;
     buf.resize(static_cast<size_t>(count) * row_bytes_);
     size_t got = 0;
     const off_t at = static_cast<off_t>(file_.data_offset + static_cast<size_t>(first) * row_bytes_);
@@ -223,9 +233,14 @@ absl::Status DiskRows::Read(std::span<const int64_t> rows, std::span<const int64
       std::memcpy(to(missed[j]), row, row_bytes_);
       if (j == b || rows[missed[j]] != rows[missed[j - 1]]) cache_->Insert(key_base_ + static_cast<uint64_t>(rows[missed[j]]), row, row_bytes_);
     }
-    b = e;
+    return absl::OkStatus();
+  };
+  const int threads = static_cast<int>(std::min<size_t>(kReadsInFlight, (runs.size() + 7) / 8));
+  if (threads <= 1) {
+    for (size_t r = 0; r < runs.size(); ++r) RETURN_IF_ERROR(read_run(static_cast<int64_t>(r)));
+    return absl::OkStatus();
   }
-  return absl::OkStatus();
+  return base::ParallelFor(threads, static_cast<int64_t>(runs.size()), read_run);
 }
 
 RowCacheStats DiskRows::stats() const {

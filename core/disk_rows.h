@@ -72,6 +72,8 @@ class RowCache {
 // One .npy field's rows read from its file through a shared RowCache. Thread-safe.
 class DiskRows {
  public:
+  static constexpr size_t kReadsInFlight = 16;
+
   // `file` must be opened (OpenNpyFile) and checked by the caller; `field_id` keeps this field's
   // rows apart from other fields' in the shared cache.
   DiskRows(NpyFile file, std::shared_ptr<RowCache> cache, uint32_t field_id);
@@ -80,7 +82,8 @@ class DiskRows {
   int64_t rows() const { return rows_; }
   const std::string& path() const { return file_.path; }
   // Copies rows `rows[i]` (each in [0, rows())) to out + dst[i] * row_bytes (dst empty: i),
-  // reading the misses from disk in runs of consecutive rows. Errors name the file.
+  // reading the misses from disk in runs of consecutive rows, up to kReadsInFlight runs at a
+  // time (on as many threads). Errors name the file.
   absl::Status Read(std::span<const int64_t> rows, std::span<const int64_t> dst, char* out);
   RowCacheStats stats() const;
 
