@@ -3,13 +3,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <numeric>
 
-#include "base/parallel.h"
+#include "absl/synchronization/blocking_counter.h"
+#include "absl/synchronization/mutex.h"
 #include "base/status.h"
 #include "base/strings.h"
+#include "base/thread_pool.h"
 #include "core/random.h"
 
 namespace fanout::core {
@@ -183,6 +186,18 @@ int64_t RowCache::rows() const {
   return n;
 }
 
+namespace {
+
+// The process's disk readers (kReadsInFlight - 1 of them, with each reading caller the rest),
+// started by the first read from disk, so that a job that maps its features has none. Never
+// destroyed: a read may be under way at exit.
+base::ThreadPool& Readers() {
+  static base::ThreadPool* pool = new base::ThreadPool(static_cast<int>(DiskRows::kReadsInFlight) - 1);
+  return *pool;
+}
+
+}  // namespace
+
 DiskRows::DiskRows(NpyFile file, std::shared_ptr<RowCache> cache, uint32_t field_id)
     : file_(std::move(file)),
       cache_(std::move(cache)),
@@ -208,13 +223,13 @@ absl::Status DiskRows::Read(std::span<const int64_t> rows, std::span<const int64
     runs.emplace_back(b, e);
     b = e;
   }
-  // One run: one pread (or a few, when short). The runs go out kReadsInFlight at a time: a disk
-  // (an SSD, a cloud volume) serves many random reads in parallel and few one after another.
-  auto read_run = [&](int64_t r) -> absl::Status {
-    const auto [b, e] = runs[static_cast<size_t>(r)];
+  // One run: one pread (or a few, when short). The runs go out up to kReadsInFlight at a time, on
+  // this thread and the process's readers: a disk (an SSD, a cloud volume) serves many random
+  // reads in parallel and few one after another.
+  auto read_run = [&](size_t r) -> absl::Status {
+    const auto [b, e] = runs[r];
     const int64_t first = rows[missed[b]], count = rows[missed[e - 1]] - first + 1;
-    thread_local std::vector<char> buf;
-    buf.resize(static_cast<size_t>(count) * row_bytes_);
+    std::vector<char> buf(static_cast<size_t>(count) * row_bytes_);
     size_t got = 0;
     const off_t at = static_cast<off_t>(file_.data_offset + static_cast<size_t>(first) * row_bytes_);
     while (got < buf.size()) {
@@ -235,12 +250,31 @@ absl::Status DiskRows::Read(std::span<const int64_t> rows, std::span<const int64
     }
     return absl::OkStatus();
   };
-  const int threads = static_cast<int>(std::min<size_t>(kReadsInFlight, (runs.size() + 7) / 8));
-  if (threads <= 1) {
-    for (size_t r = 0; r < runs.size(); ++r) RETURN_IF_ERROR(read_run(static_cast<int64_t>(r)));
-    return absl::OkStatus();
+  // Runs are taken in order from a shared counter; after an error no new one starts.
+  std::atomic<size_t> next{0};
+  absl::Mutex mu;
+  absl::Status first_error;
+  auto work = [&] {
+    for (size_t r; (r = next.fetch_add(1)) < runs.size();) {
+      if (absl::Status s = read_run(r); !s.ok()) {
+        absl::MutexLock lock(&mu);
+        if (first_error.ok()) first_error = std::move(s);
+        next.store(runs.size());
+      }
+    }
+  };
+  // About 8 runs per reader at least: a few rows are not worth a hand-off.
+  const int helpers = static_cast<int>(std::min<size_t>(kReadsInFlight, (runs.size() + 7) / 8)) - 1;
+  absl::BlockingCounter done(std::max(helpers, 0));
+  for (int i = 0; i < helpers; ++i) {
+    Readers().Submit([&] {
+      work();
+      done.DecrementCount();
+    });
   }
-  return base::ParallelFor(threads, static_cast<int64_t>(runs.size()), read_run);
+  work();
+  done.Wait();
+  return first_error;
 }
 
 RowCacheStats DiskRows::stats() const {

@@ -83,7 +83,7 @@ class DiskRows {
   const std::string& path() const { return file_.path; }
   // Copies rows `rows[i]` (each in [0, rows())) to out + dst[i] * row_bytes (dst empty: i),
   // reading the misses from disk in runs of consecutive rows, up to kReadsInFlight runs at a
-  // time (on as many threads). Errors name the file.
+  // time (this thread and a process-wide pool of readers). Errors name the file.
   absl::Status Read(std::span<const int64_t> rows, std::span<const int64_t> dst, char* out);
   RowCacheStats stats() const;
 

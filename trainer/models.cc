@@ -77,6 +77,17 @@ void SetInDegreeAndIndptr(BlockTensors* b) {
 // The sources `src` (indices below num_src) use, ascending, and each entry of `src` renumbered as
 // its position among them: a mark per source, the marked ones listed, each renumbered by the
 // marks before it (no sort).
+// The tensors joined along dim 0, without a copy when there is one (non-empty list).
+at::Tensor Cat(const std::vector<at::Tensor>& parts) { return parts.size() == 1 ? parts[0] : at::cat(parts); }
+
+// x's rows at each index list, gathered in one index_select and split per list: its backward
+// scatters into one zero-filled gradient of x, not one per list to be summed.
+std::vector<at::Tensor> GatherSplit(const at::Tensor& x, const std::vector<at::Tensor>& index) {
+  std::vector<int64_t> counts;
+  for (const at::Tensor& i : index) counts.push_back(i.size(0));
+  return x.index_select(0, Cat(index)).split_with_sizes(counts);
+}
+
 struct CompactSources {
   at::Tensor used, renumbered;
 };
@@ -195,14 +206,14 @@ class RelSageConv : public torch::nn::Module {
       BlockTensors all;
       all.num_src = b.num_src;
       all.num_dst = num_slots;
-      all.src = srcs.empty() ? b.src.narrow(0, 0, 0) : srcs.size() == 1 ? srcs[0] : at::cat(srcs);
-      all.dst = srcs.empty() ? b.dst.narrow(0, 0, 0) : slots.size() == 1 ? slots[0] : at::cat(slots);
+      all.src = srcs.empty() ? b.src.narrow(0, 0, 0) : Cat(srcs);
+      all.dst = srcs.empty() ? b.dst.narrow(0, 0, 0) : Cat(slots);
       SetInDegreeAndIndptr(&all);
       const int64_t ne = all.dst.size(0);
       const bool ordered =
           ne < 2 || all.dst.narrow(0, 1, ne - 1).ge(all.dst.narrow(0, 0, ne - 1)).all().item<bool>();
       const at::Tensor weight =
-          weights.empty() ? at::Tensor() : weights.size() == 1 ? weights[0] : at::cat(weights);
+          weights.empty() ? at::Tensor() : Cat(weights);
       means = AggregateWith(fused_ && ordered, all, h, Reduce::kMean, weight);
     }
     // fc_self on every destination in one product, plus per run its k relations' weights on its
@@ -226,7 +237,7 @@ class RelSageConv : public torch::nn::Module {
                     .reshape({out_, k * in_});
       parts.push_back(at::mm(means.narrow(0, slot_begin[j], n * k).view({n, k * in_}), w.t()));
     }
-    return self + (parts.size() == 1 ? parts[0] : at::cat(parts));
+    return self + Cat(parts);
   }
 
  private:
@@ -362,8 +373,7 @@ class RelGatConv : public torch::nn::Module {
     at::Tensor out = at::addmm(bias_, x_dst, fc_self_.t()).view({b.num_dst, heads_, out_});
     const at::Tensor fc = fc_.view({relations_, heads_, out_, in_});
     // Each relation's block over its own sources, numbered compactly; the relations' source rows
-    // then come from x in one index_select, split per relation (its backward scatters into one
-    // zero-filled gradient of x, not one per relation to be summed).
+    // then come from x in one gather (GatherSplit).
     struct Part {
       int64_t r;
       BlockTensors rb;
@@ -371,7 +381,6 @@ class RelGatConv : public torch::nn::Module {
     };
     std::vector<Part> parts;
     std::vector<at::Tensor> used;
-    std::vector<int64_t> counts;
     for (int64_t r = 0; r < relations_; ++r) {
       Part p{r, {}, {}};
       if (b.etype.defined()) {
@@ -385,7 +394,6 @@ class RelGatConv : public torch::nn::Module {
         SetInDegreeAndIndptr(&p.rb);
         if (b.edge_weight.defined()) p.weight = b.edge_weight.index_select(0, edges);
         used.push_back(sources.used);
-        counts.push_back(sources.used.size(0));
       } else {
         p.rb = b;
         p.weight = b.edge_weight;
@@ -393,7 +401,7 @@ class RelGatConv : public torch::nn::Module {
       parts.push_back(std::move(p));
     }
     std::vector<at::Tensor> x_used;
-    if (!used.empty()) x_used = x.index_select(0, used.size() == 1 ? used[0] : at::cat(used)).split_with_sizes(counts);
+    if (!used.empty()) x_used = GatherSplit(x, used);
     for (size_t i = 0; i < parts.size(); ++i) {
       const int64_t r = parts[i].r;
       const BlockTensors& rb = parts[i].rb;
@@ -480,10 +488,9 @@ class HgtConv : public torch::nn::Module {
     const at::Tensor edge_prior =
         b.etype.defined() ? p_rel_.index_select(0, b.etype) : p_rel_[0].expand({b.num_edges(), heads_});
     // Per relation, its sources' keys and messages; every edge's key then indexes that list. The
-    // relations' sources are gathered from k and v in one index_select each (split per relation
-    // after): its backward scatters into one zero-filled gradient, not one per relation.
+    // relations' sources are gathered from k and v in one gather each (GatherSplit).
     std::vector<at::Tensor> used;
-    std::vector<int64_t> counts, rels;
+    std::vector<int64_t> rels;
     at::Tensor edge_src = b.etype.defined() ? at::empty_like(b.src) : at::Tensor();
     int64_t offset = 0;
     for (int64_t r = 0; r < relations_; ++r) {
@@ -497,24 +504,21 @@ class HgtConv : public torch::nn::Module {
       offset += sources.used.size(0);
       edge_src = edges.defined() ? edge_src.index_copy_(0, edges, renumbered) : renumbered;
       used.push_back(sources.used);
-      counts.push_back(sources.used.size(0));
       rels.push_back(r);
     }
     at::Tensor agg;
     if (used.empty()) {
       agg = at::zeros({b.num_dst, f}, h.options());
     } else {
-      const at::Tensor all_used = used.size() == 1 ? used[0] : at::cat(used);
-      const std::vector<at::Tensor> k_used = k.index_select(0, all_used).split_with_sizes(counts);
-      const std::vector<at::Tensor> v_used = v.index_select(0, all_used).split_with_sizes(counts);
+      const std::vector<at::Tensor> k_used = GatherSplit(k, used), v_used = GatherSplit(v, used);
       std::vector<at::Tensor> keys, messages;
       for (size_t i = 0; i < rels.size(); ++i) {
         // [n, heads, d] x [heads, d, d] per head.
         keys.push_back(at::einsum("nhd,hde->nhe", {k_used[i], k_rel_.narrow(0, rels[i] * heads_, heads_)}));
         messages.push_back(at::einsum("nhd,hde->nhe", {v_used[i], v_rel_.narrow(0, rels[i] * heads_, heads_)}));
       }
-      const at::Tensor key = keys.size() == 1 ? keys[0] : at::cat(keys);
-      const at::Tensor message = messages.size() == 1 ? messages[0] : at::cat(messages);
+      const at::Tensor key = Cat(keys);
+      const at::Tensor message = Cat(messages);
       BlockTensors expanded = b;  // every edge's source is its key and message row
       expanded.src = edge_src;
       expanded.num_src = message.size(0);
@@ -576,7 +580,7 @@ class HgtConv : public torch::nn::Module {
                             " of a model of ", types_, " node types");
           outs.push_back(at::addmm(bias[run_types[j]], parts[j], weight[run_types[j]].t()));
         }
-        return outs.size() == 1 ? outs[0] : at::cat(outs);
+        return Cat(outs);
       }
     }
     at::Tensor out = at::empty({rows, weight.size(1)}, x.options());
