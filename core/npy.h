@@ -15,7 +15,8 @@
 
 namespace fanout::core {
 
-// Builds the header bytes (magic through the padded dict) for a C-order little-endian array.
+// Builds the header bytes (magic through the padded dict) for a C-order little-endian array: the
+// data starts 64-byte aligned, or on a 4 KiB page for an array of 1 MiB or more.
 std::string EncodeNpyHeader(DType dtype, const std::vector<int64_t>& shape);
 
 // An array in .npy layout, either mapped read-only from a file (shared with every other process
