@@ -33,18 +33,28 @@ chmod +x "$WORK/in-cgroup.sh" "$WORK/server.sh"
 TRAIN=("$BIN/fanout-train" --model sage --fanouts 10,5 --hidden 64 --batch-size 1024 --epochs 2 --eval-every 0
        --no-test --threads 1 ${FANOUT_TRAIN_FLAGS:-})
 
+# The block device under the partition, for what the runs read from the disk itself (a pread the
+# page cache answers reads nothing there).
+DEV_STAT=/sys/dev/block/$(findmnt -no MAJ:MIN -T "$CONFIG" | tr -d ' ')/stat
+disk_reads() { [ -r "$DEV_STAT" ] && awk '{print $1, $3}' "$DEV_STAT" || echo "0 0"; }
+
 run() {  # run NAME [fanout-launch flags...]
   local name=$1
   shift
   echo "== $name"
+  local before after
+  before=$(disk_reads)
   cd "$WORK"
   "$BIN/fanout-launch" --ip-config ip_config.txt --part-config "$CONFIG" --num-servers 1 --num-trainers 1 \
     --num-samplers 1 --server-bin "$WORK/server.sh" --log-dir "logs-$name" "$@" -- "$WORK/in-cgroup.sh" "${TRAIN[@]}" 2>&1 |
-    grep -E "trainer 0\] epoch|row cache|fanout-launch: machine|error" || true
+    grep -E "trainer 0\] epoch|row cache|halo cache|fanout-launch: machine|error" || true
   cd - > /dev/null
+  after=$(disk_reads)
+  [ -r "$DEV_STAT" ] && echo "disk: $(($(echo "$after" | cut -d' ' -f1) - $(echo "$before" | cut -d' ' -f1))) reads," \
+    "$(( ($(echo "$after" | cut -d' ' -f2) - $(echo "$before" | cut -d' ' -f2)) * 512 / 1000000 )) MB read from $DEV_STAT during the run"
 }
 
-run mapped
+[ "${MAPPED:-1}" = 0 ] || run mapped
 for c in "$@"; do
   for p in ${POLICIES:-s3fifo}; do
     for k in 0 1; do

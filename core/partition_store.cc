@@ -150,6 +150,8 @@ RowCacheStats PartitionStore::row_cache_stats() const {
     s.misses += one.misses;
     s.bytes_read += one.bytes_read;
     s.reads += one.reads;
+    s.ring_reads += one.ring_reads;
+    s.direct = s.direct || one.direct;
   }
   s.cached_bytes = row_cache_->charged_bytes();
   s.cached_rows = row_cache_->rows();

@@ -167,10 +167,9 @@ void ReportRowCache(const sampler::DistGraph& graph, int64_t cache_bytes, core::
   if (local == nullptr || cache_bytes < 0) return;
   const core::RowCacheStats c = local->row_cache_stats();
   std::fprintf(stderr,
-               "fanout-sampler: row cache (%s, %lld MiB): hit rate %.3f; %.3f GB read from disk in %lld reads (sampler "
-               "process %d)\n",
-               core::CachePolicyName(policy), static_cast<long long>(cache_bytes >> 20), c.hit_rate(), c.bytes_read / 1e9,
-               static_cast<long long>(c.reads), index);
+               "fanout-sampler: row cache (%s, %lld MiB): hit rate %.3f; %s (sampler process %d)\n",
+               core::CachePolicyName(policy), static_cast<long long>(cache_bytes >> 20), c.hit_rate(),
+               c.DescribeReads().c_str(), index);
 }
 
 // Everything after the flags: any failure goes to the trainer too.

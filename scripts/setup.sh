@@ -10,6 +10,8 @@ PKGS=(
   libmetis-dev libabsl-dev libgloo-dev zlib1g-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libopenblas0-openmp
+  # Features read from disk (fanout-launch --features-from-disk-mb): io_uring.
+  liburing-dev
   python3 python3-numpy
   # The Python data plane's extension (python/, fanout.distributed): Python's headers and pybind11.
   python3-dev pybind11-dev

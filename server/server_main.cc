@@ -109,11 +109,11 @@ int main(int argc, char** argv) {
   if (feature_cache_mb >= 0) {
     const core::RowCacheStats c = (*srv)->store().row_cache_stats();
     std::fprintf(stderr,
-                 "fanout-server: row cache (%s, %lld MiB): hit rate %.3f (%lld hits, %lld misses); %.3f GB read from "
-                 "disk in %lld reads; %.3f GB held in %lld rows\n",
+                 "fanout-server: row cache (%s, %lld MiB): hit rate %.3f (%lld hits, %lld misses); %s; %.3f GB held in "
+                 "%lld rows\n",
                  cache_policy.c_str(), static_cast<long long>(feature_cache_mb), c.hit_rate(),
-                 static_cast<long long>(c.hits), static_cast<long long>(c.misses), c.bytes_read / 1e9,
-                 static_cast<long long>(c.reads), c.cached_bytes / 1e9, static_cast<long long>(c.cached_rows));
+                 static_cast<long long>(c.hits), static_cast<long long>(c.misses), c.DescribeReads().c_str(),
+                 c.cached_bytes / 1e9, static_cast<long long>(c.cached_rows));
   }
   std::fprintf(stderr, "fanout-server: stopped; peak memory %s\n", memory.Peak().ToString().c_str());
   memory.Report();  // before the mappings and caches are torn down

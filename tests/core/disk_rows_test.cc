@@ -4,6 +4,9 @@
 // disk refuses pushes by name.
 #include "core/disk_rows.h"
 
+#include <unistd.h>
+
+#include <cstring>
 #include <random>
 #include <set>
 
@@ -72,6 +75,85 @@ TEST(RowCacheTest, RowsComeBackAsStoredAndTheBudgetHolds) {
   }
   EXPECT_EQ(*CachePolicyFromName("lru"), CachePolicy::kLru);
   EXPECT_FALSE(CachePolicyFromName("clock").ok());
+}
+
+// Every way of reading (O_DIRECT or through the page cache; io_uring or threads calling pread)
+// gives the file's rows: rows of whole pages in a file whose data starts on a page (as
+// fanout-partition writes 1 MiB or more), rows that straddle pages (64-byte aligned data, an
+// older partition), narrow rows, runs of consecutive rows, repeats, and the file's last row,
+// whose page the file ends inside.
+TEST(DiskRowsTest, EveryReadPathGivesTheFilesRows) {
+  testing::TempDir dir;
+  struct Case {
+    int64_t rows, cols;
+  };
+  for (const Case c : {Case{300, 1024}, Case{200, 1000}, Case{5000, 3}}) {
+    std::vector<float> data(static_cast<size_t>(c.rows * c.cols));
+    for (size_t i = 0; i < data.size(); ++i) data[i] = static_cast<float>(i) * 0.5f;
+    const std::string path = dir.Sub("f" + std::to_string(c.cols) + ".npy");
+    ASSERT_TRUE(WriteNpy(path, DType::kFloat32, {c.rows, c.cols}, data.data()).ok());
+    const size_t rb = static_cast<size_t>(c.cols) * sizeof(float);
+    for (bool direct : {true, false}) {
+      for (bool io_uring : {true, false}) {
+        SCOPED_TRACE(std::to_string(c.cols) + " columns, " + (direct ? "direct" : "page cache") + ", " +
+                     (io_uring ? "io_uring" : "threads"));
+        auto file = OpenNpyFile(path);
+        ASSERT_TRUE(file.ok()) << file.status();
+        if (rb * static_cast<size_t>(c.rows) >= (1u << 20)) EXPECT_EQ(file->data_offset % 4096, 0u);
+        DiskRows disk(std::move(*file), std::make_shared<RowCache>(0, CachePolicy::kS3Fifo), 0,
+                      {.direct = direct, .io_uring = io_uring});
+        std::mt19937_64 rng(static_cast<uint64_t>(c.cols));
+        std::vector<int64_t> ids;
+        for (int i = 0; i < 150; ++i) ids.push_back(static_cast<int64_t>(rng() % static_cast<uint64_t>(c.rows)));
+        for (int64_t r = 40; r < 60; ++r) ids.push_back(r);  // a run
+        ids.push_back(c.rows - 1);                           // the last row
+        ids.push_back(ids[5]);                               // a repeat
+        std::vector<int64_t> dst(ids.size());
+        for (size_t i = 0; i < ids.size(); ++i) dst[i] = static_cast<int64_t>(ids.size() - 1 - i);
+        std::vector<char> got(ids.size() * rb, 1);
+        ASSERT_TRUE(disk.Read(ids, dst, got.data()).ok());
+        for (size_t i = 0; i < ids.size(); ++i) {
+          ASSERT_EQ(std::memcmp(got.data() + static_cast<size_t>(dst[i]) * rb,
+                                reinterpret_cast<const char*>(data.data()) + static_cast<size_t>(ids[i]) * rb, rb),
+                    0)
+              << "row " << ids[i];
+        }
+        const RowCacheStats st = disk.stats();
+        EXPECT_EQ(st.misses, static_cast<int64_t>(ids.size()));
+        std::set<int64_t> distinct(ids.begin(), ids.end());
+        if (disk.direct() && rb % 4096 == 0) {
+          // Page-aligned rows of whole pages: the disk reads those pages and no others.
+          EXPECT_EQ(st.bytes_read, static_cast<int64_t>(distinct.size() * rb));
+        } else {
+          EXPECT_GE(st.bytes_read, static_cast<int64_t>(distinct.size() * rb));
+        }
+      }
+    }
+  }
+}
+
+// A row past the end of a truncated file is an error naming the file and the rows, on every path.
+TEST(DiskRowsTest, AFileCutShortIsNamedNotReadAsZeros) {
+  testing::TempDir dir;
+  std::vector<float> data(300 * 1024, 1.0f);
+  const std::string path = dir.Sub("cut.npy");
+  ASSERT_TRUE(WriteNpy(path, DType::kFloat32, {300, 1024}, data.data()).ok());
+  for (bool direct : {true, false}) {
+    for (bool io_uring : {true, false}) {
+      auto file = OpenNpyFile(path);
+      ASSERT_TRUE(file.ok()) << file.status();
+      ASSERT_EQ(::truncate(path.c_str(), static_cast<off_t>(file->data_offset + 100 * 4096)), 0);  // after the check
+      DiskRows disk(std::move(*file), std::make_shared<RowCache>(0, CachePolicy::kLru), 0,
+                    {.direct = direct, .io_uring = io_uring});
+      std::vector<char> out(2 * 4096);
+      const std::vector<int64_t> ids = {5, 250};
+      const absl::Status s = disk.Read(ids, {}, out.data());
+      ASSERT_FALSE(s.ok());
+      EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+      EXPECT_NE(s.message().find(path + ": cannot read rows 250..250: the file ended"), std::string::npos) << s;
+      ASSERT_TRUE(WriteNpy(path, DType::kFloat32, {300, 1024}, data.data()).ok());
+    }
+  }
 }
 
 class DiskStoreTest : public ::testing::Test {
