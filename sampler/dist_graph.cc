@@ -183,7 +183,7 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
   }
   g->StartPool();
   if (!options.cache_field.empty() && options.cache_max_bytes > 0 && g->local_ != nullptr &&
-      config.num_parts > 1) {
+      (config.num_parts > 1 || g->LocalRowsOnDisk())) {
     RETURN_IF_ERROR(g->BuildCache());
   }
   return g;
@@ -230,16 +230,24 @@ absl::Status DistGraph::BuildCache() {
   }
   ASSIGN_OR_RETURN(core::FieldSchema schema, NodeFieldSchema(fields[0]));
   const size_t rb = schema.row_bytes();
+  // The candidates: the halo, and with the local partition's features on disk its own nodes too
+  // (a local row not cached is a read from disk, as a remote one is a request to a server).
   std::vector<int64_t> halo;
   for (int64_t i = 0; i < halo_file.shape()[0]; ++i) {
     if (cached_types.empty() || (book_.Contains(h[i]) && cached_types[node_types_.ToTypeWise(h[i]).first] != 0)) {
       halo.push_back(h[i]);
     }
   }
+  if (LocalRowsOnDisk()) {
+    for (int64_t v = local_->node_start(); v < local_->node_end(); ++v) {
+      if (cached_types.empty() || cached_types[node_types_.ToTypeWise(v).first] != 0) halo.push_back(v);
+    }
+  }
   const size_t max_rows = static_cast<size_t>(options_.cache_max_bytes) / std::max<size_t>(1, rb);
   std::vector<int64_t> counts;
   if (halo.size() > max_rows) {
-    // Over budget: rank the halo by its edges into this partition.
+    // Over budget: rank the candidates by their edges into this partition (how often sampling
+    // reaches them: a node is an input row of a batch when it is picked as an in-neighbour).
     IdMap slot;
     slot.Reset(halo.size());
     for (int64_t id : halo) slot.Insert(id);
@@ -257,7 +265,7 @@ absl::Status DistGraph::BuildCache() {
   }
   const std::vector<int64_t> ids = ChooseCachedHalo(halo, counts, max_rows);
   for (int64_t id : ids) {
-    if (!book_.Contains(id) || book_.PartOf(id) == options_.machine_id) {
+    if (!book_.Contains(id) || (book_.PartOf(id) == options_.machine_id && !LocalRowsOnDisk())) {
       return absl::InvalidArgumentError(StrCat(path, ": node ", id, " is not a remote node of partition ",
                                                options_.machine_id));
     }
@@ -319,18 +327,38 @@ absl::Status DistGraph::FillCache(const RowCache& cache, const core::FieldRef& r
 }
 
 std::string DistGraph::HaloCacheReport() const {
+  if (cache_ == nullptr) return "";
+  auto percent = [](int64_t hits, int64_t total) {
+    char p[32];
+    std::snprintf(p, sizeof(p), "%.1f", 100.0 * static_cast<double>(hits) / static_cast<double>(total));
+    return std::string(p);
+  };
+  int64_t local_rows = 0;
+  for (int64_t id : cache_->ids()) local_rows += book_.PartOf(id) == options_.machine_id ? 1 : 0;
   const int64_t hits = cache_hits(), total = hits + cache_misses();
-  if (cache_ == nullptr || total == 0) return "";
-  char percent[32];
-  std::snprintf(percent, sizeof(percent), "%.1f", 100.0 * static_cast<double>(hits) / static_cast<double>(total));
-  return StrCat("halo cache: ", hits, " of ", total, " remote rows (", percent, " %) from its ", cache_->size(),
-                " rows of '", cache_->field(), "'");
+  const int64_t local_hits = local_cache_counters_->hits.load(std::memory_order_relaxed);
+  const int64_t local_total = local_hits + local_cache_counters_->misses.load(std::memory_order_relaxed);
+  std::string report;
+  if (total > 0) {
+    report = StrCat("halo cache: ", hits, " of ", total, " remote rows (", percent(hits, total), " %) from its ",
+                    static_cast<int64_t>(cache_->size()) - local_rows, " rows of '", cache_->field(), "'");
+  }
+  if (local_total > 0) {
+    report += StrCat(report.empty() ? "halo cache: " : "; ", local_hits, " of ", local_total, " local rows (",
+                     percent(local_hits, local_total), " %) from its ", local_rows, " most-read local rows of '",
+                     cache_->field(), "' instead of the disk");
+  }
+  return report;
 }
 
 absl::Status DistGraph::InstallCache(std::shared_ptr<const RowCache> cache) {
   cache_ = std::move(cache);
   for (int p = 0; p < config_.num_parts; ++p) {
-    if (!is_local(p)) sources_[p] = std::make_shared<CachingGraphSource>(sources_[p], cache_, cache_counters_);
+    if (!is_local(p)) {
+      sources_[p] = std::make_shared<CachingGraphSource>(sources_[p], cache_, cache_counters_);
+    } else if (LocalRowsOnDisk()) {
+      sources_[p] = std::make_shared<CachingGraphSource>(sources_[p], cache_, local_cache_counters_);
+    }
   }
   return absl::OkStatus();
 }

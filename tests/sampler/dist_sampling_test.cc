@@ -6,6 +6,8 @@
 #include <chrono>
 #include <numeric>
 #include <cstring>
+#include <limits>
+#include <map>
 #include <set>
 
 #include "base/strings.h"
@@ -457,6 +459,79 @@ TEST(HaloCacheTest, SamplerProcessesMapTheTrainersCacheInSharedMemory) {
   auto wrong = RowCache::MapShared({"feat"}, rb, same_count, fd);
   ASSERT_FALSE(wrong.ok());
   EXPECT_NE(wrong.status().message().find("other nodes' rows"), std::string::npos) << wrong.status();
+}
+
+// Issue 40: with the local partition's features read from disk, the cache's budget goes to the
+// rows sampling reads most, local or remote: the local nodes it keeps are read from memory, not
+// from disk, by this process and by sampler processes mapping its cache; the batches are those of
+// a process that maps every feature.
+TEST(HaloCacheTest, WithLocalFeaturesOnDiskItKeepsTheMostReadLocalRowsToo) {
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(2));
+  const DistGraphOptions plain = job.GraphOptions(0);
+  DistGraphOptions cached = plain;
+  cached.local_row_cache_bytes = 0;  // every local row not in the halo cache is a read from disk
+  cached.cache_field = "feat";
+  cached.cache_max_bytes = 300 * 20;  // 300 rows of 5 float32: fewer than the halo and the local nodes
+  cached.cache_in_shared_memory = true;
+  auto g = DistGraph::Open(job.config, plain);
+  auto c = DistGraph::Open(job.config, cached);
+  ASSERT_TRUE(g.ok() && c.ok()) << g.status() << c.status();
+  const RowCache* cache = (*c)->row_cache();
+  ASSERT_NE(cache, nullptr);
+  ASSERT_EQ(cache->size(), 300u);
+  const core::PartitionStore& local = *(*g)->local_store();
+  const core::RowCacheStats filled = (*c)->local_store()->row_cache_stats();  // the kept local rows, read once
+  // How often sampling reaches each node from partition 0: its edges into the partition.
+  std::map<int64_t, int64_t> edges_in;
+  for (int64_t v = local.node_start(); v < local.node_end(); ++v) {
+    edges_in.emplace(v, 0);
+    const core::PartitionStore::Adjacency a = local.Neighbors(v, core::EdgeDir::kIn);
+    for (int64_t i = 0; i < a.degree; ++i) ++edges_in[a.nbr(i)];
+  }
+  std::vector<int64_t> local_ids, remote_ids;
+  int64_t least_kept = std::numeric_limits<int64_t>::max();
+  for (int64_t id : cache->ids()) {
+    (id >= local.node_start() && id < local.node_end() ? local_ids : remote_ids).push_back(id);
+    least_kept = std::min(least_kept, edges_in.at(id));
+  }
+  EXPECT_FALSE(local_ids.empty());
+  EXPECT_FALSE(remote_ids.empty());
+  const std::set<int64_t> kept(cache->ids().begin(), cache->ids().end());
+  for (const auto& [id, n] : edges_in) {
+    if (kept.count(id) == 0) {
+      EXPECT_LE(n, least_kept) << "node " << id << " left out";
+    }
+  }
+  // The kept local rows come from the cache, byte-identical, with nothing read from disk.
+  std::string want(local_ids.size() * 20, '\0'), got(local_ids.size() * 20, '\0');
+  ASSERT_TRUE((*g)->PullNodeRows("feat", local_ids, want.data()).ok());
+  ASSERT_TRUE((*c)->PullNodeRows("feat", local_ids, got.data()).ok());
+  EXPECT_EQ(want, got);
+  EXPECT_EQ(filled.misses, static_cast<int64_t>(local_ids.size()));
+  EXPECT_EQ((*c)->local_store()->row_cache_stats().misses, filled.misses) << "a kept row went to the disk";
+  EXPECT_NE((*c)->HaloCacheReport().find(base::StrCat(local_ids.size(), " of ", local_ids.size(), " local rows (100.0 %) from its ",
+                                                      local_ids.size(), " most-read local rows of 'feat'")),
+            std::string::npos)
+      << (*c)->HaloCacheReport();
+
+  const std::vector<int64_t> seeds = TrainShareOfMachine0(**g);
+  const SamplerOptions so = SmallBatches(7);
+  LoaderOptions lo = OneEpoch(job);
+  const std::vector<MiniBatch> want_batches = LoadAll(g->get(), plain, so, seeds, lo);
+  ASSERT_FALSE(want_batches.empty());
+  for (int samplers : {0, 2}) {  // sampler processes map this process's cache
+    SCOPED_TRACE(std::to_string(samplers) + " sampler processes");
+    lo.num_samplers = samplers;
+    const std::vector<MiniBatch> batches = LoadAll(c->get(), cached, so, seeds, lo);
+    ASSERT_EQ(batches.size(), want_batches.size());
+    for (size_t i = 0; i < batches.size(); ++i) testing::ExpectSameBatch(batches[i], want_batches[i]);
+  }
+  // The thread loader's local rows: the cache's misses, and only those, went to the disk (with
+  // the seeds' labels, a field of the local partition too).
+  EXPECT_GT((*c)->local_cache_hits(), static_cast<int64_t>(local_ids.size()));
+  const core::RowCacheStats after = (*c)->local_store()->row_cache_stats();
+  EXPECT_EQ(after.misses - filled.misses, (*c)->local_cache_misses() + static_cast<int64_t>(seeds.size()));
 }
 
 TEST(HaloCacheTest, BudgetKeepsTheHaloNodesWithTheMostEdgesIntoThePartition) {
