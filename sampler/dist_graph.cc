@@ -333,8 +333,7 @@ std::string DistGraph::HaloCacheReport() const {
     std::snprintf(p, sizeof(p), "%.1f", 100.0 * static_cast<double>(hits) / static_cast<double>(total));
     return std::string(p);
   };
-  int64_t local_rows = 0;
-  for (int64_t id : cache_->ids()) local_rows += book_.PartOf(id) == options_.machine_id ? 1 : 0;
+  const int64_t local_rows = cached_local_rows_;
   const int64_t hits = cache_hits(), total = hits + cache_misses();
   const int64_t local_hits = local_cache_counters_->hits.load(std::memory_order_relaxed);
   const int64_t local_total = local_hits + local_cache_counters_->misses.load(std::memory_order_relaxed);
@@ -353,6 +352,8 @@ std::string DistGraph::HaloCacheReport() const {
 
 absl::Status DistGraph::InstallCache(std::shared_ptr<const RowCache> cache) {
   cache_ = std::move(cache);
+  cached_local_rows_ = 0;
+  for (int64_t id : cache_->ids()) cached_local_rows_ += book_.PartOf(id) == options_.machine_id ? 1 : 0;
   for (int p = 0; p < config_.num_parts; ++p) {
     if (!is_local(p)) {
       sources_[p] = std::make_shared<CachingGraphSource>(sources_[p], cache_, cache_counters_);

@@ -122,6 +122,8 @@ class DistGraph {
   // The remote rows cached by Open (null without a cache), and how many remote rows of the
   // cached field later pulls found in it and asked from servers.
   const RowCache* row_cache() const { return cache_.get(); }
+  // How many of its rows are the local partition's (LocalRowsOnDisk; else 0).
+  int64_t cached_local_rows() const { return cached_local_rows_; }
   // The memfd of a halo cache in shared memory (cache_in_shared_memory), or -1.
   int shared_cache_fd() const { return cache_ != nullptr ? cache_->fd() : -1; }
   int64_t cache_hits() const { return cache_counters_->hits.load(std::memory_order_relaxed); }
@@ -171,6 +173,7 @@ class DistGraph {
   std::shared_ptr<const core::PartitionStore> local_;
   std::vector<std::shared_ptr<core::GraphSource>> sources_;  // [part]
   std::shared_ptr<const RowCache> cache_;
+  int64_t cached_local_rows_ = 0;
   std::shared_ptr<CacheCounters> cache_counters_ = std::make_shared<CacheCounters>();
   // The local partition's rows the cache answered and missed (LocalRowsOnDisk).
   std::shared_ptr<CacheCounters> local_cache_counters_ = std::make_shared<CacheCounters>();

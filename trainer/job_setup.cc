@@ -200,8 +200,10 @@ void Job::LogSetup(const core::PartitionConfig& config, const ModelOptions& mo, 
                o_.device));
   }
   if (const sampler::RowCache* cache = graph_->row_cache()) {
-    Log(StrCat("fanout-train: feature cache: ", cache->size(), " halo rows of '", cache->field(), "' (",
-               cache->bytes() >> 20, " MiB) in the trainer",
+    const int64_t local = graph_->cached_local_rows();
+    Log(StrCat("fanout-train: feature cache: ", static_cast<int64_t>(cache->size()) - local, " halo rows",
+               local > 0 ? StrCat(" and ", local, " most-read local rows (the local features are on disk)") : "",
+               " of '", cache->field(), "' (", cache->bytes() >> 20, " MiB) in the trainer",
                cache->fd() >= 0 ? ", in shared memory that its sampler processes map" : ""));
   }
 }
