@@ -30,7 +30,8 @@ class NeighborSampler:
     ``(src, rel, dst)``; 0 samples none of it). The node fields to fetch with every batch are DGL's
     ``prefetch_node_feats`` (the input nodes' rows, ``blocks[0].srcdata[NAME]``) and
     ``prefetch_labels`` (the seeds' rows, ``blocks[-1].dstdata[NAME]``); fanout fetches one of
-    each, by default ``feat`` and ``label`` where the graph has them. ``prefetch_edge_feats``
+    each, by default the first of ``feat``, ``features`` (``label``, ``labels``) the graph has:
+    the names of DGL's datasets and of its distributed examples. ``prefetch_edge_feats``
     names one edge field fetched per sampled edge (``block.edata[NAME]``, float32, one row per
     edge), and ``edge_weight`` one edge field of one number per edge (``block.edata[NAME]``; the
     weight fanout-train's models use). ``output_device`` moves each batch there (DGL's);
@@ -81,6 +82,15 @@ class NeighborSampler:
                     replace=self.replace, shuffle=bool(shuffle), seed=int(seed), rank=int(rank),
                     seeds_per_epoch=int(seeds_per_epoch), feature_field=feature_field, label_field=label_field,
                     edge_weight_field=self.edge_weight, edge_feature_field=self.edge_feature)
+
+
+# What a loader fetches with each batch when the sampler names no field (DGL's prefetch_node_feats
+# / prefetch_labels): the first of these the graph has. DGL's datasets say "feat" and "label";
+# its distributed examples' partition_graph.py renames them "features" and "labels", and a
+# script reads g.ndata["features"][input_nodes], which is then the batch's own tensor rather than
+# a second pull of the same rows (on DGL's own GraphSAGE example, 4-5 s of an 11-12 s epoch).
+_FEATURE_NAMES = ("feat", "features")
+_LABEL_NAMES = ("label", "labels")
 
 
 def _one_field(names, what) -> Optional[str]:
@@ -176,18 +186,20 @@ class _EpochLoader:
         self._device = None if device is None else torch.device(device)
         # DGL blocks for a script that has imported DGL (its layers take nothing else).
         self._to_dgl = ("dgl" in sys.modules) if to_dgl is None else bool(to_dgl)
-        self._feat = self._field(feat, "feat")
+        self._feat = self._field(feat, _FEATURE_NAMES)
         self._steps = 0
         self._epoch = 0
         self._native = None
         self._native_epoch = -1  # the epoch the running native loader is at the start of
         context._open_loaders.add(self)
 
-    def _field(self, asked: Optional[str], default: str) -> str:
-        """The field a sampler asked for, else `default` where the graph has it, else none."""
+    def _field(self, asked: Optional[str], usual: Sequence[str]) -> str:
+        """The field a sampler asked for, else the first of the `usual` names the graph has, else
+        none."""
         if asked is not None:
             return asked
-        return default if any(f["name"] == default for f in self._g._native.node_fields) else ""
+        have = {f["name"] for f in self._g._native.node_fields}
+        return next((name for name in usual if name in have), "")
 
     def _making(self, num_samplers: Optional[int], num_threads: int, prefetch: int, batch_timeout_seconds: float,
                 queue_size: Optional[int]) -> dict:
@@ -335,7 +347,7 @@ class DistNodeDataLoader(_EpochLoader):
         if self._seed_type is not None and (graph_sampler.edge_weight or graph_sampler.edge_feature):
             raise NotImplementedError("DistNodeDataLoader: edge_weight / prefetch_edge_feats on a typed graph are not "
                                       "supported yet (its blocks carry no edge fields)")
-        self._label = self._field(graph_sampler.prefetch_labels, "label")
+        self._label = self._field(graph_sampler.prefetch_labels, _LABEL_NAMES)
         # Training (shuffled) keeps every rank at the same step count; evaluation visits every node.
         even = bool(shuffle) if even_steps is None else bool(even_steps)
         per_epoch = _fewest_on_any_rank(len(self._nids)) if even else len(self._nids)
