@@ -121,6 +121,13 @@ TEST_F(TrainCliTest, AFeatureCacheChangesNoResultAndReportsItsHits) {
       }
     }
     EXPECT_EQ(epochs, 2);
+    // The training batches' sampler process ends with the last training step, before the final
+    // evaluation (Task::FinishTraining), which then has its memory: its exit report comes before
+    // the last epoch's line, which follows that evaluation.
+    const size_t sampler_exit = text.rfind("role=sampler"), last_epoch = text.find("epoch 1 |");
+    ASSERT_NE(sampler_exit, std::string::npos) << text;
+    ASSERT_NE(last_epoch, std::string::npos) << text;
+    EXPECT_LT(sampler_exit, last_epoch) << text;
     if (cached) {
       EXPECT_NE(text.find("device feature cache: 192 of 600 nodes' rows of 'feat'"), std::string::npos) << text;
       EXPECT_TRUE(std::regex_search(text, std::regex("epoch 1 \\|.* \\| cache hits [0-9]+\\.[0-9]%"))) << text;
