@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <thread>
 
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
@@ -224,13 +225,22 @@ struct ThreadRing {
     ok = io_uring_queue_init(DiskRows::kRingDepth, &ring, 0) == 0;
     if (!ok) uring_refused.store(true, std::memory_order_relaxed);
   }
-  ~ThreadRing() {
+  ~ThreadRing() { Drop(); }
+  // After a submission error the ring may hold reads never submitted, into buffers about to be
+  // freed: it is closed (nothing in flight by then) and this thread reads with threads after.
+  void Drop() {
     if (ok) io_uring_queue_exit(&ring);
+    ok = false;
   }
 };
 
-io_uring* RingOfThisThread() {
+ThreadRing& ThisThreadsRing() {
   thread_local ThreadRing r;
+  return r;
+}
+
+io_uring* RingOfThisThread() {
+  ThreadRing& r = ThisThreadsRing();
   return r.ok ? &r.ring : nullptr;
 }
 #endif
@@ -385,19 +395,22 @@ absl::Status DiskRows::ReadWithRing(io_uring* ring, const std::vector<Run>& runs
   std::vector<size_t> idle(slots.size());
   std::iota(idle.rbegin(), idle.rend(), size_t{0});
   absl::Status error;
-  size_t next = 0, in_flight = 0;
-  auto submit = [&](size_t k) {  // (the rest of) slot k's run
+  size_t next = 0;
+  size_t prepared = 0;   // reads prepared in the ring, not yet submitted
+  size_t in_flight = 0;  // submitted, not yet completed
+  bool broken = false;   // a submission failed for good
+  auto prepare = [&](size_t k) {  // (the rest of) slot k's run
     Slot& s = slots[k];
     const Run& r = runs[s.run];
-    io_uring_sqe* sqe = io_uring_get_sqe(ring);  // never null: at most kRingDepth in flight
+    io_uring_sqe* sqe = io_uring_get_sqe(ring);  // never null: at most kRingDepth prepared or in flight
     io_uring_prep_read(sqe, fd, s.buf.get() + s.got, static_cast<unsigned>(r.span - s.got),
                        static_cast<uint64_t>(r.offset + s.got));
     io_uring_sqe_set_data64(sqe, k);
-    ++in_flight;
+    ++prepared;
     reads_ += 1;
     ring_reads_ += 1;
   };
-  while (in_flight > 0 || (next < runs.size() && error.ok())) {
+  while (!broken && (in_flight > 0 || prepared > 0 || (next < runs.size() && error.ok()))) {
     while (!idle.empty() && next < runs.size() && error.ok()) {
       const size_t k = idle.back();
       idle.pop_back();
@@ -414,21 +427,31 @@ absl::Status DiskRows::ReadWithRing(io_uring* ring, const std::vector<Run>& runs
       }
       s.run = next++;
       s.got = 0;
-      submit(k);
+      prepare(k);
     }
-    if (in_flight == 0) break;
-    int rc;
-    while ((rc = io_uring_submit_and_wait(ring, 1)) == -EINTR) {
+    if (prepared > 0) {
+      const int rc = io_uring_submit(ring);
+      if (rc >= 0) {
+        prepared -= std::min<size_t>(prepared, static_cast<size_t>(rc));
+        in_flight += static_cast<size_t>(rc);
+      } else if (rc != -EINTR && rc != -EAGAIN && rc != -EBUSY) {
+        if (error.ok()) error = absl::DataLossError(base::StrCat(file_.path, ": io_uring: ", std::strerror(-rc)));
+        broken = true;  // what is in flight is waited for below
+      } else if (in_flight == 0) {
+        std::this_thread::yield();  // the kernel is short of something for now: again
+        continue;
+      }
     }
-    if (rc < 0) {
-      // The ring is unusable; what is in flight is waited for below.
-      if (error.ok()) error = absl::DataLossError(base::StrCat(file_.path, ": io_uring: ", std::strerror(-rc)));
-    }
-    io_uring_cqe* cqe;
+    // One completion at least, then whatever else is ready.
+    bool waited = false;
     while (in_flight > 0) {
-      int w = rc < 0 ? io_uring_wait_cqe(ring, &cqe) : io_uring_peek_cqe(ring, &cqe);
+      io_uring_cqe* cqe;
+      // After a failed submission every read in flight is waited for: its buffer goes with us.
+      const bool block = broken || !waited;
+      const int w = block ? io_uring_wait_cqe(ring, &cqe) : io_uring_peek_cqe(ring, &cqe);
       if (w == -EINTR) continue;
-      if (w != 0) break;  // none ready (peek)
+      if (w != 0) break;  // none ready
+      waited = true;
       const size_t k = static_cast<size_t>(io_uring_cqe_get_data64(cqe));
       const int res = cqe->res;
       io_uring_cqe_seen(ring, cqe);
@@ -439,8 +462,8 @@ absl::Status DiskRows::ReadWithRing(io_uring* ring, const std::vector<Run>& runs
         if (error.ok()) error = ReadError(r, res == 0 ? "the file ended" : std::strerror(-res));
       } else {
         s.got += static_cast<size_t>(res);
-        if (s.got < r.need && error.ok()) {  // a short read: the rest
-          submit(k);
+        if (s.got < r.need && error.ok() && !broken) {  // a short read: the rest
+          prepare(k);
           continue;
         }
         if (error.ok()) deliver(r, s.buf.get());
@@ -448,6 +471,9 @@ absl::Status DiskRows::ReadWithRing(io_uring* ring, const std::vector<Run>& runs
       idle.push_back(k);
     }
   }
+  // Reads a failed submission left in the ring must never reach the kernel: nothing is in
+  // flight now, so the ring can go.
+  if (broken) ThisThreadsRing().Drop();
   return error;
 }
 #endif
