@@ -6,10 +6,12 @@
 # --features-cache-policy).
 #   [POLICIES="s3fifo lru"] bench/disk_features_bench.sh PART_CONFIG LIMIT_MB CACHE_MB [CACHE_MB...]
 # LIMIT_MB is each machine's cgroup limit. Needs root and cgroup v1's memory controller
-# (/sys/fs/cgroup/memory). Extra fanout-train flags in FANOUT_TRAIN_FLAGS.
+# (/sys/fs/cgroup/memory). Extra fanout-train flags in FANOUT_TRAIN_FLAGS (docs/benchmarks.md's
+# final runs: "--feature-cache-mb 2048 --prefetch 1" with CACHE_MB 16); MAPPED=0 skips the
+# mapped run. Each run also prints what the block device under the partition read.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-[ $# -ge 3 ] || { sed -n 2,9p "$0"; exit 2; }
+[ $# -ge 3 ] || { sed -n 2,11p "$0"; exit 2; }
 BIN=$(cd "${FANOUT_BUILD_DIR:-build}/bin" && pwd)
 CONFIG=$(realpath "$1")
 LIMIT_MB=$2
