@@ -27,8 +27,9 @@ namespace fanout::core {
 std::string RowCacheStats::DescribeReads() const {
   char gb[32];
   std::snprintf(gb, sizeof(gb), "%.3f", static_cast<double>(bytes_read) / 1e9);
+  if (reads == 0) return "nothing read from disk";
   const char* how = ring_reads == reads ? "io_uring" : ring_reads == 0 ? "threads calling pread" : "io_uring and pread";
-  return base::StrCat(gb, " GB read from disk in ", reads, " reads (", reads == 0 ? "none" : how, ", ",
+  return base::StrCat(gb, " GB read from disk in ", reads, " reads (", how, ", ",
                       direct ? "O_DIRECT" : "through the page cache", ")");
 }
 

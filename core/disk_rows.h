@@ -44,7 +44,8 @@ struct RowCacheStats {
   bool direct = false;     // reads bypassed the page cache (O_DIRECT)
   int64_t cached_bytes = 0, cached_rows = 0;
   double hit_rate() const { return hits + misses == 0 ? 0.0 : static_cast<double>(hits) / (hits + misses); }
-  // For the processes' reports: "1.234 GB read from disk in 5678 reads (io_uring, O_DIRECT)".
+  // For the processes' reports: "1.234 GB read from disk in 5678 reads (io_uring, O_DIRECT)",
+  // or "nothing read from disk".
   std::string DescribeReads() const;
 };
 

@@ -120,6 +120,14 @@ TEST(DiskRowsTest, EveryReadPathGivesTheFilesRows) {
         }
         const RowCacheStats st = disk.stats();
         EXPECT_EQ(st.misses, static_cast<int64_t>(ids.size()));
+        // The processes' report says how the rows were read.
+        const std::string how = st.DescribeReads();
+        EXPECT_NE(how.find(disk.direct() ? ", O_DIRECT)" : ", through the page cache)"), std::string::npos) << how;
+        if (!io_uring) {
+          EXPECT_NE(how.find("(threads calling pread,"), std::string::npos) << how;
+        } else if (DiskRows::IoUringAvailable()) {
+          EXPECT_NE(how.find("(io_uring,"), std::string::npos) << how;
+        }
         std::set<int64_t> distinct(ids.begin(), ids.end());
         if (disk.direct() && rb % 4096 == 0) {
           // Page-aligned rows of whole pages: the disk reads those pages and no others.
@@ -131,6 +139,9 @@ TEST(DiskRowsTest, EveryReadPathGivesTheFilesRows) {
     }
   }
 }
+
+// (A process that read nothing says so.)
+TEST(DiskRowsTest, NothingReadIsSaidSo) { EXPECT_EQ(RowCacheStats{}.DescribeReads(), "nothing read from disk"); }
 
 // A row past the end of a truncated file is an error naming the file and the rows, on every path.
 TEST(DiskRowsTest, AFileCutShortIsNamedNotReadAsZeros) {
