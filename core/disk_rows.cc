@@ -25,9 +25,9 @@
 namespace fanout::core {
 
 std::string RowCacheStats::DescribeReads() const {
+  if (reads == 0) return "nothing read from disk";
   char gb[32];
   std::snprintf(gb, sizeof(gb), "%.3f", static_cast<double>(bytes_read) / 1e9);
-  if (reads == 0) return "nothing read from disk";
   const char* how = ring_reads == reads ? "io_uring" : ring_reads == 0 ? "threads calling pread" : "io_uring and pread";
   return base::StrCat(gb, " GB read from disk in ", reads, " reads (", how, ", ",
                       direct ? "O_DIRECT" : "through the page cache", ")");
@@ -247,10 +247,14 @@ io_uring* RingOfThisThread() {
 #endif
 
 constexpr size_t kPage = 4096;  // O_DIRECT's alignment of offsets, lengths and buffers
+size_t PageRounded(size_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
 
 struct FreeDeleter {
   void operator()(char* p) const { std::free(p); }
 };
+using ReadBuffer = std::unique_ptr<char, FreeDeleter>;
+// A buffer for a read of `bytes`, page-aligned for O_DIRECT; null when out of memory.
+ReadBuffer NewReadBuffer(size_t bytes) { return ReadBuffer(static_cast<char*>(std::aligned_alloc(kPage, PageRounded(bytes)))); }
 
 }  // namespace
 
@@ -295,7 +299,7 @@ absl::Status DiskRows::Read(std::span<const int64_t> rows, std::span<const int64
   // Misses in file order, read in runs of consecutive rows (a repeated row is read once).
   std::sort(missed.begin(), missed.end(), [&](size_t a, size_t b) { return rows[a] < rows[b]; });
   std::vector<Run> runs;
-  const bool direct = direct_fd_.get() >= 0;
+  const bool direct = this->direct();
   for (size_t b = 0; b < missed.size();) {
     size_t e = b + 1;
     while (e < missed.size() && rows[missed[e]] - rows[missed[e - 1]] <= 1 && e - b < 256) ++e;
@@ -309,7 +313,7 @@ absl::Status DiskRows::Read(std::span<const int64_t> rows, std::span<const int64
     // starts on a page (fanout-partition writes them so) is read alone, another spans one more.
     r.lead = direct ? at % kPage : 0;
     r.offset = at - r.lead;
-    r.span = direct ? (r.lead + want + kPage - 1) / kPage * kPage : want;
+    r.span = direct ? PageRounded(r.lead + want) : want;
     r.need = r.lead + want;
     runs.push_back(r);
     b = e;
@@ -337,9 +341,9 @@ absl::Status DiskRows::ReadError(const Run& r, const char* why) const {
 }
 
 absl::Status DiskRows::ReadWithThreads(const std::vector<Run>& runs, const Deliver& deliver) {
-  const int fd = direct_fd_.get() >= 0 ? direct_fd_.get() : file_.fd.get();
+  const int fd = read_fd();
   auto read_run = [&](const Run& r) -> absl::Status {
-    std::unique_ptr<char, FreeDeleter> buf(static_cast<char*>(std::aligned_alloc(kPage, (r.span + kPage - 1) / kPage * kPage)));
+    ReadBuffer buf = NewReadBuffer(r.span);
     if (buf == nullptr) return absl::ResourceExhaustedError(base::StrCat(file_.path, ": no memory to read ", r.span, " bytes"));
     size_t got = 0;
     while (got < r.need) {
@@ -387,9 +391,9 @@ absl::Status DiskRows::ReadWithRing(io_uring* ring, const std::vector<Run>& runs
   // Up to kRingDepth runs in flight from this one thread, each in a buffer of its own slot: the
   // same parallelism as the readers' threads at a fraction of the CPU (no thread hand-offs, one
   // system call for many reads), which on a machine whose cores also sample and train is time.
-  const int fd = direct_fd_.get() >= 0 ? direct_fd_.get() : file_.fd.get();
+  const int fd = read_fd();
   struct Slot {
-    std::unique_ptr<char, FreeDeleter> buf;
+    ReadBuffer buf;
     size_t capacity = 0, run = 0, got = 0;
   };
   std::vector<Slot> slots(std::min<size_t>(kRingDepth, runs.size()));
@@ -416,9 +420,9 @@ absl::Status DiskRows::ReadWithRing(io_uring* ring, const std::vector<Run>& runs
       const size_t k = idle.back();
       idle.pop_back();
       Slot& s = slots[k];
-      const size_t bytes = (runs[next].span + kPage - 1) / kPage * kPage;
+      const size_t bytes = PageRounded(runs[next].span);
       if (s.capacity < bytes) {
-        s.buf.reset(static_cast<char*>(std::aligned_alloc(kPage, bytes)));
+        s.buf = NewReadBuffer(bytes);
         s.capacity = s.buf == nullptr ? 0 : bytes;
         if (s.buf == nullptr) {
           error = absl::ResourceExhaustedError(base::StrCat(file_.path, ": no memory to read ", bytes, " bytes"));

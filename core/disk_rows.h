@@ -123,6 +123,7 @@ class DiskRows {
   absl::Status ReadWithThreads(const std::vector<Run>& runs, const Deliver& deliver);
   absl::Status ReadWithRing(io_uring* ring, const std::vector<Run>& runs, const Deliver& deliver);
   absl::Status ReadError(const Run& r, const char* why) const;
+  int read_fd() const { return direct() ? direct_fd_.get() : file_.fd.get(); }
 
   NpyFile file_;
   bool use_io_uring_;

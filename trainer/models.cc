@@ -74,9 +74,6 @@ void SetInDegreeAndIndptr(BlockTensors* b) {
   b->indptr = at::cat({at::zeros({1}, b->in_degree.options()), b->in_degree.cumsum(0)});
 }
 
-// The sources `src` (indices below num_src) use, ascending, and each entry of `src` renumbered as
-// its position among them: a mark per source, the marked ones listed, each renumbered by the
-// marks before it (no sort).
 // The tensors joined along dim 0, without a copy when there is one (non-empty list).
 at::Tensor Cat(const std::vector<at::Tensor>& parts) { return parts.size() == 1 ? parts[0] : at::cat(parts); }
 
@@ -88,6 +85,9 @@ std::vector<at::Tensor> GatherSplit(const at::Tensor& x, const std::vector<at::T
   return x.index_select(0, Cat(index)).split_with_sizes(counts);
 }
 
+// The sources `src` (indices below num_src) use, ascending, and each entry of `src` renumbered as
+// its position among them: a mark per source, the marked ones listed, each renumbered by the
+// marks before it (no sort).
 struct CompactSources {
   at::Tensor used, renumbered;
 };

@@ -537,7 +537,7 @@ class DglExampleNamesTest(ServersTestCase):
                     break
             self.assertEqual(steps, 3)
             loader.close()
-        # A sampler that names its fields still gets those (and no others).
+        # A sampler that asks for no fields gets none.
         loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([4], prefetch_node_feats=[],
                                                                             prefetch_labels=[]),
                                          batch_size=64, num_samplers=0)
