@@ -32,17 +32,14 @@ void LocalGraphSource::SampleNeighbors(std::span<const int64_t> seeds, const Sam
 void LocalGraphSource::GatherRows(const FieldRef& field, size_t row_bytes, std::span<const int64_t> ids,
                                   std::span<const int64_t> positions, char* out, Done done) {
   const bool node = field.kind == FieldRef::Kind::kNode;
-  if (!node && !field.type.empty()) {
-    return done(absl::UnimplementedError(base::StrCat(field.ToString(), ": typed edge fields are not supported yet")));
-  }
-  absl::StatusOr<FieldSchema> schema = node ? store_->NodeFieldSchema(field.key()) : store_->EdgeFieldSchema(field.name);
+  absl::StatusOr<FieldSchema> schema = node ? store_->NodeFieldSchema(field.key()) : store_->EdgeFieldSchema(field.key());
   if (!schema.ok()) return done(schema.status());
   if (schema->row_bytes() != row_bytes) {
     return done(absl::FailedPreconditionError(
         base::StrCat(field.ToString(), " has rows of ", schema->row_bytes(), " bytes here; the caller expects ", row_bytes)));
   }
   done(node ? store_->GatherNodeRowsAt(field.key(), ids, positions, out)
-            : store_->GatherEdgeRowsAt(field.name, ids, positions, out));
+            : store_->GatherEdgeRowsAt(field.key(), ids, positions, out));
 }
 
 void LocalGraphSource::Degrees(std::span<const int64_t> ids, EdgeDir dir, int64_t* out, Done done) {

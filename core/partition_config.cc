@@ -79,6 +79,7 @@ json Fields(const std::vector<FieldSchema>& fields) {
   for (const auto& f : fields) {
     json one = {{"name", f.name}, {"dtype", std::string(DTypeName(f.dtype))}, {"shape", f.row_shape}};
     if (!f.node_type.empty()) one["ntype"] = f.node_type;
+    if (!f.edge_type.empty()) one["etype"] = f.edge_type;
     if (f.codec != FeatureCodec::kNone) one["codec"] = std::string(FeatureCodecName(f.codec));
     a.push_back(std::move(one));
   }
@@ -110,6 +111,10 @@ absl::StatusOr<std::vector<FieldSchema>> ParseFields(const json& j, const std::s
     if (f.contains("ntype")) {
       if (!f["ntype"].is_string()) return absl::InvalidArgumentError(base::StrCat(key, " '", s.name, "' ntype must be a string"));
       s.node_type = f["ntype"].get<std::string>();
+    }
+    if (f.contains("etype")) {
+      if (!f["etype"].is_string()) return absl::InvalidArgumentError(base::StrCat(key, " '", s.name, "' etype must be a string"));
+      s.edge_type = f["etype"].get<std::string>();
     }
     ASSIGN_OR_RETURN(s.dtype, DTypeFromName(f.value("dtype", std::string())));
     if (f.contains("shape")) {
@@ -210,7 +215,8 @@ absl::StatusOr<std::string> PartitionConfigToJson(const PartitionConfig& c,
   j["part_method"] = c.part_method;
   j["node_id_dtype"] = std::string(DTypeName(c.node_id_dtype));
   j["edge_id_dtype"] = std::string(DTypeName(c.edge_id_dtype));
-  if (!c.link_etype.empty()) j["link_etype"] = c.link_etype;
+  if (c.link_etypes.size() == 1) j["link_etype"] = c.link_etypes[0];
+  if (!c.link_etypes.empty()) j["link_etypes"] = c.link_etypes;
   ASSIGN_OR_RETURN(TypeMap node_types, c.NodeTypes());
   ASSIGN_OR_RETURN(TypeMap edge_types, c.EdgeTypes());
   for (const auto& [types, key, map_key] : {std::tuple{&node_types, "ntypes", "node_map"},
@@ -243,7 +249,7 @@ absl::StatusOr<std::string> PartitionConfigToJson(const PartitionConfig& c,
     part["graph"] = graph;
     json nd = json::object(), ed = json::object();
     for (const auto& f : c.node_fields) nd[f.key()] = dir + "/" + PartFiles::NodeData(f.key());
-    for (const auto& f : c.edge_fields) ed[f.name] = dir + "/" + PartFiles::EdgeData(f.name);
+    for (const auto& f : c.edge_fields) ed[f.key()] = dir + "/" + PartFiles::EdgeData(f.key());
     part["node_data"] = nd;
     part["edge_data"] = ed;
     j[base::StrCat("part-", k)] = part;
@@ -300,7 +306,15 @@ absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path) {
     c.halo_hops = IntAt<int>(j, "halo_hops", 1);
     c.part_method = j.value("part_method", std::string());
     c.num_classes = IntAt<int64_t>(j, "num_classes", 0);
-    c.link_etype = j.value("link_etype", std::string());
+    if (j.contains("link_etypes")) {
+      const json& l = j["link_etypes"];
+      if (!l.is_array() || l.empty() || !std::all_of(l.begin(), l.end(), [](const json& x) { return x.is_string(); })) {
+        return err("link_etypes must be a non-empty list of edge type names");
+      }
+      c.link_etypes = l.get<std::vector<std::string>>();
+    } else if (std::string one = j.value("link_etype", std::string()); !one.empty()) {
+      c.link_etypes = {std::move(one)};
+    }
     if (c.num_parts < 1) return err("num_parts must be >= 1");
     std::vector<std::string> edge_names;
     if (absl::Status s = ParseTypes(j, "ntypes", "node_map", c.num_parts, &c.node_types, &c.node_type_ranges);
@@ -321,10 +335,14 @@ absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path) {
       }
       c.edge_types.push_back(*std::move(t));
     }
-    if (!c.link_etype.empty() && std::none_of(c.edge_types.begin(), c.edge_types.end(), [&](const auto& e) {
-          return e.ToString() == c.link_etype;
-        })) {
-      return err(base::StrCat("link_etype '", c.link_etype, "' is not one of the etypes"));
+    for (size_t i = 0; i < c.link_etypes.size(); ++i) {
+      const std::string& name = c.link_etypes[i];
+      if (std::none_of(c.edge_types.begin(), c.edge_types.end(), [&](const auto& e) { return e.ToString() == name; })) {
+        return err(base::StrCat("link_etypes: '", name, "' is not one of the etypes"));
+      }
+      if (std::find(c.link_etypes.begin(), c.link_etypes.begin() + i, name) != c.link_etypes.begin() + i) {
+        return err(base::StrCat("link_etypes: '", name, "' is listed twice"));
+      }
     }
     c.node_bounds = BoundsOf(c.node_type_ranges, c.num_parts);
     c.edge_bounds = BoundsOf(c.edge_type_ranges, c.num_parts);
@@ -348,8 +366,19 @@ absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path) {
       }
       if (!keys.insert(f.key()).second) return err(base::StrCat("node_fields: '", f.key(), "' is listed twice"));
     }
+    for (const FieldSchema& f : c.node_fields) {
+      if (!f.edge_type.empty()) return err(base::StrCat("node_fields: field '", f.name, "' has an etype"));
+    }
+    keys.clear();
     for (const FieldSchema& f : c.edge_fields) {
       if (!f.node_type.empty()) return err(base::StrCat("edge_fields: field '", f.name, "' has an ntype"));
+      if (!f.edge_type.empty() && std::none_of(c.edge_types.begin(), c.edge_types.end(), [&](const CanonicalEdgeType& e) {
+            return e.ToString() == f.edge_type;
+          })) {
+        return err(base::StrCat("edge_fields: field '", f.name, "' is of edge type '", f.edge_type,
+                                "', which etypes does not list"));
+      }
+      if (!keys.insert(f.key()).second) return err(base::StrCat("edge_fields: '", f.key(), "' is listed twice"));
     }
   } catch (const json::exception& e) {
     return err(base::StrCat("missing or mistyped key: ", e.what()));

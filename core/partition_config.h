@@ -33,9 +33,16 @@ struct FieldSchema {
   // Node features stored compressed (core/feature_codec.h): `dtype` and `row_shape` are then the
   // stored ones (int16 [dim] for bfloat16, uint8 [dim + 8] for int8) and readers decode.
   FeatureCodec codec = FeatureCodec::kNone;
+  // Typed graphs' edge fields: the relation ("SRC:REL:DST") whose edges the rows are (in each
+  // partition, one row per stored edge of that relation, in edge ID order); "" = every edge.
+  std::string edge_type;
 
-  // What names the field in files and maps: "TYPE/NAME" for a typed field, else NAME.
-  std::string key() const { return node_type.empty() ? name : node_type + "/" + name; }
+  // What names the field in files and maps: "TYPE/NAME" for a typed field (TYPE a node type, or
+  // for an edge field SRC:REL:DST), else NAME.
+  std::string key() const {
+    const std::string& type = node_type.empty() ? edge_type : node_type;
+    return type.empty() ? name : type + "/" + name;
+  }
 
   // Elements in one row (the product of row_shape; 1 for a scalar per row) and its size in bytes.
   int64_t row_elems() const {
@@ -90,9 +97,11 @@ struct PartitionConfig {
   std::vector<std::vector<std::pair<int64_t, int64_t>>> node_type_ranges;  // [type][part]
   std::vector<CanonicalEdgeType> edge_types;
   std::vector<std::vector<std::pair<int64_t, int64_t>>> edge_type_ranges;  // [type][part]
-  // Typed graphs partitioned with --edge-split: the relation whose pairs link/ holds
-  // ("SRC:REL:DST", one of edge_types); "" otherwise (a one-type graph's link/ is its edges').
-  std::string link_etype;
+  // Typed graphs partitioned with --edge-split: the relations whose pairs link/ holds
+  // ("SRC:REL:DST", each one of edge_types, in --link-etype's order); empty otherwise (a one-type
+  // graph's link/ is its edges'). Written as "link_etypes" (and as "link_etype" when there is
+  // one, which partitions made before several relations could be split carry alone).
+  std::vector<std::string> link_etypes;
   // Folder holding the config file; partition paths are relative to it. Set by Load.
   std::string base_dir;
 

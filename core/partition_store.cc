@@ -116,7 +116,11 @@ absl::StatusOr<std::unique_ptr<PartitionStore>> PartitionStore::Open(const Parti
         ASSIGN_OR_RETURN(const int t, s->node_types().TypeId(f.node_type));
         std::tie(field->base, field->end) = s->node_types().Range(t, part_id);
       }
-      std::string path = config.PartPath(part_id, node ? PartFiles::NodeData(f.key()) : PartFiles::EdgeData(f.name));
+      if (!f.edge_type.empty()) {  // a typed edge field: rows for one relation's edges
+        ASSIGN_OR_RETURN(const int t, s->edge_types().TypeId(f.edge_type));
+        std::tie(field->base, field->end) = s->edge_types().Range(t, part_id);
+      }
+      std::string path = config.PartPath(part_id, node ? PartFiles::NodeData(f.key()) : PartFiles::EdgeData(f.key()));
       std::vector<int64_t> shape{field->end - field->base};
       shape.insert(shape.end(), f.row_shape.begin(), f.row_shape.end());
       if (node && s->row_cache_) {
@@ -292,6 +296,16 @@ absl::StatusOr<FieldSchema> PartitionStore::EdgeFieldSchema(const std::string& n
 }
 
 absl::Status PartitionStore::CheckFieldRows(const Field& f, std::span<const int64_t> ids) const {
+  if (!f.schema.edge_type.empty()) {
+    for (int64_t id : ids) {
+      if (id < f.base || id >= f.end) {
+        return absl::InvalidArgumentError(base::StrCat("edge ", id, " is of type ", edge_types_.name(edge_types_.ToTypeWise(id).first),
+                                                 "; field '", f.schema.key(), "' holds ", f.schema.edge_type,
+                                                 " edges only (this partition's: [", f.base, ", ", f.end, "))"));
+      }
+    }
+    return absl::OkStatus();
+  }
   if (f.schema.node_type.empty()) return absl::OkStatus();  // every owned ID has a row
   for (int64_t id : ids) {
     if (id < f.base || id >= f.end) {
@@ -354,6 +368,7 @@ absl::Status PartitionStore::GatherEdgeRowsAt(const std::string& name, std::span
   FANOUT_CHECK(ids.size() == dst_rows.size());
   ASSIGN_OR_RETURN(Field * f, FindField(edge_fields_, "edge", name));
   RETURN_IF_ERROR(CheckOwnedEdges(ids));
+  RETURN_IF_ERROR(CheckFieldRows(*f, ids));
   return GatherRowsAt(*f, ids, dst_rows, out);
 }
 
@@ -361,6 +376,7 @@ absl::Status PartitionStore::GatherEdgeRows(const std::string& name, std::span<c
                                             std::string* out) const {
   ASSIGN_OR_RETURN(Field * f, FindField(edge_fields_, "edge", name));
   RETURN_IF_ERROR(CheckOwnedEdges(ids));
+  RETURN_IF_ERROR(CheckFieldRows(*f, ids));
   return GatherRows(*f, ids, out);
 }
 

@@ -97,6 +97,19 @@ int64_t Dataset::FieldRows(const Field& f) const {
   return t < 0 ? -1 : node_type_offsets[t + 1] - node_type_offsets[t];
 }
 
+int Dataset::EdgeTypeIndex(const std::string& canonical) const {
+  for (size_t r = 0; r < edge_types.size(); ++r) {
+    if (edge_types[r].ToString() == canonical) return static_cast<int>(r);
+  }
+  return -1;
+}
+
+int64_t Dataset::EdgeFieldRows(const Field& f) const {
+  if (f.edge_type.empty()) return num_edges();
+  const int r = EdgeTypeIndex(f.edge_type);
+  return r < 0 ? -1 : edge_type_offsets[r + 1] - edge_type_offsets[r];
+}
+
 namespace {
 
 // The typed graph's own invariants: types that tile the IDs, edges between the right types.
@@ -130,6 +143,28 @@ absl::Status ValidateTypes(const Dataset& d) {
 
 }  // namespace
 
+absl::Status ValidateEdgeFields(const Dataset& d) {
+  for (const auto& f : d.edge_fields) {
+    // A typed graph's edge fields are per relation (edge_data/SRC___REL___DST/NAME.npy).
+    if (d.typed() && f.edge_type.empty()) {
+      return absl::InvalidArgumentError(StrCat(f.data.path().empty() ? f.name : f.data.path(), ": edge field '", f.name,
+                                               "' of a typed graph must say its relation (edge_data/SRC___REL___DST/",
+                                               f.name, ".npy)"));
+    }
+    const int64_t want = d.EdgeFieldRows(f);
+    if (want < 0) {
+      return absl::InvalidArgumentError(StrCat(f.data.path(), ": edge field '", f.name, "' is of relation '", f.edge_type,
+                                               "', which the graph does not have"));
+    }
+    if (f.data.shape().empty() || f.data.rows() != want) {
+      return absl::InvalidArgumentError(StrCat(f.data.path().empty() ? f.name : f.data.path(), ": edge field '", f.name, "' has ",
+                                               f.data.shape().empty() ? 0 : f.data.rows(), " rows but the graph has ",
+                                               want, f.edge_type.empty() ? "" : StrCat(" ", f.edge_type), " edges"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateDataset(const Dataset& d) {
   if (d.num_nodes <= 0) return absl::InvalidArgumentError("the graph has no nodes");
   if (d.edges.dtype() != core::DType::kInt64 || d.edges.shape().size() != 2 ||
@@ -158,17 +193,7 @@ absl::Status ValidateDataset(const Dataset& d) {
                                                d.num_nodes_source, ")"));
     }
   }
-  if (d.typed() && !d.edge_fields.empty()) {
-    return absl::InvalidArgumentError(StrCat(d.edge_fields[0].data.path(), ": edge fields of typed graphs are not supported yet"));
-  }
-  for (const auto& f : d.edge_fields) {
-    if (f.data.shape().empty() || f.data.rows() != d.num_edges()) {
-      return absl::InvalidArgumentError(StrCat(f.data.path().empty() ? f.name : f.data.path(), ": edge field '", f.name, "' has ",
-                                               f.data.shape().empty() ? 0 : f.data.rows(),
-                                               " rows but the graph has ", d.num_edges(), " edges"));
-    }
-  }
-  return absl::OkStatus();
+  return ValidateEdgeFields(d);
 }
 
 namespace {

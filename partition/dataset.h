@@ -22,6 +22,9 @@ struct Field {
   core::NpyArray data;
   std::string node_type;
   core::FeatureCodec codec = core::FeatureCodec::kNone;  // `data` is stored compressed (CompressNodeFeatures)
+  // Typed graphs' edge fields: the relation ("SRC:REL:DST") whose input edges the rows are, in
+  // its input order ("" = every input edge).
+  std::string edge_type;
 };
 
 // A graph's node and edge types, as every reader builds them (empty for the one-type graph).
@@ -73,6 +76,11 @@ struct Dataset : GraphTypes {
   int64_t num_edges() const { return edges.rows(); }
   // Rows a node field must have: its type's node count, or every node.
   int64_t FieldRows(const Field& f) const;
+  // Rows an edge field must have: its relation's input edges, or every input edge; -1 for a
+  // relation the graph does not have.
+  int64_t EdgeFieldRows(const Field& f) const;
+  // Index of the relation "SRC:REL:DST" among edge_types, or -1.
+  int EdgeTypeIndex(const std::string& canonical) const;
   const Field* FindNodeField(const std::string& name) const;
 };
 
@@ -100,6 +108,10 @@ class EdgeView {
 // type offsets tile [0, N) and [0, E), and every edge's ends are of its relation's types. (Split indices are checked where they are read.) Errors
 // name the file and row, and where N came from.
 absl::Status ValidateDataset(const Dataset& d);
+// The edge fields' part of it: rows per input edge, or on a typed graph per edge of the relation
+// each field names (every edge field of a typed graph names one). The partitioner checks this
+// before anything is written, for datasets built in memory too.
+absl::Status ValidateEdgeFields(const Dataset& d);
 
 // PyG's NormalizeFeatures, applied to node field `field` in place: the field's minimum is
 // subtracted from every element, then each row is divided by its sum (a sum below 1 counts as 1,

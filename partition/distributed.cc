@@ -158,6 +158,13 @@ absl::Status Job::ReadEdges() {
   int64_t self_loops = 0;
   for (int64_t i = 0; i < eb_.size(); ++i) self_loops += edges_[2 * i] == edges_[2 * i + 1];
   s_.self_loops = comm_.SumInt64(self_loops);
+  for (const SliceField& f : in_.edge_fields) {
+    if (!f.edge_type.empty()) {
+      return absl::UnimplementedError(StrCat(f.data.paths().front(), ": edge fields of a typed graph (edge_data/",
+                                             "SRC___REL___DST/) are not available with --distributed yet; partition "
+                                             "it without --distributed"));
+    }
+  }
   T_ = in_.typed() ? static_cast<int>(in_.node_types.size()) : 1;
   R_in_ = in_.typed() ? static_cast<int>(in_.edge_types.size()) : 1;
   typed_reverse_ = in_.typed() && o_.add_reverse_edges;

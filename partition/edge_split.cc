@@ -128,68 +128,96 @@ absl::StatusOr<EdgeSplit> ReadEdgeSplit(const Dataset& d, const EdgeSplitOptions
 
 }  // namespace
 
-absl::StatusOr<EdgeSplit> SplitEdges(const Dataset& d, const EdgeSplitOptions& o) {
-  if (o.negatives < 1) return absl::InvalidArgumentError(StrCat("--eval-negatives must be >= 1, got ", o.negatives));
-  // Typed graphs: one relation's rows, negatives among its destination type's nodes.
-  int relation = -1;
-  int64_t row_begin = 0, row_end = d.num_edges(), first = 0, n = d.num_nodes;
-  if (d.typed() != !o.relation.empty()) {
-    return absl::InvalidArgumentError(
-        d.typed() ? StrCat("--edge-split on a typed graph needs --link-etype: the relation to predict (one of ",
-                           base::StrJoin(EdgeTypeNames(d), ", "), ")")
-                  : "--link-etype applies to typed graphs only (this one has one node and edge type)");
-  }
-  if (d.typed()) {
-    ASSIGN_OR_RETURN(relation, FindRelation(d, o.relation));
-    row_begin = d.edge_type_offsets[relation];
-    row_end = d.edge_type_offsets[relation + 1];
-    const int dst = d.NodeTypeIndex(d.edge_types[relation].dst);
-    first = d.node_type_offsets[dst];
-    n = d.node_type_offsets[dst + 1] - first;
-    if (!o.files_dir.empty()) {
-      return absl::UnimplementedError("--edge-split-files on a typed graph is not built yet: use --edge-split "
-                                      "TRAIN,VALID,TEST with --link-etype");
-    }
-  }
-  if (!o.files_dir.empty()) return ReadEdgeSplit(d, o);
-  const int64_t e = d.num_edges();
+namespace {
+
+// Splits the pairs of input rows [row_begin, row_end) (all rows, or one relation's, index
+// `relation_index` into EdgeSplit::relations or -1), negatives among nodes [first, first + n),
+// into `s`: roles of those rows, positives and negatives appended.
+absl::Status SplitRows(const Dataset& d, const EdgeSplitOptions& o, int64_t row_begin, int64_t row_end, int64_t first,
+                       int64_t n, int relation_index, uint64_t seed, EdgeSplit* s) {
   const int64_t* rows = d.edges.data_as<int64_t>();
   const InputPairs in(d, row_begin, row_end);
   const auto& [keyed, pairs, first_row] = in;
-  EdgeSplit s;
-  s.relation = relation;
-  s.pairs = static_cast<int64_t>(pairs.size());
-  const int64_t num_valid = std::llround(static_cast<double>(s.pairs) * o.valid);
-  const int64_t num_test = std::llround(static_cast<double>(s.pairs) * o.test);
-  if ((o.valid > 0 && num_valid == 0) || (o.test > 0 && num_test == 0) || num_valid + num_test >= s.pairs) {
-    return absl::FailedPreconditionError(StrCat("--edge-split: ", s.pairs, " distinct node pairs give ", num_valid,
-                                                " valid and ", num_test, " test pairs, leaving ",
-                                                s.pairs - num_valid - num_test, " to train; use larger fractions"));
+  const int64_t num_pairs = static_cast<int64_t>(pairs.size());
+  const int64_t num_valid = std::llround(static_cast<double>(num_pairs) * o.valid);
+  const int64_t num_test = std::llround(static_cast<double>(num_pairs) * o.test);
+  if ((o.valid > 0 && num_valid == 0) || (o.test > 0 && num_test == 0) || num_valid + num_test >= num_pairs) {
+    return absl::FailedPreconditionError(
+        StrCat("--edge-split", relation_index >= 0 ? StrCat(" of relation ", d.edge_types[s->relations[relation_index]].ToString()) : "",
+               ": ", num_pairs, " distinct node pairs give ", num_valid, " valid and ", num_test,
+               " test pairs, leaving ", num_pairs - num_valid - num_test, " to train; use larger fractions"));
   }
   // A seeded Fisher-Yates shuffle of the pair indices.
-  std::vector<int64_t> order(s.pairs);
-  for (int64_t i = 0; i < s.pairs; ++i) order[i] = i;
-  Stream shuffle(o.seed ^ 0x6c696e6b73706c74ULL);
-  for (int64_t i = s.pairs - 1; i > 0; --i) std::swap(order[i], order[shuffle.Below(i + 1)]);
-  std::vector<uint8_t> pair_role(s.pairs, 0);
+  std::vector<int64_t> order(num_pairs);
+  for (int64_t i = 0; i < num_pairs; ++i) order[i] = i;
+  Stream shuffle(seed ^ 0x6c696e6b73706c74ULL);
+  for (int64_t i = num_pairs - 1; i > 0; --i) std::swap(order[i], order[shuffle.Below(i + 1)]);
+  std::vector<uint8_t> pair_role(num_pairs, 0);
   for (int64_t i = 0; i < num_valid + num_test; ++i) pair_role[order[i]] = i < num_valid ? 1 : 2;
-  s.train_pairs = s.pairs - num_valid - num_test;
-  s.role.assign(e, 0);
+  s->pairs += num_pairs;
+  s->train_pairs += num_pairs - num_valid - num_test;
+  if (relation_index >= 0) {
+    s->relation_counts.push_back({num_pairs, num_pairs - num_valid - num_test, num_valid, num_test});
+  }
   {
     size_t p = 0;
     for (const auto& [key, r] : keyed) {
       while (pairs[p] != key) ++p;
-      s.role[r] = pair_role[p];
+      s->role[r] = pair_role[p];
     }
   }
   // Positives in shuffled order (valid first), negatives beside them.
-  Stream draw(o.seed ^ kNegativeStream);
+  Stream draw(seed ^ kNegativeStream);
   for (int64_t i = 0; i < num_valid + num_test; ++i) {
     const int64_t r = first_row[order[i]];
     const int64_t u = rows[2 * r], v = rows[2 * r + 1];
-    std::vector<int64_t>& pos = i < num_valid ? s.valid_pos : s.test_pos;
+    const bool valid = i < num_valid;
+    std::vector<int64_t>& pos = valid ? s->valid_pos : s->test_pos;
     pos.insert(pos.end(), {u, v});
-    RETURN_IF_ERROR(DrawNegatives(in, first, n, u, o.negatives, draw, i < num_valid ? &s.valid_neg : &s.test_neg));
+    if (relation_index >= 0) (valid ? s->valid_rel : s->test_rel).push_back(relation_index);
+    RETURN_IF_ERROR(DrawNegatives(in, first, n, u, o.negatives, draw, valid ? &s->valid_neg : &s->test_neg));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<EdgeSplit> SplitEdges(const Dataset& d, const EdgeSplitOptions& o) {
+  if (o.negatives < 1) return absl::InvalidArgumentError(StrCat("--eval-negatives must be >= 1, got ", o.negatives));
+  if (d.typed() != !o.relations.empty()) {
+    return absl::InvalidArgumentError(
+        d.typed() ? StrCat("--edge-split on a typed graph needs --link-etype: the relation to predict (one of ",
+                           base::StrJoin(EdgeTypeNames(d), ", "), "; several: REL,REL)")
+                  : "--link-etype applies to typed graphs only (this one has one node and edge type)");
+  }
+  EdgeSplit s;
+  for (const std::string& name : o.relations) {
+    ASSIGN_OR_RETURN(const int relation, FindRelation(d, name));
+    if (std::find(s.relations.begin(), s.relations.end(), relation) != s.relations.end()) {
+      return absl::InvalidArgumentError(StrCat("--link-etype ", base::StrJoin(o.relations, ","), ": ",
+                                               d.edge_types[relation].ToString(), " is named twice"));
+    }
+    s.relations.push_back(relation);
+  }
+  if (d.typed() && !o.files_dir.empty()) {
+    return absl::UnimplementedError("--edge-split-files on a typed graph is not built yet: use --edge-split "
+                                    "TRAIN,VALID,TEST with --link-etype");
+  }
+  if (!o.files_dir.empty()) return ReadEdgeSplit(d, o);
+  s.role.assign(d.num_edges(), 0);
+  if (!d.typed()) {
+    RETURN_IF_ERROR(SplitRows(d, o, 0, d.num_edges(), 0, d.num_nodes, -1, o.seed, &s));
+    return s;
+  }
+  // Typed graphs: each relation's rows on their own, negatives among its destination type's
+  // nodes; relation j > 0 from a seed of its own, so that the first is split as it is alone.
+  for (size_t j = 0; j < s.relations.size(); ++j) {
+    const int relation = s.relations[j];
+    const int dst = d.NodeTypeIndex(d.edge_types[relation].dst);
+    const int64_t first = d.node_type_offsets[dst];
+    const uint64_t seed = j == 0 ? o.seed : core::SplitMix64(o.seed ^ core::SplitMix64(0x72656c00ULL + j));
+    RETURN_IF_ERROR(SplitRows(d, o, d.edge_type_offsets[relation], d.edge_type_offsets[relation + 1], first,
+                              d.node_type_offsets[dst + 1] - first, static_cast<int>(j), seed, &s));
   }
   return s;
 }

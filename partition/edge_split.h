@@ -6,7 +6,9 @@
 // positives and negatives under link/ in new node IDs.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -25,10 +27,11 @@ struct EdgeSplitOptions {
   // OGB's citation2 layout). Pairs are .npy ([n, 2] or [2, n]) or text "src,dst" lines
   // (.csv/.tsv/.txt, optionally .gz), in input node IDs. Negatives not given are drawn.
   std::string files_dir;
-  // Typed graphs: the relation whose pairs are split (--link-etype: REL or SRC:REL:DST); the
-  // other relations are stored whole, and negatives are (source, a node of REL's destination
-  // type). Required on a typed graph, refused on a one-type graph.
-  std::string relation;
+  // Typed graphs: the relations whose pairs are split (--link-etype REL[,REL...]: each REL or
+  // SRC:REL:DST), each on its own with the same fractions; the other relations are stored whole,
+  // and a pair's negatives are (source, a node of its relation's destination type). Required on
+  // a typed graph, refused on a one-type graph.
+  std::vector<std::string> relations;
 
   bool enabled() const { return valid > 0 || test > 0 || !files_dir.empty(); }
 };
@@ -44,14 +47,19 @@ struct EdgeSplit {
   // input row; negatives [n * negatives, 2], row i * negatives + j for positive i, with the
   // positive's source and a node it has no edge with in either direction.
   std::vector<int64_t> valid_pos, test_pos, valid_neg, test_neg;
+  // Typed graphs: each held-out pair's relation, an index into `relations` (in pair order).
+  std::vector<int64_t> valid_rel, test_rel;
   int64_t pairs = 0;        // distinct unordered node pairs (self loops excluded)
   int64_t train_pairs = 0;  // of them, kept in the graph
-  int relation = -1;        // typed graphs: the index of the split relation
+  std::vector<int> relations;  // typed graphs: the split relations' edge type indices, in order
+  // Per split relation: {pairs, train, valid, test}.
+  std::vector<std::array<int64_t, 4>> relation_counts;
 };
 
-// Splits the distinct unordered pairs {u, v}, u != v, of d's edges: a seeded shuffle, then the
-// first round(pairs * valid) are valid, the next round(pairs * test) test. Self loops always
-// train. Deterministic in (edges, options). FAILED_PRECONDITION when a negative cannot be found
+// Splits the distinct unordered pairs {u, v}, u != v, of d's edges (a typed graph: of each split
+// relation's edges, relation by relation; the first relation's split is what it would be alone):
+// a seeded shuffle, then the first round(pairs * valid) are valid, the next round(pairs * test)
+// test. Self loops always train. Deterministic in (edges, options). FAILED_PRECONDITION when a negative cannot be found
 // (a node linked to nearly every other) or the split would leave a set empty that was asked for.
 //
 // With options.files_dir set, the split is the user's: its valid and test pairs are held out

@@ -7,6 +7,7 @@
 #include "base/process_stats.h"
 #include "base/progress.h"
 #include "base/status.h"
+#include "absl/strings/str_split.h"
 #include "base/strings.h"
 #include "partition/distributed.h"
 #include "partition/partitioner.h"
@@ -79,14 +80,17 @@ void AddLinkFlags(base::ArgParser& args, partition::PartitionOptions& opt, Flags
                  "src,dst text), optionally valid_neg/test_neg (k pairs per positive) or valid_neg_dst/test_neg_dst "
                  "(.npy [n, k]); those pairs are left out of the graph in both directions");
   args.AddString("link-etype", &f.link_etype,
-                 "typed graphs, with --edge-split: the relation whose node pairs are split (REL or SRC:REL:DST); "
-                 "its valid and test pairs are left out of it and of rev_REL, negatives pair a source with a node "
-                 "of the relation's destination type, and fanout-train --task link predicts it");
+                 "typed graphs, with --edge-split: the relation(s) whose node pairs are split (REL or SRC:REL:DST, "
+                 "several comma-separated, each split on its own); valid and test pairs are left out of their "
+                 "relation and of its rev_REL, negatives pair a source with a node of the relation's destination "
+                 "type, and fanout-train --task link predicts them (results per relation)");
   args.AddInt("eval-negatives", &opt.edge_split.negatives,
               "with --edge-split(-files): negative pairs drawn per valid/test positive (when none are given)");
   args.AddString("hard-negative-field", &opt.hard_negative_field,
                  "an integer edge field [E, H] of input node IDs (-1: none): each edge's hard negatives for "
-                 "fanout-train --hard-negative-field; stored in new node IDs (a reverse edge's row all -1)");
+                 "fanout-train --hard-negative-field; stored in new node IDs (a reverse edge's row all -1). On a "
+                 "typed graph a relation's field (edge_data/SRC___REL___DST/NAME.npy) of type-wise IDs of its "
+                 "destination type");
 }
 
 void AddSystemFlags(base::ArgParser& args, partition::PartitionOptions& opt, Flags& f) {
@@ -133,7 +137,10 @@ absl::Status ApplyFlags(const base::ArgParser& args, const partition::ReadOption
     if (f.edge_split.empty() && f.edge_split_files.empty()) {
       return absl::InvalidArgumentError("--link-etype goes with --edge-split (the relation to split)");
     }
-    opt.edge_split.relation = f.link_etype;
+    for (absl::string_view rel : absl::StrSplit(f.link_etype, ',')) {
+      if (rel.empty()) return absl::InvalidArgumentError(base::StrCat("--link-etype ", f.link_etype, ": an empty relation name"));
+      opt.edge_split.relations.emplace_back(rel);
+    }
   }
   if (!f.feature_dtype.empty()) opt.feature_storage = *core::FeatureStorageFromName(f.feature_dtype);
   if (f.distributed && !opt.hard_negative_field.empty()) {

@@ -134,18 +134,28 @@ struct PartStats {
   int64_t train = 0;
 };
 
-// The hard-negative field's rows of stored edges [eb, eb + mk): input node IDs as new IDs (-1
-// stays), a reverse edge's row all -1. The values were checked by CheckHardNegatives.
-absl::Status WriteHardNegatives(const Relabelled& r, const Field& f, int64_t eb, int64_t mk, const std::string& path) {
+// The hard-negative field's rows of stored edges [first, first + count): input node IDs as new
+// IDs (-1 stays), a reverse edge's row all -1. On a typed graph the field is one relation's
+// (its rows are that relation's input rows, from row0) and its values type-wise IDs of the
+// relation's destination type. The values were checked by CheckHardNegatives.
+absl::Status WriteHardNegatives(const Relabelled& r, const Field& f, int64_t first, int64_t count,
+                                const std::string& path) {
+  const Dataset& d = *r.d;
   const int64_t width = f.data.row_elems();
-  ASSIGN_OR_RETURN(auto w, core::NpyWriter::Open(path, core::DType::kInt64, {mk, width}));
+  int64_t row0 = 0, offset = 0;  // the field's first input row; its values' first input node ID
+  if (!f.edge_type.empty()) {
+    const int t = d.EdgeTypeIndex(f.edge_type);
+    row0 = d.edge_type_offsets[t];
+    offset = d.node_type_offsets[d.NodeTypeIndex(d.edge_types[t].dst)];
+  }
+  ASSIGN_OR_RETURN(auto w, core::NpyWriter::Open(path, core::DType::kInt64, {count, width}));
   std::vector<int64_t> row(width), buf;
-  for (int64_t p = 0; p < mk; ++p) {
-    const int64_t v = (*r.origin)[eb + p];
+  for (int64_t p = 0; p < count; ++p) {
+    const int64_t v = (*r.origin)[first + p];
     std::fill(row.begin(), row.end(), -1);
     if (!r.view->is_reverse(v)) {
-      core::ConvertElements(f.data.dtype(), f.data.row(r.view->input_row(v)), width, row.data());
-      for (int64_t& x : row) x = x < 0 ? -1 : (*r.new_id)[x];
+      core::ConvertElements(f.data.dtype(), f.data.row(r.view->input_row(v) - row0), width, row.data());
+      for (int64_t& x : row) x = x < 0 ? -1 : (*r.new_id)[offset + x];
     }
     buf.insert(buf.end(), row.begin(), row.end());
     if (buf.size() >= (size_t{1} << 20)) {
@@ -157,30 +167,40 @@ absl::Status WriteHardNegatives(const Relabelled& r, const Field& f, int64_t eb,
   return w->Close();
 }
 
-// --hard-negative-field names an integer edge field of a graph of one node type whose every
-// value is an input node ID or -1; errors name the file and row.
+// --hard-negative-field names an integer edge field whose every value is a node ID or -1: an
+// input node ID on a graph of one type; on a typed graph a field of one relation (or of each
+// relation that has it) holding type-wise IDs of its destination type. Errors name the file and row.
 absl::Status CheckHardNegatives(const Dataset& d, const std::string& name) {
-  const auto f =
-      std::find_if(d.edge_fields.begin(), d.edge_fields.end(), [&](const Field& x) { return x.name == name; });
-  if (f == d.edge_fields.end()) {
-    return absl::NotFoundError(StrCat("--hard-negative-field ", name, ": the input has no edge field of that name"));
-  }
-  if (d.typed()) return absl::InvalidArgumentError("--hard-negative-field: typed graphs have no edge fields yet");
-  const core::DType t = f->data.dtype();
-  if (t != core::DType::kInt64 && t != core::DType::kInt32) {
-    return absl::InvalidArgumentError(StrCat(f->data.path(), ": hard negatives must be int32 or int64 node IDs, not ",
-                                             core::DTypeName(t)));
-  }
-  const int64_t rows = f->data.rows(), width = f->data.row_elems();
-  std::vector<int64_t> row(width);
-  for (int64_t e = 0; e < rows; ++e) {
-    core::ConvertElements(t, f->data.row(e), width, row.data());
-    for (int64_t x : row) {
-      if (x < -1 || x >= d.num_nodes) {
-        return absl::InvalidArgumentError(StrCat(f->data.path(), " row ", e, ": hard negative ", x,
-                                                 " is not a node ID in [0, ", d.num_nodes, ") or -1"));
+  bool found = false;
+  for (const Field& f : d.edge_fields) {
+    if (f.name != name) continue;
+    found = true;
+    const core::DType t = f.data.dtype();
+    if (t != core::DType::kInt64 && t != core::DType::kInt32) {
+      return absl::InvalidArgumentError(StrCat(f.data.path(), ": hard negatives must be int32 or int64 node IDs, not ",
+                                               core::DTypeName(t)));
+    }
+    int64_t limit = d.num_nodes;
+    std::string what = "a node ID";
+    if (!f.edge_type.empty()) {
+      const int dst = d.NodeTypeIndex(d.edge_types[d.EdgeTypeIndex(f.edge_type)].dst);
+      limit = d.TypeCount(dst);
+      what = StrCat("a type-wise ID of ", d.node_types[dst], " (the relation's destination type)");
+    }
+    const int64_t rows = f.data.rows(), width = f.data.row_elems();
+    std::vector<int64_t> row(width);
+    for (int64_t e = 0; e < rows; ++e) {
+      core::ConvertElements(t, f.data.row(e), width, row.data());
+      for (int64_t x : row) {
+        if (x < -1 || x >= limit) {
+          return absl::InvalidArgumentError(StrCat(f.data.path(), " row ", e, ": hard negative ", x, " is not ", what,
+                                                   " in [0, ", limit, ") or -1"));
+        }
       }
     }
+  }
+  if (!found) {
+    return absl::NotFoundError(StrCat("--hard-negative-field ", name, ": the input has no edge field of that name"));
   }
   return absl::OkStatus();
 }
@@ -265,15 +285,28 @@ absl::Status WriteGraphFiles(const Relabelled& r, int k, PartStats* st) {
     RETURN_IF_ERROR(core::WriteIdArray(P(PartFiles::kOutEids), r.cfg->edge_id_dtype, out_eid.data(), out_ptr[nk]));
   }
 
-  // Edge data: a stored edge's row is its input row (reverse edges share their input's row).
+  // Edge data: a stored edge's row is its input row (reverse edges share their input's row). A
+  // typed graph's field is one relation's: rows for the partition's stored edges of that relation
+  // (stored type t = input relation t, [first, last) of the partition's edges), by the edge's row
+  // among the relation's input edges.
   if (!r.d->edge_fields.empty()) {
     std::vector<int64_t> rows(mk);
     for (int64_t p = 0; p < mk; ++p) rows[p] = r.view->input_row((*r.origin)[eb + p]);
     for (const auto& f : r.d->edge_fields) {
+      int64_t first = 0, last = mk;
+      std::vector<int64_t> typed_rows;
+      if (!f.edge_type.empty()) {
+        const int t = d.EdgeTypeIndex(f.edge_type);
+        first = csc.indptr[R * nb + t * nk] - eb;
+        last = csc.indptr[R * nb + (t + 1) * nk] - eb;
+        typed_rows.assign(rows.begin() + first, rows.begin() + last);
+        for (int64_t& x : typed_rows) x -= d.edge_type_offsets[t];
+      }
+      const std::string path = P(PartFiles::EdgeData(core::FieldSchema{.name = f.name, .edge_type = f.edge_type}.key()));
       if (f.name == *r.hard_negative_field) {
-        RETURN_IF_ERROR(WriteHardNegatives(r, f, eb, mk, P(PartFiles::EdgeData(f.name))));
+        RETURN_IF_ERROR(WriteHardNegatives(r, f, eb + first, last - first, path));
       } else {
-        RETURN_IF_ERROR(WriteGatheredRows(f.data, rows.data(), mk, P(PartFiles::EdgeData(f.name))));
+        RETURN_IF_ERROR(WriteGatheredRows(f.data, f.edge_type.empty() ? rows.data() : typed_rows.data(), last - first, path));
       }
     }
   }
@@ -537,6 +570,7 @@ absl::StatusOr<base::StagingDir> ClaimOutput(const Dataset& d, const PartitionOp
   RETURN_IF_ERROR(ValidatePartitionOptions(o, d.num_nodes));
   RETURN_IF_ERROR(CheckNodeCountFits(d, base::UsableMemoryBytes()));
   RETURN_IF_ERROR(CheckName(name));
+  RETURN_IF_ERROR(ValidateEdgeFields(d));
   if (!o.hard_negative_field.empty()) RETURN_IF_ERROR(CheckHardNegatives(d, o.hard_negative_field));
   for (const auto& f : d.node_fields) {
     if (d.has_split && (f.name == "train_mask" || f.name == "val_mask" || f.name == "test_mask")) {
@@ -562,10 +596,19 @@ absl::StatusOr<EdgeSplit> SplitForLinks(const Dataset& d, const PartitionOptions
   s->link_train = split.train_pairs;
   s->link_valid = static_cast<int64_t>(split.valid_pos.size() / 2);
   s->link_test = static_cast<int64_t>(split.test_pos.size() / 2);
-  Log(o, StrCat("edge split", o.edge_split.files_dir.empty() ? "" : StrCat(" from ", o.edge_split.files_dir),
-                split.relation >= 0 ? StrCat(" of relation ", d.edge_types[split.relation].ToString()) : "", ": ",
-                s->link_pairs, " node pairs: ", s->link_train, " train, ", s->link_valid, " valid, ", s->link_test,
-                " test (held out in both directions)"));
+  std::string of;
+  if (split.relations.size() == 1) of = StrCat(" of relation ", d.edge_types[split.relations[0]].ToString());
+  if (split.relations.size() > 1) {
+    std::vector<std::string> each;
+    for (size_t j = 0; j < split.relations.size(); ++j) {
+      const auto& [pairs, train, valid, test] = split.relation_counts[j];
+      each.push_back(StrCat(d.edge_types[split.relations[j]].ToString(), " ", pairs, " (", train, "/", valid, "/", test, ")"));
+    }
+    of = StrCat(" of ", split.relations.size(), " relations [", base::StrJoin(each, ", "), "]");
+  }
+  Log(o, StrCat("edge split", o.edge_split.files_dir.empty() ? "" : StrCat(" from ", o.edge_split.files_dir), of,
+                ": ", s->link_pairs, " node pairs: ", s->link_train, " train, ", s->link_valid, " valid, ",
+                s->link_test, " test (held out in both directions)"));
   return split;
 }
 
@@ -618,7 +661,7 @@ absl::StatusOr<core::PartitionConfig> MakeConfig(const Dataset& d, const Partiti
   RETURN_IF_ERROR(ChooseIdDTypes(o, d.num_nodes, cfg.num_edges, &cfg));
   for (int k = 0; k <= K; ++k) cfg.edge_bounds.push_back(csc.indptr[R * ids.bounds[k]]);
   cfg.num_classes = d.num_classes;
-  if (split.relation >= 0) cfg.link_etype = d.edge_types[split.relation].ToString();
+  for (int r : split.relations) cfg.link_etypes.push_back(d.edge_types[r].ToString());
   ConfigSchema schema{.types = &d, .reverse_types = d.typed() && o.add_reverse_edges,
                       .node_type_ranges = ids.node_type_ranges};
   if (d.typed()) {
@@ -632,7 +675,7 @@ absl::StatusOr<core::PartitionConfig> MakeConfig(const Dataset& d, const Partiti
   }
   auto field_schema = [](const Field& f) {
     return core::FieldSchema{f.name, f.data.dtype(), {f.data.shape().begin() + 1, f.data.shape().end()}, f.node_type,
-                             f.codec};
+                             f.codec, f.edge_type};
   };
   for (const Field& f : d.node_fields) schema.node_fields.push_back(field_schema(f));
   for (const Field& f : d.edge_fields) {
@@ -649,6 +692,9 @@ absl::Status MakePartFolders(const core::PartitionConfig& cfg) {
   std::set<std::string> subdirs = {"graph", "node_data", "edge_data"};
   for (const core::FieldSchema& f : cfg.node_fields) {
     if (!f.node_type.empty()) subdirs.insert("node_data/" + f.node_type);
+  }
+  for (const core::FieldSchema& f : cfg.edge_fields) {
+    if (!f.edge_type.empty()) subdirs.insert("edge_data/" + f.edge_type);
   }
   for (int k = 0; k < cfg.num_parts; ++k) {
     for (const std::string& sub : subdirs) {
@@ -678,6 +724,16 @@ absl::StatusOr<nlohmann::json> WriteLinkFiles(const EdgeSplit& split, const std:
     RETURN_IF_ERROR(core::WriteNpy((dir / "link" / (std::string(file) + ".npy")).string(), core::DType::kInt64,
                                    {rows, 2}, relabelled.data()));
     link[file] = {{"file", StrCat("link/", file, ".npy")}, {"rows", rows}};
+  }
+  // Typed graphs: each held-out pair's relation (an index into the config's link_etypes).
+  if (!split.relations.empty()) {
+    for (const auto& [file, rel] : {std::pair<const char*, const std::vector<int64_t>*>{"valid_rel", &split.valid_rel},
+                                    {"test_rel", &split.test_rel}}) {
+      RETURN_IF_ERROR(core::WriteNpy((dir / "link" / (std::string(file) + ".npy")).string(), core::DType::kInt64,
+                                     {static_cast<int64_t>(rel->size())}, rel->data()));
+      link[file] = {{"file", StrCat("link/", file, ".npy")}, {"rows", rel->size()},
+                    {"meaning", "each pair's relation: an index into link_etypes"}};
+    }
   }
   link["node_ids"] = "new node IDs (graph/orig_nids.npy of the owning partition maps them back)";
   if (o.edge_split.files_dir.empty()) {

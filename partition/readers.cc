@@ -531,7 +531,7 @@ absl::StatusOr<Dataset> ReadWhole(SliceInput in) {
     for (const SliceField& f : *from) {
       ASSIGN_OR_RETURN(NpyArray a, WholeField(f));
       if (f.name == "label" && from == &in.node_fields) d.num_classes = std::max(d.num_classes, NumClasses(a));
-      to->push_back({f.name, std::move(a), f.node_type});
+      to->push_back({.name = f.name, .data = std::move(a), .node_type = f.node_type, .edge_type = f.edge_type});
     }
   }
   // Split files hold type-wise IDs on a typed graph; each file is optional on its own.

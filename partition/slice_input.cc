@@ -351,6 +351,36 @@ absl::StatusOr<SliceInput> OpenTypedNpy(const fs::path& dir, const ReadOptions& 
       in.node_fields.push_back(std::move(f));
     }
   }
+  // Edge fields: edge_data/SRC___REL___DST/NAME.npy, one row per edge of that relation's file.
+  if (std::error_code ec2; fs::is_directory(dir / "edge_data", ec2)) {
+    std::vector<fs::path> folders;
+    for (const auto& e : fs::directory_iterator(dir / "edge_data", ec2)) {
+      if (!e.is_directory()) {
+        return absl::InvalidArgumentError(StrCat(e.path().string(), ": edge_data/ holds a folder per relation "
+                                                 "(SRC___REL___DST/NAME.npy), not files"));
+      }
+      folders.push_back(e.path());
+    }
+    std::sort(folders.begin(), folders.end());
+    for (const fs::path& folder : folders) {
+      const std::vector<std::string> triplet = base::StrSplit(folder.filename().string(), "___");
+      const auto type = triplet.size() != 3 ? in.edge_types.end()
+                                            : std::find(in.edge_types.begin(), in.edge_types.end(),
+                                                        core::CanonicalEdgeType{triplet[0], triplet[1], triplet[2]});
+      if (type == in.edge_types.end()) {
+        std::vector<std::string> names;
+        for (const auto& t : in.edge_types) names.push_back(t.src + "___" + t.rel + "___" + t.dst);
+        return absl::InvalidArgumentError(StrCat(folder.string(), ": not a relation of edges/ (",
+                                                 base::StrJoin(names, ", "), ")"));
+      }
+      std::vector<SliceField> fields;
+      RETURN_IF_ERROR(AddFieldDir(folder, &fields));
+      for (SliceField& f : fields) {
+        f.edge_type = type->ToString();
+        in.edge_fields.push_back(std::move(f));
+      }
+    }
+  }
   ASSIGN_OR_RETURN(auto split_dirs, TypeFolders(in, in.num_nodes_source, (dir / "split").string()));
   const char* split_names[3] = {"train_idx.npy", "valid_idx.npy", "test_idx.npy"};
   for (const auto& [t, folder] : split_dirs) {
@@ -448,9 +478,17 @@ absl::StatusOr<SliceInput> OpenSliceInput(const ReadOptions& read) {
     }
   }
   for (const SliceField& f : in->edge_fields) {
-    if (in->sliceable() && f.data.rows() != in->num_edges) {
+    // A typed field has a row per edge of its relation (its file under edges/).
+    int64_t rows = in->num_edges;
+    std::string source = in->edges_source;
+    for (size_t r = 0; r < in->edge_types.size() && !f.edge_type.empty(); ++r) {
+      if (in->edge_types[r].ToString() != f.edge_type) continue;
+      rows = in->edge_type_offsets[r + 1] - in->edge_type_offsets[r];
+      source = in->edge_files[r].path;
+    }
+    if (in->sliceable() && f.data.rows() != rows) {
       return absl::InvalidArgumentError(StrCat(f.data.first_path(), ": edge field '", f.name, "' has ", f.data.rows(),
-                                               " rows but ", in->edges_source, " has ", in->num_edges, " edges"));
+                                               " rows but ", source, " has ", rows, " edges"));
     }
   }
   return in;

@@ -64,6 +64,7 @@ struct SliceField {
   std::string name;
   ChunkedArray data;
   std::string node_type;  // typed graphs: the node type whose nodes it has a row for ("" = every node)
+  std::string edge_type;  // typed graphs' edge fields: the relation (SRC:REL:DST) whose edges it has a row for
 };
 
 // A split file: node indices, type-wise on a typed graph (type >= 0).

@@ -59,9 +59,6 @@ void RemoteGraphSource::SampleNeighbors(std::span<const int64_t> seeds, const co
 void RemoteGraphSource::GatherRows(const core::FieldRef& field, size_t row_bytes, std::span<const int64_t> ids,
                                    std::span<const int64_t> positions, char* out, core::Done done) {
   const bool node = field.kind == core::FieldRef::Kind::kNode;
-  if (!node && !field.type.empty()) {
-    return done(absl::UnimplementedError(StrCat(field.ToString(), ": typed edge fields are not supported yet")));
-  }
   Send(
       [node, key = field.key(), row_bytes, ids, positions, out](GraphClient* c, core::Done d) {
         c->PullRowsAsync(node, key, row_bytes, ids, positions, out, std::move(d));

@@ -546,10 +546,10 @@ absl::Status DistGraph::PullNodeRows(const std::string& field, std::span<const i
 
 absl::StatusOr<core::FieldSchema> DistGraph::EdgeFieldSchema(const std::string& field) const {
   for (const core::FieldSchema& f : config_.edge_fields) {
-    if (f.name == field) return f;
+    if (f.key() == field) return f;  // a typed field by "SRC:REL:DST/NAME"
   }
   std::vector<std::string> names;
-  for (const core::FieldSchema& f : config_.edge_fields) names.push_back(f.name);
+  for (const core::FieldSchema& f : config_.edge_fields) names.push_back(f.key());
   return absl::NotFoundError(StrCat("graph '", config_.graph_name, "' has no edge field '", field,
                                     "'; edge fields: ", names.empty() ? "(none)" : base::StrJoin(names, ", ")));
 }
@@ -557,7 +557,7 @@ absl::StatusOr<core::FieldSchema> DistGraph::EdgeFieldSchema(const std::string& 
 absl::Status DistGraph::PullEdgeRows(const std::string& field, std::span<const int64_t> eids, char* out) const {
   ASSIGN_OR_RETURN(core::FieldSchema f, EdgeFieldSchema(field));
   ASSIGN_OR_RETURN(core::RangePartitionBook edges, config_.EdgeBook());
-  return GatherRows(core::FieldRef::Edge(field), f.row_bytes(), edges, eids, out);
+  return GatherRows(core::FieldRef{core::FieldRef::Kind::kEdge, f.edge_type, f.name}, f.row_bytes(), edges, eids, out);
 }
 
 absl::Status DistGraph::Degrees(std::span<const int64_t> ids, core::EdgeDir dir, int64_t* out) const {

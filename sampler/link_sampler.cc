@@ -29,16 +29,6 @@ std::pair<int64_t, int64_t> LocalCandidates(const DistGraph& graph, int type) {
   return {graph.node_book().start(part), graph.node_book().end(part)};
 }
 
-// The index of the link relation's destination type among the node types, or -1 (untyped link
-// prediction).
-int NegativeType(const core::PartitionConfig& config) {
-  const int relation = LinkRelation(config);
-  if (relation < 0) return -1;
-  const std::string& dst = config.edge_types[relation].dst;
-  return static_cast<int>(std::find(config.node_types.begin(), config.node_types.end(), dst) -
-                          config.node_types.begin());
-}
-
 constexpr std::pair<NegativeSampling, std::string_view> kNegativeSamplingNames[] = {
     {NegativeSampling::kUniform, "uniform"}, {NegativeSampling::kDegreePow75, "degree"},
     {NegativeSampling::kJoint, "joint"},     {NegativeSampling::kInBatch, "in-batch"},
@@ -55,26 +45,77 @@ absl::StatusOr<NegativeSampling> ParseNegativeSampling(std::string_view name) {
       StrCat("'", name, "' is not a negative sampling: ", base::EnumNameList(kNegativeSamplingNames)));
 }
 
-int LinkRelation(const core::PartitionConfig& config) {
-  if (config.link_etype.empty()) return -1;
-  for (size_t r = 0; r < config.edge_types.size(); ++r) {
-    if (config.edge_types[r].ToString() == config.link_etype) return static_cast<int>(r);
+std::vector<int> LinkRelations(const core::PartitionConfig& config) {
+  std::vector<int> out;
+  for (const std::string& name : config.link_etypes) {
+    for (size_t r = 0; r < config.edge_types.size(); ++r) {
+      if (config.edge_types[r].ToString() == name) out.push_back(static_cast<int>(r));
+    }
   }
-  return -1;  // LoadPartitionConfig refuses a link_etype that is not an edge type
+  return out;  // LoadPartitionConfig refuses a link_etypes entry that is not an edge type
 }
 
-std::pair<int64_t, int64_t> RankEdgeRange(const core::PartitionConfig& config, int tpm, int rank) {
-  const int part = rank / tpm, local = rank % tpm;
-  const int relation = LinkRelation(config);
-  const auto [first, last] = relation >= 0 ? config.edge_type_ranges[relation][part]
-                                           : std::pair{config.edge_bounds[part], config.edge_bounds[part + 1]};
-  const int64_t begin = first, n = last - first;
-  return {begin + n * local / tpm, begin + n * (local + 1) / tpm};
+int LinkRelationOf(const core::PartitionConfig& config, std::span<const int> relations, int64_t eid) {
+  if (relations.empty()) return 0;
+  const auto& b = config.edge_bounds;
+  const int part = static_cast<int>(std::upper_bound(b.begin(), b.end(), eid) - b.begin()) - 1;
+  if (part < 0 || part >= config.num_parts) return -1;
+  for (size_t i = 0; i < relations.size(); ++i) {
+    const auto [first, last] = config.edge_type_ranges[relations[i]][part];
+    if (eid >= first && eid < last) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::vector<int> LinkNegativeTypes(const core::PartitionConfig& config) {
+  std::vector<int> out;
+  for (int r : LinkRelations(config)) {
+    const std::string& dst = config.edge_types[r].dst;
+    out.push_back(static_cast<int>(std::find(config.node_types.begin(), config.node_types.end(), dst) -
+                                   config.node_types.begin()));
+  }
+  if (out.empty()) out.push_back(-1);
+  return out;
+}
+
+namespace {
+
+// Rank `rank`'s slice of the stored edges [first, last) of its partition.
+std::pair<int64_t, int64_t> RankSlice(std::pair<int64_t, int64_t> range, int tpm, int rank) {
+  const int local = rank % tpm;
+  const int64_t n = range.second - range.first;
+  return {range.first + n * local / tpm, range.first + n * (local + 1) / tpm};
+}
+
+}  // namespace
+
+absl::StatusOr<std::pair<int64_t, int64_t>> RankEdgeRange(const core::PartitionConfig& config, int tpm, int rank) {
+  const std::vector<int> relations = LinkRelations(config);
+  const int part = rank / tpm;
+  if (relations.empty()) return RankSlice({config.edge_bounds[part], config.edge_bounds[part + 1]}, tpm, rank);
+  if (relations.size() > 1) {
+    return absl::InvalidArgumentError(StrCat("the graph is partitioned for link prediction on ", relations.size(),
+                                             " relations (", base::StrJoin(config.link_etypes, ", "),
+                                             "): a rank's positive edges are one range per relation, not one range"));
+  }
+  return RankSlice(config.edge_type_ranges[relations[0]][part], tpm, rank);
 }
 
 SeedArray RankEdgeSeeds(const core::PartitionConfig& config, int tpm, int rank) {
-  const auto [begin, end] = RankEdgeRange(config, tpm, rank);
-  return SeedArray::Range(begin, end - begin);
+  const std::vector<int> relations = LinkRelations(config);
+  const int part = rank / tpm;
+  if (relations.size() <= 1) {
+    const auto [begin, end] = RankSlice(relations.empty() ? std::pair{config.edge_bounds[part], config.edge_bounds[part + 1]}
+                                                          : config.edge_type_ranges[relations[0]][part],
+                                        tpm, rank);
+    return SeedArray::Range(begin, end - begin);
+  }
+  std::vector<int64_t> ids;
+  for (int r : relations) {
+    const auto [begin, end] = RankSlice(config.edge_type_ranges[r][part], tpm, rank);
+    for (int64_t e = begin; e < end; ++e) ids.push_back(e);
+  }
+  return SeedArray::Of(std::move(ids));
 }
 
 LinkBatchSampler::LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions options, SeedArray edges,
@@ -84,22 +125,32 @@ LinkBatchSampler::LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions op
       edges_(std::move(edges)),
       nodes_(graph, std::move(node_options), {}) {
   const core::PartitionConfig& config = graph_->config();
-  negative_type_ = NegativeType(config);
-  num_candidates_ = negative_type_ >= 0 ? graph_->node_types().count(negative_type_) : graph_->num_nodes();
-  if (options_.negative_sampling == NegativeSampling::kLocal) {
-    const auto [first, last] = LocalCandidates(*graph_, negative_type_);
-    local_first_ = first;
-    num_candidates_ = last - first;
+  link_relations_ = LinkRelations(config);
+  for (int type : LinkNegativeTypes(config)) {
+    int set = 0;
+    while (set < static_cast<int>(sets_.size()) && sets_[set].type != type) ++set;
+    if (set == static_cast<int>(sets_.size())) {
+      CandidateSet c{.type = type, .count = type >= 0 ? graph_->node_types().count(type) : graph_->num_nodes()};
+      if (options_.negative_sampling == NegativeSampling::kLocal) {
+        const auto [first, last] = LocalCandidates(*graph_, type);
+        c.first = first;
+        c.count = last - first;
+      }
+      sets_.push_back(c);
+    }
+    set_of_.push_back(set);
   }
-  // Typed: the seed pairs are left out of the link relation and of its reverse (rev_REL, from the
-  // destination type back to the source type), not of other relations that join the same nodes.
-  if (const int relation = LinkRelation(config); relation >= 0) {
-    const core::CanonicalEdgeType& rel = config.edge_types[relation];
+  // Typed: the seed pairs are left out of each link relation and of its reverse (rev_REL, from
+  // the destination type back to the source type), not of other relations that join the same nodes.
+  if (!link_relations_.empty()) {
     exclude_relations_.assign(config.edge_types.size(), 0);
-    exclude_relations_[relation] = 1;
-    for (size_t r = 0; r < config.edge_types.size(); ++r) {
-      const core::CanonicalEdgeType& t = config.edge_types[r];
-      if (t.rel == "rev_" + rel.rel && t.src == rel.dst && t.dst == rel.src) exclude_relations_[r] = 1;
+    for (int relation : link_relations_) {
+      const core::CanonicalEdgeType& rel = config.edge_types[relation];
+      exclude_relations_[relation] = 1;
+      for (size_t r = 0; r < config.edge_types.size(); ++r) {
+        const core::CanonicalEdgeType& t = config.edge_types[r];
+        if (t.rel == "rev_" + rel.rel && t.src == rel.dst && t.dst == rel.src) exclude_relations_[r] = 1;
+      }
     }
   }
   const int64_t n = edges_.size();
@@ -126,31 +177,38 @@ absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& o, const DistG
   if (graph.num_nodes() < 3) {
     return absl::FailedPreconditionError("link prediction needs at least 3 nodes to draw negatives from");
   }
-  if (const int relation = LinkRelation(graph.config()); relation >= 0) {
-    const core::CanonicalEdgeType& rel = graph.config().edge_types[relation];
-    const auto dst = graph.node_types().TypeId(rel.dst);
-    if (!dst.ok() || graph.node_types().count(*dst) < 3) {
+  const core::PartitionConfig& config = graph.config();
+  const std::vector<int> relations = LinkRelations(config);
+  const std::vector<int> types = LinkNegativeTypes(config);
+  for (size_t i = 0; i < relations.size(); ++i) {
+    const core::CanonicalEdgeType& rel = config.edge_types[relations[i]];
+    if (graph.node_types().count(types[i]) < 3) {
       return absl::FailedPreconditionError(StrCat("link prediction on ", rel.ToString(),
                                                   " needs at least 3 nodes of type ", rel.dst,
                                                   " to draw negatives from"));
     }
   }
+  if (o.negative_sampling == NegativeSampling::kInBatch &&
+      std::any_of(types.begin(), types.end(), [&](int t) { return t != types[0]; })) {
+    return absl::InvalidArgumentError(
+        StrCat("in-batch negatives are the batch's other destinations, but the link relations (",
+               base::StrJoin(config.link_etypes, ", "),
+               ") end in different node types; use --negative-sampling joint (shared per destination type) or uniform"));
+  }
   if (o.negative_sampling == NegativeSampling::kLocal) {
-    const auto [first, last] = LocalCandidates(graph, NegativeType(graph.config()));
-    if (last - first < 3) {
-      return absl::FailedPreconditionError(
-          StrCat("local negatives are drawn among this machine's partition's nodes",
-                 graph.machine_id() < 0 ? " (this process has no machine)" : "", ": it has ", last - first,
-                 ", fewer than 3; use --negative-sampling uniform"));
+    for (size_t i = 0; i < types.size(); ++i) {
+      const auto [first, last] = LocalCandidates(graph, types[i]);
+      if (last - first < 3) {
+        return absl::FailedPreconditionError(
+            StrCat("local negatives are drawn among this machine's partition's nodes",
+                   types[i] >= 0 ? StrCat(" of type ", config.node_types[types[i]]) : "",
+                   graph.machine_id() < 0 ? " (this process has no machine)" : "", ": it has ", last - first,
+                   ", fewer than 3; use --negative-sampling uniform"));
+      }
     }
   }
   if (!o.hard_negative_field.empty()) {
-    ASSIGN_OR_RETURN(core::FieldSchema f, graph.EdgeFieldSchema(o.hard_negative_field));
-    if (f.dtype != core::DType::kInt64) {
-      return absl::InvalidArgumentError(StrCat("hard negative field '", o.hard_negative_field, "' holds ",
-                                               core::DTypeName(f.dtype), ", not int64 node IDs (write it with "
-                                               "fanout-partition --hard-negative-field)"));
-    }
+    RETURN_IF_ERROR(HardNegativeFields(graph, o.hard_negative_field).status());
     if (o.negative_sampling == NegativeSampling::kJoint || o.negative_sampling == NegativeSampling::kInBatch) {
       return absl::InvalidArgumentError(StrCat("hard negatives are per positive: they fill up with uniform, degree "
                                                "or local negatives, not ", NegativeSamplingName(o.negative_sampling)));
@@ -174,48 +232,95 @@ absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& o, const DistG
   return ValidateSamplerOptions(NodeOptionsOf(o), graph);
 }
 
+absl::StatusOr<std::vector<std::string>> HardNegativeFields(const DistGraph& graph, const std::string& name) {
+  const core::PartitionConfig& config = graph.config();
+  const std::vector<int> relations = LinkRelations(config);
+  std::vector<std::string> keys;
+  if (relations.empty()) {
+    keys.push_back(name);
+  } else {
+    for (int r : relations) {
+      const std::string key = config.edge_types[r].ToString() + "/" + name;
+      keys.push_back(graph.EdgeFieldSchema(key).ok() ? key : "");
+    }
+    if (std::all_of(keys.begin(), keys.end(), [](const std::string& k) { return k.empty(); })) {
+      return absl::NotFoundError(StrCat("hard negative field '", name, "': none of the link relations (",
+                                        base::StrJoin(config.link_etypes, ", "), ") has an edge field of that name ",
+                                        "(fanout-partition --hard-negative-field with edge_data/SRC___REL___DST/", name,
+                                        ".npy)"));
+    }
+  }
+  for (const std::string& key : keys) {
+    if (key.empty()) continue;
+    ASSIGN_OR_RETURN(core::FieldSchema f, graph.EdgeFieldSchema(key));
+    if (f.dtype != core::DType::kInt64) {
+      return absl::InvalidArgumentError(StrCat("hard negative field '", key, "' holds ", core::DTypeName(f.dtype),
+                                               ", not int64 node IDs (write it with fanout-partition "
+                                               "--hard-negative-field)"));
+    }
+  }
+  return keys;
+}
+
 absl::StatusOr<std::unique_ptr<LinkBatchSampler>> LinkBatchSampler::Create(
     const DistGraph* graph, LinkSamplerOptions o, SeedArray edges,
-    std::shared_ptr<const std::vector<double>> degree_table) {
+    std::shared_ptr<const DegreeTables> degree_table) {
   RETURN_IF_ERROR(ValidateLinkSamplerOptions(o, *graph, edges));
   SamplerOptions so = NodeOptionsOf(o);
   std::unique_ptr<LinkBatchSampler> s(new LinkBatchSampler(graph, std::move(o), std::move(edges), std::move(so)));
   if (!s->options_.hard_negative_field.empty()) {
-    ASSIGN_OR_RETURN(core::FieldSchema f, graph->EdgeFieldSchema(s->options_.hard_negative_field));
-    s->hard_width_ = f.row_elems();
+    ASSIGN_OR_RETURN(s->hard_fields_, HardNegativeFields(*graph, s->options_.hard_negative_field));
+    for (const std::string& key : s->hard_fields_) {
+      int64_t width = 0;
+      if (!key.empty()) {
+        ASSIGN_OR_RETURN(core::FieldSchema f, graph->EdgeFieldSchema(key));
+        width = f.row_elems();
+      }
+      s->hard_widths_.push_back(width);
+    }
   }
   if (s->options_.negative_sampling == NegativeSampling::kDegreePow75 && degree_table != nullptr) {
     s->cumulative_ = std::move(degree_table);
   } else if (s->options_.negative_sampling == NegativeSampling::kDegreePow75) {
-    const int64_t n = s->num_candidates_;
-    std::vector<int64_t> ids(n), degree(n);
-    for (int64_t v = 0; v < n; ++v) ids[v] = s->Candidate(v);
-    RETURN_IF_ERROR(graph->Degrees(ids, core::EdgeDir::kIn, degree.data()));
-    auto table = std::make_shared<std::vector<double>>(n);
-    double sum = 0;
-    for (int64_t v = 0; v < n; ++v) (*table)[v] = sum += std::pow(static_cast<double>(degree[v]), 0.75);
-    if (!(sum > 0)) return absl::FailedPreconditionError("degree^0.75 negatives: the graph has no edges");
-    s->cumulative_ = std::move(table);
+    auto tables = std::make_shared<DegreeTables>();
+    for (int set = 0; set < static_cast<int>(s->sets_.size()); ++set) {
+      const int64_t n = s->sets_[set].count;
+      std::vector<int64_t> ids(n), degree(n);
+      for (int64_t v = 0; v < n; ++v) ids[v] = s->Candidate(set, v);
+      RETURN_IF_ERROR(graph->Degrees(ids, core::EdgeDir::kIn, degree.data()));
+      std::vector<double>& table = tables->emplace_back(n);
+      double sum = 0;
+      for (int64_t v = 0; v < n; ++v) table[v] = sum += std::pow(static_cast<double>(degree[v]), 0.75);
+      if (!(sum > 0)) {
+        return absl::FailedPreconditionError(
+            StrCat("degree^0.75 negatives: the ",
+                   s->sets_[set].type >= 0 ? StrCat(graph->config().node_types[s->sets_[set].type], " nodes have")
+                                           : "graph has",
+                   " no in-edges"));
+      }
+    }
+    s->cumulative_ = std::move(tables);
   }
   return s;
 }
 
-int64_t LinkBatchSampler::Candidate(int64_t i) const {
-  i += local_first_;
-  return negative_type_ >= 0 ? graph_->node_types().ToHomogeneous(negative_type_, i) : i;
+int64_t LinkBatchSampler::Candidate(int set, int64_t i) const {
+  const CandidateSet& c = sets_[set];
+  i += c.first;
+  return c.type >= 0 ? graph_->node_types().ToHomogeneous(c.type, i) : i;
 }
 
-int64_t LinkBatchSampler::DrawNegative(uint64_t& state) const {
+int64_t LinkBatchSampler::DrawNegative(int set, uint64_t& state) const {
   const uint64_t r = core::SplitMix64(state++);
-  if (cumulative_ == nullptr) return Candidate(static_cast<int64_t>(r % static_cast<uint64_t>(num_candidates_)));
+  if (cumulative_ == nullptr) return Candidate(set, static_cast<int64_t>(r % static_cast<uint64_t>(sets_[set].count)));
   // Uniform in [0, total), 53 bits, then the first candidate whose prefix sum exceeds it.
-  const std::vector<double>& c = *cumulative_;
+  const std::vector<double>& c = (*cumulative_)[set];
   const double x = static_cast<double>(r >> 11) * 0x1.0p-53 * c.back();
-  return Candidate(std::upper_bound(c.begin(), c.end(), x) - c.begin());
+  return Candidate(set, std::upper_bound(c.begin(), c.end(), x) - c.begin());
 }
 
 std::vector<int64_t> LinkBatchSampler::DrawNegatives(const std::vector<int64_t>& src, const std::vector<int64_t>& dst,
-                                                     uint64_t& state) const {
+                                                     const std::vector<int>& set, uint64_t& state) const {
   const int64_t count = static_cast<int64_t>(src.size()), k = options_.negatives;
   std::vector<int64_t> neg;
   switch (options_.negative_sampling) {
@@ -227,19 +332,23 @@ std::vector<int64_t> LinkBatchSampler::DrawNegatives(const std::vector<int64_t>&
       }
       return neg;
     }
-    case NegativeSampling::kJoint: {  // k nodes for the whole batch
-      std::vector<int64_t> shared(k);
-      for (int64_t& w : shared) w = DrawNegative(state);
+    case NegativeSampling::kJoint: {  // k nodes for the whole batch (per candidate set)
+      std::vector<std::vector<int64_t>> shared(sets_.size());
+      for (int c = 0; c < static_cast<int>(sets_.size()); ++c) {
+        if (std::find(set.begin(), set.end(), c) == set.end()) continue;
+        shared[c].resize(k);
+        for (int64_t& w : shared[c]) w = DrawNegative(c, state);
+      }
       neg.resize(count * k);
-      for (int64_t i = 0; i < count; ++i) std::copy(shared.begin(), shared.end(), neg.begin() + i * k);
+      for (int64_t i = 0; i < count; ++i) std::copy(shared[set[i]].begin(), shared[set[i]].end(), neg.begin() + i * k);
       return neg;
     }
     default:  // per positive: a drawn node that is neither of its endpoints
       neg.resize(count * k);
       for (int64_t i = 0; i < count; ++i) {
         for (int64_t j = 0; j < k; ++j) {
-          int64_t w = DrawNegative(state);
-          while (w == src[i] || w == dst[i]) w = DrawNegative(state);
+          int64_t w = DrawNegative(set[i], state);
+          while (w == src[i] || w == dst[i]) w = DrawNegative(set[i], state);
           neg[i * k + j] = w;
         }
       }
@@ -251,15 +360,29 @@ absl::Status LinkBatchSampler::PutHardNegatives(const std::vector<int64_t>& eids
                                                 const std::vector<int64_t>& dst, std::vector<int64_t>* neg) {
   const int64_t count = static_cast<int64_t>(eids.size()), k = options_.negatives;
   const int64_t most = options_.hard_negatives > 0 ? options_.hard_negatives : k;
-  hard_rows_.resize(count * hard_width_);
-  RETURN_IF_ERROR(graph_->PullEdgeRows(options_.hard_negative_field, eids, reinterpret_cast<char*>(hard_rows_.data())));
   const int64_t n = graph_->num_nodes();
-  for (int64_t i = 0; i < count; ++i) {
-    int64_t used = 0;
-    for (int64_t j = 0; j < hard_width_ && used < most; ++j) {
-      const int64_t w = hard_rows_[i * hard_width_ + j];
-      if (w < 0 || w >= n || w == src[i] || w == dst[i]) continue;
-      (*neg)[i * k + used++] = w;
+  // The positives of each link relation that has the field, pulled together.
+  for (size_t r = 0; r < hard_fields_.size(); ++r) {
+    if (hard_fields_[r].empty()) continue;
+    std::vector<int64_t> mine, ids;
+    for (int64_t i = 0; i < count; ++i) {
+      if (hard_fields_.size() == 1 || LinkRelationOf(graph_->config(), link_relations_, eids[i]) == static_cast<int>(r)) {
+        mine.push_back(i);
+        ids.push_back(eids[i]);
+      }
+    }
+    if (mine.empty()) continue;
+    const int64_t width = hard_widths_[r];
+    hard_rows_.resize(mine.size() * width);
+    RETURN_IF_ERROR(graph_->PullEdgeRows(hard_fields_[r], ids, reinterpret_cast<char*>(hard_rows_.data())));
+    for (size_t m = 0; m < mine.size(); ++m) {
+      const int64_t i = mine[m];
+      int64_t used = 0;
+      for (int64_t j = 0; j < width && used < most; ++j) {
+        const int64_t w = hard_rows_[m * width + j];
+        if (w < 0 || w >= n || w == src[i] || w == dst[i]) continue;
+        (*neg)[i * k + used++] = w;
+      }
     }
   }
   return absl::OkStatus();
@@ -297,7 +420,12 @@ absl::StatusOr<LinkMiniBatch> LinkBatchSampler::SampleBlocks(int64_t epoch, int6
 
   uint64_t state = Mix(Mix(Mix(options_.sampling.seed ^ 0x6e6567ULL, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(step)),
                        static_cast<uint64_t>(options_.sampling.rank));
-  std::vector<int64_t> neg = DrawNegatives(src, dst, state);
+  // Each positive's candidate set: its link relation's destination type's.
+  std::vector<int> set(count, 0);
+  if (sets_.size() > 1) {
+    for (int64_t i = 0; i < count; ++i) set[i] = set_of_[std::max(0, LinkRelationOf(graph_->config(), link_relations_, b.eids[i]))];
+  }
+  std::vector<int64_t> neg = DrawNegatives(src, dst, set, state);
   if (!options_.hard_negative_field.empty()) RETURN_IF_ERROR(PutHardNegatives(b.eids, src, dst, &neg));
   const size_t per_positive = count > 0 ? neg.size() / count : 0;
 
@@ -333,28 +461,38 @@ absl::StatusOr<LinkMiniBatch> LinkBatchSampler::SampleBlocks(int64_t epoch, int6
   return b;
 }
 
-std::vector<int64_t> DrawEvalNegatives(const DistGraph& graph, std::span<const int64_t> pairs, int64_t first_index,
-                                       int64_t k, bool joint, uint64_t seed, uint64_t stream) {
-  const int type = NegativeType(graph.config());
-  const uint64_t n = static_cast<uint64_t>(type >= 0 ? graph.node_types().count(type) : graph.num_nodes());
-  auto draw = [&](uint64_t index, int64_t j, uint64_t attempt) {
+std::vector<int64_t> DrawEvalNegatives(const DistGraph& graph, std::span<const int64_t> pairs,
+                                       std::span<const int64_t> relations, int64_t first_index, int64_t k, bool joint,
+                                       uint64_t seed, uint64_t stream) {
+  const std::vector<int> types = LinkNegativeTypes(graph.config());
+  auto count_of = [&](int type) {
+    return static_cast<uint64_t>(type >= 0 ? graph.node_types().count(type) : graph.num_nodes());
+  };
+  // Relation r > 0 draws from its own stream; relation 0's are what one relation always drew.
+  auto draw = [&](int r, uint64_t index, int64_t j, uint64_t attempt) {
+    const int type = types[r];
+    const uint64_t s = r == 0 ? stream : Mix(stream, 0x72656c0000ULL + static_cast<uint64_t>(r));
     const int64_t i = static_cast<int64_t>(
-        Mix(Mix(Mix(Mix(seed ^ 0x6576616cULL, stream), index), static_cast<uint64_t>(j)), attempt) % n);
+        Mix(Mix(Mix(Mix(seed ^ 0x6576616cULL, s), index), static_cast<uint64_t>(j)), attempt) % count_of(type));
     return type >= 0 ? graph.node_types().ToHomogeneous(type, i) : i;
   };
   std::vector<int64_t> out;
   if (joint) {
-    for (int64_t j = 0; j < k; ++j) out.push_back(draw(~uint64_t{0}, j, 0));
+    for (int r = 0; r < static_cast<int>(types.size()); ++r) {
+      for (int64_t j = 0; j < k; ++j) out.push_back(draw(r, ~uint64_t{0}, j, 0));
+    }
     return out;
   }
   const int64_t count = static_cast<int64_t>(pairs.size() / 2);
   out.resize(count * k);
   for (int64_t i = 0; i < count; ++i) {
     const int64_t src = pairs[2 * i], dst = pairs[2 * i + 1];
+    const int r = relations.empty() ? 0 : static_cast<int>(relations[i]);
+    const uint64_t n = count_of(types[r]);
     for (int64_t j = 0; j < k; ++j) {
       uint64_t attempt = 0;
-      int64_t w = draw(static_cast<uint64_t>(first_index + i), j, attempt);
-      while ((w == src || w == dst) && n > 2) w = draw(static_cast<uint64_t>(first_index + i), j, ++attempt);
+      int64_t w = draw(r, static_cast<uint64_t>(first_index + i), j, attempt);
+      while ((w == src || w == dst) && n > 2) w = draw(r, static_cast<uint64_t>(first_index + i), j, ++attempt);
       out[i * k + j] = w;
     }
   }

@@ -53,7 +53,9 @@ struct LinkSamplerOptions {
   // Hard negatives: an int64 edge field [E, H] of node IDs (-1: none; fanout-partition
   // --hard-negative-field writes it). A positive's first negatives are its edge's valid entries
   // (not -1, neither endpoint), at most `hard_negatives` of them (0: up to `negatives`); the rest
-  // are drawn by negative_sampling (uniform, degree or local). "" = none.
+  // are drawn by negative_sampling (uniform, degree or local). "" = none. On a typed graph the
+  // field NAME is each link relation's "SRC:REL:DST/NAME" that exists (at least one must); the
+  // positives of a relation without it get drawn negatives only.
   std::string hard_negative_field;
   int64_t hard_negatives = 0;
 };
@@ -69,23 +71,35 @@ struct LinkMiniBatch : LinkPairs {
 // The training edges of rank `rank`: the edges its partition stores (in-edges of its nodes,
 // global edge IDs [edge_bounds[p], edge_bounds[p + 1])), cut into trainers_per_machine contiguous
 // slices. Disjoint across ranks; together every stored edge once. On a typed graph partitioned
-// for link prediction (config.link_etype), only that relation's stored edges (its contiguous
-// range in each partition). A range: no list of 8 bytes per edge is made.
+// for link prediction (config.link_etypes), only those relations' stored edges: each relation's
+// contiguous range in the partition, cut into slices the same way, the rank's slices in
+// link_etypes' order. One relation (or none): a range, no list of 8 bytes per edge is made.
 SeedArray RankEdgeSeeds(const core::PartitionConfig& config, int trainers_per_machine, int rank);
-// The same edges as [begin, end) of global edge IDs.
-std::pair<int64_t, int64_t> RankEdgeRange(const core::PartitionConfig& config, int trainers_per_machine, int rank);
-// The index of config.link_etype among the edge types, or -1 (no typed link relation).
-int LinkRelation(const core::PartitionConfig& config);
+// The same edges as [begin, end) of global edge IDs; INVALID_ARGUMENT when they are no one range
+// (several link relations).
+absl::StatusOr<std::pair<int64_t, int64_t>> RankEdgeRange(const core::PartitionConfig& config,
+                                                          int trainers_per_machine, int rank);
+// The link relations of config.link_etypes as indices among the edge types, in that order;
+// empty on a graph without typed link relations.
+std::vector<int> LinkRelations(const core::PartitionConfig& config);
+// The link relation (an index into LinkRelations(config), passed as `relations`) stored edge
+// `eid` is of; 0 when there are no typed link relations; -1 for an edge of none of them.
+int LinkRelationOf(const core::PartitionConfig& config, std::span<const int> relations, int64_t eid);
+// The node type index of each link relation's destination type (its negatives' type), in
+// LinkRelations' order; {-1} without typed link relations (negatives among every node).
+std::vector<int> LinkNegativeTypes(const core::PartitionConfig& config);
 
 // Thread-compatible (one instance per thread); the graph is shared.
 class LinkBatchSampler {
  public:
+  // Prefix sums of in-degree^0.75 per candidate set (degree_table()).
+  using DegreeTables = std::vector<std::vector<double>>;
   // `edges`: this trainer's positive edges (RankEdgeSeeds). For kDegreePow75 the in-degree of
   // every node is read once here.
   // `degree_table` (optional): another sampler's degree_table(), shared instead of read again.
   static absl::StatusOr<std::unique_ptr<LinkBatchSampler>> Create(
       const DistGraph* graph, LinkSamplerOptions options, SeedArray edges,
-      std::shared_ptr<const std::vector<double>> degree_table = nullptr);
+      std::shared_ptr<const DegreeTables> degree_table = nullptr);
 
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
   int64_t feature_dim() const { return nodes_.feature_dim(); }
@@ -99,23 +113,26 @@ class LinkBatchSampler {
   absl::Status FetchFeatures(std::span<const int64_t> input_nodes, char* out) {
     return nodes_.FetchFeatures(input_nodes, out);
   }
-  // kDegreePow75: prefix sums of in-degree^0.75 over the candidates (all nodes, or on a typed
-  // graph the link relation's destination type's, by type-wise ID); null for uniform negatives.
-  std::shared_ptr<const std::vector<double>> degree_table() const { return cumulative_; }
+  // kDegreePow75: prefix sums of in-degree^0.75 over each candidate set (all nodes, or on a
+  // typed graph each link relation's destination type's, by type-wise ID); null for uniform
+  // negatives.
+  std::shared_ptr<const DegreeTables> degree_table() const { return cumulative_; }
 
  private:
   LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions options, SeedArray edges,
                    SamplerOptions node_options);
-  int64_t DrawNegative(uint64_t& state) const;
-  // The negatives' destinations of a batch's positives (src, dst), `negatives` per positive
-  // (kInBatch: min(negatives, count - 1)), row i * k + j for positive i.
+  // A node of candidate set `set` (see sets_).
+  int64_t DrawNegative(int set, uint64_t& state) const;
+  // The negatives' destinations of a batch's positives (src, dst; `set`: each one's candidate
+  // set), `negatives` per positive (kInBatch: min(negatives, count - 1)), row i * k + j for
+  // positive i.
   std::vector<int64_t> DrawNegatives(const std::vector<int64_t>& src, const std::vector<int64_t>& dst,
-                                     uint64_t& state) const;
+                                     const std::vector<int>& set, uint64_t& state) const;
   // Replaces the first negatives of each positive of `eids` by its edge's hard negatives.
   absl::Status PutHardNegatives(const std::vector<int64_t>& eids, const std::vector<int64_t>& src,
                                 const std::vector<int64_t>& dst, std::vector<int64_t>* neg);
-  // A negative's node from its index among the candidates (every node, or negative_type_'s).
-  int64_t Candidate(int64_t i) const;
+  // A negative's node from its index among candidate set `set`'s.
+  int64_t Candidate(int set, int64_t i) const;
 
   const DistGraph* graph_;
   LinkSamplerOptions options_;
@@ -123,20 +140,33 @@ class LinkBatchSampler {
   MiniBatchSampler nodes_;
   BufferPool pool_;
   int64_t edges_per_epoch_ = 0, steps_per_epoch_ = 0;
-  std::shared_ptr<const std::vector<double>> cumulative_;  // degree_table(), over the candidates
-  // Typed link prediction: negatives are nodes of the link relation's destination type.
-  int negative_type_ = -1;
-  int64_t num_candidates_ = 0;
-  // kLocal: the candidates are [local_first_, local_first_ + num_candidates_) of the destination
-  // type's type-wise IDs (or of all node IDs): the machine's partition's.
-  int64_t local_first_ = 0;
-  // Typed link prediction: the relations seed pairs are excluded from (REL and rev_REL).
+  std::shared_ptr<const DegreeTables> cumulative_;  // degree_table(), per candidate set
+  // Where negatives are drawn: one set of candidates per distinct destination type of the link
+  // relations (one set of every node without typed link relations); set_of_[i]: link relation
+  // i's. A set's candidates are [first, first + count) of its type's type-wise IDs (type -1: of
+  // all node IDs): every one, or with kLocal the machine's partition's.
+  struct CandidateSet {
+    int type = -1;
+    int64_t first = 0, count = 0;
+  };
+  std::vector<CandidateSet> sets_;
+  std::vector<int> set_of_;
+  std::vector<int> link_relations_;  // LinkRelations(config)
+  // Typed link prediction: the relations seed pairs are excluded from (each REL and its rev_REL).
   std::vector<char> exclude_relations_;
   int64_t cached_epoch_ = -1;
   std::vector<int64_t> epoch_edges_;  // cached_epoch_'s shuffled edges
-  int64_t hard_width_ = 0;            // H of hard_negative_field
-  std::vector<int64_t> hard_rows_;    // a batch's hard-negative rows
+  // Hard negatives: per link relation (one entry without typed link relations) the field's key
+  // ("" where that relation has none) and its row width H.
+  std::vector<std::string> hard_fields_;
+  std::vector<int64_t> hard_widths_;
+  std::vector<int64_t> hard_rows_;  // a batch's hard-negative rows
 };
+
+// The hard-negative field's key per link relation (one entry without typed link relations): the
+// field itself, or on a typed graph each link relation's "SRC:REL:DST/NAME", "" where it has
+// none. INVALID_ARGUMENT / NOT_FOUND naming the field when no relation has it or it is not int64.
+absl::StatusOr<std::vector<std::string>> HardNegativeFields(const DistGraph& graph, const std::string& name);
 
 // Checks options, the positive edge IDs and the graph (at least 3 nodes to draw negatives from)
 // as LinkBatchSampler::Create does, without building a sampler; errors name the flag or edge.
@@ -147,13 +177,16 @@ absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& options, const
 SamplerOptions NodeOptionsOf(const LinkSamplerOptions& options);
 
 // Evaluation's drawn negatives (fanout-train --eval-negatives): destinations among the link
-// candidates (every node, or on a typed graph the link relation's destination type's), drawn
-// uniformly from (seed, stream, positive index, j) alone, so that every model, run and number of
-// trainers ranks against the same ones. `pairs`: held-out positives first_index, first_index+1,
-// ... as (src, dst) global IDs. Per positive (joint false): k each, neither endpoint, row
-// i * k + j; joint: k for all of them (from (seed, stream, j); `pairs` unused).
-std::vector<int64_t> DrawEvalNegatives(const DistGraph& graph, std::span<const int64_t> pairs, int64_t first_index,
-                                       int64_t k, bool joint, uint64_t seed, uint64_t stream);
+// candidates (every node, or on a typed graph the positive's link relation's destination
+// type's), drawn uniformly from (seed, stream, positive index, j) alone, so that every model, run
+// and number of trainers ranks against the same ones. `pairs`: held-out positives first_index,
+// first_index+1, ... as (src, dst) global IDs; `relations`: each one's link relation (an index
+// into config.link_etypes; empty: all 0). Per positive (joint false): k each, neither endpoint,
+// row i * k + j; joint: k per link relation, relation r's rows r * k .. r * k + k - 1 (from
+// (seed, stream, r, j); `pairs` unused).
+std::vector<int64_t> DrawEvalNegatives(const DistGraph& graph, std::span<const int64_t> pairs,
+                                       std::span<const int64_t> relations, int64_t first_index, int64_t k, bool joint,
+                                       uint64_t seed, uint64_t stream);
 
 // Steps per epoch of link batches over `num_edges` positive edges.
 int64_t LinkStepsPerEpoch(const LinkSamplerOptions& options, int64_t num_edges);

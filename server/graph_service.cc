@@ -198,6 +198,7 @@ absl::Status GraphServiceImpl::DoGetMetadata(v1::GetMetadataResponse* resp) cons
         s->set_dtype(ToProtoDType(f.dtype));
         s->mutable_shape()->Assign(f.row_shape.begin(), f.row_shape.end());
         s->set_node_type(f.node_type);
+        s->set_edge_type(f.edge_type);
         s->set_codec(std::string(core::FeatureCodecName(f.codec)));
       }
     }

@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/index_select.h>
 #include <ATen/ops/matmul.h>
 #include <ATen/ops/relu.h>
 
@@ -63,11 +64,17 @@ LinkScorer::LinkScorer(ScorerKind kind, int64_t dim, uint64_t init_seed, int64_t
   }
 }
 
-at::Tensor LinkScorer::Score(const at::Tensor& a, const at::Tensor& b) {
+at::Tensor LinkScorer::RelationRows(const at::Tensor& rel) {
+  if (!rel.defined()) return relations_[relation_];
+  TORCH_CHECK_VALUE(rel.dim() == 1, "link scorer: relations of shape ", rel.sizes(), ", expected [n]");
+  return relations_.index_select(0, rel);
+}
+
+at::Tensor LinkScorer::Score(const at::Tensor& a, const at::Tensor& b, const at::Tensor& rel) {
   TORCH_CHECK_VALUE(a.dim() == 2 && a.sizes().equals(b.sizes()) && a.size(1) == dim_, "link scorer: pairs of ",
                     a.sizes(), " and ", b.sizes(), ", expected two [n, ", dim_, "] embeddings");
   if (kind_ == ScorerKind::kDot) return (a * b).sum(1);
-  if (kind_ == ScorerKind::kDistMult) return (a * relations_[relation_] * b).sum(1);
+  if (kind_ == ScorerKind::kDistMult) return (a * RelationRows(rel) * b).sum(1);
   at::Tensor h = a * b;
   for (size_t i = 0; i < linears_.size(); ++i) {
     h = linears_[i]->forward(h);
@@ -76,11 +83,11 @@ at::Tensor LinkScorer::Score(const at::Tensor& a, const at::Tensor& b) {
   return h.squeeze(1);
 }
 
-at::Tensor LinkScorer::ScoreAll(const at::Tensor& a, const at::Tensor& b) {
+at::Tensor LinkScorer::ScoreAll(const at::Tensor& a, const at::Tensor& b, const at::Tensor& rel) {
   TORCH_CHECK_VALUE(a.dim() == 2 && b.dim() == 2 && a.size(1) == dim_ && b.size(1) == dim_, "link scorer: ",
                     a.sizes(), " against ", b.sizes(), ", expected [n, ", dim_, "] and [m, ", dim_, "]");
   if (kind_ == ScorerKind::kDot) return at::matmul(a, b.t());
-  if (kind_ == ScorerKind::kDistMult) return at::matmul(a * relations_[relation_], b.t());
+  if (kind_ == ScorerKind::kDistMult) return at::matmul(a * RelationRows(rel), b.t());
   // mlp: the pairs row by row of `a`, about a million pairs at a time.
   const int64_t n = a.size(0), m = b.size(0);
   const int64_t rows = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(1, m));

@@ -4,7 +4,8 @@
 //        ReLU -> Linear(D, 1), as the predictor of DGL's GraphSAGE link-prediction example;
 //   distmult: <a, r, b> = sum(a * r * b) with a learnable vector r per relation (DistMult, as
 //        GraphStorm's decoder of the same name): one row per edge type of the graph (one on a
-//        graph of one type), the link relation's row used.
+//        graph of one type), each pair scored with its relation's row (by default the one the
+//        scorer was made with).
 // The score is a logit: binary cross-entropy with logits trains it; ROC-AUC, MRR and Hits@K rank
 // it as it is.
 #pragma once
@@ -40,17 +41,22 @@ class LinkScorer : public torch::nn::Module {
   LinkScorer(ScorerKind kind, int64_t dim, uint64_t init_seed, int64_t num_relations = 1, int64_t relation = 0);
   ScorerKind kind() const { return kind_; }
 
-  // a, b: [n, dim] embeddings of the pairs' two ends (float32, on the parameters' device).
-  // Returns their scores [n]. Throws c10::Error on a shape mismatch.
-  at::Tensor Score(const at::Tensor& a, const at::Tensor& b);
+  // a, b: [n, dim] embeddings of the pairs' two ends (float32, on the parameters' device);
+  // `rel` (optional, int64 [n]): each pair's edge type, the distmult row it is scored with
+  // (undefined: the scorer's `relation`; dot and mlp ignore it). Returns their scores [n].
+  // Throws c10::Error on a shape mismatch.
+  at::Tensor Score(const at::Tensor& a, const at::Tensor& b, const at::Tensor& rel = {});
   // Every a against every b: a [n, dim], b [m, dim] -> scores [n, m] (row i, column j: Score of
-  // a[i] and b[j]); a product of matrices for dot and distmult, chunks of pairs for mlp.
-  at::Tensor ScoreAll(const at::Tensor& a, const at::Tensor& b);
+  // a[i] and b[j] with a[i]'s relation `rel`[i]); a product of matrices for dot and distmult,
+  // chunks of pairs for mlp.
+  at::Tensor ScoreAll(const at::Tensor& a, const at::Tensor& b, const at::Tensor& rel = {});
 
  private:
   ScorerKind kind_;
   int64_t dim_;
   int64_t relation_ = 0;
+  // distmult: the relation vectors of pairs of relations `rel` ([n, dim]; one row when undefined).
+  at::Tensor RelationRows(const at::Tensor& rel);
   std::vector<torch::nn::Linear> linears_;  // mlp: scorer.0, scorer.2, scorer.4
   at::Tensor relations_;                    // distmult: scorer.relations
 };

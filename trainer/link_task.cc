@@ -85,20 +85,26 @@ class LinkPrediction final : public Task {
   absl::StatusOr<int64_t> Prepare(JobContext& job) override {
     const TrainOptions& o = job.options();
     const core::PartitionConfig& config = job.config();
-    // Positives: every stored edge (a typed graph: every stored edge of the relation the
-    // partitioner split, config.link_etype). Held-out pairs and their negatives: link/
-    // (--edge-split).
+    // Positives: every stored edge (a typed graph: every stored edge of the relations the
+    // partitioner split, config.link_etypes). Held-out pairs and their negatives: link/
+    // (--edge-split), with each pair's relation when there are several.
     sizes_.train = config.edge_bounds.empty() ? 0 : config.edge_bounds.back();
+    relations_ = sampler::LinkRelations(config);
+    {
+      const std::vector<int> types = sampler::LinkNegativeTypes(config);
+      one_negative_type_ = std::all_of(types.begin(), types.end(), [&](int t) { return t == types[0]; });
+    }
     if (config.typed()) {
-      const int relation = sampler::LinkRelation(config);
-      if (relation < 0) {
+      if (relations_.empty()) {
         return absl::FailedPreconditionError(StrCat(
-            "--task link on a typed graph ('", config.graph_name, "') predicts one relation: partition it with "
-            "fanout-partition --edge-split TRAIN,VALID,TEST --link-etype REL (", config.base_dir,
-            " has no link relation)"));
+            "--task link on a typed graph ('", config.graph_name, "') predicts the relations it was partitioned "
+            "for: partition it with fanout-partition --edge-split TRAIN,VALID,TEST --link-etype REL[,REL...] (",
+            config.base_dir, " has no link relation)"));
       }
       sizes_.train = 0;
-      for (const auto& [begin, end] : config.edge_type_ranges[relation]) sizes_.train += end - begin;
+      for (int relation : relations_) {
+        for (const auto& [begin, end] : config.edge_type_ranges[relation]) sizes_.train += end - begin;
+      }
     }
     // Only the held-out sets an evaluation will rank are read: a job without one (--eval-every 0
     // --no-test: embeddings trained for use elsewhere) needs no split.
@@ -116,6 +122,28 @@ class LinkPrediction final : public Task {
       }
       if (a->dtype() != core::DType::kInt64 || a->shape().size() != 2 || a->shape()[1] != 2) {
         return absl::InvalidArgumentError(StrCat(path, ": expected int64 [n, 2] node pairs"));
+      }
+      *array = std::move(*a);
+    }
+    // Several relations: each held-out pair's relation (an index into link_etypes), beside it.
+    for (auto [file, pos, array] : {std::tuple{"valid_rel", &val_pos_, &val_rel_}, {"test_rel", &test_pos_, &test_rel_}}) {
+      if (relations_.size() < 2 || pos->rows() == 0) continue;
+      const std::string path = StrCat(config.base_dir, "/link/", file, ".npy");
+      absl::StatusOr<core::NpyArray> a = core::NpyArray::Map(path);
+      if (!a.ok()) {
+        return absl::FailedPreconditionError(StrCat("--task link: cannot read ", path, " (", a.status().message(),
+                                                    "): a partition split on several relations says which each "
+                                                    "held-out pair is of; partition it again"));
+      }
+      if (a->dtype() != core::DType::kInt64 || a->shape().size() != 1 || a->rows() != pos->rows()) {
+        return absl::InvalidArgumentError(StrCat(path, ": expected int64 [", pos->rows(), "], one relation per pair"));
+      }
+      const int64_t* r = a->data_as<int64_t>();
+      for (int64_t i = 0; i < a->rows(); ++i) {
+        if (r[i] < 0 || r[i] >= static_cast<int64_t>(relations_.size())) {
+          return absl::InvalidArgumentError(StrCat(path, " row ", i, ": relation ", r[i], " is not an index into the ",
+                                                   relations_.size(), " link_etypes"));
+        }
       }
       *array = std::move(*a);
     }
@@ -140,11 +168,11 @@ class LinkPrediction final : public Task {
 
   absl::Status AddModules(JobContext& job, GnnModel& model, const ModelOptions& mo) override {
     const TrainOptions& o = job.options();
-    // DistMult keeps a row per edge type (one on a graph of one type) and scores with the link
-    // relation's.
+    // DistMult keeps a row per edge type (one on a graph of one type) and scores each pair with
+    // its link relation's.
     const core::PartitionConfig& config = job.config();
     const int64_t relations = config.typed() ? static_cast<int64_t>(config.edge_types.size()) : 1;
-    const int64_t relation = std::max(0, sampler::LinkRelation(config));
+    const int64_t relation = relations_.empty() ? 0 : relations_[0];
     return CatchTorch("building the link scorer", [&] {
       scorer_ = model.register_module(
           "scorer", std::make_shared<LinkScorer>(o.link.scorer, mo.num_classes,
@@ -180,8 +208,9 @@ class LinkPrediction final : public Task {
     ASSIGN_OR_RETURN(loader_, sampler::MakeLinkBatchLoader(&job.graph(), o.graph, lo, std::move(mine),
                                                            TrainingLoaderOptions(o, first_epoch, first_step)));
     if (job.lead()) {
-      const std::string& relation = job.config().link_etype;
-      job.Log(StrCat("fanout-train: link prediction", relation.empty() ? "" : StrCat(" of relation ", relation), ": ",
+      const std::vector<std::string>& names = job.config().link_etypes;
+      job.Log(StrCat("fanout-train: link prediction",
+                     names.empty() ? "" : StrCat(names.size() == 1 ? " of relation " : " of relations ", base::StrJoin(names, ", ")), ": ",
                      lo.edges_per_epoch, " positive edges per trainer per epoch, ",
                      o.link.negatives, " negative(s) each (",
                      o.link.hard_negative_field.empty()
@@ -221,18 +250,25 @@ class LinkPrediction final : public Task {
       // The pairs' endpoints (and weights), copied like the batch (without blocking the host).
       std::vector<at::Tensor> host = {at::tensor(lb.pos_src, at::kLong), at::tensor(lb.pos_dst, at::kLong),
                                       at::tensor(lb.neg_src, at::kLong), at::tensor(lb.neg_dst, at::kLong)};
+      // Several link relations under distmult: each positive's edge type, its relation vector.
+      const bool typed_pairs = relations_.size() > 1 && scorer_->kind() == ScorerKind::kDistMult;
+      if (typed_pairs) host.push_back(at::tensor(PairEdgeTypes(job, lb.eids), at::kLong));
       if (!weights.empty()) host.push_back(at::tensor(weights, at::kFloat));
       const std::vector<at::Tensor> ends = job.uploader().Upload(host);
+      const at::Tensor rel = typed_pairs ? ends[4] : at::Tensor();
       const int64_t n = static_cast<int64_t>(lb.pos_src.size());
       const int64_t k = n > 0 ? static_cast<int64_t>(lb.neg_dst.size()) / n : 0;
       const at::Tensor src = h.index_select(0, ends[0]);
-      const at::Tensor pos = scorer_->Score(src, h.index_select(0, ends[1]));
-      // Joint negatives are the same k nodes for every positive (row 0's): every source
-      // against them, not n * k gathered pairs.
-      const at::Tensor neg = o.link.negative_sampling == sampler::NegativeSampling::kJoint && k > 0
-                                 ? scorer_->ScoreAll(src, h.index_select(0, ends[3].narrow(0, 0, k)))
-                                 : scorer_->Score(h.index_select(0, ends[2]), h.index_select(0, ends[3])).view({n, k});
-      s.loss = LinkLossOf(o.link.loss, pos, neg, weights.empty() ? at::Tensor() : ends[4]);
+      const at::Tensor pos = scorer_->Score(src, h.index_select(0, ends[1]), rel);
+      // Joint negatives are the same k nodes for every positive (row 0's) when the link
+      // relations share one destination type: every source against them, not n * k gathered pairs.
+      const at::Tensor neg =
+          o.link.negative_sampling == sampler::NegativeSampling::kJoint && k > 0 && one_negative_type_
+              ? scorer_->ScoreAll(src, h.index_select(0, ends[3].narrow(0, 0, k)), rel)
+              : scorer_->Score(h.index_select(0, ends[2]), h.index_select(0, ends[3]),
+                               typed_pairs ? rel.repeat_interleave(k) : rel)
+                    .view({n, k});
+      s.loss = LinkLossOf(o.link.loss, pos, neg, weights.empty() ? at::Tensor() : ends.back());
       s.correct = pos.gt(0).sum() + neg.le(0).sum();
       s.n = static_cast<double>(n + n * k);
     }));
@@ -241,30 +277,35 @@ class LinkPrediction final : public Task {
   }
 
   // ROC-AUC over the split's pairs, returned; MRR and Hits@K against each positive's own
-  // negatives, kept for EvaluationDetail/EvaluationMetrics.
+  // negatives, over all pairs and per link relation, kept for EvaluationDetail/EvaluationMetrics.
   absl::StatusOr<double> Evaluate(JobContext& job, Split split, int64_t) override {
     const TrainOptions& o = job.options();
     const core::NpyArray& pos = split == Split::kTest ? test_pos_ : val_pos_;
     const core::NpyArray& neg = split == Split::kTest ? test_neg_ : val_neg_;
+    const core::NpyArray& rel = split == Split::kTest ? test_rel_ : val_rel_;
     Communicator& comm = job.comm();
     ASSIGN_OR_RETURN(InferenceResult r, InferAllNodes(job.model(), job.graph(), comm, job.Inference()));
     job.model().train();
     // This rank's slice of the positives [lo, hi), with their negatives: link/'s (k per
-    // positive), drawn per positive, or drawn once for the split (joint: k nodes).
+    // positive), drawn per positive, or drawn once for the split (joint: k nodes per relation).
     const int world = comm.world_size(), rank = comm.rank();
     const bool drawn = o.link.eval_negatives > 0;
     const bool joint = drawn && o.link.eval_negative_sampling == sampler::NegativeSampling::kJoint;
     const int64_t n = pos.rows();
     const int64_t k = drawn ? o.link.eval_negatives : n > 0 ? neg.rows() / n : 1;
     const int64_t lo = n * rank / world, hi = n * (rank + 1) / world, m = hi - lo;
+    const int num_rel = std::max<int>(1, static_cast<int>(relations_.size()));
     const int64_t* p = pos.data_as<int64_t>();
+    // Each pair's link relation (0 with one relation).
+    std::vector<int64_t> pair_rel(m, 0);
+    if (rel.rows() == n && n > 0) std::copy(rel.data_as<int64_t>() + lo, rel.data_as<int64_t>() + hi, pair_rel.begin());
     std::vector<int64_t> ids(p + 2 * lo, p + 2 * hi);
     if (!drawn) {
       const int64_t* q = neg.data_as<int64_t>();
       ids.insert(ids.end(), q + 2 * lo * k, q + 2 * hi * k);
     } else {
-      const std::vector<int64_t> dst = sampler::DrawEvalNegatives(job.graph(), {p + 2 * lo, p + 2 * hi}, lo, k, joint,
-                                                                  o.link.eval_seed, static_cast<uint64_t>(split));
+      const std::vector<int64_t> dst = sampler::DrawEvalNegatives(
+          job.graph(), {p + 2 * lo, p + 2 * hi}, pair_rel, lo, k, joint, o.link.eval_seed, static_cast<uint64_t>(split));
       ids.insert(ids.end(), dst.begin(), dst.end());  // the destinations only: sources are the positives'
     }
     ASSIGN_OR_RETURN(at::Tensor rows, FetchNodeRows(comm, job.graph().node_book(), o.trainers_per_machine, r, ids));
@@ -273,15 +314,30 @@ class LinkPrediction final : public Task {
       at::NoGradGuard no_grad;  // (the scorer has no dropout: no eval mode needed)
       const at::Tensor all = rows.to(job.device());
       const at::Tensor pairs = all.narrow(0, 0, 2 * m).view({m, 2, all.size(1)});
-      pos_score = scorer_->Score(pairs.select(1, 0), pairs.select(1, 1));
-      if (joint) {
-        neg_score = scorer_->ScoreAll(pairs.select(1, 0), all.narrow(0, 2 * m, k));
+      const at::Tensor link_rel = at::tensor(pair_rel, at::kLong);
+      // distmult's row of each pair: its relation's edge type.
+      at::Tensor type;
+      if (relations_.size() > 1 && scorer_->kind() == ScorerKind::kDistMult) {
+        type = at::tensor(std::vector<int64_t>(relations_.begin(), relations_.end()), at::kLong)
+                   .index_select(0, link_rel)
+                   .to(job.device());
+      }
+      const at::Tensor each_type = type.defined() ? type.repeat_interleave(k) : type;
+      pos_score = scorer_->Score(pairs.select(1, 0), pairs.select(1, 1), type);
+      if (joint && num_rel == 1) {
+        neg_score = scorer_->ScoreAll(pairs.select(1, 0), all.narrow(0, 2 * m, k), type);
+      } else if (joint) {  // positive i against its relation's k: rows rel_i * k + j of the drawn ones
+        const at::Tensor at_row = (link_rel.unsqueeze(1) * k + at::arange(k, at::kLong).unsqueeze(0)).flatten();
+        const at::Tensor sources = pairs.select(1, 0).repeat_interleave(k, 0);
+        neg_score = scorer_->Score(sources, all.narrow(0, 2 * m, num_rel * k).index_select(0, at_row.to(job.device())),
+                                   each_type)
+                        .view({m, k});
       } else if (drawn) {
         const at::Tensor sources = pairs.select(1, 0).repeat_interleave(k, 0);  // drawn for the positive's source
-        neg_score = scorer_->Score(sources, all.narrow(0, 2 * m, m * k)).view({m, k});
+        neg_score = scorer_->Score(sources, all.narrow(0, 2 * m, m * k), each_type).view({m, k});
       } else {
         const at::Tensor negs = all.narrow(0, 2 * m, 2 * m * k).view({m * k, 2, all.size(1)});
-        neg_score = scorer_->Score(negs.select(1, 0), negs.select(1, 1)).reshape({m, k});
+        neg_score = scorer_->Score(negs.select(1, 0), negs.select(1, 1), each_type).reshape({m, k});
       }
     }));
     // ROC-AUC over all pairs, on the raw scores.
@@ -291,22 +347,50 @@ class LinkPrediction final : public Task {
                           at::cat({at::ones({m}, at::kLong), at::zeros({m * k}, at::kLong)}));
     }));
     ASSIGN_OR_RETURN(double roc_auc, auc.Reduce(comm));
+    // Rankings over all pairs, then per relation (with several), summed over the ranks at once.
     const std::vector<int64_t> ks = {1, 10, 50, 100};
-    RankingSums sums;
-    RETURN_IF_ERROR(CatchTorch("link evaluation", [&] { AddRankings(pos_score, neg_score, ks, &sums); }));
-    std::vector<double> v = {sums.reciprocal_rank, sums.count};
-    v.insert(v.end(), sums.hits.begin(), sums.hits.end());
+    std::vector<double> v;
+    RETURN_IF_ERROR(CatchTorch("link evaluation", [&] {
+      const at::Tensor pos_cpu = pos_score.cpu(), neg_cpu = neg_score.cpu();
+      const at::Tensor link_rel = at::tensor(pair_rel, at::kLong);
+      for (int g = -1; g < (num_rel > 1 ? num_rel : 0); ++g) {
+        RankingSums sums;
+        if (g < 0) {
+          AddRankings(pos_cpu, neg_cpu, ks, &sums);
+        } else {
+          const at::Tensor mine = link_rel.eq(g).nonzero().flatten();
+          AddRankings(pos_cpu.index_select(0, mine), neg_cpu.index_select(0, mine), ks, &sums);
+        }
+        sums.hits.resize(ks.size(), 0);
+        v.insert(v.end(), {sums.reciprocal_rank, sums.count});
+        v.insert(v.end(), sums.hits.begin(), sums.hits.end());
+      }
+    }));
     ASSIGN_OR_RETURN(v, AllReduceSum(comm, v));
-    const double count = std::max(1.0, v[1]);
-    metrics_ = {{"mrr", v[0] / count}};
-    detail_ = StrCat("mrr ", Fixed4(v[0] / count));
-    for (size_t i = 0; i < ks.size(); ++i) {
-      metrics_[StrCat("hits@", ks[i])] = v[2 + i] / count;
-      if (k >= ks[i]) detail_ += StrCat(", hits@", ks[i], " ", Fixed4(v[2 + i] / count));
-    }
+    const size_t stride = 2 + ks.size();
+    metrics_ = nlohmann::json::object();
+    // "mrr X, hits@1 Y, ..." of group g (-1: all pairs) with its metrics file keys.
+    auto figures = [&](int g, const std::string& suffix) {
+      const double* f = v.data() + (g + 1) * stride;
+      const double count = std::max(1.0, f[1]);
+      metrics_[StrCat("mrr", suffix)] = f[0] / count;
+      std::string text = StrCat("mrr ", Fixed4(f[0] / count));
+      for (size_t i = 0; i < ks.size(); ++i) {
+        metrics_[StrCat("hits@", ks[i], suffix)] = f[2 + i] / count;
+        if (k >= ks[i]) text += StrCat(", hits@", ks[i], " ", Fixed4(f[2 + i] / count));
+      }
+      return text;
+    };
+    detail_ = figures(-1, "");
     detail_ += StrCat(" over ", k, " negative(s) each");
     if (drawn) detail_ += joint ? " (joint, drawn)" : " (drawn)";
-    if (const std::string& rel = job.config().link_etype; !rel.empty()) detail_ += StrCat(" of relation ", rel);
+    const std::vector<std::string>& names = job.config().link_etypes;
+    if (names.size() == 1) detail_ += StrCat(" of relation ", names[0]);
+    for (int g = 0; num_rel > 1 && g < num_rel; ++g) {
+      const double pairs = v[(g + 1) * stride + 1];
+      detail_ += StrCat(g == 0 ? "; per relation: " : "; ", names[g], " ", figures(g, StrCat("[", names[g], "]")),
+                        " (", static_cast<int64_t>(pairs), " pairs)");
+    }
     return roc_auc;
   }
 
@@ -338,9 +422,21 @@ class LinkPrediction final : public Task {
   }
   bool WritesPredictions() const override { return false; }
 
+  // Each positive edge's edge type (the link relation it is of: the stored edges trained on are
+  // the link relations' alone).
+  std::vector<int64_t> PairEdgeTypes(JobContext& job, const std::vector<int64_t>& eids) const {
+    std::vector<int64_t> out(eids.size());
+    for (size_t i = 0; i < eids.size(); ++i) {
+      out[i] = relations_[std::max(0, sampler::LinkRelationOf(job.config(), relations_, eids[i]))];
+    }
+    return out;
+  }
+
  private:
   SplitSizes sizes_;
-  core::NpyArray val_pos_, val_neg_, test_pos_, test_neg_;
+  std::vector<int> relations_;  // sampler::LinkRelations: the link relations' edge types
+  bool one_negative_type_ = true;  // every link relation's negatives are of one node type
+  core::NpyArray val_pos_, val_neg_, test_pos_, test_neg_, val_rel_, test_rel_;
   std::shared_ptr<LinkScorer> scorer_;
   std::unique_ptr<sampler::LinkBatchSource> loader_;
   std::string detail_;

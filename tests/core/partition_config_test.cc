@@ -1,6 +1,8 @@
 #include "core/partition_config.h"
 
 #include <fstream>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -61,6 +63,46 @@ TEST(PartitionConfigTest, RejectsFloatsWhereIntegersBelong) {
   auto c = LoadPartitionConfig(dir.Sub("g.json"));
   ASSERT_FALSE(c.ok());
   EXPECT_NE(std::string(c.status().message()).find("shape must list integers"), std::string::npos) << c.status();
+}
+
+// The link relations: "link_etypes" (a list), or a partition from before several relations could
+// be split with "link_etype" alone; each must be an edge type, once; saving writes both forms
+// when there is one, the list alone when there are more.
+TEST(PartitionConfigTest, ReadsLinkRelationsInEitherForm) {
+  TempDir dir;
+  auto typed = [](const std::string& link) {
+    return R"({"format_version": 1, "graph_name": "g", "num_nodes": 5, "num_edges": 7, "num_parts": 1,
+      "ntypes": {"a": 0, "b": 1}, "etypes": {"a:r:b": 0, "b:s:a": 1},
+      "node_map": {"a": [[0, 3]], "b": [[3, 5]]}, "edge_map": {"a:r:b": [[0, 4]], "b:s:a": [[4, 7]]})" +
+           link + "}";
+  };
+  const std::pair<std::string, std::vector<std::string>> good[] = {
+      {R"(, "link_etype": "a:r:b")", {"a:r:b"}},
+      {R"(, "link_etypes": ["b:s:a", "a:r:b"])", {"b:s:a", "a:r:b"}},
+      {"", {}},
+  };
+  for (const auto& [link, want] : good) {
+    std::ofstream(dir.Sub("g.json")) << typed(link);
+    auto c = LoadPartitionConfig(dir.Sub("g.json"));
+    ASSERT_TRUE(c.ok()) << c.status() << " " << link;
+    EXPECT_EQ(c->link_etypes, want) << link;
+    auto text = PartitionConfigToJson(*c, "");
+    ASSERT_TRUE(text.ok()) << text.status();
+    std::ofstream(dir.Sub("again.json")) << *text;
+    auto again = LoadPartitionConfig(dir.Sub("again.json"));
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_EQ(again->link_etypes, want) << link;
+    EXPECT_EQ(text->find("\"link_etype\"") != std::string::npos, want.size() == 1) << *text;
+  }
+  for (const auto& [link, error] : {std::pair<std::string, std::string>{R"(, "link_etypes": ["a:q:b"])", "'a:q:b' is not one of the etypes"},
+                                    {R"(, "link_etypes": ["a:r:b", "a:r:b"])", "'a:r:b' is listed twice"},
+                                    {R"(, "link_etypes": [])", "non-empty list"},
+                                    {R"(, "link_etype": "b:q:a")", "'b:q:a' is not one of the etypes"}}) {
+    std::ofstream(dir.Sub("g.json")) << typed(link);
+    auto c = LoadPartitionConfig(dir.Sub("g.json"));
+    ASSERT_FALSE(c.ok()) << link;
+    EXPECT_NE(std::string(c.status().message()).find(error), std::string::npos) << c.status();
+  }
 }
 
 }  // namespace

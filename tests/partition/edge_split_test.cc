@@ -137,6 +137,21 @@ void ExpectPartitionerStoresNoHeldOutPair(const Dataset& d, const EdgeSplitOptio
     auto pos = core::NpyArray::Map(dir.Sub(std::string("parts/link/") + f + ".npy"));
     ASSERT_TRUE(pos.ok()) << pos.status();
     const int64_t* x = pos->data_as<int64_t>();
+    if (d.typed()) {  // each pair's relation beside it, and the pair of that relation's types
+      auto rel = core::NpyArray::Map(dir.Sub(std::string("parts/link/") + std::string(f).substr(0, std::string(f).find("_pos")) + "_rel.npy"));
+      ASSERT_TRUE(rel.ok()) << rel.status();
+      ASSERT_EQ(rel->rows(), pos->rows());
+      auto types = config->NodeTypes();
+      ASSERT_TRUE(types.ok());
+      for (int64_t i = 0; i < pos->rows(); ++i) {
+        const int64_t r = rel->data_as<int64_t>()[i];
+        ASSERT_TRUE(r >= 0 && r < static_cast<int64_t>(config->link_etypes.size())) << f << " pair " << i;
+        auto t = core::CanonicalEdgeType::Parse(config->link_etypes[r]);
+        ASSERT_TRUE(t.ok());
+        EXPECT_EQ(types->name(types->ToTypeWise(x[2 * i]).first), t->src) << f << " pair " << i;
+        EXPECT_EQ(types->name(types->ToTypeWise(x[2 * i + 1]).first), t->dst) << f << " pair " << i;
+      }
+    }
     for (int64_t i = 0; i < pos->rows(); ++i, ++held_out) {
       const int64_t u = x[2 * i], v = x[2 * i + 1];
       for (core::EdgeDir dir : {core::EdgeDir::kIn, core::EdgeDir::kOut}) {
@@ -169,19 +184,20 @@ TEST(EdgeSplitTest, TypedGraphSplitsOneRelationWithNegativesOfItsDestinationType
   EXPECT_NE(SplitEdges(d, {.valid = 0.1, .test = 0.1}).status().message().find(
                 "--edge-split on a typed graph needs --link-etype: the relation to predict (one of author:writes:paper"),
             std::string::npos);
-  EXPECT_NE(SplitEdges(d, {.valid = 0.1, .test = 0.1, .relation = "likes"}).status().message().find(
+  EXPECT_NE(SplitEdges(d, {.valid = 0.1, .test = 0.1, .relations = {"likes"}}).status().message().find(
                 "--link-etype likes: no edge type 'likes' (the graph has author:writes:paper"),
             std::string::npos);
   EXPECT_NE(SplitEdges(testing::MakeRandomDataset({.num_nodes = 50, .num_edges = 200}),
-                       {.valid = 0.1, .test = 0.1, .relation = "writes"})
+                       {.valid = 0.1, .test = 0.1, .relations = {"writes"}})
                 .status()
                 .message()
                 .find("--link-etype applies to typed graphs only"),
             std::string::npos);
-  const EdgeSplitOptions o{.valid = 0.1, .test = 0.1, .negatives = 2, .relation = "writes"};
+  const EdgeSplitOptions o{.valid = 0.1, .test = 0.1, .negatives = 2, .relations = {"writes"}};
   auto s = SplitEdges(d, o);
   ASSERT_TRUE(s.ok()) << s.status();
-  ASSERT_EQ(s->relation, 0);  // author:writes:paper
+  ASSERT_EQ(s->relations, std::vector<int>{0});  // author:writes:paper
+  EXPECT_EQ(s->valid_rel, std::vector<int64_t>(s->valid_pos.size() / 2, 0));
   const int author = d.NodeTypeIndex("author"), paper = d.NodeTypeIndex("paper");
   for (int64_t r = 0; r < d.num_edges(); ++r) {
     if (s->role[r] != 0) {
@@ -208,7 +224,63 @@ TEST(EdgeSplitTest, TypedGraphSplitsOneRelationWithNegativesOfItsDestinationType
   }
   core::PartitionConfig config;
   ExpectPartitionerStoresNoHeldOutPair(d, o, &config);
-  EXPECT_EQ(config.link_etype, "author:writes:paper");
+  EXPECT_EQ(config.link_etypes, std::vector<std::string>{"author:writes:paper"});
+}
+
+// Several relations at once (--link-etype writes,cites): each split on its own with the same
+// fractions, the first exactly as it is alone; each pair's relation beside it; negatives of the
+// pair's relation's destination type; nothing held out stored; the config lists both.
+TEST(EdgeSplitTest, SeveralRelationsSplitEachOnItsOwn) {
+  const Dataset d = testing::MakeTypedDataset(5, 200, 150, 8);
+  EXPECT_NE(SplitEdges(d, {.valid = 0.1, .test = 0.1, .relations = {"writes", "author:writes:paper"}})
+                .status()
+                .message()
+                .find("author:writes:paper is named twice"),
+            std::string::npos);
+  const EdgeSplitOptions o{.valid = 0.1, .test = 0.1, .negatives = 2, .relations = {"writes", "cites"}};
+  auto both = SplitEdges(d, o);
+  ASSERT_TRUE(both.ok()) << both.status();
+  auto alone = SplitEdges(d, {.valid = 0.1, .test = 0.1, .negatives = 2, .relations = {"writes"}});
+  ASSERT_TRUE(alone.ok()) << alone.status();
+  ASSERT_EQ(both->relations, (std::vector<int>{0, 1}));
+  ASSERT_EQ(both->relation_counts.size(), 2u);
+  // The first relation's pairs come first and are the one-relation split's.
+  ASSERT_GT(both->valid_pos.size(), alone->valid_pos.size());
+  EXPECT_TRUE(std::equal(alone->valid_pos.begin(), alone->valid_pos.end(), both->valid_pos.begin()));
+  EXPECT_TRUE(std::equal(alone->test_neg.begin(), alone->test_neg.end(), both->test_neg.begin()));
+  const int64_t* e = d.edges.data_as<int64_t>();
+  std::set<Pair> of[2];
+  for (int r = 0; r < 2; ++r) {
+    for (int64_t row = d.edge_type_offsets[r]; row < d.edge_type_offsets[r + 1]; ++row) of[r].insert({e[2 * row], e[2 * row + 1]});
+    const auto& [pairs, train, valid, test] = both->relation_counts[r];
+    EXPECT_EQ(valid, std::llround(pairs * 0.1)) << r;
+    EXPECT_EQ(test, std::llround(pairs * 0.1)) << r;
+    EXPECT_EQ(train, pairs - valid - test) << r;
+  }
+  int64_t held[2] = {0, 0};
+  for (const auto* pos : {&both->valid_pos, &both->test_pos}) {
+    const auto& rel = pos == &both->valid_pos ? both->valid_rel : both->test_rel;
+    const auto& neg = pos == &both->valid_pos ? both->valid_neg : both->test_neg;
+    ASSERT_EQ(rel.size() * 2, pos->size());
+    for (size_t i = 0; i < rel.size(); ++i) {
+      const int r = static_cast<int>(rel[i]);
+      ASSERT_TRUE(r == 0 || r == 1);
+      ++held[r];
+      const int64_t u = (*pos)[2 * i], v = (*pos)[2 * i + 1];
+      EXPECT_TRUE(of[r].count({u, v})) << "pair " << i << " is not an edge of its relation " << r;
+      for (size_t j = 0; j < 2; ++j) {
+        EXPECT_EQ(neg[4 * i + 2 * j], u);
+        EXPECT_EQ(d.NodeTypeOf(neg[4 * i + 2 * j + 1]), d.NodeTypeIndex("paper"));  // both end in paper
+      }
+    }
+  }
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(held[r], both->relation_counts[r][2] + both->relation_counts[r][3]) << r;
+  for (int64_t row = 0; row < d.num_edges(); ++row) {
+    if (both->role[row] != 0) EXPECT_LT(d.EdgeTypeOf(row), 2) << "row " << row;
+  }
+  core::PartitionConfig config;
+  ExpectPartitionerStoresNoHeldOutPair(d, o, &config);
+  EXPECT_EQ(config.link_etypes, (std::vector<std::string>{"author:writes:paper", "paper:cites:paper"}));
 }
 
 TEST(EdgeSplitTest, PartitionerStoresNoHeldOutPairInEitherDirection) {

@@ -386,6 +386,11 @@ void WriteTypedNpy(const Dataset& d, const std::string& dir) {
                                f.data.data())
                     .ok());
   }
+  for (const Field& f : d.edge_fields) {  // edge_data/SRC___REL___DST/NAME.npy
+    const std::string folder = dir + "/edge_data/" + base::StrJoin(base::StrSplit(f.edge_type, ":"), "___");
+    fs::create_directories(folder);
+    ASSERT_TRUE(core::WriteNpy(folder + "/" + f.name + ".npy", f.data.dtype(), f.data.shape(), f.data.data()).ok());
+  }
   fs::create_directories(fs::path(dir) / "split" / "paper");
   for (auto [name, idx] : {std::pair{"train", &d.train_idx}, {"valid", &d.valid_idx}, {"test", &d.test_idx}}) {
     ASSERT_TRUE(core::WriteNpy(dir + "/split/paper/" + name + "_idx.npy", *idx).ok());
@@ -440,6 +445,38 @@ TEST(TypedNpyReaderTest, RelationsAsPygEdgeIndexColumnsReadAsRows) {
   EXPECT_EQ(a->edge_type_offsets, b->edge_type_offsets);
   ASSERT_EQ(a->edges.nbytes(), b->edges.nbytes());
   EXPECT_EQ(0, std::memcmp(a->edges.data(), b->edges.data(), a->edges.nbytes()));
+}
+
+// Edge fields of a typed graph: edge_data/SRC___REL___DST/NAME.npy, one row per edge of that
+// relation's file, read as that relation's field; a folder that is no relation, or a field with
+// the wrong number of rows, is refused naming it.
+TEST(TypedNpyReaderTest, ReadsEdgeFieldsPerRelation) {
+  TempDir dir;
+  Dataset d = testing::MakeTypedDataset(7);
+  const int64_t nc = d.edge_type_offsets[2] - d.edge_type_offsets[1];
+  std::vector<float> w(nc);
+  for (int64_t i = 0; i < nc; ++i) w[i] = static_cast<float>(i) * 0.25f;
+  d.edge_fields.push_back({.name = "w", .data = NpyArray::Adopt(std::vector<float>(w), {nc}), .edge_type = "paper:cites:paper"});
+  WriteTypedNpy(d, dir.Sub("npy"));
+  auto got = ReadDataset({.input_dir = dir.Sub("npy")});
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->edge_fields.size(), 1u);
+  EXPECT_EQ(got->edge_fields[0].name, "w");
+  EXPECT_EQ(got->edge_fields[0].edge_type, "paper:cites:paper");
+  ASSERT_EQ(got->edge_fields[0].data.rows(), nc);
+  EXPECT_EQ(0, std::memcmp(got->edge_fields[0].data.data(), w.data(), nc * sizeof(float)));
+  fs::create_directories(dir.Sub("npy") + "/edge_data/paper___likes___paper");
+  auto bad = ReadDataset({.input_dir = dir.Sub("npy")});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("edge_data/paper___likes___paper: not a relation of edges/"), std::string::npos)
+      << bad.status();
+  fs::remove_all(dir.Sub("npy") + "/edge_data/paper___likes___paper");
+  ASSERT_TRUE(core::WriteNpy(dir.Sub("npy") + "/edge_data/paper___cites___paper/w.npy", std::vector<float>(3, 1.0f)).ok());
+  bad = ReadDataset({.input_dir = dir.Sub("npy")});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(base::StrCat("edge field 'w' has 3 rows but ", dir.Sub("npy"), "/edges/paper___cites___paper.npy has ", nc, " edges")),
+            std::string::npos)
+      << bad.status();
 }
 
 TEST(TypedNpyReaderTest, ErrorsNameTheFileRowAndType) {
@@ -572,7 +609,7 @@ TEST(TypedPartitionTest, LinkSplitsOfTypedGraphsNeedTheRelationAndLeaveNothingWi
   EXPECT_NE(s.message().find("needs --link-etype"), std::string::npos) << s;
   EXPECT_FALSE(fs::exists(dir.Sub("link")));
   // (A split of one relation: edge_split_test.cc.)
-  link.edge_split.relation = "writes";
+  link.edge_split.relations = {"writes"};
   EXPECT_TRUE(PartitionDataset(d, link).ok());
   EXPECT_TRUE(fs::exists(dir.Sub("link/link/valid_pos.npy")));
 }

@@ -89,7 +89,7 @@ TEST(DropExcludedTest, DropsSeedPairsInBothDirectionsOfTheMarkedRelationsOnly) {
   EXPECT_EQ(e.src, (std::vector<int64_t>{1, 3, 2}));
 }
 
-// A typed graph partitioned for link prediction on author:writes:paper (config link_etype): the
+// A typed graph partitioned for link prediction on author:writes:paper (config link_etypes): the
 // ranks' positives are exactly the stored writes edges, negatives are papers (uniform or by
 // degree), and a seed pair's writes / rev_writes edges stay out of the blocks while the blocks
 // still hold other relations.
@@ -101,12 +101,12 @@ TEST(TypedLinkSamplerTest, PositivesAreTheRelationsEdgesAndNegativesItsDestinati
   po.num_parts = 2;
   po.add_reverse_edges = true;
   po.quiet = true;
-  po.edge_split = {.valid = 0.1, .test = 0.1, .relation = "writes"};
+  po.edge_split = {.valid = 0.1, .test = 0.1, .relations = {"writes"}};
   auto summary = partition::PartitionDataset(d, po);
   ASSERT_TRUE(summary.ok()) << summary.status();
   auto config = core::LoadPartitionConfig(summary->config_path);
   ASSERT_TRUE(config.ok()) << config.status();
-  const int writes = LinkRelation(*config);
+  const int writes = LinkRelations(*config).at(0);
   ASSERT_GE(writes, 0);
   std::vector<std::shared_ptr<core::GraphSource>> sources;
   for (int k = 0; k < 2; ++k) {
@@ -177,6 +177,113 @@ TEST(TypedLinkSamplerTest, PositivesAreTheRelationsEdgesAndNegativesItsDestinati
       EXPECT_GT(other_relations, 0);
     }
   }
+}
+
+// Two link relations ending in different node types (writes: author -> paper, in: paper ->
+// venue): the ranks' positives are every stored edge of both, each positive's negatives are of
+// its own relation's destination type (per positive, by degree, joint per type, local), in-batch
+// negatives are refused, and evaluation's drawn negatives follow each pair's relation.
+TEST(TypedLinkSamplerTest, SeveralRelationsDrawEachPositivesNegativesFromItsDestinationType) {
+  fanout::testing::TempDir dir;
+  const partition::Dataset d = fanout::testing::MakeTypedDataset(4, 300, 200, 10);
+  partition::PartitionOptions po;
+  po.out_dir = dir.Sub("parts");
+  po.num_parts = 2;
+  po.add_reverse_edges = true;
+  po.quiet = true;
+  po.edge_split = {.valid = 0.1, .test = 0.1, .relations = {"writes", "in"}};
+  auto summary = partition::PartitionDataset(d, po);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  auto config = core::LoadPartitionConfig(summary->config_path);
+  ASSERT_TRUE(config.ok()) << config.status();
+  const std::vector<int> relations = LinkRelations(*config);
+  ASSERT_EQ(relations.size(), 2u);
+  EXPECT_EQ(LinkNegativeTypes(*config).size(), 2u);
+  EXPECT_FALSE(RankEdgeRange(*config, 1, 0).ok());  // two ranges, not one
+  std::vector<std::shared_ptr<core::GraphSource>> sources;
+  for (int k = 0; k < 2; ++k) {
+    auto store = core::PartitionStore::Open(*config, k);
+    ASSERT_TRUE(store.ok()) << store.status();
+    sources.push_back(std::make_shared<core::LocalGraphSource>(std::move(*store)));
+  }
+  auto graph = DistGraph::FromSources(*config, 0, std::move(sources));
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const core::TypeMap& ntypes = (*graph)->node_types();
+  auto etypes = config->EdgeTypes();
+  ASSERT_TRUE(etypes.ok());
+  const int paper = *ntypes.TypeId("paper"), venue = *ntypes.TypeId("venue");
+  // Both ranks' seeds: every stored edge of both relations once, nothing else; each knows its relation.
+  std::set<int64_t> seeds;
+  for (int rank = 0; rank < 2; ++rank) {
+    for (int64_t e : RankEdgeSeeds(*config, 1, rank).ToVector()) {
+      const int type = etypes->ToTypeWise(e).first;
+      EXPECT_TRUE(type == relations[0] || type == relations[1]) << "edge " << e;
+      EXPECT_EQ(relations[LinkRelationOf(*config, relations, e)], type) << "edge " << e;
+      EXPECT_TRUE(seeds.insert(e).second);
+    }
+  }
+  EXPECT_EQ(static_cast<int64_t>(seeds.size()), etypes->count(relations[0]) + etypes->count(relations[1]));
+  for (NegativeSampling mode : {NegativeSampling::kUniform, NegativeSampling::kDegreePow75, NegativeSampling::kJoint,
+                                NegativeSampling::kLocal}) {
+    LinkSamplerOptions o;
+    o.sampling.fanouts = {4, 4};
+    o.sampling.batch_size = 64;
+    o.negatives = 3;
+    o.negative_sampling = mode;
+    auto s = LinkBatchSampler::Create(graph->get(), o, RankEdgeSeeds(*config, 1, 0));
+    ASSERT_TRUE(s.ok()) << s.status();
+    int seen[2] = {0, 0};
+    for (int64_t step = 0; step < (*s)->steps_per_epoch(); ++step) {
+      auto b = (*s)->SampleBlocks(0, step);
+      ASSERT_TRUE(b.ok()) << b.status();
+      const std::vector<int64_t>& nodes = b->nodes.seeds;
+      ASSERT_EQ(b->neg_dst.size(), b->eids.size() * 3);
+      for (size_t i = 0; i < b->eids.size(); ++i) {
+        const int r = LinkRelationOf(*config, relations, b->eids[i]);
+        ASSERT_GE(r, 0);
+        ++seen[r];
+        const int want = r == 0 ? paper : venue;
+        EXPECT_EQ(ntypes.ToTypeWise(nodes[b->pos_dst[i]]).first, want);
+        for (size_t j = 3 * i; j < 3 * i + 3; ++j) {
+          EXPECT_EQ(ntypes.ToTypeWise(nodes[b->neg_dst[j]]).first, want) << NegativeSamplingName(mode);
+          EXPECT_EQ(b->neg_src[j], b->pos_src[i]);
+          if (mode == NegativeSampling::kLocal) {
+            EXPECT_EQ((*graph)->node_book().PartOf(nodes[b->neg_dst[j]]), 0);
+          }
+        }
+      }
+      if (mode == NegativeSampling::kJoint) {  // one shared set per relation in the batch
+        std::map<int, std::vector<int64_t>> shared;
+        for (size_t i = 0; i < b->eids.size(); ++i) {
+          std::vector<int64_t> mine(b->neg_dst.begin() + 3 * i, b->neg_dst.begin() + 3 * i + 3);
+          auto [it, fresh] = shared.emplace(LinkRelationOf(*config, relations, b->eids[i]), mine);
+          if (!fresh) {
+            EXPECT_EQ(it->second, mine);
+          }
+        }
+      }
+    }
+    EXPECT_GT(seen[0], 0);
+    EXPECT_GT(seen[1], 0);
+  }
+  LinkSamplerOptions in_batch;
+  in_batch.sampling.fanouts = {4};
+  in_batch.sampling.batch_size = 8;
+  in_batch.negative_sampling = NegativeSampling::kInBatch;
+  auto refused = LinkBatchSampler::Create(graph->get(), in_batch, RankEdgeSeeds(*config, 1, 0));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("end in different node types"), std::string::npos) << refused.status();
+  // Evaluation's drawn negatives: of each pair's relation's destination type; relation 0's the
+  // same as with one relation (its stream is unchanged); joint: 3 per relation.
+  const std::vector<int64_t> pairs = {ntypes.ToHomogeneous(*ntypes.TypeId("author"), 1), ntypes.ToHomogeneous(paper, 2),
+                                      ntypes.ToHomogeneous(paper, 5), ntypes.ToHomogeneous(venue, 1)};
+  const std::vector<int64_t> rel = {0, 1};
+  const std::vector<int64_t> drawn = DrawEvalNegatives(**graph, pairs, rel, 0, 4, false, 7, 1);
+  ASSERT_EQ(drawn.size(), 8u);
+  for (int j = 0; j < 8; ++j) EXPECT_EQ(ntypes.ToTypeWise(drawn[j]).first, j < 4 ? paper : venue) << j;
+  const std::vector<int64_t> joint = DrawEvalNegatives(**graph, pairs, rel, 0, 3, true, 7, 1);
+  ASSERT_EQ(joint.size(), 6u);
+  for (int j = 0; j < 6; ++j) EXPECT_EQ(ntypes.ToTypeWise(joint[j]).first, j < 3 ? paper : venue) << j;
 }
 
 TEST_F(LinkSamplerTest, RanksGetDisjointEdgeSetsCoveringEveryEdge) {
@@ -399,6 +506,133 @@ TEST_F(LinkSamplerTest, LocalNegativesAreTheMachinesOwnNodes) {
   EXPECT_NE(refused.status().message().find("this process has no machine"), std::string::npos) << refused.status();
 }
 
+// A typed graph's edge fields are per relation (edge_data/SRC___REL___DST/NAME.npy; Field's
+// edge_type): stored for that relation's edges, read by edge ID as "SRC:REL:DST/NAME", refused
+// for another relation's edges. Hard negatives on a typed graph: the field of a link relation
+// holds type-wise IDs of its destination type; its positives take them first (in new IDs), the
+// positives of a link relation without the field get drawn ones only.
+TEST(HardNegativesTest, TypedGraphsKeepEdgeFieldsPerRelationAndTheirHardNegatives) {
+  fanout::testing::TempDir dir;
+  partition::Dataset d = fanout::testing::MakeTypedDataset(4, 300, 200, 10);
+  const int64_t papers = 300;
+  const int64_t w0 = d.edge_type_offsets[0], nw = d.edge_type_offsets[1] - w0;  // writes
+  const int64_t c0 = d.edge_type_offsets[1], nc = d.edge_type_offsets[2] - c0;  // cites
+  std::vector<int64_t> hard(2 * nw);
+  for (int64_t r = 0; r < nw; ++r) {
+    hard[2 * r] = (r * 13) % papers;
+    hard[2 * r + 1] = r % 4 == 0 ? -1 : (r * 7 + 1) % papers;
+  }
+  std::vector<float> weight(nc);
+  for (int64_t r = 0; r < nc; ++r) weight[r] = 0.5f + static_cast<float>(r);
+  d.edge_fields.push_back({.name = "hard", .data = core::NpyArray::Adopt(std::vector<int64_t>(hard), {nw, 2}),
+                           .edge_type = "author:writes:paper"});
+  d.edge_fields.push_back({.name = "w", .data = core::NpyArray::Adopt(std::vector<float>(weight), {nc}),
+                           .edge_type = "paper:cites:paper"});
+  partition::PartitionOptions po;
+  po.out_dir = dir.Sub("parts");
+  po.num_parts = 1;
+  po.add_reverse_edges = true;
+  po.quiet = true;
+  po.hard_negative_field = "hard";
+  po.edge_split = {.valid = 0.1, .test = 0.1, .relations = {"writes", "cites"}};
+  auto summary = partition::PartitionDataset(d, po);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  auto config = core::LoadPartitionConfig(summary->config_path);
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->edge_fields.size(), 2u);
+  EXPECT_EQ(config->edge_fields[0].key(), "author:writes:paper/hard");
+  EXPECT_EQ(config->edge_fields[1].key(), "paper:cites:paper/w");
+  auto store = core::PartitionStore::Open(*config, 0);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto graph = DistGraph::FromSources(*config, 0, {std::make_shared<core::LocalGraphSource>(std::move(*store))});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const core::TypeMap& ntypes = (*graph)->node_types();
+  auto etypes = config->EdgeTypes();
+  ASSERT_TRUE(etypes.ok());
+  auto orig_nids = core::NpyArray::Map(dir.Sub("parts") + "/part0/" + core::PartFiles::kOrigNids);
+  auto orig_eids = core::NpyArray::Map(dir.Sub("parts") + "/part0/" + core::PartFiles::kOrigEids);
+  ASSERT_TRUE(orig_nids.ok() && orig_eids.ok());
+  // Type-wise input paper -> new ID (typed orig_nids are type-wise).
+  const int paper = *ntypes.TypeId("paper");
+  std::vector<int64_t> new_paper(papers, -1);
+  for (int64_t v = 0; v < config->num_nodes; ++v) {
+    if (ntypes.ToTypeWise(v).first == paper) new_paper[orig_nids->data_as<int64_t>()[v]] = v;
+  }
+  // The cites field by edge ID: each stored cites edge's input row's value.
+  const int cites = *etypes->TypeId("paper:cites:paper"), writes = *etypes->TypeId("author:writes:paper");
+  std::vector<int64_t> cites_eids;
+  for (int64_t e = config->edge_type_ranges[cites][0].first; e < config->edge_type_ranges[cites][0].second; ++e) {
+    cites_eids.push_back(e);
+  }
+  ASSERT_FALSE(cites_eids.empty());
+  std::vector<float> got(cites_eids.size());
+  ASSERT_TRUE((*graph)->PullEdgeRows("paper:cites:paper/w", cites_eids, reinterpret_cast<char*>(got.data())).ok());
+  for (size_t i = 0; i < cites_eids.size(); ++i) {
+    EXPECT_EQ(got[i], weight[orig_eids->data_as<int64_t>()[cites_eids[i]]]) << "edge " << cites_eids[i];
+  }
+  const int64_t a_writes_edge = config->edge_type_ranges[writes][0].first;
+  absl::Status wrong = (*graph)->PullEdgeRows("paper:cites:paper/w", std::vector<int64_t>{a_writes_edge}, reinterpret_cast<char*>(got.data()));
+  EXPECT_NE(wrong.message().find("is of type author:writes:paper; field 'paper:cites:paper/w' holds paper:cites:paper"),
+            std::string::npos)
+      << wrong;
+
+  LinkSamplerOptions o;
+  o.sampling.fanouts = {3};
+  o.sampling.batch_size = 64;
+  o.negatives = 3;
+  o.hard_negative_field = "hard";
+  auto s = LinkBatchSampler::Create(graph->get(), o, RankEdgeSeeds(*config, 1, 0));
+  ASSERT_TRUE(s.ok()) << s.status();
+  const std::vector<int> relations = LinkRelations(*config);
+  int64_t hard_seen = 0, writes_positives = 0, cites_positives = 0;
+  for (int64_t step = 0; step < (*s)->steps_per_epoch(); ++step) {
+    auto b = (*s)->SampleBlocks(0, step);
+    ASSERT_TRUE(b.ok()) << b.status();
+    for (size_t i = 0; i < b->eids.size(); ++i) {
+      const int64_t u = b->nodes.seeds[b->pos_src[i]], v = b->nodes.seeds[b->pos_dst[i]];
+      if (relations[LinkRelationOf(*config, relations, b->eids[i])] != writes) {
+        ++cites_positives;
+        continue;
+      }
+      ++writes_positives;
+      const int64_t row = orig_eids->data_as<int64_t>()[b->eids[i]];  // among writes' input rows
+      std::vector<int64_t> want;
+      for (int j = 0; j < 2; ++j) {
+        const int64_t x = hard[2 * row + j];
+        if (x >= 0 && new_paper[x] != u && new_paper[x] != v) want.push_back(new_paper[x]);
+      }
+      for (size_t j = 0; j < want.size(); ++j) {
+        EXPECT_EQ(b->nodes.seeds[b->neg_dst[i * 3 + j]], want[j]) << "edge " << b->eids[i] << ", negative " << j;
+        ++hard_seen;
+      }
+    }
+  }
+  EXPECT_GT(writes_positives, 0);
+  EXPECT_GT(cites_positives, 0);
+  EXPECT_GT(hard_seen, writes_positives * 3 / 2);  // three rows in four have two, the fourth one
+
+  // The field on no link relation is refused, naming it; a bad type-wise ID is refused by the
+  // partitioner naming the file and row.
+  o.hard_negative_field = "w2";
+  auto missing = LinkBatchSampler::Create(graph->get(), o, RankEdgeSeeds(*config, 1, 0));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("none of the link relations"), std::string::npos) << missing.status();
+  hard[2 * 9 + 1] = papers;
+  d.edge_fields[0].data = core::NpyArray::Adopt(std::vector<int64_t>(hard), {nw, 2});
+  po.out_dir = dir.Sub("bad");
+  auto bad = partition::PartitionDataset(d, po);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(StrCat("row 9: hard negative ", papers, " is not a type-wise ID of paper")),
+            std::string::npos)
+      << bad.status();
+  // A typed graph's edge field must name its relation.
+  d.edge_fields[0].edge_type = "";
+  po.out_dir = dir.Sub("bad2");
+  auto untyped = partition::PartitionDataset(d, po);
+  ASSERT_FALSE(untyped.ok());
+  EXPECT_NE(untyped.status().message().find("must say its relation"), std::string::npos) << untyped.status();
+}
+
 // Hard negatives (fanout-partition --hard-negative-field, then LinkSamplerOptions'): an input
 // edge's hard negatives, in new IDs, are its positive's first negatives (at most
 // hard_negatives, skipping -1 and the endpoints), the rest drawn; a reverse edge has none. Bad
@@ -503,10 +737,10 @@ TEST(HardNegativesTest, AppearFirstInTheirStatedNumberAndTheRestAreDrawn) {
 TEST_F(LinkSamplerTest, EvalNegativesAreAFunctionOfTheSeedAndThePositive) {
   std::vector<int64_t> pairs;
   for (int64_t i = 0; i < 40; ++i) pairs.insert(pairs.end(), {i, (i * 7 + 3) % 400});
-  const std::vector<int64_t> all = DrawEvalNegatives(*graph_, pairs, 0, 10, false, 5, 0);
+  const std::vector<int64_t> all = DrawEvalNegatives(*graph_, pairs, {}, 0, 10, false, 5, 0);
   ASSERT_EQ(all.size(), 400u);
   const std::vector<int64_t> tail =
-      DrawEvalNegatives(*graph_, {pairs.data() + 30, pairs.size() - 30}, 15, 10, false, 5, 0);
+      DrawEvalNegatives(*graph_, {pairs.data() + 30, pairs.size() - 30}, {}, 15, 10, false, 5, 0);
   EXPECT_EQ(tail, std::vector<int64_t>(all.begin() + 150, all.end()));
   for (size_t i = 0; i < 40; ++i) {
     for (size_t j = 0; j < 10; ++j) {
@@ -514,11 +748,11 @@ TEST_F(LinkSamplerTest, EvalNegativesAreAFunctionOfTheSeedAndThePositive) {
       EXPECT_TRUE(v >= 0 && v < 400 && v != pairs[2 * i] && v != pairs[2 * i + 1]) << v;
     }
   }
-  EXPECT_NE(DrawEvalNegatives(*graph_, pairs, 0, 10, false, 6, 0), all);
-  EXPECT_NE(DrawEvalNegatives(*graph_, pairs, 0, 10, false, 5, 1), all);
-  const std::vector<int64_t> joint = DrawEvalNegatives(*graph_, pairs, 0, 10, true, 5, 0);
+  EXPECT_NE(DrawEvalNegatives(*graph_, pairs, {}, 0, 10, false, 6, 0), all);
+  EXPECT_NE(DrawEvalNegatives(*graph_, pairs, {}, 0, 10, false, 5, 1), all);
+  const std::vector<int64_t> joint = DrawEvalNegatives(*graph_, pairs, {}, 0, 10, true, 5, 0);
   EXPECT_EQ(joint.size(), 10u);
-  EXPECT_EQ(DrawEvalNegatives(*graph_, {pairs.data(), 2}, 17, 10, true, 5, 0), joint);
+  EXPECT_EQ(DrawEvalNegatives(*graph_, {pairs.data(), 2}, {}, 17, 10, true, 5, 0), joint);
 }
 
 // The loader's threads hand out exactly the batches one sampler makes, in order, then stop.

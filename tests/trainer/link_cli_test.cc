@@ -162,10 +162,10 @@ TEST_F(LinkCliTest, PrintedRankingIsTheEmbeddingsAgainstTheNegativesUsed) {
     cases.push_back(stored);
   }
   cases.push_back({{"--eval-negatives", "30", "--eval-seed", "7"}, 30,
-                   sampler::DrawEvalNegatives(**graph, pos_pairs, 0, 30, false, 7, /*stream: test=*/1),
+                   sampler::DrawEvalNegatives(**graph, pos_pairs, {}, 0, 30, false, 7, /*stream: test=*/1),
                    "over 30 negative(s) each (drawn)"});
   {
-    const std::vector<int64_t> joint = sampler::DrawEvalNegatives(**graph, pos_pairs, 0, 25, true, 7, 1);
+    const std::vector<int64_t> joint = sampler::DrawEvalNegatives(**graph, pos_pairs, {}, 0, 25, true, 7, 1);
     std::vector<int64_t> all;
     for (int64_t i = 0; i < n; ++i) all.insert(all.end(), joint.begin(), joint.end());
     cases.push_back({{"--eval-negatives", "25", "--eval-seed", "7", "--eval-negative-sampling", "joint"}, 25, all,
