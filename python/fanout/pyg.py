@@ -452,7 +452,12 @@ class DistLinkNeighborLoader(_PygLoader):
     negatives and the sampled subgraph around every endpoint, as ``Data`` (module docstring).
     The positives are stored edges: ``edge_label_index=None`` takes this rank's share of them
     (fanout-train ``--task link``'s, ``fanout.distributed.edge_split``), a 1-D tensor names stored
-    edge IDs; PyG's ``[2, N]`` node pairs are refused (fanout looks positives up by edge ID).
+    edge IDs; PyG's ``[2, N]`` node pairs are refused (fanout looks positives up by edge ID). On
+    a typed graph partitioned for link prediction (``--link-etype``) it is PyG's
+    ``(edge type, None or type-wise edge IDs)`` of one of those relations, and batches are
+    ``HeteroData`` with ``edge_label_index`` / ``edge_label`` / ``input_id`` on that edge type
+    (triplet: ``src_index`` on its source type, ``dst_pos_index`` / ``dst_neg_index`` on its
+    destination type), the pairs indexing each type's nodes.
     ``neg_sampling`` is ``"binary"`` or ``"triplet"``, a dict, or PyG's ``NegativeSampling``, its
     ``amount`` the negatives per positive (an integer, default 1; ``neg_sampling_ratio`` is PyG's
     older spelling of a binary amount). A negative keeps its positive's source and draws the
@@ -477,25 +482,39 @@ class DistLinkNeighborLoader(_PygLoader):
             raise ValueError("DistLinkNeighborLoader: link batches are always shuffled (shuffle=False is not supported)")
         self._mode, amount = self._negatives(neg_sampling, neg_sampling_ratio)
         feature, graph = _stores(data)
-        if graph.is_hetero:
-            raise NotImplementedError("fanout.pyg: DistLinkNeighborLoader on a typed graph is not supported yet "
-                                      "(fanout-train --task link predicts one relation of one)")
         super().__init__(transform, device)
         g = graph.graph()
+        # A typed graph: PyG's (edge type, IDs or None) of one relation it was partitioned to predict.
+        self._edge_type = None
+        if isinstance(edge_label_index, tuple) and len(edge_label_index) == 2 and \
+                isinstance(edge_label_index[0], (tuple, list, str)):
+            if not graph.is_hetero:
+                raise ValueError("edge_label_index=(edge type, IDs) is for a typed graph; this one has one edge type")
+            self._edge_type, edge_label_index = g.to_canonical_etype(edge_label_index[0]), edge_label_index[1]
+        elif graph.is_hetero:
+            link = [tuple(x.split(":")) for x in g._native.link_etypes]
+            if len(link) != 1:
+                raise ValueError("edge_label_index on a typed graph: pass (edge type, None or type-wise edge IDs), e.g. "
+                                 f"({link[0] if link else g.canonical_etypes[0]!r}, None) (link relations: "
+                                 f"{', '.join(map(str, link)) or 'none: fanout-partition --link-etype'})")
+            self._edge_type = link[0]
         if edge_label_index is None:
-            eids = _fd.edge_split(None, g.get_partition_book())
+            eids = _fd.edge_split(None, g.get_partition_book(), **({"etype": self._edge_type} if self._edge_type else {}))
         else:
             eids = torch.as_tensor(edge_label_index)
             if eids.dim() != 1:
                 raise NotImplementedError("fanout.pyg: edge_label_index as [2, N] node pairs is not supported: pass "
-                                          "None (this rank's stored edges) or a 1-D tensor of stored edge IDs")
-        sampler = _fd.as_edge_prediction_sampler(_fd.NeighborSampler(_fanouts(num_neighbors, False), replace=replace),
-                                                 negative_sampler=_fd.negative_sampler.Uniform(amount))
+                                          "None (this rank's stored edges) or a 1-D tensor of stored edge IDs"
+                                          f"{' (type-wise, of the relation)' if self._edge_type else ''}")
+        sampler = _fd.as_edge_prediction_sampler(
+            _fd.NeighborSampler(_fanouts(num_neighbors, self._edge_type is not None), replace=replace),
+            negative_sampler=_fd.negative_sampler.Uniform(amount))
         self._eids = eids.long()
         self._order = torch.argsort(self._eids)
         self._loader = _fd.DistEdgeDataLoader(
-            g, eids, sampler, batch_size=batch_size, shuffle=True, drop_last=drop_last, seed=seed,
-            num_samplers=int(num_workers) if num_workers else None, prefetch=int(concurrency) + 1, to_dgl=False)
+            g, {self._edge_type: eids} if self._edge_type else eids, sampler, batch_size=batch_size, shuffle=True,
+            drop_last=drop_last, seed=seed, num_samplers=int(num_workers) if num_workers else None,
+            prefetch=int(concurrency) + 1, to_dgl=False)
         self._feat = self._loader._feat
 
     @staticmethod
@@ -519,17 +538,29 @@ class DistLinkNeighborLoader(_PygLoader):
         return mode, int(amount)
 
     def _to_data(self, input_nodes, pos, neg, blocks):
-        data = self._subgraph(_pyg(), blocks, self._feat)
-        u, v = pos.edges()
-        nu, nv = neg.edges()
-        n = int(u.numel())
-        data.batch_size = n
-        eids = pos.edata[EID]
-        data.input_id = self._order[torch.searchsorted(self._eids[self._order].contiguous(), eids.contiguous())]
-        if self._mode == "binary":
-            data.edge_label_index = torch.stack([torch.cat([u, nu]), torch.cat([v, nv])])
-            data.edge_label = torch.cat([torch.ones(n), torch.zeros(int(nu.numel()))])
+        if self._edge_type is not None:
+            # Typed: the pairs index each end's type's nodes (data[type].n_id, whose first ones are
+            # the batch's seeds), PyG's hetero link batch layout.
+            data = self._hetero_subgraph(_pyg(hetero=True), blocks, self._feat)
+            src_type, _, dst_type = et = self._edge_type
+            u, v = pos.edges(etype=et)
+            nu, nv = neg.edges(etype=et)
+            eids = pos.edata[EID][et]
+            store = data[et]
+            src_store, dst_store = data[src_type], data[dst_type]
         else:
-            data.src_index, data.dst_pos_index = u, v
-            data.dst_neg_index = nv.view(n, -1)
+            data = store = src_store = dst_store = self._subgraph(_pyg(), blocks, self._feat)
+            u, v = pos.edges()
+            nu, nv = neg.edges()
+            eids = pos.edata[EID]
+        n = int(u.numel())
+        store.batch_size = n
+        store.input_id = self._order[torch.searchsorted(self._eids[self._order].contiguous(), eids.contiguous())]
+        if self._mode == "binary":
+            store.edge_label_index = torch.stack([torch.cat([u, nu]), torch.cat([v, nv])])
+            store.edge_label = torch.cat([torch.ones(n), torch.zeros(int(nu.numel()))])
+        else:
+            src_store.src_index = u
+            dst_store.dst_pos_index = v
+            dst_store.dst_neg_index = nv.view(n, -1)
         return data

@@ -109,6 +109,7 @@ py::dict Schema(const core::FieldSchema& f) {
   d["dtype"] = std::string(core::DTypeName(f.dtype));
   d["row_shape"] = f.row_shape;
   d["node_type"] = f.node_type;  // "" for a field of every node
+  d["edge_type"] = f.edge_type;  // "" for a field of every edge
   d["key"] = f.key();            // the name fanout's calls take: TYPE/NAME for a typed field
   d["codec"] = std::string(core::FeatureCodecName(f.codec));  // "" or how the rows are compressed
   return d;
@@ -682,11 +683,23 @@ PYBIND11_MODULE(_native, m) {
       "rank_edge_range",
       [](const Graph& g, int trainers_per_machine, int rank) {
         CheckRank(g, trainers_per_machine, rank);
-        return sampler::RankEdgeRange(g.config(), trainers_per_machine, rank);
+        absl::StatusOr<std::pair<int64_t, int64_t>> r = sampler::RankEdgeRange(g.config(), trainers_per_machine, rank);
+        if (!r.ok()) throw py::value_error(std::string(r.status().message()));
+        return *r;
       },
       py::arg("graph"), py::arg("trainers_per_machine"), py::arg("rank"),
       "fanout-train's positive edges of a rank (--task link), [begin, end): the edges its partition stores, "
       "in slices.");
+
+  m.def(
+      "rank_edge_ids",
+      [](const Graph& g, int trainers_per_machine, int rank) {
+        CheckRank(g, trainers_per_machine, rank);
+        return Adopt(sampler::RankEdgeSeeds(g.config(), trainers_per_machine, rank).ToVector());
+      },
+      py::arg("graph"), py::arg("trainers_per_machine"), py::arg("rank"),
+      "fanout-train's positive edges of a rank (--task link) as graph-wide edge IDs: the edges its partition "
+      "stores (of a typed graph: of its link relations, each cut into slices), in slices.");
 
   BindTypes(m);
 
@@ -698,6 +711,7 @@ PYBIND11_MODULE(_native, m) {
       .def_property_readonly("num_nodes", [](const Graph& g) { return g.config().num_nodes; })
       .def_property_readonly("num_edges", [](const Graph& g) { return g.config().num_edges; })
       .def_property_readonly("num_parts", [](const Graph& g) { return g.config().num_parts; })
+      .def_property_readonly("link_etypes", [](const Graph& g) { return g.config().link_etypes; })
       .def_property_readonly("num_classes", [](const Graph& g) { return g.config().num_classes; })
       .def_property_readonly("machine_id", [](const Graph& g) { return g.graph().machine_id(); })
       .def_property_readonly("part_config", &Graph::part_config_path)

@@ -92,14 +92,16 @@ def make_graph(work, parts, nodes=3000, edges=24000, feat_dim=16, name="g", edge
 WEIGHT_SCALE = 4096  # > the nodes of make_graph's graphs; WEIGHT_SCALE * src + dst stays exact in float32
 
 
-def make_typed_graph(work, parts, scale="0.002", feature_dtype=None):
+def make_typed_graph(work, parts, scale="0.002", feature_dtype=None, link_etypes=None):
     """The ogbn-mag-shaped typed graph (4 node types, 4 relations and their reverses); with
-    `feature_dtype`, the papers' features stored so (fanout-partition --feature-dtype)."""
+    `feature_dtype`, the papers' features stored so (fanout-partition --feature-dtype); with
+    `link_etypes` ("writes,cites"), those relations' pairs split for link prediction."""
     ds = os.path.join(work, "mag")
     run([f"{BIN}/fanout-generate", "--preset", "mag", "--scale", scale, "--out", ds])
     out = os.path.join(work, f"typed{parts}")
     run([f"{BIN}/fanout-partition", "--input", ds, "--num-parts", str(parts), "--out", out, "--graph-name", "g",
-         "--add-reverse-edges"] + (["--feature-dtype", feature_dtype] if feature_dtype else []))
+         "--add-reverse-edges"] + (["--feature-dtype", feature_dtype] if feature_dtype else []) +
+        (["--edge-split", "0.8,0.1,0.1", "--link-etype", link_etypes] if link_etypes else []))
     return os.path.join(out, "g.json")
 
 
@@ -139,6 +141,7 @@ class ServersTestCase(unittest.TestCase):
     allow_push = False
     servers_per_part = 1
     typed = False
+    link_etypes = None  # typed graphs: the relations split for link prediction
     edge_weights = False
     feature_dtype = None
     dgl_example_names = False
@@ -147,7 +150,7 @@ class ServersTestCase(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
         if cls.typed:
-            cls.config = make_typed_graph(cls.tmp.name, 2, feature_dtype=cls.feature_dtype)
+            cls.config = make_typed_graph(cls.tmp.name, 2, feature_dtype=cls.feature_dtype, link_etypes=cls.link_etypes)
         else:
             cls.config = make_graph(cls.tmp.name, 2, edge_weights=cls.edge_weights, feature_dtype=cls.feature_dtype,
                                     dgl_example_names=cls.dgl_example_names)
@@ -728,6 +731,57 @@ class SettingsTest(ServersTestCase):
                                loader=dict(args["loader"], prefech=2))
 
 
+class TypedLinkLoaderTest(ServersTestCase):
+    """Link prediction on a typed graph from Python (DGL's names): edge_split's {relation: IDs}
+    of the partition's link relations, DistEdgeDataLoader's typed pair graphs over the blocks'
+    per-type seeds, negatives of each relation's destination type."""
+
+    typed = True
+    link_etypes = "writes,cites"
+
+    def test_typed_edge_batches_pair_the_seeds_of_each_relation(self):
+        g = self.g
+        writes, cites = ("author", "writes", "paper"), ("paper", "cites", "paper")
+        mine = dist.edge_split(None, g.get_partition_book())
+        self.assertEqual(sorted(mine), sorted([writes, cites]))
+        self.assertTrue(torch.equal(dist.edge_split(None, g.get_partition_book(), etype="cites"), mine[cites]))
+        sampler = dist.as_edge_prediction_sampler(dist.NeighborSampler([3, 3]),
+                                                  negative_sampler=dist.negative_sampler.Uniform(2))
+        loader = dist.DistEdgeDataLoader(g, mine, sampler, batch_size=64, shuffle=True, seed=3)
+        seen = set()
+        for step, (input_nodes, pos, neg, blocks) in enumerate(loader):
+            self.assertEqual(set(input_nodes), set(g.ntypes))
+            for cet in pos.canonical_etypes:
+                seen.add(cet)
+                src_t, _, dst_t = cet
+                u, v = pos.edges(etype=cet)
+                nu, nv = neg.edges(etype=cet)
+                self.assertEqual(len(nu), 2 * len(u))
+                self.assertTrue(torch.equal(nu, u.repeat_interleave(2)))  # a negative keeps its source
+                # The pairs index each type's seeds, which are the last block's outputs.
+                self.assertTrue(torch.equal(pos.ndata[dist.NID][dst_t], blocks[-1].dstnodes[dst_t].data[dist.NID]))
+                self.assertLess(int(v.max()), pos.num_nodes(dst_t))
+                self.assertLess(int(nv.max()), neg.num_nodes(dst_t))
+                # Each positive is its stored edge, as type-wise IDs of the relation's types.
+                r = g.canonical_etypes.index(cet)
+                eids = pos.edata[dist.EID][cet]
+                homo = torch.from_numpy(g._etypes.to_homo(r, eids.numpy()))
+                s_all, d_all = g.find_edges(homo)
+                _, s_tw = g._ntypes.to_typewise(s_all.numpy())
+                _, d_tw = g._ntypes.to_typewise(d_all.numpy())
+                self.assertTrue(torch.equal(pos.ndata[dist.NID][src_t][u], torch.from_numpy(s_tw)))
+                self.assertTrue(torch.equal(pos.ndata[dist.NID][dst_t][v], torch.from_numpy(d_tw)))
+            if step == 3:
+                break
+        loader.close()
+        self.assertEqual(seen, {writes, cites})
+        # Only the partition's link relations can be positives; a typed graph takes a dict.
+        with self.assertRaisesRegex(ValueError, "is not a link relation"):
+            dist.DistEdgeDataLoader(g, {"has_topic": torch.arange(5)}, sampler, batch_size=8)
+        with self.assertRaisesRegex(ValueError, r"\{relation: type-wise edge IDs\}"):
+            dist.DistEdgeDataLoader(g, torch.arange(5), sampler, batch_size=8)
+
+
 class TypedGraphTest(ServersTestCase):
     """DistDGL's heterograph questions on a typed graph (issue 29): types, per-type IDs and fields,
     node_split of one type, typed mini-batches with per-type and per-relation views."""
@@ -932,9 +986,11 @@ class TypedGraphTest(ServersTestCase):
             dist.DistNodeDataLoader(g, {"paper": nids}, dist.NeighborSampler([4, 3], edge_weight="w"), batch_size=40,
                                     num_samplers=0)
 
-    def test_link_prediction_on_a_typed_graph_is_refused_by_name(self):
-        with self.assertRaisesRegex(NotImplementedError, "link prediction on a typed graph"):
-            dist.DistEdgeDataLoader(self.g, torch.arange(10), dist.as_edge_prediction_sampler(
+    def test_link_prediction_needs_a_partition_split_for_it(self):
+        # (TypedLinkLoaderTest trains on one that is.)
+        with self.assertRaisesRegex(ValueError, "was not partitioned for link prediction: fanout-partition "
+                                                "--edge-split TRAIN,VALID,TEST --link-etype"):
+            dist.DistEdgeDataLoader(self.g, {"cites": torch.arange(10)}, dist.as_edge_prediction_sampler(
                 dist.NeighborSampler([2]), negative_sampler=dist.negative_sampler.Uniform(1)), batch_size=4)
 
 

@@ -249,5 +249,62 @@ class PygTypedLoaderTest(base.ServersTestCase):
         torch.nn.functional.cross_entropy(out, batch["paper"].y).backward()
 
 
+class PygTypedLinkLoaderTest(base.ServersTestCase):
+    """On a typed graph partitioned for link prediction DistLinkNeighborLoader takes PyG's
+    (edge type, None) and yields HeteroData with the relation's label fields, the pairs indexing
+    each type's nodes, and a to_hetero model scores them."""
+
+    typed = True
+    link_etypes = "writes,cites"
+
+    def test_link_batches_are_heterodata_with_the_relations_labels(self):
+        from torch_geometric.data import HeteroData
+        from torch_geometric.nn import to_hetero
+        root = os.path.dirname(self.config)
+        data = (pyg.LocalFeatureStore.from_partition(root, 0), pyg.LocalGraphStore.from_partition(root, 0))
+        g = self.g
+        writes = ("author", "writes", "paper")
+        r = g.canonical_etypes.index(writes)
+        mine = dist.edge_split(None, g.get_partition_book(), etype="writes")
+        for mode in ("binary", {"mode": "triplet", "amount": 2}):
+            loader = pyg.DistLinkNeighborLoader(data, num_neighbors=[3, 3], edge_label_index=(writes, None),
+                                                batch_size=16, neg_sampling=mode, num_workers=0)
+            batch = next(iter(loader))
+            loader.close()
+            self.assertIsInstance(batch, HeteroData)
+            if mode == "binary":
+                eli = batch[writes].edge_label_index
+                self.assertEqual(eli.shape, (2, 32))
+                self.assertTrue(torch.equal(batch[writes].edge_label, torch.cat([torch.ones(16), torch.zeros(16)])))
+                src, dst = eli[0, :16], eli[1, :16]
+                self.assertLess(int(eli[1].max()), batch["paper"].num_nodes)
+            else:
+                src, dst = batch["author"].src_index, batch["paper"].dst_pos_index
+                self.assertEqual(batch["paper"].dst_neg_index.shape, (16, 2))
+            # The positives are the relation's stored edges input_id names, type-wise.
+            eids = mine[batch[writes].input_id]
+            s, d = g.find_edges(torch.from_numpy(g._etypes.to_homo(r, eids.numpy())))
+            self.assertTrue(torch.equal(batch["author"].n_id[src], torch.from_numpy(g._ntypes.to_typewise(s.numpy())[1])))
+            self.assertTrue(torch.equal(batch["paper"].n_id[dst], torch.from_numpy(g._ntypes.to_typewise(d.numpy())[1])))
+
+        class Sage(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a, self.b = SAGEConv((-1, -1), 8), SAGEConv((-1, -1), 8)
+
+            def forward(self, x, edge_index):
+                return self.b(self.a(x, edge_index).relu(), edge_index)
+
+        width = batch["paper"].x.shape[1]
+        for t in g.ntypes:
+            if "x" not in batch[t]:
+                batch[t].x = torch.zeros(batch[t].num_nodes, width)
+        h = to_hetero(Sage(), batch.metadata(), aggr="sum")(batch.x_dict, batch.edge_index_dict)
+        score = (h["author"][batch["author"].src_index] * h["paper"][batch["paper"].dst_pos_index]).sum(-1)
+        score.sum().backward()
+        with self.assertRaisesRegex(ValueError, r"pass \(edge type, None or type-wise edge IDs\)"):
+            pyg.DistLinkNeighborLoader(data, num_neighbors=[3], batch_size=4, neg_sampling="binary")
+
+
 if __name__ == "__main__":
     unittest.main()

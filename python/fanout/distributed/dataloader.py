@@ -300,6 +300,28 @@ class _EpochLoader:
         """`t` (a tensor or a block) on the output device (DGL's ``output_device``), if one is named."""
         return t.to(self._device) if self._device is not None else t
 
+    def _typed_blocks(self, b, label: str = "", label_type: Optional[str] = None):
+        """HeteroBlocks over a typed native batch (IDs type-wise), the features by type in
+        blocks[0]'s srcdata, the labels (of `label_type`) in the last block's dstdata; on the
+        output device."""
+        g = self._g
+        types = torch.from_numpy(b["input_types"])
+        blocks = []
+        for raw in b["blocks"]:
+            t = {k: torch.from_numpy(v) for k, v in raw.items() if isinstance(v, np.ndarray)}
+            n = len(t["src_nodes"])
+            blocks.append(HeteroBlock(g.ntypes, g.canonical_etypes, g._ntypes, g._etypes, t["src_nodes"], types[:n],
+                                      raw["num_dst"], t["indices"], t["dst"], t["etype"], t["eids"]))
+        if b["features"] is not None and self._feat:
+            featured = [g._ntype_id(f["node_type"]) for f in g._native.node_fields
+                        if f["name"] == self._feat and f["node_type"]]
+            rows = decode_rows(torch.from_numpy(b["features"]), b["features_codec"])
+            blocks[0]._set_src(self._feat, typed_rows(rows, types, sorted(featured),
+                                                      g.ntypes, blocks[0]._positions))
+        if label and len(b["labels"]) > 0:
+            blocks[-1]._set_dst(label, {label_type: torch.from_numpy(b["labels"])})
+        return [self._on_device(blk) for blk in blocks]
+
 
 class DistNodeDataLoader(_EpochLoader):
     """DGL's ``DistNodeDataLoader``: iterating it runs one epoch and yields
@@ -385,22 +407,7 @@ class DistNodeDataLoader(_EpochLoader):
     def _convert_typed(self, b):
         """A typed batch: ({ntype: input IDs}, {seed type: seed IDs}, HeteroBlocks), IDs type-wise."""
         g = self._g
-        types = torch.from_numpy(b["input_types"])
-        blocks = []
-        for raw in b["blocks"]:
-            t = {k: torch.from_numpy(v) for k, v in raw.items() if isinstance(v, np.ndarray)}
-            n = len(t["src_nodes"])
-            blocks.append(HeteroBlock(g.ntypes, g.canonical_etypes, g._ntypes, g._etypes, t["src_nodes"], types[:n],
-                                      raw["num_dst"], t["indices"], t["dst"], t["etype"], t["eids"]))
-        if b["features"] is not None and self._feat:
-            featured = [g._ntype_id(f["node_type"]) for f in g._native.node_fields
-                        if f["name"] == self._feat and f["node_type"]]
-            rows = decode_rows(torch.from_numpy(b["features"]), b["features_codec"])
-            blocks[0]._set_src(self._feat, typed_rows(rows, types, sorted(featured),
-                                                      g.ntypes, blocks[0]._positions))
-        if self._label and len(b["labels"]) > 0:
-            blocks[-1]._set_dst(self._label, {self._seed_type: torch.from_numpy(b["labels"])})
-        blocks = [self._on_device(blk) for blk in blocks]
+        blocks = self._typed_blocks(b, self._label, self._seed_type)
         input_nodes = {nt: blocks[0].srcnodes[nt].data[NID] for nt in g.ntypes}
         seeds = {self._seed_type: blocks[-1].dstnodes[self._seed_type].data[NID]}
         if self._to_dgl:
@@ -558,6 +565,85 @@ class PairGraph:
         return g
 
 
+class TypedPairGraph:
+    """A typed edge batch's ``pos_graph`` / ``neg_graph`` (DGL's heterograph of the batch's
+    pairs): per node type its seeds (the blocks' output nodes of that type, ``ndata[NID][ntype]``,
+    type-wise IDs), per relation of the batch's positives its pairs as edges whose endpoints index
+    the seeds of the relation's source and destination types (``edges(etype=...)``; PyG:
+    ``edge_index_dict``), and for positives ``edata[EID][etype]``, type-wise edge IDs."""
+
+    def __init__(self, nodes: Dict[str, torch.Tensor], pairs: Dict[tuple, tuple], eids: Optional[Dict[tuple, torch.Tensor]]):
+        self.ntypes = list(nodes)
+        self.canonical_etypes = list(pairs)
+        self._pairs = pairs
+        self.ndata: Dict[str, Dict[str, torch.Tensor]] = {NID: nodes}
+        self.edata: Dict[str, Dict[tuple, torch.Tensor]] = {EID: eids} if eids is not None else {}
+
+    @property
+    def etypes(self):
+        return [c[1] for c in self.canonical_etypes]
+
+    def _cet(self, etype) -> tuple:
+        if etype is None:
+            if len(self.canonical_etypes) != 1:
+                raise KeyError(f"this pair graph has {len(self.canonical_etypes)} relations "
+                               f"({', '.join(map(str, self.canonical_etypes))}): name one with etype=")
+            return self.canonical_etypes[0]
+        if isinstance(etype, (tuple, list)) and tuple(etype) in self._pairs:
+            return tuple(etype)
+        hits = [c for c in self.canonical_etypes if c[1] == etype]
+        if len(hits) != 1:
+            raise KeyError(f"edge type {etype!r} is not one relation of this pair graph "
+                           f"({', '.join(map(str, self.canonical_etypes))})")
+        return hits[0]
+
+    def num_nodes(self, ntype=None) -> int:
+        nodes = self.ndata[NID]
+        return sum(int(t.shape[0]) for t in nodes.values()) if ntype is None else int(nodes[ntype].shape[0])
+
+    def num_edges(self, etype=None) -> int:
+        if etype is None:
+            return sum(int(u.shape[0]) for u, _ in self._pairs.values())
+        return int(self._pairs[self._cet(etype)][0].shape[0])
+
+    number_of_nodes = num_nodes
+    number_of_edges = num_edges
+
+    def edges(self, form="uv", order="eid", etype=None):
+        return self._pairs[self._cet(etype)]
+
+    @property
+    def edge_index_dict(self) -> Dict[tuple, torch.Tensor]:
+        return {c: torch.stack(uv) for c, uv in self._pairs.items()}
+
+    def to(self, device, non_blocking: bool = False) -> "TypedPairGraph":
+        mv = lambda t: t.to(device, non_blocking=non_blocking)  # noqa: E731
+        eids = self.edata.get(EID)
+        return TypedPairGraph({t: mv(x) for t, x in self.ndata[NID].items()},
+                              {c: (mv(u), mv(v)) for c, (u, v) in self._pairs.items()},
+                              {c: mv(x) for c, x in eids.items()} if eids is not None else None)
+
+    def to_dgl(self):
+        import dgl
+        any_t = next(iter(self.ndata[NID].values()))
+        g = dgl.heterograph({c: uv for c, uv in self._pairs.items()},
+                            num_nodes_dict={t: int(x.shape[0]) for t, x in self.ndata[NID].items()},
+                            device=any_t.device)
+        for t, x in self.ndata[NID].items():
+            g.nodes[t].data[dgl.NID] = x
+        for c, x in self.edata.get(EID, {}).items():
+            g.edges[c].data[dgl.EID] = x
+        return g
+
+
+def _typed_rank_edges(graph: DistGraph, ctx, rank: int) -> Dict[tuple, torch.Tensor]:
+    """fanout-train's positive edges of `rank` on a typed graph as {relation: type-wise IDs}."""
+    ids = _native.rank_edge_ids(graph._native, ctx.num_trainers, rank)
+    types, typewise = graph._etypes.to_typewise(ids)
+    return {graph.canonical_etypes[t]: torch.from_numpy(np.ascontiguousarray(typewise[types == t]))
+            for t in sorted(set(types.tolist()))}
+
+
 def edge_split(edges=None, partition_book=None, etype: str = "_E", rank: Optional[int] = None,
                force_even: bool = True) -> torch.Tensor:
     """This trainer's positive edges (DGL's ``edge_split``). Without ``edges``: fanout-train's own
@@ -569,6 +655,13 @@ def edge_split(edges=None, partition_book=None, etype: str = "_E", rank: Optiona
         raise RuntimeError("edge_split needs a DistGraph (or its partition book)")
     ctx = context.current()
     rank = ctx.rank if rank is None else rank
+    if edges is None and graph.is_typed():
+        # {relation: type-wise IDs} of the link relations (DistEdgeDataLoader's form), or one
+        # relation's IDs when `etype` names it.
+        mine = _typed_rank_edges(graph, ctx, rank)
+        if etype == "_E":
+            return mine
+        return mine.get(graph.to_canonical_etype(etype), torch.zeros(0, dtype=torch.int64))
     if edges is None:
         begin, end = _native.rank_edge_range(graph._native, ctx.num_trainers, rank)
         return torch.arange(begin, end, dtype=torch.int64)
@@ -593,6 +686,8 @@ def _fewest_on_any_rank(count: int) -> int:
 def _min_rank_edges(graph: DistGraph, ctx) -> int:
     """The fewest edges any rank gets from ``edge_split()`` (every rank runs that many per epoch,
     as fanout-train does)."""
+    if graph.is_typed():
+        return min(len(_native.rank_edge_ids(graph._native, ctx.num_trainers, r)) for r in range(ctx.world_size))
     ranges = (_native.rank_edge_range(graph._native, ctx.num_trainers, r) for r in range(ctx.world_size))
     return min(end - begin for begin, end in ranges)
 
@@ -603,7 +698,13 @@ class DistEdgeDataLoader(_EpochLoader):
     yields ``(input_nodes, pos_graph, neg_graph, blocks)``: the blocks embed the batch's seeds
     (every endpoint of its positive and negative pairs), ``pos_graph`` and ``neg_graph`` are the
     pairs as graphs over those seeds (``PairGraph``, or DGL graphs when the script imported DGL).
-    Over ``edge_split()``'s edges every rank runs the same number of steps."""
+    Over ``edge_split()``'s edges every rank runs the same number of steps.
+
+    On a typed graph partitioned for link prediction (``fanout-partition --link-etype
+    REL[,REL...]``) the positives are ``{relation: type-wise edge IDs}`` of those relations
+    (``edge_split(None, pb)`` gives this trainer's), each negative of its positive's relation's
+    destination type; the batch is ``({ntype: input IDs}, TypedPairGraph, TypedPairGraph,
+    HeteroBlocks)``, per-relation fanouts (dicts) allowed."""
 
     def __init__(self, g: DistGraph, eids, graph_sampler: EdgePredictionSampler, batch_size: int = 1,
                  shuffle: bool = True, drop_last: bool = False, *, seed: int = 0, num_samplers: Optional[int] = None,
@@ -623,25 +724,24 @@ class DistEdgeDataLoader(_EpochLoader):
         if not shuffle:
             raise ValueError("DistEdgeDataLoader: link batches are always shuffled (shuffle=False is not supported)")
         ns = graph_sampler.sampler
-        if g.is_typed():
-            raise NotImplementedError("DistEdgeDataLoader: link prediction on a typed graph is not supported yet "
-                                      "(node classification is: DistNodeDataLoader with {ntype: IDs})")
         super().__init__(g, to_dgl, ns.prefetch_node_feats, ns.output_device if device is None else device)
         self._sampler = ns
-        self._eids = _ids(eids)
-        begin, end = _native.rank_edge_range(g._native, ctx.num_trainers, ctx.rank)
+        self._typed = g.is_typed()
+        own = _native.rank_edge_ids(g._native, ctx.num_trainers, ctx.rank)
+        self._eids = self._typed_eids(g, eids) if self._typed else _ids(eids)
         per_epoch = len(self._eids)
-        if per_epoch == end - begin and np.array_equal(self._eids, np.arange(begin, end)):
-            per_epoch = _min_rank_edges(g, ctx)  # edge_split()'s: keep the ranks in step
+        if per_epoch == len(own) and np.array_equal(np.sort(self._eids), np.sort(own)):
+            self._eids = own  # edge_split()'s, in fanout-train's order: the same batches
+            per_epoch = _min_rank_edges(g, ctx)  # keep the ranks in step
         if drop_last:
             per_epoch -= per_epoch % batch_size
-        if ns.relation_fanouts:
-            raise ValueError("DistEdgeDataLoader: per-relation fanouts (dicts) need a typed graph's node loader")
+        if ns.relation_fanouts and not self._typed:
+            raise ValueError("DistEdgeDataLoader: per-relation fanouts (dicts) need a typed graph")
         # Link batches take no labels and are always shuffled over the rank's edges (the sampler
         # settings' shuffle and seeds_per_epoch do not apply; link.edges_per_epoch does).
         self._settings = ns._settings(batch_size=batch_size, shuffle=True, seed=seed, rank=ctx.rank,
                                       seeds_per_epoch=-1, feature_field=self._feat, label_field="",
-                                      relation_fanouts=[])
+                                      relation_fanouts=_relation_fanouts(g, ns) if self._typed else [])
         negatives = graph_sampler.negative_sampler
         self._link = dict(negatives=negatives.k, negative_sampling=negatives.kind,
                           hard_negative_field=negatives.hard_field, hard_negatives=negatives.hard,
@@ -655,7 +755,64 @@ class DistEdgeDataLoader(_EpochLoader):
                                   loader=self._loader_settings(first_epoch, num_epochs),
                                   cache_max_bytes=self._cache_bytes)
 
+    @staticmethod
+    def _typed_eids(g: DistGraph, eids) -> np.ndarray:
+        """Graph-wide edge IDs of {relation: type-wise IDs}, each relation one the graph was
+        partitioned to predict (config link_etypes: its negatives' type and held-out pairs)."""
+        link = [tuple(x.split(":")) for x in g._native.link_etypes]
+        if not link:
+            raise ValueError(f"DistEdgeDataLoader: the typed graph {g.graph_name!r} was not partitioned for link "
+                             "prediction: fanout-partition --edge-split TRAIN,VALID,TEST --link-etype REL[,REL...]")
+        if not isinstance(eids, dict):
+            raise ValueError("DistEdgeDataLoader: on a typed graph, pass the positives as {relation: type-wise edge "
+                             "IDs} (edge_split(None, g.get_partition_book()) gives this trainer's)")
+        parts = []
+        for etype, ids in eids.items():
+            cet = g.to_canonical_etype(etype)
+            if cet not in link:
+                raise ValueError(f"DistEdgeDataLoader: {cet} is not a link relation of {g.graph_name!r} (partitioned "
+                                 f"for: {', '.join(map(str, link))})")
+            parts.append(g._etypes.to_homo(g.canonical_etypes.index(cet), _ids(ids)))
+        return np.ascontiguousarray(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+
+    def _convert_typed(self, b):
+        """({ntype: input IDs}, TypedPairGraph, TypedPairGraph, HeteroBlocks), IDs type-wise."""
+        g = self._g
+        blocks = self._typed_blocks(b)
+        seeds = torch.from_numpy(b["seeds"])
+        types = torch.from_numpy(b["input_types"])[:len(seeds)].to(torch.int64)
+        local = torch.empty_like(seeds)  # each seed's index among the seeds of its type
+        nodes = {}
+        for t, name in enumerate(g.ntypes):
+            at = (types == t).nonzero().flatten()
+            local[at] = torch.arange(len(at), dtype=torch.int64)
+            nodes[name] = blocks[-1].dstnodes[name].data[NID]
+        pos_src, pos_dst = torch.from_numpy(b["pos_src"]), torch.from_numpy(b["pos_dst"])
+        neg_src, neg_dst = torch.from_numpy(b["neg_src"]), torch.from_numpy(b["neg_dst"])
+        rel, typewise = g._etypes.to_typewise(b["pos_eids"])
+        rel, typewise = torch.from_numpy(rel), torch.from_numpy(typewise)
+        k = len(neg_dst) // max(1, len(pos_src))
+        pos, neg, eids = {}, {}, {}
+        for r in sorted(set(rel.tolist())):
+            cet = g.canonical_etypes[r]
+            mine = (rel == r).nonzero().flatten()
+            pos[cet] = (local[pos_src[mine]], local[pos_dst[mine]])
+            eids[cet] = typewise[mine]
+            negs = (mine.unsqueeze(1) * k + torch.arange(k)).flatten()  # its positives' negatives
+            neg[cet] = (local[neg_src[negs]], local[neg_dst[negs]])
+        device = lambda d: {key: self._on_device(x) for key, x in d.items()}  # noqa: E731
+        pos_graph = TypedPairGraph(device(nodes), {c: tuple(map(self._on_device, uv)) for c, uv in pos.items()},
+                                   device(eids))
+        neg_graph = TypedPairGraph(device(nodes), {c: tuple(map(self._on_device, uv)) for c, uv in neg.items()}, None)
+        input_nodes = {nt: blocks[0].srcnodes[nt].data[NID] for nt in g.ntypes}
+        if self._to_dgl:
+            blocks = [blk.to_dgl() for blk in blocks]
+            pos_graph, neg_graph = pos_graph.to_dgl(), neg_graph.to_dgl()
+        return input_nodes, pos_graph, neg_graph, blocks
+
     def _convert(self, b):
+        if self._typed:
+            return self._convert_typed(b)
         blocks = self._blocks(b, self._sampler)
         seeds = torch.from_numpy(b["seeds"])  # the pair graphs' own, moved with them
         pos = self._on_device(PairGraph(seeds, torch.from_numpy(b["pos_src"]), torch.from_numpy(b["pos_dst"]),
