@@ -127,7 +127,7 @@ class LinkPrediction final : public Task {
     }
     // Several relations: each held-out pair's relation (an index into link_etypes), beside it.
     for (auto [file, pos, array] : {std::tuple{"valid_rel", &val_pos_, &val_rel_}, {"test_rel", &test_pos_, &test_rel_}}) {
-      if (relations_.size() < 2 || pos->rows() == 0) continue;
+      if (relations_.size() < 2 || pos->shape().size() != 2) continue;  // one relation, or a split not evaluated
       const std::string path = StrCat(config.base_dir, "/link/", file, ".npy");
       absl::StatusOr<core::NpyArray> a = core::NpyArray::Map(path);
       if (!a.ok()) {
@@ -404,20 +404,46 @@ class LinkPrediction final : public Task {
   }
 
   // weighted-bce: each positive edge's weight, one number of --loss-weight-field (or
-  // --edge-weight's field) per edge, as float32; with no edges, only checks the field.
-  static absl::StatusOr<std::vector<float>> PositiveWeights(JobContext& job, const std::vector<int64_t>& eids) {
+  // --edge-weight's field) per edge, as float32; on a typed graph each link relation's field of
+  // that name (SRC:REL:DST/NAME; every link relation must have one). With no edges, only checks
+  // the fields.
+  absl::StatusOr<std::vector<float>> PositiveWeights(JobContext& job, const std::vector<int64_t>& eids) const {
     const TrainOptions& o = job.options();
     const std::string& field =
         o.link.loss_weight_field.empty() ? o.sampling.edge.weight_field : o.link.loss_weight_field;
-    ASSIGN_OR_RETURN(core::FieldSchema f, job.graph().EdgeFieldSchema(field));
-    if (f.row_elems() != 1) {
-      return absl::InvalidArgumentError(StrCat("--link-loss weighted-bce: edge field '", field,
-                                               "' must hold one number per edge; it has ", f.row_elems()));
+    std::vector<std::string> keys = {field};
+    if (!relations_.empty()) {
+      keys.clear();
+      for (int r : relations_) keys.push_back(job.config().edge_types[r].ToString() + "/" + field);
     }
-    std::vector<char> raw(eids.size() * f.row_bytes());
-    RETURN_IF_ERROR(job.graph().PullEdgeRows(field, eids, raw.data()));
+    std::vector<core::FieldSchema> schemas;
+    for (const std::string& key : keys) {
+      absl::StatusOr<core::FieldSchema> f = job.graph().EdgeFieldSchema(key);
+      if (!f.ok()) {
+        return absl::NotFoundError(StrCat("--link-loss weighted-bce weighs every positive: ", f.status().message()));
+      }
+      if (f->row_elems() != 1) {
+        return absl::InvalidArgumentError(StrCat("--link-loss weighted-bce: edge field '", key,
+                                                 "' must hold one number per edge; it has ", f->row_elems()));
+      }
+      schemas.push_back(*std::move(f));
+    }
     std::vector<float> w(eids.size());
-    core::ConvertElements(f.dtype, raw.data(), w.size(), w.data());
+    for (size_t k = 0; k < keys.size(); ++k) {  // each link relation's positives together
+      std::vector<int64_t> mine, ids;
+      for (size_t i = 0; i < eids.size(); ++i) {
+        if (keys.size() == 1 || sampler::LinkRelationOf(job.config(), relations_, eids[i]) == static_cast<int>(k)) {
+          mine.push_back(static_cast<int64_t>(i));
+          ids.push_back(eids[i]);
+        }
+      }
+      if (ids.empty()) continue;
+      std::vector<char> raw(ids.size() * schemas[k].row_bytes());
+      RETURN_IF_ERROR(job.graph().PullEdgeRows(keys[k], ids, raw.data()));
+      std::vector<float> part(ids.size());
+      core::ConvertElements(schemas[k].dtype, raw.data(), part.size(), part.data());
+      for (size_t m = 0; m < mine.size(); ++m) w[mine[m]] = part[m];
+    }
     return w;
   }
   bool WritesPredictions() const override { return false; }
