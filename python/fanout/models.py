@@ -178,7 +178,9 @@ class DistMultScorer(nn.Module):
     """``fanout-train --task link --scorer distmult``'s pair scorer: ``sum(a * r * b)`` with a
     learnable vector ``r`` per relation, the checkpoint's ``scorer.relations`` ([relations, dim]: one
     row per edge type of the graph, one on a graph of one type). ``relation`` picks the row scored
-    with (the link relation's index among the partition config's edge types; 0 on one type)::
+    with (the link relation's index among the partition config's edge types; 0 on one type), or
+    ``forward(a, b, rel)`` each pair's (``rel``: [n] edge type indices, as fanout-train scores a
+    partition split on several relations)::
 
         scorer = DistMultScorer(dim, num_relations, relation)
         scorer.load_state_dict({k: v for k, v in sd.items() if k.startswith("scorer.")})
@@ -192,5 +194,6 @@ class DistMultScorer(nn.Module):
         self.scorer = nn.ParameterDict({"relations": nn.Parameter(torch.empty(num_relations, dim))})
         nn.init.xavier_uniform_(self.scorer["relations"], gain=nn.init.calculate_gain("relu"))
 
-    def forward(self, a: Tensor, b: Tensor) -> Tensor:
-        return (a * self.scorer["relations"][self.relation] * b).sum(1)
+    def forward(self, a: Tensor, b: Tensor, rel: Optional[Tensor] = None) -> Tensor:
+        r = self.scorer["relations"][self.relation] if rel is None else self.scorer["relations"][rel]
+        return (a * r * b).sum(1)

@@ -480,7 +480,7 @@ class DistLinkNeighborLoader(_PygLoader):
                                       "negatives 0)")
         if not shuffle:
             raise ValueError("DistLinkNeighborLoader: link batches are always shuffled (shuffle=False is not supported)")
-        self._mode, amount = self._negatives(neg_sampling, neg_sampling_ratio)
+        self._mode, negatives = self._negatives(neg_sampling, neg_sampling_ratio)
         feature, graph = _stores(data)
         super().__init__(transform, device)
         g = graph.graph()
@@ -508,7 +508,7 @@ class DistLinkNeighborLoader(_PygLoader):
                                           f"{' (type-wise, of the relation)' if self._edge_type else ''}")
         sampler = _fd.as_edge_prediction_sampler(
             _fd.NeighborSampler(_fanouts(num_neighbors, self._edge_type is not None), replace=replace),
-            negative_sampler=_fd.negative_sampler.Uniform(amount))
+            negative_sampler=negatives)
         self._eids = eids.long()
         self._order = torch.argsort(self._eids)
         self._loader = _fd.DistEdgeDataLoader(
@@ -519,23 +519,37 @@ class DistLinkNeighborLoader(_PygLoader):
 
     @staticmethod
     def _negatives(neg_sampling, ratio):
-        """(mode, amount) of PyG's neg_sampling / neg_sampling_ratio."""
+        """(mode, fanout negative sampler) of PyG's neg_sampling / neg_sampling_ratio. Besides
+        PyG's forms, fanout's own kinds: a ``fanout.distributed.negative_sampler`` object
+        (``Joint(k)``, ``InBatch(k)``, ``Local(k)``, ``Hard(k, field)``, ...; triplet mode), or a
+        dict ``{"mode": ..., "sampler": that object}``."""
         if neg_sampling is None and ratio is not None:
             neg_sampling = {"mode": "binary", "amount": ratio}
         if neg_sampling is None:
             raise ValueError("DistLinkNeighborLoader: fanout's link batches carry negatives: pass "
                              "neg_sampling='binary' or 'triplet' (amount: negatives per positive)")
-        if isinstance(neg_sampling, str):
+        sampler = None
+        if isinstance(neg_sampling, _fd.dataloader._NegativeSampler):
+            mode, sampler = "triplet", neg_sampling
+        elif isinstance(neg_sampling, str):
             mode, amount = neg_sampling, 1
         elif isinstance(neg_sampling, dict):
-            mode, amount = neg_sampling.get("mode"), neg_sampling.get("amount", 1)
+            mode, amount, sampler = neg_sampling.get("mode"), neg_sampling.get("amount", 1), neg_sampling.get("sampler")
+            if sampler is not None and not isinstance(sampler, _fd.dataloader._NegativeSampler):
+                raise TypeError("neg_sampling['sampler'] must be a fanout.distributed.negative_sampler object, "
+                                f"e.g. negative_sampler.Joint(8); got {type(sampler).__name__}")
         else:  # PyG's NegativeSampling
             mode, amount = getattr(neg_sampling.mode, "value", neg_sampling.mode), neg_sampling.amount
+            if getattr(neg_sampling, "weight", None) is not None:
+                raise NotImplementedError("fanout.pyg: NegativeSampling(weight=...) is not supported; fanout's "
+                                          "degree-weighted negatives are negative_sampler.DegreePow75(k)")
         if mode not in ("binary", "triplet"):
             raise ValueError(f"neg_sampling mode {mode!r} must be 'binary' or 'triplet'")
+        if sampler is not None:
+            return mode, sampler
         if float(amount) != int(amount) or int(amount) < 1:
             raise ValueError(f"neg_sampling amount {amount} must be a whole number >= 1 (negatives per positive)")
-        return mode, int(amount)
+        return mode, _fd.negative_sampler.Uniform(int(amount))
 
     def _to_data(self, input_nodes, pos, neg, blocks):
         if self._edge_type is not None:

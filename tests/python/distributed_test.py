@@ -7,6 +7,7 @@ servers (or a whole job through fanout-launch) on loopback.
 
 import glob
 import json
+import math
 import multiprocessing
 import os
 import re
@@ -729,6 +730,51 @@ class SettingsTest(ServersTestCase):
         with self.assertRaisesRegex(dist.FanoutError, "unknown setting 'prefech'"):
             _native.NodeLoader(self.g._native, np.arange(8), sampler=args["sampler"],
                                loader=dict(args["loader"], prefech=2))
+
+
+class LinkLossTest(unittest.TestCase):
+    """fanout.link's losses and rankings are fanout-train's (trainer/link_loss.h, AddRankings):
+    checked against the formulas on numbers worked by hand."""
+
+    def test_rankings_count_higher_negatives_and_half_the_ties(self):
+        from fanout.link import rankings
+        pos = torch.tensor([2.0, 0.5])
+        neg = torch.tensor([[3.0, 1.0, 2.0], [0.0, -1.0, -2.0]])
+        # Positive 0: one negative higher, one tied: rank 2.5. Positive 1: none higher: rank 1.
+        r = rankings(pos, neg, ks=(1, 2, 10))
+        self.assertAlmostEqual(r["mrr"], (1 / 2.5 + 1) / 2)
+        self.assertEqual((r["hits@1"], r["hits@2"], r["hits@10"]), (0.5, 0.5, 1.0))
+
+    def test_losses_are_fanout_trains(self):
+        from fanout.link import link_loss
+        pos = torch.tensor([1.5, -0.5], requires_grad=True)
+        neg = torch.tensor([[0.5, -1.0], [2.0, 0.0]], requires_grad=True)
+        sp = lambda x: math.log1p(math.exp(x))  # noqa: E731  softplus: -log sigmoid(-x)
+        pairs = [(1.5, 1), (-0.5, 1), (0.5, 0), (-1.0, 0), (2.0, 0), (0.0, 0)]
+        bce = sum(sp(-s) if y else sp(s) for s, y in pairs) / 6
+        self.assertAlmostEqual(float(link_loss(pos, neg, "bce")), bce, places=6)
+        w = torch.tensor([2.0, 0.5])
+        wbce = (2.0 * sp(-1.5) + 0.5 * sp(0.5) + sp(0.5) + sp(-1.0) + sp(2.0) + sp(0.0)) / 6
+        self.assertAlmostEqual(float(link_loss(pos, neg, "weighted-bce", weight=w)), wbce, places=6)
+        self.assertAlmostEqual(float(link_loss(pos, neg, "weighted-bce", weight=torch.ones(2))), bce, places=6)
+        t = 0.5
+        adv_neg = 0.0
+        for row in ([0.5, -1.0], [2.0, 0.0]):
+            e = [math.exp(x * t) for x in row]
+            adv_neg += sum(ei / sum(e) * sp(x) for ei, x in zip(e, row)) / 2
+        adv = ((sp(-1.5) + sp(0.5)) / 2 + adv_neg) / 2
+        self.assertAlmostEqual(float(link_loss(pos, neg, "adversarial", temperature=t)), adv, places=6)
+        con = 0.0
+        for p_, row in ((1.5, [0.5, -1.0]), (-0.5, [2.0, 0.0])):
+            z = [p_ / t] + [x / t for x in row]
+            con += -(z[0] - math.log(sum(math.exp(v) for v in z))) / 2
+        self.assertAlmostEqual(float(link_loss(pos, neg, "contrastive", temperature=t)), con, places=5)
+        link_loss(pos, neg, "adversarial").backward()  # differentiable, the weights detached
+        self.assertIsNotNone(pos.grad)
+        with self.assertRaisesRegex(ValueError, "is not a link loss"):
+            link_loss(pos, neg, "hinge")
+        with self.assertRaisesRegex(ValueError, r"expected \[n\] and \[n, k\]"):
+            link_loss(pos, neg.flatten())
 
 
 class TypedLinkLoaderTest(ServersTestCase):

@@ -104,6 +104,28 @@ class PygLoaderTest(base.ServersTestCase):
             src, dst = self.g.find_edges(eids)
             self.assertTrue(torch.equal(src, pos_src) and torch.equal(dst, pos_dst))
             loader.close()
+        # fanout's own negative kinds: joint negatives are one set shared by the batch, in-batch
+        # ones the other positives' destinations.
+        for sampler, check in ((dist.negative_sampler.Joint(4), "joint"), (dist.negative_sampler.InBatch(3), "in-batch")):
+            loader = pyg.DistLinkNeighborLoader((feature, graph), num_neighbors=[3], batch_size=16,
+                                                neg_sampling=sampler, num_workers=0)
+            batch = next(iter(loader))
+            loader.close()
+            neg = batch.dst_neg_index
+            if check == "joint":
+                self.assertEqual(neg.shape, (16, 4))
+                self.assertTrue(bool((neg == neg[0]).all()))
+            else:
+                self.assertEqual(neg.shape, (16, 3))
+                self.assertTrue(torch.equal(neg[:, 0], batch.dst_pos_index.roll(-1)))
+        binary = pyg.DistLinkNeighborLoader((feature, graph), num_neighbors=[3], batch_size=8, num_workers=0,
+                                            neg_sampling={"mode": "binary", "sampler": dist.negative_sampler.Joint(2)})
+        batch = next(iter(binary))
+        binary.close()
+        self.assertEqual(batch.edge_label_index.shape, (2, 24))
+        with self.assertRaisesRegex(TypeError, "negative_sampler object"):
+            pyg.DistLinkNeighborLoader((feature, graph), num_neighbors=[3], batch_size=4,
+                                       neg_sampling={"mode": "binary", "sampler": "joint"})
         with self.assertRaisesRegex(ValueError, "neg_sampling='binary' or 'triplet'"):
             pyg.DistLinkNeighborLoader((feature, graph), num_neighbors=[3], batch_size=4)
         with self.assertRaisesRegex(NotImplementedError, r"\[2, N\] node pairs"):
