@@ -35,6 +35,7 @@ imported only when a loader is made, and its absence is an ImportError saying wh
 docs/python.md has the rest.
 """
 
+import contextlib
 import glob
 import json
 import os
@@ -51,7 +52,7 @@ from fanout import distributed as _fd
 from fanout.distributed import EID, NID
 
 __all__ = ["DistContext", "LocalGraphStore", "LocalFeatureStore", "Partitioner", "DistNeighborSampler", "DistLoader",
-           "DistNeighborLoader", "DistLinkNeighborLoader"]
+           "DistNeighborLoader", "DistLinkNeighborLoader", "write_example_inputs"]
 
 
 def _pyg(hetero: bool = False):
@@ -177,6 +178,51 @@ class Partitioner:
         return os.path.join(self.root, f"{self.graph_name}.json")
 
 
+def write_example_inputs(part_config: str, root: str, dataset: str, node_type: Optional[str] = None) -> None:
+    """The files PyG's distributed examples (``node_ogb_cpu.py``) read besides the partition, made
+    from a fanout partition instead of PyG's ``partition_graph.py``: under ``root``,
+    ``{dataset}-partitions`` (a link to the partition's folder), ``{dataset}-label/label.pt`` (every
+    node's label in fanout's IDs; on a typed graph ``node_type``'s, by type-wise ID) and
+    ``{dataset}-{train,test}-partitions/partition{k}.pt`` (the training and test nodes partition
+    ``k`` owns, as PyG's script splits them). Reads the partition's files; no servers needed.
+    ``python -m fanout.pyg --part-config PARTS/g.json --root ROOT --dataset ogbn-products`` runs it."""
+    config_path = _partition_config(part_config)
+    with open(config_path) as f:
+        config = json.load(f)
+    base = os.path.dirname(os.path.abspath(config_path))
+    num_parts = int(config["num_parts"])
+    ntypes = sorted(config.get("ntypes") or {"_N": 0}, key=lambda t: (config.get("ntypes") or {"_N": 0})[t])
+    typed = ntypes != ["_N"]
+    if typed and node_type is None:
+        labelled = [t for t in ntypes if os.path.exists(os.path.join(base, "part0", "node_data", t, "label.npy"))]
+        if len(labelled) != 1:
+            raise ValueError(f"{config_path}: name the labelled node type (node_type=; types with labels: "
+                             f"{', '.join(labelled) or 'none'})")
+        node_type = labelled[0]
+    sub = os.path.join("node_data", node_type) if typed else "node_data"
+    labels, split = [], {"train": [], "test": []}
+    first = 0  # the partition's first ID (type-wise on a typed graph)
+    for k in range(num_parts):
+        part = os.path.join(base, f"part{k}", sub)
+        label = np.load(os.path.join(part, "label.npy"))
+        labels.append(label)
+        for which in split:
+            mask = np.load(os.path.join(part, f"{which}_mask.npy"))
+            split[which].append(torch.from_numpy(np.flatnonzero(mask).astype(np.int64) + first))
+        first += len(label)
+    os.makedirs(root, exist_ok=True)
+    link = os.path.join(root, f"{dataset}-partitions")
+    if os.path.islink(link):
+        os.remove(link)
+    os.symlink(base, link)
+    os.makedirs(os.path.join(root, f"{dataset}-label"), exist_ok=True)
+    torch.save(torch.from_numpy(np.concatenate(labels).astype(np.int64)), os.path.join(root, f"{dataset}-label", "label.pt"))
+    for which, parts in split.items():
+        os.makedirs(os.path.join(root, f"{dataset}-{which}-partitions"), exist_ok=True)
+        for k, ids in enumerate(parts):
+            torch.save(ids, os.path.join(root, f"{dataset}-{which}-partitions", f"partition{k}.pt"))
+
+
 class DistNeighborSampler:
     """PyG's name, for imports: fanout's loaders make their batches with fanout's own sampler
     (threads or sampler processes), so this is not constructed by scripts."""
@@ -258,13 +304,24 @@ class LocalFeatureStore(_Store):
     ``meta``; ``labels`` (every node's label, the graph's ``label`` field; on a typed graph
     {node type: labels} of the types that have one) for splitting seeds."""
 
+    _labels = None  # set by a script (PyG's ``feature.labels = torch.load(...)``)
+
     @property
     def labels(self):
+        if self._labels is not None:
+            return self._labels
         g = self.graph()
         if not g.is_typed():
             return g.ndata["label"][torch.arange(g.num_nodes())]
         return {t: g.nodes[t].data["label"][torch.arange(g.num_nodes(t))] for t in g.ntypes
                 if "label" in g.nodes[t].data}
+
+    @labels.setter
+    def labels(self, value):
+        """PyG's: the labels batches take ``y`` from, by node ID (fanout's IDs; on a typed graph
+        the seed type's type-wise IDs, or ``{node type: labels}``), instead of the partition's
+        ``label`` field. ``write_example_inputs`` writes such a file from a partition."""
+        self._labels = value
 
 
 def _stores(data):
@@ -318,9 +375,10 @@ class _PygLoader(DistLoader):
     """The iteration, length, device and ``with`` of both loaders over a fanout.distributed
     loader whose batches `_to_data` turns into Data."""
 
-    def __init__(self, transform, device):
+    def __init__(self, transform, device, num_workers: int = 0):
         self._transform = transform
         self._device = device
+        self.num_workers = int(num_workers)  # PyG's attribute: sampler processes (0: threads here)
 
     def __len__(self) -> int:
         return len(self._loader)
@@ -339,11 +397,14 @@ class _PygLoader(DistLoader):
         self.close()
         return False
 
-    def enable_multithreading(self, num_threads: int):
+    def enable_multithreading(self, num_threads: Optional[int] = None):
         """PyG's: the sampling threads of this process, used from the next epoch on when the job
-        has no sampler processes (fanout's loaders then sample in threads here)."""
-        self._loader._loader["num_threads"] = max(1, int(num_threads))
-        return self
+        has no sampler processes (fanout's loaders then sample in threads here). Usable as PyG's
+        context manager (``with loader.enable_multithreading(10): ...``); leaving it keeps the
+        loader as it is."""
+        if num_threads is not None:
+            self._loader._loader["num_threads"] = max(1, int(num_threads))
+        return contextlib.nullcontext(self)
 
     def close(self):
         self._loader.close()
@@ -405,7 +466,8 @@ class DistNeighborLoader(_PygLoader):
         _check_common("DistNeighborLoader", kwargs, time_attr, dist_sampler, disjoint, subgraph_type, concurrency)
         _refuse("input_time", input_time, None, "temporal sampling")
         feature, graph = _stores(data)
-        super().__init__(transform, device)
+        super().__init__(transform, device, num_workers)
+        self._feature = feature
         g = graph.graph()
         self._typed = g.is_typed()
         self._input_type = None
@@ -442,6 +504,11 @@ class DistNeighborLoader(_PygLoader):
         store.batch_size = int(seeds.numel())
         at = torch.searchsorted(self._input[self._order].contiguous(), seeds.contiguous())
         store.input_id = self._order[at]
+        override = self._feature._labels  # the script's own labels, by node ID
+        if override is not None:
+            if isinstance(override, dict):
+                override = override[self._input_type]
+            labels = torch.as_tensor(override)[seeds.cpu()]
         if labels is not None:
             store.y = labels
         return data
@@ -482,7 +549,7 @@ class DistLinkNeighborLoader(_PygLoader):
             raise ValueError("DistLinkNeighborLoader: link batches are always shuffled (shuffle=False is not supported)")
         self._mode, negatives = self._negatives(neg_sampling, neg_sampling_ratio)
         feature, graph = _stores(data)
-        super().__init__(transform, device)
+        super().__init__(transform, device, num_workers)
         g = graph.graph()
         # A typed graph: PyG's (edge type, IDs or None) of one relation it was partitioned to predict.
         self._edge_type = None
@@ -578,3 +645,20 @@ class DistLinkNeighborLoader(_PygLoader):
             dst_store.dst_pos_index = v
             dst_store.dst_neg_index = nv.view(n, -1)
         return data
+
+
+def _main(argv=None) -> int:
+    import argparse
+    parser = argparse.ArgumentParser(prog="python -m fanout.pyg", description=write_example_inputs.__doc__.split("\n\n")[0])
+    parser.add_argument("--part-config", required=True, help="the fanout partition (its folder or config file)")
+    parser.add_argument("--root", required=True, help="where to write (the example's --dataset_root_dir)")
+    parser.add_argument("--dataset", required=True, help="the example's --dataset name (ogbn-products, ogbn-mag)")
+    parser.add_argument("--node-type", default=None, help="typed graphs: the labelled node type (the only one by default)")
+    args = parser.parse_args(argv)
+    write_example_inputs(args.part_config, args.root, args.dataset, args.node_type)
+    print(f"wrote {args.root}/{args.dataset}-{{partitions,label,train-partitions,test-partitions}}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(_main())

@@ -195,6 +195,34 @@ class PygLoaderTest(base.ServersTestCase):
             with self.assertRaisesRegex(ValueError, "has no edge_index"):
                 pyg.Partitioner(bad, 2, os.path.join(d, "bad"))
 
+    def test_pygs_example_inputs_and_the_attributes_its_loop_reads(self):
+        """What node_ogb_cpu.py reads besides the loaders: write_example_inputs' files (labels in
+        fanout's IDs, each partition's own training and test nodes), feature.labels as y,
+        loader.num_workers, and enable_multithreading as a context that leaves the loader usable."""
+        import tempfile
+        g = self.g
+        with tempfile.TemporaryDirectory() as root:
+            pyg.write_example_inputs(self.config, root, "ogbn-products")
+            labels = torch.load(os.path.join(root, "ogbn-products-label", "label.pt"))
+            self.assertTrue(torch.equal(labels, g.ndata["label"][torch.arange(g.num_nodes())]))
+            pb = g.get_partition_book()
+            for k in range(2):
+                train = torch.load(os.path.join(root, "ogbn-products-train-partitions", f"partition{k}.pt"))
+                mask = g.ndata["train_mask"][torch.arange(g.num_nodes())].bool()
+                owned = pb.nid2partid(torch.arange(g.num_nodes())) == k
+                self.assertTrue(torch.equal(train, (mask & owned).nonzero().flatten()))
+            feature, graph = pyg.LocalFeatureStore.from_partition(os.path.join(root, "ogbn-products-partitions"), 0), \
+                pyg.LocalGraphStore.from_partition(os.path.join(root, "ogbn-products-partitions"), 0)
+        feature.labels = labels + 1000  # y comes from the script's labels once it sets them
+        loader = pyg.DistNeighborLoader((feature, graph), num_neighbors=[2], input_nodes=train, batch_size=16,
+                                        num_workers=0)
+        self.assertEqual(loader.num_workers, 0)
+        for _ in range(2):  # two epochs, each inside the context
+            with loader.enable_multithreading(2):
+                batch = next(iter(loader))
+            self.assertTrue(torch.equal(batch.y, labels[batch.n_id[:batch.batch_size]] + 1000))
+        loader.close()
+
     def test_unsupported_arguments_are_refused_by_name(self):
         data = self.stores()
         for kw, message in (({"disjoint": True}, "disjoint"), ({"time_attr": "t"}, "time_attr"),
