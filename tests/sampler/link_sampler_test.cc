@@ -89,33 +89,50 @@ TEST(DropExcludedTest, DropsSeedPairsInBothDirectionsOfTheMarkedRelationsOnly) {
   EXPECT_EQ(e.src, (std::vector<int64_t>{1, 3, 2}));
 }
 
-// A typed graph partitioned for link prediction on author:writes:paper (config link_etypes): the
-// ranks' positives are exactly the stored writes edges, negatives are papers (uniform or by
-// degree), and a seed pair's writes / rev_writes edges stay out of the blocks while the blocks
-// still hold other relations.
-TEST(TypedLinkSamplerTest, PositivesAreTheRelationsEdgesAndNegativesItsDestinationType) {
-  fanout::testing::TempDir dir;
-  const partition::Dataset d = fanout::testing::MakeTypedDataset(4, 300, 200, 10);
+// `d` partitioned into `parts` parts with reverse edges for link prediction on `relations`
+// (and `hard_field` as hard negatives), then a DistGraph over its files as machine 0.
+struct TypedLinkGraph {
+  core::PartitionConfig config;
+  std::unique_ptr<DistGraph> graph;
+};
+void OpenTypedLinkGraph(const fanout::testing::TempDir& dir, const partition::Dataset& d,
+                        std::vector<std::string> relations, int parts, const std::string& hard_field,
+                        TypedLinkGraph* out) {
   partition::PartitionOptions po;
   po.out_dir = dir.Sub("parts");
-  po.num_parts = 2;
+  po.num_parts = parts;
   po.add_reverse_edges = true;
   po.quiet = true;
-  po.edge_split = {.valid = 0.1, .test = 0.1, .relations = {"writes"}};
+  po.hard_negative_field = hard_field;
+  po.edge_split = {.valid = 0.1, .test = 0.1, .relations = std::move(relations)};
   auto summary = partition::PartitionDataset(d, po);
   ASSERT_TRUE(summary.ok()) << summary.status();
   auto config = core::LoadPartitionConfig(summary->config_path);
   ASSERT_TRUE(config.ok()) << config.status();
-  const int writes = LinkRelations(*config).at(0);
-  ASSERT_GE(writes, 0);
   std::vector<std::shared_ptr<core::GraphSource>> sources;
-  for (int k = 0; k < 2; ++k) {
+  for (int k = 0; k < parts; ++k) {
     auto store = core::PartitionStore::Open(*config, k);
     ASSERT_TRUE(store.ok()) << store.status();
     sources.push_back(std::make_shared<core::LocalGraphSource>(std::move(*store)));
   }
   auto graph = DistGraph::FromSources(*config, 0, std::move(sources));
   ASSERT_TRUE(graph.ok()) << graph.status();
+  out->config = *std::move(config);
+  out->graph = std::move(*graph);
+}
+
+// A typed graph partitioned for link prediction on author:writes:paper (config link_etypes): the
+// ranks' positives are exactly the stored writes edges, negatives are papers (uniform or by
+// degree), and a seed pair's writes / rev_writes edges stay out of the blocks while the blocks
+// still hold other relations.
+TEST(TypedLinkSamplerTest, PositivesAreTheRelationsEdgesAndNegativesItsDestinationType) {
+  fanout::testing::TempDir dir;
+  TypedLinkGraph t;
+  ASSERT_NO_FATAL_FAILURE(OpenTypedLinkGraph(dir, fanout::testing::MakeTypedDataset(4, 300, 200, 10), {"writes"}, 2, "", &t));
+  const core::PartitionConfig* config = &t.config;
+  const std::unique_ptr<DistGraph>* graph = &t.graph;
+  const int writes = LinkRelations(*config).at(0);
+  ASSERT_GE(writes, 0);
   const core::TypeMap& ntypes = (*graph)->node_types();
   auto etypes = config->EdgeTypes();
   ASSERT_TRUE(etypes.ok());
@@ -185,29 +202,15 @@ TEST(TypedLinkSamplerTest, PositivesAreTheRelationsEdgesAndNegativesItsDestinati
 // negatives are refused, and evaluation's drawn negatives follow each pair's relation.
 TEST(TypedLinkSamplerTest, SeveralRelationsDrawEachPositivesNegativesFromItsDestinationType) {
   fanout::testing::TempDir dir;
-  const partition::Dataset d = fanout::testing::MakeTypedDataset(4, 300, 200, 10);
-  partition::PartitionOptions po;
-  po.out_dir = dir.Sub("parts");
-  po.num_parts = 2;
-  po.add_reverse_edges = true;
-  po.quiet = true;
-  po.edge_split = {.valid = 0.1, .test = 0.1, .relations = {"writes", "in"}};
-  auto summary = partition::PartitionDataset(d, po);
-  ASSERT_TRUE(summary.ok()) << summary.status();
-  auto config = core::LoadPartitionConfig(summary->config_path);
-  ASSERT_TRUE(config.ok()) << config.status();
+  TypedLinkGraph t;
+  ASSERT_NO_FATAL_FAILURE(
+      OpenTypedLinkGraph(dir, fanout::testing::MakeTypedDataset(4, 300, 200, 10), {"writes", "in"}, 2, "", &t));
+  const core::PartitionConfig* config = &t.config;
+  const std::unique_ptr<DistGraph>* graph = &t.graph;
   const std::vector<int> relations = LinkRelations(*config);
   ASSERT_EQ(relations.size(), 2u);
   EXPECT_EQ(LinkNegativeTypes(*config).size(), 2u);
   EXPECT_FALSE(RankEdgeRange(*config, 1, 0).ok());  // two ranges, not one
-  std::vector<std::shared_ptr<core::GraphSource>> sources;
-  for (int k = 0; k < 2; ++k) {
-    auto store = core::PartitionStore::Open(*config, k);
-    ASSERT_TRUE(store.ok()) << store.status();
-    sources.push_back(std::make_shared<core::LocalGraphSource>(std::move(*store)));
-  }
-  auto graph = DistGraph::FromSources(*config, 0, std::move(sources));
-  ASSERT_TRUE(graph.ok()) << graph.status();
   const core::TypeMap& ntypes = (*graph)->node_types();
   auto etypes = config->EdgeTypes();
   ASSERT_TRUE(etypes.ok());
@@ -528,24 +531,13 @@ TEST(HardNegativesTest, TypedGraphsKeepEdgeFieldsPerRelationAndTheirHardNegative
                            .edge_type = "author:writes:paper"});
   d.edge_fields.push_back({.name = "w", .data = core::NpyArray::Adopt(std::vector<float>(weight), {nc}),
                            .edge_type = "paper:cites:paper"});
-  partition::PartitionOptions po;
-  po.out_dir = dir.Sub("parts");
-  po.num_parts = 1;
-  po.add_reverse_edges = true;
-  po.quiet = true;
-  po.hard_negative_field = "hard";
-  po.edge_split = {.valid = 0.1, .test = 0.1, .relations = {"writes", "cites"}};
-  auto summary = partition::PartitionDataset(d, po);
-  ASSERT_TRUE(summary.ok()) << summary.status();
-  auto config = core::LoadPartitionConfig(summary->config_path);
-  ASSERT_TRUE(config.ok()) << config.status();
+  TypedLinkGraph t;
+  ASSERT_NO_FATAL_FAILURE(OpenTypedLinkGraph(dir, d, {"writes", "cites"}, 1, "hard", &t));
+  const core::PartitionConfig* config = &t.config;
+  const std::unique_ptr<DistGraph>* graph = &t.graph;
   ASSERT_EQ(config->edge_fields.size(), 2u);
   EXPECT_EQ(config->edge_fields[0].key(), "author:writes:paper/hard");
   EXPECT_EQ(config->edge_fields[1].key(), "paper:cites:paper/w");
-  auto store = core::PartitionStore::Open(*config, 0);
-  ASSERT_TRUE(store.ok()) << store.status();
-  auto graph = DistGraph::FromSources(*config, 0, {std::make_shared<core::LocalGraphSource>(std::move(*store))});
-  ASSERT_TRUE(graph.ok()) << graph.status();
   const core::TypeMap& ntypes = (*graph)->node_types();
   auto etypes = config->EdgeTypes();
   ASSERT_TRUE(etypes.ok());
@@ -619,6 +611,11 @@ TEST(HardNegativesTest, TypedGraphsKeepEdgeFieldsPerRelationAndTheirHardNegative
   EXPECT_NE(missing.status().message().find("none of the link relations"), std::string::npos) << missing.status();
   hard[2 * 9 + 1] = papers;
   d.edge_fields[0].data = core::NpyArray::Adopt(std::vector<int64_t>(hard), {nw, 2});
+  partition::PartitionOptions po;
+  po.num_parts = 1;
+  po.quiet = true;
+  po.hard_negative_field = "hard";
+  po.edge_split = {.valid = 0.1, .test = 0.1, .relations = {"writes", "cites"}};
   po.out_dir = dir.Sub("bad");
   auto bad = partition::PartitionDataset(d, po);
   ASSERT_FALSE(bad.ok());

@@ -88,31 +88,38 @@ TEST(TypedTrainCliTest, ResumingWithLearnableEmbeddingsContinuesTheUninterrupted
   EXPECT_NE(ranks[0]->output().find("does not fit this model"), std::string::npos) << ranks[0]->output();
 }
 
+// MakeTypedDataset(seed, 400 papers, 300 authors, 10 venues) with structure to learn: author a
+// writes papers near paper a * 4/3 (drawn from `rng_seed`), with `cites` paper p cites papers
+// just after it, instead of uniformly drawn ones; papers' features say where a paper is (smooth
+// in its ID).
+partition::Dataset LinkStructuredDataset(uint64_t seed, uint64_t rng_seed, bool cites) {
+  partition::Dataset d = testing::MakeTypedDataset(seed, 400, 300, 10);
+  std::vector<int64_t> e(d.edges.data_as<int64_t>(), d.edges.data_as<int64_t>() + 2 * d.num_edges());
+  std::mt19937_64 rng(rng_seed);
+  for (int64_t r = d.edge_type_offsets[0]; r < d.edge_type_offsets[1]; ++r) {
+    const int64_t a = e[2 * r] - d.node_type_offsets[1];
+    e[2 * r + 1] = std::min<int64_t>(399, a * 4 / 3 + static_cast<int64_t>(rng() % 8));
+  }
+  for (int64_t r = d.edge_type_offsets[1]; cites && r < d.edge_type_offsets[2]; ++r) {
+    e[2 * r + 1] = (e[2 * r] + 1 + static_cast<int64_t>(rng() % 6)) % 400;
+  }
+  d.edges = core::NpyArray::Adopt(std::move(e), {d.num_edges(), 2});
+  std::vector<float> feat(400 * 3);
+  for (int64_t p = 0; p < 400; ++p) {
+    feat[3 * p] = static_cast<float>(p) / 400;
+    feat[3 * p + 1] = std::cos(static_cast<float>(p) * 0.12f);
+    feat[3 * p + 2] = std::sin(static_cast<float>(p) * 0.12f);
+  }
+  d.node_fields[0].data = core::NpyArray::Adopt(std::move(feat), {400, 3});
+  return d;
+}
+
 // Link prediction on one relation of a typed graph (fanout-partition --edge-split --link-etype):
 // 2 partitions, R-GCN with learnable embeddings; it learns (held-out ROC-AUC well above chance),
 // and a typed partition without a link relation is refused naming the flags.
 TEST(TypedTrainCliTest, LinkPredictionOnOneRelationLearns) {
   testing::TempDir dir;
-  partition::Dataset d = testing::MakeTypedDataset(5, 400, 300, 10);
-  {
-    // Structure to learn: author a writes 3 papers near paper a * 4/3 (and cites link papers
-    // near each other), instead of uniformly drawn ones.
-    std::vector<int64_t> e(d.edges.data_as<int64_t>(), d.edges.data_as<int64_t>() + 2 * d.num_edges());
-    std::mt19937_64 rng(9);
-    for (int64_t r = d.edge_type_offsets[0]; r < d.edge_type_offsets[1]; ++r) {
-      const int64_t a = e[2 * r] - d.node_type_offsets[1];
-      e[2 * r + 1] = std::min<int64_t>(399, a * 4 / 3 + static_cast<int64_t>(rng() % 8));
-    }
-    d.edges = core::NpyArray::Adopt(std::move(e), {d.num_edges(), 2});
-    // and papers' features that say where a paper is (smooth in its ID).
-    std::vector<float> feat(400 * 3);
-    for (int64_t p = 0; p < 400; ++p) {
-      feat[3 * p] = static_cast<float>(p) / 400;
-      feat[3 * p + 1] = std::cos(static_cast<float>(p) * 0.12f);
-      feat[3 * p + 2] = std::sin(static_cast<float>(p) * 0.12f);
-    }
-    d.node_fields[0].data = core::NpyArray::Adopt(std::move(feat), {400, 3});
-  }
+  partition::Dataset d = LinkStructuredDataset(5, 9, /*cites=*/false);
   partition::PartitionOptions o;
   o.out_dir = dir.Sub("parts");
   o.num_parts = 2;
@@ -160,27 +167,8 @@ TEST(TypedTrainCliTest, LinkPredictionOnOneRelationLearns) {
 // per relation, on the terminal and in the metrics file; both relations are learnt.
 TEST(TypedTrainCliTest, LinkPredictionOnTwoRelationsReportsEach) {
   testing::TempDir dir;
-  partition::Dataset d = testing::MakeTypedDataset(6, 400, 300, 10);
+  partition::Dataset d = LinkStructuredDataset(6, 11, /*cites=*/true);
   {
-    // Structure to learn in both: author a writes papers near paper a * 4/3, paper p cites papers
-    // just after it; papers' features say where a paper is.
-    std::vector<int64_t> e(d.edges.data_as<int64_t>(), d.edges.data_as<int64_t>() + 2 * d.num_edges());
-    std::mt19937_64 rng(11);
-    for (int64_t r = d.edge_type_offsets[0]; r < d.edge_type_offsets[1]; ++r) {
-      const int64_t a = e[2 * r] - d.node_type_offsets[1];
-      e[2 * r + 1] = std::min<int64_t>(399, a * 4 / 3 + static_cast<int64_t>(rng() % 8));
-    }
-    for (int64_t r = d.edge_type_offsets[1]; r < d.edge_type_offsets[2]; ++r) {
-      e[2 * r + 1] = (e[2 * r] + 1 + static_cast<int64_t>(rng() % 6)) % 400;
-    }
-    d.edges = core::NpyArray::Adopt(std::move(e), {d.num_edges(), 2});
-    std::vector<float> feat(400 * 3);
-    for (int64_t p = 0; p < 400; ++p) {
-      feat[3 * p] = static_cast<float>(p) / 400;
-      feat[3 * p + 1] = std::cos(static_cast<float>(p) * 0.12f);
-      feat[3 * p + 2] = std::sin(static_cast<float>(p) * 0.12f);
-    }
-    d.node_fields[0].data = core::NpyArray::Adopt(std::move(feat), {400, 3});
     // A weight of 1 on every edge of both relations (weighted-bce below), and a field of
     // writes alone.
     for (int r = 0; r < 2; ++r) {
