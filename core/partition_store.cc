@@ -296,22 +296,17 @@ absl::StatusOr<FieldSchema> PartitionStore::EdgeFieldSchema(const std::string& n
 }
 
 absl::Status PartitionStore::CheckFieldRows(const Field& f, std::span<const int64_t> ids) const {
-  if (!f.schema.edge_type.empty()) {
-    for (int64_t id : ids) {
-      if (id < f.base || id >= f.end) {
-        return absl::InvalidArgumentError(base::StrCat("edge ", id, " is of type ", edge_types_.name(edge_types_.ToTypeWise(id).first),
-                                                 "; field '", f.schema.key(), "' holds ", f.schema.edge_type,
-                                                 " edges only (this partition's: [", f.base, ", ", f.end, "))"));
-      }
-    }
-    return absl::OkStatus();
-  }
-  if (f.schema.node_type.empty()) return absl::OkStatus();  // every owned ID has a row
+  // A typed field has rows for its type's IDs only; an untyped one for every owned ID.
+  const bool edge = !f.schema.edge_type.empty();
+  if (!edge && f.schema.node_type.empty()) return absl::OkStatus();
+  const TypeMap& types = edge ? edge_types_ : node_types_;
   for (int64_t id : ids) {
     if (id < f.base || id >= f.end) {
-      return absl::InvalidArgumentError(base::StrCat("node ", id, " is of type ", node_types_.name(node_types_.ToTypeWise(id).first),
-                                               "; field '", f.schema.key(), "' holds ", f.schema.node_type,
-                                               " nodes only (this partition's: [", f.base, ", ", f.end, "))"));
+      return absl::InvalidArgumentError(base::StrCat(edge ? "edge " : "node ", id, " is of type ",
+                                                     types.name(types.ToTypeWise(id).first), "; field '", f.schema.key(),
+                                                     "' holds ", edge ? f.schema.edge_type : f.schema.node_type,
+                                                     edge ? " edges" : " nodes", " only (this partition's: [", f.base,
+                                                     ", ", f.end, "))"));
     }
   }
   return absl::OkStatus();
