@@ -298,7 +298,7 @@ class LinkPrediction final : public Task {
     const int64_t* p = pos.data_as<int64_t>();
     // Each pair's link relation (0 with one relation).
     std::vector<int64_t> pair_rel(m, 0);
-    if (rel.rows() == n && n > 0) std::copy(rel.data_as<int64_t>() + lo, rel.data_as<int64_t>() + hi, pair_rel.begin());
+    if (rel.shape().size() == 1 && rel.rows() == n && n > 0) std::copy(rel.data_as<int64_t>() + lo, rel.data_as<int64_t>() + hi, pair_rel.begin());
     std::vector<int64_t> ids(p + 2 * lo, p + 2 * hi);
     if (!drawn) {
       const int64_t* q = neg.data_as<int64_t>();
