@@ -204,10 +204,16 @@ def write_example_inputs(part_config: str, root: str, dataset: str, node_type: O
     first = 0  # the partition's first ID (type-wise on a typed graph)
     for k in range(num_parts):
         part = os.path.join(base, f"part{k}", sub)
+        if not os.path.exists(os.path.join(part, "label.npy")):
+            raise FileNotFoundError(f"{os.path.join(part, 'label.npy')}: the partition has no labels")
         label = np.load(os.path.join(part, "label.npy"))
         labels.append(label)
         for which in split:
-            mask = np.load(os.path.join(part, f"{which}_mask.npy"))
+            path = os.path.join(part, f"{which}_mask.npy")
+            if not os.path.exists(path):
+                raise FileNotFoundError(f"{path}: the partition has no {which} split (partition a dataset with "
+                                        "train/valid/test indices)")
+            mask = np.load(path)
             split[which].append(torch.from_numpy(np.flatnonzero(mask).astype(np.int64) + first))
         first += len(label)
     os.makedirs(root, exist_ok=True)
