@@ -79,7 +79,8 @@ int main(int argc, char** argv) {
                  "with --features-from-disk-mb: the row caches' policy (S3-FIFO, scan-resistant; LRU for "
                  "comparison)");
   args.AddBool("allow-push", &o.allow_push,
-               "servers accept writes of node data (fanout-server --allow-push; a Python script's DistTensor writes)");
+               "servers accept writes to the partition's own node data (fanout-server --allow-push); tensors and "
+               "embeddings the job creates need no flag");
   args.AddInt("num-server-threads", &o.num_server_threads,
               "worker threads per server (0 = fanout-server's default)");
   args.AddInt("num-trainer-threads", &o.num_omp_threads,

@@ -2,8 +2,9 @@
 // DistTensor (a script's own field) and DistEmbedding (learnable rows of a typed graph's
 // featureless nodes). A field is created on every server of every partition (each server holds
 // its own partition's rows, zero-filled), read from one server of each owning partition and
-// written to all of them, so that whichever server answers a later read has the rows. Creating,
-// writing and reading need servers started with --allow-push (fanout-launch --allow-push).
+// written to all of them, so that whichever server answers a later read has the rows. Any server
+// creates, writes and reads them (within its --max-created-bytes); --allow-push is for the
+// partition's own fields.
 #pragma once
 
 #include <atomic>

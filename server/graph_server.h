@@ -25,7 +25,8 @@ struct ServerOptions {
   int num_threads = 0;                     // request workers; 0 = hardware concurrency
   ServiceLimits limits;
   int64_t max_request_bytes = 64ll << 20;  // larger requests: RESOURCE_EXHAUSTED from gRPC
-  bool allow_push = false;                 // accept writes (PushNodeData, CreateNodeField, SparseUpdate)
+  bool allow_push = false;                 // accept writes to the partition's own node data (PushNodeData,
+                                           // SparseUpdate); created fields take them regardless
   rpc::Security security;                       // TLS and token (default: plaintext, no token)
   int handshake_timeout_ms = 10000;        // connections that have not finished HTTP/2 (and TLS)
                                            // setup by then are closed
@@ -35,7 +36,7 @@ struct ServerOptions {
 // Thread-safe. Destroying it shuts the server down.
 class GraphServer {
  public:
-  // Serves a partition's files; pushes are allowed when options.allow_push.
+  // Serves a partition's files; pushes to them are allowed when options.allow_push.
   static absl::StatusOr<std::unique_ptr<GraphServer>> Start(std::unique_ptr<core::PartitionStore> store,
                                                             const ServerOptions& options);
   // Serves `source` as partition `part_id` of `config` (a fake in tests, a cache, a proxy of other

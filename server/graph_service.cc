@@ -327,11 +327,21 @@ absl::Status GraphServiceImpl::CheckPushValues(const core::FieldSchema& f, const
   return absl::OkStatus();
 }
 
-absl::Status GraphServiceImpl::DoPush(const v1::PushRequest& req) const {
-  if (!policy_.allow_push) {
-    return absl::PermissionDeniedError(
-        "this server is read-only: PushNodeData needs a server started with --allow-push");
+absl::Status GraphServiceImpl::CheckWritable(const std::string& rpc, const std::string& field) const {
+  // Fields the job created (CreateNodeField: a script's DistTensor or DistEmbedding, fanout-train's
+  // learnable rows) take writes on any server, bounded by --max-created-bytes; the partition's
+  // own data only on a server started with --allow-push.
+  if (policy_.allow_push) return absl::OkStatus();
+  if (!config_.NodeField(field).ok() && served_.writable != nullptr && served_.writable->NodeFieldSchema(field).ok()) {
+    return absl::OkStatus();
   }
+  return absl::PermissionDeniedError(StrCat("this server keeps the partition's data read-only: ", rpc, " to '", field,
+                                            "' needs a server started with --allow-push (fields the job created "
+                                            "take writes without it)"));
+}
+
+absl::Status GraphServiceImpl::DoPush(const v1::PushRequest& req) const {
+  RETURN_IF_ERROR(CheckWritable("PushNodeData", req.field()));
   if (!v1::PushOp_IsValid(req.op())) {
     return absl::InvalidArgumentError(StrCat("unknown push op ", static_cast<int>(req.op())));
   }
@@ -377,10 +387,8 @@ absl::StatusOr<core::FieldSchema> GraphServiceImpl::NodeField(const std::string&
 
 absl::Status GraphServiceImpl::DoCreateNodeField(const v1::CreateNodeFieldRequest& req,
                                                  v1::CreateNodeFieldResponse* resp) const {
-  if (!policy_.allow_push) {
-    return absl::PermissionDeniedError(
-        "this server is read-only: CreateNodeField needs a server started with --allow-push");
-  }
+  // Any server creates fields (within --max-created-bytes): they hold the job's own data, never
+  // the partition's.
   if (served_.writable == nullptr) {
     return absl::FailedPreconditionError("this server's graph source takes no writes: CreateNodeField is not available");
   }
@@ -417,10 +425,7 @@ grpc::ServerUnaryReactor* GraphServiceImpl::CreateNodeField(grpc::CallbackServer
 }
 
 absl::Status GraphServiceImpl::DoSparseUpdate(const v1::SparseUpdateRequest& req) const {
-  if (!policy_.allow_push) {
-    return absl::PermissionDeniedError(
-        "this server is read-only: SparseUpdate needs a server started with --allow-push");
-  }
+  RETURN_IF_ERROR(CheckWritable("SparseUpdate", req.field()));
   if (served_.writable == nullptr) {
     return absl::FailedPreconditionError("this server's graph source takes no writes: SparseUpdate is not available");
   }

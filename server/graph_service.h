@@ -33,7 +33,10 @@ struct ServiceLimits {
 // What the service lets callers do beyond reading.
 struct ServicePolicy {
   ServiceLimits limits;
-  bool allow_push = false;  // PushNodeData, CreateNodeField and SparseUpdate refused (PERMISSION_DENIED) unless set
+  // PushNodeData and SparseUpdate to the partition's own fields refused (PERMISSION_DENIED)
+  // unless set; fields the job created (CreateNodeField, bounded by limits.max_created_bytes)
+  // take them either way.
+  bool allow_push = false;
   std::string auth_token;   // non-empty: every call must carry "authorization: Bearer <token>"
 };
 
@@ -82,6 +85,8 @@ class GraphServiceImpl final : public v1::GraphService::CallbackService {
   // empty. Thread-safe.
   absl::Status DoGetMetadata(v1::GetMetadataResponse* resp) const;
   absl::Status DoPull(const v1::PullRequest& req, bool node, v1::PullResponse* resp, const StopCheck& stop) const;
+  // OK when `field` may be written by `rpc` here (ServicePolicy::allow_push, or a created field).
+  absl::Status CheckWritable(const std::string& rpc, const std::string& field) const;
   absl::Status DoPush(const v1::PushRequest& req) const;
   // A node field of the config, else one created at run time.
   absl::StatusOr<core::FieldSchema> NodeField(const std::string& name) const;

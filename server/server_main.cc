@@ -41,9 +41,12 @@ int main(int argc, char** argv) {
   args.AddInt("max-queued-calls", &o.limits.max_queued_calls, "calls waiting for a worker; more: UNAVAILABLE", 0);
   args.AddInt("max-queued-bytes", &o.limits.max_queued_bytes, "request bytes waiting for a worker; more: UNAVAILABLE", 0);
   args.AddBool("allow-push", &o.allow_push,
-               "accept PushNodeData and CreateNodeField (writes to node data); refused otherwise");
+               "accept writes to the partition's own node data (PushNodeData, SparseUpdate); refused otherwise. "
+               "Fields the job creates (CreateNodeField: a script's DistTensor or DistEmbedding, fanout-train's "
+               "learnable rows) take writes either way, within --max-created-bytes");
   args.AddBytes("max-created-bytes", &o.limits.max_created_bytes,
-                "memory node fields created by clients (a Python script's DistTensor) may take together");
+                "memory node fields created by clients (a Python script's DistTensor or DistEmbedding, fanout-train's "
+                "learnable rows) may take together");
   int64_t feature_cache_mb = -1;
   args.AddInt("feature-cache-mb", &feature_cache_mb,
               "read the partition's node fields from disk (pread) behind a row cache of this many MiB instead of "

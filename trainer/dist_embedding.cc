@@ -62,7 +62,7 @@ absl::StatusOr<std::unique_ptr<DistEmbeddings>> DistEmbeddings::Create(const sam
       if (!made.ok()) {
         return absl::Status(made.status().code(),
                             StrCat("creating the learnable embeddings of node type ", graph.node_types().name(t),
-                                   " on the servers (--embed-featureless; the servers need --allow-push): ",
+                                   " on the servers (--embed-featureless): ",
                                    made.status().message()));
       }
     }

@@ -179,7 +179,7 @@ void AddTaskFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
                  "typed graphs: the node type to classify (default: the one node type with labels)");
   args.AddInt("embed-featureless", &o->embed.dim,
               "typed graphs: learnable embeddings of this width for the node types without features, held by the "
-              "servers (start them with fanout-launch --allow-push) and trained by --sparse-optimizer; the typed "
+              "servers (fields the job creates: no --allow-push needed) and trained by --sparse-optimizer; the typed "
               "features are then projected to the same width. 0: featureless nodes input zeros", 0);
   args.AddChoice("sparse-optimizer", &f->sparse_optimizer, {"adam", "adagrad"},
                  "optimizer of the learnable embeddings (DGL's SparseAdam / SparseAdagrad: only the rows a step "

@@ -275,7 +275,7 @@ class Graph {
 
   // Rows of `values` (C order, the field's dtype, one row per ID) written to every server of
   // each ID's partition, so that whichever server later answers a read has them. Refused
-  // (PERMISSION_DENIED) by servers started without --allow-push.
+  // (PERMISSION_DENIED) for the partition's own fields by servers started without --allow-push.
   void PushNodeRows(const std::string& field, const py::array& ids_in, const py::array& values, bool add) {
     const core::FieldSchema schema = NodeSchema(field);
     std::vector<int64_t> ids = Ids(ids_in, "node IDs");

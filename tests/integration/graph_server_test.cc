@@ -334,13 +334,29 @@ TEST_F(BadRequestTest, CreatedFieldsAreReadAndWrittenLikeFileFields) {
   EXPECT_EQ(c_.clients[0]->PullNodeData("h", {c_.config.node_bounds[0]}).status().code(), absl::StatusCode::kNotFound);
 }
 
-TEST(GraphServerTest, ReadOnlyServersCreateNoFields) {
+// A server without --allow-push keeps the partition's own data read-only but holds the fields a
+// job creates (a script's DistTensor, learnable rows): created, written and read without a flag.
+TEST(GraphServerTest, ServersWithoutAllowPushTakeWritesToCreatedFieldsOnly) {
   TempDir dir;
   Cluster c;
   c.Start(testing::PartitionRandom(dir, {.num_nodes = 50, .num_edges = 200}, 1), ServerOptions{});
-  auto made = c.clients[0]->CreateNodeField("h", core::DType::kFloat32, {2});
-  EXPECT_EQ(made.status().code(), absl::StatusCode::kPermissionDenied);
-  EXPECT_NE(std::string(made.status().message()).find("--allow-push"), std::string::npos) << made.status();
+  GraphClient& cl = *c.clients[0];
+  auto made = cl.CreateNodeField("h", core::DType::kFloat32, {2});
+  ASSERT_TRUE(made.ok()) << made.status();
+  std::vector<float> row = {1, 2};
+  Rows r{core::DType::kFloat32, {1, 2}, std::string(reinterpret_cast<const char*>(row.data()), 8)};
+  ASSERT_TRUE(cl.PushNodeData("h", {3}, r, core::PushOp::kAssign).ok());
+  auto back = cl.PullNodeData("h", {3});
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->data, r.data);
+  auto feat = cl.PullNodeData("feat", {3});
+  ASSERT_TRUE(feat.ok()) << feat.status();
+  Rows same{core::DType::kFloat32, feat->shape, feat->data};
+  absl::Status s = cl.PushNodeData("feat", {3}, same, core::PushOp::kAssign);
+  EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << s;
+  EXPECT_NE(std::string(s.message()).find("PushNodeData to 'feat' needs a server started with --allow-push"),
+            std::string::npos)
+      << s;
 }
 
 TEST(GraphServerTest, UnreachableServerFailsWithinTheDeadline) {

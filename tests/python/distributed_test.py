@@ -224,12 +224,14 @@ class DistTensorTest(ServersTestCase):
         with self.assertRaisesRegex(TypeError, "boolean mask"):
             self.g.ndata["feat"][torch.tensor([True, False])]
 
-    def test_writes_are_refused_without_allow_push(self):
-        with self.assertRaisesRegex(dist.FanoutError, "PERMISSION_DENIED.*partition [01]"):
+    def test_the_partitions_data_is_read_only_without_allow_push_the_jobs_own_tensors_are_not(self):
+        with self.assertRaisesRegex(dist.FanoutError, "PERMISSION_DENIED.*partition [01].*--allow-push"):
             self.g.ndata["feat"][torch.tensor([1, 2000])] = torch.zeros(2, 16)
-        with self.assertRaisesRegex(dist.FanoutError, "PERMISSION_DENIED.*--allow-push"):
-            dist.DistTensor((self.g.num_nodes(), 2), torch.float32, "h")
         np.testing.assert_array_equal(self.g.ndata["feat"][[1]].numpy(), self.part_rows("feat")[[1]])
+        h = dist.DistTensor((self.g.num_nodes(), 2), torch.float32, "h_no_flag")
+        rows = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+        h[torch.tensor([1, 2000])] = rows
+        self.assertTrue(torch.equal(h[torch.tensor([1, 2000])], rows))
 
     def test_partition_book_and_split(self):
         pb = self.g.get_partition_book()

@@ -189,7 +189,7 @@ TEST(TypedTrainCliTest, LinkPredictionOnTwoRelationsReportsEach) {
   auto summary = partition::PartitionDataset(d, o);
   ASSERT_TRUE(summary.ok()) << summary.status();
   testing::ServerCluster cluster;
-  cluster.Start(summary->config_path, {.allow_push = true});
+  cluster.Start(summary->config_path);  // no --allow-push: the learnable rows are the job's own fields
   const std::string metrics = dir.Sub("m.jsonl");
   auto ranks = StartRanks(2, {"--part-config", summary->config_path, "--servers", cluster.ServerList(), "--task",
                               "link", "--model", "rgcn", "--embed-featureless", "16", "--fanouts", "5,5", "--hidden",

@@ -235,7 +235,8 @@ TEST(DistEmbeddingsTest, AStepChangesOnlyTheRowsItTouchedByTheSparseUpdate) {
   EXPECT_EQ(job.Table(author, o.dim), after);
 }
 
-TEST(DistEmbeddingsTest, ReadOnlyServersAreRefusedNamingAllowPush) {
+// The learnable rows are the job's own fields: servers started without --allow-push hold them.
+TEST(DistEmbeddingsTest, ServersWithoutAllowPushHoldTheJobsRows) {
   TypedJob job;
   ASSERT_NO_FATAL_FAILURE(job.Start(1, /*allow_push=*/false));
   auto comm = MakeSoloCommunicator(CommBackend::kGloo, c10::Device(c10::kCPU));
@@ -243,10 +244,7 @@ TEST(DistEmbeddingsTest, ReadOnlyServersAreRefusedNamingAllowPush) {
   o.dim = 4;
   auto emb = DistEmbeddings::Create(*job.graph, job.fields.get(), {*job.graph->node_types().TypeId("author")}, o,
                                     *comm, 1);
-  ASSERT_FALSE(emb.ok());
-  EXPECT_EQ(emb.status().code(), absl::StatusCode::kPermissionDenied) << emb.status();
-  EXPECT_NE(emb.status().message().find("--allow-push"), std::string::npos) << emb.status();
-  EXPECT_NE(emb.status().message().find("node type author"), std::string::npos) << emb.status();
+  ASSERT_TRUE(emb.ok()) << emb.status();
 }
 
 // The servers' SparseUpdate refuses what would corrupt a table, naming it: an ID twice in one

@@ -4,8 +4,8 @@ sparse optimizers of :mod:`fanout.distributed.optim` (DGL's ``SparseAdam``/``Spa
 The table is a node field created in the servers' memory (as fanout-train's
 ``--embed-featureless`` tables), so every trainer reads a row from one place and no trainer holds
 the whole table; the optimizer's state is a second field beside it, and the servers apply each
-step to the rows a batch touched, where they live. Needs a job started with ``fanout-launch
---allow-push``.
+step to the rows a batch touched, where they live. The rows are the job's own: no
+``--allow-push`` is needed.
 """
 
 from typing import Callable, List, Optional, Tuple

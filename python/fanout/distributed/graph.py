@@ -60,14 +60,14 @@ class NodePartitionPolicy:
 class DistTensor:
     """A node field of the partitioned graph, read (and, where the servers allow it, written) by
     row: ``t[ids]`` gathers the rows from their owners, ``t[ids] = rows`` writes them to every
-    server of the owning partitions (servers started with ``--allow-push``; others refuse with
-    ``FanoutError: PERMISSION_DENIED``).
+    server of the owning partitions (a tensor the job created: always; the partition's own fields:
+    servers started with ``--allow-push``, others refuse with ``FanoutError: PERMISSION_DENIED``).
 
     ``DistTensor(shape, dtype, name)`` attaches to the node field of that name (checking its shape
     and dtype), or creates it: ``(g.num_nodes(), ...)`` rows of zeros held by the servers (each
     partition's rows by its servers) until the job ends, as DGL's example does for layer-wise
-    inference. Creating needs a job started with ``fanout-launch --allow-push`` and fits within
-    each server's ``--max-created-bytes``; every trainer may create the same tensor (the second
+    inference. Creating needs no flag and fits within each server's ``--max-created-bytes``;
+    every trainer may create the same tensor (the second
     attaches). Without a name, tensors are named in creation order, the same on every trainer.
     """
 

@@ -7,8 +7,8 @@ gathers every trainer's, averages them over the trainers (as DDP averages the de
 and has each row updated once, by the trainer ``row mod world size``; the servers apply the
 update where the rows live (fanout-train's own sparse optimizers, core/sparse_optim.h: Adam per
 row with its own step count, so that rows no batch touched never change). Every trainer then
-waits for the others, so that the next step reads updated rows. Needs ``fanout-launch
---allow-push``.
+waits for the others, so that the next step reads updated rows. The rows are the job's own: no
+``--allow-push`` is needed.
 """
 
 from typing import Iterable, List
