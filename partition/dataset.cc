@@ -98,10 +98,8 @@ int64_t Dataset::FieldRows(const Field& f) const {
 }
 
 int Dataset::EdgeTypeIndex(const std::string& canonical) const {
-  for (size_t r = 0; r < edge_types.size(); ++r) {
-    if (edge_types[r].ToString() == canonical) return static_cast<int>(r);
-  }
-  return -1;
+  absl::StatusOr<int> r = core::FindEdgeType(edge_types, canonical);
+  return r.ok() ? *r : -1;
 }
 
 int64_t Dataset::EdgeFieldRows(const Field& f) const {

@@ -48,11 +48,10 @@ absl::StatusOr<NegativeSampling> ParseNegativeSampling(std::string_view name) {
 std::vector<int> LinkRelations(const core::PartitionConfig& config) {
   std::vector<int> out;
   for (const std::string& name : config.link_etypes) {
-    for (size_t r = 0; r < config.edge_types.size(); ++r) {
-      if (config.edge_types[r].ToString() == name) out.push_back(static_cast<int>(r));
-    }
+    // (LoadPartitionConfig refuses a link_etypes entry that is not an edge type.)
+    if (absl::StatusOr<int> r = core::FindEdgeType(config.edge_types, name); r.ok()) out.push_back(*r);
   }
-  return out;  // LoadPartitionConfig refuses a link_etypes entry that is not an edge type
+  return out;
 }
 
 int LinkRelationOf(const core::PartitionConfig& config, std::span<const int> relations, int64_t eid) {
@@ -87,32 +86,39 @@ std::pair<int64_t, int64_t> RankSlice(std::pair<int64_t, int64_t> range, int tpm
   return {range.first + n * local / tpm, range.first + n * (local + 1) / tpm};
 }
 
+// Rank `rank`'s slices [begin, end), one per link relation (one of every stored edge without).
+std::vector<std::pair<int64_t, int64_t>> RankSlices(const core::PartitionConfig& config, int tpm, int rank) {
+  const int part = rank / tpm;
+  std::vector<std::pair<int64_t, int64_t>> out;
+  const std::vector<int> relations = LinkRelations(config);
+  if (relations.empty()) out.push_back(RankSlice({config.edge_bounds[part], config.edge_bounds[part + 1]}, tpm, rank));
+  for (int r : relations) out.push_back(RankSlice(config.edge_type_ranges[r][part], tpm, rank));
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::pair<int64_t, int64_t>> RankEdgeRange(const core::PartitionConfig& config, int tpm, int rank) {
-  const std::vector<int> relations = LinkRelations(config);
-  const int part = rank / tpm;
-  if (relations.empty()) return RankSlice({config.edge_bounds[part], config.edge_bounds[part + 1]}, tpm, rank);
-  if (relations.size() > 1) {
-    return absl::InvalidArgumentError(StrCat("the graph is partitioned for link prediction on ", relations.size(),
+  const std::vector<std::pair<int64_t, int64_t>> slices = RankSlices(config, tpm, rank);
+  if (slices.size() > 1) {
+    return absl::InvalidArgumentError(StrCat("the graph is partitioned for link prediction on ", slices.size(),
                                              " relations (", base::StrJoin(config.link_etypes, ", "),
                                              "): a rank's positive edges are one range per relation, not one range"));
   }
-  return RankSlice(config.edge_type_ranges[relations[0]][part], tpm, rank);
+  return slices[0];
+}
+
+int64_t RankEdgeCount(const core::PartitionConfig& config, int tpm, int rank) {
+  int64_t n = 0;
+  for (const auto& [begin, end] : RankSlices(config, tpm, rank)) n += end - begin;
+  return n;
 }
 
 SeedArray RankEdgeSeeds(const core::PartitionConfig& config, int tpm, int rank) {
-  const std::vector<int> relations = LinkRelations(config);
-  const int part = rank / tpm;
-  if (relations.size() <= 1) {
-    const auto [begin, end] = RankSlice(relations.empty() ? std::pair{config.edge_bounds[part], config.edge_bounds[part + 1]}
-                                                          : config.edge_type_ranges[relations[0]][part],
-                                        tpm, rank);
-    return SeedArray::Range(begin, end - begin);
-  }
+  const std::vector<std::pair<int64_t, int64_t>> slices = RankSlices(config, tpm, rank);
+  if (slices.size() == 1) return SeedArray::Range(slices[0].first, slices[0].second - slices[0].first);
   std::vector<int64_t> ids;
-  for (int r : relations) {
-    const auto [begin, end] = RankSlice(config.edge_type_ranges[r][part], tpm, rank);
+  for (const auto& [begin, end] : slices) {
     for (int64_t e = begin; e < end; ++e) ids.push_back(e);
   }
   return SeedArray::Of(std::move(ids));
@@ -356,8 +362,9 @@ std::vector<int64_t> LinkBatchSampler::DrawNegatives(const std::vector<int64_t>&
   }
 }
 
-absl::Status LinkBatchSampler::PutHardNegatives(const std::vector<int64_t>& eids, const std::vector<int64_t>& src,
-                                                const std::vector<int64_t>& dst, std::vector<int64_t>* neg) {
+absl::Status LinkBatchSampler::PutHardNegatives(const std::vector<int64_t>& eids, const std::vector<int>& rel,
+                                                const std::vector<int64_t>& src, const std::vector<int64_t>& dst,
+                                                std::vector<int64_t>* neg) {
   const int64_t count = static_cast<int64_t>(eids.size()), k = options_.negatives;
   const int64_t most = options_.hard_negatives > 0 ? options_.hard_negatives : k;
   const int64_t n = graph_->num_nodes();
@@ -366,7 +373,7 @@ absl::Status LinkBatchSampler::PutHardNegatives(const std::vector<int64_t>& eids
     if (hard_fields_[r].empty()) continue;
     std::vector<int64_t> mine, ids;
     for (int64_t i = 0; i < count; ++i) {
-      if (hard_fields_.size() == 1 || LinkRelationOf(graph_->config(), link_relations_, eids[i]) == static_cast<int>(r)) {
+      if (rel[i] == static_cast<int>(r)) {
         mine.push_back(i);
         ids.push_back(eids[i]);
       }
@@ -420,13 +427,17 @@ absl::StatusOr<LinkMiniBatch> LinkBatchSampler::SampleBlocks(int64_t epoch, int6
 
   uint64_t state = Mix(Mix(Mix(options_.sampling.seed ^ 0x6e6567ULL, static_cast<uint64_t>(epoch)), static_cast<uint64_t>(step)),
                        static_cast<uint64_t>(options_.sampling.rank));
-  // Each positive's candidate set: its link relation's destination type's.
-  std::vector<int> set(count, 0);
-  if (sets_.size() > 1) {
-    for (int64_t i = 0; i < count; ++i) set[i] = set_of_[std::max(0, LinkRelationOf(graph_->config(), link_relations_, b.eids[i]))];
+  // Each positive's link relation (0 with one or none), found once, and its candidate set: its
+  // relation's destination type's.
+  std::vector<int> rel(count, 0), set(count, set_of_[0]);
+  if (link_relations_.size() > 1) {
+    for (int64_t i = 0; i < count; ++i) {
+      rel[i] = std::max(0, LinkRelationOf(graph_->config(), link_relations_, b.eids[i]));
+      set[i] = set_of_[rel[i]];
+    }
   }
   std::vector<int64_t> neg = DrawNegatives(src, dst, set, state);
-  if (!options_.hard_negative_field.empty()) RETURN_IF_ERROR(PutHardNegatives(b.eids, src, dst, &neg));
+  if (!options_.hard_negative_field.empty()) RETURN_IF_ERROR(PutHardNegatives(b.eids, rel, src, dst, &neg));
   const size_t per_positive = count > 0 ? neg.size() / count : 0;
 
   // The distinct endpoints, in order of first appearance, and each pair's positions.

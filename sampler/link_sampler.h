@@ -75,6 +75,8 @@ struct LinkMiniBatch : LinkPairs {
 // contiguous range in the partition, cut into slices the same way, the rank's slices in
 // link_etypes' order. One relation (or none): a range, no list of 8 bytes per edge is made.
 SeedArray RankEdgeSeeds(const core::PartitionConfig& config, int trainers_per_machine, int rank);
+// How many they are (no list made).
+int64_t RankEdgeCount(const core::PartitionConfig& config, int trainers_per_machine, int rank);
 // The same edges as [begin, end) of global edge IDs; INVALID_ARGUMENT when they are no one range
 // (several link relations).
 absl::StatusOr<std::pair<int64_t, int64_t>> RankEdgeRange(const core::PartitionConfig& config,
@@ -128,9 +130,11 @@ class LinkBatchSampler {
   // positive i.
   std::vector<int64_t> DrawNegatives(const std::vector<int64_t>& src, const std::vector<int64_t>& dst,
                                      const std::vector<int>& set, uint64_t& state) const;
-  // Replaces the first negatives of each positive of `eids` by its edge's hard negatives.
-  absl::Status PutHardNegatives(const std::vector<int64_t>& eids, const std::vector<int64_t>& src,
-                                const std::vector<int64_t>& dst, std::vector<int64_t>* neg);
+  // Replaces the first negatives of each positive of `eids` (`rel`: each one's link relation) by
+  // its edge's hard negatives.
+  absl::Status PutHardNegatives(const std::vector<int64_t>& eids, const std::vector<int>& rel,
+                                const std::vector<int64_t>& src, const std::vector<int64_t>& dst,
+                                std::vector<int64_t>* neg);
   // A negative's node from its index among candidate set `set`'s.
   int64_t Candidate(int set, int64_t i) const;
 

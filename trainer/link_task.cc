@@ -153,7 +153,7 @@ class LinkPrediction final : public Task {
           StrCat(config.base_dir, "/link: the negatives are not a whole number per positive"));
     }
     if (o.link.loss.kind == LinkLoss::kWeightedBce) {  // the field exists and has one number per edge
-      RETURN_IF_ERROR(PositiveWeights(job, {}).status());
+      RETURN_IF_ERROR(PositiveWeights(job, {}, {}).status());
     }
     if (o.eval.every > 0) sizes_.val = val_pos_.rows();
     if (o.eval.test) sizes_.test = test_pos_.rows();
@@ -239,9 +239,11 @@ class LinkPrediction final : public Task {
     t.wait += Since(t0);
     ASSIGN_OR_RETURN(BatchTensors bt, job.StepTensors(lb.nodes, epoch, step, /*labels=*/false, t));
     t0 = Clock::now();
+    // Each positive's link relation, found once (several relations only).
+    const std::vector<int> pair_rel = PairRelations(job, lb.eids);
     std::vector<float> weights;
     if (o.link.loss.kind == LinkLoss::kWeightedBce) {
-      ASSIGN_OR_RETURN(weights, PositiveWeights(job, lb.eids));
+      ASSIGN_OR_RETURN(weights, PositiveWeights(job, lb.eids, pair_rel));
     }
     StepLoss s;
     ASSIGN_OR_RETURN(const at::Tensor x, job.ModelInput(bt, lb.nodes));
@@ -252,7 +254,11 @@ class LinkPrediction final : public Task {
                                       at::tensor(lb.neg_src, at::kLong), at::tensor(lb.neg_dst, at::kLong)};
       // Several link relations under distmult: each positive's edge type, its relation vector.
       const bool typed_pairs = relations_.size() > 1 && scorer_->kind() == ScorerKind::kDistMult;
-      if (typed_pairs) host.push_back(at::tensor(PairEdgeTypes(job, lb.eids), at::kLong));
+      if (typed_pairs) {
+        std::vector<int64_t> types(pair_rel.size());
+        for (size_t i = 0; i < pair_rel.size(); ++i) types[i] = relations_[pair_rel[i]];
+        host.push_back(at::tensor(types, at::kLong));
+      }
       if (!weights.empty()) host.push_back(at::tensor(weights, at::kFloat));
       const std::vector<at::Tensor> ends = job.uploader().Upload(host);
       const at::Tensor rel = typed_pairs ? ends[4] : at::Tensor();
@@ -405,9 +411,10 @@ class LinkPrediction final : public Task {
 
   // weighted-bce: each positive edge's weight, one number of --loss-weight-field (or
   // --edge-weight's field) per edge, as float32; on a typed graph each link relation's field of
-  // that name (SRC:REL:DST/NAME; every link relation must have one). With no edges, only checks
-  // the fields.
-  absl::StatusOr<std::vector<float>> PositiveWeights(JobContext& job, const std::vector<int64_t>& eids) const {
+  // that name (SRC:REL:DST/NAME; every link relation must have one; `pair_rel`: PairRelations).
+  // With no edges, only checks the fields.
+  absl::StatusOr<std::vector<float>> PositiveWeights(JobContext& job, const std::vector<int64_t>& eids,
+                                                     const std::vector<int>& pair_rel) const {
     const TrainOptions& o = job.options();
     const std::string& field =
         o.link.loss_weight_field.empty() ? o.sampling.edge.weight_field : o.link.loss_weight_field;
@@ -432,7 +439,7 @@ class LinkPrediction final : public Task {
     for (size_t k = 0; k < keys.size(); ++k) {  // each link relation's positives together
       std::vector<int64_t> mine, ids;
       for (size_t i = 0; i < eids.size(); ++i) {
-        if (keys.size() == 1 || sampler::LinkRelationOf(job.config(), relations_, eids[i]) == static_cast<int>(k)) {
+        if (keys.size() == 1 || pair_rel[i] == static_cast<int>(k)) {
           mine.push_back(static_cast<int64_t>(i));
           ids.push_back(eids[i]);
         }
@@ -448,13 +455,12 @@ class LinkPrediction final : public Task {
   }
   bool WritesPredictions() const override { return false; }
 
-  // Each positive edge's edge type (the link relation it is of: the stored edges trained on are
-  // the link relations' alone).
-  std::vector<int64_t> PairEdgeTypes(JobContext& job, const std::vector<int64_t>& eids) const {
-    std::vector<int64_t> out(eids.size());
-    for (size_t i = 0; i < eids.size(); ++i) {
-      out[i] = relations_[std::max(0, sampler::LinkRelationOf(job.config(), relations_, eids[i]))];
-    }
+  // Each positive edge's link relation (an index into relations_) with several link relations;
+  // empty otherwise (the stored edges trained on are the link relations' alone).
+  std::vector<int> PairRelations(JobContext& job, const std::vector<int64_t>& eids) const {
+    if (relations_.size() < 2) return {};
+    std::vector<int> out(eids.size());
+    for (size_t i = 0; i < eids.size(); ++i) out[i] = std::max(0, sampler::LinkRelationOf(job.config(), relations_, eids[i]));
     return out;
   }
 

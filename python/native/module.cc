@@ -692,6 +692,15 @@ PYBIND11_MODULE(_native, m) {
       "in slices.");
 
   m.def(
+      "rank_edge_count",
+      [](const Graph& g, int trainers_per_machine, int rank) {
+        CheckRank(g, trainers_per_machine, rank);
+        return sampler::RankEdgeCount(g.config(), trainers_per_machine, rank);
+      },
+      py::arg("graph"), py::arg("trainers_per_machine"), py::arg("rank"),
+      "How many positive edges fanout-train gives a rank (--task link), without listing them.");
+
+  m.def(
       "rank_edge_ids",
       [](const Graph& g, int trainers_per_machine, int rank) {
         CheckRank(g, trainers_per_machine, rank);

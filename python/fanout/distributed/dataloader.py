@@ -686,10 +686,7 @@ def _fewest_on_any_rank(count: int) -> int:
 def _min_rank_edges(graph: DistGraph, ctx) -> int:
     """The fewest edges any rank gets from ``edge_split()`` (every rank runs that many per epoch,
     as fanout-train does)."""
-    if graph.is_typed():
-        return min(len(_native.rank_edge_ids(graph._native, ctx.num_trainers, r)) for r in range(ctx.world_size))
-    ranges = (_native.rank_edge_range(graph._native, ctx.num_trainers, r) for r in range(ctx.world_size))
-    return min(end - begin for begin, end in ranges)
+    return min(_native.rank_edge_count(graph._native, ctx.num_trainers, r) for r in range(ctx.world_size))
 
 
 class DistEdgeDataLoader(_EpochLoader):
@@ -727,12 +724,15 @@ class DistEdgeDataLoader(_EpochLoader):
         super().__init__(g, to_dgl, ns.prefetch_node_feats, ns.output_device if device is None else device)
         self._sampler = ns
         self._typed = g.is_typed()
-        own = _native.rank_edge_ids(g._native, ctx.num_trainers, ctx.rank)
         self._eids = self._typed_eids(g, eids) if self._typed else _ids(eids)
         per_epoch = len(self._eids)
-        if per_epoch == len(own) and np.array_equal(np.sort(self._eids), np.sort(own)):
-            self._eids = own  # edge_split()'s, in fanout-train's order: the same batches
-            per_epoch = _min_rank_edges(g, ctx)  # keep the ranks in step
+        if per_epoch == _native.rank_edge_count(g._native, ctx.num_trainers, ctx.rank):
+            if self._typed:
+                own = _native.rank_edge_ids(g._native, ctx.num_trainers, ctx.rank)
+            else:  # one range
+                own = np.arange(*_native.rank_edge_range(g._native, ctx.num_trainers, ctx.rank))
+            if np.array_equal(self._eids, own):  # edge_split()'s: keep the ranks in step
+                per_epoch = _min_rank_edges(g, ctx)
         if drop_last:
             per_epoch -= per_epoch % batch_size
         if ns.relation_fanouts and not self._typed:
@@ -766,14 +766,17 @@ class DistEdgeDataLoader(_EpochLoader):
         if not isinstance(eids, dict):
             raise ValueError("DistEdgeDataLoader: on a typed graph, pass the positives as {relation: type-wise edge "
                              "IDs} (edge_split(None, g.get_partition_book()) gives this trainer's)")
-        parts = []
+        parts = {}
         for etype, ids in eids.items():
             cet = g.to_canonical_etype(etype)
             if cet not in link:
                 raise ValueError(f"DistEdgeDataLoader: {cet} is not a link relation of {g.graph_name!r} (partitioned "
                                  f"for: {', '.join(map(str, link))})")
-            parts.append(g._etypes.to_homo(g.canonical_etypes.index(cet), _ids(ids)))
-        return np.ascontiguousarray(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
+            parts[cet] = g._etypes.to_homo(g.canonical_etypes.index(cet), _ids(ids))
+        # In the partition's link relation order, fanout-train's (rank_edge_ids): edge_split()'s
+        # dict then gives exactly fanout-train's positives, in its order.
+        ordered = [parts[cet] for cet in link if cet in parts]
+        return np.ascontiguousarray(np.concatenate(ordered)) if ordered else np.zeros(0, dtype=np.int64)
 
     def _convert_typed(self, b):
         """({ntype: input IDs}, TypedPairGraph, TypedPairGraph, HeteroBlocks), IDs type-wise."""
