@@ -56,6 +56,32 @@ TEST(LinkScorerTest, DistMultWeighsTheProductByItsRelationsRow) {
   EXPECT_THROW(LinkScorer(ScorerKind::kDistMult, 3, 5, 2, 2), c10::Error);
 }
 
+// Several link relations: each pair scored with its own relation's row (`rel`), by Score and by
+// ScoreAll (every a[i] with a[i]'s row), and only those rows get gradients; dot ignores `rel`.
+TEST(LinkScorerTest, DistMultScoresEachPairWithItsRelationsRow) {
+  LinkScorer s(ScorerKind::kDistMult, 3, 5, /*num_relations=*/4, /*relation=*/0);
+  const at::Tensor r = s.named_parameters()[0].value();
+  const at::Tensor a = at::randn({3, 3}), b = at::randn({3, 3});
+  const at::Tensor rel = at::tensor({3, 1, 3}, at::kLong);
+  const at::Tensor score = s.Score(a, b, rel);
+  for (int64_t i = 0; i < 3; ++i) {
+    const float want = (a[i] * r[rel[i].item<int64_t>()] * b[i]).sum().item<float>();
+    EXPECT_NEAR(score[i].item<float>(), want, 1e-5) << "pair " << i;
+  }
+  const at::Tensor all = s.ScoreAll(a, b, rel);
+  for (int64_t i = 0; i < 3; ++i) {
+    for (int64_t j = 0; j < 3; ++j) {
+      const float want = (a[i] * r[rel[i].item<int64_t>()] * b[j]).sum().item<float>();
+      EXPECT_NEAR(all[i][j].item<float>(), want, 1e-5) << i << ", " << j;
+    }
+  }
+  score.sum().backward();
+  for (int64_t row : {0, 2}) EXPECT_EQ(r.grad()[row].abs().sum().item<float>(), 0.f) << "row " << row;
+  for (int64_t row : {1, 3}) EXPECT_GT(r.grad()[row].abs().sum().item<float>(), 0.f) << "row " << row;
+  LinkScorer dot(ScorerKind::kDot, 3, 5);
+  EXPECT_TRUE(at::allclose(dot.Score(a, b, rel), dot.Score(a, b)));
+}
+
 // ScoreAll(a, b)[i][j] is Score(a[i], b[j]) for every kind (the MLP over chunks of pairs).
 TEST(LinkScorerTest, ScoreAllScoresEveryPair) {
   const at::Tensor a = at::randn({7, 4}), b = at::randn({5, 4});

@@ -169,11 +169,13 @@ TEST(TypedTrainCliTest, LinkPredictionOnTwoRelationsReportsEach) {
   testing::TempDir dir;
   partition::Dataset d = LinkStructuredDataset(6, 11, /*cites=*/true);
   {
-    // A weight of 1 on every edge of both relations (weighted-bce below), and a field of
-    // writes alone.
+    // A weight of 1 on every edge of both relations (weighted-bce below), weights that leave
+    // cites out (1 on writes, 0 on cites), and a field of writes alone.
     for (int r = 0; r < 2; ++r) {
       const int64_t n = d.edge_type_offsets[r + 1] - d.edge_type_offsets[r];
       d.edge_fields.push_back({.name = "w", .data = core::NpyArray::Adopt(std::vector<float>(n, 1.0f), {n}),
+                               .edge_type = d.edge_types[r].ToString()});
+      d.edge_fields.push_back({.name = "w_writes", .data = core::NpyArray::Adopt(std::vector<float>(n, r == 0 ? 1.0f : 0.0f), {n}),
                                .edge_type = d.edge_types[r].ToString()});
     }
     const int64_t nw = d.edge_type_offsets[1];
@@ -222,15 +224,17 @@ TEST(TypedTrainCliTest, LinkPredictionOnTwoRelationsReportsEach) {
       << lines.back();
 
   // weighted-bce reads each positive's weight from its own relation's field: weights of 1 train
-  // exactly as bce; a field that one link relation lacks is refused naming it. (No learnable
-  // rows here: the servers would keep the first run's for the second.)
-  std::string figures[2];
-  for (int weighted = 0; weighted < 2; ++weighted) {
+  // exactly as bce, weights of 0 on one relation do not; a field that one link relation lacks is
+  // refused naming it. (No learnable rows here: the servers would keep one run's for the next.)
+  std::string figures[3];
+  for (int weighted = 0; weighted < 3; ++weighted) {
     std::vector<std::string> args = {"--part-config", summary->config_path, "--servers", cluster.ServerList(), "--task",
                                      "link", "--model", "rgcn", "--fanouts", "3,3",
                                      "--hidden", "16", "--batch-size", "32", "--epochs", "2", "--threads", "1",
                                      "--eval-every", "0", "--no-test", "--log-every", "3"};
-    if (weighted) args.insert(args.end(), {"--link-loss", "weighted-bce", "--loss-weight-field", "w"});
+    if (weighted) {
+      args.insert(args.end(), {"--link-loss", "weighted-bce", "--loss-weight-field", weighted == 1 ? "w" : "w_writes"});
+    }
     auto run = StartRanks(2, args);
     ASSERT_EQ(run[1]->Finish(), 0) << run[1]->output();
     ASSERT_EQ(run[0]->Finish(), 0) << run[0]->output();
@@ -238,6 +242,7 @@ TEST(TypedTrainCliTest, LinkPredictionOnTwoRelationsReportsEach) {
   }
   EXPECT_NE(figures[0].find("epoch 1 | loss"), std::string::npos) << figures[0];
   EXPECT_EQ(figures[1], figures[0]);
+  EXPECT_NE(figures[2], figures[0]);
   auto missing = StartRanks(2, {"--part-config", summary->config_path, "--servers", cluster.ServerList(), "--task",
                                 "link", "--model", "rgcn", "--embed-featureless", "8", "--fanouts", "3", "--epochs",
                                 "1", "--threads", "1", "--link-loss", "weighted-bce", "--loss-weight-field",
