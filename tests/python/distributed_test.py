@@ -994,6 +994,66 @@ class TypedGraphTest(ServersTestCase):
                 b1.edge_index
         self.assertEqual(n, len(loader))
 
+    def test_the_names_dgls_rgcn_example_uses(self):
+        """What DGL 2.1's distributed R-GCN example (entity_classify_dist.py) asks of a typed
+        graph besides the loader: type and relation indices, MultiLayerNeighborSampler, the
+        batch's features and labels read back by type without a second fetch, a created tensor
+        over one node type (by its shape, or a partition policy, with init_func), DistDataLoader."""
+        g = self.g
+        self.assertEqual(g.get_ntype_id("paper"), g.ntypes.index("paper"))
+        self.assertEqual(g.get_etype_id("cites"), g.canonical_etypes.index(("paper", "cites", "paper")))
+        self.assertEqual(g.get_etype_id(("author", "writes", "paper")),
+                         g.canonical_etypes.index(("author", "writes", "paper")))
+        with self.assertRaisesRegex(KeyError, "venue"):
+            g.get_ntype_id("venue")
+        self.assertIs(dist.MultiLayerNeighborSampler, dist.NeighborSampler)
+        nids = dist.node_split(g.nodes["paper"].data["train_mask"], g.get_partition_book(), ntype="paper",
+                               force_even=True)
+        loader = dist.DistNodeDataLoader(g, {"paper": nids}, dist.MultiLayerNeighborSampler([4, 3]), batch_size=40,
+                                         shuffle=True, num_samplers=0)
+        input_nodes, seeds, blocks = next(iter(loader))
+        loader.close()
+        # The example's embedding layer reads g.nodes[ntype].data["feat"][input_nodes[ntype]] and
+        # its labels g.nodes["paper"].data["labels"] (DGL's name; fanout's "label"): the batch's rows.
+        feat = g.nodes["paper"].data["feat"]
+        self.assertIs(feat[input_nodes["paper"]], blocks[0].srcnodes["paper"].data["feat"])
+        self.assertTrue(torch.equal(feat[input_nodes["paper"].clone()], blocks[0].srcnodes["paper"].data["feat"]))
+        self.assertIs(g.nodes["paper"].data["labels"][seeds["paper"]], blocks[-1].dstnodes["paper"].data["label"])
+        self.assertNotIn("feat", g.nodes["author"].data)
+        self.assertNotIn("trainer_id", g.nodes["paper"].data)
+        # A tensor the job creates over one node type: the type with that many nodes (DGL decides
+        # by shape), rows by type-wise ID, zeros until written.
+        papers = g.num_nodes("paper")
+        results = dist.DistTensor((papers,), torch.int64, "results", persistent=True)
+        self.assertEqual(results.shape, (papers,))
+        some = torch.tensor([3, 0, papers - 1])
+        results[some] = torch.tensor([7, 8, 9])
+        self.assertEqual(results[torch.tensor([0, 1, 3, papers - 1])].tolist(), [8, 0, 7, 9])
+        # A second trainer making the same tensor attaches to it.
+        self.assertEqual(dist.DistTensor((papers,), torch.int64, "results")[some].tolist(), [7, 8, 9])
+        # Another type's by its partition policy, its rows from init_func(shape, dtype).
+        authors = g.num_nodes("author")
+        init = lambda shape, dtype: torch.arange(shape[0] * shape[1], dtype=dtype).reshape(shape)  # noqa: E731
+        emb = dist.DistTensor((authors, 2), torch.float32, "a_rows", init_func=init,
+                              part_policy=g.get_node_partition_policy("author"))
+        ids = torch.tensor([authors - 1, 0, 5])
+        self.assertTrue(torch.equal(emb[ids], init((authors, 2), torch.float32)[ids]))
+        counts = {t: g.num_nodes(t) for t in g.ntypes}
+        missing = max(counts.values()) + 1
+        with self.assertRaisesRegex(ValueError, f"no node type has {missing} nodes"):
+            dist.DistTensor((missing,), torch.float32, "nowhere")
+        with self.assertRaisesRegex(TypeError, "part_policy must be"):
+            dist.DistTensor((papers,), torch.float32, "bad", part_policy="node~paper")
+        # DistDataLoader: the dataset's IDs in batches through collate_fn (as a NumPy array).
+        seen = list(dist.DistDataLoader(torch.arange(10), batch_size=4, collate_fn=lambda b: b * 2))
+        self.assertEqual([b.tolist() for b in seen], [[0, 2, 4, 6], [8, 10, 12, 14], [16, 18]])
+        self.assertIsInstance(seen[0], np.ndarray)
+        dl = dist.DistDataLoader(torch.arange(10), batch_size=4, shuffle=True, drop_last=True)
+        self.assertEqual(len(dl), 2)
+        got = np.concatenate(list(dl))
+        self.assertEqual(len(got), 8)
+        self.assertEqual(len(set(got.tolist())), 8)
+
     def test_per_relation_fanouts_are_dgls_dicts(self):
         g = self.g
         nids = dist.node_split(g.nodes["paper"].data["train_mask"], g.get_partition_book(), ntype="paper")

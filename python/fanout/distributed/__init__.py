@@ -29,8 +29,9 @@ except ImportError as e:  # pragma: no cover
         f"(docs/python.md). The import failed with: {e}") from e
 
 from fanout.distributed.context import exit_client, initialize, is_initialized
-from fanout.distributed.dataloader import (Block, DistEdgeDataLoader, DistNodeDataLoader, NeighborSampler, PairGraph,
-                                           TypedPairGraph, as_edge_prediction_sampler, edge_split, negative_sampler)
+from fanout.distributed.dataloader import (Block, DistDataLoader, DistEdgeDataLoader, DistNodeDataLoader,
+                                           MultiLayerNeighborSampler, NeighborSampler, PairGraph, TypedPairGraph,
+                                           as_edge_prediction_sampler, edge_split, negative_sampler)
 from fanout.distributed.embedding import DistEmbedding
 from fanout.distributed.graph import DistGraph, DistTensor, GraphPartitionBook, NodePartitionPolicy, node_split
 from fanout.distributed import optim  # noqa: E402  (dgl.distributed.optim's SparseAdam, SparseAdagrad)
@@ -44,5 +45,5 @@ __all__ = [
     "initialize", "exit_client", "is_initialized", "DistGraph", "DistTensor", "GraphPartitionBook", "node_split",
     "NeighborSampler", "DistNodeDataLoader", "Block", "FanoutError", "NID", "EID", "DistEdgeDataLoader",
     "as_edge_prediction_sampler", "negative_sampler", "edge_split", "PairGraph", "HeteroBlock", "DistEmbedding",
-    "NodePartitionPolicy", "optim", "TypedPairGraph",
+    "NodePartitionPolicy", "optim", "TypedPairGraph", "MultiLayerNeighborSampler", "DistDataLoader",
 ]

@@ -84,6 +84,46 @@ class NeighborSampler:
                     edge_weight_field=self.edge_weight, edge_feature_field=self.edge_feature)
 
 
+# DGL's other name for it (dgl.dataloading.MultiLayerNeighborSampler, which its older examples use).
+MultiLayerNeighborSampler = NeighborSampler
+
+
+class DistDataLoader:
+    """DGL's ``dgl.distributed.DistDataLoader``: batches of ``dataset`` (node or edge IDs, or DGL's
+    ``(type, ID)`` pairs) handed to ``collate_fn``, which makes the mini-batch. DGL runs
+    ``collate_fn`` in its sampler processes; here it runs in this process when the batch is asked
+    for (fanout's sampler processes make ``DistNodeDataLoader`` / ``DistEdgeDataLoader`` batches:
+    prefer those). As in DGL, ``collate_fn`` receives a NumPy array of the batch's IDs (a list of
+    ``(type, ID)`` pairs for such a dataset); ``shuffle`` reorders with torch's generator at
+    every pass; ``drop_last`` drops a last short batch; ``queue_size`` is accepted."""
+
+    def __init__(self, dataset, batch_size: int, shuffle: bool = False, collate_fn=None, drop_last: bool = False,
+                 queue_size: Optional[int] = None):
+        if int(batch_size) < 1:
+            raise ValueError(f"DistDataLoader: batch_size must be >= 1, got {batch_size}")
+        self.dataset = dataset
+        self.batch_size = int(batch_size)
+        self.shuffle = bool(shuffle)
+        self.collate_fn = collate_fn
+        self.drop_last = bool(drop_last)
+        self.queue_size = queue_size
+
+    def __len__(self) -> int:
+        n = len(self.dataset)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def __iter__(self):
+        n = len(self.dataset)
+        order = torch.randperm(n) if self.shuffle else torch.arange(n)
+        for b in range(len(self)):
+            items = [self.dataset[i] for i in order[b * self.batch_size:(b + 1) * self.batch_size].tolist()]
+            if items and isinstance(items[0], tuple):
+                batch = [(t, int(i)) for t, i in items]
+            else:
+                batch = np.asarray([int(i) for i in items], dtype=np.int64)
+            yield self.collate_fn(batch) if self.collate_fn is not None else batch
+
+
 # What a loader fetches with each batch when the sampler names no field (DGL's prefetch_node_feats
 # / prefetch_labels): the first of these the graph has. DGL's datasets say "feat" and "label";
 # its distributed examples' partition_graph.py renames them "features" and "labels", and a
@@ -323,6 +363,13 @@ class _EpochLoader:
         return [self._on_device(blk) for blk in blocks]
 
 
+    def _remember_typed(self, input_nodes: Dict[str, torch.Tensor], first: HeteroBlock, more=()) -> None:
+        """A typed batch's rows for the graph to hand back: ``g.nodes[TYPE].data[feat][input_nodes[TYPE]]``
+        (how DGL's R-GCN example reads its features) is then the batch's own tensor."""
+        self._g._remember_batch([(f"{nt}/{self._feat}", ids, first.srcnodes[nt].data.get(self._feat))
+                                 for nt, ids in input_nodes.items()] + list(more))
+
+
 class DistNodeDataLoader(_EpochLoader):
     """DGL's ``DistNodeDataLoader``: iterating it runs one epoch and yields
     ``(input_nodes, seeds, blocks)``; the next pass is the next epoch, reshuffled (``seed``,
@@ -397,8 +444,8 @@ class DistNodeDataLoader(_EpochLoader):
         blocks = self._blocks(b, self._sampler, self._label)
         input_nodes = blocks[0].srcdata[NID]
         seeds = self._on_device(torch.from_numpy(b["seeds"]))
-        self._g._remember_batch(self._feat, input_nodes, blocks[0].srcdata.get(self._feat),
-                                self._label, seeds, blocks[-1].dstdata.get(self._label))
+        self._g._remember_batch([(self._feat, input_nodes, blocks[0].srcdata.get(self._feat)),
+                                 (self._label, seeds, blocks[-1].dstdata.get(self._label))])
         if self._to_dgl:
             blocks = [blk.to_dgl() for blk in blocks]
         return input_nodes, seeds, blocks
@@ -410,6 +457,8 @@ class DistNodeDataLoader(_EpochLoader):
         blocks = self._typed_blocks(b, self._label, self._seed_type)
         input_nodes = {nt: blocks[0].srcnodes[nt].data[NID] for nt in g.ntypes}
         seeds = {self._seed_type: blocks[-1].dstnodes[self._seed_type].data[NID]}
+        self._remember_typed(input_nodes, blocks[0], [(f"{self._seed_type}/{self._label}", seeds[self._seed_type],
+                                                       blocks[-1].dstnodes[self._seed_type].data.get(self._label))])
         if self._to_dgl:
             blocks = [blk.to_dgl() for blk in blocks]
         return input_nodes, seeds, blocks
@@ -808,6 +857,7 @@ class DistEdgeDataLoader(_EpochLoader):
                                    device(eids))
         neg_graph = TypedPairGraph(device(nodes), {c: tuple(map(self._on_device, uv)) for c, uv in neg.items()}, None)
         input_nodes = {nt: blocks[0].srcnodes[nt].data[NID] for nt in g.ntypes}
+        self._remember_typed(input_nodes, blocks[0])
         if self._to_dgl:
             blocks = [blk.to_dgl() for blk in blocks]
             pos_graph, neg_graph = pos_graph.to_dgl(), neg_graph.to_dgl()
@@ -822,7 +872,7 @@ class DistEdgeDataLoader(_EpochLoader):
                                         torch.from_numpy(b["pos_eids"])))
         neg = self._on_device(PairGraph(seeds, torch.from_numpy(b["neg_src"]), torch.from_numpy(b["neg_dst"]), None))
         input_nodes = blocks[0].srcdata[NID]
-        self._g._remember_batch(self._feat, input_nodes, blocks[0].srcdata.get(self._feat), "", None, None)
+        self._g._remember_batch([(self._feat, input_nodes, blocks[0].srcdata.get(self._feat))])
         if self._to_dgl:
             blocks = [blk.to_dgl() for blk in blocks]
             pos, neg = pos.to_dgl(), neg.to_dgl()

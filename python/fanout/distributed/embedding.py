@@ -12,7 +12,7 @@ from typing import Callable, List, Optional, Tuple
 
 import torch
 
-from fanout.distributed.graph import DistGraph, NodePartitionPolicy
+from fanout.distributed.graph import DistGraph, NodePartitionPolicy, init_rows
 
 
 def _ranks() -> Tuple[int, int]:
@@ -55,13 +55,10 @@ class DistEmbedding:
         self._key = self._field_key(name)
         g._native.create_node_field(name, "float32", [self._dim], node_type=self._ntype or "")
         self._trace: List[Tuple[torch.Tensor, torch.Tensor]] = []
-        if init_func is not None:
-            rank, world = _ranks()
-            mine = torch.arange(rank, self._num, world)
-            values = init_func((len(mine), self._dim), torch.float32)
-            g._native.push_node_rows(self._key, self._graph_ids(mine), values.to(torch.float32).contiguous().numpy())
-        if _ranks()[1] > 1:
-            torch.distributed.barrier()  # every trainer's share written before any reads
+        if init_func is not None:  # each trainer writes its share; all wait for all
+            init_rows(g, self._key, (self._num, self._dim), torch.float32, init_func, self._graph_ids)
+        elif _ranks()[1] > 1:
+            torch.distributed.barrier()  # the table made everywhere before any trainer reads it
 
     @property
     def name(self) -> str:

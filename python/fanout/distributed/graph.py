@@ -57,6 +57,52 @@ class NodePartitionPolicy:
         self.policy_str = f"node~{ntype}"
 
 
+def _tensor_node_type(graph: "DistGraph", shape, name, part_policy) -> str:
+    """The node type of a DistTensor on a typed graph, as DGL decides it: the partition policy's
+    (``g.get_node_partition_policy(ntype)``), else the one type of a field of that name, else the
+    one type with ``shape[0]`` nodes."""
+    if part_policy is not None:
+        if not isinstance(part_policy, NodePartitionPolicy):
+            raise TypeError(f"DistTensor {name!r}: part_policy must be g.get_node_partition_policy(ntype), "
+                            f"got {type(part_policy).__name__}")
+        graph._ntype_id(part_policy.type_name)
+        return part_policy.type_name
+    named = sorted({f["node_type"] for f in graph._native.node_fields if f["name"] == name and f["node_type"]})
+    if shape is None:
+        if len(named) != 1:
+            where = f"node types {named}" if named else "no node type"
+            raise ValueError(f"DistTensor {name!r}: {where} of this typed graph has a field of that name; pass "
+                             f"part_policy=g.get_node_partition_policy(ntype) (or g.nodes[TYPE].data[NAME])")
+        return named[0]
+    counts = {t: graph.num_nodes(t) for t in graph.ntypes}
+    fits = [t for t, n in counts.items() if n == int(shape[0])]
+    if len(fits) > 1 and len(set(fits) & set(named)) == 1:
+        fits = list(set(fits) & set(named))
+    if len(fits) != 1:
+        what = "no node type has" if not fits else f"node types {fits} all have"
+        raise ValueError(f"DistTensor {name!r}: {what} {int(shape[0])} nodes (node counts: {counts}); pass "
+                         f"part_policy=g.get_node_partition_policy(ntype)")
+    return fits[0]
+
+
+def init_rows(graph: "DistGraph", key: str, shape, dtype, init_func, to_graph_ids) -> None:
+    """Rows of a tensor the job created, from ``init_func((n, *row_shape), dtype)`` (DGL's
+    signature): each trainer writes its share (rows rank, rank + world, ...), then all wait, so
+    no trainer reads a row before it is written. `to_graph_ids` maps row numbers to the IDs the
+    servers address them by."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        rank, world = torch.distributed.get_rank(), torch.distributed.get_world_size()
+    else:
+        rank, world = 0, 1
+    mine = torch.arange(rank, int(shape[0]), world)
+    values = torch.as_tensor(init_func((len(mine),) + tuple(shape[1:]), dtype)).to("cpu", dtype)
+    if tuple(values.shape) != (len(mine),) + tuple(shape[1:]):
+        raise ValueError(f"init_func gave shape {tuple(values.shape)} for {(len(mine),) + tuple(shape[1:])}")
+    graph._native.push_node_rows(key, to_graph_ids(mine), np.ascontiguousarray(values.contiguous().numpy()))
+    if world > 1:
+        torch.distributed.barrier()
+
+
 class DistTensor:
     """A node field of the partitioned graph, read (and, where the servers allow it, written) by
     row: ``t[ids]`` gathers the rows from their owners, ``t[ids] = rows`` writes them to every
@@ -78,32 +124,28 @@ class DistTensor:
         graph = _graph if _graph is not None else DistGraph._current
         if graph is None:
             raise RuntimeError("DistTensor needs a DistGraph: create the DistGraph first")
-        self._ntype = _ntype  # a typed field's node type: rows indexed by type-wise IDs
-        if _ntype is not None:
-            f = next(f for f in graph._native.node_fields if f["node_type"] == _ntype and f["name"] == name)
-            t = graph._ntypes.names.index(_ntype)
-            self._graph, self._created = graph, False
-            self._name, self._key, self._codec = name, f["key"], f["codec"]
-            row_shape, self._dtype = _field_rows(f)
-            self._shape = (graph._ntypes.count(t),) + row_shape
-            return
-        if graph.is_typed():
-            raise NotImplementedError("DistTensor: a typed graph's tensors are its fields by node type "
-                                      "(g.nodes[TYPE].data[NAME]); creating one is not supported yet")
-        schemas = {f["name"]: f for f in graph._native.node_fields}
         self._graph = graph
+        if _ntype is None and graph.is_typed():
+            _ntype = _tensor_node_type(graph, shape, name, part_policy)
+        self._ntype = _ntype  # a typed tensor's node type: rows indexed by type-wise IDs
+        if _ntype is not None:
+            schemas = {f["name"]: f for f in graph._native.node_fields if f["node_type"] == _ntype}
+            rows = graph._ntypes.count(graph._ntype_id(_ntype))
+        else:
+            schemas = {f["name"]: f for f in graph._native.node_fields if not f["node_type"]}
+            rows = graph.num_nodes()
         self._created = name not in schemas
         self._codec = ""
-        if not self._created:
+        if not self._created:  # a field of the partition (or one created before): attach
             f = schemas[name]
             row_shape, field_dtype = _field_rows(f)
-            want = (graph.num_nodes(),) + row_shape
+            want = (rows,) + row_shape
             if shape is not None and tuple(shape) != want:
                 raise ValueError(f"DistTensor {name!r}: shape {tuple(shape)} does not match the field's {want}")
             if dtype is not None and field_dtype != dtype:
                 raise TypeError(f"DistTensor {name!r}: dtype {dtype} does not match the field's {field_dtype}")
             self._name, self._shape, self._dtype = name, want, field_dtype
-            self._key, self._codec = name, f["codec"]
+            self._key, self._codec = f["key"], f["codec"]
             return
         if name is None:
             DistTensor._unnamed += 1
@@ -111,17 +153,18 @@ class DistTensor:
         if shape is None or dtype is None:
             raise ValueError(f"DistTensor {name!r}: no node field of that name; creating one needs a shape and a dtype")
         shape = tuple(int(d) for d in shape)
-        if len(shape) == 0 or shape[0] != graph.num_nodes():
-            raise NotImplementedError(f"DistTensor {name!r}: only node tensors (shape[0] = {graph.num_nodes()} nodes) "
+        if len(shape) == 0 or shape[0] != rows:
+            what = f"node type {_ntype!r}'s" if _ntype is not None else "the graph's"
+            raise NotImplementedError(f"DistTensor {name!r}: only node tensors (shape[0] = {what} {rows} nodes) "
                                       f"can be created, got shape {shape}")
-        if init_func is not None:
-            raise NotImplementedError(f"DistTensor {name!r}: init_func is not supported (created tensors start at 0)")
         names = {v: k for k, v in _TORCH_DTYPES.items()}
         if dtype not in names:
             raise TypeError(f"DistTensor {name!r}: dtype {dtype} is not one of {sorted(names.values())}")
-        graph._native.create_node_field(name, names[dtype], list(shape[1:]))
+        graph._native.create_node_field(name, names[dtype], list(shape[1:]), node_type=_ntype or "")
         self._name, self._shape, self._dtype = name, shape, dtype
-        self._key = name
+        self._key = f"{_ntype}/{name}" if _ntype is not None else name
+        if init_func is not None:
+            init_rows(graph, self._key, shape, dtype, init_func, self._homo)
 
     @property
     def name(self) -> str:
@@ -152,18 +195,13 @@ class DistTensor:
     def __getitem__(self, ids) -> torch.Tensor:
         if isinstance(ids, slice):
             ids = range(*ids.indices(len(self)))
-        if self._ntype is not None:
-            return decode_rows(torch.from_numpy(self._graph._reader().pull_node_rows(self._key, self._homo(ids))),
-                               self._codec)
-        rows = self._graph._prefetched(self._name, ids)
+        rows = self._graph._prefetched(self._key, ids)
         if rows is not None:  # the loader's latest batch fetched exactly these rows: no copy, no RPC
             return rows
-        if isinstance(ids, slice):
-            ids = range(*ids.indices(len(self)))
         # A created tensor is read through the graph that created it (it knows the schema; the
         # rows are on the servers either way).
         reader = self._graph._native if self._created else self._graph._reader()
-        return decode_rows(torch.from_numpy(reader.pull_node_rows(self._name, _ids(ids))), self._codec)
+        return decode_rows(torch.from_numpy(reader.pull_node_rows(self._key, self._homo(ids))), self._codec)
 
     def __setitem__(self, ids, values) -> None:
         if self._codec:
@@ -361,18 +399,15 @@ class DistGraph(_OneType):
                 self._reads = self._native
         return self._reads
 
-    def _remember_batch(self, feat, input_nodes, x, label, seeds, y):
-        """The rows a loader fetched with its latest batch: ``g.ndata[feat][input_nodes]`` (DGL's
-        examples read features this way) then costs nothing: it is the batch's own tensor
-        (``blocks[0].srcdata[feat]``), not a copy."""
-        self._last_batch = {}
-        if x is not None:
-            self._last_batch[(feat, id(input_nodes))] = (input_nodes, x)
-        if y is not None:
-            self._last_batch[(label, id(seeds))] = (seeds, y)
+    def _remember_batch(self, rows):
+        """The rows a loader fetched with its latest batch, ``[(field key, ids, rows)]`` (a key per
+        type on a typed graph, ``TYPE/NAME``): ``g.ndata[feat][input_nodes]`` (DGL's examples read
+        features this way; ``g.nodes[TYPE].data[feat][input_nodes[TYPE]]`` on a typed graph) then
+        costs nothing: it is the batch's own tensor (``blocks[0].srcdata[feat]``), not a copy."""
+        self._last_batch = {(key, id(ids)): (ids, x) for key, ids, x in rows if x is not None}
 
-    def _prefetched(self, field, ids):
-        hit = self._last_batch.get((field, id(ids)))
+    def _prefetched(self, key, ids):
+        hit = self._last_batch.get((key, id(ids)))
         return hit[1] if hit is not None and hit[0] is ids else None
 
     # DGL's questions.
@@ -400,6 +435,18 @@ class DistGraph(_OneType):
         if ntype not in self._ntypes.names:
             raise KeyError(f"no node type {ntype!r} (this graph has: {', '.join(self._ntypes.names)})")
         return self._ntypes.names.index(ntype)
+
+    def get_ntype_id(self, ntype) -> int:
+        """A node type's index in ``ntypes`` (DGL's; ``None`` on a graph of one type is 0)."""
+        if ntype is None and not self.is_typed():
+            return 0
+        return self._ntype_id(ntype)
+
+    def get_etype_id(self, etype) -> int:
+        """A relation's index in ``canonical_etypes``: its name when unique, or (src, rel, dst)."""
+        if etype is None and not self.is_typed():
+            return 0
+        return canonical(etype, self.canonical_etypes)
 
     def to_canonical_etype(self, etype):
         return self.canonical_etypes[canonical(etype, self.canonical_etypes)]
