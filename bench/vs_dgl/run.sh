@@ -4,7 +4,7 @@
 #   bench/vs_dgl/run.sh [--rounds R] [--setups A,B,C] [--epochs E] [--quick] [--fresh]
 #                       [--timeout S] [--work DIR] [--venv DIR] [--mag-scale S]
 #                       [--size products | --nodes N --edges E] [--dgl-parts metis|assignment|convert]
-#                       [--pss] [--graphbolt]
+#                       [--pss] [--graphbolt] [--rgcn-example FILE]
 #
 # Setups (GraphSAGE-mean, Adam lr 0.003, dropout 0.5, batch 1024 per trainer, 1 intra-op
 # thread and 1 sampler process per trainer, on both sides):
@@ -36,6 +36,16 @@
 #      each) removed from both sides' partitions; test MRR after the last epoch.
 #      fanout-train --task link  vs  DistDGL's DistEdgeDataLoader (dgl_link_train.py). Not in the
 #      default list.
+#   X  DGL's own distributed R-GCN example (DGL 2.1.0's examples/pytorch/rgcn/experimental/
+#      entity_classify_dist.py, given by --rgcn-example FILE: DGL's wheels do not ship it) on H's
+#      graph, machines and model (2 layers, hidden 64, fanouts 25,15, batch 1024, Adam 0.01,
+#      DistEmbedding rows for the featureless types with DGL's SparseAdam 0.06, dropout 0.5, self
+#      loop): on fanout with its imports changed (a sed: `import fanout.distributed as fdist`,
+#      `dgl.distributed.X` and the two dgl.dataloading names -> `fdist.X`), started by
+#      fanout-launch; unmodified on DistDGL, on a copy of H's DGL partitions whose paper/label is
+#      named paper/labels as the example reads it (dgl_rename_fields.py). The epoch is the
+#      example's own "Epoch Time(s)" (its steps, evaluation excluded; example_metrics.py). Needs
+#      ogb and tqdm in the virtualenv (installed on first use). Not in the default list.
 #   G  A's DistDGL job on GraphBolt partitions (DGL 2.1's dgl_partition_to_graphbolt of the DGL
 #      partitions; initialize(use_graphbolt=True)); no fanout job of its own: its ratio is
 #      against A's fanout job of the same round. Not in the default list.
@@ -73,6 +83,7 @@ SIZE= NODES= EDGES= DGL_PARTS=metis PSS=0 GRAPHBOLT=0
 WORK=${TMPDIR:-/tmp}/fanout-vs-dgl
 VENV=
 MAG_SCALE=
+RGCN_EXAMPLE=
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -92,6 +103,7 @@ while [ $# -gt 0 ]; do
     --dgl-parts) DGL_PARTS=$2; shift 2 ;;
     --pss) PSS=1; shift ;;
     --graphbolt) GRAPHBOLT=1; shift ;;
+    --rgcn-example) RGCN_EXAMPLE=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -100,7 +112,14 @@ done
 [[ $EPOCHS =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --epochs must be a positive integer" >&2; exit 2; }
 IFS=, read -r -a SETUP_LIST <<<"$SETUPS"
 for s in "${SETUP_LIST[@]}"; do
-  [[ $s =~ ^[ABCPMHRLGE]$ ]] || { echo "run.sh: unknown setup '$s' (A, B, C, P, M, H, R, L, G or E)" >&2; exit 2; }
+  [[ $s =~ ^[ABCPMHRLGEX]$ ]] || { echo "run.sh: unknown setup '$s' (A, B, C, P, M, H, R, L, G, E or X)" >&2; exit 2; }
+  if [ "$s" = X ]; then
+    [ -n "$RGCN_EXAMPLE" ] || { echo "run.sh: setup X needs --rgcn-example FILE: DGL 2.1.0's examples/pytorch/rgcn/experimental/entity_classify_dist.py (git -C DGL_CLONE show v2.1.0:examples/pytorch/rgcn/experimental/entity_classify_dist.py > FILE)" >&2; exit 2; }
+    [ -f "$RGCN_EXAMPLE" ] || { echo "run.sh: --rgcn-example $RGCN_EXAMPLE: no such file" >&2; exit 2; }
+    grep -q "def main(args)" "$RGCN_EXAMPLE" && grep -q "dgl.distributed.DistEmbedding" "$RGCN_EXAMPLE" || {
+      echo "run.sh: --rgcn-example $RGCN_EXAMPLE is not DGL's entity_classify_dist.py" >&2; exit 2; }
+    RGCN_EXAMPLE=$(cd "$(dirname "$RGCN_EXAMPLE")" && pwd)/$(basename "$RGCN_EXAMPLE")
+  fi
 done
 case $DGL_PARTS in metis | assignment | convert) ;; *) echo "run.sh: --dgl-parts must be metis, assignment or convert" >&2; exit 2 ;; esac
 case $SIZE in
@@ -242,9 +261,9 @@ ensure_venv() {
 # ---- 2. dataset and partitions -------------------------------------------------------------
 ensure_data() {
   if [ "$FRESH" = 1 ]; then rm -rf "$DATA" "$PARTS" "$MAG"; fi
-  local need2=0 need1=0 needmag=0 needlink=0 needgb2=0 s
+  local need2=0 need1=0 needmag=0 needlink=0 needgb2=0 needex=0 s
   for s in "${SETUP_LIST[@]}"; do
-    case $s in A | C | P | M | G | E) need2=1 ;; B) need1=1 ;; H | R) needmag=1 ;; L) needlink=1 ;; esac
+    case $s in A | C | P | M | G | E) need2=1 ;; B) need1=1 ;; H | R) needmag=1 ;; X) needmag=1 needex=1 ;; L) needlink=1 ;; esac
     if [ "$s" = G ] || { [ "$GRAPHBOLT" = 1 ] && has_graphbolt_job "$s"; }; then
       case $s in H | R) ;; *) needgb2=1 ;; esac
     fi
@@ -330,6 +349,10 @@ ensure_data() {
     grep -E "^(read and build|partition_graph)" "$MAG/dgl-2.log" || true
   fi
   [ "$GRAPHBOLT" = 0 ] || ensure_graphbolt "$MAG/dgl-2/mag.json" "$MAG/dgl-2.log"
+  if [ $needex = 1 ] && [ ! -f "$MAG/dgl-2-example/mag.json" ]; then
+    log "DGL's R-GCN example reads paper/labels: a copy of $MAG/dgl-2 with paper/label renamed"
+    DGLBACKEND=pytorch "$PY" "$HERE/dgl_rename_fields.py" "$MAG/dgl-2" "$MAG/dgl-2-example" label=labels
+  fi
 }
 
 # Setups whose DistDGL job --graphbolt repeats on GraphBolt partitions (DGL 2.1's DistGraph
@@ -357,7 +380,7 @@ model_of() {
   case $1 in
     A | B | P | M | L | G | E) echo "3 256 15,10,5" ;;
     C) echo "2 16 15,10" ;;
-    H | R) echo "2 64 25,15" ;;
+    H | R | X) echo "2 64 25,15" ;;
   esac
 }
 JOBNO=0
@@ -400,9 +423,8 @@ run_fanout() {  # SETUP ROUND
   elif [ "$s" = L ]; then
     config=$PARTS/fanout-2-link/$NAME.json trainers=1
     printf '127.0.0.1 %d\n127.0.0.2 %d\n' "$port" "$port" >"$dir/ip_config.txt"
-  elif [ "$s" = H ] || [ "$s" = R ]; then
-    # The learnable rows are fields the trainers create on the servers: --allow-push.
-    config=$MAG/fanout-2/mag.json trainers=1 launch_extra=(--allow-push)
+  elif [ "$s" = H ] || [ "$s" = R ] || [ "$s" = X ]; then
+    config=$MAG/fanout-2/mag.json trainers=1
     printf '127.0.0.1 %d\n127.0.0.2 %d\n' "$port" "$port" >"$dir/ip_config.txt"
   else
     config=$PARTS/fanout-2/$NAME.json trainers=1
@@ -418,6 +440,10 @@ run_fanout() {  # SETUP ROUND
       --data-plane fanout --graph-name "$NAME" --ip-config "$dir/ip_config.txt" --part-config "$config"
       --num-layers "$layers" --hidden "$hidden" --fanouts "$fanouts" --batch-size 1024 --lr 0.003
       --dropout 0.5 --epochs "$EPOCHS" --threads 1 --metrics-file "$dir/metrics.jsonl")
+  elif [ "$s" = X ]; then
+    # DGL's R-GCN example, its imports changed.
+    trainer=(env PYTHONPATH="$(fanout_pythonpath)" DGLBACKEND=pytorch "$PY" "$RUN/rgcn_example_fanout.py"
+      --graph-name mag --ip-config "$dir/ip_config.txt" --conf-path "$config" "${EXAMPLE_ARGS[@]}")
   elif [ "$s" = L ]; then
     # Evaluation only after training (the test set, against its given negatives).
     trainer=("$BIN/fanout-train" --task link --model sage --fanouts "$fanouts" --hidden "$hidden" --batch-size 1024
@@ -447,7 +473,8 @@ run_fanout() {  # SETUP ROUND
   stop_pss "$dir"
   forget_group "$g"
   kill_group "$g"
-  grep -E "trainer 0\] (epoch|fanout-train|dgl_dist_train: graph)|rror$([ "$PSS" = 1 ] && echo '|peak PSS')" "$dir/console.log" \
+  [ "$s" != X ] || python3 "$HERE/example_metrics.py" "$dir/console.log" "$dir/metrics.jsonl" || { [ $rc != 0 ] || rc=1; }
+  grep -E "trainer 0\] (epoch|fanout-train|dgl_dist_train: graph|\[0\]Epoch Time|Val Acc)|rror$([ "$PSS" = 1 ] && echo '|peak PSS')" "$dir/console.log" \
     | sed 's/^/    /' || true
   if [ $rc != 0 ]; then
     log "[$s round $r] fanout FAILED (exit $rc$([ $rc = 124 ] && echo ", timed out after $TIMEOUT s")); last lines:"
@@ -478,7 +505,11 @@ run_dgl() {  # SETUP ROUND [gb]: gb = the same DistDGL job on GraphBolt partitio
       --dropout 0.5 --embed-featureless 64 --sparse-lr 0.06 --epochs "$EPOCHS" --threads 1
       --metrics-file "$dir/metrics.jsonl")
     [ "$s" = R ] && common+=(--model rgat --heads 4)
+  elif [ "$s" = X ]; then
+    script=$RUN/rgcn_example.py graph=mag config=$MAG/dgl-2-example/mag.json common=("${EXAMPLE_ARGS[@]}")
   fi
+  local conf_flag=--part-config
+  [ "$s" != X ] || conf_flag=--conf-path  # the example's name for it
   [ -z "$gb" ] || common+=(--graphbolt)
   local t0=$SECONDS rc=0
   if [ "$s" = B ]; then
@@ -499,17 +530,19 @@ run_dgl() {  # SETUP ROUND [gb]: gb = the same DistDGL job on GraphBolt partitio
     printf '127.0.0.1 %d\n127.0.0.2 %d\n' "$port" "$port" >"$dir/ip_config.txt"
     # What DGL's tools/launch.py exports (construct_dgl_{server,client}_env_vars), for
     # 2 machines x 1 trainer x 1 sampler: DGL_NUM_CLIENT = trainers * (1 + samplers) * machines.
-    local pids=() m malloc_env=()
+    local pids=() m malloc_env=() site_env=()
+    # X: DGL's example unchanged; the loopback machine-ID fix comes from example_site/sitecustomize.py.
+    [ "$s" != X ] || site_env=(PYTHONPATH="$HERE/example_site")
     # M: glibc's tunables, read at each process's start (servers, trainers, sampler processes).
     [ "$s" != M ] || malloc_env=(MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824)
     for m in 0 1; do
-      start_group "$dir/machine$m.log" env "${malloc_env[@]}" DGLBACKEND=pytorch DGL_IP_CONFIG="$dir/ip_config.txt" \
+      start_group "$dir/machine$m.log" env "${malloc_env[@]}" "${site_env[@]}" DGLBACKEND=pytorch DGL_IP_CONFIG="$dir/ip_config.txt" \
         DGL_CONF_PATH="$config" DGL_NUM_SERVER=1 DGL_NUM_CLIENT=4 DGL_NUM_SAMPLER=1 \
         DGL_GRAPH_FORMAT=csc DGL_DIST_MAX_TRY_TIMES=100 TRAINER_OMP_THREADS=1 SERVER_OMP_THREADS=1 \
         MASTER_ADDR=127.0.0.1 MASTER_PORT=$((port + 5)) WORLD_SIZE=2 \
         unshare -m --propagation private \
         bash "$HERE/dgl_machine.sh" "$m" "$dir" "$PY" "$script" \
-        --graph-name "$graph" --ip-config "$dir/ip_config.txt" --part-config "$config" \
+        --graph-name "$graph" --ip-config "$dir/ip_config.txt" "$conf_flag" "$config" \
         "${common[@]}"
       pids+=("$STARTED")
     done
@@ -533,7 +566,8 @@ run_dgl() {  # SETUP ROUND [gb]: gb = the same DistDGL job on GraphBolt partitio
     done
     for g in "${pids[@]}"; do kill_group "$g"; forget_group "$g"; done
     stop_pss "$dir"
-    grep -hE "^(epoch|dgl_(dist|rgcn|link)_train: graph)|Error" "$dir/m0-trainer.log" | sed 's/^/    /' || true
+    [ "$s" != X ] || python3 "$HERE/example_metrics.py" "$dir/m0-trainer.log" "$dir/metrics.jsonl" || { [ $rc != 0 ] || rc=1; }
+    grep -hE "^(epoch|dgl_(dist|rgcn|link)_train: graph|\[0\]Epoch Time|Val Acc)|Error" "$dir/m0-trainer.log" | sed 's/^/    /' || true
     if [ $rc != 0 ]; then
       log "[$s round $r] DistDGL FAILED (exit $rc$([ $rc = 124 ] && echo ", timed out after $TIMEOUT s")); last lines:"
       for f in "$dir"/machine*.log "$dir"/m*-trainer.log "$dir"/m*-server.log; do
@@ -567,6 +601,22 @@ log "host: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; load avera
 log "fanout build: $BIN ($(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$REPO" diff --quiet HEAD 2>/dev/null || echo ', with uncommitted changes'))"
 ensure_venv
 ensure_data
+# Setup X: DGL's R-GCN example as given (DistDGL) and with its imports changed (fanout); the
+# arguments of setup H's model, both sides. --n-bases: the example's default (-1, "all") fails in
+# the example itself (None < int); 8 = the graph's relations, one weight each, as H.
+EXAMPLE_ARGS=(--dataset ogbn-mag --num_gpus -1 --n-bases 8 --n-hidden 64 --n-layers 2 --fanout 25,15 --validation-fanout 25,15
+  --batch-size 1024 --eval-batch-size 1024 --lr 0.01 --sparse-embedding --dgl-sparse --sparse-lr 0.06 --dropout 0.5
+  --use-self-loop --n-epochs "$EPOCHS" --log-every 20)
+if [[ ",$SETUPS," == *,X,* ]]; then
+  "$PY" -c 'import ogb, tqdm' 2>/dev/null || { log "installing ogb and tqdm (DGL's R-GCN example imports them)"; "$PY" -m pip install --quiet ogb tqdm; }
+  cp "$RGCN_EXAMPLE" "$RUN/rgcn_example.py"
+  sed -e 's/^import dgl$/import dgl\nimport fanout.distributed as fdist/' \
+    -e 's/^from dgl\.distributed import DistDataLoader$/from fanout.distributed import DistDataLoader/' \
+    -e 's/dgl\.distributed\./fdist./g' \
+    -e 's/dgl\.dataloading\.\(MultiLayerNeighborSampler\|DistNodeDataLoader\)/fdist.\1/g' \
+    "$RGCN_EXAMPLE" >"$RUN/rgcn_example_fanout.py"
+  log "DGL's R-GCN example: $(diff "$RUN/rgcn_example.py" "$RUN/rgcn_example_fanout.py" | grep -c '^>') lines changed for fanout ($RUN/rgcn_example_fanout.py)"
+fi
 log "DGL side: $("$PY" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null), $(DGLBACKEND=pytorch "$PY" -c 'import dgl; print("dgl", dgl.__version__)' 2>/dev/null | tail -n 1)"
 for r in $(seq 1 "$ROUNDS"); do
   for s in "${SETUP_LIST[@]}"; do

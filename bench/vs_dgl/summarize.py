@@ -37,6 +37,9 @@ SETUPS = {
          "learnable rows for featureless types (sparse Adam): fanout-train --model rgcn vs DistDGL's R-GCN",
     "R": "as H with R-GAT (4 heads of 16, the destination's own projection, ELU): fanout-train --model rgat vs "
          "HeteroGraphConv({rel: GATConv}) on DistDGL",
+    "X": "H's graph, machines and model as DGL's own distributed R-GCN example (entity_classify_dist.py, DGL 2.1.0) "
+         "on both sides: its imports changed to fanout.distributed vs unmodified on DistDGL; wait = its sample, "
+         "feature = its data copy (features and DistEmbedding rows)",
 }
 # Breakdown columns: (label, metrics key) per side, in step order.
 FANOUT_PARTS = [
@@ -188,7 +191,7 @@ def main():
     print("=== per job (rank 0; epoch time = mean of epochs after the first; evaluation excluded) ===")
     for setup, rnd, system, rc, metrics, wall, build in rows:
         epochs, merged = load(metrics)
-        name = ("fanout.py" if setup in "PM" else "fanout") if system == "fanout" else (
+        name = ("fanout.py" if setup in "PMX" else "fanout") if system == "fanout" else (
             "DGL" if setup == "B" else "DistDGL+" if setup == "M" else
             "DistDGL-GB" if setup == "G" or system == "dgl-gb" else "DistDGL")
         head = f"[{setup} round {rnd}] {name:9s}"
@@ -214,7 +217,7 @@ def main():
         t = mean_of(rec, "epoch_seconds")
         results[(setup, rnd, system)] = t
         all_t = ", ".join(f"{e['epoch_seconds']:.2f}" for e in epochs)
-        parts = FANOUT_PARTS if system == "fanout" and setup not in "PM" else DGL_PARTS
+        parts = FANOUT_PARTS if system == "fanout" and setup not in "PMX" else DGL_PARTS
         bd = ", ".join(
             f"{label} {mean_of(rec, key):.2f}" for label, key in parts if mean_of(rec, key) is not None
         )

@@ -55,6 +55,18 @@ class EmbeddingTest(base.ServersTestCase):
         touched[ids] = True
         self.assertTrue(torch.equal(got[~touched], start[~touched]))
         self.assertFalse(torch.allclose(got[touched], start[touched]))
+        # DGL's R-GCN example's order: forward, zero_grad, backward, step. zero_grad forgets
+        # gradients already computed (a backward without a step), not the rows of the forward
+        # before it: both orders step alike.
+        other = dist.DistEmbedding(n, 4, "other", init_func=lambda shape, dtype: start.clone())
+        opt2 = dist.optim.SparseAdam([other], lr=0.05)
+        (other(ids) * 100 * w).sum().backward()  # computed, then dropped by zero_grad
+        for _ in range(3):
+            loss = (other(ids) * w).sum()
+            opt2.zero_grad()
+            loss.backward()
+            opt2.step()
+        self.assertTrue(torch.allclose(other(torch.arange(n)).detach(), got, atol=1e-6))
         emb.reset_trace()
         with torch.no_grad():  # lookups without gradients are not remembered
             emb(ids)
@@ -128,20 +140,29 @@ rank = torch.distributed.get_rank()
 g = dist.DistGraph("g")
 n = g.num_nodes()
 emb = dist.DistEmbedding(n, 2, "e", init_func=lambda shape, dtype: torch.ones(shape))
-opt = dist.optim.SparseAdam([emb], lr=0.1)
+# A second table of another width, which only trainer 0 touches: one step exchanges both.
+emb3 = dist.DistEmbedding(n, 3, "f", init_func=lambda shape, dtype: torch.full(shape, 2.0))
+opt = dist.optim.SparseAdam([emb, emb3], lr=0.1)
 ids = {r: torch.tensor([1, 2, 3 + r]) for r in (0, 1)}
 w = {r: torch.tensor([[1.0, -1.0], [2.0, 0.5], [-3.0, 1.0]]) * (r + 1) for r in (0, 1)}
+ids3 = {0: torch.tensor([4, 5, 6]), 1: torch.tensor([], dtype=torch.int64)}
+w3 = torch.tensor([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0], [0.0, 1.0, -4.0]])
 dense = torch.nn.Parameter(torch.ones(n, 2))
-ref = torch.optim.Adam([dense], lr=0.1)
+dense3 = torch.nn.Parameter(torch.full((n, 3), 2.0))
+ref = torch.optim.Adam([dense, dense3], lr=0.1)
 for _ in range(2):
     opt.zero_grad()
-    (emb(ids[rank]) * w[rank]).sum().backward()
+    loss = (emb(ids[rank]) * w[rank]).sum()
+    if rank == 0:
+        loss = loss + (emb3(ids3[0]) * w3).sum()
+    loss.backward()
     opt.step()
     ref.zero_grad()
-    sum((dense[ids[r]] * w[r]).sum() for r in (0, 1)).div(2).backward()
+    (sum((dense[ids[r]] * w[r]).sum() for r in (0, 1)) + (dense3[ids3[0]] * w3).sum()).div(2).backward()
     ref.step()
-got = emb(torch.arange(n)).detach()
-print("embedding", "ok" if torch.allclose(got, dense.detach(), atol=1e-6) else f"differs: {got[:6]} {dense[:6]}")
+got, got3 = emb(torch.arange(n)).detach(), emb3(torch.arange(n)).detach()
+same = torch.allclose(got, dense.detach(), atol=1e-6) and torch.allclose(got3, dense3.detach(), atol=1e-6)
+print("embedding", "ok" if same else f"differs: {got[:6]} {dense[:6]} {got3[:8]} {dense3[:8]}")
 torch.distributed.barrier()
 """)
         r = base.launch(self.work, config, [sys.executable, script], extra=["--allow-push"])

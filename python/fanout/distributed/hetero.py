@@ -84,6 +84,15 @@ class _FieldsByType(dict):
                 self.setdefault(name, {})[ntype] = rows
 
 
+def _grouped(keys: torch.Tensor) -> torch.Tensor:
+    """The positions of `keys` (small non-negative ints: node or edge types) grouped by key, in
+    their order within a key: a stable sort, which NumPy does as a radix sort on 16-bit keys
+    (linear; torch.sort of the same int64 keys costs several times more)."""
+    k = keys.numpy()
+    small = k.astype(np.int16) if len(k) and int(k.max()) < (1 << 15) else k
+    return torch.from_numpy(np.argsort(small, kind="stable"))
+
+
 class HeteroBlock:
     """One layer of a typed mini-batch, as DGL's heterograph block: per node type, its source nodes
     (the first ``num_dst_nodes(ntype)`` of which are its destinations, in order) and, per relation,
@@ -101,30 +110,40 @@ class HeteroBlock:
         src_types = src_types.to(torch.int64)
         _, typewise = node_types.to_typewise(src_nodes.numpy())
         typewise = torch.from_numpy(typewise)
-        # Each source's index among the sources of its type (destinations are a prefix of the
-        # sources, so among the destinations of its type too).
+        # The sources grouped by type (a stable sort keeps input order within a type): type t's
+        # sources are by_type[start[t]:start[t] + count[t]], and each source's index among the
+        # sources of its type is its rank in that group (destinations are a prefix of the
+        # sources, so it is its index among the destinations of its type too). One sort and
+        # one pass each instead of a scan per type and per relation.
+        num_types = len(self.ntypes)
+        by_type = _grouped(src_types)
+        count = torch.bincount(src_types, minlength=num_types)
+        count_dst = torch.bincount(src_types[:num_dst], minlength=num_types)
+        start = torch.cumsum(count, 0) - count
         local = torch.empty_like(src_types)
+        local[by_type] = torch.arange(len(src_types), dtype=torch.int64) - torch.repeat_interleave(start, count)
+        typewise_by_type = typewise[by_type]
         self._src: Dict[str, Dict[str, torch.Tensor]] = {}
         self._dst: Dict[str, Dict[str, torch.Tensor]] = {}
         self._positions: Dict[str, torch.Tensor] = {}  # input positions of each type's sources
         self._num_src: Dict[str, int] = {}
         self._num_dst: Dict[str, int] = {}
         for t, name in enumerate(self.ntypes):
-            pos = (src_types == t).nonzero().flatten()
-            local[pos] = torch.arange(len(pos), dtype=torch.int64)
-            nd = int((src_types[:num_dst] == t).sum())
-            self._positions[name] = pos
-            self._num_src[name] = len(pos)
+            b, n, nd = int(start[t]), int(count[t]), int(count_dst[t])
+            self._positions[name] = by_type[b:b + n]
+            self._num_src[name] = n
             self._num_dst[name] = nd
-            self._src[name] = {NID: typewise[pos]}
-            self._dst[name] = {NID: typewise[pos[:nd]]}
-        self._edges: Dict[Tuple[str, str, str], Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+            self._src[name] = {NID: typewise_by_type[b:b + n]}
+            self._dst[name] = {NID: typewise_by_type[b:b + nd]}
+        # The edges grouped by relation the same way, each endpoint as its index within its type.
         etype = etype.to(torch.int64)
+        by_rel = _grouped(etype)
+        per_rel = torch.bincount(etype, minlength=len(self.canonical_etypes)).tolist()
         _, typewise_eids = edge_types.to_typewise(eids.numpy())
-        typewise_eids = torch.from_numpy(typewise_eids)
-        for r, cet in enumerate(self.canonical_etypes):
-            m = (etype == r).nonzero().flatten()
-            self._edges[cet] = (local[indices[m]], local[dst[m]], typewise_eids[m])
+        parts = (local[indices.to(torch.int64)[by_rel]].split(per_rel), local[dst.to(torch.int64)[by_rel]].split(per_rel),
+                 torch.from_numpy(typewise_eids)[by_rel].split(per_rel))
+        self._edges: Dict[Tuple[str, str, str], Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {
+            cet: (parts[0][r], parts[1][r], parts[2][r]) for r, cet in enumerate(self.canonical_etypes)}
         self.srcnodes = _ByType(self._src)
         self.dstnodes = _ByType(self._dst)
         # One numbering of all sources, kept for fanout_block (built only when asked for).
@@ -236,12 +255,16 @@ class HeteroBlock:
         return {t: rows[self._positions[t][:self._num_dst[t]]] for t in self.ntypes}
 
     def to_dgl(self):
-        """The same block as a DGL heterograph block (``dgl.create_block`` with one entry per
-        relation; DGL 1.x and 2.x), with the same per-type node data and ``dgl.EID`` per relation.
-        Needs DGL importable."""
+        """The same block as a DGL heterograph block (``dgl.create_block``; DGL 1.x and 2.x), with
+        the same per-type node data and ``dgl.EID`` per relation. As DistDGL's sampled blocks, it
+        has every node type but only the relations with edges in this block (all of them when
+        none has any), so that ``HeteroGraphConv`` outputs only the types that receive messages
+        (DGL's R-GCN example asserts the last layer's output is the seeds' type alone). Needs DGL
+        importable."""
         import dgl
         first = next(iter(self._edges.values()))[0]
-        b = dgl.create_block({cet: (s, d) for cet, (s, d, _) in self._edges.items()},
+        edges = {cet: e for cet, e in self._edges.items() if len(e[0]) > 0} or self._edges
+        b = dgl.create_block({cet: (s, d) for cet, (s, d, _) in edges.items()},
                              num_src_nodes=dict(self._num_src), num_dst_nodes=dict(self._num_dst),
                              device=first.device)
         for ntype, fields in self._src.items():
@@ -250,7 +273,7 @@ class HeteroBlock:
         for ntype, fields in self._dst.items():
             for k, v in fields.items():
                 b.dstnodes[ntype].data[dgl.NID if k == NID else k] = v
-        for cet, (_, _, e) in self._edges.items():
+        for cet, (_, _, e) in edges.items():
             b.edges[cet].data[dgl.EID] = e
         return b
 

@@ -3,8 +3,9 @@
 
 A step takes the gradients of the rows the embeddings handed out since the last step, sums those
 of the same row, and, when the script runs several trainers (torch.distributed initialised),
-gathers every trainer's, averages them over the trainers (as DDP averages the dense gradients)
-and has each row updated once, by the trainer ``row mod world size``; the servers apply the
+sends each row's to the trainer that updates it (``row mod world size``: one all_to_all of all
+tables together), which averages them over the trainers (as DDP averages the dense gradients)
+and has the row updated once; the servers apply the
 update where the rows live (fanout-train's own sparse optimizers, core/sparse_optim.h: Adam per
 row with its own step count, so that rows no batch touched never change). Every trainer then
 waits for the others, so that the next step reads updated rows. The rows are the job's own: no
@@ -19,22 +20,36 @@ from fanout import _native
 from fanout.distributed.embedding import DistEmbedding, _ranks
 
 
-def _gather(ids: torch.Tensor, grads: torch.Tensor, world: int):
-    """Every trainer's (ids, grads), concatenated (padded all_gather: sizes differ)."""
-    n = torch.tensor([len(ids)])
-    sizes = [torch.zeros_like(n) for _ in range(world)]
-    torch.distributed.all_gather(sizes, n)
-    most = int(max(s.item() for s in sizes))
-    pad_ids = torch.zeros(most, dtype=torch.int64)
-    pad_ids[:len(ids)] = ids
-    pad_grads = torch.zeros(most, grads.shape[1], dtype=grads.dtype)
-    pad_grads[:len(ids)] = grads
-    all_ids = [torch.zeros_like(pad_ids) for _ in range(world)]
-    all_grads = [torch.zeros_like(pad_grads) for _ in range(world)]
-    torch.distributed.all_gather(all_ids, pad_ids)
-    torch.distributed.all_gather(all_grads, pad_grads)
-    keep = [slice(0, int(s.item())) for s in sizes]
-    return (torch.cat([t[k] for t, k in zip(all_ids, keep)]), torch.cat([t[k] for t, k in zip(all_grads, keep)]))
+def _to_owners(tables, world: int):
+    """Every trainer's rows to the trainer that updates them (row ID mod world size): for each
+    table (ids [n], float32 grads [n, dim]) the rows this trainer owns, from every trainer in rank
+    order. Three all_to_all calls for all tables together (counts, IDs, gradients), each row
+    sent once, to its owner (half of an all-gather's volume with 2 trainers)."""
+    sends, counts = [], torch.zeros(world, len(tables), dtype=torch.int64)
+    for t, (ids, grads) in enumerate(tables):
+        owner = ids % world
+        order = torch.sort(owner, stable=True).indices
+        counts[:, t] = torch.bincount(owner, minlength=world)
+        sends.append((ids[order].split(counts[:, t].tolist()), grads[order].split(counts[:, t].tolist())))
+    got = torch.empty_like(counts)
+    torch.distributed.all_to_all_single(got, counts)  # got[src, t]: rows of table t from trainer src
+    dims = torch.tensor([g.shape[1] for _, g in tables], dtype=torch.int64)
+    send_ids = torch.cat([sends[t][0][d] for d in range(world) for t in range(len(tables))])
+    send_grads = torch.cat([sends[t][1][d].reshape(-1) for d in range(world) for t in range(len(tables))])
+    recv_ids = torch.empty(int(got.sum()), dtype=torch.int64)
+    recv_grads = torch.empty(int((got * dims).sum()), dtype=torch.float32)
+    torch.distributed.all_to_all_single(recv_ids, send_ids, output_split_sizes=got.sum(1).tolist(),
+                                        input_split_sizes=counts.sum(1).tolist())
+    torch.distributed.all_to_all_single(recv_grads, send_grads, output_split_sizes=(got * dims).sum(1).tolist(),
+                                        input_split_sizes=(counts * dims).sum(1).tolist())
+    ids_parts = recv_ids.split(got.reshape(-1).tolist())  # [src][t] in order
+    grad_parts = recv_grads.split((got * dims).reshape(-1).tolist())
+    out = []
+    for t in range(len(tables)):
+        blocks = [src * len(tables) + t for src in range(world)]
+        out.append((torch.cat([ids_parts[b] for b in blocks]),
+                    torch.cat([grad_parts[b] for b in blocks]).reshape(-1, int(dims[t]))))
+    return out
 
 
 class _SparseOptimizer:
@@ -54,28 +69,33 @@ class _SparseOptimizer:
                                                node_type=p._ntype or "")
 
     def zero_grad(self) -> None:
+        """Forgets the gradients computed so far (rows looked up and already given a gradient by
+        a backward pass), as PyTorch's ``zero_grad``. Rows looked up but not yet through backward
+        are kept: DGL's R-GCN example calls ``zero_grad`` between its forward and its backward,
+        and those rows' gradients are the step's. ``step`` consumes what it applies."""
         for p in self._params:
-            p.reset_trace()
+            p._trace = [(ids, rows) for ids, rows in p._trace if rows.grad is None]
 
     def step(self) -> None:
         rank, world = _ranks()
+        tables = []
         for p in self._params:
             traced = [(ids, rows.grad) for ids, rows in p._trace if rows.grad is not None]
             p.reset_trace()
             if traced:
-                ids = torch.cat([i for i, _ in traced])
-                grads = torch.cat([g for _, g in traced]).to(torch.float32)
+                tables.append((torch.cat([i for i, _ in traced]), torch.cat([g for _, g in traced]).to(torch.float32)))
             else:
-                ids, grads = torch.zeros(0, dtype=torch.int64), torch.zeros(0, p.embedding_dim)
-            if world > 1:
-                ids, grads = _gather(ids, grads, world)
+                tables.append((torch.zeros(0, dtype=torch.int64), torch.zeros(0, p.embedding_dim)))
+        if world > 1:
+            tables = _to_owners(tables, world)
+        for p, (ids, grads) in zip(self._params, tables):
+            if len(ids) == 0:
+                continue
             rows, where = torch.unique(ids, return_inverse=True)
             summed = torch.zeros(len(rows), p.embedding_dim).index_add_(0, where, grads) / world
-            mine = rows % world == rank
-            if bool(mine.any()):
-                state = p._field_key(f"{p.name}.{self._kind}")
-                p._graph._native.sparse_update(p._key, state, p._graph_ids(rows[mine]), summed[mine].contiguous().numpy(),
-                                               self._kind, self._lr, self._beta1, self._beta2, self._eps)
+            state = p._field_key(f"{p.name}.{self._kind}")
+            p._graph._native.sparse_update(p._key, state, p._graph_ids(rows), summed.contiguous().numpy(),
+                                           self._kind, self._lr, self._beta1, self._beta2, self._eps)
         if world > 1:
             torch.distributed.barrier()  # the next step reads updated rows
 
