@@ -103,6 +103,76 @@ std::vector<int64_t> Ids(const py::array& ids, const char* what) {
   return std::vector<int64_t>(a.data(), a.data() + a.size());
 }
 
+// A typed block's layout for Python's HeteroBlock (fanout.distributed.hetero): its sources
+// grouped by node type and its edges by relation, each group in input order (a counting sort:
+// one pass to count, one to place), and each edge's endpoints as their index among the sources of
+// their type (destinations are a prefix of the sources, so among the destinations of theirs too).
+// Returns (by_type [N], type_counts [T], type_dst_counts [T], by_relation [E], relation_counts [R],
+// relation_src [E], relation_dst [E]), the last three in by_relation's order.
+py::tuple TypedBlockLayout(const py::array& src_types_in, int64_t num_types, int64_t num_dst,
+                           const py::array& indices_in, const py::array& dst_in, const py::array& etype_in,
+                           int64_t num_relations) {
+  using Int64s = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+  const auto src_types = Int64s::ensure(src_types_in), indices = Int64s::ensure(indices_in),
+             dst = Int64s::ensure(dst_in), etype = Int64s::ensure(etype_in);
+  if (!src_types || !indices || !dst || !etype) throw py::type_error("typed_block_layout: expected integer arrays");
+  const int64_t n = src_types.size(), e = indices.size();
+  if (dst.size() != e || etype.size() != e) {
+    throw py::value_error(StrCat("typed_block_layout: ", e, " edge sources but ", dst.size(), " destinations and ",
+                                 etype.size(), " edge types"));
+  }
+  if (num_types < 1 || num_relations < 1 || num_dst < 0 || num_dst > n) {
+    throw py::value_error(StrCat("typed_block_layout: ", num_types, " node types, ", num_relations,
+                                 " relations and ", num_dst, " destinations of ", n, " sources"));
+  }
+  const int64_t *t = src_types.data(), *src = indices.data(), *d = dst.data(), *r = etype.data();
+  std::vector<int64_t> by_type(n), type_counts(num_types, 0), type_dst_counts(num_types, 0), local(n);
+  std::vector<int64_t> by_rel(e), rel_counts(num_relations, 0), rel_src(e), rel_dst(e);
+  std::string bad;
+  {
+    py::gil_scoped_release nogil;
+    for (int64_t i = 0; i < n && bad.empty(); ++i) {
+      if (t[i] < 0 || t[i] >= num_types) {
+        bad = StrCat("source ", i, " has node type ", t[i], " of ", num_types);
+        break;
+      }
+      ++type_counts[t[i]];
+      if (i < num_dst) ++type_dst_counts[t[i]];
+    }
+    for (int64_t j = 0; j < e && bad.empty(); ++j) {
+      if (r[j] < 0 || r[j] >= num_relations) {
+        bad = StrCat("edge ", j, " has relation ", r[j], " of ", num_relations);
+      } else if (src[j] < 0 || src[j] >= n || d[j] < 0 || d[j] >= num_dst) {
+        bad = StrCat("edge ", j, " joins source ", src[j], " to destination ", d[j], " of ", n, " / ", num_dst);
+      } else {
+        ++rel_counts[r[j]];
+      }
+    }
+    if (bad.empty()) {
+      std::vector<int64_t> next(num_types, 0);
+      for (int64_t k = 1; k < num_types; ++k) next[k] = next[k - 1] + type_counts[k - 1];
+      std::vector<int64_t> first(next);
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t at = next[t[i]]++;
+        by_type[at] = i;
+        local[i] = at - first[t[i]];
+      }
+      std::vector<int64_t> slot(num_relations, 0);
+      for (int64_t k = 1; k < num_relations; ++k) slot[k] = slot[k - 1] + rel_counts[k - 1];
+      for (int64_t j = 0; j < e; ++j) {
+        const int64_t at = slot[r[j]]++;
+        by_rel[at] = j;
+        rel_src[at] = local[src[j]];
+        rel_dst[at] = local[d[j]];
+      }
+    }
+  }
+  if (!bad.empty()) throw py::value_error(StrCat("typed_block_layout: ", bad));
+  return py::make_tuple(Adopt(std::move(by_type)), Adopt(std::move(type_counts)), Adopt(std::move(type_dst_counts)),
+                        Adopt(std::move(by_rel)), Adopt(std::move(rel_counts)), Adopt(std::move(rel_src)),
+                        Adopt(std::move(rel_dst)));
+}
+
 py::dict Schema(const core::FieldSchema& f) {
   py::dict d;
   d["name"] = f.name;
@@ -709,6 +779,12 @@ PYBIND11_MODULE(_native, m) {
       py::arg("graph"), py::arg("trainers_per_machine"), py::arg("rank"),
       "fanout-train's positive edges of a rank (--task link) as graph-wide edge IDs: the edges its partition "
       "stores (of a typed graph: of its link relations, each cut into slices), in slices.");
+
+  m.def("typed_block_layout", &TypedBlockLayout, py::arg("src_types"), py::arg("num_types"), py::arg("num_dst"),
+        py::arg("indices"), py::arg("dst"), py::arg("etype"), py::arg("num_relations"),
+        "A typed block's sources grouped by node type and edges by relation (stable, a counting sort), with each "
+        "edge's endpoints as indices among their type's sources: (by_type, type_counts, type_dst_counts, "
+        "by_relation, relation_counts, relation_src, relation_dst).");
 
   BindTypes(m);
 

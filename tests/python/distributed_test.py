@@ -994,6 +994,36 @@ class TypedGraphTest(ServersTestCase):
                 b1.edge_index
         self.assertEqual(n, len(loader))
 
+    def test_typed_block_layout_groups_stably_and_refuses_bad_input(self):
+        """The extension's typed_block_layout (HeteroBlock's grouping) against NumPy's stable sort
+        on a random block, and its refusals of types, relations and endpoints out of range."""
+        from fanout import _native
+        rng = np.random.default_rng(3)
+        n, nd, e = 500, 120, 3000
+        types = rng.integers(0, 4, n).astype(np.int8)
+        src, dst = rng.integers(0, n, e), np.sort(rng.integers(0, nd, e)).astype(np.int32)
+        rel = rng.integers(0, 6, e).astype(np.uint8)
+        by_type, counts, dst_counts, by_rel, rel_counts, rel_src, rel_dst = _native.typed_block_layout(
+            types, 4, nd, src, dst, rel, 6)
+        np.testing.assert_array_equal(by_type, np.argsort(types, kind="stable"))
+        np.testing.assert_array_equal(counts, np.bincount(types, minlength=4))
+        np.testing.assert_array_equal(dst_counts, np.bincount(types[:nd], minlength=4))
+        np.testing.assert_array_equal(by_rel, np.argsort(rel, kind="stable"))
+        np.testing.assert_array_equal(rel_counts, np.bincount(rel, minlength=6))
+        local = np.empty(n, dtype=np.int64)
+        for t in range(4):
+            local[types == t] = np.arange(int((types == t).sum()))
+        np.testing.assert_array_equal(rel_src, local[src[by_rel]])
+        np.testing.assert_array_equal(rel_dst, local[dst[by_rel]])
+        with self.assertRaisesRegex(ValueError, "source 1 has node type 4 of 4"):
+            _native.typed_block_layout(np.array([0, 4]), 4, 1, np.zeros(0), np.zeros(0), np.zeros(0), 6)
+        with self.assertRaisesRegex(ValueError, "edge 0 has relation 6 of 6"):
+            _native.typed_block_layout(types, 4, nd, src[:1], dst[:1], np.array([6]), 6)
+        with self.assertRaisesRegex(ValueError, f"edge 0 joins source {n} to destination 0"):
+            _native.typed_block_layout(types, 4, nd, np.array([n]), dst[:1], rel[:1], 6)
+        with self.assertRaisesRegex(ValueError, "3 edge sources but 2 destinations"):
+            _native.typed_block_layout(types, 4, nd, src[:3], dst[:2], rel[:3], 6)
+
     def test_the_names_dgls_rgcn_example_uses(self):
         """What DGL 2.1's distributed R-GCN example (entity_classify_dist.py) asks of a typed
         graph besides the loader: type and relation indices, MultiLayerNeighborSampler, the

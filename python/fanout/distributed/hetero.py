@@ -84,15 +84,6 @@ class _FieldsByType(dict):
                 self.setdefault(name, {})[ntype] = rows
 
 
-def _grouped(keys: torch.Tensor) -> torch.Tensor:
-    """The positions of `keys` (small non-negative ints: node or edge types) grouped by key, in
-    their order within a key: a stable sort, which NumPy does as a radix sort on 16-bit keys
-    (linear; torch.sort of the same int64 keys costs several times more)."""
-    k = keys.numpy()
-    small = k.astype(np.int16) if len(k) and int(k.max()) < (1 << 15) else k
-    return torch.from_numpy(np.argsort(small, kind="stable"))
-
-
 class HeteroBlock:
     """One layer of a typed mini-batch, as DGL's heterograph block: per node type, its source nodes
     (the first ``num_dst_nodes(ntype)`` of which are its destinations, in order) and, per relation,
@@ -110,45 +101,36 @@ class HeteroBlock:
         src_types = src_types.to(torch.int64)
         _, typewise = node_types.to_typewise(src_nodes.numpy())
         typewise = torch.from_numpy(typewise)
-        # The sources grouped by type (a stable sort keeps input order within a type): type t's
-        # sources are by_type[start[t]:start[t] + count[t]], and each source's index among the
-        # sources of its type is its rank in that group (destinations are a prefix of the
-        # sources, so it is its index among the destinations of its type too). One sort and
-        # one pass each instead of a scan per type and per relation.
-        num_types = len(self.ntypes)
-        by_type = _grouped(src_types)
-        count = torch.bincount(src_types, minlength=num_types)
-        count_dst = torch.bincount(src_types[:num_dst], minlength=num_types)
-        start = torch.cumsum(count, 0) - count
-        local = torch.empty_like(src_types)
-        local[by_type] = torch.arange(len(src_types), dtype=torch.int64) - torch.repeat_interleave(start, count)
-        typewise_by_type = typewise[by_type]
+        # The sources grouped by type and the edges by relation, each in input order, the edges'
+        # endpoints as indices among their type's sources (one counting pass in the extension).
+        by_type, count, count_dst, by_rel, per_rel, rel_src, rel_dst = (
+            torch.from_numpy(a) for a in _native.typed_block_layout(
+                src_types.numpy(), len(self.ntypes), int(num_dst), indices.numpy(), dst.numpy(), etype.numpy(),
+                len(self.canonical_etypes)))
+        typewise_by_type = typewise.index_select(0, by_type)
         self._src: Dict[str, Dict[str, torch.Tensor]] = {}
         self._dst: Dict[str, Dict[str, torch.Tensor]] = {}
         self._positions: Dict[str, torch.Tensor] = {}  # input positions of each type's sources
         self._num_src: Dict[str, int] = {}
         self._num_dst: Dict[str, int] = {}
-        for t, name in enumerate(self.ntypes):
-            b, n, nd = int(start[t]), int(count[t]), int(count_dst[t])
+        b = 0
+        for name, n, nd in zip(self.ntypes, count.tolist(), count_dst.tolist()):
             self._positions[name] = by_type[b:b + n]
             self._num_src[name] = n
             self._num_dst[name] = nd
             self._src[name] = {NID: typewise_by_type[b:b + n]}
             self._dst[name] = {NID: typewise_by_type[b:b + nd]}
-        # The edges grouped by relation the same way, each endpoint as its index within its type.
-        etype = etype.to(torch.int64)
-        by_rel = _grouped(etype)
-        per_rel = torch.bincount(etype, minlength=len(self.canonical_etypes)).tolist()
+            b += n
         _, typewise_eids = edge_types.to_typewise(eids.numpy())
-        parts = (local[indices.to(torch.int64)[by_rel]].split(per_rel), local[dst.to(torch.int64)[by_rel]].split(per_rel),
-                 torch.from_numpy(typewise_eids)[by_rel].split(per_rel))
+        per_rel = per_rel.tolist()
+        parts = (rel_src.split(per_rel), rel_dst.split(per_rel),
+                 torch.from_numpy(typewise_eids).index_select(0, by_rel).split(per_rel))
         self._edges: Dict[Tuple[str, str, str], Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {
             cet: (parts[0][r], parts[1][r], parts[2][r]) for r, cet in enumerate(self.canonical_etypes)}
         self.srcnodes = _ByType(self._src)
         self.dstnodes = _ByType(self._dst)
-        # One numbering of all sources, kept for fanout_block (built only when asked for).
-        self._homogeneous = {"src": indices.to(torch.int64), "dst": dst.to(torch.int64), "etype": etype,
-                             "src_type": src_types}
+        # One numbering of all sources, as the batch has it, for fanout_block (int64 when asked for).
+        self._homogeneous = {"src": indices, "dst": dst, "etype": etype, "src_type": src_types}
 
     def _set_src(self, name: str, rows_by_type: Dict[str, torch.Tensor]) -> None:
         for ntype, rows in rows_by_type.items():
@@ -231,7 +213,7 @@ class HeteroBlock:
         destinations first, with ``etype``, ``num_relations`` and ``src_type``), for
         ``fanout.layers``' typed layers (``RelGraphConv``, ``RelGATConv``, ``HGTConv``); their
         input is :meth:`input_rows`, their output :meth:`output_rows`'s argument."""
-        out = dict(self._homogeneous)
+        out = {k: v.to(torch.int64) for k, v in self._homogeneous.items()}
         num_dst = self.num_dst_nodes()
         out["in_degree"] = torch.bincount(out["dst"], minlength=num_dst)
         out["indptr"] = torch.cat([out["in_degree"].new_zeros(1), out["in_degree"].cumsum(0)])
