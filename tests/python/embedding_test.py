@@ -126,25 +126,34 @@ class LaunchedEmbeddingTest(unittest.TestCase):
         self.tmp.cleanup()
 
     def test_dist_embedding_steps_average_every_trainers_gradients(self):
-        """Two trainers through fanout-launch --allow-push: SparseAdam applies each row's gradient
-        averaged over the trainers once (rows both touched, rows one touched), as PyTorch's Adam
-        on a dense copy with those averaged gradients; rows nobody touched stay."""
-        config = base.make_graph(self.work, 2)
+        """Two trainers through fanout-launch: SparseAdam applies each row's gradient averaged
+        over the trainers once (rows both touched, rows one touched; rows of either machine's
+        partition, each updated by that machine's trainer), as PyTorch's Adam on a dense copy with
+        those averaged gradients; rows nobody touched stay."""
+        self.two_trainers(base.make_graph(self.work, 2), typed=False)
+
+    def test_a_typed_tables_rows_step_alike(self):
+        """The same on a typed graph: the tables are the authors' rows, by type-wise ID."""
+        self.two_trainers(base.make_typed_graph(self.work, 2), typed=True)
+
+    def two_trainers(self, config, typed):
         script = os.path.join(self.work, "emb.py")
         with open(script, "w") as f:
-            f.write("""import torch
+            f.write(f"typed = {typed}\n" + """import torch
 import fanout.distributed as dist
 dist.initialize()
 torch.distributed.init_process_group("gloo")
 rank = torch.distributed.get_rank()
-g = dist.DistGraph("g")
-n = g.num_nodes()
-emb = dist.DistEmbedding(n, 2, "e", init_func=lambda shape, dtype: torch.ones(shape))
+g = dist.DistGraph(None)
+n = g.num_nodes("author") if typed else g.num_nodes()
+policy = g.get_node_partition_policy("author") if typed else None
+emb = dist.DistEmbedding(n, 2, "e", init_func=lambda shape, dtype: torch.ones(shape), part_policy=policy)
 # A second table of another width, which only trainer 0 touches: one step exchanges both.
-emb3 = dist.DistEmbedding(n, 3, "f", init_func=lambda shape, dtype: torch.full(shape, 2.0))
+emb3 = dist.DistEmbedding(n, 3, "f", init_func=lambda shape, dtype: torch.full(shape, 2.0), part_policy=policy)
 opt = dist.optim.SparseAdam([emb, emb3], lr=0.1)
-ids = {r: torch.tensor([1, 2, 3 + r]) for r in (0, 1)}
-w = {r: torch.tensor([[1.0, -1.0], [2.0, 0.5], [-3.0, 1.0]]) * (r + 1) for r in (0, 1)}
+# Rows of both partitions (each updated by its own machine's trainer): both trainers' and one's.
+ids = {r: torch.tensor([1, 2, 3 + r, n - 1, n - 2 - r]) for r in (0, 1)}
+w = {r: torch.tensor([[1.0, -1.0], [2.0, 0.5], [-3.0, 1.0], [0.5, 0.5], [1.0, -2.0]]) * (r + 1) for r in (0, 1)}
 ids3 = {0: torch.tensor([4, 5, 6]), 1: torch.tensor([], dtype=torch.int64)}
 w3 = torch.tensor([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0], [0.0, 1.0, -4.0]])
 dense = torch.nn.Parameter(torch.ones(n, 2))
@@ -165,7 +174,7 @@ same = torch.allclose(got, dense.detach(), atol=1e-6) and torch.allclose(got3, d
 print("embedding", "ok" if same else f"differs: {got[:6]} {dense[:6]} {got3[:8]} {dense3[:8]}")
 torch.distributed.barrier()
 """)
-        r = base.launch(self.work, config, [sys.executable, script], extra=["--allow-push"])
+        r = base.launch(self.work, config, [sys.executable, script])
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertEqual(r.stdout.count("embedding ok"), 2, r.stdout)
 

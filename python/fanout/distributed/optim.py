@@ -3,31 +3,32 @@
 
 A step takes the gradients of the rows the embeddings handed out since the last step, sums those
 of the same row, and, when the script runs several trainers (torch.distributed initialised),
-sends each row's to the trainer that updates it (``row mod world size``: one all_to_all of all
-tables together), which averages them over the trainers (as DDP averages the dense gradients)
-and has the row updated once; the servers apply the
-update where the rows live (fanout-train's own sparse optimizers, core/sparse_optim.h: Adam per
-row with its own step count, so that rows no batch touched never change). Every trainer then
+sends each row's to the trainer that updates it (one on the machine whose partition holds the
+row: one all_to_all of all tables together), which averages them over the trainers (as DDP
+averages the dense gradients) and has the row updated once, by its own machine's servers, where
+the rows live (fanout-train's own sparse optimizers, core/sparse_optim.h: Adam per row with its
+own step count, so that rows no batch touched never change). Every trainer then
 waits for the others, so that the next step reads updated rows. The rows are the job's own: no
 ``--allow-push`` is needed.
 """
 
 from typing import Iterable, List
 
+import numpy as np
 import torch
 
 from fanout import _native
+from fanout.distributed import context
 from fanout.distributed.embedding import DistEmbedding, _ranks
 
 
-def _to_owners(tables, world: int):
-    """Every trainer's rows to the trainer that updates them (row ID mod world size): for each
-    table (ids [n], float32 grads [n, dim]) the rows this trainer owns, from every trainer in rank
-    order. Three all_to_all calls for all tables together (counts, IDs, gradients), each row
+def _to_owners(tables, owners, world: int):
+    """Every trainer's rows to the trainer that updates them (`owners[t]`: each row's rank): for
+    each table (ids [n], float32 grads [n, dim]) the rows this trainer owns, from every trainer in
+    rank order. Three all_to_all calls for all tables together (counts, IDs, gradients), each row
     sent once, to its owner (half of an all-gather's volume with 2 trainers)."""
     sends, counts = [], torch.zeros(world, len(tables), dtype=torch.int64)
-    for t, (ids, grads) in enumerate(tables):
-        owner = ids % world
+    for t, ((ids, grads), owner) in enumerate(zip(tables, owners)):
         order = torch.sort(owner, stable=True).indices
         counts[:, t] = torch.bincount(owner, minlength=world)
         sends.append((ids[order].split(counts[:, t].tolist()), grads[order].split(counts[:, t].tolist())))
@@ -76,6 +77,20 @@ class _SparseOptimizer:
         for p in self._params:
             p._trace = [(ids, rows) for ids, rows in p._trace if rows.grad is None]
 
+    @staticmethod
+    def _owners(p: DistEmbedding, ids: torch.Tensor, world: int) -> torch.Tensor:
+        """The trainer that updates each row: one on the machine whose partition holds the row
+        (its partition's trainers taking turns by row ID), so that the update goes to a server of
+        its own machine, as DGL's sparse optimizers do; row ID mod world size when the process
+        group is not the job's (one trainer per rank of every machine)."""
+        g = p._graph
+        per_machine = context.current().num_trainers
+        if world != g._native.num_parts * per_machine or len(ids) == 0:
+            return ids % world
+        graph_ids = torch.from_numpy(np.asarray(p._graph_ids(ids), dtype=np.int64))  # typed tables: type-wise IDs
+        part = torch.bucketize(graph_ids, g.get_partition_book()._node_bounds, right=True)
+        return part * per_machine + ids % per_machine
+
     def step(self) -> None:
         rank, world = _ranks()
         tables = []
@@ -87,7 +102,8 @@ class _SparseOptimizer:
             else:
                 tables.append((torch.zeros(0, dtype=torch.int64), torch.zeros(0, p.embedding_dim)))
         if world > 1:
-            tables = _to_owners(tables, world)
+            tables = _to_owners(tables, [self._owners(p, ids, world) for p, (ids, _) in zip(self._params, tables)],
+                                world)
         for p, (ids, grads) in zip(self._params, tables):
             if len(ids) == 0:
                 continue
