@@ -72,6 +72,40 @@ class EmbeddingTest(base.ServersTestCase):
             emb(ids)
         self.assertEqual(emb._trace, [])
 
+    def test_rows_pulled_ahead_are_the_rows_after_the_last_step(self):
+        """Looked up by each batch's input nodes, a table's rows for the next batch are pulled
+        while the loader makes it, and are exactly what a pull after the previous step reads;
+        rows pulled ahead and then updated by a step are pulled again."""
+        g = self.g
+        n = g.num_nodes()
+        emb = dist.DistEmbedding(n, 4, "ahead", init_func=lambda shape, dtype: torch.randn(shape))
+        opt = dist.optim.SparseAdam([emb], lr=0.1)
+        loader = dist.DistNodeDataLoader(g, torch.arange(0, n, 3), dist.NeighborSampler([3]), batch_size=16,
+                                         num_samplers=0, to_dgl=False)
+        ahead = 0
+        for input_nodes, _, _ in loader:
+            ahead += emb._ahead is not None and emb._ahead[0] is input_nodes
+            fresh = emb._pull(input_nodes.clone())
+            rows = emb(input_nodes)
+            self.assertTrue(torch.equal(rows.detach(), fresh))
+            (rows * rows).sum().backward()
+            opt.step()
+        self.assertEqual(ahead, len(loader) - 1)  # every batch after the first
+        # A step between the next batch and its lookup: the rows pulled ahead are stale.
+        it = iter(loader)
+        b0, _, _ = next(it)
+        (emb(b0) ** 2).sum().backward()
+        b1, _, _ = next(it)  # b1's rows pulled ahead now, before the step that changes b0's
+        self.assertTrue(emb._ahead is not None and emb._ahead[0] is b1)
+        stale = emb._ahead[2].result()
+        shared = torch.isin(b1, b0)
+        self.assertGreater(int(shared.sum()), 0)
+        opt.step()
+        rows = emb(b1).detach()
+        self.assertTrue(torch.equal(rows, emb._pull(b1.clone())))
+        self.assertFalse(torch.equal(rows[shared], stale[shared]))
+        loader.close()
+
     def test_adagrad_and_refusals(self):
         g = self.g
         n = g.num_nodes()

@@ -367,7 +367,7 @@ class _EpochLoader:
         """A typed batch's rows for the graph to hand back: ``g.nodes[TYPE].data[feat][input_nodes[TYPE]]``
         (how DGL's R-GCN example reads its features) is then the batch's own tensor."""
         self._g._remember_batch([(f"{nt}/{self._feat}", ids, first.srcnodes[nt].data.get(self._feat))
-                                 for nt, ids in input_nodes.items()] + list(more))
+                                 for nt, ids in input_nodes.items()] + list(more), input_nodes)
 
 
 class DistNodeDataLoader(_EpochLoader):
@@ -445,7 +445,7 @@ class DistNodeDataLoader(_EpochLoader):
         input_nodes = blocks[0].srcdata[NID]
         seeds = self._on_device(torch.from_numpy(b["seeds"]))
         self._g._remember_batch([(self._feat, input_nodes, blocks[0].srcdata.get(self._feat)),
-                                 (self._label, seeds, blocks[-1].dstdata.get(self._label))])
+                                 (self._label, seeds, blocks[-1].dstdata.get(self._label))], input_nodes)
         if self._to_dgl:
             blocks = [blk.to_dgl() for blk in blocks]
         return input_nodes, seeds, blocks
@@ -872,7 +872,7 @@ class DistEdgeDataLoader(_EpochLoader):
                                         torch.from_numpy(b["pos_eids"])))
         neg = self._on_device(PairGraph(seeds, torch.from_numpy(b["neg_src"]), torch.from_numpy(b["neg_dst"]), None))
         input_nodes = blocks[0].srcdata[NID]
-        self._g._remember_batch([(self._feat, input_nodes, blocks[0].srcdata.get(self._feat))])
+        self._g._remember_batch([(self._feat, input_nodes, blocks[0].srcdata.get(self._feat))], input_nodes)
         if self._to_dgl:
             blocks = [blk.to_dgl() for blk in blocks]
             pos, neg = pos.to_dgl(), neg.to_dgl()

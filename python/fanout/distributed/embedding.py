@@ -8,11 +8,23 @@ step to the rows a batch touched, where they live. The rows are the job's own: n
 ``--allow-push`` is needed.
 """
 
+import concurrent.futures
 from typing import Callable, List, Optional, Tuple
 
 import torch
 
 from fanout.distributed.graph import DistGraph, NodePartitionPolicy, init_rows
+
+
+_PULLER = None
+
+
+def _puller() -> concurrent.futures.ThreadPoolExecutor:
+    """Threads that pull DistEmbedding rows ahead (the extension's pulls release the GIL)."""
+    global _PULLER
+    if _PULLER is None:
+        _PULLER = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="fanout-rows")
+    return _PULLER
 
 
 def _ranks() -> Tuple[int, int]:
@@ -55,6 +67,11 @@ class DistEmbedding:
         self._key = self._field_key(name)
         g._native.create_node_field(name, "float32", [self._dim], node_type=self._ntype or "")
         self._trace: List[Tuple[torch.Tensor, torch.Tensor]] = []
+        # Rows pulled ahead (see _pull_ahead): (the ids tensor, the table's version then, a future).
+        self._version = 0  # bumped by every optimizer step that updates the table
+        self._follows_loader = False  # the script's last lookup was by the latest batch's inputs
+        self._ahead = None
+        g._embeddings.append(self)
         if init_func is not None:  # each trainer writes its share; all wait for all
             init_rows(g, self._key, (self._num, self._dim), torch.float32, init_func, self._graph_ids)
         elif _ranks()[1] > 1:
@@ -83,9 +100,31 @@ class DistEmbedding:
         g = self._graph
         return g._ntypes.to_homo(g._ntype_id(self._ntype), ids.numpy())
 
-    def __call__(self, idx, device=None) -> torch.Tensor:
+    def _pull(self, idx) -> torch.Tensor:
         ids = torch.as_tensor(idx).to(torch.int64).cpu()
-        rows = torch.from_numpy(self._graph._native.pull_node_rows(self._key, self._graph_ids(ids)))
+        return torch.from_numpy(self._graph._native.pull_node_rows(self._key, self._graph_ids(ids)))
+
+    def _pull_ahead(self, input_nodes) -> None:
+        """A loader made a batch: if the script looked this table up by the previous batch's input
+        nodes (DGL's R-GCN example does, once per featureless type and step), start pulling the
+        new batch's rows now, on a worker thread, while the loader finishes the batch. The rows
+        are taken only if the script then asks for exactly those IDs (the same tensor) and no
+        optimizer step updated the table in between; otherwise they are pulled again."""
+        self._ahead = None
+        if not self._follows_loader:
+            return
+        ids = input_nodes.get(self._ntype) if isinstance(input_nodes, dict) else input_nodes
+        if ids is not None:
+            self._ahead = (ids, self._version, _puller().submit(self._pull, ids))
+
+    def __call__(self, idx, device=None) -> torch.Tensor:
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and ahead[0] is idx and ahead[1] == self._version:
+            rows = ahead[2].result()
+        else:
+            rows = self._pull(idx)
+        ids = torch.as_tensor(idx).to(torch.int64).cpu()
+        self._follows_loader = self._graph._is_batch_input(idx, self._ntype)
         if torch.is_grad_enabled():
             rows.requires_grad_(True)
             self._trace.append((ids, rows))

@@ -372,6 +372,8 @@ class DistGraph(_OneType):
                              f"{ctx.num_trainers} trainers per machine; partition config {path}")
         self._reads = None  # reads through the servers (see _reader)
         self._last_batch = {}  # (field, id(ids)) -> (ids, rows) of the loader's latest batch
+        self._last_inputs = None  # the latest batch's input nodes (a tensor, or {type: tensor})
+        self._embeddings = []  # the job's DistEmbeddings on this graph (their rows pulled ahead)
         n = self._native
         self._ntypes = TypeRanges(n.node_type_map, "node")
         self._etypes = TypeRanges(n.edge_type_map, "edge")
@@ -399,12 +401,22 @@ class DistGraph(_OneType):
                 self._reads = self._native
         return self._reads
 
-    def _remember_batch(self, rows):
+    def _remember_batch(self, rows, input_nodes):
         """The rows a loader fetched with its latest batch, ``[(field key, ids, rows)]`` (a key per
         type on a typed graph, ``TYPE/NAME``): ``g.ndata[feat][input_nodes]`` (DGL's examples read
         features this way; ``g.nodes[TYPE].data[feat][input_nodes[TYPE]]`` on a typed graph) then
-        costs nothing: it is the batch's own tensor (``blocks[0].srcdata[feat]``), not a copy."""
+        costs nothing: it is the batch's own tensor (``blocks[0].srcdata[feat]``), not a copy.
+        `input_nodes` (a tensor, or {type: tensor}): the batch's inputs, whose DistEmbedding rows
+        start coming now for the tables the script looked up by the previous batch's inputs."""
         self._last_batch = {(key, id(ids)): (ids, x) for key, ids, x in rows if x is not None}
+        self._last_inputs = input_nodes
+        for emb in self._embeddings:
+            emb._pull_ahead(input_nodes)
+
+    def _is_batch_input(self, ids, ntype) -> bool:
+        """Whether `ids` is the latest batch's input tensor (of `ntype` on a typed graph)."""
+        last = self._last_inputs
+        return (last.get(ntype) if isinstance(last, dict) else last) is ids
 
     def _prefetched(self, key, ids):
         hit = self._last_batch.get((key, id(ids)))
