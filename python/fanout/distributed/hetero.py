@@ -267,7 +267,10 @@ class HeteroBlock:
 def typed_rows(rows: torch.Tensor, src_types: torch.Tensor, of_types: Sequence[int], ntypes: List[str],
                positions: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
     """Per node type, the rows of `rows`, which hold one row per input node whose type is in
-    `of_types`, in input order (a typed batch's features)."""
+    `of_types`, in input order (a typed batch's features). With one such type they are its rows
+    already, in its order: no copy."""
+    if len(of_types) == 1 and len(positions[ntypes[of_types[0]]]) == len(rows):
+        return {ntypes[of_types[0]]: rows}
     src_types = src_types.to(torch.int64)
     holds = torch.zeros_like(src_types, dtype=torch.bool)
     for t in of_types:
