@@ -4,7 +4,8 @@
 #   bench/vs_dgl/run.sh [--rounds R] [--setups A,B,C] [--epochs E] [--quick] [--fresh]
 #                       [--timeout S] [--work DIR] [--venv DIR] [--mag-scale S]
 #                       [--size products | --nodes N --edges E] [--dgl-parts metis|assignment|convert]
-#                       [--pss] [--graphbolt] [--rgcn-example FILE]
+#                       [--pss] [--graphbolt] [--rgcn-example FILE] [--sage-example FILE]
+#                       [--pyg-python PYTHON]
 #
 # Setups (GraphSAGE-mean, Adam lr 0.003, dropout 0.5, batch 1024 per trainer, 1 intra-op
 # thread and 1 sampler process per trainer, on both sides):
@@ -46,6 +47,19 @@
 #      named paper/labels as the example reads it (dgl_rename_fields.py). The epoch is the
 #      example's own "Epoch Time(s)" (its steps, evaluation excluded; example_metrics.py). Needs
 #      ogb and tqdm in the virtualenv (installed on first use). Not in the default list.
+#   S  DGL's own distributed GraphSAGE example (DGL 2.1.0's examples/distributed/graphsage/
+#      node_classification.py, given by --sage-example FILE) on A's graph and machines with A's
+#      model (--num_hidden 256 --num_layers 3 --fan_out 15,10,5 --batch_size 1024 --lr 0.003
+#      --dropout 0.5): on fanout with its imports changed (the sed of X), started by fanout-launch
+#      on A's fanout partitions; unmodified on DistDGL, on a copy of A's DGL partitions with the
+#      fields named features / labels as the example reads them. Epoch = the example's own "Epoch
+#      Time(s)" (its loop; its layer-wise evaluation after the last epoch excluded). Not in the
+#      default list.
+#   Y  the same model as S written with PyG (pyg_sage_train.py: torch_geometric.nn.GraphSAGE on
+#      fanout.pyg's DistNeighborLoader) under --pyg-python PYTHON (a Python with torch_geometric and
+#      fanout's package, e.g. a venv after `pip install torch torch_geometric ./python`); no
+#      DistDGL job of its own: its ratio is against S's DistDGL job of the same round, so list it
+#      after S. Not in the default list.
 #   G  A's DistDGL job on GraphBolt partitions (DGL 2.1's dgl_partition_to_graphbolt of the DGL
 #      partitions; initialize(use_graphbolt=True)); no fanout job of its own: its ratio is
 #      against A's fanout job of the same round. Not in the default list.
@@ -84,6 +98,8 @@ WORK=${TMPDIR:-/tmp}/fanout-vs-dgl
 VENV=
 MAG_SCALE=
 RGCN_EXAMPLE=
+SAGE_EXAMPLE=
+PYG_PY=
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -104,6 +120,8 @@ while [ $# -gt 0 ]; do
     --pss) PSS=1; shift ;;
     --graphbolt) GRAPHBOLT=1; shift ;;
     --rgcn-example) RGCN_EXAMPLE=$2; shift 2 ;;
+    --sage-example) SAGE_EXAMPLE=$2; shift 2 ;;
+    --pyg-python) PYG_PY=$2; shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -112,7 +130,16 @@ done
 [[ $EPOCHS =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --epochs must be a positive integer" >&2; exit 2; }
 IFS=, read -r -a SETUP_LIST <<<"$SETUPS"
 for s in "${SETUP_LIST[@]}"; do
-  [[ $s =~ ^[ABCPMHRLGEX]$ ]] || { echo "run.sh: unknown setup '$s' (A, B, C, P, M, H, R, L, G, E or X)" >&2; exit 2; }
+  [[ $s =~ ^[ABCPMHRLGEXSY]$ ]] || { echo "run.sh: unknown setup '$s' (A, B, C, P, M, H, R, L, G, E, X, S or Y)" >&2; exit 2; }
+  if [ "$s" = S ]; then
+    [ -n "$SAGE_EXAMPLE" ] || { echo "run.sh: setup S needs --sage-example FILE: DGL 2.1.0's examples/distributed/graphsage/node_classification.py (git -C DGL_CLONE show v2.1.0:examples/distributed/graphsage/node_classification.py > FILE)" >&2; exit 2; }
+    grep -q "class DistSAGE" "$SAGE_EXAMPLE" 2>/dev/null || { echo "run.sh: --sage-example $SAGE_EXAMPLE is not DGL's distributed GraphSAGE example" >&2; exit 2; }
+    SAGE_EXAMPLE=$(cd "$(dirname "$SAGE_EXAMPLE")" && pwd)/$(basename "$SAGE_EXAMPLE")
+  fi
+  if [ "$s" = Y ]; then
+    [ -n "$PYG_PY" ] && "$PYG_PY" -c 'import torch_geometric, fanout._native' 2>/dev/null || {
+      echo "run.sh: setup Y needs --pyg-python PYTHON with torch_geometric and fanout's package (pip install torch torch_geometric ./python)" >&2; exit 2; }
+  fi
   if [ "$s" = X ]; then
     [ -n "$RGCN_EXAMPLE" ] || { echo "run.sh: setup X needs --rgcn-example FILE: DGL 2.1.0's examples/pytorch/rgcn/experimental/entity_classify_dist.py (git -C DGL_CLONE show v2.1.0:examples/pytorch/rgcn/experimental/entity_classify_dist.py > FILE)" >&2; exit 2; }
     [ -f "$RGCN_EXAMPLE" ] || { echo "run.sh: --rgcn-example $RGCN_EXAMPLE: no such file" >&2; exit 2; }
@@ -261,9 +288,9 @@ ensure_venv() {
 # ---- 2. dataset and partitions -------------------------------------------------------------
 ensure_data() {
   if [ "$FRESH" = 1 ]; then rm -rf "$DATA" "$PARTS" "$MAG"; fi
-  local need2=0 need1=0 needmag=0 needlink=0 needgb2=0 needex=0 s
+  local need2=0 need1=0 needmag=0 needlink=0 needgb2=0 needex=0 needsage=0 s
   for s in "${SETUP_LIST[@]}"; do
-    case $s in A | C | P | M | G | E) need2=1 ;; B) need1=1 ;; H | R) needmag=1 ;; X) needmag=1 needex=1 ;; L) needlink=1 ;; esac
+    case $s in A | C | P | M | G | E | Y) need2=1 ;; S) need2=1 needsage=1 ;; B) need1=1 ;; H | R) needmag=1 ;; X) needmag=1 needex=1 ;; L) needlink=1 ;; esac
     if [ "$s" = G ] || { [ "$GRAPHBOLT" = 1 ] && has_graphbolt_job "$s"; }; then
       case $s in H | R) ;; *) needgb2=1 ;; esac
     fi
@@ -310,6 +337,10 @@ ensure_data() {
     grep -E "^(dgl_partition|fanout_to_dgl)|edge cuts|peak mem" "$dlog" | tee -a "$PARTS/partitioning.log" || true
   fi
   [ $needgb2 = 0 ] || ensure_graphbolt "$DGLP/$NAME.json" "$PARTS/partitioning.log"
+  if [ $needsage = 1 ] && [ ! -f "$DGLP-example/$NAME.json" ]; then
+    log "DGL's GraphSAGE example reads features / labels: a copy of $DGLP with feat and label renamed"
+    DGLBACKEND=pytorch "$PY" "$HERE/dgl_rename_fields.py" "$DGLP" "$DGLP-example" feat=features label=labels
+  fi
   if [ $needlink = 1 ]; then
     if [ ! -f "$SPLIT/test_neg_dst.npy" ]; then
       log "held-out link pairs: $SPLIT"
@@ -378,7 +409,7 @@ ensure_graphbolt() {
 # model flags per setup: LAYERS HIDDEN FANOUTS
 model_of() {
   case $1 in
-    A | B | P | M | L | G | E) echo "3 256 15,10,5" ;;
+    A | B | P | M | L | G | E | S | Y) echo "3 256 15,10,5" ;;
     C) echo "2 16 15,10" ;;
     H | R | X) echo "2 64 25,15" ;;
   esac
@@ -440,6 +471,14 @@ run_fanout() {  # SETUP ROUND
       --data-plane fanout --graph-name "$NAME" --ip-config "$dir/ip_config.txt" --part-config "$config"
       --num-layers "$layers" --hidden "$hidden" --fanouts "$fanouts" --batch-size 1024 --lr 0.003
       --dropout 0.5 --epochs "$EPOCHS" --threads 1 --metrics-file "$dir/metrics.jsonl")
+  elif [ "$s" = S ]; then
+    # DGL's GraphSAGE example, its imports changed.
+    trainer=(env PYTHONPATH="$(fanout_pythonpath)" DGLBACKEND=pytorch "$PY" "$RUN/sage_example_fanout.py"
+      --graph_name "$NAME" --ip_config "$dir/ip_config.txt" --part_config "$config" "${SAGE_ARGS[@]}")
+  elif [ "$s" = Y ]; then
+    # The same model in PyG, on fanout.pyg: this tree's sources beside the extension installed there.
+    trainer=(env PYTHONPATH="$REPO/python" "$PYG_PY" "$HERE/pyg_sage_train.py" --part-config "$config"
+      --epochs "$EPOCHS" --metrics-file "$dir/metrics.jsonl")
   elif [ "$s" = X ]; then
     # DGL's R-GCN example, its imports changed.
     trainer=(env PYTHONPATH="$(fanout_pythonpath)" DGLBACKEND=pytorch "$PY" "$RUN/rgcn_example_fanout.py"
@@ -473,7 +512,7 @@ run_fanout() {  # SETUP ROUND
   stop_pss "$dir"
   forget_group "$g"
   kill_group "$g"
-  [ "$s" != X ] || python3 "$HERE/example_metrics.py" "$dir/console.log" "$dir/metrics.jsonl" || { [ $rc != 0 ] || rc=1; }
+  case $s in X | S) python3 "$HERE/example_metrics.py" "$dir/console.log" "$dir/metrics.jsonl" || { [ $rc != 0 ] || rc=1; } ;; esac
   grep -E "trainer 0\] (epoch|fanout-train|dgl_dist_train: graph|\[0\]Epoch Time|Val Acc)|rror$([ "$PSS" = 1 ] && echo '|peak PSS')" "$dir/console.log" \
     | sed 's/^/    /' || true
   if [ $rc != 0 ]; then
@@ -507,9 +546,13 @@ run_dgl() {  # SETUP ROUND [gb]: gb = the same DistDGL job on GraphBolt partitio
     [ "$s" = R ] && common+=(--model rgat --heads 4)
   elif [ "$s" = X ]; then
     script=$RUN/rgcn_example.py graph=mag config=$MAG/dgl-2-example/mag.json common=("${EXAMPLE_ARGS[@]}")
+  elif [ "$s" = S ]; then
+    script=$RUN/sage_example.py config=$DGLP-example/$NAME.json common=("${SAGE_ARGS[@]}")
   fi
-  local conf_flag=--part-config
-  [ "$s" != X ] || conf_flag=--conf-path  # the example's name for it
+  # The examples' names for the job's flags.
+  local name_flag=--graph-name ip_flag=--ip-config conf_flag=--part-config
+  [ "$s" != X ] || conf_flag=--conf-path
+  [ "$s" != S ] || name_flag=--graph_name ip_flag=--ip_config conf_flag=--part_config
   [ -z "$gb" ] || common+=(--graphbolt)
   local t0=$SECONDS rc=0
   if [ "$s" = B ]; then
@@ -532,7 +575,7 @@ run_dgl() {  # SETUP ROUND [gb]: gb = the same DistDGL job on GraphBolt partitio
     # 2 machines x 1 trainer x 1 sampler: DGL_NUM_CLIENT = trainers * (1 + samplers) * machines.
     local pids=() m malloc_env=() site_env=()
     # X: DGL's example unchanged; the loopback machine-ID fix comes from example_site/sitecustomize.py.
-    [ "$s" != X ] || site_env=(PYTHONPATH="$HERE/example_site")
+    case $s in X | S) site_env=(PYTHONPATH="$HERE/example_site") ;; esac
     # M: glibc's tunables, read at each process's start (servers, trainers, sampler processes).
     [ "$s" != M ] || malloc_env=(MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824)
     for m in 0 1; do
@@ -542,7 +585,7 @@ run_dgl() {  # SETUP ROUND [gb]: gb = the same DistDGL job on GraphBolt partitio
         MASTER_ADDR=127.0.0.1 MASTER_PORT=$((port + 5)) WORLD_SIZE=2 \
         unshare -m --propagation private \
         bash "$HERE/dgl_machine.sh" "$m" "$dir" "$PY" "$script" \
-        --graph-name "$graph" --ip-config "$dir/ip_config.txt" "$conf_flag" "$config" \
+        "$name_flag" "$graph" "$ip_flag" "$dir/ip_config.txt" "$conf_flag" "$config" \
         "${common[@]}"
       pids+=("$STARTED")
     done
@@ -566,7 +609,7 @@ run_dgl() {  # SETUP ROUND [gb]: gb = the same DistDGL job on GraphBolt partitio
     done
     for g in "${pids[@]}"; do kill_group "$g"; forget_group "$g"; done
     stop_pss "$dir"
-    [ "$s" != X ] || python3 "$HERE/example_metrics.py" "$dir/m0-trainer.log" "$dir/metrics.jsonl" || { [ $rc != 0 ] || rc=1; }
+    case $s in X | S) python3 "$HERE/example_metrics.py" "$dir/m0-trainer.log" "$dir/metrics.jsonl" || { [ $rc != 0 ] || rc=1; } ;; esac
     grep -hE "^(epoch|dgl_(dist|rgcn|link)_train: graph|\[0\]Epoch Time|Val Acc)|Error" "$dir/m0-trainer.log" | sed 's/^/    /' || true
     if [ $rc != 0 ]; then
       log "[$s round $r] DistDGL FAILED (exit $rc$([ $rc = 124 ] && echo ", timed out after $TIMEOUT s")); last lines:"
@@ -607,15 +650,26 @@ ensure_data
 EXAMPLE_ARGS=(--dataset ogbn-mag --num_gpus -1 --n-bases 8 --n-hidden 64 --n-layers 2 --fanout 25,15 --validation-fanout 25,15
   --batch-size 1024 --eval-batch-size 1024 --lr 0.01 --sparse-embedding --dgl-sparse --sparse-lr 0.06 --dropout 0.5
   --use-self-loop --n-epochs "$EPOCHS" --log-every 20)
-if [[ ",$SETUPS," == *,X,* ]]; then
-  "$PY" -c 'import ogb, tqdm' 2>/dev/null || { log "installing ogb and tqdm (DGL's R-GCN example imports them)"; "$PY" -m pip install --quiet ogb tqdm; }
-  cp "$RGCN_EXAMPLE" "$RUN/rgcn_example.py"
+# Setup S: DGL's GraphSAGE example, A's model, evaluation after the last epoch only.
+SAGE_ARGS=(--num_epochs "$EPOCHS" --num_hidden 256 --num_layers 3 --fan_out 15,10,5 --batch_size 1024 --lr 0.003
+  --dropout 0.5 --n_classes 47 --eval_every "$EPOCHS" --log_every 20)
+# Both examples get the same import change on fanout's side.
+port_example() {  # IN OUT
   sed -e 's/^import dgl$/import dgl\nimport fanout.distributed as fdist/' \
     -e 's/^from dgl\.distributed import DistDataLoader$/from fanout.distributed import DistDataLoader/' \
     -e 's/dgl\.distributed\./fdist./g' \
-    -e 's/dgl\.dataloading\.\(MultiLayerNeighborSampler\|DistNodeDataLoader\)/fdist.\1/g' \
-    "$RGCN_EXAMPLE" >"$RUN/rgcn_example_fanout.py"
-  log "DGL's R-GCN example: $(diff "$RUN/rgcn_example.py" "$RUN/rgcn_example_fanout.py" | grep -c '^>') lines changed for fanout ($RUN/rgcn_example_fanout.py)"
+    -e 's/dgl\.dataloading\.\(MultiLayerNeighborSampler\|NeighborSampler\|DistNodeDataLoader\)/fdist.\1/g' \
+    "$1" >"$2"
+  log "DGL's $(basename "$1"): $(diff "$1" "$2" | grep -c '^>') lines changed for fanout ($2)"
+}
+if [[ ",$SETUPS," == *,S,* ]]; then
+  cp "$SAGE_EXAMPLE" "$RUN/sage_example.py"
+  port_example "$SAGE_EXAMPLE" "$RUN/sage_example_fanout.py"
+fi
+if [[ ",$SETUPS," == *,X,* ]]; then
+  "$PY" -c 'import ogb, tqdm' 2>/dev/null || { log "installing ogb and tqdm (DGL's R-GCN example imports them)"; "$PY" -m pip install --quiet ogb tqdm; }
+  cp "$RGCN_EXAMPLE" "$RUN/rgcn_example.py"
+  port_example "$RGCN_EXAMPLE" "$RUN/rgcn_example_fanout.py"
 fi
 log "DGL side: $("$PY" -c 'import torch; print("torch", torch.__version__)' 2>/dev/null), $(DGLBACKEND=pytorch "$PY" -c 'import dgl; print("dgl", dgl.__version__)' 2>/dev/null | tail -n 1)"
 for r in $(seq 1 "$ROUNDS"); do
@@ -624,7 +678,7 @@ for r in $(seq 1 "$ROUNDS"); do
       JOBNO=$((JOBNO + 1)); run_fanout "$s" "$r"
       log "load average $(cut -d' ' -f1-3 /proc/loadavg)"
     fi
-    [ "$s" != E ] || continue  # E: fanout's lean job, against A's (and G's) DistDGL jobs
+    case $s in E | Y) continue ;; esac  # E: fanout's lean job, against A's (and G's) DistDGL jobs; Y: against S's
     JOBNO=$((JOBNO + 1)); run_dgl "$s" "$r"
     log "load average $(cut -d' ' -f1-3 /proc/loadavg)"
     if [ "$GRAPHBOLT" = 1 ] && has_graphbolt_job "$s"; then

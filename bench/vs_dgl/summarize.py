@@ -37,6 +37,11 @@ SETUPS = {
          "learnable rows for featureless types (sparse Adam): fanout-train --model rgcn vs DistDGL's R-GCN",
     "R": "as H with R-GAT (4 heads of 16, the destination's own projection, ELU): fanout-train --model rgat vs "
          "HeteroGraphConv({rel: GATConv}) on DistDGL",
+    "S": "A's graph, machines and model as DGL's own distributed GraphSAGE example (node_classification.py, DGL "
+         "2.1.0) on both sides: its imports changed to fanout.distributed vs unmodified on DistDGL; wait = its "
+         "sample+data_copy",
+    "Y": "S's model written with PyG (torch_geometric.nn.GraphSAGE, trimmed per layer) on fanout.pyg's "
+         "DistNeighborLoader (pyg_sage_train.py), against S's DistDGL job (DGL's example)",
     "X": "H's graph, machines and model as DGL's own distributed R-GCN example (entity_classify_dist.py, DGL 2.1.0) "
          "on both sides: its imports changed to fanout.distributed vs unmodified on DistDGL; wait = its sample, "
          "feature = its data copy (features and DistEmbedding rows)",
@@ -134,9 +139,11 @@ def gb(b):
 def pairing(s):
     """Setup s's fanout job and its DistDGL jobs, as (setup, system) keys with their labels: G is
     DistDGL on GraphBolt against A's fanout job; E is fanout's lean job against A's DistDGL jobs
-    and G's."""
+    and G's; Y is the PyG script on fanout against S's DistDGL job (DGL's example)."""
     if s == "G":
         return "A", [("DistDGL s", "G", "dgl")]
+    if s == "Y":
+        return "Y", [("DistDGL s", "S", "dgl")]
     if s == "E":
         return "E", [("DistDGL s", "A", "dgl"), ("GraphBolt s", "G", "dgl"), ("GraphBolt s", "A", "dgl-gb")]
     return s, [("DGL s" if s == "B" else "DistDGL s", s, "dgl"), ("GraphBolt s", s, "dgl-gb")]
@@ -191,7 +198,7 @@ def main():
     print("=== per job (rank 0; epoch time = mean of epochs after the first; evaluation excluded) ===")
     for setup, rnd, system, rc, metrics, wall, build in rows:
         epochs, merged = load(metrics)
-        name = ("fanout.py" if setup in "PMX" else "fanout") if system == "fanout" else (
+        name = ("fanout.py" if setup in "PMXSY" else "fanout") if system == "fanout" else (
             "DGL" if setup == "B" else "DistDGL+" if setup == "M" else
             "DistDGL-GB" if setup == "G" or system == "dgl-gb" else "DistDGL")
         head = f"[{setup} round {rnd}] {name:9s}"
@@ -217,7 +224,7 @@ def main():
         t = mean_of(rec, "epoch_seconds")
         results[(setup, rnd, system)] = t
         all_t = ", ".join(f"{e['epoch_seconds']:.2f}" for e in epochs)
-        parts = FANOUT_PARTS if system == "fanout" and setup not in "PMX" else DGL_PARTS
+        parts = FANOUT_PARTS if system == "fanout" and setup not in "PMXSY" else DGL_PARTS
         bd = ", ".join(
             f"{label} {mean_of(rec, key):.2f}" for label, key in parts if mean_of(rec, key) is not None
         )
