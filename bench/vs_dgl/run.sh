@@ -513,7 +513,7 @@ run_fanout() {  # SETUP ROUND
   forget_group "$g"
   kill_group "$g"
   case $s in X | S) python3 "$HERE/example_metrics.py" "$dir/console.log" "$dir/metrics.jsonl" || { [ $rc != 0 ] || rc=1; } ;; esac
-  grep -E "trainer 0\] (epoch|fanout-train|dgl_dist_train: graph|\[0\]Epoch Time|Val Acc)|rror$([ "$PSS" = 1 ] && echo '|peak PSS')" "$dir/console.log" \
+  grep -E "trainer 0\] (epoch|fanout-train|dgl_dist_train: graph|\[0\]Epoch Time|Val Acc|Part 0, (Epoch Time|Val Acc))|rror$([ "$PSS" = 1 ] && echo '|peak PSS')" "$dir/console.log" \
     | sed 's/^/    /' || true
   if [ $rc != 0 ]; then
     log "[$s round $r] fanout FAILED (exit $rc$([ $rc = 124 ] && echo ", timed out after $TIMEOUT s")); last lines:"
@@ -610,7 +610,7 @@ run_dgl() {  # SETUP ROUND [gb]: gb = the same DistDGL job on GraphBolt partitio
     for g in "${pids[@]}"; do kill_group "$g"; forget_group "$g"; done
     stop_pss "$dir"
     case $s in X | S) python3 "$HERE/example_metrics.py" "$dir/m0-trainer.log" "$dir/metrics.jsonl" || { [ $rc != 0 ] || rc=1; } ;; esac
-    grep -hE "^(epoch|dgl_(dist|rgcn|link)_train: graph|\[0\]Epoch Time|Val Acc)|Error" "$dir/m0-trainer.log" | sed 's/^/    /' || true
+    grep -hE "^(epoch|dgl_(dist|rgcn|link)_train: graph|\[0\]Epoch Time|Val Acc|Part 0, (Epoch Time|Val Acc))|Error" "$dir/m0-trainer.log" | sed 's/^/    /' || true
     if [ $rc != 0 ]; then
       log "[$s round $r] DistDGL FAILED (exit $rc$([ $rc = 124 ] && echo ", timed out after $TIMEOUT s")); last lines:"
       for f in "$dir"/machine*.log "$dir"/m*-trainer.log "$dir"/m*-server.log; do

@@ -362,7 +362,6 @@ class _EpochLoader:
             blocks[-1]._set_dst(label, {label_type: torch.from_numpy(b["labels"])})
         return [self._on_device(blk) for blk in blocks]
 
-
     def _remember_typed(self, input_nodes: Dict[str, torch.Tensor], first: HeteroBlock, more=()) -> None:
         """A typed batch's rows for the graph to hand back: ``g.nodes[TYPE].data[feat][input_nodes[TYPE]]``
         (how DGL's R-GCN example reads its features) is then the batch's own tensor."""

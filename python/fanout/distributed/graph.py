@@ -113,8 +113,12 @@ class DistTensor:
     and dtype), or creates it: ``(g.num_nodes(), ...)`` rows of zeros held by the servers (each
     partition's rows by its servers) until the job ends, as DGL's example does for layer-wise
     inference. Creating needs no flag and fits within each server's ``--max-created-bytes``;
-    every trainer may create the same tensor (the second
-    attaches). Without a name, tensors are named in creation order, the same on every trainer.
+    every trainer may create the same tensor (the second attaches). Without a name, tensors are
+    named in creation order, the same on every trainer. ``init_func(shape, dtype)`` gives the
+    first values (each trainer writes its share; with torch.distributed initialised every
+    trainer must then make the tensor, as with DGL, since all wait for all). On a typed graph the
+    rows are one node type's, by type-wise ID: ``part_policy``'s type, else the one type with
+    ``shape[0]`` nodes (DGL's rule).
     """
 
     _unnamed = 0
