@@ -574,7 +574,7 @@ run_dgl() {  # SETUP ROUND [gb]: gb = the same DistDGL job on GraphBolt partitio
     # What DGL's tools/launch.py exports (construct_dgl_{server,client}_env_vars), for
     # 2 machines x 1 trainer x 1 sampler: DGL_NUM_CLIENT = trainers * (1 + samplers) * machines.
     local pids=() m malloc_env=() site_env=()
-    # X: DGL's example unchanged; the loopback machine-ID fix comes from example_site/sitecustomize.py.
+    # X, S: DGL's examples unchanged; the loopback machine-ID fix comes from example_site/sitecustomize.py.
     case $s in X | S) site_env=(PYTHONPATH="$HERE/example_site") ;; esac
     # M: glibc's tunables, read at each process's start (servers, trainers, sampler processes).
     [ "$s" != M ] || malloc_env=(MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824)

@@ -87,7 +87,7 @@ class _SparseOptimizer:
         per_machine = context.current().num_trainers
         if world != g._native.num_parts * per_machine or len(ids) == 0:
             return ids % world
-        graph_ids = torch.from_numpy(np.asarray(p._graph_ids(ids), dtype=np.int64))  # typed tables: type-wise IDs
+        graph_ids = torch.from_numpy(np.asarray(p._graph_ids(ids), dtype=np.int64))  # a typed table's ids are type-wise
         part = torch.bucketize(graph_ids, g.get_partition_book()._node_bounds, right=True)
         return part * per_machine + ids % per_machine
 
