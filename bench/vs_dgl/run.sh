@@ -5,7 +5,7 @@
 #                       [--timeout S] [--work DIR] [--venv DIR] [--mag-scale S]
 #                       [--size products | --nodes N --edges E] [--dgl-parts metis|assignment|convert]
 #                       [--pss] [--graphbolt] [--rgcn-example FILE] [--sage-example FILE]
-#                       [--pyg-python PYTHON]
+#                       [--pyg-python PYTHON] [--glibc-env]
 #
 # Setups (GraphSAGE-mean, Adam lr 0.003, dropout 0.5, batch 1024 per trainer, 1 intra-op
 # thread and 1 sampler process per trainer, on both sides):
@@ -76,6 +76,9 @@
 # (convert: fanout_to_dgl.py, for graphs whose partition_graph does not fit the machine).
 # --pss: sample each machine's processes' PSS together every second (pss_peak.py, the same
 # method for both sides) and report each machine's peak.
+# --glibc-env: every process of every job, both sides, started with glibc's allocator variables
+# (MALLOC_MMAP_THRESHOLD_=MALLOC_TRIM_THRESHOLD_=1073741824: freed buffers of up to 1 GiB kept
+# for reuse, what fanout.distributed.initialize sets in-process and setup M gives DistDGL alone).
 # --graphbolt: DistDGL's best configuration as well: each DistDGL job of A, C, H and R is followed
 # by the same job on GraphBolt partitions (as G for A); the summary's baseline for a setup is the
 # faster of the two (by median epoch), both ratios printed.
@@ -100,6 +103,7 @@ MAG_SCALE=
 RGCN_EXAMPLE=
 SAGE_EXAMPLE=
 PYG_PY=
+GLIBC_ENV=()
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -122,6 +126,7 @@ while [ $# -gt 0 ]; do
     --rgcn-example) RGCN_EXAMPLE=$2; shift 2 ;;
     --sage-example) SAGE_EXAMPLE=$2; shift 2 ;;
     --pyg-python) PYG_PY=$2; shift 2 ;;
+    --glibc-env) GLIBC_ENV=(MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824); shift ;;
     -h | --help) usage; exit 0 ;;
     *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -502,7 +507,7 @@ run_fanout() {  # SETUP ROUND
       --lr 0.003 --dropout 0.5 --epochs "$EPOCHS" --eval-every "$EPOCHS" --no-test --threads 1
       --num-samplers 1 --metrics-file "$dir/metrics.jsonl" "${lean[@]}")
   fi
-  start_group "$dir/console.log" env PATH="$BIN:$PATH" "$BIN/fanout-launch" --workspace "$dir" \
+  start_group "$dir/console.log" env "${GLIBC_ENV[@]}" PATH="$BIN:$PATH" "$BIN/fanout-launch" --workspace "$dir" \
     --ip-config "$dir/ip_config.txt" --part-config "$config" --num-servers 1 --num-trainers "$trainers" \
     --num-samplers 1 --num-omp-threads 1 "${launch_extra[@]}" --log-dir "$dir/logs" -- "${trainer[@]}"
   local g=$STARTED rc=0
@@ -578,6 +583,7 @@ run_dgl() {  # SETUP ROUND [gb]: gb = the same DistDGL job on GraphBolt partitio
     case $s in X | S) site_env=(PYTHONPATH="$HERE/example_site") ;; esac
     # M: glibc's tunables, read at each process's start (servers, trainers, sampler processes).
     [ "$s" != M ] || malloc_env=(MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824)
+    [ ${#GLIBC_ENV[@]} = 0 ] || malloc_env=("${GLIBC_ENV[@]}")
     for m in 0 1; do
       start_group "$dir/machine$m.log" env "${malloc_env[@]}" "${site_env[@]}" DGLBACKEND=pytorch DGL_IP_CONFIG="$dir/ip_config.txt" \
         DGL_CONF_PATH="$config" DGL_NUM_SERVER=1 DGL_NUM_CLIENT=4 DGL_NUM_SAMPLER=1 \
@@ -641,6 +647,7 @@ fanout_pythonpath() {
 # ---- main ---------------------------------------------------------------------------------------
 log "fanout vs DGL: setups $SETUPS, $ROUNDS round(s), $EPOCHS epoch(s) per job, $NODES nodes / $EDGES edges$([ "$QUICK" = 1 ] && echo ' (--quick)'); DistDGL partitions: $DGL_PARTS ($DGLP)$([ "$PSS" = 1 ] && echo '; per-machine PSS sampled')$([ "$GRAPHBOLT" = 1 ] && echo '; DistDGL also on GraphBolt partitions')"
 log "host: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; load average $(cut -d' ' -f1-3 /proc/loadavg); results in $RUN"
+[ ${#GLIBC_ENV[@]} = 0 ] || log "--glibc-env: every process of both sides with ${GLIBC_ENV[*]}"
 log "fanout build: $BIN ($(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$REPO" diff --quiet HEAD 2>/dev/null || echo ', with uncommitted changes'))"
 ensure_venv
 ensure_data
