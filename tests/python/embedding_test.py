@@ -104,6 +104,16 @@ class EmbeddingTest(base.ServersTestCase):
         rows = emb(b1).detach()
         self.assertTrue(torch.equal(rows, emb._pull(b1.clone())))
         self.assertFalse(torch.equal(rows[shared], stale[shared]))
+        # A second object of the same table sees the steps made through the first.
+        again = dist.DistEmbedding(n, 4, "ahead")  # attaches to the table
+        (emb(b1) ** 2).sum().backward()
+        again(b1)  # the latest batch's inputs: `again` follows the loader too
+        b2, _, _ = next(it)  # b2's rows pulled ahead for both objects
+        self.assertTrue(again._ahead is not None and again._ahead[0] is b2)
+        again._ahead[2].result()  # pulled before the step, so stale after it
+        self.assertGreater(int(torch.isin(b2, b1).sum()), 0)
+        opt.step()  # a step through the first object changes rows of b2
+        self.assertTrue(torch.equal(again(b2).detach(), again._pull(b2.clone())))
         loader.close()
 
     def test_adagrad_and_refusals(self):

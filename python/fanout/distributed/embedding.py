@@ -68,7 +68,6 @@ class DistEmbedding:
         g._native.create_node_field(name, "float32", [self._dim], node_type=self._ntype or "")
         self._trace: List[Tuple[torch.Tensor, torch.Tensor]] = []
         # Rows pulled ahead (see _pull_ahead): (the ids tensor, the table's version then, a future).
-        self._version = 0  # bumped by every optimizer step that updates the table
         self._follows_loader = False  # the script's last lookup was by the latest batch's inputs
         self._ahead = None
         g._embeddings.append(self)
@@ -99,6 +98,15 @@ class DistEmbedding:
             return ids.numpy()
         g = self._graph
         return g._ntypes.to_homo(g._ntype_id(self._ntype), ids.numpy())
+
+    @property
+    def _version(self) -> int:
+        """The table's version, bumped by every optimizer step that updates it (kept on the graph
+        by table, so that every DistEmbedding object of one table sees every step)."""
+        return self._graph._table_versions.get(self._key, 0)
+
+    def _updated(self) -> None:
+        self._graph._table_versions[self._key] = self._version + 1
 
     def _pull(self, idx) -> torch.Tensor:
         ids = torch.as_tensor(idx).to(torch.int64).cpu()

@@ -378,6 +378,7 @@ class DistGraph(_OneType):
         self._last_batch = {}  # (field, id(ids)) -> (ids, rows) of the loader's latest batch
         self._last_inputs = None  # the latest batch's input nodes (a tensor, or {type: tensor})
         self._embeddings = []  # the job's DistEmbeddings on this graph (their rows pulled ahead)
+        self._table_versions = {}  # DistEmbedding table key -> optimizer steps that updated it
         n = self._native
         self._ntypes = TypeRanges(n.node_type_map, "node")
         self._etypes = TypeRanges(n.edge_type_map, "edge")

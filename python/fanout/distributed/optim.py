@@ -113,7 +113,7 @@ class _SparseOptimizer:
             p._graph._native.sparse_update(p._key, state, p._graph_ids(rows), summed.contiguous().numpy(),
                                            self._kind, self._lr, self._beta1, self._beta2, self._eps)
         for p in self._params:
-            p._version += 1  # rows pulled ahead before this step are stale
+            p._updated()  # rows pulled ahead before this step are stale
         if world > 1:
             torch.distributed.barrier()  # the next step reads updated rows
 
