@@ -107,8 +107,9 @@ std::vector<int64_t> Ids(const py::array& ids, const char* what) {
 // grouped by node type and its edges by relation, each group in input order (a counting sort:
 // one pass to count, one to place), and each edge's endpoints as their index among the sources of
 // their type (destinations are a prefix of the sources, so among the destinations of theirs too).
-// Returns (by_type [N], type_counts [T], type_dst_counts [T], by_relation [E], relation_counts [R],
-// relation_src [E], relation_dst [E]), the last three in by_relation's order.
+// Returns (by_type [N], type_counts [T], type_dst_counts [T], local [N]: each source's index among
+// its type's, by_relation [E], relation_counts [R], relation_src [E], relation_dst [E]), the last
+// three in by_relation's order.
 py::tuple TypedBlockLayout(const py::array& src_types_in, int64_t num_types, int64_t num_dst,
                            const py::array& indices_in, const py::array& dst_in, const py::array& etype_in,
                            int64_t num_relations) {
@@ -169,8 +170,8 @@ py::tuple TypedBlockLayout(const py::array& src_types_in, int64_t num_types, int
   }
   if (!bad.empty()) throw py::value_error(StrCat("typed_block_layout: ", bad));
   return py::make_tuple(Adopt(std::move(by_type)), Adopt(std::move(type_counts)), Adopt(std::move(type_dst_counts)),
-                        Adopt(std::move(by_rel)), Adopt(std::move(rel_counts)), Adopt(std::move(rel_src)),
-                        Adopt(std::move(rel_dst)));
+                        Adopt(std::move(local)), Adopt(std::move(by_rel)), Adopt(std::move(rel_counts)),
+                        Adopt(std::move(rel_src)), Adopt(std::move(rel_dst)));
 }
 
 py::dict Schema(const core::FieldSchema& f) {
@@ -783,7 +784,7 @@ PYBIND11_MODULE(_native, m) {
   m.def("typed_block_layout", &TypedBlockLayout, py::arg("src_types"), py::arg("num_types"), py::arg("num_dst"),
         py::arg("indices"), py::arg("dst"), py::arg("etype"), py::arg("num_relations"),
         "A typed block's sources grouped by node type and edges by relation (stable, a counting sort), with each "
-        "edge's endpoints as indices among their type's sources: (by_type, type_counts, type_dst_counts, "
+        "edge's endpoints as indices among their type's sources: (by_type, type_counts, type_dst_counts, local, "
         "by_relation, relation_counts, relation_src, relation_dst).");
 
   BindTypes(m);

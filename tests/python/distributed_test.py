@@ -1003,7 +1003,7 @@ class TypedGraphTest(ServersTestCase):
         types = rng.integers(0, 4, n).astype(np.int8)
         src, dst = rng.integers(0, n, e), np.sort(rng.integers(0, nd, e)).astype(np.int32)
         rel = rng.integers(0, 6, e).astype(np.uint8)
-        by_type, counts, dst_counts, by_rel, rel_counts, rel_src, rel_dst = _native.typed_block_layout(
+        by_type, counts, dst_counts, within, by_rel, rel_counts, rel_src, rel_dst = _native.typed_block_layout(
             types, 4, nd, src, dst, rel, 6)
         np.testing.assert_array_equal(by_type, np.argsort(types, kind="stable"))
         np.testing.assert_array_equal(counts, np.bincount(types, minlength=4))
@@ -1013,6 +1013,7 @@ class TypedGraphTest(ServersTestCase):
         local = np.empty(n, dtype=np.int64)
         for t in range(4):
             local[types == t] = np.arange(int((types == t).sum()))
+        np.testing.assert_array_equal(within, local)
         np.testing.assert_array_equal(rel_src, local[src[by_rel]])
         np.testing.assert_array_equal(rel_dst, local[dst[by_rel]])
         with self.assertRaisesRegex(ValueError, "source 1 has node type 4 of 4"):

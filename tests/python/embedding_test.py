@@ -116,6 +116,18 @@ class EmbeddingTest(base.ServersTestCase):
         self.assertTrue(torch.equal(again(b2).detach(), again._pull(b2.clone())))
         loader.close()
 
+    def test_each_rows_update_goes_to_its_own_machines_trainer(self):
+        """With the job's process group (one rank per trainer of every machine), a row's gradient
+        goes to a trainer of the machine whose partition holds it; another group, by row ID."""
+        g = self.g
+        n = g.num_nodes()
+        emb = dist.DistEmbedding(n, 2, "owned")
+        ids = torch.tensor([0, n - 1, 5, n - 2])
+        owners = dist.optim.SparseAdam._owners(emb, ids, 2)  # 2 machines x 1 trainer
+        self.assertTrue(torch.equal(owners, g.get_partition_book().nid2partid(ids)))
+        self.assertEqual(set(owners.tolist()), {0, 1})
+        self.assertTrue(torch.equal(dist.optim.SparseAdam._owners(emb, ids, 3), ids % 3))
+
     def test_adagrad_and_refusals(self):
         g = self.g
         n = g.num_nodes()

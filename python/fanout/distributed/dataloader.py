@@ -830,14 +830,10 @@ class DistEdgeDataLoader(_EpochLoader):
         """({ntype: input IDs}, TypedPairGraph, TypedPairGraph, HeteroBlocks), IDs type-wise."""
         g = self._g
         blocks = self._typed_blocks(b)
-        seeds = torch.from_numpy(b["seeds"])
-        types = torch.from_numpy(b["input_types"])[:len(seeds)].to(torch.int64)
-        local = torch.empty_like(seeds)  # each seed's index among the seeds of its type
-        nodes = {}
-        for t, name in enumerate(g.ntypes):
-            at = (types == t).nonzero().flatten()
-            local[at] = torch.arange(len(at), dtype=torch.int64)
-            nodes[name] = blocks[-1].dstnodes[name].data[NID]
+        # Each seed's index among the seeds of its type: the seeds are the last block's
+        # destinations, a prefix of its sources, whose indices within their type it has.
+        local = blocks[-1]._local[:len(b["seeds"])]
+        nodes = {name: blocks[-1].dstnodes[name].data[NID] for name in g.ntypes}
         pos_src, pos_dst = torch.from_numpy(b["pos_src"]), torch.from_numpy(b["pos_dst"])
         neg_src, neg_dst = torch.from_numpy(b["neg_src"]), torch.from_numpy(b["neg_dst"])
         rel, typewise = g._etypes.to_typewise(b["pos_eids"])

@@ -13,7 +13,7 @@ from typing import Callable, List, Optional, Tuple
 
 import torch
 
-from fanout.distributed.graph import DistGraph, NodePartitionPolicy, init_rows
+from fanout.distributed.graph import DistGraph, NodePartitionPolicy, init_rows, torch_ranks
 
 
 _PULLER = None
@@ -25,13 +25,6 @@ def _puller() -> concurrent.futures.ThreadPoolExecutor:
     if _PULLER is None:
         _PULLER = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="fanout-rows")
     return _PULLER
-
-
-def _ranks() -> Tuple[int, int]:
-    """(rank, world size) of torch.distributed when the script initialised it, else (0, 1)."""
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        return torch.distributed.get_rank(), torch.distributed.get_world_size()
-    return 0, 1
 
 
 class DistEmbedding:
@@ -73,7 +66,7 @@ class DistEmbedding:
         g._embeddings.append(self)
         if init_func is not None:  # each trainer writes its share; all wait for all
             init_rows(g, self._key, (self._num, self._dim), torch.float32, init_func, self._graph_ids)
-        elif _ranks()[1] > 1:
+        elif torch_ranks()[1] > 1:
             torch.distributed.barrier()  # the table made everywhere before any trainer reads it
 
     @property

@@ -85,15 +85,19 @@ def _tensor_node_type(graph: "DistGraph", shape, name, part_policy) -> str:
     return fits[0]
 
 
+def torch_ranks() -> Tuple[int, int]:
+    """(rank, world size) of torch.distributed when the script initialised it, else (0, 1)."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
 def init_rows(graph: "DistGraph", key: str, shape, dtype, init_func, to_graph_ids) -> None:
     """Rows of a tensor the job created, from ``init_func((n, *row_shape), dtype)`` (DGL's
     signature): each trainer writes its share (rows rank, rank + world, ...), then all wait, so
     no trainer reads a row before it is written. `to_graph_ids` maps row numbers to the IDs the
     servers address them by."""
-    if torch.distributed.is_available() and torch.distributed.is_initialized():
-        rank, world = torch.distributed.get_rank(), torch.distributed.get_world_size()
-    else:
-        rank, world = 0, 1
+    rank, world = torch_ranks()
     mine = torch.arange(rank, int(shape[0]), world)
     values = torch.as_tensor(init_func((len(mine),) + tuple(shape[1:]), dtype)).to("cpu", dtype)
     if tuple(values.shape) != (len(mine),) + tuple(shape[1:]):
@@ -134,7 +138,7 @@ class DistTensor:
         self._ntype = _ntype  # a typed tensor's node type: rows indexed by type-wise IDs
         if _ntype is not None:
             schemas = {f["name"]: f for f in graph._native.node_fields if f["node_type"] == _ntype}
-            rows = graph._ntypes.count(graph._ntype_id(_ntype))
+            rows = graph.num_nodes(_ntype)
         else:
             schemas = {f["name"]: f for f in graph._native.node_fields if not f["node_type"]}
             rows = graph.num_nodes()

@@ -98,12 +98,12 @@ class HeteroBlock:
                  indices: torch.Tensor, dst: torch.Tensor, etype: torch.Tensor, eids: torch.Tensor):
         self.ntypes = list(ntypes)
         self.canonical_etypes = list(canonical_etypes)
-        src_types = src_types.to(torch.int64)
         _, typewise = node_types.to_typewise(src_nodes.numpy())
         typewise = torch.from_numpy(typewise)
-        # The sources grouped by type and the edges by relation, each in input order, the edges'
-        # endpoints as indices among their type's sources (one counting pass in the extension).
-        by_type, count, count_dst, by_rel, per_rel, rel_src, rel_dst = (
+        # The sources grouped by type and the edges by relation, each in input order, each source's
+        # index among its type's (`_local`) and the edges' endpoints as such indices (one counting
+        # pass in the extension).
+        by_type, count, count_dst, self._local, by_rel, per_rel, rel_src, rel_dst = (
             torch.from_numpy(a) for a in _native.typed_block_layout(
                 src_types.numpy(), len(self.ntypes), int(num_dst), indices.numpy(), dst.numpy(), etype.numpy(),
                 len(self.canonical_etypes)))
@@ -201,6 +201,7 @@ class HeteroBlock:
         b.ntypes, b.canonical_etypes = self.ntypes, self.canonical_etypes
         b._num_src, b._num_dst = dict(self._num_src), dict(self._num_dst)
         b._positions = {k: mv(v) for k, v in self._positions.items()}
+        b._local = self._local  # host bookkeeping (the link loader pairs seeds with it)
         b._src = {t: {k: mv(v) for k, v in d.items()} for t, d in self._src.items()}
         b._dst = {t: {k: mv(v) for k, v in d.items()} for t, d in self._dst.items()}
         b._edges = {k: tuple(mv(x) for x in v) for k, v in self._edges.items()}

@@ -14,12 +14,12 @@ waits for the others, so that the next step reads updated rows. The rows are the
 
 from typing import Iterable, List
 
-import numpy as np
 import torch
 
 from fanout import _native
 from fanout.distributed import context
-from fanout.distributed.embedding import DistEmbedding, _ranks
+from fanout.distributed.embedding import DistEmbedding
+from fanout.distributed.graph import torch_ranks
 
 
 def _to_owners(tables, owners, world: int):
@@ -83,16 +83,14 @@ class _SparseOptimizer:
         (its partition's trainers taking turns by row ID), so that the update goes to a server of
         its own machine, as DGL's sparse optimizers do; row ID mod world size when the process
         group is not the job's (one trainer per rank of every machine)."""
-        g = p._graph
         per_machine = context.current().num_trainers
-        if world != g._native.num_parts * per_machine or len(ids) == 0:
+        if world != p._graph._native.num_parts * per_machine:
             return ids % world
-        graph_ids = torch.from_numpy(np.asarray(p._graph_ids(ids), dtype=np.int64))  # a typed table's ids are type-wise
-        part = torch.bucketize(graph_ids, g.get_partition_book()._node_bounds, right=True)
+        part = p._graph.get_partition_book().nid2partid(ids, p._ntype or "_N")  # type-wise IDs of a typed table
         return part * per_machine + ids % per_machine
 
     def step(self) -> None:
-        rank, world = _ranks()
+        rank, world = torch_ranks()
         tables = []
         for p in self._params:
             traced = [(ids, rows.grad) for ids, rows in p._trace if rows.grad is not None]
