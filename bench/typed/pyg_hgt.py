@@ -109,7 +109,7 @@ def main():
             opt.zero_grad()
             loss.backward()
             opt.step()
-            total += float(loss)
+            total += loss.item()
             steps += 1
         seconds = time.time() - t0
         if rank == 0:

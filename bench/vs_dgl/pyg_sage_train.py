@@ -9,9 +9,14 @@ between layers), 3 layers, hidden 256, as DGL's example's `DistSAGE` (`dgl.nn.SA
 Adam lr 0.003, cross-entropy on the seeds. Batches: `fanout.pyg.DistNeighborLoader` with
 `num_neighbors=[5, 10, 15]` (PyG's order, hop 1 first: DGL's and fanout's `15,10,5`, input layer
 first), batch 1024, shuffled, over this trainer's share of the training nodes
-(`fanout.distributed.node_split(..., force_even=True)`, fanout-train's split); each layer trimmed
-to the nodes the next one needs (PyG's `num_sampled_nodes_per_hop` / `trim_to_layer`, as DGL's
-blocks shrink), DDP over Gloo. Every trainer runs the same number of steps.
+(`fanout.distributed.node_split(..., force_even=True)`, fanout-train's split), DDP over Gloo. Every
+trainer runs the same number of steps. Two ways to write the layers (--layers):
+- `adjs` (default): PyG's layer-by-layer form of its CPU examples (ogbn_products_sage.py with the
+  old NeighborSampler): the loader's `adjs=True` gives each layer's block as a sparse CSR `adj_t`,
+  and layer i runs `SAGEConv((x, x[:size[1]]), adj_t)`: PyG's fused sparse-matrix product, over
+  the layer's own destinations only, as DGL's blocks;
+- `trim`: `torch_geometric.nn.GraphSAGE` on `edge_index` with PyG's `num_sampled_nodes_per_hop` /
+  `trim_to_layer` (per-edge gather and scatter; the first layer computes every sampled node).
 
 Timers per epoch (rank 0, summed over steps; the metrics file's keys as dgl_*_train.py writes
 them): wait (the loader's next batch), forward, backward (with DDP's all-reduce), update. After
@@ -26,7 +31,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel
-from torch_geometric.nn import GraphSAGE
+from torch_geometric.nn import GraphSAGE, SAGEConv
 
 import fanout.distributed as fdist
 from fanout.pyg import DistNeighborLoader, LocalFeatureStore, LocalGraphStore
@@ -44,6 +49,8 @@ def main():
     p.add_argument("--dropout", type=float, default=0.5)
     p.add_argument("--eval-batch-size", type=int, default=4096)
     p.add_argument("--metrics-file", default="")
+    p.add_argument("--layers", choices=("adjs", "trim"), default="adjs",
+                   help="adjs: per-layer sparse adj_t (fused product); trim: GraphSAGE on edge_index, trimmed")
     a = p.parse_args()
     num_neighbors = [int(x) for x in a.num_neighbors.split(",")]
     if len(num_neighbors) != a.num_layers:
@@ -59,18 +66,25 @@ def main():
     pb = g.get_partition_book()
     train = fdist.node_split(g.ndata["train_mask"], pb, force_even=True)
     val = fdist.node_split(g.ndata["val_mask"], pb, force_even=True)
+    adjs = a.layers == "adjs"
     loader = DistNeighborLoader((feature, graph), num_neighbors=num_neighbors, input_nodes=train,
-                                batch_size=a.batch_size, shuffle=True)
+                                batch_size=a.batch_size, shuffle=True, adjs=adjs)
     torch.manual_seed(0)
-    model = GraphSAGE(g.ndata["feat"].shape[1], a.hidden, a.num_layers, g.num_classes, dropout=a.dropout)
+    width = g.ndata["feat"].shape[1]
+    if adjs:
+        model = LayerwiseSAGE(width, a.hidden, a.num_layers, g.num_classes, a.dropout)
+    else:
+        model = GraphSAGE(width, a.hidden, a.num_layers, g.num_classes, dropout=a.dropout)
+    if lead:
+        print(f"pyg_sage_train: {a.layers} layers, torch {torch.__version__}, "
+              f"torch_geometric {__import__('torch_geometric').__version__}", flush=True)
     model = DistributedDataParallel(model)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
     if a.metrics_file and lead:
         open(a.metrics_file, "w").close()
 
     def forward(batch):
-        return model(batch.x, batch.edge_index, num_sampled_nodes_per_hop=batch.num_sampled_nodes,
-                     num_sampled_edges_per_hop=batch.num_sampled_edges)[:batch.batch_size]
+        return run(model, batch)
 
     for epoch in range(a.epochs):
         model.train()
@@ -105,7 +119,7 @@ def main():
                **{f"{k}_seconds": v for k, v in t.items()}}
         if epoch == a.epochs - 1:
             ev = time.perf_counter()
-            rec["val_acc"] = evaluate(model.module, feature, graph, val, num_neighbors, a.eval_batch_size)
+            rec["val_acc"] = evaluate(model.module, feature, graph, val, num_neighbors, a.eval_batch_size, adjs)
             rec["eval_seconds"] = time.perf_counter() - ev
         if lead:
             print(f"epoch {epoch} | loss {rec['loss']:.4f} | train acc {rec['train_acc']:.4f} | {epoch_s:.2f} s "
@@ -119,16 +133,41 @@ def main():
     loader.close()
 
 
+class LayerwiseSAGE(torch.nn.Module):
+    """GraphSAGE as PyG's CPU examples write it for per-layer adjacencies: SAGEConv (mean) per
+    layer on (sources, destinations), ReLU and dropout between layers."""
+
+    def __init__(self, width, hidden, layers, classes, dropout):
+        super().__init__()
+        sizes = [width] + [hidden] * (layers - 1) + [classes]
+        self.convs = torch.nn.ModuleList(SAGEConv(i, o) for i, o in zip(sizes[:-1], sizes[1:]))
+        self.dropout = dropout
+
+    def forward(self, x, adjs):
+        for i, (adj_t, _, size) in enumerate(adjs):
+            x = self.convs[i]((x, x[:size[1]]), adj_t)
+            if i < len(self.convs) - 1:
+                x = F.dropout(F.relu(x), p=self.dropout, training=self.training)
+        return x
+
+
+def run(model, batch):
+    """The seeds' logits, by either form of the model."""
+    if "adjs" in batch:
+        return model(batch.x, batch.adjs)[:batch.batch_size]
+    return model(batch.x, batch.edge_index, num_sampled_nodes_per_hop=batch.num_sampled_nodes,
+                 num_sampled_edges_per_hop=batch.num_sampled_edges)[:batch.batch_size]
+
+
 @torch.no_grad()
-def evaluate(model, feature, graph, nids, num_neighbors, batch_size):
+def evaluate(model, feature, graph, nids, num_neighbors, batch_size, adjs):
     """Accuracy over every trainer's validation nodes (each visited once), summed over ranks."""
     model.eval()
     loader = DistNeighborLoader((feature, graph), num_neighbors=num_neighbors, input_nodes=nids,
-                                batch_size=batch_size, shuffle=False)
+                                batch_size=batch_size, shuffle=False, adjs=adjs)
     correct = count = 0
     for batch in loader:
-        out = model(batch.x, batch.edge_index, num_sampled_nodes_per_hop=batch.num_sampled_nodes,
-                    num_sampled_edges_per_hop=batch.num_sampled_edges)[:batch.batch_size]
+        out = run(model, batch)
         y = batch.y[:batch.batch_size].long()
         correct += int((out.argmax(1) == y).sum())
         count += len(y)

@@ -22,7 +22,11 @@ servers and says where they are); the stores and loaders then read the job's gra
 ``edge_index`` (``[2, E]``, source to target, local indices into ``n_id``), ``n_id`` (global node
 IDs, the seeds first and then each hop's new nodes, as PyG orders them), ``e_id``, ``batch_size``,
 ``num_sampled_nodes`` and ``num_sampled_edges`` (per hop, so that ``trim_to_layer`` works),
-``input_id`` and ``y``. Unlike PyG's ``y`` (every sampled node's label), ``y`` holds the seeds'
+``input_id`` and ``y``; with ``adjs=True``, also ``adjs``: per layer (input layer first)
+``(adj_t, e_id, size)`` as PyG's old ``NeighborSampler`` gave them, ``adj_t`` a ``torch.sparse_csr``
+matrix of the layer's block, for layer-by-layer models on CPU (``conv((x, x[:size[1]]), adj_t)``:
+PyG's fused sparse product over the layer's own destinations, several times faster than
+``edge_index`` with ``trim_to_layer``; docs/python.md). Unlike PyG's ``y`` (every sampled node's label), ``y`` holds the seeds'
 labels only, the rows PyG scripts read (``batch.y[:batch.batch_size]``): fanout fetches labels
 for the seeds alone. Link batches add ``edge_label_index`` and ``edge_label`` (binary negative
 sampling) or ``src_index``, ``dst_pos_index`` and ``dst_neg_index`` (triplet), as PyG's
@@ -42,6 +46,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import warnings
 from typing import Iterator, List, Optional, Sequence
 
 import numpy as np
@@ -330,6 +335,10 @@ class LocalFeatureStore(_Store):
         self._labels = value
 
 
+_TYPED_ADJS = ("adjs=True is for graphs with one node type: a typed graph's batches are HeteroData, whose "
+               "relations' edge_index to_hetero models take")
+
+
 def _stores(data):
     if not (isinstance(data, (tuple, list)) and len(data) == 2 and isinstance(data[0], LocalFeatureStore)
             and isinstance(data[1], LocalGraphStore)):
@@ -381,10 +390,31 @@ class _PygLoader(DistLoader):
     """The iteration, length, device and ``with`` of both loaders over a fanout.distributed
     loader whose batches `_to_data` turns into Data."""
 
-    def __init__(self, transform, device, num_workers: int = 0):
+    def __init__(self, transform, device, num_workers: int = 0, adjs: bool = False):
         self._transform = transform
         self._device = device
         self.num_workers = int(num_workers)  # PyG's attribute: sampler processes (0: threads here)
+        self._adjs = bool(adjs)
+        self._ones = torch.ones(0)  # the adjacencies' values, one buffer sliced (they are never written)
+
+    def _layer_adjs(self, blocks):
+        """PyG's NeighborSampler ``adjs`` of fanout's blocks: per layer, input layer first,
+        ``(adj_t, e_id, size)`` with ``adj_t`` the block as a ``torch.sparse_csr`` matrix
+        ``[num_dst, num_src]`` (the block's own CSC arrays, not copied), ``size`` ``(num_src,
+        num_dst)``. PyG's ``SAGEConv`` and other convolutions with ``message_and_aggregate``
+        multiply by it (one fused sparse product) and compute only the layer's destinations."""
+        need = max(b.num_edges() for b in blocks)
+        if self._ones.numel() < need:
+            self._ones = torch.ones(max(need, 2 * self._ones.numel()))
+        out = []
+        for b in blocks:
+            nd, ns, ne = b.num_dst_nodes(), b.num_src_nodes(), b.num_edges()
+            with warnings.catch_warnings():  # torch's note that sparse CSR is "beta", once per process
+                warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
+                adj_t = torch.sparse_csr_tensor(b.indptr, b.indices, self._ones[:ne], size=(nd, ns),
+                                                check_invariants=False)  # the sampler's CSC is valid
+            out.append((adj_t, b.edata[EID], (ns, nd)))
+        return out
 
     def __len__(self) -> int:
         return len(self._loader)
@@ -468,14 +498,16 @@ class DistNeighborLoader(_PygLoader):
                  concurrency: int = 1, num_rpc_threads: int = 16, filter_per_worker: Optional[bool] = False,
                  async_sampling: bool = True, device=None, *, batch_size: int = 1, shuffle: bool = False,
                  drop_last: bool = False, num_workers: int = 0, persistent_workers: bool = False, seed: int = 0,
-                 **kwargs):
+                 adjs: bool = False, **kwargs):
         _check_common("DistNeighborLoader", kwargs, time_attr, dist_sampler, disjoint, subgraph_type, concurrency)
         _refuse("input_time", input_time, None, "temporal sampling")
         feature, graph = _stores(data)
-        super().__init__(transform, device, num_workers)
+        super().__init__(transform, device, num_workers, adjs)
         self._feature = feature
         g = graph.graph()
         self._typed = g.is_typed()
+        if adjs and self._typed:
+            raise ValueError(_TYPED_ADJS)
         self._input_type = None
         if isinstance(input_nodes, tuple):  # PyG's (node type, IDs or mask) of a typed graph
             if not self._typed:
@@ -506,6 +538,8 @@ class DistNeighborLoader(_PygLoader):
             labels = blocks[-1].dstdata[self._label].get(self._input_type) if self._label in blocks[-1].dstdata else None
         else:
             data = store = self._subgraph(_pyg(), blocks, self._feat)
+            if self._adjs:
+                data.adjs = self._layer_adjs(blocks)
             labels = blocks[-1].dstdata.get(self._label) if self._label else None
         store.batch_size = int(seeds.numel())
         at = torch.searchsorted(self._input[self._order].contiguous(), seeds.contiguous())
@@ -544,7 +578,8 @@ class DistLinkNeighborLoader(_PygLoader):
                  neg_sampling_ratio=None, time_attr: Optional[str] = None, transform=None, concurrency: int = 1,
                  num_rpc_threads: int = 16, filter_per_worker: Optional[bool] = False, async_sampling: bool = True,
                  device=None, *, batch_size: int = 1, shuffle: bool = True, drop_last: bool = False,
-                 num_workers: int = 0, persistent_workers: bool = False, seed: int = 0, **kwargs):
+                 num_workers: int = 0, persistent_workers: bool = False, seed: int = 0, adjs: bool = False,
+                 **kwargs):
         _check_common("DistLinkNeighborLoader", kwargs, time_attr, dist_sampler, disjoint, subgraph_type,
                       concurrency)
         _refuse("edge_label_time", edge_label_time, None, "temporal sampling")
@@ -555,7 +590,7 @@ class DistLinkNeighborLoader(_PygLoader):
             raise ValueError("DistLinkNeighborLoader: link batches are always shuffled (shuffle=False is not supported)")
         self._mode, negatives = self._negatives(neg_sampling, neg_sampling_ratio)
         feature, graph = _stores(data)
-        super().__init__(transform, device, num_workers)
+        super().__init__(transform, device, num_workers, adjs)
         g = graph.graph()
         # A typed graph: PyG's (edge type, IDs or None) of one relation it was partitioned to predict.
         self._edge_type = None
@@ -571,6 +606,8 @@ class DistLinkNeighborLoader(_PygLoader):
                                  f"({link[0] if link else g.canonical_etypes[0]!r}, None) (link relations: "
                                  f"{', '.join(map(str, link)) or 'none: fanout-partition --link-etype'})")
             self._edge_type = link[0]
+        if adjs and self._edge_type is not None:
+            raise ValueError(_TYPED_ADJS)
         if edge_label_index is None:
             eids = _fd.edge_split(None, g.get_partition_book(), **({"etype": self._edge_type} if self._edge_type else {}))
         else:
@@ -637,6 +674,8 @@ class DistLinkNeighborLoader(_PygLoader):
             src_store, dst_store = data[src_type], data[dst_type]
         else:
             data = store = src_store = dst_store = self._subgraph(_pyg(), blocks, self._feat)
+            if self._adjs:
+                data.adjs = self._layer_adjs(blocks)
             u, v = pos.edges()
             nu, nv = neg.edges()
             eids = pos.edata[EID]

@@ -81,6 +81,49 @@ class PygLoaderTest(base.ServersTestCase):
                 torch.nn.functional.cross_entropy(x[:bs], batch.y).backward()
         self.assertTrue(torch.equal(torch.sort(torch.cat(seen)).values, nids))
 
+    def test_layer_adjacencies_are_the_blocks(self):
+        """adjs=True: per layer (input layer first) PyG's NeighborSampler triple, adj_t the hop's
+        edges as a sparse CSR [destinations, sources]; PyG's SAGEConv over it (its fused sparse
+        product) equals SAGEConv over the same edges as edge_index, values and gradients."""
+        feature, graph = self.stores()
+        torch.manual_seed(0)
+        nids = torch.arange(0, self.g.num_nodes(), 5)
+        for loader in (pyg.DistNeighborLoader((feature, graph), num_neighbors=[4, 3], input_nodes=nids, batch_size=40,
+                                              shuffle=True, adjs=True),
+                       pyg.DistLinkNeighborLoader((feature, graph), num_neighbors=[4, 3], batch_size=16,
+                                                  neg_sampling="binary", adjs=True)):
+            batches = 0
+            with loader:
+                for batch in loader:
+                    batches += 1
+                    hops = len(batch.num_sampled_edges)
+                    self.assertEqual(len(batch.adjs), hops)
+                    x = batch.x.clone().requires_grad_(True)
+                    for i, (adj_t, e_id, size) in enumerate(batch.adjs):
+                        hop = hops - 1 - i  # layer i is hop `hop` (0-based, hop 1 first in PyG's lists)
+                        at = sum(batch.num_sampled_edges[:hop])
+                        edges = batch.edge_index[:, at:at + batch.num_sampled_edges[hop]]
+                        ns, nd = sum(batch.num_sampled_nodes[:hop + 2]), sum(batch.num_sampled_nodes[:hop + 1])
+                        self.assertEqual(size, (ns, nd))
+                        self.assertEqual(adj_t.layout, torch.sparse_csr)
+                        self.assertEqual(tuple(adj_t.shape), (nd, ns))
+                        self.assertTrue(torch.equal(e_id, batch.e_id[at:at + edges.shape[1]]))
+                        crow = adj_t.crow_indices()
+                        rows = torch.repeat_interleave(torch.arange(nd), crow[1:] - crow[:-1])
+                        self.assertTrue(torch.equal(adj_t.col_indices(), edges[0]))
+                        self.assertTrue(torch.equal(rows, edges[1]))
+                        conv = SAGEConv(x.shape[1], 6)
+                        pair = (x[:ns], x[:nd])
+                        fused = conv(pair, adj_t)
+                        plain = conv(pair, edges, size=(ns, nd))
+                        torch.testing.assert_close(fused, plain, rtol=1e-5, atol=1e-5)
+                        g1, = torch.autograd.grad(fused.square().sum(), x)
+                        g2, = torch.autograd.grad(plain.square().sum(), x)
+                        torch.testing.assert_close(g1, g2, rtol=1e-4, atol=1e-5)
+            self.assertGreater(batches, 0)
+        with pyg.DistNeighborLoader((feature, graph), num_neighbors=[2], batch_size=8) as plain:
+            self.assertNotIn("adjs", next(iter(plain)))  # only when asked for
+
     def test_link_batches_carry_pygs_label_fields(self):
         feature, graph = self.stores()
         for mode in ("binary", {"mode": "triplet", "amount": 3}):
@@ -247,6 +290,8 @@ class PygTypedLoaderTest(base.ServersTestCase):
         data = (pyg.LocalFeatureStore.from_partition(root, 0), pyg.LocalGraphStore.from_partition(root, 0))
         self.assertTrue(data[1].meta["is_hetero"])
         g = self.g
+        with self.assertRaisesRegex(ValueError, "adjs=True is for graphs with one node type"):
+            pyg.DistNeighborLoader(data, num_neighbors=[2], input_nodes=("paper", None), batch_size=4, adjs=True)
         labels = data[0].labels
         self.assertEqual(sorted(labels), ["paper"])
         self.assertTrue(torch.equal(labels["paper"], g.nodes["paper"].data["label"][torch.arange(g.num_nodes("paper"))]))
