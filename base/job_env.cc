@@ -26,6 +26,7 @@ constexpr Var kVars[] = {
     {"FANOUT_NUM_SERVERS", nullptr, &JobEnv::num_servers},
     {"FANOUT_NUM_TRAINERS", nullptr, &JobEnv::num_trainers},
     {"FANOUT_NUM_SAMPLERS", nullptr, &JobEnv::num_samplers},
+    {"FANOUT_SAMPLER_NICE", nullptr, &JobEnv::sampler_nice},
     {"FANOUT_LOCAL_RANK", nullptr, &JobEnv::local_rank},
     {"FANOUT_RANK", nullptr, &JobEnv::rank},
     {"FANOUT_WORLD_SIZE", nullptr, &JobEnv::world_size},

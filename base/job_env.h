@@ -47,6 +47,7 @@ struct JobEnv {
   int num_servers = -1;     // FANOUT_NUM_SERVERS: per machine
   int num_trainers = -1;    // FANOUT_NUM_TRAINERS: per machine
   int num_samplers = -1;    // FANOUT_NUM_SAMPLERS: sampler processes per trainer
+  int sampler_nice = -1;    // FANOUT_SAMPLER_NICE: their priority below the trainer's (0-19)
   int local_rank = -1;      // FANOUT_LOCAL_RANK: this trainer on its machine
   int rank = -1;            // FANOUT_RANK
   int world_size = -1;      // FANOUT_WORLD_SIZE

@@ -393,6 +393,7 @@ ProcessSpec TrainerSpec(const LaunchOptions& o, const PlanInputs& in, const std:
                    .num_servers = o.num_servers,
                    .num_trainers = T,
                    .num_samplers = o.num_samplers,
+                   .sampler_nice = o.sampler_nice,
                    .local_rank = r,
                    .rank = p.global_rank,
                    .world_size = M * T,

@@ -59,6 +59,9 @@ absl::Status ValidateLaunchOptions(const LaunchOptions& o) {
   if (o.num_servers < 1) return Bad(StrCat("--num-servers must be at least 1, not ", o.num_servers));
   if (o.num_trainers < 1) return Bad(StrCat("--num-trainers must be at least 1, not ", o.num_trainers));
   if (o.num_samplers < 0) return Bad(StrCat("--num-samplers must be 0 or more, not ", o.num_samplers));
+  if (o.sampler_nice < -1 || o.sampler_nice > 19) {
+    return Bad(StrCat("--sampler-nice must be in 0..19 (-1: the trainer's default), not ", o.sampler_nice));
+  }
   if (o.ssh_port < 1 || o.ssh_port > 65535) {
     return Bad(StrCat("--ssh-port must be in 1..65535, not ", o.ssh_port));
   }

@@ -19,6 +19,7 @@ struct LaunchOptions {
   int num_servers = 1;   // graph servers per machine; server s listens on PORT + s
   int num_trainers = 1;  // trainers per machine
   int num_samplers = 0;  // sampler processes per trainer (started by the trainer itself)
+  int sampler_nice = -1;  // their priority below the trainer's, 0-19; -1: the trainer's default
 
   // Remote machines.
   std::string ssh_command = "ssh";  // the ssh client (a path, or a name found in PATH)

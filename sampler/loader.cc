@@ -119,6 +119,7 @@ class ProcessLoader final : public BatchLoader {
     spec.ignore_sigterm = lo.samplers_ignore_sigterm;
     spec.num_samplers = lo.num_samplers;
     spec.prefetch = std::max(1, lo.prefetch);
+    spec.nice = lo.sampler_nice;
     spec.num_seeds = seeds.size();
     spec.seed_range_first = seeds.is_range() ? seeds.first() : -1;
     spec.num_cached = static_cast<int64_t>(cached.size());
@@ -290,6 +291,9 @@ absl::Status ValidateLoaderOptions(const LoaderOptions& options) {
   // With prefetch 0 no batch may ever be made ahead of the consumer: it would wait forever.
   if (options.prefetch < 1)
     return absl::InvalidArgumentError(StrCat("--prefetch must be >= 1, got ", options.prefetch));
+  if (options.sampler_nice < 0 || options.sampler_nice > 19) {
+    return absl::InvalidArgumentError(StrCat("--sampler-nice must be in [0, 19], got ", options.sampler_nice));
+  }
   if (options.num_samplers == 0 && options.num_threads < 1) {
     return absl::InvalidArgumentError(
         StrCat("--sampler-threads must be >= 1, got ", options.num_threads));

@@ -43,6 +43,12 @@ struct LoaderOptions {
   // (ReadShmBatch's copy_on_write) instead of through the shared, reused mappings. Costs one
   // mapping per batch.
   bool writable_batches = false;
+  // Sampler processes lower their own priority by this much (nice(2), 0-19): on a machine whose
+  // cores the trainers' steps already fill, a sampler then runs in the step's gaps (its waits,
+  // the all-reduce) instead of preempting it, and the batches it makes ahead absorb the delay.
+  // Where cores are free it changes nothing. 0 keeps the trainer's priority.
+  int sampler_nice = kDefaultSamplerNice;
+  static constexpr int kDefaultSamplerNice = 10;
 };
 
 class BatchLoader {

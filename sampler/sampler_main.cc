@@ -222,6 +222,13 @@ int main(int argc, char** argv) {
         StrCat("--index must be in [0, ", spec->num_samplers, ") (the spec's num_samplers), got ", index)));
   }
   if (spec->ignore_sigterm) std::signal(SIGTERM, SIG_IGN);  // the trainer ends this process
+  if (spec->nice > 0) {  // below the trainer's step (LoaderOptions::sampler_nice); not fatal
+    errno = 0;
+    if (nice(spec->nice) == -1 && errno != 0) {
+      std::fprintf(stderr, "fanout-sampler: nice(%d): %s; sampling at the trainer's priority (sampler process %d)\n",
+                   spec->nice, std::strerror(errno), index);
+    }
+  }
   if (absl::Status s = Run(*std::move(spec), index, socket_fd, seeds_fd, halo_cache_fd); !s.ok()) {
     SendFailure(socket_fd, s);
     return args.Fail(s);

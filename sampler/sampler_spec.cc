@@ -48,7 +48,7 @@ namespace {
 // a const or a mutable SamplerSpec; `f(key, member)` returns a Status). The counts below make a
 // member added to one of these structs fail the build until it is listed here or said to travel
 // otherwise.
-static_assert(base::FieldCount<SamplerSpec>() == 14, "list the new SamplerSpec member in WalkSpec");
+static_assert(base::FieldCount<SamplerSpec>() == 15, "list the new SamplerSpec member in WalkSpec");
 // (DistGraphOptions::cache_in_shared_memory is the trainer's own; shared_cache_fd travels as
 // fanout-sampler --halo-cache-fd.)
 static_assert(base::FieldCount<DistGraphOptions>() == 12, "list the new DistGraphOptions member in WalkSpec");
@@ -105,7 +105,7 @@ absl::Status WalkLinkOptions(L& l, F&& f) {
 // samplers_ignore_sigterm (fanout-train's resume and stop), part_config_path (the graph's),
 // writable_batches (the Python data plane's batches are always writable) and features_ahead
 // (fanout-train's evaluation).
-static_assert(base::FieldCount<LoaderOptions>() == 12, "list the new LoaderOptions member in WalkLoaderSettings");
+static_assert(base::FieldCount<LoaderOptions>() == 13, "list the new LoaderOptions member in WalkLoaderSettings");
 template <typename L, typename F>
 absl::Status WalkLoaderSettings(L& l, F&& f) {
   RETURN_IF_ERROR(f("num_samplers", l.num_samplers));
@@ -115,6 +115,7 @@ absl::Status WalkLoaderSettings(L& l, F&& f) {
   RETURN_IF_ERROR(f("num_epochs", l.num_epochs));
   RETURN_IF_ERROR(f("sampler_binary", l.sampler_binary));
   RETURN_IF_ERROR(f("batch_timeout_seconds", l.batch_timeout_seconds));
+  RETURN_IF_ERROR(f("sampler_nice", l.sampler_nice));
   return absl::OkStatus();
 }
 
@@ -146,6 +147,7 @@ absl::Status WalkSpec(S& s, F&& f) {
   RETURN_IF_ERROR(f("ignore_sigterm", s.ignore_sigterm));
   RETURN_IF_ERROR(f("num_samplers", s.num_samplers));
   RETURN_IF_ERROR(f("prefetch", s.prefetch));
+  RETURN_IF_ERROR(f("nice", s.nice));
   RETURN_IF_ERROR(f("num_seeds", s.num_seeds));
   RETURN_IF_ERROR(f("num_cached", s.num_cached));
   RETURN_IF_ERROR(f("seed_range_first", s.seed_range_first));
@@ -294,6 +296,7 @@ absl::StatusOr<SamplerSpec> ReadSamplerSpec(const std::string& text) {
   // Each value on its own, so the message names the one at fault.
   RETURN_IF_ERROR(Need(s.num_samplers >= 1, StrCat("num_samplers must be >= 1, got ", s.num_samplers)));
   RETURN_IF_ERROR(Need(s.prefetch >= 1, StrCat("prefetch must be >= 1, got ", s.prefetch)));
+  RETURN_IF_ERROR(Need(s.nice >= 0 && s.nice <= 19, StrCat("nice must be in [0, 19], got ", s.nice)));
   RETURN_IF_ERROR(Need(s.num_seeds >= 0, StrCat("num_seeds must be >= 0, got ", s.num_seeds)));
   RETURN_IF_ERROR(Need(s.num_cached >= 0, StrCat("num_cached must be >= 0, got ", s.num_cached)));
   RETURN_IF_ERROR(Need(s.seed_range_first >= -1,
@@ -352,6 +355,8 @@ absl::StatusOr<LoaderOptions> ReadLoaderSettings(const std::string& json_text) {
   RETURN_IF_ERROR(Need(o.first_epoch >= 0, StrCat("first_epoch must be >= 0, got ", o.first_epoch), kLoaderSettings));
   RETURN_IF_ERROR(Need(o.batch_timeout_seconds > 0,
                        StrCat("batch_timeout_seconds must be > 0, got ", o.batch_timeout_seconds), kLoaderSettings));
+  RETURN_IF_ERROR(Need(o.sampler_nice >= 0 && o.sampler_nice <= 19,
+                       StrCat("sampler_nice must be in [0, 19], got ", o.sampler_nice), kLoaderSettings));
   return o;  // the rest is checked by the loader (ValidateLoaderOptions), as for fanout-train
 }
 

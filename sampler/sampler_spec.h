@@ -27,6 +27,7 @@ struct SamplerSpec {
   bool ignore_sigterm = false;  // LoaderOptions::samplers_ignore_sigterm
   int num_samplers = 1;  // the trainer's sampler processes; this one makes every N-th batch
   int prefetch = 2;      // batches sent ahead of the trainer
+  int nice = 0;          // LoaderOptions::sampler_nice: the process lowers its priority by this
   // The seed list travels beside the spec (a memfd): num_seeds IDs, then the num_cached IDs of
   // sampler.cached_nodes (slot order), which the JSON does not carry. When seed_range_first >= 0
   // the seeds are the range [seed_range_first, seed_range_first + num_seeds) instead (a rank's

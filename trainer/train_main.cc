@@ -85,6 +85,7 @@ absl::Status ReadEnvironment(base::JobEnv* job, trainer::TrainOptions* o, Flags*
   o->part_config = job->part_config;
   if (job->num_trainers >= 0) o->trainers_per_machine = job->num_trainers;
   if (job->num_samplers >= 0) o->loader.num_samplers = job->num_samplers;
+  if (job->sampler_nice >= 0) o->loader.sampler_nice = job->sampler_nice;
   if (job->restart_count > 0) o->restart_count = job->restart_count;
   o->loader.sampler_binary = SelfDir() + "fanout-sampler";
   return base::ParseEnvCount("OMP_NUM_THREADS", torchrun.omp_num_threads, &f->omp_threads);
@@ -213,6 +214,9 @@ void AddSystemFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
               "sampler processes per trainer; 0 = sample in-process [FANOUT_NUM_SAMPLERS]");
   args.AddInt("sampler-threads", &o->loader.num_threads, "sampling threads when --num-samplers is 0");
   args.AddInt("prefetch", &o->loader.prefetch, "mini-batches made ahead");
+  args.AddInt("sampler-nice", &o->loader.sampler_nice,
+              "how much the sampler processes lower their priority (0-19; 0: the trainer's): they then yield "
+              "the CPU to the training step where both want it");
   args.AddString("sampler-bin", &o->loader.sampler_binary, "the fanout-sampler program");
   args.AddInt("num-threads", &o->intra_op_threads, "LibTorch intra-op threads");
   args.AddAlias("threads", "num-threads");

@@ -5,7 +5,7 @@
 #                       [--timeout S] [--work DIR] [--venv DIR] [--mag-scale S]
 #                       [--size products | --nodes N --edges E] [--dgl-parts metis|assignment|convert]
 #                       [--pss] [--graphbolt] [--rgcn-example FILE] [--sage-example FILE]
-#                       [--pyg-python PYTHON] [--glibc-env]
+#                       [--pyg-python PYTHON] [--glibc-env] [--sampler-nice N]
 #
 # Setups (GraphSAGE-mean, Adam lr 0.003, dropout 0.5, batch 1024 per trainer, 1 intra-op
 # thread and 1 sampler process per trainer, on both sides):
@@ -79,6 +79,8 @@
 # --glibc-env: every process of every job, both sides, started with glibc's allocator variables
 # (MALLOC_MMAP_THRESHOLD_=MALLOC_TRIM_THRESHOLD_=1073741824: freed buffers of up to 1 GiB kept
 # for reuse, what fanout.distributed.initialize sets in-process and setup M gives DistDGL alone).
+# --sampler-nice N: fanout's jobs with fanout-launch --sampler-nice N (their sampler processes' priority
+# below the trainers'; unset: fanout's default, 10; 0: the trainers' own).
 # --graphbolt: DistDGL's best configuration as well: each DistDGL job of A, C, H and R is followed
 # by the same job on GraphBolt partitions (as G for A); the summary's baseline for a setup is the
 # faster of the two (by median epoch), both ratios printed.
@@ -104,6 +106,7 @@ RGCN_EXAMPLE=
 SAGE_EXAMPLE=
 PYG_PY=
 GLIBC_ENV=()
+SAMPLER_NICE=()
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 while [ $# -gt 0 ]; do
   case $1 in
@@ -127,6 +130,7 @@ while [ $# -gt 0 ]; do
     --sage-example) SAGE_EXAMPLE=$2; shift 2 ;;
     --pyg-python) PYG_PY=$2; shift 2 ;;
     --glibc-env) GLIBC_ENV=(MALLOC_MMAP_THRESHOLD_=1073741824 MALLOC_TRIM_THRESHOLD_=1073741824); shift ;;
+    --sampler-nice) SAMPLER_NICE=(--sampler-nice "$2"); shift 2 ;;
     -h | --help) usage; exit 0 ;;
     *) echo "run.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
@@ -509,7 +513,7 @@ run_fanout() {  # SETUP ROUND
   fi
   start_group "$dir/console.log" env "${GLIBC_ENV[@]}" PATH="$BIN:$PATH" "$BIN/fanout-launch" --workspace "$dir" \
     --ip-config "$dir/ip_config.txt" --part-config "$config" --num-servers 1 --num-trainers "$trainers" \
-    --num-samplers 1 --num-omp-threads 1 "${launch_extra[@]}" --log-dir "$dir/logs" -- "${trainer[@]}"
+    --num-samplers 1 --num-omp-threads 1 "${SAMPLER_NICE[@]}" "${launch_extra[@]}" --log-dir "$dir/logs" -- "${trainer[@]}"
   local g=$STARTED rc=0
   # fanout-launch gives each machine's servers and trainers FANOUT_MACHINE_ID (samplers inherit it).
   start_pss "$dir" --env-root "$g" --env-var FANOUT_MACHINE_ID --marks "$dir/metrics.jsonl"

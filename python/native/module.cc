@@ -719,6 +719,7 @@ PYBIND11_MODULE(_native, m) {
         d["num_servers"] = j.num_servers;
         d["num_trainers"] = j.num_trainers;
         d["num_samplers"] = j.num_samplers;
+        d["sampler_nice"] = j.sampler_nice;
         d["local_rank"] = j.local_rank;
         d["rank"] = j.rank;
         d["world_size"] = j.world_size;

@@ -39,12 +39,13 @@ TEST(JobEnvTest, WhatTheLauncherWritesTheTrainerReadsBack) {
              .num_servers = 1,
              .num_trainers = 2,
              .num_samplers = 0,
+             .sampler_nice = 7,
              .local_rank = 1,
              .rank = 3,
              .world_size = 4,
              .restart_count = 2};
   const std::vector<std::string> env = job.ToEnv();
-  EXPECT_EQ(env.size(), 14u);
+  EXPECT_EQ(env.size(), 15u);
   EXPECT_EQ(env.front(), "FANOUT_JOB_ID=job7");
   EXPECT_EQ(env.back(), "FANOUT_RESTART_COUNT=2");
   const FakeEnv fake = FakeEnv::From(env);
@@ -54,6 +55,7 @@ TEST(JobEnvTest, WhatTheLauncherWritesTheTrainerReadsBack) {
   EXPECT_EQ(back->num_samplers, 0);  // zero is a value, not "unset"
   EXPECT_EQ(back->servers, job.servers);
   EXPECT_EQ(back->restart_count, 2);
+  EXPECT_EQ(back->sampler_nice, 7);
 }
 
 TEST(JobEnvTest, UnsetAndEmptyVariablesStayUnsetAndBadCountsNameTheVariable) {

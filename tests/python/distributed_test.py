@@ -286,6 +286,32 @@ class DistTensorWriteTest(ServersTestCase):
 
 
 class LoaderTest(ServersTestCase):
+    def test_sampler_processes_run_below_the_trainers_priority(self):
+        """Sampler processes lower their priority by the job's sampler_nice (fanout-launch
+        --sampler-nice; default 10) so they yield the CPU to the training step; 0 keeps it."""
+        nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
+
+        def nice_of(pid):
+            with open(f"/proc/{pid}/stat") as f:
+                text = f.read()
+            return int(text[text.rindex(")") + 2:].split()[16])
+
+        ctx = dist.context.current()
+        saved = ctx.sampler_nice
+        try:
+            for asked, want in ((-1, 10), (3, 3), (0, 0)):
+                ctx.sampler_nice = asked
+                loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([2]), batch_size=16,
+                                                 num_samplers=1, prefetch=1)
+                next(iter(loader))
+                children = sampler_children()
+                self.assertEqual(len(children), 1)
+                own = nice_of(os.getpid())
+                self.assertEqual(nice_of(children[0]), min(19, own + want), f"sampler_nice {asked}")
+                loader.close()
+        finally:
+            ctx.sampler_nice = saved
+
     def test_batches_are_dgl_blocks_with_their_data(self):
         feat = self.part_rows("feat")
         label = self.part_rows("label")

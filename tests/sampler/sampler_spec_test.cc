@@ -46,6 +46,7 @@ SamplerSpec EveryFieldSet() {
   s.ignore_sigterm = true;
   s.num_samplers = 4;
   s.prefetch = 6;
+  s.nice = 13;
   s.num_seeds = 31337;
   s.num_cached = 4242;
   s.seed_range_first = 1 << 20;
@@ -104,6 +105,7 @@ TEST(SamplerSpecTest, EveryFieldRoundTrips) {
   EXPECT_EQ(got->ignore_sigterm, want.ignore_sigterm);
   EXPECT_EQ(got->num_samplers, want.num_samplers);
   EXPECT_EQ(got->prefetch, want.prefetch);
+  EXPECT_EQ(got->nice, want.nice);
   EXPECT_EQ(got->num_seeds, want.num_seeds);
   EXPECT_EQ(got->num_cached, want.num_cached);
   EXPECT_EQ(got->seed_range_first, want.seed_range_first);
@@ -172,6 +174,7 @@ TEST(SamplerSettingsTest, EveryFieldRoundTrips) {
   lo.num_epochs = 9;
   lo.sampler_binary = "/opt/fanout/bin/fanout-sampler";
   lo.batch_timeout_seconds = 12.5;
+  lo.sampler_nice = 4;
   auto loader = ReadLoaderSettings(WriteLoaderSettings(lo));
   ASSERT_TRUE(loader.ok()) << loader.status();
   EXPECT_EQ(loader->num_samplers, 3);
@@ -181,6 +184,7 @@ TEST(SamplerSettingsTest, EveryFieldRoundTrips) {
   EXPECT_EQ(loader->num_epochs, 9);
   EXPECT_EQ(loader->sampler_binary, lo.sampler_binary);
   EXPECT_EQ(loader->batch_timeout_seconds, 12.5);
+  EXPECT_EQ(loader->sampler_nice, 4);
   // The caller's own members are not settings: they keep their defaults.
   EXPECT_EQ(loader->first_step, 0);
   EXPECT_FALSE(loader->writable_batches);
@@ -228,6 +232,10 @@ TEST(SamplerSettingsTest, EveryKeyRequiredAndNoOtherTaken) {
   const std::string zero = "\"num_samplers\":0";
   loader.replace(loader.find(zero), zero.size(), "\"num_samplers\":-2");
   EXPECT_EQ(ReadLoaderSettings(loader).status().message(), "loader settings: num_samplers must be >= 0, got -2");
+  loader = WriteLoaderSettings({});
+  const std::string ten = "\"sampler_nice\":10";
+  loader.replace(loader.find(ten), ten.size(), "\"sampler_nice\":20");
+  EXPECT_EQ(ReadLoaderSettings(loader).status().message(), "loader settings: sampler_nice must be in [0, 19], got 20");
   EXPECT_NE(ReadLoaderSettings("{\"first_step\": 3}").status().message().find("unknown setting 'first_step'"),
             std::string::npos);
 }
