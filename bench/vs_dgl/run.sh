@@ -55,8 +55,8 @@
 #      fields named features / labels as the example reads them. Epoch = the example's own "Epoch
 #      Time(s)" (its loop; its layer-wise evaluation after the last epoch excluded). Not in the
 #      default list.
-#   Y  the same model as S written with PyG (pyg_sage_train.py: torch_geometric.nn.GraphSAGE on
-#      fanout.pyg's DistNeighborLoader) under --pyg-python PYTHON (a Python with torch_geometric and
+#   Y  the same model as S written with PyG (pyg_sage_train.py: PyG's SAGEConv layer by layer on
+#      the sparse adj_t of each block, fanout.pyg's DistNeighborLoader(adjs=True)) under --pyg-python PYTHON (a Python with torch_geometric and
 #      fanout's package, e.g. a venv after `pip install torch torch_geometric ./python`); no
 #      DistDGL job of its own: its ratio is against S's DistDGL job of the same round, so list it
 #      after S. Not in the default list.

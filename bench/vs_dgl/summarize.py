@@ -40,7 +40,7 @@ SETUPS = {
     "S": "A's graph, machines and model as DGL's own distributed GraphSAGE example (node_classification.py, DGL "
          "2.1.0) on both sides: its imports changed to fanout.distributed vs unmodified on DistDGL; wait = its "
          "sample+data_copy",
-    "Y": "S's model written with PyG (torch_geometric.nn.GraphSAGE, trimmed per layer) on fanout.pyg's "
+    "Y": "S's model written with PyG (SAGEConv layer by layer on each block's sparse adj_t) on fanout.pyg's "
          "DistNeighborLoader (pyg_sage_train.py), against S's DistDGL job (DGL's example)",
     "X": "H's graph, machines and model as DGL's own distributed R-GCN example (entity_classify_dist.py, DGL 2.1.0) "
          "on both sides: its imports changed to fanout.distributed vs unmodified on DistDGL; wait = its sample, "
