@@ -4,13 +4,13 @@ fanout.pyg (bench/vs_dgl/run.sh --setups S,Y; docs/benchmarks.md).
     fanout-launch ... -- python pyg_sage_train.py --part-config PARTS/fanout-2/vsdgl.json \
         [--epochs 3 --metrics-file m.jsonl ...]
 
-The model: torch_geometric.nn.GraphSAGE (SAGEConv with mean aggregation, ReLU and dropout 0.5
-between layers), 3 layers, hidden 256, as DGL's example's `DistSAGE` (`dgl.nn.SAGEConv('mean')`);
-Adam lr 0.003, cross-entropy on the seeds. Batches: `fanout.pyg.DistNeighborLoader` with
+The model: PyG's SAGEConv with mean aggregation, ReLU and dropout 0.5 between layers, 3 layers,
+hidden 256, as DGL's example's `DistSAGE` (`dgl.nn.SAGEConv('mean')`); Adam lr 0.003,
+cross-entropy on the seeds. Batches: `fanout.pyg.DistNeighborLoader` with
 `num_neighbors=[5, 10, 15]` (PyG's order, hop 1 first: DGL's and fanout's `15,10,5`, input layer
 first), batch 1024, shuffled, over this trainer's share of the training nodes
-(`fanout.distributed.node_split(..., force_even=True)`, fanout-train's split), DDP over Gloo. Every
-trainer runs the same number of steps. Two ways to write the layers (--layers):
+(`fanout.distributed.node_split(..., force_even=True)`, fanout-train's split), DDP over Gloo.
+Every trainer runs the same number of steps. Two ways to write the layers (--layers):
 - `adjs` (default): PyG's layer-by-layer form of its CPU examples (ogbn_products_sage.py with the
   old NeighborSampler): the loader's `adjs=True` gives each layer's block as a sparse CSR `adj_t`,
   and layer i runs `SAGEConv((x, x[:size[1]]), adj_t)`: PyG's fused sparse-matrix product, over
@@ -83,9 +83,6 @@ def main():
     if a.metrics_file and lead:
         open(a.metrics_file, "w").close()
 
-    def forward(batch):
-        return run(model, batch)
-
     for epoch in range(a.epochs):
         model.train()
         t = dict(wait=0.0, forward=0.0, backward=0.0, update=0.0)
@@ -95,7 +92,7 @@ def main():
             now = time.perf_counter()
             t["wait"] += now - mark
             y = batch.y[:batch.batch_size].long()
-            out = forward(batch)
+            out = run(model, batch)
             loss = F.cross_entropy(out, y)
             mark = time.perf_counter()
             t["forward"] += mark - now

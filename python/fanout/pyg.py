@@ -23,12 +23,13 @@ servers and says where they are); the stores and loaders then read the job's gra
 IDs, the seeds first and then each hop's new nodes, as PyG orders them), ``e_id``, ``batch_size``,
 ``num_sampled_nodes`` and ``num_sampled_edges`` (per hop, so that ``trim_to_layer`` works),
 ``input_id`` and ``y``; with ``adjs=True``, also ``adjs``: per layer (input layer first)
-``(adj_t, e_id, size)`` as PyG's old ``NeighborSampler`` gave them, ``adj_t`` a ``torch.sparse_csr``
-matrix of the layer's block, for layer-by-layer models on CPU (``conv((x, x[:size[1]]), adj_t)``:
-PyG's fused sparse product over the layer's own destinations, several times faster than
-``edge_index`` with ``trim_to_layer``; docs/python.md). Unlike PyG's ``y`` (every sampled node's label), ``y`` holds the seeds'
-labels only, the rows PyG scripts read (``batch.y[:batch.batch_size]``): fanout fetches labels
-for the seeds alone. Link batches add ``edge_label_index`` and ``edge_label`` (binary negative
+``(adj_t, e_id, size)`` as PyG's old ``NeighborSampler`` gave them, ``adj_t`` a
+``torch.sparse_csr`` matrix of the layer's block, for layer-by-layer models on CPU
+(``conv((x, x[:size[1]]), adj_t)``: PyG's fused sparse product over the layer's own
+destinations, about 4x faster an epoch than ``edge_index`` with ``trim_to_layer``;
+docs/python.md). Unlike PyG's ``y`` (every sampled node's label), ``y`` holds the seeds' labels
+only, the rows PyG scripts read (``batch.y[:batch.batch_size]``): fanout fetches labels for the
+seeds alone. Link batches add ``edge_label_index`` and ``edge_label`` (binary negative
 sampling) or ``src_index``, ``dst_pos_index`` and ``dst_neg_index`` (triplet), as PyG's
 ``LinkNeighborLoader``. On a typed graph ``DistNeighborLoader`` yields ``HeteroData``:
 ``input_nodes=(node type, IDs)``, ``num_neighbors`` a list (every relation) or PyG's dict per edge
