@@ -56,10 +56,10 @@
 #      Time(s)" (its loop; its layer-wise evaluation after the last epoch excluded). Not in the
 #      default list.
 #   Y  the same model as S written with PyG (pyg_sage_train.py: PyG's SAGEConv layer by layer on
-#      the sparse adj_t of each block, fanout.pyg's DistNeighborLoader(adjs=True)) under --pyg-python PYTHON (a Python with torch_geometric and
-#      fanout's package, e.g. a venv after `pip install torch torch_geometric ./python`); no
-#      DistDGL job of its own: its ratio is against S's DistDGL job of the same round, so list it
-#      after S. Not in the default list.
+#      the sparse adj_t of each block, fanout.pyg's DistNeighborLoader(adjs=True)) under
+#      --pyg-python PYTHON (a Python with torch_geometric and fanout's package, e.g. a venv after
+#      `pip install torch torch_geometric ./python`); no DistDGL job of its own: its ratio is
+#      against S's DistDGL job of the same round, so list it after S. Not in the default list.
 #   G  A's DistDGL job on GraphBolt partitions (DGL 2.1's dgl_partition_to_graphbolt of the DGL
 #      partitions; initialize(use_graphbolt=True)); no fanout job of its own: its ratio is
 #      against A's fanout job of the same round. Not in the default list.

@@ -298,8 +298,9 @@ class LoaderTest(ServersTestCase):
 
         ctx = dist.context.current()
         saved = ctx.sampler_nice
+        self.assertEqual(saved, 10)  # the default, outside fanout-launch
         try:
-            for asked, want in ((-1, 10), (3, 3), (0, 0)):
+            for asked, want in ((10, 10), (3, 3), (0, 0)):
                 ctx.sampler_nice = asked
                 loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([2]), batch_size=16,
                                                  num_samplers=1, prefetch=1)

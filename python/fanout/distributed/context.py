@@ -19,7 +19,7 @@ class Context:
     machine_id: int = 0       # this machine = the partition read from its files
     num_trainers: int = 1     # trainers per machine
     num_samplers: int = 0     # sampler processes per trainer (0: sampler threads in this process)
-    sampler_nice: int = -1    # their priority below this process's (fanout-launch --sampler-nice); -1: default
+    sampler_nice: int = 10    # their priority below this process's (fanout-launch --sampler-nice)
     rank: int = 0
     world_size: int = 1
     deadline_seconds: float = 60.0
@@ -69,7 +69,8 @@ def initialize(ip_config: Optional[str] = None, num_servers: int = 1, num_worker
     c.num_servers = env["num_servers"] if env["num_servers"] >= 0 else num_servers
     c.num_trainers = env["num_trainers"] if env["num_trainers"] >= 0 else 1
     c.num_samplers = env["num_samplers"] if env["num_samplers"] >= 0 else num_workers
-    c.sampler_nice = env["sampler_nice"]
+    c.sampler_nice = (env["sampler_nice"] if env["sampler_nice"] >= 0
+                      else int(_native.default_settings()["loader"]["sampler_nice"]))
     c.from_launcher = env["world_size"] >= 0
     c.rank = env["rank"] if env["rank"] >= 0 else (machine_id or 0) * c.num_trainers
     c.world_size = env["world_size"] if env["world_size"] >= 0 else 1

@@ -249,8 +249,7 @@ class _EpochLoader:
         args = dict(num_samplers=context.current().num_samplers if num_samplers is None else int(num_samplers),
                     num_threads=int(num_threads), prefetch=int(prefetch if queue_size is None else queue_size),
                     sampler_binary=context.sampler_binary(), batch_timeout_seconds=float(batch_timeout_seconds),
-                    sampler_nice=context.current().sampler_nice if context.current().sampler_nice >= 0
-                    else int(_native.default_settings()["loader"]["sampler_nice"]))
+                    sampler_nice=context.current().sampler_nice)
         if args["num_samplers"] > 0 and not args["sampler_binary"]:
             raise FileNotFoundError(f"{type(self).__name__}: no fanout-sampler program for num_samplers="
                                     f"{args['num_samplers']}: put fanout's build/bin on PATH, set "
