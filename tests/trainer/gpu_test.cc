@@ -13,6 +13,7 @@
 #include "tests/trainer/rank_threads.h"
 #include "tests/trainer/feature_cache_testing.h"
 #include "tests/trainer/test_batches.h"
+#include "tests/trainer/typed_job.h"
 #include "trainer/batch_tensors.h"
 #include "trainer/c10d_backend.h"
 #include "trainer/dist.h"
@@ -51,6 +52,61 @@ TEST(GpuTest, ModelsOnCudaMatchCpu) {
     (*model)->to(cuda);
     const at::Tensor on_gpu = (*model)->Forward(gpu->blocks, gpu->features).cpu();
     EXPECT_TRUE(at::allclose(on_cpu, on_gpu, 1e-4, 1e-5)) << ModelKindName(kind);
+  }
+}
+
+// The typed models on a typed graph's batch, sampled from real graph servers (a relation per
+// edge, a node type per input, blocks grouped in runs of one destination type, relations missing
+// from some runs): on CUDA, the logits and the gradients of the input and of every parameter equal
+// the CPU's. The CPU runs the fused kernels, CUDA the ATen composition (models.h).
+TEST(GpuTest, TypedModelsOnCudaMatchCpu) {
+  SKIP_WITHOUT_CUDA();
+  const c10::Device cuda(c10::kCUDA, 0);
+  TypedJob job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(2));
+  sampler::MiniBatch mb;
+  ASSERT_NO_FATAL_FAILURE(job.PaperBatch(32, {4, 4}, &mb));
+  auto cpu = ToTensors(mb);
+  auto gpu = ToTensors(mb, {.device = cuda});
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  ASSERT_GT(cpu->blocks[0].dst_runs.size(), 1u);
+  const int64_t in_dim = 6;
+  at::manual_seed(5);
+  const at::Tensor x = at::randn({cpu->blocks[0].num_src, in_dim});
+  for (ModelKind kind : {ModelKind::kRgcn, ModelKind::kRgat, ModelKind::kHgt}) {
+    SCOPED_TRACE(std::string(ModelKindName(kind)));
+    ModelOptions o = job.Rgcn(in_dim, 8);
+    o.model = kind;
+    o.heads = 2;
+    o.num_node_types = static_cast<int64_t>(job.config.node_types.size());
+    // Logits, then the input's gradient and every parameter's (undefined ones as empty tensors).
+    auto run = [&](const BatchTensors& b, const c10::Device& device) {
+      auto model = MakeModel(o, /*init_seed=*/4);
+      EXPECT_TRUE(model.ok()) << model.status();
+      (*model)->to(device);
+      (*model)->eval();
+      const at::Tensor in = x.to(device).clone().requires_grad_(true);
+      const at::Tensor out = (*model)->Forward(b.blocks, in);
+      EXPECT_EQ(out.device(), device);
+      const at::Tensor weights = at::linspace(-1.0, 1.0, out.numel()).view(out.sizes()).to(device);
+      (out * weights).sum().backward();
+      std::vector<at::Tensor> all = {out.detach().cpu(), in.grad().cpu()};
+      for (const at::Tensor& p : (*model)->parameters()) {
+        all.push_back(p.grad().defined() ? p.grad().cpu() : at::Tensor());
+      }
+      return all;
+    };
+    const std::vector<at::Tensor> on_cpu = run(*cpu, c10::Device(c10::kCPU));
+    const std::vector<at::Tensor> on_gpu = run(*gpu, cuda);
+    ASSERT_EQ(on_cpu.size(), on_gpu.size());
+    EXPECT_EQ(on_cpu[0].size(0), 32);
+    for (size_t i = 0; i < on_cpu.size(); ++i) {
+      ASSERT_EQ(on_cpu[i].defined(), on_gpu[i].defined()) << "tensor " << i;
+      if (on_cpu[i].defined()) {
+        EXPECT_TRUE(at::allclose(on_cpu[i], on_gpu[i], 1e-4, 1e-5)) << "tensor " << i;
+      }
+    }
   }
 }
 
