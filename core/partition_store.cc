@@ -274,15 +274,12 @@ absl::Status PartitionStore::ApplySparseUpdate(const std::string& rows_field, co
       return absl::InvalidArgumentError(base::StrCat("the gradient of node ", ids[i / dim], " is not finite"));
     }
   }
-  const int64_t sw = SparseStateWidth(options.kind, dim);
+  std::vector<int64_t> index(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) index[i] = ids[i] - rows->base;
   absl::MutexLock lock_rows(&rows->mu);
   absl::MutexLock lock_state(&state->mu);
-  auto* w = static_cast<float*>(rows->data.mutable_data());
-  auto* s = static_cast<float*>(state->data.mutable_data());
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const int64_t r = ids[i] - rows->base;
-    SparseUpdateRow(options, dim, w + r * dim, s + r * sw, grads + i * dim);
-  }
+  SparseUpdateAt(options, static_cast<int64_t>(ids.size()), dim, index.data(),
+                 static_cast<float*>(rows->data.mutable_data()), static_cast<float*>(state->data.mutable_data()), grads);
   return absl::OkStatus();
 }
 

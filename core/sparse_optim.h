@@ -36,7 +36,9 @@ int64_t SparseStateWidth(SparseOptimizerKind kind, int64_t dim);
 // w -= lr g / (sqrt(s) + eps).
 void SparseUpdate(const SparseOptimizerOptions& o, int64_t n, int64_t dim, float* rows, float* state,
                   const float* grads);
-// The same on rows that are not contiguous: row i at rows[i] and state[i].
-void SparseUpdateRow(const SparseOptimizerOptions& o, int64_t dim, float* row, float* state, const float* grad);
+// The same on n distinct rows spread over a table: row index[i] of `rows` ([*, dim]) and of
+// `state` ([*, SparseStateWidth]) takes gradient row i.
+void SparseUpdateAt(const SparseOptimizerOptions& o, int64_t n, int64_t dim, const int64_t* index, float* rows,
+                    float* state, const float* grads);
 
 }  // namespace fanout::core

@@ -31,6 +31,8 @@ using base::StrCat;
 
 // Sparse Adam (and Adagrad) on a row equals LibTorch's dense optimizer run on that row alone,
 // stepped only at the steps that touched it (DGL's per-row state); untouched rows never move.
+// Steps alternate between contiguous rows (SparseUpdate) and rows updated where they are in the
+// table (SparseUpdateAt).
 TEST(SparseOptimizerTest, EachRowFollowsADenseOptimizerOverItsOwnSteps) {
   for (SparseOptimizerKind kind : {SparseOptimizerKind::kAdam, SparseOptimizerKind::kAdagrad}) {
     SCOPED_TRACE(std::string(SparseOptimizerName(kind)));
@@ -38,7 +40,8 @@ TEST(SparseOptimizerTest, EachRowFollowsADenseOptimizerOverItsOwnSteps) {
     o.kind = kind;
     o.lr = 0.05;
     o.eps = kind == SparseOptimizerKind::kAdam ? 1e-8 : 1e-10;
-    const int64_t dim = 4, rows = 5, sw = core::SparseStateWidth(kind, dim);
+    // 20 columns: a vector of 16 and a remainder, with AVX-512.
+    const int64_t dim = 20, rows = 5, sw = core::SparseStateWidth(kind, dim);
     at::Tensor table = at::randn({rows, dim}, at::kFloat);
     at::Tensor state = at::zeros({rows, sw}, at::kFloat);
     // One dense optimizer per row, over a copy of that row.
@@ -55,14 +58,20 @@ TEST(SparseOptimizerTest, EachRowFollowsADenseOptimizerOverItsOwnSteps) {
       }
     }
     const at::Tensor untouched = table[4].clone();
-    const std::vector<std::vector<int64_t>> steps = {{0, 1, 2}, {1}, {0, 3}, {1, 3}, {2}};
-    for (const std::vector<int64_t>& touched : steps) {
+    const std::vector<std::vector<int64_t>> steps = {{0, 1, 2}, {1}, {3, 0}, {1, 3}, {2}};
+    for (size_t step = 0; step < steps.size(); ++step) {
+      const std::vector<int64_t>& touched = steps[step];
       const at::Tensor ids = at::tensor(touched, at::kLong);
       const at::Tensor grads = at::randn({static_cast<int64_t>(touched.size()), dim}, at::kFloat);
-      at::Tensor w = table.index_select(0, ids).contiguous(), s = state.index_select(0, ids).contiguous();
-      core::SparseUpdate(o, ids.size(0), dim, w.data_ptr<float>(), s.data_ptr<float>(), grads.data_ptr<float>());
-      table.index_copy_(0, ids, w);
-      state.index_copy_(0, ids, s);
+      if (step % 2 == 0) {  // rows gathered into contiguous copies
+        at::Tensor w = table.index_select(0, ids).contiguous(), s = state.index_select(0, ids).contiguous();
+        core::SparseUpdate(o, ids.size(0), dim, w.data_ptr<float>(), s.data_ptr<float>(), grads.data_ptr<float>());
+        table.index_copy_(0, ids, w);
+        state.index_copy_(0, ids, s);
+      } else {  // in place, in the table, by index (the servers' form)
+        core::SparseUpdateAt(o, ids.size(0), dim, touched.data(), table.data_ptr<float>(), state.data_ptr<float>(),
+                             grads.data_ptr<float>());
+      }
       for (size_t i = 0; i < touched.size(); ++i) {
         opts[touched[i]]->zero_grad();
         dense[touched[i]].mutable_grad() = grads[i].clone();
