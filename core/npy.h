@@ -51,6 +51,16 @@ class NpyArray {
     return a;
   }
 
+  // `data` (nbytes of `shape`), kept valid by `owner`, which the array holds on to.
+  static NpyArray Wrap(DType dtype, std::vector<int64_t> shape, void* data, std::shared_ptr<void> owner) {
+    NpyArray a;
+    a.dtype_ = dtype;
+    a.shape_ = std::move(shape);
+    a.data_ = data;
+    a.owned_ = std::move(owner);
+    return a;
+  }
+
   DType dtype() const { return dtype_; }
   const std::vector<int64_t>& shape() const { return shape_; }
   // Length of the first axis (1 for a 0-d array).

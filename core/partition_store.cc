@@ -233,11 +233,27 @@ absl::Status PartitionStore::CreateNodeField(const FieldSchema& schema, int64_t 
   f->schema = schema;
   f->base = base;
   f->end = end;
-  f->data = NpyArray::Owned(schema.dtype, std::move(shape));  // zero-filled
+  // Zero-filled, in shared memory that a trainer on this machine maps (shared_rows.h); in the
+  // heap where none can be made.
+  if (absl::StatusOr<std::unique_ptr<SharedRows>> shm = SharedRows::Create(key, bytes); shm.ok()) {
+    f->shared = std::move(*shm);
+    f->data = NpyArray::Wrap(schema.dtype, std::move(shape), f->shared->data(), f->shared);
+  } else {
+    f->data = NpyArray::Owned(schema.dtype, std::move(shape));
+  }
   created_bytes_ += bytes;
   created_.emplace(key, std::move(f));
   *created = true;
   return absl::OkStatus();
+}
+
+absl::StatusOr<PartitionStore::CreatedShare> PartitionStore::CreatedFieldShare(const std::string& key) const {
+  absl::ReaderMutexLock lock(&created_mu_);
+  auto it = created_.find(key);
+  if (it == created_.end() || it->second->shared == nullptr) {
+    return absl::NotFoundError(base::StrCat("no created field '", key, "' in shared memory"));
+  }
+  return CreatedShare{.rows = it->second->shared->info(), .base = it->second->base, .end = it->second->end};
 }
 
 absl::Status PartitionStore::ApplySparseUpdate(const std::string& rows_field, const std::string& state_field,

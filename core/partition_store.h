@@ -22,6 +22,7 @@
 #include "core/npy.h"
 #include "core/partition_book.h"
 #include "core/partition_config.h"
+#include "core/shared_rows.h"
 #include "core/sparse_optim.h"
 
 namespace fanout::core {
@@ -98,7 +99,16 @@ class PartitionStore {
   // goes. OK and *created false when a created field of that name has the same schema;
   // ALREADY_EXISTS when the name is a field of the files or a created field of another schema;
   // RESOURCE_EXHAUSTED when created fields would pass `max_total_bytes` together.
+  // The rows live in shared memory that a process of the same user on this machine can map
+  // (core/shared_rows.h; in the heap where no memfd could be made).
   absl::Status CreateNodeField(const FieldSchema& schema, int64_t max_total_bytes, bool* created);
+  // How to map created field `key`'s rows, and which nodes' rows they are ([base, end), row i
+  // node base + i); NOT_FOUND for a field of the files or one kept in the heap.
+  struct CreatedShare {
+    SharedRowsInfo rows;
+    int64_t base = 0, end = 0;
+  };
+  absl::StatusOr<CreatedShare> CreatedFieldShare(const std::string& key) const;
   // One sparse optimizer step (core/sparse_optim.h) on the rows of float32 field `rows_field`
   // (created, [dim] per row) for distinct owned `ids`, with their state in float32 field
   // `state_field` ([SparseStateWidth] per row) and `grads` ([ids.size(), dim]), both fields
@@ -151,6 +161,7 @@ class PartitionStore {
     int64_t base = 0, end = 0;
     NpyArray data;                  // mapped or owned rows; empty when read from disk
     std::unique_ptr<DiskRows> disk;  // StoreOptions::row_cache_bytes >= 0: the file's rows
+    std::shared_ptr<SharedRows> shared;  // a created field's rows in shared memory (`data` views them)
     size_t row_bytes() const { return disk ? disk->row_bytes() : data.row_bytes(); }
     // Readers (gathers) share it; PushNodeRows writes rows under it exclusively. It guards the
     // rows' bytes, not `data` the object (its shape and mapping never change), so `data` carries

@@ -254,7 +254,8 @@ absl::Status GraphClient::SparseUpdate(const std::string& field, const std::stri
 }
 
 absl::StatusOr<bool> GraphClient::CreateNodeField(const std::string& name, core::DType dtype,
-                                                  const std::vector<int64_t>& row_shape, const std::string& node_type) {
+                                                  const std::vector<int64_t>& row_shape, const std::string& node_type,
+                                                  v1::SharedField* shared) {
   v1::CreateNodeFieldRequest req;
   req.set_name(name);
   req.set_node_type(node_type);
@@ -264,6 +265,7 @@ absl::StatusOr<bool> GraphClient::CreateNodeField(const std::string& name, core:
   // Retried like a read: creating a field that exists with this schema is not an error.
   RETURN_IF_ERROR(Invoke("CreateNodeField", std::move(req), &resp, true,
                          FANOUT_ASYNC_METHOD(CreateNodeField, CreateNodeFieldRequest, CreateNodeFieldResponse)));
+  if (shared != nullptr) *shared = resp.shared();
   return resp.created();
 }
 

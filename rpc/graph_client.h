@@ -56,8 +56,9 @@ class GraphClient {
   // A zero-filled node field in the server's memory (fanout.distributed's DistTensor); true when
   // this call made it, false when it existed with this schema. With `node_type`, rows for that
   // type's nodes only, addressed as "TYPE/NAME" (learnable embeddings).
+  // `shared` (optional): where the server keeps the rows in shared memory (unset: its heap).
   absl::StatusOr<bool> CreateNodeField(const std::string& name, core::DType dtype, const std::vector<int64_t>& row_shape,
-                                       const std::string& node_type = "");
+                                       const std::string& node_type = "", v1::SharedField* shared = nullptr);
   // One sparse optimizer step on the rows of created field `field` for `ids` (distinct), with
   // their state in `state_field` and `grads` ([ids.size(), dim] float32): the server applies it.
   absl::Status SparseUpdate(const std::string& field, const std::string& state_field, const std::vector<int64_t>& ids,

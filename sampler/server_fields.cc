@@ -1,6 +1,7 @@
 #include "sampler/server_fields.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "absl/synchronization/mutex.h"
@@ -24,18 +25,21 @@ absl::Status InPartition(int p, const absl::Status& s) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ServerFields>> ServerFields::Make(const core::PartitionConfig& config,
-                                                                 base::ServerMap servers, rpc::ClientOptions client) {
+                                                                 base::ServerMap servers, rpc::ClientOptions client,
+                                                                 bool map_shared) {
   ASSIGN_OR_RETURN(core::RangePartitionBook book, config.NodeBook());
   servers.addresses.resize(config.num_parts);
-  return std::unique_ptr<ServerFields>(new ServerFields(config, std::move(book), std::move(servers), std::move(client)));
+  return std::unique_ptr<ServerFields>(
+      new ServerFields(config, std::move(book), std::move(servers), std::move(client), map_shared));
 }
 
 ServerFields::ServerFields(core::PartitionConfig config, core::RangePartitionBook book, base::ServerMap servers,
-                           rpc::ClientOptions client)
+                           rpc::ClientOptions client, bool map_shared)
     : config_(std::move(config)),
       book_(std::move(book)),
       servers_(std::move(servers)),
-      client_options_(std::move(client)) {}
+      client_options_(std::move(client)),
+      map_shared_(map_shared) {}
 
 ServerFields::~ServerFields() = default;
 
@@ -71,18 +75,81 @@ absl::StatusOr<bool> ServerFields::Create(const core::FieldSchema& schema) {
                                                   "' (created fields live on the servers)"));
     }
     for (const std::string& address : servers_.addresses[p]) {
+      v1::SharedField shared;
       absl::StatusOr<bool> made = Client(address).CreateNodeField(schema.name, schema.dtype, schema.row_shape,
-                                                                  schema.node_type);
+                                                                  schema.node_type, &shared);
       if (!made.ok()) return InPartition(p, made.status());
       created = created || *made;
+      // Mapped where this process may (the server on this machine, the same user); otherwise the
+      // partition's rows go through its servers.
+      const size_t rb = schema.row_bytes();
+      if (!map_shared_ || shared.pid() <= 0 || shared.num_rows() < 0 ||
+          static_cast<uint64_t>(shared.bytes()) != static_cast<uint64_t>(shared.num_rows()) * rb) {
+        continue;
+      }
+      std::unique_lock<std::shared_mutex> lock(mapped_mu_);
+      if (mapped_.count({schema.key(), address}) > 0) continue;
+      absl::StatusOr<std::unique_ptr<core::SharedRows>> shm = core::SharedRows::Map(core::SharedRowsInfo{
+          .pid = shared.pid(), .fd = shared.fd(), .token = shared.token(), .bytes = shared.bytes()});
+      if (!shm.ok()) continue;
+      mapped_.emplace(std::make_pair(schema.key(), address),
+                      MappedRows{std::move(*shm), shared.first_id(), shared.num_rows(), rb});
     }
   }
   return created;
 }
 
+bool ServerFields::Mapped(const core::FieldSchema& schema, int part) const {
+  return !MappedCopies(schema.key(), part).empty();
+}
+
+std::vector<const ServerFields::MappedRows*> ServerFields::MappedCopies(const std::string& key, int part) const {
+  std::vector<const MappedRows*> copies;
+  if (part < 0 || part >= config_.num_parts || servers_.addresses[part].empty()) return copies;
+  std::shared_lock<std::shared_mutex> lock(mapped_mu_);
+  for (const std::string& address : servers_.addresses[part]) {
+    auto it = mapped_.find({key, address});
+    if (it == mapped_.end()) return {};
+    copies.push_back(&it->second);  // stays valid: entries are never removed
+  }
+  return copies;
+}
+
+absl::StatusOr<std::vector<int64_t>> ServerFields::RowIndices(const MappedRows& copy, const std::string& key,
+                                                              std::span<const int64_t> ids,
+                                                              std::span<const int64_t> positions) const {
+  std::vector<int64_t> rows(positions.size());
+  for (size_t j = 0; j < positions.size(); ++j) {
+    const int64_t id = ids[positions[j]];
+    if (id < copy.first_id || id >= copy.first_id + copy.num_rows) {  // as the server says it
+      absl::StatusOr<core::TypeMap> types = config_.NodeTypes();
+      const std::string type = types.ok() ? std::string(types->name(types->ToTypeWise(id).first)) : "another";
+      return absl::InvalidArgumentError(StrCat("node ", id, " is of type ", type, "; field '", key, "' holds ",
+                                               key.substr(0, key.find('/')), " nodes only (this partition's: [",
+                                               copy.first_id, ", ", copy.first_id + copy.num_rows, "))"));
+    }
+    rows[j] = id - copy.first_id;
+  }
+  return rows;
+}
+
 absl::Status ServerFields::Pull(const core::FieldSchema& schema, std::span<const int64_t> ids, char* out) {
   ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> pos, ByPartition(ids, StrCat("node field '", schema.key(), "'")));
   const size_t rb = schema.row_bytes();
+  // Partitions mapped here: copied from the shared rows, no RPC.
+  for (int p = 0; p < config_.num_parts; ++p) {
+    if (pos[p].empty()) continue;
+    const std::vector<const MappedRows*> copies = MappedCopies(schema.key(), p);
+    if (copies.empty()) continue;
+    const MappedRows& copy = *copies[read_turn_.fetch_add(1) % copies.size()];
+    if (copy.row_bytes != rb) continue;  // not the field's schema: the servers say what is wrong
+    absl::StatusOr<std::vector<int64_t>> rows = RowIndices(copy, schema.key(), ids, pos[p]);
+    if (!rows.ok()) return InPartition(p, rows.status());
+    for (size_t j = 0; j < rows->size(); ++j) {
+      std::memcpy(out + static_cast<size_t>(pos[p][j]) * rb, copy.shm->data() + static_cast<size_t>((*rows)[j]) * rb, rb);
+    }
+    pos[p].clear();
+  }
   // Every partition's chunks in flight at once; each writes its rows to their places.
   struct Chunk {
     int part;
@@ -123,6 +190,51 @@ absl::Status ServerFields::SparseUpdate(const core::FieldSchema& rows, const cor
   ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> pos, ByPartition(ids, StrCat("node field '", rows.key(), "'")));
   const int64_t dim = rows.row_elems();
   const size_t rb = static_cast<size_t>(dim) * sizeof(float);
+  for (int p = 0; p < config_.num_parts; ++p) {
+    if (pos[p].empty()) continue;
+    const std::vector<const MappedRows*> w = MappedCopies(rows.key(), p), s = MappedCopies(state.key(), p);
+    if (w.empty() || s.empty() || w[0]->row_bytes != rb) continue;  // else the servers check and apply it
+    // Mapped: the step applied here, to every server's copy, as each server would apply it
+    // (the same checks first: distinct IDs of the field's rows, finite gradients).
+    RETURN_IF_ERROR(core::CheckSparseOptimizer(options));
+    const int64_t sw = core::SparseStateWidth(options.kind, dim);
+    if (rows.dtype != core::DType::kFloat32 || state.dtype != core::DType::kFloat32) {
+      return absl::InvalidArgumentError(StrCat("fields '", rows.key(), "' and '", state.key(), "' must be float32"));
+    }
+    if (s[0]->row_bytes != static_cast<size_t>(sw) * sizeof(float)) {  // as the server says it
+      return absl::InvalidArgumentError(StrCat("field '", state.key(), "' holds ", s[0]->row_bytes / sizeof(float),
+                                               " values per row of its nodes; ", core::SparseOptimizerName(options.kind),
+                                               " on [", dim, "]-wide rows of '", rows.key(), "' keeps ", sw,
+                                               " per row of the same nodes"));
+    }
+    absl::StatusOr<std::vector<int64_t>> found = RowIndices(*w[0], rows.key(), ids, pos[p]);
+    if (!found.ok()) return InPartition(p, found.status());
+    const std::vector<int64_t>& index = *found;
+    std::vector<int64_t> sorted = index;
+    std::sort(sorted.begin(), sorted.end());
+    if (auto dup = std::adjacent_find(sorted.begin(), sorted.end()); dup != sorted.end()) {
+      return absl::InvalidArgumentError(StrCat("node ", *dup + w[0]->first_id,
+                                               " appears twice in one sparse update (sum its gradients first)"));
+    }
+    std::vector<float> part_grads(pos[p].size() * dim);
+    for (size_t j = 0; j < pos[p].size(); ++j) {
+      std::memcpy(part_grads.data() + j * dim, grads + pos[p][j] * dim, rb);
+    }
+    for (size_t i = 0; i < part_grads.size(); ++i) {
+      if (!std::isfinite(part_grads[i])) {
+        return absl::InvalidArgumentError(StrCat("the gradient of node ", ids[pos[p][i / dim]], " is not finite"));
+      }
+    }
+    for (size_t c = 0; c < w.size(); ++c) {
+      if (s[c]->first_id != w[c]->first_id || s[c]->num_rows != w[c]->num_rows) {
+        return absl::InvalidArgumentError(StrCat("field '", state.key(), "' holds other nodes' rows than '", rows.key(), "'"));
+      }
+      core::SparseUpdateAt(options, static_cast<int64_t>(index.size()), dim, index.data(),
+                           reinterpret_cast<float*>(w[c]->shm->data()), reinterpret_cast<float*>(s[c]->shm->data()),
+                           part_grads.data());
+    }
+    pos[p].clear();
+  }
   for (int p = 0; p < config_.num_parts; ++p) {
     for (size_t b = 0; b < pos[p].size(); b += ChunkRows(rb)) {
       const size_t n = std::min(ChunkRows(rb), pos[p].size() - b);

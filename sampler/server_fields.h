@@ -5,6 +5,14 @@
 // written to all of them, so that whichever server answers a later read has the rows. Any server
 // creates, writes and reads them (within its --max-created-bytes); --allow-push is for the
 // partition's own fields.
+//
+// A server keeps created rows in shared memory and says how to map them (core/shared_rows.h).
+// Where this process may map them (a server on this machine, run by this user), Pull reads that
+// partition's rows and SparseUpdate applies the optimizer to them in place, with no RPC: a
+// trainer updates the rows of its own machine's partition, which is where the job's learnable
+// embeddings send each row's gradient (trainer/dist_embedding.h). Push and every other partition
+// go through the servers. The rows' bytes are not locked between processes: as in DistDGL's
+// KVStore, the job orders its reads after the writes they must see (DistEmbeddings' barrier).
 #pragma once
 
 #include <atomic>
@@ -12,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -21,6 +30,7 @@
 #include "core/partition_book.h"
 #include "core/partition_config.h"
 #include "core/partition_store.h"
+#include "core/shared_rows.h"
 #include "core/sparse_optim.h"
 #include "rpc/client_options.h"
 
@@ -35,8 +45,10 @@ class ServerFields {
  public:
   // `servers`: every partition's servers (a partition without any cannot hold created fields:
   // calls that need it fail naming it). `client.security` should be loaded already.
+  // `map_shared` false: every partition through its servers, none mapped.
   static absl::StatusOr<std::unique_ptr<ServerFields>> Make(const core::PartitionConfig& config,
-                                                            base::ServerMap servers, rpc::ClientOptions client);
+                                                            base::ServerMap servers, rpc::ClientOptions client,
+                                                            bool map_shared = true);
   ~ServerFields();
 
   // Creates `schema` (a node field, or with node_type one for that type's nodes only) on every
@@ -53,10 +65,27 @@ class ServerFields {
   // to its copy (the same step on the same bytes, so the copies stay equal).
   absl::Status SparseUpdate(const core::FieldSchema& rows, const core::FieldSchema& state, std::span<const int64_t> ids,
                             const float* grads, const core::SparseOptimizerOptions& options);
+  // Whether this process reads and updates partition `part`'s rows of `schema` in shared memory
+  // (every server of the partition mapped; Create maps them).
+  bool Mapped(const core::FieldSchema& schema, int part) const;
 
  private:
   ServerFields(core::PartitionConfig config, core::RangePartitionBook book, base::ServerMap servers,
-               rpc::ClientOptions client);
+               rpc::ClientOptions client, bool map_shared);
+  // One server's copy of a created field, mapped: rows of nodes [first_id, first_id + num_rows).
+  struct MappedRows {
+    std::unique_ptr<core::SharedRows> shm;
+    int64_t first_id = 0, num_rows = 0;
+    size_t row_bytes = 0;
+    char* row(int64_t id) const { return shm->data() + static_cast<size_t>(id - first_id) * row_bytes; }
+  };
+  // Partition `part`'s mapped copies of field `key` (one per server), or empty when any of its
+  // servers' is not mapped.
+  std::vector<const MappedRows*> MappedCopies(const std::string& key, int part) const;
+  // The positions of `ids` (all of partition `part`) as row indices of `copy`; INVALID_ARGUMENT
+  // for an ID outside its rows (a node of another type for a typed field).
+  absl::StatusOr<std::vector<int64_t>> RowIndices(const MappedRows& copy, const std::string& key,
+                                                  std::span<const int64_t> ids, std::span<const int64_t> positions) const;
   rpc::GraphClient& Client(const std::string& address);
   // positions[p]: the positions in `ids` owned by partition p; checks every partition with IDs
   // has a server.
@@ -70,6 +99,11 @@ class ServerFields {
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<rpc::GraphClient>> clients_;  // by address, under mu_
   std::atomic<uint64_t> read_turn_{0};  // spreads reads over a partition's servers
+  const bool map_shared_;
+  // (field key, server address) -> its mapped rows; entries are only added (Create), and a
+  // MappedRows stays where it is until this object goes.
+  mutable std::shared_mutex mapped_mu_;
+  std::map<std::pair<std::string, std::string>, MappedRows> mapped_;  // under mapped_mu_
 };
 
 }  // namespace fanout::sampler

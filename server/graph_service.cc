@@ -415,6 +415,16 @@ absl::Status GraphServiceImpl::DoCreateNodeField(const v1::CreateNodeFieldReques
   bool created = false;
   RETURN_IF_ERROR(served_.writable->CreateNodeField(schema, policy_.limits.max_created_bytes, &created));
   resp->set_created(created);
+  if (absl::StatusOr<core::PartitionStore::CreatedShare> share = served_.writable->CreatedFieldShare(schema.key());
+      share.ok()) {
+    v1::SharedField* f = resp->mutable_shared();
+    f->set_pid(share->rows.pid);
+    f->set_fd(share->rows.fd);
+    f->set_token(share->rows.token);
+    f->set_bytes(share->rows.bytes);
+    f->set_first_id(share->base);
+    f->set_num_rows(share->end - share->base);
+  }
   return absl::OkStatus();
 }
 

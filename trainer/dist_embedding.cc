@@ -332,6 +332,13 @@ at::Tensor HostTensor(const std::vector<float>& v, int64_t dim) {
 
 }  // namespace
 
+bool DistEmbeddings::Mapped(int part) const {
+  for (int t : types_) {
+    if (!fields_->Mapped(RowSchema(t), part) || !fields_->Mapped(StateSchema(t), part)) return false;
+  }
+  return !types_.empty();
+}
+
 absl::Status DistEmbeddings::Step(Communicator& comm, int64_t* touched) {
   RECORD_USER_SCOPE("fanout::embedding_update");
   if (touched != nullptr) *touched = 0;

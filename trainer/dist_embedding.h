@@ -15,7 +15,9 @@
 // all-to-all, and each owner sums what it received, divides by the world size (the dense
 // gradients are averaged the same way) and sends the gradients to its servers, which apply the
 // sparse optimizer to those rows only where they live (SparseUpdate: no rows or state cross the
-// network); then every trainer waits at a barrier, so the next step reads updated rows. Rows no batch touched never change: their
+// network; the owner applies it itself, in place, where it maps its machine's partition's rows
+// from the server's shared memory); then every trainer waits at a barrier, so the next step reads
+// updated rows. Rows no batch touched never change: their
 // state, including Adam's per-row step count, stays as it was (DGL's sparse optimizers).
 #pragma once
 
@@ -115,6 +117,9 @@ class DistEmbeddings {
 
   // The rank that updates node `id`'s row.
   int OwnerRank(int64_t id) const;
+  // Whether this process reads and updates partition `part`'s rows and optimizer state of every
+  // table in the servers' shared memory (sampler/server_fields.h) rather than through them.
+  bool Mapped(int part) const;
 
  private:
   DistEmbeddings(const sampler::DistGraph& graph, sampler::ServerFields* fields, std::vector<int> types,

@@ -82,7 +82,11 @@ class TypedModelInput final : public ModelInput {
                              embeddings_ != nullptr
                                  ? StrCat(" learnable rows of ", o_.embed.dim, " on the servers (sparse ",
                                           core::SparseOptimizerName(o_.embed.optimizer.kind), ", lr ",
-                                          o_.embed.optimizer.lr, ")")
+                                          o_.embed.optimizer.lr,
+                                          embeddings_->Mapped(graph_.machine_id())
+                                              ? "; this machine's rows mapped from its server's shared memory"
+                                              : "",
+                                          ")")
                                  : std::string(" zeros (no --embed-featureless)")));
     }
     return base::StrJoin(parts, "; ");

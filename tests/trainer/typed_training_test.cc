@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <map>
+#include <random>
 #include <set>
 
 #include "base/strings.h"
@@ -200,24 +201,89 @@ TEST(DistEmbeddingsTest, SparseUpdatesThatWouldCorruptATableAreRefused) {
   const core::FieldSchema rows{.name = "embed", .dtype = core::DType::kFloat32, .row_shape = {2}, .node_type = "author"};
   const core::FieldSchema state{
       .name = "embed.adam", .dtype = core::DType::kFloat32, .row_shape = {5}, .node_type = "author"};
-  auto update = [&](const core::FieldSchema& r, const core::FieldSchema& st, std::vector<int64_t> ids,
-                    std::vector<float> grads, core::SparseOptimizerKind kind = SparseOptimizerKind::kAdam) {
-    return job.fields->SparseUpdate(r, st, ids, grads.data(), {.kind = kind});
+  // Refused alike where this process maps the rows (the in-process servers' shared memory) and
+  // where the servers apply the step.
+  auto by_servers = sampler::ServerFields::Make(job.config, *sampler::ParseServerList(job.cluster.ServerList(), 1),
+                                                rpc::ClientOptions{}, /*map_shared=*/false);
+  ASSERT_TRUE(by_servers.ok()) << by_servers.status();
+  for (sampler::ServerFields* fields : {job.fields.get(), by_servers->get()}) {
+    SCOPED_TRACE(fields == job.fields.get() ? "mapped" : "through the servers");
+    ASSERT_TRUE(fields->Create(rows).ok());
+    EXPECT_EQ(fields->Mapped(rows, 0), fields == job.fields.get());
+    auto update = [&](const core::FieldSchema& r, const core::FieldSchema& st, std::vector<int64_t> ids,
+                      std::vector<float> grads, core::SparseOptimizerKind kind = SparseOptimizerKind::kAdam) {
+      return fields->SparseUpdate(r, st, ids, grads.data(), {.kind = kind});
+    };
+    EXPECT_TRUE(update(rows, state, {a0, a0 + 1}, {1, 2, 3, 4}).ok());
+    absl::Status twice = update(rows, state, {a0, a0}, {1, 2, 3, 4});
+    EXPECT_NE(twice.message().find(StrCat("node ", a0, " appears twice")), std::string::npos) << twice;
+    absl::Status nan = update(rows, state, {a0}, {1, std::nanf("")});
+    EXPECT_NE(nan.message().find(StrCat("the gradient of node ", a0, " is not finite")), std::string::npos) << nan;
+    absl::Status width = update(rows, state, {a0}, {1, 2}, SparseOptimizerKind::kAdagrad);
+    EXPECT_NE(width.message().find("adagrad on [2]-wide rows of 'author/embed' keeps 2 per row"), std::string::npos)
+        << width;
+    const core::FieldSchema feat{.name = "feat", .dtype = core::DType::kFloat32, .row_shape = {3}, .node_type = "paper"};
+    absl::Status files = update(feat, state, {0}, {1, 2, 3});
+    EXPECT_NE(files.message().find("'paper/feat' is not a float32 field created by CreateNodeField"), std::string::npos)
+        << files;
+    absl::Status other = update(rows, state, {0}, {1, 2});
+    EXPECT_NE(other.message().find("node 0 is of type paper"), std::string::npos) << other;
+  }
+}
+
+// A trainer on a server's machine reads and updates that partition's rows in the server's shared
+// memory: the rows, their optimizer state and what every later read sees are byte for byte what
+// the servers' own sparse updates make (two tables, the same steps, one mapped, one not).
+TEST(DistEmbeddingsTest, MappedRowsUpdateAsTheServersDo) {
+  TypedJob job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(2));
+  auto by_servers = sampler::ServerFields::Make(job.config, *sampler::ParseServerList(job.cluster.ServerList(), 2),
+                                                rpc::ClientOptions{}, /*map_shared=*/false);
+  ASSERT_TRUE(by_servers.ok()) << by_servers.status();
+  const auto& types = job.graph->node_types();
+  const int author = *types.TypeId("author");
+  const int64_t dim = 3;
+  auto schema = [&](const std::string& name, int64_t width) {
+    return core::FieldSchema{.name = name, .dtype = core::DType::kFloat32, .row_shape = {width}, .node_type = "author"};
   };
-  EXPECT_TRUE(update(rows, state, {a0, a0 + 1}, {1, 2, 3, 4}).ok());
-  absl::Status twice = update(rows, state, {a0, a0}, {1, 2, 3, 4});
-  EXPECT_NE(twice.message().find(StrCat("node ", a0, " appears twice")), std::string::npos) << twice;
-  absl::Status nan = update(rows, state, {a0}, {1, std::nanf("")});
-  EXPECT_NE(nan.message().find(StrCat("the gradient of node ", a0, " is not finite")), std::string::npos) << nan;
-  absl::Status width = update(rows, state, {a0}, {1, 2}, SparseOptimizerKind::kAdagrad);
-  EXPECT_NE(width.message().find("adagrad on [2]-wide rows of 'author/embed' keeps 2 per row"), std::string::npos)
-      << width;
-  const core::FieldSchema feat{.name = "feat", .dtype = core::DType::kFloat32, .row_shape = {3}, .node_type = "paper"};
-  absl::Status files = update(feat, state, {0}, {1, 2, 3});
-  EXPECT_NE(files.message().find("'paper/feat' is not a float32 field created by CreateNodeField"), std::string::npos)
-      << files;
-  absl::Status other = update(rows, state, {0}, {1, 2});
-  EXPECT_NE(other.message().find("node 0 is of type paper"), std::string::npos) << other;
+  const core::SparseOptimizerOptions o{.kind = SparseOptimizerKind::kAdam, .lr = 0.1};
+  const int64_t sw = core::SparseStateWidth(o.kind, dim);
+  ASSERT_TRUE(job.fields->Create(schema("m", dim)).ok());
+  ASSERT_TRUE(job.fields->Create(schema("m.adam", sw)).ok());
+  ASSERT_TRUE((*by_servers)->Create(schema("s", dim)).ok());
+  ASSERT_TRUE((*by_servers)->Create(schema("s.adam", sw)).ok());
+  EXPECT_TRUE(job.fields->Mapped(schema("m", dim), 0));
+  EXPECT_TRUE(job.fields->Mapped(schema("m", dim), 1));
+  EXPECT_FALSE((*by_servers)->Mapped(schema("s", dim), 0));
+  // Both partitions' authors, in no order, some rows in several steps.
+  std::vector<int64_t> all;
+  for (int p = 0; p < 2; ++p) {
+    for (int64_t v = types.Range(author, p).first; v < types.Range(author, p).second; ++v) all.push_back(v);
+  }
+  std::vector<float> start(all.size() * dim);
+  for (size_t i = 0; i < start.size(); ++i) start[i] = std::sin(static_cast<float>(i));
+  ASSERT_TRUE(job.fields->Push(schema("m", dim), all, reinterpret_cast<const char*>(start.data()), core::PushOp::kAssign).ok());
+  ASSERT_TRUE((*by_servers)->Push(schema("s", dim), all, reinterpret_cast<const char*>(start.data()), core::PushOp::kAssign).ok());
+  std::mt19937 rng(3);
+  for (int step = 0; step < 4; ++step) {
+    std::vector<int64_t> ids = all;
+    std::shuffle(ids.begin(), ids.end(), rng);
+    ids.resize(ids.size() / 2);
+    std::vector<float> grads(ids.size() * dim);
+    for (float& g : grads) g = std::uniform_real_distribution<float>(-1, 1)(rng);
+    ASSERT_TRUE(job.fields->SparseUpdate(schema("m", dim), schema("m.adam", sw), ids, grads.data(), o).ok());
+    ASSERT_TRUE((*by_servers)->SparseUpdate(schema("s", dim), schema("s.adam", sw), ids, grads.data(), o).ok());
+  }
+  // Read back every way: through the servers, and from the mapping.
+  for (auto [rows, width] : {std::pair<std::string, int64_t>{"", dim}, {".adam", sw}}) {
+    std::vector<float> mapped(all.size() * width), served(all.size() * width), mapped_by_servers(all.size() * width);
+    ASSERT_TRUE(job.fields->Pull(schema("m" + rows, width), all, reinterpret_cast<char*>(mapped.data())).ok());
+    ASSERT_TRUE((*by_servers)->Pull(schema("s" + rows, width), all, reinterpret_cast<char*>(served.data())).ok());
+    ASSERT_TRUE((*by_servers)->Pull(schema("m" + rows, width), all, reinterpret_cast<char*>(mapped_by_servers.data())).ok());
+    EXPECT_EQ(mapped, served) << "m" << rows;
+    EXPECT_EQ(mapped_by_servers, served) << "m" << rows;
+  }
+  EXPECT_NE(start, std::vector<float>(start.size()));
 }
 
 // The typed input layer puts each input node's row in its place: papers' projected features,
