@@ -234,8 +234,11 @@ absl::Status PartitionStore::CreateNodeField(const FieldSchema& schema, int64_t 
   f->base = base;
   f->end = end;
   // Zero-filled, in shared memory that a trainer on this machine maps (shared_rows.h); in the
-  // heap where none can be made.
-  if (absl::StatusOr<std::unique_ptr<SharedRows>> shm = SharedRows::Create(key, bytes); shm.ok()) {
+  // heap where none can be made, or past kMaxSharedFields.
+  absl::StatusOr<std::unique_ptr<SharedRows>> shm = absl::ResourceExhaustedError("too many shared fields");
+  if (shared_fields_ < kMaxSharedFields) shm = SharedRows::Create(key, bytes);
+  if (shm.ok()) {
+    ++shared_fields_;
     f->shared = std::move(*shm);
     f->data = NpyArray::Wrap(schema.dtype, std::move(shape), f->shared->data(), f->shared);
   } else {

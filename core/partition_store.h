@@ -216,6 +216,10 @@ class PartitionStore {
   mutable absl::Mutex created_mu_;
   std::map<std::string, std::unique_ptr<Field>> created_ ABSL_GUARDED_BY(created_mu_);
   int64_t created_bytes_ ABSL_GUARDED_BY(created_mu_) = 0;
+  // Created fields in shared memory (one descriptor each); beyond kMaxSharedFields, in the heap,
+  // so that no number of created fields can run the server out of descriptors.
+  int shared_fields_ ABSL_GUARDED_BY(created_mu_) = 0;
+  static constexpr int kMaxSharedFields = 256;
   mutable absl::Mutex weights_mu_;
   mutable std::map<std::string, std::shared_ptr<const std::vector<double>>> weights_ ABSL_GUARDED_BY(weights_mu_);
 };

@@ -197,6 +197,35 @@ TEST_F(PartitionStoreTest, CreatedFieldsAreZeroRowsThatPushesAndGathersReach) {
   EXPECT_NE(std::string(s.NodeFieldSchema("nope").status().message()).find("h"), std::string::npos);
 }
 
+// Created fields live in shared memory that a client may map (CreatedFieldShare: the rows' pid,
+// descriptor, token, size and nodes), and a mapping sees the pushes; past 256 of them they are
+// kept in the heap, so that no number of fields runs the server out of descriptors.
+TEST_F(PartitionStoreTest, CreatedFieldsAreSharedUpToABoundedNumber) {
+  PartitionStore& s = *stores_[1];
+  bool created = false;
+  ASSERT_TRUE(s.CreateNodeField({.name = "w", .dtype = DType::kFloat32, .row_shape = {2}}, 1 << 24, &created).ok());
+  auto share = s.CreatedFieldShare("w");
+  ASSERT_TRUE(share.ok()) << share.status();
+  EXPECT_EQ(share->base, s.node_start());
+  EXPECT_EQ(share->end, s.node_end());
+  EXPECT_EQ(share->rows.bytes, (s.node_end() - s.node_start()) * 8);
+  auto mapped = SharedRows::Map(share->rows);
+  ASSERT_TRUE(mapped.ok()) << mapped.status();
+  const std::vector<float> v = {7, 8};
+  const std::vector<int64_t> second = {s.node_start() + 1}, first = {s.node_start()};
+  ASSERT_TRUE(s.PushNodeRows("w", second, v.data(), 8, PushOp::kAssign).ok());
+  EXPECT_EQ(std::memcmp((*mapped)->data() + 8, v.data(), 8), 0);
+  EXPECT_EQ(s.CreatedFieldShare("feat").status().code(), absl::StatusCode::kNotFound);  // the files'
+  for (int i = 1; i < 300; ++i) {
+    ASSERT_TRUE(s.CreateNodeField({.name = "f" + std::to_string(i), .dtype = DType::kInt8}, 1 << 24, &created).ok());
+  }
+  EXPECT_TRUE(s.CreatedFieldShare("f255").ok());
+  EXPECT_EQ(s.CreatedFieldShare("f256").status().code(), absl::StatusCode::kNotFound);
+  std::string rows;
+  ASSERT_TRUE(s.GatherNodeRows("f299", first, &rows).ok());  // in the heap, as usable
+  EXPECT_EQ(rows, std::string(1, '\0'));
+}
+
 // ---- sampling ----
 
 std::vector<int64_t> AllNodes(const PartitionStore& s) {
