@@ -275,24 +275,11 @@ absl::Status PartitionStore::ApplySparseUpdate(const std::string& rows_field, co
   const int64_t dim = rows->data.row_elems();
   if (state->data.row_elems() != SparseStateWidth(options.kind, dim) || state->base != rows->base ||
       state->end != rows->end) {
-    return absl::InvalidArgumentError(base::StrCat("field '", state_field, "' holds ", state->data.row_elems(),
-                                             " values per row of its nodes; ", SparseOptimizerName(options.kind),
-                                             " on [", dim, "]-wide rows of '", rows_field, "' keeps ",
-                                             SparseStateWidth(options.kind, dim), " per row of the same nodes"));
+    return SparseStateWidthError(options.kind, dim, rows_field, state_field, state->data.row_elems());
   }
   RETURN_IF_ERROR(CheckOwnedNodes(ids));
   RETURN_IF_ERROR(CheckFieldRows(*rows, ids));
-  std::vector<int64_t> sorted(ids.begin(), ids.end());
-  std::sort(sorted.begin(), sorted.end());
-  if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
-    return absl::InvalidArgumentError(base::StrCat("node ", *std::adjacent_find(sorted.begin(), sorted.end()),
-                                             " appears twice in one sparse update (sum its gradients first)"));
-  }
-  for (size_t i = 0; i < ids.size() * static_cast<size_t>(dim); ++i) {
-    if (!std::isfinite(grads[i])) {
-      return absl::InvalidArgumentError(base::StrCat("the gradient of node ", ids[i / dim], " is not finite"));
-    }
-  }
+  RETURN_IF_ERROR(CheckSparseGradients(ids, dim, grads));
   std::vector<int64_t> index(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) index[i] = ids[i] - rows->base;
   absl::MutexLock lock_rows(&rows->mu);

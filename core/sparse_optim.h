@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -29,6 +30,15 @@ absl::Status CheckSparseOptimizer(const SparseOptimizerOptions& o);
 // The optimizer state's width per row: Adam 2 * dim + 1 (m, v, the row's step count), Adagrad
 // dim (the sum of squares).
 int64_t SparseStateWidth(SparseOptimizerKind kind, int64_t dim);
+
+// What every applier of a step checks (a graph server, and a client that maps the rows itself):
+// INVALID_ARGUMENT for a state field `state_key` of `state_width` values a row where `kind` on
+// [dim]-wide rows of `rows_key` keeps SparseStateWidth (the message, for a caller's own
+// condition), and for IDs that are not distinct or gradients ([ids.size(), dim]) that are not
+// finite, naming the node.
+absl::Status SparseStateWidthError(SparseOptimizerKind kind, int64_t dim, std::string_view rows_key,
+                                   std::string_view state_key, int64_t state_width);
+absl::Status CheckSparseGradients(std::span<const int64_t> ids, int64_t dim, const float* grads);
 
 // One step on n distinct rows (row-major [n, dim]) with their state ([n, SparseStateWidth]) and
 // gradients, in place. Adam per row: t += 1; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;

@@ -1,7 +1,6 @@
 #include "sampler/server_fields.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 
 #include "absl/synchronization/mutex.h"
@@ -201,30 +200,20 @@ absl::Status ServerFields::SparseUpdate(const core::FieldSchema& rows, const cor
     if (rows.dtype != core::DType::kFloat32 || state.dtype != core::DType::kFloat32) {
       return absl::InvalidArgumentError(StrCat("fields '", rows.key(), "' and '", state.key(), "' must be float32"));
     }
-    if (s[0]->row_bytes != static_cast<size_t>(sw) * sizeof(float)) {  // as the server says it
-      return absl::InvalidArgumentError(StrCat("field '", state.key(), "' holds ", s[0]->row_bytes / sizeof(float),
-                                               " values per row of its nodes; ", core::SparseOptimizerName(options.kind),
-                                               " on [", dim, "]-wide rows of '", rows.key(), "' keeps ", sw,
-                                               " per row of the same nodes"));
+    if (s[0]->row_bytes != static_cast<size_t>(sw) * sizeof(float)) {
+      return core::SparseStateWidthError(options.kind, dim, rows.key(), state.key(),
+                                         static_cast<int64_t>(s[0]->row_bytes / sizeof(float)));
     }
     absl::StatusOr<std::vector<int64_t>> found = RowIndices(*w[0], rows.key(), ids, pos[p]);
     if (!found.ok()) return InPartition(p, found.status());
     const std::vector<int64_t>& index = *found;
-    std::vector<int64_t> sorted = index;
-    std::sort(sorted.begin(), sorted.end());
-    if (auto dup = std::adjacent_find(sorted.begin(), sorted.end()); dup != sorted.end()) {
-      return absl::InvalidArgumentError(StrCat("node ", *dup + w[0]->first_id,
-                                               " appears twice in one sparse update (sum its gradients first)"));
-    }
+    std::vector<int64_t> part_ids(pos[p].size());
     std::vector<float> part_grads(pos[p].size() * dim);
     for (size_t j = 0; j < pos[p].size(); ++j) {
+      part_ids[j] = ids[pos[p][j]];
       std::memcpy(part_grads.data() + j * dim, grads + pos[p][j] * dim, rb);
     }
-    for (size_t i = 0; i < part_grads.size(); ++i) {
-      if (!std::isfinite(part_grads[i])) {
-        return absl::InvalidArgumentError(StrCat("the gradient of node ", ids[pos[p][i / dim]], " is not finite"));
-      }
-    }
+    RETURN_IF_ERROR(core::CheckSparseGradients(part_ids, dim, part_grads.data()));
     for (size_t c = 0; c < w.size(); ++c) {
       if (s[c]->first_id != w[c]->first_id || s[c]->num_rows != w[c]->num_rows) {
         return absl::InvalidArgumentError(StrCat("field '", state.key(), "' holds other nodes' rows than '", rows.key(), "'"));

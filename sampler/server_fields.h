@@ -77,7 +77,6 @@ class ServerFields {
     std::unique_ptr<core::SharedRows> shm;
     int64_t first_id = 0, num_rows = 0;
     size_t row_bytes = 0;
-    char* row(int64_t id) const { return shm->data() + static_cast<size_t>(id - first_id) * row_bytes; }
   };
   // Partition `part`'s mapped copies of field `key` (one per server), or empty when any of its
   // servers' is not mapped.

@@ -282,8 +282,8 @@ TEST(DistEmbeddingsTest, MappedRowsUpdateAsTheServersDo) {
     ASSERT_TRUE((*by_servers)->Pull(schema("m" + rows, width), all, reinterpret_cast<char*>(mapped_by_servers.data())).ok());
     EXPECT_EQ(mapped, served) << "m" << rows;
     EXPECT_EQ(mapped_by_servers, served) << "m" << rows;
+    if (rows.empty()) EXPECT_NE(served, start) << "the steps moved no row";
   }
-  EXPECT_NE(start, std::vector<float>(start.size()));
 }
 
 // The typed input layer puts each input node's row in its place: papers' projected features,
