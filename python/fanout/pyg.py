@@ -25,9 +25,10 @@ IDs, the seeds first and then each hop's new nodes, as PyG orders them), ``e_id`
 ``input_id`` and ``y``; with ``adjs=True``, also ``adjs``: per layer (input layer first)
 ``(adj_t, e_id, size)`` as PyG's old ``NeighborSampler`` gave them, ``adj_t`` a
 ``torch.sparse_csr`` matrix of the layer's block, for layer-by-layer models on CPU
-(``conv((x, x[:size[1]]), adj_t)``: PyG's fused sparse product over the layer's own
-destinations, about 4x faster an epoch than ``edge_index`` with ``trim_to_layer``;
-docs/python.md). Unlike PyG's ``y`` (every sampled node's label), ``y`` holds the seeds' labels
+(``conv((x, x[:size[1]]), adj_t)``: one fused sparse product over the layer's own
+destinations instead of a gather and a scatter per edge; docs/python.md). Its products with
+float32 CPU features (``torch.sparse.mm``, PyG's ``spmm`` with ``sum`` or ``mean``) run on
+fanout's own kernel (:mod:`fanout.spmm`), with autograd; anything else is PyTorch's. Unlike PyG's ``y`` (every sampled node's label), ``y`` holds the seeds' labels
 only, the rows PyG scripts read (``batch.y[:batch.batch_size]``): fanout fetches labels for the
 seeds alone. Link batches add ``edge_label_index`` and ``edge_label`` (binary negative
 sampling) or ``src_index``, ``dst_pos_index`` and ``dst_neg_index`` (triplet), as PyG's
@@ -47,7 +48,6 @@ import os
 import shutil
 import subprocess
 import tempfile
-import warnings
 from typing import Iterator, List, Optional, Sequence
 
 import numpy as np
@@ -56,6 +56,7 @@ import torch
 
 from fanout import distributed as _fd
 from fanout.distributed import EID, NID
+from fanout.spmm import fused_csr
 
 __all__ = ["DistContext", "LocalGraphStore", "LocalFeatureStore", "Partitioner", "DistNeighborSampler", "DistLoader",
            "DistNeighborLoader", "DistLinkNeighborLoader", "write_example_inputs"]
@@ -403,17 +404,15 @@ class _PygLoader(DistLoader):
         ``(adj_t, e_id, size)`` with ``adj_t`` the block as a ``torch.sparse_csr`` matrix
         ``[num_dst, num_src]`` (the block's own CSC arrays, not copied), ``size`` ``(num_src,
         num_dst)``. PyG's ``SAGEConv`` and other convolutions with ``message_and_aggregate``
-        multiply by it (one fused sparse product) and compute only the layer's destinations."""
+        multiply by it (one fused sparse product, fanout's kernel: :func:`fanout.spmm.fused_csr`)
+        and compute only the layer's destinations."""
         need = max(b.num_edges() for b in blocks)
         if self._ones.numel() < need:
             self._ones = torch.ones(max(need, 2 * self._ones.numel()))
         out = []
         for b in blocks:
-            nd, ns, ne = b.num_dst_nodes(), b.num_src_nodes(), b.num_edges()
-            with warnings.catch_warnings():  # torch's note that sparse CSR is "beta", once per process
-                warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
-                adj_t = torch.sparse_csr_tensor(b.indptr, b.indices, self._ones[:ne], size=(nd, ns),
-                                                check_invariants=False)  # the sampler's CSC is valid
+            nd, ns = b.num_dst_nodes(), b.num_src_nodes()
+            adj_t = fused_csr(b.indptr, b.indices, nd, ns, self._ones)
             out.append((adj_t, b.edata[EID], (ns, nd)))
         return out
 

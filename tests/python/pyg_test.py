@@ -15,7 +15,7 @@ try:
     import torch
     import torch_geometric  # noqa: F401
     from torch_geometric.data import Data
-    from torch_geometric.nn import SAGEConv
+    from torch_geometric.nn import GraphConv, SAGEConv
     from torch_geometric.utils import trim_to_layer
 except ImportError as e:  # pragma: no cover
     print(f"skipped: {e}")
@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import distributed_test as base  # noqa: E402  (the servers fixture and graph maker)
 import fanout.distributed as dist  # noqa: E402
 from fanout import pyg  # noqa: E402
+from fanout.spmm import FusedCsr  # noqa: E402
 
 
 class PygLoaderTest(base.ServersTestCase):
@@ -83,8 +84,9 @@ class PygLoaderTest(base.ServersTestCase):
 
     def test_layer_adjacencies_are_the_blocks(self):
         """adjs=True: per layer (input layer first) PyG's NeighborSampler triple, adj_t the hop's
-        edges as a sparse CSR [destinations, sources]; PyG's SAGEConv over it (its fused sparse
-        product) equals SAGEConv over the same edges as edge_index, values and gradients."""
+        edges as a sparse CSR [destinations, sources] whose products run on fanout's kernel; PyG's
+        SAGEConv (mean) and GraphConv (sum) over it equal the same layers over the edges as
+        edge_index (PyG's gather and scatter), values and gradients."""
         feature, graph = self.stores()
         torch.manual_seed(0)
         nids = torch.arange(0, self.g.num_nodes(), 5)
@@ -106,6 +108,7 @@ class PygLoaderTest(base.ServersTestCase):
                         ns, nd = sum(batch.num_sampled_nodes[:hop + 2]), sum(batch.num_sampled_nodes[:hop + 1])
                         self.assertEqual(size, (ns, nd))
                         self.assertEqual(adj_t.layout, torch.sparse_csr)
+                        self.assertIsInstance(adj_t, FusedCsr)  # products on fanout's kernel
                         self.assertEqual(tuple(adj_t.shape), (nd, ns))
                         self.assertTrue(torch.equal(e_id, batch.e_id[at:at + edges.shape[1]]))
                         crow = adj_t.crow_indices()
@@ -116,6 +119,12 @@ class PygLoaderTest(base.ServersTestCase):
                         pair = (x[:ns], x[:nd])
                         fused = conv(pair, adj_t)
                         plain = conv(pair, edges, size=(ns, nd))
+                        torch.testing.assert_close(fused, plain, rtol=1e-5, atol=1e-5)
+                        g1, = torch.autograd.grad(fused.square().sum(), x)
+                        g2, = torch.autograd.grad(plain.square().sum(), x)
+                        torch.testing.assert_close(g1, g2, rtol=1e-4, atol=1e-5)
+                        summed = GraphConv(x.shape[1], 6)  # aggr="add": PyG's spmm with reduce="sum"
+                        fused, plain = summed(pair, adj_t), summed(pair, edges, size=(ns, nd))
                         torch.testing.assert_close(fused, plain, rtol=1e-5, atol=1e-5)
                         g1, = torch.autograd.grad(fused.square().sum(), x)
                         g2, = torch.autograd.grad(plain.square().sum(), x)

@@ -1,0 +1,131 @@
+"""A block's adjacency as a sparse CSR matrix whose products run on fanout's fused kernels.
+
+PyG's convolutions with a fused ``message_and_aggregate`` (``SAGEConv``, ``GraphConv``,
+``GINConv``, ...) multiply a sparse ``adj_t`` with the source features through PyG's ``spmm``,
+which on CPU calls ``torch.sparse.mm(adj_t, x, reduce)`` (PyTorch's CSR reduction kernel).
+:func:`fused_csr` returns that same ``torch.sparse_csr`` matrix as a :class:`FusedCsr`, a subclass
+that answers ``torch.sparse.mm`` (and ``adj_t @ x`` / ``torch.mm`` / ``torch.matmul``) with
+fanout's own kernel (``fanout._native.spmm``: the kernel fanout-train's layers run, no
+``[num_edges, width]`` message tensor, AVX-512 / AVX2 picked at run time) inside an autograd
+function, for ``reduce`` ``"sum"`` or ``"mean"`` on a 2-D float32 CPU matrix. Everything else
+(other reductions or dtypes, CUDA, any other operation on the matrix) is PyTorch's own, on the
+plain CSR tensor. Works with any PyTorch the native extension loads into (no LibTorch linked);
+its values must be ones (fanout's blocks carry none), which :func:`fused_csr` guarantees.
+"""
+
+import warnings
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+try:
+    from fanout import _native
+except ImportError:  # the package without its native half (documentation builds)
+    _native = None
+
+_REDUCE = {None: False, "sum": False, "add": False, "mean": True}
+
+
+def _disabled():
+    # PyTorch 2.x skips subclasses' overrides only; 1.13 has just the all-overrides switch.
+    if hasattr(torch._C, "DisableTorchFunctionSubclass"):
+        return torch._C.DisableTorchFunctionSubclass()
+    return torch._C.DisableTorchFunction()
+
+
+class _FusedSpmm(torch.autograd.Function):
+    """out = A @ x (or its row means) for A given as (indptr, indices), on fanout's kernel."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, indptr: Tensor, indices: Tensor, mean: bool) -> Tensor:
+        x_c = x.detach().contiguous()
+        out = torch.empty((indptr.numel() - 1, x_c.shape[1]), dtype=x_c.dtype)
+        _native.spmm(indptr.numpy(), indices.numpy(), x_c.numpy(), out.numpy(), mean, torch.get_num_threads())
+        ctx.save_for_backward(indptr, indices)
+        ctx.mean = mean
+        ctx.num_src = x_c.shape[0]
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out: Tensor):
+        if not ctx.needs_input_grad[0]:
+            return None, None, None, None
+        indptr, indices = ctx.saved_tensors
+        g = grad_out.detach().contiguous()
+        grad_x = torch.zeros((ctx.num_src, g.shape[1]), dtype=g.dtype)
+        _native.spmm_backward_x(indptr.numpy(), indices.numpy(), g.numpy(), grad_x.numpy(), ctx.mean,
+                                torch.get_num_threads())
+        return grad_x, None, None, None
+
+
+def _operands(func, args, kwargs):
+    """(adj, x, reduce) when func is a sparse-dense product fanout's kernel takes, else None."""
+    names = getattr(func, "__name__", "")
+    if names in ("_sparse_mm", "mm", "matmul", "__matmul__"):
+        if len(args) < 2:
+            return None
+        adj, x = args[0], args[1]
+        reduce = args[2] if len(args) > 2 else kwargs.get("reduce")
+        extra = set(kwargs) - {"reduce"}
+    else:
+        return None
+    if extra or not isinstance(adj, FusedCsr) or reduce not in _REDUCE:
+        return None
+    if not isinstance(x, Tensor) or isinstance(x, FusedCsr) or x.dim() != 2 or x.dtype != torch.float32:
+        return None
+    if x.device.type != "cpu" or x.layout != torch.strided or x.shape[0] != adj.shape[1]:
+        return None
+    return adj, x, reduce
+
+
+class FusedCsr(torch.Tensor):
+    """A ``torch.sparse_csr`` matrix [num_dst, num_src] of ones whose products with dense float32
+    CPU matrices run on fanout's fused kernel (see the module's text). Make one with
+    :func:`fused_csr`; every other operation sees a plain sparse CSR tensor."""
+
+    _indptr: Tensor
+    _indices: Tensor
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        found = _operands(func, args, kwargs)
+        if found is not None:
+            adj, x, reduce = found
+            with _disabled():
+                return _FusedSpmm.apply(x, adj._indptr, adj._indices, _REDUCE[reduce])
+        with _disabled():
+            return func(*args, **kwargs)
+
+
+def _csr(indptr: Tensor, indices: Tensor, values: Tensor, size) -> Tensor:
+    # A block's rows may repeat a column and need not sort them (sampling with replacement):
+    # skip the invariant checks (keyword since PyTorch 2.0; 1.13 has the unchecked constructor).
+    if hasattr(torch, "_sparse_csr_tensor_unsafe"):
+        return torch._sparse_csr_tensor_unsafe(indptr, indices, values, size)
+    return torch.sparse_csr_tensor(indptr, indices, values, size=size, check_invariants=False)
+
+
+def fused_csr(indptr: Tensor, indices: Tensor, num_dst: int, num_src: int,
+              ones: Optional[Tensor] = None) -> Tensor:
+    """The CSR matrix [num_dst, num_src] with a one at (v, indices[e]) for v's edges
+    indptr[v]:indptr[v+1], as a :class:`FusedCsr` (a plain ``torch.sparse_csr_tensor`` when the
+    native extension is missing). indptr and indices: int64 CPU tensors, used without a copy when
+    contiguous. ``ones``: a float32 buffer of at least len(indices) ones to slice the values from
+    (one allocation shared by many matrices), else a new one."""
+    indptr = indptr.contiguous()
+    indices = indices.contiguous()
+    if indptr.dtype != torch.int64 or indices.dtype != torch.int64:
+        raise TypeError(f"fused_csr: indptr and indices must be int64, got {indptr.dtype} and {indices.dtype}")
+    ne = indices.numel()
+    values = ones[:ne] if ones is not None and ones.numel() >= ne else torch.ones(ne)
+    with warnings.catch_warnings():  # torch's note that sparse CSR is "beta", once per process
+        warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
+        adj = _csr(indptr, indices, values, (num_dst, num_src))
+    if _native is None:
+        return adj
+    out = torch.Tensor._make_subclass(FusedCsr, adj)
+    out._indptr = indptr
+    out._indices = indices
+    return out

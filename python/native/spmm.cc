@@ -1,0 +1,177 @@
+// fanout._native's sparse products: a block's in-edge CSC times a dense float32 matrix, on the
+// fused kernels fanout-train's own layers use (trainer/kernels.h: rows gathered and accumulated
+// straight into the destination's row, no [num_edges, width] message tensor, the instruction
+// set picked at run time). python/fanout/spmm.py wraps them as an autograd function behind the
+// sparse adjacency fanout.pyg hands PyG's layers; arrays cross as NumPy views of the tensors, so
+// no LibTorch is linked here.
+//
+// Every argument is checked before a kernel runs (dtype, layout, shapes, the CSC's offsets and
+// every source index), so a bad matrix is a ValueError, never a read out of bounds.
+#include "python/native/spmm.h"
+
+#include <pybind11/numpy.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/strings.h"
+#include "trainer/kernels.h"
+
+namespace py = pybind11;
+
+namespace fanout::python {
+namespace {
+
+using base::StrCat;
+using Int64s = py::array_t<int64_t, py::array::c_style>;
+using Floats = py::array_t<float, py::array::c_style>;
+
+// Columns a thread of the backward product takes at a time (as fanout-train's operator).
+constexpr int64_t kColumnChunk = 16;
+
+// `a` as a C-contiguous array of T with `ndim` dimensions; TypeError naming `what` otherwise (no
+// silent conversion: a converted copy of an output would drop the result).
+template <typename A>
+A Exact(const py::array& a, int ndim, const char* what, const char* want) {
+  if (!A::check_(a) || !(a.flags() & py::array::c_style)) {
+    throw py::type_error(StrCat(what, ": expected a C-contiguous ", want, " array, got dtype ",
+                                std::string(py::str(a.dtype()))));
+  }
+  if (a.ndim() != ndim) throw py::value_error(StrCat(what, ": expected ", ndim, " dimensions, got ", a.ndim()));
+  return py::reinterpret_borrow<A>(a);
+}
+
+// The CSC and the product's shapes, checked: indptr [num_dst + 1] from 0, non-decreasing, up to
+// len(indices); every index in [0, num_src).
+trainer::kernels::Spmm Checked(const Int64s& indptr, const Int64s& indices, int64_t num_src, int64_t width,
+                               bool mean) {
+  const int64_t num_dst = indptr.shape(0) - 1;
+  if (num_dst < 0) throw py::value_error("indptr: expected at least one offset");
+  const int64_t* p = indptr.data();
+  const int64_t* idx = indices.data();
+  const int64_t num_edges = indices.shape(0);
+  if (p[0] != 0) throw py::value_error(StrCat("indptr[0] is ", p[0], ", expected 0"));
+  for (int64_t v = 0; v < num_dst; ++v) {
+    if (p[v + 1] < p[v]) throw py::value_error(StrCat("indptr decreases at ", v + 1, ": ", p[v], " then ", p[v + 1]));
+  }
+  if (p[num_dst] != num_edges) {
+    throw py::value_error(StrCat("indptr ends at ", p[num_dst], " but indices has ", num_edges, " entries"));
+  }
+  for (int64_t e = 0; e < num_edges; ++e) {
+    if (idx[e] < 0 || idx[e] >= num_src) {
+      throw py::value_error(StrCat("indices[", e, "] is ", idx[e], ", outside the ", num_src, " source rows"));
+    }
+  }
+  trainer::kernels::Spmm op;
+  op.graph.indptr = p;
+  op.graph.indices = idx;
+  op.graph.num_dst = num_dst;
+  op.graph.num_src = num_src;
+  op.width = width;
+  op.mean = mean;
+  return op;
+}
+
+void CheckRows(const py::array& a, int64_t rows, int64_t width, const char* what) {
+  if (a.shape(0) != rows || a.shape(1) != width) {
+    throw py::value_error(StrCat(what, ": expected [", rows, ", ", width, "], got [", a.shape(0), ", ", a.shape(1), "]"));
+  }
+}
+
+void CheckDisjoint(const py::array& in, const py::array& out, const char* what) {
+  const char* a = static_cast<const char*>(in.data());
+  const char* b = static_cast<const char*>(out.data());
+  if (a < b + out.nbytes() && b < a + in.nbytes()) throw py::value_error(StrCat(what, " overlaps the input"));
+}
+
+// Runs fn(begin, end) over [0, n) cut into `parts` ranges at `cut(i)`, on that many threads (the
+// caller's among them). parts <= 1 runs inline.
+template <typename Cut, typename Fn>
+void RunParts(int parts, Cut cut, Fn fn) {
+  if (parts <= 1) {
+    fn(cut(0), cut(1));
+    return;
+  }
+  std::vector<std::thread> threads;
+  threads.reserve(parts - 1);
+  for (int i = 1; i < parts; ++i) threads.emplace_back([&, i] { fn(cut(i), cut(i + 1)); });
+  fn(cut(0), cut(1));
+  for (std::thread& t : threads) t.join();
+}
+
+int Parts(int threads, int64_t work, int64_t min_work) {
+  return static_cast<int>(std::clamp<int64_t>(work / std::max<int64_t>(min_work, 1), 1, std::max(threads, 1)));
+}
+
+void Forward(const py::array& indptr_in, const py::array& indices_in, const py::array& x_in, const py::array& out_in,
+             bool mean, int threads) {
+  const Int64s indptr = Exact<Int64s>(indptr_in, 1, "indptr", "int64");
+  const Int64s indices = Exact<Int64s>(indices_in, 1, "indices", "int64");
+  const Floats x = Exact<Floats>(x_in, 2, "x", "float32");
+  Floats out = Exact<Floats>(out_in, 2, "out", "float32");
+  if (!out.writeable()) throw py::value_error("out: read-only");
+  const trainer::kernels::Spmm op = Checked(indptr, indices, x.shape(0), x.shape(1), mean);
+  CheckRows(out, op.graph.num_dst, op.width, "out");
+  CheckDisjoint(x, out, "out");
+  const float* xp = x.data();
+  float* outp = out.mutable_data();
+  const int64_t num_dst = op.graph.num_dst;
+  const int64_t num_edges = op.graph.num_edges();
+  // Ranges of destinations with about equal numbers of edges.
+  const int parts = Parts(threads, num_edges * op.width, int64_t{1} << 16);
+  const int64_t* p = op.graph.indptr;
+  auto cut = [&](int i) -> int64_t {
+    if (i >= parts) return num_dst;
+    const int64_t target = num_edges * i / parts;
+    return std::lower_bound(p, p + num_dst, target) - p;
+  };
+  py::gil_scoped_release nogil;
+  RunParts(parts, cut, [&](int64_t begin, int64_t end) {
+    if (begin < end) trainer::kernels::SpmmForward(op, xp, outp, begin, end);
+  });
+}
+
+void BackwardX(const py::array& indptr_in, const py::array& indices_in, const py::array& grad_out_in,
+               const py::array& grad_x_in, bool mean, int threads) {
+  const Int64s indptr = Exact<Int64s>(indptr_in, 1, "indptr", "int64");
+  const Int64s indices = Exact<Int64s>(indices_in, 1, "indices", "int64");
+  const Floats grad_out = Exact<Floats>(grad_out_in, 2, "grad_out", "float32");
+  Floats grad_x = Exact<Floats>(grad_x_in, 2, "grad_x", "float32");
+  if (!grad_x.writeable()) throw py::value_error("grad_x: read-only");
+  const trainer::kernels::Spmm op = Checked(indptr, indices, grad_x.shape(0), grad_x.shape(1), mean);
+  CheckRows(grad_out, op.graph.num_dst, op.width, "grad_out");
+  CheckDisjoint(grad_out, grad_x, "grad_x");
+  const float* g = grad_out.data();
+  float* gx = grad_x.mutable_data();
+  const int64_t width = op.width;
+  const int64_t chunks = (width + kColumnChunk - 1) / kColumnChunk;
+  // Every part visits every edge, for its own columns.
+  const int parts = static_cast<int>(std::min<int64_t>(
+      Parts(threads, op.graph.num_edges() * width, int64_t{1} << 16), chunks));
+  auto cut = [&](int i) -> int64_t { return std::min(width, chunks * i / std::max(parts, 1) * kColumnChunk); };
+  py::gil_scoped_release nogil;
+  RunParts(std::max(parts, 1), cut, [&](int64_t begin, int64_t end) {
+    if (begin < end) trainer::kernels::SpmmBackwardX(op, g, gx, begin, end);
+  });
+}
+
+}  // namespace
+
+void BindSpmm(py::module_& m) {
+  m.def("spmm", &Forward, py::arg("indptr"), py::arg("indices"), py::arg("x"), py::arg("out"), py::arg("mean"),
+        py::arg("threads") = 1,
+        "out[v] = the sum (mean: the mean) of x[indices[e]] over v's in-edges e in indptr[v]:indptr[v+1] "
+        "(zeros without any): fanout's fused kernel. indptr, indices: int64; x [num_src, width], out "
+        "[num_dst, width]: C-contiguous float32, out written in place. Runs on `threads` threads.");
+  m.def("spmm_backward_x", &BackwardX, py::arg("indptr"), py::arg("indices"), py::arg("grad_out"), py::arg("grad_x"),
+        py::arg("mean"), py::arg("threads") = 1,
+        "grad_x[u] += the gradient of spmm's out with respect to x[u] (grad_out [num_dst, width], grad_x "
+        "[num_src, width], accumulated in place).");
+  m.def("kernel_isa", [] { return std::string(trainer::kernels::IsaName(trainer::kernels::ActiveIsa())); },
+        "The instruction set the fused kernels run (FANOUT_KERNEL_ISA, else the best this CPU has).");
+}
+
+}  // namespace fanout::python
