@@ -13,8 +13,10 @@ first), batch 1024, shuffled, over this trainer's share of the training nodes
 Every trainer runs the same number of steps. Two ways to write the layers (--layers):
 - `adjs` (default): PyG's layer-by-layer form of its CPU examples (ogbn_products_sage.py with the
   old NeighborSampler): the loader's `adjs=True` gives each layer's block as a sparse CSR `adj_t`,
-  and layer i runs `SAGEConv((x, x[:size[1]]), adj_t)`: PyG's fused sparse-matrix product, over
-  the layer's own destinations only, as DGL's blocks;
+  and layer i runs `SAGEConv((x, x[:size[1]]), adj_t)`: PyG's fused sparse-matrix product (on
+  fanout's kernel: adj_t is a fanout.kernels.FusedCsr), over the layer's own destinations only,
+  as DGL's blocks; ReLU and dropout between layers by fanout.kernels.relu_dropout (one pass), or
+  PyTorch's F.relu and F.dropout with --relu-dropout torch;
 - `trim`: `torch_geometric.nn.GraphSAGE` on `edge_index` with PyG's `num_sampled_nodes_per_hop` /
   `trim_to_layer` (per-edge gather and scatter; the first layer computes every sampled node).
 
@@ -34,6 +36,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch_geometric.nn import GraphSAGE, SAGEConv
 
 import fanout.distributed as fdist
+from fanout.kernels import relu_dropout
 from fanout.pyg import DistNeighborLoader, LocalFeatureStore, LocalGraphStore
 
 
@@ -51,6 +54,8 @@ def main():
     p.add_argument("--metrics-file", default="")
     p.add_argument("--layers", choices=("adjs", "trim"), default="adjs",
                    help="adjs: per-layer sparse adj_t (fused product); trim: GraphSAGE on edge_index, trimmed")
+    p.add_argument("--relu-dropout", choices=("fanout", "torch"), default="fanout",
+                   help="between the adjs layers: fanout.kernels.relu_dropout (one pass) or F.dropout(F.relu(x))")
     a = p.parse_args()
     num_neighbors = [int(x) for x in a.num_neighbors.split(",")]
     if len(num_neighbors) != a.num_layers:
@@ -72,11 +77,12 @@ def main():
     torch.manual_seed(0)
     width = g.ndata["feat"].shape[1]
     if adjs:
-        model = LayerwiseSAGE(width, a.hidden, a.num_layers, g.num_classes, a.dropout)
+        model = LayerwiseSAGE(width, a.hidden, a.num_layers, g.num_classes, a.dropout, a.relu_dropout == "fanout")
     else:
         model = GraphSAGE(width, a.hidden, a.num_layers, g.num_classes, dropout=a.dropout)
     if lead:
-        print(f"pyg_sage_train: {a.layers} layers, torch {torch.__version__}, "
+        print(f"pyg_sage_train: {a.layers} layers, relu+dropout {a.relu_dropout if adjs else 'torch'}, "
+              f"torch {torch.__version__}, "
               f"torch_geometric {__import__('torch_geometric').__version__}", flush=True)
     model = DistributedDataParallel(model)
     opt = torch.optim.Adam(model.parameters(), lr=a.lr)
@@ -132,19 +138,24 @@ def main():
 
 class LayerwiseSAGE(torch.nn.Module):
     """GraphSAGE as PyG's CPU examples write it for per-layer adjacencies: SAGEConv (mean) per
-    layer on (sources, destinations), ReLU and dropout between layers."""
+    layer on (sources, destinations), ReLU and dropout between layers (fanout's one-pass
+    relu_dropout, or PyTorch's F.relu and F.dropout)."""
 
-    def __init__(self, width, hidden, layers, classes, dropout):
+    def __init__(self, width, hidden, layers, classes, dropout, fused_dropout=True):
         super().__init__()
         sizes = [width] + [hidden] * (layers - 1) + [classes]
         self.convs = torch.nn.ModuleList(SAGEConv(i, o) for i, o in zip(sizes[:-1], sizes[1:]))
         self.dropout = dropout
+        self.fused_dropout = fused_dropout
 
     def forward(self, x, adjs):
         for i, (adj_t, _, size) in enumerate(adjs):
             x = self.convs[i]((x, x[:size[1]]), adj_t)
             if i < len(self.convs) - 1:
-                x = F.dropout(F.relu(x), p=self.dropout, training=self.training)
+                if self.fused_dropout:
+                    x = relu_dropout(x, self.dropout, self.training)
+                else:
+                    x = F.dropout(F.relu(x), p=self.dropout, training=self.training)
         return x
 
 

@@ -28,7 +28,7 @@ IDs, the seeds first and then each hop's new nodes, as PyG orders them), ``e_id`
 (``conv((x, x[:size[1]]), adj_t)``: one fused sparse product over the layer's own
 destinations instead of a gather and a scatter per edge; docs/python.md). Its products with
 float32 CPU features (``torch.sparse.mm``, PyG's ``spmm`` with ``sum`` or ``mean``) run on
-fanout's own kernel (:mod:`fanout.spmm`), with autograd; anything else is PyTorch's. Unlike PyG's ``y`` (every sampled node's label), ``y`` holds the seeds' labels
+fanout's own kernel (:mod:`fanout.kernels`), with autograd; anything else is PyTorch's. Unlike PyG's ``y`` (every sampled node's label), ``y`` holds the seeds' labels
 only, the rows PyG scripts read (``batch.y[:batch.batch_size]``): fanout fetches labels for the
 seeds alone. Link batches add ``edge_label_index`` and ``edge_label`` (binary negative
 sampling) or ``src_index``, ``dst_pos_index`` and ``dst_neg_index`` (triplet), as PyG's
@@ -56,7 +56,7 @@ import torch
 
 from fanout import distributed as _fd
 from fanout.distributed import EID, NID
-from fanout.spmm import fused_csr
+from fanout.kernels import fused_csr
 
 __all__ = ["DistContext", "LocalGraphStore", "LocalFeatureStore", "Partitioner", "DistNeighborSampler", "DistLoader",
            "DistNeighborLoader", "DistLinkNeighborLoader", "write_example_inputs"]
@@ -404,7 +404,7 @@ class _PygLoader(DistLoader):
         ``(adj_t, e_id, size)`` with ``adj_t`` the block as a ``torch.sparse_csr`` matrix
         ``[num_dst, num_src]`` (the block's own CSC arrays, not copied), ``size`` ``(num_src,
         num_dst)``. PyG's ``SAGEConv`` and other convolutions with ``message_and_aggregate``
-        multiply by it (one fused sparse product, fanout's kernel: :func:`fanout.spmm.fused_csr`)
+        multiply by it (one fused sparse product, fanout's kernel: :func:`fanout.kernels.fused_csr`)
         and compute only the layer's destinations."""
         need = max(b.num_edges() for b in blocks)
         if self._ones.numel() < need:

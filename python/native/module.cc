@@ -36,7 +36,7 @@
 #include "core/sampling.h"
 #include "core/sparse_optim.h"
 #include "core/type_map.h"
-#include "python/native/spmm.h"
+#include "python/native/kernels.h"
 #include "rpc/graph_client.h"
 #include "rpc/security.h"
 #include "sampler/dist_graph.h"
@@ -790,7 +790,7 @@ PYBIND11_MODULE(_native, m) {
         "by_relation, relation_counts, relation_src, relation_dst).");
 
   BindTypes(m);
-  BindSpmm(m);
+  BindKernels(m);
 
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph")
       .def(py::init<const std::string&, int, const std::string&, const std::string&, int, double, bool>(),

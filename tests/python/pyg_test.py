@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import distributed_test as base  # noqa: E402  (the servers fixture and graph maker)
 import fanout.distributed as dist  # noqa: E402
 from fanout import pyg  # noqa: E402
-from fanout.spmm import FusedCsr  # noqa: E402
+from fanout.kernels import FusedCsr  # noqa: E402
 
 
 class PygLoaderTest(base.ServersTestCase):

@@ -1,6 +1,8 @@
-"""fanout.spmm: a block's CSR adjacency whose products run on fanout's fused kernel
+"""fanout.kernels: a block's CSR adjacency whose products run on fanout's fused kernel
 (fanout._native.spmm) against the same products written densely, forward and backward; the
-operations it does not take fall back to PyTorch's; bad arrays are refused by name.
+operations it does not take fall back to PyTorch's; bad arrays are refused by name. And
+relu_dropout (fanout._native.dropout): what it keeps, scales and passes back, its seed from
+PyTorch's generator, the same mask on any number of threads.
 
 Runs on Debian's python3-torch (1.13: no `reduce` argument to torch.sparse.mm, so the mean is
 checked through the native call) and on PyTorch 2.x; exits 77 (skipped) without torch.
@@ -16,7 +18,7 @@ except ImportError as e:  # pragma: no cover
     print(f"skipped: {e}")
     sys.exit(77)
 
-import fanout.spmm as fs  # noqa: E402
+import fanout.kernels as fk  # noqa: E402
 from fanout import _native  # noqa: E402
 
 HAS_REDUCE = int(torch.__version__.split(".")[0]) >= 2  # torch.sparse.mm(..., reduce) since 2.0
@@ -54,7 +56,7 @@ class FusedCsrTest(unittest.TestCase):
         xb = x.detach().clone().requires_grad_(True)
         got = product(adj, xa)
         want = m @ xb
-        self.assertNotIsInstance(got, fs.FusedCsr)
+        self.assertNotIsInstance(got, fk.FusedCsr)
         torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
         (got * w).sum().backward()
         (want * w).sum().backward()
@@ -67,8 +69,8 @@ class FusedCsrTest(unittest.TestCase):
             torch.set_num_threads(threads)
             for width, seed in ((5, 0), (37, 1), (64, 2)):
                 indptr, indices, dense = random_csr(300, 500, 9, seed)
-                adj = fs.fused_csr(indptr, indices, 300, 500)
-                self.assertIsInstance(adj, fs.FusedCsr)
+                adj = fk.fused_csr(indptr, indices, 300, 500)
+                self.assertIsInstance(adj, fk.FusedCsr)
                 self.assertEqual(adj.layout, torch.sparse_csr)
                 self.assertEqual(tuple(adj.shape), (300, 500))
                 x = torch.randn(500, width)
@@ -85,22 +87,22 @@ class FusedCsrTest(unittest.TestCase):
         indptr, indices, dense = random_csr(200, 90, 6, 3)
         x = torch.randn(90, 17)
         calls = []
-        spmm = fs._native.spmm
+        spmm = fk._native.spmm
 
         def counted(*args):
             calls.append(args[4])
             return spmm(*args)
 
-        fs._native.spmm = counted
+        fk._native.spmm = counted
         try:
-            adj = fs.fused_csr(indptr, indices, 200, 90)
+            adj = fk.fused_csr(indptr, indices, 200, 90)
             torch.sparse.mm(adj, x)
             self.assertEqual(calls, [False])
             if HAS_REDUCE:
                 torch.sparse.mm(adj, x, "mean")
                 self.assertEqual(calls, [False, True])
         finally:
-            fs._native.spmm = spmm
+            fk._native.spmm = spmm
         out = torch.empty(200, 17)
         _native.spmm(indptr.numpy(), indices.numpy(), x.numpy(), out.numpy(), True, 2)
         mean = dense / dense.sum(1, keepdim=True).clamp(min=1)
@@ -115,7 +117,7 @@ class FusedCsrTest(unittest.TestCase):
     def test_inputs_the_kernel_does_not_take_go_to_pytorch(self):
         """float64, a non-contiguous x and a dense left operand still give PyTorch's results."""
         indptr, indices, dense = random_csr(40, 30, 5, 4)
-        adj = fs.fused_csr(indptr, indices, 40, 30)
+        adj = fk.fused_csr(indptr, indices, 40, 30)
         x64 = torch.randn(30, 3, dtype=torch.float64)
         torch.testing.assert_close(torch.sparse.mm(adj.to(torch.float64), x64), dense.double() @ x64)
         xt = torch.randn(4, 30).t()  # not contiguous: the kernel's copy of it
@@ -151,6 +153,72 @@ class FusedCsrTest(unittest.TestCase):
         shared = np.zeros((10, 3), np.float32)
         with self.assertRaisesRegex(ValueError, "overlaps"):
             _native.spmm(ip, ix, shared[:8], shared, False)
+
+
+class ReluDropoutTest(unittest.TestCase):
+    def setUp(self):
+        self.threads = torch.get_num_threads()
+
+    def tearDown(self):
+        torch.set_num_threads(self.threads)
+
+    def test_kept_elements_are_scaled_and_pass_their_gradient(self):
+        for relu in (True, False):
+            for p in (0.5, 0.1):
+                with self.subTest(relu=relu, p=p):
+                    x = torch.randn(300, 301, requires_grad=True)  # not a multiple of any vector width
+                    out = fk.relu_dropout(x, p, True, relu)
+                    base = x.detach().clamp(min=0) if relu else x.detach()
+                    kept = out.detach() != 0
+                    torch.testing.assert_close(out.detach()[kept], base[kept] / (1 - p))
+                    live = base != 0
+                    rate = (kept & live).sum().item() / live.sum().item()
+                    self.assertAlmostEqual(rate, 1 - p, delta=0.01)
+                    g = torch.randn_like(out)
+                    out.backward(g)
+                    torch.testing.assert_close(x.grad[kept], g[kept] / (1 - p))
+                    self.assertTrue(torch.equal(x.grad[~kept & live], torch.zeros_like(x.grad[~kept & live])))
+
+    def test_the_mask_follows_torchs_seed_not_the_thread_count(self):
+        x = torch.randn(1000, 70)
+        outs = []
+        for threads in (1, 3, 1):
+            torch.set_num_threads(threads)
+            torch.manual_seed(5)
+            outs.append(fk.relu_dropout(x, 0.5))
+        self.assertTrue(torch.equal(outs[0], outs[1]))
+        self.assertTrue(torch.equal(outs[0], outs[2]))
+        torch.manual_seed(6)
+        self.assertFalse(torch.equal(outs[0], fk.relu_dropout(x, 0.5)))
+
+    def test_evaluation_and_other_tensors_are_pytorchs(self):
+        x = torch.randn(50, 8)
+        self.assertTrue(torch.equal(fk.relu_dropout(x, 0.5, training=False), torch.relu(x)))
+        self.assertIs(fk.relu_dropout(x, 0.5, training=False, relu=False), x)
+        self.assertTrue(torch.equal(fk.relu_dropout(x, 0.0), torch.relu(x)))
+        x64 = torch.randn(50, 8, dtype=torch.float64)
+        out = fk.relu_dropout(x64, 0.5)
+        self.assertEqual(out.dtype, torch.float64)
+        kept = out != 0
+        torch.testing.assert_close(out[kept], x64.clamp(min=0)[kept] * 2)
+        with self.assertRaisesRegex(ValueError, r"p must be in \[0, 1\), got 1.0"):
+            fk.relu_dropout(x, 1.0)
+
+    def test_bad_arrays_are_refused_by_name(self):
+        x = np.ones(10, np.float32)
+        with self.assertRaisesRegex(ValueError, "out has 9 elements, x 10"):
+            _native.dropout(x, np.ones(9, np.float32), 1, 0.5, True)
+        with self.assertRaisesRegex(TypeError, "out: expected a C-contiguous float32"):
+            _native.dropout(x, np.ones(10, np.float64), 1, 0.5, True)
+        with self.assertRaisesRegex(ValueError, "p must be in"):
+            _native.dropout(x, x, 1, -0.1, True)
+        with self.assertRaisesRegex(ValueError, "relu=True needs the forward's output"):
+            _native.dropout_backward(None, x, np.ones(10, np.float32), 1, 0.5, True)
+        with self.assertRaisesRegex(ValueError, "overlaps"):
+            big = np.ones(20, np.float32)
+            _native.dropout(big[:10], big[5:15], 1, 0.5, False)
+        _native.dropout(x, x, 1, 0.5, False)  # in place is fine
+        self.assertTrue(set(np.unique(x)) <= {0.0, 2.0})
 
 
 if __name__ == "__main__":

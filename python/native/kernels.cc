@@ -1,13 +1,14 @@
-// fanout._native's sparse products: a block's in-edge CSC times a dense float32 matrix, on the
-// fused kernels fanout-train's own layers use (trainer/kernels.h: rows gathered and accumulated
-// straight into the destination's row, no [num_edges, width] message tensor, the instruction
-// set picked at run time). python/fanout/spmm.py wraps them as an autograd function behind the
-// sparse adjacency fanout.pyg hands PyG's layers; arrays cross as NumPy views of the tensors, so
-// no LibTorch is linked here.
+// fanout._native's compute kernels, on the fused loops fanout-train's own layers use
+// (trainer/kernels.h: the instruction set picked at run time): a block's in-edge CSC times a
+// dense float32 matrix (rows gathered and accumulated straight into the destination's row, no
+// [num_edges, width] message tensor), and ReLU + dropout in one pass with a counter-based mask
+// (nothing stored for backward but a seed). python/fanout/kernels.py wraps them as autograd
+// functions (the sparse adjacency fanout.pyg hands PyG's layers, and relu_dropout); arrays cross
+// as NumPy views of the tensors, so no LibTorch is linked here.
 //
 // Every argument is checked before a kernel runs (dtype, layout, shapes, the CSC's offsets and
-// every source index), so a bad matrix is a ValueError, never a read out of bounds.
-#include "python/native/spmm.h"
+// every source index), so a bad matrix is a ValueError or TypeError, never a read out of bounds.
+#include "python/native/kernels.h"
 
 #include <pybind11/numpy.h>
 
@@ -158,9 +159,74 @@ void BackwardX(const py::array& indptr_in, const py::array& indices_in, const py
   });
 }
 
+// Elements a dropout thread takes at least (as fanout-train's operator).
+constexpr int64_t kDropoutGrain = 1 << 15;
+
+// Runs fn(begin, end) over [0, n) in equal parts on up to `threads` threads.
+template <typename Fn>
+void RunElements(int64_t n, int threads, Fn fn) {
+  const int parts = Parts(threads, n, kDropoutGrain);
+  RunParts(parts, [&](int i) { return n * i / parts; }, [&](int64_t begin, int64_t end) {
+    if (begin < end) fn(begin, end);
+  });
+}
+
+trainer::kernels::Dropout DropoutOf(uint64_t seed, double p, bool relu) {
+  if (!(p >= 0.0 && p < 1.0)) throw py::value_error(StrCat("p must be in [0, 1), got ", p));
+  return {seed, static_cast<float>(p), relu};
+}
+
+// Any float32 C-contiguous array, as one flat run of elements.
+Floats Flat(const py::array& a, const char* what) {
+  if (!Floats::check_(a) || !(a.flags() & py::array::c_style)) {
+    throw py::type_error(StrCat(what, ": expected a C-contiguous float32 array, got dtype ",
+                                std::string(py::str(a.dtype()))));
+  }
+  return py::reinterpret_borrow<Floats>(a);
+}
+
+void DropoutForward(const py::array& x_in, const py::array& out_in, uint64_t seed, double p, bool relu,
+                    int threads) {
+  const Floats x = Flat(x_in, "x");
+  Floats out = Flat(out_in, "out");
+  if (!out.writeable()) throw py::value_error("out: read-only");
+  if (out.size() != x.size()) throw py::value_error(StrCat("out has ", out.size(), " elements, x ", x.size()));
+  if (x.data() != out.data()) CheckDisjoint(x, out, "out");  // in place, or apart
+  const trainer::kernels::Dropout op = DropoutOf(seed, p, relu);
+  const float* xp = x.data();
+  float* outp = out.mutable_data();
+  py::gil_scoped_release nogil;
+  RunElements(x.size(), threads, [&](int64_t begin, int64_t end) { trainer::kernels::DropoutForward(op, xp, outp, begin, end); });
+}
+
+void DropoutBackward(const py::object& out_in, const py::array& grad_out_in, const py::array& grad_x_in,
+                     uint64_t seed, double p, bool relu, int threads) {
+  const Floats grad_out = Flat(grad_out_in, "grad_out");
+  Floats grad_x = Flat(grad_x_in, "grad_x");
+  if (!grad_x.writeable()) throw py::value_error("grad_x: read-only");
+  if (grad_x.size() != grad_out.size()) {
+    throw py::value_error(StrCat("grad_x has ", grad_x.size(), " elements, grad_out ", grad_out.size()));
+  }
+  if (grad_x.data() != grad_out.data()) CheckDisjoint(grad_out, grad_x, "grad_x");
+  const trainer::kernels::Dropout op = DropoutOf(seed, p, relu);
+  // With relu the forward's output says which elements pass a gradient; without, the seed does.
+  Floats out;
+  if (relu) {
+    if (out_in.is_none()) throw py::value_error("relu=True needs the forward's output");
+    out = Flat(py::reinterpret_borrow<py::array>(out_in), "out");
+    if (out.size() != grad_out.size()) throw py::value_error(StrCat("out has ", out.size(), " elements, grad_out ", grad_out.size()));
+  }
+  const float* outp = relu ? out.data() : nullptr;
+  const float* g = grad_out.data();
+  float* gx = grad_x.mutable_data();
+  py::gil_scoped_release nogil;
+  RunElements(grad_out.size(), threads,
+              [&](int64_t begin, int64_t end) { trainer::kernels::DropoutBackward(op, outp, g, gx, begin, end); });
+}
+
 }  // namespace
 
-void BindSpmm(py::module_& m) {
+void BindKernels(py::module_& m) {
   m.def("spmm", &Forward, py::arg("indptr"), py::arg("indices"), py::arg("x"), py::arg("out"), py::arg("mean"),
         py::arg("threads") = 1,
         "out[v] = the sum (mean: the mean) of x[indices[e]] over v's in-edges e in indptr[v]:indptr[v+1] "
@@ -170,6 +236,15 @@ void BindSpmm(py::module_& m) {
         py::arg("mean"), py::arg("threads") = 1,
         "grad_x[u] += the gradient of spmm's out with respect to x[u] (grad_out [num_dst, width], grad_x "
         "[num_src, width], accumulated in place).");
+  m.def("dropout", &DropoutForward, py::arg("x"), py::arg("out"), py::arg("seed"), py::arg("p"), py::arg("relu"),
+        py::arg("threads") = 1,
+        "out = dropout(relu(x)) (relu=False: dropout(x)) with keep probability 1 - p and kept elements scaled by "
+        "1 / (1 - p), the mask a hash of (seed, element index): fanout-train's fused kernel. x and out: "
+        "C-contiguous float32 of as many elements; out may be x.");
+  m.def("dropout_backward", &DropoutBackward, py::arg("out"), py::arg("grad_out"), py::arg("grad_x"), py::arg("seed"),
+        py::arg("p"), py::arg("relu"), py::arg("threads") = 1,
+        "grad_x = the gradient of dropout's x given its output's (`out`: the forward's output, needed with relu, "
+        "else None; the same seed and p).");
   m.def("kernel_isa", [] { return std::string(trainer::kernels::IsaName(trainer::kernels::ActiveIsa())); },
         "The instruction set the fused kernels run (FANOUT_KERNEL_ISA, else the best this CPU has).");
 }
