@@ -56,8 +56,8 @@ int main(int argc, char** argv) {
   args.AddInt("num-trainers", &o.num_trainers, "trainers per machine");
   args.AddInt("num-samplers", &o.num_samplers, "sampler processes per trainer (the trainer starts them)");
   args.AddInt("sampler-nice", &o.sampler_nice,
-              "how much those sampler processes lower their priority below the trainer's (0-19; -1: the "
-              "trainers' default, 10)");
+              "how much those sampler processes lower their priority below the trainer's once their batches are "
+              "ahead of the step (0-19; -1: the trainers' default, 10)");
   args.AddString("ssh-user", &o.ssh_user, "user name on remote machines (default: ssh's)");
   args.AddInt("ssh-port", &o.ssh_port, "ssh port of remote machines");
   args.AddString("ssh-command", &o.ssh_command, "the ssh client to run");

@@ -43,10 +43,13 @@ struct LoaderOptions {
   // (ReadShmBatch's copy_on_write) instead of through the shared, reused mappings. Costs one
   // mapping per batch.
   bool writable_batches = false;
-  // Sampler processes lower their own priority by this much (nice(2), 0-19): on a machine whose
-  // cores the trainers' steps already fill, a sampler then runs in the step's gaps (its waits,
-  // the all-reduce) instead of preempting it, and the batches it makes ahead absorb the delay.
-  // Where cores are free it changes nothing. 0 keeps the trainer's priority.
+  // Sampler processes lower their own priority by this much (nice(2), 0-19) once their batches
+  // are ahead of the step (8 in a row waited for the trainer at least as long as they took to
+  // make; fanout-sampler's Priority): on a machine whose cores the trainers' steps already fill, a
+  // sampler then runs in the step's gaps (its waits, the all-reduce) instead of preempting it,
+  // and the batches it makes ahead absorb the delay. A sampler the trainer waits for (a
+  // data-bound job) keeps the trainer's priority; where cores are free it changes nothing. 0
+  // keeps the trainer's priority throughout.
   int sampler_nice = kDefaultSamplerNice;
   static constexpr int kDefaultSamplerNice = 10;
 };

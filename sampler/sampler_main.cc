@@ -118,6 +118,38 @@ class BatchMaker {
   std::unique_ptr<sampler::LinkBatchSampler> links_;
 };
 
+// The process's priority: it starts at the trainer's and lowers itself by spec.nice
+// (LoaderOptions::sampler_nice) once its batches are ahead of the step: once, for
+// kAheadBeforeLowering batches in a row, it waited for the trainer to take one (all `prefetch`
+// held) at least as long as it then took to make the next. From then on the step is what the job
+// waits for, and a sampler that wakes inside it only slows it; a sampler the trainer waits for
+// (a data-bound job) keeps the trainer's priority. A pause of the trainer's (its evaluation, a
+// checkpoint) is one long wait, not eight. Lowered once and for good: an unprivileged process
+// cannot raise its priority again.
+class Priority {
+ public:
+  static constexpr int kAheadBeforeLowering = 8;
+
+  Priority(int nice, int index) : nice_(nice), index_(index) {}
+
+  // After each batch: seconds waited for room before it, and seconds spent making it.
+  void AfterBatch(double waited, double made) {
+    ahead_ = waited >= made && waited > 0 ? ahead_ + 1 : 0;
+    if (lowered_ || nice_ <= 0 || ahead_ < kAheadBeforeLowering) return;
+    lowered_ = true;
+    errno = 0;
+    if (nice(nice_) == -1 && errno != 0) {  // not fatal: sampling goes on at the trainer's priority
+      std::fprintf(stderr, "fanout-sampler: nice(%d): %s; sampling at the trainer's priority (sampler process %d)\n",
+                   nice_, std::strerror(errno), index_);
+    }
+  }
+
+ private:
+  const int nice_, index_;
+  int ahead_ = 0;
+  bool lowered_ = false;
+};
+
 // Makes batches index, index + N, ... of the spec's epochs and hands each to the trainer, at most
 // `prefetch` ahead of those it has taken. Reusable batch files: a free one is rewritten; when the
 // trainer holds them all, another is opened. OK also when the trainer stops early.
@@ -127,10 +159,12 @@ absl::Status ServeBatches(int socket_fd, const sampler::SamplerSpec& spec, int i
   std::vector<sampler::ShmSlot> slots;
   std::vector<int64_t> free_slots;
   int64_t outstanding = 0;
+  Priority priority(spec.nice, index);
   // Batch g is (first_epoch + g / steps, g % steps); this process makes those with g % N = index,
   // from the spec's first step on (a trainer resuming inside an epoch).
   const int64_t first = spec.first_step + ((index - spec.first_step) % n + n) % n;
   for (int64_t g = first; g < total; g += n) {
+    const auto wait_start = std::chrono::steady_clock::now();
     while (outstanding >= spec.prefetch) {
       const int64_t message = sampler::ReadTrainerMessage(socket_fd);
       if (message == -1) return absl::OkStatus();  // the trainer stopped: not an error here
@@ -147,11 +181,15 @@ absl::Status ServeBatches(int socket_fd, const sampler::SamplerSpec& spec, int i
     const int64_t slot = free_slots.back();
     free_slots.pop_back();
     const int64_t epoch = spec.first_epoch + g / steps, step = g % steps;
+    const auto make_start = std::chrono::steady_clock::now();
     if (absl::Status s = maker.Make(epoch, step, &slots[slot]); !s.ok()) {
       return absl::Status(s.code(), StrCat("epoch ", epoch, " step ", step, ": ", s.message()));
     }
     if (!sampler::SendBatch(socket_fd, g, slot, slots[slot].fd()).ok()) return absl::OkStatus();  // the trainer has gone
     ++outstanding;
+    const auto made = std::chrono::steady_clock::now();
+    priority.AfterBatch(std::chrono::duration<double>(make_start - wait_start).count(),
+                        std::chrono::duration<double>(made - make_start).count());
   }
   // Stay until the trainer has taken everything (or closes), so our exit is never mistaken for a
   // failure while batches are still queued.
@@ -222,13 +260,6 @@ int main(int argc, char** argv) {
         StrCat("--index must be in [0, ", spec->num_samplers, ") (the spec's num_samplers), got ", index)));
   }
   if (spec->ignore_sigterm) std::signal(SIGTERM, SIG_IGN);  // the trainer ends this process
-  if (spec->nice > 0) {  // below the trainer's step (LoaderOptions::sampler_nice); not fatal
-    errno = 0;
-    if (nice(spec->nice) == -1 && errno != 0) {
-      std::fprintf(stderr, "fanout-sampler: nice(%d): %s; sampling at the trainer's priority (sampler process %d)\n",
-                   spec->nice, std::strerror(errno), index);
-    }
-  }
   if (absl::Status s = Run(*std::move(spec), index, socket_fd, seeds_fd, halo_cache_fd); !s.ok()) {
     SendFailure(socket_fd, s);
     return args.Fail(s);

@@ -215,8 +215,8 @@ void AddSystemFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
   args.AddInt("sampler-threads", &o->loader.num_threads, "sampling threads when --num-samplers is 0");
   args.AddInt("prefetch", &o->loader.prefetch, "mini-batches made ahead");
   args.AddInt("sampler-nice", &o->loader.sampler_nice,
-              "how much the sampler processes lower their priority (0-19; 0: the trainer's): they then yield "
-              "the CPU to the training step where both want it");
+              "how much the sampler processes lower their priority once their batches are ahead of the step "
+              "(0-19; 0: the trainer's): they then yield the CPU to the training step where both want it");
   args.AddString("sampler-bin", &o->loader.sampler_binary, "the fanout-sampler program");
   args.AddInt("num-threads", &o->intra_op_threads, "LibTorch intra-op threads");
   args.AddAlias("threads", "num-threads");

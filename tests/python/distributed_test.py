@@ -287,8 +287,11 @@ class DistTensorWriteTest(ServersTestCase):
 
 class LoaderTest(ServersTestCase):
     def test_sampler_processes_run_below_the_trainers_priority(self):
-        """Sampler processes lower their priority by the job's sampler_nice (fanout-launch
-        --sampler-nice; default 10) so they yield the CPU to the training step; 0 keeps it."""
+        """Sampler processes start at the trainer's priority and lower it by the job's
+        sampler_nice (fanout-launch --sampler-nice; default 10) once their batches are ahead of
+        the step (8 batches in a row each waited for the trainer longer than it took to make),
+        so they yield the CPU to the step then and not while the trainer waits for them; 0
+        keeps it."""
         nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
 
         def nice_of(pid):
@@ -302,12 +305,19 @@ class LoaderTest(ServersTestCase):
         try:
             for asked, want in ((10, 10), (3, 3), (0, 0)):
                 ctx.sampler_nice = asked
-                loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([2]), batch_size=16,
+                loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([2]), batch_size=2,
                                                  num_samplers=1, prefetch=1)
-                next(iter(loader))
+                self.assertGreaterEqual(len(loader), 12)
+                batches = iter(loader)
+                next(batches)
                 children = sampler_children()
                 self.assertEqual(len(children), 1)
                 own = nice_of(os.getpid())
+                # Two batches made at most: not 8 ahead in a row yet.
+                self.assertEqual(nice_of(children[0]), own, f"sampler_nice {asked}, first batch")
+                for _ in range(11):  # a step slower than the sampler: it waits 50 ms before each batch
+                    time.sleep(0.05)
+                    next(batches)
                 self.assertEqual(nice_of(children[0]), min(19, own + want), f"sampler_nice {asked}")
                 loader.close()
         finally:
