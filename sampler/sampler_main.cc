@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -119,23 +120,32 @@ class BatchMaker {
 };
 
 // The process's priority: it starts at the trainer's and lowers itself by spec.nice
-// (LoaderOptions::sampler_nice) once its batches are ahead of the step: once, for
-// kAheadBeforeLowering batches in a row, it waited for the trainer to take one (all `prefetch`
-// held) at least as long as it then took to make the next. From then on the step is what the job
-// waits for, and a sampler that wakes inside it only slows it; a sampler the trainer waits for
-// (a data-bound job) keeps the trainer's priority. A pause of the trainer's (its evaluation, a
-// checkpoint) is one long wait, not eight. Lowered once and for good: an unprivileged process
-// cannot raise its priority again.
+// (LoaderOptions::sampler_nice) once its batches are ahead of the step: once, over its last
+// kWindow batches, it waited for the trainer to take one (all `prefetch` held) at least half as
+// long as it spent making them. Each batch's wait counts up to that batch's own making time, so
+// a pause of the trainer's (its evaluation, a checkpoint) is one batch's worth, not the window's.
+// From then on the step is what the job waits for, and a sampler that wakes inside it only
+// slows it; a sampler the trainer waits for (a data-bound job: it hardly waits at all) keeps the
+// trainer's priority. Lowered once and for good: an unprivileged process cannot raise its
+// priority again.
 class Priority {
  public:
-  static constexpr int kAheadBeforeLowering = 8;
+  static constexpr int kWindow = 8;
 
   Priority(int nice, int index) : nice_(nice), index_(index) {}
 
   // After each batch: seconds waited for room before it, and seconds spent making it.
   void AfterBatch(double waited, double made) {
-    ahead_ = waited >= made && waited > 0 ? ahead_ + 1 : 0;
-    if (lowered_ || nice_ <= 0 || ahead_ < kAheadBeforeLowering) return;
+    if (lowered_ || nice_ <= 0) return;
+    Batch& b = window_[count_++ % kWindow];
+    b = {std::min(waited, made), made};
+    if (count_ < kWindow) return;
+    double wait_sum = 0, make_sum = 0;
+    for (const Batch& w : window_) {
+      wait_sum += w.waited;
+      make_sum += w.made;
+    }
+    if (wait_sum < 0.5 * make_sum) return;
     lowered_ = true;
     errno = 0;
     if (nice(nice_) == -1 && errno != 0) {  // not fatal: sampling goes on at the trainer's priority
@@ -145,8 +155,12 @@ class Priority {
   }
 
  private:
+  struct Batch {
+    double waited = 0, made = 0;
+  };
   const int nice_, index_;
-  int ahead_ = 0;
+  Batch window_[kWindow];
+  int64_t count_ = 0;
   bool lowered_ = false;
 };
 

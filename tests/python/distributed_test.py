@@ -289,9 +289,9 @@ class LoaderTest(ServersTestCase):
     def test_sampler_processes_run_below_the_trainers_priority(self):
         """Sampler processes start at the trainer's priority and lower it by the job's
         sampler_nice (fanout-launch --sampler-nice; default 10) once their batches are ahead of
-        the step (8 batches in a row each waited for the trainer longer than it took to make),
-        so they yield the CPU to the step then and not while the trainer waits for them; 0
-        keeps it."""
+        the step (over their last 8 batches they waited for the trainer at least half as long as
+        they spent making them), so they yield the CPU to the step then and not while the
+        trainer waits for them; 0 keeps it."""
         nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
 
         def nice_of(pid):
@@ -313,7 +313,7 @@ class LoaderTest(ServersTestCase):
                 children = sampler_children()
                 self.assertEqual(len(children), 1)
                 own = nice_of(os.getpid())
-                # Two batches made at most: not 8 ahead in a row yet.
+                # Two batches made at most: no window of 8 yet.
                 self.assertEqual(nice_of(children[0]), own, f"sampler_nice {asked}, first batch")
                 for _ in range(11):  # a step slower than the sampler: it waits 50 ms before each batch
                     time.sleep(0.05)
