@@ -1,8 +1,11 @@
 """One mean-aggregating SAGE layer (100 -> 256) on a random bipartite block of a step's input
 layer shape, forward and backward, one thread: PyG's SAGEConv on an edge_index (its gather and
-scatter path, what PyG 2.8 runs on CPU without pyg-lib or torch-sparse) and on a torch.sparse
-CSR adjacency (its fused spmm path), and DGL's SAGEConv('mean') on a block, whichever of PyG and
-DGL the interpreter has (docs/benchmarks.md, setup Y).
+scatter path, what PyG 2.8 runs on CPU without pyg-lib or torch-sparse), on a torch.sparse CSR
+adjacency (its fused spmm path: PyTorch's CSR kernel) and on the same adjacency as
+fanout.kernels.FusedCsr (fanout's kernel, what fanout.pyg's adjs=True batches carry), and DGL's
+SAGEConv('mean') on a block, whichever of PyG, fanout and DGL the interpreter has; then ReLU +
+dropout (p 0.5) over the layer's [destinations, 256] output, PyTorch's F.relu + F.dropout against
+fanout.kernels.relu_dropout (docs/benchmarks.md, setup Y).
 
     OMP_NUM_THREADS=1 PYG_VENV/bin/python bench/vs_dgl/sage_layer_kernels.py
     OMP_NUM_THREADS=1 DGLBACKEND=pytorch DGL_VENV/bin/python bench/vs_dgl/sage_layer_kernels.py
@@ -53,6 +56,13 @@ def main():
         adj = torch.sparse_csr_tensor(indptr, src, torch.ones(a.edges), size=(a.dst, a.src))
         f, b = timed(lambda: conv((x, x[:a.dst]), adj), a.reps)
         print(f"PyG SAGEConv, sparse CSR adj: forward {f:8.1f} ms, backward {b:8.1f} ms")
+        try:
+            from fanout.kernels import fused_csr
+            fused = fused_csr(indptr, src, a.dst, a.src)
+            f, b = timed(lambda: conv((x, x[:a.dst]), fused), a.reps)
+            print(f"PyG SAGEConv, fanout FusedCsr: forward {f:7.1f} ms, backward {b:8.1f} ms")
+        except ImportError:
+            pass
     except ImportError:
         pass
     try:
@@ -62,6 +72,15 @@ def main():
         conv = dglnn.SAGEConv(100, 256, "mean")
         f, b = timed(lambda: conv(block, (x, x[:a.dst])), a.reps)
         print(f"DGL SAGEConv('mean'), block:  forward {f:8.1f} ms, backward {b:8.1f} ms")
+    except ImportError:
+        pass
+    h = torch.randn(a.dst, 256, generator=g, requires_grad=True)
+    f, b = timed(lambda: torch.nn.functional.dropout(torch.relu(h), 0.5), a.reps)
+    print(f"ReLU + dropout, PyTorch:       forward {f:8.1f} ms, backward {b:8.1f} ms")
+    try:
+        from fanout.kernels import relu_dropout
+        f, b = timed(lambda: relu_dropout(h, 0.5), a.reps)
+        print(f"ReLU + dropout, fanout:        forward {f:8.1f} ms, backward {b:8.1f} ms")
     except ImportError:
         pass
 
