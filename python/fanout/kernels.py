@@ -36,7 +36,10 @@ try:
 except ImportError:  # the package without its native half (documentation builds)
     _native = None
 
-_REDUCE = {None: False, "sum": False, "add": False, "mean": True}
+# torch.sparse.mm's reduce argument -> the kernel's mean flag; the products it answers
+# (torch.sparse.mm is torch._sparse_mm underneath; adj @ x is __matmul__).
+_REDUCE = {None: False, "sum": False, "mean": True}
+_PRODUCTS = ("_sparse_mm", "mm", "matmul", "__matmul__")
 
 
 def _disabled():
@@ -73,16 +76,11 @@ class _FusedSpmm(torch.autograd.Function):
 
 def _operands(func, args, kwargs):
     """(adj, x, reduce) when func is a sparse-dense product fanout's kernel takes, else None."""
-    names = getattr(func, "__name__", "")
-    if names in ("_sparse_mm", "mm", "matmul", "__matmul__"):
-        if len(args) < 2:
-            return None
-        adj, x = args[0], args[1]
-        reduce = args[2] if len(args) > 2 else kwargs.get("reduce")
-        extra = set(kwargs) - {"reduce"}
-    else:
+    if getattr(func, "__name__", "") not in _PRODUCTS or len(args) < 2 or set(kwargs) - {"reduce"}:
         return None
-    if extra or not isinstance(adj, FusedCsr) or reduce not in _REDUCE:
+    adj, x = args[0], args[1]
+    reduce = args[2] if len(args) > 2 else kwargs.get("reduce")
+    if not isinstance(adj, FusedCsr) or reduce not in _REDUCE:
         return None
     if not isinstance(x, Tensor) or isinstance(x, FusedCsr) or x.dim() != 2 or x.dtype != torch.float32:
         return None

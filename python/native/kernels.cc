@@ -107,27 +107,40 @@ int Parts(int threads, int64_t work, int64_t min_work) {
   return static_cast<int>(std::clamp<int64_t>(work / std::max<int64_t>(min_work, 1), 1, std::max(threads, 1)));
 }
 
-void Forward(const py::array& indptr_in, const py::array& indices_in, const py::array& x_in, const py::array& out_in,
-             bool mean, int threads) {
-  const Int64s indptr = Exact<Int64s>(indptr_in, 1, "indptr", "int64");
-  const Int64s indices = Exact<Int64s>(indices_in, 1, "indices", "int64");
-  const Floats x = Exact<Floats>(x_in, 2, "x", "float32");
-  Floats out = Exact<Floats>(out_in, 2, "out", "float32");
-  if (!out.writeable()) throw py::value_error("out: read-only");
-  const trainer::kernels::Spmm op = Checked(indptr, indices, x.shape(0), x.shape(1), mean);
-  CheckRows(out, op.graph.num_dst, op.width, "out");
-  CheckDisjoint(x, out, "out");
-  const float* xp = x.data();
-  float* outp = out.mutable_data();
+// A product's arrays, checked: forward, in = x [num_src, width] and out [num_dst, width];
+// backward, in = grad_out [num_dst, width] and out = grad_x [num_src, width] (accumulated).
+struct Product {
+  Int64s indptr, indices;
+  Floats in, out;
+  trainer::kernels::Spmm op;
+};
+
+Product CheckedProduct(const py::array& indptr, const py::array& indices, const py::array& in, const char* in_name,
+                       const py::array& out, const char* out_name, bool mean, bool backward) {
+  Product p{Exact<Int64s>(indptr, 1, "indptr", "int64"), Exact<Int64s>(indices, 1, "indices", "int64"),
+            Exact<Floats>(in, 2, in_name, "float32"), Exact<Floats>(out, 2, out_name, "float32"), {}};
+  if (!p.out.writeable()) throw py::value_error(StrCat(out_name, ": read-only"));
+  const Floats& sources = backward ? p.out : p.in;
+  p.op = Checked(p.indptr, p.indices, sources.shape(0), sources.shape(1), mean);
+  CheckRows(backward ? p.in : p.out, p.op.graph.num_dst, p.op.width, backward ? in_name : out_name);
+  CheckDisjoint(p.in, p.out, out_name);
+  return p;
+}
+
+void Forward(const py::array& indptr, const py::array& indices, const py::array& x, const py::array& out, bool mean,
+             int threads) {
+  Product p = CheckedProduct(indptr, indices, x, "x", out, "out", mean, /*backward=*/false);
+  const trainer::kernels::Spmm& op = p.op;
+  const float* xp = p.in.data();
+  float* outp = p.out.mutable_data();
   const int64_t num_dst = op.graph.num_dst;
   const int64_t num_edges = op.graph.num_edges();
   // Ranges of destinations with about equal numbers of edges.
   const int parts = Parts(threads, num_edges * op.width, int64_t{1} << 16);
-  const int64_t* p = op.graph.indptr;
+  const int64_t* ptr = op.graph.indptr;
   auto cut = [&](int i) -> int64_t {
     if (i >= parts) return num_dst;
-    const int64_t target = num_edges * i / parts;
-    return std::lower_bound(p, p + num_dst, target) - p;
+    return std::lower_bound(ptr, ptr + num_dst, num_edges * i / parts) - ptr;
   };
   py::gil_scoped_release nogil;
   RunParts(parts, cut, [&](int64_t begin, int64_t end) {
@@ -135,26 +148,20 @@ void Forward(const py::array& indptr_in, const py::array& indices_in, const py::
   });
 }
 
-void BackwardX(const py::array& indptr_in, const py::array& indices_in, const py::array& grad_out_in,
-               const py::array& grad_x_in, bool mean, int threads) {
-  const Int64s indptr = Exact<Int64s>(indptr_in, 1, "indptr", "int64");
-  const Int64s indices = Exact<Int64s>(indices_in, 1, "indices", "int64");
-  const Floats grad_out = Exact<Floats>(grad_out_in, 2, "grad_out", "float32");
-  Floats grad_x = Exact<Floats>(grad_x_in, 2, "grad_x", "float32");
-  if (!grad_x.writeable()) throw py::value_error("grad_x: read-only");
-  const trainer::kernels::Spmm op = Checked(indptr, indices, grad_x.shape(0), grad_x.shape(1), mean);
-  CheckRows(grad_out, op.graph.num_dst, op.width, "grad_out");
-  CheckDisjoint(grad_out, grad_x, "grad_x");
-  const float* g = grad_out.data();
-  float* gx = grad_x.mutable_data();
+void BackwardX(const py::array& indptr, const py::array& indices, const py::array& grad_out, const py::array& grad_x,
+               bool mean, int threads) {
+  Product p = CheckedProduct(indptr, indices, grad_out, "grad_out", grad_x, "grad_x", mean, /*backward=*/true);
+  const trainer::kernels::Spmm& op = p.op;
+  const float* g = p.in.data();
+  float* gx = p.out.mutable_data();
   const int64_t width = op.width;
   const int64_t chunks = (width + kColumnChunk - 1) / kColumnChunk;
   // Every part visits every edge, for its own columns.
-  const int parts = static_cast<int>(std::min<int64_t>(
-      Parts(threads, op.graph.num_edges() * width, int64_t{1} << 16), chunks));
-  auto cut = [&](int i) -> int64_t { return std::min(width, chunks * i / std::max(parts, 1) * kColumnChunk); };
+  const int parts = static_cast<int>(
+      std::clamp<int64_t>(Parts(threads, op.graph.num_edges() * width, int64_t{1} << 16), 1, std::max<int64_t>(chunks, 1)));
+  auto cut = [&](int i) -> int64_t { return std::min(width, chunks * i / parts * kColumnChunk); };
   py::gil_scoped_release nogil;
-  RunParts(std::max(parts, 1), cut, [&](int64_t begin, int64_t end) {
+  RunParts(parts, cut, [&](int64_t begin, int64_t end) {
     if (begin < end) trainer::kernels::SpmmBackwardX(op, g, gx, begin, end);
   });
 }
