@@ -223,6 +223,10 @@ absl::Status PartitionStore::CreateNodeField(const FieldSchema& schema, int64_t 
                                            " [", base::StrJoin(have.row_shape, ", "), "] per row, not ",
                                            DTypeName(schema.dtype), " [", base::StrJoin(schema.row_shape, ", "), "]"));
   }
+  if (created_.size() >= kMaxCreatedFields) {
+    return absl::ResourceExhaustedError(base::StrCat("node field '", key, "': this server holds ", created_.size(),
+                                                     " created fields, the most it keeps"));
+  }
   if (bytes > max_total_bytes - created_bytes_) {
     return absl::ResourceExhaustedError(base::StrCat(
         "node field '", key, "' needs ", bytes, " bytes for this partition's ", end - base,

@@ -220,6 +220,9 @@ class PartitionStore {
   // so that no number of created fields can run the server out of descriptors.
   int shared_fields_ ABSL_GUARDED_BY(created_mu_) = 0;
   static constexpr int kMaxSharedFields = 256;
+  // Created fields of any size, zero bytes included: the byte budget alone would let empty
+  // fields add map entries without end.
+  static constexpr size_t kMaxCreatedFields = 4096;
   mutable absl::Mutex weights_mu_;
   mutable std::map<std::string, std::shared_ptr<const std::vector<double>>> weights_ ABSL_GUARDED_BY(weights_mu_);
 };

@@ -224,6 +224,17 @@ TEST_F(PartitionStoreTest, CreatedFieldsAreSharedUpToABoundedNumber) {
   std::string rows;
   ASSERT_TRUE(s.GatherNodeRows("f299", first, &rows).ok());  // in the heap, as usable
   EXPECT_EQ(rows, std::string(1, '\0'));
+  // Fields of no bytes count too: the number of created fields is bounded on its own.
+  int made = 300;
+  absl::Status st;
+  for (; made <= 5000 && (st = s.CreateNodeField({.name = "e" + std::to_string(made), .dtype = DType::kInt8,
+                                                  .row_shape = {0}}, 1 << 24, &created)).ok(); ++made) {
+  }
+  EXPECT_EQ(made, 4096);
+  EXPECT_EQ(st.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(st.message(), "node field 'e4096': this server holds 4096 created fields, the most it keeps");
+  EXPECT_TRUE(s.CreateNodeField({.name = "w", .dtype = DType::kFloat32, .row_shape = {2}}, 1 << 24, &created).ok())
+      << "an existing field is still found";
 }
 
 // ---- sampling ----
