@@ -145,7 +145,7 @@ class Priority {
       wait_sum += w.waited;
       make_sum += w.made;
     }
-    if (wait_sum < 0.5 * make_sum) return;
+    if (wait_sum <= 0 || wait_sum < 0.5 * make_sum) return;
     lowered_ = true;
     errno = 0;
     if (nice(nice_) == -1 && errno != 0) {  // not fatal: sampling goes on at the trainer's priority

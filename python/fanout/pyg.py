@@ -28,9 +28,9 @@ IDs, the seeds first and then each hop's new nodes, as PyG orders them), ``e_id`
 (``conv((x, x[:size[1]]), adj_t)``: one fused sparse product over the layer's own
 destinations instead of a gather and a scatter per edge; docs/python.md). Its products with
 float32 CPU features (``torch.sparse.mm``, PyG's ``spmm`` with ``sum`` or ``mean``) run on
-fanout's own kernel (:mod:`fanout.kernels`), with autograd; anything else is PyTorch's. Unlike PyG's ``y`` (every sampled node's label), ``y`` holds the seeds' labels
-only, the rows PyG scripts read (``batch.y[:batch.batch_size]``): fanout fetches labels for the
-seeds alone. Link batches add ``edge_label_index`` and ``edge_label`` (binary negative
+fanout's own kernel (:mod:`fanout.kernels`), with autograd; anything else is PyTorch's. Unlike
+PyG's ``y`` (every sampled node's label), ``y`` holds the seeds' labels only, the rows PyG
+scripts read (``batch.y[:batch.batch_size]``): fanout fetches labels for the seeds alone. Link batches add ``edge_label_index`` and ``edge_label`` (binary negative
 sampling) or ``src_index``, ``dst_pos_index`` and ``dst_neg_index`` (triplet), as PyG's
 ``LinkNeighborLoader``. On a typed graph ``DistNeighborLoader`` yields ``HeteroData``:
 ``input_nodes=(node type, IDs)``, ``num_neighbors`` a list (every relation) or PyG's dict per edge
