@@ -45,7 +45,8 @@ struct LoaderOptions {
   bool writable_batches = false;
   // Sampler processes lower their own priority by this much (nice(2), 0-19) once their batches
   // are ahead of the step (over its last 8 batches a sampler waited for the trainer at least
-  // half as long as it spent making them; fanout-sampler's Priority): on a machine whose cores the trainers' steps already fill, a
+  // half as long as it spent making them; sampler/sampler_priority.h): on a machine whose cores
+  // the trainers' steps already fill, a
   // sampler then runs in the step's gaps (its waits, the all-reduce) instead of preempting it,
   // and the batches it makes ahead absorb the delay. A sampler the trainer waits for (a
   // data-bound job) keeps the trainer's priority; where cores are free it changes nothing. 0

@@ -11,7 +11,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -30,6 +29,7 @@
 #include "sampler/dist_graph.h"
 #include "sampler/link_sampler.h"
 #include "sampler/minibatch_sampler.h"
+#include "sampler/sampler_priority.h"
 #include "sampler/sampler_spec.h"
 #include "sampler/shm_batch.h"
 
@@ -119,51 +119,6 @@ class BatchMaker {
   std::unique_ptr<sampler::LinkBatchSampler> links_;
 };
 
-// The process's priority: it starts at the trainer's and lowers itself by spec.nice
-// (LoaderOptions::sampler_nice) once its batches are ahead of the step: once, over its last
-// kWindow batches, it waited for the trainer to take one (all `prefetch` held) at least half as
-// long as it spent making them. Each batch's wait counts up to that batch's own making time, so
-// a pause of the trainer's (its evaluation, a checkpoint) is one batch's worth, not the window's.
-// From then on the step is what the job waits for, and a sampler that wakes inside it only
-// slows it; a sampler the trainer waits for (a data-bound job: it hardly waits at all) keeps the
-// trainer's priority. Lowered once and for good: an unprivileged process cannot raise its
-// priority again.
-class Priority {
- public:
-  static constexpr int kWindow = 8;
-
-  Priority(int nice, int index) : nice_(nice), index_(index) {}
-
-  // After each batch: seconds waited for room before it, and seconds spent making it.
-  void AfterBatch(double waited, double made) {
-    if (lowered_ || nice_ <= 0) return;
-    Batch& b = window_[count_++ % kWindow];
-    b = {std::min(waited, made), made};
-    if (count_ < kWindow) return;
-    double wait_sum = 0, make_sum = 0;
-    for (const Batch& w : window_) {
-      wait_sum += w.waited;
-      make_sum += w.made;
-    }
-    if (wait_sum <= 0 || wait_sum < 0.5 * make_sum) return;
-    lowered_ = true;
-    errno = 0;
-    if (nice(nice_) == -1 && errno != 0) {  // not fatal: sampling goes on at the trainer's priority
-      std::fprintf(stderr, "fanout-sampler: nice(%d): %s; sampling at the trainer's priority (sampler process %d)\n",
-                   nice_, std::strerror(errno), index_);
-    }
-  }
-
- private:
-  struct Batch {
-    double waited = 0, made = 0;
-  };
-  const int nice_, index_;
-  Batch window_[kWindow];
-  int64_t count_ = 0;
-  bool lowered_ = false;
-};
-
 // Makes batches index, index + N, ... of the spec's epochs and hands each to the trainer, at most
 // `prefetch` ahead of those it has taken. Reusable batch files: a free one is rewritten; when the
 // trainer holds them all, another is opened. OK also when the trainer stops early.
@@ -173,7 +128,7 @@ absl::Status ServeBatches(int socket_fd, const sampler::SamplerSpec& spec, int i
   std::vector<sampler::ShmSlot> slots;
   std::vector<int64_t> free_slots;
   int64_t outstanding = 0;
-  Priority priority(spec.nice, index);
+  sampler::SamplerPriority priority(spec.nice);
   // Batch g is (first_epoch + g / steps, g % steps); this process makes those with g % N = index,
   // from the spec's first step on (a trainer resuming inside an epoch).
   const int64_t first = spec.first_step + ((index - spec.first_step) % n + n) % n;
@@ -202,8 +157,14 @@ absl::Status ServeBatches(int socket_fd, const sampler::SamplerSpec& spec, int i
     if (!sampler::SendBatch(socket_fd, g, slot, slots[slot].fd()).ok()) return absl::OkStatus();  // the trainer has gone
     ++outstanding;
     const auto made = std::chrono::steady_clock::now();
-    priority.AfterBatch(std::chrono::duration<double>(make_start - wait_start).count(),
-                        std::chrono::duration<double>(made - make_start).count());
+    if (priority.AfterBatch(std::chrono::duration<double>(make_start - wait_start).count(),
+                            std::chrono::duration<double>(made - make_start).count())) {
+      errno = 0;
+      if (nice(priority.nice()) == -1 && errno != 0) {  // not fatal: sampling goes on at the trainer's priority
+        std::fprintf(stderr, "fanout-sampler: nice(%d): %s; sampling at the trainer's priority (sampler process %d)\n",
+                     priority.nice(), std::strerror(errno), index);
+      }
+    }
   }
   // Stay until the trainer has taken everything (or closes), so our exit is never mistaken for a
   // failure while batches are still queued.
