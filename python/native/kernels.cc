@@ -33,15 +33,19 @@ using Floats = py::array_t<float, py::array::c_style>;
 // Columns a thread of the backward product takes at a time (as fanout-train's operator).
 constexpr int64_t kColumnChunk = 16;
 
-// `a` as a C-contiguous array of T with `ndim` dimensions; TypeError naming `what` otherwise (no
-// silent conversion: a converted copy of an output would drop the result).
+// `a` as a C-contiguous array of T with `ndim` dimensions (any number with kAnyDims); TypeError
+// naming `what` otherwise (no silent conversion: a converted copy of an output would drop the
+// result).
+constexpr int kAnyDims = -1;
 template <typename A>
 A Exact(const py::array& a, int ndim, const char* what, const char* want) {
   if (!A::check_(a) || !(a.flags() & py::array::c_style)) {
     throw py::type_error(StrCat(what, ": expected a C-contiguous ", want, " array, got dtype ",
                                 std::string(py::str(a.dtype()))));
   }
-  if (a.ndim() != ndim) throw py::value_error(StrCat(what, ": expected ", ndim, " dimensions, got ", a.ndim()));
+  if (ndim != kAnyDims && a.ndim() != ndim) {
+    throw py::value_error(StrCat(what, ": expected ", ndim, " dimensions, got ", a.ndim()));
+  }
   return py::reinterpret_borrow<A>(a);
 }
 
@@ -184,13 +188,7 @@ trainer::kernels::Dropout DropoutOf(uint64_t seed, double p, bool relu) {
 }
 
 // Any float32 C-contiguous array, as one flat run of elements.
-Floats Flat(const py::array& a, const char* what) {
-  if (!Floats::check_(a) || !(a.flags() & py::array::c_style)) {
-    throw py::type_error(StrCat(what, ": expected a C-contiguous float32 array, got dtype ",
-                                std::string(py::str(a.dtype()))));
-  }
-  return py::reinterpret_borrow<Floats>(a);
-}
+Floats Flat(const py::array& a, const char* what) { return Exact<Floats>(a, kAnyDims, what, "float32"); }
 
 void DropoutForward(const py::array& x_in, const py::array& out_in, uint64_t seed, double p, bool relu,
                     int threads) {

@@ -168,6 +168,7 @@ class ReluDropoutTest(unittest.TestCase):
                 with self.subTest(relu=relu, p=p):
                     x = torch.randn(300, 301, requires_grad=True)  # not a multiple of any vector width
                     out = fk.relu_dropout(x, p, True, relu)
+                    self.assertIn("_FusedDropout", type(out.grad_fn).__name__)  # fanout's backward, not PyTorch's
                     base = x.detach().clamp(min=0) if relu else x.detach()
                     kept = out.detach() != 0
                     torch.testing.assert_close(out.detach()[kept], base[kept] / (1 - p))
@@ -190,6 +191,11 @@ class ReluDropoutTest(unittest.TestCase):
         self.assertTrue(torch.equal(outs[0], outs[2]))
         torch.manual_seed(6)
         self.assertFalse(torch.equal(outs[0], fk.relu_dropout(x, 0.5)))
+        # The mask is fanout's kernel's for the seed drawn from torch's generator.
+        torch.manual_seed(5)
+        want = np.empty((1000, 70), np.float32)
+        _native.dropout(x.numpy(), want, fk._seed(), 0.5, True)
+        self.assertTrue(torch.equal(outs[0], torch.from_numpy(want)))
 
     def test_evaluation_and_other_tensors_are_pytorchs(self):
         x = torch.randn(50, 8)
