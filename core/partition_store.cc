@@ -283,7 +283,7 @@ absl::Status PartitionStore::ApplySparseUpdate(const std::string& rows_field, co
   }
   RETURN_IF_ERROR(CheckOwnedNodes(ids));
   RETURN_IF_ERROR(CheckFieldRows(*rows, ids));
-  RETURN_IF_ERROR(CheckSparseGradients(ids, dim, grads));
+  RETURN_IF_ERROR(CheckSparseGradients(ids, rows->base, rows->end - rows->base, dim, grads));
   std::vector<int64_t> index(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) index[i] = ids[i] - rows->base;
   absl::MutexLock lock_rows(&rows->mu);

@@ -35,10 +35,12 @@ int64_t SparseStateWidth(SparseOptimizerKind kind, int64_t dim);
 // INVALID_ARGUMENT for a state field `state_key` of `state_width` values a row where `kind` on
 // [dim]-wide rows of `rows_key` keeps SparseStateWidth (the message, for a caller's own
 // condition), and for IDs that are not distinct or gradients ([ids.size(), dim]) that are not
-// finite, naming the node.
+// finite, naming the node. `ids` lie in [first_id, first_id + num_rows) (the caller checked):
+// distinctness is then a bitmap over those rows where it is small beside the IDs, else a sort.
 absl::Status SparseStateWidthError(SparseOptimizerKind kind, int64_t dim, std::string_view rows_key,
                                    std::string_view state_key, int64_t state_width);
-absl::Status CheckSparseGradients(std::span<const int64_t> ids, int64_t dim, const float* grads);
+absl::Status CheckSparseGradients(std::span<const int64_t> ids, int64_t first_id, int64_t num_rows, int64_t dim,
+                                  const float* grads);
 
 // One step on n distinct rows (row-major [n, dim]) with their state ([n, SparseStateWidth]) and
 // gradients, in place. Adam per row: t += 1; m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;

@@ -207,20 +207,30 @@ absl::Status ServerFields::SparseUpdate(const core::FieldSchema& rows, const cor
     absl::StatusOr<std::vector<int64_t>> found = RowIndices(*w[0], rows.key(), ids, pos[p]);
     if (!found.ok()) return InPartition(p, found.status());
     const std::vector<int64_t>& index = *found;
-    std::vector<int64_t> part_ids(pos[p].size());
-    std::vector<float> part_grads(pos[p].size() * dim);
-    for (size_t j = 0; j < pos[p].size(); ++j) {
-      part_ids[j] = ids[pos[p][j]];
-      std::memcpy(part_grads.data() + j * dim, grads + pos[p][j] * dim, rb);
+    // Every ID in this partition (a trainer updating the rows it owns): the caller's arrays as
+    // they are, else this partition's IDs and gradients gathered.
+    std::span<const int64_t> part_ids = ids;
+    const float* part_grads = grads;
+    std::vector<int64_t> gathered_ids;
+    std::vector<float> gathered_grads;
+    if (pos[p].size() != ids.size()) {
+      gathered_ids.resize(pos[p].size());
+      gathered_grads.resize(pos[p].size() * dim);
+      for (size_t j = 0; j < pos[p].size(); ++j) {
+        gathered_ids[j] = ids[pos[p][j]];
+        std::memcpy(gathered_grads.data() + j * dim, grads + pos[p][j] * dim, rb);
+      }
+      part_ids = gathered_ids;
+      part_grads = gathered_grads.data();
     }
-    RETURN_IF_ERROR(core::CheckSparseGradients(part_ids, dim, part_grads.data()));
+    RETURN_IF_ERROR(core::CheckSparseGradients(part_ids, w[0]->first_id, w[0]->num_rows, dim, part_grads));
     for (size_t c = 0; c < w.size(); ++c) {
       if (s[c]->first_id != w[c]->first_id || s[c]->num_rows != w[c]->num_rows) {
         return absl::InvalidArgumentError(StrCat("field '", state.key(), "' holds other nodes' rows than '", rows.key(), "'"));
       }
       core::SparseUpdateAt(options, static_cast<int64_t>(index.size()), dim, index.data(),
                            reinterpret_cast<float*>(w[c]->shm->data()), reinterpret_cast<float*>(s[c]->shm->data()),
-                           part_grads.data());
+                           part_grads);
     }
     pos[p].clear();
   }

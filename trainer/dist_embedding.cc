@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <future>
 #include <map>
@@ -282,43 +284,55 @@ GroupedRows SumRowsById(const std::vector<std::pair<const int64_t*, const float*
                         const std::vector<int64_t>& sizes, int64_t dim, int keys, Key key_of, float scale) {
   int64_t total = 0;
   for (int64_t n : sizes) total += n;
+  // Pass 1, IDs only: each occurrence's distinct slot, and whether it is the first.
   sampler::IdMap map;
   map.Reset(static_cast<size_t>(total));
-  std::vector<float> sum;
-  sum.reserve(static_cast<size_t>(total * dim));
+  std::vector<int64_t> slot_of(static_cast<size_t>(total));
+  std::vector<uint8_t> first(static_cast<size_t>(total));
+  int64_t r = 0;
   for (size_t c = 0; c < chunks.size(); ++c) {
-    const auto [ids, rows] = chunks[c];
-    for (int64_t i = 0; i < sizes[c]; ++i) {
+    const int64_t* ids = chunks[c].first;
+    for (int64_t i = 0; i < sizes[c]; ++i, ++r) {
       const size_t before = map.size();
-      const int64_t slot = map.Insert(ids[i]);
-      const float* row = rows + i * dim;
-      if (map.size() > before) {
-        sum.insert(sum.end(), row, row + dim);
-      } else {
-        float* to = sum.data() + slot * dim;
-        for (int64_t d = 0; d < dim; ++d) to[d] += row[d];
-      }
+      slot_of[r] = map.Insert(ids[i]);
+      first[r] = map.size() > before;
     }
   }
+  // Each distinct ID's place in the output, grouped by key.
   const std::vector<int64_t>& distinct = map.ids();
   const size_t n = distinct.size();
   GroupedRows out;
   out.count.assign(keys, 0);
-  std::vector<int> key(n);
+  std::vector<int64_t> place(n);
   for (size_t i = 0; i < n; ++i) {
-    key[i] = key_of(distinct[i]);
-    ++out.count[key[i]];
+    place[i] = key_of(distinct[i]);
+    ++out.count[place[i]];
   }
   std::vector<int64_t> at(keys, 0);
   for (int k = 1; k < keys; ++k) at[k] = at[k - 1] + out.count[k - 1];
   out.ids.resize(n);
-  out.rows.resize(n * dim);
   for (size_t i = 0; i < n; ++i) {
-    const int64_t to = at[key[i]]++;
-    out.ids[to] = distinct[i];
-    const float* from = sum.data() + i * dim;
-    float* dst = out.rows.data() + to * dim;
-    for (int64_t d = 0; d < dim; ++d) dst[d] = from[d] * scale;
+    place[i] = at[place[i]]++;
+    out.ids[place[i]] = distinct[i];
+  }
+  // Pass 2, rows: each occurrence copied or added straight to its place (one pass over the
+  // rows, where summing first and grouping after copied them twice), then scaled.
+  out.rows.resize(n * dim);
+  r = 0;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const float* rows = chunks[c].second;
+    for (int64_t i = 0; i < sizes[c]; ++i, ++r) {
+      const float* row = rows + i * dim;
+      float* to = out.rows.data() + place[slot_of[r]] * dim;
+      if (first[r]) {
+        std::memcpy(to, row, static_cast<size_t>(dim) * sizeof(float));
+      } else {
+        for (int64_t d = 0; d < dim; ++d) to[d] += row[d];
+      }
+    }
+  }
+  if (scale != 1.0f) {
+    for (float& v : out.rows) v *= scale;
   }
   return out;
 }
