@@ -164,6 +164,25 @@ class SelfAggregateFunction : public torch::autograd::Function<SelfAggregateFunc
   }
 };
 
+// {the aggregate, x's first `head` rows copied}: the backward adds the second output's gradient
+// into the first rows of the aggregate's gradient for x, in place.
+class AggregateHeadFunction : public torch::autograd::Function<AggregateHeadFunction> {
+ public:
+  static variable_list forward(AutogradContext* ctx, const at::Tensor& x, const at::Tensor& indptr,
+                               const at::Tensor& indices, bool mean, int64_t head) {
+    at::Tensor out = AggregateForward(ctx, x, at::Tensor(), indptr, indices, mean, /*with_self=*/false);
+    ctx->saved_data["head"] = head;
+    return {out, x.narrow(0, 0, head).clone()};
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    at::Tensor grad_x = AggregateBackward(ctx, {grads[0]}, ctx->needs_input_grad(0), false).first;
+    if (grad_x.defined() && grads[1].defined()) {
+      grad_x.narrow(0, 0, ctx->saved_data["head"].toInt()).add_(grads[1]);
+    }
+    return {grad_x, at::Tensor(), at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
 class WeightedAggregateFunction : public torch::autograd::Function<WeightedAggregateFunction> {
  public:
   static at::Tensor forward(AutogradContext* ctx, const at::Tensor& x,
@@ -338,6 +357,16 @@ at::Tensor AggregateWithSelf(const BlockTensors& b, const at::Tensor& x, Reduce 
     return at::cat({x.narrow(0, 0, b.num_dst), AggregateReference(b, x, reduce)}, 1);
   }
   return SelfAggregateFunction::apply(x.contiguous(), b.indptr, b.src, reduce == Reduce::kMean);
+}
+
+std::pair<at::Tensor, at::Tensor> AggregateAndHead(const BlockTensors& b, const at::Tensor& x, Reduce reduce,
+                                                   int64_t head_rows) {
+  CheckAggregateArgs(b, x, at::Tensor());
+  TORCH_CHECK_VALUE(head_rows >= 0 && head_rows <= x.size(0), "aggregate and head: ", head_rows,
+                    " head rows of x with ", x.size(0));
+  if (!Fusable(b, {&x})) return {AggregateReference(b, x, reduce), x.narrow(0, 0, head_rows)};
+  variable_list out = AggregateHeadFunction::apply(x.contiguous(), b.indptr, b.src, reduce == Reduce::kMean, head_rows);
+  return {out[0], out[1]};
 }
 
 at::Tensor EdgeSoftmax(const BlockTensors& b, const at::Tensor& el, const at::Tensor& er,

@@ -6,6 +6,9 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
+#include <utility>
+
 #include "trainer/batch_tensors.h"
 
 namespace fanout::trainer {
@@ -25,6 +28,14 @@ at::Tensor Aggregate(const BlockTensors& b, const at::Tensor& x, Reduce reduce,
 // input of a layer that multiplies both halves by one weight matrix (GraphSAGE's fc_self and
 // fc_neigh as a single product), written without a separate concatenation.
 at::Tensor AggregateWithSelf(const BlockTensors& b, const at::Tensor& x, Reduce reduce);
+
+// {Aggregate(b, x, reduce), x[:head_rows]} for a layer that also multiplies rows of its input
+// itself (R-GCN's self-loop on the destinations): on CPU one autograd node whose backward adds
+// the second output's gradient into the first rows of x's in place, where a narrow of x would
+// fill a zero gradient the size of x and the engine add the two (a copy of the head rows in
+// forward instead). Unweighted; the second output is a view of x where the kernels do not apply.
+std::pair<at::Tensor, at::Tensor> AggregateAndHead(const BlockTensors& b, const at::Tensor& x, Reduce reduce,
+                                                   int64_t head_rows);
 
 // GAT's attention: for edge e = (u, v) and head h, softmax over v's in-edges of
 // LeakyReLU_slope(el[u, h] + er[v, h]). el: float32 [num_src, heads], er: [num_dst, heads].

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -202,6 +203,7 @@ class RelSageConv : public torch::nn::Module {
       if (b.edge_weight.defined()) weights.push_back(b.edge_weight.narrow(0, run.edge_begin, ne));
     }
     at::Tensor means;  // [num_slots, in]
+    at::Tensor h_dst;  // h's destination rows, for fc_self (with the means where one node can give both)
     if (num_slots > 0) {
       BlockTensors all;
       all.num_src = b.num_src;
@@ -214,12 +216,16 @@ class RelSageConv : public torch::nn::Module {
           ne < 2 || all.dst.narrow(0, 1, ne - 1).ge(all.dst.narrow(0, 0, ne - 1)).all().item<bool>();
       const at::Tensor weight =
           weights.empty() ? at::Tensor() : Cat(weights);
-      means = AggregateWith(fused_ && ordered, all, h, Reduce::kMean, weight);
+      if (fused_ && ordered && !weight.defined()) {
+        std::tie(means, h_dst) = AggregateAndHead(all, h, Reduce::kMean, b.num_dst);
+      } else {
+        means = AggregateWith(fused_ && ordered, all, h, Reduce::kMean, weight);
+      }
     }
+    if (!h_dst.defined()) h_dst = h.narrow(0, 0, b.num_dst);
     // fc_self on every destination in one product, plus per run its k relations' weights on its
-    // means (no [h_v | means] copy; h is sliced once, so its gradient is assembled once, not
-    // once per run).
-    const at::Tensor self = at::addmm(bias_, h.narrow(0, 0, b.num_dst), fc_self_.t());
+    // means (no [h_v | means] copy; h's gradient is assembled once, not once per run).
+    const at::Tensor self = at::addmm(bias_, h_dst, fc_self_.t());
     const at::Tensor per_relation = fc_rel_.view({out_, relations_, in_});
     // The runs' means by split rather than a narrow each: split's backward joins the runs'
     // gradients in one copy, where each narrow filled a zero gradient the size of all the means

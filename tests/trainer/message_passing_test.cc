@@ -254,6 +254,55 @@ TEST_P(AggregateWithSelfTest, MatchesTheConcatenatedComposition) {
 
 INSTANTIATE_TEST_SUITE_P(Kernels, AggregateWithSelfTest, ::testing::Values(1, 3));
 
+// R-GCN's self-loop and aggregation of one input: both outputs' gradients reach x, the head's
+// added into x's first rows, equal to the narrow-and-aggregate composition (bit for bit: the
+// same sums, in either order); outputs used alone or not at all; x that needs no gradient.
+TEST_P(AggregateWithSelfTest, AggregateAndHeadEqualsTheNarrowAndTheAggregate) {
+  const ThreadScope threads(GetParam());
+  const BlockTensors b = RandomBlock({.seed = 21});
+  at::manual_seed(17);
+  const at::Tensor x0 = at::randn({b.num_src, 19});
+  const at::Tensor g_agg = at::randn({b.num_dst, 19}), g_head = at::randn({b.num_dst, 19});
+  for (Reduce reduce : {Reduce::kMean, Reduce::kSum}) {
+    for (int use : {3, 1, 2}) {  // bit 1: the aggregate, bit 2: the head
+      SCOPED_TRACE(use);
+      const at::Tensor xf = x0.clone().requires_grad_(true), xr = x0.clone().requires_grad_(true);
+      const auto [agg, head] = AggregateAndHead(b, xf, reduce, b.num_dst);
+      const at::Tensor agg_r = AggregateReference(b, xr, reduce), head_r = xr.narrow(0, 0, b.num_dst);
+      ExpectClose(agg, agg_r, "aggregate");
+      EXPECT_TRUE(at::equal(head, head_r));
+      at::Tensor lf = at::zeros({}), lr = at::zeros({});
+      if (use & 1) {
+        lf = lf + (agg * g_agg).sum();
+        lr = lr + (agg_r * g_agg).sum();
+      }
+      if (use & 2) {
+        lf = lf + (head * g_head).sum();
+        lr = lr + (head_r * g_head).sum();
+      }
+      lf.backward();
+      lr.backward();
+      ExpectClose(xf.grad(), xr.grad(), "gradient of x");
+      if (use == 2) {
+        EXPECT_TRUE(at::equal(xf.grad().narrow(0, 0, b.num_dst), g_head));
+      }
+      // The fused aggregate's own gradient plus the head's, as the engine would add them.
+      const at::Tensor xa = x0.clone().requires_grad_(true);
+      (Aggregate(b, xa, reduce) * g_agg).sum().backward();
+      if (use == 3) {
+        EXPECT_TRUE(at::equal(xf.grad().narrow(0, 0, b.num_dst), xa.grad().narrow(0, 0, b.num_dst) + g_head));
+        EXPECT_TRUE(at::equal(xf.grad().narrow(0, b.num_dst, b.num_src - b.num_dst),
+                              xa.grad().narrow(0, b.num_dst, b.num_src - b.num_dst)));
+      }
+    }
+  }
+  // No gradient asked for: forward only.
+  const auto [agg, head] = AggregateAndHead(b, x0, Reduce::kMean, 3);
+  EXPECT_FALSE(agg.requires_grad());
+  EXPECT_TRUE(at::equal(head, x0.narrow(0, 0, 3)));
+  EXPECT_THROW(AggregateAndHead(b, x0, Reduce::kMean, b.num_src + 1), c10::Error);
+}
+
 class EdgeSoftmaxTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(EdgeSoftmaxTest, ValuesAndGradientsMatchTheComposition) {
