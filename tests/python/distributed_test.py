@@ -328,7 +328,7 @@ class LoaderTest(ServersTestCase):
         label = self.part_rows("label")
         nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
         loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([4, 3]), batch_size=50, shuffle=True,
-                                         num_samplers=0)
+                                         num_samplers=0, to_dgl=False)  # (DGL blocks: the test below)
         per_epoch = int(self.part_rows("train_mask").sum()) // 2  # an even split: total // world size
         self.assertIn(len(nids), (per_epoch, per_epoch + 1))
         # No process group here: this rank trains on all of its share (LaunchedScriptTest and
@@ -364,6 +364,37 @@ class LoaderTest(ServersTestCase):
             # Tensors are the script's own: writing them is allowed.
             b0.srcdata["feat"].mul_(2)
         self.assertEqual(n, len(loader))
+
+    def test_dgl_blocks_are_the_batch_blocks(self):
+        # Block.to_dgl builds DGL's block from the batch's CSC: the same edges in the same order
+        # (so the same edge IDs) and the same data as DGL's own (src, dst) construction. Runs
+        # where DGL is importable (bench/vs_dgl's virtual environment), else skips.
+        try:
+            import dgl
+        except ImportError:
+            self.skipTest("needs DGL")
+        nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
+        loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([4, 3]), batch_size=50, num_samplers=0,
+                                         to_dgl=False)
+        for _, _, blocks in loader:
+            for blk in blocks:
+                b = blk.to_dgl()
+                want = dgl.create_block((blk.indices, blk.dst), num_src_nodes=blk.num_src_nodes(),
+                                        num_dst_nodes=blk.num_dst_nodes())
+                self.assertEqual((b.num_src_nodes(), b.num_dst_nodes()), (want.num_src_nodes(), want.num_dst_nodes()))
+                for got, exp in zip(b.edges(form="all"), want.edges(form="all")):
+                    self.assertTrue(torch.equal(got, exp))
+                self.assertTrue(torch.equal(b.in_degrees(), want.in_degrees()))
+                self.assertTrue(torch.equal(b.srcdata[dgl.NID], blk.srcdata[dist.NID]))
+                self.assertTrue(torch.equal(b.dstdata[dgl.NID], blk.dstdata[dist.NID]))
+                self.assertTrue(torch.equal(b.edata[dgl.EID], blk.edata[dist.EID]))
+                # DGL's mean aggregation on it equals the fanout block's own.
+                x = torch.randn(blk.num_src_nodes(), 3)
+                b.srcdata["x"] = x
+                b.update_all(dgl.function.copy_u("x", "m"), dgl.function.mean("m", "h"))
+                deg = blk.in_degrees().clamp(min=1).unsqueeze(1).to(x.dtype)
+                agg = torch.zeros(blk.num_dst_nodes(), 3).index_add_(0, blk.dst, x[blk.indices]) / deg
+                torch.testing.assert_close(b.dstdata["h"], agg)
 
     def test_ranks_train_on_the_fewest_seeds_any_rank_has(self):
         # Two processes of one gloo group, given 5 and 6 seeds: both train on 5 an epoch.
