@@ -43,7 +43,7 @@ export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRA
 {
   nvidia-smi
   "$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name(0))'
-  nproc; free -g
+  nproc; lscpu | grep -E '^(Model name|Flags)' | cut -c1-400; free -g
   echo "unresolved libraries:"; ldd "$BUNDLE"/bin/* | grep "not found" | sort -u
 } >"$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"

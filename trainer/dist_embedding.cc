@@ -1,5 +1,6 @@
 #include "trainer/dist_embedding.h"
 
+#include <ATen/Parallel.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/record_function.h>
 #include <ATen/ops/tensor.h>
@@ -268,6 +269,9 @@ absl::StatusOr<std::vector<std::vector<at::Tensor>>> DistEmbeddings::FinishLooku
 
 namespace {
 
+// The fewest rows a thread of the sparse update takes (below, a thread costs more than it saves).
+constexpr int64_t kMinUpdatePiece = 8192;
+
 // Rows of `dim` floats summed by ID, grouped by a key of each ID: `ids` and `rows` (row i of
 // ids[i]) with the IDs of key 0 first, then key 1, ..., `count[k]` of key k; within a key, the
 // IDs in order of first appearance, each row the sum of its occurrences in order (so the result
@@ -395,17 +399,22 @@ absl::Status DistEmbeddings::Step(Communicator& comm, int64_t* touched) {
                        types.num_types(), [&types](int64_t id) { return types.ToTypeWise(id).first; },
                        1.0f / static_cast<float>(w));
   }));
-  // The servers apply the step where the rows live: one request per type, in flight together.
+  // The servers apply the step where the rows live (or this process, where it maps them): one
+  // request per type, in flight together, and a type's rows in pieces over the trainer's
+  // intra-op threads where it has several (the rows are distinct, so pieces never share one).
   {
     RECORD_USER_SCOPE("fanout::embedding_update.servers");
+    const int64_t threads = std::max(1, at::get_num_threads());
+    const int64_t piece = std::max<int64_t>(kMinUpdatePiece, (static_cast<int64_t>(mine.ids.size()) + threads - 1) / threads);
     std::vector<std::function<absl::Status()>> updates;
     int64_t at = 0;
     for (int t = 0; t < types.num_types(); ++t) {
       const int64_t n = mine.count[t];
       if (n > 0 && !has(t)) return absl::InternalError(StrCat("embedding gradients for node type ", types.name(t)));
-      if (n > 0) {
-        updates.push_back([this, t, n, ids = mine.ids.data() + at, grads = mine.rows.data() + at * o_.dim] {
-          return fields_->SparseUpdate(RowSchema(t), StateSchema(t), std::span<const int64_t>(ids, n), grads,
+      for (int64_t b = 0; b < n; b += piece) {
+        const int64_t len = std::min(piece, n - b);
+        updates.push_back([this, t, len, ids = mine.ids.data() + at + b, grads = mine.rows.data() + (at + b) * o_.dim] {
+          return fields_->SparseUpdate(RowSchema(t), StateSchema(t), std::span<const int64_t>(ids, len), grads,
                                        o_.optimizer);
         });
       }
