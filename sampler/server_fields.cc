@@ -21,6 +21,23 @@ absl::Status InPartition(int p, const absl::Status& s) {
   return s.ok() ? s : absl::Status(s.code(), StrCat("partition ", p, ": ", s.message()));
 }
 
+// The IDs and gradient rows ([n, dim]) at `positions` of a sparse update's arrays.
+struct GatheredGradients {
+  std::vector<int64_t> ids;
+  std::vector<float> grads;
+};
+GatheredGradients GatherGradients(std::span<const int64_t> ids, const float* grads, int64_t dim,
+                                  std::span<const int64_t> positions) {
+  GatheredGradients g;
+  g.ids.resize(positions.size());
+  g.grads.resize(positions.size() * dim);
+  for (size_t j = 0; j < positions.size(); ++j) {
+    g.ids[j] = ids[positions[j]];
+    std::memcpy(g.grads.data() + j * dim, grads + positions[j] * dim, static_cast<size_t>(dim) * sizeof(float));
+  }
+  return g;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ServerFields>> ServerFields::Make(const core::PartitionConfig& config,
@@ -211,17 +228,11 @@ absl::Status ServerFields::SparseUpdate(const core::FieldSchema& rows, const cor
     // they are, else this partition's IDs and gradients gathered.
     std::span<const int64_t> part_ids = ids;
     const float* part_grads = grads;
-    std::vector<int64_t> gathered_ids;
-    std::vector<float> gathered_grads;
+    GatheredGradients gathered;
     if (pos[p].size() != ids.size()) {
-      gathered_ids.resize(pos[p].size());
-      gathered_grads.resize(pos[p].size() * dim);
-      for (size_t j = 0; j < pos[p].size(); ++j) {
-        gathered_ids[j] = ids[pos[p][j]];
-        std::memcpy(gathered_grads.data() + j * dim, grads + pos[p][j] * dim, rb);
-      }
-      part_ids = gathered_ids;
-      part_grads = gathered_grads.data();
+      gathered = GatherGradients(ids, grads, dim, pos[p]);
+      part_ids = gathered.ids;
+      part_grads = gathered.grads.data();
     }
     RETURN_IF_ERROR(core::CheckSparseGradients(part_ids, w[0]->first_id, w[0]->num_rows, dim, part_grads));
     for (size_t c = 0; c < w.size(); ++c) {
@@ -237,15 +248,10 @@ absl::Status ServerFields::SparseUpdate(const core::FieldSchema& rows, const cor
   for (int p = 0; p < config_.num_parts; ++p) {
     for (size_t b = 0; b < pos[p].size(); b += ChunkRows(rb)) {
       const size_t n = std::min(ChunkRows(rb), pos[p].size() - b);
-      std::vector<int64_t> part_ids(n);
-      std::vector<float> part_grads(n * dim);
-      for (size_t j = 0; j < n; ++j) {
-        part_ids[j] = ids[pos[p][b + j]];
-        std::memcpy(part_grads.data() + j * dim, grads + pos[p][b + j] * dim, rb);
-      }
+      const GatheredGradients part = GatherGradients(ids, grads, dim, std::span<const int64_t>(pos[p]).subspan(b, n));
       for (const std::string& address : servers_.addresses[p]) {
         RETURN_IF_ERROR(InPartition(
-            p, Client(address).SparseUpdate(rows.key(), state.key(), part_ids, part_grads.data(), dim, options)));
+            p, Client(address).SparseUpdate(rows.key(), state.key(), part.ids, part.grads.data(), dim, options)));
       }
     }
   }

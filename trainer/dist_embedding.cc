@@ -288,19 +288,15 @@ GroupedRows SumRowsById(const std::vector<std::pair<const int64_t*, const float*
                         const std::vector<int64_t>& sizes, int64_t dim, int keys, Key key_of, float scale) {
   int64_t total = 0;
   for (int64_t n : sizes) total += n;
-  // Pass 1, IDs only: each occurrence's distinct slot, and whether it is the first.
+  // Pass 1, IDs only: each occurrence's distinct slot (slots are numbered in order of first
+  // appearance, so an occurrence is its ID's first exactly when its slot is the next new one).
   sampler::IdMap map;
   map.Reset(static_cast<size_t>(total));
   std::vector<int64_t> slot_of(static_cast<size_t>(total));
-  std::vector<uint8_t> first(static_cast<size_t>(total));
   int64_t r = 0;
   for (size_t c = 0; c < chunks.size(); ++c) {
     const int64_t* ids = chunks[c].first;
-    for (int64_t i = 0; i < sizes[c]; ++i, ++r) {
-      const size_t before = map.size();
-      slot_of[r] = map.Insert(ids[i]);
-      first[r] = map.size() > before;
-    }
+    for (int64_t i = 0; i < sizes[c]; ++i, ++r) slot_of[r] = map.Insert(ids[i]);
   }
   // Each distinct ID's place in the output, grouped by key.
   const std::vector<int64_t>& distinct = map.ids();
@@ -323,12 +319,14 @@ GroupedRows SumRowsById(const std::vector<std::pair<const int64_t*, const float*
   // rows, where summing first and grouping after copied them twice), then scaled.
   out.rows.resize(n * dim);
   r = 0;
+  int64_t next_new = 0;
   for (size_t c = 0; c < chunks.size(); ++c) {
     const float* rows = chunks[c].second;
     for (int64_t i = 0; i < sizes[c]; ++i, ++r) {
       const float* row = rows + i * dim;
       float* to = out.rows.data() + place[slot_of[r]] * dim;
-      if (first[r]) {
+      if (slot_of[r] == next_new) {
+        ++next_new;
         std::memcpy(to, row, static_cast<size_t>(dim) * sizeof(float));
       } else {
         for (int64_t d = 0; d < dim; ++d) to[d] += row[d];
