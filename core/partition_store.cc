@@ -194,6 +194,17 @@ absl::StatusOr<PartitionStore::Field*> PartitionStore::FindNodeField(const std::
   return UnknownFieldError("node", name, std::move(names));
 }
 
+absl::StatusOr<PartitionStore::MappedRows> PartitionStore::MappedNodeRows(const std::string& name) const {
+  ASSIGN_OR_RETURN(Field * f, FindNodeField(name));
+  MappedRows m;
+  if (f->disk != nullptr || f->shared != nullptr || node_fields_.count(name) == 0) return m;
+  m.rows = f->end > f->base ? f->data.row(0) : nullptr;
+  m.base = f->base;
+  m.end = f->end;
+  m.row_bytes = f->data.row_bytes();
+  return m;
+}
+
 absl::Status PartitionStore::CreateNodeField(const FieldSchema& schema, int64_t max_total_bytes, bool* created) {
   *created = false;
   const std::string key = schema.key();

@@ -89,6 +89,18 @@ class PartitionStore {
                                 std::span<const int64_t> dst_rows, char* out) const;
   absl::Status GatherEdgeRowsAt(const std::string& name, std::span<const int64_t> ids,
                                 std::span<const int64_t> dst_rows, char* out) const;
+  // The rows of node field `name` of the partition's files as mapped in this process, row i
+  // node base + i, for a reader on this machine that copies rows itself instead of asking for
+  // them (sampler/machine_rows.h). Null rows (and no error) when the field is read from disk
+  // (StoreOptions::row_cache_bytes) or was created at run time; NOT_FOUND for an unknown field.
+  // A push into the field from this process (none of fanout's do: servers take pushes) changes
+  // the rows under such a reader.
+  struct MappedRows {
+    const char* rows = nullptr;
+    int64_t base = 0, end = 0;
+    size_t row_bytes = 0;
+  };
+  absl::StatusOr<MappedRows> MappedNodeRows(const std::string& name) const;
   // Writes rows into a node field: `data` holds ids.size() rows in the field's dtype. kAdd adds
   // element-wise (numeric fields). Repeated IDs are applied in order.
   absl::Status PushNodeRows(const std::string& name, std::span<const int64_t> ids, const void* data,

@@ -132,6 +132,12 @@ class DistGraph {
   // (local_row_cache_bytes >= 0): rows found, and rows read through the local store.
   int64_t local_cache_hits() const { return local_cache_counters_->hits.load(std::memory_order_relaxed); }
   int64_t local_cache_misses() const { return local_cache_counters_->misses.load(std::memory_order_relaxed); }
+  // Counts rows found in the cache by a reader that looks them up itself (sampler/machine_rows.h)
+  // into the figures above: `remote` of remote partitions, `local` of the local partition's.
+  void CountCacheHits(int64_t remote, int64_t local) const {
+    cache_counters_->hits.fetch_add(remote, std::memory_order_relaxed);
+    local_cache_counters_->hits.fetch_add(local, std::memory_order_relaxed);
+  }
   // What the halo cache did in this process, for a log line: "halo cache: 812 of 1000 remote rows
   // (81.2 %) from its 6927 rows of 'paper/feat'"; "" without a cache or before any remote row.
   std::string HaloCacheReport() const;

@@ -112,6 +112,7 @@ class LinkBatchSampler {
   // process writes the batch first and gathers the features straight into shared memory.
   absl::StatusOr<LinkMiniBatch> SampleBlocks(int64_t epoch, int64_t step);
   std::span<const int64_t> FeatureRequest(MiniBatch* mb) { return nodes_.FeatureRequest(mb); }
+  void LeaveMachineRows(std::shared_ptr<const MachineRows> rows) { nodes_.LeaveMachineRows(std::move(rows)); }
   absl::Status FetchFeatures(std::span<const int64_t> input_nodes, char* out) {
     return nodes_.FetchFeatures(input_nodes, out);
   }

@@ -17,6 +17,7 @@
 #include "base/status.h"
 #include "base/strings.h"
 #include "base/unique_fd.h"
+#include "sampler/machine_rows.h"
 #include "sampler/prefetcher.h"
 #include "sampler/sampler_spec.h"
 #include "sampler/shm_batch.h"
@@ -123,6 +124,12 @@ class ProcessLoader final : public BatchLoader {
     spec.num_seeds = seeds.size();
     spec.seed_range_first = seeds.is_range() ? seeds.first() : -1;
     spec.num_cached = static_cast<int64_t>(cached.size());
+    // The rows this process reads in place: the halo cache's only when the children map this
+    // process's (the same rows by construction, and checked: MapShared).
+    if (lo.machine_rows && so.cached_nodes == nullptr) {
+      l->machine_rows_ = MachineRows::Of(*graph, so.feature_field, /*with_cache=*/graph->shared_cache_fd() >= 0);
+      if (l->machine_rows_ != nullptr) spec.machine_rows = l->machine_rows_->num_slots();
+    }
     if (link != nullptr) {
       spec.is_link = true;
       spec.link = *link;
@@ -218,6 +225,14 @@ class ProcessLoader final : public BatchLoader {
     auto mb = ReadShmBatch(fd.get(), [channel, slot] { SendRelease(channel->fd.get(), slot); },
                            options_.writable_batches ? nullptr : &mappings_, pairs, options_.writable_batches);
     if (!mb.ok()) return absl::Status(mb.status().code(), StrCat(who, ": ", mb.status().message()));
+    if (machine_rows_ != nullptr) {
+      // The rows left out are copied in now, on the caller's time (a trainer counts it in its
+      // wait): the features live in this process's reused buffers, the batch file holds only
+      // the fetched rows.
+      if (absl::Status s = machine_rows_->Complete(&*mb, &rows_pool_); !s.ok()) {
+        return absl::Status(s.code(), StrCat(who, ": batch ", g, ": ", s.message()));
+      }
+    }
     // A credit that cannot be sent means the process is gone (it was killed after sending this
     // batch): the batch is whole, so hand it over; this process's next batch reports how it ended.
     SendTaken(sock);
@@ -260,6 +275,8 @@ class ProcessLoader final : public BatchLoader {
 
   LoaderOptions options_;
   BatchMappings mappings_;
+  std::shared_ptr<const MachineRows> machine_rows_;  // LoaderOptions::machine_rows, when there are any
+  BufferPool rows_pool_{2};                          // the completed batches' feature rows
   std::vector<Child> children_;
   int64_t steps_ = 0, total_ = 0, feature_dim_ = 0;
   int64_t consumed_ = 0;

@@ -53,6 +53,14 @@ struct LoaderOptions {
   // keeps the trainer's priority throughout.
   int sampler_nice = kDefaultSamplerNice;
   static constexpr int kDefaultSamplerNice = 10;
+  // Sampler processes leave out of each batch the feature rows this process can read in place
+  // (sampler/machine_rows.h: the local partition's mapped rows and a halo cache in shared
+  // memory), and Next() copies them in: the batch files hold only the rows fetched from other
+  // machines (or disk), a quarter of a machine's memory less on the products-scale job, for a
+  // copy in the consumer instead of the sampler process. Node and link batches alike; nothing
+  // changes without such rows, with a trainer's feature cache (SamplerOptions::cached_nodes), on
+  // a typed graph, or with threads. The batches are the same either way.
+  bool machine_rows = false;
 };
 
 class BatchLoader {

@@ -12,6 +12,7 @@
 #include "core/dtype.h"
 #include "core/random.h"
 #include "core/sampling.h"
+#include "sampler/machine_rows.h"
 #include "sampler/seed_split.h"
 
 namespace fanout::sampler {
@@ -498,6 +499,26 @@ std::span<const int64_t> MiniBatchSampler::FeatureRequest(MiniBatch* mb) {
       if (!feature_keys_[types[i]].empty()) missing_.push_back(inputs[i]);
     }
     mb->input_types = std::move(types);
+    return missing_;
+  }
+  if (machine_rows_ != nullptr && options_.cached_nodes == nullptr && !options_.feature_field.empty()) {
+    const MachineRows& rows = *machine_rows_;
+    const core::PartitionStore* local = graph_->local_store();
+    std::vector<int64_t> slots(inputs.size());
+    missing_.clear();
+    int64_t remote_hits = 0, local_hits = 0;  // rows of the halo cache, by owner
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const int64_t id = inputs[i];
+      slots[i] = rows.Slot(id);
+      if (slots[i] < 0) {
+        missing_.push_back(id);
+      } else if (rows.InCache(slots[i])) {
+        const bool own = local != nullptr && id >= local->node_start() && id < local->node_end();
+        (own ? local_hits : remote_hits) += 1;
+      }
+    }
+    graph_->CountCacheHits(remote_hits, local_hits);
+    mb->feature_slots = std::move(slots);
     return missing_;
   }
   const NodeSlots* cached = options_.cached_nodes.get();

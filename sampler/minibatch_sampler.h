@@ -19,6 +19,8 @@
 
 namespace fanout::sampler {
 
+class MachineRows;
+
 // Reuses feature buffers batch after batch: a fresh allocation per batch (about 150 MB at
 // products scale, past glibc's mmap threshold) costs a page fault per 4 KiB (measured: a third
 // of the gather time). A buffer returns to the pool when the
@@ -151,6 +153,11 @@ class MiniBatchSampler {
   // typed graph those whose type has the feature field, after filling mb->input_types. The
   // span is valid until the next call.
   std::span<const int64_t> FeatureRequest(MiniBatch* mb);
+  // From now on FeatureRequest leaves out the input rows `rows` holds (its consumer reads them in
+  // place: sampler/machine_rows.h), filling mb->feature_slots with their slots (-1: fetched), and
+  // counts the halo cache's rows among them into the graph's cache figures. Not with
+  // options.cached_nodes, nor on a typed graph (FeatureRequest then ignores it). Null: off.
+  void LeaveMachineRows(std::shared_ptr<const MachineRows> rows) { machine_rows_ = std::move(rows); }
   // Fills `out` (input_nodes.size() x feature_row_bytes() bytes) with the input nodes' features,
   // as stored (feature_dtype()): nothing is converted on the sampler's side.
   absl::Status FetchFeatures(std::span<const int64_t> input_nodes, char* out);
@@ -177,6 +184,7 @@ class MiniBatchSampler {
   core::SampledEdges edges_;  // scratch
   IdMap map_;                 // scratch
   std::string raw_;           // scratch for non-float32 edge fields
+  std::shared_ptr<const MachineRows> machine_rows_;  // LeaveMachineRows
   std::vector<int64_t> missing_;  // scratch: the input nodes a cache does not hold, or that have features
   // Typed graphs: the node types, and per type its feature field's key ("" = no features).
   const core::TypeMap* node_types_ = nullptr;

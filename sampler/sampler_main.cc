@@ -28,6 +28,7 @@
 #include "core/partition_config.h"
 #include "sampler/dist_graph.h"
 #include "sampler/link_sampler.h"
+#include "sampler/machine_rows.h"
 #include "sampler/minibatch_sampler.h"
 #include "sampler/sampler_priority.h"
 #include "sampler/sampler_spec.h"
@@ -88,9 +89,16 @@ class BatchMaker {
     return m;
   }
   int64_t steps_per_epoch() const { return links_ ? links_->steps_per_epoch() : nodes_->steps_per_epoch(); }
+  void LeaveMachineRows(std::shared_ptr<const sampler::MachineRows> rows) {
+    if (links_) {
+      links_->LeaveMachineRows(std::move(rows));
+    } else {
+      nodes_->LeaveMachineRows(std::move(rows));
+    }
+  }
 
   // Batch (epoch, step) into `slot`, its features fetched without the rows the trainer's cache
-  // holds (the batch then says where each is).
+  // holds or reads in place (the batch then says where each is).
   absl::Status Make(int64_t epoch, int64_t step, sampler::ShmSlot* slot) {
     absl::StatusOr<sampler::LinkMiniBatch> link_batch;
     absl::StatusOr<sampler::MiniBatch> node_batch;
@@ -204,6 +212,19 @@ absl::Status Run(sampler::SamplerSpec spec, int index, int socket_fd, int seeds_
   if (!cached.empty()) spec.sampler.cached_nodes = sampler::IndexNodes(std::move(cached), (*graph)->num_nodes());
   RETURN_IF_ERROR(sampler::ValidateSamplerOptions(spec.sampler, **graph));
   ASSIGN_OR_RETURN(BatchMaker maker, BatchMaker::Create(graph->get(), spec, std::move(seeds)));
+  if (spec.machine_rows > 0) {
+    // The trainer's rows of the same field from the same graph options: the same slots.
+    const std::string& field = spec.sampler.feature_field;
+    std::shared_ptr<const sampler::MachineRows> rows =
+        sampler::MachineRows::Of(**graph, field, /*with_cache=*/halo_cache_fd >= 0);
+    const int64_t found = rows != nullptr ? rows->num_slots() : 0;
+    if (found != spec.machine_rows) {
+      return absl::FailedPreconditionError(StrCat("the trainer reads ", spec.machine_rows, " rows of '", field,
+                                                  "' in place, this process finds ", found,
+                                                  " (its partition's mapped rows and the halo cache)"));
+    }
+    maker.LeaveMachineRows(std::move(rows));
+  }
   return ServeBatches(socket_fd, spec, index, maker);
 }
 

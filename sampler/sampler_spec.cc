@@ -48,7 +48,7 @@ namespace {
 // a const or a mutable SamplerSpec; `f(key, member)` returns a Status). The counts below make a
 // member added to one of these structs fail the build until it is listed here or said to travel
 // otherwise.
-static_assert(base::FieldCount<SamplerSpec>() == 15, "list the new SamplerSpec member in WalkSpec");
+static_assert(base::FieldCount<SamplerSpec>() == 16, "list the new SamplerSpec member in WalkSpec");
 // (DistGraphOptions::cache_in_shared_memory is the trainer's own; shared_cache_fd travels as
 // fanout-sampler --halo-cache-fd.)
 static_assert(base::FieldCount<DistGraphOptions>() == 12, "list the new DistGraphOptions member in WalkSpec");
@@ -101,11 +101,11 @@ absl::Status WalkLinkOptions(L& l, F&& f) {
   return absl::OkStatus();
 }
 
-// The LoaderOptions a loader's user chooses. The other five are its caller's: first_step and
+// The LoaderOptions a loader's user chooses. The other six are its caller's: first_step and
 // samplers_ignore_sigterm (fanout-train's resume and stop), part_config_path (the graph's),
-// writable_batches (the Python data plane's batches are always writable) and features_ahead
-// (fanout-train's evaluation).
-static_assert(base::FieldCount<LoaderOptions>() == 13, "list the new LoaderOptions member in WalkLoaderSettings");
+// writable_batches (the Python data plane's batches are always writable), features_ahead
+// (fanout-train's evaluation) and machine_rows (fanout-train's --batch-rows).
+static_assert(base::FieldCount<LoaderOptions>() == 14, "list the new LoaderOptions member in WalkLoaderSettings");
 template <typename L, typename F>
 absl::Status WalkLoaderSettings(L& l, F&& f) {
   RETURN_IF_ERROR(f("num_samplers", l.num_samplers));
@@ -151,6 +151,7 @@ absl::Status WalkSpec(S& s, F&& f) {
   RETURN_IF_ERROR(f("num_seeds", s.num_seeds));
   RETURN_IF_ERROR(f("num_cached", s.num_cached));
   RETURN_IF_ERROR(f("seed_range_first", s.seed_range_first));
+  RETURN_IF_ERROR(f("machine_rows", s.machine_rows));
   return absl::OkStatus();
 }
 
@@ -299,6 +300,9 @@ absl::StatusOr<SamplerSpec> ReadSamplerSpec(const std::string& text) {
   RETURN_IF_ERROR(Need(s.nice >= 0 && s.nice <= 19, StrCat("nice must be in [0, 19], got ", s.nice)));
   RETURN_IF_ERROR(Need(s.num_seeds >= 0, StrCat("num_seeds must be >= 0, got ", s.num_seeds)));
   RETURN_IF_ERROR(Need(s.num_cached >= 0, StrCat("num_cached must be >= 0, got ", s.num_cached)));
+  RETURN_IF_ERROR(Need(s.machine_rows >= 0, StrCat("machine_rows must be >= 0, got ", s.machine_rows)));
+  RETURN_IF_ERROR(Need(s.machine_rows == 0 || s.num_cached == 0,
+                       "machine_rows and num_cached (a trainer's feature cache) go one at a time"));
   RETURN_IF_ERROR(Need(s.seed_range_first >= -1,
                        StrCat("seed_range_first must be -1 (a list) or a first ID >= 0, got ", s.seed_range_first)));
   RETURN_IF_ERROR(Need(s.first_epoch >= 0, StrCat("first_epoch must be >= 0, got ", s.first_epoch)));

@@ -35,6 +35,10 @@ struct SamplerSpec {
   int64_t num_seeds = 0;
   int64_t num_cached = 0;
   int64_t seed_range_first = -1;
+  // > 0: the trainer reads this many rows of the feature field in place (sampler/machine_rows.h:
+  // its partition's mapped rows and the halo cache), so batches leave them out and say where
+  // each is (MiniBatch::feature_slots). The process checks it finds the same number.
+  int64_t machine_rows = 0;
   // Link prediction: the seeds are positive edge IDs and the batches LinkBatchSampler's, made
   // with `link` (its fanouts, batch size, replace, seed, rank and fields are `sampler`'s).
   bool is_link = false;

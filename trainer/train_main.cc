@@ -63,7 +63,7 @@ struct Flags {
   std::vector<std::string> relation_fanouts;
   std::string negative_sampling = "uniform", scorer = "dot", metric = "acc", sparse_optimizer = "adam";
   std::string link_loss = "bce", eval_negative_sampling = "uniform";
-  std::string dist_backend = "auto", cache_policy = "degree", progress;
+  std::string dist_backend = "auto", cache_policy = "degree", progress, batch_rows = "auto";
   double deadline = 60, comm_timeout = 300;
   int64_t feature_cache_mb = 512;
   int omp_threads = 0;  // OMP_NUM_THREADS, as the launcher sets it (0 = unset)
@@ -214,6 +214,12 @@ void AddSystemFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
               "sampler processes per trainer; 0 = sample in-process [FANOUT_NUM_SAMPLERS]");
   args.AddInt("sampler-threads", &o->loader.num_threads, "sampling threads when --num-samplers is 0");
   args.AddInt("prefetch", &o->loader.prefetch, "mini-batches made ahead");
+  args.AddChoice("batch-rows", &f->batch_rows, {"auto", "fetched", "all"},
+                 "which input feature rows a sampler process puts in its batches: fetched = only those it "
+                 "fetched from other machines (or disk), the trainer copying the rest from the memory the "
+                 "machine's processes share (the partition's mapped features, the halo cache), so that batches "
+                 "in flight hold a fraction of the memory; all = every row, the copying left to the sampler "
+                 "processes; auto = fetched on the CPU, all on a GPU");
   args.AddInt("sampler-nice", &o->loader.sampler_nice,
               "how much the sampler processes lower their priority once their batches are ahead of the step "
               "(0-19; 0: the trainer's): they then yield the CPU to the training step where both want it");
@@ -336,6 +342,7 @@ absl::Status CheckFlags(const base::ArgParser& args, const Flags& f, trainer::Tr
   o->graph.connect_timeout_seconds = f.deadline;
   o->graph.cache_field = o->sampling.feature_field;
   o->graph.cache_max_bytes = f.feature_cache_mb << 20;
+  o->loader.machine_rows = f.batch_rows == "fetched" || (f.batch_rows == "auto" && o->device.rfind("cuda", 0) != 0);
   return absl::OkStatus();
 }
 

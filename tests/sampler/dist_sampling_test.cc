@@ -15,6 +15,7 @@
 #include "sampler/dist_graph.h"
 #include "sampler/link_sampler.h"
 #include "sampler/loader.h"
+#include "sampler/machine_rows.h"
 #include "sampler/minibatch_sampler.h"
 #include "sampler/seed_split.h"
 #include "tests/sampler/sampler_truth.h"
@@ -346,6 +347,24 @@ TEST(LinkProcessLoaderTest, SamplerProcessesMakeTheLinkBatchesThisProcessMakes) 
     }
   }
   EXPECT_EQ((*loader)->Next().status().code(), absl::StatusCode::kOutOfRange);
+  // Leaving the local partition's rows for this process to copy in (LoaderOptions::machine_rows):
+  // the same link batches.
+  lo.machine_rows = true;
+  lo.num_epochs = 1;
+  auto leaving = MakeLinkProcessLoader(g->get(), go, o, edges, lo);
+  ASSERT_TRUE(leaving.ok()) << leaving.status();
+  for (int64_t step = 0; step < steps; ++step) {
+    auto got = (*leaving)->Next();
+    ASSERT_TRUE(got.ok()) << got.status();
+    auto want = (*one)->Sample(1, step);
+    ASSERT_TRUE(want.ok()) << want.status();
+    EXPECT_EQ(got->pos_src, want->pos_src);
+    EXPECT_EQ(got->neg_dst, want->neg_dst);
+    EXPECT_TRUE(got->nodes.feature_slots.empty());
+    testing::ExpectSameBatch(got->nodes, want->nodes);
+  }
+  lo.machine_rows = false;
+  lo.num_epochs = 2;
   // Refused in this process, before any sampler starts.
   o.negatives = 0;
   auto bad = MakeLinkProcessLoader(g->get(), go, o, edges, lo);
@@ -532,6 +551,139 @@ TEST(HaloCacheTest, WithLocalFeaturesOnDiskItKeepsTheMostReadLocalRowsToo) {
   EXPECT_GT((*c)->local_cache_hits(), static_cast<int64_t>(local_ids.size()));
   const core::RowCacheStats after = (*c)->local_store()->row_cache_stats();
   EXPECT_EQ(after.misses - filled.misses, (*c)->local_cache_misses() + static_cast<int64_t>(seeds.size()));
+}
+
+// Issue 40: sampler processes leave out of their batch files the rows the trainer reads in place
+// (its partition's mapped rows, the halo cache it shares with them), and the loader copies them
+// in: the batches are those of a loader without any of it, with the local features mapped or
+// read from disk, with a halo cache or without.
+TEST(MachineRowsTest, SamplerProcessesLeaveTheRowsTheTrainerReadsInPlace) {
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(2));
+  const DistGraphOptions plain = job.GraphOptions(0);
+  auto g = DistGraph::Open(job.config, plain);
+  ASSERT_TRUE(g.ok()) << g.status();
+  const std::vector<int64_t> seeds = TrainShareOfMachine0(**g);
+  const SamplerOptions so = SmallBatches(11);
+  LoaderOptions lo = OneEpoch(job);
+  const std::vector<MiniBatch> want = LoadAll(g->get(), plain, so, seeds, lo);
+  ASSERT_FALSE(want.empty());
+
+  DistGraphOptions halo = plain;  // a trainer's: the halo cache in shared memory
+  halo.cache_field = "feat";
+  halo.cache_max_bytes = 1 << 30;
+  halo.cache_in_shared_memory = true;
+  DistGraphOptions disk = halo;  // local rows from disk, the most read of them in the cache
+  disk.local_row_cache_bytes = 0;
+  disk.cache_max_bytes = 300 * 20;
+  struct Case {
+    const char* name;
+    DistGraphOptions options;
+  };
+  for (const Case& c : {Case{"mapped, no cache", plain}, Case{"mapped, halo cache", halo}, Case{"from disk", disk}}) {
+    SCOPED_TRACE(c.name);
+    auto graph = DistGraph::Open(job.config, c.options);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    const std::shared_ptr<const MachineRows> rows = MachineRows::Of(**graph, "feat", /*with_cache=*/true);
+    ASSERT_NE(rows, nullptr);
+    const core::PartitionStore& local = *(*graph)->local_store();
+    const RowCache* cache = (*graph)->row_cache();
+    EXPECT_EQ(rows->local_rows(), c.options.local_row_cache_bytes < 0 ? local.num_inner_nodes() : 0);
+    EXPECT_EQ(rows->num_slots(), rows->local_rows() + (cache != nullptr ? static_cast<int64_t>(cache->size()) : 0));
+
+    // In this process: the request leaves out exactly the rows held here, and Complete puts
+    // the batch back together byte for byte.
+    MiniBatchSampler s(graph->get(), so, seeds);
+    s.LeaveMachineRows(rows);
+    const int64_t hits_before = (*graph)->cache_hits() + (*graph)->local_cache_hits();
+    int64_t held_in_cache = 0;
+    for (int64_t step = 0; step < s.steps_per_epoch(); ++step) {
+      auto mb = s.SampleBlocks(0, step);
+      ASSERT_TRUE(mb.ok()) << mb.status();
+      const std::span<const int64_t> request = s.FeatureRequest(&*mb);
+      const std::vector<int64_t> wanted(request.begin(), request.end());
+      const Int64Array& in = mb->input_nodes();
+      ASSERT_EQ(mb->feature_slots.size(), in.size());
+      std::vector<int64_t> expect_wanted;
+      for (size_t i = 0; i < in.size(); ++i) {
+        const bool mapped = rows->local_rows() > 0 && in[i] >= local.node_start() && in[i] < local.node_end();
+        const bool cached = cache != nullptr && cache->Find(in[i]) >= 0;
+        EXPECT_EQ(mb->feature_slots[i] >= 0, mapped || cached) << "input " << in[i];
+        if (mb->feature_slots[i] < 0) expect_wanted.push_back(in[i]);
+        held_in_cache += !mapped && cached ? 1 : 0;
+      }
+      EXPECT_EQ(wanted, expect_wanted);
+      auto gathered = s.GatherFeatures(wanted, nullptr);
+      ASSERT_TRUE(gathered.ok()) << gathered.status();
+      mb->features = std::move(*gathered);
+      BufferPool pool(1);
+      ASSERT_TRUE(rows->Complete(&*mb, &pool).ok());
+      EXPECT_TRUE(mb->feature_slots.empty());
+      testing::ExpectSameBatch(*mb, want[step]);
+    }
+    // The rows held in the cache count as its hits (GatherFeatures asked it for none).
+    EXPECT_EQ((*graph)->cache_hits() + (*graph)->local_cache_hits() - hits_before, held_in_cache);
+    if (c.options.cache_max_bytes > 0) EXPECT_GT(held_in_cache, 0);
+
+    // Sampler processes, one and two.
+    LoaderOptions leave = lo;
+    leave.machine_rows = true;
+    for (int samplers : {1, 2}) {
+      leave.num_samplers = samplers;
+      const std::vector<MiniBatch> got = LoadAll(graph->get(), c.options, so, seeds, leave);
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) {
+        EXPECT_TRUE(got[i].feature_slots.empty());
+        testing::ExpectSameBatch(got[i], want[i]);
+      }
+    }
+  }
+}
+
+TEST(MachineRowsTest, CompleteRefusesSlotsThatDoNotFitAndLeavesTheBatch) {
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(2));
+  auto g = DistGraph::Open(job.config, job.GraphOptions(0));
+  ASSERT_TRUE(g.ok()) << g.status();
+  const std::shared_ptr<const MachineRows> rows = MachineRows::Of(**g, "feat", false);
+  ASSERT_NE(rows, nullptr);
+  EXPECT_EQ(MachineRows::Of(**g, "no_such_field", false), nullptr);
+  MiniBatchSampler s(g->get(), SmallBatches(3), TrainShareOfMachine0(**g));
+  s.LeaveMachineRows(rows);
+  auto mb = s.SampleBlocks(0, 0);
+  ASSERT_TRUE(mb.ok()) << mb.status();
+  const std::span<const int64_t> request = s.FeatureRequest(&*mb);
+  const std::vector<int64_t> wanted(request.begin(), request.end());
+  ASSERT_FALSE(wanted.empty()) << "machine 0's batches reach partition 1";
+  auto gathered = s.GatherFeatures(wanted, nullptr);
+  ASSERT_TRUE(gathered.ok()) << gathered.status();
+  mb->features = std::move(*gathered);
+  BufferPool pool(1);
+  const void* fetched = mb->features.data;
+  {
+    MiniBatch bad = *mb;  // one fetched row too few
+    bad.features.rows -= 1;
+    const absl::Status st = rows->Complete(&bad, &pool);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(st.message().find("carries"), std::string::npos) << st;
+    EXPECT_EQ(bad.features.data, fetched);
+    EXPECT_FALSE(bad.feature_slots.empty());
+  }
+  {
+    MiniBatch bad = *mb;  // a slot past the machine's rows
+    std::vector<int64_t> slots(bad.feature_slots.begin(), bad.feature_slots.end());
+    for (int64_t& v : slots) {
+      if (v >= 0) {
+        v = rows->num_slots();
+        break;
+      }
+    }
+    bad.feature_slots = std::move(slots);
+    const absl::Status st = rows->Complete(&bad, &pool);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(st.message().find("outside [-1, "), std::string::npos) << st;
+  }
+  ASSERT_TRUE(rows->Complete(&*mb, &pool).ok());
 }
 
 TEST(HaloCacheTest, BudgetKeepsTheHaloNodesWithTheMostEdgesIntoThePartition) {
