@@ -49,7 +49,10 @@ class ThreadLoader final : public BatchLoader {
   int64_t feature_dim() const override { return samplers_[0]->feature_dim(); }
   absl::StatusOr<MiniBatch> Next() override {
     ASSIGN_OR_RETURN(MiniBatch mb, prefetcher_->Next());
-    if (fetcher_ != nullptr) RETURN_IF_ERROR(fetcher_->FetchBatchFeatures(&mb, &pool_));
+    // Fetched when taken, into memory of their own rather than the pool's: when the consumer
+    // lets go of them, they are handed back at once (evaluation's model lets go of its input
+    // rows after its input layer has read them: GnnModel::Infer), not kept for the next batch.
+    if (fetcher_ != nullptr) RETURN_IF_ERROR(fetcher_->FetchBatchFeatures(&mb, nullptr));
     return mb;
   }
 

@@ -93,7 +93,10 @@ struct MiniBatch {
   Rows features;                     // one row per input node (blocks[0].src_nodes), or see below
   // With a trainer's feature cache (SamplerOptions::cached_nodes): per input node, the cache slot
   // that holds its features, or -1 when its row is in `features`, which then holds only those
-  // rows, in input order (the misses: only they were fetched). Empty without a cache.
+  // rows, in input order (the misses: only they were fetched). Empty without a cache. A sampler
+  // process's batch that leaves the rows of its machine's shared memory to the trainer
+  // (sampler/machine_rows.h) uses the same form with MachineRows' slots; the loader fills the
+  // rows in and empties it before the batch reaches anyone.
   Int64Array feature_slots;
   // Typed graphs: per input node, its node type (an index of the config's node types); empty on
   // a graph with one node type. On a typed graph `features` holds the rows of the input nodes

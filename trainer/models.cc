@@ -110,22 +110,26 @@ class SageConv : public torch::nn::Module {
     bias_ = register_parameter("bias", at::zeros({out}));
   }
 
-  at::Tensor Forward(const BlockTensors& b, const at::Tensor& h) {
+  // `h` by value: handed the last reference (GnnModel::Infer), the layer lets go of its input
+  // once [h_dst | mean] is built, before the product allocates the output (autograd keeps what
+  // backward needs on its own).
+  at::Tensor Forward(const BlockTensors& b, at::Tensor h) {
     CheckLayerInput(b, h, in_, "sage layer");
     if (ProjectBeforeAggregating(b, in_, out_)) {
       const at::Tensor neigh = AggregateWith(fused_, b, at::linear(h, fc_neigh_), Reduce::kMean, b.edge_weight);
       return at::addmm(bias_, h.narrow(0, 0, b.num_dst), fc_self_.t()) + neigh;
     }
+    at::Tensor both;
     if (b.edge_weight.defined()) {
-      const at::Tensor both = at::cat({h.narrow(0, 0, b.num_dst), AggregateWith(fused_, b, h, Reduce::kMean, b.edge_weight)}, 1);
-      return at::addmm(bias_, both, at::cat({fc_self_, fc_neigh_}, 1).t());
+      both = at::cat({h.narrow(0, 0, b.num_dst), AggregateWith(fused_, b, h, Reduce::kMean, b.edge_weight)}, 1);
+    } else {
+      // Otherwise fc_self and fc_neigh as one product over [h_dst | mean of neighbours]: one pass
+      // over the output instead of two products and two sums, and a deeper inner dimension,
+      // which the GEMM runs faster.
+      both = fused_ ? AggregateWithSelf(b, h, Reduce::kMean)
+                    : at::cat({h.narrow(0, 0, b.num_dst), AggregateReference(b, h, Reduce::kMean)}, 1);
     }
-    // Otherwise fc_self and fc_neigh as one product over [h_dst | mean of neighbours]: one pass
-    // over the output instead of two products and two sums, and a deeper inner dimension,
-    // which the GEMM runs faster.
-    const at::Tensor both =
-        fused_ ? AggregateWithSelf(b, h, Reduce::kMean)
-               : at::cat({h.narrow(0, 0, b.num_dst), AggregateReference(b, h, Reduce::kMean)}, 1);
+    h.reset();
     return at::addmm(bias_, both, at::cat({fc_self_, fc_neigh_}, 1).t());
   }
 
@@ -656,8 +660,18 @@ class BuiltInModel : public GnnModel {
     for (size_t l = 0; l < blocks.size(); ++l) h = ForwardLayer(static_cast<int64_t>(l), blocks[l], h);
     return h;
   }
+  at::Tensor Infer(const std::vector<BlockTensors>& blocks, at::Tensor x) final {
+    CheckModelInput(options(), blocks, x);
+    at::Tensor h = std::move(x);
+    for (size_t l = 0; l < blocks.size(); ++l) h = ForwardLayerTaking(static_cast<int64_t>(l), blocks[l], std::move(h));
+    return h;
+  }
 
  protected:
+  // ForwardLayer, handed the last reference to h: a layer may let go of it once it is read.
+  virtual at::Tensor ForwardLayerTaking(int64_t l, const BlockTensors& block, at::Tensor h) {
+    return ForwardLayer(l, block, h);
+  }
   std::string PublicName(const std::string& name) const final { return BuiltInPublicName(name); }
 };
 
@@ -683,14 +697,25 @@ class ReluStackModel final : public BuiltInModel {
   }
 
   at::Tensor ForwardLayer(int64_t l, const BlockTensors& block, const at::Tensor& h) override {
+    return Layer(l, block, h);
+  }
+
+ protected:
+  at::Tensor ForwardLayerTaking(int64_t l, const BlockTensors& block, at::Tensor h) override {
+    return Layer(l, block, std::move(h));
+  }
+
+ private:
+  // `h` by value: a layer whose Forward takes it by value (SageConv) gets the last reference
+  // when the caller moved it here, and may let go of it early.
+  at::Tensor Layer(int64_t l, const BlockTensors& block, at::Tensor h) {
     TORCH_CHECK(l >= 0 && l < static_cast<int64_t>(layers_.size()), "layer ", l, " of a ", layers_.size(), "-layer model");
-    at::Tensor out = layers_[l]->Forward(block, h);
+    at::Tensor out = layers_[l]->Forward(block, std::move(h));
     // out is the layer's fresh output: ReLU and dropout can overwrite it.
     if (l + 1 < static_cast<int64_t>(layers_.size())) out = ReluDropoutInPlace(out, options().dropout, is_training());
     return out;
   }
 
- private:
   std::vector<std::shared_ptr<Conv>> layers_;
 };
 using SageModel = ReluStackModel<SageConv>;

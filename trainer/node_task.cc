@@ -13,6 +13,7 @@
 #include "sampler/loader.h"
 #include "sampler/minibatch_sampler.h"
 #include "sampler/seed_split.h"
+#include "trainer/cpu_allocator.h"
 #include "trainer/task.h"
 #include "trainer/torch_util.h"
 
@@ -174,10 +175,20 @@ class NodeClassification final : public Task {
       base::ProgressMeter meter("fanout-train", what, loader->steps_per_epoch(), "batches",
                                 job.lead() ? o.output.progress : base::ProgressMode::kOff);
       for (int64_t step = 0; step < loader->steps_per_epoch(); ++step) {
+        // The tensor blocks the last batch's forward kept would sit beside this batch's input
+        // rows, which arrive next, and set the job's peak (products scale, machine 0: 0.2 GB of
+        // 2.6; docs/benchmarks.md): handed back first. Each batch is a different shape anyway, and
+        // evaluation took no longer for it.
+        ReleaseCachedCpuBlocks();
         ASSIGN_OR_RETURN(sampler::MiniBatch mb, loader->Next());
         ASSIGN_OR_RETURN(BatchTensors bt, ToTensors(mb, to));
-        ASSIGN_OR_RETURN(const at::Tensor x, job.ModelInput(bt, mb));
-        RETURN_IF_ERROR(CatchTorch(StrCat(what, " forward"), [&] { metric.Add(model.Forward(bt.blocks, x), bt.labels); }));
+        ASSIGN_OR_RETURN(at::Tensor x, job.ModelInput(bt, mb));
+        // The model gets the only reference to the input rows (the batch and its tensors let go
+        // of theirs), so that it can hand them back after its input layer (GnnModel::Infer).
+        mb.features = sampler::Rows();
+        bt.features = at::Tensor();
+        RETURN_IF_ERROR(CatchTorch(StrCat(what, " forward"),
+                                   [&] { metric.Add(model.Infer(bt.blocks, std::move(x)), bt.labels); }));
         meter.Set(step + 1);
       }
       model.train();
