@@ -423,6 +423,32 @@ TEST(ModelTest, FusedAndCompositionModelsAgree) {
   }
 }
 
+// Infer (evaluation: the model gets the last reference to its input, and GraphSAGE's layer lets
+// go of it once read) gives Forward's output bit for bit, fused or not, and the input is really
+// let go: a weak reference to it is expired afterwards.
+TEST(ModelTest, InferGivesForwardsOutputAndLetsGoOfTheInput) {
+  for (ModelKind kind : {ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat}) {
+    for (bool fused : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << ModelKindName(kind) << (fused ? " fused" : " composed"));
+      ModelOptions o = SmallModel(kind, 3);
+      o.fused = fused;
+      auto t = SmallBatch(3, 21);
+      ASSERT_TRUE(t.ok()) << t.status();
+      auto model = MakeModel(o, 4);
+      ASSERT_TRUE(model.ok()) << model.status();
+      (*model)->eval();
+      torch::NoGradGuard no_grad;
+      const at::Tensor want = (*model)->Forward(t->blocks, t->features);
+      at::Tensor x = t->features.clone();
+      const c10::weak_intrusive_ptr<c10::StorageImpl> storage(x.storage().getWeakStorageImpl());
+      t->features = at::Tensor();
+      const at::Tensor got = (*model)->Infer(t->blocks, std::move(x));
+      EXPECT_TRUE(got.equal(want));
+      EXPECT_TRUE(storage.expired());
+    }
+  }
+}
+
 // Edge weights (DGL's edge_weight): the fused kernels and the composition agree with random
 // weights, forward and backward (gradients reach the weights too); weights of 1 change nothing;
 // weights of 0 silence every neighbour, as a block without edges.
