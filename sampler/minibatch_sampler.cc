@@ -501,37 +501,37 @@ std::span<const int64_t> MiniBatchSampler::FeatureRequest(MiniBatch* mb) {
     mb->input_types = std::move(types);
     return missing_;
   }
-  if (machine_rows_ != nullptr && options_.cached_nodes == nullptr && !options_.feature_field.empty()) {
-    const MachineRows& rows = *machine_rows_;
-    const core::PartitionStore* local = graph_->local_store();
+  if (options_.feature_field.empty()) return {inputs.data(), inputs.size()};
+  // Each input's slot (-1: fetched) into mb->feature_slots, the fetched ones into missing_.
+  auto leave_out = [&](auto slot_of) {
     std::vector<int64_t> slots(inputs.size());
     missing_.clear();
-    int64_t remote_hits = 0, local_hits = 0;  // rows of the halo cache, by owner
     for (size_t i = 0; i < inputs.size(); ++i) {
-      const int64_t id = inputs[i];
-      slots[i] = rows.Slot(id);
-      if (slots[i] < 0) {
-        missing_.push_back(id);
-      } else if (rows.InCache(slots[i])) {
-        const bool own = local != nullptr && id >= local->node_start() && id < local->node_end();
-        (own ? local_hits : remote_hits) += 1;
-      }
+      slots[i] = slot_of(i);
+      if (slots[i] < 0) missing_.push_back(inputs[i]);
     }
-    graph_->CountCacheHits(remote_hits, local_hits);
     mb->feature_slots = std::move(slots);
-    return missing_;
+    return std::span<const int64_t>(missing_);
+  };
+  if (const NodeSlots* cached = options_.cached_nodes.get(); cached != nullptr) {
+    return leave_out([&](size_t i) {
+      if (i + 8 < inputs.size()) cached->Prefetch(inputs[i + 8]);
+      return cached->Find(inputs[i]);
+    });
   }
-  const NodeSlots* cached = options_.cached_nodes.get();
-  if (cached == nullptr || options_.feature_field.empty()) return {inputs.data(), inputs.size()};
-  std::vector<int64_t> slots(inputs.size());
-  missing_.clear();
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (i + 8 < inputs.size()) cached->Prefetch(inputs[i + 8]);
-    slots[i] = cached->Find(inputs[i]);
-    if (slots[i] < 0) missing_.push_back(inputs[i]);
-  }
-  mb->feature_slots = std::move(slots);
-  return missing_;
+  if (machine_rows_ == nullptr) return {inputs.data(), inputs.size()};
+  const core::PartitionStore* local = graph_->local_store();
+  int64_t remote_hits = 0, local_hits = 0;  // rows of the halo cache, by owner
+  const std::span<const int64_t> fetched = leave_out([&](size_t i) {
+    const int64_t id = inputs[i], slot = machine_rows_->Slot(id);
+    if (slot >= 0 && machine_rows_->InCache(slot)) {
+      const bool own = local != nullptr && id >= local->node_start() && id < local->node_end();
+      (own ? local_hits : remote_hits) += 1;
+    }
+    return slot;
+  });
+  graph_->CountCacheHits(remote_hits, local_hits);
+  return fetched;
 }
 
 absl::StatusOr<MiniBatch> MiniBatchSampler::Sample(int64_t epoch, int64_t step, BufferPool* pool) {

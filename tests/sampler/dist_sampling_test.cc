@@ -640,6 +640,42 @@ TEST(MachineRowsTest, SamplerProcessesLeaveTheRowsTheTrainerReadsInPlace) {
   }
 }
 
+// The rows left out really come from this process: its own (copy-on-write) mapping of the
+// partition is changed, which its sampler processes' mappings do not see, and the batches show
+// the change exactly on the local inputs with machine_rows, nowhere without it.
+TEST(MachineRowsTest, TheLoaderFillsTheLocalRowsFromItsOwnMapping) {
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(2));
+  const DistGraphOptions go = job.GraphOptions(0);
+  auto g = DistGraph::Open(job.config, go);
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto* local = const_cast<core::PartitionStore*>((*g)->local_store());  // created writable: a test's liberty
+  std::vector<int64_t> own(static_cast<size_t>(local->num_inner_nodes()));
+  std::iota(own.begin(), own.end(), local->node_start());
+  const std::vector<float> marked(own.size() * 5, 1e6f);
+  ASSERT_TRUE(local->PushNodeRows("feat", own, marked.data(), marked.size() * sizeof(float), core::PushOp::kAssign).ok());
+  const std::vector<int64_t> seeds = TrainShareOfMachine0(**g);
+  LoaderOptions lo = OneEpoch(job);
+  lo.num_samplers = 1;
+  for (bool machine_rows : {false, true}) {
+    SCOPED_TRACE(machine_rows ? "machine rows" : "every row in the batch");
+    lo.machine_rows = machine_rows;
+    const std::vector<MiniBatch> got = LoadAll(g->get(), go, SmallBatches(5), seeds, lo);
+    ASSERT_FALSE(got.empty());
+    int64_t local_inputs = 0;
+    for (const MiniBatch& mb : got) {
+      const Int64Array& in = mb.input_nodes();
+      for (size_t r = 0; r < in.size(); ++r) {
+        const bool is_local = in[r] >= local->node_start() && in[r] < local->node_end();
+        const float first = static_cast<const float*>(mb.features.data)[r * 5];
+        EXPECT_EQ(first == 1e6f, machine_rows && is_local) << "input node " << in[r];
+        local_inputs += is_local ? 1 : 0;
+      }
+    }
+    EXPECT_GT(local_inputs, 0);
+  }
+}
+
 TEST(MachineRowsTest, CompleteRefusesSlotsThatDoNotFitAndLeavesTheBatch) {
   Job job;
   ASSERT_NO_FATAL_FAILURE(job.Start(2));
