@@ -137,13 +137,38 @@ MemoryUse ReadMemoryUse(const std::vector<int>& pids) {
   return sum;
 }
 
-MemoryWatch::MemoryWatch(std::chrono::milliseconds period) {
-  Sample();
+std::optional<int64_t> ReadResidentBytes(int pid) {
+  std::ifstream in(pid == 0 ? std::string("/proc/self/statm") : "/proc/" + std::to_string(pid) + "/statm");
+  int64_t size = 0, resident = 0;
+  if (!(in >> size >> resident)) return std::nullopt;
+  static const int64_t page = ::sysconf(_SC_PAGESIZE);
+  return resident * page;
+}
+
+bool FullReadingPolicy::Due(int64_t rss, Clock::time_point now) const {
+  if (!taken_) return true;
+  if (now < earliest_) return false;
+  const int64_t margin = std::max(options_.min_margin_bytes,
+                                  static_cast<int64_t>(static_cast<double>(highest_rss_) * options_.margin));
+  return rss > highest_rss_ + margin || now - last_ >= options_.refresh;
+}
+
+void FullReadingPolicy::Took(int64_t rss, Clock::duration cost, Clock::time_point now) {
+  taken_ = true;
+  highest_rss_ = std::max(highest_rss_, rss);
+  last_ = now;
+  // `cost` out of every cost / max_share: the rest of that span without a full reading.
+  const double share = std::clamp(options_.max_share, 1e-6, 1.0);
+  earliest_ = now + std::chrono::duration_cast<Clock::duration>(cost * (1.0 / share));
+}
+
+MemoryWatch::MemoryWatch(std::chrono::milliseconds period, FullReadingPolicy::Options policy) : policy_(policy) {
+  Sample(/*force=*/true);
   thread_ = std::thread([this, period] {
     std::unique_lock<std::mutex> lock(mu_);
     while (!cv_.wait_for(lock, period, [this] { return stop_; })) {
       lock.unlock();
-      Sample();
+      Sample(/*force=*/false);
       lock.lock();
     }
   });
@@ -158,17 +183,26 @@ MemoryWatch::~MemoryWatch() {
   thread_.join();
 }
 
-void MemoryWatch::Sample() {
+void MemoryWatch::Sample(bool force) {
+  std::lock_guard<std::mutex> sampling(sample_mu_);
+  const FullReadingPolicy::Clock::time_point at = FullReadingPolicy::Clock::now();
+  const std::optional<int64_t> rss = ReadResidentBytes();
+  if (rss) {
+    std::lock_guard<std::mutex> lock(mu_);
+    peak_.rss = std::max(peak_.rss, *rss);
+  }
+  if (!force && (!rss || !policy_.Due(*rss, at))) return;
   std::optional<MemoryUse> now = ReadMemoryUse();
   if (!now) return;
+  policy_.Took(rss.value_or(now->rss), FullReadingPolicy::Clock::now() - at, at);
   std::lock_guard<std::mutex> lock(mu_);
-  const int64_t rss = std::max(peak_.rss, now->rss);
+  const int64_t peak_rss = std::max(peak_.rss, now->rss);
   if (now->pss > peak_.pss) peak_ = *now;
-  peak_.rss = rss;
+  peak_.rss = peak_rss;
 }
 
 MemoryUse MemoryWatch::Peak() {
-  Sample();
+  Sample(/*force=*/true);
   std::lock_guard<std::mutex> lock(mu_);
   return peak_;
 }

@@ -12,11 +12,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/memory_report.h"
 #include "launcher/group_guard.h"
 #include "launcher/job_plan.h"
 #include "launcher/memory_summary.h"
@@ -135,6 +137,7 @@ class JobSupervisor {
   std::string failure_;
   MemorySummary memory_;
   Clock::time_point next_memory_sample_{};
+  std::map<int, base::FullReadingPolicy> memory_policy_;  // by machine
   FailureKind failure_kind_;
 };
 

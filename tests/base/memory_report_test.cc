@@ -77,6 +77,50 @@ TEST(MemoryReportTest, DescendantsAreFoundAndTheirMemoryAddsUp) {
   EXPECT_EQ(ReadMemoryUse(std::vector<int>{child}).pss, 0) << "a process that has gone counts nothing";
 }
 
+// The cheap reading follows what a process touches, as the full one does.
+TEST(MemoryReportTest, ResidentBytesFollowWhatIsTouched) {
+  const std::optional<int64_t> before = ReadResidentBytes();
+  ASSERT_TRUE(before.has_value());
+  std::vector<char> touched(64 << 20, 1);
+  const std::optional<int64_t> after = ReadResidentBytes(::getpid());
+  ASSERT_TRUE(after.has_value());
+  EXPECT_GE(*after - *before, static_cast<int64_t>(touched.size()) * 9 / 10);
+  const std::optional<MemoryUse> full = ReadMemoryUse();
+  ASSERT_TRUE(full.has_value());
+  EXPECT_NEAR(static_cast<double>(*after), static_cast<double>(full->rss), 8 << 20) << "statm and smaps agree";
+  EXPECT_FALSE(ReadResidentBytes(-5).has_value()) << "no such process";
+}
+
+// A full reading when the RSS passes the highest a full reading saw, when the refresh is up, and
+// never above its share of a core.
+TEST(MemoryReportTest, FullReadingsWhenMemoryMayHaveGrownAndWithinTheirShare) {
+  using Clock = FullReadingPolicy::Clock;
+  using std::chrono::milliseconds;
+  FullReadingPolicy::Options o;
+  o.margin = 0.01;
+  o.min_margin_bytes = 1 << 20;
+  o.refresh = milliseconds(30'000);
+  o.max_share = 0.05;
+  FullReadingPolicy p(o);
+  const Clock::time_point t0 = Clock::now();
+  constexpr int64_t kGb = 1 << 30;
+  EXPECT_TRUE(p.Due(kGb, t0)) << "the first reading";
+  p.Took(kGb, milliseconds(100), t0);  // next no sooner than 2 s later (100 ms at 5 %)
+  EXPECT_FALSE(p.Due(2 * kGb, t0 + milliseconds(1'000))) << "within its share of a core";
+  EXPECT_FALSE(p.Due(kGb + kGb / 200, t0 + milliseconds(3'000))) << "0.5 % more is within the margin";
+  EXPECT_TRUE(p.Due(kGb + kGb / 50, t0 + milliseconds(3'000))) << "2 % more";
+  p.Took(kGb + kGb / 50, milliseconds(100), t0 + milliseconds(3'000));
+  // Down and up again to below the highest: nothing new to see.
+  EXPECT_FALSE(p.Due(kGb / 2, t0 + milliseconds(6'000)));
+  EXPECT_FALSE(p.Due(kGb + kGb / 50, t0 + milliseconds(9'000)));
+  EXPECT_FALSE(p.Due(kGb, t0 + milliseconds(32'999)));
+  EXPECT_TRUE(p.Due(kGb, t0 + milliseconds(33'000))) << "the refresh";
+  // An expensive reading pushes the next one out: 2 s at 5 % is the next 40 s.
+  p.Took(kGb, milliseconds(2'000), t0 + milliseconds(33'000));
+  EXPECT_FALSE(p.Due(4 * kGb, t0 + milliseconds(72'999)));
+  EXPECT_TRUE(p.Due(4 * kGb, t0 + milliseconds(73'000)));
+}
+
 TEST(MemoryReportTest, TheLineRoundTripsAndOthersAreNotReadAsOne) {
   MemoryUse u;
   u.pss = 1000;
