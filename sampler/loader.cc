@@ -225,8 +225,7 @@ class ProcessLoader final : public BatchLoader {
     // The slot goes back when the batch's memory is let go, from whichever thread does it; the
     // channel outlives the loader while batches are held.
     std::shared_ptr<Channel> channel = c.sock;
-    auto mb = ReadShmBatch(fd.get(), [channel, slot] { SendRelease(channel->fd.get(), slot); },
-                           options_.writable_batches ? nullptr : &mappings_, pairs, options_.writable_batches);
+    auto mb = ReadShmBatch(fd.get(), [channel, slot] { SendRelease(channel->fd.get(), slot); }, &mappings_, pairs);
     if (!mb.ok()) return absl::Status(mb.status().code(), StrCat(who, ": ", mb.status().message()));
     if (machine_rows_ != nullptr) {
       // The rows left out are copied in now, on the caller's time (a trainer counts it in its
@@ -258,7 +257,8 @@ class ProcessLoader final : public BatchLoader {
   // Each child keeps about prefetch + 2 batch files in use (those in flight and those held).
   explicit ProcessLoader(LoaderOptions lo)
       : options_(std::move(lo)),
-        mappings_(static_cast<size_t>(std::max(1, options_.num_samplers) * (std::max(1, options_.prefetch) + 2))) {}
+        mappings_(static_cast<size_t>(std::max(1, options_.num_samplers) * (std::max(1, options_.prefetch) + 2)),
+                  options_.writable_batches) {}
 
   absl::Status Spawn(const std::vector<std::string>& args, int seeds_fd, int cache_fd) {
     int pair[2];

@@ -39,9 +39,8 @@ struct LoaderOptions {
   std::string part_config_path;  // the partition config the processes open
   double batch_timeout_seconds = 600;  // waiting longer than this for one batch is an error
   // Sampler processes' batches may be written in place by their consumer (the Python data
-  // plane hands a batch's arrays to user code as tensors): each batch file is mapped privately
-  // (ReadShmBatch's copy_on_write) instead of through the shared, reused mappings. Costs one
-  // mapping per batch.
+  // plane hands a batch's arrays to user code as tensors): the reused mappings of the batch
+  // files are writable (BatchMappings' `writable`).
   bool writable_batches = false;
   // Sampler processes lower their own priority by this much (nice(2), 0-19) once their batches
   // are ahead of the step (over its last 8 batches a sampler waited for the trainer at least

@@ -195,8 +195,9 @@ ShmSlot::~ShmSlot() {
   if (fd_ >= 0) close(fd_);
 }
 
-BatchMappings::BatchMappings(size_t max_idle) : state_(std::make_shared<State>()) {
+BatchMappings::BatchMappings(size_t max_idle, bool writable) : state_(std::make_shared<State>()) {
   state_->max_idle = max_idle;
+  state_->writable = writable;
 }
 
 BatchMappings::~BatchMappings() {
@@ -227,7 +228,8 @@ absl::StatusOr<std::shared_ptr<const void>> BatchMappings::Map(int fd, size_t si
   }
   if (entry.addr == nullptr) {
     // MAP_POPULATE: map every page in one call rather than one fault per 4 KiB on first touch.
-    void* addr = mmap(nullptr, size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+    void* addr = mmap(nullptr, size, state_->writable ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED | MAP_POPULATE,
+                      fd, 0);
     if (addr == MAP_FAILED) return Errno("mapping a batch file");
     entry.addr = addr;
     absl::MutexLock lock(&state_->mu);
@@ -248,8 +250,7 @@ absl::StatusOr<std::shared_ptr<const void>> BatchMappings::Map(int fd, size_t si
 }
 
 absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release, BatchMappings* mappings,
-                                       LinkPairs* pairs, bool copy_on_write) {
-  FANOUT_CHECK(!copy_on_write || mappings == nullptr) << "reused mappings are shared, not copy-on-write";
+                                       LinkPairs* pairs) {
   struct stat st;
   if (fstat(fd, &st) != 0) return Errno("fstat on a batch file");
   const size_t file_size = static_cast<size_t>(st.st_size);
@@ -259,15 +260,8 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release,
     ASSIGN_OR_RETURN(mapping, mappings->Map(fd, file_size));
   } else {
     // MAP_POPULATE: map every page in one call rather than one fault per 4 KiB on first touch.
-    // Copy-on-write is mapped read-only first and made writable after: MAP_POPULATE on a
-    // writable private mapping would break copy-on-write for every page, i.e. copy the file.
-    void* addr = mmap(nullptr, file_size, PROT_READ, (copy_on_write ? MAP_PRIVATE : MAP_SHARED) | MAP_POPULATE, fd, 0);
+    void* addr = mmap(nullptr, file_size, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
     if (addr == MAP_FAILED) return Errno("mapping a batch file");
-    if (copy_on_write && mprotect(addr, file_size, PROT_READ | PROT_WRITE) != 0) {
-      absl::Status s = Errno("making a batch mapping writable");
-      munmap(addr, file_size);
-      return s;
-    }
     mapping = std::shared_ptr<const void>(addr, [file_size](const void* p) { munmap(const_cast<void*>(p), file_size); });
   }
   const void* map = mapping.get();

@@ -44,16 +44,23 @@ class ShmSlot {
   size_t capacity_ = 0;
 };
 
-// Read-only mappings of batch files, kept for reuse. A sampler process rewrites the same few
-// files batch after batch; mapping a file with every page populated and unmapping it again cost
-// the trainer a walk over some 14,000-37,000 page-table entries per batch (about 6 % of the whole
-// data-bound job's CPU). A mapping is keyed by the file's (device, inode, size): a file that
-// grew is mapped anew, and the stale mapping ages out. At most `max_idle` unused mappings are
-// kept (least recently used go first). Thread-safe; mappings still held when this object goes
-// away stay valid until their last holder lets go.
+// Mappings of batch files, kept for reuse. A sampler process rewrites the same few files batch
+// after batch; mapping a file with every page populated and unmapping it again cost the trainer a
+// walk over some 14,000-37,000 page-table entries per batch (about 6 % of the whole data-bound
+// job's CPU), and 3 % of a 2-core machine's time in DGL's example on the Python data plane, whose
+// private mappings were also made writable page by page. A mapping is keyed by the file's
+// (device, inode, size): a file that grew is mapped anew, and the stale mapping ages out. At most
+// `max_idle` unused mappings are kept (least recently used go first). Thread-safe; mappings still
+// held when this object goes away stay valid until their last holder lets go.
+//
+// `writable`: the mappings may be written (the Python data plane hands a batch's arrays to user
+// code as tensors, which it may change in place). The writes land in the file, and nothing is
+// lost by that: the file is its sampler's to rewrite only once the batch is let go, its sampler
+// only writes it (each batch's layout and arrays in full), and the reader parsed the header
+// before handing anything out.
 class BatchMappings {
  public:
-  explicit BatchMappings(size_t max_idle = 8);
+  explicit BatchMappings(size_t max_idle = 8, bool writable = false);
   ~BatchMappings();
   BatchMappings(const BatchMappings&) = delete;
   BatchMappings& operator=(const BatchMappings&) = delete;
@@ -76,6 +83,7 @@ class BatchMappings {
     absl::Mutex mu;
     std::list<Entry> idle ABSL_GUARDED_BY(mu);  // most recently used first
     size_t max_idle = 0;                         // set before the state is shared
+    bool writable = false;                       // likewise
     int64_t made ABSL_GUARDED_BY(mu) = 0;
     bool closed ABSL_GUARDED_BY(mu) = false;  // the owner is gone: unmap on release
   };
@@ -87,14 +95,9 @@ class BatchMappings {
 // are copied out); when the last holder lets go, the mapping is removed (or handed
 // back to `mappings`, when given) and then `on_release` runs (a process loader tells the sampler
 // the file is free again). Checks the layout against the file size. Does not close `fd`. A link
-// batch's pairs go to `pairs` when given.
-// `copy_on_write` (without `mappings`): the file is mapped privately and writable, so a consumer
-// may change the batch's arrays in place (a Python script's tensors) and the writes land in
-// pages of its own, never in the file the sampler rewrites; the pages it does not write are
-// still shared, not copied.
+// batch's pairs go to `pairs` when given. Without `mappings` the file is mapped read-only.
 absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release = {},
-                                       BatchMappings* mappings = nullptr, LinkPairs* pairs = nullptr,
-                                       bool copy_on_write = false);
+                                       BatchMappings* mappings = nullptr, LinkPairs* pairs = nullptr);
 
 // Messages on a sampler's socket. Sampler -> trainer: a batch (with its slot and fd) or an error.
 // Trainer -> sampler: batches taken (back-pressure) and slots released (reuse).

@@ -449,6 +449,36 @@ class LoaderTest(ServersTestCase):
         for x in (a, b, c, d):
             x.close()
 
+    def test_a_script_may_change_its_batches_in_place_and_later_ones_stay_whole(self):
+        # A sampler process's batch files are mapped writable and reused: what the script writes
+        # lands in a file its sampler rewrites in full before handing it out again.
+        nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
+
+        def loader(num_samplers):
+            return dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([4, 3]), batch_size=32, shuffle=True,
+                                           seed=3, num_samplers=num_samplers, prefetch=1, to_dgl=False)
+
+        def contents(input_nodes, seeds, blocks):
+            return [input_nodes.clone(), seeds.clone(), blocks[0].srcdata["feat"].clone()] + \
+                [t.clone() for b in blocks for t in (b.indptr, b.indices, b.dst)]
+
+        threads, process = loader(0), loader(1)
+        for _ in range(2):  # more batches than the sampler process has files: each file is reused
+            for want, got in zip(threads, process):
+                expected = contents(*want)
+                self.assertEqual([bool(torch.equal(a, b)) for a, b in zip(expected, contents(*got))],
+                                 [True] * len(expected))
+                input_nodes, _, blocks = got
+                blocks[0].srcdata["feat"].mul_(-1)
+                input_nodes.fill_(-1)
+                for b in blocks:
+                    b.indices.fill_(-3)
+                    b.indptr.zero_()
+                del want, got, input_nodes, blocks
+        self.assertGreater(len(threads), 4)
+        threads.close()
+        process.close()
+
     def test_a_killed_sampler_process_is_an_exception_naming_it(self):
         def kill():
             children = sampler_children()
