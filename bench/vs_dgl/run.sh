@@ -652,7 +652,17 @@ fanout_pythonpath() {
 log "fanout vs DGL: setups $SETUPS, $ROUNDS round(s), $EPOCHS epoch(s) per job, $NODES nodes / $EDGES edges$([ "$QUICK" = 1 ] && echo ' (--quick)'); DistDGL partitions: $DGL_PARTS ($DGLP)$([ "$PSS" = 1 ] && echo '; per-machine PSS sampled')$([ "$GRAPHBOLT" = 1 ] && echo '; DistDGL also on GraphBolt partitions')"
 log "host: $(nproc) cores, $(free -g | awk '/^Mem:/ {print $2}') GiB; load average $(cut -d' ' -f1-3 /proc/loadavg); results in $RUN"
 [ ${#GLIBC_ENV[@]} = 0 ] || log "--glibc-env: every process of both sides with ${GLIBC_ENV[*]}"
-log "fanout build: $BIN ($(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$REPO" diff --quiet HEAD 2>/dev/null || echo ', with uncommitted changes'))"
+# A tree's commit, and whether it differs from it; a copy made with `git archive` (to run these
+# scripts while the checkout changes) is not a checkout.
+describe_tree() {  # DIR
+  if git -C "$1" rev-parse --git-dir >/dev/null 2>&1; then
+    printf '%s%s' "$(git -C "$1" rev-parse --short HEAD)" "$(git -C "$1" diff --quiet HEAD || echo ', with uncommitted changes')"
+  else
+    printf 'not a git checkout'
+  fi
+}
+BUILD_SRC=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$BIN/../CMakeCache.txt" 2>/dev/null)
+log "fanout build: $BIN (built from ${BUILD_SRC:-?}: $([ -n "$BUILD_SRC" ] && describe_tree "$BUILD_SRC" || echo '?')); these scripts: $REPO ($(describe_tree "$REPO"))"
 ensure_venv
 ensure_data
 # Setup X: DGL's R-GCN example as given (DistDGL) and with its imports changed (fanout); the
