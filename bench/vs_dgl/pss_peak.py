@@ -26,6 +26,13 @@ in the job's phases; with --marks FILE, when FILE gained lines: a job's metrics.
 line per epoch, the last one after validation); bytes. Each machine also gets "peak_before_mark":
 its peak up to the first mark (start-up and the first epoch, no validation).
 Prints one line per machine at the end. Standard library only.
+
+--cpu: also the CPU time (user + system, /proc/PID/stat) each machine's processes used, by role,
+as last read (a process that exits loses up to one interval), and that of the --env-root process
+itself (fanout-launch, which serves both loopback machines): "cpu": {M: {role: seconds}} and one
+more line per machine. --no-pss: CPU only, without reading smaps_rollup, which walks every page
+of every process (a tenth of a second or more per reading for a 2-machine job): a run that times
+epochs should not pay for it.
 """
 import argparse
 import json
@@ -116,6 +123,16 @@ def rollup(pid):
     return out
 
 
+def cpu_seconds(pid):
+    """(start time in ticks, user + system seconds) of PID, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            rest = f.read().rsplit(")", 1)[1].split()
+        return rest[19], (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def role_of(pid, comm):
     """A short name for the process: its executable, or its Python script with DGL's role."""
     try:
@@ -151,7 +168,11 @@ def main():
     p.add_argument("--env-var", default="FANOUT_MACHINE_ID")
     p.add_argument("--skip-comm", default="timeout,bash,sh,unshare,setsid,env")
     p.add_argument("--marks", default="", help="a file whose new lines mark phases (the job's metrics.jsonl)")
+    p.add_argument("--cpu", action="store_true", help="also CPU seconds by machine and role")
+    p.add_argument("--no-pss", action="store_true", help="CPU only (with --cpu): no smaps_rollup reads")
     a = p.parse_args()
+    if a.no_pss and not a.cpu:
+        p.error("--no-pss needs --cpu")
     roots = {}
     for r in a.root:
         m, _, pid = r.partition("=")
@@ -171,13 +192,31 @@ def main():
     series = {"t": []}
     marks = []
     mark_size = -1
+    cpu_last = {}  # (machine, pid, start) -> (role, seconds)
+    roles = {}     # (pid, start) -> role
+
+    def read_cpu(m, pid):
+        c = cpu_seconds(pid)
+        if c is None:
+            return
+        start, secs = c
+        if (pid, start) not in roles:
+            roles[(pid, start)] = role_of(pid, comm.get(pid, "?"))
+        cpu_last[(m, pid, start)] = (roles[(pid, start)], secs)
+
+    def cpu_by_role():
+        out = {}
+        for (m, _, _), (role, secs) in cpu_last.items():
+            out.setdefault(m, {})
+            out[m][role] = round(out[m].get(role, 0.0) + secs, 2)
+        return out
 
     def write():
         tmp = a.out + ".tmp"
         with open(tmp, "w") as f:
             json.dump({"interval_s": a.interval, "samples": samples, "start_unix": round(start_unix, 3),
                        "seconds": round(time.monotonic() - t0, 1), "machines": machines, "series": series,
-                       "marks": marks}, f)
+                       "marks": marks, "cpu": cpu_by_role()}, f)
         os.replace(tmp, a.out)
 
     while not STOP:
@@ -223,7 +262,14 @@ def main():
                     lines = 0
                 if lines > (marks[-1][1] if marks else 0):
                     marks.append([round(tick - t0, 1), lines])
-        for m, pids in groups.items():
+        if a.cpu:
+            for m, pids in groups.items():
+                for pid in pids:
+                    if comm.get(pid) not in skip:
+                        read_cpu(m, pid)
+            if a.env_root is not None:
+                read_cpu("launcher", a.env_root)
+        for m, pids in ({} if a.no_pss else groups).items():
             total = {"pss": 0, "anon": 0, "file": 0, "shmem": 0, "rss": 0}
             procs = []
             for pid in pids:
@@ -254,6 +300,10 @@ def main():
             last_write = tick
         time.sleep(max(0.0, a.interval - (time.monotonic() - tick)))
     write()
+    for m, by_role in sorted(cpu_by_role().items()):
+        print(f"cpu: {'the launcher (every machine)' if m == 'launcher' else 'machine ' + m}: "
+              f"{sum(by_role.values()):.1f} s (" + ", ".join(f"{r} {v:.1f}" for r, v in
+                                                   sorted(by_role.items(), key=lambda x: -x[1])) + ")", flush=True)
     gb = 1e9
     for m in sorted(machines):
         r = machines[m]

@@ -4,7 +4,7 @@
 #   bench/vs_dgl/run.sh [--rounds R] [--setups A,B,C] [--epochs E] [--quick] [--fresh]
 #                       [--timeout S] [--work DIR] [--venv DIR] [--mag-scale S]
 #                       [--size products | --nodes N --edges E] [--dgl-parts metis|assignment|convert]
-#                       [--pss] [--graphbolt] [--rgcn-example FILE] [--sage-example FILE]
+#                       [--pss] [--cpu] [--graphbolt] [--rgcn-example FILE] [--sage-example FILE]
 #                       [--pyg-python PYTHON] [--glibc-env] [--sampler-nice N]
 #
 # Setups (GraphSAGE-mean, Adam lr 0.003, dropout 0.5, batch 1024 per trainer, 1 intra-op
@@ -76,6 +76,9 @@
 # (convert: fanout_to_dgl.py, for graphs whose partition_graph does not fit the machine).
 # --pss: sample each machine's processes' PSS together every second (pss_peak.py, the same
 # method for both sides) and report each machine's peak.
+# --cpu: CPU seconds each machine's processes used, by role (servers, trainers, sampler processes;
+# fanout-launch, which serves both loopback machines, on its own), for both sides: where the
+# cores went (pss_peak.py --cpu; without --pss it reads no smaps, so the jobs do not pay for it).
 # --glibc-env: every process of every job, both sides, started with glibc's allocator variables
 # (MALLOC_MMAP_THRESHOLD_=MALLOC_TRIM_THRESHOLD_=1073741824: freed buffers of up to 1 GiB kept
 # for reuse, what fanout.distributed.initialize sets in-process and setup M gives DistDGL alone).
@@ -98,7 +101,7 @@ BIN=$(cd "${FANOUT_BUILD_DIR:-$REPO/build}/bin" 2>/dev/null && pwd) || {
   exit 1
 }
 ROUNDS=1 SETUPS=A,B,C EPOCHS=2 QUICK=0 FRESH=0 TIMEOUT= LINK_EDGES=
-SIZE= NODES= EDGES= DGL_PARTS=metis PSS=0 GRAPHBOLT=0
+SIZE= NODES= EDGES= DGL_PARTS=metis PSS=0 CPU=0 GRAPHBOLT=0
 WORK=${TMPDIR:-/tmp}/fanout-vs-dgl
 VENV=
 MAG_SCALE=
@@ -125,6 +128,7 @@ while [ $# -gt 0 ]; do
     --edges) EDGES=$2; shift 2 ;;
     --dgl-parts) DGL_PARTS=$2; shift 2 ;;
     --pss) PSS=1; shift ;;
+    --cpu) CPU=1; shift ;;
     --graphbolt) GRAPHBOLT=1; shift ;;
     --rgcn-example) RGCN_EXAMPLE=$2; shift 2 ;;
     --sage-example) SAGE_EXAMPLE=$2; shift 2 ;;
@@ -427,14 +431,16 @@ JOBNO=0
 record() {  # setup round system rc metrics wall build
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS"
 }
-# --pss: pss_peak.py samples a job's machines into DIR/pss.json (summarize.py reads it).
+# --pss, --cpu: pss_peak.py samples a job's machines into DIR/pss.json (summarize.py reads it).
 # start_pss DIR ARGS... (pss_peak.py's --root / --env-root); stop_pss prints its lines.
 PSS_PID=
 start_pss() {
-  [ "$PSS" = 1 ] || return 0
-  local d=$1
+  [ "$PSS" = 1 ] || [ "$CPU" = 1 ] || return 0
+  local d=$1 what=()
   shift
-  python3 "$HERE/pss_peak.py" --out "$d/pss.json" --interval 1 "$@" >"$d/pss.log" 2>&1 9>&- &
+  [ "$CPU" = 1 ] && what+=(--cpu)
+  [ "$PSS" = 1 ] || what+=(--no-pss)
+  python3 "$HERE/pss_peak.py" --out "$d/pss.json" --interval 1 "${what[@]}" "$@" >"$d/pss.log" 2>&1 9>&- &
   PSS_PID=$!
 }
 stop_pss() {

@@ -118,6 +118,15 @@ def load_pss(metrics, epochs):
     return out
 
 
+def load_cpu(metrics):
+    """{machine or "launcher": {role: CPU seconds}} from the job's pss.json (run.sh --cpu), or {}."""
+    try:
+        with open(os.path.join(os.path.dirname(metrics), "pss.json")) as f:
+            return json.load(f).get("cpu") or {}
+    except (OSError, ValueError):
+        return {}
+
+
 def launcher_pss(metrics):
     """fanout-launch's own per-machine peak PSS lines (GB) from the job's console.log, or {}."""
     out = {}
@@ -243,6 +252,9 @@ def main():
         )
         if pss_line:
             print(f"{'':28s}{pss_line}")
+        for who, by_role in sorted(load_cpu(metrics).items()):
+            print(f"{'':28s}cpu, {'launcher' if who == 'launcher' else 'm' + who}: {sum(by_role.values()):.1f} s ("
+                  + ", ".join(f"{r} {v:.1f}" for r, v in sorted(by_role.items(), key=lambda x: -x[1])) + ")")
         if "test_mrr" in merged:
             hits = ", ".join(f"hits@{k} {merged[f'test_hits@{k}']:.4f}" for k in (1, 10, 100)
                              if f"test_hits@{k}" in merged)
