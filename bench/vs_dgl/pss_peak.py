@@ -28,9 +28,9 @@ its peak up to the first mark (start-up and the first epoch, no validation).
 Prints one line per machine at the end. Standard library only.
 
 --cpu: also the CPU time (user + system, /proc/PID/stat) each machine's processes used, by role,
-as last read (a process that exits loses up to one interval), and that of the --env-root process
-itself (fanout-launch, which serves both loopback machines): "cpu": {M: {role: seconds}} and one
-more line per machine. --no-pss: CPU only, without reading smaps_rollup, which walks every page
+as last read (a process that exits loses up to one interval), and that of the --env-root tree's
+processes of no machine (fanout-launch, which serves both loopback machines) as "launcher":
+"cpu": {M: {role: seconds}} and one more line per machine. --no-pss: CPU only, without reading smaps_rollup, which walks every page
 of every process (a tenth of a second or more per reading for a 2-machine job): a run that times
 epochs should not pay for it.
 """
@@ -143,6 +143,8 @@ def role_of(pid, comm):
     text = " ".join(argv)
     if "resource_tracker" in text:
         return "python resource tracker"
+    if argv and not os.path.basename(argv[0]).startswith("python"):
+        return os.path.basename(argv[0])  # a program, whatever script its arguments name
     script = next((os.path.basename(a) for a in argv[1:] if a.endswith(".py")), None)
     if script is None and "multiprocessing" not in text:
         return os.path.basename(argv[0]) if argv else comm
@@ -244,6 +246,8 @@ def main():
                 m = machine_of(pid)
                 if m is not None:
                     groups.setdefault(m, []).append(pid)
+                elif a.cpu and comm.get(pid) not in skip:
+                    read_cpu("launcher", pid)  # fanout-launch, which belongs to no one machine
         alive = any(r in parent for r in roots.values()) if roots else a.env_root in parent
         if not alive:
             break
@@ -267,8 +271,6 @@ def main():
                 for pid in pids:
                     if comm.get(pid) not in skip:
                         read_cpu(m, pid)
-            if a.env_root is not None:
-                read_cpu("launcher", a.env_root)
         for m, pids in ({} if a.no_pss else groups).items():
             total = {"pss": 0, "anon": 0, "file": 0, "shmem": 0, "rss": 0}
             procs = []
