@@ -249,7 +249,8 @@ class TypeMapView {
 // The graph as one trainer process sees it, plus the servers for writes.
 class Graph {
  public:
-  // No halo cache here: sampler processes keep their own (ProcessGraphOptions).
+  // No halo cache in graph(), which the script's own reads go through; sampler processes map
+  // the one CachingGraph holds (ProcessGraphOptions).
   Graph(const std::string& part_config, int machine_id, const std::string& servers, const std::string& ip_config,
         int num_servers, double deadline_seconds, bool read_local_files) {
     config_ = Take(core::LoadPartitionConfig(part_config));
@@ -279,6 +280,25 @@ class Graph {
 
   const sampler::DistGraph& graph() const { return *graph_; }
   const sampler::DistGraphOptions& options() const { return options_; }
+
+  // The graph with the halo cache a sampler process opened with `go` (its cache_field and
+  // cache_max_bytes) would pull, held in shared memory, which the loaders' sampler processes map
+  // instead of each pulling a copy (as fanout-train's do). Pulled once per (field, size) and kept
+  // while the graph lives: a script's later loaders (an evaluation's, one per layer in DGL's
+  // examples) start without pulling it again, and a machine holds one copy, not one per sampler
+  // process. A DistGraph of its own, with graph()'s options otherwise. Call without the GIL.
+  const sampler::DistGraph& CachingGraph(const sampler::DistGraphOptions& go) {
+    std::lock_guard<std::mutex> lock(caching_mu_);
+    std::unique_ptr<sampler::DistGraph>& g = caching_[{go.cache_field, go.cache_max_bytes}];
+    if (g == nullptr) {
+      sampler::DistGraphOptions own = options_;
+      own.cache_field = go.cache_field;
+      own.cache_max_bytes = go.cache_max_bytes;
+      own.cache_in_shared_memory = true;
+      g = Take(sampler::DistGraph::Open(config_, own));
+    }
+    return *g;
+  }
   const std::string& part_config_path() const { return part_config_path_; }
   const core::PartitionConfig& config() const { return config_; }
   // The node and edge types as TypeMaps (made once, at construction).
@@ -436,6 +456,8 @@ class Graph {
   std::shared_ptr<TypeMapView> node_types_, edge_types_;
   sampler::DistGraphOptions options_;
   std::unique_ptr<sampler::DistGraph> graph_;
+  std::mutex caching_mu_;
+  std::map<std::pair<std::string, int64_t>, std::unique_ptr<sampler::DistGraph>> caching_;  // CachingGraph's
   std::unique_ptr<sampler::ServerFields> fields_;  // created fields, on the servers
   std::mutex created_mu_;
   std::map<std::string, core::FieldSchema> created_;  // guarded by created_mu_
@@ -525,6 +547,14 @@ sampler::DistGraphOptions ProcessGraphOptions(const Graph& graph, const std::str
   return go;
 }
 
+// The graph a loader samples through: for sampler processes with a halo cache, the one whose
+// cache they map (Graph::CachingGraph); sampler threads read graph() as before.
+const sampler::DistGraph& LoaderGraph(Graph& graph, const sampler::DistGraphOptions& go,
+                                      const sampler::LoaderOptions& lo) {
+  if (lo.num_samplers > 0 && !go.cache_field.empty() && go.cache_max_bytes > 0) return graph.CachingGraph(go);
+  return graph.graph();
+}
+
 // fanout-train's node batches for a list of seeds: the same MakeBatchLoader, so batch (epoch,
 // step) is the one the C++ trainer would train on with the same options and seeds.
 class NodeLoader {
@@ -537,7 +567,7 @@ class NodeLoader {
     const sampler::DistGraphOptions go = ProcessGraphOptions(*graph_, so.feature_field, cache_max_bytes);
     std::vector<int64_t> ids = Ids(seeds, "seeds");
     py::gil_scoped_release nogil;
-    loader_ = Take(sampler::MakeBatchLoader(&graph_->graph(), go, so, std::move(ids), lo));
+    loader_ = Take(sampler::MakeBatchLoader(&LoaderGraph(*graph_, go, lo), go, so, std::move(ids), lo));
     steps_per_epoch_ = loader_->steps_per_epoch();
   }
 
@@ -571,7 +601,7 @@ class EdgeLoader {
     // A rank's edges are one run (rank_edge_range): held as a range, not a list per sampler.
     sampler::SeedArray ids = sampler::SeedArray::Of(Ids(edges, "edge IDs"));
     py::gil_scoped_release nogil;
-    loader_ = Take(sampler::MakeLinkBatchLoader(&graph_->graph(), go, lo, std::move(ids), opts));
+    loader_ = Take(sampler::MakeLinkBatchLoader(&LoaderGraph(*graph_, go, opts), go, lo, std::move(ids), opts));
     steps_per_epoch_ = loader_->steps_per_epoch();
   }
 

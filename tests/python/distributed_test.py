@@ -479,6 +479,39 @@ class LoaderTest(ServersTestCase):
         threads.close()
         process.close()
 
+    def test_every_loaders_sampler_processes_map_the_one_halo_cache_this_process_holds(self):
+        # As fanout-train's: the halo cache is pulled once, into shared memory this process holds,
+        # and each loader's sampler processes map it instead of pulling a copy each (an
+        # evaluation makes a loader per layer in DGL's examples).
+        def halo_caches(pid):
+            with open(f"/proc/{pid}/maps") as f:
+                return {line.split()[4] for line in f if "memfd:fanout-halo-cache" in line}
+
+        nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
+        seen = []
+        for seeds, fanouts in ((nids, [4, 3]), (torch.arange(0, self.g.num_nodes(), 7), [-1])):
+            loader = dist.DistNodeDataLoader(self.g, seeds, dist.NeighborSampler(fanouts), batch_size=64,
+                                             num_samplers=2, to_dgl=False)
+            it = iter(loader)
+            for _ in range(2):  # a batch from each sampler process: both have mapped what they use
+                _, _, blocks = next(it)
+                np.testing.assert_array_equal(blocks[0].srcdata["feat"].numpy(),
+                                              self.part_rows("feat")[blocks[0].srcdata[dist.NID].numpy()])
+            children = sampler_children()
+            self.assertEqual(len(children), 2)
+            for pid in children:
+                seen.append(halo_caches(pid))
+            loader.close()
+        mine = halo_caches(os.getpid())
+        self.assertEqual(len(mine), 1, "one halo cache in this process, for the one field and size")
+        self.assertEqual(seen, [mine] * 4, "every sampler process of both loaders maps it")
+        # Sampler threads read through the script's graph, which holds none.
+        threads = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([2]), batch_size=64, num_samplers=0,
+                                          to_dgl=False)
+        next(iter(threads))
+        threads.close()
+        self.assertEqual(halo_caches(os.getpid()), mine)
+
     def test_a_killed_sampler_process_is_an_exception_naming_it(self):
         def kill():
             children = sampler_children()
