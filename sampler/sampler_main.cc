@@ -128,21 +128,22 @@ class BatchMaker {
 };
 
 // Makes batches index, index + N, ... of the spec's epochs and hands each to the trainer, at most
-// `prefetch` ahead of those it has taken. Reusable batch files: a free one is rewritten; when the
-// trainer holds them all, another is opened. OK also when the trainer stops early.
+// sampler::BatchesAhead of those it has taken. Reusable batch files: a free one is rewritten;
+// when the trainer holds them all, another is opened. OK also when the trainer stops early.
 absl::Status ServeBatches(int socket_fd, const sampler::SamplerSpec& spec, int index, BatchMaker& maker) {
   const int64_t steps = maker.steps_per_epoch(), total = steps * spec.num_epochs;
   const int n = spec.num_samplers;
   std::vector<sampler::ShmSlot> slots;
   std::vector<int64_t> free_slots;
   int64_t outstanding = 0;
+  size_t last_bytes = 0;
   sampler::SamplerPriority priority(spec.nice);
   // Batch g is (first_epoch + g / steps, g % steps); this process makes those with g % N = index,
   // from the spec's first step on (a trainer resuming inside an epoch).
   const int64_t first = spec.first_step + ((index - spec.first_step) % n + n) % n;
   for (int64_t g = first; g < total; g += n) {
     const auto wait_start = std::chrono::steady_clock::now();
-    while (outstanding >= spec.prefetch) {
+    while (outstanding >= sampler::BatchesAhead(spec.prefetch, last_bytes)) {
       const int64_t message = sampler::ReadTrainerMessage(socket_fd);
       if (message == -1) return absl::OkStatus();  // the trainer stopped: not an error here
       if (message == sampler::kBatchTaken) {
@@ -164,6 +165,7 @@ absl::Status ServeBatches(int socket_fd, const sampler::SamplerSpec& spec, int i
     }
     if (!sampler::SendBatch(socket_fd, g, slot, slots[slot].fd()).ok()) return absl::OkStatus();  // the trainer has gone
     ++outstanding;
+    last_bytes = slots[slot].bytes();
     const auto made = std::chrono::steady_clock::now();
     if (priority.AfterBatch(std::chrono::duration<double>(make_start - wait_start).count(),
                             std::chrono::duration<double>(made - make_start).count())) {

@@ -133,6 +133,7 @@ absl::StatusOr<char*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t 
     map_ = m;
     capacity_ = want;
   }
+  bytes_ = l.size;
   char* base = static_cast<char*>(map_);
   size_t at = 0;
   auto put = [&](const int64_t* data, size_t n) {
@@ -184,7 +185,7 @@ void ShmSlot::SetFetchSeconds(double seconds) {
   static_cast<int64_t*>(map_)[9] = static_cast<int64_t>(seconds * 1e9);
 }
 
-ShmSlot::ShmSlot(ShmSlot&& o) noexcept : fd_(o.fd_), map_(o.map_), capacity_(o.capacity_) {
+ShmSlot::ShmSlot(ShmSlot&& o) noexcept : fd_(o.fd_), map_(o.map_), capacity_(o.capacity_), bytes_(o.bytes_) {
   o.fd_ = -1;
   o.map_ = nullptr;
   o.capacity_ = 0;

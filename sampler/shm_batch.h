@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -37,12 +38,27 @@ class ShmSlot {
   // Records the feature gather time in the header (known only after the gather).
   void SetFetchSeconds(double seconds);
   int fd() const { return fd_; }
+  // The bytes of the batch last written (its layout; the file may be larger).
+  size_t bytes() const { return bytes_; }
 
  private:
   int fd_ = -1;
   void* map_ = nullptr;
   size_t capacity_ = 0;
+  size_t bytes_ = 0;
 };
+
+// How many batches a sampler process may have waiting for its trainer: `prefetch`, fewer when the
+// last batch was so large that they would hold more than kBatchBytesAhead of shared memory, and
+// always one. A training batch (83 MB on setup A's graph, 160 MB with every row on products)
+// keeps the default of 2; a layer-wise evaluation's batch of 100,000 seeds with all their
+// neighbours (450-500 MB there) waits alone: the trainer computes on it for seconds, and each
+// one more ahead would cost the machine half a gigabyte.
+inline constexpr size_t kBatchBytesAhead = size_t{512} << 20;
+inline int64_t BatchesAhead(int64_t prefetch, size_t last_batch_bytes) {
+  const int64_t by_bytes = static_cast<int64_t>(kBatchBytesAhead / std::max<size_t>(last_batch_bytes, 1));
+  return std::max<int64_t>(1, std::min(prefetch, by_bytes));
+}
 
 // Mappings of batch files, kept for reuse. A sampler process rewrites the same few files batch
 // after batch; mapping a file with every page populated and unmapping it again cost the trainer a

@@ -226,6 +226,17 @@ TEST(ShmBatchTest, AWritableBatchCanBeWrittenAndTheNextBatchInItsFileIsWhole) {
   for (int i = 0; i < 15; ++i) EXPECT_EQ(static_cast<const float*>(back->features.data)[i], 2.0f * i);
 }
 
+// Batches waiting for the trainer: `prefetch` of them, fewer when they are large, never none.
+TEST(ShmBatchTest, BatchesAheadAreCappedByBytesButNeverNone) {
+  constexpr size_t kMb = size_t{1} << 20;
+  EXPECT_EQ(BatchesAhead(2, 0), 2) << "nothing made yet";
+  EXPECT_EQ(BatchesAhead(2, 83 * kMb), 2) << "a training batch";
+  EXPECT_EQ(BatchesAhead(8, 83 * kMb), 6) << "512 MiB of them";
+  EXPECT_EQ(BatchesAhead(2, 300 * kMb), 1);
+  EXPECT_EQ(BatchesAhead(2, 4096 * kMb), 1) << "one, however large";
+  EXPECT_EQ(BatchesAhead(1, 1), 1);
+}
+
 TEST(ShmBatchTest, RoundTripsThroughAMemfdAndASocketAndIsReused) {
   MiniBatch mb = HandMadeBatch();
   ShmSlot slot;
