@@ -503,8 +503,9 @@ class LoaderTest(ServersTestCase):
                 seen.append(halo_caches(pid))
             loader.close()
         mine = halo_caches(os.getpid())
-        self.assertEqual(len(mine), 1, "one halo cache in this process, for the one field and size")
-        self.assertEqual(seen, [mine] * 4, "every sampler process of both loaders maps it")
+        self.assertEqual(len(seen[0]), 1)
+        self.assertTrue(seen[0] <= mine, "the sampler processes map a halo cache this process holds")
+        self.assertEqual(seen, [seen[0]] * 4, "every sampler process of both loaders maps the same one")
         # Sampler threads read through the script's graph, which holds none.
         threads = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([2]), batch_size=64, num_samplers=0,
                                           to_dgl=False)
