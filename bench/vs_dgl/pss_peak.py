@@ -202,7 +202,7 @@ def main():
         if c is None:
             return
         start, secs = c
-        if (pid, start) not in roles:
+        if roles.get((pid, start), "python").startswith("python"):  # a process seen mid-exec: ask again
             roles[(pid, start)] = role_of(pid, comm.get(pid, "?"))
         cpu_last[(m, pid, start)] = (roles[(pid, start)], secs)
 
