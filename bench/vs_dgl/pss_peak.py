@@ -30,9 +30,9 @@ Prints one line per machine at the end. Standard library only.
 --cpu: also the CPU time (user + system, /proc/PID/stat) each machine's processes used, by role,
 as last read (a process that exits loses up to one interval), and that of the --env-root tree's
 processes of no machine (fanout-launch, which serves both loopback machines) as "launcher":
-"cpu": {M: {role: seconds}} and one more line per machine. --no-pss: CPU only, without reading smaps_rollup, which walks every page
-of every process (a tenth of a second or more per reading for a 2-machine job): a run that times
-epochs should not pay for it.
+"cpu": {M: {role: seconds}} and one more line per machine. --no-pss: CPU only, without reading
+smaps_rollup, which walks every page of every process (a tenth of a second or more per reading
+for a 2-machine job): a run that times epochs should not pay for it.
 """
 import argparse
 import json
