@@ -59,8 +59,9 @@ std::optional<int64_t> ReadResidentBytes(int pid = 0);
 // passes the highest RSS any full reading saw by a margin, and otherwise every `refresh` (for
 // what RSS does not show); the first reading is always due. Whatever is due waits until full
 // readings have used at most `max_share` of one core, so that watching memory costs next to
-// nothing: reading every 2 s cost a 2-machine job 8 % of its 2 cores (fanout-launch alone 0.27 s
-// a reading).
+// nothing: reading every 2 s took about 6 % of a 2-core machine running a 2-machine job
+// (perf: fanout-launch 3 %, at 0.27 s a reading of 6 processes; the samplers' own readings
+// about 3 %; docs/benchmarks.md, setups S and Y).
 class FullReadingPolicy {
  public:
   using Clock = std::chrono::steady_clock;

@@ -457,7 +457,7 @@ void JobSupervisor::StopServersOnceTrainersAreGone() {
 
 void JobSupervisor::SampleMemory() {
   if (Clock::now() < next_memory_sample_) return;
-  next_memory_sample_ = Clock::now() + std::chrono::seconds(1);
+  next_memory_sample_ = Clock::now() + std::chrono::seconds(2);
   std::map<int, std::pair<std::string, std::vector<int>>> machines;  // machine -> (ip, pids)
   for (const auto& c : children_) {
     if (c->spec->remote || c->exited) continue;  // over ssh, its /proc is not ours
@@ -470,7 +470,7 @@ void JobSupervisor::SampleMemory() {
   const std::vector<std::vector<int>> all = base::WithDescendants(roots);  // one scan of /proc
   size_t i = 0;
   for (const auto& [machine, m] : machines) {
-    // The machine's RSS every second; its PSS by what holds it (smaps: a walk of every page of
+    // The machine's RSS every 2 s; its PSS by what holds it (smaps: a walk of every page of
     // every process) only when that may have grown (base::FullReadingPolicy).
     const std::vector<int>& pids = all[i++];
     int64_t rss = 0;

@@ -648,18 +648,15 @@ std::string BuiltInPublicName(const std::string& name) {
   return StrCat("layers.", name.substr(kPrefix.size(), dot - kPrefix.size()), ".", param);
 }
 
-// A built-in model: Forward is ForwardLayer chained over the blocks, and the tensors have
+// A built-in model: Forward is ForwardLayer chained over the blocks (ForwardLayerTaking: the
+// same, handed the last reference when the caller gave it up), and the tensors have
 // python/fanout's names.
 class BuiltInModel : public GnnModel {
  public:
   using GnnModel::GnnModel;
 
-  at::Tensor Forward(const std::vector<BlockTensors>& blocks, const at::Tensor& x) final {
-    CheckModelInput(options(), blocks, x);
-    at::Tensor h = x;
-    for (size_t l = 0; l < blocks.size(); ++l) h = ForwardLayer(static_cast<int64_t>(l), blocks[l], h);
-    return h;
-  }
+  // The caller keeps its reference to x, so no layer can let go of it early: Infer's result.
+  at::Tensor Forward(const std::vector<BlockTensors>& blocks, const at::Tensor& x) final { return Infer(blocks, x); }
   at::Tensor Infer(const std::vector<BlockTensors>& blocks, at::Tensor x) final {
     CheckModelInput(options(), blocks, x);
     at::Tensor h = std::move(x);

@@ -281,19 +281,17 @@ class Graph {
   const sampler::DistGraph& graph() const { return *graph_; }
   const sampler::DistGraphOptions& options() const { return options_; }
 
-  // The graph with the halo cache a sampler process opened with `go` (its cache_field and
-  // cache_max_bytes) would pull, held in shared memory, which the loaders' sampler processes map
-  // instead of each pulling a copy (as fanout-train's do). Pulled once per (field, size) and kept
-  // while the graph lives: a script's later loaders (an evaluation's, one per layer in DGL's
-  // examples) start without pulling it again, and a machine holds one copy, not one per sampler
-  // process. A DistGraph of its own, with graph()'s options otherwise. Call without the GIL.
+  // The graph with the halo cache a sampler process opened with `go` (ProcessGraphOptions:
+  // graph()'s options with a cache_field and cache_max_bytes) would pull, held in shared memory,
+  // which the loaders' sampler processes map instead of each pulling a copy (as fanout-train's
+  // do). Pulled once per (field, size) and kept while the graph lives: a script's later loaders
+  // (an evaluation's, one per layer in DGL's examples) start without pulling it again, and a
+  // machine holds one copy, not one per sampler process. Call without the GIL.
   const sampler::DistGraph& CachingGraph(const sampler::DistGraphOptions& go) {
     std::lock_guard<std::mutex> lock(caching_mu_);
     std::unique_ptr<sampler::DistGraph>& g = caching_[{go.cache_field, go.cache_max_bytes}];
     if (g == nullptr) {
-      sampler::DistGraphOptions own = options_;
-      own.cache_field = go.cache_field;
-      own.cache_max_bytes = go.cache_max_bytes;
+      sampler::DistGraphOptions own = go;
       own.cache_in_shared_memory = true;
       g = Take(sampler::DistGraph::Open(config_, own));
     }
