@@ -24,6 +24,7 @@
 #include "core/partition_config.h"
 #include "partition/dist_coarsen.h"
 #include "partition/dist_job.h"
+#include "partition/id_maps.h"
 #include "partition/mpi_comm.h"
 #include "partition/slice_input.h"
 
@@ -824,6 +825,9 @@ absl::Status Job::Commit(base::StagingDir& staging, const std::string& name, int
   }
   for (const SliceField& f : in_.edge_fields) schema.edge_fields.push_back({f.name, f.data.dtype(), f.data.row_shape()});
   SetConfigSchema(std::move(schema), &cfg_);
+  // The whole graph's ID maps (id_maps.h): the staging folder is shared, so rank 0 sees every
+  // partition's orig_*.npy; the maps are written through file mappings, not held in memory.
+  RETURN_IF_ERROR(WriteIdMaps(cfg_));
   RETURN_IF_ERROR(WriteConfigFile(cfg_,
                                   BuildRecord(s_, o_, "fanout-partition --distributed", in_.layout, in_.typed(),
                                               StrCat("{\"ranks\": ", P_, "}")),

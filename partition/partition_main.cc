@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "base/strings.h"
 #include "partition/distributed.h"
+#include "partition/id_maps.h"
 #include "partition/partitioner.h"
 #include "partition/readers.h"
 
@@ -20,7 +21,7 @@ using namespace fanout;
 // Flags parsed into text, turned into options by ApplyFlags once every flag is read.
 struct Flags {
   std::string method = "metis", objtype = "cut", self_loops = "keep", duplicates = "keep", id_width = "auto";
-  std::string edge_split, edge_split_files, link_etype, progress, feature_dtype;
+  std::string edge_split, edge_split_files, link_etype, progress, feature_dtype, write_id_maps;
   bool normalize = false, distributed = false;
 };
 
@@ -107,6 +108,10 @@ void AddSystemFlags(base::ArgParser& args, partition::PartitionOptions& opt, Fla
               "this many edges are left for PT-Scotch, whose memory grows with its input (0: give PT-Scotch the "
               "whole graph)",
               0);
+  args.AddString("write-id-maps", &f.write_id_maps,
+                 "CONFIG: write the whole graph's ID maps (id_maps/ beside CONFIG, which fanout.pyg and "
+                 "partition_graph(return_mapping=True) read) for a partition made before fanout wrote them, "
+                 "then exit; needs every partition's graph/orig_*.npy on this machine");
   args.AddBool("quiet", &opt.quiet, "print nothing but errors: no progress on stderr, no summary on stdout");
   base::AddProgressFlag(args, &f.progress);
 }
@@ -186,6 +191,11 @@ int Main(int argc, char** argv) {
   AddSystemFlags(args, opt, flags);
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
   base::ApplyProgressFlag(flags.progress, opt.quiet);
+  if (!flags.write_id_maps.empty()) {
+    if (absl::Status s = partition::WriteIdMapsFor(flags.write_id_maps); !s.ok()) return args.Fail(s);
+    if (!opt.quiet) std::printf("wrote the ID maps of %s\n", flags.write_id_maps.c_str());
+    return 0;
+  }
   if (absl::Status s = ApplyFlags(args, read, flags, opt); !s.ok()) return args.Fail(s);
   if (flags.distributed) return partition::RunDistributedPartition(read, opt, &argc, &argv);
   if (absl::Status s = RunSerial(read, opt, flags.normalize); !s.ok()) return args.Fail(s);

@@ -1,5 +1,7 @@
 #include "partition/partitioner.h"
 
+#include "partition/id_maps.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -20,6 +22,7 @@
 #include "core/csr.h"
 #include "core/npy.h"
 #include "core/partition_config.h"
+#include "partition/id_maps.h"
 #include "partition/metis_graph.h"
 #include "partition/readers.h"
 
@@ -846,6 +849,8 @@ absl::StatusOr<PartitionSummary> PartitionDataset(const Dataset& d, const Partit
     s.part_halo.push_back(stats[k].halo);
     s.edge_cut += stats[k].cut;
   }
+  timer.Start("id-maps");
+  RETURN_IF_ERROR(WriteIdMaps(cfg));
   timer.Finish();
 
   // The config, with what was done and measured, then the atomic rename.

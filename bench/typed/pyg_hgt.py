@@ -79,6 +79,8 @@ def main():
     root = ctx.part_config
     data = (pyg.LocalFeatureStore.from_partition(root, ctx.machine_id),
             pyg.LocalGraphStore.from_partition(root, ctx.machine_id))
+    # node_split speaks fanout's IDs (DGL's convention); fanout.pyg takes the graph's own.
+    train, val = data[1].ids().nodes_out(train, T), data[1].ids().nodes_out(val, T)
     hops = [int(f) for f in reversed(a.fanouts.split(","))]  # PyG's num_neighbors: hop 1 first
     width = g.nodes[T].data["feat"].shape[1]
     classes = int(g.nodes[T].data["label"][torch.arange(g.num_nodes(T))].max()) + 1

@@ -9,7 +9,8 @@ hidden 256, as DGL's example's `DistSAGE` (`dgl.nn.SAGEConv('mean')`); Adam lr 0
 cross-entropy on the seeds. Batches: `fanout.pyg.DistNeighborLoader` with
 `num_neighbors=[5, 10, 15]` (PyG's order, hop 1 first: DGL's and fanout's `15,10,5`, input layer
 first), batch 1024, shuffled, over this trainer's share of the training nodes
-(`fanout.distributed.node_split(..., force_even=True)`, fanout-train's split), DDP over Gloo.
+(`fanout.distributed.node_split(..., force_even=True)`, fanout-train's split, mapped to the graph's
+own IDs that fanout.pyg takes), DDP over Gloo.
 Every trainer runs the same number of steps. Two ways to write the layers (--layers):
 - `adjs` (default): PyG's layer-by-layer form of its CPU examples (ogbn_products_sage.py with the
   old NeighborSampler): the loader's `adjs=True` gives each layer's block as a sparse CSR `adj_t`,
@@ -69,8 +70,11 @@ def main():
     graph = LocalGraphStore.from_partition(a.part_config, ctx.machine_id)
     g = graph.graph()
     pb = g.get_partition_book()
-    train = fdist.node_split(g.ndata["train_mask"], pb, force_even=True)
-    val = fdist.node_split(g.ndata["val_mask"], pb, force_even=True)
+    # fanout-train's split of the training nodes (node_split speaks fanout's IDs, DGL's convention),
+    # handed to fanout.pyg in the graph's own IDs, which PyG's loaders take.
+    ids = graph.ids()
+    train = ids.nodes_out(fdist.node_split(g.ndata["train_mask"], pb, force_even=True))
+    val = ids.nodes_out(fdist.node_split(g.ndata["val_mask"], pb, force_even=True))
     adjs = a.layers == "adjs"
     loader = DistNeighborLoader((feature, graph), num_neighbors=num_neighbors, input_nodes=train,
                                 batch_size=a.batch_size, shuffle=True, adjs=adjs)

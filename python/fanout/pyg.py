@@ -16,11 +16,19 @@
         out = model(batch.x, batch.edge_index)[:batch.batch_size]
         loss = F.cross_entropy(out, batch.y[:batch.batch_size])
 
+**IDs are the user's own**, as PyG's ``Partitioner`` keeps them: every node or edge ID a script
+passes (``input_nodes``, a link loader's edge IDs, the stores' ``index``) or reads (``n_id``,
+``e_id``, ``input_id``'s targets, ``get_global_id``, ``get_edge_index``) is the graph's ID as the
+``Data`` numbered it before partitioning (type-wise on a ``HeteroData``). fanout numbers nodes its
+own way inside (each partition's contiguous, DGL's convention) and maps at this boundary through
+the partition's ``id_maps/`` (fanout-partition writes them); an ID no input node or stored edge
+has is refused by name, and a partition without maps is refused, never guessed.
+
 The script is started by ``fanout-launch ... -- python3 train.py`` (which starts the graph
 servers and says where they are); the stores and loaders then read the job's graph through
 ``fanout.distributed``. A batch has PyG's fields: ``x`` (input features of every sampled node),
-``edge_index`` (``[2, E]``, source to target, local indices into ``n_id``), ``n_id`` (global node
-IDs, the seeds first and then each hop's new nodes, as PyG orders them), ``e_id``, ``batch_size``,
+``edge_index`` (``[2, E]``, source to target, local indices into ``n_id``), ``n_id`` (the graph's
+node IDs, the seeds first and then each hop's new nodes, as PyG orders them), ``e_id``, ``batch_size``,
 ``num_sampled_nodes`` and ``num_sampled_edges`` (per hop, so that ``trim_to_layer`` works),
 ``input_id`` and ``y``; with ``adjs=True``, also ``adjs``: per layer (input layer first)
 ``(adj_t, e_id, size)`` as PyG's old ``NeighborSampler`` gave them, ``adj_t`` a
@@ -45,9 +53,6 @@ import contextlib
 import glob
 import json
 import os
-import shutil
-import subprocess
-import tempfile
 from typing import Iterator, List, Optional, Sequence
 
 import numpy as np
@@ -55,7 +60,9 @@ import numpy as np
 import torch
 
 from fanout import distributed as _fd
+from fanout import partition as _partition
 from fanout.distributed import EID, NID
+from fanout.id_maps import IdMaps
 from fanout.kernels import fused_csr
 
 __all__ = ["DistContext", "LocalGraphStore", "LocalFeatureStore", "Partitioner", "DistNeighborSampler", "DistLoader",
@@ -87,54 +94,30 @@ class DistContext:
                 f"global_world_size={self.global_world_size}, group_name={self.group_name!r})")
 
 
-def _partition_program() -> str:
-    """fanout-partition: $FANOUT_PARTITION_BIN, a clone's build/bin beside the built extension, or
-    the one on PATH."""
-    explicit = os.environ.get("FANOUT_PARTITION_BIN")
-    if explicit:
-        return explicit
-    from fanout import _native
-    beside = os.path.join(os.path.dirname(os.path.abspath(_native.__file__)), "..", "..", "bin", "fanout-partition")
-    if os.access(beside, os.X_OK):
-        return os.path.normpath(beside)
-    found = shutil.which("fanout-partition")
-    if not found:
-        raise FileNotFoundError("Partitioner runs fanout-partition: put fanout's build/bin on PATH or set "
-                                "FANOUT_PARTITION_BIN (pip install ./python installs the Python side only)")
-    return found
-
-
-_MASK_FILES = (("train_mask", "train_idx"), ("val_mask", "valid_idx"), ("test_mask", "test_idx"))
-
-
-def _write_node_tensors(store, feat: str, label: str, index_file) -> None:
-    """A node store's x, y and split masks as .npy files (feat, label; index_file(name) for the
-    masks' indices), folders made as needed: a type without them gets none."""
-    def save(path, array):
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        np.save(path, array)
-
+def _node_store_fields(store) -> dict:
+    """A PyG node store's x, y and split masks as fanout fields (feat, label, the masks)."""
+    fields = {}
     if getattr(store, "x", None) is not None:
-        save(feat, store.x.cpu().numpy())
+        fields["feat"] = _partition.numpy(store.x)
     if getattr(store, "y", None) is not None:
-        save(label, store.y.to(torch.int64).cpu().numpy())
-    for mask, file in _MASK_FILES:
+        fields["label"] = _partition.numpy(store.y).astype(np.int64)
+    for mask in ("train_mask", "val_mask", "test_mask"):
         if getattr(store, mask, None) is not None:
-            save(index_file(file), getattr(store, mask).nonzero().flatten().cpu().numpy())
+            fields[mask] = _partition.numpy(getattr(store, mask))
+    return fields
 
 
 class Partitioner:
     """PyG's ``Partitioner(data, num_parts, root)``: ``generate_partition()`` writes a fanout
-    partition of ``data`` into ``root``, by METIS, with fanout-partition. A ``Data``: its
-    ``edge_index`` and, where present, ``x``, ``y`` and ``train_mask``/``val_mask``/``test_mask``,
-    written in the plain ``.npy`` layout (edges.npy as PyG's ``[2, E]``, node_feat.npy,
-    node_label.npy, {train,valid,test}_idx.npy) for ``fanout-partition --input DIR --num-parts N
-    --out ROOT --num-nodes N``. A ``HeteroData``: every node type's count, ``x``, ``y`` and masks
-    and every edge type's ``edge_index``, in the typed ``.npy`` layout (num_nodes.json,
-    edges/SRC___REL___DST.npy, node_data/TYPE/{feat,label}.npy, split/TYPE/...; README "Dataset
-    layouts"). ``fanout_args`` adds flags (``["--add-reverse-edges"]`` for a graph stored one way,
-    as PyG's ``ToUndirected`` would make it). ``recursive`` is METIS's bisection in PyG and is
-    refused here (fanout uses k-way)."""
+    partition of ``data`` into ``root``, by METIS, with fanout-partition, keeping ``data``'s own
+    node and edge IDs as the IDs fanout.pyg takes and returns (PyG's contract; fanout numbers
+    them its own way inside and maps at the boundary, through the partition's ``id_maps/``). A
+    ``Data``: its ``edge_index`` (edge ``i`` = column ``i``) and, where present, ``x``, ``y``
+    and ``train_mask``/``val_mask``/``test_mask``. A ``HeteroData``: every node type's count,
+    ``x``, ``y`` and masks and every edge type's ``edge_index``. ``fanout_args`` adds flags
+    (``["--add-reverse-edges"]`` for a graph stored one way, as PyG's ``ToUndirected`` would
+    make it: a reverse edge's ID is then ``E + i`` for input edge ``i``). ``recursive`` is
+    METIS's bisection in PyG and is refused here (fanout uses k-way)."""
 
     def __init__(self, data, num_parts: int, root: str, recursive: bool = False, *, graph_name: str = "graph",
                  fanout_args: Sequence[str] = ()):
@@ -151,85 +134,74 @@ class Partitioner:
         self.data, self.num_parts, self.root, self.typed = data, int(num_parts), root, typed
         self.graph_name, self.fanout_args = graph_name, list(fanout_args)
 
-    def _write_typed(self, d: str) -> None:
+    def _write(self, d: str) -> None:
         data = self.data
-        with open(os.path.join(d, "num_nodes.json"), "w") as f:
-            json.dump({t: int(data[t].num_nodes) for t in data.node_types}, f)
-        os.makedirs(os.path.join(d, "edges"))
-        for src, rel, dst in data.edge_types:
-            np.save(os.path.join(d, "edges", f"{src}___{rel}___{dst}.npy"),
-                    data[src, rel, dst].edge_index.to(torch.int64).cpu().numpy())
-        for t in data.node_types:
-            nd, sd = os.path.join(d, "node_data", t), os.path.join(d, "split", t)
-            _write_node_tensors(data[t], os.path.join(nd, "feat.npy"), os.path.join(nd, "label.npy"),
-                                lambda file: os.path.join(sd, f"{file}.npy"))
+        if self.typed:
+            _partition.write_typed(
+                d, {t: data[t].num_nodes for t in data.node_types},
+                {et: tuple(_partition.numpy(data[et].edge_index)) for et in data.edge_types},
+                {t: _node_store_fields(data[t]) for t in data.node_types}, {})
+        else:
+            src, dst = _partition.numpy(data.edge_index)
+            _partition.write_plain(d, src, dst, _node_store_fields(data), {})
 
     def generate_partition(self) -> str:
         """Writes the partition; returns its config file (ROOT/<graph_name>.json)."""
-        data = self.data
-        with tempfile.TemporaryDirectory() as d:
-            if self.typed:
-                self._write_typed(d)
-                sizes = []
-            else:
-                np.save(os.path.join(d, "edges.npy"), data.edge_index.to(torch.int64).cpu().numpy())
-                _write_node_tensors(data, os.path.join(d, "node_feat.npy"), os.path.join(d, "node_label.npy"),
-                                    lambda file: os.path.join(d, f"{file}.npy"))
-                sizes = ["--num-nodes", str(int(data.num_nodes))]
-            argv = [_partition_program(), "--input", d, "--num-parts", str(self.num_parts), "--out", self.root,
-                    *sizes, "--graph-name", self.graph_name, "--quiet", *self.fanout_args]
-            done = subprocess.run(argv, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"Partitioner: fanout-partition exited {done.returncode}: "
-                               f"{(done.stderr or done.stdout).strip()}")
-        return os.path.join(self.root, f"{self.graph_name}.json")
+        sizes = [] if self.typed else ["--num-nodes", str(int(self.data.num_nodes))]
+        try:
+            return _partition.run(self._write, self.root, self.num_parts, self.graph_name,
+                                  [*sizes, *self.fanout_args])
+        except RuntimeError as e:
+            raise RuntimeError(f"Partitioner: {e}") from None
 
 
 def write_example_inputs(part_config: str, root: str, dataset: str, node_type: Optional[str] = None) -> None:
     """The files PyG's distributed examples (``node_ogb_cpu.py``) read besides the partition, made
     from a fanout partition instead of PyG's ``partition_graph.py``: under ``root``,
     ``{dataset}-partitions`` (a link to the partition's folder), ``{dataset}-label/label.pt`` (every
-    node's label in fanout's IDs; on a typed graph ``node_type``'s, by type-wise ID) and
-    ``{dataset}-{train,test}-partitions/partition{k}.pt`` (the training and test nodes partition
-    ``k`` owns, as PyG's script splits them). Reads the partition's files; no servers needed.
-    ``python -m fanout.pyg --part-config PARTS/g.json --root ROOT --dataset ogbn-products`` runs it."""
+    node's label by the graph's own node ID; on a typed graph ``node_type``'s, by its type-wise
+    ID) and ``{dataset}-{train,test}-partitions/partition{k}.pt`` (the graph's own IDs of the
+    training and test nodes partition ``k`` holds, as PyG's script splits them). Reads the
+    partition's files and ID maps; no servers needed. ``python -m fanout.pyg --part-config
+    PARTS/g.json --root ROOT --dataset ogbn-products`` runs it."""
     config_path = _partition_config(part_config)
     with open(config_path) as f:
         config = json.load(f)
+    maps = IdMaps(config_path)
     base = os.path.dirname(os.path.abspath(config_path))
     num_parts = int(config["num_parts"])
-    ntypes = sorted(config.get("ntypes") or {"_N": 0}, key=lambda t: (config.get("ntypes") or {"_N": 0})[t])
-    typed = ntypes != ["_N"]
+    typed = maps.node_types != ["_N"]
     if typed and node_type is None:
-        labelled = [t for t in ntypes if os.path.exists(os.path.join(base, "part0", "node_data", t, "label.npy"))]
+        labelled = [t for t in maps.node_types if os.path.exists(os.path.join(base, "part0", "node_data", t, "label.npy"))]
         if len(labelled) != 1:
             raise ValueError(f"{config_path}: name the labelled node type (node_type=; types with labels: "
                              f"{', '.join(labelled) or 'none'})")
         node_type = labelled[0]
     sub = os.path.join("node_data", node_type) if typed else "node_data"
-    labels, split = [], {"train": [], "test": []}
-    first = 0  # the partition's first ID (type-wise on a typed graph)
+    # Each partition's rows of the type are fanout's IDs [b, e) (DGL's node_map); the maps say
+    # whose they are.
+    ranges = maps.ranges("node", maps.node_types.index(node_type) if typed else 0)
+    labels = np.full(maps.num_nodes(node_type), -1, dtype=np.int64)
+    split = {"train": [], "test": []}
     for k in range(num_parts):
         part = os.path.join(base, f"part{k}", sub)
         if not os.path.exists(os.path.join(part, "label.npy")):
             raise FileNotFoundError(f"{os.path.join(part, 'label.npy')}: the partition has no labels")
-        label = np.load(os.path.join(part, "label.npy"))
-        labels.append(label)
+        orig = maps.node_orig(np.arange(*ranges[k], dtype=np.int64))
+        labels[orig] = np.load(os.path.join(part, "label.npy"))
         for which in split:
             path = os.path.join(part, f"{which}_mask.npy")
             if not os.path.exists(path):
                 raise FileNotFoundError(f"{path}: the partition has no {which} split (partition a dataset with "
                                         "train/valid/test indices)")
-            mask = np.load(path)
-            split[which].append(torch.from_numpy(np.flatnonzero(mask).astype(np.int64) + first))
-        first += len(label)
+            split[which].append(torch.from_numpy(np.sort(orig[np.flatnonzero(np.load(path))])))
     os.makedirs(root, exist_ok=True)
     link = os.path.join(root, f"{dataset}-partitions")
     if os.path.islink(link):
         os.remove(link)
     os.symlink(base, link)
     os.makedirs(os.path.join(root, f"{dataset}-label"), exist_ok=True)
-    torch.save(torch.from_numpy(np.concatenate(labels).astype(np.int64)), os.path.join(root, f"{dataset}-label", "label.pt"))
+    torch.save(torch.from_numpy(labels), os.path.join(root, f"{dataset}-label", "label.pt"))
     for which, parts in split.items():
         os.makedirs(os.path.join(root, f"{dataset}-{which}-partitions"), exist_ok=True)
         for k, ids in enumerate(parts):
@@ -264,9 +236,77 @@ def _partition_config(root: str) -> str:
     return found[0]
 
 
+class _Ids:
+    """fanout.pyg's boundary between the user's IDs (PyG's: the graph's own, as its ``Data``
+    numbered them before partitioning; type-wise on a typed graph) and the IDs fanout.distributed
+    speaks (fanout's renumbered ones: graph-wide on a one-type graph, fanout's type-wise IDs of a
+    typed graph's type). Vectorised lookups in the partition's mapped ID maps
+    (:class:`fanout.id_maps.IdMaps`), no Python loop per ID."""
+
+    def __init__(self, maps: IdMaps, g: "_fd.DistGraph"):
+        self.maps, self._g = maps, g
+        self._typed = g.is_typed()
+
+    def ntype(self, ntype) -> int:
+        return self._g.get_ntype_id(None if ntype in (None, "_N") and not self._typed else ntype)
+
+    def etype(self, etype) -> int:
+        return self._g.get_etype_id(None if etype in (None, "_E", (None, None)) and not self._typed else etype)
+
+    def nodes_in(self, orig, ntype=None) -> torch.Tensor:
+        """fanout's IDs of the user's node IDs (ValueError names one no input node has)."""
+        t = self.ntype(ntype)
+        new = self.maps.node_new(orig, t)
+        return torch.from_numpy(self._g._ntypes.to_typewise(new)[1] if self._typed else new)
+
+    def nodes_out(self, ids, ntype=None) -> torch.Tensor:
+        """The user's IDs of fanout's node IDs."""
+        ids = np.asarray(ids.cpu() if isinstance(ids, torch.Tensor) else ids, dtype=np.int64)
+        if self._typed:
+            ids = self._g._ntypes.to_homo(self.ntype(ntype), ids)
+        return torch.from_numpy(self.maps.node_orig(ids))
+
+    def edges_in(self, orig, etype=None) -> torch.Tensor:
+        """fanout's IDs of the user's edge IDs (ValueError names one no stored edge has)."""
+        new = self.maps.edge_new(orig, self.etype(etype))
+        return torch.from_numpy(self._g._etypes.to_typewise(new)[1] if self._typed else new)
+
+    def edges_out(self, ids, etype=None) -> torch.Tensor:
+        """The user's IDs of fanout's edge IDs (a one-type graph's ``e >= input edges``: the
+        reverse ``--add-reverse-edges`` stored for input edge ``e - input edges``)."""
+        ids = np.asarray(ids.cpu() if isinstance(ids, torch.Tensor) else ids, dtype=np.int64)
+        if self._typed:
+            ids = self._g._etypes.to_homo(self.etype(etype), ids)
+        return torch.from_numpy(self.maps.edge_orig(ids))
+
+    def partitions(self, new, of_nodes: bool) -> torch.Tensor:
+        """The partition of each of fanout's graph-wide IDs `new` (-1 stays -1: not stored)."""
+        ranges = self._g._native.node_ranges if of_nodes else self._g._native.edge_ranges
+        part = np.searchsorted(np.array([e for _, e in ranges], dtype=np.int64), new, side="right")
+        part[new < 0] = -1
+        return torch.from_numpy(part)
+
+    def local_nodes(self, ntype=None) -> torch.Tensor:
+        """fanout's IDs of this machine's partition's nodes (of ``ntype``), in local row order."""
+        k = self._g._native.machine_id
+        b, e = self._g._ntypes.part_range(self.ntype(ntype), k) if self._typed else self._g._native.node_ranges[k]
+        return torch.arange(b, e, dtype=torch.int64)
+
+    def local_edges(self, etype=None) -> torch.Tensor:
+        """fanout's IDs of the edges this machine's partition stores (of ``etype``), in order."""
+        k = self._g._native.machine_id
+        b, e = self._g._etypes.part_range(self.etype(etype), k) if self._typed else self._g._native.edge_ranges[k]
+        return torch.arange(b, e, dtype=torch.int64)
+
+
+def _whole(n: int) -> np.ndarray:
+    return np.arange(n, dtype=np.int64)
+
+
 class _Store:
-    """What LocalGraphStore and LocalFeatureStore share: the partition and, once a loader needs it,
-    the job's graph (fanout.distributed.DistGraph, through the servers fanout-launch started)."""
+    """What LocalGraphStore and LocalFeatureStore share: the partition, its ID maps and, once a
+    read or a loader needs it, the job's graph (fanout.distributed.DistGraph, through the servers
+    fanout-launch started). Every ID they take or give is the user's own (module docstring)."""
 
     def __init__(self, config_path: str, partition_id: int):
         with open(config_path) as f:
@@ -276,17 +316,21 @@ class _Store:
         self.num_partitions = int(config["num_parts"])
         if not 0 <= self.partition_idx < self.num_partitions:
             raise ValueError(f"{config_path}: partition {partition_id} of {self.num_partitions}")
+        self._maps = IdMaps(config_path)  # refused by name when the partition has none
         # DGL's keys: "ntypes" {name: index}, "etypes" {"SRC:REL:DST": index} (one "_N"/"_E" untyped).
         node_types = sorted(config.get("ntypes") or {}, key=lambda t: config["ntypes"][t])
         edge_types = [tuple(t.split(":")) if ":" in t else t
                       for t in sorted(config.get("etypes") or {}, key=lambda t: config["etypes"][t])]
         if node_types == ["_N"]:
             node_types, edge_types = [], []
+        # PyG's META.json keys; fanout's partitions store each node's in-edges by destination.
         self.meta = {"num_parts": self.num_partitions, "is_hetero": len(node_types) > 1,
-                     "node_types": node_types or None, "edge_types": edge_types or None,
+                     "node_types": node_types or None, "edge_types": edge_types or None, "is_sorted": True,
                      "graph_name": config.get("graph_name"), "partition_idx": self.partition_idx}
         self._name = config.get("graph_name")
         self._graph = None
+        self._ids = None
+        self._pb = {}
 
     @classmethod
     def from_partition(cls, root: str, partition_id: int):
@@ -302,22 +346,126 @@ class _Store:
             self._graph = _fd.DistGraph(self._name)
         return self._graph
 
+    def ids(self) -> _Ids:
+        """The boundary between the user's IDs and fanout's (:class:`_Ids`)."""
+        if self._ids is None:
+            self._ids = _Ids(self._maps, self.graph())
+        return self._ids
+
     @property
     def is_hetero(self) -> bool:
         return self.meta["is_hetero"]
 
+    def _partition_book(self, of_nodes: bool):
+        """PyG's node_pb / edge_pb: the partition of every node (edge) by the user's ID, a tensor,
+        or on a typed graph {type: tensor}; an edge no partition stores (held out) is -1."""
+        if of_nodes not in self._pb:
+            ids = self.ids()
+
+            def book(t):
+                i = ids.ntype(t) if of_nodes else ids.etype(t)
+                return ids.partitions(self._maps.inverse("node" if of_nodes else "edge", i), of_nodes)
+
+            types = self.meta["node_types"] if of_nodes else self.meta["edge_types"]
+            self._pb[of_nodes] = {t: book(t) for t in types} if self.is_hetero else book(None)
+        return self._pb[of_nodes]
+
 
 class LocalGraphStore(_Store):
     """PyG's ``LocalGraphStore`` of one partition: ``from_partition(root, partition_id)``,
-    ``meta``, ``num_partitions``, ``partition_idx``."""
+    ``meta``, ``num_partitions``, ``partition_idx``, ``node_pb`` / ``edge_pb`` (the partition of
+    every node / edge, by the user's ID), ``get_partition_ids_from_nids`` /
+    ``get_partition_ids_from_eids``, and the partition's own edges as PyG's store holds them:
+    ``get_edge_index(edge_type, layout="coo")`` (``[2, E]``, the user's node IDs, sorted by
+    destination), ``get_edge_id(...)`` (the user's edge IDs of the same edges),
+    ``get_all_edge_attrs()``."""
+
+    @property
+    def node_pb(self):
+        return self._partition_book(True)
+
+    @property
+    def edge_pb(self):
+        return self._partition_book(False)
+
+    def get_partition_ids_from_nids(self, ids, node_type=None) -> torch.Tensor:
+        io = self.ids()
+        return io.partitions(self._maps.node_new(ids, io.ntype(node_type)), True)
+
+    def get_partition_ids_from_eids(self, eids, edge_type=None) -> torch.Tensor:
+        io = self.ids()
+        return io.partitions(self._maps.edge_new(eids, io.etype(edge_type)), False)
+
+    @staticmethod
+    def _edge_type(args, kwargs):
+        """The edge type of PyG's GraphStore call forms: an EdgeAttr, positional or keyword."""
+        attr = args[0] if args else kwargs.get("edge_attr", kwargs.get("edge_type"))
+        layout = kwargs.get("layout", getattr(attr, "layout", "coo"))
+        layout = getattr(layout, "value", layout)
+        if layout != "coo":
+            raise NotImplementedError(f"fanout.pyg: get_edge_index(layout={layout!r}): the partition's edges come as "
+                                      "'coo' (PyG's LocalGraphStore holds them so too)")
+        return getattr(attr, "edge_type", attr)
+
+    def get_edge_index(self, *args, **kwargs) -> torch.Tensor:
+        """The edges this partition stores (of the edge type), ``[2, E]`` source over target in the
+        user's node IDs, sorted by target (PyG's ``is_sorted``): what PyG's
+        ``LocalGraphStore.from_partition`` holds for the partition."""
+        etype = self._edge_type(args, kwargs)
+        ids, g = self.ids(), self.graph()
+        local = ids.local_edges(etype)
+        homo = g._etypes.to_homo(ids.etype(etype), local.numpy()) if g.is_typed() else local.numpy()
+        src, dst = g._native.find_edges(np.ascontiguousarray(homo))
+        if g.is_typed():
+            s, _, d = g.canonical_etypes[ids.etype(etype)]
+            src, dst = g._ntypes.to_typewise(src)[1], g._ntypes.to_typewise(dst)[1]
+            return torch.stack([ids.nodes_out(src, s), ids.nodes_out(dst, d)])
+        return torch.stack([ids.nodes_out(src), ids.nodes_out(dst)])
+
+    def get_edge_id(self, *args, **kwargs) -> torch.Tensor:
+        """The user's IDs of the edges ``get_edge_index`` gives, in the same order."""
+        etype = self._edge_type(args, kwargs)
+        ids = self.ids()
+        return ids.edges_out(ids.local_edges(etype), etype)
+
+    def get_all_edge_attrs(self) -> list:
+        """PyG's ``EdgeAttr`` of every edge type the graph has (layout coo, sorted)."""
+        from torch_geometric.data import EdgeAttr
+        g = self.graph()
+        if not g.is_typed():
+            return [EdgeAttr(None, "coo", True, (g.num_nodes(), g.num_nodes()))]
+        return [EdgeAttr(cet, "coo", True, (g.num_nodes(cet[0]), g.num_nodes(cet[2]))) for cet in g.canonical_etypes]
 
 
 class LocalFeatureStore(_Store):
-    """PyG's ``LocalFeatureStore`` of one partition: ``from_partition(root, partition_id)``,
-    ``meta``; ``labels`` (every node's label, the graph's ``label`` field; on a typed graph
-    {node type: labels} of the types that have one) for splitting seeds."""
+    """PyG's ``LocalFeatureStore`` of one partition, over the job's servers: ``from_partition(root,
+    partition_id)``, ``meta``, ``num_partitions``, ``partition_idx``, ``node_feat_pb`` /
+    ``edge_feat_pb``, and PyG's reads, every ID the user's own:
+
+    - ``get_global_id(group_name)``: the user's IDs of this partition's nodes (of the node type),
+      the order of its local rows;
+    - ``store[group, attr]``, ``store[group, attr, index]``, ``get_tensor(...)``: this
+      partition's rows (``index``: positions among them, as PyG's local store takes it);
+    - ``get_tensor_from_global_id(group_name=, attr_name=, index=)`` and
+      ``lookup_features(index, is_node_feat=True, input_type=None)`` (a completed
+      ``torch.futures.Future``): the rows of any node of the graph, by the user's IDs (PyG's
+      local store answers its own nodes only; fanout fetches the rest from their servers);
+    - ``labels``: every node's label by the user's ID (``{node type: labels}`` on a typed graph,
+      for the types that have one), or what the script set (PyG's ``feature.labels = ...``).
+
+    ``attr`` ``"x"`` is the graph's feature field (``feat``), ``"y"`` its labels (``label``);
+    any other name is the node field of that name."""
 
     _labels = None  # set by a script (PyG's ``feature.labels = torch.load(...)``)
+    _ATTRS = {"x": ("feat", "features"), "y": ("label", "labels")}
+
+    @property
+    def node_feat_pb(self):
+        return self._partition_book(True)
+
+    @property
+    def edge_feat_pb(self):
+        return self._partition_book(False)
 
     @property
     def labels(self):
@@ -325,16 +473,91 @@ class LocalFeatureStore(_Store):
             return self._labels
         g = self.graph()
         if not g.is_typed():
-            return g.ndata["label"][torch.arange(g.num_nodes())]
-        return {t: g.nodes[t].data["label"][torch.arange(g.num_nodes(t))] for t in g.ntypes
-                if "label" in g.nodes[t].data}
+            return self._rows(None, "y", _whole(g.num_nodes()))
+        return {t: self._rows(t, "y", _whole(g.num_nodes(t))) for t in g.ntypes if "label" in g.nodes[t].data}
 
     @labels.setter
     def labels(self, value):
-        """PyG's: the labels batches take ``y`` from, by node ID (fanout's IDs; on a typed graph
-        the seed type's type-wise IDs, or ``{node type: labels}``), instead of the partition's
-        ``label`` field. ``write_example_inputs`` writes such a file from a partition."""
+        """PyG's: the labels batches take ``y`` from, by the user's node ID (on a typed graph the
+        seed type's, or ``{node type: labels}``), instead of the partition's ``label`` field."""
         self._labels = value
+
+    def _field(self, group, attr):
+        """The DistTensor of PyG's (group, attr): a node type's field on a typed graph."""
+        g = self.graph()
+        if isinstance(group, tuple) and group != (None, None):
+            raise NotImplementedError(f"fanout.pyg: edge features ({group!r}, {attr!r}) are read by the loaders "
+                                      "(prefetch of edge fields), not through the feature store")
+        data = g.nodes[group].data if g.is_typed() else g.ndata
+        for name in self._ATTRS.get(attr, (attr,)):
+            if name in data:
+                return data[name]
+        raise KeyError(f"no node field {attr!r} (this graph has: {', '.join(sorted(data))}; 'x' is 'feat', 'y' "
+                       "is 'label')")
+
+    def _rows(self, group, attr, orig) -> torch.Tensor:
+        """Rows of (group, attr) of the user's node IDs `orig`."""
+        return self._field(group, attr)[self.ids().nodes_in(orig, group)]
+
+    @staticmethod
+    def _attr(args, kwargs):
+        """(group_name, attr_name, index) of PyG's FeatureStore call forms: a TensorAttr, a tuple,
+        positional or keyword arguments."""
+        if len(args) == 1 and hasattr(args[0], "attr_name"):
+            a = args[0]
+            return a.group_name, a.attr_name, getattr(a, "index", None)
+        if len(args) == 1 and isinstance(args[0], tuple):
+            args = args[0]
+        names = ("group_name", "attr_name", "index")
+        values = dict(zip(names, args), **kwargs)
+        index = values.get("index")
+        unset = getattr(index, "name", None) == "UNSET"  # PyG's _FieldStatus.UNSET
+        return values.get("group_name"), values.get("attr_name"), None if unset else index
+
+    def get_global_id(self, group_name=None) -> torch.Tensor:
+        """The user's IDs of this partition's nodes of ``group_name`` (a node type; None on a
+        one-type graph), in the order of its local rows (PyG's)."""
+        ids = self.ids()
+        return ids.nodes_out(ids.local_nodes(group_name), group_name)
+
+    def get_tensor(self, *args, **kwargs) -> torch.Tensor:
+        """PyG's: this partition's rows of (group, attr), ``index`` positions among them."""
+        group, attr, index = self._attr(args, kwargs)
+        local = self.ids().local_nodes(group)
+        if index is not None:
+            pos = torch.as_tensor(index)
+            pos = pos.nonzero().flatten() if pos.dtype == torch.bool else pos.long()
+            if pos.numel() and (int(pos.min()) < -len(local) or int(pos.max()) >= len(local)):
+                raise IndexError(f"LocalFeatureStore[{group!r}, {attr!r}, index]: index holds positions among this "
+                                 f"partition's {len(local)} rows (PyG's local index); for any node by its ID use "
+                                 "get_tensor_from_global_id(group_name=, attr_name=, index=IDs)")
+            local = local[pos]
+        return self._field(group, attr)[local]
+
+    __getitem__ = get_tensor
+
+    def get_tensor_from_global_id(self, *args, **kwargs) -> torch.Tensor:
+        """The rows of (group, attr) of the user's node IDs ``index`` (any node of the graph)."""
+        group, attr, index = self._attr(args, kwargs)
+        if index is None:
+            raise ValueError("get_tensor_from_global_id needs index= (the user's node IDs)")
+        return self._rows(group, attr, index)
+
+    def lookup_features(self, index, is_node_feat: bool = True, input_type=None):
+        """PyG's: the features (``x``) of the user's node IDs ``index``, as a completed
+        ``torch.futures.Future``."""
+        if not is_node_feat:
+            raise NotImplementedError("fanout.pyg: lookup_features(is_node_feat=False): edge features come with "
+                                      "the loaders' batches")
+        fut = torch.futures.Future()
+        fut.set_result(self._rows(input_type, "x", index))
+        return fut
+
+    def get_all_tensor_attrs(self) -> list:
+        """PyG's ``TensorAttr`` (group, name) of every node field."""
+        from torch_geometric.data import TensorAttr
+        g = self.graph()
+        return [TensorAttr(f["node_type"] or None, f["name"]) for f in g._native.node_fields]
 
 
 _TYPED_ADJS = ("adjs=True is for graphs with one node type: a typed graph's batches are HeteroData, whose "
@@ -399,7 +622,7 @@ class _PygLoader(DistLoader):
         self._adjs = bool(adjs)
         self._ones = torch.ones(0)  # the adjacencies' values, one buffer sliced (they are never written)
 
-    def _layer_adjs(self, blocks):
+    def _layer_adjs(self, blocks, e_ids):
         """PyG's NeighborSampler ``adjs`` of fanout's blocks: per layer, input layer first,
         ``(adj_t, e_id, size)`` with ``adj_t`` the block as a ``torch.sparse_csr`` matrix
         ``[num_dst, num_src]`` (the block's own CSC arrays, not copied), ``size`` ``(num_src,
@@ -410,10 +633,10 @@ class _PygLoader(DistLoader):
         if self._ones.numel() < need:
             self._ones = torch.ones(max(need, 2 * self._ones.numel()))
         out = []
-        for b in blocks:
+        for b, e_id in zip(blocks, e_ids):
             nd, ns = b.num_dst_nodes(), b.num_src_nodes()
             adj_t = fused_csr(b.indptr, b.indices, nd, ns, self._ones)
-            out.append((adj_t, b.edata[EID], (ns, nd)))
+            out.append((adj_t, e_id, (ns, nd)))
         return out
 
     def __len__(self) -> int:
@@ -445,36 +668,39 @@ class _PygLoader(DistLoader):
     def close(self):
         self._loader.close()
 
-    @staticmethod
-    def _subgraph(Data, blocks, feat_name):
-        """The sampled subgraph of fanout's blocks (input layer first) in PyG's layout."""
-        n_id = blocks[0].srcdata[NID]
+    def _subgraph(self, Data, blocks, feat_name):
+        """The sampled subgraph of fanout's blocks (input layer first) in PyG's layout, its
+        ``n_id`` and ``e_id`` the user's IDs (and with ``adjs``, each layer's too)."""
+        ids = self._ids
+        n_id = ids.nodes_out(blocks[0].srcdata[NID])
+        e_ids = [ids.edges_out(b.edata[EID]) for b in blocks]
         hops = blocks[::-1]  # hop 1 (the seeds' in-edges) first
         edge_index = torch.cat([torch.stack([b.indices, b.dst]) for b in hops], 1)
-        e_id = torch.cat([b.edata[EID] for b in hops])
         num_nodes = [hops[0].num_dst_nodes()] + [b.num_src_nodes() - b.num_dst_nodes() for b in hops]
-        data = Data(edge_index=edge_index, n_id=n_id, e_id=e_id, num_nodes=int(n_id.numel()),
+        data = Data(edge_index=edge_index, n_id=n_id, e_id=torch.cat(e_ids[::-1]), num_nodes=int(n_id.numel()),
                     num_sampled_nodes=num_nodes, num_sampled_edges=[b.num_edges() for b in hops])
         if feat_name in blocks[0].srcdata:
             data.x = blocks[0].srcdata[feat_name]
+        if self._adjs:
+            data.adjs = self._layer_adjs(blocks, e_ids)
         return data
 
-    @staticmethod
-    def _hetero_subgraph(HeteroData, blocks, feat_name):
+    def _hetero_subgraph(self, HeteroData, blocks, feat_name):
         """The same for typed blocks (fanout.distributed.HeteroBlock): per node type its sources
         of the input layer (each inner layer's are a prefix of them, so the per-type indices of
         every layer's edges hold), per relation its edges hop 1 first."""
         data = HeteroData()
         first, hops = blocks[0], blocks[::-1]
         feats = first.srcdata[feat_name] if feat_name in first.srcdata else {}
+        ids = self._ids
         for t in first.ntypes:
-            data[t].n_id = first.srcnodes[t].data[NID]
+            data[t].n_id = ids.nodes_out(first.srcnodes[t].data[NID], t)
             data[t].num_nodes = first.num_src_nodes(t)
             if t in feats:
                 data[t].x = feats[t]
         for cet in first.canonical_etypes:
             data[cet].edge_index = torch.cat([b.edge_index_dict[cet] for b in hops], 1)
-            data[cet].e_id = torch.cat([b.edge_ids(cet) for b in hops])
+            data[cet].e_id = torch.cat([ids.edges_out(b.edge_ids(cet), cet) for b in hops])
         data.num_sampled_nodes = {t: [hops[0].num_dst_nodes(t)] + [b.num_src_nodes(t) - b.num_dst_nodes(t) for b in hops]
                                   for t in first.ntypes}
         data.num_sampled_edges = {cet: [b.num_edges(cet) for b in hops] for cet in first.canonical_etypes}
@@ -516,11 +742,20 @@ class DistNeighborLoader(_PygLoader):
         elif self._typed:
             raise ValueError(f"input_nodes on a typed graph: pass (node type, IDs), e.g. ({g.ntypes[0]!r}, ids) "
                              f"(types: {', '.join(g.ntypes)})")
+        # The user's IDs (PyG's contract) in, fanout's to its loader: input_id and the script's own
+        # labels index the former.
+        self._ids = ids = graph.ids()
+        count = ids.maps.num_nodes(ids.ntype(self._input_type))
         if input_nodes is None:
-            nids = torch.arange(g.num_nodes(self._input_type) if self._typed else g.num_nodes())
+            orig = torch.arange(count)
         else:
             t = torch.as_tensor(input_nodes)
-            nids = t.nonzero().flatten() if t.dtype == torch.bool else t.long()
+            if t.dtype == torch.bool and t.numel() != count:
+                raise ValueError(f"input_nodes: a mask of {t.numel()} entries for {count} nodes"
+                                 f"{f' of type {self._input_type!r}' if self._typed else ''}")
+            orig = t.nonzero().flatten() if t.dtype == torch.bool else t.long().flatten()
+        self._input_orig = orig
+        nids = ids.nodes_in(orig, self._input_type)
         self._input = nids
         self._order = torch.argsort(nids)  # for input_id: a seed's position in input_nodes
         sampler = _fd.NeighborSampler(_fanouts(num_neighbors, self._typed), replace=replace)
@@ -538,17 +773,15 @@ class DistNeighborLoader(_PygLoader):
             labels = blocks[-1].dstdata[self._label].get(self._input_type) if self._label in blocks[-1].dstdata else None
         else:
             data = store = self._subgraph(_pyg(), blocks, self._feat)
-            if self._adjs:
-                data.adjs = self._layer_adjs(blocks)
             labels = blocks[-1].dstdata.get(self._label) if self._label else None
         store.batch_size = int(seeds.numel())
-        at = torch.searchsorted(self._input[self._order].contiguous(), seeds.contiguous())
+        at = torch.searchsorted(self._input[self._order].contiguous(), seeds.cpu().contiguous())
         store.input_id = self._order[at]
-        override = self._feature._labels  # the script's own labels, by node ID
+        override = self._feature._labels  # the script's own labels, by the user's node ID
         if override is not None:
             if isinstance(override, dict):
                 override = override[self._input_type]
-            labels = torch.as_tensor(override)[seeds.cpu()]
+            labels = torch.as_tensor(override)[self._input_orig[store.input_id]]
         if labels is not None:
             store.y = labels
         return data
@@ -608,14 +841,17 @@ class DistLinkNeighborLoader(_PygLoader):
             self._edge_type = link[0]
         if adjs and self._edge_type is not None:
             raise ValueError(_TYPED_ADJS)
+        self._ids = graph.ids()
         if edge_label_index is None:
             eids = _fd.edge_split(None, g.get_partition_book(), **({"etype": self._edge_type} if self._edge_type else {}))
         else:
             eids = torch.as_tensor(edge_label_index)
             if eids.dim() != 1:
                 raise NotImplementedError("fanout.pyg: edge_label_index as [2, N] node pairs is not supported: pass "
-                                          "None (this rank's stored edges) or a 1-D tensor of stored edge IDs"
-                                          f"{' (type-wise, of the relation)' if self._edge_type else ''}")
+                                          "None (this rank's stored edges) or a 1-D tensor of the graph's edge IDs "
+                                          "(columns of the edge_index it was partitioned from"
+                                          f"{', rows of the relation' if self._edge_type else ''})")
+            eids = self._ids.edges_in(eids, self._edge_type)  # the user's edge IDs -> fanout's
         sampler = _fd.as_edge_prediction_sampler(
             _fd.NeighborSampler(_fanouts(num_neighbors, self._edge_type is not None), replace=replace),
             negative_sampler=negatives)
@@ -674,14 +910,12 @@ class DistLinkNeighborLoader(_PygLoader):
             src_store, dst_store = data[src_type], data[dst_type]
         else:
             data = store = src_store = dst_store = self._subgraph(_pyg(), blocks, self._feat)
-            if self._adjs:
-                data.adjs = self._layer_adjs(blocks)
             u, v = pos.edges()
             nu, nv = neg.edges()
             eids = pos.edata[EID]
         n = int(u.numel())
         store.batch_size = n
-        store.input_id = self._order[torch.searchsorted(self._eids[self._order].contiguous(), eids.contiguous())]
+        store.input_id = self._order[torch.searchsorted(self._eids[self._order].contiguous(), eids.cpu().contiguous())]
         if self._mode == "binary":
             store.edge_label_index = torch.stack([torch.cat([u, nu]), torch.cat([v, nv])])
             store.edge_label = torch.cat([torch.ones(n), torch.zeros(int(nu.numel()))])

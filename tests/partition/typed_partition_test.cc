@@ -171,6 +171,7 @@ void ExpectValidTypedPartition(const Dataset& d, const PartitionOptions& o, cons
       }
     }
   }
+  testing::ExpectIdMapsMatchPartitions(config_path);
 }
 
 struct TypedCase {

@@ -11,6 +11,8 @@ import os
 import sys
 import unittest
 
+import numpy as np
+
 try:
     import torch
     import torch_geometric  # noqa: F401
@@ -26,6 +28,28 @@ import distributed_test as base  # noqa: E402  (the servers fixture and graph ma
 import fanout.distributed as dist  # noqa: E402
 from fanout import pyg  # noqa: E402
 from fanout.kernels import FusedCsr  # noqa: E402
+
+
+def user_graph(work):
+    """make_graph's graph as its user had it before partitioning: x, y and the edge_index
+    fanout-partition --add-reverse-edges stored (the input edges, then their reverses: edge
+    ``E + i`` reverses input edge ``i``), by the graph's own IDs, the IDs fanout.pyg speaks."""
+    ds = os.path.join(work, "ds")
+    e = torch.from_numpy(np.load(os.path.join(ds, "edges.npy")).astype(np.int64))
+    e = e.t() if e.shape[1] == 2 else e
+    x = torch.from_numpy(np.load(os.path.join(ds, "node_feat.npy")))
+    y = torch.from_numpy(np.load(os.path.join(ds, "node_label.npy")).astype(np.int64))
+    return x, y, torch.cat([e, e.flip(0)], 1)
+
+
+def hand_mapped(config):
+    """fanout node ID -> the graph's own ID, from each partition's graph/orig_nids.npy (the map a
+    user made by hand before fanout.pyg did it), and the same for edges."""
+    base_dir = os.path.dirname(config)
+    parts = sorted(d for d in os.listdir(base_dir) if d.startswith("part"))
+    parts.sort(key=lambda d: int(d[4:]))
+    load = lambda f: torch.from_numpy(np.concatenate([np.load(os.path.join(base_dir, d, "graph", f)) for d in parts]))
+    return load("orig_nids.npy"), load("orig_eids.npy")
 
 
 class PygLoaderTest(base.ServersTestCase):
@@ -51,7 +75,7 @@ class PygLoaderTest(base.ServersTestCase):
                                         shuffle=True, current_ctx=ctx, master_addr="127.0.0.1", master_port=1,
                                         num_workers=0)
         self.assertEqual(len(loader), -(-len(nids) // 50))
-        feat, label = self.g.ndata["feat"], self.g.ndata["label"]
+        feat, label, edge_index = user_graph(self.tmp.name)  # the user's own arrays, by the graph's IDs
         seen = []
         model = torch.nn.ModuleList([SAGEConv(16, 8), SAGEConv(8, 5)])
         with loader:
@@ -64,7 +88,7 @@ class PygLoaderTest(base.ServersTestCase):
                 self.assertTrue(torch.equal(nids[batch.input_id], batch.n_id[:bs]))
                 seen.append(batch.n_id[:bs])
                 # Every edge is a graph edge (source -> target), and the rows are the graph's.
-                src, dst = self.g.find_edges(batch.e_id)
+                src, dst = edge_index[:, batch.e_id]
                 self.assertTrue(torch.equal(src, batch.n_id[batch.edge_index[0]]))
                 self.assertTrue(torch.equal(dst, batch.n_id[batch.edge_index[1]]))
                 self.assertTrue(torch.equal(batch.x, feat[batch.n_id]))
@@ -151,9 +175,10 @@ class PygLoaderTest(base.ServersTestCase):
                 self.assertEqual(batch.dst_neg_index.shape, (32, 3))
                 pos_src, pos_dst = n_id[batch.src_index], n_id[batch.dst_pos_index]
                 self.assertFalse(bool((batch.dst_neg_index == batch.dst_pos_index.unsqueeze(1)).all()))
-            # The positives are the edges input_id names, in this rank's edge share.
+            # The positives are the edges input_id names, in this rank's edge share (fanout's
+            # edge IDs when edge_label_index is None; PyG's batches speak the graph's own).
             eids = dist.edge_split(None, self.g.get_partition_book())[batch.input_id]
-            src, dst = self.g.find_edges(eids)
+            src, dst = user_graph(self.tmp.name)[2][:, graph.ids().edges_out(eids)]
             self.assertTrue(torch.equal(src, pos_src) and torch.equal(dst, pos_dst))
             loader.close()
         # fanout's own negative kinds: joint negatives are one set shared by the batch, in-batch
@@ -249,20 +274,21 @@ class PygLoaderTest(base.ServersTestCase):
 
     def test_pygs_example_inputs_and_the_attributes_its_loop_reads(self):
         """What node_ogb_cpu.py reads besides the loaders: write_example_inputs' files (labels in
-        fanout's IDs, each partition's own training and test nodes), feature.labels as y,
+        the graph's own IDs, each partition's own training and test nodes), feature.labels as y,
         loader.num_workers, and enable_multithreading as a context that leaves the loader usable."""
         import tempfile
         g = self.g
         with tempfile.TemporaryDirectory() as root:
             pyg.write_example_inputs(self.config, root, "ogbn-products")
             labels = torch.load(os.path.join(root, "ogbn-products-label", "label.pt"))
-            self.assertTrue(torch.equal(labels, g.ndata["label"][torch.arange(g.num_nodes())]))
+            self.assertTrue(torch.equal(labels, user_graph(self.tmp.name)[1]))
             pb = g.get_partition_book()
+            orig, _ = hand_mapped(self.config)
             for k in range(2):
                 train = torch.load(os.path.join(root, "ogbn-products-train-partitions", f"partition{k}.pt"))
                 mask = g.ndata["train_mask"][torch.arange(g.num_nodes())].bool()
                 owned = pb.nid2partid(torch.arange(g.num_nodes())) == k
-                self.assertTrue(torch.equal(train, (mask & owned).nonzero().flatten()))
+                self.assertTrue(torch.equal(train, torch.sort(orig[(mask & owned).nonzero().flatten()]).values))
             feature, graph = pyg.LocalFeatureStore.from_partition(os.path.join(root, "ogbn-products-partitions"), 0), \
                 pyg.LocalGraphStore.from_partition(os.path.join(root, "ogbn-products-partitions"), 0)
         feature.labels = labels + 1000  # y comes from the script's labels once it sets them
@@ -301,9 +327,15 @@ class PygTypedLoaderTest(base.ServersTestCase):
         g = self.g
         with self.assertRaisesRegex(ValueError, "adjs=True is for graphs with one node type"):
             pyg.DistNeighborLoader(data, num_neighbors=[2], input_nodes=("paper", None), batch_size=4, adjs=True)
+        # The graph's own type-wise IDs of fanout's, mapped by hand from each partition's files.
+        orig, orig_e = hand_mapped(self.config)
+        own = {t: orig[g._ntypes.to_homo(i, np.arange(g.num_nodes(t)))] for i, t in enumerate(g.ntypes)}
+        fanout_of = {t: torch.argsort(own[t]) for t in g.ntypes}  # the graph's ID -> fanout's type-wise
         labels = data[0].labels
         self.assertEqual(sorted(labels), ["paper"])
-        self.assertTrue(torch.equal(labels["paper"], g.nodes["paper"].data["label"][torch.arange(g.num_nodes("paper"))]))
+        label = g.nodes["paper"].data["label"][torch.arange(g.num_nodes("paper"))]
+        self.assertTrue(torch.equal(labels["paper"], label[fanout_of["paper"]]))
+        feat = g.nodes["paper"].data["feat"][torch.arange(g.num_nodes("paper"))][fanout_of["paper"]]
         papers = torch.arange(0, g.num_nodes("paper"), 3)
         per_relation = {cet: [3, 2] for cet in g.canonical_etypes}
         for num_neighbors in ([3, 2], per_relation):
@@ -314,8 +346,8 @@ class PygTypedLoaderTest(base.ServersTestCase):
             self.assertIsInstance(batch, HeteroData)
             bs = batch["paper"].batch_size
             self.assertTrue(torch.equal(batch["paper"].n_id[:bs], papers[batch["paper"].input_id]))
-            self.assertTrue(torch.equal(batch["paper"].y, g.nodes["paper"].data["label"][batch["paper"].n_id[:bs]]))
-            self.assertTrue(torch.equal(batch["paper"].x, g.nodes["paper"].data["feat"][batch["paper"].n_id]))
+            self.assertTrue(torch.equal(batch["paper"].y, labels["paper"][batch["paper"].n_id[:bs]]))
+            self.assertTrue(torch.equal(batch["paper"].x, feat[batch["paper"].n_id]))
             edges = 0
             for r, cet in enumerate(g.canonical_etypes):
                 src_t, _, dst_t = cet
@@ -324,11 +356,12 @@ class PygTypedLoaderTest(base.ServersTestCase):
                 edges += ei.shape[1]
                 if ei.shape[1] == 0:
                     continue
-                s, d = g.find_edges(torch.from_numpy(g._etypes.to_homo(r, eid.numpy())))
-                self.assertTrue(torch.equal(torch.from_numpy(g._ntypes.to_typewise(s.numpy())[1]),
-                                            batch[src_t].n_id[ei[0]]), cet)
-                self.assertTrue(torch.equal(torch.from_numpy(g._ntypes.to_typewise(d.numpy())[1]),
-                                            batch[dst_t].n_id[ei[1]]), cet)
+                # e_id is the relation's input row: the stored edge with that row joins n_id's ends.
+                homo = torch.from_numpy(g._etypes.to_homo(r, np.arange(g.num_edges(cet))))
+                stored = homo[torch.argsort(orig_e[homo])][eid]
+                s, d = g.find_edges(stored)
+                self.assertTrue(torch.equal(orig[s], batch[src_t].n_id[ei[0]]), cet)
+                self.assertTrue(torch.equal(orig[d], batch[dst_t].n_id[ei[1]]), cet)
             self.assertGreater(edges, 0)
             for t in g.ntypes:
                 self.assertEqual(sum(batch.num_sampled_nodes[t]), batch[t].num_nodes)
@@ -385,11 +418,13 @@ class PygTypedLinkLoaderTest(base.ServersTestCase):
             else:
                 src, dst = batch["author"].src_index, batch["paper"].dst_pos_index
                 self.assertEqual(batch["paper"].dst_neg_index.shape, (16, 2))
-            # The positives are the relation's stored edges input_id names, type-wise.
+            # The positives are the relation's stored edges input_id names (fanout's type-wise IDs
+            # from edge_split), their ends the graph's own type-wise IDs.
             eids = mine[batch[writes].input_id]
             s, d = g.find_edges(torch.from_numpy(g._etypes.to_homo(r, eids.numpy())))
-            self.assertTrue(torch.equal(batch["author"].n_id[src], torch.from_numpy(g._ntypes.to_typewise(s.numpy())[1])))
-            self.assertTrue(torch.equal(batch["paper"].n_id[dst], torch.from_numpy(g._ntypes.to_typewise(d.numpy())[1])))
+            orig, _ = hand_mapped(self.config)
+            self.assertTrue(torch.equal(batch["author"].n_id[src], orig[s]))
+            self.assertTrue(torch.equal(batch["paper"].n_id[dst], orig[d]))
 
         class Sage(torch.nn.Module):
             def __init__(self):

@@ -400,6 +400,7 @@ void ExpectValidPartition(const Dataset& d, const partition::PartitionOptions& o
       }
     }
   }
+  ExpectIdMapsMatchPartitions(config_path);
 }
 
 namespace {
@@ -574,4 +575,44 @@ partition::Dataset MakeTypedDataset(uint64_t seed, int64_t papers, int64_t autho
   return d;
 }
 
+void ExpectIdMapsMatchPartitions(const std::string& config_path) {
+  auto cfg = core::LoadPartitionConfig(config_path);
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  const std::string dir = cfg->base_dir + "/id_maps/";
+  std::ifstream in(dir + "id_maps.json");
+  ASSERT_TRUE(in.good()) << dir << "id_maps.json: the partition has no ID maps";
+  const nlohmann::json meta = nlohmann::json::parse(in);
+  ASSERT_EQ(meta["num_nodes"].get<int64_t>(), cfg->num_nodes);
+  auto node_types = cfg->NodeTypes();
+  auto edge_types = cfg->EdgeTypes();
+  ASSERT_TRUE(node_types.ok() && edge_types.ok());
+  // Per kind: the forward map is the partitions' orig arrays one after another, and the inverse
+  // (by type offset + input ID) names each stored ID once and nothing else.
+  for (const auto& [kind, part_file, bounds, types] :
+       {std::tuple{"nids", core::PartFiles::kOrigNids, &cfg->node_bounds, &*node_types},
+        std::tuple{"eids", core::PartFiles::kOrigEids, &cfg->edge_bounds, &*edge_types}}) {
+    const NpyArray fwd = MustMap(dir + "orig_" + kind + ".npy");
+    const NpyArray inv = MustMap(dir + "new_" + kind + ".npy");
+    const auto offsets = meta[kind == std::string("nids") ? "node_type_offsets" : "edge_type_offsets"]
+                             .get<std::vector<int64_t>>();
+    ASSERT_EQ(fwd.rows(), bounds->back()) << kind;
+    ASSERT_EQ(static_cast<int>(offsets.size()), types->num_types()) << kind;
+    int64_t named = 0;
+    for (int64_t i = 0; i < inv.rows(); ++i) named += inv.data_as<int64_t>()[i] >= 0;
+    EXPECT_EQ(named, bounds->back()) << kind << ": the inverse names every stored ID once";
+    for (int k = 0; k < cfg->num_parts; ++k) {
+      const NpyArray orig = MustMap(cfg->PartPath(k, part_file));
+      for (int t = 0; t < types->num_types(); ++t) {
+        const auto [b, e] = types->Range(t, k);
+        for (int64_t v = b; v < e; ++v) {
+          const int64_t o = orig.data_as<int64_t>()[v - (*bounds)[k]];
+          ASSERT_EQ(fwd.data_as<int64_t>()[v], o) << kind << " " << v;
+          ASSERT_EQ(inv.data_as<int64_t>()[offsets[t] + o], v) << kind << " " << v << " (input " << o << ")";
+        }
+      }
+    }
+  }
+}
+
 }  // namespace fanout::testing
+

@@ -72,6 +72,10 @@ void WriteText(const std::string& path, const std::string& text);
 void ExpectValidPartition(const partition::Dataset& d, const partition::PartitionOptions& o,
                           const std::string& config_path);
 
+// The whole graph's ID maps (partition/id_maps.h) beside `config_path` agree with every
+// partition's graph/orig_{nids,eids}.npy, both ways. ExpectValidPartition checks it too.
+void ExpectIdMapsMatchPartitions(const std::string& config_path);
+
 // Partitions `d` (random graph from `spec` when d is null) into `parts` with METIS under
 // dir/parts and returns the config path; fails the test on error.
 std::string PartitionRandom(const TempDir& dir, const RandomGraphSpec& spec, int parts,

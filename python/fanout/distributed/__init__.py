@@ -36,6 +36,7 @@ from fanout.distributed.embedding import DistEmbedding
 from fanout.distributed.graph import DistGraph, DistTensor, GraphPartitionBook, NodePartitionPolicy, node_split
 from fanout.distributed import optim  # noqa: E402  (dgl.distributed.optim's SparseAdam, SparseAdagrad)
 from fanout.distributed.hetero import HeteroBlock
+from fanout.distributed.partition import partition_graph
 from fanout._native import FanoutError
 
 NID = "_ID"  # dgl.NID: the global node IDs in a block's srcdata / dstdata
@@ -46,4 +47,5 @@ __all__ = [
     "NeighborSampler", "DistNodeDataLoader", "Block", "FanoutError", "NID", "EID", "DistEdgeDataLoader",
     "as_edge_prediction_sampler", "negative_sampler", "edge_split", "PairGraph", "HeteroBlock", "DistEmbedding",
     "NodePartitionPolicy", "optim", "TypedPairGraph", "MultiLayerNeighborSampler", "DistDataLoader",
+    "partition_graph",
 ]
