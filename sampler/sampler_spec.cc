@@ -101,10 +101,11 @@ absl::Status WalkLinkOptions(L& l, F&& f) {
   return absl::OkStatus();
 }
 
-// The LoaderOptions a loader's user chooses. The other six are its caller's: first_step and
+// The LoaderOptions a loader's user chooses (machine_rows: fanout-train's --batch-rows, the
+// Python loaders' batch_rows). The other five are its caller's: first_step and
 // samplers_ignore_sigterm (fanout-train's resume and stop), part_config_path (the graph's),
-// writable_batches (the Python data plane's batches are always writable), features_ahead
-// (fanout-train's evaluation) and machine_rows (fanout-train's --batch-rows).
+// writable_batches (the Python data plane's batches are always writable) and features_ahead
+// (fanout-train's evaluation).
 static_assert(base::FieldCount<LoaderOptions>() == 14, "list the new LoaderOptions member in WalkLoaderSettings");
 template <typename L, typename F>
 absl::Status WalkLoaderSettings(L& l, F&& f) {
@@ -116,6 +117,7 @@ absl::Status WalkLoaderSettings(L& l, F&& f) {
   RETURN_IF_ERROR(f("sampler_binary", l.sampler_binary));
   RETURN_IF_ERROR(f("batch_timeout_seconds", l.batch_timeout_seconds));
   RETURN_IF_ERROR(f("sampler_nice", l.sampler_nice));
+  RETURN_IF_ERROR(f("machine_rows", l.machine_rows));
   return absl::OkStatus();
 }
 

@@ -40,7 +40,8 @@ class IdMaps:
     refusing (ValueError) an ID no input node or stored edge has."""
 
     def __init__(self, config_path: str):
-        base = os.path.dirname(os.path.abspath(config_path))
+        # The real folder, so that the maps stay readable when a link to it goes away.
+        base = os.path.dirname(os.path.realpath(config_path))
         self.dir = os.path.join(base, _DIR)
         meta_path = os.path.join(self.dir, _META)
         if not os.path.exists(meta_path):

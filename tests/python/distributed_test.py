@@ -285,7 +285,45 @@ class DistTensorWriteTest(ServersTestCase):
         self.assertIs(self.g.ndata["labels"], self.g.ndata["label"])
 
 
+def batch_file_bytes() -> int:
+    """Bytes of the sampler processes' batch files this process maps now (memfd fanout-batch)."""
+    total = 0
+    with open("/proc/self/maps") as f:
+        for line in f:
+            if "memfd:fanout-batch" in line:
+                begin, end = (int(x, 16) for x in line.split()[0].split("-"))
+                total += end - begin
+    return total
+
+
 class LoaderTest(ServersTestCase):
+    def test_batch_rows_fetched_leaves_this_machines_rows_out_of_the_batch_files(self):
+        """batch_rows="fetched" (the default on the CPU, fanout-train's --batch-rows): the sampler
+        processes' batch files hold only the rows fetched from the other machine, this process
+        copies its machine's own in, and the script receives the same batches as with "all"."""
+        nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
+        got = {}
+        for rows in ("all", "fetched", "auto"):
+            loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([5, 5]), batch_size=64, shuffle=True,
+                                             num_samplers=1, prefetch=1, batch_rows=rows, seed=3)
+            batches, mapped = [], 0
+            for input_nodes, _, blocks in loader:
+                batches.append((input_nodes.clone(), blocks[0].srcdata["feat"].clone()))
+                mapped = max(mapped, batch_file_bytes())
+            loader.close()
+            got[rows] = batches, mapped
+        feat = self.g.ndata["feat"]
+        for rows in ("fetched", "auto"):
+            self.assertEqual(len(got[rows][0]), len(got["all"][0]))
+            for (ids, x), (ids_all, x_all) in zip(got[rows][0], got["all"][0]):
+                self.assertTrue(torch.equal(ids, ids_all) and torch.equal(x, x_all))
+                self.assertTrue(torch.equal(x, feat[ids]))
+        # About half the input rows are this machine's: the files shrink by their share.
+        self.assertLess(got["fetched"][1], 0.8 * got["all"][1])
+        self.assertEqual(got["auto"][1], got["fetched"][1])
+        with self.assertRaisesRegex(ValueError, "batch_rows must be"):
+            dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([2]), batch_size=2, batch_rows="some")
+
     def test_sampler_processes_run_below_the_trainers_priority(self):
         """Sampler processes start at the trainer's priority and lower it by the job's
         sampler_nice (fanout-launch --sampler-nice; default 10) once their batches are ahead of

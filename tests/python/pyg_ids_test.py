@@ -47,6 +47,8 @@ from fanout.id_maps import IdMaps  # noqa: E402
 from torch_geometric.data import Data  # noqa: E402
 
 SCRIPT = os.path.join(HERE, "pyg_script.py")
+# A pip-installed fanout (the PyG Python's) finds no build/bin beside its extension.
+os.environ.setdefault("FANOUT_PARTITION_BIN", os.path.join(base.BIN, "fanout-partition"))
 
 
 def user_graph(work):

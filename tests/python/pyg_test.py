@@ -75,7 +75,7 @@ class PygLoaderTest(base.ServersTestCase):
                                         shuffle=True, current_ctx=ctx, master_addr="127.0.0.1", master_port=1,
                                         num_workers=0)
         self.assertEqual(len(loader), -(-len(nids) // 50))
-        feat, label, edge_index = user_graph(self.tmp.name)  # the user's own arrays, by the graph's IDs
+        feat, label, user_edges = user_graph(self.tmp.name)  # the user's own arrays, by the graph's IDs
         seen = []
         model = torch.nn.ModuleList([SAGEConv(16, 8), SAGEConv(8, 5)])
         with loader:
@@ -88,7 +88,7 @@ class PygLoaderTest(base.ServersTestCase):
                 self.assertTrue(torch.equal(nids[batch.input_id], batch.n_id[:bs]))
                 seen.append(batch.n_id[:bs])
                 # Every edge is a graph edge (source -> target), and the rows are the graph's.
-                src, dst = edge_index[:, batch.e_id]
+                src, dst = user_edges[:, batch.e_id]
                 self.assertTrue(torch.equal(src, batch.n_id[batch.edge_index[0]]))
                 self.assertTrue(torch.equal(dst, batch.n_id[batch.edge_index[1]]))
                 self.assertTrue(torch.equal(batch.x, feat[batch.n_id]))

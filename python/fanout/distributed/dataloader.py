@@ -247,14 +247,24 @@ class _EpochLoader:
         return next((name for name in usual if name in have), "")
 
     def _making(self, num_samplers: Optional[int], num_threads: int, prefetch: int, batch_timeout_seconds: float,
-                queue_size: Optional[int]) -> dict:
+                queue_size: Optional[int], batch_rows: str) -> dict:
         """How batches are made (``_native.default_settings()["loader"]`` less the epochs, which
         ``_start`` sets): the job's sampler processes unless `num_samplers` says otherwise (0:
-        threads here). DGL's ``queue_size`` (batches made ahead) is ``prefetch``."""
+        threads here). DGL's ``queue_size`` (batches made ahead) is ``prefetch``. ``batch_rows``
+        is fanout-train's ``--batch-rows``: ``"fetched"`` has sampler processes put in their batch
+        files only the input rows they fetched from other machines (or disk), this process copying
+        the rest in from the memory every process of the machine shares (the partition's mapped
+        features, the halo cache), so batches in flight hold a fraction of the memory; ``"all"``
+        every row; ``"auto"`` (default) fetched unless the loader's output device is a GPU, whose
+        feeding thread is better spent on the device."""
+        if batch_rows not in ("auto", "fetched", "all"):
+            raise ValueError(f"{type(self).__name__}: batch_rows must be 'auto', 'fetched' or 'all', got {batch_rows!r}")
+        on_gpu = self._device is not None and self._device.type != "cpu"
         args = dict(num_samplers=context.current().num_samplers if num_samplers is None else int(num_samplers),
                     num_threads=int(num_threads), prefetch=int(prefetch if queue_size is None else queue_size),
                     sampler_binary=context.sampler_binary(), batch_timeout_seconds=float(batch_timeout_seconds),
-                    sampler_nice=context.current().sampler_nice)
+                    sampler_nice=context.current().sampler_nice,
+                    machine_rows=batch_rows == "fetched" or (batch_rows == "auto" and not on_gpu))
         if args["num_samplers"] > 0 and not args["sampler_binary"]:
             raise FileNotFoundError(f"{type(self).__name__}: no fanout-sampler program for num_samplers="
                                     f"{args['num_samplers']}: put fanout's build/bin on PATH, set "
@@ -400,7 +410,7 @@ class DistNodeDataLoader(_EpochLoader):
                  drop_last: bool = False, *, seed: int = 0, num_samplers: Optional[int] = None, num_threads: int = 1,
                  prefetch: int = 2, to_dgl: Optional[bool] = None, batch_timeout_seconds: float = 600.0,
                  feature_cache_bytes: int = 512 << 20, even_steps: Optional[bool] = None, device=None,
-                 queue_size: Optional[int] = None):
+                 queue_size: Optional[int] = None, batch_rows: str = "auto"):
         batch_size = int(batch_size)
         if batch_size < 1:
             raise ValueError(f"DistNodeDataLoader: batch_size must be >= 1, got {batch_size}")
@@ -435,7 +445,7 @@ class DistNodeDataLoader(_EpochLoader):
             seeds_per_epoch=per_epoch, feature_field=self._feat, label_field=self._label,
             relation_fanouts=_relation_fanouts(g, graph_sampler))
         self._steps = _native.steps_per_epoch(self._settings, len(self._nids))  # known before any sampler starts
-        self._loader = self._making(num_samplers, num_threads, prefetch, batch_timeout_seconds, queue_size)
+        self._loader = self._making(num_samplers, num_threads, prefetch, batch_timeout_seconds, queue_size, batch_rows)
         self._cache_bytes = int(feature_cache_bytes)
 
     def _start(self, first_epoch, num_epochs):
@@ -761,7 +771,7 @@ class DistEdgeDataLoader(_EpochLoader):
                  shuffle: bool = True, drop_last: bool = False, *, seed: int = 0, num_samplers: Optional[int] = None,
                  num_threads: int = 1, prefetch: int = 2, to_dgl: Optional[bool] = None,
                  batch_timeout_seconds: float = 600.0, feature_cache_bytes: int = 512 << 20, device=None,
-                 queue_size: Optional[int] = None):
+                 queue_size: Optional[int] = None, batch_rows: str = "auto"):
         ctx = context.current()
         batch_size = int(batch_size)
         if not isinstance(graph_sampler, EdgePredictionSampler):
@@ -801,7 +811,7 @@ class DistEdgeDataLoader(_EpochLoader):
                           hard_negative_field=negatives.hard_field, hard_negatives=negatives.hard,
                           exclude_seed_edges=graph_sampler.exclude_seed_edges, edges_per_epoch=per_epoch)
         self._steps = _native.link_steps_per_epoch(self._settings, self._link, len(self._eids))
-        self._loader = self._making(num_samplers, num_threads, prefetch, batch_timeout_seconds, queue_size)
+        self._loader = self._making(num_samplers, num_threads, prefetch, batch_timeout_seconds, queue_size, batch_rows)
         self._cache_bytes = int(feature_cache_bytes)
 
     def _start(self, first_epoch, num_epochs):
