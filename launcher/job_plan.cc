@@ -36,8 +36,10 @@ std::string Var(const char* name, double value) { return StrCat(name, "=", value
 void SetLaunchCommand(const LaunchOptions& o, ProcessSpec* p) {
   if (p->remote) {
     const std::string script = RemoteScript(p->workspace, p->env, p->command, o.stop_grace_s);
-    p->via = o.slurm ? "srun" : "ssh";
-    if (o.slurm) {
+    p->via = o.slurm ? "srun" : !o.agent.empty() ? "agent" : "ssh";
+    if (!o.agent.empty()) {
+      p->argv = AgentArgv(o.agent, p->machine, p->ip, script);
+    } else if (o.slurm) {
       std::string name = StrCat("fanout-", p->Label());  // the step's name in squeue and sacct
       std::replace(name.begin(), name.end(), ' ', '-');
       p->argv = SrunArgv(o, p->ip, name, script);
@@ -191,6 +193,23 @@ std::vector<std::string> SshArgv(const LaunchOptions& o, const std::string& ip,
           "-p", std::to_string(o.ssh_port),
           o.ssh_user.empty() ? ip : StrCat(o.ssh_user, "@", ip),
           StrCat("sh -c ", ShellQuote(script))};
+}
+
+std::vector<std::string> AgentArgv(const std::string& agent, int index, const std::string& host,
+                                   const std::string& script) {
+  std::vector<std::string> argv;
+  std::istringstream words(agent);
+  for (std::string w; words >> w;) {
+    for (const auto& [name, value] : {std::pair<std::string, std::string>{"{index}", std::to_string(index)},
+                                      {"{host}", host}}) {
+      for (size_t at = w.find(name); at != std::string::npos; at = w.find(name, at + value.size())) {
+        w.replace(at, name.size(), value);
+      }
+    }
+    argv.push_back(std::move(w));
+  }
+  argv.insert(argv.end(), {"sh", "-c", script});
+  return argv;
 }
 
 std::vector<std::string> SrunArgv(const LaunchOptions& o, const std::string& host, const std::string& name,
@@ -538,7 +557,7 @@ absl::StatusOr<JobPlan> PlanJob(const LaunchOptions& o) {
     }
     bool local = false;
     for (const std::string& a : *addresses) local |= IsLocalAddress(a, interfaces);
-    const bool remote = o.always_ssh || !local;
+    const bool remote = o.always_ssh || !o.agent.empty() || !local;
     in.remote.push_back(remote);
     any_local |= !remote;
   }

@@ -32,8 +32,8 @@ struct ProcessSpec {
   int global_rank = -1;  // trainer: FANOUT_RANK; -1 for servers
   std::string ip;        // the machine's address
   std::string address;   // server: the host:port it listens on; "" for trainers
-  bool remote = false;   // started over ssh, or with --slurm through srun
-  std::string via;       // remote: "ssh" or "srun"; "" for a local process
+  bool remote = false;   // started over ssh, through --agent, or with --slurm through srun
+  std::string via;       // remote: "ssh", "srun" or "agent" (--agent); "" for a local process
 
   // What runs on the machine: program and arguments, the variables added to its environment
   // ("NAME=VALUE"), and its working folder.
@@ -124,6 +124,11 @@ std::string RemoteScript(const std::string& workspace, const std::vector<std::st
 // ssh [options] -p PORT [user@]ip 'sh -c <script>'.
 std::vector<std::string> SshArgv(const LaunchOptions& o, const std::string& ip,
                                  const std::string& script);
+
+// --agent's command for machine `index` at `host` (its words, "{index}" and "{host}" replaced),
+// then sh -c <script>; the agent hands its stdin to the script, so the watcher works as over ssh.
+std::vector<std::string> AgentArgv(const std::string& agent, int index, const std::string& host,
+                                   const std::string& script);
 
 // srun, one task on node `host` as a step of the current allocation, sharing the node with the
 // job's other steps (--overlap), running sh -c <script>; srun hands its stdin to the task, so

@@ -62,6 +62,10 @@ int main(int argc, char** argv) {
   args.AddInt("ssh-port", &o.ssh_port, "ssh port of remote machines");
   args.AddString("ssh-command", &o.ssh_command, "the ssh client to run");
   args.AddBool("always-ssh", &o.always_ssh, "start local machines over ssh (with --slurm: srun) too, as DGL does");
+  args.AddString("agent", &o.agent,
+                 "reach every machine through this command instead of ssh: its words with {index} and {host} "
+                 "replaced by the machine's index and address, then 'sh -c SCRIPT' (e.g. 'ip netns exec "
+                 "fanout-m{index}', 'docker exec -i node{index}'); no machine is then local");
   args.AddInt("machine-id", &o.machine_id,
               "start only machine K's servers and trainers (one launcher per machine, e.g. per pod); "
               "its trainers start once every machine's servers answer (-1 = the whole job)");

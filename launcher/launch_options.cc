@@ -10,6 +10,19 @@ using base::StrCat;
 
 absl::Status Bad(const std::string& msg) { return absl::InvalidArgumentError(msg); }
 
+// --agent's words name no placeholder but {index} and {host}.
+absl::Status CheckAgent(const std::string& agent) {
+  if (agent.find_first_not_of(" \t") == std::string::npos) return Bad("--agent must name a command");
+  for (size_t open = agent.find('{'); open != std::string::npos; open = agent.find('{', open + 1)) {
+    const size_t close = agent.find('}', open);
+    const std::string name = agent.substr(open, close == std::string::npos ? std::string::npos : close - open + 1);
+    if (name != "{index}" && name != "{host}") {
+      return Bad(StrCat("--agent '", agent, "': unknown placeholder ", name, " (it may use {index} and {host})"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Length of the NAME= prefix at the start of `s`, or 0 when there is none.
 size_t EnvNamePrefix(std::string_view s) {
   s = base::StripSpaces(s);
@@ -66,6 +79,13 @@ absl::Status ValidateLaunchOptions(const LaunchOptions& o) {
     return Bad(StrCat("--ssh-port must be in 1..65535, not ", o.ssh_port));
   }
   if (o.ssh_command.empty()) return Bad("--ssh-command must not be empty");
+  if (!o.agent.empty()) {
+    if (o.slurm) return Bad("--agent and --slurm do not go together: --slurm reaches other nodes with srun");
+    if (o.machine_id >= 0) {
+      return Bad("--agent and --machine-id do not go together: a launcher per machine starts its own processes");
+    }
+    if (absl::Status s = CheckAgent(o.agent); !s.ok()) return s;
+  }
   if (o.coordinator_port < 0 || o.coordinator_port > 65535) {
     return Bad(StrCat("--coordinator-port must be in 1..65535 (or 0 for the default), not ",
                       o.coordinator_port));

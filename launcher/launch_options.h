@@ -26,6 +26,11 @@ struct LaunchOptions {
   std::string ssh_user;             // "" = ssh's default
   int ssh_port = 22;
   bool always_ssh = false;  // start local machines over ssh (with --slurm: srun) too, as DGL does
+  // --agent: reach every machine through this command instead of ssh (Open MPI's
+  // plm_rsh_agent): its words, "{index}" and "{host}" replaced by the machine's index and
+  // ip_config address, then "sh -c SCRIPT" (e.g. "ip netns exec fanout-m{index}", "docker exec -i
+  // node{index}", "kubectl exec -i pod-{index} --"). No machine is then local. "" = ssh.
+  std::string agent;
 
   // One launcher per machine (--machine-id K, e.g. one per Kubernetes pod, or
   // `srun --ntasks-per-node=1 fanout-launch --machine-id $SLURM_NODEID`): start machine K's

@@ -122,6 +122,7 @@ class Job final : public JobContext {
   TrainOptions o_;
   std::unique_ptr<Task> task_;
   std::unique_ptr<sampler::DistGraph> graph_;
+  std::unique_ptr<rpc::ReachabilityWatch> reachability_;  // --unreachable-timeout; null: not watched
   std::shared_ptr<const FeatureCache> feature_cache_;  // --gpu-cache-bytes; null: none
   std::string cache_choice_;                           // how its nodes were chosen, for the log
   std::unique_ptr<DeviceUploader> uploader_;           // batches to device_, without blocking the host

@@ -1,6 +1,8 @@
 // Job::Setup in steps (job.h): everything between the options and the first step.
 #include <dlfcn.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -84,6 +86,16 @@ absl::Status Job::OpenGraph(const core::PartitionConfig& config) {
   sampler::DistGraphOptions own = o_.graph;
   own.cache_in_shared_memory = o_.loader.num_samplers > 0;
   ASSIGN_OR_RETURN(graph_, sampler::DistGraph::Open(config, own));
+  // A machine that stops answering ends this trainer (and the launcher the job) within the
+  // timeout, naming it, instead of a collective or a call waiting out its own timeout.
+  const int rank = o_.dist.rank;
+  reachability_ = rpc::ReachabilityWatch::Start(o_.graph.servers, o_.graph.machine_id, o_.graph.client,
+                                                o_.reachability, [rank](const std::string& message) {
+                                                  std::fprintf(stderr, "fanout-train: rank %d: error: %s\n", rank,
+                                                               message.c_str());
+                                                  std::fflush(nullptr);
+                                                  std::_Exit(1);
+                                                });
   return absl::OkStatus();
 }
 

@@ -235,6 +235,10 @@ void AddSystemFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
               "once at start so that batches fetch fewer remote rows; 0 = off",
               0, std::numeric_limits<int64_t>::max() >> 20);
   args.AddDouble("comm-timeout", &f->comm_timeout, "seconds a collective may wait for the other trainers");
+  args.AddDouble("unreachable-timeout", &o->reachability.timeout_s,
+                 "seconds another machine's servers may leave a call each second unanswered before the trainer "
+                 "ends the job naming it (a cut link is otherwise silent until --comm-timeout or --deadline); "
+                 "0 = not watched");
   args.AddBool("overlap-allreduce", &o->overlap_allreduce,
                "start each gradient bucket's all-reduce during backward, as its gradients are written "
                "(the same averaged gradients, bit for bit; --no-overlap-allreduce: all after backward)");
@@ -320,6 +324,10 @@ absl::Status CheckFlags(const base::ArgParser& args, const Flags& f, trainer::Tr
         "--machine-id must be a partition number >= 0 (default: rank / trainers per machine), got ", f.machine_id));
   }
   if (!(f.deadline > 0)) return absl::InvalidArgumentError(StrCat("--deadline must be > 0 seconds, got ", f.deadline));
+  if (!(o->reachability.timeout_s >= 0) || o->reachability.timeout_s > 1e9) {
+    return absl::InvalidArgumentError(
+        StrCat("--unreachable-timeout must be in [0, 1e9] seconds (0: off), got ", o->reachability.timeout_s));
+  }
   if (!(f.comm_timeout > 0) || f.comm_timeout > 1e9) {
     return absl::InvalidArgumentError(StrCat("--comm-timeout must be in (0, 1e9] seconds, got ", f.comm_timeout));
   }

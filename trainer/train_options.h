@@ -14,6 +14,7 @@
 #include "sampler/dist_graph.h"
 #include "sampler/link_sampler.h"
 #include "sampler/loader.h"
+#include "rpc/reachability.h"
 #include "sampler/minibatch_sampler.h"
 #include "trainer/dist.h"
 #include "trainer/dist_embedding.h"
@@ -113,6 +114,9 @@ struct TrainOptions {
   sampler::DistGraphOptions graph;  // machine (local partition), servers, client deadline
   int trainers_per_machine = 1;     // T: world_size must be num_parts * T
   DistOptions dist;                 // rank, world size, coordinator, backend, timeout
+  // Every other machine's servers are called each second; one silent for reachability.timeout_s
+  // ends the trainer with an error naming it (rpc/reachability.h; --unreachable-timeout).
+  rpc::ReachabilityOptions reachability;
 
   // The training task (trainer/task.h): a registered name, "node" (classification: labels,
   // node splits) or "link" (prediction on a graph partitioned with --edge-split).

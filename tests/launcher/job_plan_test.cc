@@ -424,6 +424,56 @@ TEST(Srun, OneTaskOnTheNamedNodeRunsTheRemoteScript) {
   EXPECT_THAT(DescribePlan(*plan), HasSubstr("through srun"));
 }
 
+// --agent (Open MPI's plm_rsh_agent): a command of the user's choice reaches each machine, its
+// {index} and {host} filled in; the script is the one ssh runs, with its stop on hang-up.
+TEST(Agent, ReachesEachMachineThroughTheCommandWithItsIndexAndHost) {
+  fanout::testing::TempDir dir;
+  // A stand-in for `ip netns exec NS` / `docker exec -i C`: logs where it was sent, runs the rest.
+  const std::string agent = dir.Sub("fake-agent");
+  fanout::testing::WriteText(agent, R"SH(#!/bin/sh
+echo "$1 $2" >> "$FAKE_AGENT_LOG"
+shift 2
+exec "$@"
+)SH");
+  chmod(agent.c_str(), 0755);
+  EXPECT_EQ(AgentArgv(agent + " ns-{index}  at-{host}:{index}", 3, "10.1.0.4", "echo hi"),
+            (std::vector<std::string>{agent, "ns-3", "at-10.1.0.4:3", "sh", "-c", "echo hi"}));
+  setenv("FAKE_AGENT_LOG", dir.Sub("agent.log").c_str(), 1);
+  Ran r = RunWithStdinPipe(AgentArgv(agent + " ns-{index} {host}", 1, "10.1.0.2",
+                                     RemoteScript(dir.path(), {"FANOUT_RANK=5"},
+                                                  {"sh", "-c", "echo \"$PWD|$FANOUT_RANK\"; exit 4"}, 1)));
+  unsetenv("FAKE_AGENT_LOG");
+  EXPECT_EQ(r.out, dir.path() + "|5\n");
+  EXPECT_EQ(r.status.Describe(), "exited with status 4");
+  EXPECT_EQ(testing::ReadFile(dir.Sub("agent.log")), "ns-1 10.1.0.2\n");
+
+  // In a plan, every machine goes through the agent, local addresses too: a machine in a
+  // namespace or a container is not this host's.
+  LaunchOptions o = Options();
+  o.agent = agent + " ns-{index}";
+  PlanInputs in = Inputs();
+  in.remote = {true, true};
+  auto plan = BuildJobPlan(o, in);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  for (const auto& p : plan->trainers) {
+    EXPECT_EQ(p.via, "agent");
+    EXPECT_EQ(p.argv[0], agent);
+    EXPECT_EQ(p.argv[1], "ns-" + std::to_string(p.machine));
+  }
+  EXPECT_THAT(DescribePlan(*plan), HasSubstr("through agent"));
+}
+
+TEST(Agent, BadAgentsAreRefusedByFlag) {
+  LaunchOptions o = Options();
+  o.agent = "ip netns exec m{rank}";
+  EXPECT_THAT(std::string(ValidateLaunchOptions(o).message()), HasSubstr("unknown placeholder {rank}"));
+  o.agent = "  ";
+  EXPECT_THAT(std::string(ValidateLaunchOptions(o).message()), HasSubstr("--agent must name a command"));
+  o.agent = "ip netns exec m{index}";
+  o.machine_id = 0;
+  EXPECT_THAT(std::string(ValidateLaunchOptions(o).message()), HasSubstr("--agent and --machine-id"));
+}
+
 class SlurmIpConfig : public ::testing::Test {
  protected:
   void SetUp() override {

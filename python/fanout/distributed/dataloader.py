@@ -255,16 +255,17 @@ class _EpochLoader:
         files only the input rows they fetched from other machines (or disk), this process copying
         the rest in from the memory every process of the machine shares (the partition's mapped
         features, the halo cache), so batches in flight hold a fraction of the memory; ``"all"``
-        every row; ``"auto"`` (default) fetched unless the loader's output device is a GPU, whose
-        feeding thread is better spent on the device."""
+        (and ``"auto"``, the default) every row. Unlike fanout-train's, the Python loaders' auto
+        is all: on DGL's GraphSAGE example the copy cost the script's thread 0.6-0.8 s an epoch of
+        10 (its wait 0.16-0.22 s -> 0.82-0.98 s) for no lower peak (the rows moved from the batch
+        files into the script's heap; docs/benchmarks.md)."""
         if batch_rows not in ("auto", "fetched", "all"):
             raise ValueError(f"{type(self).__name__}: batch_rows must be 'auto', 'fetched' or 'all', got {batch_rows!r}")
-        on_gpu = self._device is not None and self._device.type != "cpu"
         args = dict(num_samplers=context.current().num_samplers if num_samplers is None else int(num_samplers),
                     num_threads=int(num_threads), prefetch=int(prefetch if queue_size is None else queue_size),
                     sampler_binary=context.sampler_binary(), batch_timeout_seconds=float(batch_timeout_seconds),
                     sampler_nice=context.current().sampler_nice,
-                    machine_rows=batch_rows == "fetched" or (batch_rows == "auto" and not on_gpu))
+                    machine_rows=batch_rows == "fetched")
         if args["num_samplers"] > 0 and not args["sampler_binary"]:
             raise FileNotFoundError(f"{type(self).__name__}: no fanout-sampler program for num_samplers="
                                     f"{args['num_samplers']}: put fanout's build/bin on PATH, set "

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Jobs on an emulated cluster (scripts/cluster.sh): 4 machines as network namespaces joined by a
+# switch, links shaped to 1 Gbit/s, reached by fanout-launch --agent. Checks that
+#   - a 4-machine job trains (sampling across every partition, halo caches, evaluation) and each
+#     machine's link carried its traffic, counted by the interfaces themselves;
+#   - a machine whose link is cut mid-epoch ends the job within 15 s, with an error naming the
+#     unreachable machine, and leaves no process behind in any machine;
+#   - with --max-restarts, a job whose link is cut for 15 s finishes once it is back, from its
+#     last checkpoint, with the uninterrupted run's final loss;
+#   - a slow link (10 Mbit/s) is slow, not a failure.
+# Skipped (exit 77) where namespaces cannot be made (not root, no iproute2).
+#
+#   tests/integration/cluster_test.sh BIN_DIR
+set -uo pipefail
+BIN=$(readlink -f "$1")
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+CLUSTER=$REPO/scripts/cluster.sh
+NAME=ct$(($$ % 1000000))
+WORK=$(mktemp -d)
+FAILED=0
+cleanup() {
+  "$CLUSTER" down --name "$NAME" >/dev/null 2>&1
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; FAILED=1; }
+
+"$CLUSTER" run --machines 1 --name "$NAME" -- true 2>"$WORK/probe.err"
+case $? in
+  0) ;;
+  77) echo "skipped: $(cat "$WORK/probe.err")"; exit 77 ;;
+  *) cat "$WORK/probe.err" >&2; echo "FAIL: scripts/cluster.sh could not make a 1-machine cluster" >&2; exit 1 ;;
+esac
+
+cd "$WORK"
+"$BIN/fanout-generate" --out ds --num-nodes 6000 --num-edges 60000 --feat-dim 16 --num-classes 5 --seed 2 >/dev/null
+"$BIN/fanout-partition" --input ds --num-parts 4 --out parts --graph-name g --add-reverse-edges --quiet
+
+launch() {  # launch LOG TRAIN-FLAGS...: fanout-launch over the cluster's machines ($LAUNCH_FLAGS added)
+  local log=$1
+  shift
+  "$BIN/fanout-launch" --agent "$FANOUT_CLUSTER_AGENT" --ip-config "$FANOUT_CLUSTER_IP_CONFIG" \
+    --part-config parts/g.json --num-servers 1 --num-trainers 1 --num-samplers 1 --log-dir "logs-$log" \
+    ${LAUNCH_FLAGS:-} -- \
+    "$BIN/fanout-train" --fanouts 5,5 --batch-size 64 --hidden 16 --threads 1 "$@" >"$log.log" 2>&1
+}
+export -f launch
+export BIN
+
+# 1. A 4-machine job, and the bytes each machine's link carried.
+"$CLUSTER" run --machines 4 --rate 1gbit --name "$NAME" -- bash -c '
+  launch train --epochs 2 --eval-every 2 --metrics-file metrics.jsonl; echo "launch=$?" >status
+  "$0" counters --name "$1" >counters' "$CLUSTER" "$NAME"
+grep -q "launch=0" status || { fail "the 4-machine job failed"; tail -n 30 train.log >&2; }
+epochs=$(grep -c '"event": *"epoch"' metrics.jsonl 2>/dev/null || echo 0)
+[ "$epochs" -ge 2 ] || fail "the 4-machine job wrote $epochs epoch records, not 2"
+grep -q "10.213.0.4" train.log || fail "the job's log does not name machine 3's address (10.213.0.4)"
+[ "$(wc -l <counters)" = 4 ] || fail "counters: $(cat counters)"
+while read -r m _ rx _ tx; do
+  # Each machine samples from the 3 others and all-reduces with them: well over 100 KB each way.
+  [ "$rx" -gt 100000 ] && [ "$tx" -gt 100000 ] || fail "$m's link carried rx $rx / tx $tx bytes"
+done <counters
+echo "4 machines at 1gbit: $(tr '\n' ';' <counters)"
+
+# 2. Machine 2's link cut mid-epoch: the job ends within 15 s, naming it, and nothing is left.
+"$CLUSTER" run --machines 4 --rate 1gbit --name "$NAME" -- bash -c '
+  launch cut --epochs 1000 --eval-every 0 & pid=$!
+  for _ in $(seq 1 600); do grep -q "epoch 0 |" cut.log 2>/dev/null && break; sleep 0.1; done
+  "$0" link 2 down --name "$1"; cut_at=$(date +%s.%N)
+  wait $pid; rc=$?
+  echo "rc=$rc seconds=$(awk -v a="$cut_at" -v b="$(date +%s.%N)" "BEGIN { printf \"%.1f\", b - a }")" >cut.status
+  left=0; for k in 0 1 2 3; do n=$(ip netns pids "$1-m$k" | wc -l); left=$((left + n)); done
+  echo "left=$left" >>cut.status' "$CLUSTER" "$NAME"
+cat cut.status
+rc=$(sed -n 's/.*rc=\([0-9]*\).*/\1/p' cut.status)
+seconds=$(sed -n 's/.*seconds=\([0-9.]*\).*/\1/p' cut.status)
+[ -n "$rc" ] && [ "$rc" != 0 ] || fail "the job with a cut link exited ${rc:-?}, not with an error"
+awk -v s="${seconds:-999}" 'BEGIN { exit !(s <= 15) }' || fail "the job ended ${seconds:-?} s after the cut, not within 15"
+grep -q "left=0" cut.status || fail "processes were left in the machines after the job ended"
+grep -Eq "10\.213\.0\.3|machine 2" cut.log || { fail "the error does not name machine 2 (10.213.0.3)"; tail -n 20 cut.log >&2; }
+grep -E "fanout-launch: job .* failed" cut.log >&2 || true
+
+# 3. The same cut for 15 s with --max-restarts: the job finishes once the link is back, resuming
+#    from its last checkpoint, with the loss the uninterrupted run ends with.
+last_loss() { python3 -c 'import json,sys; print([r for r in map(json.loads, open(sys.argv[1])) if r.get("event") == "epoch"][-1]["loss"])' "$1"; }
+"$CLUSTER" run --machines 4 --rate 1gbit --name "$NAME" -- bash -c '
+  flags=(--epochs 6 --eval-every 0 --seed 7 --checkpoint-every-steps 5 --auto-resume)
+  launch ref "${flags[@]}" --checkpoint-dir ckpt-ref --metrics-file ref.jsonl; echo "ref=$?" >restart.status
+  LAUNCH_FLAGS="--max-restarts 3 --restart-backoff 1" launch restart "${flags[@]}" --checkpoint-dir ckpt-cut \
+    --metrics-file restart.jsonl & pid=$!
+  for _ in $(seq 1 600); do grep -q "epoch 1 |" restart.log 2>/dev/null && break; sleep 0.1; done
+  "$0" link 2 down --name "$1"; sleep 15; "$0" link 2 up --name "$1"
+  wait $pid; echo "restart=$?" >>restart.status' "$CLUSTER" "$NAME"
+cat restart.status
+grep -q "ref=0" restart.status || fail "the uninterrupted run failed"
+grep -q "restart=0" restart.status || { fail "the run with a 15 s cut did not finish"; tail -n 20 restart.log >&2; }
+grep -Eq "job .* finished after [0-9]+ restart" restart.log || fail "the run with a 15 s cut was never restarted"
+ref=$(last_loss ref.jsonl 2>/dev/null) got=$(last_loss restart.jsonl 2>/dev/null)
+echo "final loss: uninterrupted $ref, with the cut $got"
+[ -n "$ref" ] && [ "$ref" = "$got" ] || fail "final loss $got after the cut, $ref without"
+
+# 4. A 10 Mbit/s link is slow, not a failure.
+"$CLUSTER" run --machines 4 --rate 10mbit --name "$NAME" -- bash -c '
+  launch slow --epochs 1 --eval-every 0; echo "slow=$?" >slow.status' "$CLUSTER" "$NAME"
+grep -q "slow=0" slow.status || { fail "the job on 10 Mbit/s links failed"; tail -n 20 slow.log >&2; }
+
+exit $FAILED
