@@ -159,6 +159,11 @@ int JobSupervisor::Run() {
   }
   Teardown();
   for (const std::string& line : memory_.Lines()) Say(line);
+  for (const auto& [machine, w] : wire_) {
+    Say(StrCat("machine ", machine, " (", w.first, "): its trainers' calls to other machines and collectives moved ",
+               w.second.Describe(), "; sent ", static_cast<int64_t>(w.second.total_sent() / 100000) / 10.0,
+               " MB, received ", static_cast<int64_t>(w.second.total_received() / 100000) / 10.0, " MB"));
+  }
   const double secs = std::chrono::duration<double>(Clock::now() - start_time_).count();
   if (exit_code_ == 0) {
     Say(StrCat("job ", plan_.job_id, " done in ", static_cast<int64_t>(secs * 10) / 10.0,
@@ -213,6 +218,11 @@ bool JobSupervisor::StartProcess(const ProcessSpec& spec) {
     if (on_line) on_line(line);
     // A process's (or, through a trainer's stderr, its samplers') peak memory as it exits.
     if (std::optional<base::MemoryRecord> m = base::ParseMemoryLine(line)) memory_.Add(raw->spec->machine, raw->spec->ip, *m);
+    if (std::optional<base::WireTotals> w = base::ParseWireLine(line)) {
+      auto& [ip, sum] = wire_[raw->spec->machine];
+      ip = raw->spec->ip;
+      sum += *w;
+    }
     if (LineLevel(line) == 'E') raw->last_error.assign(base::StripSpaces(line).substr(0, 300));
   };
   c->err = std::make_unique<StreamRouter>(prefix, options_.console_err, c->log_fd.get(), on_err_line, on_heartbeat);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "base/memory_report.h"
+#include "base/wire_counters.h"
 #include "launcher/group_guard.h"
 #include "launcher/job_plan.h"
 #include "launcher/memory_summary.h"
@@ -136,6 +137,8 @@ class JobSupervisor {
   int exit_code_ = 0;
   std::string failure_;
   MemorySummary memory_;
+  // The trainers' bytes to and from other machines (their WireLines at exit), by machine: (ip, sum).
+  std::map<int, std::pair<std::string, base::WireTotals>> wire_;
   Clock::time_point next_memory_sample_{};
   std::map<int, base::FullReadingPolicy> memory_policy_;  // by machine
   FailureKind failure_kind_;

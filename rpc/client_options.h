@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
+#include "base/wire_counters.h"
 #include "rpc/security.h"
 
 namespace fanout::rpc {
@@ -15,6 +17,9 @@ struct ClientOptions {
   int64_t max_message_bytes = 512ll << 20;
   bool own_connection = false;           // a TCP connection of its own, not shared with other clients
   Security security;                     // TLS and token (default: plaintext, no token)
+  // Where every call's request and reply bytes are added, by kind (base/wire_counters.h); null:
+  // not counted. DistGraph leaves it off for its own machine's servers (no link crossed).
+  std::shared_ptr<base::WireCounters> wire;
 };
 
 }  // namespace fanout::rpc

@@ -78,9 +78,27 @@ void GraphClient::Attempt(Call<Req, Resp>* call) {
               [this, call](grpc::Status s) { Finish(call, s); });
 }
 
+namespace {
+
+// What a call's bytes count as (base/wire_counters.h).
+base::WireKind WireKindOf(std::string_view method) {
+  if (method == "SampleNeighbors") return base::WireKind::kSampling;
+  if (method == "PullNodeData" || method == "PullEdgeData") return base::WireKind::kRowPulls;
+  if (method == "PushNodeData" || method == "SparseUpdate" || method == "CreateNodeField") {
+    return base::WireKind::kRowWrites;
+  }
+  return base::WireKind::kControl;
+}
+
+}  // namespace
+
 template <typename Req, typename Resp>
 void GraphClient::Finish(Call<Req, Resp>* call, const grpc::Status& s) {
   using Clock = std::chrono::system_clock;
+  if (options_.wire != nullptr) {  // every attempt sent its request; an answer came with success
+    options_.wire->Add(WireKindOf(call->method), static_cast<int64_t>(call->req.ByteSizeLong()),
+                       s.ok() ? static_cast<int64_t>(call->resp.ByteSizeLong()) : 0);
+  }
   const bool again = !s.ok() && call->retry && s.error_code() == grpc::StatusCode::UNAVAILABLE &&
                      call->attempt < options_.max_attempts && Clock::now() + call->backoff < call->deadline;
   if (!again) {
@@ -281,13 +299,36 @@ v1::SampleRequest SampleRequestOf(std::span<const int64_t> seeds, const core::Sa
   req.set_seed(o.seed);
   if (o.etype >= 0) req.set_etype(o.etype);
   req.mutable_etype_fanouts()->Assign(o.etype_fanouts.begin(), o.etype_fanouts.end());
+  req.set_compact(true);
   return req;
 }
 
-absl::Status ReadSample(const v1::SampleResponse& resp, core::SampledEdges* e) {
-  ASSIGN_OR_RETURN(e->src, Int64Vector(resp.src(), "src"));
-  ASSIGN_OR_RETURN(e->dst, Int64Vector(resp.dst(), "dst"));
-  ASSIGN_OR_RETURN(e->eid, Int64Vector(resp.eid(), "eid"));
+// The destinations of a compact answer: each (seed position, count) run of dst_runs expanded.
+absl::Status ReadDstRuns(const v1::Tensor& t, std::span<const int64_t> seeds, size_t edges, std::vector<int64_t>* dst) {
+  ASSIGN_OR_RETURN(const std::vector<int32_t> runs, Int32Vector(t, "dst_runs"));
+  if (runs.size() % 2 != 0) return absl::InternalError(StrCat("dst_runs holds ", runs.size(), " values, not pairs"));
+  dst->clear();
+  dst->reserve(edges);
+  for (size_t r = 0; r < runs.size(); r += 2) {
+    const int32_t at = runs[r], count = runs[r + 1];
+    if (at < 0 || static_cast<size_t>(at) >= seeds.size() || count < 0 || dst->size() + count > edges) {
+      return absl::InternalError(StrCat("dst_runs pair ", r / 2, " (", at, ", ", count, ") does not fit ", seeds.size(),
+                                        " seeds and ", edges, " edges"));
+    }
+    dst->insert(dst->end(), static_cast<size_t>(count), seeds[at]);
+  }
+  if (dst->size() != edges) return absl::InternalError(StrCat("dst_runs cover ", dst->size(), " of ", edges, " edges"));
+  return absl::OkStatus();
+}
+
+absl::Status ReadSample(const v1::SampleResponse& resp, std::span<const int64_t> seeds, core::SampledEdges* e) {
+  ASSIGN_OR_RETURN(e->src, IdVector(resp.src(), "src"));
+  ASSIGN_OR_RETURN(e->eid, IdVector(resp.eid(), "eid"));
+  if (resp.has_dst_runs()) {
+    RETURN_IF_ERROR(ReadDstRuns(resp.dst_runs(), seeds, e->eid.size(), &e->dst));
+  } else {
+    ASSIGN_OR_RETURN(e->dst, Int64Vector(resp.dst(), "dst"));
+  }
   e->etype.clear();
   if (resp.has_etype()) {
     ASSIGN_OR_RETURN(e->etype, Int32Vector(resp.etype(), "etype"));
@@ -321,9 +362,9 @@ void GraphClient::SampleNeighborsAsync(std::span<const int64_t> seeds, const cor
                                        core::SampledEdges* out, core::Done done) {
   Start<v1::SampleRequest, v1::SampleResponse>(
       "SampleNeighbors", SampleRequestOf(seeds, o), true, FANOUT_ASYNC_METHOD(SampleNeighbors, SampleRequest, SampleResponse),
-      [this, out, done = std::move(done)](absl::Status s, v1::SampleResponse* resp) {
+      [this, seeds, out, done = std::move(done)](absl::Status s, v1::SampleResponse* resp) {
         if (!s.ok()) return done(std::move(s));
-        s = ReadSample(*resp, out);
+        s = ReadSample(*resp, seeds, out);
         done(s.ok() ? s : Error("SampleNeighbors", s));
       });
 }

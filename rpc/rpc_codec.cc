@@ -1,6 +1,8 @@
 #include "rpc/rpc_codec.h"
 
+#include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "base/status.h"
 #include "base/strings.h"
@@ -90,6 +92,20 @@ absl::StatusOr<std::vector<int64_t>> Int64Vector(const v1::Tensor& t, const char
 }
 absl::StatusOr<std::vector<int32_t>> Int32Vector(const v1::Tensor& t, const char* what) {
   return VectorOf<int32_t>(t, v1::INT32, what);
+}
+
+void FillIdTensor(const std::vector<int64_t>& values, v1::Tensor* out) {
+  const bool narrow = std::all_of(values.begin(), values.end(), [](int64_t v) {
+    return v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max();
+  });
+  if (!narrow) return FillInt64Tensor(values, out);
+  FillInt32Tensor(std::vector<int32_t>(values.begin(), values.end()), out);
+}
+
+absl::StatusOr<std::vector<int64_t>> IdVector(const v1::Tensor& t, const char* what) {
+  if (t.dtype() != v1::INT32) return Int64Vector(t, what);
+  ASSIGN_OR_RETURN(std::vector<int32_t> narrow, Int32Vector(t, what));
+  return std::vector<int64_t>(narrow.begin(), narrow.end());
 }
 
 }  // namespace fanout::rpc

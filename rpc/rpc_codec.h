@@ -28,6 +28,9 @@ void FillInt32Tensor(const std::vector<int32_t>& values, v1::Tensor* out);
 // The int64 (int32) [n] vector in `t`. Errors name `what` (e.g. "ids") and what is wrong.
 absl::StatusOr<std::vector<int64_t>> Int64Vector(const v1::Tensor& t, const char* what);
 absl::StatusOr<std::vector<int32_t>> Int32Vector(const v1::Tensor& t, const char* what);
+// IDs as int64 or, where every one fits, int32 (the compact sampling answer), and back.
+void FillIdTensor(const std::vector<int64_t>& values, v1::Tensor* out);
+absl::StatusOr<std::vector<int64_t>> IdVector(const v1::Tensor& t, const char* what);
 // Checks that `t` holds a well-formed tensor (known dtype, data size = prod(shape) * size).
 absl::Status CheckTensor(const v1::Tensor& t, const char* what);
 

@@ -145,8 +145,10 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
   std::vector<std::future<absl::Status>> checks;
   for (int p = 0; p < config.num_parts; ++p) {
     if (g->is_local(p)) continue;
+    rpc::ClientOptions part_options = client_options;
+    if (p == options.machine_id) part_options.wire = nullptr;  // this machine's servers: no link crossed
     for (const std::string& a : options.servers.addresses[p]) {
-      clients[p].push_back(rpc::GraphClient::Connect(a, client_options));
+      clients[p].push_back(rpc::GraphClient::Connect(a, part_options));
     }
     for (auto& c : clients[p]) {
       rpc::GraphClient* client = c.get();

@@ -143,12 +143,15 @@ class ProcessLoader final : public BatchLoader {
     // The trainer's halo cache in shared memory, mapped by every child instead of pulled again.
     const int cache_fd = graph->shared_cache_fd();
     if (cache_fd >= 0) common.insert(common.end(), {"--halo-cache-fd", "5"});
+    // The trainer's wire counters (base/wire_counters.h): its samplers' calls count with its own.
+    const int wire_fd = go.client.wire != nullptr ? go.client.wire->fd() : -1;
+    if (wire_fd >= 0) common.insert(common.end(), {"--wire-counters-fd", "6"});
     absl::Status status;
     for (int i = 0; i < lo.num_samplers && status.ok(); ++i) {
       std::vector<std::string> args = common;
       args.push_back("--index");
       args.push_back(std::to_string(i));
-      status = l->Spawn(args, seeds_fd.get(), cache_fd);
+      status = l->Spawn(args, seeds_fd.get(), cache_fd, wire_fd);
     }
     RETURN_IF_ERROR(status);
     return l;
@@ -260,16 +263,17 @@ class ProcessLoader final : public BatchLoader {
         mappings_(static_cast<size_t>(std::max(1, options_.num_samplers) * (std::max(1, options_.prefetch) + 2)),
                   options_.writable_batches) {}
 
-  absl::Status Spawn(const std::vector<std::string>& args, int seeds_fd, int cache_fd) {
+  absl::Status Spawn(const std::vector<std::string>& args, int seeds_fd, int cache_fd, int wire_fd) {
     int pair[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
       return absl::InternalError(StrCat("socketpair: ", std::strerror(errno)));
     }
     base::UniqueFd ours(pair[0]), theirs(pair[1]);
     // Dies with the trainer; fd 3 is its end of the socket, fd 4 the seeds, fd 5 the halo cache
-    // when shared (sampler_main.cc).
+    // when shared, fd 6 the wire counters when counted (sampler_main.cc).
     std::vector<base::ChildFd> fds = {base::ChildFd::Dup(3, theirs.get()), base::ChildFd::Dup(4, seeds_fd)};
     if (cache_fd >= 0) fds.push_back(base::ChildFd::Dup(5, cache_fd));
+    if (wire_fd >= 0) fds.push_back(base::ChildFd::Dup(6, wire_fd));
     ASSIGN_OR_RETURN(const pid_t pid, base::SpawnChild({.argv = args, .fds = std::move(fds)}));
     theirs.reset();  // the child's end lives on in the child only
     children_.push_back(Child{pid, std::make_shared<Channel>(ours.release())});

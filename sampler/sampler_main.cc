@@ -196,12 +196,16 @@ void ReportRowCache(const sampler::DistGraph& graph, int64_t cache_bytes, core::
 }
 
 // Everything after the flags: any failure goes to the trainer too.
-absl::Status Run(sampler::SamplerSpec spec, int index, int socket_fd, int seeds_fd, int halo_cache_fd) {
+absl::Status Run(sampler::SamplerSpec spec, int index, int socket_fd, int seeds_fd, int halo_cache_fd,
+                 int wire_fd) {
   // A range of seeds (spec.seed_range_first) is not in the memfd.
   std::vector<int64_t> seeds(spec.seed_range_first >= 0 ? 0 : spec.num_seeds), cached(spec.num_cached);
   RETURN_IF_ERROR(ReadSeeds(seeds_fd, &seeds, &cached));
   ASSIGN_OR_RETURN(const core::PartitionConfig config, core::LoadPartitionConfig(spec.part_config_path));
   spec.graph.shared_cache_fd = halo_cache_fd;
+  if (wire_fd >= 0) {  // the trainer's page: this process's calls count with the trainer's
+    ASSIGN_OR_RETURN(spec.graph.client.wire, base::WireCounters::Map(wire_fd));
+  }
   auto graph = sampler::DistGraph::Open(config, spec.graph);
   if (halo_cache_fd >= 0) ::close(halo_cache_fd);  // mapped (or failed): the descriptor is done
   if (!graph.ok()) return graph.status();
@@ -237,7 +241,7 @@ int main(int argc, char** argv) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   std::signal(SIGPIPE, SIG_IGN);
   std::string spec_json;
-  int index = 0, socket_fd = -1, seeds_fd = -1, halo_cache_fd = -1;
+  int index = 0, socket_fd = -1, seeds_fd = -1, halo_cache_fd = -1, wire_fd = -1;
   base::ArgParser args("fanout-sampler", "(started by fanout-train with --num-samplers N)");
   args.SetDescription("A sampler process of a fanout trainer: makes every N-th mini-batch and hands it to\n"
                       "the trainer in shared memory. The trainer starts it; see docs/sampling.md.\n\n");
@@ -246,6 +250,8 @@ int main(int argc, char** argv) {
   args.AddInt("socket-fd", &socket_fd, "the socket to the trainer");
   args.AddInt("seeds-fd", &seeds_fd, "memfd holding the trainer's seeds (int64)");
   args.AddInt("halo-cache-fd", &halo_cache_fd, "memfd holding the trainer's halo row cache, mapped instead of pulled", -1);
+  args.AddInt("wire-counters-fd", &wire_fd, "memfd holding the trainer's wire counters, which this process's calls add to",
+              -1);
   if (std::optional<int> exit = args.ParseForMain(argc, argv)) return *exit;
   if (socket_fd < 0 || seeds_fd < 0) {
     return args.Fail(absl::InvalidArgumentError("--socket-fd and --seeds-fd are required (the trainer starts this)"));
@@ -258,7 +264,7 @@ int main(int argc, char** argv) {
         StrCat("--index must be in [0, ", spec->num_samplers, ") (the spec's num_samplers), got ", index)));
   }
   if (spec->ignore_sigterm) std::signal(SIGTERM, SIG_IGN);  // the trainer ends this process
-  if (absl::Status s = Run(*std::move(spec), index, socket_fd, seeds_fd, halo_cache_fd); !s.ok()) {
+  if (absl::Status s = Run(*std::move(spec), index, socket_fd, seeds_fd, halo_cache_fd, wire_fd); !s.ok()) {
     SendFailure(socket_fd, s);
     return args.Fail(s);
   }

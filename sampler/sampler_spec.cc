@@ -53,8 +53,9 @@ static_assert(base::FieldCount<SamplerSpec>() == 16, "list the new SamplerSpec m
 // fanout-sampler --halo-cache-fd.)
 static_assert(base::FieldCount<DistGraphOptions>() == 12, "list the new DistGraphOptions member in WalkSpec");
 // (ClientOptions::security, the loaded credentials, is not carried: each process loads them
-// from graph.security.)
-static_assert(base::FieldCount<rpc::ClientOptions>() == 5, "list the new ClientOptions member in WalkSpec");
+// from graph.security; ClientOptions::wire, the trainer's counters, travels as fanout-sampler
+// --wire-counters-fd.)
+static_assert(base::FieldCount<rpc::ClientOptions>() == 6, "list the new ClientOptions member in WalkSpec");
 static_assert(base::FieldCount<base::SecurityOptions>() == 5, "list the new SecurityOptions member in WalkSpec");
 static_assert(base::FieldCount<base::ServerMap>() == 1, "list the new ServerMap member in WalkSpec");
 // (SamplerOptions::cached_nodes travels beside the spec, with the seeds.)

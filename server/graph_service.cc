@@ -7,6 +7,7 @@
 #include <cstring>
 #include <span>
 #include <thread>
+#include <unordered_map>
 #include <exception>
 
 #include "base/check.h"
@@ -480,6 +481,29 @@ absl::StatusOr<core::EdgeDir> Dir(v1::EdgeDir d) {
 }
 }  // namespace
 
+namespace {
+
+// (position in `seeds`, count) of each run of equal destinations in `dst`, every destination one
+// of the seeds (the sampler's answer): what SampleResponse.dst_runs holds.
+absl::StatusOr<std::vector<int32_t>> DstRuns(const std::vector<int64_t>& seeds, const std::vector<int64_t>& dst) {
+  std::unordered_map<int64_t, int32_t> position;
+  position.reserve(seeds.size());
+  for (size_t i = 0; i < seeds.size(); ++i) position.emplace(seeds[i], static_cast<int32_t>(i));
+  std::vector<int32_t> runs;
+  for (size_t i = 0; i < dst.size();) {
+    size_t j = i + 1;
+    while (j < dst.size() && dst[j] == dst[i]) ++j;
+    const auto p = position.find(dst[i]);
+    if (p == position.end()) return absl::InternalError(StrCat("sampled an edge to ", dst[i], ", not a seed"));
+    runs.push_back(p->second);
+    runs.push_back(static_cast<int32_t>(j - i));
+    i = j;
+  }
+  return runs;
+}
+
+}  // namespace
+
 absl::Status GraphServiceImpl::DoSample(const v1::SampleRequest& req, v1::SampleResponse* resp,
                                         const StopCheck& stop) const {
   ASSIGN_OR_RETURN(std::vector<int64_t> seeds, Ids(req.seeds(), "seeds"));
@@ -508,9 +532,18 @@ absl::Status GraphServiceImpl::DoSample(const v1::SampleRequest& req, v1::Sample
                                                " bytes, --max-response-bytes)"));
   }
   RETURN_IF_ERROR(s);
-  FillInt64Tensor(e.src, resp->mutable_src());
-  FillInt64Tensor(e.dst, resp->mutable_dst());
-  FillInt64Tensor(e.eid, resp->mutable_eid());
+  if (req.compact() && dir == core::EdgeDir::kIn) {
+    // int32 IDs where they fit, and each run of edges ending at one seed as (its position in the
+    // request, the run's length) instead of the seed's ID on every edge: 9-12 bytes an edge, not 24.
+    rpc::FillIdTensor(e.src, resp->mutable_src());
+    rpc::FillIdTensor(e.eid, resp->mutable_eid());
+    ASSIGN_OR_RETURN(const std::vector<int32_t> runs, DstRuns(seeds, e.dst));
+    rpc::FillInt32Tensor(runs, resp->mutable_dst_runs());
+  } else {
+    FillInt64Tensor(e.src, resp->mutable_src());
+    FillInt64Tensor(e.dst, resp->mutable_dst());
+    FillInt64Tensor(e.eid, resp->mutable_eid());
+  }
   if (!e.etype.empty()) rpc::FillInt32Tensor(e.etype, resp->mutable_etype());
   return absl::OkStatus();
 }

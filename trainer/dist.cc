@@ -56,6 +56,57 @@ class SoloCommunicator final : public Communicator {
   const c10::Device device_;
 };
 
+// Another communicator whose collectives' bytes are added to the job's wire counters, as the
+// algorithms move them: a ring all-reduce of B bytes over N ranks sends and receives 2 (N - 1) / N
+// B on each rank; a broadcast's root sends B to each other rank, which receives B once; an
+// all-to-all moves exactly the rows for other ranks. (With several trainers a machine, the bytes
+// between trainers of one machine count too: an upper bound on what crosses its link.)
+class CountingCommunicator final : public Communicator {
+ public:
+  CountingCommunicator(std::unique_ptr<Communicator> inner, std::shared_ptr<base::WireCounters> wire)
+      : inner_(std::move(inner)), wire_(std::move(wire)) {}
+  int rank() const override { return inner_->rank(); }
+  int world_size() const override { return inner_->world_size(); }
+  CommBackend backend() const override { return inner_->backend(); }
+  c10::Device device() const override { return inner_->device(); }
+  absl::Status AllReduceSum(at::Tensor& tensor) override {
+    CountRing(tensor);
+    return inner_->AllReduceSum(tensor);
+  }
+  std::unique_ptr<PendingCollective> StartAllReduceSum(at::Tensor& tensor) override {
+    CountRing(tensor);
+    return inner_->StartAllReduceSum(tensor);
+  }
+  absl::Status Broadcast(at::Tensor& tensor, int root) override {
+    const int64_t b = static_cast<int64_t>(tensor.nbytes());
+    wire_->Add(base::WireKind::kCollectives, rank() == root ? b * (world_size() - 1) : 0, rank() == root ? 0 : b);
+    return inner_->Broadcast(tensor, root);
+  }
+  absl::Status Barrier() override { return inner_->Barrier(); }
+  absl::StatusOr<at::Tensor> AllToAll(const at::Tensor& input, const std::vector<int64_t>& send_rows,
+                                      const std::vector<int64_t>& recv_rows) override {
+    const int64_t row = input.dim() == 0 || input.size(0) == 0 ? 0 : static_cast<int64_t>(input.nbytes()) / input.size(0);
+    int64_t sent = 0, received = 0;
+    for (int q = 0; q < world_size() && q < static_cast<int>(send_rows.size()) && q < static_cast<int>(recv_rows.size());
+         ++q) {
+      if (q == rank()) continue;
+      sent += send_rows[q] * row;
+      received += recv_rows[q] * row;
+    }
+    wire_->Add(base::WireKind::kCollectives, sent, received);
+    return inner_->AllToAll(input, send_rows, recv_rows);
+  }
+
+ private:
+  void CountRing(const at::Tensor& tensor) {
+    const int n = world_size();
+    const int64_t b = static_cast<int64_t>(tensor.nbytes()) * 2 * (n - 1) / std::max(1, n);
+    wire_->Add(base::WireKind::kCollectives, b, b);
+  }
+  std::unique_ptr<Communicator> inner_;
+  std::shared_ptr<base::WireCounters> wire_;
+};
+
 absl::StatusOr<int> EnvInt(const char* name, const char* value) {
   const char* end = value + std::strlen(value);
   int out = 0;
@@ -154,6 +205,12 @@ absl::StatusOr<DistOptions> DistOptionsFromEnv(DistOptions base) {
   base.coordinator = job.coordinator;
   RETURN_IF_ERROR(ValidateDistOptions(base));
   return base;
+}
+
+std::unique_ptr<Communicator> CountWireBytes(std::unique_ptr<Communicator> inner,
+                                             std::shared_ptr<base::WireCounters> wire) {
+  if (wire == nullptr || inner->world_size() == 1) return inner;
+  return std::make_unique<CountingCommunicator>(std::move(inner), std::move(wire));
 }
 
 std::unique_ptr<Communicator> MakeSoloCommunicator(CommBackend backend, c10::Device device) {

@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/wire_counters.h"
 
 namespace torch::autograd {
 struct Node;
@@ -128,6 +129,11 @@ absl::StatusOr<std::vector<int64_t>> ExchangeCounts(Communicator& comm, const st
 // compiled in, or no such CUDA device), UNAVAILABLE (coordinator unreachable, or not every
 // rank joined within the timeout).
 absl::StatusOr<std::unique_ptr<Communicator>> Connect(const DistOptions& options);
+
+// `inner`, its collectives' bytes added to `wire` (base/wire_counters.h) as the algorithms move
+// them; `inner` itself when `wire` is null or the group is one rank.
+std::unique_ptr<Communicator> CountWireBytes(std::unique_ptr<Communicator> inner,
+                                             std::shared_ptr<base::WireCounters> wire);
 
 // The one-rank group: rank 0 of 1 on `device`; every collective is a no-op.
 std::unique_ptr<Communicator> MakeSoloCommunicator(CommBackend backend, c10::Device device);

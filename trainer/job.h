@@ -31,7 +31,7 @@ class Job final : public JobContext {
   Job(const TrainOptions& o, std::unique_ptr<Task> task) : o_(o), task_(std::move(task)) {}
   // The task goes first: its loaders' threads sample graph_ until they are stopped, and a job
   // that fails mid-epoch leaves them mid-batch (members would destroy graph_ before task_).
-  ~Job() override { task_.reset(); }
+  ~Job() override;
 
   absl::StatusOr<TrainResult> Run();
 
@@ -123,6 +123,7 @@ class Job final : public JobContext {
   std::unique_ptr<Task> task_;
   std::unique_ptr<sampler::DistGraph> graph_;
   std::unique_ptr<rpc::ReachabilityWatch> reachability_;  // --unreachable-timeout; null: not watched
+  base::WireTotals wire_mark_;  // o_.graph.client.wire at the last epoch report (or the end of setup)
   std::shared_ptr<const FeatureCache> feature_cache_;  // --gpu-cache-bytes; null: none
   std::string cache_choice_;                           // how its nodes were chosen, for the log
   std::unique_ptr<DeviceUploader> uploader_;           // batches to device_, without blocking the host

@@ -53,6 +53,15 @@ std::string ComputeLibraries() {
 
 }  // namespace
 
+Job::~Job() {
+  task_.reset();
+  // This trainer's and its samplers' bytes to and from other machines, for fanout-launch's
+  // summary per machine (base/wire_counters.h).
+  if (o_.graph.client.wire != nullptr) {
+    std::fprintf(stderr, "%s\n", base::WireLine(o_.graph.client.wire->Read()).c_str());
+  }
+}
+
 absl::Status Job::Setup() {
   RETURN_IF_ERROR(kernels::IsaFromEnvironment().status());  // a bad FANOUT_KERNEL_ISA stops the job here
   ASSIGN_OR_RETURN(core::PartitionConfig config, core::LoadPartitionConfig(o_.part_config));
@@ -69,6 +78,7 @@ absl::Status Job::Setup() {
   RETURN_IF_ERROR(BuildModelAndJoin(config, mo));
   RETURN_IF_ERROR(OpenOutputs());
   if (lead()) LogSetup(config, mo, in_dim);
+  if (o_.graph.client.wire != nullptr) wire_mark_ = o_.graph.client.wire->Read();  // epochs count from here
   return absl::OkStatus();
 }
 
@@ -83,6 +93,9 @@ absl::Status Job::OpenGraph(const core::PartitionConfig& config) {
   RETURN_IF_ERROR(SetIntraOpThreads(o_.intra_op_threads));
   // With sampler processes the trainer pulls the halo cache once, into shared memory, and its
   // samplers map that one copy (sampler/loader.cc) instead of each pulling its own.
+  // Bytes to and from other machines, counted by kind by every client of this trainer and of its
+  // sampler processes, and by its communicator (base/wire_counters.h).
+  ASSIGN_OR_RETURN(o_.graph.client.wire, base::WireCounters::Create());
   sampler::DistGraphOptions own = o_.graph;
   own.cache_in_shared_memory = o_.loader.num_samplers > 0;
   ASSIGN_OR_RETURN(graph_, sampler::DistGraph::Open(config, own));
@@ -147,6 +160,7 @@ absl::Status Job::BuildModelAndJoin(const core::PartitionConfig& config, const M
   d.backend = o_.dist_backend.value_or(device_.is_cuda() ? CommBackend::kNccl : CommBackend::kGloo);
   d.cuda_device = device_.is_cuda() ? device_.index() : 0;
   ASSIGN_OR_RETURN(comm_, Connect(d));
+  comm_ = CountWireBytes(std::move(comm_), o_.graph.client.wire);
   RETURN_IF_ERROR(CatchTorch("moving the model", [&] { model_->to(device_); }));
   RETURN_IF_ERROR(BroadcastParameters(*comm_, model_->parameters()));
   RETURN_IF_ERROR(input_->Join(*comm_));

@@ -198,6 +198,14 @@ void Job::ReportEpoch(const EpochReport& r) {
     std::snprintf(hits, sizeof(hits), " | cache hits %.1f%%", 100 * r.hit_rate);
     text += hits;
   }
+  // This trainer's (and its samplers') bytes to and from other machines since the last report.
+  base::WireTotals wire;
+  if (o_.graph.client.wire != nullptr) {
+    const base::WireTotals now = o_.graph.client.wire->Read();
+    wire = now - wire_mark_;
+    wire_mark_ = now;
+    text += StrCat(" | wire ", wire.Describe());
+  }
   Log(!r.val_detail.empty() ? StrCat(text, " | val ", r.val_detail) : text);
   nlohmann::json j = {{"event", "epoch"},
                       {"epoch", r.epoch},
@@ -216,6 +224,15 @@ void Job::ReportEpoch(const EpochReport& r) {
                       {"seeds_per_second", r.seeds_per_s},
                       {"world_size", comm_->world_size()}};
   if (o_.restart_count > 0) j["restart_count"] = o_.restart_count;
+  if (o_.graph.client.wire != nullptr) {
+    nlohmann::json kinds = nlohmann::json::object();
+    for (int k = 0; k < base::kNumWireKinds; ++k) {
+      kinds[std::string(base::WireKindName(static_cast<base::WireKind>(k)))] = {{"sent", wire.sent[k]},
+                                                                                 {"received", wire.received[k]}};
+    }
+    j["wire_bytes"] = kinds;
+    j["wire_mb"] = static_cast<double>(wire.total()) / 1e6;
+  }
   if (r.val >= 0) j[MetricKey("val")] = r.val;
   if (feature_cache_ != nullptr) j["cache_hit_rate"] = r.hit_rate;
   if (r.val >= 0) {

@@ -486,7 +486,7 @@ class LocalFeatureStore(_Store):
     def _field(self, group, attr):
         """The DistTensor of PyG's (group, attr): a node type's field on a typed graph."""
         g = self.graph()
-        if isinstance(group, tuple) and group != (None, None):
+        if isinstance(group, tuple):  # an edge type, or (None, None): PyG's edges of a one-type graph
             raise NotImplementedError(f"fanout.pyg: edge features ({group!r}, {attr!r}) are read by the loaders "
                                       "(prefetch of edge fields), not through the feature store")
         data = g.nodes[group].data if g.is_typed() else g.ndata

@@ -72,6 +72,21 @@ TEST(GraphServiceSourceTest, AnswersEveryReadFromTheSource) {
   EXPECT_EQ(Values(edges.src()), (std::vector<int64_t>{2, 7, 0, 5}));
   EXPECT_EQ(Values(edges.dst()), (std::vector<int64_t>{6, 6, 4, 4}));
   EXPECT_EQ(Values(edges.eid()), (std::vector<int64_t>{10, 11, 6, 7}));
+  // The compact answer of the same call (what fanout's own clients ask for): int32 IDs, and the
+  // destinations as (seed position, count) runs: 2 edges to seeds[0] = 6, 2 to seeds[1] = 4.
+  sample.set_compact(true);
+  v1::SampleResponse compact;
+  ASSERT_TRUE(s.service->DoSample(sample, &compact, {}).ok());
+  EXPECT_EQ(compact.src().dtype(), v1::INT32);
+  EXPECT_EQ(compact.eid().dtype(), v1::INT32);
+  EXPECT_EQ(*rpc::IdVector(compact.src(), "src"), (std::vector<int64_t>{2, 7, 0, 5}));
+  EXPECT_EQ(*rpc::IdVector(compact.eid(), "eid"), (std::vector<int64_t>{10, 11, 6, 7}));
+  EXPECT_EQ(*rpc::Int32Vector(compact.dst_runs(), "dst_runs"), (std::vector<int32_t>{0, 2, 1, 2}));
+  EXPECT_FALSE(compact.has_dst());
+  // 12 bytes an edge here (4 a run of 2), not 24; with a fanout of 15, 9.
+  EXPECT_EQ(compact.src().data().size() + compact.eid().data().size() + compact.dst_runs().data().size(),
+            (edges.src().data().size() + edges.dst().data().size() + edges.eid().data().size()) / 2);
+  sample.set_compact(false);
 
   v1::PullRequest pull;
   *pull.mutable_ids() = Ids({7, 5, 5});

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# fanout and DistDGL on an emulated cluster: M machines as network namespaces over links shaped to
+# a rate (scripts/cluster.sh), the same job and the same partitions on both sides, each machine's
+# link counted by its own interface (docs/benchmarks.md, "On an emulated cluster").
+#
+#   bench/cluster/run.sh --machines 2,4,8 --rate 1gbit,200mbit,unlimited [--setups A] [--rounds R]
+#                        [--epochs E] [--venv DIR] [--work DIR] [--quick] [--timeout S] [--no-dgl]
+#
+# Setup A (the only one so far): bench/vs_dgl's setup A on M machines: the 500K-node graph
+# (--quick: 50K), 3-layer GraphSAGE, hidden 256, fanouts 15,10,5, batch 1024 per trainer, Adam
+# 0.003, dropout 0.5, one server, one trainer and one sampler process per machine, one intra-op
+# thread; fanout-train started by fanout-launch --agent, DistDGL's dgl_dist_train.py started in
+# each namespace as DGL's launch.py would start it (bench/vs_dgl/dgl_machine.sh), on DGL-format
+# partitions converted from fanout's (bench/vs_dgl/fanout_to_dgl.py: the same assignment).
+#
+# Prints per job one line
+#   CLUSTER_RESULT setup=S machines=M rate=R fanout_epoch_s=F dgl_epoch_s=D fanout_wire_mb=FB dgl_wire_mb=DB
+# (epoch: mean of epochs 2..E; wire: the bytes each machine's interface received plus sent per
+# epoch over epochs 2..E, mean over machines; counted when rank 0 writes each epoch's record),
+# then the table. Results in WORK/cluster-runs/<time>/. Needs root (namespaces) and, for the
+# DistDGL side, bench/vs_dgl's virtualenv (--venv; made on first use by bench/vs_dgl/run.sh).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$HERE/../.." && pwd)
+VS=$REPO/bench/vs_dgl
+CLUSTER=$REPO/scripts/cluster.sh
+BIN=${FANOUT_BIN:-$REPO/build/bin}
+MACHINES=4 RATES=1gbit SETUPS=A ROUNDS=1 EPOCHS=3 QUICK=0 TIMEOUT=1800 DGL=1
+WORK=${TMPDIR:-/tmp}/fanout-vs-dgl VENV=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --machines) MACHINES=$2; shift 2 ;;
+    --rate | --rates) RATES=$2; shift 2 ;;
+    --setups) SETUPS=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --epochs) EPOCHS=$2; shift 2 ;;
+    --venv) VENV=$2; shift 2 ;;
+    --work) WORK=$2; shift 2 ;;
+    --quick) QUICK=1; shift ;;
+    --timeout) TIMEOUT=$2; shift 2 ;;
+    --no-dgl) DGL=0; shift ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) echo "run.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
+  esac
+done
+[ "$SETUPS" = A ] || { echo "run.sh: --setups A is the one setup so far" >&2; exit 2; }
+[ "$EPOCHS" -ge 2 ] || { echo "run.sh: --epochs must be >= 2 (epoch 1 is warm-up)" >&2; exit 2; }
+VENV=${VENV:-$WORK/venv}
+PY=$VENV/bin/python
+if [ "$DGL" = 1 ] && ! "$PY" -c 'import dgl' 2>/dev/null; then
+  echo "run.sh: no DGL in $VENV: make it with bench/vs_dgl/run.sh --quick --setups A (or pass --venv, or --no-dgl)" >&2
+  exit 2
+fi
+if [ "$QUICK" = 1 ]; then NODES=50000 EDGES=2500000; else NODES=500000 EDGES=25000000; fi
+NAME=vsdgl
+DATA=$WORK/data-n$NODES-e$EDGES
+PARTS=$WORK/parts-n$NODES-e$EDGES
+RUN=$WORK/cluster-runs/$(date +%Y%m%d-%H%M%S)
+mkdir -p "$RUN"
+CL=fcb$$
+CL=${CL:0:12}
+log() { echo "$(date +%H:%M:%S) $*" | tee -a "$RUN/log.txt" >&2; }
+trap '"$CLUSTER" down --name "$CL" >/dev/null 2>&1 || true' EXIT
+
+log "fanout build: $BIN; results in $RUN"
+if [ ! -f "$DATA/edges.npy" ]; then
+  log "generating $DATA"
+  "$BIN/fanout-generate" --out "$DATA" --overwrite --num-nodes "$NODES" --num-edges "$EDGES" \
+    --feat-dim 100 --num-classes 47 --train-frac 0.1 --valid-frac 0.05 --seed 0 >/dev/null
+fi
+
+parts_of() {  # M: fanout's M METIS parts (vs_dgl's flags), and DistDGL's copy of them
+  local m=$1
+  if [ ! -f "$PARTS/fanout-$m/$NAME.json" ]; then
+    log "fanout-partition: $m METIS parts"
+    "$BIN/fanout-partition" --input "$DATA" --out "$PARTS/fanout-$m" --num-parts "$m" --part-method metis \
+      --add-reverse-edges --balance-train --balance-edges --graph-name "$NAME" --overwrite --quiet
+  fi
+  if [ "$DGL" = 1 ] && [ ! -f "$PARTS/dgl-$m-conv/$NAME.json" ]; then
+    log "fanout_to_dgl.py: DGL-format partitions of the same $m parts"
+    DGLBACKEND=pytorch "$PY" "$VS/fanout_to_dgl.py" --fanout "$PARTS/fanout-$m/$NAME.json" --out "$PARTS/dgl-$m-conv" \
+      --graph-name "$NAME" >>"$RUN/log.txt" 2>&1
+  fi
+}
+
+counters() { "$CLUSTER" counters --name "$CL" | awk '{printf "%s:%s:%s ", $1, $3, $5} END {print ""}'; }
+
+# Reads every machine's interface counters at the start and whenever rank 0 writes an epoch
+# record to METRICS, until stopped: "start ..." then "epoch K m0:rx:tx m1:rx:tx ...".
+watch_wire() {
+  local out=$1 metrics=$2 seen=0 n
+  echo "start $(counters)" >"$out"
+  while true; do
+    n=$(grep -c '"event": *"epoch"' "$metrics" 2>/dev/null || true)
+    n=${n:-0}
+    if [ "$n" -gt "$seen" ]; then
+      seen=$n
+      echo "epoch $n $(counters)" >>"$out"
+    fi
+    sleep 0.2
+  done
+}
+
+run_fanout() {  # DIR M
+  local dir=$1 m=$2
+  timeout "$TIMEOUT" "$BIN/fanout-launch" --agent "$FANOUT_CLUSTER_AGENT" --ip-config "$FANOUT_CLUSTER_IP_CONFIG" \
+    --part-config "$PARTS/fanout-$m/$NAME.json" --num-servers 1 --num-trainers 1 --num-samplers 1 \
+    --num-omp-threads 1 --log-dir "$dir/logs" -- \
+    "$BIN/fanout-train" --model sage --fanouts 15,10,5 --hidden 256 --batch-size 1024 --lr 0.003 --dropout 0.5 \
+    --epochs "$EPOCHS" --eval-every "$EPOCHS" --no-test --threads 1 --num-samplers 1 \
+    --metrics-file "$dir/metrics.jsonl" >"$dir/console.log" 2>&1
+}
+
+run_dgl() {  # DIR M: DistDGL as bench/vs_dgl's setup A, each machine's processes in its namespace
+  local dir=$1 m=$2 k pids=() rc=0
+  local config=$PARTS/dgl-$m-conv/$NAME.json port=31800
+  sed "s/ [0-9]*\$/ $port/" "$FANOUT_CLUSTER_IP_CONFIG" >"$dir/ip_config.txt"
+  for ((k = 0; k < m; k++)); do
+    # What DGL's tools/launch.py exports for 1 server, 1 trainer and 1 sampler a machine; Gloo
+    # and TensorPipe told the interface to use, as DistDGL's users must on a cluster.
+    timeout "$TIMEOUT" "$CLUSTER" exec "$k" --name "$CL" -- env DGLBACKEND=pytorch DGL_IP_CONFIG="$dir/ip_config.txt" \
+      DGL_CONF_PATH="$config" DGL_NUM_SERVER=1 DGL_NUM_CLIENT=$((2 * m)) DGL_NUM_SAMPLER=1 DGL_GRAPH_FORMAT=csc \
+      DGL_DIST_MAX_TRY_TIMES=300 TRAINER_OMP_THREADS=1 SERVER_OMP_THREADS=1 MASTER_ADDR=10.213.0.1 \
+      MASTER_PORT=$((port + 5)) WORLD_SIZE="$m" GLOO_SOCKET_IFNAME=eth0 TP_SOCKET_IFNAME=eth0 \
+      unshare -m --propagation private bash "$VS/dgl_machine.sh" "$k" "$dir" "$PY" "$VS/dgl_dist_train.py" \
+      --graph-name "$NAME" --ip-config "$dir/ip_config.txt" --part-config "$config" --num-layers 3 --hidden 256 \
+      --fanouts 15,10,5 --batch-size 1024 --lr 0.003 --dropout 0.5 --epochs "$EPOCHS" --threads 1 \
+      --metrics-file "$dir/metrics.jsonl" >"$dir/machine$k.log" 2>&1 &
+    pids+=($!)
+  done
+  # The first machine to fail stops the others (a DistDGL trainer whose peer died waits forever).
+  local done_pid st p keep
+  while [ ${#pids[@]} -gt 0 ]; do
+    st=0 done_pid=
+    wait -n -p done_pid "${pids[@]}" || st=$?
+    [ -n "$done_pid" ] || break
+    keep=()
+    for p in "${pids[@]}"; do [ "$p" = "$done_pid" ] || keep+=("$p"); done
+    pids=("${keep[@]}")
+    if [ $st != 0 ]; then rc=$st; break; fi
+  done
+  if [ $rc != 0 ]; then
+    for k in $(seq 0 $((m - 1))); do ip netns pids "$CL-m$k" | xargs -r kill -KILL 2>/dev/null; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  fi
+  return $rc
+}
+
+job() {  # SYSTEM M RATE ROUND
+  local sys=$1 m=$2 rate=$3 r=$4 dir=$RUN/$1-m$2-$3-r$4 rc=0
+  mkdir -p "$dir"
+  "$CLUSTER" up --machines "$m" --rate "$rate" --name "$CL" 2>>"$RUN/log.txt"
+  export FANOUT_CLUSTER_IP_CONFIG=/run/fanout-cluster/$CL/ip_config.txt
+  export FANOUT_CLUSTER_AGENT="$CLUSTER exec {index} --name $CL --"
+  watch_wire "$dir/wire.txt" "$dir/metrics.jsonl" &
+  local watcher=$!
+  log "[$sys] $m machines at $rate, round $r ($dir)"
+  "run_$sys" "$dir" "$m" || rc=$?
+  sleep 0.5
+  kill "$watcher" 2>/dev/null || true
+  wait "$watcher" 2>/dev/null || true
+  "$CLUSTER" down --name "$CL"
+  [ $rc = 0 ] || log "[$sys] FAILED (exit $rc): $(tail -n 3 "$dir"/console.log "$dir"/machine*.log 2>/dev/null | tail -n 6)"
+  python3 "$HERE/summarize.py" job "$dir" "$sys" "$m" "$rate" "$EPOCHS" "$rc" >>"$RUN/results.jsonl"
+}
+
+IFS=, read -r -a MLIST <<<"$MACHINES"
+IFS=, read -r -a RLIST <<<"$RATES"
+for m in "${MLIST[@]}"; do parts_of "$m"; done
+for r in $(seq 1 "$ROUNDS"); do
+  for m in "${MLIST[@]}"; do
+    for rate in "${RLIST[@]}"; do
+      job fanout "$m" "$rate" "$r"
+      [ "$DGL" = 0 ] || job dgl "$m" "$rate" "$r"
+    done
+  done
+done
+python3 "$HERE/summarize.py" table "$RUN/results.jsonl" | tee "$RUN/summary.txt"
