@@ -16,6 +16,9 @@ struct ClientOptions {
   int max_attempts = 4;                  // for reads, on UNAVAILABLE
   int64_t max_message_bytes = 512ll << 20;
   bool own_connection = false;           // a TCP connection of its own, not shared with other clients
+  // Batches' float32 rows (PullRowsAsync) travel as bfloat16, widened on arrival: half the
+  // bytes, about 3 significant digits (fanout-train --wire-rows bfloat16).
+  bool rows_as_bfloat16 = false;
   Security security;                     // TLS and token (default: plaintext, no token)
   // Where every call's request and reply bytes are added, by kind (base/wire_counters.h); null:
   // not counted. DistGraph leaves it off for its own machine's servers (no link crossed).

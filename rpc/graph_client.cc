@@ -9,6 +9,7 @@
 
 #include "base/status.h"
 #include "base/strings.h"
+#include "core/feature_codec.h"
 #include "rpc/rpc_codec.h"
 
 namespace fanout::rpc {
@@ -220,6 +221,7 @@ void GraphClient::PullRowsAsync(bool node, const std::string& field, size_t row_
   v1::PullRequest req;
   req.set_field(field);
   FillInt64Tensor(ToVector(ids), req.mutable_ids());
+  req.set_rows_as_bfloat16(options_.rows_as_bfloat16);
   const char* method = node ? "PullNodeData" : "PullEdgeData";
   Start<v1::PullRequest, v1::PullResponse>(
       method, std::move(req), true,
@@ -229,12 +231,21 @@ void GraphClient::PullRowsAsync(bool node, const std::string& field, size_t row_
         if (!s.ok()) return done(std::move(s));
         if (absl::Status c = CheckRows(*resp, positions.size()); !c.ok()) return done(Error(method, c));
         const std::string& data = resp->data().data();
-        if (data.size() != positions.size() * row_bytes) {
+        // bfloat16 rows (asked for with ClientOptions::rows_as_bfloat16) are widened back to
+        // float32 as they are placed: half the bytes on the wire, the same row layout here.
+        const size_t wire_row = resp->rows_as_bfloat16() ? row_bytes / 2 : row_bytes;
+        if (data.size() != positions.size() * wire_row || (resp->rows_as_bfloat16() && row_bytes % 4 != 0)) {
           return done(Error(method, absl::InternalError(StrCat("answered ", data.size(), " bytes for ", positions.size(),
                                                                " rows of ", row_bytes, " bytes"))));
         }
         for (size_t i = 0; i < positions.size(); ++i) {
-          std::memcpy(out + positions[i] * row_bytes, data.data() + i * row_bytes, row_bytes);
+          char* row = out + positions[i] * row_bytes;
+          if (resp->rows_as_bfloat16()) {
+            core::DecodeRows(core::FeatureCodec::kBFloat16, data.data() + i * wire_row, 1,
+                             static_cast<int64_t>(row_bytes / 4), reinterpret_cast<float*>(row));
+          } else {
+            std::memcpy(row, data.data() + i * row_bytes, row_bytes);
+          }
         }
         done(absl::OkStatus());
       });

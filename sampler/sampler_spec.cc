@@ -55,7 +55,7 @@ static_assert(base::FieldCount<DistGraphOptions>() == 12, "list the new DistGrap
 // (ClientOptions::security, the loaded credentials, is not carried: each process loads them
 // from graph.security; ClientOptions::wire, the trainer's counters, travels as fanout-sampler
 // --wire-counters-fd.)
-static_assert(base::FieldCount<rpc::ClientOptions>() == 6, "list the new ClientOptions member in WalkSpec");
+static_assert(base::FieldCount<rpc::ClientOptions>() == 7, "list the new ClientOptions member in WalkSpec");
 static_assert(base::FieldCount<base::SecurityOptions>() == 5, "list the new SecurityOptions member in WalkSpec");
 static_assert(base::FieldCount<base::ServerMap>() == 1, "list the new ServerMap member in WalkSpec");
 // (SamplerOptions::cached_nodes travels beside the spec, with the seeds.)
@@ -133,6 +133,7 @@ absl::Status WalkSpec(S& s, F&& f) {
   RETURN_IF_ERROR(f("graph.client.max_attempts", g.client.max_attempts));
   RETURN_IF_ERROR(f("graph.client.max_message_bytes", g.client.max_message_bytes));
   RETURN_IF_ERROR(f("graph.client.own_connection", g.client.own_connection));
+  RETURN_IF_ERROR(f("graph.client.rows_as_bfloat16", g.client.rows_as_bfloat16));
   RETURN_IF_ERROR(f("graph.security.tls_cert", g.security.tls_cert));
   RETURN_IF_ERROR(f("graph.security.tls_key", g.security.tls_key));
   RETURN_IF_ERROR(f("graph.security.tls_ca", g.security.tls_ca));

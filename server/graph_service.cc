@@ -14,6 +14,7 @@
 #include "base/security_options.h"
 #include "base/status.h"
 #include "base/strings.h"
+#include "core/feature_codec.h"
 #include "core/sampling.h"
 #include "core/shape.h"
 #include "rpc/rpc_codec.h"
@@ -251,6 +252,15 @@ absl::Status GraphServiceImpl::DoPull(const v1::PullRequest& req, bool node, v1:
   }
   std::vector<int64_t> shape{static_cast<int64_t>(ids.size())};
   shape.insert(shape.end(), f.row_shape.begin(), f.row_shape.end());
+  if (req.rows_as_bfloat16() && f.dtype == core::DType::kFloat32 && f.codec == core::FeatureCodec::kNone) {
+    const int64_t elems = f.row_elems();
+    std::string narrow(static_cast<size_t>(ids.size() * elems) * sizeof(uint16_t), '\0');
+    core::EncodeRows({core::DType::kInt16, core::FeatureCodec::kBFloat16}, core::DType::kFloat32, rows.data(),
+                     static_cast<int64_t>(ids.size()), elems, narrow.data());
+    FillTensor(core::DType::kInt16, shape, std::move(narrow), resp->mutable_data());
+    resp->set_rows_as_bfloat16(true);
+    return absl::OkStatus();
+  }
   FillTensor(f.dtype, shape, std::move(rows), resp->mutable_data());
   return absl::OkStatus();
 }

@@ -63,7 +63,7 @@ struct Flags {
   std::vector<std::string> relation_fanouts;
   std::string negative_sampling = "uniform", scorer = "dot", metric = "acc", sparse_optimizer = "adam";
   std::string link_loss = "bce", eval_negative_sampling = "uniform";
-  std::string dist_backend = "auto", cache_policy = "degree", progress, batch_rows = "auto";
+  std::string dist_backend = "auto", cache_policy = "degree", progress, batch_rows = "auto", wire_rows = "float32";
   double deadline = 60, comm_timeout = 300;
   int64_t feature_cache_mb = 512;
   int omp_threads = 0;  // OMP_NUM_THREADS, as the launcher sets it (0 = unset)
@@ -228,6 +228,9 @@ void AddSystemFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
   args.AddAlias("threads", "num-threads");
   args.SetDefaultText("num-threads", "OMP_NUM_THREADS, else cores / trainers per machine");
   args.AddDouble("deadline", &f->deadline, "seconds allowed per server call");
+  args.AddChoice("wire-rows", &f->wire_rows, {"float32", "bfloat16"},
+                 "how float32 feature rows cross the network from other machines' servers: bfloat16 sends half "
+                 "the bytes, each value rounded to about 3 significant digits (the halo cache's rows too)");
   base::AddSecurityFlags(args, &o->graph.security);
   args.AddInt("feature-cache-mb", &f->feature_cache_mb,
               "memory per process (each sampler, and the trainer when it fetches features itself: "
@@ -347,6 +350,7 @@ absl::Status CheckFlags(const base::ArgParser& args, const Flags& f, trainer::Tr
   if (f.dist_backend != "auto") o->dist_backend = *trainer::ParseCommBackend(f.dist_backend);
   o->device_cache.presample = f.cache_policy == "presample";
   o->graph.client.deadline_seconds = f.deadline;
+  o->graph.client.rows_as_bfloat16 = f.wire_rows == "bfloat16";
   o->graph.connect_timeout_seconds = f.deadline;
   o->graph.cache_field = o->sampling.feature_field;
   o->graph.cache_max_bytes = f.feature_cache_mb << 20;

@@ -5,6 +5,7 @@
 #
 #   bench/cluster/run.sh --machines 2,4,8 --rate 1gbit,200mbit,unlimited [--setups A] [--rounds R]
 #                        [--epochs E] [--venv DIR] [--work DIR] [--quick] [--timeout S] [--no-dgl]
+#                        [--fanout-flags "FLAGS"]
 #
 # Setup A (the only one so far): bench/vs_dgl's setup A on M machines: the 500K-node graph
 # (--quick: 50K), 3-layer GraphSAGE, hidden 256, fanouts 15,10,5, batch 1024 per trainer, Adam
@@ -12,6 +13,8 @@
 # thread; fanout-train started by fanout-launch --agent, DistDGL's dgl_dist_train.py started in
 # each namespace as DGL's launch.py would start it (bench/vs_dgl/dgl_machine.sh), on DGL-format
 # partitions converted from fanout's (bench/vs_dgl/fanout_to_dgl.py: the same assignment).
+# --fanout-flags adds flags to fanout-train (e.g. "--wire-rows bfloat16"); --no-dgl runs fanout's
+# side only.
 #
 # Prints per job one line
 #   CLUSTER_RESULT setup=S machines=M rate=R fanout_epoch_s=F dgl_epoch_s=D fanout_wire_mb=FB dgl_wire_mb=DB
@@ -25,7 +28,7 @@ REPO=$(cd "$HERE/../.." && pwd)
 VS=$REPO/bench/vs_dgl
 CLUSTER=$REPO/scripts/cluster.sh
 BIN=${FANOUT_BIN:-$REPO/build/bin}
-MACHINES=4 RATES=1gbit SETUPS=A ROUNDS=1 EPOCHS=3 QUICK=0 TIMEOUT=1800 DGL=1
+MACHINES=4 RATES=1gbit SETUPS=A ROUNDS=1 EPOCHS=3 QUICK=0 TIMEOUT=1800 DGL=1 FANOUT_FLAGS=()
 WORK=${TMPDIR:-/tmp}/fanout-vs-dgl VENV=""
 while [ $# -gt 0 ]; do
   case $1 in
@@ -39,6 +42,7 @@ while [ $# -gt 0 ]; do
     --quick) QUICK=1; shift ;;
     --timeout) TIMEOUT=$2; shift 2 ;;
     --no-dgl) DGL=0; shift ;;
+    --fanout-flags) read -r -a FANOUT_FLAGS <<<"$2"; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
@@ -108,7 +112,7 @@ run_fanout() {  # DIR M
     --num-omp-threads 1 --log-dir "$dir/logs" -- \
     "$BIN/fanout-train" --model sage --fanouts 15,10,5 --hidden 256 --batch-size 1024 --lr 0.003 --dropout 0.5 \
     --epochs "$EPOCHS" --eval-every "$EPOCHS" --no-test --threads 1 --num-samplers 1 \
-    --metrics-file "$dir/metrics.jsonl" >"$dir/console.log" 2>&1
+    --metrics-file "$dir/metrics.jsonl" "${FANOUT_FLAGS[@]}" >"$dir/console.log" 2>&1
 }
 
 run_dgl() {  # DIR M: DistDGL as bench/vs_dgl's setup A, each machine's processes in its namespace

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/thread_pool.h"
+#include "core/feature_codec.h"
 #include "rpc/rpc_codec.h"
 #include "server/graph_service.h"
 #include "tests/testing/fake_graph_source.h"
@@ -99,6 +100,17 @@ TEST(GraphServiceSourceTest, AnswersEveryReadFromTheSource) {
   EXPECT_EQ(got[0], Value(7));
   EXPECT_EQ(got[1], Value(5));
   EXPECT_EQ(got[2], Value(5));
+  // The same rows as bfloat16 on the wire (fanout-train --wire-rows bfloat16): half the bytes,
+  // each value its float32 rounded to bfloat16.
+  pull.set_rows_as_bfloat16(true);
+  v1::PullResponse narrow;
+  ASSERT_TRUE(s.service->DoPull(pull, /*node=*/true, &narrow, {}).ok());
+  EXPECT_TRUE(narrow.rows_as_bfloat16());
+  ASSERT_EQ(narrow.data().data().size(), 3 * sizeof(uint16_t));
+  float back[3];
+  core::DecodeRows(core::FeatureCodec::kBFloat16, narrow.data().data().data(), 3, 1, back);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(back[i], core::BFloat16ToFloat(core::FloatToBFloat16(got[i]))) << i;
+  pull.set_rows_as_bfloat16(false);
 
   v1::DegreesRequest deg;
   *deg.mutable_ids() = Ids({5});
