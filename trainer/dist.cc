@@ -398,6 +398,7 @@ void GradientSynchronizer::BeginBackward(Communicator& comm) {
   if (!options_.overlap || comm.world_size() == 1) return;
   std::lock_guard<std::mutex> lock(mu_);
   armed_ = &comm;
+  world_size_ = comm.world_size();
   waiting_.assign(buckets_.size(), 0);
   for (size_t b = 0; b < buckets_.size(); ++b) waiting_[b] = buckets_[b].size();
   started_ = 0;
@@ -412,19 +413,25 @@ void GradientSynchronizer::OnGradientReady(size_t param) {
   StartReady();
 }
 
+at::ScalarType GradientSynchronizer::WireDtype(const at::Tensor& param) const {
+  return param.scalar_type() == at::kFloat ? options_.wire_dtype : param.scalar_type();
+}
+
 void GradientSynchronizer::Fill(size_t b, const c10::Device& device) {
   const std::vector<size_t>& bucket = buckets_[b];
   at::Tensor& buffer = buffers_[b];
   if (!buffer.defined()) {
     const at::Tensor& first = params_[bucket.front()];
-    buffer = at::empty({BucketNumel(params_, bucket)}, at::TensorOptions().dtype(first.scalar_type()).device(device));
+    buffer = at::empty({BucketNumel(params_, bucket)}, at::TensorOptions().dtype(WireDtype(first)).device(device));
   }
+  const bool narrowed = buffer.scalar_type() != params_[bucket.front()].scalar_type();
   int64_t offset = 0;
   for (size_t i : bucket) {
     const at::Tensor& grad = params_[i].grad();
     at::Tensor slice = buffer.narrow(0, offset, params_[i].numel());
     if (grad.defined()) {
-      slice.copy_(grad.reshape({-1}));
+      // A narrower wire dtype: each rank's share of the mean, so the sum stays in range.
+      slice.copy_(narrowed ? grad.reshape({-1}) / world_size_ : grad.reshape({-1}));
     } else {
       slice.zero_();
     }
@@ -456,6 +463,7 @@ absl::Status GradientSynchronizer::AllReduceMean(Communicator& comm) {
     at::NoGradGuard no_grad;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      world_size_ = comm.world_size();
       started_in_backward_ = armed_ != nullptr ? started_ : 0;
       if (armed_ != nullptr) {
         // What backward did not start: buckets with a parameter that got no gradient, and the
@@ -482,7 +490,7 @@ absl::Status GradientSynchronizer::AllReduceMean(Communicator& comm) {
     RETURN_IF_ERROR(status);
     for (size_t b = 0; b < buckets_.size(); ++b) {
       at::Tensor& buffer = buffers_[b];
-      buffer.div_(comm.world_size());
+      if (buffer.scalar_type() == params_[buckets_[b].front()].scalar_type()) buffer.div_(comm.world_size());
       int64_t offset = 0;
       for (size_t i : buckets_[b]) {
         at::Tensor& p = params_[i];

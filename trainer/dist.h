@@ -160,6 +160,11 @@ struct GradSyncOptions {
   // Start each bucket's all-reduce during backward, as soon as every gradient in it is ready
   // (PyTorch DDP's scheme), instead of all of them after backward. See BeginBackward.
   bool overlap = false;
+  // The dtype gradients cross the network in: float32 parameters' buckets are all-reduced as
+  // float16 when set (PyTorch DDP's fp16 compression hook: each rank divides by the world size
+  // first, so the sum cannot overflow; half the bytes, about 3 significant digits). Other
+  // parameters, and kFloat, keep their own dtype.
+  at::ScalarType wire_dtype = at::kFloat;
 };
 
 // Averages gradients over the ranks like PyTorch DDP, after backward() and before the optimizer
@@ -194,8 +199,11 @@ class GradientSynchronizer {
   size_t started_in_backward() const { return started_in_backward_; }
 
  private:
-  // Copies bucket b's gradients (zeros for a parameter without one) into its buffer.
+  // Copies bucket b's gradients (zeros for a parameter without one) into its buffer, in the
+  // wire dtype (divided by the world size when it is narrower than the gradients).
   void Fill(size_t b, const c10::Device& device);
+  at::ScalarType WireDtype(const at::Tensor& param) const;
+  int world_size_ = 1;  // of the step's communicator (set with mu_ held, read by Fill under it)
   // Overlap: starts the buckets whose turn has come and whose gradients are all written.
   void StartReady();
   void OnGradientReady(size_t param);

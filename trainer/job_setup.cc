@@ -167,7 +167,9 @@ absl::Status Job::BuildModelAndJoin(const core::PartitionConfig& config, const M
   opt_ = std::make_unique<torch::optim::Adam>(
       model_->parameters(), torch::optim::AdamOptions(o_.lr).weight_decay(o_.weight_decay));
   sync_ = std::make_unique<GradientSynchronizer>(model_->parameters(),
-                                                 GradSyncOptions{.overlap = o_.overlap_allreduce});
+                                                 GradSyncOptions{.overlap = o_.overlap_allreduce,
+                                                                 .wire_dtype = o_.allreduce_float16 ? at::kHalf
+                                                                                                    : at::kFloat});
   return absl::OkStatus();
 }
 

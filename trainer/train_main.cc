@@ -63,7 +63,8 @@ struct Flags {
   std::vector<std::string> relation_fanouts;
   std::string negative_sampling = "uniform", scorer = "dot", metric = "acc", sparse_optimizer = "adam";
   std::string link_loss = "bce", eval_negative_sampling = "uniform";
-  std::string dist_backend = "auto", cache_policy = "degree", progress, batch_rows = "auto", wire_rows = "float32";
+  std::string dist_backend = "auto", cache_policy = "degree", progress, batch_rows = "auto", wire_rows = "float32",
+              allreduce_dtype = "float32";
   double deadline = 60, comm_timeout = 300;
   int64_t feature_cache_mb = 512;
   int omp_threads = 0;  // OMP_NUM_THREADS, as the launcher sets it (0 = unset)
@@ -242,6 +243,9 @@ void AddSystemFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
                  "seconds another machine's servers may leave a call each second unanswered before the trainer "
                  "ends the job naming it (a cut link is otherwise silent until --comm-timeout or --deadline); "
                  "0 = not watched");
+  args.AddChoice("allreduce-dtype", &f->allreduce_dtype, {"float32", "float16"},
+                 "the dtype gradients are all-reduced in: float16 sends half the bytes (each rank's share of "
+                 "the mean, rounded to about 3 significant digits, as PyTorch DDP's fp16 compression)");
   args.AddBool("overlap-allreduce", &o->overlap_allreduce,
                "start each gradient bucket's all-reduce during backward, as its gradients are written "
                "(the same averaged gradients, bit for bit; --no-overlap-allreduce: all after backward)");
@@ -351,6 +355,7 @@ absl::Status CheckFlags(const base::ArgParser& args, const Flags& f, trainer::Tr
   o->device_cache.presample = f.cache_policy == "presample";
   o->graph.client.deadline_seconds = f.deadline;
   o->graph.client.rows_as_bfloat16 = f.wire_rows == "bfloat16";
+  o->allreduce_float16 = f.allreduce_dtype == "float16";
   o->graph.connect_timeout_seconds = f.deadline;
   o->graph.cache_field = o->sampling.feature_field;
   o->graph.cache_max_bytes = f.feature_cache_mb << 20;

@@ -160,6 +160,8 @@ struct TrainOptions {
   // Start each gradient bucket's all-reduce during backward, as soon as its gradients are written
   // (GradSyncOptions::overlap; the averaged gradients are the same bit for bit).
   bool overlap_allreduce = true;
+  // --allreduce-dtype float16: gradients cross the network as float16 (GradSyncOptions::wire_dtype).
+  bool allreduce_float16 = false;
   CheckpointOptions checkpoint;
   // FANOUT_RESTART_COUNT (fanout-launch --max-restarts): > 0 in a restarted job. With
   // checkpoint.dir, the trainer then resumes as with checkpoint.resume, or starts over where no

@@ -222,6 +222,49 @@ TEST_P(GradSyncTest, AveragedGradientEqualsGradientOfTheWholeBatch) {
   EXPECT_LE(diff, 1e-6) << "synced " << synced[0] << "\nwhole batch " << whole;
 }
 
+// --allreduce-dtype float16 (DDP's fp16 compression): each rank sends its share of the mean as
+// float16, so the averaged gradients are the float32 mean rounded once per share, equal on every
+// rank, overlapped or not, and the collectives count half the bytes.
+TEST(GradSyncTest, Float16OnTheWireAveragesWithinItsPrecisionAndHalvesTheBytes) {
+  const ModelOptions options = SmallModel(ModelKind::kSage);
+  std::vector<at::Tensor> exact(2), half(2);
+  std::vector<int64_t> bytes(2);
+  for (bool fp16 : {false, true}) {
+    for (bool overlap : {false, true}) {
+      RunRanks(2, seconds(20), [&](const DistOptions& o) {
+        auto raw = Connect(o);
+        ASSERT_TRUE(raw.ok()) << raw.status();
+        auto wire = base::WireCounters::Create();
+        ASSERT_TRUE(wire.ok());
+        std::unique_ptr<Communicator> comm = CountWireBytes(std::move(*raw), *wire);
+        auto model = MakeModel(options, 4);
+        ASSERT_TRUE(model.ok());
+        GradientSynchronizer sync((*model)->parameters(), {.bucket_bytes = 256, .overlap = overlap,
+                                                           .wire_dtype = fp16 ? at::kHalf : at::kFloat});
+        testing::RandomBatchSpec spec;
+        spec.seed = 7 + o.rank;
+        sync.BeginBackward(*comm);
+        Backward(**model, testing::MakeRandomBatch(spec));
+        ASSERT_TRUE(sync.AllReduceMean(*comm).ok());
+        const at::Tensor g = FlatGradients(**model);
+        if (overlap && o.rank == 1) {
+          EXPECT_TRUE(at::equal(g, (fp16 ? half : exact)[0])) << "overlapped and not differ";
+        }
+        if (!overlap) {
+          (fp16 ? half : exact)[o.rank] = g;
+          bytes[fp16] = (*wire)->Read().total();
+        }
+      });
+    }
+  }
+  EXPECT_TRUE(at::equal(half[0], half[1]));  // every rank the same averaged gradients
+  EXPECT_FALSE(at::equal(half[0], exact[0]));  // really sent narrower
+  // Each rank's share rounds to float16 (2^-11 of its size): the mean is off by a few of those
+  // units of the largest gradient, whatever a single element's cancellation does.
+  EXPECT_LE((half[0] - exact[0]).abs().max().item<double>(), 2e-3 * exact[0].abs().max().item<double>());
+  EXPECT_EQ(bytes[1] * 2, bytes[0]);
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, GradSyncTest,
                          ::testing::Values(ModelKind::kSage, ModelKind::kGcn, ModelKind::kGat),
                          [](const ::testing::TestParamInfo<ModelKind>& info) {
