@@ -21,13 +21,15 @@ std::unique_ptr<ReachabilityWatch> ReachabilityWatch::Start(const base::ServerMa
   w->start_ = w->Now();
   const int n = static_cast<int>(servers.addresses.size());
   if (self >= 0 && self < n && !servers.addresses[self].empty()) w->self_address_ = servers.addresses[self][0];
+  size_t peers = 0;
   {
-    std::lock_guard<std::mutex> lock(w->mu_);
+    absl::MutexLock lock(&w->mu_);
     for (int k = 0; k < n; ++k) {
       if (k == self || servers.addresses[k].empty()) continue;
       w->peers_.push_back({k, servers.addresses[k][0], w->start_});
     }
     if (w->peers_.empty()) return nullptr;
+    peers = w->peers_.size();
   }
   // One call at a time per machine, on its own connection (not queued behind the job's calls on
   // a shared one), no retries: the next interval is the retry.
@@ -35,16 +37,15 @@ std::unique_ptr<ReachabilityWatch> ReachabilityWatch::Start(const base::ServerMa
   watch.own_connection = true;
   watch.max_attempts = 1;
   watch.deadline_seconds = std::max(1.0, std::min(options.timeout_s / 2, 5.0));
-  for (size_t p = 0; p < w->peers_.size(); ++p) w->threads_.emplace_back([w = w.get(), p, watch] { w->Watch(p, watch); });
+  for (size_t p = 0; p < peers; ++p) w->threads_.emplace_back([w = w.get(), p, watch] { w->Watch(p, watch); });
   return w;
 }
 
 ReachabilityWatch::~ReachabilityWatch() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  stop_cv_.notify_all();
   for (std::thread& t : threads_) t.join();
 }
 
@@ -55,15 +56,15 @@ double ReachabilityWatch::Now() const {
 void ReachabilityWatch::Watch(size_t p, ClientOptions client) {
   std::string address;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     address = peers_[p].address;
   }
   std::unique_ptr<GraphClient> c = GraphClient::Connect(address, client);
-  const auto interval = std::chrono::duration<double>(options_.interval_s);
+  const absl::Duration interval = absl::Seconds(options_.interval_s);
   for (;;) {
-    const auto next = std::chrono::steady_clock::now() + interval;
+    const absl::Time next = absl::Now() + interval;
     const bool answered = c->GetMetadata().ok();
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (stopping_) return;
     const double now = Now();
     if (answered) {
@@ -71,7 +72,7 @@ void ReachabilityWatch::Watch(size_t p, ClientOptions client) {
     } else {
       CheckLocked(p, now);
     }
-    if (stop_cv_.wait_until(lock, next, [this] { return stopping_; })) return;
+    if (mu_.AwaitWithDeadline(absl::Condition(&stopping_), next)) return;
   }
 }
 

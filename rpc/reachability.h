@@ -9,16 +9,14 @@
 // whatever else the link carries (at 10 Mbit/s a full socket buffer drains in about 3 s).
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "base/ip_config.h"
 #include "rpc/client_options.h"
 
@@ -61,8 +59,7 @@ class ReachabilityWatch {
   std::string self_address_;
   ReachabilityOptions options_;
   std::function<void(const std::string&)> on_unreachable_;
-  std::mutex mu_;
-  std::condition_variable stop_cv_;
+  absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   bool reported_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<Peer> peers_ ABSL_GUARDED_BY(mu_);
