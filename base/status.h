@@ -1,5 +1,5 @@
 // Status helpers shared by every fanout module. absl::Status is the error currency at module
-// boundaries (STYLE.md); these macros keep call sites short.
+// boundaries; these macros keep call sites short.
 #pragma once
 
 #include "absl/status/status.h"

@@ -8,7 +8,7 @@
 //   FLOP floor  for sage, the step's matrix-product FLOPs at the measured GEMM rate: what a step
 //               would cost if nothing but its GEMMs ran.
 //   kernels     the input block's fused mean aggregation, forward and backward, on each
-//               instruction set the kernels are built for that this CPU has (trainer/kernels.h),
+//               instruction set the kernels are built for that this CPU has (kernels/kernels.h),
 //               against two memory floors: reading the same bytes in order, and gathering the
 //               same source rows into a small buffer (--kernels, on by default).
 // Batches come from an in-process MiniBatchSampler over a 1-partition graph's files.
@@ -35,7 +35,7 @@
 #include "sampler/seed_split.h"
 #include "trainer/batch_tensors.h"
 #include "trainer/cpu_allocator.h"
-#include "trainer/kernels.h"
+#include "kernels/kernels.h"
 #include "trainer/models.h"
 #include "trainer/torch_util.h"
 
@@ -255,7 +255,7 @@ double BestOf(int reps, Fn fn) {
 // The input block's mean aggregation on every instruction set this CPU has, against the memory
 // floors of the bytes it must read: its edges' source rows (edges x width floats).
 void TimeKernels(const Batches& bs, int reps) {
-  namespace k = trainer::kernels;
+  namespace k = kernels;
   const trainer::BlockTensors& b0 = bs.tensors[1].blocks[0];
   const at::Tensor x = bs.tensors[1].features.to(at::kFloat).contiguous();
   k::Spmm op;

@@ -109,7 +109,7 @@ absl::Status RunLink(const Bench& b, const sampler::DistGraph& g, const std::str
   sampler::LinkSamplerOptions lo;
   lo.sampling.fanouts = b.so.fanouts;
   lo.sampling.batch_size = b.so.batch_size;
-  lo.negatives = b.negatives;
+  lo.draw.negatives = b.negatives;
   lo.sampling.feature_field = b.so.feature_field;
   std::unique_ptr<sampler::LinkBatchSource> s;
   if (n == 0) {

@@ -262,6 +262,77 @@ absl::StatusOr<std::string> PartitionConfigToJson(const PartitionConfig& c,
   return j.dump(2) + "\n";
 }
 
+namespace {
+
+template <typename... Args>
+absl::Status Invalid(const Args&... what) {
+  return absl::InvalidArgumentError(base::StrCat(what...));
+}
+
+// A config's node and edge types (each edge type's ends among the node types) and the types that
+// link prediction uses (each an edge type, none twice). Errors say what, the caller says where.
+absl::Status ReadTypes(const json& j, PartitionConfig* c) {
+  std::vector<std::string> edge_names;
+  if (absl::Status s = ParseTypes(j, "ntypes", "node_map", c->num_parts, &c->node_types, &c->node_type_ranges);
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ParseTypes(j, "etypes", "edge_map", c->num_parts, &edge_names, &c->edge_type_ranges);
+      !s.ok()) {
+    return s;
+  }
+  for (const std::string& name : edge_names) {
+    auto t = CanonicalEdgeType::Parse(name);
+    if (!t.ok()) return Invalid("etypes: ", t.status().message());
+    for (const std::string* end : {&t->src, &t->dst}) {
+      if (std::find(c->node_types.begin(), c->node_types.end(), *end) == c->node_types.end()) {
+        return Invalid("etypes: edge type '", name, "' names node type '", *end,
+                       "', which ntypes does not list");
+      }
+    }
+    c->edge_types.push_back(*std::move(t));
+  }
+  for (size_t i = 0; i < c->link_etypes.size(); ++i) {
+    const std::string& name = c->link_etypes[i];
+    if (std::none_of(c->edge_types.begin(), c->edge_types.end(), [&](const auto& e) { return e.ToString() == name; })) {
+      return Invalid("link_etypes: '", name, "' is not one of the etypes");
+    }
+    if (std::find(c->link_etypes.begin(), c->link_etypes.begin() + i, name) != c->link_etypes.begin() + i) {
+      return Invalid("link_etypes: '", name, "' is listed twice");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Every field's type is one the config lists, and no field is listed twice.
+absl::Status CheckFieldTypes(const PartitionConfig& c) {
+  std::set<std::string> keys;
+  for (const FieldSchema& f : c.node_fields) {
+    if (!f.node_type.empty() && std::find(c.node_types.begin(), c.node_types.end(), f.node_type) == c.node_types.end()) {
+      return Invalid("node_fields: field '", f.name, "' is of node type '", f.node_type,
+                     "', which ntypes does not list");
+    }
+    if (!keys.insert(f.key()).second) return Invalid("node_fields: '", f.key(), "' is listed twice");
+  }
+  for (const FieldSchema& f : c.node_fields) {
+    if (!f.edge_type.empty()) return Invalid("node_fields: field '", f.name, "' has an etype");
+  }
+  keys.clear();
+  for (const FieldSchema& f : c.edge_fields) {
+    if (!f.node_type.empty()) return Invalid("edge_fields: field '", f.name, "' has an ntype");
+    if (!f.edge_type.empty() && std::none_of(c.edge_types.begin(), c.edge_types.end(), [&](const CanonicalEdgeType& e) {
+          return e.ToString() == f.edge_type;
+        })) {
+      return Invalid("edge_fields: field '", f.name, "' is of edge type '", f.edge_type,
+                     "', which etypes does not list");
+    }
+    if (!keys.insert(f.key()).second) return Invalid("edge_fields: '", f.key(), "' is listed twice");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
@@ -316,34 +387,7 @@ absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path) {
       c.link_etypes = {std::move(one)};
     }
     if (c.num_parts < 1) return err("num_parts must be >= 1");
-    std::vector<std::string> edge_names;
-    if (absl::Status s = ParseTypes(j, "ntypes", "node_map", c.num_parts, &c.node_types, &c.node_type_ranges);
-        !s.ok()) {
-      return err(s.message());
-    }
-    if (absl::Status s = ParseTypes(j, "etypes", "edge_map", c.num_parts, &edge_names, &c.edge_type_ranges);
-        !s.ok()) {
-      return err(s.message());
-    }
-    for (const std::string& name : edge_names) {
-      auto t = CanonicalEdgeType::Parse(name);
-      if (!t.ok()) return err(base::StrCat("etypes: ", t.status().message()));
-      for (const std::string* end : {&t->src, &t->dst}) {
-        if (std::find(c.node_types.begin(), c.node_types.end(), *end) == c.node_types.end()) {
-          return err(base::StrCat("etypes: edge type '", name, "' names node type '", *end, "', which ntypes does not list"));
-        }
-      }
-      c.edge_types.push_back(*std::move(t));
-    }
-    for (size_t i = 0; i < c.link_etypes.size(); ++i) {
-      const std::string& name = c.link_etypes[i];
-      if (std::none_of(c.edge_types.begin(), c.edge_types.end(), [&](const auto& e) { return e.ToString() == name; })) {
-        return err(base::StrCat("link_etypes: '", name, "' is not one of the etypes"));
-      }
-      if (std::find(c.link_etypes.begin(), c.link_etypes.begin() + i, name) != c.link_etypes.begin() + i) {
-        return err(base::StrCat("link_etypes: '", name, "' is listed twice"));
-      }
-    }
+    if (absl::Status s = ReadTypes(j, &c); !s.ok()) return err(s.message());
     c.node_bounds = BoundsOf(c.node_type_ranges, c.num_parts);
     c.edge_bounds = BoundsOf(c.edge_type_ranges, c.num_parts);
     if (c.node_bounds[0] != 0) return err("node_map does not start at 0");
@@ -358,28 +402,7 @@ absl::StatusOr<PartitionConfig> LoadPartitionConfig(const std::string& path) {
     if (!ef.ok()) return err(ef.status().message());
     c.node_fields = std::move(*nf);
     c.edge_fields = std::move(*ef);
-    std::set<std::string> keys;
-    for (const FieldSchema& f : c.node_fields) {
-      if (!f.node_type.empty() && std::find(c.node_types.begin(), c.node_types.end(), f.node_type) == c.node_types.end()) {
-        return err(base::StrCat("node_fields: field '", f.name, "' is of node type '", f.node_type,
-                          "', which ntypes does not list"));
-      }
-      if (!keys.insert(f.key()).second) return err(base::StrCat("node_fields: '", f.key(), "' is listed twice"));
-    }
-    for (const FieldSchema& f : c.node_fields) {
-      if (!f.edge_type.empty()) return err(base::StrCat("node_fields: field '", f.name, "' has an etype"));
-    }
-    keys.clear();
-    for (const FieldSchema& f : c.edge_fields) {
-      if (!f.node_type.empty()) return err(base::StrCat("edge_fields: field '", f.name, "' has an ntype"));
-      if (!f.edge_type.empty() && std::none_of(c.edge_types.begin(), c.edge_types.end(), [&](const CanonicalEdgeType& e) {
-            return e.ToString() == f.edge_type;
-          })) {
-        return err(base::StrCat("edge_fields: field '", f.name, "' is of edge type '", f.edge_type,
-                                "', which etypes does not list"));
-      }
-      if (!keys.insert(f.key()).second) return err(base::StrCat("edge_fields: '", f.key(), "' is listed twice"));
-    }
+    if (absl::Status s = CheckFieldTypes(c); !s.ok()) return err(s.message());
   } catch (const json::exception& e) {
     return err(base::StrCat("missing or mistyped key: ", e.what()));
   }

@@ -133,6 +133,11 @@ absl::Status CheckLayerFanouts(std::string_view flag, const std::vector<int64_t>
   return absl::OkStatus();
 }
 
+absl::Status CheckBatchSize(std::string_view what, int64_t batch_size) {
+  if (batch_size >= 1) return absl::OkStatus();
+  return absl::InvalidArgumentError(base::StrCat(what, " must be >= 1, got ", batch_size));
+}
+
 absl::StatusOr<int64_t> SampleSizeBound(const PartitionStore& store, std::span<const int64_t> seeds,
                                         const SampleOptions& o) {
   RETURN_IF_ERROR(CheckSampleOptions(store, seeds, o));

@@ -49,6 +49,10 @@ absl::Status CheckFanout(int64_t fanout);
 // A mini-batch's fanouts, one per layer: at least one layer, each a positive count or -1 (all
 // neighbours). Errors name `flag` ("--fanouts") and the layer.
 absl::Status CheckLayerFanouts(std::string_view flag, const std::vector<int64_t>& fanouts);
+// The one rule for a batch size, whoever sets it (fanout-train's flags, the sampler spec, a
+// Python loader's keyword): at least 1. The error names `what` ("--batch-size",
+// "DistNodeDataLoader: batch_size") and the value.
+absl::Status CheckBatchSize(std::string_view what, int64_t batch_size);
 
 // Samples around `seeds`, all of which must be nodes of `store`'s partition. Without
 // replacement the picked edges of a seed are distinct and listed in adjacency order. Weighted

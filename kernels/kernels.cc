@@ -1,4 +1,4 @@
-#include "trainer/kernels.h"
+#include "kernels/kernels.h"
 
 #include <algorithm>
 #include <atomic>
@@ -9,7 +9,7 @@
 #include <limits>
 #include <string>
 
-// The kernels' code (trainer/kernels_impl.inc) is compiled once per instruction set, each copy in
+// The kernels' code (kernels/kernels_impl.inc) is compiled once per instruction set, each copy in
 // a namespace of its own with that set's target attribute, and the entry points below call the
 // copy of the set chosen at run time (ActiveIsa). On x86-64: AVX-512 (x86-64-v4: AVX-512 F, BW,
 // CD, DQ, VL), AVX2 + FMA (x86-64-v3) and the baseline; elsewhere the baseline only.
@@ -19,11 +19,11 @@
 #define FANOUT_KERNEL_X86 0
 #endif
 
-namespace fanout::trainer::kernels {
+namespace fanout::kernels {
 
 namespace baseline {
 #define FANOUT_KERNEL
-#include "trainer/kernels_impl.inc"
+#include "kernels/kernels_impl.inc"
 #undef FANOUT_KERNEL
 }  // namespace baseline
 
@@ -34,14 +34,14 @@ namespace baseline {
 #define FANOUT_X86_64_V3 "avx2,fma,bmi,bmi2,f16c,lzcnt,movbe,popcnt,sse4.2,xsave"
 namespace avx2 {
 #define FANOUT_KERNEL __attribute__((target(FANOUT_X86_64_V3)))
-#include "trainer/kernels_impl.inc"
+#include "kernels/kernels_impl.inc"
 #undef FANOUT_KERNEL
 }  // namespace avx2
 
 namespace avx512 {
 #define FANOUT_KERNEL \
   __attribute__((target(FANOUT_X86_64_V3 ",avx512f,avx512bw,avx512cd,avx512dq,avx512vl")))
-#include "trainer/kernels_impl.inc"
+#include "kernels/kernels_impl.inc"
 #undef FANOUT_KERNEL
 }  // namespace avx512
 #endif
@@ -209,4 +209,4 @@ void DropoutBackward(const Dropout& op, const float* out, const float* grad_out,
   Active().dropout_backward(op, out, grad_out, grad_x, begin, end);
 }
 
-}  // namespace fanout::trainer::kernels
+}  // namespace fanout::kernels

@@ -18,7 +18,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace fanout::trainer::kernels {
+namespace fanout::kernels {
 
 enum class Isa { kBaseline, kAvx2, kAvx512 };
 
@@ -125,4 +125,4 @@ void DropoutForward(const Dropout& op, const float* x, float* out, int64_t begin
 void DropoutBackward(const Dropout& op, const float* out, const float* grad_out, float* grad_x,
                      int64_t begin, int64_t end);
 
-}  // namespace fanout::trainer::kernels
+}  // namespace fanout::kernels

@@ -8,7 +8,7 @@
 #pragma once
 
 #include "partition/partitioner.h"
-#include "partition/readers.h"
+#include "partition/input_files.h"
 
 namespace fanout::partition {
 

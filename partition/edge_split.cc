@@ -11,7 +11,7 @@
 #include "base/status.h"
 #include "base/strings.h"
 #include "core/random.h"
-#include "partition/readers.h"
+#include "partition/input_files.h"
 
 namespace fanout::partition {
 

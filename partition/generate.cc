@@ -58,12 +58,22 @@
 #include "core/dtype.h"
 #include "core/npy.h"
 #include "core/random.h"
+#include "partition/synth_random.h"
 
 namespace fanout::partition {
 namespace {
 
-using core::SplitMix64;
 using base::StrCat;
+using core::SplitMix64;
+using synth::AliasBucket;
+using synth::BuildAlias;
+using synth::MakeRng;
+using synth::NormalSampler;
+using synth::SampleAlias;
+using synth::Shuffle;
+using synth::Stream;
+using synth::Uniform01;
+using synth::UniformInt;
 namespace fs = std::filesystem;
 
 // Centroid norm in units of the noise's standard deviation. With feature_noise = 1, a
@@ -76,123 +86,6 @@ constexpr int64_t kEdgeChunk = 1 << 20;
 constexpr int64_t kFeatureChunkValues = 1 << 20;
 // Tries to draw a dst other than src before falling back to a uniform other node.
 constexpr int kSelfLoopTries = 64;
-
-// ---------------------------------------------------------------------------------------------
-// Random numbers.
-
-enum class Stream : uint64_t {
-  kWeights = 1,
-  kCommunities,
-  kCentroids,
-  kFeatures,
-  kLabels,
-  kSplit,
-  kEdges,
-  kEdgeWeights,
-  kRelationEdges,  // --preset mag's relations other than cites, one stream per (relation, chunk)
-};
-
-// An independent generator for (seed, stream, chunk).
-std::mt19937_64 MakeRng(uint64_t seed, Stream stream, uint64_t chunk = 0) {
-  uint64_t s = SplitMix64(seed);
-  s = SplitMix64(s ^ static_cast<uint64_t>(stream));
-  s = SplitMix64(s ^ chunk);
-  return std::mt19937_64(s);
-}
-
-// Uniform in [0, 1).
-inline double Uniform01(std::mt19937_64& rng) {
-  return static_cast<double>(rng() >> 11) * 0x1.0p-53;
-}
-
-// Uniform in [0, n), n >= 1, unbiased (Lemire's multiply-and-reject).
-inline uint64_t UniformInt(std::mt19937_64& rng, uint64_t n) {
-  unsigned __int128 m = static_cast<unsigned __int128>(rng()) * n;
-  uint64_t low = static_cast<uint64_t>(m);
-  if (low < n) {
-    const uint64_t threshold = (0 - n) % n;
-    while (low < threshold) {
-      m = static_cast<unsigned __int128>(rng()) * n;
-      low = static_cast<uint64_t>(m);
-    }
-  }
-  return static_cast<uint64_t>(m >> 64);
-}
-
-// Standard normal by Box-Muller, keeping the second value of each pair.
-class NormalSampler {
- public:
-  double operator()(std::mt19937_64& rng) {
-    if (has_spare_) {
-      has_spare_ = false;
-      return spare_;
-    }
-    const double u1 = 1.0 - Uniform01(rng);  // (0, 1]: log is finite
-    const double u2 = Uniform01(rng);
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    const double theta = 2.0 * M_PI * u2;
-    spare_ = r * std::sin(theta);
-    has_spare_ = true;
-    return r * std::cos(theta);
-  }
-
- private:
-  bool has_spare_ = false;
-  double spare_ = 0;
-};
-
-template <typename T>
-void Shuffle(std::vector<T>& v, std::mt19937_64& rng) {
-  for (size_t i = v.size(); i > 1; --i) {
-    std::swap(v[i - 1], v[UniformInt(rng, i)]);
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Alias tables (Vose). One 64-bit draw per sample: the high half of r * n picks the bucket and
-// the low half, the fractional part, flips the bucket's coin.
-
-struct AliasBucket {
-  uint32_t threshold;  // keep the bucket's own item when coin < threshold
-  uint32_t alias;
-};
-
-// Buckets for items 0..n-1 with probability proportional to w[i] (all > 0).
-std::vector<AliasBucket> BuildAlias(const double* w, size_t n) {
-  std::vector<AliasBucket> t(n);
-  double total = 0;
-  for (size_t i = 0; i < n; ++i) total += w[i];
-  std::vector<double> p(n);
-  std::vector<uint32_t> small, large;
-  for (size_t i = 0; i < n; ++i) {
-    p[i] = w[i] * static_cast<double>(n) / total;
-    (p[i] < 1.0 ? small : large).push_back(static_cast<uint32_t>(i));
-  }
-  while (!small.empty() && !large.empty()) {
-    const uint32_t s = small.back();
-    small.pop_back();
-    const uint32_t l = large.back();
-    const double keep = std::ldexp(p[s], 32);
-    t[s].threshold = keep >= 4294967295.0 ? 0xffffffffu : static_cast<uint32_t>(keep);
-    t[s].alias = l;
-    p[l] -= 1.0 - p[s];
-    if (p[l] < 1.0) {
-      large.pop_back();
-      small.push_back(l);
-    }
-  }
-  // Leftovers are full buckets (up to rounding): they always yield themselves.
-  for (uint32_t i : small) t[i] = {0xffffffffu, i};
-  for (uint32_t i : large) t[i] = {0xffffffffu, i};
-  return t;
-}
-
-inline uint32_t SampleAlias(const AliasBucket* t, uint64_t n, uint64_t r) {
-  const unsigned __int128 m = static_cast<unsigned __int128>(r) * n;
-  const uint32_t i = static_cast<uint32_t>(m >> 64);
-  const uint32_t coin = static_cast<uint32_t>(static_cast<uint64_t>(m) >> 32);
-  return coin < t[i].threshold ? i : t[i].alias;
-}
 
 // ---------------------------------------------------------------------------------------------
 // The model shared by every phase.

@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "partition/dataset.h"
-#include "partition/partitioner.h"
+#include "partition/partition_options.h"
 
 namespace fanout::partition {
 

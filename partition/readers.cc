@@ -26,64 +26,6 @@ using base::LineReader;
 using core::NpyArray;
 using base::StrCat;
 
-bool IsBlankOrComment(std::string_view line) {
-  line = base::StripSpaces(line);
-  return line.empty() || line[0] == '#';
-}
-
-absl::Status LineError(const LineReader& r, const std::string& what) {
-  return absl::InvalidArgumentError(StrCat(r.Where(), ": ", what));
-}
-
-// How many values to reserve for `path` when a count file (untrusted) says it holds `rows` rows
-// of `per_row` values: no more than the file could hold (a value takes at least two bytes of
-// text, "0\n", and deflate expands at most ~1032x), so a corrupt or hostile count cannot make
-// the reader allocate terabytes, or overflow computing how much.
-size_t ReserveFor(const std::string& path, int64_t rows, int64_t per_row) {
-  int64_t want;
-  if (rows <= 0 || !core::CheckedMul(rows, per_row, &want)) return 0;
-  std::error_code ec;
-  uintmax_t file_bytes = fs::file_size(path, ec);
-  if (ec) return 0;
-  uintmax_t could_hold = file_bytes / 2 * 1032 + 1032;
-  return static_cast<size_t>(std::min<uintmax_t>(static_cast<uintmax_t>(want), could_hold));
-}
-
-// Calls fn(reader, line, fields) for every line of `path` that is not blank or a comment, with
-// the line split into CSV/TSV fields; stops at the first error fn returns.
-template <typename Fn>
-absl::Status ForEachRecord(const std::string& path, Fn fn) {
-  ASSIGN_OR_RETURN(auto r, LineReader::Open(path));
-  std::vector<std::string_view> fields;
-  std::string_view line;
-  while (true) {
-    ASSIGN_OR_RETURN(bool more, r->Next(&line));
-    if (!more) return absl::OkStatus();
-    if (IsBlankOrComment(line)) continue;
-    base::SplitFields(line, &fields);
-    RETURN_IF_ERROR(fn(*r, line, fields));
-  }
-}
-
-// One integer per line (the first field). `limit` > 0 requires values in [0, limit).
-absl::StatusOr<std::vector<int64_t>> ReadIntColumn(const std::string& path, int64_t limit,
-                                                   const std::string& limit_name) {
-  std::vector<int64_t> out;
-  RETURN_IF_ERROR(ForEachRecord(path, [&](const LineReader& r, std::string_view line,
-                                          const std::vector<std::string_view>& fields) {
-    int64_t v;
-    if (fields.size() != 1 || !base::ParseInt64(fields[0], &v)) {
-      return LineError(r, StrCat("expected one integer, got '", line.substr(0, 80), "'"));
-    }
-    if (limit > 0 && (v < 0 || v >= limit)) {
-      return LineError(r, StrCat("value ", v, " is outside [0, ", limit, ") (", limit_name, ")"));
-    }
-    out.push_back(v);
-    return absl::OkStatus();
-  }));
-  return out;
-}
-
 absl::StatusOr<int64_t> ReadSingleInt(const std::string& path) {
   ASSIGN_OR_RETURN(auto v, ReadIntColumn(path, 0, ""));
   if (v.size() != 1) {
@@ -93,63 +35,6 @@ absl::StatusOr<int64_t> ReadSingleInt(const std::string& path) {
   }
   if (v[0] < 0) return absl::InvalidArgumentError(StrCat(path, ": negative count ", v[0]));
   return v[0];
-}
-
-// Bounds on the two ends of edges read from text: IDs in [0, src) and [0, dst), each named in
-// errors; a bound <= 0 checks nothing.
-struct EndLimits {
-  int64_t src = 0, dst = 0;
-  std::string src_name = "num_nodes", dst_name = "num_nodes";
-};
-
-// "src,dst" per line. `num_nodes` > 0 checks the IDs against it. `max_id_line`, when given,
-// gets the line of the largest ID (for messages about a node count inferred from it).
-absl::StatusOr<NpyArray> ReadEdgesText(const std::string& path, const EndLimits& limits, int64_t expected,
-                                       int64_t* max_id_line = nullptr);
-absl::StatusOr<NpyArray> ReadEdgesText(const std::string& path, int64_t num_nodes, int64_t expected,
-                                       int64_t* max_id_line = nullptr) {
-  return ReadEdgesText(path, EndLimits{.src = num_nodes, .dst = num_nodes}, expected, max_id_line);
-}
-
-absl::StatusOr<NpyArray> ReadEdgesText(const std::string& path, const EndLimits& limits, int64_t expected,
-                                       int64_t* max_id_line) {
-  int64_t max_id = -1;
-  std::vector<int64_t> e;
-  e.reserve(ReserveFor(path, expected, 2));
-  base::Progress progress("fanout-partition", StrCat("reading ", path), -1);
-  RETURN_IF_ERROR(ForEachRecord(path, [&](const LineReader& r, std::string_view line,
-                                          const std::vector<std::string_view>& fields) {
-    int64_t s, d;
-    if (fields.size() < 2 || !base::ParseInt64(fields[0], &s) || !base::ParseInt64(fields[1], &d)) {
-      return LineError(r, StrCat("expected 'src,dst' node IDs, got '", line.substr(0, 80), "'"));
-    }
-    // Extra columns (a weight, a timestamp, a shifted file) were silently dropped (issue 11).
-    if (fields.size() > 2) {
-      return LineError(
-          r, StrCat("expected 'src,dst' node IDs, got ", fields.size(), " columns in '",
-                    line.substr(0, 80), "' (edge features go in edge_feat.npy or edge_data/)"));
-    }
-    for (auto [id, limit, name] : {std::tuple{s, limits.src, &limits.src_name}, {d, limits.dst, &limits.dst_name}}) {
-      if (id < 0 || (limit > 0 && id >= limit)) {
-        return LineError(r, StrCat("node ID ", id, " is outside [0, ", limit, ") (", *name, ")"));
-      }
-    }
-    if (max_id_line != nullptr && std::max(s, d) > max_id) {
-      max_id = std::max(s, d);
-      *max_id_line = r.line_number();
-    }
-    e.push_back(s);
-    e.push_back(d);
-    progress.Update(static_cast<int64_t>(e.size() / 2));
-    return absl::OkStatus();
-  }));
-  int64_t n = static_cast<int64_t>(e.size() / 2);
-  if (expected >= 0 && n != expected) {
-    return absl::InvalidArgumentError(
-        StrCat(path, ": has ", n, " edges but num-edge-list.csv.gz says ", expected,
-               n < expected ? " (file truncated?)" : ""));
-  }
-  return NpyArray::Adopt(std::move(e), {n, 2});
 }
 
 // A float matrix, one row per line, every row with the same number of columns.
@@ -219,19 +104,6 @@ absl::StatusOr<NpyArray> ReadLabels(const std::string& path, int64_t num_nodes) 
                                              num_nodes, " nodes"));
   }
   return NpyArray::Adopt(std::move(v), {num_nodes});
-}
-
-// Maps an integer .npy and returns it as int64 (converted into an owned copy if narrower).
-absl::StatusOr<NpyArray> MapAsInt64(const std::string& path) {
-  ASSIGN_OR_RETURN(NpyArray a, NpyArray::Map(path));
-  if (a.dtype() == DType::kInt64) return a;
-  if (!IsIntegerDType(a.dtype())) {
-    return absl::InvalidArgumentError(StrCat(path, ": expected an integer array, found ", core::DTypeName(a.dtype())));
-  }
-  std::vector<int64_t> v(a.num_elements());
-  const char* p = static_cast<const char*>(a.data());
-  for (size_t i = 0; i < v.size(); ++i) v[i] = IntAt(p, a.dtype(), static_cast<int64_t>(i));
-  return NpyArray::Adopt(std::move(v), a.shape());
 }
 
 absl::StatusOr<std::vector<int64_t>> ReadIndexNpy(const std::string& path, int64_t num_nodes,
@@ -449,22 +321,6 @@ absl::StatusOr<Dataset> ReadOgbHetero(const fs::path& dir, const ReadOptions& op
   return d;
 }
 
-// Makes `edges` the [E, 2] array every reader produces, from the layout `layout` names. A [2, E]
-// array (PyG's edge_index) is copied transposed.
-absl::Status OrientEdges(const std::string& path, const std::string& layout, NpyArray* edges) {
-  ASSIGN_OR_RETURN(const bool columns, EdgeColumns(path, edges->shape(), layout));
-  if (!columns) return absl::OkStatus();
-  const int64_t e = edges->shape()[1];
-  const int64_t* in = edges->data_as<int64_t>();
-  std::vector<int64_t> out(static_cast<size_t>(2 * e));
-  for (int64_t i = 0; i < e; ++i) {
-    out[2 * i] = in[i];
-    out[2 * i + 1] = in[e + i];
-  }
-  *edges = NpyArray::Adopt(std::move(out), {e, 2});
-  return absl::OkStatus();
-}
-
 // A field's rows as one array: its file mapped, or its chunks copied into one. Labels become
 // int64 (MapAsInt64) and must be 1-D.
 absl::StatusOr<NpyArray> WholeField(const SliceField& f) {
@@ -552,30 +408,6 @@ absl::StatusOr<Dataset> ReadWhole(SliceInput in) {
 
 }  // namespace
 
-absl::StatusOr<bool> EdgeColumns(const std::string& path, const std::vector<int64_t>& shape, const std::string& layout) {
-  const bool is_2d = shape.size() == 2;
-  if (layout == "columns") {
-    if (!is_2d || shape[0] != 2) {
-      return absl::InvalidArgumentError(StrCat(path, ": --edge-layout columns expects a [2, E] array (PyG's edge_index)"));
-    }
-    return true;
-  }
-  if (layout == "rows") {
-    if (!is_2d || shape[1] != 2) {
-      return absl::InvalidArgumentError(StrCat(path, ": --edge-layout rows expects an [E, 2] array of (src, dst)"));
-    }
-    return false;
-  }
-  if (layout != "auto") {
-    return absl::InvalidArgumentError(StrCat("--edge-layout: '", layout, "' is not one of auto, rows, columns"));
-  }
-  if (is_2d && shape[1] == 2) return false;  // [E, 2], and [2, 2] too (give --edge-layout columns for PyG's 2 edges)
-  if (is_2d && shape[0] == 2) return true;
-  return absl::InvalidArgumentError(
-      StrCat(path, ": expected an [E, 2] array of (src, dst) or PyG's [2, E] edge_index; the shape is [",
-             base::StrJoin(shape, ", "), "]"));
-}
-
 absl::StatusOr<Dataset> ReadDataset(const ReadOptions& opt) {
   fs::path dir(opt.input_dir);
   std::error_code ec;
@@ -609,67 +441,6 @@ absl::StatusOr<Dataset> ReadDataset(const ReadOptions& opt) {
   if (d->name.empty()) d->name = fs::absolute(dir).lexically_normal().parent_path().filename().string();
   RETURN_IF_ERROR(ValidateDataset(*d));
   return d;
-}
-
-absl::StatusOr<NpyArray> ReadNodePairs(const std::string& path, int64_t num_nodes) {
-  const std::string ext = fs::path(path).extension().string();
-  if (ext != ".npy") return ReadEdgesText(path, num_nodes, -1);
-  ASSIGN_OR_RETURN(NpyArray a, MapAsInt64(path));
-  RETURN_IF_ERROR(OrientEdges(path, "auto", &a));
-  const int64_t* p = a.data_as<int64_t>();
-  for (int64_t i = 0; i < 2 * a.rows(); ++i) {
-    if (p[i] < 0 || p[i] >= num_nodes) {
-      return absl::InvalidArgumentError(StrCat(path, " row ", i / 2, ": node ID ", p[i], " is outside [0, ", num_nodes,
-                                               ") (the graph's nodes)"));
-    }
-  }
-  return a;
-}
-
-absl::StatusOr<NpyArray> ReadNodeMatrix(const std::string& path, int64_t num_nodes) {
-  ASSIGN_OR_RETURN(NpyArray a, MapAsInt64(path));
-  if (a.shape().size() != 2) {
-    return absl::InvalidArgumentError(StrCat(path, ": expected a 2-D integer array of node IDs, the shape is [",
-                                             base::StrJoin(a.shape(), ", "), "]"));
-  }
-  const int64_t* p = a.data_as<int64_t>();
-  const int64_t cols = a.shape()[1];
-  for (int64_t i = 0; i < a.num_elements(); ++i) {
-    if (p[i] < 0 || p[i] >= num_nodes) {
-      return absl::InvalidArgumentError(StrCat(path, " row ", i / std::max<int64_t>(cols, 1), ": node ID ", p[i],
-                                               " is outside [0, ", num_nodes, ") (the graph's nodes)"));
-    }
-  }
-  return a;
-}
-
-absl::StatusOr<std::vector<int32_t>> ReadAssignment(const std::string& path, int64_t num_nodes,
-                                                    int num_parts) {
-  // ReadIntColumn checks nothing for a limit <= 0, so no partition count would accept anything.
-  if (num_parts < 1) {
-    return absl::InvalidArgumentError(StrCat(path, ": --num-parts must be at least 1, got ", num_parts));
-  }
-  std::vector<int64_t> raw;
-  if (fs::path(path).extension() == ".npy") {
-    ASSIGN_OR_RETURN(NpyArray a, MapAsInt64(path));
-    if (a.shape().size() != 1) {
-      return absl::InvalidArgumentError(StrCat(path, ": expected a 1-D array of partition IDs"));
-    }
-    raw.assign(a.data_as<int64_t>(), a.data_as<int64_t>() + a.rows());
-    for (size_t i = 0; i < raw.size(); ++i) {
-      if (raw[i] < 0 || raw[i] >= num_parts) {
-        return absl::InvalidArgumentError(StrCat(path, " row ", i, ": partition ", raw[i],
-                                                 " is outside [0, ", num_parts, ") (--num-parts)"));
-      }
-    }
-  } else {
-    ASSIGN_OR_RETURN(raw, ReadIntColumn(path, num_parts, "--num-parts"));
-  }
-  if (static_cast<int64_t>(raw.size()) != num_nodes) {
-    return absl::InvalidArgumentError(StrCat(path, ": has ", raw.size(),
-                                             " entries but the graph has ", num_nodes, " nodes"));
-  }
-  return std::vector<int32_t>(raw.begin(), raw.end());
 }
 
 }  // namespace fanout::partition

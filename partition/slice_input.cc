@@ -18,19 +18,6 @@ using base::StrCat;
 using core::DType;
 using core::NpyArray;
 
-bool IsIntegerDType(DType t) {
-  return t == DType::kInt64 || t == DType::kInt32 || t == DType::kInt16 || t == DType::kUInt8;
-}
-
-int64_t IntAt(const char* p, DType dtype, int64_t i) {
-  switch (dtype) {
-    case DType::kInt64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); return v; }
-    case DType::kInt32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); return v; }
-    case DType::kInt16: { int16_t v; std::memcpy(&v, p + 2 * i, 2); return v; }
-    default: return static_cast<uint8_t>(p[i]);
-  }
-}
-
 absl::StatusOr<ChunkedArray> ChunkedArray::Open(const std::vector<std::string>& paths) {
   if (paths.empty()) return absl::InvalidArgumentError("an array with no files");
   ChunkedArray a;

@@ -19,14 +19,9 @@
 #include "core/npy.h"
 #include "core/type_map.h"
 #include "partition/dataset.h"
-#include "partition/readers.h"
+#include "partition/input_files.h"
 
 namespace fanout::partition {
-
-// The integer dtypes the readers take for IDs, labels and assignments (int64, int32, int16, uint8),
-// and element i of such an array at `p`, as int64.
-bool IsIntegerDType(core::DType t);
-int64_t IntAt(const char* p, core::DType dtype, int64_t i);
 
 // One logical array stored as one or more .npy chunks, concatenated along the first axis.
 class ChunkedArray {

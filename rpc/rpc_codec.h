@@ -1,5 +1,5 @@
 // Conversions between the wire types (fanout.v1 protos, grpc::Status) and fanout's domain types.
-// The only place that knows both; one conversion pair for statuses (STYLE.md).
+// The only place that knows both; one conversion pair for statuses.
 #pragma once
 
 #include <cstdint>

@@ -9,6 +9,7 @@
 #include "base/status.h"
 #include "base/strings.h"
 #include "core/random.h"
+#include "core/sampling.h"
 #include "sampler/id_map.h"
 #include "sampler/seed_split.h"
 
@@ -137,7 +138,7 @@ LinkBatchSampler::LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions op
     while (set < static_cast<int>(sets_.size()) && sets_[set].type != type) ++set;
     if (set == static_cast<int>(sets_.size())) {
       CandidateSet c{.type = type, .count = type >= 0 ? graph_->node_types().count(type) : graph_->num_nodes()};
-      if (options_.negative_sampling == NegativeSampling::kLocal) {
+      if (options_.draw.negative_sampling == NegativeSampling::kLocal) {
         const auto [first, last] = LocalCandidates(*graph_, type);
         c.first = first;
         c.count = last - first;
@@ -160,7 +161,7 @@ LinkBatchSampler::LinkBatchSampler(const DistGraph* graph, LinkSamplerOptions op
     }
   }
   const int64_t n = edges_.size();
-  edges_per_epoch_ = options_.edges_per_epoch < 0 ? n : std::min(n, options_.edges_per_epoch);
+  edges_per_epoch_ = options_.draw.edges_per_epoch <= 0 ? n : std::min(n, options_.draw.edges_per_epoch);
   steps_per_epoch_ = LinkStepsPerEpoch(options_, n);
 }
 
@@ -171,15 +172,13 @@ SamplerOptions NodeOptionsOf(const LinkSamplerOptions& o) {
 }
 
 int64_t LinkStepsPerEpoch(const LinkSamplerOptions& o, int64_t num_edges) {
-  return StepsPerEpoch(num_edges, o.edges_per_epoch, o.sampling.batch_size);
+  return StepsPerEpoch(num_edges, o.draw.edges_per_epoch <= 0 ? -1 : o.draw.edges_per_epoch, o.sampling.batch_size);
 }
 
 absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& o, const DistGraph& graph,
                                         const SeedArray& edges) {
-  if (o.sampling.batch_size < 1) {
-    return absl::InvalidArgumentError(StrCat("--batch-size must be >= 1, got ", o.sampling.batch_size));
-  }
-  if (o.negatives < 1) return absl::InvalidArgumentError(StrCat("--negatives must be >= 1, got ", o.negatives));
+  RETURN_IF_ERROR(core::CheckBatchSize("--batch-size", o.sampling.batch_size));
+  if (o.draw.negatives < 1) return absl::InvalidArgumentError(StrCat("--negatives must be >= 1, got ", o.draw.negatives));
   if (graph.num_nodes() < 3) {
     return absl::FailedPreconditionError("link prediction needs at least 3 nodes to draw negatives from");
   }
@@ -194,14 +193,14 @@ absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& o, const DistG
                                                   " to draw negatives from"));
     }
   }
-  if (o.negative_sampling == NegativeSampling::kInBatch &&
+  if (o.draw.negative_sampling == NegativeSampling::kInBatch &&
       std::any_of(types.begin(), types.end(), [&](int t) { return t != types[0]; })) {
     return absl::InvalidArgumentError(
         StrCat("in-batch negatives are the batch's other destinations, but the link relations (",
                base::StrJoin(config.link_etypes, ", "),
                ") end in different node types; use --negative-sampling joint (shared per destination type) or uniform"));
   }
-  if (o.negative_sampling == NegativeSampling::kLocal) {
+  if (o.draw.negative_sampling == NegativeSampling::kLocal) {
     for (size_t i = 0; i < types.size(); ++i) {
       const auto [first, last] = LocalCandidates(graph, types[i]);
       if (last - first < 3) {
@@ -213,15 +212,15 @@ absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& o, const DistG
       }
     }
   }
-  if (!o.hard_negative_field.empty()) {
-    RETURN_IF_ERROR(HardNegativeFields(graph, o.hard_negative_field).status());
-    if (o.negative_sampling == NegativeSampling::kJoint || o.negative_sampling == NegativeSampling::kInBatch) {
+  if (!o.draw.hard_negative_field.empty()) {
+    RETURN_IF_ERROR(HardNegativeFields(graph, o.draw.hard_negative_field).status());
+    if (o.draw.negative_sampling == NegativeSampling::kJoint || o.draw.negative_sampling == NegativeSampling::kInBatch) {
       return absl::InvalidArgumentError(StrCat("hard negatives are per positive: they fill up with uniform, degree "
-                                               "or local negatives, not ", NegativeSamplingName(o.negative_sampling)));
+                                               "or local negatives, not ", NegativeSamplingName(o.draw.negative_sampling)));
     }
-    if (o.hard_negatives < 0 || o.hard_negatives > o.negatives) {
-      return absl::InvalidArgumentError(StrCat("--hard-negatives must be in [0, --negatives ", o.negatives,
-                                               "] (0: up to --negatives), got ", o.hard_negatives));
+    if (o.draw.hard_negatives < 0 || o.draw.hard_negatives > o.draw.negatives) {
+      return absl::InvalidArgumentError(StrCat("--hard-negatives must be in [0, --negatives ", o.draw.negatives,
+                                               "] (0: up to --negatives), got ", o.draw.hard_negatives));
     }
   }
   const int64_t num_edges = graph.config().edge_bounds.empty() ? 0 : graph.config().edge_bounds.back();
@@ -274,8 +273,8 @@ absl::StatusOr<std::unique_ptr<LinkBatchSampler>> LinkBatchSampler::Create(
   RETURN_IF_ERROR(ValidateLinkSamplerOptions(o, *graph, edges));
   SamplerOptions so = NodeOptionsOf(o);
   std::unique_ptr<LinkBatchSampler> s(new LinkBatchSampler(graph, std::move(o), std::move(edges), std::move(so)));
-  if (!s->options_.hard_negative_field.empty()) {
-    ASSIGN_OR_RETURN(s->hard_fields_, HardNegativeFields(*graph, s->options_.hard_negative_field));
+  if (!s->options_.draw.hard_negative_field.empty()) {
+    ASSIGN_OR_RETURN(s->hard_fields_, HardNegativeFields(*graph, s->options_.draw.hard_negative_field));
     for (const std::string& key : s->hard_fields_) {
       int64_t width = 0;
       if (!key.empty()) {
@@ -285,9 +284,9 @@ absl::StatusOr<std::unique_ptr<LinkBatchSampler>> LinkBatchSampler::Create(
       s->hard_widths_.push_back(width);
     }
   }
-  if (s->options_.negative_sampling == NegativeSampling::kDegreePow75 && degree_table != nullptr) {
+  if (s->options_.draw.negative_sampling == NegativeSampling::kDegreePow75 && degree_table != nullptr) {
     s->cumulative_ = std::move(degree_table);
-  } else if (s->options_.negative_sampling == NegativeSampling::kDegreePow75) {
+  } else if (s->options_.draw.negative_sampling == NegativeSampling::kDegreePow75) {
     auto tables = std::make_shared<DegreeTables>();
     for (int set = 0; set < static_cast<int>(s->sets_.size()); ++set) {
       const int64_t n = s->sets_[set].count;
@@ -327,9 +326,9 @@ int64_t LinkBatchSampler::DrawNegative(int set, uint64_t& state) const {
 
 std::vector<int64_t> LinkBatchSampler::DrawNegatives(const std::vector<int64_t>& src, const std::vector<int64_t>& dst,
                                                      const std::vector<int>& set, uint64_t& state) const {
-  const int64_t count = static_cast<int64_t>(src.size()), k = options_.negatives;
+  const int64_t count = static_cast<int64_t>(src.size()), k = options_.draw.negatives;
   std::vector<int64_t> neg;
-  switch (options_.negative_sampling) {
+  switch (options_.draw.negative_sampling) {
     case NegativeSampling::kInBatch: {  // the next positives' destinations, wrapping around
       const int64_t kb = std::min(k, count - 1);
       neg.resize(count * std::max<int64_t>(kb, 0));
@@ -365,8 +364,8 @@ std::vector<int64_t> LinkBatchSampler::DrawNegatives(const std::vector<int64_t>&
 absl::Status LinkBatchSampler::PutHardNegatives(const std::vector<int64_t>& eids, const std::vector<int>& rel,
                                                 const std::vector<int64_t>& src, const std::vector<int64_t>& dst,
                                                 std::vector<int64_t>* neg) {
-  const int64_t count = static_cast<int64_t>(eids.size()), k = options_.negatives;
-  const int64_t most = options_.hard_negatives > 0 ? options_.hard_negatives : k;
+  const int64_t count = static_cast<int64_t>(eids.size()), k = options_.draw.negatives;
+  const int64_t most = options_.draw.hard_negatives > 0 ? options_.draw.hard_negatives : k;
   const int64_t n = graph_->num_nodes();
   // The positives of each link relation that has the field, pulled together.
   for (size_t r = 0; r < hard_fields_.size(); ++r) {
@@ -437,7 +436,7 @@ absl::StatusOr<LinkMiniBatch> LinkBatchSampler::SampleBlocks(int64_t epoch, int6
     }
   }
   std::vector<int64_t> neg = DrawNegatives(src, dst, set, state);
-  if (!options_.hard_negative_field.empty()) RETURN_IF_ERROR(PutHardNegatives(b.eids, rel, src, dst, &neg));
+  if (!options_.draw.hard_negative_field.empty()) RETURN_IF_ERROR(PutHardNegatives(b.eids, rel, src, dst, &neg));
   const size_t per_positive = count > 0 ? neg.size() / count : 0;
 
   // The distinct endpoints, in order of first appearance, and each pair's positions.

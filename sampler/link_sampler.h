@@ -41,15 +41,16 @@ enum class NegativeSampling {
 std::string_view NegativeSamplingName(NegativeSampling n);
 absl::StatusOr<NegativeSampling> ParseNegativeSampling(std::string_view name);
 
-struct LinkSamplerOptions {
-  // The node batch around the pairs' endpoints, sampled as any node batch: fanouts, replace,
-  // seed, rank, feature_field and edge apply; batch_size counts positive edges per step; labels,
-  // shuffle and seeds_per_epoch do not apply (edges_per_epoch below, always shuffled).
-  SamplerOptions sampling;
+// What a link batch draws around its positives, as its user chooses it (fanout-train's
+// --negatives, --negative-sampling, --edges-per-epoch, --hard-negative-field, --hard-negatives;
+// a Python loader's negative sampler): the trainer's and the Python loaders' settings hold this
+// struct, not copies of its members.
+struct LinkDrawOptions {
   int64_t negatives = 1;  // negatives per positive (same source); kInBatch: at most this many
   NegativeSampling negative_sampling = NegativeSampling::kUniform;
-  bool exclude_seed_edges = true;  // drop the positive pairs (both directions) from the blocks
-  int64_t edges_per_epoch = -1;    // -1: all of the trainer's edges
+  // Positive edges per trainer per epoch, a fresh shuffled draw of its edges each epoch; <= 0:
+  // all of them.
+  int64_t edges_per_epoch = 0;
   // Hard negatives: an int64 edge field [E, H] of node IDs (-1: none; fanout-partition
   // --hard-negative-field writes it). A positive's first negatives are its edge's valid entries
   // (not -1, neither endpoint), at most `hard_negatives` of them (0: up to `negatives`); the rest
@@ -58,6 +59,15 @@ struct LinkSamplerOptions {
   // positives of a relation without it get drawn negatives only.
   std::string hard_negative_field;
   int64_t hard_negatives = 0;
+};
+
+struct LinkSamplerOptions {
+  // The node batch around the pairs' endpoints, sampled as any node batch: fanouts, replace,
+  // seed, rank, feature_field and edge apply; batch_size counts positive edges per step; labels,
+  // shuffle and seeds_per_epoch do not apply (draw.edges_per_epoch instead, always shuffled).
+  SamplerOptions sampling;
+  LinkDrawOptions draw;
+  bool exclude_seed_edges = true;  // drop the positive pairs (both directions) from the blocks
 };
 
 // Pairs (LinkPairs, as positions in nodes.seeds) and the node batch that embeds them.

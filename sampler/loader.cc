@@ -114,16 +114,10 @@ class ProcessLoader final : public BatchLoader {
     if (!ok) return absl::InternalError(StrCat("writing the seed list for the samplers: ", std::strerror(errno)));
 
     SamplerSpec spec;
-    spec.part_config_path = lo.part_config_path;
+    spec.loader = lo;
+    spec.loader.prefetch = std::max(1, lo.prefetch);
     spec.graph = go;
     spec.sampler = so;
-    spec.first_epoch = lo.first_epoch;
-    spec.num_epochs = lo.num_epochs;
-    spec.first_step = lo.first_step;
-    spec.ignore_sigterm = lo.samplers_ignore_sigterm;
-    spec.num_samplers = lo.num_samplers;
-    spec.prefetch = std::max(1, lo.prefetch);
-    spec.nice = lo.sampler_nice;
     spec.num_seeds = seeds.size();
     spec.seed_range_first = seeds.is_range() ? seeds.first() : -1;
     spec.num_cached = static_cast<int64_t>(cached.size());
@@ -131,7 +125,7 @@ class ProcessLoader final : public BatchLoader {
     // process's (the same rows by construction, and checked: MapShared).
     if (lo.machine_rows && so.cached_nodes == nullptr) {
       l->machine_rows_ = MachineRows::Of(*graph, so.feature_field, /*with_cache=*/graph->shared_cache_fd() >= 0);
-      if (l->machine_rows_ != nullptr) spec.machine_rows = l->machine_rows_->num_slots();
+      if (l->machine_rows_ != nullptr) spec.machine_row_slots = l->machine_rows_->num_slots();
     }
     if (link != nullptr) {
       spec.is_link = true;

@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "base/strings.h"
-#include "sampler/minibatch_sampler.h"
+#include "sampler/buffer_pool.h"
 
 namespace fanout::sampler {
 

@@ -131,19 +131,19 @@ class BatchMaker {
 // sampler::BatchesAhead of those it has taken. Reusable batch files: a free one is rewritten;
 // when the trainer holds them all, another is opened. OK also when the trainer stops early.
 absl::Status ServeBatches(int socket_fd, const sampler::SamplerSpec& spec, int index, BatchMaker& maker) {
-  const int64_t steps = maker.steps_per_epoch(), total = steps * spec.num_epochs;
-  const int n = spec.num_samplers;
+  const int64_t steps = maker.steps_per_epoch(), total = steps * spec.loader.num_epochs;
+  const int n = spec.loader.num_samplers;
   std::vector<sampler::ShmSlot> slots;
   std::vector<int64_t> free_slots;
   int64_t outstanding = 0;
   size_t last_bytes = 0;
-  sampler::SamplerPriority priority(spec.nice);
+  sampler::SamplerPriority priority(spec.loader.sampler_nice);
   // Batch g is (first_epoch + g / steps, g % steps); this process makes those with g % N = index,
   // from the spec's first step on (a trainer resuming inside an epoch).
-  const int64_t first = spec.first_step + ((index - spec.first_step) % n + n) % n;
+  const int64_t first = spec.loader.first_step + ((index - spec.loader.first_step) % n + n) % n;
   for (int64_t g = first; g < total; g += n) {
     const auto wait_start = std::chrono::steady_clock::now();
-    while (outstanding >= sampler::BatchesAhead(spec.prefetch, last_bytes)) {
+    while (outstanding >= sampler::BatchesAhead(spec.loader.prefetch, last_bytes)) {
       const int64_t message = sampler::ReadTrainerMessage(socket_fd);
       if (message == -1) return absl::OkStatus();  // the trainer stopped: not an error here
       if (message == sampler::kBatchTaken) {
@@ -158,7 +158,7 @@ absl::Status ServeBatches(int socket_fd, const sampler::SamplerSpec& spec, int i
     }
     const int64_t slot = free_slots.back();
     free_slots.pop_back();
-    const int64_t epoch = spec.first_epoch + g / steps, step = g % steps;
+    const int64_t epoch = spec.loader.first_epoch + g / steps, step = g % steps;
     const auto make_start = std::chrono::steady_clock::now();
     if (absl::Status s = maker.Make(epoch, step, &slots[slot]); !s.ok()) {
       return absl::Status(s.code(), StrCat("epoch ", epoch, " step ", step, ": ", s.message()));
@@ -201,7 +201,7 @@ absl::Status Run(sampler::SamplerSpec spec, int index, int socket_fd, int seeds_
   // A range of seeds (spec.seed_range_first) is not in the memfd.
   std::vector<int64_t> seeds(spec.seed_range_first >= 0 ? 0 : spec.num_seeds), cached(spec.num_cached);
   RETURN_IF_ERROR(ReadSeeds(seeds_fd, &seeds, &cached));
-  ASSIGN_OR_RETURN(const core::PartitionConfig config, core::LoadPartitionConfig(spec.part_config_path));
+  ASSIGN_OR_RETURN(const core::PartitionConfig config, core::LoadPartitionConfig(spec.loader.part_config_path));
   spec.graph.shared_cache_fd = halo_cache_fd;
   if (wire_fd >= 0) {  // the trainer's page: this process's calls count with the trainer's
     ASSIGN_OR_RETURN(spec.graph.client.wire, base::WireCounters::Map(wire_fd));
@@ -218,14 +218,14 @@ absl::Status Run(sampler::SamplerSpec spec, int index, int socket_fd, int seeds_
   if (!cached.empty()) spec.sampler.cached_nodes = sampler::IndexNodes(std::move(cached), (*graph)->num_nodes());
   RETURN_IF_ERROR(sampler::ValidateSamplerOptions(spec.sampler, **graph));
   ASSIGN_OR_RETURN(BatchMaker maker, BatchMaker::Create(graph->get(), spec, std::move(seeds)));
-  if (spec.machine_rows > 0) {
+  if (spec.machine_row_slots > 0) {
     // The trainer's rows of the same field from the same graph options: the same slots.
     const std::string& field = spec.sampler.feature_field;
     std::shared_ptr<const sampler::MachineRows> rows =
         sampler::MachineRows::Of(**graph, field, /*with_cache=*/halo_cache_fd >= 0);
     const int64_t found = rows != nullptr ? rows->num_slots() : 0;
-    if (found != spec.machine_rows) {
-      return absl::FailedPreconditionError(StrCat("the trainer reads ", spec.machine_rows, " rows of '", field,
+    if (found != spec.machine_row_slots) {
+      return absl::FailedPreconditionError(StrCat("the trainer reads ", spec.machine_row_slots, " rows of '", field,
                                                   "' in place, this process finds ", found,
                                                   " (its partition's mapped rows and the halo cache)"));
     }
@@ -259,11 +259,11 @@ int main(int argc, char** argv) {
   auto spec = sampler::ReadSamplerSpec(spec_json);
   if (!spec.ok()) return args.Fail(spec.status());
   base::MemoryReportAtExit memory("sampler");  // its line reaches fanout-launch through the trainer's stderr
-  if (index < 0 || index >= spec->num_samplers) {
+  if (index < 0 || index >= spec->loader.num_samplers) {
     return args.Fail(absl::InvalidArgumentError(
-        StrCat("--index must be in [0, ", spec->num_samplers, ") (the spec's num_samplers), got ", index)));
+        StrCat("--index must be in [0, ", spec->loader.num_samplers, ") (the spec's num_samplers), got ", index)));
   }
-  if (spec->ignore_sigterm) std::signal(SIGTERM, SIG_IGN);  // the trainer ends this process
+  if (spec->loader.samplers_ignore_sigterm) std::signal(SIGTERM, SIG_IGN);  // the trainer ends this process
   if (absl::Status s = Run(*std::move(spec), index, socket_fd, seeds_fd, halo_cache_fd, wire_fd); !s.ok()) {
     SendFailure(socket_fd, s);
     return args.Fail(s);

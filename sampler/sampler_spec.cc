@@ -11,6 +11,7 @@
 #include "base/field_count.h"
 #include "base/status.h"
 #include "base/strings.h"
+#include "core/sampling.h"
 
 namespace fanout::sampler {
 
@@ -48,7 +49,7 @@ namespace {
 // a const or a mutable SamplerSpec; `f(key, member)` returns a Status). The counts below make a
 // member added to one of these structs fail the build until it is listed here or said to travel
 // otherwise.
-static_assert(base::FieldCount<SamplerSpec>() == 16, "list the new SamplerSpec member in WalkSpec");
+static_assert(base::FieldCount<SamplerSpec>() == 9, "list the new SamplerSpec member in WalkSpec");
 // (DistGraphOptions::cache_in_shared_memory is the trainer's own; shared_cache_fd travels as
 // fanout-sampler --halo-cache-fd.)
 static_assert(base::FieldCount<DistGraphOptions>() == 12, "list the new DistGraphOptions member in WalkSpec");
@@ -90,15 +91,16 @@ absl::Status WalkSamplerOptions(O& o, F&& f) {
 
 // LinkSamplerOptions' own members, under "link" in the spec (its `sampling` is the spec's
 // "sampler").
-static_assert(base::FieldCount<LinkSamplerOptions>() == 7, "list the new LinkSamplerOptions member in WalkLinkOptions");
+static_assert(base::FieldCount<LinkSamplerOptions>() == 3, "list the new LinkSamplerOptions member in WalkLinkOptions");
+static_assert(base::FieldCount<LinkDrawOptions>() == 5, "list the new LinkDrawOptions member in WalkLinkOptions");
 template <typename L, typename F>
 absl::Status WalkLinkOptions(L& l, F&& f) {
-  RETURN_IF_ERROR(f("negatives", l.negatives));
-  RETURN_IF_ERROR(f("negative_sampling", l.negative_sampling));
+  RETURN_IF_ERROR(f("negatives", l.draw.negatives));
+  RETURN_IF_ERROR(f("negative_sampling", l.draw.negative_sampling));
   RETURN_IF_ERROR(f("exclude_seed_edges", l.exclude_seed_edges));
-  RETURN_IF_ERROR(f("edges_per_epoch", l.edges_per_epoch));
-  RETURN_IF_ERROR(f("hard_negative_field", l.hard_negative_field));
-  RETURN_IF_ERROR(f("hard_negatives", l.hard_negatives));
+  RETURN_IF_ERROR(f("edges_per_epoch", l.draw.edges_per_epoch));
+  RETURN_IF_ERROR(f("hard_negative_field", l.draw.hard_negative_field));
+  RETURN_IF_ERROR(f("hard_negatives", l.draw.hard_negatives));
   return absl::OkStatus();
 }
 
@@ -125,7 +127,7 @@ absl::Status WalkLoaderSettings(L& l, F&& f) {
 template <typename S, typename F>
 absl::Status WalkSpec(S& s, F&& f) {
   auto& g = s.graph;
-  RETURN_IF_ERROR(f("part_config", s.part_config_path));
+  RETURN_IF_ERROR(f("part_config", s.loader.part_config_path));
   RETURN_IF_ERROR(f("graph.machine_id", g.machine_id));
   RETURN_IF_ERROR(f("graph.read_local_files", g.read_local_files));
   RETURN_IF_ERROR(f("graph.servers", g.servers.addresses));
@@ -145,17 +147,18 @@ absl::Status WalkSpec(S& s, F&& f) {
   RETURN_IF_ERROR(f("graph.local_row_cache_bytes", g.local_row_cache_bytes));
   RETURN_IF_ERROR(f("graph.local_row_cache_policy", g.local_row_cache_policy));
   RETURN_IF_ERROR(WalkSamplerOptions(s.sampler, Prefixed("sampler.", f)));
-  RETURN_IF_ERROR(f("first_epoch", s.first_epoch));
-  RETURN_IF_ERROR(f("num_epochs", s.num_epochs));
-  RETURN_IF_ERROR(f("first_step", s.first_step));
-  RETURN_IF_ERROR(f("ignore_sigterm", s.ignore_sigterm));
-  RETURN_IF_ERROR(f("num_samplers", s.num_samplers));
-  RETURN_IF_ERROR(f("prefetch", s.prefetch));
-  RETURN_IF_ERROR(f("nice", s.nice));
+  // The loader's members this process uses (SamplerSpec::loader).
+  RETURN_IF_ERROR(f("first_epoch", s.loader.first_epoch));
+  RETURN_IF_ERROR(f("num_epochs", s.loader.num_epochs));
+  RETURN_IF_ERROR(f("first_step", s.loader.first_step));
+  RETURN_IF_ERROR(f("ignore_sigterm", s.loader.samplers_ignore_sigterm));
+  RETURN_IF_ERROR(f("num_samplers", s.loader.num_samplers));
+  RETURN_IF_ERROR(f("prefetch", s.loader.prefetch));
+  RETURN_IF_ERROR(f("nice", s.loader.sampler_nice));
   RETURN_IF_ERROR(f("num_seeds", s.num_seeds));
   RETURN_IF_ERROR(f("num_cached", s.num_cached));
   RETURN_IF_ERROR(f("seed_range_first", s.seed_range_first));
-  RETURN_IF_ERROR(f("machine_rows", s.machine_rows));
+  RETURN_IF_ERROR(f("machine_rows", s.machine_row_slots));
   return absl::OkStatus();
 }
 
@@ -224,16 +227,16 @@ json Parse(const std::string& text) { return json::parse(text, nullptr, /*allow_
 // What no batch could be made with, whichever process makes it; `prefix` is the options' key in
 // the message ("sampler." in the spec).
 absl::Status CheckSamplerValues(const SamplerOptions& so, std::string_view prefix, std::string_view source) {
-  RETURN_IF_ERROR(Need(so.batch_size >= 1, StrCat(prefix, "batch_size must be >= 1, got ", so.batch_size), source));
+  RETURN_IF_ERROR(core::CheckBatchSize(StrCat(source, ": ", prefix, "batch_size"), so.batch_size));
   RETURN_IF_ERROR(Need(so.seeds_per_epoch >= -1,
                        StrCat(prefix, "seeds_per_epoch must be -1 (all) or >= 0, got ", so.seeds_per_epoch), source));
   return Need(so.rank >= 0, StrCat(prefix, "rank must be >= 0, got ", so.rank), source);
 }
 
 absl::Status CheckLinkValues(const LinkSamplerOptions& l, std::string_view prefix, std::string_view source) {
-  RETURN_IF_ERROR(Need(l.negatives >= 1, StrCat(prefix, "negatives must be >= 1, got ", l.negatives), source));
-  return Need(l.edges_per_epoch >= -1,
-              StrCat(prefix, "edges_per_epoch must be -1 (all) or >= 0, got ", l.edges_per_epoch), source);
+  RETURN_IF_ERROR(Need(l.draw.negatives >= 1, StrCat(prefix, "negatives must be >= 1, got ", l.draw.negatives), source));
+  return Need(l.draw.edges_per_epoch >= -1,
+              StrCat(prefix, "edges_per_epoch must be -1 (all) or >= 0, got ", l.draw.edges_per_epoch), source);
 }
 
 // A settings object with exactly the keys `walk` names: every one required, no other taken (an
@@ -299,19 +302,21 @@ absl::StatusOr<SamplerSpec> ReadSamplerSpec(const std::string& text) {
   }
   const DistGraphOptions& go = s.graph;
   // Each value on its own, so the message names the one at fault.
-  RETURN_IF_ERROR(Need(s.num_samplers >= 1, StrCat("num_samplers must be >= 1, got ", s.num_samplers)));
-  RETURN_IF_ERROR(Need(s.prefetch >= 1, StrCat("prefetch must be >= 1, got ", s.prefetch)));
-  RETURN_IF_ERROR(Need(s.nice >= 0 && s.nice <= 19, StrCat("nice must be in [0, 19], got ", s.nice)));
+  const LoaderOptions& lo = s.loader;
+  RETURN_IF_ERROR(Need(lo.num_samplers >= 1, StrCat("num_samplers must be >= 1, got ", lo.num_samplers)));
+  RETURN_IF_ERROR(Need(lo.prefetch >= 1, StrCat("prefetch must be >= 1, got ", lo.prefetch)));
+  RETURN_IF_ERROR(Need(lo.sampler_nice >= 0 && lo.sampler_nice <= 19,
+                       StrCat("nice must be in [0, 19], got ", lo.sampler_nice)));
   RETURN_IF_ERROR(Need(s.num_seeds >= 0, StrCat("num_seeds must be >= 0, got ", s.num_seeds)));
   RETURN_IF_ERROR(Need(s.num_cached >= 0, StrCat("num_cached must be >= 0, got ", s.num_cached)));
-  RETURN_IF_ERROR(Need(s.machine_rows >= 0, StrCat("machine_rows must be >= 0, got ", s.machine_rows)));
-  RETURN_IF_ERROR(Need(s.machine_rows == 0 || s.num_cached == 0,
+  RETURN_IF_ERROR(Need(s.machine_row_slots >= 0, StrCat("machine_rows must be >= 0, got ", s.machine_row_slots)));
+  RETURN_IF_ERROR(Need(s.machine_row_slots == 0 || s.num_cached == 0,
                        "machine_rows and num_cached (a trainer's feature cache) go one at a time"));
   RETURN_IF_ERROR(Need(s.seed_range_first >= -1,
                        StrCat("seed_range_first must be -1 (a list) or a first ID >= 0, got ", s.seed_range_first)));
-  RETURN_IF_ERROR(Need(s.first_epoch >= 0, StrCat("first_epoch must be >= 0, got ", s.first_epoch)));
-  RETURN_IF_ERROR(Need(s.num_epochs >= 0, StrCat("num_epochs must be >= 0, got ", s.num_epochs)));
-  RETURN_IF_ERROR(Need(s.first_step >= 0, StrCat("first_step must be >= 0, got ", s.first_step)));
+  RETURN_IF_ERROR(Need(lo.first_epoch >= 0, StrCat("first_epoch must be >= 0, got ", lo.first_epoch)));
+  RETURN_IF_ERROR(Need(lo.num_epochs >= 0, StrCat("num_epochs must be >= 0, got ", lo.num_epochs)));
+  RETURN_IF_ERROR(Need(lo.first_step >= 0, StrCat("first_step must be >= 0, got ", lo.first_step)));
   RETURN_IF_ERROR(Need(go.client.deadline_seconds > 0,
                        StrCat("graph.client.deadline_seconds must be > 0, got ", go.client.deadline_seconds)));
   RETURN_IF_ERROR(Need(go.client.max_attempts >= 1,

@@ -12,22 +12,19 @@
 #include "absl/status/statusor.h"
 #include "sampler/dist_graph.h"
 #include "sampler/link_sampler.h"
-#include "sampler/loader.h"
+#include "sampler/loader_options.h"
 #include "sampler/minibatch_sampler.h"
 
 namespace fanout::sampler {
 
 struct SamplerSpec {
-  std::string part_config_path;
+  // How the trainer's batches are made: this process uses part_config_path, num_samplers (it
+  // makes every N-th batch), prefetch (batches sent ahead), first_epoch, num_epochs, first_step,
+  // samplers_ignore_sigterm and sampler_nice (it lowers its priority by this); the other members
+  // are the trainer's own and keep their defaults here.
+  LoaderOptions loader;
   DistGraphOptions graph;  // everything but client.security, which is loaded from graph.security
   SamplerOptions sampler;
-  int64_t first_epoch = 0;
-  int64_t num_epochs = 1;
-  int64_t first_step = 0;  // the first epoch starts at this step (LoaderOptions::first_step)
-  bool ignore_sigterm = false;  // LoaderOptions::samplers_ignore_sigterm
-  int num_samplers = 1;  // the trainer's sampler processes; this one makes every N-th batch
-  int prefetch = 2;      // batches sent ahead of the trainer
-  int nice = 0;          // LoaderOptions::sampler_nice: the process lowers its priority by this
   // The seed list travels beside the spec (a memfd): num_seeds IDs, then the num_cached IDs of
   // sampler.cached_nodes (slot order), which the JSON does not carry. When seed_range_first >= 0
   // the seeds are the range [seed_range_first, seed_range_first + num_seeds) instead (a rank's
@@ -35,10 +32,11 @@ struct SamplerSpec {
   int64_t num_seeds = 0;
   int64_t num_cached = 0;
   int64_t seed_range_first = -1;
-  // > 0: the trainer reads this many rows of the feature field in place (sampler/machine_rows.h:
-  // its partition's mapped rows and the halo cache), so batches leave them out and say where
-  // each is (MiniBatch::feature_slots). The process checks it finds the same number.
-  int64_t machine_rows = 0;
+  // > 0: the trainer reads this many rows of the feature field in place (loader.machine_rows;
+  // sampler/machine_rows.h: its partition's mapped rows and the halo cache), so batches leave
+  // them out and say where each is (MiniBatch::feature_slots). The process checks it finds the
+  // same number.
+  int64_t machine_row_slots = 0;
   // Link prediction: the seeds are positive edge IDs and the batches LinkBatchSampler's, made
   // with `link` (its fanouts, batch size, replace, seed, rank and fields are `sampler`'s).
   bool is_link = false;

@@ -106,15 +106,4 @@ absl::Status ValidateMiniBatch(const sampler::MiniBatch& batch, int64_t num_clas
 absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
                                        const ToTensorsOptions& options = {});
 
-// LibTorch's scalar type for a stored dtype.
-at::ScalarType ScalarTypeOf(core::DType t);
-
-// Stored feature rows (any dtype and device; [n, stored values]) as float32 [n, dim] on the same
-// device, decoded by `codec` (core/feature_codec.h): the values as they are for none, bfloat16
-// bits widened, int8 codes times their row's scale plus its offset.
-at::Tensor DecodeFeatures(const at::Tensor& stored, core::FeatureCodec codec);
-
-// A new int64 CPU tensor holding `v`.
-at::Tensor Int64Tensor(const std::vector<int64_t>& v);
-
 }  // namespace fanout::trainer

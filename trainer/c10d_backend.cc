@@ -22,13 +22,13 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
-#include "base/ip_config.h"
 #include "base/rendezvous_store.h"
 #include "base/status.h"
 #include "base/strings.h"
 #include "trainer/torch_util.h"
 
-namespace fanout::trainer::internal {
+namespace fanout::trainer {
+namespace internal {
 namespace {
 
 using base::StoreClient;
@@ -304,12 +304,6 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectNccl(
 
 }  // namespace
 
-absl::StatusOr<Endpoint> ParseEndpoint(std::string_view host_port) {
-  auto hp = base::SplitHostPort(host_port);
-  if (!hp.ok()) return absl::InvalidArgumentError(StrCat("coordinator '", host_port, "': ", hp.status().message()));
-  return Endpoint{hp->host, hp->port};
-}
-
 absl::StatusOr<std::string> LocalAddressTowards(const std::string& host, int port) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -394,4 +388,29 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectC10d(const DistOptions& o,
   }
 }
 
-}  // namespace fanout::trainer::internal
+}  // namespace internal
+
+absl::StatusOr<std::unique_ptr<Communicator>> Connect(const DistOptions& options) {
+  RETURN_IF_ERROR(ValidateDistOptions(options));
+  if (options.backend == CommBackend::kNccl && !NcclCompiledIn()) {
+    return absl::FailedPreconditionError(
+        "the nccl backend is not compiled in: this build uses a CPU-only LibTorch (build "
+        "against a CUDA LibTorch, docs/training.md, or train with --device cpu)");
+  }
+  if (options.world_size == 1) {
+    c10::Device device(c10::kCPU);
+    if (options.backend == CommBackend::kNccl) {
+      if (options.cuda_device < 0 || options.cuda_device >= CudaDeviceCount()) {
+        return absl::FailedPreconditionError(base::StrCat("CUDA device ", options.cuda_device,
+                                                    " does not exist (", CudaDeviceCount(),
+                                                    " visible)"));
+      }
+      device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(options.cuda_device));
+    }
+    return MakeSoloCommunicator(options.backend, device);
+  }
+  ASSIGN_OR_RETURN(internal::Endpoint coordinator, internal::ParseEndpoint(options.coordinator));
+  return internal::ConnectC10d(options, coordinator);
+}
+
+}  // namespace fanout::trainer

@@ -18,7 +18,7 @@
 #include "base/job_env.h"
 #include "base/status.h"
 #include "base/strings.h"
-#include "trainer/c10d_backend.h"
+#include "trainer/comm_util.h"
 #include "trainer/torch_util.h"
 
 namespace fanout::trainer {
@@ -217,29 +217,6 @@ std::unique_ptr<Communicator> MakeSoloCommunicator(CommBackend backend, c10::Dev
   return std::make_unique<SoloCommunicator>(backend, device);
 }
 
-absl::StatusOr<std::unique_ptr<Communicator>> Connect(const DistOptions& options) {
-  RETURN_IF_ERROR(ValidateDistOptions(options));
-  if (options.backend == CommBackend::kNccl && !NcclCompiledIn()) {
-    return absl::FailedPreconditionError(
-        "the nccl backend is not compiled in: this build uses a CPU-only LibTorch (build "
-        "against a CUDA LibTorch, docs/training.md, or train with --device cpu)");
-  }
-  if (options.world_size == 1) {
-    c10::Device device(c10::kCPU);
-    if (options.backend == CommBackend::kNccl) {
-      if (options.cuda_device < 0 || options.cuda_device >= CudaDeviceCount()) {
-        return absl::FailedPreconditionError(StrCat("CUDA device ", options.cuda_device,
-                                                    " does not exist (", CudaDeviceCount(),
-                                                    " visible)"));
-      }
-      device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(options.cuda_device));
-    }
-    return MakeSoloCommunicator(options.backend, device);
-  }
-  ASSIGN_OR_RETURN(internal::Endpoint coordinator, internal::ParseEndpoint(options.coordinator));
-  return internal::ConnectC10d(options, coordinator);
-}
-
 std::vector<std::vector<size_t>> PlanBuckets(const std::vector<at::Tensor>& tensors,
                                              int64_t bucket_bytes) {
   std::vector<std::vector<size_t>> buckets;
@@ -288,31 +265,6 @@ absl::Status BroadcastParameters(Communicator& comm, const std::vector<at::Tenso
   }
   return absl::OkStatus();
 }
-
-namespace internal {
-
-absl::Status CheckAllToAll(const at::Tensor& input, const std::vector<int64_t>& send_rows,
-                           const std::vector<int64_t>& recv_rows, int world_size, c10::Device device) {
-  if (static_cast<int>(send_rows.size()) != world_size || static_cast<int>(recv_rows.size()) != world_size) {
-    return absl::InvalidArgumentError(StrCat("all-to-all: ", send_rows.size(), " send and ", recv_rows.size(),
-                                             " receive counts for ", world_size, " ranks"));
-  }
-  int64_t total = 0;
-  for (const std::vector<int64_t>* v : {&send_rows, &recv_rows}) {
-    for (int64_t n : *v) {
-      if (n < 0) return absl::InvalidArgumentError(StrCat("all-to-all: negative row count ", n));
-    }
-  }
-  for (int64_t n : send_rows) total += n;
-  if (!input.defined() || input.dim() < 1 || !input.is_contiguous() || input.device() != device ||
-      input.size(0) != total) {
-    return absl::InvalidArgumentError(StrCat("all-to-all: the input must be a contiguous tensor on ", device.str(),
-                                             " with ", total, " rows (the sum of the send counts)"));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace internal
 
 absl::StatusOr<std::vector<int64_t>> ExchangeCounts(Communicator& comm, const std::vector<int64_t>& send) {
   const int w = comm.world_size();

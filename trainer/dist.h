@@ -127,7 +127,8 @@ absl::StatusOr<std::vector<int64_t>> ExchangeCounts(Communicator& comm, const st
 // connected). world_size == 1 needs no sockets: the result is a one-rank communicator whose
 // collectives return at once. Errors: INVALID_ARGUMENT (options), FAILED_PRECONDITION (NCCL not
 // compiled in, or no such CUDA device), UNAVAILABLE (coordinator unreachable, or not every
-// rank joined within the timeout).
+// rank joined within the timeout). Defined in c10d_backend.cc, beside the c10d backend it starts
+// for world_size > 1 (dist.cc knows nothing of c10d).
 absl::StatusOr<std::unique_ptr<Communicator>> Connect(const DistOptions& options);
 
 // `inner`, its collectives' bytes added to `wire` (base/wire_counters.h) as the algorithms move

@@ -10,7 +10,7 @@
 
 #include <mutex>
 
-#include "trainer/kernels.h"
+#include "kernels/kernels.h"
 
 namespace fanout::trainer {
 namespace {

@@ -1,5 +1,5 @@
 // Dropout as one fused pass, with or without a ReLU before it: the mask is a counter-based hash
-// (trainer/kernels.h) instead of a stored Bernoulli tensor. LibTorch 1.13's CPU dropout draws
+// (kernels/kernels.h) instead of a stored Bernoulli tensor. LibTorch 1.13's CPU dropout draws
 // every element from a Mersenne Twister and multiplies by a separate mask tensor; at the size of
 // a hidden layer's output (50K x 256 per products-scale batch) that was a tenth of a step.
 #pragma once

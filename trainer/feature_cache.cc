@@ -11,7 +11,7 @@
 #include "base/strings.h"
 #include "sampler/cache_choice.h"
 #include "sampler/minibatch_sampler.h"
-#include "trainer/batch_tensors.h"
+#include "trainer/tensor_convert.h"
 #include "trainer/torch_util.h"
 
 namespace fanout::trainer {

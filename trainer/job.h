@@ -22,7 +22,7 @@
 #include "trainer/model_input.h"
 #include "trainer/op_profile.h"
 #include "trainer/task.h"
-#include "trainer/training.h"
+#include "trainer/train_result.h"
 
 namespace fanout::trainer {
 

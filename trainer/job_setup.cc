@@ -15,7 +15,7 @@
 #include "sampler/minibatch_sampler.h"
 #include "sampler/seed_split.h"
 #include "trainer/job.h"
-#include "trainer/kernels.h"
+#include "kernels/kernels.h"
 #include "trainer/torch_util.h"
 
 namespace fanout::trainer {

@@ -34,28 +34,30 @@ class LinkPrediction final : public Task {
  public:
   absl::Status Validate(const TrainOptions& o) const override {
     auto bad = [](auto&&... parts) { return absl::InvalidArgumentError(StrCat(parts...)); };
-    if (o.link.negatives < 1 || o.link.negatives > 1000) {
-      return bad("--negatives must be in [1, 1000], got ", o.link.negatives);
+    if (o.link.draw.negatives < 1 || o.link.draw.negatives > 1000) {
+      return bad("--negatives must be in [1, 1000], got ", o.link.draw.negatives);
     }
-    if (o.link.edges_per_epoch < 0) {
-      return bad("--edges-per-epoch must be >= 0 (0: all of a trainer's edges), got ", o.link.edges_per_epoch);
+    if (o.link.draw.edges_per_epoch < 0) {
+      return bad("--edges-per-epoch must be >= 0 (0: all of a trainer's edges), got ", o.link.draw.edges_per_epoch);
     }
     if (o.link.embed_dim < 0) return bad("--embed-dim must be >= 0 (0: --hidden), got ", o.link.embed_dim);
     if (o.device_cache.presample) {
       return bad("--gpu-cache-policy presample samples node batches; --task link takes --gpu-cache-policy degree");
     }
-    if (!o.link.hard_negative_field.empty() && (o.link.negative_sampling == sampler::NegativeSampling::kJoint ||
-                                                o.link.negative_sampling == sampler::NegativeSampling::kInBatch)) {
+    if (!o.link.draw.hard_negative_field.empty() &&
+        (o.link.draw.negative_sampling == sampler::NegativeSampling::kJoint ||
+         o.link.draw.negative_sampling == sampler::NegativeSampling::kInBatch)) {
       return bad("--hard-negative-field gives each positive its own negatives: use --negative-sampling uniform, "
-                 "degree or local to fill them up, not ", sampler::NegativeSamplingName(o.link.negative_sampling));
+                 "degree or local to fill them up, not ", sampler::NegativeSamplingName(o.link.draw.negative_sampling));
     }
-    if (o.link.hard_negative_field.empty() && o.link.hard_negatives != 0) {
+    if (o.link.draw.hard_negative_field.empty() && o.link.draw.hard_negatives != 0) {
       return bad("--hard-negatives goes with --hard-negative-field");
     }
-    if (o.link.hard_negatives < 0 || o.link.hard_negatives > o.link.negatives) {
-      return bad("--hard-negatives must be in [0, --negatives] (0: up to --negatives), got ", o.link.hard_negatives);
+    if (o.link.draw.hard_negatives < 0 || o.link.draw.hard_negatives > o.link.draw.negatives) {
+      return bad("--hard-negatives must be in [0, --negatives] (0: up to --negatives), got ",
+                 o.link.draw.hard_negatives);
     }
-    if (o.link.negative_sampling == sampler::NegativeSampling::kInBatch && o.sampling.batch_size < 2) {
+    if (o.link.draw.negative_sampling == sampler::NegativeSampling::kInBatch && o.sampling.batch_size < 2) {
       return bad("--negative-sampling in-batch takes the other positives of a batch: --batch-size must be >= 2");
     }
     if (!(o.link.loss.temperature > 0) || !std::isfinite(o.link.loss.temperature)) {
@@ -194,13 +196,13 @@ class LinkPrediction final : public Task {
     lo.sampling = o.sampling;
     lo.sampling.rank = rank;
     if (job.feature_cache() != nullptr) lo.sampling.cached_nodes = job.feature_cache()->nodes();
-    lo.negatives = o.link.negatives;
-    lo.negative_sampling = o.link.negative_sampling;
-    lo.hard_negative_field = o.link.hard_negative_field;
-    lo.hard_negatives = o.link.hard_negatives;
-    lo.edges_per_epoch = static_cast<int64_t>(*std::min_element(counts.begin(), counts.end()));
-    if (o.link.edges_per_epoch > 0) lo.edges_per_epoch = std::min(lo.edges_per_epoch, o.link.edges_per_epoch);
-    if (lo.edges_per_epoch < 1) {
+    lo.draw = o.link.draw;
+    // Every rank takes the smallest share, so that the ranks step together.
+    lo.draw.edges_per_epoch = static_cast<int64_t>(*std::min_element(counts.begin(), counts.end()));
+    if (o.link.draw.edges_per_epoch > 0) {
+      lo.draw.edges_per_epoch = std::min(lo.draw.edges_per_epoch, o.link.draw.edges_per_epoch);
+    }
+    if (lo.draw.edges_per_epoch < 1) {
       return absl::FailedPreconditionError("--task link: a trainer's partition stores no edges to train on");
     }
     // Link batches are made by sampler processes (--num-samplers N) or threads of this process;
@@ -211,12 +213,12 @@ class LinkPrediction final : public Task {
       const std::vector<std::string>& names = job.config().link_etypes;
       job.Log(StrCat("fanout-train: link prediction",
                      names.empty() ? "" : StrCat(names.size() == 1 ? " of relation " : " of relations ", base::StrJoin(names, ", ")), ": ",
-                     lo.edges_per_epoch, " positive edges per trainer per epoch, ",
-                     o.link.negatives, " negative(s) each (",
-                     o.link.hard_negative_field.empty()
+                     lo.draw.edges_per_epoch, " positive edges per trainer per epoch, ",
+                     o.link.draw.negatives, " negative(s) each (",
+                     o.link.draw.hard_negative_field.empty()
                          ? ""
-                         : StrCat("hard ones from edge field '", o.link.hard_negative_field, "' first, then "),
-                     sampler::NegativeSamplingName(o.link.negative_sampling), "); ", ScorerKindName(o.link.scorer),
+                         : StrCat("hard ones from edge field '", o.link.draw.hard_negative_field, "' first, then "),
+                     sampler::NegativeSamplingName(o.link.draw.negative_sampling), "); ", ScorerKindName(o.link.scorer),
                      " scorer; ", LinkLossName(o.link.loss.kind),
                      " loss; seed edges excluded from their blocks in both directions; batches made by ",
                      o.loader.num_samplers > 0 ? StrCat(o.loader.num_samplers, " sampler process(es)")
@@ -269,7 +271,7 @@ class LinkPrediction final : public Task {
       // Joint negatives are the same k nodes for every positive (row 0's) when the link
       // relations share one destination type: every source against them, not n * k gathered pairs.
       const at::Tensor neg =
-          o.link.negative_sampling == sampler::NegativeSampling::kJoint && k > 0 && one_negative_type_
+          o.link.draw.negative_sampling == sampler::NegativeSampling::kJoint && k > 0 && one_negative_type_
               ? scorer_->ScoreAll(src, h.index_select(0, ends[3].narrow(0, 0, k)), rel)
               : scorer_->Score(h.index_select(0, ends[2]), h.index_select(0, ends[3]),
                                typed_pairs ? rel.repeat_interleave(k) : rel)

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "trainer/kernels.h"
+#include "kernels/kernels.h"
 
 namespace fanout::trainer {
 namespace {

@@ -1,5 +1,5 @@
 // Message passing on a block as differentiable LibTorch operations: the models' aggregation and
-// GAT's attention. On CPU they run the fused kernels of trainer/kernels.h on LibTorch's intra-op
+// GAT's attention. On CPU they run the fused kernels of kernels/kernels.h on LibTorch's intra-op
 // threads (no per-edge message tensor); elsewhere (CUDA) they run the reference composition of
 // index_select / index_add, which the tests also hold the kernels to.
 #pragma once

@@ -793,13 +793,6 @@ using HgtModel = TypedAttentionModel<HgtConv>;
 
 }  // namespace
 
-std::vector<std::pair<std::string, at::Tensor>> GnnModel::StateDict() const {
-  std::vector<std::pair<std::string, at::Tensor>> out;
-  for (const auto& p : named_parameters(/*recurse=*/true)) out.emplace_back(PublicName(p.key()), p.value());
-  for (const auto& b : named_buffers(/*recurse=*/true)) out.emplace_back(PublicName(b.key()), b.value());
-  return out;
-}
-
 bool ProjectBeforeAggregating(const BlockTensors& b, int64_t in, int64_t out) {
   // An aggregated element (a gathered, added float) costs about as much as kAggregateFlops
   // multiply-adds of a matrix product here (bench/model_bench: ~0.35 ns against ~0.015 ns per
@@ -848,18 +841,24 @@ const ModelEntry* Find(ModelKind kind) {
 
 }  // namespace
 
-absl::StatusOr<ModelKind> ParseModelKind(std::string_view name) {
+std::vector<std::string_view> BuiltInModelNames() {
   std::vector<std::string_view> names;
   for (const ModelEntry& e : kModels) {
-    if (e.kind == ModelKind::kScripted) continue;
-    if (e.name == name) return e.kind;
-    names.push_back(e.name);
+    if (e.kind != ModelKind::kScripted) names.push_back(e.name);
+  }
+  return names;
+}
+
+absl::StatusOr<ModelKind> ParseModelKind(std::string_view name) {
+  for (const ModelEntry& e : kModels) {
+    if (e.kind != ModelKind::kScripted && e.name == name) return e.kind;
   }
   std::error_code ec;
   if (name.ends_with(".pt") || name.ends_with(".pth") || std::filesystem::is_regular_file(std::string(name), ec)) {
     return ModelKind::kScripted;
   }
-  return absl::InvalidArgumentError(StrCat("unknown model '", name, "': expected ", base::StrJoin(names, ", "),
+  return absl::InvalidArgumentError(StrCat("unknown model '", name, "': expected ",
+                                           base::StrJoin(BuiltInModelNames(), ", "),
                                            " or a TorchScript file (.pt; see docs/models.md)"));
 }
 
@@ -932,14 +931,6 @@ absl::Status CheckModelFits(const ModelOptions& o, int64_t memory_bytes) {
       "--hidden ", o.hidden, " (model option hidden; ", o.num_layers, " layers, ", o.in_dim, " inputs, ", o.num_classes,
       " outputs): the parameters with their gradients and optimizer state need ", need,
       ", more than this machine's ", memory_bytes >> 20, " MiB"));
-}
-
-bool UsesHeads(ModelKind kind) {
-  return kind == ModelKind::kGat || kind == ModelKind::kRgat || kind == ModelKind::kHgt;
-}
-
-int64_t HeadsOf(const ModelOptions& o, int64_t layer) {
-  return o.layer_heads.empty() ? o.heads : o.layer_heads[layer];
 }
 
 absl::StatusOr<std::shared_ptr<GnnModel>> MakeModel(const ModelOptions& options,

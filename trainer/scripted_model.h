@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "trainer/models.h"
+#include "trainer/gnn_model.h"
 
 namespace fanout::trainer {
 

@@ -30,7 +30,7 @@
 #include "trainer/inference.h"
 #include "trainer/metrics.h"
 #include "trainer/models.h"
-#include "trainer/training.h"
+#include "trainer/train_options.h"
 
 namespace fanout::trainer {
 

@@ -33,6 +33,7 @@
 #include "core/partition_config.h"
 #include "rpc/security.h"
 #include "trainer/cpu_allocator.h"
+#include "trainer/models.h"
 #include "trainer/task.h"
 #include "trainer/torch_util.h"
 #include "trainer/training.h"
@@ -106,8 +107,9 @@ void AddLayoutFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
 // The model and how it is trained: layers, widths, optimiser, epochs, batches.
 void AddModelFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
   args.AddString("model", &f->model,
-                 "the GNN: sage, gcn, gat; rgcn, rgat or hgt (typed graphs: weights per relation); or a TorchScript file "
-                 "(.pt; docs/models.md)",
+                 StrCat("the GNN: ", base::StrJoin(trainer::BuiltInModelNames(), ", "),
+                        " (rgcn, rgat and hgt: weights per relation, for typed graphs); or a TorchScript file "
+                        "(.pt; docs/models.md)"),
                  [](const std::string& v) { return trainer::ParseModelKind(v).status(); });
   args.AddInt("hidden", &o->model.hidden, "hidden width (per head for gat; rgat and hgt split it into their heads)");
   f->heads = {o->model.heads};
@@ -135,8 +137,8 @@ void AddModelFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
 // What the job trains for (the task and its metric) and on which of the graph's data.
 void AddTaskFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
   args.AddChoice("task", &o->task, trainer::TaskNames(), StrCat("what to train for: ", trainer::TaskHelp()));
-  args.AddInt("negatives", &o->link.negatives, "link: negative pairs per positive edge in training");
-  args.AddInt("edges-per-epoch", &o->link.edges_per_epoch,
+  args.AddInt("negatives", &o->link.draw.negatives, "link: negative pairs per positive edge in training");
+  args.AddInt("edges-per-epoch", &o->link.draw.edges_per_epoch,
               "link: positive edges per trainer per epoch, drawn afresh each epoch (0: all of the trainer's edges)");
   auto negative_sampling = [](const std::string& v) { return sampler::ParseNegativeSampling(v).status(); };
   args.AddString("negative-sampling", &f->negative_sampling,
@@ -144,10 +146,10 @@ void AddTaskFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
                  "in-degree^0.75), joint (--negatives nodes per batch, shared by its positives), in-batch (the "
                  "batch's other positives' destinations) or local (drawn in the trainer's own partition)",
                  negative_sampling);
-  args.AddString("hard-negative-field", &o->link.hard_negative_field,
+  args.AddString("hard-negative-field", &o->link.draw.hard_negative_field,
                  "link: edge field of each edge's hard negatives (node IDs, -1: none; fanout-partition "
                  "--hard-negative-field): a positive's first negatives, the rest drawn by --negative-sampling");
-  args.AddInt("hard-negatives", &o->link.hard_negatives,
+  args.AddInt("hard-negatives", &o->link.draw.hard_negatives,
               "link: at most this many of a positive's --negatives from --hard-negative-field (0: up to --negatives)");
   args.AddInt("embed-dim", &o->link.embed_dim, "link: embedding width, the model's output (0: --hidden)");
   args.AddString("scorer", &f->scorer,
@@ -284,7 +286,7 @@ void AddOutputFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
 // The task's choices: its metric (fixed by some tasks) and the flags only the link task takes.
 absl::Status CheckTaskFlags(const base::ArgParser& args, const Flags& f, trainer::TrainOptions* o) {
   o->eval.metric = *trainer::ParseMetric(f.metric);
-  o->link.negative_sampling = *sampler::ParseNegativeSampling(f.negative_sampling);
+  o->link.draw.negative_sampling = *sampler::ParseNegativeSampling(f.negative_sampling);
   o->link.eval_negative_sampling = *sampler::ParseNegativeSampling(f.eval_negative_sampling);
   o->link.scorer = *trainer::ParseScorerKind(f.scorer);
   o->link.loss.kind = *trainer::ParseLinkLoss(f.link_loss);
@@ -450,8 +452,8 @@ int Main(int argc, char** argv) {
   }
   base::ArgParser args("fanout-train", "[--part-config FILE] [flags]   (usually started by fanout-launch)");
   args.SetDescription(
-      "Trains a GNN (GraphSAGE, GCN or GAT) on a partitioned graph with neighbour-sampled "
-      "mini-batches;\n"
+      StrCat("Trains a GNN (", base::StrJoin(trainer::BuiltInModelNames(), ", "),
+             ", or a TorchScript model of your own) on a partitioned graph with neighbour-sampled mini-batches;\n") +
       "gradients are averaged across every trainer of the job (Gloo on CPU, NCCL on GPU).\n\n");
   AddLayoutFlags(args, &o, &f);
   AddModelFlags(args, &o, &f);

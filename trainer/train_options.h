@@ -27,15 +27,10 @@ namespace fanout::trainer {
 
 // The link task's settings (--task link).
 struct LinkTaskOptions {
-  int64_t negatives = 1;  // negatives per positive edge in training
-  // Positive edges per trainer per epoch, a fresh shuffled draw of its edges each epoch (0: all
-  // of them; every rank takes the smallest share either way).
-  int64_t edges_per_epoch = 0;
-  sampler::NegativeSampling negative_sampling = sampler::NegativeSampling::kUniform;
-  // Hard negatives (sampler::LinkSamplerOptions'): an edge field of node IDs, and how many of a
-  // positive's negatives come from it at most (0: up to `negatives`).
-  std::string hard_negative_field;
-  int64_t hard_negatives = 0;
+  // The negatives and positives a batch draws (the sampler's own options: --negatives,
+  // --negative-sampling, --edges-per-epoch with 0 for all of a trainer's edges, every rank taking
+  // the smallest share either way, --hard-negative-field, --hard-negatives).
+  sampler::LinkDrawOptions draw;
   int64_t embed_dim = 0;  // the embedding width (the model's output); 0 = hidden
   ScorerKind scorer = ScorerKind::kDot;  // dot product, DistMult, or an MLP trained with the model
   LinkLossOptions loss;                  // link_loss.h

@@ -676,8 +676,8 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
   if (o.epochs < (o.checkpoint.load_model.empty() ? 1 : 0)) {
     return bad("--epochs must be >= 1 (>= 0 with --load-model: evaluate or infer only), got ", o.epochs);
   }
-  if (o.sampling.batch_size < 1) return bad("--batch-size must be >= 1, got ", o.sampling.batch_size);
-  if (o.eval.batch_size < 1) return bad("--eval-batch-size must be >= 1, got ", o.eval.batch_size);
+  RETURN_IF_ERROR(core::CheckBatchSize("--batch-size", o.sampling.batch_size));
+  RETURN_IF_ERROR(core::CheckBatchSize("--eval-batch-size", o.eval.batch_size));
   RETURN_IF_ERROR(core::CheckLayerFanouts("--fanouts", fanouts));
   if (!o.eval.fanouts.empty()) RETURN_IF_ERROR(core::CheckLayerFanouts("--eval-fanouts", o.eval.fanouts));
   if (!o.eval.fanouts.empty() && o.eval.fanouts.size() != fanouts.size()) {

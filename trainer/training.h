@@ -12,17 +12,9 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "trainer/train_options.h"
+#include "trainer/train_result.h"
 
 namespace fanout::trainer {
-
-struct TrainResult {
-  int64_t epochs_run = 0;
-  // Values of TrainOptions::metric.
-  double best_val_metric = -1;  // -1 when never evaluated
-  int64_t best_epoch = -1;
-  double test_metric = -1;        // of the best-validation model (the final one without val)
-  double final_test_metric = -1;  // of the model after the last epoch
-};
 
 // Checks every option a user sets by flag, naming the flag and what is valid: no NaN, no
 // negative rate, no zero batch or prefetch (which would hang the loader). RunTraining calls it

@@ -67,6 +67,68 @@ struct TypeRun {
   int type;
 };
 
+// How a batch's input rows are built, segment by segment (see Forward).
+struct Segments {
+  std::vector<TypeRun> runs;             // the segments, in the order their rows are concatenated
+  std::vector<int64_t> count;            // per type: its input nodes
+  std::vector<bool> is_featured;         // per type
+  bool by_runs = true;                   // the segments are the inputs' runs, in input order
+  std::vector<std::vector<int64_t>> feature_rows;  // !by_runs, per type: the positions of its feature rows
+  std::vector<int64_t> order;            // !by_runs: the input positions, type by type
+};
+
+// The segments of `mb`'s inputs: their runs of one type, or (more than `max_runs` runs) one
+// segment per type. Checks each input's type and that the batch has a feature row for every
+// input of a featured type.
+absl::StatusOr<Segments> PlanSegments(const sampler::MiniBatch& mb, const BatchTensors& bt, int num_types,
+                                      const std::vector<int>& featured, size_t max_runs) {
+  const sampler::Int64Array& inputs = mb.input_nodes();
+  const int64_t n = static_cast<int64_t>(inputs.size());
+  // A graph with one node type carries no types: every input is of type 0.
+  const bool typed = !mb.input_types.empty();
+  if (typed && static_cast<int64_t>(mb.input_types.size()) != n) {
+    return absl::InvalidArgumentError(StrCat(mb.input_types.size(), " input node types for ", n, " input nodes"));
+  }
+  auto type_of = [&](int64_t i) { return typed ? static_cast<int>(mb.input_types[i]) : 0; };
+  Segments s;
+  std::vector<TypeRun>& runs = s.runs;
+  s.count.assign(num_types, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    const int t = type_of(i);
+    if (t < 0 || t >= num_types) return absl::InvalidArgumentError(StrCat("input node ", i, " has node type ", t));
+    ++s.count[t];
+    if (runs.empty() || runs.back().type != t) runs.push_back({i, i, t});
+    runs.back().end = i + 1;
+  }
+  s.is_featured.assign(num_types, false);
+  for (int t : featured) s.is_featured[t] = true;
+  int64_t featured_inputs = 0;
+  for (int t : featured) featured_inputs += s.count[t];
+  const int64_t rows = featured.empty() || !bt.features.defined() ? 0 : bt.features.size(0);
+  if (featured_inputs != rows) {
+    return absl::InvalidArgumentError(StrCat("the batch has ", rows, " feature rows for ", featured_inputs,
+                                             " input nodes of types with features"));
+  }
+  s.by_runs = runs.size() <= max_runs;
+  if (!s.by_runs) {
+    s.feature_rows.resize(num_types);
+    std::vector<std::vector<int64_t>> positions(num_types);
+    int64_t f = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const int t = type_of(i);
+      positions[t].push_back(i);
+      if (s.is_featured[t]) s.feature_rows[t].push_back(f++);
+    }
+    runs.clear();
+    for (int t = 0; t < num_types; ++t) {
+      const int64_t first = static_cast<int64_t>(s.order.size());
+      if (s.count[t] > 0) runs.push_back({first, first + s.count[t], t});
+      s.order.insert(s.order.end(), positions[t].begin(), positions[t].end());
+    }
+  }
+  return s;
+}
+
 }  // namespace
 
 // The rows are built segment by segment, each of one type: a segment's rows are a slice of its
@@ -80,53 +142,17 @@ absl::StatusOr<at::Tensor> TypedInput::Forward(const BatchTensors& bt, const sam
   constexpr size_t kMaxRuns = 64;
   const sampler::Int64Array& inputs = mb.input_nodes();
   const int64_t n = static_cast<int64_t>(inputs.size());
-  // A graph with one node type carries no types: every input is of type 0.
-  const bool typed = !mb.input_types.empty();
-  if (typed && static_cast<int64_t>(mb.input_types.size()) != n) {
-    return absl::InvalidArgumentError(StrCat(mb.input_types.size(), " input node types for ", n, " input nodes"));
-  }
-  auto type_of = [&](int64_t i) { return typed ? static_cast<int>(mb.input_types[i]) : 0; };
   const int num_types = static_cast<int>(proj_weight_.size());
-  std::vector<TypeRun> runs;
-  std::vector<int64_t> count(num_types, 0);
-  for (int64_t i = 0; i < n; ++i) {
-    const int t = type_of(i);
-    if (t < 0 || t >= num_types) return absl::InvalidArgumentError(StrCat("input node ", i, " has node type ", t));
-    ++count[t];
-    if (runs.empty() || runs.back().type != t) runs.push_back({i, i, t});
-    runs.back().end = i + 1;
-  }
-  std::vector<bool> is_featured(num_types, false);
-  for (int t : featured_) is_featured[t] = true;
-  int64_t featured_inputs = 0;
-  for (int t : featured_) featured_inputs += count[t];
-  const int64_t rows = featured_.empty() || !bt.features.defined() ? 0 : bt.features.size(0);
-  if (featured_inputs != rows) {
-    return absl::InvalidArgumentError(StrCat("the batch has ", rows, " feature rows for ", featured_inputs,
-                                             " input nodes of types with features"));
-  }
+  ASSIGN_OR_RETURN(Segments seg, PlanSegments(mb, bt, num_types, featured_, kMaxRuns));
+  const std::vector<TypeRun>& runs = seg.runs;
+  const std::vector<int64_t>& count = seg.count;
+  const std::vector<bool>& is_featured = seg.is_featured;
+  const bool by_runs = seg.by_runs;
+  const bool typed = !mb.input_types.empty();
+  auto type_of = [&](int64_t i) { return typed ? static_cast<int>(mb.input_types[i]) : 0; };
   const at::Device device = bt.features.defined()   ? bt.features.device()
                             : bt.blocks.empty()     ? at::Device(at::kCPU)
                                                     : bt.blocks[0].src.device();
-  // Segments: the runs, or (too many runs) one per type, with the positions of each type's
-  // feature rows.
-  const bool by_runs = runs.size() <= kMaxRuns;
-  std::vector<std::vector<int64_t>> feature_rows(by_runs ? 0 : num_types);
-  std::vector<int64_t> order;  // by type: the input positions, type by type
-  if (!by_runs) {
-    std::vector<std::vector<int64_t>> positions(num_types);
-    int64_t f = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      const int t = type_of(i);
-      positions[t].push_back(i);
-      if (is_featured[t]) feature_rows[t].push_back(f++);
-    }
-    runs.clear();
-    for (int t = 0; t < num_types; ++t) {
-      if (count[t] > 0) runs.push_back({static_cast<int64_t>(order.size()), static_cast<int64_t>(order.size()) + count[t], t});
-      order.insert(order.end(), positions[t].begin(), positions[t].end());
-    }
-  }
   // Each featureless type's learnable rows for its inputs in input order, one piece per segment
   // of that type (in one request per type; each piece its own leaf, so the backward pass hands
   // each its gradient without assembling a whole table's). The requests are sent first and the
@@ -165,7 +191,7 @@ absl::StatusOr<at::Tensor> TypedInput::Forward(const BatchTensors& bt, const sam
       const int t = runs[j].type;
       const int64_t len = runs[j].end - runs[j].begin;
       if (is_featured[t]) {
-        const at::Tensor f = by_runs ? bt.features.narrow(0, next_feature, len) : bt.features.index_select(0, index(feature_rows[t]));
+        const at::Tensor f = by_runs ? bt.features.narrow(0, next_feature, len) : bt.features.index_select(0, index(seg.feature_rows[t]));
         next_feature += len;
         pieces[j] = project_ ? at::linear(f.to(at::kFloat), proj_weight_[t], proj_bias_[t]) : f;
       }
@@ -194,7 +220,7 @@ absl::StatusOr<at::Tensor> TypedInput::Forward(const BatchTensors& bt, const sam
     if (!by_runs) {
       // x's rows are in `order`; put them in input order.
       std::vector<int64_t> inverse(n);
-      for (int64_t j = 0; j < n; ++j) inverse[order[j]] = j;
+      for (int64_t j = 0; j < n; ++j) inverse[seg.order[j]] = j;
       x = x.index_select(0, index(inverse));
     }
   }));

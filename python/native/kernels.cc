@@ -1,5 +1,5 @@
 // fanout._native's compute kernels, on the fused loops fanout-train's own layers use
-// (trainer/kernels.h: the instruction set picked at run time): a block's in-edge CSC times a
+// (kernels/kernels.h: the instruction set picked at run time): a block's in-edge CSC times a
 // dense float32 matrix (rows gathered and accumulated straight into the destination's row, no
 // [num_edges, width] message tensor), and ReLU + dropout in one pass with a counter-based mask
 // (nothing stored for backward but a seed). python/fanout/kernels.py wraps them as autograd
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "base/strings.h"
-#include "trainer/kernels.h"
+#include "kernels/kernels.h"
 
 namespace py = pybind11;
 
@@ -51,7 +51,7 @@ A Exact(const py::array& a, int ndim, const char* what, const char* want) {
 
 // The CSC and the product's shapes, checked: indptr [num_dst + 1] from 0, non-decreasing, up to
 // len(indices); every index in [0, num_src).
-trainer::kernels::Spmm Checked(const Int64s& indptr, const Int64s& indices, int64_t num_src, int64_t width,
+kernels::Spmm Checked(const Int64s& indptr, const Int64s& indices, int64_t num_src, int64_t width,
                                bool mean) {
   const int64_t num_dst = indptr.shape(0) - 1;
   if (num_dst < 0) throw py::value_error("indptr: expected at least one offset");
@@ -70,7 +70,7 @@ trainer::kernels::Spmm Checked(const Int64s& indptr, const Int64s& indices, int6
       throw py::value_error(StrCat("indices[", e, "] is ", idx[e], ", outside the ", num_src, " source rows"));
     }
   }
-  trainer::kernels::Spmm op;
+  kernels::Spmm op;
   op.graph.indptr = p;
   op.graph.indices = idx;
   op.graph.num_dst = num_dst;
@@ -116,7 +116,7 @@ int Parts(int threads, int64_t work, int64_t min_work) {
 struct Product {
   Int64s indptr, indices;
   Floats in, out;
-  trainer::kernels::Spmm op;
+  kernels::Spmm op;
 };
 
 Product CheckedProduct(const py::array& indptr, const py::array& indices, const py::array& in, const char* in_name,
@@ -134,7 +134,7 @@ Product CheckedProduct(const py::array& indptr, const py::array& indices, const 
 void Forward(const py::array& indptr, const py::array& indices, const py::array& x, const py::array& out, bool mean,
              int threads) {
   Product p = CheckedProduct(indptr, indices, x, "x", out, "out", mean, /*backward=*/false);
-  const trainer::kernels::Spmm& op = p.op;
+  const kernels::Spmm& op = p.op;
   const float* xp = p.in.data();
   float* outp = p.out.mutable_data();
   const int64_t num_dst = op.graph.num_dst;
@@ -148,14 +148,14 @@ void Forward(const py::array& indptr, const py::array& indices, const py::array&
   };
   py::gil_scoped_release nogil;
   RunParts(parts, cut, [&](int64_t begin, int64_t end) {
-    if (begin < end) trainer::kernels::SpmmForward(op, xp, outp, begin, end);
+    if (begin < end) kernels::SpmmForward(op, xp, outp, begin, end);
   });
 }
 
 void BackwardX(const py::array& indptr, const py::array& indices, const py::array& grad_out, const py::array& grad_x,
                bool mean, int threads) {
   Product p = CheckedProduct(indptr, indices, grad_out, "grad_out", grad_x, "grad_x", mean, /*backward=*/true);
-  const trainer::kernels::Spmm& op = p.op;
+  const kernels::Spmm& op = p.op;
   const float* g = p.in.data();
   float* gx = p.out.mutable_data();
   const int64_t width = op.width;
@@ -166,7 +166,7 @@ void BackwardX(const py::array& indptr, const py::array& indices, const py::arra
   auto cut = [&](int i) -> int64_t { return std::min(width, chunks * i / parts * kColumnChunk); };
   py::gil_scoped_release nogil;
   RunParts(parts, cut, [&](int64_t begin, int64_t end) {
-    if (begin < end) trainer::kernels::SpmmBackwardX(op, g, gx, begin, end);
+    if (begin < end) kernels::SpmmBackwardX(op, g, gx, begin, end);
   });
 }
 
@@ -182,7 +182,7 @@ void RunElements(int64_t n, int threads, Fn fn) {
   });
 }
 
-trainer::kernels::Dropout DropoutOf(uint64_t seed, double p, bool relu) {
+kernels::Dropout DropoutOf(uint64_t seed, double p, bool relu) {
   if (!(p >= 0.0 && p < 1.0)) throw py::value_error(StrCat("p must be in [0, 1), got ", p));
   return {seed, static_cast<float>(p), relu};
 }
@@ -197,11 +197,11 @@ void DropoutForward(const py::array& x_in, const py::array& out_in, uint64_t see
   if (!out.writeable()) throw py::value_error("out: read-only");
   if (out.size() != x.size()) throw py::value_error(StrCat("out has ", out.size(), " elements, x ", x.size()));
   if (x.data() != out.data()) CheckDisjoint(x, out, "out");  // in place, or apart
-  const trainer::kernels::Dropout op = DropoutOf(seed, p, relu);
+  const kernels::Dropout op = DropoutOf(seed, p, relu);
   const float* xp = x.data();
   float* outp = out.mutable_data();
   py::gil_scoped_release nogil;
-  RunElements(x.size(), threads, [&](int64_t begin, int64_t end) { trainer::kernels::DropoutForward(op, xp, outp, begin, end); });
+  RunElements(x.size(), threads, [&](int64_t begin, int64_t end) { kernels::DropoutForward(op, xp, outp, begin, end); });
 }
 
 void DropoutBackward(const py::object& out_in, const py::array& grad_out_in, const py::array& grad_x_in,
@@ -213,7 +213,7 @@ void DropoutBackward(const py::object& out_in, const py::array& grad_out_in, con
     throw py::value_error(StrCat("grad_x has ", grad_x.size(), " elements, grad_out ", grad_out.size()));
   }
   if (grad_x.data() != grad_out.data()) CheckDisjoint(grad_out, grad_x, "grad_x");
-  const trainer::kernels::Dropout op = DropoutOf(seed, p, relu);
+  const kernels::Dropout op = DropoutOf(seed, p, relu);
   // With relu the forward's output says which elements pass a gradient; without, the seed does.
   Floats out;
   if (relu) {
@@ -226,7 +226,7 @@ void DropoutBackward(const py::object& out_in, const py::array& grad_out_in, con
   float* gx = grad_x.mutable_data();
   py::gil_scoped_release nogil;
   RunElements(grad_out.size(), threads,
-              [&](int64_t begin, int64_t end) { trainer::kernels::DropoutBackward(op, outp, g, gx, begin, end); });
+              [&](int64_t begin, int64_t end) { kernels::DropoutBackward(op, outp, g, gx, begin, end); });
 }
 
 }  // namespace
@@ -250,7 +250,7 @@ void BindKernels(py::module_& m) {
         py::arg("p"), py::arg("relu"), py::arg("threads") = 1,
         "grad_x = the gradient of dropout's x given its output's (`out`: the forward's output, needed with relu, "
         "else None; the same seed and p).");
-  m.def("kernel_isa", [] { return std::string(trainer::kernels::IsaName(trainer::kernels::ActiveIsa())); },
+  m.def("kernel_isa", [] { return std::string(kernels::IsaName(kernels::ActiveIsa())); },
         "The instruction set the fused kernels run (FANOUT_KERNEL_ISA, else the best this CPU has).");
 }
 

@@ -704,29 +704,9 @@ void BindLoaders(py::module_& m) {
       .def("close", &EdgeLoader::Close);
 }
 
-}  // namespace
-}  // namespace fanout::python
-
-PYBIND11_MODULE(_native, m) {
-  using namespace fanout;
-  using namespace fanout::python;
-  m.doc() = "fanout's native data plane (graph reads, seed split, batch loaders); see fanout.distributed";
-  // pybind11 before 2.12 reads NumPy 1.x's array structures: under NumPy 2 its arrays come out with
-  // wrong strides (every row the first one), so a batch would be silently wrong. Refuse instead.
-#if PYBIND11_VERSION_MAJOR == 2 && PYBIND11_VERSION_MINOR < 12
-  {
-    const std::string version = py::str(py::module_::import("numpy").attr("__version__"));
-    if (std::atoi(version.c_str()) >= 2) {
-      throw py::import_error(
-          "fanout._native was built with pybind11 " + std::to_string(PYBIND11_VERSION_MAJOR) + "." +
-          std::to_string(PYBIND11_VERSION_MINOR) + ", which supports NumPy 1.x only, and this environment has NumPy " +
-          version + ": install fanout into it with `pip install ./python` (which builds against a pybind11 that " +
-          "supports both), or use numpy<2 here");
-    }
-  }
-#endif
-  py::register_exception<StatusError>(m, "FanoutError", PyExc_RuntimeError);
-
+// The process and job helpers: allocation tuning, the launcher's heartbeat and variables, and
+// fanout-train's own split of seeds and positive edges among the ranks.
+void BindJob(py::module_& m) {
   m.def(
       "keep_large_allocations", [] { base::KeepLargeAllocations(base::kTrainingProcessLargestReused); },
       "Has glibc reuse freed buffers of up to 1 GiB instead of unmapping them (base/malloc_tuning.h): "
@@ -781,6 +761,14 @@ PYBIND11_MODULE(_native, m) {
       "and the layer.");
 
   m.def(
+      "check_batch_size",
+      [](const std::string& what, int64_t batch_size) {
+        if (absl::Status s = core::CheckBatchSize(what, batch_size); !s.ok()) throw py::value_error(std::string(s.message()));
+      },
+      py::arg("what"), py::arg("batch_size"),
+      "fanout-train's rule for a batch size (at least 1): ValueError naming `what` and the value.");
+
+  m.def(
       "rank_edge_range",
       [](const Graph& g, int trainers_per_machine, int rank) {
         CheckRank(g, trainers_per_machine, rank);
@@ -816,10 +804,10 @@ PYBIND11_MODULE(_native, m) {
         "A typed block's sources grouped by node type and edges by relation (stable, a counting sort), with each "
         "edge's endpoints as indices among their type's sources: (by_type, type_counts, type_dst_counts, local, "
         "by_relation, relation_counts, relation_src, relation_dst).");
+}
 
-  BindTypes(m);
-  BindKernels(m);
-
+// fanout._native.Graph: a partitioned graph opened as one machine of the job sees it.
+void BindGraph(py::module_& m) {
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph")
       .def(py::init<const std::string&, int, const std::string&, const std::string&, int, double, bool>(),
            py::arg("part_config"), py::arg("machine_id"), py::arg("servers") = "", py::arg("ip_config") = "",
@@ -873,6 +861,34 @@ PYBIND11_MODULE(_native, m) {
       .def("whole_node_field", &Graph::WholeNodeField, py::arg("field"))
       .def("degrees", &Graph::Degrees, py::arg("ids"), py::arg("out") = false)
       .def("find_edges", &Graph::FindEdges, py::arg("eids"));
+}
 
+}  // namespace
+}  // namespace fanout::python
+
+PYBIND11_MODULE(_native, m) {
+  using namespace fanout;
+  using namespace fanout::python;
+  m.doc() = "fanout's native data plane (graph reads, seed split, batch loaders); see fanout.distributed";
+  // pybind11 before 2.12 reads NumPy 1.x's array structures: under NumPy 2 its arrays come out with
+  // wrong strides (every row the first one), so a batch would be silently wrong. Refuse instead.
+#if PYBIND11_VERSION_MAJOR == 2 && PYBIND11_VERSION_MINOR < 12
+  {
+    const std::string version = py::str(py::module_::import("numpy").attr("__version__"));
+    if (std::atoi(version.c_str()) >= 2) {
+      throw py::import_error(
+          "fanout._native was built with pybind11 " + std::to_string(PYBIND11_VERSION_MAJOR) + "." +
+          std::to_string(PYBIND11_VERSION_MINOR) + ", which supports NumPy 1.x only, and this environment has NumPy " +
+          version + ": install fanout into it with `pip install ./python` (which builds against a pybind11 that " +
+          "supports both), or use numpy<2 here");
+    }
+  }
+#endif
+  py::register_exception<StatusError>(m, "FanoutError", PyExc_RuntimeError);
+
+  BindJob(m);
+  BindTypes(m);
+  BindKernels(m);
+  BindGraph(m);
   BindLoaders(m);
 }

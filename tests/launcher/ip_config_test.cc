@@ -59,7 +59,7 @@ TEST(IpConfig, BadAddressNamesFileLineAndValue) {
 }
 
 TEST(IpConfig, HostNamesAreAccepted) {
-  // DESIGN.md: machines by IP or host name (Kubernetes pod DNS names, Slurm node names).
+  // Machines by IP or host name (Kubernetes pod DNS names, Slurm node names).
   auto m = base::ParseIpConfig("node1\nfanout-0.fanout.default.svc.cluster.local 31000\nlocalhost\nGPU-7\n", "ip.txt");
   ASSERT_TRUE(m.ok()) << m.status();
   ASSERT_EQ(m->size(), 4u);

@@ -1,4 +1,4 @@
-"""Each Python dialect keeps its peer's ID convention (DESIGN.md, round 5), tested against the
+"""Each Python dialect keeps its peer's ID convention (docs/python.md, at its top), tested against the
 peer's own contract:
 
 - fanout.pyg speaks the user's IDs, as PyG's Partitioner keeps them: a PyG-API script

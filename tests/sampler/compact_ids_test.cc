@@ -121,7 +121,7 @@ void ExpectSameGraph(const partition::Dataset& d, const std::string& weight, con
     }
     LinkSamplerOptions lo;
     lo.sampling = so;
-    lo.negatives = 2;
+    lo.draw.negatives = 2;
     auto la = LinkBatchSampler::Create(got.graph.get(), lo, RankEdgeSeeds(got.config, 1, 0));
     auto lb = LinkBatchSampler::Create(wide.graph.get(), lo, RankEdgeSeeds(wide.config, 1, 0));
     ASSERT_TRUE(la.ok() && lb.ok()) << la.status() << " " << lb.status();

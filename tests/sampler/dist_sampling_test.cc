@@ -304,8 +304,8 @@ TEST(LinkProcessLoaderTest, SamplerProcessesMakeTheLinkBatchesThisProcessMakes) 
   LinkSamplerOptions o;
   o.sampling.fanouts = {4, 3};
   o.sampling.batch_size = 500;
-  o.negatives = 2;
-  o.negative_sampling = NegativeSampling::kDegreePow75;
+  o.draw.negatives = 2;
+  o.draw.negative_sampling = NegativeSampling::kDegreePow75;
   o.sampling.seed = 3;
   o.sampling.feature_field = "feat";
   o.sampling.edge.weight_field = "weight";
@@ -366,7 +366,7 @@ TEST(LinkProcessLoaderTest, SamplerProcessesMakeTheLinkBatchesThisProcessMakes) 
   lo.machine_rows = false;
   lo.num_epochs = 2;
   // Refused in this process, before any sampler starts.
-  o.negatives = 0;
+  o.draw.negatives = 0;
   auto bad = MakeLinkProcessLoader(g->get(), go, o, edges, lo);
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("--negatives must be >= 1"), std::string::npos) << bad.status();

@@ -59,7 +59,7 @@ class LinkSamplerTest : public ::testing::Test {
     LinkSamplerOptions o;
     o.sampling.fanouts = {5, 5};
     o.sampling.batch_size = 64;
-    o.negatives = 3;
+    o.draw.negatives = 3;
     o.sampling.seed = 9;
     return o;
   }
@@ -156,8 +156,8 @@ TEST(TypedLinkSamplerTest, PositivesAreTheRelationsEdgesAndNegativesItsDestinati
     LinkSamplerOptions o;
     o.sampling.fanouts = {4, 4};
     o.sampling.batch_size = 32;
-    o.negatives = 4;
-    o.negative_sampling = mode;
+    o.draw.negatives = 4;
+    o.draw.negative_sampling = mode;
     auto s = LinkBatchSampler::Create(graph->get(), o, RankEdgeSeeds(*config, 1, 0));
     ASSERT_TRUE(s.ok()) << s.status();
     for (int64_t step = 0; step < 3; ++step) {
@@ -231,8 +231,8 @@ TEST(TypedLinkSamplerTest, SeveralRelationsDrawEachPositivesNegativesFromItsDest
     LinkSamplerOptions o;
     o.sampling.fanouts = {4, 4};
     o.sampling.batch_size = 64;
-    o.negatives = 3;
-    o.negative_sampling = mode;
+    o.draw.negatives = 3;
+    o.draw.negative_sampling = mode;
     auto s = LinkBatchSampler::Create(graph->get(), o, RankEdgeSeeds(*config, 1, 0));
     ASSERT_TRUE(s.ok()) << s.status();
     int seen[2] = {0, 0};
@@ -272,7 +272,7 @@ TEST(TypedLinkSamplerTest, SeveralRelationsDrawEachPositivesNegativesFromItsDest
   LinkSamplerOptions in_batch;
   in_batch.sampling.fanouts = {4};
   in_batch.sampling.batch_size = 8;
-  in_batch.negative_sampling = NegativeSampling::kInBatch;
+  in_batch.draw.negative_sampling = NegativeSampling::kInBatch;
   auto refused = LinkBatchSampler::Create(graph->get(), in_batch, RankEdgeSeeds(*config, 1, 0));
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.status().message().find("end in different node types"), std::string::npos) << refused.status();
@@ -306,7 +306,7 @@ TEST_F(LinkSamplerTest, RanksGetDisjointEdgeSetsCoveringEveryEdge) {
   for (int rank = 0; rank < 2 * kTpm; ++rank) {
     LinkSamplerOptions o = Options();
     o.sampling.rank = rank;
-    o.edges_per_epoch = per_epoch;
+    o.draw.edges_per_epoch = per_epoch;
     auto s = LinkBatchSampler::Create(graph_.get(), o, RankEdgeSeeds(config_, kTpm, rank));
     ASSERT_TRUE(s.ok()) << s.status();
     EXPECT_EQ((*s)->steps_per_epoch(), (per_epoch + 63) / 64);
@@ -316,7 +316,7 @@ TEST_F(LinkSamplerTest, RanksGetDisjointEdgeSetsCoveringEveryEdge) {
 TEST_F(LinkSamplerTest, BatchesHoldRealPositivesTrueNegativesAndNoSeedEdge) {
   for (NegativeSampling mode : {NegativeSampling::kUniform, NegativeSampling::kDegreePow75}) {
     LinkSamplerOptions o = Options();
-    o.negative_sampling = mode;
+    o.draw.negative_sampling = mode;
     auto s = LinkBatchSampler::Create(graph_.get(), o, RankEdgeSeeds(config_, 1, 0));
     ASSERT_TRUE(s.ok()) << s.status();
     for (int64_t step = 0; step < 3; ++step) {
@@ -414,9 +414,9 @@ std::set<int64_t> Endpoints(const LinkMiniBatch& b) {
 // exactly their endpoints and it gathers fewer rows than the uniform batch of the same positives.
 TEST_F(LinkSamplerTest, InBatchNegativesAreThePositivesOwnDestinations) {
   LinkSamplerOptions o = Options();
-  o.negatives = 5;
+  o.draw.negatives = 5;
   auto uniform = LinkBatchSampler::Create(graph_.get(), o, RankEdgeSeeds(config_, 1, 0));
-  o.negative_sampling = NegativeSampling::kInBatch;
+  o.draw.negative_sampling = NegativeSampling::kInBatch;
   auto in_batch = LinkBatchSampler::Create(graph_.get(), o, RankEdgeSeeds(config_, 1, 0));
   ASSERT_TRUE(uniform.ok() && in_batch.ok());
   int64_t before = RowsFetched();
@@ -453,8 +453,8 @@ TEST_F(LinkSamplerTest, InBatchNegativesAreThePositivesOwnDestinations) {
 // is the same node for every i), and the batch embeds only them beyond the positives' endpoints.
 TEST_F(LinkSamplerTest, JointNegativesAreSharedByTheBatch) {
   LinkSamplerOptions o = Options();
-  o.negatives = 6;
-  o.negative_sampling = NegativeSampling::kJoint;
+  o.draw.negatives = 6;
+  o.draw.negative_sampling = NegativeSampling::kJoint;
   auto s = LinkBatchSampler::Create(graph_.get(), o, RankEdgeSeeds(config_, 1, 0));
   ASSERT_TRUE(s.ok()) << s.status();
   const int64_t before = RowsFetched();
@@ -484,7 +484,7 @@ TEST_F(LinkSamplerTest, JointNegativesAreSharedByTheBatch) {
 // are remote; the positives' own endpoints are wherever they are.
 TEST_F(LinkSamplerTest, LocalNegativesAreTheMachinesOwnNodes) {
   LinkSamplerOptions o = Options();
-  o.negative_sampling = NegativeSampling::kLocal;
+  o.draw.negative_sampling = NegativeSampling::kLocal;
   auto s = LinkBatchSampler::Create(graph_.get(), o, RankEdgeSeeds(config_, 1, 1));
   ASSERT_TRUE(s.ok()) << s.status();
   std::map<int, int64_t> owners;
@@ -571,8 +571,8 @@ TEST(HardNegativesTest, TypedGraphsKeepEdgeFieldsPerRelationAndTheirHardNegative
   LinkSamplerOptions o;
   o.sampling.fanouts = {3};
   o.sampling.batch_size = 64;
-  o.negatives = 3;
-  o.hard_negative_field = "hard";
+  o.draw.negatives = 3;
+  o.draw.hard_negative_field = "hard";
   auto s = LinkBatchSampler::Create(graph->get(), o, RankEdgeSeeds(*config, 1, 0));
   ASSERT_TRUE(s.ok()) << s.status();
   const std::vector<int> relations = LinkRelations(*config);
@@ -605,7 +605,7 @@ TEST(HardNegativesTest, TypedGraphsKeepEdgeFieldsPerRelationAndTheirHardNegative
 
   // The field on no link relation is refused, naming it; a bad type-wise ID is refused by the
   // partitioner naming the file and row.
-  o.hard_negative_field = "w2";
+  o.draw.hard_negative_field = "w2";
   auto missing = LinkBatchSampler::Create(graph->get(), o, RankEdgeSeeds(*config, 1, 0));
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("none of the link relations"), std::string::npos) << missing.status();
@@ -669,9 +669,9 @@ TEST(HardNegativesTest, AppearFirstInTheirStatedNumberAndTheRestAreDrawn) {
   LinkSamplerOptions o;
   o.sampling.fanouts = {3};
   o.sampling.batch_size = 50;
-  o.negatives = 4;
-  o.hard_negative_field = "hard";
-  o.hard_negatives = 2;
+  o.draw.negatives = 4;
+  o.draw.hard_negative_field = "hard";
+  o.draw.hard_negatives = 2;
   auto s = LinkBatchSampler::Create(graph->get(), o, RankEdgeSeeds(*config, 1, 0));
   ASSERT_TRUE(s.ok()) << s.status();
   int64_t hard_seen = 0, hard_expected = 0, forward = 0, reverse = 0;
@@ -710,10 +710,10 @@ TEST(HardNegativesTest, AppearFirstInTheirStatedNumberAndTheRestAreDrawn) {
   EXPECT_GT(hard_seen, forward * 3 / 2);
 
   // Refused: joint negatives with hard ones, and more hard negatives than negatives.
-  o.negative_sampling = NegativeSampling::kJoint;
+  o.draw.negative_sampling = NegativeSampling::kJoint;
   EXPECT_FALSE(LinkBatchSampler::Create(graph->get(), o, RankEdgeSeeds(*config, 1, 0)).ok());
-  o.negative_sampling = NegativeSampling::kUniform;
-  o.hard_negatives = 5;
+  o.draw.negative_sampling = NegativeSampling::kUniform;
+  o.draw.hard_negatives = 5;
   EXPECT_FALSE(LinkBatchSampler::Create(graph->get(), o, RankEdgeSeeds(*config, 1, 0)).ok());
 
   // The partitioner refuses a value that is no node, naming the row.
@@ -755,7 +755,7 @@ TEST_F(LinkSamplerTest, EvalNegativesAreAFunctionOfTheSeedAndThePositive) {
 // The loader's threads hand out exactly the batches one sampler makes, in order, then stop.
 TEST_F(LinkSamplerTest, LoaderHandsOutTheSamplersBatchesInOrder) {
   LinkSamplerOptions o = Options();
-  o.negative_sampling = NegativeSampling::kDegreePow75;
+  o.draw.negative_sampling = NegativeSampling::kDegreePow75;
   auto loader = LinkBatchLoader::Create(graph_.get(), o, RankEdgeSeeds(config_, 1, 0), 3, 2, 1, 2);
   ASSERT_TRUE(loader.ok()) << loader.status();
   auto one = LinkBatchSampler::Create(graph_.get(), o, RankEdgeSeeds(config_, 1, 0));

@@ -8,7 +8,7 @@ namespace {
 
 SamplerSpec EveryFieldSet() {
   SamplerSpec s;
-  s.part_config_path = "/data/g/g.json";
+  s.loader.part_config_path = "/data/g/g.json";
   DistGraphOptions& g = s.graph;
   g.machine_id = 3;
   g.read_local_files = false;
@@ -40,23 +40,23 @@ SamplerSpec EveryFieldSet() {
   o.label_field = "";
   o.edge.weight_field = "w";
   o.edge.feature_field = "ef";
-  s.first_epoch = 2;
-  s.num_epochs = 7;
-  s.first_step = 3;
-  s.ignore_sigterm = true;
-  s.num_samplers = 4;
-  s.prefetch = 6;
-  s.nice = 13;
+  s.loader.first_epoch = 2;
+  s.loader.num_epochs = 7;
+  s.loader.first_step = 3;
+  s.loader.samplers_ignore_sigterm = true;
+  s.loader.num_samplers = 4;
+  s.loader.prefetch = 6;
+  s.loader.sampler_nice = 13;
   s.num_seeds = 31337;
   s.num_cached = 4242;
   s.seed_range_first = 1 << 20;
   s.is_link = true;
-  s.link.negatives = 11;
-  s.link.negative_sampling = NegativeSampling::kDegreePow75;
+  s.link.draw.negatives = 11;
+  s.link.draw.negative_sampling = NegativeSampling::kDegreePow75;
   s.link.exclude_seed_edges = false;
-  s.link.edges_per_epoch = 999;
-  s.link.hard_negative_field = "hard";
-  s.link.hard_negatives = 5;
+  s.link.draw.edges_per_epoch = 999;
+  s.link.draw.hard_negative_field = "hard";
+  s.link.draw.hard_negatives = 5;
   return s;
 }
 
@@ -79,7 +79,7 @@ TEST(SamplerSpecTest, EveryFieldRoundTrips) {
   const SamplerSpec want = EveryFieldSet();
   auto got = ReadSamplerSpec(WriteSamplerSpec(want));
   ASSERT_TRUE(got.ok()) << got.status();
-  EXPECT_EQ(got->part_config_path, want.part_config_path);
+  EXPECT_EQ(got->loader.part_config_path, want.loader.part_config_path);
   const DistGraphOptions &g = got->graph, &wg = want.graph;
   EXPECT_EQ(g.machine_id, wg.machine_id);
   EXPECT_EQ(g.read_local_files, wg.read_local_files);
@@ -99,23 +99,23 @@ TEST(SamplerSpecTest, EveryFieldRoundTrips) {
   EXPECT_EQ(g.local_row_cache_bytes, wg.local_row_cache_bytes);
   EXPECT_EQ(g.local_row_cache_policy, wg.local_row_cache_policy);
   ExpectSameSampling(got->sampler, want.sampler);
-  EXPECT_EQ(got->first_epoch, want.first_epoch);
-  EXPECT_EQ(got->num_epochs, want.num_epochs);
-  EXPECT_EQ(got->first_step, want.first_step);
-  EXPECT_EQ(got->ignore_sigterm, want.ignore_sigterm);
-  EXPECT_EQ(got->num_samplers, want.num_samplers);
-  EXPECT_EQ(got->prefetch, want.prefetch);
-  EXPECT_EQ(got->nice, want.nice);
+  EXPECT_EQ(got->loader.first_epoch, want.loader.first_epoch);
+  EXPECT_EQ(got->loader.num_epochs, want.loader.num_epochs);
+  EXPECT_EQ(got->loader.first_step, want.loader.first_step);
+  EXPECT_EQ(got->loader.samplers_ignore_sigterm, want.loader.samplers_ignore_sigterm);
+  EXPECT_EQ(got->loader.num_samplers, want.loader.num_samplers);
+  EXPECT_EQ(got->loader.prefetch, want.loader.prefetch);
+  EXPECT_EQ(got->loader.sampler_nice, want.loader.sampler_nice);
   EXPECT_EQ(got->num_seeds, want.num_seeds);
   EXPECT_EQ(got->num_cached, want.num_cached);
   EXPECT_EQ(got->seed_range_first, want.seed_range_first);
   EXPECT_TRUE(got->is_link);
-  EXPECT_EQ(got->link.negatives, want.link.negatives);
-  EXPECT_EQ(got->link.negative_sampling, want.link.negative_sampling);
+  EXPECT_EQ(got->link.draw.negatives, want.link.draw.negatives);
+  EXPECT_EQ(got->link.draw.negative_sampling, want.link.draw.negative_sampling);
   EXPECT_EQ(got->link.exclude_seed_edges, want.link.exclude_seed_edges);
-  EXPECT_EQ(got->link.edges_per_epoch, want.link.edges_per_epoch);
-  EXPECT_EQ(got->link.hard_negative_field, want.link.hard_negative_field);
-  EXPECT_EQ(got->link.hard_negatives, want.link.hard_negatives);
+  EXPECT_EQ(got->link.draw.edges_per_epoch, want.link.draw.edges_per_epoch);
+  EXPECT_EQ(got->link.draw.hard_negative_field, want.link.draw.hard_negative_field);
+  EXPECT_EQ(got->link.draw.hard_negatives, want.link.draw.hard_negatives);
 
   // A node-batch spec carries no link settings.
   SamplerSpec node = want;
@@ -123,7 +123,7 @@ TEST(SamplerSpecTest, EveryFieldRoundTrips) {
   got = ReadSamplerSpec(WriteSamplerSpec(node));
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_FALSE(got->is_link);
-  EXPECT_EQ(got->link.negatives, LinkSamplerOptions{}.negatives);
+  EXPECT_EQ(got->link.draw.negatives, LinkSamplerOptions{}.draw.negatives);
 }
 
 TEST(SamplerSpecTest, BadSpecsNameTheKeyAtFault) {
@@ -158,12 +158,12 @@ TEST(SamplerSettingsTest, EveryFieldRoundTrips) {
 
   auto link = ReadLinkSettings(WriteLinkSettings(want.link), want.sampler);
   ASSERT_TRUE(link.ok()) << link.status();
-  EXPECT_EQ(link->negatives, want.link.negatives);
-  EXPECT_EQ(link->negative_sampling, want.link.negative_sampling);
+  EXPECT_EQ(link->draw.negatives, want.link.draw.negatives);
+  EXPECT_EQ(link->draw.negative_sampling, want.link.draw.negative_sampling);
   EXPECT_EQ(link->exclude_seed_edges, want.link.exclude_seed_edges);
-  EXPECT_EQ(link->edges_per_epoch, want.link.edges_per_epoch);
-  EXPECT_EQ(link->hard_negative_field, want.link.hard_negative_field);
-  EXPECT_EQ(link->hard_negatives, want.link.hard_negatives);
+  EXPECT_EQ(link->draw.edges_per_epoch, want.link.draw.edges_per_epoch);
+  EXPECT_EQ(link->draw.hard_negative_field, want.link.draw.hard_negative_field);
+  EXPECT_EQ(link->draw.hard_negatives, want.link.draw.hard_negatives);
   ExpectSameSampling(link->sampling, want.sampler);
 
   LoaderOptions lo;

@@ -1,11 +1,11 @@
-// The fused kernels' copies for each instruction set this CPU has (trainer/kernels.h: AVX-512,
+// The fused kernels' copies for each instruction set this CPU has (kernels/kernels.h: AVX-512,
 // AVX2 + FMA, the baseline) against the baseline copy on the same inputs: every kernel, with and
 // without edge weights, several heads, ranges that split the work. The copies differ only in how
 // the compiler vectorised the same loops and whether it fused a * b + c into one FMA, so values
 // agree within float rounding (|x - baseline| <= 1e-5 * (1 + max |baseline|)), and the dropout
 // masks, integer arithmetic, agree exactly. A CPU without AVX2 tests the baseline against itself
 // and says which copies it skipped.
-#include "trainer/kernels.h"
+#include "kernels/kernels.h"
 
 #include <algorithm>
 #include <cmath>
@@ -18,7 +18,7 @@
 
 #include "gtest/gtest.h"
 
-namespace fanout::trainer::kernels {
+namespace fanout::kernels {
 namespace {
 
 struct Graph {
@@ -220,4 +220,4 @@ TEST(KernelIsaChoiceTest, TheEnvironmentPicksASupportedSetOrIsRefusedWithWhatThi
 }
 
 }  // namespace
-}  // namespace fanout::trainer::kernels
+}  // namespace fanout::kernels

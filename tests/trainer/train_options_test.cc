@@ -61,7 +61,7 @@ TEST(TrainOptionsTest, EveryBadValueIsRefusedNamingItsFlag) {
        [](TrainOptions& o) {
          o.task = "link";
          o.eval.metric = Metric::kRocAuc;
-         o.link.negatives = 0;
+         o.link.draw.negatives = 0;
        },
        "--negatives must be in [1, 1000], got 0"},
       {"--task link --embed-dim -1",

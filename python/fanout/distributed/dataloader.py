@@ -99,8 +99,7 @@ class DistDataLoader:
 
     def __init__(self, dataset, batch_size: int, shuffle: bool = False, collate_fn=None, drop_last: bool = False,
                  queue_size: Optional[int] = None):
-        if int(batch_size) < 1:
-            raise ValueError(f"DistDataLoader: batch_size must be >= 1, got {batch_size}")
+        _native.check_batch_size("DistDataLoader: batch_size", int(batch_size))
         self.dataset = dataset
         self.batch_size = int(batch_size)
         self.shuffle = bool(shuffle)
@@ -413,8 +412,7 @@ class DistNodeDataLoader(_EpochLoader):
                  feature_cache_bytes: int = 512 << 20, even_steps: Optional[bool] = None, device=None,
                  queue_size: Optional[int] = None, batch_rows: str = "auto"):
         batch_size = int(batch_size)
-        if batch_size < 1:
-            raise ValueError(f"DistNodeDataLoader: batch_size must be >= 1, got {batch_size}")
+        _native.check_batch_size("DistNodeDataLoader: batch_size", batch_size)
         if not isinstance(graph_sampler, NeighborSampler):
             raise TypeError(f"DistNodeDataLoader takes a NeighborSampler, got {type(graph_sampler).__name__}")
         super().__init__(g, to_dgl, graph_sampler.prefetch_node_feats,
@@ -781,8 +779,7 @@ class DistEdgeDataLoader(_EpochLoader):
         if graph_sampler.negative_sampler is None:
             raise NotImplementedError("DistEdgeDataLoader: a negative_sampler is required (e.g. "
                                       "negative_sampler.Uniform(1))")
-        if batch_size < 1:
-            raise ValueError(f"DistEdgeDataLoader: batch_size must be >= 1, got {batch_size}")
+        _native.check_batch_size("DistEdgeDataLoader: batch_size", batch_size)
         if not shuffle:
             raise ValueError("DistEdgeDataLoader: link batches are always shuffled (shuffle=False is not supported)")
         ns = graph_sampler.sampler
