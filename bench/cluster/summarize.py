@@ -2,14 +2,27 @@
 line), and the table of a run's jobs (``table RESULTS.jsonl`` -> CLUSTER_RESULT lines and a
 Markdown table).
 
+``table RESULTS.jsonl --results-json PATH [--measure epoch|wire] [--headline MACHINES:RATE]
+[--job NAME] [--description TEXT] [--command CMD] [--machine TEXT] [--date YYYY-MM-DD]
+[--section HEADING]`` also writes the run as one bench/results/*.json file (schema:
+bench/results/README.md): the headline row's (default 4 machines at 1gbit, else the first row
+with both sides) epoch or wire bytes on both sides and their ratio, every round of that row, a
+series per rate over the machine counts (scripts/results.py plots them), and the run's whole
+table. Fields a run cannot know are kept from the file already at PATH. The printed output is
+the same with or without it.
+
 A job's epoch is the mean of its epochs 2..E (epoch 1 warms up: connections, caches); its wire
 bytes are what each machine's interface received plus sent from the end of epoch 1 to the end of
 epoch E, per epoch, averaged over the machines (wire.txt: every machine's counters read when rank
 0 wrote each epoch's record)."""
+import argparse
 import json
 import os
 import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import result_file  # noqa: E402  (bench/result_file.py)
 
 
 def machines_of(line: str) -> dict:
@@ -55,7 +68,8 @@ def job(d: str, system: str, machines: int, rate: str, epochs: int, rc: int) -> 
     return rec
 
 
-def table(path: str) -> None:
+def pairs(path: str) -> list:
+    """The run's jobs as (machines, rate, fanout's record, DistDGL's record) rows, rounds in order."""
     jobs = [json.loads(line) for line in open(path)]
     groups = defaultdict(lambda: defaultdict(list))
     for j in jobs:
@@ -64,13 +78,77 @@ def table(path: str) -> None:
     for (m, rate), by in sorted(groups.items()):
         f, d = by.get("fanout", []), by.get("dgl", [])
         for i in range(max(len(f), len(d))):
-            a = f[i] if i < len(f) else {}
-            b = d[i] if i < len(d) else {}
-            fmt = lambda x, p=2: "nan" if x is None else f"{x:.{p}f}"  # noqa: E731
-            print(f"CLUSTER_RESULT setup=A machines={m} rate={rate} fanout_epoch_s={fmt(a.get('epoch_s'))} "
-                  f"dgl_epoch_s={fmt(b.get('epoch_s'))} fanout_wire_mb={fmt(a.get('wire_mb'), 1)} "
-                  f"dgl_wire_mb={fmt(b.get('wire_mb'), 1)}")
-            rows.append((m, rate, a, b))
+            rows.append((m, rate, f[i] if i < len(f) else {}, d[i] if i < len(d) else {}))
+    return rows
+
+
+RATE_ORDER = {"unlimited": 0, "10gbit": 1, "1gbit": 2, "200mbit": 3, "100mbit": 4, "10mbit": 5}
+
+
+def result_record(path: str, rows: list, args) -> tuple:
+    """The run as one result in bench/results' schema (see the module's docstring)."""
+    key, unit = ("epoch_s", "s/epoch") if args.measure == "epoch" else ("wire_mb", "MB/machine/epoch")
+    both = [(m, rate, a, b) for m, rate, a, b in rows if a.get(key) and b.get(key)]
+    if not both:
+        raise SystemExit(f"summarize.py: no row of {path} has both sides' {key}")
+    if args.headline:
+        hm, hrate = args.headline.split(":")
+        chosen = [x for x in both if x[0] == int(hm) and x[1] == hrate]
+        if not chosen:
+            raise SystemExit(f"summarize.py: no row of {path} at {args.headline} with both sides")
+    else:
+        chosen = [x for x in both if x[0] == 4 and x[1] == "1gbit"] or [x for x in both if x[:2] == both[0][:2]]
+    ratios = [a[key] / b[key] for _, _, a, b in chosen]
+    m, rate, a, b = chosen[result_file.median_round(ratios)]
+    acc = None
+    if a.get("val_acc") is not None and b.get("val_acc") is not None:
+        acc = {"fanout": round(a["val_acc"], 4), "peer": round(b["val_acc"], 4), "metric": "validation accuracy"}
+    series = {}
+    for r in sorted({x[1] for x in both}, key=lambda x: (RATE_ORDER.get(x, 9), x)):
+        pts = {}
+        for mm, rr, aa, bb in both:
+            if rr == r:
+                pts.setdefault(mm, (aa[key], bb[key]))  # the first round of each machine count
+        xs = sorted(pts)
+        series[f"{args.measure}, {r}"] = {"x_label": "machines", "x": xs, "unit": unit,
+                                           "fanout": [round(pts[x][0], 2) for x in xs],
+                                           "peer": [round(pts[x][1], 2) for x in xs]}
+
+    def cell(x, p, unit=""):
+        return "-" if x is None else f"{x:.{p}f}{unit}"
+
+    def ratio(aa, bb, k):
+        return f"{aa[k] / bb[k]:.2f}x" if aa.get(k) and bb.get(k) else "-"
+
+    table = {"title": "every job of the run",
+             "columns": ["machines", "rate", "fanout epoch", "DistDGL epoch", "ratio", "fanout MB/machine/epoch",
+                         "DistDGL MB", "ratio", "val acc fanout / DistDGL"],
+             "rows": [[mm, rr, cell(aa.get("epoch_s"), 2, " s"), cell(bb.get("epoch_s"), 2, " s"), ratio(aa, bb, "epoch_s"),
+                       cell(aa.get("wire_mb"), 1), cell(bb.get("wire_mb"), 1), ratio(aa, bb, "wire_mb"),
+                       f"{cell(aa.get('val_acc'), 4)} / {cell(bb.get('val_acc'), 4)}"]
+                      for mm, rr, aa, bb in sorted(rows, key=lambda x: (x[0], RATE_ORDER.get(x[1], 9)))]}
+    computed = {
+        "kind": args.measure, "better": "lower",
+        "fanout": {"value": round(a[key], 2), "unit": unit},
+        "peer": {"name": "DistDGL 2.1.0", "value": round(b[key], 2)},
+        "ratio": round(a[key] / b[key], 4), "accuracy": acc, "rounds": [round(x, 4) for x in ratios],
+        "series": series, "table": table,
+    }
+    given = {"job": args.job, "description": args.description, "command": args.command, "machine": args.machine,
+             "section": args.section, "date": args.date or result_file.date_of(path)}
+    defaults = {"job": f"emulated cluster, {m} machines at {rate}",
+                "description": f"setup A on {m} emulated machines, links at {rate}: "
+                               + ("epoch time" if args.measure == "epoch" else "bytes per machine per epoch")}
+    return computed, given, defaults
+
+
+def table(path: str, args=None) -> None:
+    rows = pairs(path)
+    for m, rate, a, b in rows:
+        fmt = lambda x, p=2: "nan" if x is None else f"{x:.{p}f}"  # noqa: E731
+        print(f"CLUSTER_RESULT setup=A machines={m} rate={rate} fanout_epoch_s={fmt(a.get('epoch_s'))} "
+              f"dgl_epoch_s={fmt(b.get('epoch_s'))} fanout_wire_mb={fmt(a.get('wire_mb'), 1)} "
+              f"dgl_wire_mb={fmt(b.get('wire_mb'), 1)}")
     print()
     print("| machines | rate | fanout epoch | DistDGL epoch | ratio | fanout wire MB/machine/epoch | DistDGL | ratio | val acc fanout / DistDGL |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -95,10 +173,21 @@ def table(path: str) -> None:
             iface = a.get("wire_mb_per_machine", [None])[0]
             share = f"{a['explained_mb_machine0'] / iface:.0%}" if iface else "-"
             print(f"| {m} | {rate} | {kinds} | {a['explained_mb_machine0']:.1f} | {iface if iface is not None else '-'} | {share} |")
+    if args is not None and args.results_json:
+        computed, given, defaults = result_record(path, rows, args)
+        result_file.write(args.results_json, computed, given, defaults)
+        print(f"summarize.py: wrote {args.results_json}", file=sys.stderr)
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "job":
         print(json.dumps(job(*sys.argv[2:5], sys.argv[5], int(sys.argv[6]), int(sys.argv[7]))))
     else:
-        table(sys.argv[2])
+        ap = argparse.ArgumentParser(prog="summarize.py table")
+        ap.add_argument("results_jsonl")
+        ap.add_argument("--results-json", metavar="PATH", help="also write the run's result to PATH (bench/results/)")
+        ap.add_argument("--measure", choices=("epoch", "wire"), default="epoch")
+        ap.add_argument("--headline", metavar="MACHINES:RATE", help="the row the result's figures are (default 4:1gbit)")
+        for name in ("job", "description", "command", "machine", "date", "section"):
+            ap.add_argument(f"--{name}")
+        table(sys.argv[2], ap.parse_args(sys.argv[2:]))

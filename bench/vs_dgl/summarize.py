@@ -1,6 +1,17 @@
 """Summary of a bench/vs_dgl/run.sh run: one block per job, then fanout/DGL ratios per setup.
 
     python3 summarize.py RUN_DIR/results.tsv
+    python3 summarize.py RUN_DIR/results.tsv --results-json bench/results/setup-A.json --setup A
+        [--measure epoch|memory] [--peer faster|classic|graphbolt] [--job NAME] [--description TEXT]
+        [--command CMD] [--machine TEXT] [--date YYYY-MM-DD] [--section HEADING]
+
+With --results-json it also writes one setup's result as a bench/results/*.json file (the schema is
+bench/results/README.md; scripts/results.py makes README.md's and docs/benchmarks.md's tables from
+them): the median round's epoch (or, --measure memory, its largest per-machine peak PSS) on both
+sides and their ratio, every round's ratio, and that round's accuracy. The baseline is the
+summary's (DistDGL's faster configuration by median epoch) unless --peer names one. Fields the
+run cannot know (the description, the command that reproduces it, the docs section) are kept from
+the file already at PATH, or given here. The printed summary is the same with or without it.
 
 results.tsv rows: setup, round, system (fanout|dgl), exit status, metrics file, wall seconds,
 build (fanout: fanout-train's hash@mtime; rows of older runs may lack it).
@@ -14,11 +25,15 @@ the same round. Rows of system dgl-gb (run.sh --graphbolt) are a setup's DistDGL
 partitions: that setup's table shows both DistDGL columns and takes the faster one (by median
 epoch) as the baseline. Standard library only.
 """
+import argparse
 import json
 import os
 import re
 import statistics
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import result_file  # noqa: E402  (bench/result_file.py)
 
 SETUPS = {
     "A": "2 loopback machines x (1 server + 1 trainer), 2 METIS parts; SAGE 3x256, fanouts 15,10,5",
@@ -192,9 +207,94 @@ def print_ratios(s, results):
               f"(median epoch {statistics.median(epochs[best]):.2f} s): fanout / it = {statistics.median(ratios[best]):.2f}x")
 
 
+def peer_name(label, system, version):
+    """The DGL side of a ratio in words, with DGL's version when the run recorded it."""
+    v = f" {version}" if version else ""
+    if label.startswith("GraphBolt"):
+        return f"DistDGL{v} + GraphBolt"
+    if label.startswith("DGL"):
+        return f"DGL{v}, DataLoader + DDP"
+    return f"DistDGL{v}"
+
+
+def result_record(args, results, memory, accuracy, mrr, version):
+    """Setup args.setup's result in bench/results' schema, from what main() gathered."""
+    s = args.setup
+    fs_, candidates = pairing(s)
+    sides = []
+    for label, ds, d in candidates:
+        if any(k[0] == ds and k[2] == d for k in results) and label not in [x[0] for x in sides]:
+            sides.append((label, ds, d))
+    if args.peer == "classic":
+        sides = [x for x in sides if not x[0].startswith("GraphBolt")] or sides
+    elif args.peer == "graphbolt":
+        sides = [x for x in sides if x[0].startswith("GraphBolt")] or sides
+    rounds = sorted({r for ss, r, _ in results if ss == s}, key=int)
+    by_side = []  # (label, ds, d, [(round, fanout, peer)])
+    for label, ds, d in sides:
+        if args.measure == "memory":
+            pairs = []
+            for r in rounds:
+                f, p = memory.get((fs_, r, "fanout")), memory.get((ds, r, d))
+                if f and p:
+                    pairs.append((r, max(v[0] for v in f.values()) / 1e9, max(v[0] for v in p.values()) / 1e9))
+        else:
+            pairs = [(r, results.get((fs_, r, "fanout")), results.get((ds, r, d))) for r in rounds]
+            pairs = [x for x in pairs if x[1] is not None and x[2]]
+        if pairs:
+            by_side.append((label, ds, d, pairs))
+    if not by_side:
+        raise SystemExit(f"summarize.py: setup {s} has no round with both sides' {args.measure} figures")
+    # The summary's baseline: the DGL configuration with the shorter median epoch.
+    label, ds, d, pairs = min(by_side, key=lambda x: statistics.median(
+        [results[(x[1], r, x[2])] for r in rounds if results.get((x[1], r, x[2]))] or [float("inf")]))
+    ratios = [f / p for _, f, p in pairs]
+    r, f, p = pairs[result_file.median_round(ratios)]
+    acc = None
+    if (fs_, r, "fanout") in mrr and (ds, r, d) in mrr:
+        acc = {"fanout": round(mrr[(fs_, r, "fanout")], 4), "peer": round(mrr[(ds, r, d)], 4), "metric": "test MRR"}
+    elif (fs_, r, "fanout") in accuracy and (ds, r, d) in accuracy:
+        acc = {"fanout": round(accuracy[(fs_, r, "fanout")], 4), "peer": round(accuracy[(ds, r, d)], 4),
+               "metric": "validation accuracy"}
+    computed = {
+        "kind": args.measure, "better": "lower",
+        "fanout": {"value": round(f, 2), "unit": "GB" if args.measure == "memory" else "s/epoch"},
+        "peer": {"name": peer_name(label, d, version), "value": round(p, 2)},
+        "ratio": round(f / p, 4), "accuracy": acc, "rounds": [round(x, 4) for x in ratios],
+    }
+    if args.measure == "memory":
+        f_m, p_m = memory[(fs_, r, "fanout")], memory[(ds, r, d)]
+        machines = sorted(set(f_m) & set(p_m), key=int)
+        series = {"x_label": "machine", "x": [f"machine {m}" for m in machines], "unit": "GB",
+                  "fanout": [round(f_m[m][0] / 1e9, 2) for m in machines],
+                  "peer": [round(p_m[m][0] / 1e9, 2) for m in machines]}
+        others = {}
+        for (os_, orr, osys), o_m in sorted(memory.items()):
+            if orr != r or (os_, osys) in ((fs_, "fanout"), (ds, d)) or not set(machines) <= set(o_m):
+                continue
+            name = ("fanout" if osys == "fanout" else peer_name("GraphBolt" if osys == "dgl-gb" or os_ == "G" else "DistDGL",
+                                                                osys, version)) + f" (setup {os_})"
+            others[name] = [round(o_m[m][0] / 1e9, 2) for m in machines]
+        if others:
+            series["others"] = others
+        computed["series"] = {"peak PSS per machine": series}
+    given = {"job": args.job, "description": args.description, "command": args.command, "machine": args.machine,
+             "section": args.section, "date": args.date or result_file.date_of(args.results_tsv)}
+    return computed, given, {"job": f"setup {s}", "description": SETUPS[s]}
+
+
 def main():
+    ap = argparse.ArgumentParser(description="Summary of a bench/vs_dgl/run.sh run (see the module's docstring).")
+    ap.add_argument("results_tsv")
+    ap.add_argument("--results-json", metavar="PATH", help="also write one setup's result to PATH (bench/results/)")
+    ap.add_argument("--setup", help="the setup whose result --results-json writes (default: the run's only one)")
+    ap.add_argument("--measure", choices=("epoch", "memory"), default="epoch")
+    ap.add_argument("--peer", choices=("faster", "classic", "graphbolt"), default="faster")
+    for name in ("job", "description", "command", "machine", "date", "section"):
+        ap.add_argument(f"--{name}")
+    args = ap.parse_args()
     rows = []
-    with open(sys.argv[1]) as f:
+    with open(args.results_tsv) as f:
         for line in f:
             parts = line.rstrip("\n").split("\t")
             if len(parts) == 6:
@@ -204,6 +304,7 @@ def main():
     results = {}  # (setup, round, system) -> epoch seconds or None
     memory = {}  # (setup, round, system) -> {machine: peak PSS bytes}
     accuracy = {}  # (setup, round, system) -> validation accuracy
+    mrr = {}  # (setup, round, system) -> test MRR (setup L)
     print("=== per job (rank 0; epoch time = mean of epochs after the first; evaluation excluded) ===")
     for setup, rnd, system, rc, metrics, wall, build in rows:
         epochs, merged = load(metrics)
@@ -256,6 +357,7 @@ def main():
             print(f"{'':28s}cpu, {'launcher' if who == 'launcher' else 'm' + who}: {sum(by_role.values()):.1f} s ("
                   + ", ".join(f"{r} {v:.1f}" for r, v in sorted(by_role.items(), key=lambda x: -x[1])) + ")")
         if "test_mrr" in merged:
+            mrr[(setup, rnd, system)] = merged["test_mrr"]
             hits = ", ".join(f"hits@{k} {merged[f'test_hits@{k}']:.4f}" for k in (1, 10, 100)
                              if f"test_hits@{k}" in merged)
             print(f"{'':28s}test mrr {merged['test_mrr']:.4f}, {hits}")
@@ -297,6 +399,16 @@ def main():
     print()
     for s in setups:
         print(f"  {s}: {SETUPS[s]}")
+    if args.results_json:
+        if not args.setup:
+            if len(setups) != 1:
+                raise SystemExit(f"summarize.py: --results-json needs --setup: the run has {', '.join(setups)}")
+            args.setup = setups[0]
+        version = next((b[len("dgl-"):] for _, _, system, _, _, _, b in rows
+                        if system != "fanout" and b.startswith("dgl-")), "")
+        computed, given, defaults = result_record(args, results, memory, accuracy, mrr, version)
+        result_file.write(args.results_json, computed, given, defaults)
+        print(f"summarize.py: wrote {args.results_json}", file=sys.stderr)
 
 
 if __name__ == "__main__":
