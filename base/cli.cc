@@ -52,6 +52,16 @@ void ArgParser::AddString(const std::string& name, std::string* out, const std::
                     }});
 }
 
+void ArgParser::AddSetter(const std::string& name, const std::string& help, std::string default_text,
+                          std::function<absl::Status(const std::string&)> set) {
+  flags_.push_back({name, help, std::move(default_text), false, [name, set](const std::string& v) {
+                      if (absl::Status s = set(v); !s.ok()) {
+                        return absl::Status(s.code(), StrCat("--", name, ": ", s.message()));
+                      }
+                      return absl::OkStatus();
+                    }});
+}
+
 void ArgParser::AddInt(const std::string& name, int64_t* out, const std::string& help) {
   flags_.push_back({name, help, std::to_string(*out), false, [out, name](const std::string& v) {
                       if (!ParseInt64(v, out)) return BadValue(name, v, "an integer");

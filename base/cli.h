@@ -46,6 +46,18 @@ class ArgParser {
   void AddIntList(const std::string& name, std::vector<int64_t>* out, const std::string& help);
   // Comma-separated numbers.
   void AddFloatList(const std::string& name, std::vector<float>* out, const std::string& help);
+  // An enum, set as the flag is read: `parse(name)` gives the value or an error saying what is
+  // valid (prefixed with the flag), `name_of(value)` its name (--help's default). The option's
+  // field is the enum itself, so no string copy of the setting waits to be converted.
+  template <typename E, typename Parse, typename NameOf>
+  void AddEnum(const std::string& name, E* out, const std::string& help, Parse parse, NameOf name_of) {
+    AddSetter(name, help, std::string(name_of(*out)), [out, parse](const std::string& v) -> absl::Status {
+      auto value = parse(v);
+      if (!value.ok()) return value.status();
+      *out = *value;
+      return absl::OkStatus();
+    });
+  }
   // A string restricted to `choices`.
   void AddChoice(const std::string& name, std::string* out, std::vector<std::string> choices,
                  const std::string& help);
@@ -84,6 +96,9 @@ class ArgParser {
     bool required = false;
   };
   Flag* Find(const std::string& name);
+  // A flag whose value `set` takes; its error is prefixed with the flag.
+  void AddSetter(const std::string& name, const std::string& help, std::string default_text,
+                 std::function<absl::Status(const std::string&)> set);
   // The flag a mistyped `name` most likely meant ("" when none is close).
   std::string Nearest(const std::string& name) const;
 

@@ -62,8 +62,6 @@ struct Flags {
   int machine_id = -1;
   std::vector<int64_t> heads;
   std::vector<std::string> relation_fanouts;
-  std::string negative_sampling = "uniform", scorer = "dot", metric = "acc", sparse_optimizer = "adam";
-  std::string link_loss = "bce", eval_negative_sampling = "uniform";
   std::string dist_backend = "auto", cache_policy = "degree", progress, batch_rows = "auto", wire_rows = "float32",
               allreduce_dtype = "float32";
   double deadline = 60, comm_timeout = 300;
@@ -140,26 +138,25 @@ void AddTaskFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
   args.AddInt("negatives", &o->link.draw.negatives, "link: negative pairs per positive edge in training");
   args.AddInt("edges-per-epoch", &o->link.draw.edges_per_epoch,
               "link: positive edges per trainer per epoch, drawn afresh each epoch (0: all of the trainer's edges)");
-  auto negative_sampling = [](const std::string& v) { return sampler::ParseNegativeSampling(v).status(); };
-  args.AddString("negative-sampling", &f->negative_sampling,
-                 "link: each positive's negatives: uniform (drawn per positive), degree (probability ~ "
-                 "in-degree^0.75), joint (--negatives nodes per batch, shared by its positives), in-batch (the "
-                 "batch's other positives' destinations) or local (drawn in the trainer's own partition)",
-                 negative_sampling);
+  args.AddEnum("negative-sampling", &o->link.draw.negative_sampling,
+               "link: each positive's negatives: uniform (drawn per positive), degree (probability ~ "
+               "in-degree^0.75), joint (--negatives nodes per batch, shared by its positives), in-batch (the "
+               "batch's other positives' destinations) or local (drawn in the trainer's own partition)",
+               sampler::ParseNegativeSampling, sampler::NegativeSamplingName);
   args.AddString("hard-negative-field", &o->link.draw.hard_negative_field,
                  "link: edge field of each edge's hard negatives (node IDs, -1: none; fanout-partition "
                  "--hard-negative-field): a positive's first negatives, the rest drawn by --negative-sampling");
   args.AddInt("hard-negatives", &o->link.draw.hard_negatives,
               "link: at most this many of a positive's --negatives from --hard-negative-field (0: up to --negatives)");
   args.AddInt("embed-dim", &o->link.embed_dim, "link: embedding width, the model's output (0: --hidden)");
-  args.AddString("scorer", &f->scorer,
-                 "link: a pair's score from its two embeddings: dot (product), distmult (a learnable vector per "
-                 "relation in the product) or mlp (3 layers over their element-wise product); trained with the model",
-                 [](const std::string& v) { return trainer::ParseScorerKind(v).status(); });
-  args.AddString("link-loss", &f->link_loss,
-                 "link: bce, weighted-bce (positives weighted by --loss-weight-field), adversarial (negatives "
-                 "weighted by softmax(score * --loss-temperature)) or contrastive (InfoNCE at --loss-temperature)",
-                 [](const std::string& v) { return trainer::ParseLinkLoss(v).status(); });
+  args.AddEnum("scorer", &o->link.scorer,
+               "link: a pair's score from its two embeddings: dot (product), distmult (a learnable vector per "
+               "relation in the product) or mlp (3 layers over their element-wise product); trained with the model",
+               trainer::ParseScorerKind, trainer::ScorerKindName);
+  args.AddEnum("link-loss", &o->link.loss.kind,
+               "link: bce, weighted-bce (positives weighted by --loss-weight-field), adversarial (negatives "
+               "weighted by softmax(score * --loss-temperature)) or contrastive (InfoNCE at --loss-temperature)",
+               trainer::ParseLinkLoss, trainer::LinkLossName);
   args.AddDouble("loss-temperature", &o->link.loss.temperature,
                  "link: adversarial's T (softmax of score * T over a positive's negatives) or contrastive's T "
                  "(scores / T)");
@@ -169,14 +166,14 @@ void AddTaskFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
   args.AddInt("eval-negatives", &o->link.eval_negatives,
               "link: rank each held-out positive against this many negatives drawn from --eval-seed (the same for "
               "every model and run); 0 = the partition's stored ones (fanout-partition --eval-negatives)");
-  args.AddString("eval-negative-sampling", &f->eval_negative_sampling,
-                 "link, with --eval-negatives: uniform (drawn per positive) or joint (one set for all positives)",
-                 negative_sampling);
+  args.AddEnum("eval-negative-sampling", &o->link.eval_negative_sampling,
+               "link, with --eval-negatives: uniform (drawn per positive) or joint (one set for all positives)",
+               sampler::ParseNegativeSampling, sampler::NegativeSamplingName);
   args.AddUint("eval-seed", &o->link.eval_seed, "link: seed of --eval-negatives' draws");
-  args.AddString("metric", &f->metric,
-                 "evaluation metric, which also picks the best model: acc, roc-auc (one-vs-rest, macro over classes) "
-                 "or f1-macro",
-                 [](const std::string& v) { return trainer::ParseMetric(v).status(); });
+  args.AddEnum("metric", &o->eval.metric,
+               "evaluation metric, which also picks the best model: acc, roc-auc (one-vs-rest, macro over classes) "
+               "or f1-macro",
+               trainer::ParseMetric, trainer::MetricName);
   args.AddString("feature-field", &o->sampling.feature_field,
                  "node field of input features (typed graphs: each node type's TYPE/NAME, where it has one)");
   args.AddString("target-ntype", &o->target_ntype,
@@ -185,9 +182,10 @@ void AddTaskFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
               "typed graphs: learnable embeddings of this width for the node types without features, held by the "
               "servers (fields the job creates: no --allow-push needed) and trained by --sparse-optimizer; the typed "
               "features are then projected to the same width. 0: featureless nodes input zeros", 0);
-  args.AddChoice("sparse-optimizer", &f->sparse_optimizer, {"adam", "adagrad"},
-                 "optimizer of the learnable embeddings (DGL's SparseAdam / SparseAdagrad: only the rows a step "
-                 "touched change)");
+  args.AddEnum("sparse-optimizer", &o->embed.optimizer.kind,
+               "optimizer of the learnable embeddings: adam or adagrad (DGL's SparseAdam / SparseAdagrad: only the "
+               "rows a step touched change)",
+               core::ParseSparseOptimizer, core::SparseOptimizerName);
   args.AddDouble("sparse-lr", &o->embed.optimizer.lr, "learning rate of the learnable embeddings");
   args.AddString("edge-weight", &o->sampling.edge.weight_field,
                  "edge field with one number per edge that weights each message (DGL's edge_weight: SAGE's mean, "
@@ -285,11 +283,6 @@ void AddOutputFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
 
 // The task's choices: its metric (fixed by some tasks) and the flags only the link task takes.
 absl::Status CheckTaskFlags(const base::ArgParser& args, const Flags& f, trainer::TrainOptions* o) {
-  o->eval.metric = *trainer::ParseMetric(f.metric);
-  o->link.draw.negative_sampling = *sampler::ParseNegativeSampling(f.negative_sampling);
-  o->link.eval_negative_sampling = *sampler::ParseNegativeSampling(f.eval_negative_sampling);
-  o->link.scorer = *trainer::ParseScorerKind(f.scorer);
-  o->link.loss.kind = *trainer::ParseLinkLoss(f.link_loss);
   ASSIGN_OR_RETURN(auto task, trainer::MakeTask(o->task));
   if (std::optional<trainer::Metric> fixed = task->fixed_metric()) {
     if (args.WasSet("metric") && o->eval.metric != *fixed) {
@@ -340,7 +333,6 @@ absl::Status CheckFlags(const base::ArgParser& args, const Flags& f, trainer::Tr
   if (!(f.comm_timeout > 0) || f.comm_timeout > 1e9) {
     return absl::InvalidArgumentError(StrCat("--comm-timeout must be in (0, 1e9] seconds, got ", f.comm_timeout));
   }
-  o->embed.optimizer.kind = *trainer::ParseSparseOptimizer(f.sparse_optimizer);
   if (o->embed.optimizer.kind == trainer::SparseOptimizerKind::kAdagrad) o->embed.optimizer.eps = 1e-10;  // DGL's
   if (!(std::isfinite(o->embed.optimizer.lr) && o->embed.optimizer.lr > 0)) {
     return absl::InvalidArgumentError(StrCat("--sparse-lr must be a number > 0, got ", o->embed.optimizer.lr));

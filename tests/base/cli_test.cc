@@ -4,7 +4,9 @@
 #include <chrono>
 #include <thread>
 
+#include "absl/status/statusor.h"
 #include "base/progress.h"
+#include "base/strings.h"
 
 #include "gtest/gtest.h"
 #include "tests/testing/testing.h"
@@ -96,6 +98,34 @@ TEST(ArgParserTest, ErrorsNameTheFlag) {
   EXPECT_NE(std::string(e4.message()).find("--count needs a value"), std::string::npos);
   auto e5 = ParseArgs(p, {"stray"});
   EXPECT_NE(std::string(e5.message()).find("unexpected argument 'stray'"), std::string::npos);
+}
+
+// An enum flag sets the enum field itself, shows its default by name, and reports the parser's
+// own error under the flag's name; the field keeps its value after a bad one.
+enum class Shade { kLight, kDark };
+absl::StatusOr<Shade> ParseShade(std::string_view name) {
+  if (name == "light") return Shade::kLight;
+  if (name == "dark") return Shade::kDark;
+  return absl::InvalidArgumentError(StrCat("unknown shade '", name, "': expected light or dark"));
+}
+std::string_view ShadeName(Shade s) { return s == Shade::kLight ? "light" : "dark"; }
+
+TEST(ArgParserTest, EnumFlagsSetTheEnumAndNameTheFlagInErrors) {
+  Shade shade = Shade::kLight;
+  ArgParser p("tool", "");
+  p.AddEnum("shade", &shade, "how dark", ParseShade, ShadeName);
+  EXPECT_NE(p.Usage().find("how dark [default: light]"), std::string::npos) << p.Usage();
+  ASSERT_TRUE(ParseArgs(p, {"--shade", "dark"}).ok());
+  EXPECT_EQ(shade, Shade::kDark);
+  EXPECT_TRUE(p.WasSet("shade"));
+  ArgParser q("tool", "");
+  Shade other = Shade::kDark;
+  q.AddEnum("shade", &other, "", ParseShade, ShadeName);
+  absl::Status bad = ParseArgs(q, {"--shade=grey"});
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(bad.message()).find("--shade: unknown shade 'grey': expected light or dark"), std::string::npos)
+      << bad;
+  EXPECT_EQ(other, Shade::kDark);
 }
 
 // Integer flags state their range where they are declared: a value outside it is a usage error
