@@ -206,6 +206,18 @@ void ArgParser::AddFloatList(const std::string& name, std::vector<float>* out, c
                     }});
 }
 
+void ArgParser::AddBoolChoice(const std::string& name, bool* out, std::string off_name, std::string on_name,
+                              const std::string& help) {
+  const std::string h = StrCat(help, " (", off_name, "|", on_name, ")");
+  AddSetter(name, h, *out ? on_name : off_name, [out, off_name, on_name](const std::string& v) -> absl::Status {
+    if (v != off_name && v != on_name) {
+      return absl::InvalidArgumentError(StrCat("'", v, "' is not one of ", off_name, ", ", on_name));
+    }
+    *out = v == on_name;
+    return absl::OkStatus();
+  });
+}
+
 void ArgParser::AddChoice(const std::string& name, std::string* out, std::vector<std::string> choices,
                           const std::string& help) {
   std::string h = StrCat(help, " (", StrJoin(choices, "|"), ")");

@@ -58,6 +58,10 @@ class ArgParser {
       return absl::OkStatus();
     });
   }
+  // A setting of two named values held as a bool: `off_name` sets false, `on_name` true
+  // ("--wire-rows float32|bfloat16").
+  void AddBoolChoice(const std::string& name, bool* out, std::string off_name, std::string on_name,
+                     const std::string& help);
   // A string restricted to `choices`.
   void AddChoice(const std::string& name, std::string* out, std::vector<std::string> choices,
                  const std::string& help);

@@ -62,8 +62,7 @@ struct Flags {
   int machine_id = -1;
   std::vector<int64_t> heads;
   std::vector<std::string> relation_fanouts;
-  std::string dist_backend = "auto", cache_policy = "degree", progress, batch_rows = "auto", wire_rows = "float32",
-              allreduce_dtype = "float32";
+  std::string progress, batch_rows = "auto";
   double deadline = 60, comm_timeout = 300;
   int64_t feature_cache_mb = 512;
   int omp_threads = 0;  // OMP_NUM_THREADS, as the launcher sets it (0 = unset)
@@ -198,17 +197,27 @@ void AddTaskFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
 
 // How batches are made and moved, and how the trainers talk: samplers, caches, threads, limits.
 void AddSystemFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
-  args.AddChoice("dist-backend", &f->dist_backend, {"auto", "gloo", "nccl"},
-                 "gradient averaging: auto (nccl on a GPU, gloo on the CPU), or gloo with a GPU too (through host "
-                 "memory: trainers that share a GPU, which NCCL refuses)");
+  args.AddEnum(
+      "dist-backend", &o->dist_backend,
+      "gradient averaging: auto (nccl on a GPU, gloo on the CPU), or gloo with a GPU too (through host memory: "
+      "trainers that share a GPU, which NCCL refuses)",
+      [](std::string_view v) -> absl::StatusOr<std::optional<trainer::CommBackend>> {
+        if (v == "auto") return std::nullopt;
+        absl::StatusOr<trainer::CommBackend> b = trainer::ParseCommBackend(v);
+        if (!b.ok()) return absl::InvalidArgumentError(StrCat("'", v, "' is not one of auto, gloo, nccl"));
+        return *b;
+      },
+      [](const std::optional<trainer::CommBackend>& b) {
+        return b.has_value() ? std::string(trainer::CommBackendName(*b)) : std::string("auto");
+      });
   args.AddBytes("gpu-cache-bytes", &o->device_cache.bytes,
                 "keep the input features of the hottest nodes (--gpu-cache-policy) on the training device, up to "
                 "this size (e.g. 4G); batches then fetch and copy only the other rows, and each epoch line reports "
                 "the cache's hit rate over all trainers. 0: no cache");
-  args.AddChoice("gpu-cache-policy", &f->cache_policy, {"degree", "presample"},
-                 "which nodes --gpu-cache-bytes holds: degree = the most in-edges in the graph; presample = the "
-                 "nodes this trainer's own batches take most, counted by sampling them before training "
-                 "(--gpu-cache-presample-steps), then in-degree");
+  args.AddBoolChoice("gpu-cache-policy", &o->device_cache.presample, "degree", "presample",
+                     "which nodes --gpu-cache-bytes holds: degree = the most in-edges in the graph; presample = the "
+                     "nodes this trainer's own batches take most, counted by sampling them before training "
+                     "(--gpu-cache-presample-steps), then in-degree");
   args.AddInt("gpu-cache-presample-steps", &o->device_cache.presample_steps,
               "--gpu-cache-policy presample: the steps sampled to count (0: a whole epoch)");
   args.AddInt("num-samplers", &o->loader.num_samplers,
@@ -229,9 +238,9 @@ void AddSystemFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
   args.AddAlias("threads", "num-threads");
   args.SetDefaultText("num-threads", "OMP_NUM_THREADS, else cores / trainers per machine");
   args.AddDouble("deadline", &f->deadline, "seconds allowed per server call");
-  args.AddChoice("wire-rows", &f->wire_rows, {"float32", "bfloat16"},
-                 "how float32 feature rows cross the network from other machines' servers: bfloat16 sends half "
-                 "the bytes, each value rounded to about 3 significant digits (the halo cache's rows too)");
+  args.AddBoolChoice("wire-rows", &o->graph.client.rows_as_bfloat16, "float32", "bfloat16",
+                     "how float32 feature rows cross the network from other machines' servers: bfloat16 sends half "
+                     "the bytes, each value rounded to about 3 significant digits (the halo cache's rows too)");
   base::AddSecurityFlags(args, &o->graph.security);
   args.AddInt("feature-cache-mb", &f->feature_cache_mb,
               "memory per process (each sampler, and the trainer when it fetches features itself: "
@@ -243,9 +252,9 @@ void AddSystemFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
                  "seconds another machine's servers may leave a call each second unanswered before the trainer "
                  "ends the job naming it (a cut link is otherwise silent until --comm-timeout or --deadline); "
                  "0 = not watched");
-  args.AddChoice("allreduce-dtype", &f->allreduce_dtype, {"float32", "float16"},
-                 "the dtype gradients are all-reduced in: float16 sends half the bytes (each rank's share of "
-                 "the mean, rounded to about 3 significant digits, as PyTorch DDP's fp16 compression)");
+  args.AddBoolChoice("allreduce-dtype", &o->allreduce_float16, "float32", "float16",
+                     "the dtype gradients are all-reduced in: float16 sends half the bytes (each rank's share of "
+                     "the mean, rounded to about 3 significant digits, as PyTorch DDP's fp16 compression)");
   args.AddBool("overlap-allreduce", &o->overlap_allreduce,
                "start each gradient bucket's all-reduce during backward, as its gradients are written "
                "(the same averaged gradients, bit for bit; --no-overlap-allreduce: all after backward)");
@@ -345,11 +354,7 @@ absl::Status CheckFlags(const base::ArgParser& args, const Flags& f, trainer::Tr
     }
     o->model.script_path = f.model;
   }
-  if (f.dist_backend != "auto") o->dist_backend = *trainer::ParseCommBackend(f.dist_backend);
-  o->device_cache.presample = f.cache_policy == "presample";
   o->graph.client.deadline_seconds = f.deadline;
-  o->graph.client.rows_as_bfloat16 = f.wire_rows == "bfloat16";
-  o->allreduce_float16 = f.allreduce_dtype == "float16";
   o->graph.connect_timeout_seconds = f.deadline;
   o->graph.cache_field = o->sampling.feature_field;
   o->graph.cache_max_bytes = f.feature_cache_mb << 20;

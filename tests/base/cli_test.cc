@@ -128,6 +128,19 @@ TEST(ArgParserTest, EnumFlagsSetTheEnumAndNameTheFlagInErrors) {
   EXPECT_EQ(other, Shade::kDark);
 }
 
+TEST(ArgParserTest, BoolChoiceTakesItsTwoNamesOnly) {
+  bool half = false;
+  ArgParser p("tool", "");
+  p.AddBoolChoice("wire", &half, "float32", "bfloat16", "rows on the wire");
+  EXPECT_NE(p.Usage().find("rows on the wire (float32|bfloat16) [default: float32]"), std::string::npos) << p.Usage();
+  ASSERT_TRUE(ParseArgs(p, {"--wire", "bfloat16"}).ok());
+  EXPECT_TRUE(half);
+  ASSERT_TRUE(ParseArgs(p, {"--wire=float32"}).ok());
+  EXPECT_FALSE(half);
+  absl::Status bad = ParseArgs(p, {"--wire", "true"});
+  EXPECT_NE(std::string(bad.message()).find("--wire: 'true' is not one of float32, bfloat16"), std::string::npos) << bad;
+}
+
 // Integer flags state their range where they are declared: a value outside it is a usage error
 // naming the flag, the range and the value, and leaves the bound field alone.
 TEST(ArgParserTest, IntegerRangesAreTheParsers) {
