@@ -210,8 +210,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (!Parse(&q, body, len)) return 0;
       v1::SampleResponse r;
       if (s.DoSample(q, &r, stop).ok()) {
-        for (const v1::Tensor* t : {&r.src(), &r.dst(), &r.eid()}) CheckTensorOk(*t);
-        FANOUT_CHECK(Rows(r.src()) == Rows(r.eid()) && Rows(r.dst()) == Rows(r.eid()));
+        for (const v1::Tensor* t : {&r.src(), &r.eid()}) CheckTensorOk(*t);
+        FANOUT_CHECK(Rows(r.src()) == Rows(r.eid()));
+        if (r.has_dst_runs()) {
+          // A compact answer (in-edges, asked for): no dst, but (seed position, count) pairs that
+          // stay inside the request's seeds and cover every edge once.
+          FANOUT_CHECK(q.compact() && !r.has_dst());
+          CheckTensorOk(r.dst_runs());
+          auto runs = fanout::rpc::Int32Vector(r.dst_runs(), "dst_runs");
+          FANOUT_CHECK(runs.ok() && runs->size() % 2 == 0);
+          int64_t covered = 0;
+          for (size_t i = 0; i < runs->size(); i += 2) {
+            FANOUT_CHECK((*runs)[i] >= 0 && (*runs)[i] < Rows(q.seeds()) && (*runs)[i + 1] > 0);
+            covered += (*runs)[i + 1];
+          }
+          FANOUT_CHECK(covered == Rows(r.eid()));
+        } else {
+          CheckTensorOk(r.dst());
+          FANOUT_CHECK(Rows(r.dst()) == Rows(r.eid()));
+        }
         FANOUT_CHECK(Rows(r.eid()) * 24 <= kMaxResponseBytes);
         // A typed graph's answer has an edge-type column, one per edge; a plain graph's none.
         const bool typed = w.store->num_edge_types() > 1;
