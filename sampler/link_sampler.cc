@@ -172,13 +172,16 @@ SamplerOptions NodeOptionsOf(const LinkSamplerOptions& o) {
 }
 
 int64_t LinkStepsPerEpoch(const LinkSamplerOptions& o, int64_t num_edges) {
-  return StepsPerEpoch(num_edges, o.draw.edges_per_epoch <= 0 ? -1 : o.draw.edges_per_epoch, o.sampling.batch_size);
+  const int64_t per_epoch = o.draw.edges_per_epoch <= 0 ? -1 : o.draw.edges_per_epoch;  // <= 0: all
+  return StepsPerEpoch(num_edges, per_epoch, o.sampling.batch_size);
 }
 
 absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& o, const DistGraph& graph,
                                         const SeedArray& edges) {
   RETURN_IF_ERROR(core::CheckBatchSize("--batch-size", o.sampling.batch_size));
-  if (o.draw.negatives < 1) return absl::InvalidArgumentError(StrCat("--negatives must be >= 1, got ", o.draw.negatives));
+  if (o.draw.negatives < 1) {
+    return absl::InvalidArgumentError(StrCat("--negatives must be >= 1, got ", o.draw.negatives));
+  }
   if (graph.num_nodes() < 3) {
     return absl::FailedPreconditionError("link prediction needs at least 3 nodes to draw negatives from");
   }
@@ -214,9 +217,10 @@ absl::Status ValidateLinkSamplerOptions(const LinkSamplerOptions& o, const DistG
   }
   if (!o.draw.hard_negative_field.empty()) {
     RETURN_IF_ERROR(HardNegativeFields(graph, o.draw.hard_negative_field).status());
-    if (o.draw.negative_sampling == NegativeSampling::kJoint || o.draw.negative_sampling == NegativeSampling::kInBatch) {
+    const NegativeSampling drawn = o.draw.negative_sampling;
+    if (drawn == NegativeSampling::kJoint || drawn == NegativeSampling::kInBatch) {
       return absl::InvalidArgumentError(StrCat("hard negatives are per positive: they fill up with uniform, degree "
-                                               "or local negatives, not ", NegativeSamplingName(o.draw.negative_sampling)));
+                                               "or local negatives, not ", NegativeSamplingName(drawn)));
     }
     if (o.draw.hard_negatives < 0 || o.draw.hard_negatives > o.draw.negatives) {
       return absl::InvalidArgumentError(StrCat("--hard-negatives must be in [0, --negatives ", o.draw.negatives,

@@ -234,7 +234,8 @@ absl::Status CheckSamplerValues(const SamplerOptions& so, std::string_view prefi
 }
 
 absl::Status CheckLinkValues(const LinkSamplerOptions& l, std::string_view prefix, std::string_view source) {
-  RETURN_IF_ERROR(Need(l.draw.negatives >= 1, StrCat(prefix, "negatives must be >= 1, got ", l.draw.negatives), source));
+  RETURN_IF_ERROR(
+      Need(l.draw.negatives >= 1, StrCat(prefix, "negatives must be >= 1, got ", l.draw.negatives), source));
   return Need(l.draw.edges_per_epoch >= -1,
               StrCat(prefix, "edges_per_epoch must be -1 (all) or >= 0, got ", l.draw.edges_per_epoch), source);
 }

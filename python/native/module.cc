@@ -763,7 +763,9 @@ void BindJob(py::module_& m) {
   m.def(
       "check_batch_size",
       [](const std::string& what, int64_t batch_size) {
-        if (absl::Status s = core::CheckBatchSize(what, batch_size); !s.ok()) throw py::value_error(std::string(s.message()));
+        if (absl::Status s = core::CheckBatchSize(what, batch_size); !s.ok()) {
+          throw py::value_error(std::string(s.message()));
+        }
       },
       py::arg("what"), py::arg("batch_size"),
       "fanout-train's rule for a batch size (at least 1): ValueError naming `what` and the value.");

@@ -138,7 +138,8 @@ TEST(ArgParserTest, BoolChoiceTakesItsTwoNamesOnly) {
   ASSERT_TRUE(ParseArgs(p, {"--wire=float32"}).ok());
   EXPECT_FALSE(half);
   absl::Status bad = ParseArgs(p, {"--wire", "true"});
-  EXPECT_NE(std::string(bad.message()).find("--wire: 'true' is not one of float32, bfloat16"), std::string::npos) << bad;
+  EXPECT_NE(std::string(bad.message()).find("--wire: 'true' is not one of float32, bfloat16"), std::string::npos)
+      << bad;
 }
 
 // Integer flags state their range where they are declared: a value outside it is a usage error
