@@ -350,7 +350,6 @@ void GradientSynchronizer::BeginBackward(Communicator& comm) {
   if (!options_.overlap || comm.world_size() == 1) return;
   std::lock_guard<std::mutex> lock(mu_);
   armed_ = &comm;
-  world_size_ = comm.world_size();
   waiting_.assign(buckets_.size(), 0);
   for (size_t b = 0; b < buckets_.size(); ++b) waiting_[b] = buckets_[b].size();
   started_ = 0;
@@ -369,7 +368,8 @@ at::ScalarType GradientSynchronizer::WireDtype(const at::Tensor& param) const {
   return param.scalar_type() == at::kFloat ? options_.wire_dtype : param.scalar_type();
 }
 
-void GradientSynchronizer::Fill(size_t b, const c10::Device& device) {
+void GradientSynchronizer::Fill(size_t b, const Communicator& comm) {
+  const c10::Device device = comm.device();
   const std::vector<size_t>& bucket = buckets_[b];
   at::Tensor& buffer = buffers_[b];
   if (!buffer.defined()) {
@@ -383,7 +383,7 @@ void GradientSynchronizer::Fill(size_t b, const c10::Device& device) {
     at::Tensor slice = buffer.narrow(0, offset, params_[i].numel());
     if (grad.defined()) {
       // A narrower wire dtype: each rank's share of the mean, so the sum stays in range.
-      slice.copy_(narrowed ? grad.reshape({-1}) / world_size_ : grad.reshape({-1}));
+      slice.copy_(narrowed ? grad.reshape({-1}) / comm.world_size() : grad.reshape({-1}));
     } else {
       slice.zero_();
     }
@@ -398,7 +398,7 @@ void GradientSynchronizer::StartReady() {
     if (waiting_[b] > 0) return;
     try {
       at::NoGradGuard no_grad;
-      Fill(b, armed_->device());
+      Fill(b, *armed_);
       pending_[b] = armed_->StartAllReduceSum(buffers_[b]);
     } catch (const c10::Error& e) {
       start_error_ = TorchErrorToStatus("starting a gradient all-reduce", e);
@@ -415,7 +415,6 @@ absl::Status GradientSynchronizer::AllReduceMean(Communicator& comm) {
     at::NoGradGuard no_grad;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      world_size_ = comm.world_size();
       started_in_backward_ = armed_ != nullptr ? started_ : 0;
       if (armed_ != nullptr) {
         // What backward did not start: buckets with a parameter that got no gradient, and the
@@ -427,7 +426,7 @@ absl::Status GradientSynchronizer::AllReduceMean(Communicator& comm) {
         // Not overlapped: every bucket now, in the same (descending) order.
         for (size_t k = 0; k < buckets_.size(); ++k) {
           const size_t b = buckets_.size() - 1 - k;
-          Fill(b, comm.device());
+          Fill(b, comm);
           pending_[b] = comm.StartAllReduceSum(buffers_[b]);
         }
       }

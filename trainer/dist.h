@@ -200,11 +200,11 @@ class GradientSynchronizer {
   size_t started_in_backward() const { return started_in_backward_; }
 
  private:
-  // Copies bucket b's gradients (zeros for a parameter without one) into its buffer, in the
-  // wire dtype (divided by the world size when it is narrower than the gradients).
-  void Fill(size_t b, const c10::Device& device);
+  // Copies bucket b's gradients (zeros for a parameter without one) into its buffer on `comm`'s
+  // device, in the wire dtype (divided by comm's world size when it is narrower than the
+  // gradients).
+  void Fill(size_t b, const Communicator& comm);
   at::ScalarType WireDtype(const at::Tensor& param) const;
-  int world_size_ = 1;  // of the step's communicator (set with mu_ held, read by Fill under it)
   // Overlap: starts the buckets whose turn has come and whose gradients are all written.
   void StartReady();
   void OnGradientReady(size_t param);
