@@ -22,6 +22,12 @@ uLong Add(uLong crc, const void* data, size_t bytes) {
 
 uLong AddIds(uLong crc, std::span<const int64_t> ids) { return Add(crc, ids.data(), ids.size_bytes()); }
 
+
+uLong AddFields(uLong crc, const Fields& fields) {
+  for (const Field& f : fields) crc = Add(crc, f.data(), f.bytes());
+  return crc;
+}
+
 }  // namespace
 
 uint32_t BatchChecksum(const MiniBatch& mb) {
@@ -33,11 +39,12 @@ uint32_t BatchChecksum(const MiniBatch& mb) {
     crc = AddIds(crc, b.indptr);
     crc = AddIds(crc, b.indices);
     crc = AddIds(crc, b.eids);
-    if (!b.etype.empty()) crc = Add(crc, b.etype.data(), b.etype.size() * sizeof(int32_t));
+    crc = AddFields(crc, b.fields);
   }
-  if (!mb.input_types.empty()) crc = Add(crc, mb.input_types.data(), mb.input_types.size() * sizeof(int32_t));
+  crc = AddFields(crc, mb.input_fields);
   if (mb.features.data != nullptr) crc = Add(crc, mb.features.data, mb.features.bytes());
   crc = AddIds(crc, mb.labels);
+  crc = AddFields(crc, mb.seed_fields);
   return static_cast<uint32_t>(crc);
 }
 

@@ -16,6 +16,7 @@
 #include "core/dtype.h"
 #include "core/feature_codec.h"
 #include "sampler/array.h"
+#include "sampler/batch_fields.h"
 
 namespace fanout::sampler {
 
@@ -37,18 +38,15 @@ struct Block {
   // Per edge, its destination j (what the models index by besides the CSC), computed once by the
   // sampler; empty in blocks built by hand, for which the trainer derives it from indptr.
   Int64Array dst;
-  // Per edge, the sampler's edge weight field as float32 (SamplerOptions::edge.weight_field);
-  // empty when it fetches none.
-  FloatArray edge_weight;
-  // Per edge, edge_feat_dim float32 values of the sampler's edge feature field
-  // (SamplerOptions::edge.feature_field), edge-major; empty (dim 0) when it fetches none.
-  FloatArray edge_feat;
-  int64_t edge_feat_dim = 0;
-  // Typed graphs: per edge, its relation (an index of the partition config's edge types); empty
-  // on a graph with one edge type. Edges stay grouped by destination; within a destination they
-  // come relation by relation.
-  Int32Array etype;
+  // Per edge, optional named fields (sampler/batch_fields.h), each with one entry per edge:
+  // kEdgeWeight (float32, the sampler's SamplerOptions::edge.weight_field), kEdgeFeat (float32 x
+  // width, SamplerOptions::edge.feature_field, edge-major) and, on a typed graph, kEdgeType
+  // (int32: each edge's relation, an index of the partition config's edge types; edges stay
+  // grouped by destination, and within a destination come relation by relation).
+  Fields fields;
 
+  const FloatArray& edge_weight() const { return fields.Get<float>(kEdgeWeight); }
+  const Int32Array& etype() const { return fields.Get<int32_t>(kEdgeType); }
   int64_t num_src() const { return static_cast<int64_t>(src_nodes.size()); }
   int64_t num_edges() const { return static_cast<int64_t>(indices.size()); }
 };
@@ -98,18 +96,20 @@ struct MiniBatch {
   // (sampler/machine_rows.h) uses the same form with MachineRows' slots; the loader fills the
   // rows in and empties it before the batch reaches anyone.
   Int64Array feature_slots;
-  // Typed graphs: per input node, its node type (an index of the config's node types); empty on
-  // a graph with one node type. On a typed graph `features` holds the rows of the input nodes
-  // whose type has the feature field, in input order; the others have none (a model gives them
-  // learnable embeddings, or zeros).
-  Int32Array input_types;
+  // Per input node, optional named fields: on a typed graph kInputTypes (int32: each input
+  // node's type, an index of the config's node types). On a typed graph `features` holds the rows
+  // of the input nodes whose type has the feature field, in input order; the others have none (a
+  // model gives them learnable embeddings, or zeros).
+  Fields input_fields;
   std::vector<int64_t> labels;       // one per seed; empty when the loader fetches no labels
+  Fields seed_fields;                // per seed, optional named fields
   // Where the producer spent its time on this batch (for the trainer's epoch breakdown):
   // sampling the blocks (labels included) and gathering the input features.
   double sample_seconds = 0;
   double fetch_seconds = 0;
 
   const Int64Array& input_nodes() const { return blocks.front().src_nodes; }
+  const Int32Array& input_types() const { return input_fields.Get<int32_t>(kInputTypes); }
 };
 
 }  // namespace fanout::sampler

@@ -260,7 +260,7 @@ absl::Status MiniBatchSampler::SampleBlocksFor(std::span<const int64_t> seeds, u
     while (j < nd) indptr[++j] = static_cast<int64_t>(ne);
     b.eids = std::move(edges_.eid);
     edges_.eid.clear();
-    b.etype = std::move(edges_.etype);
+    if (node_types_ != nullptr) b.fields.Add<int32_t>(kEdgeType) = std::move(edges_.etype);
     edges_.etype.clear();
     std::vector<int64_t> ids = map_.TakeIds();
     if (node_types_ != nullptr) GroupNewNodesByType(nd, &ids, &b.indices);
@@ -304,9 +304,10 @@ absl::Status MiniBatchSampler::FetchEdgeData(std::vector<Block>* blocks) {
   if (o.weight_field.empty() && o.feature_field.empty()) return absl::OkStatus();
   std::vector<int64_t> eids;
   for (const Block& b : *blocks) eids.insert(eids.end(), b.eids.begin(), b.eids.end());
-  // Rows of `field` for every block's edges, as float32, split back into the blocks.
-  // `features`: also record the width in each block's edge_feat_dim.
-  auto pull = [&](const std::string& field, FloatArray Block::*out, bool features) -> absl::Status {
+  // Rows of `field` for every block's edges, as float32, split back into the blocks as their
+  // field `name`.
+  // `matrix`: a [count, width] field even of width 1 (features), else [count] (weights).
+  auto pull = [&](const std::string& field, std::string_view name, bool matrix) -> absl::Status {
     ASSIGN_OR_RETURN(core::FieldSchema f, graph_->EdgeFieldSchema(field));
     const size_t width = static_cast<size_t>(f.row_elems());
     std::vector<float> all(eids.size() * width);
@@ -320,14 +321,15 @@ absl::Status MiniBatchSampler::FetchEdgeData(std::vector<Block>* blocks) {
     size_t at = 0;
     for (Block& b : *blocks) {
       const size_t n = b.eids.size() * width;
-      (b.*out).assign(all.begin() + at, all.begin() + at + n);
+      FloatArray& values = matrix ? b.fields.AddRows<float>(name, static_cast<int64_t>(width))
+                                  : b.fields.Add<float>(name);
+      values.assign(all.begin() + at, all.begin() + at + n);
       at += n;
-      if (features) b.edge_feat_dim = static_cast<int64_t>(width);
     }
     return absl::OkStatus();
   };
-  if (!o.weight_field.empty()) RETURN_IF_ERROR(pull(o.weight_field, &Block::edge_weight, false));
-  if (!o.feature_field.empty()) RETURN_IF_ERROR(pull(o.feature_field, &Block::edge_feat, true));
+  if (!o.weight_field.empty()) RETURN_IF_ERROR(pull(o.weight_field, kEdgeWeight, false));
+  if (!o.feature_field.empty()) RETURN_IF_ERROR(pull(o.feature_field, kEdgeFeat, true));
   return absl::OkStatus();
 }
 
@@ -461,7 +463,7 @@ std::span<const int64_t> MiniBatchSampler::FeatureRequest(MiniBatch* mb) {
       types[i] = node_types_->ToTypeWise(inputs[i]).first;
       if (!feature_keys_[types[i]].empty()) missing_.push_back(inputs[i]);
     }
-    mb->input_types = std::move(types);
+    mb->input_fields.Add<int32_t>(kInputTypes) = std::move(types);
     return missing_;
   }
   if (options_.feature_field.empty()) return {inputs.data(), inputs.size()};

@@ -123,7 +123,7 @@ class MiniBatchSampler {
   absl::Status FetchEdgeData(std::vector<Block>* blocks);
   // The input nodes of `mb` whose feature rows must be fetched: all of them, or with
   // options.cached_nodes the others (in input order), after filling mb->feature_slots; on a
-  // typed graph those whose type has the feature field, after filling mb->input_types. The
+  // typed graph those whose type has the feature field, after filling its kInputTypes field. The
   // span is valid until the next call.
   std::span<const int64_t> FeatureRequest(MiniBatch* mb);
   // From now on FeatureRequest leaves out the input rows `rows` holds (its consumer reads them in

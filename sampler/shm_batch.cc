@@ -8,11 +8,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <type_traits>
 #include <vector>
 
 #include "base/status.h"
 #include "base/strings.h"
+#include "sampler/batch_schema.h"
 
 namespace fanout::sampler {
 
@@ -20,110 +20,83 @@ using base::StrCat;
 
 namespace {
 
-constexpr int64_t kMagic = 0x3648435441424e46;  // "FNBATCH6"
+// The file, version 7: a header of int64s, a table naming every array (sampler/batch_schema.h),
+// then the arrays, each 64-byte aligned, the features last.
+//   header: magic ("FNBATCH" + the version), epoch, step, sample ns, fetch ns, layers, arrays
+//           (table entries), the features' codec (core::FeatureCodec)
+//   table:  per array, a TableEntry: its name, domain, layer, dtype, shape (a matrix or not),
+//           width, entries and offset
+// The trainer borrows every array in place (sampler/array.h); a reader checks the table against
+// the file and the schema before anything is handed out.
+constexpr int64_t kVersion = 7;
+constexpr int64_t kMagic = 0x004843544142'4e46 | (int64_t{'0' + kVersion} << 56);  // "FNBATCH7"
+constexpr int64_t kMagicMask = 0x00ffffffffffffff;
 constexpr size_t kAlign = 64;
-constexpr int64_t kFixed = 17;  // header entries before the per-layer ones
+constexpr int64_t kHeader = 8;    // header entries
+constexpr size_t kFetchSlot = 4;  // the header entry SetFetchSeconds writes
+constexpr int64_t kMaxArrays = 1 << 16;
+constexpr int64_t kMaxWidth = int64_t{1} << 20;
+
+struct TableEntry {
+  char name[kMaxFieldName + 1];
+  int32_t domain;
+  int32_t layer;
+  int32_t dtype;
+  int32_t matrix;  // 1: a [count, width] field (Field::matrix)
+  int64_t width;
+  int64_t count;
+  int64_t offset;
+};
+static_assert(sizeof(TableEntry) == 72);
 
 size_t AlignUp(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-// The file: a header of int64s, then 64-byte-aligned arrays.
-//   header: magic, epoch, step, layers, seeds, labels, feature rows, feature cols,
-//           sample ns, fetch ns, weighted (0/1), link positives, link negatives, edge feature
-//           width (0: none), feature dtype (core::DType, plus 256 x core::FeatureCodec), feature slots (0, or one per input
-//           node with a trainer's feature cache), typed (0/1), then per layer: num_src, num_dst,
-//           num_edges
-//   arrays: seeds, labels, link {pos_src, pos_dst, eids, neg_src, neg_dst}, per layer
-//           {src_nodes, indptr, indices, eids, dst, edge weights (float32, when weighted), edge
-//           features (float32 [num_edges, width], when width > 0), edge types (int32, when
-//           typed)}, feature slots, input node types (int32, when typed), features (feature
-//           rows x cols of the feature dtype)
-// The trainer borrows every array in place (sampler/array.h): nothing is copied out.
-struct Layout {
-  std::vector<int64_t> header;
-  size_t size = 0;
-  size_t features_at = 0;
-};
+size_t TableEnd(size_t arrays) { return AlignUp(kHeader * 8 + arrays * sizeof(TableEntry)); }
 
-Layout Plan(const std::vector<int64_t>& header) {
-  Layout l;
-  l.header = header;
-  const int64_t layers = header[3];
-  size_t at = AlignUp(header.size() * 8);
-  at += AlignUp(header[4] * 8) + AlignUp(header[5] * 8);
-  at += 3 * AlignUp(header[11] * 8) + 2 * AlignUp(header[12] * 8);
-  for (int64_t i = 0; i < layers; ++i) {
-    const int64_t src = header[kFixed + 3 * i], dst = header[kFixed + 1 + 3 * i], edges = header[kFixed + 2 + 3 * i];
-    at += AlignUp(src * 8) + AlignUp((dst + 1) * 8) + 3 * AlignUp(edges * 8);
-    if (header[10] != 0) at += AlignUp(edges * 4);
-    at += AlignUp(edges * header[13] * 4);
-    if (header[16] != 0) at += AlignUp(edges * 4);
-  }
-  at += AlignUp(header[15] * 8);
-  if (header[16] != 0 && layers > 0) at += AlignUp(header[kFixed] * 4);
-  l.features_at = at;
-  l.size = at + AlignUp(static_cast<size_t>(header[6] * header[7]) * core::DTypeSize(static_cast<core::DType>(header[14])));
-  return l;
+absl::Status Errno(const std::string& what) {
+  return absl::InternalError(StrCat(what, ": ", std::strerror(errno)));
 }
 
-std::vector<int64_t> HeaderOf(const MiniBatch& mb, int64_t rows, int64_t cols, core::DType dtype,
-                              core::FeatureCodec codec, const LinkPairs* pairs) {
-  std::vector<int64_t> h = {kMagic, mb.epoch, mb.step, static_cast<int64_t>(mb.blocks.size()),
-                            static_cast<int64_t>(mb.seeds.size()), static_cast<int64_t>(mb.labels.size()), rows, cols,
-                            static_cast<int64_t>(mb.sample_seconds * 1e9), static_cast<int64_t>(mb.fetch_seconds * 1e9),
-                            std::any_of(mb.blocks.begin(), mb.blocks.end(),
-                                        [](const Block& b) { return !b.edge_weight.empty(); })
-                                ? 1
-                                : 0,
-                            pairs != nullptr ? static_cast<int64_t>(pairs->pos_src.size()) : 0,
-                            pairs != nullptr ? static_cast<int64_t>(pairs->neg_src.size()) : 0,
-                            mb.blocks.empty() ? 0 : mb.blocks[0].edge_feat_dim,
-                            static_cast<int64_t>(dtype) + 256 * static_cast<int64_t>(codec),
-                            static_cast<int64_t>(mb.feature_slots.size()), mb.input_types.empty() ? 0 : 1};
-  for (const Block& b : mb.blocks) {
-    h.push_back(b.num_src());
-    h.push_back(b.num_dst);
-    h.push_back(b.num_edges());
+// Destination j of each edge of a block built without them.
+void DeriveDst(const Block& b, int64_t* dst) {
+  for (int64_t j = 0; j < b.num_dst; ++j) {
+    for (int64_t e = b.indptr[j]; e < b.indptr[j + 1]; ++e) dst[e] = j;
   }
-  return h;
 }
-
-absl::Status Errno(const std::string& what) { return absl::InternalError(StrCat(what, ": ", std::strerror(errno))); }
 
 }  // namespace
 
 absl::StatusOr<char*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t cols, core::DType dtype,
                                      const LinkPairs* pairs, core::FeatureCodec codec) {
-  Layout l = Plan(HeaderOf(mb, rows, cols, dtype, codec, pairs));
-  if (pairs != nullptr && (pairs->pos_dst.size() != pairs->pos_src.size() || pairs->eids.size() != pairs->pos_src.size() ||
-                           pairs->neg_dst.size() != pairs->neg_src.size())) {
-    return absl::InternalError("a link batch's pair arrays differ in length");
+  std::vector<ArrayRef> arrays = BatchArrays(mb, pairs);
+  arrays.push_back(ArrayRef{"features", Domain::kRow, -1, dtype, cols, rows, nullptr, true});
+  if (absl::Status s = CheckArrayCounts(arrays, static_cast<int64_t>(mb.blocks.size())); !s.ok()) {
+    return absl::InternalError(StrCat("writing a batch: ", s.message()));
   }
-  for (size_t i = 0; i < mb.blocks.size(); ++i) {
-    const Block& b = mb.blocks[i];
-    if (l.header[10] != 0 && b.edge_weight.size() != b.eids.size()) {
-      return absl::InternalError(StrCat("block ", i, " has ", b.edge_weight.size(), " edge weights for ",
-                                        b.eids.size(), " edges"));
-    }
-    if (b.edge_feat_dim != l.header[13] || b.edge_feat.size() != b.eids.size() * static_cast<size_t>(l.header[13])) {
-      return absl::InternalError(StrCat("block ", i, " has ", b.edge_feat.size(), " edge feature values of width ",
-                                        b.edge_feat_dim, " for ", b.eids.size(), " edges"));
-    }
-    if (l.header[16] != 0 && b.etype.size() != b.eids.size()) {
-      return absl::InternalError(StrCat("block ", i, " of a typed batch has ", b.etype.size(), " edge types for ",
-                                        b.eids.size(), " edges"));
-    }
+  std::vector<TableEntry> table(arrays.size());
+  size_t at = TableEnd(arrays.size());
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    const ArrayRef& a = arrays[i];
+    TableEntry& t = table[i];
+    std::memset(&t, 0, sizeof(t));
+    std::memcpy(t.name, a.name.data(), std::min(a.name.size(), kMaxFieldName));
+    t.domain = static_cast<int32_t>(a.domain);
+    t.layer = a.layer;
+    t.dtype = static_cast<int32_t>(a.dtype);
+    t.matrix = a.matrix ? 1 : 0;
+    t.width = a.width;
+    t.count = a.count;
+    t.offset = static_cast<int64_t>(at);
+    at += AlignUp(a.bytes());
   }
-  if (l.header[16] != 0 && !mb.blocks.empty() && mb.input_types.size() != mb.blocks[0].src_nodes.size()) {
-    return absl::InternalError(StrCat("a typed batch has ", mb.input_types.size(), " input node types for ",
-                                      mb.blocks[0].src_nodes.size(), " input nodes"));
-  }
+  const size_t size = at;
   if (fd_ < 0) {
     fd_ = memfd_create("fanout-batch", MFD_CLOEXEC);
     if (fd_ < 0) return Errno("memfd_create");
   }
-  if (l.size > capacity_) {
+  if (size > capacity_) {
     // Grow with headroom, so batches a little larger than the last do not remap every time.
-    const size_t want = l.size + l.size / 4;
+    const size_t want = size + size / 4;
     if (map_ != nullptr) munmap(map_, capacity_);
     map_ = nullptr;
     capacity_ = 0;
@@ -133,56 +106,33 @@ absl::StatusOr<char*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t 
     map_ = m;
     capacity_ = want;
   }
-  bytes_ = l.size;
+  bytes_ = size;
   char* base = static_cast<char*>(map_);
-  size_t at = 0;
-  auto put = [&](const int64_t* data, size_t n) {
-    if (n > 0) std::memcpy(base + at, data, n * 8);
-    at += AlignUp(n * 8);
-  };
-  put(l.header.data(), l.header.size());
-  put(mb.seeds.data(), mb.seeds.size());
-  put(mb.labels.data(), mb.labels.size());
-  if (pairs != nullptr) {
-    for (const std::vector<int64_t>* v : {&pairs->pos_src, &pairs->pos_dst, &pairs->eids, &pairs->neg_src, &pairs->neg_dst}) {
-      put(v->data(), v->size());
+  const int64_t header[kHeader] = {kMagic,
+                                   mb.epoch,
+                                   mb.step,
+                                   static_cast<int64_t>(mb.sample_seconds * 1e9),
+                                   static_cast<int64_t>(mb.fetch_seconds * 1e9),
+                                   static_cast<int64_t>(mb.blocks.size()),
+                                   static_cast<int64_t>(arrays.size()),
+                                   static_cast<int64_t>(codec)};
+  std::memcpy(base, header, sizeof(header));
+  std::memcpy(base + kHeader * 8, table.data(), table.size() * sizeof(TableEntry));
+  for (size_t i = 0; i + 1 < arrays.size();
+       ++i) {  // the features (last) are gathered by the caller
+    const ArrayRef& a = arrays[i];
+    char* to = base + table[i].offset;
+    if (a.data != nullptr) {
+      if (a.bytes() > 0) std::memcpy(to, a.data, a.bytes());
+    } else {  // a block's dst, derived here so that every batch file carries it
+      DeriveDst(mb.blocks[static_cast<size_t>(a.layer)], reinterpret_cast<int64_t*>(to));
     }
   }
-  for (const Block& b : mb.blocks) {
-    put(b.src_nodes.data(), b.src_nodes.size());
-    put(b.indptr.data(), b.indptr.size());
-    put(b.indices.data(), b.indices.size());
-    put(b.eids.data(), b.eids.size());
-    if (b.dst.size() == b.indices.size()) {
-      put(b.dst.data(), b.dst.size());
-    } else {  // a block built without it: derived here, so that every batch file carries it
-      auto* dst = reinterpret_cast<int64_t*>(base + at);
-      for (int64_t j = 0; j < b.num_dst; ++j) {
-        for (int64_t e = b.indptr[j]; e < b.indptr[j + 1]; ++e) dst[e] = j;
-      }
-      at += AlignUp(b.indices.size() * 8);
-    }
-    if (l.header[10] != 0) {
-      if (!b.edge_weight.empty()) std::memcpy(base + at, b.edge_weight.data(), b.edge_weight.size() * 4);
-      at += AlignUp(b.edge_weight.size() * 4);
-    }
-    if (!b.edge_feat.empty()) std::memcpy(base + at, b.edge_feat.data(), b.edge_feat.size() * 4);
-    at += AlignUp(b.edge_feat.size() * 4);
-    if (l.header[16] != 0) {
-      if (!b.etype.empty()) std::memcpy(base + at, b.etype.data(), b.etype.size() * 4);
-      at += AlignUp(b.etype.size() * 4);
-    }
-  }
-  put(mb.feature_slots.data(), mb.feature_slots.size());
-  if (l.header[16] != 0 && !mb.blocks.empty()) {
-    std::memcpy(base + at, mb.input_types.data(), mb.input_types.size() * 4);
-    at += AlignUp(mb.input_types.size() * 4);
-  }
-  return base + at;
+  return base + table.back().offset;
 }
 
 void ShmSlot::SetFetchSeconds(double seconds) {
-  static_cast<int64_t*>(map_)[9] = static_cast<int64_t>(seconds * 1e9);
+  static_cast<int64_t*>(map_)[kFetchSlot] = static_cast<int64_t>(seconds * 1e9);
 }
 
 ShmSlot::ShmSlot(ShmSlot&& o) noexcept : fd_(o.fd_), map_(o.map_), capacity_(o.capacity_), bytes_(o.bytes_) {
@@ -255,7 +205,8 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release,
   struct stat st;
   if (fstat(fd, &st) != 0) return Errno("fstat on a batch file");
   const size_t file_size = static_cast<size_t>(st.st_size);
-  if (file_size < kFixed * 8) return absl::DataLossError(StrCat("batch file of ", file_size, " bytes has no header"));
+  if (file_size < kHeader * 8)
+    return absl::DataLossError(StrCat("batch file of ", file_size, " bytes has no header"));
   std::shared_ptr<const void> mapping;
   if (mappings != nullptr) {
     ASSIGN_OR_RETURN(mapping, mappings->Map(fd, file_size));
@@ -271,82 +222,85 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release,
     mapping.reset();
     if (release) release();
   });
-  const auto* h = static_cast<const int64_t*>(map);
-  const int64_t layers = h[3];
-  if (h[0] != kMagic || layers < 0 || layers > 64 || file_size < static_cast<size_t>(kFixed + 3 * layers) * 8) {
-    return absl::DataLossError("batch file has a bad header");
-  }
-  std::vector<int64_t> header(h, h + kFixed + 3 * layers);
-  for (int64_t v : header) {
-    if (v < 0) return absl::DataLossError("batch file has a negative count");
-  }
-  if (header[13] > (int64_t{1} << 20)) return absl::DataLossError("batch file has an implausible edge feature width");
-  if (header[15] != 0 && (layers == 0 || header[15] != header[kFixed])) {
-    return absl::DataLossError(StrCat("batch file has ", header[15], " feature cache slots for ",
-                                      layers == 0 ? 0 : header[kFixed], " input nodes"));
-  }
-  if (header[14] < 0 || header[14] % 256 > static_cast<int64_t>(core::DType::kFloat64) ||
-      header[14] / 256 > static_cast<int64_t>(core::FeatureCodec::kInt8)) {
-    return absl::DataLossError(StrCat("batch file has an unknown feature dtype ", header[14]));
-  }
-  Layout l = Plan(header);
-  if (l.size > file_size) {
-    return absl::DataLossError(StrCat("batch file is ", file_size, " bytes; its header describes ", l.size));
-  }
   const char* base = static_cast<const char*>(map);
-  size_t at = AlignUp(header.size() * 8);
-  auto get = [&](std::vector<int64_t>* out, int64_t n) {  // small arrays: copied
-    const auto* p = reinterpret_cast<const int64_t*>(base + at);
-    out->assign(p, p + n);
-    at += AlignUp(static_cast<size_t>(n) * 8);
-  };
-  // A block's arrays stay in the mapping, kept alive by `owner`.
-  auto borrow = [&](auto* out, int64_t n) {
-    using T = typename std::remove_pointer_t<decltype(out)>::value_type;
-    *out = std::remove_pointer_t<decltype(out)>::Borrow(owner, reinterpret_cast<const T*>(base + at), static_cast<size_t>(n));
-    at += AlignUp(static_cast<size_t>(n) * sizeof(T));
-  };
-  MiniBatch mb;
-  mb.epoch = header[1];
-  mb.step = header[2];
-  get(&mb.seeds, header[4]);
-  get(&mb.labels, header[5]);
-  LinkPairs read;
-  for (auto [v, n] : {std::pair{&read.pos_src, header[11]}, {&read.pos_dst, header[11]}, {&read.eids, header[11]},
-                      {&read.neg_src, header[12]}, {&read.neg_dst, header[12]}}) {
-    get(v, n);
+  const auto* h = static_cast<const int64_t*>(map);
+  if ((h[0] & kMagicMask) != (kMagic & kMagicMask))
+    return absl::DataLossError("batch file has a bad header");
+  if (h[0] != kMagic) {
+    return absl::DataLossError(StrCat("batch file is of version ", static_cast<char>(h[0] >> 56),
+                                      "; this reader reads ", kVersion,
+                                      " (a sampler and trainer of different builds?)"));
   }
-  const int64_t num_seeds = header[4];
+  const int64_t layers = h[5], num_arrays = h[6];
+  if (layers < 0 || layers > 64 || num_arrays < 1 || num_arrays > kMaxArrays ||
+      TableEnd(static_cast<size_t>(num_arrays)) > file_size) {
+    return absl::DataLossError(StrCat("batch file has a bad header: ", layers, " layers, ",
+                                      num_arrays, " arrays in ", file_size, " bytes"));
+  }
+  if (h[7] < 0 || h[7] > static_cast<int64_t>(core::FeatureCodec::kInt8)) {
+    return absl::DataLossError(StrCat("batch file has an unknown feature codec ", h[7]));
+  }
+  std::vector<TableEntry> table(static_cast<size_t>(num_arrays));
+  std::memcpy(table.data(), base + kHeader * 8, table.size() * sizeof(TableEntry));
+  std::vector<ArrayRef> arrays;
+  for (size_t i = 0; i < table.size(); ++i) {
+    TableEntry& t = table[i];
+    t.name[kMaxFieldName] = '\0';
+    const std::string_view name(t.name);
+    if (t.domain < static_cast<int32_t>(Domain::kSeed) ||
+        t.domain > static_cast<int32_t>(Domain::kRow) || t.dtype < 0 ||
+        t.dtype > static_cast<int32_t>(core::DType::kFloat64) ||
+        t.width < (t.domain == static_cast<int32_t>(Domain::kRow) ? 0 : 1) || t.width > kMaxWidth ||
+        t.count < 0 || t.offset < 0 || t.offset % static_cast<int64_t>(kAlign) != 0 ||
+        static_cast<size_t>(t.offset) < TableEnd(table.size())) {
+      return absl::DataLossError(StrCat(
+          "batch file: array ", i, " ('", name, "') has a bad table entry (domain ", t.domain,
+          ", dtype ", t.dtype, ", width ", t.width, ", ", t.count, " entries at ", t.offset, ")"));
+    }
+    ArrayRef a{name,
+               static_cast<Domain>(t.domain),
+               t.layer,
+               static_cast<core::DType>(t.dtype),
+               t.width,
+               t.count,
+               base + t.offset,
+               t.matrix != 0};
+    const size_t room = file_size - static_cast<size_t>(t.offset);
+    const size_t entry_bytes = static_cast<size_t>(t.width) * core::DTypeSize(a.dtype);
+    if (static_cast<size_t>(t.offset) > file_size ||
+        (entry_bytes > 0 && static_cast<size_t>(t.count) > room / entry_bytes)) {
+      return absl::DataLossError(StrCat("batch file is ", file_size, " bytes; its array '", name,
+                                        "' needs ", t.offset, " + ", t.count, " x ", entry_bytes,
+                                        " bytes"));
+    }
+    arrays.push_back(a);
+  }
+  if (arrays.back().domain != Domain::kRow || arrays.back().name != "features") {
+    return absl::DataLossError("batch file: its last array is not the features");
+  }
+  RETURN_IF_ERROR(CheckArrayCounts(arrays, layers));
+  MiniBatch mb;
+  mb.epoch = h[1];
+  mb.step = h[2];
+  mb.sample_seconds = static_cast<double>(h[3]) * 1e-9;
+  mb.fetch_seconds = static_cast<double>(h[4]) * 1e-9;
+  mb.blocks.resize(static_cast<size_t>(layers));
+  LinkPairs read;
+  for (size_t i = 0; i + 1 < arrays.size(); ++i)
+    RETURN_IF_ERROR(PlaceArray(arrays[i], owner, &mb, &read));
+  const int64_t num_seeds = static_cast<int64_t>(mb.seeds.size());
   for (const std::vector<int64_t>* v : {&read.pos_src, &read.pos_dst, &read.neg_src, &read.neg_dst}) {
     for (int64_t p : *v) {
       if (p < 0 || p >= num_seeds) return absl::DataLossError("batch file has a link pair outside its seeds");
     }
   }
   if (pairs != nullptr) *pairs = std::move(read);
-  mb.blocks.resize(layers);
-  for (int64_t i = 0; i < layers; ++i) {
-    Block& b = mb.blocks[i];
-    const int64_t edges = header[kFixed + 2 + 3 * i];
-    borrow(&b.src_nodes, header[kFixed + 3 * i]);
-    b.num_dst = header[kFixed + 1 + 3 * i];
-    borrow(&b.indptr, b.num_dst + 1);
-    borrow(&b.indices, edges);
-    borrow(&b.eids, edges);
-    borrow(&b.dst, edges);
-    if (header[10] != 0) borrow(&b.edge_weight, edges);
-    b.edge_feat_dim = header[13];
-    borrow(&b.edge_feat, edges * header[13]);
-    if (header[16] != 0) borrow(&b.etype, edges);
-  }
-  borrow(&mb.feature_slots, header[15]);
-  if (header[16] != 0 && layers > 0) borrow(&mb.input_types, header[kFixed]);
-  mb.sample_seconds = header[8] * 1e-9;
-  mb.fetch_seconds = header[9] * 1e-9;
-  mb.features.dtype = static_cast<core::DType>(header[14] % 256);
-  mb.features.codec = static_cast<core::FeatureCodec>(header[14] / 256);
-  mb.features.rows = header[6];
-  mb.features.cols = header[7];
-  mb.features.data = base + l.features_at;
+  const ArrayRef& f = arrays.back();
+  mb.features.dtype = f.dtype;
+  mb.features.codec = static_cast<core::FeatureCodec>(h[7]);
+  mb.features.rows = f.count;
+  mb.features.cols = f.width;
+  mb.features.data = f.data;
   mb.features.owner = std::move(owner);
   return mb;
 }

@@ -20,6 +20,31 @@ namespace {
 
 using base::StrCat;
 
+// Every field has one entry per member of its domain (`count` of them, `what` names one), and
+// float values are finite. `eids`: the edges' IDs, for naming an edge.
+absl::Status ValidateFields(const sampler::Fields& fields, int64_t count, const std::string& what,
+                            const sampler::Int64Array* eids = nullptr) {
+  for (const sampler::Field& f : fields) {
+    if (f.width < 1 || f.num_values() != static_cast<size_t>(count * f.width)) {
+      return absl::InvalidArgumentError(StrCat(what, " field '", f.name, "' has ", f.num_values(),
+                                               " values for ", count, " entries of width ",
+                                               f.width));
+    }
+    const auto* values = std::get_if<sampler::FloatArray>(&f.values);
+    if (values == nullptr) continue;
+    for (size_t i = 0; i < values->size(); ++i) {
+      if (!std::isfinite((*values)[i])) {
+        const size_t e = i / static_cast<size_t>(f.width);
+        return absl::InvalidArgumentError(
+            StrCat(what, " ", e,
+                   eids != nullptr && e < eids->size() ? StrCat(" (edge ID ", (*eids)[e], ")") : "",
+                   " has ", f.name, " ", (*values)[i], "; field values must be finite"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateBlock(const sampler::Block& b, size_t l) {
   const int64_t num_src = b.num_src();
   if (b.num_dst < 0 || b.num_dst > num_src) {
@@ -47,33 +72,8 @@ absl::Status ValidateBlock(const sampler::Block& b, size_t l) {
                                                " is not a source index in [0, ", num_src, ")"));
     }
   }
-  if (!b.edge_weight.empty()) {
-    if (static_cast<int64_t>(b.edge_weight.size()) != b.num_edges()) {
-      return absl::InvalidArgumentError(StrCat("block ", l, ": ", b.edge_weight.size(), " edge weights for ",
-                                               b.num_edges(), " edges"));
-    }
-    for (int64_t e = 0; e < b.num_edges(); ++e) {
-      if (!std::isfinite(b.edge_weight[e])) {
-        return absl::InvalidArgumentError(StrCat("block ", l, ": edge ", e, " (edge ID ",
-                                                 e < static_cast<int64_t>(b.eids.size()) ? b.eids[e] : -1,
-                                                 ") has weight ", b.edge_weight[e], "; weights must be finite"));
-      }
-    }
-  }
-  if (b.edge_feat_dim < 0 || b.edge_feat.size() != static_cast<size_t>(b.num_edges() * b.edge_feat_dim)) {
-    return absl::InvalidArgumentError(StrCat("block ", l, ": ", b.edge_feat.size(), " edge feature values for ",
-                                             b.num_edges(), " edges of width ", b.edge_feat_dim));
-  }
-  for (size_t i = 0; i < b.edge_feat.size(); ++i) {
-    if (!std::isfinite(b.edge_feat[i])) {
-      const size_t e = i / static_cast<size_t>(b.edge_feat_dim);
-      return absl::InvalidArgumentError(StrCat("block ", l, ": edge ", e, " (edge ID ", e < b.eids.size() ? b.eids[e] : -1,
-                                               ") has edge feature ", b.edge_feat[i], "; features must be finite"));
-    }
-  }
-  return absl::OkStatus();
+  return ValidateFields(b.fields, b.num_edges(), StrCat("block ", l, ": edge"), &b.eids);
 }
-
 
 // A CPU tensor over `a`'s memory, without a copy: the deleter holds what keeps it alive
 // (sampler/array.h). Read-only, like the features: a sampler process's batch file is mapped so.
@@ -88,7 +88,7 @@ at::Tensor View(const sampler::Array<T>& a, at::IntArrayRef shape, at::ScalarTyp
 std::vector<BlockTensors::DstRun> TypeRuns(const sampler::Block& b, const int32_t* types) {
   std::vector<BlockTensors::DstRun> runs;
   const int64_t* indptr = b.indptr.data();
-  const int32_t* etype = b.etype.data();
+  const int32_t* etype = b.etype().data();
   std::vector<char> used;
   for (int64_t v = 0; v < b.num_dst;) {
     BlockTensors::DstRun run;
@@ -111,9 +111,33 @@ std::vector<BlockTensors::DstRun> TypeRuns(const sampler::Block& b, const int32_
   return runs;
 }
 
-// `weighted`: the batch carries edge weights, so every block gets a (possibly empty) tensor.
+// Host tensors of `fields` (each of its shape, [count] or [count, width]; int32 widened to int64),
+// in order.
+std::vector<std::pair<std::string, at::Tensor>> FieldTensors(const sampler::Fields& fields) {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (const sampler::Field& f : fields) {
+    const std::vector<int64_t> shape = f.shape();
+    at::Tensor t = std::visit(
+        [&](const auto& a) {
+          using T = typename std::decay_t<decltype(a)>::value_type;
+          return View(a, shape, ScalarTypeOf(core::DTypeOf<T>()));
+        },
+        f.values);
+    out.emplace_back(f.name, t.scalar_type() == at::kInt ? t.to(at::kLong) : t);
+  }
+  return out;
+}
+
+at::Tensor FieldNamed(const std::vector<std::pair<std::string, at::Tensor>>& fields,
+                      std::string_view name) {
+  for (const auto& [n, t] : fields) {
+    if (n == name) return t;
+  }
+  return at::Tensor();
+}
+
 // `types`: the batch's input node types, or null. On the host; ToTensors moves it.
-BlockTensors ConvertBlock(const sampler::Block& b, bool weighted, const int32_t* types) {
+BlockTensors ConvertBlock(const sampler::Block& b, const int32_t* types) {
   BlockTensors out;
   out.num_src = b.num_src();
   out.num_dst = b.num_dst;
@@ -133,10 +157,8 @@ BlockTensors ConvertBlock(const sampler::Block& b, bool weighted, const int32_t*
   out.in_degree = at::empty({b.num_dst}, at::kLong);
   int64_t* deg = out.in_degree.data_ptr<int64_t>();
   for (int64_t j = 0; j < b.num_dst; ++j) deg[j] = indptr[j + 1] - indptr[j];
-  if (weighted) out.edge_weight = View(b.edge_weight, {ne}, at::kFloat);
-  if (b.edge_feat_dim > 0) out.edge_feat = View(b.edge_feat, {ne, b.edge_feat_dim}, at::kFloat);
-  if (!b.etype.empty()) out.etype = View(b.etype, {ne}, at::kInt).to(at::kLong);
-  if (types != nullptr && static_cast<int64_t>(b.etype.size()) == ne) out.dst_runs = TypeRuns(b, types);
+  out.fields = FieldTensors(b.fields);
+  if (types != nullptr && b.fields.Has(sampler::kEdgeType)) out.dst_runs = TypeRuns(b, types);
   return out;
 }
 
@@ -184,22 +206,22 @@ absl::Status ValidateMiniBatch(const sampler::MiniBatch& batch, int64_t num_clas
     return absl::InvalidArgumentError(
         StrCat("the batch has ", slots.size(), " feature cache slots for ", num_inputs, " input nodes"));
   }
-  const bool typed = !batch.input_types.empty();
+  RETURN_IF_ERROR(ValidateFields(batch.input_fields, num_inputs, "input node"));
+  RETURN_IF_ERROR(ValidateFields(batch.seed_fields, batch.blocks.back().num_dst, "seed"));
+  const bool typed = batch.input_fields.Has(sampler::kInputTypes);
   if (typed) {
     // Rows for the input nodes whose type has features (those the task's input layer counts).
-    if (static_cast<int64_t>(batch.input_types.size()) != num_inputs) {
-      return absl::InvalidArgumentError(
-          StrCat("the batch has ", batch.input_types.size(), " input node types for ", num_inputs, " input nodes"));
-    }
     for (size_t l = 0; l < batch.blocks.size(); ++l) {
       const sampler::Block& b = batch.blocks[l];
-      if (static_cast<int64_t>(b.etype.size()) != b.num_edges()) {
+      if (!b.fields.Has(sampler::kEdgeType)) {
         return absl::InvalidArgumentError(
-            StrCat("block ", l, " of a typed batch has ", b.etype.size(), " edge types for ", b.num_edges(), " edges"));
+            StrCat("block ", l, " of a typed batch has no edge types"));
       }
-      for (size_t e = 0; e < b.etype.size(); ++e) {
-        if (b.etype[e] < 0 || b.etype[e] >= kMaxRelations) {
-          return absl::InvalidArgumentError(StrCat("block ", l, ": edge ", e, " has edge type ", b.etype[e]));
+      const sampler::Int32Array& etype = b.etype();
+      for (size_t e = 0; e < etype.size(); ++e) {
+        if (etype[e] < 0 || etype[e] >= kMaxRelations) {
+          return absl::InvalidArgumentError(
+              StrCat("block ", l, ": edge ", e, " has edge type ", etype[e]));
         }
       }
     }
@@ -267,21 +289,24 @@ absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
   ASSIGN_OR_RETURN(BatchTensors out, CatchTorch("converting a mini-batch to tensors", [&] {
     BatchTensors out;
     out.blocks.reserve(batch.blocks.size());
-    const bool weighted = std::any_of(batch.blocks.begin(), batch.blocks.end(),
-                                      [](const sampler::Block& b) { return !b.edge_weight.empty(); });
-    const int32_t* types = batch.input_types.empty() ? nullptr : batch.input_types.data();
-    for (const sampler::Block& b : batch.blocks) out.blocks.push_back(ConvertBlock(b, weighted, types));
+    const sampler::Int32Array& types = batch.input_types();
+    for (const sampler::Block& b : batch.blocks)
+      out.blocks.push_back(ConvertBlock(b, types.empty() ? nullptr : types.data()));
     out.features = HostFeatures(batch.features);
-    if (!batch.input_types.empty()) {
-      out.input_types = View(batch.input_types, {static_cast<int64_t>(batch.input_types.size())}, at::kInt).to(at::kLong);
-    }
+    out.input_fields = FieldTensors(batch.input_fields);
+    out.seed_fields = FieldTensors(batch.seed_fields);
     if (!batch.labels.empty()) out.labels = Int64Tensor(batch.labels);
     return out;
   }));
   // Each block's sources are a prefix of the inputs: their types are a view (on the device too).
-  auto set_src_types = [&out] {
-    if (!out.input_types.defined()) return;
-    for (BlockTensors& b : out.blocks) b.src_type = out.input_types.narrow(0, 0, b.num_src);
+  // The handles on fields (on the device) and each block's sources' types, a prefix of the inputs'.
+  auto set_handles = [&out] {
+    out.input_types = FieldNamed(out.input_fields, sampler::kInputTypes);
+    for (BlockTensors& b : out.blocks) {
+      b.edge_weight = FieldNamed(b.fields, sampler::kEdgeWeight);
+      b.etype = FieldNamed(b.fields, sampler::kEdgeType);
+      if (out.input_types.defined()) b.src_type = out.input_types.narrow(0, 0, b.num_src);
+    }
   };
   FeatureCache::Placement placement;
   if (!slots.empty()) {
@@ -291,12 +316,14 @@ absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
   }
   RETURN_IF_ERROR(CatchTorch("copying a mini-batch to the device", [&] {
     if (!options.device.is_cpu()) {
-      std::vector<at::Tensor*> moved = {&out.features, &out.labels, &out.input_types, &placement.hit_pos,
+      std::vector<at::Tensor*> moved = {&out.features, &out.labels, &placement.hit_pos,
                                         &placement.hit_slot, &placement.miss_pos};
+      for (auto* fields : {&out.input_fields, &out.seed_fields}) {
+        for (auto& [name, t] : *fields) moved.push_back(&t);
+      }
       for (BlockTensors& b : out.blocks) {
-        for (at::Tensor* t : {&b.indptr, &b.src, &b.dst, &b.in_degree, &b.edge_weight, &b.edge_feat, &b.etype}) {
-          moved.push_back(t);
-        }
+        for (at::Tensor* t : {&b.indptr, &b.src, &b.dst, &b.in_degree}) moved.push_back(t);
+        for (auto& [name, t] : b.fields) moved.push_back(&t);
       }
       std::vector<at::Tensor> host;
       for (at::Tensor* t : moved) host.push_back(*t);
@@ -304,7 +331,7 @@ absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
                                                                   : DeviceUploader(options.device).Upload(host);
       for (size_t i = 0; i < moved.size(); ++i) *moved[i] = std::move(there[i]);
     }
-    set_src_types();
+    set_handles();
     // Fetched rows travel in their stored dtype (and codec) and become float32 where they arrived.
     out.features = !slots.empty() ? cache->Gather(placement, out.features, batch.features.codec)
                                   : DecodeFeatures(out.features, batch.features.codec);

@@ -5,6 +5,8 @@
 #include <c10/core/Device.h>
 
 #include <cstdint>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -29,14 +31,17 @@ struct BlockTensors {
   // block, as DGL does. Full-graph inference sets it, so that its blocks, which hold only a
   // batch of destinations, normalise as the whole graph does.
   at::Tensor out_degree;
-  // Optional float32 [num_edges]: a weight per edge (fanout-train --edge-weight FIELD), which the
-  // models multiply into their messages as DGL's layers do with `edge_weight`. Undefined: all 1.
+  // The block's per-edge fields (sampler/batch_fields.h), in the batch's order, each [num_edges]
+  // (width 1) or [num_edges, width], float32 or int64 (int32 fields are widened): e.g.
+  // "edge_weight" (fanout-train --edge-weight FIELD), "edge_feat" (--edge-feature FIELD, for
+  // scripted models: block["edge_feat"]), "etype" (typed graphs). Scripted models get each in
+  // their block dict under its name.
+  std::vector<std::pair<std::string, at::Tensor>> fields;
+  // Handles on two fields for the built-in models. edge_weight: float32 [num_edges], multiplied
+  // into the messages as DGL's layers do with `edge_weight`; undefined: all 1. etype: int64
+  // [num_edges], each edge's relation (an index of the config's edge types); undefined on a graph
+  // with one edge type.
   at::Tensor edge_weight;
-  // Optional float32 [num_edges, width]: an edge field of any width (fanout-train
-  // --edge-feature FIELD), for scripted models (block["edge_feat"]). Undefined: none.
-  at::Tensor edge_feat;
-  // Typed graphs: int64 [num_edges], each edge's relation (an index of the config's edge types).
-  // Undefined on a graph with one edge type.
   at::Tensor etype;
   // Typed graphs: int64 [num_src], each source node's type (a view of BatchTensors::input_types:
   // a block's sources are a prefix of the batch's inputs). Undefined on a graph with one type.
@@ -69,6 +74,9 @@ struct BatchTensors {
   // Undefined on a graph with one node type.
   at::Tensor input_types;
   at::Tensor labels;  // int64 [blocks.back().num_dst]; undefined when the batch has no labels
+  // The batch's per-input-node and per-seed fields, as BlockTensors::fields (input_types is the
+  // "input_types" input field's handle).
+  std::vector<std::pair<std::string, at::Tensor>> input_fields, seed_fields;
   int64_t cached_inputs = 0;  // input nodes whose features came from the feature cache
 };
 

@@ -101,12 +101,15 @@ class ScriptedModel final : public GnnModel {
     d.insert("num_src", at::scalar_tensor(b.num_src, at::TensorOptions().dtype(at::kLong)));
     d.insert("num_dst", at::scalar_tensor(b.num_dst, at::TensorOptions().dtype(at::kLong)));
     if (b.out_degree.defined()) d.insert("out_degree", b.out_degree);
-    if (b.edge_weight.defined()) d.insert("edge_weight", b.edge_weight);
-    if (b.edge_feat.defined()) d.insert("edge_feat", b.edge_feat);
-    // Typed graphs (docs/models.md): each edge's relation and each source's node type, and the
-    // graph's number of relations (python/fanout's blocks.relation_blocks splits by them).
+    // The block's fields by name: "edge_weight", "edge_feat", on typed graphs "etype" (each
+    // edge's relation; docs/models.md), and whatever else the batch carries.
+    for (const auto& [name, t] : b.fields) d.insert(name, t);
+    // The handles win (a caller may have set them on a block of its own).
+    if (b.edge_weight.defined()) d.insert_or_assign("edge_weight", b.edge_weight);
+    if (b.etype.defined()) d.insert_or_assign("etype", b.etype);
+    // Typed graphs: the graph's number of relations and each source's node type
+    // (python/fanout's blocks.relation_blocks splits by them).
     if (b.etype.defined()) {
-      d.insert("etype", b.etype);
       d.insert("num_relations", at::scalar_tensor(options().num_relations, at::TensorOptions().dtype(at::kLong)));
     }
     if (b.src_type.defined()) d.insert("src_type", b.src_type);

@@ -85,11 +85,13 @@ absl::StatusOr<Segments> PlanSegments(const sampler::MiniBatch& mb, const BatchT
   const sampler::Int64Array& inputs = mb.input_nodes();
   const int64_t n = static_cast<int64_t>(inputs.size());
   // A graph with one node type carries no types: every input is of type 0.
-  const bool typed = !mb.input_types.empty();
-  if (typed && static_cast<int64_t>(mb.input_types.size()) != n) {
-    return absl::InvalidArgumentError(StrCat(mb.input_types.size(), " input node types for ", n, " input nodes"));
+  const sampler::Int32Array& types = mb.input_types();
+  const bool typed = !types.empty();
+  if (typed && static_cast<int64_t>(types.size()) != n) {
+    return absl::InvalidArgumentError(
+        StrCat(types.size(), " input node types for ", n, " input nodes"));
   }
-  auto type_of = [&](int64_t i) { return typed ? static_cast<int>(mb.input_types[i]) : 0; };
+  auto type_of = [&](int64_t i) { return typed ? static_cast<int>(types[i]) : 0; };
   Segments s;
   std::vector<TypeRun>& runs = s.runs;
   s.count.assign(num_types, 0);
@@ -148,8 +150,9 @@ absl::StatusOr<at::Tensor> TypedInput::Forward(const BatchTensors& bt, const sam
   const std::vector<int64_t>& count = seg.count;
   const std::vector<bool>& is_featured = seg.is_featured;
   const bool by_runs = seg.by_runs;
-  const bool typed = !mb.input_types.empty();
-  auto type_of = [&](int64_t i) { return typed ? static_cast<int>(mb.input_types[i]) : 0; };
+  const sampler::Int32Array& types = mb.input_types();
+  const bool typed = !types.empty();
+  auto type_of = [&](int64_t i) { return typed ? static_cast<int>(types[i]) : 0; };
   const at::Device device = bt.features.defined()   ? bt.features.device()
                             : bt.blocks.empty()     ? at::Device(at::kCPU)
                                                     : bt.blocks[0].src.device();

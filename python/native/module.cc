@@ -461,6 +461,13 @@ class Graph {
   std::map<std::string, core::FieldSchema> created_;  // guarded by created_mu_
 };
 
+// Each of `fields` (sampler/batch_fields.h) into `d` under its name: [count] or [count, width].
+void AddFields(const sampler::Fields& fields, py::dict& d) {
+  for (const sampler::Field& f : fields) {
+    d[py::str(f.name)] = Borrow(f.Share(), f.data(), f.dtype(), f.shape());
+  }
+}
+
 // One mini-batch, its arrays borrowed from the batch (a sampler process's mapped batch file, or
 // the sampler thread's vectors) for as long as any array of it is alive.
 py::dict BatchToPython(sampler::MiniBatch mb) {
@@ -476,17 +483,14 @@ py::dict BatchToPython(sampler::MiniBatch mb) {
     blk["indices"] = BorrowArray(b.indices);
     blk["eids"] = BorrowArray(b.eids);
     blk["dst"] = BorrowArray(b.dst);
-    if (!b.edge_weight.empty()) blk["edge_weight"] = BorrowArray(b.edge_weight);
-    if (!b.etype.empty()) blk["etype"] = BorrowArray(b.etype);  // typed: each edge's relation
-    if (b.edge_feat_dim > 0) {
-      blk["edge_feat"] = Borrow(b.edge_feat.Share(), b.edge_feat.data(), core::DType::kFloat32,
-                                {b.num_edges(), b.edge_feat_dim});
-    }
+    AddFields(b.fields, blk);  // "edge_weight", "edge_feat", typed: "etype" (each edge's relation)
     blocks.append(std::move(blk));
   }
   d["blocks"] = std::move(blocks);
-  // Typed graphs: each input node's type (its index in the graph's node_types).
-  d["input_types"] = mb.input_types.empty() ? py::object(py::none()) : py::object(BorrowArray(mb.input_types));
+  // Typed graphs: "input_types", each input node's type (its index in the graph's node_types).
+  d["input_types"] = py::none();
+  AddFields(mb.input_fields, d);
+  AddFields(mb.seed_fields, d);
   if (mb.features.cols > 0) {
     d["features"] = Borrow(mb.features.owner, mb.features.data, mb.features.dtype, {mb.features.rows, mb.features.cols});
     d["features_codec"] = std::string(core::FeatureCodecName(mb.features.codec));  // decoded in Python, on the device

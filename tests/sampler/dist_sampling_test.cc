@@ -268,18 +268,24 @@ TEST(BatchLoaderTest, EdgeWeightsArriveWithTheirEdgesFromThreadsAndSamplerProces
   int64_t checked = 0;
   for (size_t i = 0; i < runs[0].size(); ++i) {
     for (const Block& b : runs[0][i].blocks) {
-      ASSERT_EQ(b.edge_weight.size(), b.eids.size());
+      const FloatArray& weight = b.edge_weight();
+      const sampler::Field* feat = b.fields.Find(sampler::kEdgeFeat);
+      ASSERT_NE(feat, nullptr);
+      ASSERT_EQ(weight.size(), b.eids.size());
       for (size_t e = 0; e < b.eids.size(); ++e, ++checked) {
         std::string raw;
         const int64_t eid = b.eids[e];
         ASSERT_TRUE(stores[edges.PartOf(eid)]->GatherEdgeRows("weight", {&eid, 1}, &raw).ok());
         int64_t want = 0;
         std::memcpy(&want, raw.data(), sizeof(want));
-        ASSERT_EQ(b.edge_weight[e], static_cast<float>(want)) << "edge " << eid;
+        ASSERT_EQ(weight[e], static_cast<float>(want)) << "edge " << eid;
         raw.clear();
         ASSERT_TRUE(stores[edges.PartOf(eid)]->GatherEdgeRows("ef", {&eid, 1}, &raw).ok());
-        ASSERT_EQ(b.edge_feat_dim, 3);
-        ASSERT_EQ(std::memcmp(raw.data(), b.edge_feat.data() + 3 * e, 3 * sizeof(float)), 0) << "edge " << eid;
+        ASSERT_EQ(feat->width, 3);
+        ASSERT_EQ(std::memcmp(raw.data(), b.fields.Get<float>(sampler::kEdgeFeat).data() + 3 * e,
+                              3 * sizeof(float)),
+                  0)
+            << "edge " << eid;
       }
     }
     testing::ExpectSameBatch(runs[0][i], runs[1][i]);
@@ -342,7 +348,7 @@ TEST(LinkProcessLoaderTest, SamplerProcessesMakeTheLinkBatchesThisProcessMakes) 
       EXPECT_EQ(got->neg_src, want->neg_src);
       EXPECT_EQ(got->neg_dst, want->neg_dst);
       EXPECT_EQ(got->eids, want->eids);
-      EXPECT_FALSE(got->nodes.blocks[0].edge_weight.empty());
+      EXPECT_FALSE(got->nodes.blocks[0].edge_weight().empty());
       testing::ExpectSameBatch(got->nodes, want->nodes);
     }
   }
@@ -1042,16 +1048,16 @@ TEST_P(TypedSamplingTest, BlocksKeepEveryEdgesRelationAndPerRelationFanouts) {
     SCOPED_TRACE("step " + std::to_string(mb.step));
     for (size_t l = 0; l < mb.blocks.size(); ++l) {
       const Block& b = mb.blocks[l];
-      ASSERT_EQ(b.etype.size(), b.eids.size());
+      ASSERT_EQ(b.etype().size(), b.eids.size());
       std::vector<int64_t> src(b.eids.size()), dst(b.eids.size());
       ASSERT_TRUE((*g)->FindEdges({b.eids.data(), b.eids.size()}, src.data(), dst.data()).ok());
       for (int64_t j = 0; j < b.num_dst; ++j) {
         const int64_t v = b.src_nodes[j];
         std::vector<int64_t> per_relation(etypes.num_types(), 0);  // edges of each relation
         for (int64_t e = b.indptr[j]; e < b.indptr[j + 1]; ++e) {
-          const int r = b.etype[e];
+          const int r = b.etype()[e];
           if (e > b.indptr[j]) {
-            EXPECT_LE(b.etype[e - 1], r) << "relations out of order at edge " << e;
+            EXPECT_LE(b.etype()[e - 1], r) << "relations out of order at edge " << e;
           }
           EXPECT_EQ(etypes.ToTypeWise(b.eids[e]).first, r) << "edge " << b.eids[e];
           EXPECT_EQ(src[e], b.src_nodes[b.indices[e]]);
@@ -1072,11 +1078,11 @@ TEST_P(TypedSamplingTest, BlocksKeepEveryEdgesRelationAndPerRelationFanouts) {
       }
     }
     const Int64Array& inputs = mb.input_nodes();
-    ASSERT_EQ(mb.input_types.size(), inputs.size());
+    ASSERT_EQ(mb.input_types().size(), inputs.size());
     int64_t papers = 0;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      EXPECT_EQ(mb.input_types[i], ntypes.ToTypeWise(inputs[i]).first);
-      papers += mb.input_types[i] == paper ? 1 : 0;
+      EXPECT_EQ(mb.input_types()[i], ntypes.ToTypeWise(inputs[i]).first);
+      papers += mb.input_types()[i] == paper ? 1 : 0;
     }
     ASSERT_EQ(mb.features.rows, papers);
     ASSERT_EQ(mb.features.cols, 3);

@@ -183,7 +183,7 @@ TEST(TypedLinkSamplerTest, PositivesAreTheRelationsEdgesAndNegativesItsDestinati
         for (int64_t v = 0; v < block.num_dst; ++v) {
           for (int64_t e = block.indptr[v]; e < block.indptr[v + 1]; ++e) {
             const int64_t a = block.src_nodes[block.indices[e]], c = block.src_nodes[v];
-            if (block.etype[e] == writes || block.etype[e] == rev_writes) {
+            if (block.etype()[e] == writes || block.etype()[e] == rev_writes) {
               EXPECT_FALSE(positive_pairs.count({std::min(a, c), std::max(a, c)})) << a << " -> " << c;
             } else {
               ++other_relations;

@@ -123,7 +123,20 @@ class BatchTruth {
   std::vector<std::unique_ptr<core::PartitionStore>> stores_;
 };
 
-// Two batches are the same batch: same seeds, blocks, labels and feature bytes.
+// The same fields, in the same order: names, dtypes, widths and values.
+inline void ExpectSameFields(const sampler::Fields& a, const sampler::Fields& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (auto x = a.begin(), y = b.begin(); x != a.end(); ++x, ++y) {
+    EXPECT_EQ(x->name, y->name);
+    EXPECT_EQ(x->dtype(), y->dtype()) << x->name;
+    EXPECT_EQ(x->width, y->width) << x->name;
+    EXPECT_EQ(x->matrix, y->matrix) << x->name;
+    ASSERT_EQ(x->bytes(), y->bytes()) << x->name;
+    EXPECT_EQ(std::memcmp(x->data(), y->data(), x->bytes()), 0) << x->name;
+  }
+}
+
+// Two batches are the same batch: same seeds, blocks, labels, fields and feature bytes.
 inline void ExpectSameBatch(const sampler::MiniBatch& a, const sampler::MiniBatch& b) {
   ASSERT_EQ(a.epoch, b.epoch);
   ASSERT_EQ(a.step, b.step);
@@ -136,12 +149,10 @@ inline void ExpectSameBatch(const sampler::MiniBatch& a, const sampler::MiniBatc
     EXPECT_EQ(a.blocks[l].indptr, b.blocks[l].indptr);
     EXPECT_EQ(a.blocks[l].indices, b.blocks[l].indices);
     EXPECT_EQ(a.blocks[l].eids, b.blocks[l].eids);
-    EXPECT_EQ(a.blocks[l].edge_weight, b.blocks[l].edge_weight);
-    EXPECT_EQ(a.blocks[l].edge_feat_dim, b.blocks[l].edge_feat_dim);
-    EXPECT_EQ(a.blocks[l].edge_feat, b.blocks[l].edge_feat);
-    EXPECT_EQ(a.blocks[l].etype, b.blocks[l].etype);
+    ExpectSameFields(a.blocks[l].fields, b.blocks[l].fields);
   }
-  EXPECT_EQ(a.input_types, b.input_types);
+  ExpectSameFields(a.input_fields, b.input_fields);
+  ExpectSameFields(a.seed_fields, b.seed_fields);
   ASSERT_EQ(a.features.rows, b.features.rows);
   ASSERT_EQ(a.features.cols, b.features.cols);
   ASSERT_EQ(a.features.dtype, b.features.dtype);

@@ -9,9 +9,10 @@
 #include <set>
 
 #include "core/dtype.h"
-#include "core/random.h"
 #include "core/partition_book.h"
+#include "core/random.h"
 #include "gtest/gtest.h"
+#include "sampler/batch_checksum.h"
 #include "sampler/dist_graph.h"
 #include "sampler/id_map.h"
 #include "sampler/minibatch_sampler.h"
@@ -403,10 +404,123 @@ TEST(ShmBatchTest, FeatureSlotsCrossWithTheBatch) {
   EXPECT_EQ(back->features.rows, 5);
   *back = MiniBatch();
 
-  // A file whose slots do not cover its input nodes is refused.
+  // Slots that do not cover the input nodes are refused: a producer's bug, caught before it is
+  // written (and a reader would refuse the file, below).
   mb.feature_slots = {0, -1};  // two slots for five inputs
-  ASSERT_TRUE(slot.Write(mb, 1, 2, DType::kFloat32).ok());
-  EXPECT_EQ(ReadShmBatch(slot.fd()).status().code(), absl::StatusCode::kDataLoss);
+  auto refused = slot.Write(mb, 1, 2, DType::kFloat32);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(refused.status().message().find("'feature_slots'"), std::string::npos)
+      << refused.status();
+}
+
+// The batch file's table (sampler/batch_schema.h): the header's array count, then per array a
+// 72-byte entry (name[32], domain, layer, dtype, unused, width, count, offset).
+constexpr off_t kTableAt = 64, kEntryBytes = 72;
+int64_t ArraysInFile(int fd) {
+  int64_t n = 0;
+  EXPECT_EQ(pread(fd, &n, 8, 6 * 8), 8);
+  return n;
+}
+// The index of array `name` (of `layer`, -1: any) in the file's table, or -1.
+int64_t EntryOf(int fd, const std::string& name, int32_t layer = -1) {
+  for (int64_t i = 0; i < ArraysInFile(fd); ++i) {
+    char entry[kEntryBytes];
+    EXPECT_EQ(pread(fd, entry, kEntryBytes, kTableAt + i * kEntryBytes), kEntryBytes);
+    int32_t at_layer;
+    std::memcpy(&at_layer, entry + 36, 4);
+    if (std::string(entry) == name && (layer < 0 || at_layer == layer)) return i;
+  }
+  return -1;
+}
+
+// Fields of every domain cross by name, with their dtype and width, in their order; the
+// checksum covers them.
+TEST(ShmBatchTest, FieldsCrossByNameWithTheirDtypeAndWidth) {
+  MiniBatch mb = HandMadeBatch();
+  for (Block& b : mb.blocks) {
+    const auto edges = static_cast<int32_t>(b.num_edges());
+    Int64Array& when = b.fields.Add<int64_t>("edge_time");
+    FloatArray& feat = b.fields.AddRows<float>(kEdgeFeat, 2);
+    for (int32_t e = 0; e < edges; ++e) {
+      when.push_back(1000 + e);
+      feat.push_back(0.5f * e);
+      feat.push_back(-1.0f * e);
+    }
+  }
+  mb.input_fields.Add<int32_t>(kInputTypes) = std::vector<int32_t>{0, 1, 1, 0, 2};
+  mb.seed_fields.Add<float>("seed_weight") = std::vector<float>{0.25f, 4.0f};
+  ShmSlot slot;
+  auto features = slot.Write(mb, 5, 3, DType::kFloat32);
+  ASSERT_TRUE(features.ok()) << features.status();
+  auto back = ReadShmBatch(slot.fd());
+  ASSERT_TRUE(back.ok()) << back.status();
+  mb.features = back->features;
+  testing::ExpectSameBatch(mb, *back);
+  const Field* feat = back->blocks[1].fields.Find(kEdgeFeat);
+  ASSERT_NE(feat, nullptr);
+  EXPECT_EQ(feat->width, 2);
+  EXPECT_EQ(feat->count(), 3);
+  EXPECT_TRUE(std::get<FloatArray>(feat->values).borrowed()) << "fields stay in the file";
+  EXPECT_EQ(back->input_types(), (std::vector<int32_t>{0, 1, 1, 0, 2}));
+
+  const uint32_t before = BatchChecksum(*back);
+  MiniBatch changed = HandMadeBatch();
+  changed.features = back->features;
+  for (size_t l = 0; l < 2; ++l) changed.blocks[l].fields = back->blocks[l].fields;
+  changed.input_fields = back->input_fields;
+  changed.seed_fields.Add<float>("seed_weight") = std::vector<float>{0.25f, 5.0f};
+  EXPECT_NE(BatchChecksum(changed), before) << "a seed field's value is covered";
+  changed.seed_fields = back->seed_fields;
+  EXPECT_EQ(BatchChecksum(changed), before);
+}
+
+// A file whose table disagrees with the schema or the file is refused, naming the array.
+TEST(ShmBatchTest, ATableThatDisagreesIsRefusedNamingTheArray) {
+  MiniBatch mb = HandMadeBatch();
+  for (Block& b : mb.blocks)
+    b.fields.Add<float>(kEdgeWeight).assign(static_cast<size_t>(b.num_edges()), 1.0f);
+  ShmSlot slot;
+  ASSERT_TRUE(slot.Write(mb, 5, 3, DType::kFloat32).ok());
+  const int64_t weight = EntryOf(slot.fd(), "edge_weight", 1);
+  ASSERT_GE(weight, 0);
+  const int64_t four = 4;  // layer 1 has 3 edges
+  ASSERT_EQ(pwrite(slot.fd(), &four, 8, kTableAt + weight * kEntryBytes + 56), 8);
+  auto back = ReadShmBatch(slot.fd());
+  EXPECT_EQ(back.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(back.status().message().find("'edge_weight' of layer 1 has 4 entries"),
+            std::string::npos)
+      << back.status();
+
+  // The features' dtype, unknown.
+  ASSERT_TRUE(slot.Write(mb, 5, 3, DType::kFloat32).ok());
+  const int64_t rows = EntryOf(slot.fd(), "features");
+  ASSERT_EQ(rows, ArraysInFile(slot.fd()) - 1) << "the features come last";
+  const int32_t bad = 99;
+  ASSERT_EQ(pwrite(slot.fd(), &bad, 4, kTableAt + rows * kEntryBytes + 40), 4);
+  back = ReadShmBatch(slot.fd());
+  EXPECT_EQ(back.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(back.status().message().find("('features') has a bad table entry (domain 8, dtype 99"),
+            std::string::npos)
+      << back.status();
+
+  // A file of another version.
+  ASSERT_TRUE(slot.Write(mb, 5, 3, DType::kFloat32).ok());
+  const char six = '6';
+  ASSERT_EQ(pwrite(slot.fd(), &six, 1, 7), 1);
+  back = ReadShmBatch(slot.fd());
+  EXPECT_EQ(back.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(back.status().message().find("version 6; this reader reads 7"), std::string::npos)
+      << back.status();
+
+  // A layer without its edge IDs.
+  ASSERT_TRUE(slot.Write(mb, 5, 3, DType::kFloat32).ok());
+  const int64_t eids = EntryOf(slot.fd(), "eids", 0);
+  ASSERT_GE(eids, 0);
+  ASSERT_EQ(pwrite(slot.fd(), "xids", 5, kTableAt + eids * kEntryBytes), 5);
+  back = ReadShmBatch(slot.fd());
+  EXPECT_EQ(back.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(back.status().message().find("layer 0 has no 'eids' array"), std::string::npos)
+      << back.status();
 }
 
 TEST(ShmBatchTest, RejectsAFileThatDisagreesWithItsHeader) {
@@ -414,16 +528,6 @@ TEST(ShmBatchTest, RejectsAFileThatDisagreesWithItsHeader) {
   ASSERT_TRUE(slot.Write(HandMadeBatch(), 5, 3, DType::kFloat32).ok());
   ASSERT_EQ(ftruncate(slot.fd(), 64), 0);
   EXPECT_EQ(ReadShmBatch(slot.fd()).status().code(), absl::StatusCode::kDataLoss);
-}
-
-TEST(ShmBatchTest, RejectsAnUnknownFeatureDtype) {
-  ShmSlot slot;
-  ASSERT_TRUE(slot.Write(HandMadeBatch(), 5, 3, DType::kFloat32).ok());
-  const int64_t bad = 99;
-  ASSERT_EQ(pwrite(slot.fd(), &bad, 8, 14 * 8), 8);  // header entry 14: the feature dtype
-  auto back = ReadShmBatch(slot.fd());
-  EXPECT_EQ(back.status().code(), absl::StatusCode::kDataLoss);
-  EXPECT_NE(back.status().message().find("feature dtype 99"), std::string::npos) << back.status();
 }
 
 // `d` in one partition (reverse edges added) under dir/parts, opened as a graph; fails the test
@@ -584,10 +688,12 @@ TEST(Float16SamplingTest, FeaturesComeAsStoredAndEdgeWeightsConvert) {
     EXPECT_EQ(mb->features.bytes(), mb->input_nodes().size() * 8);
     truth.Check(*mb, so.fanouts, false);  // the rows, byte for byte
     for (const Block& b : mb->blocks) {
-      ASSERT_EQ(b.edge_weight.size(), b.eids.size());
+      const FloatArray& weight = b.edge_weight();
+      const FloatArray& feat = b.fields.Get<float>(sampler::kEdgeFeat);
+      ASSERT_EQ(weight.size(), b.eids.size());
       for (size_t e = 0; e < b.eids.size(); ++e) {
-        const auto row = static_cast<int64_t>(b.edge_feat[e]);
-        ASSERT_EQ(b.edge_weight[e], (row % 16) / 8.0f) << "edge " << b.eids[e];
+        const auto row = static_cast<int64_t>(feat[e]);
+        ASSERT_EQ(weight[e], (row % 16) / 8.0f) << "edge " << b.eids[e];
       }
     }
   }

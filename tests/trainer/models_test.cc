@@ -94,7 +94,7 @@ at::Tensor RefRgat(const sampler::Block& b, const at::Tensor& h, const Params& p
     auto acc = count.accessor<double, 2>();
     for (int64_t j = 0; j < b.num_dst; ++j) {
       for (int64_t e = b.indptr[j]; e < b.indptr[j + 1]; ++e) {
-        if ((b.etype.empty() ? 0 : b.etype[e]) == r) acc[j][b.indices[e]] += 1.0;
+        if ((b.etype().empty() ? 0 : b.etype()[e]) == r) acc[j][b.indices[e]] += 1.0;
       }
     }
     const at::Tensor z = at::matmul(h, fc[r].t()).view({-1, heads, out});                    // [S, H, out]
@@ -131,7 +131,7 @@ at::Tensor RefHgt(const sampler::Block& b, const at::Tensor& h, const Params& p,
     auto acc = count.accessor<double, 2>();
     for (int64_t j = 0; j < num_dst; ++j) {
       for (int64_t e = b.indptr[j]; e < b.indptr[j + 1]; ++e) {
-        if ((b.etype.empty() ? 0 : b.etype[e]) == r) acc[j][b.indices[e]] += 1.0;
+        if ((b.etype().empty() ? 0 : b.etype()[e]) == r) acc[j][b.indices[e]] += 1.0;
       }
     }
     const at::Tensor key = at::einsum("shd,hde->she", {k, p.at(layer + ".k_rel").narrow(0, r * heads, heads)});
@@ -183,10 +183,11 @@ at::Tensor RefModel(const ModelOptions& o, const sampler::MiniBatch& batch, cons
         break;
       case ModelKind::kHgt: {
         const at::Tensor types =
-            batch.input_types.empty()
+            batch.input_types().empty()
                 ? at::zeros({batch.blocks[l].num_src()}, at::kLong)
-                : at::tensor(std::vector<int64_t>(batch.input_types.begin(),
-                                                  batch.input_types.begin() + batch.blocks[l].num_src()));
+                : at::tensor(std::vector<int64_t>(
+                      batch.input_types().begin(),
+                      batch.input_types().begin() + batch.blocks[l].num_src()));
         h = RefHgt(batch.blocks[l], h, p, layer, HeadsOf(o, l), o.num_node_types, o.num_relations, types);
         if (last) h = at::matmul(h, p.at("classifier.weight").t()) + p.at("classifier.bias");
         break;
@@ -243,13 +244,16 @@ TEST_P(ModelVsReferenceTest, ForwardAndGradientsMatchDenseReference) {
   o.num_node_types = c.node_types;
   if (c.node_types > 1) {
     const int64_t inputs = batch.blocks.front().num_src();
-    for (int64_t i = 0; i < inputs; ++i) batch.input_types.push_back(static_cast<int32_t>(i % c.node_types));
+    sampler::Int32Array& types = batch.input_fields.Add<int32_t>(sampler::kInputTypes);
+    for (int64_t i = 0; i < inputs; ++i) types.push_back(static_cast<int32_t>(i % c.node_types));
   }
   if (c.relations > 1) {
     for (size_t l = 0; l < batch.blocks.size(); ++l) {
       sampler::Block& b = batch.blocks[l];
-      b.etype.resize(b.num_edges());
-      for (int64_t e = 0; e < b.num_edges(); ++e) b.etype[e] = static_cast<int32_t>((e + l) % c.relations);
+      sampler::Int32Array& etype = b.fields.Add<int32_t>(sampler::kEdgeType);
+      etype.resize(b.num_edges());
+      for (int64_t e = 0; e < b.num_edges(); ++e)
+        etype[e] = static_cast<int32_t>((e + l) % c.relations);
     }
   }
   absl::StatusOr<BatchTensors> t = ToTensors(batch);

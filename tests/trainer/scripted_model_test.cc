@@ -263,10 +263,11 @@ TEST_F(ScriptedModelTest, ScriptsSeeEdgeFeaturesAndWeights) {
   ASSERT_TRUE(model.ok()) << model.status();
   BatchTensors t = RandomTensors(5, 3, 1, 29);
   BlockTensors& b = t.blocks[0];
-  b.edge_feat = at::rand({b.num_edges(), 3});
+  const at::Tensor edge_feat = at::rand({b.num_edges(), 3});
+  b.fields.emplace_back("edge_feat", edge_feat);
   b.edge_weight = at::rand({b.num_edges()});
   const at::Tensor want =
-      at::zeros({b.num_dst, 3}).index_add_(0, b.dst, b.edge_feat * b.edge_weight.unsqueeze(1));
+      at::zeros({b.num_dst, 3}).index_add_(0, b.dst, edge_feat * b.edge_weight.unsqueeze(1));
   const at::Tensor got = (*model)->Forward(t.blocks, t.features);
   EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-6)) << got << want;
 }

@@ -361,7 +361,7 @@ TEST(TypedModelTest, InputLayerAndRgcnLayerMatchAnEdgeByEdgeReference) {
       }
       EXPECT_EQ(run.edge_begin, blk.indptr[run.begin]);
       EXPECT_EQ(run.edge_end, blk.indptr[run.end]);
-      for (int64_t e = run.edge_begin; e < run.edge_end; ++e) rels.insert(blk.etype[e]);
+      for (int64_t e = run.edge_begin; e < run.edge_end; ++e) rels.insert(blk.etype()[e]);
       EXPECT_EQ(run.relations, std::vector<int64_t>(rels.begin(), rels.end()));
     }
     EXPECT_EQ(next, blk.num_dst);
@@ -374,7 +374,7 @@ TEST(TypedModelTest, InputLayerAndRgcnLayerMatchAnEdgeByEdgeReference) {
     sampler::MiniBatch shuffled;
     const int64_t n = static_cast<int64_t>(inputs.size());
     std::vector<int64_t> ids(inputs.begin(), inputs.end());
-    std::vector<int32_t> ts(mb->input_types.begin(), mb->input_types.end());
+    std::vector<int32_t> ts(mb->input_types().begin(), mb->input_types().end());
     // Interleave the two halves so that consecutive inputs change type often.
     std::vector<int64_t> order;
     for (int64_t i = 0; i < (n + 1) / 2; ++i) {
@@ -397,7 +397,7 @@ TEST(TypedModelTest, InputLayerAndRgcnLayerMatchAnEdgeByEdgeReference) {
     ASSERT_GT(runs, 64) << "the interleaved order must take the gather path";
     shuffled.blocks.resize(1);
     shuffled.blocks[0].src_nodes = new_ids;
-    shuffled.input_types = new_types;
+    shuffled.input_fields.Add<int32_t>(sampler::kInputTypes) = new_types;
     BatchTensors sbt;
     sbt.features = bt->features.index_select(0, at::tensor(feature_rows));
     auto sx = (*input)->Forward(sbt, shuffled, emb->get());

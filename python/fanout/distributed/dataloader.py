@@ -338,10 +338,7 @@ class _EpochLoader:
                 srcdata[self._feat] = torch.from_numpy(b["features"])
             if i == nb - 1 and label and len(b["labels"]) > 0:
                 dstdata[label] = torch.from_numpy(b["labels"])
-            if sampler.edge_weight and "edge_weight" in t:
-                edata[sampler.edge_weight] = t["edge_weight"]
-            if sampler.edge_feature and "edge_feat" in t:
-                edata[sampler.edge_feature] = t["edge_feat"]
+            edata.update(_edge_fields(t, sampler))
             blocks.append(Block(t["src_nodes"], raw["num_dst"], t["indptr"], t["indices"], t["eids"], t["dst"],
                                 srcdata, dstdata, edata))
         # On the output device before the graph remembers the batch's rows: g.ndata[feat][input_nodes]
@@ -383,6 +380,17 @@ class _EpochLoader:
         (how DGL's R-GCN example reads its features) is then the batch's own tensor."""
         self._g._remember_batch([(f"{nt}/{self._feat}", ids, first.srcnodes[nt].data.get(self._feat))
                                  for nt, ids in input_nodes.items()] + list(more), input_nodes)
+
+
+_BLOCK_STRUCTURE = frozenset(("src_nodes", "indptr", "indices", "eids", "dst", "etype"))
+
+
+def _edge_fields(t: Dict[str, torch.Tensor], sampler: NeighborSampler) -> Dict[str, torch.Tensor]:
+    """A native block's per-edge fields (every array but its structure) under the names the
+    script asked for them by: the sampler's weight and feature fields under the graph's field
+    names, any other under its own."""
+    names = {"edge_weight": sampler.edge_weight, "edge_feat": sampler.edge_feature}
+    return {names.get(k) or k: v for k, v in t.items() if k not in _BLOCK_STRUCTURE}
 
 
 class DistNodeDataLoader(_EpochLoader):
