@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <optional>
 
 #include "base/check.h"
@@ -23,6 +24,55 @@ using base::StrCat;
 namespace {
 
 uint64_t Mix(uint64_t h, uint64_t v) { return core::SplitMix64(h ^ core::SplitMix64(v)); }
+
+// The edge field keys that field `name` stands for: on a typed graph each edge type's own
+// ("SRC:REL:DST/NAME", indexed by relation; "" for the types without one, whose edges get
+// weight 1 and zero features, as a relation's layer given no edge data), else {name}. NOT_FOUND
+// when no edge type has one (`what`: "weight" or "feature"), naming the graph's edge fields.
+absl::StatusOr<std::vector<std::string>> EdgeFieldKeys(const DistGraph& graph,
+                                                       const std::string& name, const char* what) {
+  const core::PartitionConfig& config = graph.config();
+  if (!config.typed()) return std::vector<std::string>{name};
+  std::vector<std::string> keys;
+  bool any = false;
+  for (const core::CanonicalEdgeType& type : config.edge_types) {
+    keys.push_back(type.ToString() + "/" + name);
+    if (graph.EdgeFieldSchema(keys.back()).ok()) {
+      any = true;
+    } else {
+      keys.back().clear();
+    }
+  }
+  if (any) return keys;
+  std::vector<std::string> fields;
+  for (const core::FieldSchema& f : config.edge_fields) fields.push_back(f.key());
+  return absl::NotFoundError(
+      StrCat("no edge type of graph '", config.graph_name, "' has an edge ", what, " field '", name,
+             "' (SRC:REL:DST/", name,
+             "); edge fields: ", fields.empty() ? "(none)" : base::StrJoin(fields, ", ")));
+}
+
+// The schema of the edge field `name` stands for, checked by `check` (which names the key at
+// fault); on a typed graph every edge type's, which must agree in width.
+absl::StatusOr<core::FieldSchema> EdgeFieldOf(
+    const DistGraph& graph, const std::string& name, const char* what,
+    const std::function<absl::Status(const core::FieldSchema&)>& check) {
+  ASSIGN_OR_RETURN(std::vector<std::string> keys, EdgeFieldKeys(graph, name, what));
+  std::optional<core::FieldSchema> first;
+  for (const std::string& key : keys) {
+    if (key.empty()) continue;
+    ASSIGN_OR_RETURN(core::FieldSchema f, graph.EdgeFieldSchema(key));
+    RETURN_IF_ERROR(check(f));
+    if (first && f.row_elems() != first->row_elems()) {
+      return absl::InvalidArgumentError(
+          StrCat("edge ", what, " fields '", first->key(), "' (", first->row_elems(),
+                 " values per edge) and '", key, "' (", f.row_elems(),
+                 ") differ: every edge type's must have the same width"));
+    }
+    if (!first) first = f;
+  }
+  return *first;
+}
 
 }  // namespace
 
@@ -78,20 +128,23 @@ absl::Status ValidateSamplerOptions(const SamplerOptions& o, const DistGraph& gr
     }
   }
   if (!o.edge.weight_field.empty()) {
-    ASSIGN_OR_RETURN(core::FieldSchema f, graph.EdgeFieldSchema(o.edge.weight_field));
-    if (f.row_elems() != 1) {
-      return absl::InvalidArgumentError(StrCat("edge weight field '", o.edge.weight_field,
-                                               "' must hold one number per edge; it is ", core::DTypeName(f.dtype),
-                                               " with ", f.row_elems(), " values per edge"));
-    }
+    RETURN_IF_ERROR(
+        EdgeFieldOf(graph, o.edge.weight_field, "weight", [](const core::FieldSchema& f) {
+          if (f.row_elems() == 1) return absl::OkStatus();
+          return absl::InvalidArgumentError(
+              StrCat("edge weight field '", f.key(), "' must hold one number per edge; it is ",
+                     core::DTypeName(f.dtype), " with ", f.row_elems(), " values per edge"));
+        }).status());
   }
   if (!o.edge.feature_field.empty()) {
-    ASSIGN_OR_RETURN(core::FieldSchema f, graph.EdgeFieldSchema(o.edge.feature_field));
-    if (f.row_elems() < 1) {
-      return absl::InvalidArgumentError(StrCat("edge feature field '", o.edge.feature_field,
-                                               "' must hold at least one number for every edge; it is ",
-                                               core::DTypeName(f.dtype), " with ", f.row_elems(), " values per edge"));
-    }
+    RETURN_IF_ERROR(
+        EdgeFieldOf(graph, o.edge.feature_field, "feature", [](const core::FieldSchema& f) {
+          if (f.row_elems() >= 1) return absl::OkStatus();
+          return absl::InvalidArgumentError(
+              StrCat("edge feature field '", f.key(),
+                     "' must hold at least one number for every edge; it is ",
+                     core::DTypeName(f.dtype), " with ", f.row_elems(), " values per edge"));
+        }).status());
   }
   if (!o.label_field.empty()) {
     std::vector<std::string> keys = {o.label_field};
@@ -303,20 +356,57 @@ absl::Status MiniBatchSampler::FetchEdgeData(std::vector<Block>* blocks) {
   const EdgeDataOptions& o = options_.edge;
   if (o.weight_field.empty() && o.feature_field.empty()) return absl::OkStatus();
   std::vector<int64_t> eids;
-  for (const Block& b : *blocks) eids.insert(eids.end(), b.eids.begin(), b.eids.end());
-  // Rows of `field` for every block's edges, as float32, split back into the blocks as their
-  // field `name`.
-  // `matrix`: a [count, width] field even of width 1 (features), else [count] (weights).
-  auto pull = [&](const std::string& field, std::string_view name, bool matrix) -> absl::Status {
-    ASSIGN_OR_RETURN(core::FieldSchema f, graph_->EdgeFieldSchema(field));
-    const size_t width = static_cast<size_t>(f.row_elems());
-    std::vector<float> all(eids.size() * width);
-    if (f.dtype == DType::kFloat32) {
-      RETURN_IF_ERROR(graph_->PullEdgeRows(field, eids, reinterpret_cast<char*>(all.data())));
+  std::vector<int32_t> etypes;  // typed graphs: each edge's relation
+  for (const Block& b : *blocks) {
+    eids.insert(eids.end(), b.eids.begin(), b.eids.end());
+    etypes.insert(etypes.end(), b.etype().begin(), b.etype().end());
+  }
+  // Rows of field `key` for edges `ids` as float32, at `out`.
+  auto pull_key = [&](const std::string& key, std::span<const int64_t> ids, size_t width,
+                      float* out) -> absl::Status {
+    ASSIGN_OR_RETURN(core::FieldSchema f, graph_->EdgeFieldSchema(key));
+    if (static_cast<size_t>(f.row_elems()) != width) {
+      return absl::InvalidArgumentError(StrCat("edge field '", key, "' has ", f.row_elems(),
+                                               " values per edge; ", "the other edge types' have ",
+                                               width));
+    }
+    if (f.dtype == DType::kFloat32)
+      return graph_->PullEdgeRows(key, ids, reinterpret_cast<char*>(out));
+    raw_.resize(ids.size() * f.row_bytes());
+    RETURN_IF_ERROR(graph_->PullEdgeRows(key, ids, raw_.data()));
+    core::ConvertElements(f.dtype, raw_.data(), ids.size() * width, out);
+    return absl::OkStatus();
+  };
+  // Rows of `field` for every block's edges (on a typed graph each relation's from its own
+  // field), split back into the blocks as their field `name`. `matrix`: a [count, width] field
+  // even of width 1 (features), else [count] (weights).
+  // `missing`: the value of the edges of a relation without the field.
+  auto pull = [&](const std::string& field, std::string_view name, bool matrix, const char* what,
+                  float missing) -> absl::Status {
+    ASSIGN_OR_RETURN(std::vector<std::string> keys, EdgeFieldKeys(*graph_, field, what));
+    ASSIGN_OR_RETURN(core::FieldSchema first,
+                     graph_->EdgeFieldSchema(*std::find_if(keys.begin(), keys.end(),
+                                                           [](auto& k) { return !k.empty(); })));
+    const size_t width = static_cast<size_t>(first.row_elems());
+    std::vector<float> all(eids.size() * width, missing);
+    if (etypes.size() != eids.size()) {
+      RETURN_IF_ERROR(pull_key(keys[0], eids, width, all.data()));
     } else {
-      raw_.resize(eids.size() * f.row_bytes());
-      RETURN_IF_ERROR(graph_->PullEdgeRows(field, eids, raw_.data()));
-      core::ConvertElements(f.dtype, raw_.data(), all.size(), all.data());
+      std::vector<std::vector<size_t>> at_of(keys.size());  // each relation's edges' positions
+      for (size_t i = 0; i < etypes.size(); ++i) at_of[static_cast<size_t>(etypes[i])].push_back(i);
+      std::vector<int64_t> ids;
+      std::vector<float> rows;
+      for (size_t r = 0; r < keys.size(); ++r) {
+        if (at_of[r].empty() || keys[r].empty()) continue;
+        ids.clear();
+        for (size_t i : at_of[r]) ids.push_back(eids[i]);
+        rows.resize(ids.size() * width);
+        RETURN_IF_ERROR(pull_key(keys[r], ids, width, rows.data()));
+        for (size_t k = 0; k < at_of[r].size(); ++k) {
+          std::copy_n(rows.begin() + static_cast<ptrdiff_t>(k * width), width,
+                      all.begin() + static_cast<ptrdiff_t>(at_of[r][k] * width));
+        }
+      }
     }
     size_t at = 0;
     for (Block& b : *blocks) {
@@ -328,8 +418,10 @@ absl::Status MiniBatchSampler::FetchEdgeData(std::vector<Block>* blocks) {
     }
     return absl::OkStatus();
   };
-  if (!o.weight_field.empty()) RETURN_IF_ERROR(pull(o.weight_field, kEdgeWeight, false));
-  if (!o.feature_field.empty()) RETURN_IF_ERROR(pull(o.feature_field, kEdgeFeat, true));
+  if (!o.weight_field.empty())
+    RETURN_IF_ERROR(pull(o.weight_field, kEdgeWeight, false, "weight", 1.0f));
+  if (!o.feature_field.empty())
+    RETURN_IF_ERROR(pull(o.feature_field, kEdgeFeat, true, "feature", 0.0f));
   return absl::OkStatus();
 }
 

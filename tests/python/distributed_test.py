@@ -93,12 +93,20 @@ def make_graph(work, parts, nodes=3000, edges=24000, feat_dim=16, name="g", edge
 WEIGHT_SCALE = 4096  # > the nodes of make_graph's graphs; WEIGHT_SCALE * src + dst stays exact in float32
 
 
-def make_typed_graph(work, parts, scale="0.002", feature_dtype=None, link_etypes=None):
+def make_typed_graph(work, parts, scale="0.002", feature_dtype=None, link_etypes=None, edge_fields=False):
     """The ogbn-mag-shaped typed graph (4 node types, 4 relations and their reverses); with
     `feature_dtype`, the papers' features stored so (fanout-partition --feature-dtype); with
-    `link_etypes` ("writes,cites"), those relations' pairs split for link prediction."""
+    `link_etypes` ("writes,cites"), those relations' pairs split for link prediction; with
+    `edge_fields`, the writes edges carry a weight `w` and two numbers `ef` each."""
     ds = os.path.join(work, "mag")
     run([f"{BIN}/fanout-generate", "--preset", "mag", "--scale", scale, "--out", ds])
+    if edge_fields:
+        n = len(np.load(os.path.join(ds, "edges", "author___writes___paper.npy")))
+        os.makedirs(os.path.join(ds, "edge_data", "author___writes___paper"))
+        np.save(os.path.join(ds, "edge_data", "author___writes___paper", "w.npy"),
+                (1 + 0.25 * (np.arange(n) % 8)).astype(np.float32))
+        np.save(os.path.join(ds, "edge_data", "author___writes___paper", "ef.npy"),
+                np.arange(2 * n, dtype=np.float32).reshape(n, 2))
     out = os.path.join(work, f"typed{parts}")
     run([f"{BIN}/fanout-partition", "--input", ds, "--num-parts", str(parts), "--out", out, "--graph-name", "g",
          "--add-reverse-edges"] + (["--feature-dtype", feature_dtype] if feature_dtype else []) +
@@ -143,6 +151,7 @@ class ServersTestCase(unittest.TestCase):
     servers_per_part = 1
     typed = False
     link_etypes = None  # typed graphs: the relations split for link prediction
+    typed_edge_fields = False  # typed graphs: make_typed_graph's edge_fields
     edge_weights = False
     feature_dtype = None
     dgl_example_names = False
@@ -151,7 +160,8 @@ class ServersTestCase(unittest.TestCase):
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory()
         if cls.typed:
-            cls.config = make_typed_graph(cls.tmp.name, 2, feature_dtype=cls.feature_dtype, link_etypes=cls.link_etypes)
+            cls.config = make_typed_graph(cls.tmp.name, 2, feature_dtype=cls.feature_dtype, link_etypes=cls.link_etypes,
+                                          edge_fields=cls.typed_edge_fields)
         else:
             cls.config = make_graph(cls.tmp.name, 2, edge_weights=cls.edge_weights, feature_dtype=cls.feature_dtype,
                                     dgl_example_names=cls.dgl_example_names)
@@ -998,6 +1008,46 @@ class TypedLinkLoaderTest(ServersTestCase):
             dist.DistEdgeDataLoader(g, {"has_topic": torch.arange(5)}, sampler, batch_size=8)
         with self.assertRaisesRegex(ValueError, r"\{relation: type-wise edge IDs\}"):
             dist.DistEdgeDataLoader(g, torch.arange(5), sampler, batch_size=8)
+
+
+class TypedEdgeFieldsTest(ServersTestCase):
+    """Edge fields on typed blocks (issue 67): NeighborSampler's edge_weight and
+    prefetch_edge_feats name each relation's own field; a block's edata has them by relation for
+    the relations that hold them, and fanout_block() in its edge order, the others weighing 1."""
+
+    typed = True
+    typed_edge_fields = True
+
+    def test_each_relations_fields_reach_edata_and_fanout_block(self):
+        g = self.g
+        data = os.path.join(self.tmp.name, "mag")
+        w = np.load(os.path.join(data, "edge_data", "author___writes___paper", "w.npy"))
+        ef = np.load(os.path.join(data, "edge_data", "author___writes___paper", "ef.npy"))
+        base = os.path.dirname(self.config)
+        orig_eids = np.concatenate([np.load(os.path.join(base, f"part{k}", "graph", "orig_eids.npy")) for k in range(2)])
+        writes = ("author", "writes", "paper")
+        r = g.canonical_etypes.index(writes)
+        nids = dist.node_split(g.nodes["paper"].data["train_mask"], g.get_partition_book(), ntype="paper")
+        sampler = dist.NeighborSampler([4, 3], edge_weight="w", prefetch_edge_feats=["ef"])
+        for samplers in (0, 1):
+            loader = dist.DistNodeDataLoader(g, {"paper": nids}, sampler, batch_size=40, num_samplers=samplers)
+            weighed = 0
+            for _, _, blocks in loader:
+                for b in blocks:
+                    self.assertEqual(set(b.edata), {"w", "ef"})
+                    self.assertEqual(set(b.edata["w"]), {writes})  # the one relation that has them
+                    rows = orig_eids[g._etypes.to_homo(r, b.edge_ids(writes).numpy())]
+                    np.testing.assert_array_equal(b.edata["w"][writes].numpy(), w[rows])
+                    np.testing.assert_array_equal(b.edata["ef"][writes].numpy(), ef[rows])
+                    fb = b.fanout_block()
+                    mine = fb["etype"] == r
+                    self.assertEqual(fb["edge_weight"].dtype, torch.float32)
+                    self.assertTrue(bool((fb["edge_weight"][~mine] == 1).all()))
+                    self.assertTrue(bool((fb["edge_feat"][~mine] == 0).all()))
+                    np.testing.assert_array_equal(np.sort(fb["edge_weight"][mine].numpy()), np.sort(w[rows]))
+                    weighed += len(rows)
+            loader.close()
+            self.assertGreater(weighed, 100, samplers)
 
 
 class TypedGraphTest(ServersTestCase):

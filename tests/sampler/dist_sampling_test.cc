@@ -1133,6 +1133,126 @@ TEST_P(TypedSamplingTest, BlocksKeepEveryEdgesRelationAndPerRelationFanouts) {
   }
 }
 
+// Edge fields on typed blocks (issue 67): a field NAME is each relation's own SRC:REL:DST/NAME,
+// pulled for that relation's edges wherever they sit in the batch, from threads and from sampler
+// processes alike; a relation without it weighs its edges 1 and gives them zero features. Widths
+// that differ between relations, or a name no relation has, are refused by name.
+TEST(TypedEdgeFieldsTest, EachRelationsEdgesCarryItsOwnField) {
+  testing::TempDir dir;
+  partition::Dataset d = testing::MakeTypedDataset(11, 300, 200, 10);
+  ASSERT_EQ(d.edge_types[0].ToString(), "author:writes:paper");
+  ASSERT_EQ(d.edge_types[1].ToString(), "paper:cites:paper");
+  auto rows_of = [&](int r) { return d.edge_type_offsets[r + 1] - d.edge_type_offsets[r]; };
+  for (int r : {0, 1}) {  // weights on writes and cites; none on paper:in:venue or the reverses
+    std::vector<float> w(rows_of(r));
+    for (size_t i = 0; i < w.size(); ++i) w[i] = 1.0f + r + 0.25f * static_cast<float>(i % 8);
+    d.edge_fields.push_back({.name = "w",
+                             .data = core::NpyArray::Adopt(std::move(w), {rows_of(r)}),
+                             .edge_type = d.edge_types[r].ToString()});
+  }
+  std::vector<float> ef(2 * rows_of(0));  // two numbers per writes edge
+  for (size_t i = 0; i < ef.size(); ++i) ef[i] = 0.5f * static_cast<float>(i);
+  d.edge_fields.push_back({.name = "ef",
+                           .data = core::NpyArray::Adopt(std::move(ef), {rows_of(0), 2}),
+                           .edge_type = d.edge_types[0].ToString()});
+  d.edge_fields.push_back(
+      {.name = "bad",
+       .data = core::NpyArray::Adopt(std::vector<float>(rows_of(0)), {rows_of(0)}),
+       .edge_type = d.edge_types[0].ToString()});
+  d.edge_fields.push_back(
+      {.name = "bad",
+       .data = core::NpyArray::Adopt(std::vector<float>(2 * rows_of(1)), {rows_of(1), 2}),
+       .edge_type = d.edge_types[1].ToString()});
+  const std::string config_path = testing::PartitionTyped(dir, d, 2);
+  ASSERT_FALSE(config_path.empty());
+  const core::PartitionConfig config = *core::LoadPartitionConfig(config_path);
+  testing::ServerCluster cluster;
+  cluster.Start(config_path);
+  DistGraphOptions go;
+  go.machine_id = 0;
+  go.servers = *ParseServerList(cluster.ServerList(), 2);
+  go.client.deadline_seconds = 10;
+  auto g = DistGraph::Open(config, go);
+  ASSERT_TRUE(g.ok()) << g.status();
+  const core::TypeMap& ntypes = (*g)->node_types();
+  const core::TypeMap etypes = *config.EdgeTypes();
+  const core::RangePartitionBook edges = *config.EdgeBook();
+  std::vector<std::unique_ptr<core::PartitionStore>> stores;
+  for (int k = 0; k < 2; ++k) stores.push_back(std::move(*core::PartitionStore::Open(config, k)));
+  const int paper = *ntypes.TypeId("paper");
+  std::vector<int64_t> seeds;
+  for (int64_t p = 0; p < ntypes.count(paper); p += 3)
+    seeds.push_back(ntypes.ToHomogeneous(paper, p));
+
+  SamplerOptions so;
+  so.fanouts = {3, 3};
+  so.batch_size = 32;
+  so.seed = 5;
+  so.edge.weight_field = "w";
+  so.edge.feature_field = "ef";
+  ASSERT_TRUE(ValidateSamplerOptions(so, **g).ok()) << ValidateSamplerOptions(so, **g);
+  LoaderOptions lo;
+  lo.sampler_binary = FANOUT_SAMPLER_BIN;
+  lo.part_config_path = config_path;
+  lo.num_threads = 2;
+  std::vector<std::vector<MiniBatch>> runs;
+  for (int samplers : {0, 1}) {
+    lo.num_samplers = samplers;
+    auto loader = MakeBatchLoader(g->get(), go, so, seeds, lo);
+    ASSERT_TRUE(loader.ok()) << loader.status();
+    runs.push_back(Drain(**loader));
+  }
+  ASSERT_EQ(runs[0].size(), runs[1].size());
+  std::map<std::string, int64_t> checked;  // edges checked per relation
+  for (size_t i = 0; i < runs[0].size(); ++i) {
+    testing::ExpectSameBatch(runs[0][i], runs[1][i]);
+    for (const Block& b : runs[0][i].blocks) {
+      const FloatArray& weight = b.edge_weight();
+      const sampler::Field* feat = b.fields.Find(sampler::kEdgeFeat);
+      ASSERT_NE(feat, nullptr);
+      ASSERT_TRUE(feat->matrix);
+      ASSERT_EQ(feat->width, 2);
+      const FloatArray& f = std::get<FloatArray>(feat->values);
+      ASSERT_EQ(weight.size(), b.eids.size());
+      ASSERT_EQ(f.size(), 2 * b.eids.size());
+      for (size_t e = 0; e < b.eids.size(); ++e) {
+        const int64_t eid = b.eids[e];
+        const std::string relation = etypes.name(b.etype()[e]);
+        const core::PartitionStore& owner = *stores[edges.PartOf(eid)];
+        std::string raw;
+        float want_w = 1.0f;
+        if (owner.GatherEdgeRows(relation + "/w", {&eid, 1}, &raw).ok())
+          std::memcpy(&want_w, raw.data(), 4);
+        EXPECT_EQ(weight[e], want_w) << relation << " edge " << eid;
+        float want_f[2] = {0.0f, 0.0f};
+        raw.clear();
+        if (owner.GatherEdgeRows(relation + "/ef", {&eid, 1}, &raw).ok())
+          std::memcpy(want_f, raw.data(), 8);
+        EXPECT_EQ(f[2 * e], want_f[0]) << relation << " edge " << eid;
+        EXPECT_EQ(f[2 * e + 1], want_f[1]) << relation << " edge " << eid;
+        ++checked[relation];
+      }
+    }
+  }
+  EXPECT_GT(checked["author:writes:paper"], 100);  // weights and features of their own
+  EXPECT_GT(checked["paper:cites:paper"], 100);    // weights, no features
+  EXPECT_GT(checked["paper:rev_writes:author"] + checked["paper:rev_cites:paper"], 100);  // neither
+
+  so.edge.feature_field = "bad";
+  absl::Status s = ValidateSamplerOptions(so, **g);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find(
+                "'author:writes:paper/bad' (1 values per edge) and 'paper:cites:paper/bad' (2)"),
+            std::string::npos)
+      << s;
+  so.edge.feature_field = "";
+  so.edge.weight_field = "nowhere";
+  s = ValidateSamplerOptions(so, **g);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(s.message().find("no edge type of graph"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("author:writes:paper/w"), std::string::npos) << s;
+}
+
 // A typed graph whose types have features of their own (IGBH's four): the halo cache holds every
 // featured type's remote rows within one budget (authors' and papers' here; venues have none),
 // and changes nothing but where they come from, in threads and in sampler processes that map it.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <regex>
 #include <string>
@@ -285,6 +286,65 @@ TEST(TypedTrainCliTest, Int8FeaturesTrainAsTheirFloat32Values) {
   }
   EXPECT_NE(out[0].find("test accuracy"), std::string::npos) << out[0];
   EXPECT_EQ(out[1], out[0]);
+}
+
+// --edge-weight on a typed graph (issue 67): each relation's own field of that name weighs its
+// edges in R-GCN, through a sampler process's batch file. Weights of 1 on every relation that has
+// the field (the others weigh theirs 1) train exactly as the unweighted model; halving one
+// relation's messages changes the run.
+TEST(TypedTrainCliTest, EdgeWeightsOfEachRelationWeighItsMessages) {
+  partition::Dataset d = testing::MakeTypedDataset(8, 300, 200, 10);
+  for (size_t r = 0; r < d.edge_types.size(); ++r) {
+    const int64_t n = d.edge_type_offsets[r + 1] - d.edge_type_offsets[r];
+    d.edge_fields.push_back({.name = "one",
+                             .data = core::NpyArray::Adopt(std::vector<float>(n, 1.0f), {n}),
+                             .edge_type = d.edge_types[r].ToString()});
+    if (r == 0) {
+      d.edge_fields.push_back({.name = "half",
+                               .data = core::NpyArray::Adopt(std::vector<float>(n, 0.5f), {n}),
+                               .edge_type = d.edge_types[r].ToString()});
+    }
+  }
+  testing::TempDir dir;
+  const std::string config = testing::PartitionTyped(dir, d, 1);
+  ASSERT_FALSE(config.empty());
+  testing::ServerCluster cluster;
+  cluster.Start(config, {.allow_push = true});
+  std::map<std::string, std::string> out;
+  for (const std::string weight : {"", "one", "half"}) {
+    std::vector<std::string> argv = {FANOUT_TRAIN_BIN,
+                                     "--part-config",
+                                     config,
+                                     "--servers",
+                                     cluster.ServerList(),
+                                     "--model",
+                                     "rgcn",
+                                     "--embed-featureless",
+                                     "8",
+                                     "--fanouts",
+                                     "4,4",
+                                     "--hidden",
+                                     "16",
+                                     "--batch-size",
+                                     "32",
+                                     "--epochs",
+                                     "2",
+                                     "--threads",
+                                     "1",
+                                     "--seed",
+                                     "3",
+                                     "--log-every",
+                                     "2",
+                                     "--num-samplers",
+                                     "1"};
+    if (!weight.empty()) argv.insert(argv.end(), {"--edge-weight", weight});
+    testing::RankProcess run(argv);
+    ASSERT_EQ(run.Finish(), 0) << run.output();
+    out[weight] = testing::TrainingFigures(run.output());
+  }
+  EXPECT_NE(out[""].find("test accuracy"), std::string::npos) << out[""];
+  EXPECT_EQ(out["one"], out[""]);
+  EXPECT_NE(out["half"], out[""]);
 }
 
 // --save-embeddings on a typed graph: full-graph inference with the typed input layer (the

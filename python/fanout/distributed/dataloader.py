@@ -359,12 +359,17 @@ class _EpochLoader:
         output device."""
         g = self._g
         types = torch.from_numpy(b["input_types"])
+        names = _edata_names(self._sampler)
+        have = {(f["edge_type"], f["name"]) for f in g._native.edge_fields}
+        holders = {k: {cet for cet in g.canonical_etypes if (":".join(cet), n) in have} for k, n in names.items() if n}
         blocks = []
         for raw in b["blocks"]:
             t = {k: torch.from_numpy(v) for k, v in raw.items() if isinstance(v, np.ndarray)}
             n = len(t["src_nodes"])
+            fields = {k: v for k, v in t.items() if k not in _BLOCK_STRUCTURE}
             blocks.append(HeteroBlock(g.ntypes, g.canonical_etypes, g._ntypes, g._etypes, t["src_nodes"], types[:n],
-                                      raw["num_dst"], t["indices"], t["dst"], t["etype"], t["eids"]))
+                                      raw["num_dst"], t["indices"], t["dst"], t["etype"], t["eids"], fields,
+                                      names, holders))
         if b["features"] is not None and self._feat:
             featured = [g._ntype_id(f["node_type"]) for f in g._native.node_fields
                         if f["name"] == self._feat and f["node_type"]]
@@ -389,8 +394,13 @@ def _edge_fields(t: Dict[str, torch.Tensor], sampler: NeighborSampler) -> Dict[s
     """A native block's per-edge fields (every array but its structure) under the names the
     script asked for them by: the sampler's weight and feature fields under the graph's field
     names, any other under its own."""
-    names = {"edge_weight": sampler.edge_weight, "edge_feat": sampler.edge_feature}
+    names = _edata_names(sampler)
     return {names.get(k) or k: v for k, v in t.items() if k not in _BLOCK_STRUCTURE}
+
+
+def _edata_names(sampler: NeighborSampler) -> Dict[str, str]:
+    """The names of the batch's edge fields in a block's edata: the graph's field names."""
+    return {"edge_weight": sampler.edge_weight, "edge_feat": sampler.edge_feature}
 
 
 class DistNodeDataLoader(_EpochLoader):
@@ -435,9 +445,6 @@ class DistNodeDataLoader(_EpochLoader):
             typewise = _ids(typewise)
         self._nids = _ids(nids) if self._seed_type is None else typewise
         self._sampler = graph_sampler
-        if self._seed_type is not None and (graph_sampler.edge_weight or graph_sampler.edge_feature):
-            raise NotImplementedError("DistNodeDataLoader: edge_weight / prefetch_edge_feats on a typed graph are not "
-                                      "supported yet (its blocks carry no edge fields)")
         self._label = self._field(graph_sampler.prefetch_labels, _LABEL_NAMES)
         # Training (shuffled) keeps every rank at the same step count; evaluation visits every node.
         even = bool(shuffle) if even_steps is None else bool(even_steps)

@@ -89,13 +89,22 @@ class HeteroBlock:
     (the first ``num_dst_nodes(ntype)`` of which are its destinations, in order) and, per relation,
     edges from sources to destinations. IDs are type-wise (DGL's per-type IDs):
     ``srcnodes[ntype].data[NID]``, ``edges_of(etype)``'s ``[EID]``. ``srcdata[NAME]`` and
-    ``dstdata[NAME]`` are {node type: rows}; ``edge_index_dict`` is PyG's {(src, rel, dst):
-    [2, E]} (row 0 indexes the relation's source type's sources, row 1 its destination type's
-    destinations); ``to_dgl()`` is the same block as a DGL heterograph block."""
+    ``dstdata[NAME]`` are {node type: rows}; ``edata[NAME]`` is {(src, rel, dst): rows}, the
+    sampler's edge fields split by relation like ``edge_ids``; ``edge_index_dict`` is PyG's
+    {(src, rel, dst): [2, E]} (row 0 indexes the relation's source type's sources, row 1 its
+    destination type's destinations); ``to_dgl()`` is the same block as a DGL heterograph block.
+
+    `fields`: the batch's per-edge fields ({name: rows in the block's edge order}, as fanout's
+    sampler names them: ``edge_weight``, ``edge_feat``), in ``edata`` under `names`' name for
+    each (default: its own), for the relations `holders` lists for it (default: all; the others'
+    edges carry weight 1 and zero features in the batch but have no such field), and in
+    :meth:`fanout_block` under their own."""
 
     def __init__(self, ntypes: List[str], canonical_etypes: List[Tuple[str, str, str]], node_types: TypeRanges,
                  edge_types: TypeRanges, src_nodes: torch.Tensor, src_types: torch.Tensor, num_dst: int,
-                 indices: torch.Tensor, dst: torch.Tensor, etype: torch.Tensor, eids: torch.Tensor):
+                 indices: torch.Tensor, dst: torch.Tensor, etype: torch.Tensor, eids: torch.Tensor,
+                 fields: Optional[Dict[str, torch.Tensor]] = None, names: Optional[Dict[str, str]] = None,
+                 holders: Optional[Dict[str, set]] = None):
         self.ntypes = list(ntypes)
         self.canonical_etypes = list(canonical_etypes)
         _, typewise = node_types.to_typewise(src_nodes.numpy())
@@ -127,10 +136,16 @@ class HeteroBlock:
                  torch.from_numpy(typewise_eids).index_select(0, by_rel).split(per_rel))
         self._edges: Dict[Tuple[str, str, str], Tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {
             cet: (parts[0][r], parts[1][r], parts[2][r]) for r, cet in enumerate(self.canonical_etypes)}
+        fields, names, holders = fields or {}, names or {}, holders or {}
+        self._edata: Dict[Tuple[str, str, str], Dict[str, torch.Tensor]] = {cet: {} for cet in self.canonical_etypes}
+        for name, rows in fields.items():
+            for cet, part in zip(self.canonical_etypes, rows.index_select(0, by_rel).split(per_rel)):
+                if name not in holders or cet in holders[name]:
+                    self._edata[cet][names.get(name) or name] = part
         self.srcnodes = _ByType(self._src)
         self.dstnodes = _ByType(self._dst)
         # One numbering of all sources, as the batch has it, for fanout_block (int64 when asked for).
-        self._homogeneous = {"src": indices, "dst": dst, "etype": etype, "src_type": src_types}
+        self._homogeneous = {"src": indices, "dst": dst, "etype": etype, "src_type": src_types, **fields}
 
     def _set_src(self, name: str, rows_by_type: Dict[str, torch.Tensor]) -> None:
         for ntype, rows in rows_by_type.items():
@@ -148,6 +163,16 @@ class HeteroBlock:
     @property
     def dstdata(self) -> Dict[str, Dict[str, torch.Tensor]]:
         return _FieldsByType(self._dst)
+
+    @property
+    def edata(self) -> Dict[str, Dict[Tuple[str, str, str], torch.Tensor]]:
+        """name -> {canonical edge type: rows}: each relation's rows of an edge field, in the order
+        of its ``edges(etype)`` (DGL's heterograph ``block.edata[NAME]``)."""
+        out: Dict[str, Dict[Tuple[str, str, str], torch.Tensor]] = {}
+        for cet, fields in self._edata.items():
+            for name, rows in fields.items():
+                out.setdefault(name, {})[cet] = rows
+        return out
 
     @property
     def srctypes(self) -> List[str]:
@@ -205,6 +230,7 @@ class HeteroBlock:
         b._src = {t: {k: mv(v) for k, v in d.items()} for t, d in self._src.items()}
         b._dst = {t: {k: mv(v) for k, v in d.items()} for t, d in self._dst.items()}
         b._edges = {k: tuple(mv(x) for x in v) for k, v in self._edges.items()}
+        b._edata = {k: {n: mv(x) for n, x in v.items()} for k, v in self._edata.items()}
         b._homogeneous = {k: mv(v) for k, v in self._homogeneous.items()}
         b.srcnodes, b.dstnodes = _ByType(b._src), _ByType(b._dst)
         return b
@@ -214,7 +240,7 @@ class HeteroBlock:
         destinations first, with ``etype``, ``num_relations`` and ``src_type``), for
         ``fanout.layers``' typed layers (``RelGraphConv``, ``RelGATConv``, ``HGTConv``); their
         input is :meth:`input_rows`, their output :meth:`output_rows`'s argument."""
-        out = {k: v.to(torch.int64) for k, v in self._homogeneous.items()}
+        out = {k: v if v.is_floating_point() else v.to(torch.int64) for k, v in self._homogeneous.items()}
         num_dst = self.num_dst_nodes()
         out["in_degree"] = torch.bincount(out["dst"], minlength=num_dst)
         out["indptr"] = torch.cat([out["in_degree"].new_zeros(1), out["in_degree"].cumsum(0)])
@@ -258,6 +284,8 @@ class HeteroBlock:
                 b.dstnodes[ntype].data[dgl.NID if k == NID else k] = v
         for cet, (_, _, e) in edges.items():
             b.edges[cet].data[dgl.EID] = e
+            for k, v in self._edata[cet].items():
+                b.edges[cet].data[k] = v
         return b
 
     def __repr__(self) -> str:
