@@ -24,6 +24,9 @@ namespace fanout::trainer {
 // valid names.
 absl::StatusOr<ModelKind> ParseModelKind(std::string_view name);
 std::string_view ModelKindName(ModelKind kind);
+// The model's --dropout when none is given: 0.5, or the peers' own where they differ (rgat: 0.2,
+// MLPerf's R-GAT).
+double DefaultDropout(ModelKind kind);
 // The built-in models' names, in ModelKind order ("sage", "gcn", ...): for help texts.
 std::vector<std::string_view> BuiltInModelNames();
 

@@ -112,6 +112,7 @@ void AddModelFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
   f->heads = {o->model.heads};
   args.AddIntList("heads", &f->heads, "gat, rgat and hgt attention heads: one for every layer, or one per layer (8,1)");
   args.AddDouble("dropout", &o->model.dropout, "dropout probability");
+  args.SetDefaultText("dropout", "0.5; 0.2 for rgat (MLPerf's R-GAT)");
   args.AddDouble("lr", &o->lr, "Adam learning rate");
   args.AddDouble("weight-decay", &o->weight_decay, "Adam weight decay");
   args.AddInt("epochs", &o->epochs, "epochs to train");
@@ -347,6 +348,7 @@ absl::Status CheckFlags(const base::ArgParser& args, const Flags& f, trainer::Tr
     return absl::InvalidArgumentError(StrCat("--sparse-lr must be a number > 0, got ", o->embed.optimizer.lr));
   }
   ASSIGN_OR_RETURN(o->model.model, trainer::ParseModelKind(f.model));
+  if (!args.WasSet("dropout")) o->model.dropout = trainer::DefaultDropout(o->model.model);
   if (o->model.model == trainer::ModelKind::kScripted) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(f.model, ec)) {
