@@ -26,7 +26,7 @@ std::unique_ptr<ReachabilityWatch> ReachabilityWatch::Start(const base::ServerMa
     absl::MutexLock lock(&w->mu_);
     for (int k = 0; k < n; ++k) {
       if (k == self || servers.addresses[k].empty()) continue;
-      w->peers_.push_back({k, servers.addresses[k][0], w->start_});
+      w->peers_.push_back({k, servers.addresses[k], w->start_});
     }
     if (w->peers_.empty()) return nullptr;
     peers = w->peers_.size();
@@ -54,16 +54,22 @@ double ReachabilityWatch::Now() const {
 }
 
 void ReachabilityWatch::Watch(size_t p, ClientOptions client) {
-  std::string address;
+  std::vector<std::unique_ptr<GraphClient>> servers;
   {
     absl::MutexLock lock(&mu_);
-    address = peers_[p].address;
+    for (const std::string& address : peers_[p].addresses)
+      servers.push_back(GraphClient::Connect(address, client));
   }
-  std::unique_ptr<GraphClient> c = GraphClient::Connect(address, client);
   const absl::Duration interval = absl::Seconds(options_.interval_s);
+  size_t at = 0;  // the server that answered last: asked first
   for (;;) {
     const absl::Time next = absl::Now() + interval;
-    const bool answered = c->GetMetadata().ok();
+    // The machine answers when any of its servers does (a replica stands in for a stopped one).
+    bool answered = false;
+    for (size_t i = 0; i < servers.size() && !answered; ++i) {
+      answered = servers[(at + i) % servers.size()]->GetMetadata().ok();
+      if (answered) at = (at + i) % servers.size();
+    }
     absl::MutexLock lock(&mu_);
     if (stopping_) return;
     const double now = Now();
@@ -87,8 +93,10 @@ void ReachabilityWatch::CheckLocked(size_t p, double now) {
     message = StrCat("machine ", self_, " (", self_address_, ") has reached none of the other ", peers_.size(),
                      " machines for ", silent_for, " s: its own network link is down (or every other machine is)");
   } else {
-    message = StrCat("machine ", peers_[p].machine, " (server ", peers_[p].address, ") has not answered machine ",
-                     self_, " for ", silent_for, " s: unreachable (its link is down, or it stopped)");
+    const std::vector<std::string>& at = peers_[p].addresses;
+    message = StrCat("machine ", peers_[p].machine, " (server", at.size() > 1 ? "s " : " ",
+                     base::StrJoin(at, ", "), ") has not answered machine ", self_, " for ",
+                     silent_for, " s: unreachable (its link is down, or it stopped)");
   }
   reported_ = true;
   on_unreachable_(message);

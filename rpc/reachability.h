@@ -1,7 +1,7 @@
 // Whether the other machines of a job still answer, watched from one process: a link cut (a cable,
 // a switch, a namespace's veth set down) makes no TCP error for minutes, so a trainer blocked in an
 // all-reduce or a sampler waiting on a reply would wait out their timeouts (--comm-timeout,
-// --deadline: minutes) with the job silent. The watch calls one server of every other machine
+// --deadline: minutes) with the job silent. The watch calls a server of every other machine
 // each interval (GetMetadata, a few hundred bytes, on a connection of its own) and reports a
 // machine that has answered none of them for `timeout_s`.
 //
@@ -30,11 +30,11 @@ struct ReachabilityOptions {
 // Thread-safe; the watch stops when the object is destroyed.
 class ReachabilityWatch {
  public:
-  // Watches every machine of `servers` but `self` (its first server; a machine with none is not
-  // watched). `on_unreachable` is called once, from the watch's own thread, with a message naming
-  // the machine and its address; when no other machine has answered (and there are at least two),
-  // the message says that this machine's own link is down instead. Returns null with nothing to
-  // watch (one machine, or timeout_s <= 0).
+  // Watches every machine of `servers` but `self` (a machine answers when any of its servers
+  // does; a machine with none is not watched). `on_unreachable` is called once, from the watch's
+  // own thread, with a message naming the machine and its address; when no other machine has
+  // answered (and there are at least two), the message says that this machine's own link is down
+  // instead. Returns null with nothing to watch (one machine, or timeout_s <= 0).
   static std::unique_ptr<ReachabilityWatch> Start(const base::ServerMap& servers, int self,
                                                   const ClientOptions& client, const ReachabilityOptions& options,
                                                   std::function<void(const std::string&)> on_unreachable);
@@ -46,7 +46,7 @@ class ReachabilityWatch {
  private:
   struct Peer {
     int machine = 0;
-    std::string address;
+    std::vector<std::string> addresses;  // its servers
     double last_answer = 0;  // seconds on the watch's clock
   };
   ReachabilityWatch() = default;

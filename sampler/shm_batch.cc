@@ -118,12 +118,13 @@ absl::StatusOr<char*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t 
                                    static_cast<int64_t>(codec)};
   std::memcpy(base, header, sizeof(header));
   std::memcpy(base + kHeader * 8, table.data(), table.size() * sizeof(TableEntry));
-  for (size_t i = 0; i + 1 < arrays.size();
-       ++i) {  // the features (last) are gathered by the caller
+  // Every array but the features (last), which the caller gathers in place.
+  for (size_t i = 0; i + 1 < arrays.size(); ++i) {
     const ArrayRef& a = arrays[i];
     char* to = base + table[i].offset;
+    if (a.bytes() == 0) continue;  // (an empty array's data may be null)
     if (a.data != nullptr) {
-      if (a.bytes() > 0) std::memcpy(to, a.data, a.bytes());
+      std::memcpy(to, a.data, a.bytes());
     } else {  // a block's dst, derived here so that every batch file carries it
       DeriveDst(mb.blocks[static_cast<size_t>(a.layer)], reinterpret_cast<int64_t*>(to));
     }

@@ -14,8 +14,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -38,6 +39,7 @@
 #include "core/type_map.h"
 #include "python/native/kernels.h"
 #include "rpc/graph_client.h"
+#include "rpc/reachability.h"
 #include "rpc/security.h"
 #include "sampler/dist_graph.h"
 #include "sampler/link_sampler.h"
@@ -251,8 +253,9 @@ class Graph {
  public:
   // No halo cache in graph(), which the script's own reads go through; sampler processes map
   // the one CachingGraph holds (ProcessGraphOptions).
-  Graph(const std::string& part_config, int machine_id, const std::string& servers, const std::string& ip_config,
-        int num_servers, double deadline_seconds, bool read_local_files) {
+  Graph(const std::string& part_config, int machine_id, const std::string& servers,
+        const std::string& ip_config, int num_servers, double deadline_seconds,
+        bool read_local_files, double unreachable_timeout) {
     config_ = Take(core::LoadPartitionConfig(part_config));
     part_config_path_ = part_config;
     node_types_ = std::make_shared<TypeMapView>(Take(config_.NodeTypes()), "node");
@@ -276,9 +279,27 @@ class Graph {
     py::gil_scoped_release nogil;
     graph_ = Take(sampler::DistGraph::Open(config_, options_));
     fields_ = Take(sampler::ServerFields::Make(config_, options_.servers, options_.client));
+    // A machine that stops answering (a cut link) ends this process within the timeout, naming
+    // it, as it ends fanout-train (rpc/reachability.h): a script blocked in a collective or a
+    // loader waiting on a reply would otherwise wait out minutes of timeouts, silent.
+    reachability_ = rpc::ReachabilityWatch::Start(
+        options_.servers, machine_id, options_.client, {.timeout_s = unreachable_timeout},
+        [](const std::string& message) {
+          std::fprintf(stderr,
+                       "fanout: error: %s "
+                       "(fanout.distributed.initialize(unreachable_timeout_seconds=...))\n",
+                       message.c_str());
+          std::fflush(nullptr);
+          std::_Exit(1);
+        });
   }
 
   const sampler::DistGraph& graph() const { return *graph_; }
+  // Stops watching the other machines (the job is ending: its servers may go first).
+  void StopWatching() {
+    py::gil_scoped_release nogil;  // the watch's threads are joined
+    reachability_.reset();
+  }
   const sampler::DistGraphOptions& options() const { return options_; }
 
   // The graph with the halo cache a sampler process opened with `go` (ProcessGraphOptions:
@@ -457,6 +478,7 @@ class Graph {
   std::mutex caching_mu_;
   std::map<std::pair<std::string, int64_t>, std::unique_ptr<sampler::DistGraph>> caching_;  // CachingGraph's
   std::unique_ptr<sampler::ServerFields> fields_;  // created fields, on the servers
+  std::unique_ptr<rpc::ReachabilityWatch> reachability_;  // null: not watched
   std::mutex created_mu_;
   std::map<std::string, core::FieldSchema> created_;  // guarded by created_mu_
 };
@@ -815,9 +837,13 @@ void BindJob(py::module_& m) {
 // fanout._native.Graph: a partitioned graph opened as one machine of the job sees it.
 void BindGraph(py::module_& m) {
   py::class_<Graph, std::shared_ptr<Graph>>(m, "Graph")
-      .def(py::init<const std::string&, int, const std::string&, const std::string&, int, double, bool>(),
-           py::arg("part_config"), py::arg("machine_id"), py::arg("servers") = "", py::arg("ip_config") = "",
-           py::arg("num_servers") = 1, py::arg("deadline_seconds") = 60.0, py::arg("read_local_files") = true)
+      .def(py::init<const std::string&, int, const std::string&, const std::string&, int, double,
+                    bool, double>(),
+           py::arg("part_config"), py::arg("machine_id"), py::arg("servers") = "",
+           py::arg("ip_config") = "", py::arg("num_servers") = 1,
+           py::arg("deadline_seconds") = 60.0, py::arg("read_local_files") = true,
+           py::arg("unreachable_timeout") = 0.0)
+      .def("stop_watching", &Graph::StopWatching)
       .def_property_readonly("graph_name", [](const Graph& g) { return g.config().graph_name; })
       .def_property_readonly("num_nodes", [](const Graph& g) { return g.config().num_nodes; })
       .def_property_readonly("num_edges", [](const Graph& g) { return g.config().num_edges; })
@@ -826,19 +852,24 @@ void BindGraph(py::module_& m) {
       .def_property_readonly("num_classes", [](const Graph& g) { return g.config().num_classes; })
       .def_property_readonly("machine_id", [](const Graph& g) { return g.graph().machine_id(); })
       .def_property_readonly("part_config", &Graph::part_config_path)
-      .def_property_readonly("node_ranges", [](const Graph& g) { return g.Ranges(g.config().node_bounds); })
-      .def_property_readonly("edge_ranges", [](const Graph& g) { return g.Ranges(g.config().edge_bounds); })
+      .def_property_readonly("node_ranges",
+                             [](const Graph& g) { return g.Ranges(g.config().node_bounds); })
+      .def_property_readonly("edge_ranges",
+                             [](const Graph& g) { return g.Ranges(g.config().edge_bounds); })
       // Node types in schema order ("_N" alone for a graph of one type), and each type's
       // [begin, end) IDs per partition; relations as (src type, relation, dst type).
       .def_property_readonly("node_types", [](const Graph& g) { return g.config().node_types; })
-      .def_property_readonly("node_type_ranges", [](const Graph& g) { return g.config().node_type_ranges; })
+      .def_property_readonly("node_type_ranges",
+                             [](const Graph& g) { return g.config().node_type_ranges; })
       .def_property_readonly("edge_types",
                              [](const Graph& g) {
                                std::vector<std::tuple<std::string, std::string, std::string>> out;
-                               for (const auto& e : g.config().edge_types) out.emplace_back(e.src, e.rel, e.dst);
+                               for (const auto& e : g.config().edge_types)
+                                 out.emplace_back(e.src, e.rel, e.dst);
                                return out;
                              })
-      .def_property_readonly("edge_type_ranges", [](const Graph& g) { return g.config().edge_type_ranges; })
+      .def_property_readonly("edge_type_ranges",
+                             [](const Graph& g) { return g.config().edge_type_ranges; })
       .def_property_readonly("node_type_map", &Graph::node_types)
       .def_property_readonly("edge_type_map", &Graph::edge_types)
       .def_property_readonly("node_fields",
@@ -855,15 +886,17 @@ void BindGraph(py::module_& m) {
                              })
       .def("servers_of", [](const Graph& g, int p) { return g.options().servers.addresses.at(p); })
       .def("pull_node_rows", &Graph::PullNodeRows, py::arg("field"), py::arg("ids"))
-      .def("push_node_rows", &Graph::PushNodeRows, py::arg("field"), py::arg("ids"), py::arg("values"),
-           py::arg("add") = false)
-      .def("create_node_field", &Graph::CreateNodeField, py::arg("name"), py::arg("dtype"), py::arg("row_shape"),
-           py::arg("node_type") = "")
-      .def("sparse_update", &Graph::SparseUpdate, py::arg("field"), py::arg("state_field"), py::arg("ids"),
-           py::arg("grads"), py::arg("kind"), py::arg("lr"), py::arg("beta1"), py::arg("beta2"), py::arg("eps"))
-      .def_static("sparse_state_width", [](const std::string& kind, int64_t dim) {
-        return core::SparseStateWidth(Take(core::ParseSparseOptimizer(kind)), dim);
-      })
+      .def("push_node_rows", &Graph::PushNodeRows, py::arg("field"), py::arg("ids"),
+           py::arg("values"), py::arg("add") = false)
+      .def("create_node_field", &Graph::CreateNodeField, py::arg("name"), py::arg("dtype"),
+           py::arg("row_shape"), py::arg("node_type") = "")
+      .def("sparse_update", &Graph::SparseUpdate, py::arg("field"), py::arg("state_field"),
+           py::arg("ids"), py::arg("grads"), py::arg("kind"), py::arg("lr"), py::arg("beta1"),
+           py::arg("beta2"), py::arg("eps"))
+      .def_static("sparse_state_width",
+                  [](const std::string& kind, int64_t dim) {
+                    return core::SparseStateWidth(Take(core::ParseSparseOptimizer(kind)), dim);
+                  })
       .def("whole_node_field", &Graph::WholeNodeField, py::arg("field"))
       .def("degrees", &Graph::Degrees, py::arg("ids"), py::arg("out") = false)
       .def("find_edges", &Graph::FindEdges, py::arg("eids"));

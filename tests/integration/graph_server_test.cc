@@ -1,9 +1,11 @@
 // Real graph servers on 127.0.0.1:0, queried over gRPC with the C++ client.
+#include "server/graph_server.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
 #include <thread>
@@ -20,16 +24,14 @@
 #include "core/partition_config.h"
 #include "core/partition_store.h"
 #include "core/sampling.h"
-#include <nlohmann/json.hpp>
 #include "grpcpp/generic/generic_stub.h"
 #include "grpcpp/grpcpp.h"
-#include <future>
 #include "gtest/gtest.h"
 #include "partition/partitioner.h"
 #include "partition/readers.h"
 #include "rpc/graph_client.h"
+#include "rpc/reachability.h"
 #include "rpc/remote_graph_source.h"
-#include "server/graph_server.h"
 #include "tests/testing/fake_graph_source.h"
 #include "tests/testing/testing.h"
 
@@ -332,6 +334,56 @@ TEST_F(BadRequestTest, CreatedFieldsAreReadAndWrittenLikeFileFields) {
   EXPECT_NE(std::string(huge.status().message()).find("--max-created-bytes"), std::string::npos) << huge.status();
   // Another server of the job does not have it until asked.
   EXPECT_EQ(c_.clients[0]->PullNodeData("h", {c_.config.node_bounds[0]}).status().code(), absl::StatusCode::kNotFound);
+}
+
+// The reachability watch (rpc/reachability.h): a machine answers while any of its servers does,
+// so stopping one of machine 1's two servers (a replica stands in) reports nothing; stopping both
+// reports machine 1, naming its servers, once, within the timeout.
+TEST(ReachabilityWatchTest, AMachineIsUnreachableWhenNoneOfItsServersAnswers) {
+  TempDir dir;
+  const std::string config = testing::PartitionRandom(dir, {.num_nodes = 50, .num_edges = 200}, 2);
+  Cluster a, b;  // two servers per partition
+  a.Start(config);
+  b.Start(config);
+  base::ServerMap servers;
+  servers.addresses = {{a.servers[0]->address()},
+                       {a.servers[1]->address(), b.servers[1]->address()}};
+  absl::Mutex mu;
+  std::vector<std::string> reports;
+  auto watch = rpc::ReachabilityWatch::Start(servers, 0, {.deadline_seconds = 5},
+                                             {.interval_s = 0.1, .timeout_s = 1.5},
+                                             [&](const std::string& message) {
+                                               absl::MutexLock lock(&mu);
+                                               reports.push_back(message);
+                                             });
+  ASSERT_NE(watch, nullptr);
+  a.servers[1].reset();  // machine 1's first server
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_TRUE(reports.empty()) << reports.front();
+  }
+  b.servers[1].reset();
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    absl::MutexLock lock(&mu);
+    if (!reports.empty() || std::chrono::steady_clock::now() - start > std::chrono::seconds(10))
+      break;
+    mu.AwaitWithTimeout(absl::Condition(
+                            +[](std::vector<std::string>* r) { return !r->empty(); }, &reports),
+                        absl::Milliseconds(100));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  absl::MutexLock lock(&mu);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_NE(reports[0].find("machine 1 (servers " + servers.addresses[1][0] + ", " +
+                            servers.addresses[1][1] + ") has not answered machine 0"),
+            std::string::npos)
+      << reports[0];
+  EXPECT_EQ(
+      rpc::ReachabilityWatch::Start(servers, 0, {}, {.timeout_s = 0}, [](const std::string&) {}),
+      nullptr)
+      << "0: no watch";
 }
 
 // A server without --allow-push keeps the partition's own data read-only but holds the fields a

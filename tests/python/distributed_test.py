@@ -1341,9 +1341,12 @@ class TypedGraphTest(ServersTestCase):
         with self.assertRaisesRegex(KeyError, "no edge type 'likes'"):
             dist.DistNodeDataLoader(g, {"paper": nids}, dist.NeighborSampler([{"likes": 2}, 3]), batch_size=40,
                                     num_samplers=0)
-        with self.assertRaisesRegex(NotImplementedError, "edge_weight / prefetch_edge_feats on a typed graph"):
-            dist.DistNodeDataLoader(g, {"paper": nids}, dist.NeighborSampler([4, 3], edge_weight="w"), batch_size=40,
-                                    num_samplers=0)
+        # Edge fields on a typed graph are each relation's own (TypedEdgeFieldsTest): one no relation has
+        # is refused by name.
+        with self.assertRaisesRegex(dist.FanoutError, "no edge type of graph 'g' has an edge weight field 'w'"):
+            loader = dist.DistNodeDataLoader(g, {"paper": nids}, dist.NeighborSampler([4, 3], edge_weight="w"),
+                                             batch_size=40, num_samplers=0)
+            next(iter(loader))
 
     def test_link_prediction_needs_a_partition_split_for_it(self):
         # (TypedLinkLoaderTest trains on one that is.)
@@ -1361,6 +1364,44 @@ class ServerLossTest(ServersTestCase):
             return "partition 1"
 
         self.expect_the_epoch_fails(kill, within=30)
+
+
+class UnreachableMachineTest(ServersTestCase):
+    """A machine that stops answering (its server frozen: as a cut link looks from here) ends a
+    script within initialize's unreachable_timeout_seconds, naming the machine, with exit status 1,
+    instead of leaving it blocked; 0 turns the watch off."""
+
+    def run_script(self, timeout_s, wait):
+        script = os.path.join(self.tmp.name, f"wait{timeout_s}.py")
+        with open(script, "w") as f:
+            f.write("import time\nfrom fanout import distributed as dist\n"
+                    f"dist.initialize(part_config={self.config!r}, machine_id=0, deadline_seconds=5, "
+                    f"unreachable_timeout_seconds={timeout_s})\n"
+                    "g = dist.DistGraph('g')\nprint('ready', flush=True)\ntime.sleep(60)\n")
+        p = subprocess.Popen([sys.executable, script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertEqual(p.stdout.readline().strip(), "ready", p.stderr.read() if p.poll() is not None else "")
+        os.kill(self.servers[1].pid, signal.SIGSTOP)
+        start = time.monotonic()
+        try:
+            try:
+                _, err = p.communicate(timeout=wait)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                _, err = p.communicate()
+                err = None
+        finally:
+            os.kill(self.servers[1].pid, signal.SIGCONT)
+        return p.returncode, err, time.monotonic() - start
+
+    def test_a_frozen_machine_ends_the_script_naming_it(self):
+        rc, err, took = self.run_script(2, wait=15)
+        self.assertEqual(rc, 1, err)
+        self.assertRegex(err, r"fanout: error: machine 1 \(server 127\.0\.0\.1:\d+\) has not answered machine 0")
+        self.assertLess(took, 10)
+
+    def test_zero_turns_the_watch_off(self):
+        rc, err, _ = self.run_script(0, wait=5)
+        self.assertIsNone(err, "the script kept waiting")
 
 
 def sampler_children():

@@ -23,6 +23,7 @@ class Context:
     rank: int = 0
     world_size: int = 1
     deadline_seconds: float = 60.0
+    unreachable_timeout_seconds: float = 10.0
     from_launcher: bool = False  # FANOUT_WORLD_SIZE was set (fanout-launch)
     # FANOUT_RESTART_COUNT: 0 in the first run of the job, k in its k-th restart (fanout-launch
     # --max-restarts): a script with checkpoints of its own resumes when it is above 0.
@@ -33,11 +34,15 @@ _context: Optional[Context] = None
 # Loaders still open, closed at exit so that no sampler process outlives a script that ends
 # with loaders referenced from a traceback or a global.
 _open_loaders: "weakref.WeakSet" = weakref.WeakSet()
+# Graphs watching the other machines (initialize's unreachable_timeout_seconds), which stop at
+# exit_client: the job's servers may then go before this process does.
+_watching: "weakref.WeakSet" = weakref.WeakSet()
 
 
 def initialize(ip_config: Optional[str] = None, num_servers: int = 1, num_workers: int = 0, *,
                part_config: Optional[str] = None, machine_id: Optional[int] = None,
-               deadline_seconds: float = 60.0, keep_large_allocations: bool = True, max_queue_size=None,
+               deadline_seconds: float = 60.0, unreachable_timeout_seconds: float = 10.0,
+               keep_large_allocations: bool = True, max_queue_size=None,
                net_type=None, num_worker_threads: int = 1, use_graphbolt: bool = False) -> Context:
     """DGL's ``dgl.distributed.initialize``: reads the job's layout and starts the liveness signal.
 
@@ -50,6 +55,12 @@ def initialize(ip_config: Optional[str] = None, num_servers: int = 1, num_worker
     set. DGL's other arguments (``max_queue_size``, ``net_type``, ``num_worker_threads``,
     ``use_graphbolt``: how DGL's own RPC and storage work) are accepted and have no counterpart;
     any other keyword is a ``TypeError``.
+
+    ``unreachable_timeout_seconds``: a machine of the job that has answered none of this
+    process's once-a-second calls for this long (a cut link, a frozen host) ends the process
+    with an error naming it, exit status 1 (fanout-launch then ends the job), instead of a
+    collective or a batch waiting out its own timeout silently; fanout-train's
+    ``--unreachable-timeout``. 0 turns the watch off.
 
     ``keep_large_allocations`` (default on) has glibc's malloc keep freed buffers of up to 1 GiB
     for reuse instead of returning each to the kernel: PyTorch's CPU tensors come from malloc,
@@ -82,6 +93,10 @@ def initialize(ip_config: Optional[str] = None, num_servers: int = 1, num_worker
     else:
         c.machine_id = c.rank // c.num_trainers
     c.deadline_seconds = deadline_seconds
+    if not (0 <= unreachable_timeout_seconds <= 1e9):
+        raise ValueError(f"initialize: unreachable_timeout_seconds must be in [0, 1e9] (0: off), got "
+                         f"{unreachable_timeout_seconds}")
+    c.unreachable_timeout_seconds = float(unreachable_timeout_seconds)
     _context = c
     return c
 
@@ -97,9 +112,12 @@ def current() -> Context:
 
 
 def exit_client() -> None:
-    """Stops every loader's sampler processes now (DGL's ``exit_client``); also done at exit."""
+    """Stops every loader's sampler processes now (DGL's ``exit_client``), and the watch on the other
+    machines (the job's end may take their servers first); also done at exit."""
     for loader in list(_open_loaders):
         loader.close()
+    for graph in list(_watching):
+        graph._native.stop_watching()
 
 
 atexit.register(exit_client)

@@ -367,7 +367,9 @@ class DistGraph(_OneType):
             raise ValueError("DistGraph: no partition config (part_config=..., or run under fanout-launch)")
         self._ctx = ctx
         self._native = _native.Graph(path, ctx.machine_id, servers=ctx.servers, ip_config=ctx.ip_config,
-                                     num_servers=ctx.num_servers, deadline_seconds=ctx.deadline_seconds)
+                                     num_servers=ctx.num_servers, deadline_seconds=ctx.deadline_seconds,
+                                     unreachable_timeout=ctx.unreachable_timeout_seconds)
+        context._watching.add(self)
         if graph_name and graph_name != self._native.graph_name:
             raise ValueError(f"DistGraph: graph_name {graph_name!r} does not match {path}'s "
                              f"{self._native.graph_name!r}")
