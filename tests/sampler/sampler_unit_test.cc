@@ -1,6 +1,7 @@
 // Unit tests of the sampler's pieces with no servers: the training-set split, the per-epoch
 // shuffle, the ID map, the shared-memory batch format, and multi-layer sampling of a
 // single-partition graph read from its files.
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -472,6 +473,65 @@ TEST(ShmBatchTest, FieldsCrossByNameWithTheirDtypeAndWidth) {
   EXPECT_NE(BatchChecksum(changed), before) << "a seed field's value is covered";
   changed.seed_fields = back->seed_fields;
   EXPECT_EQ(BatchChecksum(changed), before);
+}
+
+// Whatever its header and table say, a batch file is read back whole or refused: a reader never
+// hands out an array that reaches past the file (the sanitizer build would catch the read).
+// Random bytes of the header and table, and random truncations, of a batch with fields.
+TEST(ShmBatchTest, CorruptHeadersAndTablesAreRefusedOrReadWithinTheFile) {
+  MiniBatch mb = HandMadeBatch();
+  for (Block& b : mb.blocks) b.fields.AddRows<float>(kEdgeFeat, 2).assign(2 * static_cast<size_t>(b.num_edges()), 1.0f);
+  mb.input_fields.Add<int32_t>(kInputTypes).assign(5, 1);
+  ShmSlot slot;
+  ASSERT_TRUE(slot.Write(mb, 5, 3, DType::kFloat32).ok());
+  std::string file(slot.bytes(), '\0');
+  ASSERT_EQ(pread(slot.fd(), file.data(), file.size(), 0), static_cast<ssize_t>(file.size()));
+  const size_t table_end = kTableAt + static_cast<size_t>(ArraysInFile(slot.fd())) * kEntryBytes;
+  int refused = 0, read = 0;
+  uint64_t r = 1;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string bad = file;
+    r = core::SplitMix64(r);
+    if (r % 8 == 0) {
+      bad.resize(r % file.size());
+    } else {
+      for (int k = 0; k < 1 + static_cast<int>(r % 4); ++k) {
+        r = core::SplitMix64(r);
+        bad[(r >> 8) % table_end] = static_cast<char>(r >> 40);
+      }
+    }
+    const int fd = memfd_create("corrupt-batch", MFD_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, bad.data(), bad.size()), static_cast<ssize_t>(bad.size()));
+    LinkPairs pairs;
+    auto back = ReadShmBatch(fd, {}, nullptr, &pairs);
+    close(fd);
+    if (!back.ok()) {
+      EXPECT_EQ(back.status().code(), absl::StatusCode::kDataLoss) << back.status();
+      ++refused;
+      continue;
+    }
+    ++read;
+    uint64_t sum = 0;  // touch every byte handed out
+    for (const Block& b : back->blocks) {
+      for (const Int64Array* a : {&b.src_nodes, &b.indptr, &b.indices, &b.eids, &b.dst}) {
+        for (int64_t v : *a) sum += static_cast<uint64_t>(v);
+      }
+      for (const Field& f : b.fields) {
+        const auto* p = static_cast<const unsigned char*>(f.data());
+        for (size_t i = 0; i < f.bytes(); ++i) sum += p[i];
+      }
+    }
+    for (const Field& f : back->input_fields) {
+      const auto* p = static_cast<const unsigned char*>(f.data());
+      for (size_t i = 0; i < f.bytes(); ++i) sum += p[i];
+    }
+    const auto* p = static_cast<const unsigned char*>(back->features.data);
+    for (size_t i = 0; i < back->features.bytes(); ++i) sum += p[i];
+    EXPECT_GE(sum, 0u);
+  }
+  EXPECT_GT(refused, 1000);
+  EXPECT_GT(read, 10) << "some changes (a name's unused bytes, the epoch) leave a readable file";
 }
 
 // A file whose table disagrees with the schema or the file is refused, naming the array.
