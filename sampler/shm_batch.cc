@@ -108,14 +108,9 @@ absl::StatusOr<char*> ShmSlot::Write(const MiniBatch& mb, int64_t rows, int64_t 
   }
   bytes_ = size;
   char* base = static_cast<char*>(map_);
-  const int64_t header[kHeader] = {kMagic,
-                                   mb.epoch,
-                                   mb.step,
-                                   static_cast<int64_t>(mb.sample_seconds * 1e9),
-                                   static_cast<int64_t>(mb.fetch_seconds * 1e9),
-                                   static_cast<int64_t>(mb.blocks.size()),
-                                   static_cast<int64_t>(arrays.size()),
-                                   static_cast<int64_t>(codec)};
+  const int64_t header[kHeader] = {kMagic, mb.epoch, mb.step, static_cast<int64_t>(mb.sample_seconds * 1e9),
+                                   static_cast<int64_t>(mb.fetch_seconds * 1e9), static_cast<int64_t>(mb.blocks.size()),
+                                   static_cast<int64_t>(arrays.size()), static_cast<int64_t>(codec)};
   std::memcpy(base, header, sizeof(header));
   std::memcpy(base + kHeader * 8, table.data(), table.size() * sizeof(TableEntry));
   // Every array but the features (last), which the caller gathers in place.
@@ -258,14 +253,8 @@ absl::StatusOr<MiniBatch> ReadShmBatch(int fd, std::function<void()> on_release,
           "batch file: array ", i, " ('", name, "') has a bad table entry (domain ", t.domain,
           ", dtype ", t.dtype, ", width ", t.width, ", ", t.count, " entries at ", t.offset, ")"));
     }
-    ArrayRef a{name,
-               static_cast<Domain>(t.domain),
-               t.layer,
-               static_cast<core::DType>(t.dtype),
-               t.width,
-               t.count,
-               base + t.offset,
-               t.matrix != 0};
+    ArrayRef a{name, static_cast<Domain>(t.domain), t.layer, static_cast<core::DType>(t.dtype),
+               t.width, t.count, base + t.offset, t.matrix != 0};
     const size_t room = file_size - static_cast<size_t>(t.offset);
     const size_t entry_bytes = static_cast<size_t>(t.width) * core::DTypeSize(a.dtype);
     if (static_cast<size_t>(t.offset) > file_size ||

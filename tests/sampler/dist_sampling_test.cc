@@ -991,21 +991,37 @@ TEST(ServedSourceTest, FakeSourcesBehindGrpcServersAnswerTheRouter) {
 // --relation-fanout's for `writes` and `paper:in:venue`); the input
 // nodes carry their types, features arrive for the paper inputs only, in input order, and the
 // labels are the papers' own.
+// A typed graph served for a test: `d` partitioned into `parts` (reverse edges added) under `dir`,
+// its servers in `cluster`; `config_path`, `config` and machine 0's graph options `go` are set.
+// Fails the test (gtest assertions) on error.
+struct ServedTypedGraph {
+  std::string config_path;
+  core::PartitionConfig config;
+  testing::ServerCluster cluster;
+  DistGraphOptions go;
+
+  void Start(const testing::TempDir& dir, const partition::Dataset& d, int parts) {
+    config_path = testing::PartitionTyped(dir, d, parts);
+    ASSERT_FALSE(config_path.empty());
+    config = *core::LoadPartitionConfig(config_path);
+    cluster.Start(config_path);
+    go.machine_id = 0;
+    go.servers = *ParseServerList(cluster.ServerList(), parts);
+    go.client.deadline_seconds = 10;
+  }
+};
+
 class TypedSamplingTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(TypedSamplingTest, BlocksKeepEveryEdgesRelationAndPerRelationFanouts) {
   const int parts = GetParam();
   testing::TempDir dir;
-  const std::string config_path = testing::PartitionTyped(dir, testing::MakeTypedDataset(11, 300, 200, 10), parts);
-  ASSERT_FALSE(config_path.empty());
-  const core::PartitionConfig config = *core::LoadPartitionConfig(config_path);
+  ServedTypedGraph served;
+  ASSERT_NO_FATAL_FAILURE(served.Start(dir, testing::MakeTypedDataset(11, 300, 200, 10), parts));
+  const std::string& config_path = served.config_path;
+  const core::PartitionConfig& config = served.config;
   ASSERT_EQ(config.edge_types.size(), 6u);  // three relations and their reverses
-  testing::ServerCluster cluster;
-  cluster.Start(config_path);
-  DistGraphOptions go;
-  go.machine_id = 0;
-  go.servers = *ParseServerList(cluster.ServerList(), parts);
-  go.client.deadline_seconds = 10;
+  const DistGraphOptions& go = served.go;
   auto g = DistGraph::Open(config, go);
   ASSERT_TRUE(g.ok()) << g.status();
   const core::TypeMap& ntypes = (*g)->node_types();
@@ -1163,15 +1179,10 @@ TEST(TypedEdgeFieldsTest, EachRelationsEdgesCarryItsOwnField) {
       {.name = "bad",
        .data = core::NpyArray::Adopt(std::vector<float>(2 * rows_of(1)), {rows_of(1), 2}),
        .edge_type = d.edge_types[1].ToString()});
-  const std::string config_path = testing::PartitionTyped(dir, d, 2);
-  ASSERT_FALSE(config_path.empty());
-  const core::PartitionConfig config = *core::LoadPartitionConfig(config_path);
-  testing::ServerCluster cluster;
-  cluster.Start(config_path);
-  DistGraphOptions go;
-  go.machine_id = 0;
-  go.servers = *ParseServerList(cluster.ServerList(), 2);
-  go.client.deadline_seconds = 10;
+  ServedTypedGraph served;
+  ASSERT_NO_FATAL_FAILURE(served.Start(dir, d, 2));
+  const core::PartitionConfig& config = served.config;
+  const DistGraphOptions& go = served.go;
   auto g = DistGraph::Open(config, go);
   ASSERT_TRUE(g.ok()) << g.status();
   const core::TypeMap& ntypes = (*g)->node_types();
@@ -1193,7 +1204,7 @@ TEST(TypedEdgeFieldsTest, EachRelationsEdgesCarryItsOwnField) {
   ASSERT_TRUE(ValidateSamplerOptions(so, **g).ok()) << ValidateSamplerOptions(so, **g);
   LoaderOptions lo;
   lo.sampler_binary = FANOUT_SAMPLER_BIN;
-  lo.part_config_path = config_path;
+  lo.part_config_path = served.config_path;
   lo.num_threads = 2;
   std::vector<std::vector<MiniBatch>> runs;
   for (int samplers : {0, 1}) {
@@ -1262,15 +1273,11 @@ TEST(TypedHaloCacheTest, HoldsEveryFeaturedTypeOfTheSameWidth) {
   std::vector<float> author_feat(200 * 3);
   for (int64_t a = 0; a < 200; ++a) author_feat[3 * a] = static_cast<float>(a), author_feat[3 * a + 1] = 22.0f;
   d.node_fields.push_back({"feat", core::NpyArray::Adopt(std::move(author_feat), {200, 3}), "author"});
-  const std::string config_path = testing::PartitionTyped(dir, d, 2);
-  ASSERT_FALSE(config_path.empty());
-  const core::PartitionConfig config = *core::LoadPartitionConfig(config_path);
-  testing::ServerCluster cluster;
-  cluster.Start(config_path);
-  DistGraphOptions go;
-  go.machine_id = 0;
-  go.servers = *ParseServerList(cluster.ServerList(), 2);
-  go.client.deadline_seconds = 10;
+  ServedTypedGraph served;
+  ASSERT_NO_FATAL_FAILURE(served.Start(dir, d, 2));
+  const std::string& config_path = served.config_path;
+  const core::PartitionConfig& config = served.config;
+  const DistGraphOptions& go = served.go;
   DistGraphOptions cached = go;
   cached.cache_field = "feat";
   cached.cache_max_bytes = 1 << 20;

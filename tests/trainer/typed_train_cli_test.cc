@@ -288,6 +288,30 @@ TEST(TypedTrainCliTest, Int8FeaturesTrainAsTheirFloat32Values) {
   EXPECT_EQ(out[1], out[0]);
 }
 
+// A small typed job's training figures (testing::TrainingFigures) per value of one flag: `d` on
+// one partition served in this process, R-GCN-sized settings and `common`, then `flag` with each of
+// `values` ("": the flag left out), into (*out)[value]. Fails the test when a run fails.
+void FiguresPerValue(const partition::Dataset& d, const std::vector<std::string>& common,
+                     const std::string& flag, const std::vector<std::string>& values,
+                     std::map<std::string, std::string>* out) {
+  testing::TempDir dir;
+  const std::string config = testing::PartitionTyped(dir, d, 1);
+  ASSERT_FALSE(config.empty());
+  testing::ServerCluster cluster;  // the featureless types' learnable rows live on the servers
+  cluster.Start(config, {.allow_push = true});
+  for (const std::string& value : values) {
+    std::vector<std::string> argv = {FANOUT_TRAIN_BIN, "--part-config", config, "--servers", cluster.ServerList(),
+                                     "--embed-featureless", "8", "--fanouts", "4,4", "--hidden", "16",
+                                     "--batch-size", "32", "--epochs", "2", "--threads", "1", "--seed", "3",
+                                     "--log-every", "2"};
+    argv.insert(argv.end(), common.begin(), common.end());
+    if (!value.empty()) argv.insert(argv.end(), {flag, value});
+    testing::RankProcess run(argv);
+    ASSERT_EQ(run.Finish(), 0) << run.output();
+    (*out)[value] = testing::TrainingFigures(run.output());
+  }
+}
+
 // --edge-weight on a typed graph (issue 67): each relation's own field of that name weighs its
 // edges in R-GCN, through a sampler process's batch file. Weights of 1 on every relation that has
 // the field (the others weigh theirs 1) train exactly as the unweighted model; halving one
@@ -305,43 +329,9 @@ TEST(TypedTrainCliTest, EdgeWeightsOfEachRelationWeighItsMessages) {
                                .edge_type = d.edge_types[r].ToString()});
     }
   }
-  testing::TempDir dir;
-  const std::string config = testing::PartitionTyped(dir, d, 1);
-  ASSERT_FALSE(config.empty());
-  testing::ServerCluster cluster;
-  cluster.Start(config, {.allow_push = true});
   std::map<std::string, std::string> out;
-  for (const std::string weight : {"", "one", "half"}) {
-    std::vector<std::string> argv = {FANOUT_TRAIN_BIN,
-                                     "--part-config",
-                                     config,
-                                     "--servers",
-                                     cluster.ServerList(),
-                                     "--model",
-                                     "rgcn",
-                                     "--embed-featureless",
-                                     "8",
-                                     "--fanouts",
-                                     "4,4",
-                                     "--hidden",
-                                     "16",
-                                     "--batch-size",
-                                     "32",
-                                     "--epochs",
-                                     "2",
-                                     "--threads",
-                                     "1",
-                                     "--seed",
-                                     "3",
-                                     "--log-every",
-                                     "2",
-                                     "--num-samplers",
-                                     "1"};
-    if (!weight.empty()) argv.insert(argv.end(), {"--edge-weight", weight});
-    testing::RankProcess run(argv);
-    ASSERT_EQ(run.Finish(), 0) << run.output();
-    out[weight] = testing::TrainingFigures(run.output());
-  }
+  ASSERT_NO_FATAL_FAILURE(FiguresPerValue(d, {"--model", "rgcn", "--num-samplers", "1"}, "--edge-weight",
+                                          {"", "one", "half"}, &out));
   EXPECT_NE(out[""].find("test accuracy"), std::string::npos) << out[""];
   EXPECT_EQ(out["one"], out[""]);
   EXPECT_NE(out["half"], out[""]);
@@ -351,44 +341,9 @@ TEST(TypedTrainCliTest, EdgeWeightsOfEachRelationWeighItsMessages) {
 // MLPerf's 0.2 (at the shared 0.5 it lost 1.5 points of test accuracy on a held-out graph), so a
 // run without --dropout is the run with --dropout 0.2, not the one with 0.5; --help says so.
 TEST(TypedTrainCliTest, RgatDropsOutAtMlperfsRateByDefault) {
-  partition::Dataset d = testing::MakeTypedDataset(8, 300, 200, 10);
-  testing::TempDir dir;
-  const std::string config = testing::PartitionTyped(dir, d, 1);
-  ASSERT_FALSE(config.empty());
-  testing::ServerCluster cluster;
-  cluster.Start(config, {.allow_push = true});
   std::map<std::string, std::string> out;
-  for (const std::string dropout : {"", "0.2", "0.5"}) {
-    std::vector<std::string> argv = {FANOUT_TRAIN_BIN,
-                                     "--part-config",
-                                     config,
-                                     "--servers",
-                                     cluster.ServerList(),
-                                     "--model",
-                                     "rgat",
-                                     "--heads",
-                                     "2",
-                                     "--embed-featureless",
-                                     "8",
-                                     "--fanouts",
-                                     "4,4",
-                                     "--hidden",
-                                     "16",
-                                     "--batch-size",
-                                     "32",
-                                     "--epochs",
-                                     "2",
-                                     "--threads",
-                                     "1",
-                                     "--seed",
-                                     "3",
-                                     "--log-every",
-                                     "2"};
-    if (!dropout.empty()) argv.insert(argv.end(), {"--dropout", dropout});
-    testing::RankProcess run(argv);
-    ASSERT_EQ(run.Finish(), 0) << run.output();
-    out[dropout] = testing::TrainingFigures(run.output());
-  }
+  ASSERT_NO_FATAL_FAILURE(FiguresPerValue(testing::MakeTypedDataset(8, 300, 200, 10),
+                                          {"--model", "rgat", "--heads", "2"}, "--dropout", {"", "0.2", "0.5"}, &out));
   EXPECT_NE(out[""].find("test accuracy"), std::string::npos) << out[""];
   EXPECT_EQ(out[""], out["0.2"]);
   EXPECT_NE(out[""], out["0.5"]);
