@@ -1010,6 +1010,15 @@ class TypedLinkLoaderTest(ServersTestCase):
             dist.DistEdgeDataLoader(g, torch.arange(5), sampler, batch_size=8)
 
 
+def dgl_module():
+    """DGL when this Python has it (bench/vs_dgl's virtualenv), else None."""
+    try:
+        import dgl
+        return dgl
+    except ImportError:
+        return None
+
+
 class TypedEdgeFieldsTest(ServersTestCase):
     """Edge fields on typed blocks (issue 67): NeighborSampler's edge_weight and
     prefetch_edge_feats name each relation's own field; a block's edata has them by relation for
@@ -1030,7 +1039,8 @@ class TypedEdgeFieldsTest(ServersTestCase):
         nids = dist.node_split(g.nodes["paper"].data["train_mask"], g.get_partition_book(), ntype="paper")
         sampler = dist.NeighborSampler([4, 3], edge_weight="w", prefetch_edge_feats=["ef"])
         for samplers in (0, 1):
-            loader = dist.DistNodeDataLoader(g, {"paper": nids}, sampler, batch_size=40, num_samplers=samplers)
+            loader = dist.DistNodeDataLoader(g, {"paper": nids}, sampler, batch_size=40, num_samplers=samplers,
+                                             to_dgl=False)
             weighed = 0
             for _, _, blocks in loader:
                 for b in blocks:
@@ -1046,6 +1056,10 @@ class TypedEdgeFieldsTest(ServersTestCase):
                     self.assertTrue(bool((fb["edge_feat"][~mine] == 0).all()))
                     np.testing.assert_array_equal(np.sort(fb["edge_weight"][mine].numpy()), np.sort(w[rows]))
                     weighed += len(rows)
+                    if dgl_module() is not None and len(rows):  # DGL's heterograph block: edges[etype].data
+                        db = b.to_dgl()
+                        np.testing.assert_array_equal(db.edges[writes].data["w"].numpy(), w[rows])
+                        np.testing.assert_array_equal(db.edges[writes].data["ef"].numpy(), ef[rows])
             loader.close()
             self.assertGreater(weighed, 100, samplers)
 
