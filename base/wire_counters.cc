@@ -6,16 +6,26 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
+#include <utility>
 
+#include "base/enum_names.h"
 #include "base/strings.h"
 
 namespace fanout::base {
 
-std::string_view WireKindName(WireKind kind) {
-  static constexpr std::string_view kNames[kNumWireKinds] = {"sampling", "row_pulls", "row_writes", "collectives",
-                                                             "control"};
-  return kNames[static_cast<int>(kind)];
-}
+namespace {
+
+constexpr std::pair<WireKind, std::string_view> kWireKindNames[] = {{WireKind::kSampling, "sampling"},
+                                                                    {WireKind::kRowPulls, "row_pulls"},
+                                                                    {WireKind::kRowWrites, "row_writes"},
+                                                                    {WireKind::kCollectives, "collectives"},
+                                                                    {WireKind::kControl, "control"}};
+static_assert(std::size(kWireKindNames) == kNumWireKinds);
+
+}  // namespace
+
+std::string_view WireKindName(WireKind kind) { return EnumName(kWireKindNames, kind); }
 
 int64_t WireTotals::total() const {
   int64_t t = 0;
