@@ -63,6 +63,7 @@ import torch
 from fanout import distributed as _fd
 from fanout import partition as _partition
 from fanout.distributed import EID, NID
+from fanout.distributed.graph import _count
 from fanout.id_maps import IdMaps
 from fanout.kernels import fused_csr
 
@@ -604,9 +605,9 @@ def _fanouts(num_neighbors, typed: bool) -> list:
         if len(hops) != 1:
             raise ValueError("num_neighbors: every edge type needs the same number of hops")
         n = hops.pop()
-        return [{tuple(k) if isinstance(k, (list, tuple)) else k: int(v[h]) for k, v in num_neighbors.items()}
-                for h in range(n)][::-1]
-    hops = [int(n) for n in num_neighbors]
+        return [{tuple(k) if isinstance(k, (list, tuple)) else k: _count(v[h], "num_neighbors")
+                 for k, v in num_neighbors.items()} for h in range(n)][::-1]
+    hops = [_count(n, "num_neighbors") for n in num_neighbors]
     if not hops or any(n < -1 or n == 0 for n in hops):
         raise ValueError(f"num_neighbors: {list(num_neighbors)} must be counts >= 1 (or -1 for all), hop 1 first")
     return hops[::-1]

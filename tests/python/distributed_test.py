@@ -819,6 +819,18 @@ class SettingsTest(ServersTestCase):
         with self.assertRaisesRegex(ImportError, "pip install torch_geometric"):
             pyg.DistNeighborLoader(data, num_neighbors=[2], batch_size=4)
 
+    def test_counts_are_whole_numbers_taken_as_given(self):
+        """A fanout or batch size that int() would round (3.5) or parse ("5") is a TypeError naming
+        the argument, never a silently different count; NumPy's integers are counts."""
+        with self.assertRaisesRegex(TypeError, r"NeighborSampler fanouts: 3\.5 is not a whole number"):
+            dist.NeighborSampler([3.5, 2])
+        with self.assertRaisesRegex(TypeError, r"NeighborSampler fanouts: '5' is not a whole number"):
+            dist.NeighborSampler(["5"])
+        self.assertEqual(dist.NeighborSampler([np.int64(5), -1]).fanouts, [5, -1])
+        nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
+        with self.assertRaisesRegex(TypeError, r"DistNodeDataLoader: batch_size: 32\.5 is not a whole number"):
+            dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([2]), batch_size=32.5)
+
     def expect_weights(self, blocks, field, per_edge_shape):
         for b in blocks:
             w = b.edata[field]

@@ -15,7 +15,7 @@ import torch
 
 from fanout import _native
 from fanout.distributed import context
-from fanout.distributed.graph import DistGraph, _ids, decode_rows
+from fanout.distributed.graph import DistGraph, _count, _ids, decode_rows
 from fanout.distributed.hetero import HeteroBlock, canonical, typed_rows
 
 NID = "_ID"
@@ -53,16 +53,16 @@ class NeighborSampler:
         if any(r is not None for r in self.relation_fanouts):
             for layer in self.relation_fanouts:
                 for v in (layer or {}).values():
-                    if int(v) < -1:
+                    if _count(v, "NeighborSampler fanouts") < -1:
                         raise ValueError(f"NeighborSampler fanouts: {v} is not a fanout (a count >= 0, or -1 for all)")
             # The layer's fanout where a dict gives none: the largest, -1 if any is -1 (what the
             # sampler checks layer counts against).
-            self.fanouts = [int(f) if r is None else
+            self.fanouts = [_count(f, "NeighborSampler fanouts") if r is None else
                             (-1 if any(int(v) == -1 for v in r.values()) else max([int(v) for v in r.values()] + [1]))
                             for f, r in zip(fanouts, self.relation_fanouts)]
         else:
             self.relation_fanouts = []
-            self.fanouts = [int(f) for f in fanouts]
+            self.fanouts = [_count(f, "NeighborSampler fanouts") for f in fanouts]
         _native.check_layer_fanouts("NeighborSampler fanouts", self.fanouts)
         self.replace = bool(replace)
         self.prefetch_node_feats = _one_field(prefetch_node_feats, "prefetch_node_feats")
@@ -99,9 +99,9 @@ class DistDataLoader:
 
     def __init__(self, dataset, batch_size: int, shuffle: bool = False, collate_fn=None, drop_last: bool = False,
                  queue_size: Optional[int] = None):
-        _native.check_batch_size("DistDataLoader: batch_size", int(batch_size))
+        _native.check_batch_size("DistDataLoader: batch_size", _count(batch_size, "DistDataLoader: batch_size"))
         self.dataset = dataset
-        self.batch_size = int(batch_size)
+        self.batch_size = _count(batch_size, "DistDataLoader: batch_size")
         self.shuffle = bool(shuffle)
         self.collate_fn = collate_fn
         self.drop_last = bool(drop_last)
@@ -429,7 +429,7 @@ class DistNodeDataLoader(_EpochLoader):
                  prefetch: int = 2, to_dgl: Optional[bool] = None, batch_timeout_seconds: float = 600.0,
                  feature_cache_bytes: int = 512 << 20, even_steps: Optional[bool] = None, device=None,
                  queue_size: Optional[int] = None, batch_rows: str = "auto"):
-        batch_size = int(batch_size)
+        batch_size = _count(batch_size, "DistNodeDataLoader: batch_size")
         _native.check_batch_size("DistNodeDataLoader: batch_size", batch_size)
         if not isinstance(graph_sampler, NeighborSampler):
             raise TypeError(f"DistNodeDataLoader takes a NeighborSampler, got {type(graph_sampler).__name__}")
@@ -511,7 +511,7 @@ def _relation_fanouts(g: DistGraph, sampler: NeighborSampler):
             r = canonical(etype, rels)
             if row[r] is not None:
                 raise ValueError(f"NeighborSampler fanouts: layer {i} gives {rels[r]} twice")
-            row[r] = int(v)
+            row[r] = _count(v, f"NeighborSampler fanouts: layer {i}'s {rels[r]}")
         missing = [rels[r] for r in range(len(rels)) if row[r] is None]
         if missing:  # DGL's rule: a dict lists every relation
             raise ValueError(f"NeighborSampler fanouts: layer {i} has no fanout for {missing}; a dict gives one for "
@@ -787,7 +787,7 @@ class DistEdgeDataLoader(_EpochLoader):
                  batch_timeout_seconds: float = 600.0, feature_cache_bytes: int = 512 << 20, device=None,
                  queue_size: Optional[int] = None, batch_rows: str = "auto"):
         ctx = context.current()
-        batch_size = int(batch_size)
+        batch_size = _count(batch_size, "DistEdgeDataLoader: batch_size")
         if not isinstance(graph_sampler, EdgePredictionSampler):
             raise TypeError("DistEdgeDataLoader takes as_edge_prediction_sampler(NeighborSampler(...), "
                             "negative_sampler=negative_sampler.Uniform(k))")

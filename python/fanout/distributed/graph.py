@@ -2,6 +2,8 @@
 
 from typing import Dict, Optional, Tuple
 
+import operator
+
 import numpy as np
 import torch
 
@@ -47,6 +49,15 @@ def _ids(ids) -> np.ndarray:
             raise TypeError("expected node IDs, got a boolean mask (use mask.nonzero())")
         ids = ids.detach().to("cpu", torch.int64).reshape(-1).numpy()
     return np.ascontiguousarray(np.asarray(ids, dtype=np.int64).reshape(-1))
+
+
+def _count(value, what: str) -> int:
+    """`value` as an int, refusing what int() would round (3.5) or parse ("5"): a count the caller
+    typed (a fanout, a batch size) is taken as given or not at all. TypeError names `what`."""
+    try:
+        return operator.index(value)
+    except TypeError:
+        raise TypeError(f"{what}: {value!r} is not a whole number") from None
 
 
 class NodePartitionPolicy:
