@@ -50,8 +50,8 @@ struct Field {
   size_t num_values() const {
     return std::visit([](const auto& a) { return a.size(); }, values);
   }
-  // Entries: values / width.
-  int64_t count() const { return width > 0 ? static_cast<int64_t>(num_values()) / width : 0; }
+  // Entries: values / width (width >= 1: Fields checks it).
+  int64_t count() const { return static_cast<int64_t>(num_values()) / width; }
   const void* data() const {
     return std::visit([](const auto& a) -> const void* { return a.data(); }, values);
   }
@@ -103,16 +103,6 @@ class Fields {
     FANOUT_CHECK(std::holds_alternative<Array<T>>(f->values));
     return std::get<Array<T>>(f->values);
   }
-  void Remove(std::string_view name) {
-    for (auto it = fields_.begin(); it != fields_.end(); ++it) {
-      if (it->name == name) {
-        fields_.erase(it);
-        return;
-      }
-    }
-  }
-
-  bool empty() const { return fields_.empty(); }
   size_t size() const { return fields_.size(); }
   std::list<Field>::const_iterator begin() const { return fields_.begin(); }
   std::list<Field>::const_iterator end() const { return fields_.end(); }

@@ -6,12 +6,19 @@
 #include <tuple>
 #include <utility>
 
+#include "base/enum_names.h"
 #include "base/strings.h"
 
 namespace fanout::sampler {
 namespace {
 
 using base::StrCat;
+
+constexpr std::pair<Domain, std::string_view> kDomainNames[] = {
+    {Domain::kSeed, "seed"},     {Domain::kPositive, "positive"}, {Domain::kNegative, "negative"},
+    {Domain::kSource, "source"}, {Domain::kOffsets, "offsets"},   {Domain::kEdge, "edge"},
+    {Domain::kInput, "input"},   {Domain::kRow, "row"},
+};
 
 // The structural arrays: int64, one value per entry. The first of each domain anchors its count.
 struct Structural {
@@ -49,11 +56,8 @@ std::string Describe(const ArrayRef& a) {
 }
 
 template <typename T>
-ArrayRef Ref(std::string_view name, Domain domain, int32_t layer, const Array<T>& a,
-             int64_t width = 1) {
-  return ArrayRef{name,    domain,
-                  layer,   core::DTypeOf<T>(),
-                  width,   width > 0 ? static_cast<int64_t>(a.size()) / width : 0,
+ArrayRef Ref(std::string_view name, Domain domain, int32_t layer, const Array<T>& a) {
+  return ArrayRef{name,    domain, layer, core::DTypeOf<T>(), 1, static_cast<int64_t>(a.size()),
                   a.data()};
 }
 
@@ -117,27 +121,7 @@ absl::Status PlaceStructural(const ArrayRef& a, const std::shared_ptr<const void
 
 }  // namespace
 
-std::string_view DomainName(Domain d) {
-  switch (d) {
-    case Domain::kSeed:
-      return "seed";
-    case Domain::kPositive:
-      return "positive";
-    case Domain::kNegative:
-      return "negative";
-    case Domain::kSource:
-      return "source";
-    case Domain::kOffsets:
-      return "offsets";
-    case Domain::kEdge:
-      return "edge";
-    case Domain::kInput:
-      return "input";
-    case Domain::kRow:
-      return "row";
-  }
-  return "unknown";
-}
+std::string_view DomainName(Domain d) { return base::EnumName(kDomainNames, d); }
 
 bool IsLayerDomain(Domain d) {
   return d == Domain::kSource || d == Domain::kOffsets || d == Domain::kEdge;

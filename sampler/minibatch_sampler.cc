@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <tuple>
 
 #include "base/check.h"
 #include "base/status.h"
@@ -52,11 +53,10 @@ absl::StatusOr<std::vector<std::string>> EdgeFieldKeys(const DistGraph& graph,
              "); edge fields: ", fields.empty() ? "(none)" : base::StrJoin(fields, ", ")));
 }
 
-// The schema of the edge field `name` stands for, checked by `check` (which names the key at
-// fault); on a typed graph every edge type's, which must agree in width.
-absl::StatusOr<core::FieldSchema> EdgeFieldOf(
-    const DistGraph& graph, const std::string& name, const char* what,
-    const std::function<absl::Status(const core::FieldSchema&)>& check) {
+// Checks the edge field `name` stands for with `check` (which names the key at fault); on a typed
+// graph every edge type's, which must agree in width.
+absl::Status CheckEdgeField(const DistGraph& graph, const std::string& name, const char* what,
+                            const std::function<absl::Status(const core::FieldSchema&)>& check) {
   ASSIGN_OR_RETURN(std::vector<std::string> keys, EdgeFieldKeys(graph, name, what));
   std::optional<core::FieldSchema> first;
   for (const std::string& key : keys) {
@@ -71,7 +71,7 @@ absl::StatusOr<core::FieldSchema> EdgeFieldOf(
     }
     if (!first) first = f;
   }
-  return *first;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -129,22 +129,22 @@ absl::Status ValidateSamplerOptions(const SamplerOptions& o, const DistGraph& gr
   }
   if (!o.edge.weight_field.empty()) {
     RETURN_IF_ERROR(
-        EdgeFieldOf(graph, o.edge.weight_field, "weight", [](const core::FieldSchema& f) {
+        CheckEdgeField(graph, o.edge.weight_field, "weight", [](const core::FieldSchema& f) {
           if (f.row_elems() == 1) return absl::OkStatus();
           return absl::InvalidArgumentError(
               StrCat("edge weight field '", f.key(), "' must hold one number per edge; it is ",
                      core::DTypeName(f.dtype), " with ", f.row_elems(), " values per edge"));
-        }).status());
+        }));
   }
   if (!o.edge.feature_field.empty()) {
     RETURN_IF_ERROR(
-        EdgeFieldOf(graph, o.edge.feature_field, "feature", [](const core::FieldSchema& f) {
+        CheckEdgeField(graph, o.edge.feature_field, "feature", [](const core::FieldSchema& f) {
           if (f.row_elems() >= 1) return absl::OkStatus();
           return absl::InvalidArgumentError(
               StrCat("edge feature field '", f.key(),
                      "' must hold at least one number for every edge; it is ",
                      core::DTypeName(f.dtype), " with ", f.row_elems(), " values per edge"));
-        }).status());
+        }));
   }
   if (!o.label_field.empty()) {
     std::vector<std::string> keys = {o.label_field};
@@ -230,6 +230,15 @@ MiniBatchSampler::MiniBatchSampler(const DistGraph* graph, SamplerOptions option
   const int64_t n = static_cast<int64_t>(seeds_.size());
   seeds_per_epoch_ = options_.seeds_per_epoch < 0 ? n : std::min(n, options_.seeds_per_epoch);
   steps_per_epoch_ = StepsPerEpoch(options_, n);
+  // The edge fields' keys, resolved once (a field that has none is left empty here; the batch
+  // that needs it reports why, as ValidateSamplerOptions does).
+  for (auto [field, what, keys] :
+       {std::tuple{&options_.edge.weight_field, "weight", &edge_weight_keys_},
+        std::tuple{&options_.edge.feature_field, "feature", &edge_feature_keys_}}) {
+    if (field->empty()) continue;
+    absl::StatusOr<std::vector<std::string>> resolved = EdgeFieldKeys(*graph_, *field, what);
+    if (resolved.ok()) *keys = *std::move(resolved);
+  }
   if (graph_->config().typed()) {
     const core::TypeMap& types = graph_->node_types();
     node_types_ = &types;
@@ -381,9 +390,13 @@ absl::Status MiniBatchSampler::FetchEdgeData(std::vector<Block>* blocks) {
   // field), split back into the blocks as their field `name`. `matrix`: a [count, width] field
   // even of width 1 (features), else [count] (weights).
   // `missing`: the value of the edges of a relation without the field.
-  auto pull = [&](const std::string& field, std::string_view name, bool matrix, const char* what,
+  auto pull = [&](const std::string& field, const std::vector<std::string>& keys,
+                  std::string_view name, bool matrix, const char* what,
                   float missing) -> absl::Status {
-    ASSIGN_OR_RETURN(std::vector<std::string> keys, EdgeFieldKeys(*graph_, field, what));
+    if (keys.empty()) {  // resolved to nothing: say why
+      RETURN_IF_ERROR(EdgeFieldKeys(*graph_, field, what).status());
+      return absl::InternalError(StrCat("edge ", what, " field '", field, "' was not resolved"));
+    }
     ASSIGN_OR_RETURN(core::FieldSchema first,
                      graph_->EdgeFieldSchema(*std::find_if(keys.begin(), keys.end(),
                                                            [](auto& k) { return !k.empty(); })));
@@ -419,9 +432,9 @@ absl::Status MiniBatchSampler::FetchEdgeData(std::vector<Block>* blocks) {
     return absl::OkStatus();
   };
   if (!o.weight_field.empty())
-    RETURN_IF_ERROR(pull(o.weight_field, kEdgeWeight, false, "weight", 1.0f));
+    RETURN_IF_ERROR(pull(o.weight_field, edge_weight_keys_, kEdgeWeight, false, "weight", 1.0f));
   if (!o.feature_field.empty())
-    RETURN_IF_ERROR(pull(o.feature_field, kEdgeFeat, true, "feature", 0.0f));
+    RETURN_IF_ERROR(pull(o.feature_field, edge_feature_keys_, kEdgeFeat, true, "feature", 0.0f));
   return absl::OkStatus();
 }
 

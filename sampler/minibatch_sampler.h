@@ -118,8 +118,8 @@ class MiniBatchSampler {
   absl::Status SampleBlocksFor(std::span<const int64_t> seeds, uint64_t stream, std::vector<Block>* blocks,
                                const std::vector<std::pair<int64_t, int64_t>>* exclude = nullptr,
                                const std::vector<char>* exclude_relations = nullptr);
-  // Fills every block's edge_weight and edge_feat from options.edge (one pull per field for all
-  // layers); nothing without those fields.
+  // Fills every block's edge_weight and edge_feat fields from options.edge (one pull per field
+  // for all layers; on a typed graph one per relation); nothing without those fields.
   absl::Status FetchEdgeData(std::vector<Block>* blocks);
   // The input nodes of `mb` whose feature rows must be fetched: all of them, or with
   // options.cached_nodes the others (in input order), after filling mb->feature_slots; on a
@@ -157,6 +157,9 @@ class MiniBatchSampler {
   core::SampledEdges edges_;  // scratch
   IdMap map_;                 // scratch
   std::string raw_;           // scratch for non-float32 edge fields
+  // The keys of options.edge's weight and feature fields: {the field}, or on a typed graph each
+  // edge type's ("" for one without it); empty when unset or when no edge type has it.
+  std::vector<std::string> edge_weight_keys_, edge_feature_keys_;
   std::shared_ptr<const MachineRows> machine_rows_;  // LeaveMachineRows
   std::vector<int64_t> missing_;  // scratch: the input nodes a cache does not hold, or that have features
   // Typed graphs: the node types, and per type its feature field's key ("" = no features).

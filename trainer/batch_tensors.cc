@@ -113,8 +113,8 @@ std::vector<BlockTensors::DstRun> TypeRuns(const sampler::Block& b, const int32_
 
 // Host tensors of `fields` (each of its shape, [count] or [count, width]; int32 widened to int64),
 // in order.
-std::vector<std::pair<std::string, at::Tensor>> FieldTensors(const sampler::Fields& fields) {
-  std::vector<std::pair<std::string, at::Tensor>> out;
+TensorFields FieldTensors(const sampler::Fields& fields) {
+  TensorFields out;
   for (const sampler::Field& f : fields) {
     const std::vector<int64_t> shape = f.shape();
     at::Tensor t = std::visit(
@@ -123,17 +123,9 @@ std::vector<std::pair<std::string, at::Tensor>> FieldTensors(const sampler::Fiel
           return View(a, shape, ScalarTypeOf(core::DTypeOf<T>()));
         },
         f.values);
-    out.emplace_back(f.name, t.scalar_type() == at::kInt ? t.to(at::kLong) : t);
+    out.Set(f.name, t.scalar_type() == at::kInt ? t.to(at::kLong) : t);
   }
   return out;
-}
-
-at::Tensor FieldNamed(const std::vector<std::pair<std::string, at::Tensor>>& fields,
-                      std::string_view name) {
-  for (const auto& [n, t] : fields) {
-    if (n == name) return t;
-  }
-  return at::Tensor();
 }
 
 // `types`: the batch's input node types, or null. On the host; ToTensors moves it.
@@ -175,6 +167,27 @@ at::Tensor HostFeatures(const sampler::Rows& f) {
 }
 
 }  // namespace
+
+const at::Tensor& TensorFields::Get(std::string_view name) const {
+  static const at::Tensor kNone;
+  for (const auto& [n, t] : fields_) {
+    if (n == name) return t;
+  }
+  return kNone;
+}
+
+void TensorFields::Set(std::string_view name, at::Tensor t) {
+  for (auto it = fields_.begin(); it != fields_.end(); ++it) {
+    if (it->first != name) continue;
+    if (t.defined()) {
+      it->second = std::move(t);
+    } else {
+      fields_.erase(it);
+    }
+    return;
+  }
+  if (t.defined()) fields_.emplace_back(std::string(name), std::move(t));
+}
 
 // More relations than any graph has (a corrupt batch's edge types would size tables by them).
 constexpr int32_t kMaxRelations = 1 << 16;
@@ -299,14 +312,10 @@ absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
     return out;
   }));
   // Each block's sources are a prefix of the inputs: their types are a view (on the device too).
-  // The handles on fields (on the device) and each block's sources' types, a prefix of the inputs'.
-  auto set_handles = [&out] {
-    out.input_types = FieldNamed(out.input_fields, sampler::kInputTypes);
-    for (BlockTensors& b : out.blocks) {
-      b.edge_weight = FieldNamed(b.fields, sampler::kEdgeWeight);
-      b.etype = FieldNamed(b.fields, sampler::kEdgeType);
-      if (out.input_types.defined()) b.src_type = out.input_types.narrow(0, 0, b.num_src);
-    }
+  // Each block's sources' types (on the device): a prefix of the inputs'.
+  auto set_src_types = [&out] {
+    if (!out.input_types().defined()) return;
+    for (BlockTensors& b : out.blocks) b.src_type = out.input_types().narrow(0, 0, b.num_src);
   };
   FeatureCache::Placement placement;
   if (!slots.empty()) {
@@ -331,7 +340,7 @@ absl::StatusOr<BatchTensors> ToTensors(const sampler::MiniBatch& batch,
                                                                   : DeviceUploader(options.device).Upload(host);
       for (size_t i = 0; i < moved.size(); ++i) *moved[i] = std::move(there[i]);
     }
-    set_handles();
+    set_src_types();
     // Fetched rows travel in their stored dtype (and codec) and become float32 where they arrived.
     out.features = !slots.empty() ? cache->Gather(placement, out.features, batch.features.codec)
                                   : DecodeFeatures(out.features, batch.features.codec);

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,29 @@
 #include "sampler/minibatch.h"
 
 namespace fanout::trainer {
+
+// Named tensors of one domain (a block's per-edge fields, a batch's per-input-node or per-seed
+// fields): sampler/batch_fields.h's Fields as tensors, in the batch's order, each [count] or
+// [count, width], float32 or int64 (int32 fields are widened).
+class TensorFields {
+ public:
+  // Field `name`, or an undefined tensor when there is none.
+  const at::Tensor& Get(std::string_view name) const;
+  // Sets field `name`, replacing one of that name; an undefined tensor removes it.
+  void Set(std::string_view name, at::Tensor t);
+
+  std::vector<std::pair<std::string, at::Tensor>>::iterator begin() { return fields_.begin(); }
+  std::vector<std::pair<std::string, at::Tensor>>::iterator end() { return fields_.end(); }
+  std::vector<std::pair<std::string, at::Tensor>>::const_iterator begin() const {
+    return fields_.begin();
+  }
+  std::vector<std::pair<std::string, at::Tensor>>::const_iterator end() const {
+    return fields_.end();
+  }
+
+ private:
+  std::vector<std::pair<std::string, at::Tensor>> fields_;
+};
 
 // One block (message-flow graph), in CSC form and as edge lists. Edge e runs from source node
 // src[e] (an index into the block's source nodes) to destination node dst[e] (an index into its
@@ -31,19 +55,18 @@ struct BlockTensors {
   // block, as DGL does. Full-graph inference sets it, so that its blocks, which hold only a
   // batch of destinations, normalise as the whole graph does.
   at::Tensor out_degree;
-  // The block's per-edge fields (sampler/batch_fields.h), in the batch's order, each [num_edges]
-  // (width 1) or [num_edges, width], float32 or int64 (int32 fields are widened): e.g.
-  // "edge_weight" (fanout-train --edge-weight FIELD), "edge_feat" (--edge-feature FIELD, for
-  // scripted models: block["edge_feat"]), "etype" (typed graphs). Scripted models get each in
-  // their block dict under its name.
-  std::vector<std::pair<std::string, at::Tensor>> fields;
-  // Handles on two fields for the built-in models. edge_weight: float32 [num_edges], multiplied
-  // into the messages as DGL's layers do with `edge_weight`; undefined: all 1. etype: int64
+  // The block's per-edge fields, each [num_edges] or [num_edges, width]: e.g. "edge_weight"
+  // (fanout-train --edge-weight FIELD), "edge_feat" (--edge-feature FIELD, for scripted models:
+  // block["edge_feat"]), "etype" (typed graphs). Scripted models get each in their block dict
+  // under its name.
+  TensorFields fields;
+  // The two fields the built-in models read. edge_weight: float32 [num_edges], multiplied into
+  // the messages as DGL's layers do with `edge_weight`; undefined: all 1. etype: int64
   // [num_edges], each edge's relation (an index of the config's edge types); undefined on a graph
   // with one edge type.
-  at::Tensor edge_weight;
-  at::Tensor etype;
-  // Typed graphs: int64 [num_src], each source node's type (a view of BatchTensors::input_types:
+  const at::Tensor& edge_weight() const { return fields.Get(sampler::kEdgeWeight); }
+  const at::Tensor& etype() const { return fields.Get(sampler::kEdgeType); }
+  // Typed graphs: int64 [num_src], each source node's type (a view of BatchTensors::input_types():
   // a block's sources are a prefix of the batch's inputs). Undefined on a graph with one type.
   at::Tensor src_type;
   // Typed blocks: the destinations as runs of consecutive nodes of one type (the sampler groups
@@ -69,14 +92,13 @@ struct BatchTensors {
   // read-only. Other stored dtypes (float16, integers, float64) are converted here, after the
   // copy to the device.
   at::Tensor features;
+  at::Tensor labels;  // int64 [blocks.back().num_dst]; undefined when the batch has no labels
+  // The batch's per-input-node and per-seed fields.
+  TensorFields input_fields, seed_fields;
   // Typed graphs: int64 [blocks[0].num_src], each input node's type; `features` then holds the
   // rows of the input nodes whose type has features, in input order (sampler/minibatch.h).
   // Undefined on a graph with one node type.
-  at::Tensor input_types;
-  at::Tensor labels;  // int64 [blocks.back().num_dst]; undefined when the batch has no labels
-  // The batch's per-input-node and per-seed fields, as BlockTensors::fields (input_types is the
-  // "input_types" input field's handle).
-  std::vector<std::pair<std::string, at::Tensor>> input_fields, seed_fields;
+  const at::Tensor& input_types() const { return input_fields.Get(sampler::kInputTypes); }
   int64_t cached_inputs = 0;  // input nodes whose features came from the feature cache
 };
 

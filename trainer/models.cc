@@ -116,12 +116,12 @@ class SageConv : public torch::nn::Module {
   at::Tensor Forward(const BlockTensors& b, at::Tensor h) {
     CheckLayerInput(b, h, in_, "sage layer");
     if (ProjectBeforeAggregating(b, in_, out_)) {
-      const at::Tensor neigh = AggregateWith(fused_, b, at::linear(h, fc_neigh_), Reduce::kMean, b.edge_weight);
+      const at::Tensor neigh = AggregateWith(fused_, b, at::linear(h, fc_neigh_), Reduce::kMean, b.edge_weight());
       return at::addmm(bias_, h.narrow(0, 0, b.num_dst), fc_self_.t()) + neigh;
     }
     at::Tensor both;
-    if (b.edge_weight.defined()) {
-      both = at::cat({h.narrow(0, 0, b.num_dst), AggregateWith(fused_, b, h, Reduce::kMean, b.edge_weight)}, 1);
+    if (b.edge_weight().defined()) {
+      both = at::cat({h.narrow(0, 0, b.num_dst), AggregateWith(fused_, b, h, Reduce::kMean, b.edge_weight())}, 1);
     } else {
       // Otherwise fc_self and fc_neigh as one product over [h_dst | mean of neighbours]: one pass
       // over the output instead of two products and two sums, and a deeper inner dimension,
@@ -170,7 +170,7 @@ class RelSageConv : public torch::nn::Module {
 
   at::Tensor Forward(const BlockTensors& b, const at::Tensor& h) {
     CheckLayerInput(b, h, in_, "rgcn layer");
-    TORCH_CHECK_VALUE(b.etype.defined() || relations_ == 1, "rgcn layer: a block without edge types on a model of ",
+    TORCH_CHECK_VALUE(b.etype().defined() || relations_ == 1, "rgcn layer: a block without edge types on a model of ",
                       relations_, " relations");
     std::vector<BlockTensors::DstRun> runs = b.dst_runs;
     if (runs.empty() || static_cast<int64_t>(runs.size()) > kMaxRuns) runs = {OneRun(b)};
@@ -195,16 +195,16 @@ class RelSageConv : public torch::nn::Module {
       const int64_t ne = run.edge_end - run.edge_begin;
       if (ne == 0) continue;
       at::Tensor slot = (b.dst.narrow(0, run.edge_begin, ne) - run.begin) * k;
-      if (b.etype.defined()) {
+      if (b.etype().defined()) {
         // relation -> its index among the run's relations
         const at::Tensor rels = at::tensor(run.relations, b.dst.options().device(at::kCPU)).to(b.dst.device());
         const at::Tensor local =
             at::zeros({relations_}, rels.options()).index_put_({rels}, at::arange(k, rels.options()));
-        slot = slot + local.index_select(0, b.etype.narrow(0, run.edge_begin, ne));
+        slot = slot + local.index_select(0, b.etype().narrow(0, run.edge_begin, ne));
       }
       srcs.push_back(b.src.narrow(0, run.edge_begin, ne));
       slots.push_back(slot + slot_begin[j]);
-      if (b.edge_weight.defined()) weights.push_back(b.edge_weight.narrow(0, run.edge_begin, ne));
+      if (b.edge_weight().defined()) weights.push_back(b.edge_weight().narrow(0, run.edge_begin, ne));
     }
     at::Tensor means;  // [num_slots, in]
     at::Tensor h_dst;  // h's destination rows, for fc_self (with the means where one node can give both)
@@ -296,7 +296,7 @@ class GcnConv : public torch::nn::Module {
     at::Tensor feat = h * DegreePower(out_degree, h, -0.5);
     const bool project_first = ProjectBeforeAggregating(b, in_, out_);
     if (project_first) feat = at::linear(feat, weight_);
-    at::Tensor agg = AggregateWith(fused_, b, feat, Reduce::kSum, b.edge_weight);
+    at::Tensor agg = AggregateWith(fused_, b, feat, Reduce::kSum, b.edge_weight());
     if (!project_first) agg = at::linear(agg, weight_);
     return agg * DegreePower(b.in_degree, agg, -0.5) + bias_;
   }
@@ -341,7 +341,7 @@ class GatConv : public torch::nn::Module {
     const at::Tensor softmax = fused_ ? EdgeSoftmax(b, el, er, /*negative_slope=*/0.2)
                                       : EdgeSoftmaxReference(b, el, er, /*negative_slope=*/0.2);
     at::Tensor attention = Dropout(softmax, dropout_, is_training());
-    if (b.edge_weight.defined()) attention = attention * b.edge_weight.unsqueeze(1);
+    if (b.edge_weight().defined()) attention = attention * b.edge_weight().unsqueeze(1);
     return AggregateWith(fused_, b, z, Reduce::kSum, attention) + bias_.view({1, heads_, out_});
   }
 
@@ -385,7 +385,7 @@ class RelGatConv : public torch::nn::Module {
 
   at::Tensor Forward(const BlockTensors& b, const at::Tensor& h) {
     CheckLayerInput(b, h, in_, "rgat layer");
-    TORCH_CHECK_VALUE(b.etype.defined() || relations_ == 1, "rgat layer: a block without edge types on a model of ",
+    TORCH_CHECK_VALUE(b.etype().defined() || relations_ == 1, "rgat layer: a block without edge types on a model of ",
                       relations_, " relations");
     const at::Tensor x = Dropout(h, dropout_, is_training());
     const at::Tensor x_dst = x.narrow(0, 0, b.num_dst);
@@ -402,8 +402,8 @@ class RelGatConv : public torch::nn::Module {
     std::vector<at::Tensor> used;
     for (int64_t r = 0; r < relations_; ++r) {
       Part p{r, {}, {}};
-      if (b.etype.defined()) {
-        const at::Tensor edges = b.etype.eq(r).nonzero().flatten();
+      if (b.etype().defined()) {
+        const at::Tensor edges = b.etype().eq(r).nonzero().flatten();
         if (edges.size(0) == 0) continue;
         const CompactSources sources = Compact(b.src.index_select(0, edges), b.num_src);
         p.rb.src = sources.renumbered;
@@ -411,11 +411,11 @@ class RelGatConv : public torch::nn::Module {
         p.rb.num_src = sources.used.size(0);
         p.rb.num_dst = b.num_dst;
         SetInDegreeAndIndptr(&p.rb);
-        if (b.edge_weight.defined()) p.weight = b.edge_weight.index_select(0, edges);
+        if (b.edge_weight().defined()) p.weight = b.edge_weight().index_select(0, edges);
         used.push_back(sources.used);
       } else {
         p.rb = b;
-        p.weight = b.edge_weight;
+        p.weight = b.edge_weight();
       }
       parts.push_back(std::move(p));
     }
@@ -425,7 +425,7 @@ class RelGatConv : public torch::nn::Module {
       const int64_t r = parts[i].r;
       const BlockTensors& rb = parts[i].rb;
       const at::Tensor& weight = parts[i].weight;
-      const at::Tensor x_src = b.etype.defined() ? x_used[i] : x;
+      const at::Tensor x_src = b.etype().defined() ? x_used[i] : x;
       const at::Tensor w = fc[r];  // [heads, out, in]
       const at::Tensor z = at::linear(x_src, w.reshape({heads_ * out_, in_})).view({rb.num_src, heads_, out_});
       // <z_u, attn_l> = x_u . (w^T attn_l) per head, as GatConv computes it.
@@ -490,7 +490,7 @@ class HgtConv : public torch::nn::Module {
 
   at::Tensor Forward(const BlockTensors& b, const at::Tensor& h) {
     CheckLayerInput(b, h, in_, "hgt layer");
-    TORCH_CHECK_VALUE((b.etype.defined() || relations_ == 1) && (b.src_type.defined() || types_ == 1),
+    TORCH_CHECK_VALUE((b.etype().defined() || relations_ == 1) && (b.src_type.defined() || types_ == 1),
                       "hgt layer: a block without node or edge types on a model of ", types_, " node types and ",
                       relations_, " relations");
     const int64_t f = width_;
@@ -505,17 +505,17 @@ class HgtConv : public torch::nn::Module {
     // Each edge's relation prior (index_select also refuses a relation the model lacks, before an
     // edge of it could be left out of edge_src below).
     const at::Tensor edge_prior =
-        b.etype.defined() ? p_rel_.index_select(0, b.etype) : p_rel_[0].expand({b.num_edges(), heads_});
+        b.etype().defined() ? p_rel_.index_select(0, b.etype()) : p_rel_[0].expand({b.num_edges(), heads_});
     // Per relation, its sources' keys and messages; every edge's key then indexes that list. The
     // relations' sources are gathered from k and v in one gather each (GatherSplit).
     std::vector<at::Tensor> used;
     std::vector<int64_t> rels;
-    at::Tensor edge_src = b.etype.defined() ? at::empty_like(b.src) : at::Tensor();
+    at::Tensor edge_src = b.etype().defined() ? at::empty_like(b.src) : at::Tensor();
     int64_t offset = 0;
     for (int64_t r = 0; r < relations_; ++r) {
       at::Tensor edges;
-      if (b.etype.defined()) {
-        edges = b.etype.eq(r).nonzero().flatten();
+      if (b.etype().defined()) {
+        edges = b.etype().eq(r).nonzero().flatten();
         if (edges.size(0) == 0) continue;
       }
       const CompactSources sources = Compact(edges.defined() ? b.src.index_select(0, edges) : b.src, b.num_src);

@@ -104,12 +104,9 @@ class ScriptedModel final : public GnnModel {
     // The block's fields by name: "edge_weight", "edge_feat", on typed graphs "etype" (each
     // edge's relation; docs/models.md), and whatever else the batch carries.
     for (const auto& [name, t] : b.fields) d.insert(name, t);
-    // The handles win (a caller may have set them on a block of its own).
-    if (b.edge_weight.defined()) d.insert_or_assign("edge_weight", b.edge_weight);
-    if (b.etype.defined()) d.insert_or_assign("etype", b.etype);
     // Typed graphs: the graph's number of relations and each source's node type
     // (python/fanout's blocks.relation_blocks splits by them).
-    if (b.etype.defined()) {
+    if (b.etype().defined()) {
       d.insert("num_relations", at::scalar_tensor(options().num_relations, at::TensorOptions().dtype(at::kLong)));
     }
     if (b.src_type.defined()) d.insert("src_type", b.src_type);

@@ -1072,6 +1072,9 @@ class TypedEdgeFieldsTest(ServersTestCase):
                         db = b.to_dgl()
                         np.testing.assert_array_equal(db.edges[writes].data["w"].numpy(), w[rows])
                         np.testing.assert_array_equal(db.edges[writes].data["ef"].numpy(), ef[rows])
+                        # DGL's own heterograph edata: {canonical etype: rows} of the relations that hold it.
+                        self.assertEqual(set(db.edata["w"]), set(b.edata["w"]))
+                        self.assertTrue(torch.equal(db.edata["w"][writes], b.edata["w"][writes]))
             loader.close()
             self.assertGreater(weighed, 100, samplers)
 

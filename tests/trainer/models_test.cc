@@ -475,9 +475,9 @@ TEST(ModelTest, EdgeWeightsScaleMessagesInEveryModel) {
     std::vector<at::Tensor> weights;
     for (size_t l = 0; l < weighted.size(); ++l) {
       weights.push_back(at::rand({weighted[l].num_edges()}).mul_(2).requires_grad_(true));
-      weighted[l].edge_weight = weights.back();
-      ones[l].edge_weight = at::ones({ones[l].num_edges()});
-      zeros[l].edge_weight = at::zeros({zeros[l].num_edges()});
+      weighted[l].fields.Set(sampler::kEdgeWeight, weights.back());
+      ones[l].fields.Set(sampler::kEdgeWeight, at::ones({ones[l].num_edges()}));
+      zeros[l].fields.Set(sampler::kEdgeWeight, at::zeros({zeros[l].num_edges()}));
     }
     // Fused against composition, with gradients into the weights.
     std::vector<at::Tensor> outs, grads;
@@ -497,7 +497,7 @@ TEST(ModelTest, EdgeWeightsScaleMessagesInEveryModel) {
     top.indptr = at::zeros({top.num_dst + 1}, at::kLong);
     top.src = top.dst = at::empty({0}, at::kLong);
     top.in_degree = at::zeros({top.num_dst}, at::kLong);
-    zeros.front().edge_weight = at::Tensor();
+    zeros.front().fields.Set(sampler::kEdgeWeight, at::Tensor());
     for (bool fused : {true, false}) {
       EXPECT_LE(MaxAbsDiff(forward(fused, zeros).detach(), forward(fused, edgeless).detach()), 1e-5);
     }

@@ -171,7 +171,7 @@ TEST_F(ScriptedModelTest, ReferenceSageFromPythonEqualsTheBuiltInSage) {
     for (bool weighted : {false, true}) {
       SCOPED_TRACE(weighted ? "weighted" : "unweighted");
       if (weighted) {
-        for (BlockTensors& b : t.blocks) b.edge_weight = at::rand({b.num_edges()}) * 2;
+        for (BlockTensors& b : t.blocks) b.fields.Set(sampler::kEdgeWeight, at::rand({b.num_edges()}) * 2);
       }
       const std::vector<at::Tensor> out = ForwardAndBackward({*builtin, *scripted}, t);
       EXPECT_TRUE(at::allclose(out[0], out[1], 1e-5, 1e-5)) << out[0] << out[1];
@@ -227,8 +227,8 @@ void ExpectTypedModelEqualsItsScript(ScriptedModelTest* t, ModelKind kind) {
       at::Tensor etype = at::randint(relations, {b.num_edges()}, gen, at::kLong);
       const at::Tensor order = std::get<1>((b.dst * relations + etype).sort(c10::optional<bool>(true), 0, false));
       b.src = b.src.index_select(0, order);
-      b.etype = etype.index_select(0, order);
-      ASSERT_EQ(std::get<0>(at::_unique2(b.etype)).size(0), relations);
+      b.fields.Set(sampler::kEdgeType, etype.index_select(0, order));
+      ASSERT_EQ(std::get<0>(at::_unique2(b.etype())).size(0), relations);
       b.src_type = at::arange(b.num_src, at::kLong).remainder(ScriptedModelTest::kNodeTypes);  // the inputs' prefix
     }
     const std::vector<at::Tensor> out = ForwardAndBackward({*builtin, *scripted}, batch);
@@ -264,10 +264,10 @@ TEST_F(ScriptedModelTest, ScriptsSeeEdgeFeaturesAndWeights) {
   BatchTensors t = RandomTensors(5, 3, 1, 29);
   BlockTensors& b = t.blocks[0];
   const at::Tensor edge_feat = at::rand({b.num_edges(), 3});
-  b.fields.emplace_back("edge_feat", edge_feat);
-  b.edge_weight = at::rand({b.num_edges()});
+  b.fields.Set(sampler::kEdgeFeat, edge_feat);
+  b.fields.Set(sampler::kEdgeWeight, at::rand({b.num_edges()}));
   const at::Tensor want =
-      at::zeros({b.num_dst, 3}).index_add_(0, b.dst, edge_feat * b.edge_weight.unsqueeze(1));
+      at::zeros({b.num_dst, 3}).index_add_(0, b.dst, edge_feat * b.edge_weight().unsqueeze(1));
   const at::Tensor got = (*model)->Forward(t.blocks, t.features);
   EXPECT_TRUE(at::allclose(got, want, 1e-5, 1e-6)) << got << want;
 }

@@ -440,7 +440,7 @@ TEST(TypedModelTest, InputLayerAndRgcnLayerMatchAnEdgeByEdgeReference) {
       at::Tensor sum = at::zeros({5});
       int64_t n = 0;
       for (int64_t e = b0.indptr[j].item<int64_t>(); e < b0.indptr[j + 1].item<int64_t>(); ++e) {
-        if (b0.etype[e].item<int64_t>() != r) continue;
+        if (b0.etype()[e].item<int64_t>() != r) continue;
         sum += h[b0.src[e].item<int64_t>()];
         ++n;
       }

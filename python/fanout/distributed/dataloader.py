@@ -227,6 +227,7 @@ class _EpochLoader:
 
     def __init__(self, g: DistGraph, to_dgl: Optional[bool], feat: Optional[str], device=None):
         self._g = g
+        self._edata_cache = None  # _edata_layout's
         self._device = None if device is None else torch.device(device)
         # DGL blocks for a script that has imported DGL (its layers take nothing else).
         self._to_dgl = ("dgl" in sys.modules) if to_dgl is None else bool(to_dgl)
@@ -353,15 +354,25 @@ class _EpochLoader:
         """`t` (a tensor or a block) on the output device (DGL's ``output_device``), if one is named."""
         return t.to(self._device) if self._device is not None else t
 
+    def _edata_layout(self):
+        """The names of the batch's edge fields in a block's edata, and for each the relations
+        that hold it (a typed graph's field is per relation): worked out once per loader."""
+        if self._edata_cache is None:
+            g = self._g
+            names = _edata_names(self._sampler)
+            have = {(f["edge_type"], f["name"]) for f in g._native.edge_fields}
+            holders = {k: {cet for cet in g.canonical_etypes if (":".join(cet), n) in have}
+                       for k, n in names.items() if n}
+            self._edata_cache = (names, holders)
+        return self._edata_cache
+
     def _typed_blocks(self, b, label: str = "", label_type: Optional[str] = None):
         """HeteroBlocks over a typed native batch (IDs type-wise), the features by type in
         blocks[0]'s srcdata, the labels (of `label_type`) in the last block's dstdata; on the
         output device."""
         g = self._g
         types = torch.from_numpy(b["input_types"])
-        names = _edata_names(self._sampler)
-        have = {(f["edge_type"], f["name"]) for f in g._native.edge_fields}
-        holders = {k: {cet for cet in g.canonical_etypes if (":".join(cet), n) in have} for k, n in names.items() if n}
+        names, holders = self._edata_layout()
         blocks = []
         for raw in b["blocks"]:
             t = {k: torch.from_numpy(v) for k, v in raw.items() if isinstance(v, np.ndarray)}
