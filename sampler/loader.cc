@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -35,13 +36,15 @@ namespace {
 class ThreadLoader final : public BatchLoader {
  public:
   ThreadLoader(const DistGraph* graph, const SamplerOptions& so, std::vector<int64_t> seeds, const LoaderOptions& lo) {
+    features_.store(lo.fetch_features);
     const int threads = std::max(1, lo.num_threads);
     for (int i = 0; i < threads; ++i) samplers_.push_back(std::make_unique<MiniBatchSampler>(graph, so, seeds));
     if (!lo.features_ahead) fetcher_ = std::make_unique<MiniBatchSampler>(graph, so, std::vector<int64_t>{});
     prefetcher_ = std::make_unique<Prefetcher<MiniBatch>>(
         threads, samplers_[0]->steps_per_epoch(), lo.first_epoch, lo.num_epochs, lo.prefetch,
         [this](int w, int64_t epoch, int64_t step) {
-          return fetcher_ != nullptr ? samplers_[w]->SampleBlocks(epoch, step) : samplers_[w]->Sample(epoch, step, &pool_);
+          return fetcher_ != nullptr || !features_.load() ? samplers_[w]->SampleBlocks(epoch, step)
+                                                          : samplers_[w]->Sample(epoch, step, &pool_);
         },
         lo.first_step);
   }
@@ -52,11 +55,13 @@ class ThreadLoader final : public BatchLoader {
     // Fetched when taken, into memory of their own rather than the pool's: when the consumer
     // lets go of them, they are handed back at once (evaluation's model lets go of its input
     // rows after its input layer has read them: GnnModel::Infer), not kept for the next batch.
-    if (fetcher_ != nullptr) RETURN_IF_ERROR(fetcher_->FetchBatchFeatures(&mb, nullptr));
+    if (fetcher_ != nullptr && features_.load()) RETURN_IF_ERROR(fetcher_->FetchBatchFeatures(&mb, nullptr));
     return mb;
   }
+  void FetchFeatures(bool on) override { features_.store(on); }
 
  private:
+  std::atomic<bool> features_{true};  // FetchFeatures; read by the threads when they start a batch
   std::vector<std::unique_ptr<MiniBatchSampler>> samplers_;
   std::unique_ptr<MiniBatchSampler> fetcher_;  // features_ahead false: Next()'s
   BufferPool pool_;
@@ -237,6 +242,14 @@ class ProcessLoader final : public BatchLoader {
     SendTaken(sock);
     ++consumed_;
     return mb;
+  }
+
+  // Each process reads it before its next batch. A process that has gone reports so at its next
+  // batch.
+  void FetchFeatures(bool on) override {
+    for (Child& c : children_) {
+      if (c.sock != nullptr) SendRelease(c.sock->fd.get(), on ? kFetchFeatures : kSkipFeatures);
+    }
   }
 
  private:

@@ -28,6 +28,9 @@ class BatchLoader {
   // The next batch in order; OUT_OF_RANGE after the last epoch. An error from any sampler (an
   // unreachable server, a dead sampler process) is returned here, naming its source.
   virtual absl::StatusOr<MiniBatch> Next() = 0;
+  // Whether the batches not yet made carry their input nodes' feature rows
+  // (LoaderOptions::fetch_features); those already made are as they were. Thread-safe.
+  virtual void FetchFeatures(bool on) = 0;
 };
 
 // `graph` must outlive the loader; sampler processes open their own view of the same graph

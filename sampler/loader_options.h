@@ -50,6 +50,11 @@ struct LoaderOptions {
   // changes without such rows, with a trainer's feature cache (SamplerOptions::cached_nodes), on
   // a typed graph, or with threads. The batches are the same either way.
   bool machine_rows = false;
+  // false: batches carry no feature rows (the blocks, labels and edge fields only) until the
+  // consumer asks for them again (BatchLoader::FetchFeatures), which takes effect for the
+  // batches not yet made. The Python data plane's loaders follow their script with it: rows a
+  // sampler did not name are fetched while the script reads them by the batch's input nodes.
+  bool fetch_features = true;
 };
 
 }  // namespace fanout::sampler

@@ -98,8 +98,8 @@ class BatchMaker {
   }
 
   // Batch (epoch, step) into `slot`, its features fetched without the rows the trainer's cache
-  // holds or reads in place (the batch then says where each is).
-  absl::Status Make(int64_t epoch, int64_t step, sampler::ShmSlot* slot) {
+  // holds or reads in place (the batch then says where each is); with `with_rows` false, none.
+  absl::Status Make(int64_t epoch, int64_t step, bool with_rows, sampler::ShmSlot* slot) {
     absl::StatusOr<sampler::LinkMiniBatch> link_batch;
     absl::StatusOr<sampler::MiniBatch> node_batch;
     if (links_) {
@@ -110,6 +110,9 @@ class BatchMaker {
       if (!node_batch.ok()) return node_batch.status();
     }
     sampler::MiniBatch& mb = links_ ? link_batch->nodes : *node_batch;
+    if (!with_rows) {
+      return slot->Write(mb, 0, 0, core::DType::kFloat32, links_ ? &*link_batch : nullptr).status();
+    }
     const std::span<const int64_t> wanted = links_ ? links_->FeatureRequest(&mb) : nodes_->FeatureRequest(&mb);
     const int64_t dim = links_ ? links_->feature_dim() : nodes_->feature_dim();
     const core::DType dtype = links_ ? links_->feature_dtype() : nodes_->feature_dtype();
@@ -137,6 +140,18 @@ absl::Status ServeBatches(int socket_fd, const sampler::SamplerSpec& spec, int i
   std::vector<int64_t> free_slots;
   int64_t outstanding = 0;
   size_t last_bytes = 0;
+  bool features = spec.loader.fetch_features;
+  // One message from the trainer; false when it has stopped.
+  auto take = [&](int64_t message) {
+    if (message == sampler::kBatchTaken) {
+      --outstanding;
+    } else if (message == sampler::kFetchFeatures || message == sampler::kSkipFeatures) {
+      features = message == sampler::kFetchFeatures;
+    } else if (message >= 0 && message < static_cast<int64_t>(slots.size())) {
+      free_slots.push_back(message);
+    }
+    return message != -1;
+  };
   sampler::SamplerPriority priority(spec.loader.sampler_nice);
   // Batch g is (first_epoch + g / steps, g % steps); this process makes those with g % N = index,
   // from the spec's first step on (a trainer resuming inside an epoch).
@@ -144,13 +159,11 @@ absl::Status ServeBatches(int socket_fd, const sampler::SamplerSpec& spec, int i
   for (int64_t g = first; g < total; g += n) {
     const auto wait_start = std::chrono::steady_clock::now();
     while (outstanding >= sampler::BatchesAhead(spec.loader.prefetch, last_bytes)) {
-      const int64_t message = sampler::ReadTrainerMessage(socket_fd);
-      if (message == -1) return absl::OkStatus();  // the trainer stopped: not an error here
-      if (message == sampler::kBatchTaken) {
-        --outstanding;
-      } else if (message >= 0 && message < static_cast<int64_t>(slots.size())) {
-        free_slots.push_back(message);
-      }
+      if (!take(sampler::ReadTrainerMessage(socket_fd))) return absl::OkStatus();  // the trainer stopped
+    }
+    // What arrived meanwhile, so that a change of features reaches this batch.
+    for (int64_t m; (m = sampler::ReadTrainerMessage(socket_fd, /*wait=*/false)) != sampler::kNoMessage;) {
+      if (!take(m)) return absl::OkStatus();
     }
     if (free_slots.empty()) {
       free_slots.push_back(static_cast<int64_t>(slots.size()));
@@ -160,7 +173,7 @@ absl::Status ServeBatches(int socket_fd, const sampler::SamplerSpec& spec, int i
     free_slots.pop_back();
     const int64_t epoch = spec.loader.first_epoch + g / steps, step = g % steps;
     const auto make_start = std::chrono::steady_clock::now();
-    if (absl::Status s = maker.Make(epoch, step, &slots[slot]); !s.ok()) {
+    if (absl::Status s = maker.Make(epoch, step, features, &slots[slot]); !s.ok()) {
       return absl::Status(s.code(), StrCat("epoch ", epoch, " step ", step, ": ", s.message()));
     }
     if (!sampler::SendBatch(socket_fd, g, slot, slots[slot].fd()).ok()) return absl::OkStatus();  // the trainer has gone

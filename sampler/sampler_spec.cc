@@ -105,11 +105,11 @@ absl::Status WalkLinkOptions(L& l, F&& f) {
 }
 
 // The LoaderOptions a loader's user chooses (machine_rows: fanout-train's --batch-rows, the
-// Python loaders' batch_rows). The other five are its caller's: first_step and
+// Python loaders' batch_rows; fetch_features: the Python loaders' start). The other five are its caller's: first_step and
 // samplers_ignore_sigterm (fanout-train's resume and stop), part_config_path (the graph's),
 // writable_batches (the Python data plane's batches are always writable) and features_ahead
 // (fanout-train's evaluation).
-static_assert(base::FieldCount<LoaderOptions>() == 14, "list the new LoaderOptions member in WalkLoaderSettings");
+static_assert(base::FieldCount<LoaderOptions>() == 15, "list the new LoaderOptions member in WalkLoaderSettings");
 template <typename L, typename F>
 absl::Status WalkLoaderSettings(L& l, F&& f) {
   RETURN_IF_ERROR(f("num_samplers", l.num_samplers));
@@ -121,6 +121,7 @@ absl::Status WalkLoaderSettings(L& l, F&& f) {
   RETURN_IF_ERROR(f("batch_timeout_seconds", l.batch_timeout_seconds));
   RETURN_IF_ERROR(f("sampler_nice", l.sampler_nice));
   RETURN_IF_ERROR(f("machine_rows", l.machine_rows));
+  RETURN_IF_ERROR(f("fetch_features", l.fetch_features));
   return absl::OkStatus();
 }
 
@@ -155,6 +156,7 @@ absl::Status WalkSpec(S& s, F&& f) {
   RETURN_IF_ERROR(f("num_samplers", s.loader.num_samplers));
   RETURN_IF_ERROR(f("prefetch", s.loader.prefetch));
   RETURN_IF_ERROR(f("nice", s.loader.sampler_nice));
+  RETURN_IF_ERROR(f("fetch_features", s.loader.fetch_features));
   RETURN_IF_ERROR(f("num_seeds", s.num_seeds));
   RETURN_IF_ERROR(f("num_cached", s.num_cached));
   RETURN_IF_ERROR(f("seed_range_first", s.seed_range_first));

@@ -383,12 +383,13 @@ bool SendRelease(int sock, int64_t slot) { return send(sock, &slot, sizeof(slot)
 
 bool SendTaken(int sock) { return SendRelease(sock, kBatchTaken); }
 
-int64_t ReadTrainerMessage(int sock) {
+int64_t ReadTrainerMessage(int sock, bool wait) {
   int64_t slot = -1;
   ssize_t n;
   do {
-    n = read(sock, &slot, sizeof(slot));
+    n = recv(sock, &slot, sizeof(slot), wait ? 0 : MSG_DONTWAIT);
   } while (n < 0 && errno == EINTR);
+  if (!wait && n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return kNoMessage;
   return n == sizeof(slot) ? slot : -1;
 }
 

@@ -135,10 +135,15 @@ absl::Status ReceiveMessage(int sock, int64_t* index, int64_t* slot, int* fd, bo
 // (its batch was let go). Slots are reused when free; a consumer holding many batches makes the
 // sampler open more, so holding batches never deadlocks.
 inline constexpr int64_t kBatchTaken = -2;
+// The batches not yet made carry feature rows, or none (LoaderOptions::fetch_features).
+inline constexpr int64_t kFetchFeatures = -3;
+inline constexpr int64_t kSkipFeatures = -4;
 bool SendTaken(int sock);
 bool SendRelease(int sock, int64_t slot);
-// Sampler side: the next message (kBatchTaken or a released slot), or -1 when the trainer has
-// closed the socket.
-int64_t ReadTrainerMessage(int sock);
+// Sampler side: the next message (kBatchTaken, kFetchFeatures, kSkipFeatures or a released
+// slot), or -1 when the trainer has closed the socket; with `wait` false, kNoMessage when none
+// is waiting.
+inline constexpr int64_t kNoMessage = -5;
+int64_t ReadTrainerMessage(int sock, bool wait = true);
 
 }  // namespace fanout::sampler

@@ -371,7 +371,7 @@ class Graph {
     std::vector<int64_t> ids = Ids(ids_in, "node IDs");
     std::vector<int64_t> shape = {static_cast<int64_t>(ids.size())};
     shape.insert(shape.end(), schema.row_shape.begin(), schema.row_shape.end());
-    auto buffer = std::shared_ptr<char[]>(new char[std::max<size_t>(1, ids.size() * schema.row_bytes())]);
+    std::shared_ptr<char[]> buffer = base::AllocateHandedOut(ids.size() * schema.row_bytes());
     {
       py::gil_scoped_release nogil;
       if (created) {
@@ -599,6 +599,10 @@ class NodeLoader {
 
   py::dict Next() { return BatchToPython(NextOrStop(loader_.get())); }
 
+  void FetchFeatures(bool on) {
+    if (loader_ != nullptr) loader_->FetchFeatures(on);
+  }
+
   // Stops the sampler processes (or threads) now rather than when Python collects the object.
   void Close() {
     py::gil_scoped_release nogil;
@@ -719,6 +723,9 @@ void BindLoaders(py::module_& m) {
            py::arg("seeds"), py::arg("sampler"), py::arg("loader"), py::arg("cache_max_bytes") = 0)
       .def_property_readonly("steps_per_epoch", &NodeLoader::steps_per_epoch)
       .def("next", &NodeLoader::Next)
+      .def("fetch_features", &NodeLoader::FetchFeatures, py::arg("on"),
+           "Whether the batches not yet made carry their input nodes' feature rows (the loader setting "
+           "fetch_features); those already made are as they were.")
       .def("close", &NodeLoader::Close);
 
   py::class_<EdgeLoader>(m, "EdgeLoader")
@@ -737,6 +744,10 @@ void BindJob(py::module_& m) {
       "keep_large_allocations", [] { base::KeepLargeAllocations(base::kTrainingProcessLargestReused); },
       "Has glibc reuse freed buffers of up to 1 GiB instead of unmapping them (base/malloc_tuning.h): "
       "the step's tensors stop page-faulting fresh memory each step. Process-wide.");
+  m.def("trim_heap", &base::TrimHeap, py::arg("keep_free") = 0,
+        "Returns the heap's free pages to the kernel (malloc_trim(0)) when more than `keep_free` bytes of it are "
+        "free: between phases whose buffers differ, so that one phase's kept buffers do not stay resident under "
+        "the next one's. Returns whether it trimmed.");
   m.def("start_heartbeat", &base::StartHeartbeatFromEnvironment,
         "Starts fanout-launch's liveness signal when FANOUT_HEARTBEAT_S is set; returns whether it did.");
   m.def(

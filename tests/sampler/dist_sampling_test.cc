@@ -243,6 +243,63 @@ TEST(BatchLoaderTest, ThreadsAndSamplerProcessesMakeIdenticalBatches) {
   }
 }
 
+// LoaderOptions::fetch_features and BatchLoader::FetchFeatures: batches made while off carry no
+// feature rows and are otherwise the same batches; a switch reaches every batch made after it
+// (threads, threads fetching when a batch is taken, sampler processes with and without their
+// machine's rows left out), so that a batch taken a few batches after it is as with rows
+// throughout.
+TEST(BatchLoaderTest, FeatureRowsComeAndGoWhenTheConsumerSaysSo) {
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(2));
+  const DistGraphOptions go = job.GraphOptions(0);
+  auto g = DistGraph::Open(job.config, go);
+  ASSERT_TRUE(g.ok()) << g.status();
+  const std::vector<int64_t> seeds = TrainShareOfMachine0(**g);
+  const SamplerOptions so = SmallBatches(5);
+  LoaderOptions lo = OneEpoch(job);
+  lo.num_epochs = 4;
+  const std::vector<MiniBatch> truth = LoadAll(g->get(), go, so, seeds, lo);
+  ASSERT_GE(truth.size(), 16u);
+  const size_t n = truth.size(), lag = 4;  // batches made ahead of the switch: prefetch and the one in hand
+  struct Case {
+    int samplers, threads;
+    bool ahead, machine_rows;
+  };
+  for (const Case c : {Case{0, 1, true, false}, Case{0, 2, false, false}, Case{1, 1, true, false},
+                       Case{2, 1, true, true}}) {
+    SCOPED_TRACE(::testing::Message() << c.samplers << " sampler process(es), " << c.threads << " thread(s)"
+                                      << (c.ahead ? "" : ", fetched when taken")
+                                      << (c.machine_rows ? ", machine rows" : ""));
+    LoaderOptions off = lo;
+    off.num_samplers = c.samplers;
+    off.num_threads = c.threads;
+    off.features_ahead = c.ahead;
+    off.machine_rows = c.machine_rows;
+    off.fetch_features = false;
+    auto l = MakeBatchLoader(g->get(), go, so, seeds, off);
+    ASSERT_TRUE(l.ok()) << l.status();
+    // Off for the first quarter, on for the second, off for the third, on for the last.
+    for (size_t i = 0; i < n; ++i) {
+      SCOPED_TRACE("batch " + std::to_string(i));
+      const size_t quarter = i * 4 / n;
+      if (i > 0 && quarter != (i - 1) * 4 / n) (*l)->FetchFeatures(quarter % 2 == 1);
+      auto mb = (*l)->Next();
+      ASSERT_TRUE(mb.ok()) << mb.status();
+      const size_t since = i - quarter * n / 4;  // batches since the last switch
+      const bool settled = quarter == 0 || since >= lag;
+      if (settled && quarter % 2 == 1) {
+        testing::ExpectSameBatch(truth[i], *mb);
+      } else {
+        if (settled) EXPECT_EQ(mb->features.cols, 0);
+        EXPECT_TRUE(mb->features.cols == 0 || mb->features.rows == truth[i].features.rows);
+        EXPECT_EQ(mb->seeds, truth[i].seeds);
+        EXPECT_EQ(mb->labels, truth[i].labels);
+        EXPECT_EQ(mb->input_nodes().size(), truth[i].input_nodes().size());
+      }
+    }
+  }
+}
+
 // --edge-weight and --edge-feature: every sampled edge carries its own values of the edge fields
 // (read here from the owning partition's files), the same from threads and from sampler processes
 // (through the shared-memory batch); a missing field is refused naming the fields there are.

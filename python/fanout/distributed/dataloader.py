@@ -21,6 +21,7 @@ from fanout.distributed.hetero import HeteroBlock, canonical, typed_rows
 NID = "_ID"
 EID = "_ID"
 _NUM_EPOCHS = 1 << 30  # a loader runs until closed: each pass over it is the next epoch
+_KEEP_FREE_BETWEEN_BATCHES = 1 << 30  # an unshuffled loader's heap trim (_run), as glibc's top
 
 
 class NeighborSampler:
@@ -232,6 +233,15 @@ class _EpochLoader:
         # DGL blocks for a script that has imported DGL (its layers take nothing else).
         self._to_dgl = ("dgl" in sys.modules) if to_dgl is None else bool(to_dgl)
         self._feat = self._field(feat, _FEATURE_NAMES)
+        # Rows of a field the sampler did not name, on DGL's blocks (which carry only what
+        # prefetch_node_feats names, as DGL's): fetched while the script reads them
+        # (_follow_reads). A loader that may follow its script sets _follows.
+        self._guessed = feat is None and bool(self._feat)
+        self._follows = False
+        self._fetching = True  # whether the batches being made carry the feature rows
+        # Whether the native loader makes the next pass's batches ahead while the script is busy
+        # elsewhere (a training loop's next epoch); otherwise it stops at the end of a pass.
+        self._runs_ahead = True
         self._steps = 0
         self._epoch = 0
         self._native = None
@@ -265,7 +275,7 @@ class _EpochLoader:
                     num_threads=int(num_threads), prefetch=int(prefetch if queue_size is None else queue_size),
                     sampler_binary=context.sampler_binary(), batch_timeout_seconds=float(batch_timeout_seconds),
                     sampler_nice=context.current().sampler_nice,
-                    machine_rows=batch_rows == "fetched")
+                    machine_rows=batch_rows == "fetched", fetch_features=True)
         if args["num_samplers"] > 0 and not args["sampler_binary"]:
             raise FileNotFoundError(f"{type(self).__name__}: no fanout-sampler program for num_samplers="
                                     f"{args['num_samplers']}: put fanout's build/bin on PATH, set "
@@ -273,7 +283,24 @@ class _EpochLoader:
         return args
 
     def _loader_settings(self, first_epoch: int, num_epochs: int) -> dict:
-        return dict(self._loader, first_epoch=int(first_epoch), num_epochs=int(num_epochs))
+        return dict(self._loader, first_epoch=int(first_epoch), num_epochs=int(num_epochs),
+                    fetch_features=self._fetching)
+
+    def _follow_reads(self) -> None:
+        """Fetches the feature rows of a field the sampler did not name (DGL's blocks do not carry
+        them) for as long as the script reads them, by ``g.ndata[feat][input_nodes]``: a loader
+        starts without them, asks for them from the next batch made once the script has read a
+        batch's rows (pulled then), and stops once it has left a batch's rows unread: a
+        layer-wise inference that reads each layer's input from its own ``DistTensor`` then
+        moves no rows it does not read, and a training loop pulls only its first few batches'
+        rows itself. Decided on the previous batch, when it was the graph's latest."""
+        g = self._g
+        if g._batch_source is None or g._batch_source() is not self:
+            return
+        want = self._feat in g._batch_reads
+        if want != self._fetching:
+            self._fetching = want
+            self._native.fetch_features(want)
 
     def _start(self, first_epoch: int, num_epochs: int):  # the native loader
         raise NotImplementedError
@@ -308,6 +335,11 @@ class _EpochLoader:
     def __iter__(self):
         epoch = self._epoch
         self._epoch += 1
+        if not self._runs_ahead:
+            # An evaluation's batches and tensors are not a training step's: the buffers kept
+            # from the steps (initialize's keep_large_allocations) go back first, rather than
+            # stay resident under the evaluation's own, and its own go back after it.
+            _native.trim_heap()
         if self._native is None or self._native_epoch != epoch:
             self.close()
             self._native = self._start(epoch, _NUM_EPOCHS - epoch)
@@ -319,12 +351,20 @@ class _EpochLoader:
         finished = False
         try:
             for _ in range(self._steps):
+                if not self._runs_ahead:
+                    # An evaluation's batches may be far larger than a step's (a layer-wise
+                    # inference's 100,000 seeds with all their neighbours): what one left free
+                    # beyond what the allocator keeps at its top goes back before the next.
+                    _native.trim_heap(_KEEP_FREE_BETWEEN_BATCHES)
                 yield self._convert(native.next())
             finished = True
         finally:
             # An epoch left early leaves its batches in the pipe: the next pass starts afresh at its
             # own epoch instead of reading them.
             self._native_epoch = epoch + 1 if finished else -1
+        if not self._runs_ahead:
+            self.close()
+            _native.trim_heap()
 
     def _blocks(self, b, sampler: NeighborSampler, label: str = ""):
         """fanout Blocks over a native batch's arrays (no copies), the features in blocks[0]'s
@@ -472,6 +512,12 @@ class DistNodeDataLoader(_EpochLoader):
         self._steps = _native.steps_per_epoch(self._settings, len(self._nids))  # known before any sampler starts
         self._loader = self._making(num_samplers, num_threads, prefetch, batch_timeout_seconds, queue_size, batch_rows)
         self._cache_bytes = int(feature_cache_bytes)
+        self._follows = self._guessed and self._to_dgl and self._seed_type is None
+        self._fetching = not self._follows
+        # An evaluation's loader (unshuffled) would otherwise hold its next pass's first batches,
+        # and its sampler processes' memory, until the script evaluates again or lets it go: a
+        # layer-wise inference's loader of one layer then still held them through the next layer.
+        self._runs_ahead = bool(shuffle)
 
     def _start(self, first_epoch, num_epochs):
         return _native.NodeLoader(self._g._native, self._nids, sampler=self._settings,
@@ -484,8 +530,12 @@ class DistNodeDataLoader(_EpochLoader):
         blocks = self._blocks(b, self._sampler, self._label)
         input_nodes = blocks[0].srcdata[NID]
         seeds = self._on_device(torch.from_numpy(b["seeds"]))
-        self._g._remember_batch([(self._feat, input_nodes, blocks[0].srcdata.get(self._feat)),
-                                 (self._label, seeds, blocks[-1].dstdata.get(self._label))], input_nodes)
+        rows = blocks[0].srcdata.get(self._feat)
+        if self._follows:
+            self._follow_reads()
+            blocks[0].srcdata.pop(self._feat, None)
+        self._g._remember_batch([(self._feat, input_nodes, rows),
+                                 (self._label, seeds, blocks[-1].dstdata.get(self._label))], input_nodes, self)
         if self._to_dgl:
             blocks = [blk.to_dgl() for blk in blocks]
         return input_nodes, seeds, blocks

@@ -3,6 +3,7 @@
 from typing import Dict, Optional, Tuple
 
 import operator
+import weakref
 
 import numpy as np
 import torch
@@ -394,6 +395,8 @@ class DistGraph(_OneType):
         self._reads = None  # reads through the servers (see _reader)
         self._last_batch = {}  # (field, id(ids)) -> (ids, rows) of the loader's latest batch
         self._last_inputs = None  # the latest batch's input nodes (a tensor, or {type: tensor})
+        self._batch_source = None  # the loader that made the latest batch (a weak reference)
+        self._batch_reads = set()  # fields read by the latest batch's input tensor since it came
         self._embeddings = []  # the job's DistEmbeddings on this graph (their rows pulled ahead)
         self._table_versions = {}  # DistEmbedding table key -> optimizer steps that updated it
         n = self._native
@@ -423,15 +426,18 @@ class DistGraph(_OneType):
                 self._reads = self._native
         return self._reads
 
-    def _remember_batch(self, rows, input_nodes):
+    def _remember_batch(self, rows, input_nodes, source=None):
         """The rows a loader fetched with its latest batch, ``[(field key, ids, rows)]`` (a key per
         type on a typed graph, ``TYPE/NAME``): ``g.ndata[feat][input_nodes]`` (DGL's examples read
         features this way; ``g.nodes[TYPE].data[feat][input_nodes[TYPE]]`` on a typed graph) then
         costs nothing: it is the batch's own tensor (``blocks[0].srcdata[feat]``), not a copy.
         `input_nodes` (a tensor, or {type: tensor}): the batch's inputs, whose DistEmbedding rows
-        start coming now for the tables the script looked up by the previous batch's inputs."""
+        start coming now for the tables the script looked up by the previous batch's inputs.
+        `source`: the loader, told which fields the script read by the inputs (_batch_reads)."""
         self._last_batch = {(key, id(ids)): (ids, x) for key, ids, x in rows if x is not None}
         self._last_inputs = input_nodes
+        self._batch_source = weakref.ref(source) if source is not None else None
+        self._batch_reads = set()
         for emb in self._embeddings:
             emb._pull_ahead(input_nodes)
 
@@ -441,6 +447,10 @@ class DistGraph(_OneType):
         return (last.get(ntype) if isinstance(last, dict) else last) is ids
 
     def _prefetched(self, key, ids):
+        """The latest batch's rows of field `key` when `ids` is its own tensor of those nodes, else
+        None (read elsewhere); a read by the batch's input tensor is noted either way."""
+        if ids is self._last_inputs:
+            self._batch_reads.add(key)
         hit = self._last_batch.get((key, id(ids)))
         return hit[1] if hit is not None and hit[0] is ids else None
 
