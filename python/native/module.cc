@@ -28,27 +28,22 @@
 
 #include "absl/status/statusor.h"
 #include "base/heartbeat.h"
-#include "base/ip_config.h"
 #include "base/job_env.h"
 #include "base/malloc_tuning.h"
-#include "base/security_options.h"
 #include "base/strings.h"
 #include "core/partition_config.h"
 #include "core/sampling.h"
 #include "core/sparse_optim.h"
 #include "core/type_map.h"
 #include "python/native/kernels.h"
-#include "rpc/graph_client.h"
-#include "rpc/reachability.h"
-#include "rpc/security.h"
 #include "sampler/dist_graph.h"
+#include "sampler/job_graph.h"
 #include "sampler/link_sampler.h"
 #include "sampler/loader.h"
 #include "sampler/minibatch.h"
 #include "sampler/minibatch_sampler.h"
 #include "sampler/sampler_spec.h"
 #include "sampler/seed_split.h"
-#include "sampler/server_fields.h"
 
 namespace py = pybind11;
 
@@ -249,6 +244,18 @@ class TypeMapView {
 };
 
 // The graph as one trainer process sees it, plus the servers for writes.
+// Errors of the caller's arguments as Python's ValueError, the rest as FanoutError.
+void CheckArgs(const absl::Status& s) {
+  if (s.code() == absl::StatusCode::kInvalidArgument) throw py::value_error(std::string(s.message()));
+  Check(s);
+}
+template <typename T>
+T TakeArgs(absl::StatusOr<T> v) {
+  CheckArgs(v.status());
+  return std::move(*v);
+}
+
+// sampler::JobGraph (the library's handle on the graph, tested in C++) with NumPy at its edges.
 class Graph {
  public:
   // No halo cache in graph(), which the script's own reads go through; sampler processes map
@@ -256,70 +263,41 @@ class Graph {
   Graph(const std::string& part_config, int machine_id, const std::string& servers,
         const std::string& ip_config, int num_servers, double deadline_seconds,
         bool read_local_files, double unreachable_timeout) {
-    config_ = Take(core::LoadPartitionConfig(part_config));
-    part_config_path_ = part_config;
-    node_types_ = std::make_shared<TypeMapView>(Take(config_.NodeTypes()), "node");
-    edge_types_ = std::make_shared<TypeMapView>(Take(config_.EdgeTypes()), "edge");
-    if (machine_id < -1 || machine_id >= config_.num_parts) {
-      throw py::value_error(StrCat("machine_id ", machine_id, " is not a partition of ", part_config, " (0..",
-                                   config_.num_parts - 1, ")"));
-    }
-    options_.machine_id = machine_id;
-    options_.servers = Take(base::ResolveServers("", servers, ip_config, part_config, num_servers, config_.num_parts));
-    base::FillSecurityFromEnvironment(&options_.security);
-    // Read once: DistGraph::Open and the write clients use these.
-    if (options_.security.any()) {
-      options_.client.security = Take(rpc::Security::Load(options_.security, rpc::Security::Role::kClient));
-    }
-    options_.client.deadline_seconds = deadline_seconds;
-    options_.connect_timeout_seconds = deadline_seconds;
-    // The local partition from its files unless asked otherwise and it has servers to ask.
-    options_.read_local_files =
-        read_local_files || machine_id < 0 || options_.servers.addresses[machine_id].empty();
-    py::gil_scoped_release nogil;
-    graph_ = Take(sampler::DistGraph::Open(config_, options_));
-    fields_ = Take(sampler::ServerFields::Make(config_, options_.servers, options_.client));
+    sampler::JobGraphOptions o{.part_config = part_config,
+                               .machine_id = machine_id,
+                               .servers = servers,
+                               .ip_config = ip_config,
+                               .num_servers = num_servers,
+                               .deadline_seconds = deadline_seconds,
+                               .read_local_files = read_local_files,
+                               .unreachable_timeout_seconds = unreachable_timeout};
     // A machine that stops answering (a cut link) ends this process within the timeout, naming
     // it, as it ends fanout-train (rpc/reachability.h): a script blocked in a collective or a
     // loader waiting on a reply would otherwise wait out minutes of timeouts, silent.
-    reachability_ = rpc::ReachabilityWatch::Start(
-        options_.servers, machine_id, options_.client, {.timeout_s = unreachable_timeout},
-        [](const std::string& message) {
-          std::fprintf(stderr,
-                       "fanout: error: %s "
-                       "(fanout.distributed.initialize(unreachable_timeout_seconds=...))\n",
-                       message.c_str());
-          std::fflush(nullptr);
-          std::_Exit(1);
-        });
+    o.on_unreachable = [](const std::string& message) {
+      std::fprintf(stderr, "fanout: error: %s (fanout.distributed.initialize(unreachable_timeout_seconds=...))\n",
+                   message.c_str());
+      std::fflush(nullptr);
+      std::_Exit(1);
+    };
+    {
+      py::gil_scoped_release nogil;
+      job_ = TakeArgs(sampler::JobGraph::Open(o));
+    }
+    node_types_ = std::make_shared<TypeMapView>(Take(config().NodeTypes()), "node");
+    edge_types_ = std::make_shared<TypeMapView>(Take(config().EdgeTypes()), "edge");
   }
 
-  const sampler::DistGraph& graph() const { return *graph_; }
-  // Stops watching the other machines (the job is ending: its servers may go first).
+  const sampler::DistGraph& graph() const { return job_->graph(); }
   void StopWatching() {
     py::gil_scoped_release nogil;  // the watch's threads are joined
-    reachability_.reset();
+    job_->StopWatching();
   }
-  const sampler::DistGraphOptions& options() const { return options_; }
-
-  // The graph with the halo cache a sampler process opened with `go` (ProcessGraphOptions:
-  // graph()'s options with a cache_field and cache_max_bytes) would pull, held in shared memory,
-  // which the loaders' sampler processes map instead of each pulling a copy (as fanout-train's
-  // do). Pulled once per (field, size) and kept while the graph lives: a script's later loaders
-  // (an evaluation's, one per layer in DGL's examples) start without pulling it again, and a
-  // machine holds one copy, not one per sampler process. Call without the GIL.
-  const sampler::DistGraph& CachingGraph(const sampler::DistGraphOptions& go) {
-    std::lock_guard<std::mutex> lock(caching_mu_);
-    std::unique_ptr<sampler::DistGraph>& g = caching_[{go.cache_field, go.cache_max_bytes}];
-    if (g == nullptr) {
-      sampler::DistGraphOptions own = go;
-      own.cache_in_shared_memory = true;
-      g = Take(sampler::DistGraph::Open(config_, own));
-    }
-    return *g;
-  }
-  const std::string& part_config_path() const { return part_config_path_; }
-  const core::PartitionConfig& config() const { return config_; }
+  const sampler::DistGraphOptions& options() const { return job_->options(); }
+  // Call without the GIL.
+  const sampler::DistGraph& CachingGraph(const sampler::DistGraphOptions& go) { return *Take(job_->CachingGraph(go)); }
+  const std::string& part_config_path() const { return job_->part_config_path(); }
+  const core::PartitionConfig& config() const { return job_->config(); }
   // The node and edge types as TypeMaps (made once, at construction).
   std::shared_ptr<TypeMapView> node_types() const { return node_types_; }
   std::shared_ptr<TypeMapView> edge_types() const { return edge_types_; }
@@ -330,55 +308,23 @@ class Graph {
     return r;
   }
 
-  // A node field in the servers' memory (a DistTensor the script creates): made on every server
-  // of every partition (each server's rows are its own), zero-filled. Returns whether this call
-  // created it anywhere (false: it existed with this schema, made by another trainer).
   bool CreateNodeField(const std::string& name, const std::string& dtype_name, const std::vector<int64_t>& row_shape,
                        const std::string& node_type) {
     const core::DType dtype = Take(core::DTypeFromName(dtype_name));
     const core::FieldSchema schema{.name = name, .dtype = dtype, .row_shape = row_shape, .node_type = node_type};
-    if (config_.NodeField(schema.key()).ok()) {
-      throw py::value_error(StrCat("'", schema.key(), "' is already a node field of ", part_config_path_));
-    }
-    if (!node_type.empty()) Take(config_.NodeTypes()->TypeId(node_type));  // a type of this graph
-    bool created = false;
-    {
-      py::gil_scoped_release nogil;
-      created = Take(fields_->Create(schema));
-    }
-    std::lock_guard<std::mutex> lock(created_mu_);
-    created_[schema.key()] = schema;  // TYPE/NAME for a typed field (rows of that type, by graph-wide ID)
-    return created;
-  }
-
-  // The schema of a node field: the partition's, or one this object created.
-  core::FieldSchema NodeSchema(const std::string& field) {
-    {
-      std::lock_guard<std::mutex> lock(created_mu_);
-      if (auto it = created_.find(field); it != created_.end()) return it->second;
-    }
-    return Take(graph_->NodeFieldSchema(field));
-  }
-
-  bool IsCreated(const std::string& field) {
-    std::lock_guard<std::mutex> lock(created_mu_);
-    return created_.count(field) > 0;
+    py::gil_scoped_release nogil;
+    return TakeArgs(job_->CreateNodeField(schema));
   }
 
   py::array PullNodeRows(const std::string& field, const py::array& ids_in) {
-    const core::FieldSchema schema = NodeSchema(field);
-    const bool created = IsCreated(field);
+    const core::FieldSchema schema = Take(job_->NodeSchema(field));
     std::vector<int64_t> ids = Ids(ids_in, "node IDs");
     std::vector<int64_t> shape = {static_cast<int64_t>(ids.size())};
     shape.insert(shape.end(), schema.row_shape.begin(), schema.row_shape.end());
     std::shared_ptr<char[]> buffer = base::AllocateHandedOut(ids.size() * schema.row_bytes());
     {
       py::gil_scoped_release nogil;
-      if (created) {
-        Check(fields_->Pull(schema, ids, buffer.get()));
-      } else {
-        Check(graph_->PullNodeRows(field, ids, buffer.get()));
-      }
+      Check(job_->PullNodeRows(field, ids, buffer.get()));
     }
     const void* data = buffer.get();
     return Borrow(std::move(buffer), data, schema.dtype, std::move(shape));
@@ -388,7 +334,7 @@ class Graph {
   // each ID's partition, so that whichever server later answers a read has them. Refused
   // (PERMISSION_DENIED) for the partition's own fields by servers started without --allow-push.
   void PushNodeRows(const std::string& field, const py::array& ids_in, const py::array& values, bool add) {
-    const core::FieldSchema schema = NodeSchema(field);
+    const core::FieldSchema schema = Take(job_->NodeSchema(field));
     std::vector<int64_t> ids = Ids(ids_in, "node IDs");
     py::dtype want(std::string(core::DTypeName(schema.dtype)));
     py::array v = py::array::ensure(values, py::array::c_style);
@@ -396,50 +342,33 @@ class Graph {
       throw py::type_error(StrCat("rows for field '", field, "' must be ", core::DTypeName(schema.dtype), ", got ",
                                   v ? std::string(py::str(v.dtype())) : "not an array"));
     }
-    if (static_cast<size_t>(v.nbytes()) != ids.size() * schema.row_bytes()) {
-      throw py::value_error(StrCat("rows for field '", field, "': ", v.nbytes(), " bytes for ", ids.size(),
-                                   " IDs of ", schema.row_bytes(), " bytes each"));
-    }
     const char* bytes = static_cast<const char*>(v.data());
+    const size_t nbytes = static_cast<size_t>(v.nbytes());
     py::gil_scoped_release nogil;
-    Check(fields_->Push(schema, ids, bytes, add ? core::PushOp::kAdd : core::PushOp::kAssign));
+    CheckArgs(job_->PushNodeRows(field, ids, bytes, nbytes, add));
   }
 
-  // One sparse optimizer step (core/sparse_optim.h) on created field `field`'s rows for distinct
-  // `ids`, their state in created field `state_field`, `grads` float32 [ids, dim]: every server of
-  // each ID's partition applies it where the rows live (DistEmbedding's SparseAdam/SparseAdagrad).
+  // DistEmbedding's SparseAdam/SparseAdagrad step (sampler::JobGraph::SparseUpdate).
   void SparseUpdate(const std::string& field, const std::string& state_field, const py::array& ids_in,
                     const py::array& grads_in, const std::string& kind, double lr, double beta1, double beta2,
                     double eps) {
-    if (!IsCreated(field) || !IsCreated(state_field)) {
-      throw py::value_error(StrCat("sparse_update: '", field, "' and '", state_field,
-                                   "' must be fields this process created (DistEmbedding's table and state)"));
-    }
-    const core::FieldSchema rows = NodeSchema(field), state = NodeSchema(state_field);
     std::vector<int64_t> ids = Ids(ids_in, "node IDs");
     auto g = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(grads_in);
-    const int64_t dim = rows.row_elems();
-    if (!g || rows.dtype != core::DType::kFloat32 || g.size() != static_cast<py::ssize_t>(ids.size() * dim)) {
-      throw py::value_error(StrCat("sparse_update: gradients must be float32 [", ids.size(), ", ", dim, "]"));
-    }
-    core::SparseOptimizerOptions o{.kind = Take(core::ParseSparseOptimizer(kind)), .lr = lr, .beta1 = beta1,
-                                   .beta2 = beta2, .eps = eps};
-    Check(core::CheckSparseOptimizer(o));
-    if (state.row_elems() != core::SparseStateWidth(o.kind, dim)) {
-      throw py::value_error(StrCat("sparse_update: state field '", state_field, "' has ", state.row_elems(),
-                                   " values per row; ", kind, " keeps ", core::SparseStateWidth(o.kind, dim)));
-    }
+    if (!g) throw py::value_error("sparse_update: gradients must be a float32 array");
+    const core::SparseOptimizerOptions o{.kind = TakeArgs(core::ParseSparseOptimizer(kind)), .lr = lr,
+                                         .beta1 = beta1, .beta2 = beta2, .eps = eps};
     const float* grads = g.data();
+    const size_t n = static_cast<size_t>(g.size());
     py::gil_scoped_release nogil;
-    Check(fields_->SparseUpdate(rows, state, ids, grads, o));
+    CheckArgs(job_->SparseUpdate(field, state_field, ids, grads, n, o));
   }
 
   py::array WholeNodeField(const std::string& field) {
-    const core::FieldSchema schema = Take(graph_->NodeFieldSchema(field));
+    const core::FieldSchema schema = Take(job_->graph().NodeFieldSchema(field));
     std::string bytes;
     {
       py::gil_scoped_release nogil;
-      bytes = Take(graph_->PullWholeNodeField(field));
+      bytes = Take(job_->graph().PullWholeNodeField(field));
     }
     // A typed field has a row per node of its type (type-wise ID order), not per graph node.
     std::vector<int64_t> shape = {static_cast<int64_t>(bytes.size() / std::max<size_t>(1, schema.row_bytes()))};
@@ -454,7 +383,7 @@ class Graph {
     std::vector<int64_t> deg(ids.size());
     {
       py::gil_scoped_release nogil;
-      Check(graph_->Degrees(ids, out ? core::EdgeDir::kOut : core::EdgeDir::kIn, deg.data()));
+      Check(job_->graph().Degrees(ids, out ? core::EdgeDir::kOut : core::EdgeDir::kIn, deg.data()));
     }
     return Adopt(std::move(deg));
   }
@@ -464,23 +393,14 @@ class Graph {
     std::vector<int64_t> src(eids.size()), dst(eids.size());
     {
       py::gil_scoped_release nogil;
-      Check(graph_->FindEdges(eids, src.data(), dst.data()));
+      Check(job_->graph().FindEdges(eids, src.data(), dst.data()));
     }
     return py::make_tuple(Adopt(std::move(src)), Adopt(std::move(dst)));
   }
 
  private:
-  core::PartitionConfig config_;
-  std::string part_config_path_;
+  std::unique_ptr<sampler::JobGraph> job_;
   std::shared_ptr<TypeMapView> node_types_, edge_types_;
-  sampler::DistGraphOptions options_;
-  std::unique_ptr<sampler::DistGraph> graph_;
-  std::mutex caching_mu_;
-  std::map<std::pair<std::string, int64_t>, std::unique_ptr<sampler::DistGraph>> caching_;  // CachingGraph's
-  std::unique_ptr<sampler::ServerFields> fields_;  // created fields, on the servers
-  std::unique_ptr<rpc::ReachabilityWatch> reachability_;  // null: not watched
-  std::mutex created_mu_;
-  std::map<std::string, core::FieldSchema> created_;  // guarded by created_mu_
 };
 
 // Each of `fields` (sampler/batch_fields.h) into `d` under its name: [count] or [count, width].

@@ -21,7 +21,7 @@ from fanout.distributed.hetero import HeteroBlock, canonical, typed_rows
 NID = "_ID"
 EID = "_ID"
 _NUM_EPOCHS = 1 << 30  # a loader runs until closed: each pass over it is the next epoch
-_KEEP_FREE_BETWEEN_BATCHES = 1 << 30  # an unshuffled loader's heap trim (_run), as glibc's top
+_KEEP_FREE_BETWEEN_BATCHES = 256 << 20  # an unshuffled loader's heap trim (_run)
 
 
 class NeighborSampler:
@@ -353,8 +353,8 @@ class _EpochLoader:
             for _ in range(self._steps):
                 if not self._runs_ahead:
                     # An evaluation's batches may be far larger than a step's (a layer-wise
-                    # inference's 100,000 seeds with all their neighbours): what one left free
-                    # beyond what the allocator keeps at its top goes back before the next.
+                    # inference's 100,000 seeds with all their neighbours): what one left free,
+                    # beyond a small batch's working set, goes back before the next.
                     _native.trim_heap(_KEEP_FREE_BETWEEN_BATCHES)
                 yield self._convert(native.next())
             finished = True
