@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "partition/partitioner.h"
 #include "tests/testing/server_cluster.h"
 #include "tests/testing/testing.h"
 
@@ -22,16 +21,9 @@ struct Cluster {
   testing::ServerCluster servers;
 
   void Start() {
-    partition::Dataset d =
-        testing::MakeRandomDataset({.num_nodes = 600, .num_edges = 3000, .feat_dim = 4});
-    partition::PartitionOptions o;
-    o.out_dir = dir.Sub("parts");
-    o.num_parts = 2;
-    o.add_reverse_edges = true;
-    o.quiet = true;
-    auto s = partition::PartitionDataset(d, o);
-    ASSERT_TRUE(s.ok()) << s.status();
-    config_path = s->config_path;
+    config_path =
+        testing::PartitionRandom(dir, {.num_nodes = 600, .num_edges = 3000, .feat_dim = 4}, 2);
+    ASSERT_FALSE(::testing::Test::HasFailure());
     servers.Start(config_path);
   }
   JobGraphOptions Options(int machine) const {
