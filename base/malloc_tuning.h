@@ -25,6 +25,13 @@ void KeepLargeAllocations(size_t largest_reused = size_t{32} << 20);
 // fanout-train has its own caching allocator for tensors (trainer/cpu_allocator.h) instead.
 inline constexpr size_t kTrainingProcessLargestReused = size_t{1} << 30;
 
+// Returns the heap's free pages to the kernel (malloc_trim(0): the free chunks' interiors too,
+// not only the top). For a process that keeps large allocations, between phases whose buffers
+// differ (a training epoch's steps and an evaluation's batches), so that one phase's kept
+// buffers do not stay resident under the next one's; the next reuse of them faults again.
+// Only when more than `keep_free` bytes of it are free (mallinfo2); returns whether it trimmed.
+bool TrimHeap(size_t keep_free = 0);
+
 // A buffer handed to a holder that keeps it for as long as it likes (a pull's rows, returned to
 // Python as an array). From the heap, under KeepLargeAllocations, a large one leaves a hole when
 // freed that the next, slightly larger one does not fit, and the heap grows by each one:
@@ -33,12 +40,6 @@ inline constexpr size_t kTrainingProcessLargestReused = size_t{1} << 30;
 // kernel when the last holder lets go. Never null (1 byte for 0); the contents are
 // uninitialized.
 inline constexpr size_t kOwnMappingBytes = size_t{64} << 20;
-// Returns the heap's free pages to the kernel (malloc_trim(0): the free chunks' interiors too,
-// not only the top). For a process that keeps large allocations, between phases whose buffers
-// differ (a training epoch's steps and an evaluation's batches), so that one phase's kept
-// buffers do not stay resident under the next one's; the next reuse of them faults again.
-// Only when more than `keep_free` bytes of it are free (mallinfo2); returns whether it trimmed.
-bool TrimHeap(size_t keep_free = 0);
 std::shared_ptr<char[]> AllocateHandedOut(size_t bytes);
 
 }  // namespace fanout::base

@@ -248,7 +248,7 @@ class ProcessLoader final : public BatchLoader {
   // batch.
   void FetchFeatures(bool on) override {
     for (Child& c : children_) {
-      if (c.sock != nullptr) SendRelease(c.sock->fd.get(), on ? kFetchFeatures : kSkipFeatures);
+      if (c.sock != nullptr) SendFetchFeatures(c.sock->fd.get(), on);
     }
   }
 

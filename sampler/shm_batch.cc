@@ -383,6 +383,8 @@ bool SendRelease(int sock, int64_t slot) { return send(sock, &slot, sizeof(slot)
 
 bool SendTaken(int sock) { return SendRelease(sock, kBatchTaken); }
 
+bool SendFetchFeatures(int sock, bool on) { return SendRelease(sock, on ? kFetchFeatures : kSkipFeatures); }
+
 int64_t ReadTrainerMessage(int sock, bool wait) {
   int64_t slot = -1;
   ssize_t n;

@@ -140,6 +140,7 @@ inline constexpr int64_t kFetchFeatures = -3;
 inline constexpr int64_t kSkipFeatures = -4;
 bool SendTaken(int sock);
 bool SendRelease(int sock, int64_t slot);
+bool SendFetchFeatures(int sock, bool on);  // kFetchFeatures or kSkipFeatures
 // Sampler side: the next message (kBatchTaken, kFetchFeatures, kSkipFeatures or a released
 // slot), or -1 when the trainer has closed the socket; with `wait` false, kNoMessage when none
 // is waiting.

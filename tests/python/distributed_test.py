@@ -816,6 +816,17 @@ class DglExampleNamesTest(ServersTestCase):
             self.assertEqual(carried[5:10], [True] * 5, (samplers, carried))
             self.assertEqual(carried[15:20], [False] * 5, (samplers, carried))
             self.assertEqual(carried[25:30], [True] * 5, (samplers, carried))
+        # A field the sampler names (DGL's prefetch_node_feats) is on every batch's blocks, read
+        # or not.
+        with dgl_importable():
+            loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([-1], prefetch_node_feats=["features"]),
+                                             batch_size=64, num_samplers=1)
+            for i, (input_nodes, _, blocks) in enumerate(loader):
+                rows = blocks[0].srcdata["features"]
+                self.assertTrue(np.array_equal(rows.numpy(), want[input_nodes.numpy()]), f"batch {i}")
+                if i == 5:
+                    break
+            loader.close()
 
 
 class CompressedFeaturesTest(ServersTestCase):

@@ -100,9 +100,9 @@ class DistDataLoader:
 
     def __init__(self, dataset, batch_size: int, shuffle: bool = False, collate_fn=None, drop_last: bool = False,
                  queue_size: Optional[int] = None):
-        _native.check_batch_size("DistDataLoader: batch_size", _count(batch_size, "DistDataLoader: batch_size"))
-        self.dataset = dataset
         self.batch_size = _count(batch_size, "DistDataLoader: batch_size")
+        _native.check_batch_size("DistDataLoader: batch_size", self.batch_size)
+        self.dataset = dataset
         self.shuffle = bool(shuffle)
         self.collate_fn = collate_fn
         self.drop_last = bool(drop_last)
@@ -236,7 +236,6 @@ class _EpochLoader:
         # Rows of a field the sampler did not name, on DGL's blocks (which carry only what
         # prefetch_node_feats names, as DGL's): fetched while the script reads them
         # (_follow_reads). A loader that may follow its script sets _follows.
-        self._guessed = feat is None and bool(self._feat)
         self._follows = False
         self._fetching = True  # whether the batches being made carry the feature rows
         # Whether the native loader makes the next pass's batches ahead while the script is busy
@@ -335,11 +334,6 @@ class _EpochLoader:
     def __iter__(self):
         epoch = self._epoch
         self._epoch += 1
-        if not self._runs_ahead:
-            # An evaluation's batches and tensors are not a training step's: the buffers kept
-            # from the steps (initialize's keep_large_allocations) go back first, rather than
-            # stay resident under the evaluation's own, and its own go back after it.
-            _native.trim_heap()
         if self._native is None or self._native_epoch != epoch:
             self.close()
             self._native = self._start(epoch, _NUM_EPOCHS - epoch)
@@ -350,12 +344,15 @@ class _EpochLoader:
         native = self._native
         finished = False
         try:
-            for _ in range(self._steps):
+            for step in range(self._steps):
                 if not self._runs_ahead:
-                    # An evaluation's batches may be far larger than a step's (a layer-wise
-                    # inference's 100,000 seeds with all their neighbours): what one left free,
-                    # beyond a small batch's working set, goes back before the next.
-                    _native.trim_heap(_KEEP_FREE_BETWEEN_BATCHES)
+                    # An evaluation's batches and tensors are not a training step's: the buffers
+                    # kept from the steps (initialize's keep_large_allocations) go back before its
+                    # first batch, and its own when it ends. Its batches may be far larger than a
+                    # step's (a layer-wise inference's 100,000 seeds with all their neighbours):
+                    # what one left free, beyond a small batch's working set, goes back before
+                    # the next.
+                    _native.trim_heap(_KEEP_FREE_BETWEEN_BATCHES if step else 0)
                 yield self._convert(native.next())
             finished = True
         finally:
@@ -512,7 +509,8 @@ class DistNodeDataLoader(_EpochLoader):
         self._steps = _native.steps_per_epoch(self._settings, len(self._nids))  # known before any sampler starts
         self._loader = self._making(num_samplers, num_threads, prefetch, batch_timeout_seconds, queue_size, batch_rows)
         self._cache_bytes = int(feature_cache_bytes)
-        self._follows = self._guessed and self._to_dgl and self._seed_type is None
+        self._follows = (graph_sampler.prefetch_node_feats is None and bool(self._feat) and self._to_dgl
+                         and self._seed_type is None)
         self._fetching = not self._follows
         # An evaluation's loader (unshuffled) would otherwise hold its next pass's first batches,
         # and its sampler processes' memory, until the script evaluates again or lets it go: a
