@@ -11,18 +11,15 @@ namespace fanout::sampler {
 using base::StrCat;
 
 absl::StatusOr<std::unique_ptr<JobGraph>> JobGraph::Open(const JobGraphOptions& o) {
-  std::unique_ptr<JobGraph> g(new JobGraph());
-  ASSIGN_OR_RETURN(g->config_, core::LoadPartitionConfig(o.part_config));
-  g->part_config_path_ = o.part_config;
-  if (o.machine_id < -1 || o.machine_id >= g->config_.num_parts) {
+  ASSIGN_OR_RETURN(core::PartitionConfig config, core::LoadPartitionConfig(o.part_config));
+  if (o.machine_id < -1 || o.machine_id >= config.num_parts) {
     return absl::InvalidArgumentError(StrCat("machine_id ", o.machine_id, " is not a partition of ",
-                                             o.part_config, " (0..", g->config_.num_parts - 1,
-                                             ")"));
+                                             o.part_config, " (0..", config.num_parts - 1, ")"));
   }
-  DistGraphOptions& go = g->options_;
+  DistGraphOptions go;
   go.machine_id = o.machine_id;
   ASSIGN_OR_RETURN(go.servers, base::ResolveServers("", o.servers, o.ip_config, o.part_config,
-                                                    o.num_servers, g->config_.num_parts));
+                                                    o.num_servers, config.num_parts));
   base::FillSecurityFromEnvironment(&go.security);
   // Read once: DistGraph::Open and the write clients use these.
   if (go.security.any()) {
@@ -34,12 +31,24 @@ absl::StatusOr<std::unique_ptr<JobGraph>> JobGraph::Open(const JobGraphOptions& 
   // The local partition from its files unless asked otherwise and it has servers to ask.
   go.read_local_files =
       o.read_local_files || o.machine_id < 0 || go.servers.addresses[o.machine_id].empty();
+  return Open(std::move(config), o.part_config, std::move(go),
+              {.timeout_s = o.unreachable_timeout_seconds}, o.on_unreachable);
+}
+
+absl::StatusOr<std::unique_ptr<JobGraph>> JobGraph::Open(
+    core::PartitionConfig config, std::string part_config_path, DistGraphOptions graph,
+    const rpc::ReachabilityOptions& watch, std::function<void(const std::string&)> on_unreachable) {
+  std::unique_ptr<JobGraph> g(new JobGraph());
+  g->config_ = std::move(config);
+  g->part_config_path_ = std::move(part_config_path);
+  g->options_ = std::move(graph);
+  const DistGraphOptions& go = g->options_;
   ASSIGN_OR_RETURN(g->graph_, DistGraph::Open(g->config_, go));
   ASSIGN_OR_RETURN(g->fields_, ServerFields::Make(g->config_, go.servers, go.client));
-  if (o.on_unreachable) {
-    g->reachability_ = rpc::ReachabilityWatch::Start(go.servers, o.machine_id, go.client,
-                                                     {.timeout_s = o.unreachable_timeout_seconds},
-                                                     o.on_unreachable);
+  if (on_unreachable) {
+    // Null with nothing to watch (one machine, a timeout <= 0).
+    g->reachability_ = rpc::ReachabilityWatch::Start(go.servers, go.machine_id, go.client, watch,
+                                                     std::move(on_unreachable));
   }
   return g;
 }

@@ -48,8 +48,19 @@ class JobGraph {
   // Security settings come from the environment (base::FillSecurityFromEnvironment).
   // INVALID_ARGUMENT for a machine that is not a partition of the config.
   static absl::StatusOr<std::unique_ptr<JobGraph>> Open(const JobGraphOptions& options);
+  // The same from settings already resolved (fanout-train's flags: servers found, security
+  // loaded into graph.client, wire counters, the halo cache): `config` read from
+  // `part_config_path`. `watch.timeout_s` <= 0 or no `on_unreachable`: not watched.
+  static absl::StatusOr<std::unique_ptr<JobGraph>> Open(
+      core::PartitionConfig config, std::string part_config_path, DistGraphOptions graph,
+      const rpc::ReachabilityOptions& watch, std::function<void(const std::string&)> on_unreachable);
 
   const DistGraph& graph() const { return *graph_; }
+  // For the trainer's own samplers, which take the graph they sample by pointer.
+  DistGraph* mutable_graph() { return graph_.get(); }
+  // The created fields' writer, for the trainer's learnable rows (trainer/dist_embedding.h),
+  // which keep their own schemas.
+  ServerFields& fields() { return *fields_; }
   const DistGraphOptions& options() const { return options_; }
   const core::PartitionConfig& config() const { return config_; }
   const std::string& part_config_path() const { return part_config_path_; }

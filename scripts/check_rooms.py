@@ -7,7 +7,11 @@ room may include which; this script reads it and fails (exit 1, one line per fau
   - a room is not in the table (a new folder must say where it sits);
   - the table itself has a circle (a room that may include itself through others);
   - two units include each other, or any longer circle of units exists, where a unit is a
-    header and its source (foo.h + foo.cc + foo_impl.inc): one of them must be the lower.
+    header and its source (foo.h + foo.cc + foo_impl.inc): one of them must be the lower;
+  - a unit is over MAX_UNIT_LINES lines, or a function in it over MAX_FUNCTION_LINES (its
+    header's first line to its closing brace; found by the house style's layout: a definition's
+    closing brace at its first line's indentation), so that a file or function that grew past
+    what a reader holds at once is cut on purpose, not found by accident.
 Tests (tests/) and benchmarks (bench/) may include anything and are not units.
 
   scripts/check_rooms.py [--root DIR]   # DIR: a checkout (default: this script's)
@@ -25,6 +29,12 @@ INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"', re.M)
 # Generated headers live in the build tree: they belong to the room that generates them.
 GENERATED = {"fanout/v1/": "proto"}
 BEGIN, END = "<!-- rooms:begin -->", "<!-- rooms:end -->"
+MAX_UNIT_LINES, MAX_FUNCTION_LINES = 1000, 120
+# A line that opens no function definition: declarations of types and namespaces, statements,
+# access labels, preprocessor lines, comments, macros (upper-case calls).
+NOT_A_FUNCTION = re.compile(r"(namespace|class|struct|enum|union|extern|template|using|typedef|static_assert|if|for|"
+                            r"while|switch|else|do|return|case)\b|[#}]|//|(public|private|protected|default):|"
+                            r"[A-Z_0-9]+\(")
 
 
 def source_files(root):
@@ -71,6 +81,34 @@ def room_of(path):
 def unit_of(path):
     stem = path.rsplit(".", 1)[0]
     return stem[:-len("_impl")] if stem.endswith("_impl") else stem
+
+
+def long_functions(lines):
+    """(first line, length) of each function definition in `lines` longer than MAX_FUNCTION_LINES.
+
+    A definition starts at a line indented at most 4 (namespace level, or a class's member) that
+    opens its parameter list, does not end a statement and NOT_A_FUNCTION does not match; its body
+    opens on that line or one of the next 10 ('{' at the end, not an initializer's or a
+    lambda's); it ends at the first line that is its indentation and '}'."""
+    out, i = [], 0
+    while i < len(lines):
+        text = lines[i].lstrip()
+        depth = len(lines[i]) - len(text)
+        if text and depth <= 4 and "(" in text and not NOT_A_FUNCTION.match(text) and not text.rstrip().endswith(";"):
+            j = i
+            while j < len(lines) - 1 and j - i < 10 and not lines[j].rstrip().endswith(("{", ";")):
+                j += 1
+            opens = lines[j].rstrip()
+            if opens.endswith("{") and not re.search(r"(=|return)\s*\{$|\[[^]]*\]\s*\(.*\{$", opens):
+                k, close = j + 1, " " * depth + "}"
+                while k < len(lines) and lines[k] != close and not lines[k].startswith(close + " "):
+                    k += 1
+                if k - i + 1 > MAX_FUNCTION_LINES:
+                    out.append((i + 1, k - i + 1))
+                i = k + 1
+                continue
+        i += 1
+    return out
 
 
 def circles(graph):
@@ -121,6 +159,7 @@ def check(root):
     files = source_files(root)
     known = set(files)
     units = collections.defaultdict(dict)  # unit -> {unit it includes: "file:line"}
+    unit_lines = collections.Counter()
     for f in files:
         if f.startswith(OUTSIDE):
             continue
@@ -129,6 +168,9 @@ def check(root):
             faults.append(f"{f}: room '{room or '(top level)'}' is not in {table_path}'s rooms table")
             continue
         text = open(os.path.join(root, f), encoding="utf-8", errors="replace").read()
+        unit_lines[unit_of(f)] += text.count("\n")
+        for first, length in long_functions(text.split("\n")):
+            faults.append(f"{f}:{first}: a function of {length} lines (at most {MAX_FUNCTION_LINES}): cut it into steps")
         for m in INCLUDE.finditer(text):
             target, line = m.group(1), text.count("\n", 0, m.start()) + 1
             to_room = next((r for p, r in GENERATED.items() if target.startswith(p)), None)
@@ -141,6 +183,9 @@ def check(root):
             if to_room not in allowed.get(room, ()):
                 faults.append(f"{f}:{line}: includes {target}: room {room} may not include room {to_room} "
                               f"(may: {', '.join(sorted(allowed[room])) or 'nothing'}; {table_path})")
+    for unit, n in sorted(unit_lines.items()):
+        if n > MAX_UNIT_LINES:
+            faults.append(f"{unit}: its files (.h + .cc) hold {n} lines (at most {MAX_UNIT_LINES}): cut the unit in two")
     for cycle in circles({u: set(t) for u, t in units.items()}):
         members = set(cycle)
         where = [f"{units[u][t]} -> {t}" for u in cycle for t in sorted(units[u]) if t in members]
@@ -159,7 +204,8 @@ def main():
         print(f"check_rooms: {len(faults)} fault(s); docs/architecture.md's rooms table says which room may "
               "include which", file=sys.stderr)
         return 1
-    print("check_rooms: every include goes down the rooms table; no two units include each other")
+    print("check_rooms: every include goes down the rooms table; no two units include each other; no unit over "
+          f"{MAX_UNIT_LINES} lines, no function over {MAX_FUNCTION_LINES}")
     return 0
 
 

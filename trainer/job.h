@@ -15,6 +15,7 @@
 
 #include "base/tensorboard.h"
 #include "nlohmann/json.hpp"
+#include "sampler/job_graph.h"
 #include "trainer/checkpoint.h"
 #include "trainer/device_upload.h"
 #include "trainer/feature_cache.h"
@@ -38,7 +39,7 @@ class Job final : public JobContext {
   // JobContext (task.h): what the task uses.
   const TrainOptions& options() const override { return o_; }
   const core::PartitionConfig& config() const override { return graph_->config(); }
-  sampler::DistGraph& graph() override { return *graph_; }
+  sampler::DistGraph& graph() override { return *graph_->mutable_graph(); }
   Communicator& comm() override { return *comm_; }
   GnnModel& model() override { return *model_; }
   c10::Device device() const override { return device_; }
@@ -121,8 +122,9 @@ class Job final : public JobContext {
 
   TrainOptions o_;
   std::unique_ptr<Task> task_;
-  std::unique_ptr<sampler::DistGraph> graph_;
-  std::unique_ptr<rpc::ReachabilityWatch> reachability_;  // --unreachable-timeout; null: not watched
+  // The graph's reads and created fields, and the watch of the other machines
+  // (--unreachable-timeout): the handle the Python data plane's scripts use too.
+  std::unique_ptr<sampler::JobGraph> graph_;
   base::WireTotals wire_mark_;  // o_.graph.client.wire at the last epoch report (or the end of setup)
   std::shared_ptr<const FeatureCache> feature_cache_;  // --gpu-cache-bytes; null: none
   std::string cache_choice_;                           // how its nodes were chosen, for the log

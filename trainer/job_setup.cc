@@ -98,17 +98,16 @@ absl::Status Job::OpenGraph(const core::PartitionConfig& config) {
   ASSIGN_OR_RETURN(o_.graph.client.wire, base::WireCounters::Create());
   sampler::DistGraphOptions own = o_.graph;
   own.cache_in_shared_memory = o_.loader.num_samplers > 0;
-  ASSIGN_OR_RETURN(graph_, sampler::DistGraph::Open(config, own));
   // A machine that stops answering ends this trainer (and the launcher the job) within the
   // timeout, naming it, instead of a collective or a call waiting out its own timeout.
   const int rank = o_.dist.rank;
-  reachability_ = rpc::ReachabilityWatch::Start(o_.graph.servers, o_.graph.machine_id, o_.graph.client,
-                                                o_.reachability, [rank](const std::string& message) {
-                                                  std::fprintf(stderr, "fanout-train: rank %d: error: %s\n", rank,
-                                                               message.c_str());
-                                                  std::fflush(nullptr);
-                                                  std::_Exit(1);
-                                                });
+  ASSIGN_OR_RETURN(graph_, sampler::JobGraph::Open(config, o_.part_config, std::move(own), o_.reachability,
+                                                   [rank](const std::string& message) {
+                                                     std::fprintf(stderr, "fanout-train: rank %d: error: %s\n", rank,
+                                                                  message.c_str());
+                                                     std::fflush(nullptr);
+                                                     std::_Exit(1);
+                                                   }));
   return absl::OkStatus();
 }
 
@@ -120,12 +119,11 @@ absl::Status Job::PrepareInput(const core::PartitionConfig& config, ModelOptions
   } else if (o_.embed.dim <= 0 && !o_.target_ntype.empty()) {
     return absl::InvalidArgumentError(StrCat("--target-ntype: graph '", config.graph_name, "' has one node type"));
   }
-  ASSIGN_OR_RETURN(input_, MakeModelInput(*graph_, {.feature_field = o_.sampling.feature_field,
-                                                    .embed = o_.embed,
-                                                    .seed = o_.sampling.seed,
-                                                    .servers = o_.graph.servers,
-                                                    .client = o_.graph.client,
-                                                    .trainers_per_machine = o_.trainers_per_machine}));
+  ASSIGN_OR_RETURN(input_, MakeModelInput(graph_->graph(), {.feature_field = o_.sampling.feature_field,
+                                                            .embed = o_.embed,
+                                                            .seed = o_.sampling.seed,
+                                                            .fields = &graph_->fields(),
+                                                            .trainers_per_machine = o_.trainers_per_machine}));
   // The one-type graph's learnable rows replace its features: the batches carry none.
   if (!config.typed() && o_.embed.dim > 0) o_.sampling.feature_field = "";
   mo->in_dim = input_->width();
@@ -142,7 +140,7 @@ absl::Status Job::CheckEdgeFields() const {
     check.feature_field = "";
     check.label_field = "";
     check.edge.*field = so.edge.*field;
-    if (absl::Status s = sampler::ValidateSamplerOptions(check, *graph_); !s.ok()) {
+    if (absl::Status s = sampler::ValidateSamplerOptions(check, graph_->graph()); !s.ok()) {
       return absl::InvalidArgumentError(StrCat(flag, ": ", s.message()));
     }
   }
@@ -227,8 +225,8 @@ void Job::LogSetup(const core::PartitionConfig& config, const ModelOptions& mo, 
                " nodes' rows of '", so.feature_field, "' (", feature_cache_->bytes() >> 20, " MiB: ", cache_choice_, ") on ",
                o_.device));
   }
-  if (const sampler::RowCache* cache = graph_->row_cache()) {
-    const int64_t local = graph_->cached_local_rows();
+  if (const sampler::RowCache* cache = graph_->graph().row_cache()) {
+    const int64_t local = graph_->graph().cached_local_rows();
     Log(StrCat("fanout-train: feature cache: ", static_cast<int64_t>(cache->size()) - local, " halo rows",
                local > 0 ? StrCat(" and ", local, " most-read local rows (the local features are on disk)") : "",
                " of '", cache->field(), "' (", cache->bytes() >> 20, " MiB) in the trainer",
@@ -252,18 +250,18 @@ absl::Status Job::BuildFeatureCache() {
     so.feature_field = "";
     so.label_field = "";
     so.edge = {};
-    sampler::MiniBatchSampler presampler(graph_.get(), so, *nodes);
+    sampler::MiniBatchSampler presampler(graph_->mutable_graph(), so, *nodes);
     const int64_t steps = o_.device_cache.presample_steps > 0
                               ? std::min(o_.device_cache.presample_steps, presampler.steps_per_epoch())
                               : presampler.steps_per_epoch();
     const auto t0 = Clock::now();
-    ASSIGN_OR_RETURN(fo.counts, sampler::PresampleInputCounts(&presampler, steps, graph_->num_nodes()));
+    ASSIGN_OR_RETURN(fo.counts, sampler::PresampleInputCounts(&presampler, steps, graph_->graph().num_nodes()));
     cache_choice_ = StrCat("the nodes most taken by this trainer's first ", steps, " batches, presampled in ",
                            static_cast<int64_t>(Since(t0) * 1000), " ms; then the most in-edges");
   } else {
     cache_choice_ = "the nodes with the most in-edges";
   }
-  ASSIGN_OR_RETURN(feature_cache_, FeatureCache::Build(*graph_, fo, device_));
+  ASSIGN_OR_RETURN(feature_cache_, FeatureCache::Build(graph_->graph(), fo, device_));
   return absl::OkStatus();
 }
 

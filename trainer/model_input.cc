@@ -36,10 +36,10 @@ class TypedModelInput final : public ModelInput {
 
   absl::Status Join(Communicator& comm) override {
     if (o_.embed.dim <= 0 || input_->featureless().empty()) return absl::OkStatus();
-    ASSIGN_OR_RETURN(server_fields_, sampler::ServerFields::Make(graph_.config(), o_.servers, o_.client));
+    if (o_.fields == nullptr) return absl::InternalError("learnable rows need the job's created fields");
     EmbeddingOptions eo = o_.embed;
     eo.seed = core::SplitMix64(o_.seed ^ 0xe3bedull);
-    ASSIGN_OR_RETURN(embeddings_, DistEmbeddings::Create(graph_, server_fields_.get(), input_->featureless(), eo, comm,
+    ASSIGN_OR_RETURN(embeddings_, DistEmbeddings::Create(graph_, o_.fields, input_->featureless(), eo, comm,
                                                          o_.trainers_per_machine));
     return absl::OkStatus();
   }
@@ -96,7 +96,6 @@ class TypedModelInput final : public ModelInput {
   std::shared_ptr<TypedInput> input_;
   const sampler::DistGraph& graph_;
   ModelInputOptions o_;
-  std::unique_ptr<sampler::ServerFields> server_fields_;
   std::unique_ptr<DistEmbeddings> embeddings_;
 };
 

@@ -68,8 +68,9 @@ struct ModelInputOptions {
   std::string feature_field;  // the node field of features ("" on a graph trained without them)
   EmbeddingOptions embed;     // --embed-featureless (dim 0: none)
   uint64_t seed = 0;          // the job's seed
-  sampler::ServerMap servers; // for the learnable rows' fields on the servers
-  rpc::ClientOptions client;
+  // Where the learnable rows' fields live (the job's JobGraph::fields()); needed only with
+  // learnable rows; must outlive the input.
+  sampler::ServerFields* fields = nullptr;
   int trainers_per_machine = 1;
 };
 

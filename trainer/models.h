@@ -9,34 +9,13 @@
 
 #include <cstdint>
 #include <memory>
-#include <string_view>
-#include <vector>
 
-#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "trainer/batch_tensors.h"
 #include "trainer/gnn_model.h"
+#include "trainer/model_kinds.h"  // the models' names, defaults and option checks
 
 namespace fanout::trainer {
-
-// "sage", "gcn", "gat", "rgcn", "rgat", "hgt", or a TorchScript file (a name ending in .pt or .pth, or any existing
-// file: kScripted; the path goes to ModelOptions::script_path). INVALID_ARGUMENT lists the
-// valid names.
-absl::StatusOr<ModelKind> ParseModelKind(std::string_view name);
-std::string_view ModelKindName(ModelKind kind);
-// The model's --dropout when none is given: 0.5, or the peers' own where they differ (rgat: 0.2,
-// MLPerf's R-GAT).
-double DefaultDropout(ModelKind kind);
-// The built-in models' names, in ModelKind order ("sage", "gcn", ...): for help texts.
-std::vector<std::string_view> BuiltInModelNames();
-
-// OK, or INVALID_ARGUMENT naming the first bad field and its valid range.
-absl::Status ValidateModelOptions(const ModelOptions& options);
-// OK when a built-in model of `options` fits in `memory_bytes` with its training state (values,
-// gradients, Adam's moments); otherwise INVALID_ARGUMENT naming --hidden and both sizes, so that
-// a size no machine can hold is refused up front instead of failing inside LibTorch.
-// ValidateModelOptions applies it with this machine's usable memory.
-absl::Status CheckModelFits(const ModelOptions& options, int64_t memory_bytes);
 
 // Whether a layer with weight [out, in] on block `b` projects the sources before aggregating
 // (messages of width `out`) rather than aggregating first and projecting the destinations

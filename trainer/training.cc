@@ -512,7 +512,7 @@ absl::StatusOr<TrainResult> Job::Run() {
     }
   }
   // (With sampler processes they print their own; this process's gathers are then evaluation's.)
-  if (const std::string r = graph_->HaloCacheReport(); !r.empty()) Log(StrCat("fanout-train: ", r));
+  if (const std::string r = graph_->graph().HaloCacheReport(); !r.empty()) Log(StrCat("fanout-train: ", r));
   if (!o_.eval.test) {
     RETURN_IF_ERROR(SaveEmbeddings());
     RETURN_IF_ERROR(comm_->Barrier());
@@ -620,7 +620,7 @@ absl::Status Job::SaveEmbeddings() {
     Log(StrCat("fanout-train: inference: layer ", layer + 1, "/", layers, " done for all nodes (", seconds, " s)"));
   };
   const auto start = Clock::now();
-  ASSIGN_OR_RETURN(InferenceResult r, InferAllNodes(*model_, *graph_, *comm_, io));
+  ASSIGN_OR_RETURN(InferenceResult r, InferAllNodes(*model_, graph_->graph(), *comm_, io));
   if (lead() && !r.layerwise) {
     Log(StrCat("fanout-train: inference: ", o_.model.script_path,
                " has no forward_layer, so every layer used full neighbourhoods"));
@@ -638,9 +638,9 @@ absl::Status Job::SaveEmbeddings() {
     files.info["epoch"] = result_.best_epoch >= 0 ? result_.best_epoch : result_.epochs_run - 1;
     if (result_.best_epoch >= 0 && !o_.checkpoint.dir.empty()) files.info["checkpoint"] = o_.checkpoint.dir + "/best.pt";
   }
-  RETURN_IF_ERROR(WriteNodeOutputs(r, *graph_, *comm_, files));
+  RETURN_IF_ERROR(WriteNodeOutputs(r, graph_->graph(), *comm_, files));
   if (lead()) {
-    Log(StrCat("fanout-train: wrote embeddings and predictions of ", graph_->num_nodes(), " nodes to ",
+    Log(StrCat("fanout-train: wrote embeddings and predictions of ", graph_->graph().num_nodes(), " nodes to ",
                o_.output.save_embeddings, graph_->config().typed() ? " (a folder per node type)" : "", " (", Since(start),
                " s)"));
   }

@@ -3,18 +3,25 @@
 # a rate (scripts/cluster.sh), the same job and the same partitions on both sides, each machine's
 # link counted by its own interface (docs/benchmarks.md, "On an emulated cluster").
 #
-#   bench/cluster/run.sh --machines 2,4,8 --rate 1gbit,200mbit,unlimited [--setups A] [--rounds R]
+#   bench/cluster/run.sh --machines 2,4,8 --rate 1gbit,200mbit,unlimited [--setups A,H] [--rounds R]
 #                        [--epochs E] [--venv DIR] [--work DIR] [--quick] [--timeout S] [--no-dgl]
-#                        [--fanout-flags "FLAGS"]
+#                        [--graphbolt] [--mag-scale S] [--fanout-flags "FLAGS"]
 #
-# Setup A (the only one so far): bench/vs_dgl's setup A on M machines: the 500K-node graph
-# (--quick: 50K), 3-layer GraphSAGE, hidden 256, fanouts 15,10,5, batch 1024 per trainer, Adam
-# 0.003, dropout 0.5, one server, one trainer and one sampler process per machine, one intra-op
-# thread; fanout-train started by fanout-launch --agent, DistDGL's dgl_dist_train.py started in
-# each namespace as DGL's launch.py would start it (bench/vs_dgl/dgl_machine.sh), on DGL-format
-# partitions converted from fanout's (bench/vs_dgl/fanout_to_dgl.py: the same assignment).
-# --fanout-flags adds flags to fanout-train (e.g. "--wire-rows bfloat16"); --no-dgl runs fanout's
-# side only.
+# Every setup: one server, one trainer and one sampler process per machine, one intra-op thread;
+# fanout-train started by fanout-launch --agent, DistDGL's trainer script started in each
+# namespace as DGL's launch.py would start it (bench/vs_dgl/dgl_machine.sh). Setups (bench/vs_dgl's,
+# on M machines):
+#   A  the 500K-node graph (--quick: 50K), 3-layer GraphSAGE, hidden 256, fanouts 15,10,5, batch
+#      1024 per trainer, Adam 0.003, dropout 0.5; DistDGL's dgl_dist_train.py on DGL-format
+#      partitions converted from fanout's (bench/vs_dgl/fanout_to_dgl.py: the same assignment).
+#   H  the typed ogbn-mag-shaped graph (fanout-generate --preset mag --scale S: default 0.1,
+#      --quick 0.02; reverse relations), R-GCN 2 layers, hidden 64, fanouts 25,15 per relation,
+#      batch 1024, Adam 0.01, dropout 0.5, 64-wide learnable rows for the featureless types
+#      (sparse Adam 0.06); DistDGL's dgl_rgcn_train.py (DistEmbedding + SparseAdam) on its own
+#      METIS partitions of the same graph (M parts each side).
+# --graphbolt: DistDGL on GraphBolt partitions (DGL 2.1's dgl_partition_to_graphbolt of its
+# partitions; initialize(use_graphbolt=True)), its best configuration. --fanout-flags adds flags
+# to fanout-train (e.g. "--wire-rows bfloat16"); --no-dgl runs fanout's side only.
 #
 # Prints per job one line
 #   CLUSTER_RESULT setup=S machines=M rate=R fanout_epoch_s=F dgl_epoch_s=D fanout_wire_mb=FB dgl_wire_mb=DB
@@ -28,8 +35,8 @@ REPO=$(cd "$HERE/../.." && pwd)
 VS=$REPO/bench/vs_dgl
 CLUSTER=$REPO/scripts/cluster.sh
 BIN=${FANOUT_BIN:-$REPO/build/bin}
-MACHINES=4 RATES=1gbit SETUPS=A ROUNDS=1 EPOCHS=3 QUICK=0 TIMEOUT=1800 DGL=1 FANOUT_FLAGS=()
-WORK=${TMPDIR:-/tmp}/fanout-vs-dgl VENV=""
+MACHINES=4 RATES=1gbit SETUPS=A ROUNDS=1 EPOCHS=3 QUICK=0 TIMEOUT=1800 DGL=1 GRAPHBOLT=0 FANOUT_FLAGS=()
+WORK=${TMPDIR:-/tmp}/fanout-vs-dgl VENV="" MAG_SCALE=""
 while [ $# -gt 0 ]; do
   case $1 in
     --machines) MACHINES=$2; shift 2 ;;
@@ -42,12 +49,17 @@ while [ $# -gt 0 ]; do
     --quick) QUICK=1; shift ;;
     --timeout) TIMEOUT=$2; shift 2 ;;
     --no-dgl) DGL=0; shift ;;
+    --graphbolt) GRAPHBOLT=1; shift ;;
+    --mag-scale) MAG_SCALE=$2; shift 2 ;;
     --fanout-flags) read -r -a FANOUT_FLAGS <<<"$2"; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done
-[ "$SETUPS" = A ] || { echo "run.sh: --setups A is the one setup so far" >&2; exit 2; }
+IFS=, read -r -a SLIST <<<"$SETUPS"
+for s in "${SLIST[@]}"; do
+  case $s in A | H) ;; *) echo "run.sh: --setups: unknown setup '$s' (A, H)" >&2; exit 2 ;; esac
+done
 [ "$EPOCHS" -ge 2 ] || { echo "run.sh: --epochs must be >= 2 (epoch 1 is warm-up)" >&2; exit 2; }
 VENV=${VENV:-$WORK/venv}
 PY=$VENV/bin/python
@@ -56,9 +68,12 @@ if [ "$DGL" = 1 ] && ! "$PY" -c 'import dgl' 2>/dev/null; then
   exit 2
 fi
 if [ "$QUICK" = 1 ]; then NODES=50000 EDGES=2500000; else NODES=500000 EDGES=25000000; fi
+if [ -z "$MAG_SCALE" ]; then MAG_SCALE=$([ "$QUICK" = 1 ] && echo 0.02 || echo 0.1); fi
+[[ $MAG_SCALE =~ ^[0-9]*\.?[0-9]+$ ]] || { echo "run.sh: --mag-scale must be a positive number" >&2; exit 2; }
 NAME=vsdgl
 DATA=$WORK/data-n$NODES-e$EDGES
 PARTS=$WORK/parts-n$NODES-e$EDGES
+MAG=$WORK/mag-scale$MAG_SCALE  # bench/vs_dgl/run.sh's setup H folder: the same graph
 RUN=$WORK/cluster-runs/$(date +%Y%m%d-%H%M%S)
 mkdir -p "$RUN"
 CL=fcb$$
@@ -67,14 +82,39 @@ log() { echo "$(date +%H:%M:%S) $*" | tee -a "$RUN/log.txt" >&2; }
 trap '"$CLUSTER" down --name "$CL" >/dev/null 2>&1 || true' EXIT
 
 log "fanout build: $BIN; results in $RUN"
-if [ ! -f "$DATA/edges.npy" ]; then
-  log "generating $DATA"
-  "$BIN/fanout-generate" --out "$DATA" --overwrite --num-nodes "$NODES" --num-edges "$EDGES" \
-    --feat-dim 100 --num-classes 47 --train-frac 0.1 --valid-frac 0.05 --seed 0 >/dev/null
-fi
 
-parts_of() {  # M: fanout's M METIS parts (vs_dgl's flags), and DistDGL's copy of them
-  local m=$1
+# graphbolt_of PART_CONFIG: GraphBolt's form of DGL partitions, beside them (once).
+graphbolt_of() {
+  grep -q part_graph_graphbolt "$1" && return 0
+  log "dgl_partition_to_graphbolt: $1"
+  DGLBACKEND=pytorch "$PY" "$VS/dgl_partition.py" --to-graphbolt "$1" >>"$RUN/log.txt" 2>&1
+}
+
+parts_of() {  # SETUP M: fanout's M METIS parts (vs_dgl's flags) and DistDGL's
+  local s=$1 m=$2
+  if [ "$s" = H ]; then
+    if [ ! -f "$MAG/data/num_nodes.json" ]; then
+      log "generating $MAG/data (fanout-generate --preset mag --scale $MAG_SCALE)"
+      "$BIN/fanout-generate" --preset mag --scale "$MAG_SCALE" --out "$MAG/data" --overwrite >/dev/null
+    fi
+    if [ ! -f "$MAG/fanout-$m/mag.json" ]; then
+      log "fanout-partition: the typed graph, $m METIS parts"
+      "$BIN/fanout-partition" --input "$MAG/data" --out "$MAG/fanout-$m" --num-parts "$m" --part-method metis \
+        --add-reverse-edges --balance-train --graph-name mag --overwrite --quiet
+    fi
+    if [ "$DGL" = 1 ] && [ ! -f "$MAG/dgl-$m/mag.json" ]; then
+      log "dgl.distributed.partition_graph: the typed graph, $m METIS parts"
+      rm -rf "$MAG/dgl-$m"
+      DGLBACKEND=pytorch "$PY" "$VS/dgl_rgcn_train.py" --partition "$MAG/data" "$MAG/dgl-$m" "$m" >>"$RUN/log.txt" 2>&1
+    fi
+    [ "$DGL" = 0 ] || [ "$GRAPHBOLT" = 0 ] || graphbolt_of "$MAG/dgl-$m/mag.json"
+    return 0
+  fi
+  if [ ! -f "$DATA/edges.npy" ]; then
+    log "generating $DATA"
+    "$BIN/fanout-generate" --out "$DATA" --overwrite --num-nodes "$NODES" --num-edges "$EDGES" \
+      --feat-dim 100 --num-classes 47 --train-frac 0.1 --valid-frac 0.05 --seed 0 >/dev/null
+  fi
   if [ ! -f "$PARTS/fanout-$m/$NAME.json" ]; then
     log "fanout-partition: $m METIS parts"
     "$BIN/fanout-partition" --input "$DATA" --out "$PARTS/fanout-$m" --num-parts "$m" --part-method metis \
@@ -85,6 +125,7 @@ parts_of() {  # M: fanout's M METIS parts (vs_dgl's flags), and DistDGL's copy o
     DGLBACKEND=pytorch "$PY" "$VS/fanout_to_dgl.py" --fanout "$PARTS/fanout-$m/$NAME.json" --out "$PARTS/dgl-$m-conv" \
       --graph-name "$NAME" >>"$RUN/log.txt" 2>&1
   fi
+  [ "$DGL" = 0 ] || [ "$GRAPHBOLT" = 0 ] || graphbolt_of "$PARTS/dgl-$m-conv/$NAME.json"
 }
 
 counters() { "$CLUSTER" counters --name "$CL" | awk '{printf "%s:%s:%s ", $1, $3, $5} END {print ""}'; }
@@ -105,19 +146,34 @@ watch_wire() {
   done
 }
 
-run_fanout() {  # DIR M
-  local dir=$1 m=$2
+run_fanout() {  # DIR SETUP M
+  local dir=$1 s=$2 m=$3 config model
+  if [ "$s" = H ]; then
+    config=$MAG/fanout-$m/mag.json
+    model=(--model rgcn --fanouts 25,15 --hidden 64 --batch-size 1024 --lr 0.01 --dropout 0.5
+      --embed-featureless 64 --sparse-optimizer adam --sparse-lr 0.06)
+  else
+    config=$PARTS/fanout-$m/$NAME.json
+    model=(--model sage --fanouts 15,10,5 --hidden 256 --batch-size 1024 --lr 0.003 --dropout 0.5)
+  fi
   timeout "$TIMEOUT" "$BIN/fanout-launch" --agent "$FANOUT_CLUSTER_AGENT" --ip-config "$FANOUT_CLUSTER_IP_CONFIG" \
-    --part-config "$PARTS/fanout-$m/$NAME.json" --num-servers 1 --num-trainers 1 --num-samplers 1 \
+    --part-config "$config" --num-servers 1 --num-trainers 1 --num-samplers 1 \
     --num-omp-threads 1 --log-dir "$dir/logs" -- \
-    "$BIN/fanout-train" --model sage --fanouts 15,10,5 --hidden 256 --batch-size 1024 --lr 0.003 --dropout 0.5 \
-    --epochs "$EPOCHS" --eval-every "$EPOCHS" --no-test --threads 1 --num-samplers 1 \
+    "$BIN/fanout-train" "${model[@]}" --epochs "$EPOCHS" --eval-every "$EPOCHS" --no-test --threads 1 --num-samplers 1 \
     --metrics-file "$dir/metrics.jsonl" "${FANOUT_FLAGS[@]}" >"$dir/console.log" 2>&1
 }
 
-run_dgl() {  # DIR M: DistDGL as bench/vs_dgl's setup A, each machine's processes in its namespace
-  local dir=$1 m=$2 k pids=() rc=0
-  local config=$PARTS/dgl-$m-conv/$NAME.json port=31800
+run_dgl() {  # DIR SETUP M: DistDGL as bench/vs_dgl's setup, each machine's processes in its namespace
+  local dir=$1 s=$2 m=$3 k pids=() rc=0 port=31800 config script graph args
+  if [ "$s" = H ]; then
+    config=$MAG/dgl-$m/mag.json script=$VS/dgl_rgcn_train.py graph=mag
+    args=(--num-layers 2 --hidden 64 --fanouts 25,15 --batch-size 1024 --lr 0.01 --dropout 0.5
+      --embed-featureless 64 --sparse-lr 0.06)
+  else
+    config=$PARTS/dgl-$m-conv/$NAME.json script=$VS/dgl_dist_train.py graph=$NAME
+    args=(--num-layers 3 --hidden 256 --fanouts 15,10,5 --batch-size 1024 --lr 0.003 --dropout 0.5)
+  fi
+  [ "$GRAPHBOLT" = 0 ] || args+=(--graphbolt)
   sed "s/ [0-9]*\$/ $port/" "$FANOUT_CLUSTER_IP_CONFIG" >"$dir/ip_config.txt"
   for ((k = 0; k < m; k++)); do
     # What DGL's tools/launch.py exports for 1 server, 1 trainer and 1 sampler a machine; Gloo
@@ -126,10 +182,9 @@ run_dgl() {  # DIR M: DistDGL as bench/vs_dgl's setup A, each machine's processe
       DGL_CONF_PATH="$config" DGL_NUM_SERVER=1 DGL_NUM_CLIENT=$((2 * m)) DGL_NUM_SAMPLER=1 DGL_GRAPH_FORMAT=csc \
       DGL_DIST_MAX_TRY_TIMES=300 TRAINER_OMP_THREADS=1 SERVER_OMP_THREADS=1 MASTER_ADDR=10.213.0.1 \
       MASTER_PORT=$((port + 5)) WORLD_SIZE="$m" GLOO_SOCKET_IFNAME=eth0 TP_SOCKET_IFNAME=eth0 \
-      unshare -m --propagation private bash "$VS/dgl_machine.sh" "$k" "$dir" "$PY" "$VS/dgl_dist_train.py" \
-      --graph-name "$NAME" --ip-config "$dir/ip_config.txt" --part-config "$config" --num-layers 3 --hidden 256 \
-      --fanouts 15,10,5 --batch-size 1024 --lr 0.003 --dropout 0.5 --epochs "$EPOCHS" --threads 1 \
-      --metrics-file "$dir/metrics.jsonl" >"$dir/machine$k.log" 2>&1 &
+      unshare -m --propagation private bash "$VS/dgl_machine.sh" "$k" "$dir" "$PY" "$script" \
+      --graph-name "$graph" --ip-config "$dir/ip_config.txt" --part-config "$config" "${args[@]}" \
+      --epochs "$EPOCHS" --threads 1 --metrics-file "$dir/metrics.jsonl" >"$dir/machine$k.log" 2>&1 &
     pids+=($!)
   done
   # The first machine to fail stops the others (a DistDGL trainer whose peer died waits forever).
@@ -150,32 +205,35 @@ run_dgl() {  # DIR M: DistDGL as bench/vs_dgl's setup A, each machine's processe
   return $rc
 }
 
-job() {  # SYSTEM M RATE ROUND
-  local sys=$1 m=$2 rate=$3 r=$4 dir=$RUN/$1-m$2-$3-r$4 rc=0
+job() {  # SYSTEM SETUP M RATE ROUND
+  local sys=$1 s=$2 m=$3 rate=$4 r=$5 dir=$RUN/$2-$1-m$3-$4-r$5 rc=0
   mkdir -p "$dir"
   "$CLUSTER" up --machines "$m" --rate "$rate" --name "$CL" 2>>"$RUN/log.txt"
   export FANOUT_CLUSTER_IP_CONFIG=/run/fanout-cluster/$CL/ip_config.txt
   export FANOUT_CLUSTER_AGENT="$CLUSTER exec {index} --name $CL --"
   watch_wire "$dir/wire.txt" "$dir/metrics.jsonl" &
   local watcher=$!
-  log "[$sys] $m machines at $rate, round $r ($dir)"
-  "run_$sys" "$dir" "$m" || rc=$?
+  log "[$s $sys] $m machines at $rate, round $r ($dir)"
+  "run_$sys" "$dir" "$s" "$m" || rc=$?
   sleep 0.5
   kill "$watcher" 2>/dev/null || true
   wait "$watcher" 2>/dev/null || true
   "$CLUSTER" down --name "$CL"
-  [ $rc = 0 ] || log "[$sys] FAILED (exit $rc): $(tail -n 3 "$dir"/console.log "$dir"/machine*.log 2>/dev/null | tail -n 6)"
-  python3 "$HERE/summarize.py" job "$dir" "$sys" "$m" "$rate" "$EPOCHS" "$rc" >>"$RUN/results.jsonl"
+  [ $rc = 0 ] || log "[$s $sys] FAILED (exit $rc): $(tail -n 3 "$dir"/console.log "$dir"/machine*.log 2>/dev/null | tail -n 6)"
+  python3 "$HERE/summarize.py" job "$dir" "$sys" "$m" "$rate" "$EPOCHS" "$rc" "$s" "$PEER" >>"$RUN/results.jsonl"
 }
 
+PEER="DistDGL 2.1.0$([ "$GRAPHBOLT" = 1 ] && echo ' + GraphBolt')"
 IFS=, read -r -a MLIST <<<"$MACHINES"
 IFS=, read -r -a RLIST <<<"$RATES"
-for m in "${MLIST[@]}"; do parts_of "$m"; done
+for s in "${SLIST[@]}"; do for m in "${MLIST[@]}"; do parts_of "$s" "$m"; done; done
 for r in $(seq 1 "$ROUNDS"); do
-  for m in "${MLIST[@]}"; do
-    for rate in "${RLIST[@]}"; do
-      job fanout "$m" "$rate" "$r"
-      [ "$DGL" = 0 ] || job dgl "$m" "$rate" "$r"
+  for s in "${SLIST[@]}"; do
+    for m in "${MLIST[@]}"; do
+      for rate in "${RLIST[@]}"; do
+        job fanout "$s" "$m" "$rate" "$r"
+        [ "$DGL" = 0 ] || job dgl "$s" "$m" "$rate" "$r"
+      done
     done
   done
 done

@@ -1,15 +1,16 @@
-"""bench/cluster/run.sh's figures: one job's (``job DIR SYSTEM MACHINES RATE EPOCHS RC`` -> a JSON
-line), and the table of a run's jobs (``table RESULTS.jsonl`` -> CLUSTER_RESULT lines and a
-Markdown table).
+"""bench/cluster/run.sh's figures: one job's (``job DIR SYSTEM MACHINES RATE EPOCHS RC [SETUP
+[PEER]]`` -> a JSON line; SETUP defaults to A, PEER, the DistDGL side's name, to "DistDGL 2.1.0"),
+and the table of a run's jobs (``table RESULTS.jsonl`` -> CLUSTER_RESULT lines and a Markdown
+table per setup).
 
-``table RESULTS.jsonl --results-json PATH [--measure epoch|wire] [--headline MACHINES:RATE]
-[--job NAME] [--description TEXT] [--command CMD] [--machine TEXT] [--date YYYY-MM-DD]
-[--section HEADING]`` also writes the run as one bench/results/*.json file (schema:
-bench/results/README.md): the headline row's (default 4 machines at 1gbit, else the first row
-with both sides) epoch or wire bytes on both sides and their ratio, every round of that row, a
-series per rate over the machine counts (scripts/results.py plots them), and the run's whole
-table. Fields a run cannot know are kept from the file already at PATH. The printed output is
-the same with or without it.
+``table RESULTS.jsonl --results-json PATH [--setup S] [--measure epoch|wire] [--headline
+MACHINES:RATE] [--job NAME] [--description TEXT] [--command CMD] [--machine TEXT] [--date
+YYYY-MM-DD] [--section HEADING]`` also writes one setup's jobs (default: the run's first setup)
+as one bench/results/*.json file (schema: bench/results/README.md): the headline row's (default
+4 machines at 1gbit, else the first row with both sides) epoch or wire bytes on both sides and
+their ratio, every round of that row, a series per rate over the machine counts
+(scripts/results.py plots them), and the setup's whole table. Fields a run cannot know are kept
+from the file already at PATH. The printed output is the same with or without it.
 
 A job's epoch is the mean of its epochs 2..E (epoch 1 warms up: connections, caches); its wire
 bytes are what each machine's interface received plus sent from the end of epoch 1 to the end of
@@ -34,8 +35,11 @@ def machines_of(line: str) -> dict:
     return out
 
 
-def job(d: str, system: str, machines: int, rate: str, epochs: int, rc: int) -> dict:
-    rec = {"system": system, "machines": int(machines), "rate": rate, "rc": int(rc), "dir": d}
+def job(d: str, system: str, machines: int, rate: str, epochs: int, rc: int, setup: str = "A",
+        peer: str = "DistDGL 2.1.0") -> dict:
+    rec = {"system": system, "setup": setup, "machines": int(machines), "rate": rate, "rc": int(rc), "dir": d}
+    if system == "dgl":
+        rec["peer"] = peer
     records = []
     if os.path.exists(os.path.join(d, "metrics.jsonl")):
         with open(os.path.join(d, "metrics.jsonl")) as f:
@@ -68,12 +72,24 @@ def job(d: str, system: str, machines: int, rate: str, epochs: int, rc: int) -> 
     return rec
 
 
-def pairs(path: str) -> list:
-    """The run's jobs as (machines, rate, fanout's record, DistDGL's record) rows, rounds in order."""
+def setups(path: str) -> list:
+    """The setups of a run's jobs, in the order they ran (a job written before setups were
+    recorded is setup A's)."""
+    out = []
+    for line in open(path):
+        s = json.loads(line).get("setup", "A")
+        if s not in out:
+            out.append(s)
+    return out
+
+
+def pairs(path: str, setup: str) -> list:
+    """One setup's jobs as (machines, rate, fanout's record, DistDGL's record) rows, rounds in order."""
     jobs = [json.loads(line) for line in open(path)]
     groups = defaultdict(lambda: defaultdict(list))
     for j in jobs:
-        groups[(j["machines"], j["rate"])][j["system"]].append(j)
+        if j.get("setup", "A") == setup:
+            groups[(j["machines"], j["rate"])][j["system"]].append(j)
     rows = []
     for (m, rate), by in sorted(groups.items()):
         f, d = by.get("fanout", []), by.get("dgl", [])
@@ -130,25 +146,37 @@ def result_record(path: str, rows: list, args) -> tuple:
     computed = {
         "kind": args.measure, "better": "lower",
         "fanout": {"value": round(a[key], 2), "unit": unit},
-        "peer": {"name": "DistDGL 2.1.0", "value": round(b[key], 2)},
+        "peer": {"name": b.get("peer", "DistDGL 2.1.0"), "value": round(b[key], 2)},
         "ratio": round(a[key] / b[key], 4), "accuracy": acc, "rounds": [round(x, 4) for x in ratios],
         "series": series, "table": table,
     }
     given = {"job": args.job, "description": args.description, "command": args.command, "machine": args.machine,
              "section": args.section, "date": args.date or result_file.date_of(path)}
-    defaults = {"job": f"emulated cluster, {m} machines at {rate}",
-                "description": f"setup A on {m} emulated machines, links at {rate}: "
+    defaults = {"job": f"emulated cluster, setup {args.setup}, {m} machines at {rate}",
+                "description": f"setup {args.setup} on {m} emulated machines, links at {rate}: "
                                + ("epoch time" if args.measure == "epoch" else "bytes per machine per epoch")}
     return computed, given, defaults
 
 
 def table(path: str, args=None) -> None:
-    rows = pairs(path)
+    for setup in setups(path):
+        print_setup(setup, pairs(path, setup))
+    if args is not None and args.results_json:
+        args.setup = args.setup or setups(path)[0]
+        computed, given, defaults = result_record(path, pairs(path, args.setup), args)
+        result_file.write(args.results_json, computed, given, defaults)
+        print(f"summarize.py: wrote {args.results_json}", file=sys.stderr)
+
+
+def print_setup(setup: str, rows: list) -> None:
     for m, rate, a, b in rows:
         fmt = lambda x, p=2: "nan" if x is None else f"{x:.{p}f}"  # noqa: E731
-        print(f"CLUSTER_RESULT setup=A machines={m} rate={rate} fanout_epoch_s={fmt(a.get('epoch_s'))} "
+        print(f"CLUSTER_RESULT setup={setup} machines={m} rate={rate} fanout_epoch_s={fmt(a.get('epoch_s'))} "
               f"dgl_epoch_s={fmt(b.get('epoch_s'))} fanout_wire_mb={fmt(a.get('wire_mb'), 1)} "
               f"dgl_wire_mb={fmt(b.get('wire_mb'), 1)}")
+    print()
+    peer = next((b["peer"] for _, _, _, b in rows if b.get("peer")), "DistDGL")
+    print(f"setup {setup}, fanout against {peer}:")
     print()
     print("| machines | rate | fanout epoch | DistDGL epoch | ratio | fanout wire MB/machine/epoch | DistDGL | ratio | val acc fanout / DistDGL |")
     print("|---|---|---|---|---|---|---|---|---|")
@@ -173,19 +201,17 @@ def table(path: str, args=None) -> None:
             iface = a.get("wire_mb_per_machine", [None])[0]
             share = f"{a['explained_mb_machine0'] / iface:.0%}" if iface else "-"
             print(f"| {m} | {rate} | {kinds} | {a['explained_mb_machine0']:.1f} | {iface if iface is not None else '-'} | {share} |")
-    if args is not None and args.results_json:
-        computed, given, defaults = result_record(path, rows, args)
-        result_file.write(args.results_json, computed, given, defaults)
-        print(f"summarize.py: wrote {args.results_json}", file=sys.stderr)
+    print()
 
 
 if __name__ == "__main__":
     if sys.argv[1] == "job":
-        print(json.dumps(job(*sys.argv[2:5], sys.argv[5], int(sys.argv[6]), int(sys.argv[7]))))
+        print(json.dumps(job(*sys.argv[2:6], int(sys.argv[6]), int(sys.argv[7]), *sys.argv[8:10])))
     else:
         ap = argparse.ArgumentParser(prog="summarize.py table")
         ap.add_argument("results_jsonl")
         ap.add_argument("--results-json", metavar="PATH", help="also write the run's result to PATH (bench/results/)")
+        ap.add_argument("--setup", help="the setup the result file is of (default: the run's first)")
         ap.add_argument("--measure", choices=("epoch", "wire"), default="epoch")
         ap.add_argument("--headline", metavar="MACHINES:RATE", help="the row the result's figures are (default 4:1gbit)")
         for name in ("job", "description", "command", "machine", "date", "section"):

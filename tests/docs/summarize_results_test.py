@@ -134,6 +134,35 @@ class WritersTest(unittest.TestCase):
         self.assertEqual(self.load(out)["peer"]["value"], 46.0)  # epoch by default; the command kept
         self.assertEqual(self.load(out)["command"], "bench/cluster/run.sh")
 
+    def test_cluster_keeps_each_setup_apart(self):
+        script = os.path.join(ROOT, "bench", "cluster", "summarize.py")
+        jobs = []
+        for setup, f, d in [("A", 8.0, 24.0), ("H", 8.0, 20.0)]:
+            for system, epoch, seconds in [("fanout", f, [f + 1, f, f]), ("dgl", d, [d + 1, d, d])]:
+                job_dir = os.path.join(self.run_dir, f"{setup}-{system}")
+                os.makedirs(job_dir)
+                with open(os.path.join(job_dir, "metrics.jsonl"), "w") as out:
+                    for e, sec in enumerate(seconds):
+                        out.write(json.dumps({"event": "epoch", "epoch": e, "epoch_seconds": sec, "val_acc": 0.9}) + "\n")
+                line = run(script, "job", job_dir, system, "4", "1gbit", "3", "0", setup,
+                           "DistDGL 2.1.0 + GraphBolt")
+                jobs.append(line)
+        path = os.path.join(self.run_dir, "results.jsonl")
+        with open(path, "w") as f:
+            f.write("".join(jobs))
+        plain = run(script, "table", path)
+        self.assertIn("CLUSTER_RESULT setup=A machines=4 rate=1gbit fanout_epoch_s=8.00 dgl_epoch_s=24.00", plain)
+        self.assertIn("CLUSTER_RESULT setup=H machines=4 rate=1gbit fanout_epoch_s=8.00 dgl_epoch_s=20.00", plain)
+        out = os.path.join(self.tmp, "cluster-h.json")
+        run(script, "table", path, "--results-json", out, "--setup", "H", "--command", "bench/cluster/run.sh",
+            "--machine", "m", "--section", "On an emulated cluster")
+        r = self.load(out)
+        self.assertEqual((r["fanout"]["value"], r["peer"]["value"], r["peer"]["name"]),
+                         (8.0, 20.0, "DistDGL 2.1.0 + GraphBolt"))
+        self.assertIn("setup H", r["job"])
+        self.assertEqual(len(r["table"]["rows"]), 1)
+        self.check_accepted(out)
+
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and not sys.argv[1].startswith("-"):

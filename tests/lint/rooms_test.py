@@ -108,6 +108,30 @@ class RoomsTest(unittest.TestCase):
             self.assertEqual(code, 1, out)
             self.assertIn("circle (core/p, core/q, core/r)", out)
 
+    def test_a_long_function_is_named_with_its_line(self):
+        body = "".join(f"  int v{i} = {i};\n" for i in range(125))
+        member = "".join(f"    x += {i};\n" for i in range(125))
+        files = dict(GOOD)
+        files["core/g.cc"] = ('#include "core/g.h"\n\nnamespace n {\n\nint Long(int a,\n         int b) {\n' + body +
+                              "  return 0;\n}\n\nint Short() {\n  return 1;\n}\n\n"
+                              "class C {\n public:\n  int Member() const {\n    int x = 0;\n" + member +
+                              "    return x;\n  }\n};\n\n}  // namespace n\n")
+        with Tree(files) as root:
+            code, out = run(root)
+            self.assertEqual(code, 1, out)
+            self.assertIn("core/g.cc:5: a function of 129 lines (at most 120)", out)
+            self.assertIn("core/g.cc:141: a function of 129 lines", out)  # a class's member
+            self.assertNotIn("core/g.cc:135", out)
+
+    def test_a_unit_over_a_thousand_lines_is_refused(self):
+        files = dict(GOOD)
+        files["core/big.h"] = "#pragma once\n" + "// a line\n" * 600
+        files["core/big.cc"] = '#include "core/big.h"\n' + "// a line\n" * 450
+        with Tree(files) as root:
+            code, out = run(root)
+            self.assertEqual(code, 1, out)
+            self.assertIn("core/big: its files (.h + .cc) hold 1052 lines (at most 1000)", out)
+
     def test_a_folder_missing_from_the_table_is_refused(self):
         files = dict(GOOD)
         files["extra/e.cc"] = '#include "base/a.h"\n'
