@@ -381,7 +381,14 @@ absl::Status DistEmbeddings::Step(Communicator& comm, int64_t* touched) {
     ASSIGN_OR_RETURN(std::vector<int64_t> recv, ExchangeCounts(comm, local.count));
     const c10::Device dev = comm.device();
     got_ids = comm.AllToAll(HostTensor(local.ids).to(dev), local.count, recv);
-    if (got_ids.ok()) got_grads = comm.AllToAll(HostTensor(local.rows, o_.dim).to(dev), local.count, recv);
+    if (got_ids.ok()) {
+      at::Tensor rows = HostTensor(local.rows, o_.dim).to(dev);
+      // bfloat16 crosses as its 16-bit pattern, viewed as float16, which every backend moves
+      // (Gloo in LibTorch 1.13 has no bfloat16 all-to-all); nothing adds them on the way.
+      if (o_.grads_bfloat16) rows = rows.to(at::kBFloat16).view(at::kHalf);
+      got_grads = comm.AllToAll(rows, local.count, recv);
+      if (got_grads.ok() && o_.grads_bfloat16) got_grads = got_grads->view(at::kBFloat16).to(at::kFloat);
+    }
   }
   RETURN_IF_ERROR(got_ids.status());
   RETURN_IF_ERROR(got_grads.status());

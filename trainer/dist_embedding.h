@@ -53,6 +53,9 @@ struct EmbeddingOptions {
   double init_scale = 1.0;
   uint64_t seed = 0;
   std::string name = "embed";  // the fields are TYPE/NAME and TYPE/NAME.OPTIMIZER
+  // --embed-grad-dtype bfloat16: each step's gradient rows cross to their owners as bfloat16
+  // (float32's range, about 3 significant digits; half the bytes), summed as float32 there.
+  bool grads_bfloat16 = false;
 };
 
 // Not thread-safe: the training thread uses it.

@@ -187,6 +187,9 @@ void AddTaskFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
                "rows a step touched change)",
                core::ParseSparseOptimizer, core::SparseOptimizerName);
   args.AddDouble("sparse-lr", &o->embed.optimizer.lr, "learning rate of the learnable embeddings");
+  args.AddBoolChoice("embed-grad-dtype", &o->embed.grads_bfloat16, "float32", "bfloat16",
+                     "the dtype the learnable embeddings' gradient rows cross to their owners in: bfloat16 sends "
+                     "half the bytes (about 3 significant digits, float32's range)");
   args.AddString("edge-weight", &o->sampling.edge.weight_field,
                  "edge field with one number per edge that weights each message (DGL's edge_weight: SAGE's mean, "
                  "GCN's sum and GAT's attention; block['edge_weight'] in scripted models); default: unweighted");

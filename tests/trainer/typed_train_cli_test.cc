@@ -87,6 +87,20 @@ TEST(TypedTrainCliTest, ResumingWithLearnableEmbeddingsContinuesTheUninterrupted
   ranks[1]->Finish();
   EXPECT_NE(ranks[0]->Finish(), 0);
   EXPECT_NE(ranks[0]->output().find("does not fit this model"), std::string::npos) << ranks[0]->output();
+
+  // --embed-grad-dtype bfloat16: the gradient rows cross between the two ranks (Gloo's
+  // all-to-all) as bfloat16; the job trains to the float32 run's loss but for the rounding.
+  auto loss_of = [](const std::string& out) {
+    std::smatch m;
+    const std::regex line("epoch 1 \\| loss ([0-9.]+)");
+    return std::regex_search(out, m, line) ? std::stod(m[1]) : -1.0;
+  };
+  const double f32 = loss_of(run(args(2)));
+  auto b = args(2);
+  b.insert(b.end(), {"--embed-grad-dtype", "bfloat16"});
+  const std::string bf = run(b);
+  ASSERT_GT(f32, 0);
+  EXPECT_NEAR(loss_of(bf), f32, 0.05 * f32) << bf;
 }
 
 // MakeTypedDataset(seed, 400 papers, 300 authors, 10 venues) with structure to learn: author a

@@ -128,8 +128,9 @@ TEST(DistEmbeddingsTest, EachRankInitialisesTheRowsItOwns) {
 }
 
 // A step changes exactly the rows it looked up, each by the sparse update of its own summed
-// gradient; rows looked up without gradients (evaluation) are not updated.
-TEST(DistEmbeddingsTest, AStepChangesOnlyTheRowsItTouchedByTheSparseUpdate) {
+// gradient (with `bfloat16`, that gradient as the owner receives it: rounded to bfloat16); rows
+// looked up without gradients (evaluation) are not updated.
+void StepChangesOnlyTheRowsItTouched(bool bfloat16) {
   TypedJob job;
   ASSERT_NO_FATAL_FAILURE(job.Start(1));
   auto comm = MakeSoloCommunicator(CommBackend::kGloo, c10::Device(c10::kCPU));
@@ -138,6 +139,7 @@ TEST(DistEmbeddingsTest, AStepChangesOnlyTheRowsItTouchedByTheSparseUpdate) {
   o.dim = 6;
   o.optimizer.lr = 0.1;
   o.seed = 17;
+  o.grads_bfloat16 = bfloat16;
   auto emb = DistEmbeddings::Create(*job.graph, job.fields.get(), {author}, o, *comm, 1);
   ASSERT_TRUE(emb.ok()) << emb.status();
   const auto start = job.Table(author, o.dim);
@@ -156,6 +158,17 @@ TEST(DistEmbeddingsTest, AStepChangesOnlyTheRowsItTouchedByTheSparseUpdate) {
     g.resize(o.dim, 0.0f);
     for (int64_t k = 0; k < o.dim; ++k) g[k] += weight[i][k].item<float>();
   }
+  int64_t rounded = 0;  // gradient values bfloat16 changed: the test has some to check
+  if (bfloat16) {
+    for (auto& [id, g] : grad) {
+      for (float& x : g) {
+        const float r = at::tensor(x).to(at::kBFloat16).to(at::kFloat).item<float>();
+        rounded += r != x;
+        x = r;
+      }
+    }
+    EXPECT_GT(rounded, 5);
+  }
   for (const auto& [id, row] : start) {
     SCOPED_TRACE("node " + std::to_string(id));
     if (grad.count(id) == 0) {
@@ -173,6 +186,16 @@ TEST(DistEmbeddingsTest, AStepChangesOnlyTheRowsItTouchedByTheSparseUpdate) {
   ASSERT_TRUE((*emb)->Step(*comm, &updated).ok());
   EXPECT_EQ(updated, 0);
   EXPECT_EQ(job.Table(author, o.dim), after);
+}
+
+TEST(DistEmbeddingsTest, AStepChangesOnlyTheRowsItTouchedByTheSparseUpdate) {
+  StepChangesOnlyTheRowsItTouched(/*bfloat16=*/false);
+}
+
+// --embed-grad-dtype bfloat16: the gradient rows reach their owner as bfloat16, which sums them
+// as float32; the step is the float32 one of the rounded gradients.
+TEST(DistEmbeddingsTest, GradientsSentAsBfloat16StepByTheirRoundedValues) {
+  StepChangesOnlyTheRowsItTouched(/*bfloat16=*/true);
 }
 
 // The learnable rows are the job's own fields: servers started without --allow-push hold them.
