@@ -16,6 +16,12 @@ import pkgutil
 
 __path__ = pkgutil.extend_path(__path__, __name__)
 
+# Under fanout-launch, the script's own torch.distributed Gloo group is told which interface
+# reaches the other machines, before any init_process_group (fanout/_network.py).
+from fanout import _network
+
+_network.choose_gloo_interface()
+
 from fanout.blocks import Block, block_keys
 from fanout.layers import GATConv, GCNConv, GINConv, SAGEConv
 from fanout.models import GNN, MLPScorer, build

@@ -7,12 +7,17 @@
 #     unreachable machine, and leaves no process behind in any machine;
 #   - with --max-restarts, a job whose link is cut for 15 s finishes once it is back, from its
 #     last checkpoint, with the uninterrupted run's final loss;
-#   - a slow link (10 Mbit/s) is slow, not a failure.
+#   - a slow link (10 Mbit/s) is slow, not a failure;
+#   - a typed graph's job with learnable rows (their gradients sent as bfloat16) on random
+#     partitions, and a link-prediction job, train;
+#   - a Python script on fanout.distributed (DistDGL's names) gets exactly fanout-train's batches
+#     on every machine (with PYTHON, an interpreter with torch and numpy; skipped without).
 # Skipped (exit 77) where namespaces cannot be made (not root, no iproute2).
 #
-#   tests/integration/cluster_test.sh BIN_DIR
+#   tests/integration/cluster_test.sh BIN_DIR [PYTHON]
 set -uo pipefail
 BIN=$(readlink -f "$1")
+PYTHON=${2:-}
 REPO=$(cd "$(dirname "$0")/../.." && pwd)
 CLUSTER=$REPO/scripts/cluster.sh
 NAME=ct$(($$ % 1000000))
@@ -36,16 +41,21 @@ cd "$WORK"
 "$BIN/fanout-generate" --out ds --num-nodes 6000 --num-edges 60000 --feat-dim 16 --num-classes 5 --seed 2 >/dev/null
 "$BIN/fanout-partition" --input ds --num-parts 4 --out parts --graph-name g --add-reverse-edges --quiet
 
-launch() {  # launch LOG TRAIN-FLAGS...: fanout-launch over the cluster's machines ($LAUNCH_FLAGS added)
+launch_command() {  # launch_command LOG COMMAND...: fanout-launch over the cluster's machines
+  # ($LAUNCH_FLAGS added; the partitions $PART, parts/g.json by default)
   local log=$1
   shift
   "$BIN/fanout-launch" --agent "$FANOUT_CLUSTER_AGENT" --ip-config "$FANOUT_CLUSTER_IP_CONFIG" \
-    --part-config parts/g.json --num-servers 1 --num-trainers 1 --num-samplers 1 --log-dir "logs-$log" \
-    ${LAUNCH_FLAGS:-} -- \
-    "$BIN/fanout-train" --fanouts 5,5 --batch-size 64 --hidden 16 --threads 1 "$@" >"$log.log" 2>&1
+    --part-config "${PART:-parts/g.json}" --num-servers 1 --num-trainers 1 --num-samplers 1 --log-dir "logs-$log" \
+    ${LAUNCH_FLAGS:-} -- "$@" >"$log.log" 2>&1
 }
-export -f launch
-export BIN
+launch() {  # launch LOG TRAIN-FLAGS...: fanout-train through launch_command
+  local log=$1
+  shift
+  launch_command "$log" "$BIN/fanout-train" --fanouts 5,5 --batch-size 64 --hidden 16 --threads 1 "$@"
+}
+export -f launch_command launch
+export BIN PYTHON REPO
 
 # 1. A 4-machine job, and the bytes each machine's link carried.
 "$CLUSTER" run --machines 4 --rate 1gbit --name "$NAME" -- bash -c '
@@ -105,5 +115,48 @@ echo "final loss: uninterrupted $ref, with the cut $got"
   launch slow --epochs 1 --eval-every 0 --wire-rows bfloat16; echo "slow=$?" >slow.status' "$CLUSTER" "$NAME"
 grep -q "slow=0" slow.status || { fail "the job on 10 Mbit/s links failed"; tail -n 20 slow.log >&2; }
 grep -q "| wire .*row_pulls" slow.log || fail "the slow job's epoch line carries no byte count by kind"
+
+# 5. A typed graph on 4 random partitions with learnable rows, their gradients crossing to their
+#    owners as bfloat16; link prediction on the 4 METIS partitions.
+"$BIN/fanout-generate" --preset mag --scale 0.002 --out mag >/dev/null
+"$BIN/fanout-partition" --input mag --num-parts 4 --part-method random --out mparts --graph-name m \
+  --add-reverse-edges --quiet
+"$CLUSTER" run --machines 4 --rate 1gbit --name "$NAME" -- bash -c '
+  PART=mparts/m.json launch typed --model rgcn --embed-featureless 8 --embed-grad-dtype bfloat16 --epochs 2 \
+    --eval-every 2 --metrics-file typed.jsonl; echo "typed=$?" >more.status
+  launch link --task link --epochs 2 --eval-every 0 --no-test --edges-per-epoch 2048 --metrics-file link.jsonl
+  echo "link=$?" >>more.status' "$CLUSTER" "$NAME"
+for job in typed link; do
+  grep -q "$job=0" more.status || { fail "the 4-machine $job job failed"; tail -n 20 "$job.log" >&2; }
+  n=$(grep -c '"event": *"epoch"' "$job.jsonl" 2>/dev/null || echo 0)
+  [ "$n" -ge 2 ] || fail "the 4-machine $job job wrote $n epoch records, not 2"
+done
+grep -q "learnable rows" typed.log || fail "the typed job did not train learnable rows"
+
+# 6. DistDGL's names on 4 machines: python/examples/sage_train.py, started by fanout-launch in each
+#    machine, receives fanout-train's batches exactly (their checksums, every rank, every step).
+if [ -n "$PYTHON" ] && "$PYTHON" -c "import numpy, torch" 2>/dev/null; then
+  "$CLUSTER" run --machines 4 --rate 1gbit --name "$NAME" -- bash -c '
+    common=(--fanouts 5,4 --batch-size 50 --epochs 2)
+    launch_command cpp "$BIN/fanout-train" "${common[@]}" --seed 3 --print-batch-checksums --hidden 8 \
+      --eval-every 0 --threads 1
+    echo "cpp=$?" >py.status
+    PYTHONPATH="$REPO/python:$BIN/../python" launch_command py "$PYTHON" "$REPO/python/examples/sage_train.py" \
+      --mode checksums "${common[@]}" --seeds 3 --num-samplers 1
+    echo "py=$?" >>py.status' "$CLUSTER" "$NAME"
+  grep -q "cpp=0" py.status || { fail "fanout-train's checksum job failed"; tail -n 20 cpp.log >&2; }
+  grep -q "py=0" py.status || { fail "the Python script's job failed"; tail -n 20 py.log >&2; }
+  checksums() { grep -Eo "rank [0-9]+ batch [0-9]+ [0-9]+ crc [0-9]+" "$1" | sort; }
+  n=$(checksums cpp.log | wc -l)
+  ranks=$(checksums cpp.log | cut -d" " -f2 | sort -u | wc -l)
+  [ "$n" -gt 8 ] && [ "$ranks" = 4 ] || fail "fanout-train printed $n batch checksums from $ranks ranks"
+  if [ "$(checksums cpp.log)" = "$(checksums py.log)" ]; then
+    echo "Python on 4 machines: $n batches, the same as fanout-train's"
+  else
+    fail "the Python script's batches differ from fanout-train's"
+  fi
+else
+  echo "section 6 skipped: no PYTHON with torch and numpy given"
+fi
 
 exit $FAILED

@@ -1545,6 +1545,28 @@ def sampler_children():
     return pids
 
 
+class GlooInterfaceTest(unittest.TestCase):
+    """fanout._network: under fanout-launch, the interface that reaches MASTER_ADDR is named for a
+    script's own Gloo group (the 4-machine case runs in tests/integration/cluster_test.sh)."""
+
+    def test_the_lookups_find_the_loopback_interface(self):
+        from fanout import _network
+        self.assertEqual(_network.address_towards("127.0.0.1", 29500), "127.0.0.1")
+        self.assertEqual(_network.interface_with("127.0.0.1"), "lo")
+        self.assertIsNone(_network.interface_with("192.0.2.77"))  # TEST-NET-1: nobody's
+
+    def test_only_a_launched_job_routed_off_this_host_gets_a_name(self):
+        from fanout import _network
+        launched = {"FANOUT_WORLD_SIZE": "4", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+        for env in ({}, {"MASTER_ADDR": "10.0.0.1"},  # not under fanout-launch
+                    dict(launched),  # machines on one host: Gloo's default works
+                    dict(launched, GLOO_SOCKET_IFNAME="eth7"),  # the user's choice stays
+                    dict(launched, MASTER_PORT="x")):
+            before = dict(env)
+            self.assertIsNone(_network.choose_gloo_interface(env))
+            self.assertEqual(env, before)
+
+
 class LaunchedScriptTest(unittest.TestCase):
     """python/examples/sage_train.py as a user runs it: fanout-launch ... -- python3 sage_train.py."""
 
