@@ -105,8 +105,14 @@ bool JobGraph::IsCreated(const std::string& field) const {
 
 absl::Status JobGraph::PullNodeRows(const std::string& field, std::span<const int64_t> ids,
                                     char* out) const {
-  ASSIGN_OR_RETURN(const core::FieldSchema schema, NodeSchema(field));
-  if (IsCreated(field)) return fields_->Pull(schema, ids, out);
+  {
+    std::unique_lock<std::mutex> lock(created_mu_);
+    if (auto it = created_.find(field); it != created_.end()) {
+      const core::FieldSchema schema = it->second;
+      lock.unlock();
+      return fields_->Pull(schema, ids, out);
+    }
+  }
   return graph_->PullNodeRows(field, ids, out);
 }
 

@@ -112,7 +112,12 @@ void AddModelFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
   f->heads = {o->model.heads};
   args.AddIntList("heads", &f->heads, "gat, rgat and hgt attention heads: one for every layer, or one per layer (8,1)");
   args.AddDouble("dropout", &o->model.dropout, "dropout probability");
-  args.SetDefaultText("dropout", "0.5; 0.2 for rgat (MLPerf's R-GAT)");
+  std::string dropouts = StrCat(trainer::DefaultDropout(trainer::ModelKind::kSage));  // the models' table's
+  for (std::string_view name : trainer::BuiltInModelNames()) {
+    const double d = trainer::DefaultDropout(*trainer::ParseModelKind(name));
+    if (d != trainer::DefaultDropout(trainer::ModelKind::kSage)) dropouts += StrCat("; ", d, " for ", name);
+  }
+  args.SetDefaultText("dropout", dropouts);
   args.AddDouble("lr", &o->lr, "Adam learning rate");
   args.AddDouble("weight-decay", &o->weight_decay, "Adam weight decay");
   args.AddInt("epochs", &o->epochs, "epochs to train");
