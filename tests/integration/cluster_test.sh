@@ -11,7 +11,8 @@
 #   - a typed graph's job with learnable rows (their gradients sent as bfloat16) on random
 #     partitions, and a link-prediction job, train;
 #   - a Python script on fanout.distributed (DistDGL's names) gets exactly fanout-train's batches
-#     on every machine (with PYTHON, an interpreter with torch and numpy; skipped without).
+#     on every machine (with PYTHON, an interpreter with torch and numpy; skipped without);
+#   - a server killed mid-job, its partition having another, costs nothing but the failover.
 # Skipped (exit 77) where namespaces cannot be made (not root, no iproute2).
 #
 #   tests/integration/cluster_test.sh BIN_DIR [PYTHON]
@@ -158,5 +159,21 @@ if [ -n "$PYTHON" ] && "$PYTHON" -c "import numpy, torch" 2>/dev/null; then
 else
   echo "section 6 skipped: no PYTHON with torch and numpy given"
 fi
+
+# 7. Server failover on the cluster: every machine runs 2 servers of its partition; one of machine
+#    2's is killed mid-job, its partition goes on with the other, and the job finishes.
+"$CLUSTER" run --machines 4 --rate 1gbit --name "$NAME" -- bash -c '
+  LAUNCH_FLAGS="--num-servers 2" launch failover --epochs 8 --eval-every 0 & pid=$!
+  for _ in $(seq 1 600); do grep -q "epoch 0 |" failover.log 2>/dev/null && break; sleep 0.1; done
+  victim=$(for p in $(ip netns pids "$1-m2"); do
+             tr "\0" " " <"/proc/$p/cmdline" 2>/dev/null | grep -q "^[^ ]*fanout-server " && echo "$p"
+           done | head -n 1)
+  [ -n "$victim" ] && kill -KILL "$victim"
+  wait $pid; echo "failover=$? victim=${victim:-none}" >failover.status' "$CLUSTER" "$NAME"
+cat failover.status
+grep -q "victim=[0-9]" failover.status || fail "no server of machine 2 was found to kill"
+grep -q "failover=0" failover.status || { fail "the job whose server was killed did not finish"; tail -n 20 failover.log >&2; }
+grep -q "partition 2 goes on with its 1 other server" failover.log ||
+  fail "the launcher did not say partition 2 goes on with its other server"
 
 exit $FAILED
