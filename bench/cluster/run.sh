@@ -5,7 +5,7 @@
 #
 #   bench/cluster/run.sh --machines 2,4,8 --rate 1gbit,200mbit,unlimited [--setups A,H] [--rounds R]
 #                        [--epochs E] [--venv DIR] [--work DIR] [--quick] [--timeout S] [--no-dgl]
-#                        [--graphbolt] [--mag-scale S] [--fanout-flags "FLAGS"]
+#                        [--graphbolt] [--mag-scale S] [--memory-per-machine M] [--fanout-flags "FLAGS"]
 #
 # Every setup: one server, one trainer and one sampler process per machine, one intra-op thread;
 # fanout-train started by fanout-launch --agent, DistDGL's trainer script started in each
@@ -22,6 +22,8 @@
 # --graphbolt: DistDGL on GraphBolt partitions (DGL 2.1's dgl_partition_to_graphbolt of its
 # partitions; initialize(use_graphbolt=True)), its best configuration. --fanout-flags adds flags
 # to fanout-train (e.g. "--wire-rows bfloat16"); --no-dgl runs fanout's side only.
+# --memory-per-machine M (e.g. 6G): every process of a machine, both sides', in a memory cgroup of
+# M (scripts/cluster.sh), so that a run shows whether each side fits the machines it would rent.
 #
 # Prints per job one line
 #   CLUSTER_RESULT setup=S machines=M rate=R fanout_epoch_s=F dgl_epoch_s=D fanout_wire_mb=FB dgl_wire_mb=DB
@@ -36,7 +38,7 @@ VS=$REPO/bench/vs_dgl
 CLUSTER=$REPO/scripts/cluster.sh
 BIN=${FANOUT_BIN:-$REPO/build/bin}
 MACHINES=4 RATES=1gbit SETUPS=A ROUNDS=1 EPOCHS=3 QUICK=0 TIMEOUT=1800 DGL=1 GRAPHBOLT=0 FANOUT_FLAGS=()
-WORK=${TMPDIR:-/tmp}/fanout-vs-dgl VENV="" MAG_SCALE=""
+WORK=${TMPDIR:-/tmp}/fanout-vs-dgl VENV="" MAG_SCALE="" MEMORY=()
 while [ $# -gt 0 ]; do
   case $1 in
     --machines) MACHINES=$2; shift 2 ;;
@@ -51,6 +53,7 @@ while [ $# -gt 0 ]; do
     --no-dgl) DGL=0; shift ;;
     --graphbolt) GRAPHBOLT=1; shift ;;
     --mag-scale) MAG_SCALE=$2; shift 2 ;;
+    --memory-per-machine) MEMORY=(--memory-per-machine "$2"); shift 2 ;;
     --fanout-flags) read -r -a FANOUT_FLAGS <<<"$2"; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
@@ -208,7 +211,7 @@ run_dgl() {  # DIR SETUP M: DistDGL as bench/vs_dgl's setup, each machine's proc
 job() {  # SYSTEM SETUP M RATE ROUND
   local sys=$1 s=$2 m=$3 rate=$4 r=$5 dir=$RUN/$2-$1-m$3-$4-r$5 rc=0
   mkdir -p "$dir"
-  "$CLUSTER" up --machines "$m" --rate "$rate" --name "$CL" 2>>"$RUN/log.txt"
+  "$CLUSTER" up --machines "$m" --rate "$rate" "${MEMORY[@]}" --name "$CL" 2>>"$RUN/log.txt"
   export FANOUT_CLUSTER_IP_CONFIG=/run/fanout-cluster/$CL/ip_config.txt
   export FANOUT_CLUSTER_AGENT="$CLUSTER exec {index} --name $CL --"
   watch_wire "$dir/wire.txt" "$dir/metrics.jsonl" &
@@ -223,7 +226,8 @@ job() {  # SYSTEM SETUP M RATE ROUND
   python3 "$HERE/summarize.py" job "$dir" "$sys" "$m" "$rate" "$EPOCHS" "$rc" "$s" "$PEER" >>"$RUN/results.jsonl"
 }
 
-PEER="DistDGL 2.1.0$([ "$GRAPHBOLT" = 1 ] && echo ' + GraphBolt')"
+PEER="DistDGL 2.1.0"
+if [ "$GRAPHBOLT" = 1 ]; then PEER="$PEER + GraphBolt"; fi
 IFS=, read -r -a MLIST <<<"$MACHINES"
 IFS=, read -r -a RLIST <<<"$RATES"
 for s in "${SLIST[@]}"; do for m in "${MLIST[@]}"; do parts_of "$s" "$m"; done; done

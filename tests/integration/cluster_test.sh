@@ -12,7 +12,8 @@
 #     partitions, and a link-prediction job, train;
 #   - a Python script on fanout.distributed (DistDGL's names) gets exactly fanout-train's batches
 #     on every machine (with PYTHON, an interpreter with torch and numpy; skipped without);
-#   - a server killed mid-job, its partition having another, costs nothing but the failover.
+#   - a server killed mid-job, its partition having another, costs nothing but the failover;
+#   - bench/cluster/run.sh runs setups A and H (fanout's side) and prints their results.
 # Skipped (exit 77) where namespaces cannot be made (not root, no iproute2).
 #
 #   tests/integration/cluster_test.sh BIN_DIR [PYTHON]
@@ -175,5 +176,16 @@ grep -q "victim=[0-9]" failover.status || fail "no server of machine 2 was found
 grep -q "failover=0" failover.status || { fail "the job whose server was killed did not finish"; tail -n 20 failover.log >&2; }
 grep -q "partition 2 goes on with its 1 other server" failover.log ||
   fail "the launcher did not say partition 2 goes on with its other server"
+
+# 8. The benchmark harness itself (fanout's side): bench/cluster/run.sh makes its own cluster,
+#    runs setups A and H on it and prints one CLUSTER_RESULT line for each.
+timeout 240 "$REPO/bench/cluster/run.sh" --quick --no-dgl --setups A,H --mag-scale 0.002 --machines 2 \
+  --rate 1gbit --epochs 2 --work "$WORK/bench" >bench.out 2>bench.err
+# (H's tiny epochs end faster than the harness reads the interfaces: its bytes may be nan.)
+for want in "setup=A machines=2 rate=1gbit fanout_epoch_s=[0-9.]+ dgl_epoch_s=nan fanout_wire_mb=[0-9.]+" \
+            "setup=H machines=2 rate=1gbit fanout_epoch_s=[0-9.]+ dgl_epoch_s=nan"; do
+  grep -Eq "^CLUSTER_RESULT $want" bench.out ||
+    { fail "bench/cluster/run.sh printed no line 'CLUSTER_RESULT $want'"; tail -n 20 bench.out bench.err >&2; }
+done
 
 exit $FAILED
