@@ -1,5 +1,7 @@
 """README.md's "Source layout" section names exactly the repository's top-level folders: those
-holding a file of `git ls-files -co --exclude-standard` (tracked, or new and not ignored).
+holding a file of `git ls-files -co --exclude-standard` (tracked, or new and not ignored). And the
+two pages a newcomer reads first stay short: README.md under 200 lines, docs/benchmarks.md under
+800 (results, and how to reproduce each; git keeps the history).
 
 Usage: readme_layout_test.py [REPO_ROOT]   (exit 77, skipped, where git or the checkout is missing)
 """
@@ -9,6 +11,7 @@ import subprocess
 import sys
 
 HEADING = "## Source layout"
+LIMITS = {"README.md": 200, "docs/benchmarks.md": 800}  # lines, exclusive
 
 
 def layout_folders(readme):
@@ -36,6 +39,11 @@ def main(root):
     listed = layout_folders(os.path.join(root, "README.md"))
     problems = [f"README.md lists {d}/, which holds no file of the repository" for d in sorted(listed - actual)]
     problems += [f"README.md's '{HEADING}' does not list {d}/" for d in sorted(actual - listed)]
+    for page, limit in LIMITS.items():
+        with open(os.path.join(root, page), encoding="utf-8") as f:
+            lines = sum(1 for _ in f)
+        if lines >= limit:
+            problems.append(f"{page} has {lines} lines: keep it under {limit} (cut history, not results)")
     for p in problems:
         print(p)
     print(f"readme_layout_test: {len(listed)} folders listed, {len(actual)} in the repository, {len(problems)} problem(s)")
