@@ -79,10 +79,8 @@ absl::StatusOr<bool> JobGraph::CreateNodeField(const core::FieldSchema& schema) 
         StrCat("'", schema.key(), "' is already a node field of ", part_config_path_));
   }
   if (!schema.node_type.empty()) {
-    if (absl::Status s = config_.NodeTypes().status(); !s.ok()) return s;
-    if (auto t = config_.NodeTypes()->TypeId(schema.node_type); !t.ok()) {
-      return absl::InvalidArgumentError(t.status().message());
-    }
+    ASSIGN_OR_RETURN(const core::TypeMap types, config_.NodeTypes());
+    if (auto t = types.TypeId(schema.node_type); !t.ok()) return absl::InvalidArgumentError(t.status().message());
   }
   ASSIGN_OR_RETURN(const bool created, fields_->Create(schema));
   std::lock_guard<std::mutex> lock(created_mu_);
@@ -90,29 +88,22 @@ absl::StatusOr<bool> JobGraph::CreateNodeField(const core::FieldSchema& schema) 
   return created;
 }
 
+std::optional<core::FieldSchema> JobGraph::Created(const std::string& field) const {
+  std::lock_guard<std::mutex> lock(created_mu_);
+  const auto it = created_.find(field);
+  return it == created_.end() ? std::nullopt : std::optional<core::FieldSchema>(it->second);
+}
+
 absl::StatusOr<core::FieldSchema> JobGraph::NodeSchema(const std::string& field) const {
-  {
-    std::lock_guard<std::mutex> lock(created_mu_);
-    if (auto it = created_.find(field); it != created_.end()) return it->second;
-  }
+  if (std::optional<core::FieldSchema> s = Created(field)) return *s;
   return graph_->NodeFieldSchema(field);
 }
 
-bool JobGraph::IsCreated(const std::string& field) const {
-  std::lock_guard<std::mutex> lock(created_mu_);
-  return created_.count(field) > 0;
-}
+bool JobGraph::IsCreated(const std::string& field) const { return Created(field).has_value(); }
 
 absl::Status JobGraph::PullNodeRows(const std::string& field, std::span<const int64_t> ids,
                                     char* out) const {
-  {
-    std::unique_lock<std::mutex> lock(created_mu_);
-    if (auto it = created_.find(field); it != created_.end()) {
-      const core::FieldSchema schema = it->second;
-      lock.unlock();
-      return fields_->Pull(schema, ids, out);
-    }
-  }
+  if (std::optional<core::FieldSchema> s = Created(field)) return fields_->Pull(*s, ids, out);
   return graph_->PullNodeRows(field, ids, out);
 }
 

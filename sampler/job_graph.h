@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -103,6 +104,8 @@ class JobGraph {
 
  private:
   JobGraph() = default;
+  // The schema of a field this object created, or none.
+  std::optional<core::FieldSchema> Created(const std::string& field) const;
 
   core::PartitionConfig config_;
   std::string part_config_path_;

@@ -243,7 +243,6 @@ class TypeMapView {
   std::string kind_;
 };
 
-// The graph as one trainer process sees it, plus the servers for writes.
 // Errors of the caller's arguments as Python's ValueError, the rest as FanoutError.
 void CheckArgs(const absl::Status& s) {
   if (s.code() == absl::StatusCode::kInvalidArgument) throw py::value_error(std::string(s.message()));
@@ -255,7 +254,8 @@ T TakeArgs(absl::StatusOr<T> v) {
   return std::move(*v);
 }
 
-// sampler::JobGraph (the library's handle on the graph, tested in C++) with NumPy at its edges.
+// The graph as one trainer process sees it, plus the servers for writes: sampler::JobGraph (the
+// library's handle on the graph, tested in C++) with NumPy at its edges.
 class Graph {
  public:
   // No halo cache in graph(), which the script's own reads go through; sampler processes map

@@ -89,18 +89,35 @@ TEST(TypedTrainCliTest, ResumingWithLearnableEmbeddingsContinuesTheUninterrupted
   EXPECT_NE(ranks[0]->output().find("does not fit this model"), std::string::npos) << ranks[0]->output();
 
   // --embed-grad-dtype bfloat16: the gradient rows cross between the two ranks (Gloo's
-  // all-to-all) as bfloat16; the job trains to the float32 run's loss but for the rounding.
+  // all-to-all) as bfloat16, so rank 0's collectives send fewer bytes (the same batches, the same
+  // rows), and the job trains to the float32 run's loss but for the rounding.
   auto loss_of = [](const std::string& out) {
     std::smatch m;
     const std::regex line("epoch 1 \\| loss ([0-9.]+)");
     return std::regex_search(out, m, line) ? std::stod(m[1]) : -1.0;
   };
-  const double f32 = loss_of(run(args(2)));
+  auto collectives_sent = [](const std::string& metrics) {  // rank 0's, over both epochs
+    int64_t sent = 0;
+    std::ifstream in(metrics);
+    for (std::string line; std::getline(in, line);) {
+      const nlohmann::json r = nlohmann::json::parse(line);
+      if (r.value("event", "") == "epoch") sent += r["wire_bytes"]["collectives"]["sent"].get<int64_t>();
+    }
+    return sent;
+  };
+  auto f = args(2);
+  f.insert(f.end(), {"--metrics-file", dir.Sub("f32.jsonl")});
+  const double f32 = loss_of(run(f));
   auto b = args(2);
-  b.insert(b.end(), {"--embed-grad-dtype", "bfloat16"});
+  b.insert(b.end(), {"--embed-grad-dtype", "bfloat16", "--metrics-file", dir.Sub("bf16.jsonl")});
   const std::string bf = run(b);
   ASSERT_GT(f32, 0);
   EXPECT_NEAR(loss_of(bf), f32, 0.05 * f32) << bf;
+  const int64_t sent32 = collectives_sent(dir.Sub("f32.jsonl")), sent16 = collectives_sent(dir.Sub("bf16.jsonl"));
+  EXPECT_GT(sent32, 0);
+  EXPECT_LT(sent16, sent32);
+  std::printf("collectives sent by rank 0: float32 %lld bytes, bfloat16 gradient rows %lld\n",
+              static_cast<long long>(sent32), static_cast<long long>(sent16));
 }
 
 // MakeTypedDataset(seed, 400 papers, 300 authors, 10 venues) with structure to learn: author a
