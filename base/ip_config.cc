@@ -152,6 +152,18 @@ std::string HostPort(const std::string& ip, int port) {
   return ip.find(':') != std::string::npos ? StrCat("[", ip, "]:", port) : StrCat(ip, ":", port);
 }
 
+std::vector<std::string> ServerMap::CopiesOf(size_t p) const {
+  std::vector<std::string> all = p < addresses.size() ? addresses[p] : std::vector<std::string>();
+  const std::vector<std::string>& r = ReplicasOf(p);
+  all.insert(all.end(), r.begin(), r.end());
+  return all;
+}
+
+const std::vector<std::string>& ServerMap::ReplicasOf(size_t p) const {
+  static const std::vector<std::string> kNone;
+  return p < replicas.size() ? replicas[p] : kNone;
+}
+
 absl::StatusOr<ServerMap> ParseServerList(const std::string& text, int num_parts) {
   ServerMap map;
   map.addresses.resize(num_parts);
@@ -163,13 +175,20 @@ absl::StatusOr<ServerMap> ParseServerList(const std::string& text, int num_parts
     pos = comma + 1;
     if (entry.empty()) continue;
     size_t eq = entry.find('=');
+    const bool replica = eq != std::string::npos && eq > 0 && entry[eq - 1] == 'r';
     int64_t part = -1;
-    if (eq == std::string::npos || !ParseInt64(entry.substr(0, eq), &part) || part < 0 ||
+    if (eq == std::string::npos || !ParseInt64(entry.substr(0, replica ? eq - 1 : eq), &part) || part < 0 ||
         part >= num_parts || eq + 1 == entry.size()) {
-      return absl::InvalidArgumentError(StrCat("server entry '", entry, "' is not PART=HOST:PORT with PART in [0, ",
+      return absl::InvalidArgumentError(StrCat("server entry '", entry,
+                                               "' is not PART=HOST:PORT (or PARTr=HOST:PORT for a replica) with PART in [0, ",
                                                num_parts, ")"));
     }
-    map.addresses[part].push_back(entry.substr(eq + 1));
+    if (replica) {
+      map.replicas.resize(num_parts);
+      map.replicas[part].push_back(entry.substr(eq + 1));
+    } else {
+      map.addresses[part].push_back(entry.substr(eq + 1));
+    }
   }
   return map;
 }
@@ -179,14 +198,27 @@ std::string FormatServerList(const ServerMap& map) {
   for (size_t p = 0; p < map.addresses.size(); ++p) {
     for (const std::string& a : map.addresses[p]) entries.push_back(StrCat(p, "=", a));
   }
+  for (size_t p = 0; p < map.replicas.size(); ++p) {
+    for (const std::string& a : map.replicas[p]) entries.push_back(StrCat(p, "r=", a));
+  }
   return StrJoin(entries, ",");
 }
 
-ServerMap ServersOf(const std::vector<MachineEntry>& machines, int num_servers) {
+ServerMap ServersOf(const std::vector<MachineEntry>& machines, int num_servers, int replicas) {
   ServerMap map;
-  map.addresses.resize(machines.size());
-  for (size_t k = 0; k < machines.size(); ++k) {
+  const size_t M = machines.size();
+  map.addresses.resize(M);
+  for (size_t k = 0; k < M; ++k) {
     for (int s = 0; s < num_servers; ++s) map.addresses[k].push_back(HostPort(machines[k].ip, machines[k].port + s));
+  }
+  if (replicas > 0) {
+    map.replicas.resize(M);
+    for (size_t p = 0; p < M; ++p) {
+      for (int j = 0; j < replicas; ++j) {  // replica j of partition p: on the (j+1)-th machine after p
+        const size_t k = (p + 1 + static_cast<size_t>(j)) % M;
+        map.replicas[p].push_back(HostPort(machines[k].ip, machines[k].port + num_servers + j));
+      }
+    }
   }
   return map;
 }

@@ -48,17 +48,28 @@ struct HostAndPort {
 absl::StatusOr<HostAndPort> SplitHostPort(std::string_view host_port);
 
 // Where the servers of each partition listen: addresses[p] lists the servers of partition p
-// (machine p); a client rotates its calls among them.
+// (machine p); a client rotates its calls among them. replicas[p] lists servers of partition p
+// on other machines (fanout-launch --replicas): a client reads from them when one is on its own
+// machine, or when none of addresses[p] answers; writes go to all of them. The machine's
+// reachability is watched through addresses[p] alone, so a replica does not hide a cut link.
 struct ServerMap {
   std::vector<std::vector<std::string>> addresses;
+  std::vector<std::vector<std::string>> replicas;  // empty, or one list per partition
+
+  // Partition p's primary servers, then its replicas: every copy a write must reach.
+  std::vector<std::string> CopiesOf(size_t p) const;
+  // Partition p's replicas ({} when it has none).
+  const std::vector<std::string>& ReplicasOf(size_t p) const;
+  bool operator==(const ServerMap&) const = default;
 };
 
-// The servers of a job laid out as ip_config says: server s of machine k on PORT_k + s. The one
-// place of that rule.
-ServerMap ServersOf(const std::vector<MachineEntry>& machines, int num_servers);
+// The servers of a job laid out as ip_config says: server s of machine k on PORT_k + s, and
+// with `replicas` R, machine k's servers num_servers + j (j < R) serve partition (k - 1 - j) mod M
+// as replicas. The one place of that rule.
+ServerMap ServersOf(const std::vector<MachineEntry>& machines, int num_servers, int replicas = 0);
 
-// "P=HOST:PORT,P=HOST:PORT,..." (several entries per partition allowed): --servers, and
-// FANOUT_SERVERS as the launcher writes it with FormatServerList.
+// "P=HOST:PORT,Pr=HOST:PORT,..." (several entries per partition allowed; "Pr" is a replica of
+// partition P): --servers, and FANOUT_SERVERS as the launcher writes it with FormatServerList.
 absl::StatusOr<ServerMap> ParseServerList(const std::string& text, int num_parts);
 std::string FormatServerList(const ServerMap& map);
 

@@ -121,7 +121,8 @@ std::string ProcessSpec::Label() const { return StrCat("m", machine, " ", RoleNa
 
 std::string ProcessSpec::Describe() const {
   if (role == Role::kServer) {
-    return StrCat("machine ", machine, " at ", ip, ", server ", rank, " on ", address);
+    return StrCat("machine ", machine, " at ", ip, ", server ", rank, " on ", address,
+                  ServedPart() != machine ? StrCat(", replica of partition ", part) : "");
   }
   return StrCat("machine ", machine, " at ", ip, ", trainer local rank ", rank, ", rank ", global_rank);
 }
@@ -286,7 +287,12 @@ namespace {
 
 // Every machine's S server ports fit below 65536 and do not overlap another machine's on one host.
 absl::Status CheckServerPorts(const LaunchOptions& o, const PlanInputs& in) {
-  const int S = o.num_servers;
+  const int S = o.ServersPerMachine();
+  if (o.replicas >= static_cast<int>(in.machines.size())) {
+    return absl::InvalidArgumentError(StrCat("--replicas ", o.replicas, ": a job of ", in.machines.size(),
+                                             " machine(s) has at most ", in.machines.size() - 1,
+                                             " other machine(s) to hold a partition's replicas"));
+  }
   const std::vector<MachineEntry>& ms = in.machines;
   for (size_t k = 0; k < ms.size(); ++k) {
     if (ms[k].port + S - 1 > 65535) {
@@ -299,7 +305,8 @@ absl::Status CheckServerPorts(const LaunchOptions& o, const PlanInputs& in) {
         return absl::InvalidArgumentError(StrCat(
             Where(in.ip_config_path, ms[k]), ": machines ", j, " and ", k, " are both ", ms[k].ip,
             " and their server ports overlap (", ms[j].port, "..", ms[j].port + S - 1, " and ",
-            ms[k].port, "..", ms[k].port + S - 1, " with --num-servers ", S,
+            ms[k].port, "..", ms[k].port + S - 1, " with --num-servers ", o.num_servers,
+            o.replicas > 0 ? StrCat(" and --replicas ", o.replicas) : "",
             "); give them ports at least ", S, " apart"));
       }
     }
@@ -313,7 +320,7 @@ absl::Status CheckServerPorts(const LaunchOptions& o, const PlanInputs& in) {
 // The port after it is MASTER_PORT, where a Python script's torch.distributed (env://) puts its
 // TCPStore, which cannot share fanout's store; neither may be a server port on machine 0's host.
 absl::StatusOr<int> CoordinatorPort(const LaunchOptions& o, const PlanInputs& in) {
-  const int S = o.num_servers;
+  const int S = o.ServersPerMachine();
   const std::vector<MachineEntry>& ms = in.machines;
   int coordinator_port = o.coordinator_port;
   if (coordinator_port == 0) {
@@ -346,22 +353,26 @@ absl::StatusOr<int> CoordinatorPort(const LaunchOptions& o, const PlanInputs& in
 }
 
 // Server s of machine k.
-ProcessSpec ServerSpec(const LaunchOptions& o, const PlanInputs& in, const base::ServerMap& server_map, int k, int s) {
+ProcessSpec ServerSpec(const LaunchOptions& o, const PlanInputs& in, int k, int s) {
   const std::vector<MachineEntry>& ms = in.machines;
+  const int M = static_cast<int>(ms.size());
+  // Servers past --num-servers are replicas of the partitions before k (base::ServersOf).
+  const int part = s < o.num_servers ? k : (k + M - 1 - (s - o.num_servers)) % M;
   // A server only needs a second or so to let in-flight calls finish: it is stopped at the end
   // of the job, or when the job has already failed.
   const double server_grace = std::min(1.0, o.stop_grace_s / 2);
   ProcessSpec p;
   p.role = Role::kServer;
   p.machine = k;
+  if (part != k) p.part = part;
   p.rank = s;
   p.ip = ms[k].ip;
-  p.address = server_map.addresses[k][s];
+  p.address = HostPort(ms[k].ip, ms[k].port + s);
   p.remote = in.remote[k];
   p.workspace = in.workspace;
   // fanout-server adds --server-id to --port itself.
   p.command = {in.server_bin,  "--part-config", in.part_config_path,
-               "--part-id",    std::to_string(k),
+               "--part-id",    std::to_string(part),
                "--host",       ms[k].ip,
                "--port",       std::to_string(ms[k].port),
                "--server-id",  std::to_string(s),
@@ -471,10 +482,9 @@ absl::StatusOr<JobPlan> BuildJobPlan(const LaunchOptions& o, const PlanInputs& i
   plan.job_id = in.job_id;
   plan.machines = in.machines;
   plan.coordinator = HostPort(in.machines[0].ip, coordinator_port);
-  const base::ServerMap server_map = base::ServersOf(in.machines, o.num_servers);
-  const std::string servers = base::FormatServerList(server_map);
+  const std::string servers = base::FormatServerList(base::ServersOf(in.machines, o.num_servers, o.replicas));
   for (int k = 0; k < M; ++k) {
-    for (int s = 0; s < o.num_servers; ++s) plan.servers.push_back(ServerSpec(o, in, server_map, k, s));
+    for (int s = 0; s < o.ServersPerMachine(); ++s) plan.servers.push_back(ServerSpec(o, in, k, s));
   }
   for (int k = 0; k < M; ++k) {
     for (int r = 0; r < o.num_trainers; ++r) {

@@ -27,7 +27,8 @@ inline constexpr std::string_view kServerReadyMarker = "fanout-server: ready:";
 
 struct ProcessSpec {
   Role role = Role::kTrainer;
-  int machine = 0;       // index in ip_config, = the partition it serves or trains next to
+  int machine = 0;       // index in ip_config, = the partition it trains next to
+  int part = -1;         // server: the partition it serves as a replica (-1: its machine's)
   int rank = 0;          // server: its server ID on the machine; trainer: its local rank
   int global_rank = -1;  // trainer: FANOUT_RANK; -1 for servers
   std::string ip;        // the machine's address
@@ -51,7 +52,9 @@ struct ProcessSpec {
 
   // "m1 server 0", "m0 trainer 3": the console prefix and log file stem.
   std::string Label() const;
-  // "machine 1 at 10.0.0.2, server 0 on 10.0.0.2:30050" /
+  // A server's partition: its machine's, or `part` for a replica.
+  int ServedPart() const { return part >= 0 ? part : machine; }
+  // "machine 1 at 10.0.0.2, server 0 on 10.0.0.2:30050" (", replica of partition 0") /
   // "machine 0 at 10.0.0.1, trainer local rank 1, rank 1".
   std::string Describe() const;
 };

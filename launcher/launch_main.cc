@@ -53,6 +53,10 @@ int main(int argc, char** argv) {
                  "folder every process runs in, on every machine; relative paths are relative "
                  "to it (default: the current folder)");
   args.AddInt("num-servers", &o.num_servers, "graph servers per machine");
+  args.AddInt("replicas", &o.replicas,
+              "partitions each machine also serves as a replica: machine k serves partitions k-1 .. k-R too, on "
+              "ports PORT+num-servers.., so that a partition stays served while its machine does not answer "
+              "(each machine needs those partitions' files)");
   args.AddInt("num-trainers", &o.num_trainers, "trainers per machine");
   args.AddInt("num-samplers", &o.num_samplers, "sampler processes per trainer (the trainer starts them)");
   args.AddInt("sampler-nice", &o.sampler_nice,

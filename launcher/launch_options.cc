@@ -70,6 +70,7 @@ absl::Status ValidateLaunchOptions(const LaunchOptions& o) {
   }
   if (o.part_config.empty()) return Bad("--part-config is required");
   if (o.num_servers < 1) return Bad(StrCat("--num-servers must be at least 1, not ", o.num_servers));
+  if (o.replicas < 0) return Bad(StrCat("--replicas must be 0 or more, not ", o.replicas));
   if (o.num_trainers < 1) return Bad(StrCat("--num-trainers must be at least 1, not ", o.num_trainers));
   if (o.num_samplers < 0) return Bad(StrCat("--num-samplers must be 0 or more, not ", o.num_samplers));
   if (o.sampler_nice < -1 || o.sampler_nice > 19) {

@@ -17,6 +17,12 @@ struct LaunchOptions {
 
   // Processes per machine.
   int num_servers = 1;   // graph servers per machine; server s listens on PORT + s
+  // Partitions each machine also serves as a replica (base::ServersOf: machine k serves
+  // partitions k-1 .. k-R on PORT + num_servers + j), read when a partition's own machine does
+  // not answer, or by the replica's machine itself. 0..machines-1; each needs that partition's
+  // files on the machine (a shared folder, or copied).
+  int replicas = 0;
+  int ServersPerMachine() const { return num_servers + replicas; }
   int num_trainers = 1;  // trainers per machine
   int num_samplers = 0;  // sampler processes per trainer (started by the trainer itself)
   int sampler_nice = -1;  // their priority below the trainer's, 0-19; -1: the trainer's default

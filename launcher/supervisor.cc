@@ -228,8 +228,9 @@ bool JobSupervisor::StartProcess(const ProcessSpec& spec) {
   c->err = std::make_unique<StreamRouter>(prefix, options_.console_err, c->log_fd.get(), on_err_line, on_heartbeat);
   Say(StrCat("started ", spec.Label(), " pid ", c->process.pid(),
              spec.remote ? StrCat(" (", spec.via, spec.via == "ssh" ? " to " : " on ", spec.ip, ")") : std::string(),
-             spec.role == Role::kServer ? StrCat(" on ", spec.address)
-                                        : StrCat(" rank ", spec.global_rank)));
+             spec.role == Role::kServer
+                 ? StrCat(" on ", spec.address, spec.ServedPart() != spec.machine ? StrCat(", replica of partition ", spec.part) : "")
+                 : StrCat(" rank ", spec.global_rank)));
   children_.push_back(std::move(c));
   return true;
 }
@@ -382,7 +383,7 @@ void JobSupervisor::OnExit(Child& c) {
     // partition with a live server left goes on; one with none is a failure as before.
     const int others = OtherLiveServers(c);
     if (phase_ == Phase::kRunning && others > 0) {
-      Say(StrCat(what, own, "; partition ", c.spec->machine, " goes on with its ", others, " other server",
+      Say(StrCat(what, own, "; partition ", c.spec->ServedPart(), " goes on with its ", others, " other server",
                  others == 1 ? "" : "s"));
       return;
     }
@@ -402,7 +403,7 @@ void JobSupervisor::OnExit(Child& c) {
 int JobSupervisor::OtherLiveServers(const Child& c) const {
   int n = 0;
   for (const auto& o : children_) {
-    n += o.get() != &c && o->spec->role == Role::kServer && o->spec->machine == c.spec->machine && !o->exited &&
+    n += o.get() != &c && o->spec->role == Role::kServer && o->spec->ServedPart() == c.spec->ServedPart() && !o->exited &&
          !o->hung;
   }
   return n;

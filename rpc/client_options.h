@@ -11,6 +11,14 @@
 
 namespace fanout::rpc {
 
+// Every client channel's keepalive while calls are in flight (a ping every kKeepaliveTimeMs; no
+// answer within kKeepaliveTimeoutMs ends the connection), and how long a new connection may take;
+// servers accept pings every kMinPingIntervalMs (GraphServer).
+inline constexpr int kKeepaliveTimeMs = 5000;
+inline constexpr int kKeepaliveTimeoutMs = 10000;
+inline constexpr int kConnectTimeoutMs = 10000;
+inline constexpr int kMinPingIntervalMs = 1000;
+
 struct ClientOptions {
   double deadline_seconds = 30;          // per call, retries included
   int max_attempts = 4;                  // for reads, on UNAVAILABLE

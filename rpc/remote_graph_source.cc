@@ -1,5 +1,7 @@
 #include "rpc/remote_graph_source.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -11,34 +13,72 @@ namespace fanout::rpc {
 
 using base::StrCat;
 
-RemoteGraphSource::RemoteGraphSource(int part, std::vector<std::unique_ptr<GraphClient>> clients)
-    : part_(part), clients_(std::move(clients)), down_(new std::atomic<bool>[clients_.size()]) {
+RemoteGraphSource::RemoteGraphSource(int part, std::vector<std::unique_ptr<GraphClient>> clients, std::vector<int> tiers,
+                                     double retry_after_seconds)
+    : part_(part), clients_(std::move(clients)), tiers_(std::move(tiers)),
+      retry_after_ms_(static_cast<int64_t>(retry_after_seconds * 1000)),
+      down_at_ms_(new std::atomic<int64_t>[clients_.size()]) {
   FANOUT_CHECK(!clients_.empty());
-  for (size_t i = 0; i < clients_.size(); ++i) down_[i] = false;
+  if (tiers_.empty()) tiers_.assign(clients_.size(), 0);
+  FANOUT_CHECK(tiers_.size() == clients_.size());
+  tier_order_ = tiers_;
+  std::sort(tier_order_.begin(), tier_order_.end());
+  tier_order_.erase(std::unique(tier_order_.begin(), tier_order_.end()), tier_order_.end());
+  for (size_t i = 0; i < clients_.size(); ++i) down_at_ms_[i] = 0;
 }
+
+namespace {
+
+int64_t NowMs() {
+  // Never 0, which means "live".
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+             .count() +
+         1;
+}
+
+}  // namespace
 
 size_t RemoteGraphSource::live_servers() const {
   size_t n = 0;
-  for (size_t i = 0; i < clients_.size(); ++i) n += !down_[i].load();
+  for (size_t i = 0; i < clients_.size(); ++i) n += down_at_ms_[i].load() == 0;
+  return n;
+}
+
+size_t RemoteGraphSource::Pick() {
+  const size_t n = clients_.size();
+  const uint64_t start = next_.fetch_add(1, std::memory_order_relaxed);
+  const int64_t now = NowMs();
+  for (int tier : tier_order_) {
+    for (size_t k = 0; k < n; ++k) {
+      const size_t i = (start + k) % n;
+      if (tiers_[i] != tier) continue;
+      int64_t at = down_at_ms_[i].load();
+      if (at == 0) return i;
+      if (now - at >= retry_after_ms_ && down_at_ms_[i].compare_exchange_strong(at, now)) return i;
+    }
+  }
   return n;
 }
 
 void RemoteGraphSource::WithFailover(std::shared_ptr<const Call> call, core::Done done, size_t tried) {
   const size_t n = clients_.size();
-  size_t pick = n;
-  const uint64_t start = next_.fetch_add(1, std::memory_order_relaxed);
-  for (size_t k = 0; k < n && pick == n; ++k) {
-    if (!down_[(start + k) % n].load()) pick = (start + k) % n;
-  }
-  if (pick == n) pick = start % n;  // every server taken out: try anyway, and report its answer
+  size_t pick = Pick();
+  if (pick == n) pick = next_.load(std::memory_order_relaxed) % n;  // every server out: try anyway, report its answer
   (*call)(clients_[pick].get(), [this, call, done = std::move(done), pick, tried](absl::Status s) mutable {
-    if (s.code() != absl::StatusCode::kUnavailable) return done(std::move(s));
-    if (!down_[pick].exchange(true)) {
+    const bool failed = s.code() == absl::StatusCode::kUnavailable || s.code() == absl::StatusCode::kDeadlineExceeded;
+    if (!failed) {
+      if (down_at_ms_[pick].exchange(0) != 0) {
+        std::fprintf(stderr, "fanout: server %s of partition %d answers again\n", clients_[pick]->address().c_str(),
+                     part_);
+      }
+      return done(std::move(s));
+    }
+    if (down_at_ms_[pick].exchange(NowMs()) == 0) {  // (a retry that failed again says nothing)
       std::fprintf(stderr, "fanout: server %s of partition %d is unavailable (%s); %zu other server(s) left\n",
                    clients_[pick]->address().c_str(), part_, std::string(s.message()).c_str(), live_servers());
     }
     if (tried + 1 >= clients_.size() || live_servers() == 0) {
-      return done(absl::UnavailableError(StrCat(Describe(), ": no server left answering; the last said: ", s.message())));
+      return done(absl::Status(s.code(), StrCat(Describe(), ": no server left answering; the last said: ", s.message())));
     }
     WithFailover(std::move(call), std::move(done), tried + 1);
   });

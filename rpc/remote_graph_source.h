@@ -14,17 +14,23 @@
 
 namespace fanout::rpc {
 
-// Calls go round-robin over the partition's servers. A server that answers UNAVAILABLE (after the
-// client's own retries: it died or cannot be reached) is taken out for good, and the call goes to
-// the next live one: with several servers per partition a job survives losing all but one of
-// them (issue 31). Reads only, so a call is safe to repeat. The error once none is left names them.
+// Calls go round-robin over the partition's live servers of the most preferred tier that has one
+// (a replica on this machine, then the partition's own servers, then replicas elsewhere:
+// DistGraph's order). A server that answers UNAVAILABLE (after the client's own retries: it died,
+// or its link is cut and the channel's keepalive gave up) or, with another server to ask, lets a
+// call run out its deadline is taken out, and the call goes to the next one: with several servers
+// per partition a job survives losing all but one of them (issue 31). A server taken out is asked
+// again by one call every `retry_after_seconds` (30), and is back when that call is answered (a link
+// restored). Reads only, so a call is safe to repeat. The error once none is left names them.
 class RemoteGraphSource final : public core::GraphSource {
  public:
-  // `clients` (at least one) all serve partition `part`.
-  RemoteGraphSource(int part, std::vector<std::unique_ptr<GraphClient>> clients);
+  // `clients` (at least one) all serve partition `part`; `tiers[i]` (default all 0) is client i's
+  // preference, lower first.
+  RemoteGraphSource(int part, std::vector<std::unique_ptr<GraphClient>> clients, std::vector<int> tiers = {},
+                    double retry_after_seconds = 30);
 
   const std::vector<std::unique_ptr<GraphClient>>& clients() const { return clients_; }
-  // Servers still taken as live.
+  // Servers not taken out.
   size_t live_servers() const;
 
   std::string Describe() const override;
@@ -45,10 +51,17 @@ class RemoteGraphSource final : public core::GraphSource {
     WithFailover(std::make_shared<const Call>(std::forward<F>(call)), std::move(done), 0);
   }
   void WithFailover(std::shared_ptr<const Call> call, core::Done done, size_t tried);
+  // The client for the next call: a live one of the lowest tier that has one, or one taken out
+  // whose retry is due (claimed, so one call at a time retries it); clients_.size() if none.
+  size_t Pick();
 
   int part_;
   std::vector<std::unique_ptr<GraphClient>> clients_;
-  std::unique_ptr<std::atomic<bool>[]> down_;  // per client
+  std::vector<int> tiers_;       // per client
+  std::vector<int> tier_order_;  // the distinct tiers, ascending
+  int64_t retry_after_ms_;
+  // Per client: when it was taken out or last retried (milliseconds on a steady clock); 0: live.
+  std::unique_ptr<std::atomic<int64_t>[]> down_at_ms_;
   std::atomic<uint64_t> next_{0};
 };
 

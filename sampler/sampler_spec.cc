@@ -58,7 +58,7 @@ static_assert(base::FieldCount<DistGraphOptions>() == 12, "list the new DistGrap
 // --wire-counters-fd.)
 static_assert(base::FieldCount<rpc::ClientOptions>() == 7, "list the new ClientOptions member in WalkSpec");
 static_assert(base::FieldCount<base::SecurityOptions>() == 5, "list the new SecurityOptions member in WalkSpec");
-static_assert(base::FieldCount<base::ServerMap>() == 1, "list the new ServerMap member in WalkSpec");
+static_assert(base::FieldCount<base::ServerMap>() == 2, "list the new ServerMap member in WalkSpec");
 // (SamplerOptions::cached_nodes travels beside the spec, with the seeds.)
 static_assert(base::FieldCount<SamplerOptions>() == 12, "list the new SamplerOptions member in WalkSamplerOptions");
 static_assert(base::FieldCount<EdgeDataOptions>() == 2, "list the new EdgeDataOptions member in WalkSamplerOptions");
@@ -132,6 +132,7 @@ absl::Status WalkSpec(S& s, F&& f) {
   RETURN_IF_ERROR(f("graph.machine_id", g.machine_id));
   RETURN_IF_ERROR(f("graph.read_local_files", g.read_local_files));
   RETURN_IF_ERROR(f("graph.servers", g.servers.addresses));
+  RETURN_IF_ERROR(f("graph.replicas", g.servers.replicas));
   RETURN_IF_ERROR(f("graph.client.deadline_seconds", g.client.deadline_seconds));
   RETURN_IF_ERROR(f("graph.client.max_attempts", g.client.max_attempts));
   RETURN_IF_ERROR(f("graph.client.max_message_bytes", g.client.max_message_bytes));

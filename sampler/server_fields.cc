@@ -90,7 +90,7 @@ absl::StatusOr<bool> ServerFields::Create(const core::FieldSchema& schema) {
       return absl::FailedPreconditionError(StrCat("partition ", p, " has no server to hold node field '", schema.key(),
                                                   "' (created fields live on the servers)"));
     }
-    for (const std::string& address : servers_.addresses[p]) {
+    for (const std::string& address : servers_.CopiesOf(p)) {
       v1::SharedField shared;
       absl::StatusOr<bool> made = Client(address).CreateNodeField(schema.name, schema.dtype, schema.row_shape,
                                                                   schema.node_type, &shared);
@@ -123,7 +123,7 @@ std::vector<const ServerFields::MappedRows*> ServerFields::MappedCopies(const st
   std::vector<const MappedRows*> copies;
   if (part < 0 || part >= config_.num_parts || servers_.addresses[part].empty()) return copies;
   std::shared_lock<std::shared_mutex> lock(mapped_mu_);
-  for (const std::string& address : servers_.addresses[part]) {
+  for (const std::string& address : servers_.CopiesOf(part)) {
     auto it = mapped_.find({key, address});
     if (it == mapped_.end()) return {};
     copies.push_back(&it->second);  // stays valid: entries are never removed
@@ -185,7 +185,8 @@ absl::Status ServerFields::Pull(const core::FieldSchema& schema, std::span<const
   size_t pending = chunks.size();
   absl::Status first;
   for (const Chunk& c : chunks) {
-    // Every server of the partition holds the same rows (writes go to all): spread the reads.
+    // Every server of the partition holds the same rows (writes go to all, replicas too): spread
+    // the reads over its own servers.
     const std::vector<std::string>& servers = servers_.addresses[c.part];
     const std::string& address = servers[read_turn_.fetch_add(1) % servers.size()];
     Client(address).PullRowsAsync(/*node=*/true, schema.key(), rb, c.ids, c.positions, out,
@@ -249,7 +250,7 @@ absl::Status ServerFields::SparseUpdate(const core::FieldSchema& rows, const cor
     for (size_t b = 0; b < pos[p].size(); b += ChunkRows(rb)) {
       const size_t n = std::min(ChunkRows(rb), pos[p].size() - b);
       const GatheredGradients part = GatherGradients(ids, grads, dim, std::span<const int64_t>(pos[p]).subspan(b, n));
-      for (const std::string& address : servers_.addresses[p]) {
+      for (const std::string& address : servers_.CopiesOf(p)) {
         RETURN_IF_ERROR(InPartition(
             p, Client(address).SparseUpdate(rows.key(), state.key(), part.ids, part.grads.data(), dim, options)));
       }
@@ -276,7 +277,7 @@ absl::Status ServerFields::Push(const core::FieldSchema& schema, std::span<const
         part_ids.push_back(ids[pos[p][b + j]]);
         std::memcpy(chunk.data.data() + j * rb, rows + pos[p][b + j] * rb, rb);
       }
-      for (const std::string& address : servers_.addresses[p]) {
+      for (const std::string& address : servers_.CopiesOf(p)) {
         RETURN_IF_ERROR(InPartition(p, Client(address).PushNodeData(schema.key(), part_ids, chunk, op)));
       }
     }

@@ -7,6 +7,7 @@
 #include "base/ip_config.h"
 #include "base/parallel.h"
 #include "base/strings.h"
+#include "rpc/client_options.h"
 
 namespace fanout::server {
 
@@ -69,6 +70,9 @@ absl::StatusOr<std::unique_ptr<GraphServer>> GraphServer::Listen(std::unique_ptr
   // and one connection cannot queue unbounded calls.
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, o.handshake_timeout_ms);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, o.max_streams_per_connection);
+  // Clients ping while their calls run, to notice a cut link (rpc/client_options.h): accepted
+  // this often, where gRPC's default (5 min without data) would close their connections.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, rpc::kMinPingIntervalMs);
   s->server_ = builder.BuildAndStart();
   if (s->server_ == nullptr || s->port_ == 0) {
     return absl::UnavailableError(StrCat("cannot listen on ", addr, " (in use, or not an address of this host?)"));

@@ -95,7 +95,7 @@ void AddLayoutFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
   args.AddString("part-config", &o->part_config, "the <name>.json written by fanout-partition [FANOUT_PART_CONFIG]");
   args.AddString("ip-config", &f->ip_config, "machines of the job; finds the servers [FANOUT_IP_CONFIG]");
   args.AddInt("num-servers", &f->num_servers, "servers per machine [FANOUT_NUM_SERVERS]", 1);
-  args.AddString("servers", &f->servers, "PART=HOST:PORT,... instead of --ip-config");
+  args.AddString("servers", &f->servers, "PART=HOST:PORT,... instead of --ip-config (PARTr=HOST:PORT: a replica)");
   args.AddInt("machine-id", &f->machine_id, "this machine's partition, read from its files [FANOUT_MACHINE_ID]");
   args.SetDefaultText("machine-id", "rank / trainers per machine");
   args.AddInt("num-trainers", &o->trainers_per_machine, "trainers per machine [FANOUT_NUM_TRAINERS]");

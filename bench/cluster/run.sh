@@ -6,6 +6,7 @@
 #   bench/cluster/run.sh --machines 2,4,8 --rate 1gbit,200mbit,unlimited [--setups A,H] [--rounds R]
 #                        [--epochs E] [--venv DIR] [--work DIR] [--quick] [--timeout S] [--no-dgl]
 #                        [--graphbolt] [--mag-scale S] [--memory-per-machine M] [--fanout-flags "FLAGS"]
+#                        [--launch-flags "FLAGS"] [--cut-link K:AFTER:FOR]
 #
 # Every setup: one server, one trainer and one sampler process per machine, one intra-op thread;
 # fanout-train started by fanout-launch --agent, DistDGL's trainer script started in each
@@ -21,7 +22,13 @@
 #      METIS partitions of the same graph (M parts each side).
 # --graphbolt: DistDGL on GraphBolt partitions (DGL 2.1's dgl_partition_to_graphbolt of its
 # partitions; initialize(use_graphbolt=True)), its best configuration. --fanout-flags adds flags
-# to fanout-train (e.g. "--wire-rows bfloat16"); --no-dgl runs fanout's side only.
+# to fanout-train (e.g. "--wire-rows bfloat16"), --launch-flags to fanout-launch (e.g. "--replicas
+# 1"); in either, @DIR@ stands for the job's own folder (e.g. "--checkpoint-dir @DIR@/ckpt");
+# --no-dgl runs fanout's side only.
+# --cut-link K:AFTER:FOR: in fanout's jobs, machine K's link is cut at the switch AFTER seconds
+# after rank 0's first epoch record, and restored FOR seconds later; each such job then prints
+#   CLUSTER_FAULT setup=S machines=M rate=R cut=K:AFTER:FOR rc=RC end_after_cut_s=E job_s=J restarts=N
+# (E: from the cut to the launcher's exit; J: the whole job; N: the launcher's restarts).
 # --memory-per-machine M (e.g. 6G): every process of a machine, both sides', in a memory cgroup of
 # M (scripts/cluster.sh), so that a run shows whether each side fits the machines it would rent.
 #
@@ -37,7 +44,7 @@ REPO=$(cd "$HERE/../.." && pwd)
 VS=$REPO/bench/vs_dgl
 CLUSTER=$REPO/scripts/cluster.sh
 BIN=${FANOUT_BIN:-$REPO/build/bin}
-MACHINES=4 RATES=1gbit SETUPS=A ROUNDS=1 EPOCHS=3 QUICK=0 TIMEOUT=1800 DGL=1 GRAPHBOLT=0 FANOUT_FLAGS=()
+MACHINES=4 RATES=1gbit SETUPS=A ROUNDS=1 EPOCHS=3 QUICK=0 TIMEOUT=1800 DGL=1 GRAPHBOLT=0 FANOUT_FLAGS=() LAUNCH_FLAGS=() CUT=
 WORK=${TMPDIR:-/tmp}/fanout-vs-dgl VENV="" MAG_SCALE="" MEMORY=()
 while [ $# -gt 0 ]; do
   case $1 in
@@ -55,6 +62,8 @@ while [ $# -gt 0 ]; do
     --mag-scale) MAG_SCALE=$2; shift 2 ;;
     --memory-per-machine) MEMORY=(--memory-per-machine "$2"); shift 2 ;;
     --fanout-flags) read -r -a FANOUT_FLAGS <<<"$2"; shift 2 ;;
+    --launch-flags) read -r -a LAUNCH_FLAGS <<<"$2"; shift 2 ;;
+    --cut-link) CUT=$2; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
@@ -63,6 +72,7 @@ IFS=, read -r -a SLIST <<<"$SETUPS"
 for s in "${SLIST[@]}"; do
   case $s in A | H) ;; *) echo "run.sh: --setups: unknown setup '$s' (A, H)" >&2; exit 2 ;; esac
 done
+[ -z "$CUT" ] || [[ $CUT =~ ^[0-9]+:[0-9.]+:[0-9.]+$ ]] || { echo "run.sh: --cut-link must be K:AFTER:FOR" >&2; exit 2; }
 [ "$EPOCHS" -ge 2 ] || { echo "run.sh: --epochs must be >= 2 (epoch 1 is warm-up)" >&2; exit 2; }
 VENV=${VENV:-$WORK/venv}
 PY=$VENV/bin/python
@@ -159,11 +169,22 @@ run_fanout() {  # DIR SETUP M
     config=$PARTS/fanout-$m/$NAME.json
     model=(--model sage --fanouts 15,10,5 --hidden 256 --batch-size 1024 --lr 0.003 --dropout 0.5)
   fi
+  local launch_flags=("${LAUNCH_FLAGS[@]//@DIR@/$dir}") train_flags=("${FANOUT_FLAGS[@]//@DIR@/$dir}")
   timeout "$TIMEOUT" "$BIN/fanout-launch" --agent "$FANOUT_CLUSTER_AGENT" --ip-config "$FANOUT_CLUSTER_IP_CONFIG" \
     --part-config "$config" --num-servers 1 --num-trainers 1 --num-samplers 1 \
-    --num-omp-threads 1 --log-dir "$dir/logs" -- \
+    --num-omp-threads 1 --log-dir "$dir/logs" "${launch_flags[@]}" -- \
     "$BIN/fanout-train" "${model[@]}" --epochs "$EPOCHS" --eval-every "$EPOCHS" --no-test --threads 1 --num-samplers 1 \
-    --metrics-file "$dir/metrics.jsonl" "${FANOUT_FLAGS[@]}" >"$dir/console.log" 2>&1
+    --metrics-file "$dir/metrics.jsonl" "${train_flags[@]}" >"$dir/console.log" 2>&1
+}
+
+cut_link() {  # DIR: --cut-link's cut, timed from rank 0's first epoch record
+  local dir=$1 k after for
+  IFS=: read -r k after for <<<"$CUT"
+  until grep -q '"event": *"epoch"' "$dir/metrics.jsonl" 2>/dev/null; do sleep 0.1; done
+  sleep "$after"
+  "$CLUSTER" link "$k" down --name "$CL" && date +%s.%N >"$dir/cut_at"
+  sleep "$for"
+  "$CLUSTER" link "$k" up --name "$CL" || true
 }
 
 run_dgl() {  # DIR SETUP M: DistDGL as bench/vs_dgl's setup, each machine's processes in its namespace
@@ -215,9 +236,20 @@ job() {  # SYSTEM SETUP M RATE ROUND
   export FANOUT_CLUSTER_IP_CONFIG=/run/fanout-cluster/$CL/ip_config.txt
   export FANOUT_CLUSTER_AGENT="$CLUSTER exec {index} --name $CL --"
   watch_wire "$dir/wire.txt" "$dir/metrics.jsonl" &
-  local watcher=$!
+  local watcher=$! cutter= start end
+  if [ -n "$CUT" ] && [ "$sys" = fanout ]; then cut_link "$dir" & cutter=$!; fi
   log "[$s $sys] $m machines at $rate, round $r ($dir)"
+  start=$(date +%s.%N)
   "run_$sys" "$dir" "$s" "$m" || rc=$?
+  end=$(date +%s.%N)
+  if [ -n "$cutter" ]; then
+    kill "$cutter" 2>/dev/null || true
+    wait "$cutter" 2>/dev/null || true
+    echo "CLUSTER_FAULT setup=$s machines=$m rate=$rate cut=$CUT rc=$rc end_after_cut_s=$(
+      awk -v a="$(cat "$dir/cut_at" 2>/dev/null)" -v b="$end" 'BEGIN { print a == "" ? "nan" : sprintf("%.1f", b - a) }'
+    ) job_s=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') restarts=$(
+      grep -c "restart [0-9]* of" "$dir/console.log" || true)" | tee -a "$RUN/faults.txt"
+  fi
   sleep 0.5
   kill "$watcher" 2>/dev/null || true
   wait "$watcher" 2>/dev/null || true

@@ -12,6 +12,7 @@
 #     partitions, and a link-prediction job, train;
 #   - a Python script on fanout.distributed (DistDGL's names) gets exactly fanout-train's batches
 #     on every machine (with PYTHON, an interpreter with torch and numpy; skipped without);
+#   - with --replicas 1, a partition stays served while its machine's link is cut (Python);
 #   - a server killed mid-job, its partition having another, costs nothing but the failover;
 #   - bench/cluster/run.sh runs setups A and H (fanout's side) and prints their results.
 # Skipped (exit 77) where namespaces cannot be made (not root, no iproute2).
@@ -157,6 +158,23 @@ if [ -n "$PYTHON" ] && "$PYTHON" -c "import numpy, torch" 2>/dev/null; then
   else
     fail "the Python script's batches differ from fanout-train's"
   fi
+
+  # 6b. A replica keeps a partition served through its machine's link cut: with --replicas 1,
+  #     machine 3 also serves partition 2. Machine 0 reads partition 2's rows through
+  #     fanout.distributed while machine 2's link is down for 20 s: every read is answered, the
+  #     same rows, the longest within the keepalive's 15 s and a little.
+  "$CLUSTER" run --machines 4 --rate 1gbit --name "$NAME" -- bash -c '
+    LAUNCH_FLAGS="--replicas 1" PYTHONPATH="$REPO/python:$BIN/../python" launch_command replica "$PYTHON" \
+      "$REPO/tests/integration/replica_reader.py" --graph-name g --part 2 --seconds 40 & pid=$!
+    for _ in $(seq 1 900); do grep -q "replica_reader: reading" replica.log 2>/dev/null && break; sleep 0.1; done
+    sleep 2; "$0" link 2 down --name "$1"; sleep 20; "$0" link 2 up --name "$1"
+    wait $pid; echo "replica=$?" >replica.status' "$CLUSTER" "$NAME"
+  grep -q "replica=0" replica.status || { fail "the job reading through a replica failed"; tail -n 20 replica.log >&2; }
+  grep -q "replica of partition 2" replica.log || fail "the launcher started no replica of partition 2"
+  grep -q "of partition 2 is unavailable" replica.log || fail "machine 0 never moved partition 2's reads to its replica"
+  longest=$(sed -n "s/.*replica_reader: reads=[0-9]* longest_s=\([0-9.]*\).*/\1/p" replica.log)
+  echo "a replica through a 20 s link cut: $(grep -o "reads=[0-9]* longest_s=[0-9.]*" replica.log)"
+  awk -v s="${longest:-999}" 'BEGIN { exit !(s <= 20) }' || fail "a read through the cut took ${longest:-?} s"
 else
   echo "section 6 skipped: no PYTHON with torch and numpy given"
 fi

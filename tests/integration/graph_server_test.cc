@@ -19,6 +19,7 @@
 #include <set>
 #include <thread>
 
+#include "base/check.h"
 #include "base/spawn.h"
 #include "core/feature_codec.h"
 #include "core/partition_config.h"
@@ -750,6 +751,83 @@ TEST(RemoteGraphSourceTest, FailsOverToThePartitionsOtherServer) {
   EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable) << s;
   EXPECT_NE(s.message().find("partition 0 (servers " + first), std::string::npos) << s;
   EXPECT_NE(s.message().find("no server left answering"), std::string::npos) << s;
+}
+
+// Replicas (fanout-launch --replicas): calls go to the most preferred tier while it answers, to
+// the next when it does not, and back once the first answers again (a link restored: here a
+// server started again on its port).
+TEST(RemoteGraphSourceTest, PrefersItsFirstTierFailsOverInOrderAndReturnsWhenItAnswersAgain) {
+  TempDir dir;
+  const std::string config_path = testing::PartitionRandom(dir, {.num_nodes = 200, .num_edges = 800}, 1);
+  auto cfg = core::LoadPartitionConfig(config_path);
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  auto start = [&](int port) {
+    ServerOptions o;
+    o.host = "127.0.0.1";
+    o.port = port;
+    o.num_threads = 1;
+    auto store = core::PartitionStore::Open(*cfg, 0);
+    FANOUT_CHECK(store.ok()) << store.status();
+    auto srv = GraphServer::Start(std::move(*store), o);
+    FANOUT_CHECK(srv.ok()) << srv.status();
+    return std::move(*srv);
+  };
+  std::vector<std::unique_ptr<GraphServer>> servers;
+  std::vector<std::unique_ptr<GraphClient>> clients;
+  for (int s = 0; s < 3; ++s) {
+    servers.push_back(start(0));
+    clients.push_back(GraphClient::Connect(servers.back()->address(), {.deadline_seconds = 10, .max_attempts = 1}));
+  }
+  const int first_port = servers[0]->port();
+  // Server 0 is this machine's replica (tier 0), server 1 the partition's own, server 2 a replica
+  // elsewhere.
+  rpc::RemoteGraphSource source(0, std::move(clients), {0, 1, 2}, /*retry_after_seconds=*/0.3);
+  const std::vector<int64_t> ids = Range(0, 50);
+  auto degrees = [&]() {
+    std::vector<int64_t> out(ids.size(), -1);
+    absl::Status s = core::WaitFor([&](core::Done d) { source.Degrees(ids, EdgeDir::kIn, out.data(), std::move(d)); });
+    EXPECT_TRUE(s.ok()) << s;
+    return out;
+  };
+  auto calls = [&](int s) {
+    auto st = GraphClient::Connect(servers[s]->address())->GetStats();
+    int64_t n = 0;
+    if (st.ok()) {
+      for (const auto& m : st->methods()) n += m.method() == "GetDegrees" ? m.requests() : 0;
+    }
+    return n;
+  };
+  const std::vector<int64_t> want = degrees();
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(degrees(), want);
+  EXPECT_EQ(calls(0), 6);
+  EXPECT_EQ(calls(1), 0);
+  EXPECT_EQ(calls(2), 0);
+  // Tier 0 gone: every call is answered, by tier 1 alone.
+  servers[0]->Shutdown(std::chrono::milliseconds(0));
+  servers[0].reset();
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(degrees(), want);
+  EXPECT_EQ(source.live_servers(), 2u);
+  EXPECT_EQ(calls(1), 4);
+  EXPECT_EQ(calls(2), 0);
+  // Tier 1 gone too: tier 2.
+  servers[1]->Shutdown(std::chrono::milliseconds(0));
+  servers[1].reset();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(degrees(), want);
+  EXPECT_EQ(calls(2), 3);
+  EXPECT_EQ(source.live_servers(), 1u);
+  // Tier 0 back on its port: a call retries it when its retry is due (its channel reconnects on
+  // gRPC's own back-off, a second or more), and once one is answered the calls return to it.
+  servers[0] = start(first_port);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (source.live_servers() < 2 && std::chrono::steady_clock::now() < until) {
+    EXPECT_EQ(degrees(), want);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(source.live_servers(), 2u);
+  const int64_t before = calls(2);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(degrees(), want);
+  EXPECT_EQ(calls(0), 6);  // the retry that found it, and these
+  EXPECT_EQ(calls(2), before);
 }
 
 }  // namespace

@@ -137,5 +137,31 @@ TEST(ServerMapTest, ServersOfFollowsIpConfigAndRoundTripsThroughItsText) {
   EXPECT_FALSE(base::ParseServerList(text, 1).ok());  // names partition 1 of a one-partition graph
 }
 
+// --replicas R: machine k also serves partitions k-1 .. k-R on the ports after its own servers;
+// replicas travel as "Pr=" entries, which no reader can take for a partition's own server.
+TEST(ServerMapTest, ReplicasSitOnTheNextMachinesAndRoundTripAsTheirOwnEntries) {
+  const std::vector<MachineEntry> machines = {{"10.0.0.1", 30050, 1}, {"10.0.0.2", 30050, 2}, {"10.0.0.3", 30050, 3}};
+  const base::ServerMap map = base::ServersOf(machines, 1, 2);
+  EXPECT_EQ(map.addresses, (std::vector<std::vector<std::string>>{{"10.0.0.1:30050"}, {"10.0.0.2:30050"}, {"10.0.0.3:30050"}}));
+  // Partition 0 on machine 1 (its first replica port) and machine 2 (its second).
+  EXPECT_EQ(map.ReplicasOf(0), (std::vector<std::string>{"10.0.0.2:30051", "10.0.0.3:30052"}));
+  EXPECT_EQ(map.ReplicasOf(2), (std::vector<std::string>{"10.0.0.1:30051", "10.0.0.2:30052"}));
+  EXPECT_EQ(map.CopiesOf(1), (std::vector<std::string>{"10.0.0.2:30050", "10.0.0.3:30051", "10.0.0.1:30052"}));
+  const std::string text = base::FormatServerList(map);
+  EXPECT_EQ(text, "0=10.0.0.1:30050,1=10.0.0.2:30050,2=10.0.0.3:30050,0r=10.0.0.2:30051,0r=10.0.0.3:30052,"
+                  "1r=10.0.0.3:30051,1r=10.0.0.1:30052,2r=10.0.0.1:30051,2r=10.0.0.2:30052");
+  absl::StatusOr<ServerMap> back = base::ParseServerList(text, 3);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, map);
+  // Without replicas nothing changes, and a map without them answers for none.
+  EXPECT_TRUE(base::ServersOf(machines, 1).replicas.empty());
+  EXPECT_TRUE(base::ServersOf(machines, 1).ReplicasOf(0).empty());
+  for (const char* bad : {"0x=h:1", "r=h:1", "3r=h:1", "0rr=h:1", "0r="}) {
+    absl::StatusOr<ServerMap> m = base::ParseServerList(bad, 3);
+    ASSERT_FALSE(m.ok()) << bad;
+    EXPECT_THAT(std::string(m.status().message()), ::testing::HasSubstr("PARTr=HOST:PORT for a replica")) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace fanout::base

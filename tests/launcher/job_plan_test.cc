@@ -63,6 +63,45 @@ TEST(JobPlan, ServersListenOnBasePortPlusServerId) {
   EXPECT_EQ(plan->servers[1].address, "10.0.0.1:30051");
 }
 
+// --replicas 1: each machine's next server serves the previous machine's partition, the
+// trainers hear of it in FANOUT_SERVERS, and the rendezvous port moves past it.
+TEST(JobPlan, ReplicasServeThePreviousMachinesPartitionOnTheNextPort) {
+  LaunchOptions o = Options();
+  o.replicas = 1;
+  auto plan = BuildJobPlan(o, Inputs());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->servers.size(), 6u);
+  const ProcessSpec& r = plan->servers[2];
+  EXPECT_EQ(r.Label(), "m0 server 2");
+  EXPECT_EQ(r.ServedPart(), 1);
+  EXPECT_EQ(r.address, "10.0.0.1:30052");
+  EXPECT_EQ(r.Describe(), "machine 0 at 10.0.0.1, server 2 on 10.0.0.1:30052, replica of partition 1");
+  EXPECT_THAT(r.command, ElementsAre("/opt/fanout/bin/fanout-server", "--part-config", "/ws/parts/graph.json",
+                                     "--part-id", "1", "--host", "10.0.0.1", "--port", "30050",
+                                     "--server-id", "2", "--shutdown-grace", "1"));
+  EXPECT_EQ(plan->servers[5].ServedPart(), 0);
+  EXPECT_EQ(plan->servers[5].address, "10.0.0.2:31002");
+  EXPECT_EQ(plan->servers[4].ServedPart(), 1);  // machine 1's own servers
+  EXPECT_EQ(plan->servers[4].part, -1);
+  EXPECT_EQ(plan->coordinator, "10.0.0.1:31003");
+  EXPECT_THAT(plan->trainers[0].env,
+              ::testing::Contains("FANOUT_SERVERS=0=10.0.0.1:30050,0=10.0.0.1:30051,1=10.0.0.2:31000,"
+                                  "1=10.0.0.2:31001,0r=10.0.0.2:31002,1r=10.0.0.1:30052"));
+  // A partition's replicas need other machines: 2 machines hold at most 1.
+  o.replicas = 2;
+  auto too_many = BuildJobPlan(o, Inputs());
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_THAT(std::string(too_many.status().message()),
+              HasSubstr("--replicas 2: a job of 2 machine(s) has at most 1 other machine(s)"));
+  // Their ports count when machines share a host.
+  o.replicas = 1;
+  PlanInputs in = Inputs();
+  in.machines = {{"10.0.0.1", 30050, 1}, {"10.0.0.1", 30052, 2}};
+  auto overlap = BuildJobPlan(o, in);
+  ASSERT_FALSE(overlap.ok());
+  EXPECT_THAT(std::string(overlap.status().message()), HasSubstr("with --num-servers 2 and --replicas 1"));
+}
+
 TEST(JobPlan, TrainerEnvironmentIsTheContract) {
   LaunchOptions o = Options();
   o.extra_env = {"GLOO_SOCKET_IFNAME=eth0"};

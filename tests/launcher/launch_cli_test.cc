@@ -497,6 +497,33 @@ TEST_F(LaunchCli, KilledTrainerIsRestartedAndTheJobEndsAsIfUninterrupted) {
   ExpectNothingLeft(job_id_, LearnedPids(run));
 }
 
+// --replicas 1 with one server per machine: machine 0 also serves partition 1. Partition 1's own
+// server killed mid-job, its calls go to the replica on the other machine, and the job ends as an
+// uninterrupted one does.
+TEST_F(LaunchCli, AReplicaOnAnotherMachineServesAPartitionWhoseServerIsGone) {
+  const int epochs = 20;
+  auto job = [&](const std::string& name) {
+    std::vector<std::string> a = RealTrainingArgs(
+        Args("ok", {"--log-dir", dir_.Sub("logs-" + name), "--replicas", "1"}), epochs);
+    *(std::find(a.begin(), a.end(), "--num-servers") + 1) = "1";
+    return a;
+  };
+  LaunchRun plain(job("plain"), dir_.path());
+  ASSERT_EQ(plain.Finish(seconds(120)), 0) << plain.output();
+  EXPECT_THAT(plain.output(), ::testing::ContainsRegex("started m0 server 1 pid [0-9]+ on 127\\.0\\.0\\.1:" +
+                                                       std::to_string(port0_ + 1) + ", replica of partition 1"));
+
+  LaunchRun run(job("kill"), dir_.path());
+  ASSERT_TRUE(run.WaitFor("[m0 trainer 0] epoch 3 | loss")) << run.output();
+  const pid_t victim = run.PidOf("m1 server 0");
+  ASSERT_GT(victim, 0) << run.output();
+  kill(victim, SIGKILL);
+  ASSERT_TRUE(run.WaitFor("partition 1 goes on with its 1 other server")) << run.output();
+  ASSERT_EQ(run.Finish(seconds(120)), 0) << run.output();
+  ExpectSameEnding(plain.output(), run.output(), epochs);
+  ExpectNothingLeft(job_id_, LearnedPids(run));
+}
+
 // Chaos: SIGKILL for a trainer, a sampler process, a server and then the launcher itself, each once
 // training has moved on from the last failure. The launcher restarts the job after the first two
 // (--max-restarts), the server's partition fails over to its other server, the same command with
