@@ -212,15 +212,19 @@ ServerMap ServersOf(const std::vector<MachineEntry>& machines, int num_servers, 
     for (int s = 0; s < num_servers; ++s) map.addresses[k].push_back(HostPort(machines[k].ip, machines[k].port + s));
   }
   if (replicas > 0) {
-    map.replicas.resize(M);
-    for (size_t p = 0; p < M; ++p) {
-      for (int j = 0; j < replicas; ++j) {  // replica j of partition p: on the (j+1)-th machine after p
-        const size_t k = (p + 1 + static_cast<size_t>(j)) % M;
-        map.replicas[p].push_back(HostPort(machines[k].ip, machines[k].port + num_servers + j));
+    map.replicas.assign(M, std::vector<std::string>(replicas));
+    for (size_t k = 0; k < M; ++k) {
+      for (int j = 0; j < replicas; ++j) {
+        map.replicas[ReplicaPart(static_cast<int>(k), j, static_cast<int>(M))][j] =
+            HostPort(machines[k].ip, machines[k].port + num_servers + j);
       }
     }
   }
   return map;
+}
+
+int ReplicaPart(int machine, int j, int num_machines) {
+  return ((machine - 1 - j) % num_machines + num_machines) % num_machines;
 }
 
 absl::StatusOr<ServerMap> ResolveServers(const std::string& servers, const std::string& job_servers,

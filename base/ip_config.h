@@ -67,6 +67,8 @@ struct ServerMap {
 // with `replicas` R, machine k's servers num_servers + j (j < R) serve partition (k - 1 - j) mod M
 // as replicas. The one place of that rule.
 ServerMap ServersOf(const std::vector<MachineEntry>& machines, int num_servers, int replicas = 0);
+// The partition that machine `machine`'s replica j serves: (machine - 1 - j) mod num_machines.
+int ReplicaPart(int machine, int j, int num_machines);
 
 // "P=HOST:PORT,Pr=HOST:PORT,..." (several entries per partition allowed; "Pr" is a replica of
 // partition P): --servers, and FANOUT_SERVERS as the launcher writes it with FormatServerList.

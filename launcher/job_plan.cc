@@ -357,7 +357,7 @@ ProcessSpec ServerSpec(const LaunchOptions& o, const PlanInputs& in, int k, int 
   const std::vector<MachineEntry>& ms = in.machines;
   const int M = static_cast<int>(ms.size());
   // Servers past --num-servers are replicas of the partitions before k (base::ServersOf).
-  const int part = s < o.num_servers ? k : (k + M - 1 - (s - o.num_servers)) % M;
+  const int part = s < o.num_servers ? k : base::ReplicaPart(k, s - o.num_servers, M);
   // A server only needs a second or so to let in-flight calls finish: it is stopped at the end
   // of the job, or when the job has already failed.
   const double server_grace = std::min(1.0, o.stop_grace_s / 2);
