@@ -9,6 +9,9 @@
 # (/sys/fs/cgroup/memory). Extra fanout-train flags in FANOUT_TRAIN_FLAGS (docs/benchmarks.md's
 # final runs: "--feature-cache-mb 2048 --prefetch 1" with CACHE_MB 16); MAPPED=0 skips the
 # mapped run. Each run also prints what the block device under the partition read.
+# MACHINES=M (with RATE, default 1gbit): the job on M emulated machines instead (scripts/cluster.sh:
+# network namespaces over links shaped to RATE, each machine's processes in a memory cgroup of
+# LIMIT_MB with `--memory-per-machine`, none for the mapped run); PART_CONFIG then has M parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 3 ] || { sed -n 2,11p "$0"; exit 2; }
@@ -40,6 +43,24 @@ TRAIN=("$BIN/fanout-train" --model sage --fanouts 10,5 --hidden 64 --batch-size 
 DEV_STAT=/sys/dev/block/$(findmnt -no MAJ:MIN -T "$CONFIG" | tr -d ' ')/stat
 disk_reads() { [ -r "$DEV_STAT" ] && awk '{print $1, $3}' "$DEV_STAT" || echo "0 0"; }
 
+MACHINES=${MACHINES:-0}
+CLUSTER=$PWD/scripts/cluster.sh
+CL=fdisk$$
+CL=${CL:0:12}
+[ "$MACHINES" = 0 ] || trap '"$CLUSTER" down --name "$CL" >/dev/null 2>&1 || true' EXIT
+
+launch() {  # launch NAME [fanout-launch flags...]: on the two loopback machines, or the emulated cluster
+  local name=$1
+  shift
+  if [ "$MACHINES" = 0 ]; then
+    "$BIN/fanout-launch" --ip-config ip_config.txt --part-config "$CONFIG" --num-servers 1 --num-trainers 1 \
+      --num-samplers 1 --server-bin "$WORK/server.sh" --log-dir "logs-$name" "$@" -- "$WORK/in-cgroup.sh" "${TRAIN[@]}"
+    return
+  fi
+  "$BIN/fanout-launch" --agent "$CLUSTER exec {index} --name $CL --" --ip-config "/run/fanout-cluster/$CL/ip_config.txt" \
+    --part-config "$CONFIG" --num-servers 1 --num-trainers 1 --num-samplers 1 --log-dir "logs-$name" "$@" -- "${TRAIN[@]}"
+}
+
 run() {  # run NAME [fanout-launch flags...]
   local name=$1
   shift
@@ -47,15 +68,36 @@ run() {  # run NAME [fanout-launch flags...]
   local before after
   before=$(disk_reads)
   cd "$WORK"
-  "$BIN/fanout-launch" --ip-config ip_config.txt --part-config "$CONFIG" --num-servers 1 --num-trainers 1 \
-    --num-samplers 1 --server-bin "$WORK/server.sh" --log-dir "logs-$name" "$@" -- "$WORK/in-cgroup.sh" "${TRAIN[@]}" 2>&1 |
-    grep -E "trainer 0\] epoch|row cache|halo cache|fanout-launch: machine|error" || true
+  launch "$name" "$@" 2>&1 | grep -E "trainer 0\] epoch|row cache|halo cache|fanout-launch: machine|error" || true
   cd - > /dev/null
   after=$(disk_reads)
   [ -r "$DEV_STAT" ] && echo "disk: $(($(echo "$after" | cut -d' ' -f1) - $(echo "$before" | cut -d' ' -f1))) reads," \
     "$(( ($(echo "$after" | cut -d' ' -f2) - $(echo "$before" | cut -d' ' -f2)) * 512 / 1000000 )) MB read from $DEV_STAT during the run"
 }
 
+if [ "$MACHINES" != 0 ]; then
+  # The emulated cluster: a fresh one per run, capped for the disk runs (scripts/cluster.sh's cgroups).
+  if [ "${MAPPED:-1}" != 0 ]; then
+    "$CLUSTER" up --machines "$MACHINES" --rate "${RATE:-1gbit}" --name "$CL" >&2
+    run mapped
+    "$CLUSTER" down --name "$CL"
+  fi
+  for c in "$@"; do
+    for p in ${POLICIES:-s3fifo}; do
+      sync
+      echo 1 > /proc/sys/vm/drop_caches
+      "$CLUSTER" up --machines "$MACHINES" --rate "${RATE:-1gbit}" --memory-per-machine "${LIMIT_MB}M" --name "$CL" >&2
+      run "disk-${c}MiB-$p" --features-from-disk-mb "$c" --features-cache-policy "$p"
+      for ((k = 0; k < MACHINES; k++)); do
+        cg=$CG/fanout-cluster-$CL-m$k
+        echo "machine $k cgroup: limit ${LIMIT_MB} MiB, peak $(($(cat "$cg/memory.max_usage_in_bytes") >> 20)) MiB," \
+          "OOM kills $(awk '$1 == "oom_kill" {print $2}' "$cg/memory.oom_control")"
+      done
+      "$CLUSTER" down --name "$CL"
+    done
+  done
+  exit 0
+fi
 [ "${MAPPED:-1}" = 0 ] || run mapped
 for c in "$@"; do
   for p in ${POLICIES:-s3fifo}; do
