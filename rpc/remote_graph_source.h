@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/ip_config.h"
 #include "core/graph_source.h"
 #include "rpc/graph_client.h"
 
@@ -28,6 +29,15 @@ class RemoteGraphSource final : public core::GraphSource {
   // preference, lower first.
   RemoteGraphSource(int part, std::vector<std::unique_ptr<GraphClient>> clients, std::vector<int> tiers = {},
                     double retry_after_seconds = 30);
+
+  // Partition `part`'s servers in `servers` (at least one), in the order calls prefer them: its
+  // replicas on `own_host` (this machine: no link crossed, so their calls are not counted in
+  // options.wire), its own servers (not counted either when `own_part`: this machine's), its
+  // replicas elsewhere. With more than one server each client makes one attempt: the failover is
+  // the retry, so a call that finds its server gone moves on at once. Nothing is connected yet.
+  static std::unique_ptr<RemoteGraphSource> Connect(const base::ServerMap& servers, int part,
+                                                    const std::string& own_host, bool own_part,
+                                                    const ClientOptions& options);
 
   const std::vector<std::unique_ptr<GraphClient>>& clients() const { return clients_; }
   // Servers not taken out.

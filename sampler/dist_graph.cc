@@ -109,17 +109,12 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::FromSources(const core::Pa
 
 namespace {
 
-// The host part of "HOST:PORT" ("" if it is not one).
-std::string HostOf(const std::string& address) {
-  absl::StatusOr<base::HostAndPort> hp = base::SplitHostPort(address);
-  return hp.ok() ? hp->host : std::string();
-}
-
 // This machine's host as the server list names it: its own partition's first server's.
 std::string OwnHost(const DistGraphOptions& o) {
   const int k = o.machine_id;
   if (k < 0 || k >= static_cast<int>(o.servers.addresses.size()) || o.servers.addresses[k].empty()) return "";
-  return HostOf(o.servers.addresses[k][0]);
+  absl::StatusOr<base::HostAndPort> hp = base::SplitHostPort(o.servers.addresses[k][0]);
+  return hp.ok() ? hp->host : std::string();
 }
 
 }  // namespace
@@ -157,33 +152,14 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
   if (options.security.any() && !client_options.security.loaded()) {  // (loaded once per process)
     ASSIGN_OR_RETURN(client_options.security, rpc::Security::Load(options.security, rpc::Security::Role::kClient));
   }
-  // Connections are checked concurrently, once, when the graph opens. A partition's servers in
-  // the order calls prefer them (RemoteGraphSource's tiers): a replica on this machine (no link
-  // crossed), the partition's own servers, replicas on other machines.
+  // Connections are checked concurrently, once, when the graph opens.
   const std::string own_host = OwnHost(options);
-  std::vector<std::vector<std::unique_ptr<rpc::GraphClient>>> clients(config.num_parts);
-  std::vector<std::vector<int>> tiers(config.num_parts);
+  std::vector<std::shared_ptr<rpc::RemoteGraphSource>> remote(config.num_parts);
   std::vector<std::future<absl::Status>> checks;
   for (int p = 0; p < config.num_parts; ++p) {
     if (g->is_local(p)) continue;
-    rpc::ClientOptions part_options = client_options;
-    // With another server to ask, that is the retry: a call that finds its server gone moves on
-    // at once instead of waiting out its reconnections.
-    if (options.servers.CopiesOf(p).size() > 1) part_options.max_attempts = 1;
-    const rpc::ClientOptions replica_options = part_options;
-    if (p == options.machine_id) part_options.wire = nullptr;  // this machine's servers: no link crossed
-    for (const std::string& a : options.servers.addresses[p]) {
-      clients[p].push_back(rpc::GraphClient::Connect(a, part_options));
-      tiers[p].push_back(1);
-    }
-    for (const std::string& a : options.servers.ReplicasOf(p)) {
-      const bool here = !own_host.empty() && HostOf(a) == own_host;
-      rpc::ClientOptions o = replica_options;
-      if (here) o.wire = nullptr;
-      clients[p].push_back(rpc::GraphClient::Connect(a, o));
-      tiers[p].push_back(here ? 0 : 2);
-    }
-    for (auto& c : clients[p]) {
+    remote[p] = rpc::RemoteGraphSource::Connect(options.servers, p, own_host, p == options.machine_id, client_options);
+    for (auto& c : remote[p]->clients()) {
       rpc::GraphClient* client = c.get();
       checks.push_back(std::async(std::launch::async, [client, p, &config, &options]() -> absl::Status {
         auto fail = [&](const std::string& what) {
@@ -214,9 +190,7 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
   }
   RETURN_IF_ERROR(first);
   for (int p = 0; p < config.num_parts; ++p) {
-    if (!g->is_local(p)) {
-      g->sources_[p] = std::make_shared<rpc::RemoteGraphSource>(p, std::move(clients[p]), std::move(tiers[p]));
-    }
+    if (!g->is_local(p)) g->sources_[p] = std::move(remote[p]);
   }
   g->StartPool();
   if (!options.cache_field.empty() && options.cache_max_bytes > 0 && g->local_ != nullptr &&

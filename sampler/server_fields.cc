@@ -55,7 +55,12 @@ ServerFields::ServerFields(core::PartitionConfig config, core::RangePartitionBoo
       book_(std::move(book)),
       servers_(std::move(servers)),
       client_options_(std::move(client)),
-      map_shared_(map_shared) {}
+      map_shared_(map_shared) {
+  readers_.resize(config_.num_parts);
+  for (int p = 0; p < config_.num_parts; ++p) {
+    if (!servers_.addresses[p].empty()) readers_[p] = rpc::RemoteGraphSource::Connect(servers_, p, "", false, client_options_);
+  }
+}
 
 ServerFields::~ServerFields() = default;
 
@@ -185,16 +190,13 @@ absl::Status ServerFields::Pull(const core::FieldSchema& schema, std::span<const
   size_t pending = chunks.size();
   absl::Status first;
   for (const Chunk& c : chunks) {
-    // Every server of the partition holds the same rows (writes go to all, replicas too): spread
-    // the reads over its own servers.
-    const std::vector<std::string>& servers = servers_.addresses[c.part];
-    const std::string& address = servers[read_turn_.fetch_add(1) % servers.size()];
-    Client(address).PullRowsAsync(/*node=*/true, schema.key(), rb, c.ids, c.positions, out,
-                                  [&, p = c.part](absl::Status s) {
-                                    absl::MutexLock lock(&mu);
-                                    if (first.ok() && !s.ok()) first = InPartition(p, s);
-                                    --pending;
-                                  });
+    // Every server of the partition holds the same rows (writes go to all, replicas too).
+    readers_[c.part]->GatherRows(core::FieldRef::Node(schema.key()), rb, c.ids, c.positions, out,
+                                 [&, p = c.part](absl::Status s) {
+                                   absl::MutexLock lock(&mu);
+                                   if (first.ok() && !s.ok()) first = InPartition(p, s);
+                                   --pending;
+                                 });
   }
   absl::MutexLock lock(&mu);
   mu.Await(absl::Condition(+[](size_t* n) { return *n == 0; }, &pending));

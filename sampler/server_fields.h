@@ -33,6 +33,7 @@
 #include "core/shared_rows.h"
 #include "core/sparse_optim.h"
 #include "rpc/client_options.h"
+#include "rpc/remote_graph_source.h"
 
 namespace fanout::rpc {
 class GraphClient;
@@ -96,8 +97,11 @@ class ServerFields {
   base::ServerMap servers_;
   rpc::ClientOptions client_options_;
   std::mutex mu_;
-  std::map<std::string, std::unique_ptr<rpc::GraphClient>> clients_;  // by address, under mu_
-  std::atomic<uint64_t> read_turn_{0};  // spreads reads over a partition's servers
+  std::map<std::string, std::unique_ptr<rpc::GraphClient>> clients_;  // by address, under mu_ (writes)
+  // Reads, per partition with servers: its own servers in turn, its replicas when none answers
+  // (rpc::RemoteGraphSource), as DistGraph reads the partition's own fields.
+  std::vector<std::unique_ptr<rpc::RemoteGraphSource>> readers_;
+  std::atomic<uint64_t> read_turn_{0};  // spreads mapped reads over a partition's copies
   const bool map_shared_;
   // (field key, server address) -> its mapped rows; entries are only added (Create), and a
   // MappedRows stays where it is until this object goes.

@@ -196,9 +196,10 @@ grep -q "partition 2 goes on with its 1 other server" failover.log ||
   fail "the launcher did not say partition 2 goes on with its other server"
 
 # 8. The benchmark harness itself (fanout's side): bench/cluster/run.sh makes its own cluster,
-#    runs setups A and H on it and prints one CLUSTER_RESULT line for each.
+#    runs setups A and H on it and prints one CLUSTER_RESULT line for each; with --replicas 1
+#    (its --launch-flags), so that H's learnable rows are written to every copy.
 timeout 240 "$REPO/bench/cluster/run.sh" --quick --no-dgl --setups A,H --mag-scale 0.002 --machines 2 \
-  --rate 1gbit --epochs 2 --work "$WORK/bench" >bench.out 2>bench.err
+  --rate 1gbit --epochs 2 --work "$WORK/bench" --launch-flags "--replicas 1" >bench.out 2>bench.err
 # (H's tiny epochs end faster than the harness reads the interfaces: its bytes may be nan.)
 for want in "setup=A machines=2 rate=1gbit fanout_epoch_s=[0-9.]+ dgl_epoch_s=nan fanout_wire_mb=[0-9.]+" \
             "setup=H machines=2 rate=1gbit fanout_epoch_s=[0-9.]+ dgl_epoch_s=nan"; do

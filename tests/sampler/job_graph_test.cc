@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "rpc/graph_client.h"
+#include "server/graph_server.h"
 #include "tests/testing/server_cluster.h"
 #include "tests/testing/testing.h"
 
@@ -105,6 +107,39 @@ TEST(JobGraphTest, ReadsCreatesWritesAndStepsTheGraphsRows) {
   ASSERT_TRUE(cached.ok()) << cached.status();
   EXPECT_EQ(*(*a)->CachingGraph(go), *cached);
   EXPECT_GE((*cached)->shared_cache_fd(), 0);
+}
+
+// A replica of partition 1 (fanout-launch --replicas): created fields and writes reach it, and
+// with partition 1's own server gone its rows, stored and created, are still read, from it.
+TEST(JobGraphTest, AReplicaGetsEveryWriteAndServesThePartitionWhenItsServerIsGone) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.Start());
+  auto store = core::PartitionStore::Open(c.servers.config, 1);
+  ASSERT_TRUE(store.ok()) << store.status();
+  server::ServerOptions so;
+  so.host = "127.0.0.1";
+  auto replica = server::GraphServer::Start(std::move(*store), so);
+  ASSERT_TRUE(replica.ok()) << replica.status();
+  JobGraphOptions o = c.Options(0);
+  o.servers += ",1r=" + (*replica)->address();
+  auto g = JobGraph::Open(o);
+  ASSERT_TRUE(g.ok()) << g.status();
+  const int64_t n = (*g)->config().num_nodes;
+  const std::vector<int64_t> ids = {n - 3, n - 2, n - 1};  // partition 1's
+  const std::vector<float> feat = Pull(**g, "feat", ids, 4);
+
+  const core::FieldSchema h{.name = "h", .dtype = core::DType::kFloat32, .row_shape = {2}};
+  ASSERT_TRUE((*g)->CreateNodeField(h).ok());
+  const std::vector<float> rows = {1, 2, 3, 4, 5, 6};
+  ASSERT_TRUE((*g)->PushNodeRows("h", ids, reinterpret_cast<const char*>(rows.data()), 24, false).ok());
+  auto direct = rpc::GraphClient::Connect((*replica)->address())->PullNodeData("h", ids);
+  ASSERT_TRUE(direct.ok()) << direct.status();
+  ASSERT_EQ(direct->data.size(), rows.size() * sizeof(float));
+  EXPECT_EQ(std::memcmp(direct->data.data(), rows.data(), direct->data.size()), 0);
+
+  c.servers.Stop(1);
+  EXPECT_EQ(Pull(**g, "feat", ids, 4), feat);
+  EXPECT_EQ(Pull(**g, "h", ids, 2), rows);
 }
 
 TEST(JobGraphTest, TheCallersMistakesAreInvalidArgumentsNamingWhatIsWrong) {
