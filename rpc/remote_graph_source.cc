@@ -31,7 +31,7 @@ std::unique_ptr<RemoteGraphSource> RemoteGraphSource::Connect(const base::Server
                                                               const std::string& own_host, bool own_part,
                                                               const ClientOptions& options) {
   ClientOptions counted = options;
-  if (servers.CopiesOf(part).size() > 1) counted.max_attempts = 1;
+  if (servers.addresses.at(part).size() + servers.ReplicasOf(part).size() > 1) counted.max_attempts = 1;
   ClientOptions uncounted = counted;
   uncounted.wire = nullptr;
   std::vector<std::unique_ptr<GraphClient>> clients;

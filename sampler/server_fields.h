@@ -99,7 +99,8 @@ class ServerFields {
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<rpc::GraphClient>> clients_;  // by address, under mu_ (writes)
   // Reads, per partition with servers: its own servers in turn, its replicas when none answers
-  // (rpc::RemoteGraphSource), as DistGraph reads the partition's own fields.
+  // (rpc::RemoteGraphSource::Connect, as DistGraph builds them, but with no replica preferred as
+  // this machine's: this object is not told its machine).
   std::vector<std::unique_ptr<rpc::RemoteGraphSource>> readers_;
   std::atomic<uint64_t> read_turn_{0};  // spreads mapped reads over a partition's copies
   const bool map_shared_;

@@ -242,6 +242,7 @@ job() {  # SYSTEM SETUP M RATE ROUND
   start=$(date +%s.%N)
   "run_$sys" "$dir" "$s" "$m" || rc=$?
   end=$(date +%s.%N)
+  log "[$s $sys] job took $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s (exit $rc)"
   if [ -n "$cutter" ]; then
     kill "$cutter" 2>/dev/null || true
     wait "$cutter" 2>/dev/null || true

@@ -830,5 +830,46 @@ TEST(RemoteGraphSourceTest, PrefersItsFirstTierFailsOverInOrderAndReturnsWhenItA
   EXPECT_EQ(calls(2), before);
 }
 
+// A server that lets a call run out its deadline (a link cut without a TCP error: here a socket
+// that accepts connections and never speaks HTTP/2) is taken out like one that answers
+// UNAVAILABLE, and the call is answered by the next server.
+TEST(RemoteGraphSourceTest, ACallThatRunsOutItsDeadlineMovesToTheNextServer) {
+  TempDir dir;
+  const std::string config_path = testing::PartitionRandom(dir, {.num_nodes = 200, .num_edges = 800}, 1);
+  auto cfg = core::LoadPartitionConfig(config_path);
+  ASSERT_TRUE(cfg.ok()) << cfg.status();
+  const int silent = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(silent, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(silent, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0) << std::strerror(errno);
+  ASSERT_EQ(listen(silent, 16), 0) << std::strerror(errno);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(getsockname(silent, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string silent_address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+
+  ServerOptions o;
+  o.host = "127.0.0.1";
+  o.num_threads = 1;
+  auto store = core::PartitionStore::Open(*cfg, 0);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto server = GraphServer::Start(std::move(*store), o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  std::vector<std::unique_ptr<GraphClient>> clients;
+  clients.push_back(GraphClient::Connect(silent_address, {.deadline_seconds = 0.5, .max_attempts = 1}));
+  clients.push_back(GraphClient::Connect((*server)->address(), {.deadline_seconds = 10, .max_attempts = 1}));
+  rpc::RemoteGraphSource source(0, std::move(clients), {0, 1});
+  const std::vector<int64_t> ids = Range(0, 50);
+  auto want = GraphClient::Connect((*server)->address())->GetDegrees(ids, EdgeDir::kIn);
+  ASSERT_TRUE(want.ok()) << want.status();
+  std::vector<int64_t> got(ids.size(), -1);
+  absl::Status s = core::WaitFor([&](core::Done d) { source.Degrees(ids, EdgeDir::kIn, got.data(), std::move(d)); });
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ(got, *want);
+  EXPECT_EQ(source.live_servers(), 1u);  // the silent one is out
+  close(silent);
+}
+
 }  // namespace
 }  // namespace fanout::server
