@@ -193,9 +193,10 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
     if (!g->is_local(p)) g->sources_[p] = std::move(remote[p]);
   }
   g->StartPool();
-  if (!options.cache_field.empty() && options.cache_max_bytes > 0 && g->local_ != nullptr &&
-      (config.num_parts > 1 || g->LocalRowsOnDisk())) {
-    RETURN_IF_ERROR(g->BuildCache());
+  // A cache ranked by presampled counts is built by the graph's owner once it has presampled
+  // (BuildCacheFromCounts), or mapped from its trainer's file.
+  if (g->WantsCache() && (!options.cache_from_counts || options.shared_cache_fd >= 0)) {
+    RETURN_IF_ERROR(g->BuildCache({}));
   }
   return g;
 }
@@ -204,7 +205,25 @@ void DistGraph::StartPool() {
   if (config_.num_parts > 1) pool_ = std::make_unique<base::ThreadPool>(config_.num_parts - 1);
 }
 
-absl::Status DistGraph::BuildCache() {
+bool DistGraph::WantsCache() const {
+  return !options_.cache_field.empty() && options_.cache_max_bytes > 0 && local_ != nullptr &&
+         (config_.num_parts > 1 || LocalRowsOnDisk());
+}
+
+absl::Status DistGraph::BuildCacheFromCounts(const std::vector<int64_t>& taken) {
+  if (!options_.cache_from_counts || cache_ != nullptr) {
+    return absl::FailedPreconditionError(
+        "BuildCacheFromCounts: the graph was not opened with cache_from_counts, or has its cache already");
+  }
+  if (static_cast<int64_t>(taken.size()) != config_.num_nodes) {
+    return absl::InvalidArgumentError(StrCat("BuildCacheFromCounts: ", taken.size(), " counts for a graph of ",
+                                             config_.num_nodes, " nodes"));
+  }
+  if (!WantsCache()) return absl::OkStatus();
+  return BuildCache(taken);
+}
+
+absl::Status DistGraph::BuildCache(const std::vector<int64_t>& taken) {
   // A typed graph's features are typed fields, keyed TYPE/NAME like the pulls the cache answers:
   // it holds the halo rows of every type that has the field with the row width of the type with
   // the most halo nodes (ogbn-mag: papers, the only featured type; IGBH: all four types, each
@@ -241,47 +260,81 @@ absl::Status DistGraph::BuildCache() {
   }
   ASSIGN_OR_RETURN(core::FieldSchema schema, NodeFieldSchema(fields[0]));
   const size_t rb = schema.row_bytes();
-  // The candidates: the halo, and with the local partition's features on disk its own nodes too
-  // (a local row not cached is a read from disk, as a remote one is a request to a server).
-  std::vector<int64_t> halo;
+  // A node the cache may hold: a remote one of a cached type, and with the local partition's
+  // features on disk a local one too (a local row not cached is a read from disk, as a remote
+  // one is a request to a server).
+  auto may_hold = [&](int64_t v) {
+    return book_.Contains(v) && (book_.PartOf(v) != options_.machine_id || LocalRowsOnDisk()) &&
+           (cached_types.empty() || cached_types[node_types_.ToTypeWise(v).first] != 0);
+  };
+  std::shared_ptr<RowCache> cache;
+  if (options_.shared_cache_fd >= 0 && options_.cache_from_counts) {
+    // The trainer's, ranked by its presampled batches: the rows it chose, checked.
+    ASSIGN_OR_RETURN(cache, RowCache::MapSharedAsWritten(fields, rb, options_.shared_cache_fd));
+    for (int64_t id : cache->ids()) {
+      if (!may_hold(id)) {
+        return absl::FailedPreconditionError(StrCat("the trainer's row cache holds node ", id, ", which partition ",
+                                                    options_.machine_id, "'s cache of '", cache->field(),
+                                                    "' cannot hold (is it the same partition?)"));
+      }
+    }
+    return InstallCache(std::move(cache));
+  }
+  // The candidates: the halo, the local nodes when they are read from disk, and the nodes the
+  // presampled batches took.
+  std::vector<int64_t> candidates;
   for (int64_t i = 0; i < halo_file.shape()[0]; ++i) {
     if (cached_types.empty() || (book_.Contains(h[i]) && cached_types[node_types_.ToTypeWise(h[i]).first] != 0)) {
-      halo.push_back(h[i]);
+      candidates.push_back(h[i]);
     }
   }
   if (LocalRowsOnDisk()) {
     for (int64_t v = local_->node_start(); v < local_->node_end(); ++v) {
-      if (cached_types.empty() || cached_types[node_types_.ToTypeWise(v).first] != 0) halo.push_back(v);
+      if (cached_types.empty() || cached_types[node_types_.ToTypeWise(v).first] != 0) candidates.push_back(v);
     }
   }
   const size_t max_rows = static_cast<size_t>(options_.cache_max_bytes) / std::max<size_t>(1, rb);
-  std::vector<int64_t> counts;
-  if (halo.size() > max_rows) {
-    // Over budget: rank the candidates by their edges into this partition (how often sampling
-    // reaches them: a node is an input row of a batch when it is picked as an in-neighbour).
-    IdMap slot;
-    slot.Reset(halo.size());
-    for (int64_t id : halo) slot.Insert(id);
-    counts.assign(halo.size(), 0);
+  IdMap slot;  // candidate -> its index, once they are ranked
+  std::vector<int64_t> taken_by;  // taken[candidate], with presampled counts
+  if (!taken.empty()) {
+    slot.Reset(candidates.size());
+    for (int64_t id : candidates) slot.Insert(id);
+    for (int64_t v = 0; v < static_cast<int64_t>(taken.size()); ++v) {
+      if (taken[v] > 0 && slot.Find(v) < 0 && may_hold(v)) {
+        slot.Insert(v);
+        candidates.push_back(v);
+      }
+    }
+    for (int64_t id : candidates) taken_by.push_back(taken[id]);
+  }
+  std::vector<int64_t> edges;
+  if (candidates.size() > max_rows) {
+    // Over budget: rank the candidates (after the presampled counts) by their edges into this
+    // partition (how often sampling reaches them: a node is an input row of a batch when it is
+    // picked as an in-neighbour).
+    if (taken.empty()) {
+      slot.Reset(candidates.size());
+      for (int64_t id : candidates) slot.Insert(id);
+    }
+    edges.assign(candidates.size(), 0);
     const int runs = local_->num_edge_types();  // every relation's in-edges
     for (int r = 0; r < runs; ++r) {
       for (int64_t v = local_->node_start(); v < local_->node_end(); ++v) {
         const core::PartitionStore::Adjacency a = local_->Neighbors(v, core::EdgeDir::kIn, runs > 1 ? r : -1);
         for (int64_t i = 0; i < a.degree; ++i) {
           const int64_t k = slot.Find(a.nbr(i));
-          if (k >= 0) ++counts[k];
+          if (k >= 0) ++edges[k];
         }
       }
     }
   }
-  const std::vector<int64_t> ids = ChooseCachedHalo(halo, counts, max_rows);
+  const std::vector<int64_t> ids = ChooseCachedRows(candidates, taken_by, edges, max_rows);
   for (int64_t id : ids) {
-    if (!book_.Contains(id) || (book_.PartOf(id) == options_.machine_id && !LocalRowsOnDisk())) {
+    if (!may_hold(id)) {
       return absl::InvalidArgumentError(StrCat(path, ": node ", id, " is not a remote node of partition ",
                                                options_.machine_id));
     }
   }
-  std::shared_ptr<RowCache> cache;
   if (options_.shared_cache_fd >= 0) {  // the trainer's, already filled
     ASSIGN_OR_RETURN(cache, RowCache::MapShared(fields, rb, ids, options_.shared_cache_fd));
     return InstallCache(std::move(cache));
@@ -348,13 +401,15 @@ std::string DistGraph::HaloCacheReport() const {
   const int64_t hits = cache_hits(), total = hits + cache_misses();
   const int64_t local_hits = local_cache_counters_->hits.load(std::memory_order_relaxed);
   const int64_t local_total = local_hits + local_cache_counters_->misses.load(std::memory_order_relaxed);
+  // (A cache ranked by presampled batches holds remote rows beyond the halo too.)
+  const char* label = options_.cache_from_counts ? "presampled row cache: " : "halo cache: ";
   std::string report;
   if (total > 0) {
-    report = StrCat("halo cache: ", hits, " of ", total, " remote rows (", percent(hits, total), " %) from its ",
+    report = StrCat(label, hits, " of ", total, " remote rows (", percent(hits, total), " %) from its ",
                     static_cast<int64_t>(cache_->size()) - local_rows, " rows of '", cache_->field(), "'");
   }
   if (local_total > 0) {
-    report += StrCat(report.empty() ? "halo cache: " : "; ", local_hits, " of ", local_total, " local rows (",
+    report += StrCat(report.empty() ? label : "; ", local_hits, " of ", local_total, " local rows (",
                      percent(local_hits, local_total), " %) from its ", local_rows, " most-read local rows of '",
                      cache_->field(), "' instead of the disk");
   }

@@ -55,6 +55,12 @@ struct DistGraphOptions {
   // read once: docs/benchmarks.md).
   std::string cache_field;
   int64_t cache_max_bytes = 0;
+  // true: the rows are ranked by how often this process's own batches take them, counted by
+  // presampling (fanout-train --feature-cache-rows presample): remote nodes beyond the halo
+  // compete too, the halo's edge count breaking ties. Open then builds no cache; its owner
+  // presamples through the graph and calls BuildCacheFromCounts. A process mapping such a cache
+  // (shared_cache_fd) takes the IDs the file holds, as it cannot presample the same way.
+  bool cache_from_counts = false;
   // -1: map the local partition's node fields. >= 0: read them from disk behind a row cache of
   // this many bytes (core::StoreOptions::row_cache_bytes), as servers do with --feature-cache-mb,
   // so that a machine's features need not fit in its memory.
@@ -119,6 +125,12 @@ class DistGraph {
   absl::Status Degrees(std::span<const int64_t> ids, core::EdgeDir dir, int64_t* out) const;
   absl::Status FindEdges(std::span<const int64_t> eids, int64_t* src, int64_t* dst) const;
 
+  // With cache_from_counts: builds the cache from `taken` (one count per node of the graph: how
+  // often presampled batches took it as an input node, sampler::PresampleInputCounts). Call once,
+  // before the graph is shared with other threads or processes. FAILED_PRECONDITION when the
+  // graph has a cache already or was not opened with cache_from_counts.
+  absl::Status BuildCacheFromCounts(const std::vector<int64_t>& taken);
+
   // The remote rows cached by Open (null without a cache), and how many remote rows of the
   // cached field later pulls found in it and asked from servers.
   const RowCache* row_cache() const { return cache_.get(); }
@@ -165,7 +177,11 @@ class DistGraph {
   // Rows of `field` for `ids`, routed by `book` (nodes' or edges'), row i at out + i * row_bytes.
   absl::Status GatherRows(const core::FieldRef& field, size_t row_bytes, const core::RangePartitionBook& book,
                           std::span<const int64_t> ids, char* out) const;
-  absl::Status BuildCache();
+  // Chooses the cache's rows (by `taken` when it has one count per node, else by the halo's edges
+  // into the partition), pulls them and installs the cache; or maps the trainer's.
+  absl::Status BuildCache(const std::vector<int64_t>& taken);
+  // Whether Open was asked for a cache this graph can hold.
+  bool WantsCache() const;
   // Pulls the rows of `ref` (its type's nodes among the cache's) into `rows`, the cache's rows.
   absl::Status FillCache(const RowCache& cache, const core::FieldRef& ref, char* rows);
   // Makes `cache` answer the remote partitions' gathers of its field.

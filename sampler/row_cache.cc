@@ -10,6 +10,7 @@
 #include <numeric>
 #include <utility>
 
+#include "base/status.h"
 #include "base/strings.h"
 
 namespace fanout::sampler {
@@ -90,6 +91,33 @@ absl::StatusOr<std::shared_ptr<RowCache>> RowCache::MapShared(std::vector<std::s
   return c;
 }
 
+absl::StatusOr<std::shared_ptr<RowCache>> RowCache::MapSharedAsWritten(std::vector<std::string> fields,
+                                                                       size_t row_bytes, int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    return absl::FailedPreconditionError(StrCat("the trainer's row cache (fd ", fd, "): ", std::strerror(errno)));
+  }
+  const size_t size = static_cast<size_t>(st.st_size), per_row = row_bytes + sizeof(int64_t);
+  // An empty cache's file is 1 byte (a mapping needs one).
+  const size_t n = size <= 1 ? 0 : size / per_row;
+  if (row_bytes == 0 || (size > 1 && size != n * per_row)) {
+    return absl::FailedPreconditionError(StrCat("the trainer's row cache (fd ", fd, ") holds ", size,
+                                                " bytes: not whole rows of ", row_bytes, " bytes with their IDs"));
+  }
+  std::vector<int64_t> ids(n);
+  if (n > 0 && ::pread(fd, ids.data(), n * sizeof(int64_t), static_cast<off_t>(n * row_bytes)) !=
+                   static_cast<ssize_t>(n * sizeof(int64_t))) {
+    return absl::FailedPreconditionError(StrCat("reading the trainer's row cache's IDs (fd ", fd, "): ",
+                                                std::strerror(errno)));
+  }
+  const size_t held = ids.size();
+  ASSIGN_OR_RETURN(std::shared_ptr<RowCache> c, MapShared(std::move(fields), row_bytes, std::move(ids), fd));
+  if (c->size() != held) {
+    return absl::FailedPreconditionError(StrCat("the trainer's row cache (fd ", fd, ") lists a node twice"));
+  }
+  return c;
+}
+
 CachingGraphSource::CachingGraphSource(std::shared_ptr<core::GraphSource> inner, std::shared_ptr<const RowCache> cache,
                                        std::shared_ptr<CacheCounters> counters)
     : ForwardingGraphSource(std::move(inner)), cache_(std::move(cache)), counters_(std::move(counters)) {}
@@ -134,17 +162,25 @@ void CachingGraphSource::GatherRows(const core::FieldRef& field, size_t row_byte
                      [miss = std::move(miss), done = std::move(done)](absl::Status s) { done(std::move(s)); });
 }
 
-std::vector<int64_t> ChooseCachedHalo(const std::vector<int64_t>& halo,
+std::vector<int64_t> ChooseCachedRows(const std::vector<int64_t>& candidates, const std::vector<int64_t>& taken,
                                       const std::vector<int64_t>& edge_counts, size_t max_rows) {
-  if (halo.size() <= max_rows) return halo;
-  std::vector<size_t> order(halo.size());
+  if (candidates.size() <= max_rows) {
+    std::vector<int64_t> all = candidates;
+    std::sort(all.begin(), all.end());
+    return all;
+  }
+  auto of = [](const std::vector<int64_t>& v, size_t i) { return v.empty() ? int64_t{0} : v[i]; };
+  std::vector<size_t> order(candidates.size());
   std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return edge_counts[a] != edge_counts[b] ? edge_counts[a] > edge_counts[b] : halo[a] < halo[b];
-  });
+  auto before = [&](size_t a, size_t b) {
+    if (of(taken, a) != of(taken, b)) return of(taken, a) > of(taken, b);
+    if (of(edge_counts, a) != of(edge_counts, b)) return of(edge_counts, a) > of(edge_counts, b);
+    return candidates[a] < candidates[b];
+  };
+  std::nth_element(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(max_rows), order.end(), before);
   std::vector<int64_t> chosen;
   chosen.reserve(max_rows);
-  for (size_t i = 0; i < max_rows; ++i) chosen.push_back(halo[order[i]]);
+  for (size_t i = 0; i < max_rows; ++i) chosen.push_back(candidates[order[i]]);
   std::sort(chosen.begin(), chosen.end());
   return chosen;
 }

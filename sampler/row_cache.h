@@ -34,6 +34,11 @@ class RowCache {
   // FAILED_PRECONDITION unless it holds exactly `ids` with rows of `row_bytes`.
   static absl::StatusOr<std::shared_ptr<RowCache>> MapShared(std::vector<std::string> fields, size_t row_bytes,
                                                              std::vector<int64_t> ids, int fd);
+  // The same for a cache whose rows the process mapping it cannot choose itself (its trainer
+  // ranked them by presampled batches): the IDs are the ones the file holds. FAILED_PRECONDITION
+  // unless the file is whole rows of `row_bytes` and their distinct IDs; the caller checks the IDs.
+  static absl::StatusOr<std::shared_ptr<RowCache>> MapSharedAsWritten(std::vector<std::string> fields,
+                                                                      size_t row_bytes, int fd);
   ~RowCache();
   RowCache(const RowCache&) = delete;
   RowCache& operator=(const RowCache&) = delete;
@@ -91,10 +96,11 @@ class CachingGraphSource final : public core::ForwardingGraphSource {
   std::shared_ptr<CacheCounters> counters_;
 };
 
-// Which of a partition's halo nodes to cache under a budget of `max_rows`: all of them when they
-// fit, else the ones with the most edges into the partition (edge_counts[i] for halo[i]), ties
-// broken by ID. Returns sorted IDs.
-std::vector<int64_t> ChooseCachedHalo(const std::vector<int64_t>& halo,
+// Which of the `candidates` (distinct node IDs) to cache under a budget of `max_rows`: all of them
+// when they fit, else the ones most taken by presampled batches (taken[i] for candidates[i]; empty:
+// not presampled), then those with the most edges into the partition (edge_counts[i]; empty when
+// everything fits), ties broken by ID. Returns sorted IDs.
+std::vector<int64_t> ChooseCachedRows(const std::vector<int64_t>& candidates, const std::vector<int64_t>& taken,
                                       const std::vector<int64_t>& edge_counts, size_t max_rows);
 
 }  // namespace fanout::sampler

@@ -52,7 +52,7 @@ namespace {
 static_assert(base::FieldCount<SamplerSpec>() == 9, "list the new SamplerSpec member in WalkSpec");
 // (DistGraphOptions::cache_in_shared_memory is the trainer's own; shared_cache_fd travels as
 // fanout-sampler --halo-cache-fd.)
-static_assert(base::FieldCount<DistGraphOptions>() == 12, "list the new DistGraphOptions member in WalkSpec");
+static_assert(base::FieldCount<DistGraphOptions>() == 13, "list the new DistGraphOptions member in WalkSpec");
 // (ClientOptions::security, the loaded credentials, is not carried: each process loads them
 // from graph.security; ClientOptions::wire, the trainer's counters, travels as fanout-sampler
 // --wire-counters-fd.)
@@ -146,6 +146,7 @@ absl::Status WalkSpec(S& s, F&& f) {
   RETURN_IF_ERROR(f("graph.connect_timeout_seconds", g.connect_timeout_seconds));
   RETURN_IF_ERROR(f("graph.cache_field", g.cache_field));
   RETURN_IF_ERROR(f("graph.cache_max_bytes", g.cache_max_bytes));
+  RETURN_IF_ERROR(f("graph.cache_from_counts", g.cache_from_counts));
   RETURN_IF_ERROR(f("graph.local_row_cache_bytes", g.local_row_cache_bytes));
   RETURN_IF_ERROR(f("graph.local_row_cache_policy", g.local_row_cache_policy));
   RETURN_IF_ERROR(WalkSamplerOptions(s.sampler, Prefixed("sampler.", f)));

@@ -67,6 +67,12 @@ class Job final : public JobContext {
   void LogSetup(const core::PartitionConfig& config, const ModelOptions& mo, int64_t in_dim) const;
   // feature_cache_ (--gpu-cache-bytes), its nodes chosen by --gpu-cache-policy.
   absl::Status BuildFeatureCache();
+  // The graph's remote-row cache ranked by presampled batches (--feature-cache-rows presample).
+  absl::Status BuildRowCache();
+  // How often this trainer's first `steps` batches (0: an epoch) take each node as an input,
+  // presampled without their data; counted once for both caches when they ask for the same
+  // steps. `how` says what was counted and how long it took, for the log.
+  absl::StatusOr<const std::vector<int64_t>*> Presampled(int64_t steps, const char* flag, std::string* how);
   // From `first_step` on (a job resumed inside the epoch: the steps before it are in
   // resumed_sums_).
   absl::Status TrainEpoch(int64_t epoch, int64_t first_step);
@@ -128,6 +134,10 @@ class Job final : public JobContext {
   base::WireTotals wire_mark_;  // o_.graph.client.wire at the last epoch report (or the end of setup)
   std::shared_ptr<const FeatureCache> feature_cache_;  // --gpu-cache-bytes; null: none
   std::string cache_choice_;                           // how its nodes were chosen, for the log
+  std::string row_cache_choice_;                       // the same for the graph's row cache
+  int64_t presampled_steps_ = -1;                      // Presampled's last count, of this many steps
+  std::vector<int64_t> presampled_;
+  std::string presampled_how_;
   std::unique_ptr<DeviceUploader> uploader_;           // batches to device_, without blocking the host
   std::unique_ptr<Communicator> comm_;
   c10::Device device_{c10::kCPU};

@@ -74,6 +74,7 @@ absl::Status Job::Setup() {
   sizes_ = task_->sizes();
   mo.num_layers = static_cast<int64_t>(o_.sampling.fanouts.size());
   RETURN_IF_ERROR(ValidateModelOptions(mo));
+  if (o_.graph.cache_from_counts) RETURN_IF_ERROR(BuildRowCache());
   if (o_.device_cache.bytes > 0) RETURN_IF_ERROR(BuildFeatureCache());
   RETURN_IF_ERROR(BuildModelAndJoin(config, mo));
   RETURN_IF_ERROR(OpenOutputs());
@@ -227,11 +228,47 @@ void Job::LogSetup(const core::PartitionConfig& config, const ModelOptions& mo, 
   }
   if (const sampler::RowCache* cache = graph_->graph().row_cache()) {
     const int64_t local = graph_->graph().cached_local_rows();
-    Log(StrCat("fanout-train: feature cache: ", static_cast<int64_t>(cache->size()) - local, " halo rows",
+    Log(StrCat("fanout-train: feature cache: ", static_cast<int64_t>(cache->size()) - local,
+               o_.graph.cache_from_counts ? " remote rows" : " halo rows",
                local > 0 ? StrCat(" and ", local, " most-read local rows (the local features are on disk)") : "",
-               " of '", cache->field(), "' (", cache->bytes() >> 20, " MiB) in the trainer",
+               " of '", cache->field(), "' (", cache->bytes() >> 20, " MiB",
+               row_cache_choice_.empty() ? "" : ": " + row_cache_choice_, ") in the trainer",
                cache->fd() >= 0 ? ", in shared memory that its sampler processes map" : ""));
   }
+}
+
+absl::StatusOr<const std::vector<int64_t>*> Job::Presampled(int64_t steps, const char* flag, std::string* how) {
+  // The batches training will draw, without their data: only which nodes they take.
+  const std::vector<int64_t>* nodes = task_->train_nodes();
+  if (nodes == nullptr) {
+    return absl::InvalidArgumentError(StrCat(flag, " presample samples node batches; this task does not train on them"));
+  }
+  sampler::SamplerOptions so = o_.sampling;
+  so.rank = o_.dist.rank;
+  so.seeds_per_epoch = sampler::SeedsPerEpoch(sizes_.train, o_.dist.world_size);
+  so.feature_field = "";
+  so.label_field = "";
+  so.edge = {};
+  sampler::MiniBatchSampler presampler(graph_->mutable_graph(), so, *nodes);
+  steps = steps > 0 ? std::min(steps, presampler.steps_per_epoch()) : presampler.steps_per_epoch();
+  if (steps != presampled_steps_) {
+    const auto t0 = Clock::now();
+    ASSIGN_OR_RETURN(presampled_, sampler::PresampleInputCounts(&presampler, steps, graph_->graph().num_nodes()));
+    presampled_steps_ = steps;
+    presampled_how_ = StrCat("this trainer's first ", steps, " batches, presampled in ",
+                             static_cast<int64_t>(Since(t0) * 1000), " ms");
+  }
+  *how = presampled_how_;
+  return &presampled_;
+}
+
+absl::Status Job::BuildRowCache() {
+  std::string how;
+  ASSIGN_OR_RETURN(const std::vector<int64_t>* counts,
+                   Presampled(o_.row_cache_presample_steps, "--feature-cache-rows", &how));
+  RETURN_IF_ERROR(graph_->mutable_graph()->BuildCacheFromCounts(*counts));
+  row_cache_choice_ = StrCat("the rows most taken by ", how, "; then the halo by its edges into the partition");
+  return absl::OkStatus();
 }
 
 absl::Status Job::BuildFeatureCache() {
@@ -239,25 +276,11 @@ absl::Status Job::BuildFeatureCache() {
   fo.field = o_.sampling.feature_field;
   fo.max_bytes = o_.device_cache.bytes;
   if (o_.device_cache.presample) {
-    // The batches training will draw, without their data: only which nodes they take.
-    const std::vector<int64_t>* nodes = task_->train_nodes();
-    if (nodes == nullptr) {
-      return absl::InvalidArgumentError("--gpu-cache-policy presample samples node batches; this task takes degree");
-    }
-    sampler::SamplerOptions so = o_.sampling;
-    so.rank = o_.dist.rank;
-    so.seeds_per_epoch = sampler::SeedsPerEpoch(sizes_.train, o_.dist.world_size);
-    so.feature_field = "";
-    so.label_field = "";
-    so.edge = {};
-    sampler::MiniBatchSampler presampler(graph_->mutable_graph(), so, *nodes);
-    const int64_t steps = o_.device_cache.presample_steps > 0
-                              ? std::min(o_.device_cache.presample_steps, presampler.steps_per_epoch())
-                              : presampler.steps_per_epoch();
-    const auto t0 = Clock::now();
-    ASSIGN_OR_RETURN(fo.counts, sampler::PresampleInputCounts(&presampler, steps, graph_->graph().num_nodes()));
-    cache_choice_ = StrCat("the nodes most taken by this trainer's first ", steps, " batches, presampled in ",
-                           static_cast<int64_t>(Since(t0) * 1000), " ms; then the most in-edges");
+    std::string how;
+    ASSIGN_OR_RETURN(const std::vector<int64_t>* counts,
+                     Presampled(o_.device_cache.presample_steps, "--gpu-cache-policy", &how));
+    fo.counts = *counts;
+    cache_choice_ = StrCat("the nodes most taken by ", how, "; then the most in-edges");
   } else {
     cache_choice_ = "the nodes with the most in-edges";
   }

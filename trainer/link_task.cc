@@ -44,6 +44,9 @@ class LinkPrediction final : public Task {
     if (o.device_cache.presample) {
       return bad("--gpu-cache-policy presample samples node batches; --task link takes --gpu-cache-policy degree");
     }
+    if (o.graph.cache_from_counts) {
+      return bad("--feature-cache-rows presample samples node batches; --task link takes --feature-cache-rows halo");
+    }
     if (!o.link.draw.hard_negative_field.empty() &&
         (o.link.draw.negative_sampling == sampler::NegativeSampling::kJoint ||
          o.link.draw.negative_sampling == sampler::NegativeSampling::kInBatch)) {

@@ -256,6 +256,13 @@ void AddSystemFlags(base::ArgParser& args, trainer::TrainOptions* o, Flags* f) {
               "no samplers, or evaluation) for the features of this machine's halo nodes, pulled "
               "once at start so that batches fetch fewer remote rows; 0 = off",
               0, std::numeric_limits<int64_t>::max() >> 20);
+  args.AddBoolChoice("feature-cache-rows", &o->graph.cache_from_counts, "halo", "presample",
+                     "which remote rows --feature-cache-mb keeps: halo = this machine's halo nodes (the remote "
+                     "sources of its edges), those with the most edges into the partition first; presample = the "
+                     "remote nodes this trainer's own batches take most, halo or not, counted by sampling them "
+                     "before training (--feature-cache-presample-steps), then the halo by its edges");
+  args.AddInt("feature-cache-presample-steps", &o->row_cache_presample_steps,
+              "--feature-cache-rows presample: the steps sampled to count (0: a whole epoch)");
   args.AddDouble("comm-timeout", &f->comm_timeout, "seconds a collective may wait for the other trainers");
   args.AddDouble("unreachable-timeout", &o->reachability.timeout_s,
                  "seconds another machine's servers may leave a call each second unanswered before the trainer "

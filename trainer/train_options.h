@@ -145,6 +145,10 @@ struct TrainOptions {
   std::string target_ntype;
   EmbeddingOptions embed;
   DeviceCacheOptions device_cache;
+  // --feature-cache-rows presample (graph.cache_from_counts): the remote rows the graph's cache
+  // keeps (--feature-cache-mb) are the ones this trainer's first row_cache_presample_steps batches
+  // take most (0: a whole epoch), then the halo by its edges into the partition.
+  int64_t row_cache_presample_steps = 0;
 
   // Sampling pipeline: sampler processes (num_samplers, started from sampler_binary) or
   // num_threads threads in this process, prefetch batches ahead. The job sets the epochs and

@@ -696,6 +696,9 @@ absl::Status ValidateTrainOptions(const TrainOptions& o) {
   }
   if (o.intra_op_threads < 1) return bad("--num-threads must be >= 1, got ", o.intra_op_threads);
   if (o.device_cache.bytes < 0) return bad("--gpu-cache-bytes must be >= 0 (0: no cache), got ", o.device_cache.bytes);
+  if (o.row_cache_presample_steps < 0) {
+    return bad("--feature-cache-presample-steps must be >= 0 (0: a whole epoch), got ", o.row_cache_presample_steps);
+  }
   if (o.device_cache.presample_steps < 0) {
     return bad("--gpu-cache-presample-steps must be >= 0 (0: a whole epoch), got ", o.device_cache.presample_steps);
   }

@@ -12,6 +12,7 @@
 
 #include "base/strings.h"
 #include "gtest/gtest.h"
+#include "sampler/cache_choice.h"
 #include "sampler/dist_graph.h"
 #include "sampler/link_sampler.h"
 #include "sampler/loader.h"
@@ -543,6 +544,119 @@ TEST(HaloCacheTest, SamplerProcessesMapTheTrainersCacheInSharedMemory) {
   EXPECT_NE(wrong.status().message().find("other nodes' rows"), std::string::npos) << wrong.status();
 }
 
+// Issue 66: --feature-cache-rows presample. The cache keeps the remote rows this process's own
+// batches take most, beyond the halo too: with room for all of them, the epoch presampled asks
+// the servers for no row at all; with less, no uncached remote node was taken more often than a
+// cached one. Sampler processes map the trainer's choice (they cannot presample the same way)
+// and make the same batches; a process of another partition refuses it.
+TEST(HaloCacheTest, PresampledCountsKeepTheRemoteRowsBatchesTakeMostBeyondTheHalo) {
+  Job job;
+  ASSERT_NO_FATAL_FAILURE(job.Start(2, 3000, 6000));  // sparse: remote nodes two hops out are not halo
+  const DistGraphOptions plain = job.GraphOptions(0);
+  auto g = DistGraph::Open(job.config, plain);
+  ASSERT_TRUE(g.ok()) << g.status();
+  const std::vector<int64_t> seeds = TrainShareOfMachine0(**g);
+  ASSERT_FALSE(seeds.empty());
+  SamplerOptions so = SmallBatches(11);
+  so.feature_field = "feat";
+  LoaderOptions lo = OneEpoch(job);
+  const std::vector<MiniBatch> want = LoadAll(g->get(), plain, so, seeds, lo);
+  ASSERT_FALSE(want.empty());
+  auto halo_file = core::NpyArray::Map(job.config.PartPath(0, core::PartFiles::kHaloNids));
+  ASSERT_TRUE(halo_file.ok());
+  const std::set<int64_t> halo(halo_file->data_as<int64_t>(), halo_file->data_as<int64_t>() + halo_file->rows());
+
+  auto presample = [&](DistGraph* graph) {
+    SamplerOptions counting = so;
+    counting.feature_field = "";
+    counting.label_field = "";
+    MiniBatchSampler s(graph, counting, seeds);
+    auto counts = PresampleInputCounts(&s, s.steps_per_epoch(), graph->num_nodes());
+    EXPECT_TRUE(counts.ok()) << counts.status();
+    return counts.ok() ? *counts : std::vector<int64_t>{};
+  };
+  auto remote = [&](int64_t v) { return (*g)->node_book().PartOf(v) != 0; };
+
+  DistGraphOptions big = plain;
+  big.cache_field = "feat";
+  big.cache_max_bytes = 1 << 30;
+  big.cache_from_counts = true;
+  big.cache_in_shared_memory = true;
+  auto c = DistGraph::Open(job.config, big);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ((*c)->row_cache(), nullptr);  // built once presampled
+  const std::vector<int64_t> counts = presample(c->get());
+  ASSERT_EQ(static_cast<int64_t>(counts.size()), job.config.num_nodes);
+  EXPECT_EQ((*c)->BuildCacheFromCounts(std::vector<int64_t>(3)).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE((*c)->BuildCacheFromCounts(counts).ok());
+  EXPECT_EQ((*c)->BuildCacheFromCounts(counts).code(), absl::StatusCode::kFailedPrecondition);  // once
+  const RowCache* cache = (*c)->row_cache();
+  ASSERT_NE(cache, nullptr);
+  int64_t beyond = 0, taken_remote = 0;
+  for (int64_t v = 0; v < job.config.num_nodes; ++v) {
+    if (!remote(v)) {
+      EXPECT_LT(cache->Find(v), 0) << "local node " << v;
+      continue;
+    }
+    const bool want_cached = counts[v] > 0 || halo.count(v) > 0;
+    EXPECT_EQ(cache->Find(v) >= 0, want_cached) << "remote node " << v;
+    beyond += counts[v] > 0 && halo.count(v) == 0;
+    taken_remote += counts[v] > 0;
+  }
+  EXPECT_GT(beyond, 0) << "the batches take no remote node beyond the halo: the test graph is too dense";
+  {
+    const std::vector<MiniBatch> got = LoadAll(c->get(), big, so, seeds, lo);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) testing::ExpectSameBatch(got[i], want[i]);
+    EXPECT_EQ((*c)->cache_misses(), 0) << "the epoch presampled fetched remote rows";
+    EXPECT_GT((*c)->cache_hits(), 0);
+  }
+  lo.num_samplers = 2;
+  {
+    const std::vector<MiniBatch> got = LoadAll(c->get(), big, so, seeds, lo);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) testing::ExpectSameBatch(got[i], want[i]);
+  }
+  // Partition 1's process given partition 0's cache: it holds partition 1's own nodes.
+  DistGraphOptions other = job.GraphOptions(1);
+  other.cache_field = "feat";
+  other.cache_max_bytes = 1 << 30;
+  other.cache_from_counts = true;
+  other.shared_cache_fd = (*c)->shared_cache_fd();
+  auto refused = DistGraph::Open(job.config, other);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("cannot hold (is it the same partition?)"), std::string::npos)
+      << refused.status();
+  // Not whole rows with their IDs: refused too.
+  EXPECT_EQ(RowCache::MapSharedAsWritten({"feat"}, 24, (*c)->shared_cache_fd()).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  // A budget below what the batches take: the most taken remote rows, first.
+  DistGraphOptions small = big;
+  small.cache_in_shared_memory = false;
+  const int64_t rows = taken_remote / 2;
+  small.cache_max_bytes = rows * 20;  // rows of 5 float32
+  auto s = DistGraph::Open(job.config, small);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_TRUE((*s)->BuildCacheFromCounts(counts).ok());
+  const RowCache* part = (*s)->row_cache();
+  ASSERT_NE(part, nullptr);
+  ASSERT_EQ(static_cast<int64_t>(part->size()), rows);
+  int64_t least_cached = std::numeric_limits<int64_t>::max(), most_left = 0;
+  for (int64_t v = 0; v < job.config.num_nodes; ++v) {
+    if (!remote(v)) continue;
+    if (part->Find(v) >= 0) {
+      least_cached = std::min(least_cached, counts[v]);
+    } else {
+      most_left = std::max(most_left, counts[v]);
+    }
+  }
+  EXPECT_GE(least_cached, most_left);
+  // A graph opened without cache_from_counts builds its cache itself.
+  EXPECT_EQ((*g)->BuildCacheFromCounts(counts).code(), absl::StatusCode::kFailedPrecondition);
+}
+
 // Issue 40: with the local partition's features read from disk, the cache's budget goes to the
 // rows sampling reads most, local or remote: the local nodes it keeps are read from memory, not
 // from disk, by this process and by sampler processes mapping its cache; the batches are those of
@@ -787,10 +901,14 @@ TEST(MachineRowsTest, CompleteRefusesSlotsThatDoNotFitAndLeavesTheBatch) {
 
 TEST(HaloCacheTest, BudgetKeepsTheHaloNodesWithTheMostEdgesIntoThePartition) {
   // Halo 10, 20, 30 with 1, 2 and 3 edges into the partition; ties go to the smaller ID.
-  EXPECT_EQ(ChooseCachedHalo({10, 20, 30}, {1, 2, 3}, 2), (std::vector<int64_t>{20, 30}));
-  EXPECT_EQ(ChooseCachedHalo({10, 20, 30}, {2, 2, 1}, 1), (std::vector<int64_t>{10}));
-  EXPECT_EQ(ChooseCachedHalo({10, 20, 30}, {}, 3), (std::vector<int64_t>{10, 20, 30}));
-  EXPECT_TRUE(ChooseCachedHalo({10, 20, 30}, {1, 1, 1}, 0).empty());
+  EXPECT_EQ(ChooseCachedRows({10, 20, 30}, {}, {1, 2, 3}, 2), (std::vector<int64_t>{20, 30}));
+  EXPECT_EQ(ChooseCachedRows({10, 20, 30}, {}, {2, 2, 1}, 1), (std::vector<int64_t>{10}));
+  EXPECT_EQ(ChooseCachedRows({30, 10, 20}, {}, {}, 3), (std::vector<int64_t>{10, 20, 30}));
+  EXPECT_TRUE(ChooseCachedRows({10, 20, 30}, {}, {1, 1, 1}, 0).empty());
+  // Presampled counts come first, edges break their ties, then the ID: 40 (taken 5) beats the
+  // halo's 30 (taken 2, 3 edges), which beats 10 (taken 2, 1 edge).
+  EXPECT_EQ(ChooseCachedRows({10, 20, 30, 40}, {2, 0, 2, 5}, {1, 2, 3, 0}, 2), (std::vector<int64_t>{30, 40}));
+  EXPECT_EQ(ChooseCachedRows({10, 20, 30, 40}, {2, 0, 2, 5}, {1, 2, 3, 0}, 3), (std::vector<int64_t>{10, 30, 40}));
   Job job;
   ASSERT_NO_FATAL_FAILURE(job.Start(2));
   DistGraphOptions go = job.GraphOptions(1);

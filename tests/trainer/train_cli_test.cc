@@ -87,11 +87,12 @@ double Figure(const std::string& out, const std::string& prefix) {
 // the cache held.
 TEST_F(TrainCliTest, AFeatureCacheChangesNoResultAndReportsItsHits) {
   // No cache, a cache of the nodes with the most in-edges, one of the nodes each trainer's
-  // presampled batches take most.
-  const char* policies[] = {"", "degree", "presample"};
-  std::string figures[3];
-  double first_epoch_hits[3] = {0, 0, 0};
-  for (int c = 0; c < 3; ++c) {
+  // presampled batches take most; the last also with the remote rows in memory ranked by the same
+  // presampled batches (--feature-cache-rows presample), counted once for both.
+  const char* policies[] = {"", "degree", "presample", "presample"};
+  std::string figures[4];
+  double first_epoch_hits[4] = {0, 0, 0, 0};
+  for (int c = 0; c < 4; ++c) {
     const bool cached = c > 0;
     std::vector<std::string> args = Args(2);
     const std::string metrics = dir_.Sub(StrCat("metrics", c, ".jsonl"));
@@ -100,6 +101,11 @@ TEST_F(TrainCliTest, AFeatureCacheChangesNoResultAndReportsItsHits) {
     if (cached) {
       // 192 rows of 8 float32 values: about a third of the 600 nodes.
       for (const char* a : {"--gpu-cache-bytes", "6K", "--gpu-cache-policy", policies[c]}) args.push_back(a);
+    }
+    if (c == 3) {
+      for (const char* a : {"--feature-cache-rows", "presample", "--feature-cache-presample-steps", "0"}) {
+        args.push_back(a);
+      }
     }
     auto ranks = StartRanks(2, args);
     for (int r = 1; r >= 0; --r) ASSERT_EQ(ranks[r]->Finish(std::chrono::seconds(120)), 0) << ranks[r]->output();
@@ -132,15 +138,27 @@ TEST_F(TrainCliTest, AFeatureCacheChangesNoResultAndReportsItsHits) {
       EXPECT_NE(text.find("device feature cache: 192 of 600 nodes' rows of 'feat'"), std::string::npos) << text;
       EXPECT_TRUE(std::regex_search(text, std::regex("epoch 1 \\|.* \\| cache hits [0-9]+\\.[0-9]%"))) << text;
     }
-    if (c == 2) {
+    if (c >= 2) {
       EXPECT_TRUE(std::regex_search(text, std::regex("the nodes most taken by this trainer's first [0-9]+ batches, "
                                                      "presampled in [0-9]+ ms; then the most in-edges")))
           << text;
+    }
+    if (c == 3) {
+      std::smatch row, device;
+      ASSERT_TRUE(std::regex_search(text, row, std::regex("feature cache: [0-9]+ remote rows of 'feat' \\([0-9]+ MiB: the rows "
+                                                          "most taken by (this trainer's first [0-9]+ batches, presampled "
+                                                          "in [0-9]+ ms); then the halo by its edges into the partition\\)")))
+          << text;
+      ASSERT_TRUE(std::regex_search(text, device, std::regex("device feature cache: .*the nodes most taken by ([^;]*);")))
+          << text;
+      EXPECT_EQ(row[1].str(), device[1].str()) << "the two caches were not ranked by one presampling: " << text;
+      EXPECT_TRUE(std::regex_search(text, std::regex("presampled row cache: [0-9]+ of [0-9]+ remote rows"))) << text;
     }
   }
   EXPECT_NE(figures[0].find("test accuracy"), std::string::npos) << figures[0];
   EXPECT_EQ(figures[1], figures[0]);
   EXPECT_EQ(figures[2], figures[0]);
+  EXPECT_EQ(figures[3], figures[0]);
   // Presampling a whole epoch counted exactly epoch 0's batches: on them no choice of 192 nodes
   // holds more inputs, on either rank.
   EXPECT_GE(first_epoch_hits[2], first_epoch_hits[1]);
@@ -705,6 +723,10 @@ TEST_F(TrainCliTest, BadFlagsAreClearErrorsNotBacktracesOrHangs) {
       {{"--deadline", "0"}, 1, "--deadline must be > 0 seconds"},
       {{"--comm-timeout", "-5"}, 1, "--comm-timeout must be in (0, 1e9] seconds"},
       {{"--profile-steps", "-1"}, 2, "--profile-steps must be >= 0"},
+      {{"--feature-cache-presample-steps", "-1"}, 1, "--feature-cache-presample-steps must be >= 0 (0: a whole epoch), got -1"},
+      {{"--feature-cache-rows", "often"}, 2, "--feature-cache-rows"},
+      {{"--task", "link", "--feature-cache-rows", "presample"}, 1,
+       "--feature-cache-rows presample samples node batches; --task link takes --feature-cache-rows halo"},
       {{"--feature-cache-mb", "-1"}, 2, "--feature-cache-mb must be >= 0 and <= 8796093022207, got -1"},
       {{"--feature-cache-mb", "9223372036854775807"}, 2, "--feature-cache-mb must be >= 0 and <= 8796093022207"},
   };
