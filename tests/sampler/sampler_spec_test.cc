@@ -25,6 +25,7 @@ SamplerSpec EveryFieldSet() {
   g.connect_timeout_seconds = 4.25;
   g.cache_field = "emb";
   g.cache_max_bytes = 1 << 20;
+  g.cache_from_counts = true;
   g.local_row_cache_bytes = 3 << 20;
   g.local_row_cache_policy = core::CachePolicy::kLru;
   SamplerOptions& o = s.sampler;
@@ -96,6 +97,7 @@ TEST(SamplerSpecTest, EveryFieldRoundTrips) {
   EXPECT_EQ(g.connect_timeout_seconds, wg.connect_timeout_seconds);
   EXPECT_EQ(g.cache_field, wg.cache_field);
   EXPECT_EQ(g.cache_max_bytes, wg.cache_max_bytes);
+  EXPECT_EQ(g.cache_from_counts, wg.cache_from_counts);
   EXPECT_EQ(g.local_row_cache_bytes, wg.local_row_cache_bytes);
   EXPECT_EQ(g.local_row_cache_policy, wg.local_row_cache_policy);
   ExpectSameSampling(got->sampler, want.sampler);
