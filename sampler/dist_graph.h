@@ -130,6 +130,9 @@ class DistGraph {
   // before the graph is shared with other threads or processes. FAILED_PRECONDITION when the
   // graph has a cache already or was not opened with cache_from_counts.
   absl::Status BuildCacheFromCounts(const std::vector<int64_t>& taken);
+  // True while a cache_from_counts graph waits for BuildCacheFromCounts: it has a cache to build
+  // (a field, a budget, and remote partitions or local features on disk).
+  bool awaits_cache() const { return options_.cache_from_counts && cache_ == nullptr && WantsCache(); }
 
   // The remote rows cached by Open (null without a cache), and how many remote rows of the
   // cached field later pulls found in it and asked from servers.

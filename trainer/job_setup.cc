@@ -74,7 +74,7 @@ absl::Status Job::Setup() {
   sizes_ = task_->sizes();
   mo.num_layers = static_cast<int64_t>(o_.sampling.fanouts.size());
   RETURN_IF_ERROR(ValidateModelOptions(mo));
-  if (o_.graph.cache_from_counts) RETURN_IF_ERROR(BuildRowCache());
+  if (graph_->graph().awaits_cache()) RETURN_IF_ERROR(BuildRowCache());
   if (o_.device_cache.bytes > 0) RETURN_IF_ERROR(BuildFeatureCache());
   RETURN_IF_ERROR(BuildModelAndJoin(config, mo));
   RETURN_IF_ERROR(OpenOutputs());

@@ -1511,6 +1511,82 @@ TEST(TypedHaloCacheTest, HoldsEveryFeaturedTypeOfTheSameWidth) {
   EXPECT_EQ((*g)->HaloCacheReport(), "");  // no cache
 }
 
+// --feature-cache-rows presample on a typed graph (setup H's case): the presampled counts rank
+// the remote rows of every featured type of the cached width, and only those; the epoch presampled
+// then asks the servers for no row, by threads or by a sampler process mapping the cache.
+TEST(TypedHaloCacheTest, PresampledCountsRankEveryCachedTypesRemoteRows) {
+  testing::TempDir dir;
+  partition::Dataset d = testing::MakeTypedDataset(11, 300, 200, 10);
+  std::vector<float> author_feat(200 * 3, 22.0f);
+  d.node_fields.push_back({"feat", core::NpyArray::Adopt(std::move(author_feat), {200, 3}), "author"});
+  ServedTypedGraph served;
+  ASSERT_NO_FATAL_FAILURE(served.Start(dir, d, 2));
+  DistGraphOptions cached = served.go;
+  cached.cache_field = "feat";
+  cached.cache_max_bytes = 1 << 20;
+  cached.cache_in_shared_memory = true;
+  cached.cache_from_counts = true;
+  auto g = DistGraph::Open(served.config, served.go);
+  auto c = DistGraph::Open(served.config, cached);
+  ASSERT_TRUE(g.ok() && c.ok()) << g.status() << c.status();
+  const core::TypeMap& ntypes = (*g)->node_types();
+  auto mask = (*g)->PullWholeNodeField("paper/train_mask");
+  ASSERT_TRUE(mask.ok()) << mask.status();
+  std::vector<int64_t> seeds;
+  for (int64_t v : MaskToIds(*mask)) {
+    const int64_t id = ntypes.ToHomogeneous(*ntypes.TypeId("paper"), v);
+    if ((*g)->node_book().PartOf(id) == served.go.machine_id) seeds.push_back(id);
+  }
+  ASSERT_FALSE(seeds.empty());
+  SamplerOptions so;
+  so.fanouts = {3, 3};
+  so.batch_size = 16;
+  so.seed = 5;
+  SamplerOptions counting = so;  // no fields: only which nodes the batches take
+  MiniBatchSampler presampler(c->get(), counting, seeds);
+  auto counts = PresampleInputCounts(&presampler, presampler.steps_per_epoch(), (*c)->num_nodes());
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  ASSERT_TRUE((*c)->BuildCacheFromCounts(*counts).ok());
+  const RowCache* cache = (*c)->row_cache();
+  ASSERT_NE(cache, nullptr);
+  EXPECT_EQ(cache->fields(), (std::vector<std::string>{"paper/feat", "author/feat"}));
+  int64_t taken_remote = 0;
+  for (int64_t v = 0; v < (*c)->num_nodes(); ++v) {
+    const std::string type = ntypes.name(ntypes.ToTypeWise(v).first);
+    const bool remote = (*g)->node_book().PartOf(v) != served.go.machine_id;
+    if (cache->Find(v) >= 0) {
+      EXPECT_TRUE(remote && (type == "paper" || type == "author")) << "node " << v << " of type " << type;
+    } else {
+      EXPECT_FALSE(remote && (*counts)[v] > 0 && (type == "paper" || type == "author"))
+          << "remote " << type << " " << v << " taken " << (*counts)[v] << " times is not cached";
+    }
+    taken_remote += remote && (*counts)[v] > 0 && type != "venue" ? 1 : 0;
+  }
+  EXPECT_GT(taken_remote, 0);
+  so.feature_field = "feat";
+  so.label_field = "label";
+  LoaderOptions lo;
+  lo.num_threads = 1;
+  lo.num_epochs = 1;
+  lo.sampler_binary = FANOUT_SAMPLER_BIN;
+  lo.part_config_path = served.config_path;
+  auto plain = MakeBatchLoader(g->get(), served.go, so, seeds, lo);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  const std::vector<MiniBatch> want = Drain(**plain);
+  ASSERT_FALSE(want.empty());
+  for (int samplers : {0, 1}) {
+    lo.num_samplers = samplers;
+    auto l = MakeBatchLoader(c->get(), cached, so, seeds, lo);
+    ASSERT_TRUE(l.ok()) << l.status();
+    const std::vector<MiniBatch> got = Drain(**l);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) testing::ExpectSameBatch(got[i], want[i]);
+  }
+  EXPECT_GT((*c)->cache_hits(), 0);
+  EXPECT_EQ((*c)->cache_misses(), 0) << "the epoch presampled fetched remote rows";
+  EXPECT_NE((*c)->HaloCacheReport().find("presampled row cache: "), std::string::npos) << (*c)->HaloCacheReport();
+}
+
 INSTANTIATE_TEST_SUITE_P(Parts, TypedSamplingTest, ::testing::Values(1, 2),
                          [](const auto& info) { return std::to_string(info.param) + "_parts"; });
 
