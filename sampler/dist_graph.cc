@@ -316,17 +316,7 @@ absl::Status DistGraph::BuildCache(const std::vector<int64_t>& taken) {
       slot.Reset(candidates.size());
       for (int64_t id : candidates) slot.Insert(id);
     }
-    edges.assign(candidates.size(), 0);
-    const int runs = local_->num_edge_types();  // every relation's in-edges
-    for (int r = 0; r < runs; ++r) {
-      for (int64_t v = local_->node_start(); v < local_->node_end(); ++v) {
-        const core::PartitionStore::Adjacency a = local_->Neighbors(v, core::EdgeDir::kIn, runs > 1 ? r : -1);
-        for (int64_t i = 0; i < a.degree; ++i) {
-          const int64_t k = slot.Find(a.nbr(i));
-          if (k >= 0) ++edges[k];
-        }
-      }
-    }
+    edges = EdgesIntoPartition(slot);
   }
   const std::vector<int64_t> ids = ChooseCachedRows(candidates, taken_by, edges, max_rows);
   for (int64_t id : ids) {
@@ -352,6 +342,21 @@ absl::Status DistGraph::BuildCache(const std::vector<int64_t>& taken) {
     RETURN_IF_ERROR(FillCache(*cache, core::FieldRef{core::FieldRef::Kind::kNode, fs.node_type, fs.name}, rows));
   }
   return InstallCache(std::move(cache));
+}
+
+std::vector<int64_t> DistGraph::EdgesIntoPartition(const IdMap& nodes) const {
+  std::vector<int64_t> edges(nodes.size(), 0);
+  const int runs = local_->num_edge_types();  // every relation's in-edges
+  for (int r = 0; r < runs; ++r) {
+    for (int64_t v = local_->node_start(); v < local_->node_end(); ++v) {
+      const core::PartitionStore::Adjacency a = local_->Neighbors(v, core::EdgeDir::kIn, runs > 1 ? r : -1);
+      for (int64_t i = 0; i < a.degree; ++i) {
+        const int64_t k = nodes.Find(a.nbr(i));
+        if (k >= 0) ++edges[k];
+      }
+    }
+  }
+  return edges;
 }
 
 absl::Status DistGraph::FillCache(const RowCache& cache, const core::FieldRef& ref, char* rows) {

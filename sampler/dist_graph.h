@@ -185,6 +185,9 @@ class DistGraph {
   absl::Status BuildCache(const std::vector<int64_t>& taken);
   // Whether Open was asked for a cache this graph can hold.
   bool WantsCache() const;
+  // How many of the local partition's in-edges (every relation's) come from each of `nodes`
+  // (edges[i] for the node of index i).
+  std::vector<int64_t> EdgesIntoPartition(const IdMap& nodes) const;
   // Pulls the rows of `ref` (its type's nodes among the cache's) into `rows`, the cache's rows.
   absl::Status FillCache(const RowCache& cache, const core::FieldRef& ref, char* rows);
   // Makes `cache` answer the remote partitions' gathers of its field.
