@@ -36,6 +36,7 @@
 #include "core/sparse_optim.h"
 #include "core/type_map.h"
 #include "python/native/kernels.h"
+#include "sampler/cache_choice.h"
 #include "sampler/dist_graph.h"
 #include "sampler/job_graph.h"
 #include "sampler/link_sampler.h"
@@ -503,15 +504,40 @@ const sampler::DistGraph& LoaderGraph(Graph& graph, const sampler::DistGraphOpti
 // step) is the one the C++ trainer would train on with the same options and seeds.
 class NodeLoader {
  public:
+  // cache_rows: which remote rows the sampler processes' cache keeps (fanout-train's
+  // --feature-cache-rows): "halo", or "presample", the rows this loader's own first epoch takes
+  // most, counted before its first batch in a graph of the loader's own.
   NodeLoader(std::shared_ptr<Graph> graph, py::array seeds, const py::dict& sampler, const py::dict& loader,
-             int64_t cache_max_bytes)
+             int64_t cache_max_bytes, const std::string& cache_rows)
       : graph_(std::move(graph)) {
+    if (cache_rows != "halo" && cache_rows != "presample") {
+      throw py::value_error(StrCat("feature_cache_rows must be 'halo' or 'presample', got '", cache_rows, "'"));
+    }
     const sampler::SamplerOptions so = Take(sampler::ReadSamplerSettings(SettingsJson(sampler)));
     const sampler::LoaderOptions lo = LoaderOptionsOf(*graph_, loader);
-    const sampler::DistGraphOptions go = ProcessGraphOptions(*graph_, so.feature_field, cache_max_bytes);
+    sampler::DistGraphOptions go = ProcessGraphOptions(*graph_, so.feature_field, cache_max_bytes);
     std::vector<int64_t> ids = Ids(seeds, "seeds");
     py::gil_scoped_release nogil;
-    loader_ = Take(sampler::MakeBatchLoader(&LoaderGraph(*graph_, go, lo), go, so, std::move(ids), lo));
+    const sampler::DistGraph* g = nullptr;
+    if (cache_rows == "presample" && lo.num_samplers > 0 && !go.cache_field.empty() && go.cache_max_bytes > 0) {
+      go.cache_from_counts = true;
+      go.cache_in_shared_memory = true;
+      presampled_ = Take(sampler::DistGraph::Open(graph_->config(), go));
+      if (presampled_->awaits_cache()) {
+        sampler::SamplerOptions counting = so;  // which nodes the batches take, without their data
+        counting.feature_field = "";
+        counting.label_field = "";
+        counting.edge = {};
+        sampler::MiniBatchSampler presampler(presampled_.get(), counting, ids);
+        const std::vector<int64_t> counts = Take(sampler::PresampleInputCounts(
+            &presampler, presampler.steps_per_epoch(), presampled_->num_nodes(), lo.first_epoch));
+        Check(presampled_->BuildCacheFromCounts(counts));
+      }
+      g = presampled_.get();
+    } else {
+      g = &LoaderGraph(*graph_, go, lo);
+    }
+    loader_ = Take(sampler::MakeBatchLoader(g, go, so, std::move(ids), lo));
     steps_per_epoch_ = loader_->steps_per_epoch();
   }
 
@@ -527,10 +553,13 @@ class NodeLoader {
   void Close() {
     py::gil_scoped_release nogil;
     loader_.reset();
+    presampled_.reset();
   }
 
  private:
   std::shared_ptr<Graph> graph_;  // outlives the loader, whose samplers read it
+  // With cache_rows "presample": the graph whose cache the loader's sampler processes map.
+  std::unique_ptr<sampler::DistGraph> presampled_;
   std::unique_ptr<sampler::BatchLoader> loader_;
   int64_t steps_per_epoch_ = 0;
 };
@@ -639,8 +668,9 @@ void BindLoaders(py::module_& m) {
       "Steps an epoch of EdgeLoader(sampler=..., link=...) over `num_edges` positive edges takes.");
 
   py::class_<NodeLoader>(m, "NodeLoader")
-      .def(py::init<std::shared_ptr<Graph>, py::array, const py::dict&, const py::dict&, int64_t>(), py::arg("graph"),
-           py::arg("seeds"), py::arg("sampler"), py::arg("loader"), py::arg("cache_max_bytes") = 0)
+      .def(py::init<std::shared_ptr<Graph>, py::array, const py::dict&, const py::dict&, int64_t, const std::string&>(),
+           py::arg("graph"), py::arg("seeds"), py::arg("sampler"), py::arg("loader"), py::arg("cache_max_bytes") = 0,
+           py::arg("cache_rows") = "halo")
       .def_property_readonly("steps_per_epoch", &NodeLoader::steps_per_epoch)
       .def("next", &NodeLoader::Next)
       .def("fetch_features", &NodeLoader::FetchFeatures, py::arg("on"),

@@ -476,7 +476,11 @@ class DistNodeDataLoader(_EpochLoader):
                  drop_last: bool = False, *, seed: int = 0, num_samplers: Optional[int] = None, num_threads: int = 1,
                  prefetch: int = 2, to_dgl: Optional[bool] = None, batch_timeout_seconds: float = 600.0,
                  feature_cache_bytes: int = 512 << 20, even_steps: Optional[bool] = None, device=None,
-                 queue_size: Optional[int] = None, batch_rows: str = "auto"):
+                 queue_size: Optional[int] = None, batch_rows: str = "auto", feature_cache_rows: str = "halo"):
+        if feature_cache_rows not in ("halo", "presample"):
+            raise ValueError(f"DistNodeDataLoader: feature_cache_rows must be 'halo' or 'presample', "
+                             f"got {feature_cache_rows!r}")
+        self._cache_rows = feature_cache_rows
         batch_size = _count(batch_size, "DistNodeDataLoader: batch_size")
         _native.check_batch_size("DistNodeDataLoader: batch_size", batch_size)
         if not isinstance(graph_sampler, NeighborSampler):
@@ -520,7 +524,7 @@ class DistNodeDataLoader(_EpochLoader):
     def _start(self, first_epoch, num_epochs):
         return _native.NodeLoader(self._g._native, self._nids, sampler=self._settings,
                                   loader=self._loader_settings(first_epoch, num_epochs),
-                                  cache_max_bytes=self._cache_bytes)
+                                  cache_max_bytes=self._cache_bytes, cache_rows=self._cache_rows)
 
     def _convert(self, b):
         if self._seed_type is not None:
