@@ -1186,6 +1186,30 @@ struct ServedTypedGraph {
   }
 };
 
+// A typed graph's batches, one epoch of `so` over `seeds`, are the same through `cached` (its
+// cache options `cached_go`) as through `plain` (no cache), by threads and by a sampler process.
+void ExpectTheCacheChangesNoBatch(const ServedTypedGraph& served, DistGraph* plain, DistGraph* cached,
+                                  const DistGraphOptions& cached_go, const SamplerOptions& so,
+                                  const std::vector<int64_t>& seeds) {
+  LoaderOptions lo;
+  lo.num_threads = 1;
+  lo.num_epochs = 1;
+  lo.sampler_binary = FANOUT_SAMPLER_BIN;
+  lo.part_config_path = served.config_path;
+  auto want_loader = MakeBatchLoader(plain, served.go, so, seeds, lo);
+  ASSERT_TRUE(want_loader.ok()) << want_loader.status();
+  const std::vector<MiniBatch> want = Drain(**want_loader);
+  ASSERT_FALSE(want.empty());
+  for (int samplers : {0, 1}) {
+    lo.num_samplers = samplers;
+    auto l = MakeBatchLoader(cached, cached_go, so, seeds, lo);
+    ASSERT_TRUE(l.ok()) << l.status();
+    const std::vector<MiniBatch> got = Drain(**l);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) testing::ExpectSameBatch(got[i], want[i]);
+  }
+}
+
 class TypedSamplingTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(TypedSamplingTest, BlocksKeepEveryEdgesRelationAndPerRelationFanouts) {
@@ -1450,7 +1474,6 @@ TEST(TypedHaloCacheTest, HoldsEveryFeaturedTypeOfTheSameWidth) {
   d.node_fields.push_back({"feat", core::NpyArray::Adopt(std::move(author_feat), {200, 3}), "author"});
   ServedTypedGraph served;
   ASSERT_NO_FATAL_FAILURE(served.Start(dir, d, 2));
-  const std::string& config_path = served.config_path;
   const core::PartitionConfig& config = served.config;
   const DistGraphOptions& go = served.go;
   DistGraphOptions cached = go;
@@ -1484,23 +1507,7 @@ TEST(TypedHaloCacheTest, HoldsEveryFeaturedTypeOfTheSameWidth) {
   so.seed = 5;
   so.feature_field = "feat";
   so.label_field = "label";
-  LoaderOptions lo;
-  lo.num_threads = 1;
-  lo.num_epochs = 1;
-  lo.sampler_binary = FANOUT_SAMPLER_BIN;
-  lo.part_config_path = config_path;
-  auto plain = MakeBatchLoader(g->get(), go, so, seeds, lo);
-  ASSERT_TRUE(plain.ok()) << plain.status();
-  const std::vector<MiniBatch> want = Drain(**plain);
-  ASSERT_FALSE(want.empty());
-  for (int samplers : {0, 1}) {
-    lo.num_samplers = samplers;
-    auto l = MakeBatchLoader(c->get(), cached, so, seeds, lo);
-    ASSERT_TRUE(l.ok()) << l.status();
-    const std::vector<MiniBatch> got = Drain(**l);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) testing::ExpectSameBatch(got[i], want[i]);
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectTheCacheChangesNoBatch(served, g->get(), c->get(), cached, so, seeds));
   EXPECT_GT((*c)->cache_hits(), 0);
   // What a process logs at the end: its hits of its remote rows, and the cache's fields.
   const std::string report = (*c)->HaloCacheReport();
@@ -1565,23 +1572,7 @@ TEST(TypedHaloCacheTest, PresampledCountsRankEveryCachedTypesRemoteRows) {
   EXPECT_GT(taken_remote, 0);
   so.feature_field = "feat";
   so.label_field = "label";
-  LoaderOptions lo;
-  lo.num_threads = 1;
-  lo.num_epochs = 1;
-  lo.sampler_binary = FANOUT_SAMPLER_BIN;
-  lo.part_config_path = served.config_path;
-  auto plain = MakeBatchLoader(g->get(), served.go, so, seeds, lo);
-  ASSERT_TRUE(plain.ok()) << plain.status();
-  const std::vector<MiniBatch> want = Drain(**plain);
-  ASSERT_FALSE(want.empty());
-  for (int samplers : {0, 1}) {
-    lo.num_samplers = samplers;
-    auto l = MakeBatchLoader(c->get(), cached, so, seeds, lo);
-    ASSERT_TRUE(l.ok()) << l.status();
-    const std::vector<MiniBatch> got = Drain(**l);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) testing::ExpectSameBatch(got[i], want[i]);
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectTheCacheChangesNoBatch(served, g->get(), c->get(), cached, so, seeds));
   EXPECT_GT((*c)->cache_hits(), 0);
   EXPECT_EQ((*c)->cache_misses(), 0) << "the epoch presampled fetched remote rows";
   EXPECT_NE((*c)->HaloCacheReport().find("presampled row cache: "), std::string::npos) << (*c)->HaloCacheReport();
