@@ -548,7 +548,8 @@ TEST(HaloCacheTest, SamplerProcessesMapTheTrainersCacheInSharedMemory) {
 // batches take most, beyond the halo too: with room for all of them, the epoch presampled asks
 // the servers for no row at all; with less, no uncached remote node was taken more often than a
 // cached one. Sampler processes map the trainer's choice (they cannot presample the same way)
-// and make the same batches; a process of another partition refuses it.
+// and make the same batches; a process of another partition refuses it. With the local features
+// on disk, the local rows taken are kept too.
 TEST(HaloCacheTest, PresampledCountsKeepTheRemoteRowsBatchesTakeMostBeyondTheHalo) {
   Job job;
   ASSERT_NO_FATAL_FAILURE(job.Start(2, 3000, 6000));  // sparse: remote nodes two hops out are not halo
@@ -655,6 +656,28 @@ TEST(HaloCacheTest, PresampledCountsKeepTheRemoteRowsBatchesTakeMostBeyondTheHal
   EXPECT_GE(least_cached, most_left);
   // A graph opened without cache_from_counts builds its cache itself.
   EXPECT_EQ((*g)->BuildCacheFromCounts(counts).code(), absl::StatusCode::kFailedPrecondition);
+
+  // With the local features on disk the local rows the batches take compete too (a local row
+  // not cached is a read from disk): every node taken is then held, local or remote, and the
+  // epoch presampled reads neither a server nor the disk for its rows.
+  DistGraphOptions disk = big;
+  disk.local_row_cache_bytes = 0;
+  auto d = DistGraph::Open(job.config, disk);
+  ASSERT_TRUE(d.ok()) << d.status();
+  ASSERT_TRUE((*d)->BuildCacheFromCounts(counts).ok());
+  ASSERT_NE((*d)->row_cache(), nullptr);
+  int64_t local_taken = 0;
+  for (int64_t v = 0; v < job.config.num_nodes; ++v) {
+    if (counts[v] > 0) EXPECT_GE((*d)->row_cache()->Find(v), 0) << "node " << v << " was taken";
+    local_taken += counts[v] > 0 && !remote(v) ? 1 : 0;
+  }
+  EXPECT_EQ((*d)->cached_local_rows() > 0, local_taken > 0);
+  lo.num_samplers = 0;
+  const std::vector<MiniBatch> from_disk = LoadAll(d->get(), disk, so, seeds, lo);
+  ASSERT_EQ(from_disk.size(), want.size());
+  for (size_t i = 0; i < from_disk.size(); ++i) testing::ExpectSameBatch(from_disk[i], want[i]);
+  EXPECT_EQ((*d)->cache_misses(), 0);
+  EXPECT_EQ((*d)->local_cache_misses(), 0);
 }
 
 // Issue 40: with the local partition's features read from disk, the cache's budget goes to the
