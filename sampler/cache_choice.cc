@@ -43,4 +43,13 @@ absl::StatusOr<std::vector<int64_t>> PresampleInputCounts(MiniBatchSampler* samp
   return counts;
 }
 
+absl::StatusOr<std::vector<int64_t>> PresampleSeeds(const DistGraph* graph, SamplerOptions so,
+                                                    std::vector<int64_t> seeds, int64_t steps, int64_t epoch) {
+  so.feature_field = "";
+  so.label_field = "";
+  so.edge = {};
+  MiniBatchSampler presampler(graph, std::move(so), std::move(seeds));
+  return PresampleInputCounts(&presampler, steps, graph->num_nodes(), epoch);
+}
+
 }  // namespace fanout::sampler

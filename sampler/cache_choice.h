@@ -26,4 +26,11 @@ std::vector<int64_t> ChooseHottest(const std::vector<int64_t>& counts, const std
 absl::StatusOr<std::vector<int64_t>> PresampleInputCounts(MiniBatchSampler* sampler, int64_t steps,
                                                           int64_t num_nodes, int64_t epoch = 0);
 
+// The same for the batches a sampler of `so` over `seeds` makes through `graph`, steps [0, steps)
+// of `epoch` (its fields dropped: only which nodes the batches take is counted). The caller
+// resolves `steps` (at most the epoch's, StepsPerEpoch). The counts of --gpu-cache-policy
+// presample and --feature-cache-rows presample, for fanout-train and the Python loaders alike.
+absl::StatusOr<std::vector<int64_t>> PresampleSeeds(const DistGraph* graph, SamplerOptions so,
+                                                    std::vector<int64_t> seeds, int64_t steps, int64_t epoch = 0);
+
 }  // namespace fanout::sampler

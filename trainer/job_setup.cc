@@ -246,14 +246,11 @@ absl::StatusOr<const std::vector<int64_t>*> Job::Presampled(int64_t steps, const
   sampler::SamplerOptions so = o_.sampling;
   so.rank = o_.dist.rank;
   so.seeds_per_epoch = sampler::SeedsPerEpoch(sizes_.train, o_.dist.world_size);
-  so.feature_field = "";
-  so.label_field = "";
-  so.edge = {};
-  sampler::MiniBatchSampler presampler(graph_->mutable_graph(), so, *nodes);
-  steps = steps > 0 ? std::min(steps, presampler.steps_per_epoch()) : presampler.steps_per_epoch();
+  const int64_t epoch_steps = sampler::StepsPerEpoch(so, static_cast<int64_t>(nodes->size()));
+  steps = steps > 0 ? std::min(steps, epoch_steps) : epoch_steps;
   if (steps != presampled_steps_) {
     const auto t0 = Clock::now();
-    ASSIGN_OR_RETURN(presampled_, sampler::PresampleInputCounts(&presampler, steps, graph_->graph().num_nodes()));
+    ASSIGN_OR_RETURN(presampled_, sampler::PresampleSeeds(&graph_->graph(), so, *nodes, steps));
     presampled_steps_ = steps;
     presampled_how_ = StrCat("this trainer's first ", steps, " batches, presampled in ",
                              static_cast<int64_t>(Since(t0) * 1000), " ms");

@@ -524,13 +524,8 @@ class NodeLoader {
       go.cache_in_shared_memory = true;
       presampled_ = Take(sampler::DistGraph::Open(graph_->config(), go));
       if (presampled_->awaits_cache()) {
-        sampler::SamplerOptions counting = so;  // which nodes the batches take, without their data
-        counting.feature_field = "";
-        counting.label_field = "";
-        counting.edge = {};
-        sampler::MiniBatchSampler presampler(presampled_.get(), counting, ids);
-        const std::vector<int64_t> counts = Take(sampler::PresampleInputCounts(
-            &presampler, presampler.steps_per_epoch(), presampled_->num_nodes(), lo.first_epoch));
+        const std::vector<int64_t> counts = Take(sampler::PresampleSeeds(
+            presampled_.get(), so, ids, sampler::StepsPerEpoch(so, static_cast<int64_t>(ids.size())), lo.first_epoch));
         Check(presampled_->BuildCacheFromCounts(counts));
       }
       g = presampled_.get();

@@ -615,28 +615,46 @@ class LoaderTest(ServersTestCase):
     def test_a_presampled_cache_makes_the_same_batches_from_a_memfd_of_its_own(self):
         # feature_cache_rows="presample" (fanout-train's --feature-cache-rows): the loader's
         # sampler processes map a cache ranked by its own presampled epoch, not the halo cache
-        # every other loader shares; the batches are the same.
+        # every other loader shares, holding rows beyond the halo; the batches are the same.
         def halo_caches(pid):
             with open(f"/proc/{pid}/maps") as f:
                 return {line.split()[4] for line in f if "memfd:fanout-halo-cache" in line}
 
         nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
-        batches, maps = {}, {}
+        batches, maps, reports = {}, {}, {}
         for rows in ("halo", "presample"):
-            loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([4, 3]), batch_size=32, shuffle=True,
-                                             seed=3, num_samplers=1, to_dgl=False, feature_cache_rows=rows)
-            batches[rows] = [[input_nodes.clone(), seeds.clone(), blocks[0].srcdata["feat"].clone()]
-                             for input_nodes, seeds, blocks in loader]
-            children = sampler_children()
-            self.assertEqual(len(children), 1)
-            maps[rows] = halo_caches(children[0])
-            loader.close()
+            with tempfile.TemporaryFile() as err:  # the sampler process's stderr: its cache report
+                saved = os.dup(2)
+                os.dup2(err.fileno(), 2)
+                try:
+                    loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([4, 3]), batch_size=32,
+                                                     shuffle=True, seed=3, num_samplers=1, to_dgl=False,
+                                                     feature_cache_rows=rows)
+                    batches[rows] = [[input_nodes.clone(), seeds.clone(), blocks[0].srcdata["feat"].clone()]
+                                     for input_nodes, seeds, blocks in loader]
+                    children = sampler_children()
+                    self.assertEqual(len(children), 1)
+                    maps[rows] = halo_caches(children[0])
+                    loader.close()
+                finally:
+                    os.dup2(saved, 2)
+                    os.close(saved)
+                err.seek(0)
+                reports[rows] = err.read().decode()
         self.assertGreater(len(batches["halo"]), 2)
         self.assertEqual(len(batches["halo"]), len(batches["presample"]))
         for want, got in zip(batches["halo"], batches["presample"]):
             self.assertEqual([bool(torch.equal(a, b)) for a, b in zip(want, got)], [True] * 3)
         self.assertEqual(len(maps["presample"]), 1)
         self.assertNotEqual(maps["presample"], maps["halo"], "the presampled loader maps a cache of its own")
+        # Its cache holds the halo and the remote rows beyond it that the epoch took, and finds more.
+        held = {}
+        for rows, label in (("halo", "halo cache"), ("presample", "presampled row cache")):
+            m = re.search(label + r": (\d+) of (\d+) remote rows .* from its (\d+) rows of 'feat'", reports[rows])
+            self.assertIsNotNone(m, reports[rows])
+            held[rows] = (int(m.group(1)) / int(m.group(2)), int(m.group(3)))
+        self.assertGreater(held["presample"][1], held["halo"][1])
+        self.assertGreater(held["presample"][0], held["halo"][0])
         with self.assertRaisesRegex(ValueError, "feature_cache_rows must be 'halo' or 'presample', got 'often'"):
             dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([4]), batch_size=32, feature_cache_rows="often")
 

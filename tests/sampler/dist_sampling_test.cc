@@ -568,11 +568,7 @@ TEST(HaloCacheTest, PresampledCountsKeepTheRemoteRowsBatchesTakeMostBeyondTheHal
   const std::set<int64_t> halo(halo_file->data_as<int64_t>(), halo_file->data_as<int64_t>() + halo_file->rows());
 
   auto presample = [&](DistGraph* graph) {
-    SamplerOptions counting = so;
-    counting.feature_field = "";
-    counting.label_field = "";
-    MiniBatchSampler s(graph, counting, seeds);
-    auto counts = PresampleInputCounts(&s, s.steps_per_epoch(), graph->num_nodes());
+    auto counts = PresampleSeeds(graph, so, seeds, StepsPerEpoch(so, static_cast<int64_t>(seeds.size())));
     EXPECT_TRUE(counts.ok()) << counts.status();
     return counts.ok() ? *counts : std::vector<int64_t>{};
   };
@@ -1572,9 +1568,7 @@ TEST(TypedHaloCacheTest, PresampledCountsRankEveryCachedTypesRemoteRows) {
   so.fanouts = {3, 3};
   so.batch_size = 16;
   so.seed = 5;
-  SamplerOptions counting = so;  // no fields: only which nodes the batches take
-  MiniBatchSampler presampler(c->get(), counting, seeds);
-  auto counts = PresampleInputCounts(&presampler, presampler.steps_per_epoch(), (*c)->num_nodes());
+  auto counts = PresampleSeeds(c->get(), so, seeds, StepsPerEpoch(so, static_cast<int64_t>(seeds.size())));
   ASSERT_TRUE(counts.ok()) << counts.status();
   ASSERT_TRUE((*c)->BuildCacheFromCounts(*counts).ok());
   const RowCache* cache = (*c)->row_cache();
