@@ -31,58 +31,9 @@ std::string ReadText(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-// A memory cgroup of its own, removed at the end: v1 (memory.limit_in_bytes) or v2 (memory.max).
-class MemoryCgroup {
- public:
-  // False (and the reason) where neither hierarchy lets us make one.
-  bool Create(int64_t limit_bytes, std::string* why) {
-    const std::string name = "fanout-test-" + std::to_string(getpid());
-    for (const auto& [root, limit_file, v2] : {std::tuple{"/sys/fs/cgroup/memory", "memory.limit_in_bytes", false},
-                                               std::tuple{"/sys/fs/cgroup", "memory.max", true}}) {
-      std::error_code ec;
-      if (!fs::exists(std::string(root) + "/" + limit_file, ec) && !v2) continue;
-      if (v2 && !fs::exists(std::string(root) + "/cgroup.controllers", ec)) continue;
-      path_ = std::string(root) + "/" + name;
-      if (!fs::create_directory(path_, ec)) continue;
-      std::ofstream(path_ + "/" + limit_file) << limit_bytes;
-      if (std::stoll(ReadText(path_ + "/" + limit_file)) == limit_bytes) {
-        v2_ = v2;
-        return true;
-      }
-      fs::remove(path_, ec);
-    }
-    path_.clear();
-    *why = "no writable memory cgroup (/sys/fs/cgroup/memory or a v2 memory.max)";
-    return false;
-  }
-  ~MemoryCgroup() {
-    if (path_.empty()) return;
-    for (int i = 0; i < 100; ++i) {  // empty once its processes are reaped
-      std::error_code ec;
-      if (fs::remove(path_, ec)) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-  const std::string& path() const { return path_; }
-  // OOM kills in the group so far.
-  int64_t OomKills() const {
-    const std::string text = ReadText(path_ + (v2_ ? "/memory.events" : "/memory.oom_control"));
-    std::smatch m;
-    return std::regex_search(text, m, std::regex("oom_kill ([0-9]+)")) ? std::stoll(m[1]) : 0;
-  }
-  int64_t PeakBytes() const {
-    const std::string text = ReadText(path_ + (v2_ ? "/memory.peak" : "/memory.max_usage_in_bytes"));
-    return text.empty() ? -1 : std::stoll(text);
-  }
-
- private:
-  std::string path_;
-  bool v2_ = false;
-};
-
 TEST(DiskFeaturesTest, AServerLimitedBelowItsFeaturesServesThemFromDisk) {
   constexpr int64_t kLimit = 96 << 20;
-  MemoryCgroup cgroup;
+  testing::MemoryCgroup cgroup;
   std::string why;
   if (!cgroup.Create(kLimit, &why)) GTEST_SKIP() << why;
   testing::TempDir dir;

@@ -15,7 +15,9 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <regex>
 #include <set>
+#include <tuple>
 
 #include "base/spawn.h"
 #include "base/strings.h"
@@ -612,6 +614,56 @@ void ExpectIdMapsMatchPartitions(const std::string& config_path) {
       }
     }
   }
+}
+
+namespace {
+std::string ReadWhole(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+}  // namespace
+
+bool MemoryCgroup::Create(int64_t limit_bytes, std::string* why) {
+  namespace fs = std::filesystem;
+  const std::string name = "fanout-test-" + std::to_string(getpid());
+  for (const auto& [root, limit_file, v2] : {std::tuple{"/sys/fs/cgroup/memory", "memory.limit_in_bytes", false},
+                                             std::tuple{"/sys/fs/cgroup", "memory.max", true}}) {
+    std::error_code ec;
+    if (!fs::exists(std::string(root) + "/" + limit_file, ec) && !v2) continue;
+    if (v2 && !fs::exists(std::string(root) + "/cgroup.controllers", ec)) continue;
+    path_ = std::string(root) + "/" + name;
+    if (!fs::create_directory(path_, ec)) continue;
+    std::ofstream(path_ + "/" + limit_file) << limit_bytes;
+    const std::string set = ReadWhole(path_ + "/" + limit_file);
+    if (!set.empty() && std::isdigit(static_cast<unsigned char>(set[0])) && std::stoll(set) == limit_bytes) {
+      v2_ = v2;
+      return true;
+    }
+    fs::remove(path_, ec);
+  }
+  path_.clear();
+  *why = "no writable memory cgroup (/sys/fs/cgroup/memory or a v2 memory.max)";
+  return false;
+}
+
+MemoryCgroup::~MemoryCgroup() {
+  if (path_.empty()) return;
+  for (int i = 0; i < 100; ++i) {  // empty once its processes are reaped
+    std::error_code ec;
+    if (std::filesystem::remove(path_, ec)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+int64_t MemoryCgroup::OomKills() const {
+  const std::string text = ReadWhole(path_ + (v2_ ? "/memory.events" : "/memory.oom_control"));
+  std::smatch m;
+  return std::regex_search(text, m, std::regex("oom_kill ([0-9]+)")) ? std::stoll(m[1]) : 0;
+}
+
+int64_t MemoryCgroup::PeakBytes() const {
+  const std::string text = ReadWhole(path_ + (v2_ ? "/memory.peak" : "/memory.max_usage_in_bytes"));
+  return text.empty() ? -1 : std::stoll(text);
 }
 
 }  // namespace fanout::testing

@@ -121,4 +121,20 @@ core::NpyArray MapIdsAsInt64(const std::string& path, core::DType expected);
 // event of their own to wait on: never a fixed sleep that hopes the moment has come.
 bool WaitUntil(const std::function<bool()>& condition, std::chrono::milliseconds limit = std::chrono::seconds(30));
 
+// A memory cgroup of its own, removed at the end: v1 (memory.limit_in_bytes) or v2 (memory.max).
+// A test puts a process in it by writing the pid to path() + "/cgroup.procs".
+class MemoryCgroup {
+ public:
+  // False (and the reason) where neither hierarchy lets us make one (not root, no controller).
+  bool Create(int64_t limit_bytes, std::string* why);
+  ~MemoryCgroup();
+  const std::string& path() const { return path_; }
+  int64_t OomKills() const;   // OOM kills in the group so far
+  int64_t PeakBytes() const;  // its peak usage, -1 where unknown
+
+ private:
+  std::string path_;
+  bool v2_ = false;
+};
+
 }  // namespace fanout::testing
