@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <thread>
 
@@ -30,6 +31,25 @@ std::string ExitStatus::Describe() const {
 ExitStatus ExitStatus::FromWaitStatus(int ws) {
   if (WIFSIGNALED(ws)) return {true, WTERMSIG(ws)};
   return {false, WIFEXITED(ws) ? WEXITSTATUS(ws) : 1};
+}
+
+std::optional<int64_t> ReadOomKillCount() {
+  std::ifstream in("/proc/vmstat");
+  std::string name;
+  int64_t value = 0;
+  while (in >> name >> value) {
+    if (name == "oom_kill") return value;
+  }
+  return std::nullopt;
+}
+
+std::string OomKillHint(const ExitStatus& status, std::optional<int64_t> before) {
+  if (!status.signaled || status.value != SIGKILL || !before.has_value()) return "";
+  const std::optional<int64_t> after = ReadOomKillCount();
+  if (!after.has_value() || *after <= *before) return "";
+  return "killed by the kernel's out-of-memory killer (/proc/vmstat's oom_kill rose while it ran): this machine, or "
+         "the memory cgroup the job runs in, ran out of memory; give it more or lower the job's (docs/deploy.md, "
+         "memory)";
 }
 
 std::vector<std::string> MergeEnvironment(const std::vector<std::string>& additions) {

@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,17 @@ struct ExitStatus {
   std::string Describe() const;
   static ExitStatus FromWaitStatus(int wait_status);
 };
+
+// The kernel's count of processes its out-of-memory killer has ended on this machine since boot
+// (oom_kill in /proc/vmstat: global and memory-cgroup kills alike); nullopt where the kernel has
+// none (before 4.13) or /proc cannot be read.
+std::optional<int64_t> ReadOomKillCount();
+
+// For a process that ended by SIGKILL: "killed by the kernel's out-of-memory killer (...)" when
+// the machine's count rose from `before` (taken when the process started), else "". The job's
+// failure line ends with it, so that a user sees why; it names no count, so that the same failure
+// reads the same each time (restarts compare them).
+std::string OomKillHint(const ExitStatus& status, std::optional<int64_t> before);
 
 struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0] is looked up in PATH when it has no '/'

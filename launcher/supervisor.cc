@@ -189,6 +189,8 @@ bool JobSupervisor::StartProcess(const ProcessSpec& spec) {
   so.env = MergeEnvironment(spec.local_env);
   so.cwd = spec.local_cwd;
   so.stdin_pipe = spec.remote;
+  // A remote machine's count is read there, by the script that starts the process (RemoteScript).
+  if (!spec.remote) c->oom_kills = ReadOomKillCount();
   absl::StatusOr<Process> p = Process::Spawn(so);
   if (!p.ok()) {
     c->log_fd.reset();
@@ -373,8 +375,11 @@ void JobSupervisor::OnExit(Child& c) {
     return;
   }
   const int code = st.signaled || st.value == 0 ? 1 : st.value;
-  // The process's own last error line ends the message (and so the job's last line).
-  const std::string own = st.ok() || c.last_error.empty() ? std::string() : StrCat(": ", c.last_error);
+  // The process's own last error line ends the message (and so the job's last line); a SIGKILL
+  // from the kernel's out-of-memory killer says so, where a process has no last word.
+  const std::string oom = c.hung ? std::string() : OomKillHint(st, c.oom_kills);
+  const std::string own = !oom.empty() ? StrCat(": ", oom)
+                          : st.ok() || c.last_error.empty() ? std::string() : StrCat(": ", c.last_error);
   const FailureKind kind = {.signature = StrCat(c.spec->Label(), " ", st.Describe(), own),
                              .killed = st.signaled,
                              .exit_status = st.signaled ? -1 : st.value};

@@ -88,6 +88,7 @@ class JobSupervisor {
     bool heartbeating = false;           // has sent a heartbeat: watched from then on
     bool hung = false;                   // went silent, and is being stopped
     std::string last_error;              // its last stderr line mentioning an error
+    std::optional<int64_t> oom_kills;    // the machine's out-of-memory kills when it started (local)
     Clock::time_point last_heartbeat;
   };
 

@@ -14,6 +14,8 @@
 #     on every machine (with PYTHON, an interpreter with torch and numpy; skipped without);
 #   - with --replicas 1, a partition stays served while its machine's link is cut (Python);
 #   - a server killed mid-job, its partition having another, costs nothing but the failover;
+#   - a trainer that runs its machine out of memory (--memory-per-machine) fails the job with a
+#     line naming the kernel's out-of-memory killer and the machine's memory cgroup;
 #   - bench/cluster/run.sh runs setups A and H (fanout's side) and prints their results.
 # Skipped (exit 77) where namespaces cannot be made (not root, no iproute2).
 #
@@ -195,7 +197,18 @@ grep -q "failover=0" failover.status || { fail "the job whose server was killed 
 grep -q "partition 2 goes on with its 1 other server" failover.log ||
   fail "the launcher did not say partition 2 goes on with its other server"
 
-# 8. The benchmark harness itself (fanout's side): bench/cluster/run.sh makes its own cluster,
+# 8. A machine out of memory (--memory-per-machine 256M): a trainer the kernel's out-of-memory
+#    killer ends (it reads a line of /dev/zero, which never ends) fails the job with a line that
+#    says so and names the machine's memory cgroup, where it was "exited with status 137".
+"$CLUSTER" run --machines 4 --memory-per-machine 256M --name "$NAME" -- bash -c '
+  launch_command oom sh -c "if [ \$RANK = 2 ]; then exec tail /dev/zero; fi; exec sleep 1000"
+  echo "oom=$?" >oom.status'
+cat oom.status
+grep -q "oom=0" oom.status && fail "the job whose trainer ran out of memory succeeded"
+grep "job .* failed" oom.log | grep -q "m2 trainer 0 .*exited with status 137: fanout-launch: error: killed by the kernel's out-of-memory killer .*memory cgroup /fanout-cluster-$NAME-m2" ||
+  { fail "the failure line does not name the out-of-memory killer and machine 2's cgroup"; tail -n 5 oom.log >&2; }
+
+# 9. The benchmark harness itself (fanout's side): bench/cluster/run.sh makes its own cluster,
 #    runs setups A and H on it and prints one CLUSTER_RESULT line for each; with --replicas 1
 #    (its --launch-flags), so that H's learnable rows are written to every copy.
 timeout 240 "$REPO/bench/cluster/run.sh" --quick --no-dgl --setups A,H --mag-scale 0.002 --machines 2 \

@@ -141,9 +141,32 @@ TEST(Supervisor, TrainerKilledBySignalExitsOne) {
   EXPECT_EQ(r.code, 1);
   EXPECT_THAT(r.failure, HasSubstr("m0 trainer 1 ("));
   EXPECT_THAT(r.failure, HasSubstr("killed by signal 9 (SIGKILL)"));
+  EXPECT_THAT(r.failure, Not(HasSubstr("out-of-memory")));
   EXPECT_EQ(r.kind.signature, "m0 trainer 1 killed by signal 9 (SIGKILL)");
   EXPECT_TRUE(r.kind.killed);
   EXPECT_EQ(r.kind.exit_status, -1);
+  ExpectAllGone(r.err);
+}
+
+// A trainer the kernel's out-of-memory killer ends (in a memory cgroup of 64 MiB, reading a line
+// from /dev/zero that never ends) fails the job with a line that says so; a trainer killed by
+// SIGKILL otherwise (the test above) gets no such hint.
+TEST(Supervisor, TrainerEndedByTheOutOfMemoryKillerSaysSo) {
+  fanout::testing::MemoryCgroup cgroup;
+  std::string why;
+  if (!cgroup.Create(64 << 20, &why)) GTEST_SKIP() << why;
+  if (!ReadOomKillCount().has_value()) GTEST_SKIP() << "this kernel's /proc/vmstat has no oom_kill";
+  fanout::testing::TempDir dir;
+  const std::string hog = "if [ $FANOUT_RANK = 3 ]; then echo $$ > '" + cgroup.path() +
+                          "/cgroup.procs' && exec tail /dev/zero; fi; exec sleep 1000";
+  Result r = RunJob(Plan({"sh", "-c", hog}), dir);
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.failure, HasSubstr("m1 trainer 1 ("));
+  EXPECT_THAT(r.failure, HasSubstr("killed by signal 9 (SIGKILL): killed by the kernel's out-of-memory killer"));
+  EXPECT_GE(cgroup.OomKills(), 1);
+  // The same failure again reads the same (restarts compare them): no counts in it.
+  EXPECT_EQ(r.kind.signature, "m1 trainer 1 killed by signal 9 (SIGKILL): " +
+                                  OomKillHint({true, SIGKILL}, std::optional<int64_t>(-1)));
   ExpectAllGone(r.err);
 }
 
