@@ -380,8 +380,11 @@ void JobSupervisor::OnExit(Child& c) {
   const std::string oom = c.hung ? std::string() : OomKillHint(st, c.oom_kills);
   const std::string own = !oom.empty() ? StrCat(": ", oom)
                           : st.ok() || c.last_error.empty() ? std::string() : StrCat(": ", c.last_error);
+  // A remote process killed by signal N comes back as status 128 + N (its shell's, ssh's): as
+  // killed as a local one, for the restarts (a preempted machine, the OOM killer).
+  const bool killed = st.signaled || (c.spec->remote && st.value > 128 && st.value <= 128 + 64);
   const FailureKind kind = {.signature = StrCat(c.spec->Label(), " ", st.Describe(), own),
-                             .killed = st.signaled,
+                             .killed = killed,
                              .exit_status = st.signaled ? -1 : st.value};
   if (c.spec->role == Role::kServer) {
     // Failover (rpc/remote_graph_source.h): clients move to the partition's other servers, so a

@@ -170,6 +170,22 @@ TEST(Supervisor, TrainerEndedByTheOutOfMemoryKillerSaysSo) {
   ExpectAllGone(r.err);
 }
 
+// On a remote machine a process killed by a signal comes back as its shell's status 128 + N:
+// still a killed process to the restarts, which run it again however often it repeats.
+TEST(Supervisor, RemoteTrainerKilledBySignalCountsAsKilled) {
+  fanout::testing::TempDir dir;
+  JobPlan plan = Plan({"sh", "-c", "if [ $FANOUT_RANK = 1 ]; then sh -c 'kill -9 $$'; exit $?; fi; exec sleep 1000"});
+  plan.trainers[1].remote = true;
+  plan.trainers[1].via = "ssh";
+  Result r = RunJob(std::move(plan), dir);
+  EXPECT_EQ(r.code, 137);
+  EXPECT_THAT(r.failure, HasSubstr("m0 trainer 1 ("));
+  EXPECT_THAT(r.failure, HasSubstr("exited with status 137"));
+  EXPECT_TRUE(r.kind.killed);
+  EXPECT_EQ(r.kind.exit_status, 137);
+  ExpectAllGone(r.err);
+}
+
 TEST(Supervisor, ServerExitingWhileTrainersRunIsAFailureEvenWithStatusZero) {
   fanout::testing::TempDir dir;
   JobPlan plan = Plan({"sh", "-c", "exec sleep 1000"});
