@@ -44,7 +44,7 @@ absl::StatusOr<std::unique_ptr<JobGraph>> JobGraph::Open(
   g->options_ = std::move(graph);
   const DistGraphOptions& go = g->options_;
   ASSIGN_OR_RETURN(g->graph_, DistGraph::Open(g->config_, go));
-  ASSIGN_OR_RETURN(g->fields_, ServerFields::Make(g->config_, go.servers, go.client));
+  ASSIGN_OR_RETURN(g->fields_, ServerFields::Make(g->config_, go.servers, go.client, /*map_shared=*/true, go.machine_id));
   if (on_unreachable) {
     // Null with nothing to watch (one machine, a timeout <= 0).
     g->reachability_ = rpc::ReachabilityWatch::Start(go.servers, go.machine_id, go.client, watch,

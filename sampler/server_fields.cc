@@ -42,24 +42,45 @@ GatheredGradients GatherGradients(std::span<const int64_t> ids, const float* gra
 
 absl::StatusOr<std::unique_ptr<ServerFields>> ServerFields::Make(const core::PartitionConfig& config,
                                                                  base::ServerMap servers, rpc::ClientOptions client,
-                                                                 bool map_shared) {
+                                                                 bool map_shared, int machine_id) {
   ASSIGN_OR_RETURN(core::RangePartitionBook book, config.NodeBook());
   servers.addresses.resize(config.num_parts);
   return std::unique_ptr<ServerFields>(
-      new ServerFields(config, std::move(book), std::move(servers), std::move(client), map_shared));
+      new ServerFields(config, std::move(book), std::move(servers), std::move(client), map_shared, machine_id));
 }
 
 ServerFields::ServerFields(core::PartitionConfig config, core::RangePartitionBook book, base::ServerMap servers,
-                           rpc::ClientOptions client, bool map_shared)
+                           rpc::ClientOptions client, bool map_shared, int machine_id)
     : config_(std::move(config)),
       book_(std::move(book)),
       servers_(std::move(servers)),
       client_options_(std::move(client)),
+      machine_id_(machine_id),
       map_shared_(map_shared) {
+  if (machine_id_ >= 0 && machine_id_ < config_.num_parts && !servers_.addresses[machine_id_].empty()) {
+    absl::StatusOr<base::HostAndPort> hp = base::SplitHostPort(servers_.addresses[machine_id_][0]);
+    if (hp.ok()) own_host_ = hp->host;
+  }
   readers_.resize(config_.num_parts);
   for (int p = 0; p < config_.num_parts; ++p) {
-    if (!servers_.addresses[p].empty()) readers_[p] = rpc::RemoteGraphSource::Connect(servers_, p, "", false, client_options_);
+    if (!servers_.addresses[p].empty()) {
+      readers_[p] = rpc::RemoteGraphSource::Connect(servers_, p, own_host_, p == machine_id_, client_options_);
+    }
   }
+}
+
+bool ServerFields::OnThisMachine(const std::string& address) const {
+  if (machine_id_ >= 0 && machine_id_ < config_.num_parts) {
+    const std::vector<std::string>& own = servers_.addresses[machine_id_];
+    if (std::find(own.begin(), own.end(), address) != own.end()) return true;
+  }
+  if (own_host_.empty()) return false;
+  for (const std::vector<std::string>& replicas : servers_.replicas) {
+    if (std::find(replicas.begin(), replicas.end(), address) == replicas.end()) continue;
+    absl::StatusOr<base::HostAndPort> hp = base::SplitHostPort(address);
+    return hp.ok() && hp->host == own_host_;
+  }
+  return false;
 }
 
 ServerFields::~ServerFields() = default;
@@ -67,7 +88,12 @@ ServerFields::~ServerFields() = default;
 rpc::GraphClient& ServerFields::Client(const std::string& address) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = clients_.find(address);
-  if (it == clients_.end()) it = clients_.emplace(address, rpc::GraphClient::Connect(address, client_options_)).first;
+  if (it == clients_.end()) {
+    // A write to a server of this machine crosses no link: its bytes are not the wire's.
+    rpc::ClientOptions o = client_options_;
+    if (OnThisMachine(address)) o.wire = nullptr;
+    it = clients_.emplace(address, rpc::GraphClient::Connect(address, o)).first;
+  }
   return *it->second;
 }
 

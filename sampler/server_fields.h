@@ -46,10 +46,13 @@ class ServerFields {
  public:
   // `servers`: every partition's servers (a partition without any cannot hold created fields:
   // calls that need it fail naming it). `client.security` should be loaded already.
-  // `map_shared` false: every partition through its servers, none mapped.
+  // `map_shared` false: every partition through its servers, none mapped. `machine_id`: this
+  // process's machine (-1: none), whose servers (its partition's, and replicas on its host) are
+  // read first and whose calls count no bytes in client.wire, as DistGraph's reads (they cross no
+  // link).
   static absl::StatusOr<std::unique_ptr<ServerFields>> Make(const core::PartitionConfig& config,
                                                             base::ServerMap servers, rpc::ClientOptions client,
-                                                            bool map_shared = true);
+                                                            bool map_shared = true, int machine_id = -1);
   ~ServerFields();
 
   // Creates `schema` (a node field, or with node_type one for that type's nodes only) on every
@@ -72,7 +75,9 @@ class ServerFields {
 
  private:
   ServerFields(core::PartitionConfig config, core::RangePartitionBook book, base::ServerMap servers,
-               rpc::ClientOptions client, bool map_shared);
+               rpc::ClientOptions client, bool map_shared, int machine_id);
+  // Whether the server at `address` is on this process's machine: its partition's, or on its host.
+  bool OnThisMachine(const std::string& address) const;
   // One server's copy of a created field, mapped: rows of nodes [first_id, first_id + num_rows).
   struct MappedRows {
     std::unique_ptr<core::SharedRows> shm;
@@ -98,9 +103,10 @@ class ServerFields {
   rpc::ClientOptions client_options_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<rpc::GraphClient>> clients_;  // by address, under mu_ (writes)
-  // Reads, per partition with servers: its own servers in turn, its replicas when none answers
-  // (rpc::RemoteGraphSource::Connect, as DistGraph builds them, but with no replica preferred as
-  // this machine's: this object is not told its machine).
+  const int machine_id_;
+  std::string own_host_;  // the host of this machine's first server ("" when none)
+  // Reads, per partition with servers: a replica on this machine first, its own servers in turn,
+  // its other replicas when none answers (rpc::RemoteGraphSource::Connect, as DistGraph builds them).
   std::vector<std::unique_ptr<rpc::RemoteGraphSource>> readers_;
   std::atomic<uint64_t> read_turn_{0};  // spreads mapped reads over a partition's copies
   const bool map_shared_;

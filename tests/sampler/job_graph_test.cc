@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "base/wire_counters.h"
 #include "rpc/graph_client.h"
 #include "server/graph_server.h"
 #include "tests/testing/server_cluster.h"
@@ -140,6 +141,52 @@ TEST(JobGraphTest, AReplicaGetsEveryWriteAndServesThePartitionWhenItsServerIsGon
   c.servers.Stop(1);
   EXPECT_EQ(Pull(**g, "feat", ids, 4), feat);
   EXPECT_EQ(Pull(**g, "h", ids, 2), rows);
+}
+
+// A write's bytes are the wire's only where they cross a link: machine 0's process writing
+// partition 1's rows to its server (machine 1) and to a replica on machine 0's own host counts
+// the first call alone, as it would with no replica; its own partition's rows count nothing.
+TEST(JobGraphTest, WritesToAServerOnThisMachineAreNotWireBytes) {
+  Cluster c;
+  ASSERT_NO_FATAL_FAILURE(c.Start());
+  auto store = core::PartitionStore::Open(c.servers.config, 1);
+  ASSERT_TRUE(store.ok()) << store.status();
+  server::ServerOptions so;
+  so.host = "127.0.0.1";
+  auto replica = server::GraphServer::Start(std::move(*store), so);
+  ASSERT_TRUE(replica.ok()) << replica.status();
+  const int64_t n = c.servers.config.num_nodes;
+  const core::FieldSchema h{.name = "h", .dtype = core::DType::kFloat32, .row_shape = {2}};
+  const std::vector<float> rows = {1, 2, 3, 4, 5, 6};
+  // row_writes bytes sent by a machine-0 writer pushing `ids` over the servers `list`.
+  auto written = [&](const std::string& list, const std::vector<int64_t>& ids) -> int64_t {
+    auto wire = base::WireCounters::Create();
+    EXPECT_TRUE(wire.ok()) << wire.status();
+    rpc::ClientOptions o;
+    o.deadline_seconds = 10;
+    o.wire = *wire;
+    auto servers = base::ParseServerList(list, 2);
+    EXPECT_TRUE(servers.ok()) << servers.status();
+    auto fields = ServerFields::Make(c.servers.config, *servers, o, /*map_shared=*/false, /*machine_id=*/0);
+    EXPECT_TRUE(fields.ok()) << fields.status();
+    EXPECT_TRUE((*fields)->Create(h).ok());
+    const int64_t before = (*wire)->Read().sent[static_cast<int>(base::WireKind::kRowWrites)];
+    EXPECT_TRUE((*fields)->Push(h, ids, reinterpret_cast<const char*>(rows.data()), core::PushOp::kAssign).ok());
+    return (*wire)->Read().sent[static_cast<int>(base::WireKind::kRowWrites)] - before;
+  };
+  const std::vector<int64_t> far = {n - 3, n - 2, n - 1}, own = {0, 1, 2};
+  const std::string with_replica = c.servers.ServerList() + ",1r=" + (*replica)->address();
+  const int64_t alone = written(c.servers.ServerList(), far);
+  EXPECT_GT(alone, 0);
+  EXPECT_EQ(written(with_replica, far), alone);
+  EXPECT_EQ(written(with_replica, own), 0);
+  // Both copies got the write.
+  for (const std::string& address : {c.servers.servers[1]->address(), (*replica)->address()}) {
+    auto direct = rpc::GraphClient::Connect(address)->PullNodeData("h", far);
+    ASSERT_TRUE(direct.ok()) << direct.status();
+    ASSERT_EQ(direct->data.size(), rows.size() * sizeof(float));
+    EXPECT_EQ(std::memcmp(direct->data.data(), rows.data(), direct->data.size()), 0) << address;
+  }
 }
 
 TEST(JobGraphTest, TheCallersMistakesAreInvalidArgumentsNamingWhatIsWrong) {
