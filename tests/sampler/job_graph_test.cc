@@ -29,6 +29,17 @@ struct Cluster {
     ASSERT_FALSE(::testing::Test::HasFailure());
     servers.Start(config_path);
   }
+  // Another server of partition `part` on 127.0.0.1 (a replica, as fanout-launch --replicas starts).
+  std::unique_ptr<server::GraphServer> StartReplica(int part) const {
+    auto store = core::PartitionStore::Open(servers.config, part);
+    EXPECT_TRUE(store.ok()) << store.status();
+    if (!store.ok()) return nullptr;
+    server::ServerOptions so;
+    so.host = "127.0.0.1";
+    auto replica = server::GraphServer::Start(std::move(*store), so);
+    EXPECT_TRUE(replica.ok()) << replica.status();
+    return replica.ok() ? std::move(*replica) : nullptr;
+  }
   JobGraphOptions Options(int machine) const {
     return {.part_config = config_path,
             .machine_id = machine,
@@ -115,14 +126,10 @@ TEST(JobGraphTest, ReadsCreatesWritesAndStepsTheGraphsRows) {
 TEST(JobGraphTest, AReplicaGetsEveryWriteAndServesThePartitionWhenItsServerIsGone) {
   Cluster c;
   ASSERT_NO_FATAL_FAILURE(c.Start());
-  auto store = core::PartitionStore::Open(c.servers.config, 1);
-  ASSERT_TRUE(store.ok()) << store.status();
-  server::ServerOptions so;
-  so.host = "127.0.0.1";
-  auto replica = server::GraphServer::Start(std::move(*store), so);
-  ASSERT_TRUE(replica.ok()) << replica.status();
+  const std::unique_ptr<server::GraphServer> replica = c.StartReplica(1);
+  ASSERT_NE(replica, nullptr);
   JobGraphOptions o = c.Options(0);
-  o.servers += ",1r=" + (*replica)->address();
+  o.servers += ",1r=" + replica->address();
   auto g = JobGraph::Open(o);
   ASSERT_TRUE(g.ok()) << g.status();
   const int64_t n = (*g)->config().num_nodes;
@@ -133,7 +140,7 @@ TEST(JobGraphTest, AReplicaGetsEveryWriteAndServesThePartitionWhenItsServerIsGon
   ASSERT_TRUE((*g)->CreateNodeField(h).ok());
   const std::vector<float> rows = {1, 2, 3, 4, 5, 6};
   ASSERT_TRUE((*g)->PushNodeRows("h", ids, reinterpret_cast<const char*>(rows.data()), 24, false).ok());
-  auto direct = rpc::GraphClient::Connect((*replica)->address())->PullNodeData("h", ids);
+  auto direct = rpc::GraphClient::Connect(replica->address())->PullNodeData("h", ids);
   ASSERT_TRUE(direct.ok()) << direct.status();
   ASSERT_EQ(direct->data.size(), rows.size() * sizeof(float));
   EXPECT_EQ(std::memcmp(direct->data.data(), rows.data(), direct->data.size()), 0);
@@ -149,12 +156,8 @@ TEST(JobGraphTest, AReplicaGetsEveryWriteAndServesThePartitionWhenItsServerIsGon
 TEST(JobGraphTest, WritesToAServerOnThisMachineAreNotWireBytes) {
   Cluster c;
   ASSERT_NO_FATAL_FAILURE(c.Start());
-  auto store = core::PartitionStore::Open(c.servers.config, 1);
-  ASSERT_TRUE(store.ok()) << store.status();
-  server::ServerOptions so;
-  so.host = "127.0.0.1";
-  auto replica = server::GraphServer::Start(std::move(*store), so);
-  ASSERT_TRUE(replica.ok()) << replica.status();
+  const std::unique_ptr<server::GraphServer> replica = c.StartReplica(1);
+  ASSERT_NE(replica, nullptr);
   const int64_t n = c.servers.config.num_nodes;
   const core::FieldSchema h{.name = "h", .dtype = core::DType::kFloat32, .row_shape = {2}};
   const std::vector<float> rows = {1, 2, 3, 4, 5, 6};
@@ -175,13 +178,13 @@ TEST(JobGraphTest, WritesToAServerOnThisMachineAreNotWireBytes) {
     return (*wire)->Read().sent[static_cast<int>(base::WireKind::kRowWrites)] - before;
   };
   const std::vector<int64_t> far = {n - 3, n - 2, n - 1}, own = {0, 1, 2};
-  const std::string with_replica = c.servers.ServerList() + ",1r=" + (*replica)->address();
+  const std::string with_replica = c.servers.ServerList() + ",1r=" + replica->address();
   const int64_t alone = written(c.servers.ServerList(), far);
   EXPECT_GT(alone, 0);
   EXPECT_EQ(written(with_replica, far), alone);
   EXPECT_EQ(written(with_replica, own), 0);
   // Both copies got the write.
-  for (const std::string& address : {c.servers.servers[1]->address(), (*replica)->address()}) {
+  for (const std::string& address : {c.servers.servers[1]->address(), replica->address()}) {
     auto direct = rpc::GraphClient::Connect(address)->PullNodeData("h", far);
     ASSERT_TRUE(direct.ok()) << direct.status();
     ASSERT_EQ(direct->data.size(), rows.size() * sizeof(float));
