@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # A cluster on one box: N machines as network namespaces joined by a switch, each link shaped to a
-# rate, optionally each machine's memory capped; for rehearsing a job, its memory and its bytes
-# before renting the machines (docs/deploy.md, "Rehearse a cluster on one machine").
+# rate, optionally each machine's memory and CPU time capped; for rehearsing a job, its memory and
+# its bytes before renting the machines (docs/deploy.md, "Rehearse a cluster on one machine").
 #
-#   scripts/cluster.sh run --machines N [--rate R] [--memory-per-machine M] [--name NAME] [--port P] -- CMD...
+#   scripts/cluster.sh run --machines N [--rate R] [--memory-per-machine M] [--cpus-per-machine C] [--name NAME]
+#                          [--port P] -- CMD...
 #       makes the cluster, runs CMD with FANOUT_CLUSTER_IP_CONFIG (its ip_config.txt) and
 #       FANOUT_CLUSTER_AGENT (fanout-launch --agent's value) set, and removes the cluster when CMD
 #       ends, fails or is interrupted; exits with CMD's status.
-#   scripts/cluster.sh up --machines N [--rate R] [--memory-per-machine M] [--name NAME] [--port P]
+#   scripts/cluster.sh up --machines N [--rate R] [--memory-per-machine M] [--cpus-per-machine C] [--name NAME] [--port P]
 #   scripts/cluster.sh down [--name NAME]               removes what `up` made, and nothing else
-#   scripts/cluster.sh exec K [--name NAME] -- CMD...   runs CMD on machine K (its namespace and memory cap)
+#   scripts/cluster.sh exec K [--name NAME] -- CMD...   runs CMD on machine K (its namespace, memory and CPU caps)
 #   scripts/cluster.sh counters [--name NAME]           bytes each machine's link received and sent
 #   scripts/cluster.sh link K down|up [--name NAME]     cuts machine K's link at the switch, or restores it
 #   scripts/cluster.sh rate K R [--name NAME]           reshapes machine K's link to R
@@ -17,14 +18,17 @@
 # R: a tc rate ("1gbit", "200mbit", "10gbit") or "unlimited" (the default). Each link is shaped in
 # both directions with the tbf qdisc. This kernel has no netem: no latency is added, so a link is
 # as fast to answer as memory and only its bandwidth is real. M: a memory cap per machine in bytes
-# or with K/M/G (cgroup v1's memory controller), e.g. 6G. NAME (default "fanout") prefixes every
+# or with K/M/G (cgroup v1's memory controller), e.g. 6G. C: the cores' worth of CPU time each
+# machine's processes get together, e.g. 0.5 or 4 (cgroup v1's cpu controller, CFS quota over a
+# 100 ms period: time, not pinned cores), so that machines stop competing for the host's cores
+# as real machines would not. NAME (default "fanout") prefixes every
 # namespace (NAME-m0.., NAME-sw); machine k is 10.213.0.(k+1) inside them, and nothing is routed
 # outside them: the host's own interfaces and addresses are never touched. Needs root (ip netns).
 # Exit status 77 when namespaces cannot be made here (not root, no ip netns): callers may skip.
 set -euo pipefail
 
 SELF=$(readlink -f "$0")
-NAME=fanout MACHINES=0 RATE=unlimited MEMORY="" PORT=30050
+NAME=fanout MACHINES=0 RATE=unlimited MEMORY="" CPUS="" PORT=30050
 SUBNET=10.213.0
 STATE_ROOT=${FANOUT_CLUSTER_STATE:-/run/fanout-cluster}
 
@@ -38,6 +42,7 @@ parse_common() {
       --machines) MACHINES=$2; shift 2 ;;
       --rate) RATE=$2; shift 2 ;;
       --memory-per-machine) MEMORY=$2; shift 2 ;;
+      --cpus-per-machine) CPUS=$2; shift 2 ;;
       --port) PORT=$2; shift 2 ;;
       --) shift; REST+=("$@"); break ;;
       *) REST+=("$1"); shift ;;
@@ -87,18 +92,33 @@ memory_bytes() {
 }
 
 cgroup_of() { echo "/sys/fs/cgroup/memory/fanout-cluster-$NAME-m$1"; }
+cpu_cgroup_of() { echo "/sys/fs/cgroup/cpu/fanout-cluster-$NAME-m$1"; }
+
+# --cpus-per-machine C as a CFS quota in microseconds of each 100 ms period.
+cpu_quota_us() {
+  [[ $1 =~ ^[0-9]+(\.[0-9]{1,3})?$ ]] || die "--cpus-per-machine $1: a number of cores, e.g. 0.5 or 4"
+  local q
+  q=$(awk -v c="$1" 'BEGIN { printf "%d", c * 100000 }')
+  [ "$q" -ge 1000 ] || die "--cpus-per-machine $1: at least 0.01"
+  echo "$q"
+}
 
 cmd_up() {
   [ "$MACHINES" -ge 1 ] 2>/dev/null && [ "$MACHINES" -le 200 ] || die "--machines $MACHINES: 1 to 200"
   [ "$RATE" = unlimited ] || tc_rate_bits "$RATE" >/dev/null
-  local mem=""
+  local mem="" quota=""
   [ -n "$MEMORY" ] && mem=$(memory_bytes "$MEMORY")
+  [ -n "$CPUS" ] && quota=$(cpu_quota_us "$CPUS")
   can_make_namespaces
   if [ -e "$STATE" ] || ip netns list | awk '{print $1}' | grep -qx "$NAME-sw"; then
     die "a cluster named $NAME exists already: scripts/cluster.sh down --name $NAME first, or another --name"
   fi
   if [ -n "$mem" ] && [ ! -d /sys/fs/cgroup/memory ]; then
     echo "cluster.sh: --memory-per-machine needs cgroup v1's memory controller (/sys/fs/cgroup/memory)" >&2
+    exit 77
+  fi
+  if [ -n "$quota" ] && [ ! -f /sys/fs/cgroup/cpu/cpu.cfs_quota_us ]; then
+    echo "cluster.sh: --cpus-per-machine needs cgroup v1's cpu controller (/sys/fs/cgroup/cpu)" >&2
     exit 77
   fi
   mkdir -p "$STATE"
@@ -126,11 +146,17 @@ cmd_up() {
       mkdir -p "$(cgroup_of $k)"
       echo "$mem" >"$(cgroup_of $k)/memory.limit_in_bytes"
     fi
+    if [ -n "$quota" ]; then
+      mkdir -p "$(cpu_cgroup_of $k)"
+      echo 100000 >"$(cpu_cgroup_of $k)/cpu.cfs_period_us"
+      echo "$quota" >"$(cpu_cgroup_of $k)/cpu.cfs_quota_us"
+    fi
     echo "$SUBNET.$((k + 1)) $PORT" >>"$STATE/ip_config.txt"
   done
   [ -n "$mem" ] && echo "$mem" >"$STATE/memory"
+  [ -n "$quota" ] && echo "$quota" >"$STATE/cpu_quota_us"
   trap - ERR
-  echo "cluster.sh: $MACHINES machines ($NAME-m0..$NAME-m$((MACHINES - 1)), $SUBNET.1..$SUBNET.$MACHINES), links $RATE${mem:+, memory $MEMORY each}; ip_config: $STATE/ip_config.txt" >&2
+  echo "cluster.sh: $MACHINES machines ($NAME-m0..$NAME-m$((MACHINES - 1)), $SUBNET.1..$SUBNET.$MACHINES), links $RATE${mem:+, memory $MEMORY each}${quota:+, CPU time of $CPUS cores each}; ip_config: $STATE/ip_config.txt" >&2
 }
 
 cmd_down() {
@@ -147,10 +173,11 @@ cmd_down() {
   for ns in $spaces; do ip netns del "$ns" 2>/dev/null || true; done
   for ((k = 0; k < n; k++)); do
     local cg
-    cg=$(cgroup_of $k)
-    if [ -d "$cg" ]; then
-      for _ in 1 2 3 4 5 6 7 8 9 10; do rmdir "$cg" 2>/dev/null && break; sleep 0.2; done
-    fi
+    for cg in "$(cgroup_of $k)" "$(cpu_cgroup_of $k)"; do
+      if [ -d "$cg" ]; then
+        for _ in 1 2 3 4 5 6 7 8 9 10; do rmdir "$cg" 2>/dev/null && break; sleep 0.2; done
+      fi
+    done
   done
   rm -rf "$STATE"
 }
@@ -169,6 +196,7 @@ cmd_exec() {
   machine_arg "$k"
   [ $# -gt 0 ] || die "exec $k: no command"
   if [ -f "$STATE/memory" ]; then echo $$ >"$(cgroup_of "$k")/cgroup.procs"; fi
+  if [ -f "$STATE/cpu_quota_us" ]; then echo $$ >"$(cpu_cgroup_of "$k")/cgroup.procs"; fi
   exec ip netns exec "$NAME-m$k" "$@"
 }
 

@@ -5,8 +5,8 @@
 #
 #   bench/cluster/run.sh --machines 2,4,8 --rate 1gbit,200mbit,unlimited [--setups A,H] [--rounds R]
 #                        [--epochs E] [--venv DIR] [--work DIR] [--quick] [--timeout S] [--no-dgl]
-#                        [--graphbolt] [--mag-scale S] [--memory-per-machine M] [--fanout-flags "FLAGS"]
-#                        [--launch-flags "FLAGS"] [--cut-link K:AFTER:FOR]
+#                        [--graphbolt] [--mag-scale S] [--memory-per-machine M] [--cpus-per-machine C]
+#                        [--fanout-flags "FLAGS"] [--launch-flags "FLAGS"] [--cut-link K:AFTER:FOR]
 #
 # Every setup: one server, one trainer and one sampler process per machine, one intra-op thread;
 # fanout-train started by fanout-launch --agent, DistDGL's trainer script started in each
@@ -31,6 +31,8 @@
 # (E: from the cut to the launcher's exit; J: the whole job; N: the launcher's restarts).
 # --memory-per-machine M (e.g. 6G): every process of a machine, both sides', in a memory cgroup of
 # M (scripts/cluster.sh), so that a run shows whether each side fits the machines it would rent.
+# --cpus-per-machine C (e.g. 0.5): each machine's processes, both sides', get C cores' worth of
+# CPU time together, so that machines stop competing for the host's cores.
 #
 # Prints per job one line
 #   CLUSTER_RESULT setup=S machines=M rate=R fanout_epoch_s=F dgl_epoch_s=D fanout_wire_mb=FB dgl_wire_mb=DB
@@ -45,7 +47,7 @@ VS=$REPO/bench/vs_dgl
 CLUSTER=$REPO/scripts/cluster.sh
 BIN=${FANOUT_BIN:-$REPO/build/bin}
 MACHINES=4 RATES=1gbit SETUPS=A ROUNDS=1 EPOCHS=3 QUICK=0 TIMEOUT=1800 DGL=1 GRAPHBOLT=0 FANOUT_FLAGS=() LAUNCH_FLAGS=() CUT=
-WORK=${TMPDIR:-/tmp}/fanout-vs-dgl VENV="" MAG_SCALE="" MEMORY=()
+WORK=${TMPDIR:-/tmp}/fanout-vs-dgl VENV="" MAG_SCALE="" MEMORY=() CPUS=()
 while [ $# -gt 0 ]; do
   case $1 in
     --machines) MACHINES=$2; shift 2 ;;
@@ -61,6 +63,7 @@ while [ $# -gt 0 ]; do
     --graphbolt) GRAPHBOLT=1; shift ;;
     --mag-scale) MAG_SCALE=$2; shift 2 ;;
     --memory-per-machine) MEMORY=(--memory-per-machine "$2"); shift 2 ;;
+    --cpus-per-machine) CPUS=(--cpus-per-machine "$2"); shift 2 ;;
     --fanout-flags) read -r -a FANOUT_FLAGS <<<"$2"; shift 2 ;;
     --launch-flags) read -r -a LAUNCH_FLAGS <<<"$2"; shift 2 ;;
     --cut-link) CUT=$2; shift 2 ;;
@@ -232,7 +235,7 @@ run_dgl() {  # DIR SETUP M: DistDGL as bench/vs_dgl's setup, each machine's proc
 job() {  # SYSTEM SETUP M RATE ROUND
   local sys=$1 s=$2 m=$3 rate=$4 r=$5 dir=$RUN/$2-$1-m$3-$4-r$5 rc=0
   mkdir -p "$dir"
-  "$CLUSTER" up --machines "$m" --rate "$rate" "${MEMORY[@]}" --name "$CL" 2>>"$RUN/log.txt"
+  "$CLUSTER" up --machines "$m" --rate "$rate" "${MEMORY[@]}" "${CPUS[@]}" --name "$CL" 2>>"$RUN/log.txt"
   export FANOUT_CLUSTER_IP_CONFIG=/run/fanout-cluster/$CL/ip_config.txt
   export FANOUT_CLUSTER_AGENT="$CLUSTER exec {index} --name $CL --"
   watch_wire "$dir/wire.txt" "$dir/metrics.jsonl" &

@@ -16,6 +16,7 @@
 #   - a server killed mid-job, its partition having another, costs nothing but the failover;
 #   - a trainer that runs its machine out of memory (--memory-per-machine) fails the job with a
 #     line naming the kernel's out-of-memory killer and the machine's memory cgroup;
+#   - --cpus-per-machine puts each machine's processes in a CPU cgroup with that quota;
 #   - bench/cluster/run.sh runs setups A and H (fanout's side) and prints their results.
 # Skipped (exit 77) where namespaces cannot be made (not root, no iproute2).
 #
@@ -207,6 +208,15 @@ cat oom.status
 grep -q "oom=0" oom.status && fail "the job whose trainer ran out of memory succeeded"
 grep "job .* failed" oom.log | grep -q "m2 trainer 0 .*exited with status 137: fanout-launch: error: killed by the kernel's out-of-memory killer .*memory cgroup /fanout-cluster-$NAME-m2" ||
   { fail "the failure line does not name the out-of-memory killer and machine 2's cgroup"; tail -n 5 oom.log >&2; }
+
+# 8b. --cpus-per-machine: each machine's processes are in a CPU cgroup of their own with that
+#     quota (the time it gives is not timed here: timings decide no test).
+"$CLUSTER" run --machines 2 --cpus-per-machine 0.5 --name "$NAME" -- bash -c '
+  "$0" exec 1 --name "$1" -- cat /proc/self/cgroup >cpu.cgroup
+  cat "/sys/fs/cgroup/cpu/fanout-cluster-$1-m1/cpu.cfs_quota_us" >cpu.quota' "$CLUSTER" "$NAME"
+grep -q "cpu.*:/fanout-cluster-$NAME-m1\$" cpu.cgroup || fail "machine 1's process is not in its CPU cgroup: $(cat cpu.cgroup)"
+[ "$(cat cpu.quota)" = 50000 ] || fail "machine 1's CPU quota is $(cat cpu.quota), not 50000 us a 100 ms period"
+[ ! -e "/sys/fs/cgroup/cpu/fanout-cluster-$NAME-m1" ] || fail "the cluster left its CPU cgroup behind"
 
 # 9. The benchmark harness itself (fanout's side): bench/cluster/run.sh makes its own cluster,
 #    runs setups A and H on it and prints one CLUSTER_RESULT line for each; with --replicas 1
