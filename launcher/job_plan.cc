@@ -167,13 +167,18 @@ std::string RemoteScript(const std::string& workspace, const std::vector<std::st
   // fork and $! is the command's own pid. The watcher reads the launcher's end of the pipe
   // (ssh's stdin) until end of file: the launcher closed it, died, or the connection dropped.
   // dash's kill takes `-TERM -PGID` but not `--`.
-  // A command ended by SIGKILL (status 137) while the machine's out-of-memory kills rose
-  // (/proc/vmstat, which a network namespace's /sys remount does not hide) gets a last error line
-  // saying so, naming its memory cgroup and that cgroup's limit where /sys shows them: the
-  // launcher ends the job's failure line with it (OomKillHint's message for a local process).
+  // A command ended by SIGKILL (status 137) while the out-of-memory kills of its memory cgroup
+  // rose (ReadOomKillCount's files; /proc/vmstat where a network namespace's /sys remount hides
+  // them) gets a last error line saying so, naming that cgroup and its limit where /sys shows
+  // them: the launcher ends the job's failure line with it (OomKillHint's, for a local process).
   return StrCat(
       "cd ", ShellQuote(workspace), " || exit 126\n",
-      "oom_kills() { awk '$1 == \"oom_kill\" {print $2}' /proc/vmstat 2>/dev/null; }\n",
+      "cg=$(sed -n 's/^[0-9]*:memory:\\(.*\\)$/\\1/p; s/^0::\\(.*\\)$/\\1/p' /proc/self/cgroup | head -n 1)\n",
+      "oom_kills() {\n",
+      "  for f in \"/sys/fs/cgroup/memory$cg/memory.oom_control\" \"/sys/fs/cgroup$cg/memory.events.local\" /proc/vmstat; do\n",
+      "    if [ -r \"$f\" ]; then awk '$1 == \"oom_kill\" {print $2; exit}' \"$f\"; return; fi\n",
+      "  done\n",
+      "}\n",
       "oom0=$(oom_kills)\n",
       "exec 3<&0 </dev/null\n",
       ShellJoin(run), " 3<&- &\n",
@@ -188,11 +193,10 @@ std::string RemoteScript(const std::string& workspace, const std::vector<std::st
       "kill -KILL -\"$child\" 2>/dev/null\n",
       "oom1=$(oom_kills)\n",
       "if [ \"$rc\" = 137 ] && [ -n \"$oom0\" ] && [ -n \"$oom1\" ] && [ \"$oom1\" -gt \"$oom0\" ]; then\n",
-      "  cg=$(sed -n 's/^[0-9]*:memory:\\(.*\\)$/\\1/p; s/^0::\\(.*\\)$/\\1/p' /proc/self/cgroup | head -n 1)\n",
       "  lim=$(cat \"/sys/fs/cgroup/memory$cg/memory.limit_in_bytes\" \"/sys/fs/cgroup$cg/memory.max\" 2>/dev/null | head -n 1)\n",
       "  case $lim in *[!0-9]* | ???????????????????*) lim= ;; esac\n",
-      "  echo \"fanout-launch: error: killed by the kernel's out-of-memory killer (/proc/vmstat's oom_kill rose while it",
-      " ran; memory cgroup ${cg:-/}${lim:+, limit $lim bytes}): this machine, or its memory cgroup, ran out of memory;",
+      "  echo \"fanout-launch: error: killed by the kernel's out-of-memory killer (the oom_kill count of its memory",
+      " cgroup, or the machine's, rose while it ran; memory cgroup ${cg:-/}${lim:+, limit $lim bytes}): this machine, or its memory cgroup, ran out of memory;",
       " give it more or lower the job's (docs/deploy.md, memory)\" >&2\n",
       "fi\n",
       "exit \"$rc\"\n");

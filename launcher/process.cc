@@ -33,8 +33,11 @@ ExitStatus ExitStatus::FromWaitStatus(int ws) {
   return {false, WIFEXITED(ws) ? WEXITSTATUS(ws) : 1};
 }
 
-std::optional<int64_t> ReadOomKillCount() {
-  std::ifstream in("/proc/vmstat");
+namespace {
+
+// The "oom_kill N" entry of a kernel counter file, or nullopt.
+std::optional<int64_t> OomKillIn(const std::string& path) {
+  std::ifstream in(path);
   std::string name;
   int64_t value = 0;
   while (in >> name >> value) {
@@ -43,13 +46,38 @@ std::optional<int64_t> ReadOomKillCount() {
   return std::nullopt;
 }
 
+}  // namespace
+
+std::optional<int64_t> ReadOomKillCount() {
+  // This process's memory cgroup: v1's "N:memory:/path" (its oom_control counts kills in that
+  // group only), else v2's "0::/path" (memory.events.local: that group only).
+  std::ifstream in("/proc/self/cgroup");
+  std::string v1, v2;
+  for (std::string line; std::getline(in, line);) {
+    const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (controllers == "memory" || controllers.find("memory,") == 0 || controllers.find(",memory") != std::string::npos) {
+      v1 = path;
+    } else if (line.compare(0, a, "0") == 0 && controllers.empty()) {
+      v2 = path;
+    }
+  }
+  for (const std::string& file : {v1.empty() ? "" : "/sys/fs/cgroup/memory" + v1 + "/memory.oom_control",
+                                  v2.empty() ? "" : "/sys/fs/cgroup" + v2 + "/memory.events.local"}) {
+    if (file.empty()) continue;
+    if (std::optional<int64_t> n = OomKillIn(file)) return n;
+  }
+  return OomKillIn("/proc/vmstat");
+}
+
 std::string OomKillHint(const ExitStatus& status, std::optional<int64_t> before) {
   if (!status.signaled || status.value != SIGKILL || !before.has_value()) return "";
   const std::optional<int64_t> after = ReadOomKillCount();
   if (!after.has_value() || *after <= *before) return "";
-  return "killed by the kernel's out-of-memory killer (/proc/vmstat's oom_kill rose while it ran): this machine, or "
-         "the memory cgroup the job runs in, ran out of memory; give it more or lower the job's (docs/deploy.md, "
-         "memory)";
+  return "killed by the kernel's out-of-memory killer (the oom_kill count of its memory cgroup rose while it ran): "
+         "this machine, or the memory cgroup the job runs in, ran out of memory; give it more or lower the job's "
+         "(docs/deploy.md, memory)";
 }
 
 std::vector<std::string> MergeEnvironment(const std::vector<std::string>& additions) {

@@ -30,9 +30,10 @@ struct ExitStatus {
   static ExitStatus FromWaitStatus(int wait_status);
 };
 
-// The kernel's count of processes its out-of-memory killer has ended on this machine since boot
-// (oom_kill in /proc/vmstat: global and memory-cgroup kills alike); nullopt where the kernel has
-// none (before 4.13) or /proc cannot be read.
+// How many processes the kernel's out-of-memory killer has ended in this process's memory
+// cgroup (v1 memory.oom_control, v2 memory.events.local: that group's own, global and limit OOMs
+// alike), which the launcher's children share unless they move; where no such file can be read
+// (a network namespace's /sys), the machine's (/proc/vmstat). nullopt before kernel 4.13.
 std::optional<int64_t> ReadOomKillCount();
 
 // For a process that ended by SIGKILL: "killed by the kernel's out-of-memory killer (...)" when

@@ -646,7 +646,24 @@ bool MemoryCgroup::Create(int64_t limit_bytes, std::string* why) {
   return false;
 }
 
+bool MemoryCgroup::Enter() {
+  std::ifstream in("/proc/self/cgroup");
+  for (std::string line; std::getline(in, line);) {
+    const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    const bool v1 = controllers == "memory" || controllers.find("memory,") == 0 ||
+                    controllers.find(",memory") != std::string::npos;
+    if (v1 && !v2_) home_procs_ = "/sys/fs/cgroup/memory" + path + "/cgroup.procs";
+    if (!v1 && controllers.empty() && v2_) home_procs_ = "/sys/fs/cgroup" + path + "/cgroup.procs";
+  }
+  if (home_procs_.empty()) return false;
+  std::ofstream(path_ + "/cgroup.procs") << getpid();
+  return ReadWhole(path_ + "/cgroup.procs").find(std::to_string(getpid())) != std::string::npos;
+}
+
 MemoryCgroup::~MemoryCgroup() {
+  if (!home_procs_.empty()) std::ofstream(home_procs_) << getpid();
   if (path_.empty()) return;
   for (int i = 0; i < 100; ++i) {  // empty once its processes are reaped
     std::error_code ec;

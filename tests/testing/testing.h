@@ -127,14 +127,17 @@ class MemoryCgroup {
  public:
   // False (and the reason) where neither hierarchy lets us make one (not root, no controller).
   bool Create(int64_t limit_bytes, std::string* why);
-  ~MemoryCgroup();
+  ~MemoryCgroup();  // moves this process back first when it entered
   const std::string& path() const { return path_; }
+  // Moves this whole process (its later children with it) into the group, until destruction.
+  bool Enter();
   int64_t OomKills() const;   // OOM kills in the group so far
   int64_t PeakBytes() const;  // its peak usage, -1 where unknown
 
  private:
   std::string path_;
   bool v2_ = false;
+  std::string home_procs_;  // the cgroup.procs this process came from (Enter)
 };
 
 }  // namespace fanout::testing
