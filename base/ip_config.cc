@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -157,6 +158,26 @@ std::vector<std::string> ServerMap::CopiesOf(size_t p) const {
   const std::vector<std::string>& r = ReplicasOf(p);
   all.insert(all.end(), r.begin(), r.end());
   return all;
+}
+
+std::string ServerMap::HostOf(int machine) const {
+  if (machine < 0 || machine >= static_cast<int>(addresses.size()) || addresses[machine].empty()) return "";
+  absl::StatusOr<HostAndPort> hp = SplitHostPort(addresses[machine][0]);
+  return hp.ok() ? hp->host : std::string();
+}
+
+bool ServerMap::OnMachine(const std::string& address, int machine) const {
+  if (machine < 0 || machine >= static_cast<int>(addresses.size())) return false;
+  const std::vector<std::string>& own = addresses[machine];
+  if (std::find(own.begin(), own.end(), address) != own.end()) return true;
+  const std::string host = HostOf(machine);
+  if (host.empty()) return false;
+  for (const std::vector<std::string>& r : replicas) {
+    if (std::find(r.begin(), r.end(), address) == r.end()) continue;
+    absl::StatusOr<HostAndPort> hp = SplitHostPort(address);
+    return hp.ok() && hp->host == host;
+  }
+  return false;
 }
 
 const std::vector<std::string>& ServerMap::ReplicasOf(size_t p) const {

@@ -60,6 +60,12 @@ struct ServerMap {
   std::vector<std::string> CopiesOf(size_t p) const;
   // Partition p's replicas ({} when it has none).
   const std::vector<std::string>& ReplicasOf(size_t p) const;
+  // Machine k's host as this map names it: its own partition's first server's ("" when it has
+  // none or k is not a machine).
+  std::string HostOf(int machine) const;
+  // Whether the server at `address` runs on machine `machine` (-1: none), so that a call to it
+  // crosses no link: one of its own partition's servers, or a replica on its host.
+  bool OnMachine(const std::string& address, int machine) const;
   bool operator==(const ServerMap&) const = default;
 };
 

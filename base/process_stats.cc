@@ -4,9 +4,23 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <fstream>
 #include <new>
 
 namespace fanout::base {
+
+MemoryCgroupDirs OwnMemoryCgroup() {
+  MemoryCgroupDirs dirs;
+  std::ifstream in("/proc/self/cgroup");
+  for (std::string line; std::getline(in, line);) {  // "ID:CONTROLLERS:PATH"
+    const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
+    if (b == std::string::npos) continue;
+    const std::string controllers = "," + line.substr(a + 1, b - a - 1) + ",", path = line.substr(b + 1);
+    if (controllers.find(",memory,") != std::string::npos) dirs.v1 = "/sys/fs/cgroup/memory" + path;
+    if (controllers == ",," && line.compare(0, a, "0") == 0) dirs.v2 = "/sys/fs/cgroup" + path;
+  }
+  return dirs;
+}
 
 int64_t UsableMemoryBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);

@@ -17,6 +17,14 @@ int64_t CurrentRssBytes();
 // memory.max when that is lower (a container); -1 when unknown.
 int64_t UsableMemoryBytes();
 
+// This process's memory cgroup, from /proc/self/cgroup, as folders under /sys/fs/cgroup: v1's
+// (the "memory" controller's line; "" when there is none) and v2's (the "0::" line; "" when
+// there is none). A hybrid machine has both.
+struct MemoryCgroupDirs {
+  std::string v1, v2;
+};
+MemoryCgroupDirs OwnMemoryCgroup();
+
 // A tool's main: runs `body(argc, argv)`; std::bad_alloc unwinds (a staging folder is removed)
 // and becomes "<tool>: error: out of memory ..." on stderr and exit status 1, instead of an abort.
 int MainUnwindingOutOfMemory(const char* tool, int (*body)(int, char**), int argc, char** argv);

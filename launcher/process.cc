@@ -12,6 +12,7 @@
 #include <map>
 #include <thread>
 
+#include "base/process_stats.h"
 #include "base/spawn.h"
 #include "base/status.h"
 #include "base/strings.h"
@@ -49,22 +50,11 @@ std::optional<int64_t> OomKillIn(const std::string& path) {
 }  // namespace
 
 std::optional<int64_t> ReadOomKillCount() {
-  // This process's memory cgroup: v1's "N:memory:/path" (its oom_control counts kills in that
-  // group only), else v2's "0::/path" (memory.events.local: that group only).
-  std::ifstream in("/proc/self/cgroup");
-  std::string v1, v2;
-  for (std::string line; std::getline(in, line);) {
-    const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
-    if (b == std::string::npos) continue;
-    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
-    if (controllers == "memory" || controllers.find("memory,") == 0 || controllers.find(",memory") != std::string::npos) {
-      v1 = path;
-    } else if (line.compare(0, a, "0") == 0 && controllers.empty()) {
-      v2 = path;
-    }
-  }
-  for (const std::string& file : {v1.empty() ? "" : "/sys/fs/cgroup/memory" + v1 + "/memory.oom_control",
-                                  v2.empty() ? "" : "/sys/fs/cgroup" + v2 + "/memory.events.local"}) {
+  // This process's memory cgroup: v1's oom_control, else v2's memory.events.local (each counts
+  // kills in that group only).
+  const base::MemoryCgroupDirs cgroup = base::OwnMemoryCgroup();
+  for (const std::string& file : {cgroup.v1.empty() ? "" : cgroup.v1 + "/memory.oom_control",
+                                  cgroup.v2.empty() ? "" : cgroup.v2 + "/memory.events.local"}) {
     if (file.empty()) continue;
     if (std::optional<int64_t> n = OomKillIn(file)) return n;
   }

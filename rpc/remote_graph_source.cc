@@ -27,8 +27,7 @@ RemoteGraphSource::RemoteGraphSource(int part, std::vector<std::unique_ptr<Graph
   for (size_t i = 0; i < clients_.size(); ++i) down_at_ms_[i] = 0;
 }
 
-std::unique_ptr<RemoteGraphSource> RemoteGraphSource::Connect(const base::ServerMap& servers, int part,
-                                                              const std::string& own_host, bool own_part,
+std::unique_ptr<RemoteGraphSource> RemoteGraphSource::Connect(const base::ServerMap& servers, int part, int machine,
                                                               const ClientOptions& options) {
   ClientOptions counted = options;
   if (servers.addresses.at(part).size() + servers.ReplicasOf(part).size() > 1) counted.max_attempts = 1;
@@ -37,12 +36,11 @@ std::unique_ptr<RemoteGraphSource> RemoteGraphSource::Connect(const base::Server
   std::vector<std::unique_ptr<GraphClient>> clients;
   std::vector<int> tiers;
   for (const std::string& a : servers.addresses.at(part)) {
-    clients.push_back(GraphClient::Connect(a, own_part ? uncounted : counted));
+    clients.push_back(GraphClient::Connect(a, servers.OnMachine(a, machine) ? uncounted : counted));
     tiers.push_back(1);
   }
   for (const std::string& a : servers.ReplicasOf(part)) {
-    absl::StatusOr<base::HostAndPort> hp = base::SplitHostPort(a);
-    const bool here = !own_host.empty() && hp.ok() && hp->host == own_host;
+    const bool here = servers.OnMachine(a, machine);
     clients.push_back(GraphClient::Connect(a, here ? uncounted : counted));
     tiers.push_back(here ? 0 : 2);
   }

@@ -31,12 +31,12 @@ class RemoteGraphSource final : public core::GraphSource {
                     double retry_after_seconds = 30);
 
   // Partition `part`'s servers in `servers` (at least one), in the order calls prefer them: its
-  // replicas on `own_host` (this machine: no link crossed, so their calls are not counted in
-  // options.wire), its own servers (not counted either when `own_part`: this machine's), its
-  // replicas elsewhere. With more than one server each client makes one attempt: the failover is
-  // the retry, so a call that finds its server gone moves on at once. Nothing is connected yet.
-  static std::unique_ptr<RemoteGraphSource> Connect(const base::ServerMap& servers, int part,
-                                                    const std::string& own_host, bool own_part,
+  // replicas on machine `machine` (this process's, -1 for none), its own servers, its replicas
+  // elsewhere. A server on `machine` (ServerMap::OnMachine) crosses no link: its calls are not
+  // counted in options.wire. With more than one server each client makes one attempt: the
+  // failover is the retry, so a call that finds its server gone moves on at once. Nothing is
+  // connected yet.
+  static std::unique_ptr<RemoteGraphSource> Connect(const base::ServerMap& servers, int part, int machine,
                                                     const ClientOptions& options);
 
   const std::vector<std::unique_ptr<GraphClient>>& clients() const { return clients_; }

@@ -107,18 +107,6 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::FromSources(const core::Pa
   return g;
 }
 
-namespace {
-
-// This machine's host as the server list names it: its own partition's first server's.
-std::string OwnHost(const DistGraphOptions& o) {
-  const int k = o.machine_id;
-  if (k < 0 || k >= static_cast<int>(o.servers.addresses.size()) || o.servers.addresses[k].empty()) return "";
-  absl::StatusOr<base::HostAndPort> hp = base::SplitHostPort(o.servers.addresses[k][0]);
-  return hp.ok() ? hp->host : std::string();
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::PartitionConfig& config,
                                                           const DistGraphOptions& options) {
   if (options.machine_id < -1 || options.machine_id >= config.num_parts) {
@@ -153,12 +141,11 @@ absl::StatusOr<std::unique_ptr<DistGraph>> DistGraph::Open(const core::Partition
     ASSIGN_OR_RETURN(client_options.security, rpc::Security::Load(options.security, rpc::Security::Role::kClient));
   }
   // Connections are checked concurrently, once, when the graph opens.
-  const std::string own_host = OwnHost(options);
   std::vector<std::shared_ptr<rpc::RemoteGraphSource>> remote(config.num_parts);
   std::vector<std::future<absl::Status>> checks;
   for (int p = 0; p < config.num_parts; ++p) {
     if (g->is_local(p)) continue;
-    remote[p] = rpc::RemoteGraphSource::Connect(options.servers, p, own_host, p == options.machine_id, client_options);
+    remote[p] = rpc::RemoteGraphSource::Connect(options.servers, p, options.machine_id, client_options);
     for (auto& c : remote[p]->clients()) {
       rpc::GraphClient* client = c.get();
       checks.push_back(std::async(std::launch::async, [client, p, &config, &options]() -> absl::Status {

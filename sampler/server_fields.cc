@@ -57,30 +57,10 @@ ServerFields::ServerFields(core::PartitionConfig config, core::RangePartitionBoo
       client_options_(std::move(client)),
       machine_id_(machine_id),
       map_shared_(map_shared) {
-  if (machine_id_ >= 0 && machine_id_ < config_.num_parts && !servers_.addresses[machine_id_].empty()) {
-    absl::StatusOr<base::HostAndPort> hp = base::SplitHostPort(servers_.addresses[machine_id_][0]);
-    if (hp.ok()) own_host_ = hp->host;
-  }
   readers_.resize(config_.num_parts);
   for (int p = 0; p < config_.num_parts; ++p) {
-    if (!servers_.addresses[p].empty()) {
-      readers_[p] = rpc::RemoteGraphSource::Connect(servers_, p, own_host_, p == machine_id_, client_options_);
-    }
+    if (!servers_.addresses[p].empty()) readers_[p] = rpc::RemoteGraphSource::Connect(servers_, p, machine_id_, client_options_);
   }
-}
-
-bool ServerFields::OnThisMachine(const std::string& address) const {
-  if (machine_id_ >= 0 && machine_id_ < config_.num_parts) {
-    const std::vector<std::string>& own = servers_.addresses[machine_id_];
-    if (std::find(own.begin(), own.end(), address) != own.end()) return true;
-  }
-  if (own_host_.empty()) return false;
-  for (const std::vector<std::string>& replicas : servers_.replicas) {
-    if (std::find(replicas.begin(), replicas.end(), address) == replicas.end()) continue;
-    absl::StatusOr<base::HostAndPort> hp = base::SplitHostPort(address);
-    return hp.ok() && hp->host == own_host_;
-  }
-  return false;
 }
 
 ServerFields::~ServerFields() = default;
@@ -91,7 +71,7 @@ rpc::GraphClient& ServerFields::Client(const std::string& address) {
   if (it == clients_.end()) {
     // A write to a server of this machine crosses no link: its bytes are not the wire's.
     rpc::ClientOptions o = client_options_;
-    if (OnThisMachine(address)) o.wire = nullptr;
+    if (servers_.OnMachine(address, machine_id_)) o.wire = nullptr;
     it = clients_.emplace(address, rpc::GraphClient::Connect(address, o)).first;
   }
   return *it->second;

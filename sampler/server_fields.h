@@ -76,8 +76,6 @@ class ServerFields {
  private:
   ServerFields(core::PartitionConfig config, core::RangePartitionBook book, base::ServerMap servers,
                rpc::ClientOptions client, bool map_shared, int machine_id);
-  // Whether the server at `address` is on this process's machine: its partition's, or on its host.
-  bool OnThisMachine(const std::string& address) const;
   // One server's copy of a created field, mapped: rows of nodes [first_id, first_id + num_rows).
   struct MappedRows {
     std::unique_ptr<core::SharedRows> shm;
@@ -103,8 +101,7 @@ class ServerFields {
   rpc::ClientOptions client_options_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<rpc::GraphClient>> clients_;  // by address, under mu_ (writes)
-  const int machine_id_;
-  std::string own_host_;  // the host of this machine's first server ("" when none)
+  const int machine_id_;  // this process's machine (-1: none): base::ServerMap::OnMachine
   // Reads, per partition with servers: a replica on this machine first, its own servers in turn,
   // its other replicas when none answers (rpc::RemoteGraphSource::Connect, as DistGraph builds them).
   std::vector<std::unique_ptr<rpc::RemoteGraphSource>> readers_;

@@ -163,5 +163,20 @@ TEST(ServerMapTest, ReplicasSitOnTheNextMachinesAndRoundTripAsTheirOwnEntries) {
   }
 }
 
+// Which servers a machine's calls reach without crossing a link: its own partition's, and the
+// replicas on its host; no other partition's primary, and nothing for no machine.
+TEST(ServerMapTest, OnMachineIsItsOwnServersAndTheReplicasOnItsHost) {
+  const std::vector<MachineEntry> machines = {{"10.0.0.1", 30050, 1}, {"10.0.0.2", 30050, 2}, {"10.0.0.3", 30050, 3}};
+  const base::ServerMap map = base::ServersOf(machines, 1, 1);
+  EXPECT_EQ(map.HostOf(1), "10.0.0.2");
+  EXPECT_EQ(map.HostOf(3), "");
+  EXPECT_TRUE(map.OnMachine("10.0.0.2:30050", 1));   // partition 1's server
+  EXPECT_TRUE(map.OnMachine("10.0.0.2:30051", 1));   // partition 0's replica, on machine 1
+  EXPECT_FALSE(map.OnMachine("10.0.0.3:30051", 1));  // partition 1's replica, on machine 2
+  EXPECT_FALSE(map.OnMachine("10.0.0.1:30050", 1));  // partition 0's own server
+  EXPECT_FALSE(map.OnMachine("10.0.0.2:30050", -1));
+  EXPECT_FALSE(map.OnMachine("10.0.0.2:30050", 3));
+}
+
 }  // namespace
 }  // namespace fanout::base

@@ -19,6 +19,7 @@
 #include <set>
 #include <tuple>
 
+#include "base/process_stats.h"
 #include "base/spawn.h"
 #include "base/strings.h"
 #include "core/npy.h"
@@ -647,17 +648,10 @@ bool MemoryCgroup::Create(int64_t limit_bytes, std::string* why) {
 }
 
 bool MemoryCgroup::Enter() {
-  std::ifstream in("/proc/self/cgroup");
-  for (std::string line; std::getline(in, line);) {
-    const size_t a = line.find(':'), b = a == std::string::npos ? a : line.find(':', a + 1);
-    if (b == std::string::npos) continue;
-    const std::string controllers = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
-    const bool v1 = controllers == "memory" || controllers.find("memory,") == 0 ||
-                    controllers.find(",memory") != std::string::npos;
-    if (v1 && !v2_) home_procs_ = "/sys/fs/cgroup/memory" + path + "/cgroup.procs";
-    if (!v1 && controllers.empty() && v2_) home_procs_ = "/sys/fs/cgroup" + path + "/cgroup.procs";
-  }
-  if (home_procs_.empty()) return false;
+  const base::MemoryCgroupDirs home = base::OwnMemoryCgroup();
+  const std::string& dir = v2_ ? home.v2 : home.v1;
+  if (dir.empty()) return false;
+  home_procs_ = dir + "/cgroup.procs";
   std::ofstream(path_ + "/cgroup.procs") << getpid();
   return ReadWhole(path_ + "/cgroup.procs").find(std::to_string(getpid())) != std::string::npos;
 }
