@@ -12,7 +12,7 @@ import sys
 import torch
 
 from fanout import ops
-from fanout.models import build
+from fanout.models import build, default_dropout
 
 
 def main(argv=None) -> int:
@@ -22,7 +22,8 @@ def main(argv=None) -> int:
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--classes", type=int, required=True, help="output width (number of classes)")
     p.add_argument("--layers", type=int, default=2, help="one per --fanouts entry of fanout-train")
-    p.add_argument("--dropout", type=float, default=None, help="default: fanout-train's, 0.5 (rgat: 0.2)")
+    p.add_argument("--dropout", type=float, default=None,
+                   help=f"default: fanout-train's, {default_dropout('sage')} (rgat: {default_dropout('rgat')})")
     p.add_argument("--heads", default="4", help="gat, rgat, hgt: heads per layer, e.g. 8,1")
     p.add_argument("--relations", type=int, default=1,
                    help="rgcn, rgat, hgt: the typed graph's number of relations (its partition config's edge types, "
@@ -37,8 +38,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     heads = [int(h) for h in a.heads.split(",")]
     fused = ops.load() if a.fused is None else a.fused
-    dropout = a.dropout if a.dropout is not None else 0.2 if a.kind == "rgat" else 0.5
-    m = build(a.kind, a.in_dim, a.hidden, a.classes, a.layers, dropout, heads, a.seed, fused, a.relations,
+    m = build(a.kind, a.in_dim, a.hidden, a.classes, a.layers, a.dropout, heads, a.seed, fused, a.relations,
               a.node_types)
     m.save(a.output)
     kernels = "fanout's fused kernels" if fused else "plain tensor ops"

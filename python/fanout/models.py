@@ -8,6 +8,17 @@ from torch import Tensor, nn
 
 from fanout.layers import GATConv, GCNConv, GINConv, HGTConv, RelGATConv, RelGraphConv, SAGEConv, relu_dropout
 
+# A model's dropout when none is given: fanout-train's --dropout default, from its model table
+# (trainer/model_kinds.cc; ScriptedModelTest.PythonDropoutDefaultsAreFanoutTrains checks that
+# the two agree). MLPerf's R-GAT rate for rgat, 0.5 for the others.
+_DROPOUT = {"rgat": 0.2}
+
+
+def default_dropout(kind: str) -> float:
+    """The dropout fanout-train's ``--model KIND`` uses by default."""
+    return _DROPOUT.get(kind, 0.5)
+
+
 
 class GNN(nn.Module):
     """A stack of one layer kind, as fanout's built-in models: ReLU and dropout between layers;
@@ -23,10 +34,12 @@ class GNN(nn.Module):
     num_layers: torch.jit.Final[int]
 
     def __init__(self, kind: str, in_dim: int, hidden: int, num_classes: int, num_layers: int,
-                 dropout: float = 0.5, heads: List[int] = [4], fused: Optional[bool] = None, num_relations: int = 1):
+                 dropout: Optional[float] = None, heads: List[int] = [4], fused: Optional[bool] = None,
+                 num_relations: int = 1):
         super().__init__()
         if num_layers < 1:
             raise ValueError("num_layers must be >= 1")
+        dropout = default_dropout(kind) if dropout is None else dropout
         self.in_dim = in_dim
         self.num_classes = num_classes
         self.num_layers = num_layers
@@ -91,14 +104,15 @@ class HeteroGNN(nn.Module):
     num_layers: torch.jit.Final[int]
     is_rgat: torch.jit.Final[bool]
 
-    def __init__(self, kind: str, in_dim: int, hidden: int, num_classes: int, num_layers: int, dropout: float = 0.5,
-                 heads: List[int] = [4], fused: Optional[bool] = None, num_relations: int = 1,
-                 num_node_types: int = 1):
+    def __init__(self, kind: str, in_dim: int, hidden: int, num_classes: int, num_layers: int,
+                 dropout: Optional[float] = None, heads: List[int] = [4], fused: Optional[bool] = None,
+                 num_relations: int = 1, num_node_types: int = 1):
         super().__init__()
         if num_layers < 1:
             raise ValueError("num_layers must be >= 1")
         if kind not in ("rgat", "hgt"):
             raise ValueError(f"HeteroGNN: unknown kind '{kind}' (rgat, hgt)")
+        dropout = default_dropout(kind) if dropout is None else dropout
         self.in_dim = in_dim
         self.num_classes = num_classes
         self.num_layers = num_layers
@@ -139,10 +153,10 @@ class HeteroGNN(nn.Module):
 
 
 def build(kind: str, in_dim: int, hidden: int, num_classes: int, num_layers: int,
-          dropout: float = 0.5, heads: List[int] = [4], seed: int = 0,
+          dropout: Optional[float] = None, heads: List[int] = [4], seed: int = 0,
           fused: Optional[bool] = None, num_relations: int = 1, num_node_types: int = 1) -> torch.jit.ScriptModule:
     """Builds GNN(...) (HeteroGNN(...) for ``rgat`` and ``hgt``) with parameters drawn from ``seed``
-    and scripts it."""
+    and scripts it; ``dropout`` None: :func:`default_dropout`."""
     torch.manual_seed(seed)
     if kind in ("rgat", "hgt"):
         return torch.jit.script(HeteroGNN(kind, in_dim, hidden, num_classes, num_layers, dropout, heads, fused,

@@ -24,6 +24,7 @@
 #include "tests/trainer/test_batches.h"
 #include "trainer/batch_tensors.h"
 #include "trainer/checkpoint.h"
+#include "trainer/model_kinds.h"
 #include "trainer/models.h"
 
 namespace fanout::trainer {
@@ -252,6 +253,31 @@ TEST_F(ScriptedModelTest, ReferenceRgatFromPythonEqualsTheBuiltInRgat) {
 // fanout.models.HeteroGNN's HGT (HGTConv layers reading block["src_type"], a classifier) against hgt.
 TEST_F(ScriptedModelTest, ReferenceHgtFromPythonEqualsTheBuiltInHgt) {
   ExpectTypedModelEqualsItsScript(this, ModelKind::kHgt);
+}
+
+// A Python model built without a dropout (fanout.models.build, python3 -m fanout.export) drops
+// what fanout-train's model of that name drops by default: the two read one table each.
+TEST_F(ScriptedModelTest, PythonDropoutDefaultsAreFanoutTrains) {
+  SKIP_WITHOUT_PYTHON_TORCH();
+  const std::vector<std::string> kinds = {"sage", "gcn", "gat", "rgcn", "rgat", "hgt"};
+  const std::string out = Path("dropouts.txt");
+  ASSERT_EQ(testing::Python(StrCat("-c 'from fanout.models import default_dropout\n"
+                                   "for k in \"", base::StrJoin(kinds, " "), "\".split(): print(k, default_dropout(k))'"),
+                            out),
+            0);
+  std::ifstream in(out);
+  std::string kind;
+  double dropout = -1;
+  size_t n = 0;
+  while (in >> kind >> dropout) {
+    ASSERT_LT(n, kinds.size());
+    EXPECT_EQ(kind, kinds[n]);
+    auto parsed = ParseModelKind(kind);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(dropout, DefaultDropout(*parsed)) << kind;
+    ++n;
+  }
+  EXPECT_EQ(n, kinds.size());
 }
 
 // A script sees the batch's edge data as block["edge_feat"] (float32 [num_edges, width]) and
