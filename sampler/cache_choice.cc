@@ -27,13 +27,15 @@ std::vector<int64_t> ChooseHottest(const std::vector<int64_t>& counts, const std
   return ids;
 }
 
-absl::StatusOr<std::vector<int64_t>> PresampleInputCounts(MiniBatchSampler* sampler, int64_t steps,
-                                                          int64_t num_nodes, int64_t epoch) {
+namespace {
+
+// counts[v] += 1 for every input node v of `sample(step)`'s batch, steps [0, steps).
+template <typename Sample>
+absl::StatusOr<std::vector<int64_t>> CountInputs(int64_t steps, int64_t num_nodes, Sample sample) {
   std::vector<int64_t> counts(num_nodes, 0);
-  steps = std::min(steps, sampler->steps_per_epoch());
   for (int64_t step = 0; step < steps; ++step) {
-    ASSIGN_OR_RETURN(MiniBatch mb, sampler->SampleBlocks(epoch, step));
-    for (int64_t v : mb.input_nodes()) {
+    ASSIGN_OR_RETURN(const MiniBatch* mb, sample(step));
+    for (int64_t v : mb->input_nodes()) {
       if (v < 0 || v >= num_nodes) {
         return absl::InternalError(StrCat("presampling: input node ", v, " is outside [0, ", num_nodes, ")"));
       }
@@ -43,13 +45,43 @@ absl::StatusOr<std::vector<int64_t>> PresampleInputCounts(MiniBatchSampler* samp
   return counts;
 }
 
+// What presampling reads of the batches: which nodes they take, none of their fields.
+void DropFields(SamplerOptions* so) {
+  so->feature_field = "";
+  so->label_field = "";
+  so->edge = {};
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<int64_t>> PresampleInputCounts(MiniBatchSampler* sampler, int64_t steps,
+                                                          int64_t num_nodes, int64_t epoch) {
+  MiniBatch mb;
+  return CountInputs(std::min(steps, sampler->steps_per_epoch()), num_nodes,
+                     [&](int64_t step) -> absl::StatusOr<const MiniBatch*> {
+                       ASSIGN_OR_RETURN(mb, sampler->SampleBlocks(epoch, step));
+                       return &mb;
+                     });
+}
+
 absl::StatusOr<std::vector<int64_t>> PresampleSeeds(const DistGraph* graph, SamplerOptions so,
                                                     std::vector<int64_t> seeds, int64_t steps, int64_t epoch) {
-  so.feature_field = "";
-  so.label_field = "";
-  so.edge = {};
+  DropFields(&so);
   MiniBatchSampler presampler(graph, std::move(so), std::move(seeds));
   return PresampleInputCounts(&presampler, steps, graph->num_nodes(), epoch);
+}
+
+absl::StatusOr<std::vector<int64_t>> PresampleLinkSeeds(const DistGraph* graph, LinkSamplerOptions lo,
+                                                        SeedArray edges, int64_t steps, int64_t epoch) {
+  DropFields(&lo.sampling);
+  ASSIGN_OR_RETURN(std::unique_ptr<LinkBatchSampler> presampler,
+                   LinkBatchSampler::Create(graph, std::move(lo), std::move(edges)));
+  LinkMiniBatch b;
+  return CountInputs(std::min(steps, presampler->steps_per_epoch()), graph->num_nodes(),
+                     [&](int64_t step) -> absl::StatusOr<const MiniBatch*> {
+                       ASSIGN_OR_RETURN(b, presampler->SampleBlocks(epoch, step));
+                       return &b.nodes;
+                     });
 }
 
 }  // namespace fanout::sampler

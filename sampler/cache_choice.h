@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "sampler/link_sampler.h"
 #include "sampler/minibatch_sampler.h"
 
 namespace fanout::sampler {
@@ -32,5 +33,12 @@ absl::StatusOr<std::vector<int64_t>> PresampleInputCounts(MiniBatchSampler* samp
 // presample and --feature-cache-rows presample, for fanout-train and the Python loaders alike.
 absl::StatusOr<std::vector<int64_t>> PresampleSeeds(const DistGraph* graph, SamplerOptions so,
                                                     std::vector<int64_t> seeds, int64_t steps, int64_t epoch = 0);
+
+// The same for link batches: the input nodes of the blocks around each batch's positives' and
+// negatives' endpoints, as a LinkBatchSampler of `lo` over `edges` (RankEdgeSeeds) makes them for
+// steps [0, steps) of `epoch` (at most the epoch's). The negatives are a pure function of the
+// options, epoch, step and rank too, so these are the batches training draws.
+absl::StatusOr<std::vector<int64_t>> PresampleLinkSeeds(const DistGraph* graph, LinkSamplerOptions lo,
+                                                        SeedArray edges, int64_t steps, int64_t epoch = 0);
 
 }  // namespace fanout::sampler

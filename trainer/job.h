@@ -70,9 +70,9 @@ class Job final : public JobContext {
   // The graph's remote-row cache ranked by presampled batches (--feature-cache-rows presample).
   absl::Status BuildRowCache();
   // How often this trainer's first `steps` batches (0: an epoch) take each node as an input,
-  // presampled without their data; counted once for both caches when they ask for the same
-  // steps. `how` says what was counted and how long it took, for the log.
-  absl::StatusOr<const std::vector<int64_t>*> Presampled(int64_t steps, const char* flag, std::string* how);
+  // presampled without their data by the task (Task::PresampleInputs); counted once for both
+  // caches when they ask for the same steps. `how` says what was counted and how long it took, for the log.
+  absl::StatusOr<const std::vector<int64_t>*> Presampled(int64_t steps, std::string* how);
   // From `first_step` on (a job resumed inside the epoch: the steps before it are in
   // resumed_sums_).
   absl::Status TrainEpoch(int64_t epoch, int64_t first_step);

@@ -237,22 +237,15 @@ void Job::LogSetup(const core::PartitionConfig& config, const ModelOptions& mo, 
   }
 }
 
-absl::StatusOr<const std::vector<int64_t>*> Job::Presampled(int64_t steps, const char* flag, std::string* how) {
-  // The batches training will draw, without their data: only which nodes they take.
-  const std::vector<int64_t>* nodes = task_->train_nodes();
-  if (nodes == nullptr) {
-    return absl::InvalidArgumentError(StrCat(flag, " presample samples node batches; this task does not train on them"));
-  }
-  sampler::SamplerOptions so = o_.sampling;
-  so.rank = o_.dist.rank;
-  so.seeds_per_epoch = sampler::SeedsPerEpoch(sizes_.train, o_.dist.world_size);
-  const int64_t epoch_steps = sampler::StepsPerEpoch(so, static_cast<int64_t>(nodes->size()));
-  steps = steps > 0 ? std::min(steps, epoch_steps) : epoch_steps;
+absl::StatusOr<const std::vector<int64_t>*> Job::Presampled(int64_t steps, std::string* how) {
+  // The batches training will draw, without their data: only which nodes they take. Both caches
+  // asking for the same steps share one presampling.
   if (steps != presampled_steps_) {
     const auto t0 = Clock::now();
-    ASSIGN_OR_RETURN(presampled_, sampler::PresampleSeeds(&graph_->graph(), so, *nodes, steps));
+    int64_t done = 0;
+    ASSIGN_OR_RETURN(presampled_, task_->PresampleInputs(*this, steps, &done));
     presampled_steps_ = steps;
-    presampled_how_ = StrCat("this trainer's first ", steps, " batches, presampled in ",
+    presampled_how_ = StrCat("this trainer's first ", done, " batches, presampled in ",
                              static_cast<int64_t>(Since(t0) * 1000), " ms");
   }
   *how = presampled_how_;
@@ -262,7 +255,7 @@ absl::StatusOr<const std::vector<int64_t>*> Job::Presampled(int64_t steps, const
 absl::Status Job::BuildRowCache() {
   std::string how;
   ASSIGN_OR_RETURN(const std::vector<int64_t>* counts,
-                   Presampled(o_.row_cache_presample_steps, "--feature-cache-rows", &how));
+                   Presampled(o_.row_cache_presample_steps, &how));
   RETURN_IF_ERROR(graph_->mutable_graph()->BuildCacheFromCounts(*counts));
   row_cache_choice_ = StrCat("the rows most taken by ", how, "; then the halo by its edges into the partition");
   return absl::OkStatus();
@@ -275,7 +268,7 @@ absl::Status Job::BuildFeatureCache() {
   if (o_.device_cache.presample) {
     std::string how;
     ASSIGN_OR_RETURN(const std::vector<int64_t>* counts,
-                     Presampled(o_.device_cache.presample_steps, "--gpu-cache-policy", &how));
+                     Presampled(o_.device_cache.presample_steps, &how));
     fo.counts = *counts;
     cache_choice_ = StrCat("the nodes most taken by ", how, "; then the most in-edges");
   } else {

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <string_view>
 
 #include "base/status.h"
@@ -18,6 +19,7 @@
 #include "core/dtype.h"
 #include "core/npy.h"
 #include "core/random.h"
+#include "sampler/cache_choice.h"
 #include "sampler/link_sampler.h"
 #include "sampler/loader.h"
 #include "trainer/link_loss.h"
@@ -41,12 +43,6 @@ class LinkPrediction final : public Task {
       return bad("--edges-per-epoch must be >= 0 (0: all of a trainer's edges), got ", o.link.draw.edges_per_epoch);
     }
     if (o.link.embed_dim < 0) return bad("--embed-dim must be >= 0 (0: --hidden), got ", o.link.embed_dim);
-    if (o.device_cache.presample) {
-      return bad("--gpu-cache-policy presample samples node batches; --task link takes --gpu-cache-policy degree");
-    }
-    if (o.graph.cache_from_counts) {
-      return bad("--feature-cache-rows presample samples node batches; --task link takes --feature-cache-rows halo");
-    }
     if (!o.link.draw.hard_negative_field.empty() &&
         (o.link.draw.negative_sampling == sampler::NegativeSampling::kJoint ||
          o.link.draw.negative_sampling == sampler::NegativeSampling::kInBatch)) {
@@ -185,32 +181,19 @@ class LinkPrediction final : public Task {
     });
   }
 
+  absl::StatusOr<std::vector<int64_t>> PresampleInputs(JobContext& job, int64_t steps, int64_t* steps_done) override {
+    ASSIGN_OR_RETURN(const sampler::LinkSamplerOptions lo, TrainingSampler(job));
+    const int64_t epoch_steps = sampler::LinkStepsPerEpoch(lo, lo.draw.edges_per_epoch);
+    *steps_done = steps > 0 ? std::min(steps, epoch_steps) : epoch_steps;
+    return sampler::PresampleLinkSeeds(&job.graph(), lo, RankEdges(job), *steps_done);
+  }
+
   absl::Status StartTraining(JobContext& job, int64_t first_epoch, int64_t first_step) override {
     const TrainOptions& o = job.options();
-    Communicator& comm = job.comm();
-    const int world = comm.world_size(), rank = comm.rank();
-    sampler::SeedArray mine = sampler::RankEdgeSeeds(job.config(), o.trainers_per_machine, rank);
-    // Every rank takes as many edges per epoch as the smallest share (no collective may wait on a
-    // rank that has run out).
-    std::vector<double> counts(world, 0);
-    counts[rank] = static_cast<double>(mine.size());
-    ASSIGN_OR_RETURN(counts, AllReduceSum(comm, counts));
-    sampler::LinkSamplerOptions lo;
-    lo.sampling = o.sampling;
-    lo.sampling.rank = rank;
-    if (job.feature_cache() != nullptr) lo.sampling.cached_nodes = job.feature_cache()->nodes();
-    lo.draw = o.link.draw;
-    // Every rank takes the smallest share, so that the ranks step together.
-    lo.draw.edges_per_epoch = static_cast<int64_t>(*std::min_element(counts.begin(), counts.end()));
-    if (o.link.draw.edges_per_epoch > 0) {
-      lo.draw.edges_per_epoch = std::min(lo.draw.edges_per_epoch, o.link.draw.edges_per_epoch);
-    }
-    if (lo.draw.edges_per_epoch < 1) {
-      return absl::FailedPreconditionError("--task link: a trainer's partition stores no edges to train on");
-    }
+    ASSIGN_OR_RETURN(const sampler::LinkSamplerOptions lo, TrainingSampler(job));
     // Link batches are made by sampler processes (--num-samplers N) or threads of this process;
     // either makes the same batches.
-    ASSIGN_OR_RETURN(loader_, sampler::MakeLinkBatchLoader(&job.graph(), o.graph, lo, std::move(mine),
+    ASSIGN_OR_RETURN(loader_, sampler::MakeLinkBatchLoader(&job.graph(), o.graph, lo, RankEdges(job),
                                                            TrainingLoaderOptions(o, first_epoch, first_step)));
     if (job.lead()) {
       const std::vector<std::string>& names = job.config().link_etypes;
@@ -470,6 +453,32 @@ class LinkPrediction final : public Task {
   }
 
  private:
+  // This rank's positives: the edges its slice of its partition stores.
+  static sampler::SeedArray RankEdges(const JobContext& job) {
+    return sampler::RankEdgeSeeds(job.config(), job.options().trainers_per_machine, job.options().dist.rank);
+  }
+
+  // The training batches' sampler. Every rank takes as many positives an epoch as the smallest
+  // rank's share (--edges-per-epoch at most), so that the ranks step together and no collective
+  // waits on a rank that has run out; the shares follow from the partition config alone.
+  static absl::StatusOr<sampler::LinkSamplerOptions> TrainingSampler(const JobContext& job) {
+    const TrainOptions& o = job.options();
+    sampler::LinkSamplerOptions lo;
+    lo.sampling = o.sampling;
+    lo.sampling.rank = o.dist.rank;
+    if (job.feature_cache() != nullptr) lo.sampling.cached_nodes = job.feature_cache()->nodes();
+    lo.draw = o.link.draw;
+    int64_t fewest = std::numeric_limits<int64_t>::max();
+    for (int r = 0; r < o.dist.world_size; ++r) {
+      fewest = std::min(fewest, sampler::RankEdgeCount(job.config(), o.trainers_per_machine, r));
+    }
+    lo.draw.edges_per_epoch = o.link.draw.edges_per_epoch > 0 ? std::min(fewest, o.link.draw.edges_per_epoch) : fewest;
+    if (lo.draw.edges_per_epoch < 1) {
+      return absl::FailedPreconditionError("--task link: a trainer's partition stores no edges to train on");
+    }
+    return lo;
+  }
+
   SplitSizes sizes_;
   std::vector<int> relations_;  // sampler::LinkRelations: the link relations' edge types
   bool one_negative_type_ = true;  // every link relation's negatives are of one node type

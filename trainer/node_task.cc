@@ -10,6 +10,7 @@
 #include "base/strings.h"
 #include "core/random.h"
 #include "sampler/batch_checksum.h"
+#include "sampler/cache_choice.h"
 #include "sampler/loader.h"
 #include "sampler/minibatch_sampler.h"
 #include "sampler/seed_split.h"
@@ -98,16 +99,17 @@ class NodeClassification final : public Task {
   }
 
   SplitSizes sizes() const override { return sizes_; }
-  const std::vector<int64_t>* train_nodes() const override { return &train_; }
+
+  absl::StatusOr<std::vector<int64_t>> PresampleInputs(JobContext& job, int64_t steps, int64_t* steps_done) override {
+    const sampler::SamplerOptions so = TrainingSampler(job);
+    const int64_t epoch_steps = sampler::StepsPerEpoch(so, static_cast<int64_t>(train_.size()));
+    *steps_done = steps > 0 ? std::min(steps, epoch_steps) : epoch_steps;
+    return sampler::PresampleSeeds(&job.graph(), so, train_, *steps_done);
+  }
 
   absl::Status StartTraining(JobContext& job, int64_t first_epoch, int64_t first_step) override {
-    const TrainOptions& o = job.options();
-    sampler::SamplerOptions so = o.sampling;
-    so.rank = o.dist.rank;
-    so.seeds_per_epoch = sampler::SeedsPerEpoch(sizes_.train, o.dist.world_size);
-    if (job.feature_cache() != nullptr) so.cached_nodes = job.feature_cache()->nodes();
-    ASSIGN_OR_RETURN(loader_, sampler::MakeBatchLoader(&job.graph(), o.graph, so, train_,
-                                                       TrainingLoaderOptions(o, first_epoch, first_step)));
+    ASSIGN_OR_RETURN(loader_, sampler::MakeBatchLoader(&job.graph(), job.options().graph, TrainingSampler(job), train_,
+                                                       TrainingLoaderOptions(job.options(), first_epoch, first_step)));
     return absl::OkStatus();
   }
 
@@ -200,6 +202,17 @@ class NodeClassification final : public Task {
   bool WritesPredictions() const override { return true; }
 
  private:
+  // The training batches' sampler: this rank's share of every epoch's seeds, the device cache's
+  // nodes left out of their features.
+  sampler::SamplerOptions TrainingSampler(const JobContext& job) const {
+    const TrainOptions& o = job.options();
+    sampler::SamplerOptions so = o.sampling;
+    so.rank = o.dist.rank;
+    so.seeds_per_epoch = sampler::SeedsPerEpoch(sizes_.train, o.dist.world_size);
+    if (job.feature_cache() != nullptr) so.cached_nodes = job.feature_cache()->nodes();
+    return so;
+  }
+
   std::vector<int64_t> train_, val_, test_;
   SplitSizes sizes_;
   std::string test_mask_;

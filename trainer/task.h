@@ -117,9 +117,13 @@ class Task {
   // the graph is open, the model not yet built. Returns the model's output width.
   virtual absl::StatusOr<int64_t> Prepare(JobContext& job) = 0;
   virtual SplitSizes sizes() const = 0;
-  // This rank's training nodes, for --gpu-cache-policy presample; null when the task's
-  // examples are not nodes.
-  virtual const std::vector<int64_t>* train_nodes() const { return nullptr; }
+  // How many times each node of the graph is an input of this rank's training batches, steps
+  // [0, steps) of epoch 0 (`steps` <= 0: the whole epoch), sampled through job.graph() without
+  // their data, exactly as StartTraining's loader will draw them (sampler/cache_choice.h): what
+  // --feature-cache-rows presample and --gpu-cache-policy presample rank their rows by. Called
+  // after Prepare, before the model and its communicator exist. `*steps_done`: the steps sampled.
+  virtual absl::StatusOr<std::vector<int64_t>> PresampleInputs(JobContext& job, int64_t steps,
+                                                               int64_t* steps_done) = 0;
 
   // Registers the task's own modules in the model (before its parameters are broadcast,
   // synchronised and checkpointed with the model's).

@@ -20,6 +20,11 @@
 #      batch 1024, Adam 0.01, dropout 0.5, 64-wide learnable rows for the featureless types
 #      (sparse Adam 0.06); DistDGL's dgl_rgcn_train.py (DistEmbedding + SparseAdam) on its own
 #      METIS partitions of the same graph (M parts each side).
+#   L  link prediction on A's graph (fanout-partition --edge-split 0.998,0.001,0.001, M METIS
+#      parts): SAGE 3x256 embeddings, fanouts 15,10,5, batch 1024 positives, 40 steps a trainer an
+#      epoch (--edges-per-epoch 40960; --quick 10), Adam 0.0003, no dropout, 1 uniform negative
+#      each, no evaluation (its full-graph inference is not what is measured). fanout's side only
+#      (--no-dgl): DistDGL's link job (bench/vs_dgl/run.sh --setups L) runs on loopback.
 # --graphbolt: DistDGL on GraphBolt partitions (DGL 2.1's dgl_partition_to_graphbolt of its
 # partitions; initialize(use_graphbolt=True)), its best configuration. --fanout-flags adds flags
 # to fanout-train (e.g. "--wire-rows bfloat16"), --launch-flags to fanout-launch (e.g. "--replicas
@@ -73,7 +78,11 @@ while [ $# -gt 0 ]; do
 done
 IFS=, read -r -a SLIST <<<"$SETUPS"
 for s in "${SLIST[@]}"; do
-  case $s in A | H) ;; *) echo "run.sh: --setups: unknown setup '$s' (A, H)" >&2; exit 2 ;; esac
+  case $s in A | H | L) ;; *) echo "run.sh: --setups: unknown setup '$s' (A, H, L)" >&2; exit 2 ;; esac
+  if [ "$s" = L ] && [ "$DGL" = 1 ]; then
+    echo "run.sh: --setups L runs fanout's side only: add --no-dgl (DistDGL's link job: bench/vs_dgl/run.sh --setups L)" >&2
+    exit 2
+  fi
 done
 [ -z "$CUT" ] || [[ $CUT =~ ^[0-9]+:[0-9.]+:[0-9.]+$ ]] || { echo "run.sh: --cut-link must be K:AFTER:FOR" >&2; exit 2; }
 [ "$EPOCHS" -ge 2 ] || { echo "run.sh: --epochs must be >= 2 (epoch 1 is warm-up)" >&2; exit 2; }
@@ -131,6 +140,15 @@ parts_of() {  # SETUP M: fanout's M METIS parts (vs_dgl's flags) and DistDGL's
     "$BIN/fanout-generate" --out "$DATA" --overwrite --num-nodes "$NODES" --num-edges "$EDGES" \
       --feat-dim 100 --num-classes 47 --train-frac 0.1 --valid-frac 0.05 --seed 0 >/dev/null
   fi
+  if [ "$s" = L ]; then
+    if [ ! -f "$PARTS/fanout-$m-link/$NAME.json" ]; then
+      log "fanout-partition: $m METIS parts, 0.1 % of the pairs held out each for validation and test"
+      "$BIN/fanout-partition" --input "$DATA" --out "$PARTS/fanout-$m-link" --num-parts "$m" --part-method metis \
+        --add-reverse-edges --balance-train --balance-edges --graph-name "$NAME" --edge-split 0.998,0.001,0.001 \
+        --overwrite --quiet
+    fi
+    return 0
+  fi
   if [ ! -f "$PARTS/fanout-$m/$NAME.json" ]; then
     log "fanout-partition: $m METIS parts"
     "$BIN/fanout-partition" --input "$DATA" --out "$PARTS/fanout-$m" --num-parts "$m" --part-method metis \
@@ -163,8 +181,12 @@ watch_wire() {
 }
 
 run_fanout() {  # DIR SETUP M
-  local dir=$1 s=$2 m=$3 config model
-  if [ "$s" = H ]; then
+  local dir=$1 s=$2 m=$3 config model evaluate=(--eval-every "$EPOCHS")
+  if [ "$s" = L ]; then
+    config=$PARTS/fanout-$m-link/$NAME.json evaluate=(--eval-every 0)
+    model=(--task link --model sage --fanouts 15,10,5 --hidden 256 --batch-size 1024 --lr 0.0003 --dropout 0
+      --edges-per-epoch "$([ "$QUICK" = 1 ] && echo 10240 || echo 40960)" --negatives 1 --negative-sampling uniform)
+  elif [ "$s" = H ]; then
     config=$MAG/fanout-$m/mag.json
     model=(--model rgcn --fanouts 25,15 --hidden 64 --batch-size 1024 --lr 0.01 --dropout 0.5
       --embed-featureless 64 --sparse-optimizer adam --sparse-lr 0.06)
@@ -176,7 +198,7 @@ run_fanout() {  # DIR SETUP M
   timeout "$TIMEOUT" "$BIN/fanout-launch" --agent "$FANOUT_CLUSTER_AGENT" --ip-config "$FANOUT_CLUSTER_IP_CONFIG" \
     --part-config "$config" --num-servers 1 --num-trainers 1 --num-samplers 1 \
     --num-omp-threads 1 --log-dir "$dir/logs" "${launch_flags[@]}" -- \
-    "$BIN/fanout-train" "${model[@]}" --epochs "$EPOCHS" --eval-every "$EPOCHS" --no-test --threads 1 --num-samplers 1 \
+    "$BIN/fanout-train" "${model[@]}" --epochs "$EPOCHS" "${evaluate[@]}" --no-test --threads 1 --num-samplers 1 \
     --metrics-file "$dir/metrics.jsonl" "${train_flags[@]}" >"$dir/console.log" 2>&1
 }
 

@@ -48,13 +48,6 @@ TEST(TrainOptionsTest, EveryBadValueIsRefusedNamingItsFlag) {
       {"--gpu-cache-bytes -1", [](TrainOptions& o) { o.device_cache.bytes = -1; }, "--gpu-cache-bytes must be >= 0"},
       {"--gpu-cache-presample-steps -1", [](TrainOptions& o) { o.device_cache.presample_steps = -1; },
        "--gpu-cache-presample-steps must be >= 0"},
-      {"--gpu-cache-policy presample --task link",
-       [](TrainOptions& o) {
-         o.device_cache.presample = true;
-         o.task = "link";
-         o.eval.metric = Metric::kRocAuc;
-       },
-       "--task link takes --gpu-cache-policy degree"},
       {"--task link --metric acc", [](TrainOptions& o) { o.task = "link"; },
        "--task link reports roc-auc and selects the model by it"},
       {"--task link --negatives 0",
