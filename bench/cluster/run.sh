@@ -104,7 +104,21 @@ mkdir -p "$RUN"
 CL=fcb$$
 CL=${CL:0:12}
 log() { echo "$(date +%H:%M:%S) $*" | tee -a "$RUN/log.txt" >&2; }
-trap '"$CLUSTER" down --name "$CL" >/dev/null 2>&1 || true' EXIT
+# On exit, failure, Ctrl-C or SIGTERM: the job under way stopped (its launcher told to end it),
+# then the cluster and whatever still runs in it removed. Jobs run in the background and are
+# waited for, as bash handles a signal only once the command in the foreground has ended.
+cleanup() {
+  trap - EXIT INT TERM
+  local p
+  for p in $(jobs -p); do
+    pkill -TERM -P "$p" 2>/dev/null || true
+    kill -TERM "$p" 2>/dev/null || true
+  done
+  "$CLUSTER" down --name "$CL" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 log "fanout build: $BIN; results in $RUN"
 
@@ -265,7 +279,8 @@ job() {  # SYSTEM SETUP M RATE ROUND
   if [ -n "$CUT" ] && [ "$sys" = fanout ]; then cut_link "$dir" & cutter=$!; fi
   log "[$s $sys] $m machines at $rate, round $r ($dir)"
   start=$(date +%s.%N)
-  "run_$sys" "$dir" "$s" "$m" || rc=$?
+  "run_$sys" "$dir" "$s" "$m" &
+  wait $! || rc=$?
   end=$(date +%s.%N)
   log "[$s $sys] job took $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.1f", b - a }') s (exit $rc)"
   if [ -n "$cutter" ]; then
