@@ -500,6 +500,31 @@ const sampler::DistGraph& LoaderGraph(Graph& graph, const sampler::DistGraphOpti
   return graph.graph();
 }
 
+// A loader's feature_cache_rows (fanout-train's --feature-cache-rows): "halo" or "presample".
+void CheckCacheRows(const std::string& cache_rows) {
+  if (cache_rows != "halo" && cache_rows != "presample") {
+    throw py::value_error(StrCat("feature_cache_rows must be 'halo' or 'presample', got '", cache_rows, "'"));
+  }
+}
+
+// The graph a loader samples through. With cache_rows "presample", sampler processes and a
+// cache: a graph of the loader's own (kept in `*own`) whose cache holds the remote rows the
+// loader's own first epoch takes most, `count(graph)` presampling it before the first batch, and
+// `*go` says so to the sampler processes, which map that cache; otherwise LoaderGraph's.
+template <typename Count>
+const sampler::DistGraph* CachingGraphFor(Graph& graph, sampler::DistGraphOptions* go, const sampler::LoaderOptions& lo,
+                                          const std::string& cache_rows, std::unique_ptr<sampler::DistGraph>* own,
+                                          Count count) {
+  if (cache_rows != "presample" || lo.num_samplers == 0 || go->cache_field.empty() || go->cache_max_bytes == 0) {
+    return &LoaderGraph(graph, *go, lo);
+  }
+  go->cache_from_counts = true;
+  go->cache_in_shared_memory = true;
+  *own = Take(sampler::DistGraph::Open(graph.config(), *go));
+  if ((*own)->awaits_cache()) Check((*own)->BuildCacheFromCounts(Take(count(own->get()))));
+  return own->get();
+}
+
 // fanout-train's node batches for a list of seeds: the same MakeBatchLoader, so batch (epoch,
 // step) is the one the C++ trainer would train on with the same options and seeds.
 class NodeLoader {
@@ -510,28 +535,17 @@ class NodeLoader {
   NodeLoader(std::shared_ptr<Graph> graph, py::array seeds, const py::dict& sampler, const py::dict& loader,
              int64_t cache_max_bytes, const std::string& cache_rows)
       : graph_(std::move(graph)) {
-    if (cache_rows != "halo" && cache_rows != "presample") {
-      throw py::value_error(StrCat("feature_cache_rows must be 'halo' or 'presample', got '", cache_rows, "'"));
-    }
+    CheckCacheRows(cache_rows);
     const sampler::SamplerOptions so = Take(sampler::ReadSamplerSettings(SettingsJson(sampler)));
     const sampler::LoaderOptions lo = LoaderOptionsOf(*graph_, loader);
     sampler::DistGraphOptions go = ProcessGraphOptions(*graph_, so.feature_field, cache_max_bytes);
     std::vector<int64_t> ids = Ids(seeds, "seeds");
     py::gil_scoped_release nogil;
-    const sampler::DistGraph* g = nullptr;
-    if (cache_rows == "presample" && lo.num_samplers > 0 && !go.cache_field.empty() && go.cache_max_bytes > 0) {
-      go.cache_from_counts = true;
-      go.cache_in_shared_memory = true;
-      presampled_ = Take(sampler::DistGraph::Open(graph_->config(), go));
-      if (presampled_->awaits_cache()) {
-        const std::vector<int64_t> counts = Take(sampler::PresampleSeeds(
-            presampled_.get(), so, ids, sampler::StepsPerEpoch(so, static_cast<int64_t>(ids.size())), lo.first_epoch));
-        Check(presampled_->BuildCacheFromCounts(counts));
-      }
-      g = presampled_.get();
-    } else {
-      g = &LoaderGraph(*graph_, go, lo);
-    }
+    const sampler::DistGraph* g =
+        CachingGraphFor(*graph_, &go, lo, cache_rows, &presampled_, [&](const sampler::DistGraph* own) {
+          return sampler::PresampleSeeds(own, so, ids, sampler::StepsPerEpoch(so, static_cast<int64_t>(ids.size())),
+                                         lo.first_epoch);
+        });
     loader_ = Take(sampler::MakeBatchLoader(g, go, so, std::move(ids), lo));
     steps_per_epoch_ = loader_->steps_per_epoch();
   }
@@ -560,20 +574,27 @@ class NodeLoader {
 };
 
 // fanout-train's link batches (--task link) over a list of positive edges: the same
-// MakeLinkBatchLoader (threads or sampler processes).
+// MakeLinkBatchLoader (threads or sampler processes). cache_rows as NodeLoader's, presampling
+// link batches.
 class EdgeLoader {
  public:
   EdgeLoader(std::shared_ptr<Graph> graph, py::array edges, const py::dict& sampler, const py::dict& link,
-             const py::dict& loader, int64_t cache_max_bytes)
+             const py::dict& loader, int64_t cache_max_bytes, const std::string& cache_rows)
       : graph_(std::move(graph)) {
+    CheckCacheRows(cache_rows);
     const sampler::SamplerOptions so = Take(sampler::ReadSamplerSettings(SettingsJson(sampler)));
     const sampler::LinkSamplerOptions lo = Take(sampler::ReadLinkSettings(SettingsJson(link), so));
     const sampler::LoaderOptions opts = LoaderOptionsOf(*graph_, loader);
-    const sampler::DistGraphOptions go = ProcessGraphOptions(*graph_, so.feature_field, cache_max_bytes);
+    sampler::DistGraphOptions go = ProcessGraphOptions(*graph_, so.feature_field, cache_max_bytes);
     // A rank's edges are one run (rank_edge_range): held as a range, not a list per sampler.
     sampler::SeedArray ids = sampler::SeedArray::Of(Ids(edges, "edge IDs"));
     py::gil_scoped_release nogil;
-    loader_ = Take(sampler::MakeLinkBatchLoader(&LoaderGraph(*graph_, go, opts), go, lo, std::move(ids), opts));
+    const sampler::DistGraph* g =
+        CachingGraphFor(*graph_, &go, opts, cache_rows, &presampled_, [&](const sampler::DistGraph* own) {
+          return sampler::PresampleLinkSeeds(own, lo, ids, sampler::LinkStepsPerEpoch(lo, ids.size()),
+                                             opts.first_epoch);
+        });
+    loader_ = Take(sampler::MakeLinkBatchLoader(g, go, lo, std::move(ids), opts));
     steps_per_epoch_ = loader_->steps_per_epoch();
   }
 
@@ -593,10 +614,12 @@ class EdgeLoader {
   void Close() {
     py::gil_scoped_release nogil;
     loader_.reset();
+    presampled_.reset();
   }
 
  private:
   std::shared_ptr<Graph> graph_;
+  std::unique_ptr<sampler::DistGraph> presampled_;  // as NodeLoader's
   std::unique_ptr<sampler::LinkBatchSource> loader_;
   int64_t steps_per_epoch_ = 0;
 };
@@ -674,9 +697,10 @@ void BindLoaders(py::module_& m) {
       .def("close", &NodeLoader::Close);
 
   py::class_<EdgeLoader>(m, "EdgeLoader")
-      .def(py::init<std::shared_ptr<Graph>, py::array, const py::dict&, const py::dict&, const py::dict&, int64_t>(),
+      .def(py::init<std::shared_ptr<Graph>, py::array, const py::dict&, const py::dict&, const py::dict&, int64_t,
+                    const std::string&>(),
            py::arg("graph"), py::arg("edges"), py::arg("sampler"), py::arg("link"), py::arg("loader"),
-           py::arg("cache_max_bytes") = 0)
+           py::arg("cache_max_bytes") = 0, py::arg("cache_rows") = "halo")
       .def_property_readonly("steps_per_epoch", &EdgeLoader::steps_per_epoch)
       .def("next", &EdgeLoader::Next)
       .def("close", &EdgeLoader::Close);

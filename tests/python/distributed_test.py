@@ -616,45 +616,12 @@ class LoaderTest(ServersTestCase):
         # feature_cache_rows="presample" (fanout-train's --feature-cache-rows): the loader's
         # sampler processes map a cache ranked by its own presampled epoch, not the halo cache
         # every other loader shares, holding rows beyond the halo; the batches are the same.
-        def halo_caches(pid):
-            with open(f"/proc/{pid}/maps") as f:
-                return {line.split()[4] for line in f if "memfd:fanout-halo-cache" in line}
-
         nids = dist.node_split(self.g.ndata["train_mask"], self.g.get_partition_book())
-        batches, maps, reports = {}, {}, {}
-        for rows in ("halo", "presample"):
-            with tempfile.TemporaryFile() as err:  # the sampler process's stderr: its cache report
-                saved = os.dup(2)
-                os.dup2(err.fileno(), 2)
-                try:
-                    loader = dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([4, 3]), batch_size=32,
-                                                     shuffle=True, seed=3, num_samplers=1, to_dgl=False,
-                                                     feature_cache_rows=rows)
-                    batches[rows] = [[input_nodes.clone(), seeds.clone(), blocks[0].srcdata["feat"].clone()]
-                                     for input_nodes, seeds, blocks in loader]
-                    children = sampler_children()
-                    self.assertEqual(len(children), 1)
-                    maps[rows] = halo_caches(children[0])
-                    loader.close()
-                finally:
-                    os.dup2(saved, 2)
-                    os.close(saved)
-                err.seek(0)
-                reports[rows] = err.read().decode()
-        self.assertGreater(len(batches["halo"]), 2)
-        self.assertEqual(len(batches["halo"]), len(batches["presample"]))
-        for want, got in zip(batches["halo"], batches["presample"]):
-            self.assertEqual([bool(torch.equal(a, b)) for a, b in zip(want, got)], [True] * 3)
-        self.assertEqual(len(maps["presample"]), 1)
-        self.assertNotEqual(maps["presample"], maps["halo"], "the presampled loader maps a cache of its own")
-        # Its cache holds the halo and the remote rows beyond it that the epoch took, and finds more.
-        held = {}
-        for rows, label in (("halo", "halo cache"), ("presample", "presampled row cache")):
-            m = re.search(label + r": (\d+) of (\d+) remote rows .* from its (\d+) rows of 'feat'", reports[rows])
-            self.assertIsNotNone(m, reports[rows])
-            held[rows] = (int(m.group(1)) / int(m.group(2)), int(m.group(3)))
-        self.assertGreater(held["presample"][1], held["halo"][1])
-        self.assertGreater(held["presample"][0], held["halo"][0])
+        check_presampled_cache(
+            self, lambda rows: dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([4, 3]), batch_size=32,
+                                                       shuffle=True, seed=3, num_samplers=1, to_dgl=False,
+                                                       feature_cache_rows=rows),
+            lambda input_nodes, seeds, blocks: [input_nodes, seeds, blocks[0].srcdata["feat"]])
         with self.assertRaisesRegex(ValueError, "feature_cache_rows must be 'halo' or 'presample', got 'often'"):
             dist.DistNodeDataLoader(self.g, nids, dist.NeighborSampler([4]), batch_size=32, feature_cache_rows="often")
 
@@ -789,6 +756,21 @@ class EdgeLoaderTest(ServersTestCase):
         # Every rank runs the same number of steps: the smaller partition's share.
         least = min(e - s for s, e in self.g.get_partition_book()._edge_ranges)
         self.assertEqual(len(runs[0]), -(-least // 64))
+
+
+    def test_a_presampled_cache_makes_the_same_link_batches(self):
+        # DistEdgeDataLoader(feature_cache_rows="presample"): as the node loader's, ranked by its
+        # own presampled epoch of link batches (negatives and all).
+        eids = dist.edge_split(None, self.g.get_partition_book())
+        sampler = dist.as_edge_prediction_sampler(dist.NeighborSampler([3, 3]),
+                                                  negative_sampler=dist.negative_sampler.Uniform(2))
+        check_presampled_cache(
+            self, lambda rows: dist.DistEdgeDataLoader(self.g, eids, sampler, batch_size=64, seed=5, num_samplers=1,
+                                                       to_dgl=False, feature_cache_rows=rows),
+            lambda input_nodes, pos, neg, blocks: [input_nodes, pos.edata[dist.EID], neg.edges()[1],
+                                                   blocks[0].srcdata["feat"]])
+        with self.assertRaisesRegex(ValueError, "DistEdgeDataLoader: feature_cache_rows must be 'halo' or 'presample'"):
+            dist.DistEdgeDataLoader(self.g, eids, sampler, batch_size=32, feature_cache_rows="often")
 
 
 class DglExampleNamesTest(ServersTestCase):
@@ -1573,6 +1555,48 @@ class UnreachableMachineTest(ServersTestCase):
     def test_zero_turns_the_watch_off(self):
         rc, err, _ = self.run_script(0, wait=5)
         self.assertIsNone(err, "the script kept waiting")
+
+
+def check_presampled_cache(test, make_loader, tensors_of):
+    """A loader of feature_cache_rows="halo" and one of "presample" (``make_loader(rows)``, one
+    sampler process each) make the same batches (``tensors_of(*batch)``); the presampled one's
+    sampler process maps a cache of its own, not the halo cache, which holds more rows and finds
+    more of the batches' remote rows (its report at exit)."""
+    def caches(pid):
+        with open(f"/proc/{pid}/maps") as f:
+            return {line.split()[4] for line in f if "memfd:fanout-halo-cache" in line}
+
+    batches, maps, reports = {}, {}, {}
+    for rows in ("halo", "presample"):
+        with tempfile.TemporaryFile() as err:  # the sampler process's stderr: its cache report
+            saved = os.dup(2)
+            os.dup2(err.fileno(), 2)
+            try:
+                loader = make_loader(rows)
+                batches[rows] = [[t.clone() for t in tensors_of(*batch)] for batch in loader]
+                children = sampler_children()
+                test.assertEqual(len(children), 1)
+                maps[rows] = caches(children[0])
+                loader.close()
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
+            err.seek(0)
+            reports[rows] = err.read().decode()
+    test.assertGreater(len(batches["halo"]), 2)
+    test.assertEqual(len(batches["halo"]), len(batches["presample"]))
+    for want, got in zip(batches["halo"], batches["presample"]):
+        test.assertEqual([bool(torch.equal(a, b)) for a, b in zip(want, got)], [True] * len(want))
+    test.assertEqual(len(maps["presample"]), 1)
+    test.assertNotEqual(maps["presample"], maps["halo"], "the presampled loader maps a cache of its own")
+    # Its cache holds the halo and the remote rows beyond it that the epoch took, and finds more.
+    held = {}
+    for rows, label in (("halo", "halo cache"), ("presample", "presampled row cache")):
+        m = re.search(label + r": (\d+) of (\d+) remote rows .* from its (\d+) rows of 'feat'", reports[rows])
+        test.assertIsNotNone(m, reports[rows])
+        held[rows] = (int(m.group(1)) / int(m.group(2)), int(m.group(3)))
+    test.assertGreater(held["presample"][1], held["halo"][1])
+    test.assertGreater(held["presample"][0], held["halo"][0])
 
 
 def sampler_children():

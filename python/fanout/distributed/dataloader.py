@@ -477,10 +477,7 @@ class DistNodeDataLoader(_EpochLoader):
                  prefetch: int = 2, to_dgl: Optional[bool] = None, batch_timeout_seconds: float = 600.0,
                  feature_cache_bytes: int = 512 << 20, even_steps: Optional[bool] = None, device=None,
                  queue_size: Optional[int] = None, batch_rows: str = "auto", feature_cache_rows: str = "halo"):
-        if feature_cache_rows not in ("halo", "presample"):
-            raise ValueError(f"DistNodeDataLoader: feature_cache_rows must be 'halo' or 'presample', "
-                             f"got {feature_cache_rows!r}")
-        self._cache_rows = feature_cache_rows
+        self._cache_rows = _cache_rows("DistNodeDataLoader", feature_cache_rows)
         batch_size = _count(batch_size, "DistNodeDataLoader: batch_size")
         _native.check_batch_size("DistNodeDataLoader: batch_size", batch_size)
         if not isinstance(graph_sampler, NeighborSampler):
@@ -824,6 +821,13 @@ def _fewest_on_any_rank(count: int) -> int:
     return int(t.item())
 
 
+def _cache_rows(loader: str, value: str) -> str:
+    """A loader's ``feature_cache_rows``: "halo" or "presample"."""
+    if value not in ("halo", "presample"):
+        raise ValueError(f"{loader}: feature_cache_rows must be 'halo' or 'presample', got {value!r}")
+    return value
+
+
 def _min_rank_edges(graph: DistGraph, ctx) -> int:
     """The fewest edges any rank gets from ``edge_split()`` (every rank runs that many per epoch,
     as fanout-train does)."""
@@ -848,7 +852,8 @@ class DistEdgeDataLoader(_EpochLoader):
                  shuffle: bool = True, drop_last: bool = False, *, seed: int = 0, num_samplers: Optional[int] = None,
                  num_threads: int = 1, prefetch: int = 2, to_dgl: Optional[bool] = None,
                  batch_timeout_seconds: float = 600.0, feature_cache_bytes: int = 512 << 20, device=None,
-                 queue_size: Optional[int] = None, batch_rows: str = "auto"):
+                 queue_size: Optional[int] = None, batch_rows: str = "auto", feature_cache_rows: str = "halo"):
+        self._cache_rows = _cache_rows("DistEdgeDataLoader", feature_cache_rows)
         ctx = context.current()
         batch_size = _count(batch_size, "DistEdgeDataLoader: batch_size")
         if not isinstance(graph_sampler, EdgePredictionSampler):
@@ -893,7 +898,7 @@ class DistEdgeDataLoader(_EpochLoader):
     def _start(self, first_epoch, num_epochs):
         return _native.EdgeLoader(self._g._native, self._eids, sampler=self._settings, link=self._link,
                                   loader=self._loader_settings(first_epoch, num_epochs),
-                                  cache_max_bytes=self._cache_bytes)
+                                  cache_max_bytes=self._cache_bytes, cache_rows=self._cache_rows)
 
     @staticmethod
     def _typed_eids(g: DistGraph, eids) -> np.ndarray:
