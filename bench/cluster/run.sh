@@ -80,7 +80,8 @@ IFS=, read -r -a SLIST <<<"$SETUPS"
 for s in "${SLIST[@]}"; do
   case $s in A | H | L) ;; *) echo "run.sh: --setups: unknown setup '$s' (A, H, L)" >&2; exit 2 ;; esac
   if [ "$s" = L ] && [ "$DGL" = 1 ]; then
-    echo "run.sh: --setups L runs fanout's side only: add --no-dgl (DistDGL's link job: bench/vs_dgl/run.sh --setups L)" >&2
+    echo "run.sh: --setups L runs fanout's side only: add --no-dgl" \
+      "(DistDGL's link job: bench/vs_dgl/run.sh --setups L)" >&2
     exit 2
   fi
 done

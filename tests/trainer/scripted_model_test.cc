@@ -261,10 +261,9 @@ TEST_F(ScriptedModelTest, PythonDropoutDefaultsAreFanoutTrains) {
   SKIP_WITHOUT_PYTHON_TORCH();
   const std::vector<std::string> kinds = {"sage", "gcn", "gat", "rgcn", "rgat", "hgt"};
   const std::string out = Path("dropouts.txt");
-  ASSERT_EQ(testing::Python(StrCat("-c 'from fanout.models import default_dropout\n"
-                                   "for k in \"", base::StrJoin(kinds, " "), "\".split(): print(k, default_dropout(k))'"),
-                            out),
-            0);
+  const std::string script = StrCat("from fanout.models import default_dropout\nfor k in \"", base::StrJoin(kinds, " "),
+                                    "\".split(): print(k, default_dropout(k))");
+  ASSERT_EQ(testing::Python(StrCat("-c '", script, "'"), out), 0);
   std::ifstream in(out);
   std::string kind;
   double dropout = -1;

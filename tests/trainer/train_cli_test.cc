@@ -317,7 +317,8 @@ TEST_F(TrainCliTest, LinkPredictionCachesTheRowsItsPresampledBatchesTake) {
       ASSERT_TRUE(std::regex_search(text, row, std::regex("feature cache: [0-9]+ remote rows of 'feat' \\([0-9]+ MiB: "
                                                           "the rows most taken by " + ranked)))
           << text;
-      ASSERT_TRUE(std::regex_search(text, device, std::regex("device feature cache: .*the nodes most taken by " + ranked)))
+      ASSERT_TRUE(
+          std::regex_search(text, device, std::regex("device feature cache: .*the nodes most taken by " + ranked)))
           << text;
       EXPECT_EQ(row[1].str(), device[1].str()) << "the two caches were not ranked by one presampling: " << text;
       EXPECT_TRUE(std::regex_search(text, std::regex("presampled row cache: [0-9]+ of [0-9]+ remote rows"))) << text;
