@@ -179,6 +179,21 @@ TEST(TypedTrainCliTest, LinkPredictionOnOneRelationLearns) {
   std::printf("typed link prediction: best validation roc-auc %.4f, test roc-auc %s\n", valid, m[1].str().c_str());
   EXPECT_GT(std::stod(m[1]), 0.6) << text;
 
+  // The papers' remote rows cached by how often this trainer's own first epoch of typed link
+  // batches takes them (--feature-cache-rows presample), which its sampler process maps.
+  auto presampled = StartRanks(2, {"--part-config", summary->config_path, "--servers", cluster.ServerList(), "--task",
+                                   "link", "--model", "rgcn", "--embed-featureless", "16", "--fanouts", "5,5",
+                                   "--hidden", "32", "--batch-size", "32", "--epochs", "1", "--eval-every", "0",
+                                   "--no-test", "--threads", "1", "--num-samplers", "1", "--feature-cache-rows",
+                                   "presample"});
+  ASSERT_EQ(presampled[1]->Finish(), 0) << presampled[1]->output();
+  ASSERT_EQ(presampled[0]->Finish(), 0) << presampled[0]->output();
+  const std::string cached = presampled[0]->output();
+  EXPECT_TRUE(std::regex_search(cached, std::regex("feature cache: [0-9]+ remote rows of 'paper/feat' \\([0-9]+ MiB: the "
+                                                   "rows most taken by this trainer's first [0-9]+ batches")))
+      << cached;
+  EXPECT_TRUE(std::regex_search(cached, std::regex("presampled row cache: [0-9]+ of [0-9]+ remote rows"))) << cached;
+
   // The same graph partitioned without --link-etype has no relation to predict.
   testing::TempDir plain_dir;
   const std::string plain = testing::PartitionTyped(plain_dir, d, 1);
