@@ -22,6 +22,16 @@ MemoryCgroupDirs OwnMemoryCgroup() {
   return dirs;
 }
 
+std::optional<int64_t> OomKillCountIn(const std::string& path) {
+  std::ifstream in(path);
+  std::string name;
+  int64_t value = 0;
+  while (in >> name >> value) {
+    if (name == "oom_kill") return value;
+  }
+  return std::nullopt;
+}
+
 int64_t UsableMemoryBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
   int64_t bytes = pages > 0 && page > 0 ? static_cast<int64_t>(pages) * page : -1;

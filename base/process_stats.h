@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct MemoryCgroupDirs {
   std::string v1, v2;
 };
 MemoryCgroupDirs OwnMemoryCgroup();
+// The "oom_kill N" entry of a kernel counter file (a memory cgroup's memory.oom_control or
+// memory.events[.local], /proc/vmstat): how many processes the OOM killer ended there; nullopt
+// when the file cannot be read or has none (kernels before 4.13).
+std::optional<int64_t> OomKillCountIn(const std::string& path);
 
 // A tool's main: runs `body(argc, argv)`; std::bad_alloc unwinds (a staging folder is removed)
 // and becomes "<tool>: error: out of memory ..." on stderr and exit status 1, instead of an abort.

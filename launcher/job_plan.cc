@@ -196,9 +196,8 @@ std::string RemoteScript(const std::string& workspace, const std::vector<std::st
       "  lim=$(cat \"/sys/fs/cgroup/memory$cg/memory.limit_in_bytes\" \"/sys/fs/cgroup$cg/memory.max\" 2>/dev/null | head -n 1)\n",
       "  case $lim in *[!0-9]* | ???????????????????*) lim= ;; esac\n",
       "  echo \"fanout-launch: error: killed by the kernel's out-of-memory killer (the oom_kill count of its memory",
-      " cgroup, or the machine's, rose while it ran; memory cgroup ${cg:-/}${lim:+, limit $lim bytes}): this",
-      " machine, or its memory cgroup, ran out of memory; give it more or lower the job's (docs/deploy.md,",
-      " memory)\" >&2\n",
+      " cgroup, or the machine's, rose while it ran; memory cgroup ${cg:-/}${lim:+, limit $lim bytes}): ",
+      kOutOfMemoryRemedy, "\" >&2\n",
       "fi\n",
       "exit \"$rc\"\n");
 }

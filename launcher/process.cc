@@ -8,7 +8,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <thread>
 
@@ -34,21 +33,6 @@ ExitStatus ExitStatus::FromWaitStatus(int ws) {
   return {false, WIFEXITED(ws) ? WEXITSTATUS(ws) : 1};
 }
 
-namespace {
-
-// The "oom_kill N" entry of a kernel counter file, or nullopt.
-std::optional<int64_t> OomKillIn(const std::string& path) {
-  std::ifstream in(path);
-  std::string name;
-  int64_t value = 0;
-  while (in >> name >> value) {
-    if (name == "oom_kill") return value;
-  }
-  return std::nullopt;
-}
-
-}  // namespace
-
 std::optional<int64_t> ReadOomKillCount() {
   // This process's memory cgroup: v1's oom_control, else v2's memory.events.local (each counts
   // kills in that group only).
@@ -56,18 +40,17 @@ std::optional<int64_t> ReadOomKillCount() {
   for (const std::string& file : {cgroup.v1.empty() ? "" : cgroup.v1 + "/memory.oom_control",
                                   cgroup.v2.empty() ? "" : cgroup.v2 + "/memory.events.local"}) {
     if (file.empty()) continue;
-    if (std::optional<int64_t> n = OomKillIn(file)) return n;
+    if (std::optional<int64_t> n = base::OomKillCountIn(file)) return n;
   }
-  return OomKillIn("/proc/vmstat");
+  return base::OomKillCountIn("/proc/vmstat");
 }
 
 std::string OomKillHint(const ExitStatus& status, std::optional<int64_t> before) {
   if (!status.signaled || status.value != SIGKILL || !before.has_value()) return "";
   const std::optional<int64_t> after = ReadOomKillCount();
   if (!after.has_value() || *after <= *before) return "";
-  return "killed by the kernel's out-of-memory killer (the oom_kill count of its memory cgroup rose while it ran): "
-         "this machine, or the memory cgroup the job runs in, ran out of memory; give it more or lower the job's "
-         "(docs/deploy.md, memory)";
+  return StrCat("killed by the kernel's out-of-memory killer (the oom_kill count of its memory cgroup rose while it ran): ",
+                kOutOfMemoryRemedy);
 }
 
 std::vector<std::string> MergeEnvironment(const std::vector<std::string>& additions) {

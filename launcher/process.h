@@ -36,8 +36,14 @@ struct ExitStatus {
 // (a network namespace's /sys), the machine's (/proc/vmstat). nullopt before kernel 4.13.
 std::optional<int64_t> ReadOomKillCount();
 
+// What an out-of-memory line asks of the user, for a local process (OomKillHint) and a remote one
+// (the start script of job_plan.cc) alike. No shell metacharacter: the script echoes it quoted.
+inline constexpr char kOutOfMemoryRemedy[] =
+    "this machine, or the memory cgroup the job runs in, ran out of memory; give it more or lower the job's "
+    "(docs/deploy.md, memory)";
+
 // For a process that ended by SIGKILL: "killed by the kernel's out-of-memory killer (...)" when
-// the machine's count rose from `before` (taken when the process started), else "". The job's
+// the count of ReadOomKillCount rose from `before` (taken when the process started), else "". The job's
 // failure line ends with it, so that a user sees why; it names no count, so that the same failure
 // reads the same each time (restarts compare them).
 std::string OomKillHint(const ExitStatus& status, std::optional<int64_t> before);

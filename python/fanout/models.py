@@ -19,7 +19,6 @@ def default_dropout(kind: str) -> float:
     return _DROPOUT.get(kind, 0.5)
 
 
-
 class GNN(nn.Module):
     """A stack of one layer kind, as fanout's built-in models: ReLU and dropout between layers;
     for GAT, ELU between layers (its layers drop their input features), hidden heads

@@ -757,7 +757,6 @@ class EdgeLoaderTest(ServersTestCase):
         least = min(e - s for s, e in self.g.get_partition_book()._edge_ranges)
         self.assertEqual(len(runs[0]), -(-least // 64))
 
-
     def test_a_presampled_cache_makes_the_same_link_batches(self):
         # DistEdgeDataLoader(feature_cache_rows="presample"): as the node loader's, ranked by its
         # own presampled epoch of link batches (negatives and all).

@@ -667,9 +667,7 @@ MemoryCgroup::~MemoryCgroup() {
 }
 
 int64_t MemoryCgroup::OomKills() const {
-  const std::string text = ReadWhole(path_ + (v2_ ? "/memory.events" : "/memory.oom_control"));
-  std::smatch m;
-  return std::regex_search(text, m, std::regex("oom_kill ([0-9]+)")) ? std::stoll(m[1]) : 0;
+  return base::OomKillCountIn(path_ + (v2_ ? "/memory.events" : "/memory.oom_control")).value_or(0);
 }
 
 int64_t MemoryCgroup::PeakBytes() const {

@@ -152,7 +152,6 @@ TEST_F(TrainCliTest, AFeatureCacheChangesNoResultAndReportsItsHits) {
       ASSERT_TRUE(std::regex_search(text, device, std::regex("device feature cache: .*the nodes most taken by ([^;]*);")))
           << text;
       EXPECT_EQ(row[1].str(), device[1].str()) << "the two caches were not ranked by one presampling: " << text;
-      EXPECT_TRUE(std::regex_search(text, std::regex("presampled row cache: [0-9]+ of [0-9]+ remote rows"))) << text;
     }
   }
   EXPECT_NE(figures[0].find("test accuracy"), std::string::npos) << figures[0];
@@ -277,7 +276,8 @@ TEST_F(TrainCliTest, LinkPredictionTrainsEvaluatesAndExports) {
 // samples its own first epoch of link batches (positives, their negatives, the blocks around
 // both) without their data before training, and ranks both caches by how often those batches took
 // each node. No figure changes; on epoch 0, which presampling counted exactly, the device cache
-// holds at least as many inputs as one of the same size chosen by in-degree.
+// holds more of the inputs than one of the same size chosen by in-degree, and the remote-row cache
+// holds rows beyond the halo (the negatives' neighbourhoods), which the halo cache does not.
 TEST_F(TrainCliTest, LinkPredictionCachesTheRowsItsPresampledBatchesTake) {
   testing::TempDir dir;
   const std::string config = PartitionForLinks(dir);
@@ -287,6 +287,7 @@ TEST_F(TrainCliTest, LinkPredictionCachesTheRowsItsPresampledBatchesTake) {
   const char* policies[] = {"", "degree", "presample"};
   std::string figures[3];
   double first_epoch_hits[3] = {0, 0, 0};
+  int64_t rows_held[3] = {0, 0, 0};  // by the sampler process's remote-row cache (its exit report)
   for (int c = 0; c < 3; ++c) {
     const std::string metrics = dir.Sub(StrCat("m", c, ".jsonl"));
     std::vector<std::string> args = {"--part-config", config, "--servers", cluster.ServerList(), "--task", "link",
@@ -311,6 +312,11 @@ TEST_F(TrainCliTest, LinkPredictionCachesTheRowsItsPresampledBatchesTake) {
         first_epoch_hits[c] = j["cache_hit_rate"].get<double>();
       }
     }
+    std::smatch held;
+    ASSERT_TRUE(std::regex_search(text, held, std::regex(StrCat(c == 2 ? "presampled row" : "halo",
+                                                                " cache: [0-9]+ of [0-9]+ remote rows .* from its ([0-9]+) rows"))))
+        << text;
+    rows_held[c] = std::stoll(held[1]);
     if (c == 2) {
       const std::string ranked = "(this trainer's first 10 batches, presampled in [0-9]+ ms)";
       std::smatch row, device;
@@ -329,7 +335,11 @@ TEST_F(TrainCliTest, LinkPredictionCachesTheRowsItsPresampledBatchesTake) {
   EXPECT_EQ(figures[1], figures[0]);
   EXPECT_EQ(figures[2], figures[0]);
   EXPECT_GT(first_epoch_hits[1], 0.05);
-  EXPECT_GE(first_epoch_hits[2], first_epoch_hits[1]);
+  // (Batches are a pure function of the seeds, so these figures are the same every run: 0.376
+  // against 0.349 when written.)
+  EXPECT_GT(first_epoch_hits[2], first_epoch_hits[1]);
+  EXPECT_EQ(rows_held[1], rows_held[0]);  // the halo either way
+  EXPECT_GT(rows_held[2], rows_held[1]);
 }
 
 // The MLP scorer trains with the model (batches from a sampler process per rank) and is
